@@ -1,0 +1,1 @@
+"""Kafka's wire formats: primitives, schema-driven messages, metadata framing, batches."""
