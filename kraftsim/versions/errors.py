@@ -1,0 +1,54 @@
+"""Errors of the version catalog.
+
+Kafka signals bad versions and feature levels with IllegalArgumentException and a fixed
+text; tools print those texts to users, so the message of each error here is exactly
+Kafka's text and nothing else. Catalog problems (a broken data or user file) carry the
+name of the rule that was broken.
+"""
+
+from __future__ import annotations
+
+from kraftsim.errors import KraftsimError
+
+
+class VersionsError(KraftsimError, ValueError):
+    """Base of every error raised by kraftsim.versions."""
+
+
+class IllegalArgument(VersionsError):
+    """Kafka's IllegalArgumentException: the message is Kafka's text verbatim."""
+
+
+class UnknownMetadataVersion(IllegalArgument):
+    """A metadata.version string or level that the release line does not know."""
+
+
+class UnknownFeature(IllegalArgument):
+    """A feature name the catalog does not know (`Feature <name> not found.`)."""
+
+
+class UnknownFeatureLevel(IllegalArgument):
+    """A level the feature does not have, or not yet as production (`No feature:...`)."""
+
+
+class FeatureDependencyError(IllegalArgument):
+    """A feature level whose dependencies are not met (Feature.validateVersion)."""
+
+
+class ToolFailure(VersionsError):
+    """A one-line tool failure (Kafka's TerseFailure): print the message, exit 1."""
+
+
+class CatalogError(VersionsError):
+    """A catalog that breaks a consistency rule; it is refused as a whole.
+
+    `rule` is a stable id (for example ``kafka-2.5.3`` for the third rule of Kafka's
+    Feature.validateDefaultValueAndLatestProductionValue); `text` is the rule's own
+    message; `where` says which file or release line the problem was found in.
+    """
+
+    def __init__(self, rule: str, text: str, where: str = "catalog"):
+        self.rule = rule
+        self.text = text
+        self.where = where
+        super().__init__(f"Refusing {where}: rule {rule} broken: {text}")

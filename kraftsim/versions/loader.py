@@ -1,0 +1,180 @@
+"""Reading catalog files and merging them into one raw catalog.
+
+The shipped data is split by topic into several files, and a user's catalog is one more
+file in the same format layered on top. Merging only adds: a user can add levels,
+features, feature levels, releases, record types and record versions, never silently
+replace Kafka's facts. References (MV strings, feature names) are resolved later, in
+`model`, so that every file may refer to entries of every other.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+
+import msgspec
+
+from kraftsim.versions.errors import CatalogError
+from kraftsim.versions.schema import (
+    CapabilityEntry,
+    FeatureEntry,
+    Fragment,
+    LevelEntry,
+    MetadataVersionEntry,
+    PolicyEntry,
+    RecordEntry,
+    ReleaseEntry,
+    RequestEntry,
+)
+
+SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml")
+"""The shipped data files, merged in this order."""
+
+
+@dataclass
+class RawCatalog:
+    """All fragments merged; names unique, release inheritance applied, refs unresolved."""
+
+    sources: list[str] = field(default_factory=list)
+    line: str | None = None
+    record_schema_dirs: list[Path] = field(default_factory=list)
+    metadata_versions: list[MetadataVersionEntry] = field(default_factory=list)
+    records: dict[str, RecordEntry] = field(default_factory=dict)
+    capabilities: dict[str, CapabilityEntry] = field(default_factory=dict)
+    requests: dict[str, RequestEntry] = field(default_factory=dict)
+    features: list[FeatureEntry] = field(default_factory=list)
+    releases: list[ReleaseEntry] = field(default_factory=list)
+    policies: dict[str, PolicyEntry] = field(default_factory=dict)
+
+
+def parse_fragment(text: str, source: str) -> Fragment:
+    """Parse one catalog file's text; syntax and type errors name the file."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise CatalogError("schema", f"not valid TOML: {exc}", source) from None
+    try:
+        return msgspec.convert(data, Fragment)
+    except msgspec.ValidationError as exc:
+        raise CatalogError("schema", str(exc), source) from None
+
+
+def shipped_fragments() -> list[tuple[str, Fragment, Path | None]]:
+    """The package's own data files as (source name, fragment, folder)."""
+    data = resources.files("kraftsim.versions") / "data"
+    out = []
+    for name in SHIPPED_FILES:
+        out.append((f"kraftsim/versions/data/{name}", parse_fragment(data.joinpath(name).read_text("utf-8"), name), None))
+    return out
+
+
+def read_fragment_file(path: Path) -> tuple[str, Fragment, Path]:
+    """A user's catalog file; relative paths inside it are relative to its folder."""
+    try:
+        text = path.read_text("utf-8")
+    except OSError as exc:
+        raise CatalogError("schema", f"cannot read catalog file: {exc.strerror}", str(path)) from None
+    return str(path), parse_fragment(text, str(path)), path.parent
+
+
+def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
+    """Merge fragments in order; any clash between them is refused."""
+    raw = RawCatalog()
+    pending_levels = []
+    for source, frag, folder in fragments:
+        raw.sources.append(source)
+        if frag.line is not None:
+            raw.line = frag.line
+        for d in frag.record_schema_dirs:
+            p = Path(d)
+            raw.record_schema_dirs.append(p if p.is_absolute() or folder is None else (folder / p).resolve())
+        raw.metadata_versions.extend(frag.metadata_versions)
+        for name, rec in frag.records.items():
+            _merge_record(raw, name, rec, source)
+        for name, req in frag.requests.items():
+            if name in raw.requests:
+                old = raw.requests[name]
+                raw.requests[name] = RequestEntry(versions=[*old.versions, *req.versions], doc=old.doc or req.doc)
+            else:
+                raw.requests[name] = req
+        _add_unique(raw.capabilities, frag.capabilities, "capability", source)
+        for feat in frag.features:
+            if any(f.name == feat.name for f in raw.features):
+                raise CatalogError("duplicate", f"feature {feat.name} is defined twice", source)
+            raw.features.append(feat)
+        pending_levels.extend((source, lv) for lv in frag.feature_levels)
+        for name, pol in frag.policies.items():
+            if name not in raw.policies:
+                raw.policies[name] = pol
+                continue
+            old = raw.policies[name]
+            clash = sorted(set(old.values) & set(pol.values))
+            if clash:
+                raise CatalogError("duplicate", f"policy {name} value {clash[0]} is defined twice", source)
+            raw.policies[name] = PolicyEntry(values={**old.values, **pol.values}, doc=old.doc or pol.doc)
+        for rel in frag.releases:
+            if any(r.name == rel.name for r in raw.releases):
+                raise CatalogError("duplicate", f"release {rel.name} is defined twice", source)
+            raw.releases.append(_inherit(raw.releases, rel, source))
+    for source, lv in pending_levels:
+        feat = next((f for f in raw.features if f.name == lv.feature), None)
+        if feat is None:
+            raise CatalogError("unknown-reference", f"feature_levels adds a level to unknown feature {lv.feature}", source)
+        entry = msgspec.structs.asdict(lv)
+        del entry["feature"]
+        feat.levels.append(LevelEntry(**entry))
+    return raw
+
+
+def _merge_record(raw: RawCatalog, name: str, rec: RecordEntry, source: str) -> None:
+    old = raw.records.get(name)
+    if old is None:
+        raw.records[name] = rec
+        return
+    if rec.since is not None and rec.since != old.since:
+        raise CatalogError("duplicate", f"record {name} is already introduced at {old.since}", source)
+    raw.records[name] = RecordEntry(
+        since=old.since,
+        versions=[*old.versions, *rec.versions],
+        unsupported=rec.unsupported or old.unsupported,
+        doc=old.doc or rec.doc,
+    )
+
+
+def _add_unique(target: dict, new: dict, what: str, source: str) -> None:
+    for name, value in new.items():
+        if name in target:
+            raise CatalogError("duplicate", f"{what} {name} is defined twice", source)
+        target[name] = value
+
+
+def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> ReleaseEntry:
+    """Fill a release's missing fields from the release it inherits from."""
+    if rel.inherits is None:
+        return rel
+    parent = next((r for r in earlier if r.name == rel.inherits), None)
+    if parent is None:
+        raise CatalogError("unknown-reference", f"release {rel.name} inherits from unknown release {rel.inherits}", source)
+
+    def pick(name: str):
+        own = getattr(rel, name)
+        return getattr(parent, name) if own is None else own
+
+    def merged(name: str):
+        own, base = getattr(rel, name), getattr(parent, name)
+        return base if own is None else {**(base or {}), **own}
+
+    return ReleaseEntry(
+        name=rel.name,
+        inherits=rel.inherits,
+        latest_production=pick("latest_production"),
+        minimum_metadata_version=pick("minimum_metadata_version"),
+        validate_version_min_mv=pick("validate_version_min_mv"),
+        features=merged("features"),
+        testing=merged("testing"),
+        dependency_overrides=pick("dependency_overrides"),
+        policies=merged("policies"),
+        doc=rel.doc or parent.doc,
+    )

@@ -1,0 +1,117 @@
+"""The catalog file format: one typed Struct per TOML table.
+
+Shipped data files and users' catalog files share this one format (a *fragment*); the
+loader merges fragments. Typing the format with msgspec means a typo or a wrong type in
+a user's file is refused with the path of the bad value instead of surfacing later.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+# A reference to a metadata.version: its level, its version string, or (feature data
+# only) "latest-testing".
+MVRef = int | str
+
+
+class _Entry(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base: unknown keys are an error, every field is named."""
+
+
+class MetadataVersionEntry(_Entry):
+    level: int
+    version: str
+    metadata_changed: bool
+    introduced: str = ""
+
+
+class Step(_Entry):
+    since: MVRef
+    version: int
+
+
+class RecordEntry(_Entry):
+    since: MVRef | None = None
+    versions: list[Step] = []
+    unsupported: str | None = None
+    doc: str = ""
+
+
+class RequestEntry(_Entry):
+    versions: list[Step]
+    doc: str = ""
+
+
+class CapabilityEntry(_Entry):
+    since: MVRef
+    kind: Literal["metadata", "behaviour"] = "metadata"
+    doc: str = ""
+
+
+class LevelEntry(_Entry):
+    level: int
+    bootstrap: MVRef
+    const: str | None = None
+    dependencies: dict[str, MVRef] = {}
+    doc: str = ""
+
+
+class FeatureLevelAddition(LevelEntry):
+    """A new level for a feature defined elsewhere (user catalogs)."""
+
+    feature: str
+
+
+class FeatureEntry(_Entry):
+    name: str
+    levels: list[LevelEntry]
+    enum: str | None = None
+    kind: Literal["production", "test"] = "production"
+    doc: str = ""
+
+
+class DependencyOverride(_Entry):
+    feature: str
+    level: int
+    dependencies: dict[str, MVRef]
+
+
+class ReleaseEntry(_Entry):
+    name: str
+    inherits: str | None = None
+    latest_production: MVRef | None = None
+    minimum_metadata_version: MVRef | None = None
+    validate_version_min_mv: MVRef | None = None
+    features: dict[str, int] | None = None
+    testing: dict[str, int] | None = None
+    dependency_overrides: list[DependencyOverride] | None = None
+    policies: dict[str, str] | None = None
+    doc: str = ""
+
+
+class PolicyValue(_Entry):
+    doc: str = ""
+    texts: dict[str, str] = {}
+
+
+class PolicyEntry(_Entry):
+    values: dict[str, PolicyValue]
+    doc: str = ""
+
+
+class Fragment(_Entry):
+    """One catalog file. Every table is optional."""
+
+    line: str | None = None
+    record_schema_dirs: list[str] = []
+    metadata_versions: list[MetadataVersionEntry] = []
+    records: dict[str, RecordEntry] = {}
+    capabilities: dict[str, CapabilityEntry] = {}
+    requests: dict[str, RequestEntry] = {}
+    features: list[FeatureEntry] = []
+    feature_levels: list[FeatureLevelAddition] = []
+    releases: list[ReleaseEntry] = []
+    policies: dict[str, PolicyEntry] = {}
+    doc: str = ""

@@ -1,0 +1,27 @@
+"""Shared test fixtures: where the real Kafka files of ../shared/oracle are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+ORACLE = REPO.parent / "shared" / "oracle"
+
+
+def oracle_files(*patterns: str) -> list[Path]:
+    """Oracle files matching glob patterns, sorted; empty when the oracle is absent."""
+    if not ORACLE.is_dir():
+        return []
+    found: set[Path] = set()
+    for pattern in patterns:
+        found.update(ORACLE.rglob(pattern))
+    return sorted(found)
+
+
+@pytest.fixture(scope="session")
+def oracle_dir() -> Path:
+    if not ORACLE.is_dir():
+        pytest.skip("../shared/oracle is not present")
+    return ORACLE
