@@ -58,7 +58,7 @@ class LevelEntry(_Entry):
     doc: str = ""
 
 
-class FeatureLevelAddition(LevelEntry):
+class FeatureLevelAddition(LevelEntry, kw_only=True):
     """A new level for a feature defined elsewhere (user catalogs)."""
 
     feature: str

@@ -1,0 +1,55 @@
+"""kraftsim.versions: metadata.version, feature flags and Kafka releases, as data plus rules.
+
+Everything kraftsim knows about versions lives in the TOML files under `data/`; the
+code holds only Kafka's rules. Start from `default_catalog()` (the shipped catalog seen
+from the newest release) or `load_catalog(path)` (the same, extended by a user's file
+with hypothetical levels, features, releases and record types):
+
+    >>> cat = default_catalog()
+    >>> cat.mv_from_string("3.8.1").level
+    20
+    >>> cat.is_lossy(25, 22), cat.safe_downgrade_floor(25).version
+    (True, '4.0-IV1')
+    >>> cat.default_levels("4.0-IV3", production_only=True)["transaction.version"]
+    2
+    >>> cat.at_release("3.9").supported_features()
+    {'metadata.version': (1, 21), 'kraft.version': (0, 1)}
+"""
+
+from kraftsim.versions.catalog import Catalog, default_catalog, load_catalog, load_catalog_text
+from kraftsim.versions.errors import (
+    CatalogError,
+    FeatureDependencyError,
+    IllegalArgument,
+    ToolFailure,
+    UnknownFeature,
+    UnknownFeatureLevel,
+    UnknownMetadataVersion,
+    VersionsError,
+)
+from kraftsim.versions.features import Feature, FeatureLevel
+from kraftsim.versions.gates import DowngradeLosses
+from kraftsim.versions.metadata_version import FEATURE_NAME, MetadataVersion
+from kraftsim.versions.releases import Release, range_text
+
+__all__ = [
+    "Catalog",
+    "CatalogError",
+    "DowngradeLosses",
+    "FEATURE_NAME",
+    "Feature",
+    "FeatureDependencyError",
+    "FeatureLevel",
+    "IllegalArgument",
+    "MetadataVersion",
+    "Release",
+    "ToolFailure",
+    "UnknownFeature",
+    "UnknownFeatureLevel",
+    "UnknownMetadataVersion",
+    "VersionsError",
+    "default_catalog",
+    "load_catalog",
+    "load_catalog_text",
+    "range_text",
+]

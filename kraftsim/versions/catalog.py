@@ -1,0 +1,261 @@
+"""The version catalog: the one place kraftsim asks about versions and features.
+
+A Catalog is the shipped data (optionally extended by a user's file) seen from one
+release line: by default the newest release, where every known metadata.version up to
+its LATEST_PRODUCTION is production ready. `at_release("3.9")` gives the same catalog
+seen by a node running 3.9. Every catalog is fully checked when loaded (structure plus
+Kafka's six feature rules on every line), so users of a Catalog can trust it.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Mapping
+
+from kraftsim.versions import loader, model, validation
+from kraftsim.versions.errors import IllegalArgument, UnknownFeature
+from kraftsim.versions.features import Feature, FeatureLevel, validate_version
+from kraftsim.versions.gates import DowngradeLosses
+from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion
+from kraftsim.versions.releases import Release
+
+MVLike = MetadataVersion | int | str
+
+
+class Catalog:
+    """Metadata versions, features and releases as one release line sees them."""
+
+    def __init__(self, data: model.CatalogData, lines: Mapping[str, model.Line], line: str):
+        self._data = data
+        self._lines = lines
+        self._line = lines[line]
+        self._features = {f.name: f for f in self._line.features}
+
+    def __repr__(self) -> str:
+        return f"<Catalog {self._data.where} at release {self.release.name}>"
+
+    # --- release lines -------------------------------------------------------------
+
+    @property
+    def release(self) -> Release:
+        """The release line this view follows."""
+        return self._line.release
+
+    @property
+    def releases(self) -> tuple[Release, ...]:
+        """Every release of the catalog, oldest first."""
+        return self._data.releases
+
+    def find_release(self, name: str) -> Release:
+        """The release named `name` ("3.9")."""
+        for r in self._data.releases:
+            if r.name == name:
+                return r
+        raise IllegalArgument(f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)}")
+
+    def at_release(self, name: str) -> "Catalog":
+        """The same catalog as a node running release `name` sees it."""
+        return Catalog(self._data, self._lines, self.find_release(name).name)
+
+    def policy(self, name: str) -> str:
+        """The value this line follows for a behaviour policy (see policies.toml)."""
+        return self.release.policy(name)
+
+    @property
+    def record_schema_dirs(self) -> tuple[Path, ...]:
+        """Extra record schema folders a user catalog brings, for the protocol layer."""
+        return self._data.record_schema_dirs
+
+    # --- metadata.version ----------------------------------------------------------
+
+    @property
+    def metadata_versions(self) -> tuple[MetadataVersion, ...]:
+        """Every level this line knows, lowest first."""
+        return tuple(self._line.table)
+
+    @property
+    def all_metadata_versions(self) -> tuple[MetadataVersion, ...]:
+        """Every level the catalog defines, including those this line no longer knows
+        (levels 1-6 on 4.x lines); their production flag is meaningless."""
+        return self._data.versions
+
+    @property
+    def minimum(self) -> MetadataVersion:
+        return self._line.table.minimum
+
+    @property
+    def latest_production(self) -> MetadataVersion:
+        return self._line.table.latest_production
+
+    @property
+    def latest_testing(self) -> MetadataVersion:
+        return self._line.table.latest_testing
+
+    def metadata_version(self, x: MVLike) -> MetadataVersion:
+        """Look up by level (int), by version string (unstable allowed) or normalise an MV."""
+        if isinstance(x, str):
+            return self._line.table.from_string(x, unstable=True)
+        return self._line.table.from_level(getattr(x, "level", x))
+
+    def mv_from_level(self, level: int) -> MetadataVersion:
+        """Kafka's fromFeatureLevel, with its error text."""
+        return self._line.table.from_level(level)
+
+    def mv_from_string(self, text: str, unstable: bool = False) -> MetadataVersion:
+        """Kafka's fromVersionString: "3.8.1" → 3.8-IV0, "4.0" → its newest production IV."""
+        return self._line.table.from_string(text, unstable)
+
+    def versions_string(self, first: MVLike, last: MVLike) -> str:
+        """The inclusive range of version strings, joined with ", "."""
+        return self._line.table.versions_string(self.metadata_version(first), self.metadata_version(last))
+
+    @staticmethod
+    def compare(a: MetadataVersion, b: MetadataVersion) -> int:
+        """-1, 0 or 1, by level."""
+        return (a.level > b.level) - (a.level < b.level)
+
+    def previous(self, mv: MVLike) -> MetadataVersion:
+        return self._line.table.previous(self.metadata_version(mv))
+
+    def is_lossy(self, a: MVLike, b: MVLike) -> bool:
+        """Whether moving between a and b (either order) crosses a metadata change."""
+        return self._line.table.is_lossy(self.metadata_version(a), self.metadata_version(b))
+
+    def safe_downgrade_floor(self, mv: MVLike) -> MetadataVersion:
+        """The lowest level a lossless downgrade from `mv` can reach."""
+        return self._line.table.safe_downgrade_floor(self.metadata_version(mv))
+
+    def downgrade_losses(self, source: MVLike, target: MVLike) -> DowngradeLosses:
+        """What a downgrade from `source` to `target` could no longer represent."""
+        return self._data.gates.downgrade_losses(self.metadata_version(source), self.metadata_version(target))
+
+    # --- gates -----------------------------------------------------------------------
+
+    def supports(self, capability: str, mv: MVLike) -> bool:
+        """Whether a capability (records.toml [capabilities]) exists at `mv`."""
+        return self._data.gates.supports(capability, self.metadata_version(mv))
+
+    def capabilities(self, mv: MVLike) -> tuple[str, ...]:
+        return self._data.gates.capabilities_at(self.metadata_version(mv))
+
+    def record_types(self, mv: MVLike) -> tuple[str, ...]:
+        """Record types that may be written at `mv`."""
+        return self._data.gates.record_types_at(self.metadata_version(mv))
+
+    def record_version(self, record: str, mv: MVLike) -> int:
+        """Highest version of `record` writable at `mv` (Kafka's ...RecordVersion methods)."""
+        return self._data.gates.record_version(record, self.metadata_version(mv))
+
+    def request_version(self, api: str, mv: MVLike) -> int:
+        """Version of request `api` ("Fetch", "ListOffsets") a node sends at `mv`."""
+        return self._data.gates.request_version(api, self.metadata_version(mv))
+
+    # --- features --------------------------------------------------------------------
+
+    @property
+    def features(self) -> tuple[Feature, ...]:
+        """Features this line knows (production and test), in declaration order."""
+        return self._line.features
+
+    @property
+    def production_features(self) -> tuple[Feature, ...]:
+        """Kafka's PRODUCTION_FEATURES for this line."""
+        return tuple(f for f in self._line.features if f.production)
+
+    def feature(self, name: str) -> Feature:
+        """Kafka's featureFromName."""
+        f = self._features.get(name)
+        if f is None:
+            raise UnknownFeature(f"Feature {name} not found.")
+        return f
+
+    def feature_level(self, name: str, level: int, unstable: bool = False) -> FeatureLevel:
+        """Kafka's featureFromName(name).fromFeatureLevel(level, unstable)."""
+        return self.feature(name).from_level(level, unstable)
+
+    def dependencies(self, name: str, level: int) -> dict[str, int]:
+        """The dependencies of one feature level on this line (metadata.version as a level)."""
+        fl = self.feature(name).get(level)
+        if fl is None:
+            raise IllegalArgument(f"No feature:{name} with feature level {level}")
+        return fl.deps
+
+    def default_level(self, name: str, mv: MVLike) -> int:
+        """The level a new cluster at `mv` gets for feature `name`."""
+        return self.feature(name).default_version(self.metadata_version(mv)).level
+
+    def default_levels(self, mv: MVLike, production_only: bool = False) -> dict[str, int]:
+        """Default level of every feature at `mv`, in declaration order."""
+        mv = self.metadata_version(mv)
+        return {f.name: f.default_version(mv).level for f in self._line.features if f.production or not production_only}
+
+    def validate_version(self, name: str, level: int, levels: Mapping[str, int]) -> None:
+        """Kafka's validateVersion: can `name` be at `level` given the proposed `levels`?"""
+        fl = self.feature(name).get(level)
+        if fl is None:
+            raise IllegalArgument(f"No feature:{name} with feature level {level}")
+        gate = next(mv for mv in self._data.versions if mv.level == self.release.validate_version_min_mv)
+        validate_version(fl, levels, gate)
+
+    def validate_levels(self, levels: Mapping[str, int], unstable: bool = False) -> None:
+        """Check a whole set of finalized levels (as `format` does); raise the first problem."""
+        for name, level in levels.items():
+            if name == MV_NAME:
+                mv = self.mv_from_level(level)
+                if not (mv.production or unstable):
+                    raise IllegalArgument(f"metadata.version {mv} is not yet stable.")
+                continue
+            self.feature_level(name, level, unstable)
+            self.validate_version(name, level, levels)
+
+    def supported_features(self, unstable: bool = False) -> dict[str, tuple[int, int]]:
+        """The ranges a node of this line advertises: metadata.version, then features with max > 0."""
+        top = self.latest_testing if unstable else self.latest_production
+        out = {MV_NAME: (self.minimum.level, top.level)}
+        for f in self.production_features:
+            lo, hi = f.supported_range(unstable)
+            if hi > 0:
+                out[f.name] = (lo, hi)
+        return out
+
+    def mv_downgrade_error(self, current: MVLike, new: MVLike, unsafe: bool) -> str:
+        """The text refusing a lossy metadata.version downgrade, worded as this line words it."""
+        policy = next(p for p in self._data.policies if p.name == "mv_downgrade_error")
+        template = policy.value(self.policy("mv_downgrade_error")).text("unsafe" if unsafe else "safe")
+        return template.format(current=self.metadata_version(current).level, new=self.metadata_version(new).level)
+
+
+def _load(fragments: list, where: str) -> Catalog:
+    data = model.build(loader.merge(fragments), where)
+    lines = {}
+    for release in data.releases:
+        line = model.resolve_line(data, release)
+        validation.check_line(data, line)
+        lines[release.name] = line
+    return Catalog(data, lines, data.line)
+
+
+@functools.cache
+def default_catalog() -> Catalog:
+    """The shipped catalog at its newest release line (cached)."""
+    return _load(loader.shipped_fragments(), "the shipped catalog")
+
+
+def load_catalog(path: str | Path | None = None, *, line: str | None = None) -> Catalog:
+    """The shipped catalog, or the shipped catalog extended by the user's TOML file at `path`.
+
+    `line` picks the release line to view it from (default: the file's `line`, else the
+    newest release). A broken catalog raises CatalogError naming the rule it breaks.
+    """
+    if path is None:
+        cat = default_catalog()
+    else:
+        p = Path(path)
+        cat = _load([*loader.shipped_fragments(), loader.read_fragment_file(p)], f"catalog {p}")
+    return cat if line is None else cat.at_release(line)
+
+
+def load_catalog_text(text: str, source: str = "<text>") -> Catalog:
+    """Like load_catalog, for a user catalog given as TOML text (tests, notebooks)."""
+    return _load([*loader.shipped_fragments(), (source, loader.parse_fragment(text, source), None)], f"catalog {source}")

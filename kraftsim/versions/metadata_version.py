@@ -1,0 +1,120 @@
+"""metadata.version values and Kafka's rules for finding, parsing and comparing them.
+
+A MetadataVersion compares and hashes by its level alone, so values taken from
+different release lines (where the production flag may differ) still compare equal.
+A MetadataVersionTable is the set of levels one release line knows, with the lookups
+Kafka's MetadataVersion enum offers and their exact error texts.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterator, Sequence
+
+from kraftsim.versions.errors import UnknownMetadataVersion
+
+FEATURE_NAME = "metadata.version"
+
+VERSION_RE = re.compile(r"^(\d+)\.(\d+)-IV(\d+)$")
+RELEASE_RE = re.compile(r"^(\d+)\.(\d+)$")
+
+
+def release_key(release: str) -> tuple[int, int]:
+    """Order of release strings ("3.10" after "3.9"); raises ValueError if malformed."""
+    m = RELEASE_RE.match(release)
+    if not m:
+        raise ValueError(f"release {release!r} is not of the form <major>.<minor>")
+    return int(m.group(1)), int(m.group(2))
+
+
+@dataclass(frozen=True, order=True)
+class MetadataVersion:
+    """One metadata.version: ordered, equal and hashed by `level` only."""
+
+    level: int
+    version: str = field(compare=False)
+    metadata_changed: bool = field(compare=False)
+    introduced: str = field(compare=False, default="")
+    production: bool = field(compare=False, default=True)
+
+    @property
+    def release(self) -> str:
+        """The release the level belongs to, e.g. "3.7" for 3.7-IV2."""
+        return self.version.split("-", 1)[0]
+
+    def __str__(self) -> str:
+        return self.version
+
+
+class MetadataVersionTable:
+    """The metadata.versions a release line knows, lowest first, contiguous levels."""
+
+    def __init__(self, versions: Sequence[MetadataVersion]):
+        self._versions = tuple(versions)
+        self._by_level = {mv.level: mv for mv in self._versions}
+        self._by_string: dict[str, MetadataVersion] = {mv.version: mv for mv in self._versions}
+        for mv in self._versions:  # short "x.y" key: the highest production IV of that release
+            if mv.production:
+                self._by_string[mv.release] = mv
+        self.minimum = self._versions[0]
+        self.latest_testing = self._versions[-1]
+        self.latest_production = max(mv for mv in self._versions if mv.production)
+
+    def __iter__(self) -> Iterator[MetadataVersion]:
+        return iter(self._versions)
+
+    def __len__(self) -> int:
+        return len(self._versions)
+
+    def __contains__(self, level: object) -> bool:
+        return getattr(level, "level", level) in self._by_level
+
+    def from_level(self, level: int) -> MetadataVersion:
+        """Kafka's fromFeatureLevel."""
+        mv = self._by_level.get(level)
+        if mv is None:
+            raise UnknownMetadataVersion(
+                f"No MetadataVersion with feature level {level}. Valid feature levels are from "
+                f"{self.minimum.level} to {self.latest_testing.level}."
+            )
+        return mv
+
+    def from_string(self, text: str, unstable: bool = False) -> MetadataVersion:
+        """Kafka's fromVersionString: "3.8.1" reads as "3.8", "4.0" as its newest production IV."""
+        key = ".".join(text.split(".")[:2])
+        mv = self._by_string.get(key)
+        if mv is None or not (mv.production or unstable):
+            last = self.latest_testing if unstable else self.latest_production
+            raise UnknownMetadataVersion(
+                f"Unknown metadata.version '{text}'. Supported metadata.version are: "
+                f"{self.versions_string(self.minimum, last)}"
+            )
+        return mv
+
+    def versions_string(self, first: MetadataVersion, last: MetadataVersion) -> str:
+        """Kafka's metadataVersionsToString: the inclusive range joined with ", "."""
+        return ", ".join(mv.version for mv in self._versions if first.level <= mv.level <= last.level)
+
+    def previous(self, mv: MetadataVersion | int) -> MetadataVersion:
+        """The level just below; there is none below the minimum."""
+        mv = self.from_level(getattr(mv, "level", mv))
+        if mv == self.minimum:
+            raise UnknownMetadataVersion(f"There is no metadata.version before {mv}.")
+        return self._by_level[mv.level - 1]
+
+    def is_lossy(self, a: MetadataVersion | int, b: MetadataVersion | int) -> bool:
+        """Kafka's checkIfMetadataChanged: some level in (low, high] changed metadata."""
+        a, b = self.from_level(getattr(a, "level", a)), self.from_level(getattr(b, "level", b))
+        low, high = min(a, b), max(a, b)
+        current = high
+        while current != low and not current.metadata_changed:
+            current = self.previous(current)
+        return current != low
+
+    def safe_downgrade_floor(self, mv: MetadataVersion | int) -> MetadataVersion:
+        """The lowest level a lossless downgrade from `mv` can reach."""
+        current = self.from_level(getattr(mv, "level", mv))
+        while not current.metadata_changed and current != self.minimum:
+            current = self.previous(current)
+        return current

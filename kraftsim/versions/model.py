@@ -1,0 +1,252 @@
+"""From merged catalog files to resolved, checked objects.
+
+`build` resolves every reference (MV strings, feature names, policies) once and checks
+the catalog's own structure; `resolve_line` then produces the metadata.version table
+and features one release line sees. Kafka's own consistency rules for features run on
+each line in `validation`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from kraftsim.versions.errors import CatalogError
+from kraftsim.versions.features import Feature, FeatureLevel
+from kraftsim.versions.gates import Capability, GateTable, Versioned
+from kraftsim.versions.loader import RawCatalog
+from kraftsim.versions.metadata_version import (
+    FEATURE_NAME as MV_NAME,
+    RELEASE_RE,
+    VERSION_RE,
+    MetadataVersion,
+    MetadataVersionTable,
+    release_key,
+)
+from kraftsim.versions.releases import Policy, PolicyValue, Release
+from kraftsim.versions.schema import FeatureEntry, MVRef, Step
+
+LATEST_TESTING = "latest-testing"
+
+
+@dataclass(frozen=True)
+class CatalogData:
+    """The whole catalog, independent of any release line."""
+
+    where: str
+    versions: tuple[MetadataVersion, ...]  # every level, production flag unset
+    gates: GateTable
+    features: tuple[FeatureEntry, ...]
+    releases: tuple[Release, ...]  # oldest first
+    policies: tuple[Policy, ...]
+    record_schema_dirs: tuple[Path, ...]
+    line: str  # the default release line
+
+    def version_of(self, level: int) -> str:
+        return next((mv.version for mv in self.versions if mv.level == level), str(level))
+
+
+@dataclass(frozen=True)
+class Line:
+    """What one release line sees: its MV table and its features, resolved."""
+
+    release: Release
+    table: MetadataVersionTable
+    features: tuple[Feature, ...]
+
+
+def build(raw: RawCatalog, where: str) -> CatalogData:
+    """Resolve references and check the catalog's structure."""
+    versions = _versions(raw, where)
+    levels = {mv.level for mv in versions}
+    by_version = {mv.version: mv.level for mv in versions}
+
+    def mv_level(ref: MVRef, what: str) -> int:
+        level = ref if isinstance(ref, int) else by_version.get(ref)
+        if level not in levels:
+            raise CatalogError("unknown-reference", f"{what} refers to unknown metadata.version {ref!r}", where)
+        return level
+
+    def steps(name: str, entries: list[Step], since: MVRef | None, default_version: int | None) -> tuple[int, tuple]:
+        out = tuple((mv_level(s.since, name), s.version) for s in entries)
+        if not out and default_version is not None and since is not None:
+            out = ((mv_level(since, name), default_version),)
+        if not out:
+            raise CatalogError("steps", f"{name} has neither `since` nor `versions`", where)
+        first = mv_level(since, name) if since is not None else out[0][0]
+        if out[0][0] != first:
+            raise CatalogError("steps", f"{name}: its first version step must be at its `since` level {first}", where)
+        for (l1, v1), (l2, v2) in zip(out, out[1:]):
+            if not (l2 > l1 and v2 > v1):
+                raise CatalogError("steps", f"{name}: version steps must rise in both level and version", where)
+        return first, out
+
+    records = {}
+    for name, rec in raw.records.items():
+        since, st = steps(f"record {name}", rec.versions, rec.since, 0)
+        records[name] = Versioned(name, since, st, rec.unsupported, rec.doc)
+    requests = {}
+    for name, req in raw.requests.items():
+        since, st = steps(f"request {name}", req.versions, None, None)
+        requests[name] = Versioned(name, since, st, None, req.doc)
+    caps = {n: Capability(n, mv_level(c.since, f"capability {n}"), c.kind, c.doc) for n, c in raw.capabilities.items()}
+    gates = GateTable(records, requests, caps)
+
+    for mv in versions:
+        added = gates.additions_at(mv.level)
+        if added and not mv.metadata_changed:
+            raise CatalogError(
+                "metadata-change-flag",
+                f"metadata.version {mv} adds {', '.join(added)} but has metadata_changed = false, "
+                f"so a downgrade across it would wrongly count as lossless",
+                where,
+            )
+
+    _check_features(raw.features, mv_level, where)
+    policies = tuple(
+        Policy(n, p.doc, tuple(PolicyValue(v, pv.doc, tuple(pv.texts.items())) for v, pv in p.values.items()))
+        for n, p in raw.policies.items()
+    )
+    feature_names = [f.name for f in raw.features]
+    releases = tuple(sorted((_release(r, mv_level, feature_names, policies, where) for r in raw.releases), key=lambda r: r.key))
+    if not releases:
+        raise CatalogError("release", "the catalog defines no release", where)
+    line = raw.line or releases[-1].name
+    if line not in {r.name for r in releases}:
+        raise CatalogError("unknown-reference", f"line {line} is not a release of the catalog", where)
+    return CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs), line)
+
+
+def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
+    out = []
+    for e in raw.metadata_versions:
+        if not VERSION_RE.match(e.version):
+            raise CatalogError("mv-table", f"metadata.version {e.version!r} is not of the form <major>.<minor>-IV<n>", where)
+        out.append(MetadataVersion(e.level, e.version, e.metadata_changed, e.introduced, production=False))
+    if not out:
+        raise CatalogError("mv-table", "the catalog defines no metadata.version", where)
+    for a, b in zip(out, out[1:]):
+        if b.level != a.level + 1:
+            raise CatalogError("mv-table", f"metadata.version levels must rise by one: {a} is {a.level}, then {b} is {b.level}", where)
+        if release_key(b.release) < release_key(a.release) or b.version == a.version:
+            raise CatalogError("mv-table", f"metadata.version {b} cannot come after {a}", where)
+    if len({mv.version for mv in out}) != len(out):
+        raise CatalogError("mv-table", "a metadata.version string is used twice", where)
+    return tuple(out)
+
+
+def _check_features(features: list[FeatureEntry], mv_level, where: str) -> None:
+    by_name = {f.name: f for f in features}
+    for f in features:
+        lv = [lvl.level for lvl in f.levels]
+        if not lv or any(b <= a for a, b in zip(lv, lv[1:])) or lv[0] < 0:
+            raise CatalogError("feature-levels", f"feature {f.name} must have levels >= 0 in rising order", where)
+        for lvl in f.levels:
+            if lvl.bootstrap != LATEST_TESTING:
+                mv_level(lvl.bootstrap, f"{f.name} level {lvl.level} bootstrap")
+            _check_deps(f.name, lvl.level, lvl.dependencies, by_name, mv_level, where)
+
+
+def _check_deps(name: str, level: int, deps: dict[str, MVRef], by_name, mv_level, where: str) -> None:
+    for dep, ref in deps.items():
+        what = f"{name} level {level} dependency on {dep}"
+        if dep == MV_NAME:
+            if ref != LATEST_TESTING:
+                mv_level(ref, what)
+        elif dep not in by_name or not isinstance(ref, int) or ref not in {x.level for x in by_name[dep].levels}:
+            raise CatalogError("unknown-reference", f"{what} names a feature or level that does not exist", where)
+
+
+def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...], where: str) -> Release:
+    if not RELEASE_RE.match(r.name):
+        raise CatalogError("release", f"release name {r.name!r} is not of the form <major>.<minor>", where)
+    for field in ("latest_production", "minimum_metadata_version", "validate_version_min_mv"):
+        if getattr(r, field) is None:
+            raise CatalogError("release", f"release {r.name} has no {field}", where)
+    features = r.features or {}
+    testing = r.testing or {}
+    for name in [*features, *testing]:
+        if name not in feature_names:
+            raise CatalogError("unknown-reference", f"release {r.name} lists unknown feature {name}", where)
+    for name in testing:
+        if name not in features or testing[name] < features[name]:
+            raise CatalogError("release", f"release {r.name}: testing level of {name} must be a production feature's level at or above its latest production", where)
+    pol = r.policies or {}
+    for p in policies:
+        if p.name not in pol or pol[p.name] not in {v.name for v in p.values}:
+            raise CatalogError("unknown-reference", f"release {r.name} has no valid value for policy {p.name} (one of {', '.join(v.name for v in p.values)})", where)
+    unknown = sorted(set(pol) - {p.name for p in policies})
+    if unknown:
+        raise CatalogError("unknown-reference", f"release {r.name} names unknown policy {unknown[0]}", where)
+    overrides = []
+    for o in r.dependency_overrides or []:
+        if o.feature not in feature_names:
+            raise CatalogError("unknown-reference", f"release {r.name} overrides dependencies of unknown feature {o.feature}", where)
+        deps = tuple((d, mv_level(v, f"release {r.name} override") if d == MV_NAME else v) for d, v in o.dependencies.items())
+        overrides.append((o.feature, o.level, deps))
+    ordered = tuple((n, features[n]) for n in feature_names if n in features)
+    return Release(
+        name=r.name,
+        latest_production=mv_level(r.latest_production, f"release {r.name} latest_production"),
+        minimum_metadata_version=mv_level(r.minimum_metadata_version, f"release {r.name} minimum_metadata_version"),
+        validate_version_min_mv=mv_level(r.validate_version_min_mv, f"release {r.name} validate_version_min_mv"),
+        features=ordered,
+        testing=tuple((n, testing[n]) for n, _ in ordered if n in testing),
+        dependency_overrides=tuple(overrides),
+        policies=tuple((p.name, pol[p.name]) for p in policies),
+        doc=r.doc,
+    )
+
+
+def resolve_line(data: CatalogData, release: Release) -> Line:
+    """The MV table and the features that `release` knows, resolved for it."""
+    where = f"{data.where} at release {release.name}"
+    known = [replace(mv, production=mv.level <= release.latest_production) for mv in data.versions if release.knows(mv)]
+    if not any(mv.level == release.latest_production for mv in known):
+        raise CatalogError("release", f"release {release.name}: latest_production {data.version_of(release.latest_production)} is not a metadata.version it knows", where)
+    if not known or known[0].level != release.minimum_metadata_version:
+        raise CatalogError("release", f"release {release.name} does not know its minimum_metadata_version", where)
+    table = MetadataVersionTable(known)
+    by_version = {mv.version: mv.level for mv in data.versions}
+
+    def mv_ref(ref: MVRef) -> int:
+        if ref == LATEST_TESTING:
+            return table.latest_testing.level
+        return ref if isinstance(ref, int) else by_version[ref]
+
+    overrides = {(f, lvl): deps for f, lvl, deps in release.dependency_overrides}
+    lp = dict(release.features)
+    lt = dict(release.testing)
+    entries = [f for f in data.features if f.kind == "test" or f.name in lp]
+    resolved: dict[str, Feature] = {}
+    for f in entries:
+        enum = f.enum or f.name.upper().replace(".", "_")
+        levels = []
+        for e in f.levels:
+            deps = overrides.get((f.name, e.level))
+            if deps is None:
+                deps = tuple((d, mv_ref(v) if d == MV_NAME else v) for d, v in e.dependencies.items())
+            boot = mv_ref(e.bootstrap)
+            levels.append(FeatureLevel(f.name, e.level, e.const or f"{enum}_{e.level}", boot, data.version_of(boot), deps, e.doc))
+        for d, _ in (dep for fl in levels for dep in fl.dependencies):
+            if d != MV_NAME and d not in [x.name for x in entries]:
+                raise CatalogError("unknown-reference", f"feature {f.name} depends on {d}, which release {release.name} does not know", where)
+        top = levels[-1].level
+        if f.kind == "production":
+            latest, testing = lp[f.name], lt.get(f.name, lp[f.name])
+            if testing != latest and not any(fl.level == testing for fl in levels):
+                raise CatalogError("release", f"release {release.name}: {f.name} has no level {testing}", where)
+        else:
+            latest, testing = None, top
+        resolved[f.name] = Feature(f.name, enum, f.kind, tuple(levels), latest if latest is not None else -1, testing, f.doc)
+    for name, feat in resolved.items():  # test-only features: highest level whose dependencies are production ready
+        if feat.kind == "test":
+            ready = [fl.level for fl in feat.levels if all(_ready(d, lvl, table, resolved) for d, lvl in fl.dependencies)]
+            resolved[name] = replace(feat, latest_production=max(ready, default=feat.minimum_production))
+    return Line(release, table, tuple(resolved.values()))
+
+
+def _ready(dep: str, level: int, table: MetadataVersionTable, features: dict[str, Feature]) -> bool:
+    if dep == MV_NAME:
+        return level <= table.latest_production.level
+    return features[dep].kind == "production" and level <= features[dep].latest_production

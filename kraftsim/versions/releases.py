@@ -1,0 +1,76 @@
+"""Kafka software releases and the named lines of behaviour they follow.
+
+A release decides which metadata.versions and feature levels a node knows, which of them
+are production ready, and the ranges it advertises when it registers. Where Kafka's
+behaviour changed over time, a release names the policy value it follows; the values
+and their message templates are data (policies.toml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kraftsim.versions.metadata_version import MetadataVersion, release_key
+
+MAX_LEVEL = 32767
+
+
+@dataclass(frozen=True)
+class PolicyValue:
+    name: str
+    doc: str
+    texts: tuple[tuple[str, str], ...] = ()
+
+    def text(self, key: str) -> str:
+        return dict(self.texts)[key]
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A topic on which Kafka's behaviour changed, with its possible values."""
+
+    name: str
+    doc: str
+    values: tuple[PolicyValue, ...]
+
+    def value(self, name: str) -> PolicyValue:
+        return next(v for v in self.values if v.name == name)
+
+
+@dataclass(frozen=True)
+class Release:
+    """One Kafka release line ("3.9", "4.2"), levels resolved to ints."""
+
+    name: str
+    latest_production: int
+    minimum_metadata_version: int
+    validate_version_min_mv: int
+    features: tuple[tuple[str, int], ...]  # production feature -> latest production level
+    testing: tuple[tuple[str, int], ...]  # production feature -> latest testing level, where higher
+    dependency_overrides: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]
+    policies: tuple[tuple[str, str], ...]
+    doc: str = ""
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return release_key(self.name)
+
+    def knows(self, mv: MetadataVersion) -> bool:
+        """Whether a node of this release knows the level at all."""
+        return release_key(mv.release) <= self.key and mv.level >= self.minimum_metadata_version
+
+    def policy(self, name: str) -> str:
+        """The value this release follows for policy `name`."""
+        return dict(self.policies)[name]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def range_text(lo: int, hi: int) -> str:
+    """Kafka's SupportedVersionRange toString: "n", "min+" or "min-max"."""
+    if lo == hi:
+        return str(lo)
+    if hi == MAX_LEVEL:
+        return f"{lo}+"
+    return f"{lo}-{hi}"

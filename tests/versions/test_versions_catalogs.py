@@ -1,0 +1,230 @@
+"""User catalogs: the shipped KIP-778 example, and broken catalogs being refused (facts §2.5)."""
+
+from importlib import resources
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from kraftsim.versions import CatalogError, UnknownFeature, default_catalog, load_catalog, load_catalog_text
+
+EXAMPLE = Path(str(resources.files("kraftsim.versions") / "data" / "examples" / "kip778.toml"))
+
+
+@pytest.fixture(scope="module")
+def kip778():
+    return load_catalog(EXAMPLE)
+
+
+def test_default_catalog_is_cached_and_equals_load_catalog_none():
+    assert default_catalog() is load_catalog() is default_catalog()
+    assert load_catalog(line="3.9").release.name == "3.9"
+
+
+def test_kip778_versions(kip778):
+    assert kip778.release.name == "4.3"
+    assert [mv.version for mv in kip778.metadata_versions[-5:]] == ["4.3-IV0", "4.3-IV1", "4.3-IV2", "4.3-IV3", "4.3-IV4"]
+    assert kip778.latest_production.version == "4.3-IV3" and kip778.latest_testing.version == "4.3-IV4"
+    assert kip778.mv_from_string("4.3").version == "4.3-IV3"
+    assert kip778.mv_from_string("4.3-IV4", unstable=True).level == 34
+    assert kip778.at_release("4.2").latest_testing.level == 29  # the real releases are unchanged
+
+
+def test_kip778_bar_record_and_lossiness(kip778):
+    v1, v2, v3, v4, v5 = range(30, 35)
+    assert "BarRecord" not in kip778.record_types(v3)
+    assert "BarRecord" in kip778.record_types(v4)
+    assert kip778.supports("bar", v4) and not kip778.supports("bar", v3)
+    assert not kip778.is_lossy(v5, v4)
+    assert kip778.is_lossy(v5, v3) and kip778.is_lossy(v4, v3)
+    assert not kip778.is_lossy(v3, v1)
+    assert not kip778.is_lossy(v3, 29)  # V1..V3 only change the protocol
+    assert kip778.safe_downgrade_floor(v5).level == v4
+    losses = kip778.downgrade_losses(v5, v3)
+    assert losses.record_types == ("BarRecord",) and losses.capabilities == ("bar",)
+    assert kip778.request_version("Fetch", v1) == 19 and kip778.request_version("Fetch", 29) == 18
+
+
+def test_kip778_record_schema_folder(kip778):
+    (folder,) = kip778.record_schema_dirs
+    assert (folder / "BarRecord.toml").is_file()
+    schema = pytest.importorskip("kraftsim.protocol.schema")
+    assert schema.load_schema_file(folder / "BarRecord.toml").name == "BarRecord"
+
+
+def test_kip778_features(kip778):
+    assert kip778.default_level("bar.version", 33) == 0
+    assert kip778.default_level("bar.version", 34) == 1
+    assert kip778.default_level("group.version", 34) == 2
+    assert kip778.dependencies("bar.version", 1) == {"metadata.version": 33}
+    assert kip778.feature("test.feature.version").latest_production == 1  # LATEST_PRODUCTION != latestTesting
+    assert kip778.supported_features()["group.version"] == (0, 1)
+    assert kip778.supported_features(unstable=True)["group.version"] == (0, 2)
+    with pytest.raises(UnknownFeature):  # the real 4.2 line does not know the hypothetical feature
+        kip778.at_release("4.2").feature("bar.version")
+
+
+def refused(text: str) -> CatalogError:
+    with pytest.raises(CatalogError) as exc:
+        load_catalog_text(text, "broken.toml")
+    return exc.value
+
+
+RELEASE_43 = """
+[[releases]]
+name = "4.3"
+inherits = "4.2"
+latest_production = "4.2-IV1"
+"""
+MV_30 = """
+[[metadata_versions]]
+level = 30
+version = "4.3-IV0"
+metadata_changed = false
+"""
+
+
+def test_rule_1_latest_production_not_a_level():
+    err = refused(RELEASE_43 + 'features = { "kraft.version" = 5 }\n')
+    assert err.rule == "kafka-2.5.1"
+    assert err.text == "Feature KRAFT_VERSION has latest production version KRAFT_VERSION_5 which is not one of its feature versions."
+    assert "at release 4.3" in str(err)
+
+
+def test_rule_2_latest_production_below_default():
+    err = refused(RELEASE_43 + 'features = { "transaction.version" = 1 }\n')
+    assert err.rule == "kafka-2.5.2"
+    assert err.text == "Feature TRANSACTION_VERSION has latest production value TV_1 smaller than its default version TV_2 with latest production MV."
+
+
+def test_rule_3_dependency_not_production_ready():
+    err = refused(MV_30 + """
+[[feature_levels]]
+feature = "group.version"
+level = 2
+const = "GV_2"
+bootstrap = "4.3-IV0"
+
+[[features]]
+name = "foo.version"
+enum = "FOO_VERSION"
+levels = [
+  { level = 0, const = "FOO_0", bootstrap = "3.3-IV3" },
+  { level = 1, const = "FOO_1", bootstrap = "4.3-IV0", dependencies = { "group.version" = 2 } },
+]
+""" + RELEASE_43 + """features = { "foo.version" = 1 }
+testing = { "group.version" = 2 }
+""")
+    assert err.rule == "kafka-2.5.3"
+    assert err.text == (
+        "Feature FOO_VERSION has latest production FeatureVersion FOO_1 with dependency GV_2 that is not "
+        "production ready. (GROUP_VERSION latest production: GV_1)"
+    )
+
+
+FOO = """
+[[features]]
+name = "foo.version"
+enum = "FOO_VERSION"
+levels = [
+  {{ level = 0, const = "FOO_0", bootstrap = "3.3-IV3" }},
+  {{ level = 1, const = "FOO_1", bootstrap = {boot}, dependencies = {{ {deps} }} }},
+]
+"""
+
+
+def test_rule_4_mv_dependency_not_production_ready():
+    err = refused(MV_30 + FOO.format(boot='"4.3-IV0"', deps='"metadata.version" = "4.3-IV0"') + RELEASE_43 + 'features = { "foo.version" = 1 }\n')
+    assert err.rule == "kafka-2.5.4"
+    assert err.text == (
+        "Feature FOO_VERSION has latest production FeatureVersion FOO_1 with MV dependency 4.3-IV0 that is not "
+        "production ready. (MV latest production: 4.2-IV1)"
+    )
+
+
+def test_rule_5_default_dependency_behind():
+    err = refused(FOO.format(boot='"4.2-IV0"', deps='"streams.version" = 1') + RELEASE_43 + 'features = { "foo.version" = 1 }\n')
+    assert err.rule == "kafka-2.5.5"
+    assert err.text == (
+        "Feature FOO_VERSION has default FeatureVersion FOO_1 when MV=4.2-IV0 with dependency SV_1 that is "
+        "behind its default version SV_0."
+    )
+
+
+def test_rule_6_default_mv_dependency_behind_bootstrap():
+    err = refused(FOO.format(boot='"4.2-IV0"', deps='"metadata.version" = 29') + RELEASE_43 + 'features = { "foo.version" = 1 }\n')
+    assert err.rule == "kafka-2.5.6"
+    assert err.text == (
+        "Feature FOO_VERSION has default FeatureVersion FOO_1 when MV=4.2-IV0 with MV dependency 4.2-IV1 that is "
+        "behind its bootstrap MV 4.2-IV0."
+    )
+
+
+@pytest.mark.parametrize(
+    "text,rule",
+    [
+        ("[[metadata_versions]]\nlevel = 30\nversion = \"4.3-IV0\"\nmetadata_changed = false\n[records.Bar]\nsince = 30\n", "metadata-change-flag"),
+        ("[[metadata_versions]]\nlevel = 31\nversion = \"4.3-IV0\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 30\nversion = \"4.3\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 30\nversion = \"4.1-IV9\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 30\nversion = \"4.3-IV0\"\nmetadata_changd = true\n", "schema"),
+        ("[[features]]\nname = \"group.version\"\nlevels = [{ level = 0, bootstrap = 7 }]\n", "duplicate"),
+        ("[capabilities.scram]\nsince = 11\n", "duplicate"),
+        ("[records.TopicRecord]\nsince = 8\n", "duplicate"),
+        ("[records.PartitionRecord]\nversions = [{ since = 29, version = 2 }]\n", "steps"),
+        ("[[features]]\nname = \"x.version\"\nlevels = [{ level = 0, bootstrap = \"9.9-IV0\" }]\n", "unknown-reference"),
+        ("[[features]]\nname = \"x.version\"\nlevels = [{ level = 1, bootstrap = 7 }, { level = 0, bootstrap = 7 }]\n", "feature-levels"),
+        ("[[features]]\nname = \"x.version\"\nlevels = [{ level = 0, bootstrap = 7, dependencies = { \"y.version\" = 1 } }]\n", "unknown-reference"),
+        (RELEASE_43 + "policies = { mv_downgrade_error = \"C2\" }\n", "unknown-reference"),
+        ("[[releases]]\nname = \"4.2\"\ninherits = \"4.1\"\n", "duplicate"),
+        ("[[releases]]\nname = \"5.0\"\ninherits = \"9.9\"\n", "unknown-reference"),
+        ("line = \"9.9\"\n", "unknown-reference"),
+        ("this is not toml", "schema"),
+    ],
+)
+def test_structural_rules(text, rule):
+    err = refused(text)
+    assert err.rule == rule, str(err)
+    assert "broken.toml" in str(err) or rule == "schema" and "broken.toml" in err.where
+
+
+def test_missing_user_file(tmp_path):
+    with pytest.raises(CatalogError) as exc:
+        load_catalog(tmp_path / "nope.toml")
+    assert exc.value.rule == "schema" and "nope.toml" in str(exc.value)
+
+
+def test_user_file_relative_schema_dir(tmp_path):
+    (tmp_path / "cat.toml").write_text('record_schema_dirs = ["more"]\n')
+    assert load_catalog(tmp_path / "cat.toml").record_schema_dirs == ((tmp_path / "more").resolve(),)
+
+
+HYPOTHETICAL = st.fixed_dictionaries(
+    {
+        "boot": st.integers(7, 29),
+        "mv_dep": st.one_of(st.none(), st.integers(7, 29)),
+        "dep": st.one_of(st.none(), st.sampled_from([("group.version", 1), ("streams.version", 1), ("kraft.version", 1)])),
+        "lp": st.integers(0, 1),
+    }
+)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+@given(HYPOTHETICAL)
+def test_any_accepted_catalog_has_consistent_defaults(h):
+    """Whatever hypothetical feature a user adds, a catalog that loads has defaults that
+    validate at every metadata.version; one that does not load names a rule."""
+    deps = []
+    if h["mv_dep"] is not None:
+        deps.append(f'"metadata.version" = {h["mv_dep"]}')
+    if h["dep"] is not None:
+        deps.append(f'"{h["dep"][0]}" = {h["dep"][1]}')
+    text = FOO.format(boot=h["boot"], deps=", ".join(deps))
+    text += RELEASE_43 + f'features = {{ "foo.version" = {h["lp"]} }}\n'
+    try:
+        cat = load_catalog_text(text, "hypothetical.toml")
+    except CatalogError as err:
+        assert err.rule.startswith("kafka-2.5.")
+        return
+    for mv in cat.metadata_versions:
+        cat.validate_levels({"metadata.version": mv.level, **cat.default_levels(mv)}, unstable=True)

@@ -1,0 +1,144 @@
+"""metadata.version table, lookups, parsing and lossy/lossless judgement (facts §1)."""
+
+import pytest
+from hypothesis import given, strategies as st
+
+from kraftsim.versions import UnknownMetadataVersion, default_catalog, load_catalog_text
+from tests.versions.versions_facts import CHANGED, FLOOR, LATEST_PRODUCTION, MV_TABLE, VERSION
+
+CAT = default_catalog()
+LEVELS_42 = list(range(7, 30))
+
+
+def test_every_level_matches_the_fact_table():
+    got = [(mv.level, mv.version, mv.metadata_changed) for mv in CAT.all_metadata_versions]
+    assert got == MV_TABLE
+
+
+def test_release_string_is_the_prefix():
+    for mv in CAT.all_metadata_versions:
+        assert mv.release == VERSION[mv.level].split("-")[0]
+
+
+def test_default_line_is_4_2_and_every_level_7_to_29_is_production():
+    assert CAT.release.name == "4.2"
+    assert [mv.level for mv in CAT.metadata_versions] == LEVELS_42
+    assert all(mv.production for mv in CAT.metadata_versions)
+    assert (CAT.minimum.level, CAT.latest_production.level, CAT.latest_testing.level) == (7, 29, 29)
+
+
+@pytest.mark.parametrize("release,latest", sorted(LATEST_PRODUCTION.items()))
+def test_latest_production_per_release(release, latest):
+    line = CAT.at_release(release)
+    assert line.latest_production.level == latest
+    lowest = 1 if release.startswith("3.") else 7
+    assert line.minimum.level == lowest
+    assert [mv.level for mv in line.metadata_versions if mv.production] == list(range(lowest, latest + 1))
+
+
+@pytest.mark.parametrize(
+    "text,level",
+    [("3.8.1", 20), ("3.8", 20), ("4.0", 25), ("3.5", 11), ("3.3", 7), ("4.1", 27), ("4.2", 29), ("3.7-IV2", 17),
+     ("3.7", 19), ("3.9.0", 21), ("4.2-IV0", 28)],
+)
+def test_from_version_string(text, level):
+    assert CAT.mv_from_string(text).level == level
+
+
+def test_parse_format_identity_for_every_string():
+    for release in LATEST_PRODUCTION:
+        line = CAT.at_release(release)
+        for mv in line.metadata_versions:
+            assert line.mv_from_string(str(mv), unstable=True) == mv
+            assert str(line.mv_from_string(mv.version, unstable=True)) == mv.version
+            assert line.mv_from_level(mv.level).version == mv.version
+
+
+def test_unknown_version_string_error_lists_production_versions():
+    listing = ", ".join(VERSION[lvl] for lvl in LEVELS_42)
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        CAT.mv_from_string("3.2")
+    assert str(exc.value) == f"Unknown metadata.version '3.2'. Supported metadata.version are: {listing}"
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        CAT.mv_from_string("3.0-IV1")
+    assert str(exc.value).startswith("Unknown metadata.version '3.0-IV1'. Supported metadata.version are: 3.3-IV3, 3.4-IV0,")
+
+
+def test_older_line_does_not_know_newer_versions():
+    line = CAT.at_release("4.1")
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        line.mv_from_string("4.2-IV0", unstable=True)
+    assert str(exc.value).endswith(", 4.1-IV0, 4.1-IV1")
+    assert "3.3-IV0" in CAT.at_release("3.9").versions_string(1, 21)
+
+
+UNSTABLE = """
+[[metadata_versions]]
+level = 30
+version = "4.3-IV0"
+metadata_changed = false
+[[releases]]
+name = "4.3"
+inherits = "4.2"
+latest_production = "4.2-IV1"
+"""
+
+
+def test_unstable_versions_need_the_switch():
+    cat = load_catalog_text(UNSTABLE)
+    assert cat.release.name == "4.3" and not cat.mv_from_level(30).production
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        cat.mv_from_string("4.3-IV0")
+    assert str(exc.value).endswith("4.2-IV0, 4.2-IV1")
+    assert cat.mv_from_string("4.3-IV0", unstable=True).level == 30
+    # A release without a production IV has no short key, even with the switch (like "4.2" in C1).
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        cat.mv_from_string("4.3", unstable=True)
+    assert str(exc.value).endswith("4.2-IV1, 4.3-IV0")
+
+
+@pytest.mark.parametrize("level", [0, 6, 30, -1])
+def test_unknown_feature_level(level):
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        CAT.mv_from_level(level)
+    assert str(exc.value) == f"No MetadataVersion with feature level {level}. Valid feature levels are from 7 to 29."
+
+
+def test_previous_and_compare():
+    assert CAT.previous(8).level == 7
+    assert CAT.previous("4.0-IV0").version == "3.9-IV0"
+    with pytest.raises(UnknownMetadataVersion):
+        CAT.previous(7)
+    assert CAT.at_release("3.3").previous(7).version == "3.3-IV2"
+    a, b = CAT.metadata_version(20), CAT.metadata_version(21)
+    assert a < b and CAT.compare(a, b) == -1 and CAT.compare(b, a) == 1 and CAT.compare(a, a) == 0
+    assert CAT.at_release("3.8").metadata_version(20) == a  # equality by level across lines
+
+
+def scan_is_lossy(a: int, b: int) -> bool:
+    """Independent reading of §1.4: some level v with low < v <= high changed metadata."""
+    low, high = min(a, b), max(a, b)
+    return any(CHANGED[v] for v in range(low + 1, high + 1))
+
+
+@given(st.sampled_from(LEVELS_42), st.sampled_from(LEVELS_42))
+def test_is_lossy_symmetric_and_equal_to_flag_scan(a, b):
+    assert CAT.is_lossy(a, b) == CAT.is_lossy(b, a) == scan_is_lossy(a, b)
+
+
+@given(st.integers(1, 21), st.integers(1, 21))
+def test_is_lossy_on_3x_line_including_removed_levels(a, b):
+    assert CAT.at_release("3.9").is_lossy(a, b) == scan_is_lossy(a, b)
+
+
+@pytest.mark.parametrize("level,floor", sorted(FLOOR.items()))
+def test_safe_downgrade_floor_table(level, floor):
+    assert CAT.safe_downgrade_floor(level).level == floor
+    assert not CAT.is_lossy(level, floor)
+    if floor > 7:
+        assert CAT.is_lossy(level, floor - 1)
+
+
+def test_floor_below_4x_minimum():
+    line = CAT.at_release("3.3")
+    assert [line.safe_downgrade_floor(x).level for x in range(1, 8)] == [1, 1, 3, 3, 5, 6, 7]

@@ -1,0 +1,193 @@
+"""Fact tables transcribed from ../shared/kafka-facts.md (and the brief's 4.2 release facts).
+
+Tests compare the catalog against these tables, never against the catalog's own data,
+so a wrong row in the shipped TOML makes a test fail.
+"""
+
+# §1.1: (level, version string, didMetadataChange), levels 1-6 from C0.
+MV_TABLE = [
+    (1, "3.0-IV1", True),
+    (2, "3.1-IV0", False),
+    (3, "3.2-IV0", True),
+    (4, "3.3-IV0", False),
+    (5, "3.3-IV1", True),
+    (6, "3.3-IV2", True),
+    (7, "3.3-IV3", True),
+    (8, "3.4-IV0", True),
+    (9, "3.5-IV0", False),
+    (10, "3.5-IV1", False),
+    (11, "3.5-IV2", True),
+    (12, "3.6-IV0", False),
+    (13, "3.6-IV1", True),
+    (14, "3.6-IV2", True),
+    (15, "3.7-IV0", True),
+    (16, "3.7-IV1", False),
+    (17, "3.7-IV2", True),
+    (18, "3.7-IV3", False),
+    (19, "3.7-IV4", False),
+    (20, "3.8-IV0", False),
+    (21, "3.9-IV0", False),
+    (22, "4.0-IV0", False),
+    (23, "4.0-IV1", True),
+    (24, "4.0-IV2", False),
+    (25, "4.0-IV3", False),
+    (26, "4.1-IV0", False),
+    (27, "4.1-IV1", False),
+    (28, "4.2-IV0", False),
+    (29, "4.2-IV1", False),
+]
+CHANGED = {level: changed for level, _, changed in MV_TABLE}
+VERSION = {level: version for level, version, _ in MV_TABLE}
+
+# The brief: LATEST_PRODUCTION level of each release.
+LATEST_PRODUCTION = {"3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21, "4.0": 25, "4.1": 27, "4.2": 29}
+
+# §1.4 derived safe-downgrade floor.
+FLOOR = {7: 7, 8: 8, 9: 8, 10: 8, 11: 11, 12: 11, 13: 13, 14: 14, 15: 15, 16: 15, 17: 17}
+FLOOR.update({lvl: 17 for lvl in range(18, 23)})
+FLOOR[23] = 23
+FLOOR.update({lvl: 23 for lvl in range(24, 30)})
+
+# §1.3 capability gates (C1): name -> first level.
+CAPABILITIES = {
+    "migration": 8,
+    "scram": 11,
+    "metadata_transactions": 13,
+    "delegation_tokens": 14,
+    "controller_registration": 15,
+    "directory_assignment": 17,
+    "elr": 23,
+}
+
+
+def register_broker_record_version(level: int) -> int:
+    return 3 if level >= 17 else 2 if level >= 8 else 1
+
+
+def partition_record_version(level: int) -> int:
+    return 2 if level >= 23 else 1 if level >= 17 else 0
+
+
+def fetch_request_version(level: int) -> int:
+    for since, v in ((27, 18), (21, 17), (19, 16), (10, 15), (9, 14)):
+        if level >= since:
+            return v
+    return 13
+
+
+def list_offsets_request_version(level: int) -> int:
+    for since, v in ((29, 11), (25, 10), (21, 9), (9, 8)):
+        if level >= since:
+            return v
+    return 7
+
+
+# §3.1: record types gated by an MV (name -> first level). All others have no gate.
+RECORD_TYPE_GATES = {
+    "DelegationTokenRecord": 14,
+    "UserScramCredentialRecord": 11,
+    "NoOpRecord": 5,
+    "ZkMigrationStateRecord": 8,
+    "RemoveUserScramCredentialRecord": 11,
+    "BeginTransactionRecord": 13,
+    "EndTransactionRecord": 13,
+    "AbortTransactionRecord": 13,
+    "RemoveDelegationTokenRecord": 14,
+    "RegisterControllerRecord": 15,
+    "ClearElrRecord": 23,
+    "BrokerRegistrationChangeRecord": 6,
+}
+ALL_RECORD_TYPES = [
+    "RegisterBrokerRecord", "UnregisterBrokerRecord", "TopicRecord", "PartitionRecord", "ConfigRecord",
+    "PartitionChangeRecord", "FenceBrokerRecord", "UnfenceBrokerRecord", "RemoveTopicRecord",
+    "DelegationTokenRecord", "UserScramCredentialRecord", "FeatureLevelRecord", "ClientQuotaRecord",
+    "ProducerIdsRecord", "BrokerRegistrationChangeRecord", "AccessControlEntryRecord",
+    "RemoveAccessControlEntryRecord", "NoOpRecord", "ZkMigrationStateRecord",
+    "RemoveUserScramCredentialRecord", "BeginTransactionRecord", "EndTransactionRecord",
+    "AbortTransactionRecord", "RemoveDelegationTokenRecord", "RegisterControllerRecord", "ClearElrRecord",
+]
+
+# §2.2 features at the 4.2 release: levels {level: (bootstrap version, deps)}, LP, LT, min.
+FEATURES = {
+    "kraft.version": ({0: ("3.3-IV3", {}), 1: ("3.9-IV0", {})}, 1, 1, 0),
+    "transaction.version": ({0: ("3.3-IV3", {}), 1: ("4.0-IV2", {}), 2: ("4.0-IV2", {})}, 2, 2, 0),
+    "group.version": ({0: ("3.3-IV3", {}), 1: ("4.0-IV0", {})}, 1, 1, 0),
+    "eligible.leader.replicas.version": ({0: ("3.3-IV3", {}), 1: ("4.1-IV0", {"metadata.version": 23})}, 1, 1, 0),
+    "share.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV0", {})}, 1, 1, 0),
+    "streams.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV1", {})}, 1, 1, 0),
+    # TEST_2 is production when LATEST_PRODUCTION == latestTesting, as at the 4.2 release.
+    "test.feature.version": ({0: ("3.3-IV3", {}), 1: ("3.7-IV0", {}), 2: ("4.2-IV1", {"metadata.version": 29})}, 2, 2, 0),
+}
+PRODUCTION_FEATURES = [
+    "kraft.version",
+    "transaction.version",
+    "group.version",
+    "eligible.leader.replicas.version",
+    "share.version",
+    "streams.version",
+]
+
+# §2.3 default levels: (first level, last level) -> (kraft, transaction, group, ELR, share, streams, test).
+DEFAULTS = [
+    ((7, 14), (0, 0, 0, 0, 0, 0, 0)),
+    ((15, 20), (0, 0, 0, 0, 0, 0, 1)),
+    ((21, 21), (1, 0, 0, 0, 0, 0, 1)),
+    ((22, 23), (1, 0, 1, 0, 0, 0, 1)),
+    ((24, 25), (1, 2, 1, 0, 0, 0, 1)),
+    ((26, 27), (1, 2, 1, 1, 0, 0, 1)),
+    ((28, 28), (1, 2, 1, 1, 1, 0, 1)),
+    ((29, 29), (1, 2, 1, 1, 1, 1, 2)),
+]
+DEFAULT_FEATURE_ORDER = [*PRODUCTION_FEATURES, "test.feature.version"]
+
+
+def default_row(level: int) -> dict[str, int]:
+    for (lo, hi), row in DEFAULTS:
+        if lo <= level <= hi:
+            return dict(zip(DEFAULT_FEATURE_ORDER, row))
+    raise KeyError(level)
+
+
+# Observed in ../shared/oracle: the Features of RegisterBrokerRecord / RegisterControllerRecord
+# written by each release (decoded by hand from the logs; 3.3 has no oracle set).
+ORACLE_ADVERTISED = {
+    "3.4": {"metadata.version": (1, 8)},
+    "3.5": {"metadata.version": (1, 11)},
+    "3.6": {"metadata.version": (1, 14)},
+    "3.7": {"metadata.version": (1, 19)},
+    "3.8": {"metadata.version": (1, 20)},
+    "3.9": {"metadata.version": (1, 21), "kraft.version": (0, 1)},
+    "4.0": {
+        "metadata.version": (7, 25),
+        "kraft.version": (0, 1),
+        "transaction.version": (0, 2),
+        "group.version": (0, 1),
+        "eligible.leader.replicas.version": (0, 1),
+    },
+    "4.1": {
+        "metadata.version": (7, 27),
+        "kraft.version": (0, 1),
+        "transaction.version": (0, 2),
+        "group.version": (0, 1),
+        "eligible.leader.replicas.version": (0, 1),
+        "share.version": (0, 1),
+    },
+    "4.2": {
+        "metadata.version": (7, 29),
+        "kraft.version": (0, 1),
+        "transaction.version": (0, 2),
+        "group.version": (0, 1),
+        "eligible.leader.replicas.version": (0, 1),
+        "share.version": (0, 1),
+        "streams.version": (0, 1),
+    },
+}
+
+# §9: which line of behaviour each release follows.
+POLICIES = {
+    **{r: {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "write", "elr_fields_gate": "metadata.version"}
+       for r in ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")},
+    "4.0": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
+    "4.1": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
+    "4.2": {"mv_downgrade_error": "C1", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
+}
