@@ -18,6 +18,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import ScanReport, ScannedBatch, scan
+from kraftsim.storage import PathKind, classify_path, metadata_files
 
 # kafka-dump-log's labels for control records.
 _CONTROL_LABELS = {
@@ -53,23 +54,27 @@ def _registry(args: argparse.Namespace) -> Registry:
     return load_registry(Path(d) for d in args.schemas)
 
 
-def metadata_files(path: Path) -> list[Path]:
-    """TEMPORARY until kraftsim.storage's classifier lands."""
-    if path.is_file():
-        return [path]
-    if not path.is_dir():
-        raise KraftsimError(f"{path}: no such file or directory")
-    found = [p for p in sorted(path.rglob("*")) if p.is_file() and (p.suffix in (".log", ".checkpoint"))]
-    if not found:
-        raise KraftsimError(f"{path}: no .log or .checkpoint files in this directory")
-    return found
-
-
 def _files(paths: Iterable[str]) -> list[Path]:
+    """The metadata files each PATH stands for; a folder that is not itself a metadata or
+    log directory is searched for them, so a whole tree of clusters can be checked at once."""
     files: list[Path] = []
-    for p in paths:
-        files.extend(metadata_files(Path(p)))
+    for p in map(Path, paths):
+        if p.is_dir() and _kind(p) is None:
+            found = [d for d in sorted(p.rglob("*")) if d.is_dir() and _kind(d) is not None]
+            if not found:
+                raise KraftsimError(f"{p}: no metadata log directory, snapshot or bootstrap file below this folder")
+            for d in found:
+                files.extend(path for _, path in metadata_files(d) if path not in files)
+        else:
+            files.extend(path for _, path in metadata_files(p))
     return files
+
+
+def _kind(path: Path) -> PathKind | None:
+    try:
+        return classify_path(path)
+    except KraftsimError:
+        return None
 
 
 def run_dump(args: argparse.Namespace) -> int:

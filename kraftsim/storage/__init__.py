@@ -1,0 +1,41 @@
+"""Kafka's KRaft metadata files, byte for byte: log segments, snapshots, bootstrap.checkpoint,
+meta.properties, quorum-state and leader-epoch-checkpoint.
+
+The modules each hold one file kind; this package re-exports their public API.
+"""
+
+from kraftsim.storage.batchfile import (
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, RecordBatchTooLarge, as_clock, decode_file_batch,
+    iter_file_batches, replay_clock,
+)
+from kraftsim.storage.bootstrap import (
+    BootstrapMetadata, bootstrap_bytes, bootstrap_from_records, read_bootstrap, read_bootstrap_dir, write_bootstrap,
+)
+from kraftsim.storage.leader_epoch import (
+    leader_epoch_text, parse_leader_epoch_checkpoint, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
+)
+from kraftsim.storage.log import DEFAULT_SEGMENT_BYTES, EpochEntry, MetadataLog
+from kraftsim.storage.meta_properties import (
+    MetaProperties, MetaPropertiesFile, meta_properties_text, read_meta_properties, write_meta_properties,
+)
+from kraftsim.storage.names import (
+    BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID, METADATA_DIR_NAME, PathKind, SnapshotId, SnapshotName, SnapshotState,
+    classify_path, parse_segment_name, parse_snapshot_name, segment_file_name, snapshot_file_name,
+)
+from kraftsim.storage.quorum_state import QuorumState, parse_quorum_state, read_quorum_state, write_quorum_state
+from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
+from kraftsim.storage.retention import (
+    RetentionPlan, SegmentInfo, SnapshotInfo, apply_retention, describe_log, plan_retention,
+)
+from kraftsim.storage.segment import IndexEntry, LogSegment
+from kraftsim.storage.snapshot import (
+    SNAPSHOT_APPEND_RECORDS, SnapshotFile, SnapshotWriter, latest_snapshot, list_snapshots, read_snapshot,
+    read_snapshot_header, write_snapshot,
+)
+from kraftsim.storage.view import (
+    MetadataLogView, iter_file_entries, iter_segment_batches, metadata_dir_of, metadata_files, segment_paths,
+)
+
+from types import ModuleType as _ModuleType
+
+__all__ = sorted(n for n, v in globals().items() if not n.startswith("_") and not isinstance(v, _ModuleType))

@@ -1,0 +1,178 @@
+"""Files made of whole record batches: snapshots and bootstrap.checkpoint.
+
+Writing follows Kafka's raft BatchAccumulator exactly, because batch boundaries and
+timestamps are part of the bytes: every `append` (a list of records) lands in one batch;
+appends are merged into the open batch while the batch stays within the size limit
+(8 MiB); a control batch first closes the open data batch. Each batch takes its
+timestamp from the clock when it is started, as Kafka's BatchBuilder does. Readers
+check every batch and name the file, batch offset and file position of any problem.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Iterator, NamedTuple, Sequence
+
+from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
+from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, build_batch, parse_batch, split_batches
+from kraftsim.protocol.control import encode_control_record
+from kraftsim.protocol.entries import LogEntry, Payload, decode_batch
+from kraftsim.protocol.framing import encode_metadata_record
+from kraftsim.protocol.primitives import uvarint_size
+from kraftsim.protocol.registry import Registry, default_registry
+
+# KafkaRaftClient.MAX_BATCH_SIZE_BYTES: the cap on one batch of the metadata log and of snapshots.
+MAX_BATCH_SIZE_BYTES = 8 * 1024 * 1024
+
+Clock = Callable[[], int]
+"""Milliseconds since the epoch, asked once per batch as it is started."""
+
+
+def as_clock(time_ms: int | Clock) -> Clock:
+    """A clock from a fixed timestamp (every batch gets it) or from a callable."""
+    if callable(time_ms):
+        return time_ms
+    fixed = int(time_ms)
+    return lambda: fixed
+
+
+def replay_clock(timestamps: Sequence[int]) -> Clock:
+    """A clock that returns the given timestamps in order (to rewrite a file exactly)."""
+    it = iter(timestamps)
+
+    def clock() -> int:
+        try:
+            return next(it)
+        except StopIteration:
+            raise KraftsimError(f"replay clock ran out after {len(timestamps)} timestamp(s)") from None
+
+    return clock
+
+
+class RecordBatchTooLarge(KraftsimError):
+    """One append does not fit in a batch (Kafka's RecordBatchTooLargeException)."""
+
+
+def _record_size(offset_delta: int, value_len: int) -> int:
+    """Bytes of one v2 record as raft writes it: key null, timestamp delta 0, no headers."""
+    body = 1 + 1 + uvarint_size(offset_delta << 1) + 1 + uvarint_size(value_len << 1) + value_len + 1
+    return uvarint_size(body << 1) + body
+
+
+class BatchAccumulator:
+    """Forms the batches of one file the way Kafka's BatchAccumulator does.
+
+    Completed batches are handed out by `drain()` so a writer can stream them to disk.
+    """
+
+    def __init__(self, *, epoch: int, clock: Clock, base_offset: int = 0,
+                 max_batch_bytes: int = MAX_BATCH_SIZE_BYTES):
+        self.epoch = epoch
+        self.clock = clock
+        self.next_offset = base_offset
+        self.max_batch_bytes = max_batch_bytes
+        self._completed: list[bytes] = []
+        self._values: list[bytes] = []  # records of the open data batch
+        self._base = base_offset
+        self._size = 0
+        self._timestamp = 0
+
+    def _open_size_with(self, values: Sequence[bytes], start_delta: int) -> int:
+        return sum(_record_size(start_delta + i, len(v)) for i, v in enumerate(values))
+
+    def append(self, payloads: Sequence[Payload]) -> None:
+        """Append metadata records that must share one batch (one Kafka `append` call)."""
+        if not payloads:
+            return
+        for p in payloads:
+            if p.record_type.schema.kind != "metadata":
+                raise KraftsimError(f"{p.record_type.name} is a control record: only metadata records go in data batches")
+        values = [encode_metadata_record(p.record_type, p.message, p.version) for p in payloads]
+        if self._values:
+            needed = self._open_size_with(values, len(self._values))
+            if self.max_batch_bytes - self._size < needed:
+                self._check_fresh(values)
+                self._complete_open()
+        else:
+            self._check_fresh(values)
+        if not self._values:
+            self._base = self.next_offset
+            self._size = RECORD_BATCH_OVERHEAD
+            self._timestamp = self.clock()
+        self._size += self._open_size_with(values, len(self._values))
+        self._values.extend(values)
+        self.next_offset += len(values)
+
+    def _check_fresh(self, values: Sequence[bytes]) -> None:
+        fresh = RECORD_BATCH_OVERHEAD + self._open_size_with(values, 0)
+        if fresh > self.max_batch_bytes:
+            raise RecordBatchTooLarge(
+                f"The total record(s) size of {fresh} exceeds the maximum allowed batch size of {self.max_batch_bytes}"
+            )
+
+    def _complete_open(self) -> None:
+        if self._values:
+            self._completed.append(build_batch(self._base, [(None, v) for v in self._values],
+                                               epoch=self.epoch, timestamp=self._timestamp))
+            self._values = []
+            self._size = 0
+
+    def append_control(self, payloads: Sequence[Payload], timestamp: int | None = None) -> None:
+        """Close the open data batch, then add one control batch (header, footer, ...)."""
+        if not payloads:
+            raise ValueError("a control batch needs at least one record")
+        ts = self.clock() if timestamp is None else timestamp
+        self._complete_open()
+        values = [encode_control_record(p.record_type, p.message) for p in payloads]
+        self._completed.append(build_batch(self.next_offset, values, epoch=self.epoch, timestamp=ts, control=True))
+        self.next_offset += len(values)
+
+    def drain(self, *, force: bool = False) -> list[bytes]:
+        """Completed batches since the last drain; with `force`, the open batch too."""
+        if force:
+            self._complete_open()
+        out, self._completed = self._completed, []
+        return out
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+class FileBatch(NamedTuple):
+    """One checked batch of a file, with where it sits."""
+
+    path: str
+    position: int
+    batch: RecordBatch
+
+
+def iter_file_batches(path: str, data: bytes, *, check_crc: bool = True) -> Iterator[FileBatch]:
+    """Every batch of `data` (the bytes of `path`), checked; the first problem raises LogFileError.
+
+    A torn tail is a problem too: a reader must never take a cut file for a whole one.
+    """
+    pieces = split_batches(data)
+    position = 0
+    while True:
+        try:
+            piece = next(pieces, None)
+        except CorruptRecordException as e:  # a length field below the minimum
+            base = int.from_bytes(data[position:position + 8], "big", signed=True)
+            raise LogFileError(path, base, str(e), position) from None
+        if piece is None:
+            return
+        if not isinstance(piece, BatchSlice):
+            raise LogFileError(path, piece.base_offset, piece.describe(), piece.position)
+        try:
+            batch = parse_batch(piece.data, check_crc=check_crc)
+        except CorruptRecordException as e:
+            raise LogFileError(path, piece.base_offset, str(e), piece.position) from None
+        yield FileBatch(path, piece.position, batch)
+        position = piece.position + len(piece.data)
+
+
+def decode_file_batch(fb: FileBatch, registry: Registry | None = None) -> list[LogEntry]:
+    """The entries of one batch; a record that cannot be decoded raises LogFileError."""
+    try:
+        return decode_batch(fb.batch, registry or default_registry())
+    except KraftsimError as e:
+        raise LogFileError(fb.path, fb.batch.base_offset, str(e), fb.position) from None

@@ -1,0 +1,55 @@
+"""Small durable-file helpers: fsync a directory, write a file atomically through a temp name.
+
+Kafka makes every metadata file durable the same way (write a temp file, force it to
+disk, rename over the target, force the directory); doing it in one place keeps the
+crash behaviour identical for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kraftsim.errors import KraftsimError
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename or unlink in `directory` durable (a no-op where directories can't be opened)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes, *, tmp_path: Path | None = None, fsync: bool = True) -> None:
+    """Write `data` to `tmp_path` (default `<path>.tmp`), force it, and rename it over `path`."""
+    tmp = tmp_path if tmp_path is not None else path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise KraftsimError(f"cannot write {path}: {e.strerror or e}") from None
+    if fsync:
+        fsync_dir(path.parent)
+
+
+def read_file(path: Path) -> bytes:
+    """Read a whole file, turning OS errors into one clear KraftsimError."""
+    try:
+        return Path(path).read_bytes()
+    except OSError as e:
+        raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None

@@ -1,0 +1,176 @@
+"""Java's `.properties` format as java.util.Properties loads and stores it.
+
+Kafka writes meta.properties with `Properties.store(writer, "")`: a `#` line (the empty
+comment), a `#<java.util.Date.toString()>` line, then `key=value` lines. The order of the
+lines depends on the JVM: Java 18 and later sort the keys; earlier JVMs write them in the
+iteration order of Properties' internal ConcurrentHashMap, which is a function of the
+keys' String.hashCode. Both are reproduced here, so a file can be written again exactly.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import Iterable, Literal, Mapping
+
+KeyOrder = Literal["sorted", "hash"]
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def java_date(when: _dt.datetime | int | float) -> str:
+    """`java.util.Date.toString()`: `EEE MMM dd HH:mm:ss zzz yyyy`, e.g. `Fri Apr 19 13:20:44 UTC 2024`.
+
+    A number is seconds since the epoch, shown in UTC; an aware datetime is shown in its
+    own zone, named by its tzname().
+    """
+    if isinstance(when, (int, float)):
+        when = _dt.datetime.fromtimestamp(when, _dt.timezone.utc)
+    if when.tzinfo is None:
+        raise ValueError("java_date needs a timezone-aware datetime (or seconds since the epoch)")
+    zone = when.tzname() or "UTC"
+    if zone == "UTC+00:00":
+        zone = "UTC"
+    return (f"{_DAYS[when.weekday()]} {_MONTHS[when.month - 1]} {when.day:02d} "
+            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def _logical_lines(text: str) -> Iterable[str]:
+    """Java's Properties.LineReader: skip blanks and comments, join continued lines."""
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while True:
+            trailing = len(line) - len(line.rstrip("\\"))
+            if trailing % 2 == 0 or i >= len(lines):
+                if trailing % 2 == 1:
+                    line = line[:-1]  # a continuation at the end of the input is dropped
+                break
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        yield line
+
+
+def _unescape(s: str) -> str:
+    out = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        i += 1
+        if c != "\\" or i >= len(s):
+            out.append(c)
+            continue
+        c = s[i]
+        i += 1
+        if c == "u":
+            digits = s[i:i + 4]
+            try:
+                if len(digits) != 4:
+                    raise ValueError
+                out.append(chr(int(digits, 16)))
+            except ValueError:
+                raise ValueError(f"Malformed \\uxxxx encoding: \\u{digits}") from None
+            i += 4
+        else:
+            out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(c, c))
+    return "".join(out)
+
+
+def load_properties(text: str) -> dict[str, str]:
+    """Parse properties text; keys keep the order of their first appearance, later values win."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key_end = len(line)
+        value_start = len(line)
+        has_sep = False
+        backslash = False
+        for j, c in enumerate(line):
+            if c in "=:" and not backslash:
+                key_end, value_start, has_sep = j, j + 1, True
+                break
+            if c in " \t\f" and not backslash:
+                key_end, value_start = j, j + 1
+                break
+            backslash = (c == "\\") and not backslash
+        while value_start < len(line):
+            c = line[value_start]
+            if c in " \t\f":
+                value_start += 1
+            elif not has_sep and c in "=:":
+                has_sep = True
+                value_start += 1
+            else:
+                break
+        props[_unescape(line[:key_end])] = _unescape(line[value_start:])
+    return props
+
+
+# ------------------------------------------------------------------------------ storing
+
+
+def _save_convert(s: str, escape_space: bool) -> str:
+    """Properties.saveConvert with escUnicode=false (Kafka stores through a UTF-8 Writer)."""
+    out = []
+    for x, c in enumerate(s):
+        o = ord(c)
+        if 61 < o < 127:
+            out.append("\\\\" if c == "\\" else c)
+        elif c == " ":
+            out.append("\\ " if (x == 0 or escape_space) else " ")
+        elif c in "\t\n\r\f":
+            out.append({"\t": "\\t", "\n": "\\n", "\r": "\\r", "\f": "\\f"}[c])
+        elif c in "=:#!":
+            out.append("\\" + c)
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def _java_string_hash(s: str) -> int:
+    h = 0
+    data = s.encode("utf-16-be")
+    for k in range(0, len(data), 2):
+        h = (31 * h + ((data[k] << 8) | data[k + 1])) & 0xFFFFFFFF
+    return h
+
+
+# ConcurrentHashMap(8), as Properties creates it, has a 16-bin table until it holds 12 keys.
+_CHM_BINS = 16
+_CHM_MAX_KEYS = 11
+
+
+def hash_order(keys: Iterable[str]) -> list[str]:
+    """The order Java ≤ 17's Properties.store writes keys in (insertion order within a bin)."""
+    keys = list(keys)
+    if len(keys) > _CHM_MAX_KEYS:
+        raise ValueError(f"hash order is only reproduced for up to {_CHM_MAX_KEYS} keys, not {len(keys)}")
+
+    def bin_of(k: str) -> int:
+        h = _java_string_hash(k)
+        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (_CHM_BINS - 1)
+
+    return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
+
+
+def store_properties(props: Mapping[str, str], *, date_line: str, key_order: KeyOrder = "sorted") -> str:
+    """The text Properties.store(writer, "") writes, with `date_line` as the date comment."""
+    keys = sorted(props) if key_order == "sorted" else hash_order(props)
+    lines = ["#", "#" + date_line]
+    lines += [f"{_save_convert(k, True)}={_save_convert(props[k], False)}" for k in keys]
+    return "\n".join(lines) + "\n"
+
+
+def detect_key_order(keys: list[str]) -> KeyOrder:
+    """Which JVM behaviour wrote keys in this order (sorted wins when both fit)."""
+    if keys == sorted(keys):
+        return "sorted"
+    if len(keys) <= _CHM_MAX_KEYS and keys == hash_order(keys):
+        return "hash"
+    raise ValueError("the keys are neither sorted nor in Java's hash order")

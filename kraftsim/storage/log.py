@@ -1,0 +1,409 @@
+"""The metadata log directory (`__cluster_metadata-0`): segments, appends, reads, truncation.
+
+This is Kafka's UnifiedLog reduced to what KRaft's metadata partition uses: segments named
+by base offset, appends at the log end offset with rolling at a size limit
+(`metadata.log.segment.bytes`), reads by offset through a sorted map of segments, and
+truncation to an offset. Opening a directory recovers it like Kafka does at start-up (cut
+a torn or corrupt tail, delete leftovers of interrupted writes) and reports every action;
+read-only, it reports the same actions and changes nothing on disk.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Iterator, Literal, NamedTuple, Sequence
+
+from sortedcontainers import SortedDict
+
+from kraftsim.errors import CorruptRecordException, KraftsimError
+from kraftsim.protocol.batch import LOG_OVERHEAD, parse_batch
+from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch, encode_data_batch
+from kraftsim.protocol.registry import Registry
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch
+from kraftsim.storage.fileio import fsync_dir
+from kraftsim.storage.names import (
+    LOG_SUFFIX, SnapshotId, SnapshotState, parse_segment_name, parse_snapshot_name, segment_file_name,
+    snapshot_file_name,
+)
+from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
+from kraftsim.storage.segment import IndexEntry, LogSegment
+from kraftsim.storage.snapshot import list_snapshots
+
+# metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+
+Validate = Literal["last", "all"]
+
+
+class EpochEntry(NamedTuple):
+    """One line of leader-epoch-checkpoint: the first offset written in a leader epoch."""
+
+    epoch: int
+    start_offset: int
+
+
+class MetadataLog:
+    """A `__cluster_metadata-0` directory's segments. Use `MetadataLog.open`."""
+
+    def __init__(self, directory: Path, *, read_only: bool, segment_bytes: int, fsync: bool):
+        self.directory = directory
+        self.read_only = read_only
+        self.segment_bytes = segment_bytes
+        self.fsync = fsync
+        self.segments: SortedDict = SortedDict()  # base offset -> LogSegment
+        self.recovery: list[RecoveryAction] = []
+        self.warnings: list[str] = []  # read-only: what Kafka would refuse to start with
+        self.log_start_offset = 0
+
+    # ------------------------------------------------------------------ opening
+
+    @classmethod
+    def open(cls, directory: Path | str, *, read_only: bool = False, segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+             validate: Validate = "last", fsync: bool = True) -> "MetadataLog":
+        """Open (and unless read-only, create and recover) a metadata log directory.
+
+        `validate="last"` checks every batch's CRC in the last segment, as Kafka's
+        recovery does after an unclean stop; `"all"` checks every segment. Whatever is
+        cut or deleted is listed in `.recovery`.
+        """
+        directory = Path(directory)
+        if segment_bytes < LOG_OVERHEAD:
+            raise ValueError(f"segment_bytes {segment_bytes} is too small")
+        if not directory.is_dir():
+            if read_only or directory.exists():
+                raise KraftsimError(f"{directory}: not a directory")
+            try:
+                directory.mkdir(parents=True)
+            except OSError as e:
+                raise KraftsimError(f"cannot create {directory}: {e.strerror or e}") from None
+        log = cls(directory, read_only=read_only, segment_bytes=segment_bytes, fsync=fsync)
+        try:
+            log._load(validate)
+        except BaseException:
+            log.close()
+            raise
+        return log
+
+    def _act(self, action: RecoveryAction) -> None:
+        self.recovery.append(action)
+
+    def _load(self, validate: Validate) -> None:
+        try:
+            names = sorted(p.name for p in self.directory.iterdir())
+        except OSError as e:
+            raise KraftsimError(f"cannot list {self.directory}: {e.strerror or e}") from None
+        applied = not self.read_only
+        segment_bases: list[int] = []
+        snapshots: list[SnapshotId] = []
+        leftovers: list[tuple[Path, str]] = []  # deleted last, after the consistency check, as Kafka does
+        for name in names:
+            path = self.directory / name
+            base = parse_segment_name(name)
+            if base is not None:
+                segment_bases.append(base)
+                continue
+            snap = parse_snapshot_name(name)
+            if snap is not None:
+                if snap.state is SnapshotState.FROZEN:
+                    snapshots.append(snap.snapshot_id)
+                else:
+                    what = "an unfinished snapshot" if snap.state is SnapshotState.PART else "a snapshot marked for deletion"
+                    leftovers.append((path, f"{what}, left by an interrupted write or clean-up"))
+                continue
+            if name.endswith(LOG_SUFFIX):
+                raise KraftsimError(f"{path}: not a log segment name (expected 20 digits and {LOG_SUFFIX})")
+            if name.endswith((".deleted", ".cleaned")):
+                leftovers.append((path, "a file left by an interrupted deletion or cleaning"))
+
+        expected: int | None = None
+        for i, base in enumerate(segment_bases):
+            path = self.directory / segment_file_name(base)
+            check = validate == "all" or i == len(segment_bases) - 1
+            seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected)
+            self.segments[base] = seg
+            file_size = seg.file_size()
+            if problem is None and file_size != seg.size:  # cannot happen: the scan covers the file
+                raise AssertionError(f"{path}: scan ended at {seg.size} of {file_size}")
+            if problem is not None:
+                self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason)
+                for later in segment_bases[i + 1:]:
+                    lpath = self.directory / segment_file_name(later)
+                    size = lpath.stat().st_size
+                    self._act(RecoveryAction(RecoveryKind.DELETE_SEGMENT, str(lpath),
+                                             f"follows the cut at {path} position {problem.position}",
+                                             bytes_cut=size, applied=applied))
+                    if applied:
+                        lpath.unlink()
+                break
+            expected = seg.next_offset
+            if i < len(segment_bases) - 1:
+                seg.close()  # reopened on demand: a long log must not hold a descriptor per segment
+
+        if self.segments:
+            self.log_start_offset = self.segments.peekitem(0)[0]
+        elif applied:
+            self._new_segment(0)
+
+        kept = []
+        for sid in snapshots:
+            if sid.end_offset < self.log_start_offset:
+                leftovers.append((self.directory / snapshot_file_name(sid),
+                                  f"snapshot below the log start offset {self.log_start_offset}"))
+            else:
+                kept.append(sid)
+        if self.log_start_offset > 0 and not any(s.end_offset >= self.log_start_offset for s in kept):
+            latest = kept[-1] if kept else None
+            text = (f"{self.directory}: Inconsistent snapshot state: there must be a snapshot at an offset larger "
+                    f"then the current log start offset {self.log_start_offset}, but the latest snapshot is {latest}")
+            if applied:
+                raise KraftsimError(text)
+            self.warnings.append(text)
+        for path, reason in sorted(leftovers):
+            self._delete_file(path, reason)
+        if applied and self.recovery:
+            fsync_dir(self.directory)
+
+    def _cut(self, seg: LogSegment, position: int, file_size: int, base_offset: int | None, reason: str) -> None:
+        applied = not self.read_only
+        self._act(RecoveryAction(RecoveryKind.TRUNCATE, str(seg.path), reason, position=position,
+                                 bytes_cut=file_size - position, base_offset=base_offset, applied=applied))
+        if applied:
+            seg.truncate_to_size(position)
+            if self.fsync:
+                seg.flush()
+
+    def _delete_file(self, path: Path, reason: str) -> None:
+        try:
+            size = path.stat().st_size
+        except OSError:
+            size = 0
+        applied = not self.read_only
+        self._act(RecoveryAction(RecoveryKind.DELETE_FILE, str(path), reason, bytes_cut=size, applied=applied))
+        if applied:
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise KraftsimError(f"cannot delete {path}: {e.strerror or e}") from None
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        seg = LogSegment.create(self.directory / segment_file_name(base_offset), base_offset)
+        self.segments[base_offset] = seg
+        if self.fsync:
+            fsync_dir(self.directory)
+        return seg
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def active_segment(self) -> LogSegment | None:
+        return self.segments.peekitem(-1)[1] if self.segments else None
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets (Kafka's LEO)."""
+        seg = self.active_segment
+        return seg.next_offset if seg is not None else self.log_start_offset
+
+    @property
+    def needs_recovery(self) -> bool:
+        return bool(self.recovery)
+
+    def snapshot_ids(self) -> list[SnapshotId]:
+        """The frozen snapshots in the directory at or above the log start offset, oldest first."""
+        return [s for s in list_snapshots(self.directory) if s.end_offset >= self.log_start_offset]
+
+    def size_in_bytes(self) -> int:
+        return sum(seg.size for seg in self.segments.values())
+
+    def index_entries(self) -> Iterator[tuple[LogSegment, IndexEntry]]:
+        for seg in self.segments.values():
+            for e in seg.entries:
+                yield seg, e
+
+    def gaps(self) -> list[tuple[int, int]]:
+        """Offset ranges [from, to) missing between the log start and the log end offset."""
+        out = []
+        expected = self.log_start_offset
+        for _, e in self.index_entries():
+            if e.base_offset > expected:
+                out.append((expected, e.base_offset))
+            expected = max(expected, e.next_offset)
+        return out
+
+    def leader_epochs(self) -> list[EpochEntry]:
+        """The leader epoch cache Kafka derives from batch epochs (leader-epoch-checkpoint's lines).
+
+        An entry starts each time a batch carries a higher epoch; entries at or below the
+        log start offset collapse into one that starts at the log start offset.
+        """
+        entries: list[EpochEntry] = []
+        for _, e in self.index_entries():
+            if e.epoch >= 0 and (not entries or e.epoch > entries[-1].epoch):
+                entries.append(EpochEntry(e.epoch, e.base_offset))
+        below = [x for x in entries if x.start_offset <= self.log_start_offset]
+        if below and below[-1].start_offset < self.log_start_offset:
+            entries = [EpochEntry(below[-1].epoch, self.log_start_offset)] + entries[len(below):]
+        return entries
+
+    def _locate(self, offset: int) -> tuple[object, int] | None:
+        """The first (segment key, batch index) whose batch ends at or after `offset`."""
+        keys = self.segments.keys()
+        k = max(self.segments.bisect_right(offset) - 1, 0)
+        for key in keys[k:]:
+            seg = self.segments[key]
+            i = seg.find(offset)
+            if i < len(seg):
+                return key, i
+        return None
+
+    def read(self, offset: int, *, check_crc: bool = True) -> FileBatch:
+        """The batch holding `offset` (or, inside a gap, the first batch after it)."""
+        if offset < self.log_start_offset or offset >= self.log_end_offset:
+            raise KraftsimError(f"{self.directory}: offset {offset} is outside the log "
+                                f"[{self.log_start_offset}, {self.log_end_offset})")
+        found = self._locate(offset)
+        if found is None:
+            raise KraftsimError(f"{self.directory}: no batch holds offset {offset}")
+        key, i = found
+        return self.segments[key].read_batch(i, check_crc=check_crc)
+
+    def batches(self, start_offset: int | None = None, *, check_crc: bool = True) -> Iterator[FileBatch]:
+        """Every batch from the one holding `start_offset` (default: the log start) to the end."""
+        start = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
+        found = self._locate(start)
+        if found is None:
+            return
+        key, i = found
+        for k in self.segments.irange(minimum=key):
+            seg = self.segments[k]
+            for j in range(i if k == key else 0, len(seg)):
+                yield seg.read_batch(j, check_crc=check_crc)
+
+    def entries(self, start_offset: int | None = None, registry: Registry | None = None) -> Iterator[LogEntry]:
+        """Decoded records with offsets ≥ `start_offset`, in offset order."""
+        start = self.log_start_offset if start_offset is None else start_offset
+        for fb in self.batches(start):
+            for entry in decode_file_batch(fb, registry):
+                if entry.offset >= start:
+                    yield entry
+
+    # ------------------------------------------------------------------ changes
+
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise KraftsimError(f"{self.directory}: the log is open read-only")
+
+    def append(self, raw: bytes, *, assign_offset: bool = False) -> IndexEntry:
+        """Append one whole batch at the log end offset, rolling the segment first if it would
+        grow past `segment_bytes`. With `assign_offset`, the batch's base offset is set to the
+        log end offset (the base offset is outside the CRC, so this is what a leader does)."""
+        self._check_writable()
+        length = struct.unpack_from(">i", raw, 8)[0] if len(raw) >= LOG_OVERHEAD else -LOG_OVERHEAD
+        if length + LOG_OVERHEAD != len(raw):
+            raise KraftsimError(f"{self.directory}: cannot append: the batch's length field says "
+                                f"{length + LOG_OVERHEAD} bytes, {len(raw)} given")
+        try:
+            batch = parse_batch(raw)
+        except CorruptRecordException as e:
+            raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
+        leo = self.log_end_offset
+        if assign_offset:
+            raw = struct.pack(">q", leo) + raw[8:]
+        elif batch.base_offset != leo:
+            raise KraftsimError(f"{self.directory}: cannot append a batch at offset {batch.base_offset}: "
+                                f"the log end offset is {leo}")
+        seg = self.active_segment
+        if seg is None:
+            seg = self._new_segment(leo)
+        elif len(seg) and seg.size + len(raw) > self.segment_bytes:
+            seg = self.roll()
+        entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
+                           batch.partition_leader_epoch, batch.max_timestamp)
+        seg.append(raw, entry)
+        return entry
+
+    def append_records(self, payloads: Sequence[Payload], *, epoch: int, timestamp: int,
+                       control: bool = False) -> IndexEntry:
+        """Encode records as one batch at the log end offset and append it."""
+        encode = encode_control_batch if control else encode_data_batch
+        return self.append(encode(self.log_end_offset, payloads, epoch=epoch, timestamp=timestamp))
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (kept if it is already empty)."""
+        self._check_writable()
+        seg = self.active_segment
+        leo = self.log_end_offset
+        if seg is not None:
+            if seg.base_offset == leo and not len(seg):
+                return seg
+            if self.fsync:
+                seg.flush()
+            seg.close()  # reopened read-write on demand
+        return self._new_segment(leo)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch whose last offset is ≥ `offset`; segments starting after it go.
+
+        As in Kafka, a segment whose base offset equals `offset` stays, emptied; below the
+        log start offset the log is emptied and starts again at `offset`.
+        """
+        self._check_writable()
+        if offset >= self.log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            for seg in list(self.segments.values()):
+                seg.delete()
+            self.segments.clear()
+            self.log_start_offset = offset
+            self._new_segment(offset)
+            return
+        for key in list(self.segments.irange(minimum=offset, inclusive=(False, True))):
+            self.segments.pop(key).delete()
+        seg = self.active_segment
+        assert seg is not None
+        i = seg.find(offset)
+        if i < len(seg):
+            seg.truncate_to_size(seg.entries[i].position)
+        if self.fsync:
+            seg.flush()
+            fsync_dir(self.directory)
+
+    def advance_log_start_offset(self, offset: int) -> list[Path]:
+        """Raise the log start offset (after a snapshot) and delete segments wholly below it.
+
+        The active segment is never deleted. Returns the deleted segment files.
+        """
+        self._check_writable()
+        if offset > self.log_end_offset:
+            raise KraftsimError(f"{self.directory}: cannot move the log start offset to {offset}, past the log end "
+                                f"offset {self.log_end_offset}")
+        self.log_start_offset = max(self.log_start_offset, offset)
+        deleted = []
+        keys = list(self.segments.keys())
+        for key, nxt in zip(keys, keys[1:]):
+            if nxt <= self.log_start_offset:
+                seg = self.segments.pop(key)
+                seg.delete()
+                deleted.append(seg.path)
+        if deleted and self.fsync:
+            fsync_dir(self.directory)
+        return deleted
+
+    def flush(self) -> None:
+        """fsync the active segment (older ones were flushed when they were rolled)."""
+        seg = self.active_segment
+        if seg is not None and not self.read_only:
+            seg.flush()
+
+    def close(self) -> None:
+        for seg in self.segments.values():
+            seg.close()
+
+    def __enter__(self) -> "MetadataLog":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

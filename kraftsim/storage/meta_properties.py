@@ -1,0 +1,176 @@
+"""`meta.properties`: who a log directory belongs to (cluster id, node id, directory id).
+
+Versions: 0 (ZooKeeper era: `broker.id`, cluster.id optional) and 1 (KRaft: `node.id`
+and `cluster.id` required). Reading follows Kafka's MetaProperties.Builder, with its error
+texts; writing follows PropertiesUtils.writePropertiesFile (`meta.properties.tmp`, then an
+atomic move). The date comment is the only input that is not data: pass it, or it comes
+from SOURCE_DATE_EPOCH, or from the clock.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.storage.fileio import atomic_write, read_file
+from kraftsim.storage.java_properties import KeyOrder, detect_key_order, java_date, load_properties, store_properties
+from kraftsim.storage.names import META_PROPERTIES_FILE
+
+VERSION_PROP = "version"
+CLUSTER_ID_PROP = "cluster.id"
+BROKER_ID_PROP = "broker.id"
+NODE_ID_PROP = "node.id"
+DIRECTORY_ID_PROP = "directory.id"
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+@dataclass(frozen=True, slots=True)
+class MetaProperties:
+    """The contents of meta.properties that Kafka understands."""
+
+    version: int = 1
+    cluster_id: str | None = None
+    node_id: int | None = None
+    directory_id: str | None = None  # Kafka's Uuid text form (22 characters)
+
+    def __post_init__(self) -> None:
+        if self.version not in (0, 1):
+            raise KraftsimError(f"Unknown meta.properties version number {self.version}")
+        if self.version == 1:
+            if self.cluster_id is None:
+                raise KraftsimError("cluster.id was not found.")
+            if self.node_id is None:
+                raise KraftsimError("node.id was not found.")
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> "MetaProperties":
+        """Kafka's MetaProperties.Builder(Properties) and build()."""
+        version_text = props.get(VERSION_PROP, "0")
+        try:
+            version = int(version_text.strip())
+        except ValueError:
+            raise KraftsimError(f"Invalid meta.properties version string '{version_text}'") from None
+        if version not in (0, 1):
+            raise KraftsimError(f"Unknown meta.properties version number {version}")
+        node_id = None
+        if version == 0:
+            if BROKER_ID_PROP in props:
+                node_id = _required_int(props, BROKER_ID_PROP)
+        else:
+            node_id = _required_int(props, NODE_ID_PROP)
+        directory_id = props.get(DIRECTORY_ID_PROP)
+        if directory_id is not None:
+            try:
+                Uuid.from_string(directory_id)
+            except Exception as e:  # binascii.Error or ValueError
+                raise KraftsimError(f"Unable to read {DIRECTORY_ID_PROP} as a Uuid: {e}") from None
+        return cls(version, props.get(CLUSTER_ID_PROP), node_id, directory_id)
+
+    def to_properties(self) -> dict[str, str]:
+        """Kafka's toProperties, keys inserted in Kafka's order (it matters for hash order)."""
+        props = {VERSION_PROP: str(self.version)}
+        if self.cluster_id is not None:
+            props[CLUSTER_ID_PROP] = self.cluster_id
+        if self.version == 0:
+            if self.node_id is not None:
+                props[BROKER_ID_PROP] = str(self.node_id)
+        else:
+            props[NODE_ID_PROP] = str(self.node_id)
+        if self.directory_id is not None:
+            props[DIRECTORY_ID_PROP] = self.directory_id
+        return props
+
+
+def _required_int(props: dict[str, str], key: str) -> int:
+    value = props.get(key)
+    if value is None:
+        raise KraftsimError(f"Failed to find {key}")
+    # Java's Integer.parseInt: an optional sign, decimal digits, within int32.
+    if _JAVA_INT.match(value) is None or not -(2**31) <= int(value) < 2**31:
+        raise KraftsimError(f"Unable to read {key} as a base-10 number.")
+    return int(value)
+
+
+@dataclass(frozen=True, slots=True)
+class MetaPropertiesFile:
+    """A meta.properties as found on disk: the parsed properties and how the file was laid out."""
+
+    path: str
+    meta: MetaProperties
+    properties: dict[str, str]  # every key, including any Kafka does not know
+    date: str | None  # the date comment, without its '#'
+    key_order: KeyOrder | None  # None when the lines follow neither JVM's order
+
+    def text(self) -> str:
+        """This file written again (every property kept, same date and order)."""
+        if self.date is None or self.key_order is None:
+            raise KraftsimError(f"{self.path}: not laid out as Java writes properties files; cannot reproduce it")
+        return store_properties(self.properties, date_line=self.date, key_order=self.key_order)
+
+
+def read_meta_properties(path: Path | str) -> MetaPropertiesFile:
+    """Read a meta.properties file (or the one in a log directory)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / META_PROPERTIES_FILE
+    raw = read_file(p)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = raw.decode("latin-1")
+    try:
+        props = load_properties(text)
+    except ValueError as e:
+        raise KraftsimError(f"{p}: {e}") from None
+    try:
+        meta = MetaProperties.from_properties(props)
+    except KraftsimError as e:
+        raise KraftsimError(f"{p}: {e}") from None
+    lines = text.split("\n")
+    date = lines[1][1:] if len(lines) > 2 and lines[0] == "#" and lines[1].startswith("#") else None
+    try:
+        order: KeyOrder | None = detect_key_order(list(props))
+    except ValueError:
+        order = None
+    return MetaPropertiesFile(str(p), meta, props, date, order)
+
+
+def default_date(timestamp: _dt.datetime | int | float | str | None = None) -> str:
+    """The date comment: the given time, else SOURCE_DATE_EPOCH, else the clock (UTC)."""
+    if isinstance(timestamp, str):
+        return timestamp
+    if timestamp is None:
+        sde = os.environ.get("SOURCE_DATE_EPOCH")
+        if sde is not None:
+            try:
+                timestamp = int(sde)
+            except ValueError:
+                raise KraftsimError(f"SOURCE_DATE_EPOCH is not a number of seconds: {sde!r}") from None
+        else:
+            timestamp = time.time()
+    return java_date(timestamp)
+
+
+def meta_properties_text(meta: MetaProperties, *, date: _dt.datetime | int | float | str | None = None,
+                         key_order: KeyOrder = "sorted") -> str:
+    """The text Kafka writes for `meta`: `#`, `#<date>`, then the properties in `key_order`
+    ("sorted" as Java 18+ writes them, "hash" as Java 11/17 do)."""
+    return store_properties(meta.to_properties(), date_line=default_date(date), key_order=key_order)
+
+
+def write_meta_properties(path: Path | str, meta: MetaProperties, *,
+                          date: _dt.datetime | int | float | str | None = None, key_order: KeyOrder = "sorted",
+                          fsync: bool = True) -> Path:
+    """Write meta.properties (a directory means the file in it) via `meta.properties.tmp`."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / META_PROPERTIES_FILE
+    atomic_write(p, meta_properties_text(meta, date=date, key_order=key_order).encode("utf-8"), fsync=fsync)
+    return p

@@ -1,0 +1,224 @@
+"""One log segment file (`%020d.log`): its batch index, reads, appends and truncation.
+
+Opening a segment walks its batch headers once and keeps, in memory, where each batch
+starts (Kafka keeps a sparse `.index` file for this; kraftsim neither needs nor writes
+one). The walk stops at the first batch that cannot be trusted and says why, so that the
+log can cut the tail off (or, read-only, just report it) the way Kafka's recovery does.
+"""
+
+from __future__ import annotations
+
+import bisect
+import mmap
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple
+
+from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
+from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, parse_batch
+from kraftsim.storage.batchfile import FileBatch
+
+# base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
+# base timestamp, max timestamp
+_HEAD = struct.Struct(">qiibIhiqq")
+
+
+class IndexEntry(NamedTuple):
+    """Where one batch is and what offsets it holds."""
+
+    base_offset: int
+    last_offset: int
+    position: int
+    size: int
+    epoch: int
+    max_timestamp: int
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+
+class ScanProblem(NamedTuple):
+    """The first untrustworthy bytes of a segment: from `position` to the end of the file."""
+
+    position: int
+    base_offset: int | None
+    reason: str
+
+
+def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
+                 expected_next: int | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
+    """Index the batches of a segment's bytes, stopping at the first bad one.
+
+    Without `validate`, only the framing is checked (length, magic, offsets), as Kafka
+    trusts segments below its recovery point; with it, every batch's CRC-32C too.
+    """
+    entries: list[IndexEntry] = []
+    end = len(data)
+    pos = 0
+    expected = base_offset if expected_next is None else max(base_offset, expected_next)
+    while pos < end:
+        remaining = end - pos
+        if remaining < LOG_OVERHEAD:
+            base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
+            return entries, ScanProblem(pos, base, f"torn batch: only {remaining} byte(s) left, fewer than "
+                                                   f"the {LOG_OVERHEAD}-byte batch prefix")
+        base, length = struct.unpack_from(">qi", data, pos)
+        size = length + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD:
+            return entries, ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
+                                                   f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+        if size > remaining:
+            return entries, ScanProblem(pos, base, f"torn batch: its length says {size} bytes but only "
+                                                   f"{remaining} remain")
+        _, _, epoch, magic, _, _, last_delta, _, max_ts = _HEAD.unpack_from(data, pos)
+        if validate:
+            try:
+                parse_batch(data[pos:pos + size])
+            except CorruptRecordException as e:
+                return entries, ScanProblem(pos, base, str(e))
+        elif magic != MAGIC_V2:
+            return entries, ScanProblem(pos, base, f"Invalid magic {magic}: only record batches of magic 2 are supported")
+        if last_delta < 0:
+            return entries, ScanProblem(pos, base, f"invalid last offset delta {last_delta}")
+        if base < expected:
+            return entries, ScanProblem(pos, base, f"batch base offset {base} is below the expected next offset "
+                                                   f"{expected} (offsets must increase)")
+        entries.append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
+        expected = base + last_delta + 1
+        pos += size
+    return entries, None
+
+
+@dataclass(slots=True)
+class LogSegment:
+    """A `%020d.log` file and the in-memory index of its batches."""
+
+    path: Path
+    base_offset: int
+    entries: list[IndexEntry]
+    writable: bool
+    _lasts: list[int]
+    _fd: int | None = None
+
+    @classmethod
+    def open(cls, path: Path, base_offset: int, *, writable: bool, validate: bool,
+             expected_next: int | None = None) -> tuple["LogSegment", ScanProblem | None]:
+        """Open and index a segment; the returned problem (if any) says where its good prefix ends."""
+        try:
+            fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
+        except OSError as e:
+            raise KraftsimError(f"cannot open {path}: {e.strerror or e}") from None
+        try:
+            file_size = os.fstat(fd).st_size
+            if file_size == 0:
+                entries, problem = [], None
+            else:
+                with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
+                    entries, problem = scan_segment(mm, base_offset, validate=validate, expected_next=expected_next)
+        except BaseException:
+            os.close(fd)
+            raise
+        seg = cls(path, base_offset, entries, writable, [e.last_offset for e in entries], fd)
+        return seg, problem
+
+    @classmethod
+    def create(cls, path: Path, base_offset: int) -> "LogSegment":
+        """A new, empty segment file (it must not exist yet)."""
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+        except OSError as e:
+            raise KraftsimError(f"cannot create {path}: {e.strerror or e}") from None
+        return cls(path, base_offset, [], True, [], fd)
+
+    # -------------------------------------------------------------------- queries
+
+    @property
+    def size(self) -> int:
+        """Bytes of whole, indexed batches (the file may hold more until recovery cuts them)."""
+        if not self.entries:
+            return 0
+        last = self.entries[-1]
+        return last.position + last.size
+
+    @property
+    def next_offset(self) -> int:
+        return self.entries[-1].next_offset if self.entries else self.base_offset
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def find(self, offset: int) -> int:
+        """Index of the first batch whose last offset is ≥ `offset` (len(self) when none)."""
+        return bisect.bisect_left(self._lasts, offset)
+
+    def _fileno(self) -> int:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
+            except OSError as e:
+                raise KraftsimError(f"cannot open {self.path}: {e.strerror or e}") from None
+        return self._fd
+
+    def read_raw(self, i: int) -> bytes:
+        e = self.entries[i]
+        data = os.pread(self._fileno(), e.size, e.position)
+        if len(data) != e.size:
+            raise LogFileError(str(self.path), e.base_offset, f"file shrank: {len(data)} of {e.size} bytes readable",
+                               e.position)
+        return data
+
+    def read_batch(self, i: int, *, check_crc: bool = True) -> FileBatch:
+        """The i-th batch, checked; a bad one raises LogFileError naming file, offset and position."""
+        e = self.entries[i]
+        try:
+            batch = parse_batch(self.read_raw(i), check_crc=check_crc)
+        except CorruptRecordException as err:
+            raise LogFileError(str(self.path), e.base_offset, str(err), e.position) from None
+        return FileBatch(str(self.path), e.position, batch)
+
+    # -------------------------------------------------------------------- changes
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise KraftsimError(f"{self.path}: opened read-only")
+
+    def append(self, raw: bytes, entry: IndexEntry) -> None:
+        """Write a batch at the end of the indexed data (entry.position must equal self.size)."""
+        self._check_writable()
+        if entry.position != self.size:
+            raise AssertionError(f"append at {entry.position}, segment size {self.size}")
+        written = os.pwrite(self._fileno(), raw, entry.position)
+        if written != len(raw):
+            raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
+        self.entries.append(entry)
+        self._lasts.append(entry.last_offset)
+
+    def truncate_to_size(self, size: int) -> None:
+        """Cut the file to `size` bytes (a batch boundary) and forget the batches after it."""
+        self._check_writable()
+        os.ftruncate(self._fileno(), size)
+        keep = bisect.bisect_left([e.position for e in self.entries], size)
+        del self.entries[keep:]
+        del self._lasts[keep:]
+
+    def file_size(self) -> int:
+        return os.fstat(self._fileno()).st_size
+
+    def flush(self) -> None:
+        if self.writable and self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass

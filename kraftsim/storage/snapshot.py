@@ -1,0 +1,278 @@
+"""KRaft snapshot files (`%020d-%010d.checkpoint`): write them as Kafka does, read and check them.
+
+A snapshot is a batch file: a control batch that starts with SnapshotHeaderRecord (and,
+when kraft.version ≥ 1, KRaftVersionRecord and VotersRecord), data batches, and a control
+batch with SnapshotFooterRecord. Every batch carries the snapshot's epoch and offsets start
+at 0. The writer streams into `<offset>-<epoch>-<random>.checkpoint.part`, forces it to
+disk, makes it read-only and renames it, so a crash leaves no `.checkpoint` behind. The
+temp name is random; the bytes are a pure function of the records, epoch and clock.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator, Sequence
+
+from kraftsim.errors import KraftsimError, LogFileError
+from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.protocol.registry import Registry, default_registry
+from kraftsim.storage.batchfile import (
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
+)
+from kraftsim.storage.fileio import fsync_dir, read_file
+from kraftsim.storage.names import (
+    PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
+)
+
+# SnapshotEmitter's DEFAULT_BATCH_SIZE: the image writer appends records in groups of this many.
+SNAPSHOT_APPEND_RECORDS = 1024
+
+
+def control_payload(registry: Registry, name: str, **fields: object) -> Payload:
+    rt = registry[name]
+    return Payload(rt, int(fields.get("version", 0)), rt.new(**fields))
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+class SnapshotWriter:
+    """Writes one snapshot through a `.checkpoint.part` file; `freeze()` makes it a `.checkpoint`.
+
+    Leaving the writer (or `abort()`) without freezing deletes the temp file, as Kafka's
+    FileRawSnapshotWriter.close does. `append` is one Kafka append: its records share a
+    batch, and consecutive appends share one while it stays within `max_batch_bytes`.
+    """
+
+    def __init__(self, directory: Path | str, snapshot_id: SnapshotId, *, last_contained_log_timestamp: int,
+                 time_ms: int | Clock, header_records: Sequence[Payload] = (), registry: Registry | None = None,
+                 max_batch_bytes: int = MAX_BATCH_SIZE_BYTES, fsync: bool = True):
+        self.directory = Path(directory)
+        self.snapshot_id = SnapshotId(*snapshot_id)
+        self.registry = registry or default_registry()
+        self.fsync = fsync
+        self.path = self.directory / snapshot_file_name(self.snapshot_id)
+        if self.path.exists():
+            raise KraftsimError(f"{self.path}: snapshot already exists")
+        for p in header_records:
+            if p.record_type.schema.kind != "control":
+                raise KraftsimError(f"{p.record_type.name} is not a control record: it cannot go in a snapshot header batch")
+        self._acc = BatchAccumulator(epoch=self.snapshot_id.epoch, clock=as_clock(time_ms),
+                                     max_batch_bytes=max_batch_bytes)
+        header = control_payload(self.registry, "SnapshotHeaderRecord", version=0,
+                                 last_contained_log_timestamp=last_contained_log_timestamp)
+        self._acc.append_control([header, *header_records])
+        header_batch = self._acc.drain()
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(self.snapshot_id), suffix=PART_SUFFIX,
+                                       dir=self.directory)
+        except OSError as e:
+            raise KraftsimError(f"cannot create a snapshot in {self.directory}: {e.strerror or e}") from None
+        self.temp_path = Path(tmp)
+        self._file = os.fdopen(fd, "wb")
+        self.frozen = False
+        self._write(header_batch)
+
+    def _write(self, batches: list[bytes]) -> None:
+        try:
+            for b in batches:
+                self._file.write(b)
+        except OSError as e:
+            raise KraftsimError(f"cannot write {self.temp_path}: {e.strerror or e}") from None
+
+    def append(self, records: Sequence[Payload]) -> None:
+        """Append metadata records (one Kafka `append`: they all go in the same batch)."""
+        if self.frozen:
+            raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
+        self._acc.append(records)
+        self._write(self._acc.drain())
+
+    def freeze(self) -> Path:
+        """Write the footer, force the file to disk, make it read-only and rename it into place."""
+        if self.frozen:
+            return self.path
+        footer = control_payload(self.registry, "SnapshotFooterRecord", version=0)
+        self._acc.append_control([footer])
+        self._write(self._acc.drain(force=True))
+        self._file.flush()
+        if self.fsync:
+            os.fsync(self._file.fileno())
+        self._file.close()
+        os.chmod(self.temp_path, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        os.replace(self.temp_path, self.path)
+        if self.fsync:
+            fsync_dir(self.directory)
+        self.frozen = True
+        return self.path
+
+    def abort(self) -> None:
+        """Drop an unfrozen snapshot: close and delete its temp file."""
+        if self.frozen:
+            return
+        if not self._file.closed:
+            self._file.close()
+        try:
+            self.temp_path.unlink()
+        except FileNotFoundError:
+            pass
+
+    def __enter__(self) -> "SnapshotWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.abort()
+
+
+def write_snapshot(directory: Path | str, snapshot_id: SnapshotId, records: Iterable[Payload], *,
+                   last_contained_log_timestamp: int, time_ms: int | Clock, header_records: Sequence[Payload] = (),
+                   append_records: int = SNAPSHOT_APPEND_RECORDS, registry: Registry | None = None,
+                   max_batch_bytes: int = MAX_BATCH_SIZE_BYTES, fsync: bool = True) -> Path:
+    """Write a whole snapshot the way Kafka's SnapshotEmitter does: records appended in
+    groups of `append_records` (1024), then frozen. Returns the `.checkpoint` path."""
+    with SnapshotWriter(directory, snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp,
+                        time_ms=time_ms, header_records=header_records, registry=registry,
+                        max_batch_bytes=max_batch_bytes, fsync=fsync) as w:
+        group: list[Payload] = []
+        for p in records:
+            group.append(p)
+            if len(group) >= append_records:
+                w.append(group)
+                group = []
+        if group:
+            w.append(group)
+        return w.freeze()
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+@dataclass(slots=True)
+class SnapshotFile:
+    """A checked snapshot (or bootstrap) file: its batches, header and footer."""
+
+    path: str
+    snapshot_id: SnapshotId | None  # from the file name; None when the name is not a snapshot's
+    batches: list[FileBatch]
+    header_entries: list[LogEntry]  # the records of the first (control) batch
+    registry: Registry
+
+    @property
+    def header(self) -> object:
+        """The SnapshotHeaderRecord message."""
+        return self.header_entries[0].message
+
+    @property
+    def last_contained_log_timestamp(self) -> int:
+        return self.header.last_contained_log_timestamp  # type: ignore[attr-defined]
+
+    @property
+    def epoch(self) -> int:
+        return self.batches[0].batch.partition_leader_epoch
+
+    @property
+    def batch_timestamps(self) -> list[int]:
+        return [fb.batch.base_timestamp for fb in self.batches]
+
+    @property
+    def size_in_bytes(self) -> int:
+        last = self.batches[-1]
+        return last.position + last.batch.size
+
+    def entries(self) -> Iterator[LogEntry]:
+        """Every record in file order, control records included (offsets are the file's, from 0)."""
+        for fb in self.batches:
+            yield from decode_file_batch(fb, self.registry)
+
+    def data_entries(self) -> Iterator[LogEntry]:
+        """The metadata records only: what a loader replays."""
+        for fb in self.batches:
+            if not fb.batch.is_control:
+                yield from decode_file_batch(fb, self.registry)
+
+    def payloads(self) -> list[Payload]:
+        """The metadata records as payloads, to write them again."""
+        return [Payload(e.record_type, e.version, e.message) for e in self.data_entries()]
+
+
+def read_snapshot(path: Path | str, registry: Registry | None = None, *, data: bytes | None = None) -> SnapshotFile:
+    """Read and check a snapshot file: every batch (framing, CRC), the header first and the footer last.
+
+    Problems raise LogFileError with Kafka's texts where Kafka has them.
+    """
+    registry = registry or default_registry()
+    p = Path(path)
+    spath = str(p)
+    raw = read_file(p) if data is None else data
+    batches = list(iter_file_batches(spath, raw))
+    parsed = parse_snapshot_name(p.name)
+    sid = parsed.snapshot_id if parsed is not None else None
+    if not batches or not batches[0].batch.is_control or batches[0].batch.records_count < 1:
+        where = batches[0] if batches else None
+        raise LogFileError(spath, where.batch.base_offset if where else None,
+                           "First batch is not a control batch with at least one record",
+                           where.position if where else None)
+    first = batches[0]
+    header_entries = decode_file_batch(first, registry)
+    first_type = header_entries[0].type_name if header_entries and header_entries[0].offset == first.batch.base_offset else "UNKNOWN"
+    if first_type != "SNAPSHOT_HEADER":
+        raise LogFileError(spath, first.batch.base_offset, f"First control record is not a snapshot header ({first_type})",
+                           first.position)
+    last = batches[-1]
+    footer = decode_file_batch(last, registry) if len(batches) > 1 and last.batch.is_control else []
+    if not any(e.type_name == "SNAPSHOT_FOOTER" for e in footer):
+        raise LogFileError(spath, last.batch.base_offset,
+                           "Last batch is not a control batch with a snapshot footer: the snapshot is incomplete",
+                           last.position)
+    return SnapshotFile(spath, sid, batches, header_entries, registry)
+
+
+def list_snapshots(directory: Path | str) -> list[SnapshotId]:
+    """The frozen snapshots of a directory, oldest first (`.part` and `.deleted` files are not snapshots)."""
+    d = Path(directory)
+    try:
+        names = [p.name for p in d.iterdir()]
+    except OSError as e:
+        raise KraftsimError(f"cannot list {d}: {e.strerror or e}") from None
+    out = []
+    for name in names:
+        parsed = parse_snapshot_name(name)
+        if parsed is not None and parsed.state is SnapshotState.FROZEN:
+            out.append(parsed.snapshot_id)
+    return sorted(out)
+
+
+def latest_snapshot(directory: Path | str) -> SnapshotId | None:
+    found = list_snapshots(directory)
+    return found[-1] if found else None
+
+
+def snapshot_path(directory: Path | str, snapshot_id: SnapshotId) -> Path:
+    return Path(directory) / snapshot_file_name(snapshot_id)
+
+
+def read_snapshot_header(path: Path | str, registry: Registry | None = None) -> object:
+    """Only the SnapshotHeaderRecord of a snapshot (what retention needs), without reading the rest."""
+    p = Path(path)
+    try:
+        with open(p, "rb") as f:
+            head = f.read(12)
+            if len(head) < 12:
+                raise LogFileError(str(p), None, "First batch is not a control batch with at least one record", 0)
+            length = int.from_bytes(head[8:12], "big", signed=True)
+            data = head + f.read(max(length, 0))
+    except OSError as e:
+        raise KraftsimError(f"cannot read {p}: {e.strerror or e}") from None
+    registry = registry or default_registry()
+    batches = list(iter_file_batches(str(p), data))
+    first = batches[0]
+    entries = decode_file_batch(first, registry) if first.batch.is_control else []
+    if not entries or entries[0].type_name != "SNAPSHOT_HEADER" or entries[0].offset != first.batch.base_offset:
+        kind = entries[0].type_name if entries else None
+        text = (f"First control record is not a snapshot header ({kind})" if kind
+                else "First batch is not a control batch with at least one record")
+        raise LogFileError(str(p), first.batch.base_offset, text, 0)
+    return entries[0].message

@@ -1,0 +1,148 @@
+"""Reading a metadata log directory as a whole, and telling what a user's path is.
+
+`MetadataLogView` is what a node replays at start-up: the newest snapshot, then the log
+records after it. The plain iterators walk every batch of every file without recovery
+logic, for tools that show files as they are. Everything here opens files read-only.
+"""
+
+from __future__ import annotations
+
+from itertools import chain
+from pathlib import Path
+from typing import Iterator
+
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol.entries import LogEntry
+from kraftsim.protocol.registry import Registry, default_registry
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
+from kraftsim.storage.fileio import read_file
+from kraftsim.storage.log import MetadataLog, Validate
+from kraftsim.storage.names import (
+    BOOTSTRAP_FILE, METADATA_DIR_NAME, PathKind, SnapshotId, classify_path, parse_segment_name, segment_file_name,
+    snapshot_file_name,
+)
+from kraftsim.storage.recovery import RecoveryAction
+from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot
+
+
+def metadata_dir_of(path: Path | str) -> Path:
+    """The `__cluster_metadata-0` directory of a path that is one, or a log directory holding one."""
+    p = Path(path)
+    kind = classify_path(p)
+    if kind is PathKind.METADATA_DIR:
+        return p
+    if kind is PathKind.LOG_DIR:
+        d = p / METADATA_DIR_NAME
+        if not d.is_dir():
+            raise KraftsimError(f"{p}: formatted, but has no {METADATA_DIR_NAME} directory yet")
+        return d
+    raise KraftsimError(f"{p}: a {kind.value} file, not a metadata log directory")
+
+
+def segment_paths(directory: Path | str) -> list[Path]:
+    """The `%020d.log` segments of a directory in offset order."""
+    d = Path(directory)
+    bases = sorted(b for b in (parse_segment_name(p.name) for p in d.iterdir()) if b is not None)
+    return [d / segment_file_name(b) for b in bases]
+
+
+def metadata_files(path: Path | str) -> list[tuple[PathKind, Path]]:
+    """Every metadata file a path stands for, classified, in a fixed order: the bootstrap
+    file, the segments by offset, then the snapshots oldest first."""
+    p = Path(path)
+    kind = classify_path(p)
+    if kind in (PathKind.SEGMENT, PathKind.SNAPSHOT, PathKind.BOOTSTRAP):
+        return [(kind, p)]
+    out: list[tuple[PathKind, Path]] = []
+    if kind is PathKind.LOG_DIR:
+        if (p / BOOTSTRAP_FILE).is_file():
+            out.append((PathKind.BOOTSTRAP, p / BOOTSTRAP_FILE))
+        if not (p / METADATA_DIR_NAME).is_dir():
+            return out
+        p = p / METADATA_DIR_NAME
+    out += [(PathKind.SEGMENT, s) for s in segment_paths(p)]
+    out += [(PathKind.SNAPSHOT, p / snapshot_file_name(sid)) for sid in list_snapshots(p)]
+    return out
+
+
+def iter_segment_batches(directory: Path | str, *, check_crc: bool = True) -> Iterator[FileBatch]:
+    """Every batch of every segment, in order, as the files are: no recovery; the first
+    problem (torn tail, bad CRC) raises LogFileError naming the file, offset and position."""
+    for path in segment_paths(metadata_dir_of(directory)):
+        yield from iter_file_batches(str(path), read_file(path), check_crc=check_crc)
+
+
+def iter_file_entries(path: Path | str, registry: Registry | None = None) -> Iterator[LogEntry]:
+    """Every record of one file (segment, snapshot or bootstrap), control records included."""
+    p = Path(path)
+    registry = registry or default_registry()
+    for fb in iter_file_batches(str(p), read_file(p)):
+        yield from decode_file_batch(fb, registry)
+
+
+class MetadataLogView:
+    """The newest snapshot of a metadata log directory and the log records after it.
+
+    Snapshot records carry the snapshot file's own offsets (0, 1, ...); log records carry
+    log offsets, all ≥ `start_offset` (the snapshot's end offset, or the log start).
+    Opened read-only: nothing on disk changes, and any tail recovery would cut is listed
+    in `recovery` and left out of the records.
+    """
+
+    def __init__(self, path: Path | str, *, registry: Registry | None = None, validate: Validate = "last"):
+        self.directory = metadata_dir_of(path)
+        self.registry = registry or default_registry()
+        self.log = MetadataLog.open(self.directory, read_only=True, validate=validate)
+        try:
+            ids = self.log.snapshot_ids()
+            self.snapshot_id: SnapshotId | None = ids[-1] if ids else None
+            self.snapshot: SnapshotFile | None = (
+                read_snapshot(self.directory / snapshot_file_name(self.snapshot_id), self.registry)
+                if self.snapshot_id is not None else None
+            )
+        except BaseException:
+            self.log.close()
+            raise
+        self.start_offset = self.snapshot_id.end_offset if self.snapshot_id is not None else self.log.log_start_offset
+
+    @property
+    def recovery(self) -> list[RecoveryAction]:
+        return self.log.recovery
+
+    @property
+    def end_offset(self) -> int:
+        """One past the last offset the view covers."""
+        return max(self.start_offset, self.log.log_end_offset)
+
+    def missing_offsets(self) -> list[tuple[int, int]]:
+        """Offset ranges [from, to) between `start_offset` and the log end that no batch holds."""
+        gaps = []
+        expected = self.start_offset
+        for _, e in self.log.index_entries():
+            if e.next_offset <= expected:
+                continue
+            if e.base_offset > expected:
+                gaps.append((expected, e.base_offset))
+            expected = e.next_offset
+        return gaps
+
+    def snapshot_entries(self) -> Iterator[LogEntry]:
+        """The snapshot's metadata records (none without a snapshot)."""
+        return self.snapshot.data_entries() if self.snapshot is not None else iter(())
+
+    def log_entries(self) -> Iterator[LogEntry]:
+        """The log's records (control records included) from `start_offset` on, in offset order."""
+        return self.log.entries(self.start_offset, self.registry)
+
+    def entries(self) -> Iterator[LogEntry]:
+        """The snapshot's records, then the log's."""
+        return chain(self.snapshot_entries(), self.log_entries())
+
+    def close(self) -> None:
+        self.log.close()
+
+    def __enter__(self) -> "MetadataLogView":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
