@@ -57,40 +57,31 @@ class VarintError(KraftsimError):
     """A varint runs past the end of its buffer or is longer than its type allows."""
 
 
-def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
-    """Read an unsigned varint (up to 32 bits); return (value, next position)."""
+def _read_unsigned(buf: bytes, pos: int, max_shift: int, what: str) -> tuple[int, int]:
     result = 0
     shift = 0
     while True:
         try:
             b = buf[pos]
         except IndexError:
-            raise VarintError("varint runs past the end of the data") from None
+            raise VarintError(f"{what} runs past the end of the data") from None
         pos += 1
         result |= (b & 0x7F) << shift
         if b < 0x80:
             return result, pos
         shift += 7
-        if shift > 28:
-            raise VarintError("varint is longer than 5 bytes")
+        if shift > max_shift:
+            raise VarintError(f"{what} is longer than {max_shift // 7 + 1} bytes")
+
+
+def read_uvarint(buf: bytes, pos: int) -> tuple[int, int]:
+    """Read an unsigned varint (up to 32 bits); return (value, next position)."""
+    return _read_unsigned(buf, pos, 28, "varint")
 
 
 def read_uvarlong(buf: bytes, pos: int) -> tuple[int, int]:
     """Read an unsigned varint of up to 64 bits."""
-    result = 0
-    shift = 0
-    while True:
-        try:
-            b = buf[pos]
-        except IndexError:
-            raise VarintError("varlong runs past the end of the data") from None
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise VarintError("varlong is longer than 10 bytes")
+    return _read_unsigned(buf, pos, 63, "varlong")
 
 
 def read_varint(buf: bytes, pos: int) -> tuple[int, int]:

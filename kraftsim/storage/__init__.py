@@ -11,6 +11,10 @@ from kraftsim.storage.batchfile import (
 from kraftsim.storage.bootstrap import (
     BootstrapMetadata, bootstrap_bytes, bootstrap_from_records, read_bootstrap, read_bootstrap_dir, write_bootstrap,
 )
+from kraftsim.storage.formatter import (
+    DynamicVoter, FormatOptions, FormatResult, FormattedDirectory, FormatterError, ServerConfig, default_clock,
+    format_directories, parse_dynamic_voters, random_uuid, read_server_config, storage_format, storage_info,
+)
 from kraftsim.storage.leader_epoch import (
     leader_epoch_text, parse_leader_epoch_checkpoint, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
 )

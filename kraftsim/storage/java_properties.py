@@ -133,7 +133,7 @@ def _save_convert(s: str, escape_space: bool) -> str:
     return "".join(out)
 
 
-def _java_string_hash(s: str) -> int:
+def java_string_hash(s: str) -> int:
     h = 0
     data = s.encode("utf-16-be")
     for k in range(0, len(data), 2):
@@ -153,7 +153,7 @@ def hash_order(keys: Iterable[str]) -> list[str]:
         raise ValueError(f"hash order is only reproduced for up to {_CHM_MAX_KEYS} keys, not {len(keys)}")
 
     def bin_of(k: str) -> int:
-        h = _java_string_hash(k)
+        h = java_string_hash(k)
         return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (_CHM_BINS - 1)
 
     return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
