@@ -1,0 +1,66 @@
+"""`kraftsim storage version-mapping` and `feature-dependencies` through the command line:
+Kafka's lines on stdout, Kafka's text alone on stderr and exit 1 on bad input."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftsim.cli.main import main
+from tests.versions.versions_facts import MV_TABLE, PRODUCTION_FEATURES, default_row
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str], str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out.splitlines(), err
+
+
+@pytest.mark.parametrize("level,version", [(lvl, v) for lvl, v, _ in MV_TABLE if lvl >= 7])
+def test_version_mapping_of_every_mv(capsys: pytest.CaptureFixture[str], level: int, version: str) -> None:
+    code, lines, _ = run(capsys, "storage", "version-mapping", "--release-version", version)
+    assert code == 0
+    defaults = default_row(level)
+    assert lines == [f"metadata.version={level} ({version})"] + [f"{f}={defaults[f]}" for f in PRODUCTION_FEATURES]
+
+
+def test_release_version_by_release_name(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run(capsys, "storage", "version-mapping", "-r", "3.8.1")
+    assert code == 0 and lines[0] == "metadata.version=20 (3.8.1)"
+
+
+def test_unknown_version_gives_kafkas_text(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, err = run(capsys, "storage", "version-mapping", "-r", "2.8")
+    assert code == 1 and lines == []
+    assert err.startswith("Unknown metadata.version '2.8'. Supported metadata.version are: 3.3-IV3, 3.4-IV0, ")
+    assert err.rstrip().endswith(", 4.2-IV1")
+
+
+def test_acting_as_an_older_release_knows_fewer_versions(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "storage", "version-mapping", "-r", "4.0-IV3", "--release", "3.9")
+    assert code == 1 and "3.9-IV0" in err and "4.0-IV0" not in err
+
+
+def test_feature_dependencies(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run(capsys, "storage", "feature-dependencies",
+                         "--feature", "eligible.leader.replicas.version=1", "--feature", "group.version=1",
+                         "--feature", "metadata.version=25")
+    assert code == 0
+    assert lines == [
+        "eligible.leader.replicas.version=1 requires:",
+        "    metadata.version=23 (4.0-IV1)",
+        "group.version=1 has no dependencies.",
+        "metadata.version=25 (4.0-IV3) has no dependencies.",
+    ]
+
+
+@pytest.mark.parametrize("arg,text", [
+    ("nosuch.version=1", "Unknown feature: nosuch.version"),
+    ("group.version=7", "Feature level 7 is not supported for feature group.version"),
+    ("metadata.version=99", "Unknown metadata.version 99"),
+    ("group.version", "Invalid feature format: group.version. Expected format: 'feature=version' (e.g. 'group.version=1')"),
+    ("group.version=x", "Invalid version format: x for feature group.version"),
+])
+def test_feature_dependencies_errors(capsys: pytest.CaptureFixture[str], arg: str, text: str) -> None:
+    code, lines, err = run(capsys, "storage", "feature-dependencies", "--feature", arg)
+    assert code == 1 and lines == []
+    assert err.strip() == text
