@@ -1,0 +1,34 @@
+"""Errors of the image layer, with Kafka's texts where Kafka has them.
+
+Replay errors mirror the RuntimeException / IllegalStateException / IllegalArgumentException
+texts of Kafka's MetadataDelta and its component deltas, so a user replaying a bad log sees
+the words a Kafka broker would log for the same record.
+"""
+
+from __future__ import annotations
+
+from kraftsim.errors import KraftsimError
+
+
+class ImageError(KraftsimError):
+    """Base of every error raised while building or writing images."""
+
+
+class MetadataReplayError(ImageError):
+    """A record cannot be applied to the image (Kafka throws from replay() for these)."""
+
+
+class UnsupportedMetadataVersionError(MetadataReplayError):
+    """A FeatureLevelRecord names a metadata.version level the catalog does not know."""
+
+
+class UnwritableMetadataException(ImageError):
+    """Kafka's UnwritableMetadataException: the image holds something `mv` cannot represent."""
+
+    def __init__(self, metadata_version: str, loss: str):
+        self.metadata_version = metadata_version
+        self.loss = loss
+        super().__init__(
+            f"Metadata has been lost because the following could not be represented in "
+            f"metadata.version {metadata_version}: {loss}"
+        )

@@ -1,0 +1,95 @@
+"""What an image writer drops when the target metadata.version cannot represent it.
+
+Kafka's writer calls `handleLoss(String)` with a short summary ("the online log directories
+of one or more brokers") and by default throws. kraftsim's writer calls a loss handler with
+a `Loss` that also names the kind of data and the exact entity, so a what-if can list
+everything a downgrade would drop, not just Kafka's first summary string.
+
+- `raise_on_loss` (the default) raises UnwritableMetadataException with Kafka's text at the
+  first loss Kafka would report.
+- `LossReport` collects every Loss; `report.summaries()` gives Kafka's strings.
+
+A Loss with `kafka_reported=False` is data Kafka drops *silently* (ELR fields when the ELR
+feature is off); the default handler lets it pass, as Kafka does, but a report lists it.
+`path` locates the dropped data in the image, so tests (and tools) can compute "the image
+minus what was reported" independently of the writer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from kraftsim.image.errors import UnwritableMetadataException
+
+
+@dataclass(frozen=True)
+class Loss:
+    """One dropped item."""
+
+    kind: str  # what was dropped, e.g. "broker log dirs"
+    entity: str  # whose, e.g. "broker 1"
+    summary: str  # Kafka's loss string (or kraftsim's, where Kafka has none)
+    metadata_version: str  # the version string of the target metadata.version
+    path: tuple[Any, ...] = ()  # where in the image: ("cluster", "brokers", 1, "directories")
+    kafka_reported: bool = True
+
+    @property
+    def text(self) -> str:
+        return f"{self.kind}: {self.entity}"
+
+
+LossHandler = Callable[[Loss], None]
+
+
+def raise_on_loss(loss: Loss) -> None:
+    """Kafka's default: any reportable loss is fatal."""
+    if loss.kafka_reported:
+        raise UnwritableMetadataException(loss.metadata_version, loss.summary)
+
+
+@dataclass
+class LossReport:
+    """A loss handler that records every dropped item (use it as `loss_handler=report`)."""
+
+    items: list[Loss] = field(default_factory=list)
+
+    def __call__(self, loss: Loss) -> None:
+        self.items.append(loss)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    @property
+    def lossless(self) -> bool:
+        return not self.items
+
+    def summaries(self) -> list[str]:
+        """Kafka's loss strings, each once, in the order first met."""
+        seen: dict[str, None] = {}
+        for loss in self.items:
+            if loss.kafka_reported:
+                seen.setdefault(loss.summary, None)
+        return list(seen)
+
+    def by_kind(self) -> dict[str, list[str]]:
+        """Entities per kind of loss, in writing order."""
+        out: dict[str, list[str]] = {}
+        for loss in self.items:
+            out.setdefault(loss.kind, []).append(loss.entity)
+        return out
+
+    def lines(self) -> list[str]:
+        """One line per dropped item: `<kind>: <entity>`."""
+        return [loss.text for loss in self.items]
+
+    def text(self) -> str:
+        if not self.items:
+            return "nothing was lost"
+        return "\n".join(self.lines())

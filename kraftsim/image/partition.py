@@ -1,0 +1,128 @@
+"""PartitionRegistration: one partition's replicas, ISR, leader and epochs.
+
+Semantics are Kafka's PartitionRegistration (metadata/.../PartitionRegistration.java):
+
+- from a PartitionRecord: absent or empty Directories mean "every replica MIGRATING";
+  null ELR / LastKnownElr mean empty.
+- `merge(PartitionChangeRecord)`: a null list leaves the field unchanged; Leader -2 leaves
+  leader and leader epoch unchanged, any other value (even the current leader) sets the
+  leader and bumps the leader epoch by one; LeaderRecoveryState -1 is unchanged; the
+  partition epoch always goes up by one. Directories: a non-empty list replaces them; else,
+  when Replicas change, each replica keeps its old directory and new replicas get
+  UNASSIGNED (DirectoryId.createDirectoriesFrom); else unchanged.
+
+Memory: one frozen, untracked (gc=False) Struct of 11 slots (104 bytes) per partition;
+every tuple in it is interned (intern.py), so replica sets, ISRs and directory lists are
+shared across partitions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kraftsim.image import intern
+from kraftsim.image.errors import MetadataReplayError
+from kraftsim.protocol.primitives import Uuid
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+RECOVERED = 0
+RECOVERING = 1
+LEADER_RECOVERY_NAMES = {RECOVERED: "RECOVERED", RECOVERING: "RECOVERING"}
+
+
+def _recovery_state(value: int) -> int:
+    if value not in LEADER_RECOVERY_NAMES:
+        raise MetadataReplayError(f"Value {value} is not a valid leader recovery state")
+    return value
+
+
+class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
+    """A partition's state; every sequence is an interned tuple."""
+
+    replicas: tuple[int, ...]
+    directories: tuple[Uuid, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_recovery_state: int = RECOVERED
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+    @classmethod
+    def from_record(cls, r: Any) -> "PartitionRegistration":
+        replicas = intern.ints(r.replicas)
+        dirs = r.directories
+        if dirs and len(dirs) != len(replicas):
+            raise MetadataReplayError(
+                f"The lengths for replicas and directories do not match in PartitionRecord for "
+                f"{r.topic_id}:{r.partition_id}")
+        return cls(
+            replicas,
+            intern.uuids(dirs) if dirs else intern.migrating(len(replicas)),
+            intern.ints(r.isr),
+            intern.ints(r.removing_replicas),
+            intern.ints(r.adding_replicas),
+            r.leader,
+            _recovery_state(r.leader_recovery_state),
+            r.leader_epoch,
+            r.partition_epoch,
+            intern.ints(r.eligible_leader_replicas),
+            intern.ints(r.last_known_elr),
+        )
+
+    def merge(self, r: Any) -> "PartitionRegistration":
+        """The registration after a PartitionChangeRecord (Kafka's merge)."""
+        replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
+        if r.directories:
+            if r.replicas is not None and len(r.directories) != len(r.replicas):
+                raise MetadataReplayError(
+                    f"The lengths for replicas and directories do not match in PartitionChangeRecord for "
+                    f"{r.topic_id}:{r.partition_id}")
+            dirs = intern.uuids(r.directories)
+        elif r.replicas is not None:
+            old = dict(zip(self.replicas, self.directories))
+            dirs = intern.uuids(old.get(b, intern.UNASSIGNED) for b in r.replicas)
+        else:
+            dirs = self.directories
+        if not dirs:  # defaultToMigrating, with Kafka's use of the *old* replica count
+            dirs = intern.migrating(len(self.replicas))
+        if len(dirs) != len(replicas) and dirs:
+            raise MetadataReplayError("The lengths for replicas and directories do not match.")
+        if r.leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = r.leader, self.leader_epoch + 1
+        lrs = self.leader_recovery_state if r.leader_recovery_state == -1 else _recovery_state(r.leader_recovery_state)
+        return PartitionRegistration(
+            replicas,
+            dirs,
+            self.isr if r.isr is None else intern.ints(r.isr),
+            self.removing_replicas if r.removing_replicas is None else intern.ints(r.removing_replicas),
+            self.adding_replicas if r.adding_replicas is None else intern.ints(r.adding_replicas),
+            leader,
+            lrs,
+            leader_epoch,
+            self.partition_epoch + 1,
+            self.elr if r.eligible_leader_replicas is None else intern.ints(r.eligible_leader_replicas),
+            self.last_known_elr if r.last_known_elr is None else intern.ints(r.last_known_elr),
+        )
+
+    def clear_elr(self) -> "PartitionRegistration":
+        """ClearElrRecord's effect: empty ELR and LastKnownElr via merge (partition epoch +1)."""
+        return msgspec.structs.replace(self, elr=intern.EMPTY, last_known_elr=intern.EMPTY,
+                                       partition_epoch=self.partition_epoch + 1)
+
+    def has_elr(self) -> bool:
+        return bool(self.elr or self.last_known_elr)
+
+    def directory(self, replica: int) -> Uuid:
+        for b, d in zip(self.replicas, self.directories):
+            if b == replica:
+                return d
+        raise ValueError(f"Replica {replica} is not assigned to this partition.")

@@ -1,0 +1,73 @@
+"""SCRAM credentials: (mechanism, user) -> credential (Kafka's ScramImage)."""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import msgspec
+
+from kraftsim.image.pmap import DELETE, PMap, stable_hash
+
+# Kafka's ScramMechanism: type id -> (enum name, mechanism name)
+MECHANISMS = {0: ("UNKNOWN", "UNKNOWN"), 1: ("SCRAM_SHA_256", "SCRAM-SHA-256"), 2: ("SCRAM_SHA_512", "SCRAM-SHA-512")}
+
+
+def mechanism_enum_name(m: int) -> str:
+    return MECHANISMS.get(m, (f"UNKNOWN({m})",))[0]
+
+
+def mechanism_name(m: int) -> str:
+    return MECHANISMS.get(m, (None, f"UNKNOWN({m})"))[1]
+
+
+class ScramCredential(msgspec.Struct, frozen=True, gc=False):
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+
+class ScramImage(msgspec.Struct, frozen=True, gc=False):
+    """Credentials keyed by (mechanism type id, user name); `mechanisms()` gives Kafka's nesting."""
+
+    credentials: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
+
+    def credential(self, mechanism: int, user: str) -> ScramCredential | None:
+        return self.credentials.get((mechanism, user))
+
+    def mechanisms(self) -> dict[int, dict[str, ScramCredential]]:
+        """mechanism -> user -> credential, sorted (Kafka's ScramImage.mechanisms())."""
+        out: dict[int, dict[str, ScramCredential]] = {}
+        for (mech, user), cred in self.credentials.sorted_items():
+            out.setdefault(mech, {})[user] = cred
+        return out
+
+    def is_empty(self) -> bool:
+        return not self.credentials
+
+    def sorted_credentials(self) -> Iterator[tuple[tuple[int, str], ScramCredential]]:
+        return iter(self.credentials.sorted_items())
+
+
+EMPTY_SCRAM = ScramImage()
+
+
+class ScramDelta:
+    def __init__(self, image: ScramImage):
+        self.image = image
+        self.changes: dict[tuple[int, str], Any] = {}
+
+    def replay_credential(self, r: Any) -> None:
+        self.changes[(r.mechanism, r.name)] = ScramCredential(bytes(r.salt), bytes(r.stored_key), bytes(r.server_key),
+                                                              r.iterations)
+
+    def replay_remove_credential(self, r: Any) -> None:
+        self.changes[(r.mechanism, r.name)] = DELETE
+
+    def finish_snapshot(self) -> None:
+        for key in self.image.credentials:
+            self.changes.setdefault(key, DELETE)
+
+    def apply(self) -> ScramImage:
+        creds = self.image.credentials.update(self.changes)
+        return self.image if creds is self.image.credentials else ScramImage(creds)

@@ -1,0 +1,222 @@
+"""Topics and their partitions (Kafka's TopicsImage / TopicsDelta / TopicDelta).
+
+TopicsImage keeps two persistent maps: topic id -> TopicImage and name -> topic id. A
+delta that touches k topics rebuilds k TopicImages (each copies only its own partition
+dict) and O(k) trie paths; the other topics, and the by-name map unless topics are
+created or deleted, are shared with the previous image (see pmap.py for measurements).
+
+Replay semantics, as Kafka's:
+- TopicRecord starts the topic afresh (no partitions), even if the id existed.
+- PartitionRecord replaces a partition; PartitionChangeRecord merges into it and fails for
+  an unknown partition.
+- RemoveTopicRecord of an unknown id fails; a topic created and removed in the same delta
+  leaves no trace. The caller also removes the topic's configs (MetadataDelta).
+- ClearElrRecord: a name is looked up among topics created in this delta first, then in
+  the image (deleted topics skipped); unknown names fail. An empty name clears every
+  topic that exists at that point of the delta.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Any, Iterator, Mapping
+
+import msgspec
+
+from kraftsim.image.errors import MetadataReplayError
+from kraftsim.image.partition import PartitionRegistration
+from kraftsim.image.pmap import DELETE, PMap, hash_str, hash_uuid
+from kraftsim.protocol.primitives import Uuid
+
+_NO_PARTITIONS: Mapping[int, PartitionRegistration] = MappingProxyType({})
+
+
+class TopicImage(msgspec.Struct, frozen=True, gc=False):
+    """One topic: name, id and partitions by id (a read-only mapping)."""
+
+    name: str
+    id: Uuid
+    partitions: Mapping[int, PartitionRegistration] = _NO_PARTITIONS
+
+    def sorted_partitions(self) -> list[tuple[int, PartitionRegistration]]:
+        return sorted(self.partitions.items())
+
+
+class TopicsImage(msgspec.Struct, frozen=True, gc=False):
+    """All topics, by id and by name."""
+
+    by_id: PMap = msgspec.field(default_factory=lambda: PMap(hash_uuid))
+    by_name: PMap = msgspec.field(default_factory=lambda: PMap(hash_str))
+
+    def get_topic(self, topic_id: bytes) -> TopicImage | None:
+        return self.by_id.get(topic_id)
+
+    def get_topic_by_name(self, name: str) -> TopicImage | None:
+        tid = self.by_name.get(name)
+        return None if tid is None else self.by_id.get(tid)
+
+    def __len__(self) -> int:
+        return len(self.by_id)
+
+    def is_empty(self) -> bool:
+        return not self.by_id
+
+    def partition_count(self) -> int:
+        return sum(len(t.partitions) for t in self.by_id.values())
+
+    def sorted_topics(self) -> Iterator[TopicImage]:
+        """Topics by name, then id (deterministic output order)."""
+        return iter(sorted(self.by_id.values(), key=lambda t: (t.name, bytes(t.id))))
+
+
+EMPTY_TOPICS = TopicsImage()
+
+
+class TopicDelta:
+    """Partition changes of one topic; `image` is the base topic (or a fresh one)."""
+
+    __slots__ = ("image", "fresh", "changes")
+
+    def __init__(self, image: TopicImage, fresh: bool = False):
+        self.image = image
+        self.fresh = fresh  # created by a TopicRecord in this delta
+        self.changes: dict[int, PartitionRegistration] = {}
+
+    @property
+    def name(self) -> str:
+        return self.image.name
+
+    def partition(self, partition_id: int) -> PartitionRegistration | None:
+        p = self.changes.get(partition_id)
+        return self.image.partitions.get(partition_id) if p is None else p
+
+    def replay_partition(self, r: Any) -> None:
+        self.changes[r.partition_id] = PartitionRegistration.from_record(r)
+
+    def replay_partition_change(self, r: Any) -> None:
+        prev = self.partition(r.partition_id)
+        if prev is None:
+            raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
+        self.changes[r.partition_id] = prev.merge(r)
+
+    def clear_elr(self) -> None:
+        for pid, p in list(self.changes.items()):
+            if p.has_elr():
+                self.changes[pid] = p.clear_elr()
+        for pid, p in self.image.partitions.items():
+            if pid not in self.changes and p.has_elr():
+                self.changes[pid] = p.clear_elr()
+
+    def apply(self) -> TopicImage:
+        if not self.changes and not self.fresh:
+            return self.image
+        parts = dict(self.image.partitions)
+        parts.update(self.changes)
+        return TopicImage(self.image.name, self.image.id, MappingProxyType(parts))
+
+
+class TopicsDelta:
+    """Changes to topics since `image`."""
+
+    def __init__(self, image: TopicsImage):
+        self.image = image
+        self.changed: dict[Uuid, TopicDelta] = {}
+        self.deleted: set[Uuid] = set()  # ids of the base image that are gone
+        self.created: dict[str, Uuid] = {}  # names created by TopicRecords in this delta
+
+    def _topic_delta(self, topic_id: Uuid, what: str, r: Any) -> TopicDelta:
+        td = self.changed.get(topic_id)
+        if td is None:
+            base = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+            if base is None:
+                raise MetadataReplayError(f"Unable to find topic {topic_id} for {what} {r.partition_id}")
+            td = self.changed[topic_id] = TopicDelta(base)
+        return td
+
+    def replay_topic(self, r: Any) -> None:
+        tid = r.topic_id
+        self.changed[tid] = TopicDelta(TopicImage(r.name, tid), fresh=True)
+        self.created[r.name] = tid
+
+    def replay_partition(self, r: Any) -> None:
+        self._topic_delta(r.topic_id, "partition", r).replay_partition(r)
+
+    def replay_partition_change(self, r: Any) -> None:
+        td = self.changed.get(r.topic_id)
+        if td is None:
+            base = None if r.topic_id in self.deleted else self.image.by_id.get(r.topic_id)
+            if base is None:
+                raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
+            td = self.changed[r.topic_id] = TopicDelta(base)
+        td.replay_partition_change(r)
+
+    def replay_remove_topic(self, r: Any) -> str:
+        """Remove a topic; returns its name (so its configs can go too)."""
+        tid = r.topic_id
+        td = self.changed.pop(tid, None)
+        if td is not None:
+            name = td.name
+            if tid in self.image.by_id:
+                self.deleted.add(tid)
+        else:
+            base = None if tid in self.deleted else self.image.by_id.get(tid)
+            if base is None:
+                raise MetadataReplayError(f"Unable to delete topic with id {tid}: no such topic found.")
+            name = base.name
+            self.deleted.add(tid)
+        if self.created.get(name) == tid:
+            del self.created[name]
+        return name
+
+    def replay_clear_elr(self, r: Any) -> None:
+        name = r.topic_name
+        if name:
+            tid = self.created.get(name)
+            if tid is None:
+                tid = self.image.by_name.get(name)
+                if tid is not None and tid in self.deleted:
+                    tid = None
+            if tid is None:
+                raise MetadataReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
+            td = self.changed.get(tid)
+            if td is None:
+                td = self.changed[tid] = TopicDelta(self.image.by_id[tid])
+            td.clear_elr()
+            return
+        for td in self.changed.values():
+            td.clear_elr()
+        for tid, topic in self.image.by_id.items():
+            if tid in self.changed or tid in self.deleted:
+                continue
+            if any(p.has_elr() for p in topic.partitions.values()):
+                td = self.changed[tid] = TopicDelta(topic)
+                td.clear_elr()
+
+    def finish_snapshot(self) -> None:
+        for tid in self.image.by_id:
+            if tid not in self.changed:
+                self.deleted.add(tid)
+
+    def apply(self) -> TopicsImage:
+        by_id: dict[Any, Any] = {}
+        by_name: dict[str, Any] = {}
+        base = self.image.by_id
+        for tid in self.deleted:
+            old = base.get(tid)
+            if old is not None:
+                by_id[tid] = DELETE
+                by_name[old.name] = DELETE
+        for tid, td in self.changed.items():
+            topic = td.apply()
+            old = base.get(tid)
+            if old is not None and old.name != topic.name and tid not in self.deleted:
+                by_name.setdefault(old.name, DELETE)
+            if topic is not old:
+                by_id[tid] = topic
+            if old is None or old.name != topic.name or tid in self.deleted:
+                by_name[topic.name] = tid
+        new_by_id = base.update(by_id)
+        new_by_name = self.image.by_name.update(by_name)
+        if new_by_id is base and new_by_name is self.image.by_name:
+            return self.image
+        return TopicsImage(new_by_id, new_by_name)

@@ -1,0 +1,307 @@
+"""The image writer: an image as the records of a snapshot at a given metadata.version.
+
+Order (Kafka's MetadataImage.write, kafka-facts §6.4): features (the metadata.version
+FeatureLevelRecord first, at version 0, then the other finalized features); on the 3.x
+writer line a ZkMigrationStateRecord when the MV supports migration; brokers, then
+controllers; each topic's TopicRecord followed by its PartitionRecords; configs; client
+quotas; producer ids; ACLs; SCRAM credentials; delegation tokens; then records of types the
+image does not model. Within a component, entities are sorted by key (Kafka follows Java
+hash-map order, which no one should depend on); record versions come from the catalog.
+
+Every case where the target MV cannot represent something goes through the loss handler
+(loss.py) with Kafka's loss string. Version rules all come from the catalog's
+capabilities and record gates; which release line's writer to imitate comes from the
+catalog's policies (`snapshot_zk_migration_state`, `elr_fields_gate`) or `writer_line`.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
+from kraftsim.image.image import MetadataImage
+from kraftsim.image.intern import MIGRATING
+from kraftsim.image.loss import Loss, LossHandler, raise_on_loss
+from kraftsim.image.opaque import key_text
+from kraftsim.image.scram import mechanism_enum_name, mechanism_name
+from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.registry import Registry, default_registry, load_registry
+from kraftsim.versions import Catalog, default_catalog
+
+
+@dataclass(frozen=True)
+class WriterLine:
+    """Which Kafka line's image writer to imitate where the lines differ (kafka-facts §9)."""
+
+    name: str
+    zk_migration_state_record: bool  # 3.x: ZkMigrationStateRecord after the features
+    elr_gate: str  # "metadata.version" (3.x/C0) or "feature" (4.x)
+
+    @classmethod
+    def from_catalog(cls, catalog: Catalog) -> "WriterLine":
+        """The line the catalog's release follows, read from its policies."""
+        return cls(
+            name=f"release {catalog.release.name}",
+            zk_migration_state_record=catalog.policy("snapshot_zk_migration_state") == "write",
+            elr_gate=catalog.policy("elr_fields_gate"),
+        )
+
+
+WRITER_3X = WriterLine("3.x", zk_migration_state_record=True, elr_gate="metadata.version")
+WRITER_4X = WriterLine("4.x", zk_migration_state_record=False, elr_gate="feature")
+
+
+def resolve_writer_line(writer_line: WriterLine | str | None, catalog: Catalog) -> WriterLine:
+    """None: the catalog's release line; "3.x"/"4.x"; or a release name such as "3.6"."""
+    if writer_line is None:
+        return WriterLine.from_catalog(catalog)
+    if isinstance(writer_line, WriterLine):
+        return writer_line
+    if writer_line == "3.x":
+        return WRITER_3X
+    if writer_line == "4.x":
+        return WRITER_4X
+    return WriterLine.from_catalog(catalog.at_release(writer_line))
+
+
+@functools.lru_cache(maxsize=16)
+def _registry_for_dirs(dirs: tuple) -> Registry:
+    return load_registry(dirs)
+
+
+def registry_for(catalog: Catalog) -> Registry:
+    """The record types of the catalog: the shipped ones plus a user catalog's schema dirs."""
+    dirs = tuple(catalog.record_schema_dirs)
+    return _registry_for_dirs(dirs) if dirs else default_registry()
+
+
+def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+                       elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
+                       writer_line: WriterLine | str | None = None,
+                       registry: Registry | None = None) -> Iterator[Payload]:
+    """The records of `image` written at `metadata_version`, as a generator (see write_image)."""
+    cat = catalog if catalog is not None else default_catalog()
+    mv = cat.metadata_version(metadata_version)
+    line = resolve_writer_line(writer_line, cat)
+    handle = loss_handler if loss_handler is not None else raise_on_loss
+    reg = registry if registry is not None else registry_for(cat)
+    mvs = mv.version
+
+    def supports(capability: str) -> bool:
+        return cat.supports(capability, mv)
+
+    def lose(kind: str, entity: str, summary: str, path: tuple, kafka: bool = True) -> None:
+        handle(Loss(kind, entity, summary, mvs, path, kafka))
+
+    # 1. features
+    fl = reg["FeatureLevelRecord"]
+    flv = cat.record_version("FeatureLevelRecord", mv)
+    finalized = image.features.finalized
+    if supports("metadata_version_record"):
+        yield Payload(fl, 0, fl.cls(name=FEATURE_NAME_MV, feature_level=mv.level))
+        for name, level in finalized:
+            yield Payload(fl, flv, fl.cls(name=name, feature_level=level))
+    elif finalized:
+        summary = "feature flag(s): " + ", ".join(sorted(n for n, _ in finalized))
+        for name, _ in finalized:
+            lose("feature level", f"feature {name}", summary, ("features", name))
+    if line.zk_migration_state_record and supports("migration"):
+        zk = reg["ZkMigrationStateRecord"]
+        yield Payload(zk, cat.record_version("ZkMigrationStateRecord", mv), zk.cls(zk_migration_state=0))
+
+    # 2. cluster: brokers, then controllers
+    cluster = image.cluster
+    if cluster.brokers:
+        rb = reg["RegisterBrokerRecord"]
+        rbv = cat.record_version("RegisterBrokerRecord", mv)
+        ep_cls, feat_cls = rb.nested["BrokerEndpoint"], rb.nested["BrokerFeature"]
+        ics_ok, zk_ok, dirs_ok = supports("in_controlled_shutdown"), supports("migration"), supports("directory_assignment")
+        for b in cluster.sorted_brokers():
+            entity = f"broker {b.id}"
+            fields: dict[str, Any] = {}
+            if b.in_controlled_shutdown:
+                if ics_ok:
+                    fields["in_controlled_shutdown"] = True
+                else:
+                    lose("broker in-controlled-shutdown state", entity,
+                         "the inControlledShutdown state of one or more brokers",
+                         ("cluster", "brokers", b.id, "in_controlled_shutdown"))
+            if b.is_migrating_zk_broker:
+                if zk_ok:
+                    fields["is_migrating_zk_broker"] = True
+                else:
+                    lose("broker isMigratingZkBroker state", entity,
+                         "the isMigratingZkBroker state of one or more brokers",
+                         ("cluster", "brokers", b.id, "is_migrating_zk_broker"))
+            if b.directories:
+                if dirs_ok:
+                    fields["log_dirs"] = list(b.directories)
+                else:
+                    lose("broker log dirs", entity, "the online log directories of one or more brokers",
+                         ("cluster", "brokers", b.id, "directories"))
+            yield Payload(rb, rbv, rb.cls(
+                broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch,
+                end_points=[ep_cls(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                            for e in b.listeners],
+                features=[feat_cls(name=f.name, min_supported_version=f.min_version,
+                                   max_supported_version=f.max_version) for f in b.supported_features],
+                rack=b.rack, fenced=b.fenced, **fields))
+    if cluster.controllers:
+        if supports("controller_registration"):
+            rc = reg["RegisterControllerRecord"]
+            rcv = cat.record_version("RegisterControllerRecord", mv)
+            cep, cfeat = rc.nested["ControllerEndpoint"], rc.nested["ControllerFeature"]
+            for c in cluster.sorted_controllers():
+                yield Payload(rc, rcv, rc.cls(
+                    controller_id=c.id, incarnation_id=c.incarnation_id, zk_migration_ready=c.zk_migration_ready,
+                    end_points=[cep(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                                for e in c.listeners],
+                    features=[cfeat(name=f.name, min_supported_version=f.min_version,
+                                    max_supported_version=f.max_version) for f in c.supported_features]))
+        else:
+            for c in cluster.sorted_controllers():
+                lose("controller registration", f"controller {c.id}", "controller registration data",
+                     ("cluster", "controllers", c.id))
+
+    # 3. topics and partitions
+    if image.topics.by_id:
+        tr, pr = reg["TopicRecord"], reg["PartitionRecord"]
+        trv, prv = cat.record_version("TopicRecord", mv), cat.record_version("PartitionRecord", mv)
+        pcls = pr.cls
+        dirs_ok, elr_fits = supports("directory_assignment"), supports("elr")
+        if elr_enabled is None:
+            elr_on = image.features.is_elr_enabled() if line.elr_gate == "feature" else elr_fits
+        else:
+            elr_on = elr_enabled
+        for t in image.topics.sorted_topics():
+            tid = t.id
+            yield Payload(tr, trv, tr.cls(name=t.name, topic_id=tid))
+            for pid, p in t.sorted_partitions():
+                m = pcls(partition_id=pid, topic_id=tid, replicas=list(p.replicas), isr=list(p.isr),
+                         removing_replicas=list(p.removing_replicas), adding_replicas=list(p.adding_replicas),
+                         leader=p.leader, leader_recovery_state=p.leader_recovery_state,
+                         leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+                if dirs_ok:
+                    m.directories = list(p.directories)
+                elif any(d != MIGRATING for d in p.directories):
+                    lose("replica directory assignment", f"topic {t.name} partition {pid}",
+                         "the directory assignment state of one or more replicas", ("topics", tid, pid, "directories"))
+                if p.elr or p.last_known_elr:
+                    where = f"topic {t.name} partition {pid}"
+                    if not elr_on:
+                        lose("partition ELR (ELR disabled)", where,
+                             "the eligible leader replicas of one or more partitions", ("topics", tid, pid, "elr"),
+                             kafka=False)
+                    elif not elr_fits:
+                        lose("partition ELR", where, "the eligible leader replicas of one or more partitions",
+                             ("topics", tid, pid, "elr"))
+                    else:
+                        if p.elr:
+                            m.eligible_leader_replicas = list(p.elr)
+                        if p.last_known_elr:
+                            m.last_known_elr = list(p.last_known_elr)
+                yield Payload(pr, prv, m)
+
+    # 4. configs
+    if image.configs.resources:
+        cr = reg["ConfigRecord"]
+        crv = cat.record_version("ConfigRecord", mv)
+        for (rtype, rname), data in image.configs.sorted_resources():
+            for key in sorted(data):
+                yield Payload(cr, crv, cr.cls(resource_type=rtype, resource_name=rname, name=key, value=data[key]))
+
+    # 5. client quotas
+    if image.client_quotas.entities:
+        cq = reg["ClientQuotaRecord"]
+        cqv = cat.record_version("ClientQuotaRecord", mv)
+        ed = cq.nested["EntityData"]
+        for entity, data in image.client_quotas.sorted_entities():
+            for key in sorted(data):
+                yield Payload(cq, cqv, cq.cls(entity=[ed(entity_type=t, entity_name=n) for t, n in entity],
+                                              key=key, value=data[key], remove=False))
+
+    # 6. producer ids
+    if image.producer_ids.next_producer_id >= 0:
+        pi = reg["ProducerIdsRecord"]
+        yield Payload(pi, cat.record_version("ProducerIdsRecord", mv),
+                      pi.cls(broker_id=-1, broker_epoch=-1, next_producer_id=image.producer_ids.next_producer_id))
+
+    # 7. ACLs
+    if image.acls.acls:
+        ac = reg["AccessControlEntryRecord"]
+        acv = cat.record_version("AccessControlEntryRecord", mv)
+        for aid, a in image.acls.sorted_acls():
+            yield Payload(ac, acv, ac.cls(id=aid, resource_type=a.resource_type, resource_name=a.resource_name,
+                                          pattern_type=a.pattern_type, principal=a.principal, host=a.host,
+                                          operation=a.operation, permission_type=a.permission_type))
+
+    # 8. SCRAM
+    if image.scram.credentials:
+        creds = list(image.scram.sorted_credentials())
+        if supports("scram"):
+            sc = reg["UserScramCredentialRecord"]
+            scv = cat.record_version("UserScramCredentialRecord", mv)
+            for (mech, user), c in creds:
+                yield Payload(sc, scv, sc.cls(name=user, mechanism=mech, salt=c.salt, stored_key=c.stored_key,
+                                              server_key=c.server_key, iterations=c.iterations))
+        else:
+            summary = _scram_loss_text(creds)
+            for (mech, user), _ in creds:
+                lose("SCRAM credential", f"{mechanism_name(mech)} user {user}", summary, ("scram", mech, user))
+
+    # 9. delegation tokens
+    if image.delegation_tokens.tokens:
+        tokens = list(image.delegation_tokens.sorted_tokens())
+        if supports("delegation_tokens"):
+            dt = reg["DelegationTokenRecord"]
+            dtv = cat.record_version("DelegationTokenRecord", mv)
+            for token_id, t in tokens:
+                yield Payload(dt, dtv, dt.cls(owner=t.owner, requester=t.requester, renewers=list(t.renewers),
+                                              issue_timestamp=t.issue_timestamp, max_timestamp=t.max_timestamp,
+                                              expiration_timestamp=t.expiration_timestamp, token_id=token_id))
+        else:
+            summary = "DelegationTokenImage(" + ", ".join(tid for tid, _ in tokens) + ")"
+            for token_id, _ in tokens:
+                lose("delegation token", f"delegation token {token_id}", summary, ("delegation_tokens", token_id))
+
+    # 10. records of types the image does not model
+    if image.opaque.records:
+        known = set(cat.record_types(cat.latest_testing))
+        writable = set(cat.record_types(mv))
+        for key, rec in image.opaque.sorted_records():
+            name = rec.record_type.name
+            if name not in known:  # no gate in the catalog: carried as read
+                yield Payload(rec.record_type, rec.version, rec.message)
+            elif name in writable:
+                yield Payload(rec.record_type, cat.record_version(name, mv), rec.message)
+            else:
+                lose(f"{name} record", key_text(key, rec), f"records of type {name}", ("opaque", key))
+
+
+def _scram_loss_text(creds: list) -> str:
+    """Kafka's ScramImage loss string: `ScramImage({MECH:user, user},{...})`."""
+    users: dict[int, list[str]] = {}
+    for (mech, user), _ in creds:
+        users.setdefault(mech, []).append(user)
+    text = "ScramImage({"
+    for mech in sorted(users):
+        text += f"{mechanism_enum_name(mech)}:" + ", ".join(users[mech]) + "},{"
+    return text + "})"
+
+
+def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+                elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
+                writer_line: WriterLine | str | None = None, registry: Registry | None = None) -> list[Payload]:
+    """The records of `image` at `metadata_version`, in Kafka's order, as Payloads.
+
+    `metadata_version`: a level, a version string or a MetadataVersion of `catalog`.
+    `elr_enabled`: write ELR fields (when non-empty); None derives it as the writer line
+    does (4.x: finalized eligible.leader.replicas.version >= 1; 3.x: the MV's elr gate).
+    `loss_handler`: called with a Loss for every dropped item; the default raises
+    UnwritableMetadataException with Kafka's text; pass a LossReport to collect instead.
+    `writer_line`: "3.x", "4.x", a release name, a WriterLine, or None for the catalog's.
+    """
+    return list(iter_image_records(image, metadata_version, catalog, elr_enabled=elr_enabled,
+                                   loss_handler=loss_handler, writer_line=writer_line, registry=registry))

@@ -1,0 +1,86 @@
+"""The persistent map against a dict model, and its structure sharing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from hypothesis import given, settings, strategies as st
+
+from kraftsim.image import pmap
+from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, PMap, hash_int, hash_str, hash_uuid, stable_hash
+
+ops = st.lists(st.tuples(st.integers(0, 400), st.one_of(st.none(), st.integers(0, 5))), max_size=300)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(ops, max_size=6))
+def test_matches_a_dict(batches) -> None:
+    model: dict[int, int] = {}
+    m: PMap = PMap(hash_int)
+    history = [(m, dict(model))]
+    for batch in batches:
+        changes = {}
+        for k, v in batch:
+            changes[k] = DELETE if v is None else v
+        for k, v in changes.items():
+            if v is DELETE:
+                model.pop(k, None)
+            else:
+                model[k] = v
+        m = m.update(changes)
+        history.append((m, dict(model)))
+        assert len(m) == len(model) and dict(m.items()) == model
+        assert all(m.get(k) == v for k, v in model.items())
+        assert all(k not in m for k in range(401, 420))
+    # older versions are untouched (persistence), and diff/eq agree with the models
+    for pm, snapshot in history:
+        assert dict(pm.items()) == snapshot
+    for (pa, da), (pb, db) in zip(history, history[1:]):
+        expected = {k: (da.get(k, MISSING), db.get(k, MISSING)) for k in set(da) | set(db) if da.get(k) != db.get(k)}
+        assert {k: (o, n) for k, o, n in pa.diff(pb)} == expected
+        assert (pa == pb) == (da == db)
+
+
+def test_colliding_hashes_still_work() -> None:
+    m: PMap = PMap(lambda k: 7)
+    m = m.update({i: i for i in range(3 * LEAF_MAX)})
+    assert len(m) == 3 * LEAF_MAX and all(m[i] == i for i in range(3 * LEAF_MAX))
+    m = m.update({i: DELETE for i in range(0, 3 * LEAF_MAX, 2)})
+    assert sorted(m) == list(range(1, 3 * LEAF_MAX, 2))
+
+
+def test_updates_share_structure() -> None:
+    m: PMap = PMap(hash_int).update({i: str(i) for i in range(50_000)})
+    assert m.depth() >= 2
+    m2 = m.set(12345, "x")
+    new_nodes = m2.node_ids() - m.node_ids()
+    assert len(new_nodes) <= m.depth() + 1
+    assert m2.update({12345: m2[12345]}) is m2  # identical value: no copy at all
+    assert m2.delete(10**9) is m2
+    assert m[12345] == "12345" and m2[12345] == "x"
+    diff = list(m.diff(m2))
+    assert diff == [(12345, "12345", "x")]
+    shrunk = m.update({i: DELETE for i in range(50_000) if i % 1000})
+    assert len(shrunk) == 50 and sorted(shrunk) == list(range(0, 50_000, 1000))
+    assert shrunk.depth() <= 1
+
+
+def test_stable_hashes_do_not_depend_on_the_process() -> None:
+    # pmap.py imports nothing from kraftsim, so the child loads just that file
+    path = os.path.join(os.path.dirname(pmap.__file__), "pmap.py")
+    code = ("import importlib.util as u, sys;"
+            f"s = u.spec_from_file_location('pmap', {path!r}); m = u.module_from_spec(s);"
+            "sys.modules['pmap'] = m; s.loader.exec_module(m);"
+            "p = m.PMap(m.stable_hash).update({('t', str(i)): i for i in range(300)});"
+            "print([v for _, v in p.items()][:50])")
+    outs = set()
+    for seed in (1, 2):
+        proc = subprocess.run([sys.executable, "-c", code], env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        outs.add(proc.stdout)
+    assert len(outs) == 1
+    assert hash_str("abc") == hash_str("abc") and stable_hash(("a", 1, None, 1.5, b"x")) > 0
+    assert hash_uuid(bytes(16)) == 0
