@@ -15,7 +15,7 @@ from kraftsim import __version__
 from kraftsim.errors import KraftsimError
 
 # Command modules, in the order their groups appear in --help.
-COMMAND_MODULES = ("kraftsim.cli.log_cmd", "kraftsim.cli.storage_cmd")
+COMMAND_MODULES = ("kraftsim.cli.demo_cmd", "kraftsim.cli.log_cmd", "kraftsim.cli.storage_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:
