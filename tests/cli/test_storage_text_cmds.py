@@ -3,6 +3,8 @@ Kafka's lines on stdout, Kafka's text alone on stderr and exit 1 on bad input.""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kraftsim.cli.main import main
@@ -64,3 +66,24 @@ def test_feature_dependencies_errors(capsys: pytest.CaptureFixture[str], arg: st
     code, lines, err = run(capsys, "storage", "feature-dependencies", "--feature", arg)
     assert code == 1 and lines == []
     assert err.strip() == text
+
+
+KIP778 = Path(__file__).resolve().parents[2] / "kraftsim" / "versions" / "data" / "examples" / "kip778.toml"
+
+
+def test_a_user_catalog_reaches_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
+    code, lines, _ = run(capsys, "storage", "feature-dependencies", "--catalog", str(KIP778), "--feature", "bar.version=1")
+    assert code == 0 and lines == ["bar.version=1 requires:", "    metadata.version=33 (4.3-IV3)"]
+    code, lines, _ = run(capsys, "storage", "version-mapping", "--catalog", str(KIP778), "-r", "4.3-IV4")
+    assert code == 0 and "bar.version=1" in lines and lines[0] == "metadata.version=34 (4.3-IV4)"
+
+
+def test_a_broken_catalog_is_refused_naming_the_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.versions.test_versions_catalogs import FOO, MV_30, RELEASE_43
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text(MV_30 + FOO.format(boot='"4.3-IV0"', deps='"metadata.version" = "4.3-IV0"') + RELEASE_43
+                      + 'features = { "foo.version" = 1 }\n')
+    code, lines, err = run(capsys, "storage", "version-mapping", "--catalog", str(broken))
+    assert code == 1 and lines == []
+    assert "rule kafka-2.5.4 broken" in err and "with MV dependency 4.3-IV0 that is not production ready" in err
