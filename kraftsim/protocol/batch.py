@@ -17,6 +17,7 @@ import google_crc32c
 
 from kraftsim.errors import CorruptRecordException
 from kraftsim.protocol import compression
+from kraftsim.protocol import fastpath as _fastpath
 from kraftsim.protocol.primitives import VarintError, read_varint, read_varlong, varint_bytes
 
 LOG_OVERHEAD = 12  # base offset + length
@@ -175,17 +176,21 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     batch = RecordBatch(*fields[:1], *fields[2:], raw=raw)  # the length field is implied by raw
     if batch.magic != MAGIC_V2:
         raise CorruptRecordException(f"Invalid magic {batch.magic}: only record batches of magic 2 are supported")
-    if batch.records_count < 0:
-        raise CorruptRecordException(f"Invalid record count {batch.records_count}")
     if check_crc:
         computed = crc32c(raw[_CRC_START:])
         if computed != batch.crc:
             raise CorruptRecordException(f"Record is corrupt (stored crc = {batch.crc}, computed crc = {computed})")
+    if batch.records_count < 0:
+        raise CorruptRecordException(f"Found invalid record count {batch.records_count} in magic v{batch.magic} batch")
     return batch
 
 
 def parse_records(body: bytes, count: int) -> list[Record]:
     """Decode `count` v2 records from a records section; every byte must be used."""
+    if _fastpath.ENABLED:  # C parser; None means "not the common case": parse here
+        fast = _fastpath.try_parse_records(body, count)
+        if fast is not None:
+            return fast
     records: list[Record] = []
     pos = 0
     end = len(body)
@@ -219,6 +224,8 @@ def parse_records(body: bytes, count: int) -> list[Record]:
                 hs = []
                 for _ in range(n_headers):
                     hk_len, pos = read_varint(body, pos)
+                    if hk_len < 0:
+                        raise CorruptRecordException(f"Invalid negative header key size {hk_len}")
                     hk = str(body[pos : pos + hk_len], "utf-8")
                     pos += hk_len
                     hv_len, pos = read_varint(body, pos)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Sequence
 
 from kraftsim.errors import CorruptRecordException, KraftsimError
+from kraftsim.protocol import fastpath as _fastpath
 from kraftsim.protocol.batch import RecordBatch, build_batch
 from kraftsim.protocol.control import decode_control_record, encode_control_record
 from kraftsim.protocol.framing import decode_metadata_record, encode_metadata_record
@@ -57,6 +58,10 @@ class RecordDecodeError(KraftsimError):
 
 def decode_batch(batch: RecordBatch, registry: Registry) -> list[LogEntry]:
     """Decode every record of a batch. Control records of unknown types are skipped, as Kafka does."""
+    if _fastpath.ENABLED:  # C decoder; None means "not the common case": decode here
+        fast = _fastpath.try_decode_batch(batch, registry)
+        if fast is not None:
+            return fast
     entries: list[LogEntry] = []
     control = batch.is_control
     base = batch.base_offset
@@ -89,6 +94,10 @@ class Payload(NamedTuple):
 
 def encode_data_batch(base_offset: int, payloads: Sequence[Payload], *, epoch: int, timestamp: int) -> bytes:
     """A metadata data batch, as the active controller appends it."""
+    if _fastpath.ENABLED:  # C encoder; None means "not the common case": encode here
+        fast = _fastpath.try_encode_data_batch(base_offset, payloads, epoch, timestamp)
+        if fast is not None:
+            return fast
     values = [(None, encode_metadata_record(p.record_type, p.message, p.version)) for p in payloads]
     return build_batch(base_offset, values, epoch=epoch, timestamp=timestamp)
 

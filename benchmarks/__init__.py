@@ -1,0 +1,1 @@
+"""Benchmark harness (run as `python -m benchmarks.<name>`); results are kept under results/."""

@@ -1,0 +1,2820 @@
+/*
+ * kraftsim.protocol._speedups: the C fast path of kraftsim's protocol layer.
+ *
+ * What is here
+ *   - CRC-32C (SSE4.2 instruction when the CPU has it, slicing-by-8 tables otherwise);
+ *   - v2 record parsing (the records section of a batch);
+ *   - an interpreter for "programs": flat descriptions of one (struct, version) of the
+ *     compact message encoding, compiled on the Python side by fastpath.py from the same
+ *     schemas the pure-Python codec (codec.py) compiles from;
+ *   - batched entry points for the hot paths: decode every data batch of a buffer
+ *     (split + CRC + records + framing + message) and encode a whole data batch.
+ *
+ * The contract with the Python side is "same answer or no answer": whenever the input is
+ * anything but the common, valid case (a malformed byte, a header, a value that needs
+ * more than 64 bits, an object of an unexpected type, ...), the C code gives up (raises
+ * the private `Fallback`, returns None or stops at a position) and fastpath.py re-runs the
+ * pure-Python code, which then produces the exact value or the exact error. The C code
+ * therefore never composes an error message of its own.
+ *
+ * Plain CPython C API, no dependencies. Module state is process-global (single-phase
+ * init): this module is not meant for sub-interpreters.
+ */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#include <stdint.h>
+#include <string.h>
+#include <stdlib.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+#define KS_X86_CRC 1
+#endif
+
+/* ------------------------------------------------------------------------ type codes */
+
+enum {
+    K_BOOL = 1, K_INT8, K_INT16, K_INT32, K_INT64, K_UINT16, K_UINT32, K_FLOAT64,
+    K_UUID, K_STRING, K_BYTES, K_STRUCT, K_MAX
+};
+
+static const int FIXED_SIZE[K_MAX] = {0, 1, 1, 2, 4, 8, 2, 4, 8, 16, 0, 0, 0};
+
+#define IS_FIXED(t) ((t) >= K_BOOL && (t) <= K_FLOAT64)
+
+/* ------------------------------------------------------------------------ globals */
+
+static PyObject *Fallback = NULL;          /* _speedups.Fallback */
+static PyTypeObject *UuidType = NULL;      /* kraftsim.protocol.primitives.Uuid */
+static int uuid_direct = 0;                /* build Uuids by tp_alloc + memcpy */
+static PyTypeObject *RecordNT = NULL;      /* batch.Record */
+static PyTypeObject *LogEntryNT = NULL;    /* entries.LogEntry */
+static PyTypeObject *PayloadNT = NULL;     /* entries.Payload */
+static PyTypeObject *MetadataRecordNT = NULL; /* framing.MetadataRecord */
+static int record_direct = 0, logentry_direct = 0, mdrecord_direct = 0;
+static int g_enabled = 1;
+/* Untrack (from the cycle collector) the lists the decoder builds inside messages and the
+ * LogEntry / Record tuples. Their items are ints, strings, bytes, Uuids, record types and
+ * gc=False message Structs, so they cannot be part of a cycle unless user code later puts
+ * one there (which then leaks instead of being collected: the same trade-off msgspec's
+ * gc=False already makes for the messages). Without this, the collector's passes over
+ * millions of young lists cost more than decoding them. configure(untrack=False) turns
+ * it off. */
+static int g_untrack = 1;
+#define MAYBE_UNTRACK(o) do { if (g_untrack && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o); } while (0)
+static PyObject *str_record_type = NULL, *str_version = NULL, *str_message = NULL, *str_fast_attr = NULL;
+
+#define UUID_CACHE_SIZE 256
+static PyObject *uuid_cache[UUID_CACHE_SIZE];
+
+/* Raise the private signal that means "let the pure-Python path do this". */
+static inline void *fallback_null(void) {
+    PyErr_SetNone(Fallback);
+    return NULL;
+}
+static inline int fallback_int(void) {
+    PyErr_SetNone(Fallback);
+    return -1;
+}
+
+/* An error that must not be swallowed by a fallback (interrupts, exits, memory). */
+static int error_is_fatal(void) {
+    if (!PyErr_ExceptionMatches(PyExc_Exception))
+        return 1;
+    if (PyErr_ExceptionMatches(PyExc_MemoryError))
+        return 1;
+    return 0;
+}
+
+/* The decoders run no Python code and create no cyclic garbage (what they build is
+ * untracked or referenced from the result), so the cycle collector is paused for the
+ * duration of one call: its passes would only find nothing. */
+static inline int gc_pause(void) { return PyGC_Disable(); }
+static inline void gc_resume(int was_enabled) {
+    if (was_enabled)
+        PyGC_Enable();
+}
+
+/* ------------------------------------------------------------------------ CRC-32C */
+
+static uint32_t crc_table[8][256];
+static int crc_hw = 0;
+static void crc_combine_init(void);
+
+static void crc_init(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : (c >> 1);
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xff];
+    crc_combine_init();
+#ifdef KS_X86_CRC
+    __builtin_cpu_init();
+    crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+#endif
+}
+
+static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n) {
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = ((uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24)) ^ crc;
+        uint32_t hi = (uint32_t)p[4] | ((uint32_t)p[5] << 8) | ((uint32_t)p[6] << 16) | ((uint32_t)p[7] << 24);
+        crc = crc_table[7][lo & 0xff] ^ crc_table[6][(lo >> 8) & 0xff] ^ crc_table[5][(lo >> 16) & 0xff] ^
+              crc_table[4][lo >> 24] ^ crc_table[3][hi & 0xff] ^ crc_table[2][(hi >> 8) & 0xff] ^
+              crc_table[1][(hi >> 16) & 0xff] ^ crc_table[0][hi >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+/* GF(2) arithmetic modulo the (reflected) CRC-32C polynomial, to combine the CRC
+ * states of independent streams: state(S, A || B) = shift(state(S, A), |B|) ^ state(0, B),
+ * where shifting by n bytes multiplies by x^(8n) mod P. */
+static uint32_t multmodp(uint32_t a, uint32_t b) {
+    uint32_t m = (uint32_t)1 << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = (b & 1) ? (b >> 1) ^ 0x82F63B78u : b >> 1;
+    }
+    return p;
+}
+
+static uint32_t xpow8n(size_t n) { /* x^(8n) mod P */
+    uint32_t x2k[32], p = (uint32_t)1 << 31; /* x^0 */
+    x2k[0] = (uint32_t)1 << 30;                /* x^1 */
+    for (int k = 1; k < 32; k++)
+        x2k[k] = multmodp(x2k[k - 1], x2k[k - 1]);
+    unsigned k = 3; /* n bytes = n * 2^3 bits */
+    while (n) {
+        if (n & 1)
+            p = multmodp(x2k[k & 31], p);
+        n >>= 1;
+        k++;
+    }
+    return p;
+}
+
+#define CRC_LONG 8192
+#define CRC_SHORT 256
+static uint32_t crc_shift_long[2][4][256], crc_shift_short[2][4][256];
+
+static void crc_shift_init(uint32_t tab[4][256], uint32_t k) {
+    for (int j = 0; j < 4; j++)
+        for (uint32_t i = 0; i < 256; i++)
+            tab[j][i] = multmodp(k, i << (8 * j));
+}
+
+static inline uint32_t crc_shift(uint32_t tab[4][256], uint32_t c) {
+    return tab[0][c & 0xff] ^ tab[1][(c >> 8) & 0xff] ^ tab[2][(c >> 16) & 0xff] ^ tab[3][c >> 24];
+}
+
+static void crc_combine_init(void) {
+    crc_shift_init(crc_shift_long[0], xpow8n(CRC_LONG));
+    crc_shift_init(crc_shift_long[1], xpow8n(2 * CRC_LONG));
+    crc_shift_init(crc_shift_short[0], xpow8n(CRC_SHORT));
+    crc_shift_init(crc_shift_short[1], xpow8n(2 * CRC_SHORT));
+}
+
+#ifdef KS_X86_CRC
+/* Three independent crc32q streams hide the instruction's latency (3 cycles, 1 per
+ * cycle throughput); their states are combined with the shift tables above. */
+#define CRC_3WAY(BLK, TAB)                                                                  \
+    while (n >= 3 * (BLK)) {                                                                \
+        uint64_t c1 = 0, c2 = 0;                                                            \
+        for (size_t i = 0; i < (BLK); i += 8) {                                             \
+            uint64_t wa, wb, wc;                                                            \
+            memcpy(&wa, p + i, 8);                                                          \
+            memcpy(&wb, p + (BLK) + i, 8);                                                  \
+            memcpy(&wc, p + 2 * (BLK) + i, 8);                                              \
+            c = _mm_crc32_u64(c, wa);                                                       \
+            c1 = _mm_crc32_u64(c1, wb);                                                     \
+            c2 = _mm_crc32_u64(c2, wc);                                                     \
+        }                                                                                   \
+        c = crc_shift(TAB[1], (uint32_t)c) ^ crc_shift(TAB[0], (uint32_t)c1) ^ (uint32_t)c2; \
+        p += 3 * (BLK);                                                                     \
+        n -= 3 * (BLK);                                                                     \
+    }
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_x86(uint32_t crc, const uint8_t *p, size_t n) {
+    uint64_t c = (uint32_t)~crc;
+    while (n && ((uintptr_t)p & 7)) {
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+        n--;
+    }
+    CRC_3WAY(CRC_LONG, crc_shift_long)
+    CRC_3WAY(CRC_SHORT, crc_shift_short)
+    while (n >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        c = _mm_crc32_u64(c, w);
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        c = _mm_crc32_u8((uint32_t)c, *p++);
+    return ~(uint32_t)c;
+}
+#endif
+
+static inline uint32_t crc32c(const uint8_t *p, size_t n) {
+#ifdef KS_X86_CRC
+    if (crc_hw)
+        return crc_x86(0, p, n);
+#endif
+    return crc_sw(0, p, n);
+}
+
+/* ------------------------------------------------------------------------ byte helpers */
+
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)0)
+#endif
+
+static inline uint16_t be16(const uint8_t *p) { return (uint16_t)((p[0] << 8) | p[1]); }
+static inline uint32_t be32(const uint8_t *p) {
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+static inline uint64_t be64(const uint8_t *p) { return ((uint64_t)be32(p) << 32) | be32(p + 4); }
+static inline void put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v; }
+static inline void put32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16); p[2] = (uint8_t)(v >> 8); p[3] = (uint8_t)v;
+}
+static inline void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
+
+/* Unsigned varint of at most 5 bytes (primitives.read_uvarint): value up to 2**35-1. */
+static inline int rd_uvarint(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+    int64_t pos = *ppos;
+    uint64_t r = 0;
+    int shift = 0;
+    for (;;) {
+        if (pos >= len)
+            return -1;
+        uint8_t c = b[pos++];
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80) {
+            *ppos = pos;
+            *out = (int64_t)r;
+            return 0;
+        }
+        shift += 7;
+        if (shift > 28)
+            return -1;
+    }
+}
+
+/* Zig-zag varint of v2 records (read_varint). */
+static inline int rd_varint(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+    int64_t raw;
+    if (rd_uvarint(b, len, ppos, &raw) < 0)
+        return -1;
+    *out = (int64_t)((uint64_t)raw >> 1) ^ -(raw & 1);
+    return 0;
+}
+
+/* Zig-zag varlong (read_varlong): up to 10 bytes. Python accepts raw values of up to 70
+ * bits; those that do not fit 64 bits are left to Python (-1 as well). */
+static inline int rd_varlong(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+    int64_t pos = *ppos;
+    uint64_t r = 0;
+    int shift = 0;
+    for (;;) {
+        if (pos >= len)
+            return -1;
+        uint8_t c = b[pos++];
+        if (shift == 63 && (c & 0x7f) > 1)
+            return -1;
+        r |= (uint64_t)(c & 0x7f) << shift;
+        if (c < 0x80)
+            break;
+        shift += 7;
+        if (shift > 63)
+            return -1;
+    }
+    *ppos = pos;
+    *out = (int64_t)(r >> 1) ^ -(int64_t)(r & 1);
+    return 0;
+}
+
+static inline int uvarint_size(uint64_t v) {
+    int n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static inline int add_overflows(int64_t a, int64_t b, int64_t *out) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_add_overflow(a, b, out);
+#else
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b))
+        return 1;
+    *out = a + b;
+    return 0;
+#endif
+}
+
+static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+
+/* ------------------------------------------------------------------------ writer */
+
+typedef struct {
+    uint8_t *buf;
+    int64_t len;
+    int64_t cap;
+    PyObject *bytes; /* when set, buf is this bytes object's storage (built in place) */
+} Writer;
+
+static int w_grow(Writer *w, int64_t need) {
+    int64_t cap = w->cap ? w->cap : 256;
+    while (cap < w->len + need)
+        cap *= 2;
+    if (w->bytes) {
+        if (_PyBytes_Resize(&w->bytes, (Py_ssize_t)cap) < 0) {
+            w->buf = NULL;
+            w->cap = 0;
+            return -1;
+        }
+        w->buf = (uint8_t *)PyBytes_AS_STRING(w->bytes);
+        w->cap = cap;
+        return 0;
+    }
+    uint8_t *nb = PyMem_Realloc(w->buf, (size_t)cap);
+    if (!nb) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    w->buf = nb;
+    w->cap = cap;
+    return 0;
+}
+
+/* Start building a bytes object of about `hint` bytes in place. */
+static int w_bytes_start(Writer *w, int64_t hint) {
+    if (hint < 64)
+        hint = 64;
+    w->bytes = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)hint);
+    if (!w->bytes)
+        return -1;
+    w->buf = (uint8_t *)PyBytes_AS_STRING(w->bytes);
+    w->len = 0;
+    w->cap = hint;
+    return 0;
+}
+
+/* The finished bytes object (new reference), or NULL. */
+static PyObject *w_bytes_finish(Writer *w) {
+    PyObject *b = w->bytes;
+    w->bytes = NULL;
+    w->buf = NULL;
+    w->cap = 0;
+    if (!b)
+        return NULL;
+    if (_PyBytes_Resize(&b, (Py_ssize_t)w->len) < 0)
+        return NULL;
+    w->len = 0;
+    return b;
+}
+
+#define W_RESERVE(w, n) (((w)->len + (int64_t)(n) <= (w)->cap) ? 0 : w_grow((w), (int64_t)(n)))
+
+static inline void w_uvarint_unchecked(Writer *w, uint64_t v) {
+    while (v >= 0x80) {
+        w->buf[w->len++] = (uint8_t)((v & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    w->buf[w->len++] = (uint8_t)v;
+}
+
+static inline int w_uvarint(Writer *w, uint64_t v) {
+    if (W_RESERVE(w, 10) < 0)
+        return -1;
+    w_uvarint_unchecked(w, v);
+    return 0;
+}
+
+static inline int w_bytes(Writer *w, const void *p, int64_t n) {
+    if (W_RESERVE(w, n) < 0)
+        return -1;
+    memcpy(w->buf + w->len, p, (size_t)n);
+    w->len += n;
+    return 0;
+}
+
+static inline int w_byte(Writer *w, uint8_t c) {
+    if (W_RESERVE(w, 1) < 0)
+        return -1;
+    w->buf[w->len++] = c;
+    return 0;
+}
+
+static void w_free(Writer *w) {
+    if (w->bytes)
+        Py_CLEAR(w->bytes);
+    else
+        PyMem_Free(w->buf);
+    w->buf = NULL;
+    w->len = w->cap = 0;
+}
+
+/* ------------------------------------------------------------------------ object helpers */
+
+/* A NamedTuple instance from n items (references stolen). */
+static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ssize_t n) {
+    PyObject *o;
+    Py_ssize_t i;
+    if (direct) {
+        o = t->tp_alloc(t, n);
+        if (!o) {
+            for (i = 0; i < n; i++)
+                Py_DECREF(items[i]);
+            return NULL;
+        }
+        for (i = 0; i < n; i++)
+            PyTuple_SET_ITEM(o, i, items[i]);
+        return o;
+    }
+    PyObject *tmp = PyTuple_New(n);
+    if (!tmp) {
+        for (i = 0; i < n; i++)
+            Py_DECREF(items[i]);
+        return NULL;
+    }
+    for (i = 0; i < n; i++)
+        PyTuple_SET_ITEM(tmp, i, items[i]);
+    PyObject *args = PyTuple_Pack(1, tmp);
+    Py_DECREF(tmp);
+    if (!args)
+        return NULL;
+    o = PyTuple_Type.tp_new(t, args, NULL);
+    Py_DECREF(args);
+    return o;
+}
+
+static int ntuple_direct_ok(PyTypeObject *t) {
+#if PY_VERSION_HEX < 0x030E0000
+    return PyType_IsSubtype(t, &PyTuple_Type) && t->tp_basicsize == PyTuple_Type.tp_basicsize &&
+           t->tp_itemsize == PyTuple_Type.tp_itemsize && t->tp_dictoffset == 0 && t->tp_alloc != NULL;
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
+static int uuid_direct_ok(PyTypeObject *t) {
+#if PY_VERSION_HEX < 0x030E0000
+    return PyType_IsSubtype(t, &PyBytes_Type) && t->tp_basicsize == PyBytes_Type.tp_basicsize &&
+           t->tp_itemsize == PyBytes_Type.tp_itemsize && t->tp_dictoffset == 0 && t->tp_alloc != NULL;
+#else
+    (void)t;
+    return 0;
+#endif
+}
+
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#endif
+/* A Uuid from 16 bytes. Uuids are immutable, so equal ones may be shared: a small
+ * direct-mapped cache makes repeated topic and directory ids one object each. */
+static PyObject *make_uuid(const uint8_t *p) {
+    if (!UuidType)
+        return fallback_null();
+    uint64_t a, b;
+    memcpy(&a, p, 8);
+    memcpy(&b, p + 8, 8);
+    uint32_t h = (uint32_t)(((a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full)) >> 56) & (UUID_CACHE_SIZE - 1);
+    PyObject *c = uuid_cache[h];
+    if (c && memcmp(PyBytes_AS_STRING(c), p, 16) == 0) {
+        Py_INCREF(c);
+        return c;
+    }
+    PyObject *o;
+    if (uuid_direct) {
+        o = UuidType->tp_alloc(UuidType, 16);
+        if (!o)
+            return NULL;
+        memcpy(PyBytes_AS_STRING(o), p, 16);
+        PyBytes_AS_STRING(o)[16] = '\0';
+#if PY_VERSION_HEX < 0x030E0000
+        ((PyBytesObject *)o)->ob_shash = -1;
+#endif
+    } else {
+        PyObject *raw = PyBytes_FromStringAndSize((const char *)p, 16);
+        if (!raw)
+            return NULL;
+        o = PyObject_CallOneArg((PyObject *)UuidType, raw);
+        Py_DECREF(raw);
+        if (!o)
+            return NULL;
+    }
+    Py_INCREF(o);
+    Py_XSETREF(uuid_cache[h], o);
+    return o;
+}
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+
+/* Python's `a != b` (no identity shortcut, except for types where it cannot matter). */
+static int not_equal(PyObject *a, PyObject *b) {
+    if (a == b && (a == Py_None || PyLong_CheckExact(a) || PyUnicode_CheckExact(a) || PyBytes_CheckExact(a) ||
+                   PyBool_Check(a) || Py_TYPE(a) == UuidType))
+        return 0;
+    PyObject *r = PyObject_RichCompare(a, b, Py_NE);
+    if (!r)
+        return -1;
+    int t = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return t;
+}
+
+/* ------------------------------------------------------------------------ programs */
+
+typedef struct Program Program;
+
+typedef struct {
+    int slot;
+    int type;
+    int is_array;
+    int nullable;
+    int64_t tag;
+    Program *sub;     /* struct / []struct element program (borrowed from spec) */
+    int cond_null;    /* tagged: written iff not None (else iff != dflt) */
+    PyObject *dflt;   /* tagged: default compared against (borrowed from spec) */
+} FieldOp;
+
+typedef struct {
+    int slot;
+    int kind; /* 0 constant, 1 call obj(), 2 list(obj) */
+    PyObject *obj;
+} DefaultOp;
+
+typedef struct {
+    int slot;
+    PyObject *dflt;
+} AbsentOp;
+
+struct Program {
+    PyObject_HEAD
+    PyObject *spec;
+    PyObject *cls;
+    int flexible;
+    Py_ssize_t nslots;      /* fields, not counting _unknown */
+    PyObject **names;       /* nslots + 1 interned attribute names */
+    Py_ssize_t *offsets;    /* member slot offsets in cls */
+    int offsets_ok;
+    Py_ssize_t n_untagged, n_tagged, n_defaults, n_absent;
+    FieldOp *untagged;
+    FieldOp *tagged;
+    DefaultOp *defaults;
+    AbsentOp *absent;
+    int64_t minsize;        /* fewest bytes one encoded instance can take */
+};
+
+static PyTypeObject ProgramType;
+
+static void Program_dealloc(Program *p) {
+    PyMem_Free(p->names);
+    PyMem_Free(p->offsets);
+    PyMem_Free(p->untagged);
+    PyMem_Free(p->tagged);
+    PyMem_Free(p->defaults);
+    PyMem_Free(p->absent);
+    Py_XDECREF(p->spec);
+    Py_TYPE(p)->tp_free((PyObject *)p);
+}
+
+static int as_int(PyObject *o, long lo, long hi, long *out) {
+    if (!PyLong_Check(o)) {
+        PyErr_SetString(PyExc_TypeError, "program: expected an int");
+        return -1;
+    }
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred())
+        return -1;
+    if (v < lo || v > hi) {
+        PyErr_Format(PyExc_ValueError, "program: %ld out of range [%ld, %ld]", v, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int64_t field_minsize(const FieldOp *op, int flexible) {
+    if (op->is_array)
+        return flexible ? 1 : 4;
+    if (IS_FIXED(op->type) || op->type == K_UUID)
+        return FIXED_SIZE[op->type];
+    if (op->type == K_STRING)
+        return flexible ? 1 : 2;
+    if (op->type == K_BYTES)
+        return flexible ? 1 : 4;
+    return op->sub->minsize;
+}
+
+/* op tuple: (slot, type, is_array, nullable, sub) or tagged
+ * (tag, slot, type, is_array, nullable, sub, cond_null, default). */
+static int parse_op(PyObject *t, int tagged, Py_ssize_t nslots, FieldOp *op) {
+    Py_ssize_t want = tagged ? 8 : 5;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != want) {
+        PyErr_SetString(PyExc_TypeError, "program: bad field op");
+        return -1;
+    }
+    long v;
+    int i = 0;
+    memset(op, 0, sizeof(*op));
+    if (tagged) {
+        if (as_int(PyTuple_GET_ITEM(t, i++), 0, 0x7fffffffL, &v) < 0)
+            return -1;
+        op->tag = v;
+    }
+    if (as_int(PyTuple_GET_ITEM(t, i++), 0, (long)nslots - 1, &v) < 0)
+        return -1;
+    op->slot = (int)v;
+    if (as_int(PyTuple_GET_ITEM(t, i++), K_BOOL, K_STRUCT, &v) < 0)
+        return -1;
+    op->type = (int)v;
+    if (as_int(PyTuple_GET_ITEM(t, i++), 0, 1, &v) < 0)
+        return -1;
+    op->is_array = (int)v;
+    if (as_int(PyTuple_GET_ITEM(t, i++), 0, 1, &v) < 0)
+        return -1;
+    op->nullable = (int)v;
+    PyObject *sub = PyTuple_GET_ITEM(t, i++);
+    if (op->type == K_STRUCT) {
+        if (!PyObject_TypeCheck(sub, &ProgramType)) {
+            PyErr_SetString(PyExc_TypeError, "program: a struct field needs a sub-program");
+            return -1;
+        }
+        op->sub = (Program *)sub;
+    } else if (sub != Py_None) {
+        PyErr_SetString(PyExc_TypeError, "program: only struct fields have a sub-program");
+        return -1;
+    }
+    if (tagged) {
+        if (as_int(PyTuple_GET_ITEM(t, i++), 0, 1, &v) < 0)
+            return -1;
+        op->cond_null = (int)v;
+        op->dflt = PyTuple_GET_ITEM(t, i++);
+    }
+    return 0;
+}
+
+static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    PyObject *spec;
+    static char *kwlist[] = {"spec", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!:Program", kwlist, &PyTuple_Type, &spec))
+        return NULL;
+    if (PyTuple_GET_SIZE(spec) != 7) {
+        PyErr_SetString(PyExc_TypeError,
+                        "program spec: (cls, flexible, names, untagged, tagged, defaults, absent)");
+        return NULL;
+    }
+    PyObject *cls = PyTuple_GET_ITEM(spec, 0);
+    PyObject *flex = PyTuple_GET_ITEM(spec, 1);
+    PyObject *names = PyTuple_GET_ITEM(spec, 2);
+    PyObject *untagged = PyTuple_GET_ITEM(spec, 3);
+    PyObject *tagged = PyTuple_GET_ITEM(spec, 4);
+    PyObject *defaults = PyTuple_GET_ITEM(spec, 5);
+    PyObject *absent = PyTuple_GET_ITEM(spec, 6);
+    if (!PyType_Check(cls) || !PyTuple_Check(names) || PyTuple_GET_SIZE(names) < 1 || !PyTuple_Check(untagged) ||
+        !PyTuple_Check(tagged) || !PyTuple_Check(defaults) || !PyTuple_Check(absent)) {
+        PyErr_SetString(PyExc_TypeError, "program spec: bad item types");
+        return NULL;
+    }
+    Program *p = (Program *)type->tp_alloc(type, 0);
+    if (!p)
+        return NULL;
+    Py_INCREF(spec);
+    p->spec = spec;
+    p->cls = cls;
+    p->flexible = PyObject_IsTrue(flex);
+    if (p->flexible < 0)
+        goto error;
+    p->nslots = PyTuple_GET_SIZE(names) - 1;
+    Py_ssize_t n = p->nslots + 1, i;
+    p->names = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+    p->offsets = PyMem_Calloc((size_t)n, sizeof(Py_ssize_t));
+    p->n_untagged = PyTuple_GET_SIZE(untagged);
+    p->n_tagged = PyTuple_GET_SIZE(tagged);
+    p->n_defaults = PyTuple_GET_SIZE(defaults);
+    p->n_absent = PyTuple_GET_SIZE(absent);
+    p->untagged = PyMem_Calloc((size_t)p->n_untagged + 1, sizeof(FieldOp));
+    p->tagged = PyMem_Calloc((size_t)p->n_tagged + 1, sizeof(FieldOp));
+    p->defaults = PyMem_Calloc((size_t)p->n_defaults + 1, sizeof(DefaultOp));
+    p->absent = PyMem_Calloc((size_t)p->n_absent + 1, sizeof(AbsentOp));
+    if (!p->names || !p->offsets || !p->untagged || !p->tagged || !p->defaults || !p->absent) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    /* Field names, and the offsets of their member slots for direct reads. */
+    p->offsets_ok = 1;
+    for (i = 0; i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(names, i);
+        if (!PyUnicode_CheckExact(name)) {
+            PyErr_SetString(PyExc_TypeError, "program spec: field names must be str");
+            goto error;
+        }
+        p->names[i] = name;
+        PyObject *descr = PyObject_GetAttr(cls, name);
+        if (!descr) {
+            PyErr_Clear();
+            p->offsets_ok = 0;
+            continue;
+        }
+        if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+            PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
+            PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
+            if (md->type == T_OBJECT_EX && PyType_IsSubtype((PyTypeObject *)cls, owner))
+                p->offsets[i] = md->offset;
+            else
+                p->offsets_ok = 0;
+        } else {
+            p->offsets_ok = 0;
+        }
+        Py_DECREF(descr);
+    }
+    p->minsize = p->flexible ? 1 : 0;
+    for (i = 0; i < p->n_untagged; i++) {
+        if (parse_op(PyTuple_GET_ITEM(untagged, i), 0, p->nslots, &p->untagged[i]) < 0)
+            goto error;
+        p->minsize += field_minsize(&p->untagged[i], p->flexible);
+    }
+    for (i = 0; i < p->n_tagged; i++)
+        if (parse_op(PyTuple_GET_ITEM(tagged, i), 1, p->nslots, &p->tagged[i]) < 0)
+            goto error;
+    for (i = 0; i < p->n_defaults; i++) {
+        PyObject *t = PyTuple_GET_ITEM(defaults, i);
+        long v;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
+            PyErr_SetString(PyExc_TypeError, "program: bad default op");
+            goto error;
+        }
+        if (as_int(PyTuple_GET_ITEM(t, 0), 0, (long)p->nslots - 1, &v) < 0)
+            goto error;
+        p->defaults[i].slot = (int)v;
+        if (as_int(PyTuple_GET_ITEM(t, 1), 0, 2, &v) < 0)
+            goto error;
+        p->defaults[i].kind = (int)v;
+        p->defaults[i].obj = PyTuple_GET_ITEM(t, 2);
+    }
+    for (i = 0; i < p->n_absent; i++) {
+        PyObject *t = PyTuple_GET_ITEM(absent, i);
+        long v;
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
+            PyErr_SetString(PyExc_TypeError, "program: bad absent op");
+            goto error;
+        }
+        if (as_int(PyTuple_GET_ITEM(t, 0), 0, (long)p->nslots - 1, &v) < 0)
+            goto error;
+        p->absent[i].slot = (int)v;
+        p->absent[i].dflt = PyTuple_GET_ITEM(t, 1);
+    }
+    return (PyObject *)p;
+error:
+    Py_DECREF(p);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ decoding */
+
+static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *ppos);
+
+/* A length prefix: -1 for null. kind 0 = string (int16 when not flexible), 1 = other (int32). */
+static inline int rd_len(int flexible, int kind, const uint8_t *b, int64_t len, int64_t *ppos, int64_t *n) {
+    int64_t pos = *ppos;
+    if (flexible) {
+        if (pos >= len)
+            return -1;
+        uint8_t c = b[pos];
+        if (c < 128) {
+            *n = (int64_t)c - 1;
+            *ppos = pos + 1;
+            return 0;
+        }
+        int64_t v;
+        if (rd_uvarint(b, len, ppos, &v) < 0)
+            return -1;
+        *n = v - 1;
+        return 0;
+    }
+    if (kind == 0) {
+        if (pos + 2 > len)
+            return -1;
+        *n = (int16_t)be16(b + pos);
+        *ppos = pos + 2;
+    } else {
+        if (pos + 4 > len)
+            return -1;
+        *n = (int32_t)be32(b + pos);
+        *ppos = pos + 4;
+    }
+    return 0;
+}
+
+static inline PyObject *read_fixed(int type, const uint8_t *p) {
+    switch (type) {
+    case K_BOOL:
+        return PyBool_FromLong(p[0] != 0);
+    case K_INT8:
+        return PyLong_FromLong((int8_t)p[0]);
+    case K_INT16:
+        return PyLong_FromLong((int16_t)be16(p));
+    case K_INT32:
+        return PyLong_FromLong((int32_t)be32(p));
+    case K_INT64:
+        return PyLong_FromLongLong((long long)(int64_t)be64(p));
+    case K_UINT16:
+        return PyLong_FromLong(be16(p));
+    case K_UINT32:
+        return PyLong_FromUnsignedLong(be32(p));
+    case K_FLOAT64: {
+        double d = PyFloat_Unpack8((const char *)p, 0);
+        if (d == -1.0 && PyErr_Occurred())
+            return NULL;
+        return PyFloat_FromDouble(d);
+    }
+    }
+    return fallback_null();
+}
+
+/* A string or bytes value (not null) of n bytes at pos. */
+static inline PyObject *read_str_or_bytes(int type, const uint8_t *b, int64_t len, int64_t *ppos, int64_t n) {
+    int64_t pos = *ppos;
+    if (pos + n > len)
+        return fallback_null();
+    PyObject *v = type == K_STRING ? PyUnicode_DecodeUTF8((const char *)b + pos, (Py_ssize_t)n, NULL)
+                                   : PyBytes_FromStringAndSize((const char *)b + pos, (Py_ssize_t)n);
+    if (v)
+        *ppos = pos + n;
+    return v;
+}
+
+static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, int64_t len, int64_t *ppos) {
+    int64_t pos = *ppos, n, i;
+    int type = op->type;
+    PyObject *v;
+    if (op->is_array) {
+        if (rd_len(flexible, 1, b, len, &pos, &n) < 0)
+            return fallback_null();
+        if (n < 0) {
+            if (!op->nullable)
+                return fallback_null();
+            *ppos = pos;
+            Py_RETURN_NONE;
+        }
+        if (IS_FIXED(type) || type == K_UUID) {
+            int w = FIXED_SIZE[type];
+            if (pos + n * w > len)
+                return fallback_null();
+            v = PyList_New((Py_ssize_t)n);
+            if (!v)
+                return NULL;
+            for (i = 0; i < n; i++) {
+                PyObject *item = type == K_UUID ? make_uuid(b + pos) : read_fixed(type, b + pos);
+                if (!item) {
+                    Py_DECREF(v);
+                    return NULL;
+                }
+                PyList_SET_ITEM(v, (Py_ssize_t)i, item);
+                pos += w;
+            }
+        } else if (type == K_STRING || type == K_BYTES) {
+            if (n > len - pos) /* every element takes at least one byte */
+                return fallback_null();
+            v = PyList_New((Py_ssize_t)n);
+            if (!v)
+                return NULL;
+            for (i = 0; i < n; i++) {
+                int64_t m;
+                PyObject *item;
+                if (rd_len(flexible, type == K_STRING ? 0 : 1, b, len, &pos, &m) < 0 || m < 0) {
+                    Py_DECREF(v);
+                    return fallback_null();
+                }
+                item = read_str_or_bytes(type, b, len, &pos, m);
+                if (!item) {
+                    Py_DECREF(v);
+                    return NULL;
+                }
+                PyList_SET_ITEM(v, (Py_ssize_t)i, item);
+            }
+        } else { /* struct elements */
+            int64_t ms = op->sub->minsize;
+            if (ms > 0) {
+                if (n > (len - pos) / ms)
+                    return fallback_null();
+                v = PyList_New((Py_ssize_t)n);
+                if (!v)
+                    return NULL;
+                for (i = 0; i < n; i++) {
+                    PyObject *item = dec_struct(op->sub, b, len, &pos);
+                    if (!item) {
+                        Py_DECREF(v);
+                        return NULL;
+                    }
+                    PyList_SET_ITEM(v, (Py_ssize_t)i, item);
+                }
+            } else {
+                v = PyList_New(0);
+                if (!v)
+                    return NULL;
+                for (i = 0; i < n; i++) {
+                    PyObject *item = dec_struct(op->sub, b, len, &pos);
+                    if (!item || PyList_Append(v, item) < 0) {
+                        Py_XDECREF(item);
+                        Py_DECREF(v);
+                        return NULL;
+                    }
+                    Py_DECREF(item);
+                }
+            }
+        }
+        MAYBE_UNTRACK(v);
+        *ppos = pos;
+        return v;
+    }
+    if (IS_FIXED(type)) {
+        int w = FIXED_SIZE[type];
+        if (pos + w > len)
+            return fallback_null();
+        v = read_fixed(type, b + pos);
+        if (v)
+            *ppos = pos + w;
+        return v;
+    }
+    switch (type) {
+    case K_UUID:
+        if (pos + 16 > len)
+            return fallback_null();
+        v = make_uuid(b + pos);
+        if (v)
+            *ppos = pos + 16;
+        return v;
+    case K_STRING:
+    case K_BYTES:
+        if (rd_len(flexible, type == K_STRING ? 0 : 1, b, len, &pos, &n) < 0)
+            return fallback_null();
+        if (n < 0) {
+            if (!op->nullable)
+                return fallback_null();
+            *ppos = pos;
+            Py_RETURN_NONE;
+        }
+        v = read_str_or_bytes(type, b, len, &pos, n);
+        if (v)
+            *ppos = pos;
+        return v;
+    case K_STRUCT:
+        v = dec_struct(op->sub, b, len, &pos);
+        if (v)
+            *ppos = pos;
+        return v;
+    }
+    return fallback_null();
+}
+
+#define STACK_SLOTS 48
+
+static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *ppos) {
+    PyObject *stackvals[STACK_SLOTS];
+    PyObject **vals = stackvals;
+    Py_ssize_t n = p->nslots + 1, i;
+    PyObject *res = NULL, *unknown = NULL;
+    int64_t pos = *ppos;
+
+    if (n > STACK_SLOTS) {
+        vals = PyMem_Calloc((size_t)n, sizeof(PyObject *));
+        if (!vals)
+            return PyErr_NoMemory();
+    } else {
+        memset(vals, 0, (size_t)n * sizeof(PyObject *));
+    }
+    for (i = 0; i < p->n_untagged; i++) {
+        const FieldOp *op = &p->untagged[i];
+        PyObject *v = dec_value(op, p->flexible, b, len, &pos);
+        if (!v)
+            goto done;
+        Py_XSETREF(vals[op->slot], v);
+    }
+    for (i = 0; i < p->n_defaults; i++) {
+        const DefaultOp *d = &p->defaults[i];
+        PyObject *v;
+        if (d->kind == 0) {
+            v = d->obj;
+            Py_INCREF(v);
+        } else if (d->kind == 1) {
+            v = PyObject_CallNoArgs(d->obj);
+        } else {
+            v = PySequence_List(d->obj);
+        }
+        if (!v)
+            goto done;
+        Py_XSETREF(vals[d->slot], v);
+    }
+    if (p->flexible) {
+        if (pos >= len) {
+            fallback_null();
+            goto done;
+        }
+        if (b[pos] == 0) {
+            pos++;
+        } else {
+            int64_t ntags, k;
+            if (rd_uvarint(b, len, &pos, &ntags) < 0) {
+                fallback_null();
+                goto done;
+            }
+            for (k = 0; k < ntags; k++) {
+                int64_t tag, size, end;
+                const FieldOp *op = NULL;
+                if (rd_uvarint(b, len, &pos, &tag) < 0 || rd_uvarint(b, len, &pos, &size) < 0) {
+                    fallback_null();
+                    goto done;
+                }
+                end = pos + size;
+                if (end > len) {
+                    fallback_null();
+                    goto done;
+                }
+                for (Py_ssize_t j = 0; j < p->n_tagged; j++) {
+                    if (p->tagged[j].tag == tag) {
+                        op = &p->tagged[j];
+                        break;
+                    }
+                }
+                if (op) {
+                    PyObject *v = dec_value(op, 1, b, len, &pos);
+                    if (!v)
+                        goto done;
+                    if (pos != end) {
+                        Py_DECREF(v);
+                        fallback_null();
+                        goto done;
+                    }
+                    Py_XSETREF(vals[op->slot], v);
+                } else {
+                    PyObject *item;
+                    if (!unknown && !(unknown = PyList_New(0)))
+                        goto done;
+                    item = Py_BuildValue("(Ly#)", (long long)tag, (const char *)b + pos, (Py_ssize_t)size);
+                    if (!item)
+                        goto done;
+                    if (PyList_Append(unknown, item) < 0) {
+                        Py_DECREF(item);
+                        goto done;
+                    }
+                    Py_DECREF(item);
+                    pos = end;
+                }
+            }
+        }
+    }
+    if (unknown && PyList_GET_SIZE(unknown) > 0) {
+        vals[p->nslots] = PyList_AsTuple(unknown);
+        if (!vals[p->nslots])
+            goto done;
+    } else {
+        vals[p->nslots] = PyTuple_New(0);
+        if (!vals[p->nslots])
+            goto done;
+    }
+    for (i = 0; i < n; i++) {
+        if (!vals[i]) { /* a slot no op filled: the spec is inconsistent */
+            PyErr_SetString(PyExc_SystemError, "program: a field has neither a reader nor a default");
+            goto done;
+        }
+    }
+    res = PyObject_Vectorcall(p->cls, vals, (size_t)n, NULL);
+    if (res)
+        *ppos = pos;
+done:
+    for (i = 0; i < n; i++)
+        Py_XDECREF(vals[i]);
+    Py_XDECREF(unknown);
+    if (vals != stackvals)
+        PyMem_Free(vals);
+    return res;
+}
+
+/* ------------------------------------------------------------------------ encoding */
+
+static int enc_struct(Program *p, PyObject *m, Writer *w);
+
+/* A field's value: a direct slot read for an instance of exactly the program's class,
+ * getattr otherwise. New reference. */
+static inline PyObject *get_field(Program *p, PyObject *m, Py_ssize_t slot, int direct) {
+    if (direct) {
+        PyObject *v = *(PyObject **)((char *)m + p->offsets[slot]);
+        if (!v)
+            return fallback_null();
+        Py_INCREF(v);
+        return v;
+    }
+    return PyObject_GetAttr(m, p->names[slot]);
+}
+
+/* The value of an int that fits one machine word without a function call, when CPython's
+ * representation says so (1 on success). */
+static inline int long_compact(PyObject *v, long long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyUnstable_Long_IsCompact((PyLongObject *)v)) {
+        *out = (long long)PyUnstable_Long_CompactValue((PyLongObject *)v);
+        return 1;
+    }
+#else
+    Py_ssize_t size = Py_SIZE(v);
+    if (size == 0) {
+        *out = 0;
+        return 1;
+    }
+    if (size == 1) {
+        *out = (long long)((PyLongObject *)v)->ob_digit[0];
+        return 1;
+    }
+    if (size == -1) {
+        *out = -(long long)((PyLongObject *)v)->ob_digit[0];
+        return 1;
+    }
+#endif
+    return 0;
+}
+
+/* The common case of pack_fixed, inlined: an exact int that fits a machine word, in
+ * range for an integer type. 1 when done, 0 when pack_fixed must decide. */
+static inline int pack_int_fast(int type, PyObject *v, uint8_t *dst) {
+    long long x;
+    if (!PyLong_CheckExact(v) || !long_compact(v, &x))
+        return 0;
+    switch (type) {
+    case K_INT32:
+        if (x < INT32_MIN || x > INT32_MAX)
+            return 0;
+        put32(dst, (uint32_t)(int32_t)x);
+        return 1;
+    case K_INT64:
+        put64(dst, (uint64_t)x);
+        return 1;
+    case K_INT16:
+        if (x < -32768 || x > 32767)
+            return 0;
+        put16(dst, (uint16_t)(int16_t)x);
+        return 1;
+    case K_INT8:
+        if (x < -128 || x > 127)
+            return 0;
+        dst[0] = (uint8_t)(int8_t)x;
+        return 1;
+    case K_UINT16:
+        if (x < 0 || x > 65535)
+            return 0;
+        put16(dst, (uint16_t)x);
+        return 1;
+    case K_UINT32:
+        if (x < 0 || x > 4294967295LL)
+            return 0;
+        put32(dst, (uint32_t)x);
+        return 1;
+    }
+    return 0;
+}
+
+/* struct.pack of one fixed-width value, big-endian, with struct's range rules. */
+static int pack_fixed(int type, PyObject *v, uint8_t *dst) {
+    if (type == K_BOOL) {
+        int t = PyObject_IsTrue(v);
+        if (t < 0)
+            return -1;
+        dst[0] = (uint8_t)t;
+        return 0;
+    }
+    if (type == K_FLOAT64) {
+        double d;
+        if (PyFloat_CheckExact(v))
+            d = PyFloat_AS_DOUBLE(v);
+        else if (PyLong_Check(v)) {
+            d = PyLong_AsDouble(v);
+            if (d == -1.0 && PyErr_Occurred())
+                return -1;
+        } else
+            return fallback_int();
+        return PyFloat_Pack8(d, (char *)dst, 0);
+    }
+    if (!PyLong_Check(v))
+        return fallback_int();
+    long long x;
+    if (!long_compact(v, &x)) {
+        int overflow = 0;
+        x = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (overflow)
+            return fallback_int();
+        if (x == -1 && PyErr_Occurred())
+            return -1;
+    }
+    switch (type) {
+    case K_INT8:
+        if (x < -128 || x > 127)
+            return fallback_int();
+        dst[0] = (uint8_t)(int8_t)x;
+        return 0;
+    case K_INT16:
+        if (x < -32768 || x > 32767)
+            return fallback_int();
+        put16(dst, (uint16_t)(int16_t)x);
+        return 0;
+    case K_INT32:
+        if (x < INT32_MIN || x > INT32_MAX)
+            return fallback_int();
+        put32(dst, (uint32_t)(int32_t)x);
+        return 0;
+    case K_INT64:
+        put64(dst, (uint64_t)x);
+        return 0;
+    case K_UINT16:
+        if (x < 0 || x > 65535)
+            return fallback_int();
+        put16(dst, (uint16_t)x);
+        return 0;
+    case K_UINT32:
+        if (x < 0 || x > 4294967295LL)
+            return fallback_int();
+        put32(dst, (uint32_t)x);
+        return 0;
+    }
+    return fallback_int();
+}
+
+/* A length prefix: flexible uvarint(n + 1), else int16 (strings) or int32. */
+static inline int w_len(Writer *w, int flexible, int kind, int64_t n) {
+    if (flexible)
+        return w_uvarint(w, (uint64_t)(n + 1));
+    if (W_RESERVE(w, 4) < 0)
+        return -1;
+    if (kind == 0) {
+        if (n < -32768 || n > 32767)
+            return fallback_int();
+        put16(w->buf + w->len, (uint16_t)(int16_t)n);
+        w->len += 2;
+    } else {
+        if (n < INT32_MIN || n > INT32_MAX)
+            return fallback_int();
+        put32(w->buf + w->len, (uint32_t)(int32_t)n);
+        w->len += 4;
+    }
+    return 0;
+}
+
+static int w_str_or_bytes(Writer *w, int flexible, int type, PyObject *v) {
+    const char *data;
+    Py_ssize_t n;
+    if (type == K_STRING) {
+        if (!PyUnicode_CheckExact(v))
+            return fallback_int();
+        data = PyUnicode_AsUTF8AndSize(v, &n);
+        if (!data)
+            return -1;
+        if (w_len(w, flexible, 0, n) < 0)
+            return -1;
+    } else {
+        if (!PyBytes_CheckExact(v))
+            return fallback_int();
+        data = PyBytes_AS_STRING(v);
+        n = PyBytes_GET_SIZE(v);
+        if (w_len(w, flexible, 1, n) < 0)
+            return -1;
+    }
+    return w_bytes(w, data, n);
+}
+
+static int enc_value(const FieldOp *op, int flexible, PyObject *v, Writer *w) {
+    int type = op->type;
+    if (op->is_array || type == K_STRING || type == K_BYTES) {
+        if (v == Py_None) {
+            if (!op->nullable)
+                return fallback_int();
+            return w_len(w, flexible, (!op->is_array && type == K_STRING) ? 0 : 1, -1);
+        }
+    }
+    if (op->is_array) {
+        Py_ssize_t n, i;
+        if (!PyList_CheckExact(v))
+            return fallback_int();
+        n = PyList_GET_SIZE(v);
+        if (w_len(w, flexible, 1, n) < 0)
+            return -1;
+        if (IS_FIXED(type)) {
+            int width = FIXED_SIZE[type];
+            if (W_RESERVE(w, (int64_t)n * width) < 0)
+                return -1;
+            for (i = 0; i < n; i++) {
+                if (i >= PyList_GET_SIZE(v))
+                    return fallback_int();
+                PyObject *item = PyList_GET_ITEM(v, i);
+                if (pack_int_fast(type, item, w->buf + w->len)) { /* runs no Python code */
+                    w->len += width;
+                    continue;
+                }
+                int rc;
+                Py_INCREF(item);
+                rc = pack_fixed(type, item, w->buf + w->len);
+                Py_DECREF(item);
+                if (rc < 0)
+                    return -1;
+                w->len += width;
+            }
+            if (n != PyList_GET_SIZE(v))
+                return fallback_int();
+            return 0;
+        }
+        for (i = 0; i < n; i++) {
+            if (i >= PyList_GET_SIZE(v))
+                return fallback_int();
+            PyObject *item = PyList_GET_ITEM(v, i);
+            int rc;
+            Py_INCREF(item);
+            if (type == K_UUID) {
+                if (PyBytes_Check(item) && PyBytes_GET_SIZE(item) == 16 && W_RESERVE(w, 16) == 0) {
+                    memcpy(w->buf + w->len, PyBytes_AS_STRING(item), 16);
+                    w->len += 16;
+                    rc = 0;
+                } else {
+                    rc = PyBytes_Check(item) ? w_bytes(w, PyBytes_AS_STRING(item), PyBytes_GET_SIZE(item))
+                                             : fallback_int();
+                }
+            } else if (type == K_STRING || type == K_BYTES) {
+                rc = w_str_or_bytes(w, flexible, type, item);
+            } else {
+                rc = enc_struct(op->sub, item, w);
+            }
+            Py_DECREF(item);
+            if (rc < 0)
+                return -1;
+        }
+        if (n != PyList_GET_SIZE(v))
+            return fallback_int();
+        return 0;
+    }
+    if (IS_FIXED(type)) {
+        int width = FIXED_SIZE[type];
+        if (W_RESERVE(w, width) < 0)
+            return -1;
+        if (!pack_int_fast(type, v, w->buf + w->len) && pack_fixed(type, v, w->buf + w->len) < 0)
+            return -1;
+        w->len += width;
+        return 0;
+    }
+    switch (type) {
+    case K_UUID:
+        if (!PyBytes_Check(v))
+            return fallback_int();
+        if (PyBytes_GET_SIZE(v) == 16) {
+            if (W_RESERVE(w, 16) < 0)
+                return -1;
+            memcpy(w->buf + w->len, PyBytes_AS_STRING(v), 16);
+            w->len += 16;
+            return 0;
+        }
+        return w_bytes(w, PyBytes_AS_STRING(v), PyBytes_GET_SIZE(v));
+    case K_STRING:
+    case K_BYTES:
+        return w_str_or_bytes(w, flexible, type, v);
+    case K_STRUCT:
+        return enc_struct(op->sub, v, w);
+    }
+    return fallback_int();
+}
+
+typedef struct {
+    int64_t tag;
+    Py_ssize_t idx;
+    const uint8_t *ptr; /* unknown-field payload (owned by the message's tuple) */
+    int64_t off;        /* or offset into the scratch writer */
+    int64_t len;
+} TagEntry;
+
+static int tag_cmp(const void *a, const void *b) {
+    const TagEntry *x = a, *y = b;
+    if (x->tag != y->tag)
+        return x->tag < y->tag ? -1 : 1;
+    return x->idx < y->idx ? -1 : (x->idx > y->idx);
+}
+
+/* Check the message's _unknown tuple: ((int tag >= 0, bytes payload), ...). */
+static int unknown_ok(PyObject *unknown) {
+    if (!PyTuple_CheckExact(unknown))
+        return 0;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(unknown); i++) {
+        PyObject *e = PyTuple_GET_ITEM(unknown, i);
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 2)
+            return 0;
+        PyObject *t = PyTuple_GET_ITEM(e, 0);
+        if (!PyLong_CheckExact(t) || !PyBytes_CheckExact(PyTuple_GET_ITEM(e, 1)))
+            return 0;
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(t, &overflow);
+        if (overflow || v < 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int enc_struct(Program *p, PyObject *m, Writer *w) {
+    int direct = p->offsets_ok && Py_TYPE(m) == (PyTypeObject *)p->cls;
+    Py_ssize_t i;
+    PyObject *v, *unknown = NULL;
+    int rc = -1;
+    TagEntry stack_entries[16];
+    TagEntry *entries = stack_entries;
+    Writer scratch = {NULL, 0, 0, NULL};
+
+    for (i = 0; i < p->n_absent; i++) {
+        int ne;
+        v = get_field(p, m, p->absent[i].slot, direct);
+        if (!v)
+            return -1;
+        ne = not_equal(v, p->absent[i].dflt);
+        Py_DECREF(v);
+        if (ne != 0)
+            return ne < 0 ? -1 : fallback_int(); /* Python raises UnsupportedVersionException */
+    }
+    for (i = 0; i < p->n_untagged; i++) {
+        const FieldOp *op = &p->untagged[i];
+        int r;
+        if (direct && !op->is_array && IS_FIXED(op->type) && op->type != K_FLOAT64 && op->type != K_BOOL) {
+            /* inline: an int field read straight from its slot (no Python code runs) */
+            PyObject *b = *(PyObject **)((char *)m + p->offsets[op->slot]);
+            if (b && W_RESERVE(w, 8) == 0 && pack_int_fast(op->type, b, w->buf + w->len)) {
+                w->len += FIXED_SIZE[op->type];
+                continue;
+            }
+        }
+        v = get_field(p, m, op->slot, direct);
+        if (!v)
+            return -1;
+        r = enc_value(op, p->flexible, v, w);
+        Py_DECREF(v);
+        if (r < 0)
+            return -1;
+    }
+    if (!p->flexible)
+        return 0;
+
+    unknown = get_field(p, m, p->nslots, direct);
+    if (!unknown)
+        return -1;
+    int has_unknown = (PyTuple_CheckExact(unknown) && PyTuple_GET_SIZE(unknown) == 0) ? 0 : PyObject_IsTrue(unknown);
+    if (has_unknown < 0)
+        goto done;
+    if (has_unknown && !unknown_ok(unknown)) {
+        fallback_int();
+        goto done;
+    }
+    Py_ssize_t nu = has_unknown ? PyTuple_GET_SIZE(unknown) : 0, count = 0;
+    if (p->n_tagged == 0 && nu == 0) {
+        rc = w_byte(w, 0);
+        goto done;
+    }
+    if (nu + p->n_tagged > 16) {
+        entries = PyMem_Malloc(sizeof(TagEntry) * (size_t)(nu + p->n_tagged));
+        if (!entries) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    for (i = 0; i < nu; i++) {
+        PyObject *e = PyTuple_GET_ITEM(unknown, i);
+        PyObject *payload = PyTuple_GET_ITEM(e, 1);
+        entries[count].tag = PyLong_AsLongLong(PyTuple_GET_ITEM(e, 0));
+        entries[count].idx = count;
+        entries[count].ptr = (const uint8_t *)PyBytes_AS_STRING(payload);
+        entries[count].off = 0;
+        entries[count].len = PyBytes_GET_SIZE(payload);
+        count++;
+    }
+    for (i = 0; i < p->n_tagged; i++) {
+        const FieldOp *op = &p->tagged[i];
+        int write, r;
+        v = get_field(p, m, op->slot, direct);
+        if (!v)
+            goto done;
+        if (op->cond_null)
+            write = v != Py_None;
+        else
+            write = not_equal(v, op->dflt);
+        if (write < 0) {
+            Py_DECREF(v);
+            goto done;
+        }
+        if (write) {
+            int64_t start = scratch.len;
+            r = enc_value(op, 1, v, &scratch);
+            if (r < 0) {
+                Py_DECREF(v);
+                goto done;
+            }
+            entries[count].tag = op->tag;
+            entries[count].idx = count;
+            entries[count].ptr = NULL;
+            entries[count].off = start;
+            entries[count].len = scratch.len - start;
+            count++;
+        }
+        Py_DECREF(v);
+    }
+    if (count == 0) {
+        rc = w_byte(w, 0);
+        goto done;
+    }
+    if (p->n_tagged > 0 && count > 1) /* Python sorts (stably, by tag) only when the version has tagged fields */
+        qsort(entries, (size_t)count, sizeof(TagEntry), tag_cmp);
+    if (w_uvarint(w, (uint64_t)count) < 0)
+        goto done;
+    for (i = 0; i < count; i++) {
+        const uint8_t *src = entries[i].ptr ? entries[i].ptr : scratch.buf + entries[i].off;
+        if (w_uvarint(w, (uint64_t)entries[i].tag) < 0 || w_uvarint(w, (uint64_t)entries[i].len) < 0 ||
+            w_bytes(w, src, entries[i].len) < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(unknown);
+    if (entries != stack_entries)
+        PyMem_Free(entries);
+    w_free(&scratch);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ Program methods */
+
+static PyObject *Program_decode(Program *p, PyObject *const *args, Py_ssize_t nargs) {
+    Py_buffer view;
+    Py_ssize_t pos = 0;
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "decode(buf, pos=0)");
+        return NULL;
+    }
+    if (nargs == 2) {
+        pos = PyLong_AsSsize_t(args[1]);
+        if (pos == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (pos < 0 || pos > view.len) {
+        PyBuffer_Release(&view);
+        return fallback_null();
+    }
+    int64_t p64 = pos;
+    PyObject *msg = dec_struct(p, view.buf, view.len, &p64);
+    PyBuffer_Release(&view);
+    if (!msg)
+        return NULL;
+    PyObject *pos_obj = PyLong_FromLongLong(p64);
+    if (!pos_obj) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    PyObject *res = PyTuple_Pack(2, msg, pos_obj);
+    Py_DECREF(msg);
+    Py_DECREF(pos_obj);
+    return res;
+}
+
+static PyObject *Program_encode(Program *p, PyObject *msg) {
+    Writer w = {NULL, 0, 0, NULL};
+    if (enc_struct(p, msg, &w) < 0) {
+        w_free(&w);
+        return NULL;
+    }
+    PyObject *res = PyBytes_FromStringAndSize((const char *)w.buf, (Py_ssize_t)w.len);
+    w_free(&w);
+    return res;
+}
+
+static PyObject *Program_get_minsize(Program *p, void *closure) { return PyLong_FromLongLong(p->minsize); }
+static PyObject *Program_get_direct(Program *p, void *closure) { return PyBool_FromLong(p->offsets_ok); }
+static PyObject *Program_get_spec(Program *p, void *closure) {
+    Py_INCREF(p->spec);
+    return p->spec;
+}
+
+static PyMethodDef Program_methods[] = {
+    {"decode", (PyCFunction)(void (*)(void))Program_decode, METH_FASTCALL,
+     "decode(buf, pos=0) -> (message, pos); raises Fallback when the bytes need the pure-Python decoder."},
+    {"encode", (PyCFunction)Program_encode, METH_O,
+     "encode(message) -> bytes; raises Fallback when the message needs the pure-Python encoder."},
+    {NULL}};
+
+static PyGetSetDef Program_getset[] = {
+    {"minsize", (getter)Program_get_minsize, NULL, "fewest bytes one encoded value takes", NULL},
+    {"direct_slots", (getter)Program_get_direct, NULL, "whether fields are read from member slots", NULL},
+    {"spec", (getter)Program_get_spec, NULL, "the spec tuple this program was built from", NULL},
+    {NULL}};
+
+static PyTypeObject ProgramType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups.Program",
+    .tp_basicsize = sizeof(Program),
+    .tp_dealloc = (destructor)Program_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "One (struct, version) of the compact message encoding, compiled for the C interpreter.",
+    .tp_methods = Program_methods,
+    .tp_getset = Program_getset,
+    .tp_new = Program_new,
+};
+
+/* ------------------------------------------------------------------------ FastDecoder / FastEncoder */
+
+/* Drop-in replacements for the codec's generated functions: same signature, same result;
+ * when the C program gives up, they call the pure-Python function they wrap. */
+typedef struct {
+    PyObject_HEAD
+    Program *program;
+    PyObject *pure;
+    vectorcallfunc vectorcall;
+} FastCodec;
+
+static void FastCodec_dealloc(FastCodec *f) {
+    Py_XDECREF(f->program);
+    Py_XDECREF(f->pure);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyObject *call_pure(FastCodec *f, PyObject *const *args, size_t nargsf) {
+    return PyObject_Vectorcall(f->pure, args, nargsf, NULL);
+}
+
+static PyObject *FastDecoder_vectorcall(FastCodec *f, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames || nargs != 2 || !g_enabled || !PyBytes_CheckExact(args[0]) || !PyLong_CheckExact(args[1]))
+        return PyObject_Vectorcall(f->pure, args, nargsf, kwnames);
+    PyObject *buf = args[0];
+    Py_ssize_t pos = PyLong_AsSsize_t(args[1]);
+    if (pos == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return call_pure(f, args, nargsf);
+    }
+    if (pos < 0 || pos > PyBytes_GET_SIZE(buf))
+        return call_pure(f, args, nargsf);
+    int64_t p64 = pos;
+    PyObject *msg = dec_struct(f->program, (const uint8_t *)PyBytes_AS_STRING(buf), PyBytes_GET_SIZE(buf), &p64);
+    if (!msg) {
+        if (error_is_fatal())
+            return NULL;
+        PyErr_Clear();
+        return call_pure(f, args, nargsf);
+    }
+    PyObject *pos_obj = PyLong_FromLongLong(p64);
+    if (!pos_obj) {
+        Py_DECREF(msg);
+        return NULL;
+    }
+    PyObject *res = PyTuple_New(2);
+    if (!res) {
+        Py_DECREF(msg);
+        Py_DECREF(pos_obj);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(res, 0, msg);
+    PyTuple_SET_ITEM(res, 1, pos_obj);
+    return res;
+}
+
+static PyObject *FastEncoder_vectorcall(FastCodec *f, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (kwnames || nargs != 2 || !g_enabled || !PyByteArray_CheckExact(args[1]))
+        return PyObject_Vectorcall(f->pure, args, nargsf, kwnames);
+    Writer w = {NULL, 0, 0, NULL};
+    if (enc_struct(f->program, args[0], &w) < 0) {
+        w_free(&w);
+        if (error_is_fatal())
+            return NULL;
+        PyErr_Clear();
+        return call_pure(f, args, nargsf);
+    }
+    PyObject *out = args[1];
+    Py_ssize_t old = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, old + (Py_ssize_t)w.len) < 0) {
+        w_free(&w);
+        return NULL;
+    }
+    if (w.len)
+        memcpy(PyByteArray_AS_STRING(out) + old, w.buf, (size_t)w.len);
+    w_free(&w);
+    Py_RETURN_NONE;
+}
+
+static PyObject *FastCodec_new_common(PyTypeObject *type, PyObject *args, vectorcallfunc vc) {
+    PyObject *program, *pure;
+    if (!PyArg_ParseTuple(args, "O!O:FastCodec", &ProgramType, &program, &pure))
+        return NULL;
+    FastCodec *f = (FastCodec *)type->tp_alloc(type, 0);
+    if (!f)
+        return NULL;
+    Py_INCREF(program);
+    Py_INCREF(pure);
+    f->program = (Program *)program;
+    f->pure = pure;
+    f->vectorcall = vc;
+    return (PyObject *)f;
+}
+
+static PyObject *FastDecoder_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    return FastCodec_new_common(type, args, (vectorcallfunc)FastDecoder_vectorcall);
+}
+static PyObject *FastEncoder_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    return FastCodec_new_common(type, args, (vectorcallfunc)FastEncoder_vectorcall);
+}
+
+static PyObject *FastCodec_get_program(FastCodec *f, void *c) {
+    Py_INCREF(f->program);
+    return (PyObject *)f->program;
+}
+static PyObject *FastCodec_get_pure(FastCodec *f, void *c) {
+    Py_INCREF(f->pure);
+    return f->pure;
+}
+static PyGetSetDef FastCodec_getset[] = {
+    {"program", (getter)FastCodec_get_program, NULL, NULL, NULL},
+    {"pure", (getter)FastCodec_get_pure, NULL, "the pure-Python function used as the fallback", NULL},
+    {NULL}};
+
+static PyTypeObject FastDecoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups.FastDecoder",
+    .tp_basicsize = sizeof(FastCodec),
+    .tp_dealloc = (destructor)FastCodec_dealloc,
+    .tp_vectorcall_offset = offsetof(FastCodec, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "FastDecoder(program, pure) -> callable (buf, pos) -> (message, pos), falling back to pure.",
+    .tp_getset = FastCodec_getset,
+    .tp_new = FastDecoder_new,
+};
+
+static PyTypeObject FastEncoderType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups.FastEncoder",
+    .tp_basicsize = sizeof(FastCodec),
+    .tp_dealloc = (destructor)FastCodec_dealloc,
+    .tp_vectorcall_offset = offsetof(FastCodec, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_doc = "FastEncoder(program, pure) -> callable (message, out: bytearray) -> None, falling back to pure.",
+    .tp_getset = FastCodec_getset,
+    .tp_new = FastEncoder_new,
+};
+
+/* ------------------------------------------------------------------------ records */
+
+typedef struct {
+    int64_t offset_delta;
+    int64_t ts_delta;
+    int attributes;
+    int64_t key_off, key_len; /* key_len < 0: null */
+    int64_t val_off, val_len;
+} RecInfo;
+
+/* One v2 record as batch.parse_records reads it; -1 when Python must take over (any
+ * anomaly, any header, a timestamp delta beyond 64 bits). Reads are bounded by `end`,
+ * the end of the records section, exactly as in Python. */
+static int parse_record(const uint8_t *b, int64_t end, int64_t *ppos, RecInfo *r) {
+    int64_t pos = *ppos, length, rec_end, n_headers;
+    if (rd_varint(b, end, &pos, &length) < 0)
+        return -1;
+    rec_end = pos + length;
+    if (length < 0 || rec_end > end)
+        return -1;
+    if (pos >= end)
+        return -1;
+    r->attributes = b[pos++];
+    if (rd_varlong(b, end, &pos, &r->ts_delta) < 0)
+        return -1;
+    if (rd_varint(b, end, &pos, &r->offset_delta) < 0)
+        return -1;
+    if (rd_varint(b, end, &pos, &r->key_len) < 0)
+        return -1;
+    if (r->key_len >= 0) {
+        if (pos + r->key_len > end)
+            return -1;
+        r->key_off = pos;
+        pos += r->key_len;
+    }
+    if (rd_varint(b, end, &pos, &r->val_len) < 0)
+        return -1;
+    if (r->val_len >= 0) {
+        if (pos + r->val_len > end)
+            return -1;
+        r->val_off = pos;
+        pos += r->val_len;
+    }
+    if (rd_varint(b, end, &pos, &n_headers) < 0 || n_headers != 0)
+        return -1;
+    if (pos != rec_end)
+        return -1;
+    *ppos = pos;
+    return 0;
+}
+
+static PyObject *py_parse_records(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t count;
+    if (!PyArg_ParseTuple(args, "y*n:parse_records", &view, &count))
+        return NULL;
+    if (!RecordNT) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    const uint8_t *b = view.buf;
+    int64_t end = view.len, pos = 0;
+    PyObject *list = NULL, *empty = NULL;
+    if (count < 0 || count > end) /* each record takes at least one byte */
+        goto fallback;
+    list = PyList_New(count);
+    empty = PyTuple_New(0);
+    if (!list || !empty)
+        goto error;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        RecInfo r;
+        PyObject *items[6];
+        if (parse_record(b, end, &pos, &r) < 0)
+            goto fallback;
+        items[0] = PyLong_FromLongLong(r.offset_delta);
+        items[1] = PyLong_FromLongLong(r.ts_delta);
+        items[2] = r.key_len < 0 ? (Py_INCREF(Py_None), Py_None)
+                                 : PyBytes_FromStringAndSize((const char *)b + r.key_off, (Py_ssize_t)r.key_len);
+        items[3] = r.val_len < 0 ? (Py_INCREF(Py_None), Py_None)
+                                 : PyBytes_FromStringAndSize((const char *)b + r.val_off, (Py_ssize_t)r.val_len);
+        Py_INCREF(empty);
+        items[4] = empty;
+        items[5] = PyLong_FromLong(r.attributes);
+        if (!items[0] || !items[1] || !items[2] || !items[3] || !items[5]) {
+            for (int k = 0; k < 6; k++)
+                Py_XDECREF(items[k]);
+            goto error;
+        }
+        PyObject *rec = new_ntuple(RecordNT, record_direct, items, 6);
+        if (!rec)
+            goto error;
+        MAYBE_UNTRACK(rec);
+        PyList_SET_ITEM(list, i, rec);
+    }
+    if (pos != end)
+        goto fallback;
+    PyBuffer_Release(&view);
+    Py_DECREF(empty);
+    return list;
+fallback:
+    PyBuffer_Release(&view);
+    Py_XDECREF(list);
+    Py_XDECREF(empty);
+    Py_RETURN_NONE;
+error:
+    PyBuffer_Release(&view);
+    Py_XDECREF(list);
+    Py_XDECREF(empty);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ framed metadata records */
+
+/* A table entry: (record_type, api_key, lo, hi, programs) with programs[v] for versions
+ * up to len(programs) - 1 and programs[-1] standing for every later version. */
+typedef struct {
+    PyObject *rt;
+    int64_t api_key;
+    int64_t lo, hi;
+    PyObject *programs;
+} Entry;
+
+static int read_entry(PyObject *t, Entry *e) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 5 || !PyTuple_Check(PyTuple_GET_ITEM(t, 4)) ||
+        PyTuple_GET_SIZE(PyTuple_GET_ITEM(t, 4)) == 0) {
+        PyErr_SetString(PyExc_TypeError, "bad record-type entry");
+        return -1;
+    }
+    e->rt = PyTuple_GET_ITEM(t, 0);
+    e->api_key = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 1));
+    e->lo = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 2));
+    e->hi = PyLong_AsLongLong(PyTuple_GET_ITEM(t, 3));
+    if (PyErr_Occurred())
+        return -1;
+    e->programs = PyTuple_GET_ITEM(t, 4);
+    return 0;
+}
+
+static inline Program *entry_program(const Entry *e, int64_t version) {
+    if (version < e->lo || version > e->hi)
+        return NULL;
+    Py_ssize_t n = PyTuple_GET_SIZE(e->programs);
+    PyObject *p = PyTuple_GET_ITEM(e->programs, version < n ? (Py_ssize_t)version : n - 1);
+    return Py_IS_TYPE(p, &ProgramType) ? (Program *)p : NULL;
+}
+
+/* framing.read_frame_header: a uvarint that must fit 15 bits. */
+static inline int rd_short_uvarint(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+    if (rd_uvarint(b, len, ppos, out) < 0 || *out > 0x7fff)
+        return -1;
+    return 0;
+}
+
+/* Decode a framed metadata record value [b, b+len) with a decode table (a list indexed by
+ * apiKey). Returns the message (new ref) and sets *entry_out / *version_out, or NULL with
+ * an exception (Fallback for anything Python must handle). */
+static PyObject *decode_framed_value(const uint8_t *b, int64_t len, PyObject *table, Entry *entry_out,
+                                     int64_t *version_out, PyObject **last_t) {
+    int64_t pos = 0, frame, api_key, version;
+    if (rd_short_uvarint(b, len, &pos, &frame) < 0 || frame != 1)
+        return fallback_null();
+    if (rd_short_uvarint(b, len, &pos, &api_key) < 0 || rd_short_uvarint(b, len, &pos, &version) < 0)
+        return fallback_null();
+    if (api_key >= PyList_GET_SIZE(table))
+        return fallback_null();
+    PyObject *t = PyList_GET_ITEM(table, (Py_ssize_t)api_key);
+    if (t == Py_None)
+        return fallback_null();
+    if (!last_t || *last_t != t) { /* consecutive records are mostly of one type */
+        if (read_entry(t, entry_out) < 0)
+            return NULL;
+        if (last_t)
+            *last_t = t;
+    }
+    Program *prog = entry_program(entry_out, version);
+    if (!prog)
+        return fallback_null();
+    PyObject *msg = dec_struct(prog, b, len, &pos);
+    if (!msg)
+        return NULL;
+    if (pos != len) {
+        Py_DECREF(msg);
+        return fallback_null();
+    }
+    *version_out = version;
+    return msg;
+}
+
+static PyObject *py_decode_framed(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    PyObject *table;
+    if (!PyArg_ParseTuple(args, "y*O!:decode_framed", &view, &PyList_Type, &table))
+        return NULL;
+    Entry e;
+    int64_t version;
+    PyObject *msg = decode_framed_value(view.buf, view.len, table, &e, &version, NULL);
+    PyBuffer_Release(&view);
+    if (!msg) {
+        if (error_is_fatal())
+            return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    PyObject *items[3];
+    Py_INCREF(e.rt);
+    items[0] = e.rt;
+    items[1] = PyLong_FromLongLong(version);
+    items[2] = msg;
+    if (!items[1]) {
+        Py_DECREF(e.rt);
+        Py_DECREF(msg);
+        return NULL;
+    }
+    if (MetadataRecordNT)
+        return new_ntuple(MetadataRecordNT, mdrecord_direct, items, 3);
+    PyObject *res = PyTuple_New(3);
+    if (!res) {
+        for (int k = 0; k < 3; k++)
+            Py_DECREF(items[k]);
+        return NULL;
+    }
+    for (int k = 0; k < 3; k++)
+        PyTuple_SET_ITEM(res, k, items[k]);
+    return res;
+}
+
+/* Decode every record of a data batch's records section [start, end) into LogEntry
+ * objects appended to out. 0 on success; -1 with an exception set otherwise (Fallback or
+ * a data error, which the caller turns into "let Python do this batch"). */
+static int decode_records_into(const uint8_t *b, int64_t start, int64_t end, int64_t count, int64_t base_offset,
+                               PyObject *epoch_obj, int64_t base_ts, PyObject *base_ts_obj, PyObject *table,
+                               PyObject *out) {
+    int64_t pos = start;
+    Entry e;
+    PyObject *last_t = NULL; /* the table is not changed during the call: e stays valid */
+    if (count < 0 || count > end - start)
+        return fallback_int();
+    for (int64_t i = 0; i < count; i++) {
+        RecInfo r;
+        int64_t version, offset, ts;
+        if (parse_record(b, end, &pos, &r) < 0)
+            return fallback_int();
+        if (r.val_len < 0)
+            return fallback_int();
+        if (add_overflows(base_offset, r.offset_delta, &offset) || add_overflows(base_ts, r.ts_delta, &ts))
+            return fallback_int();
+        PyObject *msg = decode_framed_value(b + r.val_off, r.val_len, table, &e, &version, &last_t);
+        if (!msg)
+            return -1;
+        PyObject *items[7];
+        items[0] = PyLong_FromLongLong(offset);
+        Py_INCREF(epoch_obj);
+        items[1] = epoch_obj;
+        if (r.ts_delta == 0) {
+            Py_INCREF(base_ts_obj);
+            items[2] = base_ts_obj;
+        } else {
+            items[2] = PyLong_FromLongLong(ts);
+        }
+        Py_INCREF(Py_False);
+        items[3] = Py_False;
+        Py_INCREF(e.rt);
+        items[4] = e.rt;
+        items[5] = PyLong_FromLongLong(version);
+        items[6] = msg;
+        if (!items[0] || !items[2] || !items[5]) {
+            for (int k = 0; k < 7; k++)
+                Py_XDECREF(items[k]);
+            return -1;
+        }
+        PyObject *entry = new_ntuple(LogEntryNT, logentry_direct, items, 7);
+        if (!entry)
+            return -1;
+        MAYBE_UNTRACK(entry);
+        if (PyList_Append(out, entry) < 0) {
+            Py_DECREF(entry);
+            return -1;
+        }
+        Py_DECREF(entry);
+    }
+    if (pos != end)
+        return fallback_int();
+    return 0;
+}
+
+static void truncate_list(PyObject *list, Py_ssize_t n) {
+    if (PyList_GET_SIZE(list) > n)
+        PyList_SetSlice(list, n, PyList_GET_SIZE(list), NULL);
+}
+
+/* decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table)
+ *   -> list[LogEntry] | None   (None: let Python decode this batch) */
+static PyObject *py_decode_records(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t start, end;
+    long long count, base_offset, base_ts;
+    PyObject *epoch_obj, *table, *base_ts_obj;
+    if (!PyArg_ParseTuple(args, "y*nnLLO!OO!:decode_records", &view, &start, &end, &count, &base_offset,
+                          &PyLong_Type, &epoch_obj, &base_ts_obj, &PyList_Type, &table))
+        return NULL;
+    if (!LogEntryNT) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    if (!PyLong_CheckExact(base_ts_obj) || start < 0 || end > view.len || start > end) {
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    base_ts = PyLong_AsLongLong(base_ts_obj);
+    if (base_ts == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyBuffer_Release(&view);
+        Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(0);
+    if (!out) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    int gc_was = gc_pause();
+    int rc = decode_records_into(view.buf, start, end, count, base_offset, epoch_obj, base_ts, base_ts_obj, table,
+                                 out);
+    gc_resume(gc_was);
+    PyBuffer_Release(&view);
+    if (rc < 0) {
+        Py_DECREF(out);
+        if (error_is_fatal())
+            return NULL;
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
+/* decode_log(data, pos, table, out) -> position
+ *
+ * Walk the batches of data from pos, appending the LogEntry of every record of every
+ * uncompressed data batch that passes Python's checks (size, magic, record count,
+ * CRC-32C) and decodes fully. Stops at the first batch it does not handle (a torn tail, a
+ * bad batch, a control or compressed batch, a record the C decoder gives up on) and
+ * returns its position, so that Python handles that one batch and calls again. */
+static PyObject *py_decode_log(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    Py_ssize_t pos;
+    PyObject *table, *out;
+    if (!PyArg_ParseTuple(args, "y*nO!O!:decode_log", &view, &pos, &PyList_Type, &table, &PyList_Type, &out))
+        return NULL;
+    if (!LogEntryNT) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    const uint8_t *b = view.buf;
+    int64_t len = view.len, p = pos < 0 ? len : pos;
+    PyObject *epoch_obj = NULL, *ts_obj = NULL;
+    int32_t last_epoch = 0;
+    int64_t last_ts = 0;
+    int gc_was = gc_pause();
+    while (p < len) {
+        int64_t remaining = len - p, size;
+        if (remaining < 12)
+            break;
+        size = (int64_t)(int32_t)be32(b + p + 8) + 12;
+        if (size < 61 || size > remaining)
+            break;
+        const uint8_t *h = b + p;
+        int64_t base_offset = (int64_t)be64(h);
+        int32_t epoch = (int32_t)be32(h + 12);
+        int8_t magic = (int8_t)h[16];
+        uint32_t crc = be32(h + 17);
+        int16_t attributes = (int16_t)be16(h + 21);
+        int64_t base_ts = (int64_t)be64(h + 27);
+        int32_t count = (int32_t)be32(h + 57);
+        if (magic != 2 || count < 0)
+            break;
+        if (crc32c(h + 21, (size_t)(size - 21)) != crc)
+            break;
+        if (attributes & (0x07 | 0x20)) /* compressed or control: Python */
+            break;
+        if (!epoch_obj || epoch != last_epoch) {
+            Py_XSETREF(epoch_obj, PyLong_FromLong(epoch));
+            if (!epoch_obj)
+                goto error;
+            last_epoch = epoch;
+        }
+        if (!ts_obj || base_ts != last_ts) {
+            Py_XSETREF(ts_obj, PyLong_FromLongLong(base_ts));
+            if (!ts_obj)
+                goto error;
+            last_ts = base_ts;
+        }
+        Py_ssize_t mark = PyList_GET_SIZE(out);
+        if (decode_records_into(b, p + 61, p + size, count, base_offset, epoch_obj, base_ts, ts_obj, table, out) < 0) {
+            truncate_list(out, mark);
+            if (error_is_fatal())
+                goto error;
+            PyErr_Clear();
+            break;
+        }
+        p += size;
+    }
+    gc_resume(gc_was);
+    Py_XDECREF(epoch_obj);
+    Py_XDECREF(ts_obj);
+    PyBuffer_Release(&view);
+    return PyLong_FromLongLong(p);
+error:
+    gc_resume(gc_was);
+    Py_XDECREF(epoch_obj);
+    Py_XDECREF(ts_obj);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ encoding batches */
+
+#define RT_CACHE 16
+
+typedef struct {
+    PyObject *resolve;
+    int n;
+    PyObject *keys[RT_CACHE];   /* owned record types */
+    PyObject *vals[RT_CACHE];   /* owned entry tuples */
+    Entry entries[RT_CACHE];    /* parsed from vals (borrowing from them) */
+} RtCache;
+
+static void rtc_clear(RtCache *c) {
+    for (int i = 0; i < c->n; i++) {
+        Py_DECREF(c->keys[i]);
+        Py_DECREF(c->vals[i]);
+    }
+    c->n = 0;
+}
+
+/* The entry tuple of a record type: from this call's cache, else from the attribute
+ * fastpath.py caches on the RecordType (`_kraftsim_fastpath`), else by asking Python
+ * (resolve), which compiles the programs and sets that attribute. */
+static int rtc_get(RtCache *c, PyObject *rt, Entry *e) {
+    for (int i = 0; i < c->n; i++)
+        if (c->keys[i] == rt) {
+            *e = c->entries[i];
+            return 0;
+        }
+    PyObject *t = PyObject_GetAttr(rt, str_fast_attr);
+    if (!t) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError))
+            return -1;
+        PyErr_Clear();
+    } else if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 5 || PyTuple_GET_ITEM(t, 0) != rt) {
+        Py_CLEAR(t); /* e.g. copied from another record type: ask again */
+    }
+    if (!t)
+        t = PyObject_CallOneArg(c->resolve, rt);
+    if (!t)
+        return -1;
+    if (t == Py_None) {
+        Py_DECREF(t);
+        return fallback_int();
+    }
+    if (read_entry(t, e) < 0) {
+        Py_DECREF(t);
+        return -1;
+    }
+    if (c->n == RT_CACHE) { /* full: drop the oldest */
+        Py_DECREF(c->keys[0]);
+        Py_DECREF(c->vals[0]);
+        memmove(c->keys, c->keys + 1, sizeof(PyObject *) * (RT_CACHE - 1));
+        memmove(c->vals, c->vals + 1, sizeof(PyObject *) * (RT_CACHE - 1));
+        memmove(c->entries, c->entries + 1, sizeof(Entry) * (RT_CACHE - 1));
+        c->n--;
+    }
+    Py_INCREF(rt);
+    c->keys[c->n] = rt;
+    c->vals[c->n] = t; /* e points into t, which the cache now owns */
+    c->entries[c->n] = *e;
+    c->n++;
+    return 0;
+}
+
+/* The framed value of one payload (record_type, version, message), appended to w. */
+static int encode_payload(PyObject *payload, RtCache *c, Writer *w, Program **prog_out) {
+    PyObject *rt, *version, *msg;
+    int rc = -1;
+    if (PayloadNT && Py_TYPE(payload) == PayloadNT && PyTuple_GET_SIZE(payload) == 3) {
+        rt = PyTuple_GET_ITEM(payload, 0);
+        version = PyTuple_GET_ITEM(payload, 1);
+        msg = PyTuple_GET_ITEM(payload, 2);
+        Py_INCREF(rt);
+        Py_INCREF(version);
+        Py_INCREF(msg);
+    } else {
+        rt = PyObject_GetAttr(payload, str_record_type);
+        msg = rt ? PyObject_GetAttr(payload, str_message) : NULL;
+        version = msg ? PyObject_GetAttr(payload, str_version) : NULL;
+        if (!version) {
+            Py_XDECREF(rt);
+            Py_XDECREF(msg);
+            return -1;
+        }
+    }
+    Entry e;
+    long long v;
+    if (!PyLong_CheckExact(version) || !long_compact(version, &v)) {
+        fallback_int();
+        goto done;
+    }
+    if (rtc_get(c, rt, &e) < 0)
+        goto done;
+    Program *prog = entry_program(&e, v);
+    if (!prog || e.api_key < 0) {
+        fallback_int();
+        goto done;
+    }
+    if (W_RESERVE(w, 21) < 0)
+        goto done;
+    w->buf[w->len++] = 1;
+    w_uvarint_unchecked(w, (uint64_t)e.api_key);
+    w_uvarint_unchecked(w, (uint64_t)v);
+    if (prog_out)
+        *prog_out = prog;
+    rc = enc_struct(prog, msg, w);
+done:
+    Py_DECREF(rt);
+    Py_DECREF(version);
+    Py_DECREF(msg);
+    return rc;
+}
+
+/* encode_values(payloads, resolve) -> list[bytes] | None */
+static PyObject *py_encode_values(PyObject *self, PyObject *args) {
+    PyObject *payloads, *resolve;
+    if (!PyArg_ParseTuple(args, "OO:encode_values", &payloads, &resolve))
+        return NULL;
+    if (!PyList_CheckExact(payloads) && !PyTuple_CheckExact(payloads))
+        Py_RETURN_NONE;
+    PyObject *seq = payloads;
+    Py_INCREF(seq);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *out = PyList_New(0);
+    RtCache c = {resolve, 0};
+    Writer w = {NULL, 0, 0, NULL};
+    if (!out)
+        goto error;
+    for (Py_ssize_t i = 0; i < n && i < PySequence_Fast_GET_SIZE(seq); i++) {
+        PyObject *p = PySequence_Fast_GET_ITEM(seq, i);
+        Py_INCREF(p);
+        w.len = 0;
+        int rc = encode_payload(p, &c, &w, NULL);
+        Py_DECREF(p);
+        if (rc < 0)
+            goto fail;
+        PyObject *b = PyBytes_FromStringAndSize((const char *)w.buf, (Py_ssize_t)w.len);
+        if (!b || PyList_Append(out, b) < 0) {
+            Py_XDECREF(b);
+            goto error;
+        }
+        Py_DECREF(b);
+    }
+    if (n != PySequence_Fast_GET_SIZE(seq)) {
+        fallback_int();
+        goto fail;
+    }
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(seq);
+    return out;
+fail:
+    if (error_is_fatal())
+        goto error;
+    PyErr_Clear();
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    Py_RETURN_NONE;
+error:
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(seq);
+    Py_XDECREF(out);
+    return NULL;
+}
+
+static int as_i64(PyObject *o, int64_t lo, int64_t hi, int64_t *out) {
+    if (!PyLong_Check(o))
+        return -1;
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+    if (overflow || (v == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return -1;
+    }
+    if (v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* Prefetching for the encoders: their inputs are large graphs of Python objects that
+ * do not fit in the cache, so the next payload tuples and messages are fetched ahead.
+ * Only object headers and the items of type-checked tuples are read. */
+static inline PyObject *payload_message(PyObject *p) {
+    return (PayloadNT && Py_TYPE(p) == PayloadNT && PyTuple_GET_SIZE(p) == 3) ? PyTuple_GET_ITEM(p, 2) : NULL;
+}
+
+static inline void prefetch_records(PyObject **items, Py_ssize_t i, Py_ssize_t n, Program *prog) {
+    if (i + 6 < n)
+        PREFETCH(items[i + 6]);
+    if (i + 3 < n) {
+        PyObject *m = payload_message(items[i + 3]);
+        if (m) {
+            PREFETCH(m);
+            PREFETCH((char *)m + 64);
+            PREFETCH((char *)m + 128);
+        }
+    }
+    (void)prog;
+}
+
+/* One data batch as entries.encode_data_batch writes it, appended to w (which holds
+ * nothing else from `start`); val is scratch space. 0, or -1 with an exception set. */
+static int write_data_batch(Writer *w, Writer *val, int64_t base_offset, PyObject *payloads, int64_t epoch, int64_t ts,
+                            RtCache *c) {
+    PyObject *seq = payloads;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    int64_t start = w->len;
+    if (n > INT32_MAX)
+        return fallback_int();
+    if (W_RESERVE(w, 61 + n * 16) < 0)
+        return -1;
+    memset(w->buf + start, 0, 61);
+    w->len += 61;
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Program *prog = NULL;
+    int len_sz = 1, vl_sz = 1;
+    (void)val;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (n != PySequence_Fast_GET_SIZE(seq))
+            return fallback_int();
+        items = PySequence_Fast_ITEMS(seq);
+        prefetch_records(items, i, n, prog);
+        PyObject *p = items[i];
+        /* The record is [length][0][0][offset delta][0x01][value length][value][0]: the
+         * value is encoded in place after a header whose varint sizes are guessed from
+         * the previous record, and moved only when the guess was wrong. */
+        uint64_t od = zigzag(i);
+        int od_sz = uvarint_size(od);
+        int64_t rec_start = w->len;
+        int guess = len_sz + 3 + od_sz + vl_sz;
+        if (W_RESERVE(w, guess + 64) < 0)
+            return -1;
+        Writer vw = {w->buf, rec_start + guess, w->cap, w->bytes}; /* shares w's buffer */
+        Py_INCREF(p);
+        int rc = encode_payload(p, c, &vw, &prog);
+        Py_DECREF(p);
+        w->buf = vw.buf; /* the buffer may have moved */
+        w->cap = vw.cap;
+        w->bytes = vw.bytes;
+        if (rc < 0)
+            return -1;
+        int64_t vlen = vw.len - rec_start - guess;
+        uint64_t vl = zigzag(vlen);
+        int64_t body = 1 + 1 + od_sz + 1 + uvarint_size(vl) + vlen + 1;
+        len_sz = uvarint_size(zigzag(body));
+        vl_sz = uvarint_size(vl);
+        int header = len_sz + 3 + od_sz + vl_sz;
+        /* room for a longer header and the trailing headers-count byte */
+        if (W_RESERVE(&vw, (header > guess ? header - guess : 0) + 1) < 0) {
+            w->buf = vw.buf;
+            w->cap = vw.cap;
+            w->bytes = vw.bytes;
+            return -1;
+        }
+        w->buf = vw.buf;
+        w->cap = vw.cap;
+        w->bytes = vw.bytes;
+        if (header != guess)
+            memmove(w->buf + rec_start + header, w->buf + rec_start + guess, (size_t)vlen);
+        w->len = rec_start;
+        w_uvarint_unchecked(w, zigzag(body));
+        w->buf[w->len++] = 0; /* attributes */
+        w->buf[w->len++] = 0; /* timestamp delta 0 */
+        w_uvarint_unchecked(w, od);
+        w->buf[w->len++] = 1; /* null key (-1) */
+        w_uvarint_unchecked(w, vl);
+        w->len += vlen;
+        w->buf[w->len++] = 0; /* no headers */
+    }
+    if (n != PySequence_Fast_GET_SIZE(seq) || w->len - start - 12 > INT32_MAX)
+        return fallback_int();
+    uint8_t *h = w->buf + start;
+    put64(h, (uint64_t)base_offset);
+    put32(h + 8, (uint32_t)(w->len - start - 12));
+    put32(h + 12, (uint32_t)(int32_t)epoch);
+    h[16] = 2;
+    put16(h + 21, 0);                          /* attributes */
+    put32(h + 23, (uint32_t)(int32_t)(n - 1)); /* last offset delta */
+    put64(h + 27, (uint64_t)ts);               /* base timestamp */
+    put64(h + 35, (uint64_t)ts);               /* max timestamp */
+    put64(h + 43, (uint64_t)(int64_t)-1);      /* producer id */
+    put16(h + 51, (uint16_t)(int16_t)-1);      /* producer epoch */
+    put32(h + 53, (uint32_t)(int32_t)-1);      /* base sequence */
+    put32(h + 57, (uint32_t)n);                /* records count */
+    put32(h + 17, crc32c(h + 21, (size_t)(w->len - start - 21)));
+    return 0;
+}
+
+/* encode_data_batch(base_offset, payloads, epoch, timestamp, resolve) -> bytes | None
+ *
+ * entries.encode_data_batch in one call: frame and encode every message, write the v2
+ * records (offset delta i, timestamp delta 0, null key, no headers) and the batch header
+ * (CREATE_TIME, producer id -1, base = max timestamp, CRC-32C). */
+static PyObject *py_encode_data_batch(PyObject *self, PyObject *args) {
+    PyObject *base_obj, *payloads, *epoch_obj, *ts_obj, *resolve;
+    if (!PyArg_ParseTuple(args, "OOOOO:encode_data_batch", &base_obj, &payloads, &epoch_obj, &ts_obj, &resolve))
+        return NULL;
+    int64_t base_offset, epoch, ts;
+    if (as_i64(base_obj, INT64_MIN, INT64_MAX, &base_offset) < 0 || as_i64(epoch_obj, INT32_MIN, INT32_MAX, &epoch) < 0 ||
+        as_i64(ts_obj, INT64_MIN, INT64_MAX, &ts) < 0)
+        Py_RETURN_NONE;
+    if (!PyList_CheckExact(payloads) && !PyTuple_CheckExact(payloads))
+        Py_RETURN_NONE;
+    RtCache c = {resolve, 0};
+    Writer w = {NULL, 0, 0, NULL}, val = {NULL, 0, 0, NULL};
+    PyObject *res = NULL;
+    Py_INCREF(payloads);
+    if (w_bytes_start(&w, 61 + 64 * PySequence_Fast_GET_SIZE(payloads)) < 0) {
+        Py_DECREF(payloads);
+        return NULL;
+    }
+    if (write_data_batch(&w, &val, base_offset, payloads, epoch, ts, &c) == 0) {
+        res = w_bytes_finish(&w);
+    } else if (!error_is_fatal()) {
+        PyErr_Clear();
+        res = Py_None;
+        Py_INCREF(res);
+    }
+    Py_DECREF(payloads);
+    rtc_clear(&c);
+    w_free(&w);
+    w_free(&val);
+    return res;
+}
+
+/* Batch-level prefetching: batch tuple, its payload list, the list's item array, the
+ * first payload and its message, at decreasing distances ahead. */
+static inline PyObject *batch_payloads(PyObject *b) {
+    if (!PyTuple_Check(b) || PyTuple_GET_SIZE(b) != 5)
+        return NULL;
+    PyObject *ps = PyTuple_GET_ITEM(b, 4);
+    return (PyList_CheckExact(ps) || PyTuple_CheckExact(ps)) ? ps : NULL;
+}
+
+static inline void prefetch_batches(PyObject *batches, Py_ssize_t i) {
+    Py_ssize_t n = PyList_GET_SIZE(batches);
+    PyObject **items = ((PyListObject *)batches)->ob_item;
+    if (i + 8 < n)
+        PREFETCH(items[i + 8]);
+    if (i + 6 < n) {
+        PyObject *b = items[i + 6];
+        if (PyTuple_Check(b) && PyTuple_GET_SIZE(b) == 5)
+            PREFETCH(PyTuple_GET_ITEM(b, 4));
+    }
+    if (i + 4 < n) {
+        PyObject *ps = batch_payloads(items[i + 4]);
+        if (ps && PyList_CheckExact(ps) && PyList_GET_SIZE(ps) > 0)
+            PREFETCH(((PyListObject *)ps)->ob_item);
+    }
+    if (i + 3 < n) {
+        PyObject *ps = batch_payloads(items[i + 3]);
+        if (ps && PySequence_Fast_GET_SIZE(ps) > 0)
+            PREFETCH(PySequence_Fast_ITEMS(ps)[0]);
+    }
+    if (i + 2 < n) {
+        PyObject *ps = batch_payloads(items[i + 2]);
+        if (ps && PySequence_Fast_GET_SIZE(ps) > 0) {
+            PyObject *m = payload_message(PySequence_Fast_ITEMS(ps)[0]);
+            if (m)
+                PREFETCH(m);
+        }
+    }
+}
+
+/* encode_batches(batches, resolve) -> (list[bytes | None], list[int])
+ *
+ * Many data batches in one call: batches is a list of (base_offset, epoch, timestamp,
+ * control, payloads) tuples (NamedTuples welcome). An item is None where Python must
+ * write the batch (a control batch, or anything the C encoder gives up on); the second
+ * list holds those positions. */
+static PyObject *py_encode_batches(PyObject *self, PyObject *args) {
+    PyObject *batches, *resolve;
+    if (!PyArg_ParseTuple(args, "O!O:encode_batches", &PyList_Type, &batches, &resolve))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(batches);
+    PyObject *out = PyList_New(n);
+    if (!out)
+        return NULL;
+    PyObject *todo = PyList_New(0);
+    if (!todo) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    RtCache c = {resolve, 0};
+    Writer w = {NULL, 0, 0, NULL}, val = {NULL, 0, 0, NULL};
+    int64_t per_record = 64;
+    Py_INCREF(batches);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *res = NULL;
+        if (i >= PyList_GET_SIZE(batches)) {
+            res = Py_None;
+            Py_INCREF(res);
+            PyList_SET_ITEM(out, i, res);
+            goto left_to_python;
+        }
+        prefetch_batches(batches, i);
+        PyObject *b = PyList_GET_ITEM(batches, i);
+        Py_INCREF(b);
+        int64_t base_offset, epoch, ts;
+        if (PyTuple_Check(b) && PyTuple_GET_SIZE(b) == 5 && PyTuple_GET_ITEM(b, 3) == Py_False &&
+            as_i64(PyTuple_GET_ITEM(b, 0), INT64_MIN, INT64_MAX, &base_offset) == 0 &&
+            as_i64(PyTuple_GET_ITEM(b, 1), INT32_MIN, INT32_MAX, &epoch) == 0 &&
+            as_i64(PyTuple_GET_ITEM(b, 2), INT64_MIN, INT64_MAX, &ts) == 0 &&
+            (PyList_CheckExact(PyTuple_GET_ITEM(b, 4)) || PyTuple_CheckExact(PyTuple_GET_ITEM(b, 4)))) {
+            PyObject *ps = PyTuple_GET_ITEM(b, 4);
+            /* size hint: the previous batch's bytes per record */
+            int64_t hint = 61 + (int64_t)PySequence_Fast_GET_SIZE(ps) * per_record + 64;
+            if (w_bytes_start(&w, hint) < 0) {
+                Py_DECREF(b);
+                goto error;
+            }
+            if (write_data_batch(&w, &val, base_offset, ps, epoch, ts, &c) == 0) {
+                Py_ssize_t nrec = PySequence_Fast_GET_SIZE(ps);
+                if (nrec > 0)
+                    per_record = (w.len - 61) / nrec + 1;
+                res = w_bytes_finish(&w);
+                if (!res) {
+                    Py_DECREF(b);
+                    goto error;
+                }
+            } else if (error_is_fatal()) {
+                w_free(&w);
+                Py_DECREF(b);
+                goto error;
+            } else {
+                PyErr_Clear();
+                w_free(&w);
+            }
+        }
+        Py_DECREF(b);
+        if (res) {
+            PyList_SET_ITEM(out, i, res);
+            continue;
+        }
+        Py_INCREF(Py_None);
+        PyList_SET_ITEM(out, i, Py_None);
+    left_to_python: {
+        PyObject *idx = PyLong_FromSsize_t(i);
+        if (!idx || PyList_Append(todo, idx) < 0) {
+            Py_XDECREF(idx);
+            goto error;
+        }
+        Py_DECREF(idx);
+    }
+    }
+    Py_DECREF(batches);
+    rtc_clear(&c);
+    w_free(&w);
+    w_free(&val);
+    PyObject *res = PyTuple_Pack(2, out, todo);
+    Py_DECREF(out);
+    Py_DECREF(todo);
+    return res;
+error:
+    Py_DECREF(batches);
+    Py_DECREF(todo);
+    Py_DECREF(out); /* unfilled items are NULL: list_dealloc skips them */
+    rtc_clear(&c);
+    w_free(&w);
+    w_free(&val);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ module functions */
+
+static PyObject *py_crc32c(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:crc32c", &view))
+        return NULL;
+    uint32_t c;
+    Py_BEGIN_ALLOW_THREADS
+    c = crc32c(view.buf, (size_t)view.len);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static PyObject *py_crc32c_software(PyObject *self, PyObject *args) {
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "y*:crc32c_software", &view))
+        return NULL;
+    uint32_t c = crc_sw(0, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(c);
+}
+
+static int set_type(PyObject *o, PyTypeObject **slot, const char *what) {
+    if (o == NULL || o == Py_None)
+        return 0;
+    if (!PyType_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "configure: %s must be a class", what);
+        return -1;
+    }
+    Py_INCREF(o);
+    Py_XSETREF(*slot, (PyTypeObject *)o);
+    return 0;
+}
+
+static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"uuid", "record", "log_entry", "payload", "metadata_record", "untrack", NULL};
+    PyObject *uuid = NULL, *record = NULL, *log_entry = NULL, *payload = NULL, *mdrec = NULL;
+    int untrack = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOO$p:configure", kwlist, &uuid, &record, &log_entry, &payload,
+                                     &mdrec, &untrack))
+        return NULL;
+    if (untrack >= 0)
+        g_untrack = untrack;
+    if (uuid && uuid != Py_None && (!PyType_Check(uuid) || !PyType_IsSubtype((PyTypeObject *)uuid, &PyBytes_Type))) {
+        PyErr_SetString(PyExc_TypeError, "configure: uuid must be a bytes subclass");
+        return NULL;
+    }
+    if ((record && record != Py_None && !PyType_IsSubtype((PyTypeObject *)record, &PyTuple_Type)) ||
+        (log_entry && log_entry != Py_None && !PyType_IsSubtype((PyTypeObject *)log_entry, &PyTuple_Type)) ||
+        (payload && payload != Py_None && !PyType_IsSubtype((PyTypeObject *)payload, &PyTuple_Type)) ||
+        (mdrec && mdrec != Py_None && !PyType_IsSubtype((PyTypeObject *)mdrec, &PyTuple_Type))) {
+        PyErr_SetString(PyExc_TypeError, "configure: record types must be NamedTuple classes");
+        return NULL;
+    }
+    if (set_type(uuid, &UuidType, "uuid") < 0 || set_type(record, &RecordNT, "record") < 0 ||
+        set_type(log_entry, &LogEntryNT, "log_entry") < 0 || set_type(payload, &PayloadNT, "payload") < 0 ||
+        set_type(mdrec, &MetadataRecordNT, "metadata_record") < 0)
+        return NULL;
+    if (UuidType)
+        uuid_direct = uuid_direct_ok(UuidType);
+    for (int i = 0; i < UUID_CACHE_SIZE; i++)
+        Py_CLEAR(uuid_cache[i]);
+    record_direct = RecordNT ? ntuple_direct_ok(RecordNT) : 0;
+    logentry_direct = LogEntryNT ? ntuple_direct_ok(LogEntryNT) : 0;
+    mdrecord_direct = MetadataRecordNT ? ntuple_direct_ok(MetadataRecordNT) : 0;
+    Py_RETURN_NONE;
+}
+
+static PyObject *py_set_enabled(PyObject *self, PyObject *arg) {
+    int t = PyObject_IsTrue(arg);
+    if (t < 0)
+        return NULL;
+    int old = g_enabled;
+    g_enabled = t;
+    return PyBool_FromLong(old);
+}
+
+static PyObject *py_info(PyObject *self, PyObject *noargs) {
+    return Py_BuildValue("{s:s,s:i,s:i,s:i,s:i,s:i}", "crc32c", crc_hw ? "sse4.2" : "software", "uuid_direct",
+                         uuid_direct, "record_direct", record_direct, "logentry_direct", logentry_direct, "enabled",
+                         g_enabled, "untrack", g_untrack);
+}
+
+static PyMethodDef module_methods[] = {
+    {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
+    {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
+    {"parse_records", py_parse_records, METH_VARARGS,
+     "parse_records(body, count) -> list[Record] | None (None: use batch.parse_records)."},
+    {"decode_framed", py_decode_framed, METH_VARARGS,
+     "decode_framed(value, table) -> MetadataRecord | None (None: use framing.decode_metadata_record)."},
+    {"decode_records", py_decode_records, METH_VARARGS,
+     "decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table) -> list[LogEntry] | None."},
+    {"decode_log", py_decode_log, METH_VARARGS,
+     "decode_log(data, pos, table, out) -> int: decode data batches from pos into out; returns where it stopped."},
+    {"encode_values", py_encode_values, METH_VARARGS,
+     "encode_values(payloads, resolve) -> list[bytes] | None: framed metadata record values."},
+    {"encode_data_batch", py_encode_data_batch, METH_VARARGS,
+     "encode_data_batch(base_offset, payloads, epoch, timestamp, resolve) -> bytes | None."},
+    {"encode_batches", py_encode_batches, METH_VARARGS,
+     "encode_batches([(base_offset, epoch, timestamp, control, payloads), ...], resolve) -> (list[bytes | None], list[int])."},
+    {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,
+     "configure(uuid=, record=, log_entry=, payload=, metadata_record=): the Python classes to build."},
+    {"set_enabled", py_set_enabled, METH_O,
+     "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
+    {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
+    {NULL}};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_speedups",
+    "C fast path of kraftsim.protocol (see fastpath.py). Same results as the pure-Python code or none.", -1,
+    module_methods};
+
+PyMODINIT_FUNC PyInit__speedups(void) {
+    crc_init();
+    if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&FastDecoderType) < 0 || PyType_Ready(&FastEncoderType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    Fallback = PyErr_NewExceptionWithDoc("kraftsim.protocol._speedups.Fallback",
+                                         "The C fast path gives this input to the pure-Python code.", NULL, NULL);
+    str_record_type = PyUnicode_InternFromString("record_type");
+    str_version = PyUnicode_InternFromString("version");
+    str_message = PyUnicode_InternFromString("message");
+    str_fast_attr = PyUnicode_InternFromString("_kraftsim_fastpath");
+    if (!Fallback || !str_record_type || !str_version || !str_message || !str_fast_attr)
+        goto error;
+    Py_INCREF(Fallback);
+    if (PyModule_AddObject(m, "Fallback", Fallback) < 0)
+        goto error;
+    Py_INCREF(&ProgramType);
+    if (PyModule_AddObject(m, "Program", (PyObject *)&ProgramType) < 0)
+        goto error;
+    Py_INCREF(&FastDecoderType);
+    if (PyModule_AddObject(m, "FastDecoder", (PyObject *)&FastDecoderType) < 0)
+        goto error;
+    Py_INCREF(&FastEncoderType);
+    if (PyModule_AddObject(m, "FastEncoder", (PyObject *)&FastEncoderType) < 0)
+        goto error;
+    if (PyModule_AddIntConstant(m, "T_BOOL", K_BOOL) < 0 || PyModule_AddIntConstant(m, "T_INT8", K_INT8) < 0 ||
+        PyModule_AddIntConstant(m, "T_INT16", K_INT16) < 0 || PyModule_AddIntConstant(m, "T_INT32", K_INT32) < 0 ||
+        PyModule_AddIntConstant(m, "T_INT64", K_INT64) < 0 || PyModule_AddIntConstant(m, "T_UINT16", K_UINT16) < 0 ||
+        PyModule_AddIntConstant(m, "T_UINT32", K_UINT32) < 0 ||
+        PyModule_AddIntConstant(m, "T_FLOAT64", K_FLOAT64) < 0 || PyModule_AddIntConstant(m, "T_UUID", K_UUID) < 0 ||
+        PyModule_AddIntConstant(m, "T_STRING", K_STRING) < 0 || PyModule_AddIntConstant(m, "T_BYTES", K_BYTES) < 0 ||
+        PyModule_AddIntConstant(m, "T_STRUCT", K_STRUCT) < 0 || PyModule_AddIntConstant(m, "ABI", 1) < 0)
+        goto error;
+    return m;
+error:
+    Py_DECREF(m);
+    return NULL;
+}

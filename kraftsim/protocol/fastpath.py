@@ -1,0 +1,519 @@
+"""The protocol fast path: the C extension `_speedups`, its programs, and drop-in functions.
+
+The pure-Python codec (codec.py) generates one Python function per (struct, version). The
+fast path compiles the same schemas, with the same rules, into flat "programs" (tuples of
+opcodes) that `_speedups` interprets in C, and it moves the per-record loops of the hot
+paths (split + CRC-32C + record parsing + framing + message decoding; message encoding +
+framing + records + batch header + CRC-32C) into single C calls.
+
+Contract: **same result or no result.** The C code handles the common, valid case. For
+anything else (malformed bytes, record headers, values that need more than 64 bits, objects
+of unexpected types, ...) it gives up and the pure-Python code runs, which produces the
+exact value or raises the exact error it always raised. Error messages therefore come only
+from the pure-Python modules.
+
+Switches:
+
+- `HAVE_SPEEDUPS`: the extension imported (it is optional; without a compiler kraftsim
+  installs without it).
+- `KRAFTSIM_PURE_PYTHON=1` in the environment at import time: never use it.
+- `ENABLED` (module attribute, read by the hooks at every call) and `pure_python()` (a
+  context manager that turns the fast path off for a block; not thread-safe), so tests can
+  compare both paths in one process.
+
+Two kinds of functions:
+
+- `try_*`: return None when the fast path does not apply; the hooks in batch.py /
+  entries.py / framing.py / codec.py call these and go on with the pure code on None.
+- drop-ins with the signature of the pure function they replace (`parse_records`,
+  `decode_batch`, `decode_metadata_record`, `encode_data_batch`, ...): fast path, else the
+  pure function.
+
+And a whole-buffer reader and writer, `read_log_entries` and `encode_batches`, for files
+made of many small batches (a metadata log is mostly one-record batches), where per-batch
+Python overhead would dominate; they also suit snapshots (the image loader, the snapshot
+writer).
+
+Differences from the pure path that are not values:
+
+- Equal Uuids decoded by C may be one shared object (Uuids are immutable).
+- The lists inside decoded messages and the LogEntry / Record tuples built by C are not
+  tracked by the cycle collector (like the gc=False message Structs they belong to), and
+  the collector is paused during one C decode call: this keeps collections from scanning
+  millions of young containers. A cycle a user later builds through such a list is not
+  collected. `_speedups.configure(untrack=False)` restores tracking.
+- Programs are cached per codec and per record type (a `_kraftsim_fastpath` attribute on
+  the RecordType). A RecordType subclass that overrides `encoder`/`decoder` is bypassed by
+  the batch paths; use the pure functions for such types.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import weakref
+from typing import Any, Callable, Iterator, NamedTuple, Sequence
+
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, VersionRange
+
+try:  # the extension is optional
+    from kraftsim.protocol import _speedups as _c
+except ImportError:  # pragma: no cover - exercised only on installs without a compiler
+    _c = None
+
+HAVE_SPEEDUPS: bool = _c is not None
+FORCED_PURE: bool = os.environ.get("KRAFTSIM_PURE_PYTHON", "").strip().lower() not in ("", "0", "false", "no")
+ENABLED: bool = HAVE_SPEEDUPS and not FORCED_PURE
+
+if _c is not None:
+    _c.configure(uuid=Uuid)
+    _c.set_enabled(ENABLED)
+
+_TYPE_CODES = {
+    "bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 6, "uint32": 7,
+    "float64": 8, "uuid": 9, "string": 10, "bytes": 11,
+}
+_T_STRUCT = 12
+
+
+def set_enabled(flag: bool) -> bool:
+    """Turn the fast path on or off for the whole process; returns the previous setting."""
+    global ENABLED
+    old = ENABLED
+    ENABLED = bool(flag) and HAVE_SPEEDUPS and not FORCED_PURE
+    if _c is not None:
+        _c.set_enabled(ENABLED)
+    return old
+
+
+@contextlib.contextmanager
+def pure_python() -> Iterator[None]:
+    """Run a block on the pure-Python code only (for tests and comparisons)."""
+    old = set_enabled(False)
+    try:
+        yield
+    finally:
+        set_enabled(old)
+
+
+# ----------------------------------------------------------------------------- programs
+
+
+def _layout_boundaries(spec: StructSpec, flexible_versions: VersionRange, versions: VersionRange) -> list[int]:
+    """Versions at which some rule the codec looks at may change (sorted, starts at 0).
+
+    A program depends on the version only through range memberships (field present,
+    tagged, nullable; flexible), so versions between two boundaries share one program.
+    """
+    points = {0}
+
+    def add(r: VersionRange) -> None:
+        if r.empty:
+            return
+        points.add(r.lo)
+        if r.hi < MAX_VERSION:
+            points.add(r.hi + 1)
+
+    seen: set[int] = set()
+
+    def walk(s: StructSpec) -> None:
+        if id(s) in seen:
+            return
+        seen.add(id(s))
+        for f in s.fields:
+            add(f.versions)
+            add(f.nullable_versions)
+            add(f.tagged_versions)
+            if f.struct is not None:
+                walk(f.struct)
+
+    add(flexible_versions)
+    add(versions)
+    walk(spec)
+    return sorted(points)
+
+
+class _Compiler:
+    """Builds programs for one root struct (a record type or a codec), memoizing nested ones."""
+
+    def __init__(self, nested: dict[str, type]):
+        self.nested = nested
+        self.memo: dict[tuple[str, int, bool, int], Any] = {}
+
+    def program(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> Any:
+        key = (spec.name, version, flexible, id(cls))
+        prog = self.memo.get(key)
+        if prog is None:
+            prog = self.memo[key] = _c.Program(self.spec_tuple(spec, version, flexible, cls))
+        return prog
+
+    def spec_tuple(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> tuple:
+        names = tuple(f.py_name for f in spec.fields) + ("_unknown",)
+        fields_of_cls = getattr(cls, "__struct_fields__", None)
+        if fields_of_cls is not None and tuple(fields_of_cls) != names:
+            raise TypeError(f"{cls!r}: fields {fields_of_cls} do not match the schema's {names}")
+        slot = {f.name: i for i, f in enumerate(spec.fields)}
+        present = [f for f in spec.fields if f.present_in(version)]
+        untagged = [f for f in present if not (flexible and f.tagged_in(version))]
+        tagged = sorted((f for f in present if flexible and f.tagged_in(version)), key=lambda f: f.tag)  # type: ignore[arg-type, return-value]
+        untagged_names = {f.name for f in untagged}
+
+        def op(f: FieldSpec) -> tuple:
+            if f.struct is not None:
+                code = _T_STRUCT
+                sub = self.program(f.struct, version, flexible, self.nested[f.struct.name])
+            else:
+                code = _TYPE_CODES[f.element_type]
+                sub = None
+            return (slot[f.name], code, int(f.is_array), int(f.nullable_in(version)), sub)
+
+        untagged_ops = tuple(op(f) for f in untagged)
+        tagged_ops = tuple((f.tag, *op(f), int(f.null_default), f.default_value()) for f in tagged)
+        # What codec._gen_decoder assigns to every field it does not read in order.
+        defaults = []
+        for f in spec.fields:
+            if f.name in untagged_names:
+                continue
+            default = f.default_value()
+            if isinstance(default, list):
+                defaults.append((slot[f.name], 2, tuple(default)))
+            elif f.struct is not None and not f.is_array and default is None:
+                defaults.append((slot[f.name], 1, self.nested[f.struct.name]))
+            else:
+                defaults.append((slot[f.name], 0, default))
+        # What codec._gen_encoder compares absent fields against.
+        absent = tuple((slot[f.name], f.default_value()) for f in spec.fields if not f.present_in(version))
+        return (cls, bool(flexible), names, untagged_ops, tagged_ops, tuple(defaults), absent)
+
+
+# Per codec (StructCodec): its compiler and programs by version. Weak keys: the values
+# hold classes and programs, never the codec itself.
+_CODEC_STATE: "weakref.WeakKeyDictionary[Any, tuple[_Compiler, dict[int, Any]]]" = weakref.WeakKeyDictionary()
+
+
+def program_for_codec(codec: Any, version: int) -> Any:
+    """The program of a codec.StructCodec at one version."""
+    state = _CODEC_STATE.get(codec)
+    if state is None:
+        state = _CODEC_STATE[codec] = (_Compiler(codec.nested), {})
+    compiler, by_version = state
+    prog = by_version.get(version)
+    if prog is None:
+        prog = by_version[version] = compiler.program(codec.spec, version, bool(codec.flexible(version)), codec.cls)
+    return prog
+
+
+def wrap_decoder(codec: Any, version: int, pure: Callable) -> Callable:
+    """A decoder with the pure one's signature `(buf, pos) -> (message, pos)`, in C."""
+    if not HAVE_SPEEDUPS or FORCED_PURE:
+        return pure
+    try:
+        return _c.FastDecoder(program_for_codec(codec, version), pure)
+    except Exception:  # a schema/class combination the programs cannot express
+        return pure
+
+
+def wrap_encoder(codec: Any, version: int, pure: Callable) -> Callable:
+    """An encoder with the pure one's signature `(message, out: bytearray) -> None`, in C."""
+    if not HAVE_SPEEDUPS or FORCED_PURE:
+        return pure
+    try:
+        return _c.FastEncoder(program_for_codec(codec, version), pure)
+    except Exception:
+        return pure
+
+
+# Per record type: (api_key, lo, hi, programs), programs[v] for v < len and programs[-1]
+# for every later version (no rule changes after the last boundary).
+_RT_STATE: "weakref.WeakKeyDictionary[Any, tuple | None]" = weakref.WeakKeyDictionary()
+
+
+def _record_state(rt: Any) -> tuple | None:
+    try:
+        return _RT_STATE[rt]
+    except KeyError:
+        pass
+    except TypeError:  # not weak-referenceable: not a RecordType
+        return None
+    try:
+        schema = rt.schema
+        versions = schema.versions
+        flexible = schema.flexible_versions
+        bounds = _layout_boundaries(schema.body, flexible, versions)
+        programs: list[Any] = []
+        for v in range(bounds[-1] + 1):
+            if v in versions:
+                programs.append(program_for_codec(rt.codec, v))
+            else:
+                programs.append(None)
+        if programs[-1] is None and versions.hi > bounds[-1]:  # cannot happen: versions.lo is a boundary
+            raise AssertionError("no program for the last layout")
+        api_key = schema.api_key if schema.kind == "metadata" and isinstance(schema.api_key, int) else -1
+        state: tuple | None = (api_key, versions.lo, versions.hi, tuple(programs))
+    except Exception:
+        state = None
+    _RT_STATE[rt] = state
+    return state
+
+
+_ATTR = "_kraftsim_fastpath"
+
+
+def _resolve(rt: Any) -> tuple | None:
+    """Called by the C encoder for a record type it has not seen: its (rt, api_key, lo, hi, programs).
+
+    The answer is also cached on the RecordType instance (attribute `_kraftsim_fastpath`)
+    where the C code looks first, so later calls skip this function.
+    """
+    state = _record_state(rt)
+    if state is None or state[0] < 0:
+        return None
+    entry = (rt, *state)
+    try:
+        rt.__dict__[_ATTR] = entry
+    except (AttributeError, TypeError):  # no instance dict: the C side caches per call only
+        pass
+    return entry
+
+
+_TABLES: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
+
+
+def decode_table(registry: Any) -> list:
+    """The C decoder's view of a registry: a list indexed by apiKey of record-type entries."""
+    cached = _TABLES.get(registry)
+    by_key = registry.by_api_key
+    if cached is not None and cached[0] == by_key:
+        return cached[1]
+    size = max((k for k in by_key if isinstance(k, int) and 0 <= k <= 0x7FFF), default=-1) + 1
+    table: list = [None] * size
+    for key, rt in by_key.items():
+        if not (isinstance(key, int) and 0 <= key <= 0x7FFF):
+            continue
+        state = _record_state(rt)
+        if state is not None and state[0] == key:
+            table[key] = (rt, *state)
+    _TABLES[registry] = (dict(by_key), table)
+    return table
+
+
+# ----------------------------------------------------------------------------- setup
+
+_configured = False
+
+
+def _configure() -> None:
+    """Hand the NamedTuple classes to the C module (imported late: no import cycles)."""
+    global _configured
+    from kraftsim.protocol.batch import Record
+    from kraftsim.protocol.entries import LogEntry, Payload
+    from kraftsim.protocol.framing import MetadataRecord
+
+    _c.configure(uuid=Uuid, record=Record, log_entry=LogEntry, payload=Payload, metadata_record=MetadataRecord)
+    _configured = True
+
+
+# ----------------------------------------------------------------------------- try_* (for hooks)
+
+
+def try_parse_records(body: bytes, count: int) -> list | None:
+    """batch.parse_records in C, or None (anomaly or headers: let Python parse)."""
+    if not ENABLED:
+        return None
+    if not _configured:
+        _configure()
+    return _c.parse_records(body, count)
+
+
+def try_decode_batch(batch: Any, registry: Any) -> list | None:
+    """entries.decode_batch for a data batch in C, or None (control batch, anomaly)."""
+    if not ENABLED or batch.attributes & 0x20:
+        return None
+    if not _configured:
+        _configure()
+    table = decode_table(registry)
+    codec = batch.attributes & 0x07
+    raw = batch.raw
+    if codec:
+        from kraftsim.protocol import compression
+
+        try:
+            body = compression.decompress(codec, raw[61:])
+        except Exception:
+            return None  # the pure path raises the same error
+        return _c.decode_records(body, 0, len(body), batch.records_count, batch.base_offset,
+                                 batch.partition_leader_epoch, batch.base_timestamp, table)
+    return _c.decode_records(raw, 61, len(raw), batch.records_count, batch.base_offset,
+                             batch.partition_leader_epoch, batch.base_timestamp, table)
+
+
+def try_decode_metadata_record(registry: Any, value: bytes) -> Any:
+    """framing.decode_metadata_record in C, or None."""
+    if not ENABLED:
+        return None
+    if not _configured:
+        _configure()
+    return _c.decode_framed(value, decode_table(registry))
+
+
+def try_encode_values(payloads: Sequence[Any]) -> list[bytes] | None:
+    """[framing.encode_metadata_record(p.record_type, p.message, p.version) for p in payloads] in C, or None."""
+    if not ENABLED:
+        return None
+    if not _configured:
+        _configure()
+    return _c.encode_values(payloads, _resolve)
+
+
+def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int, timestamp: int) -> bytes | None:
+    """entries.encode_data_batch in C, or None."""
+    if not ENABLED:
+        return None
+    if not _configured:
+        _configure()
+    return _c.encode_data_batch(base_offset, payloads, epoch, timestamp, _resolve)
+
+
+# ----------------------------------------------------------------------------- drop-ins
+
+
+def parse_records(body: bytes, count: int) -> list:
+    """Drop-in for batch.parse_records."""
+    records = try_parse_records(body, count)
+    if records is None:
+        from kraftsim.protocol import batch
+
+        records = batch.parse_records(body, count)
+    return records
+
+
+def decode_batch(batch: Any, registry: Any) -> list:
+    """Drop-in for entries.decode_batch."""
+    result = try_decode_batch(batch, registry)
+    if result is None:
+        from kraftsim.protocol import entries
+
+        result = entries.decode_batch(batch, registry)
+    return result
+
+
+def decode_metadata_record(registry: Any, value: bytes) -> Any:
+    """Drop-in for framing.decode_metadata_record."""
+    result = try_decode_metadata_record(registry, value)
+    if result is None:
+        from kraftsim.protocol import framing
+
+        result = framing.decode_metadata_record(registry, value)
+    return result
+
+
+def encode_values(payloads: Sequence[Any]) -> list[bytes]:
+    """The framed metadata record value of every payload (record_type, version, message)."""
+    values = try_encode_values(payloads)
+    if values is None:
+        from kraftsim.protocol.framing import encode_metadata_record
+
+        values = [encode_metadata_record(p.record_type, p.message, p.version) for p in payloads]
+    return values
+
+
+def encode_data_batch(base_offset: int, payloads: Sequence[Any], *, epoch: int, timestamp: int) -> bytes:
+    """Drop-in for entries.encode_data_batch."""
+    data = try_encode_data_batch(base_offset, payloads, epoch, timestamp)
+    if data is None:
+        from kraftsim.protocol import entries
+
+        data = entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
+    return data
+
+
+class BatchToWrite(NamedTuple):
+    """One batch for `encode_batches`."""
+
+    base_offset: int
+    epoch: int
+    timestamp: int
+    control: bool
+    payloads: Sequence[Any]
+
+
+def encode_batches(batches: Sequence[BatchToWrite]) -> list[bytes]:
+    """The bytes of many batches (e.g. every batch of a segment or snapshot) in one call.
+
+    Item for item the same as `encode_control_batch(...)` for control batches and
+    `encode_data_batch(...)` for data batches (entries.py): data batches are written in C
+    without returning to Python between them; control batches, and any batch the C encoder
+    gives up on, are written by entries.py.
+    """
+    from kraftsim.protocol import entries as _entries
+
+    if not isinstance(batches, list):
+        batches = list(batches)
+    if ENABLED:
+        if not _configured:
+            _configure()
+        out, todo = _c.encode_batches(batches, _resolve)
+    else:
+        out, todo = [None] * len(batches), range(len(batches))
+    for i in todo:
+        base_offset, epoch, timestamp, control, payloads = batches[i]
+        encode = _entries.encode_control_batch if control else _entries.encode_data_batch
+        out[i] = encode(base_offset, payloads, epoch=epoch, timestamp=timestamp)
+    return out
+
+
+def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, Any]:
+    """Decode every batch of a segment or snapshot's bytes from `start`.
+
+    Same entries, in the same order, and the same exceptions as::
+
+        for piece in split_batches(data, start):
+            if isinstance(piece, TornTail): return entries, piece
+            entries += entries.decode_batch(parse_batch(piece.data), registry)
+
+    Returns (entries, the TornTail that ended the data or None). Uncompressed data batches
+    are decoded in C without leaving it; every other batch (control, compressed, invalid)
+    goes through those pure-Python functions, one batch at a time.
+    """
+    from kraftsim.protocol import entries as _entries
+    from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
+
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    out: list = []
+    pos = start
+    end = len(data)
+    table = None
+    while pos < end:
+        if ENABLED:
+            if not _configured:
+                _configure()
+            if table is None:
+                table = decode_table(registry)
+            pos = _c.decode_log(data, pos, table, out)
+            if pos >= end:
+                break
+        piece = next(split_batches(data, pos))
+        if isinstance(piece, TornTail):
+            return out, piece
+        out += _entries.decode_batch(parse_batch(piece.data), registry)
+        pos += len(piece.data)
+    return out, None
+
+
+def crc32c(data: bytes) -> int:
+    """CRC-32C of a bytes-like object (hardware instruction when available)."""
+    if _c is not None:
+        return _c.crc32c(data)
+    import google_crc32c
+
+    return google_crc32c.value(bytes(data))
+
+
+def info() -> dict[str, Any]:
+    """What is in use, for reports and benchmarks."""
+    facts: dict[str, Any] = {"have_speedups": HAVE_SPEEDUPS, "forced_pure": FORCED_PURE, "enabled": ENABLED}
+    if _c is not None:
+        facts.update(_c.info())
+    return facts
