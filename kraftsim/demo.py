@@ -20,7 +20,7 @@ from kraftsim.image.delta import image_from_records
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.protocol.registry import default_registry
-from kraftsim.protocol.scan import ScanReport, scan
+from kraftsim.protocol.scan import verify_bytes
 from kraftsim.storage import SnapshotId, read_snapshot, write_snapshot
 from kraftsim.storage.formatter import FormatOptions, format_directories
 from kraftsim.versions import Catalog, MetadataVersion
@@ -70,7 +70,7 @@ def run_demo(out: Path, catalog: Catalog, shape: ClusterShape, *, seed: int = 0,
 
     say("3. Checking the files: every batch's CRC, every record decoded, every batch re-encoded byte for byte")
     for path in (node_dir / "bootstrap.checkpoint", snapshot):
-        report = _verify(path)
+        report = verify_bytes(path.read_bytes(), default_registry())
         say(f"   {path.name}: {'OK' if report.ok else 'PROBLEMS'}: {report.batches} batches, {report.records} records")
         if not report.ok:
             raise RuntimeError(f"{path}: " + "; ".join(p.describe() for p in report.problems))
@@ -117,9 +117,3 @@ def run_demo(out: Path, catalog: Catalog, shape: ClusterShape, *, seed: int = 0,
         f"snapshots written under {out}")
     return result
 
-
-def _verify(path: Path) -> ScanReport:
-    report = ScanReport()
-    for _ in scan(path.read_bytes(), default_registry(), report, reencode=True):
-        pass
-    return report

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Callable
 
 from kraftsim.errors import KraftsimError
-from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import Catalog, load_catalog
 
 
@@ -22,11 +20,6 @@ def add_catalog_options(parser: argparse.ArgumentParser) -> None:
 
 def catalog_from_args(args: argparse.Namespace) -> Catalog:
     return load_catalog(getattr(args, "catalog", None), line=getattr(args, "release", None))
-
-
-def registry_for(catalog: Catalog, extra_dirs: list[str] | tuple[str, ...] = ()) -> Registry:
-    """The record types of the shipped schemas, the catalog's schema folders and any extra ones."""
-    return load_registry([*catalog.record_schema_dirs, *(Path(d) for d in extra_dirs)])
 
 
 def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -17,7 +17,7 @@ from typing import Iterable, TextIO
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
-from kraftsim.protocol.scan import ScanReport, ScannedBatch, scan
+from kraftsim.protocol.scan import ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage import PathKind, classify_path, metadata_files
 
 # kafka-dump-log's labels for control records.
@@ -135,9 +135,7 @@ def run_verify(args: argparse.Namespace) -> int:
     files = _files(args.paths)
     for path in files:
         data = _read(path)
-        report = ScanReport()
-        for _ in scan(data, registry, report, reencode=True):
-            pass
+        report = verify_bytes(data, registry)
         status = "OK" if report.ok else f"{len(report.problems)} PROBLEM(S)"
         span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
         print(f"{path}: {status}: {report.batches} batches ({report.control_batches} control), "

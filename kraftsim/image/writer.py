@@ -16,7 +16,6 @@ catalog's policies (`snapshot_zk_migration_state`, `elr_fields_gate`) or `writer
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -27,7 +26,7 @@ from kraftsim.image.loss import Loss, LossHandler, raise_on_loss
 from kraftsim.image.opaque import key_text
 from kraftsim.image.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.registry import Registry, default_registry, load_registry
+from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import Catalog, default_catalog
 
 
@@ -66,15 +65,9 @@ def resolve_writer_line(writer_line: WriterLine | str | None, catalog: Catalog) 
     return WriterLine.from_catalog(catalog.at_release(writer_line))
 
 
-@functools.lru_cache(maxsize=16)
-def _registry_for_dirs(dirs: tuple) -> Registry:
-    return load_registry(dirs)
-
-
 def registry_for(catalog: Catalog) -> Registry:
     """The record types of the catalog: the shipped ones plus a user catalog's schema dirs."""
-    dirs = tuple(catalog.record_schema_dirs)
-    return _registry_for_dirs(dirs) if dirs else default_registry()
+    return load_registry(catalog.record_schema_dirs)
 
 
 def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,

@@ -121,11 +121,19 @@ class Registry:
         return reg
 
 
-def load_registry(extra_dirs: Iterable[Path] = ()) -> Registry:
-    """The shipped record types plus those in `extra_dirs` (later files win)."""
-    base = default_registry()
-    extra = list(extra_dirs)
-    return base.with_schema_dirs(extra) if extra else base
+def load_registry(extra_dirs: Iterable[Path | str] = ()) -> Registry:
+    """The shipped record types plus those in `extra_dirs` (later files win).
+
+    Registries are cached per set of folders: every caller asking for the same folders
+    gets the same registry, so messages built anywhere share one class per record type.
+    """
+    extra = tuple(Path(d).resolve() for d in extra_dirs)
+    return _registry_with(extra) if extra else default_registry()
+
+
+@functools.lru_cache(maxsize=32)
+def _registry_with(extra_dirs: tuple[Path, ...]) -> Registry:
+    return default_registry().with_schema_dirs(extra_dirs)
 
 
 @functools.cache

@@ -143,3 +143,11 @@ def _reencode_problems(batch: RecordBatch, entries: list[LogEntry]) -> Iterator[
         rebuilt.append(rec._replace(value=value))
     if batch.compression == 0 and batch.reencode(rebuilt) != batch.raw:
         yield "the batch does not re-encode to the same bytes", None
+
+
+def verify_bytes(data: bytes, registry: Registry) -> ScanReport:
+    """Scan a whole buffer with re-encoding: what `kraftsim log verify` checks per file."""
+    report = ScanReport()
+    for _ in scan(data, registry, report, reencode=True):
+        pass
+    return report

@@ -22,6 +22,7 @@ from kraftsim.protocol import fastpath
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType
 from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, parse_schema
+from kraftsim.testing.strategies import INT_RANGES
 
 REPO = Path(__file__).resolve().parents[2]
 ORACLE = REPO.parent / "shared" / "oracle"
@@ -134,14 +135,6 @@ def versions_to_test(rt: RecordType) -> list[int]:
 
 # ------------------------------------------------------------------------------ generators
 
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-}
 
 uuids = st.one_of(st.just(Uuid.ZERO), st.binary(min_size=16, max_size=16).map(Uuid))
 
