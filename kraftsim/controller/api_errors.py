@@ -1,0 +1,55 @@
+"""Kafka's protocol errors as the controller returns them: a code, its name, a message.
+
+The code table is data (`data/api_errors.toml`). An `ApiError` is a value a controller
+operation returns (inside a `ControllerResult`), not an exception a caller must catch:
+Kafka's controller answers a refused request, it does not crash.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+
+import msgspec
+
+
+@cache
+def error_codes() -> dict[str, int]:
+    """Error name → Kafka protocol error code."""
+    text = resources.files("kraftsim.controller").joinpath("data/api_errors.toml").read_text("utf-8")
+    return dict(tomllib.loads(text)["codes"])
+
+
+@cache
+def error_names() -> dict[int, str]:
+    return {code: name for name, code in error_codes().items()}
+
+
+class ApiError(msgspec.Struct, frozen=True):
+    """A Kafka error: its name (e.g. INVALID_UPDATE_VERSION), its code, and the message text."""
+
+    name: str
+    message: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in error_codes():
+            raise ValueError(f"unknown Kafka error name {self.name!r}")
+
+    @property
+    def code(self) -> int:
+        return error_codes()[self.name]
+
+    @property
+    def ok(self) -> bool:
+        return self.name == "NONE"
+
+    def __str__(self) -> str:
+        return self.name if self.message is None else f"{self.name}: {self.message}"
+
+
+NONE = ApiError("NONE")
+
+
+def api_error(name: str, message: str | None = None) -> ApiError:
+    return ApiError(name, message)

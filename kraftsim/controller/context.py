@@ -1,0 +1,63 @@
+"""ControllerContext: everything a controller rule may read when it decides.
+
+Rules are pure functions of a context and a request (see `result.py`). The context holds
+the committed metadata image plus the few facts that are not in the log: who this
+controller is and what its software supports, the static voter list, the next offset a
+write would get (Kafka uses it as the new broker epoch), the raft layer's kraft.version,
+the virtual time, and the controller's static configuration.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import msgspec
+
+from kraftsim.image import EMPTY_IMAGE, MetadataImage
+from kraftsim.versions import Catalog, default_catalog
+
+#: A supported range as nodes advertise it: (min, max), inclusive.
+Range = tuple[int, int]
+
+
+class ControllerConfig(msgspec.Struct, frozen=True):
+    """Static configuration of a controller (server.properties values it acts on)."""
+
+    cluster_id: str = ""
+    #: `min.insync.replicas` as statically configured (written as a cluster-level config
+    #: when ELR is enabled and none is set).
+    min_insync_replicas: int = 1
+    default_replication_factor: int = 1
+    num_partitions: int = 1
+    #: broker.session.timeout.ms
+    broker_session_timeout_ms: int = 9000
+    #: metadata.max.idle.interval.ms (NoOpRecord cadence)
+    max_idle_interval_ms: int = 500
+    #: Behaviour chosen beyond Kafka's default (e.g. "kip-778"); empty = Kafka's behaviour.
+    policies: frozenset[str] = frozenset()
+
+
+class ControllerContext(msgspec.Struct, frozen=True):
+    """The state a controller decision is made against. Build a new one per decision."""
+
+    node_id: int
+    #: This controller's software: feature name → supported (min, max). metadata.version included.
+    supported: Mapping[str, Range]
+    image: MetadataImage = EMPTY_IMAGE
+    catalog: Catalog = msgspec.field(default_factory=default_catalog)
+    config: ControllerConfig = ControllerConfig()
+    #: `controller.quorum.voters` ids; empty for a dynamic quorum.
+    static_voters: tuple[int, ...] = ()
+    #: The offset the next appended record will get.
+    next_write_offset: int = 0
+    #: The raft layer's finalized kraft.version.
+    kraft_version: int = 0
+    #: Virtual time, milliseconds.
+    now_ms: int = 0
+
+    @property
+    def metadata_version(self) -> int | None:
+        return self.image.metadata_version
+
+    def has_policy(self, name: str) -> bool:
+        return name in self.config.policies

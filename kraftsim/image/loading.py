@@ -1,0 +1,226 @@
+"""Loading files into images: a log directory, a segment, a snapshot or a bootstrap file.
+
+`load_path` is what `kraftsim replay`, the verifiers and the pipeline use. A log directory
+is loaded as a Kafka node loads it at start-up — the chosen snapshot through
+`MetadataLoader.handle_load_snapshot`, then the log's batches after it through
+`handle_commit` — so transactions, snapshot replacement and provenance behave exactly as
+they do inside a node. Everything is opened read-only.
+
+Offsets follow Kafka's snapshot ids: `upto_offset=O` gives the state after every record
+below O (the image a snapshot with end offset O holds). Everything on disk counts as
+committed: the high watermark is taken to be the end of what is loaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterator, Literal
+
+import msgspec
+
+from kraftsim.errors import KraftsimError
+from kraftsim.image.image import MetadataImage
+from kraftsim.image.loader import (
+    AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, Publisher, raise_fault,
+)
+from kraftsim.image.writer import registry_for
+from kraftsim.protocol.registry import Registry
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
+from kraftsim.storage.bootstrap import read_bootstrap
+from kraftsim.storage.fileio import read_file
+from kraftsim.storage.log import MetadataLog
+from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
+from kraftsim.storage.recovery import RecoveryAction
+from kraftsim.storage.snapshot import read_snapshot
+from kraftsim.storage.view import metadata_dir_of
+from kraftsim.versions import Catalog, default_catalog
+
+#: (bytes done, bytes in total) — called after each batch of a long load.
+Progress = Callable[[int, int], None]
+#: Which snapshot a directory load starts from: the newest usable one, none (the whole log), or this one.
+SnapshotChoice = Literal["latest", "none"] | SnapshotId
+
+
+class LoadResult(msgspec.Struct, kw_only=True):
+    """An image and what was read to build it."""
+
+    path: str
+    kind: PathKind
+    image: MetadataImage
+    loader: MetadataLoader
+    #: The snapshot the load started from (None: none; BOOTSTRAP_SNAPSHOT_ID for a bootstrap file).
+    snapshot_id: SnapshotId | None
+    #: First log offset replayed after the snapshot (= the snapshot's end offset, or the log start).
+    log_start: int
+    #: One past the last offset the image contains.
+    end_offset: int
+    #: One past the last offset on disk (beyond `end_offset` when `upto_offset` stopped early).
+    disk_end_offset: int
+    records: int = 0
+    batches: int = 0
+    bytes: int = 0
+    recovery: list[RecoveryAction] = []
+    gaps: list[tuple[int, int]] = []
+
+    @property
+    def faults(self) -> list[LoaderFault]:
+        return self.loader.faults
+
+
+def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: int | None = None,
+              snapshot: SnapshotChoice = "latest", registry: Registry | None = None,
+              publishers: tuple[Publisher, ...] = (), batches_per_commit: int = 1,
+              abort_handling: AbortHandling = AbortHandling.KAFKA, fault_handler: FaultHandler = raise_fault,
+              progress: Progress | None = None) -> LoadResult:
+    """Load a metadata log directory (or the log directory holding one), a `.log` segment,
+    a `.checkpoint` snapshot or a `bootstrap.checkpoint` into an image.
+
+    `batches_per_commit` groups the log's batches into commits of that many batches (Kafka
+    hands the loader whatever one read returned; only publish points depend on it).
+    """
+    p = Path(path)
+    catalog = catalog if catalog is not None else default_catalog()
+    registry = registry or registry_for(catalog)
+    kind = classify_path(p)
+    loader = MetadataLoader(catalog, abort_handling=abort_handling, fault_handler=fault_handler)
+    loader.install_publishers(*publishers)
+    if kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
+        return _load_directory(p, kind, loader, registry, upto_offset, snapshot, batches_per_commit, progress)
+    if kind is PathKind.SNAPSHOT:
+        return _load_snapshot_file(p, loader, registry, upto_offset)
+    if kind is PathKind.BOOTSTRAP:
+        boot = read_bootstrap(p, registry)
+        loader.set_high_watermark(0)
+        image = loader.handle_load_snapshot(boot.records, end_offset=0, epoch=0, last_contained_log_timestamp=0)
+        return LoadResult(path=str(p), kind=kind, image=image, loader=loader, snapshot_id=BOOTSTRAP_SNAPSHOT_ID,
+                          log_start=0, end_offset=0, disk_end_offset=0, records=len(boot.records))
+    if kind is PathKind.SEGMENT:
+        data = read_file(p)
+        batches = list(iter_file_batches(str(p), data))
+        start = batches[0].batch.base_offset if batches else 0
+        result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=None,
+                            log_start=start, end_offset=start, disk_end_offset=batches[-1].batch.next_offset if batches else start)
+        return _replay_batches(result, iter(batches), registry, upto_offset, batches_per_commit, progress, len(data))
+    raise KraftsimError(f"{p}: not a metadata log directory, segment, snapshot or bootstrap file ({kind.value})")
+
+
+def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upto_offset: int | None) -> LoadResult:
+    snap = read_snapshot(p, registry)
+    sid = snap.snapshot_id
+    if sid is None:
+        raise KraftsimError(f"{p}: a snapshot file's name must be <end offset>-<epoch>.checkpoint")
+    if upto_offset is not None and upto_offset != sid.end_offset:
+        raise KraftsimError(f"{p}: a snapshot holds the state at offset {sid.end_offset} only, not {upto_offset}")
+    loader.set_high_watermark(sid.end_offset)
+    entries = list(snap.data_entries())
+    image = loader.handle_load_snapshot(entries, end_offset=sid.end_offset, epoch=sid.epoch,
+                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
+    return LoadResult(path=str(p), kind=PathKind.SNAPSHOT, image=image, loader=loader, snapshot_id=sid,
+                      log_start=sid.end_offset, end_offset=sid.end_offset, disk_end_offset=sid.end_offset,
+                      records=len(entries), batches=len(snap.batches), bytes=snap.size_in_bytes)
+
+
+def _pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice) -> SnapshotId | None:
+    ids = log.snapshot_ids()
+    if choice == "none":
+        if log.log_start_offset > 0:
+            raise KraftsimError(f"{directory}: the log starts at offset {log.log_start_offset}; the records "
+                                "below it exist only in snapshots, so the whole log cannot be replayed")
+        return None
+    if choice == "latest":
+        usable = [s for s in ids if upto is None or s.end_offset <= upto]
+        if usable:
+            return usable[-1]
+        if log.log_start_offset > 0:
+            raise KraftsimError(f"{directory}: no snapshot at or below offset {upto} and the log starts at "
+                                f"{log.log_start_offset}: the state at {upto} cannot be rebuilt")
+        return None
+    if choice not in ids:
+        raise KraftsimError(f"{directory}: no snapshot {snapshot_file_name(choice)}")
+    if upto is not None and choice.end_offset > upto:
+        raise KraftsimError(f"{directory}: snapshot {snapshot_file_name(choice)} lies beyond offset {upto}")
+    return choice
+
+
+def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: Registry, upto: int | None,
+                    choice: SnapshotChoice, per_commit: int, progress: Progress | None) -> LoadResult:
+    directory = metadata_dir_of(p)
+    with MetadataLog.open(directory, read_only=True) as log:
+        sid = _pick_snapshot(log, directory, upto, choice)
+        ids = log.snapshot_ids()
+        disk_end = max(log.log_end_offset, ids[-1].end_offset if ids else 0)
+        if upto is not None and upto > disk_end:
+            raise KraftsimError(f"{directory}: offset {upto} is beyond the end of the log ({disk_end})")
+        if upto is not None and sid is None and upto > log.log_end_offset:
+            raise KraftsimError(f"{directory}: the log's records end at offset {log.log_end_offset}; the state "
+                                f"at {upto} exists only in a snapshot")
+        records = 0
+        if sid is not None:
+            snap = read_snapshot(directory / snapshot_file_name(sid), registry)
+            entries = list(snap.data_entries())
+            records = len(entries)
+            loader.set_high_watermark(upto if upto is not None else disk_end)
+            loader.handle_load_snapshot(entries, end_offset=sid.end_offset, epoch=sid.epoch,
+                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
+        else:
+            loader.set_high_watermark(upto if upto is not None else disk_end)
+        start = sid.end_offset if sid is not None else log.log_start_offset
+        result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=sid,
+                            log_start=start, end_offset=start, disk_end_offset=disk_end, records=records,
+                            recovery=list(log.recovery), gaps=_gaps(log, start))
+        total = max(1, log.size_in_bytes())
+        return _replay_batches(result, log.batches(start) if start < log.log_end_offset else iter(()), registry,
+                               upto, per_commit, progress, total)
+
+
+def _gaps(log: MetadataLog, start: int) -> list[tuple[int, int]]:
+    gaps, expected = [], start
+    for _, e in log.index_entries():
+        if e.next_offset <= expected:
+            continue
+        if e.base_offset > expected:
+            gaps.append((expected, e.base_offset))
+        expected = e.next_offset
+    return gaps
+
+
+def _replay_batches(result: LoadResult, batches: Iterator[FileBatch], registry: Registry, upto: int | None,
+                    per_commit: int, progress: Progress | None, total_bytes: int) -> LoadResult:
+    loader = result.loader
+    if upto is None and result.kind is PathKind.SEGMENT:
+        loader.set_high_watermark(result.disk_end_offset)
+    elif upto is not None and loader.high_watermark is None:
+        loader.set_high_watermark(upto)
+    commit: list[CommittedBatch] = []
+    done = 0
+    aligned = True
+    for fb in batches:
+        b = fb.batch
+        if b.next_offset <= result.end_offset:
+            continue  # wholly before the start (the snapshot already holds it)
+        if upto is not None and b.base_offset >= upto:
+            break
+        entries = [e for e in decode_file_batch(fb, registry) if e.offset >= result.end_offset]
+        last = b.last_offset
+        if upto is not None and last >= upto:
+            entries = [e for e in entries if e.offset < upto]
+            last, aligned = upto - 1, False
+        commit.append(CommittedBatch(b.base_offset, last, b.partition_leader_epoch, b.max_timestamp, b.size, entries))
+        result.records += len(entries)
+        result.batches += 1
+        result.bytes += b.size
+        result.end_offset = last + 1
+        if len(commit) >= per_commit or not aligned:
+            loader.handle_commit(commit, aligned=aligned)
+            commit = []
+        if progress is not None and result.bytes - done >= 1 << 20:
+            done = result.bytes
+            progress(done, total_bytes)
+        if not aligned:
+            break
+    if commit:
+        loader.handle_commit(commit)
+    if progress is not None:
+        progress(result.bytes, total_bytes)
+    result.image = loader.image
+    return result
