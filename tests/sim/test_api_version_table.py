@@ -1,0 +1,111 @@
+"""The shipped API version table: what each release's broker and controller listeners serve.
+
+The spot values are what real nodes answered (published kafka-broker-api-versions
+outputs; see the header of kraftsim/sim/data/api_versions.toml), so a wrong edit of the
+table fails here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftsim.errors import KraftsimError
+from kraftsim.sim.api_versions import ROLES, ApiVersionTable, NoApiVersionData, api_version_table
+from kraftsim.versions import default_catalog
+
+TABLE = api_version_table()
+CATALOG = default_catalog()
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3, 8, 9
+CONTROLLED_SHUTDOWN, JOIN_GROUP, API_VERSIONS, UPDATE_FEATURES = 7, 11, 18, 57
+BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION = 62, 63, 70
+TELEMETRY = (71, 72)
+
+
+def test_every_catalog_release_has_data_and_nothing_else():
+    assert TABLE.releases == tuple(r.name for r in CATALOG.releases)
+
+
+@pytest.mark.parametrize(
+    "release, role, key, expected",
+    [
+        # a 3.3 controller listener (Confluent Platform 7.3)
+        ("3.3", "controller", FETCH, (0, 13)),
+        ("3.3", "controller", CONTROLLED_SHUTDOWN, (0, 3)),
+        ("3.3", "controller", API_VERSIONS, (0, 3)),
+        # complete outputs of 3.7, 3.9 and 4.0 brokers
+        ("3.7", "broker", PRODUCE, (0, 10)),
+        ("3.7", "broker", FETCH, (0, 16)),
+        ("3.7", "broker", OFFSET_COMMIT, (0, 9)),
+        ("3.9", "broker", LIST_OFFSETS, (0, 9)),
+        ("3.9", "broker", API_VERSIONS, (0, 4)),
+        ("4.0", "broker", PRODUCE, (0, 12)),  # KAFKA-18659: still advertised from 0
+        ("4.0", "broker", FETCH, (4, 17)),  # KIP-896 minimums
+        ("4.0", "broker", OFFSET_FETCH, (1, 9)),
+        ("4.0", "broker", JOIN_GROUP, (2, 9)),
+        ("4.0", "broker", UPDATE_FEATURES, (0, 2)),
+        # 4.1 and 4.2 brokers
+        ("4.1", "broker", PRODUCE, (0, 13)),
+        ("4.1", "broker", FETCH, (4, 18)),
+        ("4.1", "broker", JOIN_GROUP, (0, 9)),  # KAFKA-19444: v0 and v1 back
+        ("4.2", "broker", LIST_OFFSETS, (1, 11)),
+        ("4.2", "broker", OFFSET_COMMIT, (2, 10)),
+    ],
+)
+def test_ranges_real_nodes_advertised(release, role, key, expected):
+    assert TABLE.ranges(release, role)[key] == expected
+
+
+def test_apiversions_v4_arrives_with_3_9():
+    maxima = {r: TABLE.ranges(r, "broker")[API_VERSIONS][1] for r in TABLE.releases}
+    assert {r for r, m in maxima.items() if m == 4} == {"3.9", "4.0", "4.1", "4.2"}
+    assert {r for r, m in maxima.items() if m == 3} == {"3.3", "3.4", "3.5", "3.6", "3.7", "3.8"}
+
+
+def test_listener_split():
+    for release in TABLE.releases:
+        broker, controller = TABLE.ranges(release, "broker"), TABLE.ranges(release, "controller")
+        assert BROKER_REGISTRATION not in broker and BROKER_REGISTRATION in controller
+        assert BROKER_HEARTBEAT not in broker and BROKER_HEARTBEAT in controller
+        assert PRODUCE in broker and PRODUCE not in controller
+        assert METADATA in broker and METADATA not in controller
+    assert CONTROLLER_REGISTRATION not in TABLE.ranges("3.6", "controller")
+    assert CONTROLLER_REGISTRATION in TABLE.ranges("3.7", "controller")  # KIP-919
+    assert CONTROLLED_SHUTDOWN in TABLE.ranges("3.9", "controller")
+    assert CONTROLLED_SHUTDOWN not in TABLE.ranges("4.0", "controller")  # ZooKeeper-era api gone
+
+
+def test_no_maximum_ever_goes_down_from_one_release_to_the_next():
+    releases = TABLE.releases
+    for role in ROLES:
+        for older, newer in zip(releases, releases[1:]):
+            a, b = TABLE.ranges(older, role, TELEMETRY), TABLE.ranges(newer, role, TELEMETRY)
+            for key in a.keys() & b.keys():
+                assert b[key][1] >= a[key][1], (role, older, newer, TABLE.api_name(key))
+
+
+def test_gated_keys_only_when_enabled():
+    assert not set(TELEMETRY) & set(TABLE.ranges("3.7", "broker"))
+    assert TABLE.ranges("3.7", "broker", enabled=TELEMETRY)[71] == (0, 0)
+    assert 71 not in TABLE.ranges("3.6", "broker", enabled=TELEMETRY)  # KIP-714 is 3.7
+
+
+def test_missing_release_is_named_not_guessed():
+    with pytest.raises(NoApiVersionData, match=r"^no API version data for release 5\.0 "):
+        TABLE.ranges("5.0", "broker")
+    partial = ApiVersionTable.from_text(
+        '[api_names]\n18 = "ApiVersions"\n[[releases]]\nname = "3.9"\n'
+        "[releases.broker]\n18 = [0, 4]\n[releases.controller]\n18 = [0, 4]\n"
+    )
+    with pytest.raises(NoApiVersionData, match="no API version data for release 3.8 .*has: 3.9"):
+        partial.ranges("3.8", "controller")
+
+
+def test_bad_table_and_role_get_clear_errors():
+    with pytest.raises(KraftsimError, match=r"x\.toml: release 3\.9 broker: bad range \[4, 0\] for api key 18"):
+        ApiVersionTable.from_text(
+            '[api_names]\n18 = "ApiVersions"\n[[releases]]\nname = "3.9"\n'
+            "[releases.broker]\n18 = [4, 0]\n[releases.controller]\n", "x.toml")
+    with pytest.raises(KraftsimError, match="malformed"):
+        ApiVersionTable.from_text('[[releases]]\nname = "3.9"\n', "y.toml")
+    with pytest.raises(KraftsimError, match="unknown node role 'combined'"):
+        TABLE.ranges("3.9", "combined")
