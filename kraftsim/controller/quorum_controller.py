@@ -1,0 +1,294 @@
+"""QuorumController: the active controller of a simulated quorum, committing to a real log.
+
+It decides nothing itself. Every operation is a rule, `rule(ctx) -> ControllerResult`,
+run against a fresh ControllerContext; on success the records are appended to the
+metadata log (Kafka's bytes: an atomic result is one batch, a non-atomic one is split
+only where a batch would pass Kafka's 8 MiB limit), then replayed into the controller's
+state. The state is whatever replaying the log gives, exactly as a standby controller
+would rebuild it, so a controller reopened on the same log has the same image.
+
+Replay follows the metadata transaction markers the way Kafka's loader does: records
+between BeginTransactionRecord and EndTransactionRecord are held back and applied
+together at the end; an AbortTransactionRecord drops them; a transaction the log leaves
+open is in flight (its start offset is what activation needs).
+
+Time comes from an injected clock (milliseconds), so runs are deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from kraftsim.controller import activation
+from kraftsim.controller.api_errors import ApiError
+from kraftsim.controller.context import ControllerConfig, ControllerContext, Range
+from kraftsim.controller.features import (
+    KRaftUpgrade, UpdateFeaturesRequest, update_features, voters_support_kraft_upgrade,
+)
+from kraftsim.controller.result import ControllerResult, refused
+from kraftsim.errors import KraftsimError
+from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
+from kraftsim.image.delta import TRANSACTION_RECORDS
+from kraftsim.protocol.entries import Payload, encode_control_batch
+from kraftsim.protocol.registry import Registry, load_registry
+from kraftsim.storage import (
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge, read_snapshot,
+)
+from kraftsim.storage.batchfile import decode_file_batch
+from kraftsim.storage.snapshot import snapshot_path
+from kraftsim.versions import Catalog, default_catalog
+
+Rule = Callable[[ControllerContext], ControllerResult]
+Clock = Callable[[], int]
+
+
+class ControllerNotActive(KraftsimError):
+    """An operation was asked of a controller that has not been activated."""
+
+
+class ReplayState:
+    """What replaying a metadata log gives: the committed image, the in-flight transaction
+    (start offset and held-back records) and the kraft.version the control records set."""
+
+    def __init__(self, catalog: Catalog, image: MetadataImage = EMPTY_IMAGE, kraft_version: int = 0):
+        self.catalog = catalog
+        self.image = image
+        self.kraft_version = kraft_version
+        self.transaction_start_offset: int | None = None
+        self._pending: list[Any] = []
+
+    def replay_batch(self, records: Sequence[Any], *, base_offset: int, epoch: int, timestamp: int,
+                     control: bool = False) -> None:
+        """Replay one batch's records (LogEntry or Payload), in order."""
+        if not records:
+            return
+        if control:
+            for r in records:
+                if r.record_type.name == "KRaftVersionRecord":
+                    self.kraft_version = r.message.k_raft_version
+            return
+        delta = MetadataDelta(self.image, self.catalog)
+        for i, r in enumerate(records):
+            name = r.record_type.name
+            if name in TRANSACTION_RECORDS:
+                self._marker(name, base_offset + i, delta)
+            elif self.transaction_start_offset is not None:
+                self._pending.append(r)
+            else:
+                delta.replay(r)
+        last = base_offset + len(records) - 1
+        provenance = self.image.provenance
+        if self.transaction_start_offset is None:
+            provenance = MetadataProvenance(last, epoch, timestamp, True)
+        self.image = delta.apply(provenance)
+
+    def _marker(self, name: str, offset: int, delta: MetadataDelta) -> None:
+        if name == "BeginTransactionRecord":
+            if self.transaction_start_offset is not None:
+                raise KraftsimError(f"BeginTransactionRecord at offset {offset} while the transaction begun at "
+                                    f"offset {self.transaction_start_offset} is still in progress")
+            self.transaction_start_offset = offset
+            return
+        if self.transaction_start_offset is None:
+            raise KraftsimError(f"{name} at offset {offset} without a transaction in progress")
+        if name == "EndTransactionRecord":
+            delta.replay_all(self._pending)
+        self._pending = []
+        self.transaction_start_offset = None
+
+    def replay_log(self, log: MetadataLog, registry: Registry | None = None) -> "ReplayState":
+        """Load the newest snapshot at or above the log start (if any), then every batch after it."""
+        start = log.log_start_offset
+        snapshots = [s for s in log.snapshot_ids() if s.end_offset >= start and s.end_offset > 0]
+        if snapshots:
+            sid = snapshots[-1]
+            snap = read_snapshot(snapshot_path(log.directory, sid), registry)
+            delta = MetadataDelta(self.image, self.catalog)
+            for e in snap.entries():
+                if not e.control:
+                    delta.replay(e)
+                elif e.record_type.name == "KRaftVersionRecord":
+                    self.kraft_version = e.message.k_raft_version
+            delta.finish_snapshot()
+            self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
+                                                        snap.last_contained_log_timestamp, True))
+            start = sid.end_offset
+        for fb in log.batches(start):
+            entries = [e for e in decode_file_batch(fb, registry) if e.offset >= start]
+            if entries:
+                b = fb.batch
+                self.replay_batch(entries, base_offset=entries[0].offset, epoch=b.partition_leader_epoch,
+                                  timestamp=b.max_timestamp, control=b.is_control)
+        return self
+
+
+def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Registry | None = None) -> ReplayState:
+    """Replay a whole metadata log from scratch (what a new standby controller does)."""
+    cat = catalog if catalog is not None else default_catalog()
+    return ReplayState(cat).replay_log(log, registry or load_registry(cat.record_schema_dirs))
+
+
+class QuorumController:
+    """The active controller: node id, software (supported ranges), log, epoch, clock, config.
+
+    `catalog` is the release line the controller runs (e.g. `default_catalog().at_release("4.1")`);
+    its advertised ranges are `supported`, by default the line's (with `unstable`, up to
+    the latest testing levels). The existing log is replayed when the controller is made.
+    `raft_upgrade` stands for the raft layer's kraft.version upgrade (default: every voter
+    must support the level); `max_batch_bytes` is Kafka's batch limit unless a test lowers it.
+    """
+
+    def __init__(self, node_id: int, log: MetadataLog, *, clock: Clock, catalog: Catalog | None = None,
+                 supported: Mapping[str, Range] | None = None, unstable: bool = False, epoch: int = 1,
+                 config: ControllerConfig = ControllerConfig(), static_voters: Iterable[int] = (),
+                 kraft_version: int = 0, raft_upgrade: KRaftUpgrade | None = None,
+                 max_batch_bytes: int = MAX_BATCH_SIZE_BYTES):
+        self.node_id = node_id
+        self.log = log
+        self.clock = clock
+        self.catalog = catalog if catalog is not None else default_catalog()
+        self.supported: dict[str, Range] = dict(supported if supported is not None
+                                                else self.catalog.supported_features(unstable))
+        self.config = config
+        self.static_voters = tuple(static_voters)
+        self.registry = load_registry(self.catalog.record_schema_dirs)
+        self.raft_upgrade = raft_upgrade
+        self.max_batch_bytes = max_batch_bytes
+        self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)
+        last_epoch = max((e.epoch for e in log.leader_epochs()), default=-1)
+        if epoch < last_epoch:
+            raise KraftsimError(f"controller {node_id} cannot lead in epoch {epoch}: the log already holds "
+                                f"epoch {last_epoch}")
+        self.epoch = epoch
+        self.active = False
+        self.last_noop_ms = 0
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def image(self) -> MetadataImage:
+        return self.state.image
+
+    @property
+    def kraft_version(self) -> int:
+        return self.state.kraft_version
+
+    @property
+    def transaction_start_offset(self) -> int | None:
+        return self.state.transaction_start_offset
+
+    def context(self) -> ControllerContext:
+        """The context a rule decides against now."""
+        return ControllerContext(
+            node_id=self.node_id, supported=self.supported, image=self.state.image, catalog=self.catalog,
+            config=self.config, static_voters=self.static_voters, next_write_offset=self.log.log_end_offset,
+            kraft_version=self.state.kraft_version, now_ms=self.clock())
+
+    # ------------------------------------------------------------------ leadership
+
+    def write_leader_change(self, voters: Iterable[int] | None = None) -> None:
+        """The LeaderChangeMessage raft writes at the start of an epoch (control batch), so a
+        simulated log begins as Kafka's do. Voters default to the static voters, else this node."""
+        ids = sorted(voters if voters is not None else (self.static_voters or (self.node_id,)))
+        voter = self.registry["LeaderChangeMessage"].nested["Voter"]
+        self._append_control("LeaderChangeMessage", version=0, leader_id=self.node_id,
+                             voters=[voter(voter_id=i) for i in ids], granting_voters=[voter(voter_id=i) for i in ids])
+
+    def _append_control(self, record_type: str, **fields: Any) -> None:
+        """One control batch of one record, as raft writes it."""
+        rt = self.registry[record_type]
+        payload = Payload(rt, 0, rt.new(**fields))
+        base, now = self.log.log_end_offset, self.clock()
+        self.log.append(encode_control_batch(base, [payload], epoch=self.epoch, timestamp=now))
+        self.state.replay_batch([payload], base_offset=base, epoch=self.epoch, timestamp=now, control=True)
+
+    def activate(self, bootstrap: BootstrapMetadata | None = None) -> ControllerResult:
+        """Become active: write the activation records for what the replayed log left.
+
+        Without a bootstrap, an empty log is bootstrapped at the line's latest production
+        metadata.version. Raises ActivationError where Kafka cannot continue.
+        """
+        boot = bootstrap if bootstrap is not None else activation.default_bootstrap(self.catalog)
+        ctx = self.context()
+        result = activation.activation_records(ctx, boot, self.state.transaction_start_offset)
+        self._commit(result, ctx.now_ms)
+        self.active = True
+        self.last_noop_ms = ctx.now_ms
+        return result
+
+    # ------------------------------------------------------------------ operations
+
+    def execute(self, rule: Rule) -> ControllerResult:
+        """Run a rule against the current state and commit what it decides."""
+        return self._execute(rule)
+
+    def _execute(self, rule: Rule, before_commit: Callable[[], None] | None = None) -> ControllerResult:
+        if not self.active:
+            raise ControllerNotActive(f"controller {self.node_id} is not active: call activate() first")
+        ctx = self.context()
+        result = rule(ctx)
+        if result.ok:
+            if before_commit is not None:
+                before_commit()
+            try:
+                self._commit(result, ctx.now_ms)
+            except RecordBatchTooLarge as e:
+                return refused(ApiError("RECORD_LIST_TOO_LARGE", str(e)))
+        return result
+
+    def update_features(self, request: UpdateFeaturesRequest) -> ControllerResult:
+        """UpdateFeatures. A kraft.version upgrade that raft accepts is recorded as raft does it:
+        a KRaftVersionRecord control batch ahead of the controller's NoOpRecord (the voter
+        set record Kafka adds for a static quorum is not written), and only when the whole
+        request succeeds."""
+        check = self.raft_upgrade or voters_support_kraft_upgrade
+        upgraded: list[int] = []
+
+        def raft(ctx: ControllerContext, level: int, validate_only: bool) -> None:
+            check(ctx, level, validate_only)
+            if not validate_only and level != ctx.kraft_version:
+                upgraded.append(level)
+
+        def write_kraft_version() -> None:
+            if upgraded:
+                self._append_control("KRaftVersionRecord", version=0, k_raft_version=upgraded[-1])
+
+        return self._execute(lambda ctx: update_features(ctx, request, raft), write_kraft_version)
+
+    def maybe_write_noop(self) -> ControllerResult | None:
+        """Write the periodic NoOpRecord if `metadata.max.idle.interval.ms` has passed."""
+        if not self.active:
+            raise ControllerNotActive(f"controller {self.node_id} is not active: call activate() first")
+        ctx = self.context()
+        result = activation.maybe_noop(ctx, self.last_noop_ms)
+        if result is None:
+            return None
+        self.last_noop_ms = ctx.now_ms
+        self._commit(result, ctx.now_ms)
+        return result
+
+    # ------------------------------------------------------------------ committing
+
+    def _commit(self, result: ControllerResult, now_ms: int) -> None:
+        """Append the records and replay each batch as it lands.
+
+        Atomic: all records in one batch (RecordBatchTooLarge when they do not fit).
+        Non-atomic: record by record into the open batch, a new batch only when the next
+        record would pass Kafka's maximum batch size.
+        """
+        if not result.records:
+            return
+        acc = BatchAccumulator(epoch=self.epoch, clock=lambda: now_ms, base_offset=self.log.log_end_offset,
+                               max_batch_bytes=self.max_batch_bytes)
+        if result.atomic:
+            acc.append(result.records)
+        else:
+            for p in result.records:
+                acc.append([p])
+        position = 0
+        for raw in acc.drain(force=True):
+            entry = self.log.append(raw)
+            count = entry.last_offset - entry.base_offset + 1
+            self.state.replay_batch(result.records[position:position + count], base_offset=entry.base_offset,
+                                    epoch=self.epoch, timestamp=now_ms)
+            position += count
