@@ -1,0 +1,188 @@
+"""Dynamic configuration: Kafka's IncrementalAlterConfigs on the controller.
+
+Each operation (SET, DELETE, APPEND, SUBTRACT) becomes a ConfigRecord when it changes the
+value, and always for BROKER resources (KAFKA-14136: brokers reload on every record).
+The rules a resource is checked against, in Kafka's order: the ELR rules on
+min.insync.replicas, the value size, the resource name, then its existence. With ELR on,
+a change to min.insync.replicas also clears the ELRs it may invalidate (ClearElrRecord).
+Config names and values are not checked against Kafka's config definitions.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from functools import cache
+from importlib import resources
+
+import msgspec
+
+from kraftsim.controller.api_errors import NONE, ApiError
+from kraftsim.controller.context import ControllerContext
+from kraftsim.controller.replication import (
+    MIN_INSYNC_REPLICAS,
+    NO_METADATA_VERSION,
+    elr_enabled,
+    metadata_version_of,
+    payload,
+    registry_of,
+    topic_name_error,
+)
+from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.image.configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
+from kraftsim.protocol.entries import Payload
+
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+_OP_NAMES = {OP_SET: "SET", OP_DELETE: "DELETE", OP_APPEND: "APPEND", OP_SUBTRACT: "SUBTRACT"}
+#: Kafka's ConfigResource.Type names, by id.
+RESOURCE_TYPE_NAMES = {0: "UNKNOWN", TOPIC: "TOPIC", BROKER: "BROKER", BROKER_LOGGER: "BROKER_LOGGER",
+                       CLIENT_METRICS: "CLIENT_METRICS", GROUP: "GROUP"}
+MAX_VALUE_LENGTH = 32767  # Short.MAX_VALUE
+
+
+@cache
+def list_keys() -> dict[str, dict[str, str]]:
+    """LIST-typed config keys by resource type name, with their defaults (data/configs.toml)."""
+    text = resources.files("kraftsim.controller").joinpath("data/configs.toml").read_text("utf-8")
+    return tomllib.loads(text)["list_keys"]
+
+
+class AlterableConfig(msgspec.Struct, frozen=True):
+    name: str
+    config_operation: int = OP_SET
+    value: str | None = None
+
+
+class AlterConfigsResource(msgspec.Struct, frozen=True):
+    resource_type: int
+    resource_name: str
+    configs: tuple[AlterableConfig, ...]
+
+
+class IncrementalAlterConfigsRequest(msgspec.Struct, frozen=True):
+    resources: tuple[AlterConfigsResource, ...]
+    validate_only: bool = False
+
+
+class AlterConfigsResourceResponse(msgspec.Struct, frozen=True):
+    resource_type: int
+    resource_name: str
+    error_code: int = 0
+    error_message: str | None = None
+
+
+class IncrementalAlterConfigsResponse(msgspec.Struct, frozen=True):
+    responses: tuple[AlterConfigsResourceResponse, ...]
+
+
+def _resource_name_error(ctx: ControllerContext, rtype: int, name: str) -> ApiError:
+    """Kafka's ControllerConfigurationValidator (resource names) and existence checker."""
+    if rtype == TOPIC:
+        if not name:
+            return ApiError("INVALID_REQUEST", "Default topic resources are not allowed.")
+        text = topic_name_error(name)
+        if text is not None:
+            return ApiError("INVALID_TOPIC_EXCEPTION", text)
+        if ctx.image.topics.get_topic_by_name(name) is None:
+            return ApiError("UNKNOWN_TOPIC_OR_PARTITION", f"The topic '{name}' does not exist.")
+        return NONE
+    if rtype == BROKER:
+        if not name:
+            return NONE  # the cluster-wide default
+        try:
+            node = int(name, 10)
+        except ValueError:
+            return ApiError("INVALID_REQUEST", "Unable to parse broker name as a base 10 number.")
+        if node < 0:
+            return ApiError("INVALID_REQUEST", "Invalid negative broker ID.")
+        known = (ctx.image.cluster.broker(node) is not None or ctx.image.cluster.controller(node) is not None
+                 or node in ctx.static_voters or node == ctx.node_id)
+        if not known:
+            return ApiError("BROKER_ID_NOT_REGISTERED", f"No node with id {node} found.")
+        return NONE
+    if rtype in (CLIENT_METRICS, GROUP):
+        return NONE
+    return ApiError("INVALID_REQUEST", f"Unknown resource type {RESOURCE_TYPE_NAMES.get(rtype, 'UNKNOWN')}")
+
+
+def _new_value(rtype: int, key: str, op: int, current: str | None, value: str | None) -> tuple[str | None, ApiError]:
+    if op == OP_SET:
+        return value, NONE
+    if op == OP_DELETE:
+        return None, NONE
+    if op in (OP_APPEND, OP_SUBTRACT):
+        defaults = list_keys().get(RESOURCE_TYPE_NAMES.get(rtype, ""), {})
+        if key not in defaults:
+            return None, ApiError("INVALID_CONFIG", f"Can't {_OP_NAMES[op]} to key {key} because its type is not LIST.")
+        base = current if current is not None else defaults[key]
+        parts = [p for p in base.split(",") if p]
+        for v in (value or "").split(","):
+            if op == OP_APPEND and v not in parts:
+                parts.append(v)
+            elif op == OP_SUBTRACT and v in parts:
+                parts.remove(v)
+        return ",".join(parts), NONE
+    return None, ApiError("INVALID_REQUEST", f"Unknown alter config operation {op}")
+
+
+def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, configs: tuple[AlterableConfig, ...],
+                           *, newly_created: bool = False) -> tuple[list[Payload], ApiError]:
+    """The ConfigRecords of one resource's changes, or the error that refuses them all."""
+    mv = metadata_version_of(ctx)
+    reg = registry_of(ctx)
+    current = ctx.image.configs.config(rtype, name)
+    records: list[Payload] = []
+    changed: list[tuple[str, str | None]] = []
+    for c in configs:
+        old = current.get(c.name)
+        new, err = _new_value(rtype, c.name, c.config_operation, old, c.value)
+        if not err.ok:
+            return [], err
+        if new != old or rtype == BROKER:
+            changed.append((c.name, new))
+    elr = mv is not None and elr_enabled(ctx, mv)
+    for key, value in changed:
+        if elr and key == MIN_INSYNC_REPLICAS and rtype == BROKER and name:
+            return [], ApiError("INVALID_CONFIG", f"Broker-level {MIN_INSYNC_REPLICAS} cannot be altered while ELR "
+                                                  "is enabled.")
+        if elr and key == MIN_INSYNC_REPLICAS and rtype == BROKER and not name and value is None:
+            return [], ApiError("INVALID_CONFIG", f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR "
+                                                  "is enabled.")
+        if value is not None and len(value) > MAX_VALUE_LENGTH:
+            return [], ApiError("INVALID_CONFIG", "The configuration value cannot be added because it exceeds the "
+                                                  f"maximum value size of {MAX_VALUE_LENGTH} bytes.")
+    err = _resource_name_error(ctx, rtype, name)
+    if not err.ok and not (newly_created and err.name == "UNKNOWN_TOPIC_OR_PARTITION"):
+        return [], err
+    for key, value in changed:
+        records.append(payload(reg, "ConfigRecord", 0, resource_type=rtype, resource_name=name, name=key, value=value))
+    return records, NONE
+
+
+def clear_elr_records(ctx: ControllerContext, config_records: list[Payload]) -> list[Payload]:
+    """Kafka's createClearElrRecordsAsNeeded: with ELR on, every change of
+    min.insync.replicas clears the ELRs of that topic (or of every topic)."""
+    mv = metadata_version_of(ctx)
+    if mv is None or not elr_enabled(ctx, mv):
+        return []
+    reg = registry_of(ctx)
+    out = []
+    for r in config_records:
+        m = r.message
+        if r.record_type.name == "ConfigRecord" and m.name == MIN_INSYNC_REPLICAS:
+            out.append(payload(reg, "ClearElrRecord", 0, topic_name=m.resource_name if m.resource_type == TOPIC else ""))
+    return out
+
+
+def incremental_alter_configs(ctx: ControllerContext, req: IncrementalAlterConfigsRequest) -> ControllerResult:
+    """Kafka's IncrementalAlterConfigs on the controller: per-resource results, all records
+    (ConfigRecords, then any ClearElrRecords) committed atomically; none when validate_only."""
+    if metadata_version_of(ctx) is None:
+        return refused(NO_METADATA_VERSION)
+    records: list[Payload] = []
+    out = []
+    for res in req.resources:
+        recs, err = alter_resource_records(ctx, res.resource_type, res.resource_name, res.configs)
+        records += recs
+        out.append(AlterConfigsResourceResponse(res.resource_type, res.resource_name, err.code, err.message))
+    records += clear_elr_records(ctx, records)
+    return accepted([] if req.validate_only else records, IncrementalAlterConfigsResponse(tuple(out)))
