@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from kraftsim.controller import activation
+from kraftsim.controller import (
+    acls, activation, client_quotas, cluster_control, configs, delegation_tokens, producer_ids, replication, scram,
+)
 from kraftsim.controller.api_errors import ApiError
+from kraftsim.controller.cluster_control import BrokerHeartbeats
 from kraftsim.controller.context import ControllerConfig, ControllerContext, Range
 from kraftsim.controller.features import (
     KRaftUpgrade, UpdateFeaturesRequest, update_features, voters_support_kraft_upgrade,
@@ -142,7 +145,8 @@ class QuorumController:
                  supported: Mapping[str, Range] | None = None, unstable: bool = False, epoch: int = 1,
                  config: ControllerConfig = ControllerConfig(), static_voters: Iterable[int] = (),
                  kraft_version: int = 0, raft_upgrade: KRaftUpgrade | None = None,
-                 max_batch_bytes: int = MAX_BATCH_SIZE_BYTES):
+                 max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
+                 token_settings: delegation_tokens.DelegationTokenSettings = delegation_tokens.DelegationTokenSettings()):
         self.node_id = node_id
         self.log = log
         self.clock = clock
@@ -160,8 +164,11 @@ class QuorumController:
             raise KraftsimError(f"controller {node_id} cannot lead in epoch {epoch}: the log already holds "
                                 f"epoch {last_epoch}")
         self.epoch = epoch
+        self.token_settings = token_settings
         self.active = False
         self.last_noop_ms = 0
+        #: Soft state about brokers' sessions, rebuilt from the image on activation (as Kafka does).
+        self.heartbeats = BrokerHeartbeats(config.broker_session_timeout_ms)
 
     # ------------------------------------------------------------------ state
 
@@ -214,6 +221,7 @@ class QuorumController:
         self._commit(result, ctx.now_ms)
         self.active = True
         self.last_noop_ms = ctx.now_ms
+        self.heartbeats = BrokerHeartbeats.from_image(self.image, ctx.now_ms, self.config.broker_session_timeout_ms)
         return result
 
     # ------------------------------------------------------------------ operations
@@ -254,6 +262,64 @@ class QuorumController:
                 self._append_control("KRaftVersionRecord", version=0, k_raft_version=upgraded[-1])
 
         return self._execute(lambda ctx: update_features(ctx, request, raft), write_kraft_version)
+
+    # Cluster control (kraftsim.controller.cluster_control); these use the heartbeat soft state.
+
+    def register_broker(self, request: cluster_control.BrokerRegistrationRequest) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.register_broker(ctx, request, self.heartbeats))
+
+    def register_controller(self, request: cluster_control.ControllerRegistrationRequest) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.register_controller(ctx, request))
+
+    def broker_heartbeat(self, request: cluster_control.BrokerHeartbeatRequest) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.broker_heartbeat(ctx, request, self.heartbeats))
+
+    def unregister_broker(self, broker_id: int) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.unregister_broker(ctx, broker_id, self.heartbeats))
+
+    def expire_sessions(self) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.expire_sessions(ctx, self.heartbeats))
+
+    # Topics, partitions and the smaller families.
+
+    def create_topics(self, request: replication.CreateTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: replication.create_topics(ctx, request))
+
+    def delete_topics(self, request: replication.DeleteTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: replication.delete_topics(ctx, request))
+
+    def alter_partition(self, request: replication.AlterPartitionRequest) -> ControllerResult:
+        return self.execute(lambda ctx: replication.alter_partition(ctx, request))
+
+    def elect_leaders(self, request: replication.ElectLeadersRequest) -> ControllerResult:
+        return self.execute(lambda ctx: replication.elect_leaders(ctx, request))
+
+    def incremental_alter_configs(self, request: configs.IncrementalAlterConfigsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: configs.incremental_alter_configs(ctx, request))
+
+    def alter_client_quotas(self, request: client_quotas.AlterClientQuotasRequest) -> ControllerResult:
+        return self.execute(lambda ctx: client_quotas.alter_client_quotas(ctx, request))
+
+    def allocate_producer_ids(self, request: producer_ids.AllocateProducerIdsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: producer_ids.allocate_producer_ids(ctx, request))
+
+    def create_acls(self, request: acls.CreateAclsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: acls.create_acls(ctx, request))
+
+    def delete_acls(self, request: acls.DeleteAclsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: acls.delete_acls(ctx, request))
+
+    def alter_user_scram_credentials(self, request: scram.AlterUserScramCredentialsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: scram.alter_user_scram_credentials(ctx, request))
+
+    def create_delegation_token(self, request: delegation_tokens.CreateDelegationTokenRequest) -> ControllerResult:
+        return self.execute(lambda ctx: delegation_tokens.create_delegation_token(ctx, request, self.token_settings))
+
+    def renew_delegation_token(self, request: delegation_tokens.RenewDelegationTokenRequest) -> ControllerResult:
+        return self.execute(lambda ctx: delegation_tokens.renew_delegation_token(ctx, request, self.token_settings))
+
+    def expire_delegation_token(self, request: delegation_tokens.ExpireDelegationTokenRequest) -> ControllerResult:
+        return self.execute(lambda ctx: delegation_tokens.expire_delegation_token(ctx, request, self.token_settings))
 
     def maybe_write_noop(self) -> ControllerResult | None:
         """Write the periodic NoOpRecord if `metadata.max.idle.interval.ms` has passed."""
