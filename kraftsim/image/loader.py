@@ -4,15 +4,21 @@ This is the one place where a node turns its metadata log into images, as Kafka'
 MetadataLoader and MetadataBatchLoader do (kafka-facts §6.3):
 
 - Committed batches are replayed into one MetadataDelta, which is applied and published at
-  the end of each commit (the image is then batch aligned).
+  the end of each commit (the image is then batch aligned). Control batches count as
+  batches (they move the offset, epoch and byte count) but hold no metadata records; a
+  KRaftVersionRecord or VotersRecord among them is remembered (`kraft_version`, `voters`).
 - Begin/End/AbortTransactionRecord drive a small state machine. While a transaction is
   open nothing is published; when it ends the whole delta is published; when it is
   aborted an empty delta is published, so only the provenance moves. A Begin in the middle
-  of a delta first publishes what came before it.
+  of a delta first publishes what came before it, at the offset before the Begin, batch
+  aligned when the Begin opens its batch. As in Kafka, that provenance takes the epoch and
+  append time of the Begin's batch.
 - A snapshot load replaces the image (`finish_snapshot`) and drops any open transaction.
-- Publishers hear nothing until the loader has caught up with the high watermark. A
-  publisher installed later first receives the whole current image as a delta from the
+- Publishers hear nothing until the loader has caught up: the high watermark is known,
+  the loaded offset has reached it, and a record has been seen (a non-empty image counts).
+  A publisher installed later first receives the whole current image as a delta from the
   empty image, then every later delta.
+- Errors go to the fault handler with Kafka's texts; the default handler raises.
 
 The derived case of §6.3 (more records after an Abort before the next flush): by default
 the loader does what Kafka's code does — the state moves ABORTED → NO_TRANSACTION and the
@@ -20,6 +26,16 @@ flush publishes the whole delta, the aborted transaction's records included. Tha
 latent bug in Kafka rather than a design, so `AbortHandling.DISCARD` is offered as the
 named alternative: the aborted records are dropped at the Abort itself, so whatever follows
 publishes only its own changes. Both are tested against the same logs.
+
+metadata.version changes: Kafka 4.x replays the FeatureLevelRecord like any other record
+(`MvChangeHandling.KAFKA`, the default). `MvChangeHandling.KIP_778` follows KIP-778: outside
+a transaction, a FeatureLevelRecord that changes metadata.version first publishes what
+came before it (as a Begin does), so the image just before the change is published on its
+own; the delta holding the change is then published with the image rewritten at the new
+metadata.version (mv_change.py) and a `MetadataVersionChange` in its manifest saying what
+the rewrite dropped. The loader's own image is the rewritten one from then on. Inside a
+transaction the change takes effect when the transaction is published, and the state
+before it is the one published at the Begin.
 """
 
 from __future__ import annotations
@@ -29,12 +45,14 @@ import time
 from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.delta import TRANSACTION_RECORDS, MetadataDelta
+from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
+from kraftsim.image.loss import LossReport
+from kraftsim.image.mv_change import MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.provenance import MetadataProvenance
 from kraftsim.image.writer import iter_image_records
 from kraftsim.protocol.entries import LogEntry
-from kraftsim.versions import Catalog, default_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
 
 
 class LoaderFault(KraftsimError):
@@ -61,12 +79,22 @@ class TransactionState(enum.Enum):
     ABORTED = "ABORTED"
 
 
+_OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
+
+
 class AbortHandling(enum.Enum):
     """What happens to an aborted transaction's records when more records follow the Abort
     before the next flush (kafka-facts §6.3, the case marked derived)."""
 
     KAFKA = "kafka"  # publish them with what follows, as Kafka's code does
     DISCARD = "discard"  # drop them at the Abort
+
+
+class MvChangeHandling(enum.Enum):
+    """What the loader does when a FeatureLevelRecord changes metadata.version."""
+
+    KAFKA = "kafka"  # Kafka 4.x: nothing special; published at the normal boundary
+    KIP_778 = "kip-778"  # publish the state before the change, then the image rewritten at the new MV
 
 
 class CommittedBatch(NamedTuple):
@@ -98,6 +126,8 @@ class LogDeltaManifest(NamedTuple):
     num_batches: int
     elapsed_ns: int
     num_bytes: int
+    #: Under MvChangeHandling.KIP_778, the metadata.version change this delta carried out.
+    metadata_version_change: MetadataVersionChange | None = None
 
     kind = "LOG_DELTA"
 
@@ -131,14 +161,18 @@ class MetadataLoader:
 
     def __init__(self, catalog: Catalog | None = None, *, fault_handler: FaultHandler = raise_fault,
                  abort_handling: AbortHandling = AbortHandling.KAFKA,
+                 mv_change: MvChangeHandling = MvChangeHandling.KAFKA,
                  clock_ns: Callable[[], int] = time.perf_counter_ns):
         self.catalog = catalog if catalog is not None else default_catalog()
         self.fault_handler = fault_handler
         self.abort_handling = abort_handling
+        self.mv_change = mv_change
         self.clock_ns = clock_ns
         self.high_watermark: int | None = None
         #: Finalized kraft.version as the last KRaftVersionRecord said (a metric in Kafka).
         self.kraft_version: int | None = None
+        #: The last VotersRecord read from a control batch (what a snapshot header would carry).
+        self.voters: object | None = None
         self.faults: list[LoaderFault] = []
         self.publish_count = 0
         self._image = EMPTY_IMAGE
@@ -166,6 +200,11 @@ class MetadataLoader:
     def last_offset(self) -> int:
         """The last offset replayed, published or not."""
         return self._last_offset
+
+    @property
+    def has_seen_record(self) -> bool:
+        """Kafka's MetadataBatchLoader.hasSeenRecord(): what the catch-up rule asks."""
+        return self._has_seen_record
 
     @property
     def publishers(self) -> list[str]:
@@ -200,7 +239,18 @@ class MetadataLoader:
         Kafka always ends a commit on a batch boundary; `aligned=False` is for a reader that
         stops inside a batch (a snapshot requested at an offset that is not a boundary)."""
         for batch in batches:
-            self._load_batch(batch)
+            self.load_batch(batch)
+        self.flush(aligned=aligned)
+
+    def load_batch(self, batch: CommittedBatch) -> None:
+        """Replay one batch without the end-of-commit flush (Kafka's MetadataBatchLoader.loadBatch).
+
+        Publishes only where a transaction (or, under KIP-778, a metadata.version change)
+        begins in the middle of the accumulated delta."""
+        self._load_batch(batch)
+
+    def flush(self, *, aligned: bool = True) -> None:
+        """Publish what has accumulated unless a transaction is open (Kafka's maybeFlushBatches)."""
         self._flush(aligned=aligned)
 
     def handle_load_snapshot(self, entries: Iterable[LogEntry], *, end_offset: int, epoch: int,
@@ -208,25 +258,26 @@ class MetadataLoader:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
         start = self.clock_ns()
         delta = MetadataDelta(self._image, self.catalog)
+        index = 0
         for entry in entries:
             if entry.control:
                 continue
             try:
                 delta.replay(entry)
             except KraftsimError as e:
-                self._fault(f"Error loading metadata snapshot record from offset {entry.offset}", e)
+                self._fault(f"Error loading metadata log record {index} in snapshot at offset {end_offset - 1}", e)
+            index += 1
         delta.finish_snapshot()
         provenance = MetadataProvenance(end_offset - 1, epoch, last_contained_log_timestamp, True)
         image = delta.apply(provenance)
         self._reset_batch_state(image)
-        self._has_seen_record = self._has_seen_record or not image.is_empty()
         self._publish(delta, image, SnapshotManifest(provenance, self.clock_ns() - start))
         return image
 
     # ------------------------------------------------------------------ the batch loader
 
     def _reset_batch_state(self, image: MetadataImage) -> None:
-        """Start over from `image` (after a snapshot load): no delta, no transaction."""
+        """Start over from `image` (after a publish or a snapshot load): no delta, no transaction."""
         self._image = image
         self._delta: MetadataDelta | None = None
         self._tx = TransactionState.NO_TRANSACTION
@@ -235,91 +286,155 @@ class MetadataLoader:
         self._last_offset = image.provenance.last_contained_offset
         self._last_epoch = image.provenance.last_contained_epoch
         self._last_time = image.provenance.last_contained_log_time_ms
-        self._has_seen_record = getattr(self, "_has_seen_record", False)
+        self._has_seen_record = not image.is_empty()
         self._started_ns: int | None = None
+        self._mv_levels: list[int] = []  # metadata.version levels replayed into the delta, in order
 
     def _delta_now(self) -> MetadataDelta:
         if self._delta is None:
             self._delta = MetadataDelta(self._image, self.catalog)
-            self._started_ns = self.clock_ns()
+            if self._started_ns is None:
+                self._started_ns = self.clock_ns()
         return self._delta
 
     def _load_batch(self, batch: CommittedBatch) -> None:
-        index = 0  # position among the batch's metadata records
+        if self._started_ns is None:
+            self._started_ns = self.clock_ns()
+        prev_epoch, prev_time = self._last_epoch, self._last_time
+        # Kafka takes the epoch and append time at the start of the batch.
+        self._last_epoch, self._last_time = batch.epoch, batch.append_timestamp
+        loaded = 0  # records of this batch replayed so far (a reader may hand over a batch's tail only)
         for entry in batch.entries:
             if entry.control:
-                if entry.record_type.name == "KRaftVersionRecord":
-                    self.kraft_version = entry.message.kraft_version
+                self._read_control(entry)
                 continue
+            index = entry.offset - batch.base_offset  # Kafka's index within the batch
+            mid_delta = loaded > 0 or self._num_batches > 0
+            if self.mv_change is MvChangeHandling.KIP_778 and mid_delta and self._changes_metadata_version(entry):
+                self._split_before_mv_change(index, batch, prev_epoch, prev_time)
             try:
-                self._replay(entry, index, batch)
+                self._replay(entry)
             except KraftsimError as e:
                 self._fault(f"Error loading metadata log record from offset {entry.offset}", e)
+            if self._tx is TransactionState.STARTED and mid_delta:
+                # A transaction begins mid-delta: publish what precedes it, ending just before the Begin.
+                self._apply_and_publish(self._delta_now(), MetadataProvenance(
+                    self._last_offset, batch.epoch, batch.append_timestamp, index == 0))
+                self._tx = TransactionState.STARTED
             self._last_offset = entry.offset
-            self._has_seen_record = True
-            index += 1
+            loaded += 1
         self._last_offset = batch.last_offset
-        self._last_epoch = batch.epoch
-        self._last_time = batch.append_timestamp
         self._num_batches += 1
         self._num_bytes += batch.size_in_bytes
 
-    def _replay(self, entry: LogEntry, index: int, batch: CommittedBatch) -> None:
+    def _read_control(self, entry: LogEntry) -> None:
+        name = entry.record_type.name
+        if name == "KRaftVersionRecord":
+            self.kraft_version = entry.message.k_raft_version
+        elif name == "VotersRecord":
+            self.voters = entry.message
+
+    def _replay(self, entry: LogEntry) -> None:
         name = entry.record_type.name
         tx = self._tx
-        open_tx = tx in (TransactionState.STARTED, TransactionState.CONTINUED)
-        if name in TRANSACTION_RECORDS:
-            if name == "BeginTransactionRecord":
-                if open_tx:
-                    raise KraftsimError("Encountered BeginTransactionRecord while already in a transaction")
-                if self._num_batches > 0 or index > 0:
-                    # Publish what precedes the transaction, ending just before the Begin.
-                    self._apply_and_publish(self._delta_now(), MetadataProvenance(
-                        entry.offset - 1, self._last_epoch if index == 0 else batch.epoch,
-                        self._last_time if index == 0 else batch.append_timestamp, index == 0))
-                self._tx = TransactionState.STARTED
-            elif name == "EndTransactionRecord":
-                if not open_tx:
-                    raise KraftsimError("Encountered EndTransactionRecord without having seen a BeginTransactionRecord")
-                self._tx = TransactionState.ENDED
-            else:
-                if not open_tx:
-                    raise KraftsimError("Encountered AbortTransactionRecord without having seen a BeginTransactionRecord")
-                self._tx = TransactionState.ABORTED
-                if self.abort_handling is AbortHandling.DISCARD:
-                    self._delta = None
-            return
-        if tx is TransactionState.STARTED:
-            self._tx = TransactionState.CONTINUED
-        elif tx in (TransactionState.ENDED, TransactionState.ABORTED):
-            self._tx = TransactionState.NO_TRANSACTION
-        self._delta_now().replay(entry)
+        if name == "BeginTransactionRecord":
+            if tx in _OPEN:
+                raise KraftsimError("Encountered BeginTransactionRecord while already in a transaction")
+            self._tx = TransactionState.STARTED
+        elif name == "EndTransactionRecord":
+            if tx not in _OPEN:
+                raise KraftsimError("Encountered EndTransactionRecord without having seen a BeginTransactionRecord")
+            self._tx = TransactionState.ENDED
+        elif name == "AbortTransactionRecord":
+            if tx not in _OPEN:
+                raise KraftsimError("Encountered AbortTransactionRecord without having seen a BeginTransactionRecord")
+            self._tx = TransactionState.ABORTED
+            if self.abort_handling is AbortHandling.DISCARD:
+                self._delta = None  # the delta began at the Begin: it holds only the transaction
+                self._mv_levels = []
+        else:
+            if tx is TransactionState.STARTED:
+                self._tx = TransactionState.CONTINUED
+            elif tx in (TransactionState.ENDED, TransactionState.ABORTED):
+                self._tx = TransactionState.NO_TRANSACTION
+            self._has_seen_record = True
+            self._delta_now().replay(entry)
+            if name == "FeatureLevelRecord" and entry.message.name == MV_NAME:
+                self._mv_levels.append(entry.message.feature_level)
+
+    # ------------------------------------------------------------------ metadata.version changes (KIP-778)
+
+    def _current_metadata_version(self) -> int | None:
+        pending = self._delta.metadata_version_changed() if self._delta is not None else None
+        return pending if pending is not None else self._image.metadata_version
+
+    def _changes_metadata_version(self, entry: LogEntry) -> bool:
+        """A FeatureLevelRecord outside a transaction that moves an already finalized metadata.version."""
+        if entry.record_type.name != "FeatureLevelRecord" or entry.message.name != MV_NAME or self._tx in _OPEN:
+            return False
+        current = self._current_metadata_version()
+        return current is not None and entry.message.feature_level != current
+
+    def _split_before_mv_change(self, index: int, batch: CommittedBatch, prev_epoch: int, prev_time: int) -> None:
+        """Publish everything before the change record, as a flush at the record before it would.
+
+        Unlike Kafka's split at a Begin, the provenance takes the epoch and time of the batch
+        that holds the record before the change."""
+        epoch, log_time = (prev_epoch, prev_time) if index == 0 else (batch.epoch, batch.append_timestamp)
+        self._publish_accumulated(MetadataProvenance(self._last_offset, epoch, log_time, index == 0))
+        self._last_epoch, self._last_time = batch.epoch, batch.append_timestamp
+
+    def _rewrite_for_mv_change(self, base: MetadataImage, image: MetadataImage
+                               ) -> tuple[MetadataImage, MetadataVersionChange | None]:
+        """The applied image rewritten at its new metadata.version, and what that dropped."""
+        old, new, levels = base.metadata_version, image.metadata_version, self._mv_levels
+        if old is None or new is None or not levels:
+            return image, None
+        highest, lowest = max(old, *levels), min(levels)
+        if highest == new and lowest == new and old == new:
+            return image, None
+        start = self.clock_ns()
+        report = LossReport()
+        image, comps = rewrite_at_metadata_version(image, lowest, self.catalog, source=highest, loss_handler=report)
+        via = None
+        if lowest != new:  # down and up again inside one transaction: the loss happened at `lowest`
+            via = lowest
+            image, more = rewrite_at_metadata_version(image, new, self.catalog, source=lowest, loss_handler=report)
+            comps = tuple(dict.fromkeys(comps + more))
+        return image, MetadataVersionChange(old, new, report, comps, via, self.clock_ns() - start)
+
+    # ------------------------------------------------------------------ publishing deltas
 
     def _flush(self, *, aligned: bool) -> None:
         """Publish at the end of a commit, as the transaction state allows."""
-        tx = self._tx
-        if tx in (TransactionState.STARTED, TransactionState.CONTINUED):
+        if self._tx in _OPEN or self._num_batches == 0:
             return
-        provenance = MetadataProvenance(self._last_offset, self._last_epoch, self._last_time, aligned)
-        if tx is TransactionState.ABORTED:
+        self._publish_accumulated(MetadataProvenance(self._last_offset, self._last_epoch, self._last_time, aligned))
+
+    def _publish_accumulated(self, provenance: MetadataProvenance) -> None:
+        if self._tx is TransactionState.ABORTED:
             # Nothing of the transaction appears; only the provenance moves on.
-            self._delta = None
             self._apply_and_publish(MetadataDelta(self._image, self.catalog), provenance)
-        elif self._num_batches > 0:
+        else:
             self._apply_and_publish(self._delta_now(), provenance)
-        self._tx = TransactionState.NO_TRANSACTION
 
     def _apply_and_publish(self, delta: MetadataDelta, provenance: MetadataProvenance) -> None:
         started = self._started_ns if self._started_ns is not None else self.clock_ns()
-        image = delta.apply(provenance)
+        base = self._image
+        try:
+            image = delta.apply(provenance)
+        except KraftsimError as e:
+            self._fault(f"Error generating new metadata image from metadata delta between offset "
+                        f"{base.provenance.last_contained_offset} and {provenance.last_contained_offset}", e)
+            self._reset_batch_state(base)
+            return
+        change = None
+        if self.mv_change is MvChangeHandling.KIP_778 and delta.metadata_version_changed() is not None:
+            image, change = self._rewrite_for_mv_change(base, image)
         manifest = LogDeltaManifest(provenance, self._last_epoch, self._num_batches, self.clock_ns() - started,
-                                    self._num_bytes)
-        self._image = image
-        self._delta = None
-        self._num_batches = 0
-        self._num_bytes = 0
-        self._started_ns = None
+                                    self._num_bytes, change)
         self._publish(delta, image, manifest)
+        self._reset_batch_state(image)
 
     def _fault(self, message: str, cause: BaseException) -> None:
         fault = LoaderFault(message, cause)
@@ -333,18 +448,23 @@ class MetadataLoader:
             return False
         if self.high_watermark is None or offset < self.high_watermark - 1:
             return True
-        if not self._has_seen_record and self._image.is_empty():
+        if not self._has_seen_record:
             return True
         self._caught_up = True
         return False
 
     def _publish(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
         self._image = image
-        if self._still_catching_up(manifest.provenance.last_contained_offset):
+        offset = manifest.provenance.last_contained_offset
+        if self._still_catching_up(offset):
             return
         self.publish_count += 1
         for p in list(self._publishers.values()):
-            p.on_metadata_update(delta, image, manifest)
+            try:
+                p.on_metadata_update(delta, image, manifest)
+            except Exception as e:  # noqa: BLE001 - Kafka routes every publisher error to the fault handler
+                self._fault(f"Unhandled error publishing the new metadata image ending at {offset} with "
+                            f"publisher {p.name}", e)
         self._initialize_new_publishers()
 
     def _initialize_new_publishers(self) -> None:
@@ -357,7 +477,12 @@ class MetadataLoader:
         manifest = SnapshotManifest(image.provenance, self.clock_ns() - start)
         waiting, self._uninitialized = self._uninitialized, {}
         for name, p in waiting.items():
-            p.on_metadata_update(delta, image, manifest)
+            try:
+                p.on_metadata_update(delta, image, manifest)
+            except Exception as e:  # noqa: BLE001 - as Kafka: the publisher is dropped, the fault reported
+                self._fault(f"Unhandled error initializing {name} with a snapshot at offset "
+                            f"{image.provenance.last_contained_offset}", e)
+                continue
             self._publishers[name] = p
 
 
@@ -368,5 +493,5 @@ def full_image_delta(image: MetadataImage, catalog: Catalog) -> MetadataDelta:
     mv = image.metadata_version
     if mv is not None:
         delta.replay_all(iter_image_records(image, mv, catalog))
+    delta.finish_snapshot()
     return delta
-

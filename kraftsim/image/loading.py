@@ -21,7 +21,7 @@ import msgspec
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader import (
-    AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, Publisher, raise_fault,
+    AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
 from kraftsim.image.writer import registry_for
 from kraftsim.protocol.registry import Registry
@@ -52,7 +52,8 @@ class LoadResult(msgspec.Struct, kw_only=True):
     snapshot_id: SnapshotId | None
     #: First log offset replayed after the snapshot (= the snapshot's end offset, or the log start).
     log_start: int
-    #: One past the last offset the image contains.
+    #: One past the last offset replayed. The image itself can stop earlier: a load that ends
+    #: inside an open metadata transaction holds the state before its BeginTransactionRecord.
     end_offset: int
     #: One past the last offset on disk (beyond `end_offset` when `upto_offset` stopped early).
     disk_end_offset: int
@@ -70,19 +71,22 @@ class LoadResult(msgspec.Struct, kw_only=True):
 def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: int | None = None,
               snapshot: SnapshotChoice = "latest", registry: Registry | None = None,
               publishers: tuple[Publisher, ...] = (), batches_per_commit: int = 1,
-              abort_handling: AbortHandling = AbortHandling.KAFKA, fault_handler: FaultHandler = raise_fault,
+              abort_handling: AbortHandling = AbortHandling.KAFKA,
+              mv_change: MvChangeHandling = MvChangeHandling.KAFKA, fault_handler: FaultHandler = raise_fault,
               progress: Progress | None = None) -> LoadResult:
     """Load a metadata log directory (or the log directory holding one), a `.log` segment,
     a `.checkpoint` snapshot or a `bootstrap.checkpoint` into an image.
 
     `batches_per_commit` groups the log's batches into commits of that many batches (Kafka
     hands the loader whatever one read returned; only publish points depend on it).
+    `mv_change=MvChangeHandling.KIP_778` rewrites the image at each new metadata.version as
+    KIP-778 designs it (see loader.py); Kafka's behaviour is the default.
     """
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
     registry = registry or registry_for(catalog)
     kind = classify_path(p)
-    loader = MetadataLoader(catalog, abort_handling=abort_handling, fault_handler=fault_handler)
+    loader = MetadataLoader(catalog, abort_handling=abort_handling, mv_change=mv_change, fault_handler=fault_handler)
     loader.install_publishers(*publishers)
     if kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
         return _load_directory(p, kind, loader, registry, upto_offset, snapshot, batches_per_commit, progress)
