@@ -1,7 +1,10 @@
-"""kraftsim.sim: simulated Kafka nodes and what they tell each other and their clients.
+"""kraftsim.sim: simulated Kafka nodes, the clusters they form, and what they tell clients.
 
-For now it holds what a node advertises (`api_versions`: KIP-35/KIP-584/KIP-1022
-ApiVersions answers), the finalized features a node exposes (`finalized`) and the
-client-side view over many nodes (`client_view`). The event loop, clock, network and
-node models will join them here.
+  api_versions   ApiVersions answers by release and role (KIP-35, KIP-584, KIP-1022)
+  finalized      the finalized features a node exposes
+  client_view    the client-side view over many nodes (range intersection, highest epoch)
+  node           one node: its release, its formatted directory and log replica, its loader
+  cluster        SimCluster: a cluster in a directory, operated deterministically
+  features_tool  kafka-features against a simulated cluster
+  status         what `kraftsim cluster status` shows
 """

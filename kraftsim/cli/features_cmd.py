@@ -1,0 +1,125 @@
+"""`kraftsim features`: Kafka's kafka-features tool (facts §7.2) against a simulated cluster.
+
+The subcommands, flags, printed lines and exit codes are kafka-features'. Instead of
+`--bootstrap-server`/`--bootstrap-controller` the tool is pointed at a cluster directory
+(`--cluster DIR`); `--release` picks the release whose tool it acts as (its version
+table and feature defaults), by default the newest in the catalog. The logic lives in
+kraftsim.sim.features_tool; this module maps flags to calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kraftsim.cli.common import kafka_tool
+from kraftsim.sim.cluster import SimCluster, read_state
+from kraftsim.sim import features_tool
+from kraftsim.versions import ToolFailure, load_catalog
+from kraftsim.versions.tool_text import feature_dependencies, version_mapping
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("features", help="kafka-features: describe, upgrade, downgrade or disable feature flags "
+                                            "of a simulated cluster")
+    group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
+    group.add_argument("--release", metavar="R",
+                       help="act as this Kafka release's tool; default: the newest release in the catalog")
+    group.add_argument("--catalog", metavar="FILE",
+                       help="a catalog file adding hypothetical versions or releases (default: the cluster's)")
+    cmds = group.add_subparsers(dest="features_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    describe = cmds.add_parser("describe", help="Describes the current active feature flags.")
+    describe.add_argument("--node-id", type=int, metavar="N", help="Send request to specific node.")
+    describe.set_defaults(run=kafka_tool(_run_describe))
+
+    for op, text in (("upgrade", "Upgrade one or more feature flags."),
+                     ("downgrade", "Downgrade one or more feature flags.")):
+        p = cmds.add_parser(op, help=text)
+        p.add_argument("--metadata", metavar="VERSION",
+                       help=f"DEPRECATED -- The level to which we should {op} the metadata. For example, 3.3-IV3.")
+        p.add_argument("--release-version", metavar="VERSION",
+                       help=f"The release version to {op} all features to. For example, 3.9-IV0 will set "
+                            "metadata.version=21 and kraft.version=1.")
+        p.add_argument("--feature", action="append", metavar="FEATURE=LEVEL",
+                       help=f"A feature {op} we should perform, in feature=level format. "
+                            "For example: `metadata.version=5`.")
+        if op == "downgrade":
+            p.add_argument("--unsafe", action="store_true",
+                           help="Perform this downgrade even if it may irreversibly destroy metadata.")
+        p.add_argument("--dry-run", action="store_true", help=f"Validate this {op}, but do not perform it.")
+        p.set_defaults(run=kafka_tool(_run_update), op=op)
+
+    disable = cmds.add_parser("disable", help="Disable one or more feature flags. This is the same as downgrading "
+                                              "the version to zero.")
+    disable.add_argument("--feature", action="append", metavar="FEATURE", help="A feature flag to disable.")
+    disable.add_argument("--unsafe", action="store_true",
+                         help="Disable this feature flag even if it may irreversibly destroy metadata.")
+    disable.add_argument("--dry-run", action="store_true", help="Perform a dry-run of this disable operation.")
+    disable.set_defaults(run=kafka_tool(_run_update), op="disable")
+
+    vm = cmds.add_parser("version-mapping", help="Look up the corresponding features for a given metadata version.")
+    vm.add_argument("--release-version", metavar="VERSION",
+                    help="The release version to use for the corresponding feature mapping.")
+    vm.set_defaults(run=kafka_tool(_run_version_mapping))
+
+    fd = cmds.add_parser("feature-dependencies", help="Look up dependencies for a given feature version.")
+    fd.add_argument("--feature", action="append", required=True, metavar="FEATURE=VERSION",
+                    help="The feature and version to look up dependencies for, in feature=version format.")
+    fd.set_defaults(run=kafka_tool(_run_feature_dependencies))
+
+
+def _catalog_path(args: argparse.Namespace) -> str | None:
+    if args.catalog is not None or args.cluster is None:
+        return args.catalog
+    return read_state(Path(args.cluster)).catalog
+
+
+def _tool(args: argparse.Namespace):
+    return load_catalog(_catalog_path(args), line=args.release)
+
+
+def _need_cluster(args: argparse.Namespace) -> str:
+    if args.cluster is None:
+        raise ToolFailure("kraftsim features: --cluster DIR is required for this command")
+    return args.cluster
+
+
+def _run_describe(args: argparse.Namespace) -> int:
+    tool = _tool(args)
+    cluster = SimCluster.open(_need_cluster(args), emit=lambda line: None, passive=True)
+    try:
+        lines = features_tool.describe(cluster, tool, args.node_id)
+    finally:
+        cluster.close()
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _run_update(args: argparse.Namespace) -> int:
+    tool = _tool(args)
+    path = _need_cluster(args)
+    # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
+    features_tool.build_updates(tool, args.op, metadata=getattr(args, "metadata", None),
+                                release_version=getattr(args, "release_version", None), features=args.feature or (),
+                                unsafe=getattr(args, "unsafe", False), out=lambda line: None)
+    with SimCluster.open(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr)) as cluster:
+        return features_tool.update(cluster, tool, args.op, metadata=getattr(args, "metadata", None),
+                                    release_version=getattr(args, "release_version", None),
+                                    features=args.feature or (), unsafe=getattr(args, "unsafe", False),
+                                    dry_run=args.dry_run)
+
+
+def _run_version_mapping(args: argparse.Namespace) -> int:
+    for line in version_mapping(_tool(args), args.release_version):
+        print(line)
+    return 0
+
+
+def _run_feature_dependencies(args: argparse.Namespace) -> int:
+    for line in feature_dependencies(_tool(args), args.feature, tool="features"):
+        print(line)
+    return 0

@@ -1,0 +1,710 @@
+"""SimCluster: a simulated KRaft cluster that lives in a directory and can be operated.
+
+The directory holds `cluster.json` (cluster id, seed, virtual clock, voters, leader and
+epoch, raft's kraft.version, policies, and every node's id, roles, release, incarnation
+and whether it runs) and one folder per node, `node-<id>/`, formatted as `kafka-storage
+format` formats it, with the node's replica of `__cluster_metadata-0` in Kafka's bytes.
+`kraftsim log dump`, `log verify` and `load_path` read those folders like any other.
+
+How it runs (each command opens the cluster, acts, and saves it):
+
+- Time is virtual: it starts at `EPOCH_MS` and moves in ticks of `TICK_MS`. Each tick the
+  active controller takes the registrations of nodes that have not registered this
+  incarnation (brokers always, retried every 2 s while refused; controllers from 3.7
+  software and metadata.version 3.7-IV0, KIP-919), hears each registered broker's
+  heartbeat every broker.heartbeat.interval.ms (2 s, or at once after it registered),
+  fences brokers whose session expired, and writes the idle NoOpRecord when it is due
+  (metadata.max.idle.interval.ms, 500 ms). Commands let time pass (`settle`) until every
+  running node is registered (or refused for good) and every registered broker unfenced.
+- The active controller is a QuorumController over its own node's log. Whatever it
+  commits is copied, batch by batch and byte for byte, into every running node's replica
+  and applied by that node's loader (SimNode.follow).
+- Leader election: among the running voters, if they are a majority, the one with the
+  longest log, then the lowest id (all running replicas are equal, so: the lowest id).
+  A new epoch begins as raft begins it, with a LeaderChangeMessage control batch (version
+  0; Voters = every voter, GrantingVoters = the leader and enough of the lowest other
+  running voters for a majority, ids in ascending order, as in the oracle logs), then the
+  QuorumController activates (bootstrap on an empty log; an in-flight metadata transaction
+  is aborted).
+- A node that meets a finalized level its software does not support reacts as KIP-778
+  says: a broker unregisters and stops, an inactive controller stops, the active controller
+  resigns (a new leader is elected) and stops.
+- Determinism: the seed gives the cluster id, every directory id and every incarnation id;
+  with the virtual clock, one seed and one sequence of commands give the same bytes.
+
+What is Kafka's and what is kraftsim's: every record, refusal text and rule is Kafka's
+(the controller package); the event schedule (one tick, one heartbeat per interval, every
+commit replicated at once) is kraftsim's simplification of timing. Adding a controller
+puts it into the static voter set (`controller.quorum.voters`), which with Kafka means
+changing that setting on every node.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from pathlib import Path
+from typing import Callable, Iterable, Mapping, Sequence
+
+import msgspec
+
+from kraftsim.controller.cluster_control import (
+    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerHeartbeats, broker_heartbeat, expire_sessions,
+    register_broker, register_controller, unregister_broker,
+)
+from kraftsim.controller.context import ControllerConfig, ControllerContext
+from kraftsim.controller.features import KIP_778, FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
+from kraftsim.controller.quorum_controller import QuorumController
+from kraftsim.controller.result import ControllerResult
+from kraftsim.errors import KraftsimError
+from kraftsim.image import MetadataImage
+from kraftsim.image.cluster import BrokerRegistration
+from kraftsim.image.loading import load_path
+from kraftsim.image.mv_change import MetadataVersionChange
+from kraftsim.protocol.entries import Payload, encode_control_batch
+from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
+from kraftsim.storage import (
+    FormatOptions, QuorumState, format_directories, read_bootstrap_dir, write_leader_epoch_checkpoint,
+    write_quorum_state,
+)
+from kraftsim.storage.formatter import random_uuid
+from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
+from kraftsim.storage.java_properties import java_date
+from kraftsim.versions import Catalog, ToolFailure, UnknownMetadataVersion, load_catalog
+from kraftsim.versions.tool_text import parse_feature_arg
+
+STATE_FILE = "cluster.json"
+STATE_FORMAT = 1
+#: The virtual clock's start: 2025-01-01T00:00:00Z.
+EPOCH_MS = 1_735_689_600_000
+TICK_MS = 500
+HEARTBEAT_INTERVAL_MS = 2000
+#: Ticks `settle` waits at most for registrations and unfencing (a restarted broker may have
+#: to wait out its old session, broker.session.timeout.ms = 9 s, before it can register).
+SETTLE_TICKS = 40
+#: Ticks a controlled shutdown may take.
+SHUTDOWN_TICKS = 20
+KNOWN_POLICIES = (KIP_778,)
+#: Refusals a broker keeps retrying quietly: they resolve themselves.
+TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION",)
+
+
+class ClusterError(KraftsimError):
+    """A cluster command that cannot be carried out (bad directory, unknown node, ...)."""
+
+
+class ClusterState(msgspec.Struct, kw_only=True):
+    """The contents of `cluster.json`."""
+
+    format: int = STATE_FORMAT
+    cluster_id: str
+    seed: int
+    now_ms: int = EPOCH_MS
+    policies: tuple[str, ...] = ()
+    catalog: str | None = None  # a user catalog file the cluster was created with
+    voters: tuple[int, ...] = ()
+    leader: int | None = None
+    epoch: int = 0
+    kraft_version: int = 0
+    nodes: list[NodeState] = []
+
+    def node(self, node_id: int) -> NodeState:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise ClusterError(f"the cluster has no node {node_id}")
+
+
+class MvChangeReport(msgspec.Struct, frozen=True):
+    """A metadata.version change a node's KIP-778 loader carried out, with what it dropped."""
+
+    node_id: int
+    offset: int
+    change: MetadataVersionChange
+    snapshots: tuple[str, ...] = ()
+
+
+def incarnation_id(seed: int, node_id: int, start: int) -> str:
+    """The incarnation id of a node's `start`-th process start (Kafka: Uuid.randomUuid)."""
+    return str(random_uuid(random.Random(f"kraftsim:{seed}:incarnation:{node_id}:{start}")))
+
+
+def cluster_id_for(seed: int) -> str:
+    return str(random_uuid(random.Random(f"kraftsim:{seed}:cluster-id")))
+
+
+def _dump_state(state: ClusterState) -> str:
+    return json.dumps(msgspec.to_builtins(state), indent=2, sort_keys=True) + "\n"
+
+
+def read_state(directory: Path) -> ClusterState:
+    path = Path(directory) / STATE_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
+                           "`kraftsim cluster create`") from None
+    except OSError as e:
+        raise ClusterError(f"{path}: {e.strerror or e}") from None
+    try:
+        state = msgspec.json.decode(raw, type=ClusterState)
+    except msgspec.DecodeError as e:
+        raise ClusterError(f"{path}: not a valid cluster state file: {e}") from None
+    if state.format != STATE_FORMAT:
+        raise ClusterError(f"{path}: cluster state format {state.format} is not supported (expected {STATE_FORMAT})")
+    return state
+
+
+class SimCluster:
+    """A running simulated cluster (see the module docstring). Use `create` or `open`, then
+    `save` (or use it as a context manager, which saves and closes)."""
+
+    def __init__(self, directory: Path, state: ClusterState, *, emit: Callable[[str], None] = print):
+        self.directory = Path(directory)
+        self.state = state
+        self.emit = emit
+        self.catalog: Catalog = load_catalog(state.catalog)
+        self.nodes: dict[int, SimNode] = {}
+        self.controller: QuorumController | None = None
+        self.heartbeats: BrokerHeartbeats | None = None
+        self.mv_change_reports: list[MvChangeReport] = []
+        #: The last registration refusal of each running node (printed once, when it changes).
+        self._refusals: dict[int, str] = {n.id: n.note for n in state.nodes if n.running and n.note}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, directory: Path | str, *, controllers: int, brokers: int, release: str,
+               release_version: str | None = None, features: Sequence[str] = (), seed: int = 0,
+               policies: Iterable[str] = (), catalog: str | None = None,
+               emit: Callable[[str], None] = print) -> "SimCluster":
+        """Format every node as `kafka-storage format` would, start them, elect a leader and
+        let the cluster settle: controllers 1..N, brokers N+1..N+M."""
+        d = Path(directory)
+        if controllers < 1:
+            raise ClusterError("a cluster needs at least one controller (--controllers N, N >= 1)")
+        if brokers < 0:
+            raise ClusterError("--brokers must not be negative")
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise ClusterError(f"{d}: already exists and is not an empty directory")
+        pols = tuple(sorted(set(policies)))
+        for p in pols:
+            if p not in KNOWN_POLICIES:
+                raise ClusterError(f"unknown policy {p!r}; known policies: {', '.join(KNOWN_POLICIES)}")
+        catalog = str(Path(catalog).resolve()) if catalog is not None else None  # usable from any directory
+        base = load_catalog(catalog)
+        base.find_release(release)  # a clear error for an unknown release
+        ids = list(range(1, controllers + brokers + 1))
+        nodes = [NodeState(id=i, roles=(CONTROLLER,) if i <= controllers else (BROKER,), release=release,
+                           incarnation=incarnation_id(seed, i, 1)) for i in ids]
+        state = ClusterState(cluster_id=cluster_id_for(seed), seed=seed, policies=pols, catalog=catalog,
+                             voters=tuple(ids[:controllers]), nodes=nodes)
+        created = not d.exists()
+        d.mkdir(parents=True, exist_ok=True)
+        cluster = cls(d, state, emit=emit)
+        try:
+            for n in nodes:
+                cluster._format(n, release_version=release_version, features=features)
+        except BaseException:
+            for n in nodes:
+                shutil.rmtree(node_directory(d, n.id), ignore_errors=True)
+            if created:
+                shutil.rmtree(d, ignore_errors=True)
+            raise
+        cluster.save()
+        emit(f"Created cluster {state.cluster_id} in {d} with {controllers} controller(s) and {brokers} "
+             f"broker(s) on Kafka {release}" + (f" (policies: {', '.join(pols)})" if pols else "") + ".")
+        for n in nodes:
+            cluster._open_node(n)
+        cluster._elect()
+        cluster.settle()
+        cluster.save()
+        return cluster
+
+    @classmethod
+    def open(cls, directory: Path | str, *, emit: Callable[[str], None] = print, passive: bool = False) -> "SimCluster":
+        """Open a cluster directory: every running node replays its replica; the leader's
+        QuorumController replays its log and activates (writing nothing unless a metadata
+        transaction was left open); without a leader, one is elected if the voters can.
+
+        `passive` only looks: no activation, election or replication (nothing is written;
+        do not save a passive cluster)."""
+        d = Path(directory)
+        cluster = cls(d, read_state(d), emit=emit)
+        for n in cluster.state.nodes:
+            if n.running:
+                cluster._open_node(n)
+        leader = cluster.state.leader
+        if leader is not None and cluster.state.node(leader).running:
+            cluster._start_controller(leader, cluster.state.epoch, activate=not passive)
+        elif leader is not None and not passive:
+            cluster.state.leader = None
+        if passive:
+            return cluster
+        if cluster.controller is None:
+            cluster._elect()
+        cluster.replicate()
+        return cluster
+
+    def __enter__(self) -> "SimCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            self.save()
+        finally:
+            self.close()
+
+    def save(self) -> None:
+        """Write cluster.json and each running node's raft files (quorum-state, leader-epoch-checkpoint)."""
+        for node in self.nodes.values():
+            if node.state.running:
+                self._write_raft_files(node)
+        (self.directory / STATE_FILE).write_text(_dump_state(self.state), encoding="utf-8")
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            node.close()
+
+    # ------------------------------------------------------------------ nodes
+
+    @property
+    def kip_778(self) -> bool:
+        return KIP_778 in self.state.policies
+
+    def now(self) -> int:
+        return self.state.now_ms
+
+    def node(self, node_id: int) -> SimNode:
+        """The node's runtime (opened if it runs)."""
+        state = self.state.node(node_id)
+        if node_id not in self.nodes:
+            self.nodes[node_id] = self._make_node(state)
+        return self.nodes[node_id]
+
+    def running_nodes(self) -> list[SimNode]:
+        return [self.nodes[n.id] for n in sorted(self.state.nodes, key=lambda n: n.id) if n.running]
+
+    def leader_node(self) -> SimNode | None:
+        return None if self.state.leader is None else self.nodes.get(self.state.leader)
+
+    def _make_node(self, state: NodeState) -> SimNode:
+        return SimNode(state, node_directory(self.directory, state.id), base_catalog=self.catalog,
+                       clock_ms=self.now, kip_778=self.kip_778, kraft_version=self.state.kraft_version)
+
+    def _open_node(self, state: NodeState) -> SimNode:
+        old = self.nodes.get(state.id)
+        if old is not None:
+            old.close()
+        node = self._make_node(state)
+        node.open()
+        self.nodes[state.id] = node
+        return node
+
+    def _format(self, state: NodeState, *, release_version: str | None = None, features: Sequence[str] = ()) -> None:
+        """`kafka-storage format` for one node, with the node's release as the tool's."""
+        cat = self.catalog.at_release(state.release)
+        directory = str(node_directory(self.directory, state.id))
+        opts = FormatOptions(node_id=state.id, cluster_id=self.state.cluster_id, directories=[directory],
+                             controller_listener_name="CONTROLLER", metadata_log_directory=directory)
+        if release_version is not None:
+            try:
+                opts.release_version = cat.mv_from_string(release_version)
+            except UnknownMetadataVersion as e:
+                raise ToolFailure(str(e)) from None
+        for arg in features:
+            name, level = parse_feature_arg(arg)
+            opts.feature_levels[name] = level
+        rng = random.Random(f"kraftsim:{self.state.seed}:format:{state.id}")
+        seconds = self.state.now_ms // 1000
+        format_directories(cat, opts, clock=self.now, rng=rng, date=java_date(seconds), fsync=False,
+                           out=lambda line: self.emit(f"[node {state.id}] {line}"))
+
+    def _write_raft_files(self, node: SimNode) -> None:
+        if node.log is None:
+            return
+        write_quorum_state(node.metadata_dir, QuorumState(
+            data_version=0, leader_id=-1 if self.state.leader is None else self.state.leader,
+            leader_epoch=self.state.epoch, voted_id=-1, current_voters=tuple(sorted(self.state.voters))), fsync=False)
+        write_leader_epoch_checkpoint(node.metadata_dir / LEADER_EPOCH_CHECKPOINT_FILE, node.log.leader_epochs(),
+                                      fsync=False)
+
+    # ------------------------------------------------------------------ the quorum
+
+    def _start_controller(self, node_id: int, epoch: int, *, activate: bool = True) -> QuorumController:
+        node = self.nodes[node_id]
+        assert node.log is not None
+        config = ControllerConfig(cluster_id=self.state.cluster_id, policies=frozenset(self.state.policies))
+        qc = QuorumController(node_id, node.log, clock=self.now, catalog=node.catalog, epoch=epoch, config=config,
+                              static_voters=self.state.voters, kraft_version=self.state.kraft_version)
+        if activate:
+            qc.activate(read_bootstrap_dir(node.directory))
+        self.controller = qc
+        self.heartbeats = BrokerHeartbeats.from_image(qc.image, self.now(), config.broker_session_timeout_ms)
+        return qc
+
+    def _elect(self) -> int | None:
+        """Elect a leader among the running voters (see the module docstring); None without a majority."""
+        voters = sorted(self.state.voters)
+        running = self._running_voters()
+        majority = len(voters) // 2 + 1
+        self.controller = None
+        self.heartbeats = None
+        if len(running) < majority:
+            self.state.leader = None
+            self.emit(f"No leader: {len(running)} of {len(voters)} voter(s) running, {majority} needed.")
+            return None
+        leader = min(running, key=lambda v: (-self.nodes[v].log_end_offset, v))
+        epoch = self.state.epoch + 1
+        granting = [leader] + [v for v in running if v != leader][:majority - 1]
+        node = self.nodes[leader]
+        assert node.log is not None
+        rt = node.registry["LeaderChangeMessage"]
+        voter = rt.nested["Voter"]
+        message = rt.new(version=0, leader_id=leader, voters=[voter(voter_id=v) for v in voters],
+                         granting_voters=[voter(voter_id=v) for v in sorted(granting)])
+        node.log.append(encode_control_batch(node.log.log_end_offset, [Payload(rt, 0, message)], epoch=epoch,
+                                             timestamp=self.now()))
+        self.state.leader, self.state.epoch = leader, epoch
+        self._start_controller(leader, epoch)
+        self.emit(f"Node {leader} is the active controller in epoch {epoch}.")
+        self.replicate()
+        return leader
+
+    def _running_voters(self) -> list[int]:
+        return [v for v in sorted(self.state.voters) if self.state.node(v).running and v in self.nodes]
+
+    def _check_quorum(self) -> None:
+        """A leader whose running voters are no longer a majority cannot commit: it loses its role."""
+        if self.state.leader is None:
+            return
+        majority = len(self.state.voters) // 2 + 1
+        running = self._running_voters()
+        if len(running) < majority:
+            self.emit(f"Node {self.state.leader} loses the quorum: {len(running)} of {len(self.state.voters)} "
+                      f"voter(s) running, {majority} needed.")
+            self.controller = None
+            self.heartbeats = None
+            self.state.leader = None
+
+    # ------------------------------------------------------------------ committing and replicating
+
+    def execute(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult | None:
+        """Run a controller rule on the active controller, then replicate. None without a leader."""
+        if self.controller is None:
+            return None
+        result = self.controller.execute(rule)
+        self.replicate()
+        return result
+
+    def replicate(self) -> None:
+        """Copy what the leader committed to every running replica; make nodes that met an
+        unsupported finalized level react (which may commit more, so repeat)."""
+        while True:
+            leader = self.leader_node()
+            if self.controller is None or leader is None or leader.log is None:
+                return
+            self.state.kraft_version = self.controller.kraft_version
+            findings: list[tuple[SimNode, Unsupported]] = []
+            for node in self.running_nodes():
+                node.raft_kraft_version = self.state.kraft_version
+                found = node.follow(leader.log)
+                if found is not None:
+                    findings.append((node, found))
+            if not findings:
+                return
+            for node, found in findings:
+                self._react(node, found)
+
+    def _react(self, node: SimNode, found: Unsupported) -> None:
+        """KIP-778: a broker unregisters and stops; an inactive controller stops; the active
+        controller resigns (a new leader is elected among the others), then stops."""
+        if not node.state.running:
+            return
+        what = f"Node {node.id} ({node.state.role_text}, Kafka {node.state.release}): {found.text()}"
+        if node.id == self.state.leader:
+            self.emit(f"{what}; it resigns and stops.")
+        elif node.state.is_broker:
+            self.emit(f"{what}; it unregisters and stops.")
+        else:
+            self.emit(f"{what}; it stops.")
+        registered = node.state.is_broker and self._registration(node) is not None
+        self._stop(node, f"stopped: {found.text()}", clean=False)
+        if registered and self.controller is not None:
+            self.execute(lambda ctx: unregister_broker(ctx, node.id, self.heartbeats))
+
+    def _stop(self, node: SimNode, note: str | None, *, clean: bool) -> None:
+        """The node's process ends. A leader's end starts an election among the others."""
+        reg = self._registration(node)
+        node.state.previous_broker_epoch = reg.epoch if (clean and reg is not None) else -1
+        self._write_raft_files(node)
+        node.close()
+        node.state.running = False
+        node.state.note = note
+        node.state.last_heartbeat_ms = None
+        if node.id == self.state.leader:
+            self.controller = None
+            self.heartbeats = None
+            self.state.leader = None
+            self._elect()
+        else:
+            self._check_quorum()
+
+    def _registration(self, node: SimNode) -> BrokerRegistration | None:
+        """The broker registration of this node's current incarnation, as the leader sees it."""
+        if self.controller is None:
+            return None
+        reg = self.controller.image.cluster.broker(node.id)
+        return reg if reg is not None and str(reg.incarnation_id) == node.state.incarnation else None
+
+    # ------------------------------------------------------------------ time
+
+    def tick(self) -> None:
+        """One step of virtual time: registrations, heartbeats, session expiry, the idle NoOpRecord."""
+        self.state.now_ms += TICK_MS
+        for node in self.running_nodes():
+            if self.controller is None:
+                return
+            self._maybe_register(node)
+        for node in self.running_nodes():
+            if self.controller is None:
+                return
+            self._maybe_heartbeat(node)
+        if self.controller is None:
+            return
+        hb = self.heartbeats
+        if hb is not None and hb.expired_sessions(self.now()):
+            self.execute(lambda ctx: expire_sessions(ctx, hb))
+        if self.controller is not None:
+            self.controller.maybe_write_noop()
+            self.replicate()
+
+    def _maybe_register(self, node: SimNode) -> None:
+        qc = self.controller
+        assert qc is not None
+        image = qc.image
+        mv = image.metadata_version
+        if node.registers_controller() and mv is not None and qc.catalog.supports("controller_registration", mv):
+            reg = image.cluster.controller(node.id)
+            if reg is None or str(reg.incarnation_id) != node.state.incarnation:
+                result = self.execute(lambda ctx: register_controller(ctx, node.controller_registration()))
+                if result is not None and result.ok:
+                    self.emit(f"Controller {node.id} registered (Kafka {node.state.release}).")
+                elif result is not None:
+                    self._refused(node, "controller", result)
+        if node.state.is_broker and self._registration(node) is None:
+            last = node.state.last_heartbeat_ms
+            if last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
+                return
+            node.state.last_heartbeat_ms = self.now()
+            request = node.broker_registration(self.state.cluster_id, node.state.previous_broker_epoch)
+            hb = self.heartbeats
+            result = self.execute(lambda ctx: register_broker(ctx, request, hb))
+            if result is None:
+                return
+            if result.ok:
+                node.state.note = None
+                node.state.last_heartbeat_ms = None  # heartbeat at once
+                self._refusals.pop(node.id, None)
+                self.emit(f"Broker {node.id} registered with broker epoch {result.response.broker_epoch} "
+                          f"(Kafka {node.state.release}).")
+            else:
+                self._refused(node, "broker", result)
+
+    def _refused(self, node: SimNode, what: str, result: ControllerResult) -> None:
+        err = result.error
+        text = (f"Unable to register {what} {node.id} because the controller returned error {err.name}"
+                + (f": {err.message}" if err.message else ""))
+        node.state.note = text
+        if self._refusals.get(node.id) != text and err.name not in TRANSIENT_REFUSALS:
+            self.emit(text)
+        self._refusals[node.id] = text
+
+    def _maybe_heartbeat(self, node: SimNode, *, want_shut_down: bool = False) -> BrokerHeartbeatReply | None:
+        if not node.state.is_broker:
+            return None
+        reg = self._registration(node)
+        if reg is None:
+            return None
+        last = node.state.last_heartbeat_ms
+        if not want_shut_down and last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
+            return None
+        node.state.last_heartbeat_ms = self.now()
+        request = BrokerHeartbeatRequest(broker_id=node.id, broker_epoch=reg.epoch,
+                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down)
+        hb = self.heartbeats
+        was_fenced = reg.fenced
+        result = self.execute(lambda ctx: broker_heartbeat(ctx, request, hb))
+        if result is None or not result.ok:
+            return None
+        reply: BrokerHeartbeatReply = result.response
+        if was_fenced and not reply.is_fenced:
+            self.emit(f"Broker {node.id} is unfenced.")
+        return reply
+
+    def settle(self, max_ticks: int = SETTLE_TICKS, min_ticks: int = 2) -> None:
+        """Let time pass until every running node has registered (or been refused for good)
+        and every registered running broker is unfenced."""
+        for i in range(max_ticks):
+            self.tick()
+            if i + 1 >= min_ticks and self._settled():
+                return
+
+    def _settled(self) -> bool:
+        if self.controller is None:
+            return True
+        image = self.controller.image
+        mv = image.metadata_version
+        for node in self.running_nodes():
+            if node.registers_controller() and mv is not None and self.controller.catalog.supports(
+                    "controller_registration", mv):
+                reg = image.cluster.controller(node.id)
+                if reg is None or str(reg.incarnation_id) != node.state.incarnation:
+                    return False
+            if node.state.is_broker:
+                reg = self._registration(node)
+                if reg is None:
+                    refusal = self._refusals.get(node.id, "")
+                    if not refusal or any(t in refusal for t in TRANSIENT_REFUSALS):
+                        return False
+                elif reg.fenced:
+                    return False
+        return True
+
+    # ------------------------------------------------------------------ operations
+
+    def update_features(self, updates: Mapping[str, FeatureUpdate], validate_only: bool
+                        ) -> tuple[UpdateFeaturesResponse | None, list[MvChangeReport]]:
+        """UpdateFeatures to the active controller (None without one), then replication.
+        Under kip-778, the metadata.version changes the nodes carried out are returned with
+        what they dropped, and the controller reloads from the snapshot they wrote."""
+        if self.controller is None:
+            return None, []
+        before = {n.id: len(n.mv_changes()) for n in self.running_nodes()}
+        events_before = {n.id: len(n.snapshot_events()) for n in self.running_nodes()}
+        request = UpdateFeaturesRequest(tuple(updates[f] for f in sorted(updates)), validate_only)
+        result = self.controller.update_features(request)
+        self.replicate()
+        reports: list[MvChangeReport] = []
+        for node in self.running_nodes():
+            new = node.mv_changes()[before.get(node.id, 0):]
+            events = [e for e in node.snapshot_events()[events_before.get(node.id, 0):] if e.emitted]
+            names = tuple(Path(e.result.path).name for e in events if e.result is not None)
+            reports += [MvChangeReport(node.id, off, ch, names) for off, ch in new]
+        if reports and any(not r.change.lossless for r in reports) and self.state.leader is not None:
+            self._start_controller(self.state.leader, self.state.epoch)  # reload from the lossy snapshot
+        self.mv_change_reports += reports
+        self.settle(min_ticks=1)
+        return result.response, reports
+
+    def roll(self, release: str, node_ids: Sequence[int] | None = None) -> list[str]:
+        """Restart nodes on `release`, one at a time: controllers first (the active one last),
+        then brokers. Each: controlled shutdown, stop, start on the new software, register.
+        Without `node_ids`, running nodes already on `release` are left alone; named nodes
+        are always restarted (a rolling restart). Returns the refusals met (Kafka's texts)."""
+        self.catalog.find_release(release)
+        wanted = sorted(node_ids) if node_ids else [n.id for n in self.state.nodes]
+        for i in wanted:
+            self.state.node(i)
+        leader = self.state.leader
+        order = sorted(wanted, key=lambda i: (not self.state.node(i).is_controller, i == leader, i))
+        problems: list[str] = []
+        for i in order:
+            state = self.state.node(i)
+            if not node_ids and state.release == release and state.running:
+                self.emit(f"Node {i} already runs Kafka {release}.")
+                continue
+            problem = self.restart(i, release)
+            if problem:
+                problems.append(problem)
+        return problems
+
+    def restart(self, node_id: int, release: str | None = None) -> str | None:
+        """Stop a node cleanly (controlled shutdown for a broker) and start it, on `release`."""
+        state = self.state.node(node_id)
+        old = state.release
+        new = release or old
+        if state.running:
+            node = self.nodes[node_id]
+            self.emit(f"Stopping node {node_id} ({state.role_text}, Kafka {old}).")
+            if state.is_broker:
+                self._controlled_shutdown(node)
+            self._stop(node, None, clean=True)
+            self.tick()
+        return self.start(node_id, new)
+
+    def start(self, node_id: int, release: str) -> str | None:
+        """Start a stopped node on `release` with a new incarnation; returns Kafka's text if it
+        cannot start or register."""
+        state = self.state.node(node_id)
+        state.release = release
+        state.starts += 1
+        state.incarnation = incarnation_id(self.state.seed, node_id, state.starts)
+        state.running = True
+        state.note = None
+        state.last_heartbeat_ms = None
+        self._refusals.pop(node_id, None)
+        node = self._open_node(state)
+        leader = self.leader_node()
+        if leader is not None and leader.log is not None and leader is not node:
+            node.follow(leader.log)
+        self.emit(f"Started node {node_id} ({state.role_text}) on Kafka {release}.")
+        if state.is_controller:
+            refusal = node.replay_refusal(self._finalized_levels(node))
+            if refusal is not None:
+                self.emit(refusal)
+                self._stop(node, refusal, clean=False)
+                return refusal
+        if self.controller is None:
+            self._elect()
+        self.settle()
+        return self._refusals.get(node_id) if state.running else state.note
+
+    def _finalized_levels(self, node: SimNode) -> dict[str, int]:
+        """The finalized levels the node's replica holds (read with the full catalog)."""
+        if self.controller is not None:
+            return self.controller.image.features.all_levels()
+        return load_path(node.metadata_dir, catalog=self.catalog).image.features.all_levels()
+
+    def _controlled_shutdown(self, node: SimNode) -> None:
+        for _ in range(SHUTDOWN_TICKS):
+            if self.controller is None or self._registration(node) is None:
+                return
+            reply = self._maybe_heartbeat(node, want_shut_down=True)
+            if reply is not None and reply.should_shut_down:
+                self.emit(f"Broker {node.id} finished its controlled shutdown.")
+                return
+            self.tick()
+
+    def add(self, role: str, release: str, node_id: int | None = None) -> str | None:
+        """A new node joins: formatted (with its release's kafka-storage defaults), started and
+        registered. Returns Kafka's refusal text, or None when it registered."""
+        if role not in (BROKER, CONTROLLER):
+            raise ClusterError(f"unknown role {role!r}")
+        self.catalog.find_release(release)
+        ids = [n.id for n in self.state.nodes]
+        nid = max(ids) + 1 if node_id is None else node_id
+        if nid < 0:
+            raise ClusterError(f"node id {nid} must not be negative")
+        if nid in ids:
+            raise ClusterError(f"the cluster already has a node {nid}")
+        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.state.seed, nid, 0),
+                          starts=0, running=False)
+        self._format(state)
+        self.state.nodes.append(state)
+        self.state.nodes.sort(key=lambda n: n.id)
+        if role == CONTROLLER:
+            self.state.voters = tuple(sorted(self.state.voters + (nid,)))
+            if self.controller is not None:
+                self.controller.static_voters = self.state.voters
+            self.emit(f"Node {nid} joins the voters: controller.quorum.voters is now "
+                      f"{','.join(str(v) for v in self.state.voters)}.")
+        return self.start(nid, release)
+
+    # ------------------------------------------------------------------ views
+
+    def image(self) -> MetadataImage | None:
+        """The active controller's image (None without a leader)."""
+        return None if self.controller is None else self.controller.image
+

@@ -1,0 +1,191 @@
+"""kafka-features against a simulated cluster: the same flags, lines and exit codes (facts §7.2).
+
+The tool of a release (the `tool` catalog) talks to the cluster the way Kafka's
+FeatureCommand does through its admin client:
+
+- `describe` asks one node ApiVersions at the highest version both the tool and the node
+  know, and prints its SupportedFeatures, FinalizedFeatures and epoch (KIP-584); a node of
+  a release before KIP-1022 answers at v3, which leaves out ranges starting at 0.
+- `upgrade`, `downgrade`, `disable` build the updates on the client side (release-version
+  defaults from the tool's own catalog, the admin client's FeatureUpdate checks) and send
+  one UpdateFeatures request to the active controller; every feature's line then carries
+  the controller's answer, sorted by feature name, and any failure ends in
+  `<k> out of <n> operation(s) failed.` on stderr with exit code 1.
+- `version-mapping` and `feature-dependencies` need no cluster.
+
+Errors that Kafka's tool prints alone (its TerseException, IllegalArgumentException and
+RuntimeException messages) are raised as ToolFailure with Kafka's text.
+
+Beyond Kafka, under the cluster's "kip-778" policy: a metadata.version change is followed
+by what each node's loader did with it, and a lossy downgrade by the loss report.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from kraftsim.controller.features import FeatureUpdate, UpgradeType
+from kraftsim.sim.api_versions import API_VERSIONS_KEY, api_version_table
+from kraftsim.sim.cluster import MvChangeReport, SimCluster
+from kraftsim.sim.node import BROKER, SimNode
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
+from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates
+
+Out = Callable[[str], None]
+OPS = ("upgrade", "downgrade", "disable")
+#: The admin client's answer when no node (or no controller) can be reached.
+NO_NODE = "Timed out waiting for a node assignment. Call: {call}"
+
+
+def level_text(tool: Catalog, feature: str, level: int) -> str:
+    """FeatureCommand.levelToString: metadata.version levels as version strings."""
+    if feature != MV_NAME:
+        return str(level)
+    try:
+        return tool.mv_from_level(level).version
+    except UnknownMetadataVersion:
+        return f"UNKNOWN {level}"
+
+
+def describe_target(cluster: SimCluster, node_id: int | None) -> SimNode:
+    """The node describeFeatures goes to: --node-id, else the lowest-id running broker, else
+    the active controller (what a --bootstrap-server / --bootstrap-controller client reaches)."""
+    if node_id is not None:
+        state = cluster.state.node(node_id)
+        if not state.running:
+            raise ToolFailure(NO_NODE.format(call="describeFeatures"))
+        return cluster.nodes[node_id]
+    for node in cluster.running_nodes():
+        if node.state.is_broker:
+            return node
+    leader = cluster.leader_node()
+    if leader is None:
+        raise ToolFailure(NO_NODE.format(call="describeFeatures"))
+    return leader
+
+
+def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> list[str]:
+    """`kafka-features describe [--node-id N]`: one line per supported feature, by name."""
+    node = describe_target(cluster, node_id)
+    listener = BROKER if node.state.is_broker else "controller"
+    tool_max = api_version_table().ranges(tool.release.name, BROKER)[API_VERSIONS_KEY][1]
+    response = node.api_versions(min(tool_max, node.max_api_versions_version(listener)), listener)
+    finalized = {name: hi for name, _, hi in response.finalized_features}
+    epoch = str(response.finalized_features_epoch) if response.finalized_features_epoch >= 0 else "-"
+    lines = []
+    for name, lo, hi in sorted(response.supported_features):
+        lines.append(f"Feature: {name}\tSupportedMinVersion: {level_text(tool, name, lo)}\t"
+                     f"SupportedMaxVersion: {level_text(tool, name, hi)}\t"
+                     f"FinalizedVersionLevel: {level_text(tool, name, finalized.get(name, 0))}\tEpoch: {epoch}")
+    return lines
+
+
+def feature_update(name: str, level: int, upgrade_type: UpgradeType) -> FeatureUpdate:
+    """One update, with the checks of the admin client's FeatureUpdate constructor."""
+    if level == 0 and upgrade_type is UpgradeType.UPGRADE:
+        raise ToolFailure("The upgradeType flag should be set to SAFE_DOWNGRADE or UNSAFE_DOWNGRADE when the provided "
+                          f"maxVersionLevel:{level} is < 1.")
+    if level < 0:
+        raise ToolFailure("Cannot specify a negative version level.")
+    return FeatureUpdate(name, level, int(upgrade_type))
+
+
+def build_updates(tool: Catalog, op: str, *, metadata: str | None = None, release_version: str | None = None,
+                  features: Sequence[str] = (), unsafe: bool = False, out: Out = print) -> dict[str, FeatureUpdate]:
+    """What FeatureCommand puts into its update map, with its checks and texts, in its order."""
+    if op not in OPS:
+        raise ToolFailure(f"Unknown command {op}")
+    upgrade_type = UpgradeType.UPGRADE if op == "upgrade" else (
+        UpgradeType.UNSAFE_DOWNGRADE if unsafe else UpgradeType.SAFE_DOWNGRADE)
+    updates: dict[str, FeatureUpdate] = {}
+
+    def put(name: str, level: int) -> bool:
+        """Add an update (the update is built first, as Kafka does); True if `name` was there."""
+        update = feature_update(name, level, upgrade_type)
+        seen = name in updates
+        updates[name] = update
+        return seen
+
+    if op == "disable":
+        for name in features:
+            if put(name, 0):
+                raise ToolFailure(f"Feature {name} was specified more than once.")
+        return updates
+    if release_version is not None and (metadata is not None or features):
+        raise ToolFailure("Can not specify `release-version` with other feature flags.")
+    if release_version is not None:
+        try:
+            levels = release_version_updates(tool, release_version, downgrade=upgrade_type is not UpgradeType.UPGRADE)
+        except UnknownMetadataVersion as e:
+            raise ToolFailure(str(e)) from None
+        for name, level in levels.items():
+            put(name, level)
+        return updates
+    if metadata is not None:
+        out(" `metadata` flag is deprecated and may be removed in a future release.")
+        try:
+            mv = tool.mv_from_string(metadata, unstable=True)
+        except UnknownMetadataVersion as e:
+            raise ToolFailure(str(e)) from None
+        put(MV_NAME, mv.level)
+    for arg in features:
+        name, level = parse_feature_arg(arg)
+        if put(name, level):
+            raise ToolFailure(f"Feature {name} was specified more than once.")
+    return updates
+
+
+def update(cluster: SimCluster, tool: Catalog, op: str, *, metadata: str | None = None,
+           release_version: str | None = None, features: Sequence[str] = (), unsafe: bool = False,
+           dry_run: bool = False, out: Out = print) -> int:
+    """`kafka-features upgrade|downgrade|disable ...`: prints the result lines; raises
+    ToolFailure (Kafka's terse error) when the tool fails, returns 0 when every update went through."""
+    updates = build_updates(tool, op, metadata=metadata, release_version=release_version, features=features,
+                            unsafe=unsafe, out=out)
+    if not updates:
+        raise ToolFailure(f"You must specify at least one feature to {op}")
+    if any(not name.strip() for name in updates):
+        raise ToolFailure("Provided feature can not be empty.")
+    response, reports = cluster.update_features(updates, dry_run)
+    if response is None:
+        error: str | None = NO_NODE.format(call="updateFeatures")
+    else:
+        error = response.error_message if response.error_code != 0 else None
+    failures = 0
+    for name in sorted(updates):
+        level = updates[name].max_version_level
+        if error is not None:
+            helper = "Can not " if dry_run else "Could not "
+            suffix = f"disable {name}" if op == "disable" else f"{op} {name} to {level}"
+            out(f"{helper}{suffix}. {error}")
+            failures += 1
+        else:
+            verb = " can be " if dry_run else " was "
+            obj = "disabled." if op == "disable" else f"{op}d to {level}."
+            out(f"{name}{verb}{obj}")
+    for line in mv_change_lines(cluster, reports):
+        out(line)
+    if failures:
+        raise ToolFailure(f"{failures} out of {len(updates)} operation(s) failed.")
+    return 0
+
+
+def mv_change_lines(cluster: SimCluster, reports: Sequence[MvChangeReport]) -> list[str]:
+    """kraftsim's account of a KIP-778 metadata.version change: per node, the snapshots written
+    and, for a lossy downgrade, every item dropped (the same on every node; listed once)."""
+    if not reports:
+        return []
+    cat = cluster.catalog
+    first = reports[0].change
+    lines = [f"[kip-778] {first.text(cat)}."]
+    for r in reports:
+        snaps = ", ".join(r.snapshots) if r.snapshots else "none"
+        lines.append(f"[kip-778] node {r.node_id} wrote snapshots: {snaps}")
+    if first.is_downgrade():
+        if first.lossless:
+            lines.append("[kip-778] Loss report: nothing in this cluster's metadata had to be dropped.")
+        else:
+            lines.append(f"[kip-778] Loss report: {len(first.losses)} item(s) that "
+                         f"{cat.mv_from_level(first.new_level)} cannot hold were dropped:")
+            lines += [f"[kip-778]   {line}" for line in first.losses.lines()]
+    return lines

@@ -1,0 +1,377 @@
+"""A simulated Kafka node: a broker, a controller or both, running one catalog release.
+
+A node owns what a real node owns on disk: its formatted directory (`meta.properties`,
+`bootstrap.checkpoint`) and its replica of `__cluster_metadata-0` in Kafka's bytes. It
+knows the cluster only by replaying that replica through its own MetadataLoader, as a
+Kafka node does, and it advertises what its software supports (facts §2.6): the release's
+supported feature ranges, in the order Kafka's registrations list them, and its
+ApiVersions answer (KIP-35, KIP-584, KIP-1022).
+
+Replication is byte for byte: a follower appends the leader's batches as they are
+(`follow`) and hands each one to its loader as a committed batch. A batch that finalizes
+a level the node's software does not support is appended (the raft layer does that) but
+never applied: the node reports it and the cluster makes the node react as KIP-778 says
+(a broker unregisters and stops, an inactive controller stops, an active one resigns).
+
+A controller that starts on a log holding such a level cannot replay it: Kafka's
+FeatureControlManager stops it with "Tried to apply FeatureLevelRecord ..., but this
+controller only supports versions ..." (`replay_refusal`).
+
+Advertised feature order. Kafka builds a node's supported-features map in a
+java.util.HashMap (metadata.version first, then the features in declaration order) whose
+table starts with 8 buckets; registration records list the features in that map's
+iteration order. This is derived from the registrations in the oracle logs of Kafka 3.9,
+4.0, 4.1 and 4.2, which it reproduces exactly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import msgspec
+
+from kraftsim.controller.cluster_control import (
+    BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, SupportedFeature,
+)
+from kraftsim.controller.context import Range
+from kraftsim.controller.quorum_features import DISABLED
+from kraftsim.image import MetadataImage
+from kraftsim.image.emitter import SnapshotEmitter, loader_header_records
+from kraftsim.image.features import KRAFT_VERSION
+from kraftsim.image.generator import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
+from kraftsim.image.loader import (
+    CommittedBatch, LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling,
+)
+from kraftsim.image.mv_change import MetadataVersionChange
+from kraftsim.image.delta import MetadataDelta
+from kraftsim.protocol.entries import LogEntry
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.registry import Registry, load_registry
+from kraftsim.sim.api_versions import API_VERSIONS_KEY, ApiVersionsResponse, api_version_table, api_versions_response
+from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch
+from kraftsim.storage.formatter import java_hash_order, java_struct_string
+from kraftsim.storage.java_properties import java_string_hash
+from kraftsim.storage.snapshot import snapshot_path
+from kraftsim.versions import Catalog, range_text
+
+BROKER = "broker"
+CONTROLLER = "controller"
+ROLES = (BROKER, CONTROLLER)
+#: Kafka's default listener ports; every simulated node is its own host, `node-<id>`.
+BROKER_LISTENER = ("PLAINTEXT", 9092)
+CONTROLLER_LISTENER = ("CONTROLLER", 9093)
+#: The first table size of the HashMap a node's supported features are built in.
+FEATURE_MAP_BUCKETS = 8
+
+
+class NodeState(msgspec.Struct, kw_only=True):
+    """What the cluster directory remembers of a node between commands."""
+
+    id: int
+    roles: tuple[str, ...]
+    release: str
+    incarnation: str  # this start's incarnation id (Kafka's Uuid text form)
+    starts: int = 1  # how many times the process started (seeds the next incarnation id)
+    running: bool = True
+    last_heartbeat_ms: int | None = None
+    #: The broker epoch it had before its last clean shutdown (-1: none; KIP-966's PreviousBrokerEpoch).
+    previous_broker_epoch: int = -1
+    #: Why the node is down, or why its last registration was refused (Kafka's text).
+    note: str | None = None
+
+    @property
+    def is_broker(self) -> bool:
+        return BROKER in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return CONTROLLER in self.roles
+
+    @property
+    def role_text(self) -> str:
+        return "+".join(self.roles)
+
+
+class Unsupported(msgspec.Struct, frozen=True):
+    """A finalized level outside this node's supported range."""
+
+    feature: str
+    level: int
+    supported: Range
+
+    def text(self) -> str:
+        lo, hi = self.supported
+        if hi == 0:
+            return f"finalized version {self.level} of {self.feature}, a feature its software does not support"
+        return f"finalized version {self.level} of {self.feature} is outside the supported range {range_text(lo, hi)}"
+
+
+class _MvChanges:
+    """A publisher that keeps the KIP-778 metadata.version changes the loader carried out."""
+
+    name = "MetadataVersionChanges"
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[int, MetadataVersionChange]] = []
+
+    def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
+        if isinstance(manifest, LogDeltaManifest) and manifest.metadata_version_change is not None:
+            self.changes.append((manifest.provenance.last_contained_offset, manifest.metadata_version_change))
+
+
+def advertised_order(supported: Mapping[str, Range]) -> list[str]:
+    """Feature names in the order Kafka's registrations list them (see the module docstring)."""
+    return java_hash_order(list(supported), java_string_hash, initial=FEATURE_MAP_BUCKETS)
+
+
+def committed_batch(fb: FileBatch, registry: Registry) -> CommittedBatch:
+    """One batch of a log as the raft layer hands it to the loader."""
+    b = fb.batch
+    return CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch, b.max_timestamp, b.size,
+                          decode_file_batch(fb, registry))
+
+
+class SimNode:
+    """A node's runtime: its state, its replica and its loader (see the module docstring).
+
+    `base_catalog` is the catalog of every release; the node's software is
+    `base_catalog.at_release(state.release)`. `clock_ms` is the cluster's virtual clock.
+    `kip_778` runs the loader with KIP-778's metadata.version handling and has the node
+    write KIP-778's snapshots around every metadata.version change. `kraft_version` is the
+    raft layer's kraft.version as the cluster last knew it (a snapshot does not replay it).
+    """
+
+    def __init__(self, state: NodeState, directory: Path, *, base_catalog: Catalog, clock_ms: Callable[[], int],
+                 kip_778: bool = False, kraft_version: int = 0):
+        self.state = state
+        self.directory = Path(directory)
+        self.base_catalog = base_catalog
+        self.catalog = base_catalog.at_release(state.release)
+        self.clock_ms = clock_ms
+        self.kip_778 = kip_778
+        self.raft_kraft_version = kraft_version
+        self.registry = load_registry(self.catalog.record_schema_dirs)
+        self.log: MetadataLog | None = None
+        self.loader: MetadataLoader | None = None
+        self.generator: SnapshotGenerator | None = None
+        self.faults: list[str] = []
+        #: The first batch this software cannot apply (a finalized level it does not support):
+        #: the node applies nothing from there on.
+        self.blocked: Unsupported | None = None
+        self._mv_changes = _MvChanges()
+
+    # ------------------------------------------------------------------ identity and software
+
+    @property
+    def id(self) -> int:
+        return self.state.id
+
+    @property
+    def metadata_dir(self) -> Path:
+        return self.directory / METADATA_DIR_NAME
+
+    @property
+    def supported(self) -> dict[str, Range]:
+        """What this node's software supports (facts §2.6); features with max 0 are absent."""
+        return self.catalog.supported_features()
+
+    def supported_range(self, feature: str) -> Range:
+        return self.supported.get(feature, DISABLED)
+
+    def advertised_features(self) -> tuple[SupportedFeature, ...]:
+        ranges = self.supported
+        return tuple(SupportedFeature(n, *ranges[n]) for n in advertised_order(ranges))
+
+    def directory_id(self) -> Uuid | None:
+        meta = read_meta_properties(self.directory / "meta.properties").meta
+        return Uuid.from_string(meta.directory_id) if meta.directory_id else None
+
+    def registers_controller(self) -> bool:
+        """Whether this software sends ControllerRegistration at all (KIP-919, Kafka 3.7 on)."""
+        return self.state.is_controller and self.catalog.supports("controller_registration",
+                                                                  self.catalog.latest_production)
+
+    def unsupported(self, levels: Mapping[str, int]) -> list[Unsupported]:
+        """The finalized levels (level 0 = disabled is always fine) this software does not support."""
+        out = []
+        for name in sorted(levels):
+            level = levels[name]
+            rng = self.supported_range(name)
+            if level != 0 and not rng[0] <= level <= rng[1]:
+                out.append(Unsupported(name, level, rng))
+        return out
+
+    def replay_refusal(self, finalized: Mapping[str, int]) -> str | None:
+        """Kafka's fatal replay error when this controller starts on a log whose `finalized`
+        levels its software does not support (kraft.version is not replayed); else None."""
+        if not self.state.is_controller:
+            return None
+        levels = dict(finalized)
+        levels.pop(KRAFT_VERSION, None)
+        for u in self.unsupported(levels):
+            rt = self.registry["FeatureLevelRecord"]
+            rec = java_struct_string(rt.schema.body, rt.new(name=u.feature, feature_level=u.level))
+            return (f"Tried to apply FeatureLevelRecord {rec}, but this controller only supports versions "
+                    f"{range_text(*u.supported)}")
+        return None
+
+    # ------------------------------------------------------------------ requests it sends
+
+    def broker_registration(self, cluster_id: str, previous_broker_epoch: int) -> BrokerRegistrationRequest:
+        name, port = BROKER_LISTENER
+        dirs = (self.directory_id(),) if self.catalog.supports("directory_assignment", self.catalog.latest_production) else ()
+        return BrokerRegistrationRequest(
+            broker_id=self.id, cluster_id=cluster_id, incarnation_id=Uuid.from_string(self.state.incarnation),
+            listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features(),
+            log_dirs=tuple(d for d in dirs if d is not None), previous_broker_epoch=previous_broker_epoch)
+
+    def controller_registration(self) -> ControllerRegistrationRequest:
+        name, port = CONTROLLER_LISTENER
+        return ControllerRegistrationRequest(
+            controller_id=self.id, incarnation_id=Uuid.from_string(self.state.incarnation),
+            listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features())
+
+    # ------------------------------------------------------------------ metadata it knows
+
+    @property
+    def image(self) -> MetadataImage | None:
+        return None if self.loader is None else self.loader.image
+
+    @property
+    def kraft_version(self) -> int:
+        seen = None if self.loader is None else self.loader.kraft_version
+        return self.raft_kraft_version if seen is None else seen
+
+    @property
+    def applied_offset(self) -> int:
+        """The last offset its loader replayed (-1 before any)."""
+        return -1 if self.loader is None else self.loader.last_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        if self.log is not None:
+            return self.log.log_end_offset
+        with MetadataLog.open(self.metadata_dir, read_only=True) as log:
+            return log.log_end_offset
+
+    def finalized(self) -> FinalizedFeatures | None:
+        return None if self.image is None else finalized_features(self.image, self.kraft_version)
+
+    def api_versions(self, request_version: int, listener: str | None = None) -> ApiVersionsResponse:
+        """This node's ApiVersions answer; `listener` is "broker" or "controller" (default: its first role)."""
+        role = listener or self.state.roles[0]
+        return api_versions_response(self.state.release, role, request_version,
+                                     self.image if self.state.running else None,
+                                     catalog=self.base_catalog, kraft_version=self.kraft_version)
+
+    def max_api_versions_version(self, listener: str | None = None) -> int:
+        role = listener or self.state.roles[0]
+        return api_version_table().ranges(self.state.release, role)[API_VERSIONS_KEY][1]
+
+    def mv_changes(self) -> list[tuple[int, MetadataVersionChange]]:
+        """KIP-778 metadata.version changes this node's loader carried out since it started."""
+        return list(self._mv_changes.changes)
+
+    def snapshot_events(self) -> list:
+        return [] if self.generator is None else list(self.generator.events)
+
+    # ------------------------------------------------------------------ running
+
+    def open(self) -> None:
+        """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
+        as a node does at start-up; publishers are installed once it has caught up."""
+        self.log = MetadataLog.open(self.metadata_dir, fsync=False)
+        self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
+                                     mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
+        log = self.log
+        snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset and s.end_offset > 0]
+        self.loader.set_high_watermark(log.log_end_offset)
+        start = log.log_start_offset
+        if snaps:
+            sid = snaps[-1]
+            snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
+            self.loader.handle_load_snapshot(list(snap.data_entries()), end_offset=sid.end_offset, epoch=sid.epoch,
+                                             last_contained_log_timestamp=snap.last_contained_log_timestamp)
+            start = sid.end_offset
+        if start < log.log_end_offset:
+            for fb in log.batches(start):
+                if fb.batch.next_offset > start:
+                    cb = committed_batch(fb, self.registry)
+                    cb = cb._replace(entries=[e for e in cb.entries if e.offset >= start])
+                    self.blocked = self._unsupported_in(cb.entries)
+                    if self.blocked is not None:
+                        break
+                    self.loader.handle_commit([cb])
+        emitter = SnapshotEmitter(log, catalog=self.catalog, clock_ms=self.clock_ms, registry=self.registry,
+                                  header_records=loader_header_records(self.loader, self.registry), fsync=False)
+        self.generator = SnapshotGenerator(emitter, clock_ms=self.clock_ms, triggers=SHARED_SERVER_DEFAULTS,
+                                           fault_handler=self._on_snapshot_fault, mv_change_snapshots=self.kip_778)
+        self.loader.install_publishers(self.generator, self._mv_changes)
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def _on_fault(self, fault: LoaderFault) -> None:
+        self.faults.append(str(fault))
+
+    def _on_snapshot_fault(self, fault: SnapshotFault) -> None:
+        self.faults.append(str(fault))
+
+    def follow(self, leader_log: MetadataLog) -> Unsupported | None:
+        """Copy the leader's batches this replica lacks, byte for byte, and apply them in order.
+
+        Stops at the first batch that finalizes a level this software does not support: that
+        batch is in the replica but not applied, the node is `blocked` from then on, and the
+        finding is returned (once).
+        """
+        assert self.log is not None and self.loader is not None
+        if self.log is not leader_log:
+            for fb in leader_log.batches(self.log.log_end_offset):
+                self.log.append(fb.batch.raw)
+        return self.apply_new()
+
+    def apply_new(self) -> Unsupported | None:
+        """Apply the replica's batches beyond what the loader has replayed."""
+        assert self.log is not None and self.loader is not None
+        start = self.loader.last_offset + 1
+        if self.blocked is not None or start >= self.log.log_end_offset:
+            return None
+        self.loader.set_high_watermark(self.log.log_end_offset)
+        for fb in self.log.batches(start):
+            cb = committed_batch(fb, self.registry)
+            found = self._unsupported_in(cb.entries)
+            if found is not None:
+                self.blocked = found
+                return found
+            self.loader.handle_commit([cb])
+        return None
+
+    def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:
+        for e in entries:
+            name = e.record_type.name
+            if name == "FeatureLevelRecord" and e.message.name != KRAFT_VERSION:
+                level, feature = e.message.feature_level, e.message.name
+            elif name == "KRaftVersionRecord":
+                level, feature = e.message.k_raft_version, KRAFT_VERSION
+            else:
+                continue
+            found = self.unsupported({feature: level})
+            if found:
+                return found[0]
+        return None
+
+
+def node_directory(cluster_dir: Path, node_id: int) -> Path:
+    """Where a node's formatted log directory lives inside the cluster directory."""
+    return Path(cluster_dir) / f"node-{node_id}"
+
+
+__all__ = [
+    "BROKER", "CONTROLLER", "ROLES", "NodeState", "SimNode", "Unsupported", "advertised_order", "committed_batch",
+    "node_directory",
+]
