@@ -15,7 +15,16 @@ from kraftsim import __version__
 from kraftsim.errors import KraftsimError
 
 # Command modules, in the order their groups appear in --help.
-COMMAND_MODULES = ("kraftsim.cli.demo_cmd", "kraftsim.cli.log_cmd", "kraftsim.cli.storage_cmd")
+COMMAND_MODULES = (
+    "kraftsim.cli.demo_cmd",
+    "kraftsim.cli.log_cmd",
+    "kraftsim.cli.storage_cmd",
+    "kraftsim.cli.replay_cmd",
+    "kraftsim.cli.snapshot_cmd",
+    "kraftsim.cli.downgrade_cmd",
+    "kraftsim.cli.cluster_cmd",
+    "kraftsim.cli.features_cmd",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,148 @@
+"""`kraftsim snapshot create` and `kraftsim snapshot diff`.
+
+`create` writes the Kafka-format snapshot of a log's state at an offset, at the image's
+metadata.version or another one, with the writer of a Kafka release (inferred from the
+registrations in the log unless `--release` names one); kraftsim.image.snapshot_create
+holds every rule. A target metadata.version that cannot hold everything is refused with
+Kafka's UnwritableMetadataException text (exit 1) unless `--allow-loss`, which writes the
+snapshot and prints every dropped item.
+
+`diff` compares two images (snapshots, directories, `DIRECTORY@OFFSET`, bootstrap files,
+segments) entity by entity and, like diff, exits 1 when they differ.
+
+Bad input exits 2 with one line on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.cli.replay_cmd import (
+    BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
+)
+from kraftsim.image.diff import ABSENT, diff_images, show
+from kraftsim.image.digest import image_digest
+from kraftsim.image.errors import UnwritableMetadataException
+from kraftsim.image.snapshot_create import snapshot_contents
+from kraftsim.storage.names import snapshot_file_name
+from kraftsim.versions import load_catalog
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("snapshot", help="create KRaft snapshots from a log, compare snapshots and images")
+    cmds = group.add_subparsers(dest="snapshot_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    create = cmds.add_parser(
+        "create", help="write the Kafka-format snapshot of a log's state at an offset",
+        description="Write the snapshot a Kafka node would emit for the state after every record below OFFSET: "
+                    "id OFFSET-<epoch of the record at OFFSET-1>, LastContainedLogTimestamp = that record's batch "
+                    "timestamp, records in the order of the chosen release's image writer.")
+    create.add_argument("path", metavar="PATH", help="a log directory (or __cluster_metadata-0), segment or snapshot")
+    create.add_argument("--offset", type=int, required=True, metavar="O",
+                        help="the snapshot id's end offset: the snapshot holds the state after every record below O")
+    create.add_argument("--metadata-version", metavar="MV",
+                        help="write at this metadata.version (level or version, e.g. 14 or 3.6-IV2); "
+                             "default: the one finalized at O")
+    create.add_argument("--allow-loss", action="store_true",
+                        help="write even if MV cannot represent everything, and list what was dropped")
+    create.add_argument("--release", metavar="R",
+                        help="emulate the snapshot writer of Kafka release R (3.x writers add a ZkMigrationStateRecord "
+                             "after the feature levels, 4.x writers do not); default: the release the registered "
+                             "nodes run, from the highest metadata.version they advertise")
+    create.add_argument("--catalog", metavar="FILE",
+                        help="a catalog file adding hypothetical metadata versions, features, releases or record types")
+    create.add_argument("--time-ms", type=int, metavar="MS",
+                        help="timestamp for every batch (Kafka uses its wall clock while writing); default: the "
+                             "LastContainedLogTimestamp, so the same input always gives the same bytes")
+    create.add_argument("--allow-unaligned", action="store_true",
+                        help="kraftsim: allow an offset inside a batch (Kafka refuses snapshots that are not "
+                             "batch aligned)")
+    create.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="the file to write, or a directory to write <offset>-<epoch>.checkpoint into")
+    create.set_defaults(run=input_errors(run_create))
+
+    diff = cmds.add_parser("diff", help="compare two snapshots or images entity by entity (exit 1 when they differ)")
+    diff.add_argument("a", metavar="A", help="a snapshot, log directory (DIR@OFFSET for its state at OFFSET), "
+                                             "segment or bootstrap.checkpoint")
+    diff.add_argument("b", metavar="B", help="the same kinds as A")
+    diff.add_argument("--json", action="store_true", help="print one JSON object")
+    diff.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
+    add_catalog_options(diff)
+    diff.set_defaults(run=input_errors(run_diff))
+
+
+def run_create(args: argparse.Namespace) -> int:
+    catalog = load_catalog(args.catalog)
+    path = Path(args.path)
+    if not path.exists():
+        raise BadInput(f"{path}: no such file or directory")
+    mv: Any = None
+    if args.metadata_version is not None:
+        mv = parse_metadata_version(catalog, args.metadata_version).level
+    try:
+        contents = snapshot_contents(path, args.offset, metadata_version=mv, allow_loss=args.allow_loss,
+                                     release=args.release, catalog=catalog, allow_unaligned=args.allow_unaligned)
+    except UnwritableMetadataException as e:
+        print(str(e), file=sys.stderr)
+        print("kraftsim: nothing was written; --allow-loss writes the snapshot without it and lists every dropped item",
+              file=sys.stderr)
+        return 1
+    written = contents.write(args.output, time_ms=args.time_ms)
+    sid = contents.snapshot_id
+    print(f"wrote {written}: snapshot {snapshot_file_name(sid)}, {len(contents.records)} records at metadata.version "
+          f"{contents.metadata_version.version}, writer of Kafka {contents.release} ({contents.release_reason}), "
+          f"from {contents.source}")
+    if args.allow_loss:
+        report = contents.loss
+        if report.lossless:
+            print("nothing was lost")
+        else:
+            print(f"lost at metadata.version {contents.metadata_version.version} ({len(report)} item(s)):")
+            for line in report.lines():
+                print(f"  {line}")
+            for summary in report.summaries():
+                print(f"Kafka would refuse with: Metadata has been lost because the following could not be "
+                      f"represented in metadata.version {contents.metadata_version.version}: {summary}")
+    return 0
+
+
+def _json_value(v: Any) -> Any:
+    """A changed value as JSON: absent as null, plain values as they are, the rest as the diff shows them."""
+    if v is ABSENT or v is None:
+        return None
+    if isinstance(v, (bool, int, float)) or type(v) is str:
+        return v
+    if isinstance(v, tuple) and all(isinstance(x, int) for x in v):
+        return list(v)
+    return show(v)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    catalog = catalog_from_args(args)
+    progress = show_progress(args)
+    images = []
+    for text in (args.a, args.b):
+        path, offset = split_offset(text)
+        images.append(load(path, catalog, at=offset, progress=progress).image)
+    a, b = images
+    changes = diff_images(a, b)
+    if args.json:
+        print_json({
+            "a": args.a, "b": args.b, "identical": not changes,
+            "a_digest": image_digest(a), "b_digest": image_digest(b),
+            "a_offset": a.provenance.last_contained_offset + 1, "b_offset": b.provenance.last_contained_offset + 1,
+            "changes": [{"component": c.component, "entity": c.entity, "field": c.field, "kind": c.kind,
+                         "old": _json_value(c.old), "new": _json_value(c.new),
+                         "text": c.text} for c in changes],
+        })
+    elif changes:
+        print(f"--- {args.a} (offset {a.provenance.last_contained_offset + 1})")
+        print(f"+++ {args.b} (offset {b.provenance.last_contained_offset + 1})")
+        for c in changes:
+            print(c.text)
+    return 1 if changes else 0

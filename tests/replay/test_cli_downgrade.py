@@ -1,0 +1,104 @@
+"""`kraftsim downgrade-report`, in-process on oracle sets."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kraftsim.cli.main import main
+from tests.conftest import ORACLE
+
+pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle is not present")
+
+K42 = ORACLE / "kafka-4.2_induswargods"
+K41 = ORACLE / "kafka-4.1_dkoh12"
+RJM = ORACLE / "cp-kafka-3.6_rjmfernandes"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--to", "3.6-IV2", "--json")
+    assert code == 1
+    r = json.loads(out)
+    assert (r["current"], r["target"], r["direction"]) == ("4.2-IV1", "3.6-IV2", "downgrade")
+    assert r["lossless"] is False and r["catalog_lossy"] is True
+    assert [(x["kind"], x["entity"]) for x in r["lost"]] == [
+        ("broker log dirs", "broker 1"), ("controller registration", "controller 1"),
+        ("replica directory assignment", "topic test-topic partition 0")]
+    assert r["kafka_loss_summaries"] == ["the online log directories of one or more brokers",
+                                         "controller registration data",
+                                         "the directory assignment state of one or more replicas"]
+    assert r["controller"] == "node 1 running Kafka 4.2"
+    safe, unsafe = r["verdicts"]
+    assert (safe["upgrade_type"], safe["accepted"]) == ("SAFE_DOWNGRADE", False)
+    assert safe["error"] == "INVALID_UPDATE_VERSION"
+    assert safe["message"] == ("Unsupported metadata.version downgrade from 29 to 14. Refusing to perform the "
+                               "requested downgrade because it might delete metadata information.")
+    assert unsafe["message"] == ("Unsupported metadata.version downgrade from 29 to 14. Unsafe metadata downgrade is "
+                                 "not supported in this version.")
+    assert safe["tool_line"] == ("Can not downgrade metadata.version to 14. The update failed for all features since "
+                                 "the following feature had an error: " + safe["message"])
+    assert any(n.startswith("eligible.leader.replicas.version=1 needs metadata.version 4.0-IV1") for n in
+               r["feature_notes"])
+
+
+def test_lossless_downgrade_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--to", "23")
+    assert code == 0
+    assert "data: nothing in this image would be lost (writer release 4.2)" in out
+    assert "  SAFE_DOWNGRADE: accepted" in out
+    assert "    kafka-features --dry-run: metadata.version can be downgraded to 23." in out
+
+
+def test_refused_although_the_data_would_survive(capsys: pytest.CaptureFixture[str]) -> None:
+    """3.6-IV2 → 3.5-IV2 crosses a metadata change (delegation tokens), but this cluster
+    has none: nothing would be lost, yet Kafka refuses; the 4.0 line words it the old way."""
+    code, out, _ = run(capsys, "downgrade-report", str(RJM), "--to", "3.5-IV2", "--release", "4.0", "--json")
+    assert code == 0
+    r = json.loads(out)
+    assert r["lossless"] is True and r["catalog_lossy"] is True and r["lost"] == []
+    assert "  record type DelegationTokenRecord cannot be written" in r["version_changes"]
+    assert r["verdicts"][0]["message"] == ("Invalid metadata.version 11. Refusing to perform the requested downgrade "
+                                           "because it might delete metadata information.")
+
+
+def test_elr_fields_are_lost_below_their_version(capsys: pytest.CaptureFixture[str]) -> None:
+    """At 7209 no partition has ELR members; after the broker's shutdown at the end of the
+    log the 51 leaderless partitions do, and 3.9-IV0 cannot hold them."""
+    code, out, _ = run(capsys, "downgrade-report", f"{K41}@7209", "--to", "3.9-IV0", "--json")
+    assert code == 0 and json.loads(out)["lost"] == []
+    code, out, _ = run(capsys, "downgrade-report", str(K41), "--to", "3.9-IV0", "--json")
+    assert code == 1
+    r = json.loads(out)
+    assert r["offset"] == 7707
+    assert {x["kind"] for x in r["lost"]} == {"partition ELR"}
+    assert len(r["lost"]) == 51 and r["lost"][0]["entity"] == "topic __consumer_offsets partition 0"
+
+
+def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "downgrade-report", str(RJM), "--to", "3.7-IV4", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["direction"] == "upgrade"
+    (verdict,) = r["verdicts"]
+    # the registered broker runs 3.6 software: it cannot take 3.7-IV4 (level 19)
+    assert verdict["accepted"] is False
+    assert verdict["message"] == ("Invalid update version 19 for feature metadata.version. "
+                                  "Broker 1 only supports versions 1-14")
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["downgrade-report", str(K42), "--to", "2.0"], "Unknown metadata.version '2.0'"),
+    (["downgrade-report", str(K42), "--to", "3"], "No MetadataVersion with feature level 3"),
+    (["downgrade-report", "/no/such", "--to", "14"], "/no/such: no such file or directory"),
+    (["downgrade-report", str(K42), "--to", "14", "--at", "99999999"], "beyond the end of the log"),
+])
+def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and expected in err, err
