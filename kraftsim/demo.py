@@ -1,119 +1,180 @@
 """The main job on its default settings: one pass through the whole chain kraftsim has.
 
-It formats a node's storage as Kafka's storage tool would, writes the state of a cluster
-of a chosen shape into that node's metadata log directory as a Kafka snapshot, checks the
-files byte for byte, replays the snapshot into an image, and then asks, for every lower
-metadata.version, "could this cluster downgrade there, and what exactly would be lost?" —
-writing one lossless and one lossy downgrade snapshot to show both. The run is
-deterministic: the same settings and seed give the same files and the same report.
+It creates a simulated KRaft cluster (three controllers, three brokers, Kafka 3.7) in a
+directory, creates topics, rolls every node to Kafka 4.1, finalizes 4.1's features with
+kafka-features, downgrades metadata.version losslessly, asks what a lossy downgrade would
+drop and what Kafka answers, performs it under the named `kip-778` policy, and then
+replays and verifies every node's log. Last, it runs the `downgrade-matrix` and
+`snapshot-cost` jobs on an embedded Spark and points at their Parquet output.
+
+Everything the cluster writes is determined by the seed: two runs give the same files.
+The Parquet outputs hold measured times, which vary from run to run.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
-from kraftsim.image import LossReport, diff_images, image_digest, write_image
-from kraftsim.image.delta import image_from_records
-from kraftsim.image.image import MetadataImage
-from kraftsim.image.synthetic import ClusterShape, cluster_image
-from kraftsim.protocol.registry import default_registry
-from kraftsim.protocol.scan import verify_bytes
-from kraftsim.storage import SnapshotId, read_snapshot, write_snapshot
-from kraftsim.storage.formatter import FormatOptions, format_directories
-from kraftsim.versions import Catalog, MetadataVersion
+from kraftsim.cli.downgrade_cmd import downgrade_report
+from kraftsim.controller.replication import CreatableTopic, CreateTopicsRequest, create_topics
+from kraftsim.errors import KraftsimError
+from kraftsim.image.loader import MvChangeHandling
+from kraftsim.image.verify import verify_directory, verify_replicas
+from kraftsim.sim import features_tool
+from kraftsim.sim.cluster import SimCluster
+from kraftsim.versions import ToolFailure
 
-FIXED_TIME_MS = 1_700_000_000_000  # every timestamp the demo writes, so its bytes are reproducible
-CLUSTER_ID = "kraftsim-demo-cluster0"
+FROM_RELEASE = "3.7"
+TO_RELEASE = "4.1"
+LOSSLESS_TARGET = "4.0-IV3"  # 27 -> 25: no format change in between
+LOSSY_TARGET = "3.6-IV2"  # below controller registration and directory assignment
+#: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.
+DEMO_GRID = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
 
-
-@dataclass
-class DowngradeRow:
-    target: MetadataVersion
-    lossy: bool
-    losses: LossReport
-    verified: str = ""  # what was checked by writing and reading back, when done
+Say = Callable[[str], None]
 
 
 @dataclass
 class DemoResult:
-    node_dir: Path
-    snapshot: Path
-    metadata_version: MetadataVersion
-    image: MetadataImage
-    rows: list[DowngradeRow] = field(default_factory=list)
-    written: list[Path] = field(default_factory=list)
+    cluster_dir: Path
+    verified: bool = False
+    downgrades: dict[str, Any] = field(default_factory=dict)  # target -> DowngradeReport
+    parquet: dict[str, str] = field(default_factory=dict)  # job -> output folder
+    summaries: dict[str, str] = field(default_factory=dict)  # job -> summary table
 
 
-def run_demo(out: Path, catalog: Catalog, shape: ClusterShape, *, seed: int = 0,
-             say: Callable[[str], None] = print) -> DemoResult:
-    """Run the demonstration into `out` (which must not hold an earlier run's node)."""
-    mv = catalog.latest_production
-    node_dir = out / "node-1"
-    say(f"1. Formatting {node_dir} as kafka-storage {catalog.release.name} would (metadata.version {mv}):")
-    format_directories(catalog, FormatOptions(node_id=1, cluster_id=CLUSTER_ID, directories=[str(node_dir)],
-                                              controller_listener_name="CONTROLLER",
-                                              metadata_log_directory=str(node_dir)),
-                       clock=lambda: FIXED_TIME_MS, rng=random.Random(seed), out=lambda line: say("   " + line))
+SHOWN_LOSS_LINES = 6  # the tool lists every dropped item; the demo shows the first few
 
-    say(f"2. Building a cluster of {shape.brokers} brokers, {shape.topics} topics x {shape.partitions} partitions "
-        f"(RF {shape.replication_factor}), {shape.scram_users} SCRAM users, {shape.delegation_tokens} delegation token(s)")
-    image = cluster_image(shape, catalog, mv, seed=seed)
-    records = write_image(image, mv, catalog)
-    metadata_dir = node_dir / "__cluster_metadata-0"  # created by the node at start-up, not by the format
-    metadata_dir.mkdir(exist_ok=True)
-    snapshot = write_snapshot(metadata_dir, SnapshotId(*image.provenance.snapshot_id()), records,
-                              last_contained_log_timestamp=FIXED_TIME_MS, time_ms=FIXED_TIME_MS)
-    say(f"   wrote {len(records)} records as the Kafka snapshot {snapshot}")
 
-    say("3. Checking the files: every batch's CRC, every record decoded, every batch re-encoded byte for byte")
-    for path in (node_dir / "bootstrap.checkpoint", snapshot):
-        report = verify_bytes(path.read_bytes(), default_registry())
-        say(f"   {path.name}: {'OK' if report.ok else 'PROBLEMS'}: {report.batches} batches, {report.records} records")
-        if not report.ok:
-            raise RuntimeError(f"{path}: " + "; ".join(p.describe() for p in report.problems))
-    loaded = image_from_records(read_snapshot(snapshot).data_entries(), catalog=catalog, snapshot=True)
-    same = image_digest(loaded) == image_digest(image)
-    say(f"   replaying the snapshot gives the image it was written from: {'yes' if same else 'NO'}"
-        f" (digest {image_digest(loaded)[:16]})")
-    if not same:
-        raise RuntimeError("the snapshot does not replay to the image it was written from")
+def _features(cluster: SimCluster, say: Say, op: str, **kwargs: Any) -> bool:
+    """kafka-features against the cluster, as the 4.1 tool; True when every update went through."""
+    tool = cluster.catalog.at_release(TO_RELEASE)
+    lines: list[str] = []
+    try:
+        features_tool.update(cluster, tool, op, out=lines.append, **kwargs)
+        ok = True
+    except ToolFailure as e:
+        lines.append(str(e))
+        ok = False
+    items = [line for line in lines if line.startswith("[kip-778]   ")]
+    for line in lines:
+        if line not in items[SHOWN_LOSS_LINES:]:
+            say("   " + line)
+    if len(items) > SHOWN_LOSS_LINES:
+        say(f"   [kip-778]   ... and {len(items) - SHOWN_LOSS_LINES} more")
+    return ok
 
-    result = DemoResult(node_dir, snapshot, mv, image)
-    say(f"4. What if the cluster downgraded metadata.version from {mv}?")
-    lossless_shown = lossy_shown = False
-    for target in reversed([m for m in catalog.metadata_versions if m.level < mv.level]):
-        losses = LossReport()
-        downgraded = write_image(image, target, catalog, loss_handler=losses)
-        row = DowngradeRow(target, catalog.is_lossy(mv, target), losses)
-        if (not row.lossy and not lossless_shown) or (row.lossy and row.losses and not lossy_shown):
-            where = out / "what-if" / f"to-{target.version}"
-            where.mkdir(parents=True)
-            path = write_snapshot(where, SnapshotId(*image.provenance.snapshot_id()),
-                                  downgraded, last_contained_log_timestamp=FIXED_TIME_MS, time_ms=FIXED_TIME_MS)
-            reread = image_from_records(read_snapshot(path).data_entries(), catalog=catalog, snapshot=True)
-            changes = [c.text for c in diff_images(image, reread)]
-            shown = "; ".join(changes[:2]) + (f"; ... ({len(changes)} in all)" if len(changes) > 2 else "")
-            row.verified = f"wrote {path} and read it back; differences from the original: {shown}"
-            result.written.append(path)
-            lossless_shown |= not row.lossy
-            lossy_shown |= row.lossy
-        result.rows.append(row)
-    for row in result.rows:
-        if not row.lossy:
-            verdict = "lossless: a safe downgrade keeps everything"
-        elif not row.losses:
-            verdict = "lossy by the metadata.version flags, so Kafka refuses it; this cluster's data would lose nothing"
-        else:
-            kinds = ", ".join(f"{kind} x{len(items)}" for kind, items in row.losses.by_kind().items())
-            verdict = f"LOSSY, refused by Kafka: would drop {len(row.losses)} item(s): {kinds}"
-        say(f"   -> {row.target.version:9} {verdict}")
-        if row.verified:
-            say(f"      {row.verified}")
-    floor = catalog.safe_downgrade_floor(mv)
-    say(f"5. Summary: from {mv} a safe downgrade can reach {floor} at the lowest; "
-        f"snapshots written under {out}")
+
+def operate_cluster(directory: Path, *, seed: int, topics: int, partitions: int, say: Say) -> DemoResult:
+    """Steps 1-6: create, fill, roll, finalize, and downgrade a simulated cluster."""
+    result = DemoResult(directory)
+    indent: Say = lambda line: say("   " + line)  # noqa: E731
+    say(f"1. Creating a cluster of 3 controllers and 3 brokers on Kafka {FROM_RELEASE} in {directory} "
+        "(policy kip-778: KIP-778's lossy downgrades are allowed; Kafka's own behaviour stays the default)")
+    cluster = SimCluster.create(directory, controllers=3, brokers=3, release=FROM_RELEASE, seed=seed,
+                                policies=["kip-778"], emit=indent)
+    try:
+        say(f"2. Creating {topics} topics of {partitions} partitions, replication factor 3")
+        request = CreateTopicsRequest(tuple(CreatableTopic(f"orders-{i}", partitions, 3) for i in range(topics)),
+                                      seed=seed)
+        created = cluster.execute(lambda ctx: create_topics(ctx, request))
+        if created is None or not created.ok:
+            raise KraftsimError(f"creating the demo's topics failed: {created and created.error}")
+        say(f"   {len(created.records)} records committed and replicated to every node")
+
+        say(f"3. Rolling every node to Kafka {TO_RELEASE}, one at a time")
+        problems = cluster.roll(TO_RELEASE)
+        if problems:
+            raise KraftsimError("rolling the demo cluster failed: " + "; ".join(problems))
+
+        say(f"4. kafka-features upgrade --release-version {TO_RELEASE}")
+        _features(cluster, say, "upgrade", release_version=TO_RELEASE)
+
+        lossless_level = cluster.catalog.metadata_version(LOSSLESS_TARGET).level
+        say(f"5. A lossless downgrade: kafka-features downgrade --feature metadata.version={lossless_level}")
+        _features(cluster, say, "downgrade", features=[f"metadata.version={lossless_level}"])
+
+        lossy = cluster.catalog.metadata_version(LOSSY_TARGET)
+        say(f"6. A lossy downgrade to {lossy.version}: first, what would be lost and what Kafka says")
+        image = cluster.image()
+        report = downgrade_report(image, lossy, cluster.catalog.at_release(TO_RELEASE))
+        result.downgrades[lossy.version] = report
+        for kind, count in sorted(_count_kinds(report).items()):
+            indent(f"would drop {count} x {kind}")
+        for verdict in report.verdicts:
+            indent(f"Kafka {TO_RELEASE}, {verdict.upgrade_type}: {verdict.tool_line}")
+        say(f"   kafka-features downgrade --feature metadata.version={lossy.level} --unsafe (under kip-778)")
+        _features(cluster, say, "downgrade", features=[f"metadata.version={lossy.level}"], unsafe=True)
+    finally:
+        cluster.close()
     return result
 
+
+def _count_kinds(report: Any) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for item in report.lost:
+        counts[item.kind] = counts.get(item.kind, 0) + 1
+    return counts
+
+
+def verify_cluster(result: DemoResult, say: Say) -> None:
+    """Step 7: every node's snapshots against its log, and the replicas against each other."""
+    nodes = sorted(p for p in result.cluster_dir.iterdir() if p.is_dir() and p.name.startswith("node-"))
+    say(f"7. Replaying and verifying the logs of {len(nodes)} nodes, as KIP-778 loads them")
+    ok = True
+    for node in nodes:
+        v = verify_directory(node, mv_change=MvChangeHandling.KIP_778)
+        ok &= v.ok
+        say(f"   {node.name}: {'OK' if v.ok else 'FAILED'}: {len(v.snapshots)} snapshot(s) checked against the log")
+    replicas = verify_replicas(nodes, mv_change=MvChangeHandling.KIP_778)
+    ok &= replicas.ok
+    say(f"   replicas agree at every common offset: {'yes' if replicas.ok else 'NO'}")
+    result.verified = ok
+
+
+def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Say) -> None:
+    """Step 8: downgrade-matrix over the cluster's nodes and snapshot-cost over a small grid."""
+    from kraftsim.pipeline.jobs import job_inputs, run_spark
+    from kraftsim.pipeline.session import spark_session
+
+    from pyspark.sql import SparkSession
+
+    say(f"8. Running the Spark jobs on {master or 'the embedded local[*] Spark'}")
+    ours = SparkSession.getActiveSession() is None  # stop only a session this run started
+    spark = spark_session(master, app_name="kraftsim demo")
+    try:
+        # Every replica holds the same states (step 7), so one node's files stand for all.
+        node = [str(result.cluster_dir / "node-1")]
+        for name, items in (("downgrade-matrix", job_inputs("downgrade-matrix", node)),
+                            ("snapshot-cost", job_inputs("snapshot-cost", (), DEMO_GRID))):
+            target = str(out / "parquet" / name)
+            run = run_spark(spark, name, items, target, overwrite=True, show_progress=False)
+            result.parquet[name] = target
+            result.summaries[name] = run.summary_text
+            say(f"   {name}: {run.rows} rows in {run.elapsed_s:.1f} s over {run.partitions} Spark partition(s)")
+    finally:
+        if ours:
+            spark.stop()
+
+
+def run_demo(out: Path, *, seed: int = 0, topics: int = 6, partitions: int = 6, spark: bool = True,
+             master: str | None = None, say: Say = print) -> DemoResult:
+    """Run the whole demonstration into `out` (which must not hold an earlier run)."""
+    result = operate_cluster(out / "cluster", seed=seed, topics=topics, partitions=partitions, say=say)
+    verify_cluster(result, say)
+    if spark:
+        run_spark_jobs(result, out, master=master, say=say)
+    say("")
+    say("Report")
+    say(f"  cluster directory:   {result.cluster_dir}  (try: kraftsim cluster status {result.cluster_dir}, or")
+    say(f"                       kraftsim replay --mv-change kip-778 {result.cluster_dir}/node-1)")
+    say(f"  replay verification: {'passed' if result.verified else 'FAILED'}")
+    for name, text in result.summaries.items():
+        say(f"  {name}: {result.parquet[name]}")
+        for line in text.splitlines():
+            say("    " + line)
+    if not result.verified:
+        raise KraftsimError("replay verification of the demo cluster failed")
+    return result

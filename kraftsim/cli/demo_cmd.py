@@ -6,22 +6,20 @@ import argparse
 import shutil
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
 from kraftsim.demo import run_demo
 from kraftsim.errors import KraftsimError
-from kraftsim.image.synthetic import ClusterShape
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the whole chain on a synthetic cluster: format, snapshot, verify, downgrade what-ifs")
-    p.add_argument("--out", default="kraftsim-demo", metavar="DIR", help="where to write the files (default: %(default)s)")
+    p = sub.add_parser("demo", help="the whole chain: operate a simulated cluster, downgrade it, verify its logs, "
+                                    "then the downgrade-matrix and snapshot-cost jobs on Spark")
+    p.add_argument("--out", default="kraftsim-demo", metavar="DIR", help="where to write everything (default: %(default)s)")
     p.add_argument("--force", action="store_true", help="replace DIR if an earlier run left it")
-    p.add_argument("--seed", type=int, default=0, help="the seed of every id and placement (default: %(default)s)")
-    p.add_argument("--brokers", type=int, default=3)
-    p.add_argument("--topics", type=int, default=20)
-    p.add_argument("--partitions", type=int, default=3, help="partitions per topic")
-    p.add_argument("--replication-factor", type=int, default=3)
-    add_catalog_options(p)
+    p.add_argument("--seed", type=int, default=0, help="seeds every id and placement of the cluster (default: %(default)s)")
+    p.add_argument("--topics", type=int, default=6, help="topics to create (default: %(default)s)")
+    p.add_argument("--partitions", type=int, default=6, help="partitions per topic (default: %(default)s)")
+    p.add_argument("--no-spark", action="store_true", help="stop after verifying the cluster's logs")
+    p.add_argument("--master", metavar="URL", help="a Spark master for the jobs (default: an embedded local[*])")
     p.set_defaults(run=_run)
 
 
@@ -31,10 +29,8 @@ def _run(args: argparse.Namespace) -> int:
         if not args.force:
             raise KraftsimError(f"{out} exists (from an earlier run?): pass --force to replace it, or --out elsewhere")
         shutil.rmtree(out)
-    try:
-        shape = ClusterShape(brokers=args.brokers, topics=args.topics, partitions=args.partitions,
-                             replication_factor=args.replication_factor)
-    except ValueError as e:
-        raise KraftsimError(str(e)) from None
-    run_demo(out, catalog_from_args(args), shape, seed=args.seed)
+    if args.topics < 0 or args.partitions < 1:
+        raise KraftsimError("--topics must be 0 or more and --partitions 1 or more")
+    run_demo(out, seed=args.seed, topics=args.topics, partitions=args.partitions, spark=not args.no_spark,
+             master=args.master)
     return 0

@@ -32,7 +32,7 @@ from kraftsim.image.scram import mechanism_name
 from kraftsim.image.verify import (
     render_directory, render_replicas, render_roundtrip, verify_directory, verify_replicas, verify_roundtrip,
 )
-from kraftsim.image.loader import MetadataLoader
+from kraftsim.image.loader import MetadataLoader, MvChangeHandling
 from kraftsim.image.writer import registry_for
 from kraftsim.storage.names import PathKind, SnapshotId, classify_path, parse_snapshot_name, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot
@@ -62,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "downgrade (default), to every lower one (those where this image loses nothing must "
                         "round-trip), or none; each rewrites and replays the image twice")
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
+    p.add_argument("--mv-change", choices=("kafka", "kip-778"), default="kafka",
+                   help="how metadata.version changes are loaded: as Kafka does (default), or rewriting the image "
+                        "at each new metadata.version as KIP-778 designs it (logs of a cluster run under the "
+                        "kip-778 policy)")
     add_catalog_options(p)
     p.set_defaults(run=input_errors(run_replay))
 
@@ -122,7 +126,7 @@ def split_offset(text: str) -> tuple[Path, int | None]:
 
 
 def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: SnapshotChoice = "latest",
-         progress: bool = False) -> LoadResult:
+         progress: bool = False, mv_change: MvChangeHandling = MvChangeHandling.KAFKA) -> LoadResult:
     """load_path with the command-line checks: the path exists, the offset makes sense."""
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory")
@@ -137,7 +141,8 @@ def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: Snaps
         return _load_renamed_snapshot(path, catalog, at)
     reporter = _progress_printer(path) if progress else None
     try:
-        result = load_path(path, catalog=catalog, upto_offset=at, snapshot=snapshot, progress=reporter)
+        result = load_path(path, catalog=catalog, upto_offset=at, snapshot=snapshot, progress=reporter,
+                           mv_change=mv_change)
     finally:
         if reporter is not None:
             print(file=sys.stderr)
@@ -398,7 +403,8 @@ def run_replay(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.paths]
     progress = show_progress(args)
     steps = step_printer(progress)
-    loads = [load(p, catalog, at=args.at, snapshot=choice, progress=progress) for p in paths]
+    mv_change = MvChangeHandling.KIP_778 if args.mv_change == "kip-778" else MvChangeHandling.KAFKA
+    loads = [load(p, catalog, at=args.at, snapshot=choice, progress=progress, mv_change=mv_change) for p in paths]
 
     results: list[dict[str, Any]] = []
     text: list[str] = []
@@ -409,7 +415,7 @@ def run_replay(args: argparse.Namespace) -> int:
         if not args.no_verify:
             checks: dict[str, Any] = {}
             if result.kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
-                directory = verify_directory(path, catalog=catalog, progress=steps)
+                directory = verify_directory(path, catalog=catalog, progress=steps, mv_change=mv_change)
                 checks["directory"] = directory
                 lines += ["verification"] + ["  " + x for x in render_directory(directory)]
                 ok &= directory.ok
@@ -428,7 +434,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if len(paths) > 1 and not args.no_verify:
         kinds = {r.kind for r in loads}
         if kinds <= {PathKind.METADATA_DIR, PathKind.LOG_DIR}:
-            replicas = verify_replicas(paths, catalog=catalog, progress=steps)
+            replicas = verify_replicas(paths, catalog=catalog, progress=steps, mv_change=mv_change)
             ok &= replicas.ok
             text += ["replicas"] + ["  " + x for x in render_replicas(replicas)]
         else:

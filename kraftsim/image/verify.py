@@ -40,7 +40,7 @@ from kraftsim.image.delta import image_from_records
 from kraftsim.image.diff import diff_images
 from kraftsim.image.digest import image_digest
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import CommittedBatch, MetadataLoader
+from kraftsim.image.loader import CommittedBatch, MetadataLoader, MvChangeHandling
 from kraftsim.image.loading import SnapshotChoice
 from kraftsim.image.loss import LossReport
 from kraftsim.image.writer import WriterLine, registry_for, write_image
@@ -253,11 +253,13 @@ class _Replayer:
     The log is opened once for a whole verification: opening re-validates the last segment,
     which would otherwise dominate the cost of checking a directory with many snapshots."""
 
-    def __init__(self, directory: Path, log: MetadataLog, catalog: Catalog, registry: Registry):
+    def __init__(self, directory: Path, log: MetadataLog, catalog: Catalog, registry: Registry,
+                 mv_change: MvChangeHandling = MvChangeHandling.KAFKA):
         self.directory = directory
         self.log = log
         self.catalog = catalog
         self.registry = registry
+        self.mv_change = mv_change
 
     def snapshot_image(self, sid: SnapshotId) -> MetadataImage:
         return self.replay(snapshot=sid, upto=sid.end_offset)[0]
@@ -266,7 +268,7 @@ class _Replayer:
                capture: frozenset[int] | set[int] = frozenset()) -> tuple[MetadataImage, dict[int, MetadataImage], int]:
         """(final image, {offset: image there} for `capture`, end offset reached)."""
         log = self.log
-        loader = MetadataLoader(self.catalog)
+        loader = MetadataLoader(self.catalog, mv_change=self.mv_change)
         loader.set_high_watermark(upto if upto is not None else log.log_end_offset)
         start = log.log_start_offset
         if snapshot is not None:
@@ -302,18 +304,20 @@ class _Replayer:
 
 
 def verify_directory(path: Path | str, *, catalog: Catalog | None = None, registry: Registry | None = None,
-                     progress: StepProgress | None = None,
-                     max_differences: int = MAX_DIFFERENCES) -> DirectoryVerification:
+                     progress: StepProgress | None = None, max_differences: int = MAX_DIFFERENCES,
+                     mv_change: MvChangeHandling = MvChangeHandling.KAFKA) -> DirectoryVerification:
     """Check every snapshot of a metadata log directory (or a log directory holding one)
     against the log. Problems with individual loads are collected, not raised; a path that
-    is not a directory at all raises KraftsimError."""
+    is not a directory at all raises KraftsimError. A log written under KIP-778's
+    metadata.version-change rules (the `kip-778` policy) is replayed with
+    `mv_change=MvChangeHandling.KIP_778`, the way its nodes loaded it."""
     catalog = catalog if catalog is not None else default_catalog()
     registry = registry or registry_for(catalog)
     directory = metadata_dir_of(path)
     with MetadataLog.open(directory, read_only=True) as log:
         shape = _LogShape(log.log_start_offset, log.log_end_offset, log.snapshot_ids(), log.gaps(),
                           [f"{a.kind.value} {a.path}: {a.reason}" for a in log.recovery])
-        return _verify_open_directory(_Replayer(directory, log, catalog, registry), shape, progress,
+        return _verify_open_directory(_Replayer(directory, log, catalog, registry, mv_change), shape, progress,
                                       max_differences)
 
 
@@ -473,8 +477,8 @@ def _image_at(replayer: _Replayer, ids: Sequence[SnapshotId], offset: int) -> Me
 
 
 def verify_replicas(paths: Sequence[Path | str], *, catalog: Catalog | None = None, registry: Registry | None = None,
-                    progress: StepProgress | None = None,
-                    max_differences: int = MAX_DIFFERENCES) -> ReplicaVerification:
+                    progress: StepProgress | None = None, max_differences: int = MAX_DIFFERENCES,
+                    mv_change: MvChangeHandling = MvChangeHandling.KAFKA) -> ReplicaVerification:
     """Compare replicas of one quorum: images at every snapshot offset any of them has (up to
     the end they all reach) and at that common end, batches up to it, and each replica's tail."""
     if len(paths) < 2:
@@ -492,7 +496,7 @@ def verify_replicas(paths: Sequence[Path | str], *, catalog: Catalog | None = No
             infos.append(ReplicaInfo(path=str(p), log_start_offset=log.log_start_offset,
                                      log_end_offset=log.log_end_offset, end_offset=end,
                                      snapshots=[snapshot_file_name(s) for s in ids]))
-            replicas.append((str(p), _Replayer(directory, log, catalog, registry), ids))
+            replicas.append((str(p), _Replayer(directory, log, catalog, registry, mv_change), ids))
         return _compare_replicas(replicas, infos, registry, progress, max_differences)
 
 

@@ -1,5 +1,6 @@
-"""The main job (`kraftsim demo`): it runs end to end, is deterministic, and its what-if
-verdicts agree with the catalog and with what the written snapshots really hold."""
+"""The main job (`kraftsim demo`) without Spark: it runs end to end, the cluster it writes
+is fully determined by the seed, and what it reports agrees with the files it wrote.
+(The Spark half is tested with the pipeline's shared session in tests/pipeline.)"""
 
 from __future__ import annotations
 
@@ -8,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
-from kraftsim.demo import run_demo
-from kraftsim.image import diff_images, image_from_records
-from kraftsim.image.synthetic import ClusterShape
-from kraftsim.storage import read_snapshot
+from kraftsim.demo import LOSSY_TARGET, TO_RELEASE, run_demo
+from kraftsim.image.loader import MvChangeHandling
+from kraftsim.image.loading import load_path
 from kraftsim.versions import default_catalog
 
 
@@ -20,27 +20,30 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_demo_command_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--out", str(tmp_path / "a"), "--topics", "4"]) == 0
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "a"), "--topics", "2"]) == 0
     first = capsys.readouterr().out
-    assert main(["demo", "--out", str(tmp_path / "b"), "--topics", "4"]) == 0
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "b"), "--topics", "2"]) == 0
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
-    assert "replaying the snapshot gives the image it was written from: yes" in first
-    assert main(["demo", "--out", str(tmp_path / "a")]) == 1  # refuses to overwrite an earlier run
+    assert "replay verification: passed" in first
+    assert "metadata.version was upgraded to 27." in first
+    assert "Unsafe metadata downgrade is not supported in this version." in first  # Kafka's verdict, shown
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "a")]) == 1  # refuses to overwrite an earlier run
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "c"), "--seed", "7", "--topics", "2"]) == 0
+    assert _tree(tmp_path / "a") != _tree(tmp_path / "c")  # the seed reaches the bytes
 
 
-def test_verdicts_match_the_catalog_and_the_written_files(tmp_path: Path) -> None:
+def test_the_reported_losses_are_what_the_nodes_lost(tmp_path: Path) -> None:
+    lines: list[str] = []
+    result = run_demo(tmp_path, topics=2, partitions=3, spark=False, say=lines.append)
     catalog = default_catalog()
-    result = run_demo(tmp_path, catalog, ClusterShape(topics=3), say=lambda _: None)
-    assert [r.target.level for r in result.rows] == list(range(result.metadata_version.level - 1, 6, -1))
-    for row in result.rows:
-        assert row.lossy == catalog.is_lossy(result.metadata_version, row.target)
-        if not row.lossy:
-            assert not row.losses
-    assert len(result.written) == 2
-    for path in result.written:
-        reread = image_from_records(read_snapshot(path).data_entries(), catalog=catalog, snapshot=True)
-        row = next(r for r in result.rows if f"to-{r.target.version}" in str(path))
-        changes = diff_images(result.image, reread)
-        # The metadata.version changes, and each reported loss shows up as a difference.
-        assert any("metadata.version" in c.text for c in changes)
-        assert (len(changes) > 1) == bool(row.losses)
+    report = result.downgrades[catalog.metadata_version(LOSSY_TARGET).version]
+    kinds = {item.kind for item in report.lost}
+    assert kinds == {"broker log dirs", "controller registration", "replica directory assignment"}
+    # Every node ends at the lossy metadata.version, on the target release, without what was reported.
+    for node in sorted(p for p in result.cluster_dir.iterdir() if p.name.startswith("node-")):
+        image = load_path(node, mv_change=MvChangeHandling.KIP_778).image
+        assert image.metadata_version == catalog.metadata_version(LOSSY_TARGET).level
+        assert not image.cluster.controllers
+        assert all(not b.directories for b in image.cluster.brokers.values())
+    assert any(f"Rolling every node to Kafka {TO_RELEASE}" in line for line in lines)
+    assert result.verified
