@@ -17,6 +17,7 @@ from kraftsim.errors import KraftsimError
 # Command modules, in the order their groups appear in --help.
 COMMAND_MODULES = (
     "kraftsim.cli.demo_cmd",
+    "kraftsim.cli.export_cmd",
     "kraftsim.cli.log_cmd",
     "kraftsim.cli.storage_cmd",
     "kraftsim.cli.replay_cmd",
@@ -24,6 +25,7 @@ COMMAND_MODULES = (
     "kraftsim.cli.downgrade_cmd",
     "kraftsim.cli.cluster_cmd",
     "kraftsim.cli.features_cmd",
+    "kraftsim.cli.spark_cmd",
 )
 
 

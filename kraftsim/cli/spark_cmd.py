@@ -1,0 +1,131 @@
+"""`kraftsim spark JOB`: the pipeline's jobs on Spark (kraftsim/pipeline/jobs.py).
+
+Jobs: `corpus PATH...` (per-file counts, bytes and verification over a tree of metadata
+files), `downgrade-matrix PATH...` (every cluster state against every lower
+metadata.version), `snapshot-cost` (a grid of cluster shapes). Each writes partitioned
+Parquet and prints a summary table. Spark runs embedded (`local[*]`) unless `--master`
+names a cluster; `--local` does the same work in this process without Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.defaults import partitions_per_core
+from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
+from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
+from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, spark_session
+
+DEFAULT_OUTPUT = "kraftsim-output"
+
+_HELP = {
+    "corpus": "per-file and per-record-type counts and bytes, metadata.version and feature levels, and "
+              "`log verify` verdicts over a tree of metadata logs, snapshots and bootstrap files",
+    "downgrade-matrix": "for each cluster state and each lower metadata.version: lossless or lossy, and every "
+                        "item the loss report lists",
+    "snapshot-cost": "bytes, records, write and load time and peak memory of the snapshot of each cluster shape "
+                     "of a grid",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("spark", help="run the data pipeline's jobs on Spark (embedded local[*] by default)")
+    jobs = group.add_subparsers(dest="spark_job", metavar="JOB")
+    jobs.required = True
+    for name in JOBS:
+        p = jobs.add_parser(name, help=_HELP[name], description=_HELP[name])
+        if name != "snapshot-cost":
+            p.add_argument("paths", nargs="+", metavar="PATH",
+                           help="metadata files, __cluster_metadata-0 or log directories, or folders holding them")
+        else:
+            p.add_argument("--grid", action="append", default=[], metavar="AXIS=V1,V2",
+                           help=f"set one axis of the grid ({', '.join(AXES)}; repeatable); the others keep their "
+                                "defaults (kraftsim/pipeline/jobs.toml)")
+            p.add_argument("--seed", type=int, default=0, help="seed of the synthetic clusters (default: %(default)s)")
+            p.add_argument("--no-memory", action="store_true",
+                           help="skip the peak-memory pass (tracemalloc), which takes most of the time")
+        p.add_argument("-o", "--output", metavar="DIR",
+                       help=f"where to write the Parquet output (default: {DEFAULT_OUTPUT}/{name})")
+        p.add_argument("--overwrite", action="store_true",
+                       help="replace DIR even if it is not an earlier output of this job")
+        p.add_argument("--master", metavar="URL",
+                       help=f"Spark master: local[N], spark://HOST:PORT, yarn, k8s://... (default: {DEFAULT_MASTER})")
+        p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="a Spark setting, passed through (repeatable); wins over kraftsim's defaults")
+        p.add_argument("--partitions-per-core", type=int, default=partitions_per_core(), metavar="N",
+                       help="Spark tasks per core the work is spread over (default: %(default)s)")
+        p.add_argument("--partitions", type=int, metavar="N",
+                       help="exactly N Spark tasks (overrides --partitions-per-core)")
+        p.add_argument("--local", action="store_true", help="do the work in this process, without Spark or Java")
+        p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+        add_catalog_options(p)
+        p.set_defaults(run=run_job)
+
+
+def _params(args: argparse.Namespace) -> dict:
+    params: dict = {}
+    if args.catalog or args.release:
+        catalog_from_args(args)  # refuse a bad catalog here, with its own error, before any worker starts
+        params["catalog"] = str(Path(args.catalog).resolve()) if args.catalog else None
+        params["release"] = args.release
+    if args.spark_job == "snapshot-cost":
+        params["seed"] = args.seed
+        if args.no_memory:
+            params["trace_memory"] = False
+    return params
+
+
+def run_job(args: argparse.Namespace) -> int:
+    name = args.spark_job
+    j = job(name)
+    if args.partitions_per_core < 1 or (args.partitions is not None and args.partitions < 1):
+        raise KraftsimError("--partitions and --partitions-per-core must be at least 1")
+    grid = parse_grid(args.grid) if name == "snapshot-cost" else None
+    items = job_inputs(name, getattr(args, "paths", ()), grid)
+    params = _params(args)
+    output = args.output or f"{DEFAULT_OUTPUT}/{name}"
+    if args.local:
+        if args.master or args.conf:
+            raise KraftsimError("--local runs without Spark: --master and --conf do not apply")
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        run, _ = run_local(name, items, params=params, output=output, overwrite=args.overwrite,
+                           progress=None if args.no_progress else _local_progress(name))
+    else:
+        conf = parse_conf(args.conf)
+        if "://" not in output:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+        from pyspark.sql import SparkSession
+
+        owner = SparkSession.getActiveSession() is None  # stop only a session this command started
+        spark = spark_session(args.master, conf, app_name=f"kraftsim {name}")
+        try:
+            run = run_spark(spark, name, items, output, params=params, partitions=args.partitions,
+                            partitions_per_core=args.partitions_per_core, overwrite=args.overwrite,
+                            show_progress=not args.no_progress)
+        finally:
+            if owner:
+                spark.stop()
+    _print_run(run, j.partition_by)
+    return 0
+
+
+def _local_progress(name: str):
+    tty = sys.stderr.isatty()
+
+    def report(done: int, total: int) -> None:
+        if tty:
+            sys.stderr.write(f"\r{name}: {done}/{total} done\x1b[K" + ("\r\x1b[K" if done == total else ""))
+            sys.stderr.flush()
+
+    return report
+
+
+def _print_run(run: JobRun, partition_by: tuple[str, ...]) -> None:
+    print(run.summary_text)
+    where = "in this process" if run.engine == "local" else f"on Spark {run.engine} ({run.partitions} tasks)"
+    print(f"\n{run.job}: {run.rows} rows in {run.elapsed_s:.1f} s {where}")
+    print(f"Parquet: {run.output} (partitioned by {', '.join(partition_by)})")

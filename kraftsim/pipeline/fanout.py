@@ -1,0 +1,132 @@
+"""Generic fan-out: a function from an input row to result rows, plus a schema, run on Spark.
+
+The pipeline's jobs, and later the scenario sweeps, all have this shape: many independent
+pieces of pure-Python work (a file to verify, a state to downgrade, a shape to measure),
+each producing a few rows. `fan_out` packs the input rows into a few bins per core —
+weighted, heaviest first, so that one big file does not share a bin with many others —
+and runs each bin as one Spark task through `mapInArrow`: a task pays Python's start-up
+once for its whole bin, not once per item, and rows come back as Arrow batches.
+
+`run_local` does the same work in this process, in input order: the reference the Spark
+results are checked against, and the fallback that needs no Java.
+
+Input rows are JSON objects (dicts of str, int, float, bool, None, lists); result rows are
+dicts keyed by the schema's columns. `fn` must be importable on the workers (a module-level
+function, or a functools.partial of one).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import pyarrow as pa
+
+from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.defaults import partitions_per_core as default_per_core
+from kraftsim.pipeline.schemas import schema as named_schema
+
+RowFunction = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
+Weight = Callable[[dict[str, Any]], float]
+OUTPUT_BATCH_ROWS = 4096
+
+
+def _schema(schema: pa.Schema | str) -> pa.Schema:
+    return named_schema(schema) if isinstance(schema, str) else schema
+
+
+def pack(items: Sequence[dict[str, Any]], bins: int, weight: Weight | None = None) -> list[list[int]]:
+    """Item indices in `bins` bins of nearly equal weight (longest-processing-time first:
+    heaviest item to the lightest bin), each bin in input order. Deterministic."""
+    if bins < 1:
+        raise KraftsimError("the number of partitions must be at least 1")
+    weights = [float(weight(it)) if weight else 1.0 for it in items]
+    order = sorted(range(len(items)), key=lambda i: (-weights[i], i))
+    heap = [(0.0, b) for b in range(bins)]
+    out: list[list[int]] = [[] for _ in range(bins)]
+    for i in order:
+        load, b = heapq.heappop(heap)
+        out[b].append(i)
+        heapq.heappush(heap, (load + weights[i], b))
+    return [sorted(b) for b in out if b]
+
+
+def partition_count(spark: Any, items: int, *, partitions: int | None = None, per_core: int | None = None) -> int:
+    """`partitions` if given, else `per_core` (default: jobs.toml) per core Spark has (its
+    default parallelism), never more than there are items."""
+    if partitions is None:
+        per_core = default_per_core() if per_core is None else per_core
+        partitions = max(1, per_core) * max(1, spark.sparkContext.defaultParallelism)
+    return max(1, min(partitions, items))
+
+
+def _apply(fn: RowFunction, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function: each input row holds one bin of items as JSON."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows: list[dict[str, Any]] = []
+        for batch in batches:
+            for text in batch.column("items").to_pylist():
+                for item in json.loads(text):
+                    rows.extend(fn(item))
+                    if len(rows) >= OUTPUT_BATCH_ROWS:
+                        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+                        rows = []
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+    return run
+
+
+def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
+            partitions: int | None = None, partitions_per_core: int | None = None, weight: Weight | None = None):
+    """A DataFrame of `fn`'s rows for every item, computed by Spark tasks (lazy: nothing runs
+    until it is written or collected). One task per bin; see `pack`."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    sch = _schema(schema)
+    if not items:
+        return spark.createDataFrame([], from_arrow_schema(sch))
+    n = partition_count(spark, len(items), partitions=partitions, per_core=partitions_per_core)
+    bins = pack(items, n, weight)
+    rows = [(b, json.dumps([items[i] for i in idx])) for b, idx in enumerate(bins)]
+    # One bin per Spark partition: parallelize cuts a list of n rows into n one-row slices.
+    rdd = spark.sparkContext.parallelize(rows, len(rows))
+    bins_df = spark.createDataFrame(rdd, "bin int, items string")
+    return bins_df.mapInArrow(_apply(fn, sch), from_arrow_schema(sch))
+
+
+def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, partitions: int | None = None):
+    """The same for input rows that already live in a Spark DataFrame (a sweep read from
+    Parquet, say): rows are spread round-robin over `partitions` (default: as they are)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    sch = _schema(schema)
+    if partitions is not None:
+        frame = frame.repartition(partitions)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows: list[dict[str, Any]] = []
+        for batch in batches:
+            for item in batch.to_pylist():
+                rows.extend(fn(item))
+                if len(rows) >= OUTPUT_BATCH_ROWS:
+                    yield pa.RecordBatch.from_pylist(rows, schema=sch)
+                    rows = []
+        if rows:
+            yield pa.RecordBatch.from_pylist(rows, schema=sch)
+
+    return frame.mapInArrow(run, from_arrow_schema(sch))
+
+
+def run_local(items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
+              progress: Callable[[int, int], None] | None = None) -> pa.Table:
+    """`fn` over every item in this process, in input order, as one table."""
+    sch = _schema(schema)
+    rows: list[dict[str, Any]] = []
+    for done, item in enumerate(items, 1):
+        rows.extend(fn(json.loads(json.dumps(item))))  # the same JSON round trip the Spark path makes
+        if progress:
+            progress(done, len(items))
+    return pa.Table.from_pylist(rows, schema=sch)
