@@ -171,21 +171,11 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
         start = sid.end_offset if sid is not None else log.log_start_offset
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=sid,
                             log_start=start, end_offset=start, disk_end_offset=disk_end, records=records,
-                            recovery=list(log.recovery), gaps=_gaps(log, start))
+                            recovery=list(log.recovery),
+                            gaps=[(max(a, start), b) for a, b in log.gaps() if b > start])
         total = max(1, log.size_in_bytes())
         return _replay_batches(result, log.batches(start) if start < log.log_end_offset else iter(()), registry,
                                upto, per_commit, progress, total)
-
-
-def _gaps(log: MetadataLog, start: int) -> list[tuple[int, int]]:
-    gaps, expected = [], start
-    for _, e in log.index_entries():
-        if e.next_offset <= expected:
-            continue
-        if e.base_offset > expected:
-            gaps.append((expected, e.base_offset))
-        expected = e.next_offset
-    return gaps
 
 
 def _replay_batches(result: LoadResult, batches: Iterator[FileBatch], registry: Registry, upto: int | None,
