@@ -16,6 +16,8 @@ Modules, one purpose each:
                one image component and its delta each
   image        MetadataImage
   delta        MetadataDelta: replay dispatch, finish_snapshot, apply
+  bulk         replay_all's fast path for snapshot loads (topic and partition records)
+  gcpause      the cycle collector paused while a bulk load allocates
   digest       order-independent digests
   diff         structural diff with one-line texts
   loss         Loss, LossReport, the default (raising) loss handler

@@ -12,13 +12,16 @@ metadata record type` text: the loader consumes them before they reach a delta.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
+from kraftsim.errors import KraftsimError
 from kraftsim.image.acls import AclsDelta
+from kraftsim.image.bulk import replay_records
 from kraftsim.image.cluster import ClusterDelta
 from kraftsim.image.configs import ConfigurationsDelta
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.features import FeaturesDelta
+from kraftsim.image.gcpause import collector_paused
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.opaque import OpaqueDelta
 from kraftsim.image.producer_ids import ProducerIdsDelta
@@ -136,9 +139,20 @@ class MetadataDelta:
             self.opaque.replay(record_type, record.version, record.message)
         self.records_replayed += 1
 
-    def replay_all(self, records: Any) -> "MetadataDelta":
-        for r in records:
-            self.replay(r)
+    def replay_all(self, records: Iterable[Any],
+                   on_error: Callable[[Any, KraftsimError], None] | None = None) -> "MetadataDelta":
+        """Replay every record in order: the same as `replay()` on each, in less time.
+
+        TopicRecords and PartitionRecords, almost all of a snapshot, skip the per-record
+        dispatch (bulk.py); every other record goes through `replay()`. The cycle
+        collector is paused meanwhile (gcpause.py).
+
+        `on_error(record, error)`: called when a record fails to replay; the record is
+        skipped and replay goes on (what the loader does). Without it the error propagates.
+        Errors raised by `records` itself (reading, decoding) always propagate.
+        """
+        with collector_paused():
+            replay_records(self, records, on_error)
         return self
 
     def _remove_topic(self, m: Any) -> None:

@@ -46,6 +46,13 @@ def ints(values: Iterable[int] | None) -> tuple[int, ...]:
     return found
 
 
+#: Lookups without insertion, for hot loops that build the tuple themselves: the shared
+#: tuple equal to a tuple `t`, or None. (The tables are cleared in place, never replaced,
+#: so these bound methods stay valid.)
+find_ints = _ints.get
+find_uuids = _uuid_tuples.get
+
+
 def uuid(value: bytes) -> Uuid:
     """The shared Uuid equal to `value` (directory ids, incarnation ids repeat)."""
     found = _uuids.get(value)

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.delta import MetadataDelta
@@ -258,15 +258,19 @@ class MetadataLoader:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
         start = self.clock_ns()
         delta = MetadataDelta(self._image, self.catalog)
-        index = 0
-        for entry in entries:
-            if entry.control:
-                continue
-            try:
-                delta.replay(entry)
-            except KraftsimError as e:
-                self._fault(f"Error loading metadata log record {index} in snapshot at offset {end_offset - 1}", e)
-            index += 1
+        index = 0  # position of the record being replayed among the snapshot's metadata records
+
+        def data_records() -> Iterator[LogEntry]:
+            nonlocal index
+            for entry in entries:
+                if not entry.control:
+                    yield entry
+                    index += 1
+
+        def failed(entry: LogEntry, error: KraftsimError) -> None:
+            self._fault(f"Error loading metadata log record {index} in snapshot at offset {end_offset - 1}", error)
+
+        delta.replay_all(data_records(), on_error=failed)
         delta.finish_snapshot()
         provenance = MetadataProvenance(end_offset - 1, epoch, last_contained_log_timestamp, True)
         image = delta.apply(provenance)

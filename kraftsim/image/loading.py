@@ -116,12 +116,28 @@ def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upt
     if upto_offset is not None and upto_offset != sid.end_offset:
         raise KraftsimError(f"{p}: a snapshot holds the state at offset {sid.end_offset} only, not {upto_offset}")
     loader.set_high_watermark(sid.end_offset)
-    entries = list(snap.data_entries())
-    image = loader.handle_load_snapshot(entries, end_offset=sid.end_offset, epoch=sid.epoch,
+    counted = _Counted(snap.data_entries())
+    image = loader.handle_load_snapshot(counted, end_offset=sid.end_offset, epoch=sid.epoch,
                                         last_contained_log_timestamp=snap.last_contained_log_timestamp)
     return LoadResult(path=str(p), kind=PathKind.SNAPSHOT, image=image, loader=loader, snapshot_id=sid,
                       log_start=sid.end_offset, end_offset=sid.end_offset, disk_end_offset=sid.end_offset,
-                      records=len(entries), batches=len(snap.batches), bytes=snap.size_in_bytes)
+                      records=counted.count, batches=len(snap.batches), bytes=snap.size_in_bytes)
+
+
+class _Counted:
+    """An iterator that counts what it hands out (a snapshot is replayed without a list of it)."""
+
+    def __init__(self, items: Iterator):
+        self._items = iter(items)
+        self.count = 0
+
+    def __iter__(self) -> "_Counted":
+        return self
+
+    def __next__(self):
+        item = next(self._items)
+        self.count += 1
+        return item
 
 
 def _pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice) -> SnapshotId | None:
@@ -161,11 +177,11 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
         records = 0
         if sid is not None:
             snap = read_snapshot(directory / snapshot_file_name(sid), registry)
-            entries = list(snap.data_entries())
-            records = len(entries)
+            counted = _Counted(snap.data_entries())
             loader.set_high_watermark(upto if upto is not None else disk_end)
-            loader.handle_load_snapshot(entries, end_offset=sid.end_offset, epoch=sid.epoch,
+            loader.handle_load_snapshot(counted, end_offset=sid.end_offset, epoch=sid.epoch,
                                         last_contained_log_timestamp=snap.last_contained_log_timestamp)
+            records = counted.count
         else:
             loader.set_high_watermark(upto if upto is not None else disk_end)
         start = sid.end_offset if sid is not None else log.log_start_offset

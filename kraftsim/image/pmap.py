@@ -134,24 +134,36 @@ def _count(node: Any) -> int:
 
 def _split(leaf: dict, shift: int, hash_fn: Callable[[Any], int]) -> Any:
     """Turn an overfull leaf into a 32-slot node (recursively)."""
-    buckets: list[dict | None] = [None] * WIDTH
-    for k, v in leaf.items():
-        i = (hash_fn(k) >> shift) & SLOT
-        b = buckets[i]
-        if b is None:
-            buckets[i] = {k: v}
-        else:
-            b[k] = v
+    return _build([(hash_fn(k), k, v) for k, v in leaf.items()], shift)
+
+
+def _build(triples: list, shift: int) -> Any:
+    """The node holding (hash, key, value) triples (distinct keys) below `shift`.
+
+    Each key is hashed once, by the caller; the result is exactly the node that inserting
+    the keys one by one, in this order, would give (same shape, same leaf-dict order).
+    """
+    n = len(triples)
+    if n <= LEAF_MAX or shift > MAX_SHIFT:
+        return {k: v for _, k, v in triples} if triples else _EMPTY
     nxt = shift + BITS
-    children = []
-    for b in buckets:
-        if b is None:
-            children.append(_EMPTY)
-        elif len(b) > LEAF_MAX and nxt <= MAX_SHIFT:
-            children.append(_split(b, nxt, hash_fn))
-        else:
-            children.append(b)
-    return tuple(children)
+    if n <= WIDTH * LEAF_MAX // 4:  # the children are leaves (but for a rare overfull one): fill them directly
+        leaves: list[dict] = [{} for _ in range(WIDTH)]
+        for h, k, v in triples:
+            leaves[(h >> shift) & SLOT][k] = v
+        children: list = []
+        for i, leaf in enumerate(leaves):
+            if not leaf:
+                children.append(_EMPTY)
+            elif len(leaf) > LEAF_MAX and nxt <= MAX_SHIFT:
+                children.append(_build([t for t in triples if (t[0] >> shift) & SLOT == i], nxt))
+            else:
+                children.append(leaf)
+        return tuple(children)
+    buckets: list[list] = [[] for _ in range(WIDTH)]
+    for t in triples:
+        buckets[(t[0] >> shift) & SLOT].append(t)
+    return tuple(_build(b, nxt) if b else _EMPTY for b in buckets)
 
 
 def _update(node: Any, shift: int, changes: list, hash_fn: Callable[[Any], int]) -> tuple[Any, int]:
@@ -325,6 +337,9 @@ class PMap(Generic[K, V]):
         if not changes:
             return self
         h = self._hash
+        if self._root is _EMPTY:  # bulk construction: every key hashed once, every node built once
+            batch = [(h(k), k, v) for k, v in changes.items() if v is not DELETE]
+            return PMap(h, _build(batch, 0), len(batch)) if batch else self
         batch = [(h(k), k, v) for k, v in changes.items()]
         root, delta = _update(self._root, 0, batch, h)
         if root is self._root:

@@ -17,11 +17,12 @@ catalog's policies (`snapshot_zk_migration_state`, `elr_fields_gate`) or `writer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
+from kraftsim.image.partition import MIGRATING_BY_COUNT
 from kraftsim.image.loss import Loss, LossHandler, raise_on_loss
 from kraftsim.image.opaque import key_text
 from kraftsim.image.scram import mechanism_enum_name, mechanism_name
@@ -65,6 +66,46 @@ def resolve_writer_line(writer_line: WriterLine | str | None, catalog: Catalog) 
     return WriterLine.from_catalog(catalog.at_release(writer_line))
 
 
+#: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
+TOPIC_RECORD_FIELDS = ("name", "topic_id")
+PARTITION_RECORD_FIELDS = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas",
+                           "leader", "leader_recovery_state", "leader_epoch", "partition_epoch", "directories")
+
+
+def positional_constructor(cls: Any, fields: tuple[str, ...]) -> Callable[..., Any]:
+    """A function building `cls` from values of `fields`, in that order.
+
+    It is `cls` itself when its fields begin with `fields`: a msgspec Struct is built about
+    twice as fast from positional arguments as from keywords, which matters once per
+    partition. A record class laid out otherwise (a user catalog's schema) gets keywords.
+    """
+    if tuple(getattr(cls, "__struct_fields__", ())[:len(fields)]) == fields:
+        return cls
+
+    def by_name(*values: Any) -> Any:
+        return cls(**dict(zip(fields, values)))
+
+    return by_name
+
+
+class _SharedLists(dict):
+    """tuple -> one list equal to it, made on first use (iter_image_records' read_only mode)."""
+
+    def __missing__(self, key: tuple) -> list:
+        value = self[key] = list(key)
+        return value
+
+
+def _all_migrating(directories: tuple) -> bool:
+    """Every directory is MIGRATING (what a record without directories says).
+
+    The interned MIGRATING tuples are recognised by identity, without a loop."""
+    n = len(directories)
+    if n < len(MIGRATING_BY_COUNT) and directories is MIGRATING_BY_COUNT[n]:
+        return True
+    return all(d == MIGRATING for d in directories)
+
+
 def registry_for(catalog: Catalog) -> Registry:
     """The record types of the catalog: the shipped ones plus a user catalog's schema dirs."""
     return load_registry(catalog.record_schema_dirs)
@@ -73,8 +114,16 @@ def registry_for(catalog: Catalog) -> Registry:
 def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
                        elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                        writer_line: WriterLine | str | None = None,
-                       registry: Registry | None = None) -> Iterator[Payload]:
-    """The records of `image` written at `metadata_version`, as a generator (see write_image)."""
+                       registry: Registry | None = None, read_only: bool = False) -> Iterator[Payload]:
+    """The records of `image` written at `metadata_version`, as a generator (see write_image).
+
+    `read_only=True` is for callers that only read the records (encode them into a
+    snapshot, replay them): the replica, ISR and directory lists of the PartitionRecords
+    are then shared, one list per distinct value, instead of fresh for every partition.
+    A snapshot writer holds a whole batch of records (8 MiB, ~75,000 of them) before it
+    encodes them; without fresh lists to allocate, keep and free, writing a
+    1,000,000-partition snapshot takes about a quarter less time. Never modify such records.
+    """
     cat = catalog if catalog is not None else default_catalog()
     mv = cat.metadata_version(metadata_version)
     line = resolve_writer_line(writer_line, cat)
@@ -162,25 +211,35 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
     if image.topics.by_id:
         tr, pr = reg["TopicRecord"], reg["PartitionRecord"]
         trv, prv = cat.record_version("TopicRecord", mv), cat.record_version("PartitionRecord", mv)
-        pcls = pr.cls
         dirs_ok, elr_fits = supports("directory_assignment"), supports("elr")
         if elr_enabled is None:
             elr_on = image.features.is_elr_enabled() if line.elr_gate == "feature" else elr_fits
         else:
             elr_on = elr_enabled
+        topic_record = positional_constructor(tr.cls, TOPIC_RECORD_FIELDS)
+        partition_record = positional_constructor(pr.cls, PARTITION_RECORD_FIELDS)
+        new_tuple = tuple.__new__  # Payload(...) without its Python-level __new__: one call less per record
+        shared = _SharedLists() if read_only else None
         for t in image.topics.sorted_topics():
             tid = t.id
-            yield Payload(tr, trv, tr.cls(name=t.name, topic_id=tid))
+            yield new_tuple(Payload, (tr, trv, topic_record(t.name, tid)))
             for pid, p in t.sorted_partitions():
-                m = pcls(partition_id=pid, topic_id=tid, replicas=list(p.replicas), isr=list(p.isr),
-                         removing_replicas=list(p.removing_replicas), adding_replicas=list(p.adding_replicas),
-                         leader=p.leader, leader_recovery_state=p.leader_recovery_state,
-                         leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch)
+                if shared is None:
+                    replicas, isr, removing, adding = (list(p.replicas), list(p.isr), list(p.removing_replicas),
+                                                       list(p.adding_replicas))
+                else:
+                    replicas, isr, removing, adding = (shared[p.replicas], shared[p.isr], shared[p.removing_replicas],
+                                                       shared[p.adding_replicas])
                 if dirs_ok:
-                    m.directories = list(p.directories)
-                elif any(d != MIGRATING for d in p.directories):
-                    lose("replica directory assignment", f"topic {t.name} partition {pid}",
-                         "the directory assignment state of one or more replicas", ("topics", tid, pid, "directories"))
+                    directories = list(p.directories) if shared is None else shared[p.directories]
+                else:
+                    directories = []
+                    if not _all_migrating(p.directories):
+                        lose("replica directory assignment", f"topic {t.name} partition {pid}",
+                             "the directory assignment state of one or more replicas",
+                             ("topics", tid, pid, "directories"))
+                m = partition_record(pid, tid, replicas, isr, removing, adding, p.leader, p.leader_recovery_state,
+                                     p.leader_epoch, p.partition_epoch, directories)
                 if p.elr or p.last_known_elr:
                     where = f"topic {t.name} partition {pid}"
                     if not elr_on:
@@ -190,12 +249,12 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                     elif not elr_fits:
                         lose("partition ELR", where, "the eligible leader replicas of one or more partitions",
                              ("topics", tid, pid, "elr"))
-                    else:
+                    else:  # written only when non-empty
                         if p.elr:
                             m.eligible_leader_replicas = list(p.elr)
                         if p.last_known_elr:
                             m.last_known_elr = list(p.last_known_elr)
-                yield Payload(pr, prv, m)
+                yield new_tuple(Payload, (pr, prv, m))
 
     # 4. configs
     if image.configs.resources:
