@@ -72,7 +72,7 @@ from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD  # noqa: E402
 from kraftsim.protocol.entries import Payload  # noqa: E402
 from kraftsim.protocol.primitives import Uuid, uvarint_size  # noqa: E402
 from kraftsim.protocol.registry import default_registry  # noqa: E402
-from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, decode_file_batch  # noqa: E402
+from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, decode_file_batch, records_size  # noqa: E402
 from kraftsim.storage.names import SnapshotId, snapshot_file_name, snapshot_part_prefix  # noqa: E402
 from kraftsim.storage.snapshot import (  # noqa: E402
     SNAPSHOT_APPEND_RECORDS, control_payload, read_snapshot, write_snapshot)
@@ -199,29 +199,6 @@ def load_average() -> str:
 # ----------------------------------------------------------------------------- snapshot files
 
 
-def _delta_size_runs(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
-    """(from, to, bytes) runs of offset deltas in [start, stop) whose zig-zag varint has that many bytes."""
-    lo, size, bound = start, 1, 64
-    while lo < stop:
-        while lo >= bound:
-            size, bound = size + 1, bound * 128
-        hi = min(stop, bound)
-        yield lo, hi, size
-        lo = hi
-
-
-def appended_bytes(lengths: list[int], first_delta: int) -> int:
-    """Bytes of records with these value lengths at offset deltas first_delta, first_delta + 1, ...
-    as raft writes them (key null, timestamp delta 0, no headers): the size rule of
-    storage.batchfile's accumulator, summed by distinct value length instead of per record."""
-    total = 0
-    for lo, hi, delta_bytes in _delta_size_runs(first_delta, first_delta + len(lengths)):
-        for length, count in collections.Counter(lengths[lo - first_delta:hi - first_delta]).items():
-            body = 4 + delta_bytes + uvarint_size(length << 1) + length
-            total += count * (uvarint_size(body << 1) + body)
-    return total
-
-
 def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer: list[Payload],
                   max_batch_bytes: int = MAX_BATCH_SIZE_BYTES) -> Iterator[fastpath.BatchToWrite]:
     """The batches Kafka's snapshot writer forms: a header control batch, appends of 1024
@@ -238,14 +215,14 @@ def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer:
         if not group:
             break
         lengths = [len(v) for v in fastpath.encode_values(group)]
-        if open_payloads and max_batch_bytes - open_size < appended_bytes(lengths, len(open_payloads)):
+        if open_payloads and max_batch_bytes - open_size < records_size(lengths, len(open_payloads)):
             yield fastpath.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
             open_payloads = []
         if not open_payloads:
-            if RECORD_BATCH_OVERHEAD + appended_bytes(lengths, 0) > max_batch_bytes:
+            if RECORD_BATCH_OVERHEAD + records_size(lengths, 0) > max_batch_bytes:
                 raise ValueError("one append does not fit in a batch")
             base, open_size = next_offset, RECORD_BATCH_OVERHEAD
-        open_size += appended_bytes(lengths, len(open_payloads))
+        open_size += records_size(lengths, len(open_payloads))
         open_payloads.extend(group)
         next_offset += len(group)
     if open_payloads:

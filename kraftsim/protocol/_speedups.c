@@ -27,6 +27,9 @@
 #include <stdint.h>
 #include <string.h>
 #include <stdlib.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <nmmintrin.h>
@@ -63,7 +66,9 @@ static int g_enabled = 1;
  * millions of young lists cost more than decoding them. configure(untrack=False) turns
  * it off. */
 static int g_untrack = 1;
-#define MAYBE_UNTRACK(o) do { if (g_untrack && PyObject_GC_IsTracked(o)) PyObject_GC_UnTrack(o); } while (0)
+/* Ask the kernel for the pages of large fresh memory in one call (see populate_for_write
+ * and arena_hook_install); configure(populate=False) turns it off. */
+static int g_populate = 1;
 static PyObject *str_record_type = NULL, *str_version = NULL, *str_message = NULL, *str_fast_attr = NULL;
 
 #define UUID_CACHE_SIZE 256
@@ -96,6 +101,47 @@ static inline void gc_resume(int was_enabled) {
     if (was_enabled)
         PyGC_Enable();
 }
+
+/* While a large decode runs, the arenas Python's small-object allocator maps for the
+ * objects it builds are filled completely and at once, so each new arena's pages are
+ * requested from the kernel in one call (MADV_POPULATE_WRITE, Linux 5.14+) instead of
+ * one page fault per page: the same pages, fewer kernel entries, and the decoder is not
+ * interrupted. The allocator's own functions still map and unmap every arena; this only
+ * adds the populate call, between arena_hook_install() and arena_hook_remove(). (Should
+ * another thread allocate in that window, its new arenas are populated too: harmless.) */
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+static PyObjectArenaAllocator arena_orig;
+static int arena_hooked = 0;
+
+static void *arena_alloc_populated(void *ctx, size_t size) {
+    void *p = arena_orig.alloc(arena_orig.ctx, size);
+    if (p)
+        (void)madvise(p, size, MADV_POPULATE_WRITE);
+    return p;
+}
+
+static void arena_free_orig(void *ctx, void *ptr, size_t size) { arena_orig.free(arena_orig.ctx, ptr, size); }
+
+static int arena_hook_install(void) {
+    if (arena_hooked || !g_populate)
+        return 0;
+    PyObject_GetArenaAllocator(&arena_orig);
+    PyObjectArenaAllocator hook = {NULL, arena_alloc_populated, arena_free_orig};
+    PyObject_SetArenaAllocator(&hook);
+    arena_hooked = 1;
+    return 1;
+}
+
+static void arena_hook_remove(int installed) {
+    if (installed && arena_hooked) {
+        PyObject_SetArenaAllocator(&arena_orig);
+        arena_hooked = 0;
+    }
+}
+#else
+static int arena_hook_install(void) { return 0; }
+static void arena_hook_remove(int installed) { (void)installed; }
+#endif
 
 /* ------------------------------------------------------------------------ CRC-32C */
 
@@ -367,6 +413,21 @@ static int w_grow(Writer *w, int64_t need) {
     return 0;
 }
 
+/* Ask the kernel for the pages of a fresh, large buffer in one call rather than one
+ * page fault per page (Linux 5.14+; elsewhere, or on failure, the faults happen as usual). */
+static void populate_for_write(uint8_t *buf, int64_t n) {
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    if (!g_populate || n < (int64_t)1 << 16)
+        return;
+    uintptr_t page = 4096, lo = ((uintptr_t)buf + page - 1) & ~(page - 1), hi = ((uintptr_t)buf + (uintptr_t)n) & ~(page - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_POPULATE_WRITE);
+#else
+    (void)buf;
+    (void)n;
+#endif
+}
+
 /* Start building a bytes object of about `hint` bytes in place. */
 static int w_bytes_start(Writer *w, int64_t hint) {
     if (hint < 64)
@@ -375,6 +436,7 @@ static int w_bytes_start(Writer *w, int64_t hint) {
     if (!w->bytes)
         return -1;
     w->buf = (uint8_t *)PyBytes_AS_STRING(w->bytes);
+    populate_for_write(w->buf, hint);
     w->len = 0;
     w->cap = hint;
     return 0;
@@ -437,12 +499,15 @@ static void w_free(Writer *w) {
 
 /* ------------------------------------------------------------------------ object helpers */
 
-/* A NamedTuple instance from n items (references stolen). */
-static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ssize_t n) {
+/* A NamedTuple instance from n items (references stolen), left untracked by the cycle
+ * collector when `untrack` (see g_untrack). In direct mode it is allocated as
+ * tuple.__new__ would (tp_alloc of a tuple subclass is a GC allocation of the same
+ * size), but without the zeroing and the track/untrack round trip. */
+static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ssize_t n, int untrack) {
     PyObject *o;
     Py_ssize_t i;
     if (direct) {
-        o = t->tp_alloc(t, n);
+        o = (PyObject *)PyObject_GC_NewVar(PyObject, t, n);
         if (!o) {
             for (i = 0; i < n; i++)
                 Py_DECREF(items[i]);
@@ -450,6 +515,8 @@ static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ss
         }
         for (i = 0; i < n; i++)
             PyTuple_SET_ITEM(o, i, items[i]);
+        if (!untrack)
+            PyObject_GC_Track(o);
         return o;
     }
     PyObject *tmp = PyTuple_New(n);
@@ -466,7 +533,30 @@ static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ss
         return NULL;
     o = PyTuple_Type.tp_new(t, args, NULL);
     Py_DECREF(args);
+    if (o && untrack && PyObject_GC_IsTracked(o))
+        PyObject_GC_UnTrack(o);
     return o;
+}
+
+/* A list of n items to be filled by the caller (PyList_SET_ITEM), untracked by the
+ * cycle collector when g_untrack. If the caller fails half way, it sets the size to the
+ * number of items filled (Py_SET_SIZE) before releasing the list. */
+static PyObject *new_list(Py_ssize_t n) {
+    if (!g_untrack)
+        return PyList_New(n);
+    PyListObject *l = PyObject_GC_New(PyListObject, &PyList_Type);
+    if (!l)
+        return NULL;
+    l->ob_item = n ? PyMem_Malloc((size_t)n * sizeof(PyObject *)) : NULL;
+    if (n && !l->ob_item) {
+        Py_SET_SIZE(l, 0);
+        l->allocated = 0;
+        Py_DECREF(l);
+        return PyErr_NoMemory();
+    }
+    Py_SET_SIZE(l, n);
+    l->allocated = n;
+    return (PyObject *)l;
 }
 
 static int ntuple_direct_ok(PyTypeObject *t) {
@@ -560,7 +650,18 @@ typedef struct {
     Program *sub;     /* struct / []struct element program (borrowed from spec) */
     int cond_null;    /* tagged: written iff not None (else iff != dflt) */
     PyObject *dflt;   /* tagged: default compared against (borrowed from spec) */
+    int kind;         /* OPK_*: which specialised encoder path may apply */
 } FieldOp;
+
+/* Field shapes with a specialised encoder path (the general one is enc_value). */
+enum { OPK_GENERIC = 0, OPK_INT, OPK_UUID, OPK_INT_ARRAY, OPK_UUID_ARRAY, OPK_STRING };
+
+static int op_kind(const FieldOp *op) {
+    int is_int = op->type >= K_INT8 && op->type <= K_UINT32;
+    if (op->is_array)
+        return is_int ? OPK_INT_ARRAY : op->type == K_UUID ? OPK_UUID_ARRAY : OPK_GENERIC;
+    return is_int ? OPK_INT : op->type == K_UUID ? OPK_UUID : op->type == K_STRING ? OPK_STRING : OPK_GENERIC;
+}
 
 typedef struct {
     int slot;
@@ -582,6 +683,7 @@ struct Program {
     PyObject **names;       /* nslots + 1 interned attribute names */
     Py_ssize_t *offsets;    /* member slot offsets in cls */
     int offsets_ok;
+    int direct_new;         /* decode by filling a fresh instance's slots (see Program_new) */
     Py_ssize_t n_untagged, n_tagged, n_defaults, n_absent;
     FieldOp *untagged;
     FieldOp *tagged;
@@ -676,6 +778,7 @@ static int parse_op(PyObject *t, int tagged, Py_ssize_t nslots, FieldOp *op) {
         op->cond_null = (int)v;
         op->dflt = PyTuple_GET_ITEM(t, i++);
     }
+    op->kind = op_kind(op);
     return 0;
 }
 
@@ -752,6 +855,24 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             p->offsets_ok = 0;
         }
         Py_DECREF(descr);
+    }
+    /* Instances can be built without calling the class when it is a msgspec Struct
+     * whose construction does nothing but allocate and set the fields: no cycle-collector
+     * tracking (gc=False), no __post_init__, not abstract, every field a member slot
+     * inside the instance. */
+    p->direct_new = 0;
+    if (p->offsets_ok) {
+        PyTypeObject *t = (PyTypeObject *)cls;
+        int inside = 1;
+        for (i = 0; i < n && inside; i++)
+            inside = p->offsets[i] >= (Py_ssize_t)sizeof(PyObject) &&
+                     p->offsets[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
+        if (inside && !(t->tp_flags & (Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IS_ABSTRACT)) && t->tp_alloc &&
+            t->tp_itemsize == 0) {
+            int has_fields = PyObject_HasAttrString(cls, "__struct_fields__");
+            int has_post_init = PyObject_HasAttrString(cls, "__post_init__");
+            p->direct_new = has_fields && !has_post_init;
+        }
     }
     p->minsize = p->flexible ? 1 : 0;
     for (i = 0; i < p->n_untagged; i++) {
@@ -831,6 +952,51 @@ static inline int rd_len(int flexible, int kind, const uint8_t *b, int64_t len, 
     return 0;
 }
 
+/* CPython's shared small ints (-5..256), held here so that decoding one is a table read. */
+#define SMALL_INT_MIN (-5)
+#define SMALL_INT_MAX 256
+static PyObject *small_ints[SMALL_INT_MAX - SMALL_INT_MIN + 1];
+
+static int small_ints_init(void) {
+    for (long v = SMALL_INT_MIN; v <= SMALL_INT_MAX; v++)
+        if (!(small_ints[v - SMALL_INT_MIN] = PyLong_FromLong(v)))
+            return -1;
+    return 0;
+}
+
+/* An integer field (int8 .. uint32, big-endian at p) as a Python int. */
+static inline PyObject *read_int(int type, const uint8_t *p) {
+    long long v;
+    switch (type) {
+    case K_INT8:
+        v = (int8_t)p[0];
+        break;
+    case K_INT16:
+        v = (int16_t)be16(p);
+        break;
+    case K_INT32:
+        v = (int32_t)be32(p);
+        break;
+    case K_INT64:
+        v = (int64_t)be64(p);
+        break;
+    case K_UINT16:
+        v = be16(p);
+        break;
+    case K_UINT32:
+        v = be32(p);
+        break;
+    default:
+        return fallback_null();
+    }
+    if (v >= SMALL_INT_MIN && v <= SMALL_INT_MAX) {
+        PyObject *o = small_ints[v - SMALL_INT_MIN];
+        Py_INCREF(o);
+        return o;
+    }
+    return PyLong_FromLongLong(v);
+}
+
 static inline PyObject *read_fixed(int type, const uint8_t *p) {
     switch (type) {
     case K_BOOL:
@@ -886,12 +1052,15 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
             int w = FIXED_SIZE[type];
             if (pos + n * w > len)
                 return fallback_null();
-            v = PyList_New((Py_ssize_t)n);
+            v = new_list((Py_ssize_t)n);
             if (!v)
                 return NULL;
             for (i = 0; i < n; i++) {
-                PyObject *item = type == K_UUID ? make_uuid(b + pos) : read_fixed(type, b + pos);
+                PyObject *item = type == K_UUID                         ? make_uuid(b + pos)
+                                 : (type >= K_INT8 && type <= K_UINT32) ? read_int(type, b + pos)
+                                                                         : read_fixed(type, b + pos);
                 if (!item) {
+                    Py_SET_SIZE(v, (Py_ssize_t)i);
                     Py_DECREF(v);
                     return NULL;
                 }
@@ -901,18 +1070,20 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
         } else if (type == K_STRING || type == K_BYTES) {
             if (n > len - pos) /* every element takes at least one byte */
                 return fallback_null();
-            v = PyList_New((Py_ssize_t)n);
+            v = new_list((Py_ssize_t)n);
             if (!v)
                 return NULL;
             for (i = 0; i < n; i++) {
                 int64_t m;
                 PyObject *item;
                 if (rd_len(flexible, type == K_STRING ? 0 : 1, b, len, &pos, &m) < 0 || m < 0) {
+                    Py_SET_SIZE(v, (Py_ssize_t)i);
                     Py_DECREF(v);
                     return fallback_null();
                 }
                 item = read_str_or_bytes(type, b, len, &pos, m);
                 if (!item) {
+                    Py_SET_SIZE(v, (Py_ssize_t)i);
                     Py_DECREF(v);
                     return NULL;
                 }
@@ -923,19 +1094,20 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
             if (ms > 0) {
                 if (n > (len - pos) / ms)
                     return fallback_null();
-                v = PyList_New((Py_ssize_t)n);
+                v = new_list((Py_ssize_t)n);
                 if (!v)
                     return NULL;
                 for (i = 0; i < n; i++) {
                     PyObject *item = dec_struct(op->sub, b, len, &pos);
                     if (!item) {
+                        Py_SET_SIZE(v, (Py_ssize_t)i);
                         Py_DECREF(v);
                         return NULL;
                     }
                     PyList_SET_ITEM(v, (Py_ssize_t)i, item);
                 }
             } else {
-                v = PyList_New(0);
+                v = new_list(0);
                 if (!v)
                     return NULL;
                 for (i = 0; i < n; i++) {
@@ -949,7 +1121,6 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
                 }
             }
         }
-        MAYBE_UNTRACK(v);
         *ppos = pos;
         return v;
     }
@@ -999,10 +1170,16 @@ static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *
     PyObject *stackvals[STACK_SLOTS];
     PyObject **vals = stackvals;
     Py_ssize_t n = p->nslots + 1, i;
-    PyObject *res = NULL, *unknown = NULL;
+    PyObject *res = NULL, *unknown = NULL, *obj = NULL;
     int64_t pos = *ppos;
 
-    if (n > STACK_SLOTS) {
+    /* A field's place: the new instance's (zeroed) slot in direct mode, else vals[]. */
+#define SLOT(k) (*(obj ? (PyObject **)((char *)obj + p->offsets[(k)]) : &vals[(k)]))
+    if (p->direct_new) {
+        obj = ((PyTypeObject *)p->cls)->tp_alloc((PyTypeObject *)p->cls, 0);
+        if (!obj)
+            return NULL;
+    } else if (n > STACK_SLOTS) {
         vals = PyMem_Calloc((size_t)n, sizeof(PyObject *));
         if (!vals)
             return PyErr_NoMemory();
@@ -1011,10 +1188,28 @@ static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *
     }
     for (i = 0; i < p->n_untagged; i++) {
         const FieldOp *op = &p->untagged[i];
-        PyObject *v = dec_value(op, p->flexible, b, len, &pos);
+        PyObject *v;
+        if (op->kind == OPK_INT) { /* the commonest fields, inline */
+            int w = FIXED_SIZE[op->type];
+            if (pos + w > len) {
+                fallback_null();
+                goto done;
+            }
+            v = read_int(op->type, b + pos);
+            pos += w;
+        } else if (op->kind == OPK_UUID) {
+            if (pos + 16 > len) {
+                fallback_null();
+                goto done;
+            }
+            v = make_uuid(b + pos);
+            pos += 16;
+        } else {
+            v = dec_value(op, p->flexible, b, len, &pos);
+        }
         if (!v)
             goto done;
-        Py_XSETREF(vals[op->slot], v);
+        Py_XSETREF(SLOT(op->slot), v);
     }
     for (i = 0; i < p->n_defaults; i++) {
         const DefaultOp *d = &p->defaults[i];
@@ -1029,7 +1224,7 @@ static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *
         }
         if (!v)
             goto done;
-        Py_XSETREF(vals[d->slot], v);
+        Py_XSETREF(SLOT(d->slot), v);
     }
     if (p->flexible) {
         if (pos >= len) {
@@ -1071,7 +1266,7 @@ static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *
                         fallback_null();
                         goto done;
                     }
-                    Py_XSETREF(vals[op->slot], v);
+                    Py_XSETREF(SLOT(op->slot), v);
                 } else {
                     PyObject *item;
                     if (!unknown && !(unknown = PyList_New(0)))
@@ -1090,30 +1285,36 @@ static PyObject *dec_struct(Program *p, const uint8_t *b, int64_t len, int64_t *
         }
     }
     if (unknown && PyList_GET_SIZE(unknown) > 0) {
-        vals[p->nslots] = PyList_AsTuple(unknown);
-        if (!vals[p->nslots])
+        SLOT(p->nslots) = PyList_AsTuple(unknown);
+        if (!SLOT(p->nslots))
             goto done;
     } else {
-        vals[p->nslots] = PyTuple_New(0);
-        if (!vals[p->nslots])
+        SLOT(p->nslots) = PyTuple_New(0);
+        if (!SLOT(p->nslots))
             goto done;
     }
     for (i = 0; i < n; i++) {
-        if (!vals[i]) { /* a slot no op filled: the spec is inconsistent */
+        if (!SLOT(i)) { /* a slot no op filled: the spec is inconsistent */
             PyErr_SetString(PyExc_SystemError, "program: a field has neither a reader nor a default");
             goto done;
         }
     }
-    res = PyObject_Vectorcall(p->cls, vals, (size_t)n, NULL);
+    res = obj ? obj : PyObject_Vectorcall(p->cls, vals, (size_t)n, NULL);
     if (res)
         *ppos = pos;
 done:
-    for (i = 0; i < n; i++)
-        Py_XDECREF(vals[i]);
+    if (obj) {
+        if (!res)
+            Py_DECREF(obj); /* its deallocator releases the slots filled so far */
+    } else {
+        for (i = 0; i < n; i++)
+            Py_XDECREF(vals[i]);
+        if (vals != stackvals)
+            PyMem_Free(vals);
+    }
     Py_XDECREF(unknown);
-    if (vals != stackvals)
-        PyMem_Free(vals);
     return res;
+#undef SLOT
 }
 
 /* ------------------------------------------------------------------------ encoding */
@@ -1437,6 +1638,127 @@ static int unknown_ok(PyObject *unknown) {
     return 1;
 }
 
+/* The specialised paths below read objects without taking references: they run no
+ * Python code, so nothing can change or free what they read. Each returns 0 when it
+ * wrote the field, 1 when the general path (enc_value) must handle it, -1 on error. */
+
+/* A list of ints that fit the field's type (compact ints, the common case). */
+static int enc_int_list(const FieldOp *op, int flexible, PyObject *v, Writer *w) {
+    Py_ssize_t n = PyList_GET_SIZE(v), i;
+    PyObject **items = ((PyListObject *)v)->ob_item;
+    int width = FIXED_SIZE[op->type];
+    if (!flexible && n > INT32_MAX)
+        return 1;
+    if (W_RESERVE(w, 5 + (int64_t)n * width) < 0)
+        return -1;
+    int64_t start = w->len;
+    if (flexible) {
+        w_uvarint_unchecked(w, (uint64_t)n + 1);
+    } else {
+        put32(w->buf + w->len, (uint32_t)n);
+        w->len += 4;
+    }
+    uint8_t *dst = w->buf + w->len;
+    if (op->type == K_INT32) {
+        for (i = 0; i < n; i++) {
+            PyObject *item = items[i];
+            long long x;
+            if (!PyLong_CheckExact(item) || !long_compact(item, &x) || x < INT32_MIN || x > INT32_MAX)
+                goto general;
+            put32(dst, (uint32_t)(int32_t)x);
+            dst += 4;
+        }
+    } else {
+        for (i = 0; i < n; i++) {
+            if (!pack_int_fast(op->type, items[i], dst))
+                goto general;
+            dst += width;
+        }
+    }
+    w->len = dst - w->buf;
+    return 0;
+general:
+    w->len = start;
+    return 1;
+}
+
+/* A list of Uuids (16-byte bytes objects). */
+static int enc_uuid_list(int flexible, PyObject *v, Writer *w) {
+    Py_ssize_t n = PyList_GET_SIZE(v), i;
+    PyObject **items = ((PyListObject *)v)->ob_item;
+    if (!flexible && n > INT32_MAX)
+        return 1;
+    for (i = 0; i < n; i++)
+        if (!PyBytes_Check(items[i]) || PyBytes_GET_SIZE(items[i]) != 16)
+            return 1;
+    if (W_RESERVE(w, 5 + (int64_t)n * 16) < 0)
+        return -1;
+    if (flexible) {
+        w_uvarint_unchecked(w, (uint64_t)n + 1);
+    } else {
+        put32(w->buf + w->len, (uint32_t)n);
+        w->len += 4;
+    }
+    uint8_t *dst = w->buf + w->len;
+    for (i = 0; i < n; i++, dst += 16)
+        memcpy(dst, PyBytes_AS_STRING(items[i]), 16);
+    w->len = dst - w->buf;
+    return 0;
+}
+
+/* A non-null field of an instance of exactly the program's class, by its OPK_* kind. */
+static inline int enc_special(const FieldOp *op, int flexible, PyObject *v, Writer *w) {
+    switch (op->kind) {
+    case OPK_INT:
+        if (W_RESERVE(w, 8) < 0)
+            return -1;
+        if (!pack_int_fast(op->type, v, w->buf + w->len))
+            return 1;
+        w->len += FIXED_SIZE[op->type];
+        return 0;
+    case OPK_UUID:
+        if (!PyBytes_Check(v) || PyBytes_GET_SIZE(v) != 16)
+            return 1;
+        if (W_RESERVE(w, 16) < 0)
+            return -1;
+        memcpy(w->buf + w->len, PyBytes_AS_STRING(v), 16);
+        w->len += 16;
+        return 0;
+    case OPK_INT_ARRAY:
+        return PyList_CheckExact(v) ? enc_int_list(op, flexible, v, w) : 1;
+    case OPK_UUID_ARRAY:
+        return PyList_CheckExact(v) ? enc_uuid_list(flexible, v, w) : 1;
+    case OPK_STRING:
+        if (PyUnicode_CheckExact(v) && PyUnicode_IS_COMPACT_ASCII(v)) {
+            Py_ssize_t n = PyUnicode_GET_LENGTH(v);
+            if (!flexible && n > 32767)
+                return 1;
+            if (W_RESERVE(w, 5 + (int64_t)n) < 0)
+                return -1;
+            if (flexible) {
+                w_uvarint_unchecked(w, (uint64_t)n + 1);
+            } else {
+                put16(w->buf + w->len, (uint16_t)n);
+                w->len += 2;
+            }
+            memcpy(w->buf + w->len, PyUnicode_DATA(v), (size_t)n);
+            w->len += n;
+            return 0;
+        }
+        return 1;
+    }
+    return 1;
+}
+
+/* Whether a tagged field holds its default, decided without running Python code:
+ * 1 yes, 0 no or cannot tell (the general path then decides). */
+static inline int tagged_is_default(const FieldOp *op, PyObject *v) {
+    if (op->cond_null)
+        return v == Py_None;
+    return v == op->dflt && (v == Py_None || PyLong_CheckExact(v) || PyUnicode_CheckExact(v) ||
+                             PyBytes_CheckExact(v) || PyBool_Check(v) || Py_TYPE(v) == UuidType);
+}
+
 static int enc_struct(Program *p, PyObject *m, Writer *w) {
     int direct = p->offsets_ok && Py_TYPE(m) == (PyTypeObject *)p->cls;
     Py_ssize_t i;
@@ -1459,12 +1781,15 @@ static int enc_struct(Program *p, PyObject *m, Writer *w) {
     for (i = 0; i < p->n_untagged; i++) {
         const FieldOp *op = &p->untagged[i];
         int r;
-        if (direct && !op->is_array && IS_FIXED(op->type) && op->type != K_FLOAT64 && op->type != K_BOOL) {
-            /* inline: an int field read straight from its slot (no Python code runs) */
+        if (direct && op->kind != OPK_GENERIC) {
             PyObject *b = *(PyObject **)((char *)m + p->offsets[op->slot]);
-            if (b && W_RESERVE(w, 8) == 0 && pack_int_fast(op->type, b, w->buf + w->len)) {
-                w->len += FIXED_SIZE[op->type];
-                continue;
+            if (b) {
+                r = enc_special(op, p->flexible, b, w);
+                if (r <= 0) {
+                    if (r < 0)
+                        return -1;
+                    continue;
+                }
             }
         }
         v = get_field(p, m, op->slot, direct);
@@ -1478,6 +1803,18 @@ static int enc_struct(Program *p, PyObject *m, Writer *w) {
     if (!p->flexible)
         return 0;
 
+    if (direct) { /* the common case: no unknown tagged fields, every tagged field at its default */
+        PyObject *u = *(PyObject **)((char *)m + p->offsets[p->nslots]);
+        if (u && PyTuple_CheckExact(u) && PyTuple_GET_SIZE(u) == 0) {
+            for (i = 0; i < p->n_tagged; i++) {
+                PyObject *t = *(PyObject **)((char *)m + p->offsets[p->tagged[i].slot]);
+                if (!t || !tagged_is_default(&p->tagged[i], t))
+                    break;
+            }
+            if (i == p->n_tagged)
+                return w_byte(w, 0);
+        }
+    }
     unknown = get_field(p, m, p->nslots, direct);
     if (!unknown)
         return -1;
@@ -1612,6 +1949,7 @@ static PyObject *Program_encode(Program *p, PyObject *msg) {
 
 static PyObject *Program_get_minsize(Program *p, void *closure) { return PyLong_FromLongLong(p->minsize); }
 static PyObject *Program_get_direct(Program *p, void *closure) { return PyBool_FromLong(p->offsets_ok); }
+static PyObject *Program_get_direct_new(Program *p, void *closure) { return PyBool_FromLong(p->direct_new); }
 static PyObject *Program_get_spec(Program *p, void *closure) {
     Py_INCREF(p->spec);
     return p->spec;
@@ -1627,6 +1965,7 @@ static PyMethodDef Program_methods[] = {
 static PyGetSetDef Program_getset[] = {
     {"minsize", (getter)Program_get_minsize, NULL, "fewest bytes one encoded value takes", NULL},
     {"direct_slots", (getter)Program_get_direct, NULL, "whether fields are read from member slots", NULL},
+    {"direct_new", (getter)Program_get_direct_new, NULL, "whether decoded instances are built without calling the class", NULL},
     {"spec", (getter)Program_get_spec, NULL, "the spec tuple this program was built from", NULL},
     {NULL}};
 
@@ -1870,10 +2209,9 @@ static PyObject *py_parse_records(PyObject *self, PyObject *args) {
                 Py_XDECREF(items[k]);
             goto error;
         }
-        PyObject *rec = new_ntuple(RecordNT, record_direct, items, 6);
+        PyObject *rec = new_ntuple(RecordNT, record_direct, items, 6, g_untrack);
         if (!rec)
             goto error;
-        MAYBE_UNTRACK(rec);
         PyList_SET_ITEM(list, i, rec);
     }
     if (pos != end)
@@ -1970,10 +2308,15 @@ static PyObject *decode_framed_value(const uint8_t *b, int64_t len, PyObject *ta
     return msg;
 }
 
-static PyObject *py_decode_framed(PyObject *self, PyObject *args) {
+static PyObject *py_decode_framed(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     Py_buffer view;
     PyObject *table;
-    if (!PyArg_ParseTuple(args, "y*O!:decode_framed", &view, &PyList_Type, &table))
+    if (nargs != 2 || !PyList_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "decode_framed(value, table: list)");
+        return NULL;
+    }
+    table = args[1];
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
     Entry e;
     int64_t version;
@@ -1996,7 +2339,7 @@ static PyObject *py_decode_framed(PyObject *self, PyObject *args) {
         return NULL;
     }
     if (MetadataRecordNT)
-        return new_ntuple(MetadataRecordNT, mdrecord_direct, items, 3);
+        return new_ntuple(MetadataRecordNT, mdrecord_direct, items, 3, 0);
     PyObject *res = PyTuple_New(3);
     if (!res) {
         for (int k = 0; k < 3; k++)
@@ -2045,17 +2388,21 @@ static int decode_records_into(const uint8_t *b, int64_t start, int64_t end, int
         items[3] = Py_False;
         Py_INCREF(e.rt);
         items[4] = e.rt;
-        items[5] = PyLong_FromLongLong(version);
+        if (version <= SMALL_INT_MAX) { /* versions are 0..0x7fff */
+            items[5] = small_ints[version - SMALL_INT_MIN];
+            Py_INCREF(items[5]);
+        } else {
+            items[5] = PyLong_FromLongLong(version);
+        }
         items[6] = msg;
         if (!items[0] || !items[2] || !items[5]) {
             for (int k = 0; k < 7; k++)
                 Py_XDECREF(items[k]);
             return -1;
         }
-        PyObject *entry = new_ntuple(LogEntryNT, logentry_direct, items, 7);
+        PyObject *entry = new_ntuple(LogEntryNT, logentry_direct, items, 7, g_untrack);
         if (!entry)
             return -1;
-        MAYBE_UNTRACK(entry);
         if (PyList_Append(out, entry) < 0) {
             Py_DECREF(entry);
             return -1;
@@ -2117,18 +2464,20 @@ static PyObject *py_decode_records(PyObject *self, PyObject *args) {
     return out;
 }
 
-/* decode_log(data, pos, table, out) -> position
+/* decode_log(data, pos, table, out, min_records=-1) -> position
  *
  * Walk the batches of data from pos, appending the LogEntry of every record of every
  * uncompressed data batch that passes Python's checks (size, magic, record count,
  * CRC-32C) and decodes fully. Stops at the first batch it does not handle (a torn tail, a
  * bad batch, a control or compressed batch, a record the C decoder gives up on) and
- * returns its position, so that Python handles that one batch and calls again. */
+ * returns its position, so that Python handles that one batch and calls again. With
+ * min_records >= 0 it also stops (between batches) once it has appended that many. */
 static PyObject *py_decode_log(PyObject *self, PyObject *args) {
     Py_buffer view;
-    Py_ssize_t pos;
+    Py_ssize_t pos, min_records = -1;
     PyObject *table, *out;
-    if (!PyArg_ParseTuple(args, "y*nO!O!:decode_log", &view, &pos, &PyList_Type, &table, &PyList_Type, &out))
+    if (!PyArg_ParseTuple(args, "y*nO!O!|n:decode_log", &view, &pos, &PyList_Type, &table, &PyList_Type, &out,
+                          &min_records))
         return NULL;
     if (!LogEntryNT) {
         PyBuffer_Release(&view);
@@ -2140,8 +2489,12 @@ static PyObject *py_decode_log(PyObject *self, PyObject *args) {
     PyObject *epoch_obj = NULL, *ts_obj = NULL;
     int32_t last_epoch = 0;
     int64_t last_ts = 0;
+    Py_ssize_t first = PyList_GET_SIZE(out);
     int gc_was = gc_pause();
+    int hooked = len - p > ((int64_t)1 << 22) ? arena_hook_install() : 0;
     while (p < len) {
+        if (min_records >= 0 && PyList_GET_SIZE(out) - first >= min_records)
+            break;
         int64_t remaining = len - p, size;
         if (remaining < 12)
             break;
@@ -2184,12 +2537,14 @@ static PyObject *py_decode_log(PyObject *self, PyObject *args) {
         }
         p += size;
     }
+    arena_hook_remove(hooked);
     gc_resume(gc_was);
     Py_XDECREF(epoch_obj);
     Py_XDECREF(ts_obj);
     PyBuffer_Release(&view);
     return PyLong_FromLongLong(p);
 error:
+    arena_hook_remove(hooked);
     gc_resume(gc_was);
     Py_XDECREF(epoch_obj);
     Py_XDECREF(ts_obj);
@@ -2262,17 +2617,17 @@ static int rtc_get(RtCache *c, PyObject *rt, Entry *e) {
     return 0;
 }
 
-/* The framed value of one payload (record_type, version, message), appended to w. */
+/* The framed value of one payload; the caller holds a reference to `payload`. An exact
+ * Payload is a tuple, whose items cannot change: they are borrowed, which also spares a
+ * write to every message's (otherwise only read) memory. */
 static int encode_payload(PyObject *payload, RtCache *c, Writer *w, Program **prog_out) {
     PyObject *rt, *version, *msg;
-    int rc = -1;
+    int rc = -1, borrowed = 0;
     if (PayloadNT && Py_TYPE(payload) == PayloadNT && PyTuple_GET_SIZE(payload) == 3) {
         rt = PyTuple_GET_ITEM(payload, 0);
         version = PyTuple_GET_ITEM(payload, 1);
         msg = PyTuple_GET_ITEM(payload, 2);
-        Py_INCREF(rt);
-        Py_INCREF(version);
-        Py_INCREF(msg);
+        borrowed = 1;
     } else {
         rt = PyObject_GetAttr(payload, str_record_type);
         msg = rt ? PyObject_GetAttr(payload, str_message) : NULL;
@@ -2305,9 +2660,11 @@ static int encode_payload(PyObject *payload, RtCache *c, Writer *w, Program **pr
         *prog_out = prog;
     rc = enc_struct(prog, msg, w);
 done:
-    Py_DECREF(rt);
-    Py_DECREF(version);
-    Py_DECREF(msg);
+    if (!borrowed) {
+        Py_DECREF(rt);
+        Py_DECREF(version);
+        Py_DECREF(msg);
+    }
     return rc;
 }
 
@@ -2701,14 +3058,16 @@ static int set_type(PyObject *o, PyTypeObject **slot, const char *what) {
 }
 
 static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kwds) {
-    static char *kwlist[] = {"uuid", "record", "log_entry", "payload", "metadata_record", "untrack", NULL};
+    static char *kwlist[] = {"uuid", "record", "log_entry", "payload", "metadata_record", "untrack", "populate", NULL};
     PyObject *uuid = NULL, *record = NULL, *log_entry = NULL, *payload = NULL, *mdrec = NULL;
-    int untrack = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOO$p:configure", kwlist, &uuid, &record, &log_entry, &payload,
-                                     &mdrec, &untrack))
+    int untrack = -1, populate = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOO$pp:configure", kwlist, &uuid, &record, &log_entry, &payload,
+                                     &mdrec, &untrack, &populate))
         return NULL;
     if (untrack >= 0)
         g_untrack = untrack;
+    if (populate >= 0)
+        g_populate = populate;
     if (uuid && uuid != Py_None && (!PyType_Check(uuid) || !PyType_IsSubtype((PyTypeObject *)uuid, &PyBytes_Type))) {
         PyErr_SetString(PyExc_TypeError, "configure: uuid must be a bytes subclass");
         return NULL;
@@ -2744,9 +3103,14 @@ static PyObject *py_set_enabled(PyObject *self, PyObject *arg) {
 }
 
 static PyObject *py_info(PyObject *self, PyObject *noargs) {
-    return Py_BuildValue("{s:s,s:i,s:i,s:i,s:i,s:i}", "crc32c", crc_hw ? "sse4.2" : "software", "uuid_direct",
+#if defined(__linux__) && defined(MADV_POPULATE_WRITE)
+    int populate = g_populate;
+#else
+    int populate = 0;
+#endif
+    return Py_BuildValue("{s:s,s:i,s:i,s:i,s:i,s:i,s:i}", "crc32c", crc_hw ? "sse4.2" : "software", "uuid_direct",
                          uuid_direct, "record_direct", record_direct, "logentry_direct", logentry_direct, "enabled",
-                         g_enabled, "untrack", g_untrack);
+                         g_enabled, "untrack", g_untrack, "populate", populate);
 }
 
 static PyMethodDef module_methods[] = {
@@ -2754,12 +3118,12 @@ static PyMethodDef module_methods[] = {
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
     {"parse_records", py_parse_records, METH_VARARGS,
      "parse_records(body, count) -> list[Record] | None (None: use batch.parse_records)."},
-    {"decode_framed", py_decode_framed, METH_VARARGS,
+    {"decode_framed", (PyCFunction)(void (*)(void))py_decode_framed, METH_FASTCALL,
      "decode_framed(value, table) -> MetadataRecord | None (None: use framing.decode_metadata_record)."},
     {"decode_records", py_decode_records, METH_VARARGS,
      "decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table) -> list[LogEntry] | None."},
     {"decode_log", py_decode_log, METH_VARARGS,
-     "decode_log(data, pos, table, out) -> int: decode data batches from pos into out; returns where it stopped."},
+     "decode_log(data, pos, table, out, min_records=-1) -> int: decode data batches from pos into out; returns where it stopped."},
     {"encode_values", py_encode_values, METH_VARARGS,
      "encode_values(payloads, resolve) -> list[bytes] | None: framed metadata record values."},
     {"encode_data_batch", py_encode_data_batch, METH_VARARGS,
@@ -2767,7 +3131,8 @@ static PyMethodDef module_methods[] = {
     {"encode_batches", py_encode_batches, METH_VARARGS,
      "encode_batches([(base_offset, epoch, timestamp, control, payloads), ...], resolve) -> (list[bytes | None], list[int])."},
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(uuid=, record=, log_entry=, payload=, metadata_record=): the Python classes to build."},
+     "configure(uuid=, record=, log_entry=, payload=, metadata_record=, *, untrack=, populate=): the Python classes "
+     "to build, and the memory options."},
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
@@ -2780,6 +3145,8 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
+    if (small_ints_init() < 0)
+        return NULL;
     if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&FastDecoderType) < 0 || PyType_Ready(&FastEncoderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moduledef);

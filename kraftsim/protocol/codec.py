@@ -5,7 +5,10 @@ functions from its own schemas at load time. Each version of each struct gets a 
 `(buf, pos) -> (message, pos)` and an encoder `(message, out: bytearray) -> None`, with
 consecutive fixed-width fields read or written by one `struct` call. Generated code is
 several times faster than walking the schema for every record, and it is still plain,
-inspectable Python (see `source_of`).
+inspectable Python (see `source_of`). When the C extension is built, `decoder` and
+`encoder` return its drop-ins for these functions (fastpath.wrap_decoder / wrap_encoder:
+same results, and the generated function runs whenever the C code gives up);
+`pure_decoder` and `pure_encoder` return the generated functions themselves.
 
 Semantics follow Kafka's generator (kafka-facts §4.2): compact strings, bytes and arrays
 in flexible versions; a tagged-field section at the end of every struct; unknown tagged
@@ -19,6 +22,7 @@ import struct
 from typing import Any, Callable
 
 from kraftsim.errors import UnsupportedVersionException
+from kraftsim.protocol import fastpath as _fastpath
 from kraftsim.protocol.primitives import Uuid, VarintError, read_uvarint, uvarint_bytes
 from kraftsim.protocol.schema import FieldSpec, StructSpec
 
@@ -77,23 +81,41 @@ class StructCodec:
         self.flexible = flexible
         self._decoders: dict[int, Decoder] = {}
         self._encoders: dict[int, Encoder] = {}
+        self._pure_decoders: dict[int, Decoder] = {}
+        self._pure_encoders: dict[int, Encoder] = {}
         self._sources: dict[tuple[str, int], str] = {}
 
     def decoder(self, version: int) -> Decoder:
+        """The decoder of one version: the C fast path when available, this codec's own otherwise."""
         fn = self._decoders.get(version)
         if fn is None:
-            fn = self._decoders[version] = self._compile("decode", version)
+            fn = self._decoders[version] = _fastpath.wrap_decoder(self, version, self.pure_decoder(version))
         return fn
 
     def encoder(self, version: int) -> Encoder:
+        """The encoder of one version: the C fast path when available, this codec's own otherwise."""
         fn = self._encoders.get(version)
         if fn is None:
-            fn = self._encoders[version] = self._compile("encode", version)
+            fn = self._encoders[version] = _fastpath.wrap_encoder(self, version, self.pure_encoder(version))
+        return fn
+
+    def pure_decoder(self, version: int) -> Decoder:
+        """The generated Python decoder (what `decoder` falls back to, and the reference it is tested against)."""
+        fn = self._pure_decoders.get(version)
+        if fn is None:
+            fn = self._pure_decoders[version] = self._compile("decode", version)
+        return fn
+
+    def pure_encoder(self, version: int) -> Encoder:
+        """The generated Python encoder (what `encoder` falls back to)."""
+        fn = self._pure_encoders.get(version)
+        if fn is None:
+            fn = self._pure_encoders[version] = self._compile("encode", version)
         return fn
 
     def source_of(self, direction: str, version: int) -> str:
         """The generated Python source, for debugging and review."""
-        (self.decoder if direction == "decode" else self.encoder)(version)
+        (self.pure_decoder if direction == "decode" else self.pure_encoder)(version)
         return self._sources[(direction, version)]
 
     def _compile(self, direction: str, version: int) -> Callable[..., Any]:
@@ -145,7 +167,7 @@ def _register_nested(env: dict[str, Any], f: FieldSpec, version: int, flexible: 
     name = _sub_codec_names(nested, f, version, direction)
     if name not in env:
         sub = StructCodec(f.struct, nested[f.struct.name], nested, lambda _v, fl=flexible: fl)  # type: ignore[arg-type]
-        env[name] = sub.decoder(version) if direction == "decode" else sub.encoder(version)
+        env[name] = sub.pure_decoder(version) if direction == "decode" else sub.pure_encoder(version)
     return name
 
 

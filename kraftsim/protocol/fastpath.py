@@ -32,16 +32,24 @@ Two kinds of functions:
 And a whole-buffer reader and writer, `read_log_entries` and `encode_batches`, for files
 made of many small batches (a metadata log is mostly one-record batches), where per-batch
 Python overhead would dominate; they also suit snapshots (the image loader, the snapshot
-writer).
+writer). `iter_log_entries` is the reader in bounded chunks, for callers that apply the
+records as they go.
 
 Differences from the pure path that are not values:
 
 - Equal Uuids decoded by C may be one shared object (Uuids are immutable).
+- Messages of a msgspec Struct class that only stores its fields (gc=False, no
+  `__post_init__`, the shipped classes) are built by filling a new instance's slots, as
+  the class's own constructor would, without calling it; other classes are called.
 - The lists inside decoded messages and the LogEntry / Record tuples built by C are not
   tracked by the cycle collector (like the gc=False message Structs they belong to), and
   the collector is paused during one C decode call: this keeps collections from scanning
   millions of young containers. A cycle a user later builds through such a list is not
   collected. `_speedups.configure(untrack=False)` restores tracking.
+- A large decode (`read_log_entries` of more than 4 MiB) asks the kernel for the pages of
+  each new allocator arena in one call (Linux's MADV_POPULATE_WRITE) instead of one page
+  fault per page, and the batch encoders do the same for every output buffer of 64 KiB
+  or more; `_speedups.configure(populate=False)` turns both off.
 - Programs are cached per codec and per record type (a `_kraftsim_fastpath` attribute on
   the RecordType). A RecordType subclass that overrides `encoder`/`decoder` is bypassed by
   the batch paths; use the pure functions for such types.
@@ -278,14 +286,27 @@ def _resolve(rt: Any) -> tuple | None:
 
 
 _TABLES: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
+_TABLE_ATTR = "_kraftsim_decode_table"
 
 
 def decode_table(registry: Any) -> list:
-    """The C decoder's view of a registry: a list indexed by apiKey of record-type entries."""
-    cached = _TABLES.get(registry)
+    """The C decoder's view of a registry: a list indexed by apiKey of record-type entries.
+
+    Cached per registry. A Registry counts its changes (`generation`), so its table is
+    kept on it (attribute `_kraftsim_decode_table`) and checked in constant time: this
+    runs for every record `framing.decode_metadata_record` decodes. For other
+    registry-like objects the apiKey table itself is compared.
+    """
+    generation = getattr(registry, "generation", None)
+    if generation is not None:
+        cached = registry.__dict__.get(_TABLE_ATTR)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+    else:
+        held = _TABLES.get(registry)
+        if held is not None and held[0] == registry.by_api_key:
+            return held[1]
     by_key = registry.by_api_key
-    if cached is not None and cached[0] == by_key:
-        return cached[1]
     size = max((k for k in by_key if isinstance(k, int) and 0 <= k <= 0x7FFF), default=-1) + 1
     table: list = [None] * size
     for key, rt in by_key.items():
@@ -294,7 +315,10 @@ def decode_table(registry: Any) -> list:
         state = _record_state(rt)
         if state is not None and state[0] == key:
             table[key] = (rt, *state)
-    _TABLES[registry] = (dict(by_key), table)
+    if generation is not None:
+        registry.__dict__[_TABLE_ATTR] = (generation, table)
+    else:
+        _TABLES[registry] = (dict(by_key), table)
     return table
 
 
@@ -463,6 +487,41 @@ def encode_batches(batches: Sequence[BatchToWrite]) -> list[bytes]:
     return out
 
 
+def _decode_from(data: bytes, registry: Any, pos: int, out: list, min_records: int | None) -> tuple[int, Any]:
+    """Append the entries of whole batches from `pos` to `out`, to the end of the data or,
+    with `min_records`, until at least that many were appended.
+
+    Returns (the position after the last batch read, the TornTail that ended the data or
+    None). Uncompressed data batches are decoded in C without leaving it; every other
+    batch (control, compressed, invalid) goes through the pure-Python functions, one
+    batch at a time.
+    """
+    from kraftsim.protocol import entries as _entries
+    from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
+
+    end = len(data)
+    first = len(out)
+    table = None
+    while pos < end:
+        if ENABLED:
+            if not _configured:
+                _configure()
+            if table is None:
+                table = decode_table(registry)
+            wanted = -1 if min_records is None else min_records - (len(out) - first)
+            pos = _c.decode_log(data, pos, table, out, wanted)
+            if pos >= end or (min_records is not None and len(out) - first >= min_records):
+                break
+        piece = next(split_batches(data, pos))
+        if isinstance(piece, TornTail):
+            return pos, piece
+        out += _entries.decode_batch(parse_batch(piece.data), registry)
+        pos += len(piece.data)
+        if min_records is not None and len(out) - first >= min_records:
+            break
+    return pos, None
+
+
 def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, Any]:
     """Decode every batch of a segment or snapshot's bytes from `start`.
 
@@ -476,30 +535,37 @@ def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, 
     are decoded in C without leaving it; every other batch (control, compressed, invalid)
     goes through those pure-Python functions, one batch at a time.
     """
-    from kraftsim.protocol import entries as _entries
-    from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
-
     if not isinstance(data, bytes):
         data = bytes(data)
     out: list = []
+    _, tail = _decode_from(data, registry, start, out, None)
+    return out, tail
+
+
+def iter_log_entries(data: bytes, registry: Any, start: int = 0, *, chunk: int = 1024) -> Iterator[list]:
+    """The entries of `read_log_entries(data, registry, start)`, a list at a time.
+
+    For readers that apply records as they go (a loader replaying a snapshot into an
+    image) and need not hold them all: each list holds the entries of whole batches, at
+    least `chunk` of them except for the last list, so memory stays bounded by the chunk
+    while the per-call overhead stays small. Errors are raised when the batch holding
+    them is reached, after the lists before it were yielded. A torn tail ends the
+    iteration; the generator's return value (`StopIteration.value`, or the result of
+    `yield from`) is that TornTail, or None when the data ended cleanly.
+    """
+    if chunk < 1:
+        raise ValueError(f"chunk must be at least 1, not {chunk}")
+    if not isinstance(data, bytes):
+        data = bytes(data)
     pos = start
-    end = len(data)
-    table = None
-    while pos < end:
-        if ENABLED:
-            if not _configured:
-                _configure()
-            if table is None:
-                table = decode_table(registry)
-            pos = _c.decode_log(data, pos, table, out)
-            if pos >= end:
-                break
-        piece = next(split_batches(data, pos))
-        if isinstance(piece, TornTail):
-            return out, piece
-        out += _entries.decode_batch(parse_batch(piece.data), registry)
-        pos += len(piece.data)
-    return out, None
+    while pos < len(data):
+        out: list = []
+        pos, tail = _decode_from(data, registry, pos, out, chunk)
+        if out:
+            yield out
+        if tail is not None:
+            return tail
+    return None
 
 
 def crc32c(data: bytes) -> int:

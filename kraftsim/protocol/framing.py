@@ -10,6 +10,7 @@ import struct
 from typing import Any, NamedTuple
 
 from kraftsim.errors import MetadataParseException, UnsupportedVersionException
+from kraftsim.protocol import fastpath as _fastpath
 from kraftsim.protocol.codec import DecodeError
 from kraftsim.protocol.primitives import VarintError, read_uvarint, uvarint_bytes
 from kraftsim.protocol.registry import RecordType, Registry
@@ -55,6 +56,10 @@ def read_frame_header(value: bytes) -> tuple[int, int, int]:
 
 def decode_metadata_record(registry: Registry, value: bytes) -> MetadataRecord:
     """Decode one framed metadata record value."""
+    if _fastpath.ENABLED:  # C decoder; None means "not the common case": decode here
+        fast = _fastpath.try_decode_metadata_record(registry, value)
+        if fast is not None:
+            return fast
     api_key, version, pos = read_frame_header(value)
     record_type = registry.by_api_key.get(api_key)
     if record_type is None:

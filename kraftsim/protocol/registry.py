@@ -67,6 +67,9 @@ class Registry:
         self.by_name: dict[str, RecordType] = {}
         self.by_api_key: dict[int, RecordType] = {}
         self.by_control_type: dict[int, RecordType] = {}
+        # Bumped by every add/replace, so that caches built from the tables above (the C
+        # decoder's apiKey table, fastpath.decode_table) can tell they are current.
+        self.generation = 0
         for schema in schemas:
             self.add(schema)
 
@@ -89,9 +92,11 @@ class Registry:
                 raise SchemaError(f"{schema.source}: control type {schema.control_type} is already {clash.name}")
             self.by_control_type[schema.control_type] = rt  # type: ignore[index]
         self.by_name[schema.name] = rt
+        self.generation += 1
         return rt
 
     def _forget(self, rt: RecordType) -> None:
+        self.generation += 1
         self.by_name.pop(rt.name, None)
         if rt.schema.kind == "metadata":
             self.by_api_key.pop(rt.schema.api_key, None)  # type: ignore[arg-type]

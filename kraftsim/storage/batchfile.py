@@ -10,13 +10,14 @@ check every batch and name the file, batch offset and file position of any probl
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, build_batch, parse_batch, split_batches
 from kraftsim.protocol.control import encode_control_record
 from kraftsim.protocol.entries import LogEntry, Payload, decode_batch
-from kraftsim.protocol.framing import encode_metadata_record
+from kraftsim.protocol.fastpath import encode_data_batch, encode_values
 from kraftsim.protocol.primitives import uvarint_size
 from kraftsim.protocol.registry import Registry, default_registry
 
@@ -58,6 +59,28 @@ def _record_size(offset_delta: int, value_len: int) -> int:
     return uvarint_size(body << 1) + body
 
 
+def _delta_size_runs(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
+    """(from, to, bytes) runs of offset deltas in [start, stop) whose zig-zag varint has that many bytes."""
+    lo, size, bound = start, 1, 64
+    while lo < stop:
+        while lo >= bound:
+            size, bound = size + 1, bound * 128
+        hi = min(stop, bound)
+        yield lo, hi, size
+        lo = hi
+
+
+def records_size(lengths: Sequence[int], first_delta: int) -> int:
+    """Bytes of records with these value lengths at offset deltas first_delta, first_delta + 1,
+    ...: `_record_size` summed by distinct value length (a snapshot's records have few)."""
+    total = 0
+    for lo, hi, delta_bytes in _delta_size_runs(first_delta, first_delta + len(lengths)):
+        for length, count in Counter(lengths[lo - first_delta:hi - first_delta]).items():
+            body = 4 + delta_bytes + uvarint_size(length << 1) + length
+            total += count * (uvarint_size(body << 1) + body)
+    return total
+
+
 class BatchAccumulator:
     """Forms the batches of one file the way Kafka's BatchAccumulator does.
 
@@ -71,13 +94,13 @@ class BatchAccumulator:
         self.next_offset = base_offset
         self.max_batch_bytes = max_batch_bytes
         self._completed: list[bytes] = []
-        self._values: list[bytes] = []  # records of the open data batch
+        self._values: list[Payload] = []  # records of the open data batch
         self._base = base_offset
         self._size = 0
         self._timestamp = 0
 
-    def _open_size_with(self, values: Sequence[bytes], start_delta: int) -> int:
-        return sum(_record_size(start_delta + i, len(v)) for i, v in enumerate(values))
+    def _open_size_with(self, lengths: Sequence[int], start_delta: int) -> int:
+        return records_size(lengths, start_delta)
 
     def append(self, payloads: Sequence[Payload]) -> None:
         """Append metadata records that must share one batch (one Kafka `append` call)."""
@@ -86,24 +109,26 @@ class BatchAccumulator:
         for p in payloads:
             if p.record_type.schema.kind != "metadata":
                 raise KraftsimError(f"{p.record_type.name} is a control record: only metadata records go in data batches")
-        values = [encode_metadata_record(p.record_type, p.message, p.version) for p in payloads]
-        if self._values:
-            needed = self._open_size_with(values, len(self._values))
-            if self.max_batch_bytes - self._size < needed:
-                self._check_fresh(values)
-                self._complete_open()
-        else:
-            self._check_fresh(values)
+        # Sizes decide the batch boundaries; the bytes are encoded again, in one go, when the
+        # batch is complete (both on the C fast path when it is built).
+        lengths = [len(v) for v in encode_values(payloads)]
+        needed = self._open_size_with(lengths, len(self._values)) if self._values else 0
+        if self._values and self.max_batch_bytes - self._size < needed:
+            self._check_fresh(lengths)
+            self._complete_open()
+        elif not self._values:
+            self._check_fresh(lengths)
         if not self._values:
             self._base = self.next_offset
             self._size = RECORD_BATCH_OVERHEAD
             self._timestamp = self.clock()
-        self._size += self._open_size_with(values, len(self._values))
-        self._values.extend(values)
-        self.next_offset += len(values)
+            needed = self._open_size_with(lengths, 0)
+        self._size += needed
+        self._values.extend(payloads)
+        self.next_offset += len(payloads)
 
-    def _check_fresh(self, values: Sequence[bytes]) -> None:
-        fresh = RECORD_BATCH_OVERHEAD + self._open_size_with(values, 0)
+    def _check_fresh(self, lengths: Sequence[int]) -> None:
+        fresh = RECORD_BATCH_OVERHEAD + self._open_size_with(lengths, 0)
         if fresh > self.max_batch_bytes:
             raise RecordBatchTooLarge(
                 f"The total record(s) size of {fresh} exceeds the maximum allowed batch size of {self.max_batch_bytes}"
@@ -111,8 +136,8 @@ class BatchAccumulator:
 
     def _complete_open(self) -> None:
         if self._values:
-            self._completed.append(build_batch(self._base, [(None, v) for v in self._values],
-                                               epoch=self.epoch, timestamp=self._timestamp))
+            self._completed.append(encode_data_batch(self._base, self._values, epoch=self.epoch,
+                                                     timestamp=self._timestamp))
             self._values = []
             self._size = 0
 

@@ -101,14 +101,12 @@ def pure_read(data: bytes, registry: Any) -> tuple[list, Any]:
 
 def pure_codec(rt: RecordType, version: int) -> tuple[Callable, Callable]:
     """The generated pure-Python decoder and encoder of one record version."""
-    return rt.codec.decoder(version), rt.codec.encoder(version)
+    return rt.codec.pure_decoder(version), rt.codec.pure_encoder(version)
 
 
 def fast_codec(rt: RecordType, version: int) -> tuple[Callable, Callable]:
     """The C-backed decoder and encoder for one record version (pure ones as fallback)."""
     dec, enc = pure_codec(rt, version)
-    if isinstance(dec, fastpath._c.FastDecoder):  # the codec.py hook is installed
-        return dec, enc
     return fastpath.wrap_decoder(rt.codec, version, dec), fastpath.wrap_encoder(rt.codec, version, enc)
 
 
