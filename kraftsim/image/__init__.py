@@ -17,7 +17,6 @@ Modules, one purpose each:
   image        MetadataImage
   delta        MetadataDelta: replay dispatch, finish_snapshot, apply
   bulk         replay_all's fast path for snapshot loads (topic and partition records)
-  gcpause      the cycle collector paused while a bulk load allocates
   digest       order-independent digests
   diff         structural diff with one-line texts
   loss         Loss, LossReport, the default (raising) loss handler

@@ -21,7 +21,7 @@ from kraftsim.image.cluster import ClusterDelta
 from kraftsim.image.configs import ConfigurationsDelta
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.features import FeaturesDelta
-from kraftsim.image.gcpause import collector_paused
+from kraftsim.gcpause import collector_paused
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.opaque import OpaqueDelta
 from kraftsim.image.producer_ids import ProducerIdsDelta

@@ -263,8 +263,9 @@ class SnapshotEmitter:
 
         def counted():
             nonlocal count
+            # read_only: the records are only encoded, so they may share the image's lists.
             for p in iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,
-                                        writer_line=self.writer_line, registry=self.registry):
+                                        writer_line=self.writer_line, registry=self.registry, read_only=True):
                 count += 1
                 yield p
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Mapping
 import msgspec
 
 from kraftsim.image.errors import MetadataReplayError
-from kraftsim.image.gcpause import collector_paused
+from kraftsim.gcpause import collector_paused
 from kraftsim.image.partition import PartitionRegistration, registration_from_record
 from kraftsim.image.pmap import DELETE, PMap, hash_str, hash_uuid
 from kraftsim.protocol.primitives import Uuid

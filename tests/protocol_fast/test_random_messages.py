@@ -259,13 +259,9 @@ def test_registry_changes_are_seen():
     assert "Unknown metadata id 20" in str(exc.value)
 
 
-try:  # another engineer's schema-driven strategies, when present
-    from kraftsim.testing import strategies as ks
-except Exception:  # pragma: no cover - optional
-    ks = None
+from kraftsim.testing import strategies as ks  # noqa: E402
 
 
-@pytest.mark.skipif(ks is None, reason="kraftsim.testing.strategies is not available")
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_project_strategies_messages(data):

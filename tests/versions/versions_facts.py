@@ -1,4 +1,4 @@
-"""Fact tables transcribed from ../shared/kafka-facts.md (and the brief's 4.2 release facts).
+"""Fact tables transcribed from ../shared/kafka-facts.md (and the issue's 4.2 release facts).
 
 Tests compare the catalog against these tables, never against the catalog's own data,
 so a wrong row in the shipped TOML makes a test fail.
@@ -39,7 +39,7 @@ MV_TABLE = [
 CHANGED = {level: changed for level, _, changed in MV_TABLE}
 VERSION = {level: version for level, version, _ in MV_TABLE}
 
-# The brief: LATEST_PRODUCTION level of each release.
+# The issue: LATEST_PRODUCTION level of each release.
 LATEST_PRODUCTION = {"3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21, "4.0": 25, "4.1": 27, "4.2": 29}
 
 # §1.4 derived safe-downgrade floor.
