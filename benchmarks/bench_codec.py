@@ -56,7 +56,6 @@ core and at least 10 times kafka-python's rate in the same direction, in the sam
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import gc
 import json
 import os
@@ -73,6 +72,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # `python benchmarks/bench_codec.py` from anywhere
     sys.path.insert(0, str(REPO))
 
+from benchmarks._common import load_average, utc_now  # noqa: E402
 from kraftsim.protocol import fastpath  # noqa: E402
 from kraftsim.protocol.batch import parse_batch, split_batches  # noqa: E402
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch, encode_data_batch  # noqa: E402
@@ -293,7 +293,7 @@ def machine_info() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "implementation": platform.python_implementation(),
         "platform": platform.platform(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date_utc": utc_now(),
         "kraftsim_commit": commit,
         "msgspec": msgspec.__version__,
         "kafka_python": kafka.__version__,
@@ -532,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         print(msg, flush=True)
 
     report: dict[str, Any] = {"quick": args.quick, "repeat": repeat, "machine": machine_info(),
-                              "load_before": " / ".join(f"{x:.2f}" for x in os.getloadavg()), "inputs": {}}
+                              "load_before": load_average(), "inputs": {}}
     if ORACLE_LOG.is_file():
         report["inputs"]["Largest oracle log: kafka-4.2_induswargods/__cluster_metadata-0/00000000000000000000.log"] = \
             bench_input("oracle log", ORACLE_LOG.read_bytes(), repeat, check_original=True, log=log)
@@ -542,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     snapshot = synthetic_snapshot(partitions)
     report["inputs"][f"Synthetic snapshot: {partitions:,} PartitionRecords (+{(partitions + 9) // 10:,} TopicRecords)"] = \
         bench_input("synthetic snapshot", snapshot, repeat, check_original=True, log=log)
-    report["load_after"] = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    report["load_after"] = load_average()
 
     out.parent.mkdir(parents=True, exist_ok=True)
     Path(f"{out}.json").write_text(json.dumps(report, indent=2, default=str) + "\n")

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import datetime as _dt
 import gc
 import hashlib
 import json
@@ -62,6 +61,7 @@ from typing import Any, Callable, Iterable, Iterator
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import load_average, utc_now  # noqa: E402
 from kraftsim.image import (  # noqa: E402
     MetadataDelta, MetadataImage, MetadataProvenance, image_digest, iter_image_records)
 from kraftsim.gcpause import collector_paused  # noqa: E402
@@ -73,6 +73,7 @@ from kraftsim.protocol.entries import Payload  # noqa: E402
 from kraftsim.protocol.primitives import Uuid, uvarint_size  # noqa: E402
 from kraftsim.protocol.registry import default_registry  # noqa: E402
 from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, decode_file_batch, records_size  # noqa: E402
+from kraftsim.storage.fileio import fsync_dir  # noqa: E402
 from kraftsim.storage.names import SnapshotId, snapshot_file_name, snapshot_part_prefix  # noqa: E402
 from kraftsim.storage.snapshot import (  # noqa: E402
     SNAPSHOT_APPEND_RECORDS, control_payload, read_snapshot, write_snapshot)
@@ -192,10 +193,6 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def load_average() -> str:
-    return " / ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 # ----------------------------------------------------------------------------- snapshot files
 
 
@@ -246,11 +243,7 @@ def fast_write(img: MetadataImage, directory: Path, mv: Any = MV) -> Path:
     os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
     path = directory / snapshot_file_name(sid)
     os.replace(tmp, path)
-    dfd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
+    fsync_dir(directory)
     return path
 
 
@@ -725,7 +718,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = args.topics or ([12_500] if args.quick else SIZES)
     mv_sizes = set(args.mv_topics if args.mv_topics is not None else [max(sizes)])
     meta = {
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": utc_now(),
         "python": f"{platform.python_implementation()} {platform.python_version()}",
         "machine": f"{platform.machine()} {platform.system()}", "cpus": os.cpu_count(),
         "fastpath": "yes" if fastpath.ENABLED else "no", "load_before": load_average(),

@@ -32,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._common import load_average  # noqa: E402
 from kraftsim.pipeline.jobs import job_inputs, run_local, run_spark  # noqa: E402
 from kraftsim.pipeline.session import spark_session  # noqa: E402
 from kraftsim.pipeline.snapshot_cost import default_grid, parse_grid  # noqa: E402
@@ -93,7 +94,6 @@ def bench(repeat: int, quick: bool) -> dict[str, Any]:
 def render(data: dict[str, Any]) -> str:
     import pyspark
 
-    lb, la = data["load_before"], data["load_after"]
     lines = [
         "# kraftsim.pipeline benchmark",
         "",
@@ -102,8 +102,8 @@ def render(data: dict[str, Any]) -> str:
         f"{data['spark_cores']} cores ({data['cpus']} CPUs). Best of {data['repeat']} run(s) per configuration.",
         "",
         f"**Load:** the machine was shared with other work during this run: load average "
-        f"{lb[0]:.2f} / {lb[1]:.2f} / {lb[2]:.2f} (1 / 5 / 15 min) before, {la[0]:.2f} / {la[1]:.2f} / "
-        f"{la[2]:.2f} after, on {data['cpus']} CPUs. Absolute times are therefore pessimistic; the ratios "
+        f"{load_average(data['load_before'])} (1 / 5 / 15 min) before, {load_average(data['load_after'])} "
+        f"after, on {data['cpus']} CPUs. Absolute times are therefore pessimistic; the ratios "
         "between configurations measured in the same run are the meaningful part.",
         "",
         f"Spark session start: {data['session_start_s']:.1f} s; warm-up job (first Python workers): "

@@ -13,11 +13,12 @@ The Parquet outputs hold measured times, which vary from run to run.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from kraftsim.cli.downgrade_cmd import downgrade_report
+from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
 from kraftsim.controller.replication import CreatableTopic, CreateTopicsRequest, create_topics
 from kraftsim.errors import KraftsimError
 from kraftsim.image.loader import MvChangeHandling
@@ -40,7 +41,7 @@ Say = Callable[[str], None]
 class DemoResult:
     cluster_dir: Path
     verified: bool = False
-    downgrades: dict[str, Any] = field(default_factory=dict)  # target -> DowngradeReport
+    downgrades: dict[str, DowngradeReport] = field(default_factory=dict)  # by target metadata.version
     parquet: dict[str, str] = field(default_factory=dict)  # job -> output folder
     summaries: dict[str, str] = field(default_factory=dict)  # job -> summary table
 
@@ -101,7 +102,7 @@ def operate_cluster(directory: Path, *, seed: int, topics: int, partitions: int,
         image = cluster.image()
         report = downgrade_report(image, lossy, cluster.catalog.at_release(TO_RELEASE))
         result.downgrades[lossy.version] = report
-        for kind, count in sorted(_count_kinds(report).items()):
+        for kind, count in sorted(Counter(item.kind for item in report.lost).items()):
             indent(f"would drop {count} x {kind}")
         for verdict in report.verdicts:
             indent(f"Kafka {TO_RELEASE}, {verdict.upgrade_type}: {verdict.tool_line}")
@@ -110,13 +111,6 @@ def operate_cluster(directory: Path, *, seed: int, topics: int, partitions: int,
     finally:
         cluster.close()
     return result
-
-
-def _count_kinds(report: Any) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for item in report.lost:
-        counts[item.kind] = counts.get(item.kind, 0) + 1
-    return counts
 
 
 def verify_cluster(result: DemoResult, say: Say) -> None:

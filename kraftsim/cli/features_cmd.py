@@ -102,15 +102,12 @@ def _run_describe(args: argparse.Namespace) -> int:
 def _run_update(args: argparse.Namespace) -> int:
     tool = _tool(args)
     path = _need_cluster(args)
+    flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
+                 features=args.feature or (), unsafe=getattr(args, "unsafe", False))
     # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
-    features_tool.build_updates(tool, args.op, metadata=getattr(args, "metadata", None),
-                                release_version=getattr(args, "release_version", None), features=args.feature or (),
-                                unsafe=getattr(args, "unsafe", False), out=lambda line: None)
+    features_tool.build_updates(tool, args.op, out=lambda line: None, **flags)
     with SimCluster.open(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr)) as cluster:
-        return features_tool.update(cluster, tool, args.op, metadata=getattr(args, "metadata", None),
-                                    release_version=getattr(args, "release_version", None),
-                                    features=args.feature or (), unsafe=getattr(args, "unsafe", False),
-                                    dry_run=args.dry_run)
+        return features_tool.update(cluster, tool, args.op, dry_run=args.dry_run, **flags)
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:

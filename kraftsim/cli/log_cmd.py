@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from kraftsim.errors import KraftsimError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import ScanReport, ScannedBatch, scan, verify_bytes
-from kraftsim.storage import PathKind, classify_path, metadata_files
+from kraftsim.storage.fileio import read_file
+from kraftsim.storage.view import find_metadata_files
 
 # kafka-dump-log's labels for control records.
 _CONTROL_LABELS = {
@@ -57,24 +57,7 @@ def _registry(args: argparse.Namespace) -> Registry:
 def _files(paths: Iterable[str]) -> list[Path]:
     """The metadata files each PATH stands for; a folder that is not itself a metadata or
     log directory is searched for them, so a whole tree of clusters can be checked at once."""
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir() and _kind(p) is None:
-            found = [d for d in sorted(p.rglob("*")) if d.is_dir() and _kind(d) is not None]
-            if not found:
-                raise KraftsimError(f"{p}: no metadata log directory, snapshot or bootstrap file below this folder")
-            for d in found:
-                files.extend(path for _, path in metadata_files(d) if path not in files)
-        else:
-            files.extend(path for _, path in metadata_files(p))
-    return files
-
-
-def _kind(path: Path) -> PathKind | None:
-    try:
-        return classify_path(path)
-    except KraftsimError:
-        return None
+    return [path for _, path in find_metadata_files(paths)]
 
 
 def run_dump(args: argparse.Namespace) -> int:
@@ -82,7 +65,7 @@ def run_dump(args: argparse.Namespace) -> int:
     out = sys.stdout
     failed = False
     for path in _files(args.paths):
-        data = _read(path)
+        data = read_file(path)
         report = ScanReport()
         if not args.json:
             print(f"Dumping {path}", file=out)
@@ -134,7 +117,7 @@ def run_verify(args: argparse.Namespace) -> int:
     failed = 0
     files = _files(args.paths)
     for path in files:
-        data = _read(path)
+        data = read_file(path)
         report = verify_bytes(data, registry)
         status = "OK" if report.ok else f"{len(report.problems)} PROBLEM(S)"
         span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
@@ -150,13 +133,6 @@ def run_verify(args: argparse.Namespace) -> int:
         failed += not report.ok
     print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
     return 1 if failed else 0
-
-
-def _read(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except OSError as e:
-        raise KraftsimError(f"cannot read {path}: {e.strerror}") from None
 
 
 def _offset_from_name(path: Path) -> int:

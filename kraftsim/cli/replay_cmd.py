@@ -32,10 +32,8 @@ from kraftsim.image.scram import mechanism_name
 from kraftsim.image.verify import (
     render_directory, render_replicas, render_roundtrip, verify_directory, verify_replicas, verify_roundtrip,
 )
-from kraftsim.image.loader import MetadataLoader, MvChangeHandling
-from kraftsim.image.writer import registry_for
+from kraftsim.image.loader import MvChangeHandling
 from kraftsim.storage.names import PathKind, SnapshotId, classify_path, parse_snapshot_name, snapshot_file_name
-from kraftsim.storage.snapshot import read_snapshot
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion
 
 #: Text output lists at most this many items per section (JSON lists everything).
@@ -108,9 +106,8 @@ def parse_snapshot_choice(text: str) -> SnapshotChoice:
 
 def parse_metadata_version(catalog: Catalog, text: str) -> MetadataVersion:
     """A feature level (`14`) or a version (`3.6-IV2`, `3.6`)."""
-    if re.fullmatch(r"\d+", text.strip()):
-        return catalog.mv_from_level(int(text))
-    return catalog.mv_from_string(text.strip(), unstable=True)
+    text = text.strip()
+    return catalog.metadata_version(int(text) if re.fullmatch(r"\d+", text) else text)
 
 
 def split_offset(text: str) -> tuple[Path, int | None]:
@@ -137,8 +134,9 @@ def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: Snaps
         raise BadInput(f"{path}: a bootstrap file holds the state before the log begins (offset 0), not at {at}")
     if snapshot != "latest" and kind not in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
         raise BadInput(f"{path}: --snapshot applies to a log directory, not a {kind.value}")
-    if kind is PathKind.SNAPSHOT and parse_snapshot_name(path.name) is None:
-        return _load_renamed_snapshot(path, catalog, at)
+    if kind is PathKind.SNAPSHOT and at is not None and parse_snapshot_name(path.name) is None:
+        raise BadInput(f"{path}: the file name does not say which offset this snapshot holds; "
+                       "--at/@OFFSET cannot apply")
     reporter = _progress_printer(path) if progress else None
     try:
         result = load_path(path, catalog=catalog, upto_offset=at, snapshot=snapshot, progress=reporter,
@@ -149,24 +147,6 @@ def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: Snaps
     if kind is PathKind.SEGMENT and at is not None and at > result.disk_end_offset:
         raise BadInput(f"{path}: offset {at} is beyond the end of the segment ({result.disk_end_offset})")
     return result
-
-
-def _load_renamed_snapshot(path: Path, catalog: Catalog, at: int | None) -> LoadResult:
-    """A snapshot written under a name of the user's choosing (`snapshot create -o FILE`):
-    its records and header are all there, only the id the name would carry is unknown, so
-    the image's provenance says offset -1."""
-    if at is not None:
-        raise BadInput(f"{path}: the file name does not say which offset this snapshot holds; "
-                       "--at/@OFFSET cannot apply")
-    snap = read_snapshot(path, registry_for(catalog))
-    loader = MetadataLoader(catalog)
-    loader.set_high_watermark(0)
-    entries = list(snap.data_entries())
-    image = loader.handle_load_snapshot(entries, end_offset=0, epoch=snap.epoch,
-                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
-    return LoadResult(path=str(path), kind=PathKind.SNAPSHOT, image=image, loader=loader, snapshot_id=None,
-                      log_start=0, end_offset=0, disk_end_offset=0, records=len(entries), batches=len(snap.batches),
-                      bytes=snap.size_in_bytes)
 
 
 def show_progress(args: argparse.Namespace) -> bool:

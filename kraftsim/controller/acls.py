@@ -16,9 +16,8 @@ from importlib import resources
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import payload, registry_of
-from kraftsim.controller.result import ControllerResult, accepted
+from kraftsim.controller.context import ControllerContext, registry_of
+from kraftsim.controller.result import ControllerResult, accepted, payload
 from kraftsim.image import StandardAcl
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid

@@ -21,11 +21,6 @@ def error_codes() -> dict[str, int]:
     return dict(tomllib.loads(text)["codes"])
 
 
-@cache
-def error_names() -> dict[int, str]:
-    return {code: name for name, code in error_codes().items()}
-
-
 class ApiError(msgspec.Struct, frozen=True):
     """A Kafka error: its name (e.g. INVALID_UPDATE_VERSION), its code, and the message text."""
 
@@ -49,7 +44,3 @@ class ApiError(msgspec.Struct, frozen=True):
 
 
 NONE = ApiError("NONE")
-
-
-def api_error(name: str, message: str | None = None) -> ApiError:
-    return ApiError(name, message)

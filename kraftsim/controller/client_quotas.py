@@ -18,8 +18,7 @@ from importlib import resources
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import registry_of
+from kraftsim.controller.context import ControllerContext, registry_of
 from kraftsim.controller.result import ControllerResult, accepted
 from kraftsim.protocol.entries import Payload
 

@@ -30,25 +30,22 @@ from typing import Iterable, Mapping
 import msgspec
 
 from kraftsim.controller.api_errors import ApiError
-from kraftsim.controller.context import ControllerContext
+from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.replication import (
-    NO_METADATA_VERSION,
     check_broker_epoch,
     elect_for_unfenced,
     has_leaderships,
     leader_and_isr_updates,
-    metadata_version_of,
     partitions_in_directories,
-    payload,
-    registry_of,
     remove_from_isrs,
     shutdown_cleanup,
 )
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import MetadataDelta, MetadataImage
 from kraftsim.image.features import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.registry import RecordType
 from kraftsim.versions import FEATURE_NAME as MV_NAME, MetadataVersion
 
 # --------------------------------------------------------------------------- heartbeat state
@@ -319,6 +316,18 @@ def _feature_error(name: str, finalized: int, lo: int, hi: int) -> ApiError | No
                                            f"{lo} and {hi}, inclusive.")
 
 
+def _endpoints_and_features(rt: RecordType, kind: str, listeners: Iterable[Listener],
+                            features: Iterable[SupportedFeature]) -> dict[str, list]:
+    """The EndPoints and Features fields of a Register{kind}Record (kind: Broker or Controller)."""
+    endpoint, feature = rt.nested[f"{kind}Endpoint"], rt.nested[f"{kind}Feature"]
+    return {
+        "end_points": [endpoint(name=l.name, host=l.host, port=l.port, security_protocol=l.security_protocol)
+                       for l in listeners],
+        "features": [feature(name=f.name, min_supported_version=f.min_supported_version,
+                             max_supported_version=f.max_supported_version) for f in features],
+    }
+
+
 def _fence_record(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, epoch: int, fenced: bool) -> Payload:
     reg = registry_of(ctx)
     if "BrokerRegistrationChangeRecord" not in ctx.catalog.record_types(mv):
@@ -383,18 +392,13 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
         records += shutdown_cleanup(ctx, mv, req.broker_id, clean)
         epoch, fenced, in_cs = ctx.next_write_offset, True, False
     version = ctx.catalog.record_version("RegisterBrokerRecord", mv)
-    reg = registry_of(ctx)
-    rt = reg["RegisterBrokerRecord"]
-    endpoint, feature = rt.nested["BrokerEndpoint"], rt.nested["BrokerFeature"]
+    rt = registry_of(ctx)["RegisterBrokerRecord"]
     message = rt.new(
         broker_id=req.broker_id,
         is_migrating_zk_broker=req.is_migrating_zk_broker,
         incarnation_id=req.incarnation_id,
         broker_epoch=epoch,
-        end_points=[endpoint(name=l.name, host=l.host, port=l.port, security_protocol=l.security_protocol)
-                    for l in req.listeners],
-        features=[feature(name=f.name, min_supported_version=f.min_supported_version,
-                          max_supported_version=f.max_supported_version) for f in req.features],
+        **_endpoints_and_features(rt, "Broker", req.listeners, req.features),
         rack=req.rack,
         fenced=fenced,
         in_controlled_shutdown=in_cs,
@@ -419,15 +423,11 @@ def register_controller(ctx: ControllerContext, req: ControllerRegistrationReque
         return refused(ApiError("UNSUPPORTED_VERSION", "The current MetadataVersion is too old to support "
                                                        "controller registrations."))
     rt = registry_of(ctx)["RegisterControllerRecord"]
-    endpoint, feature = rt.nested["ControllerEndpoint"], rt.nested["ControllerFeature"]
     message = rt.new(
         controller_id=req.controller_id,
         incarnation_id=req.incarnation_id,
         zk_migration_ready=False,
-        end_points=[endpoint(name=l.name, host=l.host, port=l.port, security_protocol=l.security_protocol)
-                    for l in req.listeners],
-        features=[feature(name=f.name, min_supported_version=f.min_supported_version,
-                          max_supported_version=f.max_supported_version) for f in req.features],
+        **_endpoints_and_features(rt, "Controller", req.listeners, req.features),
     )
     return accepted([Payload(rt, 0, message)], None)
 

@@ -17,17 +17,9 @@ from importlib import resources
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import (
-    MIN_INSYNC_REPLICAS,
-    NO_METADATA_VERSION,
-    elr_enabled,
-    metadata_version_of,
-    payload,
-    registry_of,
-    topic_name_error,
-)
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
+from kraftsim.controller.replication import elr_enabled, topic_name_error
+from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image.configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from kraftsim.protocol.entries import Payload
 

@@ -5,6 +5,9 @@ the committed metadata image plus the few facts that are not in the log: who thi
 controller is and what its software supports, the static voter list, the next offset a
 write would get (Kafka uses it as the new broker epoch), the raft layer's kraft.version,
 the virtual time, and the controller's static configuration.
+
+`registry_of` and `metadata_version_of` are what every rule module reads from a context
+besides the image: the record types of its catalog and its metadata.version.
 """
 
 from __future__ import annotations
@@ -14,10 +17,14 @@ from typing import Mapping
 import msgspec
 
 from kraftsim.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.versions import Catalog, default_catalog
+from kraftsim.image.writer import registry_for
+from kraftsim.protocol.registry import Registry
+from kraftsim.versions import Catalog, MetadataVersion, default_catalog
 
 #: A supported range as nodes advertise it: (min, max), inclusive.
 Range = tuple[int, int]
+#: The config key of `ControllerConfig.min_insync_replicas` (topic, cluster and broker level).
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
 
 
 class ControllerConfig(msgspec.Struct, frozen=True):
@@ -61,3 +68,14 @@ class ControllerContext(msgspec.Struct, frozen=True):
 
     def has_policy(self, name: str) -> bool:
         return name in self.config.policies
+
+
+def registry_of(ctx: ControllerContext) -> Registry:
+    """The record types of the context's catalog (shipped ones plus a user catalog's)."""
+    return registry_for(ctx.catalog)
+
+
+def metadata_version_of(ctx: ControllerContext) -> MetadataVersion | None:
+    """The finalized metadata.version as the catalog describes it; None before activation."""
+    level = ctx.metadata_version
+    return None if level is None else ctx.catalog.metadata_version(level)

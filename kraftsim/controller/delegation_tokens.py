@@ -16,10 +16,10 @@ import random
 import msgspec
 
 from kraftsim.controller.api_errors import ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import NO_METADATA_VERSION, metadata_version_of, payload, registry_of
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
+from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import DelegationToken
+from kraftsim.protocol.entries import Payload
 from kraftsim.storage.formatter import random_uuid
 
 USER_TYPE = "User"
@@ -129,11 +129,9 @@ def create_delegation_token(ctx: ControllerContext, req: CreateDelegationTokenRe
         token_id = str(random_uuid(rng))
     assert settings.secret_key is not None
     mac = token_hmac(settings.secret_key, token_id)
-    record = payload(registry_of(ctx), "DelegationTokenRecord", 0, owner=owner, requester=req.requester,
-                     renewers=renewers, issue_timestamp=now, max_timestamp=max_ts, expiration_timestamp=expiry_ts,
-                     token_id=token_id)
-    return accepted([record], CreateDelegationTokenResponse(0, otype, oname, rtype, rname, now, expiry_ts, max_ts,
-                                                            token_id, mac))
+    token = DelegationToken(token_id, owner, req.requester, tuple(renewers), now, max_ts, expiry_ts)
+    response = CreateDelegationTokenResponse(0, otype, oname, rtype, rname, now, expiry_ts, max_ts, token_id, mac)
+    return accepted([_token_record(ctx, token, expiry_ts)], response)
 
 
 def _find_token(ctx: ControllerContext, settings: DelegationTokenSettings, mac: bytes) -> DelegationToken | None:
@@ -159,7 +157,8 @@ def _usable_token(ctx: ControllerContext, settings: DelegationTokenSettings, mac
     return token, None
 
 
-def _token_record(ctx: ControllerContext, token: DelegationToken, expiry: int):
+def _token_record(ctx: ControllerContext, token: DelegationToken, expiry: int) -> Payload:
+    """The DelegationTokenRecord of `token` expiring at `expiry`."""
     return payload(registry_of(ctx), "DelegationTokenRecord", 0, owner=token.owner, requester=token.requester,
                    renewers=list(token.renewers), issue_timestamp=token.issue_timestamp,
                    max_timestamp=token.max_timestamp, expiration_timestamp=expiry, token_id=token.token_id)

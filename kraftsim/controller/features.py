@@ -19,23 +19,21 @@ writing the lossy snapshot afterwards is the loader's job. Kafka's refusal is th
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Any, Protocol
+from typing import Protocol
 
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
+from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext
 from kraftsim.controller.quorum_features import DISABLED, advertised_range, contains, reason_not_supported
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.result import ControllerResult, accepted, controller_record, refused
 from kraftsim.image.configs import BROKER
 from kraftsim.image.features import ELR_FEATURE, KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.registry import load_registry
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, IllegalArgument
+from kraftsim.versions import FEATURE_NAME as MV_NAME, IllegalArgument
 
 #: Prefix of the top-level error message of a failed UpdateFeatures response.
 FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 KIP_778 = "kip-778"
 
 
@@ -139,12 +137,6 @@ def voters_support_kraft_upgrade(ctx: ControllerContext, new_level: int, validat
             raise KRaftUpgradeRefused(ApiError(
                 "INVALID_UPDATE_VERSION",
                 f"Invalid upgrade of {KRAFT_VERSION} to {new} because not all of the voters support it"))
-
-
-def controller_record(catalog: Catalog, metadata_version: int, record_type: str, /, **fields: Any) -> Payload:
-    """A record to write at `metadata_version`, at the highest record version it allows."""
-    rt = load_registry(catalog.record_schema_dirs)[record_type]
-    return Payload(rt, catalog.record_version(record_type, metadata_version), rt.new(**fields))
 
 
 def invalid_update(feature: str, level: int, reason: str) -> ApiError:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import msgspec
 
 from kraftsim.controller.api_errors import ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import check_broker_epoch, payload, registry_of
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.context import ControllerContext, registry_of
+from kraftsim.controller.replication import check_broker_epoch
+from kraftsim.controller.result import ControllerResult, accepted, payload, refused
 
 #: Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE.
 PRODUCER_ID_BLOCK_SIZE = 1000

@@ -28,12 +28,13 @@ from kraftsim.controller.context import ControllerConfig, ControllerContext, Ran
 from kraftsim.controller.features import (
     KRaftUpgrade, UpdateFeaturesRequest, update_features, voters_support_kraft_upgrade,
 )
-from kraftsim.controller.result import ControllerResult, refused
+from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.protocol.registry import Registry, load_registry
+from kraftsim.image.writer import registry_for
+from kraftsim.protocol.entries import encode_control_batch
+from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge, read_snapshot,
 )
@@ -67,8 +68,7 @@ class ReplayState:
             return
         if control:
             for r in records:
-                if r.record_type.name == "KRaftVersionRecord":
-                    self.kraft_version = r.message.k_raft_version
+                self._read_control(r)
             return
         delta = MetadataDelta(self.image, self.catalog)
         for i, r in enumerate(records):
@@ -84,6 +84,10 @@ class ReplayState:
         if self.transaction_start_offset is None:
             provenance = MetadataProvenance(last, epoch, timestamp, True)
         self.image = delta.apply(provenance)
+
+    def _read_control(self, record: Any) -> None:
+        if record.record_type.name == "KRaftVersionRecord":
+            self.kraft_version = record.message.k_raft_version
 
     def _marker(self, name: str, offset: int, delta: MetadataDelta) -> None:
         if name == "BeginTransactionRecord":
@@ -108,10 +112,10 @@ class ReplayState:
             snap = read_snapshot(snapshot_path(log.directory, sid), registry)
             delta = MetadataDelta(self.image, self.catalog)
             for e in snap.entries():
-                if not e.control:
+                if e.control:
+                    self._read_control(e)
+                else:
                     delta.replay(e)
-                elif e.record_type.name == "KRaftVersionRecord":
-                    self.kraft_version = e.message.k_raft_version
             delta.finish_snapshot()
             self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
                                                         snap.last_contained_log_timestamp, True))
@@ -128,7 +132,7 @@ class ReplayState:
 def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Registry | None = None) -> ReplayState:
     """Replay a whole metadata log from scratch (what a new standby controller does)."""
     cat = catalog if catalog is not None else default_catalog()
-    return ReplayState(cat).replay_log(log, registry or load_registry(cat.record_schema_dirs))
+    return ReplayState(cat).replay_log(log, registry or registry_for(cat))
 
 
 class QuorumController:
@@ -155,7 +159,7 @@ class QuorumController:
                                                 else self.catalog.supported_features(unstable))
         self.config = config
         self.static_voters = tuple(static_voters)
-        self.registry = load_registry(self.catalog.record_schema_dirs)
+        self.registry = registry_for(self.catalog)
         self.raft_upgrade = raft_upgrade
         self.max_batch_bytes = max_batch_bytes
         self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)
@@ -203,11 +207,10 @@ class QuorumController:
 
     def _append_control(self, record_type: str, **fields: Any) -> None:
         """One control batch of one record, as raft writes it."""
-        rt = self.registry[record_type]
-        payload = Payload(rt, 0, rt.new(**fields))
+        record = payload(self.registry, record_type, 0, **fields)
         base, now = self.log.log_end_offset, self.clock()
-        self.log.append(encode_control_batch(base, [payload], epoch=self.epoch, timestamp=now))
-        self.state.replay_batch([payload], base_offset=base, epoch=self.epoch, timestamp=now, control=True)
+        self.log.append(encode_control_batch(base, [record], epoch=self.epoch, timestamp=now))
+        self.state.replay_batch([record], base_offset=base, epoch=self.epoch, timestamp=now, control=True)
 
     def activate(self, bootstrap: BootstrapMetadata | None = None) -> ControllerResult:
         """Become active: write the activation records for what the replayed log left.

@@ -22,8 +22,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
+from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
 from kraftsim.image.cluster import BrokerRegistration
 from kraftsim.image.configs import BROKER, TOPIC
@@ -32,13 +32,11 @@ from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
 from kraftsim.image.partition import RECOVERED, RECOVERING
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.storage.formatter import random_uuid
 from kraftsim.versions import MetadataVersion
 
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
-MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 #: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
 MAX_PARTITIONS_PER_BATCH = 10_000
@@ -62,25 +60,6 @@ def default_error(name: str) -> ApiError:
 
 
 # --------------------------------------------------------------------------- context helpers
-
-
-def registry_of(ctx: ControllerContext) -> Registry:
-    """The record types of the context's catalog (shipped ones plus a user catalog's)."""
-    return load_registry(ctx.catalog.record_schema_dirs)
-
-
-def metadata_version_of(ctx: ControllerContext) -> MetadataVersion | None:
-    level = ctx.metadata_version
-    return None if level is None else ctx.catalog.metadata_version(level)
-
-
-#: What a rule answers when the image has no metadata.version (Kafka's metadataVersionOrThrow).
-NO_METADATA_VERSION = ApiError("UNKNOWN_SERVER_ERROR", "Unknown metadata version for FeatureControlManager")
-
-
-def payload(reg: Registry, record: str, version: int, **fields: object) -> Payload:
-    rt = reg[record]
-    return Payload(rt, version, rt.new(**fields))
 
 
 def is_active(image: MetadataImage, broker_id: int) -> bool:
@@ -152,12 +131,13 @@ def dir_is_online(reg: BrokerRegistration, directory: Uuid) -> bool:
 
 
 def leader_acceptor(image: MetadataImage, partition: PartitionRegistration,
-                    base: Callable[[int], bool]) -> Callable[[int], bool]:
-    """Kafka's LeaderAcceptor: `base` accepts the broker and the replica's directory is online."""
+                    base: Callable[[int], bool] | None = None) -> Callable[[int], bool]:
+    """Kafka's LeaderAcceptor: `base` (by default `is_active`) accepts the broker and the
+    replica's directory is online."""
     dirs = dict(zip(partition.replicas, partition.directories))
 
     def accept(broker_id: int) -> bool:
-        if not base(broker_id):
+        if not (is_active(image, broker_id) if base is None else base(broker_id)):
             return False
         reg = image.cluster.broker(broker_id)
         return reg is not None and dir_is_online(reg, dirs.get(broker_id, MIGRATING))
@@ -1014,8 +994,7 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
                 parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
                 continue
             assert part is not None
-            b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part,
-                                       leader_acceptor(image, part, lambda r: is_active(image, r)), elr=elr)
+            b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part, leader_acceptor(image, part), elr=elr)
             if unclean_election_enabled(ctx, topic.name):
                 b.election = Election.UNCLEAN
             b.target_isr = [s.broker_id for s in d.new_isr_with_epochs]
@@ -1079,7 +1058,7 @@ def _elect_one(ctx: ControllerContext, mv: MetadataVersion, topic_name: str, pid
     preferred = part.replicas[0] if part.replicas else NO_LEADER
     if (not unclean and part.leader == preferred) or (unclean and part.leader != NO_LEADER):
         return default_error("ELECTION_NOT_NEEDED")
-    b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part, lambda r: is_active(image, r)))
+    b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part))
     b.election = Election.UNCLEAN if unclean else Election.PREFERRED
     change = b.build()
     if change is None:

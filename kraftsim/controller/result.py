@@ -5,6 +5,9 @@ that returns a ControllerResult and changes nothing by itself. The QuorumControl
 appends the records to the metadata log (in one batch when `atomic`), replays them into
 its own state, and hands the response back. This is Kafka's own split between deciding
 and committing, and it keeps every rule testable without a log.
+
+Records are built with `payload` (a record at a version the rule names, as Kafka writes
+most records) or `controller_record` (at the highest version the metadata.version allows).
 """
 
 from __future__ import annotations
@@ -14,9 +17,15 @@ from typing import Any, Generic, Sequence, TypeVar
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
+from kraftsim.image.writer import registry_for
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.registry import Registry
+from kraftsim.versions import Catalog
 
 R = TypeVar("R")
+
+#: What a rule answers when the image has no metadata.version (Kafka's metadataVersionOrThrow).
+NO_METADATA_VERSION = ApiError("UNKNOWN_SERVER_ERROR", "Unknown metadata version for FeatureControlManager")
 
 
 class ControllerResult(msgspec.Struct, Generic[R], frozen=True):
@@ -39,3 +48,16 @@ def refused(error: ApiError, response: Any = None) -> ControllerResult:
 
 def accepted(records: Sequence[Payload], response: Any = None, *, atomic: bool = True) -> ControllerResult:
     return ControllerResult(tuple(records), response, atomic, NONE)
+
+
+def payload(reg: Registry, record: str, version: int, /, **fields: Any) -> Payload:
+    """A `record` message of `reg` with `fields`, to write at record version `version` (a message
+    field named `version`, as control records have, goes in `fields`)."""
+    rt = reg[record]
+    return Payload(rt, version, rt.new(**fields))
+
+
+def controller_record(catalog: Catalog, metadata_version: int, record_type: str, /, **fields: Any) -> Payload:
+    """A record to write at `metadata_version`, at the highest record version it allows."""
+    return payload(registry_for(catalog), record_type, catalog.record_version(record_type, metadata_version),
+                   **fields)

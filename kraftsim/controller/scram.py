@@ -14,9 +14,8 @@ import hmac
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.replication import NO_METADATA_VERSION, metadata_version_of, payload, registry_of
-from kraftsim.controller.result import ControllerResult, accepted, refused
+from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
+from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image.scram import MECHANISMS
 from kraftsim.protocol.entries import Payload
 

@@ -48,7 +48,7 @@ def replay_records(delta: "MetadataDelta", records: Iterable[Any], on_error: Err
                     m = r.message
                     tid = m.topic_id
                     if tid is not last_topic and tid != last_topic:
-                        changes = topics.partition_changes(tid, m)  # type: ignore[union-attr]
+                        changes = topics.partition_changes(m)  # type: ignore[union-attr]
                         last_topic = tid
                     # the common shape inline; anything else (or a first sight) the full conversion
                     reps, x, lrs = m.replicas, m.isr, m.leader_recovery_state

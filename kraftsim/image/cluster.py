@@ -48,7 +48,11 @@ def sorted_dirs(dirs: Any) -> tuple[Uuid, ...]:
     return intern.uuids(sorted((intern.uuid(d) for d in dirs), key=uuid_order))
 
 
-def _canonical_lists(reg: Any) -> tuple:
+#: Registration fields that hold lists compared as sets (see canonical_lists).
+SET_FIELDS = ("listeners", "supported_features")
+
+
+def canonical_lists(reg: Any) -> tuple[tuple, tuple]:
     """Listener and feature lists as sets: their order is Java hash-map order, not metadata."""
     return (tuple(sorted((e.name, e.host, e.port, e.security_protocol) for e in reg.listeners)),
             tuple(sorted((f.name, f.min_version, f.max_version) for f in reg.supported_features)))
@@ -60,14 +64,14 @@ def _registration_eq(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return NotImplemented
     for f in a.__struct_fields__:
-        if f not in ("listeners", "supported_features") and getattr(a, f) != getattr(b, f):
+        if f not in SET_FIELDS and getattr(a, f) != getattr(b, f):
             return False
-    return _canonical_lists(a) == _canonical_lists(b)
+    return canonical_lists(a) == canonical_lists(b)
 
 
 def _registration_hash(a: Any) -> int:
-    return hash(tuple(getattr(a, f) for f in a.__struct_fields__ if f not in ("listeners", "supported_features"))
-                + _canonical_lists(a))
+    return hash(tuple(getattr(a, f) for f in a.__struct_fields__ if f not in SET_FIELDS)
+                + canonical_lists(a))
 
 
 def _endpoints(eps: Any) -> tuple[Endpoint, ...]:

@@ -220,10 +220,6 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "RemoveDelegationTokenRecord": lambda d, m: d.delegation_tokens.replay_remove_token(m),
 }
 
-#: Record types the image models (everything else that is a metadata record is opaque).
-MODELED_RECORDS = frozenset(_HANDLERS) | NO_OP_RECORDS | TRANSACTION_RECORDS
-
-
 def image_from_records(records: Any, *, base: MetadataImage = EMPTY_IMAGE, catalog: Catalog | None = None,
                        provenance: MetadataProvenance | None = None, snapshot: bool = False) -> MetadataImage:
     """Replay `records` on `base` in one delta (finish_snapshot first when `snapshot`)."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from kraftsim.image.cluster import BrokerRegistration, ControllerRegistration
+from kraftsim.image.cluster import SET_FIELDS, BrokerRegistration, ControllerRegistration
 from kraftsim.image.configs import resource_type_name
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.opaque import key_text
@@ -26,6 +26,7 @@ from kraftsim.image.partition import LEADER_RECOVERY_NAMES, PartitionRegistratio
 from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.image.quotas import entity_text
 from kraftsim.image.scram import mechanism_name
+from kraftsim.protocol.primitives import Uuid
 
 ABSENT: Any = MISSING
 
@@ -74,7 +75,7 @@ def show(v: Any) -> str:
         return "null"
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, bytes) and len(v) == 16 and type(v).__name__ == "Uuid":
+    if isinstance(v, Uuid):
         return str(v)
     if isinstance(v, bytes):
         return v.hex()
@@ -113,7 +114,7 @@ def _feature_ranges(reg: Any) -> dict[str, str]:
 
 
 def _registration_changes(component: str, entity: str, a: Any, b: Any) -> Iterator[Change]:
-    fields = [f for f in a.__struct_fields__ if f not in ("listeners", "supported_features")]
+    fields = [f for f in a.__struct_fields__ if f not in SET_FIELDS]
     for f in fields:
         x, y = getattr(a, f), getattr(b, f)
         if x != y:

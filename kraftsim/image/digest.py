@@ -23,6 +23,7 @@ from hashlib import blake2b
 from typing import Any, Callable, Iterable
 
 from kraftsim.image.canonical import canon
+from kraftsim.image.cluster import canonical_lists
 from kraftsim.image.image import COMPONENTS, MetadataImage
 
 MOD = 1 << 256
@@ -43,22 +44,13 @@ def _features(img: MetadataImage) -> Iterable[Any]:
     yield from f.finalized
 
 
-def _registration_listeners(listeners: Any) -> tuple:
-    return tuple(sorted((e.name, e.host, e.port, e.security_protocol) for e in listeners))
-
-
-def _registration_features(features: Any) -> tuple:
-    return tuple(sorted((f.name, f.min_version, f.max_version) for f in features))
-
-
 def _cluster(img: MetadataImage) -> Iterable[Any]:
+    # listener and feature lists as sets, as registrations compare them
     for bid, b in img.cluster.brokers.items():
-        yield ("broker", bid, b.epoch, b.incarnation_id, _registration_listeners(b.listeners),
-               _registration_features(b.supported_features), b.rack, b.fenced, b.in_controlled_shutdown,
-               b.is_migrating_zk_broker, b.directories)
+        yield ("broker", bid, b.epoch, b.incarnation_id, *canonical_lists(b), b.rack, b.fenced,
+               b.in_controlled_shutdown, b.is_migrating_zk_broker, b.directories)
     for cid, c in img.cluster.controllers.items():
-        yield ("controller", cid, c.incarnation_id, c.zk_migration_ready, _registration_listeners(c.listeners),
-               _registration_features(c.supported_features))
+        yield ("controller", cid, c.incarnation_id, c.zk_migration_ready, *canonical_lists(c))
 
 
 _dir_bytes: dict[tuple, bytes] = {}

@@ -80,6 +80,8 @@ class TransactionState(enum.Enum):
 
 
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
+#: The records that close a transaction, and the state each leaves.
+_TX_ENDS = {"EndTransactionRecord": TransactionState.ENDED, "AbortTransactionRecord": TransactionState.ABORTED}
 
 
 class AbortHandling(enum.Enum):
@@ -106,16 +108,6 @@ class CommittedBatch(NamedTuple):
     append_timestamp: int
     size_in_bytes: int
     entries: Sequence[LogEntry]  # control records included; the loader separates them
-
-    @classmethod
-    def of(cls, entries: Sequence[LogEntry], *, size_in_bytes: int = 0, last_offset: int | None = None,
-           append_timestamp: int | None = None) -> "CommittedBatch":
-        """A batch made of decoded entries (all from one batch of the log)."""
-        if not entries:
-            raise ValueError("a committed batch holds at least one record")
-        first = entries[0]
-        return cls(first.offset, entries[-1].offset if last_offset is None else last_offset, first.epoch,
-                   first.timestamp if append_timestamp is None else append_timestamp, size_in_bytes, entries)
 
 
 class LogDeltaManifest(NamedTuple):
@@ -242,17 +234,6 @@ class MetadataLoader:
             self.load_batch(batch)
         self.flush(aligned=aligned)
 
-    def load_batch(self, batch: CommittedBatch) -> None:
-        """Replay one batch without the end-of-commit flush (Kafka's MetadataBatchLoader.loadBatch).
-
-        Publishes only where a transaction (or, under KIP-778, a metadata.version change)
-        begins in the middle of the accumulated delta."""
-        self._load_batch(batch)
-
-    def flush(self, *, aligned: bool = True) -> None:
-        """Publish what has accumulated unless a transaction is open (Kafka's maybeFlushBatches)."""
-        self._flush(aligned=aligned)
-
     def handle_load_snapshot(self, entries: Iterable[LogEntry], *, end_offset: int, epoch: int,
                              last_contained_log_timestamp: int) -> MetadataImage:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
@@ -301,7 +282,11 @@ class MetadataLoader:
                 self._started_ns = self.clock_ns()
         return self._delta
 
-    def _load_batch(self, batch: CommittedBatch) -> None:
+    def load_batch(self, batch: CommittedBatch) -> None:
+        """Replay one batch without the end-of-commit flush (Kafka's MetadataBatchLoader.loadBatch).
+
+        Publishes only where a transaction (or, under KIP-778, a metadata.version change)
+        begins in the middle of the accumulated delta."""
         if self._started_ns is None:
             self._started_ns = self.clock_ns()
         prev_epoch, prev_time = self._last_epoch, self._last_time
@@ -345,15 +330,11 @@ class MetadataLoader:
             if tx in _OPEN:
                 raise KraftsimError("Encountered BeginTransactionRecord while already in a transaction")
             self._tx = TransactionState.STARTED
-        elif name == "EndTransactionRecord":
+        elif name in _TX_ENDS:
             if tx not in _OPEN:
-                raise KraftsimError("Encountered EndTransactionRecord without having seen a BeginTransactionRecord")
-            self._tx = TransactionState.ENDED
-        elif name == "AbortTransactionRecord":
-            if tx not in _OPEN:
-                raise KraftsimError("Encountered AbortTransactionRecord without having seen a BeginTransactionRecord")
-            self._tx = TransactionState.ABORTED
-            if self.abort_handling is AbortHandling.DISCARD:
+                raise KraftsimError(f"Encountered {name} without having seen a BeginTransactionRecord")
+            self._tx = _TX_ENDS[name]
+            if self._tx is TransactionState.ABORTED and self.abort_handling is AbortHandling.DISCARD:
                 self._delta = None  # the delta began at the Begin: it holds only the transaction
                 self._mv_levels = []
         else:
@@ -409,8 +390,8 @@ class MetadataLoader:
 
     # ------------------------------------------------------------------ publishing deltas
 
-    def _flush(self, *, aligned: bool) -> None:
-        """Publish at the end of a commit, as the transaction state allows."""
+    def flush(self, *, aligned: bool = True) -> None:
+        """Publish what has accumulated unless a transaction is open (Kafka's maybeFlushBatches)."""
         if self._tx in _OPEN or self._num_batches == 0:
             return
         self._publish_accumulated(MetadataProvenance(self._last_offset, self._last_epoch, self._last_time, aligned))

@@ -6,6 +6,9 @@ is loaded as a Kafka node loads it at start-up — the chosen snapshot through
 `handle_commit` — so transactions, snapshot replacement and provenance behave exactly as
 they do inside a node. Everything is opened read-only.
 
+`load_snapshot` and `committed_batches` are those two steps on their own, for readers that
+drive a loader over a log they hold open (the verifiers).
+
 Offsets follow Kafka's snapshot ids: `upto_offset=O` gives the state after every record
 below O (the image a snapshot with end offset O holds). Everything on disk counts as
 committed: the high watermark is taken to be the end of what is loaded.
@@ -14,7 +17,7 @@ committed: the high watermark is taken to be the end of what is loaded.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterator, Literal
+from typing import Callable, Iterable, Iterator, Literal
 
 import msgspec
 
@@ -24,6 +27,7 @@ from kraftsim.image.loader import (
     AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
 from kraftsim.image.writer import registry_for
+from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
 from kraftsim.storage.bootstrap import read_bootstrap
@@ -31,7 +35,7 @@ from kraftsim.storage.fileio import read_file
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.recovery import RecoveryAction
-from kraftsim.storage.snapshot import read_snapshot
+from kraftsim.storage.snapshot import SnapshotFile, read_snapshot
 from kraftsim.storage.view import metadata_dir_of
 from kraftsim.versions import Catalog, default_catalog
 
@@ -48,7 +52,8 @@ class LoadResult(msgspec.Struct, kw_only=True):
     kind: PathKind
     image: MetadataImage
     loader: MetadataLoader
-    #: The snapshot the load started from (None: none; BOOTSTRAP_SNAPSHOT_ID for a bootstrap file).
+    #: The snapshot the load started from (None: none, or a snapshot file whose name does not
+    #: give its id; BOOTSTRAP_SNAPSHOT_ID for a bootstrap file).
     snapshot_id: SnapshotId | None
     #: First log offset replayed after the snapshot (= the snapshot's end offset, or the log start).
     log_start: int
@@ -62,6 +67,9 @@ class LoadResult(msgspec.Struct, kw_only=True):
     bytes: int = 0
     recovery: list[RecoveryAction] = []
     gaps: list[tuple[int, int]] = []
+    #: The records of the loaded snapshot's header batch (SnapshotHeaderRecord, then
+    #: KRaftVersionRecord and VotersRecord when kraft.version ≥ 1); empty without a snapshot.
+    snapshot_header: list[LogEntry] = []
 
     @property
     def faults(self) -> list[LoaderFault]:
@@ -75,7 +83,8 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
               mv_change: MvChangeHandling = MvChangeHandling.KAFKA, fault_handler: FaultHandler = raise_fault,
               progress: Progress | None = None) -> LoadResult:
     """Load a metadata log directory (or the log directory holding one), a `.log` segment,
-    a `.checkpoint` snapshot or a `bootstrap.checkpoint` into an image.
+    a `.checkpoint` snapshot or a `bootstrap.checkpoint` into an image. A snapshot file whose
+    name is not `<end offset>-<epoch>.checkpoint` loads too, with its id unknown.
 
     `batches_per_commit` groups the log's batches into commits of that many batches (Kafka
     hands the loader whatever one read returned; only publish points depend on it).
@@ -111,21 +120,32 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
 def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upto_offset: int | None) -> LoadResult:
     snap = read_snapshot(p, registry)
     sid = snap.snapshot_id
-    if sid is None:
-        raise KraftsimError(f"{p}: a snapshot file's name must be <end offset>-<epoch>.checkpoint")
-    if upto_offset is not None and upto_offset != sid.end_offset:
-        raise KraftsimError(f"{p}: a snapshot holds the state at offset {sid.end_offset} only, not {upto_offset}")
-    loader.set_high_watermark(sid.end_offset)
+    # A snapshot saved under a name of the user's choosing (no id in it): its records and
+    # header are all there, only its end offset is unknown, so the image says offset -1.
+    end, epoch = (sid.end_offset, sid.epoch) if sid is not None else (0, snap.epoch)
+    if upto_offset is not None and sid is None:
+        raise KraftsimError(f"{p}: the file name does not say which offset this snapshot holds, so it cannot "
+                            f"give the state at offset {upto_offset}")
+    if upto_offset is not None and upto_offset != end:
+        raise KraftsimError(f"{p}: a snapshot holds the state at offset {end} only, not {upto_offset}")
+    loader.set_high_watermark(end)
+    records = load_snapshot(loader, snap, end_offset=end, epoch=epoch)
+    return LoadResult(path=str(p), kind=PathKind.SNAPSHOT, image=loader.image, loader=loader, snapshot_id=sid,
+                      log_start=end, end_offset=end, disk_end_offset=end, records=records,
+                      batches=len(snap.batches), bytes=snap.size_in_bytes, snapshot_header=snap.header_entries)
+
+
+def load_snapshot(loader: MetadataLoader, snap: SnapshotFile, *, end_offset: int, epoch: int) -> int:
+    """Replace `loader`'s image with `snap`'s, as the snapshot (end_offset, epoch), streaming
+    its records (a snapshot is replayed without a list of it); returns how many it held."""
     counted = _Counted(snap.data_entries())
-    image = loader.handle_load_snapshot(counted, end_offset=sid.end_offset, epoch=sid.epoch,
-                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
-    return LoadResult(path=str(p), kind=PathKind.SNAPSHOT, image=image, loader=loader, snapshot_id=sid,
-                      log_start=sid.end_offset, end_offset=sid.end_offset, disk_end_offset=sid.end_offset,
-                      records=counted.count, batches=len(snap.batches), bytes=snap.size_in_bytes)
+    loader.handle_load_snapshot(counted, end_offset=end_offset, epoch=epoch,
+                                last_contained_log_timestamp=snap.last_contained_log_timestamp)
+    return counted.count
 
 
 class _Counted:
-    """An iterator that counts what it hands out (a snapshot is replayed without a list of it)."""
+    """An iterator that counts what it hands out."""
 
     def __init__(self, items: Iterator):
         self._items = iter(items)
@@ -140,7 +160,35 @@ class _Counted:
         return item
 
 
-def _pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice) -> SnapshotId | None:
+def committed_batches(batches: Iterable[FileBatch], registry: Registry, start: int,
+                      upto: int | None = None) -> Iterator[tuple[CommittedBatch, bool]]:
+    """A log's batches as the raft layer hands them to the loader, from offset `start` up to
+    (not including) `upto`, each with whether it ends where its batch on disk ends.
+
+    Batches wholly below `start` are skipped and a batch's records below it dropped (the
+    snapshot the load started from holds them). The batch holding `upto - 1` is cut there
+    and is the last one; it is the only one that can be unaligned."""
+    end = start
+    for fb in batches:
+        b = fb.batch
+        if b.next_offset <= end:
+            continue  # wholly before the start (the snapshot already holds it)
+        if upto is not None and b.base_offset >= upto:
+            return
+        entries = [e for e in decode_file_batch(fb, registry) if e.offset >= end]
+        if upto is not None and b.last_offset >= upto:
+            entries = [e for e in entries if e.offset < upto]
+            yield CommittedBatch(b.base_offset, upto - 1, b.partition_leader_epoch, b.max_timestamp, b.size,
+                                 entries), False
+            return
+        yield CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch, b.max_timestamp, b.size,
+                             entries), True
+        end = b.next_offset
+
+
+def pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice) -> SnapshotId | None:
+    """The snapshot a load of `log` up to `upto` starts from (None: the log from its start),
+    or a KraftsimError saying why that state cannot be rebuilt."""
     ids = log.snapshot_ids()
     if choice == "none":
         if log.log_start_offset > 0:
@@ -166,7 +214,7 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
                     choice: SnapshotChoice, per_commit: int, progress: Progress | None) -> LoadResult:
     directory = metadata_dir_of(p)
     with MetadataLog.open(directory, read_only=True) as log:
-        sid = _pick_snapshot(log, directory, upto, choice)
+        sid = pick_snapshot(log, directory, upto, choice)
         ids = log.snapshot_ids()
         disk_end = max(log.log_end_offset, ids[-1].end_offset if ids else 0)
         if upto is not None and upto > disk_end:
@@ -174,20 +222,16 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
         if upto is not None and sid is None and upto > log.log_end_offset:
             raise KraftsimError(f"{directory}: the log's records end at offset {log.log_end_offset}; the state "
                                 f"at {upto} exists only in a snapshot")
-        records = 0
+        loader.set_high_watermark(upto if upto is not None else disk_end)
+        records, header = 0, []
         if sid is not None:
             snap = read_snapshot(directory / snapshot_file_name(sid), registry)
-            counted = _Counted(snap.data_entries())
-            loader.set_high_watermark(upto if upto is not None else disk_end)
-            loader.handle_load_snapshot(counted, end_offset=sid.end_offset, epoch=sid.epoch,
-                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
-            records = counted.count
-        else:
-            loader.set_high_watermark(upto if upto is not None else disk_end)
+            records = load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            header = snap.header_entries
         start = sid.end_offset if sid is not None else log.log_start_offset
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=sid,
                             log_start=start, end_offset=start, disk_end_offset=disk_end, records=records,
-                            recovery=list(log.recovery),
+                            recovery=list(log.recovery), snapshot_header=header,
                             gaps=[(max(a, start), b) for a, b in log.gaps() if b > start])
         total = max(1, log.size_in_bytes())
         return _replay_batches(result, log.batches(start) if start < log.log_end_offset else iter(()), registry,
@@ -203,31 +247,18 @@ def _replay_batches(result: LoadResult, batches: Iterator[FileBatch], registry: 
         loader.set_high_watermark(upto)
     commit: list[CommittedBatch] = []
     done = 0
-    aligned = True
-    for fb in batches:
-        b = fb.batch
-        if b.next_offset <= result.end_offset:
-            continue  # wholly before the start (the snapshot already holds it)
-        if upto is not None and b.base_offset >= upto:
-            break
-        entries = [e for e in decode_file_batch(fb, registry) if e.offset >= result.end_offset]
-        last = b.last_offset
-        if upto is not None and last >= upto:
-            entries = [e for e in entries if e.offset < upto]
-            last, aligned = upto - 1, False
-        commit.append(CommittedBatch(b.base_offset, last, b.partition_leader_epoch, b.max_timestamp, b.size, entries))
-        result.records += len(entries)
+    for batch, aligned in committed_batches(batches, registry, result.end_offset, upto):
+        commit.append(batch)
+        result.records += len(batch.entries)
         result.batches += 1
-        result.bytes += b.size
-        result.end_offset = last + 1
+        result.bytes += batch.size_in_bytes
+        result.end_offset = batch.last_offset + 1
         if len(commit) >= per_commit or not aligned:
             loader.handle_commit(commit, aligned=aligned)
             commit = []
         if progress is not None and result.bytes - done >= 1 << 20:
             done = result.bytes
             progress(done, total_bytes)
-        if not aligned:
-            break
     if commit:
         loader.handle_commit(commit)
     if progress is not None:

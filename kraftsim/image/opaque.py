@@ -54,8 +54,13 @@ class OpaqueRecord:
         return f"OpaqueRecord({self.record_type.name} v{self.version}: {self.message})"
 
 
+def _key_fields(record_type: RecordType) -> list[str]:
+    """The top-level fields the schema marks `map_key = true` (Python names)."""
+    return [f.py_name for f in record_type.schema.body.fields if f.map_key]
+
+
 def opaque_key(record_type: RecordType, message: Any) -> OpaqueKey:
-    keys = [f.py_name for f in record_type.schema.body.fields if f.map_key]
+    keys = _key_fields(record_type)
     if keys:
         return record_type.name, canon(tuple(getattr(message, k) for k in keys))
     return record_type.name, canon(message)
@@ -64,15 +69,11 @@ def opaque_key(record_type: RecordType, message: Any) -> OpaqueKey:
 def key_text(key: OpaqueKey, record: "OpaqueRecord | None" = None) -> str:
     name, raw = key
     if record is not None:
-        keys = [f.py_name for f in record.record_type.schema.body.fields if f.map_key]
+        keys = _key_fields(record.record_type)
         if keys:
-            return f"{name} " + ", ".join(f"{k}={_show(getattr(record.message, k))}" for k in keys)
+            return f"{name} " + ", ".join(f"{k}={getattr(record.message, k)}" for k in keys)
         return f"{name} {record.message}"
     return f"{name} {raw.hex()}"
-
-
-def _show(v: Any) -> str:
-    return str(v)
 
 
 class OpaqueImage(msgspec.Struct, frozen=True, gc=False):

@@ -54,11 +54,6 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     elr: tuple[int, ...] = ()
     last_known_elr: tuple[int, ...] = ()
 
-    @classmethod
-    def from_record(cls, r: Any) -> "PartitionRegistration":
-        """The registration a PartitionRecord describes (see `registration_from_record`)."""
-        return registration_from_record(r, cls)
-
     def merge(self, r: Any) -> "PartitionRegistration":
         """The registration after a PartitionChangeRecord (Kafka's merge)."""
         replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
@@ -104,12 +99,6 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def has_elr(self) -> bool:
         return bool(self.elr or self.last_known_elr)
 
-    def directory(self, replica: int) -> Uuid:
-        for b, d in zip(self.replicas, self.directories):
-            if b == replica:
-                return d
-        raise ValueError(f"Replica {replica} is not assigned to this partition.")
-
 
 #: The directory tuples of a record without directories, for 0..7 replicas.
 MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))
@@ -118,7 +107,7 @@ MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))
 def registration_from_record(r: Any, _new: Any = PartitionRegistration, _empty: tuple = intern.EMPTY,
                              _find_ints: Any = intern.find_ints,
                              _find_uuids: Any = intern.find_uuids) -> PartitionRegistration:
-    """PartitionRegistration.from_record, written for snapshot loads (one call per partition).
+    """The registration a PartitionRecord describes (bulk.py inlines its common shape).
 
     Same result as interning every list with intern.ints / intern.uuids, with fewer
     intermediate objects: an ISR equal to the replica list reuses its tuple, empty lists

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import zlib
 from struct import pack
-from typing import Any, Callable, Generic, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -276,11 +276,6 @@ class PMap(Generic[K, V]):
         self._root = _root
         self._len = _len
         self._hash = hash_fn
-
-    @classmethod
-    def from_items(cls, items: Iterable[tuple[K, V]] | Mapping[K, V], hash_fn: Callable[[Any], int] = stable_hash) -> "PMap[K, V]":
-        pairs = items.items() if isinstance(items, Mapping) else items
-        return cls(hash_fn).update(dict(pairs))
 
     # --- reading
 

@@ -17,10 +17,6 @@ class MetadataProvenance(msgspec.Struct, frozen=True, gc=False):
     last_contained_log_time_ms: int
     is_offset_batch_aligned: bool = False
 
-    def offset_and_epoch(self) -> tuple[int, int]:
-        """Kafka's highestOffsetAndEpoch()."""
-        return self.last_contained_offset, self.last_contained_epoch
-
     def snapshot_id(self) -> tuple[int, int]:
         """The id of a snapshot of this image: (last contained offset + 1, epoch)."""
         return self.last_contained_offset + 1, self.last_contained_epoch

@@ -28,19 +28,12 @@ class ScramCredential(msgspec.Struct, frozen=True, gc=False):
 
 
 class ScramImage(msgspec.Struct, frozen=True, gc=False):
-    """Credentials keyed by (mechanism type id, user name); `mechanisms()` gives Kafka's nesting."""
+    """Credentials keyed by (mechanism type id, user name)."""
 
     credentials: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
 
     def credential(self, mechanism: int, user: str) -> ScramCredential | None:
         return self.credentials.get((mechanism, user))
-
-    def mechanisms(self) -> dict[int, dict[str, ScramCredential]]:
-        """mechanism -> user -> credential, sorted (Kafka's ScramImage.mechanisms())."""
-        out: dict[int, dict[str, ScramCredential]] = {}
-        for (mech, user), cred in self.credentials.sorted_items():
-            out.setdefault(mech, {})[user] = cred
-        return out
 
     def is_empty(self) -> bool:
         return not self.credentials

@@ -48,7 +48,7 @@ from kraftsim.image.loader import TransactionState
 from kraftsim.image.loading import LoadResult, SnapshotChoice, load_path
 from kraftsim.image.loss import LossReport, raise_on_loss
 from kraftsim.image.writer import WriterLine, registry_for, resolve_writer_line, write_image
-from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock
 from kraftsim.storage.log import MetadataLog
@@ -162,20 +162,19 @@ def _raft_state(directory: Path, log: MetadataLog, result: LoadResult,
     """(kraft.version, VotersRecord message) at the snapshot's offset − 1: what the snapshot
     the load started from (or the dynamic quorum's 0-0 checkpoint) says in its header,
     updated by the control records the loader met in the log after it."""
-    kraft, voters = None, None
-    start = result.snapshot_id
-    if start is None and BOOTSTRAP_SNAPSHOT_ID in log.snapshot_ids():
-        start = BOOTSTRAP_SNAPSHOT_ID
-    if start is not None:
-        kraft, voters = _header_state(read_snapshot(directory / snapshot_file_name(start), registry))
+    header = result.snapshot_header
+    if result.snapshot_id is None and BOOTSTRAP_SNAPSHOT_ID in log.snapshot_ids():
+        header = read_snapshot(directory / snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID), registry).header_entries
+    kraft, voters = _header_state(header)
     loader = result.loader
     return (loader.kraft_version if loader.kraft_version is not None else kraft,
             loader.voters if loader.voters is not None else voters)
 
 
-def _header_state(snap: Any) -> tuple[int | None, Any]:
+def _header_state(header: list[LogEntry]) -> tuple[int | None, Any]:
+    """(kraft.version, VotersRecord message) from a snapshot's header batch."""
     kraft, voters = None, None
-    for e in snap.header_entries:
+    for e in header:
         if e.record_type.name == "KRaftVersionRecord":
             kraft = e.message.k_raft_version
         elif e.record_type.name == "VotersRecord":
@@ -203,9 +202,9 @@ def _load_at(path: Path, offset: int, catalog: Catalog, registry: Registry,
                   else "the whole log")
         return result, kraft_header_records(kraft, voters, registry), source
     if kind is PathKind.SNAPSHOT:
-        snap = read_snapshot(path, registry)
         result = load_path(path, catalog=catalog, registry=registry, upto_offset=offset)
-        return result, kraft_header_records(*_header_state(snap), registry), f"snapshot {path.name}"
+        return result, kraft_header_records(*_header_state(result.snapshot_header), registry), \
+            f"snapshot {path.name}"
     result = load_path(path, catalog=catalog, registry=registry, upto_offset=offset)  # a segment
     if offset > result.disk_end_offset or offset <= result.log_start:
         raise KraftsimError(f"{path}: offset {offset} is outside the segment's records "

@@ -131,8 +131,5 @@ def cluster_image(shape: ClusterShape, catalog: Catalog, metadata_version: Any, 
                   registry: Registry | None = None) -> MetadataImage:
     """The image of a cluster of `shape`; its provenance says it holds every record as one batch."""
     delta = MetadataDelta(MetadataImage(), catalog)
-    count = 0
-    for payload in cluster_records(shape, catalog, metadata_version, seed=seed, registry=registry):
-        delta.replay(payload)
-        count += 1
-    return delta.apply(MetadataProvenance(count - 1, 1, 0, True))
+    delta.replay_all(cluster_records(shape, catalog, metadata_version, seed=seed, registry=registry))
+    return delta.apply(MetadataProvenance(delta.records_replayed - 1, 1, 0, True))

@@ -111,9 +111,6 @@ class TopicDelta:
         p = self.changes.get(partition_id)
         return self.image.partitions.get(partition_id) if p is None else p
 
-    def replay_partition(self, r: Any) -> None:
-        self.writable_changes()[r.partition_id] = registration_from_record(r)
-
     def replay_partition_change(self, r: Any) -> None:
         prev = self.partition(r.partition_id)
         if prev is None:
@@ -150,19 +147,27 @@ class TopicsDelta:
         self.deleted: set[Uuid] = set()  # ids of the base image that are gone
         self.created: dict[str, Uuid] = {}  # names created by TopicRecords in this delta
 
-    def _topic_delta(self, topic_id: Uuid, what: str, r: Any) -> TopicDelta:
+    def _base_topic(self, topic_id: Uuid) -> TopicImage | None:
+        """The base image's topic `topic_id`, unless this delta removed it."""
+        return None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+
+    def _topic_delta(self, topic_id: Uuid) -> TopicDelta | None:
+        """The delta of topic `topic_id` (made on first use); None when there is no such topic."""
         td = self.changed.get(topic_id)
         if td is None:
-            base = None if topic_id in self.deleted else self.image.by_id.get(topic_id)
+            base = self._base_topic(topic_id)
             if base is None:
-                raise MetadataReplayError(f"Unable to find topic {topic_id} for {what} {r.partition_id}")
+                return None
             td = self.changed[topic_id] = TopicDelta(base)
         return td
 
-    def partition_changes(self, topic_id: Uuid, r: Any) -> dict[int, PartitionRegistration]:
-        """Where a PartitionRecord `r` of `topic_id` goes: its topic's dict of changed
-        partitions (for MetadataDelta.replay_all, which fills it directly)."""
-        return self._topic_delta(topic_id, "partition", r).writable_changes()
+    def partition_changes(self, r: Any) -> dict[int, PartitionRegistration]:
+        """Where a PartitionRecord `r` goes: its topic's dict of changed partitions (for
+        MetadataDelta.replay_all, which fills it directly)."""
+        td = self._topic_delta(r.topic_id)
+        if td is None:
+            raise MetadataReplayError(f"Unable to find topic {r.topic_id} for partition {r.partition_id}")
+        return td.writable_changes()
 
     def replay_topic(self, r: Any) -> dict[int, PartitionRegistration]:
         """Start the topic afresh; returns its (empty) dict of partition changes, for bulk replay."""
@@ -172,15 +177,13 @@ class TopicsDelta:
         return td.changes
 
     def replay_partition(self, r: Any) -> None:
-        self._topic_delta(r.topic_id, "partition", r).replay_partition(r)
+        changes = self.partition_changes(r)  # the topic is looked up before the record is read
+        changes[r.partition_id] = registration_from_record(r)
 
     def replay_partition_change(self, r: Any) -> None:
-        td = self.changed.get(r.topic_id)
+        td = self._topic_delta(r.topic_id)
         if td is None:
-            base = None if r.topic_id in self.deleted else self.image.by_id.get(r.topic_id)
-            if base is None:
-                raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
-            td = self.changed[r.topic_id] = TopicDelta(base)
+            raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
         td.replay_partition_change(r)
 
     def replay_remove_topic(self, r: Any) -> str:
@@ -192,7 +195,7 @@ class TopicsDelta:
             if tid in self.image.by_id:
                 self.deleted.add(tid)
         else:
-            base = None if tid in self.deleted else self.image.by_id.get(tid)
+            base = self._base_topic(tid)
             if base is None:
                 raise MetadataReplayError(f"Unable to delete topic with id {tid}: no such topic found.")
             name = base.name
@@ -209,13 +212,10 @@ class TopicsDelta:
                 tid = self.image.by_name.get(name)
                 if tid is not None and tid in self.deleted:
                     tid = None
-            td = None if tid is None else self.changed.get(tid)
+            # a name created in this delta can be stale: its id was re-created under another name, then removed
+            td = None if tid is None else self._topic_delta(tid)
             if td is None:
-                # a name created in this delta can be stale: its id was re-created under another name, then removed
-                base = None if tid is None or tid in self.deleted else self.image.by_id.get(tid)
-                if base is None:
-                    raise MetadataReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
-                td = self.changed[tid] = TopicDelta(base)
+                raise MetadataReplayError(f"Unable to clear elr for topic with name {name}: no such topic found.")
             td.clear_elr()
             return
         for td in self.changed.values():

@@ -40,8 +40,8 @@ from kraftsim.image.delta import image_from_records
 from kraftsim.image.diff import diff_images
 from kraftsim.image.digest import image_digest
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import CommittedBatch, MetadataLoader, MvChangeHandling
-from kraftsim.image.loading import SnapshotChoice
+from kraftsim.image.loader import MetadataLoader, MvChangeHandling
+from kraftsim.image.loading import SnapshotChoice, committed_batches, load_snapshot, pick_snapshot
 from kraftsim.image.loss import LossReport
 from kraftsim.image.writer import WriterLine, registry_for, write_image
 from kraftsim.protocol.registry import Registry
@@ -246,9 +246,9 @@ def _base_for(shape: _LogShape, offset: int) -> tuple[SnapshotChoice, str] | str
 
 
 class _Replayer:
-    """Replays one open log directory as `load_path` does (a snapshot through
-    `handle_load_snapshot`, then one commit per batch, stopping inside a batch only at an
-    `upto` that is not batch aligned), keeping the images reached at chosen offsets.
+    """Replays one open log directory with `load_path`'s own steps (`load_snapshot`, then
+    `committed_batches` one commit per batch, stopping inside a batch only at an `upto` that
+    is not batch aligned), keeping the images reached at chosen offsets.
 
     The log is opened once for a whole verification: opening re-validates the last segment,
     which would otherwise dominate the cost of checking a directory with many snapshots."""
@@ -273,31 +273,16 @@ class _Replayer:
         start = log.log_start_offset
         if snapshot is not None:
             snap = read_snapshot(self.directory / snapshot_file_name(snapshot), self.registry)
-            loader.handle_load_snapshot(list(snap.data_entries()), end_offset=snapshot.end_offset,
-                                        epoch=snapshot.epoch,
-                                        last_contained_log_timestamp=snap.last_contained_log_timestamp)
+            load_snapshot(loader, snap, end_offset=snapshot.end_offset, epoch=snapshot.epoch)
             start = snapshot.end_offset
         seen: dict[int, MetadataImage] = {}
         end = start
         if (upto is None or upto > start) and start < log.log_end_offset:
-            for fb in log.batches(start):
-                b = fb.batch
-                if b.next_offset <= start:
-                    continue
-                if upto is not None and b.base_offset >= upto:
-                    break
-                if b.base_offset in capture:
-                    seen[b.base_offset] = loader.image
-                entries = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
-                last, aligned = b.last_offset, True
-                if upto is not None and last >= upto:
-                    entries = [e for e in entries if e.offset < upto]
-                    last, aligned = upto - 1, False
-                loader.handle_commit([CommittedBatch(b.base_offset, last, b.partition_leader_epoch, b.max_timestamp,
-                                                     b.size, entries)], aligned=aligned)
-                end = last + 1
-                if not aligned:
-                    break
+            for batch, aligned in committed_batches(log.batches(start), self.registry, start, upto):
+                if batch.base_offset in capture:
+                    seen[batch.base_offset] = loader.image
+                loader.handle_commit([batch], aligned=aligned)
+                end = batch.last_offset + 1
         if end in capture:
             seen[end] = loader.image
         return loader.image, seen, end
@@ -461,19 +446,14 @@ def _tail(log: MetadataLog, label: str, start: int, end: int, registry: Registry
                        record_types=dict(sorted(types.items())), epochs=epochs)
 
 
-def _image_at(replayer: _Replayer, ids: Sequence[SnapshotId], offset: int) -> MetadataImage:
+def _image_at(replayer: _Replayer, offset: int) -> MetadataImage:
     """The image at `offset` as `load_path(upto_offset=offset)` builds it: the newest
     snapshot at or below it plus the log, or the whole log."""
     log = replayer.log
-    usable = [s for s in ids if s.end_offset <= offset]
-    if usable:
-        return replayer.replay(snapshot=usable[-1], upto=offset)[0]
-    if log.log_start_offset > 0:
-        raise KraftsimError(f"{replayer.directory}: no snapshot at or below offset {offset} and the log starts at "
-                            f"{log.log_start_offset}: the state at {offset} cannot be rebuilt")
-    if offset > log.log_end_offset:
+    sid = pick_snapshot(log, replayer.directory, offset, "latest")
+    if sid is None and offset > log.log_end_offset:
         raise KraftsimError(f"{replayer.directory}: the log's records end at offset {log.log_end_offset}")
-    return replayer.replay(upto=offset)[0]
+    return replayer.replay(snapshot=sid, upto=offset)[0]
 
 
 def verify_replicas(paths: Sequence[Path | str], *, catalog: Catalog | None = None, registry: Registry | None = None,
@@ -510,10 +490,10 @@ def _compare_replicas(replicas: list[tuple[str, _Replayer, list[SnapshotId]]], i
     result.offsets = sorted(offsets)
     for offset in result.offsets:
         images: list[tuple[str, MetadataImage]] = []
-        for label, replayer, ids in replicas:
+        for label, replayer, _ in replicas:
             _step(progress, f"rebuilding {label} at offset {offset}")
             try:
-                images.append((label, _image_at(replayer, ids, offset)))
+                images.append((label, _image_at(replayer, offset)))
             except KraftsimError as e:
                 result.skipped.append(Skipped(check=f"{label} at offset {offset}", reason=str(e)))
         for label, img in images[1:]:

@@ -219,27 +219,22 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         topic_record = positional_constructor(tr.cls, TOPIC_RECORD_FIELDS)
         partition_record = positional_constructor(pr.cls, PARTITION_RECORD_FIELDS)
         new_tuple = tuple.__new__  # Payload(...) without its Python-level __new__: one call less per record
-        shared = _SharedLists() if read_only else None
+        as_list = _SharedLists().__getitem__ if read_only else list  # a record's list of a registration's tuple
         for t in image.topics.sorted_topics():
             tid = t.id
             yield new_tuple(Payload, (tr, trv, topic_record(t.name, tid)))
             for pid, p in t.sorted_partitions():
-                if shared is None:
-                    replicas, isr, removing, adding = (list(p.replicas), list(p.isr), list(p.removing_replicas),
-                                                       list(p.adding_replicas))
-                else:
-                    replicas, isr, removing, adding = (shared[p.replicas], shared[p.isr], shared[p.removing_replicas],
-                                                       shared[p.adding_replicas])
                 if dirs_ok:
-                    directories = list(p.directories) if shared is None else shared[p.directories]
+                    directories = as_list(p.directories)
                 else:
                     directories = []
                     if not _all_migrating(p.directories):
                         lose("replica directory assignment", f"topic {t.name} partition {pid}",
                              "the directory assignment state of one or more replicas",
                              ("topics", tid, pid, "directories"))
-                m = partition_record(pid, tid, replicas, isr, removing, adding, p.leader, p.leader_recovery_state,
-                                     p.leader_epoch, p.partition_epoch, directories)
+                m = partition_record(pid, tid, as_list(p.replicas), as_list(p.isr), as_list(p.removing_replicas),
+                                     as_list(p.adding_replicas), p.leader, p.leader_recovery_state, p.leader_epoch,
+                                     p.partition_epoch, directories)
                 if p.elr or p.last_known_elr:
                     where = f"topic {t.name} partition {pid}"
                     if not elr_on:

@@ -7,25 +7,19 @@ FeatureLevelRecords set. Bad files do not stop the job: their problems are the r
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.writer import registry_for
+from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_files
-from kraftsim.pipeline.records import mapped
+from kraftsim.pipeline.records import encoded_sizes, mapped
 from kraftsim.protocol.scan import ScanReport, scan
-from kraftsim.versions import Catalog, load_catalog
+from kraftsim.versions import Catalog
 
 CORPUS = "corpus_files"
-
-
-@functools.cache
-def catalog_of(path: str | None = None, release: str | None = None) -> Catalog:
-    """The catalog a job runs with (cached per worker process)."""
-    return load_catalog(path, line=release)
 
 
 def mv_name(catalog: Catalog, level: int | None) -> str | None:
@@ -48,7 +42,6 @@ def corpus_row(item: dict[str, Any], *, catalog: str | None = None, release: str
     cat = catalog_of(catalog, release)
     registry = registry_for(cat)
     report = ScanReport()
-    types: Counter = Counter()
     type_bytes: Counter = Counter()
     features: dict[str, int] = {}
     partitions = 0
@@ -56,10 +49,8 @@ def corpus_row(item: dict[str, Any], *, catalog: str | None = None, release: str
     try:
         with mapped(Path(item["path"])) as data:
             for scanned in scan(data, registry, report, reencode=True):
-                b = scanned.batch
-                sizes = {b.base_offset + r.offset_delta: len(r.value or b"") for r in b.records()}
+                sizes = encoded_sizes(scanned.batch)
                 for e in scanned.entries:
-                    types[e.type_name] += 1
                     type_bytes[e.type_name] += sizes[e.offset]
                     if e.control:
                         continue
@@ -77,7 +68,7 @@ def corpus_row(item: dict[str, Any], *, catalog: str | None = None, release: str
         "path": item["rel"], "set": item["set"], "kind": item["kind"], "bytes": item["bytes"],
         "batches": report.batches, "control_batches": report.control_batches, "records": report.records,
         "first_offset": report.first_offset, "next_offset": report.next_offset,
-        "record_types": [{"type": t, "records": types[t], "bytes": type_bytes[t]} for t in sorted(types)],
+        "record_types": [{"type": t, "records": n, "bytes": type_bytes[t]} for t, n in sorted(report.by_type.items())],
         "partitions": partitions,
         "bytes_per_partition": item["bytes"] / partitions if holds_state and partitions else None,
         "metadata_version": mv, "metadata_version_name": mv_name(cat, mv),

@@ -15,6 +15,7 @@ from typing import Iterable
 from kraftsim.errors import KraftsimError
 from kraftsim.storage import BOOTSTRAP_FILE, PathKind, classify_path, metadata_files
 from kraftsim.storage.names import METADATA_DIR_NAME, parse_snapshot_name, SnapshotState
+from kraftsim.storage.view import metadata_places
 
 #: Short names of the file kinds, as the pipeline's tables write them.
 FILE_KINDS = {PathKind.SEGMENT: "segment", PathKind.SNAPSHOT: "snapshot", PathKind.BOOTSTRAP: "bootstrap"}
@@ -34,24 +35,16 @@ class Found:
         return asdict(self)
 
 
-def _kind(path: Path) -> PathKind | None:
-    try:
-        return classify_path(path)
-    except KraftsimError:
-        return None
-
-
 def _anchor(arg: Path) -> tuple[Path, list[Path]]:
     """The folder names are taken relative to, and the metadata directories/files the argument stands for."""
-    kind = _kind(arg)
-    if arg.is_dir() and kind is None:
-        found = [d for d in sorted(arg.rglob("*")) if d.is_dir() and _kind(d) is not None]
-        if not found:
-            raise KraftsimError(f"{arg}: no metadata log directory, snapshot or bootstrap file below this folder")
-        return arg, found
-    if kind is None:
-        raise KraftsimError(f"{arg}: not a metadata log directory, segment, snapshot or bootstrap file")
-    return arg.parent, [arg]
+    places = metadata_places(arg)
+    if places != [arg]:  # a folder of clusters
+        return arg, places
+    try:
+        classify_path(arg)
+    except KraftsimError:
+        raise KraftsimError(f"{arg}: not a metadata log directory, segment, snapshot or bootstrap file") from None
+    return arg.parent, places
 
 
 def _found(path: Path, root: Path, kind: str, size: int) -> Found:
@@ -91,7 +84,7 @@ def find_states(paths: Iterable[str | Path]) -> list[Found]:
         arg = arg.absolute()
         root, places = _anchor(arg)
         for place in places:
-            kind = _kind(place)
+            kind = classify_path(place)
             if kind in (PathKind.SEGMENT, PathKind.SNAPSHOT, PathKind.BOOTSTRAP):
                 add(place, root, FILE_KINDS[kind], place.stat().st_size)
                 continue

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 from kraftsim.errors import KraftsimError
 from kraftsim.image import LossReport, image_digest, write_image
 from kraftsim.image.loading import load_path
-from kraftsim.pipeline.corpus import catalog_of
+from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_states
 
 DOWNGRADE = "downgrade_matrix"
@@ -35,9 +35,8 @@ def _base(item: dict[str, Any]) -> dict[str, Any]:
             "loss_items": None, "losses": [], "digest": None, "error": None}
 
 
-def _failed(item: dict[str, Any], cause: str, started: float, **known: Any) -> dict[str, Any]:
+def _failed(item: dict[str, Any], cause: str, started: float) -> dict[str, Any]:
     row = _base(item)
-    row.update(known)
     row.update(run_id=f"{item['rel']}@error", inputs=json.dumps({"state": item["rel"]}, sort_keys=True),
                verdict="error", error=cause, elapsed_s=time.perf_counter() - started)
     return row

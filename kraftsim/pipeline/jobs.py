@@ -33,7 +33,7 @@ from kraftsim.pipeline.downgrade import DOWNGRADE, downgrade_inputs, downgrade_r
 from kraftsim.pipeline.fanout import fan_out, partition_count, run_local as run_rows_local
 from kraftsim.pipeline.report import text_table
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
-from kraftsim.pipeline.snapshot_cost import SNAPSHOT_COST, snapshot_cost_row
+from kraftsim.pipeline.snapshot_cost import SNAPSHOT_COST, default_grid, grid_points, snapshot_cost_row
 
 SIDECAR = "_kraftsim_schema.json"
 
@@ -168,8 +168,6 @@ def job_inputs(name: str, paths: Sequence[str] = (), grid: dict[str, list[Any]] 
     if name == "downgrade-matrix":
         return downgrade_inputs(paths)
     if name == "snapshot-cost":
-        from kraftsim.pipeline.snapshot_cost import default_grid, grid_points
-
         return grid_points(grid if grid is not None else default_grid())
     raise KraftsimError(f"no job named {name!r}")
 
@@ -273,8 +271,8 @@ def run_local(name: str, items: Sequence[dict[str, Any]], *, params: dict[str, A
     its rows in the job's order."""
     j = job(name)
     started = time.perf_counter()
-    table = run_rows_local(items, _row_function(j, params or {}), j.schema, progress=progress)
-    table = pa.Table.from_pylist(sort_rows(name, table.to_pylist()), schema=schema(j.schema))
+    rows = sort_rows(name, run_rows_local(items, _row_function(j, params or {}), j.schema, progress=progress).to_pylist())
+    table = pa.Table.from_pylist(rows, schema=schema(j.schema))
     if output is not None:
         mode = prepare_output(output, j, overwrite)
         target = _local(output)
@@ -284,7 +282,7 @@ def run_local(name: str, items: Sequence[dict[str, Any]], *, params: dict[str, A
                             basename_template="part-{i}.parquet")
         _write_sidecar(output, j)
     elapsed = time.perf_counter() - started
-    summary, text = _summary(name, table.to_pylist())
+    summary, text = _summary(name, rows)
     return JobRun(name, output, table.num_rows, summary, text, elapsed, "local"), table
 
 

@@ -19,6 +19,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 
 from kraftsim.errors import KraftsimError
+from kraftsim.protocol.batch import RecordBatch
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.protocol.scan import Problem, ScanReport, scan
@@ -70,6 +71,11 @@ def key_fields(entry: LogEntry) -> dict[str, Any]:
     return out
 
 
+def encoded_sizes(batch: RecordBatch) -> dict[int, int]:
+    """The encoded size of each record's value in a batch, by offset."""
+    return {batch.base_offset + r.offset_delta: len(r.value or b"") for r in batch.records()}
+
+
 def record_row(source: str, file_kind: str, position: int, entry: LogEntry, encoded_size: int) -> dict[str, Any]:
     j = entry.to_json()
     row = {"source": source, "file_kind": file_kind, "position": position, "offset": entry.offset,
@@ -101,8 +107,7 @@ def record_batches(path: str | Path, file_kind: str, registry: Registry, *, sour
     report = ScanReport()
     with mapped(p) as data:
         for scanned in scan(data, registry, report):
-            b = scanned.batch
-            sizes = {b.base_offset + r.offset_delta: len(r.value or b"") for r in b.records()}
+            sizes = encoded_sizes(scanned.batch)
             for entry in scanned.entries:
                 rows.append(record_row(src, file_kind, scanned.position, entry, sizes[entry.offset]))
             if len(rows) >= batch_rows:

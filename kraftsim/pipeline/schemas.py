@@ -59,23 +59,26 @@ def _field(spec: dict[str, Any]) -> pa.Field:
                     metadata={DOC_KEY: spec["doc"].encode()})
 
 
-def field_specs(name: str) -> list[dict[str, Any]]:
-    """The field entries of a schema as schemas.toml gives them, inherited ones first."""
+def _spec(name: str) -> dict[str, Any]:
     spec = _data()["schemas"].get(name)
     if spec is None:
         raise KraftsimError(f"no pipeline schema named {name!r} (known: {', '.join(schema_names())})")
+    return spec
+
+
+def field_specs(name: str) -> list[dict[str, Any]]:
+    """The field entries of a schema as schemas.toml gives them, inherited ones first."""
+    spec = _spec(name)
     inherited = field_specs(spec["extends"]) if "extends" in spec else []
     return inherited + list(spec["fields"])
 
 
 def schema_doc(name: str) -> str:
-    field_specs(name)
-    return " ".join(_data()["schemas"][name]["doc"].split())
+    return " ".join(_spec(name)["doc"].split())
 
 
 def schema_version(name: str) -> int:
-    field_specs(name)
-    return int(_data()["schemas"][name]["version"])
+    return int(_spec(name)["version"])
 
 
 @functools.cache

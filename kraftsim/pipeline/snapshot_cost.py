@@ -1,11 +1,12 @@
 """The snapshot-cost job's work for one cluster shape: how big and how slow is its snapshot?
 
 For each grid point the synthetic image of that shape is built, written as a Kafka
-snapshot into a temporary directory (write_image + write_snapshot, with fsync as Kafka
-does) and loaded back (load_path: read_snapshot + replay). Timings come from a first
-pass; peak memory from a second pass under tracemalloc — Python allocations only,
-attributable to this one run even when a worker process runs many, which the process's
-peak RSS (resource.getrusage) is not — so tracing never slows the timed pass.
+snapshot into a temporary directory by the snapshot emitter (SnapshotEmitter: the image's
+records streamed into write_snapshot, with fsync as Kafka does) and loaded back
+(load_path: read_snapshot + replay). Timings come from a first pass; peak memory from a
+second pass under tracemalloc — Python allocations only, attributable to this one run
+even when a worker process runs many, which the process's peak RSS (resource.getrusage)
+is not — so tracing never slows the timed pass.
 """
 
 from __future__ import annotations
@@ -15,20 +16,18 @@ import json
 import tempfile
 import time
 import tracemalloc
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image import image_digest, write_image
+from kraftsim.image import image_digest
+from kraftsim.image.emitter import SnapshotEmitter
 from kraftsim.image.loading import load_path
 from kraftsim.image.synthetic import ClusterShape, cluster_image
-from kraftsim.pipeline.corpus import catalog_of
-from kraftsim.pipeline.defaults import job_defaults
-from kraftsim.storage import SnapshotId, write_snapshot
+from kraftsim.pipeline.defaults import catalog_of, job_defaults
 
 SNAPSHOT_COST = "snapshot_cost"
 AXES = ("topics", "partitions", "rf", "brokers", "mv")
-SNAPSHOT_TIME_MS = 0  # every timestamp written, so a grid point's bytes are reproducible
+SNAPSHOT_TIME_MS = 0  # the batches' clock (the synthetic image's own log time is 0 too): reproducible bytes
 
 
 def default_grid() -> dict[str, list[Any]]:
@@ -67,15 +66,12 @@ def _measure(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> 
     image = cluster_image(shape, cat, mv, seed=seed)
     with tempfile.TemporaryDirectory(prefix="kraftsim-snapshot-cost-") as d:
         t0 = time.perf_counter()
-        records = write_image(image, mv, cat)
-        path = write_snapshot(Path(d), SnapshotId(*image.provenance.snapshot_id()), records,
-                              last_contained_log_timestamp=SNAPSHOT_TIME_MS, time_ms=SNAPSHOT_TIME_MS, fsync=fsync)
+        written = SnapshotEmitter(d, catalog=cat, clock_ms=SNAPSHOT_TIME_MS, fsync=fsync).maybe_emit(image)
         t1 = time.perf_counter()
-        loaded = load_path(path, catalog=cat)
+        loaded = load_path(written.path, catalog=cat)
         t2 = time.perf_counter()
-        size = path.stat().st_size
-    return {"image": image, "loaded": loaded.image, "records": len(records), "batches": loaded.batches,
-            "bytes": size, "write_s": t1 - t0, "load_s": t2 - t1}
+    return {"image": image, "loaded": loaded.image, "records": written.records, "batches": loaded.batches,
+            "bytes": written.size_in_bytes, "write_s": t1 - t0, "load_s": t2 - t1}
 
 
 def _peak_memory(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> int:

@@ -139,9 +139,6 @@ class RecordBatch:
     def next_offset(self) -> int:
         return self.last_offset + 1
 
-    def computed_crc(self) -> int:
-        return crc32c(self.raw[_CRC_START:])
-
     def records(self) -> list[Record]:
         """Decode the records (decompressing first when needed)."""
         body = self.raw[RECORD_BATCH_OVERHEAD:]

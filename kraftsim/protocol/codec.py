@@ -158,13 +158,9 @@ def _fixed_runs(fields: list[FieldSpec]) -> list[list[FieldSpec]]:
     return runs
 
 
-def _sub_codec_names(nested: dict[str, type], f: FieldSpec, version: int, direction: str) -> str:
-    return f"_{direction}_{f.struct.name}_v{version}"  # type: ignore[union-attr]
-
-
 def _register_nested(env: dict[str, Any], f: FieldSpec, version: int, flexible: bool, nested: dict[str, type], direction: str) -> str:
     """Compile the codec of a nested struct into env and return its name there."""
-    name = _sub_codec_names(nested, f, version, direction)
+    name = f"_{direction}_{f.struct.name}_v{version}"  # type: ignore[union-attr]
     if name not in env:
         sub = StructCodec(f.struct, nested[f.struct.name], nested, lambda _v, fl=flexible: fl)  # type: ignore[arg-type]
         env[name] = sub.pure_decoder(version) if direction == "decode" else sub.pure_encoder(version)
@@ -270,9 +266,7 @@ def _gen_read_scalar(g: _Gen, t: str, f: FieldSpec, version: int, flexible: bool
 
 def _gen_decoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, cls: type, nested: dict[str, type], env: dict[str, Any], name: str) -> None:
     env["_cls"] = cls
-    present = [f for f in spec.fields if f.present_in(version)]
-    untagged = [f for f in present if not (flexible and f.tagged_in(version))]
-    tagged = sorted((f for f in present if flexible and f.tagged_in(version)), key=lambda f: f.tag)  # type: ignore[arg-type, return-value]
+    untagged, tagged = spec.wire_fields(version, flexible)
     var = {f.name: f"v_{f.py_name}" for f in spec.fields}
     g.emit(f"def {name}(buf, pos):")
     with g.indent():
@@ -351,7 +345,7 @@ def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value:
             else:
                 g.emit(f"raise _Unsupported('non-nullable field {f.json_name} was set to null')")
         g.emit("else:")
-        g.indent().__enter__()
+        g.depth += 1
     if f.is_array:
         elem = f.element_type
         _gen_write_length(g, f"len({value})", flexible, "array")
@@ -397,10 +391,8 @@ def _gen_write_scalar(g: _Gen, t: str, flexible: bool, value: str) -> None:
 
 
 def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested: dict[str, type], env: dict[str, Any], name: str) -> None:
-    present = [f for f in spec.fields if f.present_in(version)]
     absent = [f for f in spec.fields if not f.present_in(version)]
-    untagged = [f for f in present if not (flexible and f.tagged_in(version))]
-    tagged = sorted((f for f in present if flexible and f.tagged_in(version)), key=lambda f: f.tag)  # type: ignore[arg-type, return-value]
+    untagged, tagged = spec.wire_fields(version, flexible)
     g.emit(f"def {name}(m, out):")
     with g.indent():
         for f in absent:

@@ -25,9 +25,10 @@ Two kinds of functions:
 
 - `try_*`: return None when the fast path does not apply; the hooks in batch.py /
   entries.py / framing.py / codec.py call these and go on with the pure code on None.
-- drop-ins with the signature of the pure function they replace (`parse_records`,
-  `decode_batch`, `decode_metadata_record`, `encode_data_batch`, ...): fast path, else the
-  pure function.
+- drop-ins with the signature of the function they stand for (`parse_records`,
+  `decode_batch`, `decode_metadata_record`, `encode_data_batch`): that function itself,
+  whose hook already tries the fast path first; and `encode_values`, which has no
+  single-call counterpart in the pure modules.
 
 And a whole-buffer reader and writer, `read_log_entries` and `encode_batches`, for files
 made of many small batches (a metadata log is mostly one-record batches), where per-batch
@@ -78,11 +79,11 @@ if _c is not None:
     _c.configure(uuid=Uuid)
     _c.set_enabled(ENABLED)
 
-_TYPE_CODES = {
-    "bool": 1, "int8": 2, "int16": 3, "int32": 4, "int64": 5, "uint16": 6, "uint32": 7,
-    "float64": 8, "uuid": 9, "string": 10, "bytes": 11,
+# The C module's type codes (its T_BOOL ... T_BYTES constants) by schema type name.
+_TYPE_CODES = {} if _c is None else {
+    t: getattr(_c, "T_" + t.upper())
+    for t in ("bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes")
 }
-_T_STRUCT = 12
 
 
 def set_enabled(flag: bool) -> bool:
@@ -162,14 +163,12 @@ class _Compiler:
         if fields_of_cls is not None and tuple(fields_of_cls) != names:
             raise TypeError(f"{cls!r}: fields {fields_of_cls} do not match the schema's {names}")
         slot = {f.name: i for i, f in enumerate(spec.fields)}
-        present = [f for f in spec.fields if f.present_in(version)]
-        untagged = [f for f in present if not (flexible and f.tagged_in(version))]
-        tagged = sorted((f for f in present if flexible and f.tagged_in(version)), key=lambda f: f.tag)  # type: ignore[arg-type, return-value]
+        untagged, tagged = spec.wire_fields(version, flexible)
         untagged_names = {f.name for f in untagged}
 
         def op(f: FieldSpec) -> tuple:
             if f.struct is not None:
-                code = _T_STRUCT
+                code = _c.T_STRUCT
                 sub = self.program(f.struct, version, flexible, self.nested[f.struct.name])
             else:
                 code = _TYPE_CODES[f.element_type]
@@ -255,8 +254,6 @@ def _record_state(rt: Any) -> tuple | None:
                 programs.append(program_for_codec(rt.codec, v))
             else:
                 programs.append(None)
-        if programs[-1] is None and versions.hi > bounds[-1]:  # cannot happen: versions.lo is a boundary
-            raise AssertionError("no program for the last layout")
         api_key = schema.api_key if schema.kind == "metadata" and isinstance(schema.api_key, int) else -1
         state: tuple | None = (api_key, versions.lo, versions.hi, tuple(programs))
     except Exception:
@@ -285,27 +282,20 @@ def _resolve(rt: Any) -> tuple | None:
     return entry
 
 
-_TABLES: "weakref.WeakKeyDictionary[Any, tuple[dict, list]]" = weakref.WeakKeyDictionary()
 _TABLE_ATTR = "_kraftsim_decode_table"
 
 
 def decode_table(registry: Any) -> list:
-    """The C decoder's view of a registry: a list indexed by apiKey of record-type entries.
+    """The C decoder's view of a Registry: a list indexed by apiKey of record-type entries.
 
     Cached per registry. A Registry counts its changes (`generation`), so its table is
     kept on it (attribute `_kraftsim_decode_table`) and checked in constant time: this
-    runs for every record `framing.decode_metadata_record` decodes. For other
-    registry-like objects the apiKey table itself is compared.
+    runs for every record `framing.decode_metadata_record` decodes.
     """
-    generation = getattr(registry, "generation", None)
-    if generation is not None:
-        cached = registry.__dict__.get(_TABLE_ATTR)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
-    else:
-        held = _TABLES.get(registry)
-        if held is not None and held[0] == registry.by_api_key:
-            return held[1]
+    generation = registry.generation
+    cached = registry.__dict__.get(_TABLE_ATTR)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
     by_key = registry.by_api_key
     size = max((k for k in by_key if isinstance(k, int) and 0 <= k <= 0x7FFF), default=-1) + 1
     table: list = [None] * size
@@ -315,10 +305,7 @@ def decode_table(registry: Any) -> list:
         state = _record_state(rt)
         if state is not None and state[0] == key:
             table[key] = (rt, *state)
-    if generation is not None:
-        registry.__dict__[_TABLE_ATTR] = (generation, table)
-    else:
-        _TABLES[registry] = (dict(by_key), table)
+    registry.__dict__[_TABLE_ATTR] = (generation, table)
     return table
 
 
@@ -358,17 +345,15 @@ def try_decode_batch(batch: Any, registry: Any) -> list | None:
         _configure()
     table = decode_table(registry)
     codec = batch.attributes & 0x07
-    raw = batch.raw
+    body, start = batch.raw, 61
     if codec:
         from kraftsim.protocol import compression
 
         try:
-            body = compression.decompress(codec, raw[61:])
+            body, start = compression.decompress(codec, body[61:]), 0
         except Exception:
             return None  # the pure path raises the same error
-        return _c.decode_records(body, 0, len(body), batch.records_count, batch.base_offset,
-                                 batch.partition_leader_epoch, batch.base_timestamp, table)
-    return _c.decode_records(raw, 61, len(raw), batch.records_count, batch.base_offset,
+    return _c.decode_records(body, start, len(body), batch.records_count, batch.base_offset,
                              batch.partition_leader_epoch, batch.base_timestamp, table)
 
 
@@ -400,36 +385,28 @@ def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int,
 
 
 # ----------------------------------------------------------------------------- drop-ins
+# The hooked functions themselves: each tries its try_* above first, then the pure code.
 
 
 def parse_records(body: bytes, count: int) -> list:
     """Drop-in for batch.parse_records."""
-    records = try_parse_records(body, count)
-    if records is None:
-        from kraftsim.protocol import batch
+    from kraftsim.protocol import batch
 
-        records = batch.parse_records(body, count)
-    return records
+    return batch.parse_records(body, count)
 
 
 def decode_batch(batch: Any, registry: Any) -> list:
     """Drop-in for entries.decode_batch."""
-    result = try_decode_batch(batch, registry)
-    if result is None:
-        from kraftsim.protocol import entries
+    from kraftsim.protocol import entries
 
-        result = entries.decode_batch(batch, registry)
-    return result
+    return entries.decode_batch(batch, registry)
 
 
 def decode_metadata_record(registry: Any, value: bytes) -> Any:
     """Drop-in for framing.decode_metadata_record."""
-    result = try_decode_metadata_record(registry, value)
-    if result is None:
-        from kraftsim.protocol import framing
+    from kraftsim.protocol import framing
 
-        result = framing.decode_metadata_record(registry, value)
-    return result
+    return framing.decode_metadata_record(registry, value)
 
 
 def encode_values(payloads: Sequence[Any]) -> list[bytes]:
@@ -444,12 +421,9 @@ def encode_values(payloads: Sequence[Any]) -> list[bytes]:
 
 def encode_data_batch(base_offset: int, payloads: Sequence[Any], *, epoch: int, timestamp: int) -> bytes:
     """Drop-in for entries.encode_data_batch."""
-    data = try_encode_data_batch(base_offset, payloads, epoch, timestamp)
-    if data is None:
-        from kraftsim.protocol import entries
+    from kraftsim.protocol import entries
 
-        data = entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
-    return data
+    return entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
 
 
 class BatchToWrite(NamedTuple):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable
@@ -136,6 +136,15 @@ class StructSpec:
     name: str
     versions: VersionRange
     fields: tuple[FieldSpec, ...]
+
+    def wire_fields(self, version: int, flexible: bool) -> tuple[list[FieldSpec], list[FieldSpec]]:
+        """The fields written at `version`: (the untagged ones in schema order, the tagged ones by tag).
+
+        The Python codec and the C programs (fastpath) both lay a struct out by this."""
+        present = [f for f in self.fields if f.present_in(version)]
+        untagged = [f for f in present if not (flexible and f.tagged_in(version))]
+        tagged = sorted((f for f in present if flexible and f.tagged_in(version)), key=lambda f: f.tag)  # type: ignore[arg-type, return-value]
+        return untagged, tagged
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,9 +86,6 @@ class ApiVersionTable:
         """Release lines the table has data for, in file order."""
         return tuple(dict.fromkeys(rel for rel, _ in self._ranges))
 
-    def has(self, release: str) -> bool:
-        return (release, ROLES[0]) in self._ranges
-
     def ranges(self, release: str, role: str, enabled: Iterable[int] = ()) -> dict[int, Range]:
         """api key → (min, max) a `role` listener of `release` advertises, by key.
 
@@ -115,6 +112,11 @@ def api_version_table() -> ApiVersionTable:
     """The shipped table (cached)."""
     text = resources.files("kraftsim.sim").joinpath("data/api_versions.toml").read_text("utf-8")
     return ApiVersionTable.from_text(text, "kraftsim/sim/data/api_versions.toml")
+
+
+def max_api_versions_version(release: str, role: str) -> int:
+    """The highest ApiVersions request version a `role` listener of `release` knows (shipped table)."""
+    return api_version_table().ranges(release, role)[API_VERSIONS_KEY][1]
 
 
 class ApiVersionsResponse(msgspec.Struct, frozen=True):

@@ -63,16 +63,14 @@ from kraftsim.image.cluster import BrokerRegistration
 from kraftsim.image.loading import load_path
 from kraftsim.image.mv_change import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
+from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
 from kraftsim.storage import (
-    FormatOptions, QuorumState, format_directories, read_bootstrap_dir, write_leader_epoch_checkpoint,
-    write_quorum_state,
+    QuorumState, ServerConfig, read_bootstrap_dir, storage_format, write_leader_epoch_checkpoint, write_quorum_state,
 )
 from kraftsim.storage.formatter import random_uuid
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
-from kraftsim.versions import Catalog, ToolFailure, UnknownMetadataVersion, load_catalog
-from kraftsim.versions.tool_text import parse_feature_arg
+from kraftsim.versions import Catalog, load_catalog
 
 STATE_FILE = "cluster.json"
 STATE_FORMAT = 1
@@ -167,8 +165,6 @@ class SimCluster:
         self.catalog: Catalog = load_catalog(state.catalog)
         self.nodes: dict[int, SimNode] = {}
         self.controller: QuorumController | None = None
-        self.heartbeats: BrokerHeartbeats | None = None
-        self.mv_change_reports: list[MvChangeReport] = []
         #: The last registration refusal of each running node (printed once, when it changes).
         self._refusals: dict[int, str] = {n.id: n.note for n in state.nodes if n.running and n.note}
 
@@ -283,6 +279,11 @@ class SimCluster:
             self.nodes[node_id] = self._make_node(state)
         return self.nodes[node_id]
 
+    @property
+    def heartbeats(self) -> BrokerHeartbeats | None:
+        """The active controller's soft state about broker sessions (None without one)."""
+        return None if self.controller is None else self.controller.heartbeats
+
     def running_nodes(self) -> list[SimNode]:
         return [self.nodes[n.id] for n in sorted(self.state.nodes, key=lambda n: n.id) if n.running]
 
@@ -303,23 +304,18 @@ class SimCluster:
         return node
 
     def _format(self, state: NodeState, *, release_version: str | None = None, features: Sequence[str] = ()) -> None:
-        """`kafka-storage format` for one node, with the node's release as the tool's."""
-        cat = self.catalog.at_release(state.release)
+        """`kafka-storage format` for one node, with the node's release as the tool's: the node's
+        directory is both its log dir and its metadata log dir, and the quorum is static."""
         directory = str(node_directory(self.directory, state.id))
-        opts = FormatOptions(node_id=state.id, cluster_id=self.state.cluster_id, directories=[directory],
-                             controller_listener_name="CONTROLLER", metadata_log_directory=directory)
-        if release_version is not None:
-            try:
-                opts.release_version = cat.mv_from_string(release_version)
-            except UnknownMetadataVersion as e:
-                raise ToolFailure(str(e)) from None
-        for arg in features:
-            name, level = parse_feature_arg(arg)
-            opts.feature_levels[name] = level
+        name, port = CONTROLLER_LISTENER
+        config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                              metadata_log_dir=directory, controller_listener_names=(name,),
+                              quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in self.state.voters))
         rng = random.Random(f"kraftsim:{self.state.seed}:format:{state.id}")
         seconds = self.state.now_ms // 1000
-        format_directories(cat, opts, clock=self.now, rng=rng, date=java_date(seconds), fsync=False,
-                           out=lambda line: self.emit(f"[node {state.id}] {line}"))
+        storage_format(self.catalog.at_release(state.release), config, cluster_id=self.state.cluster_id,
+                       release_version=release_version, features=features, clock=self.now, rng=rng,
+                       date=java_date(seconds), fsync=False, out=lambda line: self.emit(f"[node {state.id}] {line}"))
 
     def _write_raft_files(self, node: SimNode) -> None:
         if node.log is None:
@@ -341,7 +337,6 @@ class SimCluster:
         if activate:
             qc.activate(read_bootstrap_dir(node.directory))
         self.controller = qc
-        self.heartbeats = BrokerHeartbeats.from_image(qc.image, self.now(), config.broker_session_timeout_ms)
         return qc
 
     def _elect(self) -> int | None:
@@ -350,7 +345,6 @@ class SimCluster:
         running = self._running_voters()
         majority = len(voters) // 2 + 1
         self.controller = None
-        self.heartbeats = None
         if len(running) < majority:
             self.state.leader = None
             self.emit(f"No leader: {len(running)} of {len(voters)} voter(s) running, {majority} needed.")
@@ -385,7 +379,6 @@ class SimCluster:
             self.emit(f"Node {self.state.leader} loses the quorum: {len(running)} of {len(self.state.voters)} "
                       f"voter(s) running, {majority} needed.")
             self.controller = None
-            self.heartbeats = None
             self.state.leader = None
 
     # ------------------------------------------------------------------ committing and replicating
@@ -445,7 +438,6 @@ class SimCluster:
         node.state.last_heartbeat_ms = None
         if node.id == self.state.leader:
             self.controller = None
-            self.heartbeats = None
             self.state.leader = None
             self._elect()
         else:
@@ -480,19 +472,24 @@ class SimCluster:
             self.controller.maybe_write_noop()
             self.replicate()
 
-    def _maybe_register(self, node: SimNode) -> None:
+    def _controller_registration_due(self, node: SimNode) -> bool:
+        """Whether the node sends ControllerRegistration (its software and the finalized
+        metadata.version allow it, KIP-919) and its current incarnation is not registered yet."""
         qc = self.controller
         assert qc is not None
-        image = qc.image
-        mv = image.metadata_version
-        if node.registers_controller() and mv is not None and qc.catalog.supports("controller_registration", mv):
-            reg = image.cluster.controller(node.id)
-            if reg is None or str(reg.incarnation_id) != node.state.incarnation:
-                result = self.execute(lambda ctx: register_controller(ctx, node.controller_registration()))
-                if result is not None and result.ok:
-                    self.emit(f"Controller {node.id} registered (Kafka {node.state.release}).")
-                elif result is not None:
-                    self._refused(node, "controller", result)
+        mv = qc.image.metadata_version
+        if not (node.registers_controller() and mv is not None and qc.catalog.supports("controller_registration", mv)):
+            return False
+        reg = qc.image.cluster.controller(node.id)
+        return reg is None or str(reg.incarnation_id) != node.state.incarnation
+
+    def _maybe_register(self, node: SimNode) -> None:
+        if self._controller_registration_due(node):
+            result = self.execute(lambda ctx: register_controller(ctx, node.controller_registration()))
+            if result is not None and result.ok:
+                self.emit(f"Controller {node.id} registered (Kafka {node.state.release}).")
+            elif result is not None:
+                self._refused(node, "controller", result)
         if node.state.is_broker and self._registration(node) is None:
             last = node.state.last_heartbeat_ms
             if last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
@@ -554,14 +551,9 @@ class SimCluster:
     def _settled(self) -> bool:
         if self.controller is None:
             return True
-        image = self.controller.image
-        mv = image.metadata_version
         for node in self.running_nodes():
-            if node.registers_controller() and mv is not None and self.controller.catalog.supports(
-                    "controller_registration", mv):
-                reg = image.cluster.controller(node.id)
-                if reg is None or str(reg.incarnation_id) != node.state.incarnation:
-                    return False
+            if self._controller_registration_due(node):
+                return False
             if node.state.is_broker:
                 reg = self._registration(node)
                 if reg is None:
@@ -594,7 +586,6 @@ class SimCluster:
             reports += [MvChangeReport(node.id, off, ch, names) for off, ch in new]
         if reports and any(not r.change.lossless for r in reports) and self.state.leader is not None:
             self._start_controller(self.state.leader, self.state.epoch)  # reload from the lossy snapshot
-        self.mv_change_reports += reports
         self.settle(min_ticks=1)
         return result.response, reports
 

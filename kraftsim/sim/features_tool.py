@@ -25,9 +25,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
-from kraftsim.sim.api_versions import API_VERSIONS_KEY, api_version_table
+from kraftsim.sim.api_versions import max_api_versions_version
 from kraftsim.sim.cluster import MvChangeReport, SimCluster
-from kraftsim.sim.node import BROKER, SimNode
+from kraftsim.sim.node import BROKER, CONTROLLER, SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
 from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates
 
@@ -67,8 +67,8 @@ def describe_target(cluster: SimCluster, node_id: int | None) -> SimNode:
 def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> list[str]:
     """`kafka-features describe [--node-id N]`: one line per supported feature, by name."""
     node = describe_target(cluster, node_id)
-    listener = BROKER if node.state.is_broker else "controller"
-    tool_max = api_version_table().ranges(tool.release.name, BROKER)[API_VERSIONS_KEY][1]
+    listener = BROKER if node.state.is_broker else CONTROLLER
+    tool_max = max_api_versions_version(tool.release.name, BROKER)
     response = node.api_versions(min(tool_max, node.max_api_versions_version(listener)), listener)
     finalized = {name: hi for name, _, hi in response.finalized_features}
     epoch = str(response.finalized_features_epoch) if response.finalized_features_epoch >= 0 else "-"

@@ -40,18 +40,16 @@ from kraftsim.image import MetadataImage
 from kraftsim.image.emitter import SnapshotEmitter, loader_header_records
 from kraftsim.image.features import KRAFT_VERSION
 from kraftsim.image.generator import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
-from kraftsim.image.loader import (
-    CommittedBatch, LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling,
-)
+from kraftsim.image.loader import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
+from kraftsim.image.loading import committed_batches, load_snapshot
 from kraftsim.image.mv_change import MetadataVersionChange
+from kraftsim.image.writer import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.protocol.registry import Registry, load_registry
-from kraftsim.sim.api_versions import API_VERSIONS_KEY, ApiVersionsResponse, api_version_table, api_versions_response
+from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
-from kraftsim.storage.batchfile import FileBatch, decode_file_batch
 from kraftsim.storage.formatter import java_hash_order, java_struct_string
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.snapshot import snapshot_path
@@ -127,13 +125,6 @@ def advertised_order(supported: Mapping[str, Range]) -> list[str]:
     return java_hash_order(list(supported), java_string_hash, initial=FEATURE_MAP_BUCKETS)
 
 
-def committed_batch(fb: FileBatch, registry: Registry) -> CommittedBatch:
-    """One batch of a log as the raft layer hands it to the loader."""
-    b = fb.batch
-    return CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch, b.max_timestamp, b.size,
-                          decode_file_batch(fb, registry))
-
-
 class SimNode:
     """A node's runtime: its state, its replica and its loader (see the module docstring).
 
@@ -153,7 +144,7 @@ class SimNode:
         self.clock_ms = clock_ms
         self.kip_778 = kip_778
         self.raft_kraft_version = kraft_version
-        self.registry = load_registry(self.catalog.record_schema_dirs)
+        self.registry = registry_for(self.catalog)
         self.log: MetadataLog | None = None
         self.loader: MetadataLoader | None = None
         self.generator: SnapshotGenerator | None = None
@@ -268,8 +259,7 @@ class SimNode:
                                      catalog=self.base_catalog, kraft_version=self.kraft_version)
 
     def max_api_versions_version(self, listener: str | None = None) -> int:
-        role = listener or self.state.roles[0]
-        return api_version_table().ranges(self.state.release, role)[API_VERSIONS_KEY][1]
+        return max_api_versions_version(self.state.release, listener or self.state.roles[0])
 
     def mv_changes(self) -> list[tuple[int, MetadataVersionChange]]:
         """KIP-778 metadata.version changes this node's loader carried out since it started."""
@@ -292,19 +282,10 @@ class SimNode:
         start = log.log_start_offset
         if snaps:
             sid = snaps[-1]
-            snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
-            self.loader.handle_load_snapshot(list(snap.data_entries()), end_offset=sid.end_offset, epoch=sid.epoch,
-                                             last_contained_log_timestamp=snap.last_contained_log_timestamp)
+            load_snapshot(self.loader, read_snapshot(snapshot_path(log.directory, sid), self.registry),
+                          end_offset=sid.end_offset, epoch=sid.epoch)
             start = sid.end_offset
-        if start < log.log_end_offset:
-            for fb in log.batches(start):
-                if fb.batch.next_offset > start:
-                    cb = committed_batch(fb, self.registry)
-                    cb = cb._replace(entries=[e for e in cb.entries if e.offset >= start])
-                    self.blocked = self._unsupported_in(cb.entries)
-                    if self.blocked is not None:
-                        break
-                    self.loader.handle_commit([cb])
+        self._apply_from(start)
         emitter = SnapshotEmitter(log, catalog=self.catalog, clock_ms=self.clock_ms, registry=self.registry,
                                   header_records=loader_header_records(self.loader, self.registry), fsync=False)
         self.generator = SnapshotGenerator(emitter, clock_ms=self.clock_ms, triggers=SHARED_SERVER_DEFAULTS,
@@ -338,12 +319,16 @@ class SimNode:
     def apply_new(self) -> Unsupported | None:
         """Apply the replica's batches beyond what the loader has replayed."""
         assert self.log is not None and self.loader is not None
-        start = self.loader.last_offset + 1
+        return self._apply_from(self.loader.last_offset + 1)
+
+    def _apply_from(self, start: int) -> Unsupported | None:
+        """Hand the loader the replica's records from offset `start` on, batch by batch, up to
+        the first batch this software cannot apply (the node is `blocked` from then on)."""
+        assert self.log is not None and self.loader is not None
         if self.blocked is not None or start >= self.log.log_end_offset:
             return None
         self.loader.set_high_watermark(self.log.log_end_offset)
-        for fb in self.log.batches(start):
-            cb = committed_batch(fb, self.registry)
+        for cb, _ in committed_batches(self.log.batches(start), self.registry, start):
             found = self._unsupported_in(cb.entries)
             if found is not None:
                 self.blocked = found
@@ -372,6 +357,6 @@ def node_directory(cluster_dir: Path, node_id: int) -> Path:
 
 
 __all__ = [
-    "BROKER", "CONTROLLER", "ROLES", "NodeState", "SimNode", "Unsupported", "advertised_order", "committed_batch",
+    "BROKER", "CONTROLLER", "ROLES", "NodeState", "SimNode", "Unsupported", "advertised_order",
     "node_directory",
 ]

@@ -14,10 +14,9 @@ from collections import Counter
 from typing import Callable, Iterator, NamedTuple, Sequence
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
-from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, build_batch, parse_batch, split_batches
-from kraftsim.protocol.control import encode_control_record
-from kraftsim.protocol.entries import LogEntry, Payload, decode_batch
-from kraftsim.protocol.fastpath import encode_data_batch, encode_values
+from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, parse_batch, split_batches
+from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch, encode_data_batch
+from kraftsim.protocol.fastpath import encode_values
 from kraftsim.protocol.primitives import uvarint_size
 from kraftsim.protocol.registry import Registry, default_registry
 
@@ -53,12 +52,6 @@ class RecordBatchTooLarge(KraftsimError):
     """One append does not fit in a batch (Kafka's RecordBatchTooLargeException)."""
 
 
-def _record_size(offset_delta: int, value_len: int) -> int:
-    """Bytes of one v2 record as raft writes it: key null, timestamp delta 0, no headers."""
-    body = 1 + 1 + uvarint_size(offset_delta << 1) + 1 + uvarint_size(value_len << 1) + value_len + 1
-    return uvarint_size(body << 1) + body
-
-
 def _delta_size_runs(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
     """(from, to, bytes) runs of offset deltas in [start, stop) whose zig-zag varint has that many bytes."""
     lo, size, bound = start, 1, 64
@@ -71,8 +64,13 @@ def _delta_size_runs(start: int, stop: int) -> Iterator[tuple[int, int, int]]:
 
 
 def records_size(lengths: Sequence[int], first_delta: int) -> int:
-    """Bytes of records with these value lengths at offset deltas first_delta, first_delta + 1,
-    ...: `_record_size` summed by distinct value length (a snapshot's records have few)."""
+    """Bytes of v2 records as raft writes them (attributes 0, timestamp delta 0, key null, no
+    headers) with these value lengths at offset deltas first_delta, first_delta + 1, ...
+
+    One record's body is 4 bytes (attributes, timestamp delta, key length, header count) +
+    its offset delta's zig-zag varint + its value's length varint + the value, behind its
+    own length varint. Summed by distinct value length within each run of deltas whose
+    varint has one size (a snapshot's records have few lengths)."""
     total = 0
     for lo, hi, delta_bytes in _delta_size_runs(first_delta, first_delta + len(lengths)):
         for length, count in Counter(lengths[lo - first_delta:hi - first_delta]).items():
@@ -99,9 +97,6 @@ class BatchAccumulator:
         self._size = 0
         self._timestamp = 0
 
-    def _open_size_with(self, lengths: Sequence[int], start_delta: int) -> int:
-        return records_size(lengths, start_delta)
-
     def append(self, payloads: Sequence[Payload]) -> None:
         """Append metadata records that must share one batch (one Kafka `append` call)."""
         if not payloads:
@@ -112,27 +107,24 @@ class BatchAccumulator:
         # Sizes decide the batch boundaries; the bytes are encoded again, in one go, when the
         # batch is complete (both on the C fast path when it is built).
         lengths = [len(v) for v in encode_values(payloads)]
-        needed = self._open_size_with(lengths, len(self._values)) if self._values else 0
-        if self._values and self.max_batch_bytes - self._size < needed:
-            self._check_fresh(lengths)
-            self._complete_open()
-        elif not self._values:
-            self._check_fresh(lengths)
-        if not self._values:
-            self._base = self.next_offset
-            self._size = RECORD_BATCH_OVERHEAD
-            self._timestamp = self.clock()
-            needed = self._open_size_with(lengths, 0)
-        self._size += needed
-        self._values.extend(payloads)
-        self.next_offset += len(payloads)
-
-    def _check_fresh(self, lengths: Sequence[int]) -> None:
-        fresh = RECORD_BATCH_OVERHEAD + self._open_size_with(lengths, 0)
+        if self._values:
+            needed = records_size(lengths, len(self._values))
+            if self.max_batch_bytes - self._size >= needed:  # joins the open batch
+                self._size += needed
+                self._values.extend(payloads)
+                self.next_offset += len(payloads)
+                return
+        fresh = RECORD_BATCH_OVERHEAD + records_size(lengths, 0)
         if fresh > self.max_batch_bytes:
             raise RecordBatchTooLarge(
                 f"The total record(s) size of {fresh} exceeds the maximum allowed batch size of {self.max_batch_bytes}"
             )
+        self._complete_open()
+        self._base = self.next_offset
+        self._size = fresh
+        self._timestamp = self.clock()
+        self._values.extend(payloads)
+        self.next_offset += len(payloads)
 
     def _complete_open(self) -> None:
         if self._values:
@@ -147,9 +139,8 @@ class BatchAccumulator:
             raise ValueError("a control batch needs at least one record")
         ts = self.clock() if timestamp is None else timestamp
         self._complete_open()
-        values = [encode_control_record(p.record_type, p.message) for p in payloads]
-        self._completed.append(build_batch(self.next_offset, values, epoch=self.epoch, timestamp=ts, control=True))
-        self.next_offset += len(values)
+        self._completed.append(encode_control_batch(self.next_offset, payloads, epoch=self.epoch, timestamp=ts))
+        self.next_offset += len(payloads)
 
     def drain(self, *, force: bool = False) -> list[bytes]:
         """Completed batches since the last drain; with `force`, the open batch too."""

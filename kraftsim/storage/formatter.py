@@ -51,8 +51,8 @@ from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.protocol.schema import FieldSpec, StructSpec
 from kraftsim.storage.batchfile import Clock
 from kraftsim.storage.bootstrap import write_bootstrap
-from kraftsim.storage.java_properties import java_string_hash, load_properties
-from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
+from kraftsim.storage.java_properties import java_parse_int, java_string_hash, load_properties
+from kraftsim.storage.meta_properties import MetaProperties, source_date_epoch, write_meta_properties
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, METADATA_DIR_NAME, META_PROPERTIES_FILE
 from kraftsim.storage.snapshot import control_payload, write_snapshot
 from kraftsim.versions import Catalog, IllegalArgument, MetadataVersion, ToolFailure, UnknownMetadataVersion
@@ -74,12 +74,9 @@ class FormatterError(KraftsimError):
 
 def default_clock() -> Clock:
     """SOURCE_DATE_EPOCH seconds × 1000 for every reading when set (reproducible files), else the wall clock."""
-    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    sde = source_date_epoch()
     if sde is not None:
-        try:
-            fixed = int(sde) * 1000
-        except ValueError:
-            raise KraftsimError(f"SOURCE_DATE_EPOCH is not a number of seconds: {sde!r}") from None
+        fixed = sde * 1000
         return lambda: fixed
     return lambda: time.time_ns() // 1_000_000
 
@@ -227,16 +224,7 @@ SCRAM_MECHANISMS = {
 }
 DEFAULT_SCRAM_ITERATIONS = 4096
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-
-
-def _java_parse_int(text: str) -> int | None:
-    """Integer.parseInt, or None where it would throw."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    v = int(text)
-    return v if -(2**31) <= v < 2**31 else None
 
 
 def _java_base64_decode(text: str) -> bytes | None:
@@ -331,7 +319,7 @@ def scram_record(argument: str, rng: random.Random, registry: Registry | None = 
     iterations_text = components.pop("iterations", None)
     iterations: int | None = None
     if iterations_text is not None:
-        iterations = _java_parse_int(iterations_text)
+        iterations = java_parse_int(iterations_text)
         if iterations is None:
             raise FormatterError(f"Failed to parse iterations count: {iterations_text}")
     password = components.pop("password", None)
@@ -389,7 +377,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
         raise IllegalArgument("No @ found in dynamic voter string.")
     if at == 0:
         raise IllegalArgument("Invalid @ at beginning of dynamic voter string.")
-    node_id = _java_parse_int(s[:at])
+    node_id = java_parse_int(s[:at])
     if node_id is None:
         raise IllegalArgument("Failed to parse node id in dynamic voter string.")
     if node_id < 0:
@@ -413,7 +401,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
     end = s.find(":")
     if end < 0:
         raise IllegalArgument("No colon following port could be found.")
-    port = _java_parse_int(s[:end])
+    port = java_parse_int(s[:end])
     if port is None:
         raise IllegalArgument("Failed to parse port in dynamic voter string.")
     if not 0 <= port <= 65535:
@@ -554,7 +542,7 @@ class ServerConfig:
                 raise KraftsimError(f"Unknown process role '{r}' (only 'broker' and 'controller' are allowed roles)")
         node_id = -1
         if "node.id" in props:
-            node_id = _java_parse_int(props["node.id"].strip())  # type: ignore[assignment]
+            node_id = java_parse_int(props["node.id"].strip())  # type: ignore[assignment]
             if node_id is None:
                 raise KraftsimError(f"Invalid value {props['node.id']} for configuration node.id: Not a number of type INT")
         elif roles:
@@ -707,11 +695,7 @@ def effective_feature_levels(catalog: Catalog, opts: FormatOptions, release_vers
         elif f.name not in levels:
             levels[f.name] = f.default_version(release_version).level
     levels = dict(sorted(levels.items()))
-    for name, level in levels.items():
-        if name == MV_NAME:
-            continue
-        catalog.feature_level(name, level, opts.unstable)
-        catalog.validate_version(name, level, levels)
+    catalog.validate_levels(levels, opts.unstable)  # metadata.version passes: checked above
     return levels
 
 

@@ -10,6 +10,7 @@ keys' String.hashCode. Both are reproduced here, so a file can be written again 
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from typing import Iterable, Literal, Mapping
 
 KeyOrder = Literal["sorted", "hash"]
@@ -131,6 +132,17 @@ def _save_convert(s: str, escape_space: bool) -> str:
         else:
             out.append(c)
     return "".join(out)
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def java_parse_int(text: str) -> int | None:
+    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    v = int(text)
+    return v if -(2**31) <= v < 2**31 else None
 
 
 def java_string_hash(s: str) -> int:

@@ -207,10 +207,6 @@ class MetadataLog:
         seg = self.active_segment
         return seg.next_offset if seg is not None else self.log_start_offset
 
-    @property
-    def needs_recovery(self) -> bool:
-        return bool(self.recovery)
-
     def snapshot_ids(self) -> list[SnapshotId]:
         """The frozen snapshots in the directory at or above the log start offset, oldest first."""
         return [s for s in list_snapshots(self.directory) if s.end_offset >= self.log_start_offset]

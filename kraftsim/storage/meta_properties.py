@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,9 @@ from pathlib import Path
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.fileio import atomic_write, read_file
-from kraftsim.storage.java_properties import KeyOrder, detect_key_order, java_date, load_properties, store_properties
+from kraftsim.storage.java_properties import (
+    KeyOrder, detect_key_order, java_date, java_parse_int, load_properties, store_properties,
+)
 from kraftsim.storage.names import META_PROPERTIES_FILE
 
 VERSION_PROP = "version"
@@ -27,8 +28,6 @@ CLUSTER_ID_PROP = "cluster.id"
 BROKER_ID_PROP = "broker.id"
 NODE_ID_PROP = "node.id"
 DIRECTORY_ID_PROP = "directory.id"
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +91,10 @@ def _required_int(props: dict[str, str], key: str) -> int:
     value = props.get(key)
     if value is None:
         raise KraftsimError(f"Failed to find {key}")
-    # Java's Integer.parseInt: an optional sign, decimal digits, within int32.
-    if _JAVA_INT.match(value) is None or not -(2**31) <= int(value) < 2**31:
+    number = java_parse_int(value)
+    if number is None:
         raise KraftsimError(f"Unable to read {key} as a base-10 number.")
-    return int(value)
+    return number
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,15 +146,21 @@ def default_date(timestamp: _dt.datetime | int | float | str | None = None) -> s
     if isinstance(timestamp, str):
         return timestamp
     if timestamp is None:
-        sde = os.environ.get("SOURCE_DATE_EPOCH")
-        if sde is not None:
-            try:
-                timestamp = int(sde)
-            except ValueError:
-                raise KraftsimError(f"SOURCE_DATE_EPOCH is not a number of seconds: {sde!r}") from None
-        else:
+        timestamp = source_date_epoch()
+        if timestamp is None:
             timestamp = time.time()
     return java_date(timestamp)
+
+
+def source_date_epoch() -> int | None:
+    """SOURCE_DATE_EPOCH (seconds), the fixed time of reproducible builds, or None when it is not set."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde is None:
+        return None
+    try:
+        return int(sde)
+    except ValueError:
+        raise KraftsimError(f"SOURCE_DATE_EPOCH is not a number of seconds: {sde!r}") from None
 
 
 def meta_properties_text(meta: MetaProperties, *, date: _dt.datetime | int | float | str | None = None,

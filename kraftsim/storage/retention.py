@@ -15,7 +15,7 @@ from typing import NamedTuple, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.storage.log import MetadataLog
-from kraftsim.storage.names import SnapshotId, SnapshotState, snapshot_file_name
+from kraftsim.storage.names import SnapshotId, SnapshotState, segment_file_name, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot_header
 
 DEFAULT_RETENTION_BYTES = 100 * 1024 * 1024  # metadata.max.retention.bytes
@@ -60,7 +60,7 @@ def plan_retention(segments: Sequence[SegmentInfo], snapshots: Sequence[Snapshot
     reasons: list[str] = []
 
     def delete_before(nxt: SnapshotInfo) -> bool:  # deleteBeforeSnapshot
-        nonlocal lso, segs, snaps
+        nonlocal lso, snaps
         latest = snaps[-1].snapshot_id
         sid = nxt.snapshot_id
         if not (any(s.snapshot_id == sid for s in snaps) and lso < sid.end_offset <= latest.end_offset):
@@ -119,7 +119,7 @@ def apply_retention(log: MetadataLog, plan: RetentionPlan) -> list[Path]:
     if log.read_only:
         raise KraftsimError(f"{log.directory}: the log is open read-only")
     deleted = log.advance_log_start_offset(plan.log_start_offset)
-    if sorted(p.name for p in deleted) != sorted(f"{b:020d}.log" for b in plan.delete_segments):
+    if sorted(p.name for p in deleted) != sorted(segment_file_name(b) for b in plan.delete_segments):
         raise KraftsimError(f"{log.directory}: the directory changed since the retention plan was made")
     for sid in plan.delete_snapshots:
         src = log.directory / snapshot_file_name(sid)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
-from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, parse_batch
+from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, TornTail, parse_batch
 from kraftsim.storage.batchfile import FileBatch
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
@@ -63,16 +63,14 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
         remaining = end - pos
         if remaining < LOG_OVERHEAD:
             base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
-            return entries, ScanProblem(pos, base, f"torn batch: only {remaining} byte(s) left, fewer than "
-                                                   f"the {LOG_OVERHEAD}-byte batch prefix")
+            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, None).describe())
         base, length = struct.unpack_from(">qi", data, pos)
         size = length + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD:
             return entries, ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
                                                    f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
         if size > remaining:
-            return entries, ScanProblem(pos, base, f"torn batch: its length says {size} bytes but only "
-                                                   f"{remaining} remain")
+            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, size).describe())
         _, _, epoch, magic, _, _, last_delta, _, max_ts = _HEAD.unpack_from(data, pos)
         if validate:
             try:

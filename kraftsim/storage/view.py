@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from itertools import chain
 from pathlib import Path
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import LogEntry
@@ -62,6 +62,47 @@ def metadata_files(path: Path | str) -> list[tuple[PathKind, Path]]:
         p = p / METADATA_DIR_NAME
     out += [(PathKind.SEGMENT, s) for s in segment_paths(p)]
     out += [(PathKind.SNAPSHOT, p / snapshot_file_name(sid)) for sid in list_snapshots(p)]
+    return out
+
+
+def _kind_or_none(path: Path) -> PathKind | None:
+    try:
+        return classify_path(path)
+    except KraftsimError:
+        return None
+
+
+def metadata_places(path: Path | str) -> list[Path]:
+    """The metadata paths one user path stands for: the path itself when it is a metadata
+    file or a log or metadata directory (or not a folder at all: `metadata_files` then says
+    what it is not); any other folder stands for every log and metadata directory below it,
+    in sorted order, so that a whole tree of clusters can be named at once."""
+    p = Path(path)
+    if not (p.is_dir() and _kind_or_none(p) is None):
+        return [p]
+    found = [d for d in sorted(p.rglob("*")) if d.is_dir() and _kind_or_none(d) is not None]
+    if not found:
+        raise KraftsimError(f"{p}: no metadata log directory, snapshot or bootstrap file below this folder")
+    return found
+
+
+def find_metadata_files(paths: Iterable[Path | str]) -> list[tuple[PathKind, Path]]:
+    """Every metadata file the paths stand for, classified, in a fixed order: path by path,
+    each place of `metadata_places` as `metadata_files` lists it. Below a folder a file is
+    listed once even where two places share it (a log directory and its
+    `__cluster_metadata-0`) or an earlier path listed it; a path that is itself a metadata
+    file or directory lists all its files, as kafka-dump-log repeats a file named twice."""
+    out: list[tuple[PathKind, Path]] = []
+    seen: set[Path] = set()
+    for p in map(Path, paths):
+        places = metadata_places(p)
+        tree = places != [p]
+        for place in places:
+            for kind, path in metadata_files(place):
+                if tree and path in seen:
+                    continue
+                seen.add(path)
+                out.append((kind, path))
     return out
 
 

@@ -136,9 +136,6 @@ class Catalog:
         """Whether a capability (records.toml [capabilities]) exists at `mv`."""
         return self._data.gates.supports(capability, self.metadata_version(mv))
 
-    def capabilities(self, mv: MVLike) -> tuple[str, ...]:
-        return self._data.gates.capabilities_at(self.metadata_version(mv))
-
     def record_types(self, mv: MVLike) -> tuple[str, ...]:
         """Record types that may be written at `mv`."""
         return self._data.gates.record_types_at(self.metadata_version(mv))
@@ -174,12 +171,16 @@ class Catalog:
         """Kafka's featureFromName(name).fromFeatureLevel(level, unstable)."""
         return self.feature(name).from_level(level, unstable)
 
-    def dependencies(self, name: str, level: int) -> dict[str, int]:
-        """The dependencies of one feature level on this line (metadata.version as a level)."""
+    def _defined_level(self, name: str, level: int) -> FeatureLevel:
+        """A level feature `name` defines on this line, production ready or not."""
         fl = self.feature(name).get(level)
         if fl is None:
             raise IllegalArgument(f"No feature:{name} with feature level {level}")
-        return fl.deps
+        return fl
+
+    def dependencies(self, name: str, level: int) -> dict[str, int]:
+        """The dependencies of one feature level on this line (metadata.version as a level)."""
+        return self._defined_level(name, level).deps
 
     def default_level(self, name: str, mv: MVLike) -> int:
         """The level a new cluster at `mv` gets for feature `name`."""
@@ -192,9 +193,7 @@ class Catalog:
 
     def validate_version(self, name: str, level: int, levels: Mapping[str, int]) -> None:
         """Kafka's validateVersion: can `name` be at `level` given the proposed `levels`?"""
-        fl = self.feature(name).get(level)
-        if fl is None:
-            raise IllegalArgument(f"No feature:{name} with feature level {level}")
+        fl = self._defined_level(name, level)
         gate = next(mv for mv in self._data.versions if mv.level == self.release.validate_version_min_mv)
         validate_version(fl, levels, gate)
 

@@ -87,9 +87,6 @@ class GateTable:
             raise IllegalArgument(f"Unknown capability {capability}. Known capabilities are: {', '.join(sorted(self.capabilities))}")
         return mv.level >= cap.since
 
-    def capabilities_at(self, mv: MetadataVersion) -> tuple[str, ...]:
-        return tuple(name for name, cap in self.capabilities.items() if mv.level >= cap.since)
-
     def record_types_at(self, mv: MetadataVersion) -> tuple[str, ...]:
         return tuple(name for name, rec in self.records.items() if mv.level >= rec.since)
 

@@ -87,7 +87,7 @@ def version_mapping(catalog: Catalog, release_version: str | None = None) -> lis
             raise ToolFailure(str(exc)) from None
         shown = release_version
     lines = [f"{MV_NAME}={mv.level} ({shown})"]
-    lines += [f"{f.name}={f.default_version(mv).level}" for f in catalog.production_features]
+    lines += [f"{name}={level}" for name, level in catalog.default_levels(mv, production_only=True).items()]
     return lines
 
 
@@ -132,8 +132,7 @@ def release_version_updates(catalog: Catalog, release_version: str, downgrade: b
     """
     mv = catalog.mv_from_string(release_version, unstable=True)
     updates = {MV_NAME: mv.level}
-    for f in catalog.production_features:
-        level = f.default_version(mv).level
+    for name, level in catalog.default_levels(mv, production_only=True).items():
         if downgrade or level > 0:
-            updates[f.name] = level
+            updates[name] = level
     return updates

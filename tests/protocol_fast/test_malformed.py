@@ -21,7 +21,7 @@ from kraftsim.protocol import fastpath
 from kraftsim.protocol.batch import Record, build_batch_from_records, crc32c, parse_batch, parse_records, split_batches
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch, encode_data_batch
 from kraftsim.protocol.framing import decode_metadata_record, read_frame_header
-from kraftsim.protocol.primitives import uvarint_bytes, varint_bytes
+from kraftsim.protocol.primitives import varint_bytes
 from kraftsim.protocol.registry import default_registry
 
 from ._support import (

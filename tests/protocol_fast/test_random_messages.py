@@ -14,7 +14,7 @@ structs three levels deep.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.protocol import fastpath

@@ -1,6 +1,6 @@
 """Images of the real Kafka logs in ../shared/oracle, for the simulated-node tests.
 
-Until a loader exists, an image is built as a node builds it at start-up: the newest
+Independently of the MetadataLoader, an image is built as a node builds it at start-up: the newest
 snapshot, then the log after it, replayed into one delta (control records and transaction
 markers left out), with the provenance's last contained offset at the end of what the
 directory holds. The finalized levels are also computed here straight from the

@@ -14,7 +14,7 @@ from kraftsim.storage import (
     BatchAccumulator, MetadataLog, RecordBatchTooLarge, SnapshotId, SnapshotState, SnapshotWriter, list_snapshots,
     parse_snapshot_name, read_snapshot, read_snapshot_header, replay_clock, snapshot_file_name, write_snapshot,
 )
-from kraftsim.storage.batchfile import _record_size
+from kraftsim.storage.batchfile import records_size
 from kraftsim.storage.names import parse_segment_name, segment_file_name
 from kraftsim.storage.recovery import RecoveryKind
 
@@ -164,7 +164,7 @@ def _batches(acc: BatchAccumulator) -> list:
 
 def test_appends_merge_until_the_batch_would_exceed_the_limit() -> None:
     rec = config_payload(100)
-    one = _record_size(0, _value_len(rec))
+    one = records_size([_value_len(rec)], 0)
     clock = iter(range(1000, 2000))
     acc = BatchAccumulator(epoch=4, clock=lambda: next(clock), max_batch_bytes=61 + 10 * one + 5)
     for _ in range(25):
@@ -179,7 +179,7 @@ def test_appends_merge_until_the_batch_would_exceed_the_limit() -> None:
 
 def test_an_append_never_splits_across_batches() -> None:
     rec = config_payload(100)
-    one = _record_size(0, _value_len(rec))
+    one = records_size([_value_len(rec)], 0)
     acc = BatchAccumulator(epoch=0, clock=lambda: 0, max_batch_bytes=61 + 10 * one + 5)
     acc.append([rec] * 6)
     acc.append([rec] * 6)  # does not fit with the first six: starts a new batch
