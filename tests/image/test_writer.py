@@ -359,7 +359,7 @@ def test_opaque_records_keyed_by_map_key_fields(tmp_path: Path) -> None:
     schemas = tmp_path / "records"
     schemas.mkdir()
     (schemas / "BazRecord.toml").write_text(
-        'name = "BazRecord"\nkind = "metadata"\napi_key = 30\nversions = "0"\nflexible_versions = "0+"\n'
+        'name = "BazRecord"\nkind = "metadata"\napi_key = 31\nversions = "0"\nflexible_versions = "0+"\n'
         '[[fields]]\nname = "BazId"\ntype = "int32"\nversions = "0+"\nmap_key = true\n'
         '[[fields]]\nname = "Value"\ntype = "string"\nversions = "0+"\n')
     (tmp_path / "cat.toml").write_text('record_schema_dirs = ["records"]\n'

@@ -322,7 +322,7 @@ def _is_type(name: str, version: int | None = None):
     return lambda e: e.record_type.name == name and (version is None or e.version == version)
 
 
-@pytest.mark.parametrize("api_key", [6, 13, 16, 29, 99, 127])
+@pytest.mark.parametrize("api_key", [6, 13, 16, 30, 99, 127])
 def test_unknown_api_key(api_key: int):
     def edit(value: bytearray) -> None:
         assert value[:2] == b"\x01\x0c"  # frame 1, apiKey 12 (FeatureLevelRecord)
@@ -339,7 +339,7 @@ def test_unknown_api_key(api_key: int):
     ("PartitionRecord", 3, 9),
     ("PartitionRecord", 3, 3),
     ("FeatureLevelRecord", 12, 1),
-    ("RegisterBrokerRecord", 0, 4),
+    ("RegisterBrokerRecord", 0, 5),
     ("LeaderChangeMessage", None, 2),
 ])
 def test_unknown_record_version(name: str, api_key: int | None, version: int):
