@@ -12,6 +12,10 @@ from kraftsim.scenario.language import (
 from kraftsim.scenario.results import ExpectResult, ScenarioResult, StepResult
 
 
+#: Lines of an operation's output shown per step (creating 1,000 topics prints 1,000 lines).
+MAX_OUTPUT_LINES = 8
+
+
 def nodes_text(sel: Any) -> str:
     if sel is None:
         return "running nodes"
@@ -76,6 +80,10 @@ def outcome(res: StepResult) -> str:
 def step_lines(step: Step, res: StepResult) -> list[str]:
     head = f"  step {res.index:<3} {seconds(res.time_ms):>9}  {describe_step(step):<56} {outcome(res)}"
     out = [head.rstrip()]
+    shown = res.output[:MAX_OUTPUT_LINES]
+    out += [f"             {line}" for line in shown]
+    if len(res.output) > len(shown):
+        out.append(f"             ... {len(res.output) - len(shown)} more line(s)")
     if res.error and not res.skipped:
         first, *rest = res.error.splitlines() or [""]
         out.append(f"             {first}")
