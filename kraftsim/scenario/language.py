@@ -39,7 +39,7 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
 
 class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
     """`[expect]`: checked after the last step. The first four keys are contract 4's;
-    `leader`, `failed`, `stopped`, `releases` and `topics` are kraftsim's additions."""
+    `leader`, `failed`, `stopped`, `releases`, `topics` and `fenced` are kraftsim's additions."""
 
     metadata_version: str | int | None = None
     finalized: dict[str, int] | None = None
@@ -50,6 +50,7 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
     stopped: list[int] | None = None  # nodes down at the end for any reason
     releases: dict[str, str] | None = None  # node id (as a TOML key) -> release it runs
     topics: int | None = None  # topics in the leader's image
+    fenced: list[int] | None = None  # brokers fenced at the end
 
 
 class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):

@@ -293,6 +293,9 @@ def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list
     if e.stopped is not None:
         stopped = sorted(n.id for n in final.nodes if n.state != "running")
         out.append(ExpectResult("stopped", sorted(e.stopped), stopped, sorted(e.stopped) == stopped))
+    if e.fenced is not None:
+        fenced = sorted(n.id for n in final.nodes if n.fenced)
+        out.append(ExpectResult("fenced", sorted(e.fenced), fenced, sorted(e.fenced) == fenced))
     if e.releases is not None:
         by_id = {str(n.id): n.release for n in final.nodes}
         keys = sorted(e.releases, key=int)

@@ -366,7 +366,7 @@ def _check_expect(e: Expect, check: _Checker) -> None:
     for name, level in (e.finalized or {}).items():
         check.feature(name, f"expect.finalized.{name}")
         check.non_negative(level, f"expect.finalized.{name}")
-    for key in ("running", "failed", "stopped"):
+    for key in ("running", "failed", "stopped", "fenced"):
         ids = getattr(e, key)
         if ids is not None:
             check.ids(ids, f"expect.{key}")
