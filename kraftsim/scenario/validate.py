@@ -34,8 +34,7 @@ BROKER, CONTROLLER = "broker", "controller"
 #: The choices of keys whose values are a fixed set, for error messages.
 CHOICES = {"policy": POLICIES, "kind": DISK_FAULTS, "role": ROLES}
 _TYPE_WORDS = {"int": "an integer", "str": "a string", "bool": "true or false", "array": "a list",
-               "object": "a table", "float": "a number", "null": "nothing", "str | array": "a string or a list",
-               "str | int": "a string or an integer", "array | null": "a list", "str | array | null": "a string or a list"}
+               "object": "a table", "float": "a number"}
 _MSGSPEC = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 
 
@@ -67,7 +66,8 @@ class Scenario:
 def _words(text: str) -> str:
     """msgspec's `Expected `int`, got `str`` in plain words."""
     def word(m: re.Match) -> str:
-        return _TYPE_WORDS.get(m.group(1), m.group(1))
+        kinds = [k for k in m.group(1).split(" | ") if k != "null"] or ["nothing"]
+        return " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
     return re.sub(r"`([^`]+)`", word, text[0].lower() + text[1:])
 
 
@@ -94,12 +94,31 @@ def _convert(raw: Any, cls: type, file: str, *, step: int | None = None, prefix:
         if missing:
             full = ".".join(p for p in (prefix, key, missing.group(1)) if p)
             raise ScenarioInvalid(file, full, "required key is missing", step) from None
+        if key.endswith("[...]"):  # a value inside a table such as `features`: name its key
+            key = key[:-5] + _bad_table_key(raw, key[:-5], msg)
         full = ".".join(p for p in (prefix, key) if p) or None
         leaf = key.rsplit(".", 1)[-1].split("[", 1)[0]
         if msg.startswith("Invalid enum value") and leaf in CHOICES:
             raise ScenarioInvalid(file, full, f"expected one of {', '.join(CHOICES[leaf])}, {msg[19:].strip()} given",
                                   step) from None
         raise ScenarioInvalid(file, full, _words(msg), step) from None
+
+
+_GOT = {"str": str, "int": int, "float": float, "bool": bool, "array": list, "object": dict}
+
+
+def _bad_table_key(raw: Any, path: str, msg: str) -> str:
+    """".name" of the first entry of the table at `path` whose value has the type msgspec got."""
+    table = raw
+    for part in [p for p in path.split(".") if p]:
+        table = table.get(part) if isinstance(table, dict) else None
+    got = re.search(r"got `([^`]+)`", msg)
+    kind = _GOT.get(got.group(1)) if got else None
+    if isinstance(table, dict) and kind is not None:
+        for k, v in table.items():
+            if isinstance(v, kind) and not (kind is int and isinstance(v, bool)):
+                return f".{k}"
+    return ""
 
 
 def _owner(cls: type, key: str) -> type | None:
