@@ -1,0 +1,317 @@
+"""Running a checked scenario on the simulator (its public API only: kraftsim.sim).
+
+The cluster is built in a temporary directory (or the `keep` directory, left behind for
+`kraftsim log dump`, `replay`, `downgrade-report`, `cluster status`), the steps run in
+order, each step's outcome is held against its `expect_error`, the simulator's
+invariants are collected after every step, and `[expect]` is checked at the end. A step
+that fails unexpectedly ends the run: the later steps are reported as not run.
+
+Determinism: the result holds only what the seed and the file decide (simulated times
+relative to the cluster's creation, Kafka's texts, node states), never paths or wall time.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kraftsim.controller.downgrade_report import downgrade_report
+from kraftsim.errors import KraftsimError
+from kraftsim.image import image_digest
+from kraftsim.scenario.errors import ScenarioInvalid
+from kraftsim.scenario.language import (
+    AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, Heal, NodesStep, Partition,
+    Roll, Run, Snapshot, Start, Step, Wait,
+)
+from kraftsim.scenario.results import (
+    ExpectResult, FinalState, InvariantOut, LossReportOut, MvChangeOut, MvName, NodeOut, ScenarioResult, StepResult,
+    final_digest,
+)
+from kraftsim.scenario.timeline import StepSpan, Timeline
+from kraftsim.scenario.validate import Scenario, mv_level, resolve_release
+from kraftsim.sim import INVARIANTS, SimError, Simulation
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+
+
+@dataclass
+class RunOutcome:
+    """A run's result (contract 5) and what reports draw from it."""
+
+    scenario: Scenario
+    result: ScenarioResult
+    timeline: Timeline
+
+
+def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | None = None,
+                 on_step: Callable[[StepResult], None] | None = None) -> RunOutcome:
+    """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends."""
+    seed = scenario.seed if seed is None else seed
+    if keep is not None:
+        keep = Path(keep)
+        if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            raise KraftsimError(f"--keep {keep}: already exists and is not an empty directory")
+        return _run_in(scenario, seed, keep, on_step)
+    with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
+        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step)
+
+
+def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
+    c = scenario.cluster
+    try:
+        return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
+                                 release=c.release or "", release_version=c.release_version,
+                                 features=dict(c.features) or None, seed=seed, policy=scenario.policy,
+                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None)
+    except KraftsimError as e:
+        raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
+
+
+def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None
+            ) -> RunOutcome:
+    sim = _create(scenario, seed, directory)
+    try:
+        timeline = Timeline(origin_ms=sim.now_ms)
+        timeline.sample(sim)
+        sim.subscribe(lambda event: timeline.on_event(sim, event))
+        broken: dict[str, str] = {}
+        steps: list[StepResult] = []
+        failed_at: int | None = None
+        for index, step in enumerate(scenario.steps, start=1):
+            if failed_at is not None:
+                res = StepResult(index, step.op, False, f"not run: step {failed_at} failed", step.expect_error,
+                                 skipped=True)
+            else:
+                start = sim.now_ms - timeline.origin_ms
+                res = _run_step(sim, scenario, index, step, timeline.origin_ms)
+                timeline.sample(sim)
+                timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, _acts_on(sim, step)))
+                _collect_invariants(sim, index, broken)
+                if not res.ok:
+                    failed_at = index
+            steps.append(res)
+            if on_step is not None:
+                on_step(res)
+        _collect_invariants(sim, None, broken)
+        invariants = [InvariantOut(name, name not in broken, broken.get(name)) for name in INVARIANTS]
+        invariants += [InvariantOut(name, False, detail) for name, detail in sorted(broken.items())
+                       if name not in INVARIANTS]
+        final = _final(sim, scenario)
+        expects = check_expect(scenario, sim, final)
+        passed = all(s.ok for s in steps) and all(e.ok for e in expects) and all(i.ok for i in invariants)
+        digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
+        result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
+                                invariants=invariants, final=final, digest=final_digest(final, digests),
+                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=_mv_changes(sim, scenario))
+        return RunOutcome(scenario, result, timeline)
+    finally:
+        sim.close()
+
+
+def _collect_invariants(sim: Simulation, index: int | None, broken: dict[str, str]) -> None:
+    """Keep the first failure of each invariant, with the step it was seen after."""
+    for inv in sim.invariants():
+        if not inv.ok and inv.name not in broken:
+            where = f"after step {index}" if index is not None else "at the end"
+            broken[inv.name] = f"{where}: {inv.detail}" if inv.detail else where
+
+
+def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
+    sel = getattr(step, "nodes", None)
+    if isinstance(sel, list):
+        return tuple(sorted(sel))
+    infos = sim.nodes()
+    if sel == "controllers":
+        return tuple(n.id for n in infos if "controller" in n.roles)
+    if sel == "brokers":
+        return tuple(n.id for n in infos if "broker" in n.roles)
+    if sel == "all" or (isinstance(step, Snapshot) and sel is None):
+        return tuple(n.id for n in infos)
+    if isinstance(step, AddNode):
+        return (max(n.id for n in infos),) if step.id is None else (step.id,)
+    return ()
+
+
+def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origin_ms: int) -> StepResult:
+    output: list[str] = []
+    error: str | None = None
+    loss = _loss_report(sim, scenario, step) if isinstance(step, FeaturesChange) else None
+    try:
+        output = _execute(sim, step)
+    except (SimError, KraftsimError) as e:
+        error = str(e)
+    except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
+        error = f"internal error: {type(e).__name__}: {e}"
+    expected = step.expect_error
+    if expected is None:
+        ok = error is None
+    else:
+        ok = error is not None and expected in error
+    return StepResult(index, step.op, ok, error, expected, sim.now_ms - origin_ms, output, loss_report=loss)
+
+
+def _execute(sim: Simulation, step: Step) -> list[str]:
+    """Carry out one step; returns what it printed."""
+    if isinstance(step, CreateTopics):
+        names = sim.create_topics(step.count, step.partitions, step.replication_factor)
+        return [f"Created topic {n}." for n in names]
+    if isinstance(step, DeleteTopics):
+        sim.delete_topics(step.names)
+        return [f"Deleted topic {n}." for n in step.names]
+    if isinstance(step, Roll):
+        sim.roll(step.release, step.nodes)
+        return []
+    if isinstance(step, AddNode):
+        nid = sim.add_node(step.role, step.release, step.id)
+        return [f"Node {nid} ({step.role}, Kafka {step.release}) joined."]
+    if isinstance(step, FeaturesChange):
+        action = "upgrade" if step.op == "features-upgrade" else "downgrade"
+        return sim.features(action, metadata=step.metadata, release_version=step.release_version,
+                            features=step.features, unsafe=step.unsafe, dry_run=step.dry_run)
+    if isinstance(step, FeaturesDisable):
+        return sim.features("disable", features=list(step.features), dry_run=step.dry_run)
+    if isinstance(step, NodesStep):
+        (sim.crash if step.op == "crash" else sim.stop)(step.nodes)
+        return []
+    if isinstance(step, Start):
+        sim.start(step.nodes, step.release)
+        return []
+    if isinstance(step, Partition):
+        sim.partition(step.groups)
+        return []
+    if isinstance(step, Heal):
+        sim.heal()
+        return []
+    if isinstance(step, DiskFault):
+        sim.disk_fault(step.nodes, step.kind)
+        return []
+    if isinstance(step, Snapshot):
+        nodes = None if step.nodes is None else _ids(sim, step.nodes)
+        return [f"Wrote {p.name}" for p in sim.snapshot(nodes)]
+    if isinstance(step, Run):
+        sim.run(step.ms)
+        return []
+    if isinstance(step, Wait):
+        sim.wait(step.timeout_ms)
+        return []
+    raise AssertionError(f"no runner for {type(step).__name__}")
+
+
+def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
+    if isinstance(sel, list):
+        return sorted(sel)
+    infos = sim.nodes()
+    if sel == "controllers":
+        return [n.id for n in infos if "controller" in n.roles]
+    if sel == "brokers":
+        return [n.id for n in infos if "broker" in n.roles]
+    return [n.id for n in infos]
+
+
+def _loss_report(sim: Simulation, scenario: Scenario, step: FeaturesChange) -> LossReportOut | None:
+    """For a metadata.version downgrade: what the active controller's image would lose at the
+    target, computed before the step, whichever the policy (Kafka refuses what kip-778 drops)."""
+    if step.op != "features-downgrade":
+        return None
+    catalog = scenario.catalog
+    try:
+        if step.metadata is not None:
+            target = catalog.mv_from_string(step.metadata, unstable=True)
+        elif step.release_version is not None:
+            target = catalog.mv_from_string(step.release_version, unstable=True)
+        elif step.features and MV_NAME in step.features:
+            target = catalog.mv_from_level(step.features[MV_NAME])
+        else:
+            return None
+    except KraftsimError:
+        return None  # the tool says why, as the step's error
+    leader = sim.leader()
+    image = sim.image(leader) if leader is not None else None
+    if image is None or image.metadata_version is None:
+        return None
+    report = downgrade_report(image, target, catalog, node_id=leader)
+    return LossReportOut(report.current, report.target, report.lossless, [f"{x.kind}: {x.entity}" for x in report.lost])
+
+
+def _mv_name(scenario: Scenario, level: int) -> str | None:
+    """The version string of a level, also for levels newer lines dropped (1-6 on 4.x)."""
+    return next((mv.version for mv in scenario.catalog.all_metadata_versions if mv.level == level), None)
+
+
+def _final(sim: Simulation, scenario: Scenario) -> FinalState:
+    level = sim.metadata_version()
+    fin = sim.finalized()
+    nodes = [NodeOut(n.id, list(n.roles), n.release, n.state, n.fenced, n.detail) for n in sim.nodes()]
+    return FinalState(MvName(level, _mv_name(scenario, level) if level else None),
+                      {k: fin[k] for k in sorted(fin)}, sim.leader(), nodes)
+
+
+def _mv_changes(sim: Simulation, scenario: Scenario) -> list[MvChangeOut]:
+    """The simulator's metadata.version changes (one per node and change), merged per change."""
+    merged: dict[tuple[int, int, int], MvChangeOut] = {}
+    for r in sim.mv_changes():
+        ch = r.change
+        key = (r.offset, ch.old_level, ch.new_level)
+        out = merged.get(key)
+        if out is None:
+            out = MvChangeOut(_mv_name(scenario, ch.old_level) if ch.old_level else None,
+                              _mv_name(scenario, ch.new_level) or str(ch.new_level), bool(ch.lossless), [],
+                              list(ch.losses.lines()), [])
+            merged[key] = out
+        out.nodes.append(r.node_id)
+        out.snapshots += [f"node {r.node_id}: {s}" for s in r.snapshots]
+    return [merged[k] for k in sorted(merged)]
+
+
+def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list[ExpectResult]:
+    """`[expect]`, key by key, in the order of contract 4 then kraftsim's additions."""
+    e = scenario.expect
+    out: list[ExpectResult] = []
+    running = sorted(n.id for n in final.nodes if n.state == "running")
+    if e.metadata_version is not None:
+        level = final.metadata_version.level
+        if isinstance(e.metadata_version, int):
+            out.append(ExpectResult("metadata_version", e.metadata_version, level, e.metadata_version == level))
+        else:
+            out.append(ExpectResult("metadata_version", e.metadata_version, final.metadata_version.name,
+                                    mv_level(scenario.catalog, e.metadata_version) == level))
+    if e.finalized is not None:
+        actual = {k: final.finalized.get(k, 0) for k in sorted(e.finalized)}
+        out.append(ExpectResult("finalized", {k: e.finalized[k] for k in sorted(e.finalized)}, actual,
+                                actual == {k: e.finalized[k] for k in sorted(e.finalized)}))
+    if e.running is not None:
+        out.append(ExpectResult("running", sorted(e.running), running, sorted(e.running) == running))
+    if e.has_leader is not None:
+        has = final.leader is not None
+        out.append(ExpectResult("has_leader", e.has_leader, has, e.has_leader == has))
+    if e.leader is not None:
+        out.append(ExpectResult("leader", e.leader, final.leader, e.leader == final.leader))
+    if e.failed is not None:
+        failed = sorted(n.id for n in final.nodes if n.state == "failed")
+        out.append(ExpectResult("failed", sorted(e.failed), failed, sorted(e.failed) == failed))
+    if e.stopped is not None:
+        stopped = sorted(n.id for n in final.nodes if n.state != "running")
+        out.append(ExpectResult("stopped", sorted(e.stopped), stopped, sorted(e.stopped) == stopped))
+    if e.fenced is not None:
+        fenced = sorted(n.id for n in final.nodes if n.fenced)
+        out.append(ExpectResult("fenced", sorted(e.fenced), fenced, sorted(e.fenced) == fenced))
+    if e.releases is not None:
+        by_id = {str(n.id): n.release for n in final.nodes}
+        keys = sorted(e.releases, key=int)
+        want = {k: resolve_release(scenario.catalog, e.releases[k]) for k in keys}
+        actual = {k: by_id.get(k) for k in keys}
+        out.append(ExpectResult("releases", {k: e.releases[k] for k in keys}, actual, want == actual))
+    if e.topics is not None:
+        leader = final.leader
+        image = sim.image(leader) if leader is not None else None
+        count = len(image.topics) if image is not None else None
+        out.append(ExpectResult("topics", e.topics, count, e.topics == count))
+    return out
+
+
+def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,
+             **kwargs: Any) -> RunOutcome:
+    """Check and run a scenario given as TOML text (tests, notebooks)."""
+    from kraftsim.scenario.validate import parse_scenario
+    return run_scenario(parse_scenario(text, file, base_dir), seed=seed, **kwargs)
