@@ -338,14 +338,20 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ rules: features
 
-    @rule(data=st.data(), dry_run=st.booleans())
+    def _draw_level(self, data: st.DataObject) -> int:
+        """Each release's newest production level half of the time, any nearby level otherwise."""
+        tops = sorted({self._line(r).latest_production.level for r in self._releases})
+        return data.draw(st.one_of(st.sampled_from(tops), st.sampled_from(self.metadata_levels())),
+                         label="metadata.version")
+
+    @rule(data=st.data(), dry_run=st.sampled_from([False, False, False, True]))
     def upgrade_metadata_version(self, data: st.DataObject, dry_run: bool) -> None:
-        level = data.draw(st.sampled_from(self.metadata_levels()), label="metadata.version")
+        level = self._draw_level(data)
         self.do("features-upgrade", features={MV_NAME: level}, dry_run=dry_run or None)
 
     @rule(data=st.data(), unsafe=st.booleans())
     def downgrade_metadata_version(self, data: st.DataObject, unsafe: bool) -> None:
-        level = data.draw(st.sampled_from(self.metadata_levels()), label="metadata.version")
+        level = self._draw_level(data)
         self.do("features-downgrade", features={MV_NAME: level}, unsafe=unsafe or None)
 
     def _has_features(self) -> bool:
