@@ -250,6 +250,10 @@ class Engine(RaftMixin, LifecycleMixin):
                 self.emit(m.id, "controlled-shutdown", {"broker_epoch": m.broker_epoch})
         if not m.running:
             return
+        if m.role == LEADER:
+            for v in self.voters:
+                if v != m.id:
+                    self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
         m.state.previous_broker_epoch = m.broker_epoch if m.broker_epoch is not None else -1
         self.emit(m.id, "stop", {"log_end_offset": m.log.log_end_offset})
         self._halt(m, None, STOPPED)

@@ -130,10 +130,18 @@ class Checker:
     def truncating(self, event: str, m: Member, offset: int) -> None:
         """`m` is about to cut its log at `offset` (divergence or a crash)."""
         held = min(m.log.log_end_offset, self.committed_end)
-        if offset < held:
-            self.fail("ConsistentCommittedData",
-                      f"{event}: node {m.id} truncates its log to offset {offset}, losing committed offsets "
-                      f"{offset}-{held - 1}")
+        if offset >= held:
+            return
+        for fb in m.log.batches(offset):
+            b = fb.batch
+            if b.base_offset >= held:
+                break
+            known = self.committed.get(b.base_offset)
+            if known is not None and known == (b.last_offset, b.partition_leader_epoch, zlib.crc32(b.raw[12:])):
+                self.fail("ConsistentCommittedData",
+                          f"{event}: node {m.id} truncates its log to offset {offset}, losing the committed batch "
+                          f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")
+                return
 
     def applied(self, event: str, m: Member) -> None:
         if m.applied >= self.committed_end:

@@ -103,8 +103,12 @@ def read_saved(directory: Path) -> SavedState:
 class Simulation:
     """A simulated KRaft cluster in a directory (see SIM_API.md and the module docstring)."""
 
-    def __init__(self, directory: Path, saved: SavedState, catalog: Catalog):
+    def __init__(self, directory: Path, saved: SavedState, catalog: Catalog, durable: bool = True):
         self.directory = Path(directory)
+        #: Write cluster.json after every operation, fsynced (a killed command leaves a
+        #: directory the next one continues from). Tests may turn it off: then it is
+        #: written, without fsync, only by `close`.
+        self.durable = durable
         self._saved = saved
         self.catalog = catalog
         self.config = saved.config
@@ -128,7 +132,7 @@ class Simulation:
     def create(cls, directory: Path | str, *, controllers: int, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
-               config: SimConfig | None = None) -> "Simulation":
+               config: SimConfig | None = None, durable: bool = True) -> "Simulation":
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers."""
         d = Path(directory)
@@ -161,7 +165,7 @@ class Simulation:
                             release_version=release_version, features=feats, emit=lines.append)
             except KraftsimError as e:
                 raise SimError(str(e)) from None
-        sim = cls(d, saved, base)
+        sim = cls(d, saved, base, durable)
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
         sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
@@ -169,7 +173,7 @@ class Simulation:
         return sim
 
     @classmethod
-    def open(cls, directory: Path | str, config: SimConfig | None = None) -> "Simulation":
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> "Simulation":
         """Open a cluster directory: every node that ran starts again from its disk."""
         d = Path(directory)
         saved = read_saved(d)
@@ -180,7 +184,7 @@ class Simulation:
             catalog = load_catalog(saved.catalog)
         except KraftsimError as e:
             raise SimError(str(e)) from None
-        sim = cls(d, saved, catalog)
+        sim = cls(d, saved, catalog, durable)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False)
@@ -198,7 +202,7 @@ class Simulation:
                              previous_broker_epoch=m.state.previous_broker_epoch, broker_epoch=m.broker_epoch)
                    for m in e.ordered()]
         data = json.dumps(msgspec.to_builtins(s), indent=2, sort_keys=True) + "\n"
-        atomic_write(self.directory / STATE_FILE, data.encode("utf-8"))
+        atomic_write(self.directory / STATE_FILE, data.encode("utf-8"), fsync=self.durable)
 
     def close(self) -> None:
         if self._closed:
@@ -219,7 +223,8 @@ class Simulation:
 
     def _finish_op(self, label: str) -> None:
         self.engine.check_deep(f"after {label}")
-        self.save()
+        if self.durable:
+            self.save()
 
     # ------------------------------------------------------------------ the timeline
 
