@@ -169,6 +169,7 @@ class Engine(RaftMixin, LifecycleMixin):
         m.node = node
         self._snapshots_seen[m.id] = 0
         m.status = RUNNING
+        m.state.running = True
         m.detail = None
         m.voter = m.id in self.voters
         try:
@@ -199,7 +200,7 @@ class Engine(RaftMixin, LifecycleMixin):
         m.controller_registered = False
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles),
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m)
+        self._raft_start(m, resume=not new_process)
         self._lifecycle_start(m)
         return None
 
@@ -208,6 +209,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if m.node is not None:
             m.node.close()
         m.node = None
+        m.state.running = False
         m.status, m.detail = FAILED, text
 
     def _halt(self, m: Member, detail: str | None, status: str) -> None:
@@ -219,6 +221,7 @@ class Engine(RaftMixin, LifecycleMixin):
                 self._persist(m)
             m.node.close()
         m.node = None
+        m.state.running = False
         m.status, m.detail = status, detail
         m.role = "unattached"
         m.timer_gen += 1

@@ -79,9 +79,10 @@ class RaftMixin:
         t = self.config.election_timeout_ms
         return t + self.rng.randint(0, t)
 
-    def _raft_start(self, m: Member) -> None:
+    def _raft_start(self, m: Member, *, resume: bool = False) -> None:
         """A node's raft layer starts from its quorum-state: a voter that led becomes resigned
-        (it cannot lead the same epoch twice), a voter that followed fetches from that leader."""
+        (it cannot lead the same epoch twice), a voter that followed fetches from that leader.
+        `resume` (a reopened simulation, whose processes never stopped): a leader leads on."""
         m.high_watermark = None
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
@@ -89,6 +90,15 @@ class RaftMixin:
         if not m.voter:
             m.role = OBSERVER
             self._fetch(m)
+            return
+        if resume and m.leader == m.id:
+            m.role = LEADER
+            starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
+            m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
+            m.matched = {m.id: m.flushed_end}
+            m.last_fetch_from = {v: self.now for v in self.voters}
+            self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
+            self._activate_controller(m)  # type: ignore[attr-defined]
             return
         if m.leader == m.id:
             m.role, m.leader = RESIGNED, None

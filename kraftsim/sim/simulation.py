@@ -68,8 +68,14 @@ class SavedState(msgspec.Struct, kw_only=True):
     voters: tuple[int, ...] = ()
     kraft_version: int = 0
     opens: int = 0
-    events: int = 0
     config: SimConfig = SimConfig()
+    #: The network's partition groups (empty: whole).
+    partition: list[list[int]] = []
+    #: What the invariants carry from one command to the next: the leader of each epoch,
+    #: the highest committed offset, and the failures found so far.
+    leaders: dict[int, int] = {}
+    committed_end: int = 0
+    violations: list[InvariantResult] = []
     nodes: list[SavedNode] = []
 
 
@@ -125,6 +131,12 @@ class Simulation:
             m = self.engine.add_member(state, STOPPED if n.status == RUNNING else n.status)
             m.detail = n.detail
             m.broker_epoch = n.broker_epoch
+        if saved.partition:
+            self.engine.net.partition(saved.partition)
+        checker = self.engine.checker
+        checker.leaders = dict(saved.leaders)
+        checker.committed_end = saved.committed_end
+        checker.failures = {v.name: v for v in saved.violations}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -195,7 +207,13 @@ class Simulation:
         e = self.engine
         s = self._saved
         s.now_ms, s.kraft_version, s.voters = e.now, e.kraft_version, e.voters
-        s.events += 0
+        groups: dict[int, list[int]] = {}
+        for node, group in sorted(e.net.groups.items()):
+            groups.setdefault(group, []).append(node)
+        s.partition = [groups[g] for g in sorted(groups)]
+        s.leaders = dict(sorted(e.checker.leaders.items()))
+        s.committed_end = e.checker.committed_end
+        s.violations = [e.checker.failures[n] for n in sorted(e.checker.failures)]
         s.nodes = [SavedNode(id=m.id, roles=tuple(m.state.roles), release=m.state.release,
                              incarnation=m.state.incarnation, starts=m.state.starts,
                              status=RUNNING if m.running else m.status, detail=m.detail,
