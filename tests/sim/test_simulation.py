@@ -168,3 +168,30 @@ def test_operations_refused_with_clear_texts() -> None:
         with pytest.raises(SimError, match="Refusing to perform the requested downgrade"):
             sim.features("downgrade", metadata="3.9")
         sim.close()
+
+
+def test_an_image_that_drifts_from_its_log_is_caught() -> None:
+    """A node whose loader lost a batch (its image no longer follows its own log)."""
+    from kraftsim.image.loader import MetadataLoader
+
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=1, release="4.1", seed=1, durable=False)
+        node = sim.engine.member(4).node
+        original = MetadataLoader.handle_commit
+
+        def lossy(self, batches, **kw):  # type: ignore[no-untyped-def]
+            batches = list(batches)
+            if self is node.loader and any(e.record_type.name == "TopicRecord" for b in batches for e in b.entries):
+                self._last_offset = batches[-1].last_offset  # skipped, but counted as applied
+                return
+            original(self, batches, **kw)
+
+        MetadataLoader.handle_commit = lossy  # type: ignore[method-assign]
+        try:
+            sim.create_topics(1, 1)
+        finally:
+            MetadataLoader.handle_commit = original  # type: ignore[method-assign]
+        bad = failed(sim)
+        sim.close()
+    assert [r.name for r in bad] == ["ImageMatchesLog"]
+    assert "node 4's image" in bad[0].detail
