@@ -28,7 +28,7 @@ from kraftsim.sim import features_tool
 from kraftsim.sim.cluster import EPOCH_MS, MvChangeReport, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import DOWN, Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
 from kraftsim.sim.types import (
     FAILED, RUNNING, STOPPED, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent,
@@ -343,30 +343,56 @@ class Simulation:
                     and e.controller is not None)
         return e.leader_member()
 
-    def _await_applied(self, end_offset: int, timeout_ms: int) -> bool:
-        """Run until the leader committed `end_offset` and every running node applied it."""
+    def _client_request(self, call: Callable[[Member], Any]) -> Any:
+        """What an admin client does: send the request to the active controller and wait for
+        its answer, which comes once the records it wrote are committed; a request whose
+        records were lost with a leader (NOT_CONTROLLER) is sent again to the next one, until
+        `admin_timeout_ms`. Returns the controller's result, or None when it timed out."""
         e = self.engine
-
-        def done() -> bool:
+        deadline = e.now + self.config.admin_timeout_ms
+        while e.now < deadline:
+            e.run_until(deadline, lambda: e.leader_member() is not None and e.controller is not None)
             leader = e.leader_member()
-            if leader is None or leader.high_watermark is None or leader.high_watermark < end_offset:
-                return False
-            return all(m.applied >= end_offset - 1 or m.leader != leader.id or (m.node and m.node.blocked)
-                       for m in e.members.values() if m.running)
+            if leader is None or e.controller is None:
+                return None
+            start = leader.log.log_end_offset
+            result = call(leader)
+            if not leader.running or leader.log.log_end_offset == start:
+                return result  # nothing written (refused, validate-only): answered at once
+            e._appended(leader, start)
+            epoch, end = leader.epoch, leader.log.log_end_offset
+            outcome: list[bool] = []
 
-        return e.run_until(e.now + timeout_ms, done)
+            def settled() -> bool:
+                now_leader = e.leader_member()
+                if now_leader is None or now_leader.high_watermark is None:
+                    return False
+                entry = entry_at(now_leader.log, end - 1)
+                if entry is None or entry.epoch != epoch:
+                    if now_leader.epoch == epoch:
+                        return False
+                    outcome.append(False)  # a later leader does not hold the records: they are lost
+                    return True
+                if now_leader.high_watermark < end:
+                    return False
+                if not outcome:
+                    outcome.append(True)
+                return all(m.applied >= end - 1 or m.leader != now_leader.id or (m.node and m.node.blocked)
+                           for m in e.members.values() if m.running)
+
+            e.run_until(deadline, settled)
+            if outcome and outcome[-1]:
+                return result
+            if not outcome:
+                return None  # neither committed nor known lost by the deadline
+        return None
 
     def _controller_call(self, rule: Callable[..., Any]) -> Any:
-        leader = self._wait_leader()
-        if leader is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller")
-        result = self.engine._execute(rule)
+        result = self._client_request(lambda leader: self.engine._execute(rule))
         if result is None:
-            raise SimError("no active controller")
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
         if not result.ok:
             raise SimError(result.error.message or result.error.name)
-        if leader.running:
-            self._await_applied(leader.log.log_end_offset, self.config.request_timeout_ms * 5)
         return result
 
     # ------------------------------------------------------------------ operations
@@ -477,19 +503,20 @@ class Simulation:
         """UpdateFeatures to the active controller (None without one), then replication; the
         KIP-778 metadata.version changes the nodes carried out come back with what they dropped."""
         e = self.engine
-        leader = self._wait_leader()
-        if leader is None or e.controller is None:
-            return None, []
         running = [m for m in e.ordered() if m.running and m.node is not None]
         before = {m.id: len(m.node.mv_changes()) for m in running}  # type: ignore[union-attr]
         snaps_before = {m.id: len(m.node.snapshot_events()) for m in running}  # type: ignore[union-attr]
         request = UpdateFeaturesRequest(tuple(updates[f] for f in sorted(updates)), validate_only)
-        start = leader.log.log_end_offset
-        result = e.controller.update_features(request)
-        if leader.log.log_end_offset > start:
+
+        def call(leader: Member) -> Any:
+            assert e.controller is not None
+            answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
-            e._appended(leader, start)
-            self._await_applied(leader.log.log_end_offset, self.config.request_timeout_ms * 5)
+            return answer
+
+        result = self._client_request(call)
+        if result is None:
+            return None, []
         reports: list[MvChangeReport] = []
         for m in running:
             if m.node is None:
@@ -597,6 +624,31 @@ class Simulation:
                 out.append(path)
         self._finish_op("snapshot")
         return out
+
+    def inject(self, after_ms: int, kind: str, nodes: str | Sequence[int] = "leader") -> None:
+        """Schedule a fault for `after_ms` from now, so that it lands in the middle of whatever
+        operation runs then (a roll, an upgrade): kind "crash", "start", "partition" (the nodes
+        against the rest) or "heal"; nodes "leader" means the active controller at that moment."""
+        if kind not in ("crash", "start", "partition", "heal"):
+            raise SimError(f"unknown fault {kind!r}: expected crash, start, partition or heal")
+        e = self.engine
+
+        def fire() -> None:
+            ids = ([m.id for m in [e.leader_member()] if m is not None] if nodes == "leader"
+                   else self._ids(nodes))
+            e.emit(None, "inject", {"kind": kind, "nodes": ids})
+            if kind == "crash":
+                for i in ids:
+                    e.crash(e.member(i))
+            elif kind == "start":
+                for i in ids:
+                    e.start_member(e.member(i))
+            elif kind == "partition":
+                e.net.partition([ids])
+            else:
+                e.net.heal()
+
+        e.sched.after(max(0, after_ms), f"inject {kind}", None, fire)
 
     def run(self, ms: int) -> None:
         self.engine.run_until(self.engine.now + max(0, ms))
