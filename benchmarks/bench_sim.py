@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._common import load_average, utc_now  # noqa: E402
-from kraftsim.sim import Simulation  # noqa: E402
+from benchmarks._common import load_average, utc_now
+from kraftsim.sim import Simulation
 
 RESULTS = ROOT / "benchmarks" / "results"
 

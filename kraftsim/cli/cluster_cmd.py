@@ -13,8 +13,14 @@ import sys
 from kraftsim.cli.common import kafka_tool
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.directory import (
+    EVENTS,
+    TICKS,
+    engine_of,
+    simulation_status,
+    simulation_status_lines,
+)
 from kraftsim.sim.node import BROKER, CONTROLLER
-from kraftsim.sim.directory import EVENTS, TICKS, engine_of, simulation_status, simulation_status_lines
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
 from kraftsim.versions.tool_text import parse_feature_arg

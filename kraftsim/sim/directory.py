@@ -7,9 +7,11 @@ of an event-simulator cluster that the kafka-features tool can use, and its stat
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
+from kraftsim.errors import KraftsimError
 from kraftsim.image.loading import load_path
 from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
 from kraftsim.sim.node import NodeState, SimNode, node_directory
@@ -70,7 +72,7 @@ class SimulationView:
                         ) -> tuple[Any, list[MvChangeReport]]:
         return self.sim.update_features(updates, validate_only)
 
-    def __enter__(self) -> "SimulationView":
+    def __enter__(self) -> SimulationView:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -111,7 +113,7 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
             mv = image.features.metadata_version
             if mv is not None:
                 finalized["metadata.version"] = mv
-        except Exception as e:  # shown, not raised: status reports what it can read
+        except KraftsimError as e:  # shown, not raised: status reports what it can read
             image, finalized = None, {"error": str(e)}  # type: ignore[dict-item]
         nodes.append({"id": n.id, "roles": list(n.roles), "release": n.release, "state": n.status,
                       "running": n.status == "running", "voter": n.id in saved.voters,

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
@@ -29,14 +30,27 @@ from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image.emitter import RetentionSettings
 from kraftsim.image.writer import registry_for
+from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
-from kraftsim.sim.lifecycle import LIFECYCLE_HANDLERS, TRANSIENT_REFUSALS, LifecycleMixin
+from kraftsim.sim.lifecycle import (
+    LIFECYCLE_HANDLERS,
+    TRANSIENT_REFUSALS,
+    LifecycleMixin,
+)
 from kraftsim.sim.member import LEADER, Member
-from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
-from kraftsim.sim.types import CRASHED, FAILED, RUNNING, STOPPED, InvariantResult, SimConfig, SimError, SimEvent
+from kraftsim.sim.types import (
+    CRASHED,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    SimConfig,
+    SimError,
+    SimEvent,
+)
 from kraftsim.storage import METADATA_DIR_NAME, read_bootstrap_dir, read_quorum_state
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name

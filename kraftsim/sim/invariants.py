@@ -22,7 +22,8 @@ Deep ones replay files and run at the end of every operation (and after every ev
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kraftsim.image.digest import image_digest
 from kraftsim.image.loader import MetadataLoader, MvChangeHandling
@@ -83,11 +84,11 @@ class Checker:
                 self.fail("ConsistentCommittedData",
                           f"{event}: leader {m.id} (epoch {m.epoch}) committed offsets below {hw} but only "
                           f"voters {holders} of {list(self.voters)} hold them")
-        start = self.committed_end if hw > self.committed_end else hw
+        start = min(hw, self.committed_end)
         self._check_or_record(event, m, log, min(start, max(0, hw)), hw, record=hw > self.committed_end)
         self.committed_end = max(self.committed_end, hw)
 
-    def _holds(self, voter: int, leader_log: "MetadataLog", hw: int) -> bool:
+    def _holds(self, voter: int, leader_log: MetadataLog, hw: int) -> bool:
         v = self.members.get(voter)
         if v is None or v.node is None or v.node.log is None or hw <= 0:
             return hw <= 0
@@ -98,7 +99,7 @@ class Checker:
             return mine is None and theirs is None and v.log.log_start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == (theirs.base_offset, theirs.last_offset, theirs.epoch)
 
-    def _check_or_record(self, event: str, m: Member, log: "MetadataLog", start: int, end: int, *, record: bool) -> None:
+    def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
             return
         for fb in log.batches(start):

@@ -31,8 +31,18 @@ from typing import Any
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import (
-    CANDIDATE, FOLLOWER, LEADER, OBSERVER, PROSPECTIVE, RESIGNED, UNATTACHED, Member, end_offset_for_epoch, entry_at,
-    last_entry, last_epoch,
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    OBSERVER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    Member,
+    end_offset_for_epoch,
+    entry_at,
+    last_entry,
+    last_epoch,
 )
 from kraftsim.storage import QuorumState, read_snapshot, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
@@ -594,4 +604,4 @@ RAFT_HANDLERS = {
     "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
 }
 
-__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin", "read_snapshot", "last_entry"]
+__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin", "last_entry", "read_snapshot"]

@@ -12,98 +12,70 @@ process from its disk, as after a restart of the whole cluster.
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any
 
 import msgspec
 
-from kraftsim.controller.features import KIP_778, UpdateFeaturesRequest, UpdateFeaturesResponse
+from kraftsim.controller.features import (
+    KIP_778,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+)
 from kraftsim.controller.replication import (
-    CreatableTopic, CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicState, create_topics, delete_topics,
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DeleteTopicState,
+    create_topics,
+    delete_topics,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim import features_tool
-from kraftsim.sim.cluster import EPOCH_MS, MvChangeReport, cluster_id_for, format_node, incarnation_id
-from kraftsim.sim.engine import DOWN, Engine
+from kraftsim.sim.cluster import (
+    EPOCH_MS,
+    MvChangeReport,
+    cluster_id_for,
+    format_node,
+    incarnation_id,
+)
+from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import LEADER, Member, entry_at
+from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
+from kraftsim.sim.saved import (
+    STATE_FILE,
+    STATE_FORMAT,
+    SavedNode,
+    SavedState,
+    read_saved,
+)
 from kraftsim.sim.types import (
-    FAILED, RUNNING, STOPPED, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    NodeInfo,
+    SimConfig,
+    SimError,
+    SimEvent,
 )
 from kraftsim.storage import METADATA_DIR_NAME
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, load_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.versions import Catalog, ToolFailure, load_catalog
 
-STATE_FILE = "cluster.json"
-STATE_FORMAT = 2
 POLICIES = ("kafka", KIP_778)
 #: How long (virtual) an operation waits for the cluster to settle before it gives up.
 SETTLE_MS = 60_000
-
-
-class SavedNode(msgspec.Struct, kw_only=True):
-    id: int
-    roles: tuple[str, ...]
-    release: str
-    incarnation: str
-    starts: int = 1
-    status: str = RUNNING
-    detail: str | None = None
-    previous_broker_epoch: int = -1
-    broker_epoch: int | None = None
-
-
-class SavedState(msgspec.Struct, kw_only=True):
-    """The contents of `cluster.json` (format 2: the event-driven simulator)."""
-
-    format: int = STATE_FORMAT
-    cluster_id: str
-    seed: int
-    now_ms: int
-    policies: tuple[str, ...] = ()
-    catalog: str | None = None
-    voters: tuple[int, ...] = ()
-    kraft_version: int = 0
-    opens: int = 0
-    config: SimConfig = SimConfig()
-    #: The network's partition groups (empty: whole).
-    partition: list[list[int]] = []
-    #: What the invariants carry from one command to the next: the leader of each epoch,
-    #: the highest committed offset, and the failures found so far.
-    leaders: dict[int, int] = {}
-    committed_end: int = 0
-    violations: list[InvariantResult] = []
-    nodes: list[SavedNode] = []
 
 
 def _policies(policy: str) -> tuple[str, ...]:
     if policy not in POLICIES:
         raise SimError(f"unknown policy {policy!r}; known policies: {', '.join(POLICIES)}")
     return () if policy == "kafka" else (policy,)
-
-
-def read_saved(directory: Path) -> SavedState:
-    path = Path(directory) / STATE_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SimError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
-    except OSError as e:
-        raise SimError(f"{path}: {e.strerror or e}") from None
-    try:
-        head = json.loads(raw)
-    except ValueError as e:
-        raise SimError(f"{path}: not a valid cluster state file: {e}") from None
-    if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
-        fmt = head.get("format") if isinstance(head, dict) else None
-        raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")
-    try:
-        return msgspec.json.decode(raw, type=SavedState)
-    except msgspec.DecodeError as e:
-        raise SimError(f"{path}: not a valid cluster state file: {e}") from None
 
 
 class Simulation:
@@ -120,6 +92,7 @@ class Simulation:
         self.config = saved.config
         self._subscribers: list[Callable[[SimEvent], None]] = []
         self._mv_reports: list[MvChangeReport] = []
+        self._files: list[IO[str]] = []
         self._closed = False
         self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
                              voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
@@ -144,7 +117,7 @@ class Simulation:
     def create(cls, directory: Path | str, *, controllers: int, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
-               config: SimConfig | None = None, durable: bool = True) -> "Simulation":
+               config: SimConfig | None = None, durable: bool = True) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers."""
         d = Path(directory)
@@ -185,7 +158,7 @@ class Simulation:
         return sim
 
     @classmethod
-    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> "Simulation":
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> Simulation:
         """Open a cluster directory: every node that ran starts again from its disk."""
         d = Path(directory)
         saved = read_saved(d)
@@ -229,11 +202,13 @@ class Simulation:
         try:
             self.save()
         finally:
+            for f in self._files:
+                f.close()
             for m in self.engine.ordered():
                 if m.node is not None:
                     m.node.close()
 
-    def __enter__(self) -> "Simulation":
+    def __enter__(self) -> Simulation:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -255,7 +230,11 @@ class Simulation:
 
     def timeline_jsonl(self, path: Path | str | IO[str]) -> None:
         """Stream every event from now on to `path` (appended) as JSON lines, one object each."""
-        out = open(path, "a", encoding="utf-8") if isinstance(path, (str, Path)) else path
+        if isinstance(path, (str, Path)):
+            out: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+            self._files.append(out)
+        else:
+            out = path
 
         def write(event: SimEvent) -> None:
             out.write(json.dumps(event.to_json(), sort_keys=True, default=str) + "\n")
@@ -363,7 +342,7 @@ class Simulation:
             epoch, end = leader.epoch, leader.log.log_end_offset
             outcome: list[bool] = []
 
-            def settled() -> bool:
+            def settled(epoch: int = epoch, end: int = end, outcome: list[bool] = outcome) -> bool:
                 now_leader = e.leader_member()
                 if now_leader is None or now_leader.high_watermark is None:
                     return False

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, Simulation
-
 from tests.sim.sim_helpers import over_seeds
 
 

@@ -11,7 +11,6 @@ import pytest
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, SimError, Simulation
 from kraftsim.sim.raft import RaftMixin
-
 from tests.sim.sim_helpers import failed, over_seeds, scratch, tree_digest
 
 
