@@ -114,7 +114,7 @@ class Simulation:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def create(cls, directory: Path | str, *, controllers: int, brokers: int = 0, combined: int = 0,
+    def create(cls, directory: Path | str, *, controllers: int = 0, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
                config: SimConfig | None = None, durable: bool = True) -> Simulation:
