@@ -91,6 +91,8 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
+        #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
+        self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
 
     # -------------------------------------------------------------- basics
@@ -349,6 +351,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if node is None or node.generator is None or node.image is None or node.applied_offset < 0:
             return None
         result = node.generator.emitter.maybe_emit(node.image)
+        self.snapshots_taken += 1
         if result is None:
             return None
         self.emit(m.id, "snapshot", {"end_offset": result.snapshot_id.end_offset, "epoch": result.snapshot_id.epoch,

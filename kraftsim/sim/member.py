@@ -41,6 +41,7 @@ class Member:
     fetch_target: int | None = None
     fetch_rotation: int = 0
     snapshot_in_flight: bool = False
+    snapshot_cache: tuple | None = None  # (key, newest snapshot id)
     # elections
     granted: set[int] = field(default_factory=set)
     # leader soft state

@@ -549,7 +549,16 @@ class RaftMixin:
         return 0 if s is None else s.epoch
 
     def _latest_snapshot(self, m: Member) -> SnapshotId | None:
+        """The node's newest snapshot (cached until it writes or installs one, or its log
+        start moves: listing the directory on every fetch would dominate the run)."""
+        node = m.node
+        assert node is not None and node.log is not None
+        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
+               node.log.log_start_offset, self.snapshots_taken)
+        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
+            return m.snapshot_cache[1]
         ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
+        m.snapshot_cache = (key, ids[-1] if ids else None)
         return ids[-1] if ids else None
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
