@@ -85,6 +85,11 @@ def _run(args: argparse.Namespace) -> int:
     if scenarios is None:
         return EXIT_INVALID
     many = len(scenarios) > 1
+    for scenario in scenarios:
+        keep = _target(args.keep, scenario, many)
+        if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            print(f"kraftsim: error: --keep {keep}: already exists and is not an empty directory", file=sys.stderr)
+            return EXIT_INVALID
     if many and args.html:
         Path(args.html).mkdir(parents=True, exist_ok=True)
     failed = 0

@@ -1,0 +1,30 @@
+"""The shipped suite: every scenario says what it answers and passes, twice, byte for byte."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftsim.scenario import load_scenario
+from kraftsim.scenario.results import result_json
+from kraftsim.scenario.runner import run_scenario
+
+from tests.scenario.helpers import SUITE
+
+FILES = sorted(SUITE.glob("*.toml"))
+
+
+def test_the_suite_is_there() -> None:
+    assert len(FILES) >= 24
+
+
+@pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
+def test_shipped_scenario_passes_twice_identically(path: Path) -> None:
+    scenario = load_scenario(path)
+    assert scenario.name == path.stem
+    h = scenario.header
+    assert h.question and h.source and h.answer, "the comment block needs Question, Source and Answer"
+    first = run_scenario(scenario).result
+    assert first.passed, [s for s in first.steps if not s.ok] + [e for e in first.expect if not e.ok]
+    assert result_json(run_scenario(load_scenario(path)).result) == result_json(first)
