@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import msgspec
+
 from kraftsim.controller.downgrade_report import downgrade_report
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
@@ -31,8 +33,13 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, mv_level, resolve_release
-from kraftsim.sim import INVARIANTS, SimError, Simulation
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
 from kraftsim.versions import FEATURE_NAME as MV_NAME
+
+
+#: Kafka's controller refuses a CreateTopics request with more partitions than this
+#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
+PARTITIONS_PER_REQUEST = 10_000
 
 
 @dataclass
@@ -59,11 +66,13 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
 
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
     c = scenario.cluster
+    config = SimConfig(**scenario.config) if scenario.config else None
     try:
         return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
-                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None)
+                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
+                                 config=config)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
 
@@ -138,7 +147,7 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
     error: str | None = None
     loss = _loss_report(sim, scenario, step) if isinstance(step, FeaturesChange) else None
     try:
-        output = _execute(sim, step)
+        output = _execute(sim, _resolve_leader(sim, step))
     except (SimError, KraftsimError) as e:
         error = str(e)
     except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
@@ -154,7 +163,14 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
 def _execute(sim: Simulation, step: Step) -> list[str]:
     """Carry out one step; returns what it printed."""
     if isinstance(step, CreateTopics):
-        names = sim.create_topics(step.count, step.partitions, step.replication_factor)
+        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
+        # kafka-topics would stay under the controller's limit ("Excessively large number of
+        # partitions per request."); a single topic larger than that is still refused.
+        names: list[str] = []
+        per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
+        while len(names) < step.count:
+            names += sim.create_topics(min(per_request, step.count - len(names)), step.partitions,
+                                       step.replication_factor)
         return [f"Created topic {n}." for n in names]
     if isinstance(step, DeleteTopics):
         sim.delete_topics(step.names)
@@ -196,6 +212,16 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         sim.wait(step.timeout_ms)
         return []
     raise AssertionError(f"no runner for {type(step).__name__}")
+
+
+def _resolve_leader(sim: Simulation, step: Step) -> Step:
+    """A step naming "leader" acts on the active controller as the step starts."""
+    if getattr(step, "nodes", None) != "leader":
+        return step
+    leader = sim.leader()
+    if leader is None:
+        raise SimError("no active controller: \"leader\" names no node")
+    return msgspec.structs.replace(step, nodes=[leader])
 
 
 def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:

@@ -53,6 +53,7 @@ class Scenario:
     steps: list[Step]
     expect: Expect
     header: Header = field(default_factory=Header)
+    config: dict[str, int | float] = field(default_factory=dict)
     #: node id -> roles at the start
     nodes: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
@@ -60,7 +61,7 @@ class Scenario:
         if seed is None:
             return self
         return Scenario(self.path, self.name, self.description, seed, self.policy, self.catalog, self.catalog_path,
-                        self.cluster, self.steps, self.expect, self.header, dict(self.nodes))
+                        self.cluster, self.steps, self.expect, self.header, dict(self.config), dict(self.nodes))
 
 
 def _words(text: str) -> str:
@@ -211,6 +212,9 @@ class _Checker:
         if sel is None:
             return
         if isinstance(sel, str):
+            if sel == "leader" and key == "nodes" and self.nodes is not None and not any(
+                    "controller" in roles for roles in self.nodes.values()):
+                raise self.fail(key, "expected a cluster with controllers for \"leader\"", step)
             if sel not in NODE_GROUPS:
                 raise self.fail(key, f"expected one of {', '.join(NODE_GROUPS)} or a list of node ids, "
                                      f"{sel!r} given", step)
@@ -267,9 +271,23 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     start_nodes = dict(check.nodes or {})
     steps = [_check_step(raw_step, i, check) for i, raw_step in enumerate(top.step, start=1)]
     _check_expect(top.expect, check)
+    _check_config(top.config, file)
     return Scenario(path=base / Path(file).name, name=top.name, description=top.description, seed=top.seed,
                     policy=top.policy, catalog=catalog, catalog_path=catalog_path, cluster=cluster, steps=steps,
-                    expect=top.expect, header=parse_header(text), nodes=start_nodes)
+                    expect=top.expect, header=parse_header(text), config=dict(top.config), nodes=start_nodes)
+
+
+def _check_config(config: dict[str, int | float], file: str) -> None:
+    """`[config]` keys are SimConfig's fields, with its types."""
+    if not config:
+        return
+    from kraftsim.sim import SimConfig  # the simulator loads only when a file configures it
+
+    known = [f.encode_name for f in msgspec.structs.fields(SimConfig)]
+    for key in config:
+        if key not in known:
+            raise ScenarioInvalid(file, f"config.{key}", f"unknown key; known keys here: {', '.join(known)}")
+    _convert(config, SimConfig, file, prefix="config")
 
 
 def load_scenario(path: str | Path) -> Scenario:

@@ -117,6 +117,10 @@ REJECTIONS = [
     (scenario_text("[expect]\nreleases = { '1' = '2.0' }\n"), None, "expect.releases.1", "unknown release"),
     (scenario_text("[expect]\ntopics = -1\n"), None, "expect.topics", ">= 0"),
     (scenario_text("[expect]\nmetadata_versoin = '3.8'\n"), None, "expect.metadata_versoin", "unknown key"),
+    (scenario_text("[config]\nheartbeat = 5\n"), None, "config.heartbeat", "known keys here: election_timeout_ms"),
+    (scenario_text("[config]\nelection_timeout_ms = 2.5\n"), None, "config.election_timeout_ms",
+     "expected an integer, got a number"),
+    (scenario_text("[config]\nmessage_loss = 'some'\n"), None, "config.message_loss", "got a string"),
 ]
 
 

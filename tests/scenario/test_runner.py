@@ -303,3 +303,23 @@ def test_contract_five_keys_in_order() -> None:
     assert list(d["final"]) == ["metadata_version", "finalized", "leader", "nodes"]
     assert list(d["final"]["metadata_version"]) == ["level", "name"]
     assert list(d["final"]["nodes"][0])[:4] == ["id", "roles", "release", "state"]
+
+
+def test_leader_selector_and_config_table() -> None:
+    o = run_text("""
+[config]
+broker_heartbeat_interval_ms = 1000
+[[step]]
+op = "stop"
+nodes = "leader"
+[[step]]
+op = "start"
+nodes = [1]
+[expect]
+running = [1, 2, 3]
+has_leader = true
+""")
+    steps_ok(o)
+    assert o.result.passed
+    # the only controller was the leader: while it was down the cluster had none
+    assert any(s.leader is None for s in o.timeline.samples)
