@@ -313,6 +313,9 @@ broker_heartbeat_interval_ms = 1000
 op = "stop"
 nodes = "leader"
 [[step]]
+op = "run"
+ms = 2000
+[[step]]
 op = "start"
 nodes = [1]
 [expect]
