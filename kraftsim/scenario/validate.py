@@ -57,12 +57,6 @@ class Scenario:
     #: node id -> roles at the start
     nodes: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
-    def with_seed(self, seed: int | None) -> "Scenario":
-        if seed is None:
-            return self
-        return Scenario(self.path, self.name, self.description, seed, self.policy, self.catalog, self.catalog_path,
-                        self.cluster, self.steps, self.expect, self.header, dict(self.config), dict(self.nodes))
-
 
 def _words(text: str) -> str:
     """msgspec's `Expected `int`, got `str`` in plain words."""
