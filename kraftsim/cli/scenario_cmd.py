@@ -117,7 +117,10 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(summary_lines(result)), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
-            write_report(outcome, _target(args.html, scenario, many, ".html"))
+            report = _target(args.html, scenario, many, ".html")
+            write_report(outcome, report)
+            if not args.json:
+                print(f"  report: {report}")
         failed += not result.passed
     return EXIT_FAILED if failed else 0
 

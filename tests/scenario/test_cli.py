@@ -107,3 +107,17 @@ def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: p
     # --keep refuses a directory that holds something
     code, _, err = run(capsys, "scenario", "run", str(tmp_path / "a.toml"), "--keep", str(keep))
     assert code == 2 and "not an empty directory" in err
+
+
+def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write(tmp_path, "a.toml", PASSING)
+    b = write(tmp_path, "b.toml", FAILING)
+    code, out, _ = run(capsys, "scenario", "run", str(a), str(b), "--html", str(tmp_path / "reports"),
+                       "--keep", str(tmp_path / "kept"))
+    assert code == 1
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["failing.html", "passing.html"]
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["failing", "passing"]
+    assert f"  report: {tmp_path / 'reports' / 'passing.html'}" in out
+    assert "FAIL</span>" in (tmp_path / "reports" / "failing.html").read_text(encoding="utf-8")
+    code, out, _ = run(capsys, "scenario", "run", str(a), "--html", str(tmp_path / "one.html"), "--json")
+    assert code == 0 and len(out.splitlines()) == 1 and (tmp_path / "one.html").is_file()
