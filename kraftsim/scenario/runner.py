@@ -19,23 +19,40 @@ from typing import Any, Callable
 
 import msgspec
 
-from kraftsim.controller.downgrade_report import downgrade_report
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
 from kraftsim.scenario.errors import ScenarioInvalid
+from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.language import (
-    AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, Heal, NodesStep, Partition,
-    Roll, Run, Snapshot, Start, Step, Wait,
+    AddNode,
+    CreateTopics,
+    DeleteTopics,
+    DiskFault,
+    FeaturesChange,
+    FeaturesDisable,
+    Heal,
+    NodesStep,
+    Partition,
+    Roll,
+    Run,
+    Snapshot,
+    Start,
+    Step,
+    Wait,
 )
+from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
 from kraftsim.scenario.results import (
-    ExpectResult, FinalState, InvariantOut, LossReportOut, MvChangeOut, MvName, NodeOut, ScenarioResult, StepResult,
+    FinalState,
+    InvariantOut,
+    MvName,
+    NodeOut,
+    ScenarioResult,
+    StepResult,
     final_digest,
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
-from kraftsim.scenario.validate import Scenario, mv_level, resolve_release
+from kraftsim.scenario.validate import Scenario
 from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
-from kraftsim.versions import FEATURE_NAME as MV_NAME
-
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
@@ -112,7 +129,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
                                 invariants=invariants, final=final, digest=final_digest(final, digests),
-                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=_mv_changes(sim, scenario))
+                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario))
         return RunOutcome(scenario, result, timeline)
     finally:
         sim.close()
@@ -145,7 +162,7 @@ def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
 def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origin_ms: int) -> StepResult:
     output: list[str] = []
     error: str | None = None
-    loss = _loss_report(sim, scenario, step) if isinstance(step, FeaturesChange) else None
+    loss = loss_report_before(sim, scenario, step) if isinstance(step, FeaturesChange) else None
     try:
         output = _execute(sim, _resolve_leader(sim, step))
     except (SimError, KraftsimError) as e:
@@ -235,105 +252,12 @@ def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
     return [n.id for n in infos]
 
 
-def _loss_report(sim: Simulation, scenario: Scenario, step: FeaturesChange) -> LossReportOut | None:
-    """For a metadata.version downgrade: what the active controller's image would lose at the
-    target, computed before the step, whichever the policy (Kafka refuses what kip-778 drops)."""
-    if step.op != "features-downgrade":
-        return None
-    catalog = scenario.catalog
-    try:
-        if step.metadata is not None:
-            target = catalog.mv_from_string(step.metadata, unstable=True)
-        elif step.release_version is not None:
-            target = catalog.mv_from_string(step.release_version, unstable=True)
-        elif step.features and MV_NAME in step.features:
-            target = catalog.mv_from_level(step.features[MV_NAME])
-        else:
-            return None
-    except KraftsimError:
-        return None  # the tool says why, as the step's error
-    leader = sim.leader()
-    image = sim.image(leader) if leader is not None else None
-    if image is None or image.metadata_version is None:
-        return None
-    report = downgrade_report(image, target, catalog, node_id=leader)
-    return LossReportOut(report.current, report.target, report.lossless, [f"{x.kind}: {x.entity}" for x in report.lost])
-
-
-def _mv_name(scenario: Scenario, level: int) -> str | None:
-    """The version string of a level, also for levels newer lines dropped (1-6 on 4.x)."""
-    return next((mv.version for mv in scenario.catalog.all_metadata_versions if mv.level == level), None)
-
-
 def _final(sim: Simulation, scenario: Scenario) -> FinalState:
     level = sim.metadata_version()
     fin = sim.finalized()
     nodes = [NodeOut(n.id, list(n.roles), n.release, n.state, n.fenced, n.detail) for n in sim.nodes()]
-    return FinalState(MvName(level, _mv_name(scenario, level) if level else None),
+    return FinalState(MvName(level, mv_name(scenario, level) if level else None),
                       {k: fin[k] for k in sorted(fin)}, sim.leader(), nodes)
-
-
-def _mv_changes(sim: Simulation, scenario: Scenario) -> list[MvChangeOut]:
-    """The simulator's metadata.version changes (one per node and change), merged per change."""
-    merged: dict[tuple[int, int, int], MvChangeOut] = {}
-    for r in sim.mv_changes():
-        ch = r.change
-        key = (r.offset, ch.old_level, ch.new_level)
-        out = merged.get(key)
-        if out is None:
-            out = MvChangeOut(_mv_name(scenario, ch.old_level) if ch.old_level else None,
-                              _mv_name(scenario, ch.new_level) or str(ch.new_level), bool(ch.lossless), [],
-                              list(ch.losses.lines()), [])
-            merged[key] = out
-        out.nodes.append(r.node_id)
-        out.snapshots += [f"node {r.node_id}: {s}" for s in r.snapshots]
-    return [merged[k] for k in sorted(merged)]
-
-
-def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list[ExpectResult]:
-    """`[expect]`, key by key, in the order of contract 4 then kraftsim's additions."""
-    e = scenario.expect
-    out: list[ExpectResult] = []
-    running = sorted(n.id for n in final.nodes if n.state == "running")
-    if e.metadata_version is not None:
-        level = final.metadata_version.level
-        if isinstance(e.metadata_version, int):
-            out.append(ExpectResult("metadata_version", e.metadata_version, level, e.metadata_version == level))
-        else:
-            out.append(ExpectResult("metadata_version", e.metadata_version, final.metadata_version.name,
-                                    mv_level(scenario.catalog, e.metadata_version) == level))
-    if e.finalized is not None:
-        actual = {k: final.finalized.get(k, 0) for k in sorted(e.finalized)}
-        out.append(ExpectResult("finalized", {k: e.finalized[k] for k in sorted(e.finalized)}, actual,
-                                actual == {k: e.finalized[k] for k in sorted(e.finalized)}))
-    if e.running is not None:
-        out.append(ExpectResult("running", sorted(e.running), running, sorted(e.running) == running))
-    if e.has_leader is not None:
-        has = final.leader is not None
-        out.append(ExpectResult("has_leader", e.has_leader, has, e.has_leader == has))
-    if e.leader is not None:
-        out.append(ExpectResult("leader", e.leader, final.leader, e.leader == final.leader))
-    if e.failed is not None:
-        failed = sorted(n.id for n in final.nodes if n.state == "failed")
-        out.append(ExpectResult("failed", sorted(e.failed), failed, sorted(e.failed) == failed))
-    if e.stopped is not None:
-        stopped = sorted(n.id for n in final.nodes if n.state != "running")
-        out.append(ExpectResult("stopped", sorted(e.stopped), stopped, sorted(e.stopped) == stopped))
-    if e.fenced is not None:
-        fenced = sorted(n.id for n in final.nodes if n.fenced)
-        out.append(ExpectResult("fenced", sorted(e.fenced), fenced, sorted(e.fenced) == fenced))
-    if e.releases is not None:
-        by_id = {str(n.id): n.release for n in final.nodes}
-        keys = sorted(e.releases, key=int)
-        want = {k: resolve_release(scenario.catalog, e.releases[k]) for k in keys}
-        actual = {k: by_id.get(k) for k in keys}
-        out.append(ExpectResult("releases", {k: e.releases[k] for k in keys}, actual, want == actual))
-    if e.topics is not None:
-        leader = final.leader
-        image = sim.image(leader) if leader is not None else None
-        count = len(image.topics) if image is not None else None
-        out.append(ExpectResult("topics", e.topics, count, e.topics == count))
-    return out
 
 
 def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,
