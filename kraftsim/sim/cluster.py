@@ -154,6 +154,22 @@ def read_state(directory: Path) -> ClusterState:
     return state
 
 
+def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
+                seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
+                emit: Callable[[str], None] = print) -> None:
+    """`kafka-storage format` for one node, with the node's release as the tool's: the node's
+    directory is both its log dir and its metadata log dir, and the quorum is static."""
+    directory = str(node_directory(cluster_dir, state.id))
+    name, port = CONTROLLER_LISTENER
+    config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                          metadata_log_dir=directory, controller_listener_names=(name,),
+                          quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
+    rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
+    storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
+                   release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
+                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: emit(f"[node {state.id}] {line}"))
+
+
 class SimCluster:
     """A running simulated cluster (see the module docstring). Use `create` or `open`, then
     `save` (or use it as a context manager, which saves and closes)."""
@@ -304,18 +320,9 @@ class SimCluster:
         return node
 
     def _format(self, state: NodeState, *, release_version: str | None = None, features: Sequence[str] = ()) -> None:
-        """`kafka-storage format` for one node, with the node's release as the tool's: the node's
-        directory is both its log dir and its metadata log dir, and the quorum is static."""
-        directory = str(node_directory(self.directory, state.id))
-        name, port = CONTROLLER_LISTENER
-        config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
-                              metadata_log_dir=directory, controller_listener_names=(name,),
-                              quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in self.state.voters))
-        rng = random.Random(f"kraftsim:{self.state.seed}:format:{state.id}")
-        seconds = self.state.now_ms // 1000
-        storage_format(self.catalog.at_release(state.release), config, cluster_id=self.state.cluster_id,
-                       release_version=release_version, features=features, clock=self.now, rng=rng,
-                       date=java_date(seconds), fsync=False, out=lambda line: self.emit(f"[node {state.id}] {line}"))
+        format_node(self.directory, self.catalog, state, voters=self.state.voters, cluster_id=self.state.cluster_id,
+                    seed=self.state.seed, now_ms=self.state.now_ms, release_version=release_version,
+                    features=features, emit=self.emit)
 
     def _write_raft_files(self, node: SimNode) -> None:
         if node.log is None:
