@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from kraftsim.scenario.language import Expect
 from kraftsim.scenario.results import ExpectResult, FinalState
 from kraftsim.scenario.validate import Scenario, mv_level, resolve_release
 from kraftsim.sim import Simulation
 
 
-def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list[ExpectResult]:
-    """`[expect]`, key by key, in the order of contract 4 then kraftsim's additions."""
-    e = scenario.expect
+def check_expect(scenario: Scenario, sim: Simulation, final: FinalState, expect: Expect | None = None,
+                 step: int | None = None) -> list[ExpectResult]:
+    """`[expect]` (or a step's `expect`), key by key, in the order of contract 4 then kraftsim's additions."""
+    e = scenario.expect if expect is None else expect
     out: list[ExpectResult] = []
     running = sorted(n.id for n in final.nodes if n.state == "running")
     if e.metadata_version is not None:
@@ -50,4 +52,6 @@ def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list
         image = sim.image(leader) if leader is not None else None
         count = len(image.topics) if image is not None else None
         out.append(ExpectResult("topics", e.topics, count, e.topics == count))
+    for r in out:
+        r.step = step
     return out

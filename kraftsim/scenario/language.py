@@ -55,11 +55,13 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
 
 
 class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
-    """Keys every step takes. `note` is kraftsim's addition: a sentence shown in reports."""
+    """Keys every step takes. `note` (a sentence shown in reports) and `expect` are kraftsim's additions."""
 
     op: str
     expect_error: str | None = None
     note: str | None = None
+    #: kraftsim's addition: `[expect]` keys checked right after this step ([step.expect]).
+    expect: Expect | None = None
 
 
 class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):

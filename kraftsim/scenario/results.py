@@ -40,6 +40,7 @@ class ExpectResult(msgspec.Struct):
     expected: Any
     actual: Any
     ok: bool
+    step: int | None = None  # checked right after this step ([step.expect]); None: at the end
 
 
 class InvariantOut(msgspec.Struct):

@@ -42,6 +42,7 @@ from kraftsim.scenario.language import (
 )
 from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
 from kraftsim.scenario.results import (
+    ExpectResult,
     FinalState,
     InvariantOut,
     MvName,
@@ -103,6 +104,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         sim.subscribe(lambda event: timeline.on_event(sim, event))
         broken: dict[str, str] = {}
         steps: list[StepResult] = []
+        checkpoints: list[ExpectResult] = []
         failed_at: int | None = None
         for index, step in enumerate(scenario.steps, start=1):
             if failed_at is not None:
@@ -114,6 +116,8 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
                 timeline.sample(sim)
                 timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, _acts_on(sim, step)))
                 _collect_invariants(sim, index, broken)
+                if step.expect is not None:
+                    checkpoints += check_expect(scenario, sim, _final(sim, scenario), step.expect, index)
                 if not res.ok:
                     failed_at = index
             steps.append(res)
@@ -124,7 +128,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         invariants += [InvariantOut(name, False, detail) for name, detail in sorted(broken.items())
                        if name not in INVARIANTS]
         final = _final(sim, scenario)
-        expects = check_expect(scenario, sim, final)
+        expects = checkpoints + check_expect(scenario, sim, final)
         passed = all(s.ok for s in steps) and all(e.ok for e in expects) and all(i.ok for i in invariants)
         digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,

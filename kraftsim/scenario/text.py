@@ -111,9 +111,10 @@ def _value(v: Any) -> str:
 
 
 def expect_line(e: ExpectResult) -> str:
+    when = "" if e.step is None else f" (after step {e.step})"
     if e.ok:
-        return f"  expect {e.key} = {_value(e.expected)}: ok"
-    return f"  expect {e.key}: FAILED, expected {_value(e.expected)}, actual {_value(e.actual)}"
+        return f"  expect {e.key} = {_value(e.expected)}{when}: ok"
+    return f"  expect {e.key}{when}: FAILED, expected {_value(e.expected)}, actual {_value(e.actual)}"
 
 
 def summary_lines(result: ScenarioResult) -> list[str]:

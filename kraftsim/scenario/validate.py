@@ -388,24 +388,26 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         check.non_negative(step.ms, "ms", index)
     elif isinstance(step, Wait):
         check.non_negative(step.timeout_ms, "timeout_ms", index, 1)
+    if step.expect is not None:
+        _check_expect(step.expect, check, index)
     return step
 
 
-def _check_expect(e: Expect, check: _Checker) -> None:
+def _check_expect(e: Expect, check: _Checker, step: int | None = None) -> None:
     if e.metadata_version is not None and mv_level(check.catalog, e.metadata_version) is None:
-        check.mv(e.metadata_version, "expect.metadata_version")  # says what is known
+        check.mv(e.metadata_version, "expect.metadata_version", step)  # says what is known
     for name, level in (e.finalized or {}).items():
-        check.feature(name, f"expect.finalized.{name}")
-        check.non_negative(level, f"expect.finalized.{name}")
+        check.feature(name, f"expect.finalized.{name}", step)
+        check.non_negative(level, f"expect.finalized.{name}", step)
     for key in ("running", "failed", "stopped", "fenced"):
         ids = getattr(e, key)
         if ids is not None:
-            check.ids(ids, f"expect.{key}")
+            check.ids(ids, f"expect.{key}", step)
     if e.leader is not None:
-        check.ids([e.leader], "expect.leader")
+        check.ids([e.leader], "expect.leader", step)
     for text, release in (e.releases or {}).items():
         if not text.isdigit():
-            raise check.fail(f"expect.releases.{text}", "expected a node id as the key")
-        check.ids([int(text)], f"expect.releases.{text}")
-        check.release(release, f"expect.releases.{text}")
-    check.non_negative(e.topics, "expect.topics")
+            raise check.fail(f"expect.releases.{text}", "expected a node id as the key", step)
+        check.ids([int(text)], f"expect.releases.{text}", step)
+        check.release(release, f"expect.releases.{text}", step)
+    check.non_negative(e.topics, "expect.topics", step)
