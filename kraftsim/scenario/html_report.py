@@ -60,6 +60,8 @@ def render(run: RunOutcome) -> str:
     ]
     if s.description:
         parts.append(f"<p>{escape(s.description)}</p>")
+    if r.setup_error:
+        parts.append(f'<p class="bad"><b>Setup failed:</b> {escape(r.setup_error)}</p>')
     h = s.header
     if h.question or h.answer:
         parts.append('<div class="qa">')

@@ -99,6 +99,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
             ) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:
+        setup_error = _settle_new_cluster(sim)
         timeline = Timeline(origin_ms=sim.now_ms)
         timeline.sample(sim)
         sim.subscribe(lambda event: timeline.on_event(sim, event))
@@ -107,9 +108,9 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         checkpoints: list[ExpectResult] = []
         failed_at: int | None = None
         for index, step in enumerate(scenario.steps, start=1):
-            if failed_at is not None:
-                res = StepResult(index, step.op, False, f"not run: step {failed_at} failed", step.expect_error,
-                                 skipped=True)
+            if setup_error is not None or failed_at is not None:
+                why = "the new cluster did not become stable" if failed_at is None else f"step {failed_at} failed"
+                res = StepResult(index, step.op, False, f"not run: {why}", step.expect_error, skipped=True)
             else:
                 start = sim.now_ms - timeline.origin_ms
                 res = _run_step(sim, scenario, index, step, timeline.origin_ms)
@@ -129,14 +130,29 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
                        if name not in INVARIANTS]
         final = _final(sim, scenario)
         expects = checkpoints + check_expect(scenario, sim, final)
-        passed = all(s.ok for s in steps) and all(e.ok for e in expects) and all(i.ok for i in invariants)
+        passed = (setup_error is None and all(s.ok for s in steps) and all(e.ok for e in expects)
+                  and all(i.ok for i in invariants))
         digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
                                 invariants=invariants, final=final, digest=final_digest(final, digests),
-                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario))
+                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario),
+                                setup_error=setup_error)
         return RunOutcome(scenario, result, timeline)
     finally:
         sim.close()
+
+
+#: How long (simulated) a new cluster may take to become stable before the first step.
+SETUP_TIMEOUT_MS = 60_000
+
+
+def _settle_new_cluster(sim: Simulation) -> str | None:
+    """Steps start from a stable cluster, as after `kraftsim cluster create`; None when it is."""
+    try:
+        sim.wait(SETUP_TIMEOUT_MS)
+    except SimError as e:
+        return f"the new cluster did not become stable: {e}"
+    return None
 
 
 def _collect_invariants(sim: Simulation, index: int | None, broken: dict[str, str]) -> None:
@@ -225,7 +241,8 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         return []
     if isinstance(step, Snapshot):
         nodes = None if step.nodes is None else _ids(sim, step.nodes)
-        return [f"Wrote {p.name}" for p in sim.snapshot(nodes)]
+        return [f"Wrote {p.name} ({p.stat().st_size} bytes)" if p.exists() else f"Wrote {p.name} (since removed)"
+                for p in sim.snapshot(nodes)]
     if isinstance(step, Run):
         sim.run(step.ms)
         return []

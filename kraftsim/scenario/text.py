@@ -119,7 +119,8 @@ def expect_line(e: ExpectResult) -> str:
 
 def summary_lines(result: ScenarioResult) -> list[str]:
     """The expectations, invariants, metadata.version changes and the verdict."""
-    out = [expect_line(e) for e in result.expect]
+    out = [] if result.setup_error is None else [f"  setup FAILED: {result.setup_error}"]
+    out += [expect_line(e) for e in result.expect]
     for ch in result.mv_changes:
         kind = "lossless" if ch.lossless else f"lossy, {len(ch.losses)} item(s) dropped"
         out.append(f"  metadata.version {ch.old} -> {ch.new} on nodes {','.join(map(str, ch.nodes))}: {kind}")

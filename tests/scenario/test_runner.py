@@ -219,7 +219,7 @@ def test_fault_ops(name: str) -> None:
     steps_ok(o)
     assert o.result.passed, [e for e in o.result.expect if not e.ok]
     if name == "snapshot":
-        assert o.result.steps[1].output and all(line.endswith(".checkpoint") for line in o.result.steps[1].output)
+        assert o.result.steps[1].output and all(line.endswith(" bytes)") for line in o.result.steps[1].output)
 
 
 def test_expect_error_rules_and_skipped_steps() -> None:
