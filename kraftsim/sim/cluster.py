@@ -65,8 +65,10 @@ from kraftsim.image.mv_change import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
 from kraftsim.storage import (
-    QuorumState, ServerConfig, read_bootstrap_dir, storage_format, write_leader_epoch_checkpoint, write_quorum_state,
+    METADATA_DIR_NAME, MetadataLog, QuorumState, ServerConfig, read_bootstrap_dir, storage_format,
+    write_leader_epoch_checkpoint, write_quorum_state,
 )
+from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.formatter import random_uuid
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
@@ -244,6 +246,7 @@ class SimCluster:
         do not save a passive cluster)."""
         d = Path(directory)
         cluster = cls(d, read_state(d), emit=emit)
+        cluster._reconcile_epoch()  # only reads: a passive cluster is never saved
         for n in cluster.state.nodes:
             if n.running:
                 cluster._open_node(n)
@@ -259,6 +262,20 @@ class SimCluster:
         cluster.replicate()
         return cluster
 
+    def _reconcile_epoch(self) -> None:
+        """A command killed after the nodes' logs moved on but before cluster.json was saved
+        leaves a newer epoch on disk than the file says: the quorum then elects again, above it."""
+        newest = self.state.epoch
+        for n in self.state.nodes:
+            d = node_directory(self.directory, n.id) / METADATA_DIR_NAME
+            if not d.is_dir():
+                continue
+            with MetadataLog.open(d, read_only=True) as log:
+                newest = max([newest] + [e.epoch for e in log.leader_epochs()])
+        if newest > self.state.epoch:
+            self.state.epoch = newest
+            self.state.leader = None
+
     def __enter__(self) -> "SimCluster":
         return self
 
@@ -273,7 +290,7 @@ class SimCluster:
         for node in self.nodes.values():
             if node.state.running:
                 self._write_raft_files(node)
-        (self.directory / STATE_FILE).write_text(_dump_state(self.state), encoding="utf-8")
+        atomic_write(self.directory / STATE_FILE, _dump_state(self.state).encode("utf-8"))
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -329,9 +346,8 @@ class SimCluster:
             return
         write_quorum_state(node.metadata_dir, QuorumState(
             data_version=0, leader_id=-1 if self.state.leader is None else self.state.leader,
-            leader_epoch=self.state.epoch, voted_id=-1, current_voters=tuple(sorted(self.state.voters))), fsync=False)
-        write_leader_epoch_checkpoint(node.metadata_dir / LEADER_EPOCH_CHECKPOINT_FILE, node.log.leader_epochs(),
-                                      fsync=False)
+            leader_epoch=self.state.epoch, voted_id=-1, current_voters=tuple(sorted(self.state.voters))))
+        write_leader_epoch_checkpoint(node.metadata_dir / LEADER_EPOCH_CHECKPOINT_FILE, node.log.leader_epochs())
 
     # ------------------------------------------------------------------ the quorum
 
@@ -614,6 +630,7 @@ class SimCluster:
                 self.emit(f"Node {i} already runs Kafka {release}.")
                 continue
             problem = self.restart(i, release)
+            self.save()  # a command killed later in the roll leaves the nodes done so far recorded
             if problem:
                 problems.append(problem)
         return problems

@@ -28,7 +28,7 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image.emitter import RetentionSettings
-from kraftsim.image.loading import load_path
+from kraftsim.image.writer import registry_for
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import LIFECYCLE_HANDLERS, TRANSIENT_REFUSALS, LifecycleMixin
@@ -76,6 +76,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.current_event = "start"
         self.deep_every_event = False
         self.events_run = 0
+        self.registry = registry_for(catalog)
         self._snapshots_seen: dict[int, int] = {}
 
     # -------------------------------------------------------------- basics
@@ -129,10 +130,13 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
+        checked_at = None
         while True:
-            if stop is not None and stop():
-                return True
             nxt = self.sched.next_time()
+            if stop is not None and checked_at != self.now and (nxt is None or nxt > self.now):
+                checked_at = self.now  # once per instant: after every event of this millisecond ran
+                if stop():
+                    return True
             if nxt is None or nxt > end_ms:
                 self.sched.now_ms = max(self.sched.now_ms, end_ms)
                 return stop is not None and stop()
@@ -169,6 +173,7 @@ class Engine(RaftMixin, LifecycleMixin):
         m.node = node
         self._snapshots_seen[m.id] = 0
         m.status = RUNNING
+        m.state.running = True
         m.detail = None
         m.voter = m.id in self.voters
         try:
@@ -181,7 +186,11 @@ class Engine(RaftMixin, LifecycleMixin):
         for action in node.log.recovery if node.log is not None else ():
             self.emit(m.id, "recovery", {"action": action.describe()})
         if m.state.is_controller:
-            levels = load_path(node.metadata_dir, catalog=self.catalog).image.features.all_levels()
+            try:
+                levels = self._finalized_on_disk(node)
+            except KraftsimError as e:
+                self._fail_start(m, str(e))
+                return m.detail
             refusal = node.replay_refusal(levels)
             if refusal is not None:
                 self._fail_start(m, refusal)
@@ -199,15 +208,26 @@ class Engine(RaftMixin, LifecycleMixin):
         m.controller_registered = False
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles),
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m)
+        self._raft_start(m, resume=not new_process)
         self._lifecycle_start(m)
         return None
+
+    def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
+        """The finalized levels the node's snapshot and log hold (what its controller would
+        replay at start-up), read with the full catalog's records."""
+        assert node.loader is not None and node.log is not None
+        levels = dict(node.loader.image.features.all_levels())
+        for e in node.log.entries(node.loader.last_offset + 1, self.registry):
+            if e.record_type.name == "FeatureLevelRecord":
+                levels[e.message.name] = e.message.feature_level
+        return levels
 
     def _fail_start(self, m: Member, text: str) -> None:
         self.emit(m.id, "failed", {"text": text})
         if m.node is not None:
             m.node.close()
         m.node = None
+        m.state.running = False
         m.status, m.detail = FAILED, text
 
     def _halt(self, m: Member, detail: str | None, status: str) -> None:
@@ -219,6 +239,7 @@ class Engine(RaftMixin, LifecycleMixin):
                 self._persist(m)
             m.node.close()
         m.node = None
+        m.state.running = False
         m.status, m.detail = status, detail
         m.role = "unattached"
         m.timer_gen += 1
@@ -250,6 +271,10 @@ class Engine(RaftMixin, LifecycleMixin):
                 self.emit(m.id, "controlled-shutdown", {"broker_epoch": m.broker_epoch})
         if not m.running:
             return
+        if m.role == LEADER:
+            for v in self.voters:
+                if v != m.id:
+                    self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
         m.state.previous_broker_epoch = m.broker_epoch if m.broker_epoch is not None else -1
         self.emit(m.id, "stop", {"log_end_offset": m.log.log_end_offset})
         self._halt(m, None, STOPPED)

@@ -48,6 +48,8 @@ class Checker:
         self.hw: dict[int, int] = {}
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
+        self._shadows: dict[int, tuple[object, int, MetadataLoader]] = {}
+        self._snapshots_checked: set[tuple[int, int, int]] = set()
 
     def fail(self, name: str, detail: str) -> None:
         result = InvariantResult(name, False, detail)
@@ -130,10 +132,18 @@ class Checker:
     def truncating(self, event: str, m: Member, offset: int) -> None:
         """`m` is about to cut its log at `offset` (divergence or a crash)."""
         held = min(m.log.log_end_offset, self.committed_end)
-        if offset < held:
-            self.fail("ConsistentCommittedData",
-                      f"{event}: node {m.id} truncates its log to offset {offset}, losing committed offsets "
-                      f"{offset}-{held - 1}")
+        if offset >= held:
+            return
+        for fb in m.log.batches(offset):
+            b = fb.batch
+            if b.base_offset >= held:
+                break
+            known = self.committed.get(b.base_offset)
+            if known is not None and known == (b.last_offset, b.partition_leader_epoch, zlib.crc32(b.raw[12:])):
+                self.fail("ConsistentCommittedData",
+                          f"{event}: node {m.id} truncates its log to offset {offset}, losing the committed batch "
+                          f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")
+                return
 
     def applied(self, event: str, m: Member) -> None:
         if m.applied >= self.committed_end:
@@ -144,14 +154,32 @@ class Checker:
     # -------------------------------------------------------------- deep checks
 
     def deep(self, event: str, members: list[Member]) -> None:
+        """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
+        shadow loader of its own that replays the node's files independently; it advances
+        with the node (and starts again when the node restarts or installs a snapshot)."""
         for m in members:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
             node = m.node
-            expected = replay_image(node, node.applied_offset + 1)
-            if expected is not None and image_digest(expected) != image_digest(node.loader.image):
+            upto = node.applied_offset + 1
+            shadow = self._shadows.get(m.id)
+            if shadow is None or shadow[0] is not node or shadow[1] > upto or upto > node.log.log_end_offset:
+                loader = replay_loader(node, upto)
+                image = None if loader is None else loader.image
+            else:
+                loader = shadow[2]
+                if shadow[1] == upto:
+                    self._snapshots(event, m)
+                    continue
+                loader.set_high_watermark(upto)
+                for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
+                    loader.handle_commit([cb])
+                image = loader.image
+            if image is not None and image_digest(image) != image_digest(node.loader.image):
                 self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
                                              f"{node.applied_offset}) differs from a replay of its log")
+            if loader is not None:
+                self._shadows[m.id] = (node, upto, loader)
             self._snapshots(event, m)
 
     def _snapshots(self, event: str, m: Member) -> None:
@@ -161,6 +189,10 @@ class Checker:
         for sid in log.snapshot_ids():
             if sid.end_offset <= 0 or log.log_start_offset > 0:
                 continue  # the log no longer reaches back to its start
+            key = (m.id, sid.end_offset, sid.epoch)
+            if key in self._snapshots_checked:
+                continue
+            self._snapshots_checked.add(key)
             snap = read_snapshot(snapshot_path(log.directory, sid), node.registry)
             loader = MetadataLoader(node.catalog, clock_ns=lambda: 0, mv_change=_mv_handling(node))
             load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
@@ -174,9 +206,9 @@ def _mv_handling(node) -> MvChangeHandling:  # type: ignore[no-untyped-def]
     return MvChangeHandling.KIP_778 if node.kip_778 else MvChangeHandling.KAFKA
 
 
-def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignore[no-untyped-def]
-    """The image a fresh loader builds from the node's newest usable snapshot and its log, up
-    to offset `upto` (exclusive); None when the files cannot give it."""
+def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoader | None:  # type: ignore[no-untyped-def]
+    """A fresh loader fed the node's newest usable snapshot and its log, up to offset `upto`
+    (exclusive); None when the files cannot give it."""
     log = node.log
     loader = MetadataLoader(node.catalog, clock_ns=lambda: 0, mv_change=_mv_handling(node))
     start = log.log_start_offset
@@ -193,4 +225,10 @@ def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignor
         loader.set_high_watermark(upto)
         for cb, _ in committed_batches(log.batches(start), node.registry, start, upto):
             loader.handle_commit([cb])
-    return loader.image
+    return loader
+
+
+def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignore[no-untyped-def]
+    """The image `replay_loader` builds (None when the files cannot give it)."""
+    loader = replay_loader(node, upto, use_snapshots=use_snapshots)
+    return None if loader is None else loader.image

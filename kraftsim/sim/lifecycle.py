@@ -105,8 +105,6 @@ class LifecycleMixin:
                 m.broker_epoch = None  # register again
             return
         reply: BrokerHeartbeatReply = d["reply"]
-        if m.fenced is not None and m.fenced != reply.is_fenced:
-            self.emit(m.id, "fence" if reply.is_fenced else "unfence", {"broker_epoch": m.broker_epoch})
         m.fenced = reply.is_fenced
         if reply.should_shut_down:
             m.shutdown_done = True
@@ -152,7 +150,12 @@ class LifecycleMixin:
         if not self._leader_of(m, msg, "heartbeat-reply"):
             return
         request = msg.data["request"]
+        before = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
         result = self._execute(lambda ctx: broker_heartbeat(ctx, request, self.controller.heartbeats))
+        after = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
+        if before is not None and after is not None and before.fenced != after.fenced:
+            self.emit(request.broker_id, "fence" if after.fenced else "unfence",
+                      {"by": m.id, "broker_epoch": after.epoch})
         self._answer(m, msg, "heartbeat-reply", result, {} if result is None else {"reply": result.response})
 
     def _leader_tick(self, m: Member, epoch: int) -> None:

@@ -37,6 +37,7 @@ class Member:
     timer_gen: int = 0
     last_fetch_ok_ms: int = 0
     fetch_in_flight: bool = False
+    fetch_seq: int = 0
     fetch_target: int | None = None
     fetch_rotation: int = 0
     snapshot_in_flight: bool = False

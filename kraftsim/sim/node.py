@@ -153,6 +153,7 @@ class SimNode:
         #: the node applies nothing from there on.
         self.blocked: Unsupported | None = None
         self._mv_changes = _MvChanges()
+        self._registers_controller: bool | None = None
 
     # ------------------------------------------------------------------ identity and software
 
@@ -182,8 +183,10 @@ class SimNode:
 
     def registers_controller(self) -> bool:
         """Whether this software sends ControllerRegistration at all (KIP-919, Kafka 3.7 on)."""
-        return self.state.is_controller and self.catalog.supports("controller_registration",
-                                                                  self.catalog.latest_production)
+        if self._registers_controller is None:
+            self._registers_controller = self.state.is_controller and self.catalog.supports(
+                "controller_registration", self.catalog.latest_production)
+        return self._registers_controller
 
     def unsupported(self, levels: Mapping[str, int]) -> list[Unsupported]:
         """The finalized levels (level 0 = disabled is always fine) this software does not support."""

@@ -79,9 +79,10 @@ class RaftMixin:
         t = self.config.election_timeout_ms
         return t + self.rng.randint(0, t)
 
-    def _raft_start(self, m: Member) -> None:
+    def _raft_start(self, m: Member, *, resume: bool = False) -> None:
         """A node's raft layer starts from its quorum-state: a voter that led becomes resigned
-        (it cannot lead the same epoch twice), a voter that followed fetches from that leader."""
+        (it cannot lead the same epoch twice), a voter that followed fetches from that leader.
+        `resume` (a reopened simulation, whose processes never stopped): a leader leads on."""
         m.high_watermark = None
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
@@ -90,6 +91,15 @@ class RaftMixin:
             m.role = OBSERVER
             self._fetch(m)
             return
+        if resume and m.leader == m.id:
+            m.role = LEADER
+            starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
+            m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
+            m.matched = {m.id: m.flushed_end}
+            m.last_fetch_from = {v: self.now for v in self.voters}
+            self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
+            self._activate_controller(m)  # type: ignore[attr-defined]
+            return
         if m.leader == m.id:
             m.role, m.leader = RESIGNED, None
             self._persist(m)
@@ -97,7 +107,9 @@ class RaftMixin:
         m.last_fetch_ok_ms = self.now
         if m.role == FOLLOWER:
             self._fetch(m)
-        self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+            self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        else:
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
 
     # -------------------------------------------------------------- state changes
 
@@ -147,7 +159,7 @@ class RaftMixin:
     # -------------------------------------------------------------- elections
 
     def _on_election_timeout(self, m: Member) -> None:
-        if m.role in (LEADER,) or not m.voter:
+        if m.role in (LEADER, FOLLOWER) or not m.voter:
             return
         if m.role in (PROSPECTIVE, CANDIDATE):
             backoff = self.rng.randint(0, self.config.election_backoff_max_ms)
@@ -172,7 +184,7 @@ class RaftMixin:
         if m.id not in self.voters:
             return
         if self._release_at_least(m, PRE_VOTE_FROM):
-            m.role, m.granted = PROSPECTIVE, {m.id}
+            m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
             self.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
             self._ask_votes(m, m.epoch + 1, pre_vote=True)
         else:
@@ -215,7 +227,7 @@ class RaftMixin:
                 granted = (msg.epoch > m.epoch or (msg.epoch == m.epoch and m.leader is None)) and not leader_alive \
                     and self._log_up_to_date(m, d["last_epoch"], d["end_offset"])
             self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": True, "granted": granted,
-                                                                           "for_epoch": msg.epoch}))
+                                                                           "for_epoch": msg.epoch, "leader": m.leader}))
             return
         if msg.epoch < m.epoch:
             self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": False,
@@ -230,10 +242,16 @@ class RaftMixin:
             self._persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": granted,
-                                                                       "for_epoch": msg.epoch}))
+                                                                       "for_epoch": msg.epoch, "leader": m.leader}))
 
     def _on_vote_reply(self, m: Member, msg: Message) -> None:
         d = msg.data
+        leader = d.get("leader")
+        if leader is not None and leader != m.id and msg.epoch >= m.epoch and m.role != LEADER \
+                and (msg.epoch > m.epoch or (m.leader is None and m.role not in (PROSPECTIVE, CANDIDATE))):
+            self._become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
+            self._fetch(m)
+            return
         if d["pre_vote"]:
             if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
                 m.granted.add(msg.src)
@@ -291,6 +309,13 @@ class RaftMixin:
     def _lose_leadership(self, m: Member) -> None:
         m.parked = {}
         self._drop_controller(m)  # type: ignore[attr-defined]
+
+    def _on_end_epoch(self, m: Member, msg: Message) -> None:
+        """The leader shuts down cleanly (EndQuorumEpoch): its followers elect a successor
+        after a short random backoff instead of waiting out the fetch timeout."""
+        if m.voter and m.role == FOLLOWER and m.epoch == msg.epoch and m.leader == msg.src:
+            self._arm(m, self.rng.randint(0, self.config.election_backoff_max_ms // 2), "end-epoch",
+                      self._start_election)
 
     def _on_begin_epoch(self, m: Member, msg: Message) -> None:
         if msg.epoch >= m.epoch and m.role != LEADER or msg.epoch > m.epoch:
@@ -351,10 +376,11 @@ class RaftMixin:
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
             "offset": log.log_end_offset, "last_epoch": last_epoch(log, self._snapshot_epoch(m)), "voter": m.voter,
             "hw_seen": m.high_watermark}))
-        gen = m.lifecycle_gen
+        m.fetch_seq += 1
+        seq = m.fetch_seq
 
         def retry() -> None:
-            if m.running and m.lifecycle_gen == gen and m.fetch_in_flight and m.fetch_target == target:
+            if m.running and m.fetch_seq == seq and m.fetch_in_flight:
                 m.fetch_in_flight = False
                 if not m.voter:
                     m.leader = None  # find the leader again
@@ -561,6 +587,7 @@ RAFT_HANDLERS = {
     "vote": RaftMixin._on_vote,
     "vote-reply": RaftMixin._on_vote_reply,
     "begin-epoch": RaftMixin._on_begin_epoch,
+    "end-epoch": RaftMixin._on_end_epoch,
     "fetch": RaftMixin._on_fetch,
     "fetch-reply": RaftMixin._on_fetch_reply,
     "fetch-snapshot": RaftMixin._on_fetch_snapshot,

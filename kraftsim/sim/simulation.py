@@ -68,8 +68,14 @@ class SavedState(msgspec.Struct, kw_only=True):
     voters: tuple[int, ...] = ()
     kraft_version: int = 0
     opens: int = 0
-    events: int = 0
     config: SimConfig = SimConfig()
+    #: The network's partition groups (empty: whole).
+    partition: list[list[int]] = []
+    #: What the invariants carry from one command to the next: the leader of each epoch,
+    #: the highest committed offset, and the failures found so far.
+    leaders: dict[int, int] = {}
+    committed_end: int = 0
+    violations: list[InvariantResult] = []
     nodes: list[SavedNode] = []
 
 
@@ -103,8 +109,12 @@ def read_saved(directory: Path) -> SavedState:
 class Simulation:
     """A simulated KRaft cluster in a directory (see SIM_API.md and the module docstring)."""
 
-    def __init__(self, directory: Path, saved: SavedState, catalog: Catalog):
+    def __init__(self, directory: Path, saved: SavedState, catalog: Catalog, durable: bool = True):
         self.directory = Path(directory)
+        #: Write cluster.json after every operation, fsynced (a killed command leaves a
+        #: directory the next one continues from). Tests may turn it off: then it is
+        #: written, without fsync, only by `close`.
+        self.durable = durable
         self._saved = saved
         self.catalog = catalog
         self.config = saved.config
@@ -121,6 +131,12 @@ class Simulation:
             m = self.engine.add_member(state, STOPPED if n.status == RUNNING else n.status)
             m.detail = n.detail
             m.broker_epoch = n.broker_epoch
+        if saved.partition:
+            self.engine.net.partition(saved.partition)
+        checker = self.engine.checker
+        checker.leaders = dict(saved.leaders)
+        checker.committed_end = saved.committed_end
+        checker.failures = {v.name: v for v in saved.violations}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -128,7 +144,7 @@ class Simulation:
     def create(cls, directory: Path | str, *, controllers: int, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
-               config: SimConfig | None = None) -> "Simulation":
+               config: SimConfig | None = None, durable: bool = True) -> "Simulation":
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers."""
         d = Path(directory)
@@ -161,7 +177,7 @@ class Simulation:
                             release_version=release_version, features=feats, emit=lines.append)
             except KraftsimError as e:
                 raise SimError(str(e)) from None
-        sim = cls(d, saved, base)
+        sim = cls(d, saved, base, durable)
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
         sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
@@ -169,7 +185,7 @@ class Simulation:
         return sim
 
     @classmethod
-    def open(cls, directory: Path | str, config: SimConfig | None = None) -> "Simulation":
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> "Simulation":
         """Open a cluster directory: every node that ran starts again from its disk."""
         d = Path(directory)
         saved = read_saved(d)
@@ -180,7 +196,7 @@ class Simulation:
             catalog = load_catalog(saved.catalog)
         except KraftsimError as e:
             raise SimError(str(e)) from None
-        sim = cls(d, saved, catalog)
+        sim = cls(d, saved, catalog, durable)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False)
@@ -191,14 +207,20 @@ class Simulation:
         e = self.engine
         s = self._saved
         s.now_ms, s.kraft_version, s.voters = e.now, e.kraft_version, e.voters
-        s.events += 0
+        groups: dict[int, list[int]] = {}
+        for node, group in sorted(e.net.groups.items()):
+            groups.setdefault(group, []).append(node)
+        s.partition = [groups[g] for g in sorted(groups)]
+        s.leaders = dict(sorted(e.checker.leaders.items()))
+        s.committed_end = e.checker.committed_end
+        s.violations = [e.checker.failures[n] for n in sorted(e.checker.failures)]
         s.nodes = [SavedNode(id=m.id, roles=tuple(m.state.roles), release=m.state.release,
                              incarnation=m.state.incarnation, starts=m.state.starts,
                              status=RUNNING if m.running else m.status, detail=m.detail,
                              previous_broker_epoch=m.state.previous_broker_epoch, broker_epoch=m.broker_epoch)
                    for m in e.ordered()]
         data = json.dumps(msgspec.to_builtins(s), indent=2, sort_keys=True) + "\n"
-        atomic_write(self.directory / STATE_FILE, data.encode("utf-8"))
+        atomic_write(self.directory / STATE_FILE, data.encode("utf-8"), fsync=self.durable)
 
     def close(self) -> None:
         if self._closed:
@@ -219,7 +241,8 @@ class Simulation:
 
     def _finish_op(self, label: str) -> None:
         self.engine.check_deep(f"after {label}")
-        self.save()
+        if self.durable:
+            self.save()
 
     # ------------------------------------------------------------------ the timeline
 
