@@ -85,6 +85,11 @@ def _run(args: argparse.Namespace) -> int:
     if scenarios is None:
         return EXIT_INVALID
     many = len(scenarios) > 1
+    for scenario in scenarios:
+        keep = _target(args.keep, scenario, many)
+        if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            print(f"kraftsim: error: --keep {keep}: already exists and is not an empty directory", file=sys.stderr)
+            return EXIT_INVALID
     if many and args.html:
         Path(args.html).mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -112,7 +117,10 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(summary_lines(result)), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
-            write_report(outcome, _target(args.html, scenario, many, ".html"))
+            report = _target(args.html, scenario, many, ".html")
+            write_report(outcome, report)
+            if not args.json:
+                print(f"  report: {report}")
         failed += not result.passed
     return EXIT_FAILED if failed else 0
 

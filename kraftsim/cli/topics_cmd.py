@@ -13,6 +13,9 @@ import sys
 
 from kraftsim.cli.common import kafka_tool
 
+#: How long (simulated) `list` lets a reopened cluster settle.
+SETTLE_MS = 60_000
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     group = sub.add_parser("topics", help="create, delete and list the topics of a simulated cluster")
@@ -63,9 +66,15 @@ def _delete(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
 
+    from kraftsim.sim import SimError
+
     with Simulation.open(args.cluster) as sim:
+        if sim.leader() is None:  # a reopened cluster elects its leader first
+            sim.wait(SETTLE_MS)
         leader = sim.leader()
-        image = sim.image(leader) if leader is not None else None
+        if leader is None:
+            raise SimError("no active controller: the topics cannot be listed")
+        image = sim.image(leader)
         names = [] if image is None else sorted(t.name for t in image.topics.sorted_topics())
     for name in names:
         print(name)

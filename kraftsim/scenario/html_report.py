@@ -60,6 +60,8 @@ def render(run: RunOutcome) -> str:
     ]
     if s.description:
         parts.append(f"<p>{escape(s.description)}</p>")
+    if r.setup_error:
+        parts.append(f'<p class="bad"><b>Setup failed:</b> {escape(r.setup_error)}</p>')
     h = s.header
     if h.question or h.answer:
         parts.append('<div class="qa">')
@@ -87,7 +89,7 @@ def render(run: RunOutcome) -> str:
     parts += _losses(r)
     parts += ["<h2>Expectations</h2>", '<table class="expect"><tr><th>key</th><th>expected</th><th>actual</th>'
               "<th></th></tr>"]
-    parts += [f'<tr class="{"" if e.ok else "bad"}"><td>{escape(e.key)}</td><td>{escape(_value(e.expected))}</td>'
+    parts += [f'<tr class="{"" if e.ok else "bad"}"><td>{escape(e.key)}{"" if e.step is None else f" (after step {e.step})"}</td><td>{escape(_value(e.expected))}</td>'
               f'<td>{escape(_value(e.actual))}</td><td>{"ok" if e.ok else "FAILED"}</td></tr>' for e in r.expect]
     if not r.expect:
         parts.append('<tr><td colspan="4" class="muted">no [expect] table</td></tr>')

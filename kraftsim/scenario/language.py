@@ -13,9 +13,10 @@ from typing import Literal
 
 import msgspec
 
-#: "all" | "controllers" | "brokers" | [ids]
+#: "all" | "controllers" | "brokers" | [ids]; kraftsim adds "leader" (the active controller
+#: when the step starts).
 NodeSel = str | list[int]
-NODE_GROUPS = ("all", "controllers", "brokers")
+NODE_GROUPS = ("all", "controllers", "brokers", "leader")
 POLICIES = ("kafka", "kip-778")
 DISK_FAULTS = ("torn-tail", "wipe")
 ROLES = ("broker", "controller")
@@ -54,11 +55,13 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
 
 
 class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
-    """Keys every step takes. `note` is kraftsim's addition: a sentence shown in reports."""
+    """Keys every step takes. `note` (a sentence shown in reports) and `expect` are kraftsim's additions."""
 
     op: str
     expect_error: str | None = None
     note: str | None = None
+    #: kraftsim's addition: `[expect]` keys checked right after this step ([step.expect]).
+    expect: Expect | None = None
 
 
 class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
@@ -168,3 +171,5 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     catalog: str | None = None
     step: list[dict] = []
     expect: Expect = msgspec.field(default_factory=Expect)
+    #: kraftsim's addition: the simulator's timeouts, intervals and network (kraftsim.sim.SimConfig).
+    config: dict[str, int | float] = {}

@@ -40,6 +40,7 @@ class ExpectResult(msgspec.Struct):
     expected: Any
     actual: Any
     ok: bool
+    step: int | None = None  # checked right after this step ([step.expect]); None: at the end
 
 
 class InvariantOut(msgspec.Struct):
@@ -91,6 +92,8 @@ class ScenarioResult(msgspec.Struct):
     digest: str
     time_ms: int = 0
     mv_changes: list[MvChangeOut] = []
+    #: Why the new cluster did not reach a stable state before the first step (the run fails).
+    setup_error: str | None = None
 
 
 def result_json(result: ScenarioResult) -> str:

@@ -17,22 +17,47 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from kraftsim.controller.downgrade_report import downgrade_report
+import msgspec
+
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
 from kraftsim.scenario.errors import ScenarioInvalid
+from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.language import (
-    AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, Heal, NodesStep, Partition,
-    Roll, Run, Snapshot, Start, Step, Wait,
+    AddNode,
+    CreateTopics,
+    DeleteTopics,
+    DiskFault,
+    FeaturesChange,
+    FeaturesDisable,
+    Heal,
+    NodesStep,
+    Partition,
+    Roll,
+    Run,
+    Snapshot,
+    Start,
+    Step,
+    Wait,
 )
+from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
 from kraftsim.scenario.results import (
-    ExpectResult, FinalState, InvariantOut, LossReportOut, MvChangeOut, MvName, NodeOut, ScenarioResult, StepResult,
+    ExpectResult,
+    FinalState,
+    InvariantOut,
+    MvName,
+    NodeOut,
+    ScenarioResult,
+    StepResult,
     final_digest,
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
-from kraftsim.scenario.validate import Scenario, mv_level, resolve_release
-from kraftsim.sim import INVARIANTS, SimError, Simulation
-from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.scenario.validate import Scenario
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
+
+#: Kafka's controller refuses a CreateTopics request with more partitions than this
+#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
+PARTITIONS_PER_REQUEST = 10_000
 
 
 @dataclass
@@ -59,11 +84,13 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
 
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
     c = scenario.cluster
+    config = SimConfig(**scenario.config) if scenario.config else None
     try:
         return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
-                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None)
+                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
+                                 config=config)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
 
@@ -72,22 +99,26 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
             ) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:
+        setup_error = _settle_new_cluster(sim)
         timeline = Timeline(origin_ms=sim.now_ms)
         timeline.sample(sim)
         sim.subscribe(lambda event: timeline.on_event(sim, event))
         broken: dict[str, str] = {}
         steps: list[StepResult] = []
+        checkpoints: list[ExpectResult] = []
         failed_at: int | None = None
         for index, step in enumerate(scenario.steps, start=1):
-            if failed_at is not None:
-                res = StepResult(index, step.op, False, f"not run: step {failed_at} failed", step.expect_error,
-                                 skipped=True)
+            if setup_error is not None or failed_at is not None:
+                why = "the new cluster did not become stable" if failed_at is None else f"step {failed_at} failed"
+                res = StepResult(index, step.op, False, f"not run: {why}", step.expect_error, skipped=True)
             else:
                 start = sim.now_ms - timeline.origin_ms
                 res = _run_step(sim, scenario, index, step, timeline.origin_ms)
                 timeline.sample(sim)
                 timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, _acts_on(sim, step)))
                 _collect_invariants(sim, index, broken)
+                if step.expect is not None:
+                    checkpoints += check_expect(scenario, sim, _final(sim, scenario), step.expect, index)
                 if not res.ok:
                     failed_at = index
             steps.append(res)
@@ -98,15 +129,30 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         invariants += [InvariantOut(name, False, detail) for name, detail in sorted(broken.items())
                        if name not in INVARIANTS]
         final = _final(sim, scenario)
-        expects = check_expect(scenario, sim, final)
-        passed = all(s.ok for s in steps) and all(e.ok for e in expects) and all(i.ok for i in invariants)
+        expects = checkpoints + check_expect(scenario, sim, final)
+        passed = (setup_error is None and all(s.ok for s in steps) and all(e.ok for e in expects)
+                  and all(i.ok for i in invariants))
         digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
                                 invariants=invariants, final=final, digest=final_digest(final, digests),
-                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=_mv_changes(sim, scenario))
+                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario),
+                                setup_error=setup_error)
         return RunOutcome(scenario, result, timeline)
     finally:
         sim.close()
+
+
+#: How long (simulated) a new cluster may take to become stable before the first step.
+SETUP_TIMEOUT_MS = 60_000
+
+
+def _settle_new_cluster(sim: Simulation) -> str | None:
+    """Steps start from a stable cluster, as after `kraftsim cluster create`; None when it is."""
+    try:
+        sim.wait(SETUP_TIMEOUT_MS)
+    except SimError as e:
+        return f"the new cluster did not become stable: {e}"
+    return None
 
 
 def _collect_invariants(sim: Simulation, index: int | None, broken: dict[str, str]) -> None:
@@ -136,9 +182,9 @@ def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
 def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origin_ms: int) -> StepResult:
     output: list[str] = []
     error: str | None = None
-    loss = _loss_report(sim, scenario, step) if isinstance(step, FeaturesChange) else None
+    loss = loss_report_before(sim, scenario, step) if isinstance(step, FeaturesChange) else None
     try:
-        output = _execute(sim, step)
+        output = _execute(sim, _resolve_leader(sim, step))
     except (SimError, KraftsimError) as e:
         error = str(e)
     except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
@@ -154,7 +200,14 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
 def _execute(sim: Simulation, step: Step) -> list[str]:
     """Carry out one step; returns what it printed."""
     if isinstance(step, CreateTopics):
-        names = sim.create_topics(step.count, step.partitions, step.replication_factor)
+        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
+        # kafka-topics would stay under the controller's limit ("Excessively large number of
+        # partitions per request."); a single topic larger than that is still refused.
+        names: list[str] = []
+        per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
+        while len(names) < step.count:
+            names += sim.create_topics(min(per_request, step.count - len(names)), step.partitions,
+                                       step.replication_factor)
         return [f"Created topic {n}." for n in names]
     if isinstance(step, DeleteTopics):
         sim.delete_topics(step.names)
@@ -188,7 +241,8 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         return []
     if isinstance(step, Snapshot):
         nodes = None if step.nodes is None else _ids(sim, step.nodes)
-        return [f"Wrote {p.name}" for p in sim.snapshot(nodes)]
+        return [f"Wrote {p.name} ({p.stat().st_size} bytes)" if p.exists() else f"Wrote {p.name} (since removed)"
+                for p in sim.snapshot(nodes)]
     if isinstance(step, Run):
         sim.run(step.ms)
         return []
@@ -196,6 +250,16 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         sim.wait(step.timeout_ms)
         return []
     raise AssertionError(f"no runner for {type(step).__name__}")
+
+
+def _resolve_leader(sim: Simulation, step: Step) -> Step:
+    """A step naming "leader" acts on the active controller as the step starts."""
+    if getattr(step, "nodes", None) != "leader":
+        return step
+    leader = sim.leader()
+    if leader is None:
+        raise SimError("no active controller: \"leader\" names no node")
+    return msgspec.structs.replace(step, nodes=[leader])
 
 
 def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
@@ -209,105 +273,12 @@ def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
     return [n.id for n in infos]
 
 
-def _loss_report(sim: Simulation, scenario: Scenario, step: FeaturesChange) -> LossReportOut | None:
-    """For a metadata.version downgrade: what the active controller's image would lose at the
-    target, computed before the step, whichever the policy (Kafka refuses what kip-778 drops)."""
-    if step.op != "features-downgrade":
-        return None
-    catalog = scenario.catalog
-    try:
-        if step.metadata is not None:
-            target = catalog.mv_from_string(step.metadata, unstable=True)
-        elif step.release_version is not None:
-            target = catalog.mv_from_string(step.release_version, unstable=True)
-        elif step.features and MV_NAME in step.features:
-            target = catalog.mv_from_level(step.features[MV_NAME])
-        else:
-            return None
-    except KraftsimError:
-        return None  # the tool says why, as the step's error
-    leader = sim.leader()
-    image = sim.image(leader) if leader is not None else None
-    if image is None or image.metadata_version is None:
-        return None
-    report = downgrade_report(image, target, catalog, node_id=leader)
-    return LossReportOut(report.current, report.target, report.lossless, [f"{x.kind}: {x.entity}" for x in report.lost])
-
-
-def _mv_name(scenario: Scenario, level: int) -> str | None:
-    """The version string of a level, also for levels newer lines dropped (1-6 on 4.x)."""
-    return next((mv.version for mv in scenario.catalog.all_metadata_versions if mv.level == level), None)
-
-
 def _final(sim: Simulation, scenario: Scenario) -> FinalState:
     level = sim.metadata_version()
     fin = sim.finalized()
     nodes = [NodeOut(n.id, list(n.roles), n.release, n.state, n.fenced, n.detail) for n in sim.nodes()]
-    return FinalState(MvName(level, _mv_name(scenario, level) if level else None),
+    return FinalState(MvName(level, mv_name(scenario, level) if level else None),
                       {k: fin[k] for k in sorted(fin)}, sim.leader(), nodes)
-
-
-def _mv_changes(sim: Simulation, scenario: Scenario) -> list[MvChangeOut]:
-    """The simulator's metadata.version changes (one per node and change), merged per change."""
-    merged: dict[tuple[int, int, int], MvChangeOut] = {}
-    for r in sim.mv_changes():
-        ch = r.change
-        key = (r.offset, ch.old_level, ch.new_level)
-        out = merged.get(key)
-        if out is None:
-            out = MvChangeOut(_mv_name(scenario, ch.old_level) if ch.old_level else None,
-                              _mv_name(scenario, ch.new_level) or str(ch.new_level), bool(ch.lossless), [],
-                              list(ch.losses.lines()), [])
-            merged[key] = out
-        out.nodes.append(r.node_id)
-        out.snapshots += [f"node {r.node_id}: {s}" for s in r.snapshots]
-    return [merged[k] for k in sorted(merged)]
-
-
-def check_expect(scenario: Scenario, sim: Simulation, final: FinalState) -> list[ExpectResult]:
-    """`[expect]`, key by key, in the order of contract 4 then kraftsim's additions."""
-    e = scenario.expect
-    out: list[ExpectResult] = []
-    running = sorted(n.id for n in final.nodes if n.state == "running")
-    if e.metadata_version is not None:
-        level = final.metadata_version.level
-        if isinstance(e.metadata_version, int):
-            out.append(ExpectResult("metadata_version", e.metadata_version, level, e.metadata_version == level))
-        else:
-            out.append(ExpectResult("metadata_version", e.metadata_version, final.metadata_version.name,
-                                    mv_level(scenario.catalog, e.metadata_version) == level))
-    if e.finalized is not None:
-        actual = {k: final.finalized.get(k, 0) for k in sorted(e.finalized)}
-        out.append(ExpectResult("finalized", {k: e.finalized[k] for k in sorted(e.finalized)}, actual,
-                                actual == {k: e.finalized[k] for k in sorted(e.finalized)}))
-    if e.running is not None:
-        out.append(ExpectResult("running", sorted(e.running), running, sorted(e.running) == running))
-    if e.has_leader is not None:
-        has = final.leader is not None
-        out.append(ExpectResult("has_leader", e.has_leader, has, e.has_leader == has))
-    if e.leader is not None:
-        out.append(ExpectResult("leader", e.leader, final.leader, e.leader == final.leader))
-    if e.failed is not None:
-        failed = sorted(n.id for n in final.nodes if n.state == "failed")
-        out.append(ExpectResult("failed", sorted(e.failed), failed, sorted(e.failed) == failed))
-    if e.stopped is not None:
-        stopped = sorted(n.id for n in final.nodes if n.state != "running")
-        out.append(ExpectResult("stopped", sorted(e.stopped), stopped, sorted(e.stopped) == stopped))
-    if e.fenced is not None:
-        fenced = sorted(n.id for n in final.nodes if n.fenced)
-        out.append(ExpectResult("fenced", sorted(e.fenced), fenced, sorted(e.fenced) == fenced))
-    if e.releases is not None:
-        by_id = {str(n.id): n.release for n in final.nodes}
-        keys = sorted(e.releases, key=int)
-        want = {k: resolve_release(scenario.catalog, e.releases[k]) for k in keys}
-        actual = {k: by_id.get(k) for k in keys}
-        out.append(ExpectResult("releases", {k: e.releases[k] for k in keys}, actual, want == actual))
-    if e.topics is not None:
-        leader = final.leader
-        image = sim.image(leader) if leader is not None else None
-        count = len(image.topics) if image is not None else None
-        out.append(ExpectResult("topics", e.topics, count, e.topics == count))
-    return out
 
 
 def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,

@@ -111,14 +111,16 @@ def _value(v: Any) -> str:
 
 
 def expect_line(e: ExpectResult) -> str:
+    when = "" if e.step is None else f" (after step {e.step})"
     if e.ok:
-        return f"  expect {e.key} = {_value(e.expected)}: ok"
-    return f"  expect {e.key}: FAILED, expected {_value(e.expected)}, actual {_value(e.actual)}"
+        return f"  expect {e.key} = {_value(e.expected)}{when}: ok"
+    return f"  expect {e.key}{when}: FAILED, expected {_value(e.expected)}, actual {_value(e.actual)}"
 
 
 def summary_lines(result: ScenarioResult) -> list[str]:
     """The expectations, invariants, metadata.version changes and the verdict."""
-    out = [expect_line(e) for e in result.expect]
+    out = [] if result.setup_error is None else [f"  setup FAILED: {result.setup_error}"]
+    out += [expect_line(e) for e in result.expect]
     for ch in result.mv_changes:
         kind = "lossless" if ch.lossless else f"lossy, {len(ch.losses)} item(s) dropped"
         out.append(f"  metadata.version {ch.old} -> {ch.new} on nodes {','.join(map(str, ch.nodes))}: {kind}")

@@ -32,6 +32,7 @@ class Sample:
     nodes: tuple[tuple[int, NodeSample], ...]
     leader: int | None
     metadata_version: int
+    finalized: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,7 @@ class Timeline:
             self.roles[n.id] = tuple(n.roles)
         s = Sample(sim.now_ms - self.origin_ms,
                    tuple((n.id, NodeSample(n.state, n.fenced, n.release)) for n in infos),
-                   sim.leader(), sim.metadata_version())
+                   sim.leader(), sim.metadata_version(), tuple(sorted(sim.finalized().items())))
         if self.samples and self.samples[-1].time_ms == s.time_ms:
             self.samples[-1] = s
         elif not self.samples or _differs(self.samples[-1], s):
@@ -80,6 +81,29 @@ class Timeline:
         if event.kind in STATE_KINDS:
             self.sample(sim)
 
+    def all_marks(self) -> list[Mark]:
+        """The simulator's marks, plus, for kinds it did not report, marks read off the samples
+        (new active controllers, feature changes) and the steps (partitions, heals, snapshots)."""
+        reported = {m.kind for m in self.marks}
+        out = list(self.marks)
+        pairs = list(zip(self.samples, self.samples[1:]))
+        if not reported & {"leader", "election"}:
+            out += [Mark(b.time_ms, b.leader, "leader", f"node {b.leader} becomes the active controller")
+                    for a, b in pairs if b.leader != a.leader and b.leader is not None]
+        if "feature" not in reported:
+            for a, b in pairs:
+                old, new = dict(a.finalized), dict(b.finalized)
+                changes = [f"{k} {old.get(k, 0)} -> {new.get(k, 0)}" for k in sorted(set(old) | set(new))
+                           if old.get(k, 0) != new.get(k, 0)]
+                if changes:
+                    out.append(Mark(b.time_ms, None, "feature", "; ".join(changes)))
+        for st in self.steps:
+            if st.op in ("partition", "heal") and st.op not in reported and st.ok:
+                out.append(Mark(st.start_ms, None, st.op, f"step {st.index}: {st.op}"))
+            if st.op == "snapshot" and "snapshot" not in reported and st.ok:
+                out += [Mark(st.end_ms, n, "snapshot", f"step {st.index}: snapshot of node {n}") for n in st.nodes]
+        return sorted(out, key=lambda m: (m.time_ms, -1 if m.node is None else m.node, m.kind, m.label))
+
     @property
     def end_ms(self) -> int:
         ends = [s.time_ms for s in self.samples] + [m.time_ms for m in self.marks] + [s.end_ms for s in self.steps]
@@ -87,7 +111,7 @@ class Timeline:
 
 
 def _differs(a: Sample, b: Sample) -> bool:
-    return (a.nodes, a.leader, a.metadata_version) != (b.nodes, b.leader, b.metadata_version)
+    return (a.nodes, a.leader, a.metadata_version, a.finalized) != (b.nodes, b.leader, b.metadata_version, b.finalized)
 
 
 def _label(event: Any) -> str:

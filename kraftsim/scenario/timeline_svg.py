@@ -18,6 +18,8 @@ TOP = 34  # room for step numbers
 COLORS = {"running": "#3a9d5d", "fenced": "#e0a030", "stopped": "#b8b8b8", "crashed": "#d0453a",
           "failed": "#7a1f1a", "absent": "#ffffff"}
 LEGEND = ("running", "fenced", "stopped", "crashed", "failed")
+MARK_COLORS = {"leader": "#1d4f91", "election": "#1d4f91", "crash": "#d0453a", "stop": "#555555",
+               "start": "#2f8a4f", "snapshot": "#7b3fa0", "disk-fault": "#8a5a00"}
 
 
 def _state(sample: Sample, node: int) -> tuple[str, str | None]:
@@ -43,6 +45,7 @@ def _runs(tl: Timeline, end: int, key: Callable[[Sample], Any]) -> list[tuple[in
 
 def timeline_svg(tl: Timeline, mv_name: Callable[[int], str]) -> str:
     nodes = sorted(tl.roles)
+    marks = tl.all_marks()
     end = tl.end_ms + max(500, tl.end_ms // 25)  # room to see the final state
     span_w = WIDTH - LEFT - RIGHT
 
@@ -85,18 +88,13 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str]) -> str:
             if leads:
                 out.append(f'<rect class="leader" x="{x0}" y="{y - 3}" width="{w:.2f}" height="3" fill="#1d4f91">'
                            f'<title>node {node} is the active controller</title></rect>')
-        for m in tl.marks:
+        for m in marks:
             if m.node == node:
-                cx = x(m.time_ms)
-                out.append(f'<circle class="mark {escape(m.kind)}" cx="{cx}" cy="{y + LANE_H / 2}" r="3.5" '
-                           f'fill="#111"><title>{escape(m.label)} at {m.time_ms} ms</title></circle>')
+                cx, fill = x(m.time_ms), MARK_COLORS.get(m.kind, "#111111")
+                out.append(f'<circle class="mark {escape(m.kind)}" cx="{cx}" cy="{y + LANE_H / 2}" r="4" '
+                           f'fill="{fill}" stroke="#fff" stroke-width="1"><title>{escape(m.label)} at '
+                           f'{m.time_ms / 1000:.1f} s</title></circle>')
         out.append('</g>')
-    # cluster-wide marks (partitions, heals) as ticks above the lanes
-    for m in tl.marks:
-        if m.node is None:
-            cx = x(m.time_ms)
-            out.append(f'<line class="mark {escape(m.kind)}" x1="{cx}" x2="{cx}" y1="{TOP - 4}" y2="{mv_y + LANE_H}" '
-                       f'stroke="#7b3fa0" stroke-dasharray="3,2"><title>{escape(m.label)} at {m.time_ms} ms</title></line>')
     # finalized metadata.version
     out.append(f'<g class="mvlane"><text x="4" y="{mv_y + LANE_H * 0.65:.1f}">metadata.version</text>')
     for t0, t1, level in _runs(tl, end, lambda smp: smp.metadata_version):
@@ -107,6 +105,16 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str]) -> str:
                    f'metadata.version {escape(mv_name(level))} ({level})</title></rect>')
         out.append(f'<text class="mvl" x="{x0 + 3}" y="{mv_y + LANE_H * 0.65:.1f}">{escape(mv_name(level))}</text>')
     out.append('</g>')
+    # cluster-wide marks: feature changes on the metadata.version lane, others as dashed lines
+    for m in marks:
+        if m.node is None and m.kind == "feature":
+            cx, cy = x(m.time_ms), mv_y + LANE_H / 2
+            out.append(f'<path class="mark feature" d="M{cx} {cy - 6}L{cx + 6} {cy}L{cx} {cy + 6}L{cx - 6} {cy}Z" '
+                       f'fill="#c77d00"><title>{escape(m.label)} at {m.time_ms / 1000:.1f} s</title></path>')
+        elif m.node is None:
+            cx = x(m.time_ms)
+            out.append(f'<line class="mark {escape(m.kind)}" x1="{cx}" x2="{cx}" y1="{TOP - 4}" y2="{mv_y + LANE_H}" '
+                       f'stroke="#7b3fa0" stroke-dasharray="3,2"><title>{escape(m.label)} at {m.time_ms} ms</title></line>')
     # axis and legend
     ay = mv_y + LANE_H + 16
     out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{ay - 10}" y2="{ay - 10}" stroke="#555"/>')
@@ -120,5 +128,12 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str]) -> str:
         lx += 90
     out.append(f'<rect x="{lx}" y="{ay + 16}" width="20" height="3" fill="#1d4f91"/>'
                f'<text x="{lx + 24}" y="{ay + 21}">active controller</text>')
+    lx += 130
+    for kind, label in (("leader", "new leader"), ("snapshot", "snapshot")):
+        out.append(f'<circle cx="{lx + 5}" cy="{ay + 17}" r="4" fill="{MARK_COLORS[kind]}"/>'
+                   f'<text x="{lx + 14}" y="{ay + 21}">{label}</text>')
+        lx += 85
+    out.append(f'<path d="M{lx + 5} {ay + 11}L{lx + 11} {ay + 17}L{lx + 5} {ay + 23}L{lx - 1} {ay + 17}Z" '
+               f'fill="#c77d00"/><text x="{lx + 16}" y="{ay + 21}">feature change</text>')
     out.append('</svg>')
     return "\n".join(out)

@@ -53,14 +53,9 @@ class Scenario:
     steps: list[Step]
     expect: Expect
     header: Header = field(default_factory=Header)
+    config: dict[str, int | float] = field(default_factory=dict)
     #: node id -> roles at the start
     nodes: dict[int, tuple[str, ...]] = field(default_factory=dict)
-
-    def with_seed(self, seed: int | None) -> "Scenario":
-        if seed is None:
-            return self
-        return Scenario(self.path, self.name, self.description, seed, self.policy, self.catalog, self.catalog_path,
-                        self.cluster, self.steps, self.expect, self.header, dict(self.nodes))
 
 
 def _words(text: str) -> str:
@@ -211,6 +206,9 @@ class _Checker:
         if sel is None:
             return
         if isinstance(sel, str):
+            if sel == "leader" and key == "nodes" and self.nodes is not None and not any(
+                    "controller" in roles for roles in self.nodes.values()):
+                raise self.fail(key, "expected a cluster with controllers for \"leader\"", step)
             if sel not in NODE_GROUPS:
                 raise self.fail(key, f"expected one of {', '.join(NODE_GROUPS)} or a list of node ids, "
                                      f"{sel!r} given", step)
@@ -267,9 +265,23 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     start_nodes = dict(check.nodes or {})
     steps = [_check_step(raw_step, i, check) for i, raw_step in enumerate(top.step, start=1)]
     _check_expect(top.expect, check)
+    _check_config(top.config, file)
     return Scenario(path=base / Path(file).name, name=top.name, description=top.description, seed=top.seed,
                     policy=top.policy, catalog=catalog, catalog_path=catalog_path, cluster=cluster, steps=steps,
-                    expect=top.expect, header=parse_header(text), nodes=start_nodes)
+                    expect=top.expect, header=parse_header(text), config=dict(top.config), nodes=start_nodes)
+
+
+def _check_config(config: dict[str, int | float], file: str) -> None:
+    """`[config]` keys are SimConfig's fields, with its types."""
+    if not config:
+        return
+    from kraftsim.sim import SimConfig  # the simulator loads only when a file configures it
+
+    known = [f.encode_name for f in msgspec.structs.fields(SimConfig)]
+    for key in config:
+        if key not in known:
+            raise ScenarioInvalid(file, f"config.{key}", f"unknown key; known keys here: {', '.join(known)}")
+    _convert(config, SimConfig, file, prefix="config")
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -376,24 +388,26 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         check.non_negative(step.ms, "ms", index)
     elif isinstance(step, Wait):
         check.non_negative(step.timeout_ms, "timeout_ms", index, 1)
+    if step.expect is not None:
+        _check_expect(step.expect, check, index)
     return step
 
 
-def _check_expect(e: Expect, check: _Checker) -> None:
+def _check_expect(e: Expect, check: _Checker, step: int | None = None) -> None:
     if e.metadata_version is not None and mv_level(check.catalog, e.metadata_version) is None:
-        check.mv(e.metadata_version, "expect.metadata_version")  # says what is known
+        check.mv(e.metadata_version, "expect.metadata_version", step)  # says what is known
     for name, level in (e.finalized or {}).items():
-        check.feature(name, f"expect.finalized.{name}")
-        check.non_negative(level, f"expect.finalized.{name}")
+        check.feature(name, f"expect.finalized.{name}", step)
+        check.non_negative(level, f"expect.finalized.{name}", step)
     for key in ("running", "failed", "stopped", "fenced"):
         ids = getattr(e, key)
         if ids is not None:
-            check.ids(ids, f"expect.{key}")
+            check.ids(ids, f"expect.{key}", step)
     if e.leader is not None:
-        check.ids([e.leader], "expect.leader")
+        check.ids([e.leader], "expect.leader", step)
     for text, release in (e.releases or {}).items():
         if not text.isdigit():
-            raise check.fail(f"expect.releases.{text}", "expected a node id as the key")
-        check.ids([int(text)], f"expect.releases.{text}")
-        check.release(release, f"expect.releases.{text}")
-    check.non_negative(e.topics, "expect.topics")
+            raise check.fail(f"expect.releases.{text}", "expected a node id as the key", step)
+        check.ids([int(text)], f"expect.releases.{text}", step)
+        check.release(release, f"expect.releases.{text}", step)
+    check.non_negative(e.topics, "expect.topics", step)

@@ -64,7 +64,7 @@ REJECTIONS = [
     (step("op = 'rol'"), 1, "op", "unknown op 'rol'"),
     (step("op = 3"), 1, "op", "unknown op 3"),
     (step("op = 'roll'"), 1, "release", "required key is missing"),
-    (step("op = 'roll'\nrelease = '3.9'\nnode = [1]"), 1, "node", "known keys here: op, expect_error, note, release, nodes"),
+    (step("op = 'roll'\nrelease = '3.9'\nnode = [1]"), 1, "node", "known keys here: op, expect_error, note, expect, release, nodes"),
     (step("op = 'roll'\nrelease = 3.9"), 1, "release", "expected a string, got a number"),
     (step("op = 'roll'\nrelease = '5.0'"), 1, "release", "unknown release '5.0'"),
     (step("op = 'roll'\nrelease = '3.9'\nnodes = 'everything'"), 1, "nodes", "all, controllers, brokers"),
@@ -117,6 +117,14 @@ REJECTIONS = [
     (scenario_text("[expect]\nreleases = { '1' = '2.0' }\n"), None, "expect.releases.1", "unknown release"),
     (scenario_text("[expect]\ntopics = -1\n"), None, "expect.topics", ">= 0"),
     (scenario_text("[expect]\nmetadata_versoin = '3.8'\n"), None, "expect.metadata_versoin", "unknown key"),
+    (step("op = 'heal'\n[step.expect]\nrunning = [4]"), 1, "expect.running", "node 4 does not exist"),
+    (step("op = 'heal'\n[step.expect]\nfenced = 'none'"), 1, "expect.fenced", "expected a list"),
+    (step("op = 'heal'\n[step.expect]\nmetadata_version = '0.1-IV0'"), 1, "expect.metadata_version",
+     "unknown metadata.version"),
+    (scenario_text("[config]\nheartbeat = 5\n"), None, "config.heartbeat", "known keys here: election_timeout_ms"),
+    (scenario_text("[config]\nelection_timeout_ms = 2.5\n"), None, "config.election_timeout_ms",
+     "expected an integer, got a number"),
+    (scenario_text("[config]\nmessage_loss = 'some'\n"), None, "config.message_loss", "got a string"),
 ]
 
 
