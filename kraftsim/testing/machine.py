@@ -93,6 +93,12 @@ class ClusterStateMachine(RuleBasedStateMachine):
     seed: int | None = None
     #: Where counterexamples go; None: `--kraftsim-repro-dir`, KRAFTSIM_REPRO_DIR, else .kraftsim/repro.
     repro_dir: str | Path | None = None
+    #: Whether "wipe" disk faults may hit controllers. With a static quorum a voter that lost
+    #: its disk may vote again and lose committed records, in Kafka as in kraftsim (KIP-853
+    #: is Kafka's answer), so by default only brokers' disks are wiped.
+    wipe_voters: bool = False
+    #: The scenario ops the machine generates (None: every op the simulator carries out).
+    ops: frozenset[str] | None = None
     #: Bounds that keep generated runs small and fast.
     max_topics: int = 6
     max_run_ms: int = 10_000
@@ -114,6 +120,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if not self._releases:
             raise InvalidArgument(f"{type(self).__name__}.releases is empty")
         self._voters: tuple[int, ...] = ()
+        self._committed = 0
         self._written: Path | None = None
 
     # ------------------------------------------------------------------ what may be drawn
@@ -322,16 +329,18 @@ class ClusterStateMachine(RuleBasedStateMachine):
     def nodes_apply_only_committed(self) -> None:
         if self.sim is None:
             return
-        problem = properties.applied_uncommitted(self.sim, self._voters)
+        problem, self._committed = properties.applied_uncommitted(self.sim, self._voters, self._committed)
         if problem:
             self.fail(properties.APPLIED_COMMITTED, problem)
 
     # ------------------------------------------------------------------ rules: software
 
+    @precondition(lambda self: self.allows("roll"))
     @rule(node=node_ids, data=st.data())
     def roll_node(self, node: int, data: st.DataObject) -> None:
         self.do("roll", release=data.draw(st.sampled_from(self._releases), label="release"), nodes=[node])
 
+    @precondition(lambda self: self.allows("roll"))
     @rule(nodes=st.sampled_from(["all", "controllers", "brokers"]), data=st.data())
     def roll_group(self, nodes: str, data: st.DataObject) -> None:
         self.do("roll", release=data.draw(st.sampled_from(self._releases), label="release"), nodes=nodes)
@@ -344,19 +353,26 @@ class ClusterStateMachine(RuleBasedStateMachine):
         return data.draw(st.one_of(st.sampled_from(tops), st.sampled_from(self.metadata_levels())),
                          label="metadata.version")
 
+    @precondition(lambda self: self.allows("features-upgrade"))
     @rule(data=st.data(), dry_run=st.sampled_from([False, False, False, True]))
     def upgrade_metadata_version(self, data: st.DataObject, dry_run: bool) -> None:
         level = self._draw_level(data)
         self.do("features-upgrade", features={MV_NAME: level}, dry_run=dry_run or None)
 
+    @precondition(lambda self: self.allows("features-downgrade"))
     @rule(data=st.data(), unsafe=st.booleans())
     def downgrade_metadata_version(self, data: st.DataObject, unsafe: bool) -> None:
         level = self._draw_level(data)
         self.do("features-downgrade", features={MV_NAME: level}, unsafe=unsafe or None)
 
+    def allows(self, op: str) -> bool:
+        """Whether rules for `op` run: the simulator carries it out and `ops` includes it."""
+        return (self.ops is None or op in self.ops) and is_simulated(op)
+
     def _has_features(self) -> bool:
         return bool(self.feature_levels())
 
+    @precondition(lambda self: self.allows("features-upgrade"))
     @precondition(_has_features)
     @rule(data=st.data(), upgrade=st.booleans())
     def change_feature(self, data: st.DataObject, upgrade: bool) -> None:
@@ -365,6 +381,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         level = data.draw(st.integers(0, tops[name] + 1), label="level")
         self.do("features-upgrade" if upgrade else "features-downgrade", features={name: level})
 
+    @precondition(lambda self: self.allows("features-disable"))
     @precondition(_has_features)
     @rule(data=st.data())
     def disable_feature(self, data: st.DataObject) -> None:
@@ -373,21 +390,23 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ rules: processes and faults
 
+    @precondition(lambda self: self.allows("stop"))
     @rule(node=node_ids)
     def stop(self, node: int) -> None:
         self.do("stop", nodes=[node])
 
+    @precondition(lambda self: self.allows("start"))
     @rule(node=node_ids, data=st.data())
     def start(self, node: int, data: st.DataObject) -> None:
         release = data.draw(st.one_of(st.none(), st.sampled_from(self._releases)), label="release")
         self.do("start", nodes=[node], release=release)
 
-    @precondition(lambda self: is_simulated("crash"))
+    @precondition(lambda self: self.allows("crash"))
     @rule(node=node_ids)
     def crash(self, node: int) -> None:
         self.do("crash", nodes=[node])
 
-    @precondition(lambda self: is_simulated("partition"))
+    @precondition(lambda self: self.allows("partition"))
     @rule(data=st.data())
     def partition(self, data: st.DataObject) -> None:
         assert self.sim is not None
@@ -396,24 +415,27 @@ class ClusterStateMachine(RuleBasedStateMachine):
                          label="isolated")
         self.do("partition", groups=[sorted(side)])
 
-    @precondition(lambda self: is_simulated("heal"))
+    @precondition(lambda self: self.allows("heal"))
     @rule()
     def heal(self) -> None:
         self.do("heal")
 
-    @precondition(lambda self: is_simulated("disk-fault"))
+    @precondition(lambda self: self.allows("disk-fault"))
     @rule(node=node_ids, kind=st.sampled_from(["torn-tail", "wipe"]))
     def disk_fault(self, node: int, kind: str) -> None:
         assert self.cluster is not None
+        if kind == "wipe" and node in self._voters and not self.wipe_voters:
+            kind = "torn-tail"
         if self.cluster.node(node).state == "running":
             self.do("stop", nodes=[node])  # the fault needs the node down, as an operator would have it
         self.do("disk-fault", nodes=[node], kind=kind)
 
-    @precondition(lambda self: is_simulated("snapshot"))
+    @precondition(lambda self: self.allows("snapshot"))
     @rule()
     def snapshot(self) -> None:
         self.do("snapshot")
 
+    @precondition(lambda self: self.allows("run"))
     @rule(ms=st.sampled_from([100, 500, 2_000, 10_000]))
     def run_time(self, ms: int) -> None:
         self.do("run", ms=min(ms, self.max_run_ms))
@@ -425,6 +447,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         image = self.sim.image(leader) if leader is not None and self.sim is not None else None
         return image is None or len(image.topics) < self.max_topics
 
+    @precondition(lambda self: self.allows("create-topics"))
     @precondition(_room_for_topics)
     @rule(target=topic_names, count=st.integers(1, 2), partitions=st.integers(1, 3))
     def create_topics(self, count: int, partitions: int) -> Any:
@@ -433,6 +456,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             return multiple()
         return multiple(*(line.split(" ", 2)[2].rstrip(".") for line in step.output))
 
+    @precondition(lambda self: self.allows("delete-topics"))
     @rule(name=consumes(topic_names))
     def delete_topic(self, name: str) -> None:
         self.do("delete-topics", names=[name])
