@@ -34,6 +34,7 @@ from hypothesis.stateful import (
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
+from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
 from kraftsim.testing import config, properties
 from kraftsim.testing.handle import ClusterHandle
@@ -158,6 +159,10 @@ class ClusterStateMachine(RuleBasedStateMachine):
                                          policy=self.policy, catalog=self._catalog_path)
         except SimError as e:
             raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
+        try:  # steps start from a stable cluster, as in the scenario runner
+            self.sim.wait(SETUP_TIMEOUT_MS)
+        except SimError as e:
+            raise InvalidArgument(f"{type(self).__name__}: the new cluster did not become stable: {e}") from None
         self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
         self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
         return multiple(*(n.id for n in self.sim.nodes()))

@@ -61,6 +61,8 @@ def unsupported_finalized(sim: Simulation, catalog: Catalog) -> str | None:
                     rng = ranges.get(name)
                     return (f"{name} is finalized at {level}, but registered {role} {reg.id} advertises "
                             f"{'nothing' if rng is None else f'{rng[0]}-{rng[1]}'}")
+    if image is None:
+        return None  # without an active controller no node is serving the finalized levels
     for node in sim.nodes():
         if node.state != "running" or node.fenced:
             continue  # a fenced broker serves nothing: Kafka keeps it out until it registers
@@ -156,16 +158,20 @@ class Observed:
 
     finalized: tuple[tuple[str, int], ...]
     topics: tuple[str, ...]
+    known: bool  # False without an active controller: nothing to compare
 
 
 def observe(sim: Simulation) -> Observed:
     leader = sim.leader()
     image = sim.image(leader) if leader is not None else None
-    topics = tuple(t.name for t in image.topics.sorted_topics()) if image is not None else ()
-    return Observed(tuple(sorted(sim.finalized().items())), topics)
+    if image is None:
+        return Observed((), (), False)
+    return Observed(tuple(sorted(sim.finalized().items())), tuple(t.name for t in image.topics.sorted_topics()), True)
 
 
 def refusal_changed(before: Observed, after: Observed) -> str | None:
+    if not (before.known and after.known):
+        return None
     if before.finalized != after.finalized:
         return f"the finalized levels changed from {dict(before.finalized)} to {dict(after.finalized)}"
     if before.topics != after.topics:

@@ -240,3 +240,14 @@ def control_payloads(registry: Registry | None = None, *, unknown_tags: bool = F
 def payloads(registry: Registry | None = None, *, control: bool = False, unknown_tags: bool = False) -> st.SearchStrategy[Payload]:
     """`control_payloads` if `control`, else `metadata_payloads`."""
     return (control_payloads if control else metadata_payloads)(registry, unknown_tags=unknown_tags)
+
+
+# Cluster-level strategies (releases, metadata versions, feature levels, clusters, op
+# sequences, fault schedules, record batches, hypothetical catalogs) live in their own module.
+from kraftsim.testing.cluster_strategies import (  # noqa: E402
+    clusters, fault_schedules, feature_levels, hypothetical_catalogs, metadata_versions, op_sequences,
+    record_batches, releases,
+)
+
+__all__ += ["clusters", "fault_schedules", "feature_levels", "hypothetical_catalogs", "metadata_versions",
+            "op_sequences", "record_batches", "releases"]

@@ -70,7 +70,7 @@ def test_skipped_quorum_check_is_found(tmp_path):
 
     with skipped_broker_quorum_check():
         with pytest.raises(PropertyFailed) as info:
-            run_machine(SkippedCheck, max_examples=300, steps=15)
+            run_machine(SkippedCheck, max_examples=300, steps=10)
         assert info.value.name in (properties.REFUSAL_AS_KAFKA, properties.FINALIZED_SUPPORTED)
         assert "Broker 2" in info.value.detail or "broker 2" in info.value.detail
         path = repro_path(info.value)
