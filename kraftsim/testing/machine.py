@@ -187,7 +187,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         image_before = self.sim.image(leader) if leader is not None else None
         try:
             step.output = run_step(self.sim, step)
-        except SimError as e:
+        except (SimError, KraftsimError) as e:  # a refusal, as the scenario runner counts it
             step.error = str(e)
         except Exception as e:  # a bug in the simulator: recorded as the runner reports it
             step.error = f"internal error: {type(e).__name__}: {e}"
