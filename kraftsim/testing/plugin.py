@@ -12,6 +12,11 @@ Fixtures:
   kraftsim_catalog   the shipped catalog (kraftsim.versions.Catalog); call
                      `kraftsim_catalog.with_file(path)` for a hypothetical one
 
+Hypothesis profile:
+  deep               thousands of examples and longer runs for state machines:
+                     `pytest --hypothesis-profile=deep` (a profile of the same name in
+                     your conftest.py replaces it)
+
 A header line names kraftsim's version, the seed and the repro directory.
 """
 
@@ -23,6 +28,14 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from kraftsim.testing import config as kconfig
+
+#: `--hypothesis-profile=deep`: registered when the plugin loads, before hypothesis reads the option.
+DEEP = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
+try:
+    from hypothesis import settings as _settings
+    _settings.register_profile("deep", **DEEP)
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    pass
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -27,6 +27,12 @@ Main entry points:
 - `payloads(registry)`, `metadata_payloads`, `control_payloads`: `entries.Payload`s to
   build batches from.
 
+Cluster-level strategies, documented in kraftsim.testing.cluster_strategies and
+re-exported here: `releases`, `metadata_versions`, `feature_levels` (valid for a
+release), `clusters`, `op_sequences`, `fault_schedules`, `record_batches` and
+`hypothetical_catalogs` (extra metadata.versions with or without metadata changes, extra
+features with dependencies, extra record versions).
+
 This module imports hypothesis; it is meant for tests and for users who have it.
 """
 

@@ -23,7 +23,14 @@ class DefaultMachine(ClusterStateMachine):
     """Every op, every invariant, the shipped catalog, releases 3.7 to 3.9."""
 
 
-DefaultMachine.TestCase.settings = settings(fixed_settings(max_examples=100, steps=12), database=None)
+# CI: 100 examples of up to 12 steps. `--hypothesis-profile=deep` (the kraftsim plugin's
+# profile) runs the profile's examples and steps instead, with randomized sequences.
+if settings.default.max_examples >= 1000:
+    DefaultMachine.TestCase.settings = settings(fixed_settings(settings.default.max_examples,
+                                                               settings.default.stateful_step_count),
+                                                derandomize=False)
+else:
+    DefaultMachine.TestCase.settings = fixed_settings(max_examples=100, steps=12)
 TestDefaultMachine = DefaultMachine.TestCase
 
 
