@@ -1,7 +1,7 @@
 """Benchmark of kraftsim.testing.ClusterStateMachine: state-machine steps per second.
 
 The default machine (3 controllers, 2 brokers, releases 3.7-3.9, every op the simulator
-carries out, the simulator's invariants after every event and the model-level
+carries out but snapshot, the simulator's invariants after every event and the model-level
 properties after every step) runs under hypothesis with generation only (no shrinking),
 derandomized, so every run draws the same sequences. Measured: steps (rules run), runs
 (clusters created), wall and CPU time, steps per second of wall time, and the share of
@@ -37,7 +37,11 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 
 class Counted(ClusterStateMachine):
-    """The default machine, counting its steps and runs."""
+    """The default machine, counting its steps and runs. Like the CI test it leaves out
+    `snapshot` until the simulator finding in tests/testing/findings/ is fixed."""
+
+    ops = frozenset({"roll", "features-upgrade", "features-downgrade", "features-disable", "stop", "start",
+                     "crash", "partition", "heal", "disk-fault", "run", "create-topics", "delete-topics"})
 
     steps_run = 0
     runs = 0
