@@ -17,7 +17,7 @@ from kraftsim.image.partition import PartitionRegistration, registration_from_re
 from kraftsim.image.pmap import PMap, hash_int, hash_str, hash_uuid
 from kraftsim.image.synthetic import ClusterShape, cluster_records
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import BatchToWrite, encode_batches, read_log_entries
+from kraftsim.protocol.batch_io import BatchToWrite, encode_batches, read_log_entries
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.testing.strategies import messages
 from kraftsim.versions import default_catalog

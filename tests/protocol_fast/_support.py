@@ -19,6 +19,7 @@ import pytest
 from hypothesis import strategies as st
 
 from kraftsim.protocol import fastpath
+from kraftsim.protocol import batch_io
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType
 from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, parse_schema
@@ -86,7 +87,7 @@ def same_outcome(fast: tuple[str, Any], pure: tuple[str, Any], what: str = "") -
 
 
 def pure_read(data: bytes, registry: Any) -> tuple[list, Any]:
-    """The pure-Python pipeline that fastpath.read_log_entries must equal."""
+    """The pure-Python pipeline that batch_io.read_log_entries must equal."""
     from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
     from kraftsim.protocol.entries import decode_batch
 
