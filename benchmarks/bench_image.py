@@ -65,7 +65,7 @@ from benchmarks._common import load_average, utc_now  # noqa: E402
 from kraftsim.image import (  # noqa: E402
     MetadataDelta, MetadataImage, MetadataProvenance, image_digest, iter_image_records)
 from kraftsim.gcpause import collector_paused  # noqa: E402
-from kraftsim.image.mv_change import affected_components, rewrite_at_metadata_version  # noqa: E402
+from kraftsim.image.writer.mv_change import affected_components, rewrite_at_metadata_version  # noqa: E402
 from kraftsim.image.pmap import PMap, hash_uuid  # noqa: E402
 from kraftsim.protocol import batch_io, fastpath  # noqa: E402
 from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD  # noqa: E402
@@ -308,7 +308,7 @@ def child_load(path: Path, expect: str, with_loader: bool) -> dict[str, Any]:
         del img
     gc.collect()
     if with_loader:
-        from kraftsim.image.loading import load_path
+        from kraftsim.image.loader.loading import load_path
         with Clock() as c:
             result = load_path(path, catalog=CAT, registry=REG)
         out["load_path_cpu"], out["load_path_wall"] = c.cpu, c.wall
@@ -613,7 +613,7 @@ def write_markdown(rows: list[dict[str, Any]], maps: list[tuple[int, str, float,
         "in every row. decode only: the same reading and decoding without the replay. full GC after: the "
         "collection right after the load (replay_all pauses the collector while it allocates; this is "
         "the deferred part). peak RSS: the load process's high-water mark during the load (RSS before: "
-        "the interpreter with kraftsim imported). `load_path`: `kraftsim.image.loading.load_path` on the "
+        "the interpreter with kraftsim imported). `load_path`: `kraftsim.image.loader.loading.load_path` on the "
         "same file (the MetadataLoader path).",
         "",
         "## Snapshot write (image -> .checkpoint on disk)",

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-ORACLE = REPO.parent / "shared" / "oracle"
+from tests.paths import ORACLE, REPO  # noqa: F401  (re-exported for tests)
 
 
 def oracle_files(*patterns: str) -> list[Path]:

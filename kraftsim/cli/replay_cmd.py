@@ -1,5 +1,5 @@
 """`kraftsim replay PATH...`: load a log directory, snapshot, segment or bootstrap file, print
-what the image holds, and verify it (kraftsim.image.verify).
+what the image holds, and verify it (kraftsim.image.verification.verify).
 
 For a directory every snapshot is checked against the log; for every path the image's
 lossless downgrades are checked to round-trip; with several directories (replicas of one
@@ -24,15 +24,15 @@ import msgspec
 
 from kraftsim.cli.common import add_catalog_options, catalog_from_args
 from kraftsim.errors import KraftsimError
-from kraftsim.image.configs import resource_type_name
+from kraftsim.image import resource_type_name
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loading import LoadResult, SnapshotChoice, load_path
-from kraftsim.image.quotas import entity_text
-from kraftsim.image.scram import mechanism_name
-from kraftsim.image.verify import (
+from kraftsim.image import LoadResult, SnapshotChoice, load_path
+from kraftsim.image import entity_text
+from kraftsim.image import mechanism_name
+from kraftsim.image import (
     render_directory, render_replicas, render_roundtrip, verify_directory, verify_replicas, verify_roundtrip,
 )
-from kraftsim.image.loader import MvChangeHandling
+from kraftsim.image import MvChangeHandling
 from kraftsim.storage.names import PathKind, SnapshotId, classify_path, parse_snapshot_name, snapshot_file_name
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion
 

@@ -25,9 +25,9 @@ import msgspec
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext
 from kraftsim.controller.result import ControllerResult, accepted, controller_record
 from kraftsim.errors import KraftsimError
-from kraftsim.image.configs import BROKER
-from kraftsim.image.features import ELR_FEATURE
-from kraftsim.image.writer import registry_for
+from kraftsim.image import BROKER
+from kraftsim.image import ELR_FEATURE
+from kraftsim.image import registry_for
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.storage.bootstrap import BootstrapMetadata, bootstrap_from_records
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog

@@ -42,7 +42,7 @@ from kraftsim.controller.replication import (
 )
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import MetadataDelta, MetadataImage
-from kraftsim.image.features import KRAFT_VERSION
+from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType

@@ -17,7 +17,7 @@ from typing import Mapping
 import msgspec
 
 from kraftsim.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.writer import registry_for
+from kraftsim.image import registry_for
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, MetadataVersion, default_catalog
 

@@ -32,7 +32,7 @@ from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.image.writer import registry_for
+from kraftsim.image import registry_for
 from kraftsim.protocol.entries import encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (

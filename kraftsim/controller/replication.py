@@ -25,11 +25,11 @@ from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
-from kraftsim.image.cluster import BrokerRegistration
-from kraftsim.image.configs import BROKER, TOPIC
-from kraftsim.image.features import ELR_FEATURE
+from kraftsim.image import BrokerRegistration
+from kraftsim.image import BROKER, TOPIC
+from kraftsim.image import ELR_FEATURE
 from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
-from kraftsim.image.partition import RECOVERED, RECOVERING
+from kraftsim.image import RECOVERED, RECOVERING
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.formatter import random_uuid

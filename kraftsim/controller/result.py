@@ -17,7 +17,7 @@ from typing import Any, Generic, Sequence, TypeVar
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.image.writer import registry_for
+from kraftsim.image import registry_for
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.writer import registry_for
+from kraftsim.image import registry_for
 from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_files
 from kraftsim.pipeline.records import encoded_sizes, mapped

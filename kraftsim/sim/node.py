@@ -37,13 +37,13 @@ from kraftsim.controller.cluster_control import (
 from kraftsim.controller.context import Range
 from kraftsim.controller.quorum_features import DISABLED
 from kraftsim.image import MetadataImage
-from kraftsim.image.emitter import SnapshotEmitter, loader_header_records
-from kraftsim.image.features import KRAFT_VERSION
-from kraftsim.image.generator import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
-from kraftsim.image.loader import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
-from kraftsim.image.loading import committed_batches, load_snapshot
-from kraftsim.image.mv_change import MetadataVersionChange
-from kraftsim.image.writer import registry_for
+from kraftsim.image import SnapshotEmitter, loader_header_records
+from kraftsim.image import KRAFT_VERSION
+from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
+from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
+from kraftsim.image import committed_batches, load_snapshot
+from kraftsim.image import MetadataVersionChange
+from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid

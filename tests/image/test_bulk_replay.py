@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataDelta, MetadataImage, MetadataReplayError, image_digest
 from kraftsim.image import intern
-from kraftsim.image.partition import PartitionRegistration, registration_from_record
+from kraftsim.image import PartitionRegistration, registration_from_record
 from kraftsim.image.pmap import PMap, hash_int, hash_str, hash_uuid
 from kraftsim.image.synthetic import ClusterShape, cluster_records
 from kraftsim.protocol.entries import Payload

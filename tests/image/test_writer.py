@@ -21,7 +21,7 @@ from kraftsim.image import (
 )
 from kraftsim.image.intern import EMPTY, MIGRATING, migrating
 from kraftsim.image.pmap import DELETE
-from kraftsim.image.writer import WRITER_3X, registry_for
+from kraftsim.image import WRITER_3X, registry_for
 from kraftsim.protocol.entries import Payload
 from kraftsim.versions import default_catalog, load_catalog
 from tests.image.helpers import REGISTRY, rec, replay, uid

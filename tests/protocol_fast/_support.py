@@ -25,8 +25,7 @@ from kraftsim.protocol.registry import RecordType
 from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, parse_schema
 from kraftsim.testing.strategies import INT_RANGES
 
-REPO = Path(__file__).resolve().parents[2]
-ORACLE = REPO.parent / "shared" / "oracle"
+from tests.paths import ORACLE, REPO  # noqa: F401  (re-exported)
 
 needs_speedups = pytest.mark.skipif(
     not fastpath.HAVE_SPEEDUPS or fastpath.FORCED_PURE,

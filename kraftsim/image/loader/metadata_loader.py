@@ -47,10 +47,10 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 from kraftsim.errors import KraftsimError
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.loss import LossReport
-from kraftsim.image.mv_change import MetadataVersionChange, rewrite_at_metadata_version
+from kraftsim.image.writer.loss import LossReport
+from kraftsim.image.writer.mv_change import MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.provenance import MetadataProvenance
-from kraftsim.image.writer import iter_image_records
+from kraftsim.image.writer.image_writer import iter_image_records
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
 

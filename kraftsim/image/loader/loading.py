@@ -23,10 +23,10 @@ import msgspec
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import (
+from kraftsim.image.loader.metadata_loader import (
     AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
-from kraftsim.image.writer import registry_for
+from kraftsim.image.writer.image_writer import registry_for
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loss import LossHandler, LossReport, raise_on_loss
-from kraftsim.image.writer import WriterLine, iter_image_records, registry_for
+from kraftsim.image.writer.loss import LossHandler, LossReport, raise_on_loss
+from kraftsim.image.writer.image_writer import WriterLine, iter_image_records, registry_for
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, Clock, as_clock
@@ -44,7 +44,7 @@ from kraftsim.storage.snapshot import SNAPSHOT_APPEND_RECORDS, control_payload, 
 from kraftsim.versions import Catalog, default_catalog
 
 if TYPE_CHECKING:
-    from kraftsim.image.loader import MetadataLoader
+    from kraftsim.image.loader.metadata_loader import MetadataLoader
 
 HeaderRecords = Callable[[MetadataImage], Sequence[Payload]]
 

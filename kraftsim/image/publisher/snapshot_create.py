@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
+from kraftsim.image.publisher.snapshot_emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import TransactionState
-from kraftsim.image.loading import LoadResult, SnapshotChoice, load_path
-from kraftsim.image.loss import LossReport, raise_on_loss
-from kraftsim.image.writer import WriterLine, registry_for, resolve_writer_line, write_image
+from kraftsim.image.loader.metadata_loader import TransactionState
+from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
+from kraftsim.image.writer.loss import LossReport, raise_on_loss
+from kraftsim.image.writer.image_writer import WriterLine, registry_for, resolve_writer_line, write_image
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock

@@ -37,13 +37,13 @@ import msgspec
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.delta import image_from_records
-from kraftsim.image.diff import diff_images
-from kraftsim.image.digest import image_digest
+from kraftsim.image.verification.diff import diff_images
+from kraftsim.image.verification.digest import image_digest
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import MetadataLoader, MvChangeHandling
-from kraftsim.image.loading import SnapshotChoice, committed_batches, load_snapshot, pick_snapshot
-from kraftsim.image.loss import LossReport
-from kraftsim.image.writer import WriterLine, registry_for, write_image
+from kraftsim.image.loader.metadata_loader import MetadataLoader, MvChangeHandling
+from kraftsim.image.loader.loading import SnapshotChoice, committed_batches, load_snapshot, pick_snapshot
+from kraftsim.image.writer.loss import LossReport
+from kraftsim.image.writer.image_writer import WriterLine, registry_for, write_image
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import decode_file_batch
 from kraftsim.storage.log import MetadataLog

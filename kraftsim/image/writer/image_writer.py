@@ -22,10 +22,10 @@ from typing import Any, Callable, Iterator
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
-from kraftsim.image.partition import MIGRATING_BY_COUNT
-from kraftsim.image.loss import Loss, LossHandler, raise_on_loss
-from kraftsim.image.opaque import key_text
-from kraftsim.image.scram import mechanism_enum_name, mechanism_name
+from kraftsim.image.components.partition import MIGRATING_BY_COUNT
+from kraftsim.image.writer.loss import Loss, LossHandler, raise_on_loss
+from kraftsim.image.components.opaque import key_text
+from kraftsim.image.components.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import Catalog, default_catalog
