@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kraftsim.controller import (
-    acls, activation, client_quotas, cluster_control, configs, delegation_tokens, producer_ids, replication, scram,
+    acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
+    replication, scram, topics,
 )
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.cluster_control import BrokerHeartbeats
@@ -285,17 +286,17 @@ class QuorumController:
 
     # Topics, partitions and the smaller families.
 
-    def create_topics(self, request: replication.CreateTopicsRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.create_topics(ctx, request))
+    def create_topics(self, request: topics.CreateTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: topics.create_topics(ctx, request))
 
-    def delete_topics(self, request: replication.DeleteTopicsRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.delete_topics(ctx, request))
+    def delete_topics(self, request: topics.DeleteTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: topics.delete_topics(ctx, request))
 
     def alter_partition(self, request: replication.AlterPartitionRequest) -> ControllerResult:
         return self.execute(lambda ctx: replication.alter_partition(ctx, request))
 
-    def elect_leaders(self, request: replication.ElectLeadersRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.elect_leaders(ctx, request))
+    def elect_leaders(self, request: leader_election.ElectLeadersRequest) -> ControllerResult:
+        return self.execute(lambda ctx: leader_election.elect_leaders(ctx, request))
 
     def incremental_alter_configs(self, request: configs.IncrementalAlterConfigsRequest) -> ControllerResult:
         return self.execute(lambda ctx: configs.incremental_alter_configs(ctx, request))
