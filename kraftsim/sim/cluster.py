@@ -67,7 +67,7 @@ from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState
 from kraftsim.storage import (
     QuorumState, ServerConfig, read_bootstrap_dir, storage_format, write_leader_epoch_checkpoint, write_quorum_state,
 )
-from kraftsim.storage.formatter import random_uuid
+from kraftsim.storage import random_uuid
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog, load_catalog

@@ -50,7 +50,8 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
-from kraftsim.storage.formatter import java_hash_order, java_struct_string
+from kraftsim.storage import java_struct_string
+from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
