@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
-from kraftsim.controller.topics import CreatableTopic, CreateTopicsRequest, create_topics
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest, create_topics
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MvChangeHandling
 from kraftsim.image import verify_directory, verify_replicas

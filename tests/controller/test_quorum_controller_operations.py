@@ -7,7 +7,7 @@ from kraftsim.controller.cluster_control import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, supported_features,
 )
 from kraftsim.controller.context import ControllerConfig
-from kraftsim.controller.topics import CreatableTopic, CreateTopicsRequest
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest
 from kraftsim.image import image_digest
 from kraftsim.image import load_path
 from kraftsim.protocol.primitives import Uuid

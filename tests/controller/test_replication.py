@@ -9,17 +9,17 @@ import random
 
 import pytest
 
-from kraftsim.controller.leader_election import ElectLeadersRequest, TopicPartitions, elect_leaders
-from kraftsim.controller.partition_change import PartitionChangeBuilder, java_int_set_order, leader_acceptor
-from kraftsim.controller.replica_placement import UsableBroker, place_replicas
-from kraftsim.controller.replication import (
+from kraftsim.controller import ElectLeadersRequest, TopicPartitions, elect_leaders
+from kraftsim.controller import PartitionChangeBuilder, java_int_set_order, leader_acceptor
+from kraftsim.controller import UsableBroker, place_replicas
+from kraftsim.controller import (
     AlterPartitionData,
     AlterPartitionRequest,
     AlterPartitionTopic,
     BrokerState,
     alter_partition,
 )
-from kraftsim.controller.topics import (
+from kraftsim.controller import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller.cluster_control import expire_sessions, unregister_broker
-from kraftsim.controller.leader_election import ElectLeadersRequest, elect_leaders
-from kraftsim.controller.partition_change import is_active
-from kraftsim.controller.replication import (
+from kraftsim.controller import ElectLeadersRequest, elect_leaders
+from kraftsim.controller import is_active
+from kraftsim.controller import (
     AlterPartitionData,
     AlterPartitionRequest,
     AlterPartitionTopic,
