@@ -33,7 +33,6 @@ from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.image import registry_for
 from kraftsim.protocol.entries import encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
@@ -133,7 +132,7 @@ class ReplayState:
 def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Registry | None = None) -> ReplayState:
     """Replay a whole metadata log from scratch (what a new standby controller does)."""
     cat = catalog if catalog is not None else default_catalog()
-    return ReplayState(cat).replay_log(log, registry or registry_for(cat))
+    return ReplayState(cat).replay_log(log, registry or cat.record_registry())
 
 
 class QuorumController:
@@ -160,7 +159,7 @@ class QuorumController:
                                                 else self.catalog.supported_features(unstable))
         self.config = config
         self.static_voters = tuple(static_voters)
-        self.registry = registry_for(self.catalog)
+        self.registry = self.catalog.record_registry()
         self.raft_upgrade = raft_upgrade
         self.max_batch_bytes = max_batch_bytes
         self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)

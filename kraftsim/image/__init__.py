@@ -19,7 +19,8 @@ The layout follows Kafka's `org.apache.kafka.image` (lower rows know nothing of 
   bulk         replay_all's fast path for snapshot loads (topic and partition records)
   writer/      image_writer (an image as records at a metadata.version), loss (what a
                lossy write drops), mv_change (the image rewritten at a new MV)
-  loader/      metadata_loader (MetadataLoader), loading (files into images)
+  loader/      metadata_loader (MetadataLoader), loading (files into images), replay
+               (a user's load request checked, then loaded), summary (what a load gives)
   publisher/   snapshot_generator, snapshot_emitter, snapshot_create
   verification/ digest, diff, verify (replay verification)
   synthetic    synthetic cluster states for what-ifs and benchmarks
@@ -84,6 +85,8 @@ from kraftsim.image.loader.metadata_loader import (
     SnapshotManifest,
     TransactionState,
 )
+from kraftsim.image.loader.replay import LoadRequestError, replay_path
+from kraftsim.image.loader.summary import TEXT_LIMIT, broker_state, image_summary, load_summary, mv_names, summary_lines
 from kraftsim.image.publisher.snapshot_create import create_snapshot, release_for_level, snapshot_contents
 from kraftsim.image.publisher.snapshot_emitter import (
     kraft_header_records,
@@ -111,6 +114,14 @@ from kraftsim.image.verification.verify import (
 )
 
 __all__ = [
+    "LoadRequestError",
+    "TEXT_LIMIT",
+    "broker_state",
+    "image_summary",
+    "load_summary",
+    "mv_names",
+    "replay_path",
+    "summary_lines",
     "ABSENT",
     "AbortHandling",
     "AclsImage",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.replay_cmd import image_summary
+from kraftsim.image import image_summary
 from kraftsim.image import image_digest
 from kraftsim.image import load_path
 from kraftsim.image import snapshot_contents

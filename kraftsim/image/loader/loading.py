@@ -26,7 +26,6 @@ from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.metadata_loader import (
     AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
-from kraftsim.image.writer.image_writer import registry_for
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
@@ -93,7 +92,7 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
     """
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry or registry_for(catalog)
+    registry = registry or catalog.record_registry()
     kind = classify_path(p)
     loader = MetadataLoader(catalog, abort_handling=abort_handling, mv_change=mv_change, fault_handler=fault_handler)
     loader.install_publishers(*publishers)

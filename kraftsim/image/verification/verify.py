@@ -43,7 +43,7 @@ from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.metadata_loader import MetadataLoader, MvChangeHandling
 from kraftsim.image.loader.loading import SnapshotChoice, committed_batches, load_snapshot, pick_snapshot
 from kraftsim.image.writer.loss import LossReport
-from kraftsim.image.writer.image_writer import WriterLine, registry_for, write_image
+from kraftsim.image.writer.image_writer import WriterLine, write_image
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import decode_file_batch
 from kraftsim.storage.log import MetadataLog
@@ -297,7 +297,7 @@ def verify_directory(path: Path | str, *, catalog: Catalog | None = None, regist
     metadata.version-change rules (the `kip-778` policy) is replayed with
     `mv_change=MvChangeHandling.KIP_778`, the way its nodes loaded it."""
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry or registry_for(catalog)
+    registry = registry or catalog.record_registry()
     directory = metadata_dir_of(path)
     with MetadataLog.open(directory, read_only=True) as log:
         shape = _LogShape(log.log_start_offset, log.log_end_offset, log.snapshot_ids(), log.gaps(),
@@ -464,7 +464,7 @@ def verify_replicas(paths: Sequence[Path | str], *, catalog: Catalog | None = No
     if len(paths) < 2:
         raise KraftsimError("replica verification needs at least two directories")
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry or registry_for(catalog)
+    registry = registry or catalog.record_registry()
     with ExitStack() as stack:
         replicas: list[tuple[str, _Replayer, list[SnapshotId]]] = []
         infos: list[ReplicaInfo] = []
@@ -548,7 +548,7 @@ def verify_roundtrip(image: MetadataImage, *, catalog: Catalog | None = None,
     a failure only when the catalog calls the downgrade lossless (its didMetadataChange
     flags and the writer must agree)."""
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry or registry_for(catalog)
+    registry = registry or catalog.record_registry()
     line = writer_line if writer_line is not None else WriterLine.from_catalog(catalog)
     line_name = line if isinstance(line, str) else line.name
     mv_level = image.metadata_version
