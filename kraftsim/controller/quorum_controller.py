@@ -36,10 +36,9 @@ from kraftsim.image.delta import TRANSACTION_RECORDS
 from kraftsim.protocol.entries import encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
-    MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge, read_snapshot,
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge,
 )
 from kraftsim.storage.batchfile import decode_file_batch
-from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, default_catalog
 
 Rule = Callable[[ControllerContext], ControllerResult]
@@ -106,10 +105,10 @@ class ReplayState:
     def replay_log(self, log: MetadataLog, registry: Registry | None = None) -> "ReplayState":
         """Load the newest snapshot at or above the log start (if any), then every batch after it."""
         start = log.log_start_offset
-        snapshots = [s for s in log.snapshot_ids() if s.end_offset >= start and s.end_offset > 0]
-        if snapshots:
-            sid = snapshots[-1]
-            snap = read_snapshot(snapshot_path(log.directory, sid), registry)
+        snap = log.read_latest_snapshot(registry)
+        if snap is not None:
+            sid = snap.snapshot_id
+            assert sid is not None  # the log names its snapshots by id
             delta = MetadataDelta(self.image, self.catalog)
             for e in snap.entries():
                 if e.control:
