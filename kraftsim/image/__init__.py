@@ -22,7 +22,7 @@ The layout follows Kafka's `org.apache.kafka.image` (lower rows know nothing of 
   loader/      metadata_loader (MetadataLoader), loading (files into images), replay
                (a user's load request checked, then loaded), summary (what a load gives)
   publisher/   snapshot_generator, snapshot_emitter, snapshot_create
-  verification/ digest, diff, verify (replay verification)
+  verification/ digest, diff, verify (replay verification), report (its results and text)
   synthetic    synthetic cluster states for what-ifs and benchmarks
 
 Every name other packages use is exported here; import it from `kraftsim.image`.
@@ -104,10 +104,8 @@ from kraftsim.image.publisher.snapshot_generator import (
 )
 from kraftsim.image.verification.diff import ABSENT, Change, diff_images, diff_text, show
 from kraftsim.image.verification.digest import component_digests, image_digest, image_digest_with_provenance
+from kraftsim.image.verification.report import render_directory, render_replicas, render_roundtrip
 from kraftsim.image.verification.verify import (
-    render_directory,
-    render_replicas,
-    render_roundtrip,
     verify_directory,
     verify_replicas,
     verify_roundtrip,
