@@ -88,7 +88,7 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
     `batches_per_commit` groups the log's batches into commits of that many batches (Kafka
     hands the loader whatever one read returned; only publish points depend on it).
     `mv_change=MvChangeHandling.KIP_778` rewrites the image at each new metadata.version as
-    KIP-778 designs it (see loader.py); Kafka's behaviour is the default.
+    KIP-778 designs it (see metadata_loader.py); Kafka's behaviour is the default.
     """
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()

@@ -32,7 +32,7 @@ metadata.version changes: Kafka 4.x replays the FeatureLevelRecord like any othe
 a transaction, a FeatureLevelRecord that changes metadata.version first publishes what
 came before it (as a Begin does), so the image just before the change is published on its
 own; the delta holding the change is then published with the image rewritten at the new
-metadata.version (mv_change.py) and a `MetadataVersionChange` in its manifest saying what
+metadata.version (writer/mv_change.py) and a `MetadataVersionChange` in its manifest saying what
 the rewrite dropped. The loader's own image is the rewritten one from then on. Inside a
 transaction the change takes effect when the transaction is published, and the state
 before it is the one published at the Begin.
