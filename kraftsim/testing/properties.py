@@ -21,8 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from kraftsim.image import LossReport, MetadataImage, diff_images, image_from_records, write_image
-from kraftsim.image.writer import registry_for
+from kraftsim.image import LossReport, MetadataImage, diff_images, image_from_records, registry_for, write_image
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.framing import decode_metadata_record, encode_metadata_record
 from kraftsim.sim import Simulation
