@@ -271,6 +271,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if lost > 0:
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
+            m.disk_gen += 1
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
         self._halt(m, None, CRASHED)
 
@@ -298,6 +299,7 @@ class Engine(RaftMixin, LifecycleMixin):
     # -------------------------------------------------------------- disk faults (node down)
 
     def torn_tail(self, m: Member) -> None:
+        m.disk_gen += 1
         d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
         segments = sorted(p for p in d.glob("*.log") if p.stat().st_size > 0)
         if not segments:
@@ -316,6 +318,7 @@ class Engine(RaftMixin, LifecycleMixin):
                                        "bytes_left": max(1, size // 2), "batch_bytes": size})
 
     def wipe(self, m: Member) -> None:
+        m.disk_gen += 1
         d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
         removed = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
         shutil.rmtree(d, ignore_errors=True)
@@ -330,6 +333,7 @@ class Engine(RaftMixin, LifecycleMixin):
         truncateFullyAndStartAt), and the loader reloads from it."""
         node = m.node
         assert node is not None and node.log is not None
+        m.disk_gen += 1
         self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset))
         d = node.metadata_dir
         atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)

@@ -536,6 +536,7 @@ class RaftMixin:
         self.checker.truncating(self.describe_event(), m, offset)
         self.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
         log.truncate_to(offset)
+        m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
 
     # -------------------------------------------------------------- snapshots
