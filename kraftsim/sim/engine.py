@@ -435,13 +435,13 @@ class Engine(RaftMixin, LifecycleMixin):
         if leader is None or self.controller is None or leader.high_watermark is None:
             return False
         hw = leader.high_watermark
-        if hw < leader.flushed_end - 1 and leader.log.log_end_offset - hw > 1:
-            return False
+        if hw < leader.log.log_end_offset:
+            return False  # something appended is not committed yet
         image = self.controller.image
         for m in self.members.values():
             if not m.running:
                 continue
-            if m.leader != leader.id or m.applied < hw - 1 - _idle_slack(leader, hw):
+            if m.leader != leader.id or m.applied < hw - 1:
                 return False
             if m.node is not None and m.node.blocked is not None:
                 return False
@@ -456,12 +456,6 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
-
-
-def _idle_slack(leader: Member, hw: int) -> int:
-    """Offsets a follower may lag by in a stable cluster: the idle NoOpRecord batch the leader
-    committed last (followers learn of it on their next fetch)."""
-    return 1
 
 
 __all__ = ["DOWN", "Engine", "Message"]

@@ -367,7 +367,9 @@ class RaftMixin:
         m.high_watermark = hw
         self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
         self.checker.high_watermark(self.describe_event(), m, hw)
-        self._apply(m)
+        self._apply(m)  # type: ignore[attr-defined]
+        if m.role == LEADER:
+            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
 
     # -------------------------------------------------------------- fetching
 
