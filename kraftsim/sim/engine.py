@@ -172,10 +172,11 @@ class Engine(RaftMixin, LifecycleMixin):
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
                        clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
 
-    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True) -> str | None:
+    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
+                     resume: bool = False) -> str | None:
         """Start the node's process (on `release`); returns Kafka's text when it cannot start.
-        A new process has a new incarnation id (`new_process=False`: a reopened simulation
-        resumes the processes it saved)."""
+        A new process has a new incarnation id (`new_process=False`: its first start, or a
+        process a reopened simulation `resume`s, leading on if it led)."""
         if m.running:
             return None
         if release is not None:
@@ -222,9 +223,9 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.restarted(m.id)
         m.shutdown_wanted = m.shutdown_done = False
         m.controller_registered = False
-        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles),
+        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m, resume=not new_process)
+        self._raft_start(m, resume=resume)
         self._lifecycle_start(m)
         return None
 
@@ -279,6 +280,7 @@ class Engine(RaftMixin, LifecycleMixin):
         """A clean shutdown; a registered broker first finishes its controlled shutdown."""
         if not m.running:
             return
+        self.emit(m.id, "stopping", {"roles": m.state.role_text, "release": m.state.release})
         if m.state.is_broker and m.broker_epoch is not None and m.leader is not None:
             m.shutdown_wanted = True
             if m.leader is not None:
