@@ -5,7 +5,7 @@ commits stay in the timeline (`--timeline FILE`)."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kraftsim.sim.types import SimEvent
 
