@@ -152,8 +152,10 @@ class Simulation(AdminMixin):
 
     @classmethod
     def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
-             on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
-        """Open a cluster directory: every node that ran starts again from its disk."""
+             on_event: Callable[[SimEvent], None] | None = None, passive: bool = False) -> Simulation:
+        """Open a cluster directory: every node that ran starts again from its disk.
+        `passive` only looks: each running node's replica is loaded (its whole log), no
+        process runs, and nothing is saved (a describe, a status)."""
         d = Path(directory)
         saved = read_saved(d)
         if config is not None:
@@ -167,6 +169,14 @@ class Simulation(AdminMixin):
         if on_event is not None:
             sim.subscribe(on_event)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
+        if passive:
+            sim._closed = True  # never saved
+            for i in running:
+                m = sim.engine.member(i)
+                m.node = sim.engine._make_node(m)
+                m.node.open()
+                m.status, m.state.running = RUNNING, True
+            return sim
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
@@ -193,6 +203,9 @@ class Simulation(AdminMixin):
 
     def close(self) -> None:
         if self._closed:
+            for m in self.engine.ordered():
+                if m.node is not None:
+                    m.node.close()
             return
         self._closed = True
         try:
