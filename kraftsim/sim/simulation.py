@@ -87,6 +87,7 @@ class Simulation(AdminMixin):
         self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
                              voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
                              kraft_version=saved.kraft_version, rng_salt=f":{saved.opens}", on_event=self._publish)
+        self.engine.net.verbose = False  # until someone subscribes
         for n in saved.nodes:
             state = NodeState(id=n.id, roles=tuple(n.roles), release=n.release, incarnation=n.incarnation,
                               starts=n.starts, running=n.status == RUNNING, previous_broker_epoch=n.previous_broker_epoch,
@@ -236,6 +237,7 @@ class Simulation(AdminMixin):
 
     def subscribe(self, callback: Callable[[SimEvent], None]) -> None:
         self._subscribers.append(callback)
+        self.engine.net.verbose = True  # events are built only while someone listens
 
     def timeline_jsonl(self, path: Path | str | IO[str]) -> None:
         """Stream every event from now on to `path` (appended) as JSON lines, one object each."""
