@@ -10,11 +10,7 @@ from typing import Mapping
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
-from kraftsim.storage.format_common import (
-    _java_int_hash,
-    copy_capacity,
-    java_hash_order,
-)
+from kraftsim.javacompat import copy_capacity, hash_map_order, int_hash
 from kraftsim.storage.java_properties import java_parse_int
 from kraftsim.storage.scram_parser import (
     _java_split,
@@ -112,8 +108,8 @@ def voters_record(voters: Mapping[int, DynamicVoter], controller_listener_name: 
     the listener name upper-cased, kraft.version support 0-1; voters in Java HashMap order."""
     rt = (registry or default_registry())["VotersRecord"]
     voter_cls, endpoint_cls, feature_cls = rt.nested["Voter"], rt.nested["Endpoint"], rt.nested["KRaftVersionFeature"]
-    ids = java_hash_order(list(voters), _java_int_hash)  # toVoterSet's HashMap
-    ids = java_hash_order(ids, _java_int_hash, initial=copy_capacity(len(ids)))  # VoterSet.fromMap copies it
+    ids = hash_map_order(list(voters), int_hash)  # toVoterSet's HashMap
+    ids = hash_map_order(ids, int_hash, initial=copy_capacity(len(ids)))  # VoterSet.fromMap copies it
     out = []
     for i in ids:
         v = voters[i]
