@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,

@@ -295,7 +295,8 @@ def test_greenlemon_replicas_agree_and_kafka1s_tail_is_reported() -> None:
     assert v.offsets == [28869, 28870, 30637]
     assert len(v.comparisons) == 6 and all(c.ok for c in v.comparisons)
     (tail,) = v.tails
-    size = lambda i: (GREEN / f"kafka{i}" / "__cluster_metadata-0" / "00000000000000000000.log").stat().st_size
+    def size(i: int) -> int:
+        return (GREEN / f"kafka{i}" / "__cluster_metadata-0" / "00000000000000000000.log").stat().st_size
     assert tail.path == str(paths[0])
     assert (tail.start_offset, tail.end_offset, tail.records) == (30637, 30638, 1)
     assert tail.bytes == size(1) - size(2) == 106

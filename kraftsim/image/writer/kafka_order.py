@@ -103,9 +103,12 @@ def quota_entity_hash(entity: Iterable[tuple[str, str | None]]) -> int:
     return (31 + h) & 0xFFFFFFFF
 
 
-def quota_entity_order(entities: Sequence[K]) -> list[K]:
+QuotaEntity = tuple[tuple[str, "str | None"], ...]
+
+
+def quota_entity_order(entities: Sequence[QuotaEntity]) -> list[QuotaEntity]:
     """ClientQuotasImage.entities."""
-    return delta_rebuilt_order(entities, quota_entity_hash)  # type: ignore[arg-type]
+    return delta_rebuilt_order(entities, quota_entity_hash)
 
 
 def quota_entity_data_order(types: Sequence[str]) -> list[str]:
