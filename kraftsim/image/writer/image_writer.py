@@ -172,30 +172,18 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         rb = reg["RegisterBrokerRecord"]
         rbv = cat.record_version("RegisterBrokerRecord", mv)
         ep_cls, feat_cls = rb.nested["BrokerEndpoint"], rb.nested["BrokerFeature"]
-        ics_ok, zk_ok, dirs_ok = supports("in_controlled_shutdown"), supports("migration"), supports("directory_assignment")
+        # the optional fields: (image attribute, record field, capability, loss kind, Kafka's loss text)
+        optional = [(attr, field, supports(cap), kind, text) for attr, field, cap, kind, text in _BROKER_OPTIONAL]
         for b in (cluster.brokers[i] for i in node_id_order(cluster.brokers.keys())):
-            entity = f"broker {b.id}"
             fields: dict[str, Any] = {}
-            if b.in_controlled_shutdown:
-                if ics_ok:
-                    fields["in_controlled_shutdown"] = True
+            for attr, field, ok, kind, text in optional:
+                value = getattr(b, attr)
+                if not value:
+                    continue
+                if ok:
+                    fields[field] = list(value) if field == "log_dirs" else True
                 else:
-                    lose("broker in-controlled-shutdown state", entity,
-                         "the inControlledShutdown state of one or more brokers",
-                         ("cluster", "brokers", b.id, "in_controlled_shutdown"))
-            if b.is_migrating_zk_broker:
-                if zk_ok:
-                    fields["is_migrating_zk_broker"] = True
-                else:
-                    lose("broker isMigratingZkBroker state", entity,
-                         "the isMigratingZkBroker state of one or more brokers",
-                         ("cluster", "brokers", b.id, "is_migrating_zk_broker"))
-            if b.directories:
-                if dirs_ok:
-                    fields["log_dirs"] = list(b.directories)
-                else:
-                    lose("broker log dirs", entity, "the online log directories of one or more brokers",
-                         ("cluster", "brokers", b.id, "directories"))
+                    lose(kind, f"broker {b.id}", text, ("cluster", "brokers", b.id, attr))
             yield Payload(rb, rbv, rb.cls(
                 broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch,
                 end_points=[ep_cls(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
@@ -347,6 +335,17 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                 yield Payload(rec.record_type, cat.record_version(name, mv), rec.message)
             else:
                 lose(f"{name} record", key_text(key, rec), f"records of type {name}", ("opaque", key))
+
+
+#: A broker registration's fields that only some metadata.versions can write.
+_BROKER_OPTIONAL = (
+    ("in_controlled_shutdown", "in_controlled_shutdown", "in_controlled_shutdown",
+     "broker in-controlled-shutdown state", "the inControlledShutdown state of one or more brokers"),
+    ("is_migrating_zk_broker", "is_migrating_zk_broker", "migration",
+     "broker isMigratingZkBroker state", "the isMigratingZkBroker state of one or more brokers"),
+    ("directories", "log_dirs", "directory_assignment",
+     "broker log dirs", "the online log directories of one or more brokers"),
+)
 
 
 def _topic_id(t: Any) -> Any:
