@@ -26,7 +26,7 @@ from kraftsim.image import load_path
 from kraftsim.image import snapshot_contents
 from kraftsim.image import verify_directory, verify_replicas, verify_roundtrip
 from kraftsim.javacompat import hash_map_capacity, string_hash
-from kraftsim.storage import read_snapshot
+from kraftsim.storage import read_snapshot, replay_clock
 from kraftsim.versions import default_catalog
 from tests.conftest import ORACLE
 from tests.replay.helpers import (
@@ -229,12 +229,7 @@ def _assert_written_as_kafka_did(snap: Path, offset: int, kafka, type_hashes, ou
     """Our snapshot with Kafka's batch timestamps is Kafka's file; or, with config resources
     in a JVM-run order, the same records in the same order but for that order."""
     contents = snapshot_contents(snap.parent, offset, catalog=CATALOG, config_type_hashes=type_hashes)
-    stamps = list(kafka.batch_timestamps)
-
-    def kafka_clock() -> int:  # one reading per batch, as Kafka's writer
-        assert stamps, "more batches than Kafka's snapshot"
-        return stamps.pop(0)
-    written = contents.write(out, time_ms=kafka_clock, fsync=False)
+    written = contents.write(out, time_ms=replay_clock(kafka.batch_timestamps), fsync=False)
     if type_hashes is None:
         assert written.read_bytes() == snap.read_bytes()
         return
