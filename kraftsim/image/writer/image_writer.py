@@ -18,6 +18,7 @@ catalog's policies (`snapshot_zk_migration_state`, `elr_fields_gate`) or `writer
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
@@ -172,6 +173,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         rb = reg["RegisterBrokerRecord"]
         rbv = cat.record_version("RegisterBrokerRecord", mv)
         ep_cls, feat_cls = rb.nested["BrokerEndpoint"], rb.nested["BrokerFeature"]
+        broker_features = partial(broker_feature_order, rehashed=line.broker_features_rehashed)
         # the optional fields: (image attribute, record field, capability, loss kind, Kafka's loss text)
         optional = [(attr, field, supports(cap), kind, text) for attr, field, cap, kind, text in _BROKER_OPTIONAL]
         for b in (cluster.brokers[i] for i in node_id_order(cluster.brokers.keys())):
@@ -185,14 +187,8 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                 else:
                     lose(kind, f"broker {b.id}", text, ("cluster", "brokers", b.id, attr))
             yield Payload(rb, rbv, rb.cls(
-                broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch,
-                end_points=[ep_cls(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                            for e in _in_order(b.listeners, broker_listener_order)],
-                features=[feat_cls(name=f.name, min_supported_version=f.min_version,
-                                   max_supported_version=f.max_version)
-                          for f in _in_order(b.supported_features, lambda names: broker_feature_order(
-                              names, rehashed=line.broker_features_rehashed))],
-                rack=b.rack, fenced=b.fenced, **fields))
+                broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch, rack=b.rack, fenced=b.fenced,
+                **_registration_lists(b, ep_cls, feat_cls, broker_listener_order, broker_features), **fields))
     if cluster.controllers:
         if supports("controller_registration"):
             rc = reg["RegisterControllerRecord"]
@@ -201,11 +197,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
             for c in (cluster.controllers[i] for i in node_id_order(cluster.controllers.keys())):
                 yield Payload(rc, rcv, rc.cls(
                     controller_id=c.id, incarnation_id=c.incarnation_id, zk_migration_ready=c.zk_migration_ready,
-                    end_points=[cep(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                                for e in _in_order(c.listeners, controller_list_order)],
-                    features=[cfeat(name=f.name, min_supported_version=f.min_version,
-                                    max_supported_version=f.max_version)
-                              for f in _in_order(c.supported_features, controller_list_order)]))
+                    **_registration_lists(c, cep, cfeat, controller_list_order, controller_list_order)))
         else:
             for c in cluster.sorted_controllers():
                 lose("controller registration", f"controller {c.id}", "controller registration data",
@@ -356,6 +348,17 @@ def _in_order(items: tuple[Any, ...], order: Callable[[list[str]], list[str]]) -
     """A registration's listeners or features (record order) in the order Kafka writes them."""
     by_name = {x.name: x for x in items}
     return [by_name[n] for n in order([x.name for x in items])]
+
+
+def _registration_lists(reg: Any, endpoint: type, feature: type, listener_order: Callable[[list[str]], list[str]],
+                        feature_order: Callable[[list[str]], list[str]]) -> dict[str, list[Any]]:
+    """A registration record's `end_points` and `features`, in the order Kafka writes them."""
+    return {
+        "end_points": [endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                       for e in _in_order(reg.listeners, listener_order)],
+        "features": [feature(name=f.name, min_supported_version=f.min_version, max_supported_version=f.max_version)
+                     for f in _in_order(reg.supported_features, feature_order)],
+    }
 
 
 def _scram_loss_text(creds: list) -> str:
