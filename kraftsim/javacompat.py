@@ -11,6 +11,7 @@ take the keys in the order they were put and return the order Java iterates them
 from __future__ import annotations
 
 import random
+from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
 from kraftsim.protocol.primitives import Uuid
@@ -22,6 +23,7 @@ _MASK32 = 0xFFFFFFFF
 # ------------------------------------------------------------------------------ hash codes
 
 
+@lru_cache(maxsize=1 << 16)  # the same names (config keys, features, listeners) come back all the time
 def string_hash(s: str) -> int:
     """String.hashCode over UTF-16 code units, as its 32 bits (unsigned)."""
     h = 0
@@ -90,6 +92,8 @@ def hash_map_order(keys: Sequence[K], hash_of: Callable[[K], int], *, initial: i
     """The iteration order of a java.util.HashMap (or HashSet) whose distinct keys were put in
     the order of `keys` into a table of `initial` buckets: by bucket of the final table, then
     by insertion (a resize keeps the relative order of the keys that share a bucket)."""
+    if len(keys) < 2:
+        return list(keys)
     cap = hash_map_capacity(len(keys), initial)
     return [k for _, _, k in sorted((_spread(hash_of(k)) & (cap - 1), i, k) for i, k in enumerate(keys))]
 

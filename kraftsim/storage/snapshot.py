@@ -36,7 +36,8 @@ SNAPSHOT_APPEND_RECORDS = 1024
 def control_payload(registry: Registry, name: str, **fields: object) -> Payload:
     rt = registry[name]
     version = fields.get("version", 0)
-    assert isinstance(version, int)
+    if not isinstance(version, int):
+        raise TypeError(f"{name}: version must be an int, not {version!r}")
     return Payload(rt, version, rt.new(**fields))
 
 

@@ -16,10 +16,12 @@ Kafka's order; without them, resources sorted by (type, name).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from kraftsim.javacompat import (
-    copy_capacity, hash_map_order, hash_pmap_order, int_hash, sized_capacity, string_hash, uuid_hash,
+    copy_capacity, hash_map_capacity, hash_map_order, hash_pmap_order, int_hash, sized_capacity, string_hash,
+    uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 
@@ -32,18 +34,29 @@ HASH_MAP = "hash_map"
 
 
 def delta_rebuilt_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
-    """A map one delta built: its changes HashMap (16 buckets) put into `new HashMap<>(0)`."""
-    return hash_map_order(hash_map_order(keys, hash_of), hash_of, initial=1)
+    """A map one delta built: its changes HashMap (16 buckets) put into `new HashMap<>(0)`,
+    i.e. hash_map_order(hash_map_order(keys, hash_of), hash_of, initial=1) in one sort."""
+    if len(keys) < 2:
+        return list(keys)
+    last = hash_map_capacity(len(keys), 1) - 1
+    first = hash_map_capacity(len(keys)) - 1
+    spread = [(h ^ (h >> 16)) for h in map(hash_of, keys)]
+    return [keys[i] for _, _, i in sorted((s & last, s & first, i) for i, s in enumerate(spread))]
+
+
+@lru_cache(maxsize=4096)  # resources mostly hold the same few names in the same order
+def _string_delta_order(names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(delta_rebuilt_order(names, string_hash))
 
 
 def feature_order(names: Sequence[str]) -> list[str]:
     """FeaturesImage.finalizedVersions (without metadata.version)."""
-    return delta_rebuilt_order(names, string_hash)
+    return list(_string_delta_order(tuple(names)))
 
 
 def config_key_order(keys: Sequence[str]) -> list[str]:
     """ConfigurationImage.data and ClientQuotaImage.quotas."""
-    return delta_rebuilt_order(keys, string_hash)
+    return list(_string_delta_order(tuple(keys)))
 
 
 def broker_listener_order(names: Sequence[str]) -> list[str]:
