@@ -4,9 +4,10 @@ come out in Kafka's order (byte for byte, not only as the same set).
 Kafka's images keep most of their maps as java.util.HashMap, rebuilt by each delta: the
 delta collects its changes in a `HashMap` (16 buckets, in record order), and `apply` puts
 the old entries and then the changes into a fresh `new HashMap<>(oldSize)`. The order is
-therefore a function of the keys' hash codes and of the order they arrived in; kraftsim's
-images are canonical (sorted) and do not keep arrival order, so keys that share a bucket at
-both steps come out in key order. Topics live in a persistent hash map since Kafka 3.6
+therefore a function of the keys' hash codes and of the order they arrived in, which
+decides between keys that share a bucket. kraftsim's config and quota maps keep their keys
+in arrival order, so those ties are Kafka's too; its other maps are canonical (sorted), and
+their ties come out in key order. Topics live in a persistent hash map since Kafka 3.6
 (pcollections, ordered by hash code); before, in a HashMap copied on every change. Config
 resources are keyed by ConfigResource, whose hash code includes the identity hash of its
 ConfigResource.Type enum constant (different in every JVM run), so Kafka's resource order
