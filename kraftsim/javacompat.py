@@ -1,6 +1,7 @@
 """What kraftsim copies from the JVM, in one place: Java's hash codes, the iteration order of
 java.util.HashMap / HashSet / ConcurrentHashMap and of the persistent hash map behind Kafka's
-images, and Kafka's Uuid.randomUuid.
+images, Kafka's Uuid.randomUuid, and the JDK's texts and parsers Kafka's tools rely on
+(Date.toString, Integer.parseInt, String.split).
 
 Kafka writes records by iterating hash maps (registration listeners and features, finalized
 features, configs, topics), so the order of a record's list, or of records in a snapshot,
@@ -10,7 +11,9 @@ take the keys in the order they were put and return the order Java iterates them
 
 from __future__ import annotations
 
+import datetime as _dt
 import random
+import re
 from functools import lru_cache
 from typing import Callable, Hashable, Iterable, Sequence, TypeVar
 
@@ -159,3 +162,48 @@ def random_uuid(rng: random.Random | None = None) -> Uuid:
         u = Uuid(bytes(raw))
         if u not in RESERVED_UUIDS and not str(u).startswith("-"):
             return u
+
+
+# ------------------------------------------------------------------------------ texts and parsers
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def date_to_string(when: _dt.datetime | int | float) -> str:
+    """`java.util.Date.toString()`: `EEE MMM dd HH:mm:ss zzz yyyy`, e.g. `Fri Apr 19 13:20:44 UTC 2024`.
+
+    A number is seconds since the epoch, shown in UTC; an aware datetime is shown in its
+    own zone, named by its tzname().
+    """
+    if isinstance(when, (int, float)):
+        when = _dt.datetime.fromtimestamp(when, _dt.timezone.utc)
+    if when.tzinfo is None:
+        raise ValueError("date_to_string needs a timezone-aware datetime (or seconds since the epoch)")
+    zone = when.tzname() or "UTC"
+    if zone == "UTC+00:00":
+        zone = "UTC"
+    return (f"{_DAYS[when.weekday()]} {_MONTHS[when.month - 1]} {when.day:02d} "
+            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int(text: str) -> int | None:
+    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    v = int(text)
+    return v if -(2**31) <= v < 2**31 else None
+
+
+def string_split(text: str, sep: str) -> list[str]:
+    """String.split(sep) for a literal separator: without a match, [text]; otherwise
+    trailing empty strings are dropped."""
+    parts = text.split(sep)
+    if len(parts) == 1:
+        return parts
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts

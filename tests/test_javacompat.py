@@ -8,8 +8,8 @@ import random
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.javacompat import (
-    RESERVED_UUIDS, concurrent_hash_map_order, hash_map_capacity, hash_map_order, hash_pmap_order, int_hash,
-    int_set_order, random_uuid, signed32, string_hash, string_hash_order, uuid_hash,
+    RESERVED_UUIDS, concurrent_hash_map_order, date_to_string, hash_map_capacity, hash_map_order, hash_pmap_order,
+    int_hash, int_set_order, parse_int, random_uuid, signed32, string_hash, string_hash_order, string_split, uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 
@@ -99,3 +99,12 @@ def test_random_uuid_is_a_version_4_uuid_and_never_reserved() -> None:
 def test_hash_map_order_needs_no_hash_of_its_own() -> None:
     assert hash_map_order([17, 1, 33], int_hash) == [17, 1, 33]  # one bucket: insertion order
     assert hash_map_order([17, 1, 33], int_hash, initial=64) == [1, 17, 33]
+
+
+def test_jdk_parsers_and_texts() -> None:
+    assert [parse_int(t) for t in ["+7", "-0", "2147483647", "-2147483648"]] == [7, 0, 2**31 - 1, -(2**31)]
+    assert [parse_int(t) for t in ["2147483648", "", "1_0", " 1", "0x1"]] == [None] * 5  # parseInt throws
+    # String.split: trailing empty strings dropped, leading kept; no match gives the text itself
+    assert string_split("a,,", ",") == ["a"] and string_split(",a", ",") == ["", "a"]
+    assert string_split(",,", ",") == [] and string_split("", ",") == [""]
+    assert date_to_string(0) == "Thu Jan 01 00:00:00 UTC 1970"

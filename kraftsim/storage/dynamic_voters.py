@@ -10,11 +10,7 @@ from typing import Mapping
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
-from kraftsim.javacompat import copy_capacity, hash_map_order, int_hash
-from kraftsim.storage.java_properties import java_parse_int
-from kraftsim.storage.scram_parser import (
-    _java_split,
-)
+from kraftsim.javacompat import copy_capacity, hash_map_order, int_hash, parse_int, string_split
 from kraftsim.versions import IllegalArgument
 
 # ------------------------------------------------------------------------------ dynamic voters
@@ -42,7 +38,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
         raise IllegalArgument("No @ found in dynamic voter string.")
     if at == 0:
         raise IllegalArgument("Invalid @ at beginning of dynamic voter string.")
-    node_id = java_parse_int(s[:at])
+    node_id = parse_int(s[:at])
     if node_id is None:
         raise IllegalArgument("Failed to parse node id in dynamic voter string.")
     if node_id < 0:
@@ -66,7 +62,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
     end = s.find(":")
     if end < 0:
         raise IllegalArgument("No colon following port could be found.")
-    port = java_parse_int(s[:end])
+    port = parse_int(s[:end])
     if port is None:
         raise IllegalArgument("Failed to parse port in dynamic voter string.")
     if not 0 <= port <= 65535:
@@ -81,7 +77,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
 def parse_dynamic_voters(text: str) -> dict[int, DynamicVoter]:
     """Kafka's DynamicVoters.parse: comma-separated voters, by node id (ascending)."""
     voters: dict[int, DynamicVoter] = {}
-    parsed = [parse_dynamic_voter(v) for v in _java_split(text.strip(), ",") if v]
+    parsed = [parse_dynamic_voter(v) for v in string_split(text.strip(), ",") if v]
     if not parsed:
         raise IllegalArgument("No voters given.")
     for v in parsed:

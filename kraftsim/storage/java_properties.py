@@ -9,35 +9,14 @@ keys' String.hashCode. Both are reproduced here, so a file can be written again 
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from typing import Iterable, Literal, Mapping
 
 from kraftsim.javacompat import CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order
-from kraftsim.javacompat import string_hash as java_string_hash  # noqa: F401 (a name sim.node imports)
+# names other modules import from here
+from kraftsim.javacompat import date_to_string as java_date  # noqa: F401
+from kraftsim.javacompat import string_hash as java_string_hash  # noqa: F401
 
 KeyOrder = Literal["sorted", "hash"]
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def java_date(when: _dt.datetime | int | float) -> str:
-    """`java.util.Date.toString()`: `EEE MMM dd HH:mm:ss zzz yyyy`, e.g. `Fri Apr 19 13:20:44 UTC 2024`.
-
-    A number is seconds since the epoch, shown in UTC; an aware datetime is shown in its
-    own zone, named by its tzname().
-    """
-    if isinstance(when, (int, float)):
-        when = _dt.datetime.fromtimestamp(when, _dt.timezone.utc)
-    if when.tzinfo is None:
-        raise ValueError("java_date needs a timezone-aware datetime (or seconds since the epoch)")
-    zone = when.tzname() or "UTC"
-    if zone == "UTC+00:00":
-        zone = "UTC"
-    return (f"{_DAYS[when.weekday()]} {_MONTHS[when.month - 1]} {when.day:02d} "
-            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
-
 
 # ------------------------------------------------------------------------------ loading
 
@@ -135,17 +114,6 @@ def _save_convert(s: str, escape_space: bool) -> str:
         else:
             out.append(c)
     return "".join(out)
-
-
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def java_parse_int(text: str) -> int | None:
-    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    v = int(text)
-    return v if -(2**31) <= v < 2**31 else None
 
 
 def hash_order(keys: Iterable[str]) -> list[str]:
