@@ -68,8 +68,8 @@ from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, ServerConfig, read_bootstrap_dir, storage_format,
     write_leader_epoch_checkpoint, write_quorum_state,
 )
-from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage import random_uuid
+from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog, load_catalog

@@ -66,6 +66,9 @@ class SimulationView:
 
     def leader_node(self) -> SimNode | None:
         m = self.sim.engine.leader_member()
+        if m is None:  # a passive view: the leader a majority's quorum-state names
+            leader = simulation_status(self.sim.directory)["leader"]
+            m = None if leader is None else self.sim.engine.member(leader)
         return None if m is None else m.node
 
     def update_features(self, updates: Mapping[str, Any], validate_only: bool
@@ -83,12 +86,14 @@ class SimulationView:
 
 
 def open_for_tool(directory: Path | str, *, passive: bool, emit=print):  # type: ignore[no-untyped-def]
-    """A cluster for kraftsim.sim.features_tool: SimCluster, or a view of a Simulation (which
-    settles first, so a describe sees a leader when the quorum has one)."""
+    """A cluster for kraftsim.sim.features_tool: SimCluster, or a view of a Simulation
+    (passive: the nodes' replicas loaded, nothing run or written; else it settles first,
+    so an update finds a leader when the quorum has one)."""
     if engine_of(directory) == TICKS:
         return SimCluster.open(directory, emit=emit, passive=passive)
-    sim = Simulation.open(directory)
-    sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
+    sim = Simulation.open(directory, passive=passive)
+    if not passive:
+        sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
     return SimulationView(sim)
 
 
@@ -125,6 +130,19 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
     majority = len(saved.voters) // 2 + 1
     known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
     epoch, leader = max(known) if known else (max((e for e, _ in leaders), default=0), None)
+    # Registrations and fencing as the leader's log says (what its controller replays).
+    if leader is not None:
+        try:
+            image = load_path(node_directory(d, leader) / METADATA_DIR_NAME, catalog=catalog).image
+        except KraftsimError:
+            image = None
+        incarnations = {n.id: n.incarnation for n in saved.nodes}
+        for n in nodes:
+            reg = image.cluster.broker(n["id"]) if image is not None and "broker" in n["roles"] else None
+            n["registration"] = None if reg is None else {
+                "epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
+                "incarnation": str(reg.incarnation_id),
+                "current_incarnation": str(reg.incarnation_id) == incarnations[n["id"]]}
     return {"directory": str(d), "engine": EVENTS, "cluster_id": saved.cluster_id, "seed": saved.seed,
             "time_ms": saved.now_ms, "policies": list(saved.policies), "voters": list(saved.voters),
             "leader": leader, "epoch": epoch, "partition": saved.partition, "nodes": nodes}
@@ -146,6 +164,11 @@ def simulation_status_lines(status: dict[str, Any]) -> list[str]:
         lines.append(f"{n['id']:<3} {'+'.join(n['roles']):<18} {n['release']:<8} {n['state']:<8} "
                      f"{'-' if n['epoch'] is None else n['epoch']:<6} {'-' if n['leader'] is None else n['leader']:<7} "
                      f"{n['log_end_offset']:<8} {fin}")
+        reg = n.get("registration")
+        if reg is not None:
+            state = "fenced" if reg["fenced"] else "unfenced"
+            lines.append(f"    broker epoch {reg['epoch']}, {state}"
+                         + ("" if reg["current_incarnation"] else " (an earlier incarnation)"))
         if n["detail"]:
             lines.append(f"    {n['detail']}")
     return lines

@@ -25,9 +25,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kraftsim.image import image_digest
-from kraftsim.image import MetadataLoader, MvChangeHandling
-from kraftsim.image import committed_batches, load_snapshot
+from kraftsim.image import MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, InvariantResult
 from kraftsim.storage import read_snapshot
@@ -49,7 +47,7 @@ class Checker:
         self.hw: dict[int, int] = {}
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
-        self._shadows: dict[int, tuple[object, int, MetadataLoader]] = {}
+        self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
         self._snapshots_checked: set[tuple[int, int, int]] = set()
 
     def fail(self, name: str, detail: str) -> None:
@@ -157,30 +155,31 @@ class Checker:
     def deep(self, event: str, members: list[Member]) -> None:
         """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
         shadow loader of its own that replays the node's files independently; it advances
-        with the node (and starts again when the node restarts or installs a snapshot)."""
+        with the node and starts again when the node's files lose data (truncation, crash,
+        disk fault, a fetched snapshot) or its release changes. A restarted node is compared
+        again once it has applied past its shadow."""
         for m in members:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
             node = m.node
             upto = node.applied_offset + 1
+            key = (m.disk_gen, m.state.release)
             shadow = self._shadows.get(m.id)
-            if shadow is None or shadow[0] is not node or shadow[1] > upto or upto > node.log.log_end_offset:
+            if shadow is not None and shadow[0] == key and upto <= shadow[1]:
+                self._snapshots(event, m)  # the node (restarted) has not caught up with its shadow yet
+                continue
+            if shadow is None or shadow[0] != key or upto > node.log.log_end_offset:
                 loader = replay_loader(node, upto)
-                image = None if loader is None else loader.image
             else:
                 loader = shadow[2]
-                if shadow[1] == upto:
-                    self._snapshots(event, m)
-                    continue
                 loader.set_high_watermark(upto)
                 for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
                     loader.handle_commit([cb])
-                image = loader.image
-            if image is not None and image_digest(image) != image_digest(node.loader.image):
-                self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
-                                             f"{node.applied_offset}) differs from a replay of its log")
             if loader is not None:
-                self._shadows[m.id] = (node, upto, loader)
+                if image_digest(loader.image) != image_digest(node.loader.image):
+                    self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
+                                                 f"{node.applied_offset}) differs from a replay of its log")
+                self._shadows[m.id] = (key, upto, loader)
             self._snapshots(event, m)
 
     def _snapshots(self, event: str, m: Member) -> None:

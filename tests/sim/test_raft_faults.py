@@ -138,3 +138,21 @@ def test_roll_37_to_41_and_mv_upgrade_under_faults() -> None:
         _caught_up(sim)
 
     over_seeds(scenario, release="3.7", brokers=2)
+
+
+def test_every_invariant_after_every_event() -> None:
+    """The deep invariants (images and snapshots against a replay of the log) after every
+    single event, not only after each operation, through a crash and a partition."""
+    def scenario(sim: Simulation) -> None:
+        sim.engine.deep_every_event = True
+        sim.create_topics(2, 2)
+        sim.crash([sim.leader()])
+        sim.wait(30_000)
+        sim.start("all")
+        sim.partition([[sim.leader()]])
+        sim.run(3_000)
+        sim.heal()
+        sim.wait(30_000)
+        _caught_up(sim)
+
+    over_seeds(scenario, seeds=range(3), brokers=1)
