@@ -33,8 +33,9 @@ SMALL = SUITE / "finalize-beyond-software.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 
 
-def _cli(args: list[str], repeat: int) -> float:
-    best = float("inf")
+def _cli(args: list[str], repeat: int) -> tuple[float, bool]:
+    """Best time of `repeat` runs, and whether every run printed the same bytes."""
+    best, outputs = float("inf"), set()
     for _ in range(repeat):
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "run", *args, "--json"], cwd=ROOT,
@@ -42,7 +43,8 @@ def _cli(args: list[str], repeat: int) -> float:
         best = min(best, time.perf_counter() - t)
         if proc.returncode != 0:
             raise SystemExit(f"scenario run {' '.join(args)} failed: {proc.stderr.decode()[-500:]}")
-    return best
+        outputs.add(proc.stdout)
+    return best, len(outputs) == 1
 
 
 def _startup(repeat: int) -> float:
@@ -61,8 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     before = os.getloadavg()
     files = sorted(SUITE.glob("*.toml"))
-    suite_s = _cli([str(SUITE)], args.repeat)
-    small_s = _cli([str(SMALL)], args.repeat)
+    suite_s, identical = _cli([str(SUITE)], args.repeat)
+    small_s, _ = _cli([str(SMALL)], args.repeat)
     startup_s = _startup(args.repeat)
     per: dict[str, float] = {}
     for f in files:
@@ -75,7 +77,7 @@ def main() -> None:
         per[f.stem] = best
     after = os.getloadavg()
     data = {"when": utc_now(), "python": platform.python_version(), "cpus": os.cpu_count(), "repeat": args.repeat,
-            "load_before": before, "load_after": after, "scenarios": len(files), "suite_cli_s": round(suite_s, 3),
+            "load_before": before, "load_after": after, "scenarios": len(files), "suite_cli_s": round(suite_s, 3), "suite_identical_json": identical,
             "small_cli_s": round(small_s, 3), "startup_s": round(startup_s, 3), "small": SMALL.stem,
             "in_process_s": {k: round(v, 4) for k, v in per.items()}}
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -93,6 +95,8 @@ Best of {args.repeat} run(s). Load average {load_average(before)} before, {load_
 | one small scenario ({SMALL.stem}), start-up included | {small_s:.2f} s | < 1 s |
 | of which the start-up alone (`kraftsim --version`) | {startup_s:.2f} s | |
 | the same small scenario in-process | {per[SMALL.stem] * 1000:.0f} ms | |
+
+The {args.repeat} runs of the whole suite printed {"identical" if identical else "DIFFERENT"} `--json` output.
 
 The start-up is the interpreter plus the imports of every command module (`kraftsim.cli.main`
 loads them all to build `--help`; the pipeline's pyarrow and pandas are most of it); the
