@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import random
 import shutil
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
@@ -29,14 +30,27 @@ from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image.emitter import RetentionSettings
 from kraftsim.image.writer import registry_for
+from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
-from kraftsim.sim.lifecycle import LIFECYCLE_HANDLERS, TRANSIENT_REFUSALS, LifecycleMixin
+from kraftsim.sim.lifecycle import (
+    LIFECYCLE_HANDLERS,
+    TRANSIENT_REFUSALS,
+    LifecycleMixin,
+)
 from kraftsim.sim.member import LEADER, Member
-from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
-from kraftsim.sim.types import CRASHED, FAILED, RUNNING, STOPPED, InvariantResult, SimConfig, SimError, SimEvent
+from kraftsim.sim.types import (
+    CRASHED,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    SimConfig,
+    SimError,
+    SimEvent,
+)
 from kraftsim.storage import METADATA_DIR_NAME, read_bootstrap_dir, read_quorum_state
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name
@@ -77,6 +91,8 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
+        #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
+        self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
 
     # -------------------------------------------------------------- basics
@@ -156,10 +172,11 @@ class Engine(RaftMixin, LifecycleMixin):
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
                        clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
 
-    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True) -> str | None:
+    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
+                     resume: bool = False) -> str | None:
         """Start the node's process (on `release`); returns Kafka's text when it cannot start.
-        A new process has a new incarnation id (`new_process=False`: a reopened simulation
-        resumes the processes it saved)."""
+        A new process has a new incarnation id (`new_process=False`: its first start, or a
+        process a reopened simulation `resume`s, leading on if it led)."""
         if m.running:
             return None
         if release is not None:
@@ -206,9 +223,9 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.restarted(m.id)
         m.shutdown_wanted = m.shutdown_done = False
         m.controller_registered = False
-        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles),
+        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m, resume=not new_process)
+        self._raft_start(m, resume=resume)
         self._lifecycle_start(m)
         return None
 
@@ -255,6 +272,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if lost > 0:
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
+            m.disk_gen += 1
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
         self._halt(m, None, CRASHED)
 
@@ -262,6 +280,7 @@ class Engine(RaftMixin, LifecycleMixin):
         """A clean shutdown; a registered broker first finishes its controlled shutdown."""
         if not m.running:
             return
+        self.emit(m.id, "stopping", {"roles": m.state.role_text, "release": m.state.release})
         if m.state.is_broker and m.broker_epoch is not None and m.leader is not None:
             m.shutdown_wanted = True
             if m.leader is not None:
@@ -282,6 +301,7 @@ class Engine(RaftMixin, LifecycleMixin):
     # -------------------------------------------------------------- disk faults (node down)
 
     def torn_tail(self, m: Member) -> None:
+        m.disk_gen += 1
         d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
         segments = sorted(p for p in d.glob("*.log") if p.stat().st_size > 0)
         if not segments:
@@ -300,6 +320,7 @@ class Engine(RaftMixin, LifecycleMixin):
                                        "bytes_left": max(1, size // 2), "batch_bytes": size})
 
     def wipe(self, m: Member) -> None:
+        m.disk_gen += 1
         d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
         removed = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
         shutil.rmtree(d, ignore_errors=True)
@@ -314,6 +335,7 @@ class Engine(RaftMixin, LifecycleMixin):
         truncateFullyAndStartAt), and the loader reloads from it."""
         node = m.node
         assert node is not None and node.log is not None
+        m.disk_gen += 1
         self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset))
         d = node.metadata_dir
         atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)
@@ -335,6 +357,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if node is None or node.generator is None or node.image is None or node.applied_offset < 0:
             return None
         result = node.generator.emitter.maybe_emit(node.image)
+        self.snapshots_taken += 1
         if result is None:
             return None
         self.emit(m.id, "snapshot", {"end_offset": result.snapshot_id.end_offset, "epoch": result.snapshot_id.epoch,
@@ -414,13 +437,13 @@ class Engine(RaftMixin, LifecycleMixin):
         if leader is None or self.controller is None or leader.high_watermark is None:
             return False
         hw = leader.high_watermark
-        if hw < leader.flushed_end - 1 and leader.log.log_end_offset - hw > 1:
-            return False
+        if hw < leader.log.log_end_offset:
+            return False  # something appended is not committed yet
         image = self.controller.image
         for m in self.members.values():
             if not m.running:
                 continue
-            if m.leader != leader.id or m.applied < hw - 1 - _idle_slack(leader, hw):
+            if m.leader != leader.id or m.applied < hw - 1:
                 return False
             if m.node is not None and m.node.blocked is not None:
                 return False
@@ -435,12 +458,6 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
-
-
-def _idle_slack(leader: Member, hw: int) -> int:
-    """Offsets a follower may lag by in a stable cluster: the idle NoOpRecord batch the leader
-    committed last (followers learn of it on their next fetch)."""
-    return 1
 
 
 __all__ = ["DOWN", "Engine", "Message"]

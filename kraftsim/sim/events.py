@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import heapq
 import random
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 Action = Callable[[], None]
 

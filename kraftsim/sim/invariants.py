@@ -22,7 +22,8 @@ Deep ones replay files and run at the end of every operation (and after every ev
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kraftsim.image.digest import image_digest
 from kraftsim.image.loader import MetadataLoader, MvChangeHandling
@@ -48,7 +49,7 @@ class Checker:
         self.hw: dict[int, int] = {}
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
-        self._shadows: dict[int, tuple[object, int, MetadataLoader]] = {}
+        self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
         self._snapshots_checked: set[tuple[int, int, int]] = set()
 
     def fail(self, name: str, detail: str) -> None:
@@ -83,11 +84,11 @@ class Checker:
                 self.fail("ConsistentCommittedData",
                           f"{event}: leader {m.id} (epoch {m.epoch}) committed offsets below {hw} but only "
                           f"voters {holders} of {list(self.voters)} hold them")
-        start = self.committed_end if hw > self.committed_end else hw
+        start = min(hw, self.committed_end)
         self._check_or_record(event, m, log, min(start, max(0, hw)), hw, record=hw > self.committed_end)
         self.committed_end = max(self.committed_end, hw)
 
-    def _holds(self, voter: int, leader_log: "MetadataLog", hw: int) -> bool:
+    def _holds(self, voter: int, leader_log: MetadataLog, hw: int) -> bool:
         v = self.members.get(voter)
         if v is None or v.node is None or v.node.log is None or hw <= 0:
             return hw <= 0
@@ -98,7 +99,7 @@ class Checker:
             return mine is None and theirs is None and v.log.log_start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == (theirs.base_offset, theirs.last_offset, theirs.epoch)
 
-    def _check_or_record(self, event: str, m: Member, log: "MetadataLog", start: int, end: int, *, record: bool) -> None:
+    def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
             return
         for fb in log.batches(start):
@@ -156,30 +157,31 @@ class Checker:
     def deep(self, event: str, members: list[Member]) -> None:
         """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
         shadow loader of its own that replays the node's files independently; it advances
-        with the node (and starts again when the node restarts or installs a snapshot)."""
+        with the node and starts again when the node's files lose data (truncation, crash,
+        disk fault, a fetched snapshot) or its release changes. A restarted node is compared
+        again once it has applied past its shadow."""
         for m in members:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
             node = m.node
             upto = node.applied_offset + 1
+            key = (m.disk_gen, m.state.release)
             shadow = self._shadows.get(m.id)
-            if shadow is None or shadow[0] is not node or shadow[1] > upto or upto > node.log.log_end_offset:
+            if shadow is not None and shadow[0] == key and upto <= shadow[1]:
+                self._snapshots(event, m)  # the node (restarted) has not caught up with its shadow yet
+                continue
+            if shadow is None or shadow[0] != key or upto > node.log.log_end_offset:
                 loader = replay_loader(node, upto)
-                image = None if loader is None else loader.image
             else:
                 loader = shadow[2]
-                if shadow[1] == upto:
-                    self._snapshots(event, m)
-                    continue
                 loader.set_high_watermark(upto)
                 for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
                     loader.handle_commit([cb])
-                image = loader.image
-            if image is not None and image_digest(image) != image_digest(node.loader.image):
-                self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
-                                             f"{node.applied_offset}) differs from a replay of its log")
             if loader is not None:
-                self._shadows[m.id] = (node, upto, loader)
+                if image_digest(loader.image) != image_digest(node.loader.image):
+                    self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
+                                                 f"{node.applied_offset}) differs from a replay of its log")
+                self._shadows[m.id] = (key, upto, loader)
             self._snapshots(event, m)
 
     def _snapshots(self, event: str, m: Member) -> None:

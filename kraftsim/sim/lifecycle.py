@@ -14,8 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from kraftsim.controller.cluster_control import (
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, broker_heartbeat, expire_sessions, register_broker,
-    register_controller, unregister_broker,
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    broker_heartbeat,
+    expire_sessions,
+    register_broker,
+    register_controller,
+    unregister_broker,
 )
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import LEADER, Member

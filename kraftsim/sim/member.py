@@ -41,6 +41,9 @@ class Member:
     fetch_target: int | None = None
     fetch_rotation: int = 0
     snapshot_in_flight: bool = False
+    snapshot_cache: tuple | None = None  # (key, newest snapshot id)
+    #: Bumped whenever the node's files lose data (truncation, crash, disk fault, snapshot install).
+    disk_gen: int = 0
     # elections
     granted: set[int] = field(default_factory=set)
     # leader soft state

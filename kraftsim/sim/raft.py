@@ -31,8 +31,18 @@ from typing import Any
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import (
-    CANDIDATE, FOLLOWER, LEADER, OBSERVER, PROSPECTIVE, RESIGNED, UNATTACHED, Member, end_offset_for_epoch, entry_at,
-    last_entry, last_epoch,
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    OBSERVER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    Member,
+    end_offset_for_epoch,
+    entry_at,
+    last_entry,
+    last_epoch,
 )
 from kraftsim.storage import QuorumState, read_snapshot, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
@@ -357,7 +367,9 @@ class RaftMixin:
         m.high_watermark = hw
         self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
         self.checker.high_watermark(self.describe_event(), m, hw)
-        self._apply(m)
+        self._apply(m)  # type: ignore[attr-defined]
+        if m.role == LEADER:
+            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
 
     # -------------------------------------------------------------- fetching
 
@@ -526,6 +538,7 @@ class RaftMixin:
         self.checker.truncating(self.describe_event(), m, offset)
         self.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
         log.truncate_to(offset)
+        m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
 
     # -------------------------------------------------------------- snapshots
@@ -539,7 +552,16 @@ class RaftMixin:
         return 0 if s is None else s.epoch
 
     def _latest_snapshot(self, m: Member) -> SnapshotId | None:
+        """The node's newest snapshot (cached until it writes or installs one, or its log
+        start moves: listing the directory on every fetch would dominate the run)."""
+        node = m.node
+        assert node is not None and node.log is not None
+        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
+               node.log.log_start_offset, self.snapshots_taken)
+        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
+            return m.snapshot_cache[1]
         ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
+        m.snapshot_cache = (key, ids[-1] if ids else None)
         return ids[-1] if ids else None
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
@@ -594,4 +616,4 @@ RAFT_HANDLERS = {
     "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
 }
 
-__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin", "read_snapshot", "last_entry"]
+__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin", "last_entry", "read_snapshot"]

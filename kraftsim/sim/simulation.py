@@ -12,98 +12,70 @@ process from its disk, as after a restart of the whole cluster.
 from __future__ import annotations
 
 import json
-import random
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Callable, Mapping, Sequence
+from typing import IO, Any
 
 import msgspec
 
-from kraftsim.controller.features import KIP_778, UpdateFeaturesRequest, UpdateFeaturesResponse
+from kraftsim.controller.features import (
+    KIP_778,
+    UpdateFeaturesRequest,
+    UpdateFeaturesResponse,
+)
 from kraftsim.controller.replication import (
-    CreatableTopic, CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicState, create_topics, delete_topics,
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DeleteTopicState,
+    create_topics,
+    delete_topics,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim import features_tool
-from kraftsim.sim.cluster import EPOCH_MS, MvChangeReport, cluster_id_for, format_node, incarnation_id
-from kraftsim.sim.engine import DOWN, Engine
+from kraftsim.sim.cluster import (
+    EPOCH_MS,
+    MvChangeReport,
+    cluster_id_for,
+    format_node,
+    incarnation_id,
+)
+from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
+from kraftsim.sim.saved import (
+    STATE_FILE,
+    STATE_FORMAT,
+    SavedNode,
+    SavedState,
+    read_saved,
+)
 from kraftsim.sim.types import (
-    FAILED, RUNNING, STOPPED, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    NodeInfo,
+    SimConfig,
+    SimError,
+    SimEvent,
 )
 from kraftsim.storage import METADATA_DIR_NAME
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, load_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.versions import Catalog, ToolFailure, load_catalog
 
-STATE_FILE = "cluster.json"
-STATE_FORMAT = 2
 POLICIES = ("kafka", KIP_778)
 #: How long (virtual) an operation waits for the cluster to settle before it gives up.
 SETTLE_MS = 60_000
-
-
-class SavedNode(msgspec.Struct, kw_only=True):
-    id: int
-    roles: tuple[str, ...]
-    release: str
-    incarnation: str
-    starts: int = 1
-    status: str = RUNNING
-    detail: str | None = None
-    previous_broker_epoch: int = -1
-    broker_epoch: int | None = None
-
-
-class SavedState(msgspec.Struct, kw_only=True):
-    """The contents of `cluster.json` (format 2: the event-driven simulator)."""
-
-    format: int = STATE_FORMAT
-    cluster_id: str
-    seed: int
-    now_ms: int
-    policies: tuple[str, ...] = ()
-    catalog: str | None = None
-    voters: tuple[int, ...] = ()
-    kraft_version: int = 0
-    opens: int = 0
-    config: SimConfig = SimConfig()
-    #: The network's partition groups (empty: whole).
-    partition: list[list[int]] = []
-    #: What the invariants carry from one command to the next: the leader of each epoch,
-    #: the highest committed offset, and the failures found so far.
-    leaders: dict[int, int] = {}
-    committed_end: int = 0
-    violations: list[InvariantResult] = []
-    nodes: list[SavedNode] = []
 
 
 def _policies(policy: str) -> tuple[str, ...]:
     if policy not in POLICIES:
         raise SimError(f"unknown policy {policy!r}; known policies: {', '.join(POLICIES)}")
     return () if policy == "kafka" else (policy,)
-
-
-def read_saved(directory: Path) -> SavedState:
-    path = Path(directory) / STATE_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SimError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
-    except OSError as e:
-        raise SimError(f"{path}: {e.strerror or e}") from None
-    try:
-        head = json.loads(raw)
-    except ValueError as e:
-        raise SimError(f"{path}: not a valid cluster state file: {e}") from None
-    if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
-        fmt = head.get("format") if isinstance(head, dict) else None
-        raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")
-    try:
-        return msgspec.json.decode(raw, type=SavedState)
-    except msgspec.DecodeError as e:
-        raise SimError(f"{path}: not a valid cluster state file: {e}") from None
 
 
 class Simulation:
@@ -120,6 +92,7 @@ class Simulation:
         self.config = saved.config
         self._subscribers: list[Callable[[SimEvent], None]] = []
         self._mv_reports: list[MvChangeReport] = []
+        self._files: list[IO[str]] = []
         self._closed = False
         self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
                              voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
@@ -141,10 +114,11 @@ class Simulation:
     # ------------------------------------------------------------------ lifecycle
 
     @classmethod
-    def create(cls, directory: Path | str, *, controllers: int, brokers: int = 0, combined: int = 0,
+    def create(cls, directory: Path | str, *, controllers: int = 0, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
-               config: SimConfig | None = None, durable: bool = True) -> "Simulation":
+               config: SimConfig | None = None, durable: bool = True,
+               on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers."""
         d = Path(directory)
@@ -169,15 +143,17 @@ class Simulation:
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
-        lines: list[str] = []
+        sim = cls(d, saved, base, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
         for n in nodes:
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation)
             try:
                 format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
-                            release_version=release_version, features=feats, emit=lines.append)
+                            release_version=release_version, features=feats,
+                            emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
             except KraftsimError as e:
                 raise SimError(str(e)) from None
-        sim = cls(d, saved, base, durable)
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
         sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
@@ -185,7 +161,8 @@ class Simulation:
         return sim
 
     @classmethod
-    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> "Simulation":
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
+             on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
         """Open a cluster directory: every node that ran starts again from its disk."""
         d = Path(directory)
         saved = read_saved(d)
@@ -197,9 +174,11 @@ class Simulation:
         except KraftsimError as e:
             raise SimError(str(e)) from None
         sim = cls(d, saved, catalog, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         for i in running:
-            sim.engine.start_member(sim.engine.member(i), new_process=False)
+            sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
 
     def save(self) -> None:
@@ -229,11 +208,13 @@ class Simulation:
         try:
             self.save()
         finally:
+            for f in self._files:
+                f.close()
             for m in self.engine.ordered():
                 if m.node is not None:
                     m.node.close()
 
-    def __enter__(self) -> "Simulation":
+    def __enter__(self) -> Simulation:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -255,7 +236,11 @@ class Simulation:
 
     def timeline_jsonl(self, path: Path | str | IO[str]) -> None:
         """Stream every event from now on to `path` (appended) as JSON lines, one object each."""
-        out = open(path, "a", encoding="utf-8") if isinstance(path, (str, Path)) else path
+        if isinstance(path, (str, Path)):
+            out: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+            self._files.append(out)
+        else:
+            out = path
 
         def write(event: SimEvent) -> None:
             out.write(json.dumps(event.to_json(), sort_keys=True, default=str) + "\n")
@@ -343,30 +328,56 @@ class Simulation:
                     and e.controller is not None)
         return e.leader_member()
 
-    def _await_applied(self, end_offset: int, timeout_ms: int) -> bool:
-        """Run until the leader committed `end_offset` and every running node applied it."""
+    def _client_request(self, call: Callable[[Member], Any]) -> Any:
+        """What an admin client does: send the request to the active controller and wait for
+        its answer, which comes once the records it wrote are committed; a request whose
+        records were lost with a leader (NOT_CONTROLLER) is sent again to the next one, until
+        `admin_timeout_ms`. Returns the controller's result, or None when it timed out."""
         e = self.engine
-
-        def done() -> bool:
+        deadline = e.now + self.config.admin_timeout_ms
+        while e.now < deadline:
+            e.run_until(deadline, lambda: e.leader_member() is not None and e.controller is not None)
             leader = e.leader_member()
-            if leader is None or leader.high_watermark is None or leader.high_watermark < end_offset:
-                return False
-            return all(m.applied >= end_offset - 1 or m.leader != leader.id or (m.node and m.node.blocked)
-                       for m in e.members.values() if m.running)
+            if leader is None or e.controller is None:
+                return None
+            start = leader.log.log_end_offset
+            result = call(leader)
+            if not leader.running or leader.log.log_end_offset == start:
+                return result  # nothing written (refused, validate-only): answered at once
+            e._appended(leader, start)
+            epoch, end = leader.epoch, leader.log.log_end_offset
+            outcome: list[bool] = []
 
-        return e.run_until(e.now + timeout_ms, done)
+            def settled(epoch: int = epoch, end: int = end, outcome: list[bool] = outcome) -> bool:
+                now_leader = e.leader_member()
+                if now_leader is None or now_leader.high_watermark is None:
+                    return False
+                entry = entry_at(now_leader.log, end - 1)
+                if entry is None or entry.epoch != epoch:
+                    if now_leader.epoch == epoch:
+                        return False
+                    outcome.append(False)  # a later leader does not hold the records: they are lost
+                    return True
+                if now_leader.high_watermark < end:
+                    return False
+                if not outcome:
+                    outcome.append(True)
+                return all(m.applied >= end - 1 or m.leader != now_leader.id or (m.node and m.node.blocked)
+                           for m in e.members.values() if m.running)
+
+            e.run_until(deadline, settled)
+            if outcome and outcome[-1]:
+                return result
+            if not outcome:
+                return None  # neither committed nor known lost by the deadline
+        return None
 
     def _controller_call(self, rule: Callable[..., Any]) -> Any:
-        leader = self._wait_leader()
-        if leader is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller")
-        result = self.engine._execute(rule)
+        result = self._client_request(lambda leader: self.engine._execute(rule))
         if result is None:
-            raise SimError("no active controller")
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
         if not result.ok:
             raise SimError(result.error.message or result.error.name)
-        if leader.running:
-            self._await_applied(leader.log.log_end_offset, self.config.request_timeout_ms * 5)
         return result
 
     # ------------------------------------------------------------------ operations
@@ -423,6 +434,7 @@ class Simulation:
         for i in order:
             m = self.engine.member(i)
             if nodes == "all" and m.running and m.state.release == release:
+                self.engine.emit(i, "note", {"text": f"Node {i} already runs Kafka {release}."})
                 continue
             self.engine.stop(m, self.config.broker_session_timeout_ms)
             text = self.engine.start_member(m, release)
@@ -451,7 +463,8 @@ class Simulation:
             raise SimError(f"node id {nid} must not be negative")
         if nid in e.members:
             raise SimError(f"the cluster already has a node {nid}")
-        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 1))
+        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
+                          starts=0)  # its first start makes incarnation 1
         if role == CONTROLLER:
             e.voters = tuple(sorted(e.voters + (nid,)))
             e.checker.voters = e.voters
@@ -477,19 +490,20 @@ class Simulation:
         """UpdateFeatures to the active controller (None without one), then replication; the
         KIP-778 metadata.version changes the nodes carried out come back with what they dropped."""
         e = self.engine
-        leader = self._wait_leader()
-        if leader is None or e.controller is None:
-            return None, []
         running = [m for m in e.ordered() if m.running and m.node is not None]
         before = {m.id: len(m.node.mv_changes()) for m in running}  # type: ignore[union-attr]
         snaps_before = {m.id: len(m.node.snapshot_events()) for m in running}  # type: ignore[union-attr]
         request = UpdateFeaturesRequest(tuple(updates[f] for f in sorted(updates)), validate_only)
-        start = leader.log.log_end_offset
-        result = e.controller.update_features(request)
-        if leader.log.log_end_offset > start:
+
+        def call(leader: Member) -> Any:
+            assert e.controller is not None
+            answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
-            e._appended(leader, start)
-            self._await_applied(leader.log.log_end_offset, self.config.request_timeout_ms * 5)
+            return answer
+
+        result = self._client_request(call)
+        if result is None:
+            return None, []
         reports: list[MvChangeReport] = []
         for m in running:
             if m.node is None:
@@ -597,6 +611,31 @@ class Simulation:
                 out.append(path)
         self._finish_op("snapshot")
         return out
+
+    def inject(self, after_ms: int, kind: str, nodes: str | Sequence[int] = "leader") -> None:
+        """Schedule a fault for `after_ms` from now, so that it lands in the middle of whatever
+        operation runs then (a roll, an upgrade): kind "crash", "start", "partition" (the nodes
+        against the rest) or "heal"; nodes "leader" means the active controller at that moment."""
+        if kind not in ("crash", "start", "partition", "heal"):
+            raise SimError(f"unknown fault {kind!r}: expected crash, start, partition or heal")
+        e = self.engine
+
+        def fire() -> None:
+            ids = ([m.id for m in [e.leader_member()] if m is not None] if nodes == "leader"
+                   else self._ids(nodes))
+            e.emit(None, "inject", {"kind": kind, "nodes": ids})
+            if kind == "crash":
+                for i in ids:
+                    e.crash(e.member(i))
+            elif kind == "start":
+                for i in ids:
+                    e.start_member(e.member(i))
+            elif kind == "partition":
+                e.net.partition([ids])
+            else:
+                e.net.heal()
+
+        e.sched.after(max(0, after_ms), f"inject {kind}", None, fire)
 
     def run(self, ms: int) -> None:
         self.engine.run_until(self.engine.now + max(0, ms))

@@ -38,6 +38,9 @@ class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     fetch_timeout_ms: int = 2000
     #: controller.quorum.request.timeout.ms: an unanswered request is retried after this long.
     request_timeout_ms: int = 2000
+    #: default.api.timeout.ms: how long an admin client (kafka-features, topic creation)
+    #: keeps retrying a request whose records were not committed.
+    admin_timeout_ms: int = 60000
     #: How long a leader holds a fetch that finds nothing new (Kafka's raft fetch max wait).
     fetch_max_wait_ms: int = 500
     #: broker.heartbeat.interval.ms

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
 
 from kraftsim.sim import InvariantResult, SimConfig, Simulation
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, Simulation
-
 from tests.sim.sim_helpers import over_seeds
 
 
@@ -120,3 +119,40 @@ def test_torn_tail_is_cut_at_start_and_refetched() -> None:
         _caught_up(sim)
 
     over_seeds(scenario, seeds=range(30))
+
+
+def test_roll_37_to_41_and_mv_upgrade_under_faults() -> None:
+    """The active controller dies at a seeded moment of a roll 3.7 -> 4.1; the leader is cut
+    off while metadata.version is upgraded. Every seed ends on 4.1 with the MV finalized."""
+    def scenario(sim: Simulation) -> None:
+        sim.inject(sim.seed * 97 % 3000, "crash")
+        sim.roll("4.1")
+        sim.start("all")
+        sim.inject(sim.seed * 61 % 400, "partition")
+        sim.inject(sim.seed * 61 % 400 + 3000, "heal")
+        lines = sim.features("upgrade", metadata="4.1")
+        assert lines[-1] == "metadata.version was upgraded to 27."
+        sim.wait(30_000)
+        assert sim.metadata_version() == 27
+        assert {n.release for n in sim.nodes()} == {"4.1"}
+        _caught_up(sim)
+
+    over_seeds(scenario, release="3.7", brokers=2)
+
+
+def test_every_invariant_after_every_event() -> None:
+    """The deep invariants (images and snapshots against a replay of the log) after every
+    single event, not only after each operation, through a crash and a partition."""
+    def scenario(sim: Simulation) -> None:
+        sim.engine.deep_every_event = True
+        sim.create_topics(2, 2)
+        sim.crash([sim.leader()])
+        sim.wait(30_000)
+        sim.start("all")
+        sim.partition([[sim.leader()]])
+        sim.run(3_000)
+        sim.heal()
+        sim.wait(30_000)
+        _caught_up(sim)
+
+    over_seeds(scenario, seeds=range(3), brokers=1)

@@ -11,7 +11,6 @@ import pytest
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, SimError, Simulation
 from kraftsim.sim.raft import RaftMixin
-
 from tests.sim.sim_helpers import failed, over_seeds, scratch, tree_digest
 
 
@@ -195,3 +194,20 @@ def test_an_image_that_drifts_from_its_log_is_caught() -> None:
         sim.close()
     assert [r.name for r in bad] == ["ImageMatchesLog"]
     assert "node 4's image" in bad[0].detail
+
+
+def test_combined_nodes_and_kip_778_downgrade() -> None:
+    with scratch() as base:
+        sim = Simulation.create(base / "c", combined=3, brokers=1, release="4.0", seed=1, policy="kip-778",
+                                durable=False)
+        assert [n.roles for n in sim.nodes()] == [("broker", "controller")] * 3 + [("broker",)]
+        assert all(n.fenced is False for n in sim.nodes())
+        sim.crash([sim.leader()])
+        sim.wait(30_000)
+        sim.start("all")
+        lines = sim.features("downgrade", metadata="3.9", unsafe=True)
+        assert "metadata.version was downgraded to 21." in lines
+        assert {r.node_id for r in sim.mv_changes()} == {1, 2, 3, 4}
+        sim.wait(30_000)
+        assert sim.metadata_version() == 21 and not failed(sim)
+        sim.close()
