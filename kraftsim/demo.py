@@ -21,8 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.loader import MvChangeHandling
-from kraftsim.image.verify import verify_directory, verify_replicas
+from kraftsim.image import MvChangeHandling, verify_directory, verify_replicas
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.html_report import write_report
 from kraftsim.scenario.results import ScenarioResult

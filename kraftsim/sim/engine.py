@@ -28,8 +28,7 @@ from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
-from kraftsim.image.emitter import RetentionSettings
-from kraftsim.image.writer import registry_for
+from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker

@@ -23,13 +23,8 @@ from kraftsim.controller.features import (
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 )
-from kraftsim.controller.replication import (
-    CreatableTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    DeleteTopicState,
-    create_topics,
-    delete_topics,
+from kraftsim.controller import (
+    CreatableTopic, CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicState, create_topics, delete_topics,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage

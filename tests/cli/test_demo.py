@@ -10,8 +10,7 @@ import pytest
 
 from kraftsim.cli.main import main
 from kraftsim.demo import DEMO_SCENARIOS, MAIN_SCENARIO, run_demo
-from kraftsim.image.loader import MvChangeHandling
-from kraftsim.image.loading import load_path
+from kraftsim.image import MvChangeHandling, load_path
 from kraftsim.versions import default_catalog
 
 
