@@ -13,7 +13,7 @@ import sys
 
 from kraftsim.cli.common import kafka_tool
 
-#: How long (simulated) `list` lets a reopened cluster settle.
+#: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
 SETTLE_MS = 60_000
 
 
@@ -69,8 +69,7 @@ def _list(args: argparse.Namespace) -> int:
     from kraftsim.sim import SimError
 
     with Simulation.open(args.cluster) as sim:
-        if sim.leader() is None:  # a reopened cluster elects its leader first
-            sim.wait(SETTLE_MS)
+        sim.wait(SETTLE_MS)  # a reopened cluster's nodes replay their logs (and elect a leader) first
         leader = sim.leader()
         if leader is None:
             raise SimError("no active controller: the topics cannot be listed")

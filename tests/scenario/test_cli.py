@@ -91,6 +91,10 @@ def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: p
     assert code == 0
     code, out, _ = run(capsys, "log", "dump", "--json", str(keep / "node-1" / "__cluster_metadata-0"))
     assert code == 0 and any(json.loads(line)["type"] == "TOPIC_RECORD" for line in out.splitlines())
+    code, out, _ = run(capsys, "replay", str(keep / "node-2"))
+    assert code == 0 and "OK   replay verification of" in out
+    code, out, _ = run(capsys, "downgrade-report", str(keep / "node-1"), "--to", "3.7-IV1")
+    assert code == 1 and "replica directory assignment: topic topic-0 partition 0" in out  # what would be lost
     code, out, _ = run(capsys, "topics", "--cluster", str(keep), "list")
     assert code == 0 and out.split() == ["topic-0", "topic-1"]
     code, out, _ = run(capsys, "topics", "--cluster", str(keep), "create", "--count", "2", "--partitions", "3")
@@ -124,9 +128,17 @@ def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsy
 def test_cluster_status_reads_a_kept_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     keep = tmp_path / "kept"
     assert run(capsys, "scenario", "run", str(write(tmp_path, "a.toml", PASSING)), "--keep", str(keep), "--json")[0] == 0
-    code, out, err = run(capsys, "cluster", "status", str(keep), "--json")
-    if code != 0 and "cluster state format 2 is not supported" in err:
-        pytest.skip("`cluster status` does not read the event-driven simulator's cluster.json yet")
-    assert code == 0
-    status = json.loads(out)
-    assert status
+    code, out, err = run(capsys, "cluster", "status", str(keep))
+    assert code == 0, err
+    assert "Voters: 1; leader: node 1" in out
+
+
+def test_empty_folder_and_list_of_another_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path / "empty"))
+    assert code == 2 and out == "" and "no scenario files" in err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write(mine, "a.toml", "# Question: does it list?\n" + PASSING)
+    code, out, _ = run(capsys, "scenario", "list", "--dir", str(mine))
+    assert code == 0 and out.split(None, 1) == ["passing", "does it list?\n"]

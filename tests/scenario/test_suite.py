@@ -15,7 +15,6 @@ from kraftsim.scenario.runner import run_scenario
 from tests.scenario.helpers import SUITE
 
 FILES = sorted(SUITE.glob("*.toml"))
-PENDING = sorted((SUITE / "pending").glob("*.toml"))
 #: Run twice: between them every op the suite uses (faults, features under both policies, roll, add-node).
 TWICE = {"downgrade-lossy-kip778", "late-incompatible-controller", "partition-during-features-update", "torn-tail",
          "wiped-broker-catches-up-by-snapshot", "finalize-blocked-by-old-broker", "disable-feature",
@@ -40,13 +39,12 @@ def test_shipped_scenario_passes(path: Path) -> None:
         assert result_json(run_scenario(load_scenario(path)).result) == result_json(first)
 
 
-@pytest.mark.parametrize("path", PENDING, ids=[p.stem for p in PENDING])
-def test_pending_scenario_passes_once_the_simulator_has_its_faults(path: Path) -> None:
-    scenario = load_scenario(path)
-    h = scenario.header
-    assert h.question and h.source and h.answer
-    result = run_scenario(scenario).result
-    missing = next((s.error for s in result.steps if s.error and "not simulated yet" in s.error), None)
-    if missing is not None:
-        pytest.skip(f"the simulator does not do this yet: {missing}")
-    assert result.passed, [s for s in result.steps if not s.ok] + [e for e in result.expect if not e.ok]
+def test_the_wiped_broker_really_caught_up_by_snapshot(tmp_path: Path) -> None:
+    """The answer of wiped-broker-catches-up-by-snapshot, read off the kept cluster's files."""
+    keep = tmp_path / "kept"
+    assert run_scenario(load_scenario(SUITE / "wiped-broker-catches-up-by-snapshot.toml"), keep=keep).result.passed
+    leader_files = sorted(p.name for p in (keep / "node-2" / "__cluster_metadata-0").iterdir())
+    wiped_files = sorted(p.name for p in (keep / "node-4" / "__cluster_metadata-0").iterdir())
+    assert "00000000000000000000.log" not in leader_files  # retention removed the log's start
+    snapshots = [n for n in wiped_files if n.endswith(".checkpoint")]
+    assert snapshots and min(wiped_files) == snapshots[0]  # node 4 starts from a fetched snapshot
