@@ -27,11 +27,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
+from hypothesis.stateful import run_state_machine_as_test  # noqa: E402
 
-from benchmarks._common import load_average, utc_now
-from kraftsim.testing import ClusterStateMachine, properties
+from benchmarks._common import load_average, utc_now  # noqa: E402
+from kraftsim.testing import ClusterStateMachine, properties  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 
