@@ -79,7 +79,7 @@ def test_user_invariant_counterexample_replays_through_the_command(tmp_path):
 FINDINGS = Path(__file__).parent / "findings"
 
 
-@pytest.mark.xfail(strict=True, reason="simulator finding: a leader commits what only it holds "
+@pytest.mark.xfail(strict=True, reason="simulator finding: after a stopped and a crashed voter, the leader holds commits alone "
                                         "(findings/committed-without-majority.toml)")
 def test_finding_committed_without_majority():
     from kraftsim.scenario import load_scenario
