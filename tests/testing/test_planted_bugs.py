@@ -36,7 +36,7 @@ def test_lossless_claim_that_drops_log_dirs_is_found(tmp_path):
 
     with planted_lossless(17):  # 3.7-IV2 adds the brokers' log dirs, but claims no change
         with pytest.raises(PropertyFailed) as info:
-            run_machine(LosslessClaim, max_examples=150, steps=6)
+            run_machine(LosslessClaim, max_examples=150, steps=4)
         assert info.value.name == properties.LOSSLESS_DOWNGRADE
         assert "log dir" in info.value.detail
         path = repro_path(info.value)
