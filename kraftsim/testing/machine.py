@@ -84,6 +84,8 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     #: Releases the cluster starts on and rolls between (catalog names or Kafka's: "3.7.2").
     releases: Sequence[str] = ("3.7", "3.8", "3.9")
+    #: The release the cluster starts on; None: drawn from `releases`.
+    initial_release: str | None = None
     #: "kafka" (Kafka's rules) or "kip-778" (lossy downgrades carried out, as KIP-778 describes).
     policy: str = "kafka"
     controllers: int = 3
@@ -150,7 +152,10 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     @initialize(target=node_ids, data=st.data())
     def create_cluster(self, data: st.DataObject) -> Any:
-        release = data.draw(st.sampled_from(self._releases), label="release")
+        if self.initial_release is not None:
+            release = _release_name(self.catalog_view, self.initial_release)
+        else:
+            release = data.draw(st.sampled_from(self._releases), label="release")
         self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
         self.shape = ClusterShape(self.controllers, self.brokers, release)
         try:
