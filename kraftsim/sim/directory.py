@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved

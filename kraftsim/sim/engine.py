@@ -28,8 +28,8 @@ from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
-from kraftsim.image.emitter import RetentionSettings
-from kraftsim.image.writer import registry_for
+from kraftsim.image import RetentionSettings
+from kraftsim.image import registry_for
 from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker

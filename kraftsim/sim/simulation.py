@@ -23,7 +23,7 @@ from kraftsim.controller.features import (
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
 )
-from kraftsim.controller.replication import (
+from kraftsim.controller import (
     CreatableTopic,
     CreateTopicsRequest,
     DeleteTopicsRequest,
