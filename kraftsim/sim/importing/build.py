@@ -4,7 +4,8 @@ Each node's `__cluster_metadata-0` gets the source's log segments and the snapsh
 load started from, byte for byte (a lone snapshot gets an empty segment after it, as a
 node that installed a fetched snapshot has); `meta.properties` carries the real cluster
 id, node id and directory id; `bootstrap.checkpoint` is copied when the source has one;
-`quorum-state` names the voters and the highest epoch the source reached, with no leader,
+`registration.json` keeps the listeners, rack and log directories the real node last
+registered (kraftsim.sim.registration_profile); `quorum-state` names the voters and the highest epoch the source reached, with no leader,
 so the first election of the simulated quorum begins the next epoch. `cluster.json` lists
 every node as running: the next command that opens the cluster starts each node from its
 disk, as after a restart of the whole cluster. The virtual clock starts after the last
@@ -27,6 +28,7 @@ import msgspec
 from kraftsim.sim.cluster import EPOCH_MS, cluster_id_for, incarnation_id
 from kraftsim.sim.importing.plan import ImportPlan, PlannedNode
 from kraftsim.sim.node import node_directory
+from kraftsim.sim.registration_profile import ProfileListener, RegistrationProfile, write_profile
 from kraftsim.sim.saved import STATE_FILE, SavedNode, SavedState
 from kraftsim.sim.types import RUNNING, SimConfig
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, QuorumState, write_quorum_state
@@ -53,6 +55,25 @@ def _copy_metadata(node: PlannedNode, target: Path) -> None:
     if src.damage is not None:
         with MetadataLog.open(target, fsync=False):
             pass  # start-up recovery cuts the copy back to its valid prefix
+
+
+def _profile(plan: ImportPlan, node: PlannedNode) -> RegistrationProfile | None:
+    """What the node's real counterpart last registered (None: it never registered)."""
+    b = plan.image.cluster.brokers.get(node.id)
+    c = plan.image.cluster.controllers.get(node.id)
+    if b is None and c is None:
+        return None
+
+    def endpoints(reg: object) -> tuple[ProfileListener, ...] | None:
+        if reg is None:
+            return None
+        return tuple(ProfileListener(e.name, e.host, e.port, e.security_protocol) for e in reg.listeners)  # type: ignore[attr-defined]
+
+    dirs = tuple(str(x) for x in b.directories) if b is not None and b.directories else None
+    if dirs is not None and node.directory_id is not None and node.directory_id not in dirs:
+        dirs = (node.directory_id,) + dirs
+    return RegistrationProfile(broker_listeners=endpoints(b), controller_listeners=endpoints(c),
+                               rack=None if b is None else b.rack, log_dirs=dirs)
 
 
 def _beside(node: PlannedNode) -> Path:
@@ -86,6 +107,9 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
         write_meta_properties(home, MetaProperties(version=1, cluster_id=cluster_id, node_id=node.id,
                                                    directory_id=node.directory_id),
                               date=java_date(now_ms // 1000), fsync=False)
+        profile = _profile(plan, node)
+        if profile is not None:
+            write_profile(home, profile)
         write_quorum_state(home / METADATA_DIR_NAME / "quorum-state",
                            QuorumState(data_version=0, leader_id=-1, leader_epoch=max(0, epoch), voted_id=-1,
                                        current_voters=plan.voters), fsync=False)
