@@ -88,7 +88,7 @@ def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tup
             what = "LeaderChange record" if e.type_name == "LEADER_CHANGE" else "VotersRecord"
             key = (s.end_offset, e.offset)
             if ids and (best is None or key >= best[:2]):
-                best = (*key, ids, f"the last {what} (offset {e.offset})")
+                best = (*key, ids, f"the last {what}, at offset {e.offset}")
     if best is not None:
         return best[2], best[3]
     for s in sources:
@@ -126,7 +126,7 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
     cids = sorted({s.cluster_id for s in sources if s.cluster_id})
     if len(cids) > 1:
         raise ImportRefused(f"the sources belong to different clusters: {', '.join(cids)}")
-    cluster_id, cid_how = (cids[0], "meta.properties") if cids else (None, "not in the source: made from the seed")
+    cluster_id, cid_how = (cids[0], "meta.properties") if cids else (None, "the seed (not in the source)")
     if voters:
         vs, how = tuple(sorted(set(voters))), "given (--voters)"
     else:

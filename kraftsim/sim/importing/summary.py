@@ -34,8 +34,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     lines = [f"Imported cluster {s['cluster_id']} into {s['directory']}: {len(s['nodes'])} node(s) starting at "
              f"offset {s['end_offset']} (epoch {s['epoch']})" + (" -- PARTIAL: the source is damaged" if s["partial"]
                                                                   else ""),
-             f"  cluster id: {s['cluster_id_from']}",
-             f"  voters: {','.join(map(str, s['voters']))} ({s['voters_from']})",
+             f"  cluster id: from {s['cluster_id_from']}",
+             f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})",
              f"  finalized (as in the source): {fin}",
              f"  topics: {s['topics']}, partitions: {s['partitions']}"]
     lines += [f"  damage: {t} (imported up to it)" for t in s["damage"]]
