@@ -300,7 +300,8 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     for key in ("controllers", "brokers", "combined"):
-        check.non_negative(getattr(c, key), f"cluster.{key}")
+        if not isinstance(getattr(c, key), list):  # a list of voter ids goes with `from` (checked there)
+            check.non_negative(getattr(c, key), f"cluster.{key}")
     if c.from_ is not None:
         return _check_from(c, check, base)
     if isinstance(c.controllers, list):
