@@ -14,8 +14,7 @@ from kraftsim.scenario.runner import run_scenario
 
 from tests.scenario.helpers import SUITE
 
-#: The from-real-* scenarios start from ../shared/oracle: tests/sim/test_import_scenarios.py runs them.
-FILES = sorted(p for p in SUITE.glob("*.toml") if not p.stem.startswith("from-real-"))
+FILES = sorted(SUITE.glob("*.toml"))
 #: Run twice: between them every op the suite uses (faults, features under both policies, roll, add-node).
 TWICE = {"downgrade-lossy-kip778", "late-incompatible-controller", "partition-during-features-update", "torn-tail",
          "wiped-broker-catches-up-by-snapshot", "finalize-blocked-by-old-broker", "disable-feature",

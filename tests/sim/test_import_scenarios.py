@@ -1,5 +1,6 @@
-"""The shipped scenarios that start from a real cluster (`scenarios/from-real-*.toml`, whose
-`from` names a set of ../shared/oracle beside the repository): each says what it answers
+"""The shipped scenarios that start from a real cluster (`scenarios/from-real/*.toml`, whose
+`from` names a set of ../shared/oracle beside the repository; they live in their own folder
+so that the main suite runs without the oracle): each says what it answers
 and passes; one runs twice and gives the same bytes. `from` with keys it does not go with
 is not a valid scenario."""
 
@@ -15,7 +16,7 @@ from kraftsim.scenario.runner import run_scenario
 from tests.paths import REPO, SHARED
 from tests.sim.test_import import needs_oracle
 
-FILES = sorted((REPO / "scenarios").glob("from-real-*.toml"))
+FILES = sorted((REPO / "scenarios" / "from-real").glob("*.toml"))
 TWICE = {"from-real-3.6-roll-to-4.1-and-finalize"}
 
 
@@ -23,8 +24,8 @@ def _load(path: Path):  # type: ignore[no-untyped-def]
     """The scenario with its `from` pointing at the shared folder wherever it is (a worktree
     or CI names it with KRAFTSIM_SHARED)."""
     text = path.read_text(encoding="utf-8")
-    assert 'from = "../../shared/' in text
-    scenario = parse_scenario(text.replace('"../../shared/', f'"{SHARED}/'), str(path), path.parent)
+    assert 'from = "../../../shared/' in text
+    scenario = parse_scenario(text.replace('"../../../shared/', f'"{SHARED}/'), str(path), path.parent)
     scenario.path = path
     return scenario
 

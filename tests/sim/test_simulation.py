@@ -171,7 +171,7 @@ def test_operations_refused_with_clear_texts() -> None:
 
 def test_an_image_that_drifts_from_its_log_is_caught() -> None:
     """A node whose loader lost a batch (its image no longer follows its own log)."""
-    from kraftsim.image.loader import MetadataLoader
+    from kraftsim.image import MetadataLoader
 
     with scratch() as base:
         sim = Simulation.create(base / "c", controllers=3, brokers=1, release="4.1", seed=1, durable=False)
