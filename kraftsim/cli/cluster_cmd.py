@@ -14,6 +14,7 @@ from kraftsim.cli import import_cmd
 from kraftsim.cli.common import kafka_tool
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.narrate import narrator
 from kraftsim.sim.directory import (
     EVENTS,
     TICKS,
@@ -113,7 +114,7 @@ def _run_create(args: argparse.Namespace) -> int:
         policy = args.policy[-1] if args.policy else "kafka"
         sim = Simulation.create(args.dir, controllers=args.controllers, brokers=args.brokers, combined=args.combined,
                                 release=args.release, release_version=args.release_version, features=features,
-                                seed=args.seed, policy=policy, catalog=args.catalog)
+                                seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print))
         leader = sim.leader()
         print(f"Created cluster {sim._saved.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
@@ -140,7 +141,7 @@ def _node_ids(text: str | None) -> list[int] | None:
 
 def _run_roll(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
-        with Simulation.open(args.dir) as sim:
+        with Simulation.open(args.dir, on_event=narrator(print)) as sim:
             sim.roll(args.release, _node_ids(args.nodes) or "all")
             print(f"Rolled to Kafka {args.release}; leader: node {sim.leader()}.")
         return 0
@@ -151,7 +152,7 @@ def _run_roll(args: argparse.Namespace) -> int:
 
 def _run_add(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
-        with Simulation.open(args.dir) as sim:
+        with Simulation.open(args.dir, on_event=narrator(print)) as sim:
             nid = sim.add_node(args.role, args.release, args.id)
             print(f"Node {nid} ({args.role}, Kafka {args.release}) joined.")
         return 0
@@ -188,7 +189,7 @@ def _run_fault(args: argparse.Namespace) -> int:
     if engine_of(args.dir) != EVENTS:
         raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster made with "
                             "`cluster create --engine events`")
-    with Simulation.open(args.dir) as sim:
+    with Simulation.open(args.dir, on_event=narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)
         if args.fault == "crash":

@@ -125,6 +125,19 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
     majority = len(saved.voters) // 2 + 1
     known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
     epoch, leader = max(known) if known else (max((e for e, _ in leaders), default=0), None)
+    # Registrations and fencing as the leader's log says (what its controller replays).
+    if leader is not None:
+        try:
+            image = load_path(node_directory(d, leader) / METADATA_DIR_NAME, catalog=catalog).image
+        except KraftsimError:
+            image = None
+        incarnations = {n.id: n.incarnation for n in saved.nodes}
+        for n in nodes:
+            reg = image.cluster.broker(n["id"]) if image is not None and "broker" in n["roles"] else None
+            n["registration"] = None if reg is None else {
+                "epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
+                "incarnation": str(reg.incarnation_id),
+                "current_incarnation": str(reg.incarnation_id) == incarnations[n["id"]]}
     return {"directory": str(d), "engine": EVENTS, "cluster_id": saved.cluster_id, "seed": saved.seed,
             "time_ms": saved.now_ms, "policies": list(saved.policies), "voters": list(saved.voters),
             "leader": leader, "epoch": epoch, "partition": saved.partition, "nodes": nodes}
@@ -146,6 +159,11 @@ def simulation_status_lines(status: dict[str, Any]) -> list[str]:
         lines.append(f"{n['id']:<3} {'+'.join(n['roles']):<18} {n['release']:<8} {n['state']:<8} "
                      f"{'-' if n['epoch'] is None else n['epoch']:<6} {'-' if n['leader'] is None else n['leader']:<7} "
                      f"{n['log_end_offset']:<8} {fin}")
+        reg = n.get("registration")
+        if reg is not None:
+            state = "fenced" if reg["fenced"] else "unfenced"
+            lines.append(f"    broker epoch {reg['epoch']}, {state}"
+                         + ("" if reg["current_incarnation"] else " (an earlier incarnation)"))
         if n["detail"]:
             lines.append(f"    {n['detail']}")
     return lines

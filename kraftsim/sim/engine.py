@@ -28,8 +28,7 @@ from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
-from kraftsim.image import RetentionSettings
-from kraftsim.image import registry_for
+from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.cluster import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
@@ -172,10 +171,11 @@ class Engine(RaftMixin, LifecycleMixin):
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
                        clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
 
-    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True) -> str | None:
+    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
+                     resume: bool = False) -> str | None:
         """Start the node's process (on `release`); returns Kafka's text when it cannot start.
-        A new process has a new incarnation id (`new_process=False`: a reopened simulation
-        resumes the processes it saved)."""
+        A new process has a new incarnation id (`new_process=False`: its first start, or a
+        process a reopened simulation `resume`s, leading on if it led)."""
         if m.running:
             return None
         if release is not None:
@@ -222,9 +222,9 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.restarted(m.id)
         m.shutdown_wanted = m.shutdown_done = False
         m.controller_registered = False
-        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles),
+        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m, resume=not new_process)
+        self._raft_start(m, resume=resume)
         self._lifecycle_start(m)
         return None
 
@@ -279,6 +279,7 @@ class Engine(RaftMixin, LifecycleMixin):
         """A clean shutdown; a registered broker first finishes its controlled shutdown."""
         if not m.running:
             return
+        self.emit(m.id, "stopping", {"roles": m.state.role_text, "release": m.state.release})
         if m.state.is_broker and m.broker_epoch is not None and m.leader is not None:
             m.shutdown_wanted = True
             if m.leader is not None:
@@ -435,13 +436,13 @@ class Engine(RaftMixin, LifecycleMixin):
         if leader is None or self.controller is None or leader.high_watermark is None:
             return False
         hw = leader.high_watermark
-        if hw < leader.flushed_end - 1 and leader.log.log_end_offset - hw > 1:
-            return False
+        if hw < leader.log.log_end_offset:
+            return False  # something appended is not committed yet
         image = self.controller.image
         for m in self.members.values():
             if not m.running:
                 continue
-            if m.leader != leader.id or m.applied < hw - 1 - _idle_slack(leader, hw):
+            if m.leader != leader.id or m.applied < hw - 1:
                 return False
             if m.node is not None and m.node.blocked is not None:
                 return False
@@ -456,12 +457,6 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
-
-
-def _idle_slack(leader: Member, hw: int) -> int:
-    """Offsets a follower may lag by in a stable cluster: the idle NoOpRecord batch the leader
-    committed last (followers learn of it on their next fetch)."""
-    return 1
 
 
 __all__ = ["DOWN", "Engine", "Message"]

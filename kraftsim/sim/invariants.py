@@ -25,9 +25,7 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from kraftsim.image import image_digest
-from kraftsim.image import MetadataLoader, MvChangeHandling
-from kraftsim.image import committed_batches, load_snapshot
+from kraftsim.image import MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, InvariantResult
 from kraftsim.storage import read_snapshot

@@ -63,6 +63,8 @@ ROLES = (BROKER, CONTROLLER)
 #: Kafka's default listener ports; every simulated node is its own host, `node-<id>`.
 BROKER_LISTENER = ("PLAINTEXT", 9092)
 CONTROLLER_LISTENER = ("CONTROLLER", 9093)
+#: Kafka's metadata.max.retention.bytes and .ms, as a node's snapshot emitter applies them.
+DEFAULT_RETENTION = RetentionSettings()
 #: The first table size of the HashMap a node's supported features are built in.
 FEATURE_MAP_BUCKETS = 8
 
@@ -278,7 +280,7 @@ class SimNode:
     # ------------------------------------------------------------------ running
 
     def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
-             retention: RetentionSettings | None = RetentionSettings(), segment_bytes: int | None = None) -> None:
+             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None) -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
         as a node does at start-up; publishers are installed once it has caught up.
 

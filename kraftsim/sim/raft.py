@@ -41,10 +41,9 @@ from kraftsim.sim.member import (
     Member,
     end_offset_for_epoch,
     entry_at,
-    last_entry,
     last_epoch,
 )
-from kraftsim.storage import QuorumState, read_snapshot, write_quorum_state
+from kraftsim.storage import QuorumState, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 #: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
@@ -153,18 +152,6 @@ class RaftMixin:
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         if was_leader:
             self._lose_leadership(m)
-
-    def _observe_epoch(self, m: Member, epoch: int, leader: int | None) -> bool:
-        """A message told `m` of `epoch` (and its leader, if known). Returns False when the
-        message is from an older epoch and should be ignored."""
-        if epoch < m.epoch:
-            return False
-        if epoch > m.epoch or (leader is not None and m.leader is None and m.role != LEADER):
-            if leader is not None and leader != m.id:
-                self._become_follower(m, epoch, leader)
-            elif epoch > m.epoch:
-                self._become_unattached(m, epoch)
-        return True
 
     # -------------------------------------------------------------- elections
 
@@ -367,7 +354,9 @@ class RaftMixin:
         m.high_watermark = hw
         self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
         self.checker.high_watermark(self.describe_event(), m, hw)
-        self._apply(m)
+        self._apply(m)  # type: ignore[attr-defined]
+        if m.role == LEADER:
+            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
 
     # -------------------------------------------------------------- fetching
 
@@ -614,4 +603,4 @@ RAFT_HANDLERS = {
     "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
 }
 
-__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin", "last_entry", "read_snapshot"]
+__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin"]

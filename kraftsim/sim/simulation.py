@@ -24,12 +24,7 @@ from kraftsim.controller.features import (
     UpdateFeaturesResponse,
 )
 from kraftsim.controller import (
-    CreatableTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    DeleteTopicState,
-    create_topics,
-    delete_topics,
+    CreatableTopic, CreateTopicsRequest, DeleteTopicsRequest, DeleteTopicState, create_topics, delete_topics,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
@@ -117,7 +112,8 @@ class Simulation:
     def create(cls, directory: Path | str, *, controllers: int = 0, brokers: int = 0, combined: int = 0,
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
-               config: SimConfig | None = None, durable: bool = True) -> Simulation:
+               config: SimConfig | None = None, durable: bool = True,
+               on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers."""
         d = Path(directory)
@@ -142,15 +138,17 @@ class Simulation:
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
-        lines: list[str] = []
+        sim = cls(d, saved, base, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
         for n in nodes:
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation)
             try:
                 format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
-                            release_version=release_version, features=feats, emit=lines.append)
+                            release_version=release_version, features=feats,
+                            emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
             except KraftsimError as e:
                 raise SimError(str(e)) from None
-        sim = cls(d, saved, base, durable)
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
         sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
@@ -158,7 +156,8 @@ class Simulation:
         return sim
 
     @classmethod
-    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True) -> Simulation:
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
+             on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
         """Open a cluster directory: every node that ran starts again from its disk."""
         d = Path(directory)
         saved = read_saved(d)
@@ -170,9 +169,11 @@ class Simulation:
         except KraftsimError as e:
             raise SimError(str(e)) from None
         sim = cls(d, saved, catalog, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         for i in running:
-            sim.engine.start_member(sim.engine.member(i), new_process=False)
+            sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
 
     def save(self) -> None:
@@ -428,6 +429,7 @@ class Simulation:
         for i in order:
             m = self.engine.member(i)
             if nodes == "all" and m.running and m.state.release == release:
+                self.engine.emit(i, "note", {"text": f"Node {i} already runs Kafka {release}."})
                 continue
             self.engine.stop(m, self.config.broker_session_timeout_ms)
             text = self.engine.start_member(m, release)
@@ -456,7 +458,8 @@ class Simulation:
             raise SimError(f"node id {nid} must not be negative")
         if nid in e.members:
             raise SimError(f"the cluster already has a node {nid}")
-        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 1))
+        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
+                          starts=0)  # its first start makes incarnation 1
         if role == CONTROLLER:
             e.voters = tuple(sorted(e.voters + (nid,)))
             e.checker.voters = e.voters

@@ -54,6 +54,8 @@ def test_roll_and_features_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture
     st = _status(capsys, d)
     assert {n["release"] for n in st["nodes"]} == {"4.1"}
     assert {n["finalized_in_log"]["metadata.version"] for n in st["nodes"]} == {27}
+    regs = [n["registration"] for n in st["nodes"] if "broker" in n["roles"]]
+    assert [(r["fenced"], r["current_incarnation"]) for r in regs] == [(False, True), (False, True)]
     code, _, err = run(capsys, "cluster", "disk-fault", d, "--nodes", "1", "--kind", "wipe")
     assert code == 1 and "needs it stopped" in err
 
