@@ -333,3 +333,43 @@ has_leader = true
     assert o.result.passed
     # the only controller was the leader: while it was down the cluster had none
     assert any(s.leader is None for s in o.timeline.samples)
+
+
+def test_a_hypothetical_catalog_named_by_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from kraftsim.scenario import ScenarioInvalid, load_scenario
+    from kraftsim.scenario.runner import run_scenario
+    from tests.scenario.helpers import REPO
+
+    example = REPO / "kraftsim" / "versions" / "data" / "examples" / "kip778.toml"
+    body = """
+[cluster]
+controllers = 1
+brokers = 1
+release = "4.2"
+[[step]]
+op = "roll"
+release = "4.3"
+[[step]]
+op = "features-upgrade"
+metadata = "4.3-IV3"
+[[step]]
+op = "features-downgrade"
+metadata = "4.3-IV2"
+expect_error = "Refusing to perform the requested downgrade"
+[expect]
+metadata_version = "4.3-IV3"
+"""
+    without = tmp_path / "without.toml"
+    without.write_text('name = "h"\n' + body, encoding="utf-8")
+    with pytest.raises(ScenarioInvalid, match="unknown release '4.3'"):
+        load_scenario(without)  # 4.3 exists only in the hypothetical catalog
+    (tmp_path / "cat.toml").write_bytes(example.read_bytes())
+    (tmp_path / "kip778_records").mkdir()
+    for f in (example.parent / "kip778_records").iterdir():
+        (tmp_path / "kip778_records" / f.name).write_bytes(f.read_bytes())
+    with_catalog = tmp_path / "with.toml"
+    with_catalog.write_text('name = "h"\ncatalog = "cat.toml"\n' + body, encoding="utf-8")
+    o = run_scenario(load_scenario(with_catalog))
+    steps_ok(o)
+    assert o.result.passed and o.result.final.metadata_version.level == 33  # KIP-778's V4
+    assert o.result.steps[2].loss_report is not None and o.result.steps[2].loss_report.lossless
