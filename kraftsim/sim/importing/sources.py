@@ -21,7 +21,6 @@ from kraftsim.storage.batchfile import decode_file_batch
 from kraftsim.storage.meta_properties import MetaPropertiesFile
 from kraftsim.storage.names import PathKind, classify_path, parse_snapshot_name, snapshot_file_name
 from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
-from kraftsim.storage.snapshot import read_snapshot
 from kraftsim.versions import Catalog
 
 QUORUM_STATE_FILE = "quorum-state"
@@ -123,14 +122,13 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
                                 "(expected <end offset>-<epoch>.checkpoint)")
         meta, quorum = _read_beside(p.parent)
         try:
-            snap = read_snapshot(p, registry)
             loaded = load_path(p, catalog=catalog, registry=registry)
         except KraftsimError as e:
             raise ImportRefused(f"{e}", exit_code=1) from None
         src = SourceReplica(p, None, p, meta, quorum, loaded, None)
-        src.control = [e for e in snap.header_entries if e.type_name == "KRAFT_VOTERS"]
-        src.last_epoch = snap.snapshot_id.epoch if snap.snapshot_id is not None else snap.epoch
-        src.last_timestamp = snap.last_contained_log_timestamp
+        src.control = [e for e in loaded.snapshot_header if e.type_name == "KRAFT_VOTERS"]
+        src.last_epoch = loaded.snapshot_id.epoch if loaded.snapshot_id is not None else 0
+        src.last_timestamp = loaded.snapshot_header[0].message.last_contained_log_timestamp
         return src
     metadata_dir = p if kind is PathKind.METADATA_DIR else p / METADATA_DIR_NAME
     if not metadata_dir.is_dir():
