@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -132,7 +133,7 @@ def test_import_of_a_lone_snapshot(tmp_path: Path) -> None:
 @needs_oracle
 def test_overrides_are_reported_as_given(tmp_path: Path) -> None:
     src = ORACLE / "cp-kafka-7.5.1_3voters_greenlemonT" / "kafka2"
-    result = import_cluster([src], tmp_path / "c", voters=[1], release="3.7", release_overrides={3: "3.9"})
+    result = import_cluster([src], tmp_path / "c", voters=[1], release="3.7.2", release_overrides={3: "3.9"})
     nodes = {n["id"]: n for n in result.summary()["nodes"]}
     assert nodes[1]["roles"] == ["broker", "controller"] and nodes[2]["roles"] == ["broker"]
     assert (nodes[2]["release"], nodes[3]["release"]) == ("3.7", "3.9")
@@ -159,3 +160,16 @@ def test_registration_profile_keeps_real_listeners(tmp_path: Path) -> None:
     assert [(x["name"], x["host"], x["port"]) for x in profile["broker_listeners"]] == \
         [("PLAINTEXT", "localhost", 9092), ("INTERNAL", "host.docker.internal", 29092)]
     assert profile["log_dirs"] == ["lGeBS8O4_dDn0a9z4uM_bQ"]
+
+
+@needs_oracle
+def test_a_copy_of_a_node_the_metadata_does_not_name_is_refused(tmp_path: Path) -> None:
+    real = ORACLE / "cp-kafka-7.5.1_3voters_greenlemonT"
+    stray = tmp_path / "kafka9"
+    stray.mkdir()
+    shutil.copytree(real / "kafka2" / METADATA_DIR_NAME, stray / METADATA_DIR_NAME)
+    text = (real / "kafka2" / "meta.properties").read_text()
+    (stray / "meta.properties").write_text(text.replace("node.id=2", "node.id=9"))
+    with pytest.raises(ImportRefused, match="names no node 9"):
+        import_cluster([real / "kafka1", stray], tmp_path / "c")
+    assert not (tmp_path / "c").exists()

@@ -80,6 +80,16 @@ def infer_release(catalog: Catalog, ranges: Mapping[str, tuple[int, int]]) -> tu
     return None, False
 
 
+def _line(catalog: Catalog, name: str) -> str:
+    """A release as the catalog names it: its line ("3.7"), also when given as Kafka names a
+    patch release ("3.7.2": the catalog knows lines, each at its newest patch)."""
+    names = [r.name for r in catalog.releases]
+    line = name if name in names else ".".join(name.split(".")[:2]) if name.count(".") == 2 else None
+    if line not in names:
+        raise ImportRefused(f"--release: unknown release {name}; known releases: {', '.join(names)}")
+    return line  # type: ignore[return-value]
+
+
 def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tuple[int, ...], str]:
     best: tuple[int, int, tuple[int, ...], str] | None = None  # (end offset, offset, voters, how)
     for s in sources:
@@ -105,11 +115,8 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
               release: str | None = None, releases: Mapping[int, str] | None = None) -> ImportPlan:
     """Decide the nodes, roles, releases and starting copies (ImportRefused with one line when
     the metadata does not allow it)."""
-    releases = dict(releases or {})
-    for r in ([release] if release else []) + list(releases.values()):
-        if r not in {x.name for x in catalog.releases}:
-            raise ImportRefused(f"--release: unknown release {r}; known releases: "
-                                + ", ".join(x.name for x in catalog.releases))
+    release = _line(catalog, release) if release else None
+    releases = {i: _line(catalog, r) for i, r in (releases or {}).items()}
     reference = max(sources, key=lambda s: s.end_offset)  # max keeps the first of equals
     image = reference.loaded.image
     notes: list[str] = []
@@ -139,6 +146,10 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
                      "imported as voters (the simulator's quorum is static)")
         vs = tuple(sorted(set(vs) | set(extra)))
     ids = sorted(set(vs) | brokers)
+    strays = sorted(set(by_id) - set(ids))
+    if strays:
+        raise ImportRefused(f"{by_id[strays[0]].given}: the copy of node {strays[0]} (its meta.properties), but the "
+                            f"metadata names no node {strays[0]} (nodes: {', '.join(map(str, ids))})")
     unknown = sorted(set(releases) - set(ids))
     if unknown:
         raise ImportRefused(f"--release {unknown[0]}=...: the cluster has no node {unknown[0]} "
