@@ -129,3 +129,12 @@ def test_summary_and_determinism(tmp_path: Path, capsys: pytest.CaptureFixture[s
     run(capsys, str(ORACLE / SET), str(tmp_path / "b"))
     for name in ("cluster.json", "node-1/meta.properties", "node-1/__cluster_metadata-0/quorum-state"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+
+
+@needs_oracle
+@pytest.mark.parametrize("name", [f"{METADATA_DIR_NAME}/00000000000000000000.log", "bootstrap.checkpoint"])
+def test_a_segment_or_bootstrap_alone_is_not_a_cluster(name: str, tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, str(ORACLE / SET / name), str(tmp_path / "c"))
+    _one_line_refusal(code, err, 2, "alone does not hold a cluster")
+    assert not (tmp_path / "c").exists()
