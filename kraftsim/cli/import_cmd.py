@@ -8,7 +8,11 @@ import json
 import sys
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim.importing import ImportRefused, import_cluster, parse_release_overrides
+from kraftsim.sim.importing import (
+    ImportRefused,
+    import_cluster,
+    parse_release_overrides,
+)
 
 DESCRIPTION = """\
 Make a simulated cluster in DIR whose nodes start from a real cluster's metadata, at the

@@ -3,7 +3,8 @@ supports exactly them, or none (then the import is refused unless --release name
 
 from __future__ import annotations
 
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kraftsim.sim.importing.plan import infer_release
 from kraftsim.versions import default_catalog

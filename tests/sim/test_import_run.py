@@ -14,7 +14,6 @@ import pytest
 from kraftsim.image import image_digest, load_path
 from kraftsim.sim import SimError, Simulation
 from kraftsim.sim.importing import import_cluster
-from kraftsim.storage import METADATA_DIR_NAME
 from tests.sim.test_import import SETS, needs_oracle
 
 #: Kafka 4.x starts only on metadata.version 3.3-IV3 (7) or later.

@@ -10,7 +10,11 @@
     sim = Simulation.open("whatif/")
 """
 
-from kraftsim.sim.importing.run import ImportResult, import_cluster, parse_release_overrides
+from kraftsim.sim.importing.run import (
+    ImportResult,
+    import_cluster,
+    parse_release_overrides,
+)
 from kraftsim.sim.importing.sources import ImportRefused
 
 __all__ = ["ImportRefused", "ImportResult", "import_cluster", "parse_release_overrides"]

@@ -28,15 +28,24 @@ import msgspec
 from kraftsim.sim.cluster import EPOCH_MS, cluster_id_for, incarnation_id
 from kraftsim.sim.importing.plan import ImportPlan, PlannedNode
 from kraftsim.sim.node import node_directory
-from kraftsim.sim.registration_profile import ProfileListener, RegistrationProfile, write_profile
+from kraftsim.sim.registration_profile import (
+    ProfileListener,
+    RegistrationProfile,
+    write_profile,
+)
 from kraftsim.sim.saved import STATE_FILE, SavedNode, SavedState
 from kraftsim.sim.types import RUNNING, SimConfig
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, QuorumState, write_quorum_state
-from kraftsim.storage import random_uuid
+from kraftsim.storage import (
+    METADATA_DIR_NAME,
+    MetadataLog,
+    QuorumState,
+    random_uuid,
+    write_quorum_state,
+)
 from kraftsim.storage.fileio import atomic_write
+from kraftsim.storage.java_properties import java_date
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
 from kraftsim.storage.names import LOG_SUFFIX, segment_file_name
-from kraftsim.storage.java_properties import java_date
 
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 

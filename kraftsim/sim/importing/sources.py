@@ -16,10 +16,21 @@ from pathlib import Path
 from kraftsim.errors import KraftsimError
 from kraftsim.image import LoadResult, load_path
 from kraftsim.protocol.entries import LogEntry
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, QuorumState, read_meta_properties, read_quorum_state
+from kraftsim.storage import (
+    METADATA_DIR_NAME,
+    MetadataLog,
+    QuorumState,
+    read_meta_properties,
+    read_quorum_state,
+)
 from kraftsim.storage.batchfile import decode_file_batch
 from kraftsim.storage.meta_properties import MetaPropertiesFile
-from kraftsim.storage.names import PathKind, classify_path, parse_snapshot_name, snapshot_file_name
+from kraftsim.storage.names import (
+    PathKind,
+    classify_path,
+    parse_snapshot_name,
+    snapshot_file_name,
+)
 from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
 from kraftsim.versions import Catalog
 
