@@ -2,6 +2,9 @@
 
   types          SimConfig, SimError, NodeInfo, SimEvent, InvariantResult (the public values)
   simulation     Simulation: the simulator's public API (SIM_API.md)
+  engine, raft, lifecycle, member, events   the event-driven engine under it
+  invariants     the invariants it checks; admin: its admin-client requests; saved: cluster.json
+  narrate, directory   the CLI's lines and both simulators' directories
   api_versions   ApiVersions answers by release and role (KIP-35, KIP-584, KIP-1022)
   finalized      the finalized features a node exposes
   client_view    the client-side view over many nodes (range intersection, highest epoch)

@@ -375,7 +375,12 @@ class Engine(RaftMixin, LifecycleMixin):
             self.checker.applied(self.current_event, m)
             self._after_apply(m, before)
         if found is not None:
-            self._react(m, found)
+            if m.state.is_broker and m.broker_epoch is None:
+                # Still starting (not registered): it applies nothing more; its registration
+                # is refused by the controller with Kafka's text, and it stays fenced.
+                self.emit(m.id, "blocked", {"text": found.text(), "offset": node.applied_offset + 1})
+            else:
+                self._react(m, found)
 
     def _after_apply(self, m: Member, before: int) -> None:
         node = m.node

@@ -211,3 +211,16 @@ def test_combined_nodes_and_kip_778_downgrade() -> None:
         sim.wait(30_000)
         assert sim.metadata_version() == 21 and not failed(sim)
         sim.close()
+
+
+def test_a_broker_rolled_below_the_finalized_level_is_refused_and_stays_fenced() -> None:
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=1, brokers=2, release="4.1", seed=1, durable=False)
+        with pytest.raises(SimError, match="returned error UNSUPPORTED_VERSION: Unable to register because the broker "
+                                           "does not support finalized version 27 of metadata.version"):
+            sim.roll("3.9", [3])
+        node = next(n for n in sim.nodes() if n.id == 3)
+        assert (node.state, node.fenced) == ("running", True)
+        assert sim.engine.member(3).node.blocked is not None  # it applies nothing past the level it lacks
+        assert not failed(sim)
+        sim.close()
