@@ -14,6 +14,7 @@ import pytest
 from kraftsim.image import image_digest, load_path
 from kraftsim.sim import SimError, Simulation
 from kraftsim.sim.importing import import_cluster
+from tests.paths import ORACLE
 from tests.sim.test_import import SETS, needs_oracle
 
 #: Kafka 4.x starts only on metadata.version 3.3-IV3 (7) or later.
@@ -51,3 +52,18 @@ def test_imported_cluster_settles_rolls_and_finalizes(name: str, sources: list[P
         for i in ids[:1]:
             replay = load_path(sim.log_dir(i), upto_offset=end)
             assert image_digest(replay.image) == source_digest
+
+
+@needs_oracle
+def test_imported_nodes_register_with_their_real_endpoints(tmp_path: Path) -> None:
+    src = ORACLE / "cp-kafka-3.9_weebee"
+    real = import_cluster([src], tmp_path / "c").plan.image.cluster
+    with Simulation.open(tmp_path / "c", durable=False) as sim:
+        sim.wait(60_000)
+        now = sim.engine.controller.image.cluster  # type: ignore[union-attr]
+        broker, real_broker = now.brokers.get(1), real.brokers.get(1)
+        assert str(broker.incarnation_id) == sim.engine.member(1).state.incarnation  # it registered again
+        assert broker.incarnation_id != real_broker.incarnation_id
+        assert broker.listeners == real_broker.listeners and broker.rack == real_broker.rack
+        assert broker.directories == real_broker.directories
+        assert now.controllers.get(1).listeners == real.controllers.get(1).listeners

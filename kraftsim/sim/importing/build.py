@@ -5,8 +5,9 @@ load started from, byte for byte (a lone snapshot gets an empty segment after it
 node that installed a fetched snapshot has); `meta.properties` carries the real cluster
 id, node id and directory id; `bootstrap.checkpoint` is copied when the source has one;
 `registration.json` keeps the listeners, rack and log directories the real node last
-registered (kraftsim.sim.registration_profile); `quorum-state` names the voters and the highest epoch the source reached, with no leader,
-so the first election of the simulated quorum begins the next epoch. `cluster.json` lists
+registered (kraftsim.sim.registration_profile); `quorum-state` names the voters and the
+highest epoch the source reached, with no leader, so the first election of the simulated
+quorum begins the next epoch. `cluster.json` lists
 every node as running: the next command that opens the cluster starts each node from its
 disk, as after a restart of the whole cluster. The virtual clock starts after the last
 timestamp the source holds (never before kraftsim's usual start), so new records follow
