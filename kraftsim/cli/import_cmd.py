@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.importing import (
@@ -38,6 +39,7 @@ def add_parser(cmds: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="seeds the simulation (default 0)")
     p.add_argument("--policy", choices=("kafka", "kip-778"), default="kafka",
                    help="kafka (default) or kip-778 (lossy metadata.version downgrades allowed)")
+    p.add_argument("--catalog", metavar="FILE", help="a catalog file adding hypothetical versions or releases")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(run=_run_import)
 
@@ -62,7 +64,8 @@ def _run_import(args: argparse.Namespace) -> int:
         everyone, per_node = parse_release_overrides(args.release)
         result = import_cluster(sources, directory, voters=_voters(args.voters), release=everyone,
                                 release_overrides=per_node, up_to_damage=args.up_to_damage, seed=args.seed,
-                                policy=args.policy)
+                                policy=args.policy,
+                                catalog_path=str(Path(args.catalog).resolve()) if args.catalog else None)
     except ImportRefused as e:
         print(f"kraftsim cluster import: {e}", file=sys.stderr)
         return e.exit_code

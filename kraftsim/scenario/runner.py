@@ -105,7 +105,8 @@ def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | 
     voters = c.controllers if isinstance(c.controllers, list) else None
     try:
         import_cluster([Path(c.from_)], directory, voters=voters, release=c.release, seed=seed,  # type: ignore[arg-type]
-                       policy=scenario.policy, catalog=scenario.catalog, config=config)
+                       policy=scenario.policy, catalog=scenario.catalog, config=config,
+                       catalog_path=str(scenario.catalog_path) if scenario.catalog_path else None)
         return Simulation.open(directory)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster.from", f"the cluster cannot be imported: {e}") from None

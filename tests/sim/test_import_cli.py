@@ -116,6 +116,8 @@ def test_bad_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     _one_line_refusal(code, err, 2, "unknown release 9.9")
     code, _, err = run(capsys, "--release", "5=3.7", str(ORACLE / SET), str(tmp_path / "c"))
     _one_line_refusal(code, err, 2, "no node 5")
+    code, _, err = run(capsys, "--catalog", str(tmp_path / "none.toml"), str(ORACLE / SET), str(tmp_path / "c"))
+    _one_line_refusal(code, err, 2, "none.toml")
     code, _, err = run(capsys, "--voters", "a,b", str(ORACLE / SET), str(tmp_path / "c"))
     _one_line_refusal(code, err, 2, "--voters")
     assert not (tmp_path / "c").exists()

@@ -6,11 +6,12 @@ is not a valid scenario."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from kraftsim.scenario import ScenarioInvalid, parse_scenario
+from kraftsim.scenario import ScenarioInvalid, load_scenario, parse_scenario
 from kraftsim.scenario.results import result_json
 from kraftsim.scenario.runner import run_scenario
 from tests.paths import REPO, SHARED
@@ -72,3 +73,19 @@ def test_from_with_overrides_runs_on_the_given_software(tmp_path: Path) -> None:
     assert result.passed
     assert [(n.id, list(n.roles), n.release) for n in result.final.nodes] == \
         [(i, ["broker", "controller"], "3.6") for i in (1, 2, 3)]
+
+
+@needs_oracle
+def test_from_with_a_hypothetical_catalog(tmp_path: Path) -> None:
+    """The imported cluster keeps the scenario's catalog: its nodes can roll to a release
+    that exists only there (KIP-778's example versions, shipped as an example catalog)."""
+    example = REPO / "kraftsim" / "versions" / "data" / "examples" / "kip778.toml"
+    (tmp_path / "cat.toml").write_bytes(example.read_bytes())
+    shutil.copytree(example.parent / "kip778_records", tmp_path / "kip778_records")
+    text = (f'name = "h"\ncatalog = "cat.toml"\n[cluster]\nfrom = "{SHARED}/oracle/kafka-4.2_induswargods"\n'
+            '[[step]]\nop = "roll"\nrelease = "4.3"\n[[step]]\nop = "features-upgrade"\nmetadata = "4.3-IV3"\n'
+            '[expect]\nmetadata_version = "4.3-IV3"\n')
+    (tmp_path / "h.toml").write_text(text, encoding="utf-8")
+    result = run_scenario(load_scenario(tmp_path / "h.toml")).result
+    assert result.passed, [s for s in result.steps if not s.ok]
+    assert result.final.metadata_version.level == 33

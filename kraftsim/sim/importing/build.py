@@ -94,7 +94,7 @@ def _beside(node: PlannedNode) -> Path:
 
 
 def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies: tuple[str, ...] = (),
-                  config: SimConfig | None = None) -> SavedState:
+                  config: SimConfig | None = None, catalog_path: str | None = None) -> SavedState:
     """Write the cluster directory (which must not exist or be empty: checked by the caller)."""
     d = Path(directory)
     cluster_id = plan.cluster_id or cluster_id_for(seed)
@@ -126,7 +126,8 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
         nodes.append(SavedNode(id=node.id, roles=node.roles, release=node.release,
                                incarnation=incarnation_id(seed, node.id, 1), status=RUNNING))
     kraft_version = plan.reference.loaded.loader.kraft_version or 0
-    saved = SavedState(cluster_id=cluster_id, seed=seed, now_ms=now_ms, policies=policies, voters=plan.voters,
+    saved = SavedState(cluster_id=cluster_id, seed=seed, now_ms=now_ms, policies=policies, catalog=catalog_path,
+                       voters=plan.voters,
                        kraft_version=kraft_version, config=config or SimConfig(), nodes=nodes)
     data = json.dumps(msgspec.to_builtins(saved), indent=2, sort_keys=True) + "\n"
     atomic_write(d / STATE_FILE, data.encode("utf-8"), fsync=True)
