@@ -66,6 +66,9 @@ class SimulationView:
 
     def leader_node(self) -> SimNode | None:
         m = self.sim.engine.leader_member()
+        if m is None:  # a passive view: the leader a majority's quorum-state names
+            leader = simulation_status(self.sim.directory)["leader"]
+            m = None if leader is None else self.sim.engine.member(leader)
         return None if m is None else m.node
 
     def update_features(self, updates: Mapping[str, Any], validate_only: bool
@@ -83,12 +86,14 @@ class SimulationView:
 
 
 def open_for_tool(directory: Path | str, *, passive: bool, emit=print):  # type: ignore[no-untyped-def]
-    """A cluster for kraftsim.sim.features_tool: SimCluster, or a view of a Simulation (which
-    settles first, so a describe sees a leader when the quorum has one)."""
+    """A cluster for kraftsim.sim.features_tool: SimCluster, or a view of a Simulation
+    (passive: the nodes' replicas loaded, nothing run or written; else it settles first,
+    so an update finds a leader when the quorum has one)."""
     if engine_of(directory) == TICKS:
         return SimCluster.open(directory, emit=emit, passive=passive)
-    sim = Simulation.open(directory)
-    sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
+    sim = Simulation.open(directory, passive=passive)
+    if not passive:
+        sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
     return SimulationView(sim)
 
 

@@ -105,7 +105,7 @@ class Engine(RaftMixin, LifecycleMixin):
         return "kip-778" in self.policies
 
     def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None:
-        if self.on_event is not None:
+        if self.on_event is not None and self.net.verbose:
             self.on_event(SimEvent(self.now, node, kind, details))
 
     def _violation(self, result: InvariantResult) -> None:

@@ -87,6 +87,7 @@ class Simulation(AdminMixin):
         self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
                              voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
                              kraft_version=saved.kraft_version, rng_salt=f":{saved.opens}", on_event=self._publish)
+        self.engine.net.verbose = False  # until someone subscribes
         for n in saved.nodes:
             state = NodeState(id=n.id, roles=tuple(n.roles), release=n.release, incarnation=n.incarnation,
                               starts=n.starts, running=n.status == RUNNING, previous_broker_epoch=n.previous_broker_epoch,
@@ -152,8 +153,10 @@ class Simulation(AdminMixin):
 
     @classmethod
     def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
-             on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
-        """Open a cluster directory: every node that ran starts again from its disk."""
+             on_event: Callable[[SimEvent], None] | None = None, passive: bool = False) -> Simulation:
+        """Open a cluster directory: every node that ran starts again from its disk.
+        `passive` only looks: each running node's replica is loaded (its whole log), no
+        process runs, and nothing is saved (a describe, a status)."""
         d = Path(directory)
         saved = read_saved(d)
         if config is not None:
@@ -167,6 +170,14 @@ class Simulation(AdminMixin):
         if on_event is not None:
             sim.subscribe(on_event)
         running = [n.id for n in saved.nodes if n.status == RUNNING]
+        if passive:
+            sim._closed = True  # never saved
+            for i in running:
+                m = sim.engine.member(i)
+                m.node = sim.engine._make_node(m)
+                m.node.open()
+                m.status, m.state.running = RUNNING, True
+            return sim
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
@@ -193,6 +204,9 @@ class Simulation(AdminMixin):
 
     def close(self) -> None:
         if self._closed:
+            for m in self.engine.ordered():
+                if m.node is not None:
+                    m.node.close()
             return
         self._closed = True
         try:
@@ -223,6 +237,7 @@ class Simulation(AdminMixin):
 
     def subscribe(self, callback: Callable[[SimEvent], None]) -> None:
         self._subscribers.append(callback)
+        self.engine.net.verbose = True  # events are built only while someone listens
 
     def timeline_jsonl(self, path: Path | str | IO[str]) -> None:
         """Stream every event from now on to `path` (appended) as JSON lines, one object each."""

@@ -104,3 +104,15 @@ def test_files_of_an_event_cluster_are_sound(tmp_path: Path, capsys: pytest.Capt
     ok(capsys, "cluster", "start", d, "--nodes", "2")
     ok(capsys, "cluster", "run", d, "--ms", "30000", "--until-stable")
     assert_cluster_sound(capsys, d)
+
+
+def test_describe_and_status_change_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cluster.conftest import tree_bytes
+
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--release", "4.1", "--engine", "events")
+    before = tree_bytes(d)
+    out = ok(capsys, "features", "--cluster", d, "describe")
+    assert "FinalizedVersionLevel: 4.1-IV1" in out
+    ok(capsys, "cluster", "status", d)
+    assert tree_bytes(d) == before

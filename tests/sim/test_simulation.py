@@ -224,3 +224,17 @@ def test_a_broker_rolled_below_the_finalized_level_is_refused_and_stays_fenced()
         assert sim.engine.member(3).node.blocked is not None  # it applies nothing past the level it lacks
         assert not failed(sim)
         sim.close()
+
+
+def test_watching_changes_nothing() -> None:
+    """A subscriber sees the run; it does not change it (same files with and without one)."""
+    digests = []
+    for watch in (False, True):
+        with scratch() as base:
+            sim = Simulation.create(base / "c", controllers=3, brokers=1, release="4.1", seed=11, durable=False)
+            if watch:
+                sim.subscribe(lambda e: None)
+            _faulty_run(sim)
+            sim.close()
+            digests.append(tree_digest(base / "c"))
+    assert digests[0] == digests[1]
