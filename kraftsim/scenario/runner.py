@@ -52,7 +52,7 @@ from kraftsim.scenario.results import (
     final_digest,
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
-from kraftsim.scenario.validate import Scenario
+from kraftsim.scenario.validate import Scenario, parse_scenario
 from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
@@ -76,7 +76,8 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
     if keep is not None:
         keep = Path(keep)
         if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
-            raise KraftsimError(f"--keep {keep}: already exists and is not an empty directory")
+            raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
+                                "or empty one)")
         return _run_in(scenario, seed, keep, on_step)
     with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
         return _run_in(scenario, seed, Path(tmp) / "cluster", on_step)
@@ -301,5 +302,4 @@ def _final(sim: Simulation, scenario: Scenario) -> FinalState:
 def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,
              **kwargs: Any) -> RunOutcome:
     """Check and run a scenario given as TOML text (tests, notebooks)."""
-    from kraftsim.scenario.validate import parse_scenario
     return run_scenario(parse_scenario(text, file, base_dir), seed=seed, **kwargs)

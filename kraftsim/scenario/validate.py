@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -122,7 +123,8 @@ def _owner(cls: type, key: str) -> type | None:
     for part in [p for p in key.split(".") if p]:
         f = next((f for f in msgspec.structs.fields(owner) if f.encode_name == part), None) if owner else None
         t = getattr(f, "type", None)
-        owner = t if isinstance(t, type) and issubclass(t, msgspec.Struct) else None
+        candidates = (t, *typing.get_args(t))  # `Expect | None` holds its struct among its arguments
+        owner = next((c for c in candidates if isinstance(c, type) and issubclass(c, msgspec.Struct)), None)
     return owner
 
 

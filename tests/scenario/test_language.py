@@ -118,6 +118,7 @@ REJECTIONS = [
     (scenario_text("[expect]\ntopics = -1\n"), None, "expect.topics", ">= 0"),
     (scenario_text("[expect]\nmetadata_versoin = '3.8'\n"), None, "expect.metadata_versoin", "unknown key"),
     (step("op = 'heal'\n[step.expect]\nrunning = [4]"), 1, "expect.running", "node 4 does not exist"),
+    (step("op = 'heal'\n[step.expect]\nrunnin = [1]"), 1, "expect.runnin", "known keys here: metadata_version"),
     (step("op = 'heal'\n[step.expect]\nfenced = 'none'"), 1, "expect.fenced", "expected a list"),
     (step("op = 'heal'\n[step.expect]\nmetadata_version = '0.1-IV0'"), 1, "expect.metadata_version",
      "unknown metadata.version"),

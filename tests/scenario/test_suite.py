@@ -37,3 +37,14 @@ def test_shipped_scenario_passes(path: Path) -> None:
         [i for i in first.invariants if not i.ok]
     if path.stem in TWICE:
         assert result_json(run_scenario(load_scenario(path)).result) == result_json(first)
+
+
+def test_the_wiped_broker_really_caught_up_by_snapshot(tmp_path: Path) -> None:
+    """The answer of wiped-broker-catches-up-by-snapshot, read off the kept cluster's files."""
+    keep = tmp_path / "kept"
+    assert run_scenario(load_scenario(SUITE / "wiped-broker-catches-up-by-snapshot.toml"), keep=keep).result.passed
+    leader_files = sorted(p.name for p in (keep / "node-2" / "__cluster_metadata-0").iterdir())
+    wiped_files = sorted(p.name for p in (keep / "node-4" / "__cluster_metadata-0").iterdir())
+    assert "00000000000000000000.log" not in leader_files  # retention removed the log's start
+    snapshots = [n for n in wiped_files if n.endswith(".checkpoint")]
+    assert snapshots and min(wiped_files) == snapshots[0]  # node 4 starts from a fetched snapshot
