@@ -131,3 +131,14 @@ def test_cluster_status_reads_a_kept_cluster(tmp_path: Path, capsys: pytest.Capt
     code, out, err = run(capsys, "cluster", "status", str(keep))
     assert code == 0, err
     assert "Voters: 1; leader: node 1" in out
+
+
+def test_empty_folder_and_list_of_another_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path / "empty"))
+    assert code == 2 and out == "" and "no scenario files" in err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write(mine, "a.toml", "# Question: does it list?\n" + PASSING)
+    code, out, _ = run(capsys, "scenario", "list", "--dir", str(mine))
+    assert code == 0 and out.split(None, 1) == ["passing", "does it list?\n"]

@@ -373,3 +373,36 @@ metadata_version = "4.3-IV3"
     steps_ok(o)
     assert o.result.passed and o.result.final.metadata_version.level == 33  # KIP-778's V4
     assert o.result.steps[2].loss_report is not None and o.result.steps[2].loss_report.lossless
+
+
+def test_combined_nodes() -> None:
+    head = """
+name = "c"
+seed = 0
+policy = "kafka"
+[cluster]
+combined = 3
+brokers = 1
+release = "3.9"
+"""
+    o = run_text("""
+[[step]]
+op = "create-topics"
+count = 2
+[[step]]
+op = "crash"
+nodes = [1]
+[[step]]
+op = "start"
+nodes = [1]
+[[step]]
+op = "wait"
+timeout_ms = 60000
+[expect]
+running = [1, 2, 3, 4]
+topics = 2
+fenced = []
+""", head=head)
+    steps_ok(o)
+    assert o.result.passed
+    assert [n.roles for n in o.result.final.nodes] == [["broker", "controller"]] * 3 + [["broker"]]
