@@ -111,6 +111,22 @@ def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tup
                         "registered controller): give them with --voters ID,ID,...")
 
 
+def _inferred(catalog: Catalog, i: int, kind: str, reg: object, image: MetadataImage,
+              notes: list[str]) -> tuple[str, str]:
+    """The release node `i`'s latest registration names, and how that was decided."""
+    ranges = advertised(reg.supported_features)  # type: ignore[attr-defined]
+    name, unstable = infer_release(catalog, ranges)
+    if name is None:
+        raise ImportRefused(f"node {i}: its {kind} registration advertises {ranges_text(ranges)}, which no "
+                            f"known release supports exactly; name its software with --release {i}=R")
+    other = image.cluster.controllers.get(i) if kind == "broker" else None
+    if other is not None and advertised(other.supported_features) != ranges:
+        notes.append(f"node {i}: its broker and controller registrations advertise different ranges; "
+                     "the broker's is used")
+    how = f"inferred from its {kind} registration ({ranges_text(ranges)})"
+    return name, how + (" with unstable versions enabled" if unstable else "")
+
+
 def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Sequence[int] | None = None,
               release: str | None = None, releases: Mapping[int, str] | None = None) -> ImportPlan:
     """Decide the nodes, roles, releases and starting copies (ImportRefused with one line when
@@ -168,19 +184,8 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
             node.release = releases.get(i) or release  # type: ignore[assignment]
             node.release_how = f"given (--release {node.release})"
         elif reg is not None:
-            ranges = advertised(reg.supported_features)
-            name, unstable = infer_release(catalog, ranges)
-            if name is None:
-                raise ImportRefused(f"node {i}: its {kind} registration advertises {ranges_text(ranges)}, which no "
-                                    f"known release supports exactly; name its software with --release {i}=R")
-            node.release = name
-            node.release_how = (f"inferred from its {kind} registration ({ranges_text(ranges)})"
-                                + (" with unstable versions enabled" if unstable else ""))
-            other = image.cluster.controllers.get(i) if kind == "broker" else None
-            if other is not None and advertised(other.supported_features) != ranges:
-                notes.append(f"node {i}: its broker and controller registrations advertise different ranges; "
-                             "the broker's is used")
-            inferred.append(name)
+            node.release, node.release_how = _inferred(catalog, i, kind, reg, image, notes)
+            inferred.append(node.release)
         else:
             pending.append(i)
         if reg is not None and getattr(reg, "directories", ()):
