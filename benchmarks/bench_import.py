@@ -39,11 +39,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import bench_image
-from benchmarks._common import load_average, utc_now
-from kraftsim.image import MetadataDelta, MetadataImage, MetadataProvenance
-from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.primitives import Uuid
+from benchmarks import bench_image  # noqa: E402
+from benchmarks._common import load_average, utc_now  # noqa: E402
+from kraftsim.image import MetadataDelta, MetadataImage, MetadataProvenance  # noqa: E402
+from kraftsim.protocol.entries import Payload  # noqa: E402
+from kraftsim.protocol.primitives import Uuid  # noqa: E402
 
 NODES = 3
 REPEAT = 3
