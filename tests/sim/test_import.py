@@ -155,7 +155,9 @@ def test_no_voters_and_no_registration_is_refused_until_given(tmp_path: Path) ->
 
 @needs_oracle
 def test_registration_profile_keeps_real_listeners(tmp_path: Path) -> None:
-    import_cluster([ORACLE / "cp-kafka-3.9_weebee"], tmp_path / "c")
+    result = import_cluster([ORACLE / "cp-kafka-3.9_weebee"], tmp_path / "c")
+    assert result.summary()["nodes"][0]["listeners"] == [
+        "PLAINTEXT://localhost:9092", "INTERNAL://host.docker.internal:29092", "CONTROLLER://localhost:9093"]
     profile = json.loads((node_directory(tmp_path / "c", 1) / "registration.json").read_text())
     assert [(x["name"], x["host"], x["port"]) for x in profile["broker_listeners"]] == \
         [("PLAINTEXT", "localhost", 9092), ("INTERNAL", "host.docker.internal", 29092)]

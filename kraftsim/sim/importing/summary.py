@@ -6,8 +6,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kraftsim.image import MetadataImage
 from kraftsim.sim.importing.plan import ImportPlan, finalized_levels
 from kraftsim.sim.saved import SavedState
+
+
+def _listeners(image: MetadataImage, node_id: int) -> list[str]:
+    """The endpoints the node last registered (broker's, then controller's), as name://host:port."""
+    out: list[str] = []
+    for reg in (image.cluster.brokers.get(node_id), image.cluster.controllers.get(node_id)):
+        if reg is not None:
+            out += [f"{e.name}://{e.host}:{e.port}" for e in reg.listeners]
+    return out
+
+
+def _rack(image: MetadataImage, node_id: int) -> str | None:
+    reg = image.cluster.brokers.get(node_id)
+    return None if reg is None else reg.rack
 
 
 def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[str, Any]:
@@ -24,7 +39,8 @@ def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[s
         "topics": len(image.topics), "partitions": image.topics.partition_count(),
         "nodes": [{"id": n.id, "roles": list(n.roles), "release": n.release, "release_from": n.release_how,
                    "starts_from": n.source_how, "end_offset": n.source.end_offset,
-                   "directory_id": n.directory_id, "directory_id_from": n.directory_how} for n in plan.nodes],
+                   "directory_id": n.directory_id, "directory_id_from": n.directory_how,
+                   "listeners": _listeners(image, n.id), "rack": _rack(image, n.id)} for n in plan.nodes],
         "notes": list(plan.notes),
     }
 
@@ -44,6 +60,9 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         lines.append(f"  node {n['id']}: {roles}, release {n['release']} -- {n['release_from']}; starts from "
                      f"{n['starts_from']} at offset {n['end_offset']}; directory id {n['directory_id']} "
                      f"({n['directory_id_from']})")
+        if n["listeners"]:
+            lines.append(f"    registers with its real endpoints: {', '.join(n['listeners'])}"
+                         + (f"; rack {n['rack']}" if n["rack"] else ""))
     lines += [f"  note: {t}" for t in s["notes"]]
     return lines
 
