@@ -6,7 +6,6 @@ import argparse
 import shutil
 from pathlib import Path
 
-from kraftsim.demo import run_demo
 from kraftsim.errors import KraftsimError
 
 
@@ -23,6 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from kraftsim.demo import run_demo  # the simulator and scenarios load only when the demo runs
+
     out = Path(args.out)
     if out.exists():
         if not args.force:

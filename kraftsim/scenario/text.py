@@ -69,7 +69,7 @@ def seconds(ms: int) -> str:
 
 def outcome(res: StepResult) -> str:
     if res.skipped:
-        return "not run"
+        return res.error or "not run"
     if res.expected_error is None:
         return "ok" if res.ok else "FAILED"
     if res.ok:
