@@ -80,7 +80,8 @@ def reference_run(base: Path, topics: int) -> dict:
     wall, cpu = time.perf_counter() - w0, time.process_time() - c0
     ok = all(r.ok for r in sim.invariants())
     out = {"topics": topics, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "events": sim.engine.events_run,
-           "events_per_s": round(sim.engine.events_run / wall), "virtual_ms": sim.now_ms - 1_735_689_600_000,
+           "events_per_s": round(sim.engine.events_run / wall),
+           "events_per_cpu_s": round(sim.engine.events_run / cpu), "virtual_ms": sim.now_ms - 1_735_689_600_000,
            "metadata_version": sim.metadata_version(), "invariants_ok": ok, "phases": clock.phases}
     sim.close()
     return out
@@ -95,7 +96,7 @@ def idle_run(base: Path) -> dict:
     n = sim.engine.events_run - events
     sim.close()
     return {"virtual_ms": 60_000, "events": n, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3),
-            "events_per_s": round(n / wall)}
+            "events_per_s": round(n / wall), "events_per_cpu_s": round(n / cpu)}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         "| target | measured | verdict |", "|---|---:|---|",
         f"| reference run < 5 s | {ref['wall_s']} s wall, {ref['cpu_s']} s CPU | "
         f"{'met' if ref['wall_s'] < 5 else 'not met'} |",
-        f"| >= 100,000 events/s | {ref['events_per_s']:,} events/s (reference), {idle['events_per_s']:,} (idle) | "
+        f"| >= 100,000 events/s | {ref['events_per_s']:,} events/s of wall time (reference), {idle['events_per_s']:,} "
+        f"(idle); per CPU second: {ref['events_per_cpu_s']:,} and {idle['events_per_cpu_s']:,} | "
         f"{'met' if min(ref['events_per_s'], idle['events_per_s']) >= 100_000 else 'not met'} |",
         f"| invariants hold | {'yes' if ref['invariants_ok'] else 'NO'} | |", "",
         f"## Reference run: 3 controllers + 6 brokers, {ref['topics']} topics x 3 partitions", "",
