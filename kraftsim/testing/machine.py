@@ -357,22 +357,30 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ rules: features
 
-    def _draw_level(self, data: st.DataObject) -> int:
-        """Each release's newest production level half of the time, any nearby level otherwise."""
+    def _draw_level(self, data: st.DataObject, direction: int) -> int:
+        """Mostly a level in the op's direction from the finalized one (each release's newest
+        production level among them), sometimes any nearby level (refusals to generate)."""
+        assert self.sim is not None
+        current = self.sim.metadata_version()
+        levels = self.metadata_levels()
         tops = sorted({self._line(r).latest_production.level for r in self._releases})
-        return data.draw(st.one_of(st.sampled_from(tops), st.sampled_from(self.metadata_levels())),
-                         label="metadata.version")
+        onward = [lvl for lvl in levels if (lvl - current) * direction > 0]
+        onward_tops = [lvl for lvl in tops if (lvl - current) * direction > 0]
+        choices = [st.sampled_from(levels)]
+        if onward:
+            choices = [st.sampled_from(onward), st.sampled_from(onward_tops or onward)] + choices
+        return data.draw(st.one_of(choices), label="metadata.version")
 
     @precondition(lambda self: self.allows("features-upgrade"))
     @rule(data=st.data(), dry_run=st.sampled_from([False, False, False, True]))
     def upgrade_metadata_version(self, data: st.DataObject, dry_run: bool) -> None:
-        level = self._draw_level(data)
+        level = self._draw_level(data, +1)
         self.do("features-upgrade", features={MV_NAME: level}, dry_run=dry_run or None)
 
     @precondition(lambda self: self.allows("features-downgrade"))
     @rule(data=st.data(), unsafe=st.booleans())
     def downgrade_metadata_version(self, data: st.DataObject, unsafe: bool) -> None:
-        level = self._draw_level(data)
+        level = self._draw_level(data, -1)
         self.do("features-downgrade", features={MV_NAME: level}, unsafe=unsafe or None)
 
     def allows(self, op: str) -> bool:
