@@ -78,7 +78,12 @@ def test_corpus_rows_say_what_the_files_hold(corpus) -> None:
     for row in table.to_pylist():
         path = ORACLE / row["path"]
         report = verify_bytes(path.read_bytes(), registry)
-        assert (row["verdict"], row["problems"]) == ("ok", []) and report.ok
+        if "/trimmed-two-batches-" in row["path"]:  # batches cut by hand out of a Kafka log: offsets 5..33 missing
+            assert row["verdict"] == "problems" and not report.ok
+            assert [p.cause for p in report.problems] == ["base offset 34 leaves a gap after the previous batch "
+                                                           "(expected 5): offsets 5..33 are missing"]
+        else:
+            assert (row["verdict"], row["problems"]) == ("ok", []) and report.ok
         assert (row["records"], row["batches"], row["control_batches"], row["bytes"]) == \
                (report.records, report.batches, report.control_batches, path.stat().st_size)
         assert {t["type"]: t["records"] for t in row["record_types"]} == dict(report.by_type)
