@@ -42,8 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_export(args: argparse.Namespace) -> int:
     if args.batch_rows < 1:
         raise KraftsimError("--batch-rows must be at least 1")
-    registry = load_registry(Path(d) for d in args.schemas)
-    catalog = catalog_from_args(args) if args.table != "records" else None
+    # The catalog is read whenever one is named, for either table: a missing or broken one is
+    # refused, and the record types it brings are decoded.
+    catalog = catalog_from_args(args) if args.table != "records" or args.catalog or args.release else None
+    extra = catalog.record_schema_dirs if catalog is not None else ()
+    registry = load_registry([*(Path(d) for d in args.schemas), *extra])
     result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
                             batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite)
     for problem in result.problems:

@@ -41,15 +41,25 @@ class ExportResult:
 
 def _writer(out: Path, table: str, compression: str) -> tuple[Path, pq.ParquetWriter]:
     part = out.with_name(out.name + ".part")
-    return part, pq.ParquetWriter(part, schema(table), compression=compression)
+    try:
+        return part, pq.ParquetWriter(part, schema(table), compression=compression)
+    except OSError as e:
+        part.unlink(missing_ok=True)
+        raise KraftsimError(f"cannot write {part}: {e.strerror or e}") from None
 
 
 def _finish(part: Path, out: Path, writer: pq.ParquetWriter, ok: bool) -> None:
-    writer.close()
-    if ok:
-        os.replace(part, out)
-    else:
+    """Close the writer and move the finished file into place; on any failure no `.part` stays."""
+    try:
+        writer.close()
+        if ok:
+            os.replace(part, out)
+    except OSError as e:
         part.unlink(missing_ok=True)
+        raise KraftsimError(f"cannot write {out}: {e.strerror or e}") from None
+    finally:
+        if not ok:
+            part.unlink(missing_ok=True)
 
 
 def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str = RECORDS,
@@ -60,6 +70,8 @@ def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str =
     if table not in TABLES:
         raise KraftsimError(f"unknown table {table!r}: choose one of {', '.join(TABLES)}")
     out = Path(out)
+    if out.is_dir():
+        raise KraftsimError(f"{out} is a directory: name the Parquet file to write")
     if out.exists() and not overwrite:
         raise KraftsimError(f"{out} already exists (pass --overwrite to replace it)")
     if not out.parent.is_dir():
@@ -92,6 +104,8 @@ def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str =
                 if progress:
                     progress(f"{item.path}: {len(rows)} entities")
         ok = True
+    except OSError as e:  # the disk, not the input: say so in one line, leave no `.part`
+        raise KraftsimError(f"cannot write {part}: {e.strerror or e}") from None
     finally:
         _finish(part, out, writer, ok)
     return result
