@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import kafka_tool
-from kraftsim.sim.cluster import SimCluster, read_state
-from kraftsim.sim import features_tool
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -74,6 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         return args.catalog
+    from kraftsim.sim.cluster import read_state  # the simulator loads only for commands on a cluster
+
     return read_state(Path(args.cluster)).catalog
 
 
@@ -88,6 +88,9 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 
 def _run_describe(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.cluster import SimCluster
+
     tool = _tool(args)
     cluster = SimCluster.open(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
@@ -100,6 +103,9 @@ def _run_describe(args: argparse.Namespace) -> int:
 
 
 def _run_update(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.cluster import SimCluster
+
     tool = _tool(args)
     path = _need_cluster(args)
     flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
