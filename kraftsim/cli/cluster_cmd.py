@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from kraftsim.cli.common import kafka_tool
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
 from kraftsim.sim.node import BROKER, CONTROLLER
 from kraftsim.sim.status import cluster_status, status_lines
@@ -23,8 +22,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     create = cmds.add_parser("create", help="format and start a new cluster of controllers and brokers")
     create.add_argument("dir", metavar="DIR", help="the cluster directory (must not exist, or be empty)")
-    create.add_argument("--controllers", type=int, required=True, metavar="N", help="controllers (ids 1..N)")
-    create.add_argument("--brokers", type=int, default=0, metavar="M", help="brokers (ids N+1..N+M)")
+    create.add_argument("--controllers", type=bounded_int(1, 100, "a number of controllers"), required=True,
+                        metavar="N", help="controllers (ids 1..N; at most 100)")
+    create.add_argument("--brokers", type=bounded_int(0, 100, "a number of brokers"), default=0, metavar="M",
+                        help="brokers (ids N+1..N+M; at most 100)")
     create.add_argument("--release", required=True, metavar="R", help="the Kafka release every node runs, e.g. 3.7")
     create.add_argument("--release-version", "-r", metavar="V",
                         help="kafka-storage format --release-version for every node (default: the release's "
@@ -42,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
     roll.add_argument("dir", metavar="DIR")
     roll.add_argument("--release", required=True, metavar="R", help="the release to run")
-    roll.add_argument("--nodes", metavar="IDS", help="comma-separated node ids (default: every node)")
+    roll.add_argument("--nodes", type=node_id_list, metavar="IDS", help="comma-separated node ids (default: every node)")
     roll.set_defaults(run=kafka_tool(_run_roll))
 
     add = cmds.add_parser("add", help="a new broker or controller joins the cluster")
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     role.add_argument("--broker", action="store_const", dest="role", const=BROKER)
     role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER)
     add.add_argument("--release", required=True, metavar="R")
-    add.add_argument("--id", type=int, metavar="N", help="the node id (default: the highest id + 1)")
+    add.add_argument("--id", type=node_id, metavar="N", help="the node id (default: the highest id + 1)")
     add.set_defaults(run=kafka_tool(_run_add))
 
     status = cmds.add_parser("status", help="nodes, releases, supported ranges, fencing, finalized features, offsets")
@@ -68,18 +69,9 @@ def _run_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _node_ids(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise KraftsimError(f"--nodes: expected comma-separated node ids, got {text!r}") from None
-
-
 def _run_roll(args: argparse.Namespace) -> int:
     with SimCluster.open(args.dir) as cluster:
-        problems = cluster.roll(args.release, _node_ids(args.nodes))
+        problems = cluster.roll(args.release, args.nodes)
     return 1 if problems else 0
 
 

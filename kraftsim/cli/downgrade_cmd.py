@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, node_id, offset
 from kraftsim.cli.replay_cmd import (
     BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
 )
@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", metavar="PATH", help="a log directory (DIR@OFFSET for its state at OFFSET), snapshot, "
                                                 "segment or bootstrap.checkpoint")
     p.add_argument("--to", required=True, metavar="MV", help="the target metadata.version (level or version)")
-    p.add_argument("--at", type=int, metavar="OFFSET", help="the state after every record below OFFSET")
-    p.add_argument("--controller-id", type=int, metavar="N",
+    p.add_argument("--at", type=offset, metavar="OFFSET", help="the state after every record below OFFSET")
+    p.add_argument("--controller-id", type=node_id, metavar="N",
                    help="the active controller's node id (default: quorum-state's leader, else the lowest "
                         "registered controller)")
     p.add_argument("--json", action="store_true", help="print one JSON object")

@@ -12,8 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.common import INT32_MAX, add_catalog_options, bounded_int, catalog_from_args
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
 from kraftsim.protocol.registry import load_registry
@@ -29,7 +28,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="records: one row per record, as `log dump --json`; image_entities: one row per entity of "
                         "the image each log directory, snapshot and bootstrap file holds (default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
-    p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
+    p.add_argument("--batch-rows", type=bounded_int(1, INT32_MAX, "a number of rows"), default=DEFAULT_BATCH_ROWS,
+                   metavar="N",
                    help="rows per Parquet row group; memory holds about this many rows (default: %(default)s)")
     p.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"),
                    help="Parquet compression (default: %(default)s)")
@@ -40,8 +40,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_export(args: argparse.Namespace) -> int:
-    if args.batch_rows < 1:
-        raise KraftsimError("--batch-rows must be at least 1")
     # The catalog is read whenever one is named, for either table: a missing or broken one is
     # refused, and the record types it brings are decoded.
     catalog = catalog_from_args(args) if args.table != "records" or args.catalog or args.release else None

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool
+from kraftsim.cli.common import kafka_tool, node_id
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     describe = cmds.add_parser("describe", help="Describes the current active feature flags.")
-    describe.add_argument("--node-id", type=int, metavar="N", help="Send request to specific node.")
+    describe.add_argument("--node-id", type=node_id, metavar="N", help="Send request to specific node.")
     describe.set_defaults(run=kafka_tool(_run_describe))
 
     for op, text in (("upgrade", "Upgrade one or more feature flags."),

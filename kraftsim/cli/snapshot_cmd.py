@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, offset, timestamp_ms
 from kraftsim.cli.replay_cmd import (
     BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
 )
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "id OFFSET-<epoch of the record at OFFSET-1>, LastContainedLogTimestamp = that record's batch "
                     "timestamp, records in the order of the chosen release's image writer.")
     create.add_argument("path", metavar="PATH", help="a log directory (or __cluster_metadata-0), segment or snapshot")
-    create.add_argument("--offset", type=int, required=True, metavar="O",
+    create.add_argument("--offset", type=offset, required=True, metavar="O",
                         help="the snapshot id's end offset: the snapshot holds the state after every record below O")
     create.add_argument("--metadata-version", metavar="MV",
                         help="write at this metadata.version (level or version, e.g. 14 or 3.6-IV2); "
@@ -56,7 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "nodes run, from the highest metadata.version they advertise")
     create.add_argument("--catalog", metavar="FILE",
                         help="a catalog file adding hypothetical metadata versions, features, releases or record types")
-    create.add_argument("--time-ms", type=int, metavar="MS",
+    create.add_argument("--time-ms", type=timestamp_ms, metavar="MS",
                         help="timestamp for every batch (Kafka uses its wall clock while writing); default: the "
                              "LastContainedLogTimestamp, so the same input always gives the same bytes")
     create.add_argument("--allow-unaligned", action="store_true",

@@ -14,7 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from kraftsim.cli.main import COMMANDS, Parser
 from tests.reliability import damage
