@@ -27,7 +27,7 @@ from kraftsim.storage.names import (
     classify_path, parse_segment_name, parse_snapshot_name, segment_file_name, snapshot_file_name,
 )
 from kraftsim.storage.quorum_state import QuorumState, parse_quorum_state, read_quorum_state, write_quorum_state
-from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
+from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
 from kraftsim.storage.retention import (
     RetentionPlan, SegmentInfo, SnapshotInfo, apply_retention, describe_log, plan_retention,
 )

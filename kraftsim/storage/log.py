@@ -26,7 +26,7 @@ from kraftsim.storage.names import (
     LOG_SUFFIX, SnapshotId, SnapshotState, parse_segment_name, parse_snapshot_name, segment_file_name,
     snapshot_file_name,
 )
-from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
+from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
 from kraftsim.storage.segment import IndexEntry, LogSegment
 from kraftsim.storage.snapshot import list_snapshots
 
@@ -126,7 +126,8 @@ class MetadataLog:
             if problem is None and file_size != seg.size:  # cannot happen: the scan covers the file
                 raise AssertionError(f"{path}: scan ended at {seg.size} of {file_size}")
             if problem is not None:
-                self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason)
+                self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason,
+                          torn_tail=problem.torn and i == len(segment_bases) - 1)
                 for later in segment_bases[i + 1:]:
                     lpath = self.directory / segment_file_name(later)
                     size = lpath.stat().st_size
@@ -164,10 +165,12 @@ class MetadataLog:
         if applied and self.recovery:
             fsync_dir(self.directory)
 
-    def _cut(self, seg: LogSegment, position: int, file_size: int, base_offset: int | None, reason: str) -> None:
+    def _cut(self, seg: LogSegment, position: int, file_size: int, base_offset: int | None, reason: str, *,
+             torn_tail: bool = False) -> None:
         applied = not self.read_only
         self._act(RecoveryAction(RecoveryKind.TRUNCATE, str(seg.path), reason, position=position,
-                                 bytes_cut=file_size - position, base_offset=base_offset, applied=applied))
+                                 bytes_cut=file_size - position, base_offset=base_offset, applied=applied,
+                                 torn_tail=torn_tail))
         if applied:
             seg.truncate_to_size(position)
             if self.fsync:
@@ -228,6 +231,28 @@ class MetadataLog:
                 out.append((expected, e.base_offset))
             expected = max(expected, e.next_offset)
         return out
+
+    def torn_tail(self) -> RecoveryAction | None:
+        """The cut of a torn last batch, if opening found one: recovery, not damage."""
+        return next((a for a in self.recovery if a.torn_tail), None)
+
+    def damage(self) -> list[Damage]:
+        """Everything that makes the log as opened less than the whole log, in offset order:
+        a cut that is not a torn tail (with the segments after it), missing offsets, a log
+        start no snapshot covers. A load must stop below the first (or refuse to load)."""
+        found: list[Damage] = []
+        cuts = [a for a in self.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail]
+        later = [a for a in self.recovery if a.kind is RecoveryKind.DELETE_SEGMENT]
+        for cut in cuts:
+            after = f" and {len(later)} later segment(s) cannot be read" if later else ""
+            where = f"{cut.path} position {cut.position}"
+            offset = cut.base_offset if cut.base_offset is not None and cut.base_offset >= 0 else self.log_end_offset
+            found.append(Damage(min(offset, self.log_end_offset), where, cut.reason + after))
+        for start, stop in self.gaps():
+            found.append(Damage(start, str(self.directory), f"offsets {start}..{stop - 1} are missing"))
+        for text in self.warnings:
+            found.append(Damage(self.log_start_offset, str(self.directory), text))
+        return sorted(found, key=lambda d: d.offset)
 
     def leader_epochs(self) -> list[EpochEntry]:
         """The leader epoch cache Kafka derives from batch epochs (leader-epoch-checkpoint's lines).

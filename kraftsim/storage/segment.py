@@ -21,8 +21,8 @@ from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEA
 from kraftsim.storage.batchfile import FileBatch
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
-# base timestamp, max timestamp
-_HEAD = struct.Struct(">qiibIhiqq")
+# base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
+_HEAD = struct.Struct(">qiibIhiqqqhii")
 
 
 class IndexEntry(NamedTuple):
@@ -46,6 +46,9 @@ class ScanProblem(NamedTuple):
     position: int
     base_offset: int | None
     reason: str
+    #: The bytes are a batch cut short by the end of the file (what a crash mid-write leaves),
+    #: not a whole batch that is wrong.
+    torn: bool = False
 
 
 def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
@@ -63,15 +66,15 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
         remaining = end - pos
         if remaining < LOG_OVERHEAD:
             base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
-            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, None).describe())
+            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, None).describe(), torn=True)
         base, length = struct.unpack_from(">qi", data, pos)
         size = length + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD:
             return entries, ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
                                                    f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
         if size > remaining:
-            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, size).describe())
-        _, _, epoch, magic, _, _, last_delta, _, max_ts = _HEAD.unpack_from(data, pos)
+            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, size).describe(), torn=True)
+        _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
         if validate:
             try:
                 parse_batch(data[pos:pos + size])
@@ -81,9 +84,15 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
             return entries, ScanProblem(pos, base, f"Invalid magic {magic}: only record batches of magic 2 are supported")
         if last_delta < 0:
             return entries, ScanProblem(pos, base, f"invalid last offset delta {last_delta}")
+        if count != last_delta + 1:
+            return entries, ScanProblem(pos, base, f"offset range [{base}, {base + last_delta}] does not match its "
+                                                   f"count of {count} record(s)")
         if base < expected:
             return entries, ScanProblem(pos, base, f"batch base offset {base} is below the expected next offset "
                                                    f"{expected} (offsets must increase)")
+        if entries and epoch < entries[-1].epoch:
+            return entries, ScanProblem(pos, base, f"leader epoch {epoch} is lower than the previous batch's epoch "
+                                                   f"{entries[-1].epoch}")
         entries.append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
         expected = base + last_delta + 1
         pos += size

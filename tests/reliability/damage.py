@@ -156,3 +156,9 @@ def build_log_dir(root: Path) -> Path:
     write_snapshot(directory, SnapshotId(snapshot_end, 2), [_feature(20)] + [_config(i) for i in range(20)],
                    last_contained_log_timestamp=1_700_000_000_000, time_ms=1_700_000_000_000, fsync=False)
     return directory
+
+
+def flip_bit_at(data: bytes, pos: int, bit: int = 0) -> bytes:
+    b = bytearray(data)
+    b[pos] ^= 1 << bit
+    return bytes(b)
