@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterator, Literal, NamedTuple, Sequence
+from typing import Iterable, Iterator, Literal, NamedTuple, Sequence
 
 from sortedcontainers import SortedDict
 
@@ -41,6 +41,20 @@ class EpochEntry(NamedTuple):
 
     epoch: int
     start_offset: int
+
+
+def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> list[EpochEntry]:
+    """Kafka's leader epoch cache from (epoch, base offset) of each batch in offset order:
+    an entry each time a batch carries a higher epoch, those at or below the log start
+    collapsed into one that starts there."""
+    entries: list[EpochEntry] = []
+    for epoch, base in batches:
+        if epoch >= 0 and (not entries or epoch > entries[-1].epoch):
+            entries.append(EpochEntry(epoch, base))
+    below = [x for x in entries if x.start_offset <= log_start_offset]
+    if below and below[-1].start_offset < log_start_offset:
+        entries = [EpochEntry(below[-1].epoch, log_start_offset)] + entries[len(below):]
+    return entries
 
 
 class MetadataLog:
@@ -260,14 +274,7 @@ class MetadataLog:
         An entry starts each time a batch carries a higher epoch; entries at or below the
         log start offset collapse into one that starts at the log start offset.
         """
-        entries: list[EpochEntry] = []
-        for _, e in self.index_entries():
-            if e.epoch >= 0 and (not entries or e.epoch > entries[-1].epoch):
-                entries.append(EpochEntry(e.epoch, e.base_offset))
-        below = [x for x in entries if x.start_offset <= self.log_start_offset]
-        if below and below[-1].start_offset < self.log_start_offset:
-            entries = [EpochEntry(below[-1].epoch, self.log_start_offset)] + entries[len(below):]
-        return entries
+        return epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()), self.log_start_offset)
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""

@@ -15,8 +15,10 @@ from typing import Callable
 from kraftsim.protocol.batch import BatchSlice, crc32c, split_batches
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
+from kraftsim.storage.leader_epoch import write_leader_epoch_checkpoint
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import SnapshotId
+from kraftsim.storage.quorum_state import QuorumState, write_quorum_state
 from kraftsim.storage.snapshot import write_snapshot
 
 REGISTRY = default_registry()
@@ -129,8 +131,9 @@ def _feature(level: int) -> Payload:
 
 def build_log_dir(root: Path) -> Path:
     """A `__cluster_metadata-0` written by kraftsim: three segments, epochs 1 to 3 (a new epoch
-    in the middle of a segment), a leader-change control batch, and a snapshot taken at the
-    end of a committed batch of epoch 2. Returns the directory."""
+    in the middle of a segment), a leader-change control batch, a snapshot taken at the end
+    of a committed batch of epoch 2, leader-epoch-checkpoint and quorum-state (epoch 3).
+    Returns the directory."""
     directory = root / "__cluster_metadata-0"
     log = MetadataLog.open(directory, segment_bytes=1000, fsync=False)
     try:
@@ -150,6 +153,8 @@ def build_log_dir(root: Path) -> Path:
             if epoch == 2:
                 snapshot_end = log.log_end_offset
         log.flush()
+        write_leader_epoch_checkpoint(directory, log.leader_epochs(), fsync=False)
+        write_quorum_state(directory, QuorumState(leader_id=1, leader_epoch=3, current_voters=(1,)), fsync=False)
     finally:
         log.close()
     assert snapshot_end is not None

@@ -115,6 +115,27 @@ def test_a_lower_epoch_across_segments_is_reported(logdir: Path, capsys: pytest.
                for p in problems(out)), out
 
 
+def test_an_epoch_above_the_quorums_is_reported(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    last = segments(logdir)[-1]
+    n = len(damage.slices(last.read_bytes()))
+    edit(last, lambda d: damage.set_epoch(d, n - 1, 3 | 1 << 20))  # a flipped high bit: still "not decreasing"
+    code, out = verify(capsys, logdir)
+    assert code == 1
+    found = problems(out)
+    assert any(p.startswith(f"{last}: batch at offset ") and
+               f"leader epoch {3 | 1 << 20} is above the quorum's current epoch 3 (quorum-state)" in p for p in found)
+    assert any("but leader-epoch-checkpoint says 1@0, 2@" in p for p in found), found
+
+
+def test_epochs_that_disagree_with_the_checkpoint_are_reported(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    first = segments(logdir)[0]
+    edit(first, lambda d: damage.set_epoch(d, 0, 0))  # 1 -> 0 on the very first batch: no decrease follows
+    code, out = verify(capsys, logdir)
+    assert code == 1
+    assert any(p.startswith(f"{first}: batch at offset 0 (position 0): the batches start epochs at 0@0, 1@1")
+               and "but leader-epoch-checkpoint says 1@0" in p for p in problems(out)), out
+
+
 def test_a_snapshot_renamed_to_another_epoch_is_reported(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     snap = snapshot(logdir)
     end = int(snap.name[:20])
