@@ -167,3 +167,7 @@ def flip_bit_at(data: bytes, pos: int, bit: int = 0) -> bytes:
     b = bytearray(data)
     b[pos] ^= 1 << bit
     return bytes(b)
+
+
+def last_offset_delta(data: bytes, i: int) -> int:
+    return struct.unpack_from(">i", slices(data)[i].data, 23)[0]
