@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
@@ -57,17 +57,11 @@ def _registry(args: argparse.Namespace) -> Registry:
     return load_registry(Path(d) for d in args.schemas)
 
 
-def _files(paths: Iterable[str]) -> list[Path]:
-    """The metadata files each PATH stands for; a folder that is not itself a metadata or
-    log directory is searched for them, so a whole tree of clusters can be checked at once."""
-    return [path for _, path in find_metadata_files(paths)]
-
-
 def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
-    for path in _files(args.paths):
+    for kind, path in find_metadata_files(args.paths):
         data = read_file(path)
         report = ScanReport()
         if not args.json:
@@ -80,7 +74,7 @@ def run_dump(args: argparse.Namespace) -> int:
                     out.write(json.dumps(entry.to_json(), ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
                 _print_batch_text(scanned, out)
-        for problem in report.problems:
+        for problem in report.problems + file_problems(kind, path, report):
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
     return 1 if failed else 0
