@@ -23,6 +23,13 @@ def add_catalog_options(parser: argparse.ArgumentParser) -> None:
                              "default: the newest release in the catalog")
 
 
+def add_damage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--up-to-damage", action="store_true",
+                        help="on a damaged log, use what comes before the damage and label the result PARTIAL with "
+                             "the offset where it stops (exit 1); without it a damaged log is refused. A torn last "
+                             "batch is not damage: it is left out, as Kafka's recovery cuts it, and said in one line")
+
+
 def catalog_from_args(args: argparse.Namespace) -> Catalog:
     return load_catalog(getattr(args, "catalog", None), line=getattr(args, "release", None))
 

@@ -2,8 +2,10 @@
 
 The default table, `records`, holds one row per record with exactly what
 `kraftsim log dump --json` prints for it; `image_entities` holds the entities of the image
-at the end of each log directory, snapshot and bootstrap file. Like `log dump`, a damaged
-file's problems are reported and its valid batches still exported, and the exit status is 1.
+at the end of each log directory, snapshot and bootstrap file. A damaged input is refused
+(exit 1, nothing written) unless `--up-to-damage` asks for the records before the damage,
+labelled partial (exit 1); a torn last batch of a log is left out, as Kafka's recovery does,
+and said in one line.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import INT32_MAX, add_catalog_options, bounded_int, catalog_from_args
+from kraftsim.cli.common import INT32_MAX, add_catalog_options, add_damage_option, bounded_int, catalog_from_args
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
 from kraftsim.protocol.registry import load_registry
@@ -35,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="Parquet compression (default: %(default)s)")
     p.add_argument("--schemas", action="append", default=[], metavar="DIR",
                    help="an extra folder of record schema files (repeatable)")
+    add_damage_option(p)
     add_catalog_options(p)
     p.set_defaults(run=run_export)
 
@@ -46,10 +49,14 @@ def run_export(args: argparse.Namespace) -> int:
     extra = catalog.record_schema_dirs if catalog is not None else ()
     registry = load_registry([*(Path(d) for d in args.schemas), *extra])
     result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
-                            batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite)
-    for problem in result.problems:
-        print(f"kraftsim: error: {problem}", file=sys.stderr)
+                            batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
+                            up_to_damage=args.up_to_damage)
+    for line in result.recovery:
+        print(f"kraftsim: recovery: {line}", file=sys.stderr)
+    for line in result.partial:
+        print(f"kraftsim: PARTIAL: {line}", file=sys.stderr)
     what = "records" if args.table == "records" else "entities"
     files = f"{result.files} {'file' if result.files == 1 else 'files'}"
-    print(f"wrote {result.rows} {what} from {files} to {result.output}")
-    return 1 if result.problems else 0
+    label = " (PARTIAL: see above)" if result.partial else ""
+    print(f"wrote {result.rows} {what} from {files} to {result.output}{label}")
+    return 1 if result.partial else 0

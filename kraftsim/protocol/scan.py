@@ -34,6 +34,7 @@ class Problem:
     base_offset: int | None
     cause: str
     offset: int | None = None  # the record's offset, for record-level problems
+    torn: bool = False  # bytes at the end that do not make a whole batch (what a crash mid-write leaves)
 
     def describe(self) -> str:
         where = f"position {self.position}"
@@ -100,7 +101,7 @@ def scan(data: bytes, registry: Registry, report: ScanReport | None = None, *, r
     try:
         for piece in split_batches(data):
             if not isinstance(piece, BatchSlice):
-                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe()))
+                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe(), torn=True))
                 return
             problems_before = len(report.problems)
             scanned = _scan_one(piece, registry, report, reencode)
