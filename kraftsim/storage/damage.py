@@ -63,11 +63,12 @@ class LoadLimit:
                 f"{first.describe()}")
 
 
-def load_limit(log: MetadataLog, *, up_to_damage: bool) -> LoadLimit:
-    """The limit of a load of `log` (opened read-only, best with validate="all" so that a bad
-    batch in any segment is found before anything is loaded). Damage raises DamagedLog
+def load_limit(log: MetadataLog, *, up_to_damage: bool, upto: int | None = None) -> LoadLimit:
+    """The limit of a load of `log` up to `upto` (None: its end), opened read-only, best with
+    validate="all" so that a bad batch in any segment is found before anything is loaded.
+    Damage at or beyond `upto` does not concern the load; any before it raises DamagedLog
     unless `up_to_damage`."""
-    damage = log.damage()
+    damage = [d for d in log.damage() if upto is None or d.offset < upto]
     torn = log.torn_tail()
     if damage and not up_to_damage:
         raise DamagedLog(damage)

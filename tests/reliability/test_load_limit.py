@@ -69,3 +69,14 @@ def test_a_lone_segment_follows_the_same_rule(logdir: Path) -> None:
         segment_batches(seg, removed, up_to_damage=False)
     batches, limit = segment_batches(seg, removed, up_to_damage=True)
     assert limit.upto == pieces[3].base_offset
+
+
+def test_damage_beyond_the_requested_offset_does_not_concern_the_load(logdir: Path) -> None:
+    seg = edit_last_segment(logdir, lambda b: damage.flip_bit_at(b, damage.slices(b)[4].position + 30))
+    bad = damage.slices(seg.read_bytes())[4]
+    with MetadataLog.open(logdir, read_only=True, validate="all") as log:
+        assert load_limit(log, up_to_damage=False, upto=bad.base_offset) == load_limit(
+            log, up_to_damage=True, upto=bad.base_offset)
+        assert not load_limit(log, up_to_damage=False, upto=bad.base_offset).partial
+        with pytest.raises(DamagedLog):
+            load_limit(log, up_to_damage=False, upto=bad.base_offset + 1)
