@@ -7,6 +7,8 @@ the CRC) can tell the damage.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 import struct
 from pathlib import Path
@@ -17,9 +19,7 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
 from kraftsim.storage.leader_epoch import write_leader_epoch_checkpoint
 from kraftsim.storage.log import MetadataLog
-from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.quorum_state import QuorumState, write_quorum_state
-from kraftsim.storage.snapshot import write_snapshot
 
 REGISTRY = default_registry()
 Edit = Callable[[bytes], bytes]
@@ -131,9 +131,9 @@ def _feature(level: int) -> Payload:
 
 def build_log_dir(root: Path) -> Path:
     """A `__cluster_metadata-0` written by kraftsim: three segments, epochs 1 to 3 (a new epoch
-    in the middle of a segment), a leader-change control batch, a snapshot taken at the end
-    of a committed batch of epoch 2, leader-epoch-checkpoint and quorum-state (epoch 3).
-    Returns the directory."""
+    in the middle of a segment), a leader-change control batch per epoch, the snapshot of the
+    state at the end of the last batch of epoch 2, leader-epoch-checkpoint and quorum-state
+    (epoch 3). Returns the directory."""
     directory = root / "__cluster_metadata-0"
     log = MetadataLog.open(directory, segment_bytes=1000, fsync=False)
     try:
@@ -158,8 +158,13 @@ def build_log_dir(root: Path) -> Path:
     finally:
         log.close()
     assert snapshot_end is not None
-    write_snapshot(directory, SnapshotId(snapshot_end, 2), [_feature(20)] + [_config(i) for i in range(20)],
-                   last_contained_log_timestamp=1_700_000_000_000, time_ms=1_700_000_000_000, fsync=False)
+    # The snapshot Kafka would write at that offset, as `kraftsim snapshot create` makes it:
+    # its records, header and epoch agree with the log, so a replay verifies.
+    from kraftsim.cli.main import main  # the command, not a module path that may move
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(["snapshot", "create", str(directory), "--offset", str(snapshot_end), "-o", str(directory)])
+    assert code == 0
     return directory
 
 
