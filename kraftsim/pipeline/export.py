@@ -31,6 +31,7 @@ from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.protocol.scan import Problem
 from kraftsim.storage.checks import file_problems
 from kraftsim.storage.damage import UP_TO_DAMAGE_HINT
+from kraftsim.storage.recovery import Damage
 from kraftsim.storage.names import PathKind, parse_segment_name
 from kraftsim.versions import Catalog
 
@@ -110,7 +111,11 @@ def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str =
         else:
             sch = schema(IMAGE_ENTITIES)
             for item in items:
-                loaded = load_path(item.path, catalog=catalog)  # refuses a damaged log
+                loaded = load_path(item.path, catalog=catalog, up_to_damage=up_to_damage)  # refuses a damaged log
+                if loaded.recovered is not None:
+                    result.recovery.append(f"{item.path}: {loaded.recovered}")
+                if loaded.partial is not None:
+                    result.partial.append(f"{item.path}: {loaded.partial}")
                 rows = list(entity_rows(loaded.image, item.path, loaded.end_offset))
                 for start in range(0, len(rows), batch_rows):
                     writer.write_batch(pa.RecordBatch.from_pylist(rows[start:start + batch_rows], schema=sch))
@@ -140,12 +145,14 @@ def _judge(path: str, kind: str, found: FileRecords, result: ExportResult, up_to
     if not damage:
         return
     first = damage[0]
+    stop = _stop_offset(first, found)
+    said = Damage(stop, f"{path} position {first.position}", first.cause).describe()
     more = f" (and {len(damage) - 1} more problem(s))" if len(damage) > 1 else ""
     if not up_to_damage:
-        raise KraftsimError(f"{path}: {first.describe()}{more}: {UP_TO_DAMAGE_HINT}")
+        raise KraftsimError(f"{said}{more}: {UP_TO_DAMAGE_HINT}")
     result.problems += [f"{path}: {x.describe()}" for x in damage]
-    result.partial.append(f"{path}: exported the records below offset {_stop_offset(first, found)} only; "
-                          f"damage from there on: {first.describe()}")
+    result.partial.append(f"exported the records of {path} below offset {stop} only (--up-to-damage); damage from "
+                          f"there on: {said}")
 
 
 def _stop_offset(first: Problem, found: FileRecords) -> int:

@@ -13,6 +13,7 @@ from kraftsim.storage.batchfile import (
 from kraftsim.storage.bootstrap import (
     BootstrapMetadata, bootstrap_bytes, bootstrap_from_records, read_bootstrap, read_bootstrap_dir, write_bootstrap,
 )
+from kraftsim.storage.damage import DamagedLog, LoadLimit, check_snapshot_epoch, load_limit, segment_batches
 from kraftsim.storage.bootstrap_builder import api_message_and_version_string, java_struct_string
 from kraftsim.storage.dynamic_voters import DynamicVoter, parse_dynamic_voters
 from kraftsim.storage.format_common import FormatterError, default_clock, java_hash_order, random_uuid

@@ -12,9 +12,10 @@ log layer does when it loads a directory:
 - a snapshot's batches carry the epoch of its name, and where the log still holds the
   snapshot's last offset, that offset ends a log batch of the same epoch (KRaft snapshots
   are taken at a committed batch's end);
-- no batch carries an epoch above the quorum's current epoch (quorum-state is written
-  before a node acts in a new epoch), and the epochs the batches start agree with
-  leader-epoch-checkpoint, when those files are there.
+- a leader epoch rises only at a LeaderChange control batch, a new KRaft leader's first
+  append (logs written without a raft layer, as some library uses do, break this rule);
+- the epochs the batches start agree with leader-epoch-checkpoint, when it is there (a
+  checkpoint behind the log is not a problem: Kafka may write it after the batches).
 
 A snapshot alone does not record its end offset: renamed to another end offset of the
 same epoch, and without the log beside it, it cannot be told from the original.
@@ -32,10 +33,9 @@ from kraftsim.protocol.scan import BatchSpan, Problem, ScanReport
 from kraftsim.storage.leader_epoch import read_leader_epoch_checkpoint
 from kraftsim.storage.log import epoch_starts
 from kraftsim.storage.names import (
-    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE, PathKind, SnapshotId, SnapshotState,
-    parse_segment_name, parse_snapshot_name,
+    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, PathKind, SnapshotId, SnapshotState, parse_segment_name,
+    parse_snapshot_name,
 )
-from kraftsim.storage.quorum_state import read_quorum_state
 
 HEADER_TYPE = "SNAPSHOT_HEADER"
 FOOTER_TYPE = "SNAPSHOT_FOOTER"
@@ -140,6 +140,11 @@ def directory_problems(files: Sequence[tuple[PathKind, Path]],
             prev = (path, report.last_span)
             log_spans.extend(report.spans or ())
         log_spans.sort(key=lambda s: s.base_offset)
+        for previous, span in zip(log_spans, log_spans[1:]):
+            if span.epoch > previous.epoch and span.control_types[:1] != ("LEADER_CHANGE",):
+                out[_segment_holding(segments, span.base_offset)].append(Problem(
+                    span.position, span.base_offset, f"leader epoch rises from {previous.epoch} to {span.epoch} at a "
+                    "batch that is not a LeaderChange control batch (a new leader's first append)"))
         if segments and log_spans:
             first_segment = segments[0][1]
             for problem in _epoch_file_problems(directory, log_spans, segments[0][0]):
@@ -173,36 +178,24 @@ def _segment_holding(segments: Sequence[tuple[int, Path]], offset: int) -> Path:
 
 
 def _epoch_file_problems(directory: Path, spans: Sequence[BatchSpan], log_start: int) -> list[Problem]:
-    """The log's batch epochs against quorum-state and leader-epoch-checkpoint, where present."""
-    problems: list[Problem] = []
-    quorum = directory / QUORUM_STATE_FILE
-    if quorum.is_file():
-        try:
-            current = read_quorum_state(quorum).leader_epoch
-        except KraftsimError as e:
-            problems.append(Problem(0, None, f"{QUORUM_STATE_FILE}: {e}"))
-        else:
-            above = next((s for s in spans if s.epoch > current), None)
-            if above is not None and current >= 0:
-                problems.append(Problem(above.position, above.base_offset,
-                                        f"leader epoch {above.epoch} is above the quorum's current epoch {current} "
-                                        f"({QUORUM_STATE_FILE})"))
+    """The epochs the log's batches start against leader-epoch-checkpoint, where present.
+
+    Kafka may write the checkpoint after the batches (a crash can leave it behind the log),
+    so a checkpoint that lacks the log's last epochs is not a problem; one that says other
+    than the log does (another start offset, an epoch the log does not have) is."""
     checkpoint = directory / LEADER_EPOCH_CHECKPOINT_FILE
-    if checkpoint.is_file():
-        try:
-            written = read_leader_epoch_checkpoint(checkpoint)
-        except KraftsimError as e:
-            problems.append(Problem(0, None, f"{LEADER_EPOCH_CHECKPOINT_FILE}: {e}"))
-        else:
-            derived = epoch_starts(((s.epoch, s.base_offset) for s in spans), log_start)
-            if derived != written:
-                where = {e.start_offset: s for e in derived for s in spans if s.base_offset == e.start_offset}
-                first = next((d for d, w in zip(derived, written) if d != w), None) or \
-                    (derived[len(written)] if len(derived) > len(written) else None)
-                span = where.get(first.start_offset) if first is not None else None
-                text = ", ".join(f"{e.epoch}@{e.start_offset}" for e in written)
-                found = ", ".join(f"{e.epoch}@{e.start_offset}" for e in derived)
-                problems.append(Problem(span.position if span else 0, span.base_offset if span else None,
-                                        f"the batches start epochs at {found}, but {LEADER_EPOCH_CHECKPOINT_FILE} "
-                                        f"says {text}"))
-    return problems
+    if not checkpoint.is_file():
+        return []
+    try:
+        written = read_leader_epoch_checkpoint(checkpoint)
+    except KraftsimError as e:
+        return [Problem(0, None, f"{LEADER_EPOCH_CHECKPOINT_FILE}: {e}")]
+    derived = epoch_starts(((s.epoch, s.base_offset) for s in spans), log_start)
+    if derived[:len(written)] == written:
+        return []
+    first = next((d for d, w in zip(derived, written) if d != w), None)
+    span = next((s for s in spans if first is not None and s.base_offset == first.start_offset), None)
+    text = ", ".join(f"{e.epoch}@{e.start_offset}" for e in written)
+    found = ", ".join(f"{e.epoch}@{e.start_offset}" for e in derived)
+    return [Problem(span.position if span else 0, span.base_offset if span else None,
+                    f"the batches start epochs at {found}, but {LEADER_EPOCH_CHECKPOINT_FILE} says {text}")]

@@ -18,8 +18,10 @@ from kraftsim.errors import KraftsimError
 from kraftsim.protocol.batch import BatchSlice, parse_batch, split_batches
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
+from kraftsim.storage.names import parse_segment_name
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
 from kraftsim.storage.segment import scan_segment
+from kraftsim.storage.snapshot import SnapshotFile
 
 UP_TO_DAMAGE_HINT = "`kraftsim log verify` lists every problem; --up-to-damage loads the offsets before it as a partial result"
 
@@ -78,23 +80,42 @@ def load_limit(log: MetadataLog, *, up_to_damage: bool, upto: int | None = None)
 def segment_batches(path: Path, data: bytes, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit]:
     """The batches of one segment file given on its own, under the same rule: a torn last
     batch is recovery, any other problem damage (an error unless `up_to_damage`)."""
-    base = None
-    for piece in split_batches(data):
-        base = piece.base_offset if isinstance(piece, BatchSlice) else None
-        break
-    entries, problem = scan_segment(data, base if base is not None and base >= 0 else 0, validate=True)
+    base = parse_segment_name(path.name)
+    if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
+        first = next(iter(split_batches(data)), None)
+        base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
+    findings: list = []
+    entries, problem = scan_segment(data, base, validate=True, findings=findings)
     batches = [FileBatch(str(path), e.position, parse_batch(data[e.position:e.position + e.size])) for e in entries]
     damage = [Damage(prev.next_offset, f"{path} position {e.position}",
                      f"offsets {prev.next_offset}..{e.base_offset - 1} are missing")
               for prev, e in zip(entries, entries[1:]) if e.base_offset > prev.next_offset]
+    damage += [Damage(f.base_offset if f.base_offset is not None else base, f"{path} position {f.position}", f.reason)
+               for f in findings]
+    if entries and entries[0].base_offset != base:
+        damage.insert(0, Damage(base, f"{path} position 0", f"the segment's name says it starts at offset {base}, "
+                                                            f"but its first batch starts at {entries[0].base_offset}"))
     torn = None
     if problem is not None and problem.torn:
         torn = RecoveryAction(RecoveryKind.TRUNCATE, str(path), problem.reason, position=problem.position,
                               bytes_cut=len(data) - problem.position, base_offset=problem.base_offset,
                               applied=False, torn_tail=True)
     elif problem is not None:
-        end = entries[-1].next_offset if entries else (base or 0)
+        end = entries[-1].next_offset if entries else base
         damage.append(Damage(end, f"{path} position {problem.position}", problem.reason))
     if damage and not up_to_damage:
         raise DamagedLog(damage)
     return batches, LoadLimit(damage[0].offset if damage else None, torn, damage)
+
+
+def check_snapshot_epoch(snap: SnapshotFile) -> None:
+    """Refuse a snapshot whose batches do not carry the epoch of its name: Kafka writes every
+    batch of a snapshot with its id's epoch, so the file was renamed or damaged."""
+    sid = snap.snapshot_id
+    if sid is None:
+        return
+    wrong = next((fb for fb in snap.batches if fb.batch.partition_leader_epoch != sid.epoch), None)
+    if wrong is not None:
+        raise DamagedLog([Damage(0, f"{snap.path} position {wrong.position}",
+                                 f"its batches carry epoch {wrong.batch.partition_leader_epoch}, but its name says "
+                                 f"epoch {sid.epoch}")])

@@ -68,6 +68,8 @@ class MetadataLog:
         self.segments: SortedDict = SortedDict()  # base offset -> LogSegment
         self.recovery: list[RecoveryAction] = []
         self.warnings: list[str] = []  # read-only: what Kafka would refuse to start with
+        self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
+        self.findings: list = []  # (segment, ScanProblem): wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
 
     # ------------------------------------------------------------------ opening
@@ -131,11 +133,17 @@ class MetadataLog:
                 leftovers.append((path, "a file left by an interrupted deletion or cleaning"))
 
         expected: int | None = None
+        epoch: int | None = None
         for i, base in enumerate(segment_bases):
             path = self.directory / segment_file_name(base)
             check = validate == "all" or i == len(segment_bases) - 1
-            seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected)
+            found: list = []
+            seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
+                                           min_epoch=epoch, findings=found)
+            self.findings += [(seg, f) for f in found]
             self.segments[base] = seg
+            if seg.entries and seg.entries[0].base_offset != base:
+                self.misnamed.append((seg, seg.entries[0]))
             file_size = seg.file_size()
             if problem is None and file_size != seg.size:  # cannot happen: the scan covers the file
                 raise AssertionError(f"{path}: scan ended at {seg.size} of {file_size}")
@@ -152,6 +160,7 @@ class MetadataLog:
                         lpath.unlink()
                 break
             expected = seg.next_offset
+            epoch = seg.entries[-1].epoch if seg.entries else epoch
             if i < len(segment_bases) - 1:
                 seg.close()  # reopened on demand: a long log must not hold a descriptor per segment
 
@@ -270,6 +279,13 @@ class MetadataLog:
             found.append(Damage(min(offset, self.log_end_offset), where, cut.reason + after))
         for start, stop in self.gaps():
             found.append(Damage(start, str(self.directory), f"offsets {start}..{stop - 1} are missing"))
+        for seg, f in self.findings:
+            found.append(Damage(f.base_offset if f.base_offset is not None else seg.base_offset,
+                                f"{seg.path} position {f.position}", f.reason))
+        for seg, first in self.misnamed:
+            found.append(Damage(min(seg.base_offset, first.base_offset), f"{seg.path} position {first.position}",
+                                f"the segment's name says it starts at offset {seg.base_offset}, but its first batch "
+                                f"starts at {first.base_offset}"))
         for text in self.warnings:
             found.append(Damage(self.log_start_offset, str(self.directory), text))
         return sorted(found, key=lambda d: d.offset)

@@ -136,13 +136,14 @@ def test_a_damaged_file_is_refused_or_exported_up_to_the_damage(tmp_path: Path,
     out = tmp_path / "records.parquet"
     code, _, err = export(capsys, bad, out)
     assert code == 1
-    assert err.startswith(f"kraftsim: error: {bad}: batch at offset {base}") and "--up-to-damage" in err
+    assert err.startswith(f"kraftsim: error: {bad} position ") and "--up-to-damage" in err
+    assert f"(the log cannot be trusted from offset {base})" in err
     assert len(err.strip().splitlines()) == 1
     assert not out.exists() and not (tmp_path / "records.parquet.part").exists()
 
     code, stdout, err = export(capsys, bad, out, "--up-to-damage")
     assert code == 1
-    assert f"kraftsim: PARTIAL: {bad}: exported the records below offset {base} only; damage from there on: " in err
+    assert f"kraftsim: PARTIAL: exported the records of {bad} below offset {base} only (--up-to-damage); damage from there on: " in err
     assert "(PARTIAL: see above)" in stdout
     _, dumped, _ = dump_json(capsys, bad)
     rows = pq.read_table(out).to_pylist()

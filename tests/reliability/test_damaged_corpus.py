@@ -194,3 +194,38 @@ def test_verify_reports_every_damaged_input(corpus: tuple[dict[str, Path], list[
     assert not crashed, crashed[:5]
     assert not modified, modified[:5]
     assert not missed, f"{len(missed)} of {len(cases)} damaged inputs reported OK: {missed[:5]}"
+
+
+REPLAY_CUTS = 40  # replay is slower than verify: every other kind of damage, and a seeded sample of the cuts
+
+
+def _last_segment(srcs: dict[str, Path], case: Case) -> bool:
+    segments = sorted(p.name for p in srcs[case.source].iterdir() if p.suffix == ".log")
+    return bool(segments) and case.file == segments[-1]
+
+
+def test_replay_never_presents_a_damaged_log_as_whole(corpus: tuple[dict[str, Path], list[Case]], tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """`replay` refuses every damaged input (exit 1 or 2), except a torn end of the log's last
+    segment, which it may load as Kafka's recovery does, saying so in a `recovery:` line."""
+    srcs, cases = corpus
+    rng = random.Random(SEED + 1)
+    cuts = [c for c in cases if c.what.startswith("cut ")]
+    chosen = [c for c in cases if not c.what.startswith("cut ")] + rng.sample(cuts, min(REPLAY_CUTS, len(cuts)))
+    missed, crashed, modified = [], [], []
+    for n, case in enumerate(chosen):
+        d = tmp_path / str(n) / srcs[case.source].name
+        shutil.copytree(srcs[case.source], d)
+        case.change(d)
+        before = fingerprint(d)
+        code, out, err = run_cli(capsys, "replay", str(d), "--roundtrip", "none")
+        if code == 70 or "Traceback" in out + err:
+            crashed.append((case.id, err[-500:]))
+        elif code == 0 and not (_last_segment(srcs, case) and "recovery: " in out + err):
+            missed.append((case.id, (out + err)[-600:]))
+        if fingerprint(d) != before:
+            modified.append(case.id)
+        shutil.rmtree(d.parent)
+    assert not crashed, crashed[:5]
+    assert not modified, modified[:5]
+    assert not missed, f"{len(missed)} of {len(chosen)} damaged inputs replayed as whole: {missed[:4]}"

@@ -6,19 +6,28 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftsim.protocol.entries import Payload, encode_data_batch
+from kraftsim.protocol.entries import Payload, encode_control_batch, encode_data_batch
 from kraftsim.protocol.registry import default_registry
 from kraftsim.protocol.scan import ScanReport, scan
 
 REGISTRY = default_registry()
 NOOP = Payload(REGISTRY["NoOpRecord"], 0, REGISTRY["NoOpRecord"].new())
+LEADER_CHANGE = Payload(REGISTRY["LeaderChangeMessage"], 0,
+                        REGISTRY["LeaderChangeMessage"].new(leader_id=1, voters=[], granting_voters=[]))
 
 
-def batches(counts: list[int], epochs: list[int]) -> list[bytes]:
-    out, offset = [], 0
+def batches(counts: list[int], epochs: list[int], *, leader_change_at_rise: bool = True) -> list[bytes]:
+    """Data batches of NoOpRecords; where the epoch rises, a LeaderChange control batch as a
+    new KRaft leader writes it first (unless told not to)."""
+    out, offset, previous = [], 0, None
     for count, epoch in zip(counts, epochs):
-        out.append(encode_data_batch(offset, [NOOP] * count, epoch=epoch, timestamp=1_700_000_000_000))
+        if leader_change_at_rise and previous is not None and epoch > previous:
+            out.append(encode_control_batch(offset, [LEADER_CHANGE], epoch=epoch, timestamp=1_700_000_000_000))
+            count = 1
+        else:
+            out.append(encode_data_batch(offset, [NOOP] * count, epoch=epoch, timestamp=1_700_000_000_000))
         offset += count
+        previous = epoch
     return out
 
 
@@ -58,3 +67,4 @@ def test_a_removed_or_repeated_batch_is_reported(counts: list[int], data: st.Dat
     assert problems(b"".join(pieces[:i] + pieces[i + 1:]))
     j = data.draw(st.integers(0, len(pieces) - 1))
     assert problems(b"".join(pieces[:j + 1] + [pieces[j]] + pieces[j + 1:]))
+
