@@ -33,6 +33,9 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (root / "broken.toml").write_text("[[releases]\n")
     (root / "schemas").mkdir()
     (root / "schemas" / "Bad.toml").write_bytes(b"\xff\xfe")
+    broken_log = damage.build_log_dir(root / "damaged")
+    seg = sorted(broken_log.glob("*.log"))[1]
+    seg.write_bytes(damage.duplicate_batch(seg.read_bytes(), 2))
     cluster = root / "cluster"
     assert main(["cluster", "create", str(cluster), "--controllers", "1", "--release", "3.7"]) == 0
     return {
@@ -41,6 +44,7 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "garbage": str(root / "garbage.log"), "emptysnap": str(root / "empty.checkpoint"),
         "emptydir": str(root / "emptydir"), "nonutf8": str(root / "nonutf8.toml"), "deep": str(root / "deep.toml"),
         "broken": str(root / "broken.toml"), "badschemas": str(root / "schemas"), "out": str(root / "out"),
+        "damaged": str(broken_log),
     }
 
 
@@ -143,6 +147,16 @@ def bad_lines() -> list[list[str]]:
         ["spark", "snapshot-cost", "--grid", "topics=-1", "--local"],
         ["spark", "corpus", "{dir}", "--local", "--partitions-per-core", "0"],
         ["spark", "corpus", "{dir}", "--local", "--conf", "novalue"],
+        # a damaged log: refused, or labelled partial (exit 1) with --up-to-damage
+        ["log", "verify", "{damaged}"], ["log", "dump", "{damaged}"], ["replay", "{damaged}"],
+        ["replay", "{damaged}", "--up-to-damage"], ["downgrade-report", "{damaged}", "--to", "3.7-IV4"],
+        ["downgrade-report", "{damaged}", "--to", "3.7-IV4", "--up-to-damage"],
+        ["snapshot", "diff", "{damaged}", "{dir}"], ["snapshot", "diff", "{damaged}", "{dir}", "--up-to-damage"],
+        ["snapshot", "create", "{damaged}", "--offset", "39", "-o", "{out}"],
+        ["snapshot", "create", "{damaged}", "--offset", "39", "-o", "{out}", "--up-to-damage"],
+        ["export", "{damaged}", "-o", "{out}/d.pq"], ["export", "{damaged}", "-o", "{out}/d.pq", "--up-to-damage"],
+        ["export", "{damaged}", "-o", "{out}/e.pq", "--table", "image_entities"],
+        ["log", "verify", "--up-to-damage", "{dir}"],
     ]
     return lines
 
