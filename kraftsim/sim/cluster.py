@@ -315,7 +315,13 @@ class SimCluster:
         seconds = self.state.now_ms // 1000
         storage_format(self.catalog.at_release(state.release), config, cluster_id=self.state.cluster_id,
                        release_version=release_version, features=features, clock=self.now, rng=rng,
-                       date=java_date(seconds), fsync=False, out=lambda line: self.emit(f"[node {state.id}] {line}"))
+                       date=java_date(seconds), fsync=False, out=lambda line: self._format_line(state.id, line))
+
+    def _format_line(self, node_id: int, line: str) -> None:
+        """kafka-storage format's lines for one node, without its BootstrapMetadata dump (the
+        same long line for every node formatted; `kraftsim storage format` still prints it)."""
+        if not line.startswith("Bootstrap metadata: "):
+            self.emit(f"[node {node_id}] {line}")
 
     def _write_raft_files(self, node: SimNode) -> None:
         if node.log is None:
