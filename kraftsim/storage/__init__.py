@@ -27,7 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "bootstrap_builder": ("api_message_and_version_string", "java_struct_string"),
     "damage": ("DamagedLog", "LoadLimit", "check_snapshot_epoch", "load_limit", "segment_batches"),
     "dynamic_voters": ("DynamicVoter", "parse_dynamic_voters"),
-    "format_common": ("FormatterError", "default_clock", "java_hash_order", "random_uuid"),
+    "format_common": ("FormatterError", "default_clock"),
     "formatter": (
         "DYNAMIC_METADATA_VOTER_DIRECTORY", "FormatOptions", "FormatResult", "FormattedDirectory",
         "format_directories",
@@ -62,16 +62,24 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "segment_paths",
     ),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+#: Names kept for existing callers, defined elsewhere: Java's HashMap order and
+#: Uuid.randomUuid live in kraftsim.javacompat.
+_ELSEWHERE: dict[str, tuple[str, str]] = {
+    "java_hash_order": ("kraftsim.javacompat", "hash_map_order"),
+    "random_uuid": ("kraftsim.javacompat", "random_uuid"),
+}
+_MODULE_OF = {name: (f"kraftsim.storage.{module}", name) for module, names in _EXPORTS.items() for name in names}
+_MODULE_OF.update(_ELSEWHERE)
 
 __all__ = sorted(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
+    where = _MODULE_OF.get(name)
+    if where is None:
         raise AttributeError(f"module 'kraftsim.storage' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"kraftsim.storage.{module}"), name)
+    module, attribute = where
+    value = getattr(importlib.import_module(module), attribute)
     globals()[name] = value  # once loaded, an ordinary attribute
     return value
 
