@@ -102,7 +102,7 @@ def bench(repeat: int) -> dict[str, Any]:
         load_before = os.getloadavg()
         samples: dict[str, list[tuple[float, float, float | None]]] = {name: [] for name in commands}
         scratch = Path(tmp)
-        for name, argv in commands.items():  # warm the file cache and .pyc files
+        for argv in commands.values():  # warm the file cache and .pyc files
             _run_once(argv, scratch)
         for _ in range(repeat):
             for name, argv in commands.items():

@@ -20,7 +20,7 @@ from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import parse_segment_name
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
-from kraftsim.storage.segment import scan_segment
+from kraftsim.storage.segment import ScanProblem, scan_segment
 from kraftsim.storage.snapshot import SnapshotFile
 
 UP_TO_DAMAGE_HINT = "`kraftsim log verify` lists every problem; --up-to-damage loads the offsets before it as a partial result"
@@ -84,7 +84,7 @@ def segment_batches(path: Path, data: bytes, *, up_to_damage: bool) -> tuple[lis
     if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
         first = next(iter(split_batches(data)), None)
         base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
-    findings: list = []
+    findings: list[ScanProblem] = []
     entries, problem = scan_segment(data, base, validate=True, findings=findings)
     batches = [FileBatch(str(path), e.position, parse_batch(data[e.position:e.position + e.size])) for e in entries]
     damage = [Damage(prev.next_offset, f"{path} position {e.position}",

@@ -27,7 +27,7 @@ from kraftsim.storage.names import (
     snapshot_file_name,
 )
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
-from kraftsim.storage.segment import IndexEntry, LogSegment
+from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem
 from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot, snapshot_path
 
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
@@ -69,7 +69,7 @@ class MetadataLog:
         self.recovery: list[RecoveryAction] = []
         self.warnings: list[str] = []  # read-only: what Kafka would refuse to start with
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
-        self.findings: list = []  # (segment, ScanProblem): wrong, but nothing Kafka's recovery would cut for
+        self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
 
     # ------------------------------------------------------------------ opening
@@ -137,7 +137,7 @@ class MetadataLog:
         for i, base in enumerate(segment_bases):
             path = self.directory / segment_file_name(base)
             check = validate == "all" or i == len(segment_bases) - 1
-            found: list = []
+            found: list[ScanProblem] = []
             seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
                                            min_epoch=epoch, findings=found)
             self.findings += [(seg, f) for f in found]

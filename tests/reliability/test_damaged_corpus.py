@@ -70,7 +70,7 @@ def cases_for(source: str, d: Path, rng: random.Random) -> Iterator[Case]:
             if edit(data) != data:
                 yield Case(source, name, what, _rewrite(name, edit))
 
-        for k in range(6):
+        for _ in range(6):
             pos, bit = rng.randrange(len(data)), rng.randrange(8)
             yield from case(f"bit {bit} of byte {pos}", lambda b, pos=pos, bit=bit: damage.flip_bit_at(b, pos, bit))
         last = batches[-1]
