@@ -72,9 +72,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         return args.catalog
-    from kraftsim.sim.cluster import read_state  # the simulator loads only for commands on a cluster
+    from kraftsim.sim.directory import catalog_path  # the simulator loads only for commands on a cluster
 
-    return read_state(Path(args.cluster)).catalog
+    return catalog_path(Path(args.cluster))
 
 
 def _tool(args: argparse.Namespace):
@@ -89,10 +89,10 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 def _run_describe(args: argparse.Namespace) -> int:
     from kraftsim.sim import features_tool
-    from kraftsim.sim.cluster import SimCluster
+    from kraftsim.sim.directory import open_for_tool
 
     tool = _tool(args)
-    cluster = SimCluster.open(_need_cluster(args), emit=lambda line: None, passive=True)
+    cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
         lines = features_tool.describe(cluster, tool, args.node_id)
     finally:
@@ -104,7 +104,7 @@ def _run_describe(args: argparse.Namespace) -> int:
 
 def _run_update(args: argparse.Namespace) -> int:
     from kraftsim.sim import features_tool
-    from kraftsim.sim.cluster import SimCluster
+    from kraftsim.sim.directory import open_for_tool
 
     tool = _tool(args)
     path = _need_cluster(args)
@@ -112,7 +112,7 @@ def _run_update(args: argparse.Namespace) -> int:
                  features=args.feature or (), unsafe=getattr(args, "unsafe", False))
     # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
     features_tool.build_updates(tool, args.op, out=lambda line: None, **flags)
-    with SimCluster.open(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr)) as cluster:
+    with open_for_tool(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr), passive=False) as cluster:
         return features_tool.update(cluster, tool, args.op, dry_run=args.dry_run, **flags)
 
 

@@ -42,7 +42,7 @@ class Command(NamedTuple):
 
 # Command groups, in the order they appear in --help: name, module, the module's own help text.
 COMMANDS = (
-    Command("demo", "kraftsim.cli.demo_cmd", "the whole chain: operate a simulated cluster, downgrade it, verify its logs, then the downgrade-matrix and snapshot-cost jobs on Spark"),
+    Command("demo", "kraftsim.cli.demo_cmd", "the whole chain: shipped what-if scenarios (upgrade, failed rollback, lossy downgrade, a crash mid-roll) with HTML reports, their logs verified, then the downgrade-matrix and snapshot-cost jobs on Spark"),
     Command("export", "kraftsim.cli.export_cmd", "write metadata records (or image entities) as Parquet, streaming"),
     Command("log", "kraftsim.cli.log_cmd", "read and check metadata log segments, snapshots and bootstrap files"),
     Command("storage", "kraftsim.cli.storage_cmd", "kafka-storage: format log directories, version mapping, feature dependencies"),
@@ -52,6 +52,8 @@ COMMANDS = (
     Command("cluster", "kraftsim.cli.cluster_cmd", "create and operate a simulated KRaft cluster in a directory"),
     Command("features", "kraftsim.cli.features_cmd", "kafka-features: describe, upgrade, downgrade or disable feature flags of a simulated cluster"),
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
+    Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
+    Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
 )
 
 
