@@ -56,9 +56,10 @@ def test_node_ids_beyond_int32_are_refused(cluster: Path, capsys: pytest.Capture
 
 
 @pytest.mark.parametrize("argv, expected", [
-    (["cluster", "create", "{d}", "--controllers", "0", "--release", "3.7"], "a number of controllers from 1 to 100"),
-    (["cluster", "create", "{d}", "--controllers", "-3", "--release", "3.7"], "a number of controllers from 1 to 100"),
-    (["cluster", "create", "{d}", "--controllers", "1000000", "--release", "3.7"], "from 1 to 100"),
+    (["cluster", "create", "{d}", "--controllers", "-3", "--release", "3.7"], "a number of controllers from 0 to 100"),
+    (["cluster", "create", "{d}", "--controllers", "1000000", "--release", "3.7"], "from 0 to 100"),
+    (["cluster", "create", "{d}", "--controllers", "0", "--combined", "-1", "--release", "3.7"],
+     "a number of combined nodes from 0 to 100"),
     (["cluster", "create", "{d}", "--controllers", "1", "--brokers", "-1", "--release", "3.7"], "a number of brokers"),
     (["export", "{f}", "-o", "{d}/x.parquet", "--batch-rows", "0"], "a number of rows from 1 to"),
     (["export", "{f}", "-o", "{d}/x.parquet", "--batch-rows", "-10"], "a number of rows from 1 to"),
