@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 
+from kraftsim.cli import import_cmd
 from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
@@ -106,6 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
     run.set_defaults(run=kafka_tool(_run_fault), fault="run")
+    import_cmd.add_parser(cmds)
 
 
 def _run_create(args: argparse.Namespace) -> int:

@@ -29,7 +29,7 @@ class _Strict(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     """`[cluster]`: the shape and software of the cluster the scenario starts from."""
 
-    controllers: int | None = None
+    controllers: int | list[int] | None = None  # with `from`: the voter ids, overriding the source's
     brokers: int = 0
     combined: int = 0
     from_: str | None = msgspec.field(default=None, name="from")

@@ -86,6 +86,8 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
     c = scenario.cluster
     config = SimConfig(**scenario.config) if scenario.config else None
+    if c.from_ is not None:
+        return _import(scenario, seed, directory, config)
     try:
         return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
                                  release=c.release or "", release_version=c.release_version,
@@ -94,6 +96,21 @@ def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
                                  config=config)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
+
+
+def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None) -> Simulation:
+    """`from = "PATH"`: the cluster `kraftsim cluster import` makes of that metadata, opened."""
+    from kraftsim.sim.importing import import_cluster  # only scenarios that start from a real cluster need it
+
+    c = scenario.cluster
+    voters = c.controllers if isinstance(c.controllers, list) else None
+    try:
+        import_cluster([Path(c.from_)], directory, voters=voters, release=c.release, seed=seed,  # type: ignore[arg-type]
+                       policy=scenario.policy, catalog=scenario.catalog, config=config,
+                       catalog_path=str(scenario.catalog_path) if scenario.catalog_path else None)
+        return Simulation.open(directory)
+    except KraftsimError as e:
+        raise ScenarioInvalid(str(scenario.path), "cluster.from", f"the cluster cannot be imported: {e}") from None
 
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None

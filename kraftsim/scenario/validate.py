@@ -302,14 +302,12 @@ def load_scenario(path: str | Path) -> Scenario:
 
 def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     for key in ("controllers", "brokers", "combined"):
-        check.non_negative(getattr(c, key), f"cluster.{key}")
+        if not isinstance(getattr(c, key), list):  # a list of voter ids goes with `from` (checked there)
+            check.non_negative(getattr(c, key), f"cluster.{key}")
     if c.from_ is not None:
-        source = base / c.from_
-        if not source.exists():
-            raise check.fail("cluster.from", f"expected a real cluster's metadata; {c.from_} does not exist")
-        # The simulator's public API has no import of a real cluster yet (Simulation.create only).
-        raise check.fail("cluster.from", "starting from a real cluster's metadata is not supported by this "
-                                         "simulator yet (it needs `cluster import`)")
+        return _check_from(c, check, base)
+    if isinstance(c.controllers, list):
+        raise check.fail("cluster.controllers", "expected an integer (a list of voter ids goes with `from` only)")
     if c.controllers is None and not c.combined:
         raise check.fail("cluster.controllers", "required key is missing (unless `combined` or `from` is given)")
     if (c.controllers or 0) + c.combined < 1:
@@ -323,6 +321,25 @@ def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
         check.feature(name, f"cluster.features.{name}")
         check.non_negative(c.features[name], f"cluster.features.{name}")
     return msgspec.structs.replace(c, release=release)
+
+
+def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
+    """`from = "PATH"`: a real cluster's metadata (relative to the scenario file), imported as
+    `kraftsim cluster import` imports it; `release` and `controllers` (voter ids) override."""
+    source = (base / c.from_).resolve()  # type: ignore[operator]
+    if not source.exists():
+        raise check.fail("cluster.from", f"expected a real cluster's metadata; {c.from_} does not exist")
+    for key in ("brokers", "combined"):
+        if getattr(c, key):
+            raise check.fail(f"cluster.{key}", "not with `from`: the nodes are the real cluster's")
+    if c.release_version is not None or c.features:
+        key = "cluster.release_version" if c.release_version is not None else "cluster.features"
+        raise check.fail(key, "not with `from`: the finalized features are the real cluster's")
+    if c.controllers is not None and (not isinstance(c.controllers, list) or not c.controllers
+                                      or any(not isinstance(i, int) or i < 0 for i in c.controllers)):
+        raise check.fail("cluster.controllers", "expected a list of voter ids with `from` (e.g. [1, 2, 3])")
+    release = check.release(c.release, "cluster.release") if c.release is not None else None
+    return msgspec.structs.replace(c, from_=str(source), release=release)
 
 
 def _check_step(raw: Any, index: int, check: _Checker) -> Step:

@@ -49,6 +49,7 @@ from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
+from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
@@ -220,16 +221,18 @@ class SimNode:
     def broker_registration(self, cluster_id: str, previous_broker_epoch: int) -> BrokerRegistrationRequest:
         name, port = BROKER_LISTENER
         dirs = (self.directory_id(),) if self.catalog.supports("directory_assignment", self.catalog.latest_production) else ()
-        return BrokerRegistrationRequest(
+        request = BrokerRegistrationRequest(
             broker_id=self.id, cluster_id=cluster_id, incarnation_id=Uuid.from_string(self.state.incarnation),
             listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features(),
             log_dirs=tuple(d for d in dirs if d is not None), previous_broker_epoch=previous_broker_epoch)
+        return _with_profile(request, read_profile(self.directory))
 
     def controller_registration(self) -> ControllerRegistrationRequest:
         name, port = CONTROLLER_LISTENER
-        return ControllerRegistrationRequest(
+        request = ControllerRegistrationRequest(
             controller_id=self.id, incarnation_id=Uuid.from_string(self.state.incarnation),
             listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features())
+        return _with_profile(request, read_profile(self.directory))
 
     # ------------------------------------------------------------------ metadata it knows
 
@@ -373,6 +376,25 @@ class SimNode:
             if found:
                 return found[0]
         return None
+
+
+def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]
+    """An imported node's registration keeps its real counterpart's listeners, rack and log
+    directories (kraftsim.sim.registration_profile); other nodes' requests are unchanged."""
+    if profile is None:
+        return request
+    changes: dict = {}
+    if isinstance(request, BrokerRegistrationRequest):
+        if profile.broker_listeners is not None:
+            changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)
+                                         for x in profile.broker_listeners)
+        changes["rack"] = profile.rack
+        if profile.log_dirs is not None and request.log_dirs:
+            changes["log_dirs"] = tuple(Uuid.from_string(d) for d in profile.log_dirs)
+    elif profile.controller_listeners is not None:
+        changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)
+                                     for x in profile.controller_listeners)
+    return msgspec.structs.replace(request, **changes)
 
 
 def node_directory(cluster_dir: Path, node_id: int) -> Path:

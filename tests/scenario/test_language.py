@@ -50,7 +50,7 @@ REJECTIONS = [
     ("name = 'x'\n[cluster]\ncontrollers = 1\n", None, "cluster.release", "required key is missing"),
     ("name = 'x'\n[cluster]\ncontrollers = 1\nrelease = '2.8'\n", None, "cluster.release", "unknown release '2.8'"),
     ("name = 'x'\n[cluster]\ncontrollers = true\nrelease = '3.8'\n", None, "cluster.controllers",
-     "expected an integer, got true or false"),
+     "expected an integer or a list, got true or false"),
     ("name = 'x'\n[cluster]\ncontrollers = 1\nrelease = '3.8'\nzones = 2\n", None, "cluster.zones", "unknown key"),
     ("name = 'x'\n[cluster]\ncontrollers = 1\nrelease = '3.7'\nrelease_version = '3.8-IV0'\n", None,
      "cluster.release_version", "unknown metadata.version '3.8-IV0'"),
