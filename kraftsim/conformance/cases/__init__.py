@@ -1,0 +1,144 @@
+"""The conformance cases: each runs one thing on real Kafka and the same thing on kraftsim.
+
+A case group (one module) turns a release into named cases, cheapest groups first. A
+case's name is `<group>/<what>` (e.g. `storage-format/combined/-r 3.7-IV0`), so
+`--case 'storage-format/*'` picks cases before anything runs. Each case returns an
+Outcome: "agree", "differ" (with the differences) or "policy" (a documented, named
+difference, see data/policies.toml).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Iterable, Iterator
+
+from kraftsim.conformance.dist import KafkaDist
+from kraftsim.conformance.kraftsim_side import run_kraftsim
+from kraftsim.conformance.tools import ToolRun, run_tool
+from kraftsim.errors import KraftsimError
+from kraftsim.versions import Catalog, load_catalog
+
+AGREE, DIFFER, POLICY = "agree", "differ", "policy"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: str
+    release: str
+    result: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"case": self.case, "release": self.release, "result": self.result, "detail": self.detail}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One comparison. `kafka` lists the Kafka tool runs it needs that can share a JVM
+    (run for all cases of a release in one batch, in order); `check` gets their results,
+    does the rest (kraftsim's side, anything live) and returns the differences."""
+
+    name: str
+    kafka: tuple[tuple[str, tuple[str, ...]], ...]
+    check: Callable[[list[ToolRun]], list[str]]  # the differences; empty when kraftsim agrees
+
+
+@dataclass
+class ReleaseContext:
+    """One release under test: its jars, a scratch directory, and kraftsim's catalog of its line."""
+
+    dist: KafkaDist
+    workdir: Path
+    _catalog: Catalog | None = field(default=None, init=False)
+    _catalog_error: str | None = field(default=None, init=False)
+    _counter: int = field(default=0, init=False)
+    memo: dict = field(default_factory=dict, init=False)  # inputs read once per release (cases.inputs)
+
+    @property
+    def version(self) -> str:
+        return self.dist.release.version
+
+    @property
+    def line(self) -> str:
+        return self.dist.release.line
+
+    def catalog(self) -> Catalog | None:
+        """kraftsim's catalog seen from this release's line, or None when kraftsim does not know the line."""
+        if self._catalog is None and self._catalog_error is None:
+            try:
+                self._catalog = load_catalog(None, line=self.line)
+            except KraftsimError as e:
+                self._catalog_error = str(e)
+        return self._catalog
+
+    def missing_line(self) -> str | None:
+        """Why kraftsim cannot act as this release, or None."""
+        self.catalog()
+        return self._catalog_error
+
+    def scratch(self, name: str) -> Path:
+        """A new, empty directory under the release's work directory."""
+        self._counter += 1
+        path = self.workdir / f"{self._counter:04d}-{name}"
+        path.mkdir(parents=True)
+        return path
+
+    def kafka(self, tool: str, args: list[str], **kw) -> ToolRun:
+        return run_tool(self.dist, tool, args, **kw)
+
+    def kraftsim(self, argv: list[str]) -> ToolRun:
+        return run_kraftsim(argv)
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A documented, named difference between kraftsim and Kafka."""
+
+    name: str
+    case: str  # fnmatch pattern over case names
+    releases: tuple[str, ...]  # fnmatch patterns over release versions
+    match: str  # a substring the differences must contain
+    why: str
+
+
+def load_policies() -> list[Policy]:
+    text = resources.files("kraftsim.conformance").joinpath("data/policies.toml").read_text(encoding="utf-8")
+    return [Policy(p["name"], p["case"], tuple(p.get("releases", ["*"])), p.get("match", ""), p["why"])
+            for p in tomllib.loads(text).get("policies", [])]
+
+
+def judge(case: str, release: str, diffs: list[str], policies: list[Policy]) -> Outcome:
+    if not diffs:
+        return Outcome(case, release, AGREE, "")
+    detail = "\n".join(diffs)
+    for p in policies:
+        if fnmatch.fnmatchcase(case, p.case) and any(fnmatch.fnmatchcase(release, r) for r in p.releases) \
+                and p.match in detail:
+            return Outcome(case, release, POLICY, f"{p.name}: {p.why}")
+    return Outcome(case, release, DIFFER, detail)
+
+
+def case_groups() -> list[tuple[str, Callable[[ReleaseContext], Iterable[Case]]]]:
+    """(group name, case generator) in running order, cheapest first."""
+    from kraftsim.conformance.cases import dump_log, live_node, storage_format, tool_text
+
+    return [
+        ("tool-text", tool_text.cases),
+        ("storage-format", storage_format.cases),
+        ("dump-log", dump_log.cases),
+        ("live-node", live_node.cases),
+    ]
+
+
+def select(ctx: ReleaseContext, patterns: list[str]) -> Iterator[Case]:
+    """The release's cases whose names match one of the patterns (all when none is given)."""
+    for group, generate in case_groups():
+        if patterns and not any(fnmatch.fnmatchcase(group, p.split("/")[0]) for p in patterns):
+            continue
+        for case in generate(ctx):
+            if not patterns or any(fnmatch.fnmatchcase(case.name, p) for p in patterns):
+                yield case
