@@ -23,9 +23,13 @@ from typing import Any, Iterable
 from kraftsim.conformance.tools import ToolRun
 from kraftsim.protocol.registry import default_registry
 from kraftsim.protocol.scan import ScanReport, scan
-from kraftsim.storage.java_properties import load_properties
+from kraftsim.storage.java_properties import hash_order, load_properties
 
 MAX_DIFF_LINES = 12
+# A difference that a named policy (data/policies.toml) accounts for is reported as
+# POLICY_MARK + name; cases.judge turns a case with only such notes into "policy".
+POLICY_MARK = "policy:"
+_UNCAUGHT = re.compile(r'^Exception in thread "main" [\w.$]+: (.*)$')
 _CRC_AT, _TIMESTAMPS_AT, _TIMESTAMPS_END = 17, 27, 43
 _MASK_ID = "<directory.id>"
 # JVM and logging noise that is no part of a tool's answer.
@@ -59,6 +63,10 @@ def compare_runs(kafka: ToolRun, kraftsim: ToolRun, *, replacements: dict[str, s
         diffs.append(f"exit code: kafka {kafka.code}, kraftsim {kraftsim.code}")
     diffs += unified(clean_lines(kafka.stdout, replacements), clean_lines(kraftsim.stdout, replacements), "stdout")
     err_k, err_s = clean_lines(kafka.stderr, replacements), clean_lines(kraftsim.stderr, replacements)
+    uncaught = _UNCAUGHT.match(err_k[0]) if err_k else None
+    if uncaught and err_s and uncaught.group(1) == err_s[0] and kafka.code == kraftsim.code == 1:
+        diffs.append(POLICY_MARK + "one-line-errors")
+        err_k = [err_s[0]] + [ln for ln in err_k[1:] if not ln.startswith("Caused by: ")]
     if first_stderr_line:
         err_k, err_s = err_k[:1], err_s[:1]
     diffs += unified(err_k, err_s, "stderr")
@@ -76,13 +84,23 @@ def _directory_id(directory: Path) -> str | None:
 
 
 def compare_meta_properties(kafka: Path, kraftsim: Path) -> list[str]:
+    """Line by line, with the date comment and directory.id masked. Kafka's key order is
+    the JVM's (hash order on Java 11/17, sorted from Java 18); kraftsim writes them sorted,
+    so when only the order differs and Kafka's is Java 17's hash order it is a policy."""
     def lines(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8").splitlines()
         # Line 2 is the date comment java.util.Properties.store writes; the id is random.
         return [("#<date>" if i == 1 and ln.startswith("#") else re.sub(r"^directory\.id=.*", "directory.id=" + _MASK_ID, ln))
                 for i, ln in enumerate(text)]
 
-    diffs = unified(lines(kafka), lines(kraftsim), str(kafka.name))
+    k_lines, s_lines = lines(kafka), lines(kraftsim)
+    diffs = []
+    if k_lines != s_lines and k_lines[:2] == s_lines[:2] and sorted(k_lines[2:]) == s_lines[2:]:
+        keys = [ln.split("=", 1)[0] for ln in k_lines[2:]]
+        if keys == hash_order(sorted(keys)) or keys == hash_order(keys):
+            diffs.append(POLICY_MARK + "properties-key-order")
+            k_lines = s_lines
+    diffs += unified(k_lines, s_lines, str(kafka.name))
     for path in (kafka, kraftsim):
         did = load_properties(path.read_text(encoding="utf-8")).get("directory.id")
         if did is not None and not _is_uuid(did):

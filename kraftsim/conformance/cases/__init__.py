@@ -99,7 +99,7 @@ class Policy:
     """A documented, named difference between kraftsim and Kafka."""
 
     name: str
-    case: str  # fnmatch pattern over case names
+    case: str  # fnmatch pattern over case names; "" for a policy the comparisons name themselves
     releases: tuple[str, ...]  # fnmatch patterns over release versions
     match: str  # a substring the differences must contain
     why: str
@@ -107,15 +107,25 @@ class Policy:
 
 def load_policies() -> list[Policy]:
     text = resources.files("kraftsim.conformance").joinpath("data/policies.toml").read_text(encoding="utf-8")
-    return [Policy(p["name"], p["case"], tuple(p.get("releases", ["*"])), p.get("match", ""), p["why"])
+    return [Policy(p["name"], p.get("case", ""), tuple(p.get("releases", ["*"])), p.get("match", ""), p["why"])
             for p in tomllib.loads(text).get("policies", [])]
 
 
 def judge(case: str, release: str, diffs: list[str], policies: list[Policy]) -> Outcome:
+    """agree (no differences), policy (only named, documented ones) or differ."""
+    from kraftsim.conformance.compare import POLICY_MARK
+
+    named = list(dict.fromkeys(d[len(POLICY_MARK):] for d in diffs if d.startswith(POLICY_MARK)))
+    diffs = [d for d in diffs if not d.startswith(POLICY_MARK)]
     if not diffs:
-        return Outcome(case, release, AGREE, "")
+        if not named:
+            return Outcome(case, release, AGREE, "")
+        why = {p.name: p.why for p in policies}
+        return Outcome(case, release, POLICY, "; ".join(f"{n}: {why.get(n, '(undocumented)')}" for n in named))
     detail = "\n".join(diffs)
     for p in policies:
+        if not p.case:
+            continue
         if fnmatch.fnmatchcase(case, p.case) and any(fnmatch.fnmatchcase(release, r) for r in p.releases) \
                 and p.match in detail:
             return Outcome(case, release, POLICY, f"{p.name}: {p.why}")

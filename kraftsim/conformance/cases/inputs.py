@@ -22,7 +22,7 @@ def kafka_metadata_versions(ctx: ReleaseContext) -> list[str]:
     """The metadata.versions Kafka names when it refuses an unknown one: format's list (the
     production ones) and version-mapping's (3.9 on; the unstable ones too)."""
     node = Node(ctx, "probe-versions", "combined")
-    runs = run_batch(ctx.dist, [("storage", ("format", "-c", node.config("kafka"), "-t", CLUSTER_ID, "-r", "0.0")),
+    runs = run_batch(ctx.dist, [("storage", ("format", "-c", node.config, "-t", CLUSTER_ID, "-r", "0.0")),
                                 ("storage", ("version-mapping", "--release-version", "0.0"))])
     names: list[str] = []
     for run in runs:
@@ -34,7 +34,7 @@ def kafka_metadata_versions(ctx: ReleaseContext) -> list[str]:
 def kafka_features(ctx: ReleaseContext) -> list[str]:
     """The features Kafka's format knows, read from its refusal of an unknown one (none before 3.8's --feature)."""
     node = Node(ctx, "probe-features", "combined")
-    run = run_batch(ctx.dist, [("storage", ("format", "-c", node.config("kafka"), "-t", CLUSTER_ID,
+    run = run_batch(ctx.dist, [("storage", ("format", "-c", node.config, "-t", CLUSTER_ID,
                                             "--feature", "no.such.feature=1"))])[0]
     m = re.search(r"Supported features are: (.+)", run.text())
     return [v.strip() for v in m.group(1).split(",")] if m else []

@@ -37,23 +37,29 @@ def server_properties(root: Path, role: str) -> str:
 
 
 class Node:
-    """The same node laid out twice: `<dir>/kafka/` for Kafka's tool, `<dir>/kraftsim/` for kraftsim's,
-    each with its server.properties beside it (`<dir>/kafka.properties`)."""
+    """A node formatted by both tools at the same path (Kafka's tools order directories by
+    their paths' hash codes, so the paths must be equal): Kafka writes `<dir>/node/`, which
+    is then moved to `<dir>/kafka/`, and kraftsim writes `<dir>/node/` again, moved to
+    `<dir>/kraftsim/`. server.properties lies beside, in `<dir>/server.properties`."""
 
     def __init__(self, ctx: ReleaseContext, name: str, role: str):
         self.dir = ctx.scratch(name)
         self.role = role
-        for side in ("kafka", "kraftsim"):
-            Path(self.config(side)).write_text(server_properties(self.dir / side, role), encoding="utf-8")
+        self.root = self.dir / "node"
+        Path(self.config).write_text(server_properties(self.root, role), encoding="utf-8")
 
-    def config(self, side: str) -> str:
-        return str(self.dir / f"{side}.properties")
+    @property
+    def config(self) -> str:
+        return str(self.dir / "server.properties")
 
     @property
     def replacements(self) -> dict[str, str]:
-        return {str(self.dir / "kafka"): NODE, str(self.dir / "kraftsim"): NODE}
+        return {str(self.root): NODE}
+
+    def keep(self, side: str) -> None:
+        """Move what the last tool wrote aside, as `side`'s."""
+        if self.root.exists():
+            self.root.rename(self.dir / side)
 
     def tree_diffs(self) -> list[str]:
         return compare_trees(self.dir / "kafka", self.dir / "kraftsim")
-
-

@@ -18,7 +18,7 @@ from typing import Iterable
 
 from kraftsim.conformance.cases import Case, ReleaseContext
 from kraftsim.conformance.compare import compare_runs
-from kraftsim.conformance.cases.nodes import NODE, SCRAM, Node, ROLES, CLUSTER_ID
+from kraftsim.conformance.cases.nodes import CLUSTER_ID, ROLES, SCRAM, Node
 from kraftsim.conformance.cases.inputs import feature_tops, metadata_versions
 from kraftsim.conformance.tools import ToolRun
 
@@ -29,18 +29,20 @@ def format_case(ctx: ReleaseContext, group: str, role: str, label: str, flags: l
     name = f"{group}/{role}/{label}"
     node = Node(ctx, re.sub(r"[^A-Za-z0-9.=-]+", "_", f"{role}-{label}")[:60], role)
     runs = [flags] + ([second_flags if second_flags is not None else flags] if times == 2 else [])
-    kafka = tuple(("storage", ("format", "-c", node.config("kafka"), "-t", CLUSTER_ID, *f)) for f in runs)
+    kafka = tuple(("storage", ("format", "-c", node.config, "-t", CLUSTER_ID, *f)) for f in runs)
 
     def check(kafka_runs: list[ToolRun]) -> list[str]:
         missing = ctx.missing_line()
         if missing:
             return [f"kraftsim cannot act as Kafka {ctx.line}: {missing}"]
+        node.keep("kafka")
         diffs = []
         for i, (f, k) in enumerate(zip(runs, kafka_runs)):
-            s = ctx.kraftsim(["storage", "format", "--release", ctx.line, "--seed", "0", "-c", node.config("kraftsim"),
+            s = ctx.kraftsim(["storage", "format", "--release", ctx.line, "--seed", "0", "-c", node.config,
                               "-t", CLUSTER_ID, *f])
             step = f"run {i + 1}: " if len(runs) > 1 else ""
             diffs += [step + d for d in compare_runs(k, s, replacements=node.replacements)]
+        node.keep("kraftsim")
         return diffs + node.tree_diffs()
 
     return Case(name, kafka, check)
