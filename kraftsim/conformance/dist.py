@@ -7,8 +7,9 @@ later runs reuse: `$KRAFTSIM_KAFKA_CACHE/<version>/`, default
 `~/.cache/kraftsim/kafka/<version>/` (under `$XDG_CACHE_HOME` when set). A cached release
 is complete when its `jars.txt` lists its jars; it is written last.
 
-The 4.x lines ship log4j2 without an SLF4J binding, so their logs would go nowhere; the
-binding matching the release's own log4j-api is added in a second Maven step.
+The 4.x lines' Maven dependencies have no SLF4J binding (4.3 on bring log4j2 itself, 4.0-4.2
+not even that), so their logs would go nowhere; the binding matching the release's own
+log4j-api (or a fixed log4j2 with its binding) is added in a second Maven step.
 """
 
 from __future__ import annotations
@@ -203,17 +204,24 @@ def _pom(release: KafkaRelease) -> str:
     return _POM.format(version=release.version, dependencies=deps)
 
 
-def _slf4j_binding(jars_dir: Path) -> str | None:
-    """The log4j2 SLF4J binding this release lacks, as Maven coordinates, or None."""
+# Used when a release's Maven dependencies carry no logging backend at all (4.0-4.2 ship
+# log4j2 only in their tarball): the log4j2 line Kafka 4.0 was released with.
+LOG4J_FALLBACK = "2.24.3"
+
+
+def _logging_artifacts(jars_dir: Path) -> list[str]:
+    """Maven coordinates of the SLF4J binding (and log4j2 itself) a release lacks, so its logs go somewhere."""
     names = [p.name for p in jars_dir.iterdir()]
     if any(n.startswith(("slf4j-reload4j", "slf4j-log4j12", "log4j-slf4j")) for n in names):
-        return None
-    api = next((m for m in (re.fullmatch(r"log4j-api-(.+)\.jar", n) for n in names) if m), None)
+        return []
     slf4j = next((m for m in (re.fullmatch(r"slf4j-api-(\d+)\..+\.jar", n) for n in names) if m), None)
-    if api is None or slf4j is None:
-        return None
-    artifact = "log4j-slf4j2-impl" if slf4j.group(1) == "2" else "log4j-slf4j-impl"
-    return f"org.apache.logging.log4j:{artifact}:{api.group(1)}"
+    if slf4j is None:
+        return []
+    binding = "log4j-slf4j2-impl" if slf4j.group(1) == "2" else "log4j-slf4j-impl"
+    api = next((m for m in (re.fullmatch(r"log4j-api-(.+)\.jar", n) for n in names) if m), None)
+    if api is not None:
+        return [f"org.apache.logging.log4j:{binding}:{api.group(1)}"]
+    return [f"org.apache.logging.log4j:{a}:{LOG4J_FALLBACK}" for a in ("log4j-api", "log4j-core", binding)]
 
 
 def fetch(release: KafkaRelease, *, log=lambda line: None) -> KafkaDist:
@@ -230,10 +238,9 @@ def fetch(release: KafkaRelease, *, log=lambda line: None) -> KafkaDist:
             jars_dir = staging / "jars"
             _maven(staging, ["dependency:copy-dependencies", f"-DoutputDirectory={jars_dir}"],
                    f"resolving Kafka {release.version}")
-            binding = _slf4j_binding(jars_dir)
-            if binding is not None:
-                _maven(staging, ["dependency:copy", f"-Dartifact={binding}", f"-DoutputDirectory={jars_dir}"],
-                       f"resolving {binding}")
+            for artifact in _logging_artifacts(jars_dir):
+                _maven(staging, ["dependency:copy", f"-Dartifact={artifact}", f"-DoutputDirectory={jars_dir}"],
+                       f"resolving {artifact}")
             names = sorted(p.name for p in jars_dir.iterdir() if p.suffix == ".jar")
             (staging / JARS_LIST).write_text("\n".join(names) + "\n", encoding="utf-8")
             if home.exists():
