@@ -211,3 +211,57 @@ def _log_dir_of(path: Path) -> Path:
     """The log directory (holding meta.properties) a file lies in or under."""
     parent = path.parent
     return parent.parent if parent.name.startswith("__cluster_metadata") else parent
+
+
+# ------------------------------------------------------------------------------ dump-log texts
+
+_DUMP_RECORD = re.compile(r"^\| offset: (\d+) .*?(?: payload: | (\w+):? )(\{.*\})\s*$")
+_DUMP_CONTROL_TYPE = re.compile(r"^\| offset: (\d+) .* controlType: (\w+)\(\d+\)\s*$")
+Payload = tuple[int, dict]
+
+
+def dump_log_payloads(text: str) -> list[Payload]:
+    """(offset, payload) of every record kafka-dump-log --cluster-metadata-decoder printed:
+    data records as {"type", "version", "data"}, control records as {"control": type, "data"},
+    or {"control": type} alone where Kafka prints only the control type (log segments)."""
+    out: list[Payload] = []
+    for line in text.splitlines():
+        m = _DUMP_RECORD.match(line)
+        if m is not None:
+            obj = json.loads(m.group(3))
+            out.append((int(m.group(1)), {"control": _control_type(m.group(2)), "data": obj} if m.group(2) else obj))
+            continue
+        m = _DUMP_CONTROL_TYPE.match(line)
+        if m is not None:
+            out.append((int(m.group(1)), {"control": m.group(2)}))
+    return out
+
+
+def json_dump_payloads(text: str) -> list[Payload]:
+    """The same from `kraftsim log dump --json` output."""
+    out: list[Payload] = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            e = json.loads(line)
+            obj = {"control": e["type"], "data": e["data"]} if e["control"] else \
+                {"type": e["type"], "version": e["version"], "data": e["data"]}
+            out.append((e["offset"], obj))
+    return out
+
+
+def compare_payloads(kafka: list[Payload], kraftsim: list[Payload], what: str) -> list[str]:
+    """Record by record; where Kafka shows a control record's type only, only the type counts."""
+    type_only = {off for off, obj in kafka if "control" in obj and "data" not in obj}
+    ours = [(off, {"control": obj["control"]} if off in type_only and "control" in obj else obj)
+            for off, obj in kraftsim]
+    line = lambda p: f"{p[0]} {json.dumps(p[1], sort_keys=True)}"  # noqa: E731
+    return unified([line(p) for p in kafka], [line(p) for p in ours], what)
+
+
+# kafka-dump-log's labels for control records, to kraftsim's type names.
+_CONTROL_NAMES = {"LeaderChange": "LEADER_CHANGE", "SnapshotHeader": "SNAPSHOT_HEADER",
+                  "SnapshotFooter": "SNAPSHOT_FOOTER", "KRaftVersion": "KRAFT_VERSION", "KRaftVoters": "KRAFT_VOTERS"}
+
+
+def _control_type(label: str) -> str:
+    return _CONTROL_NAMES.get(label, label)

@@ -26,20 +26,30 @@ def run_release(release: KafkaRelease, patterns: Sequence[str] = (), *,
     policies = load_policies()
     with tempfile.TemporaryDirectory(prefix=f"kraftsim-conformance-{release.version}-") as tmp:
         ctx = ReleaseContext(dist, Path(tmp))
-        cases = list(select(ctx, list(patterns)))
-        log(f"Kafka {release.version}: {len(cases)} cases")
-        for start in range(0, len(cases), BATCH_SIZE):
-            chunk = cases[start:start + BATCH_SIZE]
-            commands = [cmd for case in chunk for cmd in case.kafka]
-            runs = run_batch(dist, commands)
-            at = 0
-            for case in chunk:
-                mine = runs[at:at + len(case.kafka)]
-                at += len(case.kafka)
-                try:
-                    diffs = case.check(mine)
-                except Exception as e:  # noqa: BLE001 - a case that breaks is reported, the others still run
-                    last = traceback.format_exception(e)[-1].strip()
-                    yield Outcome(case.name, release.version, DIFFER, f"the case itself failed: {last}")
-                    continue
-                yield judge(case.name, release.version, diffs, policies)
+        try:
+            yield from _run_cases(ctx, release, patterns, policies, log)
+        finally:
+            for cleanup in reversed(ctx.cleanups):
+                cleanup()
+
+
+def _run_cases(ctx: ReleaseContext, release: KafkaRelease, patterns: Sequence[str], policies: list,
+               log: Callable[[str], None]) -> Iterator[Outcome]:
+    dist = ctx.dist
+    cases = list(select(ctx, list(patterns)))
+    log(f"Kafka {release.version}: {len(cases)} cases")
+    for start in range(0, len(cases), BATCH_SIZE):
+        chunk = cases[start:start + BATCH_SIZE]
+        commands = [cmd for case in chunk for cmd in case.kafka]
+        runs = run_batch(dist, commands)
+        at = 0
+        for case in chunk:
+            mine = runs[at:at + len(case.kafka)]
+            at += len(case.kafka)
+            try:
+                diffs = case.check(mine)
+            except Exception as e:  # noqa: BLE001 - a case that breaks is reported, the others still run
+                last = traceback.format_exception(e)[-1].strip()
+                yield Outcome(case.name, release.version, DIFFER, f"the case itself failed: {last}")
+                continue
+            yield judge(case.name, release.version, diffs, policies)

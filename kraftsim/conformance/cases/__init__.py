@@ -57,6 +57,7 @@ class ReleaseContext:
     _catalog_error: str | None = field(default=None, init=False)
     _counter: int = field(default=0, init=False)
     memo: dict = field(default_factory=dict, init=False)  # inputs read once per release (cases.inputs)
+    cleanups: list = field(default_factory=list, init=False)  # run when the release is done, whatever happened
 
     @property
     def version(self) -> str:

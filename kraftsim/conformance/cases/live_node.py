@@ -1,5 +1,231 @@
-"""(being written)"""
+"""A live Kafka node against a simulated cluster of the same release, command by command.
+
+Kafka: one combined node formatted at the release's default, started on 127.0.0.1.
+kraftsim: `kraftsim cluster create` with one controller and one broker on the same
+release. The same kafka-features commands run on both (Kafka's with
+`--bootstrap-server`, kraftsim's with `--cluster`) and each case compares exit code and
+both streams. The finalized epoch (`Epoch: N` of describe) is the offset of a log that
+also holds Kafka's timed records (heartbeats, NoOps), so it is masked. After the last
+command the node is stopped and its metadata log is checked with `kraftsim log verify`,
+dumped by both tools record by record, and the snapshot Kafka wrote is rewritten by
+`kraftsim snapshot create` at the same offset and compared with it.
+
+The session is one per release: the first case starts the node, the last stops it; the
+release context's cleanups stop it whatever happens in between.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.compare import (
+    clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads,
+)
+from kraftsim.conformance.dist import KafkaUnavailable
+from kraftsim.conformance.node import LiveNode
+from kraftsim.conformance.tools import ToolRun, run_tool
+
+# Kafka writes a KRaft snapshot at most this often here (default: every hour), so the
+# session's log has one to compare with kraftsim's.
+SNAPSHOT_INTERVAL_MS = 1000
+_EPOCH = re.compile(r"Epoch: \d+")
+_SIM_NOTE = re.compile(r"^\[cluster\] ")
 
 
-def cases(ctx):
-    return []
+@dataclass
+class Session:
+    ctx: ReleaseContext
+    node: LiveNode | None = None
+    sim_dir: Path | None = None
+    failure: str | None = None
+    started: bool = False
+    stopped: bool = False
+    diffs_seen: bool = False
+    kept: Path | None = None
+
+    def ensure(self) -> list[str]:
+        """Start both sides once (whichever case comes first); the failure, if any, for every case."""
+        if not self.started:
+            self.started = True
+            self._start()
+        return [self.failure] if self.failure else []
+
+    def _start(self) -> None:
+        missing = self.ctx.missing_line()
+        if missing:
+            self.failure = f"kraftsim cannot act as Kafka {self.ctx.line}: {missing}"
+            return
+        work = self.ctx.scratch("live-node")
+        (work / "kafka").mkdir()
+        self.node = LiveNode(self.ctx.dist, work / "kafka",
+                             extra_config=f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n")
+        self.ctx.cleanups.append(self.node.stop)
+        self.sim_dir = work / "sim"
+        sim = self.ctx.kraftsim(["cluster", "create", str(self.sim_dir), "--controllers", "1", "--brokers", "1",
+                                 "--release", self.ctx.line, "--seed", "0"])
+        try:
+            self.node.format()
+            self.node.start()
+        except KafkaUnavailable as e:
+            self.keep()
+            self.failure = f"the Kafka node did not start: {e} (logs kept in {self.kept})"
+            return
+        if sim.code != 0:
+            self.failure = f"kraftsim cluster create failed (exit {sim.code}): {sim.stderr.strip()[:300]}"
+
+    def keep(self) -> None:
+        if self.node is not None and self.kept is None:
+            self.kept = self.node.keep_logs("live-node")
+
+    def features(self, args: list[str]) -> list[str]:
+        if self.ensure():
+            return [self.failure]
+        if self.stopped:
+            return ["the Kafka node was already stopped"]
+        kafka = run_tool(self.ctx.dist, "features", ["--bootstrap-server", self.node.bootstrap, *args])
+        sim = self.ctx.kraftsim(["features", "--cluster", str(self.sim_dir), "--release", self.ctx.line, *args])
+        sim = ToolRun(sim.argv, sim.code, sim.stdout,
+                      "\n".join(ln for ln in sim.stderr.splitlines() if not _SIM_NOTE.match(ln)))
+        diffs = compare_runs(_mask_epoch(kafka), _mask_epoch(sim))
+        if diffs:
+            self.diffs_seen = True
+        return diffs
+
+    def stop(self) -> list[str]:
+        """Stop the node (so its files are final); its logs are kept when a command differed."""
+        if self.ensure():
+            return [self.failure]
+        self.stopped = True
+        self.node.stop()
+        if self.diffs_seen:
+            self.keep()
+        code = self.node.proc.returncode if self.node.proc else None
+        # 143: the JVM's exit code after SIGTERM, as Kafka's own shutdown hook leaves it.
+        return [] if code in (0, 143) else [f"the Kafka node exited with code {code} when stopped"]
+
+
+def _mask_epoch(run: ToolRun) -> ToolRun:
+    return ToolRun(run.argv, run.code, _EPOCH.sub("Epoch: <n>", run.stdout), run.stderr)
+
+
+def _metadata_dir(session: Session) -> Path:
+    return session.node.data / "__cluster_metadata-0"
+
+
+def _verify(session: Session) -> list[str]:
+    if session.ensure():
+        return [session.failure]
+    if not session.stopped:
+        session.stop()
+    run = session.ctx.kraftsim(["log", "verify", str(_metadata_dir(session))])
+    return [] if run.code == 0 else [f"kraftsim log verify on Kafka's log: exit {run.code}"] + \
+        [ln for ln in run.stdout.splitlines() if "PROBLEM" in ln][:10]
+
+
+def _kafka_files(session: Session) -> list[Path]:
+    d = _metadata_dir(session)
+    return sorted(d.glob("*.log")) + sorted(d.glob("*.checkpoint"))
+
+
+def _dump(session: Session) -> list[str]:
+    if session.ensure():
+        return [session.failure]
+    if not session.stopped:
+        session.stop()
+    diffs = []
+    for path in _kafka_files(session):
+        kafka = run_tool(session.ctx.dist, "dump-log", ["--cluster-metadata-decoder", "--files", str(path)])
+        ours = session.ctx.kraftsim(["log", "dump", "--json", str(path)])
+        if kafka.code != 0 or ours.code != 0:
+            diffs.append(f"{path.name}: exit codes kafka-dump-log {kafka.code}, kraftsim log dump {ours.code}")
+        diffs += compare_payloads(dump_log_payloads(kafka.stdout), json_dump_payloads(ours.stdout),
+                                  f"{path.name} payloads")
+    return diffs
+
+
+def _snapshot(session: Session) -> list[str]:
+    """kraftsim's snapshot of Kafka's log at the offset of Kafka's newest snapshot, against it."""
+    if session.ensure():
+        return [session.failure]
+    if not session.stopped:
+        session.stop()
+    snaps = [p for p in sorted(_metadata_dir(session).glob("*.checkpoint")) if not p.name.startswith("0" * 20 + "-")]
+    if not snaps:
+        return ["Kafka wrote no snapshot during the session"]
+    theirs = snaps[-1]
+    offset = int(theirs.name.split("-")[0])
+    out = theirs.parent.parent.parent / "kraftsim-snapshot"
+    out.mkdir(exist_ok=True)
+    # The log alone (segments), so kraftsim does not start from Kafka's own snapshot.
+    logs = sorted(_metadata_dir(session).glob("*.log"))
+    run = session.ctx.kraftsim(["snapshot", "create", "--offset", str(offset), "--release", session.ctx.line,
+                                "-o", str(out), *map(str, logs[:1])])
+    ours = out / theirs.name
+    if run.code != 0 or not ours.is_file():
+        return [f"kraftsim snapshot create --offset {offset}: exit {run.code}: "
+                + " | ".join(clean_lines(run.stderr)[:3])]
+    return compare_metadata_file(theirs, ours)
+
+
+def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
+    """(label, kafka-features arguments) for the session, from the release's versions."""
+    catalog = ctx.catalog()
+    if catalog is None:
+        return [("describe", ["describe"])]
+    lp = catalog.latest_production
+    floor = catalog.safe_downgrade_floor(lp)
+    below = [mv for mv in catalog.metadata_versions if mv.level < floor.level and mv.level >= catalog.minimum.level]
+    prev = catalog.previous(lp)
+    features = catalog.supported_features()
+    cmds: list[tuple[str, list[str]]] = [
+        ("describe", ["describe"]),
+        (f"upgrade --release-version {lp.version}", ["upgrade", "--release-version", lp.version]),
+        (f"downgrade --metadata {prev.version} --dry-run", ["downgrade", "--metadata", prev.version, "--dry-run"]),
+        (f"downgrade metadata.version={floor.level} --dry-run",
+         ["downgrade", "--feature", f"metadata.version={floor.level}", "--dry-run"]),
+    ]
+    if below:
+        lossy = below[-1]
+        cmds += [
+            (f"downgrade metadata.version={lossy.level}", ["downgrade", "--feature", f"metadata.version={lossy.level}"]),
+            (f"downgrade --unsafe metadata.version={lossy.level}",
+             ["downgrade", "--unsafe", "--feature", f"metadata.version={lossy.level}"]),
+        ]
+    if floor.level < lp.level:
+        cmds += [(f"downgrade metadata.version={floor.level}", ["downgrade", "--feature", f"metadata.version={floor.level}"]),
+                 ("describe after downgrade", ["describe"]),
+                 (f"upgrade metadata.version={lp.level}", ["upgrade", "--feature", f"metadata.version={lp.level}"])]
+    if "group.version" in features:
+        cmds += [("disable group.version --dry-run", ["disable", "--feature", "group.version", "--dry-run"]),
+                 ("disable group.version", ["disable", "--feature", "group.version"]),
+                 ("upgrade group.version=1", ["upgrade", "--feature", "group.version=1"])]
+    if "transaction.version" in features:
+        top = features["transaction.version"][1]
+        cmds.append((f"upgrade transaction.version={top + 1}", ["upgrade", "--feature", f"transaction.version={top + 1}"]))
+    cmds += [
+        ("upgrade no.such.feature=1", ["upgrade", "--feature", "no.such.feature=1"]),
+        (f"downgrade --release-version {floor.version}", ["downgrade", "--release-version", floor.version]),
+        (f"upgrade metadata.version={lp.level} again", ["upgrade", "--feature", f"metadata.version={lp.level}"]),
+        ("describe at the end", ["describe"]),
+    ]
+    return cmds
+
+
+def cases(ctx: ReleaseContext) -> Iterable[Case]:
+    session = Session(ctx)
+    commands = _commands(ctx)
+    group = "live-node"
+
+    def step(args: list[str]):
+        return lambda _: session.features(args)
+
+    for label, args in commands:
+        yield Case(f"{group}/features {label}", (), step(args))
+    yield Case(f"{group}/stopped", (), lambda _: session.stop())
+    yield Case(f"{group}/log verify", (), lambda _: _verify(session))
+    yield Case(f"{group}/dump-log payloads", (), lambda _: _dump(session))
+    yield Case(f"{group}/snapshot at Kafka's offset", (), lambda _: _snapshot(session))
