@@ -7,6 +7,7 @@ timeout and its own process group, which is killed whole when the timeout passes
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
@@ -144,8 +145,9 @@ def _javac(dist: KafkaDist) -> str | None:
 
 
 def batch_classes(dist: KafkaDist) -> Path | None:
-    """ToolBatch compiled for this release (cached beside its jars), or None without a javac."""
-    out = dist.home / "toolbatch"
+    """ToolBatch compiled for this release (cached beside its jars, by source hash), or None without a javac."""
+    tag = hashlib.sha256(_BATCH_SOURCE.read_bytes()).hexdigest()[:12]
+    out = dist.home / f"toolbatch-{tag}"
     if (out / f"{BATCH_MAIN}.class").is_file():
         return out
     javac = _javac(dist)

@@ -5,8 +5,10 @@
 // tabs. Output (the real stdout), per command: a line "@@toolbatch <exit code> <stdout
 // bytes> <stderr bytes>", then the command's stdout and stderr bytes. Kafka's tools leave
 // through org.apache.kafka...Exit, whose procedure is replaced here by one that unwinds
-// the command; an exception escaping main is printed as the JVM would print it, with exit
-// code 1. System.out/err are replaced once, before any tool runs, by streams whose target
+// the command; argparse4j calls System.exit itself on a usage error, which a security
+// manager turns into the same unwinding where the JVM still allows one (Java 17-23; on
+// newer JVMs such a command ends the batch and the caller runs it again alone). An
+// exception escaping main is printed as the JVM would print it, with exit code 1. System.out/err are replaced once, before any tool runs, by streams whose target
 // changes per command (Scala's Console keeps the stream it first saw).
 import java.io.*;
 import java.lang.reflect.*;
@@ -28,6 +30,7 @@ public final class ToolBatch {
     public static void main(String[] argv) throws Exception {
         PrintStream real = new PrintStream(new FileOutputStream(FileDescriptor.out), false);
         installExit();
+        trapSystemExit();
         Switch out = new Switch(), err = new Switch();
         System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
         System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
@@ -47,6 +50,7 @@ public final class ToolBatch {
     }
 
     static int run(String mainClass, String[] args) {
+        running = true;
         try {
             Method m = Class.forName(mainClass).getMethod("main", String[].class);
             m.invoke(null, (Object) args);
@@ -62,6 +66,25 @@ public final class ToolBatch {
         } catch (ReflectiveOperationException x) {
             System.err.println("Error: Could not find or load main class " + mainClass);
             return 1;
+        } finally {
+            running = false;
+        }
+    }
+
+    static volatile boolean running;
+
+    @SuppressWarnings("removal")
+    static void trapSystemExit() {
+        try {
+            System.setSecurityManager(new SecurityManager() {
+                @Override public void checkPermission(java.security.Permission perm) { }
+                @Override public void checkPermission(java.security.Permission perm, Object context) { }
+                @Override public void checkExit(int status) {
+                    if (running) throw new ExitCalled(status);
+                }
+            });
+        } catch (UnsupportedOperationException | SecurityException e) {
+            // No security manager on this JVM: System.exit ends the batch (see above).
         }
     }
 
