@@ -10,11 +10,13 @@ kraftsim.conformance.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
-from kraftsim.conformance.cases import DIFFER
+from kraftsim.conformance.cases import DIFFER, Outcome
 from kraftsim.conformance.dist import KafkaUnavailable, default_releases, resolve_release
-from kraftsim.conformance.report import detail_lines, json_line, table_lines, totals_line
+from kraftsim.conformance.report import detail_lines, json_line, markdown_row, table_lines, totals_line
 from kraftsim.conformance.run import run_release
 
 
@@ -33,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--summary", action="store_true", help="fold the table into case families with counts")
     r.add_argument("--policies", action="store_true", help="also print each policy note under the table")
     r.set_defaults(run=_run)
+
+    t = cmds.add_parser("table", help="print the table of a saved `conformance run --json` output")
+    t.add_argument("file", metavar="FILE", help="JSON lines from `kraftsim conformance run --json` ('-': stdin)")
+    t.add_argument("--summary", action="store_true", help="fold the table into case families with counts")
+    t.add_argument("--markdown", action="store_true", help="a Markdown table (for the README)")
+    t.set_defaults(run=_table)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -57,3 +65,25 @@ def _run(args: argparse.Namespace) -> int:
             for line in details:
                 print(line)
     return 1 if any(o.result == DIFFER for o in outcomes) else 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    outcomes = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            outcomes.append(Outcome(obj["case"], obj["release"], obj["result"], obj.get("detail", "")))
+        except (ValueError, KeyError, TypeError) as e:
+            print(f"kraftsim: error: {args.file}: line {n}: expected a conformance JSON object ({e})", file=sys.stderr)
+            return 2
+    releases = list(dict.fromkeys(o.release for o in outcomes))
+    lines = table_lines(outcomes, releases, summary=args.summary)
+    if args.markdown:
+        lines = [markdown_row(ln) for ln in lines]
+    for line in lines:
+        print(line)
+    print(totals_line(outcomes))
+    return 0

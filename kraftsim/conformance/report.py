@@ -18,15 +18,27 @@ def json_line(outcome: Outcome) -> str:
     return json.dumps(outcome.to_json(), ensure_ascii=False, sort_keys=False)
 
 
+_SEP = "  "
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join("{:<%d}" % w for w in widths)
+    fmt = _SEP.join("{:<%d}" % w for w in widths)
     return [fmt.format(*header).rstrip(), fmt.format(*("-" * w for w in widths)).rstrip()] + \
            [fmt.format(*r).rstrip() for r in rows]
 
 
+def markdown_row(line: str) -> str:
+    """A line of table_lines as a Markdown table row (cells never hold two spaces in a row)."""
+    cells = [c.strip() for c in line.split(_SEP) if c.strip()]
+    if cells and all(set(c) <= {"-"} for c in cells):
+        cells = ["---"] * len(cells)
+    return "| " + " | ".join(cells) + " |"
+
+
 def family(case: str) -> str:
-    return "/".join(case.split("/")[:2])
+    """The summary row of a case: its first two name parts; the live node's session is one row."""
+    return "live-node" if case.startswith("live-node/") else "/".join(case.split("/")[:2])
 
 
 def table_lines(outcomes: list[Outcome], releases: list[str], *, summary: bool = False) -> list[str]:

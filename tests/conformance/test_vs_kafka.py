@@ -3,14 +3,15 @@
 Each test runs a group of conformance cases (kraftsim.conformance.cases) on one release:
 Kafka's tools and kraftsim's commands on the same inputs, compared. A case passes when
 the two agree or differ only by a documented policy. Differences kraftsim is known to
-have are listed in known_gaps.toml (each with its reason); a listed gap still fails
-nothing, an unlisted difference fails the test, and a listed gap that no longer differs
-is reported so the list can shrink.
+have are listed in known_gaps.toml (each with its reason); a listed gap fails nothing,
+an unlisted difference fails the test. With KRAFTSIM_CONFORMANCE_REVIEW_GAPS=1 the
+tests also warn about listed gaps that matched nothing in their run, to shrink the list.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import tomllib
 import warnings
 from pathlib import Path
@@ -46,6 +47,8 @@ def _check(outcomes: list[Outcome]) -> None:
     gaps = _gaps()
     unexpected = [o for o in outcomes if o.result == DIFFER and _gap_of(o, gaps) is None]
     listed = {(g["case"], g.get("match", "")) for o in outcomes if o.result == DIFFER for g in [_gap_of(o, gaps)] if g}
+    if os.environ.get("KRAFTSIM_CONFORMANCE_REVIEW_GAPS") != "1":
+        gaps = []
     for gap in gaps:
         relevant = [o for o in outcomes if fnmatch.fnmatchcase(o.case, gap["case"])
                     and any(fnmatch.fnmatchcase(o.release, r) for r in gap.get("releases", ["*"]))]

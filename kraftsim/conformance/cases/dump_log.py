@@ -77,10 +77,9 @@ def _snapshots(ctx: ReleaseContext, metadata_dir: Path) -> list[tuple[str, Path]
     lp = catalog.latest_production
     floor = catalog.safe_downgrade_floor(lp)
     lossy = [mv for mv in catalog.metadata_versions if catalog.minimum.level <= mv.level < floor.level]
-    plans = [("snapshot", []), (f"snapshot at {floor.version} (lossless)", ["--metadata-version", floor.version])]
+    plans = [("snapshot", []), ("snapshot, lossless downgrade", ["--metadata-version", floor.version])]
     if lossy:
-        plans.append((f"snapshot at {lossy[-1].version} (KIP-778 lossy)",
-                      ["--metadata-version", lossy[-1].version, "--allow-loss"]))
+        plans.append(("snapshot, KIP-778 lossy downgrade", ["--metadata-version", lossy[-1].version, "--allow-loss"]))
     made = []
     for i, (label, flags) in enumerate(plans):
         out = metadata_dir.parent.parent / f"snapshot-{i}"

@@ -181,35 +181,38 @@ def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
     below = [mv for mv in catalog.metadata_versions if mv.level < floor.level and mv.level >= catalog.minimum.level]
     prev = catalog.previous(lp)
     features = catalog.supported_features()
+    # Labels name the versions by their role (LATEST, PREVIOUS, FLOOR = lowest safe
+    # downgrade target, LOSSY = the highest below it), so case names are the same for
+    # every release.
     cmds: list[tuple[str, list[str]]] = [
         ("describe", ["describe"]),
-        (f"upgrade --release-version {lp.version}", ["upgrade", "--release-version", lp.version]),
-        (f"downgrade --metadata {prev.version} --dry-run", ["downgrade", "--metadata", prev.version, "--dry-run"]),
-        (f"downgrade metadata.version={floor.level} --dry-run",
+        ("upgrade --release-version LATEST", ["upgrade", "--release-version", lp.version]),
+        ("downgrade --metadata PREVIOUS --dry-run", ["downgrade", "--metadata", prev.version, "--dry-run"]),
+        ("downgrade metadata.version=FLOOR --dry-run",
          ["downgrade", "--feature", f"metadata.version={floor.level}", "--dry-run"]),
     ]
     if below:
         lossy = below[-1]
         cmds += [
-            (f"downgrade metadata.version={lossy.level}", ["downgrade", "--feature", f"metadata.version={lossy.level}"]),
-            (f"downgrade --unsafe metadata.version={lossy.level}",
+            ("downgrade metadata.version=LOSSY", ["downgrade", "--feature", f"metadata.version={lossy.level}"]),
+            ("downgrade --unsafe metadata.version=LOSSY",
              ["downgrade", "--unsafe", "--feature", f"metadata.version={lossy.level}"]),
         ]
     if floor.level < lp.level:
-        cmds += [(f"downgrade metadata.version={floor.level}", ["downgrade", "--feature", f"metadata.version={floor.level}"]),
+        cmds += [("downgrade metadata.version=FLOOR", ["downgrade", "--feature", f"metadata.version={floor.level}"]),
                  ("describe after downgrade", ["describe"]),
-                 (f"upgrade metadata.version={lp.level}", ["upgrade", "--feature", f"metadata.version={lp.level}"])]
+                 ("upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={lp.level}"])]
     if "group.version" in features:
         cmds += [("disable group.version --dry-run", ["disable", "--feature", "group.version", "--dry-run"]),
                  ("disable group.version", ["disable", "--feature", "group.version"]),
                  ("upgrade group.version=1", ["upgrade", "--feature", "group.version=1"])]
     if "transaction.version" in features:
         top = features["transaction.version"][1]
-        cmds.append((f"upgrade transaction.version={top + 1}", ["upgrade", "--feature", f"transaction.version={top + 1}"]))
+        cmds.append(("upgrade transaction.version=MAX+1", ["upgrade", "--feature", f"transaction.version={top + 1}"]))
     cmds += [
         ("upgrade no.such.feature=1", ["upgrade", "--feature", "no.such.feature=1"]),
-        (f"downgrade --release-version {floor.version}", ["downgrade", "--release-version", floor.version]),
-        (f"upgrade metadata.version={lp.level} again", ["upgrade", "--feature", f"metadata.version={lp.level}"]),
+        ("downgrade --release-version FLOOR", ["downgrade", "--release-version", floor.version]),
+        ("upgrade metadata.version=LATEST again", ["upgrade", "--feature", f"metadata.version={lp.level}"]),
         ("describe at the end", ["describe"]),
     ]
     return cmds

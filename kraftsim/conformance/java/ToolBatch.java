@@ -8,7 +8,10 @@
 // the command; argparse4j calls System.exit itself on a usage error, which a security
 // manager turns into the same unwinding where the JVM still allows one (Java 17-23; on
 // newer JVMs such a command ends the batch and the caller runs it again alone). An
-// exception escaping main is printed as the JVM would print it, with exit code 1. System.out/err are replaced once, before any tool runs, by streams whose target
+// exception escaping main is printed as the JVM would print it, with exit code 1. Once a
+// command asks to exit, whatever it prints afterwards is dropped and the status it asked
+// for is its exit code, as in a JVM that really ended there (a tool's catch-all handler
+// may otherwise catch the unwinding and print about it). System.out/err are replaced once, before any tool runs, by streams whose target
 // changes per command (Scala's Console keeps the stream it first saw).
 import java.io.*;
 import java.lang.reflect.*;
@@ -40,8 +43,11 @@ public final class ToolBatch {
             String[] parts = line.split("\t", -1);
             ByteArrayOutputStream o = new ByteArrayOutputStream(), e = new ByteArrayOutputStream();
             out.target = o; err.target = e;
+            current = new Switch[] {out, err};
+            exitStatus = null;
             int code = run(parts[0], Arrays.copyOfRange(parts, 1, parts.length));
             System.out.flush(); System.err.flush();
+            if (exitStatus != null) code = exitStatus;
             out.target = OutputStream.nullOutputStream(); err.target = OutputStream.nullOutputStream();
             real.print("@@toolbatch " + code + " " + o.size() + " " + e.size() + "\n");
             real.write(o.toByteArray()); real.write(e.toByteArray());
@@ -72,6 +78,18 @@ public final class ToolBatch {
     }
 
     static volatile boolean running;
+    static volatile Integer exitStatus;
+    static Switch[] current = new Switch[0];
+
+    /** The command asked the JVM to end with this status: keep it, and silence the command from here on. */
+    static ExitCalled exitRequested(int status) {
+        if (exitStatus == null) {
+            System.out.flush(); System.err.flush();
+            exitStatus = status;
+            for (Switch s : current) s.target = OutputStream.nullOutputStream();
+        }
+        return new ExitCalled(status);
+    }
 
     @SuppressWarnings("removal")
     static void trapSystemExit() {
@@ -80,7 +98,7 @@ public final class ToolBatch {
                 @Override public void checkPermission(java.security.Permission perm) { }
                 @Override public void checkPermission(java.security.Permission perm, Object context) { }
                 @Override public void checkExit(int status) {
-                    if (running) throw new ExitCalled(status);
+                    if (running) throw exitRequested(status);
                 }
             });
         } catch (UnsupportedOperationException | SecurityException e) {
@@ -95,7 +113,7 @@ public final class ToolBatch {
             Class<?> proc = Class.forName(name + "$Procedure");
             Object p = Proxy.newProxyInstance(proc.getClassLoader(), new Class<?>[] {proc}, (self, method, a) -> {
                 if (method.getDeclaringClass() == Object.class) return method.invoke(new Object(), a);
-                throw new ExitCalled((Integer) a[0]);
+                throw exitRequested((Integer) a[0]);
             });
             exit.getMethod("setExitProcedure", proc).invoke(null, p);
             exit.getMethod("setHaltProcedure", proc).invoke(null, p);
