@@ -177,3 +177,23 @@ def test_missing_java_or_maven_is_one_clear_line(tmp_path, monkeypatch):
     run = run_kraftsim(["conformance", "run", "--release", "4.3"])
     assert run.code == 2 and "needs Maven" in run.stderr
     assert not (tmp_path / "cache" / "4.3.1").exists()
+
+
+def test_conformance_table_from_json_lines(tmp_path):
+    lines = [{"case": "storage-format/combined/default", "release": "4.2.0", "result": "agree", "detail": ""},
+             {"case": "storage-format/combined/-r 4.0-IV3", "release": "4.2.0", "result": "differ", "detail": "-x"},
+             {"case": "storage-format/combined/default", "release": "3.9.1", "result": "policy", "detail": "p: why"},
+             {"case": "live-node/features describe", "release": "4.2.0", "result": "agree", "detail": ""}]
+    saved = tmp_path / "out.jsonl"
+    saved.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    run = run_kraftsim(["conformance", "table", str(saved), "--summary"])
+    assert run.code == 0
+    rows = {ln.split("  ")[0]: ln for ln in run.stdout.splitlines()}
+    assert "1/2 (1 differ)" in rows["storage-format/combined"] and "1/1" in rows["storage-format/combined"]
+    assert "live-node" in rows
+    assert "4 case runs: 2 agree, 1 policy, 1 differ" in run.stdout
+    full = run_kraftsim(["conformance", "table", str(saved), "--markdown"])
+    assert full.stdout.splitlines()[1].startswith("| --- |")
+    saved.write_text('{"case": "x"}\n')
+    bad = run_kraftsim(["conformance", "table", str(saved)])
+    assert bad.code == 2 and "line 1" in bad.stderr

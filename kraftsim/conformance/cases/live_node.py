@@ -6,8 +6,8 @@ release. The same kafka-features commands run on both (Kafka's with
 `--bootstrap-server`, kraftsim's with `--cluster`) and each case compares exit code and
 both streams. The finalized epoch (`Epoch: N` of describe) is the offset of a log that
 also holds Kafka's timed records (heartbeats, NoOps), so it is masked. After the last
-command the node is stopped and its metadata log is checked with `kraftsim log verify`,
-dumped by both tools record by record, and the snapshot Kafka wrote is rewritten by
+command the node is stopped and its metadata log is checked with `kraftsim log verify`
+and `kraftsim replay`, dumped by both tools record by record, and the snapshot Kafka wrote is rewritten by
 `kraftsim snapshot create` at the same offset and compared with it.
 
 The session is one per release: the first case starts the node, the last stops it; the
@@ -126,6 +126,19 @@ def _verify(session: Session) -> list[str]:
         [ln for ln in run.stdout.splitlines() if "PROBLEM" in ln][:10]
 
 
+def _replay(session: Session) -> list[str]:
+    """`kraftsim replay` loads Kafka's log and snapshots as a node would and verifies them
+    (every snapshot against the log, lossless downgrade round trips); it must pass."""
+    if session.ensure():
+        return [session.failure]
+    if not session.stopped:
+        session.stop()
+    run = session.ctx.kraftsim(["replay", "--release", session.ctx.line, str(_metadata_dir(session))])
+    if run.code == 0:
+        return []
+    return [f"kraftsim replay on Kafka's log: exit {run.code}"] + clean_lines(run.stdout + run.stderr)[-10:]
+
+
 def _kafka_files(session: Session) -> list[Path]:
     d = _metadata_dir(session)
     return sorted(d.glob("*.log")) + sorted(d.glob("*.checkpoint"))
@@ -230,5 +243,6 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         yield Case(f"{group}/features {label}", (), step(args))
     yield Case(f"{group}/stopped", (), lambda _: session.stop())
     yield Case(f"{group}/log verify", (), lambda _: _verify(session))
+    yield Case(f"{group}/replay", (), lambda _: _replay(session))
     yield Case(f"{group}/dump-log payloads", (), lambda _: _dump(session))
     yield Case(f"{group}/snapshot at Kafka's offset", (), lambda _: _snapshot(session))
