@@ -10,6 +10,7 @@ kraftsim.conformance.
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from pathlib import Path
 from kraftsim.conformance.cases import DIFFER, Outcome
 from kraftsim.conformance.dist import KafkaUnavailable, default_releases, resolve_release
 from kraftsim.conformance.report import detail_lines, json_line, markdown_row, table_lines, totals_line
+from kraftsim.conformance.roll import run_roll
 from kraftsim.conformance.run import run_release
 
 
@@ -29,7 +31,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="a Kafka version or line (repeatable; default: "
                         + ", ".join(x.version for x in default_releases()) + ")")
     r.add_argument("--case", action="append", default=[], metavar="PATTERN",
-                   help="only cases whose names match this shell pattern (repeatable), e.g. 'storage-format/*'")
+                   help="only cases whose names match this shell pattern (repeatable), e.g. 'storage-format/*'; "
+                        "'roll/*' is the rolling upgrade through the releases given (two or more)")
     r.add_argument("--json", action="store_true",
                    help='one JSON object per case and release: {"case", "release", "result", "detail"}')
     r.add_argument("--summary", action="store_true", help="fold the table into case families with counts")
@@ -47,8 +50,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         releases = [resolve_release(v) for v in args.release] or default_releases()
         outcomes = []
-        for release in releases:
-            for outcome in run_release(release, args.case, log=lambda line: print(line, file=sys.stderr)):
+        log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        runs = [run_release(release, args.case, log=log) for release in releases]
+        if len(releases) > 1 and (not args.case or any(fnmatch.fnmatchcase("roll/x", p.split("/")[0] + "/x")
+                                                        for p in args.case)):
+            ordered = sorted(releases, key=lambda r: tuple(int(x) for x in r.version.split(".")))
+            runs.append(run_roll(ordered, log=log))
+        for run in runs:
+            for outcome in run:
                 outcomes.append(outcome)
                 if args.json:
                     print(json_line(outcome), flush=True)

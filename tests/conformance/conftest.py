@@ -21,6 +21,8 @@ from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, default_relea
 CI_RELEASES = ("3.7.2", "4.0.2", "4.3.1", "4.4.0")
 # The live node costs a JVM per command; CI runs it on one release.
 CI_LIVE_RELEASES = ("4.0.2",)
+# The rolling upgrade (a node start per release): 3.7 -> 3.8 brings the rollback case.
+CI_ROLL_RELEASES = ("3.7.2", "3.8.1", "4.0.2", "4.4.0")
 
 REQUIRE_KAFKA = os.environ.get("KRAFTSIM_REQUIRE_KAFKA") == "1"
 
@@ -40,6 +42,11 @@ def releases() -> list[str]:
 
 def live_releases() -> list[str]:
     return _selected("KRAFTSIM_CONFORMANCE_LIVE_RELEASES", CI_LIVE_RELEASES)
+
+
+def roll_releases() -> list[str]:
+    chosen = _selected("KRAFTSIM_CONFORMANCE_ROLL_RELEASES", CI_ROLL_RELEASES)
+    return sorted(chosen, key=lambda v: tuple(int(x) for x in v.split(".")))
 
 
 _dists: dict[str, KafkaDist | str] = {}

@@ -21,7 +21,7 @@ import pytest
 from kraftsim.conformance.cases import DIFFER, Outcome
 from kraftsim.conformance.run import run_release
 from kraftsim.conformance.tools import run_batch, run_tool
-from tests.conformance.conftest import kafka_dist, live_releases, releases
+from tests.conformance.conftest import kafka_dist, live_releases, releases, roll_releases
 
 pytestmark = pytest.mark.kafka
 
@@ -90,3 +90,12 @@ def test_tool_batch_answers_as_separate_runs(version: str) -> None:
             continue
         assert (b.code, b.stdout) == (s.code, s.stdout), (tool, args)
         assert b.stderr.splitlines()[:1] == s.stderr.splitlines()[:1], (tool, args)
+
+
+def test_rolling_upgrade_agrees_with_simulated_roll() -> None:
+    """The CI releases in order on one directory (with the 3.7 → 3.8 rollback when both are there)."""
+    from kraftsim.conformance.roll import run_roll
+
+    versions = roll_releases()
+    dists = [kafka_dist(v) for v in versions]
+    _check(list(run_roll([d.release for d in dists])))
