@@ -26,7 +26,7 @@ from tests.conformance.conftest import kafka_dist, live_releases, releases, roll
 pytestmark = pytest.mark.kafka
 
 GAPS_FILE = Path(__file__).with_name("known_gaps.toml")
-OFFLINE_GROUPS = ("tool-text", "storage-format", "dump-log")
+OFFLINE_GROUPS = ("tool-text", "storage-format", "dump-log", "metadata-shell")
 
 
 def _gaps() -> list[dict]:

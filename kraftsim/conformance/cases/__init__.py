@@ -135,12 +135,13 @@ def judge(case: str, release: str, diffs: list[str], policies: list[Policy]) -> 
 
 def case_groups() -> list[tuple[str, Callable[[ReleaseContext], Iterable[Case]]]]:
     """(group name, case generator) in running order, cheapest first."""
-    from kraftsim.conformance.cases import dump_log, live_node, storage_format, tool_text
+    from kraftsim.conformance.cases import dump_log, live_node, shell, storage_format, tool_text
 
     return [
         ("tool-text", tool_text.cases),
         ("storage-format", storage_format.cases),
         ("dump-log", dump_log.cases),
+        ("metadata-shell", shell.cases),
         ("live-node", live_node.cases),
     ]
 

@@ -53,6 +53,9 @@ public final class ToolBatch {
             real.write(o.toByteArray()); real.write(e.toByteArray());
             real.flush();
         }
+        // Tools may leave non-daemon threads behind (the metadata shell's loader); they must
+        // not keep the batch's JVM alive.
+        System.exit(0);
     }
 
     static int run(String mainClass, String[] args) {
