@@ -132,8 +132,9 @@ def write_results(row: dict[str, Any], meta: dict[str, Any]) -> None:
         f"{k['load_wall_s']:.2f} s ({k['load_cpu_s']:.2f} s) | {row['ratio_load']:.2f} | "
         f"{verdict(row['ratio_load'])} |",
         "",
-        "kraftsim's cpu is process CPU time in a fresh interpreter; Kafka's is the benchmark thread's",
-        "CPU time (the JVM's JIT and GC threads run beside it, so its wall time is the fair comparison).",
+        "Both cpu columns are process CPU time (kraftsim in a fresh interpreter; Kafka's JVM with its JIT",
+        "and GC threads, which can run in parallel with the benchmark's thread). On a shared machine the",
+        "wall times carry the other processes' load; compare runs by their load average.",
         "",
     ]
     (RESULTS / "vs_kafka.md").write_text("\n".join(md), encoding="utf-8")

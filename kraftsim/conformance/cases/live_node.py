@@ -8,7 +8,10 @@ both streams. The finalized epoch (`Epoch: N` of describe) is the offset of a lo
 also holds Kafka's timed records (heartbeats, NoOps), so it is masked. After the last
 command the node is stopped and its metadata log is checked with `kraftsim log verify`
 and `kraftsim replay`, dumped by both tools record by record, and the snapshot Kafka wrote is rewritten by
-`kraftsim snapshot create` at the same offset and compared with it.
+`kraftsim snapshot create` at the same offset and compared with it. Last, Kafka is started
+again on the directory after kraftsim added a snapshot of the whole log at the lowest
+lossless metadata.version, then at a KIP-778 lossy one: the features Kafka serves must be
+the ones `kraftsim replay` predicts.
 
 The session is one per release: the first case starts the node, the last stops it; the
 release context's cleanups stop it whatever happens in between.
@@ -16,6 +19,7 @@ release context's cleanups stop it whatever happens in between.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +27,7 @@ from typing import Iterable
 
 from kraftsim.conformance.cases import Case, ReleaseContext
 from kraftsim.conformance.compare import (
-    clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads,
+    clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads, unified,
 )
 from kraftsim.conformance.dist import KafkaUnavailable
 from kraftsim.conformance.node import LiveNode
@@ -184,6 +188,73 @@ def _snapshot(session: Session) -> list[str]:
     return compare_metadata_file(theirs, ours)
 
 
+_FINALIZED_LINE = re.compile(r"Feature: (\S+)\s+SupportedMinVersion: \S+\s+SupportedMaxVersion: \S+\s+"
+                             r"FinalizedVersionLevel: (\S+)")
+
+
+def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> list[str]:
+    """kraftsim writes the snapshot of Kafka's whole log (at the given metadata.version), Kafka
+    starts on the directory, and the finalized features it serves must be the ones `kraftsim
+    replay` predicts for that directory (which loads the same, newest, snapshot)."""
+    if session.ensure():
+        return [session.failure]
+    if not session.stopped:
+        session.stop()
+    ctx, node = session.ctx, session.node
+    catalog = ctx.catalog()
+    flags = flags_of(catalog)
+    if flags is None:
+        return []
+    meta = _metadata_dir(session)
+    logs = sorted(meta.glob("*.log"))
+    dump = ctx.kraftsim(["log", "dump", "--json", *map(str, logs)])
+    offsets = [json.loads(ln)["offset"] for ln in dump.stdout.splitlines() if ln.startswith("{")]
+    if not offsets:
+        return ["kraftsim log dump read no record of Kafka's log"]
+    end = max(offsets) + 1
+    out = meta.parent.parent / f"kraftsim-{label}"
+    out.mkdir()
+    made = ctx.kraftsim(["snapshot", "create", "--offset", str(end), "--release", ctx.line, *flags,
+                         "-o", str(out), *map(str, logs)])
+    written = sorted(out.glob("*.checkpoint"))
+    if made.code != 0 or not written:
+        return [f"kraftsim snapshot create --offset {end} {' '.join(flags)}: exit {made.code}: "
+                + " | ".join(clean_lines(made.stderr)[:3])]
+    # It takes the place of Kafka's own snapshot at that offset, if Kafka wrote one.
+    written[0].replace(meta / written[0].name)
+    predicted = ctx.kraftsim(["replay", "--json", "--no-verify", "--release", ctx.line, str(meta)])
+    try:
+        features = json.loads(predicted.stdout)["results"][0]["summary"]["features"]
+    except (ValueError, KeyError, IndexError):
+        return [f"kraftsim replay --json on the directory: exit {predicted.code}"]
+    ours = sorted(f"{name}={value['version'] if isinstance(value, dict) else value}"
+                  for name, value in features.items())
+    try:
+        node.start()
+        run = run_tool(ctx.dist, "features", ["--bootstrap-server", node.bootstrap, "describe"])
+    except KafkaUnavailable as e:
+        kept = node.keep_logs(label)
+        return [f"Kafka did not start on kraftsim's snapshot: {e} (logs kept in {kept})"]
+    finally:
+        node.stop()
+    theirs = sorted(f"{m.group(1)}={m.group(2)}" for m in map(_FINALIZED_LINE.match, run.stdout.splitlines())
+                    if m and m.group(2) != "0")
+    # kraft.version lives in the raft layer, not in the image kraftsim replays.
+    theirs = [ln for ln in theirs if not ln.startswith("kraft.version=")]
+    return unified(theirs, ours, "finalized features served")
+
+
+def _floor_flags(catalog):
+    lp = catalog.latest_production
+    return ["--metadata-version", catalog.safe_downgrade_floor(lp).version]
+
+
+def _lossy_flags(catalog):
+    floor = catalog.safe_downgrade_floor(catalog.latest_production)
+    below = [mv for mv in catalog.metadata_versions if catalog.minimum.level <= mv.level < floor.level]
+    return ["--metadata-version", below[-1].version, "--allow-loss"] if below else None
+
+
 def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
     """(label, kafka-features arguments) for the session, from the release's versions."""
     catalog = ctx.catalog()
@@ -246,3 +317,7 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     yield Case(f"{group}/replay", (), lambda _: _replay(session))
     yield Case(f"{group}/dump-log payloads", (), lambda _: _dump(session))
     yield Case(f"{group}/snapshot at Kafka's offset", (), lambda _: _snapshot(session))
+    yield Case(f"{group}/starts on kraftsim's lossless downgrade snapshot", (),
+               lambda _: _restart_on_kraftsim_snapshot(session, "lossless-snapshot", _floor_flags))
+    yield Case(f"{group}/starts on kraftsim's KIP-778 lossy snapshot", (),
+               lambda _: _restart_on_kraftsim_snapshot(session, "lossy-snapshot", _lossy_flags))
