@@ -90,8 +90,8 @@ def compare_meta_properties(kafka: Path, kraftsim: Path) -> list[str]:
     def lines(path: Path) -> list[str]:
         text = path.read_text(encoding="utf-8").splitlines()
         # Line 2 is the date comment java.util.Properties.store writes; the id is random.
-        return [("#<date>" if i == 1 and ln.startswith("#") else re.sub(r"^directory\.id=.*", "directory.id=" + _MASK_ID, ln))
-                for i, ln in enumerate(text)]
+        return [("#<date>" if i == 1 and ln.startswith("#")
+                 else re.sub(r"^directory\.id=.*", "directory.id=" + _MASK_ID, ln)) for i, ln in enumerate(text)]
 
     k_lines, s_lines = lines(kafka), lines(kraftsim)
     diffs = []
@@ -169,7 +169,8 @@ def compare_metadata_file(kafka: Path, kraftsim: Path, *, kafka_dir_id: str | No
     k_data, s_data = kafka.read_bytes(), kraftsim.read_bytes()
     k_batches, k_entries, k_problems = decoded(k_data)
     s_batches, s_entries, s_problems = decoded(s_data)
-    diffs = [f"kafka's {kafka.name}: {p}" for p in k_problems] + [f"kraftsim's {kraftsim.name}: {p}" for p in s_problems]
+    diffs = [f"kafka's {kafka.name}: {p}" for p in k_problems]
+    diffs += [f"kraftsim's {kraftsim.name}: {p}" for p in s_problems]
     diffs += unified(_masked_entries(k_entries, kafka_dir_id), _masked_entries(s_entries, kraftsim_dir_id),
                      f"{kafka.name} records")
     strip = ("position", "baseTimestamp", "maxTimestamp")

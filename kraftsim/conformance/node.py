@@ -109,7 +109,8 @@ class LiveNode:
 
     def keep_logs(self, label: str) -> Path:
         """Copy the node's log, output and config where they outlive the temporary directory."""
-        base = Path(os.environ.get("KRAFTSIM_CONFORMANCE_LOGS") or Path(tempfile.gettempdir()) / "kraftsim-conformance-logs")
+        default = Path(tempfile.gettempdir()) / "kraftsim-conformance-logs"
+        base = Path(os.environ.get("KRAFTSIM_CONFORMANCE_LOGS") or default)
         kept = base / f"{self.dist.release.version}-{label}-{os.getpid()}"
         kept.mkdir(parents=True, exist_ok=True)
         for name in ("server.log", "server.out", "server.properties"):

@@ -1,11 +1,11 @@
 """`kafka-storage format` against `kraftsim storage format`: texts, exit codes and files.
 
-Each case formats the same node (same server.properties, paths differing only in their
-root) with Kafka's tool and with kraftsim's (`--release` = the release's line), then
-compares exit codes, both streams (paths replaced by `<node>`) and every file written
-(compare.compare_trees). Nodes: a combined node, a controller, a broker with two log
-directories, and (3.9 on) a controller of a dynamic quorum formatted `--standalone`.
-Inputs: no `--release-version`, every metadata.version either side knows (Kafka's list
+Each case formats the same node (same server.properties, same paths: Kafka's output is
+moved aside before kraftsim writes, see nodes.Node) with Kafka's tool and with kraftsim's
+(`--release` = the release's line), then compares exit codes, both streams (the node's
+path replaced by `<node>`) and every file written (compare.compare_trees). Nodes: a
+combined node, a controller, a broker with two log directories, and (3.9 on) a
+controller of a dynamic quorum formatted `--standalone`. Inputs: no `--release-version`, every metadata.version either side knows (Kafka's list
 is read from its own refusal of an unknown version), `--feature` at every level of every
 feature either side names, and the combinations Kafka refuses.
 """
@@ -13,14 +13,14 @@ feature either side names, and the combinations Kafka refuses.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Iterable
 
 from kraftsim.conformance.cases import Case, ReleaseContext
-from kraftsim.conformance.compare import compare_runs
-from kraftsim.conformance.cases.nodes import CLUSTER_ID, ROLES, SCRAM, Node
 from kraftsim.conformance.cases.inputs import feature_tops, metadata_versions
+from kraftsim.conformance.cases.nodes import CLUSTER_ID, ROLES, SCRAM, Node
+from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.tools import ToolRun
+
 
 def format_case(ctx: ReleaseContext, group: str, role: str, label: str, flags: list[str],
                 times: int = 1, second_flags: list[str] | None = None) -> Case:
