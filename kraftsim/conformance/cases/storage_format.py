@@ -5,9 +5,10 @@ moved aside before kraftsim writes, see nodes.Node) with Kafka's tool and with k
 (`--release` = the release's line), then compares exit codes, both streams (the node's
 path replaced by `<node>`) and every file written (compare.compare_trees). Nodes: a
 combined node, a controller, a broker with two log directories, and (3.9 on) a
-controller of a dynamic quorum formatted `--standalone`. Inputs: no `--release-version`, every metadata.version either side knows (Kafka's list
-is read from its own refusal of an unknown version), `--feature` at every level of every
-feature either side names, and the combinations Kafka refuses.
+controller of a dynamic quorum formatted `--standalone`. Inputs: no `--release-version`,
+every metadata.version either side knows (Kafka's list is read from its own refusal of
+an unknown version), `--feature` at every level of every feature either side names, and
+the combinations Kafka refuses.
 """
 
 from __future__ import annotations
