@@ -54,7 +54,7 @@ def _check(outcomes: list[Outcome]) -> None:
                     and any(fnmatch.fnmatchcase(o.release, r) for r in gap.get("releases", ["*"]))]
         if relevant and (gap["case"], gap.get("match", "")) not in listed:
             warnings.warn(f"known gap no longer seen (remove it from known_gaps.toml?): {gap['case']} "
-                          f"{gap.get('match', '')!r}")
+                          f"{gap.get('match', '')!r}", stacklevel=2)
     report = "\n".join(f"{o.case} [Kafka {o.release}]\n    " + o.detail.replace("\n", "\n    ")
                        for o in unexpected[:20])
     assert not unexpected, f"{len(unexpected)} of {len(outcomes)} cases differ from Kafka:\n{report}"

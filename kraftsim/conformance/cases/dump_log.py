@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable
 
-from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.nodes import CLUSTER_ID, Node
 from kraftsim.conformance.compare import compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads
 from kraftsim.conformance.tools import ToolRun

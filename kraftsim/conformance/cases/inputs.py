@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from kraftsim.conformance.cases import ReleaseContext
+from kraftsim.conformance.cases.base import ReleaseContext
 from kraftsim.conformance.cases.nodes import CLUSTER_ID, Node
 from kraftsim.conformance.tools import run_batch
 from kraftsim.versions import default_catalog

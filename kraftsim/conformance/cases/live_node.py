@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.compare import (
     clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads, unified,
 )

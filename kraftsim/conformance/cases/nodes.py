@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftsim.conformance.cases import ReleaseContext
+from kraftsim.conformance.cases.base import ReleaseContext
 from kraftsim.conformance.compare import compare_trees
 
 CLUSTER_ID = "ZnVsbHkgcmVwcm9kdWNpYg"

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
-from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.dump_log import _sim_cluster, _snapshots
 from kraftsim.conformance.compare import unified
 from kraftsim.conformance.dist import KafkaUnavailable

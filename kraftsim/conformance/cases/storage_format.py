@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.inputs import feature_tops, metadata_versions
 from kraftsim.conformance.cases.nodes import CLUSTER_ID, ROLES, SCRAM, Node
 from kraftsim.conformance.compare import compare_runs

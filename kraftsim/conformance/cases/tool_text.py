@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable
 
-from kraftsim.conformance.cases import Case, ReleaseContext
+from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.inputs import feature_tops, metadata_levels, metadata_versions
 from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.tools import ToolRun
