@@ -53,7 +53,14 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        return _run_all(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_all(args: argparse.Namespace) -> int:
     try:
         releases = [resolve_release(v) for v in args.release] or default_releases()
         outcomes = []
