@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.conformance.cases import DIFFER, Outcome
+from kraftsim.conformance.dist import resolve_release
 from kraftsim.conformance.run import run_release
 from kraftsim.conformance.tools import run_batch, run_tool
 from tests.conformance.conftest import kafka_dist, live_releases, releases, roll_releases
@@ -60,8 +61,11 @@ def _check(outcomes: list[Outcome]) -> None:
     assert not unexpected, f"{len(unexpected)} of {len(outcomes)} cases differ from Kafka:\n{report}"
 
 
-@pytest.mark.parametrize("group", OFFLINE_GROUPS)
-@pytest.mark.parametrize("version", releases())
+# Maven Central serves no metadata shell for some releases (4.4.0): no such group there.
+_PAIRS = [(v, g) for v in releases() for g in OFFLINE_GROUPS if g != "metadata-shell" or resolve_release(v).shell]
+
+
+@pytest.mark.parametrize(("version", "group"), _PAIRS)
 def test_kraftsim_agrees_with_kafka(version: str, group: str) -> None:
     dist = kafka_dist(version)
     _check(list(run_release(dist.release, [f"{group}/*"])))

@@ -102,7 +102,11 @@ def _case(ctx: ReleaseContext, label: str, path: Path) -> Case:
 
 
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
-    if not ctx.dist.release.shell or ctx.catalog() is None:
+    if not ctx.dist.release.shell:
+        return
+    missing = ctx.missing_line()
+    if missing:
+        yield Case(f"{GROUP}/kraftsim snapshot", (), lambda _: [f"kraftsim cannot act as Kafka {ctx.line}: {missing}"])
         return
     metadata_dir = _sim_cluster(ctx)
     if metadata_dir is None:
