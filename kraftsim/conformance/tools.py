@@ -25,6 +25,7 @@ MAIN_CLASSES = {
     "storage": "kafka.tools.StorageTool",
     "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-shell": "org.apache.kafka.shell.MetadataShell",
+    "topics": "org.apache.kafka.tools.TopicCommand",
     "server": "kafka.Kafka",
 }
 

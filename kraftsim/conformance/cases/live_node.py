@@ -1,6 +1,8 @@
 """A live Kafka node against a simulated cluster of the same release, command by command.
 
-Kafka: one combined node formatted at the release's default, started on 127.0.0.1.
+Kafka: one combined node formatted at the release's default, started on 127.0.0.1; two
+topics are created on both sides first (kafka-topics; `kraftsim topics`), so the log
+holds topic and partition records.
 kraftsim: `kraftsim cluster create` with one controller and one broker on the same
 release. The same kafka-features commands run on both (Kafka's with
 `--bootstrap-server`, kraftsim's with `--cluster`) and each case compares exit code and
@@ -114,6 +116,34 @@ class Session:
 
 def _mask_epoch(run: ToolRun) -> ToolRun:
     return ToolRun(run.argv, run.code, _EPOCH.sub("Epoch: <n>", run.stdout), run.stderr)
+
+
+TOPIC_PREFIX, TOPIC_PARTITIONS = "conformance-", 3
+
+
+def _topics(session: Session) -> list[str]:
+    """Two topics made on both sides (kafka-topics --create; `kraftsim topics create`), then
+    both tools' topic lists compared; Kafka's log then holds topic and partition records for
+    the log cases that follow (dump, replay, snapshots)."""
+    if session.ensure():
+        return [session.failure]
+    ctx, node = session.ctx, session.node
+    diffs = []
+    for i in range(2):
+        made = run_tool(ctx.dist, "topics", ["--bootstrap-server", node.bootstrap, "--create",
+                                             "--topic", f"{TOPIC_PREFIX}{i}", "--partitions", str(TOPIC_PARTITIONS),
+                                             "--replication-factor", "1"])
+        if made.code != 0 or f"Created topic {TOPIC_PREFIX}{i}." not in made.stdout:
+            diffs.append(f"kafka-topics --create {TOPIC_PREFIX}{i}: exit {made.code}: {made.text().strip()[:300]}")
+    ours = ctx.kraftsim(["topics", "--cluster", str(session.sim_dir), "create", "--count", "2",
+                         "--prefix", TOPIC_PREFIX, "--partitions", str(TOPIC_PARTITIONS), "--replication-factor", "1"])
+    if ours.code != 0:
+        diffs.append(f"kraftsim topics create: exit {ours.code}: {ours.stderr.strip()[:300]}")
+    listed = run_tool(ctx.dist, "topics", ["--bootstrap-server", node.bootstrap, "--list"])
+    ours_listed = ctx.kraftsim(["topics", "--cluster", str(session.sim_dir), "list"])
+    kafka_names = sorted(ln.strip() for ln in listed.stdout.splitlines() if ln.strip() and not ln.startswith("__"))
+    our_names = sorted(ln.strip() for ln in ours_listed.stdout.splitlines() if ln.strip())
+    return diffs + unified(kafka_names, our_names, "topics")
 
 
 def _metadata_dir(session: Session) -> Path:
@@ -310,6 +340,7 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     def step(args: list[str]):
         return lambda _: session.features(args)
 
+    yield Case(f"{group}/topics create and list", (), lambda _: _topics(session))
     for label, args in commands:
         yield Case(f"{group}/features {label}", (), step(args))
     yield Case(f"{group}/stopped", (), lambda _: session.stop())
