@@ -54,6 +54,8 @@ COMMANDS = (
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
+    Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
+    Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
 )
 
 
