@@ -201,6 +201,11 @@ class Engine(RaftMixin, LifecycleMixin):
             return m.detail
         for action in node.log.recovery if node.log is not None else ():
             self.emit(m.id, "recovery", {"action": action.describe()})
+        if m.state.is_controller and node.faults:
+            # A process with the controller role treats a metadata loading fault as fatal
+            # (Kafka's SharedServer): it cannot load its snapshot, so it does not start.
+            self._fail_start(m, node.faults[0])
+            return m.detail
         if m.state.is_controller:
             try:
                 levels = self._finalized_on_disk(node)
@@ -253,6 +258,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if m.node is not None:
             if m.node.log is not None and m.voter:
                 self._persist(m)
+            self.checker.halted(m)
             m.node.close()
         m.node = None
         m.state.running = False
@@ -315,6 +321,7 @@ class Engine(RaftMixin, LifecycleMixin):
         size = len(data) - last
         with open(path, "r+b") as f:
             f.truncate(last + max(1, size // 2))
+        self.checker.disk_lost(m.id, torn_tail=True)
         self.emit(m.id, "disk-fault", {"kind": "torn-tail", "file": path.name, "position": last,
                                        "bytes_left": max(1, size // 2), "batch_bytes": size})
 
@@ -324,6 +331,7 @@ class Engine(RaftMixin, LifecycleMixin):
         removed = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True, exist_ok=True)
+        self.checker.disk_lost(m.id, torn_tail=False)
         m.epoch, m.leader, m.voted = 0, None, None
         self.emit(m.id, "disk-fault", {"kind": "wipe", "files": removed})
 

@@ -5,8 +5,10 @@ that changes anything):
 
 - OneLeaderPerEpoch: no two nodes win the same epoch.
 - ConsistentCommittedData: when a leader moves its high watermark, a majority of voters
-  hold every batch below it, byte for byte as the leader does; a batch once committed is
-  never appended differently nor truncated away on a node that holds it.
+  hold every batch below it on disk, as the leader does (a voter that is down counts with
+  what its disk kept: all of a clean stop, the flushed part after a crash, less after a
+  disk fault); a batch once committed is never appended differently nor truncated away
+  on a node that holds it.
 - MonotonicHighWatermark: a node's high watermark never goes back while it runs.
 - BrokersApplyOnlyCommitted: no node's loader gets past the highest committed offset.
 
@@ -21,9 +23,10 @@ Deep ones replay files and run at the end of every operation (and after every ev
 
 from __future__ import annotations
 
+import bisect
 import zlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from kraftsim.image import MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
 from kraftsim.sim.member import Member, entry_at
@@ -33,6 +36,35 @@ from kraftsim.storage.snapshot import snapshot_path
 
 if TYPE_CHECKING:
     from kraftsim.storage import MetadataLog
+
+
+class DurableLog(NamedTuple):
+    """What a node that is down keeps on disk: its log's offsets and batch boundaries
+    (base offset, last offset, epoch), as the invariants need them."""
+
+    start_offset: int
+    end_offset: int
+    batches: tuple[tuple[int, int, int], ...]
+
+    @classmethod
+    def of(cls, log: MetadataLog) -> DurableLog:
+        entries = tuple((e.base_offset, e.last_offset, e.epoch)
+                        for key in sorted(log.segments) for e in log.segments[key].entries)
+        return cls(log.log_start_offset, log.log_end_offset, entries)
+
+    def batch_at(self, offset: int) -> tuple[int, int, int] | None:
+        if offset < self.start_offset or offset >= self.end_offset:
+            return None
+        i = bisect.bisect_right(self.batches, offset, key=lambda b: b[0]) - 1
+        if i < 0 or self.batches[i][1] < offset:
+            return None
+        return self.batches[i]
+
+    def cut_to(self, end_offset: int) -> DurableLog:
+        """The log after a disk fault left it only the offsets below `end_offset`."""
+        kept = tuple(b for b in self.batches if b[1] < end_offset)
+        end = kept[-1][1] + 1 if kept else min(self.start_offset, end_offset)
+        return DurableLog(min(self.start_offset, end), end, kept)
 
 
 class Checker:
@@ -49,6 +81,9 @@ class Checker:
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
         self._snapshots_checked: set[tuple[int, int, int]] = set()
+        #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
+        #: sent before going down may still reach the leader and move its high watermark.
+        self.down: dict[int, DurableLog] = {}
 
     def fail(self, name: str, detail: str) -> None:
         result = InvariantResult(name, False, detail)
@@ -69,6 +104,19 @@ class Checker:
 
     def restarted(self, node: int) -> None:
         self.hw.pop(node, None)
+        self.down.pop(node, None)
+
+    def halted(self, m: Member) -> None:
+        """`m`'s process ends; its log as it is now (after a crash lost the unflushed tail) stays on disk."""
+        if m.node is not None and m.node.log is not None:
+            self.down[m.id] = DurableLog.of(m.node.log)
+
+    def disk_lost(self, node: int, *, torn_tail: bool) -> None:
+        """A disk fault on a node that is down: a torn tail loses its last batch, a wipe all."""
+        kept = self.down.get(node)
+        if kept is not None:
+            end = kept.batches[-1][0] if torn_tail and kept.batches else 0
+            self.down[node] = kept.cut_to(end)
 
     def high_watermark(self, event: str, m: Member, hw: int) -> None:
         prev = self.hw.get(m.id)
@@ -88,14 +136,27 @@ class Checker:
 
     def _holds(self, voter: int, leader_log: MetadataLog, hw: int) -> bool:
         v = self.members.get(voter)
-        if v is None or v.node is None or v.node.log is None or hw <= 0:
-            return hw <= 0
+        if hw <= 0:
+            return True
+        if v is not None and v.node is None and voter in self.down:
+            return self._disk_holds(self.down[voter], leader_log, hw)
+        if v is None or v.node is None or v.node.log is None:
+            return False
         if v.flushed_end < hw:
             return False
         mine, theirs = entry_at(leader_log, hw - 1), entry_at(v.log, hw - 1)
         if mine is None or theirs is None:
             return mine is None and theirs is None and v.log.log_start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == (theirs.base_offset, theirs.last_offset, theirs.epoch)
+
+    @staticmethod
+    def _disk_holds(disk: DurableLog, leader_log: MetadataLog, hw: int) -> bool:
+        if disk.end_offset < hw:
+            return False
+        mine, theirs = entry_at(leader_log, hw - 1), disk.batch_at(hw - 1)
+        if mine is None or theirs is None:
+            return mine is None and theirs is None and disk.start_offset >= hw
+        return (mine.base_offset, mine.last_offset, mine.epoch) == theirs
 
     def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
