@@ -201,11 +201,6 @@ class Engine(RaftMixin, LifecycleMixin):
             return m.detail
         for action in node.log.recovery if node.log is not None else ():
             self.emit(m.id, "recovery", {"action": action.describe()})
-        if m.state.is_controller and node.faults:
-            # A process with the controller role treats a metadata loading fault as fatal
-            # (Kafka's SharedServer): it cannot load its snapshot, so it does not start.
-            self._fail_start(m, node.faults[0])
-            return m.detail
         if m.state.is_controller:
             try:
                 levels = self._finalized_on_disk(node)
@@ -216,6 +211,11 @@ class Engine(RaftMixin, LifecycleMixin):
             if refusal is not None:
                 self._fail_start(m, refusal)
                 return refusal
+            if node.faults:
+                # A process with the controller role treats a metadata loading fault as fatal
+                # (Kafka's SharedServer): it cannot load its snapshot, so it does not start.
+                self._fail_start(m, node.faults[0])
+                return m.detail
         qs_path = node.metadata_dir / "quorum-state"
         if qs_path.exists():
             qs = read_quorum_state(qs_path)
