@@ -1,14 +1,15 @@
 """The version catalog: the one place kraftsim asks about versions and features.
 
 A Catalog is the shipped data (optionally extended by a user's file) seen from one
-release line: by default the newest release, where every known metadata.version up to
-its LATEST_PRODUCTION is production ready. `at_release("3.9")` gives the same catalog
-seen by a node running 3.9. Every catalog is fully checked when loaded (structure plus
+software release: by default the newest release, where every known metadata.version up
+to its LATEST_PRODUCTION is production ready. `at_release("3.9.1")` gives the same
+catalog seen by a node running 3.9.1 (`at_release("3.9")`: the 3.9 line's newest patch). Every catalog is fully checked when loaded (structure plus
 Kafka's six feature rules on every line), so users of a Catalog can trust it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Mapping
@@ -48,11 +49,14 @@ class Catalog:
         return self._data.releases
 
     def find_release(self, name: str) -> Release:
-        """The release named `name` ("3.9")."""
-        for r in self._data.releases:
-            if r.name == name:
-                return r
-        raise IllegalArgument(f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)}")
+        """The release named `name` as Kafka names it ("3.9.1"); a line ("3.9") means its newest patch."""
+        found = self._data.find_release(str(name))
+        if found is None:
+            raise IllegalArgument(
+                f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)} "
+                f"(or a line such as {self._data.releases[-1].line} for its newest patch release)"
+            )
+        return found
 
     def at_release(self, name: str) -> "Catalog":
         """The same catalog as a node running release `name` sees it."""
@@ -227,11 +231,14 @@ class Catalog:
 
 def _load(fragments: list, where: str) -> Catalog:
     data = model.build(loader.merge(fragments), where)
-    lines = {}
-    for release in data.releases:
-        line = model.resolve_line(data, release)
-        validation.check_line(data, line)
-        lines[release.name] = line
+    lines: dict[str, model.Line] = {}
+    by_entry: dict[str, model.Line] = {}
+    for release in data.releases:  # patch releases of one entry share its resolved line
+        shared = by_entry.get(release.entry)
+        if shared is None:
+            shared = by_entry[release.entry] = model.resolve_line(data, release)
+            validation.check_line(data, shared)
+        lines[release.name] = dataclasses.replace(shared, release=release)
     return Catalog(data, lines, data.line)
 
 

@@ -54,6 +54,7 @@ class LevelEntry(_Entry):
     level: int
     bootstrap: MVRef
     const: str | None = None
+    since_release: str | None = None  # first release whose code has the level (default: any)
     dependencies: dict[str, MVRef] = {}
     doc: str = ""
 
@@ -80,8 +81,11 @@ class DependencyOverride(_Entry):
 
 class ReleaseEntry(_Entry):
     name: str
+    patches: list[str] = []
     inherits: str | None = None
     latest_production: MVRef | None = None
+    latest_testing: MVRef | None = None
+    metadata_changed: dict[str, bool] = {}
     minimum_metadata_version: MVRef | None = None
     validate_version_min_mv: MVRef | None = None
     features: dict[str, int] | None = None
