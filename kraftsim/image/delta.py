@@ -203,6 +203,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "UnfenceBrokerRecord": lambda d, m: d.cluster.replay_fence(m, False),
     "BrokerRegistrationChangeRecord": lambda d, m: d.cluster.replay_registration_change(m),
     "RegisterControllerRecord": lambda d, m: d.cluster.replay_register_controller(m),
+    "UnregisterControllerRecord": lambda d, m: d.cluster.replay_unregister_controller(m),
     "TopicRecord": lambda d, m: d.topics.replay_topic(m),
     "PartitionRecord": lambda d, m: d.topics.replay_partition(m),
     "PartitionChangeRecord": lambda d, m: d.topics.replay_partition_change(m),

@@ -160,6 +160,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         rbv = cat.record_version("RegisterBrokerRecord", mv)
         ep_cls, feat_cls = rb.nested["BrokerEndpoint"], rb.nested["BrokerFeature"]
         ics_ok, zk_ok, dirs_ok = supports("in_controlled_shutdown"), supports("migration"), supports("directory_assignment")
+        cordon_ok = supports("cordoned_log_dirs")
         for b in cluster.sorted_brokers():
             entity = f"broker {b.id}"
             fields: dict[str, Any] = {}
@@ -183,6 +184,12 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                 else:
                     lose("broker log dirs", entity, "the online log directories of one or more brokers",
                          ("cluster", "brokers", b.id, "directories"))
+            if b.cordoned_directories is not None:
+                if cordon_ok:
+                    fields["cordoned_log_dirs"] = list(b.cordoned_directories)
+                elif b.cordoned_directories:  # an empty list says nothing a reader would miss
+                    lose("broker cordoned log dirs", entity, "the cordoned log directories of one or more brokers",
+                         ("cluster", "brokers", b.id, "cordoned_directories"))
             yield Payload(rb, rbv, rb.cls(
                 broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch,
                 end_points=[ep_cls(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)

@@ -52,6 +52,7 @@ class DowngradeLosses:
     record_versions: tuple[tuple[str, int, int], ...]  # (record, version at source, at target)
     capabilities: tuple[str, ...]
     behaviours: tuple[str, ...]  # behaviour gates that switch off; nothing is lost with them
+    docs: tuple[tuple[str, str], ...] = ()  # record type / capability -> what it holds, for the report
 
     @property
     def lossless(self) -> bool:
@@ -65,9 +66,11 @@ class DowngradeLosses:
             out = [f"{head} is lossless."]
         else:
             out = [f"{head} loses:"]
-            out += [f"  record type {r} cannot be written" for r in self.record_types]
+            docs = dict(self.docs)
+            out += [f"  record type {r} cannot be written" + (f": {docs[r]}" if docs.get(r) else "")
+                    for r in self.record_types]
             out += [f"  {r} goes from version {a} to {b}" for r, a, b in self.record_versions]
-            out += [f"  capability {c}" for c in self.capabilities]
+            out += [f"  capability {c}" + (f": {docs[c]}" if docs.get(c) else "") for c in self.capabilities]
         out += [f"  behaviour {b} switches off" for b in self.behaviours]
         return out
 
@@ -128,11 +131,16 @@ class GateTable:
             a, b = rec.version_at(hi), rec.version_at(lo)
             if a is not None and b is not None and a > b:
                 versions.append((name, a, b))
+        record_types = tuple(n for n, r in self.records.items() if lost(r.since))
+        capabilities = tuple(n for n, c in self.capabilities.items() if c.kind == "metadata" and lost(c.since))
+        docs = tuple((n, self.records[n].doc) for n in record_types if self.records[n].doc)
+        docs += tuple((n, self.capabilities[n].doc) for n in capabilities if self.capabilities[n].doc)
         return DowngradeLosses(
             source=source,
             target=target,
-            record_types=tuple(n for n, r in self.records.items() if lost(r.since)),
+            record_types=record_types,
             record_versions=tuple(versions),
-            capabilities=tuple(n for n, c in self.capabilities.items() if c.kind == "metadata" and lost(c.since)),
+            capabilities=capabilities,
             behaviours=tuple(n for n, c in self.capabilities.items() if c.kind != "metadata" and lost(c.since)),
+            docs=docs,
         )

@@ -39,6 +39,7 @@ NEEDS = {
         d != MIGRATING for t in img.topics.by_id.values() for p in t.partitions.values() for d in p.directories),
     "elr": lambda img: any(p.has_elr() for t in img.topics.by_id.values() for p in t.partitions.values()),
     "migration": lambda img: any(b.is_migrating_zk_broker for b in img.cluster.brokers.values()),
+    "cordoned_log_dirs": lambda img: any(b.cordoned_directories for b in img.cluster.brokers.values()),
 }
 
 
