@@ -18,7 +18,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image.acls import AclsDelta
 from kraftsim.image.bulk import replay_records
 from kraftsim.image.cluster import ClusterDelta
-from kraftsim.image.configs import ConfigurationsDelta
+from kraftsim.image.configs import RESOURCE_TYPE_CODES, ConfigurationsDelta
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.features import FeaturesDelta
 from kraftsim.gcpause import collector_paused
@@ -79,7 +79,8 @@ class MetadataDelta:
     @property
     def configs(self) -> ConfigurationsDelta:
         if self._configs is None:
-            self._configs = ConfigurationsDelta(self.image.configs)
+            dropped = frozenset((RESOURCE_TYPE_CODES[t], n) for t, n in self.catalog.configs_dropped_on_replay())
+            self._configs = ConfigurationsDelta(self.image.configs, dropped)
         return self._configs
 
     @property

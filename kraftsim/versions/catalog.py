@@ -18,7 +18,7 @@ from kraftsim.versions import loader, model, validation
 from kraftsim.versions.errors import IllegalArgument, UnknownFeature
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
 from kraftsim.versions.gates import DowngradeLosses
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion
+from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, release_name_key
 from kraftsim.versions.releases import Release
 
 MVLike = MetadataVersion | int | str
@@ -221,6 +221,14 @@ class Catalog:
             if hi > 0:
                 out[f.name] = (lo, hi)
         return out
+
+    def configs_dropped_on_replay(self) -> frozenset[tuple[str, str]]:
+        """(resource type name, config name) of ConfigRecords this release ignores on replay:
+        configs its code no longer defines (KAFKA-19851, from 4.3); empty before."""
+        if self.policy("config_replay") != "drop-removed":
+            return frozenset()
+        here = self.release.key
+        return frozenset((t, n) for t, n, gone in self._data.removed_configs if release_name_key(gone) <= here)
 
     def mv_downgrade_error(self, current: MVLike, new: MVLike, unsafe: bool) -> str:
         """The text refusing a lossy metadata.version downgrade, worded as this line words it."""

@@ -27,10 +27,12 @@ from kraftsim.versions.schema import (
     PolicyEntry,
     RecordEntry,
     ReleaseEntry,
+    RemovedConfigEntry,
     RequestEntry,
 )
 
-SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml")
+SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml",
+                 "removed_configs.toml")
 """The shipped data files, merged in this order."""
 
 
@@ -48,6 +50,7 @@ class RawCatalog:
     features: list[FeatureEntry] = field(default_factory=list)
     releases: list[ReleaseEntry] = field(default_factory=list)
     policies: dict[str, PolicyEntry] = field(default_factory=dict)
+    removed_configs: list[RemovedConfigEntry] = field(default_factory=list)
 
 
 def parse_fragment(text: str, source: str) -> Fragment:
@@ -92,6 +95,7 @@ def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
             p = Path(d)
             raw.record_schema_dirs.append(p if p.is_absolute() or folder is None else (folder / p).resolve())
         raw.metadata_versions.extend(frag.metadata_versions)
+        raw.removed_configs.extend(frag.removed_configs)
         for name, rec in frag.records.items():
             _merge_record(raw, name, rec, source)
         for name, req in frag.requests.items():

@@ -44,6 +44,7 @@ class CatalogData:
     policies: tuple[Policy, ...]
     record_schema_dirs: tuple[Path, ...]
     line: str  # the default release line
+    removed_configs: tuple[tuple[str, str, str], ...] = ()  # (resource type, config name, removed in)
 
     def version_of(self, level: int) -> str:
         return next((mv.version for mv in self.versions if mv.level == level), str(level))
@@ -126,7 +127,13 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
                             key=lambda r: r.key))
     if not releases:
         raise CatalogError("release", "the catalog defines no release", where)
-    data = CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs), releases[-1].name)
+    removed = []
+    for e in raw.removed_configs:
+        if not RELEASE_NAME_RE.match(e.removed_in):
+            raise CatalogError("removed-configs", f"config {e.name}: removed_in {e.removed_in!r} is not a release name", where)
+        removed.append((e.resource_type, e.name, e.removed_in))
+    data = CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs),
+                       releases[-1].name, tuple(removed))
     if raw.line is not None:
         chosen = data.find_release(raw.line)
         if chosen is None:

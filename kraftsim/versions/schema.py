@@ -105,6 +105,13 @@ class PolicyEntry(_Entry):
     doc: str = ""
 
 
+class RemovedConfigEntry(_Entry):
+    resource_type: Literal["TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP"]
+    name: str
+    removed_in: str  # the release whose code no longer defines it
+    doc: str = ""
+
+
 class Fragment(_Entry):
     """One catalog file. Every table is optional."""
 
@@ -118,4 +125,5 @@ class Fragment(_Entry):
     feature_levels: list[FeatureLevelAddition] = []
     releases: list[ReleaseEntry] = []
     policies: dict[str, PolicyEntry] = {}
+    removed_configs: list[RemovedConfigEntry] = []
     doc: str = ""

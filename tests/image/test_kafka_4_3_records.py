@@ -115,3 +115,19 @@ def test_log_entry_type_name_of_unregister_controller_record():
                      timestamp=0)
     view = entry.to_json()
     assert (view["type"], view["version"], view["data"]) == ("UNREGISTER_CONTROLLER_RECORD", 0, {"controllerId": 3})
+
+
+def test_4_3_replay_drops_configs_kafka_removed():
+    # KAFKA-19851 (4.3): a topic's message.format.version, left by a 3.x cluster, is ignored on replay.
+    records = [rec("FeatureLevelRecord", name="metadata.version", feature_level=29),
+               rec("ConfigRecord", resource_type=2, resource_name="t", name="message.format.version", value="2.8"),
+               rec("ConfigRecord", resource_type=2, resource_name="t", name="retention.ms", value="1000"),
+               rec("ConfigRecord", resource_type=4, resource_name="", name="message.format.version", value="2.8")]
+    on_43 = image_from_records(records, catalog=CAT.at_release("4.3.0"))
+    on_42 = image_from_records(records, catalog=CAT.at_release("4.2.0"))
+    assert dict(on_43.configs.config(2, "t")) == {"retention.ms": "1000"}
+    assert dict(on_42.configs.config(2, "t")) == {"message.format.version": "2.8", "retention.ms": "1000"}
+    # only the resource type Kafka removed it from
+    assert dict(on_43.configs.config(4, "")) == {"message.format.version": "2.8"}
+    assert CAT.at_release("4.4").configs_dropped_on_replay() == {("TOPIC", "message.format.version")}
+    assert CAT.at_release("4.2").configs_dropped_on_replay() == frozenset()
