@@ -230,6 +230,11 @@ class Catalog:
         here = self.release.key
         return frozenset((t, n) for t, n, gone in self._data.removed_configs if release_name_key(gone) <= here)
 
+    def policy_text(self, name: str, key: str) -> str:
+        """A message template of the value this line follows for policy `name` (policies.toml)."""
+        policy = next(p for p in self._data.policies if p.name == name)
+        return policy.value(self.policy(name)).text(key)
+
     def mv_downgrade_error(self, current: MVLike, new: MVLike, unsafe: bool) -> str:
         """The text refusing a lossy metadata.version downgrade, worded as this line words it."""
         policy = next(p for p in self._data.policies if p.name == "mv_downgrade_error")
