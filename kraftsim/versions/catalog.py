@@ -32,6 +32,8 @@ class Catalog:
         self._lines = lines
         self._line = lines[line]
         self._features = {f.name: f for f in self._line.features}
+        # levels this release lists only as the next line's placeholders: their gates do not exist here
+        self._hidden = frozenset(mv.level for mv in data.versions if mv.is_placeholder_in(self._line.release.key))
 
     def __repr__(self) -> str:
         return f"<Catalog {self._data.where} at release {self.release.name}>"
@@ -132,21 +134,22 @@ class Catalog:
 
     def downgrade_losses(self, source: MVLike, target: MVLike) -> DowngradeLosses:
         """What a downgrade from `source` to `target` could no longer represent."""
-        return self._data.gates.downgrade_losses(self.metadata_version(source), self.metadata_version(target))
+        return self._data.gates.downgrade_losses(self.metadata_version(source), self.metadata_version(target),
+                                               self._hidden)
 
     # --- gates -----------------------------------------------------------------------
 
     def supports(self, capability: str, mv: MVLike) -> bool:
         """Whether a capability (records.toml [capabilities]) exists at `mv`."""
-        return self._data.gates.supports(capability, self.metadata_version(mv))
+        return self._data.gates.supports(capability, self.metadata_version(mv), self._hidden)
 
     def record_types(self, mv: MVLike) -> tuple[str, ...]:
         """Record types that may be written at `mv`."""
-        return self._data.gates.record_types_at(self.metadata_version(mv))
+        return self._data.gates.record_types_at(self.metadata_version(mv), self._hidden)
 
     def record_version(self, record: str, mv: MVLike) -> int:
         """Highest version of `record` writable at `mv` (Kafka's ...RecordVersion methods)."""
-        return self._data.gates.record_version(record, self.metadata_version(mv))
+        return self._data.gates.record_version(record, self.metadata_version(mv), self._hidden)
 
     def request_version(self, api: str, mv: MVLike) -> int:
         """Version of request `api` ("Fetch", "ListOffsets") a node sends at `mv`."""

@@ -53,6 +53,12 @@ class MetadataVersion:
     metadata_changed: bool = field(compare=False)
     introduced: str = field(compare=False, default="")
     production: bool = field(compare=False, default=True)
+    placeholder_before: str | None = field(compare=False, default=None)
+
+    def is_placeholder_in(self, release: tuple[int, int, int]) -> bool:
+        """Whether a release (by its key) lists this level only as the next line's placeholder:
+        known, but adding nothing and changing no metadata in its code."""
+        return self.placeholder_before is not None and release < release_name_key(self.placeholder_before)
 
     @property
     def release(self) -> str:

@@ -147,7 +147,11 @@ def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
     for e in raw.metadata_versions:
         if not VERSION_RE.match(e.version):
             raise CatalogError("mv-table", f"metadata.version {e.version!r} is not of the form <major>.<minor>-IV<n>", where)
-        out.append(MetadataVersion(e.level, e.version, e.metadata_changed, e.introduced, production=False))
+        if e.placeholder_before is not None and not RELEASE_NAME_RE.match(e.placeholder_before):
+            raise CatalogError("mv-table", f"metadata.version {e.version}: placeholder_before {e.placeholder_before!r} "
+                                           "is not a release name", where)
+        out.append(MetadataVersion(e.level, e.version, e.metadata_changed, e.introduced, production=False,
+                                   placeholder_before=e.placeholder_before))
     if not out:
         raise CatalogError("mv-table", "the catalog defines no metadata.version", where)
     for a, b in zip(out, out[1:]):
@@ -241,7 +245,7 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
     where = f"{data.where} at release {release.name}"
     flags = dict(release.metadata_changed)
     known = [replace(mv, production=mv.level <= release.latest_production,
-                     metadata_changed=flags.get(mv.level, mv.metadata_changed))
+                     metadata_changed=flags.get(mv.level, mv.metadata_changed and not mv.is_placeholder_in(release.key)))
              for mv in data.versions if release.knows(mv)]
     if release.latest_production > release.latest_testing:
         raise CatalogError("release", f"release {release.name}: latest_production is above latest_testing", where)

@@ -25,6 +25,7 @@ class MetadataVersionEntry(_Entry):
     version: str
     metadata_changed: bool
     introduced: str = ""
+    placeholder_before: str | None = None  # releases before this one list the level but it adds nothing
 
 
 class Step(_Entry):

@@ -99,3 +99,20 @@ def test_a_user_catalog_can_add_a_differing_patch_release():
     # latest_testing is the release's own code: not inherited.
     bare = load_catalog_text('[[releases]]\nname = "4.4.1"\ninherits = "4.4"\n')
     assert bare.latest_testing.level == 33
+
+
+def test_a_placeholder_level_adds_nothing_in_the_release_that_lists_it():
+    # §11.6: 4.2.0 lists 4.3-IV0 but writes none of its records and changes no metadata there.
+    old, new = CAT.at_release("4.2.0"), CAT.at_release("4.3.0")
+    assert old.record_version("RegisterBrokerRecord", 30) == 3 and new.record_version("RegisterBrokerRecord", 30) == 4
+    assert not old.supports("cordoned_log_dirs", 30) and new.supports("cordoned_log_dirs", 30)
+    assert old.downgrade_losses(30, 29).lossless and not new.downgrade_losses(30, 29).lossless
+    assert not old.is_lossy(30, 29) and new.is_lossy(30, 29)
+
+
+def test_a_release_flag_that_contradicts_its_gates_is_refused():
+    from kraftsim.versions import CatalogError, load_catalog_text
+
+    with pytest.raises(CatalogError) as exc:
+        load_catalog_text('[[releases]]\nname = "4.4.1"\ninherits = "4.4"\nmetadata_changed = { "4.4-IV2" = false }\n')
+    assert exc.value.rule == "metadata-change-flag" and "release 4.4.1 gives it metadata_changed = false" in str(exc.value)
