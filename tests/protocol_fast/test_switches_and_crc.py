@@ -135,3 +135,14 @@ def test_wrappers_keep_the_pure_function():
     assert dec.pure is rt.codec.decoder(0) or isinstance(rt.codec.decoder(0), fastpath._c.FastDecoder)
     with pytest.raises(TypeError):
         fastpath._c.Program(("not a class",) * 7)
+
+
+def test_speedups_built_where_required():
+    """CI sets KRAFTSIM_REQUIRE_SPEEDUPS=1: a C extension that silently failed to build (the
+    build is optional, so pip says nothing) would otherwise skip every fast-path test and
+    leave the whole suite running on the pure-Python codec."""
+    if os.environ.get("KRAFTSIM_REQUIRE_SPEEDUPS", "") in ("", "0"):
+        pytest.skip("KRAFTSIM_REQUIRE_SPEEDUPS is not set")
+    assert fastpath.HAVE_SPEEDUPS, "kraftsim.protocol._speedups did not build: is a C compiler installed?"
+    if not fastpath.FORCED_PURE:
+        assert fastpath.ENABLED
