@@ -341,7 +341,8 @@ def test_source_date_epoch_and_seed_give_identical_bytes(tmp_path: Path, capsys:
         (tmp_path / run_dir).mkdir()
         monkeypatch.chdir(tmp_path / run_dir)  # relative directories: identical printed lines too
         code, out, _ = run(capsys, "storage", "format", "-t", CLUSTER_ID, "--node-id", "1", "--dir", "m", "--dir", "d",
-                           "--standalone", "--seed", "42", "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]")
+                           "--standalone", "--seed", "42", "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+                           *AS_42)
         assert code == 0
         outputs.append((out, tree(tmp_path / run_dir)))
     assert outputs[0] == outputs[1]
