@@ -120,9 +120,7 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
         for n, p in raw.policies.items()
     )
     feature_names = [f.name for f in raw.features]
-    top = {release_line_key: max(mv.level for mv in versions if release_key(mv.release) <= release_line_key)
-           for release_line_key in {release_key(release_line(r.name)) for r in raw.releases}
-           if any(release_key(mv.release) <= release_line_key for mv in versions)}
+    top = _line_tops(versions)
     releases = tuple(sorted((rel for r in raw.releases for rel in _release(r, mv_level, feature_names, policies, top, where)),
                             key=lambda r: r.key))
     if not releases:
@@ -140,6 +138,15 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
             raise CatalogError("unknown-reference", f"line {raw.line} is not a release of the catalog", where)
         data = replace(data, line=chosen.name)
     return data
+
+
+def _line_tops(versions: tuple[MetadataVersion, ...]) -> dict[tuple[int, int], int]:
+    """A release line's default latest testing level: the highest level of its line or an
+    earlier one (for lines without a level of their own: the earlier line's highest)."""
+    out: dict[tuple[int, int], int] = {}
+    for mv in versions:  # levels rise with their lines
+        out[release_key(mv.release)] = mv.level
+    return out
 
 
 def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
@@ -216,10 +223,11 @@ def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...]
         overrides.append((o.feature, o.level, deps))
     ordered = tuple((n, features[n]) for n in feature_names if n in features)
     own_line = release_key(release_line(r.name))
+    earlier = [level for line, level in top.items() if line <= own_line]
     if r.latest_testing is not None:
         latest_testing = mv_level(r.latest_testing, f"release {r.name} latest_testing")
-    elif own_line in top:
-        latest_testing = top[own_line]
+    elif earlier:
+        latest_testing = max(earlier)
     else:
         raise CatalogError("release", f"release {r.name} knows no metadata.version of its line or an earlier one; give latest_testing", where)
     changed = tuple(sorted((mv_level(v, f"release {r.name} metadata_changed"), flag) for v, flag in r.metadata_changed.items()))
