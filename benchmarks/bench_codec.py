@@ -17,11 +17,11 @@ Two inputs, each measured in one run on the same bytes:
 
 What each measurement includes (single thread, Python's default GC settings, best of N):
 
-- decode, kraftsim fast: `fastpath.read_log_entries(data, registry)`: split into batches,
+- decode, kraftsim fast: `batch_io.read_log_entries(data, registry)`: split into batches,
   size/magic/count checks, CRC-32C of every batch, v2 record parsing, metadata framing,
   full message decode into msgspec Structs, one LogEntry per record, all kept in a list.
   (Control batches, 2-4 per input, go through the pure-Python code inside this call.)
-- decode, kraftsim fast streaming: the same decode through `fastpath.iter_log_entries`,
+- decode, kraftsim fast streaming: the same decode through `batch_io.iter_log_entries`,
   which yields the entries a list of whole batches (at least 1,024 records) at a time;
   each list is counted and dropped, as kafka-python's iteration drops each record, so the
   memory is reused instead of being requested fresh from the kernel for every entry.
@@ -73,7 +73,7 @@ if str(REPO) not in sys.path:  # `python benchmarks/bench_codec.py` from anywher
     sys.path.insert(0, str(REPO))
 
 from benchmarks._common import load_average, utc_now  # noqa: E402
-from kraftsim.protocol import fastpath  # noqa: E402
+from kraftsim.protocol import batch_io, fastpath  # noqa: E402
 from kraftsim.protocol.batch import parse_batch, split_batches  # noqa: E402
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch, encode_data_batch  # noqa: E402
 from kraftsim.protocol.primitives import Uuid  # noqa: E402
@@ -154,7 +154,7 @@ def synthetic_snapshot(partitions: int, *, per_topic: int = 10, brokers: int = 1
 
 
 def decode_fast(data: bytes) -> int:
-    entries, tail = fastpath.read_log_entries(data, REGISTRY)
+    entries, tail = batch_io.read_log_entries(data, REGISTRY)
     assert tail is None
     return len(entries)
 
@@ -176,7 +176,7 @@ def decode_fast_per_batch(data: bytes) -> int:
 
 def decode_fast_streaming(data: bytes) -> int:
     n = 0
-    for chunk in fastpath.iter_log_entries(data, REGISTRY):
+    for chunk in batch_io.iter_log_entries(data, REGISTRY):
         n += len(chunk)
     return n
 
@@ -212,12 +212,12 @@ def encode_kraftsim(specs: list[BatchSpec]) -> list[bytes]:
     return out
 
 
-def to_write(specs: list[BatchSpec]) -> list[fastpath.BatchToWrite]:
-    return [fastpath.BatchToWrite(s.base_offset, s.epoch, s.timestamp, s.control, s.payloads) for s in specs]
+def to_write(specs: list[BatchSpec]) -> list[batch_io.BatchToWrite]:
+    return [batch_io.BatchToWrite(s.base_offset, s.epoch, s.timestamp, s.control, s.payloads) for s in specs]
 
 
-def encode_fast(batches: list[fastpath.BatchToWrite]) -> int:
-    return sum(map(len, fastpath.encode_batches(batches)))
+def encode_fast(batches: list[batch_io.BatchToWrite]) -> int:
+    return sum(map(len, batch_io.encode_batches(batches)))
 
 
 def encode_fast_per_batch(specs: list[BatchSpec]) -> int:
@@ -323,7 +323,7 @@ def bench_input(name: str, data: bytes, repeat: int, *, check_original: bool, lo
     log(f"[{name}] {n_batches:,} batches, {n_records:,} records")
 
     # Correctness first (not timed): the same entries both ways.
-    fast_entries, _ = fastpath.read_log_entries(data, REGISTRY)
+    fast_entries, _ = batch_io.read_log_entries(data, REGISTRY)
     with fastpath.pure_python():
         pure_entries = [e for p in split_batches(data) for e in decode_batch(parse_batch(p.data), REGISTRY)]
     assert fast_entries == pure_entries, "fast and pure decodes differ"
@@ -345,7 +345,7 @@ def bench_input(name: str, data: bytes, repeat: int, *, check_original: bool, lo
     log(f"[{name}] preparing the encode inputs (messages, and framed values for kafka-python)")
     specs = specs_from_bytes(data)
     batches = to_write(specs)
-    fast_bytes = fastpath.encode_batches(batches)
+    fast_bytes = batch_io.encode_batches(batches)
     assert encode_kraftsim(specs) == fast_bytes, "encode_batches and the per-batch API differ"
     with fastpath.pure_python():
         pure_bytes = encode_kraftsim(specs)
@@ -382,13 +382,13 @@ ENCODERS = (
     ("kafka-python", encode_kafka_python),
 )
 WHAT = {
-    ("decode", "kraftsim fast"): "`fastpath.read_log_entries`: split + CRC + records + framing + message decode, LogEntry list",
-    ("decode", "kraftsim fast, streaming"): "same decode via `fastpath.iter_log_entries`; each list of >= 1,024 entries dropped after counting",
+    ("decode", "kraftsim fast"): "`batch_io.read_log_entries`: split + CRC + records + framing + message decode, LogEntry list",
+    ("decode", "kraftsim fast, streaming"): "same decode via `batch_io.iter_log_entries`; each list of >= 1,024 entries dropped after counting",
     ("decode", "kraftsim fast, per-batch API"): "same result via `split_batches` + `parse_batch` + `entries.decode_batch` (C hook)",
     ("decode", "kraftsim pure"): "same result, pure Python (`KRAFTSIM_PURE_PYTHON`)",
     ("decode", "kraftsim fast, records only"): "`split_batches` + `parse_batch` (CRC) + `batch.records()`: no message decode",
     ("decode", "kafka-python"): "`MemoryRecords` batches + `validate_crc()` + record key/value: no message decode",
-    ("encode", "kraftsim fast"): "`fastpath.encode_batches`: messages -> framed values -> records -> batches + CRC",
+    ("encode", "kraftsim fast"): "`batch_io.encode_batches`: messages -> framed values -> records -> batches + CRC",
     ("encode", "kraftsim fast, per-batch API"): "same bytes via `entries.encode_data_batch` per batch (C hook)",
     ("encode", "kraftsim pure"): "same bytes, pure Python",
     ("encode", "kafka-python"): "`DefaultRecordBatchBuilder`: framed values -> records -> batch + CRC: no message encode",

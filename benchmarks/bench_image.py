@@ -8,7 +8,7 @@ round-robin, metadata.version 4.0-IV3. For each N:
   * records only: `iter_image_records` consumed (the image side of a write, no bytes);
   * fast write: the records (`iter_image_records(..., read_only=True)`: lists shared,
     since they are only encoded) encoded by the codec's C fast path
-    (`fastpath.encode_values` for the batch layout, `fastpath.encode_batches` for the
+    (`batch_io.encode_values` for the batch layout, `batch_io.encode_batches` for the
     bytes) into Kafka's batch layout (appends of 1024 records merged into batches of at
     most 8 MiB, header and footer control batches), written to a `.part` file, fsynced
     and renamed: what `storage.write_snapshot` costs once it encodes on the fast path;
@@ -65,9 +65,9 @@ from benchmarks._common import load_average, utc_now  # noqa: E402
 from kraftsim.image import (  # noqa: E402
     MetadataDelta, MetadataImage, MetadataProvenance, image_digest, iter_image_records)
 from kraftsim.gcpause import collector_paused  # noqa: E402
-from kraftsim.image.mv_change import affected_components, rewrite_at_metadata_version  # noqa: E402
+from kraftsim.image.writer.mv_change import affected_components, rewrite_at_metadata_version  # noqa: E402
 from kraftsim.image.pmap import PMap, hash_uuid  # noqa: E402
-from kraftsim.protocol import fastpath  # noqa: E402
+from kraftsim.protocol import batch_io, fastpath  # noqa: E402
 from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD  # noqa: E402
 from kraftsim.protocol.entries import Payload  # noqa: E402
 from kraftsim.protocol.primitives import Uuid, uvarint_size  # noqa: E402
@@ -197,11 +197,11 @@ def peak_rss_mb() -> float:
 
 
 def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer: list[Payload],
-                  max_batch_bytes: int = MAX_BATCH_SIZE_BYTES) -> Iterator[fastpath.BatchToWrite]:
+                  max_batch_bytes: int = MAX_BATCH_SIZE_BYTES) -> Iterator[batch_io.BatchToWrite]:
     """The batches Kafka's snapshot writer forms: a header control batch, appends of 1024
     records merged into one data batch while it stays within `max_batch_bytes`, a footer
     control batch. Mirrors storage.batchfile.BatchAccumulator (the files are compared)."""
-    yield fastpath.BatchToWrite(0, EPOCH, TIME_MS, True, header)
+    yield batch_io.BatchToWrite(0, EPOCH, TIME_MS, True, header)
     next_offset = len(header)
     open_payloads: list[Payload] = []
     open_size = 0
@@ -211,9 +211,9 @@ def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer:
         group = [p for _, p in zip(range(SNAPSHOT_APPEND_RECORDS), it)]
         if not group:
             break
-        lengths = [len(v) for v in fastpath.encode_values(group)]
+        lengths = [len(v) for v in batch_io.encode_values(group)]
         if open_payloads and max_batch_bytes - open_size < records_size(lengths, len(open_payloads)):
-            yield fastpath.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
+            yield batch_io.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
             open_payloads = []
         if not open_payloads:
             if RECORD_BATCH_OVERHEAD + records_size(lengths, 0) > max_batch_bytes:
@@ -223,8 +223,8 @@ def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer:
         open_payloads.extend(group)
         next_offset += len(group)
     if open_payloads:
-        yield fastpath.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
-    yield fastpath.BatchToWrite(next_offset, EPOCH, TIME_MS, True, footer)
+        yield batch_io.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
+    yield batch_io.BatchToWrite(next_offset, EPOCH, TIME_MS, True, footer)
 
 
 def fast_write(img: MetadataImage, directory: Path, mv: Any = MV) -> Path:
@@ -237,7 +237,7 @@ def fast_write(img: MetadataImage, directory: Path, mv: Any = MV) -> Path:
     with os.fdopen(fd, "wb") as f, collector_paused():  # an 8 MiB batch keeps ~75,000 messages alive
         records = iter_image_records(img, mv, CAT, read_only=True)  # encoded at once: lists may be shared
         for batch in kafka_batches(records, header=header, footer=footer):
-            f.writelines(fastpath.encode_batches([batch]))  # each batch as soon as it is formed
+            f.writelines(batch_io.encode_batches([batch]))  # each batch as soon as it is formed
         f.flush()
         os.fsync(f.fileno())
     os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
@@ -308,7 +308,7 @@ def child_load(path: Path, expect: str, with_loader: bool) -> dict[str, Any]:
         del img
     gc.collect()
     if with_loader:
-        from kraftsim.image.loading import load_path
+        from kraftsim.image.loader.loading import load_path
         with Clock() as c:
             result = load_path(path, catalog=CAT, registry=REG)
         out["load_path_cpu"], out["load_path_wall"] = c.cpu, c.wall
@@ -426,9 +426,9 @@ def value_hashes(img: MetadataImage, mv: Any) -> collections.Counter:
     for p in iter_image_records(img, mv, CAT, read_only=True):
         group.append(p)
         if len(group) == 4096:
-            out.update(map(hash, fastpath.encode_values(group)))
+            out.update(map(hash, batch_io.encode_values(group)))
             group = []
-    out.update(map(hash, fastpath.encode_values(group)))
+    out.update(map(hash, batch_io.encode_values(group)))
     return out
 
 
@@ -613,7 +613,7 @@ def write_markdown(rows: list[dict[str, Any]], maps: list[tuple[int, str, float,
         "in every row. decode only: the same reading and decoding without the replay. full GC after: the "
         "collection right after the load (replay_all pauses the collector while it allocates; this is "
         "the deferred part). peak RSS: the load process's high-water mark during the load (RSS before: "
-        "the interpreter with kraftsim imported). `load_path`: `kraftsim.image.loading.load_path` on the "
+        "the interpreter with kraftsim imported). `load_path`: `kraftsim.image.loader.loading.load_path` on the "
         "same file (the MetadataLoader path).",
         "",
         "## Snapshot write (image -> .checkpoint on disk)",
@@ -633,8 +633,8 @@ def write_markdown(rows: list[dict[str, Any]], maps: list[tuple[int, str, float,
         "",
         "records only: `iter_image_records` consumed, no bytes. fast write: the records "
         "(`iter_image_records(..., read_only=True)`, whose messages share their replica/ISR/directory lists) "
-        "encoded by `fastpath.encode_values` (value sizes, for Kafka's batch layout: appends of 1024 records "
-        "merged into batches of at most 8 MiB) and `fastpath.encode_batches` (the bytes, one call per batch), "
+        "encoded by `batch_io.encode_values` (value sizes, for Kafka's batch layout: appends of 1024 records "
+        "merged into batches of at most 8 MiB) and `batch_io.encode_batches` (the bytes, one call per batch), "
         "written to a `.part` file, fsynced, made read-only, renamed, directory fsynced, with the collector "
         "paused. storage write: `storage.snapshot.write_snapshot(iter_image_records(...))` as the emitter "
         "calls it (`read_only=True`; the C encoder; the collector paused). same bytes: the two "

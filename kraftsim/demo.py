@@ -19,10 +19,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
-from kraftsim.controller.replication import CreatableTopic, CreateTopicsRequest, create_topics
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest, create_topics
 from kraftsim.errors import KraftsimError
-from kraftsim.image.loader import MvChangeHandling
-from kraftsim.image.verify import verify_directory, verify_replicas
+from kraftsim.image import MvChangeHandling
+from kraftsim.image import verify_directory, verify_replicas
 from kraftsim.sim import features_tool
 from kraftsim.sim.cluster import SimCluster
 from kraftsim.versions import ToolFailure

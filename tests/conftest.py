@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-ORACLE = REPO.parent / "shared" / "oracle"
+from tests.paths import ORACLE, REPO  # noqa: F401  (re-exported for tests)
 
 
 def oracle_files(*patterns: str) -> list[Path]:
@@ -25,3 +24,11 @@ def oracle_dir() -> Path:
     if not ORACLE.is_dir():
         pytest.skip("../shared/oracle is not present")
     return ORACLE
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that uses the shared Spark session is a `spark` test (`-m "not spark"`
+    leaves them all out)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)

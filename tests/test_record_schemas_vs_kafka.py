@@ -26,11 +26,10 @@ from typing import Any
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+from tests.paths import KAFKA_SCHEMAS, REPO
+
 RECORDS = REPO / "records"
-KAFKA_DIR = Path(
-    os.environ.get("KRAFTSIM_KAFKA_SCHEMAS", REPO.parent / "shared" / "reference" / "kafka-schemas")
-)
+KAFKA_DIR = Path(os.environ.get("KRAFTSIM_KAFKA_SCHEMAS") or KAFKA_SCHEMAS)
 
 if not KAFKA_DIR.is_dir():
     pytest.skip(f"Kafka reference schemas not found at {KAFKA_DIR}", allow_module_level=True)

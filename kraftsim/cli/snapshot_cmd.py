@@ -2,7 +2,7 @@
 
 `create` writes the Kafka-format snapshot of a log's state at an offset, at the image's
 metadata.version or another one, with the writer of a Kafka release (inferred from the
-registrations in the log unless `--release` names one); kraftsim.image.snapshot_create
+registrations in the log unless `--release` names one); kraftsim.image.publisher.snapshot_create
 holds every rule. A target metadata.version that cannot hold everything is refused with
 Kafka's UnwritableMetadataException text (exit 1) unless `--allow-loss`, which writes the
 snapshot and prints every dropped item.
@@ -24,10 +24,10 @@ from kraftsim.cli.common import add_catalog_options, catalog_from_args
 from kraftsim.cli.replay_cmd import (
     BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
 )
-from kraftsim.image.diff import ABSENT, diff_images, show
-from kraftsim.image.digest import image_digest
+from kraftsim.image import ABSENT, diff_images, show
+from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
-from kraftsim.image.snapshot_create import snapshot_contents
+from kraftsim.image import snapshot_contents
 from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
 

@@ -16,7 +16,9 @@ import random
 
 from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool
 from kraftsim.storage.bootstrap import read_bootstrap_dir
-from kraftsim.storage.formatter import ServerConfig, random_uuid, read_server_config, storage_format, storage_info
+from kraftsim.storage import random_uuid
+from kraftsim.storage import ServerConfig, read_server_config
+from kraftsim.storage import storage_format, storage_info
 from kraftsim.versions import UnknownMetadataVersion
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 

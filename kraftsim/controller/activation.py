@@ -25,9 +25,8 @@ import msgspec
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext
 from kraftsim.controller.result import ControllerResult, accepted, controller_record
 from kraftsim.errors import KraftsimError
-from kraftsim.image.configs import BROKER
-from kraftsim.image.features import ELR_FEATURE
-from kraftsim.image.writer import registry_for
+from kraftsim.image import BROKER
+from kraftsim.image import ELR_FEATURE
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.storage.bootstrap import BootstrapMetadata, bootstrap_from_records
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog
@@ -53,7 +52,7 @@ def default_bootstrap(catalog: Catalog, metadata_version: int | None = None) -> 
     """The bootstrap used without a bootstrap.checkpoint: only metadata.version, by default
     the line's latest production level (Kafka's BootstrapMetadata.fromVersion)."""
     level = catalog.latest_production.level if metadata_version is None else catalog.metadata_version(metadata_version).level
-    rt = registry_for(catalog)["FeatureLevelRecord"]
+    rt = catalog.record_registry()["FeatureLevelRecord"]
     entry = LogEntry(0, 0, 0, False, rt, 0, rt.new(name=MV_NAME, feature_level=level))
     return bootstrap_from_records([entry], DEFAULT_BOOTSTRAP_SOURCE)
 

@@ -44,3 +44,19 @@ class ApiError(msgspec.Struct, frozen=True):
 
 
 NONE = ApiError("NONE")
+
+
+#: Kafka's default texts (Errors.message()) for errors the controller returns without one.
+DEFAULT_MESSAGES = {
+    "UNKNOWN_TOPIC_ID": "This server does not host this topic ID.",
+    "UNKNOWN_TOPIC_OR_PARTITION": "This server does not host this topic-partition.",
+    "ELECTION_NOT_NEEDED": "Leader election not needed for topic partition.",
+    "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
+}
+
+
+def default_error(name: str) -> ApiError:
+    """Kafka's `new ApiError(error)`: the error with its default text."""
+    return ApiError(name, DEFAULT_MESSAGES.get(name))
+

@@ -32,10 +32,10 @@ import msgspec
 from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
+from kraftsim.controller.partition_change import has_leaderships
 from kraftsim.controller.replication import (
     check_broker_epoch,
     elect_for_unfenced,
-    has_leaderships,
     leader_and_isr_updates,
     partitions_in_directories,
     remove_from_isrs,
@@ -43,7 +43,7 @@ from kraftsim.controller.replication import (
 )
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import MetadataDelta, MetadataImage
-from kraftsim.image.features import KRAFT_VERSION
+from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType

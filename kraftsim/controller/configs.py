@@ -19,9 +19,10 @@ import msgspec
 from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
-from kraftsim.controller.replication import elr_enabled, topic_name_error
+from kraftsim.controller.partition_change import elr_enabled
+from kraftsim.controller.topics import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
-from kraftsim.image.configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
+from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from kraftsim.protocol.entries import Payload
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3

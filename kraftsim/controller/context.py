@@ -17,7 +17,6 @@ from typing import Mapping
 import msgspec
 
 from kraftsim.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.writer import registry_for
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, MetadataVersion, default_catalog
 
@@ -72,7 +71,7 @@ class ControllerContext(msgspec.Struct, frozen=True):
 
 def registry_of(ctx: ControllerContext) -> Registry:
     """The record types of the context's catalog (shipped ones plus a user catalog's)."""
-    return registry_for(ctx.catalog)
+    return ctx.catalog.record_registry()
 
 
 def metadata_version_of(ctx: ControllerContext) -> MetadataVersion | None:

@@ -30,8 +30,8 @@ from kraftsim.controller.features import (
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loss import LossReport
-from kraftsim.image.writer import WriterLine, write_image
+from kraftsim.image import LossReport
+from kraftsim.image import WriterLine, write_image
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, IllegalArgument, MetadataVersion
 
 

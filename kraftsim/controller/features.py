@@ -27,8 +27,8 @@ from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext
 from kraftsim.controller.quorum_features import DISABLED, advertised_range, contains, reason_not_supported
 from kraftsim.controller.result import ControllerResult, accepted, controller_record, refused
-from kraftsim.image.configs import BROKER
-from kraftsim.image.features import ELR_FEATURE, KRAFT_VERSION
+from kraftsim.image import BROKER
+from kraftsim.image import ELR_FEATURE, KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.versions import FEATURE_NAME as MV_NAME, IllegalArgument
 

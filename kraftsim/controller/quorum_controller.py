@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from kraftsim.controller import (
-    acls, activation, client_quotas, cluster_control, configs, delegation_tokens, producer_ids, replication, scram,
+    acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
+    replication, scram, topics,
 )
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.cluster_control import BrokerHeartbeats
@@ -32,14 +33,12 @@ from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.image.writer import registry_for
 from kraftsim.protocol.entries import encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
-    MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge, read_snapshot,
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge,
 )
 from kraftsim.storage.batchfile import decode_file_batch
-from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, default_catalog
 
 Rule = Callable[[ControllerContext], ControllerResult]
@@ -106,10 +105,10 @@ class ReplayState:
     def replay_log(self, log: MetadataLog, registry: Registry | None = None) -> "ReplayState":
         """Load the newest snapshot at or above the log start (if any), then every batch after it."""
         start = log.log_start_offset
-        snapshots = [s for s in log.snapshot_ids() if s.end_offset >= start and s.end_offset > 0]
-        if snapshots:
-            sid = snapshots[-1]
-            snap = read_snapshot(snapshot_path(log.directory, sid), registry)
+        snap = log.read_latest_snapshot(registry)
+        if snap is not None:
+            sid = snap.snapshot_id
+            assert sid is not None  # the log names its snapshots by id
             delta = MetadataDelta(self.image, self.catalog)
             for e in snap.entries():
                 if e.control:
@@ -132,7 +131,7 @@ class ReplayState:
 def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Registry | None = None) -> ReplayState:
     """Replay a whole metadata log from scratch (what a new standby controller does)."""
     cat = catalog if catalog is not None else default_catalog()
-    return ReplayState(cat).replay_log(log, registry or registry_for(cat))
+    return ReplayState(cat).replay_log(log, registry or cat.record_registry())
 
 
 class QuorumController:
@@ -159,7 +158,7 @@ class QuorumController:
                                                 else self.catalog.supported_features(unstable))
         self.config = config
         self.static_voters = tuple(static_voters)
-        self.registry = registry_for(self.catalog)
+        self.registry = self.catalog.record_registry()
         self.raft_upgrade = raft_upgrade
         self.max_batch_bytes = max_batch_bytes
         self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)
@@ -288,17 +287,17 @@ class QuorumController:
 
     # Topics, partitions and the smaller families.
 
-    def create_topics(self, request: replication.CreateTopicsRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.create_topics(ctx, request))
+    def create_topics(self, request: topics.CreateTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: topics.create_topics(ctx, request))
 
-    def delete_topics(self, request: replication.DeleteTopicsRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.delete_topics(ctx, request))
+    def delete_topics(self, request: topics.DeleteTopicsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: topics.delete_topics(ctx, request))
 
     def alter_partition(self, request: replication.AlterPartitionRequest) -> ControllerResult:
         return self.execute(lambda ctx: replication.alter_partition(ctx, request))
 
-    def elect_leaders(self, request: replication.ElectLeadersRequest) -> ControllerResult:
-        return self.execute(lambda ctx: replication.elect_leaders(ctx, request))
+    def elect_leaders(self, request: leader_election.ElectLeadersRequest) -> ControllerResult:
+        return self.execute(lambda ctx: leader_election.elect_leaders(ctx, request))
 
     def incremental_alter_configs(self, request: configs.IncrementalAlterConfigsRequest) -> ControllerResult:
         return self.execute(lambda ctx: configs.incremental_alter_configs(ctx, request))

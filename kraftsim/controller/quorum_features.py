@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterable, Mapping
 
 from kraftsim.controller.context import ControllerContext, Range
-from kraftsim.image.cluster import ClusterImage, FeatureRange
+from kraftsim.image import ClusterImage, FeatureRange
 from kraftsim.versions import Catalog, range_text
 
 #: The range of a feature a node does not know (Kafka's SupportedVersionRange DISABLED).

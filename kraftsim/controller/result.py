@@ -17,7 +17,6 @@ from typing import Any, Generic, Sequence, TypeVar
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.image.writer import registry_for
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog
@@ -59,5 +58,5 @@ def payload(reg: Registry, record: str, version: int, /, **fields: Any) -> Paylo
 
 def controller_record(catalog: Catalog, metadata_version: int, record_type: str, /, **fields: Any) -> Payload:
     """A record to write at `metadata_version`, at the highest record version it allows."""
-    return payload(registry_for(catalog), record_type, catalog.record_version(record_type, metadata_version),
+    return payload(catalog.record_registry(), record_type, catalog.record_version(record_type, metadata_version),
                    **fields)

@@ -16,7 +16,7 @@ import msgspec
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
-from kraftsim.image.scram import MECHANISMS
+from kraftsim.image import MECHANISMS
 from kraftsim.protocol.entries import Payload
 
 #: mechanism type id -> (hash, minimum iterations), Kafka's ScramMechanism.

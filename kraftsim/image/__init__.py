@@ -1,4 +1,4 @@
-"""kraftsim.image: metadata images, deltas, digests, diffs and the image writer.
+"""kraftsim.image: metadata images and deltas, the loader, snapshots, the image writer.
 
     from kraftsim.image import MetadataDelta, MetadataImage, write_image, image_digest
 
@@ -7,55 +7,217 @@
     image = delta.apply(provenance)                 # untouched components are reused
     records = write_image(image, "3.9-IV0", catalog, loss_handler=LossReport())
 
-Modules, one purpose each:
-  pmap         persistent hash map (structure sharing, batched updates, structural diff)
-  intern       shared tuples and Uuids for per-partition compactness
-  provenance   MetadataProvenance
-  features, cluster, topics (+ partition), configs, quotas, producer_ids, acls, scram,
-  tokens, opaque
-               one image component and its delta each
+The layout follows Kafka's `org.apache.kafka.image` (lower rows know nothing of higher):
+
+  pmap, intern, canonical, provenance, errors
+               persistent hash map, shared per-partition values, canonical bytes,
+               MetadataProvenance, the layer's errors
+  components/  one image component and its delta each: features, cluster, topics
+               (+ partition), configs, quotas, producer_ids, acls, scram, tokens, opaque
   image        MetadataImage
   delta        MetadataDelta: replay dispatch, finish_snapshot, apply
   bulk         replay_all's fast path for snapshot loads (topic and partition records)
-  digest       order-independent digests
-  diff         structural diff with one-line texts
-  loss         Loss, LossReport, the default (raising) loss handler
-  writer       write_image: an image as snapshot records at a metadata.version
+  writer/      image_writer (an image as records at a metadata.version), loss (what a
+               lossy write drops), mv_change (the image rewritten at a new MV)
+  loader/      metadata_loader (MetadataLoader), loading (files into images), replay
+               (a user's load request checked, then loaded), summary (what a load gives)
+  publisher/   snapshot_generator, snapshot_emitter, snapshot_create
+  verification/ digest, diff, verify (replay verification), report (its results and text)
+  synthetic    synthetic cluster states for what-ifs and benchmarks
+
+Every name other packages use is exported here; import it from `kraftsim.image`.
 """
 
-from kraftsim.image.acls import AclsImage, StandardAcl
-from kraftsim.image.cluster import BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint, FeatureRange
-from kraftsim.image.configs import ConfigurationsImage
-from kraftsim.image.delta import MetadataDelta, image_from_records
-from kraftsim.image.diff import Change, diff_images, diff_text
-from kraftsim.image.digest import component_digests, image_digest, image_digest_with_provenance
+from kraftsim.image.pmap import PMap
+from kraftsim.image.provenance import EMPTY_PROVENANCE, MetadataProvenance
 from kraftsim.image.errors import (
     ImageError,
     MetadataReplayError,
     UnsupportedMetadataVersionError,
     UnwritableMetadataException,
 )
-from kraftsim.image.features import FeaturesImage
+from kraftsim.image.components.acls import AclsImage, StandardAcl
+from kraftsim.image.components.cluster import (
+    BrokerRegistration,
+    ClusterImage,
+    ControllerRegistration,
+    Endpoint,
+    FeatureRange,
+)
+from kraftsim.image.components.configs import (
+    BROKER,
+    BROKER_LOGGER,
+    CLIENT_METRICS,
+    ConfigurationsImage,
+    GROUP,
+    resource_type_name,
+    TOPIC,
+)
+from kraftsim.image.components.features import ELR_FEATURE, features_from, FeaturesImage, KRAFT_VERSION
+from kraftsim.image.components.opaque import key_text, OpaqueImage, OpaqueRecord
+from kraftsim.image.components.partition import PartitionRegistration, RECOVERED, RECOVERING, registration_from_record
+from kraftsim.image.components.producer_ids import ProducerIdsImage
+from kraftsim.image.components.quotas import ClientQuotasImage, entity_text
+from kraftsim.image.components.scram import mechanism_name, MECHANISMS, ScramCredential, ScramImage
+from kraftsim.image.components.tokens import DelegationToken, DelegationTokensImage
+from kraftsim.image.components.topics import TopicImage, TopicsImage
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.loss import Loss, LossReport, raise_on_loss
-from kraftsim.image.opaque import OpaqueImage, OpaqueRecord
-from kraftsim.image.partition import PartitionRegistration
-from kraftsim.image.pmap import PMap
-from kraftsim.image.producer_ids import ProducerIdsImage
-from kraftsim.image.provenance import EMPTY_PROVENANCE, MetadataProvenance
-from kraftsim.image.quotas import ClientQuotasImage
-from kraftsim.image.scram import ScramCredential, ScramImage
-from kraftsim.image.tokens import DelegationToken, DelegationTokensImage
-from kraftsim.image.topics import TopicImage, TopicsImage
-from kraftsim.image.writer import WRITER_3X, WRITER_4X, WriterLine, iter_image_records, write_image
+from kraftsim.image.delta import image_from_records, MetadataDelta
+from kraftsim.image.writer.image_writer import (
+    iter_image_records,
+    registry_for,
+    write_image,
+    WRITER_3X,
+    WRITER_4X,
+    WriterLine,
+)
+from kraftsim.image.writer.loss import Loss, LossReport, raise_on_loss
+from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
+from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
+from kraftsim.image.loader.metadata_loader import (
+    AbortHandling,
+    CommittedBatch,
+    LoaderFault,
+    LogDeltaManifest,
+    Manifest,
+    MetadataLoader,
+    MvChangeHandling,
+    SnapshotManifest,
+    TransactionState,
+)
+from kraftsim.image.loader.replay import LoadRequestError, replay_path
+from kraftsim.image.loader.summary import TEXT_LIMIT, broker_state, image_summary, load_summary, mv_names, summary_lines
+from kraftsim.image.publisher.snapshot_create import create_snapshot, release_for_level, snapshot_contents
+from kraftsim.image.publisher.snapshot_emitter import (
+    kraft_header_records,
+    loader_header_records,
+    RetentionSettings,
+    SnapshotCreationError,
+    SnapshotEmitter,
+)
+from kraftsim.image.publisher.snapshot_generator import (
+    BUILDER_DEFAULTS,
+    SHARED_SERVER_DEFAULTS,
+    SnapshotFault,
+    SnapshotGenerator,
+    SnapshotTriggers,
+)
+from kraftsim.image.verification.diff import ABSENT, Change, diff_images, diff_text, show
+from kraftsim.image.verification.digest import component_digests, image_digest, image_digest_with_provenance
+from kraftsim.image.verification.report import render_directory, render_replicas, render_roundtrip
+from kraftsim.image.verification.verify import (
+    verify_directory,
+    verify_replicas,
+    verify_roundtrip,
+)
 
 __all__ = [
-    "AclsImage", "BrokerRegistration", "Change", "ClientQuotasImage", "ClusterImage", "ConfigurationsImage",
-    "ControllerRegistration", "DelegationToken", "DelegationTokensImage", "EMPTY_IMAGE", "EMPTY_PROVENANCE",
-    "Endpoint", "FeatureRange", "FeaturesImage", "ImageError", "Loss", "LossReport", "MetadataDelta",
-    "MetadataImage", "MetadataProvenance", "MetadataReplayError", "OpaqueImage", "OpaqueRecord", "PMap",
-    "PartitionRegistration", "ProducerIdsImage", "ScramCredential", "ScramImage", "StandardAcl", "TopicImage",
-    "TopicsImage", "UnsupportedMetadataVersionError", "UnwritableMetadataException", "WRITER_3X", "WRITER_4X",
-    "WriterLine", "component_digests", "diff_images", "diff_text", "image_digest", "image_digest_with_provenance",
-    "image_from_records", "iter_image_records", "raise_on_loss", "write_image",
+    "LoadRequestError",
+    "TEXT_LIMIT",
+    "broker_state",
+    "image_summary",
+    "load_summary",
+    "mv_names",
+    "replay_path",
+    "summary_lines",
+    "ABSENT",
+    "AbortHandling",
+    "AclsImage",
+    "BROKER",
+    "BROKER_LOGGER",
+    "BUILDER_DEFAULTS",
+    "BrokerRegistration",
+    "CLIENT_METRICS",
+    "Change",
+    "ClientQuotasImage",
+    "ClusterImage",
+    "CommittedBatch",
+    "ConfigurationsImage",
+    "ControllerRegistration",
+    "DelegationToken",
+    "DelegationTokensImage",
+    "ELR_FEATURE",
+    "EMPTY_IMAGE",
+    "EMPTY_PROVENANCE",
+    "Endpoint",
+    "FeatureRange",
+    "FeaturesImage",
+    "GROUP",
+    "ImageError",
+    "KRAFT_VERSION",
+    "LoadResult",
+    "LoaderFault",
+    "LogDeltaManifest",
+    "Loss",
+    "LossReport",
+    "MECHANISMS",
+    "Manifest",
+    "MetadataDelta",
+    "MetadataImage",
+    "MetadataLoader",
+    "MetadataProvenance",
+    "MetadataReplayError",
+    "MetadataVersionChange",
+    "MvChangeHandling",
+    "OpaqueImage",
+    "OpaqueRecord",
+    "PMap",
+    "PartitionRegistration",
+    "ProducerIdsImage",
+    "RECOVERED",
+    "RECOVERING",
+    "RetentionSettings",
+    "SHARED_SERVER_DEFAULTS",
+    "ScramCredential",
+    "ScramImage",
+    "SnapshotChoice",
+    "SnapshotCreationError",
+    "SnapshotEmitter",
+    "SnapshotFault",
+    "SnapshotGenerator",
+    "SnapshotManifest",
+    "SnapshotTriggers",
+    "StandardAcl",
+    "TOPIC",
+    "TopicImage",
+    "TopicsImage",
+    "TransactionState",
+    "UnsupportedMetadataVersionError",
+    "UnwritableMetadataException",
+    "WRITER_3X",
+    "WRITER_4X",
+    "WriterLine",
+    "affected_components",
+    "committed_batches",
+    "component_digests",
+    "create_snapshot",
+    "diff_images",
+    "diff_text",
+    "entity_text",
+    "features_from",
+    "image_digest",
+    "image_digest_with_provenance",
+    "image_from_records",
+    "iter_image_records",
+    "key_text",
+    "kraft_header_records",
+    "load_path",
+    "load_snapshot",
+    "loader_header_records",
+    "mechanism_name",
+    "raise_on_loss",
+    "registration_from_record",
+    "registry_for",
+    "release_for_level",
+    "render_directory",
+    "render_replicas",
+    "render_roundtrip",
+    "resource_type_name",
+    "rewrite_at_metadata_version",
+    "show",
+    "snapshot_contents",
+    "verify_directory",
+    "verify_replicas",
+    "verify_roundtrip",
+    "write_image",
 ]

@@ -14,21 +14,29 @@ random record lists.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import intern
-from kraftsim.image.partition import (
+from kraftsim.image.components.partition import (
     MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, registration_from_record,
 )
-
-if TYPE_CHECKING:
-    from kraftsim.image.delta import MetadataDelta
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
 
 
-def replay_records(delta: "MetadataDelta", records: Iterable[Any], on_error: ErrorHandler | None) -> None:
+class Replayable(Protocol):
+    """What this fast path needs of a MetadataDelta (delta.py imports this module, not the reverse)."""
+
+    records_replayed: int
+
+    @property
+    def topics(self) -> Any: ...
+
+    def replay(self, record: Any) -> Any: ...
+
+
+def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None) -> None:
     """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc)."""
     topics = None  # the TopicsDelta, once a topic or partition record is seen
     partition_type = topic_type = None  # the RecordTypes, once seen (records may mix registries)

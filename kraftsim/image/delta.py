@@ -15,21 +15,21 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.acls import AclsDelta
+from kraftsim.image.components.acls import AclsDelta
 from kraftsim.image.bulk import replay_records
-from kraftsim.image.cluster import ClusterDelta
-from kraftsim.image.configs import RESOURCE_TYPE_CODES, ConfigurationsDelta
+from kraftsim.image.components.cluster import ClusterDelta
+from kraftsim.image.components.configs import RESOURCE_TYPE_CODES, ConfigurationsDelta
 from kraftsim.image.errors import MetadataReplayError
-from kraftsim.image.features import FeaturesDelta
+from kraftsim.image.components.features import FeaturesDelta
 from kraftsim.gcpause import collector_paused
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.opaque import OpaqueDelta
-from kraftsim.image.producer_ids import ProducerIdsDelta
+from kraftsim.image.components.opaque import OpaqueDelta
+from kraftsim.image.components.producer_ids import ProducerIdsDelta
 from kraftsim.image.provenance import MetadataProvenance
-from kraftsim.image.quotas import ClientQuotasDelta
-from kraftsim.image.scram import ScramDelta
-from kraftsim.image.tokens import DelegationTokensDelta
-from kraftsim.image.topics import TopicsDelta
+from kraftsim.image.components.quotas import ClientQuotasDelta
+from kraftsim.image.components.scram import ScramDelta
+from kraftsim.image.components.tokens import DelegationTokensDelta
+from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.versions import Catalog, default_catalog
 
 #: Record types the loader handles; a delta refuses them.

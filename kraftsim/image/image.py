@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import msgspec
 
-from kraftsim.image.acls import EMPTY_ACLS, AclsImage
-from kraftsim.image.cluster import EMPTY_CLUSTER, ClusterImage
-from kraftsim.image.configs import EMPTY_CONFIGS, ConfigurationsImage
-from kraftsim.image.features import EMPTY_FEATURES, FeaturesImage
-from kraftsim.image.opaque import EMPTY_OPAQUE, OpaqueImage
-from kraftsim.image.producer_ids import EMPTY_PRODUCER_IDS, ProducerIdsImage
+from kraftsim.image.components.acls import EMPTY_ACLS, AclsImage
+from kraftsim.image.components.cluster import EMPTY_CLUSTER, ClusterImage
+from kraftsim.image.components.configs import EMPTY_CONFIGS, ConfigurationsImage
+from kraftsim.image.components.features import EMPTY_FEATURES, FeaturesImage
+from kraftsim.image.components.opaque import EMPTY_OPAQUE, OpaqueImage
+from kraftsim.image.components.producer_ids import EMPTY_PRODUCER_IDS, ProducerIdsImage
 from kraftsim.image.provenance import EMPTY_PROVENANCE, MetadataProvenance
-from kraftsim.image.quotas import EMPTY_CLIENT_QUOTAS, ClientQuotasImage
-from kraftsim.image.scram import EMPTY_SCRAM, ScramImage
-from kraftsim.image.tokens import EMPTY_DELEGATION_TOKENS, DelegationTokensImage
-from kraftsim.image.topics import EMPTY_TOPICS, TopicsImage
+from kraftsim.image.components.quotas import EMPTY_CLIENT_QUOTAS, ClientQuotasImage
+from kraftsim.image.components.scram import EMPTY_SCRAM, ScramImage
+from kraftsim.image.components.tokens import EMPTY_DELEGATION_TOKENS, DelegationTokensImage
+from kraftsim.image.components.topics import EMPTY_TOPICS, TopicsImage
 
 COMPONENTS = ("features", "cluster", "topics", "configs", "client_quotas", "producer_ids", "acls", "scram",
               "delegation_tokens", "opaque")

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.writer import registry_for
 from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_files
 from kraftsim.pipeline.records import encoded_sizes, mapped
@@ -40,7 +39,7 @@ def corpus_inputs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 def corpus_row(item: dict[str, Any], *, catalog: str | None = None, release: str | None = None) -> list[dict[str, Any]]:
     """The corpus row of one file (`item` as from corpus_inputs)."""
     cat = catalog_of(catalog, release)
-    registry = registry_for(cat)
+    registry = cat.record_registry()
     report = ScanReport()
     type_bytes: Counter = Counter()
     features: dict[str, int] = {}

@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import LossReport, image_digest, write_image
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_states
 

@@ -14,10 +14,10 @@ from typing import Any, Iterator
 import msgspec
 
 from kraftsim.image import MetadataImage
-from kraftsim.image.configs import resource_type_name
-from kraftsim.image.opaque import key_text
-from kraftsim.image.quotas import entity_text
-from kraftsim.image.scram import mechanism_name
+from kraftsim.image import resource_type_name
+from kraftsim.image import key_text
+from kraftsim.image import entity_text
+from kraftsim.image import mechanism_name
 from kraftsim.pipeline.records import KEY_COLUMNS
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import FEATURE_NAME as MV_NAME

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.pipeline.discover import find_files, find_states
 from kraftsim.pipeline.entities import IMAGE_ENTITIES, entity_rows
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS, RECORDS, FileRecords, record_batches

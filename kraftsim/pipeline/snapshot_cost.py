@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
-from kraftsim.image.emitter import SnapshotEmitter
-from kraftsim.image.loading import load_path
+from kraftsim.image import SnapshotEmitter
+from kraftsim.image import load_path
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.pipeline.defaults import catalog_of, job_defaults
 

@@ -70,6 +70,9 @@ class Record(NamedTuple):
     attributes: int = 0
 
 
+_fastpath.provide_types(record=Record)
+
+
 def split_batches(data: bytes, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 

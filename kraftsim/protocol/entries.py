@@ -92,6 +92,9 @@ class Payload(NamedTuple):
     message: Any
 
 
+_fastpath.provide_types(log_entry=LogEntry, payload=Payload)
+
+
 def encode_data_batch(base_offset: int, payloads: Sequence[Payload], *, epoch: int, timestamp: int) -> bytes:
     """A metadata data batch, as the active controller appends it."""
     if _fastpath.ENABLED:  # C encoder; None means "not the common case": encode here

@@ -21,20 +21,15 @@ Switches:
   context manager that turns the fast path off for a block; not thread-safe), so tests can
   compare both paths in one process.
 
-Two kinds of functions:
+The functions:
 
 - `try_*`: return None when the fast path does not apply; the hooks in batch.py /
   entries.py / framing.py / codec.py call these and go on with the pure code on None.
-- drop-ins with the signature of the function they stand for (`parse_records`,
-  `decode_batch`, `decode_metadata_record`, `encode_data_batch`): that function itself,
-  whose hook already tries the fast path first; and `encode_values`, which has no
-  single-call counterpart in the pure modules.
+- `provide_types`: batch.py, entries.py and framing.py hand their NamedTuple classes to
+  the C module when they define them, so this module imports none of them.
 
-And a whole-buffer reader and writer, `read_log_entries` and `encode_batches`, for files
-made of many small batches (a metadata log is mostly one-record batches), where per-batch
-Python overhead would dominate; they also suit snapshots (the image loader, the snapshot
-writer). `iter_log_entries` is the reader in bounded chunks, for callers that apply the
-records as they go.
+The drop-ins and the whole-buffer reader and writer (`read_log_entries`,
+`iter_log_entries`, `encode_batches`) that sit above those modules live in batch_io.py.
 
 Differences from the pure path that are not values:
 
@@ -61,8 +56,9 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
+from kraftsim.protocol import compression
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, VersionRange
 
@@ -311,18 +307,15 @@ def decode_table(registry: Any) -> list:
 
 # ----------------------------------------------------------------------------- setup
 
-_configured = False
 
+def provide_types(**types: type) -> None:
+    """Hand a value class (record, log_entry, payload, metadata_record) to the C module.
 
-def _configure() -> None:
-    """Hand the NamedTuple classes to the C module (imported late: no import cycles)."""
-    global _configured
-    from kraftsim.protocol.batch import Record
-    from kraftsim.protocol.entries import LogEntry, Payload
-    from kraftsim.protocol.framing import MetadataRecord
-
-    _c.configure(uuid=Uuid, record=Record, log_entry=LogEntry, payload=Payload, metadata_record=MetadataRecord)
-    _configured = True
+    batch.py, entries.py and framing.py call this when they define their NamedTuples, so
+    this module never imports them (the hook modules import it, not the reverse).
+    """
+    if _c is not None:
+        _c.configure(**types)
 
 
 # ----------------------------------------------------------------------------- try_* (for hooks)
@@ -332,8 +325,6 @@ def try_parse_records(body: bytes, count: int) -> list | None:
     """batch.parse_records in C, or None (anomaly or headers: let Python parse)."""
     if not ENABLED:
         return None
-    if not _configured:
-        _configure()
     return _c.parse_records(body, count)
 
 
@@ -341,14 +332,10 @@ def try_decode_batch(batch: Any, registry: Any) -> list | None:
     """entries.decode_batch for a data batch in C, or None (control batch, anomaly)."""
     if not ENABLED or batch.attributes & 0x20:
         return None
-    if not _configured:
-        _configure()
     table = decode_table(registry)
     codec = batch.attributes & 0x07
     body, start = batch.raw, 61
     if codec:
-        from kraftsim.protocol import compression
-
         try:
             body, start = compression.decompress(codec, body[61:]), 0
         except Exception:
@@ -361,8 +348,6 @@ def try_decode_metadata_record(registry: Any, value: bytes) -> Any:
     """framing.decode_metadata_record in C, or None."""
     if not ENABLED:
         return None
-    if not _configured:
-        _configure()
     return _c.decode_framed(value, decode_table(registry))
 
 
@@ -370,8 +355,6 @@ def try_encode_values(payloads: Sequence[Any]) -> list[bytes] | None:
     """[framing.encode_metadata_record(p.record_type, p.message, p.version) for p in payloads] in C, or None."""
     if not ENABLED:
         return None
-    if not _configured:
-        _configure()
     return _c.encode_values(payloads, _resolve)
 
 
@@ -379,167 +362,7 @@ def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int,
     """entries.encode_data_batch in C, or None."""
     if not ENABLED:
         return None
-    if not _configured:
-        _configure()
     return _c.encode_data_batch(base_offset, payloads, epoch, timestamp, _resolve)
-
-
-# ----------------------------------------------------------------------------- drop-ins
-# The hooked functions themselves: each tries its try_* above first, then the pure code.
-
-
-def parse_records(body: bytes, count: int) -> list:
-    """Drop-in for batch.parse_records."""
-    from kraftsim.protocol import batch
-
-    return batch.parse_records(body, count)
-
-
-def decode_batch(batch: Any, registry: Any) -> list:
-    """Drop-in for entries.decode_batch."""
-    from kraftsim.protocol import entries
-
-    return entries.decode_batch(batch, registry)
-
-
-def decode_metadata_record(registry: Any, value: bytes) -> Any:
-    """Drop-in for framing.decode_metadata_record."""
-    from kraftsim.protocol import framing
-
-    return framing.decode_metadata_record(registry, value)
-
-
-def encode_values(payloads: Sequence[Any]) -> list[bytes]:
-    """The framed metadata record value of every payload (record_type, version, message)."""
-    values = try_encode_values(payloads)
-    if values is None:
-        from kraftsim.protocol.framing import encode_metadata_record
-
-        values = [encode_metadata_record(p.record_type, p.message, p.version) for p in payloads]
-    return values
-
-
-def encode_data_batch(base_offset: int, payloads: Sequence[Any], *, epoch: int, timestamp: int) -> bytes:
-    """Drop-in for entries.encode_data_batch."""
-    from kraftsim.protocol import entries
-
-    return entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
-
-
-class BatchToWrite(NamedTuple):
-    """One batch for `encode_batches`."""
-
-    base_offset: int
-    epoch: int
-    timestamp: int
-    control: bool
-    payloads: Sequence[Any]
-
-
-def encode_batches(batches: Sequence[BatchToWrite]) -> list[bytes]:
-    """The bytes of many batches (e.g. every batch of a segment or snapshot) in one call.
-
-    Item for item the same as `encode_control_batch(...)` for control batches and
-    `encode_data_batch(...)` for data batches (entries.py): data batches are written in C
-    without returning to Python between them; control batches, and any batch the C encoder
-    gives up on, are written by entries.py.
-    """
-    from kraftsim.protocol import entries as _entries
-
-    if not isinstance(batches, list):
-        batches = list(batches)
-    if ENABLED:
-        if not _configured:
-            _configure()
-        out, todo = _c.encode_batches(batches, _resolve)
-    else:
-        out, todo = [None] * len(batches), range(len(batches))
-    for i in todo:
-        base_offset, epoch, timestamp, control, payloads = batches[i]
-        encode = _entries.encode_control_batch if control else _entries.encode_data_batch
-        out[i] = encode(base_offset, payloads, epoch=epoch, timestamp=timestamp)
-    return out
-
-
-def _decode_from(data: bytes, registry: Any, pos: int, out: list, min_records: int | None) -> tuple[int, Any]:
-    """Append the entries of whole batches from `pos` to `out`, to the end of the data or,
-    with `min_records`, until at least that many were appended.
-
-    Returns (the position after the last batch read, the TornTail that ended the data or
-    None). Uncompressed data batches are decoded in C without leaving it; every other
-    batch (control, compressed, invalid) goes through the pure-Python functions, one
-    batch at a time.
-    """
-    from kraftsim.protocol import entries as _entries
-    from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
-
-    end = len(data)
-    first = len(out)
-    table = None
-    while pos < end:
-        if ENABLED:
-            if not _configured:
-                _configure()
-            if table is None:
-                table = decode_table(registry)
-            wanted = -1 if min_records is None else min_records - (len(out) - first)
-            pos = _c.decode_log(data, pos, table, out, wanted)
-            if pos >= end or (min_records is not None and len(out) - first >= min_records):
-                break
-        piece = next(split_batches(data, pos))
-        if isinstance(piece, TornTail):
-            return pos, piece
-        out += _entries.decode_batch(parse_batch(piece.data), registry)
-        pos += len(piece.data)
-        if min_records is not None and len(out) - first >= min_records:
-            break
-    return pos, None
-
-
-def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, Any]:
-    """Decode every batch of a segment or snapshot's bytes from `start`.
-
-    Same entries, in the same order, and the same exceptions as::
-
-        for piece in split_batches(data, start):
-            if isinstance(piece, TornTail): return entries, piece
-            entries += entries.decode_batch(parse_batch(piece.data), registry)
-
-    Returns (entries, the TornTail that ended the data or None). Uncompressed data batches
-    are decoded in C without leaving it; every other batch (control, compressed, invalid)
-    goes through those pure-Python functions, one batch at a time.
-    """
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    out: list = []
-    _, tail = _decode_from(data, registry, start, out, None)
-    return out, tail
-
-
-def iter_log_entries(data: bytes, registry: Any, start: int = 0, *, chunk: int = 1024) -> Iterator[list]:
-    """The entries of `read_log_entries(data, registry, start)`, a list at a time.
-
-    For readers that apply records as they go (a loader replaying a snapshot into an
-    image) and need not hold them all: each list holds the entries of whole batches, at
-    least `chunk` of them except for the last list, so memory stays bounded by the chunk
-    while the per-call overhead stays small. Errors are raised when the batch holding
-    them is reached, after the lists before it were yielded. A torn tail ends the
-    iteration; the generator's return value (`StopIteration.value`, or the result of
-    `yield from`) is that TornTail, or None when the data ended cleanly.
-    """
-    if chunk < 1:
-        raise ValueError(f"chunk must be at least 1, not {chunk}")
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    pos = start
-    while pos < len(data):
-        out: list = []
-        pos, tail = _decode_from(data, registry, pos, out, chunk)
-        if out:
-            yield out
-        if tail is not None:
-            return tail
-    return None
 
 
 def crc32c(data: bytes) -> int:

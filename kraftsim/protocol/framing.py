@@ -26,6 +26,9 @@ class MetadataRecord(NamedTuple):
     message: Any
 
 
+_fastpath.provide_types(metadata_record=MetadataRecord)
+
+
 def _read_short_uvarint(buf: bytes, pos: int, entity: str) -> tuple[int, int]:
     try:
         value, pos = read_uvarint(buf, pos)

@@ -29,7 +29,7 @@ from typing import Iterable, Mapping
 
 import msgspec
 
-from kraftsim.controller.api_errors import error_codes
+from kraftsim.controller import error_codes
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features

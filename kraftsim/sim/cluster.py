@@ -59,15 +59,15 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
-from kraftsim.image.cluster import BrokerRegistration
-from kraftsim.image.loading import load_path
-from kraftsim.image.mv_change import MetadataVersionChange
+from kraftsim.image import BrokerRegistration
+from kraftsim.image import load_path
+from kraftsim.image import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
 from kraftsim.storage import (
     QuorumState, ServerConfig, read_bootstrap_dir, storage_format, write_leader_epoch_checkpoint, write_quorum_state,
 )
-from kraftsim.storage.formatter import random_uuid
+from kraftsim.storage import random_uuid
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog, load_catalog

@@ -12,7 +12,7 @@ from __future__ import annotations
 import msgspec
 
 from kraftsim.image import MetadataImage
-from kraftsim.image.features import KRAFT_VERSION
+from kraftsim.image import KRAFT_VERSION
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 
 #: Kafka's FinalizedFeaturesEpoch when nothing is known yet.

@@ -37,20 +37,21 @@ from kraftsim.controller.cluster_control import (
 from kraftsim.controller.context import Range
 from kraftsim.controller.quorum_features import DISABLED
 from kraftsim.image import MetadataImage
-from kraftsim.image.emitter import SnapshotEmitter, loader_header_records
-from kraftsim.image.features import KRAFT_VERSION
-from kraftsim.image.generator import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
-from kraftsim.image.loader import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
-from kraftsim.image.loading import committed_batches, load_snapshot
-from kraftsim.image.mv_change import MetadataVersionChange
-from kraftsim.image.writer import registry_for
+from kraftsim.image import SnapshotEmitter, loader_header_records
+from kraftsim.image import KRAFT_VERSION
+from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
+from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
+from kraftsim.image import committed_batches, load_snapshot
+from kraftsim.image import MetadataVersionChange
+from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
-from kraftsim.storage.formatter import java_hash_order, java_struct_string
+from kraftsim.storage import java_struct_string
+from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text

@@ -1,7 +1,9 @@
 """Kafka's KRaft metadata files, byte for byte: log segments, snapshots, bootstrap.checkpoint,
 meta.properties, quorum-state and leader-epoch-checkpoint.
 
-The modules each hold one file kind; this package re-exports their public API.
+The modules each hold one file kind; `kafka-storage` is split as Kafka splits it
+(storage_tool, formatter, bootstrap_builder, scram_parser, dynamic_voters, server_config,
+format_common). This package re-exports the public API: import from `kraftsim.storage`.
 """
 
 from kraftsim.storage.batchfile import (
@@ -11,10 +13,15 @@ from kraftsim.storage.batchfile import (
 from kraftsim.storage.bootstrap import (
     BootstrapMetadata, bootstrap_bytes, bootstrap_from_records, read_bootstrap, read_bootstrap_dir, write_bootstrap,
 )
+from kraftsim.storage.bootstrap_builder import api_message_and_version_string, java_struct_string
+from kraftsim.storage.dynamic_voters import DynamicVoter, parse_dynamic_voters
+from kraftsim.storage.format_common import FormatterError, default_clock, java_hash_order, random_uuid
 from kraftsim.storage.formatter import (
-    DynamicVoter, FormatOptions, FormatResult, FormattedDirectory, FormatterError, ServerConfig, default_clock,
-    format_directories, parse_dynamic_voters, random_uuid, read_server_config, storage_format, storage_info,
+    DYNAMIC_METADATA_VOTER_DIRECTORY, FormatOptions, FormatResult, FormattedDirectory, format_directories,
 )
+from kraftsim.storage.scram_parser import scram_record
+from kraftsim.storage.server_config import ServerConfig, read_server_config
+from kraftsim.storage.storage_tool import storage_format, storage_info
 from kraftsim.storage.leader_epoch import (
     leader_epoch_text, parse_leader_epoch_checkpoint, read_leader_epoch_checkpoint, write_leader_epoch_checkpoint,
 )

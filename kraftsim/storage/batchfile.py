@@ -16,7 +16,7 @@ from typing import Callable, Iterator, NamedTuple, Sequence
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, parse_batch, split_batches
 from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch, encode_data_batch
-from kraftsim.protocol.fastpath import encode_values
+from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.primitives import uvarint_size
 from kraftsim.protocol.registry import Registry, default_registry
 

@@ -28,7 +28,7 @@ from kraftsim.storage.names import (
 )
 from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
 from kraftsim.storage.segment import IndexEntry, LogSegment
-from kraftsim.storage.snapshot import list_snapshots
+from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot, snapshot_path
 
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
@@ -210,6 +210,12 @@ class MetadataLog:
     def snapshot_ids(self) -> list[SnapshotId]:
         """The frozen snapshots in the directory at or above the log start offset, oldest first."""
         return [s for s in list_snapshots(self.directory) if s.end_offset >= self.log_start_offset]
+
+    def read_latest_snapshot(self, registry: Registry | None = None) -> SnapshotFile | None:
+        """The newest frozen snapshot at or above the log start that holds records (end offset
+        above 0), read; None when there is none. What a controller loads before the log."""
+        ids = [s for s in self.snapshot_ids() if s.end_offset > 0]
+        return read_snapshot(snapshot_path(self.directory, ids[-1]), registry) if ids else None
 
     def size_in_bytes(self) -> int:
         return sum(seg.size for seg in self.segments.values())

@@ -86,13 +86,19 @@ def uuids() -> st.SearchStrategy[Uuid]:
     )
 
 
-def _scalar(type_name: str, max_size: int) -> st.SearchStrategy[Any]:
+def _scalar(type_name: str, max_size: int, edge: bool = False) -> st.SearchStrategy[Any]:
+    """Values of a scalar type; `edge` adds the values codecs get wrong: the ends of
+    integer ranges, 0 and ±1 often, and NaN, infinities and -0.0 for floats."""
     if type_name in INT_RANGES:
         lo, hi = INT_RANGES[type_name]
+        if edge:
+            return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
         return st.integers(lo, hi)
     if type_name == "bool":
         return st.booleans()
     if type_name == "float64":
+        if edge:
+            return st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0))
         return st.floats(allow_nan=False, allow_infinity=False)
     if type_name == "string":
         return st.text(max_size=4 * max_size)
@@ -108,29 +114,35 @@ def used_tags(spec: StructSpec, version: int) -> frozenset[int]:
     return frozenset(f.tag for f in spec.fields if f.present_in(version) and f.tagged_in(version))  # type: ignore[misc]
 
 
-def unknown_tagged_fields(spec: StructSpec, version: int, max_fields: int = 3) -> st.SearchStrategy[tuple[tuple[int, bytes], ...]]:
+def unknown_tagged_fields(spec: StructSpec, version: int, max_fields: int = 3, *,
+                          any_order: bool = False) -> st.SearchStrategy[tuple[tuple[int, bytes], ...]]:
     """`_unknown` values: (tag, payload) pairs in ascending tag order, tags unused at `version`.
 
     The order is the one a decoder produces for bytes Kafka wrote (ascending tags), so a
-    message carrying them survives encode-then-decode unchanged.
+    message carrying them survives encode-then-decode unchanged. `any_order=True` gives
+    pairs in any order with repeated tags too, for checking that two encoders agree on
+    whatever a caller passes.
     """
     taken = used_tags(spec, version)
     tag = st.one_of(st.integers(0, 40), st.integers(0, MAX_TAG)).filter(lambda t: t not in taken)
+    if any_order:
+        return st.lists(st.tuples(tag, st.binary(max_size=12)), max_size=max_fields).map(tuple)
     pairs = st.lists(st.tuples(tag, st.binary(max_size=12)), max_size=max_fields, unique_by=lambda kv: kv[0])
     return pairs.map(lambda kvs: tuple(sorted(kvs)))
 
 
 def field_values(f: FieldSpec, version: int, nested: dict[str, type], *, flexible: bool = True,
-                 unknown_tags: bool = False, max_size: int = DEFAULT_MAX_SIZE) -> st.SearchStrategy[Any]:
+                 unknown_tags: bool = False, max_size: int = DEFAULT_MAX_SIZE,
+                 edge: bool = False) -> st.SearchStrategy[Any]:
     """Values of field `f` as written at `version` (None included only if nullable there)."""
     elem = f.element_type
     if f.struct is not None:
         item: st.SearchStrategy[Any] = st.deferred(
             lambda: struct_values(f.struct, nested[f.struct.name], nested, version, flexible=flexible,  # type: ignore[union-attr]
-                                  unknown_tags=unknown_tags, max_size=max_size)
+                                  unknown_tags=unknown_tags, max_size=max_size, edge=edge)
         )
     else:
-        item = _scalar(elem, max_size)
+        item = _scalar(elem, max_size, edge)
     if f.is_array:
         unique_by = None
         if f.struct is not None:
@@ -162,11 +174,13 @@ def non_default_values(f: FieldSpec, nested: dict[str, type], version: int | Non
 
 def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version: int, *, flexible: bool = True,
                   unknown_tags: bool = False, max_size: int = DEFAULT_MAX_SIZE,
-                  fixed: dict[str, Any] | None = None) -> st.SearchStrategy[Any]:
+                  fixed: dict[str, Any] | None = None, edge: bool = False) -> st.SearchStrategy[Any]:
     """Instances of `cls` (the Struct of `spec`) valid at `version`.
 
     Fields absent at `version` are not passed, so they keep their defaults. Tagged fields
     are their default about a third of the time. `fixed` pins fields by Python name.
+    `edge=True`: edge scalar values, and unknown tagged fields in any order (see
+    `_scalar`, `unknown_tagged_fields`).
     """
     fixed = fixed or {}
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
@@ -176,7 +190,8 @@ def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version:
         if f.py_name in fixed:
             kwargs[f.py_name] = st.just(fixed[f.py_name])
             continue
-        value = field_values(f, version, nested, flexible=flexible, unknown_tags=unknown_tags, max_size=max_size)
+        value = field_values(f, version, nested, flexible=flexible, unknown_tags=unknown_tags, max_size=max_size,
+                             edge=edge)
         if flexible and f.tagged_in(version):
             default = f.default_value()
             if isinstance(default, list):  # a fresh list per example: messages may be mutated
@@ -186,13 +201,14 @@ def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version:
             value = st.one_of(dflt, value)
         kwargs[f.py_name] = value
     if unknown_tags and flexible:
-        kwargs["_unknown"] = unknown_tagged_fields(spec, version)
+        kwargs["_unknown"] = unknown_tagged_fields(spec, version, any_order=edge)
     return st.fixed_dictionaries(kwargs).map(lambda kw: cls(**kw))
 
 
 def messages(record_type: RecordType, version: int, *, unknown_tags: bool = False,
-             max_size: int = DEFAULT_MAX_SIZE) -> st.SearchStrategy[Any]:
-    """Valid messages of `record_type` at `version` (see the module docstring)."""
+             max_size: int = DEFAULT_MAX_SIZE, edge: bool = False) -> st.SearchStrategy[Any]:
+    """Valid messages of `record_type` at `version` (see the module docstring); `edge=True`
+    for codec comparisons (see `struct_values`)."""
     schema = record_type.schema
     if version not in schema.versions:
         raise ValueError(f"{record_type.name} has no version {version} (valid: {schema.versions})")
@@ -203,7 +219,7 @@ def messages(record_type: RecordType, version: int, *, unknown_tags: bool = Fals
         if vf is not None and vf.present_in(version):
             fixed[vf.py_name] = version
     return struct_values(schema.body, record_type.cls, record_type.nested, version, flexible=flexible,
-                         unknown_tags=unknown_tags, max_size=max_size, fixed=fixed)
+                         unknown_tags=unknown_tags, max_size=max_size, fixed=fixed, edge=edge)
 
 
 def all_record_versions(registry: Registry | None = None, kinds: Iterable[str] = ("metadata", "control")) -> list[tuple[RecordType, int]]:

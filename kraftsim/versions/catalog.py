@@ -14,6 +14,7 @@ import functools
 from pathlib import Path
 from typing import Mapping
 
+from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import loader, model, validation
 from kraftsim.versions.errors import IllegalArgument, UnknownFeature
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
@@ -72,6 +73,11 @@ class Catalog:
     def record_schema_dirs(self) -> tuple[Path, ...]:
         """Extra record schema folders a user catalog brings, for the protocol layer."""
         return self._data.record_schema_dirs
+
+    def record_registry(self) -> Registry:
+        """The record types of this catalog: the shipped ones plus its record schema folders
+        (one cached registry per set of folders, so messages share their classes)."""
+        return load_registry(self.record_schema_dirs)
 
     # --- metadata.version ----------------------------------------------------------
 

@@ -10,8 +10,8 @@ import pytest
 
 from kraftsim.cli.main import main
 from kraftsim.demo import LOSSY_TARGET, TO_RELEASE, run_demo
-from kraftsim.image.loader import MvChangeHandling
-from kraftsim.image.loading import load_path
+from kraftsim.image import MvChangeHandling
+from kraftsim.image import load_path
 from kraftsim.versions import default_catalog
 
 

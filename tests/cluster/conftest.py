@@ -18,7 +18,7 @@ import pytest
 
 from kraftsim.cli.main import main as kraftsim_main
 from kraftsim.image import image_digest
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.protocol.batch import parse_batch, split_batches, BatchSlice
 from kraftsim.protocol.entries import decode_batch
 from kraftsim.protocol.registry import default_registry

@@ -10,7 +10,7 @@ import pytest
 
 from kraftsim.controller.features import controller_record
 from kraftsim.controller.result import accepted
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.sim.client_view import ClientView
 from kraftsim.sim.cluster import SimCluster
 from tests.cluster.conftest import (

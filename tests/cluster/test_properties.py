@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
 from kraftsim.image import image_digest
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.sim.cluster import SimCluster
 from kraftsim.sim.node import node_directory
 

@@ -21,7 +21,7 @@ from kraftsim.controller.cluster_control import (
     supported_features,
 )
 from kraftsim.controller.context import ControllerConfig, ControllerContext
-from kraftsim.controller.replication import CreatableTopic, CreateTopicsRequest, create_topics
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest, create_topics
 from kraftsim.controller.result import ControllerResult
 from kraftsim.image import MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.protocol.entries import LogEntry, Payload

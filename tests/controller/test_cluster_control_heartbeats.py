@@ -214,7 +214,7 @@ def test_offline_directories_move_leadership_and_shrink_the_registration():
     assert c.partition("t", 0).directories == (UNASSIGNED, UNASSIGNED)  # each broker has several dirs
     # the brokers report where their replicas landed: put broker 1's replicas of partitions 0 and 1 in dir A
     dir_a, dir_b = c.image.cluster.broker(1).directories
-    from kraftsim.controller.replication import PartitionChangeBuilder, leader_acceptor
+    from kraftsim.controller.partition_change import PartitionChangeBuilder, leader_acceptor
     recs = []
     for pid in range(4):
         topic = c.image.topics.get_topic_by_name("t")

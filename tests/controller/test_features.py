@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from kraftsim.controller.api_errors import ApiError
+from kraftsim.controller import ApiError
 from kraftsim.controller.context import ControllerConfig
 from kraftsim.controller.features import (
     FAILED_PREFIX, FeatureUpdate, KRaftUpgradeRefused, UpdateFeaturesRequest, UpgradeType, update_features,

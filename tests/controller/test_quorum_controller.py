@@ -17,7 +17,7 @@ from kraftsim.controller.quorum_controller import ControllerNotActive, replay_lo
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_from_records, write_image
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.protocol.registry import default_registry
 from kraftsim.protocol.scan import verify_bytes
 from kraftsim.storage import MetadataLog, SnapshotId, write_snapshot

@@ -7,9 +7,9 @@ from kraftsim.controller.cluster_control import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, supported_features,
 )
 from kraftsim.controller.context import ControllerConfig
-from kraftsim.controller.replication import CreatableTopic, CreateTopicsRequest
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest
 from kraftsim.image import image_digest
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import default_registry
 from kraftsim.protocol.scan import verify_bytes

@@ -7,7 +7,7 @@ import pytest
 from kraftsim.controller.quorum_features import (
     DISABLED, advertised_range, controllers_are_checked, local_reason_not_supported, reason_not_supported,
 )
-from kraftsim.image.cluster import FeatureRange
+from kraftsim.image import FeatureRange
 from tests.controller.conftest import broker, controller, line, make_ctx
 
 MV = "metadata.version"

@@ -9,28 +9,25 @@ import random
 
 import pytest
 
-from kraftsim.controller.replication import (
+from kraftsim.controller import ElectLeadersRequest, TopicPartitions, elect_leaders
+from kraftsim.controller import PartitionChangeBuilder, java_int_set_order, leader_acceptor
+from kraftsim.controller import UsableBroker, place_replicas
+from kraftsim.controller import (
     AlterPartitionData,
     AlterPartitionRequest,
     AlterPartitionTopic,
     BrokerState,
+    alter_partition,
+)
+from kraftsim.controller import (
     CreatableReplicaAssignment,
     CreatableTopic,
     CreatableTopicConfig,
     CreateTopicsRequest,
     DeleteTopicState,
     DeleteTopicsRequest,
-    ElectLeadersRequest,
-    PartitionChangeBuilder,
-    TopicPartitions,
-    UsableBroker,
-    alter_partition,
     create_topics,
     delete_topics,
-    elect_leaders,
-    java_int_set_order,
-    leader_acceptor,
-    place_replicas,
 )
 from kraftsim.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
@@ -496,7 +493,7 @@ def test_topic_creation_reproduces_kafkas_records(folder, release, offset):
 
 
 def test_elr_follows_the_lines_gate():
-    from kraftsim.controller.replication import elr_enabled
+    from kraftsim.controller.partition_change import elr_enabled
     on_4x = RuleCluster("4.0-IV1", catalog=CATALOG.at_release("4.0"), elr=False)
     assert not elr_enabled(on_4x.ctx(), on_4x.mv)  # 4.x: the feature decides
     on_4x = RuleCluster("4.0-IV1", catalog=CATALOG.at_release("4.0"), elr=True)

@@ -10,15 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller.cluster_control import expire_sessions, unregister_broker
-from kraftsim.controller.replication import (
+from kraftsim.controller import ElectLeadersRequest, elect_leaders
+from kraftsim.controller import is_active
+from kraftsim.controller import (
     AlterPartitionData,
     AlterPartitionRequest,
     AlterPartitionTopic,
     BrokerState,
-    ElectLeadersRequest,
     alter_partition,
-    elect_leaders,
-    is_active,
 )
 from tests.controller.cluster_support import RuleCluster
 

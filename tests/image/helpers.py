@@ -11,7 +11,7 @@ import pytest
 from kraftsim.image import MetadataDelta, MetadataImage, image_from_records
 from kraftsim.image.delta import TRANSACTION_RECORDS
 from kraftsim.protocol.entries import LogEntry, Payload
-from kraftsim.protocol.fastpath import read_log_entries
+from kraftsim.protocol.batch_io import read_log_entries
 from kraftsim.protocol.framing import encode_metadata_record
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import default_registry

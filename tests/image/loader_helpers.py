@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from kraftsim.image import MetadataDelta, MetadataImage
-from kraftsim.image.loader import CommittedBatch, Manifest
+from kraftsim.image import CommittedBatch, Manifest
 from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch, encode_data_batch
 from tests.image.helpers import REGISTRY, rec
 

@@ -13,11 +13,11 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataDelta, MetadataImage, MetadataReplayError, image_digest
 from kraftsim.image import intern
-from kraftsim.image.partition import PartitionRegistration, registration_from_record
+from kraftsim.image import PartitionRegistration, registration_from_record
 from kraftsim.image.pmap import PMap, hash_int, hash_str, hash_uuid
 from kraftsim.image.synthetic import ClusterShape, cluster_records
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import BatchToWrite, encode_batches, read_log_entries
+from kraftsim.protocol.batch_io import BatchToWrite, encode_batches, read_log_entries
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.testing.strategies import messages
 from kraftsim.versions import default_catalog

@@ -13,10 +13,10 @@ from kraftsim.image import (
     LossReport, MetadataImage, MetadataProvenance, UnwritableMetadataException, image_digest, image_from_records,
     write_image,
 )
-from kraftsim.image.emitter import (
+from kraftsim.image import (
     RetentionSettings, SnapshotCreationError, SnapshotEmitter, kraft_header_records, loader_header_records,
 )
-from kraftsim.image.loader import CommittedBatch, MetadataLoader
+from kraftsim.image import CommittedBatch, MetadataLoader
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.storage import MetadataLog, read_snapshot
 from kraftsim.storage.batchfile import decode_file_batch, replay_clock

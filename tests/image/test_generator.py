@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from kraftsim.image import MetadataDelta, MetadataImage
-from kraftsim.image.emitter import SnapshotEmitter
-from kraftsim.image.generator import (
+from kraftsim.image import SnapshotEmitter
+from kraftsim.image import (
     BUILDER_DEFAULTS, SHARED_SERVER_DEFAULTS, SnapshotFault, SnapshotGenerator, SnapshotTriggers,
 )
-from kraftsim.image.loader import CommittedBatch, LogDeltaManifest, MetadataLoader
+from kraftsim.image import CommittedBatch, LogDeltaManifest, MetadataLoader
 from kraftsim.storage import MetadataLog, read_snapshot
 from kraftsim.storage.batchfile import decode_file_batch
 from kraftsim.storage.names import SnapshotId, snapshot_file_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kraftsim.image import MetadataImage, diff_images, image_digest
-from kraftsim.image.loader import (
+from kraftsim.image import (
     AbortHandling, LoaderFault, LogDeltaManifest, MetadataLoader, SnapshotManifest, TransactionState,
 )
 from kraftsim.protocol.entries import LogEntry

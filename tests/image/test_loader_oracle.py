@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from kraftsim.image import image_digest
-from kraftsim.image.loader import AbortHandling, CommittedBatch, MetadataLoader, TransactionState
-from kraftsim.image.loading import load_path
+from kraftsim.image import AbortHandling, CommittedBatch, MetadataLoader, TransactionState
+from kraftsim.image import load_path
 from kraftsim.storage import MetadataLog
 from kraftsim.storage.batchfile import decode_file_batch
 from tests.conftest import ORACLE

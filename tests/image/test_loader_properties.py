@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kraftsim.image import image_from_records
-from kraftsim.image.loader import AbortHandling, CommittedBatch, MetadataLoader
+from kraftsim.image import AbortHandling, CommittedBatch, MetadataLoader
 from kraftsim.protocol.entries import Payload
 from tests.image.helpers import rec
 from tests.image.loader_helpers import LogBuilder, Recorder, abort, begin, config, end, mv, noop

@@ -10,10 +10,10 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from kraftsim.image import (
     LossReport, MetadataImage, diff_images, image_digest, image_from_records, write_image,
 )
-from kraftsim.image.emitter import SnapshotEmitter
-from kraftsim.image.generator import SnapshotFault, SnapshotGenerator
-from kraftsim.image.loader import MetadataLoader, MvChangeHandling
-from kraftsim.image.mv_change import affected_components, rewrite_at_metadata_version
+from kraftsim.image import SnapshotEmitter
+from kraftsim.image import SnapshotFault, SnapshotGenerator
+from kraftsim.image import MetadataLoader, MvChangeHandling
+from kraftsim.image import affected_components, rewrite_at_metadata_version
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.storage import read_snapshot
 from kraftsim.versions import default_catalog

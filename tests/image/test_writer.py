@@ -21,7 +21,7 @@ from kraftsim.image import (
 )
 from kraftsim.image.intern import EMPTY, MIGRATING, migrating
 from kraftsim.image.pmap import DELETE
-from kraftsim.image.writer import WRITER_3X, registry_for
+from kraftsim.image import WRITER_3X
 from kraftsim.protocol.entries import Payload
 from kraftsim.versions import default_catalog, load_catalog
 from tests.image.helpers import REGISTRY, rec, replay, uid
@@ -326,7 +326,7 @@ def test_lossy_round_trip_matches_image_minus_report(groups, level) -> None:
 
 def bar_setup():
     cat = load_catalog(KIP778)
-    reg = registry_for(cat)
+    reg = cat.record_registry()
     bar = reg["BarRecord"]
     return cat, reg, bar
 
@@ -366,7 +366,7 @@ def test_opaque_records_keyed_by_map_key_fields(tmp_path: Path) -> None:
     (tmp_path / "cat.toml").write_text('record_schema_dirs = ["records"]\n'
                                        '[records.BazRecord]\nsince = "4.0-IV1"\n')
     cat = load_catalog(tmp_path / "cat.toml")
-    reg = registry_for(cat)
+    reg = cat.record_registry()
     baz = reg["BazRecord"]
     img = image_from_records([Payload(baz, 0, baz.new(baz_id=1, value="a")), Payload(baz, 0, baz.new(baz_id=1, value="b")),
                               Payload(baz, 0, baz.new(baz_id=2, value="c"))], catalog=cat)

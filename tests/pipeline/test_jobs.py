@@ -21,7 +21,7 @@ import pytest
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest, write_image
-from kraftsim.image.loading import load_path
+from kraftsim.image import load_path
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.pipeline.jobs import job_inputs, read_output, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import parse_grid

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-ORACLE = REPO.parent / "shared" / "oracle"
-KAFKA_SCHEMAS = REPO.parent / "shared" / "reference" / "kafka-schemas"
+from tests.paths import KAFKA_SCHEMAS, ORACLE, REPO  # noqa: F401  (re-exported)
 
 
 def oracle_record_files() -> list[Path]:

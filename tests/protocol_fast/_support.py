@@ -8,7 +8,6 @@ included), and record types by identity.
 from __future__ import annotations
 
 import functools
-import math
 import struct
 import tomllib
 from pathlib import Path
@@ -19,13 +18,12 @@ import pytest
 from hypothesis import strategies as st
 
 from kraftsim.protocol import fastpath
-from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType
-from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, parse_schema
+from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, parse_schema
+from kraftsim.testing import strategies as ks
 from kraftsim.testing.strategies import INT_RANGES
 
-REPO = Path(__file__).resolve().parents[2]
-ORACLE = REPO.parent / "shared" / "oracle"
+from tests.paths import ORACLE, REPO  # noqa: F401  (re-exported)
 
 needs_speedups = pytest.mark.skipif(
     not fastpath.HAVE_SPEEDUPS or fastpath.FORCED_PURE,
@@ -86,7 +84,7 @@ def same_outcome(fast: tuple[str, Any], pure: tuple[str, Any], what: str = "") -
 
 
 def pure_read(data: bytes, registry: Any) -> tuple[list, Any]:
-    """The pure-Python pipeline that fastpath.read_log_entries must equal."""
+    """The pure-Python pipeline that batch_io.read_log_entries must equal."""
     from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
     from kraftsim.protocol.entries import decode_batch
 
@@ -134,62 +132,10 @@ def versions_to_test(rt: RecordType) -> list[int]:
 # ------------------------------------------------------------------------------ generators
 
 
-uuids = st.one_of(st.just(Uuid.ZERO), st.binary(min_size=16, max_size=16).map(Uuid))
-
-
-def scalars(type_name: str) -> st.SearchStrategy[Any]:
-    if type_name == "bool":
-        return st.booleans()
-    if type_name in INT_RANGES:
-        lo, hi = INT_RANGES[type_name]
-        return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi, 0, -1 if lo < 0 else 1]))
-    if type_name == "float64":
-        return st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just(math.nan))
-    if type_name == "string":
-        return st.text(max_size=12)
-    if type_name == "bytes":
-        return st.binary(max_size=12)
-    if type_name == "uuid":
-        return uuids
-    raise AssertionError(type_name)
-
-
-def used_tags(spec: StructSpec, version: int, flexible: bool) -> set[int]:
-    return {f.tag for f in spec.fields if f.present_in(version) and flexible and f.tagged_in(version)}  # type: ignore[misc]
-
-
-def unknown_fields(spec: StructSpec, version: int, flexible: bool) -> st.SearchStrategy[tuple]:
-    used = used_tags(spec, version, flexible)
-    tag = st.one_of(st.integers(0, 40), st.integers(0, 2**31 - 1)).filter(lambda t: t not in used)
-    return st.lists(st.tuples(tag, st.binary(max_size=6)), max_size=3).map(tuple)
-
-
-def field_values(f: FieldSpec, version: int, flexible: bool, nested: dict[str, type], depth: int) -> st.SearchStrategy[Any]:
-    if f.struct is not None:
-        elem = struct_values(f.struct, nested[f.struct.name], version, flexible, nested, depth + 1)
-    else:
-        elem = scalars(f.element_type)
-    base = st.lists(elem, max_size=4 if depth < 2 else 2) if f.is_array else elem
-    if f.nullable_in(version):
-        base = st.one_of(st.none(), base)
-    if f.tag is not None and flexible and f.tagged_in(version):
-        base = st.one_of(st.just(f.default_value()), base)  # often omitted
-    return base
-
-
-def struct_values(spec: StructSpec, cls: type, version: int, flexible: bool, nested: dict[str, type],
-                  depth: int = 0, unknown: bool = True) -> st.SearchStrategy[Any]:
-    """Messages valid at `version`: absent fields at their defaults, null only where nullable."""
-    fields = {f.py_name: field_values(f, version, flexible, nested, depth) for f in spec.fields if f.present_in(version)}
-    if unknown and flexible:
-        fields["_unknown"] = st.one_of(st.just(()), unknown_fields(spec, version, flexible))
-    return st.fixed_dictionaries(fields).map(lambda kw: cls(**kw))
-
-
 def messages(rt: RecordType, version: int) -> st.SearchStrategy[Any]:
-    schema = rt.schema
-    flexible = version in schema.flexible_versions
-    return struct_values(schema.body, rt.cls, version, flexible, rt.nested)
+    """Messages for comparing the two codec paths: the project's strategy with edge values
+    (integer range ends, NaN, infinities, -0.0) and unknown tagged fields in any order."""
+    return ks.messages(rt, version, unknown_tags=True, edge=True, max_size=4)
 
 
 def invalid_values(f: FieldSpec) -> st.SearchStrategy[Any]:

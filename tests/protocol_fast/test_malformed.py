@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.protocol import fastpath
+from kraftsim.protocol import batch_io
 from kraftsim.protocol.batch import Record, build_batch_from_records, crc32c, parse_batch, parse_records, split_batches
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch, encode_data_batch
 from kraftsim.protocol.framing import decode_metadata_record, read_frame_header
@@ -63,7 +64,7 @@ def _compare_value(value: bytes, control: bool, key: bytes | None, full: bytes) 
     if not control:
         with fastpath.pure_python():
             pure = outcome(lambda: decode_metadata_record(REGISTRY, value))
-        same_outcome(outcome(lambda: fastpath.decode_metadata_record(REGISTRY, value)), pure, "framed")
+        same_outcome(outcome(lambda: batch_io.decode_metadata_record(REGISTRY, value)), pure, "framed")
         if pure[0] == "error":
             assert fastpath.try_decode_metadata_record(REGISTRY, value) is None
     found = _codec_for(full, control, key)
@@ -116,7 +117,7 @@ def test_mutated_record_values(data):
 def test_parse_records_random_bytes(body, count):
     with fastpath.pure_python():
         pure = outcome(lambda: parse_records(body, count))
-    same_outcome(outcome(lambda: fastpath.parse_records(body, count)), pure, "parse_records")
+    same_outcome(outcome(lambda: batch_io.parse_records(body, count)), pure, "parse_records")
     if pure[0] == "error":
         assert fastpath.try_parse_records(body, count) is None
 
@@ -190,7 +191,7 @@ def test_handmade_batches(name):
     raw = HANDMADE[name]
     for data in (raw, raw + HANDMADE["ok"], HANDMADE["ok"] + raw, raw[:-1], raw + b"\x00" * 13):
         pure = outcome(lambda: pure_read(data, REGISTRY))
-        same_outcome(outcome(lambda: fastpath.read_log_entries(data, REGISTRY)), pure, name)
+        same_outcome(outcome(lambda: batch_io.read_log_entries(data, REGISTRY)), pure, name)
     with fastpath.pure_python():
         pure_batch = outcome(lambda: parse_batch(raw))
     if pure_batch[0] == "ok":
@@ -198,12 +199,12 @@ def test_handmade_batches(name):
         with fastpath.pure_python():
             pure = outcome(lambda: decode_batch(batch, REGISTRY))
             pure_records = outcome(lambda: batch.records())
-        same_outcome(outcome(lambda: fastpath.decode_batch(batch, REGISTRY)), pure, name)
+        same_outcome(outcome(lambda: batch_io.decode_batch(batch, REGISTRY)), pure, name)
         handled = fastpath.try_decode_batch(batch, REGISTRY) is not None
         assert handled == (name in HANDLED_IN_C), name
         body = batch.raw[61:]
         if not batch.compression:
-            same_outcome(outcome(lambda: fastpath.parse_records(body, batch.records_count)), pure_records, name)
+            same_outcome(outcome(lambda: batch_io.parse_records(body, batch.records_count)), pure_records, name)
 
 
 def test_gzip_batches_are_decoded_in_c():
@@ -219,7 +220,7 @@ def test_headers_fall_back_with_the_same_records():
     batch = parse_batch(raw)
     assert fastpath.try_parse_records(raw[61:], 1) is None
     with fastpath.pure_python():
-        same(fastpath.decode_batch(batch, REGISTRY), decode_batch(batch, REGISTRY), "headers")
+        same(batch_io.decode_batch(batch, REGISTRY), decode_batch(batch, REGISTRY), "headers")
         assert batch.records()[0].headers == (("h", b"v"), ("k", None))
 
 
@@ -248,7 +249,7 @@ def test_damaged_oracle_files(data):
             raw[start + 17 : start + 21] = struct.pack(">I", crc)
     raw = bytes(raw)
     pure = outcome(lambda: pure_read(raw, REGISTRY))
-    same_outcome(outcome(lambda: fastpath.read_log_entries(raw, REGISTRY)), pure, f"{path.name} {kind}")
+    same_outcome(outcome(lambda: batch_io.read_log_entries(raw, REGISTRY)), pure, f"{path.name} {kind}")
 
 
 def test_control_and_data_batches_interleaved():
@@ -260,7 +261,7 @@ def test_control_and_data_batches_interleaved():
         + encode_data_batch(1, [Payload(noop, 0, noop.new())] * 3, epoch=1, timestamp=9)
         + encode_control_batch(4, [Payload(footer, 0, footer.new(version=0))], epoch=1, timestamp=9)
     )
-    fast = fastpath.read_log_entries(data, REGISTRY)
+    fast = batch_io.read_log_entries(data, REGISTRY)
     same(fast, pure_read(data, REGISTRY), "interleaved")
     assert [e.type_name for e in fast[0]] == ["SNAPSHOT_HEADER", "NO_OP_RECORD", "NO_OP_RECORD", "NO_OP_RECORD", "SNAPSHOT_FOOTER"]
 

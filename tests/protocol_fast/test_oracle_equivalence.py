@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.protocol import fastpath
+from kraftsim.protocol import batch_io
 from kraftsim.protocol.batch import BatchSlice, parse_batch, parse_records, split_batches
 from kraftsim.protocol.entries import Payload, decode_batch, encode_data_batch
 from kraftsim.protocol.framing import decode_metadata_record, encode_metadata_record, read_frame_header
@@ -46,7 +47,7 @@ def test_oracle_present_and_complete():
 def test_read_log_entries_equals_pure_pipeline(path: Path):
     data = path.read_bytes()
     pure_entries, pure_tail = pure_read(data, REGISTRY)
-    fast_entries, fast_tail = fastpath.read_log_entries(data, REGISTRY)
+    fast_entries, fast_tail = batch_io.read_log_entries(data, REGISTRY)
     assert fast_tail is None and pure_tail is None
     same(fast_entries, pure_entries, rel(path))
 
@@ -59,8 +60,8 @@ def test_every_batch_decodes_and_encodes_identically(path: Path):
         body = batch.raw[61:]
         with fastpath.pure_python():
             pure_records = parse_records(body, batch.records_count)
-        same(fastpath.parse_records(body, batch.records_count), pure_records, where)
-        same(fastpath.decode_batch(batch, REGISTRY), pure_entries, where)
+        same(batch_io.parse_records(body, batch.records_count), pure_records, where)
+        same(batch_io.decode_batch(batch, REGISTRY), pure_entries, where)
         if batch.is_control:
             assert fastpath.try_decode_batch(batch, REGISTRY) is None  # control batches stay in Python
             continue
@@ -83,12 +84,12 @@ def test_every_batch_decodes_and_encodes_identically(path: Path):
 def test_encode_batches_rewrites_the_file(path: Path):
     """The whole file in one encode_batches call (control batches included) is the file."""
     data = path.read_bytes()
-    batches = [fastpath.BatchToWrite(b.base_offset, b.partition_leader_epoch, b.base_timestamp, b.is_control,
+    batches = [batch_io.BatchToWrite(b.base_offset, b.partition_leader_epoch, b.base_timestamp, b.is_control,
                                      [Payload(e.record_type, e.version, e.message) for e in entries])
                for b, entries in _batches(data)]
-    assert b"".join(fastpath.encode_batches(batches)) == data
+    assert b"".join(batch_io.encode_batches(batches)) == data
     with fastpath.pure_python():
-        assert b"".join(fastpath.encode_batches(batches)) == data
+        assert b"".join(batch_io.encode_batches(batches)) == data
 
 
 def _distinct_values() -> dict[bytes, tuple[bool, bytes | None]]:

@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.protocol import fastpath
+from kraftsim.protocol import batch_io
 from kraftsim.protocol.entries import Payload, decode_batch, encode_data_batch
 from kraftsim.protocol.batch import parse_batch
 from kraftsim.protocol.registry import Registry, default_registry
@@ -172,7 +173,7 @@ def test_random_data_batches(data):
     ts = data.draw(st.integers(-(2**63), 2**63 - 1))
     with fastpath.pure_python():
         pure_out = outcome(lambda: encode_data_batch(base, payloads, epoch=epoch, timestamp=ts))
-    fast_out = outcome(lambda: fastpath.encode_data_batch(base, payloads, epoch=epoch, timestamp=ts))
+    fast_out = outcome(lambda: batch_io.encode_data_batch(base, payloads, epoch=epoch, timestamp=ts))
     same_outcome(fast_out, pure_out, "encode_data_batch")
     if pure_out[0] != "ok":
         return
@@ -180,8 +181,8 @@ def test_random_data_batches(data):
     batch = parse_batch(raw)
     with fastpath.pure_python():
         pure_entries = decode_batch(batch, REGISTRY)
-    same(fastpath.decode_batch(batch, REGISTRY), pure_entries, "decode_batch")
-    same(fastpath.read_log_entries(raw * 2, REGISTRY)[0], pure_entries * 2, "read_log_entries")
+    same(batch_io.decode_batch(batch, REGISTRY), pure_entries, "decode_batch")
+    same(batch_io.read_log_entries(raw * 2, REGISTRY)[0], pure_entries * 2, "read_log_entries")
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -203,7 +204,7 @@ def test_encode_batches_equals_per_batch_encoding(data):
                 payloads.append(Payload(rt, version, data.draw(messages(rt, version))))
             if kind == "bad" and payloads:
                 payloads[-1] = Payload(payloads[-1].record_type, 99, payloads[-1].message)
-        batches.append(fastpath.BatchToWrite(data.draw(st.integers(0, 2**40)), data.draw(st.integers(0, 2**31 - 1)),
+        batches.append(batch_io.BatchToWrite(data.draw(st.integers(0, 2**40)), data.draw(st.integers(0, 2**31 - 1)),
                                              data.draw(st.integers(0, 2**42)), kind == "control", payloads))
 
     def one_by_one():
@@ -212,7 +213,7 @@ def test_encode_batches_equals_per_batch_encoding(data):
             return [(encode_control_batch if b.control else encode_data_batch)(b.base_offset, b.payloads, epoch=b.epoch,
                                                                               timestamp=b.timestamp) for b in batches]
 
-    same_outcome(outcome(lambda: fastpath.encode_batches(batches)), outcome(one_by_one), "encode_batches")
+    same_outcome(outcome(lambda: batch_io.encode_batches(batches)), outcome(one_by_one), "encode_batches")
 
 
 @settings(max_examples=40, deadline=None)
@@ -223,7 +224,7 @@ def test_batch_header_arguments_out_of_range_same_error(base, epoch, ts):
     payloads = [Payload(rt, 0, rt.new())]
     with fastpath.pure_python():
         pure_out = outcome(lambda: encode_data_batch(base, payloads, epoch=epoch, timestamp=ts))
-    same_outcome(outcome(lambda: fastpath.encode_data_batch(base, payloads, epoch=epoch, timestamp=ts)), pure_out,
+    same_outcome(outcome(lambda: batch_io.encode_data_batch(base, payloads, epoch=epoch, timestamp=ts)), pure_out,
                  "header arguments")
 
 
@@ -239,14 +240,14 @@ def test_payload_shapes():
         assert fastpath.try_encode_data_batch(0, bad, 1, 0) is None
         with fastpath.pure_python():
             pure_out = outcome(lambda: encode_data_batch(0, bad, epoch=1, timestamp=0))
-        same_outcome(outcome(lambda: fastpath.encode_data_batch(0, bad, epoch=1, timestamp=0)), pure_out, repr(bad))
+        same_outcome(outcome(lambda: batch_io.encode_data_batch(0, bad, epoch=1, timestamp=0)), pure_out, repr(bad))
 
 
 def test_registry_changes_are_seen():
     """The decode table follows a registry that changes after first use."""
     reg = Registry(rt.schema for rt in REGISTRY.by_name.values())
     rt = reg["NoOpRecord"]
-    raw = fastpath.encode_data_batch(0, [Payload(rt, 0, rt.new())], epoch=0, timestamp=0)
+    raw = batch_io.encode_data_batch(0, [Payload(rt, 0, rt.new())], epoch=0, timestamp=0)
     batch = parse_batch(raw)
     assert fastpath.try_decode_batch(batch, reg)[0].record_type is rt
     new_rt = reg.add(rt.schema)  # replaced by a new RecordType object
@@ -255,7 +256,7 @@ def test_registry_changes_are_seen():
     reg._forget(new_rt)
     assert fastpath.try_decode_batch(batch, reg) is None
     with pytest.raises(Exception) as exc:
-        fastpath.decode_batch(batch, reg)
+        batch_io.decode_batch(batch, reg)
     assert "Unknown metadata id 20" in str(exc.value)
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.errors import KraftsimError
-from kraftsim.protocol import fastpath, framing
+from kraftsim.protocol import batch_io, fastpath, framing
 from kraftsim.protocol.batch import TornTail
 from kraftsim.protocol.entries import Payload, encode_control_batch, encode_data_batch
 from kraftsim.protocol.primitives import Uuid
@@ -60,7 +60,7 @@ SNAPSHOT = snapshot_bytes(2_000)
 
 def chunks_of(data: bytes, chunk: int) -> tuple[list[list], object]:
     """Every list iter_log_entries yields, and its return value."""
-    gen = fastpath.iter_log_entries(data, REGISTRY, chunk=chunk)
+    gen = batch_io.iter_log_entries(data, REGISTRY, chunk=chunk)
     lists = []
     while True:
         try:
@@ -114,7 +114,7 @@ def test_torn_tail_is_the_return_value(cut, chunk):
 
 def test_an_error_comes_after_the_good_chunks():
     data = bytearray(SNAPSHOT)
-    pieces = fastpath.read_log_entries(bytes(data), REGISTRY)[0]
+    pieces = batch_io.read_log_entries(bytes(data), REGISTRY)[0]
     assert pieces
     # break the CRC of the 5th data batch: chunks before it are yielded, then the error
     from kraftsim.protocol.batch import split_batches
@@ -123,7 +123,7 @@ def test_an_error_comes_after_the_good_chunks():
     bad = batches[5]
     data[bad.position + 30] ^= 0xFF
     good_before = sum(1 for b in batches[:5] for _ in range(int.from_bytes(b.data[57:61], "big")))
-    gen = fastpath.iter_log_entries(bytes(data), REGISTRY, chunk=1)
+    gen = batch_io.iter_log_entries(bytes(data), REGISTRY, chunk=1)
     got = []
     with pytest.raises(KraftsimError) as fast_err:
         for part in gen:
@@ -135,7 +135,7 @@ def test_an_error_comes_after_the_good_chunks():
 
 def test_chunk_must_be_positive():
     with pytest.raises(ValueError, match="chunk must be at least 1"):
-        next(fastpath.iter_log_entries(SNAPSHOT, REGISTRY, chunk=0))
+        next(batch_io.iter_log_entries(SNAPSHOT, REGISTRY, chunk=0))
 
 
 # ------------------------------------------------------------------------------ codec and framing hooks
@@ -264,17 +264,17 @@ def test_large_decodes_same_with_and_without_populating_pages():
     data = snapshot_bytes(40_000, batch_records=1000)
     assert len(data) > 4 << 20  # large enough for the populate path
     assert fastpath.info()["populate"] in (0, 1)
-    with_pages = fastpath.read_log_entries(data, REGISTRY)
+    with_pages = batch_io.read_log_entries(data, REGISTRY)
     fastpath._c.configure(populate=False)
     try:
         assert fastpath.info()["populate"] == 0
-        without = fastpath.read_log_entries(data, REGISTRY)
-        encoded_without = fastpath.encode_batches([fastpath.BatchToWrite(0, 1, 2, False, [
+        without = batch_io.read_log_entries(data, REGISTRY)
+        encoded_without = batch_io.encode_batches([batch_io.BatchToWrite(0, 1, 2, False, [
             Payload(e.record_type, e.version, e.message) for e in with_pages[0] if not e.control])])
     finally:
         fastpath._c.configure(populate=True)
     same(with_pages, without, "populate")
-    encoded_with = fastpath.encode_batches([fastpath.BatchToWrite(0, 1, 2, False, [
+    encoded_with = batch_io.encode_batches([batch_io.BatchToWrite(0, 1, 2, False, [
         Payload(e.record_type, e.version, e.message) for e in with_pages[0] if not e.control])])
     assert encoded_with == encoded_without
     # the decoded lists are complete, independent objects

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from kraftsim.protocol import batch as batch_module
 from kraftsim.protocol import entries as entries_module
 from kraftsim.protocol import fastpath
+from kraftsim.protocol import batch_io
 from kraftsim.protocol.batch import parse_batch
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
@@ -45,7 +46,7 @@ def test_crc32c_large_and_known_value():
 def test_pure_python_context_switches_everything_off_and_back():
     assert fastpath.ENABLED
     rt = REGISTRY["NoOpRecord"]
-    raw = fastpath.encode_data_batch(0, [Payload(rt, 0, rt.new())], epoch=0, timestamp=0)
+    raw = batch_io.encode_data_batch(0, [Payload(rt, 0, rt.new())], epoch=0, timestamp=0)
     batch = parse_batch(raw)
     with fastpath.pure_python():
         assert not fastpath.ENABLED
@@ -85,10 +86,10 @@ def test_hooks_route_through_c():
 @needs_speedups
 def test_untrack_off_gives_the_same_values():
     rt = REGISTRY["PartitionRecord"]
-    raw = fastpath.encode_data_batch(0, [Payload(rt, 2, rt.new(replicas=[1]))], epoch=1, timestamp=2)
+    raw = batch_io.encode_data_batch(0, [Payload(rt, 2, rt.new(replicas=[1]))], epoch=1, timestamp=2)
     fastpath._c.configure(untrack=False)
     try:
-        entries = fastpath.read_log_entries(raw, REGISTRY)[0]
+        entries = batch_io.read_log_entries(raw, REGISTRY)[0]
         assert gc.is_tracked(entries[0])
     finally:
         fastpath._c.configure(untrack=True)
@@ -98,13 +99,13 @@ def test_untrack_off_gives_the_same_values():
 
 def test_env_var_forces_pure_python():
     code = (
-        "from kraftsim.protocol import fastpath as f, entries as e\n"
+        "from kraftsim.protocol import batch_io as b, fastpath as f, entries as e\n"
         "from kraftsim.protocol.registry import default_registry\n"
         "from kraftsim.protocol.batch import parse_batch\n"
         "r = default_registry(); rt = r['NoOpRecord']\n"
         "raw = e.encode_data_batch(0, [e.Payload(rt, 0, rt.new())], epoch=0, timestamp=0)\n"
         "assert f.try_decode_batch(parse_batch(raw), r) is None\n"
-        "assert len(f.read_log_entries(raw, r)[0]) == 1\n"
+        "assert len(b.read_log_entries(raw, r)[0]) == 1\n"
         "print(f.HAVE_SPEEDUPS, f.FORCED_PURE, f.ENABLED)\n"
     )
     env = dict(os.environ, KRAFTSIM_PURE_PYTHON="1")

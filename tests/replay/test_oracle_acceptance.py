@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.replay_cmd import image_summary
+from kraftsim.image import image_summary
 from kraftsim.image import image_digest
-from kraftsim.image.loading import load_path
-from kraftsim.image.snapshot_create import snapshot_contents
-from kraftsim.image.verify import verify_directory, verify_replicas, verify_roundtrip
+from kraftsim.image import load_path
+from kraftsim.image import snapshot_contents
+from kraftsim.image import verify_directory, verify_replicas, verify_roundtrip
 from kraftsim.storage import read_snapshot
 from kraftsim.versions import default_catalog
 from tests.conftest import ORACLE

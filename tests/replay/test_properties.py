@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
-from kraftsim.image.loading import load_path
-from kraftsim.image.snapshot_create import create_snapshot
-from kraftsim.image.verify import verify_directory, verify_roundtrip
+from kraftsim.image import load_path
+from kraftsim.image import create_snapshot
+from kraftsim.image import verify_directory, verify_roundtrip
 from kraftsim.storage import MetadataLog, SnapshotId, read_snapshot
 from kraftsim.versions import default_catalog
 from tests.replay.logs import random_logs

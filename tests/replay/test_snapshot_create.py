@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.snapshot_create import create_snapshot, release_for_level, snapshot_contents
+from kraftsim.image import create_snapshot, release_for_level, snapshot_contents
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import BOOTSTRAP_SNAPSHOT_ID, MetadataLog, read_snapshot, write_snapshot

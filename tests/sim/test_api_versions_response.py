@@ -6,7 +6,7 @@ import pytest
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage, MetadataProvenance
-from kraftsim.image.features import features_from
+from kraftsim.image import features_from
 from kraftsim.sim.api_versions import api_version_table, api_versions_response
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.versions import default_catalog

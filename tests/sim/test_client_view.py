@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from kraftsim.errors import UnsupportedVersionException
 from kraftsim.image import MetadataImage, MetadataProvenance
-from kraftsim.image.features import features_from
+from kraftsim.image import features_from
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_version_table, api_versions_response
 from kraftsim.sim.client_view import ClientView, api_enum_name
 

@@ -15,8 +15,7 @@ import pytest
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
 
-REPO = Path(__file__).resolve().parents[2]
-ORACLE = REPO.parent / "shared" / "oracle"
+from tests.paths import ORACLE, REPO
 HAVE_ORACLE = ORACLE.is_dir()
 needs_oracle = pytest.mark.skipif(not HAVE_ORACLE, reason="../shared/oracle is not present")
 

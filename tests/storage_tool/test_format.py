@@ -13,7 +13,8 @@ import pytest
 
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import read_bootstrap, read_meta_properties, read_server_config, read_snapshot, storage_format
-from kraftsim.storage.formatter import DYNAMIC_METADATA_VOTER_DIRECTORY, scram_record
+from kraftsim.storage import DYNAMIC_METADATA_VOTER_DIRECTORY
+from kraftsim.storage import scram_record
 from kraftsim.versions import default_catalog
 from tests.storage_tool.conftest import CLUSTER_ID, SDE, config_for, node_props, run, run_format, write_config
 

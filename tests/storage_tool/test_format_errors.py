@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.storage import FormatOptions, format_directories
-from kraftsim.storage.formatter import FormatterError
+from kraftsim.storage import FormatterError
 from kraftsim.versions import default_catalog
 from tests.storage_tool.conftest import CLUSTER_ID, config_for, run, run_format
 

@@ -17,7 +17,7 @@ import pytest
 from kraftsim.storage import (
     bootstrap_bytes, read_bootstrap, read_server_config, read_snapshot, replay_clock, storage_format,
 )
-from kraftsim.storage.formatter import api_message_and_version_string
+from kraftsim.storage import api_message_and_version_string
 from kraftsim.versions import default_catalog
 from tests.conftest import ORACLE, oracle_files
 from tests.storage_tool.conftest import CLUSTER_ID, SDE, config_for, run_format

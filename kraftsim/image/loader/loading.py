@@ -23,10 +23,9 @@ import msgspec
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import (
+from kraftsim.image.loader.metadata_loader import (
     AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
-from kraftsim.image.writer import registry_for
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
@@ -89,11 +88,11 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
     `batches_per_commit` groups the log's batches into commits of that many batches (Kafka
     hands the loader whatever one read returned; only publish points depend on it).
     `mv_change=MvChangeHandling.KIP_778` rewrites the image at each new metadata.version as
-    KIP-778 designs it (see loader.py); Kafka's behaviour is the default.
+    KIP-778 designs it (see metadata_loader.py); Kafka's behaviour is the default.
     """
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry or registry_for(catalog)
+    registry = registry or catalog.record_registry()
     kind = classify_path(p)
     loader = MetadataLoader(catalog, abort_handling=abort_handling, mv_change=mv_change, fault_handler=fault_handler)
     loader.install_publishers(*publishers)

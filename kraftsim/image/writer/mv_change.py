@@ -31,9 +31,9 @@ import msgspec
 
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import COMPONENTS, EMPTY_IMAGE, MetadataImage
-from kraftsim.image.loss import LossHandler, LossReport
+from kraftsim.image.writer.loss import LossHandler, LossReport
 from kraftsim.image.pmap import DELETE, MISSING, PMap
-from kraftsim.image.writer import WriterLine, iter_image_records
+from kraftsim.image.writer.image_writer import WriterLine, iter_image_records
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, MetadataVersion, VersionsError, default_catalog
 
@@ -50,7 +50,7 @@ class ComponentGates:
 @lru_cache(maxsize=1)
 def writer_components() -> dict[str, ComponentGates]:
     """The component table shipped in `writer_components.toml`, in image component order."""
-    text = resources.files("kraftsim.image").joinpath("writer_components.toml").read_text(encoding="utf-8")
+    text = resources.files("kraftsim.image.writer").joinpath("writer_components.toml").read_text(encoding="utf-8")
     table = tomllib.loads(text)["components"]
     unknown = set(table) - set(COMPONENTS)
     missing = set(COMPONENTS) - set(table)

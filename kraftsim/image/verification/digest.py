@@ -23,7 +23,7 @@ from hashlib import blake2b
 from typing import Any, Callable, Iterable
 
 from kraftsim.image.canonical import canon
-from kraftsim.image.cluster import canonical_lists
+from kraftsim.image.components.cluster import canonical_lists
 from kraftsim.image.image import COMPONENTS, MetadataImage
 
 MOD = 1 << 256

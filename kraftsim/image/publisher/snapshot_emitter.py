@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loss import LossHandler, LossReport, raise_on_loss
-from kraftsim.image.writer import WriterLine, iter_image_records, registry_for
+from kraftsim.image.writer.loss import LossHandler, LossReport, raise_on_loss
+from kraftsim.image.writer.image_writer import WriterLine, iter_image_records
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, Clock, as_clock
@@ -44,7 +44,7 @@ from kraftsim.storage.snapshot import SNAPSHOT_APPEND_RECORDS, control_payload, 
 from kraftsim.versions import Catalog, default_catalog
 
 if TYPE_CHECKING:
-    from kraftsim.image.loader import MetadataLoader
+    from kraftsim.image.loader.metadata_loader import MetadataLoader
 
 HeaderRecords = Callable[[MetadataImage], Sequence[Payload]]
 
@@ -92,7 +92,7 @@ def kraft_header_records(kraft_version: int | None, voters: object | None,
     when kraft.version ≥ 1, then the VotersRecord if a voter set is known."""
     if not kraft_version:
         return []
-    reg = registry or registry_for(default_catalog())
+    reg = registry or default_catalog().record_registry()
     out = [control_payload(reg, "KRaftVersionRecord", version=0, k_raft_version=kraft_version)]
     if voters is not None:
         out.append(Payload(reg["VotersRecord"], 0, voters))
@@ -196,7 +196,7 @@ class SnapshotEmitter:
                  high_watermark: Callable[[], int] | None = None,
                  retention: RetentionSettings | None = RetentionSettings(), fsync: bool = True):
         self.catalog = catalog if catalog is not None else default_catalog()
-        self.registry = registry or registry_for(self.catalog)
+        self.registry = registry or self.catalog.record_registry()
         self.clock = as_clock(clock_ms)
         self.writer_line = writer_line
         self.batch_size = batch_size

@@ -32,7 +32,7 @@ metadata.version changes: Kafka 4.x replays the FeatureLevelRecord like any othe
 a transaction, a FeatureLevelRecord that changes metadata.version first publishes what
 came before it (as a Begin does), so the image just before the change is published on its
 own; the delta holding the change is then published with the image rewritten at the new
-metadata.version (mv_change.py) and a `MetadataVersionChange` in its manifest saying what
+metadata.version (writer/mv_change.py) and a `MetadataVersionChange` in its manifest saying what
 the rewrite dropped. The loader's own image is the rewritten one from then on. Inside a
 transaction the change takes effect when the transaction is published, and the state
 before it is the one published at the Begin.
@@ -47,10 +47,10 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 from kraftsim.errors import KraftsimError
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
-from kraftsim.image.loss import LossReport
-from kraftsim.image.mv_change import MetadataVersionChange, rewrite_at_metadata_version
+from kraftsim.image.writer.loss import LossReport
+from kraftsim.image.writer.mv_change import MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.provenance import MetadataProvenance
-from kraftsim.image.writer import iter_image_records
+from kraftsim.image.writer.image_writer import iter_image_records
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
 

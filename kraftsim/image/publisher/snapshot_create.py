@@ -42,12 +42,12 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image.emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
+from kraftsim.image.publisher.snapshot_emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import TransactionState
-from kraftsim.image.loading import LoadResult, SnapshotChoice, load_path
-from kraftsim.image.loss import LossReport, raise_on_loss
-from kraftsim.image.writer import WriterLine, registry_for, resolve_writer_line, write_image
+from kraftsim.image.loader.metadata_loader import TransactionState
+from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
+from kraftsim.image.writer.loss import LossReport, raise_on_loss
+from kraftsim.image.writer.image_writer import WriterLine, resolve_writer_line, write_image
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock
@@ -223,7 +223,7 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = 
     catalog seen from `release` (or the inferred release)."""
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
-    registry = registry_for(catalog)
+    registry = catalog.record_registry()
     result, header, source = _load_at(p, offset, catalog, registry, allow_unaligned)
     if result.loader.transaction_state in (TransactionState.STARTED, TransactionState.CONTINUED):
         raise KraftsimError(f"{p}: offset {offset} lies inside a metadata transaction (no EndTransactionRecord "

@@ -10,7 +10,7 @@ from typing import Any, Iterator, Mapping
 
 import msgspec
 
-from kraftsim.image.keyed import REMOVE, NestedDelta
+from kraftsim.image.components.keyed import REMOVE, NestedDelta
 from kraftsim.image.pmap import PMap, stable_hash
 
 TOPIC = 2

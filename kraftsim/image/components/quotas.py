@@ -11,7 +11,7 @@ from typing import Any, Iterator, Mapping
 
 import msgspec
 
-from kraftsim.image.keyed import REMOVE, NestedDelta
+from kraftsim.image.components.keyed import REMOVE, NestedDelta
 from kraftsim.image.pmap import PMap, stable_hash
 
 Entity = tuple[tuple[str, "str | None"], ...]

@@ -18,14 +18,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from kraftsim.image.cluster import SET_FIELDS, BrokerRegistration, ControllerRegistration
-from kraftsim.image.configs import resource_type_name
+from kraftsim.image.components.cluster import SET_FIELDS, BrokerRegistration, ControllerRegistration
+from kraftsim.image.components.configs import resource_type_name
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.opaque import key_text
-from kraftsim.image.partition import LEADER_RECOVERY_NAMES, PartitionRegistration
+from kraftsim.image.components.opaque import key_text
+from kraftsim.image.components.partition import LEADER_RECOVERY_NAMES, PartitionRegistration
 from kraftsim.image.pmap import MISSING, PMap
-from kraftsim.image.quotas import entity_text
-from kraftsim.image.scram import mechanism_name
+from kraftsim.image.components.quotas import entity_text
+from kraftsim.image.components.scram import mechanism_name
 from kraftsim.protocol.primitives import Uuid
 
 ABSENT: Any = MISSING

@@ -22,12 +22,12 @@ from typing import Any, Callable, Iterator
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
-from kraftsim.image.partition import MIGRATING_BY_COUNT
-from kraftsim.image.loss import Loss, LossHandler, raise_on_loss
-from kraftsim.image.opaque import key_text
-from kraftsim.image.scram import mechanism_enum_name, mechanism_name
+from kraftsim.image.components.partition import MIGRATING_BY_COUNT
+from kraftsim.image.writer.loss import Loss, LossHandler, raise_on_loss
+from kraftsim.image.components.opaque import key_text
+from kraftsim.image.components.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.registry import Registry, load_registry
+from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, default_catalog
 
 
@@ -107,8 +107,8 @@ def _all_migrating(directories: tuple) -> bool:
 
 
 def registry_for(catalog: Catalog) -> Registry:
-    """The record types of the catalog: the shipped ones plus a user catalog's schema dirs."""
-    return load_registry(catalog.record_schema_dirs)
+    """Kept for callers not yet moved to `catalog.record_registry()`, which it calls."""
+    return catalog.record_registry()
 
 
 def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
@@ -128,7 +128,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
     mv = cat.metadata_version(metadata_version)
     line = resolve_writer_line(writer_line, cat)
     handle = loss_handler if loss_handler is not None else raise_on_loss
-    reg = registry if registry is not None else registry_for(cat)
+    reg = registry if registry is not None else cat.record_registry()
     mvs = mv.version
 
     def supports(capability: str) -> bool:

@@ -31,10 +31,10 @@ from typing import Any, Callable, Protocol
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.delta import MetadataDelta
-from kraftsim.image.emitter import snapshot_name
+from kraftsim.image.publisher.snapshot_emitter import snapshot_name
 from kraftsim.image.image import MetadataImage
-from kraftsim.image.loader import LogDeltaManifest, Manifest
-from kraftsim.image.loss import LossReport
+from kraftsim.image.loader.metadata_loader import LogDeltaManifest, Manifest
+from kraftsim.image.writer.loss import LossReport
 
 MIB = 1024 * 1024
 MINUTE_MS = 60 * 1000

@@ -26,7 +26,7 @@ import msgspec
 
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.gcpause import collector_paused
-from kraftsim.image.partition import PartitionRegistration, registration_from_record
+from kraftsim.image.components.partition import PartitionRegistration, registration_from_record
 from kraftsim.image.pmap import DELETE, PMap, hash_str, hash_uuid
 from kraftsim.protocol.primitives import Uuid
 

@@ -1,0 +1,104 @@
+"""ElectLeaders: preferred and unclean leader elections (ReplicationControlManager.electLeaders)."""
+
+from __future__ import annotations
+
+import msgspec
+
+from kraftsim.controller.api_errors import NONE, ApiError, default_error
+from kraftsim.controller.context import ControllerContext, metadata_version_of
+from kraftsim.controller.partition_change import (
+    NO_LEADER,
+    Election,
+    PartitionChangeBuilder,
+    leader_acceptor,
+)
+from kraftsim.controller.result import (
+    NO_METADATA_VERSION,
+    ControllerResult,
+    accepted,
+    refused,
+)
+from kraftsim.protocol.entries import Payload
+from kraftsim.versions import MetadataVersion
+
+# --------------------------------------------------------------------------- ElectLeaders
+
+PREFERRED_ELECTION = 0
+UNCLEAN_ELECTION = 1
+
+
+class TopicPartitions(msgspec.Struct, frozen=True):
+    topic: str
+    partitions: tuple[int, ...]
+
+
+class ElectLeadersRequest(msgspec.Struct, frozen=True):
+    """Kafka's ElectLeadersRequest; `topic_partitions` None means every partition."""
+
+    election_type: int = PREFERRED_ELECTION
+    topic_partitions: tuple[TopicPartitions, ...] | None = None
+
+
+class PartitionElectionResult(msgspec.Struct, frozen=True):
+    partition_id: int
+    error_code: int = 0
+    error_message: str | None = None
+
+
+class ReplicaElectionResult(msgspec.Struct, frozen=True):
+    topic: str
+    partition_result: tuple[PartitionElectionResult, ...]
+
+
+class ElectLeadersResponse(msgspec.Struct, frozen=True):
+    replica_election_results: tuple[ReplicaElectionResult, ...]
+
+
+def _elect_one(ctx: ControllerContext, mv: MetadataVersion, topic_name: str, pid: int, unclean: bool,
+               records: list[Payload]) -> ApiError:
+    image = ctx.image
+    topic = image.topics.get_topic_by_name(topic_name)
+    if topic is None:
+        return ApiError("UNKNOWN_TOPIC_OR_PARTITION", f"No such topic as {topic_name}")
+    part = topic.partitions.get(pid)
+    if part is None:
+        return ApiError("UNKNOWN_TOPIC_OR_PARTITION", f"No such partition as {topic_name}-{pid}")
+    preferred = part.replicas[0] if part.replicas else NO_LEADER
+    if (not unclean and part.leader == preferred) or (unclean and part.leader != NO_LEADER):
+        return default_error("ELECTION_NOT_NEEDED")
+    b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part))
+    b.election = Election.UNCLEAN if unclean else Election.PREFERRED
+    change = b.build()
+    if change is None:
+        return default_error("ELIGIBLE_LEADERS_NOT_AVAILABLE" if unclean else "PREFERRED_LEADER_NOT_AVAILABLE")
+    records.append(change)
+    return NONE
+
+
+def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> ControllerResult:
+    """Kafka's ElectLeaders: preferred (the first replica, if it is in the ISR and alive) or
+    unclean (any live replica for a leaderless partition). Non-atomic, as in Kafka."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    if req.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
+        return refused(ApiError("INVALID_REQUEST", f"Unknown election type {req.election_type}"))
+    unclean = req.election_type == UNCLEAN_ELECTION
+    records: list[Payload] = []
+    results = []
+    if req.topic_partitions is None:
+        for topic in ctx.image.topics.sorted_topics():
+            parts = []
+            for pid, _ in topic.sorted_partitions():
+                e = _elect_one(ctx, mv, topic.name, pid, unclean, records)
+                if e.name != "ELECTION_NOT_NEEDED":  # not reported when electing everything
+                    parts.append(PartitionElectionResult(pid, e.code, e.message))
+            results.append(ReplicaElectionResult(topic.name, tuple(parts)))
+    else:
+        for tp in req.topic_partitions:
+            parts = []
+            for pid in tp.partitions:
+                e = _elect_one(ctx, mv, tp.topic, pid, unclean, records)
+                parts.append(PartitionElectionResult(pid, e.code, e.message))
+            results.append(ReplicaElectionResult(tp.topic, tuple(parts)))
+    return accepted(records, ElectLeadersResponse(tuple(results)), atomic=False)

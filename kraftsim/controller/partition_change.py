@@ -1,0 +1,350 @@
+"""One partition's next state: Kafka's PartitionChangeBuilder and the context it reads.
+
+`PartitionChangeBuilder` is the one place partition state changes are worked out: it
+decides the new ISR, ELR, leader and assignment of one partition and writes a
+PartitionChangeRecord holding only the fields that change, at the record version the
+metadata.version allows. The helpers before it read the committed image (live brokers,
+min.insync.replicas, unclean election, default directories).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Callable, Iterable, Iterator
+
+from kraftsim.controller.context import (
+    MIN_INSYNC_REPLICAS,
+    ControllerContext,
+    registry_of,
+)
+from kraftsim.controller.result import payload
+from kraftsim.image import (
+    BROKER,
+    ELR_FEATURE,
+    RECOVERING,
+    TOPIC,
+    BrokerRegistration,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
+from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
+from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import MetadataVersion
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
+
+
+# --------------------------------------------------------------------------- context helpers
+
+
+def is_active(image: MetadataImage, broker_id: int) -> bool:
+    """Kafka's ClusterControlManager.isActive: registered, unfenced and not shutting down."""
+    reg = image.cluster.broker(broker_id)
+    return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
+
+
+def elr_enabled(ctx: ControllerContext, mv: MetadataVersion) -> bool:
+    """Whether partitions track eligible leader replicas, as the catalog's line decides it
+    (policy `elr_fields_gate`: the ELR feature on 4.x, the metadata.version before)."""
+    if ctx.catalog.policy("elr_fields_gate") == "feature":
+        return ctx.image.features.level(ELR_FEATURE) >= 1
+    return ctx.catalog.supports("elr", mv)
+
+
+def _config(ctx: ControllerContext, topic_name: str, key: str) -> str | None:
+    """A topic config as the controller sees it: the topic's own value, else the
+    cluster-level dynamic default (BROKER resource "")."""
+    value = ctx.image.configs.config(TOPIC, topic_name).get(key)
+    if value is None:
+        value = ctx.image.configs.config(BROKER, "").get(key)
+    return value
+
+
+def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
+    """Kafka's getTopicEffectiveMinIsr: min.insync.replicas (topic, cluster, static), capped
+    at the topic's replication factor."""
+    value = _config(ctx, topic.name, MIN_INSYNC_REPLICAS)
+    try:
+        min_isr = int(value) if value is not None else ctx.config.min_insync_replicas
+    except ValueError:
+        min_isr = ctx.config.min_insync_replicas
+    first = topic.partitions.get(0)
+    if first is None and topic.partitions:
+        first = topic.partitions[min(topic.partitions)]
+    return min(min_isr, len(first.replicas)) if first is not None else min_isr
+
+
+def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
+    """unclean.leader.election.enable for the topic (topic, cluster default, else false)."""
+    value = _config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE)
+    return value is not None and value.strip().lower() == "true"
+
+
+def default_dir(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> Uuid:
+    """The directory a new replica on `broker_id` gets (Kafka's ClusterDescriber.defaultDir):
+    the broker's only directory, UNASSIGNED when it has several (the broker then picks and
+    reports it), MIGRATING before directory assignment exists."""
+    if not ctx.catalog.supports("directory_assignment", mv):
+        return MIGRATING
+    reg = ctx.image.cluster.broker(broker_id)
+    if reg is None:
+        return UNASSIGNED
+    if not reg.directories:
+        return MIGRATING
+    if len(reg.directories) == 1:
+        return reg.directories[0]
+    return UNASSIGNED
+
+
+def dir_is_online(reg: BrokerRegistration, directory: Uuid) -> bool:
+    """Kafka's DirectoryId.isOnline against a broker's registered (online) directories."""
+    if directory == UNASSIGNED or directory == MIGRATING:
+        return True
+    if directory == LOST:
+        return False
+    return not reg.directories or directory in reg.directories
+
+
+def leader_acceptor(image: MetadataImage, partition: PartitionRegistration,
+                    base: Callable[[int], bool] | None = None) -> Callable[[int], bool]:
+    """Kafka's LeaderAcceptor: `base` (by default `is_active`) accepts the broker and the
+    replica's directory is online."""
+    dirs = dict(zip(partition.replicas, partition.directories))
+
+    def accept(broker_id: int) -> bool:
+        if not (is_active(image, broker_id) if base is None else base(broker_id)):
+            return False
+        reg = image.cluster.broker(broker_id)
+        return reg is not None and dir_is_online(reg, dirs.get(broker_id, MIGRATING))
+
+    return accept
+
+
+def iter_partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
+    """Every partition: topics by name, partitions by id."""
+    for topic in image.topics.sorted_topics():
+        for pid, part in topic.sorted_partitions():
+            yield topic, pid, part
+
+
+def has_leaderships(image: MetadataImage, broker_id: int) -> bool:
+    """Whether `broker_id` leads at least one partition."""
+    return any(p.leader == broker_id for t in image.topics.by_id.values() for p in t.partitions.values())
+
+
+# --------------------------------------------------------------------------- the builder
+
+
+class Election(enum.Enum):
+    """How a new leader may be chosen (Kafka's PartitionChangeBuilder.Election)."""
+
+    PREFERRED = "preferred"  # the first replica if it is eligible, else keep the partition online
+    ONLINE = "online"  # any eligible replica (ISR, or ELR when the ISR is empty)
+    UNCLEAN = "unclean"  # as ONLINE, else any live replica, accepting data loss
+
+
+def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[int],
+                           adding: list[int]) -> tuple[list[int], list[int]] | None:
+    """(replicas, isr) once a reassignment can complete: every adding replica is in the ISR
+    that remains after the removing replicas leave it."""
+    if not removing and not adding:
+        return None
+    new_isr = [r for r in isr if r not in removing]
+    new_replicas = [r for r in replicas if r not in removing]
+    if not new_isr or not new_replicas or not set(adding) <= set(new_isr):
+        return None
+    return new_replicas, new_isr
+
+
+def java_int_set_order(*groups: Iterable[int]) -> list[int]:
+    """The iteration order of a Java HashSet<Integer> built from `groups[0]` and then added
+    to from each later group: by bucket of the spread hash, ties in insertion order.
+    Kafka builds ELR lists this way, so kraftsim lists them in the same order."""
+    first = list(groups[0]) if groups else []
+    cap = 1
+    while cap < max(int(len(first) / 0.75) + 1, 16):
+        cap <<= 1
+    seen: dict[int, int] = {}
+    for group in (first, *groups[1:]):
+        for v in group:
+            if v not in seen:
+                seen[v] = len(seen)
+                while len(seen) > cap * 0.75:
+                    cap <<= 1
+
+    def bucket(v: int) -> int:
+        h = v & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (cap - 1)
+
+    return sorted(seen, key=lambda v: (bucket(v), seen[v]))
+
+
+class PartitionChangeBuilder:
+    """Works out one partition's next state and the PartitionChangeRecord that gets there.
+
+    Set targets (`target_isr`, `target_replicas`, ...), the election type and the brokers
+    whose shutdown was unclean, then call `build()`. The record carries only the fields
+    that change and only fields that exist at the record version of the metadata.version;
+    `build()` returns None when nothing changes.
+    """
+
+    def __init__(self, ctx: ControllerContext, mv: MetadataVersion, topic: TopicImage, partition_id: int,
+                 partition: PartitionRegistration, acceptable: Callable[[int], bool], *,
+                 min_isr: int | None = None, elr: bool | None = None):
+        self.ctx = ctx
+        self.mv = mv
+        self.topic = topic
+        self.partition_id = partition_id
+        self.partition = partition
+        self.acceptable = acceptable
+        self.min_isr = effective_min_isr(ctx, topic) if min_isr is None else min_isr
+        self.elr = elr_enabled(ctx, mv) if elr is None else elr
+        self.version = ctx.catalog.record_version("PartitionChangeRecord", mv)
+        self.election = Election.ONLINE
+        self.unclean_shutdown: tuple[int, ...] = ()
+        self.target_isr = list(partition.isr)
+        self.target_replicas = list(partition.replicas)
+        self.target_removing = list(partition.removing_replicas)
+        self.target_adding = list(partition.adding_replicas)
+        self.target_elr = list(partition.elr)
+        self.target_last_known_elr = list(partition.last_known_elr)
+        self.target_recovery_state = partition.leader_recovery_state
+        self.target_dirs = dict(zip(partition.replicas, partition.directories))
+
+    # --- the steps of build(), in Kafka's order
+
+    def _populate_target_elr(self) -> None:
+        if not self.elr:
+            return
+        if len(self.target_isr) >= self.min_isr:
+            self.target_elr, self.target_last_known_elr = [], []
+            return
+        isr = set(self.target_isr)
+        old_elr = self.target_elr
+        candidates = java_int_set_order(old_elr, self.partition.isr)
+        self.target_elr = [r for r in candidates if r not in isr and r not in self.unclean_shutdown]
+        candidates = java_int_set_order(old_elr, self.partition.isr, self.target_last_known_elr)
+        elr = set(self.target_elr)
+        self.target_last_known_elr = [r for r in candidates if r not in isr and r not in elr]
+
+    def _valid_new_leader(self, replica: int) -> bool:
+        eligible = replica in self.target_isr or (not self.target_isr and replica in self.target_elr)
+        return eligible and self.acceptable(replica)
+
+    def _can_elect_last_known_leader(self) -> bool:
+        # Kafka 4.1+ (KAFKA-19522): only a live last known leader, never a fenced one.
+        last = self.partition.last_known_elr
+        return (self.elr and not self.target_elr and not self.target_isr and len(last) == 1
+                and self.acceptable(last[0]))
+
+    def _elect(self) -> tuple[int, bool]:
+        """(leader, unclean)."""
+        current = self.partition.leader
+        if self.election is Election.PREFERRED:
+            preferred = self.target_replicas[0] if self.target_replicas else NO_LEADER
+            if self.target_replicas and self._valid_new_leader(preferred):
+                return preferred, False
+            if self._valid_new_leader(current):
+                return current, False
+            for r in self.target_replicas[1:]:
+                if self._valid_new_leader(r):
+                    return r, False
+            if self._can_elect_last_known_leader():
+                return self.partition.last_known_elr[0], True
+            return NO_LEADER, False
+        if self._valid_new_leader(current):
+            return current, False
+        for r in self.target_replicas:
+            if self._valid_new_leader(r):
+                return r, False
+        if self._can_elect_last_known_leader():
+            return self.partition.last_known_elr[0], True
+        if self.election is Election.UNCLEAN:
+            for r in self.target_replicas:
+                if self.acceptable(r):
+                    return r, True
+        return NO_LEADER, False
+
+    def _try_election(self, rec: dict) -> None:
+        leader, unclean = self._elect()
+        if leader == self.partition.leader:
+            return
+        if leader in self.target_elr:
+            self.target_isr = [leader]
+            self.target_elr = [r for r in self.target_elr if r != leader]
+        rec["leader"] = leader
+        if unclean:
+            rec["isr"] = [leader]
+            if self.partition.leader_recovery_state != RECOVERING:
+                rec["leader_recovery_state"] = RECOVERING
+
+    def _update_record_elr(self, rec: dict) -> None:
+        if "isr" in rec or not self.elr:  # an unclean election, or ELR off: ELR is cleared
+            self.target_elr, self.target_last_known_elr = [], []
+        if self.target_elr != list(self.partition.elr):
+            rec["eligible_leader_replicas"] = self.target_elr
+        # LastKnownElr holds the last known leader (useLastKnownLeaderInBalancedRecovery,
+        # on by default): it is written by _update_last_known_leader only.
+
+    def _update_last_known_leader(self, rec: dict) -> None:
+        if not self.elr:
+            return
+        p = self.partition
+        leader = rec.get("leader", NO_LEADER_CHANGE)
+        isr = rec.get("isr")
+        if isr is not None and not isr and (len(p.last_known_elr) != 1 or p.last_known_elr[0] != p.leader):
+            rec["last_known_elr"] = [p.leader]  # the partition just became leaderless
+        elif (leader >= 0 or (p.leader != NO_LEADER and leader != NO_LEADER)) and p.last_known_elr:
+            rec["last_known_elr"] = []  # it has, or keeps, a leader
+
+    def _set_assignment_changes(self, rec: dict) -> None:
+        p = self.partition
+        if self.target_replicas:
+            if self.ctx.catalog.supports("directory_assignment", self.mv):
+                dirs = [self.target_dirs.get(r) or default_dir(self.ctx, self.mv, r) for r in self.target_replicas]
+                if dirs != list(p.directories):
+                    rec["directories"] = dirs
+            if self.target_replicas != list(p.replicas):
+                rec["replicas"] = self.target_replicas
+        if self.target_removing != list(p.removing_replicas):
+            rec["removing_replicas"] = self.target_removing
+        if self.target_adding != list(p.adding_replicas):
+            rec["adding_replicas"] = self.target_adding
+
+    def build(self) -> Payload | None:
+        """The PartitionChangeRecord that moves the partition to its targets, or None."""
+        p = self.partition
+        rec: dict = {}
+        done = _complete_reassignment(self.target_replicas, self.target_isr, self.target_removing,
+                                      self.target_adding)
+        if done is not None:
+            self.target_replicas, self.target_isr = done
+            self.target_removing, self.target_adding = [], []
+        self._populate_target_elr()
+        self._try_election(rec)
+        if "leader" not in rec and not set(p.replicas) <= set(self.target_replicas):
+            rec["leader"] = p.leader  # a replica leaves: bump the leader epoch
+        self._update_record_elr(rec)
+        # With ELR on, the ISR may become empty.
+        if "isr" not in rec and (self.target_isr or self.elr) and self.target_isr != list(p.isr):
+            rec["isr"] = self.target_isr
+        if (not self.ctx.catalog.supports("isr_shrink_without_leader_epoch_bump", self.mv)
+                and "leader" not in rec and rec.get("isr") is not None and not set(p.isr) <= set(rec["isr"])):
+            rec["leader"] = p.leader  # before 3.6-IV0 an ISR shrink bumps the leader epoch (KAFKA-15021)
+        self._update_last_known_leader(rec)
+        self._set_assignment_changes(rec)
+        if self.target_recovery_state != p.leader_recovery_state:
+            rec["leader_recovery_state"] = self.target_recovery_state
+        if self.version < 2:
+            rec.pop("eligible_leader_replicas", None)
+            rec.pop("last_known_elr", None)
+        if self.version < 1:
+            rec.pop("directories", None)
+        if not rec:
+            return None
+        return payload(registry_of(self.ctx), "PartitionChangeRecord", self.version,
+                       partition_id=self.partition_id, topic_id=self.topic.id, **rec)

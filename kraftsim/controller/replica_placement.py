@@ -1,0 +1,119 @@
+"""Replica placement for new partitions: Kafka's StripedReplicaPlacer (rack-aware striping)."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Sequence
+
+from kraftsim.image import MetadataImage
+
+# --------------------------------------------------------------------------- replica placement
+
+
+class InvalidReplicationFactor(Exception):
+    """Raised by `place_replicas` with Kafka's StripedReplicaPlacer text."""
+
+
+@dataclass(frozen=True)
+class UsableBroker:
+    id: int
+    rack: str | None
+    fenced: bool
+
+
+def usable_brokers(image: MetadataImage) -> list[UsableBroker]:
+    """Registered brokers not in controlled shutdown, by id."""
+    return [UsableBroker(b.id, b.rack, b.fenced) for b in image.cluster.sorted_brokers()
+            if not b.in_controlled_shutdown]
+
+
+def _rack_alternated(by_rack: dict[str, list[UsableBroker]]) -> list[UsableBroker]:
+    """Brokers ordered rack by rack in turn (racks sorted, brokers by id within a rack)."""
+    lanes = [by_rack[r] for r in sorted(by_rack)]
+    out: list[UsableBroker] = []
+    for i in range(max((len(lane) for lane in lanes), default=0)):
+        out += [lane[i] for lane in lanes if i < len(lane)]
+    return out
+
+
+def _follower_index(first: int, shift: int, j: int, n: int) -> int:
+    """The j-th follower position after `first` at `shift` (never `first` itself)."""
+    return (first + 1 + (shift + j) % (n - 1)) % n
+
+
+class _RackCursors:
+    """One round-robin cursor per rack, each starting at an offset drawn from `rng`."""
+
+    def __init__(self, by_rack: dict[str, list[UsableBroker]], rng: random.Random):
+        self.by_rack = by_rack
+        self.pos = {r: rng.randrange(len(lane)) for r, lane in sorted(by_rack.items())}
+
+    def take(self, rack: str, chosen: list[UsableBroker]) -> UsableBroker | None:
+        lane = self.by_rack[rack]
+        for i in range(len(lane)):
+            b = lane[(self.pos[rack] + i) % len(lane)]
+            if b not in chosen:
+                self.pos[rack] = (self.pos[rack] + i + 1) % len(lane)
+                return b
+        return None
+
+
+def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replication_factor: int,
+                   rng: random.Random) -> list[list[int]]:
+    """Deterministic, balanced replica placement.
+
+    Leaders go round robin over the unfenced brokers (racks alternating) from a start
+    index drawn from `rng`. Without racks, followers follow at a shift that grows every
+    full round (Kafka's classic assignment), so leaders and replicas spread evenly. With
+    racks, a partition's followers come from the other racks first, each rack handing out
+    its brokers round robin, and the order of those racks rotates every round; so every
+    partition spans as many racks as it can and brokers of a rack share its load evenly.
+    Fenced brokers are used only when there are not enough unfenced ones, and never as
+    the first replica.
+    """
+    if replication_factor <= 0:
+        raise InvalidReplicationFactor(
+            f"Invalid replication factor {replication_factor}: the replication factor must be positive.")
+    by_rack: dict[str, list[UsableBroker]] = {}
+    for b in sorted(brokers, key=lambda b: b.id):
+        if not b.fenced:
+            by_rack.setdefault(b.rack or "", []).append(b)
+    unfenced = _rack_alternated(by_rack)
+    fenced = sorted((b for b in brokers if b.fenced), key=lambda b: b.id)
+    if not unfenced:
+        raise InvalidReplicationFactor("All brokers are currently fenced.")
+    if replication_factor > len(brokers):
+        raise InvalidReplicationFactor(
+            f"The target replication factor of {replication_factor} cannot be reached because only "
+            f"{len(brokers)} broker(s) are registered.")
+    n = len(unfenced)
+    racks = sorted(by_rack)
+    start, shift = rng.randrange(n), rng.randrange(n)
+    cursors = _RackCursors(by_rack, rng)
+    take = min(replication_factor, n)
+    out: list[list[int]] = []
+    for p in range(num_partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        leader = unfenced[first]
+        chosen = [leader]
+        if len(racks) == 1:
+            chosen += [unfenced[_follower_index(first, shift, j, n)] for j in range(take - 1)]
+        else:
+            li = racks.index(leader.rack or "")
+            others = [racks[(li + 1 + j) % len(racks)] for j in range(len(racks) - 1)]
+            turn = shift % len(others)
+            order = others[turn:] + others[:turn] + [racks[li]]
+            while len(chosen) < take:
+                for rack in order:
+                    if len(chosen) == take:
+                        break
+                    b = cursors.take(rack, chosen)
+                    if b is not None:
+                        chosen.append(b)
+        replicas = [b.id for b in chosen]
+        replicas += [fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take)]
+        out.append(replicas)
+    return out

@@ -1,0 +1,347 @@
+"""CreateTopics and DeleteTopics, with Kafka's topic-name rules (ReplicationControlManager).
+
+Topics are visited by name, so the same request always gives the same records in the
+same order; replicas are placed by replica_placement.py.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Sequence
+
+import msgspec
+
+from kraftsim.controller.api_errors import NONE, ApiError, default_error
+from kraftsim.controller.context import (
+    MIN_INSYNC_REPLICAS,
+    ControllerContext,
+    metadata_version_of,
+    registry_of,
+)
+from kraftsim.controller.partition_change import (
+    default_dir,
+    elr_enabled,
+    is_active,
+)
+from kraftsim.controller.replica_placement import (
+    InvalidReplicationFactor,
+    place_replicas,
+    usable_brokers,
+)
+from kraftsim.controller.result import (
+    NO_METADATA_VERSION,
+    ControllerResult,
+    accepted,
+    payload,
+    refused,
+)
+from kraftsim.image import RECOVERED, TOPIC, MetadataImage
+from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.storage import random_uuid
+
+#: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
+MAX_PARTITIONS_PER_BATCH = 10_000
+#: Kafka's Topic.MAX_NAME_LENGTH.
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+# --------------------------------------------------------------------------- topic names
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's Topic.validate text for an illegal topic name, None when it is legal."""
+    prefix = "Topic name"
+    if not name:
+        return f"{prefix} is illegal, it can't be empty"
+    if name in (".", ".."):
+        return f'{prefix} cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"{prefix} is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, {prefix}: {name}"
+    if not set(name) <= _LEGAL_TOPIC_CHARS:
+        return f"{prefix} \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")
+
+
+# --------------------------------------------------------------------------- CreateTopics
+
+
+class CreatableReplicaAssignment(msgspec.Struct, frozen=True):
+    partition_index: int
+    broker_ids: tuple[int, ...]
+
+
+class CreatableTopicConfig(msgspec.Struct, frozen=True):
+    name: str
+    value: str | None
+
+
+class CreatableTopic(msgspec.Struct, frozen=True):
+    name: str
+    num_partitions: int = -1  # -1: num.partitions
+    replication_factor: int = -1  # -1: default.replication.factor
+    assignments: tuple[CreatableReplicaAssignment, ...] = ()
+    configs: tuple[CreatableTopicConfig, ...] = ()
+
+
+class CreateTopicsRequest(msgspec.Struct, frozen=True):
+    """Kafka's CreateTopicsRequest; `seed` (kraftsim's) makes topic ids and placement reproducible."""
+
+    topics: tuple[CreatableTopic, ...]
+    validate_only: bool = False
+    seed: int = 0
+
+
+class CreatableTopicResult(msgspec.Struct, frozen=True):
+    name: str
+    topic_id: Uuid = Uuid.ZERO
+    error_code: int = 0
+    error_message: str | None = None
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+class CreateTopicsResponse(msgspec.Struct, frozen=True):
+    topics: tuple[CreatableTopicResult, ...]
+
+    def result(self, name: str) -> CreatableTopicResult:
+        return next(t for t in self.topics if t.name == name)
+
+
+def _new_topic_id(seed: int, name: str, taken: set[bytes]) -> Uuid:
+    rng = random.Random(f"kraftsim-topic-id:{seed}:{name}")
+    while True:
+        u = random_uuid(rng)
+        if u not in taken:
+            return u
+
+
+def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf: int | None) -> ApiError | None:
+    if not broker_ids:
+        return ApiError("INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes an empty replica list.")
+    prev = None
+    for b in sorted(broker_ids):
+        if image.cluster.broker(b) is None:
+            return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes broker {b}, "
+                                                          "but no such broker is registered.")
+        if b == prev:
+            return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes the broker "
+                                                          f"{prev} more than once.")
+        prev = b
+    if rf is not None and len(broker_ids) != rf:
+        return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes a partition with "
+                                                      f"{len(broker_ids)} replica(s), but this is not consistent with "
+                                                      f"previous partitions, which have {rf} replica(s).")
+    return None
+
+
+def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic,
+                     seed: int) -> tuple[list[tuple[list[int], list[int]]], ApiError]:
+    """[(replicas, isr)] by partition id, or the topic's error."""
+    image = ctx.image
+    parts: dict[int, tuple[list[int], list[int]]] = {}
+    if topic.assignments:
+        if topic.replication_factor != -1:
+            return [], ApiError("INVALID_REQUEST", "A manual partition assignment was specified, but replication "
+                                                   "factor was not set to -1.")
+        if topic.num_partitions != -1:
+            return [], ApiError("INVALID_REQUEST", "A manual partition assignment was specified, but numPartitions "
+                                                   "was not set to -1.")
+        rf: int | None = None
+        for a in topic.assignments:
+            if a.partition_index in parts:
+                return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "Found multiple manual partition assignments for "
+                                                                  f"partition {a.partition_index}")
+            err = _manual_assignment_error(image, a.broker_ids, rf)
+            if err is not None:
+                return [], err
+            rf = len(a.broker_ids)
+            isr = [b for b in a.broker_ids if is_active(image, b)]
+            if not isr:
+                return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "All brokers specified in the manual partition "
+                                                                  f"assignment for partition {a.partition_index} are "
+                                                                  "fenced or in controlled shutdown.")
+            parts[a.partition_index] = (list(a.broker_ids), isr)
+        if set(parts) != set(range(len(parts))):
+            return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "partitions should be a consecutive 0-based integer sequence")
+        return [parts[i] for i in range(len(parts))], NONE
+    if topic.replication_factor < -1 or topic.replication_factor == 0:
+        return [], ApiError("INVALID_REPLICATION_FACTOR", "Replication factor must be larger than 0, or -1 to use "
+                                                          "the default value.")
+    if topic.num_partitions < -1 or topic.num_partitions == 0:
+        return [], ApiError("INVALID_PARTITIONS", "Number of partitions was set to an invalid non-positive value.")
+    num = ctx.config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    rf = ctx.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
+    rng = random.Random(f"kraftsim-placement:{seed}:{topic.name}")
+    try:
+        placement = place_replicas(usable_brokers(image), num, rf, rng)
+    except InvalidReplicationFactor as e:
+        return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
+    out = []
+    for replicas in placement:
+        isr = [b for b in replicas if is_active(image, b)]
+        if not isr:
+            return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
+                                                              "brokers are currently fenced or in controlled shutdown.")
+        out.append((replicas, isr))
+    return out, NONE
+
+
+def _requested_partitions(ctx: ControllerContext, topic: CreatableTopic) -> int:
+    if topic.assignments:
+        return len(topic.assignments)
+    if topic.num_partitions == -1:
+        return ctx.config.num_partitions
+    return max(topic.num_partitions, 0)
+
+
+def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
+    """Kafka's CreateTopics: per topic, its name, existence, configs, partitions and
+    placement are checked; each created topic writes TopicRecord, its ConfigRecords, then
+    one PartitionRecord per partition. All records commit atomically; per-topic errors
+    are in the response."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
+        return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
+    image = ctx.image
+    reg = registry_of(ctx)
+    errors: dict[str, ApiError] = {}
+    counts: dict[str, int] = {}
+    for t in req.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    for name, n in counts.items():
+        if n > 1:
+            errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
+    existing_collisions: dict[str, str] = {}
+    for t in image.topics.sorted_topics():
+        existing_collisions.setdefault(_collision_key(t.name), t.name)
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        text = topic_name_error(t.name)
+        if text is not None:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
+        if ("." in t.name or "_" in t.name) and _collision_key(t.name) in existing_collisions:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
+                                                                 f"{existing_collisions[_collision_key(t.name)]}")
+    for t in req.topics:
+        if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
+            errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
+
+    elr = elr_enabled(ctx, mv)
+    pr_version = ctx.catalog.record_version("PartitionRecord", mv)
+    taken = {bytes(tid) for tid in image.topics.by_id}
+    records: list[Payload] = []
+    results: dict[str, CreatableTopicResult] = {}
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        plan, err = _plan_partitions(ctx, t, req.seed)
+        if not err.ok:
+            errors[t.name] = err
+            continue
+        tid = _new_topic_id(req.seed, t.name, taken)
+        taken.add(bytes(tid))
+        results[t.name] = CreatableTopicResult(t.name, tid, num_partitions=len(plan),
+                                               replication_factor=len(plan[0][0]))
+        records.append(payload(reg, "TopicRecord", 0, name=t.name, topic_id=tid))
+        configs = {c.name: c.value for c in t.configs}
+        for key, value in configs.items():
+            records.append(payload(reg, "ConfigRecord", 0, resource_type=TOPIC, resource_name=t.name, name=key,
+                                   value=value))
+        if elr and MIN_INSYNC_REPLICAS in configs:
+            records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
+        for pid, (replicas, isr) in enumerate(plan):
+            fields: dict = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
+                                leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
+            if pr_version >= 1:
+                fields["directories"] = [default_dir(ctx, mv, b) for b in replicas]
+            records.append(payload(reg, "PartitionRecord", pr_version, **fields))
+    out = []
+    for t in req.topics:
+        if any(r.name == t.name for r in out):
+            continue  # a repeated name is answered once
+        e = errors.get(t.name)
+        if e is not None:
+            out.append(CreatableTopicResult(t.name, error_code=e.code, error_message=e.message))
+        elif t.name in results:
+            out.append(results[t.name])
+    response = CreateTopicsResponse(tuple(out))
+    return accepted([] if req.validate_only else records, response)
+
+
+# --------------------------------------------------------------------------- DeleteTopics
+
+
+class DeleteTopicState(msgspec.Struct, frozen=True):
+    """One topic to delete, by name or (DeleteTopics v6+) by id."""
+
+    name: str | None = None
+    topic_id: Uuid = Uuid.ZERO
+
+
+class DeleteTopicsRequest(msgspec.Struct, frozen=True):
+    topics: tuple[DeleteTopicState, ...]
+
+
+class DeletableTopicResult(msgspec.Struct, frozen=True):
+    name: str | None
+    topic_id: Uuid
+    error_code: int = 0
+    error_message: str | None = None
+
+
+class DeleteTopicsResponse(msgspec.Struct, frozen=True):
+    responses: tuple[DeletableTopicResult, ...]
+
+
+def delete_topics(ctx: ControllerContext, req: DeleteTopicsRequest) -> ControllerResult:
+    """Kafka's DeleteTopics: each known topic gets a RemoveTopicRecord (which also drops its
+    configs on replay); unknown or repeated topics get an error of their own."""
+    image = ctx.image
+    reg = registry_of(ctx)
+    by_name = [s.name for s in req.topics if s.name is not None]
+    by_id = [bytes(s.topic_id) for s in req.topics if s.name is None]
+    records: list[Payload] = []
+    out: list[DeletableTopicResult] = []
+    removed: set[bytes] = set()
+    for s in req.topics:
+        if s.name is not None:
+            topic = image.topics.get_topic_by_name(s.name)
+            if by_name.count(s.name) > 1:
+                err = ApiError("INVALID_REQUEST", "Duplicate topic name.")
+            elif topic is None:
+                err = default_error("UNKNOWN_TOPIC_OR_PARTITION")
+            else:
+                err = NONE
+        else:
+            topic = image.topics.get_topic(s.topic_id)
+            if s.topic_id == Uuid.ZERO:
+                err = ApiError("INVALID_REQUEST", f"Attempt to find topic with invalid topicId {s.topic_id}")
+            elif by_id.count(bytes(s.topic_id)) > 1:
+                err = ApiError("INVALID_REQUEST", "Duplicate topic id.")
+            elif topic is None:
+                err = default_error("UNKNOWN_TOPIC_ID")
+            else:
+                err = NONE
+        if not err.ok or topic is None:
+            out.append(DeletableTopicResult(s.name, s.topic_id, err.code, err.message))
+            continue
+        if bytes(topic.id) not in removed:
+            removed.add(bytes(topic.id))
+            records.append(payload(reg, "RemoveTopicRecord", 0, topic_id=topic.id))
+        out.append(DeletableTopicResult(topic.name, topic.id))
+    return accepted(records, DeleteTopicsResponse(tuple(out)))

@@ -1,0 +1,167 @@
+"""What `kafka-storage` reads from server.properties (Kafka's KafkaConfig, as far as the
+tool needs it): node id, roles, log and metadata directories, listeners, voters."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from kraftsim.errors import KraftsimError
+from kraftsim.storage.format_common import (
+    QUORUM_BOOTSTRAP_SERVERS,
+    QUORUM_VOTERS,
+)
+from kraftsim.storage.java_properties import java_parse_int, load_properties
+
+# ------------------------------------------------------------------------------ server.properties
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str  # normalised (upper case)
+    host: str | None
+    port: int
+
+
+_LISTENER = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*?)\]?:(-?[0-9]+)$")
+
+
+def _parse_listeners(text: str | None, key: str) -> list[Listener]:
+    out = []
+    for item in _csv(text):
+        m = _LISTENER.match(item)
+        if not m:
+            raise KraftsimError(f"Invalid value {text} for configuration {key}: "
+                                f"Unable to parse {item} to a broker endpoint")
+        out.append(Listener(m.group(1).upper(), m.group(2) or None, int(m.group(3))))
+    return out
+
+
+def _csv(text: str | None) -> list[str]:
+    """Kafka's Csv.parseCsvList: split on commas with surrounding blanks, empty items dropped."""
+    if text is None:
+        return []
+    return [p for p in re.split(r"\s*,\s*", text.strip()) if p]
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the storage tool reads from a Kafka server.properties (KafkaConfig)."""
+
+    process_roles: tuple[str, ...] = ()
+    node_id: int = -1
+    log_dirs: tuple[str, ...] = ()
+    metadata_log_dir: str | None = None  # metadata.log.dir, else the first of log.dirs
+    controller_listener_names: tuple[str, ...] = ()
+    quorum_voters: tuple[str, ...] = ()
+    quorum_bootstrap_servers: tuple[str, ...] = ()
+    listeners: tuple[Listener, ...] = ()
+    advertised_listeners: tuple[Listener, ...] = ()
+    unstable_feature_versions: bool = False
+    source: str = "<config>"
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def directories(self) -> list[str]:
+        """StorageTool.configToLogDirectories: log.dirs plus metadata.log.dir, sorted, once each."""
+        dirs = set(self.log_dirs)
+        if self.metadata_log_dir is not None:
+            dirs.add(self.metadata_log_dir)
+        return sorted(dirs)
+
+    @property
+    def controller_listener_name(self) -> str | None:
+        return self.controller_listener_names[0] if self.controller_listener_names else None
+
+    def effective_advertised_controller_listeners(self) -> list[Listener]:
+        """KafkaConfig.effectiveAdvertisedControllerListeners: per controller listener name, the
+        advertised listener of that name, else the listener of that name (0.0.0.0 as no host)."""
+        out = []
+        for name in self.controller_listener_names:
+            wanted = name.upper()
+            found = next((l for l in self.advertised_listeners if l.name == wanted), None)
+            if found is None:
+                found = next((l for l in self.listeners if l.name == wanted), None)
+                if found is not None and found.host == "0.0.0.0":
+                    found = Listener(found.name, None, found.port)
+            if found is not None:
+                out.append(found)
+        return out
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], source: str = "<config>") -> "ServerConfig":
+        """Read the keys the storage tool needs, with KafkaConfig's parsing rules and texts."""
+        roles = tuple(_csv(props.get("process.roles")))
+        for r in roles:
+            if r not in ("broker", "controller"):
+                raise KraftsimError(f"Unknown process role '{r}' (only 'broker' and 'controller' are allowed roles)")
+        node_id = -1
+        if "node.id" in props:
+            node_id = java_parse_int(props["node.id"].strip())  # type: ignore[assignment]
+            if node_id is None:
+                raise KraftsimError(f"Invalid value {props['node.id']} for configuration node.id: Not a number of type INT")
+        elif roles:
+            raise KraftsimError('Missing required configuration "node.id" which has no default value.')
+        log_dirs = tuple(_csv(props["log.dirs"] if "log.dirs" in props else props.get("log.dir", "/tmp/kafka-logs")))
+        metadata_log_dir = props.get("metadata.log.dir")
+        if metadata_log_dir is None and log_dirs:
+            metadata_log_dir = log_dirs[0]
+        unstable_text = props.get("unstable.feature.versions.enable", "false").strip().lower()
+        if unstable_text not in ("true", "false"):
+            raise KraftsimError(f"Invalid value {props['unstable.feature.versions.enable']} for configuration "
+                                "unstable.feature.versions.enable: Expected value to be either true or false")
+        return cls(
+            process_roles=roles,
+            node_id=node_id,
+            log_dirs=log_dirs,
+            metadata_log_dir=metadata_log_dir,
+            controller_listener_names=tuple(_csv(props.get("controller.listener.names"))),
+            quorum_voters=tuple(_csv(props.get(QUORUM_VOTERS))),
+            quorum_bootstrap_servers=tuple(_csv(props.get(QUORUM_BOOTSTRAP_SERVERS))),
+            listeners=tuple(_parse_listeners(props.get("listeners"), "listeners")),
+            advertised_listeners=tuple(_parse_listeners(props.get("advertised.listeners"), "advertised.listeners")),
+            unstable_feature_versions=unstable_text == "true",
+            source=source,
+        )
+
+    @classmethod
+    def for_directories(cls, directories: Sequence[str], node_id: int = -1, *, dynamic_quorum: bool = False,
+                        controller_listener: str = "CONTROLLER", host: str = "localhost",
+                        port: int = 9093) -> "ServerConfig":
+        """The node `--dir D... --node-id N` stands for (kraftsim's shorthand for a config file): a
+        combined broker+controller whose controller listener is CONTROLLER://localhost:9093, with
+        a static quorum of itself (controller.quorum.voters set) unless `dynamic_quorum` (then
+        controller.quorum.bootstrap.servers instead, as for --standalone / --initial-controllers /
+        --no-initial-controllers). The metadata log directory is the first directory."""
+        listener = Listener(controller_listener.upper(), host, port)
+        server = f"{host}:{port}"
+        return cls(
+            process_roles=("broker", "controller"),
+            node_id=node_id,
+            log_dirs=tuple(directories),
+            metadata_log_dir=directories[0] if directories else None,
+            controller_listener_names=(controller_listener,),
+            quorum_voters=() if dynamic_quorum else (f"{node_id}@{server}",),
+            quorum_bootstrap_servers=(server,) if dynamic_quorum else (),
+            listeners=(listener,),
+            source="--dir",
+        )
+
+
+def read_server_config(path: Path | str) -> ServerConfig:
+    """Read a Kafka server.properties file (Utils.loadProps then KafkaConfig)."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("latin-1")  # Properties.load(InputStream) reads ISO 8859-1
+    except OSError as e:
+        raise KraftsimError(f"{p}: {e.strerror or e}") from None
+    try:
+        props = load_properties(text)
+    except ValueError as e:
+        raise KraftsimError(f"{p}: {e}") from None
+    return ServerConfig.from_properties(props, str(p))

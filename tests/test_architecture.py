@@ -1,0 +1,238 @@
+"""The layout, the import graph and ARCHITECTURE.md agree.
+
+The import graph is read from the source (every `import` and `from ... import`, also those
+inside functions and under TYPE_CHECKING: a lazy import is still a dependency). Packages
+depend only on lower layers (DESIGN.md's order), nothing imports in a cycle, the image
+package keeps Kafka's order inside it, and ARCHITECTURE.md names every package.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from tests.paths import REPO
+
+SOURCE = REPO / "kraftsim"
+
+#: The layers of kraftsim, lowest first: a package may import its own layer's peers and
+#: any lower layer, never a higher one. Top-level modules count as packages here.
+LAYERS: list[set[str]] = [
+    {"kraftsim", "errors", "gcpause"},
+    {"protocol"},
+    {"versions"},
+    {"storage"},
+    {"image"},
+    {"controller"},
+    {"sim"},
+    {"scenario", "testing", "conformance", "pipeline"},
+    {"demo", "cli", "__main__"},
+]
+
+#: Imports that go up on purpose, with why.
+ALLOWED_UPWARD = {
+    ("conformance", "cli"): "differential cases run the kraftsim command as a user would",
+}
+
+#: Imports DESIGN.md rules out between peers ("knows nothing of").
+FORBIDDEN = {
+    ("scenario", "pipeline"): "scenarios know nothing of Spark",
+    ("testing", "cli"): "the test helpers know nothing of the CLI",
+}
+
+#: Inside kraftsim.image, Kafka's order (org.apache.kafka.image): components, then the
+#: image and its delta, the writer, the loader, and what uses loaded images.
+IMAGE_LAYERS: list[set[str]] = [
+    {"pmap", "intern", "canonical", "provenance", "errors"},
+    {"components"},
+    {"image", "bulk"},
+    {"delta"},
+    {"writer", "synthetic"},
+    {"loader"},
+    {"publisher", "verification"},
+]
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in sorted(SOURCE.rglob("*.py")):
+        parts = list(path.relative_to(REPO).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the kraftsim modules it imports (a `from pkg import submodule` names the
+    submodule only; a `from pkg import name` names the package)."""
+    mods = _modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                subs = [f"{target}.{a.name}" for a in node.names if f"{target}.{a.name}" in mods]
+                targets = subs if len(subs) == len(node.names) else [target, *subs]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            edges[mod].update(t for t in targets if t in mods and t != mod)
+    return edges
+
+
+GRAPH = import_graph()
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (iterative Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    counter = 0
+    for root in sorted(set(edges) | {t for ts in edges.values() for t in ts}):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    m = stack.pop()
+                    on_stack.discard(m)
+                    comp.append(m)
+                    if m == node:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def _level(layers: list[set[str]], name: str) -> int | None:
+    return next((i for i, layer in enumerate(layers) if name in layer), None)
+
+
+def _top(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def test_no_import_cycles():
+    assert _cycles(GRAPH) == []
+
+
+def test_the_cycle_finder_finds_cycles():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_every_package_has_a_layer():
+    unplaced = sorted({_top(m) for m in GRAPH} - set().union(*LAYERS))
+    assert unplaced == [], f"add {unplaced} to LAYERS here and to ARCHITECTURE.md"
+
+
+def test_packages_import_only_lower_layers():
+    wrong = []
+    for mod, targets in sorted(GRAPH.items()):
+        src = _top(mod)
+        for target in sorted(targets):
+            dst = _top(target)
+            if src == dst or (src, dst) in ALLOWED_UPWARD:
+                continue
+            lo, hi = _level(LAYERS, dst), _level(LAYERS, src)
+            if lo is None or hi is None or lo > hi or (src, dst) in FORBIDDEN:
+                wrong.append(f"{mod} imports {target}")
+    assert wrong == []
+
+
+def test_image_keeps_kafkas_order_inside():
+    wrong = []
+    for mod, targets in sorted(GRAPH.items()):
+        parts = mod.split(".")
+        if parts[:2] != ["kraftsim", "image"] or len(parts) < 3:
+            continue  # the package's __init__ re-exports everything
+        for target in sorted(targets):
+            tparts = target.split(".")
+            if tparts[:2] != ["kraftsim", "image"] or len(tparts) < 3 or tparts[2] == parts[2]:
+                continue
+            lo, hi = _level(IMAGE_LAYERS, tparts[2]), _level(IMAGE_LAYERS, parts[2])
+            if lo is None or hi is None or lo >= hi:
+                wrong.append(f"{mod} imports {target}")
+    assert wrong == []
+
+
+def test_other_packages_import_the_image_package_not_its_rooms():
+    """Names other packages use are exported by kraftsim.image; the subpackages
+    (components, writer, loader, publisher, verification) are its inside."""
+    rooms = {"components", "writer", "loader", "publisher", "verification"}
+    wrong = sorted(
+        f"{mod} imports {target}"
+        for mod, targets in GRAPH.items() if not mod.startswith("kraftsim.image")
+        for target in targets
+        if target.startswith("kraftsim.image.") and target.split(".")[2] in rooms
+    )
+    assert wrong == []
+
+
+# ------------------------------------------------------------------------------ ARCHITECTURE.md
+
+ARCHITECTURE = REPO / "ARCHITECTURE.md"
+
+
+def _packages() -> list[str]:
+    return sorted(
+        str(p.parent.relative_to(REPO)) + "/" for p in SOURCE.rglob("__init__.py")
+        if "__pycache__" not in p.parts
+    )
+
+
+def test_architecture_lists_every_package():
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    missing = [p for p in _packages() if f"`{p}`" not in text]
+    assert missing == [], f"ARCHITECTURE.md does not describe {missing}"
+
+
+def test_architecture_lists_no_package_that_is_gone():
+    """Every package it names exists, or is a layer of LAYERS not written yet."""
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    named = set(re.findall(r"`(kraftsim/[a-z_/]+/)`", text))
+    planned = {name for layer in LAYERS for name in layer if not (SOURCE / name).exists()}
+    gone = [p for p in named - set(_packages()) if p.split("/")[1] not in planned]
+    assert sorted(gone) == []
+
+
+@pytest.mark.parametrize("package", ["kraftsim.image", "kraftsim.controller", "kraftsim.storage"])
+def test_package_exports_resolve(package):
+    module = __import__(package, fromlist=["__all__"])
+    assert all(hasattr(module, name) for name in module.__all__)
