@@ -20,9 +20,12 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.registry import Registry
+from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import Clock
 from kraftsim.storage.bootstrap import write_bootstrap
+from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
+from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, METADATA_DIR_NAME
+from kraftsim.storage.snapshot import control_payload, write_snapshot
 from kraftsim.versions import Catalog
 
 BOOTSTRAP_FILE_LAYOUT = "bootstrap-file"
@@ -41,8 +44,6 @@ def write_bootstrap_for(catalog: Catalog, path: Path, *, metadata_dir: bool, dyn
 
     `metadata_dir`: the directory is the node's metadata log directory; `dynamic`: it is a
     dynamic (KIP-853) metadata directory; `controller`: the node has the controller role."""
-    from kraftsim.storage.formatter import write_zero_checkpoint  # the formatter imports this module
-
     if layout_of(catalog) == ZERO_CHECKPOINT_LAYOUT:
         if not (metadata_dir and controller):
             return None
@@ -53,3 +54,21 @@ def write_bootstrap_for(catalog: Catalog, path: Path, *, metadata_dir: bool, dyn
         return write_zero_checkpoint(path, voters, kraft_version, listener_name, clock=clock, registry=registry,
                                      fsync=fsync)
     return None
+
+
+def write_zero_checkpoint(log_dir: Path, voters: Mapping[int, DynamicVoter], kraft_version: int,
+                          controller_listener_name: str, *, clock: Clock, registry: Registry | None = None,
+                          fsync: bool = True, records: Sequence[Payload] = ()) -> Path:
+    """Formatter.writeDynamicQuorumSnapshot: `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`
+    holding SnapshotHeaderRecord (LastContainedLogTimestamp = now), KRaftVersionRecord and VotersRecord
+    when kraft.version ≥ 1, then `records` (Kafka 4.4's bootstrap records; none before), and the footer."""
+    registry = registry or default_registry()
+    header: list[Payload] = []
+    if kraft_version >= 1:
+        header.append(control_payload(registry, "KRaftVersionRecord", version=0, k_raft_version=kraft_version))
+        header.append(voters_record(voters, controller_listener_name, registry))
+    snap_dir = log_dir / METADATA_DIR_NAME
+    snap_dir.mkdir(parents=True, exist_ok=True)
+    last_contained = clock()
+    return write_snapshot(snap_dir, BOOTSTRAP_SNAPSHOT_ID, list(records), last_contained_log_timestamp=last_contained,
+                          time_ms=clock, header_records=header, registry=registry, fsync=fsync)

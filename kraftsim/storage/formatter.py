@@ -45,14 +45,13 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import Clock
-from kraftsim.storage.format_layout import write_bootstrap_for
+from kraftsim.storage.format_layout import write_bootstrap_for, write_zero_checkpoint  # noqa: F401 (re-export)
 from kraftsim.storage.bootstrap_builder import (
     bootstrap_metadata_string,
     bootstrap_records,
 )
 from kraftsim.storage.dynamic_voters import (
     DynamicVoter,
-    voters_record,
 )
 from kraftsim.storage.format_common import (
     FORMAT_SOURCE,
@@ -68,11 +67,8 @@ from kraftsim.storage.format_common import (
 from kraftsim.storage.java_properties import load_properties
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
-    BOOTSTRAP_SNAPSHOT_ID,
     META_PROPERTIES_FILE,
-    METADATA_DIR_NAME,
 )
-from kraftsim.storage.snapshot import control_payload, write_snapshot
 from kraftsim.versions import Catalog, MetadataVersion
 from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
 
@@ -322,21 +318,3 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
             listener_name=opts.controller_listener_name or "", clock=clock, registry=registry, fsync=fsync)
         write_meta_properties(path / META_PROPERTIES_FILE, new_props[d], date=date, fsync=fsync)
         result.formatted.append(FormattedDirectory(d, types[d], new_props[d].directory_id or "", zero))
-
-
-def write_zero_checkpoint(log_dir: Path, voters: Mapping[int, DynamicVoter], kraft_version: int,
-                          controller_listener_name: str, *, clock: Clock, registry: Registry | None = None,
-                          fsync: bool = True, records: Sequence[Payload] = ()) -> Path:
-    """Formatter.writeDynamicQuorumSnapshot: `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`
-    holding SnapshotHeaderRecord (LastContainedLogTimestamp = now), KRaftVersionRecord and VotersRecord
-    when kraft.version ≥ 1, then `records` (Kafka 4.4's bootstrap records; none before), and the footer."""
-    registry = registry or default_registry()
-    header: list[Payload] = []
-    if kraft_version >= 1:
-        header.append(control_payload(registry, "KRaftVersionRecord", version=0, k_raft_version=kraft_version))
-        header.append(voters_record(voters, controller_listener_name, registry))
-    snap_dir = log_dir / METADATA_DIR_NAME
-    snap_dir.mkdir(parents=True, exist_ok=True)
-    last_contained = clock()
-    return write_snapshot(snap_dir, BOOTSTRAP_SNAPSHOT_ID, list(records), last_contained_log_timestamp=last_contained,
-                          time_ms=clock, header_records=header, registry=registry, fsync=fsync)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kraftsim.storage import BOOTSTRAP_SNAPSHOT_ID, METADATA_DIR_NAME, read_bootstrap_dir, write_bootstrap, write_snapshot
-from kraftsim.storage.formatter import feature_level_payload
+from kraftsim.storage.bootstrap_builder import feature_level_payload
 
 
 def _zero(d: Path, levels: dict[str, int]) -> None:
