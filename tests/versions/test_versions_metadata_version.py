@@ -149,3 +149,22 @@ def test_safe_downgrade_floor_table(level, floor):
 def test_floor_below_4x_minimum():
     line = CAT.at_release("3.3")
     assert [line.safe_downgrade_floor(x).level for x in range(1, 8)] == [1, 1, 3, 3, 5, 6, 7]
+
+
+@pytest.mark.parametrize("release", ["4.2.0", "4.3.0", "4.3.1", "4.4.0"])
+def test_is_lossy_per_release_follows_that_release_flags(release):
+    # §11.6: the flags are the release's own (4.2.0 lists 4.3-IV0 as a placeholder that changed nothing).
+    line = CAT.at_release(release)
+    flags = {**CHANGED, **PLACEHOLDER_FLAGS.get(line.release.line, {})}
+    levels = [mv.level for mv in line.metadata_versions]
+    for a in levels:
+        for b in levels:
+            low, high = min(a, b), max(a, b)
+            assert line.is_lossy(a, b) == any(flags[v] for v in range(low + 1, high + 1)), (release, a, b)
+
+
+def test_no_downgrade_from_4_3_or_later_to_4_2_or_earlier_is_lossless():
+    for high in range(30, 34):
+        for low in range(7, 30):
+            assert CAT.is_lossy(high, low) and not CAT.downgrade_losses(high, low).lossless
+    assert CAT.safe_downgrade_floor(31).level == 30 and not CAT.is_lossy(31, 30)
