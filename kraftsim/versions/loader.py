@@ -187,7 +187,7 @@ def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> Rel
     """Fill a release's missing fields from the release it inherits from.
 
     `latest_testing` and `metadata_changed` describe one release's own code (the next
-    line's placeholder levels) and are never inherited.
+    line's placeholder levels), `unconfirmed` one release's open facts: never inherited.
     """
     if rel.inherits is None:
         return rel
@@ -216,5 +216,6 @@ def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> Rel
         testing=merged("testing"),
         dependency_overrides=pick("dependency_overrides"),
         policies=merged("policies"),
+        unconfirmed=rel.unconfirmed,
         doc=rel.doc or parent.doc,
     )

@@ -243,6 +243,7 @@ def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...]
         policies=tuple((p.name, pol[p.name]) for p in policies),
         metadata_changed=changed,
         entry=r.name,
+        unconfirmed=tuple(r.unconfirmed),
         doc=r.doc,
     )
     return [replace(template, name=n) for n in (r.name, *r.patches)]

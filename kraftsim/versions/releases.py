@@ -56,6 +56,7 @@ class Release:
     policies: tuple[tuple[str, str], ...]
     metadata_changed: tuple[tuple[int, bool], ...] = ()  # levels whose flag differs in this release's code
     entry: str = ""  # the catalog entry it comes from (its own name, or the first patch sharing it)
+    unconfirmed: tuple[str, ...] = ()  # "published", "latest_production": facts a released jar must confirm
     doc: str = ""
 
     @property

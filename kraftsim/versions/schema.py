@@ -93,6 +93,7 @@ class ReleaseEntry(_Entry):
     testing: dict[str, int] | None = None
     dependency_overrides: list[DependencyOverride] | None = None
     policies: dict[str, str] | None = None
+    unconfirmed: list[Literal["published", "latest_production"]] = []  # facts a released jar must still confirm
     doc: str = ""
 
 
