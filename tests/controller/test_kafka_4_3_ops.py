@@ -141,3 +141,18 @@ def test_cidr_host_patterns_need_4_4_iv1(mv, ok):
         assert codes == [(42, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."),
                          (0, None), (0, None)]
         assert [p.message.host for p in r.records] == ["10.1.2.3", "*"]
+
+
+# ------------------------------------------------------------------------ share.version 2 (§11.6)
+
+
+def test_a_4_4_controller_upgrades_share_version_to_2_at_4_3_iv0_and_a_4_3_one_cannot():
+    from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesRequest, update_features
+    from tests.controller.conftest import make_ctx
+
+    req = UpdateFeaturesRequest(updates=(FeatureUpdate("share.version", 2, 1),), validate_only=False)
+    on_44 = update_features(make_ctx("4.4", levels={"metadata.version": 30, "share.version": 1}), req)
+    assert on_44.ok and [(p.message.name, p.message.feature_level) for p in on_44.records] == [("share.version", 2)]
+    on_43 = update_features(make_ctx("4.3", levels={"metadata.version": 30, "share.version": 1}), req)
+    assert not on_43.ok and on_43.records == ()
+    assert "Local controller 1 only supports versions 0-1" in on_43.response.error_message
