@@ -70,7 +70,7 @@ from kraftsim.image.pmap import PMap, hash_uuid  # noqa: E402
 from kraftsim.protocol import batch_io, fastpath  # noqa: E402
 from kraftsim.protocol.batch import RECORD_BATCH_OVERHEAD  # noqa: E402
 from kraftsim.protocol.entries import Payload  # noqa: E402
-from kraftsim.protocol.primitives import Uuid, uvarint_size  # noqa: E402
+from kraftsim.protocol.primitives import Uuid  # noqa: E402
 from kraftsim.protocol.registry import default_registry  # noqa: E402
 from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, decode_file_batch, records_size  # noqa: E402
 from kraftsim.storage.fileio import fsync_dir  # noqa: E402

@@ -23,7 +23,7 @@ SOURCE = REPO / "kraftsim"
 #: any lower layer, never a higher one. Top-level modules count as packages here.
 LAYERS: list[set[str]] = [
     {"kraftsim", "errors", "gcpause"},
-    {"protocol"},
+    {"protocol", "javacompat"},
     {"versions"},
     {"storage"},
     {"image"},

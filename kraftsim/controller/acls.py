@@ -21,7 +21,7 @@ from kraftsim.controller.result import ControllerResult, accepted, payload
 from kraftsim.image import StandardAcl
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage import random_uuid
+from kraftsim.javacompat import random_uuid
 
 WILDCARD_RESOURCE = "*"
 

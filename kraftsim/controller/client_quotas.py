@@ -20,6 +20,7 @@ import msgspec
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, registry_of
 from kraftsim.controller.result import ControllerResult, accepted
+from kraftsim.javacompat import hash_map_order, string_hash
 from kraftsim.protocol.entries import Payload
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -64,22 +65,8 @@ class AlterClientQuotasResponse(msgspec.Struct, frozen=True):
     entries: tuple[EntryResult, ...]
 
 
-def _java_string_hash(s: str) -> int:
-    """Java's String.hashCode, over UTF-16 code units."""
-    data = s.encode("utf-16-be")
-    h = 0
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h
-
-
-def _hash_map_order(keys: list[str], capacity: int = 4) -> list[str]:
-    """Iteration order of a Java HashMap<String, ?> of that capacity (Kafka builds the
-    record's entity list from one), ties in insertion order."""
-    def bucket(k: str) -> int:
-        h = _java_string_hash(k)
-        return (h ^ (h >> 16)) & (capacity - 1)
-    return sorted(keys, key=lambda k: (bucket(k), keys.index(k)))
+#: The table size of the HashMap<String, String> Kafka builds a record's entity list from.
+ENTITY_MAP_BUCKETS = 4
 
 
 def _entity_text(entity: dict[str, str | None]) -> str:
@@ -156,7 +143,7 @@ def alter_client_quotas(ctx: ControllerContext, req: AlterClientQuotasRequest) -
             results[ident] = (entry.entity, err)
             continue
         current = ctx.image.client_quotas.quotas(ident)
-        order = _hash_map_order(list(entity))
+        order = hash_map_order(list(entity), string_hash, initial=ENTITY_MAP_BUCKETS)
         new_records = []
         for key, value in ops.items():
             parts = [entity_cls(entity_type=t, entity_name=entity[t]) for t in order]

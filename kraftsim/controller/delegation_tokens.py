@@ -20,7 +20,7 @@ from kraftsim.controller.context import ControllerContext, metadata_version_of, 
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import DelegationToken
 from kraftsim.protocol.entries import Payload
-from kraftsim.storage import random_uuid
+from kraftsim.javacompat import random_uuid
 
 USER_TYPE = "User"
 

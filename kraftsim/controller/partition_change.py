@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterator
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,
@@ -29,6 +29,7 @@ from kraftsim.image import (
     TopicImage,
 )
 from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
+from kraftsim.javacompat import int_set_order as java_int_set_order  # Kafka builds ELR lists in a HashSet
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
@@ -158,29 +159,6 @@ def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[i
     if not new_isr or not new_replicas or not set(adding) <= set(new_isr):
         return None
     return new_replicas, new_isr
-
-
-def java_int_set_order(*groups: Iterable[int]) -> list[int]:
-    """The iteration order of a Java HashSet<Integer> built from `groups[0]` and then added
-    to from each later group: by bucket of the spread hash, ties in insertion order.
-    Kafka builds ELR lists this way, so kraftsim lists them in the same order."""
-    first = list(groups[0]) if groups else []
-    cap = 1
-    while cap < max(int(len(first) / 0.75) + 1, 16):
-        cap <<= 1
-    seen: dict[int, int] = {}
-    for group in (first, *groups[1:]):
-        for v in group:
-            if v not in seen:
-                seen[v] = len(seen)
-                while len(seen) > cap * 0.75:
-                    cap <<= 1
-
-    def bucket(v: int) -> int:
-        h = v & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (cap - 1)
-
-    return sorted(seen, key=lambda v: (bucket(v), seen[v]))
 
 
 class PartitionChangeBuilder:

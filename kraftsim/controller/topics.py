@@ -38,7 +38,7 @@ from kraftsim.controller.result import (
 from kraftsim.image import RECOVERED, TOPIC, MetadataImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage import random_uuid
+from kraftsim.javacompat import random_uuid
 
 #: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
 MAX_PARTITIONS_PER_BATCH = 10_000

@@ -15,7 +15,9 @@ from kraftsim.storage.bootstrap import (
 )
 from kraftsim.storage.bootstrap_builder import api_message_and_version_string, java_struct_string
 from kraftsim.storage.dynamic_voters import DynamicVoter, parse_dynamic_voters
-from kraftsim.storage.format_common import FormatterError, default_clock, java_hash_order, random_uuid
+from kraftsim.storage.format_common import FormatterError, default_clock
+# Java's HashMap order and Uuid.randomUuid live in kraftsim.javacompat; these names stay for existing callers.
+from kraftsim.javacompat import hash_map_order as java_hash_order, random_uuid
 from kraftsim.storage.formatter import (
     DYNAMIC_METADATA_VOTER_DIRECTORY, FormatOptions, FormatResult, FormattedDirectory, format_directories,
 )

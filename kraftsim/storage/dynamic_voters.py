@@ -10,15 +10,7 @@ from typing import Mapping
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
-from kraftsim.storage.format_common import (
-    _java_int_hash,
-    copy_capacity,
-    java_hash_order,
-)
-from kraftsim.storage.java_properties import java_parse_int
-from kraftsim.storage.scram_parser import (
-    _java_split,
-)
+from kraftsim.javacompat import copy_capacity, hash_map_order, int_hash, parse_int, string_split
 from kraftsim.versions import IllegalArgument
 
 # ------------------------------------------------------------------------------ dynamic voters
@@ -46,7 +38,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
         raise IllegalArgument("No @ found in dynamic voter string.")
     if at == 0:
         raise IllegalArgument("Invalid @ at beginning of dynamic voter string.")
-    node_id = java_parse_int(s[:at])
+    node_id = parse_int(s[:at])
     if node_id is None:
         raise IllegalArgument("Failed to parse node id in dynamic voter string.")
     if node_id < 0:
@@ -70,7 +62,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
     end = s.find(":")
     if end < 0:
         raise IllegalArgument("No colon following port could be found.")
-    port = java_parse_int(s[:end])
+    port = parse_int(s[:end])
     if port is None:
         raise IllegalArgument("Failed to parse port in dynamic voter string.")
     if not 0 <= port <= 65535:
@@ -85,7 +77,7 @@ def parse_dynamic_voter(text: str) -> DynamicVoter:
 def parse_dynamic_voters(text: str) -> dict[int, DynamicVoter]:
     """Kafka's DynamicVoters.parse: comma-separated voters, by node id (ascending)."""
     voters: dict[int, DynamicVoter] = {}
-    parsed = [parse_dynamic_voter(v) for v in _java_split(text.strip(), ",") if v]
+    parsed = [parse_dynamic_voter(v) for v in string_split(text.strip(), ",") if v]
     if not parsed:
         raise IllegalArgument("No voters given.")
     for v in parsed:
@@ -112,8 +104,8 @@ def voters_record(voters: Mapping[int, DynamicVoter], controller_listener_name: 
     the listener name upper-cased, kraft.version support 0-1; voters in Java HashMap order."""
     rt = (registry or default_registry())["VotersRecord"]
     voter_cls, endpoint_cls, feature_cls = rt.nested["Voter"], rt.nested["Endpoint"], rt.nested["KRaftVersionFeature"]
-    ids = java_hash_order(list(voters), _java_int_hash)  # toVoterSet's HashMap
-    ids = java_hash_order(ids, _java_int_hash, initial=copy_capacity(len(ids)))  # VoterSet.fromMap copies it
+    ids = hash_map_order(list(voters), int_hash)  # toVoterSet's HashMap
+    ids = hash_map_order(ids, int_hash, initial=copy_capacity(len(ids)))  # VoterSet.fromMap copies it
     out = []
     for i in ids:
         v = voters[i]

@@ -59,11 +59,9 @@ from kraftsim.storage.format_common import (
     FormatterError,
     _directory_id_reserved,
     _generate_directory_id,
-    _string_hash_order,
-    copy_capacity,
     default_clock,
-    hash_set_copy_capacity,
 )
+from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_hash_order
 from kraftsim.storage.java_properties import load_properties
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
@@ -266,12 +264,12 @@ def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | 
     # doFormat
     ens = _load_ensemble(directories)
     _verify_ensemble(ens, opts.cluster_id, opts.node_id)
-    formatted_order = _string_hash_order(list(ens.props), initial=copy_capacity(len(ens.props)))  # Copier's HashMap
+    formatted_order = string_hash_order(list(ens.props), initial=copy_capacity(len(ens.props)))  # Copier's HashMap
     if not opts.ignore_formatted and formatted_order:
         raise FormatterError(f"Log directory {formatted_order[0]} is already formatted. "
                              "Use --ignore-formatted to ignore this directory and format the others.")
     if ens.error:
-        for d in _string_hash_order(ens.error, initial=hash_set_copy_capacity(len(ens.error))):
+        for d in string_hash_order(ens.error, initial=hash_set_copy_capacity(len(ens.error))):
             emit(f"I/O error trying to read log directory {d}. Ignoring...")
         if not ens.empty and not ens.props:
             raise FormatterError("No available log directories to format.")
@@ -302,8 +300,8 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
         new_props[d] = MetaProperties(1, opts.cluster_id, opts.node_id, str(dir_id))
     # Copier.logDirProps: a HashMap copied from the formatted directories, then the new ones put
     # in sorted order; writeLogDirChanges puts the new ones, in that order, into another HashMap.
-    all_dirs = _string_hash_order([*ens.props, *ens.empty], initial=copy_capacity(len(ens.props)))
-    new_in_order = _string_hash_order([d for d in all_dirs if d in new_props])
+    all_dirs = string_hash_order([*ens.props, *ens.empty], initial=copy_capacity(len(ens.props)))
+    new_in_order = string_hash_order([d for d in all_dirs if d in new_props])
     for d in new_in_order:
         emit(f"Formatting {types[d]} {d} with {MV_NAME} {release_version}.")
         path = Path(d)

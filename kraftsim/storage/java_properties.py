@@ -9,32 +9,14 @@ keys' String.hashCode. Both are reproduced here, so a file can be written again 
 
 from __future__ import annotations
 
-import datetime as _dt
-import re
 from typing import Iterable, Literal, Mapping
 
+from kraftsim.javacompat import CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order
+# names other modules import from here
+from kraftsim.javacompat import date_to_string as java_date  # noqa: F401
+from kraftsim.javacompat import string_hash as java_string_hash  # noqa: F401
+
 KeyOrder = Literal["sorted", "hash"]
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-def java_date(when: _dt.datetime | int | float) -> str:
-    """`java.util.Date.toString()`: `EEE MMM dd HH:mm:ss zzz yyyy`, e.g. `Fri Apr 19 13:20:44 UTC 2024`.
-
-    A number is seconds since the epoch, shown in UTC; an aware datetime is shown in its
-    own zone, named by its tzname().
-    """
-    if isinstance(when, (int, float)):
-        when = _dt.datetime.fromtimestamp(when, _dt.timezone.utc)
-    if when.tzinfo is None:
-        raise ValueError("java_date needs a timezone-aware datetime (or seconds since the epoch)")
-    zone = when.tzname() or "UTC"
-    if zone == "UTC+00:00":
-        zone = "UTC"
-    return (f"{_DAYS[when.weekday()]} {_MONTHS[when.month - 1]} {when.day:02d} "
-            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
-
 
 # ------------------------------------------------------------------------------ loading
 
@@ -134,41 +116,9 @@ def _save_convert(s: str, escape_space: bool) -> str:
     return "".join(out)
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def java_parse_int(text: str) -> int | None:
-    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
-    if not _JAVA_INT.fullmatch(text):
-        return None
-    v = int(text)
-    return v if -(2**31) <= v < 2**31 else None
-
-
-def java_string_hash(s: str) -> int:
-    h = 0
-    data = s.encode("utf-16-be")
-    for k in range(0, len(data), 2):
-        h = (31 * h + ((data[k] << 8) | data[k + 1])) & 0xFFFFFFFF
-    return h
-
-
-# ConcurrentHashMap(8), as Properties creates it, has a 16-bin table until it holds 12 keys.
-_CHM_BINS = 16
-_CHM_MAX_KEYS = 11
-
-
 def hash_order(keys: Iterable[str]) -> list[str]:
-    """The order Java ≤ 17's Properties.store writes keys in (insertion order within a bin)."""
-    keys = list(keys)
-    if len(keys) > _CHM_MAX_KEYS:
-        raise ValueError(f"hash order is only reproduced for up to {_CHM_MAX_KEYS} keys, not {len(keys)}")
-
-    def bin_of(k: str) -> int:
-        h = java_string_hash(k)
-        return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (_CHM_BINS - 1)
-
-    return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
+    """The order Java ≤ 17's Properties.store writes keys in (its ConcurrentHashMap's order)."""
+    return concurrent_hash_map_order(list(keys))
 
 
 def store_properties(props: Mapping[str, str], *, date_line: str, key_order: KeyOrder = "sorted") -> str:
@@ -183,6 +133,6 @@ def detect_key_order(keys: list[str]) -> KeyOrder:
     """Which JVM behaviour wrote keys in this order (sorted wins when both fit)."""
     if keys == sorted(keys):
         return "sorted"
-    if len(keys) <= _CHM_MAX_KEYS and keys == hash_order(keys):
+    if len(keys) <= CHM_PROPERTIES_MAX_KEYS and keys == hash_order(keys):
         return "hash"
     raise ValueError("the keys are neither sorted nor in Java's hash order")

@@ -270,7 +270,8 @@ class MetadataLog:
         if found is None:
             raise KraftsimError(f"{self.directory}: no batch holds offset {offset}")
         key, i = found
-        return self.segments[key].read_batch(i, check_crc=check_crc)
+        segment: LogSegment = self.segments[key]
+        return segment.read_batch(i, check_crc=check_crc)
 
     def batches(self, start_offset: int | None = None, *, check_crc: bool = True) -> Iterator[FileBatch]:
         """Every batch from the one holding `start_offset` (default: the log start) to the end."""

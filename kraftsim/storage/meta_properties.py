@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kraftsim.errors import KraftsimError
+from kraftsim.javacompat import date_to_string, parse_int
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.fileio import atomic_write, read_file
 from kraftsim.storage.java_properties import (
-    KeyOrder, detect_key_order, java_date, java_parse_int, load_properties, store_properties,
+    KeyOrder, detect_key_order, load_properties, store_properties,
 )
 from kraftsim.storage.names import META_PROPERTIES_FILE
 
@@ -91,7 +92,7 @@ def _required_int(props: dict[str, str], key: str) -> int:
     value = props.get(key)
     if value is None:
         raise KraftsimError(f"Failed to find {key}")
-    number = java_parse_int(value)
+    number = parse_int(value)
     if number is None:
         raise KraftsimError(f"Unable to read {key} as a base-10 number.")
     return number
@@ -149,7 +150,7 @@ def default_date(timestamp: _dt.datetime | int | float | str | None = None) -> s
         timestamp = source_date_epoch()
         if timestamp is None:
             timestamp = time.time()
-    return java_date(timestamp)
+    return date_to_string(timestamp)
 
 
 def source_date_epoch() -> int | None:

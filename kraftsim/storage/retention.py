@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.storage.log import MetadataLog
@@ -74,7 +74,7 @@ def plan_retention(segments: Sequence[SegmentInfo], snapshots: Sequence[Snapshot
         deleted_snaps.extend(forgotten)
         return len(deleted_segs) > n_before or bool(forgotten)
 
-    def clean(predicate, why: str) -> None:  # cleanSnapshots
+    def clean(predicate: Callable[[SnapshotInfo], bool], why: str) -> None:  # cleanSnapshots
         if len(snaps) < 2:
             return
         window = list(snaps)

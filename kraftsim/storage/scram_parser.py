@@ -14,7 +14,7 @@ from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.format_common import (
     FormatterError,
 )
-from kraftsim.storage.java_properties import java_parse_int
+from kraftsim.javacompat import parse_int, string_split
 
 # ------------------------------------------------------------------------------ SCRAM (ScramParser)
 
@@ -46,16 +46,6 @@ def _java_base64_decode(text: str) -> bytes | None:
     if (text != body and len(text) % 4) or len(body) % 4 == 1:
         return None
     return base64.b64decode(body + "=" * (-len(body) % 4))
-
-
-def _java_split(text: str, sep: str) -> list[str]:
-    """String.split(sep): without a match, [text]; otherwise trailing empty strings are dropped."""
-    parts = text.split(sep)
-    if len(parts) == 1:
-        return parts
-    while parts and parts[-1] == "":
-        parts.pop()
-    return parts
 
 
 def parse_scram_argument(argument: str) -> tuple[ScramMechanism, str]:
@@ -115,7 +105,7 @@ def scram_record(argument: str, rng: random.Random, registry: Registry | None = 
     """One `--add-scram` argument as a UserScramCredentialRecord (ScramParser.PerMechanismData.toRecord)."""
     mechanism, config = parse_scram_argument(argument)
     components: dict[str, str] = {}
-    for part in _java_split(config, ","):
+    for part in string_split(config, ","):
         k, v = _scram_component(part)
         components[k] = v
     name = components.pop("name", None)
@@ -130,7 +120,7 @@ def scram_record(argument: str, rng: random.Random, registry: Registry | None = 
     iterations_text = components.pop("iterations", None)
     iterations: int | None = None
     if iterations_text is not None:
-        iterations = java_parse_int(iterations_text)
+        iterations = parse_int(iterations_text)
         if iterations is None:
             raise FormatterError(f"Failed to parse iterations count: {iterations_text}")
     password = components.pop("password", None)

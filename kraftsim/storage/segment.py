@@ -112,7 +112,8 @@ class LogSegment:
         try:
             file_size = os.fstat(fd).st_size
             if file_size == 0:
-                entries, problem = [], None
+                entries: list[IndexEntry] = []
+                problem: ScanProblem | None = None
             else:
                 with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
                     entries, problem = scan_segment(mm, base_offset, validate=validate, expected_next=expected_next)

@@ -13,7 +13,8 @@ from kraftsim.storage.format_common import (
     QUORUM_BOOTSTRAP_SERVERS,
     QUORUM_VOTERS,
 )
-from kraftsim.storage.java_properties import java_parse_int, load_properties
+from kraftsim.javacompat import parse_int
+from kraftsim.storage.java_properties import load_properties
 
 # ------------------------------------------------------------------------------ server.properties
 
@@ -102,7 +103,7 @@ class ServerConfig:
                 raise KraftsimError(f"Unknown process role '{r}' (only 'broker' and 'controller' are allowed roles)")
         node_id = -1
         if "node.id" in props:
-            node_id = java_parse_int(props["node.id"].strip())  # type: ignore[assignment]
+            node_id = parse_int(props["node.id"].strip())  # type: ignore[assignment]
             if node_id is None:
                 raise KraftsimError(f"Invalid value {props['node.id']} for configuration node.id: Not a number of type INT")
         elif roles:

@@ -35,7 +35,10 @@ SNAPSHOT_APPEND_RECORDS = 1024
 
 def control_payload(registry: Registry, name: str, **fields: object) -> Payload:
     rt = registry[name]
-    return Payload(rt, int(fields.get("version", 0)), rt.new(**fields))
+    version = fields.get("version", 0)
+    if not isinstance(version, int):
+        raise TypeError(f"{name}: version must be an int, not {version!r}")
+    return Payload(rt, version, rt.new(**fields))
 
 
 # ------------------------------------------------------------------------------ writing
@@ -171,7 +174,8 @@ class SnapshotFile:
 
     @property
     def last_contained_log_timestamp(self) -> int:
-        return self.header.last_contained_log_timestamp  # type: ignore[attr-defined]
+        stamp: int = self.header.last_contained_log_timestamp  # type: ignore[attr-defined]
+        return stamp
 
     @property
     def epoch(self) -> int:

@@ -20,8 +20,8 @@ from kraftsim.storage.format_common import (
     KRAFT_VERSION,
     QUORUM_BOOTSTRAP_SERVERS,
     QUORUM_VOTERS,
-    random_uuid,
 )
+from kraftsim.javacompat import random_uuid
 from kraftsim.storage.formatter import (
     FormatOptions,
     FormatResult,

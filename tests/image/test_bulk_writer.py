@@ -41,10 +41,12 @@ def test_partition_records_equal_the_keyword_construction(groups, mv) -> None:
     level = CAT.metadata_version(mv)
     dirs_ok, elr_on = CAT.supports("directory_assignment", level), img.features.is_elr_enabled()
     elr_written = elr_on and CAT.supports("elr", level)
-    written = [p for p in iter_image_records(img, mv, CAT, loss_handler=LossReport())
-               if p.record_type.name == "PartitionRecord"]
+    records = list(iter_image_records(img, mv, CAT, loss_handler=LossReport()))
+    written = [p for p in records if p.record_type.name == "PartitionRecord"]
+    topics = [img.topics.get_topic(p.message.topic_id) for p in records if p.record_type.name == "TopicRecord"]
+    assert sorted(t.id for t in topics) == sorted(img.topics.by_id.keys())  # every topic, once (in Kafka's order)
     expected = [reference_partition_record(pid, t.id, p, dirs_ok=dirs_ok, elr_written=elr_written)
-                for t in img.topics.sorted_topics() for pid, p in t.sorted_partitions()]
+                for t in topics for pid, p in t.sorted_partitions()]
     assert [p.message for p in written] == expected
     assert all(type(p).__name__ == "Payload" and p.version == CAT.record_version("PartitionRecord", level)
                for p in written)

@@ -287,7 +287,8 @@ def test_retention_is_off_for_a_plain_directory(tmp_path: Path) -> None:
 def test_emitted_snapshot_holds_kafkas_records(tmp_path: Path, name: str, offset: int, epoch: int,
                                                release: str) -> None:
     """Same id, header, batches, timestamps (Kafka's replayed), size and records as Kafka's
-    snapshot; where Kafka's hash-map order happens to be sorted order, the same bytes."""
+    snapshot; the same bytes, except where Kafka's order of config resources came from its
+    JVM run (3.6: see tests/replay/test_oracle_acceptance.py)."""
     src = ORACLE / name / "__cluster_metadata-0"
     directory = tmp_path / "__cluster_metadata-0"
     directory.mkdir()
@@ -310,5 +311,5 @@ def test_emitted_snapshot_holds_kafkas_records(tmp_path: Path, name: str, offset
     assert [fb.batch.records_count for fb in ours.batches] == [fb.batch.records_count for fb in kafka.batches]
     assert record_multiset(ours.payloads(), normalize_map_order=True) == record_multiset(kafka.payloads(),
                                                                                          normalize_map_order=True)
-    if name == "cp-kafka-3.8_otus":
+    if name != "cp-kafka-3.6_rjmfernandes":
         assert Path(ours.path).read_bytes() == Path(kafka.path).read_bytes()

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import kraftsim.versions
+from kraftsim.javacompat import signed32, uuid_hash
 from kraftsim.image import (
     LossReport,
     MetadataDelta,
@@ -84,13 +85,15 @@ def test_order_and_versions_follow_kafka() -> None:
     out = write_image(img, "4.1-IV1", CAT)
     got = [(p.record_type.name, p.version) for p in out]
     assert got == [("FeatureLevelRecord", 0)] * 3 + [("RegisterBrokerRecord", 3)] * 2 + [
-        ("RegisterControllerRecord", 0), ("TopicRecord", 0), ("TopicRecord", 0), ("PartitionRecord", 2),
-        ("PartitionRecord", 2), ("ConfigRecord", 0), ("ClientQuotaRecord", 0), ("ProducerIdsRecord", 0),
+        ("RegisterControllerRecord", 0), ("TopicRecord", 0), ("PartitionRecord", 2), ("PartitionRecord", 2),
+        ("TopicRecord", 0), ("ConfigRecord", 0), ("ClientQuotaRecord", 0), ("ProducerIdsRecord", 0),
         ("AccessControlEntryRecord", 0), ("UserScramCredentialRecord", 0), ("DelegationTokenRecord", 0)]
     assert [p.message.name for p in out[:3]] == ["metadata.version", "group.version", "transaction.version"]
     assert out[0].message.feature_level == 27
     assert [p.message.broker_id for p in out[3:5]] == [1, 2]
-    assert [p.message.name for p in out if p.record_type.name == "TopicRecord"] == ["a", "b"]
+    # topics in the order of Kafka's persistent map: by the ids' hash codes, as signed ints
+    assert sorted([(signed32(uuid_hash(uid(1))), "a"), (signed32(uuid_hash(uid(2))), "b")])[0][1] == "b"
+    assert [p.message.name for p in out if p.record_type.name == "TopicRecord"] == ["b", "a"]
     assert [p.message.partition_id for p in out if p.record_type.name == "PartitionRecord"] == [0, 1]
     pid = next(p for p in out if p.record_type.name == "ProducerIdsRecord").message
     assert (pid.broker_id, pid.broker_epoch, pid.next_producer_id) == (-1, -1, 42)

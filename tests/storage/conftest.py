@@ -15,7 +15,7 @@ import pytest
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
 
-from tests.paths import ORACLE, REPO
+from tests.paths import ORACLE
 HAVE_ORACLE = ORACLE.is_dir()
 needs_oracle = pytest.mark.skipif(not HAVE_ORACLE, reason="../shared/oracle is not present")
 

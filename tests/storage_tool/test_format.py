@@ -147,7 +147,7 @@ def test_scram_sha_256_matches_rfc_7677(tmp_path: Path, capsys: pytest.CaptureFi
     assert hashlib.sha256(client_key).digest() == m.stored_key
     # printed as Kafka's toString: bytes as Arrays.toString of signed bytes
     signed = ", ".join(str(b - 256 if b > 127 else b) for b in m.stored_key)
-    assert f"UserScramCredentialRecord(name='user', mechanism=1, salt=[" in out
+    assert "UserScramCredentialRecord(name='user', mechanism=1, salt=[" in out
     assert f"storedKey=[{signed}], " in out and "iterations=4096) at version 0)" in out
 
 

@@ -1,10 +1,9 @@
 """Broker and controller registrations (Kafka's ClusterImage / ClusterDelta).
 
-Listeners and supported features keep the order of the record they came from, and the
-writer emits them in that order. Kafka keeps them in Java hash maps and emits them in
-hash-map order; a record that Kafka itself wrote already carries that order, so an image
-loaded from a Kafka snapshot is written back byte for byte. The order is not metadata:
-registration equality, hashing, digests and diffs treat both lists as sets.
+Listeners and supported features keep the order of the record they came from. Kafka keeps
+them in Java hash maps, and the writer emits them in the order those maps iterate in, from
+the record's order (image/writer/kafka_order.py). The order is not metadata: registration
+equality, hashing, digests and diffs treat both lists as sets.
 """
 
 from __future__ import annotations

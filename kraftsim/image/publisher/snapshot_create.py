@@ -39,7 +39,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.publisher.snapshot_emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
@@ -216,11 +216,13 @@ def _load_at(path: Path, offset: int, catalog: Catalog, registry: Registry,
 
 def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = None, allow_loss: bool = False,
                       release: str | None = None, catalog: Catalog | None = None,
-                      allow_unaligned: bool = False) -> SnapshotContents:
+                      allow_unaligned: bool = False,
+                      config_type_hashes: Mapping[int, int] | None = None) -> SnapshotContents:
     """What a snapshot of `path` at end offset `offset` holds (nothing is written).
 
     `catalog` reads the log (default: the shipped catalog); the writer uses the same
-    catalog seen from `release` (or the inferred release)."""
+    catalog seen from `release` (or the inferred release). `config_type_hashes`: see
+    write_image (the JVM-run facts that order config resources as one Kafka process did)."""
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
     registry = catalog.record_registry()
@@ -252,7 +254,7 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = 
                             f"{metadata_version}: {e}") from None
     report = LossReport()
     records = write_image(image, mv, writer_catalog, loss_handler=report if allow_loss else raise_on_loss,
-                          writer_line=line, registry=registry)
+                          writer_line=line, registry=registry, config_type_hashes=config_type_hashes)
     return SnapshotContents(
         snapshot_id=SnapshotId(offset, prov.last_contained_epoch),
         last_contained_log_timestamp=prov.last_contained_log_time_ms,

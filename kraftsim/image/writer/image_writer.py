@@ -5,8 +5,9 @@ FeatureLevelRecord first, at version 0, then the other finalized features); on t
 writer line a ZkMigrationStateRecord when the MV supports migration; brokers, then
 controllers; each topic's TopicRecord followed by its PartitionRecords; configs; client
 quotas; producer ids; ACLs; SCRAM credentials; delegation tokens; then records of types the
-image does not model. Within a component, entities are sorted by key (Kafka follows Java
-hash-map order, which no one should depend on); record versions come from the catalog.
+image does not model. Where Kafka iterates a hash map (features, registrations and their
+lists, topics, config keys, quotas) the order is Kafka's (kafka_order.py); elsewhere entities
+are sorted by key. Record versions come from the catalog.
 
 Every case where the target MV cannot represent something goes through the loss handler
 (loss.py) with Kafka's loss string. Version rules all come from the catalog's
@@ -17,13 +18,19 @@ catalog's policies (`snapshot_zk_migration_state`, `elr_fields_gate`) or `writer
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from functools import partial
+from typing import Any, Callable, Iterator, Mapping
 
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
 from kraftsim.image.components.partition import MIGRATING_BY_COUNT
 from kraftsim.image.writer.loss import Loss, LossHandler, raise_on_loss
+from kraftsim.image.writer.kafka_order import (
+    HASH_MAP, PERSISTENT, broker_feature_order, broker_listener_order, config_key_order, config_resource_order,
+    controller_list_order,
+    feature_order, node_id_order, quota_entity_data_order, quota_entity_order, topic_order,
+)
 from kraftsim.image.components.opaque import key_text
 from kraftsim.image.components.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
@@ -38,6 +45,8 @@ class WriterLine:
     name: str
     zk_migration_state_record: bool  # 3.x: ZkMigrationStateRecord after the features
     elr_gate: str  # "metadata.version" (3.x/C0) or "feature" (4.x)
+    topics_map: str = PERSISTENT  # "persistent" (3.6+) or "hash_map" (3.3-3.5): the topics' order
+    broker_features_rehashed: bool = False  # 3.x: a broker's features in HashMap order, not the record's
 
     @classmethod
     def from_catalog(cls, catalog: Catalog) -> "WriterLine":
@@ -46,10 +55,13 @@ class WriterLine:
             name=f"release {catalog.release.name}",
             zk_migration_state_record=catalog.policy("snapshot_zk_migration_state") == "write",
             elr_gate=catalog.policy("elr_fields_gate"),
+            topics_map=catalog.policy("image_topics_map"),
+            broker_features_rehashed=catalog.policy("broker_features_order") == HASH_MAP,
         )
 
 
-WRITER_3X = WriterLine("3.x", zk_migration_state_record=True, elr_gate="metadata.version")
+WRITER_3X = WriterLine("3.x", zk_migration_state_record=True, elr_gate="metadata.version",
+                       broker_features_rehashed=True)
 WRITER_4X = WriterLine("4.x", zk_migration_state_record=False, elr_gate="feature")
 
 
@@ -114,7 +126,8 @@ def registry_for(catalog: Catalog) -> Registry:
 def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
                        elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                        writer_line: WriterLine | str | None = None,
-                       registry: Registry | None = None, read_only: bool = False) -> Iterator[Payload]:
+                       registry: Registry | None = None, read_only: bool = False,
+                       config_type_hashes: Mapping[int, int] | None = None) -> Iterator[Payload]:
     """The records of `image` written at `metadata_version`, as a generator (see write_image).
 
     `read_only=True` is for callers that only read the records (encode them into a
@@ -140,7 +153,8 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
     # 1. features
     fl = reg["FeatureLevelRecord"]
     flv = cat.record_version("FeatureLevelRecord", mv)
-    finalized = image.features.finalized
+    finalized = [(name, dict(image.features.finalized)[name])
+                 for name in feature_order([n for n, _ in image.features.finalized])]
     if supports("metadata_version_record"):
         yield Payload(fl, 0, fl.cls(name=FEATURE_NAME_MV, feature_level=mv.level))
         for name, level in finalized:
@@ -159,56 +173,40 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         rb = reg["RegisterBrokerRecord"]
         rbv = cat.record_version("RegisterBrokerRecord", mv)
         ep_cls, feat_cls = rb.nested["BrokerEndpoint"], rb.nested["BrokerFeature"]
-        ics_ok, zk_ok, dirs_ok = supports("in_controlled_shutdown"), supports("migration"), supports("directory_assignment")
+        broker_features = partial(broker_feature_order, rehashed=line.broker_features_rehashed)
+        # the optional fields: (image attribute, record field, capability, loss kind, Kafka's loss text)
+        optional = [(attr, field, supports(cap), kind, text) for attr, field, cap, kind, text in _BROKER_OPTIONAL]
         cordon_ok = supports("cordoned_log_dirs")
-        for b in cluster.sorted_brokers():
-            entity = f"broker {b.id}"
+        for b in (cluster.brokers[i] for i in node_id_order(cluster.brokers.keys())):
             fields: dict[str, Any] = {}
-            if b.in_controlled_shutdown:
-                if ics_ok:
-                    fields["in_controlled_shutdown"] = True
+            for attr, field, ok, kind, text in optional:
+                value = getattr(b, attr)
+                if not value:
+                    continue
+                if ok:
+                    fields[field] = list(value) if field == "log_dirs" else True
                 else:
-                    lose("broker in-controlled-shutdown state", entity,
-                         "the inControlledShutdown state of one or more brokers",
-                         ("cluster", "brokers", b.id, "in_controlled_shutdown"))
-            if b.is_migrating_zk_broker:
-                if zk_ok:
-                    fields["is_migrating_zk_broker"] = True
-                else:
-                    lose("broker isMigratingZkBroker state", entity,
-                         "the isMigratingZkBroker state of one or more brokers",
-                         ("cluster", "brokers", b.id, "is_migrating_zk_broker"))
-            if b.directories:
-                if dirs_ok:
-                    fields["log_dirs"] = list(b.directories)
-                else:
-                    lose("broker log dirs", entity, "the online log directories of one or more brokers",
-                         ("cluster", "brokers", b.id, "directories"))
+                    lose(kind, f"broker {b.id}", text, ("cluster", "brokers", b.id, attr))
+            # CordonedLogDirs (4.3-IV0): null and [] are kept apart so Kafka's records read back byte
+            # for byte; an empty list says nothing a reader would miss at an older metadata.version
             if b.cordoned_directories is not None:
                 if cordon_ok:
                     fields["cordoned_log_dirs"] = list(b.cordoned_directories)
-                elif b.cordoned_directories:  # an empty list says nothing a reader would miss
-                    lose("broker cordoned log dirs", entity, "the cordoned log directories of one or more brokers",
+                elif b.cordoned_directories:
+                    lose("broker cordoned log dirs", f"broker {b.id}", "the cordoned log directories of one or more brokers",
                          ("cluster", "brokers", b.id, "cordoned_directories"))
             yield Payload(rb, rbv, rb.cls(
-                broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch,
-                end_points=[ep_cls(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                            for e in b.listeners],
-                features=[feat_cls(name=f.name, min_supported_version=f.min_version,
-                                   max_supported_version=f.max_version) for f in b.supported_features],
-                rack=b.rack, fenced=b.fenced, **fields))
+                broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch, rack=b.rack, fenced=b.fenced,
+                **_registration_lists(b, ep_cls, feat_cls, broker_listener_order, broker_features), **fields))
     if cluster.controllers:
         if supports("controller_registration"):
             rc = reg["RegisterControllerRecord"]
             rcv = cat.record_version("RegisterControllerRecord", mv)
             cep, cfeat = rc.nested["ControllerEndpoint"], rc.nested["ControllerFeature"]
-            for c in cluster.sorted_controllers():
+            for c in (cluster.controllers[i] for i in node_id_order(cluster.controllers.keys())):
                 yield Payload(rc, rcv, rc.cls(
                     controller_id=c.id, incarnation_id=c.incarnation_id, zk_migration_ready=c.zk_migration_ready,
-                    end_points=[cep(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                                for e in c.listeners],
-                    features=[cfeat(name=f.name, min_supported_version=f.min_version,
-                                    max_supported_version=f.max_version) for f in c.supported_features]))
+                    **_registration_lists(c, cep, cfeat, controller_list_order, controller_list_order)))
         else:
             for c in cluster.sorted_controllers():
                 lose("controller registration", f"controller {c.id}", "controller registration data",
@@ -227,7 +225,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         partition_record = positional_constructor(pr.cls, PARTITION_RECORD_FIELDS)
         new_tuple = tuple.__new__  # Payload(...) without its Python-level __new__: one call less per record
         as_list = _SharedLists().__getitem__ if read_only else list  # a record's list of a registration's tuple
-        for t in image.topics.sorted_topics():
+        for t in topic_order(list(image.topics.sorted_topics()), _topic_id, line.topics_map):
             tid = t.id
             yield new_tuple(Payload, (tr, trv, topic_record(t.name, tid)))
             for pid, p in t.sorted_partitions():
@@ -262,8 +260,10 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
     if image.configs.resources:
         cr = reg["ConfigRecord"]
         crv = cat.record_version("ConfigRecord", mv)
-        for (rtype, rname), data in image.configs.sorted_resources():
-            for key in sorted(data):
+        resources = dict(image.configs.sorted_resources())
+        for rtype, rname in config_resource_order(list(resources), config_type_hashes):
+            data = resources[rtype, rname]
+            for key in config_key_order(list(data)):
                 yield Payload(cr, crv, cr.cls(resource_type=rtype, resource_name=rname, name=key, value=data[key]))
 
     # 5. client quotas
@@ -271,9 +271,13 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         cq = reg["ClientQuotaRecord"]
         cqv = cat.record_version("ClientQuotaRecord", mv)
         ed = cq.nested["EntityData"]
-        for entity, data in image.client_quotas.sorted_entities():
-            for key in sorted(data):
-                yield Payload(cq, cqv, cq.cls(entity=[ed(entity_type=t, entity_name=n) for t, n in entity],
+        entities = dict(image.client_quotas.sorted_entities())
+        for entity in quota_entity_order(list(entities)):
+            data = entities[entity]
+            names = dict(entity)
+            entity_data = [ed(entity_type=t, entity_name=names[t]) for t in quota_entity_data_order(list(names))]
+            for key in config_key_order(list(data)):
+                yield Payload(cq, cqv, cq.cls(entity=list(entity_data),
                                               key=key, value=data[key], remove=False))
 
     # 6. producer ids
@@ -334,6 +338,38 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                 lose(f"{name} record", key_text(key, rec), f"records of type {name}", ("opaque", key))
 
 
+#: A broker registration's fields that only some metadata.versions can write.
+_BROKER_OPTIONAL = (
+    ("in_controlled_shutdown", "in_controlled_shutdown", "in_controlled_shutdown",
+     "broker in-controlled-shutdown state", "the inControlledShutdown state of one or more brokers"),
+    ("is_migrating_zk_broker", "is_migrating_zk_broker", "migration",
+     "broker isMigratingZkBroker state", "the isMigratingZkBroker state of one or more brokers"),
+    ("directories", "log_dirs", "directory_assignment",
+     "broker log dirs", "the online log directories of one or more brokers"),
+)
+
+
+def _topic_id(t: Any) -> Any:
+    return t.id
+
+
+def _in_order(items: tuple[Any, ...], order: Callable[[list[str]], list[str]]) -> list[Any]:
+    """A registration's listeners or features (record order) in the order Kafka writes them."""
+    by_name = {x.name: x for x in items}
+    return [by_name[n] for n in order([x.name for x in items])]
+
+
+def _registration_lists(reg: Any, endpoint: type, feature: type, listener_order: Callable[[list[str]], list[str]],
+                        feature_order: Callable[[list[str]], list[str]]) -> dict[str, list[Any]]:
+    """A registration record's `end_points` and `features`, in the order Kafka writes them."""
+    return {
+        "end_points": [endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                       for e in _in_order(reg.listeners, listener_order)],
+        "features": [feature(name=f.name, min_supported_version=f.min_version, max_supported_version=f.max_version)
+                     for f in _in_order(reg.supported_features, feature_order)],
+    }
+
+
 def _scram_loss_text(creds: list) -> str:
     """Kafka's ScramImage loss string: `ScramImage({MECH:user, user},{...})`."""
     users: dict[int, list[str]] = {}
@@ -347,7 +383,8 @@ def _scram_loss_text(creds: list) -> str:
 
 def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
                 elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
-                writer_line: WriterLine | str | None = None, registry: Registry | None = None) -> list[Payload]:
+                writer_line: WriterLine | str | None = None, registry: Registry | None = None,
+                config_type_hashes: Mapping[int, int] | None = None) -> list[Payload]:
     """The records of `image` at `metadata_version`, in Kafka's order, as Payloads.
 
     `metadata_version`: a level, a version string or a MetadataVersion of `catalog`.
@@ -356,6 +393,10 @@ def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | 
     `loss_handler`: called with a Loss for every dropped item; the default raises
     UnwritableMetadataException with Kafka's text; pass a LossReport to collect instead.
     `writer_line`: "3.x", "4.x", a release name, a WriterLine, or None for the catalog's.
+    `config_type_hashes`: {resource type: identity hash of its ConfigResource.Type constant}
+    in the JVM whose snapshot to reproduce; they decide Kafka's order of config resources,
+    which are otherwise written sorted by (type, name) (see kafka_order.py).
     """
     return list(iter_image_records(image, metadata_version, catalog, elr_enabled=elr_enabled,
-                                   loss_handler=loss_handler, writer_line=writer_line, registry=registry))
+                                   loss_handler=loss_handler, writer_line=writer_line, registry=registry,
+                                   config_type_hashes=config_type_hashes))

@@ -1,0 +1,209 @@
+"""What kraftsim copies from the JVM, in one place: Java's hash codes, the iteration order of
+java.util.HashMap / HashSet / ConcurrentHashMap and of the persistent hash map behind Kafka's
+images, Kafka's Uuid.randomUuid, and the JDK's texts and parsers Kafka's tools rely on
+(Date.toString, Integer.parseInt, String.split).
+
+Kafka writes records by iterating hash maps (registration listeners and features, finalized
+features, configs, topics), so the order of a record's list, or of records in a snapshot,
+is a function of the keys' Java hash codes and of how the map was built. The functions here
+take the keys in the order they were put and return the order Java iterates them in.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import random
+import re
+from functools import lru_cache
+from typing import Callable, Hashable, Iterable, Sequence, TypeVar
+
+from kraftsim.protocol.primitives import Uuid
+
+K = TypeVar("K", bound=Hashable)
+
+_MASK32 = 0xFFFFFFFF
+
+# ------------------------------------------------------------------------------ hash codes
+
+
+@lru_cache(maxsize=1 << 16)  # the same names (config keys, features, listeners) come back all the time
+def string_hash(s: str) -> int:
+    """String.hashCode over UTF-16 code units, as its 32 bits (unsigned)."""
+    h = 0
+    data = s.encode("utf-16-be")
+    for k in range(0, len(data), 2):
+        h = (31 * h + ((data[k] << 8) | data[k + 1])) & _MASK32
+    return h
+
+
+def int_hash(i: int) -> int:
+    """Integer.hashCode (the value itself), as its 32 bits (unsigned)."""
+    return i & _MASK32
+
+
+def uuid_hash(u: Uuid) -> int:
+    """org.apache.kafka.common.Uuid.hashCode: the two halves of msb ^ lsb xor-ed, as 32 bits."""
+    h = (u.msb ^ u.lsb) & 0xFFFFFFFFFFFFFFFF
+    return ((h >> 32) ^ h) & _MASK32
+
+
+def signed32(h: int) -> int:
+    """32 hash bits as the Java int they are."""
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+# ------------------------------------------------------------------------------ java.util.HashMap
+
+
+def _spread(h: int) -> int:
+    return h ^ (h >> 16)
+
+
+def table_size_for(c: int) -> int:
+    """HashMap.tableSizeFor: the smallest power of two >= c (1 for c <= 1)."""
+    n = 1
+    while n < c:
+        n *= 2
+    return n
+
+
+def hash_map_capacity(size: int, initial: int = 16) -> int:
+    """The table size of a HashMap that started with `initial` buckets and then had `size` keys
+    put into it (it doubles whenever it holds more than 0.75 of its table)."""
+    cap = initial
+    while size > int(cap * 0.75):
+        cap *= 2
+    return cap
+
+
+def sized_capacity(expected: int) -> int:
+    """The first table size of `new HashMap<>(expected)`."""
+    return table_size_for(expected)
+
+
+def copy_capacity(copied: int) -> int:
+    """The first table size of `new HashMap<>(m)` for an m of `copied` keys (16 when m is empty)."""
+    return table_size_for(int(copied / 0.75 + 1.0)) if copied > 0 else 16
+
+
+def hash_set_copy_capacity(copied: int) -> int:
+    """The first table size of `new HashSet<>(c)` for a c of `copied` elements."""
+    return table_size_for(max(int(copied / 0.75) + 1, 16))
+
+
+def hash_map_order(keys: Sequence[K], hash_of: Callable[[K], int], *, initial: int = 16) -> list[K]:
+    """The iteration order of a java.util.HashMap (or HashSet) whose distinct keys were put in
+    the order of `keys` into a table of `initial` buckets: by bucket of the final table, then
+    by insertion (a resize keeps the relative order of the keys that share a bucket)."""
+    if len(keys) < 2:
+        return list(keys)
+    cap = hash_map_capacity(len(keys), initial)
+    return [k for _, _, k in sorted((_spread(hash_of(k)) & (cap - 1), i, k) for i, k in enumerate(keys))]
+
+
+def string_hash_order(keys: Sequence[str], *, initial: int = 16) -> list[str]:
+    """hash_map_order for String keys."""
+    return hash_map_order(keys, string_hash, initial=initial)
+
+
+def int_set_order(*groups: Iterable[int]) -> list[int]:
+    """The iteration order of a HashSet<Integer> copied from `groups[0]` (`new HashSet<>(c)`)
+    and then added to from each later group."""
+    first = list(groups[0]) if groups else []
+    seen = dict.fromkeys(first)
+    for group in groups[1:]:
+        seen.update(dict.fromkeys(v for v in group if v not in seen))
+    return hash_map_order(list(seen), int_hash, initial=hash_set_copy_capacity(len(first)))
+
+
+# ------------------------------------------------------------------------------ ConcurrentHashMap
+
+#: ConcurrentHashMap(8), as java.util.Properties creates it, has 16 bins until it holds 12 keys.
+CHM_PROPERTIES_BINS = 16
+CHM_PROPERTIES_MAX_KEYS = 11
+
+
+def concurrent_hash_map_order(keys: Sequence[str]) -> list[str]:
+    """The iteration order of the ConcurrentHashMap inside java.util.Properties, for up to
+    CHM_PROPERTIES_MAX_KEYS String keys put in the order of `keys` (insertion order in a bin)."""
+    if len(keys) > CHM_PROPERTIES_MAX_KEYS:
+        raise ValueError(f"hash order is only reproduced for up to {CHM_PROPERTIES_MAX_KEYS} keys, not {len(keys)}")
+
+    def bin_of(k: str) -> int:
+        return (_spread(string_hash(k)) & 0x7FFFFFFF) & (CHM_PROPERTIES_BINS - 1)
+
+    return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
+
+
+# ------------------------------------------------------------------------------ pcollections HashPMap
+
+
+def hash_pmap_order(keys: Iterable[K], hash_of: Callable[[K], int]) -> list[K]:
+    """The iteration order of the persistent map behind Kafka's images (pcollections'
+    HashTreePMap): by the keys' hash codes as signed ints, ascending; keys whose hash codes
+    collide come newest first, which this order does not know and breaks by the given order."""
+    return [k for _, _, k in sorted((signed32(hash_of(k)), i, k) for i, k in enumerate(keys))]
+
+
+# ------------------------------------------------------------------------------ Uuid.randomUuid
+
+#: Uuid.ZERO_UUID and Uuid.ONE_UUID (= the metadata topic's id), which randomUuid never returns.
+RESERVED_UUIDS = (Uuid.from_longs(0, 0), Uuid.from_longs(0, 1))
+
+
+def random_uuid(rng: random.Random | None = None) -> Uuid:
+    """Kafka's Uuid.randomUuid(): a java.util.UUID.randomUUID (version 4), never reserved,
+    never printed with a leading '-'. Seeded by `rng`; the system's randomness without one."""
+    rng = rng or random.SystemRandom()
+    while True:
+        raw = bytearray(rng.getrandbits(128).to_bytes(16, "big"))
+        raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+        raw[8] = (raw[8] & 0x3F) | 0x80  # IETF variant
+        u = Uuid(bytes(raw))
+        if u not in RESERVED_UUIDS and not str(u).startswith("-"):
+            return u
+
+
+# ------------------------------------------------------------------------------ texts and parsers
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def date_to_string(when: _dt.datetime | int | float) -> str:
+    """`java.util.Date.toString()`: `EEE MMM dd HH:mm:ss zzz yyyy`, e.g. `Fri Apr 19 13:20:44 UTC 2024`.
+
+    A number is seconds since the epoch, shown in UTC; an aware datetime is shown in its
+    own zone, named by its tzname().
+    """
+    if isinstance(when, (int, float)):
+        when = _dt.datetime.fromtimestamp(when, _dt.timezone.utc)
+    if when.tzinfo is None:
+        raise ValueError("date_to_string needs a timezone-aware datetime (or seconds since the epoch)")
+    zone = when.tzname() or "UTC"
+    if zone == "UTC+00:00":
+        zone = "UTC"
+    return (f"{_DAYS[when.weekday()]} {_MONTHS[when.month - 1]} {when.day:02d} "
+            f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
+
+
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_int(text: str) -> int | None:
+    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
+    if not _JAVA_INT.fullmatch(text):
+        return None
+    v = int(text)
+    return v if -(2**31) <= v < 2**31 else None
+
+
+def string_split(text: str, sep: str) -> list[str]:
+    """String.split(sep) for a literal separator: without a match, [text]; otherwise
+    trailing empty strings are dropped."""
+    parts = text.split(sep)
+    if len(parts) == 1:
+        return parts
+    while parts and parts[-1] == "":
+        parts.pop()
+    return parts

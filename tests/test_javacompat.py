@@ -1,0 +1,110 @@
+"""kraftsim.javacompat against Java's own values and against a step-by-step model of a
+java.util.HashMap (puts, resizes that split buckets in order, iteration by bucket)."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import given, settings, strategies as st
+
+from kraftsim.javacompat import (
+    RESERVED_UUIDS, concurrent_hash_map_order, date_to_string, hash_map_capacity, hash_map_order, hash_pmap_order,
+    int_hash, int_set_order, parse_int, random_uuid, signed32, string_hash, string_hash_order, string_split, uuid_hash,
+)
+from kraftsim.protocol.primitives import Uuid
+
+
+def test_hash_codes_are_javas() -> None:
+    # values String.hashCode / Uuid.hashCode return in a JVM
+    assert signed32(string_hash("")) == 0
+    assert signed32(string_hash("hello")) == 99162322
+    assert signed32(string_hash("polygenelubricants")) == -(2**31)  # Integer.MIN_VALUE, a known Java fact
+    assert string_hash("Aa") == string_hash("BB") == 2112  # Java's classic collision
+    assert string_hash("\U0001F600") == 31 * 0xD83D + 0xDE00  # a surrogate pair is two code units
+    assert signed32(int_hash(-1)) == -1
+    assert uuid_hash(Uuid.from_longs(0, 1)) == 1
+    assert signed32(uuid_hash(Uuid.from_longs(-1, 0))) == 0  # (int)(h >> 32) ^ (int)h of -1
+
+
+class JavaHashMapModel:
+    """java.util.HashMap's table, put and resize, step by step (no trees: small tables)."""
+
+    def __init__(self, initial: int) -> None:
+        self.table: list[list[object]] = [[] for _ in range(initial)]
+        self.size = 0
+
+    def _index(self, h: int, n: int) -> int:
+        return (h ^ (h >> 16)) & (n - 1)
+
+    def put(self, key: object, h: int) -> None:
+        bucket = self.table[self._index(h, len(self.table))]
+        if any(k == key for k, _ in bucket):
+            return
+        bucket.append((key, h))
+        self.size += 1
+        if self.size > int(len(self.table) * 0.75):
+            old, n = self.table, len(self.table) * 2
+            self.table = [[] for _ in range(n)]
+            for b in old:  # each bucket splits into lo and hi, keeping its order
+                for k, kh in b:
+                    self.table[self._index(kh, n)].append((k, kh))
+
+    def keys(self) -> list[object]:
+        return [k for b in self.table for k, _ in b]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=6), max_size=40), st.sampled_from([1, 2, 4, 16, 64]))
+def test_hash_map_order_is_the_order_a_hash_map_iterates_in(keys: list[str], initial: int) -> None:
+    model = JavaHashMapModel(initial)
+    for k in keys:
+        model.put(k, string_hash(k))
+    distinct = list(dict.fromkeys(keys))
+    assert string_hash_order(distinct, initial=initial) == model.keys()
+    assert len(model.table) == hash_map_capacity(len(distinct), initial)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=30), st.lists(st.integers(0, 100), max_size=10))
+def test_int_set_order_is_a_copied_hash_set_added_to(first: list[int], later: list[int]) -> None:
+    distinct_first = list(dict.fromkeys(first))
+    cap = 16
+    while cap < int(len(distinct_first) / 0.75) + 1:
+        cap *= 2
+    model = JavaHashMapModel(cap)  # new HashSet<>(c): max(c.size()/.75 + 1, 16), rounded up to a power of 2
+    for v in [*first, *later]:
+        model.put(v, int_hash(v))
+    assert int_set_order(first, later) == model.keys()
+
+
+def test_persistent_map_order_is_by_signed_hash() -> None:
+    keys = ["a", "b", "polygenelubricants", "zz"]  # the third's hash code is Integer.MIN_VALUE
+    assert hash_pmap_order(keys, string_hash) == ["polygenelubricants", "a", "b", "zz"]
+
+
+def test_properties_order_of_meta_properties_keys() -> None:
+    # as written by Properties.store on Java 17 (tests/storage checks real files)
+    assert concurrent_hash_map_order(["version", "cluster.id", "node.id"]) == ["node.id", "version", "cluster.id"]
+
+
+def test_random_uuid_is_a_version_4_uuid_and_never_reserved() -> None:
+    rng = random.Random(7)
+    for _ in range(500):
+        u = random_uuid(rng)
+        assert u not in RESERVED_UUIDS and not str(u).startswith("-")
+        assert u[6] >> 4 == 4 and u[8] >> 6 == 0b10
+    assert random_uuid(random.Random(1)) == random_uuid(random.Random(1))
+
+
+def test_hash_map_order_needs_no_hash_of_its_own() -> None:
+    assert hash_map_order([17, 1, 33], int_hash) == [17, 1, 33]  # one bucket: insertion order
+    assert hash_map_order([17, 1, 33], int_hash, initial=64) == [1, 17, 33]
+
+
+def test_jdk_parsers_and_texts() -> None:
+    assert [parse_int(t) for t in ["+7", "-0", "2147483647", "-2147483648"]] == [7, 0, 2**31 - 1, -(2**31)]
+    assert [parse_int(t) for t in ["2147483648", "", "1_0", " 1", "0x1"]] == [None] * 5  # parseInt throws
+    # String.split: trailing empty strings dropped, leading kept; no match gives the text itself
+    assert string_split("a,,", ",") == ["a"] and string_split(",a", ",") == ["", "a"]
+    assert string_split(",,", ",") == [] and string_split("", ",") == [""]
+    assert date_to_string(0) == "Thu Jan 01 00:00:00 UTC 1970"
