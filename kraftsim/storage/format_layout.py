@@ -38,7 +38,7 @@ def layout_of(catalog: Catalog) -> str:
 
 
 def write_bootstrap_for(catalog: Catalog, path: Path, *, metadata_dir: bool, dynamic: bool, controller: bool,
-                        records: Sequence[Payload], voters: Mapping, kraft_version: int, listener_name: str,
+                        records: Sequence[Payload], voters: Mapping[int, DynamicVoter], kraft_version: int, listener_name: str,
                         clock: Clock, registry: Registry, fsync: bool) -> Path | None:
     """Write one formatted directory's bootstrap files; returns the zero checkpoint, if written.
 

@@ -17,7 +17,10 @@ CAT = default_catalog()
 CORDON_LOSS = "the cordoned log directories of one or more brokers"
 
 
-def cluster(mv: int = 30, cordoned=(uid(2),)) -> list:
+CORDONED = (uid(2),)
+
+
+def cluster(mv: int = 30, cordoned=CORDONED) -> list:
     return [
         rec("FeatureLevelRecord", name="metadata.version", feature_level=mv),
         rec("RegisterBrokerRecord", 4, broker_id=1, incarnation_id=uid(9), broker_epoch=5,

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from kraftsim.versions import UnknownMetadataVersion, default_catalog, load_catalog_text
+from kraftsim.versions import UnknownMetadataVersion, default_catalog
 from tests.versions.versions_facts import (
     CHANGED, FLOOR, LATEST_PRODUCTION, LATEST_TESTING, MV_TABLE, PLACEHOLDER_FLAGS, VERSION,
 )
