@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
+from kraftsim.cli import import_cmd
 from kraftsim.cli.common import kafka_tool
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.narrate import narrator
+from kraftsim.sim.directory import (
+    EVENTS,
+    TICKS,
+    engine_of,
+    simulation_status,
+    simulation_status_lines,
+)
 from kraftsim.sim.node import BROKER, CONTROLLER
+from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
+from kraftsim.versions.tool_text import parse_feature_arg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,6 +49,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="behaviour beyond Kafka's: kip-778 accepts unsafe lossy metadata.version downgrades "
                              "and writes KIP-778's snapshots")
     create.add_argument("--catalog", metavar="FILE", help="a catalog file adding hypothetical versions or releases")
+    create.add_argument("--engine", choices=(TICKS, EVENTS), default=TICKS,
+                        help="events: the event-driven simulator (KRaft replication, network, faults; the commands "
+                             "crash, stop, start, partition, heal, disk-fault, run); ticks (default): every node "
+                             "sees the leader's log at once")
+    create.add_argument("--combined", type=int, default=0, metavar="K",
+                        help="with --engine events: K combined broker+controller nodes (ids 1..K come first)")
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
@@ -59,8 +77,52 @@ def register(sub: argparse._SubParsersAction) -> None:
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(run=kafka_tool(_run_status))
 
+    for name, text in (("crash", "the nodes' processes die: what they had not flushed is lost"),
+                       ("stop", "clean shutdown of the nodes (a broker's controlled shutdown first)"),
+                       ("start", "start the nodes again (optionally on another release)")):
+        p = cmds.add_parser(name, help=f"{text} (event simulator)")
+        p.add_argument("dir", metavar="DIR")
+        p.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated node ids, or all")
+        if name == "start":
+            p.add_argument("--release", metavar="R", help="the release to start on (default: the node's)")
+        p.set_defaults(run=kafka_tool(_run_fault), fault=name)
+    part = cmds.add_parser("partition", help="split the network into groups (event simulator)")
+    part.add_argument("dir", metavar="DIR")
+    part.add_argument("--group", action="append", required=True, metavar="IDS",
+                      help="comma-separated node ids of one group (repeatable); unlisted nodes form one more group")
+    part.set_defaults(run=kafka_tool(_run_fault), fault="partition")
+    heal = cmds.add_parser("heal", help="make the network whole again (event simulator)")
+    heal.add_argument("dir", metavar="DIR")
+    heal.set_defaults(run=kafka_tool(_run_fault), fault="heal")
+    disk = cmds.add_parser("disk-fault", help="damage stopped nodes' metadata logs (event simulator)")
+    disk.add_argument("dir", metavar="DIR")
+    disk.add_argument("--nodes", required=True, metavar="IDS")
+    disk.add_argument("--kind", required=True, choices=("torn-tail", "wipe"))
+    disk.set_defaults(run=kafka_tool(_run_fault), fault="disk-fault")
+    run = cmds.add_parser("run", help="let simulated time pass (event simulator)")
+    run.add_argument("dir", metavar="DIR")
+    run.add_argument("--ms", type=int, required=True, metavar="MS")
+    run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
+    run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
+    run.set_defaults(run=kafka_tool(_run_fault), fault="run")
+    import_cmd.add_parser(cmds)
+
 
 def _run_create(args: argparse.Namespace) -> int:
+    if args.engine == EVENTS:
+        features = dict(parse_feature_arg(f) for f in args.feature)
+        policy = args.policy[-1] if args.policy else "kafka"
+        sim = Simulation.create(args.dir, controllers=args.controllers, brokers=args.brokers, combined=args.combined,
+                                release=args.release, release_version=args.release_version, features=features,
+                                seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print))
+        leader = sim.leader()
+        print(f"Created cluster {sim._saved.cluster_id} in {args.dir} with {args.combined} combined, "
+              f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
+              f"(event simulator, seed {args.seed}); leader: {'none' if leader is None else f'node {leader}'}.")
+        sim.close()
+        return 0
+    if args.combined:
+        raise KraftsimError("--combined needs --engine events")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
                                 policies=args.policy, catalog=args.catalog)
@@ -78,18 +140,36 @@ def _node_ids(text: str | None) -> list[int] | None:
 
 
 def _run_roll(args: argparse.Namespace) -> int:
+    if engine_of(args.dir) == EVENTS:
+        with Simulation.open(args.dir, on_event=narrator(print)) as sim:
+            sim.roll(args.release, _node_ids(args.nodes) or "all")
+            print(f"Rolled to Kafka {args.release}; leader: node {sim.leader()}.")
+        return 0
     with SimCluster.open(args.dir) as cluster:
         problems = cluster.roll(args.release, _node_ids(args.nodes))
     return 1 if problems else 0
 
 
 def _run_add(args: argparse.Namespace) -> int:
+    if engine_of(args.dir) == EVENTS:
+        with Simulation.open(args.dir, on_event=narrator(print)) as sim:
+            nid = sim.add_node(args.role, args.release, args.id)
+            print(f"Node {nid} ({args.role}, Kafka {args.release}) joined.")
+        return 0
     with SimCluster.open(args.dir) as cluster:
         problem = cluster.add(args.role, args.release, args.id)
     return 1 if problem else 0
 
 
 def _run_status(args: argparse.Namespace) -> int:
+    if engine_of(args.dir) == EVENTS:
+        st = simulation_status(args.dir)
+        if args.json:
+            print(json.dumps(st, sort_keys=True))
+        else:
+            for line in simulation_status_lines(st):
+                print(line)
+        return 0
     cluster = SimCluster.open(args.dir, emit=lambda line: None, passive=True)
     try:
         status = cluster_status(cluster)
@@ -102,3 +182,38 @@ def _run_status(args: argparse.Namespace) -> int:
         for line in status_lines(status, names):
             print(line)
     return 0
+
+
+def _run_fault(args: argparse.Namespace) -> int:
+    """The event simulator's fault and time commands (Simulation's operations)."""
+    if engine_of(args.dir) != EVENTS:
+        raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster made with "
+                            "`cluster create --engine events`")
+    with Simulation.open(args.dir, on_event=narrator(print)) as sim:
+        nodes = getattr(args, "nodes", None)
+        ids = "all" if nodes == "all" else _node_ids(nodes)
+        if args.fault == "crash":
+            sim.crash(ids)
+        elif args.fault == "stop":
+            sim.stop(ids)
+        elif args.fault == "start":
+            sim.start(ids, args.release)
+        elif args.fault == "partition":
+            sim.partition([_node_ids(g) or [] for g in args.group])
+        elif args.fault == "heal":
+            sim.heal()
+        elif args.fault == "disk-fault":
+            sim.disk_fault(ids, args.kind)
+        elif args.fault == "run":
+            if args.timeline:
+                sim.timeline_jsonl(args.timeline)
+            if args.until_stable:
+                sim.wait(args.ms)
+            else:
+                sim.run(args.ms)
+        bad = [r for r in sim.invariants() if not r.ok]
+        leader = sim.leader()
+        print(f"Virtual time {sim.now_ms} ms; leader: {'none' if leader is None else f'node {leader}'}.")
+        for r in bad:
+            print(f"Invariant {r.name} broken: {r.detail}", file=sys.stderr)
+    return 1 if bad else 0

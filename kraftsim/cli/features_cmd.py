@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import kafka_tool
-from kraftsim.sim.cluster import SimCluster, read_state
+from kraftsim.sim.directory import catalog_path, open_for_tool
 from kraftsim.sim import features_tool
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
@@ -77,7 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         return args.catalog
-    return read_state(Path(args.cluster)).catalog
+    return catalog_path(Path(args.cluster))
 
 
 def _tool(args: argparse.Namespace):
@@ -105,7 +105,7 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 def _run_describe(args: argparse.Namespace) -> int:
     tool = _tool(args)
-    cluster = SimCluster.open(_need_cluster(args), emit=lambda line: None, passive=True)
+    cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
         lines = features_tool.describe(cluster, tool, args.node_id)
     finally:
@@ -122,7 +122,7 @@ def _run_update(args: argparse.Namespace) -> int:
                  features=args.feature or (), unsafe=getattr(args, "unsafe", False))
     # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
     features_tool.build_updates(tool, args.op, out=lambda line: None, **flags)
-    with SimCluster.open(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr)) as cluster:
+    with open_for_tool(path, emit=lambda line: print(f"[cluster] {line}", file=sys.stderr), passive=False) as cluster:
         return features_tool.update(cluster, tool, args.op, dry_run=args.dry_run, **flags)
 
 

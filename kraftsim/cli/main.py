@@ -26,6 +26,8 @@ COMMAND_MODULES = (
     "kraftsim.cli.cluster_cmd",
     "kraftsim.cli.features_cmd",
     "kraftsim.cli.spark_cmd",
+    "kraftsim.cli.scenario_cmd",
+    "kraftsim.cli.topics_cmd",
 )
 
 

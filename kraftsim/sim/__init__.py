@@ -1,5 +1,10 @@
 """kraftsim.sim: simulated Kafka nodes, the clusters they form, and what they tell clients.
 
+  types          SimConfig, SimError, NodeInfo, SimEvent, InvariantResult (the public values)
+  simulation     Simulation: the simulator's public API (SIM_API.md)
+  engine, raft, lifecycle, member, events   the event-driven engine under it
+  invariants     the invariants it checks; admin: its admin-client requests; saved: cluster.json
+  narrate, directory   the CLI's lines and both simulators' directories
   api_versions   ApiVersions answers by release and role (KIP-35, KIP-584, KIP-1022)
   finalized      the finalized features a node exposes
   client_view    the client-side view over many nodes (range intersection, highest epoch)
@@ -8,3 +13,8 @@
   features_tool  kafka-features against a simulated cluster
   status         what `kraftsim cluster status` shows
 """
+
+from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
+from kraftsim.sim.simulation import Simulation
+
+__all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "SimConfig", "SimError", "SimEvent", "Simulation"]

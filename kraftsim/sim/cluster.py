@@ -65,9 +65,11 @@ from kraftsim.image import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
 from kraftsim.storage import (
-    QuorumState, ServerConfig, read_bootstrap_dir, storage_format, write_leader_epoch_checkpoint, write_quorum_state,
+    METADATA_DIR_NAME, MetadataLog, QuorumState, ServerConfig, read_bootstrap_dir, storage_format,
+    write_leader_epoch_checkpoint, write_quorum_state,
 )
 from kraftsim.storage import random_uuid
+from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog, load_catalog
@@ -154,6 +156,22 @@ def read_state(directory: Path) -> ClusterState:
     return state
 
 
+def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
+                seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
+                emit: Callable[[str], None] = print) -> None:
+    """`kafka-storage format` for one node, with the node's release as the tool's: the node's
+    directory is both its log dir and its metadata log dir, and the quorum is static."""
+    directory = str(node_directory(cluster_dir, state.id))
+    name, port = CONTROLLER_LISTENER
+    config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                          metadata_log_dir=directory, controller_listener_names=(name,),
+                          quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
+    rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
+    storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
+                   release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
+                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: emit(f"[node {state.id}] {line}"))
+
+
 class SimCluster:
     """A running simulated cluster (see the module docstring). Use `create` or `open`, then
     `save` (or use it as a context manager, which saves and closes)."""
@@ -228,6 +246,7 @@ class SimCluster:
         do not save a passive cluster)."""
         d = Path(directory)
         cluster = cls(d, read_state(d), emit=emit)
+        cluster._reconcile_epoch()  # only reads: a passive cluster is never saved
         for n in cluster.state.nodes:
             if n.running:
                 cluster._open_node(n)
@@ -243,6 +262,20 @@ class SimCluster:
         cluster.replicate()
         return cluster
 
+    def _reconcile_epoch(self) -> None:
+        """A command killed after the nodes' logs moved on but before cluster.json was saved
+        leaves a newer epoch on disk than the file says: the quorum then elects again, above it."""
+        newest = self.state.epoch
+        for n in self.state.nodes:
+            d = node_directory(self.directory, n.id) / METADATA_DIR_NAME
+            if not d.is_dir():
+                continue
+            with MetadataLog.open(d, read_only=True) as log:
+                newest = max([newest] + [e.epoch for e in log.leader_epochs()])
+        if newest > self.state.epoch:
+            self.state.epoch = newest
+            self.state.leader = None
+
     def __enter__(self) -> "SimCluster":
         return self
 
@@ -257,7 +290,7 @@ class SimCluster:
         for node in self.nodes.values():
             if node.state.running:
                 self._write_raft_files(node)
-        (self.directory / STATE_FILE).write_text(_dump_state(self.state), encoding="utf-8")
+        atomic_write(self.directory / STATE_FILE, _dump_state(self.state).encode("utf-8"))
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -304,27 +337,17 @@ class SimCluster:
         return node
 
     def _format(self, state: NodeState, *, release_version: str | None = None, features: Sequence[str] = ()) -> None:
-        """`kafka-storage format` for one node, with the node's release as the tool's: the node's
-        directory is both its log dir and its metadata log dir, and the quorum is static."""
-        directory = str(node_directory(self.directory, state.id))
-        name, port = CONTROLLER_LISTENER
-        config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
-                              metadata_log_dir=directory, controller_listener_names=(name,),
-                              quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in self.state.voters))
-        rng = random.Random(f"kraftsim:{self.state.seed}:format:{state.id}")
-        seconds = self.state.now_ms // 1000
-        storage_format(self.catalog.at_release(state.release), config, cluster_id=self.state.cluster_id,
-                       release_version=release_version, features=features, clock=self.now, rng=rng,
-                       date=java_date(seconds), fsync=False, out=lambda line: self.emit(f"[node {state.id}] {line}"))
+        format_node(self.directory, self.catalog, state, voters=self.state.voters, cluster_id=self.state.cluster_id,
+                    seed=self.state.seed, now_ms=self.state.now_ms, release_version=release_version,
+                    features=features, emit=self.emit)
 
     def _write_raft_files(self, node: SimNode) -> None:
         if node.log is None:
             return
         write_quorum_state(node.metadata_dir, QuorumState(
             data_version=0, leader_id=-1 if self.state.leader is None else self.state.leader,
-            leader_epoch=self.state.epoch, voted_id=-1, current_voters=tuple(sorted(self.state.voters))), fsync=False)
-        write_leader_epoch_checkpoint(node.metadata_dir / LEADER_EPOCH_CHECKPOINT_FILE, node.log.leader_epochs(),
-                                      fsync=False)
+            leader_epoch=self.state.epoch, voted_id=-1, current_voters=tuple(sorted(self.state.voters))))
+        write_leader_epoch_checkpoint(node.metadata_dir / LEADER_EPOCH_CHECKPOINT_FILE, node.log.leader_epochs())
 
     # ------------------------------------------------------------------ the quorum
 
@@ -607,6 +630,7 @@ class SimCluster:
                 self.emit(f"Node {i} already runs Kafka {release}.")
                 continue
             problem = self.restart(i, release)
+            self.save()  # a command killed later in the roll leaves the nodes done so far recorded
             if problem:
                 problems.append(problem)
         return problems

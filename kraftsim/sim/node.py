@@ -37,7 +37,7 @@ from kraftsim.controller.cluster_control import (
 from kraftsim.controller.context import Range
 from kraftsim.controller.quorum_features import DISABLED
 from kraftsim.image import MetadataImage
-from kraftsim.image import SnapshotEmitter, loader_header_records
+from kraftsim.image import RetentionSettings, SnapshotEmitter, loader_header_records
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
 from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
@@ -49,6 +49,7 @@ from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
+from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
@@ -62,6 +63,8 @@ ROLES = (BROKER, CONTROLLER)
 #: Kafka's default listener ports; every simulated node is its own host, `node-<id>`.
 BROKER_LISTENER = ("PLAINTEXT", 9092)
 CONTROLLER_LISTENER = ("CONTROLLER", 9093)
+#: Kafka's metadata.max.retention.bytes and .ms, as a node's snapshot emitter applies them.
+DEFAULT_RETENTION = RetentionSettings()
 #: The first table size of the HashMap a node's supported features are built in.
 FEATURE_MAP_BUCKETS = 8
 
@@ -154,6 +157,7 @@ class SimNode:
         #: the node applies nothing from there on.
         self.blocked: Unsupported | None = None
         self._mv_changes = _MvChanges()
+        self._registers_controller: bool | None = None
 
     # ------------------------------------------------------------------ identity and software
 
@@ -183,8 +187,10 @@ class SimNode:
 
     def registers_controller(self) -> bool:
         """Whether this software sends ControllerRegistration at all (KIP-919, Kafka 3.7 on)."""
-        return self.state.is_controller and self.catalog.supports("controller_registration",
-                                                                  self.catalog.latest_production)
+        if self._registers_controller is None:
+            self._registers_controller = self.state.is_controller and self.catalog.supports(
+                "controller_registration", self.catalog.latest_production)
+        return self._registers_controller
 
     def unsupported(self, levels: Mapping[str, int]) -> list[Unsupported]:
         """The finalized levels (level 0 = disabled is always fine) this software does not support."""
@@ -215,16 +221,18 @@ class SimNode:
     def broker_registration(self, cluster_id: str, previous_broker_epoch: int) -> BrokerRegistrationRequest:
         name, port = BROKER_LISTENER
         dirs = (self.directory_id(),) if self.catalog.supports("directory_assignment", self.catalog.latest_production) else ()
-        return BrokerRegistrationRequest(
+        request = BrokerRegistrationRequest(
             broker_id=self.id, cluster_id=cluster_id, incarnation_id=Uuid.from_string(self.state.incarnation),
             listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features(),
             log_dirs=tuple(d for d in dirs if d is not None), previous_broker_epoch=previous_broker_epoch)
+        return _with_profile(request, read_profile(self.directory))
 
     def controller_registration(self) -> ControllerRegistrationRequest:
         name, port = CONTROLLER_LISTENER
-        return ControllerRegistrationRequest(
+        request = ControllerRegistrationRequest(
             controller_id=self.id, incarnation_id=Uuid.from_string(self.state.incarnation),
             listeners=(Listener(name, f"node-{self.id}", port),), features=self.advertised_features())
+        return _with_profile(request, read_profile(self.directory))
 
     # ------------------------------------------------------------------ metadata it knows
 
@@ -271,10 +279,16 @@ class SimNode:
 
     # ------------------------------------------------------------------ running
 
-    def open(self) -> None:
+    def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
+             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None) -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
-        as a node does at start-up; publishers are installed once it has caught up."""
-        self.log = MetadataLog.open(self.metadata_dir, fsync=False)
+        as a node does at start-up; publishers are installed once it has caught up.
+
+        Without `apply_log` only the snapshot is loaded: the raft layer hands the loader
+        the log as it learns the high watermark (`apply_committed`). `high_watermark` and
+        `retention` go to the node's snapshot emitter."""
+        kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
+        self.log = MetadataLog.open(self.metadata_dir, fsync=False, **kw)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
@@ -286,9 +300,11 @@ class SimNode:
             load_snapshot(self.loader, read_snapshot(snapshot_path(log.directory, sid), self.registry),
                           end_offset=sid.end_offset, epoch=sid.epoch)
             start = sid.end_offset
-        self._apply_from(start)
+        if apply_log:
+            self._apply_from(start)
         emitter = SnapshotEmitter(log, catalog=self.catalog, clock_ms=self.clock_ms, registry=self.registry,
-                                  header_records=loader_header_records(self.loader, self.registry), fsync=False)
+                                  header_records=loader_header_records(self.loader, self.registry), fsync=False,
+                                  high_watermark=high_watermark, retention=retention)
         self.generator = SnapshotGenerator(emitter, clock_ms=self.clock_ms, triggers=SHARED_SERVER_DEFAULTS,
                                            fault_handler=self._on_snapshot_fault, mv_change_snapshots=self.kip_778)
         self.loader.install_publishers(self.generator, self._mv_changes)
@@ -322,14 +338,24 @@ class SimNode:
         assert self.log is not None and self.loader is not None
         return self._apply_from(self.loader.last_offset + 1)
 
-    def _apply_from(self, start: int) -> Unsupported | None:
-        """Hand the loader the replica's records from offset `start` on, batch by batch, up to
-        the first batch this software cannot apply (the node is `blocked` from then on)."""
+    def apply_committed(self, high_watermark: int) -> Unsupported | None:
+        """Apply the replica's batches below the raft high watermark that the loader has not
+        replayed yet (raft hands the loader whole committed batches only)."""
         assert self.log is not None and self.loader is not None
-        if self.blocked is not None or start >= self.log.log_end_offset:
+        return self._apply_from(self.loader.last_offset + 1, min(high_watermark, self.log.log_end_offset))
+
+    def _apply_from(self, start: int, upto: int | None = None) -> Unsupported | None:
+        """Hand the loader the replica's records from offset `start` up to `upto` (default:
+        the log end), batch by batch, up to the first batch this software cannot apply
+        (the node is `blocked` from then on)."""
+        assert self.log is not None and self.loader is not None
+        end = self.log.log_end_offset if upto is None else upto
+        if self.blocked is not None or start >= end:
             return None
-        self.loader.set_high_watermark(self.log.log_end_offset)
-        for cb, _ in committed_batches(self.log.batches(start), self.registry, start):
+        self.loader.set_high_watermark(end)
+        for cb, whole in committed_batches(self.log.batches(start), self.registry, start, end):
+            if not whole:
+                break  # the high watermark inside a batch: it is not committed as a whole yet
             found = self._unsupported_in(cb.entries)
             if found is not None:
                 self.blocked = found
@@ -350,6 +376,25 @@ class SimNode:
             if found:
                 return found[0]
         return None
+
+
+def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]
+    """An imported node's registration keeps its real counterpart's listeners, rack and log
+    directories (kraftsim.sim.registration_profile); other nodes' requests are unchanged."""
+    if profile is None:
+        return request
+    changes: dict = {}
+    if isinstance(request, BrokerRegistrationRequest):
+        if profile.broker_listeners is not None:
+            changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)
+                                         for x in profile.broker_listeners)
+        changes["rack"] = profile.rack
+        if profile.log_dirs is not None and request.log_dirs:
+            changes["log_dirs"] = tuple(Uuid.from_string(d) for d in profile.log_dirs)
+    elif profile.controller_listeners is not None:
+        changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)
+                                     for x in profile.controller_listeners)
+    return msgspec.structs.replace(request, **changes)
 
 
 def node_directory(cluster_dir: Path, node_id: int) -> Path:

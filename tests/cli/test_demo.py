@@ -1,6 +1,6 @@
-"""The main job (`kraftsim demo`) without Spark: it runs end to end, the cluster it writes
-is fully determined by the seed, and what it reports agrees with the files it wrote.
-(The Spark half is tested with the pipeline's shared session in tests/pipeline.)"""
+"""The main job (`kraftsim demo`) without Spark: it runs the story scenarios end to end, the
+clusters it keeps are fully determined by the seeds, and what it reports agrees with the
+files it wrote. (The Spark half is tested with the pipeline's shared session in tests/pipeline.)"""
 
 from __future__ import annotations
 
@@ -9,9 +9,8 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
-from kraftsim.demo import LOSSY_TARGET, TO_RELEASE, run_demo
-from kraftsim.image import MvChangeHandling
-from kraftsim.image import load_path
+from kraftsim.demo import DEMO_SCENARIOS, MAIN_SCENARIO, run_demo
+from kraftsim.image import MvChangeHandling, load_path
 from kraftsim.versions import default_catalog
 
 
@@ -20,30 +19,32 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_demo_command_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["demo", "--no-spark", "--out", str(tmp_path / "a"), "--topics", "2"]) == 0
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "a")]) == 0
     first = capsys.readouterr().out
-    assert main(["demo", "--no-spark", "--out", str(tmp_path / "b"), "--topics", "2"]) == 0
-    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "b")]) == 0
+    assert _tree(tmp_path / "a") == _tree(tmp_path / "b")  # clusters and HTML reports alike
     assert "replay verification: passed" in first
-    assert "metadata.version was upgraded to 27." in first
-    assert "Unsafe metadata downgrade is not supported in this version." in first  # Kafka's verdict, shown
+    for name in DEMO_SCENARIOS:
+        assert f"  {name}: PASS, report {tmp_path / 'a' / 'reports' / name}.html" in first
+    assert "metadata.version 3.8-IV0 -> 3.7-IV1 carried out on nodes 1,2,3,4,5,6 (lossy: 7 item(s) dropped)" in first
     assert main(["demo", "--no-spark", "--out", str(tmp_path / "a")]) == 1  # refuses to overwrite an earlier run
-    assert main(["demo", "--no-spark", "--out", str(tmp_path / "c"), "--seed", "7", "--topics", "2"]) == 0
+    assert main(["demo", "--no-spark", "--out", str(tmp_path / "c"), "--seed", "7"]) == 0
     assert _tree(tmp_path / "a") != _tree(tmp_path / "c")  # the seed reaches the bytes
 
 
 def test_the_reported_losses_are_what_the_nodes_lost(tmp_path: Path) -> None:
     lines: list[str] = []
-    result = run_demo(tmp_path, topics=2, partitions=3, spark=False, say=lines.append)
-    catalog = default_catalog()
-    report = result.downgrades[catalog.metadata_version(LOSSY_TARGET).version]
-    kinds = {item.kind for item in report.lost}
-    assert kinds == {"broker log dirs", "controller registration", "replica directory assignment"}
-    # Every node ends at the lossy metadata.version, on the target release, without what was reported.
+    result = run_demo(tmp_path, spark=False, say=lines.append)
+    assert result.passed and result.verified
+    change = result.results[MAIN_SCENARIO].mv_changes[0]
+    assert {line.split(":")[0] for line in change.losses} == {"broker log dirs", "replica directory assignment"}
+    target = default_catalog().metadata_version("3.7-IV1").level
+    # Every node ends at the lossy metadata.version, without what was reported.
     for node in sorted(p for p in result.cluster_dir.iterdir() if p.name.startswith("node-")):
         image = load_path(node, mv_change=MvChangeHandling.KIP_778).image
-        assert image.metadata_version == catalog.metadata_version(LOSSY_TARGET).level
-        assert not image.cluster.controllers
+        assert image.metadata_version == target
         assert all(not b.directories for b in image.cluster.brokers.values())
-    assert any(f"Rolling every node to Kafka {TO_RELEASE}" in line for line in lines)
-    assert result.verified
+    for name in DEMO_SCENARIOS:
+        page = result.reports[name].read_text(encoding="utf-8")
+        assert page.count('class="lane"') == len(result.results[name].final.nodes)
+    assert any(line.startswith("4. leader-crash-mid-roll") for line in lines)

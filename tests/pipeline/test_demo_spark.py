@@ -11,11 +11,12 @@ from kraftsim.pipeline.jobs import job_inputs, read_output, run_local
 
 def test_demo_runs_the_jobs_on_spark_and_their_parquet_matches_a_local_run(spark, tmp_path: Path) -> None:
     lines: list[str] = []
-    result = run_demo(tmp_path / "demo", topics=2, partitions=3, say=lines.append)
+    result = run_demo(tmp_path / "demo", say=lines.append)
     assert spark.sparkContext._jsc is not None  # the demo left the shared session running
     assert set(result.parquet) == {"downgrade-matrix", "snapshot-cost"}
     matrix = read_output(result.parquet["downgrade-matrix"], "downgrade-matrix")
-    _, local = run_local("downgrade-matrix", job_inputs("downgrade-matrix", [str(result.cluster_dir / "node-1")]))
+    nodes = [str(directory / "node-1") for directory in result.clusters.values()]
+    _, local = run_local("downgrade-matrix", job_inputs("downgrade-matrix", nodes))
     assert matrix.num_rows > 0
 
     def measured(table):  # every column but the measured time

@@ -1,0 +1,160 @@
+"""`kraftsim scenario run|check|list|new`: what-if scenarios (contracts 4 and 5).
+
+kraftsim's own command. Exit status: 0 every scenario passed (or every file is valid), 1 a
+scenario failed, 2 a file is not a valid scenario (nothing runs then) or a usage error.
+The logic lives in kraftsim.scenario; this module reads arguments and prints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kraftsim.errors import KraftsimError
+from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
+from kraftsim.scenario.results import result_json
+from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
+from kraftsim.scenario.text import step_lines, summary_lines
+
+EXIT_FAILED, EXIT_INVALID = 1, 2
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("scenario", help="run what-if scenarios: a cluster, steps and expected outcomes in a TOML file")
+    cmds = group.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    run = cmds.add_parser("run", help="run scenario files (or every *.toml in a directory)",
+                          description="Exit 0 when every scenario passed, 1 when one failed, 2 when a file is not "
+                                      "a valid scenario (then nothing runs).")
+    run.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    run.add_argument("--seed", type=int, metavar="N", help="override each file's seed")
+    run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
+    run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
+                                                      "REPORT is a directory of NAME.html)")
+    run.add_argument("--keep", metavar="DIR", help="leave the cluster directory here (with several scenarios: "
+                                                   "DIR/NAME) for `kraftsim log dump`, `replay`, `cluster status`")
+    run.set_defaults(run=_run)
+
+    check = cmds.add_parser("check", help="validate scenario files without running them")
+    check.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    check.set_defaults(run=_check)
+
+    lst = cmds.add_parser("list", help="the shipped scenarios: name and the question each answers")
+    lst.add_argument("--dir", metavar="DIR", help=f"list this folder instead (default: {SUITE_DIR.name}/ of kraftsim)")
+    lst.set_defaults(run=_list)
+
+    new = cmds.add_parser("new", help="write a commented template scenario NAME.toml")
+    new.add_argument("name", metavar="NAME")
+    new.add_argument("--output", "-o", metavar="FILE", help="where to write it (default: NAME.toml)")
+    new.set_defaults(run=_new)
+
+
+def _load_all(paths: list[str]) -> list[Scenario] | None:
+    """Every file checked before anything runs; None (after printing why) if one is invalid."""
+    files = scenario_files([Path(p) for p in paths])
+    scenarios, bad = [], 0
+    if not files:
+        print(f"kraftsim: error: no scenario files in {', '.join(paths)}", file=sys.stderr)
+        return None
+    for f in files:
+        try:
+            scenarios.append(load_scenario(f))
+        except ScenarioInvalid as e:
+            print(f"kraftsim: error: {e}", file=sys.stderr)
+            bad += 1
+    names = [s.name for s in scenarios]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        print(f"kraftsim: error: two files name the scenario {dupes[0]!r}", file=sys.stderr)
+        bad += 1
+    return None if bad else scenarios
+
+
+def _target(base: str | None, scenario: Scenario, many: bool, suffix: str = "") -> Path | None:
+    if base is None:
+        return None
+    return Path(base) / f"{scenario.name}{suffix}" if many else Path(base)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kraftsim.scenario.runner import run_scenario  # the simulator loads only when something runs
+
+    scenarios = _load_all(args.paths)
+    if scenarios is None:
+        return EXIT_INVALID
+    many = len(scenarios) > 1
+    for scenario in scenarios:
+        keep = _target(args.keep, scenario, many)
+        if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            print(f"kraftsim: error: --keep {keep}: already exists and is not an empty directory", file=sys.stderr)
+            return EXIT_INVALID
+    if many and args.html:
+        Path(args.html).mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for scenario in scenarios:
+        steps = scenario.steps
+        if not args.json:
+            seed = scenario.seed if args.seed is None else args.seed
+            print(f"scenario {scenario.name} (seed {seed}): {scenario.path}")
+            if scenario.header.question:
+                print(f"  question: {scenario.header.question}")
+
+        def show(res, steps=steps) -> None:  # type: ignore[no-untyped-def]
+            if not args.json:
+                print("\n".join(step_lines(steps[res.index - 1], res)), flush=True)
+
+        try:
+            outcome = run_scenario(scenario, seed=args.seed, keep=_target(args.keep, scenario, many), on_step=show)
+        except ScenarioInvalid as e:
+            print(f"kraftsim: error: {e}", file=sys.stderr)
+            return EXIT_INVALID
+        result = outcome.result
+        if args.json:
+            print(result_json(result), flush=True)
+        else:
+            print("\n".join(summary_lines(result)), flush=True)
+        if args.html:
+            from kraftsim.scenario.html_report import write_report
+            report = _target(args.html, scenario, many, ".html")
+            write_report(outcome, report)
+            if not args.json:
+                print(f"  report: {report}")
+        failed += not result.passed
+    return EXIT_FAILED if failed else 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    scenarios = _load_all(args.paths)
+    if scenarios is None:
+        return EXIT_INVALID
+    for s in scenarios:
+        print(f"{s.path}: ok: scenario {s.name}, {len(s.steps)} step(s)")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    folder = Path(args.dir) if args.dir else SUITE_DIR
+    if not folder.is_dir():
+        raise KraftsimError(f"{folder}: no such directory")
+    scenarios = _load_all([str(folder)])
+    if scenarios is None:
+        return EXIT_INVALID
+    width = max((len(s.name) for s in scenarios), default=0)
+    for s in scenarios:
+        print(f"{s.name:<{width}}  {s.header.question or s.description}")
+    return 0
+
+
+def _new(args: argparse.Namespace) -> int:
+    name = args.name.strip()
+    if not name or "/" in name or name.startswith("."):
+        print(f"kraftsim: error: NAME: expected a plain scenario name, got {args.name!r}", file=sys.stderr)
+        return EXIT_INVALID
+    path = Path(args.output) if args.output else Path(f"{name}.toml")
+    if path.exists():
+        raise KraftsimError(f"{path}: already exists; not overwritten")
+    path.write_text(template(name), encoding="utf-8")
+    print(f"Wrote {path}: edit it, then `kraftsim scenario run {path}`.")
+    return 0

@@ -1,0 +1,80 @@
+"""`kraftsim topics --cluster DIR create|delete|list`: topics of a simulated cluster.
+
+What scenario files do with `create-topics` and `delete-topics`, from the command line.
+Created topics are named PREFIX0, PREFIX1, ... (the first free names), as the scenario op
+names them; `list` prints the names in the active controller's image, one per line, as
+`kafka-topics --list` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kraftsim.cli.common import kafka_tool
+
+#: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
+SETTLE_MS = 60_000
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("topics", help="create, delete and list the topics of a simulated cluster")
+    group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
+    cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    create = cmds.add_parser("create", help="create COUNT topics named PREFIX0, PREFIX1, ...")
+    create.add_argument("--count", type=int, default=1, metavar="N")
+    create.add_argument("--partitions", type=int, default=1, metavar="P")
+    create.add_argument("--replication-factor", type=int, metavar="R", help="default: min(3, brokers)")
+    create.add_argument("--prefix", default="topic-", metavar="PREFIX")
+    create.set_defaults(run=kafka_tool(_create))
+
+    delete = cmds.add_parser("delete", help="delete topics by name")
+    delete.add_argument("names", nargs="+", metavar="NAME")
+    delete.set_defaults(run=kafka_tool(_delete))
+
+    lst = cmds.add_parser("list", help="topic names, one per line")
+    lst.set_defaults(run=kafka_tool(_list))
+
+
+def _create(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+
+    for key in ("count", "partitions", "replication_factor"):
+        value = getattr(args, key)
+        if value is not None and value < 1:
+            print(f"kraftsim: error: --{key.replace('_', '-')}: expected a positive integer, got {value}",
+                  file=sys.stderr)
+            return 2
+    with Simulation.open(args.cluster) as sim:
+        for name in sim.create_topics(args.count, args.partitions, args.replication_factor, prefix=args.prefix):
+            print(f"Created topic {name}.")
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+
+    with Simulation.open(args.cluster) as sim:
+        sim.delete_topics(args.names)
+    for name in args.names:
+        print(f"Deleted topic {name}.")
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+
+    from kraftsim.sim import SimError
+
+    with Simulation.open(args.cluster) as sim:
+        sim.wait(SETTLE_MS)  # a reopened cluster's nodes replay their logs (and elect a leader) first
+        leader = sim.leader()
+        if leader is None:
+            raise SimError("no active controller: the topics cannot be listed")
+        image = sim.image(leader)
+        names = [] if image is None else sorted(t.name for t in image.topics.sorted_topics())
+    for name in names:
+        print(name)
+    return 0

@@ -1,0 +1,175 @@
+"""The scenario language (contract 4 of DESIGN.md) as msgspec structs.
+
+A scenario file is TOML: top-level keys, a `[cluster]` table, `[[step]]` tables (one op
+each) and an `[expect]` table. Every struct forbids unknown keys, so a misspelt key is an
+error rather than something silently ignored. `validate.py` decodes a file into these
+structs, one step at a time (so that errors can name the step), and checks what the types
+cannot: names against the catalog and node ids against the cluster.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+#: "all" | "controllers" | "brokers" | [ids]; kraftsim adds "leader" (the active controller
+#: when the step starts).
+NodeSel = str | list[int]
+NODE_GROUPS = ("all", "controllers", "brokers", "leader")
+POLICIES = ("kafka", "kip-778")
+DISK_FAULTS = ("torn-tail", "wipe")
+ROLES = ("broker", "controller")
+
+
+class _Strict(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """`[cluster]`: the shape and software of the cluster the scenario starts from."""
+
+    controllers: int | list[int] | None = None  # with `from`: the voter ids, overriding the source's
+    brokers: int = 0
+    combined: int = 0
+    from_: str | None = msgspec.field(default=None, name="from")
+    release: str | None = None
+    release_version: str | None = None
+    features: dict[str, int] = {}
+
+
+class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """`[expect]`: checked after the last step. The first four keys are contract 4's;
+    `leader`, `failed`, `stopped`, `releases`, `topics` and `fenced` are kraftsim's additions."""
+
+    metadata_version: str | int | None = None
+    finalized: dict[str, int] | None = None
+    running: list[int] | None = None
+    has_leader: bool | None = None
+    leader: int | None = None
+    failed: list[int] | None = None  # nodes whose start failed (state "failed")
+    stopped: list[int] | None = None  # nodes down at the end for any reason
+    releases: dict[str, str] | None = None  # node id (as a TOML key) -> release it runs
+    topics: int | None = None  # topics in the leader's image
+    fenced: list[int] | None = None  # brokers fenced at the end
+
+
+class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """Keys every step takes. `note` (a sentence shown in reports) and `expect` are kraftsim's additions."""
+
+    op: str
+    expect_error: str | None = None
+    note: str | None = None
+    #: kraftsim's addition: `[expect]` keys checked right after this step ([step.expect]).
+    expect: Expect | None = None
+
+
+class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
+    count: int = 1
+    partitions: int = 1
+    replication_factor: int | None = None  # default: min(3, brokers)
+
+
+class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
+    names: list[str]
+
+
+class Roll(StepBase, kw_only=True, forbid_unknown_fields=True):
+    release: str
+    nodes: NodeSel = "all"
+
+
+class AddNode(StepBase, kw_only=True, forbid_unknown_fields=True):
+    role: Literal["broker", "controller"]
+    release: str
+    id: int | None = None
+
+
+class FeaturesChange(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """features-upgrade / features-downgrade: kafka-features upgrade / downgrade."""
+
+    metadata: str | None = None
+    release_version: str | None = None
+    features: dict[str, int] | None = None
+    unsafe: bool = False
+    dry_run: bool = False
+
+
+class FeaturesDisable(StepBase, kw_only=True, forbid_unknown_fields=True):
+    features: list[str]
+    dry_run: bool = False
+
+
+class NodesStep(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """crash / stop."""
+
+    nodes: NodeSel
+
+
+class Start(StepBase, kw_only=True, forbid_unknown_fields=True):
+    nodes: NodeSel
+    release: str | None = None
+
+
+class Partition(StepBase, kw_only=True, forbid_unknown_fields=True):
+    groups: list[list[int]]
+
+
+class Heal(StepBase, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class DiskFault(StepBase, kw_only=True, forbid_unknown_fields=True):
+    nodes: NodeSel
+    kind: Literal["torn-tail", "wipe"]
+
+
+class Snapshot(StepBase, kw_only=True, forbid_unknown_fields=True):
+    nodes: NodeSel | None = None  # default: every running node
+
+
+class Run(StepBase, kw_only=True, forbid_unknown_fields=True):
+    ms: int
+
+
+class Wait(StepBase, kw_only=True, forbid_unknown_fields=True):
+    timeout_ms: int = 60_000
+
+
+Step = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesChange | FeaturesDisable | NodesStep | Start
+        | Partition | Heal | DiskFault | Snapshot | Run | Wait)
+
+#: Every op of contract 4 and the struct its step decodes into.
+OPS: dict[str, type[StepBase]] = {
+    "create-topics": CreateTopics,
+    "delete-topics": DeleteTopics,
+    "roll": Roll,
+    "add-node": AddNode,
+    "features-upgrade": FeaturesChange,
+    "features-downgrade": FeaturesChange,
+    "features-disable": FeaturesDisable,
+    "crash": NodesStep,
+    "stop": NodesStep,
+    "start": Start,
+    "partition": Partition,
+    "heal": Heal,
+    "disk-fault": DiskFault,
+    "snapshot": Snapshot,
+    "run": Run,
+    "wait": Wait,
+}
+
+
+class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """The top level of a file; steps stay raw tables here and are decoded one by one."""
+
+    name: str
+    cluster: ClusterSpec
+    description: str = ""
+    seed: int = 0
+    policy: Literal["kafka", "kip-778"] = "kafka"
+    catalog: str | None = None
+    step: list[dict] = []
+    expect: Expect = msgspec.field(default_factory=Expect)
+    #: kraftsim's addition: the simulator's timeouts, intervals and network (kraftsim.sim.SimConfig).
+    config: dict[str, int | float] = {}

@@ -1,0 +1,305 @@
+"""Running a checked scenario on the simulator (its public API only: kraftsim.sim).
+
+The cluster is built in a temporary directory (or the `keep` directory, left behind for
+`kraftsim log dump`, `replay`, `downgrade-report`, `cluster status`), the steps run in
+order, each step's outcome is held against its `expect_error`, the simulator's
+invariants are collected after every step, and `[expect]` is checked at the end. A step
+that fails unexpectedly ends the run: the later steps are reported as not run.
+
+Determinism: the result holds only what the seed and the file decide (simulated times
+relative to the cluster's creation, Kafka's texts, node states), never paths or wall time.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import msgspec
+
+from kraftsim.errors import KraftsimError
+from kraftsim.image import image_digest
+from kraftsim.scenario.errors import ScenarioInvalid
+from kraftsim.scenario.expectations import check_expect
+from kraftsim.scenario.language import (
+    AddNode,
+    CreateTopics,
+    DeleteTopics,
+    DiskFault,
+    FeaturesChange,
+    FeaturesDisable,
+    Heal,
+    NodesStep,
+    Partition,
+    Roll,
+    Run,
+    Snapshot,
+    Start,
+    Step,
+    Wait,
+)
+from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
+from kraftsim.scenario.results import (
+    ExpectResult,
+    FinalState,
+    InvariantOut,
+    MvName,
+    NodeOut,
+    ScenarioResult,
+    StepResult,
+    final_digest,
+)
+from kraftsim.scenario.timeline import StepSpan, Timeline
+from kraftsim.scenario.validate import Scenario, parse_scenario
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
+
+#: Kafka's controller refuses a CreateTopics request with more partitions than this
+#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
+PARTITIONS_PER_REQUEST = 10_000
+
+
+@dataclass
+class RunOutcome:
+    """A run's result (contract 5) and what reports draw from it."""
+
+    scenario: Scenario
+    result: ScenarioResult
+    timeline: Timeline
+
+
+def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | None = None,
+                 on_step: Callable[[StepResult], None] | None = None) -> RunOutcome:
+    """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends."""
+    seed = scenario.seed if seed is None else seed
+    if keep is not None:
+        keep = Path(keep)
+        if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
+            raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
+                                "or empty one)")
+        return _run_in(scenario, seed, keep, on_step)
+    with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
+        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step)
+
+
+def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
+    c = scenario.cluster
+    config = SimConfig(**scenario.config) if scenario.config else None
+    if c.from_ is not None:
+        return _import(scenario, seed, directory, config)
+    try:
+        return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
+                                 release=c.release or "", release_version=c.release_version,
+                                 features=dict(c.features) or None, seed=seed, policy=scenario.policy,
+                                 catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
+                                 config=config)
+    except KraftsimError as e:
+        raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
+
+
+def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None) -> Simulation:
+    """`from = "PATH"`: the cluster `kraftsim cluster import` makes of that metadata, opened."""
+    from kraftsim.sim.importing import import_cluster  # only scenarios that start from a real cluster need it
+
+    c = scenario.cluster
+    voters = c.controllers if isinstance(c.controllers, list) else None
+    try:
+        import_cluster([Path(c.from_)], directory, voters=voters, release=c.release, seed=seed,  # type: ignore[arg-type]
+                       policy=scenario.policy, catalog=scenario.catalog, config=config,
+                       catalog_path=str(scenario.catalog_path) if scenario.catalog_path else None)
+        return Simulation.open(directory)
+    except KraftsimError as e:
+        raise ScenarioInvalid(str(scenario.path), "cluster.from", f"the cluster cannot be imported: {e}") from None
+
+
+def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None
+            ) -> RunOutcome:
+    sim = _create(scenario, seed, directory)
+    try:
+        setup_error = _settle_new_cluster(sim)
+        timeline = Timeline(origin_ms=sim.now_ms)
+        timeline.sample(sim)
+        sim.subscribe(lambda event: timeline.on_event(sim, event))
+        broken: dict[str, str] = {}
+        steps: list[StepResult] = []
+        checkpoints: list[ExpectResult] = []
+        failed_at: int | None = None
+        for index, step in enumerate(scenario.steps, start=1):
+            if setup_error is not None or failed_at is not None:
+                why = "the new cluster did not become stable" if failed_at is None else f"step {failed_at} failed"
+                res = StepResult(index, step.op, False, f"not run: {why}", step.expect_error, skipped=True)
+            else:
+                start = sim.now_ms - timeline.origin_ms
+                res = _run_step(sim, scenario, index, step, timeline.origin_ms)
+                timeline.sample(sim)
+                timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, _acts_on(sim, step)))
+                _collect_invariants(sim, index, broken)
+                if step.expect is not None:
+                    checkpoints += check_expect(scenario, sim, _final(sim, scenario), step.expect, index)
+                if not res.ok:
+                    failed_at = index
+            steps.append(res)
+            if on_step is not None:
+                on_step(res)
+        _collect_invariants(sim, None, broken)
+        invariants = [InvariantOut(name, name not in broken, broken.get(name)) for name in INVARIANTS]
+        invariants += [InvariantOut(name, False, detail) for name, detail in sorted(broken.items())
+                       if name not in INVARIANTS]
+        final = _final(sim, scenario)
+        expects = checkpoints + check_expect(scenario, sim, final)
+        passed = (setup_error is None and all(s.ok for s in steps) and all(e.ok for e in expects)
+                  and all(i.ok for i in invariants))
+        digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
+        result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
+                                invariants=invariants, final=final, digest=final_digest(final, digests),
+                                time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario),
+                                setup_error=setup_error)
+        return RunOutcome(scenario, result, timeline)
+    finally:
+        sim.close()
+
+
+#: How long (simulated) a new cluster may take to become stable before the first step.
+SETUP_TIMEOUT_MS = 60_000
+
+
+def _settle_new_cluster(sim: Simulation) -> str | None:
+    """Steps start from a stable cluster, as after `kraftsim cluster create`; None when it is."""
+    try:
+        sim.wait(SETUP_TIMEOUT_MS)
+    except SimError as e:
+        return f"the new cluster did not become stable: {e}"
+    return None
+
+
+def _collect_invariants(sim: Simulation, index: int | None, broken: dict[str, str]) -> None:
+    """Keep the first failure of each invariant, with the step it was seen after."""
+    for inv in sim.invariants():
+        if not inv.ok and inv.name not in broken:
+            where = f"after step {index}" if index is not None else "at the end"
+            broken[inv.name] = f"{where}: {inv.detail}" if inv.detail else where
+
+
+def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
+    sel = getattr(step, "nodes", None)
+    if isinstance(sel, list):
+        return tuple(sorted(sel))
+    infos = sim.nodes()
+    if sel == "controllers":
+        return tuple(n.id for n in infos if "controller" in n.roles)
+    if sel == "brokers":
+        return tuple(n.id for n in infos if "broker" in n.roles)
+    if sel == "all" or (isinstance(step, Snapshot) and sel is None):
+        return tuple(n.id for n in infos)
+    if isinstance(step, AddNode):
+        return (max(n.id for n in infos),) if step.id is None else (step.id,)
+    return ()
+
+
+def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origin_ms: int) -> StepResult:
+    output: list[str] = []
+    error: str | None = None
+    loss = loss_report_before(sim, scenario, step) if isinstance(step, FeaturesChange) else None
+    try:
+        output = _execute(sim, _resolve_leader(sim, step))
+    except (SimError, KraftsimError) as e:
+        error = str(e)
+    except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
+        error = f"internal error: {type(e).__name__}: {e}"
+    expected = step.expect_error
+    if expected is None:
+        ok = error is None
+    else:
+        ok = error is not None and expected in error
+    return StepResult(index, step.op, ok, error, expected, sim.now_ms - origin_ms, output, loss_report=loss)
+
+
+def _execute(sim: Simulation, step: Step) -> list[str]:
+    """Carry out one step; returns what it printed."""
+    if isinstance(step, CreateTopics):
+        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
+        # kafka-topics would stay under the controller's limit ("Excessively large number of
+        # partitions per request."); a single topic larger than that is still refused.
+        names: list[str] = []
+        per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
+        while len(names) < step.count:
+            names += sim.create_topics(min(per_request, step.count - len(names)), step.partitions,
+                                       step.replication_factor)
+        return [f"Created topic {n}." for n in names]
+    if isinstance(step, DeleteTopics):
+        sim.delete_topics(step.names)
+        return [f"Deleted topic {n}." for n in step.names]
+    if isinstance(step, Roll):
+        sim.roll(step.release, step.nodes)
+        return []
+    if isinstance(step, AddNode):
+        nid = sim.add_node(step.role, step.release, step.id)
+        return [f"Node {nid} ({step.role}, Kafka {step.release}) joined."]
+    if isinstance(step, FeaturesChange):
+        action = "upgrade" if step.op == "features-upgrade" else "downgrade"
+        return sim.features(action, metadata=step.metadata, release_version=step.release_version,
+                            features=step.features, unsafe=step.unsafe, dry_run=step.dry_run)
+    if isinstance(step, FeaturesDisable):
+        return sim.features("disable", features=list(step.features), dry_run=step.dry_run)
+    if isinstance(step, NodesStep):
+        (sim.crash if step.op == "crash" else sim.stop)(step.nodes)
+        return []
+    if isinstance(step, Start):
+        sim.start(step.nodes, step.release)
+        return []
+    if isinstance(step, Partition):
+        sim.partition(step.groups)
+        return []
+    if isinstance(step, Heal):
+        sim.heal()
+        return []
+    if isinstance(step, DiskFault):
+        sim.disk_fault(step.nodes, step.kind)
+        return []
+    if isinstance(step, Snapshot):
+        nodes = None if step.nodes is None else _ids(sim, step.nodes)
+        return [f"Wrote {p.name} ({p.stat().st_size} bytes)" if p.exists() else f"Wrote {p.name} (since removed)"
+                for p in sim.snapshot(nodes)]
+    if isinstance(step, Run):
+        sim.run(step.ms)
+        return []
+    if isinstance(step, Wait):
+        sim.wait(step.timeout_ms)
+        return []
+    raise AssertionError(f"no runner for {type(step).__name__}")
+
+
+def _resolve_leader(sim: Simulation, step: Step) -> Step:
+    """A step naming "leader" acts on the active controller as the step starts."""
+    if getattr(step, "nodes", None) != "leader":
+        return step
+    leader = sim.leader()
+    if leader is None:
+        raise SimError("no active controller: \"leader\" names no node")
+    return msgspec.structs.replace(step, nodes=[leader])
+
+
+def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
+    if isinstance(sel, list):
+        return sorted(sel)
+    infos = sim.nodes()
+    if sel == "controllers":
+        return [n.id for n in infos if "controller" in n.roles]
+    if sel == "brokers":
+        return [n.id for n in infos if "broker" in n.roles]
+    return [n.id for n in infos]
+
+
+def _final(sim: Simulation, scenario: Scenario) -> FinalState:
+    level = sim.metadata_version()
+    fin = sim.finalized()
+    nodes = [NodeOut(n.id, list(n.roles), n.release, n.state, n.fenced, n.detail) for n in sim.nodes()]
+    return FinalState(MvName(level, mv_name(scenario, level) if level else None),
+                      {k: fin[k] for k in sorted(fin)}, sim.leader(), nodes)
+
+
+def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,
+             **kwargs: Any) -> RunOutcome:
+    """Check and run a scenario given as TOML text (tests, notebooks)."""
+    return run_scenario(parse_scenario(text, file, base_dir), seed=seed, **kwargs)

@@ -1,0 +1,181 @@
+"""What an admin client does against the simulated cluster (a mixin of Simulation): topic
+creation and deletion, and kafka-features' UpdateFeatures, each answered by the active
+controller once the records it wrote are committed, and sent again to the next leader
+when they were lost with the old one (Kafka's admin client retries NOT_CONTROLLER).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from kraftsim.controller import (
+    CreatableTopic,
+    CreateTopicsRequest,
+    DeleteTopicsRequest,
+    DeleteTopicState,
+    create_topics,
+    delete_topics,
+)
+from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from kraftsim.sim import features_tool
+from kraftsim.sim.cluster import MvChangeReport
+from kraftsim.sim.member import Member, entry_at
+from kraftsim.sim.types import SimError
+from kraftsim.versions import ToolFailure
+
+
+class AdminMixin:
+    """Admin requests of a Simulation (see the module docstring); `self` is the Simulation."""
+
+    def _wait_leader(self) -> Member | None:
+        e = self.engine
+        e.run_until(e.now + self.config.request_timeout_ms * 5, lambda: e.leader_member() is not None
+                    and e.controller is not None)
+        return e.leader_member()
+
+    def _client_request(self, call: Callable[[Member], Any]) -> Any:
+        """What an admin client does: send the request to the active controller and wait for
+        its answer, which comes once the records it wrote are committed; a request whose
+        records were lost with a leader (NOT_CONTROLLER) is sent again to the next one, until
+        `admin_timeout_ms`. Returns the controller's result, or None when it timed out."""
+        e = self.engine
+        deadline = e.now + self.config.admin_timeout_ms
+        while e.now < deadline:
+            e.run_until(deadline, lambda: e.leader_member() is not None and e.controller is not None)
+            leader = e.leader_member()
+            if leader is None or e.controller is None:
+                return None
+            start = leader.log.log_end_offset
+            result = call(leader)
+            if not leader.running or leader.log.log_end_offset == start:
+                return result  # nothing written (refused, validate-only): answered at once
+            e._appended(leader, start)
+            epoch, end = leader.epoch, leader.log.log_end_offset
+            outcome: list[bool] = []
+
+            def settled(epoch: int = epoch, end: int = end, outcome: list[bool] = outcome) -> bool:
+                now_leader = e.leader_member()
+                if now_leader is None or now_leader.high_watermark is None:
+                    return False
+                entry = entry_at(now_leader.log, end - 1)
+                if entry is None or entry.epoch != epoch:
+                    if now_leader.epoch == epoch:
+                        return False
+                    outcome.append(False)  # a later leader does not hold the records: they are lost
+                    return True
+                if now_leader.high_watermark < end:
+                    return False
+                if not outcome:
+                    outcome.append(True)
+                return all(m.applied >= end - 1 or m.leader != now_leader.id or (m.node and m.node.blocked)
+                           for m in e.members.values() if m.running)
+
+            e.run_until(deadline, settled)
+            if outcome and outcome[-1]:
+                return result
+            if not outcome:
+                return None  # neither committed nor known lost by the deadline
+        return None
+
+    def _controller_call(self, rule: Callable[..., Any]) -> Any:
+        result = self._client_request(lambda leader: self.engine._execute(rule))
+        if result is None:
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+        if not result.ok:
+            raise SimError(result.error.message or result.error.name)
+        return result
+
+    def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
+                      prefix: str = "topic-") -> list[str]:
+        brokers = [m for m in self.engine.ordered() if m.state.is_broker]
+        rf = replication_factor if replication_factor is not None else min(3, len(brokers))
+        if self._wait_leader() is None or self.engine.controller is None:
+            raise SimError("Timed out waiting for a node assignment: no active controller")
+        image = self.engine.controller.image
+        names: list[str] = []
+        i = 0
+        while len(names) < count:
+            if image.topics.get_topic_by_name(f"{prefix}{i}") is None:
+                names.append(f"{prefix}{i}")
+            i += 1
+        request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf) for n in names),
+                                      seed=self.seed * 1_000_003 + len(image.topics))
+        result = self._controller_call(lambda ctx: create_topics(ctx, request))
+        errors = [t for t in result.response.topics if t.error_code != 0]
+        self._finish_op("create-topics")
+        if errors:
+            raise SimError(errors[0].error_message or f"CreateTopics failed for {errors[0].name}")
+        return names
+
+    def delete_topics(self, names: Sequence[str]) -> None:
+        request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))
+        result = self._controller_call(lambda ctx: delete_topics(ctx, request))
+        errors = [t for t in result.response.responses if t.error_code != 0]
+        self._finish_op("delete-topics")
+        if errors:
+            raise SimError(errors[0].error_message or f"DeleteTopics failed for {errors[0].name}")
+
+    def update_features(self, updates: Mapping[str, Any], validate_only: bool
+                        ) -> tuple[UpdateFeaturesResponse | None, list[MvChangeReport]]:
+        """UpdateFeatures to the active controller (None without one), then replication; the
+        KIP-778 metadata.version changes the nodes carried out come back with what they dropped."""
+        e = self.engine
+        running = [m for m in e.ordered() if m.running and m.node is not None]
+        before = {m.id: len(m.node.mv_changes()) for m in running}  # type: ignore[union-attr]
+        snaps_before = {m.id: len(m.node.snapshot_events()) for m in running}  # type: ignore[union-attr]
+        request = UpdateFeaturesRequest(tuple(updates[f] for f in sorted(updates)), validate_only)
+
+        def call(leader: Member) -> Any:
+            assert e.controller is not None
+            answer = e.controller.update_features(request)
+            e.kraft_version = e.controller.kraft_version
+            return answer
+
+        result = self._client_request(call)
+        if result is None:
+            return None, []
+        reports: list[MvChangeReport] = []
+        for m in running:
+            if m.node is None:
+                continue
+            new = m.node.mv_changes()[before.get(m.id, 0):]
+            events = [x for x in m.node.snapshot_events()[snaps_before.get(m.id, 0):] if x.emitted]
+            names = tuple(Path(x.result.path).name for x in events if x.result is not None)
+            reports += [MvChangeReport(m.id, off, ch, names) for off, ch in new]
+        self._mv_reports.extend(reports)
+        for r in reports:
+            e.emit(r.node_id, "feature", {"offset": r.offset, "metadata_version": r.change.new_level,
+                                          "lossless": r.change.lossless})
+        if reports and any(not r.change.lossless for r in reports) and e.leader_member() is not None:
+            lead = e.leader_member()
+            assert lead is not None
+            e._drop_controller(lead)
+            e._activate_controller(lead)  # reload from the lossy snapshot
+        return result.response, reports
+
+    def features(self, action: str, *, metadata: str | None = None, release_version: str | None = None,
+                 features: Mapping[str, int] | Sequence[str] | None = None, unsafe: bool = False,
+                 dry_run: bool = False) -> list[str]:
+        """kafka-features upgrade|downgrade|disable of the active controller's release; its lines."""
+        if isinstance(features, Mapping):
+            feats = [f"{k}={v}" for k, v in sorted(features.items())]
+        else:
+            feats = list(features or [])
+        lines: list[str] = []
+        leader = self.engine.leader_member() or next((m for m in self.engine.ordered() if m.running), None)
+        tool = self.catalog.at_release(leader.state.release if leader is not None
+                                       else self.engine.ordered()[0].state.release)
+        before = {k: v for k, v in self.finalized().items()}
+        try:
+            features_tool.update(self, tool, action, metadata=metadata, release_version=release_version,  # type: ignore
+                                 features=feats, unsafe=unsafe, dry_run=dry_run, out=lines.append)
+        except ToolFailure as err:
+            raise SimError("\n".join(lines + [str(err)])) from None
+        finally:
+            after = self.finalized()
+            if after != before:
+                self.engine.emit(self.leader(), "feature", {"before": before, "after": after})
+            self._finish_op("features")
+        return lines

@@ -1,0 +1,178 @@
+"""Cluster directories of both simulators, for the CLI: which one made a directory, a view
+of an event-simulator cluster that the kafka-features tool can use, and its status.
+
+`cluster.json` format 1 is SimCluster's (ticks); format 2 is Simulation's (events).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from kraftsim.errors import KraftsimError
+from kraftsim.image import load_path
+from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
+from kraftsim.sim.node import NodeState, SimNode, node_directory
+from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
+from kraftsim.sim.types import SimError
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_quorum_state
+from kraftsim.versions import Catalog, load_catalog
+
+TICKS, EVENTS = "ticks", "events"
+
+
+def engine_of(directory: Path | str) -> str:
+    """"events" when the directory's cluster.json is the event simulator's, else "ticks"
+    (a missing or broken file is reported by whichever opens it)."""
+    try:
+        head = json.loads((Path(directory) / STATE_FILE).read_bytes())
+    except (OSError, ValueError):
+        return TICKS
+    return EVENTS if isinstance(head, dict) and head.get("format") == STATE_FORMAT else TICKS
+
+
+def catalog_path(directory: Path | str) -> str | None:
+    """The user catalog a cluster was created with (None: the shipped one)."""
+    if engine_of(directory) == EVENTS:
+        return read_saved(Path(directory)).catalog
+    from kraftsim.sim.cluster import read_state
+    return read_state(Path(directory)).catalog
+
+
+class _States:
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+
+    def node(self, node_id: int) -> NodeState:
+        return self.sim.engine.member(node_id).state
+
+
+class SimulationView:
+    """What kraftsim.sim.features_tool asks of a cluster, answered by a Simulation."""
+
+    def __init__(self, sim: Simulation):
+        self.sim = sim
+        self.catalog: Catalog = sim.catalog
+        self.state = _States(sim)
+
+    @property
+    def nodes(self) -> dict[int, SimNode]:
+        return {m.id: m.node for m in self.sim.engine.ordered() if m.node is not None}
+
+    def running_nodes(self) -> list[SimNode]:
+        return [m.node for m in self.sim.engine.ordered() if m.running and m.node is not None]
+
+    def leader_node(self) -> SimNode | None:
+        m = self.sim.engine.leader_member()
+        if m is None:  # a passive view: the leader a majority's quorum-state names
+            leader = simulation_status(self.sim.directory)["leader"]
+            m = None if leader is None else self.sim.engine.member(leader)
+        return None if m is None else m.node
+
+    def update_features(self, updates: Mapping[str, Any], validate_only: bool
+                        ) -> tuple[Any, list[MvChangeReport]]:
+        return self.sim.update_features(updates, validate_only)
+
+    def __enter__(self) -> SimulationView:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.sim.close()
+
+
+def open_for_tool(directory: Path | str, *, passive: bool, emit=print):  # type: ignore[no-untyped-def]
+    """A cluster for kraftsim.sim.features_tool: SimCluster, or a view of a Simulation
+    (passive: the nodes' replicas loaded, nothing run or written; else it settles first,
+    so an update finds a leader when the quorum has one)."""
+    if engine_of(directory) == TICKS:
+        return SimCluster.open(directory, emit=emit, passive=passive)
+    sim = Simulation.open(directory, passive=passive)
+    if not passive:
+        sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
+    return SimulationView(sim)
+
+
+def simulation_status(directory: Path | str) -> dict[str, Any]:
+    """`cluster status` of an event-simulator cluster, read from its files only (nothing
+    runs, nothing is written): cluster.json, each node's quorum-state, log and image."""
+    d = Path(directory)
+    saved = read_saved(d)
+    catalog = load_catalog(saved.catalog)
+    nodes = []
+    leaders: dict[tuple[int, int], int] = {}
+    for n in saved.nodes:
+        meta = node_directory(d, n.id) / METADATA_DIR_NAME
+        qs = read_quorum_state(meta / "quorum-state") if (meta / "quorum-state").exists() else None
+        if qs is not None and qs.leader_id >= 0:
+            leaders[(qs.leader_epoch, qs.leader_id)] = leaders.get((qs.leader_epoch, qs.leader_id), 0) + 1
+        with MetadataLog.open(meta, read_only=True) as log:
+            end = log.log_end_offset
+        try:
+            image = load_path(meta, catalog=catalog).image
+            finalized = dict(image.features.finalized)
+            mv = image.features.metadata_version
+            if mv is not None:
+                finalized["metadata.version"] = mv
+        except KraftsimError as e:  # shown, not raised: status reports what it can read
+            image, finalized = None, {"error": str(e)}  # type: ignore[dict-item]
+        nodes.append({"id": n.id, "roles": list(n.roles), "release": n.release, "state": n.status,
+                      "running": n.status == "running", "voter": n.id in saved.voters,
+                      "epoch": None if qs is None else qs.leader_epoch,
+                      "leader": None if qs is None or qs.leader_id < 0 else qs.leader_id,
+                      "log_end_offset": end, "finalized_in_log": finalized, "detail": n.detail,
+                      "supported": {k: list(v) for k, v in sorted(catalog.at_release(n.release)
+                                                                  .supported_features().items())}})
+    majority = len(saved.voters) // 2 + 1
+    known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
+    epoch, leader = max(known) if known else (max((e for e, _ in leaders), default=0), None)
+    # Registrations and fencing as the leader's log says (what its controller replays).
+    if leader is not None:
+        try:
+            image = load_path(node_directory(d, leader) / METADATA_DIR_NAME, catalog=catalog).image
+        except KraftsimError:
+            image = None
+        incarnations = {n.id: n.incarnation for n in saved.nodes}
+        for n in nodes:
+            reg = image.cluster.broker(n["id"]) if image is not None and "broker" in n["roles"] else None
+            n["registration"] = None if reg is None else {
+                "epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
+                "incarnation": str(reg.incarnation_id),
+                "current_incarnation": str(reg.incarnation_id) == incarnations[n["id"]]}
+    return {"directory": str(d), "engine": EVENTS, "cluster_id": saved.cluster_id, "seed": saved.seed,
+            "time_ms": saved.now_ms, "policies": list(saved.policies), "voters": list(saved.voters),
+            "leader": leader, "epoch": epoch, "partition": saved.partition, "nodes": nodes}
+
+
+def simulation_status_lines(status: dict[str, Any]) -> list[str]:
+    leader = status["leader"]
+    lines = [f"Cluster {status['cluster_id']} in {status['directory']} (event simulator, seed {status['seed']}, "
+             f"virtual time {status['time_ms']} ms"
+             + (f", policies: {', '.join(status['policies'])}" if status["policies"] else "") + ")",
+             f"Voters: {','.join(str(v) for v in status['voters'])}; "
+             + (f"leader: node {leader}, epoch {status['epoch']}" if leader is not None
+                else f"no leader known to a majority (last epoch {status['epoch']})")]
+    if status["partition"]:
+        lines.append("Network partition: " + " | ".join(",".join(map(str, g)) for g in status["partition"]))
+    lines += ["", "ID  ROLES              RELEASE  STATE    EPOCH  LEADER  LOG-END  FINALIZED (in its log)"]
+    for n in status["nodes"]:
+        fin = ", ".join(f"{k}={v}" for k, v in sorted(n["finalized_in_log"].items()))
+        lines.append(f"{n['id']:<3} {'+'.join(n['roles']):<18} {n['release']:<8} {n['state']:<8} "
+                     f"{'-' if n['epoch'] is None else n['epoch']:<6} {'-' if n['leader'] is None else n['leader']:<7} "
+                     f"{n['log_end_offset']:<8} {fin}")
+        reg = n.get("registration")
+        if reg is not None:
+            state = "fenced" if reg["fenced"] else "unfenced"
+            lines.append(f"    broker epoch {reg['epoch']}, {state}"
+                         + ("" if reg["current_incarnation"] else " (an earlier incarnation)"))
+        if n["detail"]:
+            lines.append(f"    {n['detail']}")
+    return lines
+
+
+__all__ = ["EVENTS", "TICKS", "SimError", "SimulationView", "catalog_path", "engine_of", "open_for_tool",
+           "simulation_status", "simulation_status_lines"]

@@ -1,0 +1,467 @@
+"""The Engine: nodes, the event loop, faults, and the active controller of the event-driven
+simulation. Raft is in `raft`, the broker/controller lifecycle in `lifecycle`, the
+invariants in `invariants`; `Simulation` (the public API) drives an Engine.
+
+Every node runs its own process: its log replica in Kafka's bytes under
+`node-<id>/__cluster_metadata-0`, its loader (fed only committed batches), and its raft
+state in `quorum-state`. The leader's QuorumController (kraftsim.controller) writes every
+metadata record. Everything happens as an event on the virtual clock; the invariants are
+checked as the events change things (see `invariants`).
+
+Faults: `crash` loses what the node has not flushed (its log file is cut back to its last
+flush); `stop` is clean; `start` may change the release; on a stopped node `torn_tail`
+leaves half of the last batch on disk (start-up recovery cuts it, as Kafka's does) and
+`wipe` empties the metadata log directory (the node catches up from the leader, by
+snapshot when the leader's log no longer starts at 0).
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from kraftsim.controller.activation import ActivationError
+from kraftsim.controller.context import ControllerConfig, ControllerContext
+from kraftsim.controller.quorum_controller import QuorumController
+from kraftsim.controller.result import ControllerResult
+from kraftsim.errors import KraftsimError
+from kraftsim.image import RetentionSettings, registry_for
+from kraftsim.sim.cluster import incarnation_id
+from kraftsim.sim.events import Message, Network, Scheduler
+from kraftsim.sim.invariants import Checker
+from kraftsim.sim.lifecycle import (
+    LIFECYCLE_HANDLERS,
+    TRANSIENT_REFUSALS,
+    LifecycleMixin,
+)
+from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.node import NodeState, SimNode, node_directory
+from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.types import (
+    CRASHED,
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    SimConfig,
+    SimError,
+    SimEvent,
+)
+from kraftsim.storage import METADATA_DIR_NAME, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage.fileio import atomic_write
+from kraftsim.storage.names import segment_file_name, snapshot_file_name
+from kraftsim.versions import Catalog
+
+DOWN = (STOPPED, CRASHED, FAILED)
+
+
+class Engine(RaftMixin, LifecycleMixin):
+    """See the module docstring. `emit_event` receives every timeline event."""
+
+    _handlers = {**RAFT_HANDLERS, **LIFECYCLE_HANDLERS}
+
+    def __init__(self, directory: Path, *, cluster_id: str, seed: int, now_ms: int, voters: Sequence[int],
+                 catalog: Catalog, config: SimConfig, policies: Sequence[str], kraft_version: int = 0,
+                 rng_salt: str = "", fsync: bool = False, on_event: Callable[[SimEvent], None] | None = None):
+        self.directory = Path(directory)
+        self.cluster_id = cluster_id
+        self.seed = seed
+        self.catalog = catalog
+        self.config = config
+        self.policies = tuple(policies)
+        self.voters = tuple(sorted(voters))
+        self.kraft_version = kraft_version
+        self.config_fsync = fsync
+        self.rng = random.Random(f"kraftsim:{seed}:events{rng_salt}")
+        self.sched = Scheduler(now_ms)
+        self.net = Network(self.sched, self.rng, delay_ms=(config.network_delay_min_ms, config.network_delay_max_ms),
+                           loss=config.message_loss, deliver=self._deliver, emit=self.emit)
+        self.members: dict[int, Member] = {}
+        self.controller: QuorumController | None = None
+        self.controller_id: int | None = None
+        self.on_event = on_event
+        self.checker = Checker(self._violation)
+        self.checker.members = self.members
+        self.checker.voters = self.voters
+        self.current_event = "start"
+        self.deep_every_event = False
+        self.events_run = 0
+        self.registry = registry_for(catalog)
+        #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
+        self.snapshots_taken = 0
+        self._snapshots_seen: dict[int, int] = {}
+
+    # -------------------------------------------------------------- basics
+
+    @property
+    def now(self) -> int:
+        return self.sched.now_ms
+
+    @property
+    def kip_778(self) -> bool:
+        return "kip-778" in self.policies
+
+    def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None:
+        if self.on_event is not None and self.net.verbose:
+            self.on_event(SimEvent(self.now, node, kind, details))
+
+    def _violation(self, result: InvariantResult) -> None:
+        self.emit(None, "invariant", {"name": result.name, "detail": result.detail})
+
+    def describe_event(self) -> str:
+        return self.current_event
+
+    def member(self, node_id: int) -> Member:
+        m = self.members.get(node_id)
+        if m is None:
+            raise SimError(f"the cluster has no node {node_id}")
+        return m
+
+    def ordered(self) -> list[Member]:
+        return [self.members[i] for i in sorted(self.members)]
+
+    def leader_member(self) -> Member | None:
+        if self.controller_id is None:
+            return None
+        m = self.members.get(self.controller_id)
+        return m if m is not None and m.running and m.role == LEADER else None
+
+    # -------------------------------------------------------------- the loop
+
+    def step(self) -> bool:
+        """Run the next event; False when there is none."""
+        if not len(self.sched):
+            return False
+        time_ms, label, node, action = self.sched.pop()
+        self.events_run += 1
+        self.current_event = f"event #{self.events_run} ({label} on node {node} at {time_ms} ms)"
+        action()
+        if self.deep_every_event:
+            self.checker.deep(self.current_event, self.ordered())
+        return True
+
+    def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
+        """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
+        checked_at = None
+        while True:
+            nxt = self.sched.next_time()
+            if stop is not None and checked_at != self.now and (nxt is None or nxt > self.now):
+                checked_at = self.now  # once per instant: after every event of this millisecond ran
+                if stop():
+                    return True
+            if nxt is None or nxt > end_ms:
+                self.sched.now_ms = max(self.sched.now_ms, end_ms)
+                return stop is not None and stop()
+            self.step()
+
+    def check_deep(self, label: str) -> None:
+        self.checker.deep(f"{label} at {self.now} ms", self.ordered())
+
+    # -------------------------------------------------------------- nodes
+
+    def add_member(self, state: NodeState, status: str) -> Member:
+        m = Member(state=state, voter=state.id in self.voters, status=status)
+        self.members[state.id] = m
+        return m
+
+    def _make_node(self, m: Member) -> SimNode:
+        return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
+                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
+
+    def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
+                     resume: bool = False) -> str | None:
+        """Start the node's process (on `release`); returns Kafka's text when it cannot start.
+        A new process has a new incarnation id (`new_process=False`: its first start, or a
+        process a reopened simulation `resume`s, leading on if it led)."""
+        if m.running:
+            return None
+        if release is not None:
+            self.catalog.find_release(release)
+            m.state.release = release
+        if new_process:
+            m.state.starts += 1
+            m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
+            m.broker_epoch = None
+        node = self._make_node(m)
+        m.node = node
+        self._snapshots_seen[m.id] = 0
+        m.status = RUNNING
+        m.state.running = True
+        m.detail = None
+        m.voter = m.id in self.voters
+        try:
+            node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
+                      retention=RetentionSettings(self.config.retention_bytes, -1),
+                      segment_bytes=self.config.segment_bytes)
+        except KraftsimError as e:
+            self._fail_start(m, str(e))
+            return m.detail
+        for action in node.log.recovery if node.log is not None else ():
+            self.emit(m.id, "recovery", {"action": action.describe()})
+        if m.state.is_controller:
+            try:
+                levels = self._finalized_on_disk(node)
+            except KraftsimError as e:
+                self._fail_start(m, str(e))
+                return m.detail
+            refusal = node.replay_refusal(levels)
+            if refusal is not None:
+                self._fail_start(m, refusal)
+                return refusal
+        qs_path = node.metadata_dir / "quorum-state"
+        if qs_path.exists():
+            qs = read_quorum_state(qs_path)
+            m.epoch = qs.leader_epoch
+            m.leader = None if qs.leader_id < 0 else qs.leader_id
+            m.voted = None if qs.voted_id < 0 else qs.voted_id
+        else:
+            m.epoch, m.leader, m.voted = 0, None, None
+        self.checker.restarted(m.id)
+        m.shutdown_wanted = m.shutdown_done = False
+        m.controller_registered = False
+        self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
+                                  "log_end_offset": node.log.log_end_offset if node.log else 0})
+        self._raft_start(m, resume=resume)
+        self._lifecycle_start(m)
+        return None
+
+    def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
+        """The finalized levels the node's snapshot and log hold (what its controller would
+        replay at start-up), read with the full catalog's records."""
+        assert node.loader is not None and node.log is not None
+        levels = dict(node.loader.image.features.all_levels())
+        for e in node.log.entries(node.loader.last_offset + 1, self.registry):
+            if e.record_type.name == "FeatureLevelRecord":
+                levels[e.message.name] = e.message.feature_level
+        return levels
+
+    def _fail_start(self, m: Member, text: str) -> None:
+        self.emit(m.id, "failed", {"text": text})
+        if m.node is not None:
+            m.node.close()
+        m.node = None
+        m.state.running = False
+        m.status, m.detail = FAILED, text
+
+    def _halt(self, m: Member, detail: str | None, status: str) -> None:
+        """The process ends (whatever flushed stays on disk; see `crash` for what does not)."""
+        if m.role == LEADER:
+            self._lose_leadership(m)
+        if m.node is not None:
+            if m.node.log is not None and m.voter:
+                self._persist(m)
+            m.node.close()
+        m.node = None
+        m.state.running = False
+        m.status, m.detail = status, detail
+        m.role = "unattached"
+        m.timer_gen += 1
+        m.lifecycle_gen += 1
+        m.parked, m.matched, m.last_fetch_from = {}, {}, {}
+        m.fetch_in_flight = m.snapshot_in_flight = False
+        m.high_watermark = None
+
+    def crash(self, m: Member) -> None:
+        if not m.running:
+            return
+        lost = m.log.log_end_offset - m.flushed_end
+        if lost > 0:
+            self.checker.truncating(self.current_event, m, m.flushed_end)
+            m.log.truncate_to(m.flushed_end)
+            m.disk_gen += 1
+        self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
+        self._halt(m, None, CRASHED)
+
+    def stop(self, m: Member, timeout_ms: int) -> None:
+        """A clean shutdown; a registered broker first finishes its controlled shutdown."""
+        if not m.running:
+            return
+        self.emit(m.id, "stopping", {"roles": m.state.role_text, "release": m.state.release})
+        if m.state.is_broker and m.broker_epoch is not None and m.leader is not None:
+            m.shutdown_wanted = True
+            if m.leader is not None:
+                self._send_heartbeat(m, m.leader)
+            self.run_until(self.now + timeout_ms, lambda: m.shutdown_done or not m.running)
+            if m.shutdown_done:
+                self.emit(m.id, "controlled-shutdown", {"broker_epoch": m.broker_epoch})
+        if not m.running:
+            return
+        if m.role == LEADER:
+            for v in self.voters:
+                if v != m.id:
+                    self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
+        m.state.previous_broker_epoch = m.broker_epoch if m.broker_epoch is not None else -1
+        self.emit(m.id, "stop", {"log_end_offset": m.log.log_end_offset})
+        self._halt(m, None, STOPPED)
+
+    # -------------------------------------------------------------- disk faults (node down)
+
+    def torn_tail(self, m: Member) -> None:
+        m.disk_gen += 1
+        d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
+        segments = sorted(p for p in d.glob("*.log") if p.stat().st_size > 0)
+        if not segments:
+            raise SimError(f"node {m.id}: its metadata log is empty; there is no tail to tear")
+        path = segments[-1]
+        data = path.read_bytes()
+        pos, last = 0, 0
+        while pos + 12 <= len(data):
+            length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
+            last = pos
+            pos += 12 + length
+        size = len(data) - last
+        with open(path, "r+b") as f:
+            f.truncate(last + max(1, size // 2))
+        self.emit(m.id, "disk-fault", {"kind": "torn-tail", "file": path.name, "position": last,
+                                       "bytes_left": max(1, size // 2), "batch_bytes": size})
+
+    def wipe(self, m: Member) -> None:
+        m.disk_gen += 1
+        d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
+        removed = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True, exist_ok=True)
+        m.epoch, m.leader, m.voted = 0, None, None
+        self.emit(m.id, "disk-fault", {"kind": "wipe", "files": removed})
+
+    # -------------------------------------------------------------- snapshots
+
+    def _install_snapshot(self, m: Member, sid: Any, data: bytes) -> None:
+        """A fetched snapshot replaces the node's log: the log starts again after it (Kafka's
+        truncateFullyAndStartAt), and the loader reloads from it."""
+        node = m.node
+        assert node is not None and node.log is not None
+        m.disk_gen += 1
+        self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset))
+        d = node.metadata_dir
+        atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)
+        node.close()
+        for p in sorted(d.glob("*.log")):
+            p.unlink()
+        (d / segment_file_name(sid.end_offset)).write_bytes(b"")
+        fresh = self._make_node(m)
+        fresh.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
+                   retention=RetentionSettings(self.config.retention_bytes, -1), segment_bytes=self.config.segment_bytes)
+        m.node = fresh
+        self._snapshots_seen[m.id] = 0
+        m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
+        if m.high_watermark is not None and m.high_watermark < sid.end_offset:
+            m.high_watermark = sid.end_offset
+
+    def take_snapshot(self, m: Member) -> Path | None:
+        node = m.node
+        if node is None or node.generator is None or node.image is None or node.applied_offset < 0:
+            return None
+        result = node.generator.emitter.maybe_emit(node.image)
+        self.snapshots_taken += 1
+        if result is None:
+            return None
+        self.emit(m.id, "snapshot", {"end_offset": result.snapshot_id.end_offset, "epoch": result.snapshot_id.epoch,
+                                     "records": result.records})
+        return Path(result.path)
+
+    # -------------------------------------------------------------- committed data to loaders
+
+    def _apply(self, m: Member) -> None:
+        node = m.node
+        if node is None or node.loader is None or m.high_watermark is None:
+            return
+        before = node.applied_offset
+        found = node.apply_committed(m.high_watermark)
+        if node.applied_offset != before:
+            self.checker.applied(self.current_event, m)
+            self._after_apply(m, before)
+        if found is not None:
+            if m.state.is_broker and m.broker_epoch is None:
+                # Still starting (not registered): it applies nothing more; its registration
+                # is refused by the controller with Kafka's text, and it stays fenced.
+                self.emit(m.id, "blocked", {"text": found.text(), "offset": node.applied_offset + 1})
+            else:
+                self._react(m, found)
+
+    def _after_apply(self, m: Member, before: int) -> None:
+        node = m.node
+        assert node is not None
+        events = node.snapshot_events()
+        seen = self._snapshots_seen.get(m.id, 0)
+        self._snapshots_seen[m.id] = len(events)
+        for e in events[seen:]:
+            if e.result is not None:
+                self.emit(m.id, "snapshot", {"end_offset": e.result.snapshot_id.end_offset,
+                                             "epoch": e.result.snapshot_id.epoch, "reason": e.reason})
+
+    # -------------------------------------------------------------- the active controller
+
+    def _activate_controller(self, m: Member) -> None:
+        node = m.node
+        assert node is not None and node.log is not None
+        config = ControllerConfig(cluster_id=self.cluster_id, policies=frozenset(self.policies),
+                                  broker_session_timeout_ms=self.config.broker_session_timeout_ms,
+                                  max_idle_interval_ms=self.config.metadata_max_idle_interval_ms)
+        start = node.log.log_end_offset
+        try:
+            qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
+                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version)
+            qc.activate(read_bootstrap_dir(node.directory))
+        except (ActivationError, KraftsimError) as e:
+            self.emit(m.id, "failed", {"text": str(e)})
+            self._halt(m, str(e), FAILED)
+            return
+        self.controller, self.controller_id = qc, m.id
+        self._appended(m, start)
+        epoch = m.epoch
+        self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
+                         lambda: self._leader_tick(m, epoch))
+
+    def _drop_controller(self, m: Member) -> None:
+        if self.controller_id == m.id:
+            self.controller, self.controller_id = None, None
+
+    def _execute(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult | None:
+        m = self.leader_member()
+        if self.controller is None or m is None:
+            return None
+        start = m.log.log_end_offset
+        result = self.controller.execute(rule)
+        if m.log.log_end_offset > start:
+            self.kraft_version = self.controller.kraft_version
+            self._appended(m, start)
+        return result
+
+    # -------------------------------------------------------------- stability
+
+    def stable(self) -> bool:
+        """A leader with an active controller; every running node follows it and has applied
+        all it committed; every live broker registered (or refused for good) and unfenced;
+        every controller registered where its software and metadata.version call for it."""
+        leader = self.leader_member()
+        if leader is None or self.controller is None or leader.high_watermark is None:
+            return False
+        hw = leader.high_watermark
+        if hw < leader.log.log_end_offset:
+            return False  # something appended is not committed yet
+        image = self.controller.image
+        for m in self.members.values():
+            if not m.running:
+                continue
+            if m.leader != leader.id or m.applied < hw - 1:
+                return False
+            if m.node is not None and m.node.blocked is not None:
+                return False
+            if m.state.is_broker:
+                reg = image.cluster.broker(m.id)
+                if m.detail and not any(t in m.detail for t in TRANSIENT_REFUSALS) and m.broker_epoch is None:
+                    continue
+                if reg is None or str(reg.incarnation_id) != m.state.incarnation or reg.fenced:
+                    return False
+            if m.state.is_controller and self._controller_registration_due(m):
+                creg = image.cluster.controller(m.id)
+                if creg is None or str(creg.incarnation_id) != m.state.incarnation:
+                    return False
+        return True
+
+
+__all__ = ["DOWN", "Engine", "Message"]

@@ -1,0 +1,112 @@
+"""The event loop's parts: a seeded scheduler on virtual milliseconds and a simulated network.
+
+Scheduler: a priority queue of (time, sequence number, action). The sequence number makes
+ties deterministic (first scheduled, first run), so one seed and one sequence of
+operations always run the same events in the same order.
+
+Network: every message between nodes goes through `send`. It is dropped when its ends
+are in different partition groups (at sending or at delivery), or with the configured
+loss probability; otherwise it arrives after a seeded delay. Order between two nodes is
+not guaranteed, as with separate TCP connections after reconnects.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+Action = Callable[[], None]
+
+
+@dataclass(slots=True)
+class Message:
+    """One request or response between two nodes: `kind` names it, `epoch` is the sender's
+    quorum epoch, `data` its fields."""
+
+    src: int
+    dst: int
+    kind: str
+    epoch: int
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Scheduler:
+    """Timed actions on a virtual clock; `label` says what an action is (for the timeline and
+    for naming the event an invariant broke in)."""
+
+    def __init__(self, now_ms: int):
+        self.now_ms = now_ms
+        self._heap: list[tuple[int, int, str, int | None, Action]] = []
+        self._seq = 0
+        self.executed = 0
+
+    def at(self, time_ms: int, label: str, node: int | None, action: Action) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (max(time_ms, self.now_ms), self._seq, label, node, action))
+
+    def after(self, delay_ms: int, label: str, node: int | None, action: Action) -> None:
+        self.at(self.now_ms + delay_ms, label, node, action)
+
+    def next_time(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> tuple[int, str, int | None, Action]:
+        time_ms, _, label, node, action = heapq.heappop(self._heap)
+        self.now_ms = time_ms
+        self.executed += 1
+        return time_ms, label, node, action
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
+class Network:
+    """Seeded delay and loss, and partitions (see the module docstring)."""
+
+    def __init__(self, scheduler: Scheduler, rng: random.Random, *, delay_ms: tuple[int, int], loss: float,
+                 deliver: Callable[[Message], None], emit: Callable[[int | None, str, dict[str, Any]], None]):
+        self.scheduler = scheduler
+        self.rng = rng
+        self.delay_ms = delay_ms
+        self.loss = loss
+        self.deliver = deliver
+        self.emit = emit
+        self.groups: dict[int, int] = {}  # node -> partition group; absent: the "everyone else" group
+        self.verbose = True
+
+    def reachable(self, a: int, b: int) -> bool:
+        return self.groups.get(a, -1) == self.groups.get(b, -1)
+
+    def partition(self, groups: Sequence[Sequence[int]]) -> None:
+        self.groups = {n: i for i, g in enumerate(groups) for n in g}
+
+    def heal(self) -> None:
+        self.groups = {}
+
+    def describe(self) -> Mapping[int, int]:
+        return dict(sorted(self.groups.items()))
+
+    def send(self, msg: Message) -> None:
+        if not self.reachable(msg.src, msg.dst):
+            self._drop(msg, "partitioned")
+            return
+        if self.loss > 0 and self.rng.random() < self.loss:
+            self._drop(msg, "lost")
+            return
+        lo, hi = self.delay_ms
+        delay = lo if hi <= lo else self.rng.randint(lo, hi)
+        if self.verbose:
+            self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
+        self.scheduler.after(delay, msg.kind, msg.dst, lambda: self._arrive(msg))
+
+    def _arrive(self, msg: Message) -> None:
+        if not self.reachable(msg.src, msg.dst):
+            self._drop(msg, "partitioned")
+            return
+        self.deliver(msg)
+
+    def _drop(self, msg: Message, why: str) -> None:
+        self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": why})

@@ -1,0 +1,234 @@
+"""The invariants, checked as the simulation runs; each failure names the event, node and offsets.
+
+Cheap ones are checked on every change that could break them (which is after every event
+that changes anything):
+
+- OneLeaderPerEpoch: no two nodes win the same epoch.
+- ConsistentCommittedData: when a leader moves its high watermark, a majority of voters
+  hold every batch below it, byte for byte as the leader does; a batch once committed is
+  never appended differently nor truncated away on a node that holds it.
+- MonotonicHighWatermark: a node's high watermark never goes back while it runs.
+- BrokersApplyOnlyCommitted: no node's loader gets past the highest committed offset.
+
+Deep ones replay files and run at the end of every operation (and after every event with
+`deep=True`):
+
+- ImageMatchesLog: every running node's image equals a replay of its own snapshot and log
+  up to the offset it applied.
+- SnapshotMatchesLog: every snapshot a node holds equals a replay of that node's log up to
+  the snapshot's offset (where the log still reaches back that far).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from kraftsim.image import MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
+from kraftsim.sim.member import Member, entry_at
+from kraftsim.sim.types import INVARIANTS, InvariantResult
+from kraftsim.storage import read_snapshot
+from kraftsim.storage.snapshot import snapshot_path
+
+if TYPE_CHECKING:
+    from kraftsim.storage import MetadataLog
+
+
+class Checker:
+    """Keeps what the invariants need (committed batches, leaders per epoch, high watermarks)."""
+
+    def __init__(self, report: Callable[[InvariantResult], None]):
+        self.report = report
+        self.failures: dict[str, InvariantResult] = {}
+        self.leaders: dict[int, int] = {}
+        self.committed: dict[int, tuple[int, int, int]] = {}  # base offset -> (last offset, epoch, crc of bytes)
+        self.committed_end = 0
+        self.hw: dict[int, int] = {}
+        self.voters: tuple[int, ...] = ()
+        self.members: dict[int, Member] = {}
+        self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
+        self._snapshots_checked: set[tuple[int, int, int]] = set()
+
+    def fail(self, name: str, detail: str) -> None:
+        result = InvariantResult(name, False, detail)
+        if name not in self.failures:
+            self.failures[name] = result
+        self.report(result)
+
+    def results(self) -> list[InvariantResult]:
+        return [self.failures.get(n, InvariantResult(n, True, None)) for n in INVARIANTS]
+
+    # -------------------------------------------------------------- leaders and high watermarks
+
+    def leader_elected(self, event: str, node: int, epoch: int) -> None:
+        other = self.leaders.setdefault(epoch, node)
+        if other != node:
+            self.fail("OneLeaderPerEpoch", f"{event}: node {node} became leader of epoch {epoch}, "
+                                           f"which node {other} already leads")
+
+    def restarted(self, node: int) -> None:
+        self.hw.pop(node, None)
+
+    def high_watermark(self, event: str, m: Member, hw: int) -> None:
+        prev = self.hw.get(m.id)
+        if prev is not None and hw < prev:
+            self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
+        self.hw[m.id] = hw
+        log = m.log
+        if m.role == "leader":
+            holders = [v for v in self.voters if self._holds(v, log, hw)]
+            if len(holders) < len(self.voters) // 2 + 1:
+                self.fail("ConsistentCommittedData",
+                          f"{event}: leader {m.id} (epoch {m.epoch}) committed offsets below {hw} but only "
+                          f"voters {holders} of {list(self.voters)} hold them")
+        start = min(hw, self.committed_end)
+        self._check_or_record(event, m, log, min(start, max(0, hw)), hw, record=hw > self.committed_end)
+        self.committed_end = max(self.committed_end, hw)
+
+    def _holds(self, voter: int, leader_log: MetadataLog, hw: int) -> bool:
+        v = self.members.get(voter)
+        if v is None or v.node is None or v.node.log is None or hw <= 0:
+            return hw <= 0
+        if v.flushed_end < hw:
+            return False
+        mine, theirs = entry_at(leader_log, hw - 1), entry_at(v.log, hw - 1)
+        if mine is None or theirs is None:
+            return mine is None and theirs is None and v.log.log_start_offset >= hw
+        return (mine.base_offset, mine.last_offset, mine.epoch) == (theirs.base_offset, theirs.last_offset, theirs.epoch)
+
+    def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
+        if end <= start:
+            return
+        for fb in log.batches(start):
+            b = fb.batch
+            if b.base_offset >= end:
+                break
+            self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, fb.batch.raw,
+                          record=record)
+
+    def _compare(self, event: str, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
+        crc = zlib.crc32(raw[12:])  # everything after the base offset and length
+        known = self.committed.get(base)
+        if known is None:
+            if record:
+                self.committed[base] = (last, epoch, crc)
+            return
+        if known != (last, epoch, crc):
+            self.fail("ConsistentCommittedData",
+                      f"{event}: node {node} holds a batch at offsets {base}-{last} (epoch {epoch}) that differs "
+                      f"from the committed batch at offsets {base}-{known[0]} (epoch {known[1]})")
+
+    # -------------------------------------------------------------- appends, truncation, applying
+
+    def appended(self, event: str, m: Member, raw: bytes) -> None:
+        base = int.from_bytes(raw[:8], "big", signed=True)
+        if base < self.committed_end:
+            last = base + int.from_bytes(raw[23:27], "big", signed=True)
+            epoch = int.from_bytes(raw[12:16], "big", signed=True)
+            self._compare(event, m.id, base, last, epoch, raw, record=False)
+
+    def truncating(self, event: str, m: Member, offset: int) -> None:
+        """`m` is about to cut its log at `offset` (divergence or a crash)."""
+        held = min(m.log.log_end_offset, self.committed_end)
+        if offset >= held:
+            return
+        for fb in m.log.batches(offset):
+            b = fb.batch
+            if b.base_offset >= held:
+                break
+            known = self.committed.get(b.base_offset)
+            if known is not None and known == (b.last_offset, b.partition_leader_epoch, zlib.crc32(b.raw[12:])):
+                self.fail("ConsistentCommittedData",
+                          f"{event}: node {m.id} truncates its log to offset {offset}, losing the committed batch "
+                          f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")
+                return
+
+    def applied(self, event: str, m: Member) -> None:
+        if m.applied >= self.committed_end:
+            self.fail("BrokersApplyOnlyCommitted",
+                      f"{event}: node {m.id} applied up to offset {m.applied}, but only offsets below "
+                      f"{self.committed_end} are committed")
+
+    # -------------------------------------------------------------- deep checks
+
+    def deep(self, event: str, members: list[Member]) -> None:
+        """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
+        shadow loader of its own that replays the node's files independently; it advances
+        with the node and starts again when the node's files lose data (truncation, crash,
+        disk fault, a fetched snapshot) or its release changes. A restarted node is compared
+        again once it has applied past its shadow."""
+        for m in members:
+            if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
+                continue
+            node = m.node
+            upto = node.applied_offset + 1
+            key = (m.disk_gen, m.state.release)
+            shadow = self._shadows.get(m.id)
+            if shadow is not None and shadow[0] == key and upto <= shadow[1]:
+                self._snapshots(event, m)  # the node (restarted) has not caught up with its shadow yet
+                continue
+            if shadow is None or shadow[0] != key or upto > node.log.log_end_offset:
+                loader = replay_loader(node, upto)
+            else:
+                loader = shadow[2]
+                loader.set_high_watermark(upto)
+                for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
+                    loader.handle_commit([cb])
+            if loader is not None:
+                if image_digest(loader.image) != image_digest(node.loader.image):
+                    self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
+                                                 f"{node.applied_offset}) differs from a replay of its log")
+                self._shadows[m.id] = (key, upto, loader)
+            self._snapshots(event, m)
+
+    def _snapshots(self, event: str, m: Member) -> None:
+        node = m.node
+        assert node is not None and node.log is not None
+        log = node.log
+        for sid in log.snapshot_ids():
+            if sid.end_offset <= 0 or log.log_start_offset > 0:
+                continue  # the log no longer reaches back to its start
+            key = (m.id, sid.end_offset, sid.epoch)
+            if key in self._snapshots_checked:
+                continue
+            self._snapshots_checked.add(key)
+            snap = read_snapshot(snapshot_path(log.directory, sid), node.registry)
+            loader = MetadataLoader(node.catalog, clock_ns=lambda: 0, mv_change=_mv_handling(node))
+            load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            expected = replay_image(node, sid.end_offset, use_snapshots=False)
+            if expected is not None and image_digest(expected) != image_digest(loader.image) and not node.kip_778:
+                self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
+                                                f"(epoch {sid.epoch}) differs from a replay of its log")
+
+
+def _mv_handling(node) -> MvChangeHandling:  # type: ignore[no-untyped-def]
+    return MvChangeHandling.KIP_778 if node.kip_778 else MvChangeHandling.KAFKA
+
+
+def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoader | None:  # type: ignore[no-untyped-def]
+    """A fresh loader fed the node's newest usable snapshot and its log, up to offset `upto`
+    (exclusive); None when the files cannot give it."""
+    log = node.log
+    loader = MetadataLoader(node.catalog, clock_ns=lambda: 0, mv_change=_mv_handling(node))
+    start = log.log_start_offset
+    if use_snapshots:
+        snaps = [s for s in log.snapshot_ids() if s.end_offset > 0 and start <= s.end_offset <= upto]
+        if snaps:
+            sid = snaps[-1]
+            load_snapshot(loader, read_snapshot(snapshot_path(log.directory, sid), node.registry),
+                          end_offset=sid.end_offset, epoch=sid.epoch)
+            start = sid.end_offset
+    elif start > 0:
+        return None
+    if upto > start:
+        loader.set_high_watermark(upto)
+        for cb, _ in committed_batches(log.batches(start), node.registry, start, upto):
+            loader.handle_commit([cb])
+    return loader
+
+
+def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignore[no-untyped-def]
+    """The image `replay_loader` builds (None when the files cannot give it)."""
+    loader = replay_loader(node, upto, use_snapshots=use_snapshots)
+    return None if loader is None else loader.image

@@ -1,0 +1,213 @@
+"""Brokers and controllers talking to the active controller, as events (a mixin of the Engine).
+
+A broker registers (BrokerRegistration), then heartbeats every
+`broker.heartbeat.interval.ms` with the offset its loader has applied; the controller's
+rules (kraftsim.controller.cluster_control) decide its epoch and its fencing: it starts
+fenced, is unfenced once caught up, and is fenced again when its session expires. A
+controller of 3.7 or later registers itself (KIP-919) once the committed metadata.version
+allows it. The active controller expires sessions and writes its idle NoOpRecord on a
+timer of `metadata.max.idle.interval.ms`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kraftsim.controller.cluster_control import (
+    BrokerHeartbeatReply,
+    BrokerHeartbeatRequest,
+    broker_heartbeat,
+    expire_sessions,
+    register_broker,
+    register_controller,
+    unregister_broker,
+)
+from kraftsim.sim.events import Message
+from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.node import Unsupported
+
+#: Refusals a broker keeps retrying quietly: they resolve themselves.
+TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION", "NOT_CONTROLLER", "STALE_BROKER_EPOCH")
+#: How soon a node without a known leader tries again.
+NO_LEADER_RETRY_MS = 250
+
+
+class LifecycleMixin:
+    """The broker/controller lifecycle half of the Engine (see the module docstring)."""
+
+    # -------------------------------------------------------------- the node's side
+
+    def _lifecycle_start(self, m: Member) -> None:
+        m.lifecycle_gen += 1
+        m.fenced = None if not m.state.is_broker else m.fenced
+        self._lifecycle_arm(m, 0)
+
+    def _lifecycle_arm(self, m: Member, delay: int) -> None:
+        gen = m.lifecycle_gen
+
+        def tick() -> None:
+            if m.running and m.lifecycle_gen == gen:
+                self._lifecycle_tick(m)
+
+        self.sched.after(delay, "lifecycle", m.id, tick)
+
+    def _lifecycle_tick(self, m: Member) -> None:
+        leader = m.leader
+        if leader is None or leader == m.id and m.role != LEADER:
+            self._lifecycle_arm(m, NO_LEADER_RETRY_MS)
+            return
+        if m.state.is_controller and self._controller_registration_due(m):
+            self.net.send(Message(m.id, leader, "controller-register", m.epoch,
+                                  {"request": m.node.controller_registration()}))  # type: ignore[union-attr]
+        if m.state.is_broker:
+            if m.broker_epoch is None:
+                request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
+                self.net.send(Message(m.id, leader, "register", m.epoch, {"request": request}))
+            else:
+                self._send_heartbeat(m, leader)
+        self._lifecycle_arm(m, self.config.broker_heartbeat_interval_ms)
+
+    def _send_heartbeat(self, m: Member, leader: int) -> None:
+        request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
+                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted)
+        self.net.send(Message(m.id, leader, "heartbeat", m.epoch, {"request": request}))
+
+    def _controller_registration_due(self, m: Member) -> bool:
+        node = m.node
+        if node is None or not node.registers_controller() or node.image is None:
+            return False
+        mv = node.image.metadata_version
+        if mv is None or not node.catalog.supports("controller_registration", mv):
+            return False
+        reg = node.image.cluster.controller(m.id)
+        return reg is None or str(reg.incarnation_id) != m.state.incarnation
+
+    def _on_register_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if d.get("error"):
+            self._refused(m, "broker", d["error"], d.get("message"))
+            return
+        m.broker_epoch = d["broker_epoch"]
+        m.detail = None
+        m.fenced = True
+        self.emit(m.id, "registered", {"broker_epoch": m.broker_epoch, "release": m.state.release})
+        leader = m.leader
+        if leader is not None:
+            self._send_heartbeat(m, leader)
+
+    def _on_controller_register_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if d.get("error"):
+            self._refused(m, "controller", d["error"], d.get("message"))
+        else:
+            m.controller_registered = True
+            self.emit(m.id, "registered", {"controller": True, "release": m.state.release})
+
+    def _on_heartbeat_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if d.get("error"):
+            if d["error"] in ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED"):
+                m.broker_epoch = None  # register again
+            return
+        reply: BrokerHeartbeatReply = d["reply"]
+        m.fenced = reply.is_fenced
+        if reply.should_shut_down:
+            m.shutdown_done = True
+
+    def _refused(self, m: Member, what: str, error: str, message: str | None) -> None:
+        text = (f"Unable to register {what} {m.id} because the controller returned error {error}"
+                + (f": {message}" if message else ""))
+        if m.detail != text and error not in TRANSIENT_REFUSALS:
+            self.emit(m.id, "refused", {"text": text})
+        m.detail = text
+
+    # -------------------------------------------------------------- the active controller's side
+
+    def _leader_of(self, m: Member, msg: Message, reply_kind: str) -> bool:
+        if m.role == LEADER and self.controller is not None and self.controller_id == m.id:
+            return True
+        self.net.send(Message(m.id, msg.src, reply_kind, m.epoch, {"error": "NOT_CONTROLLER", "message": None}))
+        return False
+
+    def _answer(self, m: Member, msg: Message, reply_kind: str, result: Any, data: dict[str, Any]) -> None:
+        if result is None:
+            data = {"error": "NOT_CONTROLLER", "message": None}
+        elif not result.ok:
+            data = {"error": result.error.name, "message": result.error.message}
+        self.net.send(Message(m.id, msg.src, reply_kind, m.epoch, data))
+
+    def _on_register(self, m: Member, msg: Message) -> None:
+        if not self._leader_of(m, msg, "register-reply"):
+            return
+        request = msg.data["request"]
+        result = self._execute(lambda ctx: register_broker(ctx, request, self.controller.heartbeats))
+        data = {} if result is None or not result.ok else {"broker_epoch": result.response.broker_epoch}
+        self._answer(m, msg, "register-reply", result, data)
+
+    def _on_controller_register(self, m: Member, msg: Message) -> None:
+        if not self._leader_of(m, msg, "controller-register-reply"):
+            return
+        request = msg.data["request"]
+        result = self._execute(lambda ctx: register_controller(ctx, request))
+        self._answer(m, msg, "controller-register-reply", result, {})
+
+    def _on_heartbeat(self, m: Member, msg: Message) -> None:
+        if not self._leader_of(m, msg, "heartbeat-reply"):
+            return
+        request = msg.data["request"]
+        before = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
+        result = self._execute(lambda ctx: broker_heartbeat(ctx, request, self.controller.heartbeats))
+        after = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
+        if before is not None and after is not None and before.fenced != after.fenced:
+            self.emit(request.broker_id, "fence" if after.fenced else "unfence",
+                      {"by": m.id, "broker_epoch": after.epoch})
+        self._answer(m, msg, "heartbeat-reply", result, {} if result is None else {"reply": result.response})
+
+    def _leader_tick(self, m: Member, epoch: int) -> None:
+        """The active controller's periodic work: fence expired sessions, the idle NoOpRecord."""
+        if not m.running or m.role != LEADER or m.epoch != epoch or self.controller_id != m.id:
+            return
+        qc = self.controller
+        if qc is not None:
+            hb = qc.heartbeats
+            if hb.expired_sessions(self.now):
+                result = self._execute(lambda ctx: expire_sessions(ctx, hb))
+                if result is not None and result.ok:
+                    for b in result.response.fenced_brokers:
+                        self.emit(b, "fence", {"by": m.id, "why": "session expired"})
+            start = m.log.log_end_offset
+            if self.controller is not None and self.controller.maybe_write_noop() is not None:
+                self._appended(m, start)
+        for v in self.voters:  # BeginQuorumEpoch again to voters that do not fetch
+            if v != m.id and self.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
+                self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
+        self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
+                         lambda: self._leader_tick(m, epoch))
+
+    # -------------------------------------------------------------- KIP-778 reactions
+
+    def _react(self, m: Member, found: Unsupported) -> None:
+        """A node met a finalized level its software does not support (KIP-778): a broker
+        unregisters and stops, a controller stops (the active one resigns first)."""
+        what = f"Node {m.id} ({m.state.role_text}, Kafka {m.state.release}): {found.text()}"
+        if m.role == LEADER:
+            text = f"{what}; it resigns and stops."
+        elif m.state.is_broker:
+            text = f"{what}; it unregisters and stops."
+        else:
+            text = f"{what}; it stops."
+        self.emit(m.id, "unsupported", {"text": text})
+        registered = m.state.is_broker and m.broker_epoch is not None
+        self._halt(m, f"stopped: {found.text()}", "failed")
+        if registered and self.controller is not None:
+            self._execute(lambda ctx: unregister_broker(ctx, m.id, self.controller.heartbeats))
+
+
+LIFECYCLE_HANDLERS = {
+    "register": LifecycleMixin._on_register,
+    "register-reply": LifecycleMixin._on_register_reply,
+    "controller-register": LifecycleMixin._on_controller_register,
+    "controller-register-reply": LifecycleMixin._on_controller_register_reply,
+    "heartbeat": LifecycleMixin._on_heartbeat,
+    "heartbeat-reply": LifecycleMixin._on_heartbeat_reply,
+}

@@ -1,0 +1,606 @@
+"""KRaft's replication and elections, per node, as events (a mixin of the Engine).
+
+What each node does, in kraftsim's words (Kafka's KafkaRaftClient is the reference):
+
+- Followers and observers (brokers) fetch from the leader with their log end offset and
+  the epoch of their last batch. The leader answers with batches, or with a diverging
+  epoch (the follower truncates to where that epoch ends on the leader, then fetches
+  again), or with the id of its latest snapshot when the offset is below its log start
+  (the follower fetches the snapshot and starts its log after it). A fetch that finds
+  nothing new waits at the leader up to `fetch_max_wait_ms`.
+- A follower flushes what it appended before its next fetch, so the offset it fetches
+  from is durable; the leader flushes its own appends after `append_linger_ms` and only
+  serves and counts what it has flushed. The high watermark is the largest offset a
+  majority of voters holds, and only once that offset lies in the leader's own epoch.
+  Records below it are committed and handed to the node's loader.
+- A voter that hears nothing from a leader (no successful fetch for
+  `fetch_timeout_ms`, or no leader and `election_timeout_ms` plus a random part) starts
+  an election: from 4.0 first a pre-vote (KIP-996) that changes no epoch, then a real
+  one: epoch + 1, a vote for itself in `quorum-state`, VoteRequests. A voter grants at
+  most one vote per epoch, and only to a log at least as up to date as its own (last
+  epoch, then end offset). A majority makes a leader, which writes a LeaderChangeMessage
+  in its epoch and tells the voters (BeginQuorumEpoch).
+- From 3.7 a leader that has not been fetched from by a majority of voters within 1.5
+  times the fetch timeout resigns (check-quorum).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kraftsim.protocol.entries import Payload, encode_control_batch
+from kraftsim.sim.events import Message
+from kraftsim.sim.member import (
+    CANDIDATE,
+    FOLLOWER,
+    LEADER,
+    OBSERVER,
+    PROSPECTIVE,
+    RESIGNED,
+    UNATTACHED,
+    Member,
+    end_offset_for_epoch,
+    entry_at,
+    last_epoch,
+)
+from kraftsim.storage import QuorumState, write_quorum_state
+from kraftsim.storage.names import SnapshotId, snapshot_file_name
+
+#: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
+#: runs pre-votes (KIP-996). Kafka's own release lines.
+CHECK_QUORUM_FROM = (3, 7)
+PRE_VOTE_FROM = (4, 0)
+#: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
+FETCH_MAX_BATCHES = 64
+
+
+class RaftMixin:
+    """The raft half of the Engine (see the module docstring); `self` is the Engine."""
+
+    # -------------------------------------------------------------- quorum-state
+
+    def _persist(self, m: Member) -> None:
+        write_quorum_state(m.node.metadata_dir if m.node else m.state, QuorumState(  # type: ignore[attr-defined]
+            data_version=0, leader_id=-1 if m.leader is None else m.leader, leader_epoch=m.epoch,
+            voted_id=-1 if m.voted is None else m.voted, current_voters=tuple(self.voters)),
+            fsync=self.config_fsync)
+
+    def _release_at_least(self, m: Member, key: tuple[int, int]) -> bool:
+        return self.catalog.find_release(m.state.release).key >= key
+
+    def _majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    # -------------------------------------------------------------- timers
+
+    def _arm(self, m: Member, delay_ms: int, label: str, fire: Any) -> None:
+        """(Re)arm the node's one raft timer; an older timer of the node becomes stale."""
+        m.timer_gen += 1
+        gen = m.timer_gen
+
+        def run() -> None:
+            if m.running and m.timer_gen == gen:
+                fire(m)
+
+        self.sched.after(delay_ms, label, m.id, run)
+
+    def _election_delay(self) -> int:
+        t = self.config.election_timeout_ms
+        return t + self.rng.randint(0, t)
+
+    def _raft_start(self, m: Member, *, resume: bool = False) -> None:
+        """A node's raft layer starts from its quorum-state: a voter that led becomes resigned
+        (it cannot lead the same epoch twice), a voter that followed fetches from that leader.
+        `resume` (a reopened simulation, whose processes never stopped): a leader leads on."""
+        m.high_watermark = None
+        m.matched, m.last_fetch_from, m.parked = {}, {}, {}
+        m.fetch_in_flight = m.snapshot_in_flight = False
+        m.flushed_end = m.log.log_end_offset
+        if not m.voter:
+            m.role = OBSERVER
+            self._fetch(m)
+            return
+        if resume and m.leader == m.id:
+            m.role = LEADER
+            starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
+            m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
+            m.matched = {m.id: m.flushed_end}
+            m.last_fetch_from = {v: self.now for v in self.voters}
+            self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
+            self._activate_controller(m)  # type: ignore[attr-defined]
+            return
+        if m.leader == m.id:
+            m.role, m.leader = RESIGNED, None
+            self._persist(m)
+        m.role = FOLLOWER if m.leader is not None else UNATTACHED
+        m.last_fetch_ok_ms = self.now
+        if m.role == FOLLOWER:
+            self._fetch(m)
+            self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        else:
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+
+    # -------------------------------------------------------------- state changes
+
+    def _become_follower(self, m: Member, epoch: int, leader: int) -> None:
+        was_leader = m.role == LEADER
+        changed = (m.epoch, m.leader) != (epoch, leader)
+        if epoch > m.epoch:
+            m.voted = None
+        m.epoch, m.leader = epoch, leader
+        if m.voter:
+            m.role = FOLLOWER
+            if changed:
+                self._persist(m)
+            m.last_fetch_ok_ms = self.now
+            self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        if was_leader:
+            self._lose_leadership(m)
+        if changed:
+            self.emit(m.id, "leader", {"epoch": epoch, "leader": leader})
+        if not m.fetch_in_flight:
+            self._fetch(m)
+
+    def _become_unattached(self, m: Member, epoch: int) -> None:
+        was_leader = m.role == LEADER
+        if epoch > m.epoch:
+            m.voted = None
+        m.epoch, m.leader = epoch, None
+        m.role = UNATTACHED if m.voter else OBSERVER
+        if m.voter:
+            self._persist(m)
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+        if was_leader:
+            self._lose_leadership(m)
+
+    # -------------------------------------------------------------- elections
+
+    def _on_election_timeout(self, m: Member) -> None:
+        if m.role in (LEADER, FOLLOWER) or not m.voter:
+            return
+        if m.role in (PROSPECTIVE, CANDIDATE):
+            backoff = self.rng.randint(0, self.config.election_backoff_max_ms)
+            m.role = UNATTACHED
+            self._arm(m, backoff, "election-backoff", self._start_election)
+            return
+        self._start_election(m)
+
+    def _on_fetch_timeout(self, m: Member) -> None:
+        if m.role != FOLLOWER:
+            return
+        if self.now - m.last_fetch_ok_ms >= self.config.fetch_timeout_ms:
+            self.emit(m.id, "fetch-timeout", {"epoch": m.epoch, "leader": m.leader})
+            self._start_election(m)
+        else:
+            self._arm(m, self.config.fetch_timeout_ms - (self.now - m.last_fetch_ok_ms), "fetch-timeout",
+                      self._on_fetch_timeout)
+
+    def _start_election(self, m: Member) -> None:
+        if not m.running or not m.voter or m.role == LEADER:
+            return
+        if m.id not in self.voters:
+            return
+        if self._release_at_least(m, PRE_VOTE_FROM):
+            m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
+            self.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
+            self._ask_votes(m, m.epoch + 1, pre_vote=True)
+        else:
+            self._become_candidate(m)
+        if m.role in (PROSPECTIVE, CANDIDATE):
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+
+    def _become_candidate(self, m: Member) -> None:
+        was_leader_known = m.leader
+        m.epoch += 1
+        m.role, m.voted, m.leader, m.granted = CANDIDATE, m.id, None, {m.id}
+        self._persist(m)
+        self.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
+        self._ask_votes(m, m.epoch, pre_vote=False)
+        self._maybe_won(m)
+
+    def _ask_votes(self, m: Member, epoch: int, *, pre_vote: bool) -> None:
+        last = last_epoch(m.log, self._snapshot_epoch(m))
+        for v in self.voters:
+            if v != m.id:
+                self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
+                                                                "end_offset": m.log.log_end_offset}))
+        if pre_vote and len(m.granted) >= self._majority():
+            self._become_candidate(m)
+
+    def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
+        mine = (last_epoch(m.log, self._snapshot_epoch(m)), m.log.log_end_offset)
+        return (last_epoch_, end_offset) >= mine
+
+    def _on_vote(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if not m.voter:
+            return
+        if d["pre_vote"]:
+            if not self._release_at_least(m, PRE_VOTE_FROM):
+                granted = True  # KIP-996: a voter without PreVote answers UNSUPPORTED_VERSION, counted as granted
+            else:
+                leader_alive = m.role == LEADER or (m.role == FOLLOWER and
+                                                    self.now - m.last_fetch_ok_ms < self.config.fetch_timeout_ms)
+                granted = (msg.epoch > m.epoch or (msg.epoch == m.epoch and m.leader is None)) and not leader_alive \
+                    and self._log_up_to_date(m, d["last_epoch"], d["end_offset"])
+            self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": True, "granted": granted,
+                                                                           "for_epoch": msg.epoch, "leader": m.leader}))
+            return
+        if msg.epoch < m.epoch:
+            self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": False,
+                                                                           "for_epoch": msg.epoch}))
+            return
+        if msg.epoch > m.epoch:
+            self._become_unattached(m, msg.epoch)
+        granted = (m.voted in (None, msg.src) and m.leader is None and m.role != LEADER
+                   and self._log_up_to_date(m, d["last_epoch"], d["end_offset"]))
+        if granted and m.voted is None:
+            m.voted = msg.src
+            self._persist(m)
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+        self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": granted,
+                                                                       "for_epoch": msg.epoch, "leader": m.leader}))
+
+    def _on_vote_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        leader = d.get("leader")
+        if leader is not None and leader != m.id and msg.epoch >= m.epoch and m.role != LEADER \
+                and (msg.epoch > m.epoch or (m.leader is None and m.role not in (PROSPECTIVE, CANDIDATE))):
+            self._become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
+            self._fetch(m)
+            return
+        if d["pre_vote"]:
+            if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
+                m.granted.add(msg.src)
+                if len(m.granted) >= self._majority():
+                    self._become_candidate(m)
+            elif msg.epoch > m.epoch:
+                self._become_unattached(m, msg.epoch)
+            return
+        if msg.epoch > m.epoch:
+            self._become_unattached(m, msg.epoch)
+            return
+        if m.role == CANDIDATE and d["for_epoch"] == m.epoch and d["granted"]:
+            m.granted.add(msg.src)
+            self._maybe_won(m)
+
+    def _maybe_won(self, m: Member) -> None:
+        if m.role == CANDIDATE and len(m.granted) >= self._majority():
+            self._become_leader(m)
+
+    def _become_leader(self, m: Member) -> None:
+        m.role, m.leader = LEADER, m.id
+        self._persist(m)
+        log = m.log
+        m.epoch_start_offset = log.log_end_offset
+        rt = m.node.registry["LeaderChangeMessage"]  # type: ignore[union-attr]
+        voter = rt.nested["Voter"]
+        message = rt.new(version=0, leader_id=m.id, voters=[voter(voter_id=v) for v in self.voters],
+                         granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
+        log.append(encode_control_batch(log.log_end_offset, [Payload(rt, 0, message)], epoch=m.epoch,
+                                        timestamp=self.now))
+        m.matched = {m.id: m.flushed_end}
+        m.last_fetch_from = {}
+        self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
+        self.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
+        self.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
+        self._appended(m, m.epoch_start_offset)
+        for v in self.voters:
+            if v != m.id:
+                self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
+        self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
+        self._activate_controller(m)  # type: ignore[attr-defined]
+
+    def _on_check_quorum(self, m: Member) -> None:
+        if m.role != LEADER:
+            return
+        window = self.config.fetch_timeout_ms * 3 // 2
+        heard = {m.id} | {r for r, t in m.last_fetch_from.items() if r in self.voters and self.now - t < window}
+        if self._release_at_least(m, CHECK_QUORUM_FROM) and len(heard) < self._majority():
+            self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
+            self._become_unattached(m, m.epoch)
+            m.role = RESIGNED
+            return
+        self._arm(m, window, "check-quorum", self._on_check_quorum)
+
+    def _lose_leadership(self, m: Member) -> None:
+        m.parked = {}
+        self._drop_controller(m)  # type: ignore[attr-defined]
+
+    def _on_end_epoch(self, m: Member, msg: Message) -> None:
+        """The leader shuts down cleanly (EndQuorumEpoch): its followers elect a successor
+        after a short random backoff instead of waiting out the fetch timeout."""
+        if m.voter and m.role == FOLLOWER and m.epoch == msg.epoch and m.leader == msg.src:
+            self._arm(m, self.rng.randint(0, self.config.election_backoff_max_ms // 2), "end-epoch",
+                      self._start_election)
+
+    def _on_begin_epoch(self, m: Member, msg: Message) -> None:
+        if msg.epoch >= m.epoch and m.role != LEADER or msg.epoch > m.epoch:
+            self._become_follower(m, msg.epoch, msg.src)
+
+    # -------------------------------------------------------------- appending and committing
+
+    def _appended(self, m: Member, from_offset: int) -> None:
+        """The leader appended batches from `from_offset`: flush them after the linger."""
+        for fb in m.log.batches(from_offset):
+            b = fb.batch
+            self.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
+                                       "epoch": b.partition_leader_epoch})
+        if not m.flush_pending:
+            m.flush_pending = True
+            epoch = m.epoch
+
+            def flush() -> None:
+                m.flush_pending = False
+                if m.running and m.role == LEADER and m.epoch == epoch:
+                    m.log.flush() if self.config_fsync else None
+                    m.flushed_end = m.log.log_end_offset
+                    m.matched[m.id] = m.flushed_end
+                    self._update_high_watermark(m)
+                    self._answer_parked(m)
+
+            self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
+
+    def _update_high_watermark(self, m: Member) -> None:
+        offsets = sorted((m.matched.get(v, -1) for v in self.voters), reverse=True)
+        candidate = offsets[self._majority() - 1]
+        if candidate <= m.epoch_start_offset:
+            return  # nothing of its own epoch is on a majority yet
+        if m.high_watermark is None or candidate > m.high_watermark:
+            self._set_high_watermark(m, candidate)
+
+    def _set_high_watermark(self, m: Member, hw: int) -> None:
+        old = m.high_watermark
+        m.high_watermark = hw
+        self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
+        self.checker.high_watermark(self.describe_event(), m, hw)
+        self._apply(m)  # type: ignore[attr-defined]
+        if m.role == LEADER:
+            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
+
+    # -------------------------------------------------------------- fetching
+
+    def _fetch(self, m: Member) -> None:
+        """Send the next fetch: to the known leader, else (observers) to a voter in turn."""
+        if not m.running or m.role == LEADER or m.snapshot_in_flight:
+            return
+        target = m.leader
+        if target is None:
+            if m.voter:
+                return  # a voter without a leader waits for an election
+            m.fetch_rotation += 1
+            target = self.voters[m.fetch_rotation % len(self.voters)]
+        m.fetch_in_flight, m.fetch_target = True, target
+        log = m.log
+        self.net.send(Message(m.id, target, "fetch", m.epoch, {
+            "offset": log.log_end_offset, "last_epoch": last_epoch(log, self._snapshot_epoch(m)), "voter": m.voter,
+            "hw_seen": m.high_watermark}))
+        m.fetch_seq += 1
+        seq = m.fetch_seq
+
+        def retry() -> None:
+            if m.running and m.fetch_seq == seq and m.fetch_in_flight:
+                m.fetch_in_flight = False
+                if not m.voter:
+                    m.leader = None  # find the leader again
+                self._fetch(m)
+
+        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id, retry)
+
+    def _on_fetch(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if m.role != LEADER or msg.epoch > m.epoch:
+            self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "NOT_LEADER_OR_FOLLOWER",
+                                                                            "leader": m.leader}))
+            return
+        if msg.epoch < m.epoch and d["voter"]:
+            self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "FENCED_LEADER_EPOCH",
+                                                                            "leader": m.id}))
+            return
+        m.last_fetch_from[msg.src] = self.now
+        log = m.log
+        offset, fetched_epoch = d["offset"], d["last_epoch"]
+        snap = self._latest_snapshot(m)
+        if offset < log.log_start_offset or (offset == 0 and snap is not None and snap.end_offset > 0
+                                             and offset < snap.end_offset and log.log_start_offset > 0):
+            self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})
+            return
+        if offset > 0:
+            e = entry_at(log, offset - 1)
+            snap_ok = snap is not None and offset == snap.end_offset == log.log_start_offset \
+                and fetched_epoch == snap.epoch
+            if not snap_ok and (offset > log.log_end_offset or e is None or e.epoch != fetched_epoch
+                                or e.next_offset != offset):
+                epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
+                self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
+                return
+        if msg.src in self.voters:
+            m.matched[msg.src] = offset
+            self._update_high_watermark(m)
+        if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
+            m.parked[msg.src] = (m.lifecycle_gen, msg)
+
+            def expire() -> None:
+                parked = m.parked.get(msg.src)
+                if parked is not None and parked[1] is msg and m.role == LEADER:
+                    del m.parked[msg.src]
+                    self._serve_fetch(m, msg)
+
+            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, expire)
+            return
+        self._serve_fetch(m, msg)
+
+    def _serve_fetch(self, m: Member, msg: Message) -> None:
+        offset = msg.data["offset"]
+        batches = []
+        if offset < m.flushed_end:
+            for fb in m.log.batches(offset):
+                if fb.batch.base_offset >= m.flushed_end or len(batches) >= FETCH_MAX_BATCHES:
+                    break
+                batches.append(fb.batch.raw)
+        self._reply_fetch(m, msg.src, {"batches": batches})
+
+    def _answer_parked(self, m: Member) -> None:
+        parked, m.parked = m.parked, {}
+        for replica in sorted(parked):
+            self._serve_fetch(m, parked[replica][1])  # type: ignore[arg-type]
+
+    def _reply_fetch(self, m: Member, dst: int, data: dict[str, Any]) -> None:
+        data["leader"] = m.id
+        data["high_watermark"] = m.high_watermark
+        self.net.send(Message(m.id, dst, "fetch-reply", m.epoch, data))
+
+    def _on_fetch_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if msg.src != m.fetch_target:
+            return  # an answer to a fetch it gave up on
+        m.fetch_in_flight = False
+        if "error" in d:
+            leader = d.get("leader")
+            if msg.epoch > m.epoch or (leader is not None and leader != m.leader and msg.epoch >= m.epoch):
+                if leader is not None and leader != m.id:
+                    self._become_follower(m, msg.epoch, leader)
+                    return
+                self._become_unattached(m, msg.epoch)
+            if not m.voter:
+                m.leader = leader if leader != m.id else None
+                self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
+                                 lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
+            return
+        if msg.epoch < m.epoch:
+            self._fetch(m)
+            return
+        if msg.epoch > m.epoch or m.leader != msg.src:
+            self._become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
+            if m.fetch_in_flight:
+                return
+        m.last_fetch_ok_ms = self.now
+        log = m.log
+        if "diverging" in d:
+            epoch, end = d["diverging"]
+            _, mine = end_offset_for_epoch(log, epoch, self._snapshot_pair(m))
+            target = min(end, mine)
+            self._truncate(m, target, f"diverging epoch {epoch} ends at {end} on leader {msg.src}")
+            self._fetch(m)
+            return
+        if "snapshot" in d:
+            end, epoch = d["snapshot"]
+            m.snapshot_in_flight = True
+            self.net.send(Message(m.id, msg.src, "fetch-snapshot", m.epoch, {"end_offset": end, "epoch": epoch}))
+            gen = m.lifecycle_gen
+
+            def retry() -> None:
+                if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
+                    m.snapshot_in_flight = False
+                    self._fetch(m)
+
+            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
+            return
+        start = log.log_end_offset
+        for raw in d["batches"]:
+            base = int.from_bytes(raw[:8], "big", signed=True)
+            if base != log.log_end_offset:
+                break
+            log.append(raw)
+            self.checker.appended(self.describe_event(), m, raw)
+        if log.log_end_offset > start:
+            self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
+                                       "from": msg.src})
+        m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
+        hw = d["high_watermark"]
+        if hw is not None:
+            hw = min(hw, log.log_end_offset)
+            if m.high_watermark is None or hw > m.high_watermark:
+                self._set_high_watermark(m, hw)
+        self._fetch(m)
+
+    def _observer_leader(self, m: Member, msg: Message) -> None:
+        m.epoch, m.leader = msg.epoch, msg.src
+        self.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
+
+    def _truncate(self, m: Member, offset: int, why: str) -> None:
+        log = m.log
+        if offset >= log.log_end_offset:
+            return
+        self.checker.truncating(self.describe_event(), m, offset)
+        self.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
+        log.truncate_to(offset)
+        m.disk_gen += 1
+        m.flushed_end = min(m.flushed_end, log.log_end_offset)
+
+    # -------------------------------------------------------------- snapshots
+
+    def _snapshot_pair(self, m: Member) -> tuple[int, int] | None:
+        s = self._latest_snapshot(m)
+        return None if s is None else (s.end_offset, s.epoch)
+
+    def _snapshot_epoch(self, m: Member) -> int:
+        s = self._latest_snapshot(m)
+        return 0 if s is None else s.epoch
+
+    def _latest_snapshot(self, m: Member) -> SnapshotId | None:
+        """The node's newest snapshot (cached until it writes or installs one, or its log
+        start moves: listing the directory on every fetch would dominate the run)."""
+        node = m.node
+        assert node is not None and node.log is not None
+        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
+               node.log.log_start_offset, self.snapshots_taken)
+        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
+            return m.snapshot_cache[1]
+        ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
+        m.snapshot_cache = (key, ids[-1] if ids else None)
+        return ids[-1] if ids else None
+
+    def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
+        if m.role != LEADER:
+            return
+        sid = SnapshotId(msg.data["end_offset"], msg.data["epoch"])
+        path = m.log.directory / snapshot_file_name(sid)
+        if not path.exists():
+            self.net.send(Message(m.id, msg.src, "fetch-snapshot-reply", m.epoch, {"error": "SNAPSHOT_NOT_FOUND"}))
+            return
+        self.net.send(Message(m.id, msg.src, "fetch-snapshot-reply", m.epoch, {
+            "end_offset": sid.end_offset, "epoch": sid.epoch, "bytes": path.read_bytes(),
+            "high_watermark": m.high_watermark}))
+
+    def _on_fetch_snapshot_reply(self, m: Member, msg: Message) -> None:
+        if not m.snapshot_in_flight:
+            return
+        m.snapshot_in_flight = False
+        d = msg.data
+        if "error" in d:
+            self._fetch(m)
+            return
+        sid = SnapshotId(d["end_offset"], d["epoch"])
+        self._install_snapshot(m, sid, d["bytes"])  # type: ignore[attr-defined]
+        self.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
+                                     "fetched": True})
+        hw = d.get("high_watermark")
+        if hw is not None and (m.high_watermark is None or min(hw, m.log.log_end_offset) > m.high_watermark):
+            self._set_high_watermark(m, min(hw, m.log.log_end_offset))
+        self._fetch(m)
+
+    # -------------------------------------------------------------- dispatch
+
+    def _deliver(self, msg: Message) -> None:
+        m = self.members.get(msg.dst)
+        if m is None or not m.running:
+            self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
+            return
+        handler = self._handlers.get(msg.kind)  # type: ignore[attr-defined]
+        if handler is not None:
+            handler(self, m, msg)
+
+
+RAFT_HANDLERS = {
+    "vote": RaftMixin._on_vote,
+    "vote-reply": RaftMixin._on_vote_reply,
+    "begin-epoch": RaftMixin._on_begin_epoch,
+    "end-epoch": RaftMixin._on_end_epoch,
+    "fetch": RaftMixin._on_fetch,
+    "fetch-reply": RaftMixin._on_fetch_reply,
+    "fetch-snapshot": RaftMixin._on_fetch_snapshot,
+    "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
+}
+
+__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin"]

@@ -1,0 +1,78 @@
+"""What `cluster.json` of the event simulator holds (format 2), and reading it back.
+
+Written by Simulation through a temporary file, fsynced and renamed; the nodes' own files
+(logs, snapshots, quorum-state) are the truth about raft, this file about the cluster
+(identity, seed, clock, voters, configuration, node releases and states, the network's
+partition, and what the invariants carry from one command to the next).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+
+from kraftsim.sim.types import RUNNING, InvariantResult, SimConfig, SimError
+
+STATE_FILE = "cluster.json"
+STATE_FORMAT = 2
+
+
+class SavedNode(msgspec.Struct, kw_only=True):
+    """One node as cluster.json keeps it."""
+
+    id: int
+    roles: tuple[str, ...]
+    release: str
+    incarnation: str
+    starts: int = 1
+    status: str = RUNNING
+    detail: str | None = None
+    previous_broker_epoch: int = -1
+    broker_epoch: int | None = None
+
+
+class SavedState(msgspec.Struct, kw_only=True):
+    """The contents of `cluster.json` (format 2: the event-driven simulator)."""
+
+    format: int = STATE_FORMAT
+    cluster_id: str
+    seed: int
+    now_ms: int
+    policies: tuple[str, ...] = ()
+    catalog: str | None = None
+    voters: tuple[int, ...] = ()
+    kraft_version: int = 0
+    opens: int = 0
+    config: SimConfig = SimConfig()
+    #: The network's partition groups (empty: whole).
+    partition: list[list[int]] = []
+    #: What the invariants carry from one command to the next: the leader of each epoch,
+    #: the highest committed offset, and the failures found so far.
+    leaders: dict[int, int] = {}
+    committed_end: int = 0
+    violations: list[InvariantResult] = []
+    nodes: list[SavedNode] = []
+
+
+def read_saved(directory: Path) -> SavedState:
+    """cluster.json of an event-simulator cluster; a clear SimError for anything else."""
+    path = Path(directory) / STATE_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise SimError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
+    except OSError as e:
+        raise SimError(f"{path}: {e.strerror or e}") from None
+    try:
+        head = json.loads(raw)
+    except ValueError as e:
+        raise SimError(f"{path}: not a valid cluster state file: {e}") from None
+    if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
+        fmt = head.get("format") if isinstance(head, dict) else None
+        raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")
+    try:
+        return msgspec.json.decode(raw, type=SavedState)
+    except msgspec.DecodeError as e:
+        raise SimError(f"{path}: not a valid cluster state file: {e}") from None

@@ -1,0 +1,513 @@
+"""Simulation: the simulator's public face (SIM_API.md), over the event-driven Engine.
+
+A Simulation lives in a directory: `cluster.json` (the cluster's identity, seed, clock,
+voters, configuration and every node's id, roles, release, incarnation and state; written
+through a temporary file, fsynced and renamed after every operation) and one formatted
+folder per node, `node-<id>/`. Each operation runs events until it is done (Kafka's
+texts as SimError when refused); `run` and `wait` let time pass. The in-flight messages
+and timers of a run are not saved: a reopened cluster restarts every running node's
+process from its disk, as after a restart of the whole cluster.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+import msgspec
+
+from kraftsim.controller.features import (
+    KIP_778,
+)
+from kraftsim.errors import KraftsimError
+from kraftsim.image import MetadataImage
+from kraftsim.sim.admin import AdminMixin
+from kraftsim.sim.cluster import (
+    EPOCH_MS,
+    MvChangeReport,
+    cluster_id_for,
+    format_node,
+    incarnation_id,
+)
+from kraftsim.sim.engine import Engine
+from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
+from kraftsim.sim.member import Member
+from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
+from kraftsim.sim.saved import (
+    STATE_FILE,
+    STATE_FORMAT,
+    SavedNode,
+    SavedState,
+    read_saved,
+)
+from kraftsim.sim.types import (
+    FAILED,
+    RUNNING,
+    STOPPED,
+    InvariantResult,
+    NodeInfo,
+    SimConfig,
+    SimError,
+    SimEvent,
+)
+from kraftsim.storage import METADATA_DIR_NAME
+from kraftsim.storage.fileio import atomic_write
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.versions import Catalog, load_catalog
+
+POLICIES = ("kafka", KIP_778)
+#: How long (virtual) an operation waits for the cluster to settle before it gives up.
+SETTLE_MS = 60_000
+
+
+def _policies(policy: str) -> tuple[str, ...]:
+    if policy not in POLICIES:
+        raise SimError(f"unknown policy {policy!r}; known policies: {', '.join(POLICIES)}")
+    return () if policy == "kafka" else (policy,)
+
+
+class Simulation(AdminMixin):
+    """A simulated KRaft cluster in a directory (see SIM_API.md and the module docstring)."""
+
+    def __init__(self, directory: Path, saved: SavedState, catalog: Catalog, durable: bool = True):
+        self.directory = Path(directory)
+        #: Write cluster.json after every operation, fsynced (a killed command leaves a
+        #: directory the next one continues from). Tests may turn it off: then it is
+        #: written, without fsync, only by `close`.
+        self.durable = durable
+        self._saved = saved
+        self.catalog = catalog
+        self.config = saved.config
+        self._subscribers: list[Callable[[SimEvent], None]] = []
+        self._mv_reports: list[MvChangeReport] = []
+        self._files: list[IO[str]] = []
+        self._closed = False
+        self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
+                             voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
+                             kraft_version=saved.kraft_version, rng_salt=f":{saved.opens}", on_event=self._publish)
+        self.engine.net.verbose = False  # until someone subscribes
+        for n in saved.nodes:
+            state = NodeState(id=n.id, roles=tuple(n.roles), release=n.release, incarnation=n.incarnation,
+                              starts=n.starts, running=n.status == RUNNING, previous_broker_epoch=n.previous_broker_epoch,
+                              note=n.detail)
+            m = self.engine.add_member(state, STOPPED if n.status == RUNNING else n.status)
+            m.detail = n.detail
+            m.broker_epoch = n.broker_epoch
+        if saved.partition:
+            self.engine.net.partition(saved.partition)
+        checker = self.engine.checker
+        checker.leaders = dict(saved.leaders)
+        checker.committed_end = saved.committed_end
+        checker.failures = {v.name: v for v in saved.violations}
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @classmethod
+    def create(cls, directory: Path | str, *, controllers: int = 0, brokers: int = 0, combined: int = 0,
+               release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
+               seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
+               config: SimConfig | None = None, durable: bool = True,
+               on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
+        """Format every node as `kafka-storage format` would, start them and let the cluster
+        settle. Ids: combined nodes 1..N, then controllers, then brokers."""
+        d = Path(directory)
+        if controllers < 0 or brokers < 0 or combined < 0:
+            raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
+        if controllers + combined < 1:
+            raise SimError("a cluster needs at least one controller or combined node")
+        if d.exists() and (not d.is_dir() or any(d.iterdir())):
+            raise SimError(f"{d}: already exists and is not an empty directory")
+        pols = _policies(policy)
+        cat_path = str(Path(catalog).resolve()) if isinstance(catalog, str) else None
+        try:
+            base = catalog if isinstance(catalog, Catalog) else load_catalog(cat_path)
+            base.find_release(release)
+        except KraftsimError as e:
+            raise SimError(str(e)) from None
+        roles = ([(BROKER, CONTROLLER)] * combined + [(CONTROLLER,)] * controllers + [(BROKER,)] * brokers)
+        nodes = [SavedNode(id=i + 1, roles=r, release=release, incarnation=incarnation_id(seed, i + 1, 1))
+                 for i, r in enumerate(roles)]
+        voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
+        saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
+                           catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
+        d.mkdir(parents=True, exist_ok=True)
+        feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
+        sim = cls(d, saved, base, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
+        for n in nodes:
+            state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation)
+            try:
+                format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
+                            release_version=release_version, features=feats,
+                            emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
+            except KraftsimError as e:
+                raise SimError(str(e)) from None
+        for m in sim.engine.ordered():
+            sim.engine.start_member(m, new_process=False)
+        sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
+        sim._finish_op("create")
+        return sim
+
+    @classmethod
+    def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
+             on_event: Callable[[SimEvent], None] | None = None, passive: bool = False) -> Simulation:
+        """Open a cluster directory: every node that ran starts again from its disk.
+        `passive` only looks: each running node's replica is loaded (its whole log), no
+        process runs, and nothing is saved (a describe, a status)."""
+        d = Path(directory)
+        saved = read_saved(d)
+        if config is not None:
+            saved.config = config
+        saved.opens += 1
+        try:
+            catalog = load_catalog(saved.catalog)
+        except KraftsimError as e:
+            raise SimError(str(e)) from None
+        sim = cls(d, saved, catalog, durable)
+        if on_event is not None:
+            sim.subscribe(on_event)
+        running = [n.id for n in saved.nodes if n.status == RUNNING]
+        if passive:
+            sim._closed = True  # never saved
+            for i in running:
+                m = sim.engine.member(i)
+                m.node = sim.engine._make_node(m)
+                m.node.open()
+                m.status, m.state.running = RUNNING, True
+            return sim
+        for i in running:
+            sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
+        return sim
+
+    def save(self) -> None:
+        """Write cluster.json (temporary file, fsync, rename)."""
+        e = self.engine
+        s = self._saved
+        s.now_ms, s.kraft_version, s.voters = e.now, e.kraft_version, e.voters
+        groups: dict[int, list[int]] = {}
+        for node, group in sorted(e.net.groups.items()):
+            groups.setdefault(group, []).append(node)
+        s.partition = [groups[g] for g in sorted(groups)]
+        s.leaders = dict(sorted(e.checker.leaders.items()))
+        s.committed_end = e.checker.committed_end
+        s.violations = [e.checker.failures[n] for n in sorted(e.checker.failures)]
+        s.nodes = [SavedNode(id=m.id, roles=tuple(m.state.roles), release=m.state.release,
+                             incarnation=m.state.incarnation, starts=m.state.starts,
+                             status=RUNNING if m.running else m.status, detail=m.detail,
+                             previous_broker_epoch=m.state.previous_broker_epoch, broker_epoch=m.broker_epoch)
+                   for m in e.ordered()]
+        data = json.dumps(msgspec.to_builtins(s), indent=2, sort_keys=True) + "\n"
+        atomic_write(self.directory / STATE_FILE, data.encode("utf-8"), fsync=self.durable)
+
+    def close(self) -> None:
+        if self._closed:
+            for m in self.engine.ordered():
+                if m.node is not None:
+                    m.node.close()
+            return
+        self._closed = True
+        try:
+            self.save()
+        finally:
+            for f in self._files:
+                f.close()
+            for m in self.engine.ordered():
+                if m.node is not None:
+                    m.node.close()
+
+    def __enter__(self) -> Simulation:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _finish_op(self, label: str) -> None:
+        self.engine.check_deep(f"after {label}")
+        if self.durable:
+            self.save()
+
+    # ------------------------------------------------------------------ the timeline
+
+    def _publish(self, event: SimEvent) -> None:
+        for callback in self._subscribers:
+            callback(event)
+
+    def subscribe(self, callback: Callable[[SimEvent], None]) -> None:
+        self._subscribers.append(callback)
+        self.engine.net.verbose = True  # events are built only while someone listens
+
+    def timeline_jsonl(self, path: Path | str | IO[str]) -> None:
+        """Stream every event from now on to `path` (appended) as JSON lines, one object each."""
+        if isinstance(path, (str, Path)):
+            out: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 (closed by close())
+            self._files.append(out)
+        else:
+            out = path
+
+        def write(event: SimEvent) -> None:
+            out.write(json.dumps(event.to_json(), sort_keys=True, default=str) + "\n")
+
+        self.subscribe(write)
+
+    # ------------------------------------------------------------------ views
+
+    @property
+    def seed(self) -> int:
+        return self._saved.seed
+
+    @property
+    def now_ms(self) -> int:
+        return self.engine.now
+
+    def nodes(self) -> list[NodeInfo]:
+        out = []
+        qc = self.engine.controller
+        for m in self.engine.ordered():
+            fenced = None
+            if m.state.is_broker:
+                fenced = m.fenced if m.fenced is not None else True
+                if qc is not None:
+                    reg = qc.image.cluster.broker(m.id)
+                    fenced = True if reg is None or str(reg.incarnation_id) != m.state.incarnation else reg.fenced
+            out.append(NodeInfo(m.id, tuple(m.state.roles), m.state.release, RUNNING if m.running else m.status,
+                                fenced, m.detail))
+        return out
+
+    def leader(self) -> int | None:
+        m = self.engine.leader_member()
+        return None if m is None else m.id
+
+    def _committed_view(self) -> Member | None:
+        m = self.engine.leader_member()
+        if m is not None and m.node is not None and m.node.image is not None:
+            return m
+        up = [x for x in self.engine.ordered() if x.running and x.node is not None and x.node.image is not None]
+        return max(up, key=lambda x: (x.applied, -x.id)) if up else None
+
+    def finalized(self) -> dict[str, int]:
+        m = self._committed_view()
+        fin = None if m is None or m.node is None else m.node.finalized()
+        return {} if fin is None else fin.as_dict()
+
+    def metadata_version(self) -> int:
+        return self.finalized().get(MV_NAME, 0)
+
+    def image(self, node_id: int) -> MetadataImage | None:
+        m = self.engine.member(node_id)
+        return m.node.image if m.running and m.node is not None else None
+
+    def log_dir(self, node_id: int) -> Path:
+        self.engine.member(node_id)
+        return node_directory(self.directory, node_id) / METADATA_DIR_NAME
+
+    def mv_changes(self) -> list[MvChangeReport]:
+        return list(self._mv_reports)
+
+    def invariants(self) -> list[InvariantResult]:
+        return self.engine.checker.results()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _ids(self, nodes: str | int | Sequence[int]) -> list[int]:
+        members = self.engine.ordered()
+        if isinstance(nodes, int):
+            nodes = [nodes]
+        if nodes == "all":
+            return [m.id for m in members]
+        if nodes == "controllers":
+            return [m.id for m in members if m.state.is_controller]
+        if nodes == "brokers":
+            return [m.id for m in members if m.state.is_broker]
+        if isinstance(nodes, str):
+            raise SimError(f"nodes: expected \"all\", \"controllers\", \"brokers\" or a list of ids, got {nodes!r}")
+        for i in nodes:
+            self.engine.member(i)
+        return sorted(nodes)
+
+    # ------------------------------------------------------------------ operations
+
+    def _settle(self, what: str, watch: Member | None = None) -> None:
+        e = self.engine
+        ok = e.run_until(e.now + SETTLE_MS, lambda: e.stable() or (watch is not None and _refused_for_good(watch)))
+        if watch is not None and _refused_for_good(watch):
+            raise SimError(watch.detail or f"node {watch.id} was refused")
+        if not ok:
+            raise SimError(f"not stable after {SETTLE_MS} ms ({what})")
+
+    def roll(self, release: str, nodes: str | Sequence[int] = "all") -> None:
+        """Restart nodes on `release` one at a time, as an operator does: controllers first
+        (the active one last), then brokers; each waits for the cluster to settle."""
+        try:
+            self.catalog.find_release(release)
+        except KraftsimError as e:
+            raise SimError(str(e)) from None
+        ids = self._ids(nodes)
+        leader = self.leader()
+        order = sorted(ids, key=lambda i: (not self.engine.member(i).state.is_controller, i == leader, i))
+        problems: list[str] = []
+        for i in order:
+            m = self.engine.member(i)
+            if nodes == "all" and m.running and m.state.release == release:
+                self.engine.emit(i, "note", {"text": f"Node {i} already runs Kafka {release}."})
+                continue
+            self.engine.stop(m, self.config.broker_session_timeout_ms)
+            text = self.engine.start_member(m, release)
+            if text is not None:
+                problems.append(text)
+                continue
+            try:
+                self._settle(f"roll of node {i}", m)
+            except SimError as err:
+                problems.append(str(err))
+        self._finish_op("roll")
+        failed = [m.detail for m in self.engine.ordered() if m.status == FAILED and m.detail and m.id in ids]
+        if problems or failed:
+            raise SimError((problems or failed)[0])  # type: ignore[arg-type]
+
+    def add_node(self, role: str, release: str, node_id: int | None = None) -> int:
+        if role not in (BROKER, CONTROLLER):
+            raise SimError(f"unknown role {role!r}: expected \"broker\" or \"controller\"")
+        try:
+            self.catalog.find_release(release)
+        except KraftsimError as e:
+            raise SimError(str(e)) from None
+        e = self.engine
+        nid = max(e.members) + 1 if node_id is None else node_id
+        if nid < 0:
+            raise SimError(f"node id {nid} must not be negative")
+        if nid in e.members:
+            raise SimError(f"the cluster already has a node {nid}")
+        state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
+                          starts=0)  # its first start makes incarnation 1
+        if role == CONTROLLER:
+            e.voters = tuple(sorted(e.voters + (nid,)))
+            e.checker.voters = e.voters
+        try:
+            format_node(self.directory, self.catalog, state, voters=e.voters, cluster_id=self._saved.cluster_id,
+                        seed=self.seed, now_ms=e.now, emit=lambda line: None)
+        except KraftsimError as err:
+            raise SimError(str(err)) from None
+        m = e.add_member(state, STOPPED)
+        e.emit(nid, "join", {"role": role, "release": release, "voters": list(e.voters)})
+        text = e.start_member(m)
+        if text is not None:
+            self._finish_op("add-node")
+            raise SimError(text)
+        try:
+            self._settle(f"node {nid} joining", m)
+        finally:
+            self._finish_op("add-node")
+        return nid
+
+    def crash(self, nodes: str | int | Sequence[int]) -> None:
+        for i in self._ids(nodes):
+            self.engine.crash(self.engine.member(i))
+        self._finish_op("crash")
+
+    def stop(self, nodes: str | int | Sequence[int]) -> None:
+        for i in self._ids(nodes):
+            self.engine.stop(self.engine.member(i), self.config.broker_session_timeout_ms)
+        self._finish_op("stop")
+
+    def start(self, nodes: str | int | Sequence[int], release: str | None = None) -> None:
+        problems = []
+        for i in self._ids(nodes):
+            m = self.engine.member(i)
+            if m.running:
+                continue
+            try:
+                text = self.engine.start_member(m, release)
+            except KraftsimError as err:
+                raise SimError(str(err)) from None
+            if text is not None:
+                problems.append(text)
+        self._finish_op("start")
+        if problems:
+            raise SimError(problems[0])
+
+    def partition(self, groups: Sequence[Sequence[int]]) -> None:
+        for g in groups:
+            self._ids(list(g))
+        self.engine.net.partition(groups)
+        self.engine.emit(None, "partition", {"groups": [sorted(g) for g in groups]})
+        self._finish_op("partition")
+
+    def heal(self) -> None:
+        self.engine.net.heal()
+        self.engine.emit(None, "heal", {})
+        self._finish_op("heal")
+
+    def disk_fault(self, nodes: str | int | Sequence[int], kind: str) -> None:
+        if kind not in ("torn-tail", "wipe"):
+            raise SimError(f"unknown disk fault {kind!r}: expected \"torn-tail\" or \"wipe\"")
+        for i in self._ids(nodes):
+            m = self.engine.member(i)
+            if m.running:
+                raise SimError(f"node {i} is running: a disk fault needs it stopped or crashed")
+            if kind == "wipe":
+                self.engine.wipe(m)
+            else:
+                self.engine.torn_tail(m)
+        self._finish_op("disk-fault")
+
+    def snapshot(self, nodes: Sequence[int] | None = None) -> list[Path]:
+        ids = self._ids(list(nodes)) if nodes is not None else [m.id for m in self.engine.ordered() if m.running]
+        out = []
+        for i in ids:
+            m = self.engine.member(i)
+            if not m.running:
+                raise SimError(f"node {i} is not running")
+            path = self.engine.take_snapshot(m)
+            if path is not None:
+                out.append(path)
+        self._finish_op("snapshot")
+        return out
+
+    def inject(self, after_ms: int, kind: str, nodes: str | Sequence[int] = "leader") -> None:
+        """Schedule a fault for `after_ms` from now, so that it lands in the middle of whatever
+        operation runs then (a roll, an upgrade): kind "crash", "start", "partition" (the nodes
+        against the rest) or "heal"; nodes "leader" means the active controller at that moment."""
+        if kind not in ("crash", "start", "partition", "heal"):
+            raise SimError(f"unknown fault {kind!r}: expected crash, start, partition or heal")
+        e = self.engine
+
+        def fire() -> None:
+            ids = ([m.id for m in [e.leader_member()] if m is not None] if nodes == "leader"
+                   else self._ids(nodes))
+            e.emit(None, "inject", {"kind": kind, "nodes": ids})
+            if kind == "crash":
+                for i in ids:
+                    e.crash(e.member(i))
+            elif kind == "start":
+                for i in ids:
+                    e.start_member(e.member(i))
+            elif kind == "partition":
+                e.net.partition([ids])
+            else:
+                e.net.heal()
+
+        e.sched.after(max(0, after_ms), f"inject {kind}", None, fire)
+
+    def run(self, ms: int) -> None:
+        self.engine.run_until(self.engine.now + max(0, ms))
+        self._finish_op("run")
+
+    def wait(self, timeout_ms: int) -> None:
+        e = self.engine
+        ok = e.run_until(e.now + max(0, timeout_ms), e.stable)
+        self._finish_op("wait")
+        if not ok:
+            raise SimError(f"not stable after {timeout_ms} ms")
+
+
+def _refused_for_good(m: Member) -> bool:
+    if m.status == FAILED:
+        return True
+    return bool(m.detail) and m.broker_epoch is None and not any(t in m.detail for t in TRANSIENT_REFUSALS) \
+        and m.detail.startswith("Unable to register")
+
+
+__all__ = ["STATE_FILE", "STATE_FORMAT", "SavedState", "Simulation", "read_saved"]

@@ -1,0 +1,95 @@
+"""The simulator's public value types: its configuration, its error, and what it reports.
+
+These are the names the scenario runner, the state machine and the CLI use (with
+`Simulation`); they carry no behaviour of their own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from kraftsim.errors import KraftsimError
+
+#: The invariants checked after every event (contract 5 uses these names).
+INVARIANTS = ("OneLeaderPerEpoch", "ConsistentCommittedData", "MonotonicHighWatermark", "ImageMatchesLog",
+              "SnapshotMatchesLog", "BrokersApplyOnlyCommitted")
+
+#: Node states as `NodeInfo.state` reports them.
+RUNNING, STOPPED, CRASHED, FAILED = "running", "stopped", "crashed", "failed"
+
+
+class SimError(KraftsimError):
+    """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
+
+
+class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """Timeouts and intervals, Kafka's defaults unless overridden, and the network's behaviour
+    (kraftsim's: Kafka has no setting for a network's delay or loss)."""
+
+    #: controller.quorum.election.timeout.ms: a follower that hears nothing from its leader
+    #: this long (plus a random part of the same size) becomes a candidate.
+    election_timeout_ms: int = 1000
+    #: controller.quorum.election.backoff.max.ms: a failed candidate waits up to this long.
+    election_backoff_max_ms: int = 1000
+    #: controller.quorum.fetch.timeout.ms: a follower without a successful fetch this long
+    #: starts an election; a leader without fetches from a majority this long resigns (check-quorum).
+    fetch_timeout_ms: int = 2000
+    #: controller.quorum.request.timeout.ms: an unanswered request is retried after this long.
+    request_timeout_ms: int = 2000
+    #: default.api.timeout.ms: how long an admin client (kafka-features, topic creation)
+    #: keeps retrying a request whose records were not committed.
+    admin_timeout_ms: int = 60000
+    #: How long a leader holds a fetch that finds nothing new (Kafka's raft fetch max wait).
+    fetch_max_wait_ms: int = 500
+    #: broker.heartbeat.interval.ms
+    broker_heartbeat_interval_ms: int = 2000
+    #: broker.session.timeout.ms
+    broker_session_timeout_ms: int = 9000
+    #: metadata.max.idle.interval.ms: the active controller's NoOpRecord when idle.
+    metadata_max_idle_interval_ms: int = 500
+    #: How long after an append the leader flushes its log (Kafka: at the end of the poll
+    #: that appended, bounded by the append linger, quorum.append.linger.ms = 25).
+    append_linger_ms: int = 25
+    #: Network delay of one message, uniform in [min, max] milliseconds (seeded).
+    network_delay_min_ms: int = 1
+    network_delay_max_ms: int = 10
+    #: Probability that the network drops a message (seeded; 0: a reliable network).
+    message_loss: float = 0.0
+    #: metadata.max.retention.bytes: segments wholly below the newest snapshot go once the
+    #: log is larger than this (-1: never). Small values exercise FetchSnapshot.
+    retention_bytes: int = 100 * 1024 * 1024
+    #: metadata.log.segment.bytes
+    segment_bytes: int = 1024 * 1024 * 1024
+
+
+class NodeInfo(msgspec.Struct, frozen=True):
+    """One node as `Simulation.nodes()` reports it."""
+
+    id: int
+    roles: tuple[str, ...]
+    release: str
+    state: str  # running | stopped | crashed | failed
+    fenced: bool | None  # brokers only
+    detail: str | None  # e.g. Kafka's text when it failed to start
+
+
+class SimEvent(msgspec.Struct, frozen=True):
+    """One event of the timeline: simulated time, the node it happened on, its kind, details."""
+
+    time_ms: int
+    node: int | None
+    kind: str
+    details: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"time_ms": self.time_ms, "node": self.node, "kind": self.kind, "details": self.details}
+
+
+class InvariantResult(msgspec.Struct, frozen=True):
+    """An invariant's verdict: its name, whether it held, and (when not) the event, node and offsets."""
+
+    name: str
+    ok: bool
+    detail: str | None = None

@@ -1,0 +1,118 @@
+"""`kraftsim cluster ... --engine events`: the event simulator from the command line, with the
+fault commands, `features --cluster` and `status` on it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.conftest import ok, run
+
+
+def _status(capsys, d: Path) -> dict:
+    return json.loads(ok(capsys, "cluster", "status", d, "--json"))
+
+
+def test_faults_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "c"
+    out = ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "1", "--release", "3.9",
+             "--engine", "events", "--seed", "3")
+    assert "event simulator" in out
+    st = _status(capsys, d)
+    assert st["engine"] == "events" and st["leader"] is not None
+    leader = st["leader"]
+    ok(capsys, "cluster", "partition", d, "--group", str(leader))
+    ok(capsys, "cluster", "run", d, "--ms", "6000")
+    st = _status(capsys, d)
+    assert st["partition"] == [[leader]]
+    assert st["leader"] not in (None, leader)  # the majority side elected another (3.9: check-quorum)
+    ok(capsys, "cluster", "heal", d)
+    ok(capsys, "cluster", "stop", d, "--nodes", str(leader))
+    ok(capsys, "cluster", "disk-fault", d, "--nodes", str(leader), "--kind", "torn-tail")
+    ok(capsys, "cluster", "start", d, "--nodes", str(leader))
+    timeline = tmp_path / "t.jsonl"
+    ok(capsys, "cluster", "run", d, "--ms", "30000", "--until-stable", "--timeline", timeline)
+    kinds = {json.loads(line)["kind"] for line in timeline.read_text().splitlines()}
+    assert {"send", "append", "commit"} <= kinds
+    st = _status(capsys, d)
+    controllers = [n for n in st["nodes"] if "controller" in n["roles"]]
+    ends = [n["log_end_offset"] for n in controllers]
+    assert st["partition"] == [] and {n["leader"] for n in controllers} == {st["leader"]}
+    assert max(ends) - min(ends) <= 2  # at most the idle NoOpRecord in flight
+
+
+def test_roll_and_features_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "2", "--release", "3.9", "--engine", "events")
+    ok(capsys, "cluster", "roll", d, "--release", "4.1")
+    out = ok(capsys, "features", "--cluster", d, "upgrade", "--metadata", "4.1")
+    assert "metadata.version was upgraded to 27." in out
+    out = ok(capsys, "features", "--cluster", d, "describe")
+    assert "FinalizedVersionLevel: 4.1-IV1" in out
+    st = _status(capsys, d)
+    assert {n["release"] for n in st["nodes"]} == {"4.1"}
+    assert {n["finalized_in_log"]["metadata.version"] for n in st["nodes"]} == {27}
+    regs = [n["registration"] for n in st["nodes"] if "broker" in n["roles"]]
+    assert [(r["fenced"], r["current_incarnation"]) for r in regs] == [(False, True), (False, True)]
+    code, _, err = run(capsys, "cluster", "disk-fault", d, "--nodes", "1", "--kind", "wipe")
+    assert code == 1 and "needs it stopped" in err
+
+
+def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9")
+    code, _, err = run(capsys, "cluster", "crash", d, "--nodes", "1")
+    assert code == 1 and "--engine events" in err
+
+
+FEATURE_COMMANDS = [
+    ["upgrade", "--metadata", "4.0", "--dry-run"],
+    ["upgrade", "--feature", "metadata.version=25"],
+    ["downgrade", "--metadata", "3.9"],
+    ["upgrade", "--release-version", "4.1-IV1"],
+    ["upgrade", "--feature", "group.version=2"],
+    ["disable", "--feature", "group.version", "--feature", "transaction.version"],
+    ["downgrade", "--feature", "metadata.version=14", "--unsafe"],
+]
+
+
+def test_kafka_features_says_the_same_on_both_simulators(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every line, error text and exit code of kafka-features is the controller's; the
+    simulator underneath changes none of them."""
+    said = {}
+    for engine in ("ticks", "events"):
+        d = tmp_path / engine
+        ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "1", "--release", "4.1",
+           "--release-version", "3.9-IV0", "--engine", engine)
+        said[engine] = [run(capsys, "features", "--cluster", d, *cmd) for cmd in FEATURE_COMMANDS]
+    assert said["events"] == said["ticks"]
+    assert [code for code, _, _ in said["events"]] == [0, 0, 1, 0, 1, 0, 1]
+
+
+def test_files_of_an_event_cluster_are_sound(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """After a roll, a crash and a torn tail, every node's files verify, decode with the
+    kafka-python peer, and equal logs give equal images."""
+    from tests.cluster.conftest import assert_cluster_sound
+
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "2", "--release", "3.9", "--engine", "events")
+    ok(capsys, "cluster", "roll", d, "--release", "4.0")
+    ok(capsys, "cluster", "crash", d, "--nodes", "2")
+    ok(capsys, "cluster", "disk-fault", d, "--nodes", "2", "--kind", "torn-tail")
+    ok(capsys, "cluster", "start", d, "--nodes", "2")
+    ok(capsys, "cluster", "run", d, "--ms", "30000", "--until-stable")
+    assert_cluster_sound(capsys, d)
+
+
+def test_describe_and_status_change_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.cluster.conftest import tree_bytes
+
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--release", "4.1", "--engine", "events")
+    before = tree_bytes(d)
+    out = ok(capsys, "features", "--cluster", d, "describe")
+    assert "FinalizedVersionLevel: 4.1-IV1" in out
+    ok(capsys, "cluster", "status", d)
+    assert tree_bytes(d) == before

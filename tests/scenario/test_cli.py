@@ -1,0 +1,144 @@
+"""`kraftsim scenario ...` and `kraftsim topics ...`: exit codes, stdout discipline, --keep."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftsim.cli.main import main
+
+from tests.scenario.helpers import REPO, SUITE, scenario_text
+
+PASSING = scenario_text("[[step]]\nop = 'create-topics'\ncount = 2\n[expect]\ntopics = 2\nhas_leader = true\n",
+                        name="passing")
+FAILING = scenario_text("[expect]\ntopics = 5\n", name="failing")
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+def test_json_lines_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path, "a.toml", PASSING)
+    code, out, err = run(capsys, "scenario", "run", str(good), "--json")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["passed"] is True
+    bad = write(tmp_path, "b.toml", FAILING)
+    code, out, _ = run(capsys, "scenario", "run", str(good), str(bad), "--json", "--seed", "5")
+    assert code == 1
+    results = [json.loads(line) for line in out.splitlines()]
+    assert [(r["name"], r["passed"], r["seed"]) for r in results] == [("passing", True, 5), ("failing", False, 5)]
+
+
+def test_human_output_names_the_failed_expectation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = write(tmp_path, "b.toml", FAILING)
+    code, out, _ = run(capsys, "scenario", "run", str(bad))
+    assert code == 1
+    assert "  expect topics: FAILED, expected 5, actual 0" in out
+    assert out.rstrip().endswith("FAIL failing")
+
+
+def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    good = write(tmp_path, "a.toml", PASSING)
+    bad = write(tmp_path, "z.toml", scenario_text("[[step]]\nop = 'explode'\n"))
+    code, out, err = run(capsys, "scenario", "run", str(good), str(bad), "--json")
+    assert code == 2 and out == ""
+    assert err.strip() == f"kraftsim: error: {bad}: step 1: key `op`: unknown op 'explode'; expected one of " \
+                          "create-topics, delete-topics, roll, add-node, features-upgrade, features-downgrade, " \
+                          "features-disable, crash, stop, start, partition, heal, disk-fault, snapshot, run, wait"
+    code, out, err = run(capsys, "scenario", "check", str(good), str(bad))
+    assert code == 2 and "z.toml: step 1" in err
+
+
+def test_no_traceback_from_the_real_command(tmp_path: Path) -> None:
+    bad = write(tmp_path, "m.toml", "name = [\n")
+    proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "run", str(bad)], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "m.toml: not valid TOML" in proc.stderr
+
+
+def test_check_list_and_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "scenario", "check", str(write(tmp_path, "a.toml", PASSING)))
+    assert code == 0 and "ok: scenario passing, 1 step(s)" in out
+    code, out, _ = run(capsys, "scenario", "list")
+    names = sorted(p.stem for p in SUITE.glob("*.toml"))
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == names
+    target = tmp_path / "mine.toml"
+    code, out, _ = run(capsys, "scenario", "new", "mine", "-o", str(target))
+    assert code == 0 and target.read_text(encoding="utf-8").startswith("# Question:")
+    code, out, _ = run(capsys, "scenario", "run", str(target), "--json")
+    assert code == 0 and json.loads(out)["name"] == "mine"  # the template runs and passes as written
+    assert run(capsys, "scenario", "new", "mine", "-o", str(target))[0] == 1  # never overwrites
+
+
+def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keep = tmp_path / "kept"
+    code, _, _ = run(capsys, "scenario", "run", str(write(tmp_path, "a.toml", PASSING)), "--keep", str(keep), "--json")
+    assert code == 0
+    code, out, _ = run(capsys, "log", "dump", "--json", str(keep / "node-1" / "__cluster_metadata-0"))
+    assert code == 0 and any(json.loads(line)["type"] == "TOPIC_RECORD" for line in out.splitlines())
+    code, out, _ = run(capsys, "replay", str(keep / "node-2"))
+    assert code == 0 and "OK   replay verification of" in out
+    code, out, _ = run(capsys, "downgrade-report", str(keep / "node-1"), "--to", "3.7-IV1")
+    assert code == 1 and "replica directory assignment: topic topic-0 partition 0" in out  # what would be lost
+    code, out, _ = run(capsys, "topics", "--cluster", str(keep), "list")
+    assert code == 0 and out.split() == ["topic-0", "topic-1"]
+    code, out, _ = run(capsys, "topics", "--cluster", str(keep), "create", "--count", "2", "--partitions", "3")
+    assert code == 0 and out.splitlines() == ["Created topic topic-2.", "Created topic topic-3."]
+    code, out, _ = run(capsys, "topics", "--cluster", str(keep), "delete", "topic-0")
+    assert code == 0
+    assert run(capsys, "topics", "--cluster", str(keep), "list")[1].split() == ["topic-1", "topic-2", "topic-3"]
+    code, _, err = run(capsys, "topics", "--cluster", str(keep), "delete", "nope")
+    assert code == 1 and err.strip() == "This server does not host this topic-partition."
+    code, _, err = run(capsys, "topics", "--cluster", str(keep), "create", "--partitions", "0")
+    assert code == 2 and "--partitions: expected a positive integer" in err
+    # --keep refuses a directory that holds something
+    code, _, err = run(capsys, "scenario", "run", str(tmp_path / "a.toml"), "--keep", str(keep))
+    assert code == 2 and "not an empty directory" in err
+
+
+def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    a = write(tmp_path, "a.toml", PASSING)
+    b = write(tmp_path, "b.toml", FAILING)
+    code, out, _ = run(capsys, "scenario", "run", str(a), str(b), "--html", str(tmp_path / "reports"),
+                       "--keep", str(tmp_path / "kept"))
+    assert code == 1
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == ["failing.html", "passing.html"]
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == ["failing", "passing"]
+    assert f"  report: {tmp_path / 'reports' / 'passing.html'}" in out
+    assert "FAIL</span>" in (tmp_path / "reports" / "failing.html").read_text(encoding="utf-8")
+    code, out, _ = run(capsys, "scenario", "run", str(a), "--html", str(tmp_path / "one.html"), "--json")
+    assert code == 0 and len(out.splitlines()) == 1 and (tmp_path / "one.html").is_file()
+
+
+def test_cluster_status_reads_a_kept_cluster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    keep = tmp_path / "kept"
+    assert run(capsys, "scenario", "run", str(write(tmp_path, "a.toml", PASSING)), "--keep", str(keep), "--json")[0] == 0
+    code, out, err = run(capsys, "cluster", "status", str(keep))
+    assert code == 0, err
+    assert "Voters: 1; leader: node 1" in out
+
+
+def test_empty_folder_and_list_of_another_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path / "empty"))
+    assert code == 2 and out == "" and "no scenario files" in err
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    write(mine, "a.toml", "# Question: does it list?\n" + PASSING)
+    code, out, _ = run(capsys, "scenario", "list", "--dir", str(mine))
+    assert code == 0 and out.split(None, 1) == ["passing", "does it list?\n"]

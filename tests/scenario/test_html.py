@@ -1,0 +1,150 @@
+"""HTML reports: structure (a lane per node, a row per step), self-contained, deterministic;
+and the same page in a real headless Chromium (DOM and a non-blank screenshot)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from kraftsim.scenario.html_report import render, write_report
+
+from tests.scenario.helpers import run_text
+
+BODY = """
+[[step]]
+op = "create-topics"
+count = 1
+partitions = 2
+[[step]]
+op = "roll"
+release = "3.9"
+nodes = "controllers"
+[[step]]
+op = "stop"
+nodes = [3]
+[[step]]
+op = "features-downgrade"
+metadata = "3.7-IV1"
+unsafe = true
+expect_error = "Unsafe metadata downgrade is not supported"
+[expect]
+running = [1, 2]
+"""
+
+
+class Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lanes: list[str] = []
+        self.steps: list[str] = []
+        self.refs: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        a = dict(attrs)
+        classes = (a.get("class") or "").split()
+        if tag == "g" and "lane" in classes:
+            self.lanes.append(a["data-node"] or "")
+        if tag == "tr" and "step" in classes:
+            self.steps.append(a["data-index"] or "")
+        for key in ("src", "href"):
+            if a.get(key):
+                self.refs.append(a[key] or "")
+
+
+def test_report_structure_and_determinism(tmp_path: Path) -> None:
+    run = run_text(BODY)
+    page = render(run)
+    c = Collect()
+    c.feed(page)
+    assert c.lanes == ["1", "2", "3"]
+    assert c.steps == ["1", "2", "3", "4"]
+    assert c.refs == []  # nothing fetched: no scripts, styles or images from anywhere
+    assert "http" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "broker log dirs: broker 2" in page  # the loss report of step 4
+    assert 'data-state="stopped"' in page  # node 3's lane ends stopped
+    assert page == render(run_text(BODY))
+    write_report(run, tmp_path / "sub" / "r.html")
+    assert (tmp_path / "sub" / "r.html").read_text(encoding="utf-8") == page
+
+
+def _chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        found = shutil.which(name)
+        if found:
+            return found
+    if os.environ.get("CI"):
+        pytest.fail("CI is set but chromium is not installed (.ci/run installs Debian's chromium)")
+    pytest.skip("chromium is not installed (apt-get install chromium); CI runs this test")
+
+
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+         "--disable-component-update", "--disable-dev-shm-usage"]
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Rows of an 8-bit RGB or RGBA PNG (what Chromium writes), unfiltered."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, idat, width = 8, b"", 0
+    height = channels = 0
+    while pos < len(data):
+        (length,), kind = struct.unpack(">I", data[pos:pos + 4]), data[pos + 4:pos + 8]
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and color in (2, 6)
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride = zlib.decompress(idat), width * channels
+    rows: list[bytes] = []
+    prev = bytearray(stride)
+    for y in range(height):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - channels] if i >= channels else 0
+            b, c = prev[i], prev[i - channels] if i >= channels else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, channels, rows
+
+
+def test_report_in_headless_chromium(tmp_path: Path) -> None:
+    browser = _chromium()
+    page = tmp_path / "report.html"
+    write_report(run_text(BODY), page)
+    url = page.resolve().as_uri()
+    dom = subprocess.run([browser, *FLAGS, "--dump-dom", url], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    c = Collect()
+    c.feed(dom.stdout)
+    assert c.lanes == ["1", "2", "3"] and c.steps == ["1", "2", "3", "4"]
+    assert re.search(r'id="verdict">PASS<', dom.stdout)
+    shot = tmp_path / "shot.png"
+    proc = subprocess.run([browser, *FLAGS, f"--screenshot={shot}", "--window-size=1200,900", url],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    width, channels, rows = _png_pixels(shot.read_bytes())
+    colors = {row[i:i + 3] for row in rows[::8] for i in range(0, width * channels, channels * 8)}
+    assert width == 1200 and len(colors) > 20  # text, lanes, colours: not a blank page
+    green = bytes((0x3a, 0x9d, 0x5d))  # the "running" colour of the lanes
+    assert green in colors
