@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import kafka_tool
-from kraftsim.sim.directory import catalog_path, open_for_tool
+from kraftsim.sim.directory import TICKS, catalog_path, engine_of, open_for_tool, simulation_status
 from kraftsim.sim import features_tool
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
@@ -80,10 +80,20 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     return catalog_path(Path(args.cluster))
 
 
+def _cluster_release(path: str) -> str | None:
+    """The cluster's own release (its active controller's), as either simulator saved it."""
+    if engine_of(path) == TICKS:
+        from kraftsim.sim.cluster import read_state
+        return features_tool.state_release(read_state(Path(path)))
+    st = simulation_status(path)
+    return features_tool.cluster_release(st["leader"], [(n["id"], n["roles"], n["release"], n["running"])
+                                                        for n in st["nodes"]])
+
+
 def _tool(args: argparse.Namespace):
     release = args.release
     if release is None and args.cluster is not None:
-        release = features_tool.cluster_release(read_state(Path(args.cluster)))
+        release = _cluster_release(args.cluster)
     return load_catalog(_catalog_path(args), line=release)
 
 

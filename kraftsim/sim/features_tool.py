@@ -84,13 +84,23 @@ def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> 
             for name, lo, hi in sorted(response.supported_features)]
 
 
-def cluster_release(state: ClusterState) -> str | None:
+#: One node as cluster_release reads it: (id, roles, release, running).
+NodeSummary = tuple[int, Sequence[str], str, bool]
+
+
+def cluster_release(leader: int | None, nodes: Sequence[NodeSummary]) -> str | None:
     """The release whose tools a cluster's operator runs: the active controller's, else the
     lowest-id running controller's; None when no controller runs."""
-    if state.leader is not None:
-        return state.node(state.leader).release
-    controllers = sorted((n for n in state.nodes if n.running and CONTROLLER in n.roles), key=lambda n: n.id)
-    return controllers[0].release if controllers else None
+    by_id = {n[0]: n for n in nodes}
+    if leader is not None and leader in by_id:
+        return by_id[leader][2]
+    controllers = sorted(n for n in nodes if n[3] and CONTROLLER in n[1])
+    return controllers[0][2] if controllers else None
+
+
+def state_release(state: ClusterState) -> str | None:
+    """cluster_release of a ticks-simulator cluster's saved state."""
+    return cluster_release(state.leader, [(n.id, n.roles, n.release, n.running) for n in state.nodes])
 
 
 def offline_command_error(tool: Catalog) -> str | None:
