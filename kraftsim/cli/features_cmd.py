@@ -15,9 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool
-from kraftsim.sim.directory import TICKS, catalog_path, engine_of, open_for_tool, simulation_status
-from kraftsim.sim import features_tool
+from kraftsim.cli.common import kafka_tool, node_id
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -35,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     describe = cmds.add_parser("describe", help="Describes the current active feature flags.")
-    describe.add_argument("--node-id", type=int, metavar="N", help="Send request to specific node.")
+    describe.add_argument("--node-id", type=node_id, metavar="N", help="Send request to specific node.")
     describe.set_defaults(run=kafka_tool(_run_describe))
 
     for op, text in (("upgrade", "Upgrade one or more feature flags."),
@@ -77,11 +75,15 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         return args.catalog
+    from kraftsim.sim.directory import catalog_path  # the simulator loads only for commands on a cluster
+
     return catalog_path(Path(args.cluster))
 
 
 def _cluster_release(path: str) -> str | None:
     """The cluster's own release (its active controller's), as either simulator saved it."""
+    from kraftsim.sim import features_tool  # the simulator loads only for commands on a cluster
+    from kraftsim.sim.directory import TICKS, engine_of, simulation_status
     if engine_of(path) == TICKS:
         from kraftsim.sim.cluster import read_state
         return features_tool.state_release(read_state(Path(path)))
@@ -100,8 +102,8 @@ def _tool(args: argparse.Namespace):
 def _offline_tool(args: argparse.Namespace):
     """The tool for version-mapping / feature-dependencies: before 4.3 it needs a cluster."""
     tool = _tool(args)
-    missing = features_tool.offline_command_error(tool) if args.cluster is None else None
-    if missing is not None:
+    if args.cluster is None and tool.policy("features_offline_commands") != "standalone":
+        missing = tool.policy_text("features_offline_commands", "missing")
         raise ToolFailure(f"{missing}\nkraftsim: Kafka {tool.release.name}'s tool needs a cluster here: "
                           "pass --cluster DIR (its --bootstrap-server), or act as 4.3 or later")
     return tool
@@ -114,6 +116,9 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 
 def _run_describe(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.directory import open_for_tool
+
     tool = _tool(args)
     cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
@@ -126,6 +131,9 @@ def _run_describe(args: argparse.Namespace) -> int:
 
 
 def _run_update(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.directory import open_for_tool
+
     tool = _tool(args)
     path = _need_cluster(args)
     flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),

@@ -12,7 +12,7 @@ FeatureCommand does through its admin client:
   the controller's answer, sorted by feature name, and any failure ends in
   `<k> out of <n> operation(s) failed.` on stderr with exit code 1.
 - `version-mapping` and `feature-dependencies` need no cluster from 4.3 on; an older
-  tool refuses them without one, as its argument parser does (`offline_command_error`).
+  tool refuses them without one, as its argument parser does (cli.features_cmd).
 - `describe` prints each line as the tool's release lays it out: tab-separated up to 4.2,
   fixed-width columns from 4.3 (policy `features_describe`).
 
@@ -102,13 +102,6 @@ def state_release(state: ClusterState) -> str | None:
     """cluster_release of a ticks-simulator cluster's saved state."""
     return cluster_release(state.leader, [(n.id, n.roles, n.release, n.running) for n in state.nodes])
 
-
-def offline_command_error(tool: Catalog) -> str | None:
-    """What a tool that needs a cluster for version-mapping / feature-dependencies says
-    without one (Kafka up to 4.2); None from 4.3."""
-    if tool.policy("features_offline_commands") == "standalone":
-        return None
-    return tool.policy_text("features_offline_commands", "missing")
 
 
 def feature_update(name: str, level: int, upgrade_type: UpgradeType) -> FeatureUpdate:
