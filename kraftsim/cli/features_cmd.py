@@ -100,13 +100,10 @@ def _tool(args: argparse.Namespace):
 
 
 def _offline_tool(args: argparse.Namespace):
-    """The tool for version-mapping / feature-dependencies: before 4.3 it needs a cluster."""
-    tool = _tool(args)
-    if args.cluster is None and tool.policy("features_offline_commands") != "standalone":
-        missing = tool.policy_text("features_offline_commands", "missing")
-        raise ToolFailure(f"{missing}\nkraftsim: Kafka {tool.release.name}'s tool needs a cluster here: "
-                          "pass --cluster DIR (its --bootstrap-server), or act as 4.3 or later")
-    return tool
+    """The tool for version-mapping / feature-dependencies. Kafka before 4.3 also wants
+    --bootstrap-server/--bootstrap-controller here (policy features_offline_commands); kraftsim
+    has no such flag to stand for, so it runs these as Kafka does when one is given."""
+    return _tool(args)
 
 
 def _need_cluster(args: argparse.Namespace) -> str:

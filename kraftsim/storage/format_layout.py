@@ -48,7 +48,7 @@ def write_bootstrap_for(catalog: Catalog, path: Path, *, metadata_dir: bool, dyn
         if not (metadata_dir and controller):
             return None
         return write_zero_checkpoint(path, voters, kraft_version, listener_name, clock=clock, registry=registry,
-                                     fsync=fsync, records=records)
+                                     fsync=fsync, records=records, voters_when_empty=False)
     write_bootstrap(path, records, time_ms=clock, registry=registry, fsync=fsync)
     if dynamic:
         return write_zero_checkpoint(path, voters, kraft_version, listener_name, clock=clock, registry=registry,
@@ -58,7 +58,7 @@ def write_bootstrap_for(catalog: Catalog, path: Path, *, metadata_dir: bool, dyn
 
 def write_zero_checkpoint(log_dir: Path, voters: Mapping[int, DynamicVoter], kraft_version: int,
                           controller_listener_name: str, *, clock: Clock, registry: Registry | None = None,
-                          fsync: bool = True, records: Sequence[Payload] = ()) -> Path:
+                          fsync: bool = True, records: Sequence[Payload] = (), voters_when_empty: bool = True) -> Path:
     """Formatter.writeDynamicQuorumSnapshot: `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`
     holding SnapshotHeaderRecord (LastContainedLogTimestamp = now), KRaftVersionRecord and VotersRecord
     when kraft.version ≥ 1, then `records` (Kafka 4.4's bootstrap records; none before), and the footer."""
@@ -66,7 +66,8 @@ def write_zero_checkpoint(log_dir: Path, voters: Mapping[int, DynamicVoter], kra
     header: list[Payload] = []
     if kraft_version >= 1:
         header.append(control_payload(registry, "KRaftVersionRecord", version=0, k_raft_version=kraft_version))
-        header.append(voters_record(voters, controller_listener_name, registry))
+        if voters or voters_when_empty:  # Kafka 4.4 leaves an empty voter set out (-N)
+            header.append(voters_record(voters, controller_listener_name, registry))
     snap_dir = log_dir / METADATA_DIR_NAME
     snap_dir.mkdir(parents=True, exist_ok=True)
     last_contained = clock()
