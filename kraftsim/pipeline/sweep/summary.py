@@ -29,7 +29,9 @@ def wilson(passes: int, runs: int, z: float = Z95) -> tuple[float, float]:
     denom = 1 + z * z / runs
     centre = (p + z * z / (2 * runs)) / denom
     half = z * math.sqrt(p * (1 - p) / runs + z * z / (4 * runs * runs)) / denom
-    return max(0.0, centre - half), min(1.0, centre + half)
+    lo = 0.0 if passes == 0 else max(0.0, centre - half)
+    hi = 1.0 if passes == runs else min(1.0, centre + half)  # exact at the ends (no rounding below 1)
+    return lo, hi
 
 
 def per_scenario(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
