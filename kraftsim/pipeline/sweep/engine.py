@@ -46,7 +46,7 @@ class SweepRun:
 
 
 def _weight(item: dict[str, Any]) -> float:
-    return 1.0 + item["steps"]
+    return 1.0 + float(item["steps"])
 
 
 class Progress:
