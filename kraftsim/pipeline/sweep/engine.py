@@ -96,16 +96,18 @@ def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = 
     return SweepRun(sort_table(table), "local", time.perf_counter() - started)
 
 
-def _watch_tasks(spark: Any, progress: Progress, runs_per_task: float, stop: threading.Event) -> None:
-    """Runs done, estimated from Spark's finished tasks (bins hold nearly equal runs)."""
+def _watch_tasks(spark: Any, progress: Progress, tasks: int, stop: threading.Event) -> None:
+    """Runs done, estimated from the finished tasks of the fan-out stage (its bins hold nearly
+    equal runs); never goes back when the write's later stage starts."""
     tracker = spark.sparkContext.statusTracker()
+    runs_per_task = progress.total / tasks
+    best = 0
     while not stop.wait(progress.every):
-        done = 0
         for sid in tracker.getActiveStageIds():
             info = tracker.getStageInfo(sid)
-            if info is not None and info.numTasks:
-                done = max(done, info.numCompletedTasks)
-        progress.update(min(progress.total, done * runs_per_task), approx=True, force=True)
+            if info is not None and info.numTasks == tasks:
+                best = max(best, info.numCompletedTasks)
+        progress.update(min(progress.total, best * runs_per_task), approx=True, force=True)
 
 
 def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
@@ -120,7 +122,7 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
     stop = threading.Event()
     watcher = None
     if progress is not None:
-        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, len(items) / n, stop), daemon=True)
+        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, n, stop), daemon=True)
         watcher.start()
     try:
         writer.parquet(table_dir)
