@@ -196,3 +196,16 @@ def test_spark_sweep_matches_the_in_process_sweep(spark, tmp_path: Path, planted
     failing = [r for r in local.to_pylist() if r["verdict"] != "pass"]
     for r in failing:
         assert engine.reproducer_path(out, r["scenario"], r["seed"]).is_file()
+
+
+def test_progress_line_reports_runs_rate_and_eta() -> None:
+    import io
+
+    out = io.StringIO()
+    progress = engine.Progress(40, out=out, every=0.0)
+    progress.start -= 10.0  # as if ten seconds had passed
+    progress.update(10)
+    line = out.getvalue().strip()
+    assert line.startswith("sweep: 10/40 runs (25%), 1.00 runs/s, ETA 30 s"), line
+    progress.update(40)
+    assert out.getvalue().strip().splitlines()[-1].endswith("ETA -")
