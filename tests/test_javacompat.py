@@ -67,11 +67,10 @@ def test_hash_map_order_is_the_order_a_hash_map_iterates_in(keys: list[str], ini
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.integers(-(2**31), 2**31 - 1), max_size=30), st.lists(st.integers(0, 100), max_size=10))
 def test_int_set_order_is_a_copied_hash_set_added_to(first: list[int], later: list[int]) -> None:
-    distinct_first = list(dict.fromkeys(first))
-    cap = 16
-    while cap < int(len(distinct_first) / 0.75) + 1:
+    cap = 16  # new HashSet<>(c) sizes its table by c.size(), duplicates included
+    while cap < int(len(first) / 0.75) + 1:
         cap *= 2
-    model = JavaHashMapModel(cap)  # new HashSet<>(c): max(c.size()/.75 + 1, 16), rounded up to a power of 2
+    model = JavaHashMapModel(cap)  # max(c.size()/.75 + 1, 16), rounded up to a power of 2
     for v in [*first, *later]:
         model.put(v, int_hash(v))
     assert int_set_order(first, later) == model.keys()

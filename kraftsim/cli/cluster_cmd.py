@@ -11,7 +11,7 @@ import json
 import sys
 
 from kraftsim.cli import import_cmd
-from kraftsim.cli.common import kafka_tool
+from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
 from kraftsim.sim.narrate import narrator
@@ -35,8 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     create = cmds.add_parser("create", help="format and start a new cluster of controllers and brokers")
     create.add_argument("dir", metavar="DIR", help="the cluster directory (must not exist, or be empty)")
-    create.add_argument("--controllers", type=int, required=True, metavar="N", help="controllers (ids 1..N)")
-    create.add_argument("--brokers", type=int, default=0, metavar="M", help="brokers (ids N+1..N+M)")
+    create.add_argument("--controllers", type=bounded_int(0, 100, "a number of controllers"), required=True,
+                        metavar="N", help="controllers (ids 1..N; at most 100)")
+    create.add_argument("--brokers", type=bounded_int(0, 100, "a number of brokers"), default=0, metavar="M",
+                        help="brokers (ids N+1..N+M; at most 100)")
     create.add_argument("--release", required=True, metavar="R", help="the Kafka release every node runs, e.g. 3.7")
     create.add_argument("--release-version", "-r", metavar="V",
                         help="kafka-storage format --release-version for every node (default: the release's "
@@ -53,14 +55,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="events: the event-driven simulator (KRaft replication, network, faults; the commands "
                              "crash, stop, start, partition, heal, disk-fault, run); ticks (default): every node "
                              "sees the leader's log at once")
-    create.add_argument("--combined", type=int, default=0, metavar="K",
+    create.add_argument("--combined", type=bounded_int(0, 100, "a number of combined nodes"), default=0, metavar="K",
                         help="with --engine events: K combined broker+controller nodes (ids 1..K come first)")
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
     roll.add_argument("dir", metavar="DIR")
     roll.add_argument("--release", required=True, metavar="R", help="the release to run")
-    roll.add_argument("--nodes", metavar="IDS", help="comma-separated node ids (default: every node)")
+    roll.add_argument("--nodes", type=node_id_list, metavar="IDS", help="comma-separated node ids (default: every node)")
     roll.set_defaults(run=kafka_tool(_run_roll))
 
     add = cmds.add_parser("add", help="a new broker or controller joins the cluster")
@@ -69,7 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     role.add_argument("--broker", action="store_const", dest="role", const=BROKER)
     role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER)
     add.add_argument("--release", required=True, metavar="R")
-    add.add_argument("--id", type=int, metavar="N", help="the node id (default: the highest id + 1)")
+    add.add_argument("--id", type=node_id, metavar="N", help="the node id (default: the highest id + 1)")
     add.set_defaults(run=kafka_tool(_run_add))
 
     status = cmds.add_parser("status", help="nodes, releases, supported ranges, fencing, finalized features, offsets")
@@ -130,23 +132,14 @@ def _run_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _node_ids(text: str | None) -> list[int] | None:
-    if text is None:
-        return None
-    try:
-        return [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise KraftsimError(f"--nodes: expected comma-separated node ids, got {text!r}") from None
-
-
 def _run_roll(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
         with Simulation.open(args.dir, on_event=narrator(print)) as sim:
-            sim.roll(args.release, _node_ids(args.nodes) or "all")
+            sim.roll(args.release, args.nodes or "all")
             print(f"Rolled to Kafka {args.release}; leader: node {sim.leader()}.")
         return 0
     with SimCluster.open(args.dir) as cluster:
-        problems = cluster.roll(args.release, _node_ids(args.nodes))
+        problems = cluster.roll(args.release, args.nodes)
     return 1 if problems else 0
 
 
@@ -182,6 +175,16 @@ def _run_status(args: argparse.Namespace) -> int:
         for line in status_lines(status, names):
             print(line)
     return 0
+
+
+def _node_ids(text: str | None) -> list[int] | None:
+    """Comma-separated node ids as --nodes/--group give them (refused as roll's --nodes is); None when absent."""
+    if text is None:
+        return None
+    try:
+        return node_id_list(text)
+    except argparse.ArgumentTypeError as e:
+        raise KraftsimError(f"expected comma-separated node ids: {e}") from None
 
 
 def _run_fault(args: argparse.Namespace) -> int:

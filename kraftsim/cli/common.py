@@ -1,4 +1,9 @@
-"""Options and plumbing shared by several commands."""
+"""Options and plumbing shared by several commands.
+
+The argparse types here refuse what Kafka would refuse and what no one can mean (an empty
+node list, a node id beyond int32, a negative count), so that a bad flag is a usage error
+(exit 2) naming the flag and what was expected, never a guess.
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,13 @@ def add_catalog_options(parser: argparse.ArgumentParser) -> None:
                              "default: the newest release in the catalog")
 
 
+def add_damage_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--up-to-damage", action="store_true",
+                        help="on a damaged log, use what comes before the damage and label the result PARTIAL with "
+                             "the offset where it stops (exit 1); without it a damaged log is refused. A torn last "
+                             "batch is not damage: it is left out, as Kafka's recovery cuts it, and said in one line")
+
+
 def catalog_from_args(args: argparse.Namespace) -> Catalog:
     return load_catalog(getattr(args, "catalog", None), line=getattr(args, "release", None))
 
@@ -33,3 +45,52 @@ def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             return 1
 
     return wrapped
+
+
+INT32_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
+
+
+def _whole_number(text: str, expected: str) -> int:
+    stripped = text.strip()
+    digits = stripped[1:] if stripped[:1] in "+-" else stripped
+    if not digits.isascii() or not digits.isdigit():
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return int(stripped)
+
+
+def node_id(text: str) -> int:
+    """A Kafka node id: an int32 of at least 0."""
+    value = _whole_number(text, "a node id (a whole number from 0 to 2147483647)")
+    if not 0 <= value <= INT32_MAX:
+        raise argparse.ArgumentTypeError(f"expected a node id from 0 to {INT32_MAX}, got {text!r}")
+    return value
+
+
+def node_id_list(text: str) -> list[int]:
+    """Comma-separated node ids, each once; empty items are refused (`''`, `','`, `' '` name no node)."""
+    items = text.split(",")
+    if not text.strip() or any(not item.strip() for item in items):
+        raise argparse.ArgumentTypeError(f"expected comma-separated node ids such as 1,2,3, got {text!r}")
+    ids = [node_id(item) for item in items]
+    repeated = sorted({i for i in ids if ids.count(i) > 1})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"node {', '.join(map(str, repeated))} named twice in {text!r}")
+    return ids
+
+
+def bounded_int(low: int, high: int, what: str = "a whole number") -> Callable[[str], int]:
+    """An argparse type for an integer in [low, high]: counts, sizes, offsets."""
+
+    def parse(text: str) -> int:
+        value = _whole_number(text, f"{what} from {low} to {high}")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected {what} from {low} to {high}, got {text!r}")
+        return value
+
+    parse.__name__ = what  # argparse names the type in its messages
+    return parse
+
+
+offset = bounded_int(0, INT64_MAX, "an offset")
+timestamp_ms = bounded_int(0, INT64_MAX, "a timestamp in milliseconds")

@@ -2,8 +2,10 @@
 
 The default table, `records`, holds one row per record with exactly what
 `kraftsim log dump --json` prints for it; `image_entities` holds the entities of the image
-at the end of each log directory, snapshot and bootstrap file. Like `log dump`, a damaged
-file's problems are reported and its valid batches still exported, and the exit status is 1.
+at the end of each log directory, snapshot and bootstrap file. A damaged input is refused
+(exit 1, nothing written) unless `--up-to-damage` asks for the records before the damage,
+labelled partial (exit 1); a torn last batch of a log is left out, as Kafka's recovery does,
+and said in one line.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.common import INT32_MAX, add_catalog_options, add_damage_option, bounded_int, catalog_from_args
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
 from kraftsim.protocol.registry import load_registry
@@ -29,26 +30,33 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="records: one row per record, as `log dump --json`; image_entities: one row per entity of "
                         "the image each log directory, snapshot and bootstrap file holds (default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace OUT if it exists")
-    p.add_argument("--batch-rows", type=int, default=DEFAULT_BATCH_ROWS, metavar="N",
+    p.add_argument("--batch-rows", type=bounded_int(1, INT32_MAX, "a number of rows"), default=DEFAULT_BATCH_ROWS,
+                   metavar="N",
                    help="rows per Parquet row group; memory holds about this many rows (default: %(default)s)")
     p.add_argument("--compression", default="zstd", choices=("zstd", "snappy", "gzip", "lz4", "none"),
                    help="Parquet compression (default: %(default)s)")
     p.add_argument("--schemas", action="append", default=[], metavar="DIR",
                    help="an extra folder of record schema files (repeatable)")
+    add_damage_option(p)
     add_catalog_options(p)
     p.set_defaults(run=run_export)
 
 
 def run_export(args: argparse.Namespace) -> int:
-    if args.batch_rows < 1:
-        raise KraftsimError("--batch-rows must be at least 1")
-    registry = load_registry(Path(d) for d in args.schemas)
-    catalog = catalog_from_args(args) if args.table != "records" else None
+    # The catalog is read whenever one is named, for either table: a missing or broken one is
+    # refused, and the record types it brings are decoded.
+    catalog = catalog_from_args(args) if args.table != "records" or args.catalog or args.release else None
+    extra = catalog.record_schema_dirs if catalog is not None else ()
+    registry = load_registry([*(Path(d) for d in args.schemas), *extra])
     result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
-                            batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite)
-    for problem in result.problems:
-        print(f"kraftsim: error: {problem}", file=sys.stderr)
+                            batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
+                            up_to_damage=args.up_to_damage)
+    for line in result.recovery:
+        print(f"kraftsim: recovery: {line}", file=sys.stderr)
+    for line in result.partial:
+        print(f"kraftsim: PARTIAL: {line}", file=sys.stderr)
     what = "records" if args.table == "records" else "entities"
     files = f"{result.files} {'file' if result.files == 1 else 'files'}"
-    print(f"wrote {result.rows} {what} from {files} to {result.output}")
-    return 1 if result.problems else 0
+    label = " (PARTIAL: see above)" if result.partial else ""
+    print(f"wrote {result.rows} {what} from {files} to {result.output}{label}")
+    return 1 if result.partial else 0

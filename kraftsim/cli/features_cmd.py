@@ -13,9 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool
-from kraftsim.sim.directory import catalog_path, open_for_tool
-from kraftsim.sim import features_tool
+from kraftsim.cli.common import kafka_tool, node_id
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -32,7 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     describe = cmds.add_parser("describe", help="Describes the current active feature flags.")
-    describe.add_argument("--node-id", type=int, metavar="N", help="Send request to specific node.")
+    describe.add_argument("--node-id", type=node_id, metavar="N", help="Send request to specific node.")
     describe.set_defaults(run=kafka_tool(_run_describe))
 
     for op, text in (("upgrade", "Upgrade one or more feature flags."),
@@ -74,6 +72,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         return args.catalog
+    from kraftsim.sim.directory import catalog_path  # the simulator loads only for commands on a cluster
+
     return catalog_path(Path(args.cluster))
 
 
@@ -88,6 +88,9 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 
 def _run_describe(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.directory import open_for_tool
+
     tool = _tool(args)
     cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
@@ -100,6 +103,9 @@ def _run_describe(args: argparse.Namespace) -> int:
 
 
 def _run_update(args: argparse.Namespace) -> int:
+    from kraftsim.sim import features_tool
+    from kraftsim.sim.directory import open_for_tool
+
     tool = _tool(args)
     path = _need_cluster(args)
     flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),

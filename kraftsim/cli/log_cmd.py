@@ -3,7 +3,9 @@
 `dump` prints records as kafka-dump-log does with its cluster-metadata decoder, or one
 JSON object per record with `--json` (DESIGN.md, contract 2). `verify` checks every batch
 (length, magic, CRC-32C), decodes every record, writes each batch again and compares the
-bytes, and reports every problem it finds. Both open user files read-only.
+bytes, checks offsets and epochs across batches, files and segments and a snapshot's
+header, footer and name (`storage.checks`), and reports every problem it finds, each with
+its file, byte position and offset. Both open user files read-only.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Iterable, TextIO
+from typing import TextIO
 
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
-from kraftsim.protocol.scan import ScanReport, ScannedBatch, scan, verify_bytes
+from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
+from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
 from kraftsim.storage.view import find_metadata_files
 
@@ -43,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                       help="an extra folder of record schema files (repeatable)")
     dump.set_defaults(run=run_dump)
 
-    verify = cmds.add_parser("verify", help="check lengths, CRCs and decoding, and that every batch re-encodes to the same bytes")
+    verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
     verify.add_argument("paths", nargs="+", metavar="PATH", help="files or __cluster_metadata-0 directories")
     verify.add_argument("--schemas", action="append", default=[], metavar="DIR",
                         help="an extra folder of record schema files (repeatable)")
@@ -54,17 +57,11 @@ def _registry(args: argparse.Namespace) -> Registry:
     return load_registry(Path(d) for d in args.schemas)
 
 
-def _files(paths: Iterable[str]) -> list[Path]:
-    """The metadata files each PATH stands for; a folder that is not itself a metadata or
-    log directory is searched for them, so a whole tree of clusters can be checked at once."""
-    return [path for _, path in find_metadata_files(paths)]
-
-
 def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
-    for path in _files(args.paths):
+    for kind, path in find_metadata_files(args.paths):
         data = read_file(path)
         report = ScanReport()
         if not args.json:
@@ -77,7 +74,7 @@ def run_dump(args: argparse.Namespace) -> int:
                     out.write(json.dumps(entry.to_json(), ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
                 _print_batch_text(scanned, out)
-        for problem in report.problems:
+        for problem in report.problems + file_problems(kind, path, report):
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
     return 1 if failed else 0
@@ -114,12 +111,21 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
 
 def run_verify(args: argparse.Namespace) -> int:
     registry = _registry(args)
+    files = find_metadata_files(args.paths)
+    reports: dict[Path, ScanReport] = {}
+    problems: dict[Path, list[Problem]] = {}
+    for kind, path in files:
+        if path in reports:
+            continue
+        report = verify_bytes(read_file(path), registry)
+        reports[path] = report
+        problems[path] = report.problems + file_problems(kind, path, report)
+    for path, found in directory_problems(files, reports).items():
+        problems[path].extend(found)
     failed = 0
-    files = _files(args.paths)
-    for path in files:
-        data = read_file(path)
-        report = verify_bytes(data, registry)
-        status = "OK" if report.ok else f"{len(report.problems)} PROBLEM(S)"
+    for _, path in files:
+        report, found = reports[path], problems[path]
+        status = "OK" if not found else f"{len(found)} PROBLEM(S)"
         span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
         print(f"{path}: {status}: {report.batches} batches ({report.control_batches} control), "
               f"{report.records} records, {report.size} bytes{span}")
@@ -128,9 +134,9 @@ def run_verify(args: argparse.Namespace) -> int:
         codecs = {k: v for k, v in report.compression.items() if k != "none"}
         if codecs:
             print("    compressed batches: " + ", ".join(f"{k} {v}" for k, v in sorted(codecs.items())))
-        for problem in report.problems:
-            print(f"    PROBLEM: {problem.describe()}")
-        failed += not report.ok
+        for problem in sorted(found, key=lambda p: p.position):
+            print(f"    PROBLEM: {path}: {problem.describe()}")
+        failed += bool(found)
     print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
     return 1 if failed else 0
 

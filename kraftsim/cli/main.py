@@ -1,63 +1,153 @@
 """Entry point of the `kraftsim` command.
 
 Each command group lives in its own module exposing `register(subparsers)`; this module
-only assembles them and turns input errors into one clear line on stderr.
+only assembles them and turns every failure into one clear line on stderr.
+
+Start-up stays fast because only the module of the command being run is imported: the
+others are listed in --help from the table below (a test keeps its help texts equal to
+the modules' own). Adding a command is one line in COMMANDS.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
-from typing import Sequence
+import traceback
+from typing import NamedTuple, Sequence
 
 from kraftsim import __version__
 from kraftsim.errors import KraftsimError
 
-# Command modules, in the order their groups appear in --help.
-COMMAND_MODULES = (
-    "kraftsim.cli.demo_cmd",
-    "kraftsim.cli.export_cmd",
-    "kraftsim.cli.log_cmd",
-    "kraftsim.cli.storage_cmd",
-    "kraftsim.cli.replay_cmd",
-    "kraftsim.cli.snapshot_cmd",
-    "kraftsim.cli.downgrade_cmd",
-    "kraftsim.cli.cluster_cmd",
-    "kraftsim.cli.features_cmd",
-    "kraftsim.cli.spark_cmd",
-    "kraftsim.cli.scenario_cmd",
-    "kraftsim.cli.topics_cmd",
+# Exit statuses, the same for every command.
+EXIT_OK = 0
+EXIT_FAILED = 1  # a check failed, or the (Kafka) tool refused the request
+EXIT_USAGE = 2  # usage or invalid input (argparse's own status)
+EXIT_INTERNAL = 70  # a bug in kraftsim (EX_SOFTWARE); --debug shows the traceback
+EXIT_INTERRUPTED = 130
+
+EXIT_STATUS_HELP = (
+    "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
+    "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
+    "130 interrupted; 141 the reader of the output went away (e.g. `| head`)"
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class Command(NamedTuple):
+    name: str
+    module: str
+    help: str
+
+
+# Command groups, in the order they appear in --help: name, module, the module's own help text.
+COMMANDS = (
+    Command("demo", "kraftsim.cli.demo_cmd", "the whole chain: shipped what-if scenarios (upgrade, failed rollback, lossy downgrade, a crash mid-roll) with HTML reports, their logs verified, then the downgrade-matrix and snapshot-cost jobs on Spark"),
+    Command("export", "kraftsim.cli.export_cmd", "write metadata records (or image entities) as Parquet, streaming"),
+    Command("log", "kraftsim.cli.log_cmd", "read and check metadata log segments, snapshots and bootstrap files"),
+    Command("storage", "kraftsim.cli.storage_cmd", "kafka-storage: format log directories, version mapping, feature dependencies"),
+    Command("replay", "kraftsim.cli.replay_cmd", "load a metadata log, snapshot or bootstrap file, summarize and verify the image"),
+    Command("snapshot", "kraftsim.cli.snapshot_cmd", "create KRaft snapshots from a log, compare snapshots and images"),
+    Command("downgrade-report", "kraftsim.cli.downgrade_cmd", "would lowering metadata.version lose data, what exactly, and what Kafka's controller would answer"),
+    Command("cluster", "kraftsim.cli.cluster_cmd", "create and operate a simulated KRaft cluster in a directory"),
+    Command("features", "kraftsim.cli.features_cmd", "kafka-features: describe, upgrade, downgrade or disable feature flags of a simulated cluster"),
+    Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
+    Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
+    Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
+    Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
+    Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse without prefix matching: `--release` must never be taken for `--release-version`."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The command word of a command line: its first argument that is not an option."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg
+    return None
+
+
+def _debug_requested(argv: Sequence[str]) -> bool:
+    """Whether `--debug` comes before the command word (known before any parsing can fail)."""
+    for arg in argv:
+        if arg == "--debug":
+            return True
+        if not arg.startswith("-"):
+            return False
+    return False
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `argv`, only the command it names is loaded (the others are
+    stand-ins that list it in --help). Without `argv` every command is loaded."""
+    parser = Parser(
         prog="kraftsim",
         description="Simulate, read and check Apache Kafka's KRaft metadata: logs, snapshots, versions and features.",
+        epilog=EXIT_STATUS_HELP,
     )
     parser.add_argument("--version", action="version", version=f"kraftsim {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an internal error, print the Python traceback instead of one line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    wanted = None if argv is None else _command_named(argv)
+    for command in COMMANDS:
+        if argv is None or command.name == wanted:
+            importlib.import_module(command.module).register(sub)
+        else:
+            sub.add_parser(command.name, help=command.help)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_requested(argv)
     try:
-        return int(args.run(args) or 0)
+        parser = build_parser(argv)
+        args = parser.parse_args(argv)
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()
+        return code
     except KraftsimError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # e.g. `kraftsim log dump ... | head`
-        sys.stderr.close()
-        return 0
+        return EXIT_FAILED
+    except BrokenPipeError:  # e.g. `kraftsim log dump ... | head`: the reader has all it wanted
+        _silence_stdout()
+        return 128 + 13  # as a process killed by SIGPIPE
     except KeyboardInterrupt:
         print("kraftsim: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except RecursionError:
+        _report_internal("input nested too deeply to process", debug)
+        return EXIT_INTERNAL
+    except Exception as e:  # last resort: a bug, said in one line
+        _report_internal(f"{type(e).__name__}: {e}", debug)
+        return EXIT_INTERNAL
+
+
+def _report_internal(what: str, debug: bool) -> None:
+    if debug:
+        traceback.print_exc()
+    print(f"kraftsim: internal error: {what}" + ("" if debug else " (rerun with --debug for the traceback)"),
+          file=sys.stderr)
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

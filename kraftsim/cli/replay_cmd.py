@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import msgspec
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.cli.common import add_catalog_options, add_damage_option, catalog_from_args
 from kraftsim.errors import KraftsimError
 from kraftsim.image import (
     LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
@@ -58,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how metadata.version changes are loaded: as Kafka does (default), or rewriting the image "
                         "at each new metadata.version as KIP-778 designs it (logs of a cluster run under the "
                         "kip-778 policy)")
+    add_damage_option(p)
     add_catalog_options(p)
     p.set_defaults(run=input_errors(run_replay))
 
@@ -117,14 +118,21 @@ def split_offset(text: str) -> tuple[Path, int | None]:
 
 
 def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: SnapshotChoice = "latest",
-         progress: bool = False, mv_change: MvChangeHandling = MvChangeHandling.KAFKA) -> LoadResult:
-    """replay_path (the request checks, then load_path), with progress on stderr when asked."""
+         progress: bool = False, mv_change: MvChangeHandling = MvChangeHandling.KAFKA,
+         up_to_damage: bool = False) -> LoadResult:
+    """replay_path (the request checks, then load_path), with progress on stderr when asked.
+    What recovery left out and where a partial load stopped are said on stderr, one line each."""
     reporter = _progress_printer(path) if progress else None
     try:
-        return replay_path(path, catalog, at=at, snapshot=snapshot, progress=reporter, mv_change=mv_change)
+        result = replay_path(path, catalog, at=at, snapshot=snapshot, progress=reporter, mv_change=mv_change,
+                             up_to_damage=up_to_damage)
     finally:
         if reporter is not None:
             print(file=sys.stderr)
+    for line in (result.recovered, result.partial):
+        if line is not None:
+            print(f"kraftsim: {line}", file=sys.stderr)
+    return result
 
 
 def show_progress(args: argparse.Namespace) -> bool:
@@ -159,7 +167,8 @@ def run_replay(args: argparse.Namespace) -> int:
     progress = show_progress(args)
     steps = step_printer(progress)
     mv_change = MvChangeHandling.KIP_778 if args.mv_change == "kip-778" else MvChangeHandling.KAFKA
-    loads = [load(p, catalog, at=args.at, snapshot=choice, progress=progress, mv_change=mv_change) for p in paths]
+    loads = [load(p, catalog, at=args.at, snapshot=choice, progress=progress, mv_change=mv_change,
+                  up_to_damage=args.up_to_damage) for p in paths]
 
     results: list[dict[str, Any]] = []
     text: list[str] = []
@@ -195,6 +204,7 @@ def run_replay(args: argparse.Namespace) -> int:
         else:
             raise BadInput("several paths are compared as replicas: give only log directories")
 
+    ok &= not any(r.partial for r in loads)  # a partial result is never a passing one
     if args.json:
         print_json({"results": results, "replicas": replicas, "ok": ok})
     else:

@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args
+from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
@@ -57,9 +57,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=f"Spark master: local[N], spark://HOST:PORT, yarn, k8s://... (default: {DEFAULT_MASTER})")
         p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="a Spark setting, passed through (repeatable); wins over kraftsim's defaults")
-        p.add_argument("--partitions-per-core", type=int, default=partitions_per_core(), metavar="N",
+        p.add_argument("--partitions-per-core", type=bounded_int(1, 1000, "a number of tasks per core"),
+                       default=partitions_per_core(), metavar="N",
                        help="Spark tasks per core the work is spread over (default: %(default)s)")
-        p.add_argument("--partitions", type=int, metavar="N",
+        p.add_argument("--partitions", type=bounded_int(1, 1_000_000, "a number of tasks"), metavar="N",
                        help="exactly N Spark tasks (overrides --partitions-per-core)")
         p.add_argument("--local", action="store_true", help="do the work in this process, without Spark or Java")
         p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")

@@ -14,7 +14,7 @@ import dataclasses
 import os
 import random
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id
 from kraftsim.storage.bootstrap import read_bootstrap_dir
 from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="a log directory to format (repeatable); without --config the node is a combined "
                           "broker+controller with listener CONTROLLER://localhost:9093, the first --dir is its "
                           "metadata log directory, and its quorum is static unless -s, -I or -N is given")
-    fmt.add_argument("--node-id", type=int, metavar="N", help="the node id (overrides node.id of --config)")
+    fmt.add_argument("--node-id", type=node_id, metavar="N", help="the node id (overrides node.id of --config)")
     fmt.add_argument("--cluster-id", "-t", required=True, help="The cluster ID to use.")
     fmt.add_argument("--add-scram", "-S", action="append", default=[], metavar="SCRAM_CREDENTIAL",
                      help="A SCRAM_CREDENTIAL to add to the __cluster_metadata log e.g. "

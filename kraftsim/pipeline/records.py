@@ -93,12 +93,15 @@ class FileRecords:
     path: str
     records: int = 0
     problems: list[Problem] = field(default_factory=list)
+    report: ScanReport | None = None  # the file's scan, for the checks that need its first and last batches
 
 
 def record_batches(path: str | Path, file_kind: str, registry: Registry, *, source: str | None = None,
-                   batch_rows: int = DEFAULT_BATCH_ROWS, result: FileRecords | None = None) -> Iterator[pa.RecordBatch]:
+                   batch_rows: int = DEFAULT_BATCH_ROWS, result: FileRecords | None = None,
+                   stop_at_damage: bool = False) -> Iterator[pa.RecordBatch]:
     """The records of one file as `records` batches. Problems (as `log dump` reports them)
-    go into `result`; the valid batches around them are still read."""
+    go into `result`; the valid batches around them are still read, or with
+    `stop_at_damage` none from the first problem on."""
     p = Path(path)
     result = result if result is not None else FileRecords(str(p))
     sch = schema(RECORDS)
@@ -107,6 +110,8 @@ def record_batches(path: str | Path, file_kind: str, registry: Registry, *, sour
     report = ScanReport()
     with mapped(p) as data:
         for scanned in scan(data, registry, report):
+            if stop_at_damage and report.problems:
+                break
             sizes = encoded_sizes(scanned.batch)
             for entry in scanned.entries:
                 rows.append(record_row(src, file_kind, scanned.position, entry, sizes[entry.offset]))
@@ -118,6 +123,7 @@ def record_batches(path: str | Path, file_kind: str, registry: Registry, *, sour
         result.records += len(rows)
         yield pa.RecordBatch.from_pylist(rows, schema=sch)
     result.problems.extend(report.problems)
+    result.report = report
 
 
 def dump_object(row: dict[str, Any]) -> dict[str, Any]:

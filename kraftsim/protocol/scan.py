@@ -4,18 +4,23 @@ This is what `kraftsim log verify` and `log dump` stand on. Unlike the plain rea
 scan does not stop at the first bad batch when the file's framing still holds: a bad CRC
 or an undecodable record is reported and the walk goes on to the next batch. It stops
 only where the framing itself is lost (a length field below the minimum, a torn tail).
+
+Besides each batch on its own, a scan checks what Kafka's log layer checks across the
+batches of a buffer: base offsets follow one another without gap or overlap, a batch's
+offset range matches its record count and its records' offsets, leader epochs never go
+down, and control batches hold control records while data batches hold metadata records.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.batch import BatchSlice, RecordBatch, parse_batch, split_batches
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
-from kraftsim.protocol.control import encode_control_record
+from kraftsim.protocol.control import encode_control_record, parse_control_key
 from kraftsim.protocol.entries import LogEntry, RecordDecodeError, decode_batch
 from kraftsim.protocol.framing import encode_metadata_record
 from kraftsim.protocol.registry import Registry
@@ -29,6 +34,7 @@ class Problem:
     base_offset: int | None
     cause: str
     offset: int | None = None  # the record's offset, for record-level problems
+    torn: bool = False  # bytes at the end that do not make a whole batch (what a crash mid-write leaves)
 
     def describe(self) -> str:
         where = f"position {self.position}"
@@ -37,6 +43,16 @@ class Problem:
         if self.offset is not None:
             where += f", record at offset {self.offset}"
         return f"{where}: {self.cause}"
+
+
+class BatchSpan(NamedTuple):
+    """Where a batch with a trustworthy header sits and what it covers (for checks across files)."""
+
+    position: int
+    base_offset: int
+    last_offset: int
+    epoch: int
+    control_types: tuple[str, ...]  # the decoded record types of a control batch; () for data batches
 
 
 @dataclass(slots=True)
@@ -62,6 +78,11 @@ class ScanReport:
     next_offset: int | None = None
     valid_bytes: int = 0  # length of the prefix made of whole, valid batches
     problems: list[Problem] = field(default_factory=list)
+    first_span: BatchSpan | None = None  # the first and last batch whose header passed its CRC
+    last_span: BatchSpan | None = None
+    spans: list[BatchSpan] | None = None  # every such batch, when a caller asks by setting it to []
+    expected_offset: int | None = None  # the base offset the next batch must have; None after a bad batch
+    last_epoch: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -80,7 +101,7 @@ def scan(data: bytes, registry: Registry, report: ScanReport | None = None, *, r
     try:
         for piece in split_batches(data):
             if not isinstance(piece, BatchSlice):
-                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe()))
+                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe(), torn=True))
                 return
             problems_before = len(report.problems)
             scanned = _scan_one(piece, registry, report, reencode)
@@ -100,15 +121,33 @@ def _scan_one(piece: BatchSlice, registry: Registry, report: ScanReport, reencod
         batch = parse_batch(piece.data)
     except KraftsimError as e:
         report.problems.append(Problem(piece.position, piece.base_offset, str(e)))
+        report.expected_offset = None  # the header cannot be trusted: no sequence check across it
         return None
+    for cause in _sequence_problems(batch, report):
+        report.problems.append(Problem(piece.position, batch.base_offset, cause))
+    span = BatchSpan(piece.position, batch.base_offset, batch.last_offset, batch.partition_leader_epoch, ())
     try:
         entries = decode_batch(batch, registry)
-    except RecordDecodeError as e:
-        report.problems.append(Problem(piece.position, batch.base_offset, e.cause, e.offset))
-        return None
     except KraftsimError as e:
-        report.problems.append(Problem(piece.position, batch.base_offset, str(e)))
+        mixed = _mixed_record_problem(batch)
+        if mixed is not None:
+            cause, offset = mixed
+        elif isinstance(e, RecordDecodeError):
+            cause, offset = e.cause, e.offset
+        else:
+            cause, offset = str(e), None
+        report.problems.append(Problem(piece.position, batch.base_offset, cause, offset))
+        _add_span(report, span)
         return None
+    if len(entries) == batch.records_count:
+        for i, entry in enumerate(entries):
+            if entry.offset != batch.base_offset + i:
+                report.problems.append(Problem(
+                    piece.position, batch.base_offset,
+                    f"record {i} of the batch has offset delta {entry.offset - batch.base_offset}, expected {i}",
+                    entry.offset))
+                break
+    _add_span(report, span._replace(control_types=tuple(e.type_name for e in entries)) if batch.is_control else span)
     report.batches += 1
     report.control_batches += batch.is_control
     report.records += batch.records_count
@@ -122,6 +161,60 @@ def _scan_one(piece: BatchSlice, registry: Registry, report: ScanReport, reencod
         for cause, offset in _reencode_problems(batch, entries):
             report.problems.append(Problem(piece.position, batch.base_offset, cause, offset))
     return ScannedBatch(piece.position, batch, entries)
+
+
+def _add_span(report: ScanReport, span: BatchSpan) -> None:
+    if report.first_span is None:
+        report.first_span = span
+    report.last_span = span
+    if report.spans is not None:
+        report.spans.append(span)
+
+
+def _sequence_problems(batch: RecordBatch, report: ScanReport) -> Iterator[str]:
+    """What is wrong with this batch's offsets and epoch given the batches before it."""
+    first, last, count = batch.base_offset, batch.last_offset, batch.records_count
+    if count <= 0 or last < first or last - first + 1 != count:
+        yield f"offset range [{first}, {last}] does not match its count of {count} record(s)"
+    expected = report.expected_offset
+    if expected is not None and first != expected:
+        if first > expected:
+            yield (f"base offset {first} leaves a gap after the previous batch (expected {expected}): "
+                   f"offsets {expected}..{first - 1} are missing")
+        else:
+            yield (f"base offset {first} is not after the previous batch (expected {expected}): "
+                   f"a duplicated, reordered or overlapping batch")
+    if first < 0:
+        yield f"negative base offset {first}"
+    epoch = batch.partition_leader_epoch
+    if report.last_epoch is not None and epoch < report.last_epoch:
+        yield f"leader epoch {epoch} is lower than the previous batch's epoch {report.last_epoch}"
+    # One damaged batch should cost one or two problems, not one per batch after it.
+    report.expected_offset = max(first, last) + 1
+    report.last_epoch = epoch
+
+
+def _mixed_record_problem(batch: RecordBatch) -> tuple[str, int] | None:
+    """A data record in a control batch or a control record in a data batch, with its offset,
+    to name what a batch that failed to decode really holds.
+
+    KRaft writes metadata records with a null key and control records with a control key;
+    a record of the other kind is what a flipped control attribute looks like."""
+    try:
+        records = batch.records()
+    except KraftsimError:
+        return None  # decoding reports it
+    for rec in records:
+        offset = batch.base_offset + rec.offset_delta
+        if batch.is_control and rec.key is None:
+            return "a record without a control key in a control batch (control batches hold only control records)", offset
+        if not batch.is_control and rec.key is not None:
+            try:
+                parse_control_key(rec.key)
+            except KraftsimError:
+                return "a record with a key in a data batch (metadata records have none)", offset
+            return "a control record in a data batch (data batches hold only metadata records)", offset
+    return None
 
 
 def _reencode_problems(batch: RecordBatch, entries: list[LogEntry]) -> Iterator[tuple[str, int | None]]:
@@ -146,8 +239,9 @@ def _reencode_problems(batch: RecordBatch, entries: list[LogEntry]) -> Iterator[
 
 
 def verify_bytes(data: bytes, registry: Registry) -> ScanReport:
-    """Scan a whole buffer with re-encoding: what `kraftsim log verify` checks per file."""
-    report = ScanReport()
+    """Scan a whole buffer with re-encoding: what `kraftsim log verify` checks per file
+    (every batch's span kept, for the checks across files)."""
+    report = ScanReport(spans=[])
     for _ in scan(data, registry, report, reencode=True):
         pass
     return report

@@ -169,7 +169,14 @@ def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters
     rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
     storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
                    release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
-                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: emit(f"[node {state.id}] {line}"))
+                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line))
+
+
+def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
+    """kafka-storage format's lines for one node, without its BootstrapMetadata dump (the
+    same long line for every node formatted; `kraftsim storage format` still prints it)."""
+    if not line.startswith("Bootstrap metadata: "):
+        emit(f"[node {node_id}] {line}")
 
 
 class SimCluster:

@@ -12,15 +12,15 @@ import os
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
-    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, as_clock, decode_file_batch, iter_file_batches,
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, as_clock,
 )
-from kraftsim.storage.fileio import atomic_write, read_file
-from kraftsim.storage.names import BOOTSTRAP_FILE, BOOTSTRAP_TMP_FILE
-from kraftsim.storage.snapshot import control_payload
+from kraftsim.storage.fileio import atomic_write
+from kraftsim.storage.names import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID, BOOTSTRAP_TMP_FILE
+from kraftsim.storage.snapshot import control_payload, read_snapshot
 
 METADATA_VERSION_FEATURE = "metadata.version"
 
@@ -54,12 +54,16 @@ def bootstrap_from_records(records: list[LogEntry], source: str) -> BootstrapMet
 
 
 def read_bootstrap(path: Path | str, registry: Registry | None = None) -> BootstrapMetadata:
-    """Read a bootstrap.checkpoint: the records of its non-control batches, checked as Kafka does."""
+    """Read a bootstrap.checkpoint: the records of its non-control batches, checked as Kafka does,
+    and read as the snapshot it is (header first, footer last, offsets from 0 without gap,
+    every batch at epoch 0), so that a damaged file is refused rather than half read."""
     p = Path(path)
-    records: list[LogEntry] = []
-    for fb in iter_file_batches(str(p), read_file(p)):
-        if not fb.batch.is_control:
-            records.extend(decode_file_batch(fb, registry))
+    snap = read_snapshot(p, registry)
+    wrong = next((fb for fb in snap.batches if fb.batch.partition_leader_epoch != BOOTSTRAP_SNAPSHOT_ID.epoch), None)
+    if wrong is not None:
+        raise LogFileError(str(p), wrong.batch.base_offset, f"batch epoch {wrong.batch.partition_leader_epoch}, but "
+                           f"a bootstrap file's batches carry epoch {BOOTSTRAP_SNAPSHOT_ID.epoch}", wrong.position)
+    records: list[LogEntry] = list(snap.data_entries())
     return bootstrap_from_records(records, f"the binary bootstrap metadata file: {p}")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterator, Literal, NamedTuple, Sequence
+from typing import Iterable, Iterator, Literal, NamedTuple, Sequence
 
 from sortedcontainers import SortedDict
 
@@ -26,8 +26,8 @@ from kraftsim.storage.names import (
     LOG_SUFFIX, SnapshotId, SnapshotState, parse_segment_name, parse_snapshot_name, segment_file_name,
     snapshot_file_name,
 )
-from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
-from kraftsim.storage.segment import IndexEntry, LogSegment
+from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
+from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem
 from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot, snapshot_path
 
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
@@ -43,6 +43,20 @@ class EpochEntry(NamedTuple):
     start_offset: int
 
 
+def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> list[EpochEntry]:
+    """Kafka's leader epoch cache from (epoch, base offset) of each batch in offset order:
+    an entry each time a batch carries a higher epoch, those at or below the log start
+    collapsed into one that starts there."""
+    entries: list[EpochEntry] = []
+    for epoch, base in batches:
+        if epoch >= 0 and (not entries or epoch > entries[-1].epoch):
+            entries.append(EpochEntry(epoch, base))
+    below = [x for x in entries if x.start_offset <= log_start_offset]
+    if below and below[-1].start_offset < log_start_offset:
+        entries = [EpochEntry(below[-1].epoch, log_start_offset)] + entries[len(below):]
+    return entries
+
+
 class MetadataLog:
     """A `__cluster_metadata-0` directory's segments. Use `MetadataLog.open`."""
 
@@ -54,6 +68,8 @@ class MetadataLog:
         self.segments: SortedDict = SortedDict()  # base offset -> LogSegment
         self.recovery: list[RecoveryAction] = []
         self.warnings: list[str] = []  # read-only: what Kafka would refuse to start with
+        self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
+        self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
 
     # ------------------------------------------------------------------ opening
@@ -117,16 +133,23 @@ class MetadataLog:
                 leftovers.append((path, "a file left by an interrupted deletion or cleaning"))
 
         expected: int | None = None
+        epoch: int | None = None
         for i, base in enumerate(segment_bases):
             path = self.directory / segment_file_name(base)
             check = validate == "all" or i == len(segment_bases) - 1
-            seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected)
+            found: list[ScanProblem] = []
+            seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
+                                           min_epoch=epoch, findings=found)
+            self.findings += [(seg, f) for f in found]
             self.segments[base] = seg
+            if seg.entries and seg.entries[0].base_offset != base:
+                self.misnamed.append((seg, seg.entries[0]))
             file_size = seg.file_size()
             if problem is None and file_size != seg.size:  # cannot happen: the scan covers the file
                 raise AssertionError(f"{path}: scan ended at {seg.size} of {file_size}")
             if problem is not None:
-                self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason)
+                self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason,
+                          torn_tail=problem.torn and i == len(segment_bases) - 1)
                 for later in segment_bases[i + 1:]:
                     lpath = self.directory / segment_file_name(later)
                     size = lpath.stat().st_size
@@ -137,6 +160,7 @@ class MetadataLog:
                         lpath.unlink()
                 break
             expected = seg.next_offset
+            epoch = seg.entries[-1].epoch if seg.entries else epoch
             if i < len(segment_bases) - 1:
                 seg.close()  # reopened on demand: a long log must not hold a descriptor per segment
 
@@ -164,10 +188,12 @@ class MetadataLog:
         if applied and self.recovery:
             fsync_dir(self.directory)
 
-    def _cut(self, seg: LogSegment, position: int, file_size: int, base_offset: int | None, reason: str) -> None:
+    def _cut(self, seg: LogSegment, position: int, file_size: int, base_offset: int | None, reason: str, *,
+             torn_tail: bool = False) -> None:
         applied = not self.read_only
         self._act(RecoveryAction(RecoveryKind.TRUNCATE, str(seg.path), reason, position=position,
-                                 bytes_cut=file_size - position, base_offset=base_offset, applied=applied))
+                                 bytes_cut=file_size - position, base_offset=base_offset, applied=applied,
+                                 torn_tail=torn_tail))
         if applied:
             seg.truncate_to_size(position)
             if self.fsync:
@@ -235,20 +261,42 @@ class MetadataLog:
             expected = max(expected, e.next_offset)
         return out
 
+    def torn_tail(self) -> RecoveryAction | None:
+        """The cut of a torn last batch, if opening found one: recovery, not damage."""
+        return next((a for a in self.recovery if a.torn_tail), None)
+
+    def damage(self) -> list[Damage]:
+        """Everything that makes the log as opened less than the whole log, in offset order:
+        a cut that is not a torn tail (with the segments after it), missing offsets, a log
+        start no snapshot covers. A load must stop below the first (or refuse to load)."""
+        found: list[Damage] = []
+        cuts = [a for a in self.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail]
+        later = [a for a in self.recovery if a.kind is RecoveryKind.DELETE_SEGMENT]
+        for cut in cuts:
+            after = f" and {len(later)} later segment(s) cannot be read" if later else ""
+            where = f"{cut.path} position {cut.position}"
+            offset = cut.base_offset if cut.base_offset is not None and cut.base_offset >= 0 else self.log_end_offset
+            found.append(Damage(min(offset, self.log_end_offset), where, cut.reason + after))
+        for start, stop in self.gaps():
+            found.append(Damage(start, str(self.directory), f"offsets {start}..{stop - 1} are missing"))
+        for seg, f in self.findings:
+            found.append(Damage(f.base_offset if f.base_offset is not None else seg.base_offset,
+                                f"{seg.path} position {f.position}", f.reason))
+        for seg, first in self.misnamed:
+            found.append(Damage(min(seg.base_offset, first.base_offset), f"{seg.path} position {first.position}",
+                                f"the segment's name says it starts at offset {seg.base_offset}, but its first batch "
+                                f"starts at {first.base_offset}"))
+        for text in self.warnings:
+            found.append(Damage(self.log_start_offset, str(self.directory), text))
+        return sorted(found, key=lambda d: d.offset)
+
     def leader_epochs(self) -> list[EpochEntry]:
         """The leader epoch cache Kafka derives from batch epochs (leader-epoch-checkpoint's lines).
 
         An entry starts each time a batch carries a higher epoch; entries at or below the
         log start offset collapse into one that starts at the log start offset.
         """
-        entries: list[EpochEntry] = []
-        for _, e in self.index_entries():
-            if e.epoch >= 0 and (not entries or e.epoch > entries[-1].epoch):
-                entries.append(EpochEntry(e.epoch, e.base_offset))
-        below = [x for x in entries if x.start_offset <= self.log_start_offset]
-        if below and below[-1].start_offset < self.log_start_offset:
-            entries = [EpochEntry(below[-1].epoch, self.log_start_offset)] + entries[len(below):]
-        return entries
+        return epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()), self.log_start_offset)
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""

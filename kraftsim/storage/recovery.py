@@ -29,6 +29,10 @@ class RecoveryAction:
     bytes_cut: int = 0
     base_offset: int | None = None  # base offset of the first bad batch, when known
     applied: bool = True
+    #: A TRUNCATE of a torn last batch at the end of the log: the bytes of a write a crash
+    #: interrupted, which Kafka's recovery cuts as a matter of course. Every other action
+    #: (a whole batch that is wrong, segments after it, a gap) means the log is damaged.
+    torn_tail: bool = False
 
     def describe(self) -> str:
         verb = {
@@ -42,3 +46,16 @@ class RecoveryAction:
                 where += f" (batch at offset {self.base_offset})"
             return f"{self.path}: {verb} {self.bytes_cut} byte(s){where}: {self.reason}"
         return f"{self.path}: {verb} ({self.bytes_cut} bytes): {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class Damage:
+    """Where a log stops being trustworthy beyond what recovery cuts as a matter of course:
+    the records from `offset` on cannot be loaded as a whole (a bad batch, a gap, ...)."""
+
+    offset: int
+    where: str  # the file and byte position, or the directory
+    reason: str
+
+    def describe(self) -> str:
+        return f"{self.where}: {self.reason} (the log cannot be trusted from offset {self.offset})"

@@ -21,8 +21,8 @@ from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEA
 from kraftsim.storage.batchfile import FileBatch
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
-# base timestamp, max timestamp
-_HEAD = struct.Struct(">qiibIhiqq")
+# base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
+_HEAD = struct.Struct(">qiibIhiqqqhii")
 
 
 class IndexEntry(NamedTuple):
@@ -46,14 +46,21 @@ class ScanProblem(NamedTuple):
     position: int
     base_offset: int | None
     reason: str
+    #: The bytes are a batch cut short by the end of the file (what a crash mid-write leaves),
+    #: not a whole batch that is wrong.
+    torn: bool = False
 
 
 def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
-                 expected_next: int | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
+                 expected_next: int | None = None, min_epoch: int | None = None,
+                 findings: list[ScanProblem] | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
     """Index the batches of a segment's bytes, stopping at the first bad one.
 
     Without `validate`, only the framing is checked (length, magic, offsets), as Kafka
     trusts segments below its recovery point; with it, every batch's CRC-32C too.
+    `expected_next` and `min_epoch` carry the offset and epoch the previous segment ended with.
+    What Kafka's recovery would not cut for (an offset range that does not match the record
+    count, a falling epoch) goes into `findings`, when given, and the walk goes on.
     """
     entries: list[IndexEntry] = []
     end = len(data)
@@ -63,15 +70,15 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
         remaining = end - pos
         if remaining < LOG_OVERHEAD:
             base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
-            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, None).describe())
+            return entries, _torn(data, pos, base, expected, TornTail(pos, base, remaining, None).describe())
         base, length = struct.unpack_from(">qi", data, pos)
         size = length + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD:
             return entries, ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
                                                    f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
         if size > remaining:
-            return entries, ScanProblem(pos, base, TornTail(pos, base, remaining, size).describe())
-        _, _, epoch, magic, _, _, last_delta, _, max_ts = _HEAD.unpack_from(data, pos)
+            return entries, _torn(data, pos, base, expected, TornTail(pos, base, remaining, size).describe())
+        _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
         if validate:
             try:
                 parse_batch(data[pos:pos + size])
@@ -81,13 +88,33 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
             return entries, ScanProblem(pos, base, f"Invalid magic {magic}: only record batches of magic 2 are supported")
         if last_delta < 0:
             return entries, ScanProblem(pos, base, f"invalid last offset delta {last_delta}")
+        if count != last_delta + 1 and findings is not None:
+            findings.append(ScanProblem(pos, base, f"offset range [{base}, {base + last_delta}] does not match its "
+                                                   f"count of {count} record(s)"))
         if base < expected:
             return entries, ScanProblem(pos, base, f"batch base offset {base} is below the expected next offset "
                                                    f"{expected} (offsets must increase)")
+        floor = entries[-1].epoch if entries else min_epoch
+        if floor is not None and epoch < floor and findings is not None:
+            findings.append(ScanProblem(pos, base, f"leader epoch {epoch} is lower than the previous batch's epoch "
+                                                   f"{floor}"))
         entries.append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
         expected = base + last_delta + 1
         pos += size
     return entries, None
+
+
+def _torn(data: bytes | mmap.mmap, pos: int, base: int | None, expected: int, reason: str) -> ScanProblem:
+    """The problem of bytes at the end of a segment too short for the batch they start. They
+    are a torn write (what a crash leaves) only if what is there of the header is what the
+    next batch would have: its base offset and magic; anything else is damage."""
+    if base is not None and base != expected:
+        return ScanProblem(pos, base, f"{reason}, and its base offset {base} is not the next offset {expected}: "
+                                      "not the start of a batch")
+    magic_at = pos + 16
+    if magic_at < len(data) and data[magic_at] != MAGIC_V2:
+        return ScanProblem(pos, base, f"{reason}, and its magic byte is {data[magic_at]}: not the start of a batch")
+    return ScanProblem(pos, base, reason, torn=True)
 
 
 @dataclass(slots=True)
@@ -103,7 +130,8 @@ class LogSegment:
 
     @classmethod
     def open(cls, path: Path, base_offset: int, *, writable: bool, validate: bool,
-             expected_next: int | None = None) -> tuple["LogSegment", ScanProblem | None]:
+             expected_next: int | None = None, min_epoch: int | None = None,
+             findings: list[ScanProblem] | None = None) -> tuple["LogSegment", ScanProblem | None]:
         """Open and index a segment; the returned problem (if any) says where its good prefix ends."""
         try:
             fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
@@ -116,7 +144,8 @@ class LogSegment:
                 problem: ScanProblem | None = None
             else:
                 with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
-                    entries, problem = scan_segment(mm, base_offset, validate=validate, expected_next=expected_next)
+                    entries, problem = scan_segment(mm, base_offset, validate=validate, expected_next=expected_next,
+                                                    min_epoch=min_epoch, findings=findings)
         except BaseException:
             os.close(fd)
             raise

@@ -235,7 +235,21 @@ def read_snapshot(path: Path | str, registry: Registry | None = None, *, data: b
         raise LogFileError(spath, last.batch.base_offset,
                            "Last batch is not a control batch with a snapshot footer: the snapshot is incomplete",
                            last.position)
+    _check_offsets(spath, batches)
     return SnapshotFile(spath, sid, batches, header_entries, registry)
+
+
+def _check_offsets(path: str, batches: list[FileBatch]) -> None:
+    """A snapshot's offsets run from 0 without gap or overlap. (Its batches' epoch against
+    its name is for the verifiers to compare, naming both.)"""
+    expected = 0
+    for fb in batches:
+        b = fb.batch
+        if b.base_offset != expected or b.last_offset - b.base_offset + 1 != b.records_count:
+            raise LogFileError(path, b.base_offset, f"batch offsets [{b.base_offset}, {b.last_offset}] with "
+                               f"{b.records_count} record(s) do not follow offset {expected - 1}: a snapshot's offsets "
+                               "run from 0 without gap or overlap", fb.position)
+        expected = b.next_offset
 
 
 def list_snapshots(directory: Path | str) -> list[SnapshotId]:

@@ -27,6 +27,12 @@ Main entry points:
 - `payloads(registry)`, `metadata_payloads`, `control_payloads`: `entries.Payload`s to
   build batches from.
 
+Cluster-level strategies, documented in kraftsim.testing.cluster_strategies and
+re-exported here: `releases`, `metadata_versions`, `feature_levels` (valid for a
+release), `clusters`, `op_sequences`, `fault_schedules`, `record_batches` and
+`hypothetical_catalogs` (extra metadata.versions with or without metadata changes, extra
+features with dependencies, extra record versions).
+
 This module imports hypothesis; it is meant for tests and for users who have it.
 """
 
@@ -256,3 +262,14 @@ def control_payloads(registry: Registry | None = None, *, unknown_tags: bool = F
 def payloads(registry: Registry | None = None, *, control: bool = False, unknown_tags: bool = False) -> st.SearchStrategy[Payload]:
     """`control_payloads` if `control`, else `metadata_payloads`."""
     return (control_payloads if control else metadata_payloads)(registry, unknown_tags=unknown_tags)
+
+
+# Cluster-level strategies (releases, metadata versions, feature levels, clusters, op
+# sequences, fault schedules, record batches, hypothetical catalogs) live in their own module.
+from kraftsim.testing.cluster_strategies import (  # noqa: E402
+    clusters, fault_schedules, feature_levels, hypothetical_catalogs, metadata_versions, op_sequences,
+    record_batches, releases,
+)
+
+__all__ += ["clusters", "fault_schedules", "feature_levels", "hypothetical_catalogs", "metadata_versions",
+            "op_sequences", "record_batches", "releases"]

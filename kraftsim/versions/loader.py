@@ -55,6 +55,8 @@ def parse_fragment(text: str, source: str) -> Fragment:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError("schema", f"not valid TOML: {exc}", source) from None
+    except RecursionError:
+        raise CatalogError("schema", "not valid TOML: arrays or tables nested too deeply", source) from None
     try:
         return msgspec.convert(data, Fragment)
     except msgspec.ValidationError as exc:
@@ -76,6 +78,8 @@ def read_fragment_file(path: Path) -> tuple[str, Fragment, Path]:
         text = path.read_text("utf-8")
     except OSError as exc:
         raise CatalogError("schema", f"cannot read catalog file: {exc.strerror}", str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise CatalogError("schema", f"not a UTF-8 text file (byte {exc.start})", str(path)) from None
     return str(path), parse_fragment(text, str(path)), path.parent
 
 

@@ -82,7 +82,10 @@ class MetadataVersionTable:
 
     def from_string(self, text: str, unstable: bool = False) -> MetadataVersion:
         """Kafka's fromVersionString: "3.8.1" reads as "3.8", "4.0" as its newest production IV."""
-        key = ".".join(text.split(".")[:2])
+        parts = text.split(".")
+        while parts and not parts[-1]:  # Java's split drops trailing empty strings...
+            parts.pop()
+        key = ".".join(parts[:2]) if len(parts) > 2 else text  # ...and "3.6." stays "3.6.": unknown
         mv = self._by_string.get(key)
         if mv is None or not (mv.production or unstable):
             last = self.latest_testing if unstable else self.latest_production

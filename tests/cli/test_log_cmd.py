@@ -24,9 +24,16 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 @pytest.mark.skipif(not LOGS_AND_SNAPSHOTS, reason="../shared/oracle is not present")
 def test_every_oracle_file_verifies(capsys: pytest.CaptureFixture[str]) -> None:
+    # Every file Kafka wrote verifies; the one file cut by hand out of a Kafka log (two batches,
+    # base offset 1, in a segment named 0) is exactly what the log layer's checks refuse.
     code, out, _ = run(capsys, "log", "verify", str(ORACLE))
-    assert code == 0, out[-2000:]
-    assert f"verified {len(LOGS_AND_SNAPSHOTS)} file(s): {len(LOGS_AND_SNAPSHOTS)} ok, 0 with problems" in out
+    assert code == 1, out[-2000:]
+    n = len(LOGS_AND_SNAPSHOTS)
+    assert f"verified {n} file(s): {n - 1} ok, 1 with problems" in out
+    bad = [line for line in out.splitlines() if "PROBLEM(S)" in line]
+    assert len(bad) == 1 and "/trimmed-two-batches-018f9bc/" in bad[0]
+    assert "the segment's name says it starts at offset 0, but its first batch starts at 1" in out
+    assert "offsets 5..33 are missing" in out
 
 
 def test_dump_json_follows_the_contract(oracle_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,7 +5,7 @@
   with the versioned schema, and Spark reads the same values.
 - Export streams: with small row groups its peak memory is a small fraction of holding
   all rows, and row groups stay bounded.
-- A damaged file is reported as `log dump` reports it, and its valid batches are exported.
+- A damaged file is refused, or with --up-to-damage exported up to the damage and labelled\n  partial; a torn last batch is left out as Kafka's recovery does, and said.
 - image_entities: one row per entity of the image at the end of each state.
 """
 
@@ -126,7 +126,8 @@ def _damage_middle_batch(src: Path, dst: Path) -> int:
 
 
 @needs_oracle
-def test_damaged_file_is_reported_and_the_rest_exported(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_damaged_file_is_refused_or_exported_up_to_the_damage(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
     src = ORACLE / "kafka-3.5.1_bitnami_pmatuan" / "__cluster_metadata-0" / "00000000000000000000.log"
     bad_dir = tmp_path / "__cluster_metadata-0"
     bad_dir.mkdir()
@@ -135,12 +136,35 @@ def test_damaged_file_is_reported_and_the_rest_exported(tmp_path: Path, capsys: 
     out = tmp_path / "records.parquet"
     code, _, err = export(capsys, bad, out)
     assert code == 1
-    assert f"kraftsim: error: {bad}: batch at offset {base}" in err
-    dump_code, dumped, dump_err = dump_json(capsys, bad)
-    assert dump_code == 1 and err.strip() == dump_err.strip()
+    assert err.startswith(f"kraftsim: error: {bad} position ") and "--up-to-damage" in err
+    assert f"(the log cannot be trusted from offset {base})" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not out.exists() and not (tmp_path / "records.parquet.part").exists()
+
+    code, stdout, err = export(capsys, bad, out, "--up-to-damage")
+    assert code == 1
+    assert f"kraftsim: PARTIAL: exported the records of {bad} below offset {base} only (--up-to-damage); damage from there on: " in err
+    assert "(PARTIAL: see above)" in stdout
+    _, dumped, _ = dump_json(capsys, bad)
     rows = pq.read_table(out).to_pylist()
-    assert [dump_object(r) for r in rows] == dumped
-    assert base not in {r["offset"] for r in rows}
+    assert [dump_object(r) for r in rows] == [d for d in dumped if d["offset"] < base]
+
+
+@needs_oracle
+def test_a_torn_tail_is_left_out_as_recovery(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = ORACLE / "kafka-3.5.1_bitnami_pmatuan" / "__cluster_metadata-0" / "00000000000000000000.log"
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    data = src.read_bytes()
+    last = [p for p in split_batches(data) if isinstance(p, BatchSlice)][-1]
+    (d / src.name).write_bytes(data[:last.position + 30])
+    out = tmp_path / "records.parquet"
+    code, stdout, err = export(capsys, d, out)
+    assert code == 0, err
+    assert err.strip() == (f"kraftsim: recovery: {d / src.name}: the torn last batch at position {last.position} is "
+                           "left out, as Kafka's recovery cuts it: torn batch: its length says "
+                           f"{len(last.data)} bytes but only 30 remain")
+    assert max(r["offset"] for r in pq.read_table(out).to_pylist()) == last.base_offset - 1
 
 
 def test_existing_output_is_kept_without_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

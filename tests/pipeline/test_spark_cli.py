@@ -171,7 +171,6 @@ def test_local_mode_needs_no_spark(tmp_path: Path, capsys: pytest.CaptureFixture
     (["spark", "snapshot-cost", "--conf", "spark.executor.memory"],
      "--conf 'spark.executor.memory': expected KEY=VALUE"),
     (["spark", "snapshot-cost", "--local", "--master", "local[2]"], "--local runs without Spark"),
-    (["spark", "snapshot-cost", "--partitions", "0"], "--partitions and --partitions-per-core must be at least 1"),
     (["spark", "snapshot-cost", "--grid", "rf"], "--grid 'rf': expected AXIS=V1,V2"),
     (["spark", "corpus", "/nonexistent/kraftsim"], "/nonexistent/kraftsim"),
 ])
@@ -180,3 +179,13 @@ def test_bad_arguments_get_one_clear_line(argv: list[str], message: str, capsys:
     _, err = capsys.readouterr()
     assert code == 1
     assert err.startswith("kraftsim: error: ") and message in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("flag, value", [("--partitions", "0"), ("--partitions-per-core", "-1"),
+                                         ("--partitions", "99999999999")])
+def test_task_counts_out_of_range_are_usage_errors(flag: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as e:
+        run_cli(["spark", "snapshot-cost", flag, value])
+    _, err = capsys.readouterr()
+    assert e.value.code == 2
+    assert f"argument {flag}: expected a number of tasks" in err and "Traceback" not in err

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import pytest
 
 from kraftsim.cli.main import main
+from kraftsim.protocol.batch import split_batches
 from tests.conftest import ORACLE
 
 pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle is not present")
@@ -96,8 +98,12 @@ def test_a_failed_verification_exits_1(tmp_path: Path, capsys: pytest.CaptureFix
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()
     shutil.copyfile(src / "00000000000000000000.log", d / "00000000000000000000.log")
-    shutil.copyfile(src / "00000000000000008931-0000000023.checkpoint",
-                    d / "00000000000000008931-0000000022.checkpoint")
+    # A snapshot consistent in itself (name and batches say epoch 22; the epoch is outside the
+    # CRC) that disagrees with the log: the load takes it, the verification fails.
+    data = bytearray((src / "00000000000000008931-0000000023.checkpoint").read_bytes())
+    for piece in split_batches(bytes(data)):
+        struct.pack_into(">i", data, piece.position + 12, 22)
+    (d / "00000000000000008931-0000000022.checkpoint").write_bytes(bytes(data))
     code, out, _ = run(capsys, "replay", str(d), "--roundtrip", "none")
     assert code == 1
     assert "FAIL snapshot epoch = epoch of the record at end offset - 1: 22 (log says 23)" in out

@@ -12,6 +12,11 @@ drive a loader over a log they hold open (the verifiers).
 Offsets follow Kafka's snapshot ids: `upto_offset=O` gives the state after every record
 below O (the image a snapshot with end offset O holds). Everything on disk counts as
 committed: the high watermark is taken to be the end of what is loaded.
+
+A damaged log is never loaded as if it were whole (kraftsim.storage.damage): a torn last
+batch is left out as Kafka's recovery cuts it (`LoadResult.recovered` says so); any other
+damage below the offset asked for raises DamagedLog, or with `up_to_damage` the load stops
+below it and `LoadResult.partial` says where.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from kraftsim.image.loader.metadata_loader import (
 )
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
-from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch
 from kraftsim.storage.bootstrap import read_bootstrap
+from kraftsim.storage.damage import LoadLimit, check_snapshot_epoch, load_limit, segment_batches
 from kraftsim.storage.fileio import read_file
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
@@ -69,6 +75,10 @@ class LoadResult(msgspec.Struct, kw_only=True):
     #: The records of the loaded snapshot's header batch (SnapshotHeaderRecord, then
     #: KRaftVersionRecord and VotersRecord when kraft.version ≥ 1); empty without a snapshot.
     snapshot_header: list[LogEntry] = []
+    #: One line when a torn last batch was left out, as Kafka's recovery cuts it.
+    recovered: str | None = None
+    #: One line when the load stopped below damage (only with up_to_damage): the result is partial.
+    partial: str | None = None
 
     @property
     def faults(self) -> list[LoaderFault]:
@@ -80,7 +90,7 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
               publishers: tuple[Publisher, ...] = (), batches_per_commit: int = 1,
               abort_handling: AbortHandling = AbortHandling.KAFKA,
               mv_change: MvChangeHandling = MvChangeHandling.KAFKA, fault_handler: FaultHandler = raise_fault,
-              progress: Progress | None = None) -> LoadResult:
+              progress: Progress | None = None, up_to_damage: bool = False) -> LoadResult:
     """Load a metadata log directory (or the log directory holding one), a `.log` segment,
     a `.checkpoint` snapshot or a `bootstrap.checkpoint` into an image. A snapshot file whose
     name is not `<end offset>-<epoch>.checkpoint` loads too, with its id unknown.
@@ -89,6 +99,7 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
     hands the loader whatever one read returned; only publish points depend on it).
     `mv_change=MvChangeHandling.KIP_778` rewrites the image at each new metadata.version as
     KIP-778 designs it (see metadata_loader.py); Kafka's behaviour is the default.
+    A damaged log raises DamagedLog unless `up_to_damage` (see the module's docstring).
     """
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
@@ -97,7 +108,8 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
     loader = MetadataLoader(catalog, abort_handling=abort_handling, mv_change=mv_change, fault_handler=fault_handler)
     loader.install_publishers(*publishers)
     if kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
-        return _load_directory(p, kind, loader, registry, upto_offset, snapshot, batches_per_commit, progress)
+        return _load_directory(p, kind, loader, registry, upto_offset, snapshot, batches_per_commit, progress,
+                               up_to_damage)
     if kind is PathKind.SNAPSHOT:
         return _load_snapshot_file(p, loader, registry, upto_offset)
     if kind is PathKind.BOOTSTRAP:
@@ -108,16 +120,19 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
                           log_start=0, end_offset=0, disk_end_offset=0, records=len(boot.records))
     if kind is PathKind.SEGMENT:
         data = read_file(p)
-        batches = list(iter_file_batches(str(p), data))
+        batches, limit = segment_batches(p, data, up_to_damage=up_to_damage)
         start = batches[0].batch.base_offset if batches else 0
+        upto = _below(upto_offset, limit)
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=None,
-                            log_start=start, end_offset=start, disk_end_offset=batches[-1].batch.next_offset if batches else start)
-        return _replay_batches(result, iter(batches), registry, upto_offset, batches_per_commit, progress, len(data))
+                            log_start=start, end_offset=start, disk_end_offset=batches[-1].batch.next_offset if batches else start,
+                            recovered=limit.recovery_line(), partial=limit.partial_line())
+        return _replay_batches(result, iter(batches), registry, upto, batches_per_commit, progress, len(data))
     raise KraftsimError(f"{p}: not a metadata log directory, segment, snapshot or bootstrap file ({kind.value})")
 
 
 def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upto_offset: int | None) -> LoadResult:
     snap = read_snapshot(p, registry)
+    check_snapshot_epoch(snap)
     sid = snap.snapshot_id
     # A snapshot saved under a name of the user's choosing (no id in it): its records and
     # header are all there, only its end offset is unknown, so the image says offset -1.
@@ -209,10 +224,22 @@ def pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: S
     return choice
 
 
+def _below(upto: int | None, limit: LoadLimit) -> int | None:
+    """The offset a load stops below: the one asked for, or the damage if that comes first."""
+    if limit.upto is None:
+        return upto
+    return limit.upto if upto is None else min(upto, limit.upto)
+
+
 def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: Registry, upto: int | None,
-                    choice: SnapshotChoice, per_commit: int, progress: Progress | None) -> LoadResult:
+                    choice: SnapshotChoice, per_commit: int, progress: Progress | None,
+                    up_to_damage: bool = False) -> LoadResult:
     directory = metadata_dir_of(p)
-    with MetadataLog.open(directory, read_only=True) as log:
+    # Every segment's CRCs are checked on opening, so that damage anywhere is known before
+    # anything is loaded (Kafka checks the segments after its recovery point only).
+    with MetadataLog.open(directory, read_only=True, validate="all") as log:
+        limit = load_limit(log, up_to_damage=up_to_damage, upto=upto)
+        upto = _below(upto, limit)
         sid = pick_snapshot(log, directory, upto, choice)
         ids = log.snapshot_ids()
         disk_end = max(log.log_end_offset, ids[-1].end_offset if ids else 0)
@@ -225,13 +252,15 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
         records, header = 0, []
         if sid is not None:
             snap = read_snapshot(directory / snapshot_file_name(sid), registry)
+            check_snapshot_epoch(snap)
             records = load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
             header = snap.header_entries
         start = sid.end_offset if sid is not None else log.log_start_offset
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=sid,
                             log_start=start, end_offset=start, disk_end_offset=disk_end, records=records,
                             recovery=list(log.recovery), snapshot_header=header,
-                            gaps=[(max(a, start), b) for a, b in log.gaps() if b > start])
+                            gaps=[(max(a, start), b) for a, b in log.gaps() if b > start],
+                            recovered=limit.recovery_line(), partial=limit.partial_line())
         total = max(1, log.size_in_bytes())
         return _replay_batches(result, log.batches(start) if start < log.log_end_offset else iter(()), registry,
                                upto, per_commit, progress, total)

@@ -24,7 +24,7 @@ class LoadRequestError(ImageError):
 
 def replay_path(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: SnapshotChoice = "latest",
                 progress: Callable[[int, int], None] | None = None,
-                mv_change: MvChangeHandling = MvChangeHandling.KAFKA) -> LoadResult:
+                mv_change: MvChangeHandling = MvChangeHandling.KAFKA, up_to_damage: bool = False) -> LoadResult:
     """load_path with the request checks: the path exists, the offset makes sense.
 
     `progress(done_bytes, total_bytes)` is called as the load goes, when given.
@@ -43,7 +43,7 @@ def replay_path(path: Path, catalog: Catalog, *, at: int | None = None, snapshot
         raise LoadRequestError(f"{path}: the file name does not say which offset this snapshot holds; "
                                "--at/@OFFSET cannot apply")
     result = load_path(path, catalog=catalog, upto_offset=at, snapshot=snapshot, progress=progress,
-                       mv_change=mv_change)
+                       mv_change=mv_change, up_to_damage=up_to_damage)
     if kind is PathKind.SEGMENT and at is not None and at > result.disk_end_offset:
         raise LoadRequestError(f"{path}: offset {at} is beyond the end of the segment ({result.disk_end_offset})")
     return result

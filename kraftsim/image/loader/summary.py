@@ -123,6 +123,8 @@ def load_summary(result: LoadResult) -> dict[str, Any]:
         "records": result.records, "batches": result.batches, "bytes": result.bytes,
         "recovery": [f"{a.kind.value} {a.path}: {a.reason}" for a in result.recovery],
         "gaps": [list(g) for g in result.gaps],
+        "recovered": result.recovered,
+        "partial": result.partial,
     }
 
 
@@ -139,6 +141,10 @@ def _clip(line: str, width: int = 160) -> str:
 def summary_lines(loaded: dict[str, Any], s: dict[str, Any]) -> list[str]:
     """The readable form of a load and an image summary."""
     out = [f"{loaded['path']} ({loaded['kind']})"]
+    if loaded.get("partial"):
+        out.append(f"  {loaded['partial']}")
+    if loaded.get("recovered"):
+        out.append(f"  {loaded['recovered']}")
     if loaded["snapshot"]:
         src = f"snapshot {loaded['snapshot']}"
     elif loaded["kind"] == PathKind.SNAPSHOT.value:

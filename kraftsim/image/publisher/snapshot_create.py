@@ -51,6 +51,7 @@ from kraftsim.image.writer.image_writer import WriterLine, resolve_writer_line, 
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock
+from kraftsim.storage.damage import load_limit
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot, write_snapshot
@@ -190,7 +191,8 @@ def _load_at(path: Path, offset: int, catalog: Catalog, registry: Registry,
                             "directory, segment or snapshot instead")
     if kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
         directory = metadata_dir_of(path)
-        with MetadataLog.open(directory, read_only=True) as log:
+        with MetadataLog.open(directory, read_only=True, validate="all") as log:
+            load_limit(log, up_to_damage=False, upto=offset)  # damage below the offset: no snapshot of it
             high_watermark = _check_range(directory, log, offset)
             result = load_path(directory, catalog=catalog, registry=registry, upto_offset=offset,
                                snapshot=_directory_base(log, offset))

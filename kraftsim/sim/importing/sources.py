@@ -151,7 +151,7 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
             if damage is not None and not up_to_damage:
                 raise ImportRefused(f"{damage.text()} (give --up-to-damage to import what comes before it)",
                                     exit_code=1)
-            loaded = load_path(metadata_dir, catalog=catalog, registry=registry)
+            loaded = load_path(metadata_dir, catalog=catalog, registry=registry, up_to_damage=up_to_damage)
             if loaded.end_offset == 0 and loaded.snapshot_id is None and log.log_end_offset == 0:
                 raise ImportRefused(f"{metadata_dir}: holds no records: nothing to import")
             src = SourceReplica(p, metadata_dir, None, meta, quorum, loaded, damage)

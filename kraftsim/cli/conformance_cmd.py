@@ -1,0 +1,112 @@
+"""`kraftsim conformance run`: compare kraftsim with real Kafka, case by case, release by release.
+
+kraftsim's own command. Prints a table of cases × releases (agree / DIFFER / policy) and
+then each difference; `--json` prints one object per case and release instead. Exit code
+0 when nothing differs, 1 when a case differs, 2 when Kafka cannot be run here (no Java
+17+, no Maven, a release Maven Central does not serve). The logic lives in
+kraftsim.conformance.
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import signal
+import sys
+from pathlib import Path
+
+from kraftsim.conformance.cases import DIFFER, Outcome
+from kraftsim.conformance.dist import KafkaUnavailable, default_releases, resolve_release
+from kraftsim.conformance.report import detail_lines, json_line, markdown_row, table_lines, totals_line
+from kraftsim.conformance.roll import run_roll
+from kraftsim.conformance.run import run_release
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("conformance", help="compare kraftsim with real Kafka releases, case by case")
+    cmds = group.add_subparsers(dest="conformance_command", metavar="SUBCOMMAND")
+    cmds.required = True
+    r = cmds.add_parser("run", help="run the cases on each release; print cases × releases (agree / differ / policy)")
+    r.add_argument("--release", action="append", default=[], metavar="V",
+                   help="a Kafka version or line (repeatable; default: "
+                        + ", ".join(x.version for x in default_releases()) + ")")
+    r.add_argument("--case", action="append", default=[], metavar="PATTERN",
+                   help="only cases whose names match this shell pattern (repeatable), e.g. 'storage-format/*'; "
+                        "'roll/*' is the rolling upgrade through the releases given (two or more)")
+    r.add_argument("--json", action="store_true",
+                   help='one JSON object per case and release: {"case", "release", "result", "detail"}')
+    r.add_argument("--summary", action="store_true", help="fold the table into case families with counts")
+    r.add_argument("--policies", action="store_true", help="also print each policy note under the table")
+    r.set_defaults(run=_run)
+
+    t = cmds.add_parser("table", help="print the table of a saved `conformance run --json` output")
+    t.add_argument("file", metavar="FILE", help="JSON lines from `kraftsim conformance run --json` ('-': stdin)")
+    t.add_argument("--summary", action="store_true", help="fold the table into case families with counts")
+    t.add_argument("--markdown", action="store_true", help="a Markdown table (for the README)")
+    t.set_defaults(run=_table)
+
+
+def _stop_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM unwinds like Ctrl-C, so every live Kafka node is stopped on the way out."""
+    raise KeyboardInterrupt
+
+
+def _run(args: argparse.Namespace) -> int:
+    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
+    try:
+        return _run_all(args)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    try:
+        releases = [resolve_release(v) for v in args.release] or default_releases()
+        outcomes = []
+        log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        runs = [run_release(release, args.case, log=log) for release in releases]
+        if len(releases) > 1 and (not args.case or any(fnmatch.fnmatchcase("roll/x", p.split("/")[0] + "/x")
+                                                        for p in args.case)):
+            ordered = sorted(releases, key=lambda r: tuple(int(x) for x in r.version.split(".")))
+            runs.append(run_roll(ordered, log=log))
+        for run in runs:
+            for outcome in run:
+                outcomes.append(outcome)
+                if args.json:
+                    print(json_line(outcome), flush=True)
+    except KafkaUnavailable as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return 2
+    if not args.json:
+        for line in table_lines(outcomes, [r.version for r in releases], summary=args.summary):
+            print(line)
+        print(totals_line(outcomes))
+        details = detail_lines(outcomes, policies=args.policies)
+        if details:
+            print()
+            for line in details:
+                print(line)
+    return 1 if any(o.result == DIFFER for o in outcomes) else 0
+
+
+def _table(args: argparse.Namespace) -> int:
+    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    outcomes = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+            outcomes.append(Outcome(obj["case"], obj["release"], obj["result"], obj.get("detail", "")))
+        except (ValueError, KeyError, TypeError) as e:
+            print(f"kraftsim: error: {args.file}: line {n}: expected a conformance JSON object ({e})", file=sys.stderr)
+            return 2
+    releases = list(dict.fromkeys(o.release for o in outcomes))
+    lines = table_lines(outcomes, releases, summary=args.summary)
+    if args.markdown:
+        lines = [markdown_row(ln) for ln in lines]
+    for line in lines:
+        print(line)
+    print(totals_line(outcomes))
+    return 0

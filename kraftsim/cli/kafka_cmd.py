@@ -1,0 +1,51 @@
+"""`kraftsim kafka`: real Kafka releases from Maven Central, for comparing kraftsim with them.
+
+kraftsim's own command. `fetch` downloads a release's jars with the machine's Maven into
+the cache (`$KRAFTSIM_KAFKA_CACHE`, default `~/.cache/kraftsim/kafka/`); `releases` lists
+the releases the conformance suite knows and which are cached. The logic lives in
+kraftsim.conformance.dist.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from kraftsim.conformance.dist import KafkaUnavailable, cache_root, cached_jars, fetch, known_releases, resolve_release
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    group = sub.add_parser("kafka", help="fetch real Kafka releases (jars from Maven Central) to compare with")
+    cmds = group.add_subparsers(dest="kafka_command", metavar="SUBCOMMAND")
+    cmds.required = True
+
+    f = cmds.add_parser("fetch", help="download a release's jars with Maven into the cache (reused across runs)")
+    f.add_argument("versions", nargs="+", metavar="VERSION",
+                   help="a Kafka version (4.3.1) or line (4.3: the release the suite uses for it)")
+    f.set_defaults(run=_run_fetch)
+
+    r = cmds.add_parser("releases", help="the releases the conformance suite knows, and which are cached")
+    r.set_defaults(run=_run_releases)
+
+
+def _run_fetch(args: argparse.Namespace) -> int:
+    """Exit 2 (not 1) when a release cannot be fetched: nothing was checked, the input or machine is at fault."""
+    try:
+        for name in args.versions:
+            release = resolve_release(name)
+            dist = fetch(release, log=lambda line: print(line, file=sys.stderr))
+            print(f"Kafka {release.version}: {len(dist.jars)} jars in {dist.home / 'jars'} (Java {dist.java.version})")
+    except KafkaUnavailable as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _run_releases(args: argparse.Namespace) -> int:
+    print(f"cache: {cache_root()}")
+    for r in known_releases():
+        state = "cached" if cached_jars(r) else "not fetched"
+        notes = [] if r.shell else ["no kafka-shell on Maven Central"]
+        print(f"{r.version:<8} line {r.line:<5} {'default' if r.default else '       '}  {state}"
+              + (f"  ({'; '.join(notes)})" if notes else ""))
+    return 0

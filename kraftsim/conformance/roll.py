@@ -1,0 +1,136 @@
+"""A rolling software upgrade on the same directories, real Kafka against kraftsim's roll.
+
+Kafka: one combined node formatted by the first release, restarted on each later release
+in turn (same data directory, same ports); after each start its tool describes the
+features and finalizes the release's latest production metadata.version. kraftsim: a
+simulated cluster (one controller, one broker) created on the first release and rolled
+with `kraftsim cluster roll`, the same kafka-features commands run on it. Each step's
+texts are compared as in the live-node cases. When the roll passes 3.7 → 3.8, the
+rollback is tried too: after 3.8-IV0 is finalized, 3.7 is started on the directory; Kafka
+3.7 must refuse to run, and the line kraftsim prints for that refusal must be in Kafka's
+log. The cases are named `roll/...` with the release of the step.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+from kraftsim.conformance.cases import Outcome, ReleaseContext, judge, load_policies
+from kraftsim.conformance.compare import compare_runs
+from kraftsim.conformance.dist import KafkaDist, KafkaRelease, KafkaUnavailable, fetch
+from kraftsim.conformance.node import LiveNode
+from kraftsim.conformance.tools import ToolRun, run_tool
+
+ROLLBACK_WAIT_S = 60
+_EPOCH = re.compile(r"Epoch: \d+")
+_SIM_NOTE = re.compile(r"^\[cluster\] ")
+
+
+def _mask(run: ToolRun) -> ToolRun:
+    return ToolRun(run.argv, run.code, _EPOCH.sub("Epoch: <n>", run.stdout),
+                   "\n".join(ln for ln in run.stderr.splitlines() if not _SIM_NOTE.match(ln)))
+
+
+def run_roll(releases: Sequence[KafkaRelease], *, log: Callable[[str], None] = lambda line: None) -> Iterator[Outcome]:
+    """The roll through `releases` in the order given; one outcome per compared step."""
+    dists = [fetch(r, log=log) for r in releases]
+    policies = load_policies()
+    with tempfile.TemporaryDirectory(prefix="kraftsim-conformance-roll-") as tmp:
+        work = Path(tmp)
+        (work / "kafka").mkdir()
+        node = LiveNode(dists[0], work / "kafka")
+        sim = work / "sim"
+        ctx = ReleaseContext(dists[0], work / "scratch")
+        try:
+            yield from _roll(ctx, node, sim, dists, policies, log)
+        finally:
+            node.stop()
+
+
+def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist], policies,
+          log: Callable[[str], None]) -> Iterator[Outcome]:
+    first = dists[0].release
+    created = ctx.kraftsim(["cluster", "create", str(sim), "--controllers", "1", "--brokers", "1",
+                            "--release", first.line, "--seed", "0"])
+    node.format()
+    broken: str | None = None if created.code == 0 else \
+        f"kraftsim cluster create --release {first.line}: exit {created.code}: {created.stderr.strip()[:300]}"
+    previous: KafkaDist | None = None
+    for dist in dists:
+        release = dist.release
+        log(f"roll: Kafka {release.version}")
+        step_problem = broken
+        if previous is not None and broken is None:
+            rolled = ctx.kraftsim(["cluster", "roll", str(sim), "--release", release.line])
+            if rolled.code != 0:
+                step_problem = f"kraftsim cluster roll --release {release.line}: exit {rolled.code}: " \
+                               f"{(rolled.stdout + rolled.stderr).strip()[-300:]}"
+        node.stop()
+        node.dist = dist
+        try:
+            node.start()
+        except KafkaUnavailable as e:
+            kept = node.keep_logs(f"roll-{release.version}")
+            yield Outcome("roll/start", release.version, "differ", f"{e} (logs kept in {kept})")
+            return
+        if step_problem:
+            yield Outcome("roll/features describe", release.version, "differ", step_problem)
+            previous = dist
+            continue
+        latest = ctx.kraftsim(["features", "--release", release.line, "version-mapping"])
+        level = re.match(r"metadata\.version=(\d+)", latest.stdout)
+        steps = [("features describe", ["describe"])]
+        if level:
+            steps.append(("features upgrade metadata.version=LATEST",
+                          ["upgrade", "--feature", f"metadata.version={level.group(1)}"]))
+        for label, args in steps:
+            kafka = run_tool(dist, "features", ["--bootstrap-server", node.bootstrap, *args])
+            ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", release.line, *args])
+            yield judge(f"roll/{label}", release.version, compare_runs(_mask(kafka), _mask(ours)), policies)
+        if previous is not None and previous.release.line == "3.7" and release.line == "3.8":
+            yield _rollback(ctx, node, sim, previous, dist, policies)
+            node.dist = dist
+            try:
+                node.start()
+            except KafkaUnavailable as e:
+                yield Outcome("roll/start after rollback", release.version, "differ", str(e))
+                return
+            ctx.kraftsim(["cluster", "roll", str(sim), "--release", release.line])
+        previous = dist
+
+
+def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, new: KafkaDist,
+              policies) -> Outcome:
+    """Start the older release on the directory after the newer one finalized its metadata.version."""
+    name = f"roll/rollback to {old.release.line} after {new.release.line}'s metadata.version"
+    node.stop()
+    ours = ctx.kraftsim(["cluster", "roll", str(sim), "--release", old.release.line])
+    refusal = next((ln for ln in ours.stdout.splitlines() if ln.startswith("Tried to apply")), None)
+    node.dist = old
+    diffs = []
+    try:
+        node.start()
+        started = True
+    except KafkaUnavailable:
+        started = False
+    if started:  # it may answer briefly before the fatal replay; give it time to fail
+        deadline = time.monotonic() + ROLLBACK_WAIT_S
+        while time.monotonic() < deadline and node.proc.poll() is None:
+            time.sleep(1)
+    kafka_log = node.log_file.read_text(encoding="utf-8", errors="replace") if node.log_file.is_file() else ""
+    if node.proc is not None and node.proc.poll() is None:
+        diffs.append(f"Kafka {old.release.version} kept running on a directory finalized at "
+                     f"{new.release.line}'s metadata.version")
+    node.stop()
+    if ours.code == 0 or refusal is None:
+        diffs.append(f"kraftsim cluster roll --release {old.release.line} did not refuse (exit {ours.code})")
+    elif refusal not in kafka_log:
+        diffs.append(f"kraftsim's refusal is not in Kafka {old.release.version}'s log: {refusal}")
+    if diffs:
+        kept = node.keep_logs("rollback")
+        diffs.append(f"(Kafka's logs kept in {kept})")
+    return judge(name, old.release.version, diffs, policies)

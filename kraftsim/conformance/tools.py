@@ -1,0 +1,231 @@
+"""Running one of a fetched release's tools as a bounded subprocess.
+
+Each tool runs as Kafka's bin scripts run it: its main class on the release's classpath,
+with logging at WARN to stderr (Kafka's tools-log4j configuration). Every run has a
+timeout and its own process group, which is killed whole when the timeout passes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
+
+TOOL_TIMEOUT_S = 120
+
+MAIN_CLASSES = {
+    "storage": "kafka.tools.StorageTool",
+    "features": "org.apache.kafka.tools.FeatureCommand",
+    "metadata-shell": "org.apache.kafka.shell.MetadataShell",
+    "topics": "org.apache.kafka.tools.TopicCommand",
+    "server": "kafka.Kafka",
+}
+
+_LOG4J1 = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.stderr.Target=System.err
+"""
+_LOG4J2 = """status = error
+appender.stderr.type = Console
+appender.stderr.name = STDERR
+appender.stderr.target = SYSTEM_ERR
+appender.stderr.layout.type = PatternLayout
+appender.stderr.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = STDERR
+"""
+_LOG4J2_FILE = """status = error
+appender.file.type = File
+appender.file.name = FILE
+appender.file.fileName = {path}
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = INFO
+rootLogger.appenderRef.file.ref = FILE
+"""
+_LOG4J1_FILE = """log4j.rootLogger=INFO, file
+log4j.appender.file=org.apache.log4j.FileAppender
+log4j.appender.file.File={path}
+log4j.appender.file.layout=org.apache.log4j.PatternLayout
+log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+
+
+@dataclass(frozen=True)
+class ToolRun:
+    """What a tool did: its exit code and its two output streams."""
+
+    argv: tuple[str, ...]
+    code: int
+    stdout: str
+    stderr: str
+
+    def text(self) -> str:
+        return self.stdout + self.stderr
+
+
+def main_class(dist: KafkaDist, tool: str) -> str:
+    if tool == "dump-log":
+        return dist.release.dump_log_class
+    if tool == "metadata-shell" and not dist.release.shell:
+        raise KafkaUnavailable(f"Maven Central serves no kafka-shell {dist.release.version}: no metadata shell")
+    return MAIN_CLASSES[tool]
+
+
+def log_config_options(dist: KafkaDist, *, log_file: Path | None = None, level: str = "WARN") -> list[str]:
+    """JVM options pointing both log4j generations at a configuration (stderr, or a file for a server)."""
+    conf_dir = dist.home / "conf"
+    conf_dir.mkdir(exist_ok=True)
+    if log_file is None:
+        v1, v2 = conf_dir / "tools-log4j.properties", conf_dir / f"tools-log4j2-{level}.properties"
+        if not v1.is_file():
+            v1.write_text(_LOG4J1, encoding="utf-8")
+        if not v2.is_file():
+            v2.write_text(_LOG4J2.format(level=level), encoding="utf-8")
+    else:
+        v1, v2 = log_file.with_suffix(".log4j.properties"), log_file.with_suffix(".log4j2.properties")
+        v1.write_text(_LOG4J1_FILE.format(path=log_file), encoding="utf-8")
+        v2.write_text(_LOG4J2_FILE.format(path=log_file), encoding="utf-8")
+    return [f"-Dlog4j.configuration=file:{v1}", f"-Dlog4j2.configurationFile={v2}"]
+
+
+def java_command(dist: KafkaDist, tool: str, args: Sequence[str], *, heap: str = "256m",
+                 log_file: Path | None = None) -> list[str]:
+    return [str(dist.java.path), f"-Xmx{heap}", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+            *log_config_options(dist, log_file=log_file), "-cp", dist.classpath, main_class(dist, tool), *args]
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill a process started with start_new_session and everything it started."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def run_tool(dist: KafkaDist, tool: str, args: Sequence[str], *, timeout: float = TOOL_TIMEOUT_S,
+             cwd: Path | None = None, stdin: str | None = None) -> ToolRun:
+    """Run one tool to the end (or kill it at the timeout) and return its output."""
+    cmd = java_command(dist, tool, args)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        out, err = proc.communicate(timeout=30)
+        raise KafkaUnavailable(f"Kafka {dist.release.version} {tool} {' '.join(args)}: no answer within "
+                               f"{timeout:.0f} s; killed") from None
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+            proc.wait(timeout=30)
+    return ToolRun(tuple(args), proc.returncode, out, err)
+
+
+# ----------------------------------------------------------------------------------- batches
+
+BATCH_MAIN = "ToolBatch"
+BATCH_SECONDS_PER_COMMAND = 10
+_BATCH_SOURCE = Path(__file__).parent / "java" / "ToolBatch.java"
+
+
+def _javac(dist: KafkaDist) -> str | None:
+    beside = dist.java.path.resolve().parent / "javac"
+    return str(beside) if beside.is_file() else shutil.which("javac")
+
+
+def batch_classes(dist: KafkaDist) -> Path | None:
+    """ToolBatch compiled for this release (cached beside its jars, by source hash), or None without a javac."""
+    tag = hashlib.sha256(_BATCH_SOURCE.read_bytes()).hexdigest()[:12]
+    out = dist.home / f"toolbatch-{tag}"
+    if (out / f"{BATCH_MAIN}.class").is_file():
+        return out
+    javac = _javac(dist)
+    if javac is None:
+        return None
+    staging = Path(tempfile.mkdtemp(prefix=".toolbatch.", dir=dist.home))
+    try:
+        done = subprocess.run([javac, "-nowarn", "-d", str(staging), str(_BATCH_SOURCE)], capture_output=True,
+                              text=True, timeout=TOOL_TIMEOUT_S)
+        if done.returncode != 0:
+            raise KafkaUnavailable(f"cannot compile {_BATCH_SOURCE.name}: {done.stderr.strip().splitlines()[:1]}")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out
+
+
+def run_batch(dist: KafkaDist, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:
+    """Run (tool, args) commands in order, in as few JVMs as possible (one each without a javac).
+
+    Only for tools that finish by themselves and start no servers: storage, features'
+    offline subcommands (version-mapping, feature-dependencies). A command that ends the
+    JVM itself (argparse4j calls System.exit on a usage error) ends its batch: it is run
+    again alone, and the batch goes on with the commands after it.
+    """
+    classes = batch_classes(dist) if commands else None
+    if classes is None:
+        return [run_tool(dist, tool, args) for tool, args in commands]
+    runs: list[ToolRun] = []
+    while len(runs) < len(commands):
+        rest = commands[len(runs):]
+        done = _one_batch(dist, classes, rest)
+        runs += done
+        if len(done) < len(rest):
+            tool, args = rest[len(done)]
+            runs.append(run_tool(dist, tool, args))
+    return runs
+
+
+def _one_batch(dist: KafkaDist, classes: Path, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:
+    lines = []
+    for tool, args in commands:
+        if any("\t" in a or "\n" in a for a in args):
+            raise ValueError(f"an argument of {tool} holds a tab or a newline: {args!r}")
+        lines.append("\t".join([main_class(dist, tool), *args]))
+    cmd = [str(dist.java.path), "-Xmx512m", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+           *log_config_options(dist), "-cp", f"{classes}{os.pathsep}{dist.classpath}", BATCH_MAIN]
+    timeout = 60 + BATCH_SECONDS_PER_COMMAND * len(commands)
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(("\n".join(lines) + "\n\n").encode(), timeout=timeout)
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        proc.communicate(timeout=30)
+        raise KafkaUnavailable(f"Kafka {dist.release.version}: a batch of {len(commands)} tool runs did not finish "
+                               f"within {timeout} s; killed") from None
+    finally:
+        if proc.poll() is None:
+            kill_group(proc)
+            proc.wait(timeout=30)
+    return _parse_batch(out, commands)
+
+
+def _parse_batch(out: bytes, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:
+    runs, at = [], 0
+    while at < len(out) and len(runs) < len(commands):
+        end = out.find(b"\n", at)
+        head = out[at:end].decode().split() if end >= 0 else []
+        if len(head) != 4 or head[0] != "@@toolbatch":
+            break
+        code, n_out, n_err = int(head[1]), int(head[2]), int(head[3])
+        body = end + 1
+        stdout = out[body:body + n_out].decode("utf-8", "replace")
+        stderr = out[body + n_out:body + n_out + n_err].decode("utf-8", "replace")
+        at = body + n_out + n_err
+        runs.append(ToolRun(tuple(commands[len(runs)][1]), code, stdout, stderr))
+    return runs

@@ -1,0 +1,506 @@
+"""ClusterStateMachine: hypothesis explores sequences of scenario ops on a simulated cluster.
+
+Contract 6 of DESIGN.md. Every rule is one scenario op (contract 4) carried out on
+`kraftsim.sim.Simulation`; every op, refused or not, is recorded as a `Step`. After every
+step the simulator's invariants and the model-level properties (properties.py) are
+checked. When one fails in hypothesis's final (shrunk) run, the recorded steps are
+written as a scenario file into the repro directory, with the failing property in its
+header comment and the final state as its `[expect]`, and the file's path is added to the
+failure. `kraftsim scenario run FILE` replays it to the same state.
+
+Ops Kafka refuses are generated too. For the refusals whose reason kraftsim can tell in
+advance from the public state (a node that does not support the level, a lossy
+metadata.version downgrade under the kafka policy), the property is that kraftsim
+refuses with Kafka's text; for every refused kafka-features or topic op, that nothing
+changed. Ops the simulator does not carry out yet (readiness.py) are switched off by
+precondition, never pretended.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Sequence
+
+from hypothesis import strategies as st
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
+from hypothesis.stateful import (
+    Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule,
+)
+
+from kraftsim.errors import KraftsimError
+from kraftsim.image import MetadataImage
+from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
+from kraftsim.sim import SimError, Simulation
+from kraftsim.testing import config, properties
+from kraftsim.testing.handle import ClusterHandle
+from kraftsim.testing.readiness import is_simulated
+from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog, range_text
+
+#: Features the machine leaves alone: kraft.version changes the quorum's own protocol.
+UNTOUCHED_FEATURES = ("kraft.version",)
+FEATURE_OPS = ("features-upgrade", "features-downgrade", "features-disable")
+SIMULATOR_INVARIANT = "SimulatorInvariant"
+SIMULATOR_ERROR = "SimulatorRaised"
+
+
+class PropertyFailed(AssertionError):
+    """A property of the cluster does not hold; `name` says which."""
+
+    def __init__(self, name: str, detail: str):
+        super().__init__(f"{name}: {detail}")
+        self.name = name
+        self.detail = detail
+
+
+@functools.cache
+def _catalog(path: str | None) -> Catalog:
+    return default_catalog() if path is None else load_catalog(path)
+
+
+def _release_name(catalog: Catalog, name: str) -> str:
+    """The catalog's name for a release given as Kafka names it ("3.7.2") or as its line ("3.7")."""
+    try:
+        return catalog.find_release(name).name
+    except KraftsimError:
+        return catalog.find_release(".".join(name.split(".")[:2])).name
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "machine"
+
+
+class ClusterStateMachine(RuleBasedStateMachine):
+    """Rolls, feature changes, faults and topic changes on a simulated KRaft cluster.
+
+    Subclass it and set the class attributes; add `@rule`s and `@invariant`s that read
+    `self.cluster` (a ClusterHandle). Run it with `TestMyMachine = MyMachine.TestCase`.
+    """
+
+    #: Releases the cluster starts on and rolls between (catalog names or Kafka's: "3.7.2").
+    releases: Sequence[str] = ("3.7", "3.8", "3.9")
+    #: The release the cluster starts on; None: drawn from `releases`.
+    initial_release: str | None = None
+    #: "kafka" (Kafka's rules) or "kip-778" (lossy downgrades carried out, as KIP-778 describes).
+    policy: str = "kafka"
+    controllers: int = 3
+    brokers: int = 2
+    #: A hypothetical catalog file (TOML, see kraftsim.versions.load_catalog); None: the shipped one.
+    catalog: str | Path | None = None
+    #: The simulator's seed; None: `--kraftsim-seed`, KRAFTSIM_SEED, else 0.
+    seed: int | None = None
+    #: Where counterexamples go; None: `--kraftsim-repro-dir`, KRAFTSIM_REPRO_DIR, else .kraftsim/repro.
+    repro_dir: str | Path | None = None
+    #: Whether "wipe" disk faults may hit controllers. With a static quorum a voter that lost
+    #: its disk may vote again and lose committed records, in Kafka as in kraftsim (KIP-853
+    #: is Kafka's answer), so by default only brokers' disks are wiped.
+    wipe_voters: bool = False
+    #: The scenario ops the machine generates (None: every op the simulator carries out).
+    ops: frozenset[str] | None = None
+    #: Bounds that keep generated runs small and fast.
+    max_topics: int = 6
+    max_run_ms: int = 10_000
+
+    node_ids = Bundle("node_ids")
+    topic_names = Bundle("topic_names")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sim: Simulation | None = None
+        self.cluster: ClusterHandle | None = None
+        self.steps: list[Step] = []
+        self.shape: ClusterShape | None = None
+        self._tmp: str | None = None
+        self._seed = config.seed(self.seed)
+        self._catalog_path = None if self.catalog is None else str(Path(self.catalog).resolve())
+        self.catalog_view = _catalog(self._catalog_path)
+        self._releases = tuple(_release_name(self.catalog_view, r) for r in self.releases)
+        if not self._releases:
+            raise InvalidArgument(f"{type(self).__name__}.releases is empty")
+        self._voters: tuple[int, ...] = ()
+        self._committed = 0
+        self._written: Path | None = None
+
+    # ------------------------------------------------------------------ what may be drawn
+
+    def _line(self, release: str) -> Catalog:
+        return self.catalog_view.at_release(release)
+
+    def metadata_levels(self) -> list[int]:
+        """Levels worth trying: around each release's newest production level, plus one
+        none of them knows (a refusal to generate)."""
+        tops = [self._line(r).latest_production.level for r in self._releases]
+        known = {mv.level for mv in self.catalog_view.all_metadata_versions}
+        lo = max(1, min(tops) - 3)
+        return [lvl for lvl in range(lo, max(tops) + 2) if lvl in known or lvl == max(tops) + 1]
+
+    def feature_levels(self) -> dict[str, int]:
+        """Other features the releases know, with the highest level any of them supports."""
+        out: dict[str, int] = {}
+        for r in self._releases:
+            for name, (_, hi) in self._line(r).supported_features(unstable=True).items():
+                if name != MV_NAME and name not in UNTOUCHED_FEATURES:
+                    out[name] = max(out.get(name, 0), hi)
+        return dict(sorted(out.items()))
+
+    # ------------------------------------------------------------------ set-up and tear-down
+
+    @initialize(target=node_ids, data=st.data())
+    def create_cluster(self, data: st.DataObject) -> Any:
+        if self.initial_release is not None:
+            release = _release_name(self.catalog_view, self.initial_release)
+        else:
+            release = data.draw(st.sampled_from(self._releases), label="release")
+        self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
+        self.shape = ClusterShape(self.controllers, self.brokers, release)
+        try:
+            self.sim = Simulation.create(Path(self._tmp) / "cluster", controllers=self.controllers,
+                                         brokers=self.brokers, release=release, seed=self._seed,
+                                         policy=self.policy, catalog=self._catalog_path)
+        except SimError as e:
+            raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
+        try:  # steps start from a stable cluster, as in the scenario runner
+            self.sim.wait(SETUP_TIMEOUT_MS)
+        except SimError as e:
+            raise InvalidArgument(f"{type(self).__name__}: the new cluster did not become stable: {e}") from None
+        self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
+        self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
+        return multiple(*(n.id for n in self.sim.nodes()))
+
+    def teardown(self) -> None:
+        if self.sim is not None:
+            self.sim.close()
+            self.sim = None
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
+    # ------------------------------------------------------------------ carrying out a step
+
+    def do(self, op: str, **args: Any) -> Step:
+        """Run one scenario op, record it, and check what must hold of its outcome."""
+        assert self.sim is not None
+        step = Step(op, {k: v for k, v in args.items() if v is not None})
+        before = properties.observe(self.sim)
+        expected = self._kafka_refusal(step)
+        leader = self.sim.leader()
+        image_before = self.sim.image(leader) if leader is not None else None
+        try:
+            step.output = run_step(self.sim, step)
+        except (SimError, KraftsimError) as e:  # a refusal, as the scenario runner counts it
+            step.error = str(e)
+        except Exception as e:  # a bug in the simulator: recorded as the runner reports it
+            step.error = f"internal error: {type(e).__name__}: {e}"
+            self.steps.append(step)
+            self.fail(SIMULATOR_ERROR, f"{step.describe()} raised {type(e).__name__}: {e}")
+        self.steps.append(step)
+        if step.error is not None:
+            self._check_refusal(step, before, expected)
+        else:
+            if expected is not None:
+                self.fail(properties.REFUSAL_AS_KAFKA,
+                          f"Kafka refuses {step.describe()} with \"{expected}\", but kraftsim carried it out")
+            self._check_downgrade(step, image_before)
+        return step
+
+    def _check_refusal(self, step: Step, before: properties.Observed, expected: str | None) -> None:
+        assert self.sim is not None and step.error is not None
+        if step.op in FEATURE_OPS or step.op in ("create-topics", "delete-topics"):
+            changed = properties.refusal_changed(before, properties.observe(self.sim))
+            if changed:
+                self.fail(properties.REFUSAL_AS_KAFKA, f"{step.describe()} was refused, yet {changed}")
+        if expected is not None and expected not in step.error:
+            self.fail(properties.REFUSAL_AS_KAFKA,
+                      f"Kafka refuses {step.describe()} with \"{expected}\"; kraftsim said \"{step.error}\"")
+
+    def _check_downgrade(self, step: Step, image_before: MetadataImage | None) -> None:
+        assert self.sim is not None
+        target = (step.args.get("features") or {}).get(MV_NAME) if step.op == "features-downgrade" else None
+        if target is None or step.args.get("dry_run") or image_before is None:
+            return
+        leader = self.sim.leader()
+        after = self.sim.image(leader) if leader is not None else None
+        if after is None or after.metadata_version != target:
+            return
+        loss = properties.lossless_downgrade_loss(image_before, after, target, self.catalog_view)
+        if loss:
+            self.fail(properties.LOSSLESS_DOWNGRADE, loss)
+
+    def _kafka_refusal(self, step: Step) -> str | None:
+        """Kafka's reason for refusing a kafka-features step, when the public state tells it."""
+        assert self.sim is not None
+        if step.op not in ("features-upgrade", "features-downgrade") or step.args.get("dry_run"):
+            return None
+        levels = step.args.get("features") or {}
+        if len(levels) != 1:
+            return None
+        (name, level), = levels.items()
+        leader = self.sim.leader()
+        image = self.sim.image(leader) if leader is not None else None
+        if image is None or level <= 0:
+            return None
+        current = self.sim.finalized().get(name, 0)
+        if (step.op == "features-upgrade") != (level > current) and level != current:
+            return None  # "Can't upgrade to a lower version" and its mirror: not predicted here
+        line = self._line(self.cluster.node(leader).release)  # type: ignore[union-attr]
+        reason = _support_refusal(line, leader, image, name, level)
+        if reason is not None:
+            return reason
+        if (name == MV_NAME and self.policy == "kafka" and level < current
+                and line.is_lossy(current, level)):
+            return line.mv_downgrade_error(current, level, bool(step.args.get("unsafe")))
+        return None
+
+    # ------------------------------------------------------------------ failing
+
+    def fail(self, name: str, detail: str) -> None:
+        error = PropertyFailed(name, detail)
+        path = self.write_repro(name, detail)
+        if path is not None:
+            error.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+        raise error
+
+    def write_repro(self, name: str, detail: str) -> Path | None:
+        """Write the recorded steps as a scenario file (only in hypothesis's final run)."""
+        if self.sim is None or self.shape is None:
+            return None
+        try:
+            final = current_build_context().is_final
+        except InvalidArgument:  # not inside a hypothesis test: always write
+            final = True
+        if not final:
+            return None
+        cls = type(self)
+        title = f"{cls.__module__}.{cls.__qualname__}"
+        path = config.repro_dir(self.repro_dir).resolve() / f"{_slug(title)}.toml"
+        text = scenario_text(
+            name=f"{cls.__qualname__}: {name}", shape=self.shape, steps=self.steps, seed=self._seed,
+            policy=self.policy, catalog=self._catalog_path, expect=self.final_expect(),
+            header={"Question": f"Does {name} hold for every sequence of ops {title} generates?",
+                    "Source": f"the shrunk counterexample hypothesis found for {title}",
+                    "Answer": f"No. After step {len(self.steps)}, {name} fails: {detail}"},
+            description=f"Counterexample to {name} (kraftsim.testing.ClusterStateMachine)")
+        self._written = write_scenario(path, text)
+        return self._written
+
+    def final_expect(self) -> dict[str, Any]:
+        """The state reached, as `[expect]` keys the scenario runner checks."""
+        assert self.sim is not None
+        nodes = self.sim.nodes()
+        leader = self.sim.leader()
+        image = self.sim.image(leader) if leader is not None else None
+        fin = self.sim.finalized()
+        return {
+            "metadata_version": self.sim.metadata_version(),
+            "finalized": {k: fin[k] for k in sorted(fin)},
+            "running": [n.id for n in nodes if n.state == "running"],
+            "has_leader": leader is not None,
+            "leader": leader,
+            "releases": {str(n.id): n.release for n in nodes},
+            "topics": len(image.topics) if image is not None else None,
+        }
+
+    def check_invariants(self, *args: Any, **kwargs: Any) -> None:
+        """Hypothesis's invariant pass; a user's invariant that fails also gets its scenario file."""
+        try:
+            super().check_invariants(*args, **kwargs)
+        except PropertyFailed:
+            raise
+        except Exception as e:
+            path = self.write_repro(type(e).__name__, str(e) or repr(e))
+            if path is not None:
+                e.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+            raise
+
+    # ------------------------------------------------------------------ invariants
+
+    @invariant()
+    def simulator_invariants(self) -> None:
+        if self.sim is None:
+            return
+        broken = [i for i in self.sim.invariants() if not i.ok]
+        if broken:
+            self.fail(SIMULATOR_INVARIANT, f"{broken[0].name}: {broken[0].detail or 'broken'}")
+
+    @invariant()
+    def finalized_levels_are_supported(self) -> None:
+        if self.sim is None:
+            return
+        problem = properties.unsupported_finalized(self.sim, self.catalog_view)
+        if problem:
+            self.fail(properties.FINALIZED_SUPPORTED, problem)
+
+    @invariant()
+    def nodes_apply_only_committed(self) -> None:
+        if self.sim is None:
+            return
+        problem, self._committed = properties.applied_uncommitted(self.sim, self._voters, self._committed)
+        if problem:
+            self.fail(properties.APPLIED_COMMITTED, problem)
+
+    # ------------------------------------------------------------------ rules: software
+
+    @precondition(lambda self: self.allows("roll"))
+    @rule(node=node_ids, data=st.data())
+    def roll_node(self, node: int, data: st.DataObject) -> None:
+        self.do("roll", release=data.draw(st.sampled_from(self._releases), label="release"), nodes=[node])
+
+    @precondition(lambda self: self.allows("roll"))
+    @rule(nodes=st.sampled_from(["all", "controllers", "brokers"]), data=st.data())
+    def roll_group(self, nodes: str, data: st.DataObject) -> None:
+        self.do("roll", release=data.draw(st.sampled_from(self._releases), label="release"), nodes=nodes)
+
+    # ------------------------------------------------------------------ rules: features
+
+    def _draw_level(self, data: st.DataObject, direction: int) -> int:
+        """Mostly a level in the op's direction from the finalized one (each release's newest
+        production level among them), sometimes any nearby level (refusals to generate)."""
+        assert self.sim is not None
+        current = self.sim.metadata_version()
+        levels = self.metadata_levels()
+        tops = sorted({self._line(r).latest_production.level for r in self._releases})
+        onward = [lvl for lvl in levels if (lvl - current) * direction > 0]
+        onward_tops = [lvl for lvl in tops if (lvl - current) * direction > 0]
+        choices = [st.sampled_from(levels)]
+        if onward:
+            choices = [st.sampled_from(onward), st.sampled_from(onward_tops or onward)] + choices
+        return data.draw(st.one_of(choices), label="metadata.version")
+
+    @precondition(lambda self: self.allows("features-upgrade"))
+    @rule(data=st.data(), dry_run=st.sampled_from([False, False, False, True]))
+    def upgrade_metadata_version(self, data: st.DataObject, dry_run: bool) -> None:
+        level = self._draw_level(data, +1)
+        self.do("features-upgrade", features={MV_NAME: level}, dry_run=dry_run or None)
+
+    @precondition(lambda self: self.allows("features-downgrade"))
+    @rule(data=st.data(), unsafe=st.booleans())
+    def downgrade_metadata_version(self, data: st.DataObject, unsafe: bool) -> None:
+        level = self._draw_level(data, -1)
+        self.do("features-downgrade", features={MV_NAME: level}, unsafe=unsafe or None)
+
+    def allows(self, op: str) -> bool:
+        """Whether rules for `op` run: the simulator carries it out and `ops` includes it."""
+        return (self.ops is None or op in self.ops) and is_simulated(op)
+
+    def _has_features(self) -> bool:
+        return bool(self.feature_levels())
+
+    @precondition(lambda self: self.allows("features-upgrade"))
+    @precondition(_has_features)
+    @rule(data=st.data(), upgrade=st.booleans())
+    def change_feature(self, data: st.DataObject, upgrade: bool) -> None:
+        tops = self.feature_levels()
+        name = data.draw(st.sampled_from(list(tops)), label="feature")
+        level = data.draw(st.integers(0, tops[name] + 1), label="level")
+        self.do("features-upgrade" if upgrade else "features-downgrade", features={name: level})
+
+    @precondition(lambda self: self.allows("features-disable"))
+    @precondition(_has_features)
+    @rule(data=st.data())
+    def disable_feature(self, data: st.DataObject) -> None:
+        name = data.draw(st.sampled_from(list(self.feature_levels())), label="feature")
+        self.do("features-disable", features=[name])
+
+    # ------------------------------------------------------------------ rules: processes and faults
+
+    @precondition(lambda self: self.allows("stop"))
+    @rule(node=node_ids)
+    def stop(self, node: int) -> None:
+        self.do("stop", nodes=[node])
+
+    @precondition(lambda self: self.allows("start"))
+    @rule(node=node_ids, data=st.data())
+    def start(self, node: int, data: st.DataObject) -> None:
+        release = data.draw(st.one_of(st.none(), st.sampled_from(self._releases)), label="release")
+        self.do("start", nodes=[node], release=release)
+
+    @precondition(lambda self: self.allows("crash"))
+    @rule(node=node_ids)
+    def crash(self, node: int) -> None:
+        self.do("crash", nodes=[node])
+
+    @precondition(lambda self: self.allows("partition"))
+    @rule(data=st.data())
+    def partition(self, data: st.DataObject) -> None:
+        assert self.sim is not None
+        ids = [n.id for n in self.sim.nodes()]
+        side = data.draw(st.lists(st.sampled_from(ids), min_size=1, max_size=max(1, len(ids) - 1), unique=True),
+                         label="isolated")
+        self.do("partition", groups=[sorted(side)])
+
+    @precondition(lambda self: self.allows("heal"))
+    @rule()
+    def heal(self) -> None:
+        self.do("heal")
+
+    @precondition(lambda self: self.allows("disk-fault"))
+    @rule(node=node_ids, kind=st.sampled_from(["torn-tail", "wipe"]))
+    def disk_fault(self, node: int, kind: str) -> None:
+        assert self.cluster is not None
+        if kind == "wipe" and node in self._voters and not self.wipe_voters:
+            kind = "torn-tail"
+        if self.cluster.node(node).state == "running":
+            self.do("stop", nodes=[node])  # the fault needs the node down, as an operator would have it
+        self.do("disk-fault", nodes=[node], kind=kind)
+
+    @precondition(lambda self: self.allows("snapshot"))
+    @rule()
+    def snapshot(self) -> None:
+        self.do("snapshot")
+
+    @precondition(lambda self: self.allows("run"))
+    @rule(ms=st.sampled_from([100, 500, 2_000, 10_000]))
+    def run_time(self, ms: int) -> None:
+        self.do("run", ms=min(ms, self.max_run_ms))
+
+    # ------------------------------------------------------------------ rules: topics
+
+    def _room_for_topics(self) -> bool:
+        leader = self.sim.leader() if self.sim is not None else None
+        image = self.sim.image(leader) if leader is not None and self.sim is not None else None
+        return image is None or len(image.topics) < self.max_topics
+
+    @precondition(lambda self: self.allows("create-topics"))
+    @precondition(_room_for_topics)
+    @rule(target=topic_names, count=st.integers(1, 2), partitions=st.integers(1, 3))
+    def create_topics(self, count: int, partitions: int) -> Any:
+        step = self.do("create-topics", count=count, partitions=partitions)
+        if step.error is not None:
+            return multiple()
+        return multiple(*(line.split(" ", 2)[2].rstrip(".") for line in step.output))
+
+    @precondition(lambda self: self.allows("delete-topics"))
+    @rule(name=consumes(topic_names))
+    def delete_topic(self, name: str) -> None:
+        self.do("delete-topics", names=[name])
+
+
+def _support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
+    """Kafka's quorum check as the public state shows it: the active controller's software,
+    every registered broker, then (from controller registration on) every other controller."""
+    def refusal(who: str, rng: tuple[int, int] | None) -> str:
+        if rng is None or rng[1] == 0:
+            return f"{who} does not support this feature."
+        return f"{who} only supports versions {range_text(*rng)}"
+
+    own = line.supported_features().get(name)
+    if own is None or not own[0] <= level <= own[1]:
+        return refusal(f"Local controller {leader}", own)
+    for b in image.cluster.sorted_brokers():
+        rng = next(((f.min_version, f.max_version) for f in b.supported_features if f.name == name), None)
+        if rng is None or not rng[0] <= level <= rng[1]:
+            return refusal(f"Broker {b.id}", rng)
+    mv = image.metadata_version
+    if mv is not None and line.supports("controller_registration", mv):
+        for c in image.cluster.sorted_controllers():
+            if c.id == leader:
+                continue
+            rng = next(((f.min_version, f.max_version) for f in c.supported_features if f.name == name), None)
+            if rng is None or not rng[0] <= level <= rng[1]:
+                return refusal(f"Controller {c.id}", rng)
+    return None

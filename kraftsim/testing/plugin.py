@@ -1,0 +1,124 @@
+"""The pytest plugin (entry point `kraftsim` in the `pytest11` group), for users' projects.
+
+Options:
+  --kraftsim-seed N         the simulator's seed for clusters and state machines (default 0)
+  --kraftsim-repro-dir DIR  where a failing state machine writes its counterexample as a
+                            scenario file (default .kraftsim/repro)
+
+Fixtures:
+  kraftsim_cluster   a factory: `kraftsim_cluster(controllers=3, brokers=3, release="3.9")`
+                     makes a Simulation in tmp_path (closed after the test); any keyword
+                     of `Simulation.create` is accepted
+  kraftsim_catalog   the shipped catalog (kraftsim.versions.Catalog); call
+                     `kraftsim_catalog.with_file(path)` for a hypothetical one
+
+Hypothesis profile:
+  deep               thousands of examples and longer runs for state machines:
+                     `pytest --hypothesis-profile=deep` (a profile of the same name in
+                     your conftest.py replaces it)
+
+A header line names kraftsim's version, the seed and the repro directory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from kraftsim.testing import config as kconfig
+
+#: `--hypothesis-profile=deep`: registered when the plugin loads, before hypothesis reads the option.
+DEEP = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
+try:
+    from hypothesis import settings as _settings
+    _settings.register_profile("deep", **DEEP)
+except ImportError:  # pragma: no cover - hypothesis is a test dependency
+    pass
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kraftsim", "kraftsim simulated clusters and state machines")
+    group.addoption("--kraftsim-seed", type=int, default=None, metavar="N",
+                    help=f"the simulator's seed (default: $KRAFTSIM_SEED, else {kconfig.DEFAULT_SEED})")
+    group.addoption("--kraftsim-repro-dir", default=None, metavar="DIR",
+                    help=f"where failing state machines write scenario files (default: {kconfig.DEFAULT_REPRO_DIR})")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    seed = config.getoption("--kraftsim-seed")
+    repro = config.getoption("--kraftsim-repro-dir")
+    kconfig.option_seed = seed
+    kconfig.option_repro_dir = None if repro is None else Path(repro)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    kconfig.option_seed = None
+    kconfig.option_repro_dir = None
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        v = version("kraftsim")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        v = "source tree"
+    return f"kraftsim: {v}, seed {kconfig.seed()}, repro dir {kconfig.repro_dir()}"
+
+
+class ClusterFactory:
+    """Makes simulated clusters in one test's tmp_path; closes them when the test ends."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self.made: list[Any] = []
+
+    def __call__(self, *, controllers: int = 3, brokers: int = 0, release: str | None = None,
+                 name: str | None = None, **kwargs: Any) -> Any:
+        from kraftsim.sim import Simulation
+        from kraftsim.versions import default_catalog
+        release = release or default_catalog().releases[-1].name
+        kwargs.setdefault("seed", kconfig.seed())
+        directory = self.base / (name or f"cluster-{len(self.made)}")
+        sim = Simulation.create(directory, controllers=controllers, brokers=brokers, release=release, **kwargs)
+        self.made.append(sim)
+        return sim
+
+    def close(self) -> None:
+        for sim in reversed(self.made):
+            sim.close()
+        self.made.clear()
+
+
+@pytest.fixture
+def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory of simulated clusters (kraftsim.sim.Simulation) in tmp_path."""
+    factory = ClusterFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+class CatalogFixture:
+    """The shipped catalog, with a way to load a hypothetical one."""
+
+    def __init__(self) -> None:
+        from kraftsim.versions import default_catalog
+        self.catalog = default_catalog()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.catalog, name)
+
+    @staticmethod
+    def with_file(path: str | Path, line: str | None = None) -> Any:
+        """The shipped catalog extended by the TOML file at `path` (kraftsim.versions.load_catalog)."""
+        from kraftsim.versions import load_catalog
+        return load_catalog(path, line=line)
+
+
+@pytest.fixture
+def kraftsim_catalog() -> CatalogFixture:
+    """The shipped version catalog (`.with_file(path)` for a hypothetical one)."""
+    return CatalogFixture()

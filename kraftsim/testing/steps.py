@@ -1,0 +1,188 @@
+"""Steps: one scenario op (contract 4) as data, carried out on a Simulation, and the
+scenario file a sequence of them makes.
+
+The state machine never calls the simulator directly: each rule builds a `Step`, runs it
+here and records it with its outcome, so a failing run can be written out as a scenario
+file that `kraftsim scenario run` replays op for op. A step the cluster refused is written
+with `expect_error` holding the refusal's text, which is what the runner checks it against.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from kraftsim.sim import Simulation
+
+#: Keys of each op in the order they are written (contract 4's table).
+OP_KEYS: dict[str, tuple[str, ...]] = {
+    "create-topics": ("count", "partitions", "replication_factor"),
+    "delete-topics": ("names",),
+    "roll": ("release", "nodes"),
+    "add-node": ("role", "release", "id"),
+    "features-upgrade": ("metadata", "release_version", "features", "unsafe", "dry_run"),
+    "features-downgrade": ("metadata", "release_version", "features", "unsafe", "dry_run"),
+    "features-disable": ("features", "dry_run"),
+    "crash": ("nodes",),
+    "stop": ("nodes",),
+    "start": ("nodes", "release"),
+    "partition": ("groups",),
+    "heal": (),
+    "disk-fault": ("nodes", "kind"),
+    "snapshot": ("nodes",),
+    "run": ("ms",),
+    "wait": ("timeout_ms",),
+}
+
+
+@dataclass
+class Step:
+    """One op with its keys, and once run, what came of it."""
+
+    op: str
+    args: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    output: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.op not in OP_KEYS:
+            raise ValueError(f"unknown op {self.op!r}; known ops: {', '.join(OP_KEYS)}")
+        unknown = sorted(set(self.args) - set(OP_KEYS[self.op]))
+        if unknown:
+            raise ValueError(f"op {self.op} takes no key {unknown[0]!r}")
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{k}={self.args[k]!r}" for k in OP_KEYS[self.op] if self.args.get(k) is not None)
+        return f"{self.op}({keys})"
+
+
+def _selection(nodes: Any) -> str | list[int]:
+    return nodes if isinstance(nodes, str) else sorted(int(i) for i in nodes)
+
+
+def run_step(sim: Simulation, step: Step) -> list[str]:
+    """Carry out `step` as the scenario runner does; a refusal raises SimError (Kafka's text)."""
+    a = step.args
+    op = step.op
+    if op == "create-topics":
+        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"))
+        return [f"Created topic {n}." for n in names]
+    if op == "delete-topics":
+        sim.delete_topics(list(a["names"]))
+        return [f"Deleted topic {n}." for n in a["names"]]
+    if op == "roll":
+        sim.roll(a["release"], _selection(a.get("nodes", "all")))
+        return []
+    if op == "add-node":
+        nid = sim.add_node(a["role"], a["release"], a.get("id"))
+        return [f"Node {nid} ({a['role']}, Kafka {a['release']}) joined."]
+    if op in ("features-upgrade", "features-downgrade"):
+        action = "upgrade" if op == "features-upgrade" else "downgrade"
+        return sim.features(action, metadata=a.get("metadata"), release_version=a.get("release_version"),
+                            features=a.get("features"), unsafe=a.get("unsafe", False), dry_run=a.get("dry_run", False))
+    if op == "features-disable":
+        return sim.features("disable", features=list(a["features"]), dry_run=a.get("dry_run", False))
+    if op == "crash":
+        sim.crash(_selection(a["nodes"]))
+        return []
+    if op == "stop":
+        sim.stop(_selection(a["nodes"]))
+        return []
+    if op == "start":
+        sim.start(_selection(a["nodes"]), a.get("release"))
+        return []
+    if op == "partition":
+        sim.partition([list(g) for g in a["groups"]])
+        return []
+    if op == "heal":
+        sim.heal()
+        return []
+    if op == "disk-fault":
+        sim.disk_fault(_selection(a["nodes"]), a["kind"])
+        return []
+    if op == "snapshot":
+        nodes = a.get("nodes")
+        return [f"Wrote {p.name}" for p in sim.snapshot(None if nodes is None else list(nodes))]
+    if op == "run":
+        sim.run(a["ms"])
+        return []
+    if op == "wait":
+        sim.wait(a.get("timeout_ms", 60_000))
+        return []
+    raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
+
+
+# ---------------------------------------------------------------------------- TOML out
+
+def toml_value(v: Any) -> str:
+    """A TOML value for the types a scenario uses (strings, ints, bools, lists, tables)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, str):
+        return json.dumps(v, ensure_ascii=False)  # a JSON string is a valid TOML basic string
+    if isinstance(v, Mapping):
+        return "{ " + ", ".join(f"{json.dumps(str(k))} = {toml_value(x)}" for k, x in v.items()) + " }" if v else "{}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    raise TypeError(f"no TOML form for {type(v).__name__}")
+
+
+def _comment(text: str) -> list[str]:
+    return ["# " + line if line else "#" for line in text.splitlines()] or ["#"]
+
+
+@dataclass
+class ClusterShape:
+    """`[cluster]` of the scenario: what `Simulation.create` was given."""
+
+    controllers: int
+    brokers: int
+    release: str
+    release_version: str | None = None
+    features: dict[str, int] = field(default_factory=dict)
+
+
+def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
+                  catalog: str | None = None, header: Mapping[str, str] | None = None,
+                  expect: Mapping[str, Any] | None = None, description: str = "") -> str:
+    """A contract-4 scenario file for `steps` (refused ones carry their text as `expect_error`)."""
+    lines: list[str] = []
+    for label, text in (header or {}).items():
+        lines += _comment(f"{label}: {text}")
+    if lines:
+        lines.append("")
+    lines.append(f"name = {toml_value(name)}")
+    if description:
+        lines.append(f"description = {toml_value(description)}")
+    lines.append(f"seed = {seed}")
+    lines.append(f"policy = {toml_value(policy)}")
+    if catalog is not None:
+        lines.append(f"catalog = {toml_value(catalog)}")
+    lines += ["", "[cluster]", f"controllers = {shape.controllers}", f"brokers = {shape.brokers}",
+              f"release = {toml_value(shape.release)}"]
+    if shape.release_version:
+        lines.append(f"release_version = {toml_value(shape.release_version)}")
+    if shape.features:
+        lines.append(f"features = {toml_value(dict(sorted(shape.features.items())))}")
+    for step in steps:
+        lines += ["", "[[step]]", f"op = {toml_value(step.op)}"]
+        for key in OP_KEYS[step.op]:
+            value = step.args.get(key)
+            if value is not None:
+                lines.append(f"{key} = {toml_value(value)}")
+        if step.error is not None:
+            lines.append(f"expect_error = {toml_value(step.error)}")
+    if expect:
+        lines += ["", "[expect]"]
+        lines += [f"{k} = {toml_value(v)}" for k, v in expect.items() if v is not None]
+    return "\n".join(lines) + "\n"
+
+
+def write_scenario(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

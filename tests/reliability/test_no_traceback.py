@@ -1,0 +1,160 @@
+"""No traceback reaches a user: each class of failure that once printed one is one line now.
+
+The last-resort handler turns any unexpected exception into one line and exit 70 (the
+traceback only under --debug); the specific classes below are input errors, said in one
+line that names the file, with exit 1.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kraftsim.cli import main as cli_main
+from kraftsim.cli.main import main
+from tests.reliability import damage
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as e:  # argparse's usage errors
+        code = int(e.code or 0)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str) -> str:
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+@pytest.fixture(scope="module")
+def segment(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    directory = damage.build_log_dir(tmp_path_factory.mktemp("log"))
+    return next(directory.glob("*.log"))
+
+
+def test_an_unexpected_exception_is_one_line_and_exit_70(monkeypatch: pytest.MonkeyPatch, segment: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import kraftsim.cli.log_cmd as log_cmd
+
+    def broken(args: object) -> int:
+        raise ValueError("something kraftsim did not expect")
+
+    monkeypatch.setattr(log_cmd, "run_dump", broken)
+    code, _, err = run(capsys, "log", "dump", str(segment))
+    assert code == cli_main.EXIT_INTERNAL == 70
+    assert one_line(err) == ("kraftsim: internal error: ValueError: something kraftsim did not expect "
+                             "(rerun with --debug for the traceback)")
+    code, _, err = run(capsys, "--debug", "log", "dump", str(segment))
+    assert code == 70
+    assert "Traceback (most recent call last)" in err and "something kraftsim did not expect" in err
+
+
+def test_a_non_utf8_catalog_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    catalog = tmp_path / "catalog.toml"
+    catalog.write_bytes(b'[[releases]]\nname = "\xff\xfe"\n')
+    for argv in (["storage", "version-mapping", "--catalog", str(catalog)],
+                 ["replay", str(segment_dir(tmp_path)), "--catalog", str(catalog)]):
+        code, _, err = run(capsys, *argv)
+        assert code in (1, 2), argv  # refused (kafka-storage's 1) or invalid input (2)
+        line = one_line(err)
+        assert str(catalog) in line and "not a UTF-8 text file (byte " in line
+
+
+def segment_dir(tmp_path: Path) -> Path:
+    return damage.build_log_dir(tmp_path / "cluster")
+
+
+@pytest.mark.parametrize("nesting", ["[", "{a="])
+def test_a_deeply_nested_toml_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str], nesting: str) -> None:
+    catalog = tmp_path / "deep.toml"
+    catalog.write_text("releases = " + nesting * 5000 + "\n")
+    code, _, err = run(capsys, "storage", "version-mapping", "--catalog", str(catalog))
+    assert code == 1
+    assert "nested too deeply" in one_line(err)
+    schemas = tmp_path / "schemas"
+    schemas.mkdir()
+    (schemas / "Deep.toml").write_text("name = " + nesting * 5000 + "\n")
+    code, _, err = run(capsys, "log", "dump", "--schemas", str(schemas), str(segment_dir(tmp_path)))
+    assert code == 1
+    assert f"{schemas / 'Deep.toml'}: not valid TOML: arrays or tables nested too deeply" in one_line(err)
+
+
+def test_export_to_a_directory_is_refused_and_leaves_no_part(tmp_path: Path, segment: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "out"
+    target.mkdir()
+    for extra in ([], ["--overwrite"]):
+        code, _, err = run(capsys, "export", str(segment), "-o", str(target), *extra)
+        assert code == 1
+        assert one_line(err) == f"kraftsim: error: {target} is a directory: name the Parquet file to write"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    assert not any(target.iterdir())
+
+
+def test_export_that_cannot_rename_leaves_no_part(tmp_path: Path, segment: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    import kraftsim.pipeline.export as export
+
+    def refuse(src: object, dst: object) -> None:
+        raise IsADirectoryError(21, "Is a directory")
+
+    monkeypatch.setattr(export.os, "replace", refuse)
+    out = tmp_path / "records.parquet"
+    code, _, err = run(capsys, "export", str(segment), "-o", str(out))
+    assert code == 1
+    assert one_line(err) == f"kraftsim: error: cannot write {out}: Is a directory"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("setup", ["missing", "empty", "file", "json-dir", "garbage", "foreign-json", "kafka-dir"])
+@pytest.mark.parametrize("command", [["status"], ["roll", "--release", "3.8"], ["add", "--broker", "--release", "3.8"]])
+def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            setup: str, command: list[str]) -> None:
+    d = tmp_path / "cluster"
+    if setup == "empty":
+        d.mkdir()
+    elif setup == "file":
+        d.write_text("not a directory\n")
+    elif setup == "json-dir":
+        (d / "cluster.json").mkdir(parents=True)
+    elif setup == "garbage":
+        d.mkdir()
+        (d / "cluster.json").write_bytes(b"\xff\x00garbage")
+    elif setup == "foreign-json":
+        d.mkdir()
+        (d / "cluster.json").write_text('{"name": "something else"}\n')
+    elif setup == "kafka-dir":
+        damage.build_log_dir(d)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    code, out, err = run(capsys, "cluster", command[0], str(d), *command[1:])
+    assert code == 1, (out, err)
+    assert str(d) in one_line(err)
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created or removed
+
+
+def test_a_closed_pipe_is_not_a_traceback(segment: Path) -> None:
+    env = {**os.environ, "PYTHONUNBUFFERED": "0"}
+    proc = subprocess.Popen([sys.executable, "-m", "kraftsim", "log", "dump", *[str(segment)] * 300],
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    head = proc.stdout.read(200)  # what `| head -c 200` reads before it goes away
+    proc.stdout.close()
+    try:
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert head.startswith(b"Dumping ")
+    assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
+    assert code == 141
