@@ -15,6 +15,11 @@ is recorded with the results, since other work on the same cores changes everyth
 
     python benchmarks/bench_pipeline.py                 # results/pipeline.md and .json
     python benchmarks/bench_pipeline.py --quick         # a small grid, one repeat
+    python benchmarks/bench_pipeline.py --sweep 1000    # only the scenario sweep: results/pipeline-sweep.*
+
+`--sweep N` measures `kraftsim spark sweep` alone: N runs (the shipped suite's scenarios
+under as many seeds as it takes, with faults) in one process and on the embedded Spark
+session, both in the same run, after a small warm-up sweep on Spark.
 """
 
 from __future__ import annotations
@@ -91,6 +96,60 @@ def bench(repeat: int, quick: bool) -> dict[str, Any]:
     }
 
 
+SWEEP_FAULTS = "crash=0.2,partition=0.1,torn-tail=0.1,loss=0.01"
+
+
+def bench_sweep(runs: int) -> dict[str, Any]:
+    """N sweep runs in one process and on Spark (one session, started and warmed up first)."""
+    from kraftsim.pipeline.sweep import engine
+    from kraftsim.pipeline.sweep.runs import sweep_inputs
+    from kraftsim.scenario.suite import SUITE_DIR
+
+    files = sorted(SUITE_DIR.glob("*.toml"))
+    seeds = range(0, -(-runs // len(files)))
+    items = sweep_inputs(files, seeds, SWEEP_FAULTS)[:runs]
+    load_before = os.getloadavg()
+    t0 = time.perf_counter()
+    spark = spark_session()
+    session_s = time.perf_counter() - t0
+    with tempfile.TemporaryDirectory(prefix="kraftsim-bench-sweep-") as tmp:
+        t0 = time.perf_counter()
+        engine.run_on_spark(spark, items[:spark.sparkContext.defaultParallelism * 2], f"{tmp}/warmup")
+        warmup_s = time.perf_counter() - t0
+        local = engine.run_in_process(items)
+        print(f"sweep one process {local.elapsed_s:7.2f} s  {len(items) / local.elapsed_s:6.2f} runs/s", flush=True)
+        on_spark = engine.run_on_spark(spark, items, f"{tmp}/table")
+        print(f"sweep spark ({on_spark.tasks} tasks) {on_spark.elapsed_s:7.2f} s  "
+              f"{len(items) / on_spark.elapsed_s:6.2f} runs/s", flush=True)
+        same = ([{k: v for k, v in r.items() if k != "wall_s"} for r in local.table.to_pylist()]
+                == [{k: v for k, v in r.items() if k != "wall_s"} for r in on_spark.table.to_pylist()])
+    cores = spark.sparkContext.defaultParallelism
+    spark.stop()
+    return {"python": platform.python_version(), "cpus": os.cpu_count(), "spark_cores": cores, "runs": len(items),
+            "faults": SWEEP_FAULTS, "load_before": load_before, "load_after": os.getloadavg(),
+            "session_start_s": session_s, "warmup_s": warmup_s, "local_s": local.elapsed_s,
+            "spark_s": on_spark.elapsed_s, "spark_tasks": on_spark.tasks, "tables_equal": same,
+            "passed": sum(r["passed"] for r in local.table.to_pylist())}
+
+
+def render_sweep(d: dict[str, Any]) -> str:
+    ratio = d["local_s"] / d["spark_s"]
+    return "\n".join([
+        "# kraftsim spark sweep benchmark", "",
+        f"`python benchmarks/bench_pipeline.py --sweep {d['runs']}` on CPython {d['python']}, embedded `local[*]` "
+        f"with {d['spark_cores']} cores ({d['cpus']} CPUs): {d['runs']} runs of the shipped scenarios with faults "
+        f"`{d['faults']}` ({d['passed']} passed).", "",
+        f"**Load:** {load_average(d['load_before'])} before, {load_average(d['load_after'])} after (1 / 5 / 15 min); "
+        "the cores were shared with other work, so the ratio measured in the same run is the meaningful part.", "",
+        f"Spark session start {d['session_start_s']:.1f} s and warm-up sweep {d['warmup_s']:.1f} s, not in the times "
+        "below.", "",
+        "| engine | tasks | time | runs/s | vs one process |", "|---|---:|---:|---:|---:|",
+        f"| one process | - | {d['local_s']:.1f} s | {d['runs'] / d['local_s']:.2f} | 1.00x |",
+        f"| spark | {d['spark_tasks']} | {d['spark_s']:.1f} s | {d['runs'] / d['spark_s']:.2f} | {ratio:.2f}x |", "",
+        f"Tables equal apart from wall_s: {'yes' if d['tables_equal'] else 'NO'}.",
+    ]) + "\n"
+
+
 def render(data: dict[str, Any]) -> str:
     import pyspark
 
@@ -144,7 +203,15 @@ def main() -> int:
     ap.add_argument("--render", action="store_true", help="rewrite the .md from the .json of an earlier run")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pipeline"),
                     help="results path without extension (default: benchmarks/results/pipeline)")
+    ap.add_argument("--sweep", type=int, metavar="N", help="only the scenario sweep, N runs (results/pipeline-sweep)")
     args = ap.parse_args()
+    if args.sweep:
+        out = str(ROOT / "benchmarks" / "results" / "pipeline-sweep")
+        data = bench_sweep(args.sweep)
+        Path(out + ".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+        Path(out + ".md").write_text(render_sweep(data), encoding="utf-8")
+        print(f"wrote {out}.md and .json")
+        return 0
     if args.render:
         data = json.loads(Path(args.out + ".json").read_text(encoding="utf-8"))
         Path(args.out + ".md").write_text(render(data), encoding="utf-8")

@@ -3,8 +3,10 @@
 The subcommands, flags, printed lines and exit codes are kafka-features'. Instead of
 `--bootstrap-server`/`--bootstrap-controller` the tool is pointed at a cluster directory
 (`--cluster DIR`); `--release` picks the release whose tool it acts as (its version
-table and feature defaults), by default the newest in the catalog. The logic lives in
-kraftsim.sim.features_tool; this module maps flags to calls.
+table, feature defaults and output layout): by default the cluster's own release (its
+active controller's), as an operator's installed tools would be, and without a cluster
+the newest release in the catalog. The logic lives in kraftsim.sim.features_tool; this
+module maps flags to calls.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                             "of a simulated cluster")
     group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
     group.add_argument("--release", metavar="R",
-                       help="act as this Kafka release's tool; default: the newest release in the catalog")
+                       help="act as this Kafka release's tool (e.g. 3.9.1, or 3.9 for its newest patch); default: "
+                            "the cluster's own release (its active controller's), else the newest in the catalog")
     group.add_argument("--catalog", metavar="FILE",
                        help="a catalog file adding hypothetical versions or releases (default: the cluster's)")
     cmds = group.add_subparsers(dest="features_command", metavar="SUBCOMMAND")
@@ -77,8 +80,30 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     return catalog_path(Path(args.cluster))
 
 
+def _cluster_release(path: str) -> str | None:
+    """The cluster's own release (its active controller's), as either simulator saved it."""
+    from kraftsim.sim import features_tool  # the simulator loads only for commands on a cluster
+    from kraftsim.sim.directory import TICKS, engine_of, simulation_status
+    if engine_of(path) == TICKS:
+        from kraftsim.sim.cluster import read_state
+        return features_tool.state_release(read_state(Path(path)))
+    st = simulation_status(path)
+    return features_tool.cluster_release(st["leader"], [(n["id"], n["roles"], n["release"], n["running"])
+                                                        for n in st["nodes"]])
+
+
 def _tool(args: argparse.Namespace):
-    return load_catalog(_catalog_path(args), line=args.release)
+    release = args.release
+    if release is None and args.cluster is not None:
+        release = _cluster_release(args.cluster)
+    return load_catalog(_catalog_path(args), line=release)
+
+
+def _offline_tool(args: argparse.Namespace):
+    """The tool for version-mapping / feature-dependencies. Kafka before 4.3 also wants
+    --bootstrap-server/--bootstrap-controller here (policy features_offline_commands); kraftsim
+    has no such flag to stand for, so it runs these as Kafka does when one is given."""
+    return _tool(args)
 
 
 def _need_cluster(args: argparse.Namespace) -> str:
@@ -117,12 +142,12 @@ def _run_update(args: argparse.Namespace) -> int:
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:
-    for line in version_mapping(_tool(args), args.release_version):
+    for line in version_mapping(_offline_tool(args), args.release_version):
         print(line)
     return 0
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
-    for line in feature_dependencies(_tool(args), args.feature, tool="features"):
+    for line in feature_dependencies(_offline_tool(args), args.feature, tool="features"):
         print(line)
     return 0

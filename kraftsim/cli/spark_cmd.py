@@ -1,6 +1,7 @@
 """`kraftsim spark JOB`: the pipeline's jobs on Spark (kraftsim/pipeline/jobs.py).
 
-Jobs: `corpus PATH...` (per-file counts, bytes and verification over a tree of metadata
+Jobs: `sweep SCENARIO...` (every scenario under every seed, with seeded faults),
+`corpus PATH...` (per-file counts, bytes and verification over a tree of metadata
 files), `downgrade-matrix PATH...` (every cluster state against every lower
 metadata.version), `snapshot-cost` (a grid of cluster shapes). Each writes partitioned
 Parquet and prints a summary table. Spark runs embedded (`local[*]`) unless `--master`
@@ -65,6 +66,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
         add_catalog_options(p)
         p.set_defaults(run=run_job)
+    _register_sweep(jobs)
 
 
 def _params(args: argparse.Namespace) -> dict:
@@ -130,3 +132,83 @@ def _print_run(run: JobRun, partition_by: tuple[str, ...]) -> None:
     where = "in this process" if run.engine == "local" else f"on Spark {run.engine} ({run.partitions} tasks)"
     print(f"\n{run.job}: {run.rows} rows in {run.elapsed_s:.1f} s {where}")
     print(f"Parquet: {run.output} (partitioned by {', '.join(partition_by)})")
+
+
+# ---------------------------------------------------------------------------------- sweep
+
+
+def _register_sweep(jobs: argparse._SubParsersAction) -> None:
+    from kraftsim.pipeline.sweep.engine import SPARK_MIN_RUNS
+    from kraftsim.pipeline.sweep.faults import GAP_KINDS
+
+    text = ("run every scenario under every seed (with --faults, a seeded fault schedule injected between the "
+            "steps); one Parquet row per run, reproducer files for runs that did not pass, a summary and plots")
+    p = jobs.add_parser("sweep", help=text, description=text)
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario files or folders of them")
+    p.add_argument("--seeds", required=True, metavar="A:B", help="seeds A to B inclusive (or one seed N)")
+    p.add_argument("--faults", metavar="SPEC",
+                   help=f"KIND=RATE,... with kinds {', '.join(GAP_KINDS)} (probability per gap between steps), "
+                        "loss=P (message loss), down=MS (default 3000); e.g. crash=0.2,partition=0.1,loss=0.01")
+    p.add_argument("--out", "-o", metavar="DIR", help=f"output folder (default: {DEFAULT_OUTPUT}/sweep)")
+    p.add_argument("--overwrite", action="store_true", help="replace DIR even if it is not an earlier sweep output")
+    p.add_argument("--master", metavar="URL", help=f"Spark master (default: {DEFAULT_MASTER})")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
+    p.add_argument("--partitions", type=int, metavar="N", help="exactly N Spark tasks")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--local", action="store_true", help="run in this process, without Spark")
+    how.add_argument("--spark", action="store_true",
+                     help=f"use Spark even for fewer than {SPARK_MIN_RUNS} runs (which otherwise run in this process)")
+    p.add_argument("--no-plots", action="store_true", help="do not draw the plots")
+    p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+    p.set_defaults(run=run_sweep)
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    from kraftsim.pipeline.sweep import engine
+    from kraftsim.pipeline.sweep.runs import parse_seeds, sweep_inputs
+    from kraftsim.pipeline.sweep.summary import summary_text, write_plots
+    from kraftsim.scenario.suite import scenario_files
+
+    seeds = parse_seeds(args.seeds)
+    files = scenario_files([Path(s) for s in args.scenarios])
+    if not files:
+        raise KraftsimError("no scenario files found in " + ", ".join(args.scenarios))
+    items = sweep_inputs(files, seeds, args.faults)
+    if args.partitions is not None and args.partitions < 1:
+        raise KraftsimError("--partitions must be at least 1")
+    out = Path(args.out or f"{DEFAULT_OUTPUT}/sweep")
+    engine.prepare_out(out, args.overwrite)
+    table_dir = out / engine.TABLE
+    progress = None if args.no_progress else engine.Progress(len(items))
+    on_spark = args.spark or args.master is not None or (not args.local and len(items) >= engine.SPARK_MIN_RUNS)
+    if not on_spark:
+        if args.conf:
+            raise KraftsimError("--conf applies to Spark; this sweep runs in this process")
+        if not args.local:
+            engine.announce(f"sweep: {len(items)} runs (fewer than {engine.SPARK_MIN_RUNS}): running in this "
+                            "process, without Spark (--spark to use it anyway)")
+        run = engine.run_in_process(items, progress)
+        engine.write_local_table(run.table, table_dir)
+    else:
+        spark, owner = engine.start_spark(args.master, parse_conf(args.conf))
+        try:
+            run = engine.run_on_spark(spark, items, str(table_dir.resolve()), partitions=args.partitions,
+                                      progress=progress)
+        finally:
+            if owner:
+                spark.stop()
+    if progress is not None:
+        progress.finish()
+    engine.write_sidecar(table_dir)
+    reproducers = engine.write_reproducers(run.table, out)
+    text = summary_text(run.table, engine=run.engine, elapsed_s=run.elapsed_s)
+    (out / "summary.txt").write_text(text, encoding="utf-8")
+    print(text, end="")
+    print(f"\nParquet: {table_dir} (partitioned by scenario)")
+    if reproducers:
+        print(f"Reproducers: {len(reproducers)} files under {out / engine.REPRODUCERS} "
+              "(kraftsim scenario run FILE replays one)")
+    if not args.no_plots:
+        plots = write_plots(run.table, out / "plots")
+        print(plots if isinstance(plots, str) else f"Plots: {', '.join(str(p) for p in plots)}")
+    return 0

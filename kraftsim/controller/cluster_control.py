@@ -29,6 +29,7 @@ from typing import Iterable, Mapping
 
 import msgspec
 
+from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import has_leaderships
@@ -249,6 +250,7 @@ class BrokerRegistrationRequest(msgspec.Struct, frozen=True):
     is_migrating_zk_broker: bool = False
     log_dirs: tuple[Uuid, ...] = ()
     previous_broker_epoch: int | None = -1
+    cordoned_log_dirs: tuple[Uuid, ...] | None = None  # KIP-1066 (4.3); None: not reported
 
 
 class BrokerRegistrationReply(msgspec.Struct, frozen=True):
@@ -270,6 +272,7 @@ class BrokerHeartbeatRequest(msgspec.Struct, frozen=True):
     want_fence: bool = False
     want_shut_down: bool = False
     offline_log_dirs: tuple[Uuid, ...] = ()
+    cordoned_log_dirs: tuple[Uuid, ...] | None = None  # BrokerHeartbeat v2 (KIP-1066); None: not reported
 
 
 class BrokerHeartbeatReply(msgspec.Struct, frozen=True):
@@ -403,6 +406,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
         fenced=fenced,
         in_controlled_shutdown=in_cs,
         log_dirs=list(req.log_dirs) if dirs else [],
+        cordoned_log_dirs=cordon.registration_cordoned(ctx, mv, req.cordoned_log_dirs),
     )
     records.append(Payload(rt, version, message))
 
@@ -511,6 +515,7 @@ def broker_heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest,
     heartbeats.touch(req.broker_id, nxt.fenced, req.current_metadata_offset)
     if ctx.catalog.supports("directory_assignment", mv):
         records += _offline_directory_records(ctx, mv, req.broker_id, req.broker_epoch, req.offline_log_dirs)
+    records += cordon.heartbeat_cordon_records(ctx, mv, req.broker_id, req.broker_epoch, req.cordoned_log_dirs)
     if nxt.in_controlled_shutdown:
         heartbeats.enter_controlled_shutdown(req.broker_id, ctx.next_write_offset + len(records) - 1)
     reply = BrokerHeartbeatReply(
@@ -538,6 +543,21 @@ def unregister_broker(ctx: ControllerContext, broker_id: int, heartbeats: Broker
     records.append(payload(registry_of(ctx), "UnregisterBrokerRecord", 0, broker_id=broker_id, broker_epoch=reg.epoch))
     heartbeats.remove(broker_id)
     return accepted(records, None, atomic=False)
+
+
+def unregister_controller(ctx: ControllerContext, controller_id: int) -> ControllerResult:
+    """Kafka 4.4's controller unregistration (KIP-1312): UnregisterControllerRecord v0 from
+    4.4-IV2, for a registered controller (texts: kafka-facts §11.4)."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    if not ctx.catalog.supports("controller_unregistration", mv):
+        return refused(ApiError("UNSUPPORTED_VERSION", "The current MetadataVersion is too old to support "
+                                                       "controller unregistration."))
+    if ctx.image.cluster.controller(controller_id) is None:
+        return refused(ApiError("BROKER_ID_NOT_REGISTERED", f"Controller ID {controller_id} is not currently "
+                                                            "registered."))
+    return accepted([payload(registry_of(ctx), "UnregisterControllerRecord", 0, controller_id=controller_id)], None)
 
 
 def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> ControllerResult:

@@ -16,6 +16,7 @@ from importlib import resources
 
 import msgspec
 
+from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import elr_enabled
@@ -140,6 +141,10 @@ def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, config
         if elr and key == MIN_INSYNC_REPLICAS and rtype == BROKER and not name and value is None:
             return [], ApiError("INVALID_CONFIG", f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR "
                                                   "is enabled.")
+        if rtype == BROKER:
+            err = cordon.config_error(ctx, mv, key, value)
+            if not err.ok:
+                return [], err
         if value is not None and len(value) > MAX_VALUE_LENGTH:
             return [], ApiError("INVALID_CONFIG", "The configuration value cannot be added because it exceeds the "
                                                   f"maximum value size of {MAX_VALUE_LENGTH} bytes.")

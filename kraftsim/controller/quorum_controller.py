@@ -279,6 +279,9 @@ class QuorumController:
     def unregister_broker(self, broker_id: int) -> ControllerResult:
         return self.execute(lambda ctx: cluster_control.unregister_broker(ctx, broker_id, self.heartbeats))
 
+    def unregister_controller(self, controller_id: int) -> ControllerResult:
+        return self.execute(lambda ctx: cluster_control.unregister_controller(ctx, controller_id))
+
     def expire_sessions(self) -> ControllerResult:
         return self.execute(lambda ctx: cluster_control.expire_sessions(ctx, self.heartbeats))
 

@@ -23,9 +23,10 @@ class UsableBroker:
 
 
 def usable_brokers(image: MetadataImage) -> list[UsableBroker]:
-    """Registered brokers not in controlled shutdown, by id."""
+    """Registered brokers not in controlled shutdown and with a log directory that is not
+    cordoned (KIP-1066), by id."""
     return [UsableBroker(b.id, b.rack, b.fenced) for b in image.cluster.sorted_brokers()
-            if not b.in_controlled_shutdown]
+            if not b.in_controlled_shutdown and not b.all_directories_cordoned]
 
 
 def _rack_alternated(by_rack: dict[str, list[UsableBroker]]) -> list[UsableBroker]:

@@ -18,7 +18,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image.components.acls import AclsDelta
 from kraftsim.image.bulk import replay_records
 from kraftsim.image.components.cluster import ClusterDelta
-from kraftsim.image.components.configs import ConfigurationsDelta
+from kraftsim.image.components.configs import RESOURCE_TYPE_CODES, ConfigurationsDelta
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.components.features import FeaturesDelta
 from kraftsim.gcpause import collector_paused
@@ -79,7 +79,8 @@ class MetadataDelta:
     @property
     def configs(self) -> ConfigurationsDelta:
         if self._configs is None:
-            self._configs = ConfigurationsDelta(self.image.configs)
+            dropped = frozenset((RESOURCE_TYPE_CODES[t], n) for t, n in self.catalog.configs_dropped_on_replay())
+            self._configs = ConfigurationsDelta(self.image.configs, dropped)
         return self._configs
 
     @property
@@ -203,6 +204,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "UnfenceBrokerRecord": lambda d, m: d.cluster.replay_fence(m, False),
     "BrokerRegistrationChangeRecord": lambda d, m: d.cluster.replay_registration_change(m),
     "RegisterControllerRecord": lambda d, m: d.cluster.replay_register_controller(m),
+    "UnregisterControllerRecord": lambda d, m: d.cluster.replay_unregister_controller(m),
     "TopicRecord": lambda d, m: d.topics.replay_topic(m),
     "PartitionRecord": lambda d, m: d.topics.replay_partition(m),
     "PartitionChangeRecord": lambda d, m: d.topics.replay_partition_change(m),

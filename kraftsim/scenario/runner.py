@@ -70,17 +70,20 @@ class RunOutcome:
 
 
 def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | None = None,
-                 on_step: Callable[[StepResult], None] | None = None) -> RunOutcome:
-    """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends."""
+                 on_step: Callable[[StepResult], None] | None = None,
+                 on_event: Callable[[Any], None] | None = None) -> RunOutcome:
+    """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends;
+    `on_event` hears every simulator event (kraftsim.sim.SimEvent) once the cluster is stable
+    (sweeps count elections and events with it)."""
     seed = scenario.seed if seed is None else seed
     if keep is not None:
         keep = Path(keep)
         if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
             raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
                                 "or empty one)")
-        return _run_in(scenario, seed, keep, on_step)
+        return _run_in(scenario, seed, keep, on_step, on_event)
     with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
-        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step)
+        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event)
 
 
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
@@ -113,14 +116,16 @@ def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | 
         raise ScenarioInvalid(str(scenario.path), "cluster.from", f"the cluster cannot be imported: {e}") from None
 
 
-def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None
-            ) -> RunOutcome:
+def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
+            on_event: Callable[[Any], None] | None = None) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:
         setup_error = _settle_new_cluster(sim)
         timeline = Timeline(origin_ms=sim.now_ms)
         timeline.sample(sim)
         sim.subscribe(lambda event: timeline.on_event(sim, event))
+        if on_event is not None:
+            sim.subscribe(on_event)
         broken: dict[str, str] = {}
         steps: list[StepResult] = []
         checkpoints: list[ExpectResult] = []

@@ -33,7 +33,8 @@ from kraftsim.controller import error_codes
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features
-from kraftsim.versions import Catalog, default_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
+from kraftsim.versions.metadata_version import RELEASE_NAME_RE, release_line
 
 ROLES = ("broker", "controller")
 API_VERSIONS_KEY = 18
@@ -94,6 +95,8 @@ class ApiVersionTable:
         if role not in ROLES:
             raise KraftsimError(f"unknown node role {role!r}: expected 'broker' or 'controller'")
         table = self._ranges.get((release, role))
+        if table is None and RELEASE_NAME_RE.match(release):  # "4.3.1": the table is per line
+            table = self._ranges.get((release_line(release), role))
         if table is None:
             raise NoApiVersionData(
                 f"no API version data for release {release} "
@@ -147,10 +150,14 @@ def advertised_features(supported: Mapping[str, Range], request_version: int) ->
     )
 
 
-def _finalized_of(source: MetadataImage | FinalizedFeatures | None, kraft_version: int) -> FinalizedFeatures | None:
-    if isinstance(source, MetadataImage):
-        return finalized_features(source, kraft_version)
-    return source
+def _finalized_of(source: MetadataImage | FinalizedFeatures | None, kraft_version: int,
+                  node: Catalog) -> FinalizedFeatures | None:
+    finalized = finalized_features(source, kraft_version) if isinstance(source, MetadataImage) else source
+    if finalized is None and node.policy("api_versions_unknown_hw") == "minimum":
+        # Before 4.4 a node that does not know the high watermark yet assumes its lowest MV.
+        lowest = node.minimum.level
+        return FinalizedFeatures(lowest, ((MV_NAME, lowest),), UNKNOWN_EPOCH)
+    return finalized
 
 
 def api_versions_response(
@@ -169,7 +176,9 @@ def api_versions_response(
     """The answer a `role` node of `release` gives to an ApiVersions request of `request_version`.
 
     `image_or_finalized` is the node's metadata (an image, its FinalizedFeatures, or None
-    before it has any); `kraft_version` is the node's kraft.version when an image is given.
+    before it has any); `kraft_version` is the node's kraft.version when an image is given. Without metadata
+    (the high watermark not known yet) a node reports what its release does: its lowest
+    metadata.version at epoch -1 up to 4.3, nothing and epoch -1 from 4.4 (kafka-facts §11.4).
     `unstable` is the node's unstable.feature.versions.enable; `enabled` names gated api
     keys the node is configured to serve.
     """
@@ -185,9 +194,9 @@ def api_versions_response(
     throttle = throttle_time_ms if request_version >= THROTTLE_MIN_VERSION else 0
     if request_version < FEATURES_MIN_VERSION:
         return ApiVersionsResponse(api_keys=api_keys, throttle_time_ms=throttle)
-    cat = catalog if catalog is not None else default_catalog()
-    supported = cat.at_release(release).supported_features(unstable)
-    finalized = _finalized_of(image_or_finalized, kraft_version)
+    node = (catalog if catalog is not None else default_catalog()).at_release(release)
+    supported = node.supported_features(unstable)
+    finalized = _finalized_of(image_or_finalized, kraft_version, node)
     return ApiVersionsResponse(
         api_keys=api_keys,
         throttle_time_ms=throttle,

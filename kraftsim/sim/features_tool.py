@@ -11,7 +11,13 @@ FeatureCommand does through its admin client:
   one UpdateFeatures request to the active controller; every feature's line then carries
   the controller's answer, sorted by feature name, and any failure ends in
   `<k> out of <n> operation(s) failed.` on stderr with exit code 1.
-- `version-mapping` and `feature-dependencies` need no cluster.
+- `version-mapping` and `feature-dependencies` need no cluster from 4.3 on; an older
+  tool refuses them without one, as its argument parser does (cli.features_cmd).
+- `describe` prints each line as the tool's release lays it out: tab-separated up to 4.2,
+  fixed-width columns from 4.3 (policy `features_describe`).
+
+On a cluster the tool is, unless told otherwise, the cluster's own release: that of its
+active controller (`cluster_release`), as an operator's installed tools would be.
 
 Errors that Kafka's tool prints alone (its TerseException, IllegalArgumentException and
 RuntimeException messages) are raised as ToolFailure with Kafka's text.
@@ -26,7 +32,7 @@ from typing import Callable, Sequence
 
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
 from kraftsim.sim.api_versions import max_api_versions_version
-from kraftsim.sim.cluster import MvChangeReport, SimCluster
+from kraftsim.sim.cluster import ClusterState, MvChangeReport, SimCluster
 from kraftsim.sim.node import BROKER, CONTROLLER, SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
 from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates
@@ -72,12 +78,30 @@ def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> 
     response = node.api_versions(min(tool_max, node.max_api_versions_version(listener)), listener)
     finalized = {name: hi for name, _, hi in response.finalized_features}
     epoch = str(response.finalized_features_epoch) if response.finalized_features_epoch >= 0 else "-"
-    lines = []
-    for name, lo, hi in sorted(response.supported_features):
-        lines.append(f"Feature: {name}\tSupportedMinVersion: {level_text(tool, name, lo)}\t"
-                     f"SupportedMaxVersion: {level_text(tool, name, hi)}\t"
-                     f"FinalizedVersionLevel: {level_text(tool, name, finalized.get(name, 0))}\tEpoch: {epoch}")
-    return lines
+    template = tool.policy_text("features_describe", "line")
+    return [template.format(feature=name, min=level_text(tool, name, lo), max=level_text(tool, name, hi),
+                            level=level_text(tool, name, finalized.get(name, 0)), epoch=epoch)
+            for name, lo, hi in sorted(response.supported_features)]
+
+
+#: One node as cluster_release reads it: (id, roles, release, running).
+NodeSummary = tuple[int, Sequence[str], str, bool]
+
+
+def cluster_release(leader: int | None, nodes: Sequence[NodeSummary]) -> str | None:
+    """The release whose tools a cluster's operator runs: the active controller's, else the
+    lowest-id running controller's; None when no controller runs."""
+    by_id = {n[0]: n for n in nodes}
+    if leader is not None and leader in by_id:
+        return by_id[leader][2]
+    controllers = sorted(n for n in nodes if n[3] and CONTROLLER in n[1])
+    return controllers[0][2] if controllers else None
+
+
+def state_release(state: ClusterState) -> str | None:
+    """cluster_release of a ticks-simulator cluster's saved state."""
+    return cluster_release(state.leader, [(n.id, n.roles, n.release, n.running) for n in state.nodes])
+
 
 
 def feature_update(name: str, level: int, upgrade_type: UpgradeType) -> FeatureUpdate:

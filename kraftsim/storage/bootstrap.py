@@ -1,5 +1,7 @@
 """`bootstrap.checkpoint`: the records a new cluster starts from (metadata.version and features).
 
+(From Kafka 4.4 they are in the zero checkpoint instead; `read_bootstrap_dir` reads both.)
+
 The file sits in the root of every formatted log directory. It has a snapshot's layout
 with epoch 0: a header batch (LastContainedLogTimestamp 0), the records, a footer batch.
 Kafka's BatchFileWriter appends the records one by one, so they share one data batch
@@ -19,7 +21,9 @@ from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, as_clock,
 )
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.storage.names import BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID, BOOTSTRAP_TMP_FILE
+from kraftsim.storage.names import (
+    BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID, BOOTSTRAP_TMP_FILE, METADATA_DIR_NAME, snapshot_file_name,
+)
 from kraftsim.storage.snapshot import control_payload, read_snapshot
 
 METADATA_VERSION_FEATURE = "metadata.version"
@@ -68,8 +72,18 @@ def read_bootstrap(path: Path | str, registry: Registry | None = None) -> Bootst
 
 
 def read_bootstrap_dir(log_dir: Path | str, registry: Registry | None = None) -> BootstrapMetadata | None:
-    """The bootstrap of a formatted log directory, or None when it has no bootstrap.checkpoint
-    (Kafka then bootstraps at the latest production metadata.version: a versions-layer decision)."""
+    """The bootstrap of a formatted log directory, or None when it has none (Kafka then
+    bootstraps at the latest production metadata.version: a versions-layer decision).
+
+    Kafka 4.4's format (KIP-1170) puts the bootstrap records into the zero checkpoint
+    `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`; a 4.4 node reads them
+    there first, and a bootstrap.checkpoint written by an older tool after that. A zero
+    checkpoint without data records (a dynamic quorum formatted before 4.4) holds none."""
+    zero = Path(log_dir) / METADATA_DIR_NAME / snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID)
+    if zero.is_file():
+        records = list(read_snapshot(zero, registry).data_entries())
+        if records:
+            return bootstrap_from_records(records, f"the bootstrap snapshot {zero}")
     p = Path(log_dir) / BOOTSTRAP_FILE
     return read_bootstrap(p, registry) if p.exists() else None
 

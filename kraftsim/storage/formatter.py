@@ -45,14 +45,13 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import Clock
-from kraftsim.storage.bootstrap import write_bootstrap
+from kraftsim.storage.format_layout import write_bootstrap_for, write_zero_checkpoint  # noqa: F401 (re-export)
 from kraftsim.storage.bootstrap_builder import (
     bootstrap_metadata_string,
     bootstrap_records,
 )
 from kraftsim.storage.dynamic_voters import (
     DynamicVoter,
-    voters_record,
 )
 from kraftsim.storage.format_common import (
     FORMAT_SOURCE,
@@ -66,11 +65,8 @@ from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_ha
 from kraftsim.storage.java_properties import load_properties
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
-    BOOTSTRAP_SNAPSHOT_ID,
     META_PROPERTIES_FILE,
-    METADATA_DIR_NAME,
 )
-from kraftsim.storage.snapshot import control_payload, write_snapshot
 from kraftsim.versions import Catalog, MetadataVersion
 from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
 
@@ -93,6 +89,7 @@ class FormatOptions:
     metadata_log_directory: str | None = None
     initial_controllers: Mapping[int, DynamicVoter] | None = None
     has_dynamic_quorum: bool = False
+    controller: bool = True  # the node has the controller role (Kafka 4.4 writes bootstrap records only there)
 
 
 @dataclass(frozen=True)
@@ -278,14 +275,14 @@ def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | 
             raise FormatterError("No available log directories to format.")
     result = FormatResult(lines, release_version, levels, records, [])
     if ens.empty:
-        _write_new_directories(opts, ens, release_version, levels, records, result, emit,
+        _write_new_directories(catalog, opts, ens, release_version, levels, records, result, emit,
                                clock=clock, rng=rng, date=date, registry=registry, fsync=fsync)
     else:
         emit("All of the log directories are already formatted.")
     return result
 
 
-def _write_new_directories(opts: FormatOptions, ens: _Ensemble, release_version: MetadataVersion,
+def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble, release_version: MetadataVersion,
                            levels: Mapping[str, int], records: list[Payload], result: FormatResult,
                            emit: Callable[[str], None], *, clock: Clock, rng: random.Random, date: Any,
                            registry: Registry, fsync: bool) -> None:
@@ -312,29 +309,10 @@ def _write_new_directories(opts: FormatOptions, ens: _Ensemble, release_version:
             path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise FormatterError(f"Error while writing meta.properties file {d}: {e}") from None
-        write_bootstrap(path, records, time_ms=clock, registry=registry, fsync=fsync)
-        zero = None
-        if types[d] in (DYNAMIC_METADATA_VOTER_DIRECTORY, DYNAMIC_METADATA_NON_VOTER_DIRECTORY):
-            zero = write_zero_checkpoint(path, opts.initial_controllers or {}, levels.get(KRAFT_VERSION, 0),
-                                         opts.controller_listener_name or "", clock=clock, registry=registry,
-                                         fsync=fsync)
+        zero = write_bootstrap_for(
+            catalog, path, metadata_dir=types[d] != LOG_DIRECTORY, controller=opts.controller,
+            dynamic=types[d] in (DYNAMIC_METADATA_VOTER_DIRECTORY, DYNAMIC_METADATA_NON_VOTER_DIRECTORY),
+            records=records, voters=opts.initial_controllers or {}, kraft_version=levels.get(KRAFT_VERSION, 0),
+            listener_name=opts.controller_listener_name or "", clock=clock, registry=registry, fsync=fsync)
         write_meta_properties(path / META_PROPERTIES_FILE, new_props[d], date=date, fsync=fsync)
         result.formatted.append(FormattedDirectory(d, types[d], new_props[d].directory_id or "", zero))
-
-
-def write_zero_checkpoint(log_dir: Path, voters: Mapping[int, DynamicVoter], kraft_version: int,
-                          controller_listener_name: str, *, clock: Clock, registry: Registry | None = None,
-                          fsync: bool = True) -> Path:
-    """Formatter.writeDynamicQuorumSnapshot: `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`
-    holding SnapshotHeaderRecord (LastContainedLogTimestamp = now), KRaftVersionRecord and VotersRecord
-    when kraft.version ≥ 1, and the footer; no data records."""
-    registry = registry or default_registry()
-    header: list[Payload] = []
-    if kraft_version >= 1:
-        header.append(control_payload(registry, "KRaftVersionRecord", version=0, k_raft_version=kraft_version))
-        header.append(voters_record(voters, controller_listener_name, registry))
-    snap_dir = log_dir / METADATA_DIR_NAME
-    snap_dir.mkdir(parents=True, exist_ok=True)
-    last_contained = clock()
-    return write_snapshot(snap_dir, BOOTSTRAP_SNAPSHOT_ID, [], last_contained_log_timestamp=last_contained,
-                          time_ms=clock, header_records=header, registry=registry, fsync=fsync)

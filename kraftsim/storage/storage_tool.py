@@ -65,6 +65,7 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     opts = FormatOptions(
         node_id=config.node_id,
         cluster_id=cluster_id,
+        controller=config.is_controller,
         unstable=config.unstable_feature_versions,
         ignore_formatted=ignore_formatted,
         controller_listener_name=config.controller_listener_name,

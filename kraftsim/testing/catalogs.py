@@ -70,9 +70,15 @@ class HypotheticalCatalog:
         return self.base.releases[-1].name
 
     @property
-    def release(self) -> str:
+    def line(self) -> str:
+        """The proposed release line ("4.5"), which names its metadata.versions."""
         major, minor = self.base_release.split(".")[:2]
         return f"{major}.{int(minor) + 1}"
+
+    @property
+    def release(self) -> str:
+        """The proposed release as Kafka names releases ("4.5.0")."""
+        return f"{self.line}.0"
 
     @property
     def first_level(self) -> int:
@@ -82,7 +88,7 @@ class HypotheticalCatalog:
         return self.first_level + index
 
     def version(self, index: int) -> str:
-        return f"{self.release}-IV{index}"
+        return f"{self.line}-IV{index}"
 
     # --------------------------------------------------------------- the file
 

@@ -7,7 +7,6 @@
 - `clusters(catalog)`: dicts for `Simulation.create`: controllers, brokers, release.
 - `op_sequences(releases, node_ids)`: lists of `Step`s (scenario ops) to run with `run_step`.
 - `fault_schedules(node_ids)`: lists of fault `Step`s (crash, start, partition, heal, run).
-- `record_batches(registry)`: non-empty lists of metadata `Payload`s, one batch's worth.
 - `hypothetical_catalogs(base)`: `HypotheticalCatalog`s: extra metadata.versions with and
   without metadata changes, extra features with dependencies, extra record versions.
 """
@@ -88,11 +87,6 @@ def op_sequences(release_names: Sequence[str], node_ids: Sequence[int], levels: 
         st.sampled_from([100, 1_000, 5_000]).map(lambda ms: Step("run", {"ms": ms})),
     )
     return st.lists(one, max_size=max_size)
-
-
-def record_batches(registry: Any = None, max_size: int = 5) -> st.SearchStrategy[list[Any]]:
-    from kraftsim.testing.strategies import metadata_payloads
-    return st.lists(metadata_payloads(registry), min_size=1, max_size=max_size)
 
 
 @st.composite

@@ -61,6 +61,7 @@ __all__ = [
     "metadata_payloads",
     "non_default_values",
     "payloads",
+    "record_batches",
     "record_versions",
     "struct_values",
     "unknown_tagged_fields",
@@ -254,6 +255,11 @@ def metadata_payloads(registry: Registry | None = None, *, unknown_tags: bool = 
     return record_versions(registry, ("metadata",)).flatmap(lambda rv: _payload(rv[0], rv[1], unknown_tags))
 
 
+def record_batches(registry: Registry | None = None, max_size: int = 5) -> st.SearchStrategy[list[Payload]]:
+    """The metadata records of one batch to append: 1 to `max_size` payloads."""
+    return st.lists(metadata_payloads(registry), min_size=1, max_size=max_size)
+
+
 def control_payloads(registry: Registry | None = None, *, unknown_tags: bool = False) -> st.SearchStrategy[Payload]:
     """A control record to append; its message's `Version` equals the payload version."""
     return record_versions(registry, ("control",)).flatmap(lambda rv: _payload(rv[0], rv[1], unknown_tags))
@@ -267,9 +273,8 @@ def payloads(registry: Registry | None = None, *, control: bool = False, unknown
 # Cluster-level strategies (releases, metadata versions, feature levels, clusters, op
 # sequences, fault schedules, record batches, hypothetical catalogs) live in their own module.
 from kraftsim.testing.cluster_strategies import (  # noqa: E402
-    clusters, fault_schedules, feature_levels, hypothetical_catalogs, metadata_versions, op_sequences,
-    record_batches, releases,
+    clusters, fault_schedules, feature_levels, hypothetical_catalogs, metadata_versions, op_sequences, releases,
 )
 
 __all__ += ["clusters", "fault_schedules", "feature_levels", "hypothetical_catalogs", "metadata_versions",
-            "op_sequences", "record_batches", "releases"]
+            "op_sequences", "releases"]

@@ -14,6 +14,8 @@ with hypothetical levels, features, releases and record types):
     2
     >>> cat.at_release("3.9").supported_features()
     {'metadata.version': (1, 21), 'kraft.version': (0, 1)}
+    >>> cat.find_release("3.9").name, cat.release.name   # a line means its newest patch release
+    ('3.9.1', '4.4.0')
 """
 
 from kraftsim.versions.catalog import Catalog, default_catalog, load_catalog, load_catalog_text

@@ -1,14 +1,15 @@
 """The version catalog: the one place kraftsim asks about versions and features.
 
 A Catalog is the shipped data (optionally extended by a user's file) seen from one
-release line: by default the newest release, where every known metadata.version up to
-its LATEST_PRODUCTION is production ready. `at_release("3.9")` gives the same catalog
-seen by a node running 3.9. Every catalog is fully checked when loaded (structure plus
+software release: by default the newest release, where every known metadata.version up
+to its LATEST_PRODUCTION is production ready. `at_release("3.9.1")` gives the same
+catalog seen by a node running 3.9.1 (`at_release("3.9")`: the 3.9 line's newest patch). Every catalog is fully checked when loaded (structure plus
 Kafka's six feature rules on every line), so users of a Catalog can trust it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Mapping
@@ -18,7 +19,7 @@ from kraftsim.versions import loader, model, validation
 from kraftsim.versions.errors import IllegalArgument, UnknownFeature
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
 from kraftsim.versions.gates import DowngradeLosses
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion
+from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, release_name_key
 from kraftsim.versions.releases import Release
 
 MVLike = MetadataVersion | int | str
@@ -32,6 +33,8 @@ class Catalog:
         self._lines = lines
         self._line = lines[line]
         self._features = {f.name: f for f in self._line.features}
+        # levels this release lists only as the next line's placeholders: their gates do not exist here
+        self._hidden = frozenset(mv.level for mv in data.versions if mv.is_placeholder_in(self._line.release.key))
 
     def __repr__(self) -> str:
         return f"<Catalog {self._data.where} at release {self.release.name}>"
@@ -49,11 +52,14 @@ class Catalog:
         return self._data.releases
 
     def find_release(self, name: str) -> Release:
-        """The release named `name` ("3.9")."""
-        for r in self._data.releases:
-            if r.name == name:
-                return r
-        raise IllegalArgument(f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)}")
+        """The release named `name` as Kafka names it ("3.9.1"); a line ("3.9") means its newest patch."""
+        found = self._data.find_release(str(name))
+        if found is None:
+            raise IllegalArgument(
+                f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)} "
+                f"(or a line such as {self._data.releases[-1].line} for its newest patch release)"
+            )
+        return found
 
     def at_release(self, name: str) -> "Catalog":
         """The same catalog as a node running release `name` sees it."""
@@ -134,21 +140,22 @@ class Catalog:
 
     def downgrade_losses(self, source: MVLike, target: MVLike) -> DowngradeLosses:
         """What a downgrade from `source` to `target` could no longer represent."""
-        return self._data.gates.downgrade_losses(self.metadata_version(source), self.metadata_version(target))
+        return self._data.gates.downgrade_losses(self.metadata_version(source), self.metadata_version(target),
+                                               self._hidden)
 
     # --- gates -----------------------------------------------------------------------
 
     def supports(self, capability: str, mv: MVLike) -> bool:
         """Whether a capability (records.toml [capabilities]) exists at `mv`."""
-        return self._data.gates.supports(capability, self.metadata_version(mv))
+        return self._data.gates.supports(capability, self.metadata_version(mv), self._hidden)
 
     def record_types(self, mv: MVLike) -> tuple[str, ...]:
         """Record types that may be written at `mv`."""
-        return self._data.gates.record_types_at(self.metadata_version(mv))
+        return self._data.gates.record_types_at(self.metadata_version(mv), self._hidden)
 
     def record_version(self, record: str, mv: MVLike) -> int:
         """Highest version of `record` writable at `mv` (Kafka's ...RecordVersion methods)."""
-        return self._data.gates.record_version(record, self.metadata_version(mv))
+        return self._data.gates.record_version(record, self.metadata_version(mv), self._hidden)
 
     def request_version(self, api: str, mv: MVLike) -> int:
         """Version of request `api` ("Fetch", "ListOffsets") a node sends at `mv`."""
@@ -224,6 +231,19 @@ class Catalog:
                 out[f.name] = (lo, hi)
         return out
 
+    def configs_dropped_on_replay(self) -> frozenset[tuple[str, str]]:
+        """(resource type name, config name) of ConfigRecords this release ignores on replay:
+        configs its code no longer defines (KAFKA-19851, from 4.3); empty before."""
+        if self.policy("config_replay") != "drop-removed":
+            return frozenset()
+        here = self.release.key
+        return frozenset((t, n) for t, n, gone in self._data.removed_configs if release_name_key(gone) <= here)
+
+    def policy_text(self, name: str, key: str) -> str:
+        """A message template of the value this line follows for policy `name` (policies.toml)."""
+        policy = next(p for p in self._data.policies if p.name == name)
+        return policy.value(self.policy(name)).text(key)
+
     def mv_downgrade_error(self, current: MVLike, new: MVLike, unsafe: bool) -> str:
         """The text refusing a lossy metadata.version downgrade, worded as this line words it."""
         policy = next(p for p in self._data.policies if p.name == "mv_downgrade_error")
@@ -233,11 +253,14 @@ class Catalog:
 
 def _load(fragments: list, where: str) -> Catalog:
     data = model.build(loader.merge(fragments), where)
-    lines = {}
-    for release in data.releases:
-        line = model.resolve_line(data, release)
-        validation.check_line(data, line)
-        lines[release.name] = line
+    lines: dict[str, model.Line] = {}
+    by_entry: dict[str, model.Line] = {}
+    for release in data.releases:  # patch releases of one entry share its resolved line
+        shared = by_entry.get(release.entry)
+        if shared is None:
+            shared = by_entry[release.entry] = model.resolve_line(data, release)
+            validation.check_line(data, shared)
+        lines[release.name] = dataclasses.replace(shared, release=release)
     return Catalog(data, lines, data.line)
 
 

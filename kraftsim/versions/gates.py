@@ -33,11 +33,12 @@ class Versioned:
     unsupported: str | None = None
     doc: str = ""
 
-    def version_at(self, level: int) -> int | None:
-        """The highest version usable at `level`, None before `since`."""
+    def version_at(self, level: int, hidden: frozenset[int] = frozenset()) -> int | None:
+        """The highest version usable at `level`, None before `since`; steps at `hidden`
+        levels (placeholders in the asking release) do not exist."""
         found = None
         for since, version in self.steps:
-            if since <= level:
+            if since <= level and since not in hidden:
                 found = version
         return found
 
@@ -52,6 +53,7 @@ class DowngradeLosses:
     record_versions: tuple[tuple[str, int, int], ...]  # (record, version at source, at target)
     capabilities: tuple[str, ...]
     behaviours: tuple[str, ...]  # behaviour gates that switch off; nothing is lost with them
+    docs: tuple[tuple[str, str], ...] = ()  # record type / capability -> what it holds, for the report
 
     @property
     def lossless(self) -> bool:
@@ -65,9 +67,11 @@ class DowngradeLosses:
             out = [f"{head} is lossless."]
         else:
             out = [f"{head} loses:"]
-            out += [f"  record type {r} cannot be written" for r in self.record_types]
+            docs = dict(self.docs)
+            out += [f"  record type {r} cannot be written" + (f": {docs[r]}" if docs.get(r) else "")
+                    for r in self.record_types]
             out += [f"  {r} goes from version {a} to {b}" for r, a, b in self.record_versions]
-            out += [f"  capability {c}" for c in self.capabilities]
+            out += [f"  capability {c}" + (f": {docs[c]}" if docs.get(c) else "") for c in self.capabilities]
         out += [f"  behaviour {b} switches off" for b in self.behaviours]
         return out
 
@@ -80,22 +84,22 @@ class GateTable:
         self.requests = requests
         self.capabilities = capabilities
 
-    def supports(self, capability: str, mv: MetadataVersion) -> bool:
-        """Whether the capability exists at `mv`."""
+    def supports(self, capability: str, mv: MetadataVersion, hidden: frozenset[int] = frozenset()) -> bool:
+        """Whether the capability exists at `mv` (`hidden`: placeholder levels of the asking release)."""
         cap = self.capabilities.get(capability)
         if cap is None:
             raise IllegalArgument(f"Unknown capability {capability}. Known capabilities are: {', '.join(sorted(self.capabilities))}")
-        return mv.level >= cap.since
+        return mv.level >= cap.since and cap.since not in hidden
 
-    def record_types_at(self, mv: MetadataVersion) -> tuple[str, ...]:
-        return tuple(name for name, rec in self.records.items() if mv.level >= rec.since)
+    def record_types_at(self, mv: MetadataVersion, hidden: frozenset[int] = frozenset()) -> tuple[str, ...]:
+        return tuple(name for name, rec in self.records.items() if mv.level >= rec.since and rec.since not in hidden)
 
-    def record_version(self, record: str, mv: MetadataVersion) -> int:
+    def record_version(self, record: str, mv: MetadataVersion, hidden: frozenset[int] = frozenset()) -> int:
         """The highest version of `record` a writer may use at `mv`."""
         rec = self.records.get(record)
         if rec is None:
             raise IllegalArgument(f"Unknown record type {record}")
-        version = rec.version_at(mv.level)
+        version = rec.version_at(mv.level, hidden)
         if version is None:
             template = rec.unsupported or "{record} is not supported in MetadataVersion {mv}"
             raise IllegalArgument(template.format(record=record, mv=mv.version))
@@ -116,23 +120,29 @@ class GateTable:
         out += [f"capability {n}" for n, c in self.capabilities.items() if c.since == level and c.kind == "metadata"]
         return out
 
-    def downgrade_losses(self, source: MetadataVersion, target: MetadataVersion) -> DowngradeLosses:
+    def downgrade_losses(self, source: MetadataVersion, target: MetadataVersion,
+                         hidden: frozenset[int] = frozenset()) -> DowngradeLosses:
         """Everything that exists at `source` but not at `target` (empty when target >= source)."""
         hi, lo = source.level, target.level
 
         def lost(since: int) -> bool:
-            return lo < since <= hi
+            return lo < since <= hi and since not in hidden
 
         versions = []
         for name, rec in self.records.items():
-            a, b = rec.version_at(hi), rec.version_at(lo)
+            a, b = rec.version_at(hi, hidden), rec.version_at(lo, hidden)
             if a is not None and b is not None and a > b:
                 versions.append((name, a, b))
+        record_types = tuple(n for n, r in self.records.items() if lost(r.since))
+        capabilities = tuple(n for n, c in self.capabilities.items() if c.kind == "metadata" and lost(c.since))
+        docs = tuple((n, self.records[n].doc) for n in record_types if self.records[n].doc)
+        docs += tuple((n, self.capabilities[n].doc) for n in capabilities if self.capabilities[n].doc)
         return DowngradeLosses(
             source=source,
             target=target,
-            record_types=tuple(n for n, r in self.records.items() if lost(r.since)),
+            record_types=record_types,
             record_versions=tuple(versions),
-            capabilities=tuple(n for n, c in self.capabilities.items() if c.kind == "metadata" and lost(c.since)),
+            capabilities=capabilities,
             behaviours=tuple(n for n, c in self.capabilities.items() if c.kind != "metadata" and lost(c.since)),
+            docs=docs,
         )

@@ -17,6 +17,7 @@ from pathlib import Path
 import msgspec
 
 from kraftsim.versions.errors import CatalogError
+from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (
     CapabilityEntry,
     FeatureEntry,
@@ -26,10 +27,12 @@ from kraftsim.versions.schema import (
     PolicyEntry,
     RecordEntry,
     ReleaseEntry,
+    RemovedConfigEntry,
     RequestEntry,
 )
 
-SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml")
+SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml",
+                 "removed_configs.toml")
 """The shipped data files, merged in this order."""
 
 
@@ -47,6 +50,7 @@ class RawCatalog:
     features: list[FeatureEntry] = field(default_factory=list)
     releases: list[ReleaseEntry] = field(default_factory=list)
     policies: dict[str, PolicyEntry] = field(default_factory=dict)
+    removed_configs: list[RemovedConfigEntry] = field(default_factory=list)
 
 
 def parse_fragment(text: str, source: str) -> Fragment:
@@ -95,6 +99,7 @@ def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
             p = Path(d)
             raw.record_schema_dirs.append(p if p.is_absolute() or folder is None else (folder / p).resolve())
         raw.metadata_versions.extend(frag.metadata_versions)
+        raw.removed_configs.extend(frag.removed_configs)
         for name, rec in frag.records.items():
             _merge_record(raw, name, rec, source)
         for name, req in frag.requests.items():
@@ -119,8 +124,11 @@ def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
                 raise CatalogError("duplicate", f"policy {name} value {clash[0]} is defined twice", source)
             raw.policies[name] = PolicyEntry(values={**old.values, **pol.values}, doc=old.doc or pol.doc)
         for rel in frag.releases:
-            if any(r.name == rel.name for r in raw.releases):
-                raise CatalogError("duplicate", f"release {rel.name} is defined twice", source)
+            rel = _normalised(rel, source)
+            taken = {n for r in raw.releases for n in (r.name, *r.patches)}
+            clash = next((n for n in (rel.name, *rel.patches) if n in taken), None)
+            if clash is not None:
+                raise CatalogError("duplicate", f"release {clash} is defined twice", source)
             raw.releases.append(_inherit(raw.releases, rel, source))
     for source, lv in pending_levels:
         feat = next((f for f in raw.features if f.name == lv.feature), None)
@@ -154,11 +162,40 @@ def _add_unique(target: dict, new: dict, what: str, source: str) -> None:
         target[name] = value
 
 
+def _normalised(rel: ReleaseEntry, source: str) -> ReleaseEntry:
+    """Entry and patch names as Kafka names releases: a bare line "4.3" means "4.3.0"."""
+    names = []
+    for n in (rel.name, *rel.patches):
+        try:
+            major, minor, patch = release_name_key(n)
+        except ValueError:
+            raise CatalogError("release", f"release name {n!r} is not of the form <major>.<minor>.<patch>", source) from None
+        names.append(f"{major}.{minor}.{patch}")
+    if any(release_line(n) != release_line(names[0]) or release_name_key(n) <= release_name_key(names[0]) for n in names[1:]):
+        raise CatalogError("release", f"release {names[0]}: its patches must be later releases of line {release_line(names[0])}", source)
+    return msgspec.structs.replace(rel, name=names[0], patches=names[1:])
+
+
+def _parent(earlier: list[ReleaseEntry], name: str) -> ReleaseEntry | None:
+    """The entry `name` refers to: one it names (entry or patch), or a line's newest entry."""
+    for r in earlier:
+        if name in (r.name, *r.patches):
+            return r
+    if RELEASE_RE.match(name):
+        in_line = [r for r in earlier if release_line(r.name) == name]
+        return max(in_line, key=lambda r: release_name_key(r.name), default=None)
+    return None
+
+
 def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> ReleaseEntry:
-    """Fill a release's missing fields from the release it inherits from."""
+    """Fill a release's missing fields from the release it inherits from.
+
+    `latest_testing` and `metadata_changed` describe one release's own code (the next
+    line's placeholder levels), `unconfirmed` one release's open facts: never inherited.
+    """
     if rel.inherits is None:
         return rel
-    parent = next((r for r in earlier if r.name == rel.inherits), None)
+    parent = _parent(earlier, rel.inherits)
     if parent is None:
         raise CatalogError("unknown-reference", f"release {rel.name} inherits from unknown release {rel.inherits}", source)
 
@@ -172,13 +209,17 @@ def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> Rel
 
     return ReleaseEntry(
         name=rel.name,
+        patches=rel.patches,
         inherits=rel.inherits,
         latest_production=pick("latest_production"),
+        latest_testing=rel.latest_testing,
+        metadata_changed=rel.metadata_changed,
         minimum_metadata_version=pick("minimum_metadata_version"),
         validate_version_min_mv=pick("validate_version_min_mv"),
         features=merged("features"),
         testing=merged("testing"),
         dependency_overrides=pick("dependency_overrides"),
         policies=merged("policies"),
+        unconfirmed=rel.unconfirmed,
         doc=rel.doc or parent.doc,
     )

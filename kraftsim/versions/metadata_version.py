@@ -18,6 +18,8 @@ FEATURE_NAME = "metadata.version"
 
 VERSION_RE = re.compile(r"^(\d+)\.(\d+)-IV(\d+)$")
 RELEASE_RE = re.compile(r"^(\d+)\.(\d+)$")
+#: A software release as Kafka names it ("3.7.2"), or a release line ("3.7").
+RELEASE_NAME_RE = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?$")
 
 
 def release_key(release: str) -> tuple[int, int]:
@@ -26,6 +28,20 @@ def release_key(release: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"release {release!r} is not of the form <major>.<minor>")
     return int(m.group(1)), int(m.group(2))
+
+
+def release_name_key(name: str) -> tuple[int, int, int]:
+    """Order of software releases ("3.7.2" < "3.10.0"); a line "3.7" counts as "3.7.0"."""
+    m = RELEASE_NAME_RE.match(name)
+    if not m:
+        raise ValueError(f"release {name!r} is not of the form <major>.<minor>.<patch>")
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+def release_line(name: str) -> str:
+    """The line ("3.7") of a release name ("3.7.2") or of a line itself."""
+    major, minor, _ = release_name_key(name)
+    return f"{major}.{minor}"
 
 
 @dataclass(frozen=True, order=True)
@@ -37,6 +53,12 @@ class MetadataVersion:
     metadata_changed: bool = field(compare=False)
     introduced: str = field(compare=False, default="")
     production: bool = field(compare=False, default=True)
+    placeholder_before: str | None = field(compare=False, default=None)
+
+    def is_placeholder_in(self, release: tuple[int, int, int]) -> bool:
+        """Whether a release (by its key) lists this level only as the next line's placeholder:
+        known, but adding nothing and changing no metadata in its code."""
+        return self.placeholder_before is not None and release < release_name_key(self.placeholder_before)
 
     @property
     def release(self) -> str:

@@ -17,11 +17,14 @@ from kraftsim.versions.gates import Capability, GateTable, Versioned
 from kraftsim.versions.loader import RawCatalog
 from kraftsim.versions.metadata_version import (
     FEATURE_NAME as MV_NAME,
+    RELEASE_NAME_RE,
     RELEASE_RE,
     VERSION_RE,
     MetadataVersion,
     MetadataVersionTable,
     release_key,
+    release_line,
+    release_name_key,
 )
 from kraftsim.versions.releases import Policy, PolicyValue, Release
 from kraftsim.versions.schema import FeatureEntry, MVRef, Step
@@ -41,9 +44,18 @@ class CatalogData:
     policies: tuple[Policy, ...]
     record_schema_dirs: tuple[Path, ...]
     line: str  # the default release line
+    removed_configs: tuple[tuple[str, str, str], ...] = ()  # (resource type, config name, removed in)
 
     def version_of(self, level: int) -> str:
         return next((mv.version for mv in self.versions if mv.level == level), str(level))
+
+    def find_release(self, name: str) -> Release | None:
+        """The release named `name` ("3.7.2"), or a line's newest patch release ("3.7")."""
+        exact = next((r for r in self.releases if r.name == name), None)
+        if exact is not None or not RELEASE_RE.match(name):
+            return exact
+        in_line = [r for r in self.releases if r.line == name]
+        return in_line[-1] if in_line else None
 
 
 @dataclass(frozen=True)
@@ -108,13 +120,33 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
         for n, p in raw.policies.items()
     )
     feature_names = [f.name for f in raw.features]
-    releases = tuple(sorted((_release(r, mv_level, feature_names, policies, where) for r in raw.releases), key=lambda r: r.key))
+    top = _line_tops(versions)
+    releases = tuple(sorted((rel for r in raw.releases for rel in _release(r, mv_level, feature_names, policies, top, where)),
+                            key=lambda r: r.key))
     if not releases:
         raise CatalogError("release", "the catalog defines no release", where)
-    line = raw.line or releases[-1].name
-    if line not in {r.name for r in releases}:
-        raise CatalogError("unknown-reference", f"line {line} is not a release of the catalog", where)
-    return CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs), line)
+    removed = []
+    for e in raw.removed_configs:
+        if not RELEASE_NAME_RE.match(e.removed_in):
+            raise CatalogError("removed-configs", f"config {e.name}: removed_in {e.removed_in!r} is not a release name", where)
+        removed.append((e.resource_type, e.name, e.removed_in))
+    data = CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs),
+                       releases[-1].name, tuple(removed))
+    if raw.line is not None:
+        chosen = data.find_release(raw.line)
+        if chosen is None:
+            raise CatalogError("unknown-reference", f"line {raw.line} is not a release of the catalog", where)
+        data = replace(data, line=chosen.name)
+    return data
+
+
+def _line_tops(versions: tuple[MetadataVersion, ...]) -> dict[tuple[int, int], int]:
+    """A release line's default latest testing level: the highest level of its line or an
+    earlier one (for lines without a level of their own: the earlier line's highest)."""
+    out: dict[tuple[int, int], int] = {}
+    for mv in versions:  # levels rise with their lines
+        out[release_key(mv.release)] = mv.level
+    return out
 
 
 def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
@@ -122,7 +154,11 @@ def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
     for e in raw.metadata_versions:
         if not VERSION_RE.match(e.version):
             raise CatalogError("mv-table", f"metadata.version {e.version!r} is not of the form <major>.<minor>-IV<n>", where)
-        out.append(MetadataVersion(e.level, e.version, e.metadata_changed, e.introduced, production=False))
+        if e.placeholder_before is not None and not RELEASE_NAME_RE.match(e.placeholder_before):
+            raise CatalogError("mv-table", f"metadata.version {e.version}: placeholder_before {e.placeholder_before!r} "
+                                           "is not a release name", where)
+        out.append(MetadataVersion(e.level, e.version, e.metadata_changed, e.introduced, production=False,
+                                   placeholder_before=e.placeholder_before))
     if not out:
         raise CatalogError("mv-table", "the catalog defines no metadata.version", where)
     for a, b in zip(out, out[1:]):
@@ -142,6 +178,8 @@ def _check_features(features: list[FeatureEntry], mv_level, where: str) -> None:
         if not lv or any(b <= a for a, b in zip(lv, lv[1:])) or lv[0] < 0:
             raise CatalogError("feature-levels", f"feature {f.name} must have levels >= 0 in rising order", where)
         for lvl in f.levels:
+            if lvl.since_release is not None and not RELEASE_NAME_RE.match(lvl.since_release):
+                raise CatalogError("feature-levels", f"{f.name} level {lvl.level}: since_release {lvl.since_release!r} is not a release name", where)
             if lvl.bootstrap != LATEST_TESTING:
                 mv_level(lvl.bootstrap, f"{f.name} level {lvl.level} bootstrap")
             _check_deps(f.name, lvl.level, lvl.dependencies, by_name, mv_level, where)
@@ -157,9 +195,8 @@ def _check_deps(name: str, level: int, deps: dict[str, MVRef], by_name, mv_level
             raise CatalogError("unknown-reference", f"{what} names a feature or level that does not exist", where)
 
 
-def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...], where: str) -> Release:
-    if not RELEASE_RE.match(r.name):
-        raise CatalogError("release", f"release name {r.name!r} is not of the form <major>.<minor>", where)
+def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...], top: dict, where: str) -> list[Release]:
+    """One Release per name the entry covers (itself and its patches)."""
     for field in ("latest_production", "minimum_metadata_version", "validate_version_min_mv"):
         if getattr(r, field) is None:
             raise CatalogError("release", f"release {r.name} has no {field}", where)
@@ -185,23 +222,42 @@ def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...]
         deps = tuple((d, mv_level(v, f"release {r.name} override") if d == MV_NAME else v) for d, v in o.dependencies.items())
         overrides.append((o.feature, o.level, deps))
     ordered = tuple((n, features[n]) for n in feature_names if n in features)
-    return Release(
+    own_line = release_key(release_line(r.name))
+    earlier = [level for line, level in top.items() if line <= own_line]
+    if r.latest_testing is not None:
+        latest_testing = mv_level(r.latest_testing, f"release {r.name} latest_testing")
+    elif earlier:
+        latest_testing = max(earlier)
+    else:
+        raise CatalogError("release", f"release {r.name} knows no metadata.version of its line or an earlier one; give latest_testing", where)
+    changed = tuple(sorted((mv_level(v, f"release {r.name} metadata_changed"), flag) for v, flag in r.metadata_changed.items()))
+    template = Release(
         name=r.name,
         latest_production=mv_level(r.latest_production, f"release {r.name} latest_production"),
+        latest_testing=latest_testing,
         minimum_metadata_version=mv_level(r.minimum_metadata_version, f"release {r.name} minimum_metadata_version"),
         validate_version_min_mv=mv_level(r.validate_version_min_mv, f"release {r.name} validate_version_min_mv"),
         features=ordered,
         testing=tuple((n, testing[n]) for n, _ in ordered if n in testing),
         dependency_overrides=tuple(overrides),
         policies=tuple((p.name, pol[p.name]) for p in policies),
+        metadata_changed=changed,
+        entry=r.name,
+        unconfirmed=tuple(r.unconfirmed),
         doc=r.doc,
     )
+    return [replace(template, name=n) for n in (r.name, *r.patches)]
 
 
 def resolve_line(data: CatalogData, release: Release) -> Line:
     """The MV table and the features that `release` knows, resolved for it."""
     where = f"{data.where} at release {release.name}"
-    known = [replace(mv, production=mv.level <= release.latest_production) for mv in data.versions if release.knows(mv)]
+    flags = dict(release.metadata_changed)
+    known = [replace(mv, production=mv.level <= release.latest_production,
+                     metadata_changed=flags.get(mv.level, mv.metadata_changed and not mv.is_placeholder_in(release.key)))
+             for mv in data.versions if release.knows(mv)]
+    if release.latest_production > release.latest_testing:
+        raise CatalogError("release", f"release {release.name}: latest_production is above latest_testing", where)
     if not any(mv.level == release.latest_production for mv in known):
         raise CatalogError("release", f"release {release.name}: latest_production {data.version_of(release.latest_production)} is not a metadata.version it knows", where)
     if not known or known[0].level != release.minimum_metadata_version:
@@ -223,6 +279,8 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
         enum = f.enum or f.name.upper().replace(".", "_")
         levels = []
         for e in f.levels:
+            if not _has_level(release, e, table):
+                continue  # a level of a later release: this release's code does not have it
             deps = overrides.get((f.name, e.level))
             if deps is None:
                 deps = tuple((d, mv_ref(v) if d == MV_NAME else v) for d, v in e.dependencies.items())
@@ -244,6 +302,11 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
             ready = [fl.level for fl in feat.levels if all(_ready(d, lvl, table, resolved) for d, lvl in fl.dependencies)]
             resolved[name] = replace(feat, latest_production=max(ready, default=feat.minimum_production))
     return Line(release, table, tuple(resolved.values()))
+
+
+def _has_level(release: Release, e, table: MetadataVersionTable) -> bool:
+    """Whether `release`'s code lists feature level `e` (not before its `since_release`)."""
+    return e.since_release is None or release.key >= release_name_key(e.since_release)
 
 
 def _ready(dep: str, level: int, table: MetadataVersionTable, features: dict[str, Feature]) -> bool:

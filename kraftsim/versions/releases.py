@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kraftsim.versions.metadata_version import MetadataVersion, release_key
+from kraftsim.versions.metadata_version import MetadataVersion, release_line, release_name_key
 
 MAX_LEVEL = 32767
 
@@ -39,25 +39,38 @@ class Policy:
 
 @dataclass(frozen=True)
 class Release:
-    """One Kafka release line ("3.9", "4.2"), levels resolved to ints."""
+    """One Kafka release as Kafka names it ("3.9.1", "4.3.0"), levels resolved to ints.
+
+    Patch releases that support the same things share one catalog entry (`entry`);
+    those that differ are entries of their own.
+    """
 
     name: str
     latest_production: int
+    latest_testing: int  # the highest metadata.version level its code lists
     minimum_metadata_version: int
     validate_version_min_mv: int
     features: tuple[tuple[str, int], ...]  # production feature -> latest production level
     testing: tuple[tuple[str, int], ...]  # production feature -> latest testing level, where higher
     dependency_overrides: tuple[tuple[str, int, tuple[tuple[str, int], ...]], ...]
     policies: tuple[tuple[str, str], ...]
+    metadata_changed: tuple[tuple[int, bool], ...] = ()  # levels whose flag differs in this release's code
+    entry: str = ""  # the catalog entry it comes from (its own name, or the first patch sharing it)
+    unconfirmed: tuple[str, ...] = ()  # "published", "latest_production": facts a released jar must confirm
     doc: str = ""
 
     @property
-    def key(self) -> tuple[int, int]:
-        return release_key(self.name)
+    def key(self) -> tuple[int, int, int]:
+        return release_name_key(self.name)
+
+    @property
+    def line(self) -> str:
+        """The release line, "3.7" for 3.7.2."""
+        return release_line(self.name)
 
     def knows(self, mv: MetadataVersion) -> bool:
         """Whether a node of this release knows the level at all."""
-        return release_key(mv.release) <= self.key and mv.level >= self.minimum_metadata_version
+        return self.minimum_metadata_version <= mv.level <= self.latest_testing
 
     def policy(self, name: str) -> str:
         """The value this release follows for policy `name`."""

@@ -25,6 +25,7 @@ class MetadataVersionEntry(_Entry):
     version: str
     metadata_changed: bool
     introduced: str = ""
+    placeholder_before: str | None = None  # releases before this one list the level but it adds nothing
 
 
 class Step(_Entry):
@@ -54,6 +55,7 @@ class LevelEntry(_Entry):
     level: int
     bootstrap: MVRef
     const: str | None = None
+    since_release: str | None = None  # first release whose code has the level (default: any)
     dependencies: dict[str, MVRef] = {}
     doc: str = ""
 
@@ -80,14 +82,18 @@ class DependencyOverride(_Entry):
 
 class ReleaseEntry(_Entry):
     name: str
+    patches: list[str] = []
     inherits: str | None = None
     latest_production: MVRef | None = None
+    latest_testing: MVRef | None = None
+    metadata_changed: dict[str, bool] = {}
     minimum_metadata_version: MVRef | None = None
     validate_version_min_mv: MVRef | None = None
     features: dict[str, int] | None = None
     testing: dict[str, int] | None = None
     dependency_overrides: list[DependencyOverride] | None = None
     policies: dict[str, str] | None = None
+    unconfirmed: list[Literal["published", "latest_production"]] = []  # facts a released jar must still confirm
     doc: str = ""
 
 
@@ -98,6 +104,13 @@ class PolicyValue(_Entry):
 
 class PolicyEntry(_Entry):
     values: dict[str, PolicyValue]
+    doc: str = ""
+
+
+class RemovedConfigEntry(_Entry):
+    resource_type: Literal["TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP"]
+    name: str
+    removed_in: str  # the release whose code no longer defines it
     doc: str = ""
 
 
@@ -114,4 +127,5 @@ class Fragment(_Entry):
     feature_levels: list[FeatureLevelAddition] = []
     releases: list[ReleaseEntry] = []
     policies: dict[str, PolicyEntry] = {}
+    removed_configs: list[RemovedConfigEntry] = []
     doc: str = ""

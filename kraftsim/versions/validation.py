@@ -16,10 +16,17 @@ from kraftsim.versions.model import CatalogData, Line
 
 
 def check_line(data: CatalogData, line: Line) -> None:
-    """Apply the six rules to every feature of one release line."""
+    """Apply the six rules to every feature of one release line, and check that the line's
+    own metadata_changed flags agree with the gates it sees."""
     by_name = {f.name: f for f in line.features}
     for feature in line.features:
         _check_feature(data, line, feature, by_name)
+    for mv in line.table:
+        added = data.gates.additions_at(mv.level)
+        if added and not mv.metadata_changed and not mv.is_placeholder_in(line.release.key):
+            raise CatalogError("metadata-change-flag", f"metadata.version {mv} adds {', '.join(added)} but release "
+                                                       f"{line.release.name} gives it metadata_changed = false",
+                               f"{data.where} at release {line.release.name}")
 
 
 def _check_feature(data: CatalogData, line: Line, f: Feature, by_name: dict[str, Feature]) -> None:

@@ -34,7 +34,7 @@ def test_unknown_version_gives_kafkas_text(capsys: pytest.CaptureFixture[str]) -
     code, lines, err = run(capsys, "storage", "version-mapping", "-r", "2.8")
     assert code == 1 and lines == []
     assert err.startswith("Unknown metadata.version '2.8'. Supported metadata.version are: 3.3-IV3, 3.4-IV0, ")
-    assert err.rstrip().endswith(", 4.2-IV1")
+    assert err.rstrip().endswith(", 4.2-IV1, 4.3-IV0, 4.4-IV0, 4.4-IV1, 4.4-IV2")
 
 
 def test_acting_as_an_older_release_knows_fewer_versions(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,17 +73,17 @@ KIP778 = Path(__file__).resolve().parents[2] / "kraftsim" / "versions" / "data" 
 
 def test_a_user_catalog_reaches_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _ = run(capsys, "storage", "feature-dependencies", "--catalog", str(KIP778), "--feature", "bar.version=1")
-    assert code == 0 and lines == ["bar.version=1 requires:", "    metadata.version=33 (4.3-IV3)"]
-    code, lines, _ = run(capsys, "storage", "version-mapping", "--catalog", str(KIP778), "-r", "4.3-IV4")
-    assert code == 0 and "bar.version=1" in lines and lines[0] == "metadata.version=34 (4.3-IV4)"
+    assert code == 0 and lines == ["bar.version=1 requires:", "    metadata.version=37 (4.9-IV3)"]
+    code, lines, _ = run(capsys, "storage", "version-mapping", "--catalog", str(KIP778), "-r", "4.9-IV4")
+    assert code == 0 and "bar.version=1" in lines and lines[0] == "metadata.version=38 (4.9-IV4)"
 
 
 def test_a_broken_catalog_is_refused_naming_the_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from tests.versions.test_versions_catalogs import FOO, MV_30, RELEASE_43
+    from tests.versions.test_versions_catalogs import FOO, MV_NEXT, RELEASE_NEXT
 
     broken = tmp_path / "broken.toml"
-    broken.write_text(MV_30 + FOO.format(boot='"4.3-IV0"', deps='"metadata.version" = "4.3-IV0"') + RELEASE_43
+    broken.write_text(MV_NEXT + FOO.format(boot='"4.9-IV0"', deps='"metadata.version" = "4.9-IV0"') + RELEASE_NEXT
                       + 'features = { "foo.version" = 1 }\n')
     code, lines, err = run(capsys, "storage", "version-mapping", "--catalog", str(broken))
     assert code == 1 and lines == []
-    assert "rule kafka-2.5.4 broken" in err and "with MV dependency 4.3-IV0 that is not production ready" in err
+    assert "rule kafka-2.5.4 broken" in err and "with MV dependency 4.9-IV0 that is not production ready" in err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -61,8 +62,9 @@ def describe(capsys, directory: Path, *args: str) -> dict[str, dict[str, str]]:
     argv = list(args) if "describe" in args else ["describe", *args]
     out = ok(capsys, "features", "--cluster", directory, *argv)
     table = {}
-    for line in out.splitlines():
-        cols = dict(part.split(": ", 1) for part in line.split("\t"))
+    for line in out.splitlines():  # tab-separated up to Kafka 4.2, fixed-width columns from 4.3
+        parts = re.split(r"\t|\s{2,}(?=(?:SupportedMinVersion|SupportedMaxVersion|FinalizedVersionLevel|Epoch): )", line)
+        cols = dict(part.rstrip().split(": ", 1) for part in parts)
         table[cols.pop("Feature")] = cols
     return table
 

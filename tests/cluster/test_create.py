@@ -113,15 +113,18 @@ def test_same_seed_and_commands_give_the_same_bytes(tmp_path: Path, capsys) -> N
 def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsys) -> None:
     """The tool asks one node ApiVersions at the highest version both know. A 3.8 tool knows
     v3 only, so a 4.0 broker leaves out every range starting at 0 (KIP-1022); a 4.2 tool gets
-    them all. The 4.2 tool prints a 3.9 node's metadata.version minimum 1 as `UNKNOWN 1`."""
+    them all. The 4.2 tool prints a 3.9 node's metadata.version minimum 1 as `UNKNOWN 1`; the
+    cluster's own tool (its active controller runs 3.9) prints `3.0-IV1`."""
     d = tmp_path / "c"
     create(capsys, d, "--controllers", "1", "--brokers", "2", "--release", "3.9")
     ok(capsys, "cluster", "roll", d, "--release", "4.0", "--nodes", "3")
-    old = describe(capsys, d, "--node-id", "2")
+    old = describe(capsys, d, "--release", "4.2", "describe", "--node-id", "2")
     assert sorted(old) == ["kraft.version", MV]
     assert old[MV] == {"SupportedMinVersion": "UNKNOWN 1", "SupportedMaxVersion": "3.9-IV0",
                        "FinalizedVersionLevel": "3.9-IV0", "Epoch": old[MV]["Epoch"]}
-    new = describe(capsys, d, "--node-id", "3")
+    new = describe(capsys, d, "--release", "4.2", "describe", "--node-id", "3")
+    # the cluster's own (3.9) tool knows no level above 21
+    assert describe(capsys, d, "--node-id", "3")[MV]["SupportedMaxVersion"] == "UNKNOWN 25"
     assert sorted(new) == ["eligible.leader.replicas.version", "group.version", "kraft.version", MV,
                            "transaction.version"]
     assert new["kraft.version"]["FinalizedVersionLevel"] == "0"
@@ -135,6 +138,7 @@ def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsy
     assert old_tool[MV]["SupportedMinVersion"] == "3.3-IV3"
     out = ok(capsys, "features", "--cluster", d, "--release", "3.9", "describe", "--node-id", "2")
     assert "SupportedMinVersion: 3.0-IV1\t" in out
+    assert ok(capsys, "features", "--cluster", d, "describe", "--node-id", "2") == out  # the cluster's own release
     code, _, err = run(capsys, "features", "--cluster", d, "describe", "--node-id", "9")
     assert code == 1 and "the cluster has no node 9" in err
 

@@ -192,14 +192,19 @@ def test_dependency_is_checked_against_the_proposed_state():
 
 
 def test_changing_metadata_version_checks_no_dependency():
-    # test.feature.version 2 depends on metadata.version 29; lowering MV to 28 (lossless) is still allowed.
+    # On 4.2.0 test.feature.version 2 depends on its latest testing level, 4.3-IV0 (30), which 4.2.0's
+    # code still marks as no metadata change: lowering MV to 29 is lossless and still allowed.
     cat = line("4.2")
     sup = {**cat.supported_features(unstable=True), "test.feature.version": (0, 2)}
-    ctx = make_ctx("4.2", levels={MV: 29, "test.feature.version": 2}, supported=sup)
-    assert written(update_features(ctx, request((MV, 28, SAFE)))) == [flr(MV, 28)]
+    ctx = make_ctx("4.2", levels={MV: 30, "test.feature.version": 2}, supported=sup)
+    assert written(update_features(ctx, request((MV, 29, SAFE)))) == [flr(MV, 29)]
     # ... while setting the feature itself checks its own dependency against the proposed MV.
-    assert refusal(update_features(ctx, request(("test.feature.version", 2), (MV, 28, SAFE)))).endswith(
-        "test.feature.version could not be set to 2 because it depends on metadata.version level 29")
+    assert refusal(update_features(ctx, request(("test.feature.version", 2), (MV, 29, SAFE)))).endswith(
+        "test.feature.version could not be set to 2 because it depends on metadata.version level 30")
+    # A 4.3 controller knows 4.3-IV0 changed metadata: the same downgrade is refused there.
+    ctx43 = make_ctx("4.3", levels={MV: 30}, supported=line("4.3").supported_features(unstable=True))
+    assert "Refusing to perform the requested downgrade because it might delete metadata information" in \
+        refusal(update_features(ctx43, request((MV, 29, SAFE))))
 
 
 def test_zero_level_needs_no_dependency():
@@ -216,7 +221,7 @@ def test_mv_level_outside_every_range():
         "Invalid update version 0 for feature metadata.version. Local controller 1 only supports versions 7-27"
 
 
-@pytest.mark.parametrize("release, top", [("4.1", 27), ("4.2", 29)])
+@pytest.mark.parametrize("release, top", [("4.1", 27), ("4.2", 30), ("4.3", 31), ("4.4", 33)])
 def test_mv_level_the_catalog_does_not_know(release, top):
     # Only reachable when the advertised range is wider than the line's table (a hand-made range).
     sup = {**line(release).supported_features(), MV: (7, 40)}

@@ -40,6 +40,7 @@ NEEDS = {
         d != MIGRATING for t in img.topics.by_id.values() for p in t.partitions.values() for d in p.directories),
     "elr": lambda img: any(p.has_elr() for t in img.topics.by_id.values() for p in t.partitions.values()),
     "migration": lambda img: any(b.is_migrating_zk_broker for b in img.cluster.brokers.values()),
+    "cordoned_log_dirs": lambda img: any(b.cordoned_directories for b in img.cluster.brokers.values()),
 }
 
 
@@ -336,24 +337,24 @@ def bar_setup():
 def test_unmodelled_record_types_are_carried_and_reported_lost() -> None:
     cat, reg, bar = bar_setup()
     fl = reg["FeatureLevelRecord"]
-    recs = [Payload(fl, 0, fl.new(name="metadata.version", feature_level=33)),
+    recs = [Payload(fl, 0, fl.new(name="metadata.version", feature_level=37)),
             Payload(bar, 0, bar.new(bar_id=uid(1), value="x")), Payload(bar, 0, bar.new(bar_id=uid(2), value="y"))]
     d = MetadataDelta(MetadataImage(), cat)
     d.replay_all(recs)
     img = d.apply()
     assert len(img.opaque.records) == 2 and img.summary()["opaque records"] == 2
-    out = write_image(img, "4.3-IV3", cat)
+    out = write_image(img, "4.9-IV3", cat)
     assert [p.record_type.name for p in out] == ["FeatureLevelRecord", "BarRecord", "BarRecord"]
     assert image_digest(image_from_records(out, catalog=cat)) == image_digest(img)
     # V4 -> V3 drops every Bar: reported, and raised by default
     report = LossReport()
-    out = write_image(img, "4.3-IV2", cat, loss_handler=report)
+    out = write_image(img, "4.9-IV2", cat, loss_handler=report)
     assert [p.record_type.name for p in out] == ["FeatureLevelRecord"]
     assert report.summaries() == ["records of type BarRecord"] and len(report) == 2
-    with pytest.raises(UnwritableMetadataException, match="metadata.version 4.3-IV2: records of type BarRecord"):
-        write_image(img, "4.3-IV2", cat)
+    with pytest.raises(UnwritableMetadataException, match="metadata.version 4.9-IV2: records of type BarRecord"):
+        write_image(img, "4.9-IV2", cat)
     # V5 -> V4 keeps them
-    assert write_image(img, "4.3-IV4", cat)[1:] == write_image(img, "4.3-IV3", cat)[1:]
+    assert write_image(img, "4.9-IV4", cat)[1:] == write_image(img, "4.9-IV3", cat)[1:]
     # a snapshot without them removes them
     assert image_from_records(out, base=img, catalog=cat, snapshot=True).opaque.is_empty()
 

@@ -34,7 +34,7 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
     assert r["kafka_loss_summaries"] == ["the online log directories of one or more brokers",
                                          "controller registration data",
                                          "the directory assignment state of one or more replicas"]
-    assert r["controller"] == "node 1 running Kafka 4.2"
+    assert r["controller"] == "node 1 running Kafka 4.4.0"  # the newest release unless --release says otherwise
     safe, unsafe = r["verdicts"]
     assert (safe["upgrade_type"], safe["accepted"]) == ("SAFE_DOWNGRADE", False)
     assert safe["error"] == "INVALID_UPDATE_VERSION"
@@ -51,7 +51,7 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
 def test_lossless_downgrade_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "downgrade-report", str(K42), "--to", "23")
     assert code == 0
-    assert "data: nothing in this image would be lost (writer release 4.2)" in out
+    assert "data: nothing in this image would be lost (writer release 4.4.0)" in out
     assert "  SAFE_DOWNGRADE: accepted" in out
     assert "    kafka-features --dry-run: metadata.version can be downgraded to 23." in out
 

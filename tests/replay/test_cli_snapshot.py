@@ -33,7 +33,7 @@ def test_create_into_a_directory_writes_kafkas_name_and_records(tmp_path: Path,
     assert code == 0, err
     written = tmp_path / OTUS_SNAP.name
     assert out.startswith(f"wrote {written}: snapshot {OTUS_SNAP.name}, ")
-    assert "writer of Kafka 3.8 (the registered nodes advertise metadata.version up to 20), from the whole log" in out
+    assert "writer of Kafka 3.8.1 (the registered nodes advertise metadata.version up to 20), from the whole log" in out
     assert record_multiset(read_snapshot(written, REGISTRY).payloads()) == \
            record_multiset(read_snapshot(OTUS_SNAP, REGISTRY).payloads())
     # the same again refuses to overwrite

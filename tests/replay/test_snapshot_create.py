@@ -85,8 +85,11 @@ def test_static_quorum_has_only_the_header(tmp_path: Path) -> None:
     assert (s.snapshot_id, s.last_contained_log_timestamp) == ((2, 3), 7)
 
 
-@pytest.mark.parametrize("max_mv,release,zk", [(8, "3.4", True), (14, "3.6", True), (21, "3.9", True),
-                                               (25, "4.0", False), (29, "4.2", False)])
+# A release is named as Kafka names it; patch releases that advertise the same are one entry,
+# and its newest patch stands for them.
+@pytest.mark.parametrize("max_mv,release,zk", [(8, "3.4.1", True), (14, "3.6.2", True), (21, "3.9.1", True),
+                                               (25, "4.0.1", False), (29, "4.2.0", False), (30, "4.3.1", False),
+                                               (33, "4.4.0", False)])
 def test_the_writer_is_the_release_the_registrations_advertise(tmp_path: Path, max_mv: int, release: str,
                                                                zk: bool) -> None:
     d = tmp_path / "__cluster_metadata-0"
@@ -99,8 +102,9 @@ def test_the_writer_is_the_release_the_registrations_advertise(tmp_path: Path, m
 
 
 def test_release_for_levels_between_releases() -> None:
-    assert release_for_level(CATALOG, 11).name == "3.5"
-    assert release_for_level(CATALOG, 12).name == "3.6"  # an unstable level of 3.6
+    assert release_for_level(CATALOG, 11).name == "3.5.2"
+    assert release_for_level(CATALOG, 12).name == "3.6.2"  # an unstable level of 3.6
+    assert release_for_level(CATALOG, 31).name == "4.3.1"  # 4.3 lists 4.4-IV0 as a testing level
     assert release_for_level(CATALOG, 99).name == CATALOG.releases[-1].name
 
 

@@ -169,7 +169,8 @@ def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
     path.write_text("# Question: q\n# Source: s\n#   more\n# Answer: a\n" + scenario_text(body), encoding="utf-8")
     s = load_scenario(path)
     assert [st.op for st in s.steps] == list(CONTRACT_OPS)
-    assert s.steps[2].release == "3.9" and s.steps[9].release == "3.9"  # patch names map to their line
+    # releases as Kafka names them; a line means its newest patch release
+    assert s.steps[2].release == "3.9.0" and s.steps[3].release == "3.9.1" and s.steps[9].release == "3.9.1"
     assert s.nodes == {1: ("controller",), 2: ("broker",), 3: ("broker",)}
     assert s.header.source == "s more" and s.header.question == "q" and s.header.answer == "a"
 

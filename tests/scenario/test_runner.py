@@ -65,7 +65,7 @@ fenced = []
 op = "stop"
 nodes = [3]
 [expect]
-releases = { "1" = "3.8.1", "2" = "3.8", "3" = "3.9" }
+releases = { "1" = "3.8.1", "2" = "3.8", "3" = "3.9.0" }
 running = [1, 2]
 stopped = [3]
 failed = []
@@ -256,7 +256,7 @@ EXPECT_FAILS = [
     ("leader = 2", "leader", 1),
     ("failed = [2]", "failed", []),
     ("stopped = [3]", "stopped", []),
-    ("releases = { '2' = '3.9' }", "releases", {"2": "3.8"}),
+    ("releases = { '2' = '3.9' }", "releases", {"2": "3.8.1"}),  # the line 3.8 runs its newest patch
     ("topics = 4", "topics", 0),
     ("fenced = [2]", "fenced", []),
 ]
@@ -348,21 +348,21 @@ brokers = 1
 release = "4.2"
 [[step]]
 op = "roll"
-release = "4.3"
+release = "4.9"
 [[step]]
 op = "features-upgrade"
-metadata = "4.3-IV3"
+metadata = "4.9-IV3"
 [[step]]
 op = "features-downgrade"
-metadata = "4.3-IV2"
+metadata = "4.9-IV2"
 expect_error = "Refusing to perform the requested downgrade"
 [expect]
-metadata_version = "4.3-IV3"
+metadata_version = "4.9-IV3"
 """
     without = tmp_path / "without.toml"
     without.write_text('name = "h"\n' + body, encoding="utf-8")
-    with pytest.raises(ScenarioInvalid, match="unknown release '4.3'"):
-        load_scenario(without)  # 4.3 exists only in the hypothetical catalog
+    with pytest.raises(ScenarioInvalid, match="unknown release '4.9'"):
+        load_scenario(without)  # 4.9 exists only in the hypothetical catalog
     (tmp_path / "cat.toml").write_bytes(example.read_bytes())
     (tmp_path / "kip778_records").mkdir()
     for f in (example.parent / "kip778_records").iterdir():
@@ -371,7 +371,7 @@ metadata_version = "4.3-IV3"
     with_catalog.write_text('name = "h"\ncatalog = "cat.toml"\n' + body, encoding="utf-8")
     o = run_scenario(load_scenario(with_catalog))
     steps_ok(o)
-    assert o.result.passed and o.result.final.metadata_version.level == 33  # KIP-778's V4
+    assert o.result.passed and o.result.final.metadata_version.level == 37  # KIP-778's V4
     assert o.result.steps[2].loss_report is not None and o.result.steps[2].loss_report.lossless
 
 

@@ -97,6 +97,29 @@ def test_finalized_features_rules():
     assert api_versions_response("4.0", "broker", 4, ff) == api_versions_response("4.0", "broker", 4, image)
 
 
+def test_without_a_high_watermark_4_4_reports_nothing_and_older_releases_assume_their_lowest_mv():
+    # kafka-facts §11.4: 4.4 (075401e2) reports no finalized features and epoch -1; before, the
+    # node assumed its lowest metadata.version.
+    r44 = api_versions_response("4.4.0", "broker", 4, None)
+    assert (r44.finalized_features, r44.finalized_features_epoch) == ((), -1)
+    r43 = api_versions_response("4.3.1", "broker", 4, None)
+    assert (r43.finalized_features, r43.finalized_features_epoch) == ((("metadata.version", 7, 7),), -1)
+    r39 = api_versions_response("3.9", "broker", 4, None)
+    assert r39.finalized_features == (("metadata.version", 1, 1),)
+    # Once the node has metadata every release reports the same.
+    image = _image({"metadata.version": 30}, offset=7)
+    assert api_versions_response("4.4.0", "broker", 4, image).finalized_features == \
+        api_versions_response("4.3.1", "broker", 4, image).finalized_features == (("metadata.version", 30, 30),)
+
+
+def test_patch_releases_use_their_lines_table():
+    assert TABLE.ranges("4.3.1", "broker") == TABLE.ranges("4.3", "broker")
+    assert TABLE.ranges("4.3.0", "broker")[35] == (1, 5) and TABLE.ranges("4.2.0", "broker")[35] == (1, 4)
+    assert TABLE.ranges("4.3.0", "controller")[63] == (0, 2)
+    assert api_versions_response("4.4.0", "broker", 4, None).supported_features == tuple(
+        (n, lo, hi) for n, (lo, hi) in sorted(CATALOG.at_release("4.4.0").supported_features().items()))
+
+
 def test_bad_arguments():
     with pytest.raises(KraftsimError, match="must be >= 0"):
         api_versions_response("3.9", "broker", -1, None)

@@ -107,7 +107,7 @@ def test_unknown_advertised_range_needs_release(tmp_path: Path, capsys: pytest.C
     code, out, err = run(capsys, "--release", "1=3.9", "--json", str(real), str(tmp_path / "c"))
     assert code == 0, err
     node = json.loads(out)["nodes"][0]
-    assert (node["release"], node["release_from"]) == ("3.9", "given (--release 3.9)")
+    assert (node["release"], node["release_from"]) == ("3.9.1", "given (--release 3.9.1)")
 
 
 @needs_oracle
@@ -127,7 +127,7 @@ def test_bad_overrides(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_summary_and_determinism(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, str(ORACLE / SET), str(tmp_path / "a"))
     assert code == 0
-    assert "node 1: broker+controller, release 3.6 -- inferred from its broker registration" in out
+    assert "node 1: broker+controller, release 3.6.2 -- inferred from its broker registration" in out
     run(capsys, str(ORACLE / SET), str(tmp_path / "b"))
     for name in ("cluster.json", "node-1/meta.properties", "node-1/__cluster_metadata-0/quorum-state"):
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()

@@ -10,7 +10,8 @@ from kraftsim.sim.importing.plan import infer_release
 from kraftsim.versions import default_catalog
 
 CAT = default_catalog()
-LINES = [r.name for r in CAT.releases]
+# each line's newest patch release: patch releases of a line advertise the same ranges
+LINES = sorted({CAT.find_release(r.line).name for r in CAT.releases}, key=lambda n: tuple(map(int, n.split("."))))
 
 
 def test_every_line_is_inferred_from_its_own_ranges() -> None:

@@ -72,7 +72,7 @@ def test_from_with_overrides_runs_on_the_given_software(tmp_path: Path) -> None:
     result = run_scenario(parse_scenario(text, "x.toml")).result
     assert result.passed
     assert [(n.id, list(n.roles), n.release) for n in result.final.nodes] == \
-        [(i, ["broker", "controller"], "3.6") for i in (1, 2, 3)]
+        [(i, ["broker", "controller"], "3.6.2") for i in (1, 2, 3)]  # a line: its newest patch
 
 
 @needs_oracle
@@ -83,9 +83,9 @@ def test_from_with_a_hypothetical_catalog(tmp_path: Path) -> None:
     (tmp_path / "cat.toml").write_bytes(example.read_bytes())
     shutil.copytree(example.parent / "kip778_records", tmp_path / "kip778_records")
     text = (f'name = "h"\ncatalog = "cat.toml"\n[cluster]\nfrom = "{SHARED}/oracle/kafka-4.2_induswargods"\n'
-            '[[step]]\nop = "roll"\nrelease = "4.3"\n[[step]]\nop = "features-upgrade"\nmetadata = "4.3-IV3"\n'
-            '[expect]\nmetadata_version = "4.3-IV3"\n')
+            '[[step]]\nop = "roll"\nrelease = "4.9"\n[[step]]\nop = "features-upgrade"\nmetadata = "4.9-IV3"\n'
+            '[expect]\nmetadata_version = "4.9-IV3"\n')
     (tmp_path / "h.toml").write_text(text, encoding="utf-8")
     result = run_scenario(load_scenario(tmp_path / "h.toml")).result
     assert result.passed, [s for s in result.steps if not s.ok]
-    assert result.final.metadata_version.level == 33
+    assert result.final.metadata_version.level == 37

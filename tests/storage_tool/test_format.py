@@ -18,7 +18,10 @@ from kraftsim.storage import scram_record
 from kraftsim.versions import default_catalog
 from tests.storage_tool.conftest import CLUSTER_ID, SDE, config_for, node_props, run, run_format, write_config
 
-CAT = default_catalog()
+# These tests check the layout Kafka's tool wrote up to 4.3 (a bootstrap.checkpoint in every
+# directory), so they format as Kafka 4.2; 4.4's layout (KIP-1170) has tests of its own.
+CAT = default_catalog().at_release("4.2")
+AS_42 = ("--release", "4.2")
 ZERO = Path("__cluster_metadata-0") / "00000000000000000000-0000000000.checkpoint"
 
 
@@ -30,12 +33,15 @@ def levels(d: Path) -> dict[str, int]:
 
 
 def test_default_release_line_and_release_3_9(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_format(capsys, config_for(tmp_path / "a"))
+    code, out, _ = run_format(capsys, config_for(tmp_path / "a"), *AS_42)
     assert code == 0
     assert levels(tmp_path / "a" / "data") == {
         "metadata.version": 29, "eligible.leader.replicas.version": 1, "group.version": 1, "share.version": 1,
         "streams.version": 1, "transaction.version": 2}
     assert out.splitlines()[-1].endswith("with metadata.version 4.2-IV1.")
+    # Without --release the tool is the newest release, 4.4.0 (its latest production MV is unconfirmed).
+    code, out, _ = run_format(capsys, config_for(tmp_path / "n"))
+    assert code == 0 and out.splitlines()[-1].endswith("with metadata.version 4.4-IV2.")
 
     code, out, _ = run_format(capsys, config_for(tmp_path / "b"), "--release", "3.9")
     assert code == 0
@@ -50,7 +56,7 @@ def test_default_release_line_and_release_3_9(tmp_path: Path, capsys: pytest.Cap
 def test_the_kafka_4_2_output_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The line a real Kafka 4.2 `format --standalone` printed (a public tutorial's transcript)."""
     config = config_for(tmp_path, dynamic=True)
-    code, out, _ = run_format(capsys, config, "--standalone")
+    code, out, _ = run_format(capsys, config, *AS_42, "--standalone")
     assert code == 0
     assert out.splitlines() == [
         "Bootstrap metadata: BootstrapMetadata(records=[ApiMessageAndVersion(FeatureLevelRecord(name='metadata.version', "
@@ -65,7 +71,7 @@ def test_the_kafka_4_2_output_line(tmp_path: Path, capsys: pytest.CaptureFixture
 
 
 def test_explicit_levels_zero_levels_and_sorting(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = run_format(capsys, config_for(tmp_path), "-r", "4.0-IV1", "-f", "transaction.version=1",
+    code, _, _ = run_format(capsys, config_for(tmp_path), *AS_42, "-r", "4.0-IV1", "-f", "transaction.version=1",
                             "-f", "group.version=0", "-f", "eligible.leader.replicas.version=1")
     assert code == 0
     boot = read_bootstrap(tmp_path / "data" / "bootstrap.checkpoint")
@@ -75,13 +81,13 @@ def test_explicit_levels_zero_levels_and_sorting(tmp_path: Path, capsys: pytest.
 
 
 def test_feature_metadata_version_alone_sets_the_release(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_format(capsys, config_for(tmp_path), "-f", "metadata.version=14")
+    code, out, _ = run_format(capsys, config_for(tmp_path), *AS_42, "-f", "metadata.version=14")
     assert code == 0 and out.splitlines()[-1].endswith("with metadata.version 3.6-IV2.")
     assert levels(tmp_path / "data") == {"metadata.version": 14}
 
 
 def test_release_version_strings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run_format(capsys, config_for(tmp_path), "-r", "3.8.1")
+    code, out, _ = run_format(capsys, config_for(tmp_path), *AS_42, "-r", "3.8.1")
     assert code == 0 and out.splitlines()[-1].endswith("with metadata.version 3.8-IV0.")
 
 
@@ -112,7 +118,7 @@ def test_dynamic_broker_gets_kraft_version_1_without_a_zero_checkpoint(tmp_path:
 
 
 def test_elr_at_its_minimum_metadata_version(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run_format(capsys, config_for(tmp_path), "-r", "4.0-IV1", "-f", "eligible.leader.replicas.version=1")
+    code, _, err = run_format(capsys, config_for(tmp_path), *AS_42, "-r", "4.0-IV1", "-f", "eligible.leader.replicas.version=1")
     assert (code, err) == (0, "")
 
 
@@ -125,7 +131,7 @@ RFC7677_AUTH = (b"n=user,r=rOprNGfwEbeRWgbNEkqO,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2
 
 def test_scram_sha_256_matches_rfc_7677(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     arg = 'SCRAM-SHA-256=[name=user,password=pencil,salt="W22ZaJ0SNY7soEsUEjb6gQ==",iterations=4096]'
-    code, out, _ = run_format(capsys, config_for(tmp_path), "-S", arg)
+    code, out, _ = run_format(capsys, config_for(tmp_path), *AS_42, "-S", arg)
     assert code == 0
     boot = read_bootstrap(tmp_path / "data" / "bootstrap.checkpoint")
     rec = boot.records[-1]
@@ -155,7 +161,7 @@ def test_scram_salted_password_and_sha_512(tmp_path: Path) -> None:
 
 
 def test_scram_random_salt_default_iterations_and_order(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, _ = run_format(capsys, config_for(tmp_path), "-r", "3.5-IV2", "--seed", "3",
+    code, _, _ = run_format(capsys, config_for(tmp_path), *AS_42, "-r", "3.5-IV2", "--seed", "3",
                             "-S", "SCRAM-SHA-512=[name=bob,password=x]", "-S", " SCRAM-SHA-256=[name=alice,password=y] ")
     assert code == 0
     boot = read_bootstrap(tmp_path / "data" / "bootstrap.checkpoint")
@@ -175,7 +181,7 @@ def test_scram_random_salt_default_iterations_and_order(tmp_path: Path, capsys: 
 
 def test_meta_properties_of_every_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = config_for(tmp_path, dirs=("d1", "d2"), metadata_log_dir=str(tmp_path / "meta"))
-    code, out, _ = run_format(capsys, config)
+    code, out, _ = run_format(capsys, config, *AS_42)
     assert code == 0
     ids = set()
     for d in ("d1", "d2", "meta"):
@@ -193,39 +199,39 @@ def test_meta_properties_of_every_directory(tmp_path: Path, capsys: pytest.Captu
 
 def test_already_formatted_and_ignore_formatted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     first = config_for(tmp_path, dirs=("a",))
-    assert run_format(capsys, first)[0] == 0
+    assert run_format(capsys, first, *AS_42)[0] == 0
     before = (tmp_path / "a" / "meta.properties").read_bytes(), (tmp_path / "a" / "bootstrap.checkpoint").read_bytes()
     both = config_for(tmp_path, dirs=("a", "b"))
-    code, out, err = run_format(capsys, both)
+    code, out, err = run_format(capsys, both, *AS_42)
     assert (code, out) == (1, "")
     assert err == (f"Log directory {tmp_path / 'a'} is already formatted. "
                    "Use --ignore-formatted to ignore this directory and format the others.\n")
     assert not (tmp_path / "b").exists()
-    code, out, err = run_format(capsys, both, "--ignore-formatted")
+    code, out, err = run_format(capsys, both, *AS_42, "--ignore-formatted")
     assert (code, err) == (0, "")
     assert out.splitlines()[1:] == [f"Formatting data directory {tmp_path / 'b'} with metadata.version 4.2-IV1."]
     assert ((tmp_path / "a" / "meta.properties").read_bytes(), (tmp_path / "a" / "bootstrap.checkpoint").read_bytes()) == before
     assert read_meta_properties(tmp_path / "b").meta.directory_id != read_meta_properties(tmp_path / "a").meta.directory_id
-    code, out, err = run_format(capsys, both, "-g")
+    code, out, err = run_format(capsys, both, *AS_42, "-g")
     assert (code, out, err) == (0, "All of the log directories are already formatted.\n", "")
 
 
 def test_formatted_directories_must_match_cluster_and_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run_format(capsys, config_for(tmp_path))[0] == 0
+    assert run_format(capsys, config_for(tmp_path), *AS_42)[0] == 0
     code, _, err = run(capsys, "storage", "format", "-c", str(config_for(tmp_path)), "-t", "MvDxzVmcRsaTz33bUuRU6A", "-g")
     path = tmp_path / "data" / "meta.properties"
     assert (code, err) == (1, f"Invalid cluster.id in: {path}. Expected MvDxzVmcRsaTz33bUuRU6A, but read {CLUSTER_ID}\n")
-    code, _, err = run_format(capsys, config_for(tmp_path, node_id="2", controller_quorum_voters="2@localhost:9093"), "-g")
+    code, _, err = run_format(capsys, config_for(tmp_path, node_id="2", controller_quorum_voters="2@localhost:9093"), *AS_42, "-g")
     assert code == 1 and err.startswith(f"Stored node id 1 doesn't match previous node id 2 in {path}. If you moved")
 
 
 def test_unreadable_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "meta.properties").write_text("version=7\n")
-    code, out, err = run_format(capsys, config_for(tmp_path, dirs=("bad",)))
+    code, out, err = run_format(capsys, config_for(tmp_path, dirs=("bad",)), *AS_42)
     assert (code, err) == (1, "No available log directories to format.\n")
     assert out == f"I/O error trying to read log directory {tmp_path / 'bad'}. Ignoring...\n"
-    code, out, err = run_format(capsys, config_for(tmp_path, dirs=("bad", "good")))
+    code, out, err = run_format(capsys, config_for(tmp_path, dirs=("bad", "good")), *AS_42)
     assert (code, err) == (0, "")
     assert out.splitlines()[0] == f"I/O error trying to read log directory {tmp_path / 'bad'}. Ignoring..."
     assert out.splitlines()[-1] == f"Formatting data directory {tmp_path / 'good'} with metadata.version 4.2-IV1."
@@ -260,7 +266,7 @@ def test_initial_controllers_zero_checkpoint(tmp_path: Path, capsys: pytest.Capt
              "17@[::1]:9094:07R5amHmR32VDA6jHkGbTA"
     config = config_for(tmp_path, dynamic=True, dirs=("meta", "z"), controller_listener_names="controller",
                         listeners="controller://:9093")
-    code, out, err = run_format(capsys, config, "-I", voters)
+    code, out, err = run_format(capsys, config, *AS_42, "-I", voters)
     assert (code, err) == (0, "")
     assert sorted(out.splitlines()[1:]) == [
         f"Formatting data directory {tmp_path / 'z'} with metadata.version 4.2-IV1.",
@@ -292,7 +298,7 @@ def test_initial_controllers_zero_checkpoint(tmp_path: Path, capsys: pytest.Capt
 
 def test_non_voter_gets_a_dynamic_metadata_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = config_for(tmp_path, dynamic=True)
-    code, out, _ = run_format(capsys, config, "-I", "2@c2:9093:MvDxzVmcRsaTz33bUuRU6A")
+    code, out, _ = run_format(capsys, config, *AS_42, "-I", "2@c2:9093:MvDxzVmcRsaTz33bUuRU6A")
     assert code == 0
     assert out.splitlines()[-1] == f"Formatting dynamic metadata directory {tmp_path / 'data'} with metadata.version 4.2-IV1."
     assert read_meta_properties(tmp_path / "data").meta.directory_id != "MvDxzVmcRsaTz33bUuRU6A"
@@ -336,7 +342,8 @@ def test_source_date_epoch_and_seed_give_identical_bytes(tmp_path: Path, capsys:
         (tmp_path / run_dir).mkdir()
         monkeypatch.chdir(tmp_path / run_dir)  # relative directories: identical printed lines too
         code, out, _ = run(capsys, "storage", "format", "-t", CLUSTER_ID, "--node-id", "1", "--dir", "m", "--dir", "d",
-                           "--standalone", "--seed", "42", "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]")
+                           "--standalone", "--seed", "42", "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]",
+                           *AS_42)
         assert code == 0
         outputs.append((out, tree(tmp_path / run_dir)))
     assert outputs[0] == outputs[1]
@@ -352,7 +359,7 @@ def test_source_date_epoch_and_seed_give_identical_bytes(tmp_path: Path, capsys:
 
 def test_dir_mode_is_a_static_combined_node(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "storage", "format", "-t", CLUSTER_ID, "--node-id", "4", "--dir", str(tmp_path / "m"),
-                       "--dir", str(tmp_path / "d"))
+                       "--dir", str(tmp_path / "d"), *AS_42)
     assert code == 0
     assert sorted(out.splitlines()[1:]) == [
         f"Formatting data directory {tmp_path / 'd'} with metadata.version 4.2-IV1.",

@@ -87,7 +87,7 @@ CASES = [
      ["-r", "3.9", "-f", "metadata.version=21", "-f", "foo.version=1"],
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
     ("unknown metadata.version level", {}, False, ["-f", "metadata.version=99"],
-     "No MetadataVersion with feature level 99. Valid feature levels are from 7 to 29."),
+     "No MetadataVersion with feature level 99. Valid feature levels are from 7 to 33."),
     # feature levels
     ("unknown feature", {}, False, ["-f", "foo.version=1"],
      f"Unsupported feature: foo.version. Supported features are: {FEATURES}"),
@@ -151,18 +151,21 @@ def test_format_error(overrides: dict, dynamic: bool, flags: list[str], expected
 
 
 def test_unstable_metadata_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # The KIP-778 example catalog has 4.3-IV4 (34) as a level that is not yet production ready.
+    # The KIP-778 example catalog has 4.9-IV4 (38) as a level that is not yet production ready.
     config = config_for(tmp_path)
-    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-f", "metadata.version=34")
-    assert (code, err) == (1, "metadata.version 4.3-IV4 is not yet stable.\n")
+    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-f", "metadata.version=38")
+    assert (code, err) == (1, "metadata.version 4.9-IV4 is not yet stable.\n")
     # --release-version does not even find it without unstable.feature.versions.enable
-    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-r", "4.3-IV4")
-    assert code == 1 and err.startswith("Unknown metadata.version '4.3-IV4'. Supported metadata.version are: ")
+    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-r", "4.9-IV4")
+    assert code == 1 and err.startswith("Unknown metadata.version '4.9-IV4'. Supported metadata.version are: ")
     # with it, both are accepted
     unstable = config_for(tmp_path, unstable_feature_versions_enable="true")
-    code, out, err = run_format(capsys, unstable, "--catalog", KIP778, "-r", "4.3-IV4")
+    code, out, err = run_format(capsys, unstable, "--catalog", KIP778, "-r", "4.9-IV4")
     assert (code, err) == (0, "")
-    assert out.splitlines()[-1].endswith("with metadata.version 4.3-IV4.")
+    assert out.splitlines()[-1].endswith("with metadata.version 4.9-IV4.")
+    # Kafka 4.3 itself: 4.4-IV0 (31) is its testing placeholder.
+    code, _, err = run_format(capsys, config_for(tmp_path / "p"), "--release", "4.3", "-f", "metadata.version=31")
+    assert (code, err) == (1, "metadata.version 4.4-IV0 is not yet stable.\n")
 
 
 def test_quorum_flags_are_mutually_exclusive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -54,7 +54,23 @@ def test_record_types_by_level():
     for level in range(1, 22):
         expected = {r for r in ALL_RECORD_TYPES if RECORD_TYPE_GATES.get(r, 1) <= level}
         assert set(line.record_types(level)) == expected
-    assert set(CAT.record_types(29)) == set(ALL_RECORD_TYPES)
+    assert set(CAT.record_types(29)) == set(ALL_RECORD_TYPES) - {"UnregisterControllerRecord"}
+    assert set(CAT.record_types(33)) == set(ALL_RECORD_TYPES)
+
+
+def test_losses_of_the_4_3_and_4_4_levels():
+    # §11.1/§11.3: 30 adds CordonedLogDirs to both registration records, 32 CIDR ACL hosts,
+    # 33 UnregisterControllerRecord; 31 changes nothing that a downgrade could lose.
+    losses = CAT.downgrade_losses(30, 29)
+    assert set(losses.record_versions) == {("RegisterBrokerRecord", 4, 3), ("BrokerRegistrationChangeRecord", 3, 2)}
+    assert losses.capabilities == ("cordoned_log_dirs",) and not losses.record_types
+    assert CAT.downgrade_losses(31, 30).lossless
+    assert CAT.downgrade_losses(32, 31).capabilities == ("cidr_acl_hosts",)
+    top = CAT.downgrade_losses(33, 32)
+    assert top.record_types == ("UnregisterControllerRecord",) and top.capabilities == ("controller_unregistration",)
+    for hi in range(30, 34):
+        for lo in range(7, 30):
+            assert not CAT.downgrade_losses(hi, lo).lossless and CAT.is_lossy(hi, lo)
 
 
 def test_losses_of_crossing_elr():

@@ -3,11 +3,13 @@
 import pytest
 from hypothesis import given, strategies as st
 
-from kraftsim.versions import UnknownMetadataVersion, default_catalog, load_catalog_text
-from tests.versions.versions_facts import CHANGED, FLOOR, LATEST_PRODUCTION, MV_TABLE, VERSION
+from kraftsim.versions import UnknownMetadataVersion, default_catalog
+from tests.versions.versions_facts import (
+    CHANGED, FLOOR, LATEST_PRODUCTION, LATEST_TESTING, MV_TABLE, PLACEHOLDER_FLAGS, VERSION,
+)
 
 CAT = default_catalog()
-LEVELS_42 = list(range(7, 30))
+LEVELS_44 = list(range(7, 34))
 
 
 def test_every_level_matches_the_fact_table():
@@ -20,11 +22,28 @@ def test_release_string_is_the_prefix():
         assert mv.release == VERSION[mv.level].split("-")[0]
 
 
-def test_default_line_is_4_2_and_every_level_7_to_29_is_production():
-    assert CAT.release.name == "4.2"
-    assert [mv.level for mv in CAT.metadata_versions] == LEVELS_42
+def test_default_line_is_4_4_0_and_every_level_7_to_33_is_production():
+    assert CAT.release.name == "4.4.0"
+    assert [mv.level for mv in CAT.metadata_versions] == LEVELS_44
     assert all(mv.production for mv in CAT.metadata_versions)
-    assert (CAT.minimum.level, CAT.latest_production.level, CAT.latest_testing.level) == (7, 29, 29)
+    assert (CAT.minimum.level, CAT.latest_production.level, CAT.latest_testing.level) == (7, 33, 33)
+
+
+@pytest.mark.parametrize("line,top", sorted(LATEST_TESTING.items()))
+def test_each_line_knows_up_to_its_latest_testing_level(line, top):
+    view = CAT.at_release(line)
+    assert view.latest_testing.level == top
+    assert [mv.level for mv in view.metadata_versions if not mv.production] == list(range(LATEST_PRODUCTION[line] + 1, top + 1))
+
+
+@pytest.mark.parametrize("line", sorted(PLACEHOLDER_FLAGS))
+def test_placeholder_flags_belong_to_the_release(line):
+    # §11.6: 4.2.0 lists 4.3-IV0 with didMetadataChange false; from 4.3 on it is true.
+    view = CAT.at_release(line)
+    for level, flag in PLACEHOLDER_FLAGS[line].items():
+        assert view.metadata_version(level).metadata_changed is flag
+    assert view.is_lossy(30, 29) is PLACEHOLDER_FLAGS[line][30]
+    assert CAT.is_lossy(30, 29)
 
 
 @pytest.mark.parametrize("release,latest", sorted(LATEST_PRODUCTION.items()))
@@ -39,7 +58,7 @@ def test_latest_production_per_release(release, latest):
 @pytest.mark.parametrize(
     "text,level",
     [("3.8.1", 20), ("3.8", 20), ("4.0", 25), ("3.5", 11), ("3.3", 7), ("4.1", 27), ("4.2", 29), ("3.7-IV2", 17),
-     ("3.7", 19), ("3.9.0", 21), ("4.2-IV0", 28)],
+     ("3.7", 19), ("3.9.0", 21), ("4.2-IV0", 28), ("4.3", 30), ("4.3.1", 30), ("4.4", 33), ("4.4-IV0", 31)],
 )
 def test_from_version_string(text, level):
     assert CAT.mv_from_string(text).level == level
@@ -55,7 +74,7 @@ def test_parse_format_identity_for_every_string():
 
 
 def test_unknown_version_string_error_lists_production_versions():
-    listing = ", ".join(VERSION[lvl] for lvl in LEVELS_42)
+    listing = ", ".join(VERSION[lvl] for lvl in LEVELS_44)
     with pytest.raises(UnknownMetadataVersion) as exc:
         CAT.mv_from_string("3.2")
     assert str(exc.value) == f"Unknown metadata.version '3.2'. Supported metadata.version are: {listing}"
@@ -72,36 +91,24 @@ def test_older_line_does_not_know_newer_versions():
     assert "3.3-IV0" in CAT.at_release("3.9").versions_string(1, 21)
 
 
-UNSTABLE = """
-[[metadata_versions]]
-level = 30
-version = "4.3-IV0"
-metadata_changed = false
-[[releases]]
-name = "4.3"
-inherits = "4.2"
-latest_production = "4.2-IV1"
-"""
-
-
 def test_unstable_versions_need_the_switch():
-    cat = load_catalog_text(UNSTABLE)
-    assert cat.release.name == "4.3" and not cat.mv_from_level(30).production
+    cat = CAT.at_release("4.3.0")  # lists 4.4-IV0 (31) as a testing level
+    assert not cat.mv_from_level(31).production
     with pytest.raises(UnknownMetadataVersion) as exc:
-        cat.mv_from_string("4.3-IV0")
-    assert str(exc.value).endswith("4.2-IV0, 4.2-IV1")
-    assert cat.mv_from_string("4.3-IV0", unstable=True).level == 30
+        cat.mv_from_string("4.4-IV0")
+    assert str(exc.value).endswith("4.2-IV1, 4.3-IV0")
+    assert cat.mv_from_string("4.4-IV0", unstable=True).level == 31
     # A release without a production IV has no short key, even with the switch (like "4.2" in C1).
     with pytest.raises(UnknownMetadataVersion) as exc:
-        cat.mv_from_string("4.3", unstable=True)
-    assert str(exc.value).endswith("4.2-IV1, 4.3-IV0")
+        cat.mv_from_string("4.4", unstable=True)
+    assert str(exc.value).endswith("4.3-IV0, 4.4-IV0")
 
 
-@pytest.mark.parametrize("level", [0, 6, 30, -1])
+@pytest.mark.parametrize("level", [0, 6, 34, -1])
 def test_unknown_feature_level(level):
     with pytest.raises(UnknownMetadataVersion) as exc:
         CAT.mv_from_level(level)
-    assert str(exc.value) == f"No MetadataVersion with feature level {level}. Valid feature levels are from 7 to 29."
+    assert str(exc.value) == f"No MetadataVersion with feature level {level}. Valid feature levels are from 7 to 33."
 
 
 def test_previous_and_compare():
@@ -121,7 +128,7 @@ def scan_is_lossy(a: int, b: int) -> bool:
     return any(CHANGED[v] for v in range(low + 1, high + 1))
 
 
-@given(st.sampled_from(LEVELS_42), st.sampled_from(LEVELS_42))
+@given(st.sampled_from(LEVELS_44), st.sampled_from(LEVELS_44))
 def test_is_lossy_symmetric_and_equal_to_flag_scan(a, b):
     assert CAT.is_lossy(a, b) == CAT.is_lossy(b, a) == scan_is_lossy(a, b)
 
@@ -142,3 +149,22 @@ def test_safe_downgrade_floor_table(level, floor):
 def test_floor_below_4x_minimum():
     line = CAT.at_release("3.3")
     assert [line.safe_downgrade_floor(x).level for x in range(1, 8)] == [1, 1, 3, 3, 5, 6, 7]
+
+
+@pytest.mark.parametrize("release", ["4.2.0", "4.3.0", "4.3.1", "4.4.0"])
+def test_is_lossy_per_release_follows_that_release_flags(release):
+    # §11.6: the flags are the release's own (4.2.0 lists 4.3-IV0 as a placeholder that changed nothing).
+    line = CAT.at_release(release)
+    flags = {**CHANGED, **PLACEHOLDER_FLAGS.get(line.release.line, {})}
+    levels = [mv.level for mv in line.metadata_versions]
+    for a in levels:
+        for b in levels:
+            low, high = min(a, b), max(a, b)
+            assert line.is_lossy(a, b) == any(flags[v] for v in range(low + 1, high + 1)), (release, a, b)
+
+
+def test_no_downgrade_from_4_3_or_later_to_4_2_or_earlier_is_lossless():
+    for high in range(30, 34):
+        for low in range(7, 30):
+            assert CAT.is_lossy(high, low) and not CAT.downgrade_losses(high, low).lossless
+    assert CAT.safe_downgrade_floor(31).level == 30 and not CAT.is_lossy(31, 30)

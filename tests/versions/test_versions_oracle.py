@@ -52,8 +52,8 @@ def registrations(path: Path) -> list[dict[str, tuple[int, int]]]:
 
 def release_of(advertised: dict[str, tuple[int, int]]) -> str:
     top = advertised["metadata.version"][1]
-    (release,) = [r.name for r in CAT.releases if r.latest_production == top]
-    return release
+    (line,) = {r.line for r in CAT.releases if r.latest_production == top}  # patch releases share a line's support
+    return line
 
 
 def name(p: Path) -> str:

@@ -3,13 +3,38 @@
 import pytest
 
 from kraftsim.versions import IllegalArgument, default_catalog, range_text
-from tests.versions.versions_facts import LATEST_PRODUCTION, ORACLE_ADVERTISED, POLICIES
+from tests.versions.versions_facts import LATEST_PRODUCTION, ORACLE_ADVERTISED, POLICIES, RELEASES
 
 CAT = default_catalog()
 
 
-def test_every_release_is_there_oldest_first():
-    assert [r.name for r in CAT.releases] == sorted(LATEST_PRODUCTION, key=lambda r: tuple(map(int, r.split("."))))
+def test_every_release_is_there_by_kafkas_name_oldest_first():
+    assert [r.name for r in CAT.releases] == RELEASES
+    assert sorted({r.line for r in CAT.releases}, key=lambda x: tuple(map(int, x.split(".")))) == list(LATEST_PRODUCTION)
+
+
+@pytest.mark.parametrize("name,expected", [("3.7", "3.7.2"), ("3.7.2", "3.7.2"), ("3.7.0", "3.7.0"), ("4.3", "4.3.1"),
+                                           ("4.4", "4.4.0"), ("4.2", "4.2.0"), ("3.9", "3.9.1")])
+def test_a_line_name_means_its_newest_patch_release(name, expected):
+    assert CAT.find_release(name).name == expected
+    assert CAT.at_release(name).release.name == expected
+
+
+def test_patch_releases_sharing_an_entry_support_the_same():
+    assert CAT.at_release("3.7.0").supported_features() == CAT.at_release("3.7.2").supported_features()
+    assert CAT.at_release("4.3.0").latest_testing == CAT.at_release("4.3.1").latest_testing
+    with pytest.raises(IllegalArgument):
+        CAT.at_release("3.7.3")
+
+
+def test_share_version_2_is_production_on_4_4_only():
+    # §11.6: a 4.4 node advertises share.version 0-2; 4.3 has no level 2 at all.
+    assert CAT.at_release("4.4").supported_features()["share.version"] == (0, 2)
+    assert CAT.at_release("4.3").supported_features(unstable=True)["share.version"] == (0, 1)
+    assert CAT.at_release("4.3").feature("share.version").get(2) is None
+    assert CAT.at_release("4.4").default_levels(30)["share.version"] == 1
+    assert CAT.at_release("4.4").default_levels(31)["share.version"] == 2
+    assert CAT.at_release("4.3").default_levels(31)["share.version"] == 1
 
 
 @pytest.mark.parametrize("release", sorted(ORACLE_ADVERTISED))
@@ -55,9 +80,45 @@ def test_mv_downgrade_error_texts():
 def test_unknown_release():
     with pytest.raises(IllegalArgument) as exc:
         CAT.at_release("2.8")
-    assert str(exc.value).startswith("Unknown release 2.8. Known releases are: 3.3, 3.4")
+    assert str(exc.value).startswith("Unknown release 2.8. Known releases are: 3.3.0, 3.3.1, 3.3.2, 3.4.0")
+    assert str(exc.value).endswith("4.4.0 (or a line such as 4.4 for its newest patch release)")
 
 
 @pytest.mark.parametrize("lo,hi,text", [(1, 1, "1"), (0, 32767, "0+"), (7, 29, "7-29")])
 def test_range_text(lo, hi, text):
     assert range_text(lo, hi) == text
+
+
+def test_a_user_catalog_can_add_a_differing_patch_release():
+    from kraftsim.versions import load_catalog_text
+
+    cat = load_catalog_text('[[releases]]\nname = "4.4.1"\ninherits = "4.4"\nlatest_production = "4.4-IV1"\nlatest_testing = "4.4-IV2"\n')
+    assert cat.release.name == "4.4.1" and cat.find_release("4.4").name == "4.4.1"
+    assert cat.at_release("4.4.1").latest_production.level == 32
+    assert cat.at_release("4.4.0").latest_production.level == 33
+    # latest_testing is the release's own code: not inherited.
+    bare = load_catalog_text('[[releases]]\nname = "4.4.1"\ninherits = "4.4"\n')
+    assert bare.latest_testing.level == 33
+
+
+def test_a_placeholder_level_adds_nothing_in_the_release_that_lists_it():
+    # §11.6: 4.2.0 lists 4.3-IV0 but writes none of its records and changes no metadata there.
+    old, new = CAT.at_release("4.2.0"), CAT.at_release("4.3.0")
+    assert old.record_version("RegisterBrokerRecord", 30) == 3 and new.record_version("RegisterBrokerRecord", 30) == 4
+    assert not old.supports("cordoned_log_dirs", 30) and new.supports("cordoned_log_dirs", 30)
+    assert old.downgrade_losses(30, 29).lossless and not new.downgrade_losses(30, 29).lossless
+    assert not old.is_lossy(30, 29) and new.is_lossy(30, 29)
+
+
+def test_a_release_flag_that_contradicts_its_gates_is_refused():
+    from kraftsim.versions import CatalogError, load_catalog_text
+
+    with pytest.raises(CatalogError) as exc:
+        load_catalog_text('[[releases]]\nname = "4.4.1"\ninherits = "4.4"\nmetadata_changed = { "4.4-IV2" = false }\n')
+    assert exc.value.rule == "metadata-change-flag" and "release 4.4.1 gives it metadata_changed = false" in str(exc.value)
+
+
+def test_open_facts_of_4_4_0_are_marked_in_the_data():
+    # The conformance run of the released jars decides these; until then the catalog says so.
+    assert CAT.find_release("4.4.0").unconfirmed == ("published", "latest_production")
+    assert all(not r.unconfirmed for r in CAT.releases if r.name != "4.4.0")

@@ -22,7 +22,9 @@ def test_version_mapping_for_every_mv(level):
 
 
 def test_version_mapping_default_and_as_typed():
-    assert version_mapping(CAT)[0] == "metadata.version=29 (4.2-IV1)"
+    assert version_mapping(CAT)[0] == "metadata.version=33 (4.4-IV2)"
+    assert version_mapping(CAT.at_release("4.3.1"))[0] == "metadata.version=30 (4.3-IV0)"
+    assert version_mapping(CAT.at_release("4.2"))[0] == "metadata.version=29 (4.2-IV1)"
     assert version_mapping(CAT, "3.8.1")[0] == "metadata.version=20 (3.8.1)"
     assert version_mapping(CAT, "4.0")[:3] == ["metadata.version=25 (4.0)", "kraft.version=1", "transaction.version=2"]
 
@@ -32,8 +34,24 @@ def test_version_mapping_unknown():
         version_mapping(CAT, "2.8")
     assert str(exc.value) == (
         "Unknown metadata.version '2.8'. Supported metadata.version are: "
-        + ", ".join(VERSION[lvl] for lvl in range(7, 30))
+        + ", ".join(VERSION[lvl] for lvl in range(7, 34))
     )
+
+
+def test_version_mapping_of_the_next_lines_placeholder():
+    # §11.6: 4.3 maps 4.4-IV0 to 31 (its testing placeholder) but has no share.version 2;
+    # 4.4 gives share.version 2 from 4.4-IV0.
+    on_43 = version_mapping(CAT.at_release("4.3"), "4.4-IV0")
+    assert on_43[0] == "metadata.version=31 (4.4-IV0)" and "share.version=1" in on_43
+    on_44 = version_mapping(CAT, "4.4-IV0")
+    assert on_44[0] == "metadata.version=31 (4.4-IV0)" and "share.version=2" in on_44
+    assert version_mapping(CAT, "4.4-IV2") == [
+        "metadata.version=33 (4.4-IV2)", "kraft.version=1", "transaction.version=2", "group.version=1",
+        "eligible.leader.replicas.version=1", "share.version=2", "streams.version=1",
+    ]
+    with pytest.raises(ToolFailure) as exc:
+        version_mapping(CAT.at_release("4.2"), "4.4-IV0")
+    assert str(exc.value).endswith("4.2-IV0, 4.2-IV1, 4.3-IV0")
 
 
 def expected_dependency_lines(name, level):
@@ -60,8 +78,12 @@ def test_feature_dependencies_metadata_version_and_several_args():
         "    metadata.version=23 (4.0-IV1)",
     ]
     with pytest.raises(ToolFailure) as exc:
-        feature_dependencies(CAT, ["metadata.version=30"])
-    assert str(exc.value) == "Unknown metadata.version 30"
+        feature_dependencies(CAT, ["metadata.version=34"])
+    assert str(exc.value) == "Unknown metadata.version 34"
+    assert feature_dependencies(CAT, ["metadata.version=33"]) == ["metadata.version=33 (4.4-IV2) has no dependencies."]
+    with pytest.raises(ToolFailure) as exc:
+        feature_dependencies(CAT.at_release("4.3"), ["share.version=2"])
+    assert str(exc.value) == "Feature level 2 is not supported for feature share.version"
 
 
 @pytest.mark.parametrize(

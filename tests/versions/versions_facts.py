@@ -35,18 +35,37 @@ MV_TABLE = [
     (27, "4.1-IV1", False),
     (28, "4.2-IV0", False),
     (29, "4.2-IV1", False),
+    # §11.1: the 4.3 and 4.4 lines (flags as the newest code has them).
+    (30, "4.3-IV0", True),
+    (31, "4.4-IV0", False),
+    (32, "4.4-IV1", True),
+    (33, "4.4-IV2", True),
 ]
 CHANGED = {level: changed for level, _, changed in MV_TABLE}
 VERSION = {level: version for level, version, _ in MV_TABLE}
 
-# The issue: LATEST_PRODUCTION level of each release.
-LATEST_PRODUCTION = {"3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21, "4.0": 25, "4.1": 27, "4.2": 29}
+# The issue: LATEST_PRODUCTION level of each release line; §11.1 for 4.3 and 4.4 (4.4.0's is
+# unconfirmed: trunk's 4.4-IV2 until the released jar says otherwise).
+LATEST_PRODUCTION = {"3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21, "4.0": 25, "4.1": 27, "4.2": 29,
+                     "4.3": 30, "4.4": 33}
+# §11.6: the highest level each line's code lists (the next line's placeholder from 4.2 on),
+# and the flag 4.2.0 still gave level 30.
+LATEST_TESTING = {**LATEST_PRODUCTION, "4.2": 30, "4.3": 31, "4.4": 33}
+PLACEHOLDER_FLAGS = {"4.2": {30: False}, "4.3": {30: True, 31: False}}
+
+# Every release as Kafka names it, oldest first (patch releases published per line).
+RELEASES = [
+    "3.3.0", "3.3.1", "3.3.2", "3.4.0", "3.4.1", "3.5.0", "3.5.1", "3.5.2", "3.6.0", "3.6.1", "3.6.2",
+    "3.7.0", "3.7.1", "3.7.2", "3.8.0", "3.8.1", "3.9.0", "3.9.1", "4.0.0", "4.0.1", "4.1.0", "4.1.1",
+    "4.2.0", "4.3.0", "4.3.1", "4.4.0",
+]
 
 # §1.4 derived safe-downgrade floor.
 FLOOR = {7: 7, 8: 8, 9: 8, 10: 8, 11: 11, 12: 11, 13: 13, 14: 14, 15: 15, 16: 15, 17: 17}
 FLOOR.update({lvl: 17 for lvl in range(18, 23)})
 FLOOR[23] = 23
 FLOOR.update({lvl: 23 for lvl in range(24, 30)})
+FLOOR.update({30: 30, 31: 30, 32: 32, 33: 33})  # §11.1 (derived)
 
 # §1.3 capability gates (C1): name -> first level.
 CAPABILITIES = {
@@ -57,11 +76,14 @@ CAPABILITIES = {
     "controller_registration": 15,
     "directory_assignment": 17,
     "elr": 23,
+    "cordoned_log_dirs": 30,  # §11.1
+    "cidr_acl_hosts": 32,
+    "controller_unregistration": 33,
 }
 
 
 def register_broker_record_version(level: int) -> int:
-    return 3 if level >= 17 else 2 if level >= 8 else 1
+    return 4 if level >= 30 else 3 if level >= 17 else 2 if level >= 8 else 1
 
 
 def partition_record_version(level: int) -> int:
@@ -96,6 +118,7 @@ RECORD_TYPE_GATES = {
     "RegisterControllerRecord": 15,
     "ClearElrRecord": 23,
     "BrokerRegistrationChangeRecord": 6,
+    "UnregisterControllerRecord": 33,  # §11.3
 }
 ALL_RECORD_TYPES = [
     "RegisterBrokerRecord", "UnregisterBrokerRecord", "TopicRecord", "PartitionRecord", "ConfigRecord",
@@ -105,18 +128,20 @@ ALL_RECORD_TYPES = [
     "RemoveAccessControlEntryRecord", "NoOpRecord", "ZkMigrationStateRecord",
     "RemoveUserScramCredentialRecord", "BeginTransactionRecord", "EndTransactionRecord",
     "AbortTransactionRecord", "RemoveDelegationTokenRecord", "RegisterControllerRecord", "ClearElrRecord",
+    "UnregisterControllerRecord",
 ]
 
-# §2.2 features at the 4.2 release: levels {level: (bootstrap version, deps)}, LP, LT, min.
+# §2.2 features, as the 4.4 release has them (§11.2: share.version 2): levels {level:
+# (bootstrap version, deps)}, LP, LT, min.
 FEATURES = {
     "kraft.version": ({0: ("3.3-IV3", {}), 1: ("3.9-IV0", {})}, 1, 1, 0),
     "transaction.version": ({0: ("3.3-IV3", {}), 1: ("4.0-IV2", {}), 2: ("4.0-IV2", {})}, 2, 2, 0),
     "group.version": ({0: ("3.3-IV3", {}), 1: ("4.0-IV0", {})}, 1, 1, 0),
     "eligible.leader.replicas.version": ({0: ("3.3-IV3", {}), 1: ("4.1-IV0", {"metadata.version": 23})}, 1, 1, 0),
-    "share.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV0", {})}, 1, 1, 0),
+    "share.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV0", {}), 2: ("4.4-IV0", {})}, 2, 2, 0),
     "streams.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV1", {})}, 1, 1, 0),
-    # TEST_2 is production when LATEST_PRODUCTION == latestTesting, as at the 4.2 release.
-    "test.feature.version": ({0: ("3.3-IV3", {}), 1: ("3.7-IV0", {}), 2: ("4.2-IV1", {"metadata.version": 29})}, 2, 2, 0),
+    # TEST_2 is production when LATEST_PRODUCTION == latestTesting, as at the 4.4 release.
+    "test.feature.version": ({0: ("3.3-IV3", {}), 1: ("3.7-IV0", {}), 2: ("4.4-IV2", {"metadata.version": 33})}, 2, 2, 0),
 }
 PRODUCTION_FEATURES = [
     "kraft.version",
@@ -127,7 +152,8 @@ PRODUCTION_FEATURES = [
     "streams.version",
 ]
 
-# §2.3 default levels: (first level, last level) -> (kraft, transaction, group, ELR, share, streams, test).
+# §2.3 default levels at the 4.4 release: (first level, last level) -> (kraft, transaction, group,
+# ELR, share, streams, test). TEST_2 follows the line's latest testing level (33 on 4.4, 29 in §2.3).
 DEFAULTS = [
     ((7, 14), (0, 0, 0, 0, 0, 0, 0)),
     ((15, 20), (0, 0, 0, 0, 0, 0, 1)),
@@ -136,7 +162,9 @@ DEFAULTS = [
     ((24, 25), (1, 2, 1, 0, 0, 0, 1)),
     ((26, 27), (1, 2, 1, 1, 0, 0, 1)),
     ((28, 28), (1, 2, 1, 1, 1, 0, 1)),
-    ((29, 29), (1, 2, 1, 1, 1, 1, 2)),
+    ((29, 30), (1, 2, 1, 1, 1, 1, 1)),
+    ((31, 32), (1, 2, 1, 1, 2, 1, 1)),
+    ((33, 33), (1, 2, 1, 1, 2, 1, 2)),
 ]
 DEFAULT_FEATURE_ORDER = [*PRODUCTION_FEATURES, "test.feature.version"]
 
@@ -189,5 +217,6 @@ POLICIES = {
        for r in ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")},
     "4.0": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
     "4.1": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
-    "4.2": {"mv_downgrade_error": "C1", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
+    **{r: {"mv_downgrade_error": "C1", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"}
+       for r in ("4.2", "4.3", "4.4")},
 }

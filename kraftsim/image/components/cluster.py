@@ -73,6 +73,11 @@ def _registration_hash(a: Any) -> int:
                 + canonical_lists(a))
 
 
+def _cordoned(dirs: Any) -> tuple[Uuid, ...] | None:
+    """CordonedLogDirs as the record holds them (order kept); None stays None."""
+    return None if dirs is None else intern.uuids(tuple(intern.uuid(d) for d in dirs))
+
+
 def _endpoints(eps: Any) -> tuple[Endpoint, ...]:
     return tuple(Endpoint(e.name, e.host, e.port, e.security_protocol) for e in eps)
 
@@ -94,6 +99,9 @@ class BrokerRegistration(msgspec.Struct, frozen=True, gc=False):
     in_controlled_shutdown: bool = False
     is_migrating_zk_broker: bool = False
     directories: tuple[Uuid, ...] = ()
+    # Cordoned log directories (KIP-1066, RegisterBrokerRecord v4 / change record v3). None:
+    # never reported (the record's null); kept apart from () so records read back byte for byte.
+    cordoned_directories: tuple[Uuid, ...] | None = None
 
     __eq__ = _registration_eq
     __hash__ = _registration_hash
@@ -111,17 +119,27 @@ class BrokerRegistration(msgspec.Struct, frozen=True, gc=False):
             in_controlled_shutdown=r.in_controlled_shutdown,
             is_migrating_zk_broker=r.is_migrating_zk_broker,
             directories=sorted_dirs(r.log_dirs),
+            cordoned_directories=_cordoned(getattr(r, "cordoned_log_dirs", None)),
         )
 
+    @property
+    def all_directories_cordoned(self) -> bool:
+        """KIP-1066: a broker whose every log directory is cordoned gets no new replicas."""
+        return bool(self.cordoned_directories) and set(self.directories or ()) <= set(self.cordoned_directories)
+
     def clone_with(self, fenced: bool | None, in_controlled_shutdown: bool | None,
-                   directories: tuple[Uuid, ...] | None) -> "BrokerRegistration":
-        """Kafka's cloneWith: the same object when nothing changes."""
+                   directories: tuple[Uuid, ...] | None,
+                   cordoned: tuple[Uuid, ...] | None = None) -> "BrokerRegistration":
+        """Kafka's cloneWith: the same object when nothing changes (None: unchanged)."""
         nf = self.fenced if fenced is None else fenced
         ns = self.in_controlled_shutdown if in_controlled_shutdown is None else in_controlled_shutdown
         nd = self.directories if directories is None else directories
-        if nf == self.fenced and ns == self.in_controlled_shutdown and nd == self.directories:
+        nc = self.cordoned_directories if cordoned is None else cordoned
+        if nf == self.fenced and ns == self.in_controlled_shutdown and nd == self.directories \
+                and nc == self.cordoned_directories:
             return self
-        return msgspec.structs.replace(self, fenced=nf, in_controlled_shutdown=ns, directories=nd)
+        return msgspec.structs.replace(self, fenced=nf, in_controlled_shutdown=ns, directories=nd,
+                                       cordoned_directories=nc)
 
 
 class ControllerRegistration(msgspec.Struct, frozen=True, gc=False):
@@ -218,12 +236,17 @@ class ClusterDelta:
             raise MetadataReplayError(
                 f"Unable to replay {r}: unknown value for inControlledShutdown field: {r.in_controlled_shutdown}")
         dirs = sorted_dirs(r.log_dirs) if r.log_dirs else None  # empty LogDirs = no change
-        nb = b.clone_with(_FENCING[r.fenced], _SHUTDOWN[r.in_controlled_shutdown], dirs)
+        cordoned = _cordoned(getattr(r, "cordoned_log_dirs", None))  # null = no change
+        nb = b.clone_with(_FENCING[r.fenced], _SHUTDOWN[r.in_controlled_shutdown], dirs, cordoned)
         if nb is not b:
             self.changed_brokers[r.broker_id] = nb
 
     def replay_register_controller(self, r: Any) -> None:
         self.changed_controllers[r.controller_id] = ControllerRegistration.from_record(r)
+
+    def replay_unregister_controller(self, r: Any) -> None:
+        """UnregisterControllerRecord (KIP-1312): the controller's registration goes away."""
+        self.changed_controllers[r.controller_id] = DELETE
 
     def finish_snapshot(self) -> None:
         for broker_id in self.image.brokers:

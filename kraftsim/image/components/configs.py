@@ -44,12 +44,21 @@ class ConfigurationsImage(msgspec.Struct, frozen=True, gc=False):
 EMPTY_CONFIGS = ConfigurationsImage()
 
 
+RESOURCE_TYPE_CODES = {name: code for code, name in RESOURCE_TYPE_NAMES.items()}
+
+
 class ConfigurationsDelta:
-    def __init__(self, image: ConfigurationsImage):
+    """`dropped`: (resource type, config name) pairs the node's release ignores on replay
+    (configs Kafka removed; Catalog.configs_dropped_on_replay)."""
+
+    def __init__(self, image: ConfigurationsImage, dropped: frozenset[tuple[int, str]] = frozenset()):
         self.image = image
         self._d = NestedDelta(image.resources)
+        self._dropped = dropped
 
     def replay_config(self, r: Any) -> None:
+        if self._dropped and (r.resource_type, r.name) in self._dropped:
+            return
         self._d.set((r.resource_type, r.resource_name), r.name, REMOVE if r.value is None else r.value)
 
     def delete_topic(self, topic_name: str) -> None:

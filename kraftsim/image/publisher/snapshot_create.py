@@ -98,15 +98,13 @@ def advertised_metadata_version(image: MetadataImage) -> int | None:
 def release_for_level(catalog: Catalog, level: int) -> Release:
     """The release whose nodes advertise `level` as their maximum: the one whose
     LATEST_PRODUCTION it is, else the oldest that knows it (a node with unstable versions
-    enabled), else the newest release."""
+    enabled), else the newest release. Patch releases of one catalog entry cannot be told
+    apart by what they advertise: the newest of them stands for all."""
     releases = catalog.releases
-    for r in releases:
-        if r.latest_production == level:
-            return r
-    for r in releases:
-        if catalog.at_release(r.name).latest_testing.level >= level:
-            return r
-    return releases[-1]
+    found = next((r for r in releases if r.latest_production == level), None)
+    if found is None:
+        found = next((r for r in releases if r.latest_testing >= level), releases[-1])
+    return [r for r in releases if r.entry == found.entry][-1]
 
 
 def infer_release(image: MetadataImage, catalog: Catalog) -> tuple[str, str]:

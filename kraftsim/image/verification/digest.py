@@ -47,8 +47,10 @@ def _features(img: MetadataImage) -> Iterable[Any]:
 def _cluster(img: MetadataImage) -> Iterable[Any]:
     # listener and feature lists as sets, as registrations compare them
     for bid, b in img.cluster.brokers.items():
+        # cordoned directories only when some are cordoned: none reported and none cordoned are one state
         yield ("broker", bid, b.epoch, b.incarnation_id, *canonical_lists(b), b.rack, b.fenced,
-               b.in_controlled_shutdown, b.is_migrating_zk_broker, b.directories)
+               b.in_controlled_shutdown, b.is_migrating_zk_broker, b.directories,
+               *((b.cordoned_directories,) if b.cordoned_directories else ()))
     for cid, c in img.cluster.controllers.items():
         yield ("controller", cid, c.incarnation_id, c.zk_migration_ready, *canonical_lists(c))
 

@@ -176,6 +176,7 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         broker_features = partial(broker_feature_order, rehashed=line.broker_features_rehashed)
         # the optional fields: (image attribute, record field, capability, loss kind, Kafka's loss text)
         optional = [(attr, field, supports(cap), kind, text) for attr, field, cap, kind, text in _BROKER_OPTIONAL]
+        cordon_ok = supports("cordoned_log_dirs")
         for b in (cluster.brokers[i] for i in node_id_order(cluster.brokers.keys())):
             fields: dict[str, Any] = {}
             for attr, field, ok, kind, text in optional:
@@ -186,6 +187,14 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
                     fields[field] = list(value) if field == "log_dirs" else True
                 else:
                     lose(kind, f"broker {b.id}", text, ("cluster", "brokers", b.id, attr))
+            # CordonedLogDirs (4.3-IV0): null and [] are kept apart so Kafka's records read back byte
+            # for byte; an empty list says nothing a reader would miss at an older metadata.version
+            if b.cordoned_directories is not None:
+                if cordon_ok:
+                    fields["cordoned_log_dirs"] = list(b.cordoned_directories)
+                elif b.cordoned_directories:
+                    lose("broker cordoned log dirs", f"broker {b.id}", "the cordoned log directories of one or more brokers",
+                         ("cluster", "brokers", b.id, "cordoned_directories"))
             yield Payload(rb, rbv, rb.cls(
                 broker_id=b.id, incarnation_id=b.incarnation_id, broker_epoch=b.epoch, rack=b.rack, fenced=b.fenced,
                 **_registration_lists(b, ep_cls, feat_cls, broker_listener_order, broker_features), **fields))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from kraftsim.image import MetadataImage
 from kraftsim.sim.importing.sources import ImportRefused, SourceReplica
-from kraftsim.versions import Catalog, range_text
+from kraftsim.versions import IllegalArgument, Catalog, range_text
 
 BROKER, CONTROLLER = "broker", "controller"
 
@@ -81,13 +81,13 @@ def infer_release(catalog: Catalog, ranges: Mapping[str, tuple[int, int]]) -> tu
 
 
 def _line(catalog: Catalog, name: str) -> str:
-    """A release as the catalog names it: its line ("3.7"), also when given as Kafka names a
-    patch release ("3.7.2": the catalog knows lines, each at its newest patch)."""
-    names = [r.name for r in catalog.releases]
-    line = name if name in names else ".".join(name.split(".")[:2]) if name.count(".") == 2 else None
-    if line not in names:
-        raise ImportRefused(f"--release: unknown release {name}; known releases: {', '.join(names)}")
-    return line  # type: ignore[return-value]
+    """A release as the catalog names it: as Kafka names it ("3.7.2"); a line ("3.7") means
+    its newest patch release."""
+    try:
+        return catalog.find_release(name).name
+    except IllegalArgument:
+        names = [r.name for r in catalog.releases]
+        raise ImportRefused(f"--release: unknown release {name}; known releases: {', '.join(names)}") from None
 
 
 def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tuple[int, ...], str]:

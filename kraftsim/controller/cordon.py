@@ -1,0 +1,63 @@
+"""Cordoned log directories (KIP-1066, Kafka 4.3): what the controller records.
+
+A broker's `cordoned.log.dirs` (a static or dynamic broker config; `*` cordons them all)
+names log directories that take no new replicas. The broker reports the cordoned
+directory ids when it registers (RegisterBrokerRecord v4 keeps them) and in every
+heartbeat; when they differ from its registration the controller writes
+BrokerRegistrationChangeRecord v3 with the new list. Below 4.3-IV0 the broker reports
+none and nothing is recorded; a static setting then has no effect, and setting the
+config dynamically is refused. Placement skips a broker whose directories are all
+cordoned (replication.usable_brokers), so a cluster with no other broker cannot create
+topics or partitions ("InvalidReplicationFactorException").
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from kraftsim.controller.api_errors import NONE, ApiError
+from kraftsim.controller.context import ControllerContext, registry_of
+from kraftsim.controller.result import payload
+from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import MetadataVersion
+
+CORDONED_LOG_DIRS = "cordoned.log.dirs"
+#: ServerLogConfigs.CORDONED_LOG_DIRS_ALL: cordon every log directory.
+CORDON_ALL = "*"
+#: kraftsim's words: Kafka refuses the dynamic config below 4.3-IV0 with an
+#: InvalidConfigurationException whose text is not in kafka-facts.
+NOT_BEFORE_4_3_IV0 = f"{CORDONED_LOG_DIRS} cannot be set below metadata.version 4.3-IV0."
+
+
+def cordoning_supported(ctx: ControllerContext, mv: MetadataVersion | None) -> bool:
+    """Kafka's MetadataVersion.isCordonedLogDirsSupported."""
+    return mv is not None and ctx.catalog.supports("cordoned_log_dirs", mv)
+
+
+def registration_cordoned(ctx: ControllerContext, mv: MetadataVersion,
+                          reported: Sequence[Uuid] | None) -> list[Uuid] | None:
+    """CordonedLogDirs of a new RegisterBrokerRecord: what the broker reported, from 4.3-IV0."""
+    if reported is None or not cordoning_supported(ctx, mv):
+        return None
+    return list(reported)
+
+
+def heartbeat_cordon_records(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, epoch: int,
+                             reported: Sequence[Uuid] | None) -> list[Payload]:
+    """BrokerRegistrationChangeRecord v3 when the cordoned directories a heartbeat reports
+    differ from the registration's (None: the heartbeat reported nothing)."""
+    if reported is None or not cordoning_supported(ctx, mv):
+        return []
+    reg = ctx.image.cluster.broker(broker_id)
+    if reg is None or tuple(reported) == (reg.cordoned_directories or ()):
+        return []
+    return [payload(registry_of(ctx), "BrokerRegistrationChangeRecord", 3, broker_id=broker_id,
+                    broker_epoch=epoch, cordoned_log_dirs=list(reported))]
+
+
+def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str, value: str | None) -> ApiError:
+    """The dynamic `cordoned.log.dirs` needs 4.3-IV0 (setting it; removing it is always allowed)."""
+    if key == CORDONED_LOG_DIRS and value is not None and not cordoning_supported(ctx, mv):
+        return ApiError("INVALID_CONFIG", NOT_BEFORE_4_3_IV0)
+    return NONE

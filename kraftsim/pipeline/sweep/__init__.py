@@ -1,0 +1,12 @@
+"""Scenario sweeps: every scenario under every seed, with seeded fault schedules.
+
+  faults   the --faults SPEC, the schedule a seed draws, injected as scenario steps; TOML out
+  runs     the input rows (one per run) and the row function: one `scenario_sweep` row per run
+  engine   in this process or on Spark (fan_out), the table, reproducer files, progress
+  summary  pass rates with Wilson intervals, common failures, slowest runs; the plots
+"""
+
+from kraftsim.pipeline.sweep.faults import FaultSpec, inject, parse_faults
+from kraftsim.pipeline.sweep.runs import SCHEMA, parse_seeds, sweep_inputs, sweep_row
+
+__all__ = ["SCHEMA", "FaultSpec", "inject", "parse_faults", "parse_seeds", "sweep_inputs", "sweep_row"]

@@ -1,0 +1,236 @@
+"""Running a sweep: in this process for small sweeps, else on Spark through `fan_out`.
+
+Each run is one input item, so Spark's tasks are balanced bins of runs (weighted by the
+scenario's step count), not of files. Spark writes the table as Parquet partitioned by
+scenario; the driver then reads it back, writes the reproducer files of runs that did not
+pass (from the table's `reproducer` column, so workers need no shared disk) and the summary.
+
+Output folder: `table/` (Parquet, `scenario=NAME/part-*.parquet`, plus the schema sidecar),
+`reproducers/SCENARIO/seed-N.toml`, `summary.txt`, and `plots/` when matplotlib is there.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence, TextIO
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.fanout import fan_out, partition_count, run_local
+from kraftsim.pipeline.schemas import field_specs, schema, schema_version
+from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
+
+#: Fewer runs than this are not worth Spark's start-up: they run in this process.
+SPARK_MIN_RUNS = 50
+TABLE = "table"
+REPRODUCERS = "reproducers"
+SIDECAR = "_kraftsim_schema.json"
+SORT_KEY = ("scenario", "seed")
+
+
+@dataclass
+class SweepRun:
+    table: pa.Table  # rows sorted by scenario, seed
+    engine: str  # "local" or the Spark master
+    elapsed_s: float
+    tasks: int | None = None
+
+
+def _weight(item: dict[str, Any]) -> float:
+    return 1.0 + float(item["steps"])
+
+
+class Progress:
+    """`sweep: 120/400 runs (30%), 3.1 runs/s, ETA 90 s` on stderr: rewritten in place on a
+    terminal, one line every `every` seconds otherwise."""
+
+    def __init__(self, total: int, *, out: TextIO | None = None, every: float | None = None, label: str = "sweep"):
+        self.total = total
+        self.out = out if out is not None else sys.stderr
+        self.tty = bool(getattr(self.out, "isatty", lambda: False)())
+        self.every = every if every is not None else (0.5 if self.tty else 10.0)
+        self.label = label
+        self.start = time.monotonic()
+        self._last = 0.0
+
+    def line(self, done: float, approx: bool = False) -> str:
+        elapsed = max(1e-9, time.monotonic() - self.start)
+        rate = done / elapsed
+        eta = f"ETA {(self.total - done) / rate:.0f} s" if rate > 0 and done < self.total else "ETA -"
+        mark = "~" if approx else ""
+        return (f"{self.label}: {mark}{done:.0f}/{self.total} runs ({100 * done / max(1, self.total):.0f}%), "
+                f"{rate:.2f} runs/s, {eta}")
+
+    def update(self, done: float, approx: bool = False, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last < self.every and done < self.total:
+            return
+        self._last = now
+        text = self.line(done, approx)
+        self.out.write(("\r" + text + "\x1b[K") if self.tty else text + "\n")
+        self.out.flush()
+
+    def finish(self) -> None:
+        if self.tty:
+            self.out.write("\n")
+            self.out.flush()
+
+
+def sort_table(table: pa.Table) -> pa.Table:
+    return table.sort_by([(k, "ascending") for k in SORT_KEY])
+
+
+def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = None) -> SweepRun:
+    started = time.perf_counter()
+    table = run_local(items, sweep_row, SCHEMA,
+                      progress=(lambda done, total: progress.update(done)) if progress else None)
+    return SweepRun(sort_table(table), "local", time.perf_counter() - started)
+
+
+def _watch_tasks(spark: Any, progress: Progress, tasks: int, stop: threading.Event) -> None:
+    """Runs done, estimated from the finished tasks of the fan-out stage (its bins hold nearly
+    equal runs); never goes back when the write's later stage starts."""
+    tracker = spark.sparkContext.statusTracker()
+    runs_per_task = progress.total / tasks
+    best = 0
+    while not stop.wait(progress.every):
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is not None and info.numTasks == tasks:
+                best = max(best, info.numCompletedTasks)
+        progress.update(min(progress.total, best * runs_per_task), approx=True, force=True)
+
+
+def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
+                 progress: Progress | None = None) -> SweepRun:
+    """The sweep as Spark tasks; writes `table_dir` (Parquet by scenario) and reads it back."""
+    from pyspark.sql.functions import col
+
+    started = time.perf_counter()
+    n = partition_count(spark, len(items), partitions=partitions)
+    frame = fan_out(spark, items, sweep_row, SCHEMA, partitions=n, weight=_weight)
+    writer = frame.repartition(col("scenario")).write.mode("overwrite").partitionBy("scenario")
+    stop = threading.Event()
+    watcher = None
+    if progress is not None:
+        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, n, stop), daemon=True)
+        watcher.start()
+    try:
+        writer.parquet(table_dir)
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join()
+    if progress is not None:
+        progress.update(len(items), force=True)
+    return SweepRun(read_table(table_dir, check=False), spark.sparkContext.master, time.perf_counter() - started, n)
+
+
+def normalize(table: pa.Table) -> pa.Table:
+    """A table read back from Parquet (partition column as directories) in the schema's order and types."""
+    sch = schema(SCHEMA)
+    columns = []
+    for f in sch:
+        c = table.column(f.name)
+        if pa.types.is_dictionary(c.type):
+            c = c.cast(c.type.value_type)
+        columns.append(c.cast(f.type))
+    return pa.Table.from_arrays(columns, schema=sch)
+
+
+def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:
+    """A sweep's table (the `table/` folder) in the schema's columns, sorted by scenario and seed."""
+    p = Path(table_dir)
+    if check:
+        try:
+            side = json.loads((p / SIDECAR).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            raise KraftsimError(f"{p}: not a sweep table (no readable {SIDECAR})") from None
+        if (side.get("schema"), side.get("version")) != (SCHEMA, schema_version(SCHEMA)):
+            raise KraftsimError(f"{p}: holds schema {side.get('schema')} version {side.get('version')}, "
+                                f"not {SCHEMA} version {schema_version(SCHEMA)}")
+    if not any(p.rglob("*.parquet")):
+        return schema(SCHEMA).empty_table()
+    return sort_table(normalize(ds.dataset(str(p), format="parquet", partitioning="hive").to_table()))
+
+
+def prepare_out(out: Path, overwrite: bool) -> None:
+    """Refuse to replace a folder that is not an earlier sweep output, unless told to."""
+    if not out.exists():
+        return
+    if not out.is_dir():
+        raise KraftsimError(f"{out} exists and is not a folder")
+    earlier = (out / TABLE / SIDECAR).is_file()
+    if any(out.iterdir()) and not earlier and not overwrite:
+        raise KraftsimError(f"{out} exists and is not an earlier sweep output; choose another folder or pass "
+                            "--overwrite to replace it")
+    for name in (TABLE, REPRODUCERS, "plots", "summary.txt"):
+        target = out / name
+        if target.is_dir():
+            shutil.rmtree(target)
+        elif target.exists():
+            target.unlink()
+
+
+def write_local_table(table: pa.Table, table_dir: Path) -> None:
+    pq.write_to_dataset(table, str(table_dir), partition_cols=["scenario"], basename_template="part-{i}.parquet")
+
+
+def write_sidecar(table_dir: Path) -> None:
+    side = {"schema": SCHEMA, "version": schema_version(SCHEMA), "partition_by": ["scenario"],
+            "fields": field_specs(SCHEMA)}
+    table_dir.mkdir(parents=True, exist_ok=True)
+    (table_dir / SIDECAR).write_text(json.dumps(side, indent=1) + "\n", encoding="utf-8")
+
+
+def safe_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+
+
+def write_reproducers(table: pa.Table, out: Path) -> list[Path]:
+    """One file per run that did not pass: reproducers/SCENARIO/seed-N.toml."""
+    paths = []
+    for row in table.select(["scenario", "seed", "reproducer"]).to_pylist():
+        if row["reproducer"] is None:
+            continue
+        p = out / REPRODUCERS / safe_name(row["scenario"]) / f"seed-{row['seed']}.toml"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(row["reproducer"], encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
+def reproducer_path(out: Path, scenario: str, seed: int) -> Path:
+    return out / REPRODUCERS / safe_name(scenario) / f"seed-{seed}.toml"
+
+
+def announce(text: str, err: TextIO | None = None) -> None:
+    (err or sys.stderr).write(text + "\n")
+    (err or sys.stderr).flush()
+
+
+def start_spark(master: str | None, conf: dict[str, str], err: TextIO | None = None) -> tuple[Any, bool]:
+    """A Spark session, its cold start announced and timed; (session, whether we started it)."""
+    from pyspark.sql import SparkSession
+
+    from kraftsim.pipeline.session import DEFAULT_MASTER, spark_session
+
+    if SparkSession.getActiveSession() is not None:
+        return SparkSession.getActiveSession(), False
+    announce(f"sweep: starting Spark ({master or DEFAULT_MASTER}); the JVM's start-up takes a while "
+             "(30-40 s on a loaded machine), paid once for the whole sweep", err)
+    t0 = time.monotonic()
+    spark = spark_session(master, conf, app_name="kraftsim sweep")
+    announce(f"sweep: Spark ready after {time.monotonic() - t0:.1f} s "
+             f"({spark.sparkContext.defaultParallelism} cores)", err)
+    return spark, True
+

@@ -1,0 +1,211 @@
+"""`kraftsim spark sweep`: seeded fault schedules, the scenario_sweep table, reproducers, summary.
+
+The planted bug is a configuration used only here: the admin client gives up after 200 ms
+and the voters wait 10-20 s before electing, so a run whose fault schedule crashes the
+active controller just before a create-topics step fails with Kafka's timeout text, while
+the same scenario without faults always passes.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.schemas import schema
+from kraftsim.pipeline.sweep import engine
+from kraftsim.pipeline.sweep.faults import inject, parse_faults, to_toml
+from kraftsim.pipeline.sweep.runs import parse_seeds, sweep_inputs
+from kraftsim.pipeline.sweep.summary import summary_text, wilson
+from kraftsim.scenario import parse_scenario
+from kraftsim.scenario.suite import SUITE_DIR
+from tests.pipeline.conftest import run_cli
+
+PLANTED = """\
+# Question: does a sweep find runs broken by a too-short admin timeout?
+# Source: tests/pipeline/test_sweep.py (a planted bug).
+# Answer: only runs whose faults crash the active controller fail.
+name = "planted-short-admin-timeout"
+
+[cluster]
+controllers = 3
+brokers = 2
+release = "3.9.0"
+
+[config]
+admin_timeout_ms = 200
+fetch_timeout_ms = 20000
+election_timeout_ms = 10000
+
+[[step]]
+op = "create-topics"
+
+[[step]]
+op = "create-topics"
+
+[[step]]
+op = "create-topics"
+"""
+FAULTS = "crash=0.6"
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> Path:
+    p = tmp_path / "planted.toml"
+    p.write_text(PLANTED, encoding="utf-8")
+    return p
+
+
+def _deterministic(table) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in table.to_pylist()]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@pytest.mark.parametrize("spec", ["crash", "crash=2", "crash=x", "meteor=0.1", "loss=0.9", "down=0"])
+def test_bad_fault_specs_are_refused(spec: str) -> None:
+    with pytest.raises(KraftsimError, match="--faults"):
+        parse_faults(spec)
+
+
+def test_seeds() -> None:
+    assert parse_seeds("3:5") == range(3, 6)
+    assert parse_seeds("7") == range(7, 8)
+    for bad in ("5:3", "a:b", "-1:2"):
+        with pytest.raises(KraftsimError, match="--seeds"):
+            parse_seeds(bad)
+
+
+def test_schedules_are_seeded_and_stay_scenarios() -> None:
+    """Every shipped scenario, faulted, is still a valid scenario; a seed gives one schedule."""
+    spec = parse_faults("crash=0.3,restart=0.2,partition=0.3,torn-tail=0.2,loss=0.01")
+    files = sorted(SUITE_DIR.glob("*.toml"))
+    assert files
+    schedules = set()
+    for f in files:
+        raw = tomllib.loads(f.read_text(encoding="utf-8"))
+        faulted, schedule = inject(raw, 11, spec)
+        assert inject(raw, 11, spec) == (faulted, schedule)
+        text = to_toml(faulted, ["faulted"])
+        assert tomllib.loads(text) == faulted
+        parse_scenario(text, f.name, f.parent)  # raises when the faulted file is not a valid scenario
+        schedules.add(tuple(schedule))
+        assert inject(raw, 11, parse_faults(None))[0]["step"] == raw.get("step", [])
+    assert len(schedules) > 1
+
+
+def test_toml_round_trip_of_the_suite() -> None:
+    for f in sorted(SUITE_DIR.glob("*.toml")):
+        raw = tomllib.loads(f.read_text(encoding="utf-8"))
+        assert tomllib.loads(to_toml(raw, [])) == raw, f.name
+
+
+def test_wilson_known_values() -> None:
+    lo, hi = wilson(0, 10)
+    assert lo == 0 and hi == pytest.approx(0.2775, abs=1e-4)
+    lo, hi = wilson(10, 10)
+    assert lo == pytest.approx(0.7225, abs=1e-4) and hi == 1
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 10_000), st.data())
+def test_wilson_contains_the_observed_rate(runs: int, data: st.DataObject) -> None:
+    passes = data.draw(st.integers(0, runs))
+    lo, hi = wilson(passes, runs)
+    assert 0 <= lo <= passes / runs <= hi <= 1
+
+
+# --------------------------------------------------------------------------- in process
+
+
+def test_sweep_in_process_twice_gives_the_same_table(tmp_path: Path, planted: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["spark", "sweep", str(planted), str(SUITE_DIR / "torn-tail.toml"), "--seeds", "0:2",
+            "--faults", "crash=0.6,partition=0.3,loss=0.01", "--no-progress"]
+    assert run_cli([*args, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "running in this process, without Spark" in err
+    assert run_cli([*args, "--out", str(tmp_path / "b"), "--no-plots"]) == 0
+    a = engine.read_table(tmp_path / "a" / engine.TABLE)
+    b = engine.read_table(tmp_path / "b" / engine.TABLE)
+    assert a.schema.equals(schema("scenario_sweep"), check_metadata=True)
+    assert a.num_rows == 6
+    assert [(r["scenario"], r["seed"]) for r in a.to_pylist()] == sorted(
+        (n, s) for n in ("planted-short-admin-timeout", "torn-tail") for s in range(3))
+    assert _deterministic(a) == _deterministic(b)
+    for r in a.to_pylist():
+        assert json.loads(r["result"])["seed"] == r["seed"] and json.loads(r["result"])["digest"] == r["digest"]
+        assert r["events"] > 0
+    summary = (tmp_path / "a" / "summary.txt").read_text(encoding="utf-8")
+    assert "95% CI (Wilson)" in summary and "torn-tail" in summary
+    pytest.importorskip("matplotlib")
+    assert {p.name for p in (tmp_path / "a" / "plots").iterdir()} == {
+        "outcomes.png", "outcomes.svg", "times.png", "times.svg"}
+
+
+def test_planted_bug_fails_rows_whose_reproducers_fail_the_same_way(tmp_path: Path, planted: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    clean = engine.run_in_process(sweep_inputs([planted], range(0, 4), None)).table
+    assert all(r["verdict"] == "pass" for r in clean.to_pylist())  # the bug needs a fault to show
+
+    out = tmp_path / "sweep"
+    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:7", "--faults", FAULTS, "--out", str(out),
+                    "--no-plots", "--no-progress"]) == 0
+    rows = engine.read_table(out / engine.TABLE).to_pylist()
+    failing = [r for r in rows if r["verdict"] == "fail"]
+    assert failing and len(failing) < len(rows)
+    capsys.readouterr()
+    for r in failing:
+        assert "Timed out" in r["failure"] and "crash" in " ".join(r["fault_schedule"])
+        path = engine.reproducer_path(out, r["scenario"], r["seed"])
+        assert path.read_text(encoding="utf-8") == r["reproducer"]
+        assert run_cli(["scenario", "run", str(path), "--json"]) == 1
+        replay = json.loads(capsys.readouterr().out)
+        assert replay == json.loads(r["result"])
+    passing = [r for r in rows if r["verdict"] == "pass"]
+    assert all(r["reproducer"] is None for r in passing)
+    assert not any(engine.reproducer_path(out, r["scenario"], r["seed"]).exists() for r in passing)
+    text = summary_text(engine.read_table(out / engine.TABLE), engine="local", elapsed_s=1.0)
+    assert f"{len(failing)} x planted-short-admin-timeout: step N (create-topics): Timed out" in text
+
+
+def test_an_unrelated_folder_is_not_replaced(tmp_path: Path, planted: Path) -> None:
+    (tmp_path / "mine.txt").write_text("keep me", encoding="utf-8")
+    with pytest.raises(KraftsimError, match="not an earlier sweep output"):
+        engine.prepare_out(tmp_path, overwrite=False)
+    assert (tmp_path / "mine.txt").exists()
+
+
+# --------------------------------------------------------------------------- Spark
+
+
+@pytest.mark.spark
+def test_spark_sweep_matches_the_in_process_sweep(spark, tmp_path: Path, planted: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    local = engine.run_in_process(sweep_inputs([planted], range(0, 4), FAULTS)).table
+    out = tmp_path / "sweep"
+    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:3", "--faults", FAULTS, "--out", str(out),
+                    "--spark", "--partitions", "2", "--no-plots", "--no-progress"]) == 0
+    assert "on Spark local[2]" in capsys.readouterr().out
+    assert _deterministic(engine.read_table(out / engine.TABLE)) == _deterministic(local)
+    failing = [r for r in local.to_pylist() if r["verdict"] != "pass"]
+    for r in failing:
+        assert engine.reproducer_path(out, r["scenario"], r["seed"]).is_file()
+
+
+def test_progress_line_reports_runs_rate_and_eta() -> None:
+    import io
+
+    out = io.StringIO()
+    progress = engine.Progress(40, out=out, every=0.0)
+    progress.start -= 10.0  # as if ten seconds had passed
+    progress.update(10)
+    line = out.getvalue().strip()
+    assert line.startswith("sweep: 10/40 runs (25%), 1.00 runs/s, ETA 30 s"), line
+    progress.update(40)
+    assert out.getvalue().strip().splitlines()[-1].endswith("ETA -")
