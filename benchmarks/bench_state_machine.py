@@ -38,7 +38,7 @@ RESULTS = ROOT / "benchmarks" / "results"
 
 class Counted(ClusterStateMachine):
     """The default machine, counting its steps and runs. Like the CI test it leaves out
-    `snapshot` until the simulator finding in tests/testing/findings/ is fixed."""
+    `snapshot` (see DefaultMachine in tests/testing/test_default_machine.py)."""
 
     ops = frozenset({"roll", "features-upgrade", "features-downgrade", "features-disable", "stop", "start",
                      "crash", "partition", "heal", "disk-fault", "run", "create-topics", "delete-topics"})
