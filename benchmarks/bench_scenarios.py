@@ -108,9 +108,9 @@ On a machine shared with other work the wall time includes waiting for a core; t
 
 The {args.repeat} runs of the whole suite printed {"identical" if identical else "DIFFERENT"} `--json` output.
 
-The start-up is the interpreter plus the imports of every command module (`kraftsim.cli.main`
-loads them all to build `--help`; the pipeline's pyarrow and pandas are most of it); the
-scenario itself is the in-process time.
+The start-up is the interpreter plus the imports of the one command module that runs
+(`kraftsim.cli.main` loads command modules lazily); the scenario itself is the in-process
+time.
 
 Each shipped scenario in-process (cluster creation, steps, invariants, expectations, digest):
 
