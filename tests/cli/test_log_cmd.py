@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 from kraftsim.protocol.batch import BatchSlice, split_batches
 from tests.conftest import ORACLE, oracle_files
 
@@ -16,10 +16,6 @@ LOGS_AND_SNAPSHOTS = oracle_files("*.log", "*.checkpoint")
 SMALL_LOG = ORACLE / "kafka-3.5.1_bitnami_pmatuan" / "__cluster_metadata-0" / "00000000000000000000.log"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.mark.skipif(not LOGS_AND_SNAPSHOTS, reason="../shared/oracle is not present")

@@ -8,17 +8,10 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
+from tests.cli_support import run
 from tests.reliability import damage
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 from tests.reliability import damage
 
 
@@ -36,14 +36,6 @@ def damaged(pristine: Path, tmp_path: Path) -> tuple[Path, int]:
     return d, victim.base_offset
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as e:
-        code = int(e.code or 0)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in out + err
-    return code, out, err
 
 
 COMMANDS = {

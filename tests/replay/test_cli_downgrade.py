@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 from tests.conftest import ORACLE
 
 pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle is not present")
@@ -16,10 +16,6 @@ K41 = ORACLE / "kafka-4.1_dkoh12"
 RJM = ORACLE / "cp-kafka-3.6_rjmfernandes"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.CaptureFixture[str]) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 from kraftsim.protocol.batch import split_batches
 from tests.conftest import ORACLE
 
@@ -19,10 +19,6 @@ RJM = ORACLE / "cp-kafka-3.6_rjmfernandes"
 GREEN = ORACLE / "cp-kafka-7.5.1_3voters_greenlemonT"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_text_summary_and_verification(capsys: pytest.CaptureFixture[str]) -> None:

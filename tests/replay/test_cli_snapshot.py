@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 from kraftsim.storage import read_snapshot
 from tests.conftest import ORACLE
 from tests.replay.helpers import REGISTRY, record_multiset
@@ -21,10 +21,6 @@ K42 = ORACLE / "kafka-4.2_induswargods"
 K42_SNAP = K42 / "__cluster_metadata-0" / "00000000000000010744-0000000004.checkpoint"
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_create_into_a_directory_writes_kafkas_name_and_records(tmp_path: Path,

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Callable
 
+from kraftsim.scenario import Scenario
+from kraftsim.scenario.results import result_json
 from kraftsim.scenario.runner import RunOutcome, run_scenario
 from kraftsim.scenario.validate import parse_scenario
 
@@ -38,3 +41,17 @@ def unsupported(outcome: RunOutcome) -> str | None:
         if s.error and "not simulated yet" in s.error:
             return s.error
     return None
+
+
+def check_shipped(path: Path, load: Callable[[Path], Scenario], *, twice: bool) -> None:
+    """A shipped scenario: named after its file, with its Question/Source/Answer block, passing
+    (and, when `twice`, giving the same result line on a second run)."""
+    scenario = load(path)
+    assert scenario.name == path.stem
+    h = scenario.header
+    assert h.question and h.source and h.answer, "the comment block needs Question, Source and Answer"
+    first = run_scenario(scenario).result
+    assert first.passed, [s for s in first.steps if not s.ok] + [e for e in first.expect if not e.ok] + \
+        [i for i in first.invariants if not i.ok]
+    if twice:
+        assert result_json(run_scenario(load(path)).result) == result_json(first)

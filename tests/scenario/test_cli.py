@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.cli.main import main
+from tests.cli_support import run
 
 from tests.scenario.helpers import REPO, SUITE, scenario_text
 
@@ -18,10 +18,6 @@ PASSING = scenario_text("[[step]]\nop = 'create-topics'\ncount = 2\n[expect]\nto
 FAILING = scenario_text("[expect]\ntopics = 5\n", name="failing")
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def write(tmp_path: Path, name: str, text: str) -> Path:

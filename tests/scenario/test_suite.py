@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 
 from kraftsim.scenario import load_scenario
-from kraftsim.scenario.results import result_json
 from kraftsim.scenario.runner import run_scenario
 
-from tests.scenario.helpers import SUITE
+from tests.scenario.helpers import SUITE, check_shipped
 
 FILES = sorted(SUITE.glob("*.toml"))
 #: Run twice: between them every op the suite uses (faults, features under both policies, roll, add-node).
@@ -28,15 +27,7 @@ def test_the_suite_is_there() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_shipped_scenario_passes(path: Path) -> None:
-    scenario = load_scenario(path)
-    assert scenario.name == path.stem
-    h = scenario.header
-    assert h.question and h.source and h.answer, "the comment block needs Question, Source and Answer"
-    first = run_scenario(scenario).result
-    assert first.passed, [s for s in first.steps if not s.ok] + [e for e in first.expect if not e.ok] + \
-        [i for i in first.invariants if not i.ok]
-    if path.stem in TWICE:
-        assert result_json(run_scenario(load_scenario(path)).result) == result_json(first)
+    check_shipped(path, load_scenario, twice=path.stem in TWICE)
 
 
 def test_the_wiped_broker_really_caught_up_by_snapshot(tmp_path: Path) -> None:

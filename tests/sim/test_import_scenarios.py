@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from kraftsim.scenario import ScenarioInvalid, load_scenario, parse_scenario
-from kraftsim.scenario.results import result_json
 from kraftsim.scenario.runner import run_scenario
 from tests.paths import REPO, SHARED
+from tests.scenario.helpers import check_shipped
 from tests.sim.test_import import needs_oracle
 
 FILES = sorted((REPO / "scenarios" / "from-real").glob("*.toml"))
@@ -38,15 +38,7 @@ def test_at_least_three_ship() -> None:
 @needs_oracle
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 def test_from_real_scenario_passes(path: Path) -> None:
-    scenario = _load(path)
-    assert scenario.name == path.stem
-    h = scenario.header
-    assert h.question and h.source and h.answer, "the comment block needs Question, Source and Answer"
-    first = run_scenario(scenario).result
-    assert first.passed, [s for s in first.steps if not s.ok] + [e for e in first.expect if not e.ok] + \
-        [i for i in first.invariants if not i.ok]
-    if path.stem in TWICE:
-        assert result_json(run_scenario(_load(path)).result) == result_json(first)
+    check_shipped(path, _load, twice=path.stem in TWICE)
 
 
 @needs_oracle
