@@ -25,9 +25,10 @@ from kraftsim.versions import MetadataVersion
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
 #: ServerLogConfigs.CORDONED_LOG_DIRS_ALL: cordon every log directory.
 CORDON_ALL = "*"
-#: kraftsim's words: Kafka refuses the dynamic config below 4.3-IV0 with an
-#: InvalidConfigurationException whose text is not in kafka-facts.
-NOT_BEFORE_4_3_IV0 = f"{CORDONED_LOG_DIRS} cannot be set below metadata.version 4.3-IV0."
+#: ConfigurationControlManager's INVALID_CONFIG refusal of any change to a broker's
+#: cordoned.log.dirs below 4.3-IV0, a removal included (read from the 4.3.1 and 4.4.0 jars).
+NOT_BEFORE_4_3_IV0 = (f"The {CORDONED_LOG_DIRS} configuration value cannot be set because it requires "
+                      "metadata.version >= 4.3-IV0")
 
 
 def cordoning_supported(ctx: ControllerContext, mv: MetadataVersion | None) -> bool:
@@ -56,8 +57,8 @@ def heartbeat_cordon_records(ctx: ControllerContext, mv: MetadataVersion, broker
                     broker_epoch=epoch, cordoned_log_dirs=list(reported))]
 
 
-def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str, value: str | None) -> ApiError:
-    """The dynamic `cordoned.log.dirs` needs 4.3-IV0 (setting it; removing it is always allowed)."""
-    if key == CORDONED_LOG_DIRS and value is not None and not cordoning_supported(ctx, mv):
+def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str) -> ApiError:
+    """The dynamic `cordoned.log.dirs` needs 4.3-IV0: setting it and removing it alike."""
+    if key == CORDONED_LOG_DIRS and not cordoning_supported(ctx, mv):
         return ApiError("INVALID_CONFIG", NOT_BEFORE_4_3_IV0)
     return NONE
