@@ -18,6 +18,7 @@ from typing import Sequence
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, registry_of
 from kraftsim.controller.result import payload
+from kraftsim.image import BROKER, ConfigurationsImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
@@ -62,3 +63,21 @@ def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str) -
     if key == CORDONED_LOG_DIRS and not cordoning_supported(ctx, mv):
         return ApiError("INVALID_CONFIG", NOT_BEFORE_4_3_IV0)
     return NONE
+
+
+def configured_cordoned_dirs(image_configs: ConfigurationsImage, broker_id: int) -> str | None:
+    """The broker's dynamic `cordoned.log.dirs`: its own (BROKER resource "<id>"), else the
+    cluster-wide default (BROKER resource ""); None when neither sets it."""
+    own = image_configs.config(BROKER, str(broker_id)).get(CORDONED_LOG_DIRS)
+    return own if own is not None else image_configs.config(BROKER, "").get(CORDONED_LOG_DIRS)
+
+
+def cordoned_by_config(value: str | None, directories: Sequence[tuple[str, Uuid]]) -> tuple[Uuid, ...]:
+    """The ids of the broker's log directories (path, id) that a `cordoned.log.dirs` value
+    names: `*` names them all; otherwise the comma-separated paths."""
+    if value is None or not value.strip():
+        return ()
+    entries = {e.strip() for e in value.split(",") if e.strip()}
+    if CORDON_ALL in entries:
+        return tuple(d for _, d in directories)
+    return tuple(d for path, d in directories if path in entries or path.rstrip("/") in entries)
