@@ -34,7 +34,8 @@ _CRC_START = 21
 
 
 def crc32c(data: bytes) -> int:
-    return google_crc32c.value(data)
+    value: int = google_crc32c.value(data)
+    return value
 
 
 class BatchSlice(NamedTuple):
@@ -172,8 +173,12 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
         raise CorruptRecordException(
             f"Record batch is corrupt (the size {len(raw)} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})"
         )
-    fields = _HEADER.unpack_from(raw, 0)
-    batch = RecordBatch(*fields[:1], *fields[2:], raw=raw)  # the length field is implied by raw
+    (base_offset, _length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+     max_timestamp, producer_id, producer_epoch, base_sequence, records_count) = _HEADER.unpack_from(raw, 0)
+    batch = RecordBatch(  # the length field is implied by raw
+        base_offset, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+        max_timestamp, producer_id, producer_epoch, base_sequence, records_count, raw=raw,
+    )
     if batch.magic != MAGIC_V2:
         raise CorruptRecordException(f"Invalid magic {batch.magic}: only record batches of magic 2 are supported")
     if check_crc:
