@@ -56,7 +56,7 @@ from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot, write_snapshot
 from kraftsim.storage.view import metadata_dir_of
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion, Release, VersionsError, default_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion, MVLike, Release, VersionsError, default_catalog
 
 
 @dataclass
@@ -216,7 +216,7 @@ def _load_at(path: Path, offset: int, catalog: Catalog, registry: Registry,
 # ------------------------------------------------------------------------------ public API
 
 
-def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = None, allow_loss: bool = False,
+def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike | None = None, allow_loss: bool = False,
                       release: str | None = None, catalog: Catalog | None = None,
                       allow_unaligned: bool = False,
                       config_type_hashes: Mapping[int, int] | None = None) -> SnapshotContents:
@@ -297,7 +297,7 @@ def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int 
     return out_path
 
 
-def create_snapshot(path: Path | str, offset: int, *, out: Path | str, metadata_version: Any = None,
+def create_snapshot(path: Path | str, offset: int, *, out: Path | str, metadata_version: MVLike | None = None,
                     allow_loss: bool = False, release: str | None = None, catalog: Catalog | None = None,
                     time_ms: int | Clock | None = None, allow_unaligned: bool = False,
                     fsync: bool = True) -> tuple[Path, LossReport]:

@@ -32,10 +32,12 @@ from kraftsim.image.writer.kafka_order import (
     feature_order, node_id_order, quota_entity_data_order, quota_entity_order, topic_order,
 )
 from kraftsim.image.components.opaque import key_text
+from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.components.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry
-from kraftsim.versions import Catalog, default_catalog
+from kraftsim.versions import Catalog, MVLike, default_catalog
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,7 @@ def registry_for(catalog: Catalog) -> Registry:
     return catalog.record_registry()
 
 
-def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+def iter_image_records(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,
                        elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                        writer_line: WriterLine | str | None = None,
                        registry: Registry | None = None, read_only: bool = False,
@@ -349,7 +351,7 @@ _BROKER_OPTIONAL = (
 )
 
 
-def _topic_id(t: Any) -> Any:
+def _topic_id(t: TopicImage) -> Uuid:
     return t.id
 
 
@@ -381,7 +383,7 @@ def _scram_loss_text(creds: list) -> str:
     return text + "})"
 
 
-def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+def write_image(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,
                 elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                 writer_line: WriterLine | str | None = None, registry: Registry | None = None,
                 config_type_hashes: Mapping[int, int] | None = None) -> list[Payload]:
