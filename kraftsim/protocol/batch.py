@@ -190,6 +190,14 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     return batch
 
 
+def _read_nullable_bytes(body: bytes, pos: int) -> tuple[bytes | None, int]:
+    """A record key, value or header value: a varint length (negative: null), then the bytes."""
+    n, pos = read_varint(body, pos)
+    if n < 0:
+        return None, pos
+    return body[pos : pos + n], pos + n
+
+
 def parse_records(body: bytes, count: int) -> list[Record]:
     """Decode `count` v2 records from a records section; every byte must be used."""
     if _fastpath.ENABLED:  # C parser; None means "not the common case": parse here
@@ -209,18 +217,8 @@ def parse_records(body: bytes, count: int) -> list[Record]:
             pos += 1
             ts_delta, pos = read_varlong(body, pos)
             offset_delta, pos = read_varint(body, pos)
-            key_len, pos = read_varint(body, pos)
-            if key_len < 0:
-                key = None
-            else:
-                key = body[pos : pos + key_len]
-                pos += key_len
-            value_len, pos = read_varint(body, pos)
-            if value_len < 0:
-                value = None
-            else:
-                value = body[pos : pos + value_len]
-                pos += value_len
+            key, pos = _read_nullable_bytes(body, pos)
+            value, pos = _read_nullable_bytes(body, pos)
             n_headers, pos = read_varint(body, pos)
             headers: tuple[tuple[str, bytes | None], ...] = ()
             if n_headers:
@@ -233,9 +231,7 @@ def parse_records(body: bytes, count: int) -> list[Record]:
                         raise CorruptRecordException(f"Invalid negative header key size {hk_len}")
                     hk = str(body[pos : pos + hk_len], "utf-8")
                     pos += hk_len
-                    hv_len, pos = read_varint(body, pos)
-                    hv = None if hv_len < 0 else body[pos : pos + hv_len]
-                    pos += max(hv_len, 0)
+                    hv, pos = _read_nullable_bytes(body, pos)
                     hs.append((hk, hv))
                 headers = tuple(hs)
             if pos != rec_end:

@@ -18,7 +18,7 @@ from pathlib import Path
 from kraftsim.errors import KraftsimError
 from kraftsim.javacompat import date_to_string, parse_int
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage.fileio import atomic_write, read_file
+from kraftsim.storage.fileio import atomic_write, read_file_in
 from kraftsim.storage.java_properties import (
     KeyOrder, detect_key_order, load_properties, store_properties,
 )
@@ -117,10 +117,7 @@ class MetaPropertiesFile:
 
 def read_meta_properties(path: Path | str) -> MetaPropertiesFile:
     """Read a meta.properties file (or the one in a log directory)."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / META_PROPERTIES_FILE
-    raw = read_file(p)
+    p, raw = read_file_in(path, META_PROPERTIES_FILE)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
