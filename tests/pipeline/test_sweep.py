@@ -127,12 +127,13 @@ def test_sweep_in_process_twice_gives_the_same_table(tmp_path: Path, planted: Pa
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     args = ["spark", "sweep", str(planted), str(SUITE_DIR / "torn-tail.toml"), "--seeds", "0:2",
             "--faults", "crash=0.6,partition=0.3,loss=0.01", "--no-progress"]
-    assert run_cli([*args, "--out", str(tmp_path / "a")]) == 0
+    status = run_cli([*args, "--out", str(tmp_path / "a")])
     err = capsys.readouterr().err
     assert "running in this process, without Spark" in err
-    assert run_cli([*args, "--out", str(tmp_path / "b"), "--no-plots"]) == 0
+    assert run_cli([*args, "--out", str(tmp_path / "b"), "--no-plots"]) == status
     a = engine.read_table(tmp_path / "a" / engine.TABLE)
     b = engine.read_table(tmp_path / "b" / engine.TABLE)
+    assert status == (0 if all(r["verdict"] == "pass" for r in a.to_pylist()) else 1)
     assert a.schema.equals(schema("scenario_sweep"), check_metadata=True)
     assert a.num_rows == 6
     assert [(r["scenario"], r["seed"]) for r in a.to_pylist()] == sorted(
@@ -155,11 +156,12 @@ def test_planted_bug_fails_rows_whose_reproducers_fail_the_same_way(tmp_path: Pa
 
     out = tmp_path / "sweep"
     assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:7", "--faults", FAULTS, "--out", str(out),
-                    "--no-plots", "--no-progress"]) == 0
+                    "--no-plots", "--no-progress"]) == 1  # some runs failed: the table is written all the same
     rows = engine.read_table(out / engine.TABLE).to_pylist()
     failing = [r for r in rows if r["verdict"] == "fail"]
     assert failing and len(failing) < len(rows)
-    capsys.readouterr()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"sweep: {len(failing)} of {len(rows)} runs did not pass ({len(failing)} failed, 0 errors): exit status 1"
     for r in failing:
         assert "Timed out" in r["failure"] and "crash" in " ".join(r["fault_schedule"])
         path = engine.reproducer_path(out, r["scenario"], r["seed"])
@@ -172,6 +174,13 @@ def test_planted_bug_fails_rows_whose_reproducers_fail_the_same_way(tmp_path: Pa
     assert not any(engine.reproducer_path(out, r["scenario"], r["seed"]).exists() for r in passing)
     text = summary_text(engine.read_table(out / engine.TABLE), engine="local", elapsed_s=1.0)
     assert f"{len(failing)} x planted-short-admin-timeout: step N (create-topics): Timed out" in text
+
+
+def test_exit_status_is_0_when_every_run_passed(tmp_path: Path, planted: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:1", "--out", str(tmp_path / "s"),
+                    "--no-plots", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "sweep: all 2 runs passed"
 
 
 def test_an_unrelated_folder_is_not_replaced(tmp_path: Path, planted: Path) -> None:
@@ -189,8 +198,9 @@ def test_spark_sweep_matches_the_in_process_sweep(spark, tmp_path: Path, planted
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     local = engine.run_in_process(sweep_inputs([planted], range(0, 4), FAULTS)).table
     out = tmp_path / "sweep"
-    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:3", "--faults", FAULTS, "--out", str(out),
-                    "--spark", "--partitions", "2", "--no-plots", "--no-progress"]) == 0
+    status = run_cli(["spark", "sweep", str(planted), "--seeds", "0:3", "--faults", FAULTS, "--out", str(out),
+                      "--spark", "--partitions", "2", "--no-plots", "--no-progress"])
+    assert status == (0 if all(r["verdict"] == "pass" for r in local.to_pylist()) else 1)
     assert "on Spark local[2]" in capsys.readouterr().out
     assert _deterministic(engine.read_table(out / engine.TABLE)) == _deterministic(local)
     failing = [r for r in local.to_pylist() if r["verdict"] != "pass"]
