@@ -21,6 +21,7 @@ from kraftsim.pipeline.sweep import engine
 from kraftsim.pipeline.sweep.faults import inject, parse_faults, to_toml
 from kraftsim.pipeline.sweep.runs import parse_seeds, sweep_inputs
 from kraftsim.pipeline.sweep.summary import summary_text, wilson
+from kraftsim.pipeline.sweep.tasks import GUIDE, TAIL, guided_bins, run_cost
 from kraftsim.scenario import parse_scenario
 from kraftsim.scenario.suite import SUITE_DIR
 from tests.pipeline.conftest import run_cli
@@ -118,6 +119,35 @@ def test_wilson_contains_the_observed_rate(runs: int, data: st.DataObject) -> No
     passes = data.draw(st.integers(0, runs))
     lo, hi = wilson(passes, runs)
     assert 0 <= lo <= passes / runs <= hi <= 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.5, 500.0), min_size=1, max_size=300), st.integers(1, 8))
+def test_guided_bins_place_every_run_once_heaviest_first(weights: list[float], cores: int) -> None:
+    bins = guided_bins(weights, cores)
+    assert sorted(i for b in bins for i in b) == list(range(len(weights)))
+    assert all(b == sorted(b) for b in bins) and guided_bins(weights, cores) == bins
+    heaviest = [max(weights[i] for i in b) for b in bins]
+    lightest = [min(weights[i] for i in b) for b in bins]
+    assert all(lightest[k] >= heaviest[k + 1] for k in range(len(bins) - 1))  # heavy runs start first
+    smallest = sum(weights) / (TAIL * cores)
+    if len(bins) > 1:
+        assert sum(weights[i] for i in bins[-1]) >= smallest / 2  # no crumb of a last task
+    assert len(bins) <= 2 * GUIDE * cores + TAIL * cores
+
+
+def test_guided_bins_shrink_towards_the_end() -> None:
+    sizes = [len(b) for b in guided_bins([1.0] * 1000, 2)]
+    assert sizes[0] == 250 and sizes[:-1] == sorted(sizes[:-1], reverse=True)  # a quarter: half of a core's share
+    assert max(sizes[-3:]) <= 25 and len(sizes) <= 20  # small tasks at the end, few tasks in all
+
+
+def test_run_cost_counts_faulted_steps_and_partitions() -> None:
+    at_scale = tomllib.loads((SUITE_DIR / "snapshot-during-roll-at-scale.toml").read_text(encoding="utf-8"))
+    small = tomllib.loads((SUITE_DIR / "torn-tail.toml").read_text(encoding="utf-8"))
+    assert run_cost(at_scale, 0, "") > 100 * run_cost(small, 0, "")
+    faulted = max(range(20), key=lambda seed: run_cost(small, seed, "crash=0.5"))
+    assert run_cost(small, faulted, "crash=0.5") > run_cost(small, faulted, "")
 
 
 # --------------------------------------------------------------------------- in process
