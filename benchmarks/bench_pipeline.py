@@ -204,8 +204,8 @@ def render_sweep(d: dict[str, Any]) -> str:
         f"`{d['faults']}`, {d['passed']} passed.", "",
         f"**Load:** {load_average(d['load_before'])} before, {load_average(d['load_after'])} after (1 / 5 / 15 min) "
         f"on {d['cpus']} CPUs.", "",
-        f"The same runs on both sides, in {d['rounds']} rounds of every {d['rounds']}th run, the sides taking turns "
-        "first so that a change of load hits both alike. One process: the runs, then the table written with pyarrow. "
+        f"The same runs on both sides, in {d['rounds']} round(s) (round k takes runs k, k + {d['rounds']}, ...), the "
+        "sides taking turns first so that a change of load hits both alike. One process: the runs, then the table written with pyarrow. "
         "Spark: the sweep's guided tasks through mapInArrow, Parquet partitioned by scenario, read back; Spark's "
         f"session start-up ({d['session_start_s']:.1f} s) is billed once, and the first Python workers start inside "
         "the first job.", "",
