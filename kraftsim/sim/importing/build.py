@@ -13,8 +13,8 @@ disk, as after a restart of the whole cluster. The virtual clock starts after th
 timestamp the source holds (never before kraftsim's usual start), so new records follow
 the old ones in time.
 
-With `--up-to-damage` the copy of a damaged log is opened for writing once, so that
-start-up recovery cuts the copy (never the source) back to its valid prefix.
+With `--up-to-damage` the copy of a damaged log (never the source) is cut back to the valid
+prefix the import loaded, so that every node starts where the summary says.
 """
 
 from __future__ import annotations
@@ -63,8 +63,10 @@ def _copy_metadata(node: PlannedNode, target: Path) -> None:
     if src.metadata_dir is None or not any(target.glob(f"*{LOG_SUFFIX}")):
         (target / segment_file_name(src.end_offset)).write_bytes(b"")
     if src.damage is not None:
-        with MetadataLog.open(target, fsync=False):
-            pass  # start-up recovery cuts the copy back to its valid prefix
+        # The copy (never the source) is cut back to the valid prefix the import loaded: every
+        # segment checked, then whatever lies at or after the damage removed.
+        with MetadataLog.open(target, fsync=False, validate="all") as log:
+            log.truncate_to(src.end_offset)
 
 
 def _profile(plan: ImportPlan, node: PlannedNode) -> RegistrationProfile | None:
@@ -100,8 +102,7 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
     cluster_id = plan.cluster_id or cluster_id_for(seed)
     last_ts = max(n.source.last_timestamp for n in plan.nodes)
     now_ms = max(EPOCH_MS, (last_ts // 1000 + 1) * 1000)
-    epoch = max([n.source.last_epoch for n in plan.nodes]
-                + [n.source.quorum.leader_epoch for n in plan.nodes if n.source.quorum is not None])
+    epoch = plan.epoch
     d.mkdir(parents=True, exist_ok=True)
     nodes: list[SavedNode] = []
     for node in plan.nodes:

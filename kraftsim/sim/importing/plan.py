@@ -56,8 +56,21 @@ class ImportPlan:
         return self.reference.loaded.image
 
     @property
+    def epoch(self) -> int:
+        """The last epoch the source reached: its batches' and its quorum-state's (the first
+        election of the imported quorum begins the next one)."""
+        return int(max([n.source.last_epoch for n in self.nodes]
+                       + [n.source.quorum.leader_epoch for n in self.nodes if n.source.quorum is not None]))
+
+    @property
     def partial(self) -> bool:
-        return any(n.source.damage is not None for n in self.nodes)
+        return self.stopped_at is not None
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The lowest offset where a damaged source stopped the import (None: nothing stopped it)."""
+        at = [n.source.end_offset for n in self.nodes if n.source.damage is not None or n.source.loaded.partial]
+        return min(at) if at else None
 
 
 def advertised(features: Sequence[object]) -> dict[str, tuple[int, int]]:

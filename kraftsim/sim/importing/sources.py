@@ -31,7 +31,6 @@ from kraftsim.storage.names import (
     parse_snapshot_name,
     snapshot_file_name,
 )
-from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
 from kraftsim.versions import Catalog
 
 QUORUM_STATE_FILE = "quorum-state"
@@ -94,11 +93,16 @@ class SourceReplica:
         return None if self.meta is None else self.meta.meta.directory_id
 
 
-def _damage_of(actions: list[RecoveryAction]) -> Damage | None:
-    for a in actions:
-        if a.kind in (RecoveryKind.TRUNCATE, RecoveryKind.DELETE_SEGMENT):
-            return Damage(a.base_offset, a.path, a.reason)
-    return None
+def _damage_of(log: MetadataLog) -> Damage | None:
+    """The first damage of a log opened read-only with every segment checked: a cut that is
+    not a torn tail, a bad batch in any segment, missing offsets (the load stops below it).
+    A torn last batch is not damage: Kafka's recovery cuts it as a matter of course (the
+    load leaves it out and says so in `LoadResult.recovered`)."""
+    found = log.damage()
+    if not found:
+        return None
+    first = min(found, key=lambda d: d.offset)
+    return Damage(first.offset, first.where, first.reason)
 
 
 def _read_beside(metadata_dir: Path) -> tuple[MetaPropertiesFile | None, QuorumState | None]:
@@ -146,8 +150,10 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
         raise ImportRefused(f"{p}: a log directory without a {METADATA_DIR_NAME} directory: nothing to import")
     meta, quorum = _read_beside(metadata_dir)
     try:
-        with MetadataLog.open(metadata_dir, read_only=True) as log:
-            damage = _damage_of(list(log.recovery))
+        # Every segment is checked (Kafka's recovery checks the last one only): damage in an
+        # older segment must stop the import, or label it partial, as well.
+        with MetadataLog.open(metadata_dir, read_only=True, validate="all") as log:
+            damage = _damage_of(log)
             if damage is not None and not up_to_damage:
                 raise ImportRefused(f"{damage.text()} (give --up-to-damage to import what comes before it)",
                                     exit_code=1)
@@ -161,6 +167,8 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
                 src.last_epoch = loaded.snapshot_id.epoch
             for fb in log.batches(log.log_start_offset):
                 b = fb.batch
+                if b.base_offset >= loaded.end_offset:
+                    break  # beyond what was loaded (the damage)
                 src.last_epoch = max(src.last_epoch, b.partition_leader_epoch)
                 src.last_timestamp = max(src.last_timestamp, b.max_timestamp)
                 if b.is_control:
