@@ -182,7 +182,7 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
     unknown = sorted(set(releases) - set(ids))
     if unknown:
         raise ImportRefused(f"--release {unknown[0]}=...: the cluster has no node {unknown[0]} "
-                            f"(nodes: {', '.join(map(str, ids))})")
+                            f"(nodes: {', '.join(map(str, ids))})", node=unknown[0])
     planned: list[PlannedNode] = []
     inferred: list[str] = []
     pending: list[int] = []

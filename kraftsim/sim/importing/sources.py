@@ -40,9 +40,11 @@ META_PROPERTIES_FILE = "meta.properties"
 class ImportRefused(KraftsimError):
     """An import that cannot be done as asked; `exit_code` is the CLI's (2 input, 1 damage)."""
 
-    def __init__(self, message: str, exit_code: int = 2):
+    def __init__(self, message: str, exit_code: int = 2, node: int | None = None):
         super().__init__(message)
         self.exit_code = exit_code
+        #: The node a per-node override names when the cluster has no such node.
+        self.node = node
 
 
 @dataclass
