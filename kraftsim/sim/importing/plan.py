@@ -63,6 +63,11 @@ class ImportPlan:
                        + [n.source.quorum.leader_epoch for n in self.nodes if n.source.quorum is not None]))
 
     @property
+    def kraft_version(self) -> int:
+        """kraft.version where the source ends (1: a dynamic quorum, KIP-853)."""
+        return self.reference.membership.kraft_version
+
+    @property
     def partial(self) -> bool:
         return self.stopped_at is not None
 
@@ -104,9 +109,18 @@ def _line(catalog: Catalog, name: str) -> str:
 
 
 def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tuple[int, ...], str]:
+    longest = max(sources, key=lambda s: s.end_offset)
+    membership = longest.membership
+    if membership.dynamic and membership.voter_ids:  # a dynamic quorum: the voter set is in the log
+        at = membership.voters_offset
+        where = (f"at offset {at}" if at is not None and at >= 0
+                 else f"in the header of snapshot {longest.snapshot_file.name if longest.snapshot_file else '?'}")
+        return membership.voter_ids, f"the last VotersRecord, {where} (kraft.version {membership.kraft_version})"
     best: tuple[int, int, tuple[int, ...], str] | None = None  # (end offset, offset, voters, how)
     for s in sources:
-        for e in s.control:
+        for e in s.header + s.control:
+            if e.type_name not in ("LEADER_CHANGE", "KRAFT_VOTERS"):
+                continue
             ids = tuple(sorted(v.voter_id for v in e.message.voters))
             what = "LeaderChange record" if e.type_name == "LEADER_CHANGE" else "VotersRecord"
             key = (s.end_offset, e.offset)

@@ -31,6 +31,7 @@ from kraftsim.storage.names import (
     parse_snapshot_name,
     snapshot_file_name,
 )
+from kraftsim.sim.voters import MEMBERSHIP_RECORDS, Membership
 from kraftsim.versions import Catalog
 
 QUORUM_STATE_FILE = "quorum-state"
@@ -71,8 +72,10 @@ class SourceReplica:
     quorum: QuorumState | None
     loaded: LoadResult
     damage: Damage | None
-    #: Control records in file order: LeaderChange and KRaftVoters (VotersRecord) of the log,
-    #: after the snapshot header's.
+    #: The KRaftVersionRecord and VotersRecord of the loaded snapshot's header.
+    header: list[LogEntry] = field(default_factory=list)
+    #: The log's control records that name voters or kraft.version, in file order:
+    #: LeaderChange, KRaftVersionRecord and VotersRecord.
     control: list[LogEntry] = field(default_factory=list)
     last_epoch: int = 0
     last_timestamp: int = 0
@@ -81,6 +84,12 @@ class SourceReplica:
     def end_offset(self) -> int:
         """The offset where this copy ends: the next record would get it."""
         return self.loaded.end_offset
+
+    @property
+    def membership(self) -> Membership:
+        """kraft.version and the latest VotersRecord where this copy ends (sim.voters)."""
+        after = [e for e in self.control if e.offset >= self.loaded.log_start]
+        return Membership().read(self.header, in_snapshot_header=True).read(after)
 
     @property
     def node_id(self) -> int | None:
@@ -143,7 +152,7 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
         except KraftsimError as e:
             raise ImportRefused(f"{e}", exit_code=1) from None
         src = SourceReplica(p, None, p, meta, quorum, loaded, None)
-        src.control = [e for e in loaded.snapshot_header if e.type_name == "KRAFT_VOTERS"]
+        src.header = [e for e in loaded.snapshot_header if e.type_name in MEMBERSHIP_RECORDS]
         src.last_epoch = loaded.snapshot_id.epoch if loaded.snapshot_id is not None else 0
         src.last_timestamp = loaded.snapshot_header[0].message.last_contained_log_timestamp
         return src
@@ -163,7 +172,7 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
             if loaded.end_offset == 0 and loaded.snapshot_id is None and log.log_end_offset == 0:
                 raise ImportRefused(f"{metadata_dir}: holds no records: nothing to import")
             src = SourceReplica(p, metadata_dir, None, meta, quorum, loaded, damage)
-            src.control = [e for e in loaded.snapshot_header if e.type_name == "KRAFT_VOTERS"]
+            src.header = [e for e in loaded.snapshot_header if e.type_name in MEMBERSHIP_RECORDS]
             if loaded.snapshot_id is not None:
                 src.snapshot_file = metadata_dir / snapshot_file_name(loaded.snapshot_id)
                 src.last_epoch = loaded.snapshot_id.epoch
@@ -175,7 +184,7 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
                 src.last_timestamp = max(src.last_timestamp, b.max_timestamp)
                 if b.is_control:
                     src.control += [e for e in decode_file_batch(fb, registry)
-                                    if e.type_name in ("LEADER_CHANGE", "KRAFT_VOTERS")]
+                                    if e.type_name == "LEADER_CHANGE" or e.type_name in MEMBERSHIP_RECORDS]
     except ImportRefused:
         raise
     except KraftsimError as e:

@@ -36,7 +36,7 @@ def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[s
         "damage": [n.source.damage.text() if n.source.damage is not None else str(n.source.loaded.partial)
                    for n in plan.nodes if n.source.damage is not None or n.source.loaded.partial][:1],
         "finalized": finalized_levels(image),
-        "voters": list(plan.voters), "voters_from": plan.voters_how,
+        "voters": list(plan.voters), "voters_from": plan.voters_how, "kraft_version": plan.kraft_version,
         "topics": len(image.topics), "partitions": image.topics.partition_count(),
         "nodes": [{"id": n.id, "roles": list(n.roles), "release": n.release, "release_from": n.release_how,
                    "starts_from": n.source_how, "end_offset": n.source.end_offset,
@@ -54,7 +54,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
              + (f" -- PARTIAL: stopped at offset {s['stopped_at_offset']}, where the source is damaged"
                 if s["partial"] else ""),
              f"  cluster id: from {s['cluster_id_from']}",
-             f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})",
+             f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})"
+             + ("; a dynamic quorum (KIP-853)" if s["kraft_version"] >= 1 else ""),
              f"  finalized (as in the source): {fin}",
              f"  topics: {s['topics']}, partitions: {s['partitions']}"]
     lines += [f"  damage: {t} (imported up to it)" for t in s["damage"]]
