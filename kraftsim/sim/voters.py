@@ -84,10 +84,21 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
     return QuorumState(data_version=0, current_voters=tuple(voters), **common)
 
 
+def static_join_refusal(kraft_version: int) -> str | None:
+    """Why a new controller cannot join by being added to the static voter list: with a
+    dynamic quorum it joins as an observer and becomes a voter only through
+    `kafka-metadata-quorum add-controller` (AddRaftVoter), which is not simulated yet."""
+    if kraft_version < 1:
+        return None
+    return ("adding a controller to a dynamic quorum (kraft.version 1: kafka-metadata-quorum add-controller, "
+            "KIP-853) is not simulated yet")
+
+
 def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple[int, ...]:
     """The voters the active controller's feature checks list (QuorumFeatures' quorum node
     ids): the static ones; none with a dynamic quorum, where only registered controllers count."""
     return () if kraft_version >= 1 else tuple(voters)
 
 
-__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "seed_loader"]
+__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "seed_loader",
+           "static_join_refusal"]

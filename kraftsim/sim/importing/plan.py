@@ -1,7 +1,8 @@
 """What a real cluster's metadata says about its nodes, and the simulated cluster made of it.
 
-Nodes and roles come from the metadata itself: the voters (the last LeaderChange or
-VotersRecord, else `quorum-state`, else the registered controllers), the registered
+Nodes and roles come from the metadata itself: the voters (with kraft.version 1, a dynamic
+quorum, the last VotersRecord; otherwise the last LeaderChange or VotersRecord, else
+`quorum-state`, else the registered controllers), the registered
 brokers, and from 3.7 the registered controllers. A voter that is also a registered broker
 runs both roles in one process: a combined node. Each node's software is the release line
 whose supported ranges are exactly what its latest registration advertises (metadata.version
@@ -115,7 +116,7 @@ def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tup
         at = membership.voters_offset
         where = (f"at offset {at}" if at is not None and at >= 0
                  else f"in the header of snapshot {longest.snapshot_file.name if longest.snapshot_file else '?'}")
-        return membership.voter_ids, f"the last VotersRecord, {where} (kraft.version {membership.kraft_version})"
+        return membership.voter_ids, f"the last VotersRecord, {where}"
     best: tuple[int, int, tuple[int, ...], str] | None = None  # (end offset, offset, voters, how)
     for s in sources:
         for e in s.header + s.control:

@@ -55,7 +55,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
                 if s["partial"] else ""),
              f"  cluster id: from {s['cluster_id_from']}",
              f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})"
-             + ("; a dynamic quorum (KIP-853)" if s["kraft_version"] >= 1 else ""),
+             + (f"; a dynamic quorum (KIP-853, kraft.version {s['kraft_version']})" if s["kraft_version"] >= 1
+                else ""),
              f"  finalized (as in the source): {fin}",
              f"  topics: {s['topics']}, partitions: {s['partitions']}"]
     lines += [f"  damage: {t} (imported up to it)" for t in s["damage"]]
