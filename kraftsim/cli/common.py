@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable
+from typing import Callable, Iterable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.versions import Catalog, load_catalog
@@ -32,6 +32,13 @@ def add_damage_option(parser: argparse.ArgumentParser) -> None:
 
 def catalog_from_args(args: argparse.Namespace) -> Catalog:
     return load_catalog(getattr(args, "catalog", None), line=getattr(args, "release", None))
+
+
+def print_lines(lines: Iterable[str]) -> int:
+    """Print a command's lines; its exit code is 0."""
+    for line in lines:
+        print(line)
+    return 0
 
 
 def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:

@@ -143,7 +143,9 @@ def _register_sweep(jobs: argparse._SubParsersAction) -> None:
 
     text = ("run every scenario under every seed (with --faults, a seeded fault schedule injected between the "
             "steps); one Parquet row per run, reproducer files for runs that did not pass, a summary and plots")
-    p = jobs.add_parser("sweep", help=text, description=text)
+    p = jobs.add_parser("sweep", help=text, description=text,
+                        epilog="Exit status: 0 when every run passed, 1 when any run failed or could not run (the "
+                               "table, summary, reproducers and plots are written all the same), 2 for bad usage.")
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario files or folders of them")
     p.add_argument("--seeds", required=True, metavar="A:B", help="seeds A to B inclusive (or one seed N)")
     p.add_argument("--faults", metavar="SPEC",
@@ -211,4 +213,17 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not args.no_plots:
         plots = write_plots(run.table, out / "plots")
         print(plots if isinstance(plots, str) else f"Plots: {', '.join(str(p) for p in plots)}")
-    return 0
+    return _sweep_status(run.table)
+
+
+def _sweep_status(table) -> int:
+    """0 when every run passed; 1 when any did not (the table, summary and reproducers are
+    written all the same), saying so on the last line."""
+    verdicts = table.column("verdict").to_pylist()
+    failed, errors = verdicts.count("fail"), verdicts.count("error")
+    if not failed and not errors:
+        print(f"sweep: all {len(verdicts)} runs passed")
+        return 0
+    print(f"sweep: {failed + errors} of {len(verdicts)} runs did not pass ({failed} failed, {errors} errors): "
+          "exit status 1")
+    return 1

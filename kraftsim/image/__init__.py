@@ -71,6 +71,7 @@ from kraftsim.image.writer.image_writer import (
     WRITER_4X,
     WriterLine,
 )
+from kraftsim.image.writer.kafka_order import config_entry_ranks
 from kraftsim.image.writer.loss import Loss, LossReport, raise_on_loss
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
@@ -190,6 +191,7 @@ __all__ = [
     "affected_components",
     "committed_batches",
     "component_digests",
+    "config_entry_ranks",
     "create_snapshot",
     "diff_images",
     "diff_text",
