@@ -143,8 +143,12 @@ def test_rejections_name_step_key_and_expectation(text: str, step_no: int | None
         assert f"key `{key}`" in str(err)
 
 
+#: kraftsim's additions to contract 4 (Kafka 4.3/4.4's controller operations), after its ops.
+ADDED_OPS = ("alter-broker-config", "unregister-controller", "create-acl")
+
+
 def test_every_contract_op_has_a_struct() -> None:
-    assert tuple(OPS) == CONTRACT_OPS
+    assert tuple(OPS) == CONTRACT_OPS + ADDED_OPS
 
 
 def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
