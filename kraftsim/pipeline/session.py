@@ -87,10 +87,11 @@ def default_conf(master: str, app_name: str) -> dict[str, str]:
         conf["spark.driver.extraJavaOptions"] = log4j
         if is_loopback_master(master):  # the file exists on this machine only
             conf["spark.executor.extraJavaOptions"] = log4j
+    if is_loopback_master(master):
+        # Executors on this machine run this very kraftsim, wherever they start from.
+        conf["spark.executorEnv.PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     if is_local_master(master):  # Python workers whose stderr is the user's terminal
         conf["spark.python.daemon.module"] = DAEMON_MODULE
-        # They fork from this very kraftsim, wherever the command was started from.
-        conf["spark.executorEnv.PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
     return conf
 
 
