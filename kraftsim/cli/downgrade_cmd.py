@@ -28,8 +28,7 @@ from kraftsim.cli.common import (
 from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
-from kraftsim.image import MetadataImage
-from kraftsim.image.publisher.snapshot_create import infer_release as release_of_registered_nodes
+from kraftsim.image import MetadataImage, infer_writer_release as release_of_registered_nodes
 from kraftsim.sim.importing.plan import advertised, infer_release, ranges_text
 from kraftsim.storage.names import QUORUM_STATE_FILE, PathKind, classify_path
 from kraftsim.storage.quorum_state import read_quorum_state

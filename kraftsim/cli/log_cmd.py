@@ -169,7 +169,7 @@ def _snapshots_against_log(files: Sequence[tuple[PathKind, Path]],
             continue
         if not any(p.suffix == ".log" for p in members):
             continue
-        from kraftsim.image.verification.verify import snapshots_against_log
+        from kraftsim.image import snapshots_against_log
 
         try:
             found = snapshots_against_log(directory)
