@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
-from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, spark_session
+from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, start_spark
 
 DEFAULT_OUTPUT = "kraftsim-output"
 
@@ -86,14 +86,14 @@ def run_job(args: argparse.Namespace) -> int:
     name = args.spark_job
     j = job(name)
     if args.partitions_per_core < 1 or (args.partitions is not None and args.partitions < 1):
-        raise KraftsimError("--partitions and --partitions-per-core must be at least 1")
+        raise UsageError("--partitions and --partitions-per-core must be at least 1")
     grid = parse_grid(args.grid) if name == "snapshot-cost" else None
     items = job_inputs(name, getattr(args, "paths", ()), grid)
     params = _params(args)
     output = args.output or f"{DEFAULT_OUTPUT}/{name}"
     if args.local:
         if args.master or args.conf:
-            raise KraftsimError("--local runs without Spark: --master and --conf do not apply")
+            raise UsageError("--local runs without Spark: --master and --conf do not apply")
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         run, _ = run_local(name, items, params=params, output=output, overwrite=args.overwrite,
                            progress=None if args.no_progress else _local_progress(name))
@@ -101,10 +101,7 @@ def run_job(args: argparse.Namespace) -> int:
         conf = parse_conf(args.conf)
         if "://" not in output:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
-        from pyspark.sql import SparkSession
-
-        owner = SparkSession.getActiveSession() is None  # stop only a session this command started
-        spark = spark_session(args.master, conf, app_name=f"kraftsim {name}")
+        spark, owner = start_spark(args.master, conf, app_name=f"kraftsim {name}", say=_say, label=name)
         try:
             run = run_spark(spark, name, items, output, params=params, partitions=args.partitions,
                             partitions_per_core=args.partitions_per_core, overwrite=args.overwrite,
@@ -114,6 +111,11 @@ def run_job(args: argparse.Namespace) -> int:
                 spark.stop()
     _print_run(run, j.partition_by)
     return 0
+
+
+def _say(text: str) -> None:
+    """A line on stderr about the Spark start (stdout keeps the results)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def _local_progress(name: str):
