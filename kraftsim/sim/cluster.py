@@ -63,6 +63,7 @@ from kraftsim.image import BrokerRegistration
 from kraftsim.image import load_path
 from kraftsim.image import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
+from kraftsim.sim.cordoned import cordoned_report
 from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
 from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, ServerConfig, read_bootstrap_dir, storage_format,
@@ -559,7 +560,8 @@ class SimCluster:
             return None
         node.state.last_heartbeat_ms = self.now()
         request = BrokerHeartbeatRequest(broker_id=node.id, broker_epoch=reg.epoch,
-                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down)
+                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down,
+                                         cordoned_log_dirs=cordoned_report(node))
         hb = self.heartbeats
         was_fenced = reg.fenced
         result = self.execute(lambda ctx: broker_heartbeat(ctx, request, hb))
