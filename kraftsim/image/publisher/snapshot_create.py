@@ -50,6 +50,7 @@ from kraftsim.image.components.configs import resource_type_name
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.metadata_loader import TransactionState
 from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
+from kraftsim.image.loader.summary import configs_dropped
 from kraftsim.image.writer.loss import LossReport, raise_on_loss
 from kraftsim.image.writer.image_writer import WriterLine, resolve_writer_line, write_image
 from kraftsim.image.writer.kafka_order import config_entry_ranks
@@ -80,6 +81,8 @@ class SnapshotContents:
     source: str  # how the image was rebuilt
     loss: LossReport = field(default_factory=LossReport)
     registry: Registry | None = None
+    #: The ConfigRecords the writer's replay ignored (summary.configs_dropped); None: none.
+    configs_dropped: dict[str, Any] | None = None
 
     def write(self, out: Path | str, *, time_ms: int | Clock | None = None, fsync: bool = True) -> Path:
         """Write the snapshot into directory `out` under Kafka's name, or to the file `out`."""
@@ -306,7 +309,8 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike
         snapshot_id=SnapshotId(offset, prov.last_contained_epoch),
         last_contained_log_timestamp=prov.last_contained_log_time_ms,
         header_records=header, records=records, image=image, metadata_version=mv, release=release,
-        release_reason=reason, writer_line=line, source=source, loss=report, registry=registry)
+        release_reason=reason, writer_line=line, source=source, loss=report, registry=registry,
+        configs_dropped=configs_dropped(result))
 
 
 def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int | Clock | None = None,
