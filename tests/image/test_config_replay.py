@@ -14,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.image import (
     BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, MetadataImage, image_from_records, load_path, resource_type_name,
 )
-from kraftsim.versions import default_catalog
+from kraftsim.versions import CatalogError, default_catalog, load_catalog_text
 from tests.conftest import ORACLE
 from tests.image.helpers import data_records, needs_oracle, read_entries, rec
 
@@ -125,3 +125,16 @@ def test_filters_compare_by_what_they_keep() -> None:
     f43, f44 = CAT.at_release("4.3.0").config_replay_filter(), CAT.at_release("4.4.0").config_replay_filter()
     assert f43 is not None and f44 is not None
     assert f43 == CAT.at_release("4.3.1").config_replay_filter() and f43 != f44
+
+
+def test_a_user_catalog_can_extend_the_lists_but_not_mislabel_them() -> None:
+    # a later entry takes over from its own release on: a hypothetical 4.4.0 list
+    extended = load_catalog_text('[[replay_config_names]]\nsince = "4.4.0"\nresource_type = "GROUP"\n'
+                                 'names = ["my.group.config"]\n', "more.toml")
+    keeps = extended.at_release("4.4.0").config_replay_filter()
+    assert keeps is not None and keeps.keeps("GROUP", "my.group.config")
+    assert not keeps.keeps("GROUP", "consumer.session.timeout.ms")
+    assert extended.at_release("4.3.1").config_replay_filter() == CAT.at_release("4.3.1").config_replay_filter()
+    with pytest.raises(CatalogError, match="BROKER config names since 4.4.0: the type is not one kept by name"):
+        load_catalog_text('[[replay_config_names]]\nsince = "4.4.0"\nresource_type = "BROKER"\nnames = ["x"]\n',
+                          "broken.toml")
