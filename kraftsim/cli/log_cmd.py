@@ -21,11 +21,13 @@ from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
+from kraftsim.storage.names import PathKind, parse_snapshot_name
 from kraftsim.storage.view import find_metadata_files
 
-# kafka-dump-log's labels for control records.
+# kafka-dump-log's labels for control records, as it prints them before the JSON (only
+# LeaderChange has a colon; Kafka 4.1 on, before which it printed 'controlType: LEADER_CHANGE(2)').
 _CONTROL_LABELS = {
-    "LEADER_CHANGE": "LeaderChange",
+    "LEADER_CHANGE": "LeaderChange:",
     "SNAPSHOT_HEADER": "SnapshotHeader",
     "SNAPSHOT_FOOTER": "SnapshotFooter",
     "KRAFT_VERSION": "KRaftVersion",
@@ -68,6 +70,11 @@ def run_dump(args: argparse.Namespace) -> int:
             print(f"Dumping {path}", file=out)
             if path.suffix == ".log":
                 print(f"Log starting offset: {_offset_from_name(path)}", file=out)
+            elif kind is PathKind.BOOTSTRAP:
+                print("KRaft bootstrap snapshot", file=out)
+            elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
+                end, epoch = name.snapshot_id
+                print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
         for scanned in scan(data, registry, report):
             if args.json:
                 for entry in scanned.entries:
@@ -102,8 +109,8 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
                 f"valueSize: {value_size} sequence: -1 headerKeys: []")
         body = entry.to_json()
         if entry.control:
-            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name)
-            print(f"{head} {label}: {json.dumps(body['data'], separators=(',', ':'))}", file=out)
+            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name + ":")
+            print(f"{head} {label} {json.dumps(body['data'], separators=(',', ':'))}", file=out)
         else:
             payload = {"type": body["type"], "version": body["version"], "data": body["data"]}
             print(f"{head} payload: {json.dumps(payload, separators=(',', ':'))}", file=out)
