@@ -46,6 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     dump.add_argument("--json", action="store_true", help="one JSON object per record: offset, epoch, control, type, version, data")
     dump.add_argument("--schemas", action="append", default=[], metavar="DIR",
                       help="an extra folder of record schema files (repeatable)")
+    dump.add_argument("--release", metavar="R",
+                      help="print as this Kafka release's kafka-dump-log does (default: the newest in the catalog)")
     dump.set_defaults(run=run_dump)
 
     verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
@@ -63,6 +65,7 @@ def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
+    leader_change = _leader_change_text(args.release)
     for kind, path in find_metadata_files(args.paths):
         data = read_file(path)
         report = ScanReport()
@@ -80,14 +83,26 @@ def run_dump(args: argparse.Namespace) -> int:
                 for entry in scanned.entries:
                     out.write(json.dumps(entry.to_json(), ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
-                _print_batch_text(scanned, out)
+                _print_batch_text(scanned, out, leader_change)
         for problem in report.problems + file_problems(kind, path, report):
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
+def _leader_change_text(release: str | None) -> str | None:
+    """The release's fixed text for a LeaderChange record (policy dump_log_leader_change), or None: JSON."""
+    if release is None:
+        return None
+    from kraftsim.versions import default_catalog
+
+    catalog = default_catalog().at_release(release)
+    if catalog.policy("dump_log_leader_change") != "control-type":
+        return None
+    return catalog.policy_text("dump_log_leader_change", "line")
+
+
+def _print_batch_text(scanned: ScannedBatch, out: TextIO, leader_change: str | None = None) -> None:
     b = scanned.batch
     last_seq = -1 if b.base_sequence < 0 else b.base_sequence + b.last_offset_delta
     print(
@@ -108,7 +123,9 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
         head = (f"| offset: {entry.offset} CreateTime: {entry.timestamp} keySize: {key_size} "
                 f"valueSize: {value_size} sequence: -1 headerKeys: []")
         body = entry.to_json()
-        if entry.control:
+        if entry.control and entry.type_name == "LEADER_CHANGE" and leader_change is not None:
+            print(f"{head} {leader_change}", file=out)
+        elif entry.control:
             label = _CONTROL_LABELS.get(entry.type_name, entry.type_name + ":")
             print(f"{head} {label} {json.dumps(body['data'], separators=(',', ':'))}", file=out)
         else:

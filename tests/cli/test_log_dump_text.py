@@ -30,3 +30,18 @@ def test_dump_of_a_bootstrap_file_and_a_zero_checkpoint(tmp_path: Path, capsys: 
     lines = capsys.readouterr().out.splitlines()
     assert lines[1] == "Snapshot end offset: 0, epoch: 0"
     assert any(" KRaftVersion {" in line for line in lines) and any(" KRaftVoters {" in line for line in lines)
+
+
+def test_leader_change_as_each_release_prints_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Up to 4.0 kafka-dump-log names a LeaderChange record by its control type only; 4.1 on prints its JSON."""
+    d = tmp_path / "c"
+    assert main(["cluster", "create", str(d), "--controllers", "1", "--release", "4.0", "--seed", "0"]) == 0
+    capsys.readouterr()
+    segment = d / "node-1" / "__cluster_metadata-0" / "00000000000000000000.log"
+    texts = {}
+    for release in ("3.9", "4.0", "4.1", None):
+        assert main(["log", "dump", str(segment), *(["--release", release] if release else [])]) == 0
+        line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("| offset: 0 "))
+        texts[release] = line.split("headerKeys: [] ", 1)[1]
+    assert texts["3.9"] == texts["4.0"] == "controlType: LEADER_CHANGE(2)"
+    assert texts["4.1"] == texts[None] and texts[None].startswith('LeaderChange: {"version":0,"leaderId":1,')
