@@ -40,6 +40,7 @@ from kraftsim.sim.lifecycle import (
 from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
     FAILED,
@@ -412,7 +413,8 @@ class Engine(RaftMixin, LifecycleMixin):
         start = node.log.log_end_offset
         try:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
-                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version)
+                                  config=config, kraft_version=self.kraft_version,
+                                  static_voters=controller_static_voters(self.kraft_version, self.voters))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
             self.emit(m.id, "failed", {"text": str(e)})
