@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool, node_id
+from kraftsim.cli.common import kafka_tool, node_id, print_lines
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
@@ -151,9 +151,7 @@ def _run_version_mapping(args: argparse.Namespace) -> int:
     refused = refuse(missing_subcommand("kafka-features", "version-mapping", release_line(tool)))
     if refused is not None:
         return refused
-    for line in version_mapping(tool, args.release_version):
-        print(line)
-    return 0
+    return print_lines(version_mapping(tool, args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
@@ -161,6 +159,4 @@ def _run_feature_dependencies(args: argparse.Namespace) -> int:
     refused = refuse(missing_subcommand("kafka-features", "feature-dependencies", release_line(tool)))
     if refused is not None:
         return refused
-    for line in feature_dependencies(tool, args.feature, tool="features"):
-        print(line)
-    return 0
+    return print_lines(feature_dependencies(tool, args.feature, tool="features"))

@@ -14,7 +14,7 @@ import dataclasses
 import os
 import random
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id, print_lines
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.storage.bootstrap import read_bootstrap_dir
 from kraftsim.storage import random_uuid
@@ -170,9 +170,7 @@ def _run_version_mapping(args: argparse.Namespace) -> int:
     refused = refuse(missing_subcommand("kafka-storage", "version-mapping", release_line(catalog)))
     if refused is not None:
         return refused
-    for line in version_mapping(catalog, args.release_version):
-        print(line)
-    return 0
+    return print_lines(version_mapping(catalog, args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
@@ -180,6 +178,4 @@ def _run_feature_dependencies(args: argparse.Namespace) -> int:
     refused = refuse(missing_subcommand("kafka-storage", "feature-dependencies", release_line(catalog)))
     if refused is not None:
         return refused
-    for line in feature_dependencies(catalog, args.feature, tool="storage"):
-        print(line)
-    return 0
+    return print_lines(feature_dependencies(catalog, args.feature, tool="storage"))
