@@ -256,7 +256,9 @@ class QuorumController:
 
         def raft(ctx: ControllerContext, level: int, validate_only: bool) -> None:
             check(ctx, level, validate_only)
-            if not validate_only and level != ctx.kraft_version:
+            # Before 4.1 the raft layer answers the upgrade as done and keeps its kraft.version.
+            applied = ctx.catalog.policy("kraft_version_upgrade") == "applied"
+            if applied and not validate_only and level != ctx.kraft_version:
                 upgraded.append(level)
 
         def write_kraft_version() -> None:
