@@ -29,7 +29,7 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
-from kraftsim.sim.cluster import incarnation_id
+from kraftsim.sim.node_format import incarnation_id
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import (
@@ -190,7 +190,8 @@ class Engine(RaftMixin, LifecycleMixin):
         self._snapshots_seen[m.id] = 0
         m.status = RUNNING
         m.state.running = True
-        m.detail = None
+        if not resume:
+            m.detail = None  # a reopened simulation's process keeps its refusal
         m.voter = m.id in self.voters
         try:
             node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
@@ -227,6 +228,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.restarted(m.id)
         m.shutdown_wanted = m.shutdown_done = False
         m.controller_registered = False
+        m.controller_register_sent_ms = -(10**12)
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
         self._raft_start(m, resume=resume)
@@ -256,7 +258,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if m.role == LEADER:
             self._lose_leadership(m)
         if m.node is not None:
-            if m.node.log is not None and m.voter:
+            if m.node.log is not None:
                 self._persist(m)
             self.checker.halted(m)
             m.node.close()
@@ -269,6 +271,11 @@ class Engine(RaftMixin, LifecycleMixin):
         m.parked, m.matched, m.last_fetch_from = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.high_watermark = None
+        if m.voter:
+            running = sum(1 for v in self.voters if v in self.members and self.members[v].running)
+            if running < self._majority():
+                self.emit(None, "note", {"text": f"No leader: {running} of {len(self.voters)} voter(s) running, "
+                                                 f"{self._majority()} needed."})
 
     def crash(self, m: Member) -> None:
         if not m.running:
@@ -278,6 +285,7 @@ class Engine(RaftMixin, LifecycleMixin):
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
             m.disk_gen += 1
+            self._write_epoch_file(m)
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
         self._halt(m, None, CRASHED)
 
@@ -356,6 +364,7 @@ class Engine(RaftMixin, LifecycleMixin):
         m.node = fresh
         self._snapshots_seen[m.id] = 0
         m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
+        self._write_epoch_file(m)
         if m.high_watermark is not None and m.high_watermark < sid.end_offset:
             m.high_watermark = sid.end_offset
 
@@ -382,6 +391,8 @@ class Engine(RaftMixin, LifecycleMixin):
         if node.applied_offset != before:
             self.checker.applied(self.current_event, m)
             self._after_apply(m, before)
+            if m.state.is_controller:
+                self._maybe_register_controller(m)
         if found is not None:
             if m.state.is_broker and m.broker_epoch is None:
                 # Still starting (not registered): it applies nothing more; its registration
@@ -455,14 +466,15 @@ class Engine(RaftMixin, LifecycleMixin):
         for m in self.members.values():
             if not m.running:
                 continue
+            if m.state.is_broker and m.broker_epoch is None and m.detail \
+                    and not any(t in m.detail for t in TRANSIENT_REFUSALS):
+                continue  # refused for good: it waits, fenced, for software that can join
             if m.leader != leader.id or m.applied < hw - 1:
                 return False
             if m.node is not None and m.node.blocked is not None:
                 return False
             if m.state.is_broker:
                 reg = image.cluster.broker(m.id)
-                if m.detail and not any(t in m.detail for t in TRANSIENT_REFUSALS) and m.broker_epoch is None:
-                    continue
                 if reg is None or str(reg.incarnation_id) != m.state.incarnation or reg.fenced:
                     return False
             if m.state.is_controller and self._controller_registration_due(m):

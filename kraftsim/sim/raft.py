@@ -43,7 +43,7 @@ from kraftsim.sim.member import (
     entry_at,
     last_epoch,
 )
-from kraftsim.storage import QuorumState, write_quorum_state
+from kraftsim.storage import QuorumState, write_leader_epoch_checkpoint, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 #: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
@@ -64,6 +64,13 @@ class RaftMixin:
             data_version=0, leader_id=-1 if m.leader is None else m.leader, leader_epoch=m.epoch,
             voted_id=-1 if m.voted is None else m.voted, current_voters=tuple(self.voters)),
             fsync=self.config_fsync)
+
+    def _write_epoch_file(self, m: Member) -> None:
+        """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
+        new epoch is appended, and when the log is truncated or replaced."""
+        entries = m.log.leader_epochs()
+        write_leader_epoch_checkpoint(m.log.directory, entries, fsync=self.config_fsync)
+        m.epoch_file_last = entries[-1].epoch if entries else -1
 
     def _release_at_least(self, m: Member, key: tuple[int, int]) -> bool:
         return self.catalog.find_release(m.state.release).key >= key
@@ -96,6 +103,7 @@ class RaftMixin:
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
+        self._write_epoch_file(m)
         if not m.voter:
             m.role = OBSERVER
             self._fetch(m)
@@ -134,6 +142,8 @@ class RaftMixin:
                 self._persist(m)
             m.last_fetch_ok_ms = self.now
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        elif changed:
+            self._persist(m)  # an observer keeps quorum-state too
         if was_leader:
             self._lose_leadership(m)
         if changed:
@@ -279,6 +289,7 @@ class RaftMixin:
                          granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
         log.append(encode_control_batch(log.log_end_offset, [Payload(rt, 0, message)], epoch=m.epoch,
                                         timestamp=self.now))
+        self._write_epoch_file(m)
         m.matched = {m.id: m.flushed_end}
         m.last_fetch_from = {}
         self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
@@ -463,7 +474,9 @@ class RaftMixin:
                     return
                 self._become_unattached(m, msg.epoch)
             if not m.voter:
-                m.leader = leader if leader != m.id else None
+                if m.leader != (leader if leader != m.id else None):
+                    m.leader = leader if leader != m.id else None
+                    self._persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
                                  lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
             return
@@ -503,6 +516,8 @@ class RaftMixin:
                 break
             log.append(raw)
             self.checker.appended(self.describe_event(), m, raw)
+            if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
+                self._write_epoch_file(m)
         if log.log_end_offset > start:
             self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
                                        "from": msg.src})
@@ -516,6 +531,7 @@ class RaftMixin:
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src
+        self._persist(m)  # an observer keeps quorum-state too
         self.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
 
     def _truncate(self, m: Member, offset: int, why: str) -> None:
@@ -527,6 +543,7 @@ class RaftMixin:
         log.truncate_to(offset)
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
+        self._write_epoch_file(m)
 
     # -------------------------------------------------------------- snapshots
 

@@ -12,6 +12,7 @@ process from its disk, as after a restart of the whole cluster.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -24,13 +25,7 @@ from kraftsim.controller.features import (
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.admin import AdminMixin
-from kraftsim.sim.cluster import (
-    EPOCH_MS,
-    MvChangeReport,
-    cluster_id_for,
-    format_node,
-    incarnation_id,
-)
+from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
 from kraftsim.sim.member import Member
@@ -47,6 +42,7 @@ from kraftsim.sim.types import (
     RUNNING,
     STOPPED,
     InvariantResult,
+    MvChangeReport,
     NodeInfo,
     SimConfig,
     SimError,
@@ -132,6 +128,7 @@ class Simulation(AdminMixin):
         voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
         saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
+        existed = d.exists()
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
         sim = cls(d, saved, base, durable)
@@ -144,6 +141,8 @@ class Simulation(AdminMixin):
                             release_version=release_version, features=feats,
                             emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
             except KraftsimError as e:
+                sim.close_files()
+                _remove_made(d, existed)  # nothing half-made is left behind
                 raise SimError(str(e)) from None
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
@@ -217,6 +216,13 @@ class Simulation(AdminMixin):
             for m in self.engine.ordered():
                 if m.node is not None:
                     m.node.close()
+
+    def close_files(self) -> None:
+        """Close what is open without saving (a create that failed)."""
+        self._closed = True
+        for m in self.engine.ordered():
+            if m.node is not None:
+                m.node.close()
 
     def __enter__(self) -> Simulation:
         return self
@@ -501,6 +507,15 @@ class Simulation(AdminMixin):
         self._finish_op("wait")
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
+
+
+def _remove_made(d: Path, existed: bool) -> None:
+    """Remove what a failed create made: the directory, or (when it existed, empty) its contents."""
+    if not existed:
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    for p in sorted(d.iterdir()):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
 
 
 def _refused_for_good(m: Member) -> bool:
