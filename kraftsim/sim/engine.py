@@ -30,6 +30,7 @@ from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.node_format import incarnation_id
+from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import (
@@ -37,7 +38,7 @@ from kraftsim.sim.lifecycle import (
     TRANSIENT_REFUSALS,
     LifecycleMixin,
 )
-from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
 from kraftsim.sim.types import (
@@ -90,6 +91,10 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
+        #: Committed batches replayed once across the nodes (kraftsim.sim.commit_share).
+        self.share = CommitShare()
+        #: (release, end offset, its last batch's index entry, the controller's ReplayState there).
+        self._checkpoint: tuple[str, int, tuple[int, ...], Any] | None = None
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
@@ -169,7 +174,8 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _make_node(self, m: Member) -> SimNode:
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
-                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
+                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version,
+                       share=self.share)
 
     def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
                      resume: bool = False) -> str | None:
@@ -187,6 +193,7 @@ class Engine(RaftMixin, LifecycleMixin):
             m.broker_epoch = None
         node = self._make_node(m)
         m.node = node
+        m.disk_gen_at_start = m.disk_gen
         self._snapshots_seen[m.id] = 0
         m.status = RUNNING
         m.state.running = True
@@ -351,7 +358,7 @@ class Engine(RaftMixin, LifecycleMixin):
         node = m.node
         assert node is not None and node.log is not None
         m.disk_gen += 1
-        self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset))
+        self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset), reloads=True)
         d = node.metadata_dir
         atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)
         node.close()
@@ -362,6 +369,7 @@ class Engine(RaftMixin, LifecycleMixin):
         fresh.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                    retention=RetentionSettings(self.config.retention_bytes, -1), segment_bytes=self.config.segment_bytes)
         m.node = fresh
+        m.disk_gen_at_start = m.disk_gen  # its loader starts again from the files as they are now
         self._snapshots_seen[m.id] = 0
         m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
         self._write_epoch_file(m)
@@ -423,7 +431,8 @@ class Engine(RaftMixin, LifecycleMixin):
         start = node.log.log_end_offset
         try:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
-                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version)
+                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version,
+                                  resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
             self.emit(m.id, "failed", {"text": str(e)})
@@ -434,6 +443,28 @@ class Engine(RaftMixin, LifecycleMixin):
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
                          lambda: self._leader_tick(m, epoch))
+
+    def _keep_controller_state(self, m: Member) -> None:
+        """The active controller's state when all its log is committed, kept so that the next
+        leader (of the same release, whose log holds that prefix: raft's leader completeness)
+        replays only what came after it instead of its whole log."""
+        qc = self.controller
+        if qc is None or self.controller_id != m.id or qc.state.transaction_start_offset is not None:
+            return
+        end = m.log.log_end_offset
+        last = entry_at(m.log, end - 1)
+        if last is None or (self._checkpoint is not None and self._checkpoint[1] == end):
+            return
+        self._checkpoint = (m.state.release, end, _batch_key(last), qc.state.copy())
+
+    def _controller_checkpoint(self, m: Member) -> tuple[Any, int] | None:
+        cp = self._checkpoint
+        if cp is None or cp[0] != m.state.release or cp[1] > m.log.log_end_offset or cp[1] <= m.log.log_start_offset:
+            return None
+        last = entry_at(m.log, cp[1] - 1)
+        if last is None or _batch_key(last) != cp[2]:
+            return None
+        return cp[3], cp[1]
 
     def _drop_controller(self, m: Member) -> None:
         if self.controller_id == m.id:
@@ -482,6 +513,11 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
+
+
+def _batch_key(e: Any) -> tuple[int, ...]:
+    """A batch as the index knows it, without its file position (which differs by node)."""
+    return (e.base_offset, e.last_offset, e.size, e.epoch, e.max_timestamp)
 
 
 __all__ = ["DOWN", "Engine", "Message"]

@@ -46,6 +46,8 @@ class Member:
     snapshot_cache: tuple | None = None  # (key, newest snapshot id)
     #: Bumped whenever the node's files lose data (truncation, crash, disk fault, snapshot install).
     disk_gen: int = 0
+    #: disk_gen when its process started (equal: its files lost nothing since).
+    disk_gen_at_start: int = 0
     # elections
     granted: set[int] = field(default_factory=set)
     # leader soft state

@@ -368,6 +368,8 @@ class RaftMixin:
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
             self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
+            if hw == m.log.log_end_offset:
+                self._keep_controller_state(m)  # type: ignore[attr-defined]
 
     # -------------------------------------------------------------- fetching
 
