@@ -51,7 +51,8 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_bootstrap_dir, read_meta_properties, read_quorum_state
+from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name
 from kraftsim.versions import Catalog
@@ -191,6 +192,10 @@ class Engine(RaftMixin, LifecycleMixin):
             m.state.starts += 1
             m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
             m.broker_epoch = None
+        refusal = self._refuse_start(m)
+        if refusal is not None:
+            self._fail_start(m, refusal)
+            return refusal
         node = self._make_node(m)
         m.node = node
         m.disk_gen_at_start = m.disk_gen
@@ -241,6 +246,33 @@ class Engine(RaftMixin, LifecycleMixin):
         self._raft_start(m, resume=resume)
         self._lifecycle_start(m)
         return None
+
+    def _refuse_start(self, m: Member) -> str | None:
+        """What stops a node before its log is opened, with Kafka's text: a meta.properties it
+        cannot read (KafkaRaftServer: no readable meta.properties in its only log directory),
+        or a batch that fails its CRC below the committed offset (recovery would cut data the
+        quorum committed: the node refuses to start rather than lose it silently)."""
+        directory = node_directory(self.directory, m.id)
+        try:
+            _ = read_meta_properties(directory / "meta.properties").meta
+        except KraftsimError as e:
+            self.emit(m.id, "note", {"text": f"Error while reading meta.properties file "
+                                             f"{directory / 'meta.properties'}: {e}"})
+            return "No readable meta.properties files found."
+        meta = directory / METADATA_DIR_NAME
+        if not meta.is_dir():
+            return None
+        try:
+            with MetadataLog.open(meta, read_only=True) as log:
+                cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
+                        and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
+        except KraftsimError:
+            return None  # opening it for real reports this with its own text
+        if not cuts:
+            return None
+        a = cuts[0]
+        return f"{a.path}: the batch at offset {a.base_offset} (position {a.position}), below the committed " \
+               f"offset {self.checker.committed_end}: {a.reason}"
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would

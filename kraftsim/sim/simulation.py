@@ -48,7 +48,8 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME
+from kraftsim.sim.invariants import DurableLog
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
@@ -177,6 +178,14 @@ class Simulation(AdminMixin):
                 m.node.open()
                 m.status, m.state.running = RUNNING, True
             return sim
+        for n in saved.nodes:  # what the disks of nodes that are down hold, as the invariants need it
+            if n.status != RUNNING and n.id in saved.voters:
+                meta = node_directory(d, n.id) / METADATA_DIR_NAME
+                try:
+                    with MetadataLog.open(meta, read_only=True) as log:
+                        sim.engine.checker.down[n.id] = DurableLog.of(log)
+                except KraftsimError:
+                    pass  # a disk that cannot be read holds nothing the invariants can count on
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
