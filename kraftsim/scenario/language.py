@@ -34,6 +34,9 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     combined: int = 0
     from_: str | None = msgspec.field(default=None, name="from")
     release: str | None = None
+    #: kraftsim's addition: node id (as a TOML key) -> the release that node runs, for a cluster
+    #: of mixed releases (an operator mid-roll); the other nodes run `release`.
+    releases: dict[str, str] = {}
     release_version: str | None = None
     features: dict[str, int] = {}
 

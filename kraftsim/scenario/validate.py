@@ -320,7 +320,22 @@ def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     for name in c.features:
         check.feature(name, f"cluster.features.{name}")
         check.non_negative(c.features[name], f"cluster.features.{name}")
-    return msgspec.structs.replace(c, release=release)
+    return msgspec.structs.replace(c, release=release, releases=_check_releases(c, check, initial_nodes(c)))
+
+
+def _check_releases(c: ClusterSpec, check: _Checker, nodes: dict[int, tuple[str, ...]] | None) -> dict[str, str]:
+    """`releases = { "4" = "3.9.1" }`: per-node releases, each resolved to the catalog's name;
+    the node ids are checked here for a created cluster, at import for `from`."""
+    out: dict[str, str] = {}
+    for text, release in c.releases.items():
+        key = f"cluster.releases.{text}"
+        if not text.isdigit():
+            raise check.fail(key, "expected a node id as the key (e.g. releases = { \"4\" = \"3.9.1\" })")
+        if nodes is not None and int(text) not in nodes:
+            have = ", ".join(str(n) for n in sorted(nodes))
+            raise check.fail(key, f"expected one of the cluster's nodes ({have}); node {int(text)} does not exist")
+        out[str(int(text))] = check.release(release, key)
+    return out
 
 
 def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
@@ -339,7 +354,7 @@ def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
                                       or any(not isinstance(i, int) or i < 0 for i in c.controllers)):
         raise check.fail("cluster.controllers", "expected a list of voter ids with `from` (e.g. [1, 2, 3])")
     release = check.release(c.release, "cluster.release") if c.release is not None else None
-    return msgspec.structs.replace(c, from_=str(source), release=release)
+    return msgspec.structs.replace(c, from_=str(source), release=release, releases=_check_releases(c, check, None))
 
 
 def _check_step(raw: Any, index: int, check: _Checker) -> Step:

@@ -137,9 +137,12 @@ def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
     nodes = []
     leaders: dict[tuple[int, int], int] = {}
     images: dict[int, Any] = {}
+    epochs = [0]  # every epoch a node's quorum-state names, with or without a leader (an imported cluster)
     for n in saved.nodes:
         meta = node_directory(d, n.id) / METADATA_DIR_NAME
         qs = read_quorum_state(meta / "quorum-state") if (meta / "quorum-state").exists() else None
+        if qs is not None:
+            epochs.append(qs.leader_epoch)
         if qs is not None and qs.leader_id >= 0:
             leaders[(qs.leader_epoch, qs.leader_id)] = leaders.get((qs.leader_epoch, qs.leader_id), 0) + 1
         with MetadataLog.open(meta, read_only=True) as log:
@@ -170,7 +173,7 @@ def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
                                                                   .supported_features().items())}})
     majority = len(saved.voters) // 2 + 1
     known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
-    epoch, leader = max(known) if known else (max((e for e, _ in leaders), default=0), None)
+    epoch, leader = max(known) if known else (max(epochs), None)
     # Registrations and fencing as the active controller's image says (without one: each
     # running node's own image; unknown for a stopped node).
     leader_node = sim.engine.member(leader).node if leader is not None and leader in sim.engine.members else None

@@ -41,6 +41,7 @@ from kraftsim.sim.lifecycle import (
 from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
     FAILED,
@@ -463,7 +464,8 @@ class Engine(RaftMixin, LifecycleMixin):
         start = node.log.log_end_offset
         try:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
-                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version,
+                                  config=config, kraft_version=self.kraft_version,
+                                  static_voters=controller_static_voters(self.kraft_version, self.voters),
                                   resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:

@@ -51,6 +51,7 @@ from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
+from kraftsim.sim.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
@@ -300,8 +301,9 @@ class SimNode:
         start = log.log_start_offset
         if snaps:
             sid = snaps[-1]
-            load_snapshot(self.loader, read_snapshot(snapshot_path(log.directory, sid), self.registry),
-                          end_offset=sid.end_offset, epoch=sid.epoch)
+            snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
+            load_snapshot(self.loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            seed_loader(self.loader, snap.header_entries)  # kraft.version and voters (sim.voters)
             start = sid.end_offset
         if apply_log:
             self._apply_from(start)

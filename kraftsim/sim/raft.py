@@ -43,7 +43,8 @@ from kraftsim.sim.member import (
     entry_at,
     last_epoch,
 )
-from kraftsim.storage import QuorumState, write_leader_epoch_checkpoint, write_quorum_state
+from kraftsim.sim.voters import quorum_state
+from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 #: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
@@ -60,10 +61,9 @@ class RaftMixin:
     # -------------------------------------------------------------- quorum-state
 
     def _persist(self, m: Member) -> None:
-        write_quorum_state(m.node.metadata_dir if m.node else m.state, QuorumState(  # type: ignore[attr-defined]
-            data_version=0, leader_id=-1 if m.leader is None else m.leader, leader_epoch=m.epoch,
-            voted_id=-1 if m.voted is None else m.voted, current_voters=tuple(self.voters)),
-            fsync=self.config_fsync)
+        state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted, voters=self.voters)
+        write_quorum_state(m.node.metadata_dir if m.node else m.state, state,  # type: ignore[attr-defined]
+                           fsync=self.config_fsync)
 
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a

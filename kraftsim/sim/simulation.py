@@ -37,6 +37,7 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
+from kraftsim.sim.voters import static_join_refusal
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -397,6 +398,9 @@ class Simulation(AdminMixin):
             raise SimError(f"the cluster already has a node {nid}")
         state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
                           starts=0)  # its first start makes incarnation 1
+        refusal = static_join_refusal(e.kraft_version) if role == CONTROLLER else None
+        if refusal is not None:
+            raise SimError(refusal)
         if role == CONTROLLER:
             e.voters = tuple(sorted(e.voters + (nid,)))
             e.checker.voters = e.voters
