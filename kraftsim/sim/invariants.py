@@ -271,7 +271,8 @@ class Checker:
             if shadow is not None and shadow[0] == key and upto <= shadow[1]:
                 self._snapshots(event, m)  # the node (restarted) has not caught up with its shadow yet
                 continue
-            if shadow is None or shadow[0] != key or upto > node.log.log_end_offset:
+            if shadow is None or shadow[0] != key or upto > node.log.log_end_offset \
+                    or shadow[1] < node.log.log_start_offset:  # (retention removed what it would replay next)
                 loader = replay_loader(node, upto)
             else:
                 loader = shadow[2]
