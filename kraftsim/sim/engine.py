@@ -445,10 +445,12 @@ class Engine(RaftMixin, LifecycleMixin):
     def _after_apply(self, m: Member, before: int) -> None:
         node = m.node
         assert node is not None
-        events = node.snapshot_events()
+        events = node.generator.events if node.generator is not None else ()  # (not copied: it grows per publish)
         seen = self._snapshots_seen.get(m.id, 0)
+        if seen == len(events):
+            return
         self._snapshots_seen[m.id] = len(events)
-        for e in events[seen:]:
+        for e in list(events)[seen:]:
             if e.result is not None:
                 self.emit(m.id, "snapshot", {"end_offset": e.result.snapshot_id.end_offset,
                                              "epoch": e.result.snapshot_id.epoch, "reason": e.reason})
