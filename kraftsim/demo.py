@@ -110,20 +110,17 @@ def verify_clusters(result: DemoResult, say: Say) -> None:
 def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Say) -> None:
     """Step 6: downgrade-matrix over the kept clusters and snapshot-cost over a small grid."""
     from kraftsim.pipeline.jobs import job_inputs, run_spark
-    from kraftsim.pipeline.session import spark_session
-
-    from pyspark.sql import SparkSession
+    from kraftsim.pipeline.session import start_spark
 
     say(f"6. Running the Spark jobs on {master or 'the embedded local[*] Spark'}")
-    ours = SparkSession.getActiveSession() is None  # stop only a session this run started
-    spark = spark_session(master, app_name="kraftsim demo")
+    spark, ours = start_spark(master, app_name="kraftsim demo", say=lambda text: say("   " + text), label="spark")
     try:
         # The replicas of each cluster agree (step 5), so one node's files stand for each cluster.
         nodes = [str(directory / "node-1") for directory in result.clusters.values()]
         for name, items in (("downgrade-matrix", job_inputs("downgrade-matrix", nodes)),
                             ("snapshot-cost", job_inputs("snapshot-cost", (), DEMO_GRID))):
             target = str(out / "parquet" / name)
-            run = run_spark(spark, name, items, target, overwrite=True, show_progress=False)
+            run = run_spark(spark, name, items, target, overwrite=True)
             result.parquet[name] = target
             result.summaries[name] = run.summary_text
             say(f"   {name}: {run.rows} rows in {run.elapsed_s:.1f} s over {run.partitions} Spark partition(s)")

@@ -15,7 +15,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool, node_id
+from kraftsim.cli.common import kafka_tool, node_id, print_lines
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -142,12 +142,8 @@ def _run_update(args: argparse.Namespace) -> int:
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:
-    for line in version_mapping(_offline_tool(args), args.release_version):
-        print(line)
-    return 0
+    return print_lines(version_mapping(_offline_tool(args), args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
-    for line in feature_dependencies(_offline_tool(args), args.feature, tool="features"):
-        print(line)
-    return 0
+    return print_lines(feature_dependencies(_offline_tool(args), args.feature, tool="features"))

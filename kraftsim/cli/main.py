@@ -18,7 +18,7 @@ import traceback
 from typing import NamedTuple, Sequence
 
 from kraftsim import __version__
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 
 # Exit statuses, the same for every command.
 EXIT_OK = 0
@@ -30,7 +30,10 @@ EXIT_INTERRUPTED = 130
 EXIT_STATUS_HELP = (
     "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
     "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
-    "130 interrupted; 141 the reader of the output went away (e.g. `| head`)"
+    "130 interrupted; 141 the reader of the output went away (e.g. `| head`). "
+    "The same flag means the same thing in every command: --at OFFSET the state after every record below "
+    "OFFSET; --metadata MV a metadata.version (--release-version where Kafka's tools say so); --release R a "
+    "Kafka release"
 )
 
 
@@ -116,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args.run(args) or 0)
         sys.stdout.flush()
         return code
+    except UsageError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except KraftsimError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return EXIT_FAILED

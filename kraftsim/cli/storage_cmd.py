@@ -14,7 +14,7 @@ import dataclasses
 import os
 import random
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id, print_lines
 from kraftsim.storage.bootstrap import read_bootstrap_dir
 from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
@@ -159,12 +159,8 @@ def _run_random_uuid(args: argparse.Namespace) -> int:
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:
-    for line in version_mapping(catalog_from_args(args), args.release_version):
-        print(line)
-    return 0
+    return print_lines(version_mapping(catalog_from_args(args), args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
-    for line in feature_dependencies(catalog_from_args(args), args.feature, tool="storage"):
-        print(line)
-    return 0
+    return print_lines(feature_dependencies(catalog_from_args(args), args.feature, tool="storage"))

@@ -33,7 +33,7 @@ from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.protocol.entries import encode_control_batch
+from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge,
@@ -58,9 +58,9 @@ class ReplayState:
         self.image = image
         self.kraft_version = kraft_version
         self.transaction_start_offset: int | None = None
-        self._pending: list[Any] = []
+        self._pending: list[LogEntry | Payload] = []
 
-    def replay_batch(self, records: Sequence[Any], *, base_offset: int, epoch: int, timestamp: int,
+    def replay_batch(self, records: Sequence[LogEntry | Payload], *, base_offset: int, epoch: int, timestamp: int,
                      control: bool = False) -> None:
         """Replay one batch's records (LogEntry or Payload), in order."""
         if not records:
@@ -84,7 +84,7 @@ class ReplayState:
             provenance = MetadataProvenance(last, epoch, timestamp, True)
         self.image = delta.apply(provenance)
 
-    def _read_control(self, record: Any) -> None:
+    def _read_control(self, record: LogEntry | Payload) -> None:
         if record.record_type.name == "KRaftVersionRecord":
             self.kraft_version = record.message.k_raft_version
 

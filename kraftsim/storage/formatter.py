@@ -38,7 +38,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import Payload
@@ -63,7 +63,7 @@ from kraftsim.storage.format_common import (
 )
 from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_hash_order
 from kraftsim.storage.java_properties import load_properties
-from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
+from kraftsim.storage.meta_properties import DateLike, MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
     META_PROPERTIES_FILE,
 )
@@ -231,7 +231,7 @@ def _verify_ensemble(ens: _Ensemble, cluster_id: str, node_id: int) -> None:
 
 
 def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | None = None,
-                       rng: random.Random | None = None, date: Any = None, out: Callable[[str], None] = print,
+                       rng: random.Random | None = None, date: DateLike | None = None, out: Callable[[str], None] = print,
                        registry: Registry | None = None, fsync: bool = True) -> FormatResult:
     """Kafka's Formatter.run(): preconditions, effective versions and bootstrap records, then
     every unformatted directory gets bootstrap.checkpoint (and the zero checkpoint for a
@@ -284,7 +284,7 @@ def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | 
 
 def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble, release_version: MetadataVersion,
                            levels: Mapping[str, int], records: list[Payload], result: FormatResult,
-                           emit: Callable[[str], None], *, clock: Clock, rng: random.Random, date: Any,
+                           emit: Callable[[str], None], *, clock: Clock, rng: random.Random, date: DateLike | None,
                            registry: Registry, fsync: bool) -> None:
     emit("Bootstrap metadata: " + bootstrap_metadata_string(records, release_version.level, FORMAT_SOURCE))
     types: dict[str, str] = {}

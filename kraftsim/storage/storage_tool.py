@@ -7,7 +7,7 @@ import os
 import random
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.registry import Registry
@@ -28,7 +28,7 @@ from kraftsim.storage.formatter import (
     format_directories,
 )
 from kraftsim.storage.java_properties import load_properties
-from kraftsim.storage.meta_properties import MetaProperties
+from kraftsim.storage.meta_properties import DateLike, MetaProperties
 from kraftsim.storage.names import META_PROPERTIES_FILE
 from kraftsim.storage.server_config import (
     ServerConfig,
@@ -55,7 +55,7 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
                    release_version: str | None = None, features: Sequence[str] = (), standalone: bool = False,
                    initial_controllers: str | None = None, no_initial_controllers: bool = False,
                    add_scram: Sequence[str] = (), ignore_formatted: bool = False, clock: Clock | None = None,
-                   rng: random.Random | None = None, date: Any = None, out: Callable[[str], None] = print,
+                   rng: random.Random | None = None, date: DateLike | None = None, out: Callable[[str], None] = print,
                    registry: Registry | None = None, fsync: bool = True) -> FormatResult:
     """`kafka-storage format`: StorageTool.runFormatCommand, then the Formatter (same checks, same order)."""
     rng = rng or random.SystemRandom()
