@@ -22,6 +22,8 @@ What each node does, in kraftsim's words (Kafka's KafkaRaftClient is the referen
   in its epoch and tells the voters (BeginQuorumEpoch).
 - From 3.7 a leader that has not been fetched from by a majority of voters within 1.5
   times the fetch timeout resigns (check-quorum).
+- Which release does check-quorum and pre-vote is catalog data (policies raft_check_quorum
+  and raft_pre_vote in policies.toml / releases.toml), so a hypothetical release can differ.
 """
 
 from __future__ import annotations
@@ -47,10 +49,6 @@ from kraftsim.sim.voters import quorum_state
 from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
-#: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
-#: runs pre-votes (KIP-996). Kafka's own release lines.
-CHECK_QUORUM_FROM = (3, 7)
-PRE_VOTE_FROM = (4, 0)
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
 FETCH_MAX_BATCHES = 64
 
@@ -72,8 +70,11 @@ class RaftMixin:
         write_leader_epoch_checkpoint(m.log.directory, entries, fsync=self.config_fsync)
         m.epoch_file_last = entries[-1].epoch if entries else -1
 
-    def _release_at_least(self, m: Member, key: tuple[int, int]) -> bool:
-        return self.catalog.find_release(m.state.release).key >= key
+    def _raft_policy(self, m: Member, name: str) -> str:
+        """What the node's release does for a raft behaviour (catalog policies raft_check_quorum,
+        raft_pre_vote: check-quorum from 3.7, KIP-996 pre-vote from 4.0)."""
+        catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
+        return catalog.policy(name)
 
     def _majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -190,7 +191,7 @@ class RaftMixin:
             return
         if m.id not in self.voters:
             return
-        if self._release_at_least(m, PRE_VOTE_FROM):
+        if self._raft_policy(m, "raft_pre_vote") == "kip-996":
             m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
             self.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
             self._ask_votes(m, m.epoch + 1, pre_vote=True)
@@ -226,7 +227,7 @@ class RaftMixin:
         if not m.voter:
             return
         if d["pre_vote"]:
-            if not self._release_at_least(m, PRE_VOTE_FROM):
+            if self._raft_policy(m, "raft_pre_vote") != "kip-996":
                 granted = True  # KIP-996: a voter without PreVote answers UNSUPPORTED_VERSION, counted as granted
             else:
                 leader_alive = m.role == LEADER or (m.role == FOLLOWER and
@@ -307,7 +308,7 @@ class RaftMixin:
             return
         window = self.config.fetch_timeout_ms * 3 // 2
         heard = {m.id} | {r for r, t in m.last_fetch_from.items() if r in self.voters and self.now - t < window}
-        if self._release_at_least(m, CHECK_QUORUM_FROM) and len(heard) < self._majority():
+        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority():
             self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
             self._become_unattached(m, m.epoch)
             m.role = RESIGNED
@@ -622,4 +623,4 @@ RAFT_HANDLERS = {
     "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
 }
 
-__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin"]
+__all__ = ["RAFT_HANDLERS", "RaftMixin"]
