@@ -1,10 +1,11 @@
 """The main job on its default settings: the product's story told by shipped scenarios, then
 the Spark jobs on what they produced.
 
-Four what-ifs from `scenarios/` run on the simulator, each leaving its cluster directory and
+Five what-ifs from `scenarios/` run on the simulator, each leaving its cluster directory and
 an HTML report: a rolling upgrade finalized with kafka-features, a failed software rollback
 after finalizing, a lossy metadata.version downgrade under the `kip-778` policy (with its loss
-report), and the active controller crashing in the middle of a roll. Their answers are
+report), the active controller crashing in the middle of a roll, and an upgrade from 4.2 to
+4.4 finalized with --release-version, after which the way back to 4.2 is refused. Their answers are
 printed; every node's log of every kept cluster is then replayed and verified (snapshots
 against the log, replicas against each other), and last the `downgrade-matrix` job runs over
 the clusters' metadata and `snapshot-cost` over a small grid, on an embedded Spark.
@@ -30,7 +31,7 @@ from kraftsim.scenario.suite import SUITE_DIR
 
 #: The shipped scenarios that tell the story, in the order they are told.
 DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after-finalizing",
-                  "downgrade-lossy-kip778", "leader-crash-mid-roll")
+                  "downgrade-lossy-kip778", "leader-crash-mid-roll", "upgrade-4.2-to-4.4-release-version")
 #: The scenario whose cluster stands for "the cluster" (the lossy downgrade, with KIP-778 snapshots).
 MAIN_SCENARIO = "downgrade-lossy-kip778"
 #: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.

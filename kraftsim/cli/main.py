@@ -57,6 +57,9 @@ COMMANDS = (
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
+    Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker configs of a simulated cluster (cordoned.log.dirs cordons log directories)"),
+    Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
+    Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
     Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
     Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
 )

@@ -25,6 +25,9 @@ from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.language import (
     AddNode,
+    AlterBrokerConfig,
+    CreateAcl,
+    UnregisterController,
     CreateTopics,
     DeleteTopics,
     DiskFault,
@@ -53,7 +56,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation, admin_ops
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
@@ -293,6 +296,14 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
     if isinstance(step, Wait):
         sim.wait(step.timeout_ms)
         return []
+    if isinstance(step, AlterBrokerConfig):
+        return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
+    if isinstance(step, UnregisterController):
+        return admin_ops.unregister_controller(sim, step.id)
+    if isinstance(step, CreateAcl):
+        return admin_ops.create_acl(sim, principal=step.principal, host=step.host, operation=step.operation,
+                                    resource_type=step.resource_type, resource_name=step.resource_name,
+                                    pattern_type=step.pattern_type, permission=step.permission)
     raise AssertionError(f"no runner for {type(step).__name__}")
 
 

@@ -25,9 +25,9 @@ from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, ClusterSpec, CreateTopics, DiskFault, Expect,
-    FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start, Step,
-    Wait,
+    DISK_FAULTS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
+    Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
+    Step, UnregisterController, Wait,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -422,6 +422,13 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         check.non_negative(step.ms, "ms", index)
     elif isinstance(step, Wait):
         check.non_negative(step.timeout_ms, "timeout_ms", index, 1)
+    elif isinstance(step, AlterBrokerConfig):
+        if not step.configs and not step.delete:
+            raise check.fail("configs", "expected configs to set or delete", index)
+        if step.broker is not None and strict:
+            check.ids([step.broker], "broker", index)
+    elif isinstance(step, UnregisterController):
+        check.non_negative(step.id, "id", index)
     if step.expect is not None:
         _check_expect(step.expect, check, index)
     return step

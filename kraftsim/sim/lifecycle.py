@@ -22,6 +22,7 @@ from kraftsim.controller.cluster_control import (
     register_controller,
     unregister_broker,
 )
+from kraftsim.sim.cordoned import cordoned_report
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import Unsupported
@@ -83,7 +84,8 @@ class LifecycleMixin:
 
     def _send_heartbeat(self, m: Member, leader: int) -> None:
         request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
-                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted)
+                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted,
+                                         cordoned_log_dirs=None if m.node is None else cordoned_report(m.node))
         self.net.send(Message(m.id, leader, "heartbeat", m.epoch, {"request": request}))
 
     def _controller_registration_due(self, m: Member) -> bool:

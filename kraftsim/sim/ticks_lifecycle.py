@@ -11,6 +11,7 @@ from kraftsim.controller.cluster_control import (
     register_controller,
 )
 from kraftsim.controller.result import ControllerResult
+from kraftsim.sim.cordoned import cordoned_report
 from kraftsim.sim.node import SimNode
 
 TICK_MS = 500
@@ -101,7 +102,8 @@ class TickLifecycleMixin:
             return None
         node.state.last_heartbeat_ms = self.now()
         request = BrokerHeartbeatRequest(broker_id=node.id, broker_epoch=reg.epoch,
-                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down)
+                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down,
+                                         cordoned_log_dirs=cordoned_report(node))
         hb = self.heartbeats
         was_fenced = reg.fenced
         result = self.execute(lambda ctx: broker_heartbeat(ctx, request, hb))

@@ -139,7 +139,7 @@ def effective_release_version(catalog: Catalog, opts: FormatOptions) -> Metadata
         return catalog.latest_testing if opts.unstable else catalog.latest_production
     mv = catalog.metadata_version(mv.level)  # this line's view of it (production flag)
     if not opts.unstable and not mv.production:
-        raise FormatterError(f"{MV_NAME} {mv} is not yet stable.")
+        raise FormatterError(catalog.policy_text("format_unstable_release_version", "refusal").format(version=mv))
     return mv
 
 

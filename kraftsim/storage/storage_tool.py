@@ -73,7 +73,9 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     )
     if release_version is not None:
         try:
-            opts.release_version = catalog.mv_from_string(release_version, opts.unstable)
+            # Before 4.2 the tool finds a known but unstable version and the formatter refuses it.
+            finds_unstable = opts.unstable or catalog.policy("format_unstable_release_version") != "unknown"
+            opts.release_version = catalog.mv_from_string(release_version, finds_unstable)
         except UnknownMetadataVersion as e:
             raise ToolFailure(str(e)) from None
     for arg in features:

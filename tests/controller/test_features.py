@@ -221,7 +221,7 @@ def test_mv_level_outside_every_range():
         "Invalid update version 0 for feature metadata.version. Local controller 1 only supports versions 7-27"
 
 
-@pytest.mark.parametrize("release, top", [("4.1", 27), ("4.2", 30), ("4.3", 31), ("4.4", 33)])
+@pytest.mark.parametrize("release, top", [("4.1", 29), ("4.2", 30), ("4.3", 31), ("4.4", 34)])
 def test_mv_level_the_catalog_does_not_know(release, top):
     # Only reachable when the advertised range is wider than the line's table (a hand-made range).
     sup = {**line(release).supported_features(), MV: (7, 40)}

@@ -115,6 +115,23 @@ metadata = "4.0"
 op = "features-disable"
 features = ["group.version"]
 
+[[step]]
+op = "alter-broker-config"
+broker = 4
+configs = { "cordoned.log.dirs" = "*" }
+expect_error = "requires metadata.version >= 4.3-IV0"
+
+[[step]]
+op = "create-acl"
+principal = "User:alice"
+operation = "read"
+resource_name = "topic-1"
+
+[[step]]
+op = "unregister-controller"
+id = 3
+expect_error = "The current MetadataVersion is too old to support controller unregistration."
+
 [expect]
 metadata_version = "4.0-IV3"
 finalized = { "group.version" = 0 }
