@@ -22,12 +22,13 @@ from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
-from kraftsim.storage.names import PathKind
+from kraftsim.storage.names import PathKind, parse_snapshot_name
 from kraftsim.storage.view import find_metadata_files
 
-# kafka-dump-log's labels for control records.
+# kafka-dump-log's labels for control records, as it prints them before the JSON (only
+# LeaderChange has a colon; Kafka 4.1 on, before which it printed 'controlType: LEADER_CHANGE(2)').
 _CONTROL_LABELS = {
-    "LEADER_CHANGE": "LeaderChange",
+    "LEADER_CHANGE": "LeaderChange:",
     "SNAPSHOT_HEADER": "SnapshotHeader",
     "SNAPSHOT_FOOTER": "SnapshotFooter",
     "KRAFT_VERSION": "KRaftVersion",
@@ -48,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                            "file it came from, when PATH is a directory or there are several files")
     dump.add_argument("--schemas", action="append", default=[], metavar="DIR",
                       help="an extra folder of record schema files (repeatable)")
+    dump.add_argument("--release", metavar="R",
+                      help="print as this Kafka release's kafka-dump-log does (default: the newest in the catalog)")
     dump.set_defaults(run=run_dump)
 
     verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
@@ -65,6 +68,7 @@ def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
+    leader_change = _leader_change_text(args.release)
     files = list(find_metadata_files(args.paths))
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
@@ -75,6 +79,11 @@ def run_dump(args: argparse.Namespace) -> int:
             print(f"Dumping {path}", file=out)
             if path.suffix == ".log":
                 print(f"Log starting offset: {_offset_from_name(path)}", file=out)
+            elif kind is PathKind.BOOTSTRAP:
+                print("KRaft bootstrap snapshot", file=out)
+            elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
+                end, epoch = name.snapshot_id
+                print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
         for scanned in scan(data, registry, report):
             if args.json:
                 for entry in scanned.entries:
@@ -83,14 +92,26 @@ def run_dump(args: argparse.Namespace) -> int:
                         row["file"] = str(path)
                     out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
-                _print_batch_text(scanned, out)
+                _print_batch_text(scanned, out, leader_change)
         for problem in report.problems + file_problems(kind, path, report):
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
+def _leader_change_text(release: str | None) -> str | None:
+    """The release's fixed text for a LeaderChange record (policy dump_log_leader_change), or None: JSON."""
+    if release is None:
+        return None
+    from kraftsim.versions import default_catalog
+
+    catalog = default_catalog().at_release(release)
+    if catalog.policy("dump_log_leader_change") != "control-type":
+        return None
+    return catalog.policy_text("dump_log_leader_change", "line")
+
+
+def _print_batch_text(scanned: ScannedBatch, out: TextIO, leader_change: str | None = None) -> None:
     b = scanned.batch
     last_seq = -1 if b.base_sequence < 0 else b.base_sequence + b.last_offset_delta
     print(
@@ -111,9 +132,11 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
         head = (f"| offset: {entry.offset} CreateTime: {entry.timestamp} keySize: {key_size} "
                 f"valueSize: {value_size} sequence: -1 headerKeys: []")
         body = entry.to_json()
-        if entry.control:
-            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name)
-            print(f"{head} {label}: {json.dumps(body['data'], separators=(',', ':'))}", file=out)
+        if entry.control and entry.type_name == "LEADER_CHANGE" and leader_change is not None:
+            print(f"{head} {leader_change}", file=out)
+        elif entry.control:
+            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name + ":")
+            print(f"{head} {label} {json.dumps(body['data'], separators=(',', ':'))}", file=out)
         else:
             payload = {"type": body["type"], "version": body["version"], "data": body["data"]}
             print(f"{head} payload: {json.dumps(payload, separators=(',', ':'))}", file=out)

@@ -194,7 +194,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         run = engine.run_in_process(items, progress)
         engine.write_local_table(run.table, table_dir)
     else:
-        spark, owner = engine.start_spark(args.master, parse_conf(args.conf))
+        spark, owner = start_spark(args.master, parse_conf(args.conf), app_name="kraftsim sweep", say=_say, label="sweep")
         try:
             run = engine.run_on_spark(spark, items, str(table_dir.resolve()), partitions=args.partitions,
                                       progress=progress)

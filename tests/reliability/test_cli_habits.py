@@ -25,7 +25,7 @@ def test_help_documents_the_exit_statuses(capsys: pytest.CaptureFixture[str]) ->
 
 def test_cluster_create_prints_no_bootstrap_metadata_dump(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["cluster", "create", str(tmp_path / "c"), "--controllers", "3", "--brokers", "3",
-                 "--release", "3.7"]) == 0
+                 "--release", "4.2"]) == 0
     out, err = capsys.readouterr()
     assert "Formatting metadata directory" in out + err  # the rest of the format output is still there
     assert "BootstrapMetadata(" not in out + err

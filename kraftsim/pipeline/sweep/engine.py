@@ -25,6 +25,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.fanout import fan_out, pack, partition_count, run_local
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
@@ -149,18 +150,6 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
                     len(bins))
 
 
-def normalize(table: pa.Table) -> pa.Table:
-    """A table read back from Parquet (partition column as directories) in the schema's order and types."""
-    sch = schema(SCHEMA)
-    columns = []
-    for f in sch:
-        c = table.column(f.name)
-        if pa.types.is_dictionary(c.type):
-            c = c.cast(c.type.value_type)
-        columns.append(c.cast(f.type))
-    return pa.Table.from_arrays(columns, schema=sch)
-
-
 def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:
     """A sweep's table (the `table/` folder) in the schema's columns, sorted by scenario and seed."""
     p = Path(table_dir)
@@ -174,7 +163,7 @@ def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:
                                 f"not {SCHEMA} version {schema_version(SCHEMA)}")
     if not any(p.rglob("*.parquet")):
         return schema(SCHEMA).empty_table()
-    return sort_table(normalize(ds.dataset(str(p), format="parquet", partitioning="hive").to_table()))
+    return sort_table(normalize(ds.dataset(str(p), format="parquet", partitioning="hive").to_table(), SCHEMA))
 
 
 def prepare_out(out: Path, overwrite: bool) -> None:
@@ -230,21 +219,3 @@ def reproducer_path(out: Path, scenario: str, seed: int) -> Path:
 def announce(text: str, err: TextIO | None = None) -> None:
     (err or sys.stderr).write(text + "\n")
     (err or sys.stderr).flush()
-
-
-def start_spark(master: str | None, conf: dict[str, str], err: TextIO | None = None) -> tuple[Any, bool]:
-    """A Spark session, its cold start announced and timed; (session, whether we started it)."""
-    from pyspark.sql import SparkSession
-
-    from kraftsim.pipeline.session import DEFAULT_MASTER, spark_session
-
-    if SparkSession.getActiveSession() is not None:
-        return SparkSession.getActiveSession(), False
-    announce(f"sweep: starting Spark ({master or DEFAULT_MASTER}); the JVM's start-up takes a while "
-             "(30-40 s on a loaded machine), paid once for the whole sweep", err)
-    t0 = time.monotonic()
-    spark = spark_session(master, conf, app_name="kraftsim sweep")
-    announce(f"sweep: Spark ready after {time.monotonic() - t0:.1f} s "
-             f"({spark.sparkContext.defaultParallelism} cores)", err)
-    return spark, True
-
