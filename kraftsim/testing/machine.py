@@ -37,6 +37,7 @@ from kraftsim.image import MetadataImage
 from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
 from kraftsim.testing import config, properties
+from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
 from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
@@ -98,7 +99,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
     repro_dir: str | Path | None = None
     #: Whether "wipe" disk faults may hit controllers. With a static quorum a voter that lost
     #: its disk may vote again and lose committed records, in Kafka as in kraftsim (KIP-853
-    #: is Kafka's answer), so by default only brokers' disks are wiped.
+    #: is Kafka's answer), so by default only brokers' disks are wiped. Torn tails hit voters,
+    #: but never more than a minority of them at once (disks.py): a majority of voters that
+    #: lost a committed batch loses it for good, which is no bug of the software.
     wipe_voters: bool = False
     #: The scenario ops the machine generates (None: every op the simulator carries out).
     ops: frozenset[str] | None = None
@@ -123,6 +126,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if not self._releases:
             raise InvalidArgument(f"{type(self).__name__}.releases is empty")
         self._voters: tuple[int, ...] = ()
+        self._disks = VoterDisks(())
         self._committed = 0
         self._written: Path | None = None
 
@@ -170,6 +174,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             raise InvalidArgument(f"{type(self).__name__}: the new cluster did not become stable: {e}") from None
         self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
         self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
+        self._disks = VoterDisks(self._voters)
         return multiple(*(n.id for n in self.sim.nodes()))
 
     def teardown(self) -> None:
@@ -199,6 +204,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             self.steps.append(step)
             self.fail(SIMULATOR_ERROR, f"{step.describe()} raised {type(e).__name__}: {e}")
         self.steps.append(step)
+        self._disks.observe(self.sim, (n.id for n in self.sim.nodes() if n.state == "running"))
         if step.error is not None:
             self._check_refusal(step, before, expected)
         else:
@@ -438,15 +444,26 @@ class ClusterStateMachine(RuleBasedStateMachine):
     def heal(self) -> None:
         self.do("heal")
 
+    def _disk_fault_targets(self) -> list[int]:
+        """Nodes whose disk may lose data now: brokers, and voters while the voters whose
+        disks lost data stay a minority."""
+        if self.sim is None:
+            return []
+        return [n.id for n in self.sim.nodes() if self._disks.may_lose(n.id)]
+
     @precondition(lambda self: self.allows("disk-fault"))
-    @rule(node=node_ids, kind=st.sampled_from(["torn-tail", "wipe"]))
-    def disk_fault(self, node: int, kind: str) -> None:
-        assert self.cluster is not None
+    @precondition(lambda self: bool(self._disk_fault_targets()))
+    @rule(data=st.data(), kind=st.sampled_from(["torn-tail", "wipe"]))
+    def disk_fault(self, data: st.DataObject, kind: str) -> None:
+        assert self.cluster is not None and self.sim is not None
+        node = data.draw(st.sampled_from(self._disk_fault_targets()), label="node")
         if kind == "wipe" and node in self._voters and not self.wipe_voters:
             kind = "torn-tail"
         if self.cluster.node(node).state == "running":
             self.do("stop", nodes=[node])  # the fault needs the node down, as an operator would have it
-        self.do("disk-fault", nodes=[node], kind=kind)
+        end_before = properties.log_end_on_disk(self.sim, node)
+        if self.do("disk-fault", nodes=[node], kind=kind).error is None:
+            self._disks.lost(node, end_before)
 
     @precondition(lambda self: self.allows("snapshot"))
     @rule()
