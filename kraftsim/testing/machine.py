@@ -18,6 +18,7 @@ precondition, never pretended.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import shutil
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis.stateful import (
     Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule,
 )
@@ -91,6 +92,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
     policy: str = "kafka"
     controllers: int = 3
     brokers: int = 2
+    #: Combined nodes (broker and controller in one process, ids 1..combined before the
+    #: controllers and brokers, as `cluster create` numbers them); they are voters too.
+    combined: int = 0
     #: A hypothetical catalog file (TOML, see kraftsim.versions.load_catalog); None: the shipped one.
     catalog: str | Path | None = None
     #: The simulator's seed; None: `--kraftsim-seed`, KRAFTSIM_SEED, else 0.
@@ -108,6 +112,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
     #: Bounds that keep generated runs small and fast.
     max_topics: int = 6
     max_run_ms: int = 10_000
+    #: How many nodes `add-node` may add to the cluster, and the longest `wait`.
+    max_added_nodes: int = 2
+    max_wait_ms: int = 30_000
 
     node_ids = Bundle("node_ids")
     topic_names = Bundle("topic_names")
@@ -127,6 +134,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             raise InvalidArgument(f"{type(self).__name__}.releases is empty")
         self._voters: tuple[int, ...] = ()
         self._disks = VoterDisks(())
+        self._initial_nodes = 0
         self._committed = 0
         self._written: Path | None = None
 
@@ -161,11 +169,11 @@ class ClusterStateMachine(RuleBasedStateMachine):
         else:
             release = data.draw(st.sampled_from(self._releases), label="release")
         self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
-        self.shape = ClusterShape(self.controllers, self.brokers, release)
+        self.shape = ClusterShape(self.controllers, self.brokers, release, combined=self.combined)
         try:
             self.sim = Simulation.create(Path(self._tmp) / "cluster", controllers=self.controllers,
-                                         brokers=self.brokers, release=release, seed=self._seed,
-                                         policy=self.policy, catalog=self._catalog_path)
+                                         brokers=self.brokers, combined=self.combined, release=release,
+                                         seed=self._seed, policy=self.policy, catalog=self._catalog_path)
         except SimError as e:
             raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
         try:  # steps start from a stable cluster, as in the scenario runner
@@ -175,6 +183,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
         self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
         self._disks = VoterDisks(self._voters)
+        self._initial_nodes = len(self.sim.nodes())
         return multiple(*(n.id for n in self.sim.nodes()))
 
     def teardown(self) -> None:
@@ -318,10 +327,25 @@ class ClusterStateMachine(RuleBasedStateMachine):
         except PropertyFailed:
             raise
         except Exception as e:
-            path = self.write_repro(type(e).__name__, str(e) or repr(e))
-            if path is not None:
-                e.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+            self._note_repro(type(e).__name__, e)
             raise
+
+    def _note_repro(self, name: str, error: Exception) -> None:
+        """Write the scenario file for a failure that is not a PropertyFailed and name it in the error."""
+        path = self.write_repro(name, f"{type(error).__name__}: {error}" if str(error) else repr(error))
+        if path is not None:
+            error.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+
+    @classmethod
+    def setup_state(cls) -> Any:
+        """Hypothesis's rules of the class, each wrapped so that a rule that raises (a user's
+        assertion in a rule of a subclass) gets its scenario file as a failing invariant does."""
+        cached = _RECORDING_STATES.get(cls)
+        if cached is None:
+            state = super().setup_state()
+            cached = dataclasses.replace(state, rules=[_recording(r) for r in state.rules])
+            _RECORDING_STATES[cls] = cached
+        return cached
 
     # ------------------------------------------------------------------ invariants
 
@@ -475,6 +499,32 @@ class ClusterStateMachine(RuleBasedStateMachine):
     def run_time(self, ms: int) -> None:
         self.do("run", ms=min(ms, self.max_run_ms))
 
+    @precondition(lambda self: self.allows("wait"))
+    @rule(timeout_ms=st.sampled_from([2_000, 10_000, 30_000]))
+    def wait(self, timeout_ms: int) -> None:
+        """Until the cluster is stable; "not stable after ..." (a node down, a partition) is recorded."""
+        self.do("wait", timeout_ms=min(timeout_ms, self.max_wait_ms))
+
+    def _room_for_nodes(self) -> bool:
+        return self.sim is not None and len(self.sim.nodes()) < self._initial_nodes + self.max_added_nodes
+
+    @precondition(lambda self: self.allows("add-node"))
+    @precondition(_room_for_nodes)
+    @rule(target=node_ids, role=st.sampled_from(["broker", "controller"]), data=st.data())
+    def add_node(self, role: str, data: st.DataObject) -> Any:
+        """A new broker, or a new controller (a new voter of the static quorum), on a chosen
+        release; its id is the next one, or one further on (a gap, as operators leave)."""
+        assert self.sim is not None
+        release = data.draw(st.sampled_from(self._releases), label="release")
+        before = {n.id for n in self.sim.nodes()}
+        gap = data.draw(st.sampled_from([0, 0, 3]), label="id gap")
+        self.do("add-node", role=role, release=release, id=max(before) + 1 + gap if gap else None)
+        added = sorted({n.id for n in self.sim.nodes()} - before)
+        if role == "controller":
+            self._voters = tuple(sorted(self._voters + tuple(added)))
+            self._disks.voters = self._voters
+        return multiple(*added)
+
     # ------------------------------------------------------------------ rules: topics
 
     def _room_for_topics(self) -> bool:
@@ -495,6 +545,28 @@ class ClusterStateMachine(RuleBasedStateMachine):
     @rule(name=consumes(topic_names))
     def delete_topic(self, name: str) -> None:
         self.do("delete-topics", names=[name])
+
+
+#: Per machine class: hypothesis's set-up state with its rules wrapped by `_recording`.
+_RECORDING_STATES: dict[type, Any] = {}
+
+
+@functools.cache
+def _recording_function(function: Any) -> Any:
+    @functools.wraps(function)
+    def run_rule(machine: ClusterStateMachine, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(machine, *args, **kwargs)
+        except (PropertyFailed, HypothesisException):  # written already / hypothesis's own control flow
+            raise
+        except Exception as e:
+            machine._note_repro(f"{type(e).__name__} in rule {function.__name__}", e)
+            raise
+    return run_rule
+
+
+def _recording(rule: Any) -> Any:
+    return dataclasses.replace(rule, function=_recording_function(rule.function))
 
 
 def _support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
