@@ -41,8 +41,9 @@ from kraftsim.testing import config, properties
 from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
+from kraftsim.testing.refusals import support_refusal
 from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog, range_text
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog
 
 #: Features the machine leaves alone: kraft.version changes the quorum's own protocol.
 UNTOUCHED_FEATURES = ("kraft.version",)
@@ -263,7 +264,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if (step.op == "features-upgrade") != (level > current) and level != current:
             return None  # "Can't upgrade to a lower version" and its mirror: not predicted here
         line = self._line(self.cluster.node(leader).release)  # type: ignore[union-attr]
-        reason = _support_refusal(line, leader, image, name, level)
+        reason = support_refusal(line, leader, image, name, level)
         if reason is not None:
             return reason
         if (name == MV_NAME and self.policy == "kafka" and level < current
@@ -567,29 +568,3 @@ def _recording_function(function: Any) -> Any:
 
 def _recording(rule: Any) -> Any:
     return dataclasses.replace(rule, function=_recording_function(rule.function))
-
-
-def _support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
-    """Kafka's quorum check as the public state shows it: the active controller's software,
-    every registered broker, then (from controller registration on) every other controller."""
-    def refusal(who: str, rng: tuple[int, int] | None) -> str:
-        if rng is None or rng[1] == 0:
-            return f"{who} does not support this feature."
-        return f"{who} only supports versions {range_text(*rng)}"
-
-    own = line.supported_features().get(name)
-    if own is None or not own[0] <= level <= own[1]:
-        return refusal(f"Local controller {leader}", own)
-    for b in image.cluster.sorted_brokers():
-        rng = next(((f.min_version, f.max_version) for f in b.supported_features if f.name == name), None)
-        if rng is None or not rng[0] <= level <= rng[1]:
-            return refusal(f"Broker {b.id}", rng)
-    mv = image.metadata_version
-    if mv is not None and line.supports("controller_registration", mv):
-        for c in image.cluster.sorted_controllers():
-            if c.id == leader:
-                continue
-            rng = next(((f.min_version, f.max_version) for f in c.supported_features if f.name == name), None)
-            if rng is None or not rng[0] <= level <= rng[1]:
-                return refusal(f"Controller {c.id}", rng)
-    return None
