@@ -1,10 +1,14 @@
-"""Which voters' disks have lost data they have not yet durably got back.
+"""Which voters' disks may lose data, and which have lost data they have not yet got back.
 
 Raft (KRaft included) assumes a voter keeps what it flushed. A torn tail loses a voter's
-last batch, a wipe all of it; once a majority of the voters have lost a committed batch,
-that batch can be lost for good, in Kafka as in kraftsim. That is a property of disks, not
-a bug to find, so the state machine keeps the voters whose disks are *damaged* to a
-minority at every moment.
+last batch, a wipe all of it. A committed batch survives only while any majority of the
+voters includes one that holds it; once the voters that hold it are no longer a majority,
+a leader elected without them overwrites it, in Kafka as in kraftsim. That is a property
+of disks, not a bug to find, so the state machine lets a voter's disk lose data only when
+(1) the voters whose disks are *damaged* stay a minority, and (2) everything the voter
+holds is held by a majority of the voters without it, none of them damaged: a voter that
+was down while the others committed (so it lacks the newest committed batches) and a torn
+one cannot then elect a leader missing what was committed.
 
 A damaged voter stops counting once it holds again, durably, what it held before the
 fault: it is running, its log on disk reaches the end it had before the fault, and later
@@ -33,16 +37,24 @@ class Damage:
 
 @dataclass
 class VoterDisks:
-    """The damaged voters of one cluster, updated after every step."""
+    """The damaged voters of one cluster and every voter's log end on disk, updated after
+    every step."""
 
     voters: tuple[int, ...]
     damaged: dict[int, Damage] = field(default_factory=dict)
+    ends: dict[int, int] = field(default_factory=dict)
 
     def may_lose(self, node: int) -> bool:
-        """Whether a disk fault on `node` keeps the damaged voters a minority."""
-        if node not in self.voters or node in self.damaged:
+        """Whether a disk fault on `node` keeps the damaged voters a minority and what
+        `node` holds on a majority of the others."""
+        if node not in self.voters:
             return True
-        return len(self.damaged) + 1 <= (len(self.voters) - 1) // 2
+        if node not in self.damaged and len(self.damaged) + 1 > (len(self.voters) - 1) // 2:
+            return False
+        mine = self.ends.get(node, 0)
+        holders = [v for v in self.voters
+                   if v != node and v not in self.damaged and self.ends.get(v, 0) >= mine]
+        return len(holders) >= len(self.voters) // 2 + 1
 
     def lost(self, node: int, end_before: int) -> None:
         """`node`'s disk lost data; it held offsets below `end_before` before the fault."""
@@ -52,15 +64,16 @@ class VoterDisks:
         self.damaged[node] = Damage(max(end_before, prior.target if prior else 0))
 
     def observe(self, sim: Simulation, running: Iterable[int]) -> None:
-        """After a step: a damaged voter that is down starts over; one that caught up and
-        fetched again since is whole again."""
+        """After a step: every voter's log end; a damaged voter that is down starts over;
+        one that caught up and fetched again since is whole again."""
         up = set(running)
+        self.ends = {v: log_end_on_disk(sim, v) for v in self.voters}
         for node in sorted(self.damaged):
             d = self.damaged[node]
             if node not in up:
                 d.caught_up_at = None
                 continue
-            end = log_end_on_disk(sim, node)
+            end = self.ends[node]
             if end < d.target:
                 d.caught_up_at = None
             elif d.caught_up_at is None or end < d.caught_up_at:

@@ -104,9 +104,10 @@ class ClusterStateMachine(RuleBasedStateMachine):
     repro_dir: str | Path | None = None
     #: Whether "wipe" disk faults may hit controllers. With a static quorum a voter that lost
     #: its disk may vote again and lose committed records, in Kafka as in kraftsim (KIP-853
-    #: is Kafka's answer), so by default only brokers' disks are wiped. Torn tails hit voters,
-    #: but never more than a minority of them at once (disks.py): a majority of voters that
-    #: lost a committed batch loses it for good, which is no bug of the software.
+    #: is Kafka's answer), so by default only brokers' disks are wiped. Torn tails hit voters
+    #: only while a majority of the other voters hold what the voter holds and the damaged
+    #: voters stay a minority (disks.py): a committed batch no majority holds any more can
+    #: be lost for good, which is no bug of the software.
     wipe_voters: bool = False
     #: The scenario ops the machine generates (None: every op the simulator carries out).
     ops: frozenset[str] | None = None
@@ -184,6 +185,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
         self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
         self._disks = VoterDisks(self._voters)
+        self._disks.observe(self.sim, self._voters)
         self._initial_nodes = len(self.sim.nodes())
         return multiple(*(n.id for n in self.sim.nodes()))
 
@@ -486,6 +488,8 @@ class ClusterStateMachine(RuleBasedStateMachine):
             kind = "torn-tail"
         if self.cluster.node(node).state == "running":
             self.do("stop", nodes=[node])  # the fault needs the node down, as an operator would have it
+        if not self._disks.may_lose(node):  # what the stop changed: the fault is left out
+            return
         end_before = properties.log_end_on_disk(self.sim, node)
         if self.do("disk-fault", nodes=[node], kind=kind).error is None:
             self._disks.lost(node, end_before)

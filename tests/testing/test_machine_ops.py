@@ -60,16 +60,20 @@ def test_add_node_and_wait_keep_every_invariant(tmp_path):
     assert all(s.error is None or s.error.startswith("not stable after") for s in waits)
 
 
-def test_voter_disks_stay_a_minority():
-    disks = VoterDisks((1, 2, 3))
+def test_voter_disks_lose_only_what_a_majority_of_the_others_hold():
+    disks = VoterDisks((1, 2, 3), ends={1: 50, 2: 50, 3: 50})
     assert disks.may_lose(2) and disks.may_lose(9)  # 9: not a voter
-    disks.lost(2, 40)
-    assert not disks.may_lose(1) and disks.may_lose(2) and disks.may_lose(9)
-    five = VoterDisks((1, 2, 3, 4, 5))
+    disks.ends[1] = 40  # voter 1 was down while 2 and 3 committed offsets 40-49
+    assert not disks.may_lose(2) and not disks.may_lose(3) and disks.may_lose(1)
+    disks.ends[1] = 50
+    disks.lost(2, 50)  # voter 2 torn: it no longer holds what it held, and it counts as damaged
+    assert not disks.may_lose(1) and not disks.may_lose(3) and disks.may_lose(9)
+    five = VoterDisks((1, 2, 3, 4, 5), ends=dict.fromkeys(range(1, 6), 10))
     five.lost(1, 10)
+    assert five.may_lose(2)
     five.lost(2, 10)
     assert not five.may_lose(3)
-    assert not VoterDisks((1,)).may_lose(1)
+    assert not VoterDisks((1,), ends={1: 5}).may_lose(1)
 
 
 class _CombinedAllRunning(ClusterStateMachine):
