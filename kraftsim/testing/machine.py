@@ -472,8 +472,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self.do("heal")
 
     def _disk_fault_targets(self) -> list[int]:
-        """Nodes whose disk may lose data now: brokers, and voters while the voters whose
-        disks lost data stay a minority."""
+        """Nodes whose disk may lose data now: brokers, and the voters disks.VoterDisks allows."""
         if self.sim is None:
             return []
         return [n.id for n in self.sim.nodes() if self._disks.may_lose(n.id)]
