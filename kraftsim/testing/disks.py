@@ -10,6 +10,12 @@ holds is held by a majority of the voters without it, none of them damaged: a vo
 was down while the others committed (so it lacks the newest committed batches) and a torn
 one cannot then elect a leader missing what was committed.
 
+Adding a voter to the static quorum (add-node with the controller role) changes the
+majorities at once, in Kafka as in kraftsim (KIP-853 is Kafka's answer): new voters with
+empty logs and a voter that lagged behind can become a majority without any voter that
+holds the newest committed batch. The machine adds a voter only while the voters that hold
+everything committed meet every majority of the larger set.
+
 A damaged voter stops counting once it holds again, durably, what it held before the
 fault: it is running, its log on disk reaches the end it had before the fault, and later
 (still running, without a stop in between) its log has grown past that observation. A
@@ -43,6 +49,8 @@ class VoterDisks:
     voters: tuple[int, ...]
     damaged: dict[int, Damage] = field(default_factory=dict)
     ends: dict[int, int] = field(default_factory=dict)
+    #: One past the highest offset ever held by a majority of the voters of the time.
+    committed: int = 0
 
     def may_lose(self, node: int) -> bool:
         """Whether a disk fault on `node` keeps the damaged voters a minority and what
@@ -56,6 +64,13 @@ class VoterDisks:
                    if v != node and v not in self.damaged and self.ends.get(v, 0) >= mine]
         return len(holders) >= len(self.voters) // 2 + 1
 
+    def may_add_voter(self) -> bool:
+        """Whether one more voter (its log empty) leaves every majority of the larger set
+        with a voter, not damaged, that holds everything committed."""
+        holders = sum(1 for v in self.voters if v not in self.damaged and self.ends.get(v, 0) >= self.committed)
+        size = len(self.voters) + 1
+        return size - holders < size // 2 + 1
+
     def lost(self, node: int, end_before: int) -> None:
         """`node`'s disk lost data; it held offsets below `end_before` before the fault."""
         if node not in self.voters:
@@ -68,6 +83,9 @@ class VoterDisks:
         one that caught up and fetched again since is whole again."""
         up = set(running)
         self.ends = {v: log_end_on_disk(sim, v) for v in self.voters}
+        if self.ends:
+            majority_end = sorted(self.ends.values(), reverse=True)[len(self.ends) // 2]
+            self.committed = max(self.committed, majority_end)
         for node in sorted(self.damaged):
             d = self.damaged[node]
             if node not in up:

@@ -76,6 +76,16 @@ def test_voter_disks_lose_only_what_a_majority_of_the_others_hold():
     assert not VoterDisks((1,), ends={1: 5}).may_lose(1)
 
 
+def test_voters_are_added_only_while_the_holders_meet_every_majority():
+    # 1 and 2 committed offsets below 20 while 3 lagged at 16 (a partition)
+    disks = VoterDisks((1, 2, 3), ends={1: 20, 2: 20, 3: 16}, committed=20)
+    assert disks.may_add_voter()  # of four, any three include 1 or 2
+    disks.voters, disks.ends[6] = (1, 2, 3, 6), 0
+    assert not disks.may_add_voter()  # of five, 3, 6 and a new 7 would be a majority
+    disks.ends.update({3: 20, 6: 20})
+    assert disks.may_add_voter()
+
+
 class _CombinedAllRunning(ClusterStateMachine):
     """A user's invariant on a combined cluster that a crash breaks."""
 
