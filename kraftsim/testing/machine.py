@@ -216,7 +216,10 @@ class ClusterStateMachine(RuleBasedStateMachine):
             self.steps.append(step)
             self.fail(SIMULATOR_ERROR, f"{step.describe()} raised {type(e).__name__}: {e}")
         self.steps.append(step)
-        self._disks.observe(self.sim, (n.id for n in self.sim.nodes() if n.state == "running"))
+        nodes = self.sim.nodes()
+        if step.op == "add-node":  # a controller that joined is a voter of the static quorum
+            self._voters = self._disks.voters = tuple(n.id for n in nodes if "controller" in n.roles)
+        self._disks.observe(self.sim, (n.id for n in nodes if n.state == "running"))
         if step.error is not None:
             self._check_refusal(step, before, expected)
         else:
@@ -266,7 +269,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if (step.op == "features-upgrade") != (level > current) and level != current:
             return None  # "Can't upgrade to a lower version" and its mirror: not predicted here
         line = self._line(self.cluster.node(leader).release)  # type: ignore[union-attr]
-        reason = support_refusal(line, leader, image, name, level)
+        reason = support_refusal(line, leader, image, name, level, self._voters)
         if reason is not None:
             return reason
         if (name == MV_NAME and self.policy == "kafka" and level < current
@@ -526,11 +529,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         before = {n.id for n in self.sim.nodes()}
         gap = data.draw(st.sampled_from([0, 0, 3]), label="id gap")
         self.do("add-node", role=role, release=release, id=max(before) + 1 + gap if gap else None)
-        added = sorted({n.id for n in self.sim.nodes()} - before)
-        if role == "controller":
-            self._voters = tuple(sorted(self._voters + tuple(added)))
-            self._disks.voters = self._voters
-        return multiple(*added)
+        return multiple(*sorted({n.id for n in self.sim.nodes()} - before))
 
     # ------------------------------------------------------------------ rules: topics
 

@@ -7,13 +7,17 @@ Kafka's text (RefusedAsKafkaAndUnchanged).
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from kraftsim.image import MetadataImage
 from kraftsim.versions import Catalog, range_text
 
 
-def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
+def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int,
+                    voters: Iterable[int] = ()) -> str | None:
     """Kafka's quorum check as the public state shows it: the active controller's software,
-    every registered broker, then (from controller registration on) every other controller."""
+    every registered broker, then (from controller registration on) every other controller
+    and every voter that has not registered."""
     def refusal(who: str, rng: tuple[int, int] | None) -> str:
         if rng is None or rng[1] == 0:
             return f"{who} does not support this feature."
@@ -34,4 +38,7 @@ def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str,
             rng = next(((f.min_version, f.max_version) for f in c.supported_features if f.name == name), None)
             if rng is None or not rng[0] <= level <= rng[1]:
                 return refusal(f"Controller {c.id}", rng)
+        for voter in sorted(voters):
+            if image.cluster.controller(voter) is None:
+                return f"controller {voter} has not registered, and may not support this feature"
     return None
