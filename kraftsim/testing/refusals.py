@@ -13,11 +13,20 @@ from kraftsim.image import MetadataImage
 from kraftsim.versions import Catalog, range_text
 
 
-def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int,
-                    voters: Iterable[int] = ()) -> str | None:
+def unregistered_voters(line: Catalog, image: MetadataImage, voters: Iterable[int]) -> list[int]:
+    """Voters without a controller registration while Kafka's check counts them. Whether the
+    active controller names one ("controller N has not registered, and may not support this
+    feature") depends on the voters in its own configuration, which the public state does
+    not show, so the machine predicts no refusal then."""
+    mv = image.metadata_version
+    if mv is None or not line.supports("controller_registration", mv):
+        return []
+    return [v for v in sorted(voters) if image.cluster.controller(v) is None]
+
+
+def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
     """Kafka's quorum check as the public state shows it: the active controller's software,
-    every registered broker, then (from controller registration on) every other controller
-    and every voter that has not registered."""
+    every registered broker, then (from controller registration on) every other controller."""
     def refusal(who: str, rng: tuple[int, int] | None) -> str:
         if rng is None or rng[1] == 0:
             return f"{who} does not support this feature."
@@ -38,7 +47,4 @@ def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str,
             rng = next(((f.min_version, f.max_version) for f in c.supported_features if f.name == name), None)
             if rng is None or not rng[0] <= level <= rng[1]:
                 return refusal(f"Controller {c.id}", rng)
-        for voter in sorted(voters):
-            if image.cluster.controller(voter) is None:
-                return f"controller {voter} has not registered, and may not support this feature"
     return None

@@ -161,3 +161,31 @@ def test_failing_user_rule_is_written_as_a_scenario(tmp_path):
     assert steps[0]["features"] == {MV_NAME: 19}
     result = _replays(path)
     assert result["final"]["metadata_version"]["level"] == 19
+
+
+def test_a_voter_that_never_registered_leaves_the_refusal_unpredicted(tmp_path):
+    """Once a deep-run finding: a 3.7 controller added at metadata.version 20 stops before it
+    registers. Whether Kafka's quorum check names it ("controller 5 has not registered")
+    before the lossy-downgrade check depends on the active controller's configured voters;
+    the machine predicts neither text then, but still holds kraftsim to changing nothing."""
+    class Mixed(ClusterStateMachine):
+        initial_release = "3.8"
+        controllers = 3
+        brokers = 1
+        repro_dir = tmp_path
+
+    machine = Mixed()
+    machine.create_cluster(data=None)
+    try:
+        downgrade = Step("features-downgrade", {"features": {MV_NAME: 16}})
+        assert machine._kafka_refusal(downgrade) is not None  # lossy under policy kafka: predicted
+        joined = machine.do("add-node", role="controller", release="3.7")
+        assert joined.error is not None and "outside the supported range 1-19" in joined.error
+        assert 5 in machine._voters
+        assert machine._kafka_refusal(downgrade) is None
+        refused = machine.do("features-downgrade", features={MV_NAME: 16})
+        assert refused.error is not None and machine.cluster is not None
+        assert machine.cluster.metadata_version() == 20
+    finally:
+        machine.teardown()
+    assert not list(tmp_path.iterdir())
