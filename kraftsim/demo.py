@@ -1,10 +1,11 @@
 """The main job on its default settings: the product's story told by shipped scenarios, then
 the Spark jobs on what they produced.
 
-Four what-ifs from `scenarios/` run on the simulator, each leaving its cluster directory and
+Five what-ifs from `scenarios/` run on the simulator, each leaving its cluster directory and
 an HTML report: a rolling upgrade finalized with kafka-features, a failed software rollback
 after finalizing, a lossy metadata.version downgrade under the `kip-778` policy (with its loss
-report), and the active controller crashing in the middle of a roll. Their answers are
+report), the active controller crashing in the middle of a roll, and an upgrade from 4.2 to
+4.4 finalized with --release-version, after which the way back to 4.2 is refused. Their answers are
 printed; every node's log of every kept cluster is then replayed and verified (snapshots
 against the log, replicas against each other), and last the `downgrade-matrix` job runs over
 the clusters' metadata and `snapshot-cost` over a small grid, on an embedded Spark.
@@ -30,7 +31,7 @@ from kraftsim.scenario.suite import SUITE_DIR
 
 #: The shipped scenarios that tell the story, in the order they are told.
 DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after-finalizing",
-                  "downgrade-lossy-kip778", "leader-crash-mid-roll")
+                  "downgrade-lossy-kip778", "leader-crash-mid-roll", "upgrade-4.2-to-4.4-release-version")
 #: The scenario whose cluster stands for "the cluster" (the lossy downgrade, with KIP-778 snapshots).
 MAIN_SCENARIO = "downgrade-lossy-kip778"
 #: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.
@@ -110,20 +111,17 @@ def verify_clusters(result: DemoResult, say: Say) -> None:
 def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Say) -> None:
     """Step 6: downgrade-matrix over the kept clusters and snapshot-cost over a small grid."""
     from kraftsim.pipeline.jobs import job_inputs, run_spark
-    from kraftsim.pipeline.session import spark_session
-
-    from pyspark.sql import SparkSession
+    from kraftsim.pipeline.session import start_spark
 
     say(f"6. Running the Spark jobs on {master or 'the embedded local[*] Spark'}")
-    ours = SparkSession.getActiveSession() is None  # stop only a session this run started
-    spark = spark_session(master, app_name="kraftsim demo")
+    spark, ours = start_spark(master, app_name="kraftsim demo", say=lambda text: say("   " + text), label="spark")
     try:
         # The replicas of each cluster agree (step 5), so one node's files stand for each cluster.
         nodes = [str(directory / "node-1") for directory in result.clusters.values()]
         for name, items in (("downgrade-matrix", job_inputs("downgrade-matrix", nodes)),
                             ("snapshot-cost", job_inputs("snapshot-cost", (), DEMO_GRID))):
             target = str(out / "parquet" / name)
-            run = run_spark(spark, name, items, target, overwrite=True, show_progress=False)
+            run = run_spark(spark, name, items, target, overwrite=True)
             result.parquet[name] = target
             result.summaries[name] = run.summary_text
             say(f"   {name}: {run.rows} rows in {run.elapsed_s:.1f} s over {run.partitions} Spark partition(s)")

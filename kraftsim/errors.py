@@ -11,6 +11,10 @@ class KraftsimError(Exception):
     """Base of every error caused by input (files, flags, catalogs), not by a bug."""
 
 
+class UsageError(KraftsimError):
+    """A command line or input the command cannot work with (the CLI exits 2, as for usage errors)."""
+
+
 class SchemaError(KraftsimError):
     """A record schema file is malformed or inconsistent."""
 

@@ -18,6 +18,7 @@ from kraftsim.sim.narrate import narrator
 from kraftsim.sim.directory import (
     EVENTS,
     TICKS,
+    catalog_path,
     engine_of,
     simulation_status,
     simulation_status_lines,
@@ -25,6 +26,7 @@ from kraftsim.sim.directory import (
 from kraftsim.sim.node import BROKER, CONTROLLER
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
+from kraftsim.versions import load_catalog
 from kraftsim.versions.tool_text import parse_feature_arg
 
 
@@ -51,12 +53,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="behaviour beyond Kafka's: kip-778 accepts unsafe lossy metadata.version downgrades "
                              "and writes KIP-778's snapshots")
     create.add_argument("--catalog", metavar="FILE", help="a catalog file adding hypothetical versions or releases")
-    create.add_argument("--engine", choices=(TICKS, EVENTS), default=TICKS,
-                        help="events: the event-driven simulator (KRaft replication, network, faults; the commands "
-                             "crash, stop, start, partition, heal, disk-fault, run); ticks (default): every node "
-                             "sees the leader's log at once")
+    create.add_argument("--engine", choices=(EVENTS, TICKS), default=EVENTS,
+                        help="events (default): the event-driven simulator (KRaft replication, network, faults; "
+                             "the commands crash, stop, start, partition, heal, disk-fault, run); ticks: the "
+                             "older simulator in which every node sees the leader's log at once")
     create.add_argument("--combined", type=bounded_int(0, 100, "a number of combined nodes"), default=0, metavar="K",
-                        help="with --engine events: K combined broker+controller nodes (ids 1..K come first)")
+                        help="K combined broker+controller nodes (ids 1..K come first; not with --engine ticks)")
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
@@ -124,7 +126,7 @@ def _run_create(args: argparse.Namespace) -> int:
         sim.close()
         return 0
     if args.combined:
-        raise KraftsimError("--combined needs --engine events")
+        raise KraftsimError("--combined is not available with --engine ticks")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
                                 policies=args.policy, catalog=args.catalog)
@@ -160,7 +162,8 @@ def _run_status(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(st, sort_keys=True))
         else:
-            for line in simulation_status_lines(st):
+            names = {mv.level: mv.version for mv in load_catalog(catalog_path(args.dir)).metadata_versions}
+            for line in simulation_status_lines(st, names):
                 print(line)
         return 0
     cluster = SimCluster.open(args.dir, emit=lambda line: None, passive=True)
@@ -190,8 +193,8 @@ def _node_ids(text: str | None) -> list[int] | None:
 def _run_fault(args: argparse.Namespace) -> int:
     """The event simulator's fault and time commands (Simulation's operations)."""
     if engine_of(args.dir) != EVENTS:
-        raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster made with "
-                            "`cluster create --engine events`")
+        raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster of the event simulator "
+                            "(this one was made with `cluster create --engine ticks`)")
     with Simulation.open(args.dir, on_event=narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)

@@ -8,10 +8,12 @@ node list, a node id beyond int32, a negative count), so that a bad flag is a us
 from __future__ import annotations
 
 import argparse
+import re
 import sys
-from typing import Callable
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.versions import Catalog, load_catalog
 
 
@@ -32,6 +34,13 @@ def add_damage_option(parser: argparse.ArgumentParser) -> None:
 
 def catalog_from_args(args: argparse.Namespace) -> Catalog:
     return load_catalog(getattr(args, "catalog", None), line=getattr(args, "release", None))
+
+
+def print_lines(lines: Iterable[str]) -> int:
+    """Print a command's lines; its exit code is 0."""
+    for line in lines:
+        print(line)
+    return 0
 
 
 def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -94,3 +103,67 @@ def bounded_int(low: int, high: int, what: str = "a whole number") -> Callable[[
 
 offset = bounded_int(0, INT64_MAX, "an offset")
 timestamp_ms = bounded_int(0, INT64_MAX, "a timestamp in milliseconds")
+
+
+# ------------------------------------------------------------------------------ one flag for one thing
+#
+# An offset is `--at OFFSET` in every command (the state after every record below OFFSET: a
+# snapshot id's end offset); a metadata.version is `--metadata MV` as in kafka-features, or
+# `--release-version` where Kafka's tools say so; `--release` is always a Kafka release.
+# Older spellings (`--offset`, `--to`, `--metadata-version`, `PATH@OFFSET`) are still read
+# but no longer shown.
+
+AT_HELP = "the state after every record below OFFSET (a snapshot id's end offset); default: the end"
+
+
+class _Once(argparse.Action):
+    """An option that may be spelled several ways: given twice with different values is refused."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        if current is not None and current != values:
+            parser.error(f"{option_string} {values} contradicts the {current} given before (the same option, "
+                         "spelled another way)")
+        setattr(namespace, self.dest, values)
+
+
+def add_spellings(parser: argparse.ArgumentParser, flag: str, old: Sequence[str], **kwargs: Any) -> None:
+    """`flag` with its help, and each older spelling in `old` hidden, all into one value."""
+    dest = kwargs.pop("dest", flag.lstrip("-").replace("-", "_"))
+    parser.add_argument(flag, dest=dest, action=_Once, **kwargs)
+    for name in old:
+        hidden = {k: v for k, v in kwargs.items() if k in ("type", "metavar")}
+        parser.add_argument(name, dest=dest, action=_Once, help=argparse.SUPPRESS, **hidden)
+
+
+def add_at_option(parser: argparse.ArgumentParser, help: str = AT_HELP) -> None:
+    """`--at OFFSET` (older spelling: `--offset`)."""
+    add_spellings(parser, "--at", ["--offset"], type=offset, metavar="OFFSET", help=help)
+
+
+def add_metadata_option(parser: argparse.ArgumentParser, help: str, old: Sequence[str] = ()) -> None:
+    """`--metadata MV`: a metadata.version, as a level (14) or a version (3.6-IV2), as kafka-features takes it."""
+    add_spellings(parser, "--metadata", list(old), metavar="MV", help=help)
+
+
+def required(value: Any, flag: str) -> Any:
+    """A flag's value that the command cannot do without (one of its spellings must be given)."""
+    if value is None:
+        raise UsageError(f"{flag} is required")
+    return value
+
+
+def path_at(text: str, at: int | None, what: str = "PATH") -> tuple[Path, int | None]:
+    """A path and the offset asked for: `--at`, or the older `PATH@OFFSET` (still read). A
+    path that exists as given is taken whole, even if it holds an `@`; two different
+    offsets are refused."""
+    path = Path(text)
+    if path.exists() or "@" not in text:
+        return path, at
+    head, _, tail = text.rpartition("@")
+    if not re.fullmatch(r"\d+", tail):
+        return path, at
+    if at is not None and at != int(tail):
+        raise UsageError(f"{what} {text}: two different offsets ({tail} and --at {at})")
+    return Path(head), int(tail)

@@ -1,4 +1,4 @@
-"""`kraftsim downgrade-report PATH --to MV`: would lowering metadata.version lose anything,
+"""`kraftsim downgrade-report PATH --metadata MV`: would lowering metadata.version lose anything,
 and what would Kafka's controller answer?
 
 The report itself (what the data needs, what Kafka says) is
@@ -7,9 +7,11 @@ directory, or `--at OFFSET`), finds the active controller and prints the report.
 
 The active controller is the leader named in the directory's quorum-state, else the
 lowest registered controller; static voters come from quorum-state. Its release is the
-catalog's (default: the newest release, whose refusal text follows the catalog's
-`mv_downgrade_error` policy). Exit status: 0 when nothing would be lost, 1 when something
-would, 2 for bad input.
+cluster's own unless `--release` names one: the release whose supported ranges equal what
+the controller's registration advertises (as `cluster import` infers a node's release),
+else the one whose nodes advertise the highest metadata.version the registered nodes do
+(as `snapshot create` infers its writer), else the catalog's newest. The report says which
+and why. Exit status: 0 when nothing would be lost, 1 when something would, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -17,21 +19,29 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kraftsim.cli.common import add_catalog_options, add_damage_option, catalog_from_args, node_id, offset
-from kraftsim.cli.replay_cmd import (
-    BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
+import msgspec
+
+from kraftsim.cli.common import (
+    add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, node_id, path_at,
+    required,
 )
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
+from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
+from kraftsim.image import MetadataImage, infer_writer_release as release_of_registered_nodes
+from kraftsim.sim.importing.plan import advertised, infer_release, ranges_text
 from kraftsim.storage.names import QUORUM_STATE_FILE, PathKind, classify_path
 from kraftsim.storage.quorum_state import read_quorum_state
 from kraftsim.storage.view import metadata_dir_of
-from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
 
-def report_lines(r: DowngradeReport) -> list[str]:
+def report_lines(r: DowngradeReport, release_reason: str | None = None) -> list[str]:
     where = f"{r.path} at offset {r.offset}" if r.path else f"the image at offset {r.offset}"
     cur = "no finalized metadata.version" if r.current is None else f"{r.current} ({r.current_level})"
     out = [f"{MV_NAME} {cur} → {r.target} ({r.target_level}) for {where}: {r.direction}"]
+    if r.controller and release_reason:
+        out.append(f"controller: {r.controller} ({release_reason})")
     if r.lossless:
         out.append(f"data: nothing in this image would be lost (writer {r.writer})")
     else:
@@ -60,11 +70,16 @@ def report_lines(r: DowngradeReport) -> list[str]:
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("downgrade-report", help="would lowering metadata.version lose data, what exactly, and what "
                                                 "Kafka's controller would answer",
-                       description="Exit 0 when nothing in the image would be lost at MV, 1 when something would.")
-    p.add_argument("path", metavar="PATH", help="a log directory (DIR@OFFSET for its state at OFFSET), snapshot, "
-                                                "segment or bootstrap.checkpoint")
-    p.add_argument("--to", required=True, metavar="MV", help="the target metadata.version (level or version)")
-    p.add_argument("--at", type=offset, metavar="OFFSET", help="the state after every record below OFFSET")
+                       description="Report what writing the image of PATH at metadata.version MV would drop, and "
+                                   "what the cluster's active controller (on the cluster's own release, unless "
+                                   "--release names one) would answer to `kafka-features downgrade --metadata MV`. "
+                                   "Exit 0 when nothing in the image would be lost at MV, 1 when something would, "
+                                   "2 for bad input.")
+    p.add_argument("path", metavar="PATH", help="a log directory (or __cluster_metadata-0), snapshot, segment or "
+                                                "bootstrap.checkpoint")
+    add_metadata_option(p, "the target metadata.version, as a level (14) or a version (3.6-IV2) (required)",
+                        old=["--to"])
+    add_at_option(p)
     p.add_argument("--controller-id", type=node_id, metavar="N",
                    help="the active controller's node id (default: quorum-state's leader, else the lowest "
                         "registered controller)")
@@ -87,19 +102,51 @@ def _quorum(path: Path) -> tuple[int | None, tuple[int, ...]]:
     return leader, tuple(state.current_voters or ())
 
 
+def _default_controller(image: MetadataImage, given: int | None, leader: int | None) -> int | None:
+    if given is not None:
+        return given
+    if leader is not None:
+        return leader
+    return min(image.cluster.controllers, default=None)
+
+
+def controller_release(image: MetadataImage, catalog: Catalog, node: int | None) -> tuple[str, str]:
+    """(release, why): the release the controller `node` runs, as far as the image tells."""
+    registration = image.cluster.controllers.get(node) if node is not None else None
+    if registration is not None:
+        ranges = advertised(registration.supported_features)
+        name, unstable = infer_release(catalog, ranges)
+        if name is not None:
+            how = " with unstable versions enabled" if unstable else ""
+            return name, f"the cluster's release: controller {node}'s registration advertises exactly what Kafka " \
+                         f"{name}{how} supports ({ranges_text(ranges)})"
+    name, why = release_of_registered_nodes(image, catalog)
+    return name, f"the cluster's release: {why}"
+
+
 def run_downgrade_report(args: argparse.Namespace) -> int:
-    catalog = catalog_from_args(args)
-    path, offset = split_offset(args.path)
-    if offset is not None and args.at is not None and offset != args.at:
-        raise BadInput(f"{args.path}: two different offsets ({offset} and --at {args.at})")
-    at = args.at if args.at is not None else offset
-    target = parse_metadata_version(catalog, args.to)
+    catalog = load_catalog(args.catalog)  # every version kraftsim knows, to read the log with
+    wanted = required(args.metadata, "--metadata MV")
+    path, at = path_at(args.path, args.at, "PATH")
     result = load(path, catalog, at=at, progress=show_progress(args), up_to_damage=args.up_to_damage)
     leader, voters = _quorum(path)
-    node = args.controller_id if args.controller_id is not None else leader
-    report = downgrade_report(result.image, target, catalog, path=str(path), node_id=node, static_voters=voters)
-    if args.json:
-        print_json(report)
+    node = _default_controller(result.image, args.controller_id, leader)
+    if args.release is not None:
+        release_catalog = catalog_from_args(args)
+        reason = f"--release {args.release}"
     else:
-        print("\n".join(report_lines(report)))
+        name, reason = controller_release(result.image, catalog, node)
+        release_catalog = load_catalog(args.catalog, line=name)
+        reason += "; --release R to ask another release's controller"
+    try:
+        target = parse_metadata_version(release_catalog, wanted)
+    except KraftsimError as e:
+        raise BadInput(f"{e} (the controller runs Kafka {release_catalog.release.name}: {reason})") from None
+    report = downgrade_report(result.image, target, release_catalog, path=str(path), node_id=node,
+                              static_voters=voters)
+    if args.json:
+        print_json({**msgspec.to_builtins(report), "controller_release": release_catalog.release.name,
+                    "controller_release_reason": reason})
+    else:
+        print("\n".join(report_lines(report, f"release from {reason}" if reason.startswith("--") else reason)))
     return 0 if report.lossless and result.partial is None else 1  # a partial state never passes

@@ -15,7 +15,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.cli.common import kafka_tool, node_id
+from kraftsim.cli.common import kafka_tool, node_id, print_lines
+from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
 
@@ -51,6 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--unsafe", action="store_true",
                            help="Perform this downgrade even if it may irreversibly destroy metadata.")
         p.add_argument("--dry-run", action="store_true", help=f"Validate this {op}, but do not perform it.")
+        record_flags(p, ("metadata", "release_version", "feature", "unsafe", "dry_run"))
         p.set_defaults(run=kafka_tool(_run_update), op=op)
 
     disable = cmds.add_parser("disable", help="Disable one or more feature flags. This is the same as downgrading "
@@ -132,6 +134,9 @@ def _run_update(args: argparse.Namespace) -> int:
     from kraftsim.sim.directory import open_for_tool
 
     tool = _tool(args)
+    refused = refuse(unknown_flag("kafka-features", args.op, release_line(tool), args))
+    if refused is not None:
+        return refused
     path = _need_cluster(args)
     flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
                  features=args.feature or (), unsafe=getattr(args, "unsafe", False))
@@ -142,12 +147,16 @@ def _run_update(args: argparse.Namespace) -> int:
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:
-    for line in version_mapping(_offline_tool(args), args.release_version):
-        print(line)
-    return 0
+    tool = _offline_tool(args)
+    refused = refuse(missing_subcommand("kafka-features", "version-mapping", release_line(tool)))
+    if refused is not None:
+        return refused
+    return print_lines(version_mapping(tool, args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
-    for line in feature_dependencies(_offline_tool(args), args.feature, tool="features"):
-        print(line)
-    return 0
+    tool = _offline_tool(args)
+    refused = refuse(missing_subcommand("kafka-features", "feature-dependencies", release_line(tool)))
+    if refused is not None:
+        return refused
+    return print_lines(feature_dependencies(tool, args.feature, tool="features"))

@@ -14,18 +14,21 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TextIO
+from typing import Mapping, Sequence, TextIO
 
+from kraftsim.errors import KraftsimError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
+from kraftsim.storage.names import PathKind, parse_snapshot_name
 from kraftsim.storage.view import find_metadata_files
 
-# kafka-dump-log's labels for control records.
+# kafka-dump-log's labels for control records, as it prints them before the JSON (only
+# LeaderChange has a colon; Kafka 4.1 on, before which it printed 'controlType: LEADER_CHANGE(2)').
 _CONTROL_LABELS = {
-    "LEADER_CHANGE": "LeaderChange",
+    "LEADER_CHANGE": "LeaderChange:",
     "SNAPSHOT_HEADER": "SnapshotHeader",
     "SNAPSHOT_FOOTER": "SnapshotFooter",
     "KRAFT_VERSION": "KRaftVersion",
@@ -41,9 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     dump = cmds.add_parser("dump", help="print every record, as kafka-dump-log does (or JSON lines with --json)")
     dump.add_argument("paths", nargs="+", metavar="PATH",
                       help="a .log segment, a .checkpoint snapshot, a bootstrap.checkpoint, or a __cluster_metadata-0 directory")
-    dump.add_argument("--json", action="store_true", help="one JSON object per record: offset, epoch, control, type, version, data")
+    dump.add_argument("--json", action="store_true",
+                      help="one JSON object per record: offset, epoch, control, type, version, data; and file, the "
+                           "file it came from, when PATH is a directory or there are several files")
     dump.add_argument("--schemas", action="append", default=[], metavar="DIR",
                       help="an extra folder of record schema files (repeatable)")
+    dump.add_argument("--release", metavar="R",
+                      help="print as this Kafka release's kafka-dump-log does (default: the newest in the catalog)")
     dump.set_defaults(run=run_dump)
 
     verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
@@ -61,26 +68,50 @@ def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
-    for kind, path in find_metadata_files(args.paths):
+    leader_change = _leader_change_text(args.release)
+    files = list(find_metadata_files(args.paths))
+    # Rows from a directory or from several files say which file each came from.
+    name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
+    for kind, path in files:
         data = read_file(path)
         report = ScanReport()
         if not args.json:
             print(f"Dumping {path}", file=out)
             if path.suffix == ".log":
                 print(f"Log starting offset: {_offset_from_name(path)}", file=out)
+            elif kind is PathKind.BOOTSTRAP:
+                print("KRaft bootstrap snapshot", file=out)
+            elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
+                end, epoch = name.snapshot_id
+                print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
         for scanned in scan(data, registry, report):
             if args.json:
                 for entry in scanned.entries:
-                    out.write(json.dumps(entry.to_json(), ensure_ascii=False, separators=(", ", ": ")) + "\n")
+                    row = entry.to_json()
+                    if name_files:
+                        row["file"] = str(path)
+                    out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
-                _print_batch_text(scanned, out)
+                _print_batch_text(scanned, out, leader_change)
         for problem in report.problems + file_problems(kind, path, report):
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
     return 1 if failed else 0
 
 
-def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
+def _leader_change_text(release: str | None) -> str | None:
+    """The release's fixed text for a LeaderChange record (policy dump_log_leader_change), or None: JSON."""
+    if release is None:
+        return None
+    from kraftsim.versions import default_catalog
+
+    catalog = default_catalog().at_release(release)
+    if catalog.policy("dump_log_leader_change") != "control-type":
+        return None
+    return catalog.policy_text("dump_log_leader_change", "line")
+
+
+def _print_batch_text(scanned: ScannedBatch, out: TextIO, leader_change: str | None = None) -> None:
     b = scanned.batch
     last_seq = -1 if b.base_sequence < 0 else b.base_sequence + b.last_offset_delta
     print(
@@ -101,9 +132,11 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO) -> None:
         head = (f"| offset: {entry.offset} CreateTime: {entry.timestamp} keySize: {key_size} "
                 f"valueSize: {value_size} sequence: -1 headerKeys: []")
         body = entry.to_json()
-        if entry.control:
-            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name)
-            print(f"{head} {label}: {json.dumps(body['data'], separators=(',', ':'))}", file=out)
+        if entry.control and entry.type_name == "LEADER_CHANGE" and leader_change is not None:
+            print(f"{head} {leader_change}", file=out)
+        elif entry.control:
+            label = _CONTROL_LABELS.get(entry.type_name, entry.type_name + ":")
+            print(f"{head} {label} {json.dumps(body['data'], separators=(',', ':'))}", file=out)
         else:
             payload = {"type": body["type"], "version": body["version"], "data": body["data"]}
             print(f"{head} payload: {json.dumps(payload, separators=(',', ':'))}", file=out)
@@ -122,6 +155,9 @@ def run_verify(args: argparse.Namespace) -> int:
         problems[path] = report.problems + file_problems(kind, path, report)
     for path, found in directory_problems(files, reports).items():
         problems[path].extend(found)
+    for path, found in _snapshots_against_log(files, problems).items():
+        if path in problems:  # a snapshot not named on the command line is not reported on
+            problems[path].extend(found)
     failed = 0
     for _, path in files:
         report, found = reports[path], problems[path]
@@ -139,6 +175,34 @@ def run_verify(args: argparse.Namespace) -> int:
         failed += bool(found)
     print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
     return 1 if failed else 0
+
+
+def _snapshots_against_log(files: Sequence[tuple[PathKind, Path]],
+                           problems: Mapping[Path, list[Problem]]) -> dict[Path, list[Problem]]:
+    """Each snapshot against the log beside it, replayed to the snapshot's end offset (only
+    this tells a snapshot renamed to another end offset of the same epoch), in directories
+    whose files are otherwise sound: a damaged log is reported as such, not replayed."""
+    by_dir: dict[Path, list[Path]] = {}
+    for kind, path in files:
+        if kind in (PathKind.SEGMENT, PathKind.SNAPSHOT):
+            by_dir.setdefault(path.parent, []).append(path)
+    out: dict[Path, list[Problem]] = {}
+    for directory, members in sorted(by_dir.items()):
+        if any(problems[p] for p in members) or not any(p.suffix == ".checkpoint" for p in members):
+            continue
+        if not any(p.suffix == ".log" for p in members):
+            continue
+        from kraftsim.image import snapshots_against_log
+
+        try:
+            found = snapshots_against_log(directory)
+        except KraftsimError as e:  # the replay itself failed: the log does not hold a loadable state
+            first = next(p for p in members if p.suffix == ".log")
+            out.setdefault(first, []).append(Problem(0, None, f"replaying the log to check its snapshots: {e}"))
+            continue
+        for name, texts in found.items():
+            out.setdefault(directory / name, []).extend(Problem(0, None, text) for text in texts)
+    return out
 
 
 def _offset_from_name(path: Path) -> int:

@@ -18,7 +18,7 @@ import traceback
 from typing import NamedTuple, Sequence
 
 from kraftsim import __version__
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 
 # Exit statuses, the same for every command.
 EXIT_OK = 0
@@ -30,7 +30,10 @@ EXIT_INTERRUPTED = 130
 EXIT_STATUS_HELP = (
     "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
     "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
-    "130 interrupted; 141 the reader of the output went away (e.g. `| head`)"
+    "130 interrupted; 141 the reader of the output went away (e.g. `| head`). "
+    "The same flag means the same thing in every command: --at OFFSET the state after every record below "
+    "OFFSET; --metadata MV a metadata.version (--release-version where Kafka's tools say so); --release R a "
+    "Kafka release"
 )
 
 
@@ -54,6 +57,9 @@ COMMANDS = (
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
+    Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker configs of a simulated cluster (cordoned.log.dirs cordons log directories)"),
+    Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
+    Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
     Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
     Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
 )
@@ -116,6 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         code = int(args.run(args) or 0)
         sys.stdout.flush()
         return code
+    except UsageError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except KraftsimError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return EXIT_FAILED

@@ -24,8 +24,8 @@ from typing import Any, Callable
 
 import msgspec
 
-from kraftsim.cli.common import add_catalog_options, add_damage_option, catalog_from_args
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.common import add_at_option, add_catalog_options, add_damage_option, catalog_from_args, path_at
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import (
     LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
     render_roundtrip, replay_path, summary_lines, verify_directory, verify_replicas, verify_roundtrip,
@@ -42,8 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="a __cluster_metadata-0 directory or a log directory holding one, a .checkpoint snapshot, "
                         "a .log segment or a bootstrap.checkpoint; several directories are compared as replicas")
-    p.add_argument("--at", type=int, metavar="OFFSET",
-                   help="the state after every record below OFFSET (a snapshot id's end offset); default: the end")
+    add_at_option(p)
     p.add_argument("--snapshot", default="latest", metavar="latest|none|OFFSET-EPOCH",
                    help="which snapshot a directory load starts from (default: the newest usable one; none: the "
                         "whole log)")
@@ -66,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 # ------------------------------------------------------------------------------ shared helpers
 
 
-class BadInput(KraftsimError):
+class BadInput(UsageError):
     """Input the command cannot work with: exit 2."""
 
 
@@ -106,15 +105,8 @@ def parse_metadata_version(catalog: Catalog, text: str) -> MetadataVersion:
 
 
 def split_offset(text: str) -> tuple[Path, int | None]:
-    """`PATH` or `PATH@OFFSET` (a directory's state at an offset). A path that exists as
-    given is taken whole, even if it holds an `@`."""
-    p = Path(text)
-    if p.exists() or "@" not in text:
-        return p, None
-    head, _, tail = text.rpartition("@")
-    if not re.fullmatch(r"\d+", tail):
-        return p, None
-    return Path(head), int(tail)
+    """`PATH` or the older `PATH@OFFSET` (a directory's state at an offset)."""
+    return path_at(text, None)
 
 
 def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: SnapshotChoice = "latest",
@@ -163,12 +155,13 @@ def print_json(obj: Any) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     catalog = catalog_from_args(args)
     choice = parse_snapshot_choice(args.snapshot)
-    paths = [Path(p) for p in args.paths]
+    asked = [path_at(p, args.at) for p in args.paths]
+    paths = [p for p, _ in asked]
     progress = show_progress(args)
     steps = step_printer(progress)
     mv_change = MvChangeHandling.KIP_778 if args.mv_change == "kip-778" else MvChangeHandling.KAFKA
-    loads = [load(p, catalog, at=args.at, snapshot=choice, progress=progress, mv_change=mv_change,
-                  up_to_damage=args.up_to_damage) for p in paths]
+    loads = [load(p, catalog, at=at, snapshot=choice, progress=progress, mv_change=mv_change,
+                  up_to_damage=args.up_to_damage) for p, at in asked]
 
     results: list[dict[str, Any]] = []
     text: list[str] = []

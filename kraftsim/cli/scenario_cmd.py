@@ -33,6 +33,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
     run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
                                                       "REPORT is a directory of NAME.html)")
+    run.add_argument("--sweep", metavar="DIR", type=Path,
+                     help="with --html: add the plots of this `kraftsim spark sweep` output (outcome rate per "
+                          "scenario, time and fenced-time distributions)")
+    run.add_argument("--snapshot-cost", metavar="DIR", type=Path,
+                     help="with --html: add snapshot bytes against partitions per metadata.version from this "
+                          "`kraftsim spark snapshot-cost` output")
     run.add_argument("--keep", metavar="DIR", help="leave the cluster directory here (with several scenarios: "
                                                    "DIR/NAME) for `kraftsim log dump`, `replay`, `cluster status`")
     run.set_defaults(run=_run)
@@ -90,6 +96,15 @@ def _run(args: argparse.Namespace) -> int:
         if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
             print(f"kraftsim: error: --keep {keep}: already exists and is not an empty directory", file=sys.stderr)
             return EXIT_INVALID
+    if (args.sweep or args.snapshot_cost) and not args.html:
+        print("kraftsim: error: --sweep and --snapshot-cost add plots to the HTML report: give --html REPORT too",
+              file=sys.stderr)
+        return EXIT_INVALID
+    try:  # a --sweep or --snapshot-cost folder that is not one is refused before anything runs
+        sections = {s.name: _report_sections(args, s.name) for s in scenarios} if args.html else {}
+    except KraftsimError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return EXIT_INVALID
     if many and args.html:
         Path(args.html).mkdir(parents=True, exist_ok=True)
     failed = 0
@@ -118,11 +133,20 @@ def _run(args: argparse.Namespace) -> int:
         if args.html:
             from kraftsim.scenario.html_report import write_report
             report = _target(args.html, scenario, many, ".html")
-            write_report(outcome, report)
+            write_report(outcome, report, sections[scenario.name])
             if not args.json:
                 print(f"  report: {report}")
         failed += not result.passed
     return EXIT_FAILED if failed else 0
+
+
+def _report_sections(args: argparse.Namespace, name: str) -> list[str]:
+    """The --sweep and --snapshot-cost sections of the HTML report (none without them)."""
+    if args.sweep is None and args.snapshot_cost is None:
+        return []
+    from kraftsim.pipeline.sweep.report import report_sections
+
+    return report_sections(name, args.sweep, args.snapshot_cost)
 
 
 def _check(args: argparse.Namespace) -> int:

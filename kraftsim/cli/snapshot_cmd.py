@@ -1,14 +1,15 @@
 """`kraftsim snapshot create` and `kraftsim snapshot diff`.
 
-`create` writes the Kafka-format snapshot of a log's state at an offset, at the image's
+`create` writes the Kafka-format snapshot of a log's state at an offset (`--at`), at the image's
 metadata.version or another one, with the writer of a Kafka release (inferred from the
 registrations in the log unless `--release` names one); kraftsim.image.publisher.snapshot_create
 holds every rule. A target metadata.version that cannot hold everything is refused with
 Kafka's UnwritableMetadataException text (exit 1) unless `--allow-loss`, which writes the
 snapshot and prints every dropped item.
 
-`diff` compares two images (snapshots, directories, `DIRECTORY@OFFSET`, bootstrap files,
-segments) entity by entity and, like diff, exits 1 when they differ.
+`diff` compares two images (snapshots, directories, bootstrap files, segments; a
+directory's state at an offset with `--at`, `--at-a`, `--at-b`) entity by entity and, like
+diff, exits 1 when they differ.
 
 Bad input exits 2 with one line on stderr.
 """
@@ -20,10 +21,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from kraftsim.cli.common import add_catalog_options, add_damage_option, catalog_from_args, offset, timestamp_ms
-from kraftsim.cli.replay_cmd import (
-    BadInput, input_errors, load, parse_metadata_version, print_json, show_progress, split_offset,
+from kraftsim.cli.common import (
+    add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, offset, path_at,
+    required, timestamp_ms,
 )
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
@@ -43,11 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "id OFFSET-<epoch of the record at OFFSET-1>, LastContainedLogTimestamp = that record's batch "
                     "timestamp, records in the order of the chosen release's image writer.")
     create.add_argument("path", metavar="PATH", help="a log directory (or __cluster_metadata-0), segment or snapshot")
-    create.add_argument("--offset", type=offset, required=True, metavar="O",
-                        help="the snapshot id's end offset: the snapshot holds the state after every record below O")
-    create.add_argument("--metadata-version", metavar="MV",
-                        help="write at this metadata.version (level or version, e.g. 14 or 3.6-IV2); "
-                             "default: the one finalized at O")
+    add_at_option(create, "the snapshot id's end offset: the snapshot holds the state after every record below "
+                          "OFFSET (required)")
+    add_metadata_option(create, "write at this metadata.version, as a level (14) or a version (3.6-IV2); default: "
+                                "the one finalized at OFFSET", old=["--metadata-version"])
     create.add_argument("--allow-loss", action="store_true",
                         help="write even if MV cannot represent everything, and list what was dropped")
     create.add_argument("--release", metavar="R",
@@ -67,9 +68,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(run=input_errors(run_create))
 
     diff = cmds.add_parser("diff", help="compare two snapshots or images entity by entity (exit 1 when they differ)")
-    diff.add_argument("a", metavar="A", help="a snapshot, log directory (DIR@OFFSET for its state at OFFSET), "
-                                             "segment or bootstrap.checkpoint")
+    diff.add_argument("a", metavar="A", help="a snapshot, log directory (or __cluster_metadata-0), segment or "
+                                             "bootstrap.checkpoint")
     diff.add_argument("b", metavar="B", help="the same kinds as A")
+    add_at_option(diff, "compare both states after every record below OFFSET (a snapshot id's end offset); "
+                        "default: the end")
+    diff.add_argument("--at-a", type=offset, metavar="OFFSET", help="A's state at OFFSET, where B's is another")
+    diff.add_argument("--at-b", type=offset, metavar="OFFSET", help="B's state at OFFSET, where A's is another")
     diff.add_argument("--json", action="store_true", help="print one JSON object")
     diff.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
     add_damage_option(diff)
@@ -82,11 +87,12 @@ def run_create(args: argparse.Namespace) -> int:
     path = Path(args.path)
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory")
+    at = required(args.at, "--at OFFSET")
     mv: Any = None
-    if args.metadata_version is not None:
-        mv = parse_metadata_version(catalog, args.metadata_version).level
+    if args.metadata is not None:
+        mv = parse_metadata_version(catalog, args.metadata).level
     try:
-        contents = snapshot_contents(path, args.offset, metadata_version=mv, allow_loss=args.allow_loss,
+        contents = snapshot_contents(path, at, metadata_version=mv, allow_loss=args.allow_loss,
                                      release=args.release, catalog=catalog, allow_unaligned=args.allow_unaligned)
     except UnwritableMetadataException as e:
         print(str(e), file=sys.stderr)
@@ -127,8 +133,10 @@ def run_diff(args: argparse.Namespace) -> int:
     catalog = catalog_from_args(args)
     progress = show_progress(args)
     loads = []
-    for text in (args.a, args.b):
-        path, offset = split_offset(text)
+    if args.at is not None and (args.at_a is not None or args.at_b is not None):
+        raise BadInput("--at sets both offsets: give it, or --at-a/--at-b, not both")
+    for text, at, flag in ((args.a, args.at_a, "A"), (args.b, args.at_b, "B")):
+        path, offset = path_at(text, at if at is not None else args.at, flag)
         loads.append(load(path, catalog, at=offset, progress=progress, up_to_damage=args.up_to_damage))
     a, b = (r.image for r in loads)
     partial = any(r.partial for r in loads)  # compared, but never a passing comparison

@@ -15,11 +15,11 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
-from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, spark_session
+from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, start_spark
 
 DEFAULT_OUTPUT = "kraftsim-output"
 
@@ -86,14 +86,14 @@ def run_job(args: argparse.Namespace) -> int:
     name = args.spark_job
     j = job(name)
     if args.partitions_per_core < 1 or (args.partitions is not None and args.partitions < 1):
-        raise KraftsimError("--partitions and --partitions-per-core must be at least 1")
+        raise UsageError("--partitions and --partitions-per-core must be at least 1")
     grid = parse_grid(args.grid) if name == "snapshot-cost" else None
     items = job_inputs(name, getattr(args, "paths", ()), grid)
     params = _params(args)
     output = args.output or f"{DEFAULT_OUTPUT}/{name}"
     if args.local:
         if args.master or args.conf:
-            raise KraftsimError("--local runs without Spark: --master and --conf do not apply")
+            raise UsageError("--local runs without Spark: --master and --conf do not apply")
         Path(output).parent.mkdir(parents=True, exist_ok=True)
         run, _ = run_local(name, items, params=params, output=output, overwrite=args.overwrite,
                            progress=None if args.no_progress else _local_progress(name))
@@ -101,10 +101,7 @@ def run_job(args: argparse.Namespace) -> int:
         conf = parse_conf(args.conf)
         if "://" not in output:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
-        from pyspark.sql import SparkSession
-
-        owner = SparkSession.getActiveSession() is None  # stop only a session this command started
-        spark = spark_session(args.master, conf, app_name=f"kraftsim {name}")
+        spark, owner = start_spark(args.master, conf, app_name=f"kraftsim {name}", say=_say, label=name)
         try:
             run = run_spark(spark, name, items, output, params=params, partitions=args.partitions,
                             partitions_per_core=args.partitions_per_core, overwrite=args.overwrite,
@@ -114,6 +111,11 @@ def run_job(args: argparse.Namespace) -> int:
                 spark.stop()
     _print_run(run, j.partition_by)
     return 0
+
+
+def _say(text: str) -> None:
+    """A line on stderr about the Spark start (stdout keeps the results)."""
+    print(text, file=sys.stderr, flush=True)
 
 
 def _local_progress(name: str):
@@ -143,7 +145,9 @@ def _register_sweep(jobs: argparse._SubParsersAction) -> None:
 
     text = ("run every scenario under every seed (with --faults, a seeded fault schedule injected between the "
             "steps); one Parquet row per run, reproducer files for runs that did not pass, a summary and plots")
-    p = jobs.add_parser("sweep", help=text, description=text)
+    p = jobs.add_parser("sweep", help=text, description=text,
+                        epilog="Exit status: 0 when every run passed, 1 when any run failed or could not run (the "
+                               "table, summary, reproducers and plots are written all the same), 2 for bad usage.")
     p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario files or folders of them")
     p.add_argument("--seeds", required=True, metavar="A:B", help="seeds A to B inclusive (or one seed N)")
     p.add_argument("--faults", metavar="SPEC",
@@ -211,4 +215,17 @@ def run_sweep(args: argparse.Namespace) -> int:
     if not args.no_plots:
         plots = write_plots(run.table, out / "plots")
         print(plots if isinstance(plots, str) else f"Plots: {', '.join(str(p) for p in plots)}")
-    return 0
+    return _sweep_status(run.table)
+
+
+def _sweep_status(table) -> int:
+    """0 when every run passed; 1 when any did not (the table, summary and reproducers are
+    written all the same), saying so on the last line."""
+    verdicts = table.column("verdict").to_pylist()
+    failed, errors = verdicts.count("fail"), verdicts.count("error")
+    if not failed and not errors:
+        print(f"sweep: all {len(verdicts)} runs passed")
+        return 0
+    print(f"sweep: {failed + errors} of {len(verdicts)} runs did not pass ({failed} failed, {errors} errors): "
+          "exit status 1")
+    return 1

@@ -14,7 +14,8 @@ import dataclasses
 import os
 import random
 
-from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id
+from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id, print_lines
+from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.storage.bootstrap import read_bootstrap_dir
 from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
@@ -72,6 +73,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="kraftsim: seed the random directory ids and SCRAM salts (default: os.urandom); with "
                           "SOURCE_DATE_EPOCH set, formatting is byte-for-byte reproducible")
     add_catalog_options(fmt)
+    record_flags(fmt, ("config", "cluster_id", "add_scram", "ignore_formatted", "release_version", "feature",
+                       "standalone", "no_initial_controllers", "initial_controllers"))
     fmt.set_defaults(run=kafka_tool(_run_format))
 
     ru = cmds.add_parser("random-uuid", help="Print a random UUID.")
@@ -111,8 +114,12 @@ def _server_config(args: argparse.Namespace) -> ServerConfig:
 
 
 def _run_format(args: argparse.Namespace) -> int:
+    catalog = catalog_from_args(args)
+    refused = refuse(unknown_flag("kafka-storage", "format", release_line(catalog), args))
+    if refused is not None:
+        return refused
     storage_format(
-        catalog_from_args(args),
+        catalog,
         _server_config(args),
         cluster_id=args.cluster_id,
         release_version=args.release_version,
@@ -159,12 +166,16 @@ def _run_random_uuid(args: argparse.Namespace) -> int:
 
 
 def _run_version_mapping(args: argparse.Namespace) -> int:
-    for line in version_mapping(catalog_from_args(args), args.release_version):
-        print(line)
-    return 0
+    catalog = catalog_from_args(args)
+    refused = refuse(missing_subcommand("kafka-storage", "version-mapping", release_line(catalog)))
+    if refused is not None:
+        return refused
+    return print_lines(version_mapping(catalog, args.release_version))
 
 
 def _run_feature_dependencies(args: argparse.Namespace) -> int:
-    for line in feature_dependencies(catalog_from_args(args), args.feature, tool="storage"):
-        print(line)
-    return 0
+    catalog = catalog_from_args(args)
+    refused = refuse(missing_subcommand("kafka-storage", "feature-dependencies", release_line(catalog)))
+    if refused is not None:
+        return refused
+    return print_lines(feature_dependencies(catalog, args.feature, tool="storage"))

@@ -81,12 +81,12 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
             yield Outcome("roll/features describe", release.version, "differ", step_problem)
             previous = dist
             continue
-        latest = ctx.kraftsim(["features", "--release", release.line, "version-mapping"])
-        level = re.match(r"metadata\.version=(\d+)", latest.stdout)
+        # The release's latest production level, from the catalog (3.x tools have no version-mapping).
+        catalog = ctx.catalog()
         steps = [("features describe", ["describe"])]
-        if level:
-            steps.append(("features upgrade metadata.version=LATEST",
-                          ["upgrade", "--feature", f"metadata.version={level.group(1)}"]))
+        if catalog is not None:
+            latest = catalog.at_release(release.line).latest_production.level
+            steps.append(("features upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={latest}"]))
         for label, args in steps:
             kafka = run_tool(dist, "features", ["--bootstrap-server", node.bootstrap, *args])
             ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", release.line, *args])

@@ -15,7 +15,8 @@ from importlib import resources
 
 import msgspec
 
-from kraftsim.controller.api_errors import NONE, ApiError
+from kraftsim.controller import acl_hosts
+from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.result import ControllerResult, accepted, payload
 from kraftsim.image import StandardAcl
@@ -88,17 +89,8 @@ class DeleteAclsResponse(msgspec.Struct, frozen=True):
     filter_results: tuple[DeleteAclsFilterResult, ...]
 
 
-#: AclControlManager's refusal of a CIDR host below 4.4-IV1 (KIP-1276, kafka-facts §11.4).
-CIDR_BEFORE_4_4_IV1 = "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."
-
-
-def is_cidr_host(host: str) -> bool:
-    """A host pattern naming a network by prefix length ("10.0.0.0/8", "fd00::/8")."""
-    return "/" in host
-
-
-def _creation_error(c: AclCreation, cidr_ok: bool = True) -> ApiError:
-    """Kafka's validateNewAcl; CIDR hosts need metadata.version 4.4-IV1 (`cidr_ok`)."""
+def _creation_error(ctx: ControllerContext, c: AclCreation, cidr_ok: bool = True) -> ApiError:
+    """Kafka's validateNewAcl; from 4.4 also the host pattern (CIDR hosts need 4.4-IV1: `cidr_ok`)."""
     rtype = code_name("resource_type", c.resource_type)
     if rtype in ("UNKNOWN", "ANY"):
         return ApiError("INVALID_REQUEST", f"Invalid resourceType {rtype}")
@@ -113,9 +105,7 @@ def _creation_error(c: AclCreation, cidr_ok: bool = True) -> ApiError:
         return ApiError("INVALID_REQUEST", f"Invalid permissionType {perm}")
     if not c.resource_name:
         return ApiError("INVALID_REQUEST", "Resource name should not be empty")
-    if not cidr_ok and is_cidr_host(c.host):
-        return ApiError("INVALID_REQUEST", CIDR_BEFORE_4_4_IV1)
-    return NONE
+    return acl_hosts.host_error(ctx.catalog, c.host, cidr_ok)
 
 
 def create_acls(ctx: ControllerContext, req: CreateAclsRequest) -> ControllerResult:
@@ -129,7 +119,7 @@ def create_acls(ctx: ControllerContext, req: CreateAclsRequest) -> ControllerRes
     mv = metadata_version_of(ctx)
     cidr_ok = mv is not None and ctx.catalog.supports("cidr_acl_hosts", mv)
     for c in req.creations:
-        err = _creation_error(c, cidr_ok)
+        err = _creation_error(ctx, c, cidr_ok)
         if not err.ok:
             results.append(AclCreationResult(err.code, err.message))
             continue

@@ -555,8 +555,8 @@ def unregister_controller(ctx: ControllerContext, controller_id: int) -> Control
         return refused(ApiError("UNSUPPORTED_VERSION", "The current MetadataVersion is too old to support "
                                                        "controller unregistration."))
     if ctx.image.cluster.controller(controller_id) is None:
-        return refused(ApiError("BROKER_ID_NOT_REGISTERED", f"Controller ID {controller_id} is not currently "
-                                                            "registered."))
+        return refused(ApiError("CONTROLLER_ID_NOT_REGISTERED", f"Controller ID {controller_id} is not currently "
+                                                                "registered."))
     return accepted([payload(registry_of(ctx), "UnregisterControllerRecord", 0, controller_id=controller_id)], None)
 
 

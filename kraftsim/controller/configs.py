@@ -142,7 +142,7 @@ def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, config
             return [], ApiError("INVALID_CONFIG", f"Cluster-level {MIN_INSYNC_REPLICAS} cannot be removed while ELR "
                                                   "is enabled.")
         if rtype == BROKER:
-            err = cordon.config_error(ctx, mv, key, value)
+            err = cordon.config_error(ctx, mv, key)
             if not err.ok:
                 return [], err
         if value is not None and len(value) > MAX_VALUE_LENGTH:

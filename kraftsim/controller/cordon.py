@@ -18,6 +18,7 @@ from typing import Sequence
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, registry_of
 from kraftsim.controller.result import payload
+from kraftsim.image import BROKER, ConfigurationsImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
@@ -25,9 +26,10 @@ from kraftsim.versions import MetadataVersion
 CORDONED_LOG_DIRS = "cordoned.log.dirs"
 #: ServerLogConfigs.CORDONED_LOG_DIRS_ALL: cordon every log directory.
 CORDON_ALL = "*"
-#: kraftsim's words: Kafka refuses the dynamic config below 4.3-IV0 with an
-#: InvalidConfigurationException whose text is not in kafka-facts.
-NOT_BEFORE_4_3_IV0 = f"{CORDONED_LOG_DIRS} cannot be set below metadata.version 4.3-IV0."
+#: ConfigurationControlManager's INVALID_CONFIG refusal of any change to a broker's
+#: cordoned.log.dirs below 4.3-IV0, a removal included (read from the 4.3.1 and 4.4.0 jars).
+NOT_BEFORE_4_3_IV0 = (f"The {CORDONED_LOG_DIRS} configuration value cannot be set because it requires "
+                      "metadata.version >= 4.3-IV0")
 
 
 def cordoning_supported(ctx: ControllerContext, mv: MetadataVersion | None) -> bool:
@@ -56,8 +58,26 @@ def heartbeat_cordon_records(ctx: ControllerContext, mv: MetadataVersion, broker
                     broker_epoch=epoch, cordoned_log_dirs=list(reported))]
 
 
-def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str, value: str | None) -> ApiError:
-    """The dynamic `cordoned.log.dirs` needs 4.3-IV0 (setting it; removing it is always allowed)."""
-    if key == CORDONED_LOG_DIRS and value is not None and not cordoning_supported(ctx, mv):
+def config_error(ctx: ControllerContext, mv: MetadataVersion | None, key: str) -> ApiError:
+    """The dynamic `cordoned.log.dirs` needs 4.3-IV0: setting it and removing it alike."""
+    if key == CORDONED_LOG_DIRS and not cordoning_supported(ctx, mv):
         return ApiError("INVALID_CONFIG", NOT_BEFORE_4_3_IV0)
     return NONE
+
+
+def configured_cordoned_dirs(image_configs: ConfigurationsImage, broker_id: int) -> str | None:
+    """The broker's dynamic `cordoned.log.dirs`: its own (BROKER resource "<id>"), else the
+    cluster-wide default (BROKER resource ""); None when neither sets it."""
+    own = image_configs.config(BROKER, str(broker_id)).get(CORDONED_LOG_DIRS)
+    return own if own is not None else image_configs.config(BROKER, "").get(CORDONED_LOG_DIRS)
+
+
+def cordoned_by_config(value: str | None, directories: Sequence[tuple[str, Uuid]]) -> tuple[Uuid, ...]:
+    """The ids of the broker's log directories (path, id) that a `cordoned.log.dirs` value
+    names: `*` names them all; otherwise the comma-separated paths."""
+    if value is None or not value.strip():
+        return ()
+    entries = {e.strip() for e in value.split(",") if e.strip()}
+    if CORDON_ALL in entries:
+        return tuple(d for _, d in directories)
+    return tuple(d for path, d in directories if path in entries or path.rstrip("/") in entries)

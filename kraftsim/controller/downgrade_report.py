@@ -20,8 +20,6 @@ It lives here, not in kraftsim.image, because the verdicts need the controller's
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 
 from kraftsim.controller.context import ControllerContext
@@ -32,7 +30,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
 from kraftsim.image import LossReport
 from kraftsim.image import WriterLine, write_image
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, IllegalArgument, MetadataVersion
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, IllegalArgument, MetadataVersion, MVLike
 
 
 class LostItem(msgspec.Struct, kw_only=True):
@@ -96,7 +94,7 @@ def _feature_notes(image: MetadataImage, catalog: Catalog, target: MetadataVersi
     return notes
 
 
-def downgrade_report(image: MetadataImage, target: Any, catalog: Catalog, *, path: str | None = None,
+def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, path: str | None = None,
                      node_id: int | None = None, static_voters: tuple[int, ...] = (),
                      writer_line: WriterLine | str | None = None) -> DowngradeReport:
     """What writing `image` at `target` drops, and what the active controller of `catalog`'s

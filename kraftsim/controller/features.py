@@ -170,7 +170,8 @@ def update_features(ctx: ControllerContext, request: UpdateFeaturesRequest,
         error = _update_feature(ctx, feature, levels[feature], types[feature], proposed, request.validate_only,
                                 raft, records)
         if not error.ok:
-            return refused(error, UpdateFeaturesResponse(error.code, FAILED_PREFIX + (error.message or "")))
+            prefix = FAILED_PREFIX if ctx.catalog.policy("update_features_errors") == "top-level" else ""
+            return refused(error, UpdateFeaturesResponse(error.code, prefix + (error.message or "")))
     response = UpdateFeaturesResponse(results=tuple(FeatureUpdateResult(f) for f in sorted(levels)))
     if request.validate_only:
         return accepted((), response)

@@ -33,7 +33,7 @@ from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
-from kraftsim.protocol.entries import encode_control_batch
+from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, BootstrapMetadata, MetadataLog, RecordBatchTooLarge,
@@ -58,9 +58,9 @@ class ReplayState:
         self.image = image
         self.kraft_version = kraft_version
         self.transaction_start_offset: int | None = None
-        self._pending: list[Any] = []
+        self._pending: list[LogEntry | Payload] = []
 
-    def replay_batch(self, records: Sequence[Any], *, base_offset: int, epoch: int, timestamp: int,
+    def replay_batch(self, records: Sequence[LogEntry | Payload], *, base_offset: int, epoch: int, timestamp: int,
                      control: bool = False) -> None:
         """Replay one batch's records (LogEntry or Payload), in order."""
         if not records:
@@ -84,7 +84,7 @@ class ReplayState:
             provenance = MetadataProvenance(last, epoch, timestamp, True)
         self.image = delta.apply(provenance)
 
-    def _read_control(self, record: Any) -> None:
+    def _read_control(self, record: LogEntry | Payload) -> None:
         if record.record_type.name == "KRaftVersionRecord":
             self.kraft_version = record.message.k_raft_version
 
@@ -119,6 +119,10 @@ class ReplayState:
             self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
                                                         snap.last_contained_log_timestamp, True))
             start = sid.end_offset
+        return self.replay_from(log, start, registry)
+
+    def replay_from(self, log: MetadataLog, start: int, registry: Registry | None = None) -> "ReplayState":
+        """Replay the log's batches from offset `start` on (this state holds what is below it)."""
         for fb in log.batches(start):
             entries = [e for e in decode_file_batch(fb, registry) if e.offset >= start]
             if entries:
@@ -126,6 +130,13 @@ class ReplayState:
                 self.replay_batch(entries, base_offset=entries[0].offset, epoch=b.partition_leader_epoch,
                                   timestamp=b.max_timestamp, control=b.is_control)
         return self
+
+    def copy(self) -> "ReplayState":
+        """An independent state at the same point (the image is immutable and shared)."""
+        other = ReplayState(self.catalog, self.image, self.kraft_version)
+        other.transaction_start_offset = self.transaction_start_offset
+        other._pending = list(self._pending)
+        return other
 
 
 def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Registry | None = None) -> ReplayState:
@@ -139,7 +150,8 @@ class QuorumController:
 
     `catalog` is the release line the controller runs (e.g. `default_catalog().at_release("4.1")`);
     its advertised ranges are `supported`, by default the line's (with `unstable`, up to
-    the latest testing levels). The existing log is replayed when the controller is made.
+    the latest testing levels). The existing log is replayed when the controller is made
+    (`resume`: from a kept ReplayState of its first offsets, the rest only).
     `raft_upgrade` stands for the raft layer's kraft.version upgrade (default: every voter
     must support the level); `max_batch_bytes` is Kafka's batch limit unless a test lowers it.
     """
@@ -149,7 +161,8 @@ class QuorumController:
                  config: ControllerConfig = ControllerConfig(), static_voters: Iterable[int] = (),
                  kraft_version: int = 0, raft_upgrade: KRaftUpgrade | None = None,
                  max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
-                 token_settings: delegation_tokens.DelegationTokenSettings = delegation_tokens.DelegationTokenSettings()):
+                 token_settings: delegation_tokens.DelegationTokenSettings = delegation_tokens.DelegationTokenSettings(),
+                 resume: tuple[ReplayState, int] | None = None):
         self.node_id = node_id
         self.log = log
         self.clock = clock
@@ -161,7 +174,10 @@ class QuorumController:
         self.registry = self.catalog.record_registry()
         self.raft_upgrade = raft_upgrade
         self.max_batch_bytes = max_batch_bytes
-        self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)
+        if resume is not None:  # a state the caller kept of this log's first `resume[1]` offsets
+            self.state = resume[0].copy().replay_from(log, resume[1], self.registry)
+        else:
+            self.state = ReplayState(self.catalog, kraft_version=kraft_version).replay_log(log, self.registry)
         last_epoch = max((e.epoch for e in log.leader_epochs()), default=-1)
         if epoch < last_epoch:
             raise KraftsimError(f"controller {node_id} cannot lead in epoch {epoch}: the log already holds "
@@ -256,7 +272,9 @@ class QuorumController:
 
         def raft(ctx: ControllerContext, level: int, validate_only: bool) -> None:
             check(ctx, level, validate_only)
-            if not validate_only and level != ctx.kraft_version:
+            # Before 4.1 the raft layer answers the upgrade as done and keeps its kraft.version.
+            applied = ctx.catalog.policy("kraft_version_upgrade") == "applied"
+            if applied and not validate_only and level != ctx.kraft_version:
                 upgraded.append(level)
 
         def write_kraft_version() -> None:

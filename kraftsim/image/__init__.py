@@ -71,6 +71,7 @@ from kraftsim.image.writer.image_writer import (
     WRITER_4X,
     WriterLine,
 )
+from kraftsim.image.writer.kafka_order import config_entry_ranks
 from kraftsim.image.writer.loss import Loss, LossReport, raise_on_loss
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
@@ -87,7 +88,9 @@ from kraftsim.image.loader.metadata_loader import (
 )
 from kraftsim.image.loader.replay import LoadRequestError, replay_path
 from kraftsim.image.loader.summary import TEXT_LIMIT, broker_state, image_summary, load_summary, mv_names, summary_lines
-from kraftsim.image.publisher.snapshot_create import create_snapshot, release_for_level, snapshot_contents
+from kraftsim.image.publisher.snapshot_create import (
+    create_snapshot, infer_release as infer_writer_release, release_for_level, snapshot_contents,
+)
 from kraftsim.image.publisher.snapshot_emitter import (
     kraft_header_records,
     loader_header_records,
@@ -106,6 +109,7 @@ from kraftsim.image.verification.diff import ABSENT, Change, diff_images, diff_t
 from kraftsim.image.verification.digest import component_digests, image_digest, image_digest_with_provenance
 from kraftsim.image.verification.report import render_directory, render_replicas, render_roundtrip
 from kraftsim.image.verification.verify import (
+    snapshots_against_log,
     verify_directory,
     verify_replicas,
     verify_roundtrip,
@@ -190,6 +194,7 @@ __all__ = [
     "affected_components",
     "committed_batches",
     "component_digests",
+    "config_entry_ranks",
     "create_snapshot",
     "diff_images",
     "diff_text",
@@ -209,6 +214,7 @@ __all__ = [
     "registration_from_record",
     "registry_for",
     "release_for_level",
+    "infer_writer_release",
     "render_directory",
     "render_replicas",
     "render_roundtrip",
@@ -216,6 +222,7 @@ __all__ = [
     "rewrite_at_metadata_version",
     "show",
     "snapshot_contents",
+    "snapshots_against_log",
     "verify_directory",
     "verify_replicas",
     "verify_roundtrip",

@@ -38,12 +38,16 @@ def ints(values: Iterable[int] | None) -> tuple[int, ...]:
         return EMPTY
     t = tuple(values)
     found = _ints.get(t)
-    if found is None:
-        if len(_ints) >= MAX_ENTRIES:
-            _ints.clear()
-            _ints[()] = EMPTY
-        _ints[t] = found = t
-    return found
+    return found if found is not None else _keep(_ints, t)
+
+
+def _keep(table: dict[tuple, tuple], t: tuple) -> tuple:
+    """Store a new tuple in an interning table (cleared first when full) and return it."""
+    if len(table) >= MAX_ENTRIES:
+        table.clear()
+        table[()] = EMPTY
+    table[t] = t
+    return t
 
 
 #: Lookups without insertion, for hot loops that build the tuple themselves: the shared
@@ -70,13 +74,7 @@ def uuids(values: Iterable[bytes] | None) -> tuple[Uuid, ...]:
         return EMPTY
     t = tuple(values)
     found = _uuid_tuples.get(t)
-    if found is None:
-        if len(_uuid_tuples) >= MAX_ENTRIES:
-            _uuid_tuples.clear()
-            _uuid_tuples[()] = EMPTY
-        found = tuple(uuid(u) for u in t)
-        _uuid_tuples[found] = found
-    return found
+    return found if found is not None else _keep(_uuid_tuples, tuple(uuid(u) for u in t))
 
 
 def migrating(n: int) -> tuple[Uuid, ...]:

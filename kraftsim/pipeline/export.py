@@ -21,7 +21,7 @@ from typing import Callable, Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import load_path
 from kraftsim.pipeline.discover import find_files, find_states
 from kraftsim.pipeline.entities import IMAGE_ENTITIES, entity_rows
@@ -83,14 +83,14 @@ def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str =
     """Write `table` (records or image_entities) for every file or state below `paths` to `out`.
     A damaged input raises KraftsimError (nothing is written) unless `up_to_damage`."""
     if table not in TABLES:
-        raise KraftsimError(f"unknown table {table!r}: choose one of {', '.join(TABLES)}")
+        raise UsageError(f"unknown table {table!r}: choose one of {', '.join(TABLES)}")
     out = Path(out)
     if out.is_dir():
-        raise KraftsimError(f"{out} is a directory: name the Parquet file to write")
+        raise UsageError(f"{out} is a directory: name the Parquet file to write")
     if out.exists() and not overwrite:
         raise KraftsimError(f"{out} already exists (pass --overwrite to replace it)")
     if not out.parent.is_dir():
-        raise KraftsimError(f"{out.parent}: no such directory")
+        raise UsageError(f"{out.parent}: no such directory")
     items = find_files(paths) if table == RECORDS else find_states(paths)
     result = ExportResult(out, table)
     part, writer = _writer(out, table, compression)

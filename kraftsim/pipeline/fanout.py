@@ -61,44 +61,50 @@ def partition_count(spark: Any, items: int, *, partitions: int | None = None, pe
     return max(1, min(partitions, items))
 
 
-def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """`fn`'s rows for every item, as Arrow batches of about OUTPUT_BATCH_ROWS rows."""
+def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema,
+             batch_rows: int = OUTPUT_BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """`fn`'s rows for every item, as Arrow batches of about `batch_rows` rows."""
     rows: list[dict[str, Any]] = []
     for item in items:
         rows.extend(fn(item))
-        if len(rows) >= OUTPUT_BATCH_ROWS:
+        if len(rows) >= batch_rows:
             yield pa.RecordBatch.from_pylist(rows, schema=schema)
             rows = []
     if rows:
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def _apply(fn: RowFunction, schema: pa.Schema) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _apply(fn: RowFunction, schema: pa.Schema,
+           batch_rows: int = OUTPUT_BATCH_ROWS) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: each input row holds one bin of items as JSON."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         items = (item for batch in batches for text in batch.column("items").to_pylist() for item in json.loads(text))
-        yield from _batches(items, fn, schema)
+        yield from _batches(items, fn, schema, batch_rows)
 
     return run
 
 
 def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
-            partitions: int | None = None, partitions_per_core: int | None = None, weight: Weight | None = None):
+            partitions: int | None = None, partitions_per_core: int | None = None, weight: Weight | None = None,
+            bins: Sequence[Sequence[int]] | None = None, batch_rows: int = OUTPUT_BATCH_ROWS):
     """A DataFrame of `fn`'s rows for every item, computed by Spark tasks (lazy: nothing runs
-    until it is written or collected). One task per bin; see `pack`."""
+    until it is written or collected). One task per bin; see `pack`, or give the `bins`
+    (lists of item indices, run in that order of tasks). Each task sends its rows back in
+    Arrow batches of `batch_rows` as they are made."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     sch = _schema(schema)
     if not items:
         return spark.createDataFrame([], from_arrow_schema(sch))
-    n = partition_count(spark, len(items), partitions=partitions, per_core=partitions_per_core)
-    bins = pack(items, n, weight)
+    if bins is None:
+        n = partition_count(spark, len(items), partitions=partitions, per_core=partitions_per_core)
+        bins = pack(items, n, weight)
     rows = [(b, json.dumps([items[i] for i in idx])) for b, idx in enumerate(bins)]
     # One bin per Spark partition: parallelize cuts a list of n rows into n one-row slices.
     rdd = spark.sparkContext.parallelize(rows, len(rows))
     bins_df = spark.createDataFrame(rdd, "bin int, items string")
-    return bins_df.mapInArrow(_apply(fn, sch), from_arrow_schema(sch))
+    return bins_df.mapInArrow(_apply(fn, sch, batch_rows), from_arrow_schema(sch))
 
 
 def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, partitions: int | None = None):

@@ -310,7 +310,9 @@ def run_spark(spark: Any, name: str, items: Sequence[dict[str, Any]], output: st
                     weight=j.weight)
     writer = frame.repartition(*[col(c) for c in j.partition_by]).write.mode(mode).partitionBy(*j.partition_by)
     if show_progress:
-        with SparkProgress(spark, j.name):
+        starting = (f"{j.name}: {len(items)} input{'s' if len(items) != 1 else ''} in {n} Spark "
+                    f"task{'s' if n != 1 else ''}, then the Parquet write")
+        with SparkProgress(spark, j.name, starting=starting):
             writer.parquet(output)
     else:
         writer.parquet(output)

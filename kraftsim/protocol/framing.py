@@ -60,7 +60,7 @@ def read_frame_header(value: bytes) -> tuple[int, int, int]:
 def decode_metadata_record(registry: Registry, value: bytes) -> MetadataRecord:
     """Decode one framed metadata record value."""
     if _fastpath.ENABLED:  # C decoder; None means "not the common case": decode here
-        fast = _fastpath.try_decode_metadata_record(registry, value)
+        fast: MetadataRecord | None = _fastpath.try_decode_metadata_record(registry, value)
         if fast is not None:
             return fast
     api_key, version, pos = read_frame_header(value)

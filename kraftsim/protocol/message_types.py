@@ -8,6 +8,7 @@ so that decode-then-encode reproduces them.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
@@ -48,7 +49,7 @@ def _field_default(f: FieldSpec, classes: dict[str, type]) -> Any:
         return None
     if f.is_array:
         d = f.default_value()
-        return msgspec.field(default_factory=(lambda d=tuple(d): list(d)))
+        return msgspec.field(default_factory=functools.partial(list, tuple(d)))
     if f.struct is not None:
         cls = classes[f.struct.name]
         return msgspec.field(default_factory=cls)

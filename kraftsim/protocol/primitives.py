@@ -37,11 +37,13 @@ class Uuid(bytes):
 
     @property
     def msb(self) -> int:
-        return struct.unpack_from(">q", self, 0)[0]
+        value: int = struct.unpack_from(">q", self, 0)[0]
+        return value
 
     @property
     def lsb(self) -> int:
-        return struct.unpack_from(">q", self, 8)[0]
+        value: int = struct.unpack_from(">q", self, 8)[0]
+        return value
 
     def __str__(self) -> str:
         return base64.urlsafe_b64encode(self).decode("ascii").rstrip("=")

@@ -72,8 +72,8 @@ class ScanReport:
     batches: int = 0
     records: int = 0
     control_batches: int = 0
-    by_type: Counter = field(default_factory=Counter)
-    compression: Counter = field(default_factory=Counter)
+    by_type: Counter[str] = field(default_factory=Counter)
+    compression: Counter[str] = field(default_factory=Counter)
     first_offset: int | None = None
     next_offset: int | None = None
     valid_bytes: int = 0  # length of the prefix made of whole, valid batches

@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, ClassVar, Iterable
 
 from kraftsim.errors import SchemaError
 
@@ -29,6 +29,8 @@ class VersionRange:
 
     lo: int
     hi: int
+
+    NONE: ClassVar[VersionRange]  # no version (set below the class)
 
     @classmethod
     def parse(cls, text: str | int | None) -> "VersionRange":
@@ -60,7 +62,7 @@ class VersionRange:
         return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
 
 
-VersionRange.NONE = VersionRange(1, 0)  # type: ignore[attr-defined]
+VersionRange.NONE = VersionRange(1, 0)
 
 _NO_DEFAULT = object()
 
@@ -164,7 +166,7 @@ class RecordSchema:
     @property
     def type_name(self) -> str:
         """Kafka's enum name: `MetadataRecordType` or `ControlRecordType` form."""
-        if self.kind == "control":
+        if self.kind == "control" and self.control_type is not None:
             return CONTROL_TYPE_NAMES.get(self.control_type, upper_snake(self.name))
         return upper_snake(self.name)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from html import escape
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
@@ -23,7 +23,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:26px 0 8px;border-bot
 .qa p{margin:4px 0} table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #e4e4e4;
 padding:4px 8px;text-align:left;vertical-align:top} th{background:#fafafa}
 tr.bad td{background:#fdecea} pre{margin:2px 0;white-space:pre-wrap;font-size:12px}
-.muted{color:#666;font-size:12px} code{font-size:12px}
+.muted{color:#666;font-size:12px} code{font-size:12px} h3{font-size:15px;margin:16px 0 6px}
 """
 
 
@@ -43,7 +43,9 @@ def _pre(lines: list[str]) -> str:
     return f"<pre>{escape(chr(10).join(lines))}</pre>" if lines else ""
 
 
-def render(run: RunOutcome) -> str:
+def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
+    """The page; `extra` are whole HTML sections put after the final state (the sweep's and
+    the snapshot-cost job's plots, made by kraftsim.pipeline.sweep.report)."""
     s, r, tl = run.scenario, run.result, run.timeline
     names = {mv.level: mv.version for mv in s.catalog.all_metadata_versions}
 
@@ -98,6 +100,7 @@ def render(run: RunOutcome) -> str:
               f'<td>{escape(i.detail or "")}</td></tr>' for i in r.invariants]
     parts.append("</table>")
     parts += _final(r, mv_name)
+    parts += extra
     parts.append(f'<script type="application/json" id="result">{escape(result_json(r))}</script>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
@@ -140,7 +143,7 @@ def _final(r: ScenarioResult, mv_name: Any) -> list[str]:
     return out
 
 
-def write_report(run: RunOutcome, path: Path) -> None:
+def write_report(run: RunOutcome, path: Path, extra: Sequence[str] = ()) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(run), encoding="utf-8")
+    path.write_text(render(run, extra), encoding="utf-8")

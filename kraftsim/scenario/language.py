@@ -34,6 +34,9 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     combined: int = 0
     from_: str | None = msgspec.field(default=None, name="from")
     release: str | None = None
+    #: kraftsim's addition: node id (as a TOML key) -> the release that node runs, for a cluster
+    #: of mixed releases (an operator mid-roll); the other nodes run `release`.
+    releases: dict[str, str] = {}
     release_version: str | None = None
     features: dict[str, int] = {}
 
@@ -136,8 +139,34 @@ class Wait(StepBase, kw_only=True, forbid_unknown_fields=True):
     timeout_ms: int = 60_000
 
 
+class AlterBrokerConfig(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """kafka-configs --alter --entity-type brokers; `cordoned.log.dirs` cordons log dirs (KIP-1066)."""
+
+    broker: int | None = None  # None: the cluster-wide default (--entity-default)
+    configs: dict[str, str] = {}  # --add-config
+    delete: list[str] = []  # --delete-config
+
+
+class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """Controller unregistration (KIP-1312, Kafka 4.4)."""
+
+    id: int
+
+
+class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276)."""
+
+    principal: str
+    operation: str
+    resource_name: str
+    resource_type: str = "topic"
+    pattern_type: str = "literal"
+    host: str = "*"
+    permission: str = "allow"
+
+
 Step = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesChange | FeaturesDisable | NodesStep | Start
-        | Partition | Heal | DiskFault | Snapshot | Run | Wait)
+        | Partition | Heal | DiskFault | Snapshot | Run | Wait | AlterBrokerConfig | UnregisterController | CreateAcl)
 
 #: Every op of contract 4 and the struct its step decodes into.
 OPS: dict[str, type[StepBase]] = {
@@ -157,6 +186,10 @@ OPS: dict[str, type[StepBase]] = {
     "snapshot": Snapshot,
     "run": Run,
     "wait": Wait,
+    # kraftsim's additions to contract 4: controller operations of Kafka 4.3/4.4
+    "alter-broker-config": AlterBrokerConfig,
+    "unregister-controller": UnregisterController,
+    "create-acl": CreateAcl,
 }
 
 

@@ -25,6 +25,9 @@ from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.language import (
     AddNode,
+    AlterBrokerConfig,
+    CreateAcl,
+    UnregisterController,
     CreateTopics,
     DeleteTopics,
     DiskFault,
@@ -53,7 +56,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation, admin_ops
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
@@ -109,18 +112,39 @@ def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | 
     voters = c.controllers if isinstance(c.controllers, list) else None
     try:
         import_cluster([Path(c.from_)], directory, voters=voters, release=c.release, seed=seed,  # type: ignore[arg-type]
+                       release_overrides={int(k): r for k, r in c.releases.items()},
                        policy=scenario.policy, catalog=scenario.catalog, config=config,
                        catalog_path=str(scenario.catalog_path) if scenario.catalog_path else None)
         return Simulation.open(directory)
     except KraftsimError as e:
+        node = getattr(e, "node", None)
+        if node is not None:
+            raise ScenarioInvalid(str(scenario.path), f"cluster.releases.{node}",
+                                  f"expected a node of the imported cluster: {e}") from None
         raise ScenarioInvalid(str(scenario.path), "cluster.from", f"the cluster cannot be imported: {e}") from None
+
+
+def _roll_to_mixed_releases(sim: Simulation, scenario: Scenario) -> str | None:
+    """`releases` of a created cluster: it is formatted and started on `release`, then each
+    node named there is restarted on its own release, one at a time, controllers first (the
+    cluster an operator has in the middle of a roll). None when every node came up."""
+    c = scenario.cluster
+    if c.from_ is not None or not c.releases:
+        return None
+    ids = sorted((int(k) for k in c.releases), key=lambda i: ("controller" not in scenario.nodes[i], i))
+    for i in ids:
+        try:
+            sim.roll(c.releases[str(i)], [i])
+        except SimError as e:
+            return f"node {i} did not come up on Kafka {c.releases[str(i)]}: {e}"
+    return None
 
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
             on_event: Callable[[Any], None] | None = None) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:
-        setup_error = _settle_new_cluster(sim)
+        setup_error = _settle_new_cluster(sim) or _roll_to_mixed_releases(sim, scenario)
         timeline = Timeline(origin_ms=sim.now_ms)
         timeline.sample(sim)
         sim.subscribe(lambda event: timeline.on_event(sim, event))
@@ -272,6 +296,14 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
     if isinstance(step, Wait):
         sim.wait(step.timeout_ms)
         return []
+    if isinstance(step, AlterBrokerConfig):
+        return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
+    if isinstance(step, UnregisterController):
+        return admin_ops.unregister_controller(sim, step.id)
+    if isinstance(step, CreateAcl):
+        return admin_ops.create_acl(sim, principal=step.principal, host=step.host, operation=step.operation,
+                                    resource_type=step.resource_type, resource_name=step.resource_name,
+                                    pattern_type=step.pattern_type, permission=step.permission)
     raise AssertionError(f"no runner for {type(step).__name__}")
 
 

@@ -25,9 +25,9 @@ from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, ClusterSpec, CreateTopics, DiskFault, Expect,
-    FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start, Step,
-    Wait,
+    DISK_FAULTS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
+    Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
+    Step, UnregisterController, Wait,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -320,7 +320,22 @@ def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     for name in c.features:
         check.feature(name, f"cluster.features.{name}")
         check.non_negative(c.features[name], f"cluster.features.{name}")
-    return msgspec.structs.replace(c, release=release)
+    return msgspec.structs.replace(c, release=release, releases=_check_releases(c, check, initial_nodes(c)))
+
+
+def _check_releases(c: ClusterSpec, check: _Checker, nodes: dict[int, tuple[str, ...]] | None) -> dict[str, str]:
+    """`releases = { "4" = "3.9.1" }`: per-node releases, each resolved to the catalog's name;
+    the node ids are checked here for a created cluster, at import for `from`."""
+    out: dict[str, str] = {}
+    for text, release in c.releases.items():
+        key = f"cluster.releases.{text}"
+        if not text.isdigit():
+            raise check.fail(key, "expected a node id as the key (e.g. releases = { \"4\" = \"3.9.1\" })")
+        if nodes is not None and int(text) not in nodes:
+            have = ", ".join(str(n) for n in sorted(nodes))
+            raise check.fail(key, f"expected one of the cluster's nodes ({have}); node {int(text)} does not exist")
+        out[str(int(text))] = check.release(release, key)
+    return out
 
 
 def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
@@ -339,7 +354,7 @@ def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
                                       or any(not isinstance(i, int) or i < 0 for i in c.controllers)):
         raise check.fail("cluster.controllers", "expected a list of voter ids with `from` (e.g. [1, 2, 3])")
     release = check.release(c.release, "cluster.release") if c.release is not None else None
-    return msgspec.structs.replace(c, from_=str(source), release=release)
+    return msgspec.structs.replace(c, from_=str(source), release=release, releases=_check_releases(c, check, None))
 
 
 def _check_step(raw: Any, index: int, check: _Checker) -> Step:
@@ -407,6 +422,13 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         check.non_negative(step.ms, "ms", index)
     elif isinstance(step, Wait):
         check.non_negative(step.timeout_ms, "timeout_ms", index, 1)
+    elif isinstance(step, AlterBrokerConfig):
+        if not step.configs and not step.delete:
+            raise check.fail("configs", "expected configs to set or delete", index)
+        if step.broker is not None and strict:
+            check.ids([step.broker], "broker", index)
+    elif isinstance(step, UnregisterController):
+        check.non_negative(step.id, "id", index)
     if step.expect is not None:
         _check_expect(step.expect, check, index)
     return step

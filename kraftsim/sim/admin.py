@@ -20,7 +20,7 @@ from kraftsim.controller import (
 )
 from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim import features_tool
-from kraftsim.sim.cluster import MvChangeReport
+from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import SimError
 from kraftsim.versions import ToolFailure
@@ -69,7 +69,10 @@ class AdminMixin:
                     return False
                 if not outcome:
                     outcome.append(True)
-                return all(m.applied >= end - 1 or m.leader != now_leader.id or (m.node and m.node.blocked)
+                # every node that can reach the leader has applied it (a node still finding the
+                # leader after a restart included; one cut off by a partition is not waited for)
+                return all(m.applied >= end - 1 or (m.node and m.node.blocked)
+                           or (m.leader != now_leader.id and not e.net.reachable(m.id, now_leader.id))
                            for m in e.members.values() if m.running)
 
             e.run_until(deadline, settled)

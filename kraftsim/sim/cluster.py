@@ -1,185 +1,58 @@
-"""SimCluster: a simulated KRaft cluster that lives in a directory and can be operated.
+"""SimCluster: the tick simulator (`cluster create --engine ticks`), kept beside the event
+simulator (`Simulation`, the default) for the property tests and clusters made with it.
 
-The directory holds `cluster.json` (cluster id, seed, virtual clock, voters, leader and
-epoch, raft's kraft.version, policies, and every node's id, roles, release, incarnation
-and whether it runs) and one folder per node, `node-<id>/`, formatted as `kafka-storage
-format` formats it, with the node's replica of `__cluster_metadata-0` in Kafka's bytes.
-`kraftsim log dump`, `log verify` and `load_path` read those folders like any other.
+The directory holds `cluster.json` (format 1: cluster id, seed, virtual clock, voters,
+leader and epoch, kraft.version, policies, every node's id, roles, release, incarnation and
+whether it runs) and one folder per node, `node-<id>/`, formatted as `kafka-storage format`
+formats it, with the node's replica of `__cluster_metadata-0` in Kafka's bytes.
 
-How it runs (each command opens the cluster, acts, and saves it):
-
-- Time is virtual: it starts at `EPOCH_MS` and moves in ticks of `TICK_MS`. Each tick the
-  active controller takes the registrations of nodes that have not registered this
-  incarnation (brokers always, retried every 2 s while refused; controllers from 3.7
-  software and metadata.version 3.7-IV0, KIP-919), hears each registered broker's
-  heartbeat every broker.heartbeat.interval.ms (2 s, or at once after it registered),
-  fences brokers whose session expired, and writes the idle NoOpRecord when it is due
-  (metadata.max.idle.interval.ms, 500 ms). Commands let time pass (`settle`) until every
-  running node is registered (or refused for good) and every registered broker unfenced.
-- The active controller is a QuorumController over its own node's log. Whatever it
-  commits is copied, batch by batch and byte for byte, into every running node's replica
-  and applied by that node's loader (SimNode.follow).
-- Leader election: among the running voters, if they are a majority, the one with the
-  longest log, then the lowest id (all running replicas are equal, so: the lowest id).
-  A new epoch begins as raft begins it, with a LeaderChangeMessage control batch (version
-  0; Voters = every voter, GrantingVoters = the leader and enough of the lowest other
-  running voters for a majority, ids in ascending order, as in the oracle logs), then the
-  QuorumController activates (bootstrap on an empty log; an in-flight metadata transaction
-  is aborted).
-- A node that meets a finalized level its software does not support reacts as KIP-778
-  says: a broker unregisters and stops, an inactive controller stops, the active controller
-  resigns (a new leader is elected) and stops.
-- Determinism: the seed gives the cluster id, every directory id and every incarnation id;
-  with the virtual clock, one seed and one sequence of commands give the same bytes.
-
-What is Kafka's and what is kraftsim's: every record, refusal text and rule is Kafka's
-(the controller package); the event schedule (one tick, one heartbeat per interval, every
-commit replicated at once) is kraftsim's simplification of timing. Adding a controller
-puts it into the static voter set (`controller.quorum.voters`), which with Kafka means
-changing that setting on every node.
+How it runs: virtual time moves in ticks of `TICK_MS`; each tick the active controller (a
+QuorumController over its own node's log) takes registrations and heartbeats, fences
+expired sessions and writes the idle NoOpRecord; whatever it commits is copied byte for
+byte into every running node's replica at once and applied by that node's loader. The
+leader is the lowest running voter id; a node meeting a finalized level its software does
+not support reacts as KIP-778 says. Every record, refusal text and rule is Kafka's (the
+controller package); the timing (one tick, every commit replicated at once) is not: the
+event simulator models it.
 """
 
 from __future__ import annotations
 
-import json
-import random
 import shutil
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
-import msgspec
-
 from kraftsim.controller.cluster_control import (
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, BrokerHeartbeats, broker_heartbeat, expire_sessions,
-    register_broker, register_controller, unregister_broker,
+    BrokerHeartbeats, unregister_broker,
 )
 from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.features import KIP_778, FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
-from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.image import BrokerRegistration
 from kraftsim.image import load_path
-from kraftsim.image import MetadataVersionChange
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.node import BROKER, CONTROLLER, CONTROLLER_LISTENER, NodeState, SimNode, Unsupported, node_directory
+from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
+from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.ticks_lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
+from kraftsim.sim.ticks_state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
+from kraftsim.sim.types import MvChangeReport
 from kraftsim.storage import (
-    METADATA_DIR_NAME, MetadataLog, QuorumState, ServerConfig, read_bootstrap_dir, storage_format,
-    write_leader_epoch_checkpoint, write_quorum_state,
+    METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
+    write_quorum_state,
 )
-from kraftsim.storage import random_uuid
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
-from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog, load_catalog
 
-STATE_FILE = "cluster.json"
-STATE_FORMAT = 1
-#: The virtual clock's start: 2025-01-01T00:00:00Z.
-EPOCH_MS = 1_735_689_600_000
-TICK_MS = 500
-HEARTBEAT_INTERVAL_MS = 2000
 #: Ticks `settle` waits at most for registrations and unfencing (a restarted broker may have
 #: to wait out its old session, broker.session.timeout.ms = 9 s, before it can register).
 SETTLE_TICKS = 40
-#: Ticks a controlled shutdown may take.
-SHUTDOWN_TICKS = 20
 KNOWN_POLICIES = (KIP_778,)
-#: Refusals a broker keeps retrying quietly: they resolve themselves.
-TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION",)
 
 
-class ClusterError(KraftsimError):
-    """A cluster command that cannot be carried out (bad directory, unknown node, ...)."""
-
-
-class ClusterState(msgspec.Struct, kw_only=True):
-    """The contents of `cluster.json`."""
-
-    format: int = STATE_FORMAT
-    cluster_id: str
-    seed: int
-    now_ms: int = EPOCH_MS
-    policies: tuple[str, ...] = ()
-    catalog: str | None = None  # a user catalog file the cluster was created with
-    voters: tuple[int, ...] = ()
-    leader: int | None = None
-    epoch: int = 0
-    kraft_version: int = 0
-    nodes: list[NodeState] = []
-
-    def node(self, node_id: int) -> NodeState:
-        for n in self.nodes:
-            if n.id == node_id:
-                return n
-        raise ClusterError(f"the cluster has no node {node_id}")
-
-
-class MvChangeReport(msgspec.Struct, frozen=True):
-    """A metadata.version change a node's KIP-778 loader carried out, with what it dropped."""
-
-    node_id: int
-    offset: int
-    change: MetadataVersionChange
-    snapshots: tuple[str, ...] = ()
-
-
-def incarnation_id(seed: int, node_id: int, start: int) -> str:
-    """The incarnation id of a node's `start`-th process start (Kafka: Uuid.randomUuid)."""
-    return str(random_uuid(random.Random(f"kraftsim:{seed}:incarnation:{node_id}:{start}")))
-
-
-def cluster_id_for(seed: int) -> str:
-    return str(random_uuid(random.Random(f"kraftsim:{seed}:cluster-id")))
-
-
-def _dump_state(state: ClusterState) -> str:
-    return json.dumps(msgspec.to_builtins(state), indent=2, sort_keys=True) + "\n"
-
-
-def read_state(directory: Path) -> ClusterState:
-    path = Path(directory) / STATE_FILE
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
-                           "`kraftsim cluster create`") from None
-    except OSError as e:
-        raise ClusterError(f"{path}: {e.strerror or e}") from None
-    try:
-        state = msgspec.json.decode(raw, type=ClusterState)
-    except msgspec.DecodeError as e:
-        raise ClusterError(f"{path}: not a valid cluster state file: {e}") from None
-    if state.format != STATE_FORMAT:
-        raise ClusterError(f"{path}: cluster state format {state.format} is not supported (expected {STATE_FORMAT})")
-    return state
-
-
-def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
-                seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
-                emit: Callable[[str], None] = print) -> None:
-    """`kafka-storage format` for one node, with the node's release as the tool's: the node's
-    directory is both its log dir and its metadata log dir, and the quorum is static."""
-    directory = str(node_directory(cluster_dir, state.id))
-    name, port = CONTROLLER_LISTENER
-    config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
-                          metadata_log_dir=directory, controller_listener_names=(name,),
-                          quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
-    rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
-    storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
-                   release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
-                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line))
-
-
-def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
-    """kafka-storage format's lines for one node, without its BootstrapMetadata dump (the
-    same long line for every node formatted; `kraftsim storage format` still prints it)."""
-    if not line.startswith("Bootstrap metadata: "):
-        emit(f"[node {node_id}] {line}")
-
-
-class SimCluster:
+class SimCluster(TickLifecycleMixin):
     """A running simulated cluster (see the module docstring). Use `create` or `open`, then
     `save` (or use it as a context manager, which saves and closes)."""
 
@@ -297,7 +170,7 @@ class SimCluster:
         for node in self.nodes.values():
             if node.state.running:
                 self._write_raft_files(node)
-        atomic_write(self.directory / STATE_FILE, _dump_state(self.state).encode("utf-8"))
+        atomic_write(self.directory / STATE_FILE, dump_state(self.state).encode("utf-8"))
 
     def close(self) -> None:
         for node in self.nodes.values():
@@ -480,96 +353,6 @@ class SimCluster:
         reg = self.controller.image.cluster.broker(node.id)
         return reg if reg is not None and str(reg.incarnation_id) == node.state.incarnation else None
 
-    # ------------------------------------------------------------------ time
-
-    def tick(self) -> None:
-        """One step of virtual time: registrations, heartbeats, session expiry, the idle NoOpRecord."""
-        self.state.now_ms += TICK_MS
-        for node in self.running_nodes():
-            if self.controller is None:
-                return
-            self._maybe_register(node)
-        for node in self.running_nodes():
-            if self.controller is None:
-                return
-            self._maybe_heartbeat(node)
-        if self.controller is None:
-            return
-        hb = self.heartbeats
-        if hb is not None and hb.expired_sessions(self.now()):
-            self.execute(lambda ctx: expire_sessions(ctx, hb))
-        if self.controller is not None:
-            self.controller.maybe_write_noop()
-            self.replicate()
-
-    def _controller_registration_due(self, node: SimNode) -> bool:
-        """Whether the node sends ControllerRegistration (its software and the finalized
-        metadata.version allow it, KIP-919) and its current incarnation is not registered yet."""
-        qc = self.controller
-        assert qc is not None
-        mv = qc.image.metadata_version
-        if not (node.registers_controller() and mv is not None and qc.catalog.supports("controller_registration", mv)):
-            return False
-        reg = qc.image.cluster.controller(node.id)
-        return reg is None or str(reg.incarnation_id) != node.state.incarnation
-
-    def _maybe_register(self, node: SimNode) -> None:
-        if self._controller_registration_due(node):
-            result = self.execute(lambda ctx: register_controller(ctx, node.controller_registration()))
-            if result is not None and result.ok:
-                self.emit(f"Controller {node.id} registered (Kafka {node.state.release}).")
-            elif result is not None:
-                self._refused(node, "controller", result)
-        if node.state.is_broker and self._registration(node) is None:
-            last = node.state.last_heartbeat_ms
-            if last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
-                return
-            node.state.last_heartbeat_ms = self.now()
-            request = node.broker_registration(self.state.cluster_id, node.state.previous_broker_epoch)
-            hb = self.heartbeats
-            result = self.execute(lambda ctx: register_broker(ctx, request, hb))
-            if result is None:
-                return
-            if result.ok:
-                node.state.note = None
-                node.state.last_heartbeat_ms = None  # heartbeat at once
-                self._refusals.pop(node.id, None)
-                self.emit(f"Broker {node.id} registered with broker epoch {result.response.broker_epoch} "
-                          f"(Kafka {node.state.release}).")
-            else:
-                self._refused(node, "broker", result)
-
-    def _refused(self, node: SimNode, what: str, result: ControllerResult) -> None:
-        err = result.error
-        text = (f"Unable to register {what} {node.id} because the controller returned error {err.name}"
-                + (f": {err.message}" if err.message else ""))
-        node.state.note = text
-        if self._refusals.get(node.id) != text and err.name not in TRANSIENT_REFUSALS:
-            self.emit(text)
-        self._refusals[node.id] = text
-
-    def _maybe_heartbeat(self, node: SimNode, *, want_shut_down: bool = False) -> BrokerHeartbeatReply | None:
-        if not node.state.is_broker:
-            return None
-        reg = self._registration(node)
-        if reg is None:
-            return None
-        last = node.state.last_heartbeat_ms
-        if not want_shut_down and last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
-            return None
-        node.state.last_heartbeat_ms = self.now()
-        request = BrokerHeartbeatRequest(broker_id=node.id, broker_epoch=reg.epoch,
-                                         current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down)
-        hb = self.heartbeats
-        was_fenced = reg.fenced
-        result = self.execute(lambda ctx: broker_heartbeat(ctx, request, hb))
-        if result is None or not result.ok:
-            return None
-        reply: BrokerHeartbeatReply = result.response
-        if was_fenced and not reply.is_fenced:
-            self.emit(f"Broker {node.id} is unfenced.")
-        return reply
-
     def settle(self, max_ticks: int = SETTLE_TICKS, min_ticks: int = 2) -> None:
         """Let time pass until every running node has registered (or been refused for good)
         and every registered running broker is unfenced."""
@@ -689,16 +472,6 @@ class SimCluster:
             return self.controller.image.features.all_levels()
         return load_path(node.metadata_dir, catalog=self.catalog).image.features.all_levels()
 
-    def _controlled_shutdown(self, node: SimNode) -> None:
-        for _ in range(SHUTDOWN_TICKS):
-            if self.controller is None or self._registration(node) is None:
-                return
-            reply = self._maybe_heartbeat(node, want_shut_down=True)
-            if reply is not None and reply.should_shut_down:
-                self.emit(f"Broker {node.id} finished its controlled shutdown.")
-                return
-            self.tick()
-
     def add(self, role: str, release: str, node_id: int | None = None) -> str | None:
         """A new node joins: formatted (with its release's kafka-storage defaults), started and
         registered. Returns Kafka's refusal text, or None when it registered."""
@@ -730,3 +503,7 @@ class SimCluster:
         """The active controller's image (None without a leader)."""
         return None if self.controller is None else self.controller.image
 
+
+#: Names other modules import from here (the shared ones live in node_format, ticks_state, types).
+__all__ = ["EPOCH_MS", "KNOWN_POLICIES", "STATE_FILE", "STATE_FORMAT", "ClusterError", "ClusterState",
+           "MvChangeReport", "SimCluster", "cluster_id_for", "format_node", "incarnation_id", "read_state"]

@@ -14,11 +14,12 @@ from typing import Any
 from kraftsim.errors import KraftsimError
 from kraftsim.image import load_path
 from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
+from kraftsim.sim.narrate import narrator
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_quorum_state
-from kraftsim.versions import Catalog, load_catalog
+from kraftsim.versions import Catalog
 
 TICKS, EVENTS = "ticks", "events"
 
@@ -52,8 +53,9 @@ class _States:
 class SimulationView:
     """What kraftsim.sim.features_tool asks of a cluster, answered by a Simulation."""
 
-    def __init__(self, sim: Simulation):
+    def __init__(self, sim: Simulation, passive: bool = True):
         self.sim = sim
+        self.passive = passive
         self.catalog: Catalog = sim.catalog
         self.state = _States(sim)
 
@@ -82,6 +84,11 @@ class SimulationView:
         self.close()
 
     def close(self) -> None:
+        """After an update the cluster settles (registrations its new levels allow, brokers
+        caught up) before the command ends, bounded as the settling before it."""
+        e = self.sim.engine
+        if not self.passive:
+            e.run_until(e.now + self.sim.config.request_timeout_ms * 5, e.stable)
         self.sim.close()
 
 
@@ -91,23 +98,51 @@ def open_for_tool(directory: Path | str, *, passive: bool, emit=print):  # type:
     so an update finds a leader when the quorum has one)."""
     if engine_of(directory) == TICKS:
         return SimCluster.open(directory, emit=emit, passive=passive)
-    sim = Simulation.open(directory, passive=passive)
+    sim = Simulation.open(directory, passive=passive, on_event=None if passive else narrator(emit))
     if not passive:
         sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
-    return SimulationView(sim)
+    return SimulationView(sim, passive)
+
+
+def _registration(image: Any, node: dict[str, Any], incarnation: str) -> dict[str, Any]:
+    """The node's registrations in `image`, in the shape `cluster status --json` gives."""
+    out: dict[str, Any] = {}
+    reg = image.cluster.broker(node["id"]) if "broker" in node["roles"] else None
+    if reg is not None:
+        out["broker"] = {"epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
+                         "incarnation": str(reg.incarnation_id),
+                         "current_incarnation": str(reg.incarnation_id) == incarnation}
+    creg = image.cluster.controller(node["id"]) if "controller" in node["roles"] else None
+    if creg is not None:
+        out["controller"] = {"incarnation": str(creg.incarnation_id),
+                             "current_incarnation": str(creg.incarnation_id) == incarnation}
+    return out
 
 
 def simulation_status(directory: Path | str) -> dict[str, Any]:
     """`cluster status` of an event-simulator cluster, read from its files only (nothing
-    runs, nothing is written): cluster.json, each node's quorum-state, log and image."""
+    runs, nothing is written): cluster.json, each node's quorum-state, and each running
+    node's replica loaded by its own software (what it applied, where it is blocked)."""
     d = Path(directory)
     saved = read_saved(d)
-    catalog = load_catalog(saved.catalog)
+    sim = Simulation.open(d, passive=True)
+    try:
+        return _status(d, saved, sim)
+    finally:
+        sim.close()
+
+
+def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
+    catalog = sim.catalog
     nodes = []
     leaders: dict[tuple[int, int], int] = {}
+    images: dict[int, Any] = {}
+    epochs = [0]  # every epoch a node's quorum-state names, with or without a leader (an imported cluster)
     for n in saved.nodes:
         meta = node_directory(d, n.id) / METADATA_DIR_NAME
         qs = read_quorum_state(meta / "quorum-state") if (meta / "quorum-state").exists() else None
+        if qs is not None:
+            epochs.append(qs.leader_epoch)
         if qs is not None and qs.leader_id >= 0:
             leaders[(qs.leader_epoch, qs.leader_id)] = leaders.get((qs.leader_epoch, qs.leader_id), 0) + 1
         with MetadataLog.open(meta, read_only=True) as log:
@@ -120,35 +155,44 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
                 finalized["metadata.version"] = mv
         except KraftsimError as e:  # shown, not raised: status reports what it can read
             image, finalized = None, {"error": str(e)}  # type: ignore[dict-item]
+        node = sim.engine.member(n.id).node if n.status == "running" else None
+        fin = node.finalized() if node is not None else None
+        if node is not None and node.image is not None:
+            images[n.id] = node.image
         nodes.append({"id": n.id, "roles": list(n.roles), "release": n.release, "state": n.status,
                       "running": n.status == "running", "voter": n.id in saved.voters,
+                      "incarnation": n.incarnation,
                       "epoch": None if qs is None else qs.leader_epoch,
                       "leader": None if qs is None or qs.leader_id < 0 else qs.leader_id,
-                      "log_end_offset": end, "finalized_in_log": finalized, "detail": n.detail,
+                      "log_end_offset": end, "finalized_in_log": finalized, "detail": n.detail, "note": n.detail,
+                      "applied_offset": node.applied_offset if node is not None else None,
+                      "finalized_epoch": fin.epoch if fin is not None else None,
+                      "blocked": node.blocked.text() if node is not None and node.blocked is not None else None,
+                      "faults": list(node.faults) if node is not None else [],
                       "supported": {k: list(v) for k, v in sorted(catalog.at_release(n.release)
                                                                   .supported_features().items())}})
     majority = len(saved.voters) // 2 + 1
     known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
-    epoch, leader = max(known) if known else (max((e for e, _ in leaders), default=0), None)
-    # Registrations and fencing as the leader's log says (what its controller replays).
-    if leader is not None:
-        try:
-            image = load_path(node_directory(d, leader) / METADATA_DIR_NAME, catalog=catalog).image
-        except KraftsimError:
-            image = None
-        incarnations = {n.id: n.incarnation for n in saved.nodes}
-        for n in nodes:
-            reg = image.cluster.broker(n["id"]) if image is not None and "broker" in n["roles"] else None
-            n["registration"] = None if reg is None else {
-                "epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
-                "incarnation": str(reg.incarnation_id),
-                "current_incarnation": str(reg.incarnation_id) == incarnations[n["id"]]}
+    epoch, leader = max(known) if known else (max(epochs), None)
+    # Registrations and fencing as the active controller's image says (without one: each
+    # running node's own image; unknown for a stopped node).
+    leader_node = sim.engine.member(leader).node if leader is not None and leader in sim.engine.members else None
+    leader_image = images.get(leader) if leader is not None else None
+    incarnations = {n.id: n.incarnation for n in saved.nodes}
+    for n in nodes:
+        n["active_controller"] = n["id"] == leader
+        image = leader_image if leader_image is not None else images.get(n["id"])
+        n["registration"] = None if image is None else _registration(image, n, incarnations[n["id"]])
+    fin = leader_node.finalized() if leader_node is not None else None
     return {"directory": str(d), "engine": EVENTS, "cluster_id": saved.cluster_id, "seed": saved.seed,
             "time_ms": saved.now_ms, "policies": list(saved.policies), "voters": list(saved.voters),
-            "leader": leader, "epoch": epoch, "partition": saved.partition, "nodes": nodes}
+            "leader": leader, "epoch": epoch, "kraft_version": saved.kraft_version,
+            "finalized": fin.as_dict() if fin is not None else None,
+            "finalized_epoch": fin.epoch if fin is not None else None,
+            "partition": saved.partition, "nodes": nodes}
 
 
-def simulation_status_lines(status: dict[str, Any]) -> list[str]:
+def simulation_status_lines(status: dict[str, Any], mv_names: dict[int, str] | None = None) -> list[str]:
     leader = status["leader"]
     lines = [f"Cluster {status['cluster_id']} in {status['directory']} (event simulator, seed {status['seed']}, "
              f"virtual time {status['time_ms']} ms"
@@ -156,21 +200,32 @@ def simulation_status_lines(status: dict[str, Any]) -> list[str]:
              f"Voters: {','.join(str(v) for v in status['voters'])}; "
              + (f"leader: node {leader}, epoch {status['epoch']}" if leader is not None
                 else f"no leader known to a majority (last epoch {status['epoch']})")]
+    fin = status["finalized"]
+    if fin is not None:
+        parts = [f"{k}={v} ({mv_names[v]})" if k == "metadata.version" and mv_names and v in mv_names else f"{k}={v}"
+                 for k, v in sorted(fin.items())]
+        lines.append(f"Finalized features (epoch {status['finalized_epoch']}): {', '.join(parts)}")
     if status["partition"]:
         lines.append("Network partition: " + " | ".join(",".join(map(str, g)) for g in status["partition"]))
-    lines += ["", "ID  ROLES              RELEASE  STATE    EPOCH  LEADER  LOG-END  FINALIZED (in its log)"]
+    lines += ["", "ID  ROLES              RELEASE  STATE    EPOCH  LEADER  LOG-END  APPLIED  FINALIZED (in its log)"]
     for n in status["nodes"]:
-        fin = ", ".join(f"{k}={v}" for k, v in sorted(n["finalized_in_log"].items()))
+        fin_log = ", ".join(f"{k}={v}" for k, v in sorted(n["finalized_in_log"].items()))
+        applied = "-" if n["applied_offset"] is None else n["applied_offset"]
         lines.append(f"{n['id']:<3} {'+'.join(n['roles']):<18} {n['release']:<8} {n['state']:<8} "
                      f"{'-' if n['epoch'] is None else n['epoch']:<6} {'-' if n['leader'] is None else n['leader']:<7} "
-                     f"{n['log_end_offset']:<8} {fin}")
-        reg = n.get("registration")
-        if reg is not None:
-            state = "fenced" if reg["fenced"] else "unfenced"
-            lines.append(f"    broker epoch {reg['epoch']}, {state}"
-                         + ("" if reg["current_incarnation"] else " (an earlier incarnation)"))
+                     f"{n['log_end_offset']:<8} {applied:<8} {fin_log}")
+        broker = (n["registration"] or {}).get("broker")
+        if broker is not None:
+            state = "controlled shutdown" if broker["in_controlled_shutdown"] else (
+                "fenced" if broker["fenced"] else "unfenced")
+            lines.append(f"    broker epoch {broker['epoch']}, {state}"
+                         + ("" if broker["current_incarnation"] else " (an earlier incarnation)"))
         if n["detail"]:
             lines.append(f"    {n['detail']}")
+        if n["blocked"]:
+            lines.append(f"    cannot apply the log beyond offset {n['applied_offset']}: {n['blocked']}")
+        for fault in n["faults"]:
+            lines.append(f"    loader: {fault}")
     return lines
 
 

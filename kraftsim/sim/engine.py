@@ -29,7 +29,8 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
-from kraftsim.sim.cluster import incarnation_id
+from kraftsim.sim.node_format import incarnation_id
+from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.events import Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import (
@@ -37,9 +38,10 @@ from kraftsim.sim.lifecycle import (
     TRANSIENT_REFUSALS,
     LifecycleMixin,
 )
-from kraftsim.sim.member import LEADER, Member
+from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
     FAILED,
@@ -50,7 +52,8 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_bootstrap_dir, read_meta_properties, read_quorum_state
+from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name
 from kraftsim.versions import Catalog
@@ -90,6 +93,10 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
+        #: Committed batches replayed once across the nodes (kraftsim.sim.commit_share).
+        self.share = CommitShare()
+        #: (release, end offset, its last batch's index entry, the controller's ReplayState there).
+        self._checkpoint: tuple[str, int, tuple[int, ...], Any] | None = None
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
@@ -169,7 +176,8 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _make_node(self, m: Member) -> SimNode:
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
-                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version)
+                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version,
+                       share=self.share)
 
     def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
                      resume: bool = False) -> str | None:
@@ -185,12 +193,18 @@ class Engine(RaftMixin, LifecycleMixin):
             m.state.starts += 1
             m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
             m.broker_epoch = None
+        refusal = self._refuse_start(m)
+        if refusal is not None:
+            self._fail_start(m, refusal)
+            return refusal
         node = self._make_node(m)
         m.node = node
+        m.disk_gen_at_start = m.disk_gen
         self._snapshots_seen[m.id] = 0
         m.status = RUNNING
         m.state.running = True
-        m.detail = None
+        if not resume:
+            m.detail = None  # a reopened simulation's process keeps its refusal
         m.voter = m.id in self.voters
         try:
             node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
@@ -227,11 +241,39 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.restarted(m.id)
         m.shutdown_wanted = m.shutdown_done = False
         m.controller_registered = False
+        m.controller_register_sent_ms = -(10**12)
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
         self._raft_start(m, resume=resume)
         self._lifecycle_start(m)
         return None
+
+    def _refuse_start(self, m: Member) -> str | None:
+        """What stops a node before its log is opened, with Kafka's text: a meta.properties it
+        cannot read (KafkaRaftServer: no readable meta.properties in its only log directory),
+        or a batch that fails its CRC below the committed offset (recovery would cut data the
+        quorum committed: the node refuses to start rather than lose it silently)."""
+        directory = node_directory(self.directory, m.id)
+        try:
+            _ = read_meta_properties(directory / "meta.properties").meta
+        except KraftsimError as e:
+            self.emit(m.id, "note", {"text": f"Error while reading meta.properties file "
+                                             f"{directory / 'meta.properties'}: {e}"})
+            return "No readable meta.properties files found."
+        meta = directory / METADATA_DIR_NAME
+        if not meta.is_dir():
+            return None
+        try:
+            with MetadataLog.open(meta, read_only=True) as log:
+                cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
+                        and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
+        except KraftsimError:
+            return None  # opening it for real reports this with its own text
+        if not cuts:
+            return None
+        a = cuts[0]
+        return f"{a.path}: the batch at offset {a.base_offset} (position {a.position}), below the committed " \
+               f"offset {self.checker.committed_end}: {a.reason}"
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would
@@ -256,7 +298,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if m.role == LEADER:
             self._lose_leadership(m)
         if m.node is not None:
-            if m.node.log is not None and m.voter:
+            if m.node.log is not None:
                 self._persist(m)
             self.checker.halted(m)
             m.node.close()
@@ -269,6 +311,11 @@ class Engine(RaftMixin, LifecycleMixin):
         m.parked, m.matched, m.last_fetch_from = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.high_watermark = None
+        if m.voter:
+            running = sum(1 for v in self.voters if v in self.members and self.members[v].running)
+            if running < self._majority():
+                self.emit(None, "note", {"text": f"No leader: {running} of {len(self.voters)} voter(s) running, "
+                                                 f"{self._majority()} needed."})
 
     def crash(self, m: Member) -> None:
         if not m.running:
@@ -278,6 +325,7 @@ class Engine(RaftMixin, LifecycleMixin):
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
             m.disk_gen += 1
+            self._write_epoch_file(m)
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
         self._halt(m, None, CRASHED)
 
@@ -343,7 +391,7 @@ class Engine(RaftMixin, LifecycleMixin):
         node = m.node
         assert node is not None and node.log is not None
         m.disk_gen += 1
-        self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset))
+        self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset), reloads=True)
         d = node.metadata_dir
         atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)
         node.close()
@@ -354,8 +402,10 @@ class Engine(RaftMixin, LifecycleMixin):
         fresh.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                    retention=RetentionSettings(self.config.retention_bytes, -1), segment_bytes=self.config.segment_bytes)
         m.node = fresh
+        m.disk_gen_at_start = m.disk_gen  # its loader starts again from the files as they are now
         self._snapshots_seen[m.id] = 0
         m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
+        self._write_epoch_file(m)
         if m.high_watermark is not None and m.high_watermark < sid.end_offset:
             m.high_watermark = sid.end_offset
 
@@ -382,6 +432,8 @@ class Engine(RaftMixin, LifecycleMixin):
         if node.applied_offset != before:
             self.checker.applied(self.current_event, m)
             self._after_apply(m, before)
+            if m.state.is_controller:
+                self._maybe_register_controller(m)
         if found is not None:
             if m.state.is_broker and m.broker_epoch is None:
                 # Still starting (not registered): it applies nothing more; its registration
@@ -393,10 +445,12 @@ class Engine(RaftMixin, LifecycleMixin):
     def _after_apply(self, m: Member, before: int) -> None:
         node = m.node
         assert node is not None
-        events = node.snapshot_events()
+        events = node.generator.events if node.generator is not None else ()  # (not copied: it grows per publish)
         seen = self._snapshots_seen.get(m.id, 0)
+        if seen == len(events):
+            return
         self._snapshots_seen[m.id] = len(events)
-        for e in events[seen:]:
+        for e in list(events)[seen:]:
             if e.result is not None:
                 self.emit(m.id, "snapshot", {"end_offset": e.result.snapshot_id.end_offset,
                                              "epoch": e.result.snapshot_id.epoch, "reason": e.reason})
@@ -412,7 +466,9 @@ class Engine(RaftMixin, LifecycleMixin):
         start = node.log.log_end_offset
         try:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
-                                  config=config, static_voters=self.voters, kraft_version=self.kraft_version)
+                                  config=config, kraft_version=self.kraft_version,
+                                  static_voters=controller_static_voters(self.kraft_version, self.voters),
+                                  resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
             self.emit(m.id, "failed", {"text": str(e)})
@@ -423,6 +479,28 @@ class Engine(RaftMixin, LifecycleMixin):
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
                          lambda: self._leader_tick(m, epoch))
+
+    def _keep_controller_state(self, m: Member) -> None:
+        """The active controller's state when all its log is committed, kept so that the next
+        leader (of the same release, whose log holds that prefix: raft's leader completeness)
+        replays only what came after it instead of its whole log."""
+        qc = self.controller
+        if qc is None or self.controller_id != m.id or qc.state.transaction_start_offset is not None:
+            return
+        end = m.log.log_end_offset
+        last = entry_at(m.log, end - 1)
+        if last is None or (self._checkpoint is not None and self._checkpoint[1] == end):
+            return
+        self._checkpoint = (m.state.release, end, _batch_key(last), qc.state.copy())
+
+    def _controller_checkpoint(self, m: Member) -> tuple[Any, int] | None:
+        cp = self._checkpoint
+        if cp is None or cp[0] != m.state.release or cp[1] > m.log.log_end_offset or cp[1] <= m.log.log_start_offset:
+            return None
+        last = entry_at(m.log, cp[1] - 1)
+        if last is None or _batch_key(last) != cp[2]:
+            return None
+        return cp[3], cp[1]
 
     def _drop_controller(self, m: Member) -> None:
         if self.controller_id == m.id:
@@ -455,14 +533,15 @@ class Engine(RaftMixin, LifecycleMixin):
         for m in self.members.values():
             if not m.running:
                 continue
+            if m.state.is_broker and m.broker_epoch is None and m.detail \
+                    and not any(t in m.detail for t in TRANSIENT_REFUSALS):
+                continue  # refused for good: it waits, fenced, for software that can join
             if m.leader != leader.id or m.applied < hw - 1:
                 return False
             if m.node is not None and m.node.blocked is not None:
                 return False
             if m.state.is_broker:
                 reg = image.cluster.broker(m.id)
-                if m.detail and not any(t in m.detail for t in TRANSIENT_REFUSALS) and m.broker_epoch is None:
-                    continue
                 if reg is None or str(reg.incarnation_id) != m.state.incarnation or reg.fenced:
                     return False
             if m.state.is_controller and self._controller_registration_due(m):
@@ -470,6 +549,11 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
+
+
+def _batch_key(e: Any) -> tuple[int, ...]:
+    """A batch as the index knows it, without its file position (which differs by node)."""
+    return (e.base_offset, e.last_offset, e.size, e.epoch, e.max_timestamp)
 
 
 __all__ = ["DOWN", "Engine", "Message"]

@@ -146,7 +146,8 @@ def build_updates(tool: Catalog, op: str, *, metadata: str | None = None, releas
             put(name, level)
         return updates
     if metadata is not None:
-        out(" `metadata` flag is deprecated and may be removed in a future release.")
+        if tool.policy("features_metadata_flag") == "deprecated":
+            out(tool.policy_text("features_metadata_flag", "notice"))
         try:
             mv = tool.mv_from_string(metadata, unstable=True)
         except UnknownMetadataVersion as e:

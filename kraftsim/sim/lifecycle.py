@@ -22,6 +22,7 @@ from kraftsim.controller.cluster_control import (
     register_controller,
     unregister_broker,
 )
+from kraftsim.sim.cordoned import cordoned_report
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import Unsupported
@@ -56,9 +57,8 @@ class LifecycleMixin:
         if leader is None or leader == m.id and m.role != LEADER:
             self._lifecycle_arm(m, NO_LEADER_RETRY_MS)
             return
-        if m.state.is_controller and self._controller_registration_due(m):
-            self.net.send(Message(m.id, leader, "controller-register", m.epoch,
-                                  {"request": m.node.controller_registration()}))  # type: ignore[union-attr]
+        if m.state.is_controller:
+            self._maybe_register_controller(m)
         if m.state.is_broker:
             if m.broker_epoch is None:
                 request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
@@ -67,9 +67,25 @@ class LifecycleMixin:
                 self._send_heartbeat(m, leader)
         self._lifecycle_arm(m, self.config.broker_heartbeat_interval_ms)
 
+    def _send_controller_registration(self, m: Member, leader: int) -> None:
+        m.controller_register_sent_ms = self.now
+        self.net.send(Message(m.id, leader, "controller-register", m.epoch,
+                              {"request": m.node.controller_registration()}))  # type: ignore[union-attr]
+
+    def _maybe_register_controller(self, m: Member) -> None:
+        """Kafka's ControllerRegistrationManager is a metadata publisher: it registers as soon
+        as the image it is handed allows it, not on a timer (one request in flight at a time)."""
+        leader = m.leader
+        if leader is None or (leader == m.id and m.role != LEADER) or \
+                self.now - m.controller_register_sent_ms < self.config.request_timeout_ms:
+            return
+        if self._controller_registration_due(m):
+            self._send_controller_registration(m, leader)
+
     def _send_heartbeat(self, m: Member, leader: int) -> None:
         request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
-                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted)
+                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted,
+                                         cordoned_log_dirs=None if m.node is None else cordoned_report(m.node))
         self.net.send(Message(m.id, leader, "heartbeat", m.epoch, {"request": request}))
 
     def _controller_registration_due(self, m: Member) -> bool:
@@ -197,8 +213,15 @@ class LifecycleMixin:
         else:
             text = f"{what}; it stops."
         self.emit(m.id, "unsupported", {"text": text})
+        detail = f"stopped: {found.text()}"
+        fatal = m.node.replay_refusal({found.feature: found.level}) if m.node is not None else None
+        if fatal is not None and m.role != LEADER:
+            # A controller's QuorumController replays what is committed: its FeatureControlManager
+            # fails on the record, which is fatal for the process (Kafka's text).
+            self.emit(m.id, "failed", {"text": fatal})
+            detail = fatal
         registered = m.state.is_broker and m.broker_epoch is not None
-        self._halt(m, f"stopped: {found.text()}", "failed")
+        self._halt(m, detail, "failed")
         if registered and self.controller is not None:
             self._execute(lambda ctx: unregister_broker(ctx, m.id, self.controller.heartbeats))
 

@@ -33,6 +33,8 @@ class Member:
     high_watermark: int | None = None
     flushed_end: int = 0
     flush_pending: bool = False
+    #: The last epoch its leader-epoch-checkpoint file holds.
+    epoch_file_last: int = -1
     # timers: a generation number per timer; a fired timer with an older generation is stale
     timer_gen: int = 0
     last_fetch_ok_ms: int = 0
@@ -44,6 +46,8 @@ class Member:
     snapshot_cache: tuple | None = None  # (key, newest snapshot id)
     #: Bumped whenever the node's files lose data (truncation, crash, disk fault, snapshot install).
     disk_gen: int = 0
+    #: disk_gen when its process started (equal: its files lost nothing since).
+    disk_gen_at_start: int = 0
     # elections
     granted: set[int] = field(default_factory=set)
     # leader soft state
@@ -57,6 +61,7 @@ class Member:
     shutdown_wanted: bool = False
     shutdown_done: bool = False
     controller_registered: bool = False
+    controller_register_sent_ms: int = -(10**12)
     lifecycle_gen: int = 0
 
     @property

@@ -41,16 +41,18 @@ from kraftsim.image import RetentionSettings, SnapshotEmitter, loader_header_rec
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
 from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
-from kraftsim.image import committed_batches, load_snapshot
+from kraftsim.image import CommittedBatch, committed_batches, load_snapshot
 from kraftsim.image import MetadataVersionChange
 from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_meta_properties, read_snapshot
+from kraftsim.sim.voters import seed_loader
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
@@ -140,7 +142,7 @@ class SimNode:
     """
 
     def __init__(self, state: NodeState, directory: Path, *, base_catalog: Catalog, clock_ms: Callable[[], int],
-                 kip_778: bool = False, kraft_version: int = 0):
+                 kip_778: bool = False, kraft_version: int = 0, share: CommitShare | None = None):
         self.state = state
         self.directory = Path(directory)
         self.base_catalog = base_catalog
@@ -158,6 +160,8 @@ class SimNode:
         self.blocked: Unsupported | None = None
         self._mv_changes = _MvChanges()
         self._registers_controller: bool | None = None
+        #: Committed batches replayed once for the cluster (None: this node replays every one).
+        self.share = share
 
     # ------------------------------------------------------------------ identity and software
 
@@ -297,8 +301,9 @@ class SimNode:
         start = log.log_start_offset
         if snaps:
             sid = snaps[-1]
-            load_snapshot(self.loader, read_snapshot(snapshot_path(log.directory, sid), self.registry),
-                          end_offset=sid.end_offset, epoch=sid.epoch)
+            snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
+            load_snapshot(self.loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            seed_loader(self.loader, snap.header_entries)  # kraft.version and voters (sim.voters)
             start = sid.end_offset
         if apply_log:
             self._apply_from(start)
@@ -353,6 +358,8 @@ class SimNode:
         if self.blocked is not None or start >= end:
             return None
         self.loader.set_high_watermark(end)
+        if self.share is not None:
+            return self._apply_shared(start, end)
         for cb, whole in committed_batches(self.log.batches(start), self.registry, start, end):
             if not whole:
                 break  # the high watermark inside a batch: it is not committed as a whole yet
@@ -361,6 +368,40 @@ class SimNode:
                 self.blocked = found
                 return found
             self.loader.handle_commit([cb])
+        return None
+
+    def _apply_shared(self, start: int, end: int) -> Unsupported | None:
+        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.commit_share)."""
+        loader, share = self.loader, self.share
+        assert self.log is not None and loader is not None and share is not None
+        software = (self.state.release, self.kip_778, id(self.base_catalog))
+        for fb in self.log.batches(start):
+            b = fb.batch
+            if b.base_offset >= end or b.last_offset >= end:
+                break  # the high watermark inside a batch: it is not committed as a whole yet
+            if b.next_offset <= start:
+                continue
+            key = (b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc)
+            whole = b.base_offset >= start and loader.idle
+            hit = share.find(software, key, loader) if whole else None
+            if hit is not None:
+                # (a node of this release applied it: nothing in it is unsupported here)
+                _, _, delta, image, manifest, kraft_version, voters = hit
+                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+                share.adopted += 1
+                continue
+            entries = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
+            found = self._unsupported_in(entries)
+            if found is not None:
+                self.blocked = found
+                return found
+            before, raft_before, publishes, faults = loader.image, (loader.kraft_version, loader.voters), \
+                loader.publishes, len(loader.faults)
+            loader.handle_commit([CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch,
+                                                 b.max_timestamp, b.size, entries)])
+            share.replayed += 1
+            if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
+                share.keep(software, key, before, raft_before, loader)
         return None
 
     def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:

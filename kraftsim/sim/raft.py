@@ -22,6 +22,8 @@ What each node does, in kraftsim's words (Kafka's KafkaRaftClient is the referen
   in its epoch and tells the voters (BeginQuorumEpoch).
 - From 3.7 a leader that has not been fetched from by a majority of voters within 1.5
   times the fetch timeout resigns (check-quorum).
+- Which release does check-quorum and pre-vote is catalog data (policies raft_check_quorum
+  and raft_pre_vote in policies.toml / releases.toml), so a hypothetical release can differ.
 """
 
 from __future__ import annotations
@@ -43,13 +45,10 @@ from kraftsim.sim.member import (
     entry_at,
     last_epoch,
 )
-from kraftsim.storage import QuorumState, write_quorum_state
+from kraftsim.sim.voters import quorum_state
+from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
-#: Releases whose raft layer resigns a leader that lost its majority (check-quorum) and
-#: runs pre-votes (KIP-996). Kafka's own release lines.
-CHECK_QUORUM_FROM = (3, 7)
-PRE_VOTE_FROM = (4, 0)
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
 FETCH_MAX_BATCHES = 64
 
@@ -60,13 +59,22 @@ class RaftMixin:
     # -------------------------------------------------------------- quorum-state
 
     def _persist(self, m: Member) -> None:
-        write_quorum_state(m.node.metadata_dir if m.node else m.state, QuorumState(  # type: ignore[attr-defined]
-            data_version=0, leader_id=-1 if m.leader is None else m.leader, leader_epoch=m.epoch,
-            voted_id=-1 if m.voted is None else m.voted, current_voters=tuple(self.voters)),
-            fsync=self.config_fsync)
+        state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted, voters=self.voters)
+        write_quorum_state(m.node.metadata_dir if m.node else m.state, state,  # type: ignore[attr-defined]
+                           fsync=self.config_fsync)
 
-    def _release_at_least(self, m: Member, key: tuple[int, int]) -> bool:
-        return self.catalog.find_release(m.state.release).key >= key
+    def _write_epoch_file(self, m: Member) -> None:
+        """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
+        new epoch is appended, and when the log is truncated or replaced."""
+        entries = m.log.leader_epochs()
+        write_leader_epoch_checkpoint(m.log.directory, entries, fsync=self.config_fsync)
+        m.epoch_file_last = entries[-1].epoch if entries else -1
+
+    def _raft_policy(self, m: Member, name: str) -> str:
+        """What the node's release does for a raft behaviour (catalog policies raft_check_quorum,
+        raft_pre_vote: check-quorum from 3.7, KIP-996 pre-vote from 4.0)."""
+        catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
+        return catalog.policy(name)
 
     def _majority(self) -> int:
         return len(self.voters) // 2 + 1
@@ -96,6 +104,7 @@ class RaftMixin:
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
+        self._write_epoch_file(m)
         if not m.voter:
             m.role = OBSERVER
             self._fetch(m)
@@ -134,6 +143,8 @@ class RaftMixin:
                 self._persist(m)
             m.last_fetch_ok_ms = self.now
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        elif changed:
+            self._persist(m)  # an observer keeps quorum-state too
         if was_leader:
             self._lose_leadership(m)
         if changed:
@@ -180,7 +191,7 @@ class RaftMixin:
             return
         if m.id not in self.voters:
             return
-        if self._release_at_least(m, PRE_VOTE_FROM):
+        if self._raft_policy(m, "raft_pre_vote") == "kip-996":
             m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
             self.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
             self._ask_votes(m, m.epoch + 1, pre_vote=True)
@@ -216,7 +227,7 @@ class RaftMixin:
         if not m.voter:
             return
         if d["pre_vote"]:
-            if not self._release_at_least(m, PRE_VOTE_FROM):
+            if self._raft_policy(m, "raft_pre_vote") != "kip-996":
                 granted = True  # KIP-996: a voter without PreVote answers UNSUPPORTED_VERSION, counted as granted
             else:
                 leader_alive = m.role == LEADER or (m.role == FOLLOWER and
@@ -279,6 +290,7 @@ class RaftMixin:
                          granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
         log.append(encode_control_batch(log.log_end_offset, [Payload(rt, 0, message)], epoch=m.epoch,
                                         timestamp=self.now))
+        self._write_epoch_file(m)
         m.matched = {m.id: m.flushed_end}
         m.last_fetch_from = {}
         self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
@@ -296,7 +308,7 @@ class RaftMixin:
             return
         window = self.config.fetch_timeout_ms * 3 // 2
         heard = {m.id} | {r for r, t in m.last_fetch_from.items() if r in self.voters and self.now - t < window}
-        if self._release_at_least(m, CHECK_QUORUM_FROM) and len(heard) < self._majority():
+        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority():
             self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
             self._become_unattached(m, m.epoch)
             m.role = RESIGNED
@@ -357,6 +369,8 @@ class RaftMixin:
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
             self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
+            if hw == m.log.log_end_offset:
+                self._keep_controller_state(m)  # type: ignore[attr-defined]
 
     # -------------------------------------------------------------- fetching
 
@@ -463,7 +477,9 @@ class RaftMixin:
                     return
                 self._become_unattached(m, msg.epoch)
             if not m.voter:
-                m.leader = leader if leader != m.id else None
+                if m.leader != (leader if leader != m.id else None):
+                    m.leader = leader if leader != m.id else None
+                    self._persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
                                  lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
             return
@@ -503,6 +519,8 @@ class RaftMixin:
                 break
             log.append(raw)
             self.checker.appended(self.describe_event(), m, raw)
+            if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
+                self._write_epoch_file(m)
         if log.log_end_offset > start:
             self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
                                        "from": msg.src})
@@ -516,6 +534,7 @@ class RaftMixin:
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src
+        self._persist(m)  # an observer keeps quorum-state too
         self.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
 
     def _truncate(self, m: Member, offset: int, why: str) -> None:
@@ -527,6 +546,7 @@ class RaftMixin:
         log.truncate_to(offset)
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
+        self._write_epoch_file(m)
 
     # -------------------------------------------------------------- snapshots
 
@@ -603,4 +623,4 @@ RAFT_HANDLERS = {
     "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
 }
 
-__all__ = ["CHECK_QUORUM_FROM", "PRE_VOTE_FROM", "RAFT_HANDLERS", "RaftMixin"]
+__all__ = ["RAFT_HANDLERS", "RaftMixin"]

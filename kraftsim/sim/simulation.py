@@ -12,6 +12,7 @@ process from its disk, as after a restart of the whole cluster.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
@@ -24,13 +25,7 @@ from kraftsim.controller.features import (
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.admin import AdminMixin
-from kraftsim.sim.cluster import (
-    EPOCH_MS,
-    MvChangeReport,
-    cluster_id_for,
-    format_node,
-    incarnation_id,
-)
+from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
 from kraftsim.sim.member import Member
@@ -42,17 +37,20 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
+from kraftsim.sim.voters import static_join_refusal
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
     STOPPED,
     InvariantResult,
+    MvChangeReport,
     NodeInfo,
     SimConfig,
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME
+from kraftsim.sim.invariants import DurableLog
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
@@ -132,6 +130,7 @@ class Simulation(AdminMixin):
         voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
         saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
+        existed = d.exists()
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
         sim = cls(d, saved, base, durable)
@@ -144,6 +143,8 @@ class Simulation(AdminMixin):
                             release_version=release_version, features=feats,
                             emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
             except KraftsimError as e:
+                sim.close_files()
+                _remove_made(d, existed)  # nothing half-made is left behind
                 raise SimError(str(e)) from None
         for m in sim.engine.ordered():
             sim.engine.start_member(m, new_process=False)
@@ -178,6 +179,14 @@ class Simulation(AdminMixin):
                 m.node.open()
                 m.status, m.state.running = RUNNING, True
             return sim
+        for n in saved.nodes:  # what the disks of nodes that are down hold, as the invariants need it
+            if n.status != RUNNING and n.id in saved.voters:
+                meta = node_directory(d, n.id) / METADATA_DIR_NAME
+                try:
+                    with MetadataLog.open(meta, read_only=True) as log:
+                        sim.engine.checker.down[n.id] = DurableLog.of(log)
+                except KraftsimError:
+                    pass  # a disk that cannot be read holds nothing the invariants can count on
         for i in running:
             sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
         return sim
@@ -217,6 +226,13 @@ class Simulation(AdminMixin):
             for m in self.engine.ordered():
                 if m.node is not None:
                     m.node.close()
+
+    def close_files(self) -> None:
+        """Close what is open without saving (a create that failed)."""
+        self._closed = True
+        for m in self.engine.ordered():
+            if m.node is not None:
+                m.node.close()
 
     def __enter__(self) -> Simulation:
         return self
@@ -382,6 +398,9 @@ class Simulation(AdminMixin):
             raise SimError(f"the cluster already has a node {nid}")
         state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
                           starts=0)  # its first start makes incarnation 1
+        refusal = static_join_refusal(e.kraft_version) if role == CONTROLLER else None
+        if refusal is not None:
+            raise SimError(refusal)
         if role == CONTROLLER:
             e.voters = tuple(sorted(e.voters + (nid,)))
             e.checker.voters = e.voters
@@ -501,6 +520,15 @@ class Simulation(AdminMixin):
         self._finish_op("wait")
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
+
+
+def _remove_made(d: Path, existed: bool) -> None:
+    """Remove what a failed create made: the directory, or (when it existed, empty) its contents."""
+    if not existed:
+        shutil.rmtree(d, ignore_errors=True)
+        return
+    for p in sorted(d.iterdir()):
+        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
 
 
 def _refused_for_good(m: Member) -> bool:

@@ -11,6 +11,7 @@ from typing import Any
 import msgspec
 
 from kraftsim.errors import KraftsimError
+from kraftsim.image import MetadataVersionChange
 
 #: The invariants checked after every event (contract 5 uses these names).
 INVARIANTS = ("OneLeaderPerEpoch", "ConsistentCommittedData", "MonotonicHighWatermark", "ImageMatchesLog",
@@ -93,3 +94,12 @@ class InvariantResult(msgspec.Struct, frozen=True):
     name: str
     ok: bool
     detail: str | None = None
+
+
+class MvChangeReport(msgspec.Struct, frozen=True):
+    """A metadata.version change a node's KIP-778 loader carried out, with what it dropped."""
+
+    node_id: int
+    offset: int
+    change: MetadataVersionChange
+    snapshots: tuple[str, ...] = ()

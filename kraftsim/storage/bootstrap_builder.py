@@ -13,6 +13,7 @@ from kraftsim.protocol.schema import FieldSpec, StructSpec
 from kraftsim.storage.format_common import (
     KRAFT_VERSION,
     FormatterError,
+    release_text,
 )
 from kraftsim.storage.scram_parser import scram_record
 from kraftsim.versions import Catalog, MetadataVersion
@@ -81,6 +82,9 @@ def bootstrap_records(catalog: Catalog, release_version: MetadataVersion, levels
     if scram_arguments:
         if not catalog.supports("scram", release_version):
             first = next((mv for mv in catalog.metadata_versions if catalog.supports("scram", mv)), None)
+            by_enum = release_text(catalog, "format_flag_checks", "scram")  # 3.7 names the enum constant
+            if by_enum is not None and first is not None:
+                raise FormatterError(by_enum.format(enum="IBP_" + first.version.replace(".", "_").replace("-", "_")))
             raise FormatterError(f"SCRAM is only supported in {MV_NAME} {first} or later.")
         rng = rng or random.SystemRandom()
         records.extend(scram_record(a, rng, registry) for a in scram_arguments)

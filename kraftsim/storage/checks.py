@@ -15,10 +15,15 @@ log layer does when it loads a directory:
 - a leader epoch rises only at a LeaderChange control batch, a new KRaft leader's first
   append (logs written without a raft layer, as some library uses do, break this rule);
 - the epochs the batches start agree with leader-epoch-checkpoint, when it is there (a
-  checkpoint behind the log is not a problem: Kafka may write it after the batches).
+  checkpoint behind the log is not a problem: Kafka may write it after the batches);
+- no batch carries an epoch above the one quorum-state records, when it is there: a node
+  persists quorum-state as it moves to an epoch, before it appends anything in it;
+- where the log holds a snapshot's offsets from 0, the snapshot holds the log's state at
+  its end offset (`log verify` replays the log for this:
+  image.verification.verify.snapshots_against_log).
 
 A snapshot alone does not record its end offset: renamed to another end offset of the
-same epoch, and without the log beside it, it cannot be told from the original.
+same epoch, only the log beside it tells it from the original.
 """
 
 from __future__ import annotations
@@ -33,9 +38,10 @@ from kraftsim.protocol.scan import BatchSpan, Problem, ScanReport
 from kraftsim.storage.leader_epoch import read_leader_epoch_checkpoint
 from kraftsim.storage.log import epoch_starts
 from kraftsim.storage.names import (
-    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, PathKind, SnapshotId, SnapshotState, parse_segment_name,
-    parse_snapshot_name,
+    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE, PathKind, SnapshotId, SnapshotState,
+    parse_segment_name, parse_snapshot_name,
 )
+from kraftsim.storage.quorum_state import read_quorum_state
 
 HEADER_TYPE = "SNAPSHOT_HEADER"
 FOOTER_TYPE = "SNAPSHOT_FOOTER"
@@ -147,7 +153,8 @@ def directory_problems(files: Sequence[tuple[PathKind, Path]],
                     "batch that is not a LeaderChange control batch (a new leader's first append)"))
         if segments and log_spans:
             first_segment = segments[0][1]
-            for problem in _epoch_file_problems(directory, log_spans, segments[0][0]):
+            for problem in (_epoch_file_problems(directory, log_spans, segments[0][0])
+                            + _quorum_state_problems(directory, log_spans)):
                 out[first_segment if problem.base_offset is None else _segment_holding(segments, problem.base_offset)
                     ].append(problem)
         bases = [s.base_offset for s in log_spans]
@@ -199,3 +206,21 @@ def _epoch_file_problems(directory: Path, spans: Sequence[BatchSpan], log_start:
     found = ", ".join(f"{e.epoch}@{e.start_offset}" for e in derived)
     return [Problem(span.position if span else 0, span.base_offset if span else None,
                     f"the batches start epochs at {found}, but {LEADER_EPOCH_CHECKPOINT_FILE} says {text}")]
+
+
+def _quorum_state_problems(directory: Path, spans: Sequence[BatchSpan]) -> list[Problem]:
+    """No batch in an epoch above the one quorum-state records (Kafka's QuorumState writes
+    the file on every move to a new epoch, before the node votes, leads or appends in it)."""
+    quorum = directory / QUORUM_STATE_FILE
+    if not quorum.is_file():
+        return []
+    try:
+        current = read_quorum_state(quorum).leader_epoch
+    except KraftsimError as e:
+        return [Problem(0, None, f"{QUORUM_STATE_FILE}: {e}")]
+    above = next((s for s in spans if s.epoch > current), None)
+    if above is None:
+        return []
+    return [Problem(above.position, above.base_offset,
+                    f"leader epoch {above.epoch} is above epoch {current}, the latest {QUORUM_STATE_FILE} records "
+                    "(a node writes quorum-state as it moves to an epoch, before it appends in it)")]

@@ -47,6 +47,14 @@ def atomic_write(path: Path, data: bytes, *, tmp_path: Path | None = None, fsync
         fsync_dir(path.parent)
 
 
+def read_file_in(path: Path | str, name: str) -> tuple[Path, bytes]:
+    """A file given by its own path or by the directory that holds it under `name`: (its path, its bytes)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / name
+    return p, read_file(p)
+
+
 def read_file(path: Path) -> bytes:
     """Read a whole file, turning OS errors into one clear KraftsimError."""
     try:

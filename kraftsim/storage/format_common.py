@@ -11,6 +11,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.batchfile import Clock
 from kraftsim.storage.meta_properties import source_date_epoch
+from kraftsim.versions import Catalog
 
 KRAFT_VERSION = "kraft.version"
 FORMAT_SOURCE = "format command"
@@ -20,6 +21,15 @@ QUORUM_BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"
 
 class FormatterError(KraftsimError):
     """Kafka's FormatterException: StorageTool prints the message alone and exits 1."""
+
+
+def release_text(catalog: Catalog, policy: str, key: str) -> str | None:
+    """A message of the release's value for a format policy (versions/data/policies.toml),
+    None where that value has no such message (the rule does not apply to the release)."""
+    try:
+        return catalog.policy_text(policy, key)
+    except KeyError:
+        return None
 
 
 # ------------------------------------------------------------------------------ clock, randomness

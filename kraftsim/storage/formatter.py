@@ -38,7 +38,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import Payload
@@ -58,12 +58,13 @@ from kraftsim.storage.format_common import (
     KRAFT_VERSION,
     FormatterError,
     _directory_id_reserved,
+    release_text,
     _generate_directory_id,
     default_clock,
 )
 from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_hash_order
 from kraftsim.storage.java_properties import load_properties
-from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
+from kraftsim.storage.meta_properties import DateLike, MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
     META_PROPERTIES_FILE,
 )
@@ -89,6 +90,7 @@ class FormatOptions:
     metadata_log_directory: str | None = None
     initial_controllers: Mapping[int, DynamicVoter] | None = None
     has_dynamic_quorum: bool = False
+    ignore_unknown_features: bool = False  # Kafka 3.8 (policy format_flag_checks)
     controller: bool = True  # the node has the controller role (Kafka 4.4 writes bootstrap records only there)
 
 
@@ -150,12 +152,14 @@ def effective_feature_levels(catalog: Catalog, opts: FormatOptions, release_vers
     levels: dict[str, int] = {}
     for name in sorted(opts.feature_levels):
         if name != MV_NAME and name not in supported:
+            if opts.ignore_unknown_features:
+                continue
             raise FormatterError(f"Unsupported feature: {name}. Supported features are: {', '.join(sorted(supported))}")
         levels[name] = opts.feature_levels[name]
     levels[MV_NAME] = release_version.level
     for f in catalog.production_features:
         if f.name == KRAFT_VERSION:
-            levels[KRAFT_VERSION] = _effective_kraft_level(levels.get(KRAFT_VERSION), opts.has_dynamic_quorum)
+            levels[KRAFT_VERSION] = _effective_kraft_level(catalog, levels.get(KRAFT_VERSION), opts.has_dynamic_quorum)
         elif f.name not in levels:
             levels[f.name] = f.default_version(release_version).level
     levels = dict(sorted(levels.items()))
@@ -163,8 +167,11 @@ def effective_feature_levels(catalog: Catalog, opts: FormatOptions, release_vers
     return levels
 
 
-def _effective_kraft_level(configured: int | None, dynamic: bool) -> int:
+def _effective_kraft_level(catalog: Catalog, configured: int | None, dynamic: bool) -> int:
     if configured is not None:
+        kip853 = release_text(catalog, "format_flag_checks", "kraft_zero" if configured == 0 else "kraft_nonzero")
+        if kip853 is not None and (configured == 0) == dynamic:
+            raise FormatterError(kip853.format(level=configured))
         if configured == 0 and dynamic:
             raise FormatterError(
                 "Cannot set kraft.version to 0 if controller.quorum.voters is empty and one of the flags "
@@ -231,7 +238,7 @@ def _verify_ensemble(ens: _Ensemble, cluster_id: str, node_id: int) -> None:
 
 
 def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | None = None,
-                       rng: random.Random | None = None, date: Any = None, out: Callable[[str], None] = print,
+                       rng: random.Random | None = None, date: DateLike | None = None, out: Callable[[str], None] = print,
                        registry: Registry | None = None, fsync: bool = True) -> FormatResult:
     """Kafka's Formatter.run(): preconditions, effective versions and bootstrap records, then
     every unformatted directory gets bootstrap.checkpoint (and the zero checkpoint for a
@@ -284,9 +291,11 @@ def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | 
 
 def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble, release_version: MetadataVersion,
                            levels: Mapping[str, int], records: list[Payload], result: FormatResult,
-                           emit: Callable[[str], None], *, clock: Clock, rng: random.Random, date: Any,
+                           emit: Callable[[str], None], *, clock: Clock, rng: random.Random, date: DateLike | None,
                            registry: Registry, fsync: bool) -> None:
-    emit("Bootstrap metadata: " + bootstrap_metadata_string(records, release_version.level, FORMAT_SOURCE))
+    text = catalog.policy("format_text")
+    if text == "kind-bootstrap":
+        emit("Bootstrap metadata: " + bootstrap_metadata_string(records, release_version.level, FORMAT_SOURCE))
     types: dict[str, str] = {}
     new_props: dict[str, MetaProperties] = {}
     taken = [m.directory_id for m in ens.props.values()]
@@ -300,10 +309,10 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
         new_props[d] = MetaProperties(1, opts.cluster_id, opts.node_id, str(dir_id))
     # Copier.logDirProps: a HashMap copied from the formatted directories, then the new ones put
     # in sorted order; writeLogDirChanges puts the new ones, in that order, into another HashMap.
-    all_dirs = string_hash_order([*ens.props, *ens.empty], initial=copy_capacity(len(ens.props)))
-    new_in_order = string_hash_order([d for d in all_dirs if d in new_props])
+    new_in_order = _copier_write_order(list(ens.props), ens.empty)
+    for line in _formatting_lines(text, ens, new_in_order, types, release_version):
+        emit(line)
     for d in new_in_order:
-        emit(f"Formatting {types[d]} {d} with {MV_NAME} {release_version}.")
         path = Path(d)
         try:
             path.mkdir(parents=True, exist_ok=True)
@@ -316,3 +325,29 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
             listener_name=opts.controller_listener_name or "", clock=clock, registry=registry, fsync=fsync)
         write_meta_properties(path / META_PROPERTIES_FILE, new_props[d], date=date, fsync=fsync)
         result.formatted.append(FormattedDirectory(d, types[d], new_props[d].directory_id or "", zero))
+
+
+def _copier_write_order(formatted: list[str], new: list[str]) -> list[str]:
+    """The order MetaPropertiesEnsemble.Copier writes the new directories in: a HashMap copied
+    from the formatted ones with the new ones put in sorted order, whose new entries are put,
+    in that order, into another HashMap."""
+    all_dirs = string_hash_order([*formatted, *new], initial=copy_capacity(len(formatted)))
+    return string_hash_order([d for d in all_dirs if d in set(new)])
+
+
+def _formatting_lines(text: str, ens: _Ensemble, new_in_order: list[str], types: Mapping[str, str],
+                      release_version: MetadataVersion) -> list[str]:
+    """The 'Formatting ...' lines of the release's format_text policy (versions/data/policies.toml)."""
+    if text in ("kind", "kind-bootstrap"):
+        return [f"Formatting {types[d]} {d} with {MV_NAME} {release_version}." for d in new_in_order]
+    if text == "dir":
+        order = new_in_order
+    elif text == "dir-sorted":
+        order = list(ens.empty)
+    elif text == "dir-repeated":
+        # 3.7 ran the copier once per new directory, each time writing every new one so far.
+        order = [d for k in range(1, len(ens.empty) + 1)
+                 for d in _copier_write_order(list(ens.props), ens.empty[:k])]
+    else:
+        raise KraftsimError(f"unknown format_text policy value {text!r}")
+    return [f"Formatting {d} with {MV_NAME} {release_version}." for d in order]

@@ -18,7 +18,7 @@ from pathlib import Path
 from kraftsim.errors import KraftsimError
 from kraftsim.javacompat import date_to_string, parse_int
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage.fileio import atomic_write, read_file
+from kraftsim.storage.fileio import atomic_write, read_file_in
 from kraftsim.storage.java_properties import (
     KeyOrder, detect_key_order, load_properties, store_properties,
 )
@@ -117,10 +117,7 @@ class MetaPropertiesFile:
 
 def read_meta_properties(path: Path | str) -> MetaPropertiesFile:
     """Read a meta.properties file (or the one in a log directory)."""
-    p = Path(path)
-    if p.is_dir():
-        p = p / META_PROPERTIES_FILE
-    raw = read_file(p)
+    p, raw = read_file_in(path, META_PROPERTIES_FILE)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -142,7 +139,11 @@ def read_meta_properties(path: Path | str) -> MetaPropertiesFile:
     return MetaPropertiesFile(str(p), meta, props, date, order)
 
 
-def default_date(timestamp: _dt.datetime | int | float | str | None = None) -> str:
+# The date comment's time, as `default_date` takes it: a datetime, epoch seconds, or the text itself.
+DateLike = _dt.datetime | int | float | str
+
+
+def default_date(timestamp: DateLike | None = None) -> str:
     """The date comment: the given time, else SOURCE_DATE_EPOCH, else the clock (UTC)."""
     if isinstance(timestamp, str):
         return timestamp
@@ -164,7 +165,7 @@ def source_date_epoch() -> int | None:
         raise KraftsimError(f"SOURCE_DATE_EPOCH is not a number of seconds: {sde!r}") from None
 
 
-def meta_properties_text(meta: MetaProperties, *, date: _dt.datetime | int | float | str | None = None,
+def meta_properties_text(meta: MetaProperties, *, date: DateLike | None = None,
                          key_order: KeyOrder = "sorted") -> str:
     """The text Kafka writes for `meta`: `#`, `#<date>`, then the properties in `key_order`
     ("sorted" as Java 18+ writes them, "hash" as Java 11/17 do)."""
@@ -172,7 +173,7 @@ def meta_properties_text(meta: MetaProperties, *, date: _dt.datetime | int | flo
 
 
 def write_meta_properties(path: Path | str, meta: MetaProperties, *,
-                          date: _dt.datetime | int | float | str | None = None, key_order: KeyOrder = "sorted",
+                          date: DateLike | None = None, key_order: KeyOrder = "sorted",
                           fsync: bool = True) -> Path:
     """Write meta.properties (a directory means the file in it) via `meta.properties.tmp`."""
     p = Path(path)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage.fileio import atomic_write, read_file
+from kraftsim.storage.fileio import atomic_write, read_file_in
 from kraftsim.storage.names import QUORUM_STATE_FILE
 
 DATA_VERSION = "data_version"
@@ -114,10 +114,7 @@ def parse_quorum_state(text: str, source: str = QUORUM_STATE_FILE) -> QuorumStat
 
 
 def read_quorum_state(path: Path | str) -> QuorumState:
-    p = Path(path)
-    if p.is_dir():
-        p = p / QUORUM_STATE_FILE
-    raw = read_file(p)
+    p, raw = read_file_in(path, QUORUM_STATE_FILE)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

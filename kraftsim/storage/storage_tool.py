@@ -7,7 +7,7 @@ import os
 import random
 import re
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.registry import Registry
@@ -20,6 +20,7 @@ from kraftsim.storage.format_common import (
     KRAFT_VERSION,
     QUORUM_BOOTSTRAP_SERVERS,
     QUORUM_VOTERS,
+    release_text,
 )
 from kraftsim.javacompat import random_uuid
 from kraftsim.storage.formatter import (
@@ -28,12 +29,12 @@ from kraftsim.storage.formatter import (
     format_directories,
 )
 from kraftsim.storage.java_properties import load_properties
-from kraftsim.storage.meta_properties import MetaProperties
+from kraftsim.storage.meta_properties import DateLike, MetaProperties
 from kraftsim.storage.names import META_PROPERTIES_FILE
 from kraftsim.storage.server_config import (
     ServerConfig,
 )
-from kraftsim.versions import Catalog, ToolFailure, UnknownMetadataVersion
+from kraftsim.versions import Catalog, MetadataVersion, ToolFailure, UnknownMetadataVersion
 from kraftsim.versions.tool_text import parse_feature_arg
 
 # ------------------------------------------------------------------------------ StorageTool
@@ -55,13 +56,17 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
                    release_version: str | None = None, features: Sequence[str] = (), standalone: bool = False,
                    initial_controllers: str | None = None, no_initial_controllers: bool = False,
                    add_scram: Sequence[str] = (), ignore_formatted: bool = False, clock: Clock | None = None,
-                   rng: random.Random | None = None, date: Any = None, out: Callable[[str], None] = print,
+                   rng: random.Random | None = None, date: DateLike | None = None, out: Callable[[str], None] = print,
                    registry: Registry | None = None, fsync: bool = True) -> FormatResult:
     """`kafka-storage format`: StorageTool.runFormatCommand, then the Formatter (same checks, same order)."""
     rng = rng or random.SystemRandom()
     if not config.process_roles:
         raise ToolFailure("The kafka configuration file appears to be for a legacy cluster. "
                           "Formatting is only supported for clusters in KRaft mode.")
+    both = release_text(catalog, "format_flag_checks", "both")
+    if both is not None and release_version is not None and features:
+        raise ToolFailure(both)
+    kip853 = release_text(catalog, "format_flag_checks", "kraft_zero") is not None  # 3.9's dynamic-quorum rule
     opts = FormatOptions(
         node_id=config.node_id,
         cluster_id=cluster_id,
@@ -72,16 +77,14 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
         metadata_log_directory=config.metadata_log_dir,
     )
     if release_version is not None:
-        try:
-            opts.release_version = catalog.mv_from_string(release_version, opts.unstable)
-        except UnknownMetadataVersion as e:
-            raise ToolFailure(str(e)) from None
+        opts.release_version = _release_version(catalog, config, release_version, opts.unstable)
     for arg in features:
         name, level = parse_feature_arg(arg)
         opts.feature_levels[name] = level
+    opts.ignore_unknown_features = catalog.policy("format_flag_checks") == "3.8"
     static_voters_empty = not config.quorum_voters
     opts.has_dynamic_quorum = static_voters_empty
-    if not static_voters_empty and (initial_controllers is not None or standalone):
+    if not static_voters_empty and (initial_controllers is not None or standalone) and not kip853:
         raise ToolFailure(
             f"You cannot specify {QUORUM_VOTERS} and format the node with --initial-controllers or --standalone. "
             f"If you want to use dynamic quorum, please remove {QUORUM_VOTERS} and specify "
@@ -90,6 +93,8 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
         opts.initial_controllers = parse_dynamic_voters(initial_controllers)
     if standalone:
         opts.initial_controllers = standalone_voters(config, rng)
+    if kip853:
+        opts.has_dynamic_quorum = opts.initial_controllers is not None
     if (not no_initial_controllers and config.is_controller and static_voters_empty
             and opts.initial_controllers is None):
         raise ToolFailure(f"Because {QUORUM_VOTERS} is not set on this controller, you must specify one of the "
@@ -99,6 +104,33 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     opts.scram_arguments = list(add_scram)
     opts.directories = config.directories
     return format_directories(catalog, opts, clock=clock, rng=rng, date=date, out=out, registry=registry, fsync=fsync)
+
+
+def _release_version(catalog: Catalog, config: ServerConfig, text: str, unstable: bool) -> MetadataVersion:
+    """--release-version as the release's StorageTool reads and checks it (policy format_version_checks)."""
+    try:
+        mv = catalog.mv_from_string(text, unstable)
+    except UnknownMetadataVersion as e:
+        unknown = release_text(catalog, "format_version_checks", "unknown")
+        if unknown is None:
+            raise ToolFailure(str(e)) from None
+        try:
+            mv = catalog.mv_from_string(text, unstable=True)
+        except UnknownMetadataVersion:
+            raise ToolFailure(unknown.format(version=text, minimum=catalog.minimum,
+                                             maximum=catalog.latest_testing)) from None
+        refusal = release_text(catalog, "format_version_checks", "unstable")
+        if refusal is not None:
+            raise ToolFailure(refusal.format(version=mv)) from None
+        # Otherwise the Formatter refuses it ('not yet stable').
+    jbod = release_text(catalog, "format_version_checks", "jbod")
+    if (jbod is not None and "broker" in config.process_roles and len(config.log_dirs) > 1
+            and not catalog.supports("directory_assignment", mv)):
+        raise ToolFailure(jbod.format(version=mv))
+    too_old = release_text(catalog, "format_version_checks", "too_old")
+    if too_old is not None and mv.level < catalog.mv_from_string("3.3-IV0", unstable=True).level:
+        raise ToolFailure(too_old)
+    return mv
 
 
 def _java_path_string(d: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from kraftsim.testing.steps import toml_value
 from kraftsim.versions import Catalog, default_catalog, load_catalog
+from kraftsim.versions.metadata_version import release_key, release_line
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,15 @@ class HypotheticalCatalog:
 
     @property
     def line(self) -> str:
-        """The proposed release line ("4.5"), which names its metadata.versions."""
-        major, minor = self.base_release.split(".")[:2]
-        return f"{major}.{int(minor) + 1}"
+        """The proposed release line ("4.6"), which names its metadata.versions: the line after
+        both the base release's and its last metadata.version's (a release already lists the
+        next line's first level as a placeholder, 4.4.0 lists 4.5-IV0)."""
+        base = max(release_key(release_line(self.base_release)), release_key(self.base.all_metadata_versions[-1].release))
+        return f"{base[0]}.{base[1] + 1}"
 
     @property
     def release(self) -> str:
-        """The proposed release as Kafka names releases ("4.5.0")."""
+        """The proposed release as Kafka names releases ("4.6.0")."""
         return f"{self.line}.0"
 
     @property

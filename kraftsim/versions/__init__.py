@@ -18,7 +18,7 @@ with hypothetical levels, features, releases and record types):
     ('3.9.1', '4.4.0')
 """
 
-from kraftsim.versions.catalog import Catalog, default_catalog, load_catalog, load_catalog_text
+from kraftsim.versions.catalog import Catalog, MVLike, default_catalog, load_catalog, load_catalog_text
 from kraftsim.versions.errors import (
     CatalogError,
     FeatureDependencyError,
@@ -43,6 +43,7 @@ __all__ = [
     "FeatureDependencyError",
     "FeatureLevel",
     "IllegalArgument",
+    "MVLike",
     "MetadataVersion",
     "Release",
     "ToolFailure",

@@ -19,7 +19,7 @@ from kraftsim.versions import loader, model, validation
 from kraftsim.versions.errors import IllegalArgument, UnknownFeature
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
 from kraftsim.versions.gates import DowngradeLosses
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, release_name_key
+from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, level_of, release_name_key
 from kraftsim.versions.releases import Release
 
 MVLike = MetadataVersion | int | str
@@ -108,7 +108,7 @@ class Catalog:
         """Look up by level (int), by version string (unstable allowed) or normalise an MV."""
         if isinstance(x, str):
             return self._line.table.from_string(x, unstable=True)
-        return self._line.table.from_level(getattr(x, "level", x))
+        return self._line.table.from_level(level_of(x))
 
     def mv_from_level(self, level: int) -> MetadataVersion:
         """Kafka's fromFeatureLevel, with its error text."""
@@ -251,7 +251,7 @@ class Catalog:
         return template.format(current=self.metadata_version(current).level, new=self.metadata_version(new).level)
 
 
-def _load(fragments: list, where: str) -> Catalog:
+def _load(fragments: loader.Fragments, where: str) -> Catalog:
     data = model.build(loader.merge(fragments), where)
     lines: dict[str, model.Line] = {}
     by_entry: dict[str, model.Line] = {}

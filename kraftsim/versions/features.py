@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Mapping
 
 from kraftsim.versions.errors import FeatureDependencyError, UnknownFeatureLevel
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion
+from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, level_of
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ class Feature:
 
     def default_version(self, mv: MetadataVersion | int) -> FeatureLevel:
         """The level a new cluster gets at `mv`: the last level, in order, whose bootstrap MV is <= mv."""
-        mv_level = getattr(mv, "level", mv)
+        mv_level = level_of(mv)
         chosen = self.levels[0]
         for fl in self.levels:
             if fl.bootstrap > mv_level:

@@ -13,6 +13,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -21,6 +22,7 @@ from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release
 from kraftsim.versions.schema import (
     CapabilityEntry,
     FeatureEntry,
+    FeatureLevelAddition,
     Fragment,
     LevelEntry,
     MetadataVersionEntry,
@@ -34,6 +36,12 @@ from kraftsim.versions.schema import (
 SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml",
                  "removed_configs.toml")
 """The shipped data files, merged in this order."""
+
+Fragments = list[tuple[str, Fragment, Path | None]]
+"""Catalog fragments to merge, in order, as (source name, fragment, folder of its relative paths)."""
+
+
+_V = TypeVar("_V")
 
 
 @dataclass
@@ -67,10 +75,10 @@ def parse_fragment(text: str, source: str) -> Fragment:
         raise CatalogError("schema", str(exc), source) from None
 
 
-def shipped_fragments() -> list[tuple[str, Fragment, Path | None]]:
+def shipped_fragments() -> Fragments:
     """The package's own data files as (source name, fragment, folder)."""
     data = resources.files("kraftsim.versions") / "data"
-    out = []
+    out: Fragments = []
     for name in SHIPPED_FILES:
         out.append((f"kraftsim/versions/data/{name}", parse_fragment(data.joinpath(name).read_text("utf-8"), name), None))
     return out
@@ -87,10 +95,10 @@ def read_fragment_file(path: Path) -> tuple[str, Fragment, Path]:
     return str(path), parse_fragment(text, str(path)), path.parent
 
 
-def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
+def merge(fragments: Fragments) -> RawCatalog:
     """Merge fragments in order; any clash between them is refused."""
     raw = RawCatalog()
-    pending_levels = []
+    pending_levels: list[tuple[str, FeatureLevelAddition]] = []
     for source, frag, folder in fragments:
         raw.sources.append(source)
         if frag.line is not None:
@@ -118,25 +126,25 @@ def merge(fragments: list[tuple[str, Fragment, Path | None]]) -> RawCatalog:
             if name not in raw.policies:
                 raw.policies[name] = pol
                 continue
-            old = raw.policies[name]
-            clash = sorted(set(old.values) & set(pol.values))
+            old_policy = raw.policies[name]
+            clash = sorted(set(old_policy.values) & set(pol.values))
             if clash:
                 raise CatalogError("duplicate", f"policy {name} value {clash[0]} is defined twice", source)
-            raw.policies[name] = PolicyEntry(values={**old.values, **pol.values}, doc=old.doc or pol.doc)
+            raw.policies[name] = PolicyEntry(values={**old_policy.values, **pol.values}, doc=old_policy.doc or pol.doc)
         for rel in frag.releases:
             rel = _normalised(rel, source)
             taken = {n for r in raw.releases for n in (r.name, *r.patches)}
-            clash = next((n for n in (rel.name, *rel.patches) if n in taken), None)
-            if clash is not None:
-                raise CatalogError("duplicate", f"release {clash} is defined twice", source)
+            twice = next((n for n in (rel.name, *rel.patches) if n in taken), None)
+            if twice is not None:
+                raise CatalogError("duplicate", f"release {twice} is defined twice", source)
             raw.releases.append(_inherit(raw.releases, rel, source))
     for source, lv in pending_levels:
-        feat = next((f for f in raw.features if f.name == lv.feature), None)
-        if feat is None:
+        target = next((f for f in raw.features if f.name == lv.feature), None)
+        if target is None:
             raise CatalogError("unknown-reference", f"feature_levels adds a level to unknown feature {lv.feature}", source)
         entry = msgspec.structs.asdict(lv)
         del entry["feature"]
-        feat.levels.append(LevelEntry(**entry))
+        target.levels.append(LevelEntry(**entry))
     return raw
 
 
@@ -155,7 +163,7 @@ def _merge_record(raw: RawCatalog, name: str, rec: RecordEntry, source: str) -> 
     )
 
 
-def _add_unique(target: dict, new: dict, what: str, source: str) -> None:
+def _add_unique(target: dict[str, _V], new: dict[str, _V], what: str, source: str) -> None:
     for name, value in new.items():
         if name in target:
             raise CatalogError("duplicate", f"{what} {name} is defined twice", source)
@@ -199,11 +207,11 @@ def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> Rel
     if parent is None:
         raise CatalogError("unknown-reference", f"release {rel.name} inherits from unknown release {rel.inherits}", source)
 
-    def pick(name: str):
+    def pick(name: str) -> Any:
         own = getattr(rel, name)
         return getattr(parent, name) if own is None else own
 
-    def merged(name: str):
+    def merged(name: str) -> Any:
         own, base = getattr(rel, name), getattr(parent, name)
         return base if own is None else {**(base or {}), **own}
 

@@ -69,6 +69,11 @@ class MetadataVersion:
         return self.version
 
 
+def level_of(mv: MetadataVersion | int) -> int:
+    """The level of a metadata.version given as itself or as its level."""
+    return mv.level if isinstance(mv, MetadataVersion) else mv
+
+
 class MetadataVersionTable:
     """The metadata.versions a release line knows, lowest first, contiguous levels."""
 
@@ -123,14 +128,14 @@ class MetadataVersionTable:
 
     def previous(self, mv: MetadataVersion | int) -> MetadataVersion:
         """The level just below; there is none below the minimum."""
-        mv = self.from_level(getattr(mv, "level", mv))
+        mv = self.from_level(level_of(mv))
         if mv == self.minimum:
             raise UnknownMetadataVersion(f"There is no metadata.version before {mv}.")
         return self._by_level[mv.level - 1]
 
     def is_lossy(self, a: MetadataVersion | int, b: MetadataVersion | int) -> bool:
         """Kafka's checkIfMetadataChanged: some level in (low, high] changed metadata."""
-        a, b = self.from_level(getattr(a, "level", a)), self.from_level(getattr(b, "level", b))
+        a, b = self.from_level(level_of(a)), self.from_level(level_of(b))
         low, high = min(a, b), max(a, b)
         current = high
         while current != low and not current.metadata_changed:
@@ -139,7 +144,7 @@ class MetadataVersionTable:
 
     def safe_downgrade_floor(self, mv: MetadataVersion | int) -> MetadataVersion:
         """The lowest level a lossless downgrade from `mv` can reach."""
-        current = self.from_level(getattr(mv, "level", mv))
+        current = self.from_level(level_of(mv))
         while not current.metadata_changed and current != self.minimum:
             current = self.previous(current)
         return current

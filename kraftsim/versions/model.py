@@ -9,6 +9,7 @@ each line in `validation`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Callable, cast
 from pathlib import Path
 
 from kraftsim.versions.errors import CatalogError
@@ -27,7 +28,10 @@ from kraftsim.versions.metadata_version import (
     release_name_key,
 )
 from kraftsim.versions.releases import Policy, PolicyValue, Release
-from kraftsim.versions.schema import FeatureEntry, MVRef, Step
+from kraftsim.versions.schema import FeatureEntry, LevelEntry, MVRef, ReleaseEntry, Step
+
+# build's lookup of a metadata.version reference: (reference, what refers to it) -> level
+_MVLevel = Callable[[MVRef, str], int]
 
 LATEST_TESTING = "latest-testing"
 
@@ -79,7 +83,7 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
             raise CatalogError("unknown-reference", f"{what} refers to unknown metadata.version {ref!r}", where)
         return level
 
-    def steps(name: str, entries: list[Step], since: MVRef | None, default_version: int | None) -> tuple[int, tuple]:
+    def steps(name: str, entries: list[Step], since: MVRef | None, default_version: int | None) -> tuple[int, tuple[tuple[int, int], ...]]:
         out = tuple((mv_level(s.since, name), s.version) for s in entries)
         if not out and default_version is not None and since is not None:
             out = ((mv_level(since, name), default_version),)
@@ -171,7 +175,7 @@ def _versions(raw: RawCatalog, where: str) -> tuple[MetadataVersion, ...]:
     return tuple(out)
 
 
-def _check_features(features: list[FeatureEntry], mv_level, where: str) -> None:
+def _check_features(features: list[FeatureEntry], mv_level: _MVLevel, where: str) -> None:
     by_name = {f.name: f for f in features}
     for f in features:
         lv = [lvl.level for lvl in f.levels]
@@ -185,7 +189,9 @@ def _check_features(features: list[FeatureEntry], mv_level, where: str) -> None:
             _check_deps(f.name, lvl.level, lvl.dependencies, by_name, mv_level, where)
 
 
-def _check_deps(name: str, level: int, deps: dict[str, MVRef], by_name, mv_level, where: str) -> None:
+def _check_deps(
+    name: str, level: int, deps: dict[str, MVRef], by_name: dict[str, FeatureEntry], mv_level: _MVLevel, where: str
+) -> None:
     for dep, ref in deps.items():
         what = f"{name} level {level} dependency on {dep}"
         if dep == MV_NAME:
@@ -195,11 +201,17 @@ def _check_deps(name: str, level: int, deps: dict[str, MVRef], by_name, mv_level
             raise CatalogError("unknown-reference", f"{what} names a feature or level that does not exist", where)
 
 
-def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...], top: dict, where: str) -> list[Release]:
+def _release(
+    r: ReleaseEntry, mv_level: _MVLevel, feature_names: list[str], policies: tuple[Policy, ...],
+    top: dict[tuple[int, int], int], where: str,
+) -> list[Release]:
     """One Release per name the entry covers (itself and its patches)."""
+    required: dict[str, MVRef] = {}
     for field in ("latest_production", "minimum_metadata_version", "validate_version_min_mv"):
-        if getattr(r, field) is None:
+        ref: MVRef | None = getattr(r, field)
+        if ref is None:
             raise CatalogError("release", f"release {r.name} has no {field}", where)
+        required[field] = ref
     features = r.features or {}
     testing = r.testing or {}
     for name in [*features, *testing]:
@@ -219,7 +231,9 @@ def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...]
     for o in r.dependency_overrides or []:
         if o.feature not in feature_names:
             raise CatalogError("unknown-reference", f"release {r.name} overrides dependencies of unknown feature {o.feature}", where)
-        deps = tuple((d, mv_level(v, f"release {r.name} override") if d == MV_NAME else v) for d, v in o.dependencies.items())
+        # a feature's level is an int (the override's feature levels are not checked here)
+        deps = tuple((d, mv_level(v, f"release {r.name} override") if d == MV_NAME else cast(int, v))
+                     for d, v in o.dependencies.items())
         overrides.append((o.feature, o.level, deps))
     ordered = tuple((n, features[n]) for n in feature_names if n in features)
     own_line = release_key(release_line(r.name))
@@ -233,10 +247,10 @@ def _release(r, mv_level, feature_names: list[str], policies: tuple[Policy, ...]
     changed = tuple(sorted((mv_level(v, f"release {r.name} metadata_changed"), flag) for v, flag in r.metadata_changed.items()))
     template = Release(
         name=r.name,
-        latest_production=mv_level(r.latest_production, f"release {r.name} latest_production"),
+        latest_production=mv_level(required["latest_production"], f"release {r.name} latest_production"),
         latest_testing=latest_testing,
-        minimum_metadata_version=mv_level(r.minimum_metadata_version, f"release {r.name} minimum_metadata_version"),
-        validate_version_min_mv=mv_level(r.validate_version_min_mv, f"release {r.name} validate_version_min_mv"),
+        minimum_metadata_version=mv_level(required["minimum_metadata_version"], f"release {r.name} minimum_metadata_version"),
+        validate_version_min_mv=mv_level(required["validate_version_min_mv"], f"release {r.name} validate_version_min_mv"),
         features=ordered,
         testing=tuple((n, testing[n]) for n, _ in ordered if n in testing),
         dependency_overrides=tuple(overrides),
@@ -283,7 +297,8 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
                 continue  # a level of a later release: this release's code does not have it
             deps = overrides.get((f.name, e.level))
             if deps is None:
-                deps = tuple((d, mv_ref(v) if d == MV_NAME else v) for d, v in e.dependencies.items())
+                # _check_deps made every feature's level an int
+                deps = tuple((d, mv_ref(v) if d == MV_NAME else cast(int, v)) for d, v in e.dependencies.items())
             boot = mv_ref(e.bootstrap)
             levels.append(FeatureLevel(f.name, e.level, e.const or f"{enum}_{e.level}", boot, data.version_of(boot), deps, e.doc))
         for d, _ in (dep for fl in levels for dep in fl.dependencies):
@@ -304,7 +319,7 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
     return Line(release, table, tuple(resolved.values()))
 
 
-def _has_level(release: Release, e, table: MetadataVersionTable) -> bool:
+def _has_level(release: Release, e: LevelEntry, table: MetadataVersionTable) -> bool:
     """Whether `release`'s code lists feature level `e` (not before its `since_release`)."""
     return e.since_release is None or release.key >= release_name_key(e.since_release)
 

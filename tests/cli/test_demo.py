@@ -48,3 +48,7 @@ def test_the_reported_losses_are_what_the_nodes_lost(tmp_path: Path) -> None:
         page = result.reports[name].read_text(encoding="utf-8")
         assert page.count('class="lane"') == len(result.results[name].final.nodes)
     assert any(line.startswith("4. leader-crash-mid-roll") for line in lines)
+    # The 4.2 -> 4.4 path: the cluster ends at 4.4-IV2 on every node, with share.version 2.
+    upgraded = result.results["upgrade-4.2-to-4.4-release-version"]
+    assert upgraded.final.metadata_version.level == 33 and upgraded.final.finalized["share.version"] == 2
+    assert {n.release for n in upgraded.final.nodes} == {"4.4.0"}

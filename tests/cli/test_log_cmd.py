@@ -49,6 +49,23 @@ def test_dump_json_follows_the_contract(oracle_dir: Path, capsys: pytest.Capture
     assert broker["data"]["rack"] is None  # nullable, untagged: present as null
 
 
+def test_dump_json_of_a_directory_names_the_file_of_each_row(oracle_dir: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    directory = oracle_dir / "kafka-4.1_dkoh12" / "__cluster_metadata-0"
+    code, out, _ = run(capsys, "log", "dump", "--json", str(directory))
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    files = [r["file"] for r in rows]
+    assert all(set(r) == {"offset", "epoch", "control", "type", "version", "data", "file"} for r in rows)
+    names = sorted({Path(f).name for f in files})
+    assert "00000000000000000000.log" in names and "00000000000000007209-0000000001.checkpoint" in names
+    assert all(Path(f).parent == directory for f in files)
+    snapshot_rows = [r for r in rows if r["file"].endswith(".checkpoint")]
+    assert snapshot_rows[0]["type"] == "SNAPSHOT_HEADER" and snapshot_rows[-1]["type"] == "SNAPSHOT_FOOTER"
+    # Each file's rows come together, in the order the files are dumped.
+    assert files == sorted(files, key=lambda f: files.index(f))
+
+
 def _copy(src: Path, tmp_path: Path) -> Path:
     dst = tmp_path / src.name
     shutil.copyfile(src, dst)

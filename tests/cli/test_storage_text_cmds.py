@@ -34,12 +34,23 @@ def test_unknown_version_gives_kafkas_text(capsys: pytest.CaptureFixture[str]) -
     code, lines, err = run(capsys, "storage", "version-mapping", "-r", "2.8")
     assert code == 1 and lines == []
     assert err.startswith("Unknown metadata.version '2.8'. Supported metadata.version are: 3.3-IV3, 3.4-IV0, ")
-    assert err.rstrip().endswith(", 4.2-IV1, 4.3-IV0, 4.4-IV0, 4.4-IV1, 4.4-IV2")
+    assert err.rstrip().endswith(", 4.3-IV0, 4.4-IV0, 4.4-IV1, 4.4-IV2, 4.5-IV0")  # 4.4.0 lists its placeholder
 
 
 def test_acting_as_an_older_release_knows_fewer_versions(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "storage", "version-mapping", "-r", "4.0-IV3", "--release", "3.9")
-    assert code == 1 and "3.9-IV0" in err and "4.0-IV0" not in err
+    code, _, err = run(capsys, "storage", "version-mapping", "-r", "4.2-IV1", "--release", "4.0")
+    assert code == 1 and "4.0-IV3" in err and "4.2-IV1." not in err and "4.3" not in err
+
+
+@pytest.mark.parametrize("command,args", [("version-mapping", []), ("feature-dependencies", ["-f", "group.version=1"])])
+def test_acting_as_3_x_the_subcommands_do_not_exist(capsys: pytest.CaptureFixture[str], command: str,
+                                                    args: list[str]) -> None:
+    """3.x's kafka-storage has info, format and random-uuid only: argparse4j's refusal, exit 1."""
+    code, lines, err = run(capsys, "storage", command, "--release", "3.9", *args)
+    assert code == 1 and lines == []
+    assert err.splitlines()[0] == "usage: kafka-storage [-h] {info,format,random-uuid} ..."
+    assert " ".join(err.split()).endswith(
+        f"kafka-storage: error: invalid choice: '{command}' (choose from 'info', 'format', 'random-uuid')")
 
 
 def test_feature_dependencies(capsys: pytest.CaptureFixture[str]) -> None:
@@ -73,9 +84,9 @@ KIP778 = Path(__file__).resolve().parents[2] / "kraftsim" / "versions" / "data" 
 
 def test_a_user_catalog_reaches_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, lines, _ = run(capsys, "storage", "feature-dependencies", "--catalog", str(KIP778), "--feature", "bar.version=1")
-    assert code == 0 and lines == ["bar.version=1 requires:", "    metadata.version=37 (4.9-IV3)"]
+    assert code == 0 and lines == ["bar.version=1 requires:", "    metadata.version=38 (4.9-IV3)"]
     code, lines, _ = run(capsys, "storage", "version-mapping", "--catalog", str(KIP778), "-r", "4.9-IV4")
-    assert code == 0 and "bar.version=1" in lines and lines[0] == "metadata.version=38 (4.9-IV4)"
+    assert code == 0 and "bar.version=1" in lines and lines[0] == "metadata.version=39 (4.9-IV4)"
 
 
 def test_a_broken_catalog_is_refused_naming_the_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -15,7 +15,7 @@ from tests.cluster.conftest import (
 def test_a_new_3_7_cluster_logs_what_kafka_logs(tmp_path: Path, capsys) -> None:
     d = tmp_path / "c"
     out = create(capsys, d, "--controllers", "3", "--brokers", "2", "--release", "3.7", "--seed", "11")
-    assert f"[node 1] Formatting metadata directory {d / 'node-1'} with metadata.version 3.7-IV4." in out
+    assert f"[node 1] Formatting {d / 'node-1'} with metadata.version 3.7-IV4." in out  # 3.7 names no directory kind
     assert "Node 1 is the active controller in epoch 1." in out
     st = status(capsys, d)
     cluster_id = st["cluster_id"]
@@ -30,13 +30,16 @@ def test_a_new_3_7_cluster_logs_what_kafka_logs(tmp_path: Path, capsys) -> None:
     assert first.control and first.record_type.name == "LeaderChangeMessage" and first.epoch == 1
     assert first.message.leader_id == 1
     assert [v.voter_id for v in first.message.voters] == [1, 2, 3]
-    assert [v.voter_id for v in first.message.granting_voters] == [1, 2]
+    # Which voter's grant arrives first is a race (seeded); a majority of three is two.
+    granting = [v.voter_id for v in first.message.granting_voters]
+    assert len(granting) == 2 and 1 in granting and granting == sorted(granting)
     # 3.7's activation: the bootstrap transaction with ZkMigrationStateRecord(NONE).
     assert [e.record_type.name for e in entries[1:5]] == [
         "BeginTransactionRecord", "FeatureLevelRecord", "ZkMigrationStateRecord", "EndTransactionRecord"]
     assert entries[1].message.name == "Bootstrap records"
     # Controllers register (KIP-919, 3.7-IV0+); brokers register fenced with their directory and are unfenced.
-    assert [e.message.controller_id for e in data(d / "node-1", "RegisterControllerRecord")] == [1, 2, 3]
+    # (each registers as soon as its loader publishes 3.7-IV4: the order is a race)
+    assert sorted(e.message.controller_id for e in data(d / "node-1", "RegisterControllerRecord")) == [1, 2, 3]
     brokers = data(d / "node-1", "RegisterBrokerRecord")
     assert [(e.message.broker_id, e.version, e.message.fenced) for e in brokers] == [(4, 3, True), (5, 3, True)]
     for e in brokers:

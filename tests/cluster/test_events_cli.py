@@ -55,16 +55,39 @@ def test_roll_and_features_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture
     assert {n["release"] for n in st["nodes"]} == {"4.1"}
     assert {n["finalized_in_log"]["metadata.version"] for n in st["nodes"]} == {27}
     regs = [n["registration"] for n in st["nodes"] if "broker" in n["roles"]]
-    assert [(r["fenced"], r["current_incarnation"]) for r in regs] == [(False, True), (False, True)]
+    assert [(r["broker"]["fenced"], r["broker"]["current_incarnation"]) for r in regs] == [(False, True), (False, True)]
     code, _, err = run(capsys, "cluster", "disk-fault", d, "--nodes", "1", "--kind", "wipe")
     assert code == 1 and "needs it stopped" in err
 
 
 def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = tmp_path / "c"
-    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9")
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "ticks")
     code, _, err = run(capsys, "cluster", "crash", d, "--nodes", "1")
-    assert code == 1 and "--engine events" in err
+    assert code == 1 and "--engine ticks" in err
+    code, _, err = run(capsys, "cluster", "create", tmp_path / "k", "--controllers", "1", "--combined", "1",
+                       "--release", "3.9", "--engine", "ticks")
+    assert code == 1 and "--combined" in err and not (tmp_path / "k").exists()
+
+
+def test_the_event_simulator_is_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cluster create --combined N` needs no --engine; the status shows what each node applied."""
+    d = tmp_path / "c"
+    out = ok(capsys, "cluster", "create", d, "--combined", "3", "--controllers", "0", "--brokers", "1",
+             "--release", "4.1")
+    assert "(event simulator, seed 0)" in out
+    st = _status(capsys, d)
+    assert st["engine"] == "events" and st["voters"] == [1, 2, 3]
+    assert [n["roles"] for n in st["nodes"]] == [["broker", "controller"]] * 3 + [["broker"]]
+    assert st["finalized"]["metadata.version"] == 27 and st["finalized_epoch"] is not None
+    for n in st["nodes"]:
+        assert n["applied_offset"] == n["finalized_epoch"] and n["applied_offset"] <= n["log_end_offset"] - 1
+        assert n["registration"]["broker"]["fenced"] is False
+        assert n["registration"]["broker"]["current_incarnation"]
+    assert [n["active_controller"] for n in st["nodes"]].count(True) == 1
+    ok(capsys, "cluster", "crash", d, "--nodes", str(st["leader"]))
+    ok(capsys, "cluster", "run", d, "--ms", "30000", "--until-stable")
+    assert _status(capsys, d)["leader"] not in (None, st["leader"])
 
 
 FEATURE_COMMANDS = [

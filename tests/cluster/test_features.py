@@ -224,10 +224,10 @@ def test_features_a_broker_or_controller_does_not_support(tmp_path: Path, capsys
     out = ok(capsys, "cluster", "roll", d, "--release", "4.0", "--nodes", "1")
     assert "No leader: 1 of 2 voter(s) running, 2 needed." in out
     st = status(capsys, d)
-    assert st["leader"] == 1 and st["epoch"] == 3  # each controller restart cost the quorum an epoch
+    assert st["leader"] in (1, 2) and st["epoch"] == 2  # the leader's restart cost the quorum an epoch
     _, out, _ = features(capsys, d, "upgrade", "--feature", "share.version=1")
-    assert out[0].endswith("Invalid update version 1 for feature share.version. Local controller 1 does not "
-                           "support this feature.")
+    assert out[0].endswith(f"Invalid update version 1 for feature share.version. Local controller {st['leader']} "
+                           "does not support this feature.")
 
 
 def test_a_static_voter_that_never_registered_blocks_updates(tmp_path: Path, capsys) -> None:
@@ -240,5 +240,5 @@ def test_a_static_voter_that_never_registered_blocks_updates(tmp_path: Path, cap
             "this controller only supports versions 1-14") in out
     assert status(capsys, d)["voters"] == [1, 2, 3]
     _, out, _ = features(capsys, d, "upgrade", "--feature", "metadata.version=19")
-    assert out == [f"Could not upgrade metadata.version to 19. {FAILED}Invalid update version 19 for feature "
+    assert out == ["Could not upgrade metadata.version to 19. Invalid update version 19 for feature "  # 3.x: no prefix
                    "metadata.version. controller 3 has not registered, and may not support this feature"]

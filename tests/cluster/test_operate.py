@@ -14,7 +14,7 @@ from kraftsim.image import load_path
 from kraftsim.sim.client_view import ClientView
 from kraftsim.sim.cluster import SimCluster
 from tests.cluster.conftest import (
-    FAILED, MV, assert_cluster_sound, cli, copy_of, create, data, describe, feature_records, node_dirs, ok, records,
+    MV, assert_cluster_sound, cli, copy_of, create, data, describe, feature_records, node_dirs, ok, records,
     run, status,
 )
 
@@ -35,11 +35,14 @@ def at_41(prototypes, tmp_path) -> Path:
 def test_roll_from_3_7_to_4_1_then_finalize_4_1(tmp_path: Path, capsys) -> None:
     d = tmp_path / "c"
     create(capsys, d, "--controllers", "3", "--brokers", "2", "--release", "3.7", "--seed", "2")
+    first = status(capsys, d)["leader"]
     out = ok(capsys, "cluster", "roll", d, "--release", "4.1")
     # One node at a time: the controllers (the active one last), then the brokers.
-    stops = [line.split()[2] for line in out.splitlines() if line.startswith("Stopping node")]
-    assert stops == ["2", "3", "1", "4", "5"]
-    assert "Node 2 is the active controller in epoch 2." in out
+    stops = [int(line.split()[2]) for line in out.splitlines() if line.startswith("Stopping node")]
+    order = [c for c in (1, 2, 3) if c != first] + [first]
+    assert stops == order + [4, 5]
+    # The active controller's stop costs an epoch; one of the others leads it.
+    assert any(f"Node {c} is the active controller in epoch 2." in out for c in order[:2])
     st = status(capsys, d)
     assert {n["release"] for n in st["nodes"]} == {"4.1"}
     assert st["finalized"] == {MV: 19}  # new software, same finalized levels
@@ -53,7 +56,7 @@ def test_roll_from_3_7_to_4_1_then_finalize_4_1(tmp_path: Path, capsys) -> None:
                                                   "in_controlled_shutdown": False, "current_incarnation": True,
                                                   "incarnation": str(regs[1].message.incarnation_id)}
     # Every controller registered again with the new software's ranges.
-    assert [e.message.controller_id for e in data(d / "node-1", "RegisterControllerRecord")][3:] == [2, 3, 1]
+    assert [e.message.controller_id for e in data(d / "node-1", "RegisterControllerRecord")][3:] == order
 
     out = ok(capsys, "features", "--cluster", d, "upgrade", "--release-version", "4.1")
     assert out.splitlines() == [
@@ -81,7 +84,8 @@ def test_a_broker_rolled_back_below_the_finalized_level_is_refused_and_stays_fen
     assert node["registration"]["broker"]["fenced"] and not node["registration"]["broker"]["current_incarnation"]
     assert node["note"] == REFUSED_27.format(id=3)
     # Its replica has the log (raft fetched it) but its software applies nothing past metadata.version 27.
-    assert node["log_end_offset"] == st["nodes"][0]["log_end_offset"]
+    # (replication is asynchronous: the leader's latest idle NoOpRecord may still be in flight)
+    assert st["nodes"][0]["log_end_offset"] - 1 <= node["log_end_offset"] > node["applied_offset"] + 1
     assert node["blocked"] == "finalized version 27 of metadata.version is outside the supported range 1-21"
     # The last records about broker 3: its controlled shutdown fenced it; nothing registered it again.
     about_3 = [e for e in records(at_41 / "node-1") if getattr(e.message, "broker_id", None) == 3]
@@ -169,8 +173,7 @@ def test_kip_778_unsafe_lossy_downgrade_writes_the_lossy_snapshot(tmp_path: Path
     code, out, _ = run(capsys, "features", "--cluster", d, "downgrade", "--metadata", "3.6-IV2", "--unsafe")
     assert code == 0
     lines = out.splitlines()
-    assert lines[:3] == [" `metadata` flag is deprecated and may be removed in a future release.",
-                         "metadata.version was downgraded to 14.",
+    assert lines[:2] == ["metadata.version was downgraded to 14.",  # 3.x's tool prints no --metadata notice
                          "[kip-778] The metadata.version is changing from 3.7-IV4 to 3.6-IV2."]
     assert "[kip-778] Loss report: 4 item(s) that 3.6-IV2 cannot hold were dropped:" in lines
     # in the image writer's order, which is Kafka's: brokers in HashMap order of their ids (4 before 3)
@@ -198,7 +201,7 @@ def test_without_the_policy_the_same_downgrade_is_refused(tmp_path: Path, capsys
     create(capsys, d, "--controllers", "1", "--release", "3.7")
     code, out, _ = run(capsys, "features", "--cluster", d, "downgrade", "--metadata", "3.6-IV2", "--unsafe")
     assert code == 1
-    assert out.splitlines()[-1] == (f"Could not downgrade metadata.version to 14. {FAILED}Invalid metadata.version "
+    assert out.splitlines()[-1] == ("Could not downgrade metadata.version to 14. Invalid metadata.version "  # 3.x: no prefix
                                     "14. Unsafe metadata downgrade is not supported in this version.")
     assert not list((d / "node-1" / "__cluster_metadata-0").glob("*.checkpoint"))
 

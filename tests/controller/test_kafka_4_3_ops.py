@@ -13,7 +13,7 @@ from kraftsim.controller.configs import AlterableConfig, AlterConfigsResource, I
 from kraftsim.controller.cordon import NOT_BEFORE_4_3_IV0
 from kraftsim.controller.result import accepted
 from kraftsim.protocol.primitives import Uuid
-from tests.controller.cluster_support import RuleCluster
+from tests.controller.cluster_support import CATALOG, RuleCluster
 from tests.controller.conftest import payload
 
 
@@ -84,13 +84,18 @@ def test_the_dynamic_config_needs_4_3_iv0(mv, ok):
     req = IncrementalAlterConfigsRequest((AlterConfigsResource(4, "1", (AlterableConfig("cordoned.log.dirs", 0, "*"),)),))
     r = incremental_alter_configs(c.ctx(), req)
     res = r.response.responses[0]
+    # Kafka's text (ConfigurationControlManager, 4.3.1 and 4.4.0 jars): INVALID_CONFIG (40)
+    kafka_text = ("The cordoned.log.dirs configuration value cannot be set because it requires "
+                  "metadata.version >= 4.3-IV0")
+    assert NOT_BEFORE_4_3_IV0 == kafka_text
     if ok:
         assert res.error_code == 0 and len(r.records) == 1
     else:
-        assert (res.error_code, res.error_message) == (40, NOT_BEFORE_4_3_IV0) and r.records == ()
-    # removing it is always allowed
+        assert (res.error_code, res.error_message) == (40, kafka_text) and r.records == ()
+    # removing it is refused alike below 4.3-IV0 (Kafka checks the name, not the value)
     rm = IncrementalAlterConfigsRequest((AlterConfigsResource(4, "1", (AlterableConfig("cordoned.log.dirs", 1),)),))
-    assert incremental_alter_configs(c.ctx(), rm).response.responses[0].error_code == 0
+    removed = incremental_alter_configs(c.ctx(), rm).response.responses[0]
+    assert (removed.error_code, removed.error_message) == ((0, None) if ok else (40, kafka_text))
 
 
 # ------------------------------------------------------------------------ controller unregistration
@@ -110,7 +115,9 @@ def test_controller_unregistration_texts_and_record():
         ("UnregisterControllerRecord", 0, 5)]
     assert sorted(c.image.cluster.controllers) == [6]
     again = unregister_controller(c.ctx(), 5)
-    assert (again.error.name, again.error.message) == ("BROKER_ID_NOT_REGISTERED", "Controller ID 5 is not currently registered.")
+    # Kafka 4.4.0's ControllerIdNotRegisteredException: Errors.CONTROLLER_ID_NOT_REGISTERED, code 136
+    assert (again.error.name, again.error.code, again.error.message) == (
+        "CONTROLLER_ID_NOT_REGISTERED", 136, "Controller ID 5 is not currently registered.")
 
 
 @pytest.mark.parametrize("mv", ["4.4-IV1", "4.3-IV0", "3.7-IV0"])
@@ -137,10 +144,32 @@ def test_cidr_host_patterns_need_4_4_iv1(mv, ok):
     if ok:
         assert codes == [(0, None)] * 3 and len(r.records) == 3
         assert r.records[0].message.host == "10.0.0.0/8"
-    else:
-        assert codes == [(42, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."),
+    else:  # Kafka 4.4.0: UnsupportedVersionException, UNSUPPORTED_VERSION (35)
+        assert codes == [(35, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."),
                          (0, None), (0, None)]
         assert [p.message.host for p in r.records] == ["10.1.2.3", "*"]
+
+
+def test_a_4_4_controller_checks_cidr_notation_and_empty_hosts():
+    c = RuleCluster("4.4-IV2")
+    hosts = ["10.0.0.0/33", "10.0.300.0/8", "not-a-net/8", "fd00::/8", "fd00::zz/8", ""]
+    r = create_acls(c.ctx(), CreateAclsRequest(tuple(acl(h) for h in hosts)))
+    assert [(x.error_code, x.error_message) for x in r.response.results] == [
+        (42, "Invalid CIDR notation '10.0.0.0/33': Value [33] not in range [0,32]"),
+        (42, "Invalid CIDR notation '10.0.300.0/8': Value [300] not in range [0,255]"),
+        (42, "Invalid CIDR notation 'not-a-net/8': Could not parse [not-a-net/8]"),
+        (0, None),
+        (42, "Invalid CIDR notation 'fd00::zz/8': Could not parse [fd00::zz/8]"),
+        (42, "Host pattern cannot be null or empty"),
+    ]
+    assert [p.message.host for p in r.records] == ["fd00::/8"]
+
+
+def test_a_4_3_controller_does_not_check_hosts():
+    # Before 4.4 validateNewAcl has no host check: "10.0.0.0/8" is a literal host name.
+    c = RuleCluster("4.3-IV0", catalog=CATALOG.at_release("4.3"))
+    r = create_acls(c.ctx(), CreateAclsRequest((acl("10.0.0.0/8"), acl("10.0.0.0/33"))))
+    assert [x.error_code for x in r.response.results] == [0, 0] and len(r.records) == 2
 
 
 # ------------------------------------------------------------------------ share.version 2 (§11.6)

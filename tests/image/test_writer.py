@@ -337,7 +337,7 @@ def bar_setup():
 def test_unmodelled_record_types_are_carried_and_reported_lost() -> None:
     cat, reg, bar = bar_setup()
     fl = reg["FeatureLevelRecord"]
-    recs = [Payload(fl, 0, fl.new(name="metadata.version", feature_level=37)),
+    recs = [Payload(fl, 0, fl.new(name="metadata.version", feature_level=38)),
             Payload(bar, 0, bar.new(bar_id=uid(1), value="x")), Payload(bar, 0, bar.new(bar_id=uid(2), value="y"))]
     d = MetadataDelta(MetadataImage(), cat)
     d.replay_all(recs)

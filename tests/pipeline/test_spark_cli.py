@@ -177,7 +177,7 @@ def test_local_mode_needs_no_spark(tmp_path: Path, capsys: pytest.CaptureFixture
 def test_bad_arguments_get_one_clear_line(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = run_cli(argv)
     _, err = capsys.readouterr()
-    assert code == 1
+    assert code == 2  # usage or invalid input
     assert err.startswith("kraftsim: error: ") and message in err and "Traceback" not in err
 
 

@@ -21,6 +21,7 @@ from kraftsim.pipeline.sweep import engine
 from kraftsim.pipeline.sweep.faults import inject, parse_faults, to_toml
 from kraftsim.pipeline.sweep.runs import parse_seeds, sweep_inputs
 from kraftsim.pipeline.sweep.summary import summary_text, wilson
+from kraftsim.pipeline.sweep.tasks import GUIDE, TAIL, guided_bins, run_cost
 from kraftsim.scenario import parse_scenario
 from kraftsim.scenario.suite import SUITE_DIR
 from tests.pipeline.conftest import run_cli
@@ -120,6 +121,35 @@ def test_wilson_contains_the_observed_rate(runs: int, data: st.DataObject) -> No
     assert 0 <= lo <= passes / runs <= hi <= 1
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(0.5, 500.0), min_size=1, max_size=300), st.integers(1, 8))
+def test_guided_bins_place_every_run_once_heaviest_first(weights: list[float], cores: int) -> None:
+    bins = guided_bins(weights, cores)
+    assert sorted(i for b in bins for i in b) == list(range(len(weights)))
+    assert all(b == sorted(b) for b in bins) and guided_bins(weights, cores) == bins
+    heaviest = [max(weights[i] for i in b) for b in bins]
+    lightest = [min(weights[i] for i in b) for b in bins]
+    assert all(lightest[k] >= heaviest[k + 1] for k in range(len(bins) - 1))  # heavy runs start first
+    smallest = sum(weights) / (TAIL * cores)
+    if len(bins) > 1:
+        assert sum(weights[i] for i in bins[-1]) >= smallest / 2  # no crumb of a last task
+    assert len(bins) <= 2 * GUIDE * cores + TAIL * cores
+
+
+def test_guided_bins_shrink_towards_the_end() -> None:
+    sizes = [len(b) for b in guided_bins([1.0] * 1000, 2)]
+    assert sizes[0] == 250 and sizes[:-1] == sorted(sizes[:-1], reverse=True)  # a quarter: half of a core's share
+    assert max(sizes[-3:]) <= 25 and len(sizes) <= 20  # small tasks at the end, few tasks in all
+
+
+def test_run_cost_counts_faulted_steps_and_partitions() -> None:
+    at_scale = tomllib.loads((SUITE_DIR / "snapshot-during-roll-at-scale.toml").read_text(encoding="utf-8"))
+    small = tomllib.loads((SUITE_DIR / "torn-tail.toml").read_text(encoding="utf-8"))
+    assert run_cost(at_scale, 0, "") > 100 * run_cost(small, 0, "")
+    faulted = max(range(20), key=lambda seed: run_cost(small, seed, "crash=0.5"))
+    assert run_cost(small, faulted, "crash=0.5") > run_cost(small, faulted, "")
+
+
 # --------------------------------------------------------------------------- in process
 
 
@@ -127,12 +157,13 @@ def test_sweep_in_process_twice_gives_the_same_table(tmp_path: Path, planted: Pa
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     args = ["spark", "sweep", str(planted), str(SUITE_DIR / "torn-tail.toml"), "--seeds", "0:2",
             "--faults", "crash=0.6,partition=0.3,loss=0.01", "--no-progress"]
-    assert run_cli([*args, "--out", str(tmp_path / "a")]) == 0
+    status = run_cli([*args, "--out", str(tmp_path / "a")])
     err = capsys.readouterr().err
     assert "running in this process, without Spark" in err
-    assert run_cli([*args, "--out", str(tmp_path / "b"), "--no-plots"]) == 0
+    assert run_cli([*args, "--out", str(tmp_path / "b"), "--no-plots"]) == status
     a = engine.read_table(tmp_path / "a" / engine.TABLE)
     b = engine.read_table(tmp_path / "b" / engine.TABLE)
+    assert status == (0 if all(r["verdict"] == "pass" for r in a.to_pylist()) else 1)
     assert a.schema.equals(schema("scenario_sweep"), check_metadata=True)
     assert a.num_rows == 6
     assert [(r["scenario"], r["seed"]) for r in a.to_pylist()] == sorted(
@@ -155,11 +186,12 @@ def test_planted_bug_fails_rows_whose_reproducers_fail_the_same_way(tmp_path: Pa
 
     out = tmp_path / "sweep"
     assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:7", "--faults", FAULTS, "--out", str(out),
-                    "--no-plots", "--no-progress"]) == 0
+                    "--no-plots", "--no-progress"]) == 1  # some runs failed: the table is written all the same
     rows = engine.read_table(out / engine.TABLE).to_pylist()
     failing = [r for r in rows if r["verdict"] == "fail"]
     assert failing and len(failing) < len(rows)
-    capsys.readouterr()
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last == f"sweep: {len(failing)} of {len(rows)} runs did not pass ({len(failing)} failed, 0 errors): exit status 1"
     for r in failing:
         assert "Timed out" in r["failure"] and "crash" in " ".join(r["fault_schedule"])
         path = engine.reproducer_path(out, r["scenario"], r["seed"])
@@ -172,6 +204,13 @@ def test_planted_bug_fails_rows_whose_reproducers_fail_the_same_way(tmp_path: Pa
     assert not any(engine.reproducer_path(out, r["scenario"], r["seed"]).exists() for r in passing)
     text = summary_text(engine.read_table(out / engine.TABLE), engine="local", elapsed_s=1.0)
     assert f"{len(failing)} x planted-short-admin-timeout: step N (create-topics): Timed out" in text
+
+
+def test_exit_status_is_0_when_every_run_passed(tmp_path: Path, planted: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:1", "--out", str(tmp_path / "s"),
+                    "--no-plots", "--no-progress"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == "sweep: all 2 runs passed"
 
 
 def test_an_unrelated_folder_is_not_replaced(tmp_path: Path, planted: Path) -> None:
@@ -189,8 +228,9 @@ def test_spark_sweep_matches_the_in_process_sweep(spark, tmp_path: Path, planted
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     local = engine.run_in_process(sweep_inputs([planted], range(0, 4), FAULTS)).table
     out = tmp_path / "sweep"
-    assert run_cli(["spark", "sweep", str(planted), "--seeds", "0:3", "--faults", FAULTS, "--out", str(out),
-                    "--spark", "--partitions", "2", "--no-plots", "--no-progress"]) == 0
+    status = run_cli(["spark", "sweep", str(planted), "--seeds", "0:3", "--faults", FAULTS, "--out", str(out),
+                      "--spark", "--partitions", "2", "--no-plots", "--no-progress"])
+    assert status == (0 if all(r["verdict"] == "pass" for r in local.to_pylist()) else 1)
     assert "on Spark local[2]" in capsys.readouterr().out
     assert _deterministic(engine.read_table(out / engine.TABLE)) == _deterministic(local)
     failing = [r for r in local.to_pylist() if r["verdict"] != "pass"]

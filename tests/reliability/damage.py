@@ -163,7 +163,7 @@ def build_log_dir(root: Path) -> Path:
     from kraftsim.cli.main import main  # the command, not a module path that may move
 
     with contextlib.redirect_stdout(io.StringIO()):
-        code = main(["snapshot", "create", str(directory), "--offset", str(snapshot_end), "-o", str(directory)])
+        code = main(["snapshot", "create", str(directory), "--at", str(snapshot_end), "-o", str(directory)])
     assert code == 0
     return directory
 

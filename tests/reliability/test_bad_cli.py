@@ -79,7 +79,8 @@ def bad_lines() -> list[list[str]]:
     for mv in BAD_MVS:
         lines += [["storage", "version-mapping", "--release-version", mv],
                   ["features", "version-mapping", "--release-version", mv],
-                  ["downgrade-report", "{dir}", "--to", mv],
+                  # The directory's own release (3.7, from its metadata.version) has level 3 (3.1-IV0); 4.0 has not.
+                  ["downgrade-report", "{dir}", "--to", mv] + (["--release", "4.0"] if mv == "3" else []),
                   ["snapshot", "create", "{dir}", "--offset", "19", "--metadata-version", mv, "-o", "{out}"],
                   ["cluster", "create", "{out}/c", "--controllers", "1", "--release", "3.7", "--release-version", mv],
                   ["storage", "format", "--cluster-id", "fdAdMZWDQ6OTF3IHmgy6Mg", "--dir", "{out}/f",

@@ -21,6 +21,7 @@ from typing import Callable, Iterator
 import pytest
 
 from kraftsim.cli.main import main
+from kraftsim.storage.view import iter_segment_batches
 from tests.conftest import ORACLE
 from tests.reliability import damage
 
@@ -107,11 +108,23 @@ def cases_for(source: str, d: Path, rng: random.Random) -> Iterator[Case]:
                 end, epoch = int(name[:20]), int(name[21:31])
                 yield Case(source, name, "renamed to another epoch",
                            _rename(name, f"{end:020d}-{epoch + 1:010d}.checkpoint"))
+                earlier = _earlier_batch_end(d, end, epoch)
+                if earlier is not None:  # every name check passes: only the log's replay tells
+                    yield Case(source, name, "renamed to an earlier batch end of its epoch",
+                               _rename(name, f"{earlier:020d}-{epoch:010d}.checkpoint"))
         else:
             base_name = int(name[:20])
             yield Case(source, name, "renamed to a higher offset", _rename(name, f"{base_name + 3:020d}.log"))
             if base_name > 0:
                 yield Case(source, name, "renamed to a lower offset", _rename(name, f"{base_name - 1:020d}.log"))
+
+
+def _earlier_batch_end(d: Path, end: int, epoch: int) -> int | None:
+    """The end of a log batch of `epoch` before `end`, seeded away from it, if the log has one."""
+    ends = [fb.batch.last_offset + 1 for fb in iter_segment_batches(d)
+            if fb.batch.partition_leader_epoch == epoch and fb.batch.last_offset + 1 < end] if any(
+        p.suffix == ".log" for p in d.iterdir()) else []
+    return ends[len(ends) // 2] if ends else None
 
 
 def sources(tmp: Path) -> dict[str, Path]:

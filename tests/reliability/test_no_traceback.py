@@ -96,7 +96,7 @@ def test_export_to_a_directory_is_refused_and_leaves_no_part(tmp_path: Path, seg
     target.mkdir()
     for extra in ([], ["--overwrite"]):
         code, _, err = run(capsys, "export", str(segment), "-o", str(target), *extra)
-        assert code == 1
+        assert code == 2  # invalid input
         assert one_line(err) == f"kraftsim: error: {target} is a directory: name the Parquet file to write"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
     assert not any(target.iterdir())

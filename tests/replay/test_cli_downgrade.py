@@ -30,7 +30,11 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
     assert r["kafka_loss_summaries"] == ["the online log directories of one or more brokers",
                                          "controller registration data",
                                          "the directory assignment state of one or more replicas"]
-    assert r["controller"] == "node 1 running Kafka 4.4.0"  # the newest release unless --release says otherwise
+    # The cluster's own release, from what controller 1's registration advertises, unless --release says otherwise.
+    assert r["controller"] == "node 1 running Kafka 4.2.0" and r["controller_release"] == "4.2.0"
+    assert r["controller_release_reason"].startswith("the cluster's release: controller 1's registration advertises "
+                                                     "exactly what Kafka 4.2.0 supports (")
+    assert "metadata.version 7-29" in r["controller_release_reason"]
     safe, unsafe = r["verdicts"]
     assert (safe["upgrade_type"], safe["accepted"]) == ("SAFE_DOWNGRADE", False)
     assert safe["error"] == "INVALID_UPDATE_VERSION"
@@ -45,9 +49,10 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
 
 
 def test_lossless_downgrade_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "downgrade-report", str(K42), "--to", "23")
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "23")
     assert code == 0
-    assert "data: nothing in this image would be lost (writer release 4.4.0)" in out
+    assert "data: nothing in this image would be lost (writer release 4.2.0)" in out
+    assert "controller: node 1 running Kafka 4.2.0 (the cluster's release: controller 1's registration" in out
     assert "  SAFE_DOWNGRADE: accepted" in out
     assert "    kafka-features --dry-run: metadata.version can be downgraded to 23." in out
 
@@ -77,8 +82,19 @@ def test_elr_fields_are_lost_below_their_version(capsys: pytest.CaptureFixture[s
     assert len(r["lost"]) == 51 and r["lost"][0]["entity"] == "topic __consumer_offsets partition 0"
 
 
+def test_a_target_the_clusters_own_release_does_not_know_is_refused_as_it_would_refuse_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A 3.6 cluster (no controller registrations: its brokers advertise metadata.version up
+    to 14) does not know 3.7-IV4, as Kafka 3.6's kafka-features does not."""
+    code, out, err = run(capsys, "downgrade-report", str(RJM), "--metadata", "3.7-IV4")
+    assert code == 2 and out == ""
+    assert "Unknown metadata.version '3.7-IV4'" in err
+    assert ("(the controller runs Kafka 3.6.2: the cluster's release: the registered nodes advertise "
+            "metadata.version up to 14; --release R to ask another release's controller)") in err
+
+
 def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "downgrade-report", str(RJM), "--to", "3.7-IV4", "--json")
+    code, out, _ = run(capsys, "downgrade-report", str(RJM), "--to", "3.7-IV4", "--release", "4.0", "--json")
     r = json.loads(out)
     assert code == 0 and r["direction"] == "upgrade"
     (verdict,) = r["verdicts"]

@@ -120,7 +120,6 @@ def test_snapshot_and_bootstrap_files(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize("argv,expected", [
     (["replay", "/no/such/dir"], "kraftsim: error: /no/such/dir: no such file or directory"),
     (["replay", str(RJM), "--at", "999999"], "offset 999999 is beyond the end of the log (17027)"),
-    (["replay", str(RJM), "--at", "-3"], "offset -3 is negative"),
     (["replay", str(RJM), "--snapshot", "7752"], "--snapshot 7752: expected latest, none or OFFSET-EPOCH"),
     (["replay", str(RJM), "--snapshot", "7752-9"], "no snapshot 00000000000000007752-0000000009.checkpoint"),
     (["replay", str(RJM / "meta.properties")], "not a metadata file"),
@@ -133,6 +132,13 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     assert code == 2
     assert out == ""
     assert len(err.strip().splitlines()) == 1 and expected in err and "Traceback" not in err
+
+
+def test_a_negative_offset_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "replay", str(RJM), "--at", "-3")
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert err.strip().splitlines()[-1].endswith("argument --at: expected an offset from 0 to 9223372036854775807, "
+                                                 "got '-3'")
 
 
 def test_an_unreadable_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -23,7 +23,7 @@ import pytest
 from kraftsim.image import image_summary
 from kraftsim.image import image_digest
 from kraftsim.image import load_path
-from kraftsim.image import snapshot_contents
+from kraftsim.image import config_entry_ranks, snapshot_contents
 from kraftsim.image import verify_directory, verify_replicas, verify_roundtrip
 from kraftsim.javacompat import hash_map_capacity, string_hash
 from kraftsim.storage import DamagedLog, read_snapshot, replay_clock
@@ -54,10 +54,13 @@ SNAPSHOT_SETS = {
 
 #: Sets whose config resources Kafka wrote in an order the log does not decide:
 #: ConfigResource.hashCode includes the identity hash of its ConfigResource.Type constant
-#: (a different one in every JVM run). TOPIC's is fitted to the snapshots here (any value
-#: with 31 * h = 250313 mod 2^23 orders their 55 resources' buckets as Kafka did).
-#: Resources in one bucket then keep their creation order, which an image does not keep.
+#: (a different one in every JVM run). Both 3.6 snapshots come from one process (the log has
+#: one LeaderChange, at offset 0, one broker registration and epoch 1 throughout), so
+#: TOPIC's is one constant; test_one_jvm_runs_type_hash_fitted_on_one_snapshot_predicts_the_other
+#: fits it on one snapshot (any value with 31 * h = 250313 mod 2^23 orders the 55 resources'
+#: buckets as Kafka did) and predicts the other.
 CONFIG_TYPE_HASHES = {"cp-kafka-3.6_rjmfernandes": {2: 415650071}}
+RJM = ORACLE / "cp-kafka-3.6_rjmfernandes" / "__cluster_metadata-0"
 
 
 def _has_whole_log(d: Path) -> bool:
@@ -230,52 +233,65 @@ def test_kraftsim_writes_kafkas_snapshot_from_the_log(snap: Path, offset: int, t
 
 
 def _assert_written_as_kafka_did(snap: Path, offset: int, kafka, type_hashes, out: Path) -> None:
-    """Our snapshot with Kafka's batch timestamps is Kafka's file; or, with config resources
-    in a JVM-run order, the same records in the same order but for that order."""
+    """Our snapshot with Kafka's batch timestamps is Kafka's file (for a JVM-run order of
+    config resources, given that run's type hashes: CONFIG_TYPE_HASHES)."""
     contents = snapshot_contents(snap.parent, offset, catalog=CATALOG, config_type_hashes=type_hashes)
     written = contents.write(out, time_ms=replay_clock(kafka.batch_timestamps), fsync=False)
-    if type_hashes is None:
-        assert written.read_bytes() == snap.read_bytes()
-        return
-    mine = read_snapshot(written, REGISTRY)
-    theirs, ours = list(kafka.payloads()), list(mine.payloads())
-    assert written.stat().st_size == snap.stat().st_size
-    assert [repr(p.message) for p in ours if p.record_type.name != "ConfigRecord"] == \
-           [repr(p.message) for p in theirs if p.record_type.name != "ConfigRecord"]
-    kafka_groups, our_groups = _config_groups(theirs), _config_groups(ours)
-    assert kafka_groups == our_groups  # the same resources, each with its keys in Kafka's order
-    # resources in Kafka's order of buckets, given the type hashes; within a bucket Kafka keeps
-    # the order the resources were created in (their first ConfigRecord in the log), which
-    # an image does not keep: ours are sorted by name there
-    buckets = _buckets(list(kafka_groups), type_hashes)
-    assert buckets == _buckets(list(our_groups), type_hashes)
-    created = {}
-    for e in log_records(snap.parent):
-        if e.offset < offset and e.record_type.name == "ConfigRecord":
-            created.setdefault((e.message.resource_type, e.message.resource_name), e.offset)
-    assert list(kafka_groups) == sorted(kafka_groups, key=lambda r: (_buckets([r], type_hashes, len(buckets))[0],
-                                                                     created[r]))
-    assert list(our_groups) == sorted(our_groups, key=lambda r: (_buckets([r], type_hashes, len(buckets))[0], r))
+    assert written.read_bytes() == snap.read_bytes()
 
 
-def _config_groups(payloads) -> dict:
-    groups: dict = {}
-    for p in payloads:
-        if p.record_type.name == "ConfigRecord":
-            groups.setdefault((p.message.resource_type, p.message.resource_name), []).append(
-                (p.message.name, p.message.value))
-    return groups
+def _config_resources(payloads) -> list[tuple[int, str]]:
+    """Config resources in the order their first ConfigRecord comes."""
+    return list(dict.fromkeys((p.message.resource_type, p.message.resource_name) for p in payloads
+                              if p.record_type.name == "ConfigRecord"))
 
 
-def _buckets(resources: list, type_hashes: dict, size: int | None = None) -> list[int]:
-    """HashMap buckets of ConfigResources (hashCode 31 * type + name) in the table of a map
-    of `size` of them (default: these)."""
-    cap = hash_map_capacity(len(resources) if size is None else size)
-    out = []
-    for rtype, name in resources:
-        h = (31 * type_hashes[rtype] + string_hash(name)) & 0xFFFFFFFF
-        out.append((h ^ (h >> 16)) & (cap - 1))
-    return out
+def _fit_topic_type_hashes(kafka_order: list[tuple[int, str]], ranks: dict) -> list[int]:
+    """Every value of 31 * TOPIC's identity hash, modulo 2^(16 + b) (the bits that reach a
+    bucket index of a 2^b-bucket table: h ^ h >>> 16), under which ordering the resources by
+    (HashMap bucket, entry rank) gives Kafka's order."""
+    import numpy as np
+
+    bits = hash_map_capacity(len(kafka_order)).bit_length() - 1
+    mask = (1 << bits) - 1
+    candidates = np.arange(1 << (16 + bits), dtype=np.uint64)
+
+    def buckets(name: str) -> np.ndarray:
+        h = (candidates + string_hash(name)) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & mask
+
+    for (_, a), (_, b) in zip(kafka_order, kafka_order[1:]):
+        ba, bb = buckets(a), buckets(b)
+        keep = (ba < bb) | ((ba == bb) & (ranks[2, a] < ranks[2, b]))
+        candidates = candidates[keep]
+    return [int(c) for c in candidates]
+
+
+def test_one_jvm_runs_type_hash_fitted_on_one_snapshot_predicts_the_other(tmp_path: Path) -> None:
+    """The identity hash of ConfigResource.Type.TOPIC is a per-process constant. Both 3.6
+    snapshots were written by one process (the log shows no restart of its one node): fitted
+    on the first snapshot's order of config resources, the hash predicts the second snapshot
+    byte for byte, and the default writer (no hashes) does not."""
+    entries = log_records(RJM)
+    assert [e.offset for e in entries if e.record_type.name == "LeaderChangeMessage"] == [0]
+    assert sum(e.record_type.name == "RegisterBrokerRecord" for e in entries) == 1
+    assert {e.epoch for e in entries} == {1}
+
+    first, second = (RJM / f"{o:020d}-0000000001.checkpoint" for o in (7752, 14926))
+    ranks = config_entry_ranks((e.record_type.name, e.message) for e in entries if e.offset < 7752 and not e.control)
+    fitted = _fit_topic_type_hashes(_config_resources(read_snapshot(first, REGISTRY).payloads()), ranks)
+    assert fitted and (31 * CONFIG_TYPE_HASHES["cp-kafka-3.6_rjmfernandes"][2]) % (1 << 23) in fitted
+    topic_hash = (fitted[0] * pow(31, -1, 1 << 32)) % (1 << 32)  # 31 * topic_hash = fitted[0] (mod 2^32)
+
+    kafka = read_snapshot(second, REGISTRY)
+    contents = snapshot_contents(RJM, 14926, catalog=CATALOG, config_type_hashes={2: topic_hash})
+    written = contents.write(tmp_path / "fitted", time_ms=replay_clock(kafka.batch_timestamps), fsync=False)
+    assert written.read_bytes() == second.read_bytes()
+    default = snapshot_contents(RJM, 14926, catalog=CATALOG).write(
+        tmp_path / "default", time_ms=replay_clock(kafka.batch_timestamps), fsync=False)
+    assert default.read_bytes() != second.read_bytes()
+    assert sorted(_config_resources(read_snapshot(default, REGISTRY).payloads())) == \
+        sorted(_config_resources(kafka.payloads()))
 
 
 def snap_epoch(p: Path) -> int:

@@ -371,7 +371,7 @@ metadata_version = "4.9-IV3"
     with_catalog.write_text('name = "h"\ncatalog = "cat.toml"\n' + body, encoding="utf-8")
     o = run_scenario(load_scenario(with_catalog))
     steps_ok(o)
-    assert o.result.passed and o.result.final.metadata_version.level == 37  # KIP-778's V4
+    assert o.result.passed and o.result.final.metadata_version.level == 38  # KIP-778's V4
     assert o.result.steps[2].loss_report is not None and o.result.steps[2].loss_report.lossless
 
 

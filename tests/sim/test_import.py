@@ -14,6 +14,7 @@ import pytest
 
 from kraftsim.image import image_digest, load_path
 from kraftsim.sim.importing import ImportRefused, import_cluster
+from kraftsim.sim.directory import simulation_status, simulation_status_lines
 from kraftsim.sim.node import node_directory
 from kraftsim.sim.saved import read_saved
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
@@ -56,8 +57,12 @@ class Expected:
         self.brokers: dict[int, int] = {}  # id -> max metadata.version of its latest registration
         self.controllers: set[int] = set()
         self.finalized: dict[str, int] = {}
+        qs = metadata_dir / "quorum-state"
+        #: The last epoch the node knew: its batches' leader epochs and its quorum-state's.
+        self.epoch = json.loads(qs.read_text())["leaderEpoch"] if qs.is_file() else 0
         with MetadataLog.open(metadata_dir, read_only=True) as log:
             assert log.log_start_offset == 0, "the expected values are read from a whole log"
+            self.epoch = max([self.epoch] + [fb.batch.partition_leader_epoch for fb in log.batches(0)])
             for e in log.entries(0, registry):
                 t = e.type_name
                 if t not in ("LEADER_CHANGE", "REGISTER_BROKER_RECORD", "UNREGISTER_BROKER_RECORD",
@@ -107,6 +112,10 @@ def test_import_matches_the_records(name: str, sources: list[Path], tmp_path: Pa
             assert got[i][1] == LINE_OF_MAX_MV[want.brokers[i]]
     summary = result.summary()
     assert summary["finalized"] == dict(sorted(want.finalized.items()))
+    epoch = max(Expected(s / METADATA_DIR_NAME).epoch for s in sources)
+    status = simulation_status(tmp_path / "c")  # the cluster as imported, before any node ran
+    assert (status["leader"], status["epoch"], summary["epoch"]) == (None, epoch, epoch)
+    assert f"no leader known to a majority (last epoch {epoch})" in simulation_status_lines(status)[1]
     assert all(n["release_from"].startswith("inferred") for n in summary["nodes"] if n["id"] in want.brokers)
     # every node starts from the state a replay of its source gives, at the offset where it ends
     for i in expected_ids:

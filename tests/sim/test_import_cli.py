@@ -11,6 +11,7 @@ import pytest
 
 from kraftsim.cli.main import main
 from kraftsim.image import load_path
+from kraftsim.protocol.batch import BatchSlice, split_batches
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from tests.image.helpers import REGISTRY, rec, uid
 from tests.paths import ORACLE
@@ -84,7 +85,7 @@ def test_damaged_log_stops_unless_up_to_damage(tmp_path: Path, capsys: pytest.Ca
     code, out, err = run(capsys, "--up-to-damage", "--json", str(real), str(tmp_path / "c"))
     assert code == 0, err
     summary = json.loads(out)
-    assert summary["partial"] is True and summary["end_offset"] == valid_end
+    assert (summary["partial"], summary["stopped_at_offset"], summary["end_offset"]) == (True, valid_end, valid_end)
     assert f"offset {valid_end}" in summary["damage"][0]
     assert seg.read_bytes() == before, "the source was repaired"
     node = load_path(tmp_path / "c" / "node-1" / METADATA_DIR_NAME)
@@ -140,3 +141,70 @@ def test_a_segment_or_bootstrap_alone_is_not_a_cluster(name: str, tmp_path: Path
     code, _, err = run(capsys, str(ORACLE / SET / name), str(tmp_path / "c"))
     _one_line_refusal(code, err, 2, "alone does not hold a cluster")
     assert not (tmp_path / "c").exists()
+
+
+def _split_in_two(real: Path) -> tuple[Path, list[tuple[int, int]]]:
+    """Cut the source's one segment into two at a batch in the middle (as Kafka rolls
+    segments); returns the first segment and the (position, base offset) of its batches."""
+    seg = real / METADATA_DIR_NAME / "00000000000000000000.log"
+    data = seg.read_bytes()
+    batches = [(s.position, s.base_offset) for s in split_batches(data) if isinstance(s, BatchSlice)]
+    pos, base = batches[len(batches) // 2]
+    seg.write_bytes(data[:pos])
+    (seg.parent / f"{base:020d}.log").write_bytes(data[pos:])
+    return seg, batches[:len(batches) // 2]
+
+
+@needs_oracle
+def test_damage_in_an_older_segment_stops_the_import_and_is_labelled_partial(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kafka's recovery checks only the last segment; a bad batch in an older one must still stop
+    the import (exit 1) or, with --up-to-damage, give a partial cluster that says where it stopped."""
+    real = _copy(tmp_path)
+    seg, first_half = _split_in_two(real)
+    pos, bad_offset = first_half[-2]
+    data = bytearray(seg.read_bytes())
+    data[pos + 70] ^= 0xFF  # inside the records: the batch's CRC no longer matches
+    seg.write_bytes(bytes(data))
+    code, out, err = run(capsys, str(real), str(tmp_path / "c"))
+    _one_line_refusal(code, err, 1, f"offset {bad_offset}", "--up-to-damage")
+    assert not (tmp_path / "c").exists()
+    code, out, err = run(capsys, "--up-to-damage", "--json", str(real), str(tmp_path / "c"))
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["partial"], summary["stopped_at_offset"], summary["end_offset"]) == (True, bad_offset, bad_offset)
+    assert f"offset {bad_offset}" in summary["damage"][0]
+    node = load_path(tmp_path / "c" / "node-1" / METADATA_DIR_NAME)
+    assert node.end_offset == bad_offset and node.partial is None, "the copy still holds the damage"
+    code, out, _ = run(capsys, "--up-to-damage", str(real), str(tmp_path / "d"))
+    assert f"PARTIAL: stopped at offset {bad_offset}" in out.splitlines()[0]
+
+
+@needs_oracle
+def test_missing_offsets_stop_the_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    real = _copy(tmp_path)
+    seg, first_half = _split_in_two(real)
+    pos, gap_from = first_half[-1]
+    seg.write_bytes(seg.read_bytes()[:pos])  # the last batch of the first segment is gone: a gap
+    code, _, err = run(capsys, str(real), str(tmp_path / "c"))
+    _one_line_refusal(code, err, 1, f"offsets {gap_from}..", "missing")
+    code, out, err = run(capsys, "--up-to-damage", "--json", str(real), str(tmp_path / "c"))
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["partial"], summary["stopped_at_offset"]) == (True, gap_from)
+
+
+@needs_oracle
+def test_a_torn_last_batch_is_recovery_not_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of a running node's log may end in half a batch; Kafka's recovery cuts it, and so
+    does the import, saying so in a note (the result is not partial)."""
+    real = _copy(tmp_path)
+    seg = real / METADATA_DIR_NAME / "00000000000000000000.log"
+    last_pos, last_base = [(s.position, s.base_offset) for s in split_batches(seg.read_bytes())
+                           if isinstance(s, BatchSlice)][-1]
+    seg.write_bytes(seg.read_bytes()[:last_pos + 30])
+    code, out, err = run(capsys, "--json", str(real), str(tmp_path / "c"))
+    assert code == 0, err
+    summary = json.loads(out)
+    assert (summary["partial"], summary["stopped_at_offset"], summary["end_offset"]) == (False, None, last_base)
+    assert any("torn last batch" in n for n in summary["notes"])

@@ -80,4 +80,4 @@ def test_from_with_a_hypothetical_catalog(tmp_path: Path) -> None:
     (tmp_path / "h.toml").write_text(text, encoding="utf-8")
     result = run_scenario(load_scenario(tmp_path / "h.toml")).result
     assert result.passed, [s for s in result.steps if not s.ok]
-    assert result.final.metadata_version.level == 37
+    assert result.final.metadata_version.level == 38

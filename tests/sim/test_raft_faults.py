@@ -156,3 +156,26 @@ def test_every_invariant_after_every_event() -> None:
         _caught_up(sim)
 
     over_seeds(scenario, seeds=range(3), brokers=1)
+
+
+def test_check_quorum_and_pre_vote_are_release_policies(tmp_path) -> None:
+    """The raft gates are catalog data: a hypothetical release that inherits 4.4 but turns
+    pre-vote and check-quorum off elects without pre-votes, and a leader cut off from every
+    voter does not resign (as before 3.7)."""
+    catalog = tmp_path / "next.toml"
+    catalog.write_text('[[releases]]\nname = "4.9.0"\ninherits = "4.4"\nlatest_production = "4.4-IV2"\n'
+                       'policies = { raft_check_quorum = "off", raft_pre_vote = "off" }\n')
+    for release, pre_votes, resigns in (("4.4", True, True), ("4.9", False, False)):
+        events: list = []
+        sim = Simulation.create(tmp_path / release, controllers=3, release=release, seed=5, durable=False,
+                                catalog=str(catalog), on_event=events.append)
+        leader = sim.leader()
+        sim.partition([[leader]])
+        sim.run(6_000)
+        phases = {e.details.get("phase") for e in events if e.kind == "election"}
+        assert ("pre-vote" in phases) is pre_votes, release
+        assert any(e.kind == "resign" and e.node == leader for e in events) is resigns, release
+        sim.heal()
+        sim.wait(30_000)
+        assert all(r.ok for r in sim.invariants())
+        sim.close()

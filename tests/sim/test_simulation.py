@@ -185,11 +185,22 @@ def test_an_image_that_drifts_from_its_log_is_caught() -> None:
                 return
             original(self, batches, **kw)
 
+        original_adopt = MetadataLoader.adopt
+
+        def lossy_adopt(self, delta, image, manifest, **kw):  # type: ignore[no-untyped-def]
+            # (nodes share the images of commits they apply alike: node 4 drops the shared one too)
+            if self is node.loader and len(image.topics) > len(self.image.topics):
+                self._last_offset = manifest.provenance.last_contained_offset
+                return
+            original_adopt(self, delta, image, manifest, **kw)
+
         MetadataLoader.handle_commit = lossy  # type: ignore[method-assign]
+        MetadataLoader.adopt = lossy_adopt  # type: ignore[method-assign]
         try:
             sim.create_topics(1, 1)
         finally:
             MetadataLoader.handle_commit = original  # type: ignore[method-assign]
+            MetadataLoader.adopt = original_adopt  # type: ignore[method-assign]
         bad = failed(sim)
         sim.close()
     assert [r.name for r in bad] == ["ImageMatchesLog"]
@@ -205,6 +216,7 @@ def test_combined_nodes_and_kip_778_downgrade() -> None:
         sim.crash([sim.leader()])
         sim.wait(30_000)
         sim.start("all")
+        sim.wait(30_000)  # node 1 caught up: a loader catching up applies the change inside one delta
         lines = sim.features("downgrade", metadata="3.9", unsafe=True)
         assert "metadata.version was downgraded to 21." in lines
         assert {r.node_id for r in sim.mv_changes()} == {1, 2, 3, 4}

@@ -46,11 +46,8 @@ def test_default_release_line_and_release_3_9(tmp_path: Path, capsys: pytest.Cap
     code, out, _ = run_format(capsys, config_for(tmp_path / "b"), "--release", "3.9")
     assert code == 0
     assert levels(tmp_path / "b" / "data") == {"metadata.version": 21}
-    assert out.splitlines() == [
-        "Bootstrap metadata: BootstrapMetadata(records=[ApiMessageAndVersion(FeatureLevelRecord("
-        "name='metadata.version', featureLevel=21) at version 0)], metadataVersionLevel=21, source=format command)",
-        f"Formatting metadata directory {tmp_path / 'b' / 'data'} with metadata.version 3.9-IV0.",
-    ]
+    # 3.9's tool prints no 'Bootstrap metadata:' line (that came in 4.2).
+    assert out.splitlines() == [f"Formatting metadata directory {tmp_path / 'b' / 'data'} with metadata.version 3.9-IV0."]
 
 
 def test_the_kafka_4_2_output_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,7 +18,7 @@ from kraftsim.storage import FormatterError
 from kraftsim.versions import default_catalog
 from tests.storage_tool.conftest import CLUSTER_ID, config_for, run, run_format
 
-ALL_MVS = ", ".join(mv.version for mv in default_catalog().metadata_versions)
+ALL_MVS = ", ".join(mv.version for mv in default_catalog().metadata_versions if mv.production)
 FEATURES = "eligible.leader.replicas.version, group.version, kraft.version, share.version, streams.version, transaction.version"
 KRAFT0 = ("Cannot set kraft.version to 0 if controller.quorum.voters is empty and one of the flags --standalone, "
           "--initial-controllers, or --no-initial-controllers is used. For dynamic controllers support, try "
@@ -87,7 +87,7 @@ CASES = [
      ["-r", "3.9", "-f", "metadata.version=21", "-f", "foo.version=1"],
      "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."),
     ("unknown metadata.version level", {}, False, ["-f", "metadata.version=99"],
-     "No MetadataVersion with feature level 99. Valid feature levels are from 7 to 33."),
+     "No MetadataVersion with feature level 99. Valid feature levels are from 7 to 34."),
     # feature levels
     ("unknown feature", {}, False, ["-f", "foo.version=1"],
      f"Unsupported feature: foo.version. Supported features are: {FEATURES}"),
@@ -151,9 +151,9 @@ def test_format_error(overrides: dict, dynamic: bool, flags: list[str], expected
 
 
 def test_unstable_metadata_version_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    # The KIP-778 example catalog has 4.9-IV4 (38) as a level that is not yet production ready.
+    # The KIP-778 example catalog has 4.9-IV4 (39) as a level that is not yet production ready.
     config = config_for(tmp_path)
-    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-f", "metadata.version=38")
+    code, _, err = run_format(capsys, config, "--catalog", KIP778, "-f", "metadata.version=39")
     assert (code, err) == (1, "metadata.version 4.9-IV4 is not yet stable.\n")
     # --release-version does not even find it without unstable.feature.versions.enable
     code, _, err = run_format(capsys, config, "--catalog", KIP778, "-r", "4.9-IV4")

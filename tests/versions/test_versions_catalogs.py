@@ -31,20 +31,20 @@ def test_kip778_versions(kip778):
     assert not {mv.version for mv in kip778.metadata_versions[-5:]} & set(real)
     assert kip778.latest_production.version == "4.9-IV3" and kip778.latest_testing.version == "4.9-IV4"
     assert kip778.mv_from_string("4.9").version == "4.9-IV3"
-    assert kip778.mv_from_string("4.9-IV4", unstable=True).level == 38
-    assert kip778.at_release("4.4").latest_testing.level == 33  # the real releases are unchanged
+    assert kip778.mv_from_string("4.9-IV4", unstable=True).level == 39
+    assert kip778.at_release("4.4").latest_testing.level == 34  # the real releases are unchanged
     assert kip778.at_release("4.2").latest_testing.level == 30
 
 
 def test_kip778_bar_record_and_lossiness(kip778):
-    v1, v2, v3, v4, v5 = range(34, 39)
+    v1, v2, v3, v4, v5 = range(35, 40)
     assert "BarRecord" not in kip778.record_types(v3)
     assert "BarRecord" in kip778.record_types(v4)
     assert kip778.supports("bar", v4) and not kip778.supports("bar", v3)
     assert not kip778.is_lossy(v5, v4)
     assert kip778.is_lossy(v5, v3) and kip778.is_lossy(v4, v3)
     assert not kip778.is_lossy(v3, v1)
-    assert not kip778.is_lossy(v3, 33)  # V1..V3 only change the protocol
+    assert not kip778.is_lossy(v3, 34)  # V1..V3 only change the protocol
     assert kip778.is_lossy(v1, 32)  # the real 4.4-IV2 below them did change metadata
     assert kip778.safe_downgrade_floor(v5).level == v4
     losses = kip778.downgrade_losses(v5, v3)
@@ -60,10 +60,10 @@ def test_kip778_record_schema_folder(kip778):
 
 
 def test_kip778_features(kip778):
-    assert kip778.default_level("bar.version", 37) == 0
-    assert kip778.default_level("bar.version", 38) == 1
-    assert kip778.default_level("group.version", 38) == 2
-    assert kip778.dependencies("bar.version", 1) == {"metadata.version": 37}
+    assert kip778.default_level("bar.version", 38) == 0
+    assert kip778.default_level("bar.version", 39) == 1
+    assert kip778.default_level("group.version", 39) == 2
+    assert kip778.dependencies("bar.version", 1) == {"metadata.version": 38}
     assert kip778.feature("test.feature.version").latest_production == 1  # LATEST_PRODUCTION != latestTesting
     assert kip778.supported_features()["group.version"] == (0, 1)
     assert kip778.supported_features(unstable=True)["group.version"] == (0, 2)
@@ -86,7 +86,7 @@ latest_production = "4.4-IV2"
 """
 MV_NEXT = """
 [[metadata_versions]]
-level = 34
+level = 35
 version = "4.9-IV0"
 metadata_changed = false
 """
@@ -171,12 +171,12 @@ def test_rule_6_default_mv_dependency_behind_bootstrap():
 @pytest.mark.parametrize(
     "text,rule",
     [
-        ("[[metadata_versions]]\nlevel = 34\nversion = \"4.9-IV0\"\nmetadata_changed = false\n[records.Bar]\nsince = 34\n", "metadata-change-flag"),
-        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.9-IV0\"\nmetadata_changed = true\n", "mv-table"),
-        ("[[metadata_versions]]\nlevel = 34\nversion = \"4.9\"\nmetadata_changed = true\n", "mv-table"),
-        ("[[metadata_versions]]\nlevel = 34\nversion = \"4.1-IV9\"\nmetadata_changed = true\n", "mv-table"),
-        ("[[metadata_versions]]\nlevel = 34\nversion = \"4.3-IV0\"\nmetadata_changed = true\n", "mv-table"),
-        ("[[metadata_versions]]\nlevel = 34\nversion = \"4.9-IV0\"\nmetadata_changd = true\n", "schema"),
+        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.9-IV0\"\nmetadata_changed = false\n[records.Bar]\nsince = 35\n", "metadata-change-flag"),
+        ("[[metadata_versions]]\nlevel = 36\nversion = \"4.9-IV0\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.9\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.1-IV9\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.3-IV0\"\nmetadata_changed = true\n", "mv-table"),
+        ("[[metadata_versions]]\nlevel = 35\nversion = \"4.9-IV0\"\nmetadata_changd = true\n", "schema"),
         ("[[features]]\nname = \"group.version\"\nlevels = [{ level = 0, bootstrap = 7 }]\n", "duplicate"),
         ("[capabilities.scram]\nsince = 11\n", "duplicate"),
         ("[records.TopicRecord]\nsince = 8\n", "duplicate"),

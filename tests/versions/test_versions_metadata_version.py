@@ -9,7 +9,7 @@ from tests.versions.versions_facts import (
 )
 
 CAT = default_catalog()
-LEVELS_44 = list(range(7, 34))
+LEVELS_44 = list(range(7, 35))  # 34 (4.5-IV0): 4.4.0's testing placeholder
 
 
 def test_every_level_matches_the_fact_table():
@@ -25,8 +25,8 @@ def test_release_string_is_the_prefix():
 def test_default_line_is_4_4_0_and_every_level_7_to_33_is_production():
     assert CAT.release.name == "4.4.0"
     assert [mv.level for mv in CAT.metadata_versions] == LEVELS_44
-    assert all(mv.production for mv in CAT.metadata_versions)
-    assert (CAT.minimum.level, CAT.latest_production.level, CAT.latest_testing.level) == (7, 33, 33)
+    assert [mv.level for mv in CAT.metadata_versions if not mv.production] == [34]
+    assert (CAT.minimum.level, CAT.latest_production.level, CAT.latest_testing.level) == (7, 33, 34)
 
 
 @pytest.mark.parametrize("line,top", sorted(LATEST_TESTING.items()))
@@ -38,12 +38,13 @@ def test_each_line_knows_up_to_its_latest_testing_level(line, top):
 
 @pytest.mark.parametrize("line", sorted(PLACEHOLDER_FLAGS))
 def test_placeholder_flags_belong_to_the_release(line):
-    # §11.6: 4.2.0 lists 4.3-IV0 with didMetadataChange false; from 4.3 on it is true.
+    # §11.6 and the jars: 4.2.0 lists 4.3-IV0 with didMetadataChange false (true from 4.3 on);
+    # 3.7-3.9 list their placeholders as true, which their own lines later made false.
     view = CAT.at_release(line)
     for level, flag in PLACEHOLDER_FLAGS[line].items():
         assert view.metadata_version(level).metadata_changed is flag
-    assert view.is_lossy(30, 29) is PLACEHOLDER_FLAGS[line][30]
-    assert CAT.is_lossy(30, 29)
+        assert view.is_lossy(level, level - 1) is flag
+    assert CAT.is_lossy(30, 29) and not CAT.is_lossy(20, 19) and not CAT.is_lossy(22, 21)
 
 
 @pytest.mark.parametrize("release,latest", sorted(LATEST_PRODUCTION.items()))
@@ -74,7 +75,7 @@ def test_parse_format_identity_for_every_string():
 
 
 def test_unknown_version_string_error_lists_production_versions():
-    listing = ", ".join(VERSION[lvl] for lvl in LEVELS_44)
+    listing = ", ".join(VERSION[lvl] for lvl in LEVELS_44 if lvl <= LATEST_PRODUCTION["4.4"])
     with pytest.raises(UnknownMetadataVersion) as exc:
         CAT.mv_from_string("3.2")
     assert str(exc.value) == f"Unknown metadata.version '3.2'. Supported metadata.version are: {listing}"
@@ -84,9 +85,12 @@ def test_unknown_version_string_error_lists_production_versions():
 
 
 def test_older_line_does_not_know_newer_versions():
-    line = CAT.at_release("4.1")
+    line = CAT.at_release("4.1")  # lists 4.2-IV0 and 4.2-IV1 as placeholders, nothing later
     with pytest.raises(UnknownMetadataVersion) as exc:
-        line.mv_from_string("4.2-IV0", unstable=True)
+        line.mv_from_string("4.3-IV0", unstable=True)
+    assert str(exc.value).endswith(", 4.1-IV0, 4.1-IV1, 4.2-IV0, 4.2-IV1")
+    with pytest.raises(UnknownMetadataVersion) as exc:
+        line.mv_from_string("4.2-IV0")
     assert str(exc.value).endswith(", 4.1-IV0, 4.1-IV1")
     assert "3.3-IV0" in CAT.at_release("3.9").versions_string(1, 21)
 
@@ -104,11 +108,11 @@ def test_unstable_versions_need_the_switch():
     assert str(exc.value).endswith("4.3-IV0, 4.4-IV0")
 
 
-@pytest.mark.parametrize("level", [0, 6, 34, -1])
+@pytest.mark.parametrize("level", [0, 6, 35, -1])
 def test_unknown_feature_level(level):
     with pytest.raises(UnknownMetadataVersion) as exc:
         CAT.mv_from_level(level)
-    assert str(exc.value) == f"No MetadataVersion with feature level {level}. Valid feature levels are from 7 to 33."
+    assert str(exc.value) == f"No MetadataVersion with feature level {level}. Valid feature levels are from 7 to 34."
 
 
 def test_previous_and_compare():
@@ -151,7 +155,7 @@ def test_floor_below_4x_minimum():
     assert [line.safe_downgrade_floor(x).level for x in range(1, 8)] == [1, 1, 3, 3, 5, 6, 7]
 
 
-@pytest.mark.parametrize("release", ["4.2.0", "4.3.0", "4.3.1", "4.4.0"])
+@pytest.mark.parametrize("release", ["3.7.2", "3.8.1", "3.9.1", "4.0.1", "4.1.1", "4.2.0", "4.3.0", "4.3.1", "4.4.0"])
 def test_is_lossy_per_release_follows_that_release_flags(release):
     # §11.6: the flags are the release's own (4.2.0 lists 4.3-IV0 as a placeholder that changed nothing).
     line = CAT.at_release(release)

@@ -50,7 +50,9 @@ def test_unstable_ranges():
     # 4.1 knew streams.version 1 only as a testing level.
     assert CAT.at_release("4.1").supported_features(unstable=True)["streams.version"] == (0, 1)
     assert "streams.version" not in CAT.at_release("4.1").supported_features()
-    assert CAT.supported_features(unstable=True) == CAT.supported_features()
+    # 4.4.0 advertises up to 4.4-IV2, and its placeholder 4.5-IV0 only with unstable versions.
+    assert CAT.supported_features()["metadata.version"] == (7, 33)
+    assert CAT.supported_features(unstable=True) == {**CAT.supported_features(), "metadata.version": (7, 34)}
 
 
 @pytest.mark.parametrize("release", sorted(POLICIES))
@@ -118,7 +120,7 @@ def test_a_release_flag_that_contradicts_its_gates_is_refused():
     assert exc.value.rule == "metadata-change-flag" and "release 4.4.1 gives it metadata_changed = false" in str(exc.value)
 
 
-def test_open_facts_of_4_4_0_are_marked_in_the_data():
-    # The conformance run of the released jars decides these; until then the catalog says so.
-    assert CAT.find_release("4.4.0").unconfirmed == ("published", "latest_production")
-    assert all(not r.unconfirmed for r in CAT.releases if r.name != "4.4.0")
+def test_no_shipped_release_has_open_facts():
+    # The released 4.4.0 jar settled its publication and LATEST_PRODUCTION (4.4-IV2).
+    assert all(not r.unconfirmed for r in CAT.releases)
+    assert CAT.find_release("4.4.0").latest_production == 33

@@ -34,7 +34,7 @@ def test_version_mapping_unknown():
         version_mapping(CAT, "2.8")
     assert str(exc.value) == (
         "Unknown metadata.version '2.8'. Supported metadata.version are: "
-        + ", ".join(VERSION[lvl] for lvl in range(7, 34))
+        + ", ".join(VERSION[lvl] for lvl in range(7, 35))  # up to the testing placeholder, as Kafka 4.4.0 lists them
     )
 
 
@@ -78,7 +78,12 @@ def test_feature_dependencies_metadata_version_and_several_args():
         "    metadata.version=23 (4.0-IV1)",
     ]
     with pytest.raises(ToolFailure) as exc:
-        feature_dependencies(CAT, ["metadata.version=34"])
+        feature_dependencies(CAT, ["metadata.version=35"])
+    assert str(exc.value) == "Unknown metadata.version 35"
+    # 4.4.0 knows its placeholder 4.5-IV0; 4.3 does not.
+    assert feature_dependencies(CAT, ["metadata.version=34"]) == ["metadata.version=34 (4.5-IV0) has no dependencies."]
+    with pytest.raises(ToolFailure) as exc:
+        feature_dependencies(CAT.at_release("4.3"), ["metadata.version=34"])
     assert str(exc.value) == "Unknown metadata.version 34"
     assert feature_dependencies(CAT, ["metadata.version=33"]) == ["metadata.version=33 (4.4-IV2) has no dependencies."]
     with pytest.raises(ToolFailure) as exc:

@@ -40,18 +40,24 @@ MV_TABLE = [
     (31, "4.4-IV0", False),
     (32, "4.4-IV1", True),
     (33, "4.4-IV2", True),
+    # Released 4.4.0's jar: the 4.5 line's placeholder.
+    (34, "4.5-IV0", False),
 ]
 CHANGED = {level: changed for level, _, changed in MV_TABLE}
 VERSION = {level: version for level, version, _ in MV_TABLE}
 
-# The issue: LATEST_PRODUCTION level of each release line; §11.1 for 4.3 and 4.4 (4.4.0's is
-# unconfirmed: trunk's 4.4-IV2 until the released jar says otherwise).
+# The issue: LATEST_PRODUCTION level of each release line; §11.1 for 4.3 and 4.4 (4.4.0's
+# read from its released jar: 4.4-IV2).
 LATEST_PRODUCTION = {"3.3": 7, "3.4": 8, "3.5": 11, "3.6": 14, "3.7": 19, "3.8": 20, "3.9": 21, "4.0": 25, "4.1": 27, "4.2": 29,
                      "4.3": 30, "4.4": 33}
-# §11.6: the highest level each line's code lists (the next line's placeholder from 4.2 on),
-# and the flag 4.2.0 still gave level 30.
-LATEST_TESTING = {**LATEST_PRODUCTION, "4.2": 30, "4.3": 31, "4.4": 33}
-PLACEHOLDER_FLAGS = {"4.2": {30: False}, "4.3": {30: True, 31: False}}
+# The highest level each line's code lists: the next line's first level(s) as placeholders
+# from 3.7 on (read from the released jars' MetadataVersion enums: 3.7.2, 3.8.1, 3.9.1, 4.0.2,
+# 4.1.2, 4.2.0, 4.3.1, 4.4.0), and the didMetadataChange flags each gave its placeholders.
+LATEST_TESTING = {**LATEST_PRODUCTION, "3.7": 20, "3.8": 21, "3.9": 23, "4.0": 26, "4.1": 29, "4.2": 30, "4.3": 31,
+                  "4.4": 34}
+PLACEHOLDER_FLAGS = {"3.7": {20: True}, "3.8": {21: True}, "3.9": {22: True, 23: False}, "4.0": {26: False},
+                     "4.1": {28: False, 29: False}, "4.2": {30: False}, "4.3": {30: True, 31: False},
+                     "4.4": {30: True, 34: False}}
 
 # Every release as Kafka names it, oldest first (patch releases published per line).
 RELEASES = [
@@ -140,8 +146,8 @@ FEATURES = {
     "eligible.leader.replicas.version": ({0: ("3.3-IV3", {}), 1: ("4.1-IV0", {"metadata.version": 23})}, 1, 1, 0),
     "share.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV0", {}), 2: ("4.4-IV0", {})}, 2, 2, 0),
     "streams.version": ({0: ("3.3-IV3", {}), 1: ("4.2-IV1", {})}, 1, 1, 0),
-    # TEST_2 is production when LATEST_PRODUCTION == latestTesting, as at the 4.4 release.
-    "test.feature.version": ({0: ("3.3-IV3", {}), 1: ("3.7-IV0", {}), 2: ("4.4-IV2", {"metadata.version": 33})}, 2, 2, 0),
+    # TEST_2 follows latestTesting: 4.4.0's placeholder 4.5-IV0 (34), so it is not production.
+    "test.feature.version": ({0: ("3.3-IV3", {}), 1: ("3.7-IV0", {}), 2: ("4.5-IV0", {"metadata.version": 34})}, 1, 2, 0),
 }
 PRODUCTION_FEATURES = [
     "kraft.version",
@@ -153,7 +159,7 @@ PRODUCTION_FEATURES = [
 ]
 
 # §2.3 default levels at the 4.4 release: (first level, last level) -> (kraft, transaction, group,
-# ELR, share, streams, test). TEST_2 follows the line's latest testing level (33 on 4.4, 29 in §2.3).
+# ELR, share, streams, test). TEST_2 follows the line's latest testing level (34 on 4.4, 29 in §2.3).
 DEFAULTS = [
     ((7, 14), (0, 0, 0, 0, 0, 0, 0)),
     ((15, 20), (0, 0, 0, 0, 0, 0, 1)),
@@ -163,8 +169,8 @@ DEFAULTS = [
     ((26, 27), (1, 2, 1, 1, 0, 0, 1)),
     ((28, 28), (1, 2, 1, 1, 1, 0, 1)),
     ((29, 30), (1, 2, 1, 1, 1, 1, 1)),
-    ((31, 32), (1, 2, 1, 1, 2, 1, 1)),
-    ((33, 33), (1, 2, 1, 1, 2, 1, 2)),
+    ((31, 33), (1, 2, 1, 1, 2, 1, 1)),
+    ((34, 34), (1, 2, 1, 1, 2, 1, 2)),
 ]
 DEFAULT_FEATURE_ORDER = [*PRODUCTION_FEATURES, "test.feature.version"]
 

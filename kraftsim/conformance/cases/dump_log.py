@@ -35,7 +35,7 @@ def _pair(ctx: ReleaseContext, label: str, path: Path, before: tuple = ()) -> It
         return diffs + compare_payloads(dump_log_payloads(kafka.stdout), json_dump_payloads(ours.stdout), path.name)
 
     def text(runs: list[ToolRun]) -> list[str]:
-        return compare_runs(runs[-1], ctx.kraftsim(["log", "dump", str(path)]))
+        return compare_runs(runs[-1], ctx.kraftsim(["log", "dump", "--release", ctx.line, str(path)]))
 
     yield Case(f"{GROUP}/{label}/payloads", (*before, dump), payloads)
     yield Case(f"{GROUP}/{label}/text", (*before, dump), text)

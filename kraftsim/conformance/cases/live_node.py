@@ -71,8 +71,10 @@ class Session:
                              extra_config=f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n")
         self.ctx.cleanups.append(self.node.stop)
         self.sim_dir = work / "sim"
-        sim = self.ctx.kraftsim(["cluster", "create", str(self.sim_dir), "--controllers", "1", "--brokers", "1",
-                                 "--release", self.ctx.line, "--seed", "0"])
+        # The same topology as the Kafka node (one combined node), on the event simulator,
+        # which is the one `kraftsim topics` runs on.
+        sim = self.ctx.kraftsim(["cluster", "create", str(self.sim_dir), "--engine", "events", "--controllers", "0",
+                                 "--brokers", "0", "--combined", "1", "--release", self.ctx.line, "--seed", "0"])
         try:
             self.node.format()
             self.node.start()

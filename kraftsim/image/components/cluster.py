@@ -8,7 +8,7 @@ equality, hashing, digests and diffs treat both lists as sets.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 import msgspec
 
@@ -40,7 +40,7 @@ def uuid_order(u: Uuid) -> tuple[int, int]:
     return u.msb, u.lsb
 
 
-def sorted_dirs(dirs: Any) -> tuple[Uuid, ...]:
+def sorted_dirs(dirs: Iterable[bytes] | None) -> tuple[Uuid, ...]:
     """Log directories as BrokerRegistration keeps them: sorted by Uuid.compareTo, interned."""
     if not dirs:
         return intern.EMPTY
@@ -51,13 +51,15 @@ def sorted_dirs(dirs: Any) -> tuple[Uuid, ...]:
 SET_FIELDS = ("listeners", "supported_features")
 
 
-def canonical_lists(reg: Any) -> tuple[tuple, tuple]:
+def canonical_lists(
+    reg: BrokerRegistration | ControllerRegistration,
+) -> tuple[tuple[tuple[str, str, int, int], ...], tuple[tuple[str, int, int], ...]]:
     """Listener and feature lists as sets: their order is Java hash-map order, not metadata."""
     return (tuple(sorted((e.name, e.host, e.port, e.security_protocol) for e in reg.listeners)),
             tuple(sorted((f.name, f.min_version, f.max_version) for f in reg.supported_features)))
 
 
-def _registration_eq(a: Any, b: Any) -> bool:
+def _registration_eq(a: BrokerRegistration | ControllerRegistration, b: object) -> bool:
     if a is b:
         return True
     if type(a) is not type(b):
@@ -68,12 +70,12 @@ def _registration_eq(a: Any, b: Any) -> bool:
     return canonical_lists(a) == canonical_lists(b)
 
 
-def _registration_hash(a: Any) -> int:
+def _registration_hash(a: BrokerRegistration | ControllerRegistration) -> int:
     return hash(tuple(getattr(a, f) for f in a.__struct_fields__ if f not in SET_FIELDS)
                 + canonical_lists(a))
 
 
-def _cordoned(dirs: Any) -> tuple[Uuid, ...] | None:
+def _cordoned(dirs: Iterable[bytes] | None) -> tuple[Uuid, ...] | None:
     """CordonedLogDirs as the record holds them (order kept); None stays None."""
     return None if dirs is None else intern.uuids(tuple(intern.uuid(d) for d in dirs))
 
@@ -198,8 +200,8 @@ class ClusterDelta:
 
     def __init__(self, image: ClusterImage):
         self.image = image
-        self.changed_brokers: dict[int, Any] = {}  # id -> BrokerRegistration | DELETE
-        self.changed_controllers: dict[int, Any] = {}
+        self.changed_brokers: dict[int, BrokerRegistration] = {}  # or DELETE
+        self.changed_controllers: dict[int, ControllerRegistration] = {}  # or DELETE
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         b = self.changed_brokers.get(broker_id)

@@ -240,8 +240,8 @@ class TopicsDelta:
                 topics = {tid: td.apply() for tid, td in self.changed.items()}
                 names = {t.name: tid for tid, t in topics.items()}
                 return TopicsImage(self.image.by_id.update(topics), self.image.by_name.update(names))
-        by_id: dict[Any, Any] = {}
-        by_name: dict[str, Any] = {}
+        by_id: dict[Uuid, TopicImage] = {}  # or DELETE
+        by_name: dict[str, Uuid] = {}  # or DELETE
         base = self.image.by_id
         for tid in self.deleted:
             old = base.get(tid)

@@ -167,6 +167,10 @@ class MetadataLoader:
         self.voters: object | None = None
         self.faults: list[LoaderFault] = []
         self.publish_count = 0
+        #: Every publish, caught up or not, and the last one's (delta, image, manifest): what
+        #: `adopt` hands another loader that replayed the same commit from the same image.
+        self.publishes = 0
+        self.last_publish: tuple[MetadataDelta, MetadataImage, Manifest] | None = None
         self._image = EMPTY_IMAGE
         self._caught_up = False
         self._publishers: dict[str, Publisher] = {}
@@ -438,7 +442,24 @@ class MetadataLoader:
         self._caught_up = True
         return False
 
+    @property
+    def idle(self) -> bool:
+        """Nothing accumulated: the next commit starts from `image` alone."""
+        return self._delta is None and self._tx is TransactionState.NO_TRANSACTION and self._num_batches == 0
+
+    def adopt(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest, *, kraft_version: int | None,
+              voters: object | None) -> None:
+        """Take the result of a commit another loader replayed from this loader's image (the
+        same batches, the same catalog and handling: replay is deterministic), publishing it
+        to this loader's publishers as if replayed here. Only for an `idle` loader."""
+        self.kraft_version, self.voters = kraft_version, voters
+        self._last_offset = manifest.provenance.last_contained_offset
+        self._publish(delta, image, manifest)
+        self._reset_batch_state(image)
+
     def _publish(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
+        self.publishes += 1
+        self.last_publish = (delta, image, manifest)
         self._image = image
         offset = manifest.provenance.last_contained_offset
         if self._still_catching_up(offset):

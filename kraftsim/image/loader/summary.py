@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from kraftsim.image.components.cluster import BrokerRegistration, ControllerRegistration, FeatureRange
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.loading import LoadResult
 from kraftsim.image.components.configs import resource_type_name
@@ -27,7 +28,7 @@ def mv_names(catalog: Catalog) -> dict[int, str]:
     return {v.level: v.version for v in catalog.all_metadata_versions}
 
 
-def _range_of(features: Sequence[Any], name: str) -> tuple[int, int] | None:
+def _range_of(features: Sequence[FeatureRange], name: str) -> tuple[int, int] | None:
     for f in features:
         if f.name == name:
             return f.min_version, f.max_version
@@ -41,15 +42,15 @@ def _mv_range_text(rng: tuple[int, int] | None, names: dict[int, str]) -> str:
     return f"{lo}-{hi} ({names.get(lo, '?')} to {names.get(hi, '?')})"
 
 
-def _listeners(reg: Any) -> list[str]:
+def _listeners(reg: BrokerRegistration | ControllerRegistration) -> list[str]:
     return [f"{e.name}://{e.host}:{e.port}" for e in reg.listeners]
 
 
-def _features_of(reg: Any) -> dict[str, str]:
+def _features_of(reg: BrokerRegistration | ControllerRegistration) -> dict[str, str]:
     return {f.name: f"{f.min_version}-{f.max_version}" for f in sorted(reg.supported_features, key=lambda f: f.name)}
 
 
-def broker_state(b: Any) -> str:
+def broker_state(b: BrokerRegistration) -> str:
     if b.in_controlled_shutdown:
         return "controlled shutdown"
     return "fenced" if b.fenced else "unfenced"

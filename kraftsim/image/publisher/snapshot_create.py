@@ -48,6 +48,7 @@ from kraftsim.image.loader.metadata_loader import TransactionState
 from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
 from kraftsim.image.writer.loss import LossReport, raise_on_loss
 from kraftsim.image.writer.image_writer import WriterLine, resolve_writer_line, write_image
+from kraftsim.image.writer.kafka_order import config_entry_ranks
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock
@@ -56,7 +57,7 @@ from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot, write_snapshot
 from kraftsim.storage.view import metadata_dir_of
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion, Release, VersionsError, default_catalog
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion, MVLike, Release, VersionsError, default_catalog
 
 
 @dataclass
@@ -213,10 +214,28 @@ def _load_at(path: Path, offset: int, catalog: Catalog, registry: Registry,
         f"segment {path.name}"
 
 
+def _config_entry_ranks(path: Path, result: LoadResult, offset: int,
+                        registry: Registry) -> dict[tuple[int, str], int] | None:
+    """kafka_order.config_entry_ranks over the records a directory load replayed below
+    `offset` (its snapshot's, then the log's); None for a single file."""
+    if classify_path(path) not in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
+        return None
+    directory = metadata_dir_of(path)
+    replayed: list[LogEntry] = []
+    if result.snapshot_id is not None:
+        replayed += read_snapshot(directory / snapshot_file_name(result.snapshot_id), registry).data_entries()
+    with MetadataLog.open(directory, read_only=True) as log:
+        for e in log.entries(result.log_start, registry):
+            if e.offset >= offset:
+                break
+            replayed.append(e)
+    return config_entry_ranks((e.record_type.name, e.message) for e in replayed if not e.control)
+
+
 # ------------------------------------------------------------------------------ public API
 
 
-def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = None, allow_loss: bool = False,
+def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike | None = None, allow_loss: bool = False,
                       release: str | None = None, catalog: Catalog | None = None,
                       allow_unaligned: bool = False,
                       config_type_hashes: Mapping[int, int] | None = None) -> SnapshotContents:
@@ -224,7 +243,10 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = 
 
     `catalog` reads the log (default: the shipped catalog); the writer uses the same
     catalog seen from `release` (or the inferred release). `config_type_hashes`: see
-    write_image (the JVM-run facts that order config resources as one Kafka process did)."""
+    write_image (the JVM-run facts that order config resources as one Kafka process did);
+    with them, for a log directory, resources that share a HashMap bucket follow the order
+    they entered that process's map, taken from the records replayed here (the process is
+    assumed to have started from the same snapshot, or from the log's start)."""
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
     registry = catalog.record_registry()
@@ -255,8 +277,10 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: Any = 
         raise KraftsimError(f"the snapshot writer of Kafka {release} cannot write metadata.version "
                             f"{metadata_version}: {e}") from None
     report = LossReport()
+    ranks = _config_entry_ranks(p, result, offset, registry) if config_type_hashes else None
     records = write_image(image, mv, writer_catalog, loss_handler=report if allow_loss else raise_on_loss,
-                          writer_line=line, registry=registry, config_type_hashes=config_type_hashes)
+                          writer_line=line, registry=registry, config_type_hashes=config_type_hashes,
+                          config_entry_ranks=ranks)
     return SnapshotContents(
         snapshot_id=SnapshotId(offset, prov.last_contained_epoch),
         last_contained_log_timestamp=prov.last_contained_log_time_ms,
@@ -297,7 +321,7 @@ def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int 
     return out_path
 
 
-def create_snapshot(path: Path | str, offset: int, *, out: Path | str, metadata_version: Any = None,
+def create_snapshot(path: Path | str, offset: int, *, out: Path | str, metadata_version: MVLike | None = None,
                     allow_loss: bool = False, release: str | None = None, catalog: Catalog | None = None,
                     time_ms: int | Clock | None = None, allow_unaligned: bool = False,
                     fsync: bool = True) -> tuple[Path, LossReport]:

@@ -105,15 +105,17 @@ def _partition_changes(entity: str, a: PartitionRegistration, b: PartitionRegist
             yield Change("topics", entity, f, x, y)
 
 
-def _listeners(reg: Any) -> dict[str, str]:
+def _listeners(reg: BrokerRegistration | ControllerRegistration) -> dict[str, str]:
     return {e.name: f"{e.host}:{e.port} (security protocol {e.security_protocol})" for e in reg.listeners}
 
 
-def _feature_ranges(reg: Any) -> dict[str, str]:
+def _feature_ranges(reg: BrokerRegistration | ControllerRegistration) -> dict[str, str]:
     return {f.name: f"{f.min_version}-{f.max_version}" for f in reg.supported_features}
 
 
-def _registration_changes(component: str, entity: str, a: Any, b: Any) -> Iterator[Change]:
+def _registration_changes(
+    component: str, entity: str, a: BrokerRegistration | ControllerRegistration, b: BrokerRegistration | ControllerRegistration
+) -> Iterator[Change]:
     fields = [f for f in a.__struct_fields__ if f not in SET_FIELDS]
     for f in fields:
         x, y = getattr(a, f), getattr(b, f)

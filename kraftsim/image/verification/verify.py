@@ -198,6 +198,55 @@ def verify_directory(path: Path | str, *, catalog: Catalog | None = None, regist
                                       max_differences)
 
 
+def snapshots_against_log(path: Path | str, *, catalog: Catalog | None = None, registry: Registry | None = None,
+                          mv_changes: Sequence[MvChangeHandling] = (MvChangeHandling.KAFKA, MvChangeHandling.KIP_778),
+                          ) -> dict[str, list[str]]:
+    """For each snapshot whose offsets the log holds from offset 0 without a gap: what
+    disagrees between it and the log replayed to its end offset (the image, the epoch and
+    the header's timestamp of the batch ending there), by snapshot file name; a snapshot that
+    agrees has an empty list, one the log does not cover is left out. Only this check tells a
+    snapshot renamed to another end offset of the same epoch. A snapshot agreeing with the
+    replay under any of `mv_changes` (Kafka's, or KIP-778's for logs of the kip-778 policy)
+    agrees; each replay is one pass over the log."""
+    catalog = catalog if catalog is not None else default_catalog()
+    registry = registry or catalog.record_registry()
+    directory = metadata_dir_of(path)
+    with MetadataLog.open(directory, read_only=True) as log:
+        if log.log_start_offset != 0:
+            return {}
+        covered = [s for s in log.snapshot_ids() if 0 < s.end_offset <= log.log_end_offset
+                   and _gap_below(log.gaps(), 0, s.end_offset) is None]
+        found: dict[str, list[str]] = {}
+        pending = list(covered)
+        for mode in mv_changes:
+            if not pending:
+                break
+            replayer = _Replayer(directory, log, catalog, registry, mode)
+            _, along, _ = replayer.replay(upto=max(s.end_offset for s in pending),
+                                          capture={s.end_offset for s in pending})
+            still = []
+            for sid in pending:
+                name = snapshot_file_name(sid)
+                at = along.get(sid.end_offset)
+                if at is None:  # not at a batch's end: the name checks of `log verify` say so
+                    found[name] = []
+                    continue
+                alone = replayer.snapshot_image(sid)
+                problems = [f"{f.check}: the log has {f.expected}, the snapshot {f.found}"
+                            for f in _id_checks(sid, at, alone) if not f.ok]
+                same = compare_images(f"log up to {sid.end_offset} = snapshot", f"the log up to {sid.end_offset}",
+                                      at, f"snapshot {_sid_text(sid)}", alone, max_differences=3)
+                if not same.ok:
+                    problems.append(f"its image is not the log's replayed to offset {sid.end_offset} "
+                                    f"(first differences: {'; '.join(same.differences)})")
+                if problems and mode is not mv_changes[-1]:
+                    still.append(sid)
+                if mode is mv_changes[0] or not problems:  # say what the first (Kafka's) replay found
+                    found[name] = problems
+            pending = still
+        return found
+
+
 def _verify_open_directory(replayer: _Replayer, shape: _LogShape, progress: StepProgress | None,
                            max_differences: int) -> DirectoryVerification:
     directory = replayer.directory

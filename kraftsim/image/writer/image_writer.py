@@ -22,6 +22,7 @@ from functools import partial
 from typing import Any, Callable, Iterator, Mapping
 
 from kraftsim.versions import FEATURE_NAME as FEATURE_NAME_MV
+from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
 from kraftsim.image.components.partition import MIGRATING_BY_COUNT
@@ -32,10 +33,12 @@ from kraftsim.image.writer.kafka_order import (
     feature_order, node_id_order, quota_entity_data_order, quota_entity_order, topic_order,
 )
 from kraftsim.image.components.opaque import key_text
+from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.components.scram import mechanism_enum_name, mechanism_name
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry
-from kraftsim.versions import Catalog, default_catalog
+from kraftsim.versions import Catalog, MVLike, default_catalog
 
 
 @dataclass(frozen=True)
@@ -123,11 +126,12 @@ def registry_for(catalog: Catalog) -> Registry:
     return catalog.record_registry()
 
 
-def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+def iter_image_records(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,
                        elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                        writer_line: WriterLine | str | None = None,
                        registry: Registry | None = None, read_only: bool = False,
-                       config_type_hashes: Mapping[int, int] | None = None) -> Iterator[Payload]:
+                       config_type_hashes: Mapping[int, int] | None = None,
+                       config_entry_ranks: Mapping[tuple[int, str], int] | None = None) -> Iterator[Payload]:
     """The records of `image` written at `metadata_version`, as a generator (see write_image).
 
     `read_only=True` is for callers that only read the records (encode them into a
@@ -261,7 +265,10 @@ def iter_image_records(image: MetadataImage, metadata_version: Any, catalog: Cat
         cr = reg["ConfigRecord"]
         crv = cat.record_version("ConfigRecord", mv)
         resources = dict(image.configs.sorted_resources())
-        for rtype, rname in config_resource_order(list(resources), config_type_hashes):
+        arrival = list(resources)
+        if config_type_hashes and config_entry_ranks is not None:
+            arrival = _in_entry_order(arrival, config_entry_ranks)
+        for rtype, rname in config_resource_order(arrival, config_type_hashes):
             data = resources[rtype, rname]
             for key in config_key_order(list(data)):
                 yield Payload(cr, crv, cr.cls(resource_type=rtype, resource_name=rname, name=key, value=data[key]))
@@ -349,7 +356,16 @@ _BROKER_OPTIONAL = (
 )
 
 
-def _topic_id(t: Any) -> Any:
+def _in_entry_order(resources: list[tuple[int, str]],
+                    ranks: Mapping[tuple[int, str], int]) -> list[tuple[int, str]]:
+    """Config resources in the order they entered the JVM's map (write_image's config_entry_ranks)."""
+    missing = [r for r in resources if r not in ranks]
+    if missing:
+        raise KraftsimError(f"config_entry_ranks has no rank for config resource {missing[0]} of the image")
+    return sorted(resources, key=lambda r: ranks[r])
+
+
+def _topic_id(t: TopicImage) -> Uuid:
     return t.id
 
 
@@ -381,10 +397,11 @@ def _scram_loss_text(creds: list) -> str:
     return text + "})"
 
 
-def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | None = None, *,
+def write_image(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,
                 elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
                 writer_line: WriterLine | str | None = None, registry: Registry | None = None,
-                config_type_hashes: Mapping[int, int] | None = None) -> list[Payload]:
+                config_type_hashes: Mapping[int, int] | None = None,
+                config_entry_ranks: Mapping[tuple[int, str], int] | None = None) -> list[Payload]:
     """The records of `image` at `metadata_version`, in Kafka's order, as Payloads.
 
     `metadata_version`: a level, a version string or a MetadataVersion of `catalog`.
@@ -396,7 +413,11 @@ def write_image(image: MetadataImage, metadata_version: Any, catalog: Catalog | 
     `config_type_hashes`: {resource type: identity hash of its ConfigResource.Type constant}
     in the JVM whose snapshot to reproduce; they decide Kafka's order of config resources,
     which are otherwise written sorted by (type, name) (see kafka_order.py).
+    `config_entry_ranks`: with `config_type_hashes`, {(type, name): when the resource entered
+    that JVM's map} (kafka_order.config_entry_ranks of the records the process replayed):
+    resources that share a HashMap bucket are then written in that order, as Kafka's map
+    keeps them, instead of by name. Every resource of the image needs a rank.
     """
     return list(iter_image_records(image, metadata_version, catalog, elr_enabled=elr_enabled,
                                    loss_handler=loss_handler, writer_line=writer_line, registry=registry,
-                                   config_type_hashes=config_type_hashes))
+                                   config_type_hashes=config_type_hashes, config_entry_ranks=config_entry_ranks))

@@ -18,7 +18,7 @@ Kafka's order; without them, resources sorted by (type, name).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
 from kraftsim.javacompat import (
     copy_capacity, hash_map_capacity, hash_map_order, hash_pmap_order, int_hash, sized_capacity, string_hash,
@@ -108,6 +108,41 @@ def config_resource_order(resources: Sequence[tuple[int, str]],
     def hash_of(r: tuple[int, str]) -> int:
         return (31 * hashes[r[0]] + string_hash(r[1])) & 0xFFFFFFFF
     return hash_map_order(hash_map_order(resources, hash_of), hash_of)
+
+
+def config_entry_ranks(records: Iterable[tuple[str, Any]]) -> dict[tuple[int, str], int]:
+    """When each config resource last entered ConfigurationsImage.data, as a rank (lower:
+    earlier), from the (record type name, message) pairs one node replayed since its process
+    started, each record taken as its own delta. A resource enters the map with its first
+    config and leaves it when its last config is deleted (a ConfigRecord with a null value)
+    or its topic is removed. Kafka's HashMap keeps the keys that share a bucket in this order."""
+    held: dict[tuple[int, str], set[str]] = {}
+    ranks: dict[tuple[int, str], int] = {}
+    topic_names: dict[Uuid, str] = {}
+    for rank, (name, m) in enumerate(records):
+        if name == "ConfigRecord":
+            key = (m.resource_type, m.resource_name)
+            keys = held.setdefault(key, set())
+            if m.value is not None:
+                if not keys:
+                    ranks[key] = rank
+                keys.add(m.name)
+            else:
+                keys.discard(m.name)
+                if not keys:
+                    ranks.pop(key, None)
+        elif name == "TopicRecord":
+            topic_names[m.topic_id] = m.name
+        elif name == "RemoveTopicRecord":
+            topic = topic_names.pop(m.topic_id, None)
+            if topic is not None:
+                held.pop((TOPIC_RESOURCE, topic), None)
+                ranks.pop((TOPIC_RESOURCE, topic), None)
+    return ranks
+
+
+#: ConfigResource.Type.TOPIC's id (the resource type of a topic's configs).
+TOPIC_RESOURCE = 2
 
 
 def quota_entity_hash(entity: Iterable[tuple[str, str | None]]) -> int:

@@ -35,7 +35,7 @@ from kraftsim.image.writer.loss import LossHandler, LossReport
 from kraftsim.image.pmap import DELETE, MISSING, PMap
 from kraftsim.image.writer.image_writer import WriterLine, iter_image_records
 from kraftsim.protocol.registry import Registry
-from kraftsim.versions import Catalog, MetadataVersion, VersionsError, default_catalog
+from kraftsim.versions import Catalog, MetadataVersion, MVLike, VersionsError, default_catalog
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def _record_version(catalog: Catalog, record: str, mv: MetadataVersion) -> int |
         return None
 
 
-def affected_components(catalog: Catalog, source: Any, target: Any,
+def affected_components(catalog: Catalog, source: MVLike, target: MVLike,
                         image: MetadataImage | None = None) -> tuple[str, ...]:
     """Components whose written form can differ between `source` and `target` (writer order).
 
@@ -140,8 +140,8 @@ def _merge(old: Any, new: Any) -> Any:
     return msgspec.structs.replace(old, **fields)
 
 
-def rewrite_at_metadata_version(image: MetadataImage, target: Any, catalog: Catalog | None = None, *,
-                                source: Any = None, loss_handler: LossHandler | None = None,
+def rewrite_at_metadata_version(image: MetadataImage, target: MVLike, catalog: Catalog | None = None, *,
+                                source: MVLike | None = None, loss_handler: LossHandler | None = None,
                                 writer_line: WriterLine | str | None = None,
                                 registry: Registry | None = None) -> tuple[MetadataImage, tuple[str, ...]]:
     """`image` as it reads back after being written at `target`; returns (image, components rewritten).

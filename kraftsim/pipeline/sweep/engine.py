@@ -1,7 +1,7 @@
 """Running a sweep: in this process for small sweeps, else on Spark through `fan_out`.
 
-Each run is one input item, so Spark's tasks are balanced bins of runs (weighted by the
-scenario's step count), not of files. Spark writes the table as Parquet partitioned by
+Each run is one input item, so Spark's tasks are bins of runs by estimated cost (guided
+bins, heaviest first: sweep/tasks.py), not of files; rows stream back in small Arrow batches. Spark writes the table as Parquet partitioned by
 scenario; the driver then reads it back, writes the reproducer files of runs that did not
 pass (from the table's `reproducer` column, so workers need no shared disk) and the summary.
 
@@ -25,9 +25,10 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
-from kraftsim.pipeline.fanout import fan_out, partition_count, run_local
+from kraftsim.pipeline.fanout import fan_out, pack, partition_count, run_local
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
+from kraftsim.pipeline.sweep.tasks import guided_bins
 
 #: Fewer runs than this are not worth Spark's start-up: they run in this process.
 SPARK_MIN_RUNS = 50
@@ -45,8 +46,13 @@ class SweepRun:
     tasks: int | None = None
 
 
-def _weight(item: dict[str, Any]) -> float:
-    return 1.0 + float(item["steps"])
+#: Rows a task sends back per Arrow batch: a few, so that results stream out as runs end.
+BATCH_ROWS = 8
+
+
+def run_bins(items: Sequence[dict[str, Any]], cores: int) -> list[list[int]]:
+    """The sweep's Spark tasks: guided bins by estimated run cost (sweep/tasks.py)."""
+    return guided_bins([float(it["cost"]) for it in items], cores)
 
 
 class Progress:
@@ -96,33 +102,40 @@ def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = 
     return SweepRun(sort_table(table), "local", time.perf_counter() - started)
 
 
-def _watch_tasks(spark: Any, progress: Progress, tasks: int, stop: threading.Event) -> None:
-    """Runs done, estimated from the finished tasks of the fan-out stage (its bins hold nearly
-    equal runs); never goes back when the write's later stage starts."""
+def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: threading.Event) -> None:
+    """Runs done, estimated from the finished tasks of the fan-out stage: Spark starts tasks in
+    bin order, so k finished tasks are about the first k bins' runs. Never goes back when the
+    write's later stage starts."""
     tracker = spark.sparkContext.statusTracker()
-    runs_per_task = progress.total / tasks
+    done_after = [0]
+    for b in bins:
+        done_after.append(done_after[-1] + len(b))
     best = 0
     while not stop.wait(progress.every):
         for sid in tracker.getActiveStageIds():
             info = tracker.getStageInfo(sid)
-            if info is not None and info.numTasks == tasks:
+            if info is not None and info.numTasks == len(bins):
                 best = max(best, info.numCompletedTasks)
-        progress.update(min(progress.total, best * runs_per_task), approx=True, force=True)
+        progress.update(min(progress.total, done_after[min(best, len(bins))]), approx=True, force=True)
 
 
 def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
                  progress: Progress | None = None) -> SweepRun:
-    """The sweep as Spark tasks; writes `table_dir` (Parquet by scenario) and reads it back."""
+    """The sweep as Spark tasks (guided bins of runs, or `partitions` bins of nearly equal
+    estimated cost); writes `table_dir` (Parquet by scenario) and reads it back."""
     from pyspark.sql.functions import col
 
     started = time.perf_counter()
-    n = partition_count(spark, len(items), partitions=partitions)
-    frame = fan_out(spark, items, sweep_row, SCHEMA, partitions=n, weight=_weight)
+    if partitions is None:
+        bins = run_bins(items, spark.sparkContext.defaultParallelism)
+    else:
+        bins = pack(items, partition_count(spark, len(items), partitions=partitions), lambda it: float(it["cost"]))
+    frame = fan_out(spark, items, sweep_row, SCHEMA, bins=bins, batch_rows=BATCH_ROWS)
     writer = frame.repartition(col("scenario")).write.mode("overwrite").partitionBy("scenario")
     stop = threading.Event()
     watcher = None
     if progress is not None:
-        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, n, stop), daemon=True)
+        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, bins, stop), daemon=True)
         watcher.start()
     try:
         writer.parquet(table_dir)
@@ -132,7 +145,8 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
             watcher.join()
     if progress is not None:
         progress.update(len(items), force=True)
-    return SweepRun(read_table(table_dir, check=False), spark.sparkContext.master, time.perf_counter() - started, n)
+    return SweepRun(read_table(table_dir, check=False), spark.sparkContext.master, time.perf_counter() - started,
+                    len(bins))
 
 
 def normalize(table: pa.Table) -> pa.Table:

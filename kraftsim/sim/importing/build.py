@@ -13,8 +13,8 @@ disk, as after a restart of the whole cluster. The virtual clock starts after th
 timestamp the source holds (never before kraftsim's usual start), so new records follow
 the old ones in time.
 
-With `--up-to-damage` the copy of a damaged log is opened for writing once, so that
-start-up recovery cuts the copy (never the source) back to its valid prefix.
+With `--up-to-damage` the copy of a damaged log (never the source) is cut back to the valid
+prefix the import loaded, so that every node starts where the summary says.
 """
 
 from __future__ import annotations
@@ -36,17 +36,17 @@ from kraftsim.sim.registration_profile import (
 )
 from kraftsim.sim.saved import STATE_FILE, SavedNode, SavedState
 from kraftsim.sim.types import RUNNING, SimConfig
+from kraftsim.sim.voters import quorum_state
 from kraftsim.storage import (
     METADATA_DIR_NAME,
     MetadataLog,
-    QuorumState,
     random_uuid,
     write_quorum_state,
 )
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.java_properties import java_date
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
-from kraftsim.storage.names import LOG_SUFFIX, segment_file_name
+from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, LOG_SUFFIX, segment_file_name, snapshot_file_name
 
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
 
@@ -60,11 +60,16 @@ def _copy_metadata(node: PlannedNode, target: Path) -> None:
                 shutil.copyfile(p, target / p.name)
     if src.snapshot_file is not None:
         shutil.copyfile(src.snapshot_file, target / src.snapshot_file.name)
+    bootstrap = None if src.metadata_dir is None else src.metadata_dir / snapshot_file_name(BOOTSTRAP_SNAPSHOT_ID)
+    if bootstrap is not None and bootstrap.is_file() and not (target / bootstrap.name).exists():
+        shutil.copyfile(bootstrap, target / bootstrap.name)  # a dynamic quorum's first voter set
     if src.metadata_dir is None or not any(target.glob(f"*{LOG_SUFFIX}")):
         (target / segment_file_name(src.end_offset)).write_bytes(b"")
     if src.damage is not None:
-        with MetadataLog.open(target, fsync=False):
-            pass  # start-up recovery cuts the copy back to its valid prefix
+        # The copy (never the source) is cut back to the valid prefix the import loaded: every
+        # segment checked, then whatever lies at or after the damage removed.
+        with MetadataLog.open(target, fsync=False, validate="all") as log:
+            log.truncate_to(src.end_offset)
 
 
 def _profile(plan: ImportPlan, node: PlannedNode) -> RegistrationProfile | None:
@@ -100,8 +105,7 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
     cluster_id = plan.cluster_id or cluster_id_for(seed)
     last_ts = max(n.source.last_timestamp for n in plan.nodes)
     now_ms = max(EPOCH_MS, (last_ts // 1000 + 1) * 1000)
-    epoch = max([n.source.last_epoch for n in plan.nodes]
-                + [n.source.quorum.leader_epoch for n in plan.nodes if n.source.quorum is not None])
+    epoch = plan.epoch
     d.mkdir(parents=True, exist_ok=True)
     nodes: list[SavedNode] = []
     for node in plan.nodes:
@@ -121,14 +125,12 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
         if profile is not None:
             write_profile(home, profile)
         write_quorum_state(home / METADATA_DIR_NAME / "quorum-state",
-                           QuorumState(data_version=0, leader_id=-1, leader_epoch=max(0, epoch), voted_id=-1,
-                                       current_voters=plan.voters), fsync=False)
+                           quorum_state(plan.kraft_version, leader=None, epoch=max(0, epoch), voted=None,
+                                        voters=plan.voters), fsync=False)
         nodes.append(SavedNode(id=node.id, roles=node.roles, release=node.release,
                                incarnation=incarnation_id(seed, node.id, 1), status=RUNNING))
-    kraft_version = plan.reference.loaded.loader.kraft_version or 0
     saved = SavedState(cluster_id=cluster_id, seed=seed, now_ms=now_ms, policies=policies, catalog=catalog_path,
-                       voters=plan.voters,
-                       kraft_version=kraft_version, config=config or SimConfig(), nodes=nodes)
+                       voters=plan.voters, kraft_version=plan.kraft_version, config=config or SimConfig(), nodes=nodes)
     data = json.dumps(msgspec.to_builtins(saved), indent=2, sort_keys=True) + "\n"
     atomic_write(d / STATE_FILE, data.encode("utf-8"), fsync=True)
     return saved

@@ -1,7 +1,8 @@
 """What a real cluster's metadata says about its nodes, and the simulated cluster made of it.
 
-Nodes and roles come from the metadata itself: the voters (the last LeaderChange or
-VotersRecord, else `quorum-state`, else the registered controllers), the registered
+Nodes and roles come from the metadata itself: the voters (with kraft.version 1, a dynamic
+quorum, the last VotersRecord; otherwise the last LeaderChange or VotersRecord, else
+`quorum-state`, else the registered controllers), the registered
 brokers, and from 3.7 the registered controllers. A voter that is also a registered broker
 runs both roles in one process: a combined node. Each node's software is the release line
 whose supported ranges are exactly what its latest registration advertises (metadata.version
@@ -56,8 +57,26 @@ class ImportPlan:
         return self.reference.loaded.image
 
     @property
+    def epoch(self) -> int:
+        """The last epoch the source reached: its batches' and its quorum-state's (the first
+        election of the imported quorum begins the next one)."""
+        return int(max([n.source.last_epoch for n in self.nodes]
+                       + [n.source.quorum.leader_epoch for n in self.nodes if n.source.quorum is not None]))
+
+    @property
+    def kraft_version(self) -> int:
+        """kraft.version where the source ends (1: a dynamic quorum, KIP-853)."""
+        return self.reference.membership.kraft_version
+
+    @property
     def partial(self) -> bool:
-        return any(n.source.damage is not None for n in self.nodes)
+        return self.stopped_at is not None
+
+    @property
+    def stopped_at(self) -> int | None:
+        """The lowest offset where a damaged source stopped the import (None: nothing stopped it)."""
+        at = [n.source.end_offset for n in self.nodes if n.source.damage is not None or n.source.loaded.partial]
+        return min(at) if at else None
 
 
 def advertised(features: Sequence[object]) -> dict[str, tuple[int, int]]:
@@ -91,9 +110,18 @@ def _line(catalog: Catalog, name: str) -> str:
 
 
 def _voters(sources: Sequence[SourceReplica], image: MetadataImage) -> tuple[tuple[int, ...], str]:
+    longest = max(sources, key=lambda s: s.end_offset)
+    membership = longest.membership
+    if membership.dynamic and membership.voter_ids:  # a dynamic quorum: the voter set is in the log
+        at = membership.voters_offset
+        where = (f"at offset {at}" if at is not None and at >= 0
+                 else f"in the header of snapshot {longest.snapshot_file.name if longest.snapshot_file else '?'}")
+        return membership.voter_ids, f"the last VotersRecord, {where}"
     best: tuple[int, int, tuple[int, ...], str] | None = None  # (end offset, offset, voters, how)
     for s in sources:
-        for e in s.control:
+        for e in s.header + s.control:
+            if e.type_name not in ("LEADER_CHANGE", "KRAFT_VOTERS"):
+                continue
             ids = tuple(sorted(v.voter_id for v in e.message.voters))
             what = "LeaderChange record" if e.type_name == "LEADER_CHANGE" else "VotersRecord"
             key = (s.end_offset, e.offset)
@@ -169,7 +197,7 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
     unknown = sorted(set(releases) - set(ids))
     if unknown:
         raise ImportRefused(f"--release {unknown[0]}=...: the cluster has no node {unknown[0]} "
-                            f"(nodes: {', '.join(map(str, ids))})")
+                            f"(nodes: {', '.join(map(str, ids))})", node=unknown[0])
     planned: list[PlannedNode] = []
     inferred: list[str] = []
     pending: list[int] = []

@@ -31,7 +31,7 @@ from kraftsim.storage.names import (
     parse_snapshot_name,
     snapshot_file_name,
 )
-from kraftsim.storage.recovery import RecoveryAction, RecoveryKind
+from kraftsim.sim.voters import MEMBERSHIP_RECORDS, Membership
 from kraftsim.versions import Catalog
 
 QUORUM_STATE_FILE = "quorum-state"
@@ -41,9 +41,11 @@ META_PROPERTIES_FILE = "meta.properties"
 class ImportRefused(KraftsimError):
     """An import that cannot be done as asked; `exit_code` is the CLI's (2 input, 1 damage)."""
 
-    def __init__(self, message: str, exit_code: int = 2):
+    def __init__(self, message: str, exit_code: int = 2, node: int | None = None):
         super().__init__(message)
         self.exit_code = exit_code
+        #: The node a per-node override names when the cluster has no such node.
+        self.node = node
 
 
 @dataclass
@@ -70,8 +72,10 @@ class SourceReplica:
     quorum: QuorumState | None
     loaded: LoadResult
     damage: Damage | None
-    #: Control records in file order: LeaderChange and KRaftVoters (VotersRecord) of the log,
-    #: after the snapshot header's.
+    #: The KRaftVersionRecord and VotersRecord of the loaded snapshot's header.
+    header: list[LogEntry] = field(default_factory=list)
+    #: The log's control records that name voters or kraft.version, in file order:
+    #: LeaderChange, KRaftVersionRecord and VotersRecord.
     control: list[LogEntry] = field(default_factory=list)
     last_epoch: int = 0
     last_timestamp: int = 0
@@ -80,6 +84,12 @@ class SourceReplica:
     def end_offset(self) -> int:
         """The offset where this copy ends: the next record would get it."""
         return self.loaded.end_offset
+
+    @property
+    def membership(self) -> Membership:
+        """kraft.version and the latest VotersRecord where this copy ends (sim.voters)."""
+        after = [e for e in self.control if e.offset >= self.loaded.log_start]
+        return Membership().read(self.header, in_snapshot_header=True).read(after)
 
     @property
     def node_id(self) -> int | None:
@@ -94,11 +104,16 @@ class SourceReplica:
         return None if self.meta is None else self.meta.meta.directory_id
 
 
-def _damage_of(actions: list[RecoveryAction]) -> Damage | None:
-    for a in actions:
-        if a.kind in (RecoveryKind.TRUNCATE, RecoveryKind.DELETE_SEGMENT):
-            return Damage(a.base_offset, a.path, a.reason)
-    return None
+def _damage_of(log: MetadataLog) -> Damage | None:
+    """The first damage of a log opened read-only with every segment checked: a cut that is
+    not a torn tail, a bad batch in any segment, missing offsets (the load stops below it).
+    A torn last batch is not damage: Kafka's recovery cuts it as a matter of course (the
+    load leaves it out and says so in `LoadResult.recovered`)."""
+    found = log.damage()
+    if not found:
+        return None
+    first = min(found, key=lambda d: d.offset)
+    return Damage(first.offset, first.where, first.reason)
 
 
 def _read_beside(metadata_dir: Path) -> tuple[MetaPropertiesFile | None, QuorumState | None]:
@@ -137,7 +152,7 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
         except KraftsimError as e:
             raise ImportRefused(f"{e}", exit_code=1) from None
         src = SourceReplica(p, None, p, meta, quorum, loaded, None)
-        src.control = [e for e in loaded.snapshot_header if e.type_name == "KRAFT_VOTERS"]
+        src.header = [e for e in loaded.snapshot_header if e.type_name in MEMBERSHIP_RECORDS]
         src.last_epoch = loaded.snapshot_id.epoch if loaded.snapshot_id is not None else 0
         src.last_timestamp = loaded.snapshot_header[0].message.last_contained_log_timestamp
         return src
@@ -146,8 +161,10 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
         raise ImportRefused(f"{p}: a log directory without a {METADATA_DIR_NAME} directory: nothing to import")
     meta, quorum = _read_beside(metadata_dir)
     try:
-        with MetadataLog.open(metadata_dir, read_only=True) as log:
-            damage = _damage_of(list(log.recovery))
+        # Every segment is checked (Kafka's recovery checks the last one only): damage in an
+        # older segment must stop the import, or label it partial, as well.
+        with MetadataLog.open(metadata_dir, read_only=True, validate="all") as log:
+            damage = _damage_of(log)
             if damage is not None and not up_to_damage:
                 raise ImportRefused(f"{damage.text()} (give --up-to-damage to import what comes before it)",
                                     exit_code=1)
@@ -155,17 +172,19 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
             if loaded.end_offset == 0 and loaded.snapshot_id is None and log.log_end_offset == 0:
                 raise ImportRefused(f"{metadata_dir}: holds no records: nothing to import")
             src = SourceReplica(p, metadata_dir, None, meta, quorum, loaded, damage)
-            src.control = [e for e in loaded.snapshot_header if e.type_name == "KRAFT_VOTERS"]
+            src.header = [e for e in loaded.snapshot_header if e.type_name in MEMBERSHIP_RECORDS]
             if loaded.snapshot_id is not None:
                 src.snapshot_file = metadata_dir / snapshot_file_name(loaded.snapshot_id)
                 src.last_epoch = loaded.snapshot_id.epoch
             for fb in log.batches(log.log_start_offset):
                 b = fb.batch
+                if b.base_offset >= loaded.end_offset:
+                    break  # beyond what was loaded (the damage)
                 src.last_epoch = max(src.last_epoch, b.partition_leader_epoch)
                 src.last_timestamp = max(src.last_timestamp, b.max_timestamp)
                 if b.is_control:
                     src.control += [e for e in decode_file_batch(fb, registry)
-                                    if e.type_name in ("LEADER_CHANGE", "KRAFT_VOTERS")]
+                                    if e.type_name == "LEADER_CHANGE" or e.type_name in MEMBERSHIP_RECORDS]
     except ImportRefused:
         raise
     except KraftsimError as e:

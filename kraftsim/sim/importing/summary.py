@@ -31,27 +31,32 @@ def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[s
     return {
         "directory": str(directory),
         "cluster_id": saved.cluster_id, "cluster_id_from": plan.cluster_id_how,
-        "end_offset": ref.end_offset, "epoch": max(n.source.last_epoch for n in plan.nodes),
-        "partial": plan.partial,
-        "damage": [n.source.damage.text() for n in plan.nodes if n.source.damage is not None][:1],
+        "end_offset": ref.end_offset, "epoch": plan.epoch,
+        "partial": plan.partial, "stopped_at_offset": plan.stopped_at,
+        "damage": [n.source.damage.text() if n.source.damage is not None else str(n.source.loaded.partial)
+                   for n in plan.nodes if n.source.damage is not None or n.source.loaded.partial][:1],
         "finalized": finalized_levels(image),
-        "voters": list(plan.voters), "voters_from": plan.voters_how,
+        "voters": list(plan.voters), "voters_from": plan.voters_how, "kraft_version": plan.kraft_version,
         "topics": len(image.topics), "partitions": image.topics.partition_count(),
         "nodes": [{"id": n.id, "roles": list(n.roles), "release": n.release, "release_from": n.release_how,
                    "starts_from": n.source_how, "end_offset": n.source.end_offset,
                    "directory_id": n.directory_id, "directory_id_from": n.directory_how,
                    "listeners": _listeners(image, n.id), "rack": _rack(image, n.id)} for n in plan.nodes],
-        "notes": list(plan.notes),
+        "notes": list(plan.notes) + sorted({str(n.source.loaded.recovered) for n in plan.nodes
+                                             if n.source.loaded.recovered}),
     }
 
 
 def summary_lines(s: dict[str, Any]) -> list[str]:
     fin = ", ".join(f"{k}={v}" for k, v in s["finalized"].items()) or "none"
     lines = [f"Imported cluster {s['cluster_id']} into {s['directory']}: {len(s['nodes'])} node(s) starting at "
-             f"offset {s['end_offset']} (epoch {s['epoch']})" + (" -- PARTIAL: the source is damaged" if s["partial"]
-                                                                  else ""),
+             f"offset {s['end_offset']} (epoch {s['epoch']})"
+             + (f" -- PARTIAL: stopped at offset {s['stopped_at_offset']}, where the source is damaged"
+                if s["partial"] else ""),
              f"  cluster id: from {s['cluster_id_from']}",
-             f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})",
+             f"  voters: {','.join(map(str, s['voters']))} (from {s['voters_from']})"
+             + (f"; a dynamic quorum (KIP-853, kraft.version {s['kraft_version']})" if s["kraft_version"] >= 1
+                else ""),
              f"  finalized (as in the source): {fin}",
              f"  topics: {s['topics']}, partitions: {s['partitions']}"]
     lines += [f"  damage: {t} (imported up to it)" for t in s["damage"]]

@@ -1,0 +1,47 @@
+"""Committed batches replayed once for the whole cluster, not once per node.
+
+Every node's loader replays the same committed batches; nodes of one release (with the same
+metadata.version handling) that stand on the same image object and apply the same batch
+(offsets, epoch and CRC equal: the same bytes) reach the same image, since replay is
+deterministic. The first node to apply a batch replays it; the others adopt its delta and
+image (`MetadataLoader.adopt`), and their publishers (snapshots, KIP-778 changes) see the
+commit as if replayed there. Only a commit that published exactly once from an idle loader
+is shared; anything else (a transaction left open, a fault, a mid-batch publish) is
+replayed by each node. Nodes sharing an image object are what the deep invariants group.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+#: Commits kept, so that a node replaying its log from the start after a restart adopts too
+#: (images are persistent structures: one more image costs what its commit changed).
+KEEP = 1 << 16
+
+BatchKey = tuple[int, int, int, int]  # base offset, last offset, epoch, CRC
+
+
+class CommitShare:
+    def __init__(self) -> None:
+        self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self.replayed = 0
+        self.adopted = 0
+
+    def find(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> tuple[Any, ...] | None:
+        """What another loader got from this batch on this loader's image, if any."""
+        hit = self._done.get((software, batch))
+        if hit is None or hit[0] is not loader.image or hit[1] != (loader.kraft_version, loader.voters):
+            return None
+        return hit
+
+    def keep(self, software: tuple[Any, ...], batch: BatchKey, before: Any, raft_before: tuple[Any, Any],
+             loader: Any) -> None:
+        delta, image, manifest = loader.last_publish
+        self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
+                                         loader.voters)
+        while len(self._done) > KEEP:
+            self._done.popitem(last=False)
+
+
+__all__ = ["CommitShare"]

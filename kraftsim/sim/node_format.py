@@ -1,0 +1,52 @@
+"""What both simulators share about making a cluster: the seeded ids (cluster id, each
+process start's incarnation id), the virtual clock's first instant, and formatting a
+node's directory as `kafka-storage format` formats it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Callable, Sequence
+
+from kraftsim.sim.node import CONTROLLER_LISTENER, NodeState, node_directory
+from kraftsim.storage import ServerConfig, random_uuid, storage_format
+from kraftsim.storage.java_properties import java_date
+from kraftsim.versions import Catalog
+
+#: Virtual time of a new cluster: 2025-01-01T00:00:00Z.
+EPOCH_MS = 1_735_689_600_000
+
+
+def incarnation_id(seed: int, node_id: int, start: int) -> str:
+    """The incarnation id of a node's `start`-th process start (Kafka: Uuid.randomUuid)."""
+    return str(random_uuid(random.Random(f"kraftsim:{seed}:incarnation:{node_id}:{start}")))
+
+
+def cluster_id_for(seed: int) -> str:
+    return str(random_uuid(random.Random(f"kraftsim:{seed}:cluster-id")))
+
+
+def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
+                seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
+                emit: Callable[[str], None] = print) -> None:
+    """`kafka-storage format` for one node, with the node's release as the tool's: the node's
+    directory is both its log dir and its metadata log dir, and the quorum is static."""
+    directory = str(node_directory(cluster_dir, state.id))
+    name, port = CONTROLLER_LISTENER
+    config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                          metadata_log_dir=directory, controller_listener_names=(name,),
+                          quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
+    rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
+    storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
+                   release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
+                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line))
+
+
+def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
+    """kafka-storage format's lines for one node, without its BootstrapMetadata dump (the
+    same long line for every node formatted; `kraftsim storage format` still prints it)."""
+    if not line.startswith("Bootstrap metadata: "):
+        emit(f"[node {node_id}] {line}")
+
+
+__all__ = ["EPOCH_MS", "cluster_id_for", "format_node", "incarnation_id"]

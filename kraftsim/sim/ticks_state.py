@@ -1,0 +1,67 @@
+"""`cluster.json` of the tick simulator (format 1; kraftsim.sim.cluster.SimCluster): what it
+holds and reading it back. The event simulator's is `saved` (format 2)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import msgspec
+
+from kraftsim.errors import KraftsimError
+from kraftsim.sim.node import NodeState
+from kraftsim.sim.node_format import EPOCH_MS
+
+STATE_FILE = "cluster.json"
+STATE_FORMAT = 1
+
+
+class ClusterError(KraftsimError):
+    """A cluster command that cannot be carried out (bad directory, unknown node, ...)."""
+
+
+class ClusterState(msgspec.Struct, kw_only=True):
+    """The contents of `cluster.json`."""
+
+    format: int = STATE_FORMAT
+    cluster_id: str
+    seed: int
+    now_ms: int = EPOCH_MS
+    policies: tuple[str, ...] = ()
+    catalog: str | None = None  # a user catalog file the cluster was created with
+    voters: tuple[int, ...] = ()
+    leader: int | None = None
+    epoch: int = 0
+    kraft_version: int = 0
+    nodes: list[NodeState] = []
+
+    def node(self, node_id: int) -> NodeState:
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise ClusterError(f"the cluster has no node {node_id}")
+
+
+def dump_state(state: ClusterState) -> str:
+    return json.dumps(msgspec.to_builtins(state), indent=2, sort_keys=True) + "\n"
+
+
+def read_state(directory: Path) -> ClusterState:
+    path = Path(directory) / STATE_FILE
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
+                           "`kraftsim cluster create`") from None
+    except OSError as e:
+        raise ClusterError(f"{path}: {e.strerror or e}") from None
+    try:
+        state = msgspec.json.decode(raw, type=ClusterState)
+    except msgspec.DecodeError as e:
+        raise ClusterError(f"{path}: not a valid cluster state file: {e}") from None
+    if state.format != STATE_FORMAT:
+        raise ClusterError(f"{path}: cluster state format {state.format} is not supported (expected {STATE_FORMAT})")
+    return state
+
+
+__all__ = ["STATE_FILE", "STATE_FORMAT", "ClusterError", "ClusterState", "dump_state", "read_state"]

@@ -1,0 +1,104 @@
+"""Quorum membership (KIP-853): the kraft.version and the voter set a node's replica holds.
+
+With kraft.version 0 the voters are static (`controller.quorum.voters`, kept in
+cluster.json) and `quorum-state` lists them (data_version 0). With kraft.version 1, a
+dynamic quorum (`kafka-storage format --standalone` or `--initial-controllers`, Kafka 3.9
+on), the voter set lives in the metadata log itself: a KRaftVersionRecord and a
+VotersRecord in a control batch (the first leader's, beside its LeaderChange, and again at
+each membership change), and in the header batch of every snapshot, after its
+SnapshotHeaderRecord; `quorum-state` is then written at data_version 1, without voters.
+The latest record in log order wins, as in Kafka's KRaftControlRecordStateMachine.
+
+The simulator's raft keeps the voter set it starts with (no membership change runs yet):
+an imported dynamic quorum runs with the voters of the source's latest VotersRecord, its
+kraft.version, and snapshots that carry that VotersRecord as Kafka writes it. As in
+Kafka's QuorumFeatures, a dynamic quorum has no static voter list for the controller's
+feature checks: only registered controllers count there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from kraftsim.protocol.entries import LogEntry
+from kraftsim.storage import QuorumState
+
+#: Control record types that carry quorum membership (their type names in a decoded log).
+KRAFT_VERSION_RECORD, VOTERS_RECORD = "KRAFT_VERSION", "KRAFT_VOTERS"
+MEMBERSHIP_RECORDS = (KRAFT_VERSION_RECORD, VOTERS_RECORD)
+
+
+@dataclass
+class Membership:
+    """kraft.version and the latest VotersRecord, read from control records in log order."""
+
+    kraft_version: int = 0
+    #: The latest VotersRecord (its decoded message); None when none was read.
+    voters_record: Any | None = None
+    #: Where that VotersRecord was read: its offset in the log, or -1 in a snapshot's header.
+    voters_offset: int | None = None
+
+    def read(self, entries: Iterable[LogEntry], *, in_snapshot_header: bool = False) -> Membership:
+        for e in entries:
+            if e.type_name == KRAFT_VERSION_RECORD:
+                self.kraft_version = e.message.k_raft_version
+            elif e.type_name == VOTERS_RECORD:
+                self.voters_record = e.message
+                self.voters_offset = -1 if in_snapshot_header else e.offset
+        return self
+
+    @property
+    def dynamic(self) -> bool:
+        return self.kraft_version >= 1
+
+    @property
+    def voter_ids(self) -> tuple[int, ...]:
+        """The voters the latest VotersRecord names, sorted; () without one."""
+        if self.voters_record is None:
+            return ()
+        return tuple(sorted(v.voter_id for v in self.voters_record.voters))
+
+
+def seed_loader(loader: Any, header: Sequence[LogEntry]) -> None:
+    """A loader that starts from a snapshot learns the membership in the snapshot's header
+    (Kafka's raft layer reads it there), so that the snapshots its node writes next carry
+    the same KRaftVersionRecord and VotersRecord. Control records later in the log still
+    replace what it learns here."""
+    seen = Membership().read(header, in_snapshot_header=True)
+    if seen.kraft_version and not loader.kraft_version:
+        loader.kraft_version = seen.kraft_version
+    if seen.voters_record is not None and loader.voters is None:
+        loader.voters = seen.voters_record
+
+
+def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: int | None,
+                 voters: Sequence[int]) -> QuorumState:
+    """The `quorum-state` a node writes: data_version 0 listing the static voters under
+    kraft.version 0, data_version 1 without them under a dynamic quorum (as Kafka writes each)."""
+    common = {"leader_id": -1 if leader is None else leader, "leader_epoch": epoch,
+              "voted_id": -1 if voted is None else voted}
+    if kraft_version >= 1:
+        return QuorumState(data_version=1, current_voters=None, **common)
+    return QuorumState(data_version=0, current_voters=tuple(voters), **common)
+
+
+def static_join_refusal(kraft_version: int) -> str | None:
+    """Why a new controller cannot join by being added to the static voter list: with a
+    dynamic quorum it joins as an observer and becomes a voter only through
+    `kafka-metadata-quorum add-controller` (AddRaftVoter), which is not simulated yet."""
+    if kraft_version < 1:
+        return None
+    return ("adding a controller to a dynamic quorum (kraft.version 1: kafka-metadata-quorum add-controller, "
+            "KIP-853) is not simulated yet")
+
+
+def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple[int, ...]:
+    """The voters the active controller's feature checks list (QuorumFeatures' quorum node
+    ids): the static ones; none with a dynamic quorum, where only registered controllers count."""
+    return () if kraft_version >= 1 else tuple(voters)
+
+
+__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "seed_loader",
+           "static_join_refusal"]

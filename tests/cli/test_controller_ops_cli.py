@@ -1,0 +1,60 @@
+"""Kafka 4.3/4.4's controller operations from the command line on a simulated cluster
+(event simulator): cordoning by `cordoned.log.dirs` (kafka-configs), CIDR ACLs (kafka-acls)
+and controller unregistration, with Kafka's texts and exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run
+
+
+def _cluster(capsys: pytest.CaptureFixture[str], d: Path, release_version: str | None = None) -> str:
+    extra = [] if release_version is None else ["--release-version", release_version]
+    code, _, err = run(capsys, "cluster", "create", str(d), "--controllers", "1", "--brokers", "2", "--release", "4.4.0",
+                       "--seed", "3", "--engine", "events", *extra)
+    assert code == 0, err
+    return str(d)
+
+
+def test_cordon_a_broker_then_uncordon_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _cluster(capsys, tmp_path / "c")
+    code, out, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "3",
+                       "--add-config", "cordoned.log.dirs=*")
+    assert (code, out) == (0, "Completed updating config for broker 3.\n")
+    code, _, err = run(capsys, "topics", "--cluster", d, "create", "--replication-factor", "2")
+    assert (code, err) == (1, "Unable to replicate the partition 2 time(s): The target replication factor of 2 cannot "
+                              "be reached because only 1 broker(s) are registered.\n")
+    code, _, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "3",
+                     "--delete-config", "cordoned.log.dirs")
+    assert code == 0
+    assert run(capsys, "topics", "--cluster", d, "create", "--replication-factor", "2")[:2] == (0, "Created topic topic-0.\n")
+
+
+def test_acls_and_unregistration_on_4_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _cluster(capsys, tmp_path / "c")
+    base = ["acls", "--cluster", d, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t"]
+    code, out, _ = run(capsys, *base, "--host", "10.0.0.0/8")
+    assert (code, out) == (0, "Added ACL: ALLOW User:alice from host 10.0.0.0/8 READ on TOPIC:LITERAL:t\n")
+    code, _, err = run(capsys, *base, "--host", "10.0.0.0/33")
+    assert (code, err) == (1, "Invalid CIDR notation '10.0.0.0/33': Value [33] not in range [0,32]\n")
+    code, _, err = run(capsys, "controllers", "--cluster", d, "unregister", "--id", "9")
+    assert (code, err) == (1, "Controller ID 9 is not currently registered.\n")
+
+
+def test_gates_below_the_metadata_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _cluster(capsys, tmp_path / "c", release_version="4.2-IV1")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-default",
+                       "--add-config", "cordoned.log.dirs=*")
+    assert (code, err) == (1, "The cordoned.log.dirs configuration value cannot be set because it requires "
+                              "metadata.version >= 4.3-IV0\n")
+    code, _, err = run(capsys, "acls", "--cluster", d, "--add", "--allow-principal", "User:a", "--operation", "Read",
+                       "--topic", "t", "--host", "10.0.0.0/8")
+    assert (code, err) == (1, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.\n")
+    code, _, err = run(capsys, "controllers", "--cluster", d, "unregister", "--id", "1")
+    assert (code, err) == (1, "The current MetadataVersion is too old to support controller unregistration.\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "x",
+                       "--add-config", "a=b")
+    assert code == 2 and "expected a broker id" in err

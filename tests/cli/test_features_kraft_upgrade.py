@@ -1,0 +1,30 @@
+"""A kraft.version upgrade on a static quorum, acting as each release (policy
+kraft_version_upgrade): Kafka 4.0.2, seen live, answers 'kraft.version was upgraded to 1.'
+and still describes 0 afterwards; from 4.1 on the quorum's kraft.version becomes 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftsim.cli.main import main
+
+
+def _upgrade_then_kraft_level(capsys: pytest.CaptureFixture[str], d: Path, release: str, mv: str) -> tuple[str, str]:
+    assert main(["cluster", "create", str(d), "--controllers", "1", "--brokers", "1", "--release", release,
+                 "--seed", "0"]) == 0
+    capsys.readouterr()
+    assert main(["features", "--cluster", str(d), "upgrade", "--release-version", mv]) == 0
+    upgraded = capsys.readouterr().out
+    assert main(["features", "--cluster", str(d), "describe"]) == 0
+    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("Feature: kraft.version"))
+    return upgraded, line.split("FinalizedVersionLevel: ")[1].split()[0]
+
+
+@pytest.mark.parametrize("release,mv,level", [("4.0", "4.0-IV3", "0"), ("4.1", "4.1-IV1", "1")])
+def test_kraft_version_upgrade_on_a_static_quorum(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                   release: str, mv: str, level: str) -> None:
+    upgraded, finalized = _upgrade_then_kraft_level(capsys, tmp_path / "c", release, mv)
+    assert "kraft.version was upgraded to 1." in upgraded.splitlines()
+    assert finalized == level
