@@ -334,7 +334,7 @@ class RaftMixin:
 
     def _appended(self, m: Member, from_offset: int) -> None:
         """The leader appended batches from `from_offset`: flush them after the linger."""
-        for fb in m.log.batches(from_offset):
+        for fb in m.log.batches(from_offset) if self.listening() else ():  # type: ignore[attr-defined]
             b = fb.batch
             self.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
                                        "epoch": b.partition_leader_epoch})
