@@ -16,6 +16,7 @@ import heapq
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 Action = Callable[[], None]
@@ -90,7 +91,8 @@ class Network:
         return dict(sorted(self.groups.items()))
 
     def send(self, msg: Message) -> None:
-        if not self.reachable(msg.src, msg.dst):
+        groups = self.groups  # (reachable(), inlined: every message passes here)
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
             self._drop(msg, "partitioned")
             return
         if self.loss > 0 and self.rng.random() < self.loss:
@@ -100,10 +102,11 @@ class Network:
         delay = lo if hi <= lo else self.rng.randint(lo, hi)
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
-        self.scheduler.after(delay, msg.kind, msg.dst, lambda: self._arrive(msg))
+        self.scheduler.at(self.scheduler.now_ms + delay, msg.kind, msg.dst, partial(self._arrive, msg))
 
     def _arrive(self, msg: Message) -> None:
-        if not self.reachable(msg.src, msg.dst):
+        groups = self.groups
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
             self._drop(msg, "partitioned")
             return
         self.deliver(msg)

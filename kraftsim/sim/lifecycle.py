@@ -92,10 +92,20 @@ class LifecycleMixin:
         node = m.node
         if node is None or not node.registers_controller() or node.image is None:
             return False
-        mv = node.image.metadata_version
+        image = node.image  # (images are immutable: the answer holds until the node publishes another)
+        cached = m.registration_due
+        if cached is not None and cached[0] is node and cached[1] is image and cached[2] == m.state.incarnation:
+            return cached[3]
+        due = self._registration_due_on(m, node, image)
+        m.registration_due = (node, image, m.state.incarnation, due)
+        return due
+
+    @staticmethod
+    def _registration_due_on(m: Member, node: Any, image: Any) -> bool:
+        mv = image.metadata_version
         if mv is None or not node.catalog.supports("controller_registration", mv):
             return False
-        reg = node.image.cluster.controller(m.id)
+        reg = image.cluster.controller(m.id)
         return reg is None or str(reg.incarnation_id) != m.state.incarnation
 
     def _on_register_reply(self, m: Member, msg: Message) -> None:

@@ -350,6 +350,10 @@ class MetadataLog:
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""
+        last = self.segments.last_segment()
+        if last is not None and offset >= last.base_offset:  # (the common case: near the log end)
+            i = last.find(offset)
+            return (last.base_offset, i) if i < len(last) else None
         keys = self.segments.keys()
         k = max(self.segments.bisect_right(offset) - 1, 0)
         for key in keys[k:]:
@@ -378,6 +382,11 @@ class MetadataLog:
         if found is None:
             return
         key, i = found
+        last = self.segments.last_segment()
+        if last is not None and key == last.base_offset:
+            for j in range(i, len(last)):
+                yield last.read_batch(j, check_crc=check_crc)
+            return
         for k in self.segments.irange(minimum=key):
             seg = self.segments[k]
             for j in range(i if k == key else 0, len(seg)):
