@@ -92,12 +92,15 @@ class LifecycleMixin:
         node = m.node
         if node is None or not node.registers_controller() or node.image is None:
             return False
-        image = node.image  # (images are immutable: the answer holds until the node publishes another)
+        image = node.image
+        # (images are immutable, and a commit that changes neither the features nor the cluster
+        # keeps those parts: the answer holds until one of them changes)
         cached = m.registration_due
-        if cached is not None and cached[0] is node and cached[1] is image and cached[2] == m.state.incarnation:
-            return cached[3]
+        if cached is not None and cached[0] is node and cached[1] is image.features and cached[2] is image.cluster \
+                and cached[3] == m.state.incarnation:
+            return cached[4]  # type: ignore[no-any-return]
         due = self._registration_due_on(m, node, image)
-        m.registration_due = (node, image, m.state.incarnation, due)
+        m.registration_due = (node, image.features, image.cluster, m.state.incarnation, due)
         return due
 
     @staticmethod

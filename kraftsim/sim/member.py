@@ -63,7 +63,8 @@ class Member:
     controller_registered: bool = False
     controller_register_sent_ms: int = -(10**12)
     lifecycle_gen: int = 0
-    #: (node, image, incarnation, whether a ControllerRegistration is due): asked after every apply.
+    #: (node, its image's features and cluster, incarnation, whether a ControllerRegistration is
+    #: due): asked after every apply.
     registration_due: tuple | None = None
 
     @property
