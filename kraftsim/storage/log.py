@@ -57,7 +57,7 @@ def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> l
     return entries
 
 
-class SegmentMap(SortedDict):
+class SegmentMap(SortedDict):  # type: ignore[misc]  # (sortedcontainers has no types)
     """Base offset -> LogSegment, with the last segment kept at hand until the map changes:
     `log_end_offset` is asked on every event of a simulation, and finding the last item of
     a SortedDict each time is most of that cost."""
