@@ -29,7 +29,7 @@ from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
-from kraftsim.image import snapshot_contents
+from kraftsim.image import configs_dropped_line, snapshot_contents
 from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
 
@@ -104,6 +104,8 @@ def run_create(args: argparse.Namespace) -> int:
     print(f"wrote {written}: snapshot {snapshot_file_name(sid)}, {len(contents.records)} records at metadata.version "
           f"{contents.metadata_version.version}, writer of Kafka {contents.release} ({contents.release_reason}), "
           f"from {contents.source}")
+    if contents.configs_dropped:
+        print(configs_dropped_line(contents.configs_dropped))
     if args.allow_loss:
         report = contents.loss
         if report.lossless:

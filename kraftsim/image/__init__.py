@@ -49,6 +49,7 @@ from kraftsim.image.components.configs import (
     BROKER_LOGGER,
     CLIENT_METRICS,
     ConfigurationsImage,
+    DroppedConfigs,
     GROUP,
     resource_type_name,
     TOPIC,
@@ -87,7 +88,9 @@ from kraftsim.image.loader.metadata_loader import (
     TransactionState,
 )
 from kraftsim.image.loader.replay import LoadRequestError, replay_path
-from kraftsim.image.loader.summary import TEXT_LIMIT, broker_state, image_summary, load_summary, mv_names, summary_lines
+from kraftsim.image.loader.summary import (
+    TEXT_LIMIT, broker_state, configs_dropped_line, image_summary, load_summary, mv_names, summary_lines,
+)
 from kraftsim.image.publisher.snapshot_create import (
     create_snapshot, infer_release as infer_writer_release, release_for_level, snapshot_contents,
 )
@@ -119,6 +122,7 @@ __all__ = [
     "LoadRequestError",
     "TEXT_LIMIT",
     "broker_state",
+    "configs_dropped_line",
     "image_summary",
     "load_summary",
     "mv_names",
@@ -140,6 +144,7 @@ __all__ = [
     "ControllerRegistration",
     "DelegationToken",
     "DelegationTokensImage",
+    "DroppedConfigs",
     "ELR_FEATURE",
     "EMPTY_IMAGE",
     "EMPTY_PROVENANCE",

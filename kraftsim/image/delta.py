@@ -18,7 +18,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image.components.acls import AclsDelta
 from kraftsim.image.bulk import replay_records
 from kraftsim.image.components.cluster import ClusterDelta
-from kraftsim.image.components.configs import RESOURCE_TYPE_CODES, ConfigurationsDelta
+from kraftsim.image.components.configs import ConfigurationsDelta, DroppedConfigs
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.components.features import FeaturesDelta
 from kraftsim.gcpause import collector_paused
@@ -41,9 +41,12 @@ NO_OP_RECORDS = frozenset({"NoOpRecord", "ZkMigrationStateRecord"})
 class MetadataDelta:
     """Changes on top of `image`. Not thread-safe; use once, then `apply()`."""
 
-    def __init__(self, image: MetadataImage = EMPTY_IMAGE, catalog: Catalog | None = None):
+    def __init__(self, image: MetadataImage = EMPTY_IMAGE, catalog: Catalog | None = None, *,
+                 dropped_configs: DroppedConfigs | None = None):
+        """`dropped_configs` counts the ConfigRecords the catalog's release ignores on replay."""
         self.image = image
         self.catalog = catalog if catalog is not None else default_catalog()
+        self._dropped_configs = dropped_configs
         self._features: FeaturesDelta | None = None
         self._cluster: ClusterDelta | None = None
         self._topics: TopicsDelta | None = None
@@ -79,8 +82,8 @@ class MetadataDelta:
     @property
     def configs(self) -> ConfigurationsDelta:
         if self._configs is None:
-            dropped = frozenset((RESOURCE_TYPE_CODES[t], n) for t, n in self.catalog.configs_dropped_on_replay())
-            self._configs = ConfigurationsDelta(self.image.configs, dropped)
+            self._configs = ConfigurationsDelta(self.image.configs, self.catalog.config_replay_filter(),
+                                                self._dropped_configs)
         return self._configs
 
     @property

@@ -18,6 +18,7 @@ precondition, never pretended.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import shutil
@@ -27,7 +28,7 @@ from typing import Any, Sequence
 
 from hypothesis import strategies as st
 from hypothesis.control import current_build_context
-from hypothesis.errors import InvalidArgument
+from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis.stateful import (
     Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule,
 )
@@ -37,10 +38,12 @@ from kraftsim.image import MetadataImage
 from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
 from kraftsim.testing import config, properties
+from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
+from kraftsim.testing.refusals import support_refusal, unregistered_voters
 from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog, range_text
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog
 
 #: Features the machine leaves alone: kraft.version changes the quorum's own protocol.
 UNTOUCHED_FEATURES = ("kraft.version",)
@@ -90,6 +93,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
     policy: str = "kafka"
     controllers: int = 3
     brokers: int = 2
+    #: Combined nodes (broker and controller in one process, ids 1..combined before the
+    #: controllers and brokers, as `cluster create` numbers them); they are voters too.
+    combined: int = 0
     #: A hypothetical catalog file (TOML, see kraftsim.versions.load_catalog); None: the shipped one.
     catalog: str | Path | None = None
     #: The simulator's seed; None: `--kraftsim-seed`, KRAFTSIM_SEED, else 0.
@@ -98,13 +104,19 @@ class ClusterStateMachine(RuleBasedStateMachine):
     repro_dir: str | Path | None = None
     #: Whether "wipe" disk faults may hit controllers. With a static quorum a voter that lost
     #: its disk may vote again and lose committed records, in Kafka as in kraftsim (KIP-853
-    #: is Kafka's answer), so by default only brokers' disks are wiped.
+    #: is Kafka's answer), so by default only brokers' disks are wiped. Torn tails hit voters
+    #: only while a majority of the other voters hold what the voter holds and the damaged
+    #: voters stay a minority (disks.py): a committed batch no majority holds any more can
+    #: be lost for good, which is no bug of the software.
     wipe_voters: bool = False
     #: The scenario ops the machine generates (None: every op the simulator carries out).
     ops: frozenset[str] | None = None
     #: Bounds that keep generated runs small and fast.
     max_topics: int = 6
     max_run_ms: int = 10_000
+    #: How many nodes `add-node` may add to the cluster, and the longest `wait`.
+    max_added_nodes: int = 2
+    max_wait_ms: int = 30_000
 
     node_ids = Bundle("node_ids")
     topic_names = Bundle("topic_names")
@@ -123,6 +135,8 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if not self._releases:
             raise InvalidArgument(f"{type(self).__name__}.releases is empty")
         self._voters: tuple[int, ...] = ()
+        self._disks = VoterDisks(())
+        self._initial_nodes = 0
         self._committed = 0
         self._written: Path | None = None
 
@@ -157,11 +171,11 @@ class ClusterStateMachine(RuleBasedStateMachine):
         else:
             release = data.draw(st.sampled_from(self._releases), label="release")
         self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
-        self.shape = ClusterShape(self.controllers, self.brokers, release)
+        self.shape = ClusterShape(self.controllers, self.brokers, release, combined=self.combined)
         try:
             self.sim = Simulation.create(Path(self._tmp) / "cluster", controllers=self.controllers,
-                                         brokers=self.brokers, release=release, seed=self._seed,
-                                         policy=self.policy, catalog=self._catalog_path)
+                                         brokers=self.brokers, combined=self.combined, release=release,
+                                         seed=self._seed, policy=self.policy, catalog=self._catalog_path)
         except SimError as e:
             raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
         try:  # steps start from a stable cluster, as in the scenario runner
@@ -170,6 +184,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
             raise InvalidArgument(f"{type(self).__name__}: the new cluster did not become stable: {e}") from None
         self.cluster = ClusterHandle(self.sim, self.catalog_view, self.policy)
         self._voters = tuple(n.id for n in self.sim.nodes() if "controller" in n.roles)
+        self._disks = VoterDisks(self._voters)
+        self._disks.observe(self.sim, self._voters)
+        self._initial_nodes = len(self.sim.nodes())
         return multiple(*(n.id for n in self.sim.nodes()))
 
     def teardown(self) -> None:
@@ -199,6 +216,10 @@ class ClusterStateMachine(RuleBasedStateMachine):
             self.steps.append(step)
             self.fail(SIMULATOR_ERROR, f"{step.describe()} raised {type(e).__name__}: {e}")
         self.steps.append(step)
+        nodes = self.sim.nodes()
+        if step.op == "add-node":  # a controller that joined is a voter of the static quorum
+            self._voters = self._disks.voters = tuple(n.id for n in nodes if "controller" in n.roles)
+        self._disks.observe(self.sim, (n.id for n in nodes if n.state == "running"))
         if step.error is not None:
             self._check_refusal(step, before, expected)
         else:
@@ -248,9 +269,11 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if (step.op == "features-upgrade") != (level > current) and level != current:
             return None  # "Can't upgrade to a lower version" and its mirror: not predicted here
         line = self._line(self.cluster.node(leader).release)  # type: ignore[union-attr]
-        reason = _support_refusal(line, leader, image, name, level)
+        reason = support_refusal(line, leader, image, name, level)
         if reason is not None:
             return reason
+        if unregistered_voters(line, image, self._voters):
+            return None  # Kafka may name one of them first, or not: refusals.py
         if (name == MV_NAME and self.policy == "kafka" and level < current
                 and line.is_lossy(current, level)):
             return line.mv_downgrade_error(current, level, bool(step.args.get("unsafe")))
@@ -312,10 +335,25 @@ class ClusterStateMachine(RuleBasedStateMachine):
         except PropertyFailed:
             raise
         except Exception as e:
-            path = self.write_repro(type(e).__name__, str(e) or repr(e))
-            if path is not None:
-                e.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+            self._note_repro(type(e).__name__, e)
             raise
+
+    def _note_repro(self, name: str, error: Exception) -> None:
+        """Write the scenario file for a failure that is not a PropertyFailed and name it in the error."""
+        path = self.write_repro(name, f"{type(error).__name__}: {error}" if str(error) else repr(error))
+        if path is not None:
+            error.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
+
+    @classmethod
+    def setup_state(cls) -> Any:
+        """Hypothesis's rules of the class, each wrapped so that a rule that raises (a user's
+        assertion in a rule of a subclass) gets its scenario file as a failing invariant does."""
+        cached = _RECORDING_STATES.get(cls)
+        if cached is None:
+            state = super().setup_state()
+            cached = dataclasses.replace(state, rules=[_recording(r) for r in state.rules])
+            _RECORDING_STATES[cls] = cached
+        return cached
 
     # ------------------------------------------------------------------ invariants
 
@@ -438,15 +476,27 @@ class ClusterStateMachine(RuleBasedStateMachine):
     def heal(self) -> None:
         self.do("heal")
 
+    def _disk_fault_targets(self) -> list[int]:
+        """Nodes whose disk may lose data now: brokers, and the voters disks.VoterDisks allows."""
+        if self.sim is None:
+            return []
+        return [n.id for n in self.sim.nodes() if self._disks.may_lose(n.id)]
+
     @precondition(lambda self: self.allows("disk-fault"))
-    @rule(node=node_ids, kind=st.sampled_from(["torn-tail", "wipe"]))
-    def disk_fault(self, node: int, kind: str) -> None:
-        assert self.cluster is not None
+    @precondition(lambda self: bool(self._disk_fault_targets()))
+    @rule(data=st.data(), kind=st.sampled_from(["torn-tail", "wipe"]))
+    def disk_fault(self, data: st.DataObject, kind: str) -> None:
+        assert self.cluster is not None and self.sim is not None
+        node = data.draw(st.sampled_from(self._disk_fault_targets()), label="node")
         if kind == "wipe" and node in self._voters and not self.wipe_voters:
             kind = "torn-tail"
         if self.cluster.node(node).state == "running":
             self.do("stop", nodes=[node])  # the fault needs the node down, as an operator would have it
-        self.do("disk-fault", nodes=[node], kind=kind)
+        if not self._disks.may_lose(node):  # what the stop changed: the fault is left out
+            return
+        end_before = properties.log_end_on_disk(self.sim, node)
+        if self.do("disk-fault", nodes=[node], kind=kind).error is None:
+            self._disks.lost(node, end_before)
 
     @precondition(lambda self: self.allows("snapshot"))
     @rule()
@@ -457,6 +507,31 @@ class ClusterStateMachine(RuleBasedStateMachine):
     @rule(ms=st.sampled_from([100, 500, 2_000, 10_000]))
     def run_time(self, ms: int) -> None:
         self.do("run", ms=min(ms, self.max_run_ms))
+
+    @precondition(lambda self: self.allows("wait"))
+    @rule(timeout_ms=st.sampled_from([2_000, 10_000, 30_000]))
+    def wait(self, timeout_ms: int) -> None:
+        """Until the cluster is stable; "not stable after ..." (a node down, a partition) is recorded."""
+        self.do("wait", timeout_ms=min(timeout_ms, self.max_wait_ms))
+
+    def _room_for_nodes(self) -> bool:
+        return self.sim is not None and len(self.sim.nodes()) < self._initial_nodes + self.max_added_nodes
+
+    @precondition(lambda self: self.allows("add-node"))
+    @precondition(_room_for_nodes)
+    @rule(target=node_ids, role=st.sampled_from(["broker", "controller"]), data=st.data())
+    def add_node(self, role: str, data: st.DataObject) -> Any:
+        """A new broker, or a new controller (a new voter of the static quorum, while that
+        is safe: disks.py), on a chosen release; its id is the next one, or one further on
+        (a gap, as operators leave)."""
+        assert self.sim is not None
+        if role == "controller" and not self._disks.may_add_voter():
+            role = "broker"  # a new voter now could make a majority without the committed data (disks.py)
+        release = data.draw(st.sampled_from(self._releases), label="release")
+        before = {n.id for n in self.sim.nodes()}
+        gap = data.draw(st.sampled_from([0, 0, 3]), label="id gap")
+        self.do("add-node", role=role, release=release, id=max(before) + 1 + gap if gap else None)
+        return multiple(*sorted({n.id for n in self.sim.nodes()} - before))
 
     # ------------------------------------------------------------------ rules: topics
 
@@ -480,27 +555,23 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self.do("delete-topics", names=[name])
 
 
-def _support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str, level: int) -> str | None:
-    """Kafka's quorum check as the public state shows it: the active controller's software,
-    every registered broker, then (from controller registration on) every other controller."""
-    def refusal(who: str, rng: tuple[int, int] | None) -> str:
-        if rng is None or rng[1] == 0:
-            return f"{who} does not support this feature."
-        return f"{who} only supports versions {range_text(*rng)}"
+#: Per machine class: hypothesis's set-up state with its rules wrapped by `_recording`.
+_RECORDING_STATES: dict[type, Any] = {}
 
-    own = line.supported_features().get(name)
-    if own is None or not own[0] <= level <= own[1]:
-        return refusal(f"Local controller {leader}", own)
-    for b in image.cluster.sorted_brokers():
-        rng = next(((f.min_version, f.max_version) for f in b.supported_features if f.name == name), None)
-        if rng is None or not rng[0] <= level <= rng[1]:
-            return refusal(f"Broker {b.id}", rng)
-    mv = image.metadata_version
-    if mv is not None and line.supports("controller_registration", mv):
-        for c in image.cluster.sorted_controllers():
-            if c.id == leader:
-                continue
-            rng = next(((f.min_version, f.max_version) for f in c.supported_features if f.name == name), None)
-            if rng is None or not rng[0] <= level <= rng[1]:
-                return refusal(f"Controller {c.id}", rng)
-    return None
+
+@functools.cache
+def _recording_function(function: Any) -> Any:
+    @functools.wraps(function)
+    def run_rule(machine: ClusterStateMachine, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(machine, *args, **kwargs)
+        except (PropertyFailed, HypothesisException):  # written already / hypothesis's own control flow
+            raise
+        except Exception as e:
+            machine._note_repro(f"{type(e).__name__} in rule {function.__name__}", e)
+            raise
+    return run_rule
+
+
+def _recording(rule: Any) -> Any:
+    return dataclasses.replace(rule, function=_recording_function(rule.function))

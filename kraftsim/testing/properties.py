@@ -121,16 +121,18 @@ def _is_mv(change: Any) -> bool:
     return change.component == "features" and MV_NAME in change.entity
 
 
+def log_end_on_disk(sim: Simulation, node: int) -> int:
+    """One past the last offset in `node`'s metadata log as it is on disk."""
+    log = MetadataLog.open(sim.log_dir(node), read_only=True, validate="last")
+    try:
+        return log.log_end_offset
+    finally:
+        log.close()
+
+
 def committed_end(sim: Simulation, voters: Iterable[int]) -> int:
     """One past the highest offset a majority of `voters` hold in their logs."""
-    ends = []
-    for v in voters:
-        log = MetadataLog.open(sim.log_dir(v), read_only=True, validate="last")
-        try:
-            ends.append(log.log_end_offset)
-        finally:
-            log.close()
-    ends.sort(reverse=True)
+    ends = sorted((log_end_on_disk(sim, v) for v in voters), reverse=True)
     return ends[len(ends) // 2] if ends else 0
 
 

@@ -144,6 +144,7 @@ class ClusterShape:
     release: str
     release_version: str | None = None
     features: dict[str, int] = field(default_factory=dict)
+    combined: int = 0
 
 
 def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
@@ -162,8 +163,10 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
     lines.append(f"policy = {toml_value(policy)}")
     if catalog is not None:
         lines.append(f"catalog = {toml_value(catalog)}")
-    lines += ["", "[cluster]", f"controllers = {shape.controllers}", f"brokers = {shape.brokers}",
-              f"release = {toml_value(shape.release)}"]
+    lines += ["", "[cluster]", f"controllers = {shape.controllers}", f"brokers = {shape.brokers}"]
+    if shape.combined:
+        lines.append(f"combined = {shape.combined}")
+    lines.append(f"release = {toml_value(shape.release)}")
     if shape.release_version:
         lines.append(f"release_version = {toml_value(shape.release_version)}")
     if shape.features:

@@ -19,6 +19,7 @@ with hypothetical levels, features, releases and record types):
 """
 
 from kraftsim.versions.catalog import Catalog, MVLike, default_catalog, load_catalog, load_catalog_text
+from kraftsim.versions.config_replay import ConfigReplayFilter
 from kraftsim.versions.errors import (
     CatalogError,
     FeatureDependencyError,
@@ -37,6 +38,7 @@ from kraftsim.versions.releases import Release, range_text
 __all__ = [
     "Catalog",
     "CatalogError",
+    "ConfigReplayFilter",
     "DowngradeLosses",
     "FEATURE_NAME",
     "Feature",

@@ -16,6 +16,7 @@ from typing import Mapping
 
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import loader, model, validation
+from kraftsim.versions.config_replay import ConfigReplayFilter
 from kraftsim.versions.errors import IllegalArgument, UnknownFeature
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
 from kraftsim.versions.gates import DowngradeLosses
@@ -231,13 +232,30 @@ class Catalog:
                 out[f.name] = (lo, hi)
         return out
 
-    def configs_dropped_on_replay(self) -> frozenset[tuple[str, str]]:
-        """(resource type name, config name) of ConfigRecords this release ignores on replay:
-        configs its code no longer defines (KAFKA-19851, from 4.3); empty before."""
+    def config_replay_filter(self) -> ConfigReplayFilter | None:
+        """Which replayed ConfigRecords this release keeps (KAFKA-19851, from 4.3): every
+        config of a BROKER, and for TOPIC, CLIENT_METRICS and GROUP only the names its code
+        defines (replay_configs.toml); any other resource type is dropped. None: the release
+        keeps every record (before 4.3, the policy `config_replay`)."""
+        return self._config_replay
+
+    def replaying_configs_as(self, name: str) -> "Catalog":
+        """This catalog, except that replay keeps the ConfigRecords release `name` keeps: how a
+        node of that release rebuilt the image it wrote a snapshot of, read with this catalog."""
+        other = Catalog(self._data, self._lines, self._line.release.name)
+        other.__dict__["_config_replay"] = self.at_release(name).config_replay_filter()
+        return other
+
+    @functools.cached_property
+    def _config_replay(self) -> ConfigReplayFilter | None:
         if self.policy("config_replay") != "drop-removed":
-            return frozenset()
+            return None
         here = self.release.key
-        return frozenset((t, n) for t, n, gone in self._data.removed_configs if release_name_key(gone) <= here)
+        known: dict[str, frozenset[str]] = {rtype: frozenset() for rtype in self._data.replay_listed}
+        for since, rtype, names in sorted(self._data.replay_config_names, key=lambda e: release_name_key(e[0])):
+            if release_name_key(since) <= here:
+                known[rtype] = names
+        return ConfigReplayFilter(self.release.name, self._data.replay_keep_all, tuple(sorted(known.items())))
 
     def policy_text(self, name: str, key: str) -> str:
         """A message template of the value this line follows for policy `name` (policies.toml)."""

@@ -21,6 +21,7 @@ from kraftsim.versions.errors import CatalogError
 from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (
     CapabilityEntry,
+    ConfigNamesEntry,
     FeatureEntry,
     FeatureLevelAddition,
     Fragment,
@@ -29,12 +30,12 @@ from kraftsim.versions.schema import (
     PolicyEntry,
     RecordEntry,
     ReleaseEntry,
-    RemovedConfigEntry,
+    ReplayConfigsRule,
     RequestEntry,
 )
 
 SHIPPED_FILES = ("metadata_versions.toml", "records.toml", "features.toml", "policies.toml", "releases.toml",
-                 "removed_configs.toml")
+                 "replay_configs.toml")
 """The shipped data files, merged in this order."""
 
 Fragments = list[tuple[str, Fragment, Path | None]]
@@ -58,7 +59,8 @@ class RawCatalog:
     features: list[FeatureEntry] = field(default_factory=list)
     releases: list[ReleaseEntry] = field(default_factory=list)
     policies: dict[str, PolicyEntry] = field(default_factory=dict)
-    removed_configs: list[RemovedConfigEntry] = field(default_factory=list)
+    replay_configs: ReplayConfigsRule | None = None
+    replay_config_names: list[ConfigNamesEntry] = field(default_factory=list)
 
 
 def parse_fragment(text: str, source: str) -> Fragment:
@@ -107,7 +109,9 @@ def merge(fragments: Fragments) -> RawCatalog:
             p = Path(d)
             raw.record_schema_dirs.append(p if p.is_absolute() or folder is None else (folder / p).resolve())
         raw.metadata_versions.extend(frag.metadata_versions)
-        raw.removed_configs.extend(frag.removed_configs)
+        if frag.replay_configs is not None:
+            raw.replay_configs = frag.replay_configs
+        raw.replay_config_names.extend(frag.replay_config_names)
         for name, rec in frag.records.items():
             _merge_record(raw, name, rec, source)
         for name, req in frag.requests.items():

@@ -48,7 +48,11 @@ class CatalogData:
     policies: tuple[Policy, ...]
     record_schema_dirs: tuple[Path, ...]
     line: str  # the default release line
-    removed_configs: tuple[tuple[str, str, str], ...] = ()  # (resource type, config name, removed in)
+    #: Kafka's ConfigRecord replay filter: resource types kept whole, types kept by name
+    replay_keep_all: frozenset[str] = frozenset()
+    replay_listed: frozenset[str] = frozenset()
+    #: (since release, resource type, the names its code defines), in file order
+    replay_config_names: tuple[tuple[str, str, frozenset[str]], ...] = ()
 
     def version_of(self, level: int) -> str:
         return next((mv.version for mv in self.versions if mv.level == level), str(level))
@@ -129,13 +133,22 @@ def build(raw: RawCatalog, where: str) -> CatalogData:
                             key=lambda r: r.key))
     if not releases:
         raise CatalogError("release", "the catalog defines no release", where)
-    removed = []
-    for e in raw.removed_configs:
-        if not RELEASE_NAME_RE.match(e.removed_in):
-            raise CatalogError("removed-configs", f"config {e.name}: removed_in {e.removed_in!r} is not a release name", where)
-        removed.append((e.resource_type, e.name, e.removed_in))
+    rule = raw.replay_configs
+    keep_all, listed = frozenset(rule.keep_all if rule else ()), frozenset(rule.listed if rule else ())
+    if keep_all & listed:
+        raise CatalogError("replay-configs", f"{', '.join(sorted(keep_all & listed))}: both kept whole and kept by "
+                                             "name", where)
+    names = []
+    for e in raw.replay_config_names:
+        if not RELEASE_NAME_RE.match(e.since):
+            raise CatalogError("replay-configs", f"{e.resource_type} config names: since {e.since!r} is not a release "
+                                                 "name", where)
+        if e.resource_type not in listed:
+            raise CatalogError("replay-configs", f"{e.resource_type} config names since {e.since}: the type is not "
+                                                 f"one kept by name ({', '.join(sorted(listed)) or 'none'})", where)
+        names.append((e.since, e.resource_type, frozenset(e.names)))
     data = CatalogData(where, versions, gates, tuple(raw.features), releases, policies, tuple(raw.record_schema_dirs),
-                       releases[-1].name, tuple(removed))
+                       releases[-1].name, keep_all, listed, tuple(names))
     if raw.line is not None:
         chosen = data.find_release(raw.line)
         if chosen is None:

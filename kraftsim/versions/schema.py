@@ -107,10 +107,20 @@ class PolicyEntry(_Entry):
     doc: str = ""
 
 
-class RemovedConfigEntry(_Entry):
-    resource_type: Literal["TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP"]
-    name: str
-    removed_in: str  # the release whose code no longer defines it
+ResourceTypeName = Literal["TOPIC", "BROKER", "BROKER_LOGGER", "CLIENT_METRICS", "GROUP"]
+
+
+class ReplayConfigsRule(_Entry):
+    """Kafka's replay filter of ConfigRecords by resource type (replay_configs.toml)."""
+
+    keep_all: list[ResourceTypeName] = []  # every config of these types is kept
+    listed: list[ResourceTypeName] = []  # only the names a release defines (replay_config_names)
+
+
+class ConfigNamesEntry(_Entry):
+    since: str  # the first release whose code defines exactly these names
+    resource_type: ResourceTypeName
+    names: list[str]
     doc: str = ""
 
 
@@ -127,5 +137,6 @@ class Fragment(_Entry):
     feature_levels: list[FeatureLevelAddition] = []
     releases: list[ReleaseEntry] = []
     policies: dict[str, PolicyEntry] = {}
-    removed_configs: list[RemovedConfigEntry] = []
+    replay_configs: ReplayConfigsRule | None = None
+    replay_config_names: list[ConfigNamesEntry] = []
     doc: str = ""

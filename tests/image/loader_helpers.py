@@ -33,6 +33,8 @@ def mv(level: int) -> Payload:
 
 
 def config(key: str, value: str | None = "v", resource: str = "t") -> Payload:
+    """A topic's ConfigRecord. `key` must be a topic config Kafka defines: from 4.3 (the
+    default catalog's release) replay drops any other name."""
     return rec("ConfigRecord", resource_type=2, resource_name=resource, name=key, value=value)
 
 

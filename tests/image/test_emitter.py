@@ -134,7 +134,7 @@ def test_kraft_header_records_follow_the_loader(tmp_path: Path) -> None:
     log = LogBuilder()
     loader = MetadataLoader()
     loader.handle_commit([log.batch(control("KRaftVersionRecord", k_raft_version=1), voters, control_batch=True),
-                          log.batch(mv(27), config("a"))])
+                          log.batch(mv(27), config("cleanup.policy"))])
     em = SnapshotEmitter(tmp_path, clock_ms=1, header_records=loader_header_records(loader), fsync=False)
     snap = read_snapshot(em.maybe_emit(loader.image).path)
     assert [e.type_name for e in snap.header_entries] == ["SNAPSHOT_HEADER", "KRAFT_VERSION", "KRAFT_VOTERS"]
@@ -149,7 +149,7 @@ def test_kraft_header_records_follow_the_loader(tmp_path: Path) -> None:
 def make_log(directory: Path, *, segment_bytes: int = 1 << 30, epochs=(1, 1, 2, 2, 2)) -> tuple[MetadataLog, list]:
     """A log of single-record batches (plus a two-record one) at the given epochs."""
     lb = LogBuilder()
-    batches = [lb.batch(mv(27), config("k0"), epoch=epochs[0])]
+    batches = [lb.batch(mv(27), config("compression.type"), epoch=epochs[0])]
     for i, e in enumerate(epochs[1:], 1):
         batches.append(lb.batch(config(f"k{i}"), epoch=e))
     log = MetadataLog.open(directory, segment_bytes=segment_bytes, fsync=False)
@@ -259,7 +259,7 @@ def test_retention_by_time_uses_the_clock(tmp_path: Path) -> None:
     # later, a new snapshot: every snapshot older than 10 s by its last contained log time goes but the newest
     now[0] = 16_500  # snapshots 3 and 6 hold log times 3000 and 6000: both older than 10 s
     lb = LogBuilder(next_offset=12, time_ms=15_000)
-    b = lb.batch(config("late"))
+    b = lb.batch(config("flush.messages"))
     log.append(lb.raw(b))
     img = image_from_records([mv(27)]).with_provenance(MetadataProvenance(12, 1, 15_000, True))
     res = em.maybe_emit(img)

@@ -96,15 +96,15 @@ def test_time_trigger_fires_exactly_at_the_interval_on_virtual_time() -> None:
     loader, log, gen, emitter, _ = node(SnapshotTriggers(max_bytes=1 << 40, max_time_ms=HOUR), clock)
     assert gen.last_snapshot_time_ms == 1_000
     clock.now = 1_000 + HOUR - 1
-    loader.handle_commit([log.batch(config("a"))])
+    loader.handle_commit([log.batch(config("cleanup.policy"))])
     assert emitter.images == []
     clock.now = 1_000 + HOUR
-    b = log.batch(config("b"))
+    b = log.batch(config("segment.ms"))
     loader.handle_commit([b])
     assert emitter.offsets == [b.last_offset] and gen.events[-1].reason == "we have waited at least 60 minute(s)"
     assert (gen.bytes_since_last_snapshot, gen.last_snapshot_time_ms) == (0, 1_000 + HOUR)
     clock.now += HOUR - 1
-    loader.handle_commit([log.batch(config("c"))])
+    loader.handle_commit([log.batch(config("segment.bytes"))])
     assert len(emitter.images) == 1
 
 
@@ -112,14 +112,14 @@ def test_zero_interval_turns_the_time_trigger_off() -> None:
     clock = Clock()
     loader, log, gen, emitter, _ = node(SnapshotTriggers(max_bytes=1 << 40, max_time_ms=0), clock)
     clock.now = 10 ** 12
-    loader.handle_commit([log.batch(config("a"))])
+    loader.handle_commit([log.batch(config("cleanup.policy"))])
     assert emitter.images == [] and gen.events == []
 
 
 def test_no_snapshot_at_an_unaligned_image_and_the_counters_keep_counting() -> None:
     loader, log, gen, emitter, _ = node(SnapshotTriggers(max_bytes=1, max_time_ms=0))
-    before = log.batch(config("a"))
-    mixed = log.batch(config("c"), begin(), config("d"), end())
+    before = log.batch(config("cleanup.policy"))
+    mixed = log.batch(config("segment.bytes"), begin(), config("flush.ms"), end())
     # the Begin inside `mixed` publishes at the record before it (unaligned), carrying `before`'s bytes
     loader.handle_commit([before, mixed])
     unaligned, aligned = gen.events
@@ -136,36 +136,36 @@ def test_unaligned_skip_does_not_reset_the_counters() -> None:
     loader.load_batch(big)
     loader.flush(aligned=False)  # a reader stopping inside a batch
     assert emitter.images == [] and gen.bytes_since_last_snapshot == big.size_in_bytes
-    b = log.batch(config("z"))
+    b = log.batch(config("delete.retention.ms"))
     loader.handle_commit([b])
     assert emitter.offsets == [b.last_offset]
 
 
 def test_disabled_reason_and_shutdown() -> None:
     loader, log, gen, emitter, _ = node(SnapshotTriggers(max_bytes=1, max_time_ms=0), disabled_reason="testing")
-    b = log.batch(config("a"))
+    b = log.batch(config("cleanup.policy"))
     loader.handle_commit([b])
     assert emitter.images == []
     assert gen.events[-1].message.endswith("because snapshots are disabled; testing")
     gen.enable()
-    loader.handle_commit([log.batch(config("b"))])
+    loader.handle_commit([log.batch(config("segment.ms"))])
     assert len(emitter.images) == 1
     gen.begin_shutdown()
-    loader.handle_commit([log.batch(config("c"))])
+    loader.handle_commit([log.batch(config("segment.bytes"))])
     assert len(emitter.images) == 1 and gen.events[-1].message.endswith("disabled; we are shutting down")
 
 
 def test_counters_reset_on_snapshot_load() -> None:
     clock = Clock()
     loader, log, gen, emitter, _ = node(SnapshotTriggers(max_bytes=400, max_time_ms=HOUR), clock)
-    loader.handle_commit([log.batch(config("a", "x" * 100))])
+    loader.handle_commit([log.batch(config("cleanup.policy", "x" * 100))])
     assert 0 < gen.bytes_since_last_snapshot < 400
     clock.now = HOUR - 1
     loader.handle_load_snapshot(list(log.batches[0].entries), end_offset=log.next_offset, epoch=1,
                                 last_contained_log_timestamp=0)
     assert (gen.bytes_since_last_snapshot, gen.last_snapshot_time_ms) == (0, HOUR - 1)
     clock.now = HOUR
-    loader.handle_commit([log.batch(config("b"))])
+    loader.handle_commit([log.batch(config("segment.ms"))])
     assert emitter.images == []
 
 
@@ -178,7 +178,7 @@ def test_emitter_errors_reach_the_fault_handler() -> None:
     loader.set_high_watermark(0)
     log = LogBuilder()
     loader.handle_commit([log.batch(mv(27))])
-    loader.handle_commit([log.batch(config("a"))])
+    loader.handle_commit([log.batch(config("cleanup.policy"))])
     assert [str(f) for f in faults] == ["KRaft snapshot file generation error: disk full"]
     # the default handler raises
     strict = SnapshotGenerator(FakeEmitter(fail=True), clock_ms=Clock(),

@@ -130,7 +130,23 @@ def test_4_3_replay_drops_configs_kafka_removed():
     on_42 = image_from_records(records, catalog=CAT.at_release("4.2.0"))
     assert dict(on_43.configs.config(2, "t")) == {"retention.ms": "1000"}
     assert dict(on_42.configs.config(2, "t")) == {"message.format.version": "2.8", "retention.ms": "1000"}
-    # only the resource type Kafka removed it from
+    # a broker keeps every config; topics, client metrics and groups only what the release defines
     assert dict(on_43.configs.config(4, "")) == {"message.format.version": "2.8"}
-    assert CAT.at_release("4.4").configs_dropped_on_replay() == {("TOPIC", "message.format.version")}
-    assert CAT.at_release("4.2").configs_dropped_on_replay() == frozenset()
+    assert CAT.at_release("4.2").config_replay_filter() is None
+
+
+@pytest.mark.parametrize("release", ["4.3.0", "4.3.1", "4.4.0"])
+def test_the_replay_filter_is_kafkas_whitelist_by_resource_type(release: str) -> None:
+    # DefaultSupportedConfigChecker (KAFKA-19851): BROKER keeps all; TOPIC/CLIENT_METRICS/GROUP keep
+    # the names the release's LogConfig, ClientMetricsConfigs and GroupConfig define; others drop.
+    f = CAT.at_release(release).config_replay_filter()
+    assert f is not None
+    keeps = f.keeps
+    assert keeps("BROKER", "anything.at.all") and keeps("BROKER", "message.format.version")
+    assert keeps("TOPIC", "retention.ms") and keeps("TOPIC", "cleanup.policy")
+    assert not keeps("TOPIC", "message.format.version") and not keeps("TOPIC", "message.downconversion.enable")
+    assert keeps("CLIENT_METRICS", "interval.ms") and not keeps("CLIENT_METRICS", "retention.ms")
+    assert keeps("GROUP", "consumer.session.timeout.ms") and not keeps("GROUP", "retention.ms")
+    assert not keeps("BROKER_LOGGER", "kafka.server")
+    # 4.4 defines topic configs 4.3 does not (KIP-1191's errors.deadletterqueue.group.enable)
+    assert keeps("TOPIC", "errors.deadletterqueue.group.enable") is (release == "4.4.0")

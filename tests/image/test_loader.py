@@ -47,7 +47,7 @@ TO_STATE = {
     S.ENDED: [begin(), end()],
     S.ABORTED: [begin(), abort()],
 }
-RECORDS = {"Begin": begin, "End": end, "Abort": abort, "other": lambda: config("k")}
+RECORDS = {"Begin": begin, "End": end, "Abort": abort, "other": lambda: config("compression.type")}
 ERR_BEGIN = "Encountered BeginTransactionRecord while already in a transaction"
 ERR_END = "Encountered EndTransactionRecord without having seen a BeginTransactionRecord"
 ERR_ABORT = "Encountered AbortTransactionRecord without having seen a BeginTransactionRecord"
@@ -98,7 +98,7 @@ def test_bad_record_reaches_the_fault_handler_and_loading_goes_on() -> None:
     loader.set_high_watermark(0)
     log = LogBuilder()
     loader.handle_commit([log.batch(mv(27), rec("PartitionChangeRecord", topic_id=uid(9), partition_id=0, leader=1),
-                                    config("after"))])
+                                    config("retention.ms"))])
     assert len(faults) == 1 and str(faults[0]).startswith(f"{PREFIX} 1: ")
     assert loader.image.configs.resources and loader.last_offset == 2
 
@@ -109,15 +109,15 @@ def test_bad_record_reaches_the_fault_handler_and_loading_goes_on() -> None:
 def test_begin_inside_a_batch_publishes_up_to_the_record_before_it_unaligned() -> None:
     r = Recorder()
     loader, log = bootstrapped(r)
-    b = log.batch(config("a"), config("b"), begin(), config("c"), end(), epoch=3, time_ms=7_000)
+    b = log.batch(config("cleanup.policy"), config("segment.ms"), begin(), config("segment.bytes"), end(), epoch=3, time_ms=7_000)
     loader.handle_commit([b])
     split, final = r.seen[-2:]
     assert (split.offset, split.aligned) == (b.base_offset + 1, False)
     prov = split.manifest.provenance
     assert (prov.last_contained_epoch, prov.last_contained_log_time_ms) == (3, 7_000)
-    assert set(split.image.configs.resources[(2, "t")]) == {"a", "b"}
+    assert set(split.image.configs.resources[(2, "t")]) == {"cleanup.policy", "segment.ms"}
     assert (final.offset, final.aligned) == (b.last_offset, True)
-    assert set(final.image.configs.resources[(2, "t")]) == {"a", "b", "c"}
+    assert set(final.image.configs.resources[(2, "t")]) == {"cleanup.policy", "segment.ms", "segment.bytes"}
     # the bytes and batch count go with the publish that ends the batch
     assert (split.manifest.num_batches, split.manifest.num_bytes) == (0, 0)
     assert (final.manifest.num_batches, final.manifest.num_bytes) == (1, b.size_in_bytes)
@@ -128,8 +128,8 @@ def test_begin_opening_a_later_batch_publishes_aligned_with_that_batch_epoch() -
     published is the previous batch's last one."""
     r = Recorder()
     loader, log = bootstrapped(r)
-    first = log.batch(config("a"), epoch=1, time_ms=5_000)
-    second = log.batch(begin(), config("b"), end(), epoch=2, time_ms=6_000)
+    first = log.batch(config("cleanup.policy"), epoch=1, time_ms=5_000)
+    second = log.batch(begin(), config("segment.ms"), end(), epoch=2, time_ms=6_000)
     loader.handle_commit([first, second])
     split, final = r.seen[-2:]
     prov = split.manifest.provenance
@@ -144,7 +144,7 @@ def test_begin_opening_the_first_batch_of_a_commit_publishes_nothing_first() -> 
     r = Recorder()
     loader, log = bootstrapped(r)
     before = len(r.seen)
-    b = log.batch(begin(), config("a"), end())
+    b = log.batch(begin(), config("cleanup.policy"), end())
     loader.handle_commit([b])
     assert len(r.seen) == before + 1 and r.seen[-1].offset == b.last_offset
 
@@ -155,11 +155,11 @@ def test_a_batch_tail_starting_with_a_begin_publishes_nothing_first() -> None:
     r = Recorder()
     loader = live_loader(r)
     loader.handle_load_snapshot(entries_of(mv(27)), end_offset=5, epoch=1, last_contained_log_timestamp=0)
-    full = LogBuilder(next_offset=3).batch(config("x"), config("y"), begin(), config("a"), end())
+    full = LogBuilder(next_offset=3).batch(config("max.message.bytes"), config("min.insync.replicas"), begin(), config("cleanup.policy"), end())
     tail = full._replace(entries=[e for e in full.entries if e.offset >= 5])
     loader.handle_commit([tail])
     assert r.offsets == [4, 7] and r.kinds == ["SNAPSHOT", "LOG_DELTA"]
-    assert set(loader.image.configs.resources[(2, "t")]) == {"a"}
+    assert set(loader.image.configs.resources[(2, "t")]) == {"cleanup.policy"}
 
 
 def test_second_begin_in_a_transaction_is_refused_and_publishes_at_the_first() -> None:
@@ -167,7 +167,7 @@ def test_second_begin_in_a_transaction_is_refused_and_publishes_at_the_first() -
     r = Recorder()
     faults: list[LoaderFault] = []
     loader, log = bootstrapped(r, fault_handler=faults.append)
-    b = log.batch(begin(), begin(), config("a"), end())
+    b = log.batch(begin(), begin(), config("cleanup.policy"), end())
     n = len(r.seen)
     loader.handle_commit([b])
     assert [str(f) for f in faults] == [f"{PREFIX} {b.base_offset + 1}: {ERR_BEGIN}"]
@@ -181,14 +181,14 @@ def test_open_transaction_publishes_nothing_until_it_ends() -> None:
     r = Recorder()
     loader, log = bootstrapped(r)
     n = len(r.seen)
-    loader.handle_commit([log.batch(begin(), config("a"))])
+    loader.handle_commit([log.batch(begin(), config("cleanup.policy"))])
     assert loader.transaction_state is S.CONTINUED and len(r.seen) == n
-    loader.handle_commit([log.batch(config("b"))])
+    loader.handle_commit([log.batch(config("segment.ms"))])
     assert len(r.seen) == n
     b = log.batch(end())
     loader.handle_commit([b])
     assert r.offsets[n:] == [b.last_offset]
-    assert set(r.seen[-1].image.configs.resources[(2, "t")]) == {"a", "b"}
+    assert set(r.seen[-1].image.configs.resources[(2, "t")]) == {"cleanup.policy", "segment.ms"}
     assert r.seen[-1].manifest.num_batches == 3
 
 
@@ -204,8 +204,8 @@ def test_aborted_transaction_publishes_an_empty_delta_and_moves_the_provenance()
     r = Recorder()
     loader, log = bootstrapped(r)
     before = loader.image
-    loader.handle_commit([log.batch(begin(), config("a"))])
-    b = log.batch(config("b"), abort())
+    loader.handle_commit([log.batch(begin(), config("cleanup.policy"))])
+    b = log.batch(config("segment.ms"), abort())
     loader.handle_commit([b])
     last = r.seen[-1]
     assert last.offset == b.last_offset and last.aligned
@@ -214,14 +214,14 @@ def test_aborted_transaction_publishes_an_empty_delta_and_moves_the_provenance()
     assert loader.transaction_state is S.NO_TRANSACTION
 
 
-@pytest.mark.parametrize("records", [[config("a")], [begin(), config("a"), end()]], ids=["no-transaction", "ended"])
+@pytest.mark.parametrize("records", [[config("cleanup.policy")], [begin(), config("cleanup.policy"), end()]], ids=["no-transaction", "ended"])
 def test_ended_or_no_transaction_is_applied(records) -> None:
     r = Recorder()
     loader, log = bootstrapped(r)
     b = log.batch(*records)
     loader.handle_commit([b])
     assert r.seen[-1].offset == b.last_offset
-    assert r.seen[-1].image.configs.resources[(2, "t")] == {"a": "v"}
+    assert r.seen[-1].image.configs.resources[(2, "t")] == {"cleanup.policy": "v"}
 
 
 # ----------------------------------------------------------------------------- the derived abort case
@@ -230,29 +230,30 @@ def test_ended_or_no_transaction_is_applied(records) -> None:
 @pytest.mark.parametrize("split_batches", [False, True], ids=["same-batch", "next-batch"])
 def test_records_after_an_abort_in_the_same_commit(split_batches: bool) -> None:
     """Kafka's code: the aborted records are published with what follows (AbortHandling.KAFKA).
-    kraftsim's named alternative drops them at the Abort (AbortHandling.DISCARD)."""
+    kraftsim's named alternative drops them at the Abort (AbortHandling.DISCARD).
+    retention.bytes is set inside the aborted transaction, retention.ms after it."""
     results = {}
     for handling in AbortHandling:
         r = Recorder()
         loader, log = bootstrapped(r, abort_handling=handling)
         if split_batches:
-            batches = [log.batch(begin(), config("aborted"), abort()), log.batch(config("after"))]
+            batches = [log.batch(begin(), config("retention.bytes"), abort()), log.batch(config("retention.ms"))]
         else:
-            batches = [log.batch(begin(), config("aborted"), abort(), config("after"))]
+            batches = [log.batch(begin(), config("retention.bytes"), abort(), config("retention.ms"))]
         loader.handle_commit(batches)
         assert loader.transaction_state is S.NO_TRANSACTION
         results[handling] = set(r.seen[-1].image.configs.resources[(2, "t")])
-    assert results[AbortHandling.KAFKA] == {"aborted", "after"}
-    assert results[AbortHandling.DISCARD] == {"after"}
+    assert results[AbortHandling.KAFKA] == {"retention.bytes", "retention.ms"}
+    assert results[AbortHandling.DISCARD] == {"retention.ms"}
 
 
 @pytest.mark.parametrize("handling", list(AbortHandling))
 def test_abort_at_commit_end_drops_the_transaction_under_both(handling: AbortHandling) -> None:
     r = Recorder()
     loader, log = bootstrapped(r, abort_handling=handling)
-    loader.handle_commit([log.batch(begin(), config("aborted"), abort())])
-    loader.handle_commit([log.batch(config("after"))])
-    assert set(loader.image.configs.resources[(2, "t")]) == {"after"}
+    loader.handle_commit([log.batch(begin(), config("retention.bytes"), abort())])
+    loader.handle_commit([log.batch(config("retention.ms"))])
+    assert set(loader.image.configs.resources[(2, "t")]) == {"retention.ms"}
 
 
 # ----------------------------------------------------------------------------- catching up
@@ -264,7 +265,7 @@ def test_nothing_is_published_before_the_high_watermark_is_known() -> None:
     loader.install_publishers(r)
     log = LogBuilder()
     loader.handle_commit([log.batch(mv(27))])
-    loader.handle_commit([log.batch(config("a"))])
+    loader.handle_commit([log.batch(config("cleanup.policy"))])
     assert r.seen == [] and not loader.caught_up and loader.publish_count == 0
     loader.set_high_watermark(2)  # the loader is already there: the publisher gets the whole image
     assert r.kinds == ["SNAPSHOT"] and r.offsets == [1] and loader.caught_up
@@ -277,11 +278,11 @@ def test_nothing_is_published_below_the_high_watermark() -> None:
     loader.set_high_watermark(3)
     log = LogBuilder()
     loader.handle_commit([log.batch(mv(27))])  # offset 0 < 3 - 1
-    loader.handle_commit([log.batch(config("a"))])  # offset 1
+    loader.handle_commit([log.batch(config("cleanup.policy"))])  # offset 1
     assert r.seen == []
-    loader.handle_commit([log.batch(config("b"))])  # offset 2 = HW - 1: caught up
+    loader.handle_commit([log.batch(config("segment.ms"))])  # offset 2 = HW - 1: caught up
     assert r.kinds == ["SNAPSHOT"] and r.offsets == [2]
-    loader.handle_commit([log.batch(config("c"))])
+    loader.handle_commit([log.batch(config("segment.bytes"))])
     assert r.kinds == ["SNAPSHOT", "LOG_DELTA"]
 
 
@@ -372,7 +373,7 @@ def test_publisher_errors_reach_the_fault_handler() -> None:
     loader, log = bootstrapped(good, bad, fault_handler=faults.append)
     assert faults == [] and loader.publishers == ["good", "bad"]
     bad.fail = True
-    loader.handle_commit([log.batch(config("a"))])
+    loader.handle_commit([log.batch(config("cleanup.policy"))])
     assert [str(f) for f in faults] == [
         "Unhandled error publishing the new metadata image ending at 1 with publisher bad: publisher failed"]
     assert good.offsets[-1] == 1
@@ -394,10 +395,10 @@ def test_snapshot_load_replaces_the_image_and_drops_an_open_transaction() -> Non
     r = Recorder()
     faults: list[LoaderFault] = []
     loader, log = bootstrapped(r, fault_handler=faults.append)
-    loader.handle_commit([log.batch(config("gone"), rec("RegisterBrokerRecord", broker_id=7, incarnation_id=uid(7)))])
-    loader.handle_commit([log.batch(begin(), config("in-flight"))])
+    loader.handle_commit([log.batch(config("preallocate"), rec("RegisterBrokerRecord", broker_id=7, incarnation_id=uid(7)))])
+    loader.handle_commit([log.batch(begin(), config("index.interval.bytes"))])
     assert loader.transaction_state is S.CONTINUED
-    image = loader.handle_load_snapshot(entries_of(mv(25), config("kept", resource="u")), end_offset=100, epoch=4,
+    image = loader.handle_load_snapshot(entries_of(mv(25), config("max.compaction.lag.ms", resource="u")), end_offset=100, epoch=4,
                                         last_contained_log_timestamp=123)
     assert loader.transaction_state is S.NO_TRANSACTION
     assert image.metadata_version == 25 and not image.cluster.brokers
@@ -448,7 +449,7 @@ def test_control_batches_count_as_batches_and_move_the_offset() -> None:
 
 def test_replay_matches_image_from_records() -> None:
     log = LogBuilder()
-    batches = [log.batch(mv(27), config("a")), log.batch(begin(), config("b"), end()), log.batch(config("c"))]
+    batches = [log.batch(mv(27), config("cleanup.policy")), log.batch(begin(), config("segment.ms"), end()), log.batch(config("segment.bytes"))]
     loader = live_loader()
     loader.handle_commit(batches)
     records = [e for b in batches for e in b.entries if e.record_type.name not in

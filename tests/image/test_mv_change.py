@@ -96,7 +96,7 @@ def test_kafka_default_replays_the_change_like_any_record() -> None:
     loader.set_high_watermark(0)
     loader.handle_commit([log.batch(mv(19), *rich_records())])
     n = len(r.seen)
-    b = log.batch(config("a"), mv(13), config("b"))
+    b = log.batch(config("cleanup.policy"), mv(13), config("segment.ms"))
     loader.handle_commit([b])
     assert r.offsets[n:] == [b.last_offset]  # one publish, at the commit's end
     last = r.seen[-1]
@@ -112,13 +112,13 @@ def test_change_inside_a_batch_publishes_the_state_before_it_first() -> None:
     r = Recorder()
     loader, log = kip_loader(r, level=21)
     n = len(r.seen)
-    b = log.batch(config("a"), config("b"), mv(14), config("c"), epoch=2, time_ms=9_000)
+    b = log.batch(config("cleanup.policy"), config("segment.ms"), mv(14), config("segment.bytes"), epoch=2, time_ms=9_000)
     loader.handle_commit([b])
     before, after = r.seen[n:]
     assert (before.offset, before.aligned) == (b.base_offset + 1, False)
     prov = before.manifest.provenance
     assert (prov.last_contained_epoch, prov.last_contained_log_time_ms) == (2, 9_000)
-    assert before.image.metadata_version == 21 and set(before.image.configs.resources[(2, "t")]) == {"a", "b"}
+    assert before.image.metadata_version == 21 and set(before.image.configs.resources[(2, "t")]) == {"cleanup.policy", "segment.ms"}
     assert before.manifest.metadata_version_change is None
     assert (after.offset, after.aligned) == (b.last_offset, True)
     change = after.manifest.metadata_version_change
@@ -127,14 +127,14 @@ def test_change_inside_a_batch_publishes_the_state_before_it_first() -> None:
     # lossless: nothing changed but the version (and the record after it)
     assert diff_images(before.image, after.image)[0].entity == "feature metadata.version"
     assert {str(c) for c in diff_images(before.image, after.image)} == {
-        "feature metadata.version: 21 → 14", "config TOPIC t: c null → 'v'"}
+        "feature metadata.version: 21 → 14", "config TOPIC t: segment.bytes null → 'v'"}
 
 
 def test_change_opening_a_later_batch_publishes_aligned_with_the_previous_batch() -> None:
     r = Recorder()
     loader, log = kip_loader(r, level=21)
     n = len(r.seen)
-    first = log.batch(config("a"), epoch=1, time_ms=5_000)
+    first = log.batch(config("cleanup.policy"), epoch=1, time_ms=5_000)
     second = log.batch(mv(20), epoch=2, time_ms=6_000)
     loader.handle_commit([first, second])
     before, after = r.seen[n:]
@@ -162,7 +162,7 @@ def test_setting_the_same_level_is_not_a_change() -> None:
     r = Recorder()
     loader, log = kip_loader(r, level=21)
     n = len(r.seen)
-    loader.handle_commit([log.batch(config("a"), mv(21))])
+    loader.handle_commit([log.batch(config("cleanup.policy"), mv(21))])
     assert len(r.seen) == n + 1 and r.seen[-1].manifest.metadata_version_change is None
 
 
@@ -205,7 +205,7 @@ def test_down_and_up_inside_one_transaction_loses_at_the_lowest_level() -> None:
     r = Recorder()
     loader, log = kip_loader(r, level=19, records=rich_records())
     n = len(r.seen)
-    b = log.batch(begin(), mv(13), config("x"), mv(19), end())
+    b = log.batch(begin(), mv(13), config("max.message.bytes"), mv(19), end())
     loader.handle_commit([b])
     assert r.offsets[n:] == [b.last_offset]  # no split inside a transaction
     change = r.seen[-1].manifest.metadata_version_change
@@ -218,7 +218,7 @@ def test_change_inside_a_transaction_is_published_at_its_end_after_the_state_at_
     r = Recorder()
     loader, log = kip_loader(r, level=19, records=rich_records())
     n = len(r.seen)
-    b = log.batch(config("a"), begin(), mv(14), end())
+    b = log.batch(config("cleanup.policy"), begin(), mv(14), end())
     loader.handle_commit([b])
     at_begin, at_end = r.seen[n:]
     assert at_begin.offset == b.base_offset and at_begin.image.metadata_version == 19
@@ -319,14 +319,14 @@ def kip_node(tmp: Path, records=(), level: int = 19, clock: int = 77, **gen_kw):
 def test_snapshots_before_and_after_a_lossy_downgrade(tmp_path: Path) -> None:
     loader, log, gen, emitter = kip_node(tmp_path, rich_records())
     before = loader.image
-    loader.handle_commit([log.batch(config("z")), log.batch(mv(13))])
+    loader.handle_commit([log.batch(config("delete.retention.ms")), log.batch(mv(13))])
     pre, post = emitter.results
     # the state before the change, at its own MV, at the offset before the FeatureLevelRecord
     assert pre.snapshot_id.end_offset == log.next_offset - 1
     assert pre.losses.lossless
     pre_img = image_from_records(read_snapshot(pre.path).data_entries(), catalog=CAT)
     assert pre_img.metadata_version == 19 and pre_img.cluster.controllers and pre_img.delegation_tokens.tokens
-    assert set(pre_img.configs.resources[(2, "t")]) == {"retention.ms", "z"}
+    assert set(pre_img.configs.resources[(2, "t")]) == {"retention.ms", "delete.retention.ms"}
     # the new image, rewritten at the new MV: its report is what it lost against the state before
     assert post.snapshot_id.end_offset == log.next_offset
     post_img = image_from_records(read_snapshot(post.path).data_entries(), catalog=CAT)
@@ -342,7 +342,7 @@ def test_identical_inputs_give_identical_snapshot_bytes(tmp_path: Path) -> None:
     runs = []
     for run in ("a", "b"):
         loader, log, gen, emitter = kip_node(tmp_path / run, rich_records())
-        loader.handle_commit([log.batch(config("z")), log.batch(mv(13))])
+        loader.handle_commit([log.batch(config("delete.retention.ms")), log.batch(mv(13))])
         runs.append([(r.path.name, r.path.read_bytes()) for r in emitter.results])
     assert len(runs[0]) == 2 and runs[0] == runs[1]
 
@@ -375,7 +375,7 @@ def test_no_snapshot_is_forced_by_default(tmp_path: Path) -> None:
 
 def test_unaligned_state_before_the_change_is_not_snapshotted(tmp_path: Path) -> None:
     loader, log, gen, emitter = kip_node(tmp_path, level=21)
-    loader.handle_commit([log.batch(config("a"), mv(20))])
+    loader.handle_commit([log.batch(config("cleanup.policy"), mv(20))])
     skipped, written = gen.events
     assert not skipped.emitted and skipped.message.endswith("because snapshots are disabled; metadata image is not "
                                                             "batch aligned")

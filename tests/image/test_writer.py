@@ -71,7 +71,7 @@ def test_order_and_versions_follow_kafka() -> None:
               [rec("ProducerIdsRecord", broker_id=1, broker_epoch=1, next_producer_id=42)],
               [rec("ClientQuotaRecord", entity=[REGISTRY["ClientQuotaRecord"].nested["EntityData"](entity_type="user")],
                    key="k", value=1.0)],
-              [rec("ConfigRecord", resource_type=2, resource_name="b", name="x", value="1")],
+              [rec("ConfigRecord", resource_type=2, resource_name="b", name="retention.ms", value="1")],
               [rec("TopicRecord", name="b", topic_id=uid(2)), rec("PartitionRecord", topic_id=uid(2), partition_id=1,
                                                                    replicas=[1], isr=[1], leader=1),
                rec("PartitionRecord", topic_id=uid(2), partition_id=0, replicas=[1], isr=[1], leader=1)],

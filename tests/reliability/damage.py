@@ -120,8 +120,10 @@ def set_length(data: bytes, i: int, delta: int) -> bytes:
 
 
 def _config(i: int) -> Payload:
+    """A broker's dynamic config: every release keeps a BROKER config on replay (from 4.3 a
+    topic config Kafka does not define would be dropped), and the bytes keep their size."""
     rt = REGISTRY["ConfigRecord"]
-    return Payload(rt, 0, rt.new(resource_type=2, resource_name=f"t{i % 7}", name=f"k{i}", value="v" * (i % 13)))
+    return Payload(rt, 0, rt.new(resource_type=4, resource_name=f"t{i % 7}", name=f"k{i}", value="v" * (i % 13)))
 
 
 def _feature(level: int) -> Payload:

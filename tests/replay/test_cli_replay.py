@@ -11,6 +11,7 @@ import pytest
 
 from tests.cli_support import run
 from kraftsim.protocol.batch import split_batches
+from kraftsim.versions import default_catalog
 from tests.conftest import ORACLE
 
 pytestmark = pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle is not present")
@@ -22,7 +23,8 @@ GREEN = ORACLE / "cp-kafka-7.5.1_3voters_greenlemonT"
 
 
 def test_text_summary_and_verification(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "replay", str(RJM), "--roundtrip", "all")
+    # as the release that wrote the set: it keeps every config (4.3 on drops removed ones)
+    code, out, err = run(capsys, "replay", str(RJM), "--roundtrip", "all", "--release", "3.6")
     assert code == 0, err
     assert "loaded: snapshot 00000000000000014926-0000000001.checkpoint + log offsets 14926..17026" in out
     assert "  metadata.version: 14 (3.6-IV2)" in out
@@ -146,3 +148,22 @@ def test_an_unreadable_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureF
     bad.write_bytes(b"\x00" * 40)
     code, _, err = run(capsys, "replay", str(bad))
     assert code == 2 and str(bad) in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_replay_says_which_configs_it_dropped(capsys: pytest.CaptureFixture[str]) -> None:
+    """Replayed as the default (newest) release, a 3.6 set loses the topic configs Kafka
+    removed, and says so: one line in the text, the counts by config in --json; as the
+    release that wrote it, nothing is dropped and nothing is said."""
+    code, out, _ = run(capsys, "replay", str(RJM), "--json", "--no-verify")
+    assert code == 0
+    dropped = json.loads(out)["results"][0]["load"]["configs_dropped"]
+    assert dropped["release"] == default_catalog().release.name
+    assert dropped["records"] == sum(dropped["configs"].values()) > 0
+    assert "TOPIC message.timestamp.difference.max.ms" in dropped["configs"]
+    code, out, _ = run(capsys, "replay", str(RJM), "--no-verify")
+    (line,) = [x for x in out.splitlines() if "dropped" in x]
+    assert line == (f"  replay as Kafka {dropped['release']} dropped {dropped['records']} ConfigRecords of "
+                    f"{len(dropped['configs'])} config{'s' if len(dropped['configs']) > 1 else ''} its code does "
+                    f"not define: {', '.join(dropped['configs'])}")
+    code, out, _ = run(capsys, "replay", str(RJM), "--json", "--no-verify", "--release", "3.6")
+    assert json.loads(out)["results"][0]["load"]["configs_dropped"] is None

@@ -13,6 +13,7 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import BOOTSTRAP_SNAPSHOT_ID, MetadataLog, read_snapshot, write_snapshot
 from kraftsim.versions import default_catalog
+from tests.conftest import ORACLE
 from tests.replay.logs import REGISTRY, rec
 
 CATALOG = default_catalog()
@@ -123,3 +124,22 @@ def test_refusals(tmp_path: Path) -> None:
         create_snapshot(d, 4, out=tmp_path, fsync=False)
     path = tmp_path / "00000000000000000004-0000000002.checkpoint"
     assert read_snapshot(path).snapshot_id == (4, 2)
+
+
+@pytest.mark.skipif(not ORACLE.is_dir(), reason="../shared/oracle is not present")
+def test_the_writer_replays_configs_as_its_own_release() -> None:
+    """A snapshot writer of release R holds the image a node of R rebuilt: written as 4.4, a
+    3.6 log loses the topic configs 4.4 does not define (and says so); written as the
+    inferred writer (3.6), it keeps them, whatever release the reading catalog follows."""
+    directory = ORACLE / "cp-kafka-3.6_rjmfernandes" / "__cluster_metadata-0"
+    removed = "message.timestamp.difference.max.ms"
+
+    def names(contents) -> set[str]:
+        return {p.message.name for p in contents.records if p.record_type.name == "ConfigRecord"}
+
+    as_44 = snapshot_contents(directory, 7752, release="4.4", catalog=CATALOG.at_release("3.6"))
+    assert removed not in names(as_44)
+    assert as_44.configs_dropped is not None and f"TOPIC {removed}" in as_44.configs_dropped["configs"]
+    inferred = snapshot_contents(directory, 7752, catalog=CATALOG)
+    assert CATALOG.find_release(inferred.release).line == "3.6"
+    assert removed in names(inferred) and inferred.configs_dropped is None

@@ -12,6 +12,7 @@ import msgspec
 
 from kraftsim.image.components.keyed import REMOVE, NestedDelta
 from kraftsim.image.pmap import PMap, stable_hash
+from kraftsim.versions import ConfigReplayFilter
 
 TOPIC = 2
 BROKER = 4
@@ -44,21 +45,49 @@ class ConfigurationsImage(msgspec.Struct, frozen=True, gc=False):
 EMPTY_CONFIGS = ConfigurationsImage()
 
 
-RESOURCE_TYPE_CODES = {name: code for code, name in RESOURCE_TYPE_NAMES.items()}
+class DroppedConfigs:
+    """The ConfigRecords a replay ignored because the node's release does not define their
+    config (Kafka 4.3 on), counted by (resource type name, config name): what a load says it
+    dropped instead of hiding it."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def add(self, resource_type: str, name: str) -> None:
+        key = (resource_type, name)
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    @property
+    def records(self) -> int:
+        return sum(self.counts.values())
+
+    def by_config(self) -> dict[str, int]:
+        """"TYPE name" → records dropped, sorted by type then name."""
+        return {f"{t} {n}": c for (t, n), c in sorted(self.counts.items())}
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
 
 
 class ConfigurationsDelta:
-    """`dropped`: (resource type, config name) pairs the node's release ignores on replay
-    (configs Kafka removed; Catalog.configs_dropped_on_replay)."""
+    """`keeps`: the node's release's filter of replayed configs (Catalog.config_replay_filter:
+    from Kafka 4.3 a config its code does not define is ignored); None keeps all. What it
+    ignores is counted in `dropped` when given."""
 
-    def __init__(self, image: ConfigurationsImage, dropped: frozenset[tuple[int, str]] = frozenset()):
+    def __init__(self, image: ConfigurationsImage, keeps: ConfigReplayFilter | None = None,
+                 dropped: DroppedConfigs | None = None):
         self.image = image
         self._d = NestedDelta(image.resources)
+        self._keeps = keeps
         self._dropped = dropped
 
     def replay_config(self, r: Any) -> None:
-        if self._dropped and (r.resource_type, r.name) in self._dropped:
-            return
+        if self._keeps is not None:
+            rtype = resource_type_name(r.resource_type)
+            if not self._keeps.keeps(rtype, r.name):
+                if self._dropped is not None:
+                    self._dropped.add(rtype, r.name)
+                return
         self._d.set((r.resource_type, r.resource_name), r.name, REMOVE if r.value is None else r.value)
 
     def delete_topic(self, topic_name: str) -> None:

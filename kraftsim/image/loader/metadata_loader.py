@@ -45,6 +45,7 @@ import time
 from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 from kraftsim.errors import KraftsimError
+from kraftsim.image.components.configs import DroppedConfigs
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.writer.loss import LossReport
@@ -166,6 +167,8 @@ class MetadataLoader:
         #: The last VotersRecord read from a control batch (what a snapshot header would carry).
         self.voters: object | None = None
         self.faults: list[LoaderFault] = []
+        #: ConfigRecords replay ignored: configs the catalog's release does not define (4.3 on).
+        self.configs_dropped = DroppedConfigs()
         self.publish_count = 0
         #: Every publish, caught up or not, and the last one's (delta, image, manifest): what
         #: `adopt` hands another loader that replayed the same commit from the same image.
@@ -242,7 +245,7 @@ class MetadataLoader:
                              last_contained_log_timestamp: int) -> MetadataImage:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
         start = self.clock_ns()
-        delta = MetadataDelta(self._image, self.catalog)
+        delta = MetadataDelta(self._image, self.catalog, dropped_configs=self.configs_dropped)
         index = 0  # position of the record being replayed among the snapshot's metadata records
 
         def data_records() -> Iterator[LogEntry]:
@@ -281,7 +284,7 @@ class MetadataLoader:
 
     def _delta_now(self) -> MetadataDelta:
         if self._delta is None:
-            self._delta = MetadataDelta(self._image, self.catalog)
+            self._delta = MetadataDelta(self._image, self.catalog, dropped_configs=self.configs_dropped)
             if self._started_ns is None:
                 self._started_ns = self.clock_ns()
         return self._delta

@@ -126,7 +126,28 @@ def load_summary(result: LoadResult) -> dict[str, Any]:
         "gaps": [list(g) for g in result.gaps],
         "recovered": result.recovered,
         "partial": result.partial,
+        "configs_dropped": configs_dropped(result),
     }
+
+
+def configs_dropped(result: LoadResult) -> dict[str, Any] | None:
+    """The ConfigRecords the load ignored as the catalog's release does (Kafka 4.3 on drops
+    configs its code does not define): the release, the record count and the count by
+    config; None when nothing was dropped."""
+    dropped = result.loader.configs_dropped
+    if not dropped:
+        return None
+    return {"release": result.loader.catalog.release.name, "records": dropped.records,
+            "configs": dropped.by_config()}
+
+
+def configs_dropped_line(dropped: dict[str, Any]) -> str:
+    """One line saying what `configs_dropped` holds (at most TEXT_LIMIT configs by name)."""
+    shown, more = _more(list(dropped["configs"]))
+    names = ", ".join(shown) + (f" {more}" if more else "")
+    n, k = dropped["records"], len(dropped["configs"])
+    return (f"replay as Kafka {dropped['release']} dropped {n} ConfigRecord{'s' if n != 1 else ''} of {k} "
+            f"config{'s' if k != 1 else ''} its code does not define: {names}")
 
 
 def _more(items: Sequence[Any], limit: int = TEXT_LIMIT) -> tuple[Sequence[Any], str | None]:
@@ -165,6 +186,8 @@ def summary_lines(loaded: dict[str, Any], s: dict[str, Any]) -> list[str]:
         out.append(f"  recovery would: {r}")
     for a, b in loaded["gaps"]:
         out.append(f"  gap: offsets {a}..{b - 1} are missing")
+    if loaded.get("configs_dropped"):
+        out.append(f"  {configs_dropped_line(loaded['configs_dropped'])}")
 
     out.append("features")
     for name, level in s["features"].items():

@@ -27,6 +27,9 @@ node holds after every record below O, with the inputs Kafka would take from the
   whose software the registered nodes run (the highest metadata.version their
   registrations advertise, mapped to the release whose LATEST_PRODUCTION it is). 3.x
   writers put a ZkMigrationStateRecord after the feature levels, 4.x writers do not.
+- The image is the one a node of that release rebuilt: its replay keeps the ConfigRecords
+  that release keeps (from 4.3 only configs its code defines), whatever release `catalog`
+  follows; with the release inferred, a load whose config filter would differ is redone.
 - A target metadata.version that cannot hold everything raises Kafka's
   UnwritableMetadataException, unless `allow_loss=True`: then the LossReport lists every
   dropped item and the snapshot is written without them.
@@ -43,9 +46,11 @@ from typing import Any, Mapping
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.publisher.snapshot_emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
+from kraftsim.image.components.configs import resource_type_name
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.metadata_loader import TransactionState
 from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
+from kraftsim.image.loader.summary import configs_dropped
 from kraftsim.image.writer.loss import LossReport, raise_on_loss
 from kraftsim.image.writer.image_writer import WriterLine, resolve_writer_line, write_image
 from kraftsim.image.writer.kafka_order import config_entry_ranks
@@ -76,6 +81,8 @@ class SnapshotContents:
     source: str  # how the image was rebuilt
     loss: LossReport = field(default_factory=LossReport)
     registry: Registry | None = None
+    #: The ConfigRecords the writer's replay ignored (summary.configs_dropped); None: none.
+    configs_dropped: dict[str, Any] | None = None
 
     def write(self, out: Path | str, *, time_ms: int | Clock | None = None, fsync: bool = True) -> Path:
         """Write the snapshot into directory `out` under Kafka's name, or to the file `out`."""
@@ -232,6 +239,19 @@ def _config_entry_ranks(path: Path, result: LoadResult, offset: int,
     return config_entry_ranks((e.record_type.name, e.message) for e in replayed if not e.control)
 
 
+def _replays_configs_otherwise(result: LoadResult, writer: Catalog) -> bool:
+    """Whether a node of the writer's release would have rebuilt another image: the writer
+    replays ConfigRecords with its own code (Kafka 4.3 on drops configs it does not define),
+    so a load that dropped some, or kept some the writer drops, is redone as the writer."""
+    keeps = writer.config_replay_filter()
+    if keeps == result.loader.catalog.config_replay_filter():
+        return False
+    if result.loader.configs_dropped:
+        return True
+    return keeps is not None and any(not keeps.keeps(resource_type_name(rtype), name)
+                                     for (rtype, _), data in result.image.configs.sorted_resources() for name in data)
+
+
 # ------------------------------------------------------------------------------ public API
 
 
@@ -250,7 +270,15 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike
     p = Path(path)
     catalog = catalog if catalog is not None else default_catalog()
     registry = catalog.record_registry()
-    result, header, source = _load_at(p, offset, catalog, registry, allow_unaligned)
+    load_catalog = catalog if release is None else catalog.replaying_configs_as(release)
+    result, header, source = _load_at(p, offset, load_catalog, registry, allow_unaligned)
+    if release is None:
+        release, reason = infer_release(result.image, catalog)
+        if _replays_configs_otherwise(result, catalog.at_release(release)):
+            result, header, source = _load_at(p, offset, catalog.replaying_configs_as(release), registry,
+                                              allow_unaligned)
+    else:
+        reason = "chosen"
     if result.loader.transaction_state in (TransactionState.STARTED, TransactionState.CONTINUED):
         raise KraftsimError(f"{p}: offset {offset} lies inside a metadata transaction (no EndTransactionRecord "
                             "below it): a node has no image there to snapshot")
@@ -261,10 +289,6 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike
     if prov.last_contained_offset != offset - 1:
         raise KraftsimError(f"{p}: the records below offset {offset} end at offset {prov.last_contained_offset}: "
                             "there is no image at that offset")
-    if release is None:
-        release, reason = infer_release(image, catalog)
-    else:
-        reason = "chosen"
     writer_catalog = catalog.at_release(release)
     line = resolve_writer_line(None, writer_catalog)
     if metadata_version is None:
@@ -285,7 +309,8 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike
         snapshot_id=SnapshotId(offset, prov.last_contained_epoch),
         last_contained_log_timestamp=prov.last_contained_log_time_ms,
         header_records=header, records=records, image=image, metadata_version=mv, release=release,
-        release_reason=reason, writer_line=line, source=source, loss=report, registry=registry)
+        release_reason=reason, writer_line=line, source=source, loss=report, registry=registry,
+        configs_dropped=configs_dropped(result))
 
 
 def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int | Clock | None = None,
