@@ -354,7 +354,8 @@ class RaftMixin:
             self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
 
     def _update_high_watermark(self, m: Member) -> None:
-        offsets = sorted((m.matched.get(v, -1) for v in self.voters), reverse=True)
+        matched = m.matched
+        offsets = sorted([matched.get(v, -1) for v in self.voters], reverse=True)
         candidate = offsets[self._majority() - 1]
         if candidate <= m.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
@@ -524,7 +525,7 @@ class RaftMixin:
             self.checker.appended(self.describe_event(), m, raw)
             if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
                 self._write_epoch_file(m)
-        if log.log_end_offset > start:
+        if log.log_end_offset > start and self.listening():  # type: ignore[attr-defined]
             self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
                                        "from": msg.src})
         m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
