@@ -17,13 +17,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--add", action="store_true", required=True, help="add the binding")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--allow-principal", metavar="P", help="e.g. User:alice")
-    who.add_argument("--deny-principal", metavar="P")
+    who.add_argument("--deny-principal", metavar="P", help="e.g. User:mallory")
     p.add_argument("--host", default="*", metavar="H", help="host or, from 4.4, CIDR range (default: *)")
     p.add_argument("--operation", required=True, metavar="OP", help="e.g. Read, Write, Describe, All")
     what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--topic", metavar="NAME")
-    what.add_argument("--group", metavar="NAME")
-    p.add_argument("--resource-pattern-type", default="literal", choices=["literal", "prefixed"])
+    what.add_argument("--topic", metavar="NAME", help="the topic the binding is on")
+    what.add_argument("--group", metavar="NAME", help="the consumer group the binding is on")
+    p.add_argument("--resource-pattern-type", default="literal", choices=["literal", "prefixed"],
+                   help="literal (default): the name itself; prefixed: every name that starts with it")
     p.set_defaults(run=kafka_tool(_add))
 
 

@@ -62,22 +62,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
-    roll.add_argument("dir", metavar="DIR")
+    roll.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     roll.add_argument("--release", required=True, metavar="R", help="the release to run")
     roll.add_argument("--nodes", type=node_id_list, metavar="IDS", help="comma-separated node ids (default: every node)")
     roll.set_defaults(run=kafka_tool(_run_roll))
 
     add = cmds.add_parser("add", help="a new broker or controller joins the cluster")
-    add.add_argument("dir", metavar="DIR")
+    add.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     role = add.add_mutually_exclusive_group(required=True)
-    role.add_argument("--broker", action="store_const", dest="role", const=BROKER)
-    role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER)
-    add.add_argument("--release", required=True, metavar="R")
+    role.add_argument("--broker", action="store_const", dest="role", const=BROKER, help="add a broker")
+    role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER,
+                      help="add a controller (a voter of a static quorum)")
+    add.add_argument("--release", required=True, metavar="R", help="the Kafka release the new node runs (e.g. 4.1.1)")
     add.add_argument("--id", type=node_id, metavar="N", help="the node id (default: the highest id + 1)")
     add.set_defaults(run=kafka_tool(_run_add))
 
     status = cmds.add_parser("status", help="nodes, releases, supported ranges, fencing, finalized features, offsets")
-    status.add_argument("dir", metavar="DIR")
+    status.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(run=kafka_tool(_run_status))
 
@@ -85,27 +86,30 @@ def register(sub: argparse._SubParsersAction) -> None:
                        ("stop", "clean shutdown of the nodes (a broker's controlled shutdown first)"),
                        ("start", "start the nodes again (optionally on another release)")):
         p = cmds.add_parser(name, help=f"{text} (event simulator)")
-        p.add_argument("dir", metavar="DIR")
+        p.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
         p.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated node ids, or all")
         if name == "start":
             p.add_argument("--release", metavar="R", help="the release to start on (default: the node's)")
         p.set_defaults(run=kafka_tool(_run_fault), fault=name)
     part = cmds.add_parser("partition", help="split the network into groups (event simulator)")
-    part.add_argument("dir", metavar="DIR")
+    part.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     part.add_argument("--group", action="append", required=True, metavar="IDS",
                       help="comma-separated node ids of one group (repeatable); unlisted nodes form one more group")
     part.set_defaults(run=kafka_tool(_run_fault), fault="partition")
     heal = cmds.add_parser("heal", help="make the network whole again (event simulator)")
-    heal.add_argument("dir", metavar="DIR")
+    heal.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     heal.set_defaults(run=kafka_tool(_run_fault), fault="heal")
     disk = cmds.add_parser("disk-fault", help="damage stopped nodes' metadata logs (event simulator)")
-    disk.add_argument("dir", metavar="DIR")
-    disk.add_argument("--nodes", required=True, metavar="IDS")
-    disk.add_argument("--kind", required=True, choices=("torn-tail", "wipe"))
+    disk.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    disk.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated ids of stopped or crashed nodes, or all")
+    disk.add_argument("--kind", required=True, choices=("torn-tail", "wipe"),
+                      help="torn-tail: a partial last batch, cut at start-up as Kafka's recovery does; wipe: the node "
+                           "comes back empty and catches up from the leader")
     disk.set_defaults(run=kafka_tool(_run_fault), fault="disk-fault")
     run = cmds.add_parser("run", help="let simulated time pass (event simulator)")
-    run.add_argument("dir", metavar="DIR")
-    run.add_argument("--ms", type=int, required=True, metavar="MS")
+    run.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    run.add_argument("--ms", type=bounded_int(0, 2**31 - 1, "a number of milliseconds"), required=True, metavar="MS",
+                     help="how long to let the cluster run, in simulated milliseconds")
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
     run.set_defaults(run=kafka_tool(_run_fault), fault="run")

@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = cmds.add_parser("run", help="run scenario files (or every *.toml in a directory)",
                           description="Exit 0 when every scenario passed, 1 when one failed, 2 when a file is not "
                                       "a valid scenario (then nothing runs).")
-    run.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    run.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them (run in name order)")
     run.add_argument("--seed", type=int, metavar="N", help="override each file's seed")
     run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
     run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=_run)
 
     check = cmds.add_parser("check", help="validate scenario files without running them")
-    check.add_argument("paths", nargs="+", metavar="FILE|DIR")
+    check.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them")
     check.set_defaults(run=_check)
 
     lst = cmds.add_parser("list", help="the shipped scenarios: name and the question each answers")
@@ -52,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     lst.set_defaults(run=_list)
 
     new = cmds.add_parser("new", help="write a commented template scenario NAME.toml")
-    new.add_argument("name", metavar="NAME")
+    new.add_argument("name", metavar="NAME", help="the new file's name (NAME.toml is written; an existing file is not overwritten)")
     new.add_argument("--output", "-o", metavar="FILE", help="where to write it (default: NAME.toml)")
     new.set_defaults(run=_new)
 

@@ -178,4 +178,8 @@ def _run_feature_dependencies(args: argparse.Namespace) -> int:
     refused = refuse(missing_subcommand("kafka-storage", "feature-dependencies", release_line(catalog)))
     if refused is not None:
         return refused
-    return print_lines(feature_dependencies(catalog, args.feature, tool="storage"))
+    # One argument at a time, as StorageTool's loop: the answers before a bad argument are printed.
+    code = 0
+    for arg in args.feature or []:
+        code = print_lines(feature_dependencies(catalog, [arg], tool="storage"))
+    return code

@@ -24,14 +24,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmds.required = True
 
     create = cmds.add_parser("create", help="create COUNT topics named PREFIX0, PREFIX1, ...")
-    create.add_argument("--count", type=int, default=1, metavar="N")
-    create.add_argument("--partitions", type=int, default=1, metavar="P")
+    create.add_argument("--count", type=int, default=1, metavar="N", help="how many topics (default 1)")
+    create.add_argument("--partitions", type=int, default=1, metavar="P", help="partitions per topic (default 1)")
     create.add_argument("--replication-factor", type=int, metavar="R", help="default: min(3, brokers)")
-    create.add_argument("--prefix", default="topic-", metavar="PREFIX")
+    create.add_argument("--prefix", default="topic-", metavar="PREFIX", help="name prefix (default topic-)")
     create.set_defaults(run=kafka_tool(_create))
 
     delete = cmds.add_parser("delete", help="delete topics by name")
-    delete.add_argument("names", nargs="+", metavar="NAME")
+    delete.add_argument("names", nargs="+", metavar="NAME", help="the topics to delete")
     delete.set_defaults(run=kafka_tool(_delete))
 
     lst = cmds.add_parser("list", help="topic names, one per line")

@@ -30,6 +30,7 @@ MAX_DIFF_LINES = 12
 # POLICY_MARK + name; cases.judge turns a case with only such notes into "policy".
 POLICY_MARK = "policy:"
 _UNCAUGHT = re.compile(r'^Exception in thread "main" [\w.$]+: (.*)$')
+_IDENTITY_HASH = re.compile(r"(\[L[\w.$]+;)@[0-9a-f]{1,8}\b")
 _CRC_AT, _TIMESTAMPS_AT, _TIMESTAMPS_END = 17, 27, 43
 _MASK_ID = "<directory.id>"
 # JVM and logging noise that is no part of a tool's answer.
@@ -48,9 +49,11 @@ def unified(kafka: Iterable[str], kraftsim: Iterable[str], what: str) -> list[st
 
 
 def clean_lines(text: str, replacements: dict[str, str] | None = None) -> list[str]:
-    """A stream's lines without JVM/logging noise, with paths or ids replaced by placeholders."""
+    """A stream's lines without JVM/logging noise, with paths or ids replaced by placeholders
+    and a Java array's identity hash (`[Ljava.lang.String;@6c0d7c83`, picked per JVM run) masked."""
     for old, new in (replacements or {}).items():
         text = text.replace(old, new)
+    text = _IDENTITY_HASH.sub(r"\1@<identity hash>", text)
     return [ln.rstrip() for ln in text.splitlines() if not _NOISE.match(ln)]
 
 

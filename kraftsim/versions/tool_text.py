@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Literal, Sequence
 
+from kraftsim.javacompat import string_hash
 from kraftsim.versions.catalog import Catalog
 from kraftsim.versions.errors import IllegalArgument, ToolFailure, UnknownFeature, UnknownMetadataVersion
 from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
@@ -84,6 +85,10 @@ def version_mapping(catalog: Catalog, release_version: str | None = None) -> lis
         try:
             mv = catalog.mv_from_string(release_version, unstable=True)
         except UnknownMetadataVersion as exc:
+            if catalog.policy("version_mapping_unknown") == "release-range":
+                raise ToolFailure(catalog.policy_text("version_mapping_unknown", "unknown").format(
+                    text=release_version, minimum=catalog.minimum.version,
+                    latest=catalog.latest_production.version)) from None
             raise ToolFailure(str(exc)) from None
         shown = release_version
     lines = [f"{MV_NAME}={mv.level} ({shown})"]
@@ -94,6 +99,11 @@ def version_mapping(catalog: Catalog, release_version: str | None = None) -> lis
 def feature_dependencies(catalog: Catalog, args: Sequence[str], tool: Tool = "storage") -> list[str]:
     """`feature-dependencies --feature f=v ...`: what each feature level requires."""
     style: ArgStyle = "feature-dependencies" if tool == "storage" else "name-level"
+    if tool == "storage" and catalog.policy("storage_feature_argument") == "match-error":
+        for arg in args:
+            if len(_java_split_equals(arg)) != 2:
+                hash_hex = format(string_hash(arg), "x")
+                raise ToolFailure(catalog.policy_text("storage_feature_argument", "error").format(hash=hash_hex))
     parsed = [parse_feature_arg(a, style) for a in args]
     lines: list[str] = []
     for name, level in parsed:

@@ -96,3 +96,21 @@ def test_no_abbreviated_options() -> None:
         for action in p._actions:
             if isinstance(action, argparse._SubParsersAction):
                 todo.extend(action.choices.values())
+
+
+def test_every_argument_has_help() -> None:
+    """`--help` of every command explains every option and positional argument."""
+    missing = []
+    for command in COMMANDS:
+        parser = Parser(prog="kraftsim")
+        sub = parser.add_subparsers(parser_class=Parser)
+        importlib.import_module(command.module).register(sub)
+        todo: list[tuple[str, argparse.ArgumentParser]] = [(command.name, sub.choices[command.name])]
+        while todo:
+            where, p = todo.pop()
+            for action in p._actions:
+                if isinstance(action, argparse._SubParsersAction):
+                    todo.extend((f"{where} {name}", child) for name, child in action.choices.items())
+                elif not isinstance(action, argparse._HelpAction) and not action.help:
+                    missing.append(f"{where}: {'/'.join(action.option_strings) or action.dest}")
+    assert missing == []

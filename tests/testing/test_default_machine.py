@@ -24,14 +24,14 @@ class DefaultMachine(ClusterStateMachine):
     carries out (torn tails on at most a minority of the voters at once)."""
 
 
-# CI: 100 examples of up to 12 steps. `--hypothesis-profile=deep` (the kraftsim plugin's
-# profile) runs the profile's examples and steps instead, with randomized sequences.
+# CI: 300 examples of up to 12 steps (about 90 s on a quiet machine). `--hypothesis-profile=deep`
+# (the kraftsim plugin's profile) runs the profile's examples and steps instead, with randomized sequences.
 if settings.default.max_examples >= 1000:
     DefaultMachine.TestCase.settings = settings(fixed_settings(settings.default.max_examples,
                                                                settings.default.stateful_step_count),
                                                 derandomize=False)
 else:
-    DefaultMachine.TestCase.settings = fixed_settings(max_examples=100, steps=12)
+    DefaultMachine.TestCase.settings = fixed_settings(max_examples=300, steps=12)
 TestDefaultMachine = DefaultMachine.TestCase
 
 

@@ -2,16 +2,20 @@
 
 Mirrors Kafka's FeaturesImage/FeaturesDelta: the MV is kept apart from the other levels,
 kraft.version never enters the image (its value lives in KRaft control records,
-KAFKA-18979), and a level of 0 removes a feature.
+KAFKA-18979), and a level of 0 removes a feature. Kafka keeps the other levels in a
+java.util.HashMap that each delta rebuilds (the old entries in their order, then the new
+names in the order of the delta's own HashMap), so its iteration order, which a snapshot
+writes, depends on when each feature arrived; `order` follows it.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Iterable, Mapping
 
 import msgspec
 
 from kraftsim.image.errors import UnsupportedMetadataVersionError
+from kraftsim.javacompat import hash_map_order, sized_capacity, string_hash
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, VersionsError
 
 KRAFT_VERSION = "kraft.version"
@@ -23,6 +27,9 @@ class FeaturesImage(msgspec.Struct, frozen=True, gc=False):
 
     metadata_version: int | None = None
     finalized: tuple[tuple[str, int], ...] = ()  # sorted by name; no MV, no kraft.version
+    #: The iteration order of Kafka's finalizedVersions HashMap when the image came from
+    #: deltas; empty when the image was built from levels alone (order unknown).
+    order: tuple[str, ...] = ()
 
     def level(self, name: str) -> int:
         """The finalized level of `name` (0 when not finalized), MV included."""
@@ -49,6 +56,15 @@ class FeaturesImage(msgspec.Struct, frozen=True, gc=False):
 
     def is_empty(self) -> bool:
         return self.metadata_version is None and not self.finalized
+
+    # Kafka's FeaturesImage.equals compares the map, not its iteration order.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FeaturesImage):
+            return NotImplemented
+        return self.metadata_version == other.metadata_version and self.finalized == other.finalized
+
+    def __hash__(self) -> int:
+        return hash((self.metadata_version, self.finalized))
 
 
 EMPTY_FEATURES = FeaturesImage()
@@ -96,9 +112,25 @@ class FeaturesDelta:
                 levels[name] = level
         mv = self.image.metadata_version if self.metadata_version_change is None else self.metadata_version_change
         finalized = tuple(sorted(levels.items()))
-        if mv == self.image.metadata_version and finalized == self.image.finalized:
+        order = self._rebuilt_order(levels)
+        if mv == self.image.metadata_version and finalized == self.image.finalized and order == self.image.order:
             return self.image
-        return FeaturesImage(mv, finalized)
+        return FeaturesImage(mv, finalized, order)
+
+    def _rebuilt_order(self, levels: Mapping[str, int]) -> tuple[str, ...]:
+        """FeaturesDelta.apply's `new HashMap<>(old size)`: the old names still finalized in
+        their order, then the new ones in the order of the changes HashMap (16 buckets)."""
+        old = self.image.order or tuple(default_feature_order(n for n, _ in self.image.finalized))
+        kept = [n for n in old if n in levels]
+        held = set(old)
+        added = [n for n in hash_map_order(list(self.changes), string_hash) if n in levels and n not in held]
+        return tuple(hash_map_order(kept + added, string_hash, initial=sized_capacity(len(old))))
+
+
+def default_feature_order(names: Iterable[str]) -> list[str]:
+    """The order of finalized features that arrived together, sorted by name (one delta's
+    changes HashMap put into `new HashMap<>(0)`), for an image whose own order is unknown."""
+    return hash_map_order(hash_map_order(sorted(names), string_hash), string_hash, initial=sized_capacity(0))
 
 
 def features_from(levels: Mapping[str, int]) -> FeaturesImage:

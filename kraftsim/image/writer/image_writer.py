@@ -158,7 +158,7 @@ def iter_image_records(image: MetadataImage, metadata_version: MVLike, catalog: 
     fl = reg["FeatureLevelRecord"]
     flv = cat.record_version("FeatureLevelRecord", mv)
     finalized = [(name, dict(image.features.finalized)[name])
-                 for name in feature_order([n for n, _ in image.features.finalized])]
+                 for name in feature_order([n for n, _ in image.features.finalized], image.features.order)]
     if supports("metadata_version_record"):
         yield Payload(fl, 0, fl.cls(name=FEATURE_NAME_MV, feature_level=mv.level))
         for name, level in finalized:

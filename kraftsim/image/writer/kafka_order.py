@@ -20,6 +20,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence, TypeVar
 
+from kraftsim.image.components.features import default_feature_order
 from kraftsim.javacompat import (
     copy_capacity, hash_map_capacity, hash_map_order, hash_pmap_order, int_hash, sized_capacity, string_hash,
     uuid_hash,
@@ -50,9 +51,10 @@ def _string_delta_order(names: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(delta_rebuilt_order(names, string_hash))
 
 
-def feature_order(names: Sequence[str]) -> list[str]:
-    """FeaturesImage.finalizedVersions (without metadata.version)."""
-    return list(_string_delta_order(tuple(names)))
+def feature_order(names: Sequence[str], kept: Sequence[str] = ()) -> list[str]:
+    """FeaturesImage.finalizedVersions (without metadata.version): the order the image kept
+    from the deltas that built it (`kept`), else that of features which arrived together."""
+    return list(kept) if kept else default_feature_order(names)
 
 
 def config_key_order(keys: Sequence[str]) -> list[str]:
