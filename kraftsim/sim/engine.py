@@ -17,6 +17,7 @@ snapshot when the leader's log no longer starts at 0).
 
 from __future__ import annotations
 
+import heapq
 import random
 import shutil
 from collections.abc import Callable, Sequence
@@ -89,7 +90,8 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker = Checker(self._violation)
         self.checker.members = self.members
         self.checker.voters = self.voters
-        self.current_event = "start"
+        self._event: tuple[int, str, int | None, int] | None = None
+        self._event_text = "start"
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
@@ -111,12 +113,29 @@ class Engine(RaftMixin, LifecycleMixin):
     def kip_778(self) -> bool:
         return "kip-778" in self.policies
 
+    def listening(self) -> bool:
+        """Whether timeline events are wanted (building them costs when nobody subscribes)."""
+        return self.on_event is not None and self.net.verbose
+
     def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None:
         if self.on_event is not None and self.net.verbose:
             self.on_event(SimEvent(self.now, node, kind, details))
 
     def _violation(self, result: InvariantResult) -> None:
         self.emit(None, "invariant", {"name": result.name, "detail": result.detail})
+
+    @property
+    def current_event(self) -> str:
+        """The event running (or the last run), as invariant findings name it; the text is made
+        only when asked for."""
+        if self._event is None:
+            return self._event_text
+        n, label, node, time_ms = self._event
+        return f"event #{n} ({label} on node {node} at {time_ms} ms)"
+
+    @current_event.setter
+    def current_event(self, text: str) -> None:
+        self._event, self._event_text = None, text
 
     def describe_event(self) -> str:
         return self.current_event
@@ -144,7 +163,7 @@ class Engine(RaftMixin, LifecycleMixin):
             return False
         time_ms, label, node, action = self.sched.pop()
         self.events_run += 1
-        self.current_event = f"event #{self.events_run} ({label} on node {node} at {time_ms} ms)"
+        self._event = (self.events_run, label, node, time_ms)
         action()
         if self.deep_every_event:
             self.checker.deep(self.current_event, self.ordered())
@@ -153,16 +172,26 @@ class Engine(RaftMixin, LifecycleMixin):
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
         checked_at = None
-        while True:
-            nxt = self.sched.next_time()
-            if stop is not None and checked_at != self.now and (nxt is None or nxt > self.now):
-                checked_at = self.now  # once per instant: after every event of this millisecond ran
+        sched = self.sched
+        heap = sched._heap
+        pop = heapq.heappop
+        while True:  # (step() inlined: this loop is the per-event path)
+            nxt = heap[0][0] if heap else None
+            if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):
+                checked_at = sched.now_ms  # once per instant: after every event of this millisecond ran
                 if stop():
                     return True
             if nxt is None or nxt > end_ms:
-                self.sched.now_ms = max(self.sched.now_ms, end_ms)
+                sched.now_ms = max(sched.now_ms, end_ms)
                 return stop is not None and stop()
-            self.step()
+            time_ms, _, label, node, action = pop(heap)
+            sched.now_ms = time_ms
+            sched.executed += 1
+            self.events_run += 1
+            self._event = (self.events_run, label, node, time_ms)
+            action()
+            if self.deep_every_event:
+                self.checker.deep(self.current_event, self.ordered())
 
     def check_deep(self, label: str) -> None:
         self.checker.deep(f"{label} at {self.now} ms", self.ordered())

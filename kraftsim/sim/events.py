@@ -16,6 +16,7 @@ import heapq
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 Action = Callable[[], None]
@@ -48,7 +49,9 @@ class Scheduler:
         heapq.heappush(self._heap, (max(time_ms, self.now_ms), self._seq, label, node, action))
 
     def after(self, delay_ms: int, label: str, node: int | None, action: Action) -> None:
-        self.at(self.now_ms + delay_ms, label, node, action)
+        self._seq += 1  # (at(), inlined: every timer and message is scheduled here)
+        now = self.now_ms
+        heapq.heappush(self._heap, (now + delay_ms if delay_ms > 0 else now, self._seq, label, node, action))
 
     def next_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
@@ -90,20 +93,22 @@ class Network:
         return dict(sorted(self.groups.items()))
 
     def send(self, msg: Message) -> None:
-        if not self.reachable(msg.src, msg.dst):
+        groups = self.groups  # (reachable(), inlined: every message passes here)
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
             self._drop(msg, "partitioned")
             return
         if self.loss > 0 and self.rng.random() < self.loss:
             self._drop(msg, "lost")
             return
         lo, hi = self.delay_ms
-        delay = lo if hi <= lo else self.rng.randint(lo, hi)
+        delay = lo if hi <= lo else self.rng.randrange(lo, hi + 1)  # (randint's own definition)
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
-        self.scheduler.after(delay, msg.kind, msg.dst, lambda: self._arrive(msg))
+        self.scheduler.after(delay, msg.kind, msg.dst, partial(self._arrive, msg))
 
     def _arrive(self, msg: Message) -> None:
-        if not self.reachable(msg.src, msg.dst):
+        groups = self.groups
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
             self._drop(msg, "partitioned")
             return
         self.deliver(msg)

@@ -92,10 +92,23 @@ class LifecycleMixin:
         node = m.node
         if node is None or not node.registers_controller() or node.image is None:
             return False
-        mv = node.image.metadata_version
+        image = node.image
+        # (images are immutable, and a commit that changes neither the features nor the cluster
+        # keeps those parts: the answer holds until one of them changes)
+        cached = m.registration_due
+        if cached is not None and cached[0] is node and cached[1] is image.features and cached[2] is image.cluster \
+                and cached[3] == m.state.incarnation:
+            return cached[4]  # type: ignore[no-any-return]
+        due = self._registration_due_on(m, node, image)
+        m.registration_due = (node, image.features, image.cluster, m.state.incarnation, due)
+        return due
+
+    @staticmethod
+    def _registration_due_on(m: Member, node: Any, image: Any) -> bool:
+        mv = image.metadata_version
         if mv is None or not node.catalog.supports("controller_registration", mv):
             return False
-        reg = node.image.cluster.controller(m.id)
+        reg = image.cluster.controller(m.id)
         return reg is None or str(reg.incarnation_id) != m.state.incarnation
 
     def _on_register_reply(self, m: Member, msg: Message) -> None:

@@ -63,6 +63,9 @@ class Member:
     controller_registered: bool = False
     controller_register_sent_ms: int = -(10**12)
     lifecycle_gen: int = 0
+    #: (node, its image's features and cluster, incarnation, whether a ControllerRegistration is
+    #: due): asked after every apply.
+    registration_due: tuple | None = None
 
     @property
     def id(self) -> int:
@@ -85,6 +88,9 @@ class Member:
 
 def last_entry(log: MetadataLog) -> IndexEntry | None:
     """The last batch's index entry (None for an empty log)."""
+    seg = log.active_segment
+    if seg is not None and seg.entries:
+        return seg.entries[-1]  # (the common case: asked on every fetch)
     for key in reversed(log.segments.keys()):
         seg = log.segments[key]
         if len(seg):
@@ -96,6 +102,9 @@ def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
     """The index entry of the batch holding `offset` (None outside the log)."""
     if offset < log.log_start_offset or offset >= log.log_end_offset:
         return None
+    seg = log.active_segment
+    if seg is not None and seg.entries and seg.entries[-1].base_offset <= offset:
+        return seg.entries[-1]  # (the common case: a fetch from the log end)
     found = log._locate(offset)
     if found is None:
         return None

@@ -43,7 +43,7 @@ from kraftsim.sim.member import (
     Member,
     end_offset_for_epoch,
     entry_at,
-    last_epoch,
+    last_entry,
 )
 from kraftsim.sim.voters import quorum_state
 from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
@@ -210,7 +210,7 @@ class RaftMixin:
         self._maybe_won(m)
 
     def _ask_votes(self, m: Member, epoch: int, *, pre_vote: bool) -> None:
-        last = last_epoch(m.log, self._snapshot_epoch(m))
+        last = self._last_epoch(m)
         for v in self.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
@@ -219,7 +219,7 @@ class RaftMixin:
             self._become_candidate(m)
 
     def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
-        mine = (last_epoch(m.log, self._snapshot_epoch(m)), m.log.log_end_offset)
+        mine = (self._last_epoch(m), m.log.log_end_offset)
         return (last_epoch_, end_offset) >= mine
 
     def _on_vote(self, m: Member, msg: Message) -> None:
@@ -334,7 +334,7 @@ class RaftMixin:
 
     def _appended(self, m: Member, from_offset: int) -> None:
         """The leader appended batches from `from_offset`: flush them after the linger."""
-        for fb in m.log.batches(from_offset):
+        for fb in m.log.batches(from_offset) if self.listening() else ():  # type: ignore[attr-defined]
             b = fb.batch
             self.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
                                        "epoch": b.partition_leader_epoch})
@@ -354,7 +354,8 @@ class RaftMixin:
             self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
 
     def _update_high_watermark(self, m: Member) -> None:
-        offsets = sorted((m.matched.get(v, -1) for v in self.voters), reverse=True)
+        matched = m.matched
+        offsets = sorted([matched.get(v, -1) for v in self.voters], reverse=True)
         candidate = offsets[self._majority() - 1]
         if candidate <= m.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
@@ -364,7 +365,8 @@ class RaftMixin:
     def _set_high_watermark(self, m: Member, hw: int) -> None:
         old = m.high_watermark
         m.high_watermark = hw
-        self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
+        if self.listening():  # type: ignore[attr-defined]
+            self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
         self.checker.high_watermark(self.describe_event(), m, hw)
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
@@ -387,7 +389,7 @@ class RaftMixin:
         m.fetch_in_flight, m.fetch_target = True, target
         log = m.log
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
-            "offset": log.log_end_offset, "last_epoch": last_epoch(log, self._snapshot_epoch(m)), "voter": m.voter,
+            "offset": log.log_end_offset, "last_epoch": self._last_epoch(m), "voter": m.voter,
             "hw_seen": m.high_watermark}))
         m.fetch_seq += 1
         seq = m.fetch_seq
@@ -414,20 +416,22 @@ class RaftMixin:
         m.last_fetch_from[msg.src] = self.now
         log = m.log
         offset, fetched_epoch = d["offset"], d["last_epoch"]
-        snap = self._latest_snapshot(m)
-        if offset < log.log_start_offset or (offset == 0 and snap is not None and snap.end_offset > 0
-                                             and offset < snap.end_offset and log.log_start_offset > 0):
-            self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})
-            return
+        log_start = log.log_start_offset
+        if offset < log_start or offset == 0:  # (the snapshot is looked up only where it matters)
+            snap = self._latest_snapshot(m)
+            if offset < log_start or (snap is not None and snap.end_offset > 0 and offset < snap.end_offset
+                                      and log_start > 0):
+                self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})  # type: ignore[union-attr]
+                return
         if offset > 0:
             e = entry_at(log, offset - 1)
-            snap_ok = snap is not None and offset == snap.end_offset == log.log_start_offset \
-                and fetched_epoch == snap.epoch
-            if not snap_ok and (offset > log.log_end_offset or e is None or e.epoch != fetched_epoch
-                                or e.next_offset != offset):
-                epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
-                self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
-                return
+            if offset > log.log_end_offset or e is None or e.epoch != fetched_epoch or e.next_offset != offset:
+                snap = self._latest_snapshot(m)
+                snap_ok = snap is not None and offset == snap.end_offset == log_start and fetched_epoch == snap.epoch
+                if not snap_ok:
+                    epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
+                    self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
+                    return
         if msg.src in self.voters:
             m.matched[msg.src] = offset
             self._update_high_watermark(m)
@@ -521,7 +525,7 @@ class RaftMixin:
             self.checker.appended(self.describe_event(), m, raw)
             if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
                 self._write_epoch_file(m)
-        if log.log_end_offset > start:
+        if log.log_end_offset > start and self.listening():  # type: ignore[attr-defined]
             self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
                                        "from": msg.src})
         m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
@@ -557,6 +561,11 @@ class RaftMixin:
     def _snapshot_epoch(self, m: Member) -> int:
         s = self._latest_snapshot(m)
         return 0 if s is None else s.epoch
+
+    def _last_epoch(self, m: Member) -> int:
+        """`last_epoch` of the node's log, looking for its snapshot only when the log is empty."""
+        e = last_entry(m.log)
+        return self._snapshot_epoch(m) if e is None else e.epoch
 
     def _latest_snapshot(self, m: Member) -> SnapshotId | None:
         """The node's newest snapshot (cached until it writes or installs one, or its log

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Iterable, Iterator, Literal, NamedTuple, Sequence
+from typing import Any, Iterable, Iterator, Literal, NamedTuple, Sequence
 
 from sortedcontainers import SortedDict
 
@@ -57,6 +57,53 @@ def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> l
     return entries
 
 
+class SegmentMap(SortedDict):  # type: ignore[misc]  # (sortedcontainers has no types)
+    """Base offset -> LogSegment, with the last segment kept at hand until the map changes:
+    `log_end_offset` is asked on every event of a simulation, and finding the last item of
+    a SortedDict each time is most of that cost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._last: LogSegment | None = None
+
+    def last_segment(self) -> LogSegment | None:
+        if self._last is None and self:
+            self._last = self.peekitem(-1)[1]
+        return self._last
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._last = None
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._last = None
+        super().__delitem__(key)
+
+    def pop(self, *args: Any) -> Any:
+        self._last = None
+        return super().pop(*args)
+
+    def popitem(self, *args: Any) -> Any:
+        self._last = None
+        return super().popitem(*args)
+
+    def clear(self) -> None:
+        self._last = None
+        super().clear()
+
+    def setdefault(self, *args: Any) -> Any:
+        self._last = None
+        return super().setdefault(*args)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._last = None
+        super().update(*args, **kwargs)
+
+    def __ior__(self, other: Any) -> SegmentMap:
+        self._last = None
+        return super().__ior__(other)  # type: ignore[no-any-return]
+
+
 class MetadataLog:
     """A `__cluster_metadata-0` directory's segments. Use `MetadataLog.open`."""
 
@@ -65,7 +112,7 @@ class MetadataLog:
         self.read_only = read_only
         self.segment_bytes = segment_bytes
         self.fsync = fsync
-        self.segments: SortedDict = SortedDict()  # base offset -> LogSegment
+        self.segments: SegmentMap = SegmentMap()  # base offset -> LogSegment
         self.recovery: list[RecoveryAction] = []
         self.warnings: list[str] = []  # read-only: what Kafka would refuse to start with
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
@@ -225,13 +272,16 @@ class MetadataLog:
 
     @property
     def active_segment(self) -> LogSegment | None:
-        return self.segments.peekitem(-1)[1] if self.segments else None
+        return self.segments.last_segment()
 
     @property
     def log_end_offset(self) -> int:
         """The offset the next appended record gets (Kafka's LEO)."""
-        seg = self.active_segment
-        return seg.next_offset if seg is not None else self.log_start_offset
+        seg = self.segments.last_segment()
+        if seg is None:
+            return self.log_start_offset
+        entries = seg.entries
+        return entries[-1].last_offset + 1 if entries else seg.base_offset
 
     def snapshot_ids(self) -> list[SnapshotId]:
         """The frozen snapshots in the directory at or above the log start offset, oldest first."""
@@ -300,6 +350,10 @@ class MetadataLog:
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""
+        last = self.segments.last_segment()
+        if last is not None and offset >= last.base_offset:  # (the common case: near the log end)
+            i = last.find(offset)
+            return (last.base_offset, i) if i < len(last) else None
         keys = self.segments.keys()
         k = max(self.segments.bisect_right(offset) - 1, 0)
         for key in keys[k:]:
@@ -328,6 +382,11 @@ class MetadataLog:
         if found is None:
             return
         key, i = found
+        last = self.segments.last_segment()
+        if last is not None and key == last.base_offset:
+            for j in range(i, len(last)):
+                yield last.read_batch(j, check_crc=check_crc)
+            return
         for k in self.segments.irange(minimum=key):
             seg = self.segments[k]
             for j in range(i if k == key else 0, len(seg)):
