@@ -1,0 +1,261 @@
+"""How a KRaft node replicates, as events (part of the Engine's raft half, see raft.py): a
+follower or observer fetches from the leader with its end offset and last epoch; the leader
+answers with batches, a diverging epoch to truncate to, or its latest snapshot's id when the
+offset is below its log start, and parks a fetch that finds nothing new; FetchSnapshot brings
+a follower that far behind up to the snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kraftsim.sim.events import Message
+from kraftsim.sim.member import (
+    LEADER,
+    Member,
+    end_offset_for_epoch,
+    entry_at,
+    last_entry,
+)
+from kraftsim.storage.names import SnapshotId, snapshot_file_name
+
+#: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
+FETCH_MAX_BATCHES = 64
+
+
+class FetchMixin:
+    """Fetching, truncation and snapshots for the Engine; `self` is the Engine."""
+
+    # -------------------------------------------------------------- fetching
+
+    def _fetch(self, m: Member) -> None:
+        """Send the next fetch: to the known leader, else (observers) to a voter in turn."""
+        if not m.running or m.role == LEADER or m.snapshot_in_flight:
+            return
+        target = m.leader
+        if target is None:
+            if m.voter:
+                return  # a voter without a leader waits for an election
+            m.fetch_rotation += 1
+            target = self.voters[m.fetch_rotation % len(self.voters)]
+        m.fetch_in_flight, m.fetch_target = True, target
+        log = m.log
+        self.net.send(Message(m.id, target, "fetch", m.epoch, {
+            "offset": log.log_end_offset, "last_epoch": self._last_epoch(m), "voter": m.voter,
+            "hw_seen": m.high_watermark}))
+        m.fetch_seq += 1
+        seq = m.fetch_seq
+
+        def retry() -> None:
+            if m.running and m.fetch_seq == seq and m.fetch_in_flight:
+                m.fetch_in_flight = False
+                if not m.voter:
+                    m.leader = None  # find the leader again
+                self._fetch(m)
+
+        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id, retry)
+
+    def _on_fetch(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if m.role != LEADER or msg.epoch > m.epoch:
+            self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "NOT_LEADER_OR_FOLLOWER",
+                                                                            "leader": m.leader}))
+            return
+        if msg.epoch < m.epoch and d["voter"]:
+            self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "FENCED_LEADER_EPOCH",
+                                                                            "leader": m.id}))
+            return
+        m.last_fetch_from[msg.src] = self.now
+        log = m.log
+        offset, fetched_epoch = d["offset"], d["last_epoch"]
+        log_start = log.log_start_offset
+        if offset < log_start or offset == 0:  # (the snapshot is looked up only where it matters)
+            snap = self._latest_snapshot(m)
+            if offset < log_start or (snap is not None and snap.end_offset > 0 and offset < snap.end_offset
+                                      and log_start > 0):
+                self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})  # type: ignore[union-attr]
+                return
+        if offset > 0:
+            e = entry_at(log, offset - 1)
+            if offset > log.log_end_offset or e is None or e.epoch != fetched_epoch or e.next_offset != offset:
+                snap = self._latest_snapshot(m)
+                snap_ok = snap is not None and offset == snap.end_offset == log_start and fetched_epoch == snap.epoch
+                if not snap_ok:
+                    epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
+                    self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
+                    return
+        if msg.src in self.voters:
+            m.matched[msg.src] = offset
+            self._update_high_watermark(m)
+        if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
+            m.parked[msg.src] = (m.lifecycle_gen, msg)
+
+            def expire() -> None:
+                parked = m.parked.get(msg.src)
+                if parked is not None and parked[1] is msg and m.role == LEADER:
+                    del m.parked[msg.src]
+                    self._serve_fetch(m, msg)
+
+            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, expire)
+            return
+        self._serve_fetch(m, msg)
+
+    def _serve_fetch(self, m: Member, msg: Message) -> None:
+        offset = msg.data["offset"]
+        batches = []
+        if offset < m.flushed_end:
+            for fb in m.log.batches(offset):
+                if fb.batch.base_offset >= m.flushed_end or len(batches) >= FETCH_MAX_BATCHES:
+                    break
+                batches.append(fb.batch.raw)
+        self._reply_fetch(m, msg.src, {"batches": batches})
+
+    def _answer_parked(self, m: Member) -> None:
+        parked, m.parked = m.parked, {}
+        for replica in sorted(parked):
+            self._serve_fetch(m, parked[replica][1])  # type: ignore[arg-type]
+
+    def _reply_fetch(self, m: Member, dst: int, data: dict[str, Any]) -> None:
+        data["leader"] = m.id
+        data["high_watermark"] = m.high_watermark
+        self.net.send(Message(m.id, dst, "fetch-reply", m.epoch, data))
+
+    def _on_fetch_reply(self, m: Member, msg: Message) -> None:
+        d = msg.data
+        if msg.src != m.fetch_target:
+            return  # an answer to a fetch it gave up on
+        m.fetch_in_flight = False
+        if "error" in d:
+            leader = d.get("leader")
+            if msg.epoch > m.epoch or (leader is not None and leader != m.leader and msg.epoch >= m.epoch):
+                if leader is not None and leader != m.id:
+                    self._become_follower(m, msg.epoch, leader)
+                    return
+                self._become_unattached(m, msg.epoch)
+            if not m.voter:
+                if m.leader != (leader if leader != m.id else None):
+                    m.leader = leader if leader != m.id else None
+                    self._persist(m)
+                self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
+                                 lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
+            return
+        if msg.epoch < m.epoch:
+            self._fetch(m)
+            return
+        if msg.epoch > m.epoch or m.leader != msg.src:
+            self._become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
+            if m.fetch_in_flight:
+                return
+        m.last_fetch_ok_ms = self.now
+        log = m.log
+        if "diverging" in d:
+            epoch, end = d["diverging"]
+            _, mine = end_offset_for_epoch(log, epoch, self._snapshot_pair(m))
+            target = min(end, mine)
+            self._truncate(m, target, f"diverging epoch {epoch} ends at {end} on leader {msg.src}")
+            self._fetch(m)
+            return
+        if "snapshot" in d:
+            end, epoch = d["snapshot"]
+            m.snapshot_in_flight = True
+            self.net.send(Message(m.id, msg.src, "fetch-snapshot", m.epoch, {"end_offset": end, "epoch": epoch}))
+            gen = m.lifecycle_gen
+
+            def retry() -> None:
+                if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
+                    m.snapshot_in_flight = False
+                    self._fetch(m)
+
+            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
+            return
+        start = log.log_end_offset
+        for raw in d["batches"]:
+            base = int.from_bytes(raw[:8], "big", signed=True)
+            if base != log.log_end_offset:
+                break
+            log.append(raw)
+            self.checker.appended(self.describe_event(), m, raw)
+            if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
+                self._write_epoch_file(m)
+        if log.log_end_offset > start and self.listening():  # type: ignore[attr-defined]
+            self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
+                                       "from": msg.src})
+        m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
+        hw = d["high_watermark"]
+        if hw is not None:
+            hw = min(hw, log.log_end_offset)
+            if m.high_watermark is None or hw > m.high_watermark:
+                self._set_high_watermark(m, hw)
+        self._fetch(m)
+
+    def _observer_leader(self, m: Member, msg: Message) -> None:
+        m.epoch, m.leader = msg.epoch, msg.src
+        self._persist(m)  # an observer keeps quorum-state too
+        self.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
+
+    def _truncate(self, m: Member, offset: int, why: str) -> None:
+        log = m.log
+        if offset >= log.log_end_offset:
+            return
+        self.checker.truncating(self.describe_event(), m, offset)
+        self.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
+        log.truncate_to(offset)
+        m.disk_gen += 1
+        m.flushed_end = min(m.flushed_end, log.log_end_offset)
+        self._write_epoch_file(m)
+
+    # -------------------------------------------------------------- snapshots
+
+    def _snapshot_pair(self, m: Member) -> tuple[int, int] | None:
+        s = self._latest_snapshot(m)
+        return None if s is None else (s.end_offset, s.epoch)
+
+    def _snapshot_epoch(self, m: Member) -> int:
+        s = self._latest_snapshot(m)
+        return 0 if s is None else s.epoch
+
+    def _last_epoch(self, m: Member) -> int:
+        """`last_epoch` of the node's log, looking for its snapshot only when the log is empty."""
+        e = last_entry(m.log)
+        return self._snapshot_epoch(m) if e is None else e.epoch
+
+    def _latest_snapshot(self, m: Member) -> SnapshotId | None:
+        """The node's newest snapshot (cached until it writes or installs one, or its log
+        start moves: listing the directory on every fetch would dominate the run)."""
+        node = m.node
+        assert node is not None and node.log is not None
+        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
+               node.log.log_start_offset, self.snapshots_taken)
+        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
+            return m.snapshot_cache[1]
+        ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
+        m.snapshot_cache = (key, ids[-1] if ids else None)
+        return ids[-1] if ids else None
+
+    def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
+        if m.role != LEADER:
+            return
+        sid = SnapshotId(msg.data["end_offset"], msg.data["epoch"])
+        path = m.log.directory / snapshot_file_name(sid)
+        if not path.exists():
+            self.net.send(Message(m.id, msg.src, "fetch-snapshot-reply", m.epoch, {"error": "SNAPSHOT_NOT_FOUND"}))
+            return
+        self.net.send(Message(m.id, msg.src, "fetch-snapshot-reply", m.epoch, {
+            "end_offset": sid.end_offset, "epoch": sid.epoch, "bytes": path.read_bytes(),
+            "high_watermark": m.high_watermark}))
+
+    def _on_fetch_snapshot_reply(self, m: Member, msg: Message) -> None:
+        if not m.snapshot_in_flight:
+            return
+        m.snapshot_in_flight = False
+        d = msg.data
+        if "error" in d:
+            self._fetch(m)
+            return
+        sid = SnapshotId(d["end_offset"], d["epoch"])
+        self._install_snapshot(m, sid, d["bytes"])  # type: ignore[attr-defined]
+        self.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
+                                     "fetched": True})
+        hw = d.get("high_watermark")
+        if hw is not None and (m.high_watermark is None or min(hw, m.log.log_end_offset) > m.high_watermark):
+            self._set_high_watermark(m, min(hw, m.log.log_end_offset))
+        self._fetch(m)
