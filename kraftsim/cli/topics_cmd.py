@@ -15,6 +15,11 @@ from kraftsim.cli.common import kafka_tool
 
 #: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
 SETTLE_MS = 60_000
+#: Limits of one `create`: a simulated cluster holds every partition in memory (about 200 bytes
+#: each), and Kafka's replication factor is an int16.
+MAX_TOPICS = 1_000_000
+MAX_PARTITIONS = 10_000_000
+MAX_REPLICATION = 32_767
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -41,12 +46,16 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _create(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
 
-    for key in ("count", "partitions", "replication_factor"):
+    for key, most in (("count", MAX_TOPICS), ("partitions", MAX_PARTITIONS), ("replication_factor", MAX_REPLICATION)):
         value = getattr(args, key)
-        if value is not None and value < 1:
-            print(f"kraftsim: error: --{key.replace('_', '-')}: expected a positive integer, got {value}",
+        if value is not None and not 1 <= value <= most:
+            print(f"kraftsim: error: --{key.replace('_', '-')}: expected a positive integer up to {most:,}, got {value}",
                   file=sys.stderr)
             return 2
+    if args.count * args.partitions > MAX_PARTITIONS:
+        print(f"kraftsim: error: --count x --partitions: expected at most {MAX_PARTITIONS:,} partitions in all, got "
+              f"{args.count * args.partitions:,}", file=sys.stderr)
+        return 2
     with Simulation.open(args.cluster) as sim:
         for name in sim.create_topics(args.count, args.partitions, args.replication_factor, prefix=args.prefix):
             print(f"Created topic {name}.")

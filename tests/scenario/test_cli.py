@@ -103,6 +103,10 @@ def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: p
     assert code == 1 and err.strip() == "This server does not host this topic-partition."
     code, _, err = run(capsys, "topics", "--cluster", str(keep), "create", "--partitions", "0")
     assert code == 2 and "--partitions: expected a positive integer" in err
+    code, _, err = run(capsys, "topics", "--cluster", str(keep), "create", "--count", "99999999999")
+    assert code == 2 and "--count: expected a positive integer up to 1,000,000, got 99999999999" in err
+    code, _, err = run(capsys, "topics", "--cluster", str(keep), "create", "--count", "5000", "--partitions", "5000")
+    assert code == 2 and "expected at most 10,000,000 partitions in all" in err
     # --keep refuses a directory that holds something
     code, _, err = run(capsys, "scenario", "run", str(tmp_path / "a.toml"), "--keep", str(keep))
     assert code == 2 and "not an empty directory" in err
