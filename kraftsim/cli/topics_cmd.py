@@ -15,11 +15,6 @@ from kraftsim.cli.common import kafka_tool
 
 #: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
 SETTLE_MS = 60_000
-#: Limits of one `create`: a simulated cluster holds every partition in memory (about 200 bytes
-#: each), and Kafka's replication factor is an int16.
-MAX_TOPICS = 1_000_000
-MAX_PARTITIONS = 10_000_000
-MAX_REPLICATION = 32_767
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
+    from kraftsim.scenario.language import MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS
     from kraftsim.sim import Simulation
 
     for key, most in (("count", MAX_TOPICS), ("partitions", MAX_PARTITIONS), ("replication_factor", MAX_REPLICATION)):

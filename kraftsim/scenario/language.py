@@ -67,6 +67,13 @@ class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
     expect: Expect | None = None
 
 
+#: Limits of one create-topics (the op and `kraftsim topics create`): a simulated cluster holds
+#: every partition in memory (about 200 bytes each); Kafka's replication factor is an int16.
+MAX_TOPICS = 1_000_000
+MAX_PARTITIONS = 10_000_000
+MAX_REPLICATION = 32_767
+
+
 class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
     count: int = 1
     partitions: int = 1

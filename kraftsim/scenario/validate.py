@@ -25,7 +25,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
+    DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
     Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
     Step, UnregisterController, Wait,
 )
@@ -221,9 +221,12 @@ class _Checker:
             raise self.fail(key, "a node id is listed twice", step)
         self.ids(sel, key, step)
 
-    def non_negative(self, value: int | None, key: str, step: int | None = None, minimum: int = 0) -> None:
+    def non_negative(self, value: int | None, key: str, step: int | None = None, minimum: int = 0,
+                     maximum: int | None = None) -> None:
         if value is not None and value < minimum:
             raise self.fail(key, f"expected an integer >= {minimum}, got {value}", step)
+        if value is not None and maximum is not None and value > maximum:
+            raise self.fail(key, f"expected an integer <= {maximum:,}, got {value:,}", step)
 
 
 def initial_nodes(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
@@ -370,9 +373,10 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         raise check.fail("expect_error", "expected a non-empty fragment of the error text", index)
     strict = step.expect_error is None  # names the Kafka tools check are checked here only when no error is expected
     if isinstance(step, CreateTopics):
-        check.non_negative(step.count, "count", index, 1)
-        check.non_negative(step.partitions, "partitions", index, 1)
-        check.non_negative(step.replication_factor, "replication_factor", index, 1)
+        check.non_negative(step.count, "count", index, 1, MAX_TOPICS)
+        check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
+        check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
+        check.non_negative(step.count * step.partitions, "count x partitions", index, 1, MAX_PARTITIONS)
     elif isinstance(step, Roll):
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         check.selector(step.nodes, "nodes", index)
