@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 
@@ -119,18 +119,25 @@ def run_tool(dist: KafkaDist, tool: str, args: Sequence[str], *, timeout: float 
     cmd = java_command(dist, tool, args)
     proc = subprocess.Popen(cmd, cwd=cwd, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out, err = communicate_bounded(proc, stdin, timeout,
+                                   f"Kafka {dist.release.version} {tool} {' '.join(args)}: no answer within "
+                                   f"{timeout:.0f} s; killed")
+    return ToolRun(tuple(args), proc.returncode, out, err)
+
+
+def communicate_bounded(proc: subprocess.Popen, data: Any, timeout: float, timed_out: str) -> tuple[Any, Any]:
+    """`proc.communicate(data)` within `timeout`; past it the process group is killed and
+    KafkaUnavailable(timed_out) raised. The group is never left running."""
     try:
-        out, err = proc.communicate(stdin, timeout=timeout)
+        return proc.communicate(data, timeout=timeout)
     except subprocess.TimeoutExpired:
         kill_group(proc)
-        out, err = proc.communicate(timeout=30)
-        raise KafkaUnavailable(f"Kafka {dist.release.version} {tool} {' '.join(args)}: no answer within "
-                               f"{timeout:.0f} s; killed") from None
+        proc.communicate(timeout=30)
+        raise KafkaUnavailable(timed_out) from None
     finally:
         if proc.poll() is None:
             kill_group(proc)
             proc.wait(timeout=30)
-    return ToolRun(tuple(args), proc.returncode, out, err)
 
 
 # ----------------------------------------------------------------------------------- batches
@@ -201,17 +208,9 @@ def _one_batch(dist: KafkaDist, classes: Path, commands: Sequence[tuple[str, Seq
     timeout = 60 + BATCH_SECONDS_PER_COMMAND * len(commands)
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
-    try:
-        out, _ = proc.communicate(("\n".join(lines) + "\n\n").encode(), timeout=timeout)
-    except subprocess.TimeoutExpired:
-        kill_group(proc)
-        proc.communicate(timeout=30)
-        raise KafkaUnavailable(f"Kafka {dist.release.version}: a batch of {len(commands)} tool runs did not finish "
-                               f"within {timeout} s; killed") from None
-    finally:
-        if proc.poll() is None:
-            kill_group(proc)
-            proc.wait(timeout=30)
+    out, _ = communicate_bounded(proc, ("\n".join(lines) + "\n\n").encode(), timeout,
+                                 f"Kafka {dist.release.version}: a batch of {len(commands)} tool runs did not "
+                                 f"finish within {timeout} s; killed")
     return _parse_batch(out, commands)
 
 

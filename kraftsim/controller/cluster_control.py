@@ -417,15 +417,23 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
     return accepted(records, BrokerRegistrationReply(epoch), atomic=False)
 
 
-def register_controller(ctx: ControllerContext, req: ControllerRegistrationRequest) -> ControllerResult:
-    """Kafka's registerController (KIP-919): RegisterControllerRecord v0, atomically, from
-    3.7-IV0 on."""
+def _needs_capability(ctx: ControllerContext, capability: str, what: str) -> ControllerResult | None:
+    """The refusal when the finalized metadata.version lacks `capability` (Kafka's "too old to
+    support <what>" text), or None when it has it."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
-    if not ctx.catalog.supports("controller_registration", mv):
-        return refused(ApiError("UNSUPPORTED_VERSION", "The current MetadataVersion is too old to support "
-                                                       "controller registrations."))
+    if not ctx.catalog.supports(capability, mv):
+        return refused(ApiError("UNSUPPORTED_VERSION", f"The current MetadataVersion is too old to support {what}."))
+    return None
+
+
+def register_controller(ctx: ControllerContext, req: ControllerRegistrationRequest) -> ControllerResult:
+    """Kafka's registerController (KIP-919): RegisterControllerRecord v0, atomically, from
+    3.7-IV0 on."""
+    too_old = _needs_capability(ctx, "controller_registration", "controller registrations")
+    if too_old is not None:
+        return too_old
     rt = registry_of(ctx)["RegisterControllerRecord"]
     message = rt.new(
         controller_id=req.controller_id,
@@ -548,12 +556,9 @@ def unregister_broker(ctx: ControllerContext, broker_id: int, heartbeats: Broker
 def unregister_controller(ctx: ControllerContext, controller_id: int) -> ControllerResult:
     """Kafka 4.4's controller unregistration (KIP-1312): UnregisterControllerRecord v0 from
     4.4-IV2, for a registered controller (texts: kafka-facts §11.4)."""
-    mv = metadata_version_of(ctx)
-    if mv is None:
-        return refused(NO_METADATA_VERSION)
-    if not ctx.catalog.supports("controller_unregistration", mv):
-        return refused(ApiError("UNSUPPORTED_VERSION", "The current MetadataVersion is too old to support "
-                                                       "controller unregistration."))
+    too_old = _needs_capability(ctx, "controller_unregistration", "controller unregistration")
+    if too_old is not None:
+        return too_old
     if ctx.image.cluster.controller(controller_id) is None:
         return refused(ApiError("CONTROLLER_ID_NOT_REGISTERED", f"Controller ID {controller_id} is not currently "
                                                                 "registered."))
