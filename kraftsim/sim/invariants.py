@@ -28,14 +28,20 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from kraftsim.image import LoaderFault, MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
+from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
+from kraftsim.image import load_snapshot
+from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, InvariantResult
-from kraftsim.storage import read_snapshot
+from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.snapshot import snapshot_path
 
 if TYPE_CHECKING:
     from kraftsim.storage import MetadataLog
+
+#: Shadow commits kept for sharing (a shadow that starts again replays its node's log from
+#: its start or a snapshot; older commits are replayed again).
+SHADOW_KEEP = 1 << 14
 
 
 class DurableLog(NamedTuple):
@@ -80,6 +86,11 @@ class Checker:
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
+        #: Commits the shadow loaders replayed, shared among shadows only (never with the
+        #: nodes' own loaders, whose result the shadows check): see `replay_into`.
+        self.shadow_share = CommitShare(keep=SHADOW_KEEP)
+        #: Digest parts of images compared before (images are immutable: see DigestCache).
+        self.digests = DigestCache()
         self._snapshots_checked: set[tuple[int, int, int]] = set()
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
         #: sent before going down may still reach the leader and move its high watermark.
@@ -243,13 +254,16 @@ class Checker:
         same batch bytes on the same image). A node whose image is the very object another
         node's replay was just compared with, at the same offset and software, and whose
         files lost nothing since its process started (so every batch it applied is still in
-        its log), is covered by that comparison; the others replay their own files."""
+        its log), is covered by that comparison; the others replay their own files.
+
+        Shadows share their replays among themselves the same way (`replay_into`), and the
+        digests remember the parts of images compared before (`DigestCache`)."""
         digests: dict[int, tuple[object, str]] = {}
 
         def digest(image: object) -> str:
             known = digests.get(id(image))
             if known is None or known[0] is not image:
-                known = (image, image_digest(image))
+                known = (image, image_digest(image, self.digests))  # type: ignore[arg-type]
                 digests[id(image)] = known
             return known[1]
 
@@ -273,12 +287,10 @@ class Checker:
                 continue
             if shadow is None or shadow[0] != key or upto > node.log.log_end_offset \
                     or shadow[1] < node.log.log_start_offset:  # (retention removed what it would replay next)
-                loader = replay_loader(node, upto)
+                loader = replay_loader(node, upto, share=self.shadow_share)
             else:
                 loader = shadow[2]
-                loader.set_high_watermark(upto)
-                for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
-                    loader.handle_commit([cb])
+                replay_into(loader, node, shadow[1], upto, self.shadow_share)
             if loader is not None:
                 if digest(loader.image) != digest(image):
                     self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
@@ -303,8 +315,9 @@ class Checker:
             loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0,
                                     mv_change=_mv_handling(node))
             load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
-            expected = replay_image(node, sid.end_offset, use_snapshots=False)
-            if expected is not None and image_digest(expected) != image_digest(loader.image) and not node.kip_778:
+            expected = replay_image(node, sid.end_offset, use_snapshots=False, share=self.shadow_share)
+            if expected is not None and not node.kip_778 \
+                    and image_digest(expected, self.digests) != image_digest(loader.image, self.digests):
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) differs from a replay of its log")
 
@@ -319,9 +332,10 @@ def _mv_handling(node) -> MvChangeHandling:  # type: ignore[no-untyped-def]
     return MvChangeHandling.KIP_778 if node.kip_778 else MvChangeHandling.KAFKA
 
 
-def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoader | None:  # type: ignore[no-untyped-def]
+def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
+                  share: CommitShare | None = None) -> MetadataLoader | None:
     """A fresh loader fed the node's newest usable snapshot and its log, up to offset `upto`
-    (exclusive); None when the files cannot give it."""
+    (exclusive); None when the files cannot give it. `share`: see `replay_into`."""
     log = node.log
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
     start = log.log_start_offset
@@ -335,13 +349,56 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoa
     elif start > 0:
         return None
     if upto > start:
-        loader.set_high_watermark(upto)
-        for cb, _ in committed_batches(log.batches(start), node.registry, start, upto):
-            loader.handle_commit([cb])
+        replay_into(loader, node, start, upto, share)
     return loader
 
 
-def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignore[no-untyped-def]
+def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ignore[no-untyped-def]
+                share: CommitShare | None = None) -> None:
+    """Hand `loader` the node's log from offset `start` up to `upto` (exclusive), one commit
+    per batch, as the raft layer hands committed batches over (the batch holding `upto - 1`
+    cut there, and the last one).
+
+    With `share`, a whole batch applied by an idle loader standing on an image object some
+    other loader of the same software replayed the very same batch bytes on is adopted
+    from it instead of replayed: replay is deterministic, so the result is the one this
+    replay would reach (kraftsim.sim.commit_share). Only loaders that replay files share
+    a CommitShare, so a shadow's result never comes from the node it checks."""
+    loader.set_high_watermark(upto)
+    software = (node.state.release, node.kip_778, id(node.base_catalog))
+    end = start
+    for fb in node.log.batches(start):
+        b = fb.batch
+        if b.next_offset <= end:
+            continue  # wholly before the start (the snapshot already holds it)
+        if b.base_offset >= upto:
+            return
+        cut = b.last_offset >= upto
+        whole = not cut and b.base_offset >= end and share is not None
+        if whole and loader.idle:
+            hit = share.find(software, b.raw, loader)  # type: ignore[union-attr]
+            if hit is not None:
+                _, _, delta, image, manifest, kraft_version, voters = hit
+                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+                share.adopted += 1  # type: ignore[union-attr]
+                end = b.next_offset
+                continue
+        entries = [e for e in decode_file_batch(fb, node.registry) if end <= e.offset < upto]
+        idle, before, raft_before = loader.idle, loader.image, (loader.kraft_version, loader.voters)
+        publishes, faults = loader.publishes, len(loader.faults)
+        loader.handle_commit([CommittedBatch(b.base_offset, upto - 1 if cut else b.last_offset,
+                                             b.partition_leader_epoch, b.max_timestamp, b.size, entries)])
+        if cut:
+            return
+        if share is not None:
+            share.replayed += 1
+            if whole and idle and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
+                share.keep(software, b.raw, before, raft_before, loader)
+        end = b.next_offset
+
+
+def replay_image(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
+                 share: CommitShare | None = None):
     """The image `replay_loader` builds (None when the files cannot give it)."""
-    loader = replay_loader(node, upto, use_snapshots=use_snapshots)
+    loader = replay_loader(node, upto, use_snapshots=use_snapshots, share=share)
     return None if loader is None else loader.image
