@@ -102,6 +102,8 @@ class Engine(RaftMixin, LifecycleMixin):
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
+        #: The read-only open before a start found nothing to recover (`_refuse_start`).
+        self._scanned_clean = False
 
     # -------------------------------------------------------------- basics
 
@@ -222,6 +224,7 @@ class Engine(RaftMixin, LifecycleMixin):
             m.state.starts += 1
             m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
             m.broker_epoch = None
+        self._scanned_clean = False
         refusal = self._refuse_start(m)
         if refusal is not None:
             self._fail_start(m, refusal)
@@ -236,9 +239,12 @@ class Engine(RaftMixin, LifecycleMixin):
             m.detail = None  # a reopened simulation's process keeps its refusal
         m.voter = m.id in self.voters
         try:
+            # (the read-only open of `_refuse_start` just checked every CRC the recovery checks:
+            # when it found nothing to recover, this open need not check them again)
             node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                       retention=RetentionSettings(self.config.retention_bytes, -1),
-                      segment_bytes=self.config.segment_bytes)
+                      segment_bytes=self.config.segment_bytes,
+                      validate="framing" if self._scanned_clean else "last")
         except KraftsimError as e:
             self._fail_start(m, str(e))
             return m.detail
@@ -296,6 +302,7 @@ class Engine(RaftMixin, LifecycleMixin):
             with MetadataLog.open(meta, read_only=True) as log:
                 cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
                         and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
+                self._scanned_clean = not log.recovery and not log.warnings
         except KraftsimError:
             return None  # opening it for real reports this with its own text
         if not cuts:

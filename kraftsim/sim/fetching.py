@@ -100,13 +100,17 @@ class FetchMixin:
         self._serve_fetch(m, msg)
 
     def _serve_fetch(self, m: Member, msg: Message) -> None:
+        """Answer a fetch with the leader's flushed batches from its offset (each as the
+        leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`)."""
         offset = msg.data["offset"]
         batches = []
-        if offset < m.flushed_end:
+        flushed = m.flushed_end
+        if offset < flushed:
             for fb in m.log.batches(offset):
-                if fb.batch.base_offset >= m.flushed_end or len(batches) >= FETCH_MAX_BATCHES:
+                b = fb.batch
+                if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
                     break
-                batches.append(fb.batch.raw)
+                batches.append(b)
         self._reply_fetch(m, msg.src, {"batches": batches})
 
     def _answer_parked(self, m: Member) -> None:
@@ -167,22 +171,21 @@ class FetchMixin:
 
             self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
             return
-        start = log.log_end_offset
-        for raw in d["batches"]:
-            base = int.from_bytes(raw[:8], "big", signed=True)
-            if base != log.log_end_offset:
+        start = end = log.log_end_offset
+        for b in d["batches"]:
+            if b.base_offset != end:
                 break
-            log.append(raw)
+            raw = b.raw
+            end = log.append(raw, checked=b).last_offset + 1
             self.checker.appended(self.describe_event(), m, raw)
-            if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
+            if b.partition_leader_epoch > m.epoch_file_last:
                 self._write_epoch_file(m)
-        if log.log_end_offset > start and self.listening():  # type: ignore[attr-defined]
-            self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
-                                       "from": msg.src})
-        m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
+        if end > start and self.listening():  # type: ignore[attr-defined]
+            self.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
+        m.flushed_end = end  # a follower flushes before it fetches again
         hw = d["high_watermark"]
         if hw is not None:
-            hw = min(hw, log.log_end_offset)
+            hw = min(hw, end)
             if m.high_watermark is None or hw > m.high_watermark:
                 self._set_high_watermark(m, hw)
         self._fetch(m)

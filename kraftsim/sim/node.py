@@ -56,6 +56,7 @@ from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, 
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
+from kraftsim.storage.log import Validate
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
 
@@ -284,15 +285,16 @@ class SimNode:
     # ------------------------------------------------------------------ running
 
     def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
-             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None) -> None:
+             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None,
+             validate: Validate = "last") -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
         as a node does at start-up; publishers are installed once it has caught up.
 
         Without `apply_log` only the snapshot is loaded: the raft layer hands the loader
         the log as it learns the high watermark (`apply_committed`). `high_watermark` and
-        `retention` go to the node's snapshot emitter."""
+        `retention` go to the node's snapshot emitter; `validate` to MetadataLog.open."""
         kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
-        self.log = MetadataLog.open(self.metadata_dir, fsync=False, **kw)
+        self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log

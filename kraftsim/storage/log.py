@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Literal, NamedTuple, Sequence
 from sortedcontainers import SortedDict
 
 from kraftsim.errors import CorruptRecordException, KraftsimError
-from kraftsim.protocol.batch import LOG_OVERHEAD, parse_batch
+from kraftsim.protocol.batch import LOG_OVERHEAD, RecordBatch, parse_batch
 from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch, encode_data_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch
@@ -33,7 +33,7 @@ from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapsho
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 
-Validate = Literal["last", "all"]
+Validate = Literal["last", "all", "framing"]
 
 
 class EpochEntry(NamedTuple):
@@ -127,7 +127,9 @@ class MetadataLog:
         """Open (and unless read-only, create and recover) a metadata log directory.
 
         `validate="last"` checks every batch's CRC in the last segment, as Kafka's
-        recovery does after an unclean stop; `"all"` checks every segment. Whatever is
+        recovery does after an unclean stop; `"all"` checks every segment; `"framing"` only
+        the framing (for a caller that has just checked the same files read-only and found
+        nothing to recover). Whatever is
         cut or deleted is listed in `.recovery`.
         """
         directory = Path(directory)
@@ -183,7 +185,7 @@ class MetadataLog:
         epoch: int | None = None
         for i, base in enumerate(segment_bases):
             path = self.directory / segment_file_name(base)
-            check = validate == "all" or i == len(segment_bases) - 1
+            check = validate == "all" or (validate == "last" and i == len(segment_bases) - 1)
             found: list[ScanProblem] = []
             seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
                                            min_epoch=epoch, findings=found)
@@ -277,9 +279,11 @@ class MetadataLog:
     @property
     def log_end_offset(self) -> int:
         """The offset the next appended record gets (Kafka's LEO)."""
-        seg = self.segments.last_segment()
+        seg = self.segments._last  # (last_segment(), inlined: asked on every event of a simulation)
         if seg is None:
-            return self.log_start_offset
+            seg = self.segments.last_segment()
+            if seg is None:
+                return self.log_start_offset
         entries = seg.entries
         return entries[-1].last_offset + 1 if entries else seg.base_offset
 
@@ -406,19 +410,24 @@ class MetadataLog:
         if self.read_only:
             raise KraftsimError(f"{self.directory}: the log is open read-only")
 
-    def append(self, raw: bytes, *, assign_offset: bool = False) -> IndexEntry:
+    def append(self, raw: bytes, *, assign_offset: bool = False, checked: RecordBatch | None = None) -> IndexEntry:
         """Append one whole batch at the log end offset, rolling the segment first if it would
         grow past `segment_bytes`. With `assign_offset`, the batch's base offset is set to the
-        log end offset (the base offset is outside the CRC, so this is what a leader does)."""
+        log end offset (the base offset is outside the CRC, so this is what a leader does).
+        `checked`: the checked parse of these very bytes (`checked.raw is raw`) another log
+        made, which spares parsing them again."""
         self._check_writable()
         length = struct.unpack_from(">i", raw, 8)[0] if len(raw) >= LOG_OVERHEAD else -LOG_OVERHEAD
         if length + LOG_OVERHEAD != len(raw):
             raise KraftsimError(f"{self.directory}: cannot append: the batch's length field says "
                                 f"{length + LOG_OVERHEAD} bytes, {len(raw)} given")
-        try:
-            batch = parse_batch(raw)
-        except CorruptRecordException as e:
-            raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
+        if checked is not None and checked.raw is raw:
+            batch = checked
+        else:
+            try:
+                batch = parse_batch(raw)
+            except CorruptRecordException as e:
+                raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
         leo = self.log_end_offset
         if assign_offset:
             raw = struct.pack(">q", leo) + raw[8:]
@@ -432,7 +441,7 @@ class MetadataLog:
             seg = self.roll()
         entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
                            batch.partition_leader_epoch, batch.max_timestamp)
-        seg.append(raw, entry)
+        seg.append(raw, entry, None if assign_offset else batch)  # (an assigned offset changed the bytes)
         return entry
 
     def append_records(self, payloads: Sequence[Payload], *, epoch: int, timestamp: int,
