@@ -86,6 +86,8 @@ class Checker:
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
+        #: Bumped when a node's files lose data its shadow replayed (see `_files_cut`).
+        self._shadow_gen: dict[int, int] = {}
         #: Commits the shadow loaders replayed, shared among shadows only (never with the
         #: nodes' own loaders, whose result the shadows check): see `replay_into`.
         self.shadow_share = CommitShare(keep=SHADOW_KEEP)
@@ -124,16 +126,19 @@ class Checker:
 
     def disk_lost(self, node: int, *, torn_tail: bool) -> None:
         """A disk fault on a node that is down: a torn tail loses its last batch, a wipe all."""
+        self._shadow_gen[node] = self._shadow_gen.get(node, 0) + 1
         kept = self.down.get(node)
         if kept is not None:
             end = kept.batches[-1][0] if torn_tail and kept.batches else 0
             self.down[node] = kept.cut_to(end)
 
-    def high_watermark(self, event: str, m: Member, hw: int) -> None:
+    def high_watermark(self, event: object, m: Member, hw: int) -> None:
         prev = self.hw.get(m.id)
         if prev is not None and hw < prev:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
+        if m.role != "leader" and hw <= self.committed_end:
+            return  # (a follower below what is known committed: nothing to check or record)
         log = m.log
         if m.role == "leader":
             holders = [v for v in self.voters if self._holds(v, log, hw)]
@@ -169,7 +174,7 @@ class Checker:
             return mine is None and theirs is None and disk.start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == theirs
 
-    def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
+    def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
             return
         for fb in log.batches(start):
@@ -179,7 +184,7 @@ class Checker:
             self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, fb.batch.raw,
                           record=record)
 
-    def _compare(self, event: str, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
+    def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
         crc = zlib.crc32(raw[12:])  # everything after the base offset and length
         known = self.committed.get(base)
         if known is None:
@@ -193,7 +198,7 @@ class Checker:
 
     # -------------------------------------------------------------- appends, truncation, applying
 
-    def appended(self, event: str, m: Member, raw: bytes) -> None:
+    def appended(self, event: object, m: Member, raw: bytes) -> None:
         base = int.from_bytes(raw[:8], "big", signed=True)
         if base < self.committed_end:
             last = base + int.from_bytes(raw[23:27], "big", signed=True)
@@ -203,6 +208,11 @@ class Checker:
     def truncating(self, event: str, m: Member, offset: int, *, reloads: bool = False) -> None:
         """`m` is about to cut its log at `offset` (divergence or a crash; `reloads`: a fetched
         snapshot replaces the log and the node's loader starts again from it)."""
+        shadow = self._shadows.get(m.id)
+        if reloads or (shadow is not None and shadow[1] > offset):
+            # (its shadow replayed batches that go: it starts again; one that stopped below
+            # `offset` replayed only batches the cut keeps, and goes on from there)
+            self._shadow_gen[m.id] = self._shadow_gen.get(m.id, 0) + 1
         if not reloads and m.node is not None and m.node.loader is not None and offset <= m.applied:
             self.fail("ImageMatchesLog", f"{event}: node {m.id} truncates its log to offset {offset}, but its "
                                          f"image holds the records up to offset {m.applied}")
@@ -220,7 +230,7 @@ class Checker:
                           f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")
                 return
 
-    def applied(self, event: str, m: Member) -> None:
+    def applied(self, event: object, m: Member) -> None:
         """After every apply: BrokersApplyOnlyCommitted, and ImageMatchesLog's per-event form (the
         node's image ends where its loader applied, at the end of a whole batch of its own
         log). The full form, a replay of the node's files, runs after every operation (`deep`)."""
@@ -246,9 +256,10 @@ class Checker:
     def deep(self, event: str, members: list[Member]) -> None:
         """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
         shadow loader of its own that replays the node's files independently; it advances
-        with the node and starts again when the node's files lose data (truncation, crash,
-        disk fault, a fetched snapshot) or its release changes. A restarted node is compared
-        again once it has applied past its shadow.
+        with the node and starts again when the node's files lose data it replayed (a
+        truncation or crash that cuts below its offset, a disk fault, a fetched snapshot) or
+        its release changes. A restarted node is compared again once it has applied past its
+        shadow.
 
         Nodes share the images of commits they applied alike (kraftsim.sim.commit_share: the
         same batch bytes on the same image). A node whose image is the very object another
@@ -273,7 +284,7 @@ class Checker:
                 continue
             node = m.node
             upto = node.applied_offset + 1
-            key = (m.disk_gen, m.state.release)
+            key = (self._shadow_gen.get(m.id, 0), m.state.release)
             software = (m.state.release, node.kip_778)
             image = node.loader.image
             same = verified.get(id(image))
