@@ -92,6 +92,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.voters = self.voters
         self._event: tuple[int, str, int | None, int] | None = None
         self._event_text = "start"
+        self._event_name = EventName(self)
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
@@ -141,6 +142,12 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def describe_event(self) -> str:
         return self.current_event
+
+    @property
+    def event_name(self) -> EventName:
+        """The running event as an invariant finding names it, made into text only if one is
+        formatted (the cheap invariants are asked after every event and almost never fail)."""
+        return self._event_name
 
     def member(self, node_id: int) -> Member:
         m = self.members.get(node_id)
@@ -461,12 +468,16 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _apply(self, m: Member) -> None:
         node = m.node
-        if node is None or node.loader is None or m.high_watermark is None:
+        hw = m.high_watermark
+        if node is None or hw is None:
             return
-        before = node.applied_offset
-        found = node.apply_committed(m.high_watermark)
-        if node.applied_offset != before:
-            self.checker.applied(self.current_event, m)
+        loader = node.loader
+        if loader is None:
+            return
+        before = loader.last_offset
+        found = node.apply_committed(hw)
+        if loader.last_offset != before:
+            self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:
                 self._maybe_register_controller(m)
@@ -585,6 +596,18 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
+
+
+class EventName:
+    """`engine.current_event`, formatted when a finding's text is made."""
+
+    __slots__ = ("engine",)
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+
+    def __str__(self) -> str:
+        return self.engine.current_event
 
 
 def _batch_key(e: Any) -> tuple[int, ...]:

@@ -348,8 +348,14 @@ class SimNode:
     def apply_committed(self, high_watermark: int) -> Unsupported | None:
         """Apply the replica's batches below the raft high watermark that the loader has not
         replayed yet (raft hands the loader whole committed batches only)."""
-        assert self.log is not None and self.loader is not None
-        return self._apply_from(self.loader.last_offset + 1, min(high_watermark, self.log.log_end_offset))
+        log, loader = self.log, self.loader
+        assert log is not None and loader is not None
+        start, end = loader.last_offset + 1, log.log_end_offset
+        if high_watermark < end:
+            end = high_watermark
+        if self.blocked is not None or start >= end:
+            return None  # (_apply_from's first test, asked here: most calls have nothing to apply)
+        return self._apply_from(start, end)
 
     def _apply_from(self, start: int, upto: int | None = None) -> Unsupported | None:
         """Hand the loader the replica's records from offset `start` up to `upto` (default:
@@ -379,12 +385,14 @@ class SimNode:
         software = (self.state.release, self.kip_778, id(self.base_catalog))
         for fb in self.log.batches(start):
             b = fb.batch
-            if b.base_offset >= end or b.last_offset >= end:
+            base = b.base_offset
+            last = base + b.last_offset_delta
+            if base >= end or last >= end:
                 break  # the high watermark inside a batch: it is not committed as a whole yet
-            if b.next_offset <= start:
+            if last < start:
                 continue
-            key = (b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc)
-            whole = b.base_offset >= start and loader.idle
+            key = (base, last, b.partition_leader_epoch, b.crc)
+            whole = base >= start and loader.idle
             hit = share.find(software, key, loader) if whole else None
             if hit is not None:
                 # (a node of this release applied it: nothing in it is unsupported here)

@@ -118,6 +118,9 @@ class MetadataLog:
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
         self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
+        #: Bumped by every change of the segments or their batches (what `leader_epochs` keeps).
+        self._version = 0
+        self._epochs: tuple[tuple[int, int], list[EpochEntry]] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -190,6 +193,7 @@ class MetadataLog:
             seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
                                            min_epoch=epoch, findings=found)
             self.findings += [(seg, f) for f in found]
+            self._version += 1
             self.segments[base] = seg
             if seg.entries and seg.entries[0].base_offset != base:
                 self.misnamed.append((seg, seg.entries[0]))
@@ -244,6 +248,7 @@ class MetadataLog:
                                  bytes_cut=file_size - position, base_offset=base_offset, applied=applied,
                                  torn_tail=torn_tail))
         if applied:
+            self._version += 1
             seg.truncate_to_size(position)
             if self.fsync:
                 seg.flush()
@@ -265,6 +270,7 @@ class MetadataLog:
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         seg = LogSegment.create(self.directory / segment_file_name(base_offset), base_offset)
+        self._version += 1
         self.segments[base_offset] = seg
         if self.fsync:
             fsync_dir(self.directory)
@@ -350,7 +356,11 @@ class MetadataLog:
         An entry starts each time a batch carries a higher epoch; entries at or below the
         log start offset collapse into one that starts at the log start offset.
         """
-        return epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()), self.log_start_offset)
+        key = (self._version, self.log_start_offset)
+        if self._epochs is None or self._epochs[0] != key:  # (kept until the log changes)
+            self._epochs = (key, epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()),
+                                              self.log_start_offset))
+        return list(self._epochs[1])
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""
@@ -441,6 +451,7 @@ class MetadataLog:
             seg = self.roll()
         entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
                            batch.partition_leader_epoch, batch.max_timestamp)
+        self._version += 1
         seg.append(raw, entry, None if assign_offset else batch)  # (an assigned offset changed the bytes)
         return entry
 
@@ -472,6 +483,7 @@ class MetadataLog:
         self._check_writable()
         if offset >= self.log_end_offset:
             return
+        self._version += 1
         if offset < self.log_start_offset:
             for seg in list(self.segments.values()):
                 seg.delete()
@@ -500,6 +512,7 @@ class MetadataLog:
             raise KraftsimError(f"{self.directory}: cannot move the log start offset to {offset}, past the log end "
                                 f"offset {self.log_end_offset}")
         self.log_start_offset = max(self.log_start_offset, offset)
+        self._version += 1
         deleted = []
         keys = list(self.segments.keys())
         for key, nxt in zip(keys, keys[1:]):

@@ -469,7 +469,7 @@ class MetadataLoader:
         self.last_publish = (delta, image, manifest)
         self._image = image
         offset = manifest.provenance.last_contained_offset
-        if self._still_catching_up(offset):
+        if not self._caught_up and self._still_catching_up(offset):
             return
         self.publish_count += 1
         for p in list(self._publishers.values()):
@@ -478,7 +478,8 @@ class MetadataLoader:
             except Exception as e:  # noqa: BLE001 - Kafka routes every publisher error to the fault handler
                 self._fault(f"Unhandled error publishing the new metadata image ending at {offset} with "
                             f"publisher {p.name}", e)
-        self._initialize_new_publishers()
+        if self._uninitialized:
+            self._initialize_new_publishers()
 
     def _initialize_new_publishers(self) -> None:
         """Send each waiting publisher the whole image, rewritten as one delta from empty."""
