@@ -53,7 +53,8 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_bootstrap_dir, read_meta_properties, read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_bootstrap_dir, read_meta_properties
+from kraftsim.storage import read_quorum_state
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name
@@ -90,6 +91,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker = Checker(self._violation)
         self.checker.members = self.members
         self.checker.voters = self.voters
+        self.checker.snapshot_ids = self._snapshot_ids
         self._event: tuple[int, str, int | None, int] | None = None
         self._event_text = "start"
         self._event_name = EventName(self)
@@ -103,6 +105,8 @@ class Engine(RaftMixin, LifecycleMixin):
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
+        #: The FeatureLevelRecords of a batch (offset, name, level), by the batch's bytes.
+        self._levels_in_batch: dict[bytes, tuple[tuple[int, str, int], ...]] = {}
         #: The read-only open before a start found nothing to recover (`_refuse_start`).
         self._scanned_clean = False
 
@@ -323,9 +327,20 @@ class Engine(RaftMixin, LifecycleMixin):
         replay at start-up), read with the full catalog's records."""
         assert node.loader is not None and node.log is not None
         levels = dict(node.loader.image.features.all_levels())
-        for e in node.log.entries(node.loader.last_offset + 1, self.registry):
-            if e.record_type.name == "FeatureLevelRecord":
-                levels[e.message.name] = e.message.feature_level
+        start = node.loader.last_offset + 1
+        known = self._levels_in_batch
+        for fb in node.log.batches(start):
+            raw = fb.batch.raw
+            found = known.get(raw)
+            if found is None:  # (decoded once per distinct batch: every controller start reads its whole log)
+                found = tuple((e.offset, e.message.name, e.message.feature_level)
+                              for e in decode_file_batch(fb, self.registry) if e.record_type.name == "FeatureLevelRecord")
+                if len(known) >= 1 << 16:
+                    known.clear()
+                known[raw] = found
+            for offset, name, level in found:
+                if offset >= start:
+                    levels[name] = level
         return levels
 
     def _fail_start(self, m: Member, text: str) -> None:

@@ -222,17 +222,26 @@ class FetchMixin:
         return self._snapshot_epoch(m) if e is None else e.epoch
 
     def _latest_snapshot(self, m: Member) -> SnapshotId | None:
-        """The node's newest snapshot (cached until it writes or installs one, or its log
-        start moves: listing the directory on every fetch would dominate the run)."""
+        """The node's newest snapshot (see `_snapshot_ids`)."""
+        ids = [s for s in self._snapshot_ids(m) if s.end_offset > 0]
+        return ids[-1] if ids else None
+
+    def _snapshot_ids(self, m: Member) -> list[SnapshotId]:
+        """The node's snapshots (`MetadataLog.snapshot_ids`), kept until it writes or installs
+        one, or its log start moves: listing the directory on every fetch, and for the deep
+        invariants after every operation, would dominate the run. A snapshot file appears
+        only through the node's own generator (its events), `take_snapshot` (counted) or an
+        install (a new node object); retention removes files only as its log start moves."""
         node = m.node
         assert node is not None and node.log is not None
-        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
-               node.log.log_start_offset, self.snapshots_taken)
-        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
-            return m.snapshot_cache[1]
-        ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
-        m.snapshot_cache = (key, ids[-1] if ids else None)
-        return ids[-1] if ids else None
+        events = len(node.generator.events) if node.generator is not None else 0
+        cached = m.snapshot_cache
+        if cached is not None and cached[0] is node and cached[1] == (events, node.log.log_start_offset,
+                                                                       self.snapshots_taken):
+            return cached[2]  # type: ignore[no-any-return]
+        ids = node.log.snapshot_ids()
+        m.snapshot_cache = (node, (events, node.log.log_start_offset, self.snapshots_taken), ids)
+        return ids
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
         if m.role != LEADER:

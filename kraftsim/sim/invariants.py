@@ -93,6 +93,8 @@ class Checker:
         self.shadow_share = CommitShare(keep=SHADOW_KEEP)
         #: Digest parts of images compared before (images are immutable: see DigestCache).
         self.digests = DigestCache()
+        #: A node's snapshot ids (the Engine's kept listing; by default the directory's).
+        self.snapshot_ids: Callable[[Member], list] = lambda m: m.log.snapshot_ids()
         self._snapshots_checked: set[tuple[int, int, int]] = set()
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
         #: sent before going down may still reach the leader and move its high watermark.
@@ -315,7 +317,7 @@ class Checker:
         node = m.node
         assert node is not None and node.log is not None
         log = node.log
-        for sid in log.snapshot_ids():
+        for sid in self.snapshot_ids(m):
             if sid.end_offset <= 0 or log.log_start_offset > 0:
                 continue  # the log no longer reaches back to its start
             key = (m.id, sid.end_offset, sid.epoch)
