@@ -236,22 +236,26 @@ class Checker:
         """After every apply: BrokersApplyOnlyCommitted, and ImageMatchesLog's per-event form (the
         node's image ends where its loader applied, at the end of a whole batch of its own
         log). The full form, a replay of the node's files, runs after every operation (`deep`)."""
-        if m.applied >= self.committed_end:
+        node = m.node
+        loader = node.loader if node is not None else None
+        applied = -1 if loader is None else loader.last_offset  # (m.applied)
+        if applied >= self.committed_end:
             self.fail("BrokersApplyOnlyCommitted",
-                      f"{event}: node {m.id} applied up to offset {m.applied}, but only offsets below "
+                      f"{event}: node {m.id} applied up to offset {applied}, but only offsets below "
                       f"{self.committed_end} are committed")
-        loader = m.node.loader if m.node is not None else None
         if loader is None:
             return
         ends = loader.image.provenance.last_contained_offset
-        if loader.idle and ends != m.applied:
+        if ends != applied and loader.idle:
             self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image ends at offset {ends}, but its loader "
-                                         f"applied its log up to offset {m.applied}")
+                                         f"applied its log up to offset {applied}")
             return
-        e = entry_at(m.log, m.applied)
-        if m.applied >= m.log.log_start_offset and (e is None or e.last_offset != m.applied):
-            self.fail("ImageMatchesLog", f"{event}: node {m.id} applied up to offset {m.applied}, which is not "
-                                         f"the end of a batch of its log (log end {m.log.log_end_offset})")
+        log = m.log
+        if applied >= log.log_start_offset:
+            e = entry_at(log, applied)
+            if e is None or e.last_offset != applied:
+                self.fail("ImageMatchesLog", f"{event}: node {m.id} applied up to offset {applied}, which is not "
+                                             f"the end of a batch of its log (log end {log.log_end_offset})")
 
     # -------------------------------------------------------------- deep checks
 

@@ -280,7 +280,8 @@ class MetadataLog:
 
     @property
     def active_segment(self) -> LogSegment | None:
-        return self.segments.last_segment()
+        seg = self.segments._last
+        return seg if seg is not None else self.segments.last_segment()
 
     @property
     def log_end_offset(self) -> int:
