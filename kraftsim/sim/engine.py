@@ -105,8 +105,9 @@ class Engine(RaftMixin, LifecycleMixin):
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
-        #: The FeatureLevelRecords of a batch (offset, name, level), by the batch's bytes.
-        self._levels_in_batch: dict[bytes, tuple[tuple[int, str, int], ...]] = {}
+        #: The FeatureLevelRecords of a batch (offset, name, level), by base offset, last offset
+        #: delta, epoch and CRC (what names a batch's bytes in kraftsim.sim.commit_share).
+        self._levels_in_batch: dict[tuple[int, int, int, int], tuple[tuple[int, str, int], ...]] = {}
         #: The read-only open before a start found nothing to recover (`_refuse_start`).
         self._scanned_clean = False
 
@@ -330,14 +331,15 @@ class Engine(RaftMixin, LifecycleMixin):
         start = node.loader.last_offset + 1
         known = self._levels_in_batch
         for fb in node.log.batches(start):
-            raw = fb.batch.raw
-            found = known.get(raw)
+            b = fb.batch
+            key = (b.base_offset, b.last_offset_delta, b.partition_leader_epoch, b.crc)  # (as commit_share names it)
+            found = known.get(key)
             if found is None:  # (decoded once per distinct batch: every controller start reads its whole log)
                 found = tuple((e.offset, e.message.name, e.message.feature_level)
                               for e in decode_file_batch(fb, self.registry) if e.record_type.name == "FeatureLevelRecord")
-                if len(known) >= 1 << 16:
+                if len(known) >= 1 << 14:
                     known.clear()
-                known[raw] = found
+                known[key] = found
             for offset, name, level in found:
                 if offset >= start:
                     levels[name] = level

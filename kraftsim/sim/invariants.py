@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 #: Shadow commits kept for sharing (a shadow that starts again replays its node's log from
 #: its start or a snapshot; older commits are replayed again).
-SHADOW_KEEP = 1 << 14
+SHADOW_KEEP = 1 << 12
 
 
 class DurableLog(NamedTuple):

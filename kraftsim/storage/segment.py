@@ -25,7 +25,7 @@ from kraftsim.storage.batchfile import FileBatch
 #: Batches at the end of a segment whose checked parse an open segment keeps (see
 #: LogSegment): a simulated leader serves its newest batches to every follower, and each
 #: replica reads what it appended again to apply it once committed.
-PARSED_TAIL = 1024
+PARSED_TAIL = 256
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count

@@ -146,10 +146,11 @@ assert tuple(_ENTITIES) == COMPONENTS
 
 class DigestCache:
     """Component sums and topic hashes of images already digested, by the identity of the
-    immutable object each came from (see the module docstring). Bounded: emptied when it
-    holds more than `limit` entries."""
+    immutable object each came from (see the module docstring). Bounded, so that it holds
+    on to few old objects: the component sums are emptied past `limit` entries, the topic
+    hashes past twice the topics of the image being digested (plus `limit`)."""
 
-    def __init__(self, limit: int = 200_000):
+    def __init__(self, limit: int = 256):
         self.limit = limit
         self._components: dict[int, tuple[object, int]] = {}
         self._topics: dict[int, tuple[object, object, int]] = {}
@@ -173,7 +174,7 @@ class DigestCache:
         """The topics component's sum, hashing only topics not seen before (by identity)."""
         prefix = b"topics\x00"
         cache = self._topics
-        if len(cache) + len(image.topics.by_id) > self.limit:
+        if len(cache) > 2 * len(image.topics.by_id) + self.limit:
             cache.clear()
         total = 0
         for tid, t in image.topics.by_id.items():
