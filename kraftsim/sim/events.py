@@ -117,7 +117,11 @@ class Network:
             delay = lo + r
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
-        self.scheduler.after(delay, msg.kind, msg.dst, partial(self._arrive, msg))
+        sched = self.scheduler  # (after(), inlined: every message is scheduled here)
+        sched._seq += 1
+        now = sched.now_ms
+        heapq.heappush(sched._heap, (now + delay if delay > 0 else now, sched._seq, msg.kind, msg.dst,
+                                     partial(self._arrive, msg)))
 
     def _arrive(self, msg: Message) -> None:
         groups = self.groups

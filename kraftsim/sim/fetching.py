@@ -177,7 +177,8 @@ class FetchMixin:
                 break
             raw = b.raw
             end = log.append(raw, checked=b).last_offset + 1
-            self.checker.appended(self.event_name, m, raw)
+            if b.base_offset < self.checker.committed_end:  # (Checker.appended's own first test)
+                self.checker.appended(self.event_name, m, raw)
             if b.partition_leader_epoch > m.epoch_file_last:
                 self._write_epoch_file(m)
         if end > start and self.listening():  # type: ignore[attr-defined]

@@ -86,7 +86,7 @@ class Checker:
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
-        #: Bumped when a node's files lose data its shadow replayed (see `_files_cut`).
+        #: Bumped when a node's files lose data its shadow replayed (`truncating`, `disk_lost`).
         self._shadow_gen: dict[int, int] = {}
         #: Commits the shadow loaders replayed, shared among shadows only (never with the
         #: nodes' own loaders, whose result the shadows check): see `replay_into`.
