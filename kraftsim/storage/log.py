@@ -47,10 +47,20 @@ def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> l
     """Kafka's leader epoch cache from (epoch, base offset) of each batch in offset order:
     an entry each time a batch carries a higher epoch, those at or below the log start
     collapsed into one that starts there."""
+    return _collapsed(_rising_epochs(batches), log_start_offset)
+
+
+def _rising_epochs(batches: Iterable[tuple[int, int]]) -> list[EpochEntry]:
+    """`epoch_starts` before the log start: an entry each time a batch carries a higher epoch."""
     entries: list[EpochEntry] = []
     for epoch, base in batches:
         if epoch >= 0 and (not entries or epoch > entries[-1].epoch):
             entries.append(EpochEntry(epoch, base))
+    return entries
+
+
+def _collapsed(entries: list[EpochEntry], log_start_offset: int) -> list[EpochEntry]:
+    """The entries at or below the log start collapsed into one that starts there."""
     below = [x for x in entries if x.start_offset <= log_start_offset]
     if below and below[-1].start_offset < log_start_offset:
         entries = [EpochEntry(below[-1].epoch, log_start_offset)] + entries[len(below):]
@@ -118,9 +128,9 @@ class MetadataLog:
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
         self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
-        #: Bumped by every change of the segments or their batches (what `leader_epochs` keeps).
-        self._version = 0
-        self._epochs: tuple[tuple[int, int], list[EpochEntry]] | None = None
+        #: `_rising_epochs` of the batches, kept up to date by appends (None: to compute again,
+        #: after anything else changed the segments or their batches).
+        self._rising: list[EpochEntry] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -193,7 +203,7 @@ class MetadataLog:
             seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
                                            min_epoch=epoch, findings=found)
             self.findings += [(seg, f) for f in found]
-            self._version += 1
+            self._rising = None
             self.segments[base] = seg
             if seg.entries and seg.entries[0].base_offset != base:
                 self.misnamed.append((seg, seg.entries[0]))
@@ -248,7 +258,7 @@ class MetadataLog:
                                  bytes_cut=file_size - position, base_offset=base_offset, applied=applied,
                                  torn_tail=torn_tail))
         if applied:
-            self._version += 1
+            self._rising = None
             seg.truncate_to_size(position)
             if self.fsync:
                 seg.flush()
@@ -270,7 +280,7 @@ class MetadataLog:
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         seg = LogSegment.create(self.directory / segment_file_name(base_offset), base_offset)
-        self._version += 1
+        self._rising = None
         self.segments[base_offset] = seg
         if self.fsync:
             fsync_dir(self.directory)
@@ -357,11 +367,9 @@ class MetadataLog:
         An entry starts each time a batch carries a higher epoch; entries at or below the
         log start offset collapse into one that starts at the log start offset.
         """
-        key = (self._version, self.log_start_offset)
-        if self._epochs is None or self._epochs[0] != key:  # (kept until the log changes)
-            self._epochs = (key, epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()),
-                                              self.log_start_offset))
-        return list(self._epochs[1])
+        if self._rising is None:  # (kept by appends until something else changes the log)
+            self._rising = _rising_epochs((e.epoch, e.base_offset) for _, e in self.index_entries())
+        return _collapsed(list(self._rising), self.log_start_offset)
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""
@@ -452,7 +460,9 @@ class MetadataLog:
             seg = self.roll()
         entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
                            batch.partition_leader_epoch, batch.max_timestamp)
-        self._version += 1
+        rising = self._rising
+        if rising is not None and entry.epoch >= 0 and (not rising or entry.epoch > rising[-1].epoch):
+            rising.append(EpochEntry(entry.epoch, leo))
         seg.append(raw, entry, None if assign_offset else batch)  # (an assigned offset changed the bytes)
         return entry
 
@@ -484,7 +494,7 @@ class MetadataLog:
         self._check_writable()
         if offset >= self.log_end_offset:
             return
-        self._version += 1
+        self._rising = None
         if offset < self.log_start_offset:
             for seg in list(self.segments.values()):
                 seg.delete()
@@ -513,7 +523,7 @@ class MetadataLog:
             raise KraftsimError(f"{self.directory}: cannot move the log start offset to {offset}, past the log end "
                                 f"offset {self.log_end_offset}")
         self.log_start_offset = max(self.log_start_offset, offset)
-        self._version += 1
+        self._rising = None
         deleted = []
         keys = list(self.segments.keys())
         for key, nxt in zip(keys, keys[1:]):

@@ -229,3 +229,30 @@ def test_network_delays_are_randrange_draws(seed: int, lo: int, width: int) -> N
         delays.append(sched.pop()[0])
     ref = random.Random(seed)
     assert sorted(delays) == sorted(lo if hi <= lo else ref.randrange(lo, hi + 1) for _ in range(20))
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32))
+def test_kept_leader_epochs_equal_a_fresh_walk(seed: int) -> None:
+    """The leader epochs a log keeps up to date on appends equal a walk of its index, through
+    appends, truncations, log start moves and segment rolls."""
+    from kraftsim.storage.log import epoch_starts
+
+    rng = random.Random(seed)
+    with scratch() as base:
+        log = MetadataLog.open(base / "log", fsync=False, segment_bytes=300)
+        epoch = 0
+        for _ in range(80):
+            start, end = log.log_start_offset, log.log_end_offset
+            r = rng.random()
+            if r < 0.7 or end <= start:
+                epoch += rng.choice([0, 0, 1])
+                log.append(build_batch(end, [(None, b"v" * rng.randint(1, 40))] * rng.randint(1, 3), epoch=epoch,
+                                       timestamp=0))
+            elif r < 0.85:
+                log.truncate_to(rng.randint(start, end))
+            else:
+                log.advance_log_start_offset(rng.randint(start, end))
+            walked = epoch_starts(((e.epoch, e.base_offset) for _, e in log.index_entries()), log.log_start_offset)
+            assert log.leader_epochs() == walked
+        log.close()
