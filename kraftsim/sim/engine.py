@@ -53,8 +53,8 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_bootstrap_dir, read_meta_properties
-from kraftsim.storage import read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import segment_file_name, snapshot_file_name
@@ -297,16 +297,15 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _refuse_start(self, m: Member) -> str | None:
         """What stops a node before its log is opened, with Kafka's text: a meta.properties it
-        cannot read (KafkaRaftServer: no readable meta.properties in its only log directory),
+        cannot start on (KafkaRaftServer's checks of its only log directory: kraft_start_refusal),
         or a batch that fails its CRC below the committed offset (recovery would cut data the
         quorum committed: the node refuses to start rather than lose it silently)."""
         directory = node_directory(self.directory, m.id)
-        try:
-            _ = read_meta_properties(directory / "meta.properties").meta
-        except KraftsimError as e:
-            self.emit(m.id, "note", {"text": f"Error while reading meta.properties file "
-                                             f"{directory / 'meta.properties'}: {e}"})
-            return "No readable meta.properties files found."
+        refused = kraft_start_refusal(directory, m.id)
+        if refused is not None:
+            if refused.logged is not None:
+                self.emit(m.id, "note", {"text": refused.logged})
+            return refused.text
         meta = directory / METADATA_DIR_NAME
         if not meta.is_dir():
             return None

@@ -1,16 +1,26 @@
 """Brokers and controllers talking to the active controller, as events (a mixin of the Engine).
 
-A broker registers (BrokerRegistration), then heartbeats every
-`broker.heartbeat.interval.ms` with the offset its loader has applied; the controller's
-rules (kraftsim.controller.cluster_control) decide its epoch and its fencing: it starts
-fenced, is unfenced once caught up, and is fenced again when its session expires. A
-controller of 3.7 or later registers itself (KIP-919) once the committed metadata.version
-allows it. The active controller expires sessions and writes its idle NoOpRecord on a
-timer of `metadata.max.idle.interval.ms`.
+A broker's side follows Kafka's BrokerLifecycleManager: one request in flight at a time,
+the next one scheduled when the reply (or its RPC timeout) comes. It registers
+(BrokerRegistration), then heartbeats with the offset its loader has applied: every 10 ms
+while it catches up (STARTING, asking to stay fenced) and once more just after (RECOVERY,
+now asking to be unfenced), then every `broker.heartbeat.interval.ms`. After a failure (a
+refused registration such as DUPLICATE_BROKER_REGISTRATION while the old incarnation's
+session lives, an error reply, no reply) it sends again on the release's
+`broker_resend_backoff` policy: Kafka 3.x backs off exponentially (100 ms doubling, capped
+at the session timeout, jitter of +/-2% drawn from a generator seeded by the simulation's
+seed, the node and the attempt, so the shared event generator is not disturbed); 4.0.1 and
+later wait one heartbeat interval. The controller's rules
+(kraftsim.controller.cluster_control) decide the broker's epoch and fencing. A controller
+of 3.7 or later registers itself (KIP-919) once the committed metadata.version allows it.
+The active controller expires sessions and writes its idle NoOpRecord on a timer of
+`metadata.max.idle.interval.ms`.
 """
 
 from __future__ import annotations
 
+import random
+from dataclasses import dataclass
 from typing import Any
 
 from kraftsim.controller.cluster_control import (
@@ -31,6 +41,56 @@ from kraftsim.sim.node import Unsupported
 TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION", "NOT_CONTROLLER", "STALE_BROKER_EPOCH")
 #: How soon a node without a known leader tries again.
 NO_LEADER_RETRY_MS = 250
+#: BrokerLifecycleManager's heartbeat delay while the broker catches up and just after.
+CATCH_UP_HEARTBEAT_MS = 10
+#: Its delay after the first reply to a controlled shutdown request that does not end it yet.
+SHUTDOWN_FIRST_RETRY_MS = 50
+#: Kafka 3.x's ExponentialBackoff of BrokerLifecycleManager: initial, multiplier, jitter
+#: (the cap is broker.session.timeout.ms).
+BACKOFF_INITIAL_MS = 100
+BACKOFF_MULTIPLIER = 2
+BACKOFF_JITTER = 0.02
+
+# BrokerLifecycleManager's states as far as its schedule depends on them.
+STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"
+
+
+@dataclass
+class BrokerComm:
+    """A broker process's BrokerLifecycleManager state (soft: a new process starts afresh)."""
+
+    gen: int  # the member's lifecycle_gen it belongs to
+    state: str = STARTING
+    #: Kafka's readyToUnfence: heartbeats ask to stay fenced until the broker caught up once.
+    ready_to_unfence: bool = False
+    failed_attempts: int = 0
+    in_flight: bool = False
+    sent: int = 0  # requests sent; a request timeout applies only to the one still in flight
+    wake: int = 0  # the armed next communication; arming again replaces it
+    shutdown_replies: int = 0
+
+
+def resend_backoff_ms(policy: str, failed_attempts: int, *, heartbeat_interval_ms: int,
+                      session_timeout_ms: int, jitter_rng: random.Random | None = None) -> int:
+    """BrokerLifecycleManager's delay before it sends again after `failed_attempts` earlier
+    failures in a row (this failure included as attempt 0). `jitter_rng` draws Kafka's
+    +/-2% factor; without one the factor is its mean, 1."""
+    if policy == "heartbeat-interval":
+        return heartbeat_interval_ms
+    if policy != "exponential":
+        raise ValueError(f"unknown broker_resend_backoff policy {policy!r}")
+    cap = session_timeout_ms
+    initial = min(BACKOFF_INITIAL_MS, cap)
+    if cap <= initial:
+        return initial
+    term = float(initial)
+    for _ in range(failed_attempts):  # exponent capped where the term reaches the cap
+        term *= BACKOFF_MULTIPLIER
+        if term >= cap:
+            term = float(cap)
+            break
+    factor = 1.0 if jitter_rng is None else jitter_rng.uniform(1 - BACKOFF_JITTER, 1 + BACKOFF_JITTER)
+    return min(int(factor * term), cap)
 
 
 class LifecycleMixin:
@@ -41,13 +101,29 @@ class LifecycleMixin:
     def _lifecycle_start(self, m: Member) -> None:
         m.lifecycle_gen += 1
         m.fenced = None if not m.state.is_broker else m.fenced
+        comm = self._comm(m)
+        if m.broker_epoch is not None:  # a resumed process that had registered: it is past start-up
+            comm.state, comm.ready_to_unfence = RUNNING, True
         self._lifecycle_arm(m, 0)
 
+    def _comm(self, m: Member) -> BrokerComm:
+        """The member's current process's BrokerComm (a new one for each new process)."""
+        table: dict[int, BrokerComm] = self.__dict__.setdefault("_broker_comms", {})
+        comm = table.get(m.id)
+        if comm is None or comm.gen != m.lifecycle_gen:
+            comm = table[m.id] = BrokerComm(m.lifecycle_gen)
+        return comm
+
     def _lifecycle_arm(self, m: Member, delay: int) -> None:
+        """Schedule the node's next communication; one armed before is replaced (Kafka's
+        scheduleDeferred of the "communication" event)."""
         gen = m.lifecycle_gen
+        comm = self._comm(m)
+        comm.wake += 1
+        wake = comm.wake
 
         def tick() -> None:
-            if m.running and m.lifecycle_gen == gen:
+            if m.running and m.lifecycle_gen == gen and comm.wake == wake:
                 self._lifecycle_tick(m)
 
         self.sched.after(delay, "lifecycle", m.id, tick)
@@ -59,13 +135,55 @@ class LifecycleMixin:
             return
         if m.state.is_controller:
             self._maybe_register_controller(m)
-        if m.state.is_broker:
-            if m.broker_epoch is None:
-                request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
-                self.net.send(Message(m.id, leader, "register", m.epoch, {"request": request}))
-            else:
-                self._send_heartbeat(m, leader)
-        self._lifecycle_arm(m, self.config.broker_heartbeat_interval_ms)
+        if not m.state.is_broker:
+            self._lifecycle_arm(m, self.config.broker_heartbeat_interval_ms)
+            return
+        comm = self._comm(m)
+        if comm.in_flight:  # the reply (or its timeout) schedules the next one
+            return
+        if m.broker_epoch is None:
+            request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
+            self.net.send(Message(m.id, leader, "register", m.epoch, {"request": request}))
+        else:
+            self._send_heartbeat(m, leader)
+        comm.in_flight = True
+        comm.sent += 1
+        self._arm_request_timeout(m, comm)
+
+    def _arm_request_timeout(self, m: Member, comm: BrokerComm) -> None:
+        """No reply within the heartbeat channel's RPC timeout counts as a failure."""
+        gen, sent = m.lifecycle_gen, comm.sent
+
+        def timed_out() -> None:
+            if m.running and m.lifecycle_gen == gen and comm.in_flight and comm.sent == sent:
+                comm.in_flight = False
+                self._after_failure(m, comm)
+
+        self.sched.after(self._rpc_timeout_ms(m), "lifecycle-timeout", m.id, timed_out)
+
+    def _resend_policy(self, m: Member) -> str:
+        catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
+        return catalog.policy("broker_resend_backoff")  # type: ignore[no-any-return]
+
+    def _rpc_timeout_ms(self, m: Member) -> int:
+        """The heartbeat channel's request timeout: half the session timeout in 3.x, one
+        heartbeat interval from KAFKA-19294 on."""
+        if self._resend_policy(m) == "heartbeat-interval":
+            return self.config.broker_heartbeat_interval_ms  # type: ignore[no-any-return]
+        return self.config.broker_session_timeout_ms // 2  # type: ignore[no-any-return]
+
+    def _after_failure(self, m: Member, comm: BrokerComm) -> None:
+        jitter = random.Random(f"kraftsim:{self.seed}:resend:{m.id}:{m.state.starts}:{comm.sent}")
+        delay = resend_backoff_ms(self._resend_policy(m), comm.failed_attempts,
+                                  heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
+                                  session_timeout_ms=self.config.broker_session_timeout_ms, jitter_rng=jitter)
+        comm.failed_attempts += 1
+        self._lifecycle_arm(m, delay)
+
+    def _reply_arrived(self, m: Member) -> BrokerComm:
+        comm = self._comm(m)
+        comm.in_flight = False
+        return comm
 
     def _send_controller_registration(self, m: Member, leader: int) -> None:
         m.controller_register_sent_ms = self.now
@@ -84,7 +202,9 @@ class LifecycleMixin:
 
     def _send_heartbeat(self, m: Member, leader: int) -> None:
         request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
-                                         current_metadata_offset=max(m.applied, 0), want_shut_down=m.shutdown_wanted,
+                                         current_metadata_offset=max(m.applied, 0),
+                                         want_fence=not self._comm(m).ready_to_unfence,
+                                         want_shut_down=m.shutdown_wanted,
                                          cordoned_log_dirs=None if m.node is None else cordoned_report(m.node))
         self.net.send(Message(m.id, leader, "heartbeat", m.epoch, {"request": request}))
 
@@ -113,16 +233,17 @@ class LifecycleMixin:
 
     def _on_register_reply(self, m: Member, msg: Message) -> None:
         d = msg.data
+        comm = self._reply_arrived(m)
         if d.get("error"):
             self._refused(m, "broker", d["error"], d.get("message"))
+            self._after_failure(m, comm)
             return
+        comm.failed_attempts = 0
         m.broker_epoch = d["broker_epoch"]
         m.detail = None
         m.fenced = True
         self.emit(m.id, "registered", {"broker_epoch": m.broker_epoch, "release": m.state.release})
-        leader = m.leader
-        if leader is not None:
-            self._send_heartbeat(m, leader)
+        self._lifecycle_arm(m, 0)  # a heartbeat at once
 
     def _on_controller_register_reply(self, m: Member, msg: Message) -> None:
         d = msg.data
@@ -134,14 +255,32 @@ class LifecycleMixin:
 
     def _on_heartbeat_reply(self, m: Member, msg: Message) -> None:
         d = msg.data
+        comm = self._reply_arrived(m)
         if d.get("error"):
             if d["error"] in ("STALE_BROKER_EPOCH", "BROKER_ID_NOT_REGISTERED"):
                 m.broker_epoch = None  # register again
+            self._after_failure(m, comm)
             return
+        comm.failed_attempts = 0
         reply: BrokerHeartbeatReply = d["reply"]
         m.fenced = reply.is_fenced
         if reply.should_shut_down:
             m.shutdown_done = True
+            return
+        self._lifecycle_arm(m, self._next_heartbeat_ms(m, comm, reply))
+
+    def _next_heartbeat_ms(self, m: Member, comm: BrokerComm, reply: BrokerHeartbeatReply) -> int:
+        """BrokerLifecycleManager's schedule after a heartbeat answered without error."""
+        if m.shutdown_wanted:
+            comm.shutdown_replies += 1
+            return SHUTDOWN_FIRST_RETRY_MS if comm.shutdown_replies == 1 else self.config.broker_heartbeat_interval_ms
+        if comm.state == STARTING:
+            if reply.is_caught_up:  # start-up goes on at once here, so it is ready to be unfenced
+                comm.state, comm.ready_to_unfence = RECOVERY, True
+            return CATCH_UP_HEARTBEAT_MS
+        if comm.state == RECOVERY and not reply.is_fenced:
+            comm.state = RUNNING
+        return self.config.broker_heartbeat_interval_ms  # type: ignore[no-any-return]
 
     def _refused(self, m: Member, what: str, error: str, message: str | None) -> None:
         text = (f"Unable to register {what} {m.id} because the controller returned error {error}"

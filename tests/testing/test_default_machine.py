@@ -81,7 +81,7 @@ def _run_regression(name: str):  # type: ignore[no-untyped-def]
 
 
 def test_regression_committed_with_a_crashed_voters_disk():
-    """Once a finding: voter 2 crashes with a fetch in flight; the leader's commit on it is
+    """Once a finding: voter 3 crashes with a fetch in flight; the leader's commit on it is
     backed by voter 2's disk, and every invariant holds."""
     result = _run_regression("committed-without-majority.toml")
     assert all(s.ok for s in result.steps), [s.error for s in result.steps]

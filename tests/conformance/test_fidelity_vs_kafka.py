@@ -1,0 +1,53 @@
+"""The simulator's restart timing and kraftsim's meta.properties start refusals against live
+Kafka (`kafka` marker; see conftest.py for the releases and the skip rule).
+
+Each case starts real JVMs (bounded, on 127.0.0.1, killed with their process group): the
+restart measurement about 30 s, each meta.properties variant a few seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftsim.conformance.reregistration import measure, simulated
+from kraftsim.conformance.start_refusal import VARIANTS, kafka_start_answer
+from kraftsim.storage.meta_properties import kraft_start_refusal
+from tests.conformance.conftest import kafka_dist, live_releases, releases
+
+pytestmark = pytest.mark.kafka
+
+HEARTBEAT_MS = 2000
+SLACK_MS = 100
+
+
+def _gaps(times: list[int]) -> list[int]:
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+@pytest.mark.parametrize("version", live_releases())
+def test_a_restarted_broker_rejoins_when_the_simulator_says(version: str, tmp_path: Path) -> None:
+    dist = kafka_dist(version)
+    if dist.release.line_tuple < (4, 0):
+        pytest.skip("3.x accepts a cleanly stopped broker's new incarnation at once (a known gap of the simulator)")
+    kafka = measure(dist, tmp_path)
+    ours = simulated(dist.release.line)
+    # refused until the old session expires, retried every heartbeat interval, by both
+    for run in (kafka, ours):
+        assert len(run.refused_ms) >= 3, run.describe()
+        assert all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + SLACK_MS for g in _gaps(run.refused_ms)), run.describe()
+        assert 0 < run.unfenced_ms - run.registered_ms <= SLACK_MS, run.describe()
+    # Kafka registers on the first retry after the session expires: where in the 2 s cycle that
+    # falls depends on its JVM's start-up, so the two agree within one heartbeat interval
+    assert abs(kafka.unfenced_ms - ours.unfenced_ms) <= HEARTBEAT_MS + SLACK_MS, (kafka.describe(), ours.describe())
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+@pytest.mark.parametrize("version", sorted({releases()[0], *live_releases()}))
+def test_meta_properties_start_refusal_is_kafkas(version: str, variant: str, tmp_path: Path) -> None:
+    dist = kafka_dist(version)
+    answer = kafka_start_answer(dist, tmp_path / "kafka", VARIANTS[variant])
+    ours = kraft_start_refusal(answer.log_dir, 1)
+    assert answer.fatal is not None, f"Kafka {version} started on {variant!r}"
+    assert ours is not None and ours.text == answer.fatal
