@@ -32,7 +32,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.node_format import incarnation_id
 from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.events import Message, Network, Scheduler
+from kraftsim.sim.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import (
     LIFECYCLE_HANDLERS,
@@ -42,6 +42,7 @@ from kraftsim.sim.lifecycle import (
 from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.start_scan import FeatureLevelScan
 from kraftsim.sim.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
@@ -53,7 +54,7 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_bootstrap_dir, read_quorum_state
 from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
@@ -94,7 +95,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.snapshot_ids = self._snapshot_ids
         self._event: tuple[int, str, int | None, int] | None = None
         self._event_text = "start"
-        self._event_name = EventName(self)
+        self._event_name = LazyText(lambda: self.current_event)
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
@@ -105,9 +106,7 @@ class Engine(RaftMixin, LifecycleMixin):
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
-        #: The FeatureLevelRecords of a batch (offset, name, level), by base offset, last offset
-        #: delta, epoch and CRC (what names a batch's bytes in kraftsim.sim.commit_share).
-        self._levels_in_batch: dict[tuple[int, int, int, int], tuple[tuple[int, str, int], ...]] = {}
+        self.level_scan = FeatureLevelScan(self.registry)
         #: The read-only open before a start found nothing to recover (`_refuse_start`).
         self._scanned_clean = False
 
@@ -149,9 +148,9 @@ class Engine(RaftMixin, LifecycleMixin):
         return self.current_event
 
     @property
-    def event_name(self) -> EventName:
-        """The running event as an invariant finding names it, made into text only if one is
-        formatted (the cheap invariants are asked after every event and almost never fail)."""
+    def event_name(self) -> LazyText:
+        """`current_event`, made into text only if a finding is formatted (the cheap
+        invariants are asked after every event and almost never fail)."""
         return self._event_name
 
     def member(self, node_id: int) -> Member:
@@ -324,25 +323,8 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would
-        replay at start-up), read with the full catalog's records."""
-        assert node.loader is not None and node.log is not None
-        levels = dict(node.loader.image.features.all_levels())
-        start = node.loader.last_offset + 1
-        known = self._levels_in_batch
-        for fb in node.log.batches(start):
-            b = fb.batch
-            key = (b.base_offset, b.last_offset_delta, b.partition_leader_epoch, b.crc)  # (as commit_share names it)
-            found = known.get(key)
-            if found is None:  # (decoded once per distinct batch: every controller start reads its whole log)
-                found = tuple((e.offset, e.message.name, e.message.feature_level)
-                              for e in decode_file_batch(fb, self.registry) if e.record_type.name == "FeatureLevelRecord")
-                if len(known) >= 1 << 14:
-                    known.clear()
-                known[key] = found
-            for offset, name, level in found:
-                if offset >= start:
-                    levels[name] = level
-        return levels
+        replay at start-up), read with the full catalog's records (kraftsim.sim.start_scan)."""
+        return self.level_scan.finalized(node)
 
     def _fail_start(self, m: Member, text: str) -> None:
         self.emit(m.id, "failed", {"text": text})
@@ -612,18 +594,6 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
-
-
-class EventName:
-    """`engine.current_event`, formatted when a finding's text is made."""
-
-    __slots__ = ("engine",)
-
-    def __init__(self, engine: Engine):
-        self.engine = engine
-
-    def __str__(self) -> str:
-        return self.engine.current_event
 
 
 def _batch_key(e: Any) -> tuple[int, ...]:

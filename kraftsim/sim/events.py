@@ -34,6 +34,19 @@ class Message:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+class LazyText:
+    """Text made only when formatted: `make()` (an event's name, asked after every event and
+    needed only in the rare finding)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], str]):
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
+
+
 class Scheduler:
     """Timed actions on a virtual clock; `label` says what an action is (for the timeline and
     for naming the event an invariant broke in)."""
