@@ -23,6 +23,7 @@ from kraftsim.controller.partition_change import (
     NO_LEADER_CHANGE,
     Election,
     PartitionChangeBuilder,
+    builder_gates,
     effective_min_isr,
     elr_enabled,
     is_active,
@@ -64,15 +65,25 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     min_isr_cache: dict[bytes, int] = {}
     unclean_cache: dict[str, bool] = {}
 
+    gates = builder_gates(ctx, mv)
+    active: dict[int, bool] = {}  # is_active per broker: the image does not change here
+
     def base(r: int) -> bool:
-        return r != broker_to_remove and (r == broker_to_add or is_active(image, r))
+        if r == broker_to_remove:
+            return False
+        if r == broker_to_add:
+            return True
+        found = active.get(r)
+        if found is None:
+            found = active[r] = is_active(image, r)
+        return found
 
     for topic, pid, part in partitions:
         if topic.id not in min_isr_cache:
             min_isr_cache[topic.id] = effective_min_isr(ctx, topic)
             unclean_cache[topic.name] = unclean_election_enabled(ctx, topic.name)
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part, base),
-                                   min_isr=min_isr_cache[topic.id], elr=elr)
+                                   min_isr=min_isr_cache[topic.id], elr=elr, gates=gates)
         if unclean_cache[topic.name]:
             b.election = Election.UNCLEAN
         if unclean_shutdown_broker != NO_LEADER:

@@ -39,9 +39,14 @@ class FetchMixin:
             target = self.voters[m.fetch_rotation % len(self.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
         log = m.log
+        seg = log.active_segment
+        if seg is not None and seg.entries:  # (log_end_offset and last_entry's common case, inlined)
+            e = seg.entries[-1]
+            offset, last_epoch = e.last_offset + 1, e.epoch
+        else:
+            offset, last_epoch = log.log_end_offset, self._last_epoch(m)
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
-            "offset": log.log_end_offset, "last_epoch": self._last_epoch(m), "voter": m.voter,
-            "hw_seen": m.high_watermark}))
+            "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark}))
         m.fetch_seq += 1
         seq = m.fetch_seq
 

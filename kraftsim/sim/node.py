@@ -355,7 +355,10 @@ class SimNode:
             end = high_watermark
         if self.blocked is not None or start >= end:
             return None  # (_apply_from's first test, asked here: most calls have nothing to apply)
-        return self._apply_from(start, end)
+        if self.share is None:
+            return self._apply_from(start, end)
+        loader.set_high_watermark(end)  # (_apply_from's path with a share, inlined)
+        return self._apply_shared(start, end)
 
     def _apply_from(self, start: int, upto: int | None = None) -> Unsupported | None:
         """Hand the loader the replica's records from offset `start` up to `upto` (default:
@@ -383,6 +386,8 @@ class SimNode:
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
         software = (self.state.release, self.kip_778, id(self.base_catalog))
+        done = share._done  # (CommitShare.find, inlined: every node passes here for every commit)
+        adopt = loader.adopt
         for fb in self.log.batches(start):
             b = fb.batch
             base = b.base_offset
@@ -393,13 +398,14 @@ class SimNode:
                 continue
             key = (base, last, b.partition_leader_epoch, b.crc)
             whole = base >= start and loader.idle
-            hit = share.find(software, key, loader) if whole else None
-            if hit is not None:
-                # (a node of this release applied it: nothing in it is unsupported here)
-                _, _, delta, image, manifest, kraft_version, voters = hit
-                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
-                share.adopted += 1
-                continue
+            if whole:
+                hit = done.get((software, key))
+                if (hit is not None and hit[0] is loader._image
+                        and hit[1] == (loader.kraft_version, loader.voters)):
+                    # (a node of this release applied it: nothing in it is unsupported here)
+                    adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                    share.adopted += 1
+                    continue
             entries = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
             found = self._unsupported_in(entries)
             if found is not None:
