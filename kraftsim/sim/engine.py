@@ -221,8 +221,9 @@ class Engine(RaftMixin, LifecycleMixin):
         return m
 
     def _make_node(self, m: Member) -> SimNode:
+        sched = self.sched  # (the clock, read on every publish: `self.now` without the property)
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
-                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version,
+                       clock_ms=lambda: sched.now_ms, kip_778=self.kip_778, kraft_version=self.kraft_version,
                        share=self.share)
 
     def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
@@ -476,9 +477,9 @@ class Engine(RaftMixin, LifecycleMixin):
         loader = node.loader
         if loader is None:
             return
-        before = loader.last_offset
+        before = loader._last_offset  # (loader.last_offset, without the property: per node, per commit)
         found = node.apply_committed(hw)
-        if loader.last_offset != before:
+        if loader._last_offset != before:
             self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:

@@ -69,17 +69,23 @@ class FetchMixin:
             self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "FENCED_LEADER_EPOCH",
                                                                             "leader": m.id}))
             return
-        m.last_fetch_from[msg.src] = self.now
+        m.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.log
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
-        if offset < log_start or offset == 0:  # (the snapshot is looked up only where it matters)
+        seg = log.active_segment
+        last = seg.entries[-1] if seg is not None and seg.entries else None
+        # The common case: a fetch from the leader's log end, with its last epoch; the checks
+        # below would find the snapshot irrelevant and the last batch matching.
+        at_end = last is not None and offset == last.last_offset + 1 and last.epoch == fetched_epoch \
+            and log_start < offset
+        if not at_end and (offset < log_start or offset == 0):  # (the snapshot is looked up only where it matters)
             snap = self._latest_snapshot(m)
             if offset < log_start or (snap is not None and snap.end_offset > 0 and offset < snap.end_offset
                                       and log_start > 0):
                 self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})  # type: ignore[union-attr]
                 return
-        if offset > 0:
+        if offset > 0 and not at_end:
             e = entry_at(log, offset - 1)
             if offset > log.log_end_offset or e is None or e.epoch != fetched_epoch or e.next_offset != offset:
                 snap = self._latest_snapshot(m)
@@ -154,7 +160,7 @@ class FetchMixin:
             self._become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
             if m.fetch_in_flight:
                 return
-        m.last_fetch_ok_ms = self.now
+        m.last_fetch_ok_ms = self.sched.now_ms
         log = m.log
         if "diverging" in d:
             epoch, end = d["diverging"]
@@ -177,15 +183,18 @@ class FetchMixin:
             self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
             return
         start = end = log.log_end_offset
-        for b in d["batches"]:
-            if b.base_offset != end:
-                break
-            raw = b.raw
-            end = log.append(raw, checked=b).last_offset + 1
-            if b.base_offset < self.checker.committed_end:  # (Checker.appended's own first test)
-                self.checker.appended(self.event_name, m, raw)
-            if b.partition_leader_epoch > m.epoch_file_last:
-                self._write_epoch_file(m)
+        batches = d["batches"]
+        if batches:
+            append, checker = log.append, self.checker
+            for b in batches:
+                if b.base_offset != end:
+                    break
+                raw = b.raw
+                end = append(raw, checked=b).last_offset + 1
+                if b.base_offset < checker.committed_end:  # (Checker.appended's own first test)
+                    checker.appended(self.event_name, m, raw)
+                if b.partition_leader_epoch > m.epoch_file_last:
+                    self._write_epoch_file(m)
         if end > start and self.listening():  # type: ignore[attr-defined]
             self.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
         m.flushed_end = end  # a follower flushes before it fetches again

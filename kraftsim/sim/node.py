@@ -57,6 +57,7 @@ from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.log import Validate
+from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
 
@@ -388,7 +389,15 @@ class SimNode:
         software = (self.state.release, self.kip_778, id(self.base_catalog))
         done = share._done  # (CommitShare.find, inlined: every node passes here for every commit)
         adopt = loader.adopt
-        for fb in self.log.batches(start):
+        log = self.log
+        seg = log.active_segment
+        if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
+            # (log.batches' common case, inlined: the batches to apply are in the active segment)
+            read, parsed = seg.read_batch, seg._parsed
+            batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
+        else:
+            batches = log.batches(start)
+        for fb in batches:
             b = fb.batch
             base = b.base_offset
             last = base + b.last_offset_delta

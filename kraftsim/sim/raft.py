@@ -43,6 +43,7 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
+from kraftsim.sim.types import RUNNING
 from kraftsim.sim.voters import quorum_state
 from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
 
@@ -358,7 +359,7 @@ class RaftMixin(FetchMixin):
     def _set_high_watermark(self, m: Member, hw: int) -> None:
         old = m.high_watermark
         m.high_watermark = hw
-        if self.listening():  # type: ignore[attr-defined]
+        if self.on_event is not None and self.net.verbose:  # (self.listening(), inlined)
             self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
         self.checker.high_watermark(self.event_name, m, hw)  # type: ignore[attr-defined]
         self._apply(m)  # type: ignore[attr-defined]
@@ -371,7 +372,7 @@ class RaftMixin(FetchMixin):
 
     def _deliver(self, msg: Message) -> None:
         m = self.members.get(msg.dst)
-        if m is None or not m.running:
+        if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
             self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
             return
         handler = self._handlers.get(msg.kind)  # type: ignore[attr-defined]
