@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,
@@ -161,6 +161,15 @@ def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[i
     return new_replicas, new_isr
 
 
+def _kept_in_set_order(groups: tuple[Iterable[int], ...], keep: Callable[[int], bool]) -> list[int]:
+    """The replicas of `groups` that `keep` accepts, in the order of the HashSet Kafka copies
+    them into (java_int_set_order); with one replica or none, no order to work out."""
+    kept = {r for g in groups for r in g if keep(r)}
+    if len(kept) <= 1:
+        return list(kept)
+    return [r for r in java_int_set_order(*groups) if keep(r)]
+
+
 #: What a builder reads from the catalog at one metadata.version: the PartitionChangeRecord
 #: version, whether replicas have directories, whether an ISR shrink keeps the leader epoch.
 BuilderGates = tuple[int, bool, bool]
@@ -217,11 +226,12 @@ class PartitionChangeBuilder:
             return
         isr = set(self.target_isr)
         old_elr = self.target_elr
-        candidates = java_int_set_order(old_elr, self.partition.isr)
-        self.target_elr = [r for r in candidates if r not in isr and r not in self.unclean_shutdown]
-        candidates = java_int_set_order(old_elr, self.partition.isr, self.target_last_known_elr)
+        unclean = self.unclean_shutdown
+        self.target_elr = _kept_in_set_order((old_elr, self.partition.isr),
+                                             lambda r: r not in isr and r not in unclean)
         elr = set(self.target_elr)
-        self.target_last_known_elr = [r for r in candidates if r not in isr and r not in elr]
+        self.target_last_known_elr = _kept_in_set_order((old_elr, self.partition.isr, self.target_last_known_elr),
+                                                        lambda r: r not in isr and r not in elr)
 
     def _valid_new_leader(self, replica: int) -> bool:
         eligible = replica in self.target_isr or (not self.target_isr and replica in self.target_elr)

@@ -117,12 +117,14 @@ class FetchMixin:
         batches = []
         flushed = m.flushed_end
         if offset < flushed:
+            append = batches.append
             for fb in m.log.batches(offset):
                 b = fb.batch
                 if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
                     break
-                batches.append(b)
-        self._reply_fetch(m, msg.src, {"batches": batches})
+                append(b)
+        self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {  # (_reply_fetch, inlined)
+            "batches": batches, "leader": m.id, "high_watermark": m.high_watermark}))
 
     def _answer_parked(self, m: Member) -> None:
         parked, m.parked = m.parked, {}
