@@ -16,6 +16,7 @@ from kraftsim.sim.member import (
     entry_at,
     last_entry,
 )
+from kraftsim.sim.types import RUNNING
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
@@ -29,8 +30,8 @@ class FetchMixin:
 
     def _fetch(self, m: Member) -> None:
         """Send the next fetch: to the known leader, else (observers) to a voter in turn."""
-        if not m.running or m.role == LEADER or m.snapshot_in_flight:
-            return
+        if m.status != RUNNING or m.node is None or m.role == LEADER or m.snapshot_in_flight:
+            return  # (not m.running, inlined)
         target = m.leader
         if target is None:
             if m.voter:
