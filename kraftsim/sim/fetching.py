@@ -6,6 +6,7 @@ a follower that far behind up to the snapshot."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kraftsim.sim.events import Message
@@ -49,16 +50,18 @@ class FetchMixin:
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
             "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark}))
         m.fetch_seq += 1
-        seq = m.fetch_seq
+        # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
+        # would make every use of `m` in them go through a cell)
+        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id,
+                         partial(self._fetch_retry, m, m.fetch_seq))
 
-        def retry() -> None:
-            if m.running and m.fetch_seq == seq and m.fetch_in_flight:
-                m.fetch_in_flight = False
-                if not m.voter:
-                    m.leader = None  # find the leader again
-                self._fetch(m)
-
-        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id, retry)
+    def _fetch_retry(self, m: Member, seq: int) -> None:
+        """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
+        if m.running and m.fetch_seq == seq and m.fetch_in_flight:
+            m.fetch_in_flight = False
+            if not m.voter:
+                m.leader = None  # find the leader again
+            self._fetch(m)
 
     def _on_fetch(self, m: Member, msg: Message) -> None:
         d = msg.data
@@ -100,16 +103,16 @@ class FetchMixin:
             self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
-
-            def expire() -> None:
-                parked = m.parked.get(msg.src)
-                if parked is not None and parked[1] is msg and m.role == LEADER:
-                    del m.parked[msg.src]
-                    self._serve_fetch(m, msg)
-
-            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, expire)
+            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, partial(self._fetch_waited, m, msg))
             return
         self._serve_fetch(m, msg)
+
+    def _fetch_waited(self, m: Member, msg: Message) -> None:
+        """A parked fetch's wait is over: answered now if still parked at a leader."""
+        parked = m.parked.get(msg.src)
+        if parked is not None and parked[1] is msg and m.role == LEADER:
+            del m.parked[msg.src]
+            self._serve_fetch(m, msg)
 
     def _serve_fetch(self, m: Member, msg: Message) -> None:
         """Answer a fetch with the leader's flushed batches from its offset (each as the
@@ -154,7 +157,7 @@ class FetchMixin:
                     m.leader = leader if leader != m.id else None
                     self._persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
-                                 lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
+                                 partial(self._fetch_backoff, m))
             return
         if msg.epoch < m.epoch:
             self._fetch(m)
@@ -176,14 +179,8 @@ class FetchMixin:
             end, epoch = d["snapshot"]
             m.snapshot_in_flight = True
             self.net.send(Message(m.id, msg.src, "fetch-snapshot", m.epoch, {"end_offset": end, "epoch": epoch}))
-            gen = m.lifecycle_gen
-
-            def retry() -> None:
-                if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
-                    m.snapshot_in_flight = False
-                    self._fetch(m)
-
-            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
+            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id,
+                             partial(self._fetch_snapshot_retry, m, m.lifecycle_gen))
             return
         start = end = log.log_end_offset
         batches = d["batches"]
@@ -207,6 +204,16 @@ class FetchMixin:
             if m.high_watermark is None or hw > m.high_watermark:
                 self._set_high_watermark(m, hw)
         self._fetch(m)
+
+    def _fetch_backoff(self, m: Member) -> None:
+        if m.running and not m.fetch_in_flight:
+            self._fetch(m)
+
+    def _fetch_snapshot_retry(self, m: Member, gen: int) -> None:
+        """No FetchSnapshot answer in time (in the same process `gen`): fetch again."""
+        if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
+            m.snapshot_in_flight = False
+            self._fetch(m)
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src
