@@ -42,7 +42,7 @@ from kraftsim.controller.replication import (
     shutdown_cleanup,
 )
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
-from kraftsim.image import MetadataDelta, MetadataImage
+from kraftsim.image import BrokerRegistration, MetadataDelta, MetadataImage
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
@@ -340,6 +340,18 @@ def _fence_record(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, e
                    fenced=1 if fenced else -1)
 
 
+def _holds_live_session(ctx: ControllerContext, heartbeats: BrokerHeartbeats, existing: BrokerRegistration) -> bool:
+    """Whether the registered incarnation still counts as alive, so that another one is a
+    duplicate (policy `duplicate_registration`): in 4.x while its epoch's session lasts; in
+    3.x only while it is also unfenced, so a broker that finished a controlled shutdown (or
+    was fenced) may come back at once."""
+    if ctx.catalog.policy("duplicate_registration") == "unfenced-session":
+        state = heartbeats.state(existing.id)
+        if state is None or state.fenced:
+            return False
+    return heartbeats.has_valid_session(existing.id, existing.epoch, ctx.now_ms)
+
+
 def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
                     heartbeats: BrokerHeartbeats) -> ControllerResult:
     """Kafka's registerBroker. Checks, in order: cluster id; another live incarnation;
@@ -358,11 +370,9 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
                                                            f"cluster ID {req.cluster_id}"))
     existing = image.cluster.broker(req.broker_id)
     same_incarnation = existing is not None and existing.incarnation_id == req.incarnation_id
-    if (existing is not None and not same_incarnation
-            and heartbeats.has_valid_session(req.broker_id, existing.epoch, ctx.now_ms)):
-        return refused(ApiError("DUPLICATE_BROKER_REGISTRATION", "Another broker is registered with that broker id. "
-                                "If the broker was recently restarted this should self-resolve once the heartbeat "
-                                "manager expires the broker's session."))
+    if existing is not None and not same_incarnation and _holds_live_session(ctx, heartbeats, existing):
+        return refused(ApiError("DUPLICATE_BROKER_REGISTRATION",
+                                ctx.catalog.policy_text("duplicate_registration_text", "refused")))
     if req.is_migrating_zk_broker:
         return refused(ApiError("BROKER_ID_NOT_REGISTERED", "Controller does not support registering ZK brokers."))
     dirs = ctx.catalog.supports("directory_assignment", mv)
