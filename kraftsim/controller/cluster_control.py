@@ -340,15 +340,21 @@ def _fence_record(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, e
                    fenced=1 if fenced else -1)
 
 
+def _fenced_brokers_hold_no_session(ctx: ControllerContext, heartbeats: BrokerHeartbeats, broker_id: int) -> bool:
+    """True when this release gives the broker no session because it is fenced (policy
+    `broker_session`: 3.x counts only unfenced brokers, 4.x every epoch with a contact)."""
+    if ctx.catalog.policy("broker_session") != "unfenced":
+        return False
+    state = heartbeats.state(broker_id)
+    return state is None or state.fenced
+
+
 def _holds_live_session(ctx: ControllerContext, heartbeats: BrokerHeartbeats, existing: BrokerRegistration) -> bool:
     """Whether the registered incarnation still counts as alive, so that another one is a
-    duplicate (policy `duplicate_registration`): in 4.x while its epoch's session lasts; in
-    3.x only while it is also unfenced, so a broker that finished a controlled shutdown (or
-    was fenced) may come back at once."""
-    if ctx.catalog.policy("duplicate_registration") == "unfenced-session":
-        state = heartbeats.state(existing.id)
-        if state is None or state.fenced:
-            return False
+    duplicate: in 4.x while its epoch's session lasts; in 3.x only while it is also
+    unfenced, so a broker that finished a controlled shutdown may come back at once."""
+    if _fenced_brokers_hold_no_session(ctx, heartbeats, existing.id):
+        return False
     return heartbeats.has_valid_session(existing.id, existing.epoch, ctx.now_ms)
 
 
@@ -579,7 +585,9 @@ def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> Con
     """Fence every broker whose session timed out at `ctx.now_ms` (Kafka's
     maybeFenceOneStaleBroker, repeated): oldest contact first, each fencing decided on the
     image the previous ones left. Sessions of an older epoch or of an unregistered broker
-    are dropped without records. Non-atomic; the reply lists the fenced brokers."""
+    are dropped without records, and so, in 3.x (policy `broker_session`), are those of a
+    broker already fenced: 3.x only looks for stale brokers among unfenced ones.
+    Non-atomic; the reply lists the fenced brokers."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
@@ -592,7 +600,7 @@ def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> Con
         if reg is None:
             heartbeats.remove(broker_id)
             continue
-        if reg.epoch != epoch:
+        if reg.epoch != epoch or _fenced_brokers_hold_no_session(ctx, heartbeats, broker_id):
             continue
         batch = fence_records(work, mv, broker_id)
         heartbeats.fence(broker_id)

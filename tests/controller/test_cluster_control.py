@@ -67,7 +67,7 @@ SHORT_DUPLICATE = "Another broker is registered with that broker id."
 ])
 def test_a_cleanly_stopped_broker_may_come_back_at_once_only_before_4_0(release, mv, fenced_holds_session, text):
     """3.x's BrokerHeartbeatManager gives a fenced broker no session; 4.x's tracker keeps the
-    epoch's session, fenced or not, until it expires (policy duplicate_registration)."""
+    epoch's session, fenced or not, until it expires (policy broker_session)."""
     c = RuleCluster(mv, catalog=CATALOG.at_release(release))
     c.start_brokers([1])
     other = c.registration(1, incarnation=99)

@@ -85,7 +85,7 @@ def test_a_crashed_4x_broker_retries_every_heartbeat_interval() -> None:
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_cleanly_stopped_3x_broker_registers_at_once(release: str, seed: int) -> None:
     """Kafka 3.x's controller gives a fenced broker no live session (policy
-    duplicate_registration), so a broker back from a controlled shutdown is not refused."""
+    broker_session), so a broker back from a controlled shutdown is not refused."""
     (kafka,) = _kafka("SIGTERM", release)  # 3.7.2, 3.9.1
     assert kafka.refused_ms == [] and kafka.unfenced_ms < HEARTBEAT_MS + 1000  # about 1 s of it is JVM start-up
     ours = simulated(release, seed=seed)
@@ -108,10 +108,10 @@ def test_the_release_lines_follow_the_measured_schedules() -> None:
     catalog = default_catalog()
     for line in ("3.7", "3.8", "3.9"):
         assert catalog.at_release(line).policy("broker_resend_backoff") == "exponential"
-        assert catalog.at_release(line).policy("duplicate_registration") == "unfenced-session"
+        assert catalog.at_release(line).policy("broker_session") == "unfenced"
     for line in ("4.0", "4.1", "4.2", "4.3", "4.4"):
         assert catalog.at_release(line).policy("broker_resend_backoff") == "heartbeat-interval"
-        assert catalog.at_release(line).policy("duplicate_registration") == "epoch-session"
+        assert catalog.at_release(line).policy("broker_session") == "epoch"
 
 
 @settings(max_examples=60, deadline=None)
