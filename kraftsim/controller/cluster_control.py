@@ -109,9 +109,11 @@ class BrokerHeartbeats:
     contacts: dict[tuple[int, int], int] = field(default_factory=dict)
 
     @classmethod
-    def from_image(cls, image: MetadataImage, now_ms: int, session_timeout_ms: int = 9000) -> "BrokerHeartbeats":
+    def from_image(cls, image: MetadataImage, now_ms: int, session_timeout_ms: int = 9000, *,
+                   fenced_too: bool = False) -> "BrokerHeartbeats":
         """What a controller knows when it becomes active (Kafka's activate()): every broker
-        registered with its fencing state, unfenced ones with a fresh session. The offset of
+        registered with its fencing state, unfenced ones with a fresh session, and fenced
+        ones too with `fenced_too` (Kafka 4.0: policy `activation_sessions`). The offset of
         each RegisterBrokerRecord is taken as the image's last offset: Kafka only needs a
         value that is not smaller than the real one."""
         hb = cls(session_timeout_ms)
@@ -119,7 +121,7 @@ class BrokerHeartbeats:
         for reg in image.cluster.sorted_brokers():
             hb.register(reg.id, reg.fenced)
             hb.brokers[reg.id].register_offset = offset
-            if not reg.fenced:
+            if fenced_too or not reg.fenced:
                 hb.contacts[(reg.id, reg.epoch)] = now_ms
         return hb
 
