@@ -131,11 +131,14 @@ def _python_workers(spark: Any) -> dict[str, int]:
     return {"tasks": tasks, "processes": frame.distinct().count()}
 
 
-def bench_sweep(runs: int, rounds: int, files: list[Path]) -> dict[str, Any]:
+def bench_sweep(runs: int, rounds: int, files: list[Path], *, driver_runs: bool = True) -> dict[str, Any]:
     """`runs` sweep runs in one process and on Spark, the same runs on both sides, in `rounds`
     rounds of every rounds-th run, the sides taking turns first (ABBA...) so that a change of
-    the machine's load hits both alike. Spark's session start-up is timed in its first turn
-    and billed to Spark once; its Python workers start inside the first job's time."""
+    the machine's load hits both alike. The Spark side is `kraftsim spark sweep`'s own path
+    (engine.sweep_on_spark): its first turn starts Spark and is billed the start-up, during
+    which the driver runs the lightest runs (unless `driver_runs` is off); Python workers
+    start inside the first job's time."""
+    from kraftsim.pipeline.session import start_spark
     from kraftsim.pipeline.sweep import engine
 
     items = sweep_items(runs, files)
@@ -158,12 +161,16 @@ def bench_sweep(runs: int, rounds: int, files: list[Path]) -> dict[str, Any]:
                     rec["local_s"] = time.perf_counter() - t0
                     tables["local"] = local.table
                 else:
-                    if spark is None:
-                        t0 = time.perf_counter()
-                        spark = spark_session()  # local[*], kraftsim's defaults, as `kraftsim spark sweep` starts it
-                        session_s = time.perf_counter() - t0
-                    on_spark = engine.run_on_spark(spark, part, f"{tmp}/spark-{r}")
-                    rec["spark_s"], rec["spark_tasks"] = on_spark.elapsed_s, on_spark.tasks
+                    first = spark is None
+                    on_spark, spark, _ = engine.sweep_on_spark(
+                        lambda: start_spark(java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS), part,
+                        f"{tmp}/spark-{r}", driver_runs=driver_runs)
+                    if first:
+                        session_s = on_spark.start_s or 0.0
+                    driver = on_spark.driver
+                    rec.update(spark_s=on_spark.elapsed_s, spark_tasks=on_spark.tasks,
+                               driver_while_starting=driver.while_starting if driver else 0,
+                               driver_beside_job=driver.beside_job if driver else 0)
                     tables["spark"] = on_spark.table
                 print(f"round {r + 1}/{rounds} {side:5} {len(part)} runs "
                       f"{rec[side + '_s']:7.1f} s  load {load_average()}", flush=True)
@@ -176,9 +183,10 @@ def bench_sweep(runs: int, rounds: int, files: list[Path]) -> dict[str, Any]:
     workers = _python_workers(spark)
     spark.stop()
     local_s = sum(r["local_s"] for r in per_round)
-    spark_s = session_s + sum(r["spark_s"] for r in per_round)
+    spark_s = sum(r["spark_s"] for r in per_round)
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "spark_cores": cores,
-            "runs": len(items), "rounds": rounds, "faults": SWEEP_FAULTS,
+            "runs": len(items), "rounds": rounds, "faults": SWEEP_FAULTS, "driver_runs": driver_runs,
+            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS,
             "scenarios": [f.name for f in files], "left_out": [n for n in SWEEP_LEFT_OUT],
             "load_before": load_before, "load_after": os.getloadavg(), "session_start_s": session_s,
             "local_s": local_s, "spark_s": spark_s, "ratio": local_s / spark_s, "rounds_detail": per_round,
@@ -206,15 +214,20 @@ def render_sweep(d: dict[str, Any]) -> str:
         f"on {d['cpus']} CPUs.", "",
         f"The same runs on both sides, in {d['rounds']} round(s) (round k takes runs k, k + {d['rounds']}, ...), the "
         "sides taking turns first so that a change of load hits both alike. One process: the runs, then the table written with pyarrow. "
-        "Spark: the sweep's guided tasks through mapInArrow, Parquet partitioned by scenario, read back; Spark's "
-        f"session start-up ({d['session_start_s']:.1f} s) is billed once, and the first Python workers start inside "
-        "the first job.", "",
-        "| round | runs | order | one process | spark | tasks | ratio | load before |",
-        "|---:|---:|---|---:|---:|---:|---:|---|",
+        "Spark: `kraftsim spark sweep`'s own path: the session started (driver JVM options "
+        f"`{d.get('java_options', '')}`), the sweep's guided tasks through mapInArrow, Parquet partitioned by "
+        f"scenario, read back. The start-up ({d['session_start_s']:.1f} s until the session was ready) is billed to "
+        "Spark's first turn, and the first Python workers start inside the first job. "
+        + ("While Spark starts, the driver runs the lightest runs itself, and it runs a reserve of the lightest "
+           "remaining ones beside Spark's job (kraftsim/pipeline/sweep/driver_share.py); the driver column counts "
+           "them." if d.get("driver_runs", False) else "Every run ran in a Spark task (`--no-driver-runs`)."), "",
+        "| round | runs | order | one process | spark | tasks | driver runs (start + beside) | ratio | load before |",
+        "|---:|---:|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in d["rounds_detail"]:
         lines.append(f"| {r['round']} | {r['runs']} | {' then '.join(r['order'])} | {r['local_s']:.1f} s | "
-                     f"{r['spark_s']:.1f} s | {r['spark_tasks']} | {r['local_s'] / r['spark_s']:.2f}x | "
+                     f"{r['spark_s']:.1f} s | {r['spark_tasks']} | {r.get('driver_while_starting', 0)} + "
+                     f"{r.get('driver_beside_job', 0)} | {r['local_s'] / r['spark_s']:.2f}x | "
                      f"{load_average(r['load_before'])} |")
     lines += [
         "", "| engine | time | runs/s | vs one process |", "|---|---:|---:|---:|",
@@ -285,6 +298,8 @@ def main() -> int:
     ap.add_argument("--sweep", type=int, metavar="N", help="only the scenario sweep, N runs (results/pipeline-sweep)")
     ap.add_argument("--rounds", type=int, default=2, metavar="R",
                     help="with --sweep: rounds the runs are split into, sides taking turns first (default 2)")
+    ap.add_argument("--no-driver-runs", action="store_true",
+                    help="with --sweep: every Spark-side run in a Spark task, as `kraftsim spark sweep --no-driver-runs`")
     ap.add_argument("--scenarios", nargs="+", type=Path, metavar="PATH",
                     help="with --sweep: scenario files or folders (default: the shipped suite but "
                          + ", ".join(SWEEP_LEFT_OUT) + ")")
@@ -297,7 +312,7 @@ def main() -> int:
                  else [f for f in sorted(SUITE_DIR.glob("*.toml")) if f.name not in SWEEP_LEFT_OUT])
         if args.sweep < 1 or args.rounds < 1 or not files:
             ap.error("--sweep N and --rounds R must be at least 1, and there must be scenario files")
-        data = bench_sweep(args.sweep, min(args.rounds, args.sweep), files)
+        data = bench_sweep(args.sweep, min(args.rounds, args.sweep), files, driver_runs=not args.no_driver_runs)
         if args.scenarios:
             data["left_out"] = []
         Path(out + ".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")

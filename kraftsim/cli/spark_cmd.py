@@ -162,6 +162,9 @@ def _register_sweep(jobs: argparse._SubParsersAction) -> None:
     how.add_argument("--local", action="store_true", help="run in this process, without Spark")
     how.add_argument("--spark", action="store_true",
                      help=f"use Spark even for fewer than {SPARK_MIN_RUNS} runs (which otherwise run in this process)")
+    p.add_argument("--no-driver-runs", action="store_true",
+                   help="every run in a Spark task (by default the driver runs the lightest runs while Spark "
+                        "starts, and a few beside Spark's job, where a small machine's cores would idle)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
     p.set_defaults(run=run_sweep)
@@ -194,18 +197,20 @@ def run_sweep(args: argparse.Namespace) -> int:
         run = engine.run_in_process(items, progress)
         engine.write_local_table(run.table, table_dir)
     else:
-        spark, owner = start_spark(args.master, parse_conf(args.conf), app_name="kraftsim sweep", say=_say, label="sweep")
-        try:
-            run = engine.run_on_spark(spark, items, str(table_dir.resolve()), partitions=args.partitions,
-                                      progress=progress)
-        finally:
-            if owner:
-                spark.stop()
+        conf = parse_conf(args.conf)
+        run, spark, owner = engine.sweep_on_spark(
+            lambda: start_spark(args.master, conf, app_name="kraftsim sweep", say=_say, label="sweep",
+                                java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS),
+            items, str(table_dir.resolve()), partitions=args.partitions, progress=progress,
+            driver_runs=not args.no_driver_runs)
+        if owner:
+            spark.stop()
     if progress is not None:
         progress.finish()
     engine.write_sidecar(table_dir)
     reproducers = engine.write_reproducers(run.table, out)
-    text = summary_text(run.table, engine=run.engine, elapsed_s=run.elapsed_s)
+    text = summary_text(run.table, engine=run.engine, elapsed_s=run.elapsed_s,
+                        driver_runs=len(run.driver) if run.driver else 0)
     (out / "summary.txt").write_text(text, encoding="utf-8")
     print(text, end="")
     print(f"\nParquet: {table_dir} (partitioned by scenario)")

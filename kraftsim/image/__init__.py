@@ -109,7 +109,7 @@ from kraftsim.image.publisher.snapshot_generator import (
     SnapshotTriggers,
 )
 from kraftsim.image.verification.diff import ABSENT, Change, diff_images, diff_text, show
-from kraftsim.image.verification.digest import component_digests, image_digest, image_digest_with_provenance
+from kraftsim.image.verification.digest import DigestCache, component_digests, image_digest, image_digest_with_provenance
 from kraftsim.image.verification.report import render_directory, render_replicas, render_roundtrip
 from kraftsim.image.verification.verify import (
     snapshots_against_log,
@@ -144,6 +144,7 @@ __all__ = [
     "ControllerRegistration",
     "DelegationToken",
     "DelegationTokensImage",
+    "DigestCache",
     "DroppedConfigs",
     "ELR_FEATURE",
     "EMPTY_IMAGE",

@@ -68,8 +68,9 @@ def _log4j_options() -> str | None:
     return f"-Dlog4j2.configurationFile=file:{props}"
 
 
-def default_conf(master: str, app_name: str) -> dict[str, str]:
-    """The settings kraftsim starts Spark with, before the user's --conf."""
+def default_conf(master: str, app_name: str, java_options: str = "") -> dict[str, str]:
+    """The settings kraftsim starts Spark with, before the user's --conf; `java_options` go
+    to the driver's JVM on local masters (where it runs the executor too)."""
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -83,8 +84,9 @@ def default_conf(master: str, app_name: str) -> dict[str, str]:
     if hasattr(socket, "AF_UNIX"):
         conf["spark.python.unix.domain.socket.enabled"] = "true"
     log4j = _log4j_options()
-    if log4j:
-        conf["spark.driver.extraJavaOptions"] = log4j
+    driver_options = " ".join(o for o in (log4j, java_options if is_local_master(master) else "") if o)
+    if driver_options:
+        conf["spark.driver.extraJavaOptions"] = driver_options
         if is_loopback_master(master):  # the file exists on this machine only
             conf["spark.executor.extraJavaOptions"] = log4j
     if is_loopback_master(master):
@@ -128,10 +130,10 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
 
 
 def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim",
-                say: Say | None = None, label: str = "spark") -> tuple[Any, bool]:
+                say: Say | None = None, label: str = "spark", java_options: str = "") -> tuple[Any, bool]:
     """`spark_session`, each step of the start told through `say` as `LABEL: ...` lines
     (starting Java, starting the session, ready); returns the session and whether this call
-    started it (a caller stops only a session it started)."""
+    started it (a caller stops only a session it started). `java_options`: see default_conf."""
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
@@ -141,7 +143,7 @@ def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None
         tell(f"{label}: using the running Spark session on {active.sparkContext.master}")
         return active, False
     master = master or DEFAULT_MASTER
-    settings = default_conf(master, app_name)
+    settings = default_conf(master, app_name, java_options)
     settings.update(conf or {})
     master = settings["spark.master"]
     started = time.monotonic()

@@ -19,11 +19,12 @@ from typing import Any
 #: (images are persistent structures: one more image costs what its commit changed).
 KEEP = 1 << 16
 
-BatchKey = tuple[int, int, int, int]  # base offset, last offset, epoch, CRC
+BatchKey = Any  # what names a batch's bytes: (base offset, last offset, epoch, CRC), or the bytes
 
 
 class CommitShare:
-    def __init__(self) -> None:
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep_limit = keep
         self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
         self.replayed = 0
         self.adopted = 0
@@ -40,7 +41,7 @@ class CommitShare:
         delta, image, manifest = loader.last_publish
         self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
                                          loader.voters)
-        while len(self._done) > KEEP:
+        while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
 
 

@@ -32,7 +32,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.node_format import incarnation_id
 from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.events import Message, Network, Scheduler
+from kraftsim.sim.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
 from kraftsim.sim.lifecycle import (
     LIFECYCLE_HANDLERS,
@@ -42,6 +42,7 @@ from kraftsim.sim.lifecycle import (
 from kraftsim.sim.member import LEADER, Member, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.start_scan import FeatureLevelScan
 from kraftsim.sim.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
@@ -91,8 +92,10 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker = Checker(self._violation)
         self.checker.members = self.members
         self.checker.voters = self.voters
+        self.checker.snapshot_ids = self._snapshot_ids
         self._event: tuple[int, str, int | None, int] | None = None
         self._event_text = "start"
+        self._event_name = LazyText(lambda: self.current_event)
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
@@ -103,6 +106,9 @@ class Engine(RaftMixin, LifecycleMixin):
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
+        self.level_scan = FeatureLevelScan(self.registry)
+        #: The read-only open before a start found nothing to recover (`_refuse_start`).
+        self._scanned_clean = False
 
     # -------------------------------------------------------------- basics
 
@@ -140,6 +146,12 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def describe_event(self) -> str:
         return self.current_event
+
+    @property
+    def event_name(self) -> LazyText:
+        """`current_event`, made into text only if a finding is formatted (the cheap
+        invariants are asked after every event and almost never fail)."""
+        return self._event_name
 
     def member(self, node_id: int) -> Member:
         m = self.members.get(node_id)
@@ -223,6 +235,7 @@ class Engine(RaftMixin, LifecycleMixin):
             m.state.starts += 1
             m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
             m.broker_epoch = None
+        self._scanned_clean = False
         refusal = self._refuse_start(m)
         if refusal is not None:
             self._fail_start(m, refusal)
@@ -237,9 +250,12 @@ class Engine(RaftMixin, LifecycleMixin):
             m.detail = None  # a reopened simulation's process keeps its refusal
         m.voter = m.id in self.voters
         try:
+            # (the read-only open of `_refuse_start` just checked every CRC the recovery checks:
+            # when it found nothing to recover, this open need not check them again)
             node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                       retention=RetentionSettings(self.config.retention_bytes, -1),
-                      segment_bytes=self.config.segment_bytes)
+                      segment_bytes=self.config.segment_bytes,
+                      validate="framing" if self._scanned_clean else "last")
         except KraftsimError as e:
             self._fail_start(m, str(e))
             return m.detail
@@ -296,6 +312,7 @@ class Engine(RaftMixin, LifecycleMixin):
             with MetadataLog.open(meta, read_only=True) as log:
                 cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
                         and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
+                self._scanned_clean = not log.recovery and not log.warnings
         except KraftsimError:
             return None  # opening it for real reports this with its own text
         if not cuts:
@@ -306,13 +323,8 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would
-        replay at start-up), read with the full catalog's records."""
-        assert node.loader is not None and node.log is not None
-        levels = dict(node.loader.image.features.all_levels())
-        for e in node.log.entries(node.loader.last_offset + 1, self.registry):
-            if e.record_type.name == "FeatureLevelRecord":
-                levels[e.message.name] = e.message.feature_level
-        return levels
+        replay at start-up), read with the full catalog's records (kraftsim.sim.start_scan)."""
+        return self.level_scan.finalized(node)
 
     def _fail_start(self, m: Member, text: str) -> None:
         self.emit(m.id, "failed", {"text": text})
@@ -454,12 +466,16 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _apply(self, m: Member) -> None:
         node = m.node
-        if node is None or node.loader is None or m.high_watermark is None:
+        hw = m.high_watermark
+        if node is None or hw is None:
             return
-        before = node.applied_offset
-        found = node.apply_committed(m.high_watermark)
-        if node.applied_offset != before:
-            self.checker.applied(self.current_event, m)
+        loader = node.loader
+        if loader is None:
+            return
+        before = loader.last_offset
+        found = node.apply_committed(hw)
+        if loader.last_offset != before:
+            self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:
                 self._maybe_register_controller(m)

@@ -34,6 +34,19 @@ class Message:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+class LazyText:
+    """Text made only when formatted: `make()` (an event's name, asked after every event and
+    needed only in the rare finding)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], str]):
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
+
+
 class Scheduler:
     """Timed actions on a virtual clock; `label` says what an action is (for the timeline and
     for naming the event an invariant broke in)."""
@@ -79,6 +92,12 @@ class Network:
         self.emit = emit
         self.groups: dict[int, int] = {}  # node -> partition group; absent: the "everyone else" group
         self.verbose = True
+        lo, hi = delay_ms
+        #: The delay draw, as `rng.randrange(lo, hi + 1)` makes it (the same bits, the same
+        #: numbers), without its argument checks on every message: n values, k bits each.
+        self._delay_n = hi - lo + 1
+        self._delay_k = self._delay_n.bit_length()
+        self._getrandbits = rng.getrandbits
 
     def reachable(self, a: int, b: int) -> bool:
         return self.groups.get(a, -1) == self.groups.get(b, -1)
@@ -101,10 +120,21 @@ class Network:
             self._drop(msg, "lost")
             return
         lo, hi = self.delay_ms
-        delay = lo if hi <= lo else self.rng.randrange(lo, hi + 1)  # (randint's own definition)
+        if hi <= lo:
+            delay = lo
+        else:  # rng.randrange(lo, hi + 1) (randint's own definition), inlined
+            n, k, bits = self._delay_n, self._delay_k, self._getrandbits
+            r = bits(k)
+            while r >= n:
+                r = bits(k)
+            delay = lo + r
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
-        self.scheduler.after(delay, msg.kind, msg.dst, partial(self._arrive, msg))
+        sched = self.scheduler  # (after(), inlined: every message is scheduled here)
+        sched._seq += 1
+        now = sched.now_ms
+        heapq.heappush(sched._heap, (now + delay if delay > 0 else now, sched._seq, msg.kind, msg.dst,
+                                     partial(self._arrive, msg)))
 
     def _arrive(self, msg: Message) -> None:
         groups = self.groups

@@ -100,13 +100,17 @@ class FetchMixin:
         self._serve_fetch(m, msg)
 
     def _serve_fetch(self, m: Member, msg: Message) -> None:
+        """Answer a fetch with the leader's flushed batches from its offset (each as the
+        leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`)."""
         offset = msg.data["offset"]
         batches = []
-        if offset < m.flushed_end:
+        flushed = m.flushed_end
+        if offset < flushed:
             for fb in m.log.batches(offset):
-                if fb.batch.base_offset >= m.flushed_end or len(batches) >= FETCH_MAX_BATCHES:
+                b = fb.batch
+                if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
                     break
-                batches.append(fb.batch.raw)
+                batches.append(b)
         self._reply_fetch(m, msg.src, {"batches": batches})
 
     def _answer_parked(self, m: Member) -> None:
@@ -167,22 +171,22 @@ class FetchMixin:
 
             self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
             return
-        start = log.log_end_offset
-        for raw in d["batches"]:
-            base = int.from_bytes(raw[:8], "big", signed=True)
-            if base != log.log_end_offset:
+        start = end = log.log_end_offset
+        for b in d["batches"]:
+            if b.base_offset != end:
                 break
-            log.append(raw)
-            self.checker.appended(self.describe_event(), m, raw)
-            if int.from_bytes(raw[12:16], "big", signed=True) > m.epoch_file_last:
+            raw = b.raw
+            end = log.append(raw, checked=b).last_offset + 1
+            if b.base_offset < self.checker.committed_end:  # (Checker.appended's own first test)
+                self.checker.appended(self.event_name, m, raw)
+            if b.partition_leader_epoch > m.epoch_file_last:
                 self._write_epoch_file(m)
-        if log.log_end_offset > start and self.listening():  # type: ignore[attr-defined]
-            self.emit(m.id, "append", {"base_offset": start, "last_offset": log.log_end_offset - 1,
-                                       "from": msg.src})
-        m.flushed_end = log.log_end_offset  # a follower flushes before it fetches again
+        if end > start and self.listening():  # type: ignore[attr-defined]
+            self.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
+        m.flushed_end = end  # a follower flushes before it fetches again
         hw = d["high_watermark"]
         if hw is not None:
-            hw = min(hw, log.log_end_offset)
+            hw = min(hw, end)
             if m.high_watermark is None or hw > m.high_watermark:
                 self._set_high_watermark(m, hw)
         self._fetch(m)
@@ -219,17 +223,26 @@ class FetchMixin:
         return self._snapshot_epoch(m) if e is None else e.epoch
 
     def _latest_snapshot(self, m: Member) -> SnapshotId | None:
-        """The node's newest snapshot (cached until it writes or installs one, or its log
-        start moves: listing the directory on every fetch would dominate the run)."""
+        """The node's newest snapshot (see `_snapshot_ids`)."""
+        ids = [s for s in self._snapshot_ids(m) if s.end_offset > 0]
+        return ids[-1] if ids else None
+
+    def _snapshot_ids(self, m: Member) -> list[SnapshotId]:
+        """The node's snapshots (`MetadataLog.snapshot_ids`), kept until it writes or installs
+        one, or its log start moves: listing the directory on every fetch, and for the deep
+        invariants after every operation, would dominate the run. A snapshot file appears
+        only through the node's own generator (its events), `take_snapshot` (counted) or an
+        install (a new node object); retention removes files only as its log start moves."""
         node = m.node
         assert node is not None and node.log is not None
-        key = (id(node), len(node.generator.events) if node.generator is not None else 0,
-               node.log.log_start_offset, self.snapshots_taken)
-        if m.snapshot_cache is not None and m.snapshot_cache[0] == key:
-            return m.snapshot_cache[1]
-        ids = [s for s in m.log.snapshot_ids() if s.end_offset > 0]
-        m.snapshot_cache = (key, ids[-1] if ids else None)
-        return ids[-1] if ids else None
+        events = len(node.generator.events) if node.generator is not None else 0
+        cached = m.snapshot_cache
+        if cached is not None and cached[0] is node and cached[1] == (events, node.log.log_start_offset,
+                                                                       self.snapshots_taken):
+            return cached[2]  # type: ignore[no-any-return]
+        ids = node.log.snapshot_ids()
+        m.snapshot_cache = (node, (events, node.log.log_start_offset, self.snapshots_taken), ids)
+        return ids
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
         if m.role != LEADER:

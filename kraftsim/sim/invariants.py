@@ -28,14 +28,20 @@ import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from kraftsim.image import LoaderFault, MetadataLoader, MvChangeHandling, committed_batches, image_digest, load_snapshot
+from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
+from kraftsim.image import load_snapshot
+from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, InvariantResult
-from kraftsim.storage import read_snapshot
+from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.snapshot import snapshot_path
 
 if TYPE_CHECKING:
     from kraftsim.storage import MetadataLog
+
+#: Shadow commits kept for sharing (a shadow that starts again replays its node's log from
+#: its start or a snapshot; older commits are replayed again).
+SHADOW_KEEP = 1 << 12
 
 
 class DurableLog(NamedTuple):
@@ -80,6 +86,15 @@ class Checker:
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
+        #: Bumped when a node's files lose data its shadow replayed (`truncating`, `disk_lost`).
+        self._shadow_gen: dict[int, int] = {}
+        #: Commits the shadow loaders replayed, shared among shadows only (never with the
+        #: nodes' own loaders, whose result the shadows check): see `replay_into`.
+        self.shadow_share = CommitShare(keep=SHADOW_KEEP)
+        #: Digest parts of images compared before (images are immutable: see DigestCache).
+        self.digests = DigestCache()
+        #: A node's snapshot ids (the Engine's kept listing; by default the directory's).
+        self.snapshot_ids: Callable[[Member], list] = lambda m: m.log.snapshot_ids()
         self._snapshots_checked: set[tuple[int, int, int]] = set()
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
         #: sent before going down may still reach the leader and move its high watermark.
@@ -113,16 +128,19 @@ class Checker:
 
     def disk_lost(self, node: int, *, torn_tail: bool) -> None:
         """A disk fault on a node that is down: a torn tail loses its last batch, a wipe all."""
+        self._shadow_gen[node] = self._shadow_gen.get(node, 0) + 1
         kept = self.down.get(node)
         if kept is not None:
             end = kept.batches[-1][0] if torn_tail and kept.batches else 0
             self.down[node] = kept.cut_to(end)
 
-    def high_watermark(self, event: str, m: Member, hw: int) -> None:
+    def high_watermark(self, event: object, m: Member, hw: int) -> None:
         prev = self.hw.get(m.id)
         if prev is not None and hw < prev:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
+        if m.role != "leader" and hw <= self.committed_end:
+            return  # (a follower below what is known committed: nothing to check or record)
         log = m.log
         if m.role == "leader":
             holders = [v for v in self.voters if self._holds(v, log, hw)]
@@ -158,7 +176,7 @@ class Checker:
             return mine is None and theirs is None and disk.start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == theirs
 
-    def _check_or_record(self, event: str, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
+    def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
             return
         for fb in log.batches(start):
@@ -168,7 +186,7 @@ class Checker:
             self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, fb.batch.raw,
                           record=record)
 
-    def _compare(self, event: str, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
+    def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
         crc = zlib.crc32(raw[12:])  # everything after the base offset and length
         known = self.committed.get(base)
         if known is None:
@@ -182,7 +200,7 @@ class Checker:
 
     # -------------------------------------------------------------- appends, truncation, applying
 
-    def appended(self, event: str, m: Member, raw: bytes) -> None:
+    def appended(self, event: object, m: Member, raw: bytes) -> None:
         base = int.from_bytes(raw[:8], "big", signed=True)
         if base < self.committed_end:
             last = base + int.from_bytes(raw[23:27], "big", signed=True)
@@ -192,6 +210,11 @@ class Checker:
     def truncating(self, event: str, m: Member, offset: int, *, reloads: bool = False) -> None:
         """`m` is about to cut its log at `offset` (divergence or a crash; `reloads`: a fetched
         snapshot replaces the log and the node's loader starts again from it)."""
+        shadow = self._shadows.get(m.id)
+        if reloads or (shadow is not None and shadow[1] > offset):
+            # (its shadow replayed batches that go: it starts again; one that stopped below
+            # `offset` replayed only batches the cut keeps, and goes on from there)
+            self._shadow_gen[m.id] = self._shadow_gen.get(m.id, 0) + 1
         if not reloads and m.node is not None and m.node.loader is not None and offset <= m.applied:
             self.fail("ImageMatchesLog", f"{event}: node {m.id} truncates its log to offset {offset}, but its "
                                          f"image holds the records up to offset {m.applied}")
@@ -209,47 +232,55 @@ class Checker:
                           f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")
                 return
 
-    def applied(self, event: str, m: Member) -> None:
+    def applied(self, event: object, m: Member) -> None:
         """After every apply: BrokersApplyOnlyCommitted, and ImageMatchesLog's per-event form (the
         node's image ends where its loader applied, at the end of a whole batch of its own
         log). The full form, a replay of the node's files, runs after every operation (`deep`)."""
-        if m.applied >= self.committed_end:
+        node = m.node
+        loader = node.loader if node is not None else None
+        applied = -1 if loader is None else loader.last_offset  # (m.applied)
+        if applied >= self.committed_end:
             self.fail("BrokersApplyOnlyCommitted",
-                      f"{event}: node {m.id} applied up to offset {m.applied}, but only offsets below "
+                      f"{event}: node {m.id} applied up to offset {applied}, but only offsets below "
                       f"{self.committed_end} are committed")
-        loader = m.node.loader if m.node is not None else None
         if loader is None:
             return
         ends = loader.image.provenance.last_contained_offset
-        if loader.idle and ends != m.applied:
+        if ends != applied and loader.idle:
             self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image ends at offset {ends}, but its loader "
-                                         f"applied its log up to offset {m.applied}")
+                                         f"applied its log up to offset {applied}")
             return
-        e = entry_at(m.log, m.applied)
-        if m.applied >= m.log.log_start_offset and (e is None or e.last_offset != m.applied):
-            self.fail("ImageMatchesLog", f"{event}: node {m.id} applied up to offset {m.applied}, which is not "
-                                         f"the end of a batch of its log (log end {m.log.log_end_offset})")
+        log = m.log
+        if applied >= log.log_start_offset:
+            e = entry_at(log, applied)
+            if e is None or e.last_offset != applied:
+                self.fail("ImageMatchesLog", f"{event}: node {m.id} applied up to offset {applied}, which is not "
+                                             f"the end of a batch of its log (log end {log.log_end_offset})")
 
     # -------------------------------------------------------------- deep checks
 
     def deep(self, event: str, members: list[Member]) -> None:
         """ImageMatchesLog and SnapshotMatchesLog for every running node. Each node has a
         shadow loader of its own that replays the node's files independently; it advances
-        with the node and starts again when the node's files lose data (truncation, crash,
-        disk fault, a fetched snapshot) or its release changes. A restarted node is compared
-        again once it has applied past its shadow.
+        with the node and starts again when the node's files lose data it replayed (a
+        truncation or crash that cuts below its offset, a disk fault, a fetched snapshot) or
+        its release changes. A restarted node is compared again once it has applied past its
+        shadow.
 
         Nodes share the images of commits they applied alike (kraftsim.sim.commit_share: the
         same batch bytes on the same image). A node whose image is the very object another
         node's replay was just compared with, at the same offset and software, and whose
         files lost nothing since its process started (so every batch it applied is still in
-        its log), is covered by that comparison; the others replay their own files."""
+        its log), is covered by that comparison; the others replay their own files.
+
+        Shadows share their replays among themselves the same way (`replay_into`), and the
+        digests remember the parts of images compared before (`DigestCache`)."""
         digests: dict[int, tuple[object, str]] = {}
 
         def digest(image: object) -> str:
             known = digests.get(id(image))
             if known is None or known[0] is not image:
-                known = (image, image_digest(image))
+                known = (image, image_digest(image, self.digests))  # type: ignore[arg-type]
                 digests[id(image)] = known
             return known[1]
 
@@ -259,7 +290,7 @@ class Checker:
                 continue
             node = m.node
             upto = node.applied_offset + 1
-            key = (m.disk_gen, m.state.release)
+            key = (self._shadow_gen.get(m.id, 0), m.state.release)
             software = (m.state.release, node.kip_778)
             image = node.loader.image
             same = verified.get(id(image))
@@ -273,12 +304,10 @@ class Checker:
                 continue
             if shadow is None or shadow[0] != key or upto > node.log.log_end_offset \
                     or shadow[1] < node.log.log_start_offset:  # (retention removed what it would replay next)
-                loader = replay_loader(node, upto)
+                loader = replay_loader(node, upto, share=self.shadow_share)
             else:
                 loader = shadow[2]
-                loader.set_high_watermark(upto)
-                for cb, _ in committed_batches(node.log.batches(shadow[1]), node.registry, shadow[1], upto):
-                    loader.handle_commit([cb])
+                replay_into(loader, node, shadow[1], upto, self.shadow_share)
             if loader is not None:
                 if digest(loader.image) != digest(image):
                     self.fail("ImageMatchesLog", f"{event}: node {m.id}'s image (applied up to offset "
@@ -292,7 +321,7 @@ class Checker:
         node = m.node
         assert node is not None and node.log is not None
         log = node.log
-        for sid in log.snapshot_ids():
+        for sid in self.snapshot_ids(m):
             if sid.end_offset <= 0 or log.log_start_offset > 0:
                 continue  # the log no longer reaches back to its start
             key = (m.id, sid.end_offset, sid.epoch)
@@ -303,8 +332,9 @@ class Checker:
             loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0,
                                     mv_change=_mv_handling(node))
             load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
-            expected = replay_image(node, sid.end_offset, use_snapshots=False)
-            if expected is not None and image_digest(expected) != image_digest(loader.image) and not node.kip_778:
+            expected = replay_image(node, sid.end_offset, use_snapshots=False, share=self.shadow_share)
+            if expected is not None and not node.kip_778 \
+                    and image_digest(expected, self.digests) != image_digest(loader.image, self.digests):
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) differs from a replay of its log")
 
@@ -319,9 +349,10 @@ def _mv_handling(node) -> MvChangeHandling:  # type: ignore[no-untyped-def]
     return MvChangeHandling.KIP_778 if node.kip_778 else MvChangeHandling.KAFKA
 
 
-def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoader | None:  # type: ignore[no-untyped-def]
+def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
+                  share: CommitShare | None = None) -> MetadataLoader | None:
     """A fresh loader fed the node's newest usable snapshot and its log, up to offset `upto`
-    (exclusive); None when the files cannot give it."""
+    (exclusive); None when the files cannot give it. `share`: see `replay_into`."""
     log = node.log
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
     start = log.log_start_offset
@@ -335,13 +366,56 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True) -> MetadataLoa
     elif start > 0:
         return None
     if upto > start:
-        loader.set_high_watermark(upto)
-        for cb, _ in committed_batches(log.batches(start), node.registry, start, upto):
-            loader.handle_commit([cb])
+        replay_into(loader, node, start, upto, share)
     return loader
 
 
-def replay_image(node, upto: int, *, use_snapshots: bool = True):  # type: ignore[no-untyped-def]
+def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ignore[no-untyped-def]
+                share: CommitShare | None = None) -> None:
+    """Hand `loader` the node's log from offset `start` up to `upto` (exclusive), one commit
+    per batch, as the raft layer hands committed batches over (the batch holding `upto - 1`
+    cut there, and the last one).
+
+    With `share`, a whole batch applied by an idle loader standing on an image object some
+    other loader of the same software replayed the very same batch bytes on is adopted
+    from it instead of replayed: replay is deterministic, so the result is the one this
+    replay would reach (kraftsim.sim.commit_share). Only loaders that replay files share
+    a CommitShare, so a shadow's result never comes from the node it checks."""
+    loader.set_high_watermark(upto)
+    software = (node.state.release, node.kip_778, id(node.base_catalog))
+    end = start
+    for fb in node.log.batches(start):
+        b = fb.batch
+        if b.next_offset <= end:
+            continue  # wholly before the start (the snapshot already holds it)
+        if b.base_offset >= upto:
+            return
+        cut = b.last_offset >= upto
+        whole = not cut and b.base_offset >= end and share is not None
+        if whole and loader.idle:
+            hit = share.find(software, b.raw, loader)  # type: ignore[union-attr]
+            if hit is not None:
+                _, _, delta, image, manifest, kraft_version, voters = hit
+                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+                share.adopted += 1  # type: ignore[union-attr]
+                end = b.next_offset
+                continue
+        entries = [e for e in decode_file_batch(fb, node.registry) if end <= e.offset < upto]
+        idle, before, raft_before = loader.idle, loader.image, (loader.kraft_version, loader.voters)
+        publishes, faults = loader.publishes, len(loader.faults)
+        loader.handle_commit([CommittedBatch(b.base_offset, upto - 1 if cut else b.last_offset,
+                                             b.partition_leader_epoch, b.max_timestamp, b.size, entries)])
+        if cut:
+            return
+        if share is not None:
+            share.replayed += 1
+            if whole and idle and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
+                share.keep(software, b.raw, before, raft_before, loader)
+        end = b.next_offset
+
+
+def replay_image(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
+                 share: CommitShare | None = None):
     """The image `replay_loader` builds (None when the files cannot give it)."""
-    loader = replay_loader(node, upto, use_snapshots=use_snapshots)
+    loader = replay_loader(node, upto, use_snapshots=use_snapshots, share=share)
     return None if loader is None else loader.image

@@ -43,7 +43,7 @@ class Member:
     fetch_target: int | None = None
     fetch_rotation: int = 0
     snapshot_in_flight: bool = False
-    snapshot_cache: tuple | None = None  # (key, newest snapshot id)
+    snapshot_cache: tuple | None = None  # (node, key, its snapshot ids): FetchMixin._snapshot_ids
     #: Bumped whenever the node's files lose data (truncation, crash, disk fault, snapshot install).
     disk_gen: int = 0
     #: disk_gen when its process started (equal: its files lost nothing since).
@@ -103,8 +103,10 @@ def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
     if offset < log.log_start_offset or offset >= log.log_end_offset:
         return None
     seg = log.active_segment
-    if seg is not None and seg.entries and seg.entries[-1].base_offset <= offset:
-        return seg.entries[-1]  # (the common case: a fetch from the log end)
+    if seg is not None:
+        entries = seg.entries
+        if entries and entries[-1].base_offset <= offset:
+            return entries[-1]  # (the common case: a fetch from the log end)
     found = log._locate(offset)
     if found is None:
         return None

@@ -56,6 +56,7 @@ from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, 
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
+from kraftsim.storage.log import Validate
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
 
@@ -284,15 +285,16 @@ class SimNode:
     # ------------------------------------------------------------------ running
 
     def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
-             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None) -> None:
+             retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None,
+             validate: Validate = "last") -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
         as a node does at start-up; publishers are installed once it has caught up.
 
         Without `apply_log` only the snapshot is loaded: the raft layer hands the loader
         the log as it learns the high watermark (`apply_committed`). `high_watermark` and
-        `retention` go to the node's snapshot emitter."""
+        `retention` go to the node's snapshot emitter; `validate` to MetadataLog.open."""
         kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
-        self.log = MetadataLog.open(self.metadata_dir, fsync=False, **kw)
+        self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
@@ -346,8 +348,14 @@ class SimNode:
     def apply_committed(self, high_watermark: int) -> Unsupported | None:
         """Apply the replica's batches below the raft high watermark that the loader has not
         replayed yet (raft hands the loader whole committed batches only)."""
-        assert self.log is not None and self.loader is not None
-        return self._apply_from(self.loader.last_offset + 1, min(high_watermark, self.log.log_end_offset))
+        log, loader = self.log, self.loader
+        assert log is not None and loader is not None
+        start, end = loader.last_offset + 1, log.log_end_offset
+        if high_watermark < end:
+            end = high_watermark
+        if self.blocked is not None or start >= end:
+            return None  # (_apply_from's first test, asked here: most calls have nothing to apply)
+        return self._apply_from(start, end)
 
     def _apply_from(self, start: int, upto: int | None = None) -> Unsupported | None:
         """Hand the loader the replica's records from offset `start` up to `upto` (default:
@@ -377,12 +385,14 @@ class SimNode:
         software = (self.state.release, self.kip_778, id(self.base_catalog))
         for fb in self.log.batches(start):
             b = fb.batch
-            if b.base_offset >= end or b.last_offset >= end:
+            base = b.base_offset
+            last = base + b.last_offset_delta
+            if base >= end or last >= end:
                 break  # the high watermark inside a batch: it is not committed as a whole yet
-            if b.next_offset <= start:
+            if last < start:
                 continue
-            key = (b.base_offset, b.last_offset, b.partition_leader_epoch, b.crc)
-            whole = b.base_offset >= start and loader.idle
+            key = (base, last, b.partition_leader_epoch, b.crc)
+            whole = base >= start and loader.idle
             hit = share.find(software, key, loader) if whole else None
             if hit is not None:
                 # (a node of this release applied it: nothing in it is unsupported here)

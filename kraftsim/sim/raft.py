@@ -360,7 +360,7 @@ class RaftMixin(FetchMixin):
         m.high_watermark = hw
         if self.listening():  # type: ignore[attr-defined]
             self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
-        self.checker.high_watermark(self.describe_event(), m, hw)
+        self.checker.high_watermark(self.event_name, m, hw)  # type: ignore[attr-defined]
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
             self._answer_parked(m)  # followers waiting at the leader learn the new high watermark

@@ -17,7 +17,7 @@ from typing import Any, Iterable, Iterator, Literal, NamedTuple, Sequence
 from sortedcontainers import SortedDict
 
 from kraftsim.errors import CorruptRecordException, KraftsimError
-from kraftsim.protocol.batch import LOG_OVERHEAD, parse_batch
+from kraftsim.protocol.batch import LOG_OVERHEAD, RecordBatch, parse_batch
 from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch, encode_data_batch
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch
@@ -33,7 +33,7 @@ from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapsho
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 
-Validate = Literal["last", "all"]
+Validate = Literal["last", "all", "framing"]
 
 
 class EpochEntry(NamedTuple):
@@ -47,10 +47,20 @@ def epoch_starts(batches: Iterable[tuple[int, int]], log_start_offset: int) -> l
     """Kafka's leader epoch cache from (epoch, base offset) of each batch in offset order:
     an entry each time a batch carries a higher epoch, those at or below the log start
     collapsed into one that starts there."""
+    return _collapsed(_rising_epochs(batches), log_start_offset)
+
+
+def _rising_epochs(batches: Iterable[tuple[int, int]]) -> list[EpochEntry]:
+    """`epoch_starts` before the log start: an entry each time a batch carries a higher epoch."""
     entries: list[EpochEntry] = []
     for epoch, base in batches:
         if epoch >= 0 and (not entries or epoch > entries[-1].epoch):
             entries.append(EpochEntry(epoch, base))
+    return entries
+
+
+def _collapsed(entries: list[EpochEntry], log_start_offset: int) -> list[EpochEntry]:
+    """The entries at or below the log start collapsed into one that starts there."""
     below = [x for x in entries if x.start_offset <= log_start_offset]
     if below and below[-1].start_offset < log_start_offset:
         entries = [EpochEntry(below[-1].epoch, log_start_offset)] + entries[len(below):]
@@ -118,6 +128,9 @@ class MetadataLog:
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
         self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
+        #: `_rising_epochs` of the batches, kept up to date by appends (None: to compute again,
+        #: after anything else changed the segments or their batches).
+        self._rising: list[EpochEntry] | None = None
 
     # ------------------------------------------------------------------ opening
 
@@ -127,7 +140,9 @@ class MetadataLog:
         """Open (and unless read-only, create and recover) a metadata log directory.
 
         `validate="last"` checks every batch's CRC in the last segment, as Kafka's
-        recovery does after an unclean stop; `"all"` checks every segment. Whatever is
+        recovery does after an unclean stop; `"all"` checks every segment; `"framing"` only
+        the framing (for a caller that has just checked the same files read-only and found
+        nothing to recover). Whatever is
         cut or deleted is listed in `.recovery`.
         """
         directory = Path(directory)
@@ -183,11 +198,12 @@ class MetadataLog:
         epoch: int | None = None
         for i, base in enumerate(segment_bases):
             path = self.directory / segment_file_name(base)
-            check = validate == "all" or i == len(segment_bases) - 1
+            check = validate == "all" or (validate == "last" and i == len(segment_bases) - 1)
             found: list[ScanProblem] = []
             seg, problem = LogSegment.open(path, base, writable=applied, validate=check, expected_next=expected,
                                            min_epoch=epoch, findings=found)
             self.findings += [(seg, f) for f in found]
+            self._rising = None
             self.segments[base] = seg
             if seg.entries and seg.entries[0].base_offset != base:
                 self.misnamed.append((seg, seg.entries[0]))
@@ -242,6 +258,7 @@ class MetadataLog:
                                  bytes_cut=file_size - position, base_offset=base_offset, applied=applied,
                                  torn_tail=torn_tail))
         if applied:
+            self._rising = None
             seg.truncate_to_size(position)
             if self.fsync:
                 seg.flush()
@@ -263,6 +280,7 @@ class MetadataLog:
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         seg = LogSegment.create(self.directory / segment_file_name(base_offset), base_offset)
+        self._rising = None
         self.segments[base_offset] = seg
         if self.fsync:
             fsync_dir(self.directory)
@@ -272,14 +290,17 @@ class MetadataLog:
 
     @property
     def active_segment(self) -> LogSegment | None:
-        return self.segments.last_segment()
+        seg = self.segments._last
+        return seg if seg is not None else self.segments.last_segment()
 
     @property
     def log_end_offset(self) -> int:
         """The offset the next appended record gets (Kafka's LEO)."""
-        seg = self.segments.last_segment()
+        seg = self.segments._last  # (last_segment(), inlined: asked on every event of a simulation)
         if seg is None:
-            return self.log_start_offset
+            seg = self.segments.last_segment()
+            if seg is None:
+                return self.log_start_offset
         entries = seg.entries
         return entries[-1].last_offset + 1 if entries else seg.base_offset
 
@@ -346,7 +367,9 @@ class MetadataLog:
         An entry starts each time a batch carries a higher epoch; entries at or below the
         log start offset collapse into one that starts at the log start offset.
         """
-        return epoch_starts(((e.epoch, e.base_offset) for _, e in self.index_entries()), self.log_start_offset)
+        if self._rising is None:  # (kept by appends until something else changes the log)
+            self._rising = _rising_epochs((e.epoch, e.base_offset) for _, e in self.index_entries())
+        return _collapsed(list(self._rising), self.log_start_offset)
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""
@@ -406,19 +429,24 @@ class MetadataLog:
         if self.read_only:
             raise KraftsimError(f"{self.directory}: the log is open read-only")
 
-    def append(self, raw: bytes, *, assign_offset: bool = False) -> IndexEntry:
+    def append(self, raw: bytes, *, assign_offset: bool = False, checked: RecordBatch | None = None) -> IndexEntry:
         """Append one whole batch at the log end offset, rolling the segment first if it would
         grow past `segment_bytes`. With `assign_offset`, the batch's base offset is set to the
-        log end offset (the base offset is outside the CRC, so this is what a leader does)."""
+        log end offset (the base offset is outside the CRC, so this is what a leader does).
+        `checked`: the checked parse of these very bytes (`checked.raw is raw`) another log
+        made, which spares parsing them again."""
         self._check_writable()
         length = struct.unpack_from(">i", raw, 8)[0] if len(raw) >= LOG_OVERHEAD else -LOG_OVERHEAD
         if length + LOG_OVERHEAD != len(raw):
             raise KraftsimError(f"{self.directory}: cannot append: the batch's length field says "
                                 f"{length + LOG_OVERHEAD} bytes, {len(raw)} given")
-        try:
-            batch = parse_batch(raw)
-        except CorruptRecordException as e:
-            raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
+        if checked is not None and checked.raw is raw:
+            batch = checked
+        else:
+            try:
+                batch = parse_batch(raw)
+            except CorruptRecordException as e:
+                raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
         leo = self.log_end_offset
         if assign_offset:
             raw = struct.pack(">q", leo) + raw[8:]
@@ -432,7 +460,10 @@ class MetadataLog:
             seg = self.roll()
         entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
                            batch.partition_leader_epoch, batch.max_timestamp)
-        seg.append(raw, entry)
+        rising = self._rising
+        if rising is not None and entry.epoch >= 0 and (not rising or entry.epoch > rising[-1].epoch):
+            rising.append(EpochEntry(entry.epoch, leo))
+        seg.append(raw, entry, None if assign_offset else batch)  # (an assigned offset changed the bytes)
         return entry
 
     def append_records(self, payloads: Sequence[Payload], *, epoch: int, timestamp: int,
@@ -463,6 +494,7 @@ class MetadataLog:
         self._check_writable()
         if offset >= self.log_end_offset:
             return
+        self._rising = None
         if offset < self.log_start_offset:
             for seg in list(self.segments.values()):
                 seg.delete()
@@ -491,6 +523,7 @@ class MetadataLog:
             raise KraftsimError(f"{self.directory}: cannot move the log start offset to {offset}, past the log end "
                                 f"offset {self.log_end_offset}")
         self.log_start_offset = max(self.log_start_offset, offset)
+        self._rising = None
         deleted = []
         keys = list(self.segments.keys())
         for key, nxt in zip(keys, keys[1:]):

@@ -12,13 +12,20 @@ import bisect
 import mmap
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
-from kraftsim.protocol.batch import LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, TornTail, parse_batch
+from kraftsim.protocol.batch import (
+    LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, parse_batch,
+)
 from kraftsim.storage.batchfile import FileBatch
+
+#: Batches at the end of a segment whose checked parse an open segment keeps (see
+#: LogSegment): a simulated leader serves its newest batches to every follower, and each
+#: replica reads what it appended again to apply it once committed.
+PARSED_TAIL = 256
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
@@ -81,7 +88,7 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
         _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
         if validate:
             try:
-                parse_batch(data[pos:pos + size])
+                check_batch_at(data, pos, size)
             except CorruptRecordException as e:
                 return entries, ScanProblem(pos, base, str(e))
         elif magic != MAGIC_V2:
@@ -119,7 +126,12 @@ def _torn(data: bytes | mmap.mmap, pos: int, base: int | None, expected: int, re
 
 @dataclass(slots=True)
 class LogSegment:
-    """A `%020d.log` file and the in-memory index of its batches."""
+    """A `%020d.log` file and the in-memory index of its batches.
+
+    While it is open, the segment keeps the checked parse of its last `PARSED_TAIL` batches
+    that were appended or read (batch index -> FileBatch): the bytes of an open segment
+    change only through this object (appends, truncation), so a kept parse is what reading
+    the file again would give. Closing the segment forgets them."""
 
     path: Path
     base_offset: int
@@ -127,6 +139,7 @@ class LogSegment:
     writable: bool
     _lasts: list[int]
     _fd: int | None = None
+    _parsed: dict[int, FileBatch] = field(default_factory=dict)
 
     @classmethod
     def open(cls, path: Path, base_offset: int, *, writable: bool, validate: bool,
@@ -200,12 +213,27 @@ class LogSegment:
 
     def read_batch(self, i: int, *, check_crc: bool = True) -> FileBatch:
         """The i-th batch, checked; a bad one raises LogFileError naming file, offset and position."""
+        fb = self._parsed.get(i)
+        if fb is not None:
+            return fb
         e = self.entries[i]
         try:
             batch = parse_batch(self.read_raw(i), check_crc=check_crc)
         except CorruptRecordException as err:
             raise LogFileError(str(self.path), e.base_offset, str(err), e.position) from None
-        return FileBatch(str(self.path), e.position, batch)
+        fb = FileBatch(str(self.path), e.position, batch)
+        if check_crc:
+            self._keep_parsed(i, fb)
+        return fb
+
+    def _keep_parsed(self, i: int, fb: FileBatch) -> None:
+        tail = len(self.entries) - PARSED_TAIL
+        if i < tail:
+            return
+        parsed = self._parsed
+        parsed[i] = fb
+        if len(parsed) > 2 * PARSED_TAIL:
+            self._parsed = {k: v for k, v in parsed.items() if k >= tail}
 
     # -------------------------------------------------------------------- changes
 
@@ -213,8 +241,9 @@ class LogSegment:
         if not self.writable:
             raise KraftsimError(f"{self.path}: opened read-only")
 
-    def append(self, raw: bytes, entry: IndexEntry) -> None:
-        """Write a batch at the end of the indexed data (entry.position must equal self.size)."""
+    def append(self, raw: bytes, entry: IndexEntry, batch: RecordBatch | None = None) -> None:
+        """Write a batch at the end of the indexed data (entry.position must equal self.size);
+        `batch`: its checked parse, kept for reading it again."""
         self._check_writable()
         if entry.position != self.size:
             raise AssertionError(f"append at {entry.position}, segment size {self.size}")
@@ -223,6 +252,8 @@ class LogSegment:
             raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
         self.entries.append(entry)
         self._lasts.append(entry.last_offset)
+        if batch is not None:
+            self._keep_parsed(len(self.entries) - 1, FileBatch(str(self.path), entry.position, batch))
 
     def truncate_to_size(self, size: int) -> None:
         """Cut the file to `size` bytes (a batch boundary) and forget the batches after it."""
@@ -231,6 +262,7 @@ class LogSegment:
         keep = bisect.bisect_left([e.position for e in self.entries], size)
         del self.entries[keep:]
         del self._lasts[keep:]
+        self._parsed = {k: v for k, v in self._parsed.items() if k < keep}
 
     def file_size(self) -> int:
         return os.fstat(self._fileno()).st_size
@@ -240,6 +272,7 @@ class LogSegment:
             os.fsync(self._fd)
 
     def close(self) -> None:
+        self._parsed = {}
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

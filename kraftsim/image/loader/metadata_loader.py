@@ -203,7 +203,10 @@ class MetadataLoader:
     @property
     def has_seen_record(self) -> bool:
         """Kafka's MetadataBatchLoader.hasSeenRecord(): what the catch-up rule asks."""
-        return self._has_seen_record
+        seen = self._has_seen_record
+        if seen is None:  # (asked rarely: decided from the image it started from only then)
+            seen = self._has_seen_record = not self._reset_image.is_empty()
+        return seen
 
     @property
     def publishers(self) -> list[str]:
@@ -278,7 +281,8 @@ class MetadataLoader:
         self._last_offset = image.provenance.last_contained_offset
         self._last_epoch = image.provenance.last_contained_epoch
         self._last_time = image.provenance.last_contained_log_time_ms
-        self._has_seen_record = not image.is_empty()
+        self._has_seen_record: bool | None = None  # None: whether `image` is not empty
+        self._reset_image = image
         self._started_ns: int | None = None
         self._mv_levels: list[int] = []  # metadata.version levels replayed into the delta, in order
 
@@ -440,7 +444,7 @@ class MetadataLoader:
             return False
         if self.high_watermark is None or offset < self.high_watermark - 1:
             return True
-        if not self._has_seen_record:
+        if not self.has_seen_record:
             return True
         self._caught_up = True
         return False
@@ -465,7 +469,7 @@ class MetadataLoader:
         self.last_publish = (delta, image, manifest)
         self._image = image
         offset = manifest.provenance.last_contained_offset
-        if self._still_catching_up(offset):
+        if not self._caught_up and self._still_catching_up(offset):
             return
         self.publish_count += 1
         for p in list(self._publishers.values()):
@@ -474,7 +478,8 @@ class MetadataLoader:
             except Exception as e:  # noqa: BLE001 - Kafka routes every publisher error to the fault handler
                 self._fault(f"Unhandled error publishing the new metadata image ending at {offset} with "
                             f"publisher {p.name}", e)
-        self._initialize_new_publishers()
+        if self._uninitialized:
+            self._initialize_new_publishers()
 
     def _initialize_new_publishers(self) -> None:
         """Send each waiting publisher the whole image, rewritten as one delta from empty."""

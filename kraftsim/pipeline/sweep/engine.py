@@ -18,19 +18,23 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
+from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.fanout import fan_out, pack, partition_count, run_local
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
+from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, DriverRuns, reserve, run_beside, run_while
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
 from kraftsim.pipeline.sweep.tasks import guided_bins
 
+#: The driver JVM's options on local masters (jobs.toml, [sweep]).
+LOCAL_DRIVER_JAVA_OPTIONS: str = job_defaults()["sweep"]["local_driver_java_options"]
 #: Fewer runs than this are not worth Spark's start-up: they run in this process.
 SPARK_MIN_RUNS = 50
 TABLE = "table"
@@ -45,6 +49,8 @@ class SweepRun:
     engine: str  # "local" or the Spark master
     elapsed_s: float
     tasks: int | None = None
+    driver: DriverRuns | None = None  # runs the driver made itself (sweep/driver_share.py)
+    start_s: float | None = None  # until the Spark session was ready (sweep_on_spark)
 
 
 #: Rows a task sends back per Arrow batch: a few, so that results stream out as runs end.
@@ -103,10 +109,11 @@ def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = 
     return SweepRun(sort_table(table), "local", time.perf_counter() - started)
 
 
-def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: threading.Event) -> None:
-    """Runs done, estimated from the finished tasks of the fan-out stage: Spark starts tasks in
-    bin order, so k finished tasks are about the first k bins' runs. Never goes back when the
-    write's later stage starts."""
+def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: threading.Event,
+                 driver: DriverRuns) -> None:
+    """Runs done: the driver's own, plus an estimate from the finished tasks of the fan-out
+    stage (Spark starts tasks in bin order, so k finished tasks are about the first k bins'
+    runs). Never goes back when the write's later stage starts."""
     tracker = spark.sparkContext.statusTracker()
     done_after = [0]
     for b in bins:
@@ -117,37 +124,79 @@ def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: th
             info = tracker.getStageInfo(sid)
             if info is not None and info.numTasks == len(bins):
                 best = max(best, info.numCompletedTasks)
-        progress.update(min(progress.total, done_after[min(best, len(bins))]), approx=True, force=True)
+        progress.update(min(progress.total, len(driver) + done_after[min(best, len(bins))]), approx=True, force=True)
 
 
 def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
-                 progress: Progress | None = None) -> SweepRun:
+                 progress: Progress | None = None, driver: DriverRuns | None = None,
+                 reserve_share: float = 0.0) -> SweepRun:
     """The sweep as Spark tasks (guided bins of runs, or `partitions` bins of nearly equal
-    estimated cost); writes `table_dir` (Parquet by scenario) and reads it back."""
+    estimated cost); writes `table_dir` (Parquet by scenario) and reads it back. Runs already
+    in `driver` are not run again; with `reserve_share`, the driver runs that share of the
+    rest (the lightest runs) beside Spark's job (sweep/driver_share.py)."""
     from pyspark.sql.functions import col
 
     started = time.perf_counter()
-    if partitions is None:
-        bins = run_bins(items, spark.sparkContext.defaultParallelism)
-    else:
-        bins = pack(items, partition_count(spark, len(items), partitions=partitions), lambda it: float(it["cost"]))
-    frame = fan_out(spark, items, sweep_row, SCHEMA, bins=bins, batch_rows=BATCH_ROWS)
-    writer = frame.repartition(col("scenario")).write.mode("overwrite").partitionBy("scenario")
-    stop = threading.Event()
-    watcher = None
-    if progress is not None:
-        watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, bins, stop), daemon=True)
-        watcher.start()
-    try:
-        writer.parquet(table_dir)
-    finally:
-        stop.set()
-        if watcher is not None:
-            watcher.join()
+    driver = driver if driver is not None else DriverRuns()
+    kept = reserve(items, driver, reserve_share) if reserve_share > 0 else []
+    by_driver = set(driver.rows) | set(kept)
+    on_spark = [it for i, it in enumerate(items) if i not in by_driver]
+    bins: list[list[int]] = []
+    beside = run_beside(kept, items, sweep_row, driver) if kept else None
+    if on_spark:
+        if partitions is None:
+            bins = run_bins(on_spark, spark.sparkContext.defaultParallelism)
+        else:
+            bins = pack(on_spark, partition_count(spark, len(on_spark), partitions=partitions),
+                        lambda it: float(it["cost"]))
+        frame = fan_out(spark, on_spark, sweep_row, SCHEMA, bins=bins, batch_rows=BATCH_ROWS)
+        writer = frame.repartition(col("scenario")).write.mode("overwrite").partitionBy("scenario")
+        stop = threading.Event()
+        watcher = None
+        if progress is not None:
+            watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, bins, stop, driver), daemon=True)
+            watcher.start()
+        try:
+            writer.parquet(table_dir)
+        finally:
+            stop.set()
+            if watcher is not None:
+                watcher.join()
+    if beside is not None:
+        beside.result()
+    if driver.rows:  # after Spark's write, which replaces the folder
+        rows = [r for i in sorted(driver.rows) for r in driver.rows[i]]
+        pq.write_to_dataset(pa.Table.from_pylist(rows, schema=schema(SCHEMA)), table_dir, partition_cols=["scenario"],
+                            basename_template="driver-{i}.parquet")
     if progress is not None:
         progress.update(len(items), force=True)
     return SweepRun(read_table(table_dir, check=False), spark.sparkContext.master, time.perf_counter() - started,
-                    len(bins))
+                    len(bins), driver)
+
+
+def sweep_on_spark(start: Callable[[], tuple[Any, bool]], items: Sequence[dict[str, Any]], table_dir: str, *,
+                   partitions: int | None = None, progress: Progress | None = None,
+                   driver_runs: bool = True) -> tuple[SweepRun, Any, bool]:
+    """Start Spark (`start()` returns the session and whether it was started here) and run
+    the sweep on it; with `driver_runs`, the driver runs the lightest runs while Spark starts
+    and a reserve beside its job. Returns the run (its time counted from the start), the
+    session and whether the caller should stop it."""
+    started = time.perf_counter()
+    driver = DriverRuns()
+    starting = Background(start)
+    if driver_runs:
+        run_while(lambda: not starting.done(), items, sweep_row, driver)
+    spark, owner = starting.result()
+    start_s = time.perf_counter() - started
+    try:
+        run = run_on_spark(spark, items, table_dir, partitions=partitions, progress=progress, driver=driver,
+                           reserve_share=RESERVE_SHARE if driver_runs else 0.0)
+    except BaseException:
+        if owner:
+            spark.stop()
+        raise
+    run.elapsed_s, run.start_s = time.perf_counter() - started, start_s
+    return run, spark, owner
 
 
 def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:

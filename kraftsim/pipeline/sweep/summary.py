@@ -52,10 +52,12 @@ def per_scenario(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def summary_text(table: pa.Table, *, engine: str, elapsed_s: float) -> str:
+def summary_text(table: pa.Table, *, engine: str, elapsed_s: float, driver_runs: int = 0) -> str:
     rows = table.to_pylist()
-    lines = [f"{len(rows)} runs of {len({r['scenario'] for r in rows})} scenarios "
-             f"({'in this process' if engine == 'local' else 'on Spark ' + engine}, {elapsed_s:.1f} s)", ""]
+    where = "in this process" if engine == "local" else "on Spark " + engine
+    if driver_runs:
+        where += f", {driver_runs} of them in the driver while Spark started and beside its job"
+    lines = [f"{len(rows)} runs of {len({r['scenario'] for r in rows})} scenarios ({where}, {elapsed_s:.1f} s)", ""]
     cols = [("scenario", "scenario"), ("runs", "runs"), ("pass", "pass"), ("fail", "fail"), ("error", "error"),
             ("rate", "pass rate"), ("ci", "95% CI (Wilson)"), ("median_s", "median sim s"),
             ("max_fenced_s", "max fenced s")]

@@ -1,0 +1,101 @@
+"""The driver's share of a Spark sweep (sweep/driver_share.py): which runs it takes, that
+it stops when Spark is ready, and that the table is the same whoever ran each run."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from kraftsim.pipeline.sweep import engine
+from kraftsim.pipeline.sweep.driver_share import Background, DriverRuns, lightest_first, reserve, run_while
+from kraftsim.pipeline.sweep.runs import sweep_inputs
+from kraftsim.scenario.suite import SUITE_DIR
+
+SCENARIOS = [SUITE_DIR / "torn-tail.toml", SUITE_DIR / "disable-feature.toml"]
+
+
+def _items(costs: list[float]) -> list[dict[str, Any]]:
+    return [{"cost": c, "n": i} for i, c in enumerate(costs)]
+
+
+def _deterministic(table: Any) -> list[dict[str, Any]]:
+    return [{k: v for k, v in r.items() if k != "wall_s"} for r in table.to_pylist()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.floats(min_value=1, max_value=500, allow_nan=False), min_size=1, max_size=40),
+       st.sets(st.integers(0, 39)), st.floats(min_value=0, max_value=1))
+def test_reserve_takes_the_lightest_runs_left_within_the_share(costs: list[float], done: set[int],
+                                                                 fraction: float) -> None:
+    items = _items(costs)
+    share = DriverRuns(rows={i: [] for i in done if i < len(items)})
+    kept = reserve(items, share, fraction)
+    left = [i for i in lightest_first(items) if i not in share.rows]
+    assert kept == left[:len(kept)]  # a prefix of the lightest runs not yet done
+    assert sum(costs[i] for i in kept) <= fraction * sum(costs[i] for i in left) + 1e-9
+    if len(kept) < len(left):  # the next one would have gone over the share
+        assert sum(costs[i] for i in kept) + costs[left[len(kept)]] > fraction * sum(costs[i] for i in left)
+
+
+def test_run_while_takes_the_lightest_first_and_stops_when_told() -> None:
+    items = _items([5, 1, 3, 2, 4])
+    checks = iter([True, True, True, False, True])
+    share = DriverRuns()
+    run_while(lambda: next(checks), items, lambda it: [{"n": it["n"]}], share)
+    assert list(share.rows) == [1, 3, 2]  # costs 1, 2, 3: then Spark was ready
+    assert share.while_starting == 3 and share.rows[3] == [{"n": 3}]
+
+
+def test_background_hands_back_the_value_or_the_error() -> None:
+    assert Background(lambda: 42).result() == 42
+
+    def fail() -> None:
+        raise ValueError("no Java")
+
+    failing = Background(fail)
+    with pytest.raises(ValueError, match="no Java"):
+        failing.result()
+    assert failing.done()
+
+
+@pytest.mark.spark
+def test_a_slow_start_is_filled_with_driver_runs_and_the_table_is_unchanged(spark, tmp_path: Path) -> None:
+    items = sweep_inputs(SCENARIOS, range(0, 12), "crash=0.3")  # about 2 s of runs
+    local = engine.run_in_process(items).table
+
+    def slow_start() -> tuple[Any, bool]:
+        time.sleep(0.3)  # as a cold JVM would take, only shorter
+        return spark, False
+
+    run, session, owner = engine.sweep_on_spark(slow_start, items, str(tmp_path / "t"))
+    assert session is spark and not owner
+    assert run.driver is not None and run.driver.while_starting >= 1
+    assert len(run.driver) < len(items)  # Spark ran the rest
+    assert run.start_s is not None and run.start_s >= 0.3
+    assert _deterministic(run.table) == _deterministic(local)  # every run once, the same rows
+    files = [p.name for p in (tmp_path / "t").rglob("*.parquet")]
+    assert any(f.startswith("driver-") for f in files) and any(f.startswith("part-") for f in files)
+
+
+@pytest.mark.spark
+def test_no_driver_runs_gives_every_run_to_spark(spark, tmp_path: Path) -> None:
+    items = sweep_inputs(SCENARIOS, range(0, 3), None)
+    run, _, _ = engine.sweep_on_spark(lambda: (time.sleep(0.5), (spark, False))[1], items, str(tmp_path / "t"),
+                                      driver_runs=False)
+    assert run.driver is not None and len(run.driver) == 0
+    assert not [p for p in (tmp_path / "t").rglob("driver-*.parquet")]
+    assert _deterministic(run.table) == _deterministic(engine.run_in_process(items).table)
+
+
+@pytest.mark.spark
+def test_the_reserve_runs_beside_spark_and_joins_the_table(spark, tmp_path: Path) -> None:
+    items = sweep_inputs(SCENARIOS, range(0, 4), "crash=0.3")
+    run = engine.run_on_spark(spark, items, str(tmp_path / "t"), reserve_share=0.5)
+    assert run.driver is not None and run.driver.beside_job >= 1 and run.driver.while_starting == 0
+    assert sorted((r["scenario"], r["seed"]) for r in run.table.to_pylist()) == \
+        sorted((it["scenario"], it["seed"]) for it in items)
+    assert _deterministic(run.table) == _deterministic(engine.run_in_process(items).table)
