@@ -42,7 +42,7 @@ from kraftsim.controller.replication import (
     shutdown_cleanup,
 )
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
-from kraftsim.image import MetadataDelta, MetadataImage
+from kraftsim.image import BrokerRegistration, MetadataDelta, MetadataImage
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
@@ -109,9 +109,11 @@ class BrokerHeartbeats:
     contacts: dict[tuple[int, int], int] = field(default_factory=dict)
 
     @classmethod
-    def from_image(cls, image: MetadataImage, now_ms: int, session_timeout_ms: int = 9000) -> "BrokerHeartbeats":
+    def from_image(cls, image: MetadataImage, now_ms: int, session_timeout_ms: int = 9000, *,
+                   fenced_too: bool = False) -> "BrokerHeartbeats":
         """What a controller knows when it becomes active (Kafka's activate()): every broker
-        registered with its fencing state, unfenced ones with a fresh session. The offset of
+        registered with its fencing state, unfenced ones with a fresh session, and fenced
+        ones too with `fenced_too` (Kafka 4.0: policy `activation_sessions`). The offset of
         each RegisterBrokerRecord is taken as the image's last offset: Kafka only needs a
         value that is not smaller than the real one."""
         hb = cls(session_timeout_ms)
@@ -119,7 +121,7 @@ class BrokerHeartbeats:
         for reg in image.cluster.sorted_brokers():
             hb.register(reg.id, reg.fenced)
             hb.brokers[reg.id].register_offset = offset
-            if not reg.fenced:
+            if fenced_too or not reg.fenced:
                 hb.contacts[(reg.id, reg.epoch)] = now_ms
         return hb
 
@@ -340,6 +342,24 @@ def _fence_record(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, e
                    fenced=1 if fenced else -1)
 
 
+def _fenced_brokers_hold_no_session(ctx: ControllerContext, heartbeats: BrokerHeartbeats, broker_id: int) -> bool:
+    """True when this release gives the broker no session because it is fenced (policy
+    `broker_session`: 3.x counts only unfenced brokers, 4.x every epoch with a contact)."""
+    if ctx.catalog.policy("broker_session") != "unfenced":
+        return False
+    state = heartbeats.state(broker_id)
+    return state is None or state.fenced
+
+
+def _holds_live_session(ctx: ControllerContext, heartbeats: BrokerHeartbeats, existing: BrokerRegistration) -> bool:
+    """Whether the registered incarnation still counts as alive, so that another one is a
+    duplicate: in 4.x while its epoch's session lasts; in 3.x only while it is also
+    unfenced, so a broker that finished a controlled shutdown may come back at once."""
+    if _fenced_brokers_hold_no_session(ctx, heartbeats, existing.id):
+        return False
+    return heartbeats.has_valid_session(existing.id, existing.epoch, ctx.now_ms)
+
+
 def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
                     heartbeats: BrokerHeartbeats) -> ControllerResult:
     """Kafka's registerBroker. Checks, in order: cluster id; another live incarnation;
@@ -358,11 +378,9 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
                                                            f"cluster ID {req.cluster_id}"))
     existing = image.cluster.broker(req.broker_id)
     same_incarnation = existing is not None and existing.incarnation_id == req.incarnation_id
-    if (existing is not None and not same_incarnation
-            and heartbeats.has_valid_session(req.broker_id, existing.epoch, ctx.now_ms)):
-        return refused(ApiError("DUPLICATE_BROKER_REGISTRATION", "Another broker is registered with that broker id. "
-                                "If the broker was recently restarted this should self-resolve once the heartbeat "
-                                "manager expires the broker's session."))
+    if existing is not None and not same_incarnation and _holds_live_session(ctx, heartbeats, existing):
+        return refused(ApiError("DUPLICATE_BROKER_REGISTRATION",
+                                ctx.catalog.policy_text("duplicate_registration_text", "refused")))
     if req.is_migrating_zk_broker:
         return refused(ApiError("BROKER_ID_NOT_REGISTERED", "Controller does not support registering ZK brokers."))
     dirs = ctx.catalog.supports("directory_assignment", mv)
@@ -569,7 +587,9 @@ def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> Con
     """Fence every broker whose session timed out at `ctx.now_ms` (Kafka's
     maybeFenceOneStaleBroker, repeated): oldest contact first, each fencing decided on the
     image the previous ones left. Sessions of an older epoch or of an unregistered broker
-    are dropped without records. Non-atomic; the reply lists the fenced brokers."""
+    are dropped without records, and so, in 3.x (policy `broker_session`), are those of a
+    broker already fenced: 3.x only looks for stale brokers among unfenced ones.
+    Non-atomic; the reply lists the fenced brokers."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
@@ -582,7 +602,7 @@ def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> Con
         if reg is None:
             heartbeats.remove(broker_id)
             continue
-        if reg.epoch != epoch:
+        if reg.epoch != epoch or _fenced_brokers_hold_no_session(ctx, heartbeats, broker_id):
             continue
         batch = fence_records(work, mv, broker_id)
         heartbeats.fence(broker_id)

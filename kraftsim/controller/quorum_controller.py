@@ -241,7 +241,9 @@ class QuorumController:
         self._commit(result, ctx.now_ms)
         self.active = True
         self.last_noop_ms = ctx.now_ms
-        self.heartbeats = BrokerHeartbeats.from_image(self.image, ctx.now_ms, self.config.broker_session_timeout_ms)
+        self.heartbeats = BrokerHeartbeats.from_image(
+            self.image, ctx.now_ms, self.config.broker_session_timeout_ms,
+            fenced_too=self.catalog.policy("activation_sessions") == "every-broker")
         return result
 
     # ------------------------------------------------------------------ operations

@@ -55,6 +55,52 @@ def test_a_new_incarnation_is_refused_while_the_old_session_lives_and_accepted_a
     assert register_broker(c.ctx(), other, c.heartbeats).error.name == "BROKER_ID_NOT_REGISTERED"
 
 
+SHORT_DUPLICATE = "Another broker is registered with that broker id."
+
+
+@pytest.mark.parametrize("release, mv, fenced_holds_session, text", [
+    ("3.7", "3.7-IV4", False, SHORT_DUPLICATE),
+    ("3.9", "3.9-IV0", False, SHORT_DUPLICATE),
+    ("4.0", "4.0-IV3", True, SHORT_DUPLICATE),
+    ("4.1", "4.1-IV1", True, SHORT_DUPLICATE + " If the broker was recently restarted this should self-resolve once "
+                              "the heartbeat manager expires the broker's session."),
+])
+def test_a_cleanly_stopped_broker_may_come_back_at_once_only_before_4_0(release, mv, fenced_holds_session, text):
+    """3.x's BrokerHeartbeatManager gives a fenced broker no session; 4.x's tracker keeps the
+    epoch's session, fenced or not, until it expires (policy broker_session)."""
+    c = RuleCluster(mv, catalog=CATALOG.at_release(release))
+    c.start_brokers([1])
+    other = c.registration(1, incarnation=99)
+    # unfenced, with a live session: refused by every release, in its own words
+    assert refusal(register_broker(c.ctx(), other, c.heartbeats)) == ("DUPLICATE_BROKER_REGISTRATION", 101, text)
+    # a controlled shutdown with nothing to move: SHUTDOWN_NOW, the broker is fenced
+    c.now_ms += 500
+    reply = c.heartbeat(1, want_shut_down=True)
+    assert reply.response.should_shut_down and c.image.cluster.broker(1).fenced
+    c.now_ms += 10
+    result = register_broker(c.ctx(), other, c.heartbeats)
+    if not fenced_holds_session:
+        assert result.ok and result.response.broker_epoch == c.next_offset
+        return
+    assert refusal(result) == ("DUPLICATE_BROKER_REGISTRATION", 101, text)
+    # until the session of the last heartbeat expires
+    c.now_ms += c.config.broker_session_timeout_ms - 10
+    assert register_broker(c.ctx(), other, c.heartbeats).error.name == "DUPLICATE_BROKER_REGISTRATION"
+    c.now_ms += 1
+    assert register_broker(c.ctx(), other, c.heartbeats).ok
+
+
+def test_a_3x_session_also_ends_when_it_expires():
+    """3.x: an unfenced broker that stopped heartbeating holds its session for exactly the timeout."""
+    c = RuleCluster("3.9-IV0", catalog=CATALOG.at_release("3.9"))
+    c.start_brokers([1])
+    other = c.registration(1, incarnation=99)
+    c.now_ms += c.config.broker_session_timeout_ms
+    assert register_broker(c.ctx(), other, c.heartbeats).error.name == "DUPLICATE_BROKER_REGISTRATION"
+    c.now_ms += 1
+    assert register_broker(c.ctx(), other, c.heartbeats).ok
+
+
 def test_without_a_heartbeat_there_is_no_session_and_a_new_incarnation_may_register():
     c = RuleCluster("4.1-IV1")
     c.register(1)

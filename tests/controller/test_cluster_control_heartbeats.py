@@ -280,6 +280,25 @@ def test_an_old_epochs_session_expires_without_records():
     assert r.records == () and r.response.fenced_brokers == () and not c.heartbeats.contacts
 
 
+@pytest.mark.parametrize("release, mv, fenced_again", [("3.9", "3.9-IV0", False), ("4.0", "4.0-IV3", True),
+                                                      ("4.4", "4.1-IV1", True)])
+def test_a_cleanly_stopped_brokers_old_session_fences_it_again_only_from_4_0(release, mv, fenced_again):
+    """3.x looks for stale brokers among unfenced ones only (policy broker_session); 4.x's
+    tracker expires the epoch's session, fenced or not, and fences the broker again."""
+    c = RuleCluster(mv, catalog=CATALOG.at_release(release))
+    c.start_brokers([1, 2])
+    r = c.heartbeat(1, want_shut_down=True)
+    assert r.response.should_shut_down and c.image.cluster.broker(1).fenced
+    c.now_ms += 5_000
+    c.heartbeat(2)
+    c.now_ms += c.config.broker_session_timeout_ms - 4_000  # broker 1's contact expired, broker 2's lives
+    r = c.run(expire_sessions, c.heartbeats)
+    assert r.response.fenced_brokers == ((1,) if fenced_again else ())
+    assert types(r) == ([FENCE] if fenced_again else [])
+    assert (1, c.image.cluster.broker(1).epoch) not in c.heartbeats.contacts  # dropped either way
+    assert not c.image.cluster.broker(2).fenced
+
+
 def test_from_image_gives_unfenced_brokers_a_fresh_session():
     c = RuleCluster("4.1-IV1")
     c.start_brokers([1, 2])

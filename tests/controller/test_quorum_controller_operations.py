@@ -3,6 +3,8 @@ real log, and the log replays (through the MetadataLoader) to the controller's o
 
 from __future__ import annotations
 
+import pytest
+
 from kraftsim.controller.cluster_control import (
     BrokerHeartbeatRequest, BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, supported_features,
 )
@@ -87,3 +89,34 @@ def test_heartbeat_state_survives_only_in_memory_and_is_rebuilt_on_activation(tm
     expired = again.expire_sessions()
     assert expired.ok and expired.response.fenced_brokers == (1,)
     assert again.image.cluster.broker(1).fenced
+
+
+@pytest.mark.parametrize("release, refused_after_failover", [("3.9", False), ("4.0", True), ("4.1", False)])
+def test_a_fenced_broker_after_a_failover(tmp_path, release: str, refused_after_failover: bool):
+    """Kafka 4.0's activate() gives every registered broker a session (KAFKA-18138), so a
+    fenced broker's new incarnation waits for it to expire; 3.x (a fenced broker holds no
+    session) and 4.1 on (KAFKA-19130: unfenced brokers only) take it at once."""
+    clock = ManualClock()
+    log_dir = tmp_path / "__cluster_metadata-0"
+    config = ControllerConfig(cluster_id=CLUSTER_ID)
+    qc = open_controller(log_dir, clock, release, node_id=3000, config=config)
+    qc.write_leader_change()
+    qc.activate()
+    _register_and_unfence(qc, 1, clock)
+    epoch = qc.image.cluster.broker(1).epoch
+    fenced = qc.broker_heartbeat(BrokerHeartbeatRequest(1, epoch, qc.log.log_end_offset - 1, want_fence=True))
+    assert fenced.ok and fenced.response.is_fenced
+    qc.log.close()
+    again = open_controller(log_dir, clock, release, node_id=3000, epoch=2, config=config)
+    again.write_leader_change()
+    again.activate()
+    new = BrokerRegistrationRequest(
+        broker_id=1, cluster_id=CLUSTER_ID, incarnation_id=_uuid(77), listeners=(Listener("PLAINTEXT", "b1", 9092),),
+        features=supported_features(again.supported), log_dirs=(_uuid(101),))
+    clock.advance(again.config.broker_session_timeout_ms)
+    first = again.register_broker(new)
+    assert first.ok is not refused_after_failover
+    if refused_after_failover:
+        assert first.error.name == "DUPLICATE_BROKER_REGISTRATION"
+        clock.advance(1)
+        assert again.register_broker(new).ok

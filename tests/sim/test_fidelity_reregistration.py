@@ -1,7 +1,7 @@
 """A restarted broker's way back into the cluster, against real Kafka's measured timings.
 
 The figures in kraftsim/conformance/data/reregistration.toml were measured on Kafka 4.0.2,
-4.4.0 and 3.9.1 (one controller, one broker on 127.0.0.1; the broker stopped and started
+4.4.0, 3.9.1 and 3.7.2 (one controller, one broker on 127.0.0.1; the broker stopped and started
 again at once). The simulator restarts a process instantly, where Kafka's JVM takes about a
 second before its first registration; the comparisons below allow for that and nothing else.
 """
@@ -81,13 +81,20 @@ def test_a_crashed_4x_broker_retries_every_heartbeat_interval() -> None:
     assert SESSION_MS - HEARTBEAT_MS <= ours.registered_ms <= SESSION_MS + HEARTBEAT_MS + ROUND_TRIP_SLACK_MS
 
 
-@pytest.mark.xfail(strict=True, reason="kraftsim's controller keeps a cleanly stopped (fenced) broker's session "
-                                      "alive as 4.x does; Kafka 3.x's BrokerHeartbeatManager gives a fenced broker "
-                                      "no valid session, so 3.9.1 accepts the new incarnation at once")
-def test_a_cleanly_stopped_3x_broker_registers_at_once() -> None:
-    (kafka,) = _kafka("SIGTERM", "3.9")
-    assert kafka.refused_ms == []
-    assert simulated("3.9").refused_ms == []
+@pytest.mark.parametrize("release", ["3.7", "3.9"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_cleanly_stopped_3x_broker_registers_at_once(release: str, seed: int) -> None:
+    """Kafka 3.x's controller gives a fenced broker no live session (policy
+    broker_session), so a broker back from a controlled shutdown is not refused."""
+    (kafka,) = _kafka("SIGTERM", release)  # 3.7.2, 3.9.1
+    assert kafka.refused_ms == [] and kafka.unfenced_ms < HEARTBEAT_MS + 1000  # about 1 s of it is JVM start-up
+    ours = simulated(release, seed=seed)
+    assert ours.refused_ms == [], ours.describe()
+    # its first registration is the one accepted, a round trip after the (instant) restart
+    assert 0 < ours.registered_ms - ours.started_ms <= ROUND_TRIP_SLACK_MS, ours.describe()
+    # unfenced no later after registering than Kafka's broker was, and long before a session could expire
+    assert 0 < ours.unfenced_ms - ours.registered_ms <= kafka.unfenced_ms - kafka.registered_ms, ours.describe()
+    assert ours.unfenced_ms < HEARTBEAT_MS
 
 
 def test_same_seed_same_figures_and_the_jitter_is_seeded() -> None:
@@ -101,8 +108,10 @@ def test_the_release_lines_follow_the_measured_schedules() -> None:
     catalog = default_catalog()
     for line in ("3.7", "3.8", "3.9"):
         assert catalog.at_release(line).policy("broker_resend_backoff") == "exponential"
+        assert catalog.at_release(line).policy("broker_session") == "unfenced"
     for line in ("4.0", "4.1", "4.2", "4.3", "4.4"):
         assert catalog.at_release(line).policy("broker_resend_backoff") == "heartbeat-interval"
+        assert catalog.at_release(line).policy("broker_session") == "epoch"
 
 
 @settings(max_examples=60, deadline=None)
