@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,
@@ -161,6 +161,27 @@ def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[i
     return new_replicas, new_isr
 
 
+def _kept_in_set_order(groups: tuple[Iterable[int], ...], keep: Callable[[int], bool]) -> list[int]:
+    """The replicas of `groups` that `keep` accepts, in the order of the HashSet Kafka copies
+    them into (java_int_set_order); with one replica or none, no order to work out."""
+    kept = {r for g in groups for r in g if keep(r)}
+    if len(kept) <= 1:
+        return list(kept)
+    return [r for r in java_int_set_order(*groups) if keep(r)]
+
+
+#: What a builder reads from the catalog at one metadata.version: the PartitionChangeRecord
+#: version, whether replicas have directories, whether an ISR shrink keeps the leader epoch.
+BuilderGates = tuple[int, bool, bool]
+
+
+def builder_gates(ctx: ControllerContext, mv: MetadataVersion) -> BuilderGates:
+    """The catalog's answers every builder at `mv` asks (worked out once for many partitions)."""
+    catalog = ctx.catalog
+    return (catalog.record_version("PartitionChangeRecord", mv), catalog.supports("directory_assignment", mv),
+            catalog.supports("isr_shrink_without_leader_epoch_bump", mv))
+
+
 class PartitionChangeBuilder:
     """Works out one partition's next state and the PartitionChangeRecord that gets there.
 
@@ -172,7 +193,7 @@ class PartitionChangeBuilder:
 
     def __init__(self, ctx: ControllerContext, mv: MetadataVersion, topic: TopicImage, partition_id: int,
                  partition: PartitionRegistration, acceptable: Callable[[int], bool], *,
-                 min_isr: int | None = None, elr: bool | None = None):
+                 min_isr: int | None = None, elr: bool | None = None, gates: BuilderGates | None = None):
         self.ctx = ctx
         self.mv = mv
         self.topic = topic
@@ -181,7 +202,9 @@ class PartitionChangeBuilder:
         self.acceptable = acceptable
         self.min_isr = effective_min_isr(ctx, topic) if min_isr is None else min_isr
         self.elr = elr_enabled(ctx, mv) if elr is None else elr
-        self.version = ctx.catalog.record_version("PartitionChangeRecord", mv)
+        if gates is None:
+            gates = builder_gates(ctx, mv)
+        self.version, self._directory_assignment, self._shrink_keeps_epoch = gates
         self.election = Election.ONLINE
         self.unclean_shutdown: tuple[int, ...] = ()
         self.target_isr = list(partition.isr)
@@ -203,11 +226,12 @@ class PartitionChangeBuilder:
             return
         isr = set(self.target_isr)
         old_elr = self.target_elr
-        candidates = java_int_set_order(old_elr, self.partition.isr)
-        self.target_elr = [r for r in candidates if r not in isr and r not in self.unclean_shutdown]
-        candidates = java_int_set_order(old_elr, self.partition.isr, self.target_last_known_elr)
+        unclean = self.unclean_shutdown
+        self.target_elr = _kept_in_set_order((old_elr, self.partition.isr),
+                                             lambda r: r not in isr and r not in unclean)
         elr = set(self.target_elr)
-        self.target_last_known_elr = [r for r in candidates if r not in isr and r not in elr]
+        self.target_last_known_elr = _kept_in_set_order((old_elr, self.partition.isr, self.target_last_known_elr),
+                                                        lambda r: r not in isr and r not in elr)
 
     def _valid_new_leader(self, replica: int) -> bool:
         eligible = replica in self.target_isr or (not self.target_isr and replica in self.target_elr)
@@ -282,7 +306,7 @@ class PartitionChangeBuilder:
     def _set_assignment_changes(self, rec: dict) -> None:
         p = self.partition
         if self.target_replicas:
-            if self.ctx.catalog.supports("directory_assignment", self.mv):
+            if self._directory_assignment:
                 dirs = [self.target_dirs.get(r) or default_dir(self.ctx, self.mv, r) for r in self.target_replicas]
                 if dirs != list(p.directories):
                     rec["directories"] = dirs
@@ -310,7 +334,7 @@ class PartitionChangeBuilder:
         # With ELR on, the ISR may become empty.
         if "isr" not in rec and (self.target_isr or self.elr) and self.target_isr != list(p.isr):
             rec["isr"] = self.target_isr
-        if (not self.ctx.catalog.supports("isr_shrink_without_leader_epoch_bump", self.mv)
+        if (not self._shrink_keeps_epoch
                 and "leader" not in rec and rec.get("isr") is not None and not set(p.isr) <= set(rec["isr"])):
             rec["leader"] = p.leader  # before 3.6-IV0 an ISR shrink bumps the leader epoch (KAFKA-15021)
         self._update_last_known_leader(rec)

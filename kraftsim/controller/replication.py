@@ -12,7 +12,7 @@ partitions by id, so the same request always gives the same records in the same 
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import msgspec
 
@@ -23,9 +23,10 @@ from kraftsim.controller.partition_change import (
     NO_LEADER_CHANGE,
     Election,
     PartitionChangeBuilder,
+    builder_gates,
+    dir_is_online,
     effective_min_isr,
     elr_enabled,
-    is_active,
     iter_partitions,
     leader_acceptor,
     unclean_election_enabled,
@@ -39,10 +40,12 @@ from kraftsim.controller.result import (
 from kraftsim.image import (
     RECOVERED,
     RECOVERING,
+    BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
 )
+from kraftsim.image.intern import MIGRATING
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
@@ -64,15 +67,45 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     min_isr_cache: dict[bytes, int] = {}
     unclean_cache: dict[str, bool] = {}
 
+    gates = builder_gates(ctx, mv)
+    # What leader_acceptor(image, part, base) asks of the image, per broker once: it does not
+    # change here (base: not `broker_to_remove`, and `broker_to_add` or active).
+    regs: dict[int, BrokerRegistration | None] = {}
+    active: dict[int, bool] = {}
+
+    def registration(r: int) -> BrokerRegistration | None:
+        if r not in regs:
+            regs[r] = image.cluster.broker(r)
+        return regs[r]
+
     def base(r: int) -> bool:
-        return r != broker_to_remove and (r == broker_to_add or is_active(image, r))
+        if r == broker_to_remove:
+            return False
+        if r == broker_to_add:
+            return True
+        found = active.get(r)
+        if found is None:
+            reg = registration(r)
+            found = active[r] = reg is not None and not reg.fenced and not reg.in_controlled_shutdown
+        return found
+
+    def acceptor(part: PartitionRegistration) -> Callable[[int], bool]:
+        dirs = dict(zip(part.replicas, part.directories))
+
+        def accept(r: int) -> bool:
+            if not base(r):
+                return False
+            reg = registration(r)
+            return reg is not None and dir_is_online(reg, dirs.get(r, MIGRATING))
+
+        return accept
 
     for topic, pid, part in partitions:
         if topic.id not in min_isr_cache:
             min_isr_cache[topic.id] = effective_min_isr(ctx, topic)
             unclean_cache[topic.name] = unclean_election_enabled(ctx, topic.name)
-        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part, base),
-                                   min_isr=min_isr_cache[topic.id], elr=elr)
+        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part),
+                                   min_isr=min_isr_cache[topic.id], elr=elr, gates=gates)
         if unclean_cache[topic.name]:
             b.election = Election.UNCLEAN
         if unclean_shutdown_broker != NO_LEADER:

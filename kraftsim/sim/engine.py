@@ -188,23 +188,27 @@ class Engine(RaftMixin, LifecycleMixin):
         sched = self.sched
         heap = sched._heap
         pop = heapq.heappop
-        while True:  # (step() inlined: this loop is the per-event path)
-            nxt = heap[0][0] if heap else None
-            if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):
-                checked_at = sched.now_ms  # once per instant: after every event of this millisecond ran
-                if stop():
-                    return True
-            if nxt is None or nxt > end_ms:
-                sched.now_ms = max(sched.now_ms, end_ms)
-                return stop is not None and stop()
-            time_ms, _, label, node, action = pop(heap)
-            sched.now_ms = time_ms
-            sched.executed += 1
-            self.events_run += 1
-            self._event = (self.events_run, label, node, time_ms)
-            action()
-            if self.deep_every_event:
-                self.checker.deep(self.current_event, self.ordered())
+        run = 0  # events run here, added to the counters as the loop ends (or an action raises)
+        try:
+            while True:  # (step() inlined: this loop is the per-event path)
+                nxt = heap[0][0] if heap else None
+                if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):
+                    checked_at = sched.now_ms  # once per instant: after every event of this millisecond ran
+                    if stop():
+                        return True
+                if nxt is None or nxt > end_ms:
+                    sched.now_ms = max(sched.now_ms, end_ms)
+                    return stop is not None and stop()
+                time_ms, _, label, node, action = pop(heap)
+                sched.now_ms = time_ms
+                run += 1
+                self._event = (self.events_run + run, label, node, time_ms)
+                action()
+                if self.deep_every_event:
+                    self.checker.deep(self.current_event, self.ordered())
+        finally:
+            sched.executed += run
+            self.events_run += run
 
     def check_deep(self, label: str) -> None:
         self.checker.deep(f"{label} at {self.now} ms", self.ordered())
@@ -217,8 +221,9 @@ class Engine(RaftMixin, LifecycleMixin):
         return m
 
     def _make_node(self, m: Member) -> SimNode:
+        sched = self.sched  # (the clock, read on every publish: `self.now` without the property)
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
-                       clock_ms=lambda: self.now, kip_778=self.kip_778, kraft_version=self.kraft_version,
+                       clock_ms=lambda: sched.now_ms, kip_778=self.kip_778, kraft_version=self.kraft_version,
                        share=self.share)
 
     def start_member(self, m: Member, release: str | None = None, *, new_process: bool = True,
@@ -472,9 +477,9 @@ class Engine(RaftMixin, LifecycleMixin):
         loader = node.loader
         if loader is None:
             return
-        before = loader.last_offset
+        before = loader._last_offset  # (loader.last_offset, without the property: per node, per commit)
         found = node.apply_committed(hw)
-        if loader.last_offset != before:
+        if loader._last_offset != before:
             self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:

@@ -98,6 +98,7 @@ class Network:
         self._delay_n = hi - lo + 1
         self._delay_k = self._delay_n.bit_length()
         self._getrandbits = rng.getrandbits
+        self._arrive_at = self._arrive  # (one bound method for every message's arrival)
 
     def reachable(self, a: int, b: int) -> bool:
         return self.groups.get(a, -1) == self.groups.get(b, -1)
@@ -134,7 +135,7 @@ class Network:
         sched._seq += 1
         now = sched.now_ms
         heapq.heappush(sched._heap, (now + delay if delay > 0 else now, sched._seq, msg.kind, msg.dst,
-                                     partial(self._arrive, msg)))
+                                     partial(self._arrive_at, msg)))
 
     def _arrive(self, msg: Message) -> None:
         groups = self.groups

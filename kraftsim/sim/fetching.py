@@ -6,6 +6,7 @@ a follower that far behind up to the snapshot."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from kraftsim.sim.events import Message
@@ -16,6 +17,7 @@ from kraftsim.sim.member import (
     entry_at,
     last_entry,
 )
+from kraftsim.sim.types import RUNNING
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
@@ -29,8 +31,8 @@ class FetchMixin:
 
     def _fetch(self, m: Member) -> None:
         """Send the next fetch: to the known leader, else (observers) to a voter in turn."""
-        if not m.running or m.role == LEADER or m.snapshot_in_flight:
-            return
+        if m.status != RUNNING or m.node is None or m.role == LEADER or m.snapshot_in_flight:
+            return  # (not m.running, inlined)
         target = m.leader
         if target is None:
             if m.voter:
@@ -39,20 +41,27 @@ class FetchMixin:
             target = self.voters[m.fetch_rotation % len(self.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
         log = m.log
+        seg = log.active_segment
+        if seg is not None and seg.entries:  # (log_end_offset and last_entry's common case, inlined)
+            e = seg.entries[-1]
+            offset, last_epoch = e.last_offset + 1, e.epoch
+        else:
+            offset, last_epoch = log.log_end_offset, self._last_epoch(m)
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
-            "offset": log.log_end_offset, "last_epoch": self._last_epoch(m), "voter": m.voter,
-            "hw_seen": m.high_watermark}))
+            "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark}))
         m.fetch_seq += 1
-        seq = m.fetch_seq
+        # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
+        # would make every use of `m` in them go through a cell)
+        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id,
+                         partial(self._fetch_retry, m, m.fetch_seq))
 
-        def retry() -> None:
-            if m.running and m.fetch_seq == seq and m.fetch_in_flight:
-                m.fetch_in_flight = False
-                if not m.voter:
-                    m.leader = None  # find the leader again
-                self._fetch(m)
-
-        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id, retry)
+    def _fetch_retry(self, m: Member, seq: int) -> None:
+        """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
+        if m.running and m.fetch_seq == seq and m.fetch_in_flight:
+            m.fetch_in_flight = False
+            if not m.voter:
+                m.leader = None  # find the leader again
+            self._fetch(m)
 
     def _on_fetch(self, m: Member, msg: Message) -> None:
         d = msg.data
@@ -64,17 +73,23 @@ class FetchMixin:
             self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "FENCED_LEADER_EPOCH",
                                                                             "leader": m.id}))
             return
-        m.last_fetch_from[msg.src] = self.now
+        m.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.log
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
-        if offset < log_start or offset == 0:  # (the snapshot is looked up only where it matters)
+        seg = log.active_segment
+        last = seg.entries[-1] if seg is not None and seg.entries else None
+        # The common case: a fetch from the leader's log end, with its last epoch; the checks
+        # below would find the snapshot irrelevant and the last batch matching.
+        at_end = last is not None and offset == last.last_offset + 1 and last.epoch == fetched_epoch \
+            and log_start < offset
+        if not at_end and (offset < log_start or offset == 0):  # (the snapshot is looked up only where it matters)
             snap = self._latest_snapshot(m)
             if offset < log_start or (snap is not None and snap.end_offset > 0 and offset < snap.end_offset
                                       and log_start > 0):
                 self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})  # type: ignore[union-attr]
                 return
-        if offset > 0:
+        if offset > 0 and not at_end:
             e = entry_at(log, offset - 1)
             if offset > log.log_end_offset or e is None or e.epoch != fetched_epoch or e.next_offset != offset:
                 snap = self._latest_snapshot(m)
@@ -88,16 +103,16 @@ class FetchMixin:
             self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
-
-            def expire() -> None:
-                parked = m.parked.get(msg.src)
-                if parked is not None and parked[1] is msg and m.role == LEADER:
-                    del m.parked[msg.src]
-                    self._serve_fetch(m, msg)
-
-            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, expire)
+            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, partial(self._fetch_waited, m, msg))
             return
         self._serve_fetch(m, msg)
+
+    def _fetch_waited(self, m: Member, msg: Message) -> None:
+        """A parked fetch's wait is over: answered now if still parked at a leader."""
+        parked = m.parked.get(msg.src)
+        if parked is not None and parked[1] is msg and m.role == LEADER:
+            del m.parked[msg.src]
+            self._serve_fetch(m, msg)
 
     def _serve_fetch(self, m: Member, msg: Message) -> None:
         """Answer a fetch with the leader's flushed batches from its offset (each as the
@@ -106,12 +121,14 @@ class FetchMixin:
         batches = []
         flushed = m.flushed_end
         if offset < flushed:
+            append = batches.append
             for fb in m.log.batches(offset):
                 b = fb.batch
                 if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
                     break
-                batches.append(b)
-        self._reply_fetch(m, msg.src, {"batches": batches})
+                append(b)
+        self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {  # (_reply_fetch, inlined)
+            "batches": batches, "leader": m.id, "high_watermark": m.high_watermark}))
 
     def _answer_parked(self, m: Member) -> None:
         parked, m.parked = m.parked, {}
@@ -140,7 +157,7 @@ class FetchMixin:
                     m.leader = leader if leader != m.id else None
                     self._persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
-                                 lambda: self._fetch(m) if m.running and not m.fetch_in_flight else None)
+                                 partial(self._fetch_backoff, m))
             return
         if msg.epoch < m.epoch:
             self._fetch(m)
@@ -149,7 +166,7 @@ class FetchMixin:
             self._become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
             if m.fetch_in_flight:
                 return
-        m.last_fetch_ok_ms = self.now
+        m.last_fetch_ok_ms = self.sched.now_ms
         log = m.log
         if "diverging" in d:
             epoch, end = d["diverging"]
@@ -162,25 +179,22 @@ class FetchMixin:
             end, epoch = d["snapshot"]
             m.snapshot_in_flight = True
             self.net.send(Message(m.id, msg.src, "fetch-snapshot", m.epoch, {"end_offset": end, "epoch": epoch}))
-            gen = m.lifecycle_gen
-
-            def retry() -> None:
-                if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
-                    m.snapshot_in_flight = False
-                    self._fetch(m)
-
-            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id, retry)
+            self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id,
+                             partial(self._fetch_snapshot_retry, m, m.lifecycle_gen))
             return
         start = end = log.log_end_offset
-        for b in d["batches"]:
-            if b.base_offset != end:
-                break
-            raw = b.raw
-            end = log.append(raw, checked=b).last_offset + 1
-            if b.base_offset < self.checker.committed_end:  # (Checker.appended's own first test)
-                self.checker.appended(self.event_name, m, raw)
-            if b.partition_leader_epoch > m.epoch_file_last:
-                self._write_epoch_file(m)
+        batches = d["batches"]
+        if batches:
+            append, checker = log.append, self.checker
+            for b in batches:
+                if b.base_offset != end:
+                    break
+                raw = b.raw
+                end = append(raw, checked=b).last_offset + 1
+                if b.base_offset < checker.committed_end:  # (Checker.appended's own first test)
+                    checker.appended(self.event_name, m, raw)
+                if b.partition_leader_epoch > m.epoch_file_last:
+                    self._write_epoch_file(m)
         if end > start and self.listening():  # type: ignore[attr-defined]
             self.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
         m.flushed_end = end  # a follower flushes before it fetches again
@@ -190,6 +204,16 @@ class FetchMixin:
             if m.high_watermark is None or hw > m.high_watermark:
                 self._set_high_watermark(m, hw)
         self._fetch(m)
+
+    def _fetch_backoff(self, m: Member) -> None:
+        if m.running and not m.fetch_in_flight:
+            self._fetch(m)
+
+    def _fetch_snapshot_retry(self, m: Member, gen: int) -> None:
+        """No FetchSnapshot answer in time (in the same process `gen`): fetch again."""
+        if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
+            m.snapshot_in_flight = False
+            self._fetch(m)
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src

@@ -67,9 +67,11 @@ class Member:
     #: due): asked after every apply.
     registration_due: tuple | None = None
 
-    @property
-    def id(self) -> int:
-        return self.state.id
+    #: The node's id (its state's, which never changes): a field, read on every message.
+    id: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.id = self.state.id
 
     @property
     def running(self) -> bool:

@@ -57,6 +57,7 @@ from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.log import Validate
+from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
 
@@ -355,7 +356,10 @@ class SimNode:
             end = high_watermark
         if self.blocked is not None or start >= end:
             return None  # (_apply_from's first test, asked here: most calls have nothing to apply)
-        return self._apply_from(start, end)
+        if self.share is None:
+            return self._apply_from(start, end)
+        loader.set_high_watermark(end)  # (_apply_from's path with a share, inlined)
+        return self._apply_shared(start, end)
 
     def _apply_from(self, start: int, upto: int | None = None) -> Unsupported | None:
         """Hand the loader the replica's records from offset `start` up to `upto` (default:
@@ -383,7 +387,17 @@ class SimNode:
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
         software = (self.state.release, self.kip_778, id(self.base_catalog))
-        for fb in self.log.batches(start):
+        done = share._done  # (CommitShare.find, inlined: every node passes here for every commit)
+        adopt = loader.adopt
+        log = self.log
+        seg = log.active_segment
+        if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
+            # (log.batches' common case, inlined: the batches to apply are in the active segment)
+            read, parsed = seg.read_batch, seg._parsed
+            batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
+        else:
+            batches = log.batches(start)
+        for fb in batches:
             b = fb.batch
             base = b.base_offset
             last = base + b.last_offset_delta
@@ -393,13 +407,14 @@ class SimNode:
                 continue
             key = (base, last, b.partition_leader_epoch, b.crc)
             whole = base >= start and loader.idle
-            hit = share.find(software, key, loader) if whole else None
-            if hit is not None:
-                # (a node of this release applied it: nothing in it is unsupported here)
-                _, _, delta, image, manifest, kraft_version, voters = hit
-                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
-                share.adopted += 1
-                continue
+            if whole:
+                hit = done.get((software, key))
+                if (hit is not None and hit[0] is loader._image
+                        and hit[1] == (loader.kraft_version, loader.voters)):
+                    # (a node of this release applied it: nothing in it is unsupported here)
+                    adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                    share.adopted += 1
+                    continue
             entries = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
             found = self._unsupported_in(entries)
             if found is not None:

@@ -43,6 +43,7 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
+from kraftsim.sim.types import RUNNING
 from kraftsim.sim.voters import quorum_state
 from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
 
@@ -348,8 +349,9 @@ class RaftMixin(FetchMixin):
 
     def _update_high_watermark(self, m: Member) -> None:
         matched = m.matched
-        offsets = sorted([matched.get(v, -1) for v in self.voters], reverse=True)
-        candidate = offsets[self._majority() - 1]
+        voters = self.voters
+        offsets = sorted([matched.get(v, -1) for v in voters], reverse=True)
+        candidate = offsets[len(voters) // 2]  # (the majority's lowest: self._majority() - 1)
         if candidate <= m.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
         if m.high_watermark is None or candidate > m.high_watermark:
@@ -358,9 +360,9 @@ class RaftMixin(FetchMixin):
     def _set_high_watermark(self, m: Member, hw: int) -> None:
         old = m.high_watermark
         m.high_watermark = hw
-        if self.listening():  # type: ignore[attr-defined]
+        if self.on_event is not None and self.net.verbose:  # (self.listening(), inlined)
             self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
-        self.checker.high_watermark(self.event_name, m, hw)  # type: ignore[attr-defined]
+        self.checker.high_watermark(self._event_name, m, hw)  # type: ignore[attr-defined]
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
             self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
@@ -371,7 +373,7 @@ class RaftMixin(FetchMixin):
 
     def _deliver(self, msg: Message) -> None:
         m = self.members.get(msg.dst)
-        if m is None or not m.running:
+        if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
             self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
             return
         handler = self._handlers.get(msg.kind)  # type: ignore[attr-defined]

@@ -34,6 +34,8 @@ from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapsho
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 
 Validate = Literal["last", "all", "framing"]
+#: A batch's length field (bytes 8-11).
+_LENGTH = struct.Struct(">i")
 
 
 class EpochEntry(NamedTuple):
@@ -401,15 +403,18 @@ class MetadataLog:
     def batches(self, start_offset: int | None = None, *, check_crc: bool = True) -> Iterator[FileBatch]:
         """Every batch from the one holding `start_offset` (default: the log start) to the end."""
         start = self.log_start_offset if start_offset is None else max(start_offset, self.log_start_offset)
+        last = self.segments._last
+        if last is None:
+            last = self.segments.last_segment()
+        if last is not None and start >= last.base_offset:  # (_locate's common case, inlined: near the log end)
+            read = last.read_batch
+            for j in range(last.find(start), len(last.entries)):
+                yield read(j, check_crc=check_crc)
+            return
         found = self._locate(start)
         if found is None:
             return
         key, i = found
-        last = self.segments.last_segment()
-        if last is not None and key == last.base_offset:
-            for j in range(i, len(last)):
-                yield last.read_batch(j, check_crc=check_crc)
-            return
         for k in self.segments.irange(minimum=key):
             seg = self.segments[k]
             for j in range(i if k == key else 0, len(seg)):
@@ -435,8 +440,9 @@ class MetadataLog:
         log end offset (the base offset is outside the CRC, so this is what a leader does).
         `checked`: the checked parse of these very bytes (`checked.raw is raw`) another log
         made, which spares parsing them again."""
-        self._check_writable()
-        length = struct.unpack_from(">i", raw, 8)[0] if len(raw) >= LOG_OVERHEAD else -LOG_OVERHEAD
+        if self.read_only:
+            self._check_writable()
+        length = _LENGTH.unpack_from(raw, 8)[0] if len(raw) >= LOG_OVERHEAD else -LOG_OVERHEAD
         if length + LOG_OVERHEAD != len(raw):
             raise KraftsimError(f"{self.directory}: cannot append: the batch's length field says "
                                 f"{length + LOG_OVERHEAD} bytes, {len(raw)} given")
@@ -447,13 +453,20 @@ class MetadataLog:
                 batch = parse_batch(raw)
             except CorruptRecordException as e:
                 raise KraftsimError(f"{self.directory}: cannot append: {e}") from None
-        leo = self.log_end_offset
+        segments = self.segments
+        seg = segments._last  # (active_segment and log_end_offset, inlined: every replica appends)
+        if seg is None:
+            seg = segments.last_segment()
+        if seg is None:
+            leo = self.log_start_offset
+        else:
+            seg_entries = seg.entries
+            leo = seg_entries[-1].last_offset + 1 if seg_entries else seg.base_offset
         if assign_offset:
             raw = struct.pack(">q", leo) + raw[8:]
         elif batch.base_offset != leo:
             raise KraftsimError(f"{self.directory}: cannot append a batch at offset {batch.base_offset}: "
                                 f"the log end offset is {leo}")
-        seg = self.active_segment
         if seg is None:
             seg = self._new_segment(leo)
         elif len(seg) and seg.size + len(raw) > self.segment_bytes:

@@ -244,16 +244,25 @@ class LogSegment:
     def append(self, raw: bytes, entry: IndexEntry, batch: RecordBatch | None = None) -> None:
         """Write a batch at the end of the indexed data (entry.position must equal self.size);
         `batch`: its checked parse, kept for reading it again."""
-        self._check_writable()
-        if entry.position != self.size:
-            raise AssertionError(f"append at {entry.position}, segment size {self.size}")
-        written = os.pwrite(self._fileno(), raw, entry.position)
+        if not self.writable:
+            self._check_writable()
+        entries = self.entries
+        position = entry.position
+        if entries:  # (self.size, inlined: a simulation appends on every replica)
+            e = entries[-1]
+            size = e.position + e.size
+        else:
+            size = 0
+        if position != size:
+            raise AssertionError(f"append at {position}, segment size {size}")
+        fd = self._fd
+        written = os.pwrite(fd if fd is not None else self._fileno(), raw, position)
         if written != len(raw):
             raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
-        self.entries.append(entry)
+        entries.append(entry)
         self._lasts.append(entry.last_offset)
         if batch is not None:
-            self._keep_parsed(len(self.entries) - 1, FileBatch(str(self.path), entry.position, batch))
+            self._keep_parsed(len(entries) - 1, FileBatch(str(self.path), position, batch))
 
     def truncate_to_size(self, size: int) -> None:
         """Cut the file to `size` bytes (a batch boundary) and forget the batches after it."""

@@ -231,7 +231,8 @@ class MetadataLoader:
     def set_high_watermark(self, high_watermark: int) -> None:
         """The raft layer's high watermark: publishing starts once the loader reaches it."""
         self.high_watermark = high_watermark
-        self._initialize_new_publishers()
+        if self._uninitialized:  # (_initialize_new_publishers' first test)
+            self._initialize_new_publishers()
 
     # ------------------------------------------------------------------ input
 
@@ -461,8 +462,32 @@ class MetadataLoader:
         to this loader's publishers as if replayed here. Only for an `idle` loader."""
         self.kraft_version, self.voters = kraft_version, voters
         self._last_offset = manifest.provenance.last_contained_offset
-        self._publish(delta, image, manifest)
-        self._reset_batch_state(image)
+        if self._caught_up and not self._uninitialized:
+            # (_publish, inlined for the common case: every node adopts every shared commit)
+            self.publishes += 1
+            self.publish_count += 1
+            self.last_publish = (delta, image, manifest)
+            self._image = image
+            for p in list(self._publishers.values()):
+                try:
+                    p.on_metadata_update(delta, image, manifest)
+                except Exception as e:  # noqa: BLE001 - as in _publish
+                    self._fault(f"Unhandled error publishing the new metadata image ending at "
+                                f"{manifest.provenance.last_contained_offset} with publisher {p.name}", e)
+            if self._uninitialized:
+                self._initialize_new_publishers()
+        else:
+            self._publish(delta, image, manifest)
+        # (_reset_batch_state for an idle loader: no delta, no transaction, no batches)
+        prov = image.provenance
+        self._image = self._reset_image = image
+        self._last_offset = prov.last_contained_offset
+        self._last_epoch = prov.last_contained_epoch
+        self._last_time = prov.last_contained_log_time_ms
+        self._has_seen_record = None
+        self._started_ns = None
+        if self._mv_levels:
+            self._mv_levels = []
 
     def _publish(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
         self.publishes += 1
