@@ -191,7 +191,7 @@ class FetchMixin:
                     break
                 raw = b.raw
                 end = append(raw, checked=b).last_offset + 1
-                if b.base_offset < checker.committed_end:  # (Checker.appended's own first test)
+                if b.base_offset < checker.committed_end:  # (a cheaper half of Checker.appended's test)
                     checker.appended(self.event_name, m, raw)
                 if b.partition_leader_epoch > m.epoch_file_last:
                     self._write_epoch_file(m)

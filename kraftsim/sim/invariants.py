@@ -7,8 +7,9 @@ that changes anything):
 - ConsistentCommittedData: when a leader moves its high watermark, a majority of voters
   hold every batch below it on disk, as the leader does (a voter that is down counts with
   what its disk kept: all of a clean stop, the flushed part after a crash, less after a
-  disk fault); a batch once committed is never appended differently nor truncated away
-  on a node that holds it.
+  disk fault); a batch once committed is never truncated away on a node that holds it,
+  and every node's log below its own high watermark is the committed log (above it, a
+  follower may hold a deposed leader's uncommitted batches until it learns the new epoch).
 - MonotonicHighWatermark: a node's high watermark never goes back while it runs.
 - BrokersApplyOnlyCommitted: no node's loader gets past the highest committed offset.
 
@@ -140,7 +141,12 @@ class Checker:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
         if m.role != "leader" and hw <= self.committed_end:
-            return  # (a follower below what is known committed: nothing to check or record)
+            # A follower's high watermark now covers batches it may have appended above its old
+            # one, from a leader since deposed: those must be the committed ones.
+            low = prev if prev is not None else m.log.log_start_offset
+            if hw > low:
+                self._check_or_record(event, m, m.log, low, hw, record=False)
+            return
         log = m.log
         if m.role == "leader":
             holders = [v for v in self.voters if self._holds(v, log, hw)]
@@ -201,8 +207,12 @@ class Checker:
     # -------------------------------------------------------------- appends, truncation, applying
 
     def appended(self, event: object, m: Member, raw: bytes) -> None:
+        """A batch appended below the node's own high watermark must be the committed one. Above
+        it, a follower may hold what a deposed leader sent it (Raft's uncommitted suffix, cut
+        when it learns the new epoch), even at offsets another leader has committed since;
+        `high_watermark` checks those once the node's own high watermark covers them."""
         base = int.from_bytes(raw[:8], "big", signed=True)
-        if base < self.committed_end:
+        if base < min(self.committed_end, self.hw.get(m.id, 0)):
             last = base + int.from_bytes(raw[23:27], "big", signed=True)
             epoch = int.from_bytes(raw[12:16], "big", signed=True)
             self._compare(event, m.id, base, last, epoch, raw, record=False)

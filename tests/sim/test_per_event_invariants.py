@@ -78,3 +78,24 @@ def test_nodes_sharing_commits_still_match_their_own_logs() -> None:
             assert expected is not None and image_digest(expected) == image_digest(node.image), m.id
         assert not failed(sim)
         sim.close()
+
+
+def test_a_deposed_leaders_batches_are_allowed_above_a_followers_high_watermark_only() -> None:
+    """Raft lets a follower hold a deposed leader's uncommitted batches, even at offsets the new
+    leader has committed, until it learns the new epoch; a high watermark over them is a bug."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=1, release="4.1", seed=349, durable=False)
+        sim.partition([[2]])  # controller 2 led epoch 1; 1 wins epoch 2 and commits offsets 13-16 anew
+        sim.run(3525)
+        sim.heal()
+        sim.run(491)  # the broker has fetched epoch 1's batches 13-16 from controller 2
+        broker = sim.engine.member(4)
+        held = [(fb.batch.base_offset, fb.batch.partition_leader_epoch) for fb in broker.log.batches(13)]
+        assert held[0] == (13, 1) and broker.high_watermark == 13 and sim.engine.checker.committed_end > 13
+        assert not failed(sim)  # allowed: above its own high watermark
+        sim.engine._set_high_watermark(broker, sim.engine.checker.committed_end)  # a broken rule, injected here
+        bad = failed(sim)
+        sim.close()
+    assert [r.name for r in bad] == ["ConsistentCommittedData"]
+    assert "node 4 holds a batch at offsets 13-13 (epoch 1) that differs from the committed batch at offsets " \
+           "13-13 (epoch 2)" in bad[0].detail
