@@ -129,6 +129,20 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return start_spark(master, conf, app_name=app_name)[0]
 
 
+def running_session() -> Any:
+    """The process's running SparkSession, or None. PySpark's getActiveSession() answers for
+    the calling thread only; a sweep starts Spark from a thread of its own, and must still
+    find (and not stop) a session its caller runs."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is None:
+        default = SparkSession._instantiatedSession  # the default session, the same in every thread
+        if default is not None and default.sparkContext._jsc is not None:
+            active = default
+    return active
+
+
 def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim",
                 say: Say | None = None, label: str = "spark", java_options: str = "") -> tuple[Any, bool]:
     """`spark_session`, each step of the start told through `say` as `LABEL: ...` lines
@@ -138,7 +152,7 @@ def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None
     from pyspark.sql import SparkSession
 
     tell = say or (lambda _text: None)
-    active = SparkSession.getActiveSession()
+    active = running_session()
     if active is not None:
         tell(f"{label}: using the running Spark session on {active.sparkContext.master}")
         return active, False

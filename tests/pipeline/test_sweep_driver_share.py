@@ -99,3 +99,13 @@ def test_the_reserve_runs_beside_spark_and_joins_the_table(spark, tmp_path: Path
     assert sorted((r["scenario"], r["seed"]) for r in run.table.to_pylist()) == \
         sorted((it["scenario"], it["seed"]) for it in items)
     assert _deterministic(run.table) == _deterministic(engine.run_in_process(items).table)
+
+
+@pytest.mark.spark
+def test_a_session_running_in_the_caller_is_found_from_the_start_thread(spark) -> None:
+    """The sweep starts Spark in a thread: it must use the caller's session, not stop it after."""
+    from kraftsim.pipeline.session import start_spark
+
+    session, owner = Background(lambda: start_spark("local[2]")).result()
+    assert session is spark and owner is False
+    assert spark.sparkContext._jsc is not None
