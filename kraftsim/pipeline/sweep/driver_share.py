@@ -9,9 +9,8 @@ itself: while Spark starts it takes the lightest runs one by one, and once Spark
 it keeps a reserve of the lightest remaining runs (RESERVE_SHARE of their estimated cost)
 to run beside Spark's tasks. Spark gets the rest, as guided bins.
 
-Who ran a run changes nothing in its row but `wall_s`. The driver's rows join the table as
-Parquet files of their own (`driver-N.parquet` in the scenario's folder), written after
-Spark's write, which replaces the folder. `--no-driver-runs` gives every run to Spark.
+Who ran a run changes nothing in its row but `wall_s`: the driver's rows join Spark's in
+the one table the driver writes. `--no-driver-runs` gives every run to Spark.
 """
 
 from __future__ import annotations
