@@ -56,3 +56,35 @@ def tree_digest(directory: Path) -> str:
         if p.is_file():
             h.update(str(p.relative_to(directory)).encode() + b"\0" + p.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+@contextmanager
+def loader_drops_topic_commits(node: object) -> Iterator[None]:
+    """A broken loader, injected by a test: `node`'s loader skips every commit that creates a
+    topic but counts it as applied, whether it replays the commit or adopts the image another
+    node made of it (nodes share the images of commits they apply alike)."""
+    from kraftsim.image import MetadataLoader
+
+    original, original_adopt = MetadataLoader.handle_commit, MetadataLoader.adopt
+
+    def lossy(self, batches, **kw):  # type: ignore[no-untyped-def]
+        batches = list(batches)
+        if self is node.loader and any(e.record_type.name == "TopicRecord"  # type: ignore[attr-defined]
+                                       for b in batches for e in b.entries):
+            self._last_offset = batches[-1].last_offset  # skipped, but counted as applied
+            return
+        original(self, batches, **kw)
+
+    def lossy_adopt(self, delta, image, manifest, **kw):  # type: ignore[no-untyped-def]
+        if self is node.loader and len(image.topics) > len(self.image.topics):  # type: ignore[attr-defined]
+            self._last_offset = manifest.provenance.last_contained_offset
+            return
+        original_adopt(self, delta, image, manifest, **kw)
+
+    MetadataLoader.handle_commit = lossy  # type: ignore[method-assign]
+    MetadataLoader.adopt = lossy_adopt  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        MetadataLoader.handle_commit = original  # type: ignore[method-assign]
+        MetadataLoader.adopt = original_adopt  # type: ignore[method-assign]

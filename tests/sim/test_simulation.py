@@ -11,7 +11,7 @@ import pytest
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, SimError, Simulation
 from kraftsim.sim.raft import RaftMixin
-from tests.sim.sim_helpers import failed, over_seeds, scratch, tree_digest
+from tests.sim.sim_helpers import failed, loader_drops_topic_commits, over_seeds, scratch, tree_digest
 
 
 def _faulty_run(sim: Simulation) -> None:
@@ -171,36 +171,10 @@ def test_operations_refused_with_clear_texts() -> None:
 
 def test_an_image_that_drifts_from_its_log_is_caught() -> None:
     """A node whose loader lost a batch (its image no longer follows its own log)."""
-    from kraftsim.image import MetadataLoader
-
     with scratch() as base:
         sim = Simulation.create(base / "c", controllers=3, brokers=1, release="4.1", seed=1, durable=False)
-        node = sim.engine.member(4).node
-        original = MetadataLoader.handle_commit
-
-        def lossy(self, batches, **kw):  # type: ignore[no-untyped-def]
-            batches = list(batches)
-            if self is node.loader and any(e.record_type.name == "TopicRecord" for b in batches for e in b.entries):
-                self._last_offset = batches[-1].last_offset  # skipped, but counted as applied
-                return
-            original(self, batches, **kw)
-
-        original_adopt = MetadataLoader.adopt
-
-        def lossy_adopt(self, delta, image, manifest, **kw):  # type: ignore[no-untyped-def]
-            # (nodes share the images of commits they apply alike: node 4 drops the shared one too)
-            if self is node.loader and len(image.topics) > len(self.image.topics):
-                self._last_offset = manifest.provenance.last_contained_offset
-                return
-            original_adopt(self, delta, image, manifest, **kw)
-
-        MetadataLoader.handle_commit = lossy  # type: ignore[method-assign]
-        MetadataLoader.adopt = lossy_adopt  # type: ignore[method-assign]
-        try:
+        with loader_drops_topic_commits(sim.engine.member(4).node):
             sim.create_topics(1, 1)
-        finally:
-            MetadataLoader.handle_commit = original  # type: ignore[method-assign]
-            MetadataLoader.adopt = original_adopt  # type: ignore[method-assign]
         bad = failed(sim)
         sim.close()
     assert [r.name for r in bad] == ["ImageMatchesLog"]

@@ -21,7 +21,7 @@ from kraftsim.protocol.batch import build_batch, check_batch_at, parse_batch
 from kraftsim.sim import SimConfig, Simulation
 from kraftsim.sim.events import Network, Scheduler
 from kraftsim.storage import MetadataLog
-from tests.sim.sim_helpers import failed, scratch
+from tests.sim.sim_helpers import failed, loader_drops_topic_commits, scratch
 
 
 def _faults(sim: Simulation, rounds: int, seed: int) -> None:
@@ -88,33 +88,10 @@ def test_a_cached_digest_still_sees_a_changed_topic() -> None:
 def test_a_drift_on_one_broker_among_many_is_caught() -> None:
     """Shadows share their replays; a broker whose image drifts while five other nodes apply
     the same commits correctly is still named."""
-    from kraftsim.image import MetadataLoader
-
     with scratch() as base:
         sim = Simulation.create(base / "c", controllers=3, brokers=3, release="4.1", seed=4, durable=False)
-        node = sim.engine.member(5).node
-        original, original_adopt = MetadataLoader.handle_commit, MetadataLoader.adopt
-
-        def lossy(self, batches, **kw):  # type: ignore[no-untyped-def]
-            batches = list(batches)
-            if self is node.loader and any(e.record_type.name == "TopicRecord" for b in batches for e in b.entries):
-                self._last_offset = batches[-1].last_offset
-                return
-            original(self, batches, **kw)
-
-        def lossy_adopt(self, delta, image, manifest, **kw):  # type: ignore[no-untyped-def]
-            if self is node.loader and len(image.topics) > len(self.image.topics):
-                self._last_offset = manifest.provenance.last_contained_offset
-                return
-            original_adopt(self, delta, image, manifest, **kw)
-
-        MetadataLoader.handle_commit = lossy  # type: ignore[method-assign]
-        MetadataLoader.adopt = lossy_adopt  # type: ignore[method-assign]
-        try:
+        with loader_drops_topic_commits(sim.engine.member(5).node):
             sim.create_topics(2, 1)
-        finally:
-            MetadataLoader.handle_commit = original  # type: ignore[method-assign]
-            MetadataLoader.adopt = original_adopt  # type: ignore[method-assign]
         bad = failed(sim)
         sim.close()
     assert [r.name for r in bad] == ["ImageMatchesLog"]
