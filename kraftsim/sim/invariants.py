@@ -84,6 +84,9 @@ class Checker:
         self.committed: dict[int, tuple[int, int, int]] = {}  # base offset -> (last offset, epoch, crc of bytes)
         self.committed_end = 0
         self.hw: dict[int, int] = {}
+        #: Per node, the offset below which its log was found equal to the committed log. It
+        #: outlives a restart (the disk keeps what was checked); a cut or a disk fault lowers it.
+        self.verified: dict[int, int] = {}
         self.voters: tuple[int, ...] = ()
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
@@ -130,6 +133,7 @@ class Checker:
     def disk_lost(self, node: int, *, torn_tail: bool) -> None:
         """A disk fault on a node that is down: a torn tail loses its last batch, a wipe all."""
         self._shadow_gen[node] = self._shadow_gen.get(node, 0) + 1
+        self.verified.pop(node, None)
         kept = self.down.get(node)
         if kept is not None:
             end = kept.batches[-1][0] if torn_tail and kept.batches else 0
@@ -143,9 +147,10 @@ class Checker:
         if m.role != "leader" and hw <= self.committed_end:
             # A follower's high watermark now covers batches it may have appended above its old
             # one, from a leader since deposed: those must be the committed ones.
-            low = prev if prev is not None else m.log.log_start_offset
+            low = max(self.verified.get(m.id, 0), m.log.log_start_offset)
             if hw > low:
                 self._check_or_record(event, m, m.log, low, hw, record=False)
+                self.verified[m.id] = hw
             return
         log = m.log
         if m.role == "leader":
@@ -220,6 +225,8 @@ class Checker:
     def truncating(self, event: str, m: Member, offset: int, *, reloads: bool = False) -> None:
         """`m` is about to cut its log at `offset` (divergence or a crash; `reloads`: a fetched
         snapshot replaces the log and the node's loader starts again from it)."""
+        if self.verified.get(m.id, 0) > offset:
+            self.verified[m.id] = offset
         shadow = self._shadows.get(m.id)
         if reloads or (shadow is not None and shadow[1] > offset):
             # (its shadow replayed batches that go: it starts again; one that stopped below
