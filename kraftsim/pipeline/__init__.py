@@ -29,8 +29,7 @@ fork does not carry) on the way.
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kraftsim.lazy import exports
 
 _MODULE_OF: dict[str, tuple[str, str]] = {
     "ExportResult": ("export", "ExportResult"),
@@ -56,15 +55,4 @@ _MODULE_OF: dict[str, tuple[str, str]] = {
 __all__ = sorted(_MODULE_OF)
 
 
-def __getattr__(name: str) -> Any:
-    where = _MODULE_OF.get(name)
-    if where is None:
-        raise AttributeError(f"module 'kraftsim.pipeline' has no attribute {name!r}")
-    module, attr = where
-    value = getattr(importlib.import_module(f"kraftsim.pipeline.{module}"), attr)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__ = exports(__name__, {name: (f"{__name__}.{module}", attr) for name, (module, attr) in _MODULE_OF.items()})

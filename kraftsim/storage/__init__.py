@@ -11,8 +11,7 @@ formatter and everything it needs (start-up time of `kraftsim log dump`).
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kraftsim.lazy import exports
 
 #: Every public name, by the module (of this package) that defines it.
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -74,15 +73,4 @@ _MODULE_OF.update(_ELSEWHERE)
 __all__ = sorted(_MODULE_OF)
 
 
-def __getattr__(name: str) -> Any:
-    where = _MODULE_OF.get(name)
-    if where is None:
-        raise AttributeError(f"module 'kraftsim.storage' has no attribute {name!r}")
-    module, attribute = where
-    value = getattr(importlib.import_module(module), attribute)
-    globals()[name] = value  # once loaded, an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__getattr__ = exports(__name__, _MODULE_OF)

@@ -16,16 +16,12 @@ use, so importing `kraftsim.testing` itself never requires it.
 
 from __future__ import annotations
 
-from typing import Any
+from kraftsim.lazy import exports
 
-__all__ = ["ClusterHandle", "ClusterStateMachine", "PropertyFailed"]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("ClusterStateMachine", "PropertyFailed"):
-        from kraftsim.testing import machine
-        return getattr(machine, name)
-    if name == "ClusterHandle":
-        from kraftsim.testing.handle import ClusterHandle
-        return ClusterHandle
-    raise AttributeError(f"module 'kraftsim.testing' has no attribute {name!r}")
+_MODULE_OF = {
+    "ClusterStateMachine": ("kraftsim.testing.machine", "ClusterStateMachine"),
+    "PropertyFailed": ("kraftsim.testing.machine", "PropertyFailed"),
+    "ClusterHandle": ("kraftsim.testing.handle", "ClusterHandle"),
+}
+__all__ = sorted(_MODULE_OF)
+__getattr__ = exports(__name__, _MODULE_OF)
