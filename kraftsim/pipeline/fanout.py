@@ -122,13 +122,19 @@ def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, parti
     return frame.mapInArrow(run, from_arrow_schema(sch))
 
 
+def as_task_input(item: dict[str, Any]) -> dict[str, Any]:
+    """`item` as a Spark task receives it: through JSON (tuples become lists, keys strings),
+    so a row function run in this process sees what it sees on Spark."""
+    return json.loads(json.dumps(item))  # type: ignore[no-any-return]
+
+
 def run_local(items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
               progress: Callable[[int, int], None] | None = None) -> pa.Table:
     """`fn` over every item in this process, in input order, as one table."""
     sch = _schema(schema)
     rows: list[dict[str, Any]] = []
     for done, item in enumerate(items, 1):
-        rows.extend(fn(json.loads(json.dumps(item))))  # the same JSON round trip the Spark path makes
+        rows.extend(fn(as_task_input(item)))
         if progress:
             progress(done, len(items))
     return pa.Table.from_pylist(rows, schema=sch)

@@ -15,10 +15,11 @@ the one table the driver writes. `--no-driver-runs` gives every run to Spark.
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
+
+from kraftsim.pipeline.fanout import as_task_input
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -75,7 +76,7 @@ def lightest_first(items: Sequence[dict[str, Any]]) -> list[int]:
 
 
 def _run_one(items: Sequence[dict[str, Any]], i: int, fn: RowFunction) -> list[Row]:
-    return fn(json.loads(json.dumps(items[i])))  # the JSON round trip a Spark task's input makes
+    return fn(as_task_input(items[i]))
 
 
 def run_while(busy: Callable[[], bool], items: Sequence[dict[str, Any]], fn: RowFunction, share: DriverRuns) -> None:
