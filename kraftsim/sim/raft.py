@@ -43,9 +43,11 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
+from kraftsim.sim.state_files import holds
 from kraftsim.sim.types import RUNNING
 from kraftsim.sim.voters import quorum_state
-from kraftsim.storage import write_leader_epoch_checkpoint, write_quorum_state
+from kraftsim.storage import leader_epoch_text, write_leader_epoch_checkpoint, write_quorum_state
+from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
 class RaftMixin(FetchMixin):
     """The raft half of the Engine (see the module docstring); `self` is the Engine."""
@@ -53,15 +55,24 @@ class RaftMixin(FetchMixin):
     # -------------------------------------------------------------- quorum-state
 
     def _persist(self, m: Member) -> None:
+        """quorum-state, written when its bytes change (kraftsim.sim.state_files)."""
         state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted, voters=self.voters)
-        write_quorum_state(m.node.metadata_dir if m.node else m.state, state,  # type: ignore[attr-defined]
-                           fsync=self.config_fsync)
+        if m.node is None:
+            write_quorum_state(m.state, state, fsync=self.config_fsync)  # type: ignore[arg-type]
+            return
+        log = m.node.log
+        path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
+        if not holds(path, state.text().encode("utf-8")):
+            write_quorum_state(path, state, fsync=self.config_fsync)
 
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
-        new epoch is appended, and when the log is truncated or replaced."""
+        new epoch is appended, and when the log is truncated or replaced (its bytes written
+        when they change: kraftsim.sim.state_files)."""
         entries = m.log.leader_epochs()
-        write_leader_epoch_checkpoint(m.log.directory, entries, fsync=self.config_fsync)
+        path = m.log.directory / LEADER_EPOCH_CHECKPOINT_FILE
+        if not holds(path, leader_epoch_text(entries).encode("ascii")):
+            write_leader_epoch_checkpoint(path, entries, fsync=self.config_fsync)
         m.epoch_file_last = entries[-1].epoch if entries else -1
 
     def _raft_policy(self, m: Member, name: str) -> str:

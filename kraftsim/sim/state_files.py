@@ -1,0 +1,30 @@
+"""A node's small state files (quorum-state, leader-epoch-checkpoint), rewritten only when
+their bytes change.
+
+A node rewrites quorum-state on every raft state change and leader-epoch-checkpoint on
+every start, truncation and new epoch; in a faulty run more than half of those writes
+would put down the very bytes the file already holds. Reading the file back and comparing
+costs less than a temporary file, a write and a rename, and leaves the directory byte for
+byte the same. Nothing about the file is remembered between calls: it is read every time,
+so a file changed or removed behind the simulation's back is rewritten, and so is one
+beside a temporary file an interrupted write left (the rewrite's rename removes it, as
+the unconditional write did).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def holds(path: Path, data: bytes) -> bool:
+    """Whether `path` holds exactly `data` and no `<name>.tmp` (atomic_write's) is beside it."""
+    try:
+        with open(path, "rb") as f:
+            if f.read(len(data) + 1) != data:
+                return False
+    except OSError:
+        return False
+    return not path.with_name(path.name + ".tmp").exists()
+
+
+__all__ = ["holds"]
