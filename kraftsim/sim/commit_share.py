@@ -37,10 +37,13 @@ class CommitShare:
         return hit
 
     def keep(self, software: tuple[Any, ...], batch: BatchKey, before: Any, raft_before: tuple[Any, Any],
-             loader: Any) -> None:
+             loader: Any, raw: bytes | None = None) -> None:
+        """Remember what `loader` got from `batch` on the image `before`; `raw`: the batch's
+        checked bytes, for a reader that compares bytes instead of parsing them
+        (SimNode's catch-up after a start)."""
         delta, image, manifest = loader.last_publish
         self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
-                                         loader.voters)
+                                         loader.voters, raw)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
 

@@ -107,8 +107,9 @@ class Engine(RaftMixin, LifecycleMixin):
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
         self.level_scan = FeatureLevelScan(self.registry)
-        #: The read-only open before a start found nothing to recover (`_refuse_start`).
-        self._scanned_clean = False
+        #: The log the read-only open before a start found nothing to recover in
+        #: (`_refuse_start`), handed to the node's start instead of opening it again.
+        self._scanned_log: MetadataLog | None = None
 
     # -------------------------------------------------------------- basics
 
@@ -240,8 +241,8 @@ class Engine(RaftMixin, LifecycleMixin):
             m.state.starts += 1
             m.state.incarnation = incarnation_id(self.seed, m.id, m.state.starts)
             m.broker_epoch = None
-        self._scanned_clean = False
         refusal = self._refuse_start(m)
+        scanned, self._scanned_log = self._scanned_log, None
         if refusal is not None:
             self._fail_start(m, refusal)
             return refusal
@@ -256,11 +257,10 @@ class Engine(RaftMixin, LifecycleMixin):
         m.voter = m.id in self.voters
         try:
             # (the read-only open of `_refuse_start` just checked every CRC the recovery checks:
-            # when it found nothing to recover, this open need not check them again)
+            # when it found nothing to recover, its log is the node's: MetadataLog.to_writable)
             node.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                       retention=RetentionSettings(self.config.retention_bytes, -1),
-                      segment_bytes=self.config.segment_bytes,
-                      validate="framing" if self._scanned_clean else "last")
+                      segment_bytes=self.config.segment_bytes, scanned=scanned)
         except KraftsimError as e:
             self._fail_start(m, str(e))
             return m.detail
@@ -314,12 +314,15 @@ class Engine(RaftMixin, LifecycleMixin):
         if not meta.is_dir():
             return None
         try:
-            with MetadataLog.open(meta, read_only=True) as log:
-                cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
-                        and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
-                self._scanned_clean = not log.recovery and not log.warnings
+            log = MetadataLog.open(meta, read_only=True)
         except KraftsimError:
             return None  # opening it for real reports this with its own text
+        cuts = [a for a in log.recovery if a.kind is RecoveryKind.TRUNCATE and not a.torn_tail
+                and a.base_offset is not None and 0 <= a.base_offset < self.checker.committed_end]
+        if not log.recovery and not log.warnings:
+            self._scanned_log = log  # (nothing to recover: the node starts on this log)
+        else:
+            log.close()
         if not cuts:
             return None
         a = cuts[0]

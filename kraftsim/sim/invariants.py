@@ -412,7 +412,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         if whole and loader.idle:
             hit = share.find(software, b.raw, loader)  # type: ignore[union-attr]
             if hit is not None:
-                _, _, delta, image, manifest, kraft_version, voters = hit
+                _, _, delta, image, manifest, kraft_version, voters, _ = hit
                 loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
                 share.adopted += 1  # type: ignore[union-attr]
                 end = b.next_offset

@@ -58,6 +58,7 @@ from kraftsim.storage import java_hash_order
 from kraftsim.storage.java_properties import java_string_hash
 from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.storage.segment import LogSegment
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import Catalog, range_text
 
@@ -287,15 +288,22 @@ class SimNode:
 
     def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
              retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None,
-             validate: Validate = "last") -> None:
+             validate: Validate = "last", scanned: MetadataLog | None = None) -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
         as a node does at start-up; publishers are installed once it has caught up.
 
         Without `apply_log` only the snapshot is loaded: the raft layer hands the loader
         the log as it learns the high watermark (`apply_committed`). `high_watermark` and
-        `retention` go to the node's snapshot emitter; `validate` to MetadataLog.open."""
+        `retention` go to the node's snapshot emitter; `validate` to MetadataLog.open.
+        `scanned`: this node's log, just opened read-only with nothing to recover, taken
+        as the replica (MetadataLog.to_writable) instead of opening the files again."""
         kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
-        self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
+        if scanned is not None and scanned.to_writable(fsync=False, **kw):
+            self.log = scanned
+        else:
+            if scanned is not None:
+                scanned.close()
+            self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
@@ -393,11 +401,19 @@ class SimNode:
         seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
             # (log.batches' common case, inlined: the batches to apply are in the active segment)
-            read, parsed = seg.read_batch, seg._parsed
-            batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
+            # (a batch it keeps no parse of may be adopted by its bytes: _adopt_unparsed)
+            parsed = seg._parsed
+
+            def unparsed(j: int) -> FileBatch | None:
+                return self._adopt_unparsed(seg, j, start, end, software)
+
+            batches: Iterable[FileBatch | None] = (parsed.get(j) or unparsed(j)
+                                                   for j in range(seg.find(start), len(seg.entries)))
         else:
             batches = log.batches(start)
         for fb in batches:
+            if fb is None:
+                continue  # adopted by _adopt_unparsed
             b = fb.batch
             base = b.base_offset
             last = base + b.last_offset_delta
@@ -426,8 +442,31 @@ class SimNode:
                                                  b.max_timestamp, b.size, entries)])
             share.replayed += 1
             if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
-                share.keep(software, key, before, raft_before, loader)
+                share.keep(software, key, before, raft_before, loader, b.raw)
         return None
+
+    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple) -> FileBatch | None:
+        """The active segment's batch `j`, which it keeps no parse of (a node that started again
+        applies its whole log), for `_apply_shared`: None when it was adopted here.
+
+        The batch is first read as bytes: when they equal, byte for byte, the checked bytes
+        of a batch another node of this software applied on this very image (the same key,
+        the same loader state), the commit is adopted without parsing them. Equal bytes
+        parse alike and pass the same CRC check, so this is what parsing and adopting would
+        do. Any other batch is read and checked as `LogSegment.read_batch` does (its errors
+        unchanged) and returned."""
+        loader, share = self.loader, self.share
+        assert loader is not None and share is not None
+        e = seg.entries[j]
+        if start <= e.base_offset and e.last_offset < end and loader.idle:
+            raw = seg.read_raw(j)
+            hit = share._done.get((software, (e.base_offset, e.last_offset, e.epoch, int.from_bytes(raw[17:21], "big"))))
+            if (hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters)
+                    and hit[7] == raw):
+                loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                share.adopted += 1
+                return None
+        return seg.read_batch(j)
 
     def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:
         for e in entries:

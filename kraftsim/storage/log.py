@@ -10,6 +10,8 @@ read-only, it reports the same actions and changes nothing on disk.
 
 from __future__ import annotations
 
+import os
+
 import struct
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Literal, NamedTuple, Sequence
@@ -164,6 +166,29 @@ class MetadataLog:
             log.close()
             raise
         return log
+
+    def to_writable(self, *, segment_bytes: int = DEFAULT_SEGMENT_BYTES, fsync: bool = True) -> bool:
+        """Make this log, opened read-only, the log `MetadataLog.open` would give now for
+        writing (with these `segment_bytes` and `fsync`), without reading the files again:
+        a caller that checks a log read-only before it starts on it (a refusal to look
+        for) then scans it once, not twice. Only when the read-only open found nothing to
+        recover, delete or refuse: then the writable open would cut and delete nothing and
+        index the very same batches (a clean CRC check and a framing walk of the same bytes
+        agree), so only the descriptors and the empty log's first segment differ. False
+        (and the log unchanged) otherwise."""
+        if not self.read_only or self.recovery or self.warnings:
+            return False
+        self.read_only = False
+        self.segment_bytes = segment_bytes
+        self.fsync = fsync
+        for seg in self.segments.values():
+            seg.writable = True
+            if seg._fd is not None:  # (opened read-only: opened again, for writing, when next used)
+                os.close(seg._fd)
+                seg._fd = None
+        if not self.segments:
+            self._new_segment(0)
+        return True
 
     def _act(self, action: RecoveryAction) -> None:
         self.recovery.append(action)

@@ -106,8 +106,8 @@ def test_shadows_never_adopt_what_the_nodes_share() -> None:
         share = sim.engine.share
         keep = share.keep
 
-        def poisoned(software, batch, before, raft_before, loader):  # type: ignore[no-untyped-def]
-            keep(software, batch, before, raft_before, loader)
+        def poisoned(software, batch, before, raft_before, loader, raw=None):  # type: ignore[no-untyped-def]
+            keep(software, batch, before, raft_before, loader, raw)
             entry = share._done[(software, batch)]
             if len(entry[3].topics):
                 share._done[(software, batch)] = entry[:3] + (msgspec.structs.replace(entry[3], topics=TopicsImage()),) \
