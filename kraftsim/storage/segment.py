@@ -18,7 +18,8 @@ from typing import NamedTuple
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import (
-    LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, parse_batch,
+    _CRC_START, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c,
+    parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
 
@@ -73,42 +74,68 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
     end = len(data)
     pos = 0
     expected = base_offset if expected_next is None else max(base_offset, expected_next)
+    head, append = _HEAD.unpack_from, entries.append
     while pos < end:
         remaining = end - pos
-        if remaining < LOG_OVERHEAD:
-            base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
-            return entries, _torn(data, pos, base, expected, TornTail(pos, base, remaining, None).describe())
-        base, length = struct.unpack_from(">qi", data, pos)
-        size = length + LOG_OVERHEAD
-        if size < RECORD_BATCH_OVERHEAD:
-            return entries, ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
-                                                   f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
-        if size > remaining:
-            return entries, _torn(data, pos, base, expected, TornTail(pos, base, remaining, size).describe())
-        _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
-        if validate:
-            try:
-                check_batch_at(data, pos, size)
-            except CorruptRecordException as e:
-                return entries, ScanProblem(pos, base, str(e))
-        elif magic != MAGIC_V2:
-            return entries, ScanProblem(pos, base, f"Invalid magic {magic}: only record batches of magic 2 are supported")
-        if last_delta < 0:
-            return entries, ScanProblem(pos, base, f"invalid last offset delta {last_delta}")
-        if count != last_delta + 1 and findings is not None:
-            findings.append(ScanProblem(pos, base, f"offset range [{base}, {base + last_delta}] does not match its "
-                                                   f"count of {count} record(s)"))
-        if base < expected:
-            return entries, ScanProblem(pos, base, f"batch base offset {base} is below the expected next offset "
-                                                   f"{expected} (offsets must increase)")
-        floor = entries[-1].epoch if entries else min_epoch
-        if floor is not None and epoch < floor and findings is not None:
-            findings.append(ScanProblem(pos, base, f"leader epoch {epoch} is lower than the previous batch's epoch "
-                                                   f"{floor}"))
-        entries.append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
-        expected = base + last_delta + 1
-        pos += size
+        if remaining >= RECORD_BATCH_OVERHEAD:
+            # The common case, one header read: a whole batch that is right (magic, CRC and
+            # count when validating; offsets and epochs in order) is indexed here; anything
+            # else goes the long way below, which names the problem.
+            base, length, epoch, magic, crc, _, last_delta, _, max_ts, _, _, _, count = head(data, pos)
+            size = length + LOG_OVERHEAD
+            if (RECORD_BATCH_OVERHEAD <= size <= remaining and magic == MAGIC_V2 and 0 <= last_delta
+                    and count == last_delta + 1 and base >= expected
+                    and (not entries or epoch >= entries[-1].epoch) and (entries or min_epoch is None or epoch >= min_epoch)
+                    and (not validate or (count >= 0 and crc32c(data[pos + _CRC_START:pos + size]) == crc))):
+                append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
+                expected = base + last_delta + 1
+                pos += size
+                continue
+        problem, pos, expected = _scan_step(data, pos, expected, entries, validate=validate, min_epoch=min_epoch,
+                                            findings=findings)
+        if problem is not None:
+            return entries, problem
     return entries, None
+
+
+def _scan_step(data: bytes | mmap.mmap, pos: int, expected: int, entries: list[IndexEntry], *, validate: bool,
+               min_epoch: int | None, findings: list[ScanProblem] | None) -> tuple[ScanProblem | None, int, int]:
+    """One batch of `scan_segment` the long way, every check in turn: (the problem that ends
+    the walk, or None with the batch indexed into `entries`; the next position; the next
+    expected offset)."""
+    remaining = len(data) - pos
+    if remaining < LOG_OVERHEAD:
+        base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
+        return _torn(data, pos, base, expected, TornTail(pos, base, remaining, None).describe()), pos, expected
+    base, length = struct.unpack_from(">qi", data, pos)
+    size = length + LOG_OVERHEAD
+    if size < RECORD_BATCH_OVERHEAD:
+        return ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
+                           f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})"), pos, expected
+    if size > remaining:
+        return _torn(data, pos, base, expected, TornTail(pos, base, remaining, size).describe()), pos, expected
+    _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
+    if validate:
+        try:
+            check_batch_at(data, pos, size)
+        except CorruptRecordException as e:
+            return ScanProblem(pos, base, str(e)), pos, expected
+    elif magic != MAGIC_V2:
+        return ScanProblem(pos, base, f"Invalid magic {magic}: only record batches of magic 2 are supported"), pos, expected
+    if last_delta < 0:
+        return ScanProblem(pos, base, f"invalid last offset delta {last_delta}"), pos, expected
+    if count != last_delta + 1 and findings is not None:
+        findings.append(ScanProblem(pos, base, f"offset range [{base}, {base + last_delta}] does not match its "
+                                    f"count of {count} record(s)"))
+    if base < expected:
+        return ScanProblem(pos, base, f"batch base offset {base} is below the expected next offset "
+                           f"{expected} (offsets must increase)"), pos, expected
+    floor = entries[-1].epoch if entries else min_epoch
+    if floor is not None and epoch < floor and findings is not None:
+        findings.append(ScanProblem(pos, base, f"leader epoch {epoch} is lower than the previous batch's epoch "
+                                    f"{floor}"))
+    entries.append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
+    return None, pos + size, base + last_delta + 1
 
 
 def _torn(data: bytes | mmap.mmap, pos: int, base: int | None, expected: int, reason: str) -> ScanProblem:
