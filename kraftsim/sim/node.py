@@ -305,6 +305,7 @@ class SimNode:
                 scanned.close()
             self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
+                                     initial_delta_on_use=True,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
         snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset and s.end_offset > 0]
