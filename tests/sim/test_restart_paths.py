@@ -1,0 +1,299 @@
+"""The shortcuts of a node's start and of its state files give what the long way gives.
+
+Each has a test that would fail if it changed a result or were wired wrongly: the recovery
+scan's one-header-read path, the read-only log handed over as the node's log, batches
+matched by their bytes (the catch-up's adoptions, the start-up feature scan), state files
+rewritten only when their bytes change, and a new publisher's first delta made on use.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftsim.image import MetadataLoader, image_digest
+from kraftsim.image.loader.metadata_loader import full_image_delta
+from kraftsim.protocol.batch import build_batch
+from kraftsim.sim import SimConfig, Simulation
+from kraftsim.sim.node import SimNode
+from kraftsim.sim.start_scan import FeatureLevelScan
+from kraftsim.sim.state_files import holds
+from kraftsim.storage import MetadataLog
+from kraftsim.storage.segment import IndexEntry, ScanProblem, _scan_step, scan_segment
+from tests.sim.sim_helpers import failed, scratch, tree_digest
+
+
+def _restarts(sim: Simulation, seed: int) -> None:
+    """Leader and broker crashes and restarts, a partition, a clean stop: every start catches up."""
+    rng = random.Random(seed)
+    sim.create_topics(12, 3)
+    for k in range(6):
+        if k % 3 == 0:
+            leader = sim.leader()
+            if leader is not None:
+                sim.crash([leader])
+                sim.run(3_000)
+                sim.start([leader])
+        elif k % 3 == 1:
+            broker = rng.randint(4, 6)
+            sim.stop([broker]) if k == 4 else sim.crash([broker])
+            sim.run(2_500)
+            sim.start([broker])
+        else:
+            sim.partition([[rng.randint(1, 6)]])
+            sim.run(3_000)
+            sim.heal()
+    sim.run(5_000)
+
+
+def _run(base, name: str, seed: int = 4) -> tuple[str, list[str], dict[str, int]]:  # type: ignore[no-untyped-def]
+    """(the cluster directory's digest, the timeline, counters) of one seeded run."""
+    sim = Simulation.create(base / name, controllers=3, brokers=3, release="4.1", seed=seed, durable=False,
+                            config=SimConfig(message_loss=0.02))
+    lines: list[str] = []
+    sim.subscribe(lambda e: lines.append(repr(e)))
+    _restarts(sim, seed)
+    assert not failed(sim)
+    counts = {"adopted": sim.engine.share.adopted, "replayed": sim.engine.share.replayed}
+    sim.close()
+    return tree_digest(base / name), lines, counts
+
+
+# ------------------------------------------------------------------------------ the recovery scan
+
+
+def _segment(rng: random.Random) -> bytes:
+    out, offset, epoch = b"", 0, 1
+    for _ in range(rng.randint(1, 6)):
+        epoch += rng.choice([0, 0, 1])
+        n = rng.randint(1, 3)
+        out += build_batch(offset, [(None, b"v" * rng.randint(0, 30))] * n, epoch=epoch, timestamp=7)
+        offset += n + rng.choice([0, 0, 0, 2])  # (a gap now and then)
+    return out
+
+
+def _walk(data: bytes, base: int, validate: bool, min_epoch: int | None, expected_next: int | None,
+          findings: list[ScanProblem]) -> tuple[list[IndexEntry], ScanProblem | None]:
+    """scan_segment the long way only: every batch through `_scan_step`."""
+    entries: list[IndexEntry] = []
+    pos, expected = 0, base if expected_next is None else max(base, expected_next)
+    while pos < len(data):
+        problem, pos, expected = _scan_step(data, pos, expected, entries, validate=validate, min_epoch=min_epoch,
+                                            findings=findings)
+        if problem is not None:
+            return entries, problem
+    return entries, None
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32), st.booleans(), st.sampled_from(["flip", "cut", "epoch", "none"]),
+       st.sampled_from([None, 0, 3]), st.sampled_from([None, 2, 9]))
+def test_the_scan_fast_path_equals_the_long_walk(seed: int, validate: bool, damage: str, expected_next: int | None,
+                                                 min_epoch: int | None) -> None:
+    """Entries, the problem that ends the walk and the findings are those of the check-by-check
+    walk, over damaged segments (a flipped byte anywhere, a cut tail, a falling epoch)."""
+    rng = random.Random(seed)
+    data = bytearray(_segment(rng))
+    if damage == "flip":
+        data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+    elif damage == "cut":
+        del data[rng.randrange(1, len(data)):]
+    elif damage == "epoch":
+        data += build_batch(100, [(None, b"late")], epoch=0, timestamp=7)
+    fast: list[ScanProblem] = []
+    slow: list[ScanProblem] = []
+    got = scan_segment(bytes(data), 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
+                       findings=fast)
+    assert got == _walk(bytes(data), 0, validate, min_epoch, expected_next, slow)
+    assert fast == slow
+
+
+# ------------------------------------------------------------------------------ one open at a start
+
+
+def test_a_clean_read_only_log_made_writable_is_the_writable_open() -> None:
+    with scratch() as base:
+        for d in ("a", "b"):
+            log = MetadataLog.open(base / d, fsync=False)
+            for i in range(5):
+                log.append(build_batch(i, [(None, b"x%d" % i)], epoch=1 + i // 3, timestamp=0))
+            log.close()
+        handed = MetadataLog.open(base / "a", read_only=True)
+        assert handed.to_writable(fsync=False)
+        fresh = MetadataLog.open(base / "b", fsync=False)
+        for log in (handed, fresh):
+            log.append(build_batch(5, [(None, b"more")], epoch=3, timestamp=0))
+            log.truncate_to(4)
+            log.append(build_batch(4, [(None, b"other")], epoch=3, timestamp=0))
+        assert [(e.base_offset, e.last_offset, e.epoch) for _, e in handed.index_entries()] \
+            == [(e.base_offset, e.last_offset, e.epoch) for _, e in fresh.index_entries()]
+        assert handed.leader_epochs() == fresh.leader_epochs()
+        handed.close()
+        fresh.close()
+        assert tree_digest(base / "a") == tree_digest(base / "b")
+
+        (base / "empty").mkdir()
+        empty = MetadataLog.open(base / "empty", read_only=True)
+        assert empty.to_writable(fsync=False) and empty.log_end_offset == 0
+        empty.close()
+        assert sorted(p.name for p in (base / "empty").iterdir()) == ["00000000000000000000.log"]
+
+
+def test_a_log_with_something_to_recover_is_not_handed_over() -> None:
+    with scratch() as base:
+        log = MetadataLog.open(base / "t", fsync=False)
+        for i in range(3):
+            log.append(build_batch(i, [(None, b"y")], epoch=1, timestamp=0))
+        log.close()
+        seg = base / "t" / "00000000000000000000.log"
+        seg.write_bytes(seg.read_bytes()[:-5])  # a torn tail
+        ro = MetadataLog.open(base / "t", read_only=True)
+        assert ro.recovery and not ro.to_writable(fsync=False) and ro.read_only
+        ro.close()
+
+
+# ------------------------------------------------------------------------------ batches matched by bytes
+
+
+def test_catching_up_by_bytes_gives_what_parsing_gives(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same seeded run with every unparsed batch read and parsed (no match by bytes) ends
+    with the same directories, timeline and images; the match by bytes did adopt."""
+    with scratch() as base:
+        fast = _run(base, "fast")
+        monkeypatch.setattr(SimNode, "_adopt_unparsed", lambda self, seg, j, *a: seg.read_batch(j))
+        slow = _run(base, "slow")
+    assert fast[:2] == slow[:2]
+    assert fast[2]["adopted"] == slow[2]["adopted"] and fast[2]["replayed"] == slow[2]["replayed"]
+
+
+def test_bytes_that_differ_are_never_adopted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the kept bytes of every shared commit wrong, no batch is adopted by its bytes (each
+    is parsed, checked and adopted by its key the long way), and everything ends the same."""
+    from kraftsim.sim.commit_share import CommitShare
+
+    by_bytes = [0]
+    adopt_unparsed = SimNode._adopt_unparsed
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        fb = adopt_unparsed(self, *a)
+        by_bytes[0] += fb is None
+        return fb
+
+    monkeypatch.setattr(SimNode, "_adopt_unparsed", counted)
+    with scratch() as base:
+        good = _run(base, "good")
+        assert by_bytes[0] > 0
+        by_bytes[0] = 0
+        keep = CommitShare.keep
+
+        def wrong_bytes(self, software, batch, before, raft_before, loader, raw=None):  # type: ignore[no-untyped-def]
+            keep(self, software, batch, before, raft_before, loader, None if raw is None else raw + b"?")
+
+        monkeypatch.setattr(CommitShare, "keep", wrong_bytes)
+        bad = _run(base, "bad")
+    assert by_bytes[0] == 0
+    assert good == bad
+
+
+def test_the_feature_scan_by_bytes_equals_a_fresh_decode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A controller's start-up levels (after an upgrade of metadata.version, so the log holds
+    FeatureLevelRecords) are those a scan with nothing kept decodes at that start; a kept
+    entry whose bytes differ is decoded again, not trusted."""
+    from kraftsim.sim.engine import Engine
+
+    taken, starts = [0], []
+    by_bytes, on_disk = FeatureLevelScan._by_bytes, Engine._finalized_on_disk
+
+    def counted(self, *a):  # type: ignore[no-untyped-def]
+        fb = by_bytes(self, *a)
+        taken[0] += fb is None
+        return fb
+
+    def compared(self, node):  # type: ignore[no-untyped-def]
+        before = taken[0]
+        got = on_disk(self, node)
+        starts.append((got, FeatureLevelScan(self.registry).finalized(node), taken[0] - before))
+        return got
+
+    monkeypatch.setattr(FeatureLevelScan, "_by_bytes", counted)
+    monkeypatch.setattr(Engine, "_finalized_on_disk", compared)
+    with scratch() as base:
+        sim = Simulation.create(base / "f", controllers=3, brokers=1, release="4.1", release_version="3.9",
+                                seed=2, durable=False)
+        sim.features("upgrade", metadata="4.1")
+        for node_id in (2, 3, 2):
+            sim.crash([node_id])
+            sim.run(1_000)
+            sim.start([node_id])
+            sim.run(2_000)
+        scan = sim.engine.level_scan
+        for key, (raw, found) in list(scan._levels.items()):
+            scan._levels[key] = (raw[:-1] + bytes([raw[-1] ^ 1]), found[:0])  # wrong bytes, no levels
+        sim.crash([3])
+        sim.start([3])
+        mv = sim.metadata_version()
+        assert not failed(sim)
+        sim.close()
+    assert all(got == fresh for got, fresh, _ in starts)
+    assert len(starts) == 3 + 4 and all(got["metadata.version"] == mv for got, _, _ in starts[3:])
+    assert starts[-2][2] > 0  # the third start matched batches by their bytes
+    assert starts[-1][2] == 0  # none of the wrong bytes was trusted
+
+
+# ------------------------------------------------------------------------------ state files
+
+
+def test_holds_compares_the_bytes_and_sees_a_leftover_temporary() -> None:
+    with scratch() as base:
+        p = base / "quorum-state"
+        assert not holds(p, b"abc")  # missing
+        p.write_bytes(b"abc")
+        assert holds(p, b"abc")
+        assert not holds(p, b"ab") and not holds(p, b"abcd") and not holds(p, b"abd")
+        (base / "quorum-state.tmp").write_bytes(b"")
+        assert not holds(p, b"abc")
+
+
+def test_state_files_end_as_unconditional_writes_leave_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    with scratch() as base:
+        skipping = _run(base, "skip")
+        monkeypatch.setattr("kraftsim.sim.raft.holds", lambda path, data: False)
+        writing = _run(base, "write")
+    assert skipping[:2] == writing[:2]
+
+
+# ------------------------------------------------------------------------------ a publisher's first delta
+
+
+class _Recorder:
+    def __init__(self, name: str, read: bool):
+        self.name, self.read = name, read
+        self.got: list = []
+
+    def on_metadata_update(self, delta, image, manifest) -> None:  # type: ignore[no-untyped-def]
+        self.got.append((delta, image_digest(delta.apply()) if self.read else None))
+
+
+def test_a_first_delta_made_on_use_is_the_full_image_delta() -> None:
+    with scratch() as base:
+        sim = Simulation.create(base / "d", controllers=1, brokers=1, release="4.1", seed=3, durable=False)
+        sim.create_topics(3, 2)
+        image = sim.image(1)
+        catalog = sim.engine.member(1).node.catalog  # type: ignore[union-attr]
+        sim.close()
+    eager = image_digest(full_image_delta(image, catalog).apply())
+    for on_use in (False, True):
+        loader = MetadataLoader(catalog, clock_ns=lambda: 0, initial_delta_on_use=on_use)
+        loader._image, loader._caught_up = image, True  # (a loader standing on that image)
+        reader, ignorer = _Recorder("reader", True), _Recorder("ignorer", False)
+        loader.install_publishers(reader, ignorer)
+        assert reader.got[0][1] == eager
+        assert reader.got[0][0] is ignorer.got[0][0]  # one delta for all the new publishers
+    lazy = MetadataLoader(catalog, clock_ns=lambda: 0, initial_delta_on_use=True)
+    lazy._image, lazy._caught_up = image, True
+    ignorer = _Recorder("ignorer", False)
+    lazy.install_publishers(ignorer)
+    assert ignorer.got[0][0]._delta is None  # never read: never made
