@@ -297,3 +297,46 @@ def test_a_first_delta_made_on_use_is_the_full_image_delta() -> None:
     ignorer = _Recorder("ignorer", False)
     lazy.install_publishers(ignorer)
     assert ignorer.got[0][0]._delta is None  # never read: never made
+
+
+# ------------------------------------------------------------------------------ the collector
+
+
+class _Cyclic:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_the_collector_runs_less_often_only_while_the_simulator_works() -> None:
+    """While events run the young threshold is YOUNG and cyclic garbage is still collected
+    (by the collector's own runs, none asked for); afterwards the caller's thresholds are back."""
+    import gc
+    import weakref
+
+    from kraftsim.sim.collector import YOUNG, fewer_collections
+
+    before = gc.get_threshold()
+    assert before[0] < YOUNG
+    during: set[int] = set()
+    refs: list[weakref.ref] = []
+
+    def litter(event: object) -> None:
+        during.add(gc.get_threshold()[0])
+        for _ in range(40):
+            refs.append(weakref.ref(_Cyclic()))
+
+    assert gc.isenabled()
+    with scratch() as base:
+        sim = Simulation.create(base / "g", controllers=3, brokers=1, release="4.1", seed=1, durable=False)
+        assert gc.get_threshold() == before
+        sim.subscribe(litter)
+        sim.run(30_000)
+        dead_in_run = sum(r() is None for r in refs)
+        assert gc.get_threshold() == before
+        with pytest.raises(RuntimeError), fewer_collections(), fewer_collections():
+            assert gc.get_threshold()[0] == YOUNG
+            raise RuntimeError("out of a nested scope")
+        assert gc.get_threshold() == before
+        sim.close()
+    assert during == {YOUNG}
+    assert len(refs) > 3 * YOUNG and dead_in_run >= len(refs) - 2 * YOUNG

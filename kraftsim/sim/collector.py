@@ -1,0 +1,52 @@
+"""Python's cyclic garbage collector, run less often while the simulator works.
+
+The simulator allocates container objects on every event (heap entries, messages, batch
+parses, image parts) while the images and logs of a whole cluster stay alive. Python's
+collector runs after every 700 net container allocations; each run walks the young
+objects, and every tenth one the older generation too: with a cluster's state alive that
+took 10 to 15% of the fault workload's CPU time (benchmarks/results/sim.md). While the
+simulator runs events, starts a node or checks the deep invariants (`fewer_collections`),
+the young generation's threshold is raised to `YOUNG` (the other two are kept), and it is
+put back as it was when the outermost such call returns, also on an exception. The
+collector is never turned off: cycles are still collected, after at most `YOUNG` net
+allocations instead of 700, which bounds the extra garbage held at any moment. A caller
+who set a higher threshold, or disabled the collector, keeps that.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+#: The young generation's threshold while the simulator works (Python's default: 700).
+YOUNG = 10_000
+
+_lock = threading.Lock()
+_depth = 0
+_saved: tuple[int, ...] | None = None
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """Raise the young generation's threshold to `YOUNG` for the body (see the module docstring)."""
+    global _depth, _saved
+    with _lock:
+        if _depth == 0:
+            saved = gc.get_threshold()
+            if saved[0] < YOUNG:
+                _saved = saved
+                gc.set_threshold(YOUNG, *saved[1:])
+        _depth += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _saved is not None:
+                gc.set_threshold(*_saved)
+                _saved = None
+
+
+__all__ = ["YOUNG", "fewer_collections"]
