@@ -404,9 +404,10 @@ class SimNode:
             # (log.batches' common case, inlined: the batches to apply are in the active segment)
             # (a batch it keeps no parse of may be adopted by its bytes: _adopt_unparsed)
             parsed = seg._parsed
+            raws: dict[int, bytes] = {}  # (the unparsed batches' bytes, read at once: _adopt_unparsed)
 
             def unparsed(j: int) -> FileBatch | None:
-                return self._adopt_unparsed(seg, j, start, end, software)
+                return self._adopt_unparsed(seg, j, start, end, software, raws)
 
             batches: Iterable[FileBatch | None] = (parsed.get(j) or unparsed(j)
                                                    for j in range(seg.find(start), len(seg.entries)))
@@ -446,7 +447,8 @@ class SimNode:
                 share.keep(software, key, before, raft_before, loader, b.raw)
         return None
 
-    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple) -> FileBatch | None:
+    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple,
+                        raws: dict[int, bytes] | None = None) -> FileBatch | None:
         """The active segment's batch `j`, which it keeps no parse of (a node that started again
         applies its whole log), for `_apply_shared`: None when it was adopted here.
 
@@ -455,12 +457,20 @@ class SimNode:
         the same loader state), the commit is adopted without parsing them. Equal bytes
         parse alike and pass the same CRC check, so this is what parsing and adopting would
         do. Any other batch is read and checked as `LogSegment.read_batch` does (its errors
-        unchanged) and returned."""
+        unchanged) and returned. `raws` keeps the bytes of the batches from `j` to the
+        high watermark, read with one read at the first batch that needs them."""
         loader, share = self.loader, self.share
         assert loader is not None and share is not None
         e = seg.entries[j]
         if start <= e.base_offset and e.last_offset < end and loader.idle:
-            raw = seg.read_raw(j)
+            raw = raws.get(j) if raws is not None else None
+            if raw is None:
+                bulk = seg.read_raws(j, seg.find(end)) if raws is not None else None
+                if bulk:
+                    raws.update(zip(range(j, j + len(bulk)), bulk))  # type: ignore[union-attr]
+                    raw = bulk[0]
+                else:
+                    raw = seg.read_raw(j)
             hit = share._done.get((software, (e.base_offset, e.last_offset, e.epoch, int.from_bytes(raw[17:21], "big"))))
             if (hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters)
                     and hit[7] == raw):

@@ -44,8 +44,11 @@ class FeatureLevelScan:
         log = node.log
         seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
-            batches: Iterable[FileBatch | None] = (seg._parsed.get(j) or self._by_bytes(seg, j, start, levels)
-                                                   for j in range(seg.find(start), len(seg.entries)))
+            first = seg.find(start)
+            raws = seg.read_raws(first, len(seg.entries)) or []  # (one read; [] or None: one by one)
+            batches: Iterable[FileBatch | None] = (
+                seg._parsed.get(j) or self._by_bytes(seg, j, start, levels, raws[j - first] if raws else None)
+                for j in range(first, len(seg.entries)))
         else:
             batches = log.batches(start)
         known = self._levels
@@ -66,11 +69,14 @@ class FeatureLevelScan:
             _take(found, start, levels)
         return levels
 
-    def _by_bytes(self, seg: LogSegment, j: int, start: int, levels: dict[str, int]) -> FileBatch | None:
-        """Batch `j` of `seg` (not parsed in memory): None when its bytes are those of a batch
-        known here (its levels taken into `levels`), else the batch, read and checked."""
+    def _by_bytes(self, seg: LogSegment, j: int, start: int, levels: dict[str, int],
+                  raw: bytes | None = None) -> FileBatch | None:
+        """Batch `j` of `seg` (not parsed in memory; `raw`: its bytes, when read already): None
+        when its bytes are those of a batch known here (its levels taken into `levels`),
+        else the batch, read and checked."""
         e = seg.entries[j]
-        raw = seg.read_raw(j)
+        if raw is None:
+            raw = seg.read_raw(j)
         kept = self._levels.get((e.base_offset, e.last_offset - e.base_offset, e.epoch,
                                  int.from_bytes(raw[17:21], "big")))
         if kept is not None and kept[0] == raw:
