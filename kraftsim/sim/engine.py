@@ -196,6 +196,17 @@ class Engine(RaftMixin, LifecycleMixin):
         pop = heapq.heappop
         run = 0  # events run here, added to the counters as the loop ends (or an action raises)
         try:
+            if stop is None:  # (the loop below without its stop tests: what `Simulation.run` asks)
+                while heap and heap[0][0] <= end_ms:
+                    time_ms, _, label, node, action = pop(heap)
+                    sched.now_ms = time_ms
+                    run += 1
+                    self._event = (self.events_run + run, label, node, time_ms)
+                    action()
+                    if self.deep_every_event:
+                        self.checker.deep(self.current_event, self.ordered())
+                sched.now_ms = max(sched.now_ms, end_ms)
+                return False
             while True:  # (step() inlined: this loop is the per-event path)
                 nxt = heap[0][0] if heap else None
                 if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):

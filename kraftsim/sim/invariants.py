@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 #: Shadow commits kept for sharing (a shadow that starts again replays its node's log from
 #: its start or a snapshot; older commits are replayed again).
 SHADOW_KEEP = 1 << 12
+#: Batch CRC-32s kept (`Checker._crc`; emptied past it).
+CRC_KEEP = 1 << 12
 
 
 class DurableLog(NamedTuple):
@@ -100,6 +102,8 @@ class Checker:
         #: A node's snapshot ids (the Engine's kept listing; by default the directory's).
         self.snapshot_ids: Callable[[Member], list] = lambda m: m.log.snapshot_ids()
         self._snapshots_checked: set[tuple[int, int, int]] = set()
+        #: CRC-32s of batch bytes compared before, by the bytes object (`_crc`).
+        self._crcs: dict[int, tuple[bytes, int]] = {}
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
         #: sent before going down may still reach the leader and move its high watermark.
         self.down: dict[int, DurableLog] = {}
@@ -197,8 +201,21 @@ class Checker:
             self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, fb.batch.raw,
                           record=record)
 
+    def _crc(self, raw: bytes) -> int:
+        """CRC-32 of a batch's bytes after its base offset and length, remembered by the bytes
+        object (immutable, kept alive with its CRC): the replicas of a batch share the leader's
+        checked parse, so each batch is summed once, not once per node."""
+        known = self._crcs.get(id(raw))
+        if known is not None and known[0] is raw:
+            return known[1]
+        crc = zlib.crc32(memoryview(raw)[12:])
+        if len(self._crcs) >= CRC_KEEP:
+            self._crcs.clear()
+        self._crcs[id(raw)] = (raw, crc)
+        return crc
+
     def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
-        crc = zlib.crc32(raw[12:])  # everything after the base offset and length
+        crc = self._crc(raw)  # everything after the base offset and length
         known = self.committed.get(base)
         if known is None:
             if record:
@@ -243,7 +260,7 @@ class Checker:
             if b.base_offset >= held:
                 break
             known = self.committed.get(b.base_offset)
-            if known is not None and known == (b.last_offset, b.partition_leader_epoch, zlib.crc32(b.raw[12:])):
+            if known is not None and known == (b.last_offset, b.partition_leader_epoch, self._crc(b.raw)):
                 self.fail("ConsistentCommittedData",
                           f"{event}: node {m.id} truncates its log to offset {offset}, losing the committed batch "
                           f"at offsets {b.base_offset}-{b.last_offset} (epoch {b.partition_leader_epoch})")

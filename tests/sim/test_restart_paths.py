@@ -340,3 +340,23 @@ def test_the_collector_runs_less_often_only_while_the_simulator_works() -> None:
         sim.close()
     assert during == {YOUNG}
     assert len(refs) > 3 * YOUNG and dead_in_run >= len(refs) - 2 * YOUNG
+
+
+# ------------------------------------------------------------------------------ per-event checks
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.binary(min_size=12, max_size=80), min_size=1, max_size=40))
+def test_a_remembered_crc_is_the_crc_of_those_very_bytes(raws: list[bytes]) -> None:
+    """Checker._crc is zlib's CRC-32 after the first 12 bytes, and an entry left under the
+    identity of other bytes is not taken for them."""
+    import zlib
+
+    from kraftsim.sim.invariants import Checker
+
+    checker = Checker(lambda result: None)
+    for raw in raws + raws:
+        assert checker._crc(raw) == zlib.crc32(raw[12:])
+    raw = raws[0]
+    checker._crcs[id(raw)] = (bytes(len(raw)), 12345)  # other bytes, a wrong sum, the same key
+    assert checker._crc(raw) == zlib.crc32(raw[12:])
