@@ -43,10 +43,10 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
-from kraftsim.sim.state_files import holds
+from kraftsim.sim.state_files import write_if_changed
 from kraftsim.sim.types import RUNNING
 from kraftsim.sim.voters import quorum_state
-from kraftsim.storage import leader_epoch_text, write_leader_epoch_checkpoint, write_quorum_state
+from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
 class RaftMixin(FetchMixin):
@@ -62,8 +62,7 @@ class RaftMixin(FetchMixin):
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
-        if not holds(path, state.text().encode("utf-8")):
-            write_quorum_state(path, state, fsync=self.config_fsync)
+        write_if_changed(path, state.text().encode("utf-8"), fsync=self.config_fsync)  # (write_quorum_state's bytes)
 
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
@@ -71,8 +70,8 @@ class RaftMixin(FetchMixin):
         when they change: kraftsim.sim.state_files)."""
         entries = m.log.leader_epochs()
         path = m.log.directory / LEADER_EPOCH_CHECKPOINT_FILE
-        if not holds(path, leader_epoch_text(entries).encode("ascii")):
-            write_leader_epoch_checkpoint(path, entries, fsync=self.config_fsync)
+        # (write_leader_epoch_checkpoint's bytes)
+        write_if_changed(path, leader_epoch_text(entries).encode("ascii"), fsync=self.config_fsync)
         m.epoch_file_last = entries[-1].epoch if entries else -1
 
     def _raft_policy(self, m: Member, name: str) -> str:

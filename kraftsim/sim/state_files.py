@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kraftsim.storage.fileio import atomic_write
+
 
 def holds(path: Path, data: bytes) -> bool:
     """Whether `path` holds exactly `data` and no `<name>.tmp` (atomic_write's) is beside it."""
@@ -27,4 +29,11 @@ def holds(path: Path, data: bytes) -> bool:
     return not path.with_name(path.name + ".tmp").exists()
 
 
-__all__ = ["holds"]
+def write_if_changed(path: Path, data: bytes, *, fsync: bool) -> None:
+    """`atomic_write(path, data)` (what the storage layer's writers of these files do with
+    their bytes), unless the file already `holds` them."""
+    if not holds(path, data):
+        atomic_write(path, data, fsync=fsync)
+
+
+__all__ = ["holds", "write_if_changed"]

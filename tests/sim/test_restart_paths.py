@@ -257,10 +257,29 @@ def test_holds_compares_the_bytes_and_sees_a_leftover_temporary() -> None:
         assert not holds(p, b"abc")
 
 
+def test_the_state_files_bytes_are_the_storage_writers_bytes() -> None:
+    """write_if_changed is handed the very bytes write_quorum_state and
+    write_leader_epoch_checkpoint write (as raft.py builds them)."""
+    from kraftsim.sim.state_files import write_if_changed
+    from kraftsim.sim.voters import quorum_state
+    from kraftsim.storage import EpochEntry, leader_epoch_text, write_leader_epoch_checkpoint, write_quorum_state
+
+    with scratch() as base:
+        for kraft_version in (0, 1):
+            state = quorum_state(kraft_version, leader=2, epoch=7, voted=None, voters=(1, 2, 3))
+            write_quorum_state(base / "a", state, fsync=False)
+            write_if_changed(base / "b", state.text().encode("utf-8"), fsync=False)
+            assert (base / "a").read_bytes() == (base / "b").read_bytes()
+        entries = [EpochEntry(1, 0), EpochEntry(3, 17)]
+        write_leader_epoch_checkpoint(base / "c", entries, fsync=False)
+        write_if_changed(base / "d", leader_epoch_text(entries).encode("ascii"), fsync=False)
+        assert (base / "c").read_bytes() == (base / "d").read_bytes()
+
+
 def test_state_files_end_as_unconditional_writes_leave_them(monkeypatch: pytest.MonkeyPatch) -> None:
     with scratch() as base:
         skipping = _run(base, "skip")
-        monkeypatch.setattr("kraftsim.sim.raft.holds", lambda path, data: False)
+        monkeypatch.setattr("kraftsim.sim.state_files.holds", lambda path, data: False)
         writing = _run(base, "write")
     assert skipping[:2] == writing[:2]
 
