@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NamedTuple
 
 from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
@@ -35,6 +35,7 @@ from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
+from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.snapshot import snapshot_path
 
 if TYPE_CHECKING:
@@ -194,12 +195,18 @@ class Checker:
     def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
         if end <= start:
             return
-        for fb in log.batches(start):
+        seg = log.active_segment
+        if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
+            # (log.batches' common case, inlined: after every commit, on every node)
+            parsed, read = seg._parsed, seg.read_batch
+            batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
+        else:
+            batches = log.batches(start)
+        for fb in batches:
             b = fb.batch
             if b.base_offset >= end:
                 break
-            self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, fb.batch.raw,
-                          record=record)
+            self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, b.raw, record=record)
 
     def _crc(self, raw: bytes) -> int:
         """CRC-32 of a batch's bytes after its base offset and length, remembered by the bytes
