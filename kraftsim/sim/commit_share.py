@@ -29,6 +29,10 @@ class CommitShare:
         self.replayed = 0
         self.adopted = 0
 
+    def clear(self) -> None:
+        """Forget every kept commit (the counters stay)."""
+        self._done.clear()
+
     def find(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> tuple[Any, ...] | None:
         """What another loader got from this batch on this loader's image, if any."""
         hit = self._done.get((software, batch))

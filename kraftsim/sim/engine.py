@@ -114,6 +114,14 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- basics
 
+    def drop_caches(self) -> None:
+        """Forget what is kept only to go faster (commits shared between nodes, the start-up
+        scan's levels, the invariants' caches), as the simulation closes: the images and
+        parses they hold are freed at once, not left to the cyclic collector."""
+        self.share.clear()
+        self.level_scan.clear()
+        self.checker.drop_caches()
+
     @property
     def now(self) -> int:
         return self.sched.now_ms

@@ -226,6 +226,7 @@ class Simulation(AdminMixin):
             for m in self.engine.ordered():
                 if m.node is not None:
                     m.node.close()
+            self.engine.drop_caches()
 
     def close_files(self) -> None:
         """Close what is open without saving (a create that failed)."""

@@ -37,6 +37,9 @@ class FeatureLevelScan:
         #: key -> (the batch's checked bytes, its FeatureLevelRecords as (offset, name, level))
         self._levels: dict[tuple[int, int, int, int], tuple[bytes, tuple[tuple[int, str, int], ...]]] = {}
 
+    def clear(self) -> None:
+        self._levels.clear()
+
     def finalized(self, node: SimNode) -> dict[str, int]:
         assert node.loader is not None and node.log is not None
         levels = dict(node.loader.image.features.all_levels())
