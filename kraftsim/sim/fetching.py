@@ -57,7 +57,7 @@ class FetchMixin:
 
     def _fetch_retry(self, m: Member, seq: int) -> None:
         """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
-        if m.running and m.fetch_seq == seq and m.fetch_in_flight:
+        if m.fetch_seq == seq and m.fetch_in_flight and m.running:  # (most retries are stale: tested first)
             m.fetch_in_flight = False
             if not m.voter:
                 m.leader = None  # find the leader again
