@@ -434,21 +434,31 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     loader.set_high_watermark(upto)
     software = (node.state.release, node.kip_778, id(node.base_catalog))
     end = start
-    for fb in node.log.batches(start):
+    log = node.log
+    seg = log.active_segment
+    if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
+        # (log.batches' common case, inlined: every shadow walks its node's new batches)
+        parsed, read = seg._parsed, seg.read_batch
+        batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
+    else:
+        batches = log.batches(start)
+    done = share._done if share is not None else {}  # (CommitShare.find, inlined)
+    for fb in batches:
         b = fb.batch
-        if b.next_offset <= end:
+        base = b.base_offset
+        last = base + b.last_offset_delta
+        if last < end:
             continue  # wholly before the start (the snapshot already holds it)
-        if b.base_offset >= upto:
+        if base >= upto:
             return
-        cut = b.last_offset >= upto
-        whole = not cut and b.base_offset >= end and share is not None
+        cut = last >= upto
+        whole = not cut and base >= end and share is not None
         if whole and loader.idle:
-            hit = share.find(software, b.raw, loader)  # type: ignore[union-attr]
-            if hit is not None:
-                _, _, delta, image, manifest, kraft_version, voters, _ = hit
-                loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+            hit = done.get((software, b.raw))
+            if hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters):
+                loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
                 share.adopted += 1  # type: ignore[union-attr]
-                end = b.next_offset
+                end = last + 1
                 continue
         entries = [e for e in decode_file_batch(fb, node.registry) if end <= e.offset < upto]
         idle, before, raft_before = loader.idle, loader.image, (loader.kraft_version, loader.voters)
