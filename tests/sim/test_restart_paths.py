@@ -397,3 +397,43 @@ def test_closing_drops_what_is_kept_only_for_speed() -> None:
         assert not checker._crcs and not engine.level_scan._levels
         assert (engine.share.replayed, engine.share.adopted) == counts
         assert all(r.ok for r in sim.invariants())
+
+
+# ------------------------------------------------------------------------------ digests by subtree
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(min_value=0, max_value=39), st.integers(min_value=-1, max_value=39)),
+                min_size=1, max_size=30), st.integers(min_value=0, max_value=2**16))
+def test_subtree_sums_give_the_fresh_digest(changes: list[tuple[int, int]], seed: int) -> None:
+    """Images whose topics-by-id maps share subtrees (each a few topics moved, replaced or
+    removed from the last), digested through one DigestCache in a shuffled order, digest
+    as from scratch."""
+    import msgspec
+
+    from kraftsim.image import DigestCache
+
+    image = _forty_topics()
+    tids = sorted(image.topics.by_id.keys())
+    images = [image]
+    by_id = image.topics.by_id
+    for at, source in changes:
+        by_id = by_id.delete(tids[at]) if source < 0 else by_id.set(tids[at], image.topics.by_id[tids[source]])
+        images.append(msgspec.structs.replace(image, topics=msgspec.structs.replace(image.topics, by_id=by_id)))
+    random.Random(seed).shuffle(images)
+    cache = DigestCache(limit=4)
+    for img in images + images:
+        assert image_digest(img, cache) == image_digest(img)
+
+
+_FORTY: list = []
+
+
+def _forty_topics():  # type: ignore[no-untyped-def]
+    if not _FORTY:
+        with scratch() as base:
+            sim = Simulation.create(base / "t", controllers=1, brokers=1, release="4.1", seed=1, durable=False)
+            sim.create_topics(40, 2)
+            _FORTY.append(sim.image(1))
+            sim.close()
+    return _FORTY[0]

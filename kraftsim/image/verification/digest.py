@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable
 from kraftsim.image.canonical import canon
 from kraftsim.image.components.cluster import canonical_lists
 from kraftsim.image.image import COMPONENTS, MetadataImage
+from kraftsim.image.pmap import PMap
 
 MOD = 1 << 256
 
@@ -154,6 +155,8 @@ class DigestCache:
         self.limit = limit
         self._components: dict[int, tuple[object, int]] = {}
         self._topics: dict[int, tuple[object, object, int]] = {}
+        #: Sums (not reduced) of topics-by-id subtrees, by the identity of the node.
+        self._subtrees: dict[int, tuple[object, int]] = {}
         self.hits = 0
         self.misses = 0
 
@@ -171,18 +174,46 @@ class DigestCache:
         return total
 
     def _topics_sum(self, image: MetadataImage) -> int:
-        """The topics component's sum, hashing only topics not seen before (by identity)."""
+        """The topics component's sum, hashing only topics not seen before (by identity).
+        Topics by id are a persistent map (kraftsim.image.pmap): a new image shares every
+        subtree its changes did not touch, so the sums of subtrees are remembered too (by
+        the identity of the immutable node, kept alive with its sum) and only the paths to
+        what changed are added up again."""
+        by_id = image.topics.by_id
+        cache = self._topics
+        if len(cache) > 2 * len(by_id) + self.limit:
+            cache.clear()
+        if len(self._subtrees) > 4 * len(by_id) + self.limit:
+            self._subtrees.clear()
+        if type(by_id) is PMap:
+            return self._subtree_sum(by_id._root) % MOD
+        return self._leaf_sum(by_id.items()) % MOD
+
+    def _subtree_sum(self, node: Any) -> int:
+        if not node:
+            return 0
+        known = self._subtrees.get(id(node))
+        if known is not None and known[0] is node:
+            return known[1]
+        if type(node) is dict:
+            total = self._leaf_sum(node.items())
+        else:
+            total = 0
+            for child in node:
+                total += self._subtree_sum(child)
+        self._subtrees[id(node)] = (node, total)
+        return total
+
+    def _leaf_sum(self, items: Iterable[tuple[Any, Any]]) -> int:
         prefix = b"topics\x00"
         cache = self._topics
-        if len(cache) > 2 * len(image.topics.by_id) + self.limit:
-            cache.clear()
         total = 0
-        for tid, t in image.topics.by_id.items():
+        for tid, t in items:
             known = cache.get(id(t))
             if known is None or known[0] is not t or known[1] != tid:
                 known = cache[id(t)] = (t, tid, _entity_hash(prefix, _topic_entity(tid, t)))
             total += known[2]
-        return total % MOD
+        return total
 
 
 def component_digests(image: MetadataImage, cache: DigestCache | None = None) -> dict[str, int]:
