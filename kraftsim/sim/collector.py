@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import gc
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 #: The young generation's threshold while the simulator works (Python's default: 700).
 YOUNG = 10_000
@@ -28,20 +26,23 @@ _depth = 0
 _saved: tuple[int, ...] | None = None
 
 
-@contextmanager
-def fewer_collections() -> Iterator[None]:
+class fewer_collections:  # noqa: N801 (used as a function: `with fewer_collections():`)
     """Raise the young generation's threshold to `YOUNG` for the body (see the module docstring)."""
-    global _depth, _saved
-    with _lock:
-        if _depth == 0:
-            saved = gc.get_threshold()
-            if saved[0] < YOUNG:
-                _saved = saved
-                gc.set_threshold(YOUNG, *saved[1:])
-        _depth += 1
-    try:
-        yield
-    finally:
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth, _saved
+        with _lock:
+            if _depth == 0:
+                saved = gc.get_threshold()
+                if saved[0] < YOUNG:
+                    _saved = saved
+                    gc.set_threshold(YOUNG, *saved[1:])
+            _depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth, _saved
         with _lock:
             _depth -= 1
             if _depth == 0 and _saved is not None:
