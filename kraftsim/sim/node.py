@@ -27,7 +27,7 @@ iteration order. This is derived from the registrations in the oracle logs of Ka
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import msgspec
 
@@ -402,20 +402,10 @@ class SimNode:
         seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
             # (log.batches' common case, inlined: the batches to apply are in the active segment)
-            # (a batch it keeps no parse of may be adopted by its bytes: _adopt_unparsed)
-            parsed = seg._parsed
-            raws: dict[int, bytes] = {}  # (the unparsed batches' bytes, read at once: _adopt_unparsed)
-
-            def unparsed(j: int) -> FileBatch | None:
-                return self._adopt_unparsed(seg, j, start, end, software, raws)
-
-            batches: Iterable[FileBatch | None] = (parsed.get(j) or unparsed(j)
-                                                   for j in range(seg.find(start), len(seg.entries)))
+            batches: Iterable[FileBatch] = self._active_batches(seg, start, end, software)
         else:
             batches = log.batches(start)
         for fb in batches:
-            if fb is None:
-                continue  # adopted by _adopt_unparsed
             b = fb.batch
             base = b.base_offset
             last = base + b.last_offset_delta
@@ -447,37 +437,57 @@ class SimNode:
                 share.keep(software, key, before, raft_before, loader, b.raw)
         return None
 
-    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple,
-                        raws: dict[int, bytes] | None = None) -> FileBatch | None:
-        """The active segment's batch `j`, which it keeps no parse of (a node that started again
-        applies its whole log), for `_apply_shared`: None when it was adopted here.
+    def _active_batches(self, seg: LogSegment, start: int, end: int, software: tuple) -> Iterator[FileBatch]:
+        """The active segment's batches from the one holding `start`, for `_apply_shared`: each
+        batch the segment keeps a checked parse of, and each other one that
+        `_adopt_unparsed` does not adopt, read and checked as `LogSegment.read_batch` does
+        (its errors unchanged)."""
+        parsed, entries = seg._parsed, seg.entries
+        j, n = seg.find(start), len(entries)
+        while j < n:
+            fb = parsed.get(j)
+            if fb is None:
+                j = self._adopt_unparsed(seg, j, start, end, software)
+                if j >= n:
+                    return
+                fb = parsed.get(j) or seg.read_batch(j)  # (where the run of adoptions ended)
+            yield fb
+            j += 1
 
-        The batch is first read as bytes: when they equal, byte for byte, the checked bytes
-        of a batch another node of this software applied on this very image (the same key,
-        the same loader state), the commit is adopted without parsing them. Equal bytes
-        parse alike and pass the same CRC check, so this is what parsing and adopting would
-        do. Any other batch is read and checked as `LogSegment.read_batch` does (its errors
-        unchanged) and returned. `raws` keeps the bytes of the batches from `j` to the
-        high watermark, read with one read at the first batch that needs them."""
+    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple) -> int:
+        """Adopt the active segment's batches from `j` on that it keeps no parse of (a node that
+        started again applies its whole log) by their bytes, for `_apply_shared`; the index
+        of the first batch not adopted.
+
+        The batches (up to the high watermark `end`) are read as bytes with one read: a
+        batch whose bytes equal, byte for byte, the checked bytes of a batch another node
+        of this software applied on this very image (the same key, the same loader state)
+        is adopted without parsing them. Equal bytes parse alike and pass the same CRC
+        check, so this is what parsing and adopting would do. The first batch that is
+        parsed in memory, not whole and committed, or not matched ends the run (it is read
+        and checked as `LogSegment.read_batch` does, its errors unchanged)."""
         loader, share = self.loader, self.share
         assert loader is not None and share is not None
-        e = seg.entries[j]
-        if start <= e.base_offset and e.last_offset < end and loader.idle:
-            raw = raws.get(j) if raws is not None else None
-            if raw is None:
-                bulk = seg.read_raws(j, seg.find(end)) if raws is not None else None
-                if bulk:
-                    raws.update(zip(range(j, j + len(bulk)), bulk))  # type: ignore[union-attr]
-                    raw = bulk[0]
-                else:
-                    raw = seg.read_raw(j)
-            hit = share._done.get((software, (e.base_offset, e.last_offset, e.epoch, int.from_bytes(raw[17:21], "big"))))
-            if (hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters)
-                    and hit[7] == raw):
-                loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
-                share.adopted += 1
-                return None
-        return seg.read_batch(j)
+        entries, parsed, done, adopt = seg.entries, seg._parsed, share._done, loader.adopt
+        stop = seg.find(end)  # (the first batch that ends at or past the high watermark)
+        if j >= stop or entries[j].base_offset < start:
+            return j
+        raws = seg.read_raws(j, stop)
+        if not raws:
+            return j  # (the file is shorter than its index: read_batch names the batch)
+        k = j
+        while k < stop and k not in parsed:
+            e, raw = entries[k], raws[k - j]
+            if not loader.idle:
+                break
+            hit = done.get((software, (e.base_offset, e.last_offset, e.epoch, int.from_bytes(raw[17:21], "big"))))
+            if (hit is None or hit[0] is not loader._image or hit[1] != (loader.kraft_version, loader.voters)
+                    or hit[7] != raw):
+                break
+            adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+            share.adopted += 1
+            k += 1
+        return k
 
     def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:
         for e in entries:
