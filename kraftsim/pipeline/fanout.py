@@ -74,13 +74,15 @@ def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def _apply(fn: RowFunction, schema: pa.Schema, payloads: Sequence[str],
+def _apply(fn: RowFunction, schema: pa.Schema, payloads: Any,
            batch_rows: int = OUTPUT_BATCH_ROWS) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function: each input row is a bin's number, `payloads[bin]` its items as JSON."""
+    """The mapInArrow function: each input row is a bin's number; `payloads` (a broadcast
+    list) holds each bin's items as JSON."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        bins = payloads.value
         ids = (b for batch in batches for b in batch.column(0).to_pylist())
-        items = (item for b in ids for item in json.loads(payloads[b]))
+        items = (item for b in ids for item in json.loads(bins[b]))
         yield from _batches(items, fn, schema, batch_rows)
 
     return run
@@ -101,11 +103,12 @@ def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema
     if bins is None:
         n = partition_count(spark, len(items), partitions=partitions, per_core=partitions_per_core)
         bins = pack(items, n, weight)
-    payloads = [json.dumps([items[i] for i in idx]) for idx in bins]
-    # One bin per Spark partition: a range of n numbers in n slices holds one number each.
-    # The bins travel with the task's function; a range needs no Python worker to build
-    # (a DataFrame made from Python rows did: a second pool of workers, started per job).
-    numbers = spark.range(0, len(payloads), 1, len(payloads))
+    # One bin per Spark partition: a range of n numbers in n slices holds one number each,
+    # and needs no Python worker to build (a DataFrame made from Python rows did: a second
+    # pool of workers, started per job). The bins' items reach the tasks as one broadcast,
+    # read once by each Python worker, which Spark reuses from task to task.
+    payloads = spark.sparkContext.broadcast([json.dumps([items[i] for i in idx]) for idx in bins])
+    numbers = spark.range(0, len(bins), 1, len(bins))
     return numbers.mapInArrow(_apply(fn, sch, payloads, batch_rows), from_arrow_schema(sch))
 
 
