@@ -97,11 +97,11 @@ def test_the_users_java_options_and_non_local_masters_get_no_archive(tmp_path: P
     runtime = JavaRuntime(java_home, java_home / "bin" / "java", 17, "PATH")
     base = default_conf("local[2]", "t", "-XX:+UseSerialGC")["spark.driver.extraJavaOptions"]
     local = default_conf("local[2]", "t", "-XX:+UseSerialGC")
-    with_class_archive(local, runtime, {})
+    assert with_class_archive(local, runtime, {}) == "record"
     options = local["spark.driver.extraJavaOptions"]
     assert options.startswith(base + " -XX:ArchiveClassesAtExit=") and options.endswith(ca.QUIET)
     mine = dict(local, **{"spark.driver.extraJavaOptions": "-Xmx1g"})
-    with_class_archive(mine, runtime, {"spark.driver.extraJavaOptions": "-Xmx1g"})
+    assert with_class_archive(mine, runtime, {"spark.driver.extraJavaOptions": "-Xmx1g"}) == ""
     assert mine["spark.driver.extraJavaOptions"] == "-Xmx1g"
     remote = default_conf("spark://127.0.0.1:7077", "t")
     before = dict(remote)
