@@ -10,10 +10,11 @@ archive, `-XX:ArchiveClassesAtExit`) and map that file at later starts
 cache (`~/.cache/kraftsim/spark-classes/`, about 150 MB; the
 most recently used one of another installation is kept too):
 
-- no archive yet: the JVM is told to write one when it exits, to `KEY.TIME.part`. The JVM
-  writes the file's header last, so a part whose first bytes are the archive's magic number
-  is complete; the next start renames it to `KEY.jsa`. The first start pays for the
-  recording (a few seconds of CPU, once per machine).
+- no archive yet: the JVM is told to write one when it exits, to `KEY.TIME.part` (made
+  empty at once, so that JVMs started meanwhile, a test suite's for instance, do not all
+  record it too). The JVM writes the file's header last, so a part whose first bytes are
+  the archive's magic number is complete; the next start renames it to `KEY.jsa`. The
+  first start pays for the recording (a few seconds of CPU, once per machine).
 - an archive: the JVM maps it. Should it not fit the JVM after all (another Java build
   under the same path), the JVM runs without it, as it would have.
 
@@ -138,4 +139,8 @@ def class_archive_options(java_home: Path, spark_jars: Path, *, folder: Path | N
     except OSError:
         return ""
     part = folder / f"{key}.{time.time_ns()}.{os.getpid()}.part"
+    try:
+        part.touch()  # claims the recording: starts until the JVM writes it map nothing, record nothing
+    except OSError:
+        return ""
     return f"-XX:ArchiveClassesAtExit={part} {QUIET}"

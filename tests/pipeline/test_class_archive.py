@@ -46,6 +46,8 @@ def test_the_first_start_records_an_archive_and_a_finished_recording_is_mapped_n
     assert "-XX:ArchiveClassesAtExit=" in first and ca.QUIET in first
     part = Path(first.split("-XX:ArchiveClassesAtExit=")[1].split()[0])
     assert part.parent == folder and part.name.endswith(".part")
+    # Claimed at once: a JVM started before the first one exits records nothing.
+    assert part.is_file() and ca.class_archive_options(java_home, jars, folder=folder, env={}, now=time.time()) == ""
     # The JVM writes the header last: while it has not, the part is not used, nor recorded again.
     part.write_bytes(b"\0" * 64)
     os.utime(part, (NOW, NOW))
