@@ -21,7 +21,8 @@ are forked by kraftsim's worker daemon (spark_daemon.py), PySpark's own with one
 see there why.
 
 `start_spark` is the start the commands use: it tells each step of a cold start as it
-begins (Java, then the session), since together they take 30-40 s on a loaded machine.
+begins (Java, then the session), since together they take seconds, and up to 30-40 s on
+a heavily loaded machine.
 `spark_session` is the same start, silent.
 """
 
@@ -198,7 +199,8 @@ def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None
             recording = ("; this first start on the machine also records the classes it loads, so that later "
                          "starts are faster" if archive == "record" else "")
             tell(f"{label}: starting Java {runtime.version} ({runtime.java}, from {runtime.source}) "
-                 f"for Spark's driver; a cold start takes 30-40 s on a loaded machine{recording}")
+                 "for Spark's driver; a cold start takes seconds, up to 30-40 s on a heavily loaded machine"
+                 f"{recording}")
             # The same settings the session gets: the driver's JVM options apply at its launch only.
             SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(settings.items())))
             tell(f"{label}: Java up after {time.monotonic() - started:.1f} s; starting the Spark session on {master}")
