@@ -131,6 +131,42 @@ def _python_workers(spark: Any) -> dict[str, int]:
     return {"tasks": tasks, "processes": frame.distinct().count()}
 
 
+_RECORD_ARCHIVE = """
+from kraftsim.pipeline.session import spark_session
+spark = spark_session("local[1]", app_name="record the class archive")
+spark.range(0, 10, 1, 2).count()
+spark.stop()
+"""
+
+
+def ensure_class_archive(timeout_s: float = 300.0) -> str:
+    """The state the measured JVM starts in: 'mapped' when the driver's class-data archive
+    (kraftsim/pipeline/class_archive.py) exists, recording it first with a throwaway Spark
+    start if this machine has none yet, as any earlier Spark start would have; 'off' when
+    turned off or unusable here."""
+    import subprocess
+
+    from kraftsim.pipeline import class_archive
+    from kraftsim.pipeline.java import find_java
+    from kraftsim.pipeline.session import real_java_home, spark_jars
+
+    def options() -> str:
+        return class_archive.class_archive_options(real_java_home(find_java()), spark_jars())
+
+    first = options()
+    if "ArchiveClassesAtExit" not in first:
+        return "mapped" if "SharedArchiveFile" in first else "off"
+    print("recording the driver's class-data archive (a throwaway Spark start, once per machine)", flush=True)
+    subprocess.run([sys.executable, "-c", _RECORD_ARCHIVE], cwd=ROOT, check=True, timeout=timeout_s,
+                   capture_output=True)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:  # the JVM writes the archive as it exits, after Python
+        if "SharedArchiveFile" in options():
+            return "mapped"
+        time.sleep(0.5)
+    return "off"
+
+
 def bench_sweep(runs: int, rounds: int, files: list[Path], *, driver_runs: bool = True) -> dict[str, Any]:
     """`runs` sweep runs in one process and on Spark, the same runs on both sides, in `rounds`
     rounds of every rounds-th run, the sides taking turns first (ABBA...) so that a change of
@@ -142,6 +178,7 @@ def bench_sweep(runs: int, rounds: int, files: list[Path], *, driver_runs: bool 
     from kraftsim.pipeline.sweep import engine
 
     items = sweep_items(runs, files)
+    archive = ensure_class_archive()
     load_before = os.getloadavg()
     spark = None
     session_s = 0.0
@@ -186,7 +223,7 @@ def bench_sweep(runs: int, rounds: int, files: list[Path], *, driver_runs: bool 
     spark_s = sum(r["spark_s"] for r in per_round)
     return {"python": platform.python_version(), "cpus": os.cpu_count(), "spark_cores": cores,
             "runs": len(items), "rounds": rounds, "faults": SWEEP_FAULTS, "driver_runs": driver_runs,
-            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS,
+            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS, "class_archive": archive,
             "scenarios": [f.name for f in files], "left_out": [n for n in SWEEP_LEFT_OUT],
             "load_before": load_before, "load_after": os.getloadavg(), "session_start_s": session_s,
             "local_s": local_s, "spark_s": spark_s, "ratio": local_s / spark_s, "rounds_detail": per_round,
@@ -215,7 +252,7 @@ def render_sweep(d: dict[str, Any]) -> str:
         f"The same runs on both sides, in {d['rounds']} round(s) (round k takes runs k, k + {d['rounds']}, ...), the "
         "sides taking turns first so that a change of load hits both alike. One process: the runs, then the table written with pyarrow. "
         "Spark: `kraftsim spark sweep`'s own path: the session started (driver JVM options "
-        f"`{d.get('java_options', '')}`), the sweep's guided tasks through mapInArrow, Parquet partitioned by "
+        f"`{d.get('java_options', '')}`; class-data archive: {d.get('class_archive', 'not used')}), the sweep's guided tasks through mapInArrow, Parquet partitioned by "
         f"scenario, read back. The start-up ({d['session_start_s']:.1f} s until the session was ready) is billed to "
         "Spark's first turn, and the first Python workers start inside the first job. "
         + ("While Spark starts, the driver runs the lightest runs itself, and it runs a reserve of the lightest "

@@ -74,12 +74,15 @@ def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def _apply(fn: RowFunction, schema: pa.Schema,
+def _apply(fn: RowFunction, schema: pa.Schema, payloads: Any,
            batch_rows: int = OUTPUT_BATCH_ROWS) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The mapInArrow function: each input row holds one bin of items as JSON."""
+    """The mapInArrow function: each input row is a bin's number; `payloads` (a broadcast
+    list) holds each bin's items as JSON."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        items = (item for batch in batches for text in batch.column("items").to_pylist() for item in json.loads(text))
+        bins = payloads.value
+        ids = (b for batch in batches for b in batch.column(0).to_pylist())
+        items = (item for b in ids for item in json.loads(bins[b]))
         yield from _batches(items, fn, schema, batch_rows)
 
     return run
@@ -100,11 +103,13 @@ def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema
     if bins is None:
         n = partition_count(spark, len(items), partitions=partitions, per_core=partitions_per_core)
         bins = pack(items, n, weight)
-    rows = [(b, json.dumps([items[i] for i in idx])) for b, idx in enumerate(bins)]
-    # One bin per Spark partition: parallelize cuts a list of n rows into n one-row slices.
-    rdd = spark.sparkContext.parallelize(rows, len(rows))
-    bins_df = spark.createDataFrame(rdd, "bin int, items string")
-    return bins_df.mapInArrow(_apply(fn, sch, batch_rows), from_arrow_schema(sch))
+    # One bin per Spark partition: a range of n numbers in n slices holds one number each,
+    # and needs no Python worker to build (a DataFrame made from Python rows did: a second
+    # pool of workers, started per job). The bins' items reach the tasks as one broadcast,
+    # read once by each Python worker, which Spark reuses from task to task.
+    payloads = spark.sparkContext.broadcast([json.dumps([items[i] for i in idx]) for idx in bins])
+    numbers = spark.range(0, len(bins), 1, len(bins))
+    return numbers.mapInArrow(_apply(fn, sch, payloads, batch_rows), from_arrow_schema(sch))
 
 
 def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, partitions: int | None = None):

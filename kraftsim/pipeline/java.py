@@ -106,7 +106,8 @@ def _from_path(env: dict[str, str]) -> JavaRuntime | None:
     return JavaRuntime(java.resolve().parent.parent if env.get("JAVA_HOME") else None, java, version, "PATH")
 
 
-def _cache_dir() -> Path:
+def cache_dir() -> Path:
+    """kraftsim's folder in the user's cache (XDG_CACHE_HOME, else ~/.cache)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "kraftsim"
 
@@ -121,7 +122,7 @@ def wrapped_java_home(real_home: Path) -> Path:
     real_java = real_home / "bin" / "java"
     script = _WRAPPER.format(java=real_java, option=_DROPPED_OPTION)
     tag = hashlib.sha256(script.encode()).hexdigest()[:12]
-    for base in (_cache_dir(), Path(tempfile.gettempdir()) / f"kraftsim-{os.getuid()}"):
+    for base in (cache_dir(), Path(tempfile.gettempdir()) / f"kraftsim-{os.getuid()}"):
         home = base / f"java-home-{tag}"
         java = home / "bin" / "java"
         if java.is_file():

@@ -13,12 +13,16 @@ runtime refuse to start), so kraftsim points JAVA_HOME at a Java home whose `jav
 that one option (java.wrapped_java_home). Spark's Vector API use is confined to linear
 algebra in MLlib, which kraftsim does not use.
 
+On local masters the driver's JVM maps a class-data archive of an earlier start
+(class_archive.py), which saves it seconds of CPU.
+
 On local masters (`local[N]`, whose Python workers write to the user's terminal) the workers
 are forked by kraftsim's worker daemon (spark_daemon.py), PySpark's own with one quiet exit:
 see there why.
 
 `start_spark` is the start the commands use: it tells each step of a cold start as it
-begins (Java, then the session), since together they take 30-40 s on a loaded machine.
+begins (Java, then the session), since together they take seconds, and up to 30-40 s on
+a heavily loaded machine.
 `spark_session` is the same start, silent.
 """
 
@@ -34,6 +38,7 @@ from typing import Any, Callable, Iterable, Mapping
 from urllib.parse import urlparse
 
 from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.pipeline.class_archive import class_archive_options
 from kraftsim.pipeline.java import JavaRuntime, find_java, wrapped_java_home
 
 DEFAULT_MASTER = "local[*]"
@@ -108,13 +113,39 @@ def prepare_environment(master: str, env: dict[str, str] | None = None) -> JavaR
     PYSPARK_PYTHON says otherwise. Returns the Java found."""
     env = os.environ if env is None else env
     runtime = find_java(dict(env))
-    real_home = runtime.java_home or runtime.java.resolve().parent.parent
+    real_home = real_java_home(runtime)
     env["JAVA_HOME"] = str(wrapped_java_home(real_home)) if os.name == "posix" else str(real_home)
     if is_loopback_master(master):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return runtime
+
+
+def real_java_home(runtime: JavaRuntime) -> Path:
+    """The Java home `runtime` runs from (not the wrapper home kraftsim may point Spark at)."""
+    return runtime.java_home or runtime.java.resolve().parent.parent
+
+
+def spark_jars() -> Path:
+    """The folder of Spark's jars the driver's class path is made of: SPARK_HOME's, else PySpark's."""
+    import pyspark
+
+    home = os.environ.get("SPARK_HOME") or str(Path(pyspark.__file__).resolve().parent)
+    return Path(home) / "jars"
+
+
+def with_class_archive(settings: dict[str, str], runtime: JavaRuntime, user_conf: Mapping[str, str]) -> str:
+    """Add the class-data archive's options (class_archive.py) to the driver's JVM options of
+    a local master, unless the user set those options. Returns what the JVM will do with
+    the archive: "map", "record" or "" (nothing)."""
+    if not is_local_master(settings["spark.master"]) or "spark.driver.extraJavaOptions" in user_conf:
+        return ""
+    options = class_archive_options(real_java_home(runtime), spark_jars())
+    if options:
+        before = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{before} {options}".strip()
+    return "record" if "ArchiveClassesAtExit" in options else "map" if options else ""
 
 
 Say = Callable[[str], None]
@@ -164,8 +195,12 @@ def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None
     try:
         if SparkContext._gateway is None:  # no JVM yet in this process: launch it first, on its own
             runtime = prepare_environment(master)
+            archive = with_class_archive(settings, runtime, conf or {})
+            recording = ("; this first start on the machine also records the classes it loads, so that later "
+                         "starts are faster" if archive == "record" else "")
             tell(f"{label}: starting Java {runtime.version} ({runtime.java}, from {runtime.source}) "
-                 "for Spark's driver; a cold start takes 30-40 s on a loaded machine")
+                 "for Spark's driver; a cold start takes seconds, up to 30-40 s on a heavily loaded machine"
+                 f"{recording}")
             # The same settings the session gets: the driver's JVM options apply at its launch only.
             SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(settings.items())))
             tell(f"{label}: Java up after {time.monotonic() - started:.1f} s; starting the Spark session on {master}")
