@@ -15,8 +15,13 @@ who set a higher threshold, or disabled the collector, keeps that.
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable[..., object])
 
 #: The young generation's threshold while the simulator works (Python's default: 700).
 YOUNG = 10_000
@@ -50,4 +55,18 @@ class fewer_collections:  # noqa: N801 (used as a function: `with fewer_collecti
                 _saved = None
 
 
-__all__ = ["YOUNG", "fewer_collections"]
+def working(method: F) -> F:
+    """`method` run inside `fewer_collections` as a whole: a simulation's operation (its
+    events, then the deep invariants) changes the threshold once, not once per part; each
+    change back to a low threshold with thousands of young objects pending starts a
+    collection at once."""
+
+    @functools.wraps(method)
+    def run(*args: object, **kwargs: object) -> object:
+        with fewer_collections():
+            return method(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+__all__ = ["YOUNG", "fewer_collections", "working"]

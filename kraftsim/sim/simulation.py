@@ -25,6 +25,7 @@ from kraftsim.controller.features import (
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.admin import AdminMixin
+from kraftsim.sim.collector import working
 from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
@@ -422,16 +423,19 @@ class Simulation(AdminMixin):
             self._finish_op("add-node")
         return nid
 
+    @working
     def crash(self, nodes: str | int | Sequence[int]) -> None:
         for i in self._ids(nodes):
             self.engine.crash(self.engine.member(i))
         self._finish_op("crash")
 
+    @working
     def stop(self, nodes: str | int | Sequence[int]) -> None:
         for i in self._ids(nodes):
             self.engine.stop(self.engine.member(i), self.config.broker_session_timeout_ms)
         self._finish_op("stop")
 
+    @working
     def start(self, nodes: str | int | Sequence[int], release: str | None = None) -> None:
         problems = []
         for i in self._ids(nodes):
@@ -448,6 +452,7 @@ class Simulation(AdminMixin):
         if problems:
             raise SimError(problems[0])
 
+    @working
     def partition(self, groups: Sequence[Sequence[int]]) -> None:
         for g in groups:
             self._ids(list(g))
@@ -455,6 +460,7 @@ class Simulation(AdminMixin):
         self.engine.emit(None, "partition", {"groups": [sorted(g) for g in groups]})
         self._finish_op("partition")
 
+    @working
     def heal(self) -> None:
         self.engine.net.heal()
         self.engine.emit(None, "heal", {})
@@ -511,10 +517,12 @@ class Simulation(AdminMixin):
 
         e.sched.after(max(0, after_ms), f"inject {kind}", None, fire)
 
+    @working
     def run(self, ms: int) -> None:
         self.engine.run_until(self.engine.now + max(0, ms))
         self._finish_op("run")
 
+    @working
     def wait(self, timeout_ms: int) -> None:
         e = self.engine
         ok = e.run_until(e.now + max(0, timeout_ms), e.stable)
