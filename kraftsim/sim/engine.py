@@ -85,7 +85,8 @@ class Engine(RaftMixin, LifecycleMixin):
         self.rng = random.Random(f"kraftsim:{seed}:events{rng_salt}")
         self.sched = Scheduler(now_ms)
         self.net = Network(self.sched, self.rng, delay_ms=(config.network_delay_min_ms, config.network_delay_max_ms),
-                           loss=config.message_loss, deliver=self._deliver, emit=self.emit)
+                           loss=config.message_loss, deliver=self._deliver, emit=self.emit,
+                           deliver_drops_partitioned=True)
         self.members: dict[int, Member] = {}
         self.controller: QuorumController | None = None
         self.controller_id: int | None = None

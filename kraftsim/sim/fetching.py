@@ -7,6 +7,7 @@ a follower that far behind up to the snapshot."""
 from __future__ import annotations
 
 from functools import partial
+from heapq import heappush
 from typing import Any
 
 from kraftsim.sim.events import Message
@@ -40,20 +41,22 @@ class FetchMixin:
             m.fetch_rotation += 1
             target = self.voters[m.fetch_rotation % len(self.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
-        log = m.log
-        seg = log.active_segment
-        if seg is not None and seg.entries:  # (log_end_offset and last_entry's common case, inlined)
+        log = m.node.log  # (m.log, without the property)
+        seg = log.segments._last  # (log.active_segment, log_end_offset and last_entry's common case, inlined)
+        if seg is not None and seg.entries:
             e = seg.entries[-1]
             offset, last_epoch = e.last_offset + 1, e.epoch
         else:
             offset, last_epoch = log.log_end_offset, self._last_epoch(m)
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
             "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark}))
-        m.fetch_seq += 1
+        m.fetch_seq = seq = m.fetch_seq + 1
         # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
-        # would make every use of `m` in them go through a cell)
-        self.sched.after(self.config.request_timeout_ms, "fetch-retry", m.id,
-                         partial(self._fetch_retry, m, m.fetch_seq))
+        # would make every use of `m` in them go through a cell; sched.after, inlined)
+        sched, delay = self.sched, self.config.request_timeout_ms
+        sched._seq += 1
+        heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-retry",
+                               m.id, partial(self._fetch_retry, m, seq)))
 
     def _fetch_retry(self, m: Member, seq: int) -> None:
         """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
@@ -103,7 +106,10 @@ class FetchMixin:
             self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
-            self.sched.after(self.config.fetch_max_wait_ms, "fetch-wait", m.id, partial(self._fetch_waited, m, msg))
+            sched, delay = self.sched, self.config.fetch_max_wait_ms  # (sched.after, inlined: most fetches park)
+            sched._seq += 1
+            heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-wait",
+                                   m.id, partial(self._fetch_waited, m, msg)))
             return
         self._serve_fetch(m, msg)
 
@@ -178,7 +184,7 @@ class FetchMixin:
             if m.fetch_in_flight:
                 return
         m.last_fetch_ok_ms = self.sched.now_ms
-        log = m.log
+        log = m.node.log  # (m.log, without the property)
         if "diverging" in d:
             epoch, end = d["diverging"]
             _, mine = end_offset_for_epoch(log, epoch, self._snapshot_pair(m))
@@ -193,7 +199,11 @@ class FetchMixin:
             self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id,
                              partial(self._fetch_snapshot_retry, m, m.lifecycle_gen))
             return
-        start = end = log.log_end_offset
+        seg = log.segments._last  # (log.log_end_offset's common case, inlined)
+        if seg is not None and seg.entries:
+            start = end = seg.entries[-1].last_offset + 1
+        else:
+            start = end = log.log_end_offset
         batches = d["batches"]
         if batches:
             append, checker = log.append, self.checker

@@ -45,7 +45,7 @@ from kraftsim.sim.member import (
 )
 from kraftsim.sim.state_files import write_if_changed
 from kraftsim.sim.types import RUNNING
-from kraftsim.sim.voters import quorum_state
+from kraftsim.sim.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
@@ -56,13 +56,15 @@ class RaftMixin(FetchMixin):
 
     def _persist(self, m: Member) -> None:
         """quorum-state, written when its bytes change (kraftsim.sim.state_files)."""
-        state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted, voters=self.voters)
         if m.node is None:
+            state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
+                                 voters=self.voters)
             write_quorum_state(m.state, state, fsync=self.config_fsync)  # type: ignore[arg-type]
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
-        write_if_changed(path, state.text().encode("utf-8"), fsync=self.config_fsync)  # (write_quorum_state's bytes)
+        write_if_changed(path, quorum_state_bytes(self.kraft_version, m.leader, m.epoch, m.voted, self.voters),
+                         fsync=self.config_fsync)
 
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
@@ -382,6 +384,12 @@ class RaftMixin(FetchMixin):
     # -------------------------------------------------------------- dispatch
 
     def _deliver(self, msg: Message) -> None:
+        """A message lands: dropped if its ends are partitioned now (Network._arrive's test,
+        done here: the network hands messages over directly) or its node is down, else handled."""
+        groups = self.net.groups
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
+            self.net._drop(msg, "partitioned")
+            return
         m = self.members.get(msg.dst)
         if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
             self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})

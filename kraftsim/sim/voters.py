@@ -84,6 +84,27 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
     return QuorumState(data_version=0, current_voters=tuple(voters), **common)
 
 
+#: quorum_state_bytes' answers by their arguments (a pure function of them; at most QS_KEEP).
+_QS_BYTES: dict[tuple, bytes] = {}
+QS_KEEP = 4096
+
+
+def quorum_state_bytes(kraft_version: int, leader: int | None, epoch: int, voted: int | None,
+                       voters: tuple[int, ...]) -> bytes:
+    """The bytes of `quorum_state(...)`'s file (write_quorum_state's: its text in UTF-8), made
+    once per distinct state: a node rewrites, or compares, its quorum-state on every raft state
+    change, and most changes come back to states written before."""
+    key = (kraft_version, leader, epoch, voted, voters)
+    known = _QS_BYTES.get(key)
+    if known is None:
+        known = quorum_state(kraft_version, leader=leader, epoch=epoch, voted=voted,
+                             voters=voters).text().encode("utf-8")
+        if len(_QS_BYTES) >= QS_KEEP:
+            _QS_BYTES.clear()
+        _QS_BYTES[key] = known
+    return known
+
+
 def static_join_refusal(kraft_version: int) -> str | None:
     """Why a new controller cannot join by being added to the static voter list: with a
     dynamic quorum it joins as an observer and becomes a voter only through
@@ -100,5 +121,5 @@ def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple
     return () if kraft_version >= 1 else tuple(voters)
 
 
-__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "seed_loader",
-           "static_join_refusal"]
+__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "quorum_state_bytes",
+           "seed_loader", "static_join_refusal"]

@@ -1,0 +1,98 @@
+"""The per-message and per-operation shortcuts give what the long way gives.
+
+The engine's dispatch drops a message whose ends are partitioned when it lands (the network
+hands it over directly), quorum-state's bytes are made once per distinct state, a message's
+default fields are its own, and an operation changes the collector's threshold once.
+"""
+
+from __future__ import annotations
+
+import gc
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftsim.sim import Simulation
+from kraftsim.sim.events import Message
+from kraftsim.sim.voters import quorum_state, quorum_state_bytes
+from tests.sim.sim_helpers import scratch
+
+
+def _probe_drops(partition_before_arrival: bool) -> list[dict]:
+    """Send a probe from node 1 to node 2 while they reach each other; partition node 1 away
+    before it lands (or not); the drops of the probe the timeline shows."""
+    with scratch() as base:
+        sim = Simulation.create(base / "p", controllers=3, brokers=0, release="4.1", seed=3, durable=False)
+        events: list = []
+        sim.subscribe(events.append)
+        e = sim.engine
+        e.net.send(Message(1, 2, "probe", e.members[1].epoch))
+        if partition_before_arrival:
+            e.net.partition([[1]])
+        e.run_until(e.now + 200)
+        sim.close()
+    return [x.details for x in events if x.kind == "drop" and x.details.get("message") == "probe"]
+
+
+def test_a_message_that_lands_across_a_partition_is_dropped_by_the_engine() -> None:
+    """The network hands a landing message to the engine's dispatch directly; the dispatch
+    drops it, naming the partition, when its ends no longer reach each other."""
+    drops = _probe_drops(True)
+    assert [(d["to"], d["why"]) for d in drops] == [(2, "partitioned")]
+    assert _probe_drops(False) == []
+
+
+def test_a_message_default_data_is_its_own() -> None:
+    a, b = Message(1, 2, "x", 0), Message(1, 2, "x", 0)
+    a.data["k"] = 1
+    assert b.data == {} and Message(1, 2, "x", 0).data == {}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2), st.one_of(st.none(), st.integers(0, 9)), st.integers(0, 50),
+       st.one_of(st.none(), st.integers(0, 9)), st.lists(st.integers(1, 9), min_size=1, max_size=5, unique=True))
+def test_quorum_state_bytes_are_the_writers_bytes(kraft_version: int, leader: int | None, epoch: int,
+                                                  voted: int | None, voters: list[int]) -> None:
+    """Made or remembered, the bytes are those of write_quorum_state for that very state (the
+    examples share one memory, so a key that left out a field would answer another state's)."""
+    vs = tuple(sorted(voters))
+    fresh = quorum_state(kraft_version, leader=leader, epoch=epoch, voted=voted, voters=vs).text().encode("utf-8")
+    assert quorum_state_bytes(kraft_version, leader, epoch, voted, vs) == fresh
+    assert quorum_state_bytes(kraft_version, leader, epoch, voted, vs) == fresh
+
+
+def test_quorum_state_bytes_tell_every_field_apart() -> None:
+    base = dict(kraft_version=0, leader=1, epoch=4, voted=2, voters=(1, 2, 3))
+    variants = [base, {**base, "leader": None}, {**base, "leader": 3}, {**base, "epoch": 5}, {**base, "voted": None},
+                {**base, "voters": (1, 2, 3, 4)}, {**base, "kraft_version": 1}]
+    got = [quorum_state_bytes(v["kraft_version"], v["leader"], v["epoch"], v["voted"], v["voters"]) for v in variants]
+    assert len(set(got)) == len(variants)
+    for v, b in zip(variants, got):
+        assert b == quorum_state(v["kraft_version"], leader=v["leader"], epoch=v["epoch"], voted=v["voted"],
+                                 voters=v["voters"]).text().encode("utf-8")
+
+
+def test_an_operation_changes_the_collector_threshold_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Simulation.run raises the young threshold for its events and its deep invariants as a
+    whole, and puts it back after: two changes, not one pair per part."""
+    import kraftsim.sim.collector as collector
+
+    calls: list[tuple[int, ...]] = []
+    real = gc.set_threshold
+
+    def counting(*t: int) -> None:
+        calls.append(t)
+        real(*t)
+
+    saved = gc.get_threshold()
+    with scratch() as base:
+        sim = Simulation.create(base / "g", controllers=3, brokers=1, release="4.1", seed=1, durable=False)
+        try:
+            gc.set_threshold(700, *saved[1:])
+            monkeypatch.setattr(collector.gc, "set_threshold", counting)
+            sim.run(2_000)
+            assert calls == [(collector.YOUNG, *saved[1:]), (700, *saved[1:])]
+        finally:
+            monkeypatch.undo()
+            gc.set_threshold(*saved)
+            sim.close()
