@@ -103,6 +103,7 @@ class Network:
         self._delay_n = hi - lo + 1
         self._delay_k = self._delay_n.bit_length()
         self._getrandbits = rng.getrandbits
+        self._random = rng.random
         #: (one bound method for every message's arrival)
         self._arrive_at = deliver if deliver_drops_partitioned else self._arrive
 
@@ -123,18 +124,19 @@ class Network:
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
             self._drop(msg, "partitioned")
             return
-        if self.loss > 0 and self.rng.random() < self.loss:
+        loss = self.loss
+        if loss > 0 and self._random() < loss:
             self._drop(msg, "lost")
             return
-        lo, hi = self.delay_ms
-        if hi <= lo:
-            delay = lo
+        n = self._delay_n
+        if n <= 1:  # (hi <= lo)
+            delay = self.delay_ms[0]
         else:  # rng.randrange(lo, hi + 1) (randint's own definition), inlined
-            n, k, bits = self._delay_n, self._delay_k, self._getrandbits
+            k, bits = self._delay_k, self._getrandbits
             r = bits(k)
             while r >= n:
                 r = bits(k)
-            delay = lo + r
+            delay = self.delay_ms[0] + r
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
         sched = self.scheduler  # (after(), inlined: every message is scheduled here)

@@ -158,15 +158,15 @@ class Checker:
         if prev is not None and hw < prev:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
+        log = m.log
         if m.role != "leader" and hw <= self.committed_end:
             # A follower's high watermark now covers batches it may have appended above its old
             # one, from a leader since deposed: those must be the committed ones.
-            low = max(self.verified.get(m.id, 0), m.log.log_start_offset)
+            low = max(self.verified.get(m.id, 0), log.log_start_offset)
             if hw > low:
-                self._check_or_record(event, m, m.log, low, hw, record=False)
+                self._check_or_record(event, m, log, low, hw, record=False)
                 self.verified[m.id] = hw
             return
-        log = m.log
         if m.role == "leader":
             holders = [v for v in self.voters if self._holds(v, log, hw)]
             if len(holders) < len(self.voters) // 2 + 1:
@@ -206,16 +206,20 @@ class Checker:
             return
         seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
-            # (log.batches' common case, inlined: after every commit, on every node)
-            parsed, read = seg._parsed, seg.read_batch
-            batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
-        else:
-            batches = log.batches(start)
-        for fb in batches:
+            # (log.batches' common case, inlined, without a generator: after every commit, on every node)
+            parsed, read, compare = seg._parsed, seg.read_batch, self._compare
+            for j in range(seg.find(start), len(seg.entries)):
+                b = (parsed.get(j) or read(j)).batch
+                base = b.base_offset
+                if base >= end:
+                    break
+                compare(event, m.id, base, base + b.last_offset_delta, b.partition_leader_epoch, b.raw, record)
+            return
+        for fb in log.batches(start):
             b = fb.batch
             if b.base_offset >= end:
                 break
-            self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, b.raw, record=record)
+            self._compare(event, m.id, b.base_offset, b.last_offset, b.partition_leader_epoch, b.raw, record)
 
     def _crc(self, raw: bytes) -> int:
         """CRC-32 of a batch's bytes after its base offset and length, remembered by the bytes
@@ -230,7 +234,7 @@ class Checker:
         self._crcs[id(raw)] = (raw, crc)
         return crc
 
-    def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, *, record: bool) -> None:
+    def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, record: bool) -> None:
         crc = self._crc(raw)  # everything after the base offset and length
         known = self.committed.get(base)
         if known is None:

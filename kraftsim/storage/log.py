@@ -38,6 +38,8 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 Validate = Literal["last", "all", "framing"]
 #: A batch's length field (bytes 8-11).
 _LENGTH = struct.Struct(">i")
+#: tuple.__new__: a NamedTuple made from a tuple of its fields without its Python-level __new__.
+_new_tuple = tuple.__new__
 
 
 class EpochEntry(NamedTuple):
@@ -482,11 +484,16 @@ class MetadataLog:
         seg = segments._last  # (active_segment and log_end_offset, inlined: every replica appends)
         if seg is None:
             seg = segments.last_segment()
+        size = 0  # (the active segment's size: seg.size, inlined)
         if seg is None:
             leo = self.log_start_offset
         else:
             seg_entries = seg.entries
-            leo = seg_entries[-1].last_offset + 1 if seg_entries else seg.base_offset
+            if seg_entries:
+                last = seg_entries[-1]
+                leo, size = last.last_offset + 1, last.position + last.size
+            else:
+                leo = seg.base_offset
         if assign_offset:
             raw = struct.pack(">q", leo) + raw[8:]
         elif batch.base_offset != leo:
@@ -494,10 +501,12 @@ class MetadataLog:
                                 f"the log end offset is {leo}")
         if seg is None:
             seg = self._new_segment(leo)
-        elif len(seg) and seg.size + len(raw) > self.segment_bytes:
+            size = seg.size
+        elif size and size + len(raw) > self.segment_bytes:  # (a segment with batches has a size above 0)
             seg = self.roll()
-        entry = IndexEntry(leo, leo + batch.last_offset_delta, seg.size, len(raw),
-                           batch.partition_leader_epoch, batch.max_timestamp)
+            size = seg.size
+        entry = _new_tuple(IndexEntry, (leo, leo + batch.last_offset_delta, size, len(raw),
+                                        batch.partition_leader_epoch, batch.max_timestamp))
         rising = self._rising
         if rising is not None and entry.epoch >= 0 and (not rising or entry.epoch > rising[-1].epoch):
             rising.append(EpochEntry(entry.epoch, leo))

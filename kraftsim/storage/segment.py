@@ -27,6 +27,8 @@ from kraftsim.storage.batchfile import FileBatch
 #: LogSegment): a simulated leader serves its newest batches to every follower, and each
 #: replica reads what it appended again to apply it once committed.
 PARSED_TAIL = 256
+#: tuple.__new__: a NamedTuple made from a tuple of its fields without its Python-level __new__.
+_new_tuple = tuple.__new__
 
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
@@ -167,6 +169,11 @@ class LogSegment:
     _lasts: list[int]
     _fd: int | None = None
     _parsed: dict[int, FileBatch] = field(default_factory=dict)
+    #: str(path), made once (every appended batch's kept parse names its file).
+    _path_text: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._path_text = str(self.path)
 
     @classmethod
     def open(cls, path: Path, base_offset: int, *, writable: bool, validate: bool,
@@ -302,8 +309,12 @@ class LogSegment:
             raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
         entries.append(entry)
         self._lasts.append(entry.last_offset)
-        if batch is not None:
-            self._keep_parsed(len(entries) - 1, FileBatch(str(self.path), position, batch))
+        if batch is not None:  # (_keep_parsed, inlined: the appended batch is the newest, always kept)
+            parsed = self._parsed
+            parsed[len(entries) - 1] = _new_tuple(FileBatch, (self._path_text, position, batch))
+            if len(parsed) > 2 * PARSED_TAIL:
+                tail = len(entries) - PARSED_TAIL
+                self._parsed = {k: v for k, v in parsed.items() if k >= tail}
 
     def truncate_to_size(self, size: int) -> None:
         """Cut the file to `size` bytes (a batch boundary) and forget the batches after it."""
