@@ -26,6 +26,7 @@ iteration order. This is derived from the registrations in the oracle logs of Ka
 
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Mapping
 
@@ -476,17 +477,21 @@ class SimNode:
         if not raws:
             return j  # (the file is shorter than its index: read_batch names the batch)
         k = j
-        while k < stop and k not in parsed:
-            e, raw = entries[k], raws[k - j]
-            if not loader.idle:
-                break
-            hit = done.get((software, (e.base_offset, e.last_offset, e.epoch, int.from_bytes(raw[17:21], "big"))))
-            if (hit is None or hit[0] is not loader._image or hit[1] != (loader.kraft_version, loader.voters)
-                    or hit[7] != raw):
-                break
-            adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
-            share.adopted += 1
-            k += 1
+        crc_at = _CRC_AT.unpack_from
+        try:
+            while k < stop and k not in parsed:
+                e, raw = entries[k], raws[k - j]
+                if not loader.idle:
+                    break
+                # (the key: base offset, last offset, epoch (the index entry's fields 0, 1, 4), the CRC)
+                hit = done.get((software, (e[0], e[1], e[4], crc_at(raw, 17)[0])))
+                if (hit is None or hit[0] is not loader._image or hit[1] != (loader.kraft_version, loader.voters)
+                        or hit[7] != raw):
+                    break
+                adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                k += 1
+        finally:
+            share.adopted += k - j  # (counted once for the run)
         return k
 
     def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:
@@ -502,6 +507,10 @@ class SimNode:
             if found:
                 return found[0]
         return None
+
+
+#: A batch's CRC field (bytes 17-20, unsigned big-endian: int.from_bytes(raw[17:21], "big")).
+_CRC_AT = struct.Struct(">I")
 
 
 def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]

@@ -13,20 +13,35 @@ the unconditional write did).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kraftsim.storage.fileio import atomic_write
 
 
 def holds(path: Path, data: bytes) -> bool:
-    """Whether `path` holds exactly `data` and no `<name>.tmp` (atomic_write's) is beside it."""
+    """Whether `path` holds exactly `data` and no `<name>.tmp` (atomic_write's) is beside it.
+    (With the os module's calls, not a buffered file object and pathlib: asked on every raft
+    state change.)"""
+    want = len(data) + 1  # (one byte more than `data`: a longer file differs)
     try:
-        with open(path, "rb") as f:
-            if f.read(len(data) + 1) != data:
-                return False
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return False
-    return not path.with_name(path.name + ".tmp").exists()
+    try:
+        got = b""
+        while len(got) < want:  # (a read may return less than asked; the end of the file returns b"")
+            part = os.read(fd, want - len(got))
+            if not part:
+                break
+            got += part
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    if got != data:
+        return False
+    return not os.path.exists(f"{path}.tmp")  # (path.with_name(path.name + ".tmp"): the same file)
 
 
 def write_if_changed(path: Path, data: bytes, *, fsync: bool) -> None:
