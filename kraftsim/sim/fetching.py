@@ -77,10 +77,12 @@ class FetchMixin:
                                                                             "leader": m.id}))
             return
         m.last_fetch_from[msg.src] = self.sched.now_ms
-        log = m.log
+        log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
-        seg = log.active_segment
+        seg = log.segments._last
+        if seg is None:
+            seg = log.active_segment
         last = seg.entries[-1] if seg is not None and seg.entries else None
         # The common case: a fetch from the leader's log end, with its last epoch; the checks
         # below would find the snapshot irrelevant and the last batch matching.
@@ -128,8 +130,10 @@ class FetchMixin:
         flushed = m.flushed_end
         if offset < flushed:
             append = batches.append
-            log = m.log
-            seg = log.active_segment
+            log = m.node.log  # (m.log and log.active_segment, without the properties)
+            seg = log.segments._last
+            if seg is None:
+                seg = log.active_segment
             if seg is not None and offset >= seg.base_offset and offset >= log.log_start_offset:
                 # (log.batches' common case, inlined: every fetch that finds something passes here)
                 parsed, read = seg._parsed, seg.read_batch
