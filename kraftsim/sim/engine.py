@@ -40,7 +40,7 @@ from kraftsim.sim.lifecycle import (
     TRANSIENT_REFUSALS,
     LifecycleMixin,
 )
-from kraftsim.sim.member import LEADER, Member, entry_at
+from kraftsim.sim.member import LEADER, Member, batch_key, entry_at
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
 from kraftsim.sim.start_scan import FeatureLevelScan
@@ -95,7 +95,9 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.members = self.members
         self.checker.voters = self.voters
         self.checker.snapshot_ids = self._snapshot_ids
-        self._event: tuple[int, str, int | None, int] | None = None
+        #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
+        self._event: tuple[int, int, str, int | None, Any] | None = None
+        self._event_n = 0
         self._event_text = "start"
         self._event_name = LazyText(lambda: self.current_event)
         self.deep_every_event = False
@@ -148,8 +150,8 @@ class Engine(RaftMixin, LifecycleMixin):
         only when asked for."""
         if self._event is None:
             return self._event_text
-        n, label, node, time_ms = self._event
-        return f"event #{n} ({label} on node {node} at {time_ms} ms)"
+        time_ms, _, label, node, _ = self._event
+        return f"event #{self._event_n} ({label} on node {node} at {time_ms} ms)"
 
     @current_event.setter
     def current_event(self, text: str) -> None:
@@ -187,7 +189,7 @@ class Engine(RaftMixin, LifecycleMixin):
             return False
         time_ms, label, node, action = self.sched.pop()
         self.events_run += 1
-        self._event = (self.events_run, label, node, time_ms)
+        self._event, self._event_n = (time_ms, 0, label, node, action), self.events_run
         action()
         if self.deep_every_event:
             self.checker.deep(self.current_event, self.ordered())
@@ -203,15 +205,15 @@ class Engine(RaftMixin, LifecycleMixin):
         sched = self.sched
         heap = sched._heap
         pop = heapq.heappop
-        run = 0  # events run here, added to the counters as the loop ends (or an action raises)
+        first = n = self.events_run  # n: the number of the event running; the counters catch up as the loop ends
         try:
             if stop is None:  # (the loop below without its stop tests: what `Simulation.run` asks)
                 while heap and heap[0][0] <= end_ms:
-                    time_ms, _, label, node, action = pop(heap)
-                    sched.now_ms = time_ms
-                    run += 1
-                    self._event = (self.events_run + run, label, node, time_ms)
-                    action()
+                    entry = pop(heap)  # (time, sequence number, label, node, action): kept as the event
+                    sched.now_ms = entry[0]
+                    n += 1
+                    self._event, self._event_n = entry, n
+                    entry[4]()
                     if self.deep_every_event:
                         self.checker.deep(self.current_event, self.ordered())
                 sched.now_ms = max(sched.now_ms, end_ms)
@@ -225,16 +227,16 @@ class Engine(RaftMixin, LifecycleMixin):
                 if nxt is None or nxt > end_ms:
                     sched.now_ms = max(sched.now_ms, end_ms)
                     return stop is not None and stop()
-                time_ms, _, label, node, action = pop(heap)
-                sched.now_ms = time_ms
-                run += 1
-                self._event = (self.events_run + run, label, node, time_ms)
-                action()
+                entry = pop(heap)
+                sched.now_ms = entry[0]
+                n += 1
+                self._event, self._event_n = entry, n
+                entry[4]()
                 if self.deep_every_event:
                     self.checker.deep(self.current_event, self.ordered())
         finally:
-            sched.executed += run
-            self.events_run += run
+            sched.executed += n - first
+            self.events_run = n
 
     def check_deep(self, label: str) -> None:
         with fewer_collections():
@@ -574,14 +576,14 @@ class Engine(RaftMixin, LifecycleMixin):
         last = entry_at(m.log, end - 1)
         if last is None or (self._checkpoint is not None and self._checkpoint[1] == end):
             return
-        self._checkpoint = (m.state.release, end, _batch_key(last), qc.state.copy())
+        self._checkpoint = (m.state.release, end, batch_key(last), qc.state.copy())
 
     def _controller_checkpoint(self, m: Member) -> tuple[Any, int] | None:
         cp = self._checkpoint
         if cp is None or cp[0] != m.state.release or cp[1] > m.log.log_end_offset or cp[1] <= m.log.log_start_offset:
             return None
         last = entry_at(m.log, cp[1] - 1)
-        if last is None or _batch_key(last) != cp[2]:
+        if last is None or batch_key(last) != cp[2]:
             return None
         return cp[3], cp[1]
 
@@ -632,11 +634,6 @@ class Engine(RaftMixin, LifecycleMixin):
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False
         return True
-
-
-def _batch_key(e: Any) -> tuple[int, ...]:
-    """A batch as the index knows it, without its file position (which differs by node)."""
-    return (e.base_offset, e.last_offset, e.size, e.epoch, e.max_timestamp)
 
 
 __all__ = ["DOWN", "Engine", "Message"]

@@ -100,6 +100,11 @@ def last_entry(log: MetadataLog) -> IndexEntry | None:
     return None
 
 
+def batch_key(e: IndexEntry) -> tuple[int, ...]:
+    """A batch as the index knows it, without its file position (which differs by node)."""
+    return (e.base_offset, e.last_offset, e.size, e.epoch, e.max_timestamp)
+
+
 def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
     """The index entry of the batch holding `offset` (None outside the log)."""
     if offset < log.log_start_offset or offset >= log.log_end_offset:

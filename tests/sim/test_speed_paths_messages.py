@@ -96,3 +96,18 @@ def test_an_operation_changes_the_collector_threshold_once(monkeypatch) -> None:
             monkeypatch.undo()
             gc.set_threshold(*saved)
             sim.close()
+
+
+def test_the_running_event_is_named_by_its_number_label_node_and_time() -> None:
+    """Both event loops keep the running event's heap entry and number for the invariants'
+    texts: an event is named as the one it is, in the loop with a stop test and without."""
+    with scratch() as base:
+        sim = Simulation.create(base / "n", controllers=3, brokers=1, release="4.1", seed=4, durable=False)
+        e = sim.engine
+        for stop in (None, lambda: False):
+            t = e.now + 1_234
+            seen: list[str] = []
+            e.sched.at(t, "probe", 7, lambda: seen.append(e.current_event))
+            e.run_until(t, stop)
+            assert seen == [f"event #{e.events_run} (probe on node 7 at {t} ms)"]
+        sim.close()
