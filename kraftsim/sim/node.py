@@ -478,19 +478,38 @@ class SimNode:
             return j  # (the file is shorter than its index: read_batch names the batch)
         k = j
         crc_at = _CRC_AT.unpack_from
+        # A commit adopted while the loader is still catching up publishes nothing, reads
+        # nothing an adoption before it set, and leaves nothing the next adoption does not
+        # set again but a count: it is held back (`pending`), and adopted only when the next
+        # one is not such a commit or the run ends (before that, the image and raft state the
+        # loader would have are the held-back commit's).
+        pending = None
+        image, raft = loader._image, (loader.kraft_version, loader.voters)
         try:
             while k < stop and k not in parsed:
                 e, raw = entries[k], raws[k - j]
-                if not loader.idle:
+                if not loader.idle:  # (adoptions leave an idle loader idle)
                     break
                 # (the key: base offset, last offset, epoch (the index entry's fields 0, 1, 4), the CRC)
                 hit = done.get((software, (e[0], e[1], e[4], crc_at(raw, 17)[0])))
-                if (hit is None or hit[0] is not loader._image or hit[1] != (loader.kraft_version, loader.voters)
-                        or hit[7] != raw):
+                if hit is None or hit[0] is not image or hit[1] != raft or hit[7] != raw:
                     break
-                adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                quiet = loader.publishes_nothing_at(hit[4].provenance.last_contained_offset)
+                if pending is not None:
+                    if quiet:
+                        loader.adopt_superseded()
+                    else:
+                        adopt(pending[2], pending[3], pending[4], kraft_version=pending[5], voters=pending[6])
+                    pending = None
+                if quiet:
+                    pending = hit
+                else:
+                    adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                image, raft = hit[3], (hit[5], hit[6])
                 k += 1
         finally:
+            if pending is not None:
+                adopt(pending[2], pending[3], pending[4], kraft_version=pending[5], voters=pending[6])
             share.adopted += k - j  # (counted once for the run)
         return k
 

@@ -461,6 +461,19 @@ class MetadataLoader:
         """Nothing accumulated: the next commit starts from `image` alone."""
         return self._delta is None and self._tx is TransactionState.NO_TRANSACTION and self._num_batches == 0
 
+    def publishes_nothing_at(self, offset: int) -> bool:
+        """Whether a commit ending at `offset`, adopted now, would be published to nobody: the
+        loader is still catching up to the high watermark below it (Kafka's loader publishes
+        nothing until it has caught up). Such an adoption leaves nothing the next adoption
+        does not overwrite, but its count (`adopt_superseded`)."""
+        return not self._caught_up and (self.high_watermark is None or offset < self.high_watermark - 1)
+
+    def adopt_superseded(self) -> None:
+        """What `adopt` of a commit that `publishes_nothing_at` its offset leaves once the
+        next commit is adopted too: the count of publishes (everything else it set, the next
+        adoption sets again)."""
+        self.publishes += 1
+
     def adopt(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest, *, kraft_version: int | None,
               voters: object | None) -> None:
         """Take the result of a commit another loader replayed from this loader's image (the
