@@ -158,13 +158,13 @@ class Checker:
         if prev is not None and hw < prev:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
-        log = m.log
+        log = m.node.log  # (m.log, without the property: after every commit on every node)
         if m.role != "leader" and hw <= self.committed_end:
             # A follower's high watermark now covers batches it may have appended above its old
             # one, from a leader since deposed: those must be the committed ones.
             low = max(self.verified.get(m.id, 0), log.log_start_offset)
             if hw > low:
-                self._check_or_record(event, m, log, low, hw, record=False)
+                self._check_or_record(event, m, log, low, hw, False)
                 self.verified[m.id] = hw
             return
         if m.role == "leader":
@@ -201,10 +201,12 @@ class Checker:
             return mine is None and theirs is None and disk.start_offset >= hw
         return (mine.base_offset, mine.last_offset, mine.epoch) == theirs
 
-    def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, *, record: bool) -> None:
+    def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, record: bool) -> None:
         if end <= start:
             return
-        seg = log.active_segment
+        seg = log.segments._last  # (log.active_segment, without the property)
+        if seg is None:
+            seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
             # (log.batches' common case, inlined, without a generator: after every commit, on every node)
             parsed, read, compare = seg._parsed, seg.read_batch, self._compare
@@ -235,7 +237,8 @@ class Checker:
         return crc
 
     def _compare(self, event: object, node: int, base: int, last: int, epoch: int, raw: bytes, record: bool) -> None:
-        crc = self._crc(raw)  # everything after the base offset and length
+        known_crc = self._crcs.get(id(raw))  # (self._crc, its common case inlined)
+        crc = known_crc[1] if known_crc is not None and known_crc[0] is raw else self._crc(raw)
         known = self.committed.get(base)
         if known is None:
             if record:
