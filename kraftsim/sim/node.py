@@ -393,20 +393,42 @@ class SimNode:
         return None
 
     def _apply_shared(self, start: int, end: int) -> Unsupported | None:
-        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.commit_share)."""
+        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.commit_share).
+
+        The batches come from the active segment when it holds `start` (the common case,
+        walked here without a generator): each batch it keeps a checked parse of, and each
+        other one that `_adopt_unparsed` does not adopt, read and checked as
+        `LogSegment.read_batch` does (its errors unchanged); else from `log.batches`."""
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
         software = (self.state.release, self.kip_778, id(self.base_catalog))
         done = share._done  # (CommitShare.find, inlined: every node passes here for every commit)
         adopt = loader.adopt
         log = self.log
-        seg = log.active_segment
+        seg = log.segments._last  # (log.active_segment, without the property)
+        if seg is None:
+            seg = log.active_segment
+        others: Iterator[FileBatch] | None = None
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
-            # (log.batches' common case, inlined: the batches to apply are in the active segment)
-            batches: Iterable[FileBatch] = self._active_batches(seg, start, end, software)
+            parsed, entries = seg._parsed, seg.entries
+            j, n = seg.find(start), len(entries)
         else:
-            batches = log.batches(start)
-        for fb in batches:
+            others = iter(log.batches(start))
+        while True:
+            if others is None:
+                if j >= n:
+                    break
+                fb = parsed.get(j)
+                if fb is None:
+                    j = self._adopt_unparsed(seg, j, start, end, software)  # type: ignore[arg-type]
+                    if j >= n:
+                        break
+                    fb = parsed.get(j) or seg.read_batch(j)  # type: ignore[union-attr] # (where the adoptions ended)
+                j += 1
+            else:
+                fb = next(others, None)  # type: ignore[arg-type]
+                if fb is None:
+                    break
             b = fb.batch
             base = b.base_offset
             last = base + b.last_offset_delta
@@ -424,36 +446,19 @@ class SimNode:
                     adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
                     share.adopted += 1
                     continue
-            entries = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
-            found = self._unsupported_in(entries)
+            entries_in = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
+            found = self._unsupported_in(entries_in)
             if found is not None:
                 self.blocked = found
                 return found
             before, raft_before, publishes, faults = loader.image, (loader.kraft_version, loader.voters), \
                 loader.publishes, len(loader.faults)
             loader.handle_commit([CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch,
-                                                 b.max_timestamp, b.size, entries)])
+                                                 b.max_timestamp, b.size, entries_in)])
             share.replayed += 1
             if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
                 share.keep(software, key, before, raft_before, loader, b.raw)
         return None
-
-    def _active_batches(self, seg: LogSegment, start: int, end: int, software: tuple) -> Iterator[FileBatch]:
-        """The active segment's batches from the one holding `start`, for `_apply_shared`: each
-        batch the segment keeps a checked parse of, and each other one that
-        `_adopt_unparsed` does not adopt, read and checked as `LogSegment.read_batch` does
-        (its errors unchanged)."""
-        parsed, entries = seg._parsed, seg.entries
-        j, n = seg.find(start), len(entries)
-        while j < n:
-            fb = parsed.get(j)
-            if fb is None:
-                j = self._adopt_unparsed(seg, j, start, end, software)
-                if j >= n:
-                    return
-                fb = parsed.get(j) or seg.read_batch(j)  # (where the run of adoptions ended)
-            yield fb
-            j += 1
 
     def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple) -> int:
         """Adopt the active segment's batches from `j` on that it keeps no parse of (a node that
