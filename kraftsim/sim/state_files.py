@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kraftsim.errors import KraftsimError
 from kraftsim.storage.fileio import atomic_write
 
 
@@ -47,8 +48,34 @@ def holds(path: Path, data: bytes) -> bool:
 def write_if_changed(path: Path, data: bytes, *, fsync: bool) -> None:
     """`atomic_write(path, data)` (what the storage layer's writers of these files do with
     their bytes), unless the file already `holds` them."""
-    if not holds(path, data):
-        atomic_write(path, data, fsync=fsync)
+    if holds(path, data):
+        return
+    if fsync:
+        atomic_write(path, data, fsync=True)
+    else:
+        _write_unforced(path, data)
+
+
+def _write_unforced(path: Path, data: bytes) -> None:
+    """`atomic_write(path, data, fsync=False)` with the os module's calls (no buffered file
+    object, no pathlib): `<name>.tmp` written and renamed over `path`, the temporary removed
+    and the error named as atomic_write names it when that fails."""
+    tmp = f"{path}.tmp"
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise KraftsimError(f"cannot write {path}: {e.strerror or e}") from None
 
 
 __all__ = ["holds", "write_if_changed"]

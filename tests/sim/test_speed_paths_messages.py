@@ -166,3 +166,31 @@ def test_catch_up_adoptions_held_back_leave_what_adopting_each_leaves(monkeypatc
         monkeypatch.setattr(MetadataLoader, "publishes_nothing_at", lambda self, offset: False)
         each = _catch_up_states(base, "each")
     assert held == each
+
+
+def test_an_unforced_state_file_write_is_atomic_writes() -> None:
+    """write_if_changed without fsync leaves what atomic_write leaves (bytes, mode, no
+    temporary, a leftover temporary replaced), and fails with its text."""
+    import os
+
+    import pytest
+
+    from kraftsim.errors import KraftsimError
+    from kraftsim.sim.state_files import write_if_changed
+    from kraftsim.storage.fileio import atomic_write
+
+    with scratch() as base:
+        for data in (b"", b"x", b'{"leaderId":1}' * 300):
+            a, b = base / "a", base / "b"
+            (base / "b.tmp").write_bytes(b"stale")
+            atomic_write(a, data, fsync=False)
+            write_if_changed(b, data, fsync=False)
+            assert b.read_bytes() == a.read_bytes() == data
+            assert os.stat(b).st_mode == os.stat(a).st_mode
+            assert sorted(p.name for p in base.iterdir()) == ["a", "b"]
+        texts = []
+        for write in (lambda p: atomic_write(p, b"x", fsync=False), lambda p: write_if_changed(p, b"x", fsync=False)):
+            with pytest.raises(KraftsimError) as err:
+                write(base / "missing" / "quorum-state")
+            texts.append(str(err.value))
+        assert texts[0] == texts[1]
