@@ -77,6 +77,7 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
     pos = 0
     expected = base_offset if expected_next is None else max(base_offset, expected_next)
     head, append = _HEAD.unpack_from, entries.append
+    prev = None  # the epoch of the last batch indexed (entries[-1].epoch; None before any)
     while pos < end:
         remaining = end - pos
         if remaining >= RECORD_BATCH_OVERHEAD:
@@ -87,9 +88,10 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
             size = length + LOG_OVERHEAD
             if (RECORD_BATCH_OVERHEAD <= size <= remaining and magic == MAGIC_V2 and 0 <= last_delta
                     and count == last_delta + 1 and base >= expected
-                    and (not entries or epoch >= entries[-1].epoch) and (entries or min_epoch is None or epoch >= min_epoch)
+                    and (epoch >= prev if prev is not None else (min_epoch is None or epoch >= min_epoch))
                     and (not validate or (count >= 0 and crc32c(data[pos + _CRC_START:pos + size]) == crc))):
-                append(IndexEntry(base, base + last_delta, pos, size, epoch, max_ts))
+                append(_new_tuple(IndexEntry, (base, base + last_delta, pos, size, epoch, max_ts)))
+                prev = epoch
                 expected = base + last_delta + 1
                 pos += size
                 continue
@@ -97,6 +99,7 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
                                             findings=findings)
         if problem is not None:
             return entries, problem
+        prev = entries[-1].epoch if entries else None
     return entries, None
 
 
