@@ -14,18 +14,20 @@ without parsing it; other bytes are read and checked as `LogSegment.read_batch` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable
+import struct
+from typing import TYPE_CHECKING
 
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import decode_file_batch
 from kraftsim.storage.batchfile import FileBatch
-from kraftsim.storage.segment import LogSegment
 
 if TYPE_CHECKING:
     from kraftsim.sim.node import SimNode
 
 #: Batches whose levels are kept (emptied past it).
 KEEP = 1 << 14
+#: A batch's CRC field (bytes 17-20, unsigned big-endian: int.from_bytes(raw[17:21], "big")).
+_CRC_AT = struct.Struct(">I")
 
 
 class FeatureLevelScan:
@@ -36,6 +38,8 @@ class FeatureLevelScan:
         self.registry = registry
         #: key -> (the batch's checked bytes, its FeatureLevelRecords as (offset, name, level))
         self._levels: dict[tuple[int, int, int, int], tuple[bytes, tuple[tuple[int, str, int], ...]]] = {}
+        #: Batches whose levels were taken by their bytes (not parsed).
+        self.matched_by_bytes = 0
 
     def clear(self) -> None:
         self._levels.clear()
@@ -47,46 +51,43 @@ class FeatureLevelScan:
         log = node.log
         seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
-            first = seg.find(start)
-            raws = seg.read_raws(first, len(seg.entries)) or []  # (one read; [] or None: one by one)
-            batches: Iterable[FileBatch | None] = (
-                seg._parsed.get(j) or self._by_bytes(seg, j, start, levels, raws[j - first] if raws else None)
-                for j in range(first, len(seg.entries)))
+            # (the active segment walked in one loop: a batch not parsed in memory is matched by
+            # its bytes, all read with one read: bytes equal to the kept ones give their levels;
+            # other bytes are read and checked as `LogSegment.read_batch` does)
+            first, entries, parsed, known = seg.find(start), seg.entries, seg._parsed, self._levels
+            raws = seg.read_raws(first, len(entries)) or []  # (one read; [] or None: one by one)
+            crc_at = _CRC_AT.unpack_from
+            for j in range(first, len(entries)):
+                fb = parsed.get(j)
+                if fb is None:
+                    raw = raws[j - first] if raws else seg.read_raw(j)
+                    e = entries[j]  # (base offset, last offset, position, size, epoch, ...)
+                    kept = known.get((e[0], e[1] - e[0], e[4], crc_at(raw, 17)[0]))
+                    if kept is not None and kept[0] == raw:
+                        _take(kept[1], start, levels)
+                        self.matched_by_bytes += 1
+                        continue
+                    fb = seg.read_batch(j)
+                _take(self._levels_of(fb), start, levels)
         else:
-            batches = log.batches(start)
-        known = self._levels
-        for fb in batches:
-            if fb is None:
-                continue  # (known by its bytes: _by_bytes took its levels)
-            b = fb.batch
-            key = (b.base_offset, b.last_offset_delta, b.partition_leader_epoch, b.crc)
-            kept = known.get(key)
-            if kept is None or kept[0] != b.raw:
-                found = tuple((e.offset, e.message.name, e.message.feature_level)
-                              for e in decode_file_batch(fb, self.registry) if e.record_type.name == "FeatureLevelRecord")
-                if len(known) >= KEEP:
-                    known.clear()
-                known[key] = (b.raw, found)
-            else:
-                found = kept[1]
-            _take(found, start, levels)
+            for fb in log.batches(start):
+                _take(self._levels_of(fb), start, levels)
         return levels
 
-    def _by_bytes(self, seg: LogSegment, j: int, start: int, levels: dict[str, int],
-                  raw: bytes | None = None) -> FileBatch | None:
-        """Batch `j` of `seg` (not parsed in memory; `raw`: its bytes, when read already): None
-        when its bytes are those of a batch known here (its levels taken into `levels`),
-        else the batch, read and checked."""
-        e = seg.entries[j]
-        if raw is None:
-            raw = seg.read_raw(j)
-        kept = self._levels.get((e.base_offset, e.last_offset - e.base_offset, e.epoch,
-                                 int.from_bytes(raw[17:21], "big")))
-        if kept is not None and kept[0] == raw:
-            _take(kept[1], start, levels)
-            return None
-        return seg.read_batch(j)
-
+    def _levels_of(self, fb: FileBatch) -> tuple[tuple[int, str, int], ...]:
+        """The batch's FeatureLevelRecords as (offset, name, level), decoded once per distinct batch."""
+        b = fb.batch
+        known = self._levels
+        key = (b.base_offset, b.last_offset_delta, b.partition_leader_epoch, b.crc)
+        kept = known.get(key)
+        if kept is not None and kept[0] == b.raw:
+            return kept[1]
+        found = tuple((e.offset, e.message.name, e.message.feature_level)
+                      for e in decode_file_batch(fb, self.registry) if e.record_type.name == "FeatureLevelRecord")
+        if len(known) >= KEEP:
+            known.clear()
+        known[key] = (b.raw, found)
+        return found
 
 def _take(found: tuple[tuple[int, str, int], ...], start: int, levels: dict[str, int]) -> None:
     for offset, name, level in found:

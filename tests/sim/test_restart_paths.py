@@ -204,21 +204,16 @@ def test_the_feature_scan_by_bytes_equals_a_fresh_decode(monkeypatch: pytest.Mon
     entry whose bytes differ is decoded again, not trusted."""
     from kraftsim.sim.engine import Engine
 
-    taken, starts = [0], []
-    by_bytes, on_disk = FeatureLevelScan._by_bytes, Engine._finalized_on_disk
-
-    def counted(self, *a):  # type: ignore[no-untyped-def]
-        fb = by_bytes(self, *a)
-        taken[0] += fb is None
-        return fb
+    starts = []
+    on_disk = Engine._finalized_on_disk
 
     def compared(self, node):  # type: ignore[no-untyped-def]
-        before = taken[0]
+        before = self.level_scan.matched_by_bytes
         got = on_disk(self, node)
-        starts.append((got, FeatureLevelScan(self.registry).finalized(node), taken[0] - before))
+        starts.append((got, FeatureLevelScan(self.registry).finalized(node),
+                       self.level_scan.matched_by_bytes - before))
         return got
 
-    monkeypatch.setattr(FeatureLevelScan, "_by_bytes", counted)
     monkeypatch.setattr(Engine, "_finalized_on_disk", compared)
     with scratch() as base:
         sim = Simulation.create(base / "f", controllers=3, brokers=1, release="4.1", release_version="3.9",
