@@ -122,11 +122,22 @@ class FetchMixin:
             del m.parked[msg.src]
             self._serve_fetch(m, msg)
 
-    def _serve_fetch(self, m: Member, msg: Message) -> None:
+    def _serve_fetch(self, m: Member, msg: Message, served: dict[int, list] | None = None) -> None:
         """Answer a fetch with the leader's flushed batches from its offset (each as the
-        leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`)."""
+        leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`).
+        `served`: the lists of batches already found for other fetches answered at this same
+        moment, by offset (the leader's log and flushed end are the same for them all; a
+        follower only reads the list)."""
         offset = msg.data["offset"]
-        batches = []
+        if served is not None:
+            found = served.get(offset)
+            if found is not None:
+                self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {
+                    "batches": found, "leader": m.id, "high_watermark": m.high_watermark}))
+                return
+        batches: list = []
+        if served is not None:
+            served[offset] = batches
         flushed = m.flushed_end
         if offset < flushed:
             append = batches.append
@@ -153,8 +164,9 @@ class FetchMixin:
 
     def _answer_parked(self, m: Member) -> None:
         parked, m.parked = m.parked, {}
+        served: dict[int, list] = {}  # (most parked fetches ask from the same offset: found once)
         for replica in sorted(parked):
-            self._serve_fetch(m, parked[replica][1])  # type: ignore[arg-type]
+            self._serve_fetch(m, parked[replica][1], served)  # type: ignore[arg-type]
 
     def _reply_fetch(self, m: Member, dst: int, data: dict[str, Any]) -> None:
         data["leader"] = m.id

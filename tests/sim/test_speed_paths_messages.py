@@ -194,3 +194,34 @@ def test_an_unforced_state_file_write_is_atomic_writes() -> None:
                 write(base / "missing" / "quorum-state")
             texts.append(str(err.value))
         assert texts[0] == texts[1]
+
+
+def test_parked_fetches_answered_together_get_what_each_alone_gets() -> None:
+    """Fetches answered at one moment share the list of batches found for their offset; each
+    answer is the one the fetch would get on its own, whatever the offsets."""
+    with scratch() as base:
+        sim = Simulation.create(base / "s", controllers=3, brokers=2, release="4.1", seed=8, durable=False)
+        sim.create_topics(5, 3)
+        sim.run(3_000)
+        e = sim.engine
+        leader = e.members[sim.leader()]
+        ends = [x.last_offset + 1 for x in leader.node.log.active_segment.entries]
+        offsets = [ends[-1], ends[-3], ends[-3], 0, ends[-2], ends[-1], ends[-2]]
+        fetches = [Message(4 + k % 2, leader.id, "fetch", leader.epoch, {"offset": o, "last_epoch": 0, "voter": False})
+                   for k, o in enumerate(offsets)]
+        sent: list = []
+        real = e.net.send
+        e.net.send = sent.append  # type: ignore[method-assign]
+        try:
+            for f in fetches:
+                e._serve_fetch(leader, f)
+            alone = [[b.raw for b in x.data["batches"]] for x in sent]
+            sent.clear()
+            served: dict = {}
+            for f in fetches:
+                e._serve_fetch(leader, f, served)
+            together = [[b.raw for b in x.data["batches"]] for x in sent]
+        finally:
+            e.net.send = real  # type: ignore[method-assign]
+        sim.close()
+    assert together == alone and len({len(x) for x in alone}) >= 3
