@@ -19,10 +19,11 @@ is recorded with the results, since other work on the same cores changes everyth
 
 `--sweep N` measures `kraftsim spark sweep` alone: N runs (the shipped suite's scenarios
 under as many seeds as it takes, with faults) in one process and on the embedded Spark
-session, the same runs on both sides, in `--rounds R` rounds with the sides taking turns
-first; Spark's start-up is billed to Spark once. On two quiet cores, the measurement:
+session, the same runs on both sides, in `--pairs P` pairs whose sides each run in a fresh
+process (Spark's whole start-up billed to every Spark side), taking turns first; the
+verdict is on the median ratio (benchmarks/_sweep_bench.py). On two quiet cores:
 
-    python benchmarks/bench_pipeline.py --sweep 1000 --rounds 2
+    python benchmarks/bench_pipeline.py --sweep 1000 --pairs 3
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks._common import load_average  # noqa: E402
+from benchmarks._sweep_bench import SWEEP_LEFT_OUT, bench_sweep, default_files, render_sweep, run_side  # noqa: E402
 from kraftsim.pipeline.jobs import job_inputs, run_local, run_spark  # noqa: E402
 from kraftsim.pipeline.session import spark_session  # noqa: E402
 from kraftsim.pipeline.snapshot_cost import default_grid, parse_grid  # noqa: E402
@@ -99,186 +101,6 @@ def bench(repeat: int, quick: bool) -> dict[str, Any]:
     }
 
 
-SWEEP_FAULTS = "crash=0.2,partition=0.1,torn-tail=0.1,loss=0.01"
-#: Left out of the default sweep: one run rolls 100,000 partitions (about a minute alone), so
-#: its share of 1,000 runs would be most of the benchmark's hour and measure that one scenario.
-SWEEP_LEFT_OUT = ("snapshot-during-roll-at-scale.toml",)
-
-
-def sweep_items(runs: int, files: list[Path]) -> list[dict[str, Any]]:
-    """The first `runs` runs ordered by seed, then scenario: every scenario about equally often."""
-    from kraftsim.pipeline.sweep.runs import sweep_inputs
-
-    seeds = range(0, -(-runs // len(files)))
-    rank = {str(f): i for i, f in enumerate(files)}
-    items = sorted(sweep_inputs(files, seeds, SWEEP_FAULTS), key=lambda it: (it["seed"], rank[it["file"]]))
-    return items[:runs]
-
-
-def _python_workers(spark: Any) -> dict[str, int]:
-    """Distinct Python worker processes over 4 tasks per core of a mapInArrow stage: one per core
-    when Spark reuses its workers."""
-    import pyarrow as pa
-
-    tasks = 4 * spark.sparkContext.defaultParallelism
-
-    def pid(batches: Any) -> Any:
-        for _ in batches:
-            pass
-        yield pa.RecordBatch.from_pylist([{"pid": os.getpid()}])
-
-    frame = spark.range(tasks).repartition(tasks).mapInArrow(pid, "pid long")
-    return {"tasks": tasks, "processes": frame.distinct().count()}
-
-
-_RECORD_ARCHIVE = """
-from kraftsim.pipeline.session import spark_session
-spark = spark_session("local[1]", app_name="record the class archive")
-spark.range(0, 10, 1, 2).count()
-spark.stop()
-"""
-
-
-def ensure_class_archive(timeout_s: float = 300.0) -> str:
-    """The state the measured JVM starts in: 'mapped' when the driver's class-data archive
-    (kraftsim/pipeline/class_archive.py) exists, recording it first with a throwaway Spark
-    start if this machine has none yet, as any earlier Spark start would have; 'off' when
-    turned off or unusable here."""
-    import subprocess
-
-    from kraftsim.pipeline import class_archive
-    from kraftsim.pipeline.java import find_java
-    from kraftsim.pipeline.session import real_java_home, spark_jars
-
-    def options() -> str:
-        return class_archive.class_archive_options(real_java_home(find_java()), spark_jars())
-
-    first = options()
-    if "ArchiveClassesAtExit" not in first:
-        return "mapped" if "SharedArchiveFile" in first else "off"
-    print("recording the driver's class-data archive (a throwaway Spark start, once per machine)", flush=True)
-    subprocess.run([sys.executable, "-c", _RECORD_ARCHIVE], cwd=ROOT, check=True, timeout=timeout_s,
-                   capture_output=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:  # the JVM writes the archive as it exits, after Python
-        if "SharedArchiveFile" in options():
-            return "mapped"
-        time.sleep(0.5)
-    return "off"
-
-
-def bench_sweep(runs: int, rounds: int, files: list[Path], *, driver_runs: bool = True) -> dict[str, Any]:
-    """`runs` sweep runs in one process and on Spark, the same runs on both sides, in `rounds`
-    rounds of every rounds-th run, the sides taking turns first (ABBA...) so that a change of
-    the machine's load hits both alike. The Spark side is `kraftsim spark sweep`'s own path
-    (engine.sweep_on_spark): its first turn starts Spark and is billed the start-up, during
-    which the driver runs the lightest runs (unless `driver_runs` is off); Python workers
-    start inside the first job's time."""
-    from kraftsim.pipeline.session import start_spark
-    from kraftsim.pipeline.sweep import engine
-
-    items = sweep_items(runs, files)
-    archive = ensure_class_archive()
-    load_before = os.getloadavg()
-    spark = None
-    session_s = 0.0
-    per_round: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory(prefix="kraftsim-bench-sweep-") as tmp:
-        for r in range(rounds):
-            part = items[r::rounds]
-            sides = ("local", "spark") if r % 2 == 0 else ("spark", "local")
-            rec: dict[str, Any] = {"round": r + 1, "runs": len(part), "order": list(sides),
-                                   "load_before": os.getloadavg()}
-            tables = {}
-            for side in sides:
-                if side == "local":
-                    t0 = time.perf_counter()
-                    local = engine.run_in_process(part)
-                    engine.write_local_table(local.table, Path(tmp) / f"local-{r}")
-                    rec["local_s"] = time.perf_counter() - t0
-                    tables["local"] = local.table
-                else:
-                    first = spark is None
-                    on_spark, spark, _ = engine.sweep_on_spark(
-                        lambda: start_spark(java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS), part,
-                        f"{tmp}/spark-{r}", driver_runs=driver_runs)
-                    if first:
-                        session_s = on_spark.start_s or 0.0
-                    driver = on_spark.driver
-                    rec.update(spark_s=on_spark.elapsed_s, spark_tasks=on_spark.tasks,
-                               driver_while_starting=driver.while_starting if driver else 0,
-                               driver_beside_job=driver.beside_job if driver else 0)
-                    tables["spark"] = on_spark.table
-                print(f"round {r + 1}/{rounds} {side:5} {len(part)} runs "
-                      f"{rec[side + '_s']:7.1f} s  load {load_average()}", flush=True)
-            rec["tables_equal"] = _deterministic(tables["local"]) == _deterministic(tables["spark"])
-            rec["passed"] = sum(v == "pass" for v in tables["local"].column("verdict").to_pylist())
-            rec["load_after"] = os.getloadavg()
-            per_round.append(rec)
-    assert spark is not None
-    cores = spark.sparkContext.defaultParallelism
-    workers = _python_workers(spark)
-    spark.stop()
-    local_s = sum(r["local_s"] for r in per_round)
-    spark_s = sum(r["spark_s"] for r in per_round)
-    return {"python": platform.python_version(), "cpus": os.cpu_count(), "spark_cores": cores,
-            "runs": len(items), "rounds": rounds, "faults": SWEEP_FAULTS, "driver_runs": driver_runs,
-            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS, "class_archive": archive,
-            "scenarios": [f.name for f in files], "left_out": [n for n in SWEEP_LEFT_OUT],
-            "load_before": load_before, "load_after": os.getloadavg(), "session_start_s": session_s,
-            "local_s": local_s, "spark_s": spark_s, "ratio": local_s / spark_s, "rounds_detail": per_round,
-            "python_workers": workers, "tables_equal": all(r["tables_equal"] for r in per_round),
-            "passed": sum(r["passed"] for r in per_round)}
-
-
-def _deterministic(table: Any) -> list[dict[str, Any]]:
-    return [{k: v for k, v in row.items() if k != "wall_s"} for row in table.to_pylist()]
-
-
-SWEEP_TARGET = 1.7
-
-
-def render_sweep(d: dict[str, Any]) -> str:
-    ratio = d["ratio"]
-    verdict = "met" if ratio >= SWEEP_TARGET else "NOT met"
-    lines = [
-        "# kraftsim spark sweep benchmark", "",
-        f"`python benchmarks/bench_pipeline.py --sweep {d['runs']} --rounds {d['rounds']}` on CPython {d['python']}, "
-        f"embedded `local[*]` with {d['spark_cores']} cores ({d['cpus']} CPUs): {d['runs']} runs of "
-        f"{len(d['scenarios'])} shipped scenarios (left out: {', '.join(d['left_out']) or 'none'}) with faults "
-        f"`{d['faults']}`, {d['passed']} passed.", "",
-        f"**Load:** {load_average(d['load_before'])} before, {load_average(d['load_after'])} after (1 / 5 / 15 min) "
-        f"on {d['cpus']} CPUs.", "",
-        f"The same runs on both sides, in {d['rounds']} round(s) (round k takes runs k, k + {d['rounds']}, ...), the "
-        "sides taking turns first so that a change of load hits both alike. One process: the runs, then the table written with pyarrow. "
-        "Spark: `kraftsim spark sweep`'s own path: the session started (driver JVM options "
-        f"`{d.get('java_options', '')}`; class-data archive: {d.get('class_archive', 'not used')}), the sweep's guided tasks through mapInArrow, Parquet partitioned by "
-        f"scenario, read back. The start-up ({d['session_start_s']:.1f} s until the session was ready) is billed to "
-        "Spark's first turn, and the first Python workers start inside the first job. "
-        + ("While Spark starts, the driver runs the lightest runs itself, and it runs a reserve of the lightest "
-           "remaining ones beside Spark's job (kraftsim/pipeline/sweep/driver_share.py); the driver column counts "
-           "them." if d.get("driver_runs", False) else "Every run ran in a Spark task (`--no-driver-runs`)."), "",
-        "| round | runs | order | one process | spark | tasks | driver runs (start + beside) | ratio | load before |",
-        "|---:|---:|---|---:|---:|---:|---:|---:|---|",
-    ]
-    for r in d["rounds_detail"]:
-        lines.append(f"| {r['round']} | {r['runs']} | {' then '.join(r['order'])} | {r['local_s']:.1f} s | "
-                     f"{r['spark_s']:.1f} s | {r['spark_tasks']} | {r.get('driver_while_starting', 0)} + "
-                     f"{r.get('driver_beside_job', 0)} | {r['local_s'] / r['spark_s']:.2f}x | "
-                     f"{load_average(r['load_before'])} |")
-    lines += [
-        "", "| engine | time | runs/s | vs one process |", "|---|---:|---:|---:|",
-        f"| one process | {d['local_s']:.1f} s | {d['runs'] / d['local_s']:.2f} | 1.00x |",
-        f"| spark, start-up included | {d['spark_s']:.1f} s | {d['runs'] / d['spark_s']:.2f} | {ratio:.2f}x |", "",
-        f"Target: at least {SWEEP_TARGET}x for 1,000 runs on 2 cores: {verdict} in this run"
-        + ("" if d["runs"] >= 1000 else f" (only {d['runs']} runs: a check of the benchmark, not the measurement)")
-        + ".",
-        f"Tables equal apart from wall_s, every round: {'yes' if d['tables_equal'] else 'NO'}. "
-        f"Python workers: {d['python_workers']['processes']} processes served {d['python_workers']['tasks']} tasks.",
-    ]
-    return "\n".join(lines) + "\n"
-
-
 def render(data: dict[str, Any]) -> str:
     import pyspark
 
@@ -333,25 +155,31 @@ def main() -> int:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pipeline"),
                     help="results path without extension (default: benchmarks/results/pipeline)")
     ap.add_argument("--sweep", type=int, metavar="N", help="only the scenario sweep, N runs (results/pipeline-sweep)")
-    ap.add_argument("--rounds", type=int, default=2, metavar="R",
-                    help="with --sweep: rounds the runs are split into, sides taking turns first (default 2)")
+    ap.add_argument("--pairs", type=int, default=3, metavar="P",
+                    help="with --sweep: pairs of one-process and Spark sweeps, each side in a fresh process (default 3)")
     ap.add_argument("--no-driver-runs", action="store_true",
                     help="with --sweep: every Spark-side run in a Spark task, as `kraftsim spark sweep --no-driver-runs`")
     ap.add_argument("--scenarios", nargs="+", type=Path, metavar="PATH",
                     help="with --sweep: scenario files or folders (default: the shipped suite but "
                          + ", ".join(SWEEP_LEFT_OUT) + ")")
+    ap.add_argument("--sweep-side", choices=("local", "spark"), help=argparse.SUPPRESS)  # one side, in a child
+    ap.add_argument("--table", type=Path, help=argparse.SUPPRESS)  # where that side writes its table
     args = ap.parse_args()
     if args.sweep:
-        from kraftsim.scenario.suite import SUITE_DIR, scenario_files
+        from kraftsim.scenario.suite import scenario_files
 
+        files = scenario_files(args.scenarios) if args.scenarios else default_files()
+        if args.sweep < 1 or args.pairs < 1 or not files:
+            ap.error("--sweep N and --pairs P must be at least 1, and there must be scenario files")
+        if args.sweep_side:
+            if args.table is None:
+                ap.error("--sweep-side needs --table DIR")
+            print(json.dumps(run_side(args.sweep_side, args.sweep, files, args.table,
+                                      driver_runs=not args.no_driver_runs)))
+            return 0
         out = str(ROOT / "benchmarks" / "results" / "pipeline-sweep")
-        files = (scenario_files(args.scenarios) if args.scenarios
-                 else [f for f in sorted(SUITE_DIR.glob("*.toml")) if f.name not in SWEEP_LEFT_OUT])
-        if args.sweep < 1 or args.rounds < 1 or not files:
-            ap.error("--sweep N and --rounds R must be at least 1, and there must be scenario files")
-        data = bench_sweep(args.sweep, min(args.rounds, args.sweep), files, driver_runs=not args.no_driver_runs)
-        if args.scenarios:
-            data["left_out"] = []
+        data = bench_sweep(args.sweep, args.pairs, files, scenarios=args.scenarios,
+                           driver_runs=not args.no_driver_runs)
         Path(out + ".json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
         Path(out + ".md").write_text(render_sweep(data), encoding="utf-8")
         print(f"wrote {out}.md and .json")

@@ -139,7 +139,7 @@ def test_guided_bins_place_every_run_once_heaviest_first(weights: list[float], c
 def test_guided_bins_shrink_towards_the_end() -> None:
     sizes = [len(b) for b in guided_bins([1.0] * 1000, 2)]
     assert sizes[0] == 250 and sizes[:-1] == sorted(sizes[:-1], reverse=True)  # a quarter: half of a core's share
-    assert max(sizes[-3:]) <= 25 and len(sizes) <= 20  # small tasks at the end, few tasks in all
+    assert max(sizes[-3:]) <= 5 and len(sizes) <= 25  # small tasks at the end, few tasks in all
 
 
 def test_run_cost_counts_faulted_steps_and_partitions() -> None:
