@@ -146,6 +146,38 @@ def _side_command(side: str, runs: int, table_dir: Path, scenarios: list[Path] |
     return cmd
 
 
+def _session_members(sid: int) -> list[int]:
+    """Processes of session `sid` still running (Linux /proc; elsewhere none are seen)."""
+    members = []
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []:
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = text[text.rindex(")") + 2:].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def _wait_for_session_end(sid: int, timeout_s: float = 60.0) -> None:
+    """Wait until what a side left running ends (Spark's JVM shuts down for a few seconds after
+    its Python driver exits), so that it does not slow the next side; kill what outlasts
+    `timeout_s`."""
+    import signal
+
+    deadline = time.monotonic() + timeout_s
+    while _session_members(sid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for pid in _session_members(sid):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def _table_rows(table_dir: Path) -> list[dict[str, Any]]:
     """A side's table, sorted, without its wall times: what must be equal on both sides."""
     from kraftsim.pipeline.sweep import engine
@@ -169,11 +201,14 @@ def bench_sweep(runs: int, pairs: int, files: list[Path], *, scenarios: list[Pat
             pair: dict[str, Any] = {"pair": p + 1, "order": list(order)}
             for side in order:
                 table_dir = Path(tmp) / f"{side}-{p}"
-                out = subprocess.run(_side_command(side, runs, table_dir, scenarios, driver_runs), cwd=ROOT,
-                                     capture_output=True, text=True, timeout=SIDE_TIMEOUT_S)
-                if out.returncode != 0:
-                    raise SystemExit(f"the {side} side of pair {p + 1} failed:\n{out.stderr[-3000:]}")
-                pair[side] = json.loads(out.stdout.strip().splitlines()[-1])
+                child = subprocess.Popen(_side_command(side, runs, table_dir, scenarios, driver_runs), cwd=ROOT,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                         start_new_session=True)
+                stdout, stderr = child.communicate(timeout=SIDE_TIMEOUT_S)
+                _wait_for_session_end(child.pid)
+                if child.returncode != 0:
+                    raise SystemExit(f"the {side} side of pair {p + 1} failed:\n{stderr[-3000:]}")
+                pair[side] = json.loads(stdout.strip().splitlines()[-1])
                 print(f"pair {p + 1}/{pairs} {side:5} {runs} runs {pair[side]['elapsed_s']:7.1f} s  "
                       f"load {load_average()}", flush=True)
             pair["ratio"] = pair["local"]["elapsed_s"] / pair["spark"]["elapsed_s"]
