@@ -260,89 +260,53 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-#: What profiling the runs showed (cProfile), kept with the results.
-WHERE_THE_TIME_GOES = (
-    "Where the CPU goes (cProfile). Reference run: the controller's own work (every record it writes, a roll's "
-    "controlled shutdowns and registrations moving the leadership of every partition) and one replay of each "
-    "commit per release; a new leader replays only what follows the last state its predecessor kept when all "
-    "was committed. Fault and idle workloads: fetches and their replies (appending, committing, applying), "
-    "heartbeats, the controller's NoOpRecords and session expiry, and the deep invariants after each "
-    "operation. What made them cheaper: the deep check's shadow loaders share their replays among themselves "
-    "(never with the nodes they check) and digests remember the parts of immutable images already hashed; an "
-    "open log segment keeps the checked parse of its newest batches, so a leader's batch is parsed once for "
-    "all its followers, and a follower appends the leader's checked batch without parsing it again; a "
-    "restarting node's log is CRC-checked once, not twice; the network draws its delays without "
-    "`randrange`'s checks (the same bits); a controller's start-up scan for feature levels decodes each "
-    "distinct batch once; leader epochs are kept up to date by appends. Before them (this file run on main "
-    "just before these changes, same machine, load average 1.31): idle 129,021 events/s, faults 49,511 "
-    "events/s, reference run 1.252 s (about 11,500 events/s). The same seeds give byte-identical timelines "
-    "and node directories before and after. A second pass cut the per-event path further: a node adopting a "
-    "shared commit publishes it without the loader's general bookkeeping, the batches a node applies and the "
-    "appends a follower makes are found in the active segment without the log's general lookups, a fetch from "
-    "the leader's log end is checked against its last batch directly, member ids are fields; in the "
-    "controller, leader and ISR updates look each broker up once and read the catalog once per request (not "
-    "per partition), the ELR order is worked out only where two replicas or more are left, and the idle "
-    "NoOpRecord is built once per catalog and metadata.version; the per-fetch timers are partials of "
-    "methods, not closures. Best of three runs of this file, main just before that pass against it, "
-    "interleaved on the same machine (load average 1.5-1.7, 2 cores shared): faults 85,917 -> 102,124 "
-    "events per CPU second, idle 178,456 -> 222,591, reference run 0.800 s -> 0.772 s of CPU; single runs "
-    "vary by about 10% with the load. The same seeds give byte-identical timelines and node directories. A third "
-    "pass took the restarts, the collector and what was left per event: a start reads its log once (the "
-    "read-only open that looks for a refusal becomes the node's log when it found nothing to recover; the "
-    "recovery scan indexes a sound batch with one header read), the catch-up that follows and the start-up "
-    "feature scan match the batches the segment keeps no parse of by their bytes, read with one read, against "
-    "the checked bytes of a batch applied before (equal bytes parse alike and pass the same CRC check), and "
-    "adopt each run of them in one loop; a new publisher's first delta (the whole image rewritten) is made only "
-    "if a publisher reads it, and a simulated node's never do; quorum-state and leader-epoch-checkpoint are "
-    "written only when their bytes change (read back and compared); the cyclic collector's young threshold is "
-    "10,000 instead of 700 while the engine runs events, starts a node or checks the deep invariants (put back "
-    "afterwards; cycles are still collected), and a closed simulation drops its caches at once; the per-event "
-    "ConsistentCommittedData check sums a batch's bytes once for all its replicas; fetches, the follower "
-    "checks and the shadow loaders walk the active segment's kept parses directly; digests add up only the "
-    "subtrees of topics-by-id that changed. In the fault workload a start went from about 3.0 to 1.5 ms of "
-    "CPU and its catch-up from 1.8 to 0.7 ms (timers around them, main and this pass in one sitting). This file run six times on main just before that pass and six "
-    "times on it, interleaved (load average 0.57-0.73, 2 cores shared; each figure the median of its 3 runs, "
-    "per CPU second): faults 87,894 -> 101,637 events (median of the six), idle 204,508 -> 213,614, reference "
-    "run 0.840 s -> 0.698 s of CPU; two runs of this file on a quiet machine (load average 0.2-0.3) just after gave "
-    "99,207 and 101,779 events/s for the fault workload: its median sits at the 100,000 target, on whichever "
-    "side the machine puts it. The same seeds (faults 3, 11, 29, 47; idle 2; reference runs of 300 topics "
-    "with seeds 1 and 5 and of 1,000 topics; a run with a wiped follower and a torn tail) give byte-identical "
-    "timelines and node directories before and after. Left in the fault workload: the controller's own work "
-    "(a crashed broker's fencing and its registration move the leadership of its partitions), the first "
-    "replay of every commit on a node and on the deep check's shadows, and the per-event machinery (fetches, "
-    "replies, appends, timers), none of it more than a few per cent on its own. A fourth pass took the "
-    "per-event path and the collector: a message is a struct made in C and lands in the engine's dispatch "
-    "directly (which drops it when its ends are partitioned), the fetch timers are pushed without a call "
-    "through the scheduler, the event loop keeps the running event as its heap entry (no tuple made per "
-    "event), fetches and the committed-data check read logs and segments without properties or generators, "
-    "a node applies its commits in one loop, a leader answering its parked fetches at one moment finds the "
-    "batches for each distinct offset once; an append builds its index entry and kept parse without the "
-    "NamedTuples' Python constructors; quorum-state's bytes are made once per distinct state, and state "
-    "files are compared and written with the os module's calls; a restart's catch-up holds back each commit "
-    "it adopts while its loader is still catching up (published to nobody, it leaves nothing the next "
-    "adoption does not set again but a count) and adopts only the last of such a run; the recovery scan "
-    "and a controller's start-up feature scan walk their batches in tighter loops, and the CRC-32C check "
-    "calls the C function directly; an operation (run, "
-    "wait, crash, start, stop, partition, heal) raises the collector's threshold once for its events and "
-    "its deep invariants instead of once per part (each drop back started a collection). This file "
-    "collects fully before each timed run, outside its timing: the first fault run no longer pays for the "
-    "garbage of the idle runs before it. This file run three times on main just before that pass and three "
-    "times on it, interleaved (load average 0.55-0.75, 2 cores shared with other work; each run of the file "
-    "reports the median of its 3 runs per CPU second, and the figures here are the middle of the three "
-    "files'): faults 93,061 -> 109,705 events, idle 197,172 -> 227,119, reference run 0.782 s -> 0.694 s "
-    "of CPU (the three faults figures on this pass 108,020-114,285, on main 90,855-94,269: main ran some "
-    "5% slower in this sitting than the 97,000-102,000 it gave on a quiet machine before). The "
-    "fault workload alone, five runs a process each side, each after a full collection: best 0.481 s -> "
-    "0.450 s of CPU on one try, 0.489 s -> 0.450 s on another (50,620 events: 112,000 per CPU second "
-    "at best; the machine's speed moved by 5-10% within minutes, so only interleaved figures "
-    "compare). The same seeds (faults 3, 11, 29, 47; idle 2; "
-    "reference runs of 300 topics with seeds 1 and 5 and of 1,000 topics; a run with a wiped follower and "
-    "a torn tail) give byte-identical timelines and node directories before and after. Left: the "
-    "controller's own work (a crashed broker's fencing and its return move the leadership of its "
-    "partitions, about 10%; heartbeats about 5%), the first replay of every commit on a node and on the "
-    "deep check's shadows (about 8%, most of it the fencing batches), the deep check's digests (about 3%), "
-    "a restart's log scans (about 5%), the cyclic collector at the end of each operation (about 3%), and "
-    "the per-event machinery, now spread thinner still.")
+#: What profiling the runs showed (cProfile), and what each pass of speed work changed, kept with the results.
+WHERE_THE_TIME_GOES = """## Where the time goes
+
+Profiled with cProfile. Reference run: the controller's own record work (creating the partitions; a roll's
+controlled shutdowns and registrations move the leadership of every partition many times) and one replay of
+each commit per release. Fault and idle workloads: fetches and their replies (append, commit, apply),
+heartbeats, NoOpRecords and session expiry, and the deep invariants after each operation.
+
+Left in the fault workload, none of it more than a few per cent on its own but the first: the controller's
+work when a crashed broker is fenced and returns (about 10%, heartbeats about 5% more), the first replay of
+every commit on a node and on the deep check's shadows (about 8%), a restart's log scans (about 5%), the deep
+check's digests and the collector at the end of each operation (about 3% each), and the per-event machinery.
+
+## What made it faster
+
+Four passes. After each, the same seeds gave byte-identical timelines and node directories (faults 3, 11, 29
+and 47; idle 2; reference runs of 300 topics with seeds 1 and 5 and of 1,000 topics; a wiped follower with a
+torn tail), and every invariant is still checked after every event. Figures per CPU second, main just before
+a pass against the pass, in one sitting (the machine's speed moves 5-15% within minutes: only figures of one
+sitting compare).
+
+| pass | fault workload | idle | reference run (CPU) |
+|---|---:|---:|---:|
+| 1 (before: load 1.31; after: the start of pass 2, another sitting) | 49,511 -> 85,917 | 129,021 -> 178,456 | 1.252 s -> 0.800 s |
+| 2 (load 1.5-1.7; best of 3, interleaved) | 85,917 -> 102,124 | 178,456 -> 222,591 | 0.800 s -> 0.772 s |
+| 3 (load 0.57-0.73; median of 6, interleaved) | 87,894 -> 101,637 | 204,508 -> 213,614 | 0.840 s -> 0.698 s |
+| 4 (load 0.55-0.75; middle of 3, interleaved) | 93,061 -> 109,705 | 197,172 -> 227,119 | 0.782 s -> 0.694 s |
+
+1. The deep check's shadow loaders share their replays among themselves (never with the nodes they check);
+   digests reuse the sums of immutable image parts; an open log segment keeps the checked parse of its
+   newest batches, so a leader's batch is parsed once for all its followers, and a follower appends the
+   leader's checked batch as it is; a restart CRC-checks its log once; the network draws its delays with
+   `randrange`'s bits but not its checks; a controller's start-up feature scan decodes each batch once.
+2. The per-event path: shared commits adopted without the loader's general bookkeeping; applies and
+   appends found in the active segment directly; in the controller, leader and ISR updates look each broker
+   up once per request; the idle NoOpRecord built once per catalog and metadata.version.
+3. Restarts and the collector: a start reads its log once (the read-only open that looks for a refusal
+   becomes the node's log); unparsed batches are matched by their bytes against checked bytes applied
+   before; a new publisher's first full-image delta is made only when read; quorum-state and
+   leader-epoch-checkpoint are written only when their bytes change; the collector's young threshold is
+   10,000 instead of 700 while an operation runs (kraftsim/sim/collector.py: put back after, never off).
+4. Messages are msgspec structs that land in the engine's dispatch directly; timers are pushed without
+   the scheduler's wrapper; the event loop keeps the running heap entry; parked fetches answered at one
+   moment share their batch lookups; index entries are built without NamedTuple constructors; a restart's
+   catch-up holds back commits its loader publishes to nobody; the collector's threshold is raised once
+   per operation, not once per part; this file collects fully before each timed run, outside its timing.
+"""
 
 
 if __name__ == "__main__":
