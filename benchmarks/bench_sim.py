@@ -300,7 +300,7 @@ sitting compare).
    becomes the node's log); unparsed batches are matched by their bytes against checked bytes applied
    before; a new publisher's first full-image delta is made only when read; quorum-state and
    leader-epoch-checkpoint are written only when their bytes change; the collector's young threshold is
-   10,000 instead of 700 while an operation runs (kraftsim/sim/collector.py: put back after, never off).
+   10,000 instead of 700 while an operation runs (kraftsim/gcpause.py: put back after, never off).
 4. Messages are msgspec structs that land in the engine's dispatch directly; timers are pushed without
    the scheduler's wrapper; the event loop keeps the running heap entry; parked fetches answered at one
    moment share their batch lookups; index entries are built without NamedTuple constructors; a restart's

@@ -1,19 +1,36 @@
-"""Pausing the cycle collector while a bulk load allocates.
+"""The cycle collector held back: paused while a bulk load allocates, run less often while
+the simulator works.
 
-Why: loading a 1,000,000-partition snapshot allocates a few hundred thousand container
+Paused (`collector_paused`). Why: loading a 1,000,000-partition snapshot allocates a few hundred thousand container
 objects (topic deltas, per-topic read-only views, trie nodes) and keeps all of them. Each
 time the collector's thresholds trip during that growth it walks every tracked object
 again: measured at 1,000,000 partitions, six full collections cost about 0.7 s of a ~2 s
 load. Nothing a load allocates forms a cycle, so the pause loses nothing; the new objects
 are examined once, by the next collection after it. The codec's C decoder pauses the
 collector for the same reason.
+
+Less often (`fewer_collections`, `working`). The simulator allocates container objects on
+every event (heap entries, messages, batch parses, image parts) while the images and logs
+of a whole cluster stay alive. The collector runs after every 700 net container
+allocations; each run walks the young objects, and every tenth one the older generation
+too: with a cluster's state alive that took 10 to 15% of the simulator's fault workload
+(benchmarks/results/sim.md). While the simulator runs an operation (its events, then the
+deep invariants), the young generation's threshold is raised to `YOUNG` (the other two are
+kept) and put back as it was when the outermost such call returns, also on an exception.
+The collector is never turned off there, since simulated state can form cycles: they are
+still collected, after at most `YOUNG` net allocations instead of 700, which bounds the
+extra garbage held at any moment. A caller who set a higher threshold, or disabled the
+collector, keeps that.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
+from collections.abc import Callable
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, TypeVar
 
 
 @contextmanager
@@ -27,3 +44,51 @@ def collector_paused() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+F = TypeVar("F", bound=Callable[..., object])
+
+#: The young generation's threshold while the simulator works (Python's default: 700).
+YOUNG = 10_000
+
+_lock = threading.Lock()
+_depth = 0
+_saved: tuple[int, ...] | None = None
+
+
+class fewer_collections:  # noqa: N801 (used as a function: `with fewer_collections():`)
+    """Raise the young generation's threshold to `YOUNG` for the body (see the module docstring: never off)."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        global _depth, _saved
+        with _lock:
+            if _depth == 0:
+                saved = gc.get_threshold()
+                if saved[0] < YOUNG:
+                    _saved = saved
+                    gc.set_threshold(YOUNG, *saved[1:])
+            _depth += 1
+
+    def __exit__(self, *exc: object) -> None:
+        global _depth, _saved
+        with _lock:
+            _depth -= 1
+            if _depth == 0 and _saved is not None:
+                gc.set_threshold(*_saved)
+                _saved = None
+
+
+def working(method: F) -> F:
+    """`method` run inside `fewer_collections` as a whole: a simulation's operation (its
+    events, then the deep invariants) changes the threshold once, not once per part; each
+    change back to a low threshold with thousands of young objects pending starts a
+    collection at once."""
+
+    @functools.wraps(method)
+    def run(*args: object, **kwargs: object) -> object:
+        with fewer_collections():
+            return method(*args, **kwargs)
+
+    return run  # type: ignore[return-value]

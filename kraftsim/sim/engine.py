@@ -31,7 +31,7 @@ from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.node_format import incarnation_id
-from kraftsim.sim.collector import fewer_collections
+from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.invariants import Checker
@@ -197,7 +197,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
-        with fewer_collections():  # (kraftsim.sim.collector)
+        with fewer_collections():  # (kraftsim.gcpause)
             return self._run_until(end_ms, stop)
 
     def _run_until(self, end_ms: int, stop: Callable[[], bool] | None) -> bool:
@@ -260,7 +260,7 @@ class Engine(RaftMixin, LifecycleMixin):
         """Start the node's process (on `release`); returns Kafka's text when it cannot start.
         A new process has a new incarnation id (`new_process=False`: its first start, or a
         process a reopened simulation `resume`s, leading on if it led)."""
-        with fewer_collections():  # (kraftsim.sim.collector)
+        with fewer_collections():  # (kraftsim.gcpause)
             return self._start_member(m, release, new_process=new_process, resume=resume)
 
     def _start_member(self, m: Member, release: str | None, *, new_process: bool, resume: bool) -> str | None:

@@ -25,7 +25,7 @@ from kraftsim.controller.features import (
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.admin import AdminMixin
-from kraftsim.sim.collector import working
+from kraftsim.gcpause import working
 from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS

@@ -327,7 +327,7 @@ def test_the_collector_runs_less_often_only_while_the_simulator_works() -> None:
     import gc
     import weakref
 
-    from kraftsim.sim.collector import YOUNG, fewer_collections
+    from kraftsim.gcpause import YOUNG, fewer_collections
 
     before = gc.get_threshold()
     assert before[0] < YOUNG

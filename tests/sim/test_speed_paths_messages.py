@@ -75,7 +75,7 @@ def test_quorum_state_bytes_tell_every_field_apart() -> None:
 def test_an_operation_changes_the_collector_threshold_once(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Simulation.run raises the young threshold for its events and its deep invariants as a
     whole, and puts it back after: two changes, not one pair per part."""
-    import kraftsim.sim.collector as collector
+    import kraftsim.gcpause as collector
 
     calls: list[tuple[int, ...]] = []
     real = gc.set_threshold
