@@ -44,19 +44,20 @@ def _outside(level: int, rng: tuple[int, int] | None) -> bool:
     return level != 0 and (rng is None or not rng[0] <= level <= rng[1])
 
 
-def _applied_levels(image: MetadataImage | None) -> set[str]:
-    """The features a node's own image has a finalized level for (metadata.version included)."""
+def _applied_levels(image: MetadataImage | None) -> dict[str, int]:
+    """The finalized levels a node's own image holds (metadata.version included)."""
     if image is None:
-        return set()
-    return {name for name, level in image.features.all_levels().items() if level}
+        return {}
+    return {name: level for name, level in image.features.all_levels().items() if level}
 
 
 def unsupported_finalized(sim: Simulation, catalog: Catalog) -> str | None:
     """None when every finalized level is within every registered node's advertised range
-    and, for every running node that has learned it, within the node's software range; else
-    the first node and level that is not. A node that has not yet fetched the record that
-    finalized a level serves nothing at that level (one added while cut off from the quorum,
-    say); in Kafka, and here, a node whose software cannot apply the record stops when it does."""
+    and every running node's software range; else the first node and level that is not.
+    A running node is held to the levels it has applied itself: one that has not yet fetched
+    the record of a newer level (added while cut off from the quorum, or lagging) serves
+    nothing at it, and in Kafka, as here, a node whose software cannot apply that record
+    stops when it fetches it."""
     finalized = sim.finalized()
     leader = sim.leader()
     image = sim.image(leader) if leader is not None else None
@@ -77,10 +78,10 @@ def unsupported_finalized(sim: Simulation, catalog: Catalog) -> str | None:
         if node.state != "running" or node.fenced:
             continue  # a fenced broker serves nothing: Kafka keeps it out until it registers
         supported = catalog.at_release(node.release).supported_features()
-        known = _applied_levels(sim.image(node.id))
+        own = _applied_levels(sim.image(node.id))
         for name, level in sorted(finalized.items()):
-            if name in in_records and name not in known:
-                continue  # not learned yet (a node cut off while it joins): Kafka's node stops when it is
+            if name in in_records:
+                level = own.get(name, 0)  # what this node applied; 0: nothing yet
             if _outside(level, supported.get(name)):
                 return f"{name} is finalized at {level}, but node {node.id} runs Kafka {node.release}, which does not support it"
     return None
