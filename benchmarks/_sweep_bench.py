@@ -120,7 +120,7 @@ def run_side(side: str, runs: int, files: list[Path], table_dir: Path, *, driver
         from kraftsim.pipeline.session import start_spark
 
         on_spark, spark, owner = engine.sweep_on_spark(
-            lambda: start_spark(java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS), items, str(table_dir),
+            lambda: start_spark(conf=engine.SPARK_CONF, java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS), items, str(table_dir),
             driver_runs=driver_runs)
         driver = on_spark.driver
         rec.update(elapsed_s=on_spark.elapsed_s, start_s=on_spark.start_s, tasks=on_spark.tasks,
@@ -216,7 +216,7 @@ def bench_sweep(runs: int, pairs: int, files: list[Path], *, scenarios: list[Pat
             detail.append(pair)
     return {"date": utc_now(), "python": platform.python_version(), "cpus": os.cpu_count(), "runs": runs,
             "pairs": pairs, "faults": SWEEP_FAULTS, "driver_runs": driver_runs,
-            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS, "class_archive": archive,
+            "java_options": engine.LOCAL_DRIVER_JAVA_OPTIONS, "spark_conf": engine.SPARK_CONF, "class_archive": archive,
             "scenarios": [f.name for f in files], "left_out": [] if scenarios else list(SWEEP_LEFT_OUT),
             "load_before": load_before, "load_after": os.getloadavg(), "detail": detail,
             "median_local_s": statistics.median(d["local"]["elapsed_s"] for d in detail),
@@ -240,13 +240,14 @@ def render_sweep(d: dict[str, Any]) -> str:
         f"{d['pairs']} pairs; each side of a pair runs in a fresh Python process, and the sides take turns first, so "
         "that every Spark side pays Spark's whole start-up and a drift of the machine's speed hits both sides of a "
         "pair alike. One process: the runs, then the table written with pyarrow. Spark: `kraftsim spark sweep`'s "
-        f"own path (driver JVM options `{d['java_options']}`; the driver's class-data archive: {d['class_archive']}): "
-        "the session started in the background, the sweep's guided tasks through mapInArrow, the driver writing the "
-        "Parquet table. "
-        + ("While Spark starts, the driver runs the lightest runs itself, and it runs a reserve of the lightest "
-           "remaining ones beside Spark's job (kraftsim/pipeline/sweep/driver_share.py); the driver column counts "
-           "them." if d["driver_runs"] else "Every run ran in a Spark task (`--no-driver-runs`)."), "",
-        "| pair | order | one process | spark | session ready | tasks | driver runs (start + beside) | ratio | "
+        f"own path (driver JVM options `{d['java_options']}`; the driver's class-data archive: {d['class_archive']}; "
+        f"session settings {', '.join(f'`{k}={v}`' for k, v in d.get('spark_conf', {}).items()) or 'none'}): the "
+        "session started in the background, one task per core taking runs from the sweep's work queue through "
+        "mapInArrow, the driver writing the Parquet table. "
+        + ("While Spark starts, the driver runs the lightest runs itself, and goes on until the first task takes a "
+           "run (kraftsim/pipeline/sweep/driver_share.py); the driver column counts them."
+           if d["driver_runs"] else "Every run ran in a Spark task (`--no-driver-runs`)."), "",
+        "| pair | order | one process | spark | session ready | tasks | driver runs (start + until a task) | ratio | "
         "load before |",
         "|---:|---|---:|---:|---:|---:|---:|---:|---|",
     ]

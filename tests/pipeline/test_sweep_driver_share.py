@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.pipeline.sweep import engine
-from kraftsim.pipeline.sweep.driver_share import Background, DriverRuns, lightest_first, reserve, run_while
+from kraftsim.pipeline.sweep.driver_share import Background, DriverRuns, lightest_first, reserve, take_while
 from kraftsim.pipeline.sweep.runs import sweep_inputs
+from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.scenario.suite import SUITE_DIR
 
 SCENARIOS = [SUITE_DIR / "torn-tail.toml", SUITE_DIR / "disable-feature.toml"]
@@ -41,13 +42,20 @@ def test_reserve_takes_the_lightest_runs_left_within_the_share(costs: list[float
         assert sum(costs[i] for i in kept) + costs[left[len(kept)]] > fraction * sum(costs[i] for i in left)
 
 
-def test_run_while_takes_the_lightest_first_and_stops_when_told() -> None:
+def test_take_while_takes_the_lightest_from_the_queue_and_stops_when_told(tmp_path: Path) -> None:
     items = _items([5, 1, 3, 2, 4])
+    order = engine.heaviest_first(items)
+    assert order == [0, 4, 2, 3, 1]
     checks = iter([True, True, True, False, True])
     share = DriverRuns()
-    run_while(lambda: next(checks), items, lambda it: [{"n": it["n"]}], share)
-    assert list(share.rows) == [1, 3, 2]  # costs 1, 2, 3: then Spark was ready
-    assert share.while_starting == 3 and share.rows[3] == [{"n": 3}]
+    with WorkQueue.create(tmp_path / "queue", len(items)) as queue:
+        take_while(lambda: next(checks), queue, order, items, lambda it: [{"n": it["n"]}], share, starting=True)
+        assert list(share.rows) == [1, 3, 2]  # costs 1, 2, 3: then Spark was ready
+        assert share.while_starting == 3 and share.beside_job == 0 and share.rows[3] == [{"n": 3}]
+        assert queue.counters() == (0, 2, 3)  # the three lightest taken from the back, all three ended
+        take_while(lambda: True, queue, order, items, lambda it: [{"n": it["n"]}], share, starting=False)
+        assert share.beside_job == 2 and sorted(share.rows) == [0, 1, 2, 3, 4]
+        assert queue.counters() == (0, 0, 5)
 
 
 def test_background_hands_back_the_value_or_the_error() -> None:
@@ -64,7 +72,7 @@ def test_background_hands_back_the_value_or_the_error() -> None:
 
 @pytest.mark.spark
 def test_a_slow_start_is_filled_with_driver_runs_and_the_table_is_unchanged(spark, tmp_path: Path) -> None:
-    items = sweep_inputs(SCENARIOS, range(0, 12), "crash=0.3")  # about 2 s of runs
+    items = sweep_inputs(SCENARIOS, range(0, 60), "crash=0.3")  # seconds of runs: more than a warm session needs to start a task
     local = engine.run_in_process(items).table
 
     def slow_start() -> tuple[Any, bool]:
@@ -107,3 +115,29 @@ def test_a_session_running_in_the_caller_is_found_from_the_start_thread(spark) -
     session, owner = Background(lambda: start_spark("local[2]")).result()
     assert session is spark and owner is False
     assert spark.sparkContext._jsc is not None
+
+
+@pytest.mark.spark
+def test_on_a_local_master_one_task_per_core_takes_runs_from_the_queue(spark, tmp_path: Path) -> None:
+    import io
+
+    items = sweep_inputs(SCENARIOS, range(0, 10), "crash=0.3")
+    out = io.StringIO()
+    progress = engine.Progress(len(items), out=out, every=0.05)
+    run, _, _ = engine.sweep_on_spark(lambda: (spark, False), items, str(tmp_path / "t"), progress=progress)
+    assert run.tasks == spark.sparkContext.defaultParallelism  # one task per core, not bins
+    assert _deterministic(run.table) == _deterministic(engine.run_in_process(items).table)  # every run once
+    counts = [int(line.split()[1].lstrip("~").split("/")[0]) for line in out.getvalue().splitlines()]
+    assert counts == sorted(counts) and counts[-1] == len(items)  # runs ended, never going back
+
+
+@pytest.mark.spark
+def test_a_run_taken_from_the_queue_but_never_made_is_an_error(spark, tmp_path: Path) -> None:
+    from kraftsim.errors import KraftsimError
+
+    items = sweep_inputs(SCENARIOS, range(0, 2), None)
+    order = engine.heaviest_first(items)
+    with WorkQueue.create(tmp_path / "queue", len(items)) as queue:
+        queue.take_back()  # taken by a taker that then made no row
+        with pytest.raises(KraftsimError, match=f"{len(items) - 1} rows for {len(items)} runs"):
+            engine.run_on_spark(spark, items, str(tmp_path / "t"), queued=engine.Queued(queue, order, beside=False))

@@ -1,13 +1,16 @@
-"""The driver's own share of a Spark sweep: runs it does while Spark starts, and a small
-reserve it runs beside Spark's job.
+"""The driver's own share of a Spark sweep: runs it does while Spark starts, and while the
+cores would otherwise wait for Spark's first task.
 
 On a small machine, Spark leaves cores idle at the edges of a sweep: while its JVM and
 session start (seconds of a cold JVM's CPU, mostly on one thread), while the first job is
-planned before its first task, and while the table's Parquet files are written after the
-last run. The driver's Python process only waits there. So the driver runs sweep runs
-itself: while Spark starts it takes the lightest runs one by one, and once Spark is ready
-it keeps a reserve of the lightest remaining runs (RESERVE_SHARE of their estimated cost)
-to run beside Spark's tasks. Spark gets the rest, as guided bins.
+planned and its Python workers start, and while the table's Parquet files are written after
+the last run. The driver's Python process only waits there. So the driver runs sweep runs
+itself, the lightest first, taken from the back of the sweep's work queue (work_queue.py)
+while Spark starts. On a local master Spark's tasks then take from the queue's front, and
+the driver goes on taking from its back until the first task has taken a run (beyond that
+it would only share the cores with the tasks). On other masters, whose executors cannot
+see the queue, the driver keeps a reserve of the lightest remaining runs (RESERVE_SHARE of
+their estimated cost) to run beside Spark's tasks, and Spark gets the rest as guided bins.
 
 Who ran a run changes nothing in its row but `wall_s`: the driver's rows join Spark's in
 the one table the driver writes. `--no-driver-runs` gives every run to Spark.
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from kraftsim.pipeline.fanout import as_task_input
+from kraftsim.pipeline.work_queue import WorkQueue
 
 T = TypeVar("T")
 Row = dict[str, Any]
@@ -79,16 +83,28 @@ def _run_one(items: Sequence[dict[str, Any]], i: int, fn: RowFunction) -> list[R
     return fn(as_task_input(items[i]))
 
 
-def run_while(busy: Callable[[], bool], items: Sequence[dict[str, Any]], fn: RowFunction, share: DriverRuns) -> None:
-    """The lightest runs not yet done, one at a time, while `busy()` holds (checked before
-    each run: at most one run outlasts it). Adds to share.while_starting."""
-    for i in lightest_first(items):
-        if not busy():
-            return
-        if i in share.rows:
-            continue
-        share.rows[i] = _run_one(items, i, fn)
-        share.while_starting += 1
+def take_while(busy: Callable[[], bool], queue: WorkQueue, order: Sequence[int], items: Sequence[dict[str, Any]],
+               fn: RowFunction, share: DriverRuns, *, starting: bool) -> None:
+    """The lightest runs left, taken one at a time from the back of `queue` (whose positions
+    are indices into `order`, heaviest first), while `busy()` holds (checked before each
+    run: at most one run outlasts it). Adds to share.while_starting, or with `starting`
+    false to share.beside_job."""
+    ended = 0
+    try:
+        while busy():
+            pos = queue.take_back(ended)
+            ended = 0
+            if pos is None:
+                return
+            i = order[pos]
+            share.rows[i] = _run_one(items, i, fn)
+            ended = 1
+            if starting:
+                share.while_starting += 1
+            else:
+                share.beside_job += 1
+    finally:
+        queue.count_ended(ended)
 
 
 def reserve(items: Sequence[dict[str, Any]], share: DriverRuns, fraction: float = RESERVE_SHARE) -> list[int]:

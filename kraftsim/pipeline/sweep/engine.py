@@ -1,11 +1,13 @@
 """Running a sweep: in this process for small sweeps, else on Spark through `fan_out`.
 
-Each run is one input item, so Spark's tasks are bins of runs by estimated cost (guided
-bins, heaviest first: sweep/tasks.py), not of files; rows stream back from the tasks in
-small Arrow batches (`mapInArrow`) and reach the driver as one Arrow table (`toArrow`), with
-the rows the driver made itself (sweep/driver_share.py). The driver writes the table as
-Parquet partitioned by scenario, the reproducer files of runs that did not pass (from the
-table's `reproducer` column) and the summary: workers need no disk shared with the driver.
+Each run is one input item, so Spark's tasks take runs, not files: on a local master one
+task per core takes runs from a work queue, heaviest first (work_queue.py); elsewhere tasks
+are bins of runs by estimated cost (guided bins, heaviest first: sweep/tasks.py). Rows
+stream back from the tasks in small Arrow batches (`mapInArrow`) and reach the driver as
+one Arrow table (`toArrow`), with the rows the driver made itself (sweep/driver_share.py):
+one row per run, or an error. The driver writes the table as Parquet partitioned by
+scenario, the reproducer files of runs that did not pass (from the table's `reproducer`
+column) and the summary: workers need no disk shared with the driver.
 Collecting the rows costs little (a few KB per run), where Spark writing Parquet itself
 took a shuffle and a second job, about 3 s of a 1,000-run sweep on 2 cores.
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -30,14 +33,18 @@ import pyarrow.parquet as pq
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
-from kraftsim.pipeline.fanout import fan_out, pack, partition_count, run_local
+from kraftsim.pipeline.fanout import fan_out, fan_out_queued, pack, partition_count, run_local
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
-from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, DriverRuns, reserve, run_beside, run_while
+from kraftsim.pipeline.session import is_local_master
+from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, DriverRuns, reserve, run_beside, take_while
+from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
 from kraftsim.pipeline.sweep.tasks import guided_bins
 
 #: The driver JVM's options on local masters (jobs.toml, [sweep]).
 LOCAL_DRIVER_JAVA_OPTIONS: str = job_defaults()["sweep"]["local_driver_java_options"]
+#: The Spark settings a sweep's session starts with, under the user's --conf (jobs.toml, [sweep.spark_conf]).
+SPARK_CONF: dict[str, str] = dict(job_defaults()["sweep"]["spark_conf"])
 #: Fewer runs than this are not worth Spark's start-up: they run in this process.
 SPARK_MIN_RUNS = 50
 TABLE = "table"
@@ -114,7 +121,7 @@ def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = 
 
 def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: threading.Event,
                  driver: DriverRuns) -> None:
-    """Runs done: the driver's own, plus an estimate from the finished tasks of the fan-out
+    """Runs done (bins): the driver's own, plus an estimate from the finished tasks of the fan-out
     stage (Spark starts tasks in bin order, so k finished tasks are about the first k bins'
     runs). Never goes back when the write's later stage starts."""
     tracker = spark.sparkContext.statusTracker()
@@ -130,48 +137,92 @@ def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: th
         progress.update(min(progress.total, len(driver) + done_after[min(best, len(bins))]), approx=True, force=True)
 
 
+@dataclass
+class Queued:
+    """A sweep's runs in a WorkQueue (work_queue.py): `order` lists the input indices
+    heaviest first, the queue's positions index it. On a local master Spark's tasks take
+    from its front; the driver takes from its back while Spark starts and, with `beside`,
+    until a task has taken its first run."""
+
+    queue: WorkQueue
+    order: list[int]
+    beside: bool = True
+
+
+def heaviest_first(items: Sequence[dict[str, Any]]) -> list[int]:
+    """Input indices by estimated cost, the heaviest first (ties in input order)."""
+    return sorted(range(len(items)), key=lambda i: (-float(items[i]["cost"]), i))
+
+
+def _watch_queue(progress: Progress, queue: WorkQueue, stop: threading.Event) -> None:
+    """Runs done: those counted as ended in the queue (the tasks' and the driver's)."""
+    while not stop.wait(progress.every):
+        progress.update(min(progress.total, queue.counters()[2]), force=True)
+
+
+def _collect(frame: Any, watch: Callable[[threading.Event], None] | None) -> pa.Table:
+    """The frame's rows as one Arrow table, `watch` running in a thread meanwhile."""
+    stop = threading.Event()
+    watcher = threading.Thread(target=watch, args=(stop,), daemon=True) if watch is not None else None
+    if watcher is not None:
+        watcher.start()
+    try:
+        return normalize(frame.toArrow(), SCHEMA)
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join()
+
+
 def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
                  progress: Progress | None = None, driver: DriverRuns | None = None,
-                 reserve_share: float = 0.0) -> SweepRun:
-    """The sweep as Spark tasks (guided bins of runs, or `partitions` bins of nearly equal
-    estimated cost), their rows collected as Arrow; the driver writes `table_dir` (Parquet by
-    scenario). Runs already in `driver` are not run again; with `reserve_share`, the driver
-    runs that share of the rest (the lightest runs) beside Spark's job (sweep/driver_share.py)."""
+                 reserve_share: float = 0.0, queued: Queued | None = None) -> SweepRun:
+    """The sweep as Spark tasks, their rows collected as Arrow; the driver writes `table_dir`
+    (Parquet by scenario). Runs already in `driver` are not run again.
+
+    With `queued` and a local master, `partitions` tasks (default: one per core) take the runs
+    from the queue (the driver beside them, see Queued). Otherwise the tasks are guided bins
+    of runs, or `partitions` bins of nearly equal estimated cost; with `reserve_share`, the
+    driver runs that share of the rest (the lightest runs) beside Spark's job
+    (sweep/driver_share.py)."""
     started = time.perf_counter()
     driver = driver if driver is not None else DriverRuns()
-    kept = reserve(items, driver, reserve_share) if reserve_share > 0 else []
-    by_driver = set(driver.rows) | set(kept)
-    on_spark = [it for i, it in enumerate(items) if i not in by_driver]
-    bins: list[list[int]] = []
-    beside = run_beside(kept, items, sweep_row, driver) if kept else None
     parts = []
-    if on_spark:
-        if partitions is None:
-            bins = run_bins(on_spark, spark.sparkContext.defaultParallelism)
-        else:
-            bins = pack(on_spark, partition_count(spark, len(on_spark), partitions=partitions),
-                        lambda it: float(it["cost"]))
-        frame = fan_out(spark, on_spark, sweep_row, SCHEMA, bins=bins, batch_rows=BATCH_ROWS)
-        stop = threading.Event()
-        watcher = None
-        if progress is not None:
-            watcher = threading.Thread(target=_watch_tasks, args=(spark, progress, bins, stop, driver), daemon=True)
-            watcher.start()
-        try:
-            parts.append(normalize(frame.toArrow(), SCHEMA))
-        finally:
-            stop.set()
-            if watcher is not None:
-                watcher.join()
+    tasks = 0
+    if queued is not None and is_local_master(spark.sparkContext.master):
+        tasks = partitions or spark.sparkContext.defaultParallelism
+        queue, order = queued.queue, queued.order
+        beside = (Background(lambda: take_while(lambda: queue.counters()[0] == 0, queue, order, items, sweep_row,
+                                                driver, starting=False)) if queued.beside else None)
+        frame = fan_out_queued(spark, [items[i] for i in order], sweep_row, SCHEMA, queue.path, tasks=tasks,
+                               batch_rows=BATCH_ROWS)
+        parts.append(_collect(frame, (lambda stop: _watch_queue(progress, queue, stop)) if progress else None))
+    else:
+        kept = reserve(items, driver, reserve_share) if reserve_share > 0 else []
+        by_driver = set(driver.rows) | set(kept)
+        on_spark = [it for i, it in enumerate(items) if i not in by_driver]
+        beside = run_beside(kept, items, sweep_row, driver) if kept else None
+        if on_spark:
+            if partitions is None:
+                bins = run_bins(on_spark, spark.sparkContext.defaultParallelism)
+            else:
+                bins = pack(on_spark, partition_count(spark, len(on_spark), partitions=partitions),
+                            lambda it: float(it["cost"]))
+            tasks = len(bins)
+            frame = fan_out(spark, on_spark, sweep_row, SCHEMA, bins=bins, batch_rows=BATCH_ROWS)
+            parts.append(_collect(frame, (lambda stop: _watch_tasks(spark, progress, bins, stop, driver))
+                                  if progress else None))
     if beside is not None:
         beside.result()
     if driver.rows:
         parts.append(pa.Table.from_pylist([r for i in sorted(driver.rows) for r in driver.rows[i]], schema=schema(SCHEMA)))
     table = sort_table(pa.concat_tables(parts)) if parts else schema(SCHEMA).empty_table()
+    if table.num_rows != len(items):  # every run makes one row, an error included: never a lost or doubled run
+        raise KraftsimError(f"the sweep's table has {table.num_rows} rows for {len(items)} runs")
     write_local_table(table, Path(table_dir))
     if progress is not None:
         progress.update(len(items), force=True)
-    return SweepRun(table, spark.sparkContext.master, time.perf_counter() - started, len(bins), driver)
+    return SweepRun(table, spark.sparkContext.master, time.perf_counter() - started, tasks, driver)
 
 
 def sweep_on_spark(start: Callable[[], tuple[Any, bool]], items: Sequence[dict[str, Any]], table_dir: str, *,
@@ -179,22 +230,26 @@ def sweep_on_spark(start: Callable[[], tuple[Any, bool]], items: Sequence[dict[s
                    driver_runs: bool = True) -> tuple[SweepRun, Any, bool]:
     """Start Spark (`start()` returns the session and whether it was started here) and run
     the sweep on it; with `driver_runs`, the driver runs the lightest runs while Spark starts
-    and a reserve beside its job. Returns the run (its time counted from the start), the
-    session and whether the caller should stop it."""
+    and beside its job (sweep/driver_share.py). Returns the run (its time counted from the
+    start), the session and whether the caller should stop it."""
     started = time.perf_counter()
     driver = DriverRuns()
-    starting = Background(start)
-    if driver_runs:
-        run_while(lambda: not starting.done(), items, sweep_row, driver)
-    spark, owner = starting.result()
-    start_s = time.perf_counter() - started
-    try:
-        run = run_on_spark(spark, items, table_dir, partitions=partitions, progress=progress, driver=driver,
-                           reserve_share=RESERVE_SHARE if driver_runs else 0.0)
-    except BaseException:
-        if owner:
-            spark.stop()
-        raise
+    order = heaviest_first(items)
+    with tempfile.TemporaryDirectory(prefix="kraftsim-sweep-") as scratch, \
+            WorkQueue.create(Path(scratch) / "queue", len(items)) as queue:
+        starting = Background(start)
+        if driver_runs:
+            take_while(lambda: not starting.done(), queue, order, items, sweep_row, driver, starting=True)
+        spark, owner = starting.result()
+        start_s = time.perf_counter() - started
+        try:
+            run = run_on_spark(spark, items, table_dir, partitions=partitions, progress=progress, driver=driver,
+                               reserve_share=RESERVE_SHARE if driver_runs else 0.0,
+                               queued=Queued(queue, order, beside=driver_runs))
+        except BaseException:
+            if owner:
+                spark.stop()
+            raise
     run.elapsed_s, run.start_s = time.perf_counter() - started, start_s
     return run, spark, owner
 
