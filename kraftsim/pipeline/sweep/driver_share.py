@@ -67,6 +67,10 @@ class Background(Generic[T]):
     def done(self) -> bool:
         return not self._thread.is_alive()
 
+    def wait(self) -> None:
+        """Until `fn()` has ended, whatever its outcome."""
+        self._thread.join()
+
     def result(self) -> T:
         self._thread.join()
         if self._error is not None:

@@ -192,11 +192,22 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
     if queued is not None and is_local_master(spark.sparkContext.master):
         tasks = partitions or spark.sparkContext.defaultParallelism
         queue, order = queued.queue, queued.order
-        beside = (Background(lambda: take_while(lambda: queue.counters()[0] == 0, queue, order, items, sweep_row,
-                                                driver, starting=False)) if queued.beside else None)
+        failed = threading.Event()  # the job failed: the driver stops taking before the queue is closed
+
+        def until_a_task_takes() -> bool:
+            return not failed.is_set() and queue.counters()[0] == 0
+
+        beside = (Background(lambda: take_while(until_a_task_takes, queue, order, items, sweep_row, driver,
+                                                starting=False)) if queued.beside else None)
         frame = fan_out_queued(spark, [items[i] for i in order], sweep_row, SCHEMA, queue.path, tasks=tasks,
                                batch_rows=BATCH_ROWS)
-        parts.append(_collect(frame, (lambda stop: _watch_queue(progress, queue, stop)) if progress else None))
+        try:
+            parts.append(_collect(frame, (lambda stop: _watch_queue(progress, queue, stop)) if progress else None))
+        except BaseException:
+            failed.set()
+            if beside is not None:
+                beside.wait()
+            raise
     else:
         kept = reserve(items, driver, reserve_share) if reserve_share > 0 else []
         by_driver = set(driver.rows) | set(kept)
