@@ -159,3 +159,28 @@ def test_a_failed_job_stops_the_driver_before_the_queue_is_closed(spark, tmp_pat
         engine.sweep_on_spark(lambda: (spark, False), items, str(tmp_path / "t"))
     # The thread that took runs beside the job ended before the queue's file was closed.
     assert not [t for t in threading.enumerate() if t.name == "kraftsim-background"]
+
+
+@pytest.mark.parametrize("master, speculation, takes", [
+    ("local[2]", None, True), ("local[*]", None, True), ("local", None, True),
+    ("local[2,3]", None, False),  # retries: a failed attempt's runs would be lost
+    ("local[2]", "true", False),  # a killed speculative attempt's runs would be lost
+    ("spark://127.0.0.1:7077", None, False), ("local-cluster[2,1,1024]", None, False),
+])
+def test_only_a_session_that_runs_each_task_once_takes_from_the_queue(master: str, speculation: str | None,
+                                                                       takes: bool) -> None:
+    class Conf:
+        def get(self, key: str, default: str) -> str:
+            return speculation if key == "spark.speculation" and speculation is not None else default
+
+    class Context:
+        def __init__(self) -> None:
+            self.master = master
+
+        def getConf(self) -> Conf:
+            return Conf()
+
+    class Session:
+        sparkContext = Context()
+
+    assert engine.takes_from_queue(Session()) is takes

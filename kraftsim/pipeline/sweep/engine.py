@@ -17,6 +17,7 @@ Output folder: `table/` (Parquet, `scenario=NAME/part-*.parquet`, plus the schem
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import tempfile
@@ -35,7 +36,6 @@ from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.fanout import fan_out, fan_out_queued, pack, partition_count, run_local
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
-from kraftsim.pipeline.session import is_local_master
 from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, DriverRuns, reserve, run_beside, take_while
 from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
@@ -154,6 +154,15 @@ def heaviest_first(items: Sequence[dict[str, Any]]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (-float(items[i]["cost"]), i))
 
 
+def takes_from_queue(spark: Any) -> bool:
+    """Whether the session's tasks can take runs from a work queue: on a local master that
+    runs each task once. A task attempt that Spark kills or runs again (speculation, the
+    retries of `local[N,F]`) would lose the runs it took; such sessions get bins."""
+    sc = spark.sparkContext
+    once = sc.master == "local" or re.fullmatch(r"local\[(\*|\d+)\]", sc.master) is not None
+    return once and sc.getConf().get("spark.speculation", "false").lower() != "true"
+
+
 def _watch_queue(progress: Progress, queue: WorkQueue, stop: threading.Event) -> None:
     """Runs done: those counted as ended in the queue (the tasks' and the driver's)."""
     while not stop.wait(progress.every):
@@ -189,7 +198,7 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
     driver = driver if driver is not None else DriverRuns()
     parts = []
     tasks = 0
-    if queued is not None and is_local_master(spark.sparkContext.master):
+    if queued is not None and takes_from_queue(spark):
         tasks = partitions or spark.sparkContext.defaultParallelism
         queue, order = queued.queue, queued.order
         failed = threading.Event()  # the job failed: the driver stops taking before the queue is closed
