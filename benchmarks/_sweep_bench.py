@@ -9,9 +9,9 @@ minutes, and a pair's two sides, measured back to back, drift together.
 
 What each side times, once its inputs are listed: the one process runs every run and writes
 the table with pyarrow; Spark is `kraftsim spark sweep`'s own path (engine.sweep_on_spark:
-Spark started in the background while the driver runs the lightest runs, guided tasks
-through mapInArrow, the driver writing the Parquet table). Both tables are compared, apart
-from wall times.
+Spark started in the background while the driver runs the lightest runs, one task per core
+taking runs from the sweep's work queue through mapInArrow, the driver writing the Parquet
+table). Both tables are compared, apart from wall times.
 """
 
 from __future__ import annotations
