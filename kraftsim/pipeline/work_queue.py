@@ -11,7 +11,10 @@ within one of the last (lightest) items of the others.
 
 The queue is a file of three counters: the next position from the front, the position after
 the last one left at the back, and how many items have ended (for progress). Each taker
-holds an exclusive lock on the file while it reads and writes the counters.
+holds an exclusive lock on the file while it reads and writes the counters. A lock of
+flock(2) belongs to the open file, which the threads of one process share through one
+WorkQueue: one thread's shared lock or unlock would convert or drop another's exclusive
+one, so a WorkQueue also holds a thread lock around its own.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import struct
+import threading
 from pathlib import Path
 from types import TracebackType
 from typing import Iterator, Sequence, TypeVar
@@ -34,6 +38,7 @@ class WorkQueue:
     def __init__(self, path: str | Path):
         self.path = str(path)
         self._fd = os.open(self.path, os.O_RDWR)
+        self._threads = threading.Lock()
 
     @classmethod
     def create(cls, path: str | Path, n: int) -> WorkQueue:
@@ -53,6 +58,10 @@ class WorkQueue:
         self.close()
 
     def _update(self, end: str | None, ended: int) -> int | None:
+        with self._threads:
+            return self._update_locked(end, ended)
+
+    def _update_locked(self, end: str | None, ended: int) -> int | None:
         fcntl.flock(self._fd, fcntl.LOCK_EX)
         try:
             front, back, done = _COUNTERS.unpack(os.pread(self._fd, _COUNTERS.size, 0))
@@ -83,11 +92,12 @@ class WorkQueue:
 
     def counters(self) -> tuple[int, int, int]:
         """(front, back, ended) as they are now."""
-        fcntl.flock(self._fd, fcntl.LOCK_SH)
-        try:
-            front, back, done = _COUNTERS.unpack(os.pread(self._fd, _COUNTERS.size, 0))
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+        with self._threads:
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            try:
+                front, back, done = _COUNTERS.unpack(os.pread(self._fd, _COUNTERS.size, 0))
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
         return front, back, done
 
 

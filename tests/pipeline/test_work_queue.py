@@ -71,3 +71,37 @@ def test_processes_and_the_driver_share_the_queue_without_losing_or_doubling(tmp
     assert sorted(everyone) == list(range(n))
     assert all(mine == sorted(mine) for mine in taken)  # each task's positions in queue order
     assert driver == sorted(driver, reverse=True)
+
+
+def test_threads_sharing_one_queue_with_another_process_take_each_position_once(tmp_path: Path) -> None:
+    """The driver's threads share one WorkQueue (a taker beside the job, a progress reader)
+    while the tasks' processes take from the front: a reader's shared lock must not release
+    a taker's exclusive one."""
+    import threading
+
+    n = 20_000
+    path = str(tmp_path / "queue")
+    results: multiprocessing.Queue[list[int]] = multiprocessing.get_context("fork").Queue()
+    with WorkQueue.create(path, n) as queue:
+        task = multiprocessing.get_context("fork").Process(target=_take_all_from_front, args=(path, results))
+        task.start()
+        driver: list[int] = []
+        done = threading.Event()
+
+        def read_counters() -> None:
+            while not done.is_set():
+                queue.counters()
+
+        readers = [threading.Thread(target=read_counters) for _ in range(2)]
+        for r in readers:
+            r.start()
+        try:
+            while (pos := queue.take_back()) is not None:
+                driver.append(pos)
+        finally:
+            done.set()
+            for r in readers:
+                r.join()
+        taken = results.get(timeout=120)
+        task.join(timeout=60)
+    assert sorted(driver + taken) == list(range(n))
