@@ -145,7 +145,9 @@ def test_a_run_taken_from_the_queue_but_never_made_is_an_error(spark, tmp_path: 
 
 
 @pytest.mark.spark
-def test_a_failed_job_stops_the_driver_before_the_queue_is_closed(spark, tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("fails", ["building the job", "running the job"])
+def test_a_failed_job_stops_the_driver_before_the_queue_is_closed(spark, tmp_path: Path, monkeypatch,
+                                                                   fails: str) -> None:
     import threading
 
     class FailingFrame:
@@ -153,7 +155,13 @@ def test_a_failed_job_stops_the_driver_before_the_queue_is_closed(spark, tmp_pat
             time.sleep(0.2)  # the driver is taking runs beside the job meanwhile
             raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(engine, "fan_out_queued", lambda *args, **kwargs: FailingFrame())
+    def fan_out_queued(*args: Any, **kwargs: Any) -> FailingFrame:
+        if fails == "building the job":
+            time.sleep(0.2)
+            raise RuntimeError("executor lost")
+        return FailingFrame()
+
+    monkeypatch.setattr(engine, "fan_out_queued", fan_out_queued)
     items = sweep_inputs(SCENARIOS, range(0, 60), "crash=0.3")
     with pytest.raises(RuntimeError, match="executor lost"):
         engine.sweep_on_spark(lambda: (spark, False), items, str(tmp_path / "t"))

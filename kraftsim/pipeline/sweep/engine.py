@@ -208,9 +208,9 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
 
         beside = (Background(lambda: take_while(until_a_task_takes, queue, order, items, sweep_row, driver,
                                                 starting=False)) if queued.beside else None)
-        frame = fan_out_queued(spark, [items[i] for i in order], sweep_row, SCHEMA, queue.path, tasks=tasks,
-                               batch_rows=BATCH_ROWS)
         try:
+            frame = fan_out_queued(spark, [items[i] for i in order], sweep_row, SCHEMA, queue.path, tasks=tasks,
+                                   batch_rows=BATCH_ROWS)
             parts.append(_collect(frame, (lambda stop: _watch_queue(progress, queue, stop)) if progress else None))
         except BaseException:
             failed.set()
