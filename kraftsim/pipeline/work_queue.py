@@ -59,22 +59,19 @@ class WorkQueue:
 
     def _update(self, end: str | None, ended: int) -> int | None:
         with self._threads:
-            return self._update_locked(end, ended)
-
-    def _update_locked(self, end: str | None, ended: int) -> int | None:
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-        try:
-            front, back, done = _COUNTERS.unpack(os.pread(self._fd, _COUNTERS.size, 0))
-            taken = None
-            if end == "front" and front < back:
-                taken, front = front, front + 1
-            elif end == "back" and front < back:
-                back -= 1
-                taken = back
-            os.pwrite(self._fd, _COUNTERS.pack(front, back, done + ended), 0)
-            return taken
-        finally:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            fcntl.flock(self._fd, fcntl.LOCK_EX)
+            try:
+                front, back, done = _COUNTERS.unpack(os.pread(self._fd, _COUNTERS.size, 0))
+                taken = None
+                if end == "front" and front < back:
+                    taken, front = front, front + 1
+                elif end == "back" and front < back:
+                    back -= 1
+                    taken = back
+                os.pwrite(self._fd, _COUNTERS.pack(front, back, done + ended), 0)
+                return taken
+            finally:
+                fcntl.flock(self._fd, fcntl.LOCK_UN)
 
     def take_front(self, ended: int = 0) -> int | None:
         """The next position from the front, or None when none is left; counts `ended` more

@@ -129,15 +129,17 @@ class FetchMixin:
         moment, by offset (the leader's log and flushed end are the same for them all; a
         follower only reads the list)."""
         offset = msg.data["offset"]
-        if served is not None:
-            found = served.get(offset)
-            if found is not None:
-                self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {
-                    "batches": found, "leader": m.id, "high_watermark": m.high_watermark}))
-                return
+        batches = served.get(offset) if served is not None else None
+        if batches is None:
+            batches = self._flushed_batches(m, offset)
+            if served is not None:
+                served[offset] = batches
+        self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {  # (_reply_fetch, inlined)
+            "batches": batches, "leader": m.id, "high_watermark": m.high_watermark}))
+
+    def _flushed_batches(self, m: Member, offset: int) -> list:
+        """The leader's flushed batches from `offset`, at most FETCH_MAX_BATCHES."""
         batches: list = []
-        if served is not None:
-            served[offset] = batches
         flushed = m.flushed_end
         if offset < flushed:
             append = batches.append
@@ -159,8 +161,7 @@ class FetchMixin:
                     if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
                         break
                     append(b)
-        self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {  # (_reply_fetch, inlined)
-            "batches": batches, "leader": m.id, "high_watermark": m.high_watermark}))
+        return batches
 
     def _answer_parked(self, m: Member) -> None:
         parked, m.parked = m.parked, {}

@@ -89,6 +89,7 @@ class FeatureLevelScan:
         known[key] = (b.raw, found)
         return found
 
+
 def _take(found: tuple[tuple[int, str, int], ...], start: int, levels: dict[str, int]) -> None:
     for offset, name, level in found:
         if offset >= start:

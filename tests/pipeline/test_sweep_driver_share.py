@@ -13,6 +13,7 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.pipeline.sweep import engine
 from kraftsim.pipeline.sweep.driver_share import Background, DriverRuns, lightest_first, reserve, take_while
 from kraftsim.pipeline.sweep.runs import sweep_inputs
+from kraftsim.pipeline.sweep.tasks import heaviest_first
 from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.scenario.suite import SUITE_DIR
 
@@ -43,8 +44,9 @@ def test_reserve_takes_the_lightest_runs_left_within_the_share(costs: list[float
 
 
 def test_take_while_takes_the_lightest_from_the_queue_and_stops_when_told(tmp_path: Path) -> None:
-    items = _items([5, 1, 3, 2, 4])
-    order = engine.heaviest_first(items)
+    costs = [5.0, 1.0, 3.0, 2.0, 4.0]
+    items = _items(costs)
+    order = heaviest_first(costs)
     assert order == [0, 4, 2, 3, 1]
     checks = iter([True, True, True, False, True])
     share = DriverRuns()
@@ -137,7 +139,7 @@ def test_a_run_taken_from_the_queue_but_never_made_is_an_error(spark, tmp_path: 
     from kraftsim.errors import KraftsimError
 
     items = sweep_inputs(SCENARIOS, range(0, 2), None)
-    order = engine.heaviest_first(items)
+    order = heaviest_first([float(it["cost"]) for it in items])
     with WorkQueue.create(tmp_path / "queue", len(items)) as queue:
         queue.take_back()  # taken by a taker that then made no row
         with pytest.raises(KraftsimError, match=f"{len(items) - 1} rows for {len(items)} runs"):

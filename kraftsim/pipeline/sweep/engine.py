@@ -39,7 +39,7 @@ from kraftsim.pipeline.schemas import field_specs, schema, schema_version
 from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, DriverRuns, reserve, run_beside, take_while
 from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
-from kraftsim.pipeline.sweep.tasks import guided_bins
+from kraftsim.pipeline.sweep.tasks import guided_bins, heaviest_first
 
 #: The driver JVM's options on local masters (jobs.toml, [sweep]).
 LOCAL_DRIVER_JAVA_OPTIONS: str = job_defaults()["sweep"]["local_driver_java_options"]
@@ -149,11 +149,6 @@ class Queued:
     beside: bool = True
 
 
-def heaviest_first(items: Sequence[dict[str, Any]]) -> list[int]:
-    """Input indices by estimated cost, the heaviest first (ties in input order)."""
-    return sorted(range(len(items)), key=lambda i: (-float(items[i]["cost"]), i))
-
-
 def takes_from_queue(spark: Any) -> bool:
     """Whether the session's tasks can take runs from a work queue: on a local master that
     runs each task once. A task attempt that Spark kills or runs again (speculation, the
@@ -254,7 +249,7 @@ def sweep_on_spark(start: Callable[[], tuple[Any, bool]], items: Sequence[dict[s
     start), the session and whether the caller should stop it."""
     started = time.perf_counter()
     driver = DriverRuns()
-    order = heaviest_first(items)
+    order = heaviest_first([float(it["cost"]) for it in items])
     with tempfile.TemporaryDirectory(prefix="kraftsim-sweep-") as scratch, \
             WorkQueue.create(Path(scratch) / "queue", len(items)) as queue:
         starting = Background(start)

@@ -37,12 +37,17 @@ def run_cost(raw: dict[str, Any], seed: int, faults: str) -> float:
     return 1.0 + len(steps) + partitions / PARTITIONS_PER_STEP
 
 
+def heaviest_first(weights: Sequence[float]) -> list[int]:
+    """Indices into `weights`, the heaviest first (ties in input order)."""
+    return sorted(range(len(weights)), key=lambda i: (-weights[i], i))
+
+
 def guided_bins(weights: Sequence[float], cores: int, *, guide: int = GUIDE, tail: int = TAIL) -> list[list[int]]:
     """Indices into `weights` in bins, heaviest items first: each bin is filled to
     max(left / (guide x cores), total / (tail x cores)) of weight, where `left` is the
     weight not yet placed. Each bin lists its items in input order. Deterministic."""
     cores = max(1, cores)
-    order = sorted(range(len(weights)), key=lambda i: (-weights[i], i))
+    order = heaviest_first(weights)
     total = float(sum(weights))
     smallest = total / (tail * cores)
     left = total
