@@ -19,8 +19,17 @@ from tests.conformance.conftest import kafka_dist, live_releases, releases
 
 pytestmark = pytest.mark.kafka
 
-HEARTBEAT_MS = 2000
+HEARTBEAT_MS = 2000  # broker.heartbeat.interval.ms
+SESSION_MS = 9000  # broker.session.timeout.ms
+#: The simulator's figures are simulated time: exact up to its own message delays.
 SLACK_MS = 100
+#: Kafka's figures are wall-clock times read from a JVM that shares a 2-core machine with other
+#: work: its timers fire late and its start-up stretches when the machine is loaded (a restarted
+#: 3.7.2 broker registered 2.5 s after its first log line on one slow machine, 0.5-1 s on a quiet
+#: one). Half a heartbeat interval still separates every behaviour compared here: 4.x's fixed
+#: 2 s retries from 3.x's backoff doubling from 100 ms, and registering before the old session
+#: expires (3.x) from registering only after it (4.x).
+KAFKA_SLACK_MS = HEARTBEAT_MS // 2
 
 
 def _gaps(times: list[int]) -> list[int]:
@@ -35,21 +44,23 @@ def test_a_restarted_broker_rejoins_when_the_simulator_says(version: str, tmp_pa
     if dist.release.line_tuple < (4, 0):
         # 3.x: the broker was fenced by its controlled shutdown, so it holds no session and its
         # new incarnation gets in at the first attempt, in both
-        for run in (kafka, ours):
+        for run, slack in ((kafka, KAFKA_SLACK_MS), (ours, 4 * SLACK_MS)):
             assert run.refused_ms == [], run.describe()
-            assert 0 < run.unfenced_ms - run.registered_ms <= 4 * SLACK_MS, run.describe()
-        # the whole restart well inside a heartbeat interval, once Kafka's JVM start-up is taken off
-        assert kafka.registered_ms - kafka.started_ms < HEARTBEAT_MS, kafka.describe()
+            assert 0 < run.unfenced_ms - run.registered_ms <= slack, run.describe()
+        # registered long before the old session could have expired, once Kafka's JVM start-up is
+        # taken off (on 4.x the same restart waits for that expiry)
+        assert kafka.registered_ms - kafka.started_ms < SESSION_MS - HEARTBEAT_MS, kafka.describe()
         assert ours.unfenced_ms < HEARTBEAT_MS, ours.describe()
         return
     # refused until the old session expires, retried every heartbeat interval, by both
-    for run in (kafka, ours):
+    for run, slack in ((kafka, KAFKA_SLACK_MS), (ours, SLACK_MS)):
         assert len(run.refused_ms) >= 3, run.describe()
-        assert all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + SLACK_MS for g in _gaps(run.refused_ms)), run.describe()
-        assert 0 < run.unfenced_ms - run.registered_ms <= SLACK_MS, run.describe()
+        assert all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + slack for g in _gaps(run.refused_ms)), run.describe()
+        assert 0 < run.unfenced_ms - run.registered_ms <= slack, run.describe()
     # Kafka registers on the first retry after the session expires: where in the 2 s cycle that
     # falls depends on its JVM's start-up, so the two agree within one heartbeat interval
-    assert abs(kafka.unfenced_ms - ours.unfenced_ms) <= HEARTBEAT_MS + SLACK_MS, (kafka.describe(), ours.describe())
+    assert abs(kafka.unfenced_ms - ours.unfenced_ms) <= HEARTBEAT_MS + KAFKA_SLACK_MS, (kafka.describe(),
+                                                                                      ours.describe())
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
