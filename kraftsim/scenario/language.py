@@ -78,6 +78,8 @@ class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
     count: int = 1
     partitions: int = 1
     replication_factor: int | None = None  # default: min(3, brokers)
+    #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
+    names: list[str] | None = None
 
 
 class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True):

@@ -250,6 +250,9 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
         # kafka-topics would stay under the controller's limit ("Excessively large number of
         # partitions per request."); a single topic larger than that is still refused.
+        if step.names is not None:
+            return [f"Created topic {n}." for n in sim.create_topics(len(step.names), step.partitions,
+                                                                     step.replication_factor, names=step.names)]
         names: list[str] = []
         per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
         while len(names) < step.count:

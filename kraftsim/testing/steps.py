@@ -18,7 +18,7 @@ from kraftsim.sim import Simulation
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
-    "create-topics": ("count", "partitions", "replication_factor"),
+    "create-topics": ("count", "partitions", "replication_factor", "names"),
     "delete-topics": ("names",),
     "roll": ("release", "nodes"),
     "add-node": ("role", "release", "id"),
@@ -67,7 +67,8 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     a = step.args
     op = step.op
     if op == "create-topics":
-        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"))
+        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"),
+                                  names=a.get("names"))
         return [f"Created topic {n}." for n in names]
     if op == "delete-topics":
         sim.delete_topics(list(a["names"]))
