@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import bounded_int
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 
 
 def _speed(text: str) -> float:
@@ -50,8 +50,11 @@ def _run(args: argparse.Namespace) -> int:
     from kraftsim.wire.target import open_target
 
     if args.record is not None and Path(args.record).is_dir():
-        raise KraftsimError(f"--record {args.record}: is a directory; expected a file to write")
-    opened = open_target(args.target, args.keep)
+        raise UsageError(f"--record {args.record}: is a directory; expected a file to write")
+    try:
+        opened = open_target(args.target, args.keep)
+    except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
+        raise UsageError(str(e)) from None
     session = Session(opened, host=args.host, speed=args.speed, record=args.record)
 
     def ready() -> None:
@@ -70,7 +73,7 @@ def _run(args: argparse.Namespace) -> int:
         asyncio.run(main())
     except OSError as e:
         session.finish()
-        raise KraftsimError(f"cannot listen on {args.host}: {e.strerror or e}") from None
+        raise UsageError(f"cannot listen on {args.host}: {e.strerror or e}") from None
     session.finish()
     print(f"kraftsim serve: stopped at virtual time {session.served.sim.now_ms} ms; "
           f"{session.server.answered} request(s) answered", file=sys.stderr)

@@ -23,7 +23,7 @@ from typing import Any, Callable, TypeVar
 from kraftsim.sim import Simulation, SimConfig
 from kraftsim.testing.steps import ClusterShape
 from kraftsim.wire.recording import Recorder
-from kraftsim.wire.served import ServedCluster
+from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.session import Session
 from kraftsim.wire.target import Opened, open_target
 
@@ -51,6 +51,12 @@ class ServedKafka:
     def call(self, fn: Callable[[ServedCluster], T]) -> T:
         """Run `fn(served_cluster)` on the server's thread (to read the Simulation safely)."""
         return self._session.call(fn)
+
+    def answer(self, node_id: int, role: str, payload: bytes) -> bytes | None:
+        """The response frame a node's listener gives to one request frame (size prefix
+        removed); None when it would close the connection instead."""
+        server = self._session.server
+        return self.call(lambda s: server.answer(Listener(node_id, role), payload))
 
     def crash(self, nodes: int | Sequence[int]) -> None:
         self.call(lambda s: s.crash(nodes))
