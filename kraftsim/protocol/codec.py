@@ -419,6 +419,7 @@ def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested
             else:
                 _gen_write_value(g, run[0], version, flexible, f"m.{run[0].py_name}", nested, env)
         if not flexible:
+            g.emit("return")  # also the whole body of a version with nothing to write
             return
         if not tagged:
             g.emit("if not m._unknown:")
