@@ -75,6 +75,8 @@ class Registry:
 
     def add(self, schema: RecordSchema) -> RecordType:
         """Add a record type; a later schema with the same name or key replaces the earlier."""
+        if schema.kind not in ("metadata", "control"):
+            raise SchemaError(f"{schema.source}: {schema.name} is a protocol {schema.kind}, not a record")
         existing = self.by_name.get(schema.name)
         if existing is not None and existing.schema.kind != schema.kind:
             raise SchemaError(f"{schema.source}: {schema.name} is already a {existing.schema.kind} record")
