@@ -27,6 +27,7 @@ from kraftsim.scenario.language import (
     AddNode,
     AlterBrokerConfig,
     CreateAcl,
+    UnregisterBroker,
     UnregisterController,
     CreateTopics,
     DeleteTopics,
@@ -303,6 +304,8 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
     if isinstance(step, UnregisterController):
         return admin_ops.unregister_controller(sim, step.id)
+    if isinstance(step, UnregisterBroker):
+        return admin_ops.unregister_broker(sim, step.id)
     if isinstance(step, CreateAcl):
         return admin_ops.create_acl(sim, principal=step.principal, host=step.host, operation=step.operation,
                                     resource_type=step.resource_type, resource_name=step.resource_name,

@@ -18,6 +18,7 @@ from kraftsim.controller import (
     create_topics,
     delete_topics,
 )
+from kraftsim.controller.cluster_control import unregister_broker
 from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
@@ -133,6 +134,19 @@ class AdminMixin:
         request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))
         result = self._client_request(lambda leader: self.engine._execute(lambda ctx: delete_topics(ctx, request)))
         self._finish_op("delete-topics")
+        return result
+
+    def send_unregister_broker(self, broker_id: int) -> Any:
+        """UnregisterBroker as a client sends it: the controller's result, or None on a timeout."""
+        e = self.engine
+
+        def call(leader: Member) -> Any:
+            assert e.controller is not None
+            heartbeats = e.controller.heartbeats
+            return e._execute(lambda ctx: unregister_broker(ctx, broker_id, heartbeats))
+
+        result = self._client_request(call)
+        self._finish_op("unregister-broker")
         return result
 
     def delete_topics(self, names: Sequence[str]) -> None:

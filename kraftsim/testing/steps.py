@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kraftsim.sim import Simulation
+from kraftsim.sim import Simulation, admin_ops
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
@@ -34,6 +34,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "snapshot": ("nodes",),
     "run": ("ms",),
     "wait": ("timeout_ms",),
+    "unregister-broker": ("id",),
 }
 
 
@@ -112,6 +113,8 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     if op == "wait":
         sim.wait(a.get("timeout_ms", 60_000))
         return []
+    if op == "unregister-broker":
+        return admin_ops.unregister_broker(sim, a["id"])
     raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
 
 

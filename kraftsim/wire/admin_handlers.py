@@ -1,5 +1,5 @@
 """Requests that change the cluster, answered by the active controller: UpdateFeatures,
-CreateTopics, DeleteTopics. A broker forwards them to the active controller (KIP-590) and a
+CreateTopics, DeleteTopics, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
 controller that is not the active one refuses them with NOT_CONTROLLER, as Kafka's
 QuorumController does; a broker cut off from the active controller cannot forward and the
 client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario step.
@@ -15,7 +15,7 @@ from kraftsim.controller.features import FeatureUpdate, UpgradeType
 from kraftsim.wire.handlers import Body, Handler, code
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
-UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY = 57, 19, 20
+UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
 
 
 def refusal(served: ServedCluster, listener: Listener) -> tuple[str, str | None] | None:
@@ -130,5 +130,22 @@ def delete_topics(served: ServedCluster, listener: Listener, version: int, body:
     return {"Responses": answers}
 
 
+def unregister_broker(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """UnregisterBroker (`kafka-cluster unregister`): the controller's answer, or why it could not be asked."""
+    broker_id = int(body.get("BrokerId", -1))
+    refused = refusal(served, listener)
+    if refused is not None:
+        return {"ErrorCode": code(refused[0]), "ErrorMessage": refused[1]}
+    at = served.sim.now_ms
+    result = served.sim.send_unregister_broker(broker_id)
+    served.anchor()
+    if result is None:
+        return {"ErrorCode": code("REQUEST_TIMED_OUT")}
+    if not result.ok:
+        return {"ErrorCode": code(result.error.name), "ErrorMessage": result.error.message}
+    served.record("unregister-broker", {"id": broker_id}, at)
+    return {"ErrorCode": 0}
+
+
 HANDLERS: dict[int, Handler] = {UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
-                                DELETE_TOPICS_KEY: delete_topics}
+                                DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker}

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftsim.errors import KraftsimError
 from kraftsim.sim import Simulation
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.testing.steps import OP_KEYS, ClusterShape, Step, scenario_text
@@ -79,6 +80,9 @@ def setup_steps(steps: Sequence[Any]) -> list[Step]:
     """A scenario's own steps (its validated structs) as recorded steps."""
     out = []
     for s in steps:
+        if s.op not in OP_KEYS:
+            raise KraftsimError(f"--record cannot write a scenario's {s.op!r} step yet (it writes "
+                                f"{', '.join(OP_KEYS)})")
         raw = {k: getattr(s, k) for k in OP_KEYS[s.op] if getattr(s, k, None) is not None}
         out.append(Step(s.op, raw, error=s.expect_error))
     return out

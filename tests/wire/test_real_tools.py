@@ -1,6 +1,6 @@
 """Kafka's own tools (the fetched release's jars) against `kraftsim serve`: kafka-features
-describe and upgrade, kafka-broker-api-versions and kafka-metadata-quorum describe --status,
-on the oldest and the newest release line kraftsim serves."""
+describe and upgrade, kafka-broker-api-versions, kafka-metadata-quorum describe --status and
+kafka-cluster cluster-id / unregister, on the oldest and the newest release line kraftsim serves."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ pytestmark = pytest.mark.kafka
 
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+CLUSTER = "org.apache.kafka.tools.ClusterTool"
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,11 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
         assert fields["ClusterId"].strip() == k.cluster_id
         assert int(fields["LeaderId"]) == k.leader()
         assert "4" in fields["CurrentObservers"]
+
+        cluster_id = _tool(dist, CLUSTER, "cluster-id", "--bootstrap-server", bs)
+        assert cluster_id.stdout.strip() == f"Cluster ID: {k.cluster_id}"
+        k.stop(4)
+        k.start(4)  # registered again with a new epoch; unregistering it now is accepted
+        unregistered = _tool(dist, CLUSTER, "unregister", "--bootstrap-server", bs, "--id", "4")
+        assert unregistered.returncode == 0, unregistered.stderr
+        assert unregistered.stdout.strip() == "Broker 4 is no longer registered."

@@ -44,3 +44,20 @@ def test_a_recorded_session_replays_to_the_same_features_topics_and_nodes(tmp_pa
     assert [(n.id, n.release, n.state) for n in final.nodes] == served[2]
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:
         assert _topics(sim) == served[1] == {"a": 2}
+
+
+def test_unregister_broker_is_answered_and_recorded(tmp_path):
+    record = tmp_path / "session.toml"
+    with serve(controllers=1, brokers=2, release="4.4.0", record=record) as k:
+        k.stop(3)
+        assert rpc(k.address(2), 64, 0, {"BrokerId": 3})[1]["ErrorCode"] == 0
+        unknown = rpc(k.address(2), 64, 0, {"BrokerId": 9})[1]
+        assert unknown["ErrorCode"] == 102 and unknown["ErrorMessage"] == "Broker ID 9 is not currently registered"
+        registered = k.call(lambda s: sorted(s.sim.image(1).cluster.brokers))
+    assert registered == [2]
+    raw = tomllib.loads(record.read_text())
+    assert {"op": "unregister-broker", "id": 3} in raw["step"]
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert sorted(sim.image(1).cluster.brokers) == [2]
