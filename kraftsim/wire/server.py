@@ -76,6 +76,8 @@ class WireServer:
         self.answered = 0
         served.on_change = self._changed
         self._dirty = False
+        #: (listener, api key, version) -> (the image and process it was built from, the frame)
+        self._answers: dict[tuple[Listener, int, int], tuple[Any, Any, bytes]] = {}
 
     # ------------------------------------------------------------------ listeners
 
@@ -173,15 +175,36 @@ class WireServer:
         except FrameError:
             return None
         if req.api_key == API_VERSIONS_KEY:
-            version, body = api_versions(self.served, listener, req.api_version)
-            return encode_response(API_VERSIONS_KEY, version, req.correlation_id,
-                                   fit_response(API_VERSIONS_KEY, version, body))
+            return self._cached(listener, req.api_key, req.api_version, req.correlation_id, self._api_versions)
         handler = HANDLERS.get(req.api_key)
         if handler is None or not serves(self.served, listener, req.api_key, req.api_version):
             return None  # not enabled on this listener: Kafka closes the connection
+        if req.api_key == METADATA_KEY and req.body.get("Topics") is None:
+            return self._cached(listener, req.api_key, req.api_version, req.correlation_id,
+                                lambda x, v: (v, metadata(self.served, x, v, req.body)))
         body = handler(self.served, listener, req.api_version, req.body)
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))
+
+    def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, Any]]:
+        return api_versions(self.served, listener, version)
+
+    def _cached(self, listener: Listener, api_key: int, version: int, correlation_id: int,
+                build: Callable[[Listener, int], tuple[int, dict[str, Any]]]) -> bytes:
+        """The answer that depends only on the node's image and release (ApiVersions, Metadata
+        of all topics): built once per image the node applied, then only the correlation id
+        changes. Clients poll these; the cache is what keeps a poll cheap."""
+        node = self.served.sim.running_node(listener.node_id)
+        assert node is not None
+        key = (listener, api_key, version)
+        hit = self._answers.get(key)
+        if hit is None or hit[0] is not node.image or hit[1] is not node:
+            write_version, body = build(listener, version)
+            frame = encode_response(api_key, write_version, 0, fit_response(api_key, write_version, body))
+            hit = (node.image, node, frame)
+            self._answers[key] = hit
+        frame = hit[2]
+        return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
 
 
 def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Callable[[str], None] = say) -> None:

@@ -145,3 +145,22 @@ def test_a_crashed_nodes_listener_closes_and_reopens_on_the_same_port():
             socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=5).close()
         k.start(2)
         assert rpc(address, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
+
+
+def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
+    with kraftsim.serve(controllers=3, brokers=2, release="4.4.0", features={"group.version": 0}) as k:
+        def levels(node: int) -> tuple[int, int]:
+            body = rpc(k.address(node), 18, 4, API_VERSIONS_V3)[1]
+            finalized = {f["Name"]: f["MaxVersionLevel"] for f in body["FinalizedFeatures"]}
+            return finalized.get("group.version", 0), body["FinalizedFeaturesEpoch"]
+
+        before = levels(4)
+        assert before[0] == 0 and levels(4) == before  # asked twice: the same answer
+        k.partition([[5]])  # broker 5 hears nothing more
+        assert rpc(k.address(4), 57, 1, ONE_FEATURE)[1]["ErrorCode"] == 0
+        after = levels(4)
+        assert after[0] == 1 and after[1] > before[1]
+        assert levels(5)[0] == 0  # a node cut off from the quorum reports what it has applied
+        k.heal()
+        k.call(lambda s: s.sim.wait(30_000))
+        assert levels(5)[0] == 1
