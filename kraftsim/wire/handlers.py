@@ -21,7 +21,7 @@ from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
 Body = dict[str, Any]
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, Any]], Body]
-METADATA_KEY, DESCRIBE_CLUSTER_KEY = 3, 60
+METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
 ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
 
@@ -149,5 +149,33 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
     return {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted, "Brokers": nodes}
 
 
-__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster", "metadata", "serves",
+
+#: DescribeConfigs' resource types and config sources (org.apache.kafka.common.config / DescribeConfigsResponse).
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SOURCES = {TOPIC_RESOURCE: 1, BROKER_RESOURCE: 2}  # TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
+
+
+def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """The dynamic configs the node's image holds for each topic or broker asked for (the
+    configs set with kafka-configs / CreateTopics); the node has no static or default
+    configs to add (no server.properties), so a fresh topic describes with none."""
+    image = served.sim.image(listener.node_id)
+    results = []
+    for r in body.get("Resources", []):
+        rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
+        out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": None, "Configs": []}
+        if rtype not in SOURCES:
+            out.update(ErrorCode=code("INVALID_REQUEST"), ErrorMessage=f"Unsupported resource type {rtype}")
+        elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
+            out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"), ErrorMessage=f"The topic '{name}' does not exist.")
+        elif image is not None:
+            configs = image.configs.config(rtype, "" if rtype == BROKER_RESOURCE and name == "" else name)
+            out["Configs"] = [{"Name": k, "Value": v, "ReadOnly": False, "ConfigSource": SOURCES[rtype],
+                               "IsSensitive": False, "Synonyms": [], "ConfigType": 0, "Documentation": None}
+                              for k, v in sorted(configs.items()) if keys is None or k in keys]
+        results.append(out)
+    return {"Results": results}
+
+__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster", "describe_configs",
+           "metadata", "serves",
            "unsupported_api_versions"]

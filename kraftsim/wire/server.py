@@ -29,10 +29,12 @@ from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
 from kraftsim.wire.handlers import (
     API_VERSIONS_KEY,
     DESCRIBE_CLUSTER_KEY,
+    DESCRIBE_CONFIGS_KEY,
     METADATA_KEY,
     Handler,
     api_versions,
     describe_cluster,
+    describe_configs,
     metadata,
     serves,
     unsupported_api_versions,
@@ -42,6 +44,7 @@ from kraftsim.wire.served import Listener, ServedCluster
 
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
+                                DESCRIBE_CONFIGS_KEY: describe_configs,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005

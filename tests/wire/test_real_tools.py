@@ -1,6 +1,6 @@
 """Kafka's own tools (the fetched release's jars) against `kraftsim serve`: kafka-features
 describe and upgrade, kafka-broker-api-versions, kafka-metadata-quorum describe --status and
-kafka-cluster cluster-id / unregister, on the oldest and the newest release line kraftsim serves."""
+kafka-cluster cluster-id / unregister and kafka-topics create / list / delete, on the oldest and the newest release line kraftsim serves."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ pytestmark = pytest.mark.kafka
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 CLUSTER = "org.apache.kafka.tools.ClusterTool"
+TOPICS = "org.apache.kafka.tools.TopicCommand"
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,14 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
         assert fields["ClusterId"].strip() == k.cluster_id
         assert int(fields["LeaderId"]) == k.leader()
         assert "4" in fields["CurrentObservers"]
+
+        created = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
+                        "--replication-factor", "1")
+        assert created.stdout.strip() == "Created topic orders.", created.stderr
+        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
+        deleted = _tool(dist, TOPICS, "--bootstrap-server", bs, "--delete", "--topic", "orders")
+        assert deleted.returncode == 0, deleted.stderr
+        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == []
 
         cluster_id = _tool(dist, CLUSTER, "cluster-id", "--bootstrap-server", bs)
         assert cluster_id.stdout.strip() == f"Cluster ID: {k.cluster_id}"

@@ -164,3 +164,17 @@ def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
         k.heal()
         k.call(lambda s: s.sim.wait(30_000))
         assert levels(5)[0] == 1
+
+
+def test_describe_configs_gives_the_topics_dynamic_configs():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        topic = {"Name": "logs", "NumPartitions": 1, "ReplicationFactor": 1,
+                 "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]}
+        assert rpc(k.bootstrap_servers, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
+        body = rpc(k.bootstrap_servers, 32, 4, {"Resources": [
+            {"ResourceType": 2, "ResourceName": "logs", "ConfigurationKeys": None},
+            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None}]})[1]
+        found, missing = body["Results"]
+        assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
+            [("cleanup.policy", "compact", 1), ("retention.ms", "1000", 1)]
+        assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
