@@ -3,9 +3,10 @@
 The bodies go through the project's schema-driven codec (protocol.codec: the generated
 functions and their C drop-ins), the same one that reads and writes metadata records, so
 flexible versions, compact types and tagged fields follow one set of rules. Handlers work
-with plain dicts keyed by Kafka's field names (`{"ErrorCode": 0, "ApiKeys": [...]}`); this
-module converts between those dicts and the codec's message Structs with small functions
-generated per struct, as the codec itself is generated.
+with plain dicts keyed by Kafka's field names (`{"ErrorCode": 0, "ApiKeys": [...]}`). The
+message Structs of protocol messages carry Kafka's names, so msgspec turns a handler's dict
+into a message in one C call (checking names and types, filling defaults); the other way
+goes through small functions generated per struct, as the codec itself is generated.
 
 Kafka's rules for a request it cannot serve (read from its RequestHeader, RequestContext
 and SocketServer), which the server mirrors:
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
+
+import msgspec
 
 from kraftsim.errors import KraftsimError, UnsupportedVersionException
 from kraftsim.protocol.codec import DecodeError
@@ -82,70 +85,30 @@ class ParsedRequest:
 # ----------------------------------------------------------------------------- dict <-> Struct
 
 
-_MISSING = object()
+def _to_dict_functions(rt: RecordType) -> dict[str, Callable[[Any], dict[str, Any]]]:
+    """Generated Struct -> dict functions, one per struct of a message (by struct name)."""
+    functions: dict[str, Callable[[Any], dict[str, Any]]] = {}
 
-
-class _Converters:
-    """Generated dict <-> Struct functions for one message's structs (by struct name)."""
-
-    def __init__(self, rt: RecordType):
-        self.rt = rt
-        self.to_dict: dict[str, Callable[[Any], dict[str, Any]]] = {}
-        self.from_dict: dict[str, Callable[[Mapping[str, Any]], Any]] = {}
-        self._build(rt.schema.body, rt.cls)
-
-    def _build(self, spec: StructSpec, cls: type) -> None:
-        if spec.name in self.to_dict:
+    def build(spec: StructSpec) -> None:
+        if spec.name in functions:
             return
-        for f in spec.fields:
-            if f.struct is not None:
-                self._build(f.struct, self.rt.nested[f.struct.name])
-        env: dict[str, Any] = {"_cls": cls, "_MISSING": _MISSING, "_names": frozenset(f.name for f in spec.fields),
-                               "_unknown_fields": _unknown_fields, "_struct": spec.name}
-        to_items = []
-        args = []
-        pre = []
+        env: dict[str, Any] = {}
+        items = []
         for i, f in enumerate(spec.fields):
-            name = f.name
-            default = f.default_value()
+            value = f"m.{f.py_name}"
             if f.struct is not None:
-                env[f"_to{i}"] = self.to_dict[f.struct.name]
-                env[f"_from{i}"] = self.from_dict[f.struct.name]
-                if f.is_array:
-                    to_items.append(f"{name!r}: None if m.{f.py_name} is None else [_to{i}(e) for e in m.{f.py_name}]")
-                    pre.append(f"v{i} = d.get({name!r}, _MISSING)")
-                    pre.append(f"v{i} = [] if v{i} is _MISSING else None if v{i} is None else [_from{i}(e) for e in v{i}]")
-                else:
-                    env[f"_new{i}"] = self.rt.nested[f.struct.name]
-                    to_items.append(f"{name!r}: None if m.{f.py_name} is None else _to{i}(m.{f.py_name})")
-                    pre.append(f"v{i} = d.get({name!r}, _MISSING)")
-                    pre.append(f"v{i} = _new{i}() if v{i} is _MISSING else None if v{i} is None else _from{i}(v{i})")
-                args.append(f"v{i}")
-            elif isinstance(default, list):
-                to_items.append(f"{name!r}: m.{f.py_name}")
-                env[f"_d{i}"] = tuple(default)
-                pre.append(f"v{i} = d.get({name!r}, _MISSING)")
-                pre.append(f"if v{i} is _MISSING: v{i} = list(_d{i})")
-                args.append(f"v{i}")
+                build(f.struct)
+                env[f"_to{i}"] = functions[f.struct.name]
+                inner = f"[_to{i}(e) for e in {value}]" if f.is_array else f"_to{i}({value})"
+                items.append(f"{f.name!r}: None if {value} is None else {inner}")
             else:
-                to_items.append(f"{name!r}: m.{f.py_name}")
-                env[f"_d{i}"] = default
-                args.append(f"d.get({name!r}, _d{i})")
-        lines = ["def to_dict(m):", "    return {" + ", ".join(to_items) + "}", "",
-                 "def from_dict(d):",
-                 "    if not _names.issuperset(d): _unknown_fields(d, _names, _struct)"]
-        lines += ["    " + p for p in pre]
-        lines.append("    return _cls(" + ", ".join([*args, "()"]) + ")")
-        exec(compile("\n".join(lines) + "\n", f"<kraftsim wire {spec.name}>", "exec"), env)
-        self.to_dict[spec.name] = env["to_dict"]
-        self.from_dict[spec.name] = env["from_dict"]
+                items.append(f"{f.name!r}: {value}")
+        source = "def to_dict(m):\n    return {" + ", ".join(items) + "}\n"
+        exec(compile(source, f"<kraftsim wire {spec.name}>", "exec"), env)
+        functions[spec.name] = env["to_dict"]
 
-
-def _unknown_fields(d: Mapping[str, Any], names: frozenset[str], struct_name: str) -> None:
-    if not isinstance(d, Mapping):
-        raise TypeError(f"{struct_name}: expected a mapping of field names, not {type(d).__name__}")
-    unknown = sorted(str(k) for k in d if k not in names)
-    raise ValueError(f"{struct_name} has no field(s) {', '.join(unknown)} (fields: {', '.join(sorted(names))})")
+    build(rt.schema.body)
+    return functions
 
 
 class Message:
@@ -154,10 +117,15 @@ class Message:
     def __init__(self, schema: RecordSchema):
         self.schema = schema
         self.name = schema.name
-        self.rt = RecordType(schema)
-        conv = _Converters(self.rt)
-        self.to_dict = conv.to_dict[schema.body.name]
-        self.from_dict = conv.from_dict[schema.body.name]
+        self.rt = RecordType(schema, kafka_names=True)
+        self.to_dict = _to_dict_functions(self.rt)[schema.body.name]
+
+    def from_dict(self, body: Mapping[str, Any]) -> Any:
+        """The message of a dict of Kafka's field names; missing fields get their defaults."""
+        try:
+            return msgspec.convert(body, self.rt.cls)
+        except msgspec.ValidationError as e:
+            raise ValueError(f"{self.name}: {e}") from None
 
     @property
     def versions(self) -> tuple[int, int]:

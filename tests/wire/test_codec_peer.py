@@ -103,7 +103,7 @@ def as_peer_dict(spec: StructSpec, body: dict[str, Any], version: int) -> dict[s
 def plain(value: Any) -> Any:
     """One presentation for both sides: uuids as text, bit sets as sorted lists."""
     if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
+        return {k: sorted(v) if k == "authorized_operations" and v is not None else plain(v) for k, v in value.items()}
     if isinstance(value, list):
         return [plain(v) for v in value]
     if isinstance(value, (set, frozenset)):
