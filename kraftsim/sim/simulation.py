@@ -332,6 +332,12 @@ class Simulation(AdminMixin):
         m = self.engine.member(node_id)
         return m.node if m.running else None
 
+    def finalized_on(self, node_id: int) -> dict[str, int]:
+        """The finalized levels a running node has applied (empty when it is down or has none)."""
+        node = self.running_node(node_id)
+        fin = None if node is None else node.finalized()
+        return {} if fin is None else fin.as_dict()
+
     def known_leader(self, node_id: int) -> int | None:
         """The raft leader a running node knows of (None: it knows none, or it is down)."""
         m = self.engine.member(node_id)

@@ -17,6 +17,7 @@ from typing import Any
 
 from kraftsim.controller import error_codes
 from kraftsim.sim.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
+from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
 Body = dict[str, Any]
@@ -136,6 +137,12 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
                  for b in brokers]
     else:
         image = served.sim.image(listener.node_id)
+        level = served.sim.finalized_on(listener.node_id).get(MV_NAME, 0)
+        if not level or not served.sim.catalog.supports("controller_registration", level):
+            # ControllerApis consults registrations that exist only from 3.7-IV0 on
+            return {"ErrorCode": code("UNSUPPORTED_VERSION"), "ClusterId": "",
+                    "ErrorMessage": "Direct-to-controller communication is not supported with the current "
+                                    "MetadataVersion."}
         regs = [] if image is None else sorted(image.cluster.controllers.values(), key=lambda c: c.id)
         nodes = []
         for c in regs:

@@ -66,6 +66,9 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
         assert upgraded.returncode == 0, upgraded.stderr
         assert f"metadata.version was upgraded to {target.level}." in upgraded.stdout
         assert k.finalized()["metadata.version"] == target.level
+        via_controllers = _tool(dist, FEATURES, "--bootstrap-controller", k.bootstrap_controllers, "describe")
+        assert via_controllers.returncode == 0, via_controllers.stderr
+        assert f"FinalizedVersionLevel: {target.version}" in via_controllers.stdout
 
         versions = _tool(dist, case.broker_api_versions, "--bootstrap-server", bs)
         assert versions.returncode == 0, versions.stderr

@@ -178,3 +178,11 @@ def test_describe_configs_gives_the_topics_dynamic_configs():
         assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
             [("cleanup.policy", "compact", 1), ("retention.ms", "1000", 1)]
         assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
+    with kraftsim.serve(controllers=1, brokers=1, release="3.7.2", release_version="3.6-IV2") as k:
+        body = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]
+        assert body["ErrorCode"] == ERR["UNSUPPORTED_VERSION"]
+        assert body["ErrorMessage"] == ("Direct-to-controller communication is not supported with the current "
+                                        "MetadataVersion.")
