@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftsim.scenario import load_scenario
+from kraftsim.scenario.runner import run_scenario
 from kraftsim.sim import Simulation
 from tests.cli_support import run
 from tests.wire.client import API_VERSIONS_V3, rpc
@@ -88,12 +90,18 @@ def test_a_scenario_target_is_created_and_its_steps_run_first(tmp_path):
     scenario = tmp_path / "s.toml"
     scenario.write_text('name = "s"\n[cluster]\ncombined = 1\nrelease = "4.4.0"\n'
                         '[[step]]\nop = "create-topics"\ncount = 2\n')
-    proc = _spawn(str(scenario), "--keep", str(tmp_path / "kept"), "--for", "100")
+    record = tmp_path / "rec.toml"
+    proc = _spawn(str(scenario), "--keep", str(tmp_path / "kept"), "--for", "100", "--record", str(record))
     out, err = proc.communicate(timeout=STOP_S)
     assert proc.returncode == 0, err
     with Simulation.open(tmp_path / "kept", passive=True) as sim:
         image = sim.image(1)
         assert image is not None and sorted(t.name for t in image.topics.sorted_topics()) == ["topic-0", "topic-1"]
+    # the recording starts with the scenario's own steps, then the time served
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed and [s.op for s in outcome.result.steps] == ["create-topics", "run"]
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert sorted(t.name for t in sim.image(1).topics.sorted_topics()) == ["topic-0", "topic-1"]
 
 
 def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
