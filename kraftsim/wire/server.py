@@ -95,8 +95,15 @@ class WireServer:
             up = self.served.running(listener)
             if up and listener not in self.servers:
                 port = self.served.ports.get(listener, 0)
-                server = await asyncio.start_server(lambda r, w, x=listener: self._connection(x, r, w),
-                                                    self.served.host, port, reuse_address=True)
+                try:
+                    server = await asyncio.start_server(lambda r, w, x=listener: self._connection(x, r, w),
+                                                        self.served.host, port, reuse_address=True)
+                except OSError as e:
+                    if not port:
+                        raise  # no port at all on this host: serving cannot start
+                    self.log(f"node {listener.node_id} cannot listen on {self.served.host}:{port} again: "
+                             f"{e.strerror or e}")
+                    continue
                 self.servers[listener] = server
                 self.served.ports[listener] = server.sockets[0].getsockname()[1]
             elif not up:
