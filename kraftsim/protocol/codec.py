@@ -13,7 +13,10 @@ same results, and the generated function runs whenever the C code gives up);
 Semantics follow Kafka's generator (kafka-facts §4.2): compact strings, bytes and arrays
 in flexible versions; a tagged-field section at the end of every struct; unknown tagged
 fields kept and written back in tag order; tagged fields written only when they differ
-from their default; and a refusal to write a non-default field at a version that lacks it.
+from their default (a struct-typed one when it differs from a struct of defaults); and a
+refusal to write a non-default field at a version that lacks it, unless the field is
+ignorable, when the value is dropped. A string or bytes field may override the message's
+flexible versions for its own length prefix (the request header's ClientId).
 """
 
 from __future__ import annotations
@@ -254,7 +257,7 @@ def _gen_read_scalar(g: _Gen, t: str, f: FieldSpec, version: int, flexible: bool
         g.emit("pos += 16")
     elif t in ("string", "bytes"):
         n = g.tmp("n")
-        _gen_read_length(g, n, flexible, t)
+        _gen_read_length(g, n, flexible if element else f.compact_in(version, flexible), t)
         if element:
             g.emit(f"if {n} < 0: raise _DecodeError('null element in array {f.json_name}')")
             g.emit("if True:")
@@ -348,7 +351,8 @@ def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value:
         g.emit(f"if {value} is None:")
         with g.indent():
             if nullable:
-                _gen_write_length(g, "-1", flexible, "string" if f.type == "string" else "array")
+                compact = flexible if f.is_array else f.compact_in(version, flexible)
+                _gen_write_length(g, "-1", compact, "string" if f.type == "string" else "array")
             else:
                 g.emit(f"raise _Unsupported('non-nullable field {f.json_name} was set to null')")
         g.emit("else:")
@@ -375,7 +379,7 @@ def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value:
         sub = _register_nested(env, f, version, flexible, nested, "encode")
         g.emit(f"{sub}({value}, out)")
     else:
-        _gen_write_scalar(g, f.type, flexible, value)
+        _gen_write_scalar(g, f.type, f.compact_in(version, flexible), value)
     if f.is_array or f.type in ("string", "bytes"):
         g.depth -= 1
 
@@ -398,7 +402,7 @@ def _gen_write_scalar(g: _Gen, t: str, flexible: bool, value: str) -> None:
 
 
 def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested: dict[str, type], env: dict[str, Any], name: str) -> None:
-    absent = [f for f in spec.fields if not f.present_in(version)]
+    absent = [f for f in spec.fields if not f.present_in(version) and not f.ignorable]
     untagged, tagged = spec.wire_fields(version, flexible)
     g.emit(f"def {name}(m, out):")
     with g.indent():
@@ -415,6 +419,7 @@ def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested
             else:
                 _gen_write_value(g, run[0], version, flexible, f"m.{run[0].py_name}", nested, env)
         if not flexible:
+            g.emit("return")  # also the whole body of a version with nothing to write
             return
         if not tagged:
             g.emit("if not m._unknown:")
@@ -426,7 +431,8 @@ def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested
             g.emit("tags = list(m._unknown) if m._unknown else []")
             for f in tagged:
                 dname = f"_default_{f.py_name}"
-                env[dname] = f.default_value()
+                single_struct = f.struct is not None and not f.is_array
+                env[dname] = nested[f.struct.name]() if single_struct else f.default_value()  # type: ignore[union-attr]
                 cond = f"m.{f.py_name} is not None" if f.null_default else f"m.{f.py_name} != {dname}"
                 g.emit(f"if {cond}:")
                 with g.indent():

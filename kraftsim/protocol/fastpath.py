@@ -169,6 +169,11 @@ class _Compiler:
         untagged_names = {f.name for f in untagged}
 
         def op(f: FieldSpec) -> tuple[int, int, int, int, _c.Program | None]:
+            # Rules the programs do not carry: the generated Python code handles these.
+            if f.flexible_versions is not None:
+                raise TypeError(f"{f.name}: a field with its own flexible versions")
+            if f.struct is not None and not f.is_array and f.tagged_in(version):
+                raise TypeError(f"{f.name}: a tagged struct field")
             sub: _c.Program | None
             if f.struct is not None:
                 code = _c.T_STRUCT
@@ -193,7 +198,7 @@ class _Compiler:
             else:
                 defaults.append((slot[f.name], 0, default))
         # What codec._gen_encoder compares absent fields against.
-        absent = tuple((slot[f.name], f.default_value()) for f in spec.fields if not f.present_in(version))
+        absent = tuple((slot[f.name], f.default_value()) for f in spec.fields if not f.present_in(version) and not f.ignorable)
         return (cls, bool(flexible), names, untagged_ops, tagged_ops, tuple(defaults), absent)
 
 

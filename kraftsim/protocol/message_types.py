@@ -4,6 +4,11 @@ A record's Struct holds every field that exists in any of its versions (the sche
 which version has which); fields absent at a version keep their defaults. Each Struct also
 carries `_unknown`, the tagged fields a reader did not recognise, as (tag, payload) pairs,
 so that decode-then-encode reproduces them.
+
+Record classes rename their fields to the JSON converters' names (`brokerId`, contract 2).
+Protocol messages (kraftsim.wire) are built with `kafka_names=True` instead: fields keep
+Kafka's own names (`BrokerId`) and unknown names are refused, so that msgspec converts a
+handler's dict of Kafka field names into a message in one C call.
 """
 
 from __future__ import annotations
@@ -56,11 +61,11 @@ def _field_default(f: FieldSpec, classes: dict[str, type]) -> Any:
     return f.default_value()
 
 
-def build_struct_class(spec: StructSpec, qualname: str, classes: dict[str, type]) -> type:
+def build_struct_class(spec: StructSpec, qualname: str, classes: dict[str, type], kafka_names: bool = False) -> type:
     """Create the Struct for `spec`, after the classes of the structs it contains."""
     for f in spec.fields:
         if f.struct is not None and f.struct.name not in classes:
-            classes[f.struct.name] = build_struct_class(f.struct, f"{qualname}.{f.struct.name}", classes)
+            classes[f.struct.name] = build_struct_class(f.struct, f"{qualname}.{f.struct.name}", classes, kafka_names)
     fields = [(f.py_name, _field_annotation(f, classes), _field_default(f, classes)) for f in spec.fields]
     fields.append(("_unknown", tuple, ()))
     cls = msgspec.defstruct(
@@ -68,14 +73,15 @@ def build_struct_class(spec: StructSpec, qualname: str, classes: dict[str, type]
         fields,
         bases=(MessageStruct,),
         module="kraftsim.messages",
-        rename={f.py_name: f.json_name for f in spec.fields},
+        rename={f.py_name: f.name if kafka_names else f.json_name for f in spec.fields},
+        forbid_unknown_fields=kafka_names,
     )
     cls.__qualname__ = qualname
     return cls
 
 
-def build_record_classes(schema: RecordSchema) -> tuple[type, dict[str, type]]:
+def build_record_classes(schema: RecordSchema, kafka_names: bool = False) -> tuple[type, dict[str, type]]:
     """Return the record's Struct and the Structs of its nested struct types by name."""
     nested: dict[str, type] = {}
-    cls = build_struct_class(schema.body, schema.name, nested)
+    cls = build_struct_class(schema.body, schema.name, nested, kafka_names)
     return cls, nested

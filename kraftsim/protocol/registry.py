@@ -20,11 +20,12 @@ from kraftsim.protocol.schema import RecordSchema, builtin_schema_dir, iter_sche
 class RecordType:
     """One record type: its schema, its Struct class and its codec for every version."""
 
-    def __init__(self, schema: RecordSchema):
+    def __init__(self, schema: RecordSchema, kafka_names: bool = False):
         self.schema = schema
         self.name = schema.name
         self.type_name = schema.type_name
-        self.cls, self.nested = build_record_classes(schema)
+        # kafka_names: field names as Kafka writes them (protocol messages, see message_types)
+        self.cls, self.nested = build_record_classes(schema, kafka_names)
         self.codec = StructCodec(schema.body, self.cls, self.nested, schema.flexible_versions.__contains__)
 
     def __repr__(self) -> str:
@@ -75,6 +76,8 @@ class Registry:
 
     def add(self, schema: RecordSchema) -> RecordType:
         """Add a record type; a later schema with the same name or key replaces the earlier."""
+        if schema.kind not in ("metadata", "control"):
+            raise SchemaError(f"{schema.source}: {schema.name} is a protocol {schema.kind}, not a record")
         existing = self.by_name.get(schema.name)
         if existing is not None and existing.schema.kind != schema.kind:
             raise SchemaError(f"{schema.source}: {schema.name} is already a {existing.schema.kind} record")

@@ -2,7 +2,8 @@
 
 The schema model is what the codec compiles from and what the JSON view and the catalog
 consult; it knows nothing of bytes. Schema files are TOML in the project's own format
-(records/README.md).
+(records/README.md). The same format, with kinds "request", "response" and "header",
+describes Kafka's protocol messages (kraftsim/wire/messages/README.md).
 """
 
 from __future__ import annotations
@@ -94,6 +95,12 @@ class FieldSpec:
     map_key: bool
     doc: str
     struct: "StructSpec | None"  # resolved struct for struct or []struct types
+    # A writer may drop a non-default value at a version without the field (Kafka's
+    # "ignorable"), instead of refusing to write it.
+    ignorable: bool = False
+    # Versions in which a string or bytes field uses the compact encoding, when it
+    # differs from the message's (the request header's ClientId is never compact).
+    flexible_versions: VersionRange | None = None
 
     @property
     def py_name(self) -> str:
@@ -119,6 +126,10 @@ class FieldSpec:
 
     def nullable_in(self, version: int) -> bool:
         return version in self.nullable_versions
+
+    def compact_in(self, version: int, flexible: bool) -> bool:
+        """Whether the field's own length prefix is compact in a struct of that flexibility."""
+        return flexible if self.flexible_versions is None else version in self.flexible_versions
 
     def default_value(self) -> Any:
         """The value a reader assumes when the field is absent; fresh for mutable types."""
@@ -154,7 +165,7 @@ class RecordSchema:
     """One record type as read from its schema file."""
 
     name: str
-    kind: str  # "metadata" or "control"
+    kind: str  # "metadata", "control", or for protocol messages "request", "response", "header"
     api_key: int | None
     control_type: int | None
     versions: VersionRange
@@ -162,6 +173,8 @@ class RecordSchema:
     doc: str
     body: StructSpec
     source: str
+    listeners: tuple[str, ...] = ()  # requests: the listeners that accept them ("broker", "controller")
+    latest_version_unstable: bool = False  # requests: the highest version is not yet enabled by default
 
     @property
     def type_name(self) -> str:
@@ -211,11 +224,16 @@ def zero_value(type_name: str, struct: "StructSpec | None" = None) -> Any:
 
 # ---------------------------------------------------------------------------- loading
 
-_RECORD_KEYS = {"name", "kind", "api_key", "control_type", "versions", "flexible_versions", "doc", "fields", "structs"}
+_RECORD_KEYS = {
+    "name", "kind", "api_key", "control_type", "versions", "flexible_versions", "doc", "fields", "structs",
+    "listeners", "latest_version_unstable",
+}
 _FIELD_KEYS = {
     "name", "type", "versions", "nullable_versions", "tag", "tagged_versions", "default",
-    "null_default", "map_key", "doc",
+    "null_default", "map_key", "doc", "ignorable", "flexible_versions",
 }
+KINDS = ("metadata", "control", "request", "response", "header")
+_LISTENERS = ("broker", "controller")
 
 
 def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
@@ -231,12 +249,17 @@ def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
         if key not in data:
             raise fail(f"missing required key {key!r}")
     kind = data["kind"]
-    if kind not in ("metadata", "control"):
-        raise fail(f"kind must be 'metadata' or 'control', not {kind!r}")
+    if kind not in KINDS:
+        raise fail(f"kind must be one of {', '.join(repr(k) for k in KINDS)}, not {kind!r}")
     api_key = data.get("api_key")
     control_type = data.get("control_type")
-    if kind == "metadata" and not isinstance(api_key, int):
-        raise fail("a metadata record needs an integer api_key")
+    if kind in ("metadata", "request", "response") and (not isinstance(api_key, int) or isinstance(api_key, bool)):
+        raise fail(f"a {kind} {'record' if kind == 'metadata' else 'message'} needs an integer api_key")
+    listeners = data.get("listeners", [])
+    if not isinstance(listeners, list) or any(x not in _LISTENERS for x in listeners):
+        raise fail(f"listeners must be a list of {' and '.join(repr(x) for x in _LISTENERS)}, not {listeners!r}")
+    if listeners and kind != "request":
+        raise fail("only a request names the listeners that accept it")
     if kind == "control" and not isinstance(control_type, int):
         raise fail("a control record needs an integer control_type")
     versions = VersionRange.parse(data["versions"])
@@ -292,9 +315,13 @@ def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
             map_key=bool(f.get("map_key", False)),
             doc=f.get("doc", ""),
             struct=struct,
+            ignorable=bool(f.get("ignorable", False)),
+            flexible_versions=VersionRange.parse(f["flexible_versions"]) if "flexible_versions" in f else None,
         )
         if spec.null_default and spec.nullable_versions.empty:
             raise fail(f"field {prefix}{spec.name}: null_default needs nullable_versions")
+        if spec.flexible_versions is not None and ftype not in ("string", "bytes"):
+            raise fail(f"field {prefix}{spec.name}: only a string or bytes field has its own flexible_versions")
         return spec
 
     fields = tuple(parse_field(f, "") for f in data.get("fields", []))
@@ -311,6 +338,8 @@ def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
         doc=data.get("doc", ""),
         body=StructSpec(data["name"], versions, fields),
         source=source,
+        listeners=tuple(listeners),
+        latest_version_unstable=bool(data.get("latest_version_unstable", False)),
     )
 
 

@@ -78,6 +78,8 @@ class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
     count: int = 1
     partitions: int = 1
     replication_factor: int | None = None  # default: min(3, brokers)
+    #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
+    names: list[str] | None = None
 
 
 class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
@@ -160,6 +162,12 @@ class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True):
     id: int
 
 
+class UnregisterBroker(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """`kafka-cluster unregister --id N` (UnregisterBroker): the broker's registration is removed."""
+
+    id: int
+
+
 class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True):
     """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276)."""
 
@@ -173,7 +181,8 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True):
 
 
 Step = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesChange | FeaturesDisable | NodesStep | Start
-        | Partition | Heal | DiskFault | Snapshot | Run | Wait | AlterBrokerConfig | UnregisterController | CreateAcl)
+        | Partition | Heal | DiskFault | Snapshot | Run | Wait | AlterBrokerConfig | UnregisterController | CreateAcl
+        | UnregisterBroker)
 
 #: Every op of contract 4 and the struct its step decodes into.
 OPS: dict[str, type[StepBase]] = {
@@ -197,6 +206,8 @@ OPS: dict[str, type[StepBase]] = {
     "alter-broker-config": AlterBrokerConfig,
     "unregister-controller": UnregisterController,
     "create-acl": CreateAcl,
+    # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
+    "unregister-broker": UnregisterBroker,
 }
 
 

@@ -27,6 +27,7 @@ from kraftsim.scenario.language import (
     AddNode,
     AlterBrokerConfig,
     CreateAcl,
+    UnregisterBroker,
     UnregisterController,
     CreateTopics,
     DeleteTopics,
@@ -250,6 +251,9 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
         # kafka-topics would stay under the controller's limit ("Excessively large number of
         # partitions per request."); a single topic larger than that is still refused.
+        if step.names is not None:
+            return [f"Created topic {n}." for n in sim.create_topics(len(step.names), step.partitions,
+                                                                     step.replication_factor, names=step.names)]
         names: list[str] = []
         per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
         while len(names) < step.count:
@@ -300,6 +304,8 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
     if isinstance(step, UnregisterController):
         return admin_ops.unregister_controller(sim, step.id)
+    if isinstance(step, UnregisterBroker):
+        return admin_ops.unregister_broker(sim, step.id)
     if isinstance(step, CreateAcl):
         return admin_ops.create_acl(sim, principal=step.principal, host=step.host, operation=step.operation,
                                     resource_type=step.resource_type, resource_name=step.resource_name,

@@ -27,7 +27,7 @@ from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
     DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
     Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
-    Step, UnregisterController, Wait,
+    Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -431,7 +431,7 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
             raise check.fail("configs", "expected configs to set or delete", index)
         if step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
-    elif isinstance(step, UnregisterController):
+    elif isinstance(step, (UnregisterController, UnregisterBroker)):
         check.non_negative(step.id, "id", index)
     if step.expect is not None:
         _check_expect(step.expect, check, index)

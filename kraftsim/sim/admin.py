@@ -18,6 +18,7 @@ from kraftsim.controller import (
     create_topics,
     delete_topics,
 )
+from kraftsim.controller.cluster_control import unregister_broker
 from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
@@ -91,13 +92,18 @@ class AdminMixin:
         return result
 
     def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
-                      prefix: str = "topic-") -> list[str]:
+                      prefix: str = "topic-", names: Sequence[str] | None = None) -> list[str]:
+        """`count` new topics `<prefix><i>` (the lowest free numbers), or the topics `names`."""
         brokers = [m for m in self.engine.ordered() if m.state.is_broker]
         rf = replication_factor if replication_factor is not None else min(3, len(brokers))
         if self._wait_leader() is None or self.engine.controller is None:
             raise SimError("Timed out waiting for a node assignment: no active controller")
         image = self.engine.controller.image
-        names: list[str] = []
+        if names is not None:
+            names = list(names)
+            count = len(names)
+        else:
+            names = []
         i = 0
         while len(names) < count:
             if image.topics.get_topic_by_name(f"{prefix}{i}") is None:
@@ -111,6 +117,37 @@ class AdminMixin:
         if errors:
             raise SimError(errors[0].error_message or f"CreateTopics failed for {errors[0].name}")
         return names
+
+    def send_create_topics(self, topics: Sequence[CreatableTopic], validate_only: bool = False) -> Any:
+        """CreateTopics as a client sends it: the controller's result (its `response` holds
+        one answer per topic) once committed, or None when no controller answered in time."""
+        if self._wait_leader() is None or self.engine.controller is None:
+            return None
+        image = self.engine.controller.image
+        request = CreateTopicsRequest(tuple(topics), validate_only, seed=self.seed * 1_000_003 + len(image.topics))
+        result = self._client_request(lambda leader: self.engine._execute(lambda ctx: create_topics(ctx, request)))
+        self._finish_op("create-topics")
+        return result
+
+    def send_delete_topics(self, names: Sequence[str]) -> Any:
+        """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""
+        request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))
+        result = self._client_request(lambda leader: self.engine._execute(lambda ctx: delete_topics(ctx, request)))
+        self._finish_op("delete-topics")
+        return result
+
+    def send_unregister_broker(self, broker_id: int) -> Any:
+        """UnregisterBroker as a client sends it: the controller's result, or None on a timeout."""
+        e = self.engine
+
+        def call(leader: Member) -> Any:
+            assert e.controller is not None
+            heartbeats = e.controller.heartbeats
+            return e._execute(lambda ctx: unregister_broker(ctx, broker_id, heartbeats))
+
+        result = self._client_request(call)
+        self._finish_op("unregister-broker")
+        return result
 
     def delete_topics(self, names: Sequence[str]) -> None:
         request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))

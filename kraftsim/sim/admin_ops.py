@@ -58,6 +58,17 @@ def unregister_controller(sim: Simulation, controller_id: int) -> list[str]:
     return [f"Unregistered controller {controller_id}."]
 
 
+def unregister_broker(sim: Simulation, broker_id: int) -> list[str]:
+    """`kafka-cluster unregister --id N`: the broker's registration is removed (it registers
+    again if it still runs); refused with the controller's text for an unknown id."""
+    result = sim.send_unregister_broker(broker_id)
+    if result is None:
+        raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+    if not result.ok:
+        raise SimError(result.error.message or result.error.name)
+    return [f"Broker {broker_id} is no longer registered."]
+
+
 def _code(table: str, name: str, what: str) -> int:
     codes = {v: k for k, v in acl_codes()[table].items()}
     key = name.upper().replace("-", "_")

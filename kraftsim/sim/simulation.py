@@ -30,7 +30,8 @@ from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, inca
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
 from kraftsim.sim.member import Member
-from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
+from kraftsim.sim.quorum_view import QuorumView, quorum_view
+from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
     STATE_FORMAT,
@@ -277,6 +278,15 @@ class Simulation(AdminMixin):
         return self._saved.seed
 
     @property
+    def cluster_id(self) -> str:
+        return self._saved.cluster_id
+
+    @property
+    def policy(self) -> str:
+        """"kafka", or the policy beyond Kafka's the cluster was created with."""
+        return self._saved.policies[0] if self._saved.policies else "kafka"
+
+    @property
     def now_ms(self) -> int:
         return self.engine.now
 
@@ -316,6 +326,36 @@ class Simulation(AdminMixin):
     def image(self, node_id: int) -> MetadataImage | None:
         m = self.engine.member(node_id)
         return m.node.image if m.running and m.node is not None else None
+
+    def running_node(self, node_id: int) -> SimNode | None:
+        """The process of a running node (None when it is down): what a client connected to it talks to."""
+        m = self.engine.member(node_id)
+        return m.node if m.running else None
+
+    def finalized_on(self, node_id: int) -> dict[str, int]:
+        """The finalized levels a running node has applied (empty when it is down or has none)."""
+        node = self.running_node(node_id)
+        fin = None if node is None else node.finalized()
+        return {} if fin is None else fin.as_dict()
+
+    def known_leader(self, node_id: int) -> int | None:
+        """The raft leader a running node knows of (None: it knows none, or it is down)."""
+        m = self.engine.member(node_id)
+        return m.leader if m.running else None
+
+    def quorum(self) -> QuorumView | None:
+        """The metadata quorum as its active leader sees it (DescribeQuorum); None without one."""
+        return quorum_view(self.engine)
+
+    def reachable(self, a: int, b: int) -> bool:
+        """Whether the network lets node `a` reach node `b` now (partitions)."""
+        return self.engine.net.reachable(a, b)
+
+    def advance(self, until_ms: int) -> None:
+        """Let simulated time pass up to `until_ms`, saving nothing: a driver that follows the
+        wall clock calls it many times a second (`save` or `close` writes the state)."""
+        if until_ms > self.engine.now:
+            self.engine.run_until(until_ms)
 
     def log_dir(self, node_id: int) -> Path:
         self.engine.member(node_id)

@@ -9,6 +9,11 @@ Fixtures:
   kraftsim_cluster   a factory: `kraftsim_cluster(controllers=3, brokers=3, release="3.9")`
                      makes a Simulation in tmp_path (closed after the test); any keyword
                      of `Simulation.create` is accepted
+  kraftsim_served    a factory of clusters served over Kafka's protocol:
+                     `kafka = kraftsim_served(controllers=3, brokers=3, release="4.4.0")`
+                     gives `kafka.bootstrap_servers`, `kafka.bootstrap_controllers` and the
+                     faults `crash/stop/start/partition/heal/roll` (kraftsim.serve's keywords;
+                     stopped after the test); real clients connect in tens of milliseconds
   kraftsim_catalog   the shipped catalog (kraftsim.versions.Catalog); call
                      `kraftsim_catalog.with_file(path)` for a hypothetical one
 
@@ -22,6 +27,7 @@ A header line names kraftsim's version, the seed and the repro directory.
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -95,6 +101,36 @@ class ClusterFactory:
 def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """A factory of simulated clusters (kraftsim.sim.Simulation) in tmp_path."""
     factory = ClusterFactory(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
+
+
+class ServedFactory:
+    """Serves simulated clusters for one test (kraftsim.serve); stops them when the test ends."""
+
+    def __init__(self, base: Path):
+        self.base = base
+        self._stack = contextlib.ExitStack()
+        self.count = 0
+
+    def __call__(self, target: str | Path | None = None, **kwargs: Any) -> Any:
+        from kraftsim.wire.api import serve
+        if target is None:
+            kwargs.setdefault("seed", kconfig.seed())
+            kwargs.setdefault("directory", self.base / f"served-{self.count}")
+        self.count += 1
+        return self._stack.enter_context(serve(target, **kwargs))
+
+    def close(self) -> None:
+        self._stack.close()
+
+
+@pytest.fixture
+def kraftsim_served(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory of clusters served over Kafka's protocol (kraftsim.serve) in tmp_path."""
+    factory = ServedFactory(tmp_path)
     try:
         yield factory
     finally:

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kraftsim.sim import Simulation
+from kraftsim.sim import Simulation, admin_ops
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
-    "create-topics": ("count", "partitions", "replication_factor"),
+    "create-topics": ("count", "partitions", "replication_factor", "names"),
     "delete-topics": ("names",),
     "roll": ("release", "nodes"),
     "add-node": ("role", "release", "id"),
@@ -34,6 +34,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "snapshot": ("nodes",),
     "run": ("ms",),
     "wait": ("timeout_ms",),
+    "unregister-broker": ("id",),
 }
 
 
@@ -67,7 +68,8 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     a = step.args
     op = step.op
     if op == "create-topics":
-        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"))
+        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"),
+                                  names=a.get("names"))
         return [f"Created topic {n}." for n in names]
     if op == "delete-topics":
         sim.delete_topics(list(a["names"]))
@@ -111,6 +113,8 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     if op == "wait":
         sim.wait(a.get("timeout_ms", 60_000))
         return []
+    if op == "unregister-broker":
+        return admin_ops.unregister_broker(sim, a["id"])
     raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
 
 

@@ -1,0 +1,285 @@
+"""Serving Kafka's protocol: start-up time, requests per second and latency, against any host:port.
+
+Run from the repository root:
+
+    python -m benchmarks.bench_serve --kafka 4.4.0      # a real combined node on this machine
+    python -m benchmarks.bench_serve --kraftsim 4.4.0    # `kraftsim serve` of the same shape
+    python -m benchmarks.bench_serve --target 127.0.0.1:9092 --label "kraftsim serve"
+    python -m benchmarks.bench_serve --kafka 4.4.0 --quick   # fewer requests; serve.quick.{md,json}
+
+Results go to benchmarks/results/serve.{md,json}; each run adds or replaces its target's
+row (by label), so a real Kafka node and `kraftsim serve` measured in separate runs sit in
+one table, each with its run's date and load.
+
+What is measured (`measure_target`, usable from other code on any listener):
+
+- load: for ApiVersions (v3, the Java client's first request) and Metadata (v12, all
+  topics), over 1 connection and over 32 connections, each connection sends its next
+  request when the previous answer has arrived (as a client waits for its answer), for a
+  fixed number of requests per connection. Requests per second = all answers / wall
+  seconds of the phase; p50 / p99 are per-request latencies (send to whole answer). Every
+  answer's correlation id is checked, and the first answer of each kind is fully decoded.
+  A warm-up phase of the same shape runs first and is not counted.
+- start-up (`--kafka`): time from the server process's spawn to the first answered
+  ApiVersions on its broker listener, polled every 10 ms with fresh connections.
+
+Bounded: every phase has a deadline, every connection a timeout; a real node is always
+stopped (its process group is killed after a grace period).
+
+The load client is Python asyncio on the same machine as the server (2 cores shared), so
+the figures are what one Python client process can drive; the client's CPU time is
+recorded beside them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks._common import load_average, utc_now  # noqa: E402
+from kraftsim.wire import API_KEYS, encode_request, parse_response, read_frame  # noqa: E402
+
+RESULTS = REPO / "benchmarks" / "results"
+PHASE_TIMEOUT_S = 120.0
+CONNECT_TIMEOUT_S = 10.0
+START_TIMEOUT_S = 180.0
+
+WORKLOADS = {
+    "ApiVersions v3": (API_KEYS["ApiVersions"], 3, {"ClientSoftwareName": "kraftsim-bench", "ClientSoftwareVersion": "0"}),
+    "Metadata v12": (API_KEYS["Metadata"], 12, {"Topics": None, "AllowAutoTopicCreation": False}),
+}
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-quantile (0..1) by the nearest-rank method."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, min(len(sorted_values), round(q * len(sorted_values) + 0.5)))
+    return sorted_values[rank - 1]
+
+
+async def _connection(host: str, port: int, frame: bytes, correlation_id: int, count: int, api_key: int, version: int,
+                      latencies: list[float], check_first: bool) -> None:
+    reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
+    try:
+        expected = struct.pack(">i", correlation_id)
+        for i in range(count):
+            t0 = time.perf_counter()
+            writer.write(frame)
+            answer = await asyncio.wait_for(read_frame(reader), CONNECT_TIMEOUT_S)
+            latencies.append(time.perf_counter() - t0)
+            if answer is None or answer[:4] != expected:
+                raise RuntimeError(f"{host}:{port}: a wrong or missing answer to request {i}")
+            if check_first and i == 0:
+                parse_response(api_key, version, answer)  # the whole answer decodes
+    finally:
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except OSError:
+            pass
+
+
+async def _phase(host: str, port: int, workload: str, connections: int, per_connection: int) -> dict[str, Any]:
+    api_key, version, body = WORKLOADS[workload]
+    latencies: list[float] = []
+    frames = [encode_request(api_key, version, 1000 + c, body, client_id=f"bench-{c}") for c in range(connections)]
+    cpu0, t0 = time.process_time(), time.perf_counter()
+    await asyncio.wait_for(asyncio.gather(*(
+        _connection(host, port, frames[c], 1000 + c, per_connection, api_key, version, latencies, c == 0)
+        for c in range(connections))), PHASE_TIMEOUT_S)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    latencies.sort()
+    return {"workload": workload, "connections": connections, "requests": len(latencies), "wall_s": wall,
+            "requests_per_s": len(latencies) / wall, "p50_ms": percentile(latencies, 0.50) * 1e3,
+            "p99_ms": percentile(latencies, 0.99) * 1e3, "mean_ms": statistics.fmean(latencies) * 1e3,
+            "client_cpu_s": cpu}
+
+
+def measure_target(host: str, port: int, *, requests: int = 5000, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Load phases against a listener: each workload over 1 and 32 connections, `requests` answers per phase."""
+    rows = []
+    for workload in WORKLOADS:
+        for connections in (1, 32):
+            per = max(1, requests // connections)
+            asyncio.run(_phase(host, port, workload, connections, max(1, per // 10)))  # warm-up
+            row = asyncio.run(_phase(host, port, workload, connections, per))
+            log(f"{host}:{port} {workload:15s} x{connections:<3d} {row['requests_per_s']:9,.0f} req/s  "
+                f"p50 {row['p50_ms']:7.3f} ms  p99 {row['p99_ms']:7.3f} ms  (client cpu {row['client_cpu_s']:.2f} s)")
+            rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- a real Kafka node
+
+
+def start_to_first_api_versions(spawn: Callable[[], subprocess.Popen], host: str, port: int) -> tuple[subprocess.Popen, float]:
+    """Spawn a server and return it with the seconds until it first answered ApiVersions."""
+    from kraftsim.conformance.wire_client import wait_for_api_versions
+
+    t0 = time.perf_counter()
+    proc = spawn()
+    try:
+        wait_for_api_versions(host, port, timeout=START_TIMEOUT_S)
+    except BaseException:
+        _stop(proc)
+        raise
+    return proc, time.perf_counter() - t0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    import signal
+
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
+
+
+def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """A real Kafka combined node (conformance.node's configuration, heap 384 MiB): start-up and load."""
+    from kraftsim.conformance.dist import fetch, resolve_release
+    from kraftsim.conformance.node import LiveNode
+    from kraftsim.conformance.tools import java_command
+
+    dist = fetch(resolve_release(version), log=log)
+    with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
+        node = LiveNode(dist, Path(tmp))
+        node.format()
+
+        def spawn() -> subprocess.Popen:
+            cmd = java_command(dist, "server", [str(node.config)], heap="384m", log_file=node.log_file)
+            with open(node.dir / "server.out", "wb") as out:
+                return subprocess.Popen(cmd, cwd=node.dir, stdin=subprocess.DEVNULL, stdout=out,
+                                        stderr=subprocess.STDOUT, start_new_session=True)
+
+        proc, startup = start_to_first_api_versions(spawn, "127.0.0.1", node.broker_port)
+        try:
+            log(f"Kafka {version}: first ApiVersions answered {startup:.2f} s after spawn")
+            rows = measure_target("127.0.0.1", node.broker_port, requests=requests, log=log)
+        finally:
+            _stop(proc)
+    return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx384m)", "startup_s": startup, "rows": rows}
+
+
+def measure_kraftsim(release: str, *, requests: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """`kraftsim serve` of one combined node (made by `cluster create`, so the time is the
+    server's own: its process's start, imports, opening the directory, listening)."""
+    from kraftsim.sim import Simulation
+    from kraftsim.conformance.wire_client import wait_for_api_versions
+
+    with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
+        cluster, ready = Path(tmp) / "cluster", Path(tmp) / "ready.json"
+        Simulation.create(cluster, combined=1, release=release).close()
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        t0 = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "kraftsim", "serve", str(cluster), "--ready-file", str(ready)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
+                                start_new_session=True)
+        try:
+            while not ready.exists():
+                if proc.poll() is not None or time.perf_counter() - t0 > START_TIMEOUT_S:
+                    raise RuntimeError("kraftsim serve did not become ready")
+                time.sleep(0.002)
+            host, _, port = json.loads(ready.read_text())["bootstrap_servers"].rpartition(":")
+            wait_for_api_versions(host, int(port), timeout=START_TIMEOUT_S)
+            startup = time.perf_counter() - t0
+            log(f"kraftsim serve {release}: first ApiVersions answered {startup:.2f} s after spawn")
+            rows = measure_target(host, int(port), requests=requests, log=log)
+        finally:
+            _stop(proc)
+    return {"label": f"kraftsim serve, Kafka {release}, one combined node", "startup_s": startup, "rows": rows}
+
+
+# ----------------------------------------------------------------------------- results
+
+
+def _merge(path: Path, entry: dict[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(path.read_text()) if path.is_file() else {"targets": []}
+    data["targets"] = [t for t in data["targets"] if t["label"] != entry["label"]] + [entry]
+    return data
+
+
+def markdown(data: dict[str, Any]) -> str:
+    lines = [
+        "# Serving Kafka's protocol: start-up, throughput, latency",
+        "",
+        "Generated by `python -m benchmarks.bench_serve`. Each target's row comes from its own run (date and load "
+        "average below). The load client is one Python asyncio process on the same 2-core machine; each connection "
+        "waits for an answer before its next request. Requests per second = answers / wall seconds of the phase; "
+        "p50/p99 = per-request latency.",
+        "",
+        "Goals (issue 26): at least 5,000 ApiVersions/s on one core, p99 under 5 ms at 32 connections, start-up at "
+        "least 10x faster than the real node.",
+        "",
+        "| target | run | start to first ApiVersions (s) |",
+        "|---|---|---:|",
+    ]
+    for t in data["targets"]:
+        startup = f"{t['startup_s']:.2f}" if t.get("startup_s") is not None else "-"
+        lines.append(f"| {t['label']} | {t['generated']}, load {t['load_average_before']} | {startup} |")
+    lines += ["", "| target | workload | connections | requests | req/s | p50 ms | p99 ms | client CPU s |",
+              "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for t in data["targets"]:
+        for r in t["rows"]:
+            lines.append(f"| {t['label']} | {r['workload']} | {r['connections']} | {r['requests']:,} | "
+                         f"{r['requests_per_s']:,.0f} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f} | {r['client_cpu_s']:.2f} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--kafka", metavar="VERSION", help="start a real Kafka combined node of this release")
+    what.add_argument("--kraftsim", metavar="VERSION", help="start `kraftsim serve` of one combined node of this release")
+    what.add_argument("--target", metavar="HOST:PORT", help="measure a listener that is already running")
+    parser.add_argument("--label", help="the target's name in the results (with --target)")
+    parser.add_argument("--quick", action="store_true", help="fewer requests; results go to serve.quick.*")
+    args = parser.parse_args(argv)
+    requests = 640 if args.quick else 6400
+    load_before = load_average()
+    if args.kafka:
+        entry = measure_kafka(args.kafka, requests=requests)
+    elif args.kraftsim:
+        entry = measure_kraftsim(args.kraftsim, requests=requests)
+    else:
+        host, _, port = args.target.rpartition(":")
+        if not host or not port.isdigit():
+            parser.error(f"--target must be HOST:PORT, not {args.target!r}")
+        entry = {"label": args.label or args.target, "startup_s": None,
+                 "rows": measure_target(host, int(port), requests=requests)}
+    entry.update(generated=utc_now(), load_average_before=load_before, load_average_after=load_average(),
+                 python=platform.python_version())
+    stem = "serve.quick" if args.quick else "serve"
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    data = _merge(RESULTS / f"{stem}.json", entry)
+    (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(markdown(data))
+    print(f"wrote {RESULTS / stem}.md and .json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""`kraftsim serve TARGET`: a simulated cluster served over Kafka's protocol (contract 7).
+
+Real Kafka tools and clients connect to its nodes' ports. It prints one ready line when every
+listener accepts connections, writes `--ready-file`, lets simulated time follow the wall clock
+(times `--speed`), and on SIGTERM or SIGINT (or after `--for MS` simulated) stops listening,
+saves the cluster directory, writes `--record`, and exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+
+from kraftsim.cli.common import bounded_int
+from kraftsim.errors import KraftsimError, UsageError
+
+
+def _speed(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not 0 < value <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a number above 0 and at most 10000, got {text}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("serve", help="serve a simulated cluster over Kafka's protocol to real Kafka tools and clients")
+    p.add_argument("target", metavar="TARGET", help="a cluster directory (`kraftsim cluster create`) or a scenario file "
+                                                     "(its cluster is created and its steps run first)")
+    p.add_argument("--host", default="127.0.0.1", help="the address every listener binds to (default 127.0.0.1)")
+    p.add_argument("--ready-file", metavar="PATH", help="write the addresses as JSON here (atomically) once ready")
+    p.add_argument("--speed", type=_speed, default=1.0, metavar="X",
+                   help="simulated ms per wall-clock ms (default 1)")
+    p.add_argument("--record", metavar="FILE", help="write the session as a scenario file when it ends")
+    p.add_argument("--for", dest="for_ms", type=bounded_int(0, 2**62, "a number of milliseconds"), metavar="MS",
+                   help="stop after this much simulated time (default: until SIGTERM or SIGINT)")
+    p.add_argument("--keep", metavar="DIR", help="with a scenario file: build the cluster in DIR (new or empty) and "
+                                                 "leave it there (default: a temporary directory)")
+    p.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from kraftsim.wire.ready import ready_line, write_ready_file
+    from kraftsim.wire.session import Session
+    from kraftsim.wire.target import open_target
+
+    if args.record is not None and Path(args.record).is_dir():
+        raise UsageError(f"--record {args.record}: is a directory; expected a file to write")
+    try:
+        opened = open_target(args.target, args.keep)
+    except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
+        raise UsageError(str(e)) from None
+    session = Session(opened, host=args.host, speed=args.speed, record=args.record)
+
+    def ready() -> None:
+        info = session.served.ready_info()
+        if args.ready_file:
+            write_ready_file(args.ready_file, info)
+        print(ready_line(info), flush=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, session.server.stopping.set)
+        await session.main(args.for_ms, ready)
+
+    try:
+        asyncio.run(main())
+    except OSError as e:
+        session.finish()
+        raise UsageError(f"cannot listen on {args.host}: {e.strerror or e}") from None
+    session.finish()
+    print(f"kraftsim serve: stopped at virtual time {session.served.sim.now_ms} ms; "
+          f"{session.server.answered} request(s) answered", file=sys.stderr)
+    return 0

@@ -1,0 +1,151 @@
+"""Requests that change the cluster, answered by the active controller: UpdateFeatures,
+CreateTopics, DeleteTopics, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
+controller that is not the active one refuses them with NOT_CONTROLLER, as Kafka's
+QuorumController does; a broker cut off from the active controller cannot forward and the
+client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
+from kraftsim.controller.features import FeatureUpdate, UpgradeType
+from kraftsim.wire.handlers import Body, Handler, code
+from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
+
+UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
+
+
+def refusal(served: ServedCluster, listener: Listener) -> tuple[str, str | None] | None:
+    """(error name, message) when the node cannot get the request to the active controller."""
+    leader = served.sim.leader()
+    if listener.role == CONTROLLER:
+        if leader == listener.node_id:
+            return None
+        known = served.sim.known_leader(listener.node_id)
+        text = ("No controller appears to be active." if known is None
+                else f"The active controller appears to be node {known}.")
+        return "NOT_CONTROLLER", text
+    if leader is None or not served.sim.reachable(listener.node_id, leader):
+        return "REQUEST_TIMED_OUT", None
+    return None
+
+
+def _upgrade_type(version: int, u: Mapping[str, Any]) -> int:
+    if version == 0:
+        return int(UpgradeType.SAFE_DOWNGRADE if u.get("AllowDowngrade") else UpgradeType.UPGRADE)
+    return int(u.get("UpgradeType", int(UpgradeType.UPGRADE)))
+
+
+def update_features(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    updates = {u["Feature"]: FeatureUpdate(u["Feature"], int(u["MaxVersionLevel"]), _upgrade_type(version, u))
+               for u in body.get("FeatureUpdates", [])}
+    validate_only = bool(body.get("ValidateOnly", False)) if version >= 1 else False
+    refused = refusal(served, listener)
+    if refused is not None:
+        err, text = code(refused[0]), refused[1]
+        return {"ErrorCode": err, "ErrorMessage": text,
+                "Results": [{"Feature": n, "ErrorCode": err, "ErrorMessage": text} for n in sorted(updates)]}
+    at = served.sim.now_ms
+    response, _ = served.sim.update_features(updates, validate_only)
+    served.anchor()
+    if response is None:
+        text = "Timed out waiting for the controller to commit the update"
+        return {"ErrorCode": code("REQUEST_TIMED_OUT"), "ErrorMessage": text}
+    results = [{"Feature": r.feature, "ErrorCode": r.error_code, "ErrorMessage": r.error_message}
+               for r in response.results]
+    ok = response.error_code == 0 and all(r.error_code == 0 for r in response.results)
+    if ok and not validate_only and updates:
+        _record_features(served, updates, at)
+    return {"ErrorCode": response.error_code, "ErrorMessage": response.error_message, "Results": results}
+
+
+def _record_features(served: ServedCluster, updates: Mapping[str, FeatureUpdate], at: int) -> None:
+    """The update as the kafka-features step that makes it (upgrade, downgrade or disable)."""
+    types = {u.upgrade_type for u in updates.values()}
+    unsafe = int(UpgradeType.UNSAFE_DOWNGRADE) in types
+    levels = {n: u.max_version_level for n, u in sorted(updates.items())}
+    if types == {int(UpgradeType.UPGRADE)}:
+        served.record("features-upgrade", {"features": levels}, at)
+    elif all(v == 0 for v in levels.values()):
+        served.record("features-disable", {"features": sorted(levels)}, at)
+    else:
+        served.record("features-downgrade", {"features": levels, "unsafe": unsafe or None}, at)
+
+
+def _creatable(t: Mapping[str, Any]) -> CreatableTopic:
+    return CreatableTopic(
+        name=t["Name"], num_partitions=int(t.get("NumPartitions", -1)), replication_factor=int(t.get("ReplicationFactor", -1)),
+        assignments=tuple(CreatableReplicaAssignment(a["PartitionIndex"], tuple(a["BrokerIds"]))
+                          for a in t.get("Assignments", [])),
+        configs=tuple(CreatableTopicConfig(c["Name"], c.get("Value")) for c in t.get("Configs", [])))
+
+
+def create_topics(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    topics = [_creatable(t) for t in body.get("Topics", [])]
+    validate_only = bool(body.get("validateOnly", False))
+    refused = refusal(served, listener)
+    result = None
+    at = served.sim.now_ms
+    if refused is None and topics:
+        result = served.sim.send_create_topics(topics, validate_only)
+        served.anchor()
+    if refused is not None or result is None or result.response is None:
+        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
+        if result is not None and not result.ok:
+            err_name, text = result.error.name, result.error.message
+        return {"Topics": [{"Name": t.name, "ErrorCode": code(err_name), "ErrorMessage": text} for t in topics]}
+    answers = []
+    made: dict[tuple[int, int], list[str]] = {}
+    for r in result.response.topics:
+        answers.append({"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message,
+                        "NumPartitions": r.num_partitions, "ReplicationFactor": r.replication_factor})
+        if r.error_code == 0 and not validate_only:
+            made.setdefault((r.num_partitions, r.replication_factor), []).append(r.name)
+    for (partitions, rf), names in made.items():
+        served.record("create-topics", {"names": names, "partitions": partitions, "replication_factor": rf}, at)
+    return {"Topics": answers}
+
+
+def delete_topics(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    names = list(body.get("TopicNames") or []) + [t["Name"] for t in body.get("Topics") or [] if t.get("Name")]
+    refused = refusal(served, listener)
+    result = None
+    at = served.sim.now_ms
+    if refused is None and names:
+        result = served.sim.send_delete_topics(names)
+        served.anchor()
+    if refused is not None or result is None or result.response is None:
+        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
+        if result is not None and not result.ok:
+            err_name, text = result.error.name, result.error.message
+        return {"Responses": [{"Name": n, "ErrorCode": code(err_name), "ErrorMessage": text} for n in names]}
+    answers = [{"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message}
+               for r in result.response.responses]
+    gone = [r.name for r in result.response.responses if r.error_code == 0 and r.name]
+    if gone:
+        served.record("delete-topics", {"names": gone}, at)
+    return {"Responses": answers}
+
+
+def unregister_broker(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """UnregisterBroker (`kafka-cluster unregister`): the controller's answer, or why it could not be asked."""
+    broker_id = int(body.get("BrokerId", -1))
+    refused = refusal(served, listener)
+    if refused is not None:
+        return {"ErrorCode": code(refused[0]), "ErrorMessage": refused[1]}
+    at = served.sim.now_ms
+    result = served.sim.send_unregister_broker(broker_id)
+    served.anchor()
+    if result is None:
+        return {"ErrorCode": code("REQUEST_TIMED_OUT")}
+    if not result.ok:
+        return {"ErrorCode": code(result.error.name), "ErrorMessage": result.error.message}
+    served.record("unregister-broker", {"id": broker_id}, at)
+    return {"ErrorCode": 0}
+
+
+HANDLERS: dict[int, Handler] = {UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
+                                DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker}

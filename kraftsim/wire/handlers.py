@@ -1,0 +1,188 @@
+"""Requests answered as the node's own release answers them: which API keys and versions a
+listener serves (the release's ApiVersions table), and the answers that only read the node's
+state (ApiVersions, Metadata, DescribeCluster). Bodies are dicts keyed by Kafka's field names
+(the codec's form); fields left out take their schema defaults.
+
+A request the listener does not serve (a key it does not advertise, or a version outside its
+range) is not answered: Kafka's SocketServer cannot parse it and closes the connection
+("Received request api key ... which is not enabled" / "... unsupported version"). ApiVersions
+is the exception (KIP-511): an unknown version gets UNSUPPORTED_VERSION, written at v0, with the
+node's ApiVersions range, so the client can retry at a version both know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kraftsim.controller import error_codes
+from kraftsim.sim.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
+
+Body = dict[str, Any]
+Handler = Callable[[ServedCluster, Listener, int, Mapping[str, Any]], Body]
+METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
+#: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
+ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
+
+
+def code(name: str) -> int:
+    return error_codes()[name]
+
+
+def release_of(served: ServedCluster, listener: Listener) -> str:
+    node = served.sim.running_node(listener.node_id)
+    assert node is not None  # a listener is open only while its node runs
+    return node.state.release
+
+
+def serves(served: ServedCluster, listener: Listener, api_key: int, version: int) -> bool:
+    """Whether the listener's node advertises `api_key` at `version`."""
+    r = api_version_table().ranges(release_of(served, listener), listener.role).get(api_key)
+    return r is not None and r[0] <= version <= r[1]
+
+
+def api_versions(served: ServedCluster, listener: Listener, version: int) -> tuple[int, Body]:
+    """(the version to write the answer at, the answer): the node's own image gives the
+    finalized levels and epoch, so a lagging node reports what it has applied."""
+    node = served.sim.running_node(listener.node_id)
+    assert node is not None
+    r = node.api_versions(version, listener.role)
+    body: Body = {"ErrorCode": r.error_code, "ThrottleTimeMs": r.throttle_time_ms,
+                  "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi} for k, lo, hi in r.api_keys]}
+    if r.error_code != 0:
+        return 0, body
+    body["SupportedFeatures"] = [{"Name": n, "MinVersion": lo, "MaxVersion": hi} for n, lo, hi in r.supported_features]
+    body["FinalizedFeaturesEpoch"] = r.finalized_features_epoch
+    body["FinalizedFeatures"] = [{"Name": n, "MaxVersionLevel": hi, "MinVersionLevel": lo}
+                                 for n, lo, hi in r.finalized_features]
+    return version, body
+
+
+def unsupported_api_versions(served: ServedCluster, listener: Listener, version: int) -> Body:
+    """The answer to an ApiVersions request of a version the codec cannot read (KIP-511)."""
+    r = api_versions_response(release_of(served, listener), listener.role, version, None)
+    return {"ErrorCode": r.error_code, "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi}
+                                                   for k, lo, hi in r.api_keys]}
+
+
+def alive_brokers(served: ServedCluster, listener: Listener) -> list[Any]:
+    """Unfenced registered brokers in the node's own image (Kafka's alive brokers), by id."""
+    image = served.sim.image(listener.node_id)
+    if image is None:
+        return []
+    return sorted((b for b in image.cluster.brokers.values() if not b.fenced), key=lambda b: b.id)
+
+
+def _broker_entry(served: ServedCluster, b: Any, id_key: str) -> Body:
+    port = served.port_of(b.id, BROKER)
+    return {id_key: b.id, "Host": served.host, "Port": port if port is not None else -1, "Rack": b.rack}
+
+
+def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """Brokers with their served ports, the cluster id, a controller id as KRaft brokers give it
+    (an alive broker's: clients cannot reach controllers; Kafka picks one at random, kraftsim the
+    lowest id), and topics and partitions from the node's own image."""
+    brokers = alive_brokers(served, listener)
+    alive = {b.id for b in brokers}
+    image = served.sim.image(listener.node_id)
+    wanted = body.get("Topics")
+    topics = [] if image is None else list(image.topics.sorted_topics())
+    out_topics: list[Body] = []
+    if wanted is None:
+        chosen = topics
+    else:
+        by_name = {t.name: t for t in topics}
+        chosen = []
+        for w in wanted:
+            name = w.get("Name")
+            t = by_name.get(name) if name is not None else None
+            if t is None:
+                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION"), "Name": name, "Partitions": []})
+            else:
+                chosen.append(t)
+    for t in chosen:
+        parts = []
+        for index, p in t.sorted_partitions():
+            leader_alive = p.leader in alive
+            parts.append({"ErrorCode": 0 if leader_alive else code("LEADER_NOT_AVAILABLE"), "PartitionIndex": index,
+                          "LeaderId": p.leader if leader_alive else -1, "LeaderEpoch": p.leader_epoch,
+                          "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
+                          "OfflineReplicas": [r for r in p.replicas if r not in alive]})
+        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": False, "Partitions": parts})
+    return {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers], "ClusterId": served.sim.cluster_id,
+            "ControllerId": brokers[0].id if brokers else -1, "Topics": sorted(out_topics, key=lambda t: t["Name"] or "")}
+
+
+def describe_cluster(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """DescribeCluster (KIP-919's EndpointType from v1): a broker describes the alive brokers,
+    a controller the registered controllers and the raft leader it knows."""
+    wanted = int(body.get("EndpointType", 1)) if version >= 1 else 1
+    expected = 1 if listener.role == BROKER else 2
+    if wanted not in ENDPOINT_TYPES or wanted != expected:
+        err = "INVALID_REQUEST" if version == 0 else (
+            "UNSUPPORTED_ENDPOINT_TYPE" if wanted not in ENDPOINT_TYPES else "MISMATCHED_ENDPOINT_TYPE")
+        text = (f"Unsupported endpoint type {wanted}" if wanted not in ENDPOINT_TYPES else
+                f"The request was sent to an endpoint of type {ENDPOINT_TYPES[expected]}, but we wanted an endpoint "
+                f"of type {ENDPOINT_TYPES[wanted]}")
+        return {"ErrorCode": code(err), "ErrorMessage": text, "ClusterId": ""}
+    if listener.role == BROKER:
+        brokers = alive_brokers(served, listener)
+        controller = brokers[0].id if brokers else -1
+        if version >= 2 and body.get("IncludeFencedBrokers"):  # KIP-1073: fenced ones too, marked
+            image = served.sim.image(listener.node_id)
+            brokers = [] if image is None else sorted(image.cluster.brokers.values(), key=lambda b: b.id)
+        nodes = [{**_broker_entry(served, b, "BrokerId"), **({"IsFenced": b.fenced} if version >= 2 else {})}
+                 for b in brokers]
+    else:
+        image = served.sim.image(listener.node_id)
+        level = served.sim.finalized_on(listener.node_id).get(MV_NAME, 0)
+        if not level or not served.sim.catalog.supports("controller_registration", level):
+            # ControllerApis consults registrations that exist only from 3.7-IV0 on
+            return {"ErrorCode": code("UNSUPPORTED_VERSION"), "ClusterId": "",
+                    "ErrorMessage": "Direct-to-controller communication is not supported with the current "
+                                    "MetadataVersion."}
+        regs = [] if image is None else sorted(image.cluster.controllers.values(), key=lambda c: c.id)
+        nodes = []
+        for c in regs:
+            port = served.port_of(c.id, CONTROLLER)
+            nodes.append({"BrokerId": c.id, "Host": served.host, "Port": port if port is not None else -1,
+                          "Rack": None})
+        leader = served.sim.known_leader(listener.node_id)
+        controller = leader if leader is not None else -1
+    if controller not in {n["BrokerId"] for n in nodes}:
+        controller = -1
+    return {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted, "Brokers": nodes}
+
+
+
+#: DescribeConfigs' resource types and config sources (org.apache.kafka.common.config / DescribeConfigsResponse).
+TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+SOURCES = {TOPIC_RESOURCE: 1, BROKER_RESOURCE: 2}  # TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
+
+
+def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """The dynamic configs the node's image holds for each topic or broker asked for (the
+    configs set with kafka-configs / CreateTopics); the node has no static or default
+    configs to add (no server.properties), so a fresh topic describes with none."""
+    image = served.sim.image(listener.node_id)
+    results = []
+    for r in body.get("Resources", []):
+        rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
+        out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": None, "Configs": []}
+        if rtype not in SOURCES:
+            out.update(ErrorCode=code("INVALID_REQUEST"), ErrorMessage=f"Unsupported resource type {rtype}")
+        elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
+            out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"), ErrorMessage=f"The topic '{name}' does not exist.")
+        elif image is not None:
+            configs = image.configs.config(rtype, "" if rtype == BROKER_RESOURCE and name == "" else name)
+            out["Configs"] = [{"Name": k, "Value": v, "ReadOnly": False, "ConfigSource": SOURCES[rtype],
+                               "IsSensitive": False, "Synonyms": [], "ConfigType": 0, "Documentation": None}
+                              for k, v in sorted(configs.items()) if keys is None or k in keys]
+        results.append(out)
+    return {"Results": results}
+
+__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster", "describe_configs",
+           "metadata", "serves",
+           "unsupported_api_versions"]

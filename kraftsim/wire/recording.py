@@ -1,0 +1,88 @@
+"""`serve --record FILE`: a served session as a scenario file (contract 4).
+
+Each state-changing request or command becomes a step at the simulated time it started: a
+`run` step fills the simulated time since the previous one ended, so `kraftsim scenario
+run FILE` replays the same acts in the same order at the same simulated times. The steps
+that set the cluster up come first: a scenario target's own steps, or nothing for a
+cluster directory (whose `[cluster]` is the shape and finalized levels it has when served).
+A refused act is written with its refusal as `expect_error`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kraftsim.errors import KraftsimError
+from kraftsim.sim import Simulation
+from kraftsim.storage.fileio import atomic_write
+from kraftsim.testing.steps import OP_KEYS, ClusterShape, Step, scenario_text
+from kraftsim.versions import FEATURE_NAME as MV_NAME
+
+
+@dataclass
+class Recorder:
+    """The steps of a session so far (see the module docstring)."""
+
+    name: str
+    seed: int
+    policy: str
+    shape: ClusterShape
+    origin_ms: int
+    catalog: str | None = None
+    steps: list[Step] = field(default_factory=list)
+    _last_ms: int = -1
+
+    def __post_init__(self) -> None:
+        if self._last_ms < 0:
+            self._last_ms = self.origin_ms
+
+    def add(self, op: str, args: dict[str, Any], at_ms: int, end_ms: int, error: str | None = None) -> None:
+        """One act that started at `at_ms` and ended at `end_ms` (simulated)."""
+        if at_ms > self._last_ms:
+            self.steps.append(Step("run", {"ms": at_ms - self._last_ms}))
+        keys = OP_KEYS[op]
+        self.steps.append(Step(op, {k: v for k, v in args.items() if k in keys and v is not None}, error=error))
+        self._last_ms = max(self._last_ms, end_ms)
+
+    def finish(self, now_ms: int) -> None:
+        """The time served after the last act (so the replay's clock ends where the session's did)."""
+        if now_ms > self._last_ms:
+            self.steps.append(Step("run", {"ms": now_ms - self._last_ms}))
+            self._last_ms = now_ms
+
+    def text(self) -> str:
+        return scenario_text(name=self.name, shape=self.shape, steps=self.steps, seed=self.seed, policy=self.policy,
+                             catalog=self.catalog, description="recorded by kraftsim serve --record")
+
+    def write(self, path: Path) -> None:
+        atomic_write(Path(path), self.text().encode("utf-8"))
+
+
+def shape_of(sim: Simulation) -> ClusterShape:
+    """`[cluster]` for a cluster directory: its node counts, release and finalized levels (as
+    `cluster create --release-version/--feature` would give them)."""
+    nodes = sim.nodes()
+    combined = sum(1 for n in nodes if len(n.roles) == 2)
+    controllers = sum(1 for n in nodes if n.roles == ("controller",))
+    brokers = sum(1 for n in nodes if n.roles == ("broker",))
+    finalized = sim.finalized()
+    level = finalized.get(MV_NAME, 0)
+    release_version = sim.catalog.mv_from_level(level).version if level else None
+    features = {k: v for k, v in finalized.items() if k != MV_NAME and v and k != "kraft.version"}
+    return ClusterShape(controllers=controllers, brokers=brokers, release=nodes[0].release,
+                        release_version=release_version, features=features, combined=combined)
+
+
+def setup_steps(steps: Sequence[Any]) -> list[Step]:
+    """A scenario's own steps (its validated structs) as recorded steps."""
+    out = []
+    for s in steps:
+        if s.op not in OP_KEYS:
+            raise KraftsimError(f"--record cannot write a scenario's {s.op!r} step yet (it writes "
+                                f"{', '.join(OP_KEYS)})")
+        raw = {k: getattr(s, k) for k in OP_KEYS[s.op] if getattr(s, k, None) is not None}
+        out.append(Step(s.op, raw, error=s.expect_error))
+    return out

@@ -1,0 +1,243 @@
+"""The listeners of a served cluster on one asyncio event loop, and the driver of its clock.
+
+Every running node listens on its own port (brokers and combined nodes a broker listener,
+controllers and combined nodes a controller listener). A node that is down has no listener:
+its port is kept, its clients' connections are cut (the process died), and it listens on the
+same port when it starts again. Each connection reads one request, answers it and then reads
+the next, so answers go out in order with their correlation ids. Requests are handled on
+the loop's thread between simulation steps; the clock task advances the simulation to the
+wall clock's simulated time every few milliseconds.
+
+Hostile input never ends the server: a frame that cannot be read closes that connection (as
+Kafka does), an unexpected failure in a handler is one line on stderr and a closed
+connection, and the number of open connections is bounded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from kraftsim.wire.admin_handlers import HANDLERS as ADMIN_HANDLERS
+from kraftsim.wire.codec import UnsupportedRequest, encode_response, parse_request
+from kraftsim.wire.fit import fit_response
+from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
+from kraftsim.wire.handlers import (
+    API_VERSIONS_KEY,
+    DESCRIBE_CLUSTER_KEY,
+    DESCRIBE_CONFIGS_KEY,
+    METADATA_KEY,
+    Handler,
+    api_versions,
+    describe_cluster,
+    describe_configs,
+    metadata,
+    serves,
+    unsupported_api_versions,
+)
+from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
+from kraftsim.wire.served import Listener, ServedCluster
+
+#: Every request kraftsim answers beyond ApiVersions, by api key.
+HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
+                                DESCRIBE_CONFIGS_KEY: describe_configs,
+                                DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS}
+#: How often (wall seconds) the clock task moves simulated time on.
+TICK_S = 0.005
+#: Open connections at most (all listeners together); more are closed at once.
+MAX_CONNECTIONS = 1000
+
+
+def free_port(host: str) -> int:
+    """A port nothing listens on now (for a node that is down when serving starts)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def say(text: str) -> None:
+    """One line on stderr (the server never prints a traceback)."""
+    print(f"kraftsim serve: {text}", file=sys.stderr, flush=True)
+
+
+class WireServer:
+    """The listeners and the clock of one ServedCluster (see the module docstring)."""
+
+    def __init__(self, served: ServedCluster, *, max_frame: int = DEFAULT_MAX_FRAME,
+                 max_connections: int = MAX_CONNECTIONS, log: Callable[[str], None] = say):
+        self.served = served
+        self.max_frame = max_frame
+        self.max_connections = max_connections
+        self.log = log
+        self.servers: dict[Listener, asyncio.Server] = {}
+        self.connections: dict[Listener, set[asyncio.StreamWriter]] = {}
+        self.stopping = asyncio.Event()
+        self.answered = 0
+        served.on_change = self._changed
+        self._dirty = False
+        #: (listener, api key, version) -> (the image and process it was built from, the frame)
+        self._answers: dict[tuple[Listener, int, int], tuple[Any, Any, bytes]] = {}
+
+    # ------------------------------------------------------------------ listeners
+
+    def _changed(self) -> None:
+        self._dirty = True
+
+    async def open_listeners(self) -> None:
+        """Open a listener for every running node's listener that has none, close those of
+        nodes that are down (cutting their connections)."""
+        self._dirty = False
+        for listener in self.served.listeners():
+            up = self.served.running(listener)
+            if up and listener not in self.servers:
+                port = self.served.ports.get(listener, 0)
+                try:
+                    server = await asyncio.start_server(lambda r, w, x=listener: self._connection(x, r, w),
+                                                        self.served.host, port, reuse_address=True)
+                except OSError as e:
+                    if not port:
+                        raise  # no port at all on this host: serving cannot start
+                    self.log(f"node {listener.node_id} cannot listen on {self.served.host}:{port} again: "
+                             f"{e.strerror or e}")
+                    continue
+                self.servers[listener] = server
+                self.served.ports[listener] = server.sockets[0].getsockname()[1]
+            elif not up:
+                if listener in self.servers:
+                    self.servers.pop(listener).close()
+                    for w in self.connections.pop(listener, set()):
+                        w.transport.abort()
+                self.served.ports.setdefault(listener, free_port(self.served.host))
+
+    async def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+        for writers in self.connections.values():
+            for w in writers:
+                w.transport.abort()
+        self.servers.clear()
+        self.connections.clear()
+
+    # ------------------------------------------------------------------ the clock
+
+    async def run_clock(self, for_ms: int | None = None) -> None:
+        """Move simulated time with the wall clock until stopped (or `for_ms` simulated ms passed)."""
+        start = self.served.sim.now_ms
+        while not self.stopping.is_set():
+            try:
+                self.served.follow_clock()
+            except Exception as e:  # a failure inside the simulation: reported, serving stops
+                self.log(f"the simulation failed: {type(e).__name__}: {e}")
+                self.stopping.set()
+                break
+            if self._dirty:
+                await self.open_listeners()
+            if for_ms is not None and self.served.sim.now_ms - start >= for_ms:
+                self.stopping.set()
+                break
+            await asyncio.sleep(TICK_S)
+
+    # ------------------------------------------------------------------ connections
+
+    async def _connection(self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        open_now = sum(len(x) for x in self.connections.values())
+        if open_now >= self.max_connections or listener not in self.servers:
+            writer.transport.abort()
+            return
+        self.connections.setdefault(listener, set()).add(writer)
+        try:
+            while not self.stopping.is_set():
+                try:
+                    payload = await read_frame(reader, self.max_frame)
+                except FrameError:
+                    break  # Kafka closes the connection of a bad size
+                if payload is None:
+                    break
+                answer = self.answer(listener, payload)
+                if answer is None:
+                    break
+                writer.write(answer)
+                await writer.drain()
+                self.answered += 1
+        except (asyncio.IncompleteReadError, ConnectionError, OSError):
+            pass  # the client went away mid-request
+        except Exception as e:  # never a traceback: the connection ends, the server goes on
+            self.log(f"closing a connection to node {listener.node_id}: {type(e).__name__}: {e}")
+        finally:
+            self.connections.get(listener, set()).discard(writer)
+            writer.transport.abort()
+
+    def answer(self, listener: Listener, payload: bytes) -> bytes | None:
+        """The response frame to one request frame; None closes the connection."""
+        if not self.served.running(listener):
+            return None
+        try:
+            req = parse_request(payload)
+        except UnsupportedRequest as e:
+            if e.api_key == API_VERSIONS_KEY:
+                return encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
+                                       unsupported_api_versions(self.served, listener, e.api_version))
+            return None
+        except FrameError:
+            return None
+        if req.api_key == API_VERSIONS_KEY:
+            return self._cached(listener, req.api_key, req.api_version, req.correlation_id, self._api_versions)
+        handler = HANDLERS.get(req.api_key)
+        if handler is None or not serves(self.served, listener, req.api_key, req.api_version):
+            return None  # not enabled on this listener: Kafka closes the connection
+        if req.api_key == METADATA_KEY and req.body.get("Topics") is None:
+            return self._cached(listener, req.api_key, req.api_version, req.correlation_id,
+                                lambda x, v: (v, metadata(self.served, x, v, req.body)))
+        body = handler(self.served, listener, req.api_version, req.body)
+        return encode_response(req.api_key, req.api_version, req.correlation_id,
+                               fit_response(req.api_key, req.api_version, body))
+
+    def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, Any]]:
+        return api_versions(self.served, listener, version)
+
+    def _cached(self, listener: Listener, api_key: int, version: int, correlation_id: int,
+                build: Callable[[Listener, int], tuple[int, dict[str, Any]]]) -> bytes:
+        """The answer that depends only on the node's image and release (ApiVersions, Metadata
+        of all topics): built once per image the node applied, then only the correlation id
+        changes. Clients poll these; the cache is what keeps a poll cheap."""
+        node = self.served.sim.running_node(listener.node_id)
+        assert node is not None
+        key = (listener, api_key, version)
+        hit = self._answers.get(key)
+        if hit is None or hit[0] is not node.image or hit[1] is not node:
+            write_version, body = build(listener, version)
+            frame = encode_response(api_key, write_version, 0, fit_response(api_key, write_version, body))
+            hit = (node.image, node, frame)
+            self._answers[key] = hit
+        frame = hit[2]
+        return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
+
+
+def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Callable[[str], None] = say) -> None:
+    """Whatever asyncio would print with a traceback becomes one line."""
+
+    def handler(_loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if isinstance(exc, (ConnectionError, asyncio.CancelledError)):
+            return
+        log(context.get("message", "error") + (f": {type(exc).__name__}: {exc}" if exc else ""))
+
+    loop.set_exception_handler(handler)
+
+
+async def serve_until_stopped(server: WireServer, for_ms: int | None = None,
+                              ready: Callable[[], None] | None = None) -> None:
+    """Open the listeners, call `ready`, run the clock until stopped, close the listeners."""
+    quiet_loop_errors(asyncio.get_running_loop(), server.log)
+    await server.open_listeners()
+    if ready is not None:
+        ready()
+    try:
+        await server.run_clock(for_ms)
+    finally:
+        with contextlib.suppress(Exception):
+            await server.close()

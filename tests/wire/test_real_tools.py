@@ -1,0 +1,99 @@
+"""Kafka's own tools (the fetched release's jars) against `kraftsim serve`: kafka-features
+describe and upgrade, kafka-broker-api-versions, kafka-metadata-quorum describe --status and
+kafka-cluster cluster-id / unregister and kafka-topics create / list / delete, on the oldest and the newest release line kraftsim serves."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+
+import pytest
+
+import kraftsim
+from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, fetch, resolve_release
+from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
+from kraftsim.versions import default_catalog
+
+pytestmark = pytest.mark.kafka
+
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
+QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
+CLUSTER = "org.apache.kafka.tools.ClusterTool"
+TOPICS = "org.apache.kafka.tools.TopicCommand"
+
+
+@dataclass(frozen=True)
+class Case:
+    release: str
+    start: str  # the metadata.version the cluster is formatted at
+    upgrade: str  # kafka-features upgrade --metadata
+    api_versions_max: int
+    broker_api_versions: str  # the tool's main class in that release
+
+
+CASES = [Case("3.7.2", "3.6-IV2", "3.7", 3, "kafka.admin.BrokerApiVersionsCommand"),
+         Case("4.4.0", "4.0-IV3", "4.1", 4, "org.apache.kafka.tools.BrokerApiVersionsCommand")]
+
+
+def _dist(release: str) -> KafkaDist:
+    try:
+        return fetch(resolve_release(release))
+    except KafkaUnavailable as e:
+        pytest.skip(f"Kafka {release} cannot run here: {e}")
+
+
+def _tool(dist: KafkaDist, main_class: str, *args: str) -> subprocess.CompletedProcess:
+    cmd = [str(dist.java.path), "-Xmx256m", "-XX:TieredStopAtLevel=1", *log_config_options(dist), "-cp",
+           dist.classpath, main_class, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.release)
+def test_kafkas_tools_against_a_served_cluster(case: Case):
+    dist = _dist(case.release)
+    catalog = default_catalog().at_release(case.release)
+    target = catalog.mv_from_string(case.upgrade)
+    with kraftsim.serve(controllers=3, brokers=1, release=case.release, release_version=case.start) as k:
+        bs = k.bootstrap_servers
+        described = _tool(dist, FEATURES, "--bootstrap-server", bs, "describe")
+        assert described.returncode == 0, described.stderr
+        (mv_line,) = [line for line in described.stdout.splitlines() if "metadata.version" in line]
+        assert f"FinalizedVersionLevel: {case.start}" in mv_line
+        highest = catalog.mv_from_level(catalog.supported_features(False)["metadata.version"][1]).version
+        assert f"SupportedMaxVersion: {highest}" in mv_line
+
+        upgraded = _tool(dist, FEATURES, "--bootstrap-server", bs, "upgrade", "--metadata", case.upgrade)
+        assert upgraded.returncode == 0, upgraded.stderr
+        assert f"metadata.version was upgraded to {target.level}." in upgraded.stdout
+        assert k.finalized()["metadata.version"] == target.level
+        via_controllers = _tool(dist, FEATURES, "--bootstrap-controller", k.bootstrap_controllers, "describe")
+        assert via_controllers.returncode == 0, via_controllers.stderr
+        assert f"FinalizedVersionLevel: {target.version}" in via_controllers.stdout
+
+        versions = _tool(dist, case.broker_api_versions, "--bootstrap-server", bs)
+        assert versions.returncode == 0, versions.stderr
+        assert f"ApiVersions(18): 0 to {case.api_versions_max} [usable: {case.api_versions_max}]" in versions.stdout
+        assert f"{bs} (id: 4 rack: null" in versions.stdout
+
+        status = _tool(dist, QUORUM, "--bootstrap-server", bs, "describe", "--status")
+        assert status.returncode == 0, status.stderr
+        fields = dict(line.split(":", 1) for line in status.stdout.splitlines() if ":" in line)
+        assert fields["ClusterId"].strip() == k.cluster_id
+        assert int(fields["LeaderId"]) == k.leader()
+        assert "4" in fields["CurrentObservers"]
+
+        created = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
+                        "--replication-factor", "1")
+        assert created.stdout.strip() == "Created topic orders.", created.stderr
+        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
+        deleted = _tool(dist, TOPICS, "--bootstrap-server", bs, "--delete", "--topic", "orders")
+        assert deleted.returncode == 0, deleted.stderr
+        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == []
+
+        cluster_id = _tool(dist, CLUSTER, "cluster-id", "--bootstrap-server", bs)
+        assert cluster_id.stdout.strip() == f"Cluster ID: {k.cluster_id}"
+        k.stop(4)
+        k.start(4)  # registered again with a new epoch; unregistering it now is accepted
+        unregistered = _tool(dist, CLUSTER, "unregister", "--bootstrap-server", bs, "--id", "4")
+        assert unregistered.returncode == 0, unregistered.stderr
+        assert unregistered.stdout.strip() == "Broker 4 is no longer registered."

@@ -1,0 +1,63 @@
+"""`--record`: a served session written as a scenario file replays to the same end state."""
+
+from __future__ import annotations
+
+import tomllib
+
+from kraftsim.scenario import load_scenario
+from kraftsim.scenario.runner import run_scenario
+from kraftsim.sim import Simulation
+from kraftsim.wire.api import serve
+from tests.wire.client import rpc
+
+MV_3_8 = {"FeatureUpdates": [{"Feature": "metadata.version", "MaxVersionLevel": 20, "UpgradeType": 1}]}
+
+
+def _topics(sim: Simulation) -> dict[str, int]:
+    node = next(n.id for n in sim.nodes() if n.state == "running" and "controller" in n.roles)
+    image = sim.image(node)
+    assert image is not None
+    return {t.name: len(t.partitions) for t in image.topics.sorted_topics()}
+
+
+def test_a_recorded_session_replays_to_the_same_features_topics_and_nodes(tmp_path):
+    record = tmp_path / "session.toml"
+    with serve(controllers=3, brokers=2, release="3.8.1", release_version="3.7-IV4", directory=tmp_path / "served",
+               record=record, speed=5) as k:
+        broker = k.address(4)
+        assert rpc(broker, 19, 7, {"Topics": [{"Name": "a", "NumPartitions": 2, "ReplicationFactor": 2},
+                                               {"Name": "b", "NumPartitions": 1, "ReplicationFactor": 1}]}) is not None
+        assert rpc(broker, 57, 1, MV_3_8)[1]["ErrorCode"] == 0
+        k.crash(5)
+        assert rpc(broker, 20, 6, {"Topics": [{"Name": "b"}]})[1]["Responses"][0]["ErrorCode"] == 0
+        k.start(5)
+        k.stop(2)
+        served = k.call(lambda s: (s.sim.finalized(), _topics(s.sim),
+                                   [(n.id, n.release, n.state) for n in s.sim.nodes()]))
+    raw = tomllib.loads(record.read_text())
+    assert [s["op"] for s in raw["step"] if s["op"] != "run"] == \
+        ["create-topics", "create-topics", "features-upgrade", "crash", "delete-topics", "start", "stop"]
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed, [s.error for s in outcome.result.steps if not s.ok]
+    final = outcome.result.final
+    assert final.finalized == served[0]
+    assert [(n.id, n.release, n.state) for n in final.nodes] == served[2]
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert _topics(sim) == served[1] == {"a": 2}
+
+
+def test_unregister_broker_is_answered_and_recorded(tmp_path):
+    record = tmp_path / "session.toml"
+    with serve(controllers=1, brokers=2, release="4.4.0", record=record) as k:
+        k.stop(3)
+        assert rpc(k.address(2), 64, 0, {"BrokerId": 3})[1]["ErrorCode"] == 0
+        unknown = rpc(k.address(2), 64, 0, {"BrokerId": 9})[1]
+        assert unknown["ErrorCode"] == 102 and unknown["ErrorMessage"] == "Broker ID 9 is not currently registered"
+        registered = k.call(lambda s: sorted(s.sim.image(1).cluster.brokers))
+    assert registered == [2]
+    raw = tomllib.loads(record.read_text())
+    assert {"op": "unregister-broker", "id": 3} in raw["step"]
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert sorted(sim.image(1).cluster.brokers) == [2]

@@ -1,0 +1,188 @@
+"""`kraftsim.serve`: requests over real sockets, answered as the node's release answers them,
+with faults changing what clients see."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+import kraftsim
+from kraftsim.controller import error_codes
+from kraftsim.sim.api_versions import api_versions_response
+from kraftsim.wire import encode_request, frame, parse_response
+from tests.wire.client import API_VERSIONS_V3, closed_by_server, connect, read_frames, rpc
+
+ERR = error_codes()
+ONE_FEATURE = {"FeatureUpdates": [{"Feature": "group.version", "MaxVersionLevel": 1, "UpgradeType": 1}]}
+
+
+def test_api_versions_are_the_releases_own_and_an_unknown_version_gets_the_range():
+    with kraftsim.serve(combined=1, release="3.7.2") as k:
+        _, body = rpc(k.bootstrap_servers, 18, 3, API_VERSIONS_V3)
+        expected = api_versions_response("3.7.2", "broker", 3, None)
+        assert [(a["ApiKey"], a["MinVersion"], a["MaxVersion"]) for a in body["ApiKeys"]] == list(expected.api_keys)
+        # v3: ranges starting at 0 are left out (KIP-1022); 3.7's metadata.version starts at 3.0-IV1 (1)
+        assert {f["Name"]: (f["MinVersion"], f["MaxVersion"]) for f in body["SupportedFeatures"]} == \
+            {"metadata.version": (1, 19)}
+        assert {f["Name"]: f["MaxVersionLevel"] for f in body["FinalizedFeatures"]}["metadata.version"] == 19
+        assert body["FinalizedFeaturesEpoch"] >= 0
+        # 3.7 knows ApiVersions up to v3: a v4 request gets UNSUPPORTED_VERSION at v0 with the range (KIP-511)
+        corr, body = rpc(k.bootstrap_servers, 18, 4, API_VERSIONS_V3, correlation_id=9, response_version=0)
+        assert corr == 9
+        assert body["ErrorCode"] == ERR["UNSUPPORTED_VERSION"]
+        assert body["ApiKeys"] == [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 3}]
+
+
+def test_v4_lists_features_whose_range_starts_at_zero():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        v3 = {f["Name"] for f in rpc(k.bootstrap_servers, 18, 3, API_VERSIONS_V3)[1]["SupportedFeatures"]}
+        v4 = {f["Name"] for f in rpc(k.bootstrap_servers, 18, 4, API_VERSIONS_V3)[1]["SupportedFeatures"]}
+        assert v3 == {"metadata.version"}
+        assert {"group.version", "kraft.version", "transaction.version"} <= v4
+
+
+def test_requests_on_one_connection_are_answered_in_order():
+    with kraftsim.serve(combined=1, release="4.4.0") as k, connect(k.bootstrap_servers) as s:
+        ids = [7, 3, 11, 5, 2]
+        keys = [18, 3, 60, 18, 3]
+        bodies = {18: API_VERSIONS_V3, 3: {"Topics": None}, 60: {}}
+        versions = {18: 3, 3: 12, 60: 1}
+        s.sendall(b"".join(encode_request(key, versions[key], c, bodies[key]) for c, key in zip(ids, keys)))
+        frames = read_frames(s, len(ids))
+        assert frames is not None
+        got = [parse_response(key, versions[key], f)[0] for key, f in zip(keys, frames)]
+        assert got == ids
+
+
+def test_a_request_the_listener_does_not_serve_closes_the_connection():
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0") as k:
+        with connect(k.bootstrap_controllers) as s:  # Metadata is not served on a controller listener
+            s.sendall(encode_request(3, 12, 1, {"Topics": None}))
+            assert closed_by_server(s)
+        with connect(k.bootstrap_servers) as s:  # an api key kraftsim has no schema for (Produce)
+            s.sendall(frame(struct.pack(">hhih", 0, 9, 1, -1)))
+            assert closed_by_server(s)
+        assert rpc(k.bootstrap_servers, 18, 3, API_VERSIONS_V3) is not None  # the server goes on
+
+
+def test_metadata_describe_cluster_and_topics_from_the_nodes_image():
+    with kraftsim.serve(controllers=1, brokers=2, release="4.4.0") as k:
+        created = rpc(k.address(2), 19, 7, {"Topics": [{"Name": "orders", "NumPartitions": 3,
+                                                                "ReplicationFactor": 2}]})[1]
+        assert created["Topics"][0]["ErrorCode"] == 0 and created["Topics"][0]["NumPartitions"] == 3
+        again = rpc(k.address(2), 19, 7, {"Topics": [{"Name": "orders", "NumPartitions": 1,
+                                                              "ReplicationFactor": 1}]})[1]
+        assert again["Topics"][0]["ErrorCode"] == ERR["TOPIC_ALREADY_EXISTS"]
+        md = rpc(k.address(3), 3, 12, {"Topics": None})[1]
+        assert md["ClusterId"] == k.cluster_id
+        assert [(b["NodeId"], f"{b['Host']}:{b['Port']}") for b in md["Brokers"]] == \
+            [(2, k.address(2)), (3, k.address(3))]
+        assert md["ControllerId"] in (2, 3)  # KRaft brokers report an alive broker
+        (topic,) = md["Topics"]
+        assert topic["Name"] == "orders" and len(topic["Partitions"]) == 3
+        assert all(len(p["ReplicaNodes"]) == 2 and p["LeaderId"] in (2, 3) for p in topic["Partitions"])
+        unknown = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "nope"}]})[1]
+        assert unknown["Topics"][0]["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        controllers = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]
+        assert controllers["ControllerId"] == 1
+        assert [(b["BrokerId"], f"{b['Host']}:{b['Port']}") for b in controllers["Brokers"]] == [(1, k.address(1, "controller"))]
+        mismatched = rpc(k.bootstrap_servers.split(",")[0], 60, 1, {"EndpointType": 2})[1]
+        assert mismatched["ErrorCode"] == ERR["MISMATCHED_ENDPOINT_TYPE"]
+        deleted = rpc(k.address(2), 20, 6, {"Topics": [{"Name": "orders"}]})[1]
+        assert deleted["Responses"][0]["ErrorCode"] == 0
+        assert rpc(k.address(2), 3, 12, {"Topics": None})[1]["Topics"] == []
+
+
+def test_describe_quorum_reports_voters_and_observers_on_the_simulated_clock():
+    with kraftsim.serve(controllers=3, brokers=1, release="4.4.0") as k:
+        leader = k.leader()
+        _, body = rpc(k.address(leader, "controller"), 55, 2,
+                      {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]})
+        (p,) = body["Topics"][0]["Partitions"]
+        assert p["ErrorCode"] == 0 and p["LeaderId"] == leader
+        assert [v["ReplicaId"] for v in p["CurrentVoters"]] == [1, 2, 3]
+        assert [o["ReplicaId"] for o in p["Observers"]] == [4]
+        assert all(v["LogEndOffset"] > 0 and v["LastFetchTimestamp"] > 0 for v in p["CurrentVoters"])
+        assert {n["NodeId"]: n["Listeners"][0]["Port"] for n in body["Nodes"]} == \
+            {i: int(k.address(i, "controller").rsplit(":", 1)[1]) for i in (1, 2, 3)}
+        follower = next(i for i in (1, 2, 3) if i != leader)
+        _, body = rpc(k.address(follower, "controller"), 55, 2,
+                      {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]})
+        assert body["Topics"][0]["Partitions"][0]["ErrorCode"] == ERR["NOT_LEADER_OR_FOLLOWER"]
+
+
+def test_update_features_forwarded_refused_and_cut_off():
+    with kraftsim.serve(controllers=3, brokers=1, release="4.4.0", features={"group.version": 0}) as k:
+        leader = k.leader()
+        follower = next(i for i in (1, 2, 3) if i != leader)
+        refused = rpc(k.address(follower, "controller"), 57, 1, ONE_FEATURE)[1]
+        assert refused["ErrorCode"] == ERR["NOT_CONTROLLER"]
+        k.partition([[4]])  # the broker alone: it cannot forward
+        cut_off = rpc(k.bootstrap_servers, 57, 1, ONE_FEATURE)[1]
+        assert cut_off["ErrorCode"] == ERR["REQUEST_TIMED_OUT"]
+        assert k.finalized().get("group.version", 0) == 0
+        k.heal()
+        ok = rpc(k.bootstrap_servers, 57, 1, ONE_FEATURE)[1]
+        assert ok["ErrorCode"] == 0 and ok["Results"][0]["ErrorCode"] == 0
+        assert k.finalized()["group.version"] == 1
+        dry = rpc(k.bootstrap_servers, 57, 1, {"FeatureUpdates": [{"Feature": "group.version", "MaxVersionLevel": 0,
+                                                                    "UpgradeType": 2}], "ValidateOnly": True})[1]
+        assert dry["ErrorCode"] == 0 and k.finalized()["group.version"] == 1
+
+
+def test_a_crashed_nodes_listener_closes_and_reopens_on_the_same_port():
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0") as k:
+        address = k.address(2)
+        live = connect(address)
+        live.sendall(encode_request(18, 3, 1, API_VERSIONS_V3))
+        assert read_frames(live, 1) is not None
+        k.crash(2)
+        assert closed_by_server(live)
+        live.close()
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=5).close()
+        k.start(2)
+        assert rpc(address, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
+
+
+def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
+    with kraftsim.serve(controllers=3, brokers=2, release="4.4.0", features={"group.version": 0}) as k:
+        def levels(node: int) -> tuple[int, int]:
+            body = rpc(k.address(node), 18, 4, API_VERSIONS_V3)[1]
+            finalized = {f["Name"]: f["MaxVersionLevel"] for f in body["FinalizedFeatures"]}
+            return finalized.get("group.version", 0), body["FinalizedFeaturesEpoch"]
+
+        before = levels(4)
+        assert before[0] == 0 and levels(4) == before  # asked twice: the same answer
+        k.partition([[5]])  # broker 5 hears nothing more
+        assert rpc(k.address(4), 57, 1, ONE_FEATURE)[1]["ErrorCode"] == 0
+        after = levels(4)
+        assert after[0] == 1 and after[1] > before[1]
+        assert levels(5)[0] == 0  # a node cut off from the quorum reports what it has applied
+        k.heal()
+        k.call(lambda s: s.sim.wait(30_000))
+        assert levels(5)[0] == 1
+
+
+def test_describe_configs_gives_the_topics_dynamic_configs():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        topic = {"Name": "logs", "NumPartitions": 1, "ReplicationFactor": 1,
+                 "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]}
+        assert rpc(k.bootstrap_servers, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
+        body = rpc(k.bootstrap_servers, 32, 4, {"Resources": [
+            {"ResourceType": 2, "ResourceName": "logs", "ConfigurationKeys": None},
+            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None}]})[1]
+        found, missing = body["Results"]
+        assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
+            [("cleanup.policy", "compact", 1), ("retention.ms", "1000", 1)]
+        assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
+    with kraftsim.serve(controllers=1, brokers=1, release="3.7.2", release_version="3.6-IV2") as k:
+        body = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]
+        assert body["ErrorCode"] == ERR["UNSUPPORTED_VERSION"]
+        assert body["ErrorMessage"] == ("Direct-to-controller communication is not supported with the current "
+                                        "MetadataVersion.")

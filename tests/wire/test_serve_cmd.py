@@ -1,0 +1,113 @@
+"""`kraftsim serve` as a process: the ready line and file, SIGTERM, --for, --record, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kraftsim.scenario import load_scenario
+from kraftsim.scenario.runner import run_scenario
+from kraftsim.sim import Simulation
+from tests.cli_support import run
+from tests.wire.client import API_VERSIONS_V3, rpc
+
+REPO = Path(__file__).resolve().parents[2]
+#: Bounds on waiting for the server process (start-up imports and creates; a loaded machine is slow).
+START_S, STOP_S = 60.0, 60.0
+
+
+def _spawn(*args: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.Popen([sys.executable, "-m", "kraftsim", "serve", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _wait_ready(proc: subprocess.Popen, ready_file: Path) -> dict:
+    deadline = time.monotonic() + START_S
+    while not ready_file.exists():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the server did not become ready"
+        time.sleep(0.05)
+    return json.loads(ready_file.read_text())
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Path:
+    d = tmp_path / "c"
+    Simulation.create(d, controllers=1, brokers=1, release="4.4.0").close()
+    return d
+
+
+def test_ready_line_file_sigterm_and_the_directory_as_clients_left_it(cluster, tmp_path):
+    ready = tmp_path / "ready.json"
+    proc = _spawn(str(cluster), "--ready-file", str(ready), "--record", str(tmp_path / "rec.toml"))
+    try:
+        info = _wait_ready(proc, ready)
+        assert set(info) == {"cluster_id", "bootstrap_servers", "bootstrap_controllers", "nodes"}
+        assert [(n["id"], n["roles"], n["release"], n["broker"] is None, n["controller"] is None)
+                for n in info["nodes"]] == [(1, ["controller"], "4.4.0", True, False),
+                                            (2, ["broker"], "4.4.0", False, True)]
+        assert info["bootstrap_servers"] == info["nodes"][1]["broker"]
+        created = rpc(info["bootstrap_servers"], 19, 7, {"Topics": [{"Name": "t", "NumPartitions": 1,
+                                                                      "ReplicationFactor": 1}]})
+        assert created is not None and created[1]["Topics"][0]["ErrorCode"] == 0
+        assert rpc(info["bootstrap_servers"], 18, 3, API_VERSIONS_V3) is not None
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=STOP_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert out.splitlines()[0] == (f"kraftsim serve: ready: bootstrap-servers {info['bootstrap_servers']} "
+                                   f"bootstrap-controllers {info['bootstrap_controllers']}")
+    assert "Traceback" not in err
+    with Simulation.open(cluster, passive=True) as sim:
+        image = sim.image(1)
+        assert image is not None and image.topics.get_topic_by_name("t") is not None
+    assert 'names = ["t"]' in (tmp_path / "rec.toml").read_text()
+
+
+def test_for_stops_after_that_much_simulated_time(cluster, tmp_path):
+    with Simulation.open(cluster, passive=True) as sim:
+        before = sim.now_ms
+    proc = _spawn(str(cluster), "--for", "3000", "--speed", "20")
+    out, err = proc.communicate(timeout=STOP_S)
+    assert proc.returncode == 0, err
+    assert out.startswith("kraftsim serve: ready: bootstrap-servers 127.0.0.1:")
+    with Simulation.open(cluster, passive=True) as sim:
+        assert sim.now_ms - before >= 3000
+
+
+def test_a_scenario_target_is_created_and_its_steps_run_first(tmp_path):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[cluster]\ncombined = 1\nrelease = "4.4.0"\n'
+                        '[[step]]\nop = "create-topics"\ncount = 2\n')
+    record = tmp_path / "rec.toml"
+    proc = _spawn(str(scenario), "--keep", str(tmp_path / "kept"), "--for", "100", "--record", str(record))
+    out, err = proc.communicate(timeout=STOP_S)
+    assert proc.returncode == 0, err
+    with Simulation.open(tmp_path / "kept", passive=True) as sim:
+        image = sim.image(1)
+        assert image is not None and sorted(t.name for t in image.topics.sorted_topics()) == ["topic-0", "topic-1"]
+    # the recording starts with the scenario's own steps, then the time served
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed and [s.op for s in outcome.result.steps] == ["create-topics", "run"]
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert sorted(t.name for t in sim.image(1).topics.sorted_topics()) == ["topic-0", "topic-1"]
+
+
+def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
+    code, _, err = run(capsys, "serve", str(tmp_path / "missing"))
+    assert code == 2 and "no such cluster directory or scenario file" in err
+    code, _, err = run(capsys, "serve", str(tmp_path))
+    assert code == 2 and "not a cluster directory" in err
+    code, _, err = run(capsys, "serve", str(tmp_path), "--speed", "0")
+    assert code == 2 and "--speed" in err
