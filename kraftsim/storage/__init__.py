@@ -25,6 +25,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "bootstrap_builder": ("api_message_and_version_string", "java_struct_string"),
     "damage": ("DamagedLog", "LoadLimit", "check_snapshot_epoch", "load_limit", "segment_batches"),
+    "dirlock": ("cluster_lock",),
     "dynamic_voters": ("DynamicVoter", "parse_dynamic_voters"),
     "format_common": ("FormatterError", "default_clock"),
     "formatter": (
