@@ -135,6 +135,7 @@ class SimCluster(TickLifecycleMixin):
         `passive` only looks: no activation, election or replication (nothing is written;
         do not save a passive cluster)."""
         d = Path(directory)
+        read_state(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
         lock = dirlock.acquire(d, exclusive=not passive)  # a reader never sees an operation half done
         try:
             cluster = cls(d, read_state(d), emit=emit)

@@ -124,6 +124,7 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
     runs, nothing is written): cluster.json, each node's quorum-state, and each running
     node's replica loaded by its own software (what it applied, where it is blocked)."""
     d = Path(directory)
+    read_saved(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
     with cluster_lock(d, exclusive=False):  # never half of another command's operation
         saved = read_saved(d)
         sim = Simulation.open(d, passive=True)

@@ -52,7 +52,7 @@ from kraftsim.sim.types import (
 )
 from kraftsim.sim.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
-from kraftsim.storage import dirlock
+from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
@@ -165,8 +165,11 @@ class Simulation(AdminMixin):
         `passive` only looks: each running node's replica is loaded (its whole log), no
         process runs, and nothing is saved (a describe, a status)."""
         d = Path(directory)
+        read_saved(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
         lock = dirlock.acquire(d, exclusive=not passive)  # a reader never sees an operation half done
         try:
+            if not passive:  # no write through a link planted in the directory
+                refuse_symlinks(d)
             saved = read_saved(d)
             if config is not None:
                 saved.config = config
