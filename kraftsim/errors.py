@@ -52,3 +52,8 @@ class LogFileError(KraftsimError):
         if position is not None:
             where += f" (file position {position})"
         super().__init__(f"{where}: {cause}")
+
+
+class ClusterBusyError(KraftsimError):
+    """Another process holds a cluster directory's lock and did not let go in time (the CLI
+    exits 75, EX_TEMPFAIL: trying again later may succeed)."""

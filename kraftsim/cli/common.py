@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
-from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 from kraftsim.versions import Catalog, load_catalog
 
 
@@ -44,11 +44,14 @@ def print_lines(lines: Iterable[str]) -> int:
 
 
 def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Run a command that mirrors a Kafka tool: its failures print Kafka's text alone, exit 1."""
+    """Run a command that mirrors a Kafka tool: its failures print Kafka's text alone, exit 1
+    (a cluster directory held by another command is kraftsim's own error, not the tool's)."""
 
     def wrapped(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except ClusterBusyError:
+            raise
         except KraftsimError as e:
             print(str(e), file=sys.stderr)
             return 1

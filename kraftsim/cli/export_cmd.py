@@ -18,6 +18,7 @@ from kraftsim.cli.common import INT32_MAX, add_catalog_options, add_damage_optio
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
 from kraftsim.protocol.registry import load_registry
+from kraftsim.storage import check_output
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -45,6 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run_export(args: argparse.Namespace) -> int:
     # The catalog is read whenever one is named, for either table: a missing or broken one is
     # refused, and the record types it brings are decoded.
+    check_output(args.output, args.paths, flag="--output")  # never over what it reads, checked first
     catalog = catalog_from_args(args) if args.table != "records" or args.catalog or args.release else None
     extra = catalog.record_schema_dirs if catalog is not None else ()
     registry = load_registry([*(Path(d) for d in args.schemas), *extra])

@@ -18,18 +18,20 @@ import traceback
 from typing import NamedTuple, Sequence
 
 from kraftsim import __version__
-from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 
 # Exit statuses, the same for every command.
 EXIT_OK = 0
 EXIT_FAILED = 1  # a check failed, or the (Kafka) tool refused the request
 EXIT_USAGE = 2  # usage or invalid input (argparse's own status)
 EXIT_INTERNAL = 70  # a bug in kraftsim (EX_SOFTWARE); --debug shows the traceback
+EXIT_BUSY = 75  # another command holds the cluster directory (EX_TEMPFAIL): try again later
 EXIT_INTERRUPTED = 130
 
 EXIT_STATUS_HELP = (
     "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
     "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
+    "75 the cluster directory is in use by another command (named in the message): try again later; "
     "130 interrupted; 141 the reader of the output went away (e.g. `| head`). "
     "The same flag means the same thing in every command: --at OFFSET the state after every record below "
     "OFFSET; --metadata MV a metadata.version (--release-version where Kafka's tools say so); --release R a "
@@ -126,6 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except ClusterBusyError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return EXIT_BUSY
     except KraftsimError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return EXIT_FAILED

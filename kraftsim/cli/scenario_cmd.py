@@ -11,11 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.results import result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
+from kraftsim.storage import check_output, check_writable, safe_file_name
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
 
@@ -80,8 +81,8 @@ def _load_all(paths: list[str]) -> list[Scenario] | None:
 
 def _target(base: str | None, scenario: Scenario, many: bool, suffix: str = "") -> Path | None:
     if base is None:
-        return None
-    return Path(base) / f"{scenario.name}{suffix}" if many else Path(base)
+        return None  # a scenario's name never leads outside `base` (safe_file_name)
+    return Path(base) / f"{safe_file_name(scenario.name)}{suffix}" if many else Path(base)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -91,6 +92,16 @@ def _run(args: argparse.Namespace) -> int:
     if scenarios is None:
         return EXIT_INVALID
     many = len(scenarios) > 1
+    try:  # where the results go is checked before anything runs
+        if args.html and many:  # a folder that gains NAME.html files
+            check_writable(args.html, flag="--html", directory=True)
+        elif args.html:
+            check_output(args.html, [s.path for s in scenarios], flag="--html")
+        if args.keep:
+            check_writable(args.keep, flag="--keep", directory=True)
+    except UsageError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return EXIT_INVALID
     for scenario in scenarios:
         keep = _target(args.keep, scenario, many)
         if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):

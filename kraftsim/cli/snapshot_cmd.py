@@ -30,6 +30,7 @@ from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
 from kraftsim.image import configs_dropped_line, snapshot_contents
+from kraftsim.storage import check_output
 from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
 
@@ -88,6 +89,8 @@ def run_create(args: argparse.Namespace) -> int:
     if not path.exists():
         raise BadInput(f"{path}: no such file or directory")
     at = required(args.at, "--at OFFSET")
+    if path.is_file() and not Path(args.output).is_dir():  # (a snapshot may go into the log directory it reads)
+        check_output(args.output, [path], flag="--output")
     mv: Any = None
     if args.metadata is not None:
         mv = parse_metadata_version(catalog, args.metadata).level

@@ -53,8 +53,9 @@ def _create(args: argparse.Namespace) -> int:
               f"{args.count * args.partitions:,}", file=sys.stderr)
         return 2
     with Simulation.open(args.cluster) as sim:
-        for name in sim.create_topics(args.count, args.partitions, args.replication_factor, prefix=args.prefix):
-            print(f"Created topic {name}.")
+        created = sim.create_topics(args.count, args.partitions, args.replication_factor, prefix=args.prefix)
+    for name in created:  # acknowledged once the cluster is saved
+        print(f"Created topic {name}.")
     return 0
 
 

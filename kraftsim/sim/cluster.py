@@ -42,6 +42,7 @@ from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
     write_quorum_state,
 )
+from kraftsim.storage import dirlock
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.versions import Catalog, load_catalog
@@ -65,6 +66,8 @@ class SimCluster(TickLifecycleMixin):
         self.controller: QuorumController | None = None
         #: The last registration refusal of each running node (printed once, when it changes).
         self._refusals: dict[int, str] = {n.id: n.note for n in state.nodes if n.running and n.note}
+        #: This process's hold on the directory's lock (storage.dirlock), given back by close.
+        self._lock: tuple[int, int] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -96,11 +99,18 @@ class SimCluster(TickLifecycleMixin):
                              voters=tuple(ids[:controllers]), nodes=nodes)
         created = not d.exists()
         d.mkdir(parents=True, exist_ok=True)
-        cluster = cls(d, state, emit=emit)
+        lock = dirlock.acquire(d)
+        try:
+            cluster = cls(d, state, emit=emit)
+        except BaseException:
+            dirlock.release(lock)
+            raise
+        cluster._lock = lock
         try:
             for n in nodes:
                 cluster._format(n, release_version=release_version, features=features)
         except BaseException:
+            cluster.close()
             for n in nodes:
                 shutil.rmtree(node_directory(d, n.id), ignore_errors=True)
             if created:
@@ -125,7 +135,23 @@ class SimCluster(TickLifecycleMixin):
         `passive` only looks: no activation, election or replication (nothing is written;
         do not save a passive cluster)."""
         d = Path(directory)
-        cluster = cls(d, read_state(d), emit=emit)
+        read_state(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
+        lock = dirlock.acquire(d, exclusive=not passive)  # a reader never sees an operation half done
+        try:
+            cluster = cls(d, read_state(d), emit=emit)
+        except BaseException:
+            dirlock.release(lock)
+            raise
+        cluster._lock = lock
+        try:
+            return cls._start(cluster, passive)
+        except BaseException:
+            cluster.close()
+            raise
+
+    @staticmethod
+    def _start(cluster: "SimCluster", passive: bool) -> "SimCluster":
+        """The running nodes of an opened directory, replayed (and unless passive, led)."""
         cluster._reconcile_epoch()  # only reads: a passive cluster is never saved
         for n in cluster.state.nodes:
             if n.running:
@@ -173,8 +199,12 @@ class SimCluster(TickLifecycleMixin):
         atomic_write(self.directory / STATE_FILE, dump_state(self.state).encode("utf-8"))
 
     def close(self) -> None:
-        for node in self.nodes.values():
-            node.close()
+        try:
+            for node in self.nodes.values():
+                node.close()
+        finally:
+            lock, self._lock = self._lock, None
+            dirlock.release(lock)
 
     # ------------------------------------------------------------------ nodes
 

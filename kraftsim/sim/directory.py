@@ -18,7 +18,7 @@ from kraftsim.sim.narrate import narrator
 from kraftsim.sim.node import NodeState, SimNode, node_directory
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
-from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_quorum_state
+from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, cluster_lock, read_quorum_state
 from kraftsim.versions import Catalog
 
 TICKS, EVENTS = "ticks", "events"
@@ -124,12 +124,14 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
     runs, nothing is written): cluster.json, each node's quorum-state, and each running
     node's replica loaded by its own software (what it applied, where it is blocked)."""
     d = Path(directory)
-    saved = read_saved(d)
-    sim = Simulation.open(d, passive=True)
-    try:
-        return _status(d, saved, sim)
-    finally:
-        sim.close()
+    read_saved(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
+    with cluster_lock(d, exclusive=False):  # never half of another command's operation
+        saved = read_saved(d)
+        sim = Simulation.open(d, passive=True)
+        try:
+            return _status(d, saved, sim)
+        finally:
+            sim.close()
 
 
 def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:

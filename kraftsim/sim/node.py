@@ -289,7 +289,7 @@ class SimNode:
 
     def open(self, *, apply_log: bool = True, high_watermark: Callable[[], int] | None = None,
              retention: RetentionSettings | None = DEFAULT_RETENTION, segment_bytes: int | None = None,
-             validate: Validate = "last", scanned: MetadataLog | None = None) -> None:
+             validate: Validate = "last", scanned: MetadataLog | None = None, read_only: bool = False) -> None:
         """Open the replica and rebuild the loader from disk (newest snapshot, then the log),
         as a node does at start-up; publishers are installed once it has caught up.
 
@@ -297,9 +297,13 @@ class SimNode:
         the log as it learns the high watermark (`apply_committed`). `high_watermark` and
         `retention` go to the node's snapshot emitter; `validate` to MetadataLog.open.
         `scanned`: this node's log, just opened read-only with nothing to recover, taken
-        as the replica (MetadataLog.to_writable) instead of opening the files again."""
+        as the replica (MetadataLog.to_writable) instead of opening the files again.
+        `read_only`: only look (a status): the files are read as they are, a torn tail is
+        left out in memory, never cut on disk."""
         kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
-        if scanned is not None and scanned.to_writable(fsync=False, **kw):
+        if read_only:
+            self.log = MetadataLog.open(self.metadata_dir, read_only=True, validate=validate, **kw)
+        elif scanned is not None and scanned.to_writable(fsync=False, **kw):
             self.log = scanned
         else:
             if scanned is not None:

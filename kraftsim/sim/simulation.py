@@ -53,6 +53,7 @@ from kraftsim.sim.types import (
 )
 from kraftsim.sim.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
+from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
@@ -84,6 +85,8 @@ class Simulation(AdminMixin):
         self._mv_reports: list[MvChangeReport] = []
         self._files: list[IO[str]] = []
         self._closed = False
+        #: This process's hold on the directory's lock (storage.dirlock), given back by close.
+        self._lock: tuple[int, int] | None = None
         self.engine = Engine(self.directory, cluster_id=saved.cluster_id, seed=saved.seed, now_ms=saved.now_ms,
                              voters=saved.voters, catalog=catalog, config=saved.config, policies=saved.policies,
                              kraft_version=saved.kraft_version, rng_salt=f":{saved.opens}", on_event=self._publish)
@@ -135,7 +138,9 @@ class Simulation(AdminMixin):
         existed = d.exists()
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
+        lock = dirlock.acquire(d)
         sim = cls(d, saved, base, durable)
+        sim._lock = lock
         if on_event is not None:
             sim.subscribe(on_event)
         for n in nodes:
@@ -161,24 +166,43 @@ class Simulation(AdminMixin):
         `passive` only looks: each running node's replica is loaded (its whole log), no
         process runs, and nothing is saved (a describe, a status)."""
         d = Path(directory)
-        saved = read_saved(d)
-        if config is not None:
-            saved.config = config
-        saved.opens += 1
+        read_saved(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
+        lock = dirlock.acquire(d, exclusive=not passive)  # a reader never sees an operation half done
         try:
-            catalog = load_catalog(saved.catalog)
-        except KraftsimError as e:
-            raise SimError(str(e)) from None
-        sim = cls(d, saved, catalog, durable)
+            if not passive:  # no write through a link planted in the directory
+                refuse_symlinks(d)
+            saved = read_saved(d)
+            if config is not None:
+                saved.config = config
+            saved.opens += 1
+            try:
+                catalog = load_catalog(saved.catalog)
+            except KraftsimError as e:
+                raise SimError(str(e)) from None
+            sim = cls(d, saved, catalog, durable)
+        except BaseException:
+            dirlock.release(lock)
+            raise
+        sim._lock = lock
         if on_event is not None:
             sim.subscribe(on_event)
+        try:
+            return cls._start(sim, saved, passive)
+        except BaseException:
+            sim.close_files()
+            raise
+
+    @staticmethod
+    def _start(sim: Simulation, saved: SavedState, passive: bool) -> Simulation:
+        """The nodes of an opened directory: loaded (passive) or started again."""
+        d = sim.directory
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         if passive:
             sim._closed = True  # never saved
             for i in running:
                 m = sim.engine.member(i)
                 m.node = sim.engine._make_node(m)
-                m.node.open()
+                m.node.open(read_only=True)  # what is on disk, as it is: nothing recovered or cut
                 m.status, m.state.running = RUNNING, True
             return sim
         for n in saved.nodes:  # what the disks of nodes that are down hold, as the invariants need it
@@ -215,9 +239,7 @@ class Simulation(AdminMixin):
 
     def close(self) -> None:
         if self._closed:
-            for m in self.engine.ordered():
-                if m.node is not None:
-                    m.node.close()
+            self.close_files()
             return
         self._closed = True
         try:
@@ -225,17 +247,19 @@ class Simulation(AdminMixin):
         finally:
             for f in self._files:
                 f.close()
-            for m in self.engine.ordered():
-                if m.node is not None:
-                    m.node.close()
+            self.close_files()
             self.engine.drop_caches()
 
     def close_files(self) -> None:
-        """Close what is open without saving (a create that failed)."""
+        """Close what is open without saving (a create that failed), and give back the lock."""
         self._closed = True
-        for m in self.engine.ordered():
-            if m.node is not None:
-                m.node.close()
+        try:
+            for m in self.engine.ordered():
+                if m.node is not None:
+                    m.node.close()
+        finally:
+            lock, self._lock = self._lock, None
+            dirlock.release(lock)
 
     def __enter__(self) -> Simulation:
         return self

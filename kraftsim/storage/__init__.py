@@ -25,6 +25,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "bootstrap_builder": ("api_message_and_version_string", "java_struct_string"),
     "damage": ("DamagedLog", "LoadLimit", "check_snapshot_epoch", "load_limit", "segment_batches"),
+    "dirlock": ("cluster_lock",),
     "dynamic_voters": ("DynamicVoter", "parse_dynamic_voters"),
     "format_common": ("FormatterError", "default_clock"),
     "formatter": (
@@ -48,6 +49,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "quorum_state": ("QuorumState", "parse_quorum_state", "read_quorum_state", "write_quorum_state"),
     "recovery": ("Damage", "RecoveryAction", "RecoveryKind"),
     "retention": ("RetentionPlan", "SegmentInfo", "SnapshotInfo", "apply_retention", "describe_log", "plan_retention"),
+    "safepath": ("SymlinkRefused", "check_output", "check_writable", "refuse_symlinks", "safe_file_name"),
     "scram_parser": ("scram_record",),
     "segment": ("IndexEntry", "LogSegment"),
     "server_config": ("ServerConfig", "read_server_config"),

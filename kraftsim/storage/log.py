@@ -29,6 +29,7 @@ from kraftsim.storage.names import (
     snapshot_file_name,
 )
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
+from kraftsim.storage.safepath import refuse_symlinks
 from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem
 from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot, snapshot_path
 
@@ -161,6 +162,8 @@ class MetadataLog:
                 directory.mkdir(parents=True)
             except OSError as e:
                 raise KraftsimError(f"cannot create {directory}: {e.strerror or e}") from None
+        if not read_only:  # recovery and appends never reach a file elsewhere through a link
+            refuse_symlinks(directory, recursive=False)
         log = cls(directory, read_only=read_only, segment_bytes=segment_bytes, fsync=fsync)
         try:
             log._load(validate)
@@ -180,6 +183,7 @@ class MetadataLog:
         (and the log unchanged) otherwise."""
         if not self.read_only or self.recovery or self.warnings:
             return False
+        refuse_symlinks(self.directory, recursive=False)
         self.read_only = False
         self.segment_bytes = segment_bytes
         self.fsync = fsync

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -37,6 +36,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
+from kraftsim.storage import safe_file_name
 from kraftsim.testing import config, properties
 from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
@@ -72,10 +72,6 @@ def _release_name(catalog: Catalog, name: str) -> str:
         return catalog.find_release(name).name
     except KraftsimError:
         return catalog.find_release(".".join(name.split(".")[:2])).name
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-") or "machine"
 
 
 class ClusterStateMachine(RuleBasedStateMachine):
@@ -300,7 +296,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             return None
         cls = type(self)
         title = f"{cls.__module__}.{cls.__qualname__}"
-        path = config.repro_dir(self.repro_dir).resolve() / f"{_slug(title)}.toml"
+        path = config.repro_dir(self.repro_dir).resolve() / f"{safe_file_name(title)}.toml"
         text = scenario_text(
             name=f"{cls.__qualname__}: {name}", shape=self.shape, steps=self.steps, seed=self._seed,
             policy=self.policy, catalog=self._catalog_path, expect=self.final_expect(),

@@ -175,7 +175,8 @@ def test_a_torn_tail_is_left_out_as_recovery(tmp_path: Path, capsys: pytest.Capt
 def test_existing_output_is_kept_without_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "records.parquet"
     out.write_text("precious")
-    code = run_cli(["export", str(tmp_path), "-o", str(out)])
+    (tmp_path / "in").mkdir()
+    code = run_cli(["export", str(tmp_path / "in"), "-o", str(out)])
     _, err = capsys.readouterr()
     assert code == 1 and "already exists" in err
     assert out.read_text() == "precious"

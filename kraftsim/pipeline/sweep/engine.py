@@ -32,6 +32,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
+from kraftsim.storage import safe_file_name
 from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.fanout import fan_out, fan_out_queued, pack, partition_count, run_local
@@ -314,17 +315,13 @@ def write_sidecar(table_dir: Path) -> None:
     (table_dir / SIDECAR).write_text(json.dumps(side, indent=1) + "\n", encoding="utf-8")
 
 
-def safe_name(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
 def write_reproducers(table: pa.Table, out: Path) -> list[Path]:
     """One file per run that did not pass: reproducers/SCENARIO/seed-N.toml."""
     paths = []
     for row in table.select(["scenario", "seed", "reproducer"]).to_pylist():
         if row["reproducer"] is None:
             continue
-        p = out / REPRODUCERS / safe_name(row["scenario"]) / f"seed-{row['seed']}.toml"
+        p = out / REPRODUCERS / safe_file_name(row["scenario"]) / f"seed-{row['seed']}.toml"
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(row["reproducer"], encoding="utf-8")
         paths.append(p)
@@ -332,7 +329,7 @@ def write_reproducers(table: pa.Table, out: Path) -> list[Path]:
 
 
 def reproducer_path(out: Path, scenario: str, seed: int) -> Path:
-    return out / REPRODUCERS / safe_name(scenario) / f"seed-{seed}.toml"
+    return out / REPRODUCERS / safe_file_name(scenario) / f"seed-{seed}.toml"
 
 
 def announce(text: str, err: TextIO | None = None) -> None:

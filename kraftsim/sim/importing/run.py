@@ -16,6 +16,7 @@ from kraftsim.sim.importing.summary import summary_dict, summary_lines
 from kraftsim.sim.saved import SavedState
 from kraftsim.sim.simulation import POLICIES
 from kraftsim.sim.types import SimConfig
+from kraftsim.storage import cluster_lock
 from kraftsim.versions import Catalog, default_catalog, load_catalog
 
 
@@ -73,8 +74,10 @@ def import_cluster(sources: Sequence[Path | str], directory: Path | str, *, vote
     plan = make_plan(read, cat, voters=voters, release=release, releases=release_overrides)
     existed = d.exists()
     try:
-        saved = write_cluster(plan, d, seed=seed, policies=() if policy == "kafka" else (policy,),
-                              config=config, catalog_path=catalog_path)
+        d.mkdir(parents=True, exist_ok=True)
+        with cluster_lock(d):  # no other command sees the cluster half written
+            saved = write_cluster(plan, d, seed=seed, policies=() if policy == "kafka" else (policy,),
+                                  config=config, catalog_path=catalog_path)
     except BaseException:
         if existed:
             for p in d.iterdir():

@@ -1,0 +1,94 @@
+"""Where kraftsim may write: names made safe as file names, symlinks refused, outputs checked.
+
+Names from files (a scenario's `name`, a topic) become file and directory names in a few
+places; one function makes them safe, so `../x`, an absolute path or a control character
+can never lead a write outside the directory the user named. Directories kraftsim writes
+into (cluster directories, metadata logs) are refused when they hold a symbolic link: a
+link planted there would have recovery truncate, or a writer append to, a file elsewhere.
+An output that is, holds or lies inside an input, and an output directory that cannot be
+written, are refused before any long work starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from kraftsim.errors import UsageError
+
+#: Longest file name made (most file systems allow 255 bytes).
+MAX_NAME_BYTES = 120
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_file_name(name: str) -> str:
+    """`name` as one plain file name: only ASCII letters, digits, `.`, `_` and `-`, never
+    `.`, `..` or hidden, at most MAX_NAME_BYTES. A name that had to change gets a short hash
+    of the original, so two names never map to one file."""
+    cleaned = _UNSAFE.sub("_", name).lstrip(".")[:MAX_NAME_BYTES - 9]
+    if cleaned == name and name:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned}-{digest}" if cleaned else f"_{digest}"
+
+
+class SymlinkRefused(UsageError):
+    """A symbolic link where kraftsim writes."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        super().__init__(f"{path}: is a symbolic link; kraftsim does not follow links in a directory it writes "
+                         "(replace it with the file itself)")
+
+
+def refuse_symlinks(directory: Path | str, *, recursive: bool = True) -> None:
+    """SymlinkRefused naming the first symbolic link inside `directory` (links are looked
+    at, never followed; the directory itself may be reached through one, as the user named it)."""
+    d = Path(directory)
+    if not d.is_dir():
+        return
+    for root, dirs, files in os.walk(d, followlinks=False):
+        for name in sorted(dirs + files):
+            p = Path(root) / name
+            if p.is_symlink():
+                raise SymlinkRefused(p)
+        if not recursive:
+            return
+
+
+def _inside(path: Path, other: Path) -> bool:
+    return path == other or other in path.parents
+
+
+def check_output(output: Path | str, inputs: Iterable[Path | str], *, flag: str = "output",
+                 directory: bool = False) -> Path:
+    """Refuse (UsageError, exit 2) an output that is an input, lies inside one, or holds one
+    (replacing it would destroy what is read), or whose folder cannot be written; before
+    any work. `directory`: the output is a folder that will be made. Returns the output."""
+    out = Path(output)
+    real_out = Path(os.path.realpath(out))
+    for item in inputs:
+        real_in = Path(os.path.realpath(item))
+        if _inside(real_out, real_in):
+            raise UsageError(f"{flag} {out}: is or lies inside the input {item}; write it elsewhere")
+        if _inside(real_in, real_out):
+            raise UsageError(f"{flag} {out}: holds the input {item}; write it elsewhere")
+    check_writable(out, flag=flag, directory=directory)
+    return out
+
+
+def check_writable(output: Path | str, *, flag: str = "output", directory: bool = False) -> None:
+    """Refuse (UsageError) an output whose nearest existing folder cannot be written."""
+    out = Path(output)
+    target = out if directory and out.is_dir() else out.parent
+    while not target.exists() and target != target.parent:
+        target = target.parent
+    if not target.is_dir():
+        raise UsageError(f"{flag} {out}: {target} is not a directory")
+    if not os.access(target, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {out}: cannot write in {target} (permission denied or read-only)")
+    if out.exists() and not out.is_dir() and not os.access(out, os.W_OK) and not directory:
+        raise UsageError(f"{flag} {out}: the file cannot be written (permission denied or read-only)")
