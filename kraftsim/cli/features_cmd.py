@@ -82,22 +82,24 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     return catalog_path(Path(args.cluster))
 
 
-def _cluster_release(path: str) -> str | None:
-    """The cluster's own release (its active controller's), as either simulator saved it."""
-    from kraftsim.sim import features_tool  # the simulator loads only for commands on a cluster
-    from kraftsim.sim.directory import TICKS, engine_of, simulation_status
+def _cluster_nodes(path: str) -> list:
+    """(id, roles, release, running) of the cluster's nodes, as either simulator saved them."""
+    from kraftsim.sim.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
     if engine_of(path) == TICKS:
         from kraftsim.sim.cluster import read_state
-        return features_tool.state_release(read_state(Path(path)))
-    st = simulation_status(path)
-    return features_tool.cluster_release(st["leader"], [(n["id"], n["roles"], n["release"], n["running"])
-                                                        for n in st["nodes"]])
+        return [(n.id, n.roles, n.release, n.running) for n in read_state(Path(path)).nodes]
+    return [(n["id"], n["roles"], n["release"], n["running"]) for n in simulation_status(path)["nodes"]]
 
 
 def _tool(args: argparse.Namespace):
     release = args.release
     if release is None and args.cluster is not None:
-        release = _cluster_release(args.cluster)
+        from kraftsim.sim import features_tool
+        nodes = _cluster_nodes(args.cluster)
+        release = features_tool.cluster_release(nodes)
+        note = None if release is None else features_tool.tool_note(release, nodes, chosen=False)
+        if note:
+            print(f"[cluster] {note}", file=sys.stderr)
     return load_catalog(_catalog_path(args), line=release)
 
 
