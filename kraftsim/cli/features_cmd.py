@@ -3,9 +3,10 @@
 The subcommands, flags, printed lines and exit codes are kafka-features'. Instead of
 `--bootstrap-server`/`--bootstrap-controller` the tool is pointed at a cluster directory
 (`--cluster DIR`); `--release` picks the release whose tool it acts as (its version
-table, feature defaults and output layout): by default the cluster's own release (its
-active controller's), as an operator's installed tools would be, and without a cluster
-the newest release in the catalog. The logic lives in kraftsim.sim.features_tool; this
+table, feature defaults and output layout): by default the newest release running in the
+cluster, as an operator mid-roll runs the new installation's tools (a `[cluster]` line on
+stderr then says whose tool answered), and without a cluster the newest release in the
+catalog. The logic lives in kraftsim.sim.features_tool; this
 module maps flags to calls.
 """
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
     group.add_argument("--release", metavar="R",
                        help="act as this Kafka release's tool (e.g. 3.9.1, or 3.9 for its newest patch); default: "
-                            "the cluster's own release (its active controller's), else the newest in the catalog")
+                            "the newest release running in the cluster, else the newest in the catalog")
     group.add_argument("--catalog", metavar="FILE",
                        help="a catalog file adding hypothetical versions or releases (default: the cluster's)")
     cmds = group.add_subparsers(dest="features_command", metavar="SUBCOMMAND")
