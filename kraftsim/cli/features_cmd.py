@@ -3,9 +3,10 @@
 The subcommands, flags, printed lines and exit codes are kafka-features'. Instead of
 `--bootstrap-server`/`--bootstrap-controller` the tool is pointed at a cluster directory
 (`--cluster DIR`); `--release` picks the release whose tool it acts as (its version
-table, feature defaults and output layout): by default the cluster's own release (its
-active controller's), as an operator's installed tools would be, and without a cluster
-the newest release in the catalog. The logic lives in kraftsim.sim.features_tool; this
+table, feature defaults and output layout): by default the newest release running in the
+cluster, as an operator mid-roll runs the new installation's tools (a `[cluster]` line on
+stderr then says whose tool answered), and without a cluster the newest release in the
+catalog. The logic lives in kraftsim.sim.features_tool; this
 module maps flags to calls.
 """
 
@@ -27,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
     group.add_argument("--release", metavar="R",
                        help="act as this Kafka release's tool (e.g. 3.9.1, or 3.9 for its newest patch); default: "
-                            "the cluster's own release (its active controller's), else the newest in the catalog")
+                            "the newest release running in the cluster, else the newest in the catalog")
     group.add_argument("--catalog", metavar="FILE",
                        help="a catalog file adding hypothetical versions or releases (default: the cluster's)")
     cmds = group.add_subparsers(dest="features_command", metavar="SUBCOMMAND")
@@ -82,22 +83,24 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     return catalog_path(Path(args.cluster))
 
 
-def _cluster_release(path: str) -> str | None:
-    """The cluster's own release (its active controller's), as either simulator saved it."""
-    from kraftsim.sim import features_tool  # the simulator loads only for commands on a cluster
-    from kraftsim.sim.directory import TICKS, engine_of, simulation_status
+def _cluster_nodes(path: str) -> list:
+    """(id, roles, release, running) of the cluster's nodes, as either simulator saved them."""
+    from kraftsim.sim.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
     if engine_of(path) == TICKS:
         from kraftsim.sim.cluster import read_state
-        return features_tool.state_release(read_state(Path(path)))
-    st = simulation_status(path)
-    return features_tool.cluster_release(st["leader"], [(n["id"], n["roles"], n["release"], n["running"])
-                                                        for n in st["nodes"]])
+        return [(n.id, n.roles, n.release, n.running) for n in read_state(Path(path)).nodes]
+    return [(n["id"], n["roles"], n["release"], n["running"]) for n in simulation_status(path)["nodes"]]
 
 
 def _tool(args: argparse.Namespace):
     release = args.release
     if release is None and args.cluster is not None:
-        release = _cluster_release(args.cluster)
+        from kraftsim.sim import features_tool
+        nodes = _cluster_nodes(args.cluster)
+        release = features_tool.cluster_release(nodes)
+        note = None if release is None else features_tool.tool_note(release, nodes, chosen=False)
+        if note:
+            print(f"[cluster] {note}", file=sys.stderr)
     return load_catalog(_catalog_path(args), line=release)
 
 

@@ -69,7 +69,7 @@ class LiveNode:
         return run
 
     def start(self) -> None:
-        cmd = java_command(self.dist, "server", [str(self.config)], heap="512m", log_file=self.log_file)
+        cmd = java_command(self.dist, "server", [str(self.config)], heap="384m", log_file=self.log_file)
         out = open(self.dir / "server.out", "wb")
         try:
             self.proc = subprocess.Popen(cmd, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out,

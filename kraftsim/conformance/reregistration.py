@@ -72,7 +72,9 @@ class Reregistration:
                 f"{self.registered_ms} ms; unfenced {self.unfenced_ms} ms")
 
 
-def _config(directory: Path, node_id: int, roles: str, controller_port: int, broker_port: int | None) -> Path:
+def node_config(directory: Path, node_id: int, roles: str, controller_port: int, broker_port: int | None,
+                extra: tuple[str, ...] = ()) -> Path:
+    """A server.properties for one node of a controller + broker pair on 127.0.0.1 (`extra`: more lines)."""
     listeners = f"CONTROLLER://127.0.0.1:{controller_port}" if broker_port is None else \
         f"PLAINTEXT://127.0.0.1:{broker_port}"
     lines = [f"process.roles={roles}", f"node.id={node_id}",
@@ -84,13 +86,14 @@ def _config(directory: Path, node_id: int, roles: str, controller_port: int, bro
              "num.partitions=1", "auto.create.topics.enable=false"]
     if broker_port is not None:
         lines += [f"advertised.listeners=PLAINTEXT://127.0.0.1:{broker_port}", "inter.broker.listener.name=PLAINTEXT"]
+    lines += extra
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "server.properties"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-def _stamp_ms(line: str) -> int | None:
+def stamp_ms(line: str) -> int | None:
     m = _STAMP.match(line)
     if m is None:
         return None
@@ -98,14 +101,14 @@ def _stamp_ms(line: str) -> int | None:
     return round(stamp.timestamp() * 1000)
 
 
-def _lines(log: Path) -> list[str]:
+def log_lines(log: Path) -> list[str]:
     return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
 
 
-def _wait_for(proc: subprocess.Popen, log: Path, text: str, what: str) -> None:
+def wait_for(proc: subprocess.Popen, log: Path, text: str, what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
-        if any(text in ln for ln in _lines(log)):
+        if any(text in ln for ln in log_lines(log)):
             return
         if proc.poll() is not None:
             raise KafkaUnavailable(f"{what}: the process exited with code {proc.returncode}; see {log}")
@@ -113,7 +116,7 @@ def _wait_for(proc: subprocess.Popen, log: Path, text: str, what: str) -> None:
     raise KafkaUnavailable(f"{what}: no '{text}' within {WAIT_S} s; see {log}")
 
 
-class _Process:
+class KafkaProcess:
     def __init__(self, dist: KafkaDist, config: Path, log: Path):
         cmd = java_command(dist, "server", [str(config)], heap="384m", log_file=log)
         with open(log.with_suffix(".out"), "wb") as out:
@@ -143,30 +146,30 @@ def measure(dist: KafkaDist, work: Path, *, kill: bool = False) -> Reregistratio
     """One controller, one broker; the broker stopped with SIGTERM (or killed with SIGKILL,
     `kill`: no controlled shutdown) and restarted at once."""
     cport, bport = free_port(), free_port()
-    ctrl_cfg = _config(work / "controller", 1, "controller", cport, None)
-    broker_cfg = _config(work / "broker", 2, "broker", cport, bport)
+    ctrl_cfg = node_config(work / "controller", 1, "controller", cport, None)
+    broker_cfg = node_config(work / "broker", 2, "broker", cport, bport)
     for cfg in (ctrl_cfg, broker_cfg):
         run = run_tool(dist, "storage", ["format", "-c", str(cfg), "-t", CLUSTER_ID])
         if run.code != 0:
             raise KafkaUnavailable(f"Kafka {dist.release.version} refused to format {cfg.parent.name}: "
                                    f"{run.text().strip()[:300]}")
-    processes: list[_Process] = []
+    processes: list[KafkaProcess] = []
     try:
-        controller = _Process(dist, ctrl_cfg, work / "controller" / "server.log")
+        controller = KafkaProcess(dist, ctrl_cfg, work / "controller" / "server.log")
         processes.append(controller)
         first_log = work / "broker" / "server-1.log"
-        old = _Process(dist, broker_cfg, first_log)
+        old = KafkaProcess(dist, broker_cfg, first_log)
         processes.append(old)
-        _wait_for(old.proc, first_log, UNFENCED, f"Kafka {dist.release.version} broker's first start")
+        wait_for(old.proc, first_log, UNFENCED, f"Kafka {dist.release.version} broker's first start")
         time.sleep(SETTLE_S)
         sigterm_ms = round(time.time() * 1000)
         old.kill() if kill else old.terminate()
         exited_ms = round(time.time() * 1000) - sigterm_ms
         second_log = work / "broker" / "server-2.log"
-        new = _Process(dist, broker_cfg, second_log)
+        new = KafkaProcess(dist, broker_cfg, second_log)
         processes.append(new)
-        _wait_for(new.proc, second_log, UNFENCED, f"Kafka {dist.release.version} broker's restart")
-        stamped = [(t, ln) for ln in _lines(second_log) if (t := _stamp_ms(ln)) is not None]
+        wait_for(new.proc, second_log, UNFENCED, f"Kafka {dist.release.version} broker's restart")
+        stamped = [(t, ln) for ln in log_lines(second_log) if (t := stamp_ms(ln)) is not None]
         result = Reregistration(dist.release.version, "SIGKILL" if kill else "SIGTERM", exited_ms,
                                 stamped[0][0] - sigterm_ms)
         for t, ln in stamped:

@@ -47,7 +47,7 @@ from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import RecordType
-from kraftsim.versions import FEATURE_NAME as MV_NAME, MetadataVersion
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, MetadataVersion
 
 # --------------------------------------------------------------------------- heartbeat state
 
@@ -313,12 +313,13 @@ def _directory_error(image: MetadataImage, req: BrokerRegistrationRequest) -> Ap
     return None
 
 
-def _feature_error(name: str, finalized: int, lo: int, hi: int) -> ApiError | None:
+def _feature_error(catalog: Catalog, name: str, finalized: int, lo: int, hi: int) -> ApiError | None:
+    """A registered feature range without the finalized level, refused in the controller release's
+    words (policy registration_feature_text)."""
     if lo <= finalized <= hi:
         return None
-    return ApiError("UNSUPPORTED_VERSION", f"Unable to register because the broker does not support finalized "
-                                           f"version {finalized} of {name}. The broker wants a version between "
-                                           f"{lo} and {hi}, inclusive.")
+    text = catalog.policy_text("registration_feature_text", "refused")
+    return ApiError("UNSUPPORTED_VERSION", text.format(finalized=finalized, feature=name, min=lo, max=hi))
 
 
 def _endpoints_and_features(rt: RecordType, kind: str, listeners: Iterable[Listener],
@@ -391,7 +392,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
     finalized = image.features.all_levels()
     finalized[KRAFT_VERSION] = ctx.kraft_version
     for f in req.features:
-        err = _feature_error(f.name, finalized.get(f.name, 0), f.min_supported_version, f.max_supported_version)
+        err = _feature_error(ctx.catalog, f.name, finalized.get(f.name, 0), f.min_supported_version, f.max_supported_version)
         if err is not None:
             return refused(err)
     advertised = {f.name for f in req.features}
@@ -399,7 +400,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
         return refused(ApiError("INVALID_REGISTRATION", f"Request features do not contain '{MV_NAME}'"))
     for name in sorted(finalized):
         if finalized[name] != 0 and name not in advertised:
-            err = _feature_error(name, finalized[name], 0, 0)
+            err = _feature_error(ctx.catalog, name, finalized[name], 0, 0)
             if err is not None:
                 return refused(err)
 

@@ -24,7 +24,7 @@ import msgspec
 
 from kraftsim.controller.context import ControllerContext
 from kraftsim.controller.features import (
-    FAILED_PREFIX, FeatureUpdate, UpdateFeaturesRequest, UpgradeType, update_features,
+    FeatureUpdate, UpdateFeaturesRequest, UpgradeType, update_features,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
@@ -75,9 +75,10 @@ def _verdict(ctx: ControllerContext, level: int, upgrade_type: UpgradeType, op: 
     if result.ok:
         return Verdict(upgrade_type=upgrade_type.name, accepted=True, error=None, message=None,
                        tool_line=f"{MV_NAME} can be {op}d to {level}.")
-    top = FAILED_PREFIX + (result.error.message or "")
+    # The tool prints what the controller's release answers: 4.x the whole request's error, 3.x the feature's.
+    answer = result.response.error_message if result.response.error_code else result.error.message
     return Verdict(upgrade_type=upgrade_type.name, accepted=False, error=result.error.name,
-                   message=result.error.message, tool_line=f"Can not {op} {MV_NAME} to {level}. {top}")
+                   message=result.error.message, tool_line=f"Can not {op} {MV_NAME} to {level}. {answer}")
 
 
 def _feature_notes(image: MetadataImage, catalog: Catalog, target: MetadataVersion) -> list[str]:

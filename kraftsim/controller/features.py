@@ -2,8 +2,10 @@
 
 One request names features and target levels, each with an upgrade type. The controller
 checks each update in a fixed order (upgrade type, negative level, support by the whole
-quorum, direction, then the feature's own rules), and the first failure fails the whole
-request: nothing is written. Dependencies are checked against the state the whole request
+quorum, direction, then the feature's own rules). From Kafka 4.0 the first failure fails
+the whole request: nothing is written. A 3.x controller decides each update on its own:
+the valid ones are written, the others refused, one result per feature (the release's
+policy `update_features_errors`; 3.x also checks no feature dependencies). Dependencies are checked against the state the whole request
 would leave ("proposed"), and only a level's own dependencies; changing metadata.version
 checks none. On success the records are committed as one atomic set.
 
@@ -29,12 +31,15 @@ from kraftsim.controller.quorum_features import DISABLED, advertised_range, cont
 from kraftsim.controller.result import ControllerResult, accepted, controller_record, refused
 from kraftsim.image import BROKER
 from kraftsim.image import ELR_FEATURE, KRAFT_VERSION
+from kraftsim.javacompat import string_hash_order
 from kraftsim.protocol.entries import Payload
 from kraftsim.versions import FEATURE_NAME as MV_NAME, IllegalArgument
 
 #: Prefix of the top-level error message of a failed UpdateFeatures response.
 FAILED_PREFIX = "The update failed for all features since the following feature had an error: "
 KIP_778 = "kip-778"
+#: The update_features_errors value of 3.x controllers: each update decided on its own.
+PER_FEATURE = "per-feature"
 
 
 class UpgradeType(IntEnum):
@@ -165,13 +170,14 @@ def update_features(ctx: ControllerContext, request: UpdateFeaturesRequest,
     proposed[MV_NAME] = ctx.metadata_version
     proposed.update(levels)
 
+    if ctx.catalog.policy("update_features_errors") == PER_FEATURE:
+        return _update_each(ctx, levels, types, request.validate_only, raft)
     records: list[Payload] = []
     for feature in sorted(levels):
         error = _update_feature(ctx, feature, levels[feature], types[feature], proposed, request.validate_only,
                                 raft, records)
         if not error.ok:
-            prefix = FAILED_PREFIX if ctx.catalog.policy("update_features_errors") == "top-level" else ""
-            return refused(error, UpdateFeaturesResponse(error.code, prefix + (error.message or "")))
+            return refused(error, UpdateFeaturesResponse(error.code, FAILED_PREFIX + (error.message or "")))
     response = UpdateFeaturesResponse(results=tuple(FeatureUpdateResult(f) for f in sorted(levels)))
     if request.validate_only:
         return accepted((), response)
@@ -180,10 +186,35 @@ def update_features(ctx: ControllerContext, request: UpdateFeaturesRequest,
     return accepted(records, response, atomic=True)
 
 
+def _update_each(ctx: ControllerContext, levels: dict[str, int], types: dict[str, UpgradeType], validate_only: bool,
+                 raft: KRaftUpgrade) -> ControllerResult:
+    """Kafka 3.x: every update is decided on its own, the valid ones are committed together and
+    each feature gets its own result (policy update_features_errors = per-feature).
+
+    The controller walks its HashMap of updates, so the records come in that order. The
+    result's `error` is the first refusal by name when nothing was accepted, else NONE.
+    """
+    records: list[Payload] = []
+    errors: dict[str, ApiError] = {}
+    for feature in string_hash_order(list(levels)):
+        errors[feature] = _update_feature(ctx, feature, levels[feature], types[feature], {}, validate_only,
+                                          raft, records, check_feature=False)
+    response = UpdateFeaturesResponse(results=tuple(
+        FeatureUpdateResult(f, errors[f].code, errors[f].message) for f in sorted(levels)))
+    refusals = [errors[f] for f in sorted(levels) if not errors[f].ok]
+    if refusals and len(refusals) == len(levels):
+        return refused(refusals[0], response)
+    return accepted(() if validate_only else records, response, atomic=True)
+
+
 def _update_feature(ctx: ControllerContext, feature: str, level: int, upgrade_type: UpgradeType,
                     proposed: dict[str, int], validate_only: bool, raft: KRaftUpgrade,
-                    records: list[Payload]) -> ApiError:
-    """One update's checks in Kafka's order; records go to `records` on success."""
+                    records: list[Payload], check_feature: bool = True) -> ApiError:
+    """One update's checks in Kafka's order; records go to `records` on success.
+
+    `check_feature` is Kafka 4.0's check of a feature level against its Feature enum and
+    dependencies; a 3.x controller writes any level the quorum supports, 0 included (so
+    disabling a feature it never finalized, or does not know, writes a level-0 record)."""
     if upgrade_type is UpgradeType.UNKNOWN:
         return invalid_update(feature, level, "The controller does not support the given upgrade type.")
     if feature == MV_NAME:
@@ -207,8 +238,9 @@ def _update_feature(ctx: ControllerContext, feature: str, level: int, upgrade_ty
     if feature == KRAFT_VERSION:
         return _update_kraft_version(ctx, current, level, upgrade_type, validate_only, raft, records)
     try:
-        ctx.catalog.feature_level(feature, level, unstable=True)  # the range was checked above
-        ctx.catalog.validate_version(feature, level, proposed)
+        if check_feature:
+            ctx.catalog.feature_level(feature, level, unstable=True)  # the range was checked above
+            ctx.catalog.validate_version(feature, level, proposed)
     except IllegalArgument as e:
         return invalid_update(feature, level, str(e))
     records.append(controller_record(ctx.catalog, ctx.metadata_version, "FeatureLevelRecord",

@@ -105,11 +105,13 @@ class FeaturesChange(StepBase, kw_only=True, forbid_unknown_fields=True):
     features: dict[str, int] | None = None
     unsafe: bool = False
     dry_run: bool = False
+    tool_release: str | None = None  # whose kafka-features; default: the newest release running
 
 
 class FeaturesDisable(StepBase, kw_only=True, forbid_unknown_fields=True):
     features: list[str]
     dry_run: bool = False
+    tool_release: str | None = None
 
 
 class NodesStep(StepBase, kw_only=True, forbid_unknown_fields=True):

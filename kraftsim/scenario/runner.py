@@ -57,7 +57,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation, admin_ops
+from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation, admin_ops, features_tool
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
@@ -231,9 +231,17 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
     output: list[str] = []
     error: str | None = None
     loss = loss_report_before(sim, scenario, step) if isinstance(step, FeaturesChange) else None
+    note: list[str] = []
+    if isinstance(step, (FeaturesChange, FeaturesDisable)):
+        # Whose kafka-features answers is said first (when there was a choice), whether the step succeeds or not.
+        chosen = step.tool_release is not None
+        step = msgspec.structs.replace(step, tool_release=step.tool_release or sim.tool_release())
+        said = features_tool.tool_note(step.tool_release, sim.node_summaries(), chosen)
+        note = [said] if said else []
     try:
-        output = _execute(sim, _resolve_leader(sim, step))
+        output = note + _execute(sim, _resolve_leader(sim, step))
     except (SimError, KraftsimError) as e:
+        output = note
         error = str(e)
     except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
         error = f"internal error: {type(e).__name__}: {e}"
@@ -272,9 +280,11 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
     if isinstance(step, FeaturesChange):
         action = "upgrade" if step.op == "features-upgrade" else "downgrade"
         return sim.features(action, metadata=step.metadata, release_version=step.release_version,
-                            features=step.features, unsafe=step.unsafe, dry_run=step.dry_run)
+                            features=step.features, unsafe=step.unsafe, dry_run=step.dry_run,
+                            tool_release=step.tool_release)
     if isinstance(step, FeaturesDisable):
-        return sim.features("disable", features=list(step.features), dry_run=step.dry_run)
+        return sim.features("disable", features=list(step.features), dry_run=step.dry_run,
+                            tool_release=step.tool_release)
     if isinstance(step, NodesStep):
         (sim.crash if step.op == "crash" else sim.stop)(step.nodes)
         return []

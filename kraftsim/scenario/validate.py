@@ -388,7 +388,9 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
             if nid in check.nodes:
                 raise check.fail("id", f"expected a new node id; node {nid} already exists", index)
             check.nodes[nid] = (step.role,)
-    elif isinstance(step, FeaturesChange):
+    if isinstance(step, (FeaturesChange, FeaturesDisable)) and step.tool_release is not None:
+        step = msgspec.structs.replace(step, tool_release=check.release(step.tool_release, "tool_release", index))
+    if isinstance(step, FeaturesChange):
         given = [k for k in ("metadata", "release_version", "features") if getattr(step, k) is not None]
         if not given and strict:
             raise check.fail("metadata", "expected one of metadata, release_version or features", index)

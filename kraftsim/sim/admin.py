@@ -195,18 +195,27 @@ class AdminMixin:
             e._activate_controller(lead)  # reload from the lossy snapshot
         return result.response, reports
 
+    def node_summaries(self) -> list[features_tool.NodeSummary]:
+        """(id, roles, release, running) of every node, by id."""
+        return [(m.id, m.state.roles, m.state.release, m.running) for m in self.engine.ordered()]
+
+    def tool_release(self) -> str:
+        """The release of the kafka-features an operator runs against this cluster."""
+        release = features_tool.cluster_release(self.node_summaries())
+        assert release is not None  # a simulation has nodes
+        return release
+
     def features(self, action: str, *, metadata: str | None = None, release_version: str | None = None,
                  features: Mapping[str, int] | Sequence[str] | None = None, unsafe: bool = False,
-                 dry_run: bool = False) -> list[str]:
-        """kafka-features upgrade|downgrade|disable of the active controller's release; its lines."""
+                 dry_run: bool = False, tool_release: str | None = None) -> list[str]:
+        """kafka-features upgrade|downgrade|disable of `tool_release` (default: the newest release
+        running in the cluster, features_tool.cluster_release); its lines."""
         if isinstance(features, Mapping):
             feats = [f"{k}={v}" for k, v in sorted(features.items())]
         else:
             feats = list(features or [])
         lines: list[str] = []
-        leader = self.engine.leader_member() or next((m for m in self.engine.ordered() if m.running), None)
-        tool = self.catalog.at_release(leader.state.release if leader is not None
-                                       else self.engine.ordered()[0].state.release)
+        tool = self.catalog.at_release(tool_release or self.tool_release())
         before = {k: v for k, v in self.finalized().items()}
         try:
             features_tool.update(self, tool, action, metadata=metadata, release_version=release_version,  # type: ignore

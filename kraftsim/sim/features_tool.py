@@ -9,15 +9,17 @@ FeatureCommand does through its admin client:
 - `upgrade`, `downgrade`, `disable` build the updates on the client side (release-version
   defaults from the tool's own catalog, the admin client's FeatureUpdate checks) and send
   one UpdateFeatures request to the active controller; every feature's line then carries
-  the controller's answer, sorted by feature name, and any failure ends in
+  the controller's answer for it (4.x: the whole request's; 3.x: the feature's own),
+  sorted by feature name, and any failure ends in
   `<k> out of <n> operation(s) failed.` on stderr with exit code 1.
 - `version-mapping` and `feature-dependencies` need no cluster from 4.3 on; an older
   tool refuses them without one, as its argument parser does (cli.features_cmd).
 - `describe` prints each line as the tool's release lays it out: tab-separated up to 4.2,
   fixed-width columns from 4.3 (policy `features_describe`).
 
-On a cluster the tool is, unless told otherwise, the cluster's own release: that of its
-active controller (`cluster_release`), as an operator's installed tools would be.
+On a cluster the tool is, unless told otherwise, that of the newest release running in it
+(`cluster_release`): an operator runs the tools of the new installation, so mid-roll an
+older active controller is the one that refuses.
 
 Errors that Kafka's tool prints alone (its TerseException, IllegalArgumentException and
 RuntimeException messages) are raised as ToolFailure with Kafka's text.
@@ -28,13 +30,14 @@ by what each node's loader did with it, and a lossy downgrade by the loss report
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from kraftsim.controller.features import FeatureUpdate, UpgradeType
+from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesResponse, UpgradeType
 from kraftsim.sim.api_versions import max_api_versions_version
-from kraftsim.sim.cluster import ClusterState, MvChangeReport, SimCluster
+from kraftsim.sim.cluster import MvChangeReport, SimCluster
 from kraftsim.sim.node import BROKER, CONTROLLER, SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
+from kraftsim.versions.metadata_version import release_name_key
 from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates
 
 Out = Callable[[str], None]
@@ -88,20 +91,26 @@ def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> 
 NodeSummary = tuple[int, Sequence[str], str, bool]
 
 
-def cluster_release(leader: int | None, nodes: Sequence[NodeSummary]) -> str | None:
-    """The release whose tools a cluster's operator runs: the active controller's, else the
-    lowest-id running controller's; None when no controller runs."""
-    by_id = {n[0]: n for n in nodes}
-    if leader is not None and leader in by_id:
-        return by_id[leader][2]
-    controllers = sorted(n for n in nodes if n[3] and CONTROLLER in n[1])
-    return controllers[0][2] if controllers else None
+def newest_release(releases: Iterable[str]) -> str | None:
+    """The newest of some Kafka release names ("3.9.1" < "4.0.2"); None when there are none."""
+    return max(releases, key=release_name_key, default=None)
 
 
-def state_release(state: ClusterState) -> str | None:
-    """cluster_release of a ticks-simulator cluster's saved state."""
-    return cluster_release(state.leader, [(n.id, n.roles, n.release, n.running) for n in state.nodes])
+def cluster_release(nodes: Sequence[NodeSummary]) -> str | None:
+    """The release whose kafka-features an operator runs against a cluster: the newest release
+    running in it (mid-roll, the new installation's; a refusal then comes from the
+    controller, as in life), else the newest of its nodes; None for no nodes."""
+    return newest_release(n[2] for n in nodes if n[3]) or newest_release(n[2] for n in nodes)
 
+
+def tool_note(release: str, nodes: Sequence[NodeSummary], chosen: bool) -> str | None:
+    """The line that says whose kafka-features answered, when there was a choice: the release
+    was named, or the cluster runs more than one (mid-roll). None otherwise, so a cluster on one
+    release prints exactly what Kafka's tool prints."""
+    if not chosen and len({n[2] for n in nodes}) < 2:
+        return None
+    why = "chosen" if chosen else "the newest release running in the cluster"
+    return f"kafka-features of Kafka {release} ({why})"
 
 
 def feature_update(name: str, level: int, upgrade_type: UpgradeType) -> FeatureUpdate:
@@ -172,13 +181,10 @@ def update(cluster: SimCluster, tool: Catalog, op: str, *, metadata: str | None 
     if any(not name.strip() for name in updates):
         raise ToolFailure("Provided feature can not be empty.")
     response, reports = cluster.update_features(updates, dry_run)
-    if response is None:
-        error: str | None = NO_NODE.format(call="updateFeatures")
-    else:
-        error = response.error_message if response.error_code != 0 else None
     failures = 0
     for name in sorted(updates):
         level = updates[name].max_version_level
+        error = feature_error(response, name)
         if error is not None:
             helper = "Can not " if dry_run else "Could not "
             suffix = f"disable {name}" if op == "disable" else f"{op} {name} to {level}"
@@ -193,6 +199,19 @@ def update(cluster: SimCluster, tool: Catalog, op: str, *, metadata: str | None 
     if failures:
         raise ToolFailure(f"{failures} out of {len(updates)} operation(s) failed.")
     return 0
+
+
+def feature_error(response: UpdateFeaturesResponse | None, name: str) -> str | None:
+    """The admin client's answer for one feature: the top-level error when there is one (no
+    controller, or a 4.x refusal of the whole request), else the feature's own result (3.x)."""
+    if response is None:
+        return NO_NODE.format(call="updateFeatures")
+    if response.error_code != 0:
+        return response.error_message or ""
+    for result in response.results:
+        if result.feature == name and result.error_code != 0:
+            return result.error_message or ""
+    return None
 
 
 def mv_change_lines(cluster: SimCluster, reports: Sequence[MvChangeReport]) -> list[str]:

@@ -10,7 +10,11 @@ session lives, an error reply, no reply) it sends again on the release's
 `broker_resend_backoff` policy: Kafka 3.x backs off exponentially (100 ms doubling, capped
 at the session timeout, jitter of +/-2% drawn from a generator seeded by the simulation's
 seed, the node and the attempt, so the shared event generator is not disturbed); 4.0.1 and
-later wait one heartbeat interval. The controller's rules
+later wait one heartbeat interval. A broker process that has not registered once within
+`initial.broker.registration.timeout.ms` of its first registration request shuts itself down (Kafka: "Shutting
+down because we were unable to register with the controller quorum.", then a fatal error
+during start-up: the process exits), so it ends failed, not running; its last refusal is
+kept beside that text. The controller's rules
 (kraftsim.controller.cluster_control) decide the broker's epoch and fencing. A controller
 of 3.7 or later registers itself (KIP-919) once the committed metadata.version allows it.
 The active controller expires sessions and writes its idle NoOpRecord on a timer of
@@ -36,9 +40,12 @@ from kraftsim.sim.cordoned import cordoned_report
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import Unsupported
+from kraftsim.sim.types import FAILED
 
 #: Refusals a broker keeps retrying quietly: they resolve themselves.
 TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION", "NOT_CONTROLLER", "STALE_BROKER_EPOCH")
+#: What BrokerLifecycleManager logs when initial.broker.registration.timeout.ms runs out.
+REGISTRATION_TIMEOUT_TEXT = "Shutting down because we were unable to register with the controller quorum."
 #: How soon a node without a known leader tries again.
 NO_LEADER_RETRY_MS = 250
 #: BrokerLifecycleManager's heartbeat delay while the broker catches up and just after.
@@ -68,6 +75,8 @@ class BrokerComm:
     sent: int = 0  # requests sent; a request timeout applies only to the one still in flight
     wake: int = 0  # the armed next communication; arming again replaces it
     shutdown_replies: int = 0
+    registered_once: bool = False  # Kafka's initialRegistrationSucceeded
+    deadline_armed: bool = False  # initial.broker.registration.timeout.ms runs from the first registration sent
 
 
 def resend_backoff_ms(policy: str, failed_attempts: int, *, heartbeat_interval_ms: int,
@@ -103,8 +112,27 @@ class LifecycleMixin:
         m.fenced = None if not m.state.is_broker else m.fenced
         comm = self._comm(m)
         if m.broker_epoch is not None:  # a resumed process that had registered: it is past start-up
-            comm.state, comm.ready_to_unfence = RUNNING, True
+            comm.state, comm.ready_to_unfence, comm.registered_once = RUNNING, True, True
         self._lifecycle_arm(m, 0)
+
+    def _arm_registration_deadline(self, m: Member, comm: BrokerComm) -> None:
+        """BrokerLifecycleManager's RegistrationTimeoutEvent, armed by its StartupEvent just before
+        the first registration is sent: unregistered at the deadline, the broker shuts down and
+        its start-up fails (measured on 3.8.1 with a 3.7.2 broker and on 4.0.2 with a 3.9.1
+        broker: shut down 4976 and 4949 ms after the first refusal with a 5000 ms timeout, the
+        process exiting with code 1; conformance/data/registration_timeout.toml)."""
+        gen = m.lifecycle_gen
+        comm.deadline_armed = True
+
+        def expired() -> None:
+            if not m.running or m.lifecycle_gen != gen or comm.registered_once:
+                return
+            last = f" (last refusal: {m.detail})" if m.detail else ""
+            text = REGISTRATION_TIMEOUT_TEXT + last
+            self.emit(m.id, "failed", {"text": text})
+            self._halt(m, text, FAILED)
+
+        self.sched.after(self.config.initial_broker_registration_timeout_ms, "registration-timeout", m.id, expired)
 
     def _comm(self, m: Member) -> BrokerComm:
         """The member's current process's BrokerComm (a new one for each new process)."""
@@ -142,6 +170,8 @@ class LifecycleMixin:
         if comm.in_flight:  # the reply (or its timeout) schedules the next one
             return
         if m.broker_epoch is None:
+            if not comm.registered_once and not comm.deadline_armed:
+                self._arm_registration_deadline(m, comm)
             request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
             self.net.send(Message(m.id, leader, "register", m.epoch, {"request": request}))
         else:
@@ -239,6 +269,7 @@ class LifecycleMixin:
             self._after_failure(m, comm)
             return
         comm.failed_attempts = 0
+        comm.registered_once = True
         m.broker_epoch = d["broker_epoch"]
         m.detail = None
         m.fenced = True

@@ -48,6 +48,9 @@ class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     broker_heartbeat_interval_ms: int = 2000
     #: broker.session.timeout.ms
     broker_session_timeout_ms: int = 9000
+    #: initial.broker.registration.timeout.ms: a broker process that has not registered this
+    #: long after its lifecycle manager started shuts itself down.
+    initial_broker_registration_timeout_ms: int = 60000
     #: metadata.max.idle.interval.ms: the active controller's NoOpRecord when idle.
     metadata_max_idle_interval_ms: int = 500
     #: How long after an append the leader flushes its log (Kafka: at the end of the poll

@@ -1,6 +1,6 @@
 """`kraftsim features` prints as the release it runs as (kafka-facts §11.4, §11.6): 4.3's
 fixed-width `describe` and the tab layout before it, version-mapping / feature-dependencies
-without a cluster from 4.3, and the cluster's own release (its active controller's) as the
+without a cluster from 4.3, and the newest release running in the cluster as the
 default tool."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_offline_commands_of_an_old_tool_run_with_a_cluster(cluster_43: Path, ca
         "metadata.version=30 (4.3-IV0)"
 
 
-def test_the_default_tool_is_the_active_controllers_release(tmp_path: Path, capsys) -> None:
+def test_the_default_tool_is_the_newest_release_running(tmp_path: Path, capsys) -> None:
     d = tmp_path / "c"
     create(capsys, d, "--controllers", "1", "--brokers", "1", "--release", "3.9.1")
     out = ok(capsys, "features", "--cluster", d, "describe")
@@ -74,3 +74,7 @@ def test_the_default_tool_is_the_active_controllers_release(tmp_path: Path, caps
     # the newest tool prints the 3.9 node's minimum 1 as UNKNOWN 1 (it knows no level below 7)
     new = ok(capsys, "features", "--cluster", d, "--release", "4.4", "describe")
     assert "Feature: metadata.version".ljust(49) + "  SupportedMinVersion: " + "UNKNOWN 1".ljust(15) in new
+    # mid-roll (the broker on 4.0, the active controller still on 3.9) the 4.0 tool answers
+    ok(capsys, "cluster", "roll", d, "--release", "4.0", "--nodes", "2")
+    assert ok(capsys, "features", "--cluster", d, "describe") == \
+        ok(capsys, "features", "--cluster", d, "--release", "4.0", "describe")

@@ -120,8 +120,9 @@ def test_same_seed_and_commands_give_the_same_bytes(tmp_path: Path, capsys) -> N
 def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsys) -> None:
     """The tool asks one node ApiVersions at the highest version both know. A 3.8 tool knows
     v3 only, so a 4.0 broker leaves out every range starting at 0 (KIP-1022); a 4.2 tool gets
-    them all. The 4.2 tool prints a 3.9 node's metadata.version minimum 1 as `UNKNOWN 1`; the
-    cluster's own tool (its active controller runs 3.9) prints `3.0-IV1`."""
+    them all. The 4.2 tool prints a 3.9 node's metadata.version minimum 1 as `UNKNOWN 1`, a 3.9
+    tool as `3.0-IV1`. Without --release the tool is the newest release running (4.0), as an
+    operator mid-roll runs the new installation's tools."""
     d = tmp_path / "c"
     create(capsys, d, "--controllers", "1", "--brokers", "2", "--release", "3.9")
     ok(capsys, "cluster", "roll", d, "--release", "4.0", "--nodes", "3")
@@ -130,8 +131,10 @@ def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsy
     assert old[MV] == {"SupportedMinVersion": "UNKNOWN 1", "SupportedMaxVersion": "3.9-IV0",
                        "FinalizedVersionLevel": "3.9-IV0", "Epoch": old[MV]["Epoch"]}
     new = describe(capsys, d, "--release", "4.2", "describe", "--node-id", "3")
-    # the cluster's own (3.9) tool knows no level above 21
-    assert describe(capsys, d, "--node-id", "3")[MV]["SupportedMaxVersion"] == "UNKNOWN 25"
+    # a 3.9 tool knows no level above 21; the cluster's newest release (4.0) knows 25
+    assert describe(capsys, d, "--release", "3.9", "describe", "--node-id", "3")[MV]["SupportedMaxVersion"] \
+        == "UNKNOWN 25"
+    assert describe(capsys, d, "--node-id", "3")[MV]["SupportedMaxVersion"] == "4.0-IV3"
     assert sorted(new) == ["eligible.leader.replicas.version", "group.version", "kraft.version", MV,
                            "transaction.version"]
     assert new["kraft.version"]["FinalizedVersionLevel"] == "0"
@@ -145,7 +148,11 @@ def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsy
     assert old_tool[MV]["SupportedMinVersion"] == "3.3-IV3"
     out = ok(capsys, "features", "--cluster", d, "--release", "3.9", "describe", "--node-id", "2")
     assert "SupportedMinVersion: 3.0-IV1\t" in out
-    assert ok(capsys, "features", "--cluster", d, "describe", "--node-id", "2") == out  # the cluster's own release
+    newest = ok(capsys, "features", "--cluster", d, "describe", "--node-id", "2")  # the newest release running
+    assert "SupportedMinVersion: UNKNOWN 1\t" in newest and newest == ok(
+        capsys, "features", "--cluster", d, "--release", "4.0", "describe", "--node-id", "2")
+    code, _, err = run(capsys, "features", "--cluster", d, "describe")  # mid-roll it says whose tool answered
+    assert (code, err) == (0, "[cluster] kafka-features of Kafka 4.0 (the newest release running in the cluster)\n")
     code, _, err = run(capsys, "features", "--cluster", d, "describe", "--node-id", "9")
     assert code == 1 and "the cluster has no node 9" in err
 

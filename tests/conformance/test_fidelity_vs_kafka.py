@@ -1,9 +1,11 @@
-"""The simulator's restart timing and kraftsim's meta.properties start refusals against live
-Kafka (`kafka` marker; see conftest.py for the releases and the skip rule).
+"""The simulator's restart timing, a refused broker's registration timeout and kraftsim's
+meta.properties start refusals against live Kafka (`kafka` marker; see conftest.py for the
+releases and the skip rule).
 
 Each case starts real JVMs (bounded, on 127.0.0.1, killed with their process group): the
 restart measurement about 30 s on 4.x and 10 s on 3.x (the oldest CI release is always
-measured too, for the 3.x rule), each meta.properties variant a few seconds.
+measured too, for the 3.x rule), the registration timeout about 15 s per pair, each
+meta.properties variant a few seconds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftsim.conformance.registration_timeout import measure as registration_measure
+from kraftsim.conformance.registration_timeout import simulated as registration_simulated
 from kraftsim.conformance.reregistration import measure, simulated
 from kraftsim.conformance.start_refusal import VARIANTS, kafka_start_answer
 from kraftsim.storage.meta_properties import kraft_start_refusal
@@ -71,3 +75,17 @@ def test_meta_properties_start_refusal_is_kafkas(version: str, variant: str, tmp
     ours = kraft_start_refusal(answer.log_dir, 1)
     assert answer.fatal is not None, f"Kafka {version} started on {variant!r}"
     assert ours is not None and ours.text == answer.fatal
+
+
+@pytest.mark.parametrize("controller, broker", [("3.8.1", "3.7.2"), ("4.0.2", "3.7.2")])
+def test_a_refused_broker_gives_up_when_the_simulator_says(controller: str, broker: str, tmp_path: Path) -> None:
+    """A broker of a release below the controller's metadata.version, with a 5 s registration
+    timeout: refused in the controller release's words, retried, then shut down (exit 1),
+    about 5 s after its first refusal, in both."""
+    kafka = registration_measure(kafka_dist(controller), kafka_dist(broker), tmp_path, timeout_ms=5000)
+    ours = registration_simulated(kafka_dist(controller).release.line, broker, timeout_ms=5000)
+    assert kafka.exit_code == 1, kafka.describe()
+    assert ours.refusal == kafka.refusal
+    for run in (kafka, ours):
+        assert 5000 - 3 * SLACK_MS <= run.shutdown_ms <= 5000, run.describe()
+    assert len(ours.refused_ms) == len(kafka.refused_ms), (kafka.describe(), ours.describe())

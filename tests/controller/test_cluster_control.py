@@ -19,6 +19,7 @@ from kraftsim.controller.cluster_control import (
 from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.image import MetadataImage
 from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
+from kraftsim.versions import load_catalog
 from tests.conftest import ORACLE
 from tests.controller.cluster_support import CATALOG, CLUSTER_ID, RuleCluster, replay, to_json, types, uid
 from tests.image.helpers import data_records, read_entries
@@ -154,6 +155,20 @@ def test_an_advertised_range_that_excludes_the_finalized_level_is_refused_with_k
     r = register_broker(c.ctx(), c.registration(1, features={"metadata.version": (7, 26)}), c.heartbeats)
     assert refusal(r)[2].startswith("Unable to register because the broker does not support finalized version 27 "
                                     "of metadata.version.")
+
+
+@pytest.mark.parametrize("line, text", [
+    ("3.8", "Unable to register because the broker does not support version 20 of metadata.version. It wants a "
+            "version between 1 and 19, inclusive."),
+    ("3.9", "Unable to register because the broker does not support finalized version 20 of metadata.version. "
+            "The broker wants a version between 1 and 19, inclusive."),
+])
+def test_the_refusal_is_worded_as_the_controllers_release_words_it(line, text):
+    """Seen live: a 3.8.1 controller refusing a 3.7.2 broker, a 4.0.2 one refusing a 3.9.1 broker
+    (policy registration_feature_text)."""
+    c = RuleCluster("3.8-IV0", catalog=load_catalog(None, line=line))
+    r = register_broker(c.ctx(), c.registration(1, features={"metadata.version": (1, 19)}), c.heartbeats)
+    assert refusal(r) == ("UNSUPPORTED_VERSION", 35, text)
 
 
 def test_the_first_failing_feature_in_request_order_is_reported():

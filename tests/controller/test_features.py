@@ -31,9 +31,13 @@ def refusal(result) -> str:
     """The controller's error message, after checking the code and the response's form."""
     assert not result.ok and result.records == ()
     assert result.error.name == "INVALID_UPDATE_VERSION" and result.error.code == 95
-    assert result.response.error_code == 95
-    # 4.x prefixes the feature's message; 3.x sends it alone (test_failed_update_wording_by_release).
-    assert result.response.error_message.removeprefix(FAILED_PREFIX) == result.error.message
+    # 4.x answers the whole request with the prefixed message; 3.x answers each feature
+    # (test_failed_update_wording_by_release).
+    if result.response.error_code:
+        assert result.response.error_code == 95
+        assert result.response.error_message.removeprefix(FAILED_PREFIX) == result.error.message
+    else:
+        assert result.error.message in [r.error_message for r in result.response.results]
     return result.error.message
 
 
@@ -340,7 +344,7 @@ def test_kraft_upgrade_refused_by_raft_when_a_voter_lacks_it():
     assert result.error == ApiError("INVALID_UPDATE_VERSION",
                                     "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the "
                                     "voters support it")
-    assert result.response.error_message == result.error.message  # 3.x words it without FAILED_PREFIX
+    assert result.response.results[0].error_message == result.error.message  # 3.x: per feature, no prefix
     # Once voter 2 advertises kraft.version 0-1, raft agrees.
     ok = make_ctx("3.9", levels={MV: 14}, records=[controller(2, {MV: (1, 21), KV: (0, 1)})], static_voters=(1, 2))
     assert written(update_features(ok, request((KV, 1)))) == [("NoOpRecord", 0, {})]
@@ -437,7 +441,50 @@ def test_no_elr_configs_when_not_enabling_or_not_committing():
 def test_failed_update_wording_by_release():
     """Kafka 3.x answers with the feature's own message; 4.0 on with FAILED_PREFIX before it
     (both seen on live nodes by `kraftsim conformance run`; policy update_features_errors)."""
-    for release, prefix in (("3.9", ""), ("4.0", FAILED_PREFIX)):
-        result = update_features(make_ctx(release, levels={MV: 14}), request(("no.such.feature", 1)))
-        assert not result.ok
-        assert result.response.error_message == prefix + result.error.message
+    result = update_features(make_ctx("3.9", levels={MV: 14}), request(("no.such.feature", 1)))
+    assert not result.ok and result.response.error_code == 0
+    assert [(r.feature, r.error_code, r.error_message) for r in result.response.results] == [
+        ("no.such.feature", 95, result.error.message)]
+    result = update_features(make_ctx("4.0", levels={MV: 14}), request(("no.such.feature", 1)))
+    assert not result.ok and result.response.results == ()
+    assert result.response.error_message == FAILED_PREFIX + result.error.message
+
+
+@pytest.mark.parametrize("release", ["3.7", "3.8", "3.9"])
+def test_3x_applies_the_valid_updates_of_a_mixed_request(release):
+    """Before 4.0 each update stands alone (seen live on 3.7.2, 3.8.1, 3.9.1): the metadata.version
+    change is written although the other update is refused, and each feature has its result."""
+    ctx = make_ctx(release, levels={MV: 14})
+    result = update_features(ctx, request((MV, 15), ("no.such.feature", 1)))
+    assert written(result) == [flr(MV, 15)]
+    assert result.response.error_code == 0
+    assert [(r.feature, r.error_code) for r in result.response.results] == [(MV, 0), ("no.such.feature", 95)]
+    assert result.response.results[1].error_message == ("Invalid update version 1 for feature no.such.feature. "
+                                                        "Local controller 1 does not support this feature.")
+    dry = update_features(ctx, request((MV, 15), ("no.such.feature", 1), validate_only=True))
+    assert dry.ok and dry.records == () and [r.error_code for r in dry.response.results] == [0, 95]
+
+
+def test_4x_refuses_the_whole_mixed_request():
+    ctx = make_ctx("4.0", levels={MV: 22})
+    result = update_features(ctx, request((MV, 23), ("no.such.feature", 1)))
+    assert not result.ok and result.records == ()
+    assert result.response.error_message.startswith(FAILED_PREFIX)
+
+
+def test_3x_disables_what_it_never_finalized_with_a_level_0_record():
+    """A 3.x controller checks no Feature enum: disabling an unknown or never-finalized feature
+    writes FeatureLevelRecord(f, 0) (seen live on 3.9.1); 4.x refuses a feature it does not know."""
+    ctx = make_ctx("3.9", levels={MV: 21})
+    assert written(update_features(ctx, request(("no.such.feature", 0, SAFE)))) == [flr("no.such.feature", 0)]
+    assert written(update_features(ctx, request((GV, 0, SAFE)))) == [flr(GV, 0)]
+    assert "Feature no.such.feature not found." in refusal(
+        update_features(make_ctx("4.0"), request(("no.such.feature", 0, SAFE))))
+
+
+def test_3x_writes_in_the_controllers_hash_map_order():
+    """The records of a 3.x request follow the controller's HashMap of updates, not the names' order."""
+    supported = {MV: (1, 21), "a.feature": (0, 1), "transaction.version": (0, 2), GV: (0, 1)}
+    ctx = make_ctx("3.9", levels={MV: 20}, supported=supported)
+    result = update_features(ctx, request(("a.feature", 1), (MV, 21), ("transaction.version", 2), (GV, 1)))
+    assert [r[2]["name"] for r in written(result)] == [GV, MV, "transaction.version", "a.feature"]

@@ -69,6 +69,21 @@ def test_refused_although_the_data_would_survive(capsys: pytest.CaptureFixture[s
                                            "because it might delete metadata information.")
 
 
+def test_the_predicted_tool_line_is_worded_as_the_controllers_release_words_it(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A 3.x controller answers the feature alone; 4.0 prefixes the whole request's failure."""
+    lines = {}
+    for release in ("3.6", "4.0"):
+        code, out, _ = run(capsys, "downgrade-report", str(RJM), "--to", "3.5-IV2", "--release", release, "--json")
+        assert code == 0
+        lines[release] = json.loads(out)["verdicts"][0]["tool_line"]
+    refusal = "Invalid metadata.version 11. Refusing to perform the requested downgrade because it might delete " \
+              "metadata information."
+    assert lines["3.6"] == "Can not downgrade metadata.version to 11. " + refusal
+    assert lines["4.0"] == ("Can not downgrade metadata.version to 11. The update failed for all features since the "
+                            "following feature had an error: " + refusal)
+
+
 def test_elr_fields_are_lost_below_their_version(capsys: pytest.CaptureFixture[str]) -> None:
     """At 7209 no partition has ELR members; after the broker's shutdown at the end of the
     log the 51 leaderless partitions do, and 3.9-IV0 cannot hold them."""

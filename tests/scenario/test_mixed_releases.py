@@ -108,3 +108,37 @@ def test_an_imported_cluster_without_that_node() -> None:
         run_scenario(scenario)
     text = str(info.value)
     assert text.startswith("x.toml: key `cluster.releases.7`: expected a node of the imported cluster") and "no node 7" in text
+
+
+TOOL = """
+name = "whose-tool"
+[cluster]
+combined = 1
+brokers = 1
+release = "3.9.1"
+releases = {{ "2" = "4.0" }}
+
+[[step]]
+op = "features-upgrade"
+metadata = "4.0"
+{tool}
+"""
+
+
+def test_a_features_step_runs_the_newest_running_releases_tool() -> None:
+    """Mid-roll the operator runs the new installation's kafka-features: the 4.0 tool knows
+    4.0-IV3 and sends it, and the 3.9 controller refuses it (3.x words the refusal per feature);
+    `tool_release` picks the old tool, which refuses the version itself, before any request."""
+    newest = run_scenario(parse_scenario(TOOL.format(tool=""), "t.toml")).result.steps[0]
+    assert newest.output == ["kafka-features of Kafka 4.0.1 (the newest release running in the cluster)"]
+    assert newest.error is not None and newest.error.splitlines()[1:] == [
+        "Could not upgrade metadata.version to 25. Invalid update version 25 for feature metadata.version. "
+        "Local controller 1 only supports versions 1-21", "1 out of 1 operation(s) failed."]
+    old = run_scenario(parse_scenario(TOOL.format(tool='tool_release = "3.9"'), "t.toml")).result.steps[0]
+    assert old.output == ["kafka-features of Kafka 3.9.1 (chosen)"]
+    assert old.error is not None and old.error.startswith("Unknown metadata.version '4.0'.")
+
+
+def test_tool_release_must_be_a_known_release() -> None:
+    with pytest.raises(ScenarioInvalid, match=r"step 1: key `tool_release`: unknown release '2\.0'"):
+        parse_scenario(TOOL.format(tool='tool_release = "2.0"'), "t.toml")

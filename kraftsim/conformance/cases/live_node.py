@@ -314,10 +314,23 @@ def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
             ("downgrade --unsafe metadata.version=LOSSY",
              ["downgrade", "--unsafe", "--feature", f"metadata.version={lossy.level}"]),
         ]
+    # Mixed requests: one valid and one invalid update. A 3.x controller applies the valid
+    # one and refuses the other; from 4.0 the whole request is refused (the describe after
+    # it shows which).
+    unknown = "no.such.feature=1"
+    cmds.append(("downgrade metadata.version=FLOOR and an unknown feature --dry-run",
+                 ["downgrade", "--feature", f"metadata.version={floor.level}", "--feature", unknown, "--dry-run"]))
     if floor.level < lp.level:
         cmds += [("downgrade metadata.version=FLOOR", ["downgrade", "--feature", f"metadata.version={floor.level}"]),
                  ("describe after downgrade", ["describe"]),
+                 ("upgrade metadata.version=LATEST and an unknown feature",
+                  ["upgrade", "--feature", f"metadata.version={lp.level}", "--feature", unknown]),
+                 ("describe after the mixed upgrade", ["describe"]),
                  ("upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={lp.level}"])]
+    # Disabling, or downgrading to 0, a feature never finalized: 3.x writes a level-0 record.
+    cmds += [("disable no.such.feature --dry-run", ["disable", "--feature", "no.such.feature", "--dry-run"]),
+             ("disable no.such.feature", ["disable", "--feature", "no.such.feature"]),
+             ("downgrade no.such.feature=0", ["downgrade", "--feature", "no.such.feature=0"])]
     if "group.version" in features:
         cmds += [("disable group.version --dry-run", ["disable", "--feature", "group.version", "--dry-run"]),
                  ("disable group.version", ["disable", "--feature", "group.version"]),
