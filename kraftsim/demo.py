@@ -69,7 +69,7 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
     """Steps 1-4: each story scenario, with its cluster kept and its report written."""
     result = DemoResult(out)
     if not SUITE_DIR.is_dir():
-        raise KraftsimError(f"{SUITE_DIR}: the shipped scenarios are not there (the demo runs from a source checkout)")
+        raise KraftsimError(f"{SUITE_DIR}: the shipped scenarios are not there (is kraftsim installed whole?)")
     for number, name in enumerate(DEMO_SCENARIOS, start=1):
         scenario = load_scenario(SUITE_DIR / f"{name}.toml")
         say(f"{number}. {name}: {scenario.description}")

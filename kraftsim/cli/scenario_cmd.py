@@ -28,7 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = cmds.add_parser("run", help="run scenario files (or every *.toml in a directory)",
                           description="Exit 0 when every scenario passed, 1 when one failed, 2 when a file is not "
                                       "a valid scenario (then nothing runs).")
-    run.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them (run in name order)")
+    run.add_argument("paths", nargs="+", metavar="FILE|DIR|NAME",
+                     help="scenario files, directories of them (run in name order), or names of shipped scenarios "
+                          "(`kraftsim scenario list`)")
     run.add_argument("--seed", type=int, metavar="N", help="override each file's seed")
     run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
     run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
@@ -44,10 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=_run)
 
     check = cmds.add_parser("check", help="validate scenario files without running them")
-    check.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them")
+    check.add_argument("paths", nargs="+", metavar="FILE|DIR|NAME",
+                       help="scenario files, directories of them, or names of shipped scenarios")
     check.set_defaults(run=_check)
 
-    lst = cmds.add_parser("list", help="the shipped scenarios: name and the question each answers")
+    lst = cmds.add_parser("list", help="the shipped scenarios: name, file and the question each answers")
     lst.add_argument("--dir", metavar="DIR", help=f"list this folder instead (default: {SUITE_DIR.name}/ of kraftsim)")
     lst.set_defaults(run=_list)
 
@@ -166,8 +169,9 @@ def _list(args: argparse.Namespace) -> int:
     if scenarios is None:
         return EXIT_INVALID
     width = max((len(s.name) for s in scenarios), default=0)
-    for s in scenarios:
-        print(f"{s.name:<{width}}  {s.header.question or s.description}")
+    for s in scenarios:  # one line a scenario (name and file), its question indented below
+        print(f"{s.name:<{width}}  {s.path}")
+        print(f"    {s.header.question or s.description}")
     return 0
 
 
