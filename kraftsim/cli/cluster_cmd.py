@@ -14,6 +14,7 @@ from kraftsim.cli import import_cmd
 from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.health import cluster_health
 from kraftsim.sim.narrate import narrator
 from kraftsim.sim.directory import (
     EVENTS,
@@ -77,7 +78,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--id", type=node_id, metavar="N", help="the node id (default: the highest id + 1)")
     add.set_defaults(run=kafka_tool(_run_add))
 
-    status = cmds.add_parser("status", help="nodes, releases, supported ranges, fencing, finalized features, offsets")
+    status = cmds.add_parser("status", help="health first (broken invariants, nodes down, behind or diverged), then "
+                                            "nodes, releases, fencing, finalized features, offsets",
+                             description="Exit 0 when the cluster is healthy (a leader, every node running and "
+                                         "caught up with the committed log, no invariant broken), 1 when it is not "
+                                         "(each reason is listed), 2 for bad input.")
     status.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(run=kafka_tool(_run_status))
@@ -163,13 +168,15 @@ def _run_add(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
         st = simulation_status(args.dir)
+        health = cluster_health(args.dir, st)
         if args.json:
-            print(json.dumps(st, sort_keys=True))
+            print(json.dumps({**st, "health": health.to_json()}, sort_keys=True))
         else:
             names = {mv.level: mv.version for mv in load_catalog(catalog_path(args.dir)).metadata_versions}
-            for line in simulation_status_lines(st, names):
+            lines = simulation_status_lines(st, names)
+            for line in lines[:2] + health.lines() + lines[2:]:  # the verdict right after who leads
                 print(line)
-        return 0
+        return 0 if health.healthy else 1
     cluster = SimCluster.open(args.dir, emit=lambda line: None, passive=True)
     try:
         status = cluster_status(cluster)
