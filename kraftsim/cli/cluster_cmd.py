@@ -11,6 +11,7 @@ import json
 import sys
 
 from kraftsim.cli import import_cmd
+from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
@@ -25,6 +26,7 @@ from kraftsim.sim.directory import (
     simulation_status_lines,
 )
 from kraftsim.sim.node import BROKER, CONTROLLER
+from kraftsim.sim.node_format import clock_text
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
@@ -174,7 +176,9 @@ def _run_status(args: argparse.Namespace) -> int:
         else:
             names = {mv.level: mv.version for mv in load_catalog(catalog_path(args.dir)).metadata_versions}
             lines = simulation_status_lines(st, names)
-            for line in lines[:2] + health.lines() + lines[2:]:  # the verdict right after who leads
+            verdict = [paint_prefix(line, {"Health: OK": "green", "Health: NOT HEALTHY": "red"})
+                       for line in health.lines()]
+            for line in lines[:2] + verdict + lines[2:]:  # the verdict right after who leads
                 print(line)
         return 0 if health.healthy else 1
     cluster = SimCluster.open(args.dir, emit=lambda line: None, passive=True)
@@ -230,7 +234,7 @@ def _run_fault(args: argparse.Namespace) -> int:
                 sim.run(args.ms)
         bad = [r for r in sim.invariants() if not r.ok]
         leader = sim.leader()
-        print(f"Virtual time {sim.now_ms} ms; leader: {'none' if leader is None else f'node {leader}'}.")
+        print(f"Virtual time {clock_text(sim.now_ms)}; leader: {'none' if leader is None else f'node {leader}'}.")
         for r in bad:
             print(f"Invariant {r.name} broken: {r.detail}", file=sys.stderr)
     return 1 if bad else 0

@@ -25,6 +25,7 @@ from kraftsim.cli.common import (
     add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, node_id, path_at,
     required,
 )
+from kraftsim.cli.style import paint
 from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
@@ -81,6 +82,14 @@ def _loss_lines(groups: list[LossGroup], details: bool) -> list[str]:
         if len(shown) < len(topics):
             out.append(f"    and {len(topics) - len(shown)} more topic(s)")
     return out
+
+
+def _painted(line: str) -> str:
+    """A verdict line with its answer in colour on a terminal (green accepted, red refused)."""
+    if not line.startswith("verdict, policy"):
+        return line
+    head, _, answer = line.rpartition(": ")
+    return f"{head}: {paint(answer, 'green' if answer == 'accepted' else 'red')}" if head else line
 
 
 def report_lines(r: DowngradeReport, release_reason: str | None = None, *, details: bool = False) -> list[str]:
@@ -209,6 +218,7 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
                                 "kip-778": policy_answer(report.kip778_verdicts)},
                     "loss_groups": [{"kind": g.kind, "topic": g.topic, "count": g.count} for g in groups]})
     else:
-        print("\n".join(report_lines(report, f"release from {reason}" if reason.startswith("--") else reason,
-                                      details=args.details)))
+        lines = report_lines(report, f"release from {reason}" if reason.startswith("--") else reason,
+                             details=args.details)
+        print("\n".join(_painted(line) for line in lines))
     return 0 if report.lossless and result.partial is None else 1  # a partial state never passes

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.results import result_json
@@ -18,6 +19,8 @@ from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
+#: The verdict words painted on a terminal.
+VERDICTS = {"PASS ": "green", "FAIL ": "red"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -132,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(result_json(result), flush=True)
         else:
-            print("\n".join(summary_lines(result)), flush=True)
+            print("\n".join(paint_prefix(line, VERDICTS) for line in summary_lines(result)), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
             report = _target(args.html, scenario, many, ".html")

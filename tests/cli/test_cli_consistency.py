@@ -1,0 +1,55 @@
+"""The habits every command shares: "did you mean" after an unknown command or flag (exit 2),
+colour only on a terminal and never with NO_COLOR, simulated time as `+12.345 s`."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from kraftsim.cli.style import colour_enabled, paint, paint_prefix
+from kraftsim.sim.node_format import EPOCH_MS, clock_text, elapsed_text
+from tests.cli_support import run
+
+
+@pytest.mark.parametrize("argv, hint", [
+    (["clustr", "status", "x"], "(did you mean 'cluster'?)"),
+    (["cluster", "stauts", "x"], "(did you mean 'status'?)"),
+    (["cluster", "status", "x", "--jsn"], "(did you mean --json?)"),
+    (["log", "dump", "--relase", "3.7", "x"], "(did you mean --release?)"),
+    (["scenario", "run", "x", "--sed", "3"], "(did you mean --seed?)"),
+])
+def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint: str) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1].endswith(hint)
+
+
+def test_nothing_close_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "cluster", "status", "x", "--zzzzzz")
+    assert code == 2 and "did you mean" not in err
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert colour_enabled(_Tty()) and not colour_enabled(io.StringIO())
+    assert paint("PASS", "green", _Tty()) == "\033[32mPASS\033[0m"
+    assert paint("PASS", "green", io.StringIO()) == "PASS"
+    assert paint_prefix("  FAIL x", {"FAIL ": "red"}, _Tty()) == "  \033[31mFAIL \033[0mx"
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not colour_enabled(_Tty()) and paint("PASS", "green", _Tty()) == "PASS"
+    monkeypatch.setenv("NO_COLOR", "")  # set but empty: no-color.org says colour stays on
+    assert colour_enabled(_Tty())
+    monkeypatch.setenv("TERM", "dumb")
+    assert not colour_enabled(_Tty())
+
+
+def test_simulated_time_reads_as_seconds_since_the_start() -> None:
+    assert elapsed_text(12345) == "+12.345 s" and elapsed_text(0) == "+0.000 s"
+    assert clock_text(EPOCH_MS + 36373) == "+36.373 s"
