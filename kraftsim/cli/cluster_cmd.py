@@ -26,7 +26,7 @@ from kraftsim.sim.directory import (
     simulation_status_lines,
 )
 from kraftsim.sim.node import BROKER, CONTROLLER
-from kraftsim.sim.node_format import clock_text
+from kraftsim.sim.node_format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
@@ -119,6 +119,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help="how long to let the cluster run, in simulated milliseconds")
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end (time, leader, every "
+                                                         "invariant) instead of the events")
     run.set_defaults(run=kafka_tool(_run_fault), fault="run")
     import_cmd.add_parser(cmds)
 
@@ -210,7 +212,8 @@ def _run_fault(args: argparse.Namespace) -> int:
     if engine_of(args.dir) != EVENTS:
         raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster of the event simulator "
                             "(this one was made with `cluster create --engine ticks`)")
-    with Simulation.open(args.dir, on_event=narrator(print)) as sim:
+    as_json = getattr(args, "json", False)
+    with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)
         if args.fault == "crash":
@@ -234,7 +237,12 @@ def _run_fault(args: argparse.Namespace) -> int:
                 sim.run(args.ms)
         bad = [r for r in sim.invariants() if not r.ok]
         leader = sim.leader()
-        print(f"Virtual time {clock_text(sim.now_ms)}; leader: {'none' if leader is None else f'node {leader}'}.")
+        if as_json:
+            print(json.dumps({"time_ms": sim.now_ms - EPOCH_MS, "time": clock_text(sim.now_ms), "leader": leader,
+                              "invariants": [{"name": r.name, "ok": r.ok, "detail": r.detail}
+                                             for r in sim.invariants()]}, sort_keys=True))
+        else:
+            print(f"Virtual time {clock_text(sim.now_ms)}; leader: {'none' if leader is None else f'node {leader}'}.")
         for r in bad:
             print(f"Invariant {r.name} broken: {r.detail}", file=sys.stderr)
     return 1 if bad else 0

@@ -61,6 +61,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
     verify.add_argument("paths", nargs="+", metavar="PATH", help="files or __cluster_metadata-0 directories")
+    verify.add_argument("--json", action="store_true",
+                        help="one JSON object per file, one per line: path, ok, batches, control_batches, records, "
+                             "bytes, first_offset, last_offset, by_type, compression, problems [{position, "
+                             "base_offset, offset, cause}]")
     verify.add_argument("--schemas", action="append", default=[], metavar="DIR",
                         help="an extra folder of record schema files (repeatable)")
     verify.set_defaults(run=run_verify)
@@ -184,6 +188,10 @@ def run_verify(args: argparse.Namespace) -> int:
     failed = 0
     for _, path in files:
         report, found = reports[path], problems[path]
+        failed += bool(found)
+        if args.json:
+            print(json.dumps(_verify_json(path, report, found)))
+            continue
         status = "OK" if not found else f"{len(found)} PROBLEM(S)"
         span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
         print(f"{path}: {status}: {report.batches} batches ({report.control_batches} control), "
@@ -195,9 +203,19 @@ def run_verify(args: argparse.Namespace) -> int:
             print("    compressed batches: " + ", ".join(f"{k} {v}" for k, v in sorted(codecs.items())))
         for problem in sorted(found, key=lambda p: p.position):
             print(f"    PROBLEM: {path}: {problem.describe()}")
-        failed += bool(found)
-    print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
+    if not args.json:
+        print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
     return 1 if failed else 0
+
+
+def _verify_json(path: Path, report: ScanReport, found: list[Problem]) -> dict[str, object]:
+    """`log verify --json`'s object for one file."""
+    return {"path": str(path), "ok": not found, "batches": report.batches, "control_batches": report.control_batches,
+            "records": report.records, "bytes": report.size, "first_offset": report.first_offset,
+            "last_offset": None if report.next_offset is None else report.next_offset - 1,
+            "by_type": dict(sorted(report.by_type.items())), "compression": dict(sorted(report.compression.items())),
+            "problems": [{"position": p.position, "base_offset": p.base_offset, "offset": p.offset, "cause": p.cause}
+                         for p in sorted(found, key=lambda p: p.position)]}
 
 
 def _snapshots_against_log(files: Sequence[tuple[PathKind, Path]],

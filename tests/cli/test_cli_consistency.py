@@ -4,6 +4,8 @@ colour only on a terminal and never with NO_COLOR, simulated time as `+12.345 s`
 from __future__ import annotations
 
 import io
+import json
+from pathlib import Path
 
 import pytest
 
@@ -53,3 +55,27 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(monkeypatch: pytest.M
 def test_simulated_time_reads_as_seconds_since_the_start() -> None:
     assert elapsed_text(12345) == "+12.345 s" and elapsed_text(0) == "+0.000 s"
     assert clock_text(EPOCH_MS + 36373) == "+36.373 s"
+
+
+def test_json_on_the_commands_that_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "c"
+    assert run(capsys, "cluster", "create", str(d), "--controllers", "1", "--brokers", "1", "--release", "4.1")[0] == 0
+    code, out, _ = run(capsys, "cluster", "run", str(d), "--ms", "1500", "--json")
+    ran = json.loads(out)
+    assert code == 0 and ran["leader"] == 1 and all(i["ok"] for i in ran["invariants"])
+    assert ran["time"] == elapsed_text(ran["time_ms"]) and len(ran["invariants"]) >= 4
+    code, out, _ = run(capsys, "features", "--cluster", str(d), "describe", "--json")
+    described = json.loads(out)
+    mv = next(f for f in described["features"] if f["feature"] == "metadata.version")
+    assert code == 0 and described["node"] == 2 and mv["text"]["finalized_level"] == "4.1-IV1"
+    code, text, _ = run(capsys, "features", "--cluster", str(d), "describe")
+    assert len(text.splitlines()) == len(described["features"])
+    meta = d / "node-1" / "__cluster_metadata-0"
+    code, out, _ = run(capsys, "log", "verify", "--json", str(meta))
+    (verified,) = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and verified["ok"] is True and verified["problems"] == [] and verified["records"] > 0
+    end = verified["last_offset"] + 1
+    code, out, _ = run(capsys, "snapshot", "create", str(meta), "--at", str(end), "-o", str(tmp_path), "--json")
+    made = json.loads(out)
+    assert code == 0 and Path(made["file"]).is_file() and made["metadata_version"] == "4.1-IV1"
+    assert made["snapshot"] == Path(made["file"]).name and made["records"] > 0
