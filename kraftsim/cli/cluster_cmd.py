@@ -12,8 +12,8 @@ import sys
 
 from kraftsim.cli import import_cmd
 from kraftsim.cli.style import paint_prefix
-from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
 from kraftsim.sim.health import cluster_health
 from kraftsim.sim.narrate import narrator
@@ -65,13 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
-    roll.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    roll.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     roll.add_argument("--release", required=True, metavar="R", help="the release to run")
     roll.add_argument("--nodes", type=node_id_list, metavar="IDS", help="comma-separated node ids (default: every node)")
     roll.set_defaults(run=kafka_tool(_run_roll))
 
     add = cmds.add_parser("add", help="a new broker or controller joins the cluster")
-    add.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    add.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     role = add.add_mutually_exclusive_group(required=True)
     role.add_argument("--broker", action="store_const", dest="role", const=BROKER, help="add a broker")
     role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER,
@@ -85,7 +85,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                              description="Exit 0 when the cluster is healthy (a leader, every node running and "
                                          "caught up with the committed log, no invariant broken), 1 when it is not "
                                          "(each reason is listed), 2 for bad input.")
-    status.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    status.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(run=kafka_tool(_run_status))
 
@@ -93,28 +93,28 @@ def register(sub: argparse._SubParsersAction) -> None:
                        ("stop", "clean shutdown of the nodes (a broker's controlled shutdown first)"),
                        ("start", "start the nodes again (optionally on another release)")):
         p = cmds.add_parser(name, help=f"{text} (event simulator)")
-        p.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+        p.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
         p.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated node ids, or all")
         if name == "start":
             p.add_argument("--release", metavar="R", help="the release to start on (default: the node's)")
         p.set_defaults(run=kafka_tool(_run_fault), fault=name)
     part = cmds.add_parser("partition", help="split the network into groups (event simulator)")
-    part.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    part.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     part.add_argument("--group", action="append", required=True, metavar="IDS",
                       help="comma-separated node ids of one group (repeatable); unlisted nodes form one more group")
     part.set_defaults(run=kafka_tool(_run_fault), fault="partition")
     heal = cmds.add_parser("heal", help="make the network whole again (event simulator)")
-    heal.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    heal.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     heal.set_defaults(run=kafka_tool(_run_fault), fault="heal")
     disk = cmds.add_parser("disk-fault", help="damage stopped nodes' metadata logs (event simulator)")
-    disk.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    disk.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     disk.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated ids of stopped or crashed nodes, or all")
     disk.add_argument("--kind", required=True, choices=("torn-tail", "wipe"),
                       help="torn-tail: a partial last batch, cut at start-up as Kafka's recovery does; wipe: the node "
                            "comes back empty and catches up from the leader")
     disk.set_defaults(run=kafka_tool(_run_fault), fault="disk-fault")
     run = cmds.add_parser("run", help="let simulated time pass (event simulator)")
-    run.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    run.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     run.add_argument("--ms", type=bounded_int(0, 2**31 - 1, "a number of milliseconds"), required=True, metavar="MS",
                      help="how long to let the cluster run, in simulated milliseconds")
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
@@ -204,7 +204,7 @@ def _node_ids(text: str | None) -> list[int] | None:
     try:
         return node_id_list(text)
     except argparse.ArgumentTypeError as e:
-        raise KraftsimError(f"expected comma-separated node ids: {e}") from None
+        raise UsageError(f"expected comma-separated node ids: {e}") from None
 
 
 def _run_fault(args: argparse.Namespace) -> int:

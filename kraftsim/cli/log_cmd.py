@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence, TextIO
 
 from kraftsim.cli.dump_gaps import OffsetGaps
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
@@ -71,6 +71,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _registry(args: argparse.Namespace) -> Registry:
+    """The record schemas; first, every PATH must exist (a missing one is invalid input, exit 2)."""
+    for p in args.paths:
+        if not Path(p).exists():
+            raise UsageError(f"{p}: no such file or directory")
     return load_registry(Path(d) for d in args.schemas)
 
 

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.style import paint_prefix
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.results import result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
@@ -167,7 +167,7 @@ def _check(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else SUITE_DIR
     if not folder.is_dir():
-        raise KraftsimError(f"{folder}: no such directory")
+        raise UsageError(f"{folder}: no such directory")
     scenarios = _load_all([str(folder)])
     if scenarios is None:
         return EXIT_INVALID

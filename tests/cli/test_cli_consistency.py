@@ -17,7 +17,7 @@ from tests.cli_support import run
 @pytest.mark.parametrize("argv, hint", [
     (["clustr", "status", "x"], "(did you mean 'cluster'?)"),
     (["cluster", "stauts", "x"], "(did you mean 'status'?)"),
-    (["cluster", "status", "x", "--jsn"], "(did you mean --json?)"),
+    (["log", "verify", "x", "--jsn"], "(did you mean --json?)"),
     (["log", "dump", "--relase", "3.7", "x"], "(did you mean --release?)"),
     (["scenario", "run", "x", "--sed", "3"], "(did you mean --seed?)"),
 ])
@@ -28,7 +28,7 @@ def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint:
 
 
 def test_nothing_close_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "cluster", "status", "x", "--zzzzzz")
+    code, _, err = run(capsys, "log", "verify", "x", "--zzzzzz")
     assert code == 2 and "did you mean" not in err
 
 
@@ -79,3 +79,14 @@ def test_json_on_the_commands_that_report(tmp_path: Path, capsys: pytest.Capture
     made = json.loads(out)
     assert code == 0 and Path(made["file"]).is_file() and made["metadata_version"] == "4.1-IV1"
     assert made["snapshot"] == Path(made["file"]).name and made["records"] > 0
+
+
+@pytest.mark.parametrize("argv", [["log", "dump", "{missing}"], ["log", "verify", "{missing}"],
+                                  ["scenario", "list", "--dir", "{missing}"], ["cluster", "status", "{missing}"],
+                                  ["cluster", "run", "{missing}", "--ms", "5"], ["cluster", "crash", "{c}", "--nodes", "x"]])
+def test_invalid_input_exits_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
+    c = tmp_path / "c"
+    if "{c}" in argv:
+        assert run(capsys, "cluster", "create", str(c), "--controllers", "1", "--release", "4.1")[0] == 0
+    code, out, err = run(capsys, *(a.format(missing=tmp_path / "missing", c=c) for a in argv))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
