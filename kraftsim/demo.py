@@ -19,7 +19,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MvChangeHandling, verify_directory, verify_replicas
@@ -66,10 +66,10 @@ def _wrapped(label: str, text: str, say: Say) -> None:
 
 
 def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
-    """Steps 1-4: each story scenario, with its cluster kept and its report written."""
+    """The first steps: each story scenario, with its cluster kept and its report written."""
     result = DemoResult(out)
     if not SUITE_DIR.is_dir():
-        raise KraftsimError(f"{SUITE_DIR}: the shipped scenarios are not there (the demo runs from a source checkout)")
+        raise KraftsimError(f"{SUITE_DIR}: the shipped scenarios are not there (is kraftsim installed whole?)")
     for number, name in enumerate(DEMO_SCENARIOS, start=1):
         scenario = load_scenario(SUITE_DIR / f"{name}.toml")
         say(f"{number}. {name}: {scenario.description}")
@@ -92,8 +92,9 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
 
 
 def verify_clusters(result: DemoResult, say: Say) -> None:
-    """Step 5: every node's snapshots against its log, and the replicas against each other."""
-    say(f"5. Replaying and verifying the logs of the {len(result.clusters)} kept clusters")
+    """The step after the scenarios: every node's snapshots against its log, and the replicas
+    against each other."""
+    say(f"{len(DEMO_SCENARIOS) + 1}. Replaying and verifying the logs of the {len(result.clusters)} kept clusters")
     ok = True
     for name, directory in result.clusters.items():
         mode = MvChangeHandling.KIP_778 if result.policies[name] == "kip-778" else MvChangeHandling.KAFKA
@@ -108,17 +109,29 @@ def verify_clusters(result: DemoResult, say: Say) -> None:
     result.verified = ok
 
 
+def matrix_inputs(clusters: dict[str, Path]) -> list[dict[str, Any]]:
+    """The downgrade-matrix inputs: node 1's states of each cluster (the replicas agree, as the
+    verification step showed), named after the cluster. Every cluster has a `node-1`, so
+    without the cluster's name the states of five clusters would share their names (and run
+    ids) and the job's table would merge them."""
+    from kraftsim.pipeline.jobs import job_inputs
+
+    items = []
+    for name, directory in clusters.items():
+        for item in job_inputs("downgrade-matrix", [str(directory / "node-1")]):
+            items.append({**item, "rel": f"{name}/{item['rel']}", "set": name})
+    return items
+
+
 def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Say) -> None:
-    """Step 6: downgrade-matrix over the kept clusters and snapshot-cost over a small grid."""
+    """The last step: downgrade-matrix over the kept clusters and snapshot-cost over a small grid."""
     from kraftsim.pipeline.jobs import job_inputs, run_spark
     from kraftsim.pipeline.session import start_spark
 
-    say(f"6. Running the Spark jobs on {master or 'the embedded local[*] Spark'}")
+    say(f"{len(DEMO_SCENARIOS) + 2}. Running the Spark jobs on {master or 'the embedded local[*] Spark'}")
     spark, ours = start_spark(master, app_name="kraftsim demo", say=lambda text: say("   " + text), label="spark")
     try:
-        # The replicas of each cluster agree (step 5), so one node's files stand for each cluster.
-        nodes = [str(directory / "node-1") for directory in result.clusters.values()]
-        for name, items in (("downgrade-matrix", job_inputs("downgrade-matrix", nodes)),
+        for name, items in (("downgrade-matrix", matrix_inputs(result.clusters)),
                             ("snapshot-cost", job_inputs("snapshot-cost", (), DEMO_GRID))):
             target = str(out / "parquet" / name)
             run = run_spark(spark, name, items, target, overwrite=True)

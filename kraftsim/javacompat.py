@@ -106,6 +106,33 @@ def string_hash_order(keys: Sequence[str], *, initial: int = 16) -> list[str]:
     return hash_map_order(keys, string_hash, initial=initial)
 
 
+def compute_if_absent_order(keys: Sequence[K], hash_of: Callable[[K], int], *, initial: int = 16) -> list[K]:
+    """The iteration order of a java.util.HashMap whose distinct keys were added, in the order
+    of `keys`, with `computeIfAbsent`: unlike `put`, it links a new key at the head of its
+    bucket (so a bucket lists its keys newest first) and grows the table before an insert,
+    once the map already holds more than 0.75 of it."""
+    cap, size = initial, 0
+    for _ in keys:
+        if size > int(cap * 0.75):
+            cap *= 2
+        size += 1
+    return [k for _, _, k in sorted((_spread(hash_of(k)) & (cap - 1), -i, k) for i, k in enumerate(keys))]
+
+
+def scala_hash_map_order(keys: Sequence[K], hash_of: Callable[[K], int], *, initial: int = 16) -> list[K]:
+    """The iteration order of a Scala 2.13 `mutable.HashMap` whose distinct keys were put in
+    the order of `keys` (Kafka's tools written in Scala): by bucket of the final table (the
+    same spread hash as Java's, but the table doubles before the insert that would reach
+    0.75 of it), and within a bucket by the spread hash as a signed int, then by insertion."""
+    cap, size = table_size_for(initial), 0
+    for _ in keys:
+        if size + 1 >= int(cap * 0.75):
+            cap *= 2
+        size += 1
+    spread = [signed32(_spread(hash_of(k))) for k in keys]
+    return [k for _, _, _, k in sorted((h & (cap - 1), h, i, k) for i, (h, k) in enumerate(zip(spread, keys)))]
+
+
 def int_set_order(*groups: Iterable[int]) -> list[int]:
     """The iteration order of a HashSet<Integer> copied from `groups[0]` (`new HashSet<>(c)`)
     and then added to from each later group."""

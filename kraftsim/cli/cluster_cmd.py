@@ -11,9 +11,11 @@ import json
 import sys
 
 from kraftsim.cli import import_cmd
-from kraftsim.cli.common import bounded_int, kafka_tool, node_id, node_id_list
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.style import paint_prefix
+from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.health import cluster_health
 from kraftsim.sim.narrate import narrator
 from kraftsim.sim.directory import (
     EVENTS,
@@ -24,6 +26,7 @@ from kraftsim.sim.directory import (
     simulation_status_lines,
 )
 from kraftsim.sim.node import BROKER, CONTROLLER
+from kraftsim.sim.node_format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
@@ -62,13 +65,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
-    roll.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    roll.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     roll.add_argument("--release", required=True, metavar="R", help="the release to run")
     roll.add_argument("--nodes", type=node_id_list, metavar="IDS", help="comma-separated node ids (default: every node)")
     roll.set_defaults(run=kafka_tool(_run_roll))
 
     add = cmds.add_parser("add", help="a new broker or controller joins the cluster")
-    add.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    add.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     role = add.add_mutually_exclusive_group(required=True)
     role.add_argument("--broker", action="store_const", dest="role", const=BROKER, help="add a broker")
     role.add_argument("--controller", action="store_const", dest="role", const=CONTROLLER,
@@ -77,8 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     add.add_argument("--id", type=node_id, metavar="N", help="the node id (default: the highest id + 1)")
     add.set_defaults(run=kafka_tool(_run_add))
 
-    status = cmds.add_parser("status", help="nodes, releases, supported ranges, fencing, finalized features, offsets")
-    status.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    status = cmds.add_parser("status", help="health first (broken invariants, nodes down, behind or diverged), then "
+                                            "nodes, releases, fencing, finalized features, offsets",
+                             description="Exit 0 when the cluster is healthy (a leader, every node running and "
+                                         "caught up with the committed log, no invariant broken), 1 when it is not "
+                                         "(each reason is listed), 2 for bad input.")
+    status.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     status.add_argument("--json", action="store_true", help="one JSON object")
     status.set_defaults(run=kafka_tool(_run_status))
 
@@ -86,32 +93,34 @@ def register(sub: argparse._SubParsersAction) -> None:
                        ("stop", "clean shutdown of the nodes (a broker's controlled shutdown first)"),
                        ("start", "start the nodes again (optionally on another release)")):
         p = cmds.add_parser(name, help=f"{text} (event simulator)")
-        p.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+        p.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
         p.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated node ids, or all")
         if name == "start":
             p.add_argument("--release", metavar="R", help="the release to start on (default: the node's)")
         p.set_defaults(run=kafka_tool(_run_fault), fault=name)
     part = cmds.add_parser("partition", help="split the network into groups (event simulator)")
-    part.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    part.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     part.add_argument("--group", action="append", required=True, metavar="IDS",
                       help="comma-separated node ids of one group (repeatable); unlisted nodes form one more group")
     part.set_defaults(run=kafka_tool(_run_fault), fault="partition")
     heal = cmds.add_parser("heal", help="make the network whole again (event simulator)")
-    heal.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    heal.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     heal.set_defaults(run=kafka_tool(_run_fault), fault="heal")
     disk = cmds.add_parser("disk-fault", help="damage stopped nodes' metadata logs (event simulator)")
-    disk.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    disk.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     disk.add_argument("--nodes", required=True, metavar="IDS", help="comma-separated ids of stopped or crashed nodes, or all")
     disk.add_argument("--kind", required=True, choices=("torn-tail", "wipe"),
                       help="torn-tail: a partial last batch, cut at start-up as Kafka's recovery does; wipe: the node "
                            "comes back empty and catches up from the leader")
     disk.set_defaults(run=kafka_tool(_run_fault), fault="disk-fault")
     run = cmds.add_parser("run", help="let simulated time pass (event simulator)")
-    run.add_argument("dir", metavar="DIR", help="the cluster directory (`cluster create`)")
+    run.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     run.add_argument("--ms", type=bounded_int(0, 2**31 - 1, "a number of milliseconds"), required=True, metavar="MS",
                      help="how long to let the cluster run, in simulated milliseconds")
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
+    run.add_argument("--json", action="store_true", help="print one JSON object at the end (time, leader, every "
+                                                         "invariant) instead of the events")
     run.set_defaults(run=kafka_tool(_run_fault), fault="run")
     import_cmd.add_parser(cmds)
 
@@ -163,13 +172,17 @@ def _run_add(args: argparse.Namespace) -> int:
 def _run_status(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
         st = simulation_status(args.dir)
+        health = cluster_health(args.dir, st)
         if args.json:
-            print(json.dumps(st, sort_keys=True))
+            print(json.dumps({**st, "health": health.to_json()}, sort_keys=True))
         else:
             names = {mv.level: mv.version for mv in load_catalog(catalog_path(args.dir)).metadata_versions}
-            for line in simulation_status_lines(st, names):
+            lines = simulation_status_lines(st, names)
+            verdict = [paint_prefix(line, {"Health: OK": "green", "Health: NOT HEALTHY": "red"})
+                       for line in health.lines()]
+            for line in lines[:2] + verdict + lines[2:]:  # the verdict right after who leads
                 print(line)
-        return 0
+        return 0 if health.healthy else 1
     cluster = SimCluster.open(args.dir, emit=lambda line: None, passive=True)
     try:
         status = cluster_status(cluster)
@@ -191,7 +204,7 @@ def _node_ids(text: str | None) -> list[int] | None:
     try:
         return node_id_list(text)
     except argparse.ArgumentTypeError as e:
-        raise KraftsimError(f"expected comma-separated node ids: {e}") from None
+        raise UsageError(f"expected comma-separated node ids: {e}") from None
 
 
 def _run_fault(args: argparse.Namespace) -> int:
@@ -199,7 +212,8 @@ def _run_fault(args: argparse.Namespace) -> int:
     if engine_of(args.dir) != EVENTS:
         raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster of the event simulator "
                             "(this one was made with `cluster create --engine ticks`)")
-    with Simulation.open(args.dir, on_event=narrator(print)) as sim:
+    as_json = getattr(args, "json", False)
+    with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)
         if args.fault == "crash":
@@ -223,7 +237,12 @@ def _run_fault(args: argparse.Namespace) -> int:
                 sim.run(args.ms)
         bad = [r for r in sim.invariants() if not r.ok]
         leader = sim.leader()
-        print(f"Virtual time {sim.now_ms} ms; leader: {'none' if leader is None else f'node {leader}'}.")
+        if as_json:
+            print(json.dumps({"time_ms": sim.now_ms - EPOCH_MS, "time": clock_text(sim.now_ms), "leader": leader,
+                              "invariants": [{"name": r.name, "ok": r.ok, "detail": r.detail}
+                                             for r in sim.invariants()]}, sort_keys=True))
+        else:
+            print(f"Virtual time {clock_text(sim.now_ms)}; leader: {'none' if leader is None else f'node {leader}'}.")
         for r in bad:
             print(f"Invariant {r.name} broken: {r.detail}", file=sys.stderr)
     return 1 if bad else 0

@@ -52,11 +52,22 @@ def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             return run(args)
         except ClusterBusyError:
             raise
+        except UsageError as e:  # invalid input, not a refusal: exit 2 as everywhere
+            print(str(e), file=sys.stderr)
+            return 2
         except KraftsimError as e:
             print(str(e), file=sys.stderr)
             return 1
 
     return wrapped
+
+
+def cluster_dir(text: str) -> str:
+    """An argparse type: the directory of a simulated cluster (`cluster create`), refused as
+    invalid input (UsageError: one line, exit 2) when it holds none."""
+    if not (Path(text) / "cluster.json").is_file():
+        raise UsageError(f"{text}: not a simulated cluster (no cluster.json); create one with `kraftsim cluster create`")
+    return text
 
 
 INT32_MAX = 2**31 - 1

@@ -25,10 +25,11 @@ from kraftsim.cli.common import (
     add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, node_id, path_at,
     required,
 )
+from kraftsim.cli.style import paint
 from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
 from kraftsim.errors import KraftsimError
-from kraftsim.controller.downgrade_report import DowngradeReport, downgrade_report
-from kraftsim.image import MetadataImage, infer_writer_release as release_of_registered_nodes
+from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
+from kraftsim.image import LossGroup, MetadataImage, group_losses, infer_writer_release as release_of_registered_nodes
 from kraftsim.sim.importing.plan import advertised, infer_release, ranges_text
 from kraftsim.storage.names import QUORUM_STATE_FILE, PathKind, classify_path
 from kraftsim.storage.quorum_state import read_quorum_state
@@ -36,34 +37,96 @@ from kraftsim.storage.view import metadata_dir_of
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
 
-def report_lines(r: DowngradeReport, release_reason: str | None = None) -> list[str]:
+#: Topics listed per kind of loss without --details (the biggest first).
+TOPICS_SHOWN = 10
+#: Items named inline for a kind that is not per topic (brokers, users) without --details.
+ITEMS_SHOWN = 5
+
+
+def policy_answer(verdicts: list[Verdict]) -> str:
+    """One phrase for a policy's answer: what an operator asks first."""
+    if not verdicts:
+        return "no finalized metadata.version to change"
+    if verdicts[0].accepted:
+        return "accepted"
+    if any(v.accepted for v in verdicts[1:]):
+        return "refused; accepted only as an unsafe downgrade (--unsafe)"
+    return "refused"
+
+
+def _verdict_lines(label: str, verdicts: list[Verdict], shown: list[Verdict] | None = None) -> list[str]:
+    out = [f"{label}: {policy_answer(verdicts)}"]
+    for v in verdicts if shown is None else shown:
+        out.append(f"  {v.upgrade_type}: {'accepted' if v.accepted else f'refused, {v.error}: {v.message}'}")
+        out.append(f"    kafka-features --dry-run: {v.tool_line}")
+    return out
+
+
+def _loss_lines(groups: list[LossGroup], details: bool) -> list[str]:
+    out: list[str] = []
+    kinds = list(dict.fromkeys(g.kind for g in groups))
+    for kind in kinds:
+        mine = [g for g in groups if g.kind == kind]
+        others = [e for g in mine if g.topic is None for e in g.entities]
+        topics = [g for g in mine if g.topic is not None]
+        total = sum(g.count for g in mine)
+        where = f" in {len(topics)} topic(s)" if topics else ""
+        named = others if details or len(others) <= ITEMS_SHOWN else others[:ITEMS_SHOWN] + [
+            f"and {len(others) - ITEMS_SHOWN} more"]
+        out.append(f"  {kind}: {total}{where}" + (f" ({', '.join(named)})" if others else ""))
+        shown = topics if details else sorted(topics, key=lambda g: -g.count)[:TOPICS_SHOWN]
+        for g in shown if details else sorted(shown, key=topics.index):
+            out.append(f"    {g.topic}: {g.count} partition(s)")
+            if details:
+                out += [f"      {e}" for e in g.entities]
+        if len(shown) < len(topics):
+            out.append(f"    and {len(topics) - len(shown)} more topic(s)")
+    return out
+
+
+def _painted(line: str) -> str:
+    """A verdict line with its answer in colour on a terminal (green accepted, red refused)."""
+    if not line.startswith("verdict, policy"):
+        return line
+    head, _, answer = line.rpartition(": ")
+    return f"{head}: {paint(answer, 'green' if answer == 'accepted' else 'red')}" if head else line
+
+
+def report_lines(r: DowngradeReport, release_reason: str | None = None, *, details: bool = False) -> list[str]:
+    """The verdict per policy first, then what would be lost grouped by kind and topic (every
+    item with `details`), then why: the controller, the versions in between, feature notes."""
     where = f"{r.path} at offset {r.offset}" if r.path else f"the image at offset {r.offset}"
     cur = "no finalized metadata.version" if r.current is None else f"{r.current} ({r.current_level})"
     out = [f"{MV_NAME} {cur} → {r.target} ({r.target_level}) for {where}: {r.direction}"]
-    if r.controller and release_reason:
-        out.append(f"controller: {r.controller} ({release_reason})")
+    if r.verdicts:
+        lossy = "crosses a metadata change" if r.catalog_lossy else "crosses no metadata change"
+        out += _verdict_lines(f"verdict, policy kafka ({r.controller}; the change {lossy})", r.verdicts)
+        differ = [v for v, k in zip(r.kip778_verdicts, r.verdicts) if v != k]
+        label = "verdict, policy kip-778 (kraftsim's, beyond Kafka)"
+        if differ:  # only the answers that differ from Kafka's
+            out += _verdict_lines(label, r.kip778_verdicts, differ)
+        elif r.kip778_verdicts:
+            out.append(f"{label}: the same")
     if r.lossless:
         out.append(f"data: nothing in this image would be lost (writer {r.writer})")
     else:
-        out.append(f"data: {len(r.lost)} item(s) would be lost (writer {r.writer}):")
-        for x in r.lost:
-            silent = "" if x.kafka_reported else " (dropped silently by Kafka)"
-            out.append(f"  {x.kind}: {x.entity}{silent}")
+        out.append(f"data: {len(r.lost)} item(s) would be lost (writer {r.writer}), by kind and topic:")
+        out += _loss_lines(group_losses((x.kind, x.entity) for x in r.lost), details)
+        silent = sum(not x.kafka_reported for x in r.lost)
+        if silent:
+            out.append(f"  of which {silent} dropped silently by Kafka (it reports no loss for them)")
         for s in r.kafka_loss_summaries:
             out.append(f"  Kafka's writer: Metadata has been lost because the following could not be represented "
                        f"in metadata.version {r.target}: {s}")
+        if not details:
+            out.append("  (--details lists every item; --json has them all)")
+    if r.controller and release_reason:
+        out.append(f"controller: {r.controller} ({release_reason})")
     if r.version_changes:
         out.append("versions in between:")
         out += [f"  {x.strip()}" for x in r.version_changes[1:]] or ["  no metadata change"]
     for n in r.feature_notes:
         out.append(f"feature: {n}")
-    if r.verdicts:
-        lossy = "crosses a metadata change" if r.catalog_lossy else "crosses no metadata change"
-        out.append(f"Kafka's verdict ({r.controller}; the change {lossy}):")
-        for v in r.verdicts:
-            what = "accepted" if v.accepted else f"refused, {v.error}: {v.message}"
-            out.append(f"  {v.upgrade_type}: {what}")
-            out.append(f"    kafka-features --dry-run: {v.tool_line}")
     return out
 
 
@@ -83,7 +146,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--controller-id", type=node_id, metavar="N",
                    help="the active controller's node id (default: quorum-state's leader, else the lowest "
                         "registered controller)")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--details", action="store_true", help="list every item that would be lost (by default: counts "
+                                                            "per kind and topic)")
+    p.add_argument("--json", action="store_true", help="print one JSON object (every lost item, the groups and the "
+                                                       "verdict per policy)")
     p.add_argument("--progress", action="store_true", help="show progress on stderr even when it is not a terminal")
     add_damage_option(p)
     add_catalog_options(p)
@@ -145,8 +211,14 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
     report = downgrade_report(result.image, target, release_catalog, path=str(path), node_id=node,
                               static_voters=voters)
     if args.json:
+        groups = group_losses((x.kind, x.entity) for x in report.lost)
         print_json({**msgspec.to_builtins(report), "controller_release": release_catalog.release.name,
-                    "controller_release_reason": reason})
+                    "controller_release_reason": reason,
+                    "verdict": {"kafka": policy_answer(report.verdicts),
+                                "kip-778": policy_answer(report.kip778_verdicts)},
+                    "loss_groups": [{"kind": g.kind, "topic": g.topic, "count": g.count} for g in groups]})
     else:
-        print("\n".join(report_lines(report, f"release from {reason}" if reason.startswith("--") else reason)))
+        lines = report_lines(report, f"release from {reason}" if reason.startswith("--") else reason,
+                             details=args.details)
+        print("\n".join(_painted(line) for line in lines))
     return 0 if report.lossless and result.partial is None else 1  # a partial state never passes

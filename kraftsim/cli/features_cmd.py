@@ -13,6 +13,7 @@ module maps flags to calls.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -36,6 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     describe = cmds.add_parser("describe", help="Describes the current active feature flags.")
     describe.add_argument("--node-id", type=node_id, metavar="N", help="Send request to specific node.")
+    describe.add_argument("--json", action="store_true",
+                          help="kraftsim's addition: one JSON object (the node asked, the finalized epoch, and per "
+                               "feature its supported range and finalized level, as levels and as printed)")
     describe.set_defaults(run=kafka_tool(_run_describe))
 
     for op, text in (("upgrade", "Upgrade one or more feature flags."),
@@ -124,6 +128,9 @@ def _run_describe(args: argparse.Namespace) -> int:
     tool = _tool(args)
     cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
+        if args.json:
+            print(json.dumps(features_tool.describe_rows(cluster, tool, args.node_id), sort_keys=True))
+            return 0
         lines = features_tool.describe(cluster, tool, args.node_id)
     finally:
         cluster.close()

@@ -1,7 +1,9 @@
 """`kraftsim log dump` and `kraftsim log verify`: read Kafka's metadata files as they are.
 
 `dump` prints records as kafka-dump-log does with its cluster-metadata decoder, or one
-JSON object per record with `--json` (DESIGN.md, contract 2). `verify` checks every batch
+JSON object per record with `--json` (DESIGN.md, contract 2). Like Kafka's tool it prints a
+file whose offsets skip or go back, or a segment that starts after its name, and notes the
+jumps on stderr (cli/dump_gaps.py); it exits 1 only for damage it cannot read past. `verify` checks every batch
 (length, magic, CRC-32C), decodes every record, writes each batch again and compares the
 bytes, checks offsets and epochs across batches, files and segments and a snapshot's
 header, footer and name (`storage.checks`), and reports every problem it finds, each with
@@ -14,16 +16,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, Mapping, Sequence, TextIO
 
-from kraftsim.errors import KraftsimError
+from kraftsim.cli.dump_gaps import OffsetGaps
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
-from kraftsim.storage.names import PathKind, parse_snapshot_name
+from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name
 from kraftsim.storage.view import find_metadata_files
+
+if TYPE_CHECKING:
+    from kraftsim.versions import Catalog
 
 # kafka-dump-log's labels for control records, as it prints them before the JSON (only
 # LeaderChange has a colon; Kafka 4.1 on, before which it printed 'controlType: LEADER_CHANGE(2)').
@@ -55,20 +61,31 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     verify = cmds.add_parser("verify", help="check lengths, CRCs, decoding and re-encoding of every batch, offsets and epochs across batches and segments, and snapshot headers, footers and names; exit 1 when anything is wrong")
     verify.add_argument("paths", nargs="+", metavar="PATH", help="files or __cluster_metadata-0 directories")
+    verify.add_argument("--json", action="store_true",
+                        help="one JSON object per file, one per line: path, ok, batches, control_batches, records, "
+                             "bytes, first_offset, last_offset, by_type, compression, problems [{position, "
+                             "base_offset, offset, cause}]")
     verify.add_argument("--schemas", action="append", default=[], metavar="DIR",
                         help="an extra folder of record schema files (repeatable)")
     verify.set_defaults(run=run_verify)
 
 
 def _registry(args: argparse.Namespace) -> Registry:
+    """The record schemas; first, every PATH must exist (a missing one is invalid input, exit 2)."""
+    for p in args.paths:
+        if not Path(p).exists():
+            raise UsageError(f"{p}: no such file or directory")
     return load_registry(Path(d) for d in args.schemas)
 
 
 def run_dump(args: argparse.Namespace) -> int:
+    """Exit 1 only for damage (a batch that cannot be read, a bad snapshot); offsets that skip
+    or a segment that starts after its name are dumped, noted as kafka-dump-log notes them."""
     registry = _registry(args)
     out = sys.stdout
     failed = False
     leader_change = _leader_change_text(args.release)
+    gaps = OffsetGaps(_release_catalog(args.release).policy("dump_log_offset_gaps"))
     files = list(find_metadata_files(args.paths))
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
@@ -84,7 +101,9 @@ def run_dump(args: argparse.Namespace) -> int:
             elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
                 end, epoch = name.snapshot_id
                 print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
+        offsets: list[int] = []
         for scanned in scan(data, registry, report):
+            offsets += [entry.offset for entry in scanned.entries]
             if args.json:
                 for entry in scanned.entries:
                     row = entry.to_json()
@@ -93,19 +112,31 @@ def run_dump(args: argparse.Namespace) -> int:
                     out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
             else:
                 _print_batch_text(scanned, out, leader_change)
-        for problem in report.problems + file_problems(kind, path, report):
+        gaps.add_file(path, offsets)
+        # a segment's name that is not its first offset is no damage to Kafka's tool either
+        named = kind is PathKind.SEGMENT and parse_segment_name(path.name) is not None
+        for problem in report.problems + ([] if named else file_problems(kind, path, report)):
+            if problem.irregular:
+                continue
             failed = True
             print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
+    for line in gaps.lines():
+        print(line, file=sys.stderr)
     return 1 if failed else 0
+
+
+def _release_catalog(release: str | None) -> Catalog:
+    """The catalog of the release whose kafka-dump-log is mirrored (default: the newest)."""
+    from kraftsim.versions import default_catalog
+
+    return default_catalog() if release is None else default_catalog().at_release(release)
 
 
 def _leader_change_text(release: str | None) -> str | None:
     """The release's fixed text for a LeaderChange record (policy dump_log_leader_change), or None: JSON."""
     if release is None:
         return None
-    from kraftsim.versions import default_catalog
-
-    catalog = default_catalog().at_release(release)
+    catalog = _release_catalog(release)
     if catalog.policy("dump_log_leader_change") != "control-type":
         return None
     return catalog.policy_text("dump_log_leader_change", "line")
@@ -161,6 +192,10 @@ def run_verify(args: argparse.Namespace) -> int:
     failed = 0
     for _, path in files:
         report, found = reports[path], problems[path]
+        failed += bool(found)
+        if args.json:
+            print(json.dumps(_verify_json(path, report, found)))
+            continue
         status = "OK" if not found else f"{len(found)} PROBLEM(S)"
         span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
         print(f"{path}: {status}: {report.batches} batches ({report.control_batches} control), "
@@ -172,9 +207,19 @@ def run_verify(args: argparse.Namespace) -> int:
             print("    compressed batches: " + ", ".join(f"{k} {v}" for k, v in sorted(codecs.items())))
         for problem in sorted(found, key=lambda p: p.position):
             print(f"    PROBLEM: {path}: {problem.describe()}")
-        failed += bool(found)
-    print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
+    if not args.json:
+        print(f"verified {len(files)} file(s): {len(files) - failed} ok, {failed} with problems")
     return 1 if failed else 0
+
+
+def _verify_json(path: Path, report: ScanReport, found: list[Problem]) -> dict[str, object]:
+    """`log verify --json`'s object for one file."""
+    return {"path": str(path), "ok": not found, "batches": report.batches, "control_batches": report.control_batches,
+            "records": report.records, "bytes": report.size, "first_offset": report.first_offset,
+            "last_offset": None if report.next_offset is None else report.next_offset - 1,
+            "by_type": dict(sorted(report.by_type.items())), "compression": dict(sorted(report.compression.items())),
+            "problems": [{"position": p.position, "base_offset": p.base_offset, "offset": p.offset, "cause": p.cause}
+                         for p in sorted(found, key=lambda p: p.position)]}
 
 
 def _snapshots_against_log(files: Sequence[tuple[PathKind, Path]],

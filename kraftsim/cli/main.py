@@ -13,9 +13,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 import traceback
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, NoReturn, Sequence
 
 from kraftsim import __version__
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
@@ -69,11 +70,46 @@ COMMANDS = (
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse without prefix matching: `--release` must never be taken for `--release-version`."""
+    """argparse without prefix matching (`--release` must never be taken for
+    `--release-version`), and with "did you mean" after an unknown command or flag."""
 
     def __init__(self, *args: object, **kwargs: object) -> None:
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        super().error(message + did_you_mean(message, self))
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
+    """Every flag of `parser` and of the subcommand parsers below it (those loaded)."""
+    out: list[str] = []
+    for action in parser._actions:
+        out += [o for o in action.option_strings if o.startswith("--")]
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                out += _option_strings(sub)
+    return list(dict.fromkeys(out))
+
+
+def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
+    """" (did you mean 'cluster'?)" for an argparse error about an unknown command or flag
+    that is close to a known one; "" otherwise."""
+    import difflib
+
+    choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if choice:
+        known = re.findall(r"'([^']*)'", choice.group(2))
+        close = difflib.get_close_matches(choice.group(1), known, n=1, cutoff=0.6)
+        return f" (did you mean '{close[0]}'?)" if close else ""
+    if message.startswith("unrecognized arguments: "):
+        flags = _option_strings(parser)
+        for arg in message[len("unrecognized arguments: "):].split():
+            if arg.startswith("--"):
+                close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1, cutoff=0.6)
+                if close:
+                    return f" (did you mean {close[0]}?)"
+    return ""
 
 
 def _command_named(argv: Sequence[str]) -> str | None:

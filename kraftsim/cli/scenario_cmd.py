@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.results import result_json
@@ -19,6 +20,8 @@ from kraftsim.scenario.text import step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
+#: The verdict words painted on a terminal.
+VERDICTS = {"PASS ": "green", "FAIL ": "red"}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = cmds.add_parser("run", help="run scenario files (or every *.toml in a directory)",
                           description="Exit 0 when every scenario passed, 1 when one failed, 2 when a file is not "
                                       "a valid scenario (then nothing runs).")
-    run.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them (run in name order)")
+    run.add_argument("paths", nargs="+", metavar="FILE|DIR|NAME",
+                     help="scenario files, directories of them (run in name order), or names of shipped scenarios "
+                          "(`kraftsim scenario list`)")
     run.add_argument("--seed", type=int, metavar="N", help="override each file's seed")
     run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
     run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
@@ -45,10 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.set_defaults(run=_run)
 
     check = cmds.add_parser("check", help="validate scenario files without running them")
-    check.add_argument("paths", nargs="+", metavar="FILE|DIR", help="scenario files, or directories of them")
+    check.add_argument("paths", nargs="+", metavar="FILE|DIR|NAME",
+                       help="scenario files, directories of them, or names of shipped scenarios")
     check.set_defaults(run=_check)
 
-    lst = cmds.add_parser("list", help="the shipped scenarios: name and the question each answers")
+    lst = cmds.add_parser("list", help="the shipped scenarios: name, file and the question each answers")
     lst.add_argument("--dir", metavar="DIR", help=f"list this folder instead (default: {SUITE_DIR.name}/ of kraftsim)")
     lst.set_defaults(run=_list)
 
@@ -140,7 +146,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(result_json(result), flush=True)
         else:
-            print("\n".join(summary_lines(result)), flush=True)
+            print("\n".join(paint_prefix(line, VERDICTS) for line in summary_lines(result)), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
             report = _target(args.html, scenario, many, ".html")
@@ -172,13 +178,14 @@ def _check(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     folder = Path(args.dir) if args.dir else SUITE_DIR
     if not folder.is_dir():
-        raise KraftsimError(f"{folder}: no such directory")
+        raise UsageError(f"{folder}: no such directory")
     scenarios = _load_all([str(folder)])
     if scenarios is None:
         return EXIT_INVALID
     width = max((len(s.name) for s in scenarios), default=0)
-    for s in scenarios:
-        print(f"{s.name:<{width}}  {s.header.question or s.description}")
+    for s in scenarios:  # one line a scenario (name and file), its question indented below
+        print(f"{s.name:<{width}}  {s.path}")
+        print(f"    {s.header.question or s.description}")
     return 0
 
 

@@ -66,6 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "batch aligned)")
     create.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="the file to write, or a directory to write <offset>-<epoch>.checkpoint into")
+    create.add_argument("--json", action="store_true",
+                        help="print one JSON object: file, snapshot, records, metadata_version, writer_release, "
+                             "writer_reason, source, configs_dropped, and with --allow-loss lossless and lost")
     create.set_defaults(run=input_errors(run_create))
 
     diff = cmds.add_parser("diff", help="compare two snapshots or images entity by entity (exit 1 when they differ)")
@@ -104,6 +107,17 @@ def run_create(args: argparse.Namespace) -> int:
         return 1
     written = contents.write(args.output, time_ms=args.time_ms)
     sid = contents.snapshot_id
+    if args.json:
+        out: dict[str, Any] = {
+            "file": str(written), "snapshot": snapshot_file_name(sid), "records": len(contents.records),
+            "metadata_version": contents.metadata_version.version, "writer_release": contents.release,
+            "writer_reason": contents.release_reason, "source": str(contents.source),
+            "configs_dropped": contents.configs_dropped}
+        if args.allow_loss:
+            out.update(lossless=contents.loss.lossless, lost=contents.loss.lines(),
+                       kafka_loss_summaries=contents.loss.summaries())
+        print_json(out)
+        return 0
     print(f"wrote {written}: snapshot {snapshot_file_name(sid)}, {len(contents.records)} records at metadata.version "
           f"{contents.metadata_version.version}, writer of Kafka {contents.release} ({contents.release_reason}), "
           f"from {contents.source}")

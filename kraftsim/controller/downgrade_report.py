@@ -24,7 +24,7 @@ import msgspec
 
 from kraftsim.controller.context import ControllerContext
 from kraftsim.controller.features import (
-    FeatureUpdate, UpdateFeaturesRequest, UpgradeType, update_features,
+    KIP_778, FeatureUpdate, UpdateFeaturesRequest, UpgradeType, update_features,
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
@@ -66,7 +66,8 @@ class DowngradeReport(msgspec.Struct, kw_only=True):
     version_changes: list[str] = []
     feature_notes: list[str] = []
     controller: str = ""
-    verdicts: list[Verdict] = []
+    verdicts: list[Verdict] = []  # Kafka's answer (policy "kafka")
+    kip778_verdicts: list[Verdict] = []  # the answer under kraftsim's named policy "kip-778"
 
 
 def _verdict(ctx: ControllerContext, level: int, upgrade_type: UpgradeType, op: str) -> Verdict:
@@ -130,9 +131,13 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
         ctx = ControllerContext(node_id=node_id, supported=catalog.supported_features(), image=image,
                                 catalog=catalog, static_voters=tuple(static_voters))
         out.controller = f"node {node_id} running Kafka {catalog.release.name}"
-        if mv.level >= current.level:
-            out.verdicts = [_verdict(ctx, mv.level, UpgradeType.UPGRADE, "upgrade")]
-        else:
-            out.verdicts = [_verdict(ctx, mv.level, UpgradeType.SAFE_DOWNGRADE, "downgrade"),
-                            _verdict(ctx, mv.level, UpgradeType.UNSAFE_DOWNGRADE, "downgrade")]
+        kip778 = msgspec.structs.replace(ctx, config=msgspec.structs.replace(ctx.config, policies=frozenset({KIP_778})))
+        out.verdicts, out.kip778_verdicts = (_verdicts(c, mv.level, current.level) for c in (ctx, kip778))
     return out
+
+
+def _verdicts(ctx: ControllerContext, level: int, current: int) -> list[Verdict]:
+    if level >= current:
+        return [_verdict(ctx, level, UpgradeType.UPGRADE, "upgrade")]
+    return [_verdict(ctx, level, UpgradeType.SAFE_DOWNGRADE, "downgrade"),
+            _verdict(ctx, level, UpgradeType.UNSAFE_DOWNGRADE, "downgrade")]

@@ -73,7 +73,7 @@ from kraftsim.image.writer.image_writer import (
     WriterLine,
 )
 from kraftsim.image.writer.kafka_order import config_entry_ranks
-from kraftsim.image.writer.loss import Loss, LossReport, raise_on_loss
+from kraftsim.image.writer.loss import Loss, LossGroup, LossReport, group_losses, raise_on_loss
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
 from kraftsim.image.loader.metadata_loader import (
@@ -159,6 +159,7 @@ __all__ = [
     "LoaderFault",
     "LogDeltaManifest",
     "Loss",
+    "LossGroup",
     "LossReport",
     "MECHANISMS",
     "Manifest",
@@ -216,6 +217,7 @@ __all__ = [
     "load_snapshot",
     "loader_header_records",
     "mechanism_name",
+    "group_losses",
     "raise_on_loss",
     "registration_from_record",
     "registry_for",

@@ -35,6 +35,9 @@ class Problem:
     cause: str
     offset: int | None = None  # the record's offset, for record-level problems
     torn: bool = False  # bytes at the end that do not make a whole batch (what a crash mid-write leaves)
+    #: offsets or epochs out of sequence in sound batches: kafka-dump-log prints such a file
+    #: (noting non-consecutive offsets) and exits 0; `log verify` reports it as a problem
+    irregular: bool = False
 
     def describe(self) -> str:
         where = f"position {self.position}"
@@ -124,7 +127,7 @@ def _scan_one(piece: BatchSlice, registry: Registry, report: ScanReport, reencod
         report.expected_offset = None  # the header cannot be trusted: no sequence check across it
         return None
     for cause in _sequence_problems(batch, report):
-        report.problems.append(Problem(piece.position, batch.base_offset, cause))
+        report.problems.append(Problem(piece.position, batch.base_offset, cause, irregular=True))
     span = BatchSpan(piece.position, batch.base_offset, batch.last_offset, batch.partition_leader_epoch, ())
     try:
         entries = decode_batch(batch, registry)
@@ -145,7 +148,7 @@ def _scan_one(piece: BatchSlice, registry: Registry, report: ScanReport, reencod
                 report.problems.append(Problem(
                     piece.position, batch.base_offset,
                     f"record {i} of the batch has offset delta {entry.offset - batch.base_offset}, expected {i}",
-                    entry.offset))
+                    entry.offset, irregular=True))
                 break
     _add_span(report, span._replace(control_types=tuple(e.type_name for e in entries)) if batch.is_control else span)
     report.batches += 1

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
+from kraftsim import shipped_folder
 from kraftsim.errors import SchemaError
 
 MAX_VERSION = 0x7FFF
@@ -358,15 +358,8 @@ def load_schema_file(path: Path) -> RecordSchema:
 
 
 def builtin_schema_dir() -> Path:
-    """Where the shipped schemas are: inside the wheel, or records/ in a source checkout."""
-    try:
-        root = resources.files("kraftsim._records")
-        path = Path(str(root))
-        if path.is_dir():
-            return path
-    except ModuleNotFoundError:
-        pass
-    return Path(__file__).resolve().parents[2] / "records"
+    """Where the shipped schemas are: records/ in a source checkout, or inside the wheel."""
+    return shipped_folder("kraftsim._records", "records")
 
 
 def iter_schema_files(directories: Iterable[Path]) -> Iterable[Path]:

@@ -1,18 +1,40 @@
-"""The shipped suite (the repository's `scenarios/` folder) and the `scenario new` template."""
+"""The shipped suite (the repository's `scenarios/` folder, in a wheel the package
+`kraftsim._scenarios`) and the `scenario new` template."""
 
 from __future__ import annotations
 
 from importlib import resources
 from pathlib import Path
 
-#: scenarios/ beside the package (a source checkout or an editable install).
-SUITE_DIR = Path(__file__).resolve().parents[2] / "scenarios"
+from kraftsim import shipped_folder
+
+#: Where the shipped scenarios are.
+SUITE_DIR = shipped_folder("kraftsim._scenarios", "scenarios")
+
+
+def shipped(name: str) -> Path | None:
+    """The shipped scenario file called NAME (with or without `.toml`), or None."""
+    stem = name[:-5] if name.endswith(".toml") else name
+    if not stem or "/" in stem or "\\" in stem or stem.startswith("."):
+        return None
+    path = SUITE_DIR / f"{stem}.toml"
+    return path if path.is_file() else None
+
+
+def resolve(arg: str) -> Path:
+    """A command-line FILE|DIR|NAME: an existing path as it is, else a shipped scenario's
+    name, else the path as given (so the error names what the user typed)."""
+    path = Path(arg)
+    if path.exists():
+        return path
+    return shipped(arg) or path
 
 
 def scenario_files(paths: list[Path]) -> list[Path]:
-    """Files named on the command line, with each directory replaced by its *.toml files (sorted)."""
+    """Files named on the command line, with each directory replaced by its *.toml files (sorted)
+    and each shipped scenario's name by its file."""
     out: list[Path] = []
-    for p in paths:
+    for p in (resolve(str(p)) for p in paths):
         if p.is_dir():
             out += sorted(p.glob("*.toml"))
         else:

@@ -64,7 +64,9 @@ def describe_step(step: Step) -> str:
 
 
 def seconds(ms: int) -> str:
-    return f"+{ms / 1000:.1f}s"
+    from kraftsim.sim.node_format import elapsed_text  # loaded by then: steps have run
+
+    return elapsed_text(ms)
 
 
 def outcome(res: StepResult) -> str:
@@ -78,7 +80,7 @@ def outcome(res: StepResult) -> str:
 
 
 def step_lines(step: Step, res: StepResult) -> list[str]:
-    head = f"  step {res.index:<3} {seconds(res.time_ms):>9}  {describe_step(step):<56} {outcome(res)}"
+    head = f"  step {res.index:<3} {seconds(res.time_ms):>10}  {describe_step(step):<56} {outcome(res)}"
     out = [head.rstrip()]
     shown = res.output[:MAX_OUTPUT_LINES]
     out += [f"             {line}" for line in shown]

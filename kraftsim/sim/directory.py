@@ -16,6 +16,7 @@ from kraftsim.image import load_path
 from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
 from kraftsim.sim.narrate import narrator
 from kraftsim.sim.node import NodeState, SimNode, node_directory
+from kraftsim.sim.node_format import clock_text
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, cluster_lock, read_quorum_state
@@ -197,7 +198,7 @@ def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
 def simulation_status_lines(status: dict[str, Any], mv_names: dict[int, str] | None = None) -> list[str]:
     leader = status["leader"]
     lines = [f"Cluster {status['cluster_id']} in {status['directory']} (event simulator, seed {status['seed']}, "
-             f"virtual time {status['time_ms']} ms"
+             f"virtual time {clock_text(status['time_ms'])}"
              + (f", policies: {', '.join(status['policies'])}" if status["policies"] else "") + ")",
              f"Voters: {','.join(str(v) for v in status['voters'])}; "
              + (f"leader: node {leader}, epoch {status['epoch']}" if leader is not None

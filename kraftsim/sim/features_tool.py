@@ -30,7 +30,7 @@ by what each node's loader did with it, and a lossy downgrade by the loss report
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesResponse, UpgradeType
 from kraftsim.sim.api_versions import max_api_versions_version
@@ -73,18 +73,30 @@ def describe_target(cluster: SimCluster, node_id: int | None) -> SimNode:
     return leader
 
 
-def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> list[str]:
-    """`kafka-features describe [--node-id N]`: one line per supported feature, by name."""
+def describe_rows(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> dict[str, Any]:
+    """What `kafka-features describe [--node-id N]` shows, as data: the node asked, the
+    finalized features' epoch, and per supported feature (by name) its range and finalized
+    level, as levels and as the tool prints them."""
     node = describe_target(cluster, node_id)
     listener = BROKER if node.state.is_broker else CONTROLLER
     tool_max = max_api_versions_version(tool.release.name, BROKER)
     response = node.api_versions(min(tool_max, node.max_api_versions_version(listener)), listener)
     finalized = {name: hi for name, _, hi in response.finalized_features}
-    epoch = str(response.finalized_features_epoch) if response.finalized_features_epoch >= 0 else "-"
-    template = tool.policy_text("features_describe", "line")
-    return [template.format(feature=name, min=level_text(tool, name, lo), max=level_text(tool, name, hi),
-                            level=level_text(tool, name, finalized.get(name, 0)), epoch=epoch)
+    epoch = response.finalized_features_epoch if response.finalized_features_epoch >= 0 else None
+    rows = [{"feature": name, "supported_min": lo, "supported_max": hi, "finalized_level": finalized.get(name, 0),
+             "text": {"supported_min": level_text(tool, name, lo), "supported_max": level_text(tool, name, hi),
+                      "finalized_level": level_text(tool, name, finalized.get(name, 0))}}
             for name, lo, hi in sorted(response.supported_features)]
+    return {"node": node.id, "epoch": epoch, "features": rows}
+
+
+def describe(cluster: SimCluster, tool: Catalog, node_id: int | None = None) -> list[str]:
+    """`kafka-features describe [--node-id N]`: one line per supported feature, by name."""
+    rows = describe_rows(cluster, tool, node_id)
+    epoch = "-" if rows["epoch"] is None else str(rows["epoch"])
+    template = tool.policy_text("features_describe", "line")
+    return [template.format(feature=r["feature"], min=r["text"]["supported_min"], max=r["text"]["supported_max"],
+                            level=r["text"]["finalized_level"], epoch=epoch) for r in rows["features"]]
 
 
 #: One node as cluster_release reads it: (id, roles, release, running).

@@ -17,6 +17,16 @@ from kraftsim.versions import Catalog
 EPOCH_MS = 1_735_689_600_000
 
 
+def elapsed_text(ms: int) -> str:
+    """Simulated time as every command prints it: `+12.345 s` (milliseconds since a start)."""
+    return f"+{ms / 1000:.3f} s"
+
+
+def clock_text(now_ms: int) -> str:
+    """A cluster's virtual clock as time since the cluster was created (elapsed_text)."""
+    return elapsed_text(now_ms - EPOCH_MS)
+
+
 def incarnation_id(seed: int, node_id: int, start: int) -> str:
     """The incarnation id of a node's `start`-th process start (Kafka: Uuid.randomUuid)."""
     return str(random_uuid(random.Random(f"kraftsim:{seed}:incarnation:{node_id}:{start}")))
@@ -49,4 +59,4 @@ def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
         emit(f"[node {node_id}] {line}")
 
 
-__all__ = ["EPOCH_MS", "cluster_id_for", "format_node", "incarnation_id"]
+__all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "elapsed_text", "format_node", "incarnation_id"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
-from kraftsim.demo import DEMO_SCENARIOS, MAIN_SCENARIO, run_demo
+from kraftsim.demo import DEMO_SCENARIOS, MAIN_SCENARIO, matrix_inputs, run_demo
 from kraftsim.image import MvChangeHandling, load_path
 from kraftsim.versions import default_catalog
 
@@ -48,6 +48,13 @@ def test_the_reported_losses_are_what_the_nodes_lost(tmp_path: Path) -> None:
         page = result.reports[name].read_text(encoding="utf-8")
         assert page.count('class="lane"') == len(result.results[name].final.nodes)
     assert any(line.startswith("4. leader-crash-mid-roll") for line in lines)
+    numbers = [line.split(".")[0] for line in lines if line[:1].isdigit()]
+    assert numbers == [str(n) for n in range(1, len(DEMO_SCENARIOS) + 2)]  # each section its own number
+    # The downgrade-matrix inputs name their cluster: five clusters' `node-1` states stay apart.
+    items = matrix_inputs(result.clusters)
+    assert len({item["rel"] for item in items}) == len(items) >= len(DEMO_SCENARIOS)
+    assert {item["set"] for item in items} == set(DEMO_SCENARIOS)
+    assert all(item["rel"].startswith(f"{item['set']}/node-1/") for item in items)
     # The 4.2 -> 4.4 path: the cluster ends at 4.4-IV2 on every node, with share.version 2.
     upgraded = result.results["upgrade-4.2-to-4.4-release-version"]
     assert upgraded.final.metadata_version.level == 33 and upgraded.final.finalized["share.version"] == 2

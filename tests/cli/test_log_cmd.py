@@ -116,5 +116,5 @@ def test_unknown_api_key_is_named(oracle_dir: Path, tmp_path: Path, capsys: pyte
 
 def test_missing_path_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "log", "verify", str(tmp_path / "nope.log"))
-    assert code == 1
+    assert code == 2  # invalid input
     assert "nope.log" in err and "Traceback" not in err

@@ -53,7 +53,13 @@ def create(capsys, directory: Path, *args: str) -> str:
 
 
 def status(capsys, directory: Path) -> dict[str, Any]:
-    return json.loads(ok(capsys, "cluster", "status", directory, "--json"))
+    """`cluster status --json`, whether the cluster is healthy (exit 0) or not (exit 1: the
+    tests inject faults on purpose)."""
+    code, out, err = run(capsys, "cluster", "status", directory, "--json")
+    assert code in (0, 1), f"kraftsim cluster status {directory} failed ({code}):\n{out}\n{err}"
+    result = json.loads(out)
+    assert code == (0 if result.get("health", {"healthy": True})["healthy"] else 1)
+    return result
 
 
 def describe(capsys, directory: Path, *args: str) -> dict[str, dict[str, str]]:

@@ -8,11 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cluster.conftest import ok, run
-
-
-def _status(capsys, d: Path) -> dict:
-    return json.loads(ok(capsys, "cluster", "status", d, "--json"))
+from tests.cluster.conftest import ok, run, status as _status
 
 
 def test_faults_by_hand(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftsim.demo import DEMO_GRID, run_demo
-from kraftsim.pipeline.jobs import job_inputs, read_output, run_local
+from kraftsim.demo import DEMO_GRID, matrix_inputs, run_demo
+from kraftsim.pipeline.jobs import read_output, run_local
 
 
 def test_demo_runs_the_jobs_on_spark_and_their_parquet_matches_a_local_run(spark, tmp_path: Path) -> None:
@@ -15,8 +15,7 @@ def test_demo_runs_the_jobs_on_spark_and_their_parquet_matches_a_local_run(spark
     assert spark.sparkContext._jsc is not None  # the demo left the shared session running
     assert set(result.parquet) == {"downgrade-matrix", "snapshot-cost"}
     matrix = read_output(result.parquet["downgrade-matrix"], "downgrade-matrix")
-    nodes = [str(directory / "node-1") for directory in result.clusters.values()]
-    _, local = run_local("downgrade-matrix", job_inputs("downgrade-matrix", nodes))
+    _, local = run_local("downgrade-matrix", matrix_inputs(result.clusters))
     assert matrix.num_rows > 0
 
     def measured(table):  # every column but the measured time

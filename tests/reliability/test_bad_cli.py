@@ -148,8 +148,9 @@ def bad_lines() -> list[list[str]]:
         ["spark", "snapshot-cost", "--grid", "topics=-1", "--local"],
         ["spark", "corpus", "{dir}", "--local", "--partitions-per-core", "0"],
         ["spark", "corpus", "{dir}", "--local", "--conf", "novalue"],
-        # a damaged log: refused, or labelled partial (exit 1) with --up-to-damage
-        ["log", "verify", "{damaged}"], ["log", "dump", "{damaged}"], ["replay", "{damaged}"],
+        # a damaged log: refused, or labelled partial (exit 1) with --up-to-damage (its duplicated
+        # batch is only irregular to `log dump`, which prints it as kafka-dump-log does, with exit 0)
+        ["log", "verify", "{damaged}"], ["replay", "{damaged}"],
         ["replay", "{damaged}", "--up-to-damage"], ["downgrade-report", "{damaged}", "--to", "3.7-IV4"],
         ["downgrade-report", "{damaged}", "--to", "3.7-IV4", "--up-to-damage"],
         ["snapshot", "diff", "{damaged}", "{dir}"], ["snapshot", "diff", "{damaged}", "{dir}", "--up-to-damage"],

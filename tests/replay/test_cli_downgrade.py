@@ -129,3 +129,38 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and expected in err, err
+
+
+def test_the_verdict_per_policy_comes_first_then_losses_by_kind_and_topic(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "downgrade-report", str(K41), "--to", "3.9-IV0")
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[1] == ("verdict, policy kafka (node 1 running Kafka 4.1.1; the change crosses a metadata change): "
+                        "refused")
+    assert lines[6:9] == [
+        "verdict, policy kip-778 (kraftsim's, beyond Kafka): refused; accepted only as an unsafe downgrade (--unsafe)",
+        "  UNSAFE_DOWNGRADE: accepted",
+        "    kafka-features --dry-run: metadata.version can be downgraded to 21."]
+    assert lines[9:13] == ["data: 51 item(s) would be lost (writer release 4.1.1), by kind and topic:",
+                           "  partition ELR: 51 in 2 topic(s)",
+                           "    __consumer_offsets: 50 partition(s)",
+                           "    test_topic: 1 partition(s)"]
+    assert "partition 7" not in out and "  (--details lists every item; --json has them all)" in lines
+    code, details, _ = run(capsys, "downgrade-report", str(K41), "--to", "3.9-IV0", "--details")
+    assert code == 1 and "(--details" not in details
+    listed = [line.strip() for line in details.splitlines() if line.startswith("      topic ")]
+    assert len(listed) == 51 and listed[:3] == [f"topic __consumer_offsets partition {p}" for p in (0, 1, 2)]
+    code, js, _ = run(capsys, "downgrade-report", str(K41), "--to", "3.9-IV0", "--json")
+    r = json.loads(js)
+    assert r["verdict"] == {"kafka": "refused", "kip-778": "refused; accepted only as an unsafe downgrade (--unsafe)"}
+    assert r["loss_groups"] == [{"kind": "partition ELR", "topic": "__consumer_offsets", "count": 50},
+                                {"kind": "partition ELR", "topic": "test_topic", "count": 1}]
+    assert [(v["upgrade_type"], v["accepted"]) for v in r["kip778_verdicts"]] == [
+        ("SAFE_DOWNGRADE", False), ("UNSAFE_DOWNGRADE", True)]
+
+
+def test_a_lossless_downgrade_is_accepted_by_both_policies(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "23")
+    assert code == 0
+    assert out.splitlines()[1].endswith("crosses no metadata change): accepted")
+    assert "verdict, policy kip-778 (kraftsim's, beyond Kafka): the same" in out

@@ -73,7 +73,8 @@ def test_check_list_and_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert code == 0 and "ok: scenario passing, 1 step(s)" in out
     code, out, _ = run(capsys, "scenario", "list")
     names = sorted(p.stem for p in SUITE.glob("*.toml"))
-    assert code == 0 and [line.split()[0] for line in out.splitlines()] == names
+    rows = [line.split() for line in out.splitlines() if not line.startswith(" ")]
+    assert code == 0 and rows == [[name, str(SUITE / f"{name}.toml")] for name in names]
     target = tmp_path / "mine.toml"
     code, out, _ = run(capsys, "scenario", "new", "mine", "-o", str(target))
     assert code == 0 and target.read_text(encoding="utf-8").startswith("# Question:")
@@ -90,8 +91,8 @@ def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: p
     assert code == 0 and any(json.loads(line)["type"] == "TOPIC_RECORD" for line in out.splitlines())
     code, out, _ = run(capsys, "replay", str(keep / "node-2"))
     assert code == 0 and "OK   replay verification of" in out
-    code, out, _ = run(capsys, "downgrade-report", str(keep / "node-1"), "--to", "3.7-IV1")
-    assert code == 1 and "replica directory assignment: topic topic-0 partition 0" in out  # what would be lost
+    code, out, _ = run(capsys, "downgrade-report", str(keep / "node-1"), "--to", "3.7-IV1", "--details")
+    assert code == 1 and "      topic topic-0 partition 0" in out  # what would be lost
     code, out, _ = run(capsys, "topics", "--cluster", str(keep), "list")
     assert code == 0 and out.split() == ["topic-0", "topic-1"]
     code, out, _ = run(capsys, "topics", "--cluster", str(keep), "create", "--count", "2", "--partitions", "3")
@@ -142,4 +143,19 @@ def test_empty_folder_and_list_of_another_folder(tmp_path: Path, capsys: pytest.
     mine.mkdir()
     write(mine, "a.toml", "# Question: does it list?\n" + PASSING)
     code, out, _ = run(capsys, "scenario", "list", "--dir", str(mine))
-    assert code == 0 and out.split(None, 1) == ["passing", "does it list?\n"]
+    assert code == 0 and out.splitlines() == [f"passing  {mine / 'a.toml'}", "    does it list?"]
+
+
+def test_run_and_check_take_a_shipped_scenario_by_name(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the name is not a path here
+    code, out, _ = run(capsys, "scenario", "check", "torn-tail", "disable-feature.toml")
+    assert code == 0 and out.splitlines() == [f"{SUITE / 'torn-tail.toml'}: ok: scenario torn-tail, 5 step(s)",
+                                              f"{SUITE / 'disable-feature.toml'}: ok: scenario disable-feature, 2 step(s)"]
+    code, out, _ = run(capsys, "scenario", "run", "torn-tail", "--json")
+    assert code == 0 and json.loads(out)["name"] == "torn-tail"
+    (tmp_path / "torn-tail").write_text(PASSING, encoding="utf-8")  # a file of that name wins over the suite
+    code, out, _ = run(capsys, "scenario", "run", "torn-tail", "--json")
+    assert code == 0 and json.loads(out)["name"] == "passing"
+    code, _, err = run(capsys, "scenario", "run", "no-such-scenario")
+    assert code == 2 and "no-such-scenario: cannot be read" in err

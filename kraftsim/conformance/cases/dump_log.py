@@ -8,6 +8,10 @@ its format's bootstrap.checkpoint (and a standalone controller's zero checkpoint
 a simulated cluster's log segment after feature changes, its snapshot at the log's end,
 a lossless downgrade snapshot and a KIP-778 lossy one. They are written while the cases
 are planned, so Kafka's runs can share one JVM.
+
+Two irregular copies of the simulated log's segment, dumped together: one whose batches skip
+offsets (two batches taken out), one that starts after the offset in its name (its first
+batches taken out). Kafka dumps both, exits 0 and notes the jumps on stderr; so must kraftsim.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.nodes import CLUSTER_ID, Node
 from kraftsim.conformance.compare import compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads
 from kraftsim.conformance.tools import ToolRun
+from kraftsim.protocol.batch import BatchSlice, split_batches
 
 GROUP = "dump-log"
 
@@ -92,6 +97,34 @@ def _snapshots(ctx: ReleaseContext, metadata_dir: Path) -> list[tuple[str, Path]
     return made
 
 
+def _irregular_segments(ctx: ReleaseContext, segment: Path) -> list[Path]:
+    """Copies of `segment` that skip offsets (two, so the order of files counts too) and that
+    start after their name; [] if it is too short."""
+    pieces = [p.data for p in split_batches(segment.read_bytes()) if isinstance(p, BatchSlice)]
+    if len(pieces) < 6:
+        return []
+    work = ctx.scratch("dump-irregular")
+    copies = {"gaps": [b for i, b in enumerate(pieces) if i not in (2, 4)],
+              "late": pieces[3:],
+              "more-gaps": [b for i, b in enumerate(pieces) if i != 1]}
+    out = []
+    for folder, kept in copies.items():
+        path = work / folder / segment.name
+        path.parent.mkdir()
+        path.write_bytes(b"".join(kept))
+        out.append(path)
+    return out
+
+
+def _irregular_case(ctx: ReleaseContext, files: list[Path]) -> Case:
+    dump = ("dump-log", ("--cluster-metadata-decoder", "--files", ",".join(map(str, files))))
+
+    def text(runs: list[ToolRun]) -> list[str]:
+        return compare_runs(runs[-1], ctx.kraftsim(["log", "dump", "--release", ctx.line, *map(str, files)]))
+
+    return Case(f"{GROUP}/kraftsim cluster log, irregular offsets/text", (dump,), text)
+
+
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
     # Kafka's own format output, read back by both.
     node = Node(ctx, "dump-kafka-format", "combined")
@@ -116,5 +149,8 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         return
     for path in sorted(metadata_dir.glob("*.log")):
         yield from _pair(ctx, "kraftsim cluster log", path)
+        irregular = _irregular_segments(ctx, path)
+        if irregular:
+            yield _irregular_case(ctx, irregular)
     for label, path in _snapshots(ctx, metadata_dir):
         yield from _pair(ctx, f"kraftsim {label}", path)

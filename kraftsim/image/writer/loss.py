@@ -17,8 +17,9 @@ minus what was reported" independently of the writer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from kraftsim.image.errors import UnwritableMetadataException
 
@@ -93,3 +94,40 @@ class LossReport:
         if not self.items:
             return "nothing was lost"
         return "\n".join(self.lines())
+
+
+#: The entity of a partition's loss (`image_writer` names them so): the topic is the group.
+_PARTITION_ENTITY = re.compile(r"topic (?P<topic>\S+) partition \d+")
+
+
+def _natural(text: str) -> list[Any]:
+    """topic-2 before topic-10."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+@dataclass(frozen=True)
+class LossGroup:
+    """The items of one kind of loss, and for partitions of one topic: what an operator
+    reads first (how much, of what, where) before the item list."""
+
+    kind: str
+    topic: str | None  # None: items that are not a topic's partitions (brokers, users, ...)
+    entities: tuple[str, ...]
+
+    @property
+    def count(self) -> int:
+        return len(self.entities)
+
+
+def group_losses(items: Iterable[tuple[str, str]]) -> list[LossGroup]:
+    """(kind, entity) pairs grouped by kind (in the order first met) and, for a partition's
+    loss, by topic (in natural name order, after the kind's other items)."""
+    kinds: dict[str, dict[str | None, list[str]]] = {}
+    for kind, entity in items:
+        match = _PARTITION_ENTITY.fullmatch(entity)
+        kinds.setdefault(kind, {}).setdefault(match["topic"] if match else None, []).append(entity)
+    out = []
+    for kind, topics in kinds.items():
+        order = sorted(topics, key=lambda t: (t is not None, _natural(t or "")))
+        out += [LossGroup(kind, topic, tuple(sorted(topics[topic], key=_natural))) for topic in order]
+    return out
