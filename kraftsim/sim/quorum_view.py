@@ -13,13 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kraftsim.javacompat import hash_map_order
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.member import LEADER
 from kraftsim.sim.node import CONTROLLER_LISTENER
 from kraftsim.sim.types import SimError
+from kraftsim.sim.voters import replica_key_hash
 
 if TYPE_CHECKING:
     from kraftsim.sim.engine import Engine
+
+#: A leader forgets an observer that has not fetched for this long (Kafka's LeaderState).
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,19 @@ def quorum_info(engine: Engine, cluster_id: str) -> QuorumInfo:
         fetched = m.last_fetch_from.get(i, -1)
         return ReplicaInfo(i, did or Uuid.ZERO, leo, fetched, m.caught_up_at.get(i, -1), eps)
 
-    voters = tuple(replica(i, True) for i in sorted(m.voters))
-    observers = tuple(replica(i, False) for i in sorted(m.last_fetch_from) if i not in m.voters and i != m.id)
+    voters = tuple(replica(i, True) for i in sorted(m.voters))  # (a HashMap by id: ascending)
+    watched = [i for i, t in sorted(m.last_fetch_from.items())
+               if i not in m.voters and i != m.id and now - t < OBSERVER_SESSION_TIMEOUT_MS]
+    observers = [replica(i, False) for i in watched]
+    if _kip_853(m):  # observers kept in a HashMap by ReplicaKey (id and directory id) from 3.9
+        observers = hash_map_order(observers, lambda r: replica_key_hash(r.node_id, r.directory_id))
     return QuorumInfo(cluster_id, m.id, m.epoch, m.high_watermark if m.high_watermark is not None else -1,
-                      engine.kraft_version, voters, observers)
+                      engine.kraft_version, voters, tuple(observers))
+
+
+def _kip_853(m: Any) -> bool:
+    """The leader's release knows kraft.version 1 (Kafka 3.9 on)."""
+    return m.node is not None and m.node.catalog.supported_features().get("kraft.version", (0, 0))[1] >= 1
 
 
 def _voter_endpoints(record: Any) -> dict[int, tuple[str, ...]]:

@@ -462,9 +462,9 @@ class Simulation(AdminMixin):
                     is not None)  # the admin client finds the active controller first
         try:
             request()
-        except VoterChangeRefused as err:
+        except VoterChangeRefused:
             self._finish_op(label)
-            raise SimError(f"{err.error}: {err}") from None
+            raise
         leader = e.leader_member()
         done = e.run_until(e.now + SETTLE_MS, lambda: leader is not None and leader.voter_change is None)
         if done and leader is not None and leader.voter_change is None and e.voters == leader.voters:
@@ -472,8 +472,8 @@ class Simulation(AdminMixin):
             self._finish_op(label)
             return
         self._finish_op(label)
-        raise SimError("REQUEST_TIMED_OUT: the voter change of node "
-                       f"{node_id} was not committed (the leader lost its role before it committed)")
+        raise VoterChangeRefused("REQUEST_TIMED_OUT", f"The voter change of node {node_id} was not committed: the "
+                                                      "leader lost its role first (the admin client times out).")
 
     def _newest_release(self) -> str:
         releases = [m.state.release for m in self.engine.ordered() if m.state.is_controller]

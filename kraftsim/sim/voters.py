@@ -112,19 +112,19 @@ def replica_key(node_id: int, directory_id: Any) -> str:
     return f"ReplicaKey(id={node_id}, directoryId={shown})"
 
 
+def replica_key_hash(node_id: int, directory_id: Any) -> int:
+    """ReplicaKey.hashCode: Objects.hash(id, Optional(directoryId)), as 32 bits."""
+    opt = 0 if directory_id is None or directory_id == Uuid.ZERO else uuid_hash(directory_id)
+    return (31 * (31 + node_id) + opt) & 0xFFFFFFFF
+
+
 def voter_keys_text(record: Any | None) -> str:
     """VoterSet.voterKeys() printed: a Java HashSet of ReplicaKeys, in its iteration order
     (ReplicaKey.hashCode is Objects.hash(id, Optional(directoryId)))."""
     if record is None:
         return "[]"
     keys = [(v.voter_id, v.voter_directory_id) for v in record.voters]
-
-    def key_hash(k: tuple[int, Any]) -> int:
-        d = k[1]
-        opt = 0 if d is None or d == Uuid.ZERO else uuid_hash(d)
-        return (31 * (31 + k[0]) + opt) & 0xFFFFFFFF
-
-    ordered = hash_map_order(keys, key_hash)
+    ordered = hash_map_order(keys, lambda k: replica_key_hash(k[0], k[1]))
     return "[" + ", ".join(replica_key(i, d) for i, d in ordered) + "]"
 
 
@@ -135,4 +135,4 @@ def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple
 
 
 __all__ = ["MEMBERSHIP_RECORDS", "VOTERS_RECORD", "Membership", "controller_static_voters", "quorum_state", "quorum_state_bytes",
-           "replica_key", "seed_loader", "voter_keys_text"]
+           "replica_key", "replica_key_hash", "seed_loader", "voter_keys_text"]

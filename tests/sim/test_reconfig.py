@@ -66,10 +66,10 @@ def test_grow_standalone_to_three_then_remove_the_leader(standalone: Simulation)
 def test_refusals_have_kafkas_texts(standalone: Simulation) -> None:
     sim = standalone
     sim.add_controller()
-    with pytest.raises(SimError, match=r"^DUPLICATE_VOTER: The voter id for ReplicaKey\(id=3, directoryId=Optional\[\S+\]\) "
+    with pytest.raises(SimError, match=r"^The voter id for ReplicaKey\(id=3, directoryId=Optional\[\S+\]\) "
                                        r"is already part of the set of voters \[ReplicaKey\(id=1"):
         sim.add_controller(3)
-    with pytest.raises(SimError, match=r"^VOTER_NOT_FOUND: Cannot remove voter ReplicaKey\(id=3, "
+    with pytest.raises(SimError, match=r"^Cannot remove voter ReplicaKey\(id=3, "
                                        r"directoryId=Optional\[AAAAAAAAAAAAAAAAAAAAAQ\]\) from the set of voters"):
         sim.remove_controller(3, "AAAAAAAAAAAAAAAAAAAAAQ")
     # a broker is no controller
@@ -80,7 +80,7 @@ def test_refusals_have_kafkas_texts(standalone: Simulation) -> None:
 
 def test_static_quorum_refuses_with_kraft_version_0(tmp_path: Path) -> None:
     with Simulation.create(tmp_path / "s", controllers=3, release="4.0.0", durable=False) as sim:
-        with pytest.raises(SimError, match="^UNSUPPORTED_VERSION: Cluster doesn't support removing voter because "
+        with pytest.raises(SimError, match="^Cluster doesn't support removing voter because "
                                            "the kraft.version feature is 0$"):
             sim.remove_controller(3)
         assert sim.engine.voters == (1, 2, 3)
@@ -99,7 +99,7 @@ def test_leader_crash_right_after_the_add_is_appended(tmp_path: Path, after_ms: 
         try:
             sim.add_controller(new)
         except SimError as e:
-            assert str(e).startswith("REQUEST_TIMED_OUT")
+            assert getattr(e, "error", None) == "REQUEST_TIMED_OUT"
         sim.run(1_000)
         assert any(m.status == "crashed" for m in sim.engine.ordered())  # the crash did land
         sim.start("all")
