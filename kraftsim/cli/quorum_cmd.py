@@ -221,7 +221,7 @@ def _add(args: argparse.Namespace) -> int:
         _need_kip_853(sim, args.release, "add-controller")
         if nid not in {n.id for n in sim.nodes()}:
             raise ToolFailure(f"Unable to read meta.properties from {Path(args.cluster) / f'node-{nid}'}")
-        did = sim.engine.directory_id_of(nid)
+        did = sim.directory_id(nid)
         if not args.dry_run:
             try:
                 sim.add_controller(nid)

@@ -333,6 +333,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
 
     def _lose_leadership(self, m: Member) -> None:
         m.parked = {}
+        m.voter_change = None  # a change in flight is the next leader's to commit, or to lose
         self._drop_controller(m)  # type: ignore[attr-defined]
 
     def _on_end_epoch(self, m: Member, msg: Message) -> None:

@@ -30,7 +30,7 @@ from kraftsim.gcpause import working
 from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import Member
+from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
@@ -434,6 +434,15 @@ class Simulation(AdminMixin):
         SimError without a leader)."""
         return quorum_info(self.engine, self._saved.cluster_id)
 
+    def voters(self) -> tuple[int, ...]:
+        """The committed voter set (the static voters under kraft.version 0)."""
+        return self.engine.voters
+
+    def directory_id(self, node_id: int) -> Uuid | None:
+        """The node's metadata directory id (its meta.properties), None without one."""
+        self.engine.member(node_id)
+        return self.engine.directory_id_of(node_id)  # type: ignore[no-any-return]
+
     def add_controller(self, node_id: int | None = None, release: str | None = None) -> int:
         """`kafka-metadata-quorum add-controller`: a controller not yet in the cluster is first
         formatted with --no-initial-controllers and started (it catches up as an observer);
@@ -466,8 +475,9 @@ class Simulation(AdminMixin):
             self._finish_op(label)
             raise
         leader = e.leader_member()
-        done = e.run_until(e.now + SETTLE_MS, lambda: leader is not None and leader.voter_change is None)
-        if done and leader is not None and leader.voter_change is None and e.voters == leader.voters:
+        assert leader is not None  # (the request just went through it)
+        done = e.run_until(e.now + SETTLE_MS, lambda: leader.voter_change is None or leader.role != LEADER)
+        if done and leader.voter_change is None and e.voters == leader.voters:
             e.run_until(e.now + SETTLE_MS, e.stable)
             self._finish_op(label)
             return

@@ -34,6 +34,8 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "snapshot": ("nodes",),
     "run": ("ms",),
     "wait": ("timeout_ms",),
+    "add-controller": ("id", "release"),
+    "remove-controller": ("id",),
 }
 
 
@@ -111,6 +113,12 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     if op == "wait":
         sim.wait(a.get("timeout_ms", 60_000))
         return []
+    if op == "add-controller":
+        nid = sim.add_controller(a.get("id"), a.get("release"))
+        return [f"Added controller {nid}."]
+    if op == "remove-controller":
+        sim.remove_controller(a["id"])
+        return [f"Removed KRaft controller {a['id']}."]
     raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
 
 
@@ -145,6 +153,7 @@ class ClusterShape:
     release_version: str | None = None
     features: dict[str, int] = field(default_factory=dict)
     combined: int = 0
+    dynamic_quorum: bool = False
 
 
 def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
@@ -171,6 +180,8 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
         lines.append(f"release_version = {toml_value(shape.release_version)}")
     if shape.features:
         lines.append(f"features = {toml_value(dict(sorted(shape.features.items())))}")
+    if shape.dynamic_quorum:
+        lines.append("dynamic_quorum = true")
     for step in steps:
         lines += ["", "[[step]]", f"op = {toml_value(step.op)}"]
         for key in OP_KEYS[step.op]:
