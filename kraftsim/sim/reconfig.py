@@ -74,7 +74,10 @@ class ReconfigMixin:
                 for e in decode_batch(fb.batch, registry):
                     if e.type_name == VOTERS_RECORD:
                         record, offset = e.message, e.offset
-        ids = () if record is None else tuple(sorted(v.voter_id for v in record.voters))
+        # Without a VotersRecord (a static quorum upgraded to kraft.version 1, a controller
+        # formatted --no-initial-controllers, a wiped disk) the node knows the cluster's voters
+        # as its configuration gives them: it is a voter only if among them.
+        ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
         self._set_voters(m, ids, record, offset, initial=initial)
 
     def _control_appended(self, m: Member, batch: Any) -> None:
@@ -162,6 +165,9 @@ class ReconfigMixin:
         m.voter_change = (change[0], change[1], offset)
 
     def _append_control(self, m: Member, payloads: list[Payload]) -> None:
+        """The leader appends a control batch of membership records (the membership invariants
+        are reported from then on)."""
+        self.checker.membership = True
         log = m.log
         start = log.log_end_offset
         log.append(encode_control_batch(start, payloads, epoch=m.epoch, timestamp=self.now))
@@ -229,6 +235,21 @@ class ReconfigMixin:
                                                         f"from the set of voters {voter_keys_text(m.voters_record)}")
         del voters[node_id]
         self._append_voters(m, voters, ("remove", node_id))
+
+    def record_static_voters(self) -> bool:
+        """A quorum at kraft.version 1 whose voter set is in no VotersRecord (a static quorum
+        upgraded: Kafka writes the record with the upgrade; kraftsim writes it before the first
+        voter change, so runs without a change keep their bytes): the leader appends the
+        current set now, with each voter's directory id. True when it appended."""
+        m = self.leader_member()  # type: ignore[attr-defined]
+        if m is None or self.kraft_version < 1 or m.voters_record is not None:
+            return False
+        voters = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], self.directory_id_of(v) or Uuid.ZERO)
+                  for v in m.voters}
+        payload = voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)
+        self._append_control(m, [payload])
+        self._set_voters(m, m.voters, payload.message, m.log.log_end_offset - 1)
+        return True
 
     def _change_leader(self) -> Member:
         m = self.leader_member()  # type: ignore[attr-defined]

@@ -469,6 +469,8 @@ class Simulation(AdminMixin):
         e = self.engine
         e.run_until(e.now + SETTLE_MS, lambda: e.leader_member() is not None and e.leader_member().high_watermark
                     is not None)  # the admin client finds the active controller first
+        if e.record_static_voters():  # an upgraded static quorum: its voter set goes into the log first
+            e.run_until(e.now + SETTLE_MS, lambda: _voters_committed(e))
         try:
             request()
         except VoterChangeRefused:
@@ -595,6 +597,11 @@ class Simulation(AdminMixin):
         self._finish_op("wait")
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
+
+
+def _voters_committed(e: Engine) -> bool:
+    leader = e.leader_member()
+    return leader is not None and leader.high_watermark is not None and leader.voters_offset < leader.high_watermark
 
 
 def _caught_up(e: Engine, node_id: int) -> bool:

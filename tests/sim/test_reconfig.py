@@ -135,3 +135,28 @@ def test_disjoint_majorities_matches_brute_force(a: set[int], b: set[int]) -> No
     assert disjoint_majorities(tuple(a), tuple(b)) == brute
     if len(a ^ b) <= 1:
         assert not brute  # one voter at a time never allows two disjoint majorities
+
+
+def test_static_quorum_upgraded_to_kraft_version_1_then_grown(tmp_path: Path) -> None:
+    """4.1+: kraft.version 0 -> 1 on a static quorum; the voters stay the configured ones
+    across restarts, and the first change records them (with directory ids) before adding."""
+    with Simulation.create(tmp_path / "s", controllers=3, brokers=1, release="4.1", durable=False) as sim:
+        sim.features("upgrade", features={"kraft.version": 1})
+        assert sim.finalized()["kraft.version"] == 1
+        sim.crash([2])
+        sim.start([2])
+        sim.wait(30_000)
+        assert sim.voters() == (1, 2, 3) and sim.engine.member(2).voter
+        assert sim.add_controller() == 5
+        records = _voters_records(sim, 5)
+        assert records == [[1, 2, 3], [1, 2, 3, 5]]  # the static set recorded first, then the add
+        assert all(v.directory_id != v.directory_id.ZERO for v in sim.quorum_info().voters)
+        _ok(sim)
+
+
+def test_4_0_does_not_apply_a_kraft_version_upgrade(tmp_path: Path) -> None:
+    """Kafka 4.0 answers the upgrade as done but stays at kraft.version 0: no change then."""
+    with Simulation.create(tmp_path / "s", controllers=3, release="4.0.0", durable=False) as sim:
+        sim.features("upgrade", features={"kraft.version": 1})
+        with pytest.raises(SimError, match="kraft.version feature is 0"):
+            sim.add_controller(release="4.0.0")
