@@ -204,10 +204,11 @@ class ReconfigMixin:
         """AddRaftVoter at the leader (refusals as VoterChangeRefused): appends the new set."""
         m = self._change_leader()
         self._change_preconditions(m, "adding")
-        key = replica_key(node_id, directory_id)
+        style = self._raft_policy(m, "raft_replica_key_text")
+        key = replica_key(node_id, directory_id, style)
         if node_id in m.voters:
             raise VoterChangeRefused("DUPLICATE_VOTER", f"The voter id for {key} is already part of the set of "
-                                                        f"voters {voter_keys_text(m.voters_record)}.")
+                                                        f"voters {voter_keys_text(m.voters_record, style)}.")
         new = self.members.get(node_id)
         if new is None or not new.running or new.id not in m.last_fetch_from:
             raise VoterChangeRefused("REQUEST_TIMED_OUT", f"New voter {key} is not ready to receive requests")
@@ -231,8 +232,9 @@ class ReconfigMixin:
         voters = self._dynamic_voters(m)
         known = voters.get(node_id)
         if known is None or known.directory_id != directory_id or len(voters) == 1:
-            raise VoterChangeRefused("VOTER_NOT_FOUND", f"Cannot remove voter {replica_key(node_id, directory_id)} "
-                                                        f"from the set of voters {voter_keys_text(m.voters_record)}")
+            style = self._raft_policy(m, "raft_replica_key_text")
+            raise VoterChangeRefused("VOTER_NOT_FOUND", f"Cannot remove voter {replica_key(node_id, directory_id, style)} "
+                                                        f"from the set of voters {voter_keys_text(m.voters_record, style)}")
         del voters[node_id]
         self._append_voters(m, voters, ("remove", node_id))
 

@@ -106,9 +106,15 @@ def quorum_state_bytes(kraft_version: int, leader: int | None, epoch: int, voted
     return known
 
 
-def replica_key(node_id: int, directory_id: Any) -> str:
-    """Kafka's ReplicaKey.toString, as the raft layer's refusals print a voter."""
-    shown = "Optional.empty" if directory_id is None or directory_id == Uuid.ZERO else f"Optional[{directory_id}]"
+def replica_key(node_id: int, directory_id: Any, style: str = "plain") -> str:
+    """Kafka's ReplicaKey.toString, as the raft layer's refusals print a voter: `style` is the
+    leader's policy raft_replica_key_text ("optional" in 3.9: Optional[id] / Optional.empty;
+    "plain" from 4.0: the id / <undefined>)."""
+    missing = directory_id is None or directory_id == Uuid.ZERO
+    if style == "optional":
+        shown = "Optional.empty" if missing else f"Optional[{directory_id}]"
+    else:
+        shown = "<undefined>" if missing else str(directory_id)
     return f"ReplicaKey(id={node_id}, directoryId={shown})"
 
 
@@ -118,14 +124,14 @@ def replica_key_hash(node_id: int, directory_id: Any) -> int:
     return (31 * (31 + node_id) + opt) & 0xFFFFFFFF
 
 
-def voter_keys_text(record: Any | None) -> str:
+def voter_keys_text(record: Any | None, style: str = "plain") -> str:
     """VoterSet.voterKeys() printed: a Java HashSet of ReplicaKeys, in its iteration order
     (ReplicaKey.hashCode is Objects.hash(id, Optional(directoryId)))."""
     if record is None:
         return "[]"
     keys = [(v.voter_id, v.voter_directory_id) for v in record.voters]
     ordered = hash_map_order(keys, lambda k: replica_key_hash(k[0], k[1]))
-    return "[" + ", ".join(replica_key(i, d) for i, d in ordered) + "]"
+    return "[" + ", ".join(replica_key(i, d, style) for i, d in ordered) + "]"
 
 
 def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple[int, ...]:
