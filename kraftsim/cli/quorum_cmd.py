@@ -47,10 +47,7 @@ def _tool(run: Any) -> Any:
     wrapped = kafka_tool(run)
 
     def checked(args: argparse.Namespace) -> int:
-        try:
-            _check_cluster(args.cluster)
-        except UsageError:
-            raise
+        _check_cluster(args.cluster, args.release)  # before kafka_tool, which would make its UsageError exit 1
         return wrapped(args)  # type: ignore[no-any-return]
 
     return checked
@@ -94,10 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _kip_853(sim: Any, release: str | None) -> bool:
     """Whether the tool (its release) knows KIP-853: add/remove-controller, directory ids."""
     name = release or _leader_release(sim)
-    try:
-        catalog = sim.catalog.at_release(name) if name else sim.catalog
-    except KraftsimError as e:
-        raise UsageError(str(e)) from None
+    catalog = sim.catalog.at_release(name) if name else sim.catalog
     return bool(catalog.supported_features().get("kraft.version", (0, 0))[1] >= 1)
 
 
@@ -126,7 +120,6 @@ def _describe(args: argparse.Namespace) -> int:
         raise ToolFailure("The option --human-readable is only supported along with --replication")
     if not args.status and not args.replication:
         raise ToolFailure("One of --status or --replication must be specified with describe sub-command")
-    _check_cluster(args.cluster)
     with tempfile.TemporaryDirectory(prefix="kraftsim-quorum-") as tmp:
         copy = Path(tmp) / "cluster"
         shutil.copytree(args.cluster, copy, symlinks=True)
@@ -210,7 +203,6 @@ def replication_lines(info: Any, kip853: bool, human: bool, now_ms: int) -> list
 def _add(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation, VoterChangeRefused
 
-    _check_cluster(args.cluster)
     nid = args.controller_id
     if nid is None:
         if args.command_config is None:
@@ -242,7 +234,6 @@ def _remove(args: argparse.Namespace) -> int:
         did = Uuid(java_uuid_bytes(args.controller_directory_id))
     except ValueError as e:
         raise ToolFailure(f"Failed to parse --controller-directory-id: {e}") from None
-    _check_cluster(args.cluster)
     with Simulation.open(args.cluster) as sim:
         _need_kip_853(sim, args.release, "remove-controller")
         if not args.dry_run:
@@ -301,14 +292,22 @@ def _controller_id(path: str) -> int:
     return nid
 
 
-def _check_cluster(path: str) -> None:
-    from kraftsim.sim.directory import EVENTS, engine_of
+def _check_cluster(path: str, release: str | None) -> None:
+    """Input kraftsim cannot work with (exit 2): no event-simulator cluster there, a release
+    the cluster's catalog does not know."""
+    from kraftsim.sim.directory import EVENTS, catalog_path, engine_of
+    from kraftsim.versions import load_catalog
 
     if not (Path(path) / "cluster.json").is_file():
         raise UsageError(f"{path}: not a simulated cluster (no cluster.json; make one with `kraftsim cluster create`)")
     if engine_of(path) != EVENTS:
         raise UsageError(f"{path}: a tick-simulator cluster (--engine ticks) has no raft quorum to describe; "
                          "use the event simulator")
+    if release is not None:
+        try:
+            load_catalog(catalog_path(path)).find_release(release)
+        except KraftsimError as e:
+            raise UsageError(str(e)) from None
 
 
 __all__ = ["register", "replication_lines", "status_lines"]

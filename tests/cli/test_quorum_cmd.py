@@ -88,6 +88,7 @@ def test_texts_of_bad_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str
     # a static quorum's voters have no directory id
     assert '{"id": 1, "directoryId": null, "endpoints": ["CONTROLLER://node-1:9093"]}' in _status(capsys, d)["CurrentVoters"]
     assert run(capsys, "metadata-quorum", "--cluster", str(tmp_path / "none"), "describe", "--status")[0] == 2
+    assert run(capsys, "metadata-quorum", "--cluster", d, "--release", "9.9", "describe", "--status")[0] == 2
 
 
 def test_the_3_8_tool_prints_ids_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
