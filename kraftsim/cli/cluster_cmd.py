@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                              "older simulator in which every node sees the leader's log at once")
     create.add_argument("--combined", type=bounded_int(0, 100, "a number of combined nodes"), default=0, metavar="K",
                         help="K combined broker+controller nodes (ids 1..K come first; not with --engine ticks)")
+    create.add_argument("--dynamic-quorum", action="store_true",
+                        help="format the controllers as a KIP-853 dynamic quorum (--standalone for one, else "
+                             "--initial-controllers; kraft.version 1; Kafka 3.9 on; event simulator only)")
     create.set_defaults(run=kafka_tool(_run_create))
 
     roll = cmds.add_parser("roll", help="restart nodes on another release, one at a time")
@@ -131,7 +134,8 @@ def _run_create(args: argparse.Namespace) -> int:
         policy = args.policy[-1] if args.policy else "kafka"
         sim = Simulation.create(args.dir, controllers=args.controllers, brokers=args.brokers, combined=args.combined,
                                 release=args.release, release_version=args.release_version, features=features,
-                                seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print))
+                                seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print),
+                                dynamic_quorum=args.dynamic_quorum)
         leader = sim.leader()
         print(f"Created cluster {sim._saved.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "

@@ -62,6 +62,7 @@ COMMANDS = (
     Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),
     Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker configs of a simulated cluster (cordoned.log.dirs cordons log directories)"),
     Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
+    Command("metadata-quorum", "kraftsim.cli.quorum_cmd", "kafka-metadata-quorum: describe the KRaft quorum of a simulated cluster, add or remove controllers (KIP-853)"),
     Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
     Command("serve", "kraftsim.cli.serve_cmd", "serve a simulated cluster over Kafka's protocol to real Kafka tools and clients"),
     Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),

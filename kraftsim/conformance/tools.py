@@ -26,6 +26,7 @@ MAIN_CLASSES = {
     "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-shell": "org.apache.kafka.shell.MetadataShell",
     "topics": "org.apache.kafka.tools.TopicCommand",
+    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "server": "kafka.Kafka",
 }
 

@@ -52,6 +52,9 @@ def check_expect(scenario: Scenario, sim: Simulation, final: FinalState, expect:
         image = sim.image(leader) if leader is not None else None
         count = len(image.topics) if image is not None else None
         out.append(ExpectResult("topics", e.topics, count, e.topics == count))
+    if e.voters is not None:
+        voters = sorted(sim.voters())
+        out.append(ExpectResult("voters", sorted(e.voters), voters, sorted(e.voters) == voters))
     for r in out:
         r.step = step
     return out

@@ -39,6 +39,8 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     releases: dict[str, str] = {}
     release_version: str | None = None
     features: dict[str, int] = {}
+    #: A KIP-853 dynamic quorum (`--standalone` for one controller, else `--initial-controllers`).
+    dynamic_quorum: bool = False
 
 
 class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
@@ -55,6 +57,7 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
     releases: dict[str, str] | None = None  # node id (as a TOML key) -> release it runs
     topics: int | None = None  # topics in the leader's image
     fenced: list[int] | None = None  # brokers fenced at the end
+    voters: list[int] | None = None  # the committed voter set
 
 
 class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
@@ -158,6 +161,23 @@ class AlterBrokerConfig(StepBase, kw_only=True, forbid_unknown_fields=True):
     delete: list[str] = []  # --delete-config
 
 
+class AddController(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """kafka-metadata-quorum add-controller (KIP-853): a new controller (formatted with
+    --no-initial-controllers, caught up as an observer) or an observer controller `id` joins the voters."""
+
+    id: int | None = None
+    release: str | None = None  # default: the newest release a controller runs
+    #: kraftsim's addition: the active controller crashes this long after the step starts (a
+    #: fault in the middle of the change).
+    crash_leader_after_ms: int | None = None
+
+
+class RemoveController(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """kafka-metadata-quorum remove-controller for voter `id` (its own directory id)."""
+
+    id: int
+
+
 class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True):
     """Controller unregistration (KIP-1312, Kafka 4.4)."""
 
@@ -184,7 +204,7 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True):
 
 Step = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesChange | FeaturesDisable | NodesStep | Start
         | Partition | Heal | DiskFault | Snapshot | Run | Wait | AlterBrokerConfig | UnregisterController | CreateAcl
-        | UnregisterBroker)
+        | UnregisterBroker | AddController | RemoveController)
 
 #: Every op of contract 4 and the struct its step decodes into.
 OPS: dict[str, type[StepBase]] = {
@@ -204,6 +224,8 @@ OPS: dict[str, type[StepBase]] = {
     "snapshot": Snapshot,
     "run": Run,
     "wait": Wait,
+    "add-controller": AddController,
+    "remove-controller": RemoveController,
     # kraftsim's additions to contract 4: controller operations of Kafka 4.3/4.4
     "alter-broker-config": AlterBrokerConfig,
     "unregister-controller": UnregisterController,

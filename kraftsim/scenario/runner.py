@@ -24,12 +24,14 @@ from kraftsim.image import image_digest
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.language import (
+    AddController,
     AddNode,
     AlterBrokerConfig,
     CreateAcl,
     UnregisterBroker,
     UnregisterController,
     CreateTopics,
+    RemoveController,
     DeleteTopics,
     DiskFault,
     FeaturesChange,
@@ -100,7 +102,7 @@ def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
                                  catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
-                                 config=config)
+                                 config=config, dynamic_quorum=c.dynamic_quorum)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
 
@@ -173,9 +175,10 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
             if on_step is not None:
                 on_step(res)
         _collect_invariants(sim, None, broken)
-        invariants = [InvariantOut(name, name not in broken, broken.get(name)) for name in INVARIANTS]
+        names = [i.name for i in sim.invariants()]  # (the membership ones too for a dynamic quorum)
+        invariants = [InvariantOut(name, name not in broken, broken.get(name)) for name in names]
         invariants += [InvariantOut(name, False, detail) for name, detail in sorted(broken.items())
-                       if name not in INVARIANTS]
+                       if name not in names]
         final = _final(sim, scenario)
         expects = checkpoints + check_expect(scenario, sim, final)
         passed = (setup_error is None and all(s.ok for s in steps) and all(e.ok for e in expects)
@@ -224,6 +227,8 @@ def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
         return tuple(n.id for n in infos)
     if isinstance(step, AddNode):
         return (max(n.id for n in infos),) if step.id is None else (step.id,)
+    if isinstance(step, (AddController, RemoveController)) and step.id is not None:
+        return (step.id,)
     return ()
 
 
@@ -310,6 +315,16 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
     if isinstance(step, Wait):
         sim.wait(step.timeout_ms)
         return []
+    if isinstance(step, AddController):
+        if step.crash_leader_after_ms is not None:
+            sim.inject(step.crash_leader_after_ms, "crash", "leader")
+        nid = sim.add_controller(step.id, step.release)
+        return [f"Added controller {nid} with directory id {sim.directory_id(nid)} and endpoints: "
+                f"CONTROLLER://node-{nid}:9093"]
+    if isinstance(step, RemoveController):
+        did = sim.directory_id(step.id)
+        sim.remove_controller(step.id)
+        return [f"Removed  KRaft controller {step.id} with directory id {did}"]
     if isinstance(step, AlterBrokerConfig):
         return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
     if isinstance(step, UnregisterController):

@@ -27,7 +27,7 @@ from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
     DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
     Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
-    Step, UnregisterBroker, UnregisterController, Wait,
+    Step, UnregisterBroker, UnregisterController, Wait, AddController, RemoveController,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -388,6 +388,18 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
             if nid in check.nodes:
                 raise check.fail("id", f"expected a new node id; node {nid} already exists", index)
             check.nodes[nid] = (step.role,)
+    elif isinstance(step, AddController):
+        check.non_negative(step.crash_leader_after_ms, "crash_leader_after_ms", index)
+        if step.release is not None:
+            step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
+        if check.nodes is not None:
+            nid = step.id if step.id is not None else max(check.nodes, default=0) + 1
+            check.non_negative(nid, "id", index)
+            if nid in check.nodes and "controller" not in check.nodes[nid]:
+                raise check.fail("id", f"expected a controller; node {nid} is a broker", index)
+            check.nodes.setdefault(nid, ("controller",))
+    elif isinstance(step, RemoveController):
+        check.ids([step.id], "id", index)
     if isinstance(step, (FeaturesChange, FeaturesDisable)) and step.tool_release is not None:
         step = msgspec.structs.replace(step, tool_release=check.release(step.tool_release, "tool_release", index))
     if isinstance(step, FeaturesChange):

@@ -3,6 +3,7 @@
   types          SimConfig, SimError, NodeInfo, SimEvent, InvariantResult (the public values)
   simulation     Simulation: the simulator's public API (SIM_API.md)
   engine, raft, lifecycle, member, events   the event-driven engine under it
+  reconfig, voters, quorum_view   quorum membership (KIP-853): voter sets, voter changes, DescribeQuorum
   invariants     the invariants it checks; admin: its admin-client requests; saved: cluster.json
   narrate, directory   the CLI's lines and both simulators' directories (and the event one's status)
   node_format    seeded ids and `kafka-storage format` of a node, for both simulators
@@ -16,6 +17,9 @@
 """
 
 from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
+from kraftsim.sim.quorum_view import QuorumInfo, ReplicaInfo
+from kraftsim.sim.reconfig import VoterChangeRefused
 from kraftsim.sim.simulation import Simulation
 
-__all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "SimConfig", "SimError", "SimEvent", "Simulation"]
+__all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "SimConfig", "SimError",
+           "SimEvent", "Simulation", "VoterChangeRefused"]

@@ -94,6 +94,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker = Checker(self._violation)
         self.checker.members = self.members
         self.checker.voters = self.voters
+        self.checker.membership = kraft_version >= 1
         self.checker.snapshot_ids = self._snapshot_ids
         #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
         self._event: tuple[int, int, str, int | None, Any] | None = None
@@ -244,6 +245,12 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- nodes
 
+    def static_voters(self, voters: Sequence[int]) -> None:
+        """controller.quorum.voters lists `voters` now (kraft.version 0): every replica uses them."""
+        self.voters = self.checker.voters = tuple(sorted(voters))
+        for m in self.members.values():
+            m.voters = self.voters
+
     def add_member(self, state: NodeState, status: str) -> Member:
         m = Member(state=state, voter=state.id in self.voters, status=status)
         self.members[state.id] = m
@@ -393,10 +400,10 @@ class Engine(RaftMixin, LifecycleMixin):
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.high_watermark = None
         if m.voter:
-            running = sum(1 for v in self.voters if v in self.members and self.members[v].running)
-            if running < self._majority():
-                self.emit(None, "note", {"text": f"No leader: {running} of {len(self.voters)} voter(s) running, "
-                                                 f"{self._majority()} needed."})
+            running = sum(1 for v in m.voters if v in self.members and self.members[v].running)
+            if running < self._majority(m):
+                self.emit(None, "note", {"text": f"No leader: {running} of {len(m.voters)} voter(s) running, "
+                                                 f"{self._majority(m)} needed."})
 
     def crash(self, m: Member) -> None:
         if not m.running:
@@ -425,7 +432,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if not m.running:
             return
         if m.role == LEADER:
-            for v in self.voters:
+            for v in m.voters:
                 if v != m.id:
                     self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
         m.state.previous_broker_epoch = m.broker_epoch if m.broker_epoch is not None else -1

@@ -103,8 +103,10 @@ class FetchMixin:
                     epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
                     self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
                     return
-        if msg.src in self.voters:
-            m.matched[msg.src] = offset
+        m.matched[msg.src] = offset
+        if offset >= log.log_end_offset:
+            m.caught_up_at[msg.src] = self.sched.now_ms
+        if msg.src in m.voters:
             self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
@@ -229,6 +231,8 @@ class FetchMixin:
                     break
                 raw = b.raw
                 end = append(raw, checked=b).last_offset + 1
+                if b.is_control:
+                    self._control_appended(m, b)
                 if b.base_offset < checker.committed_end:  # (a cheaper half of Checker.appended's test)
                     checker.appended(self.event_name, m, raw)
                 if b.partition_leader_epoch > m.epoch_file_last:
@@ -268,6 +272,7 @@ class FetchMixin:
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
         self._write_epoch_file(m)
+        self._voters_truncated(m, offset)
 
     # -------------------------------------------------------------- snapshots
 
@@ -328,6 +333,8 @@ class FetchMixin:
             return
         sid = SnapshotId(d["end_offset"], d["epoch"])
         self._install_snapshot(m, sid, d["bytes"])  # type: ignore[attr-defined]
+        if self.kraft_version >= 1:
+            self._read_voters(m)
         self.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
                                      "fetched": True})
         hw = d.get("high_watermark")

@@ -33,7 +33,7 @@ from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoa
 from kraftsim.image import load_snapshot
 from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.member import Member, entry_at
-from kraftsim.sim.types import INVARIANTS, InvariantResult
+from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.snapshot import snapshot_path
@@ -46,6 +46,16 @@ if TYPE_CHECKING:
 SHADOW_KEEP = 1 << 12
 #: Batch CRC-32s kept (`Checker._crc`; emptied past it).
 CRC_KEEP = 1 << 12
+
+
+def disjoint_majorities(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
+    """Whether a majority of voter set `a` and a majority of `b` can share no voter."""
+    sa, sb = set(a), set(b)
+    if not sa or not sb:
+        return False
+    need_a = max(0, len(sa) // 2 + 1 - len(sa - sb))  # shared voters a majority of `a` needs at least
+    need_b = max(0, len(sb) // 2 + 1 - len(sb - sa))
+    return need_a + need_b <= len(sa & sb)
 
 
 class DurableLog(NamedTuple):
@@ -91,6 +101,8 @@ class Checker:
         #: outlives a restart (the disk keeps what was checked); a cut or a disk fault lowers it.
         self.verified: dict[int, int] = {}
         self.voters: tuple[int, ...] = ()
+        #: The quorum is dynamic (kraft.version 1): the membership invariants are reported too.
+        self.membership = False
         self.members: dict[int, Member] = {}
         self._shadows: dict[int, tuple[tuple[int, str], int, MetadataLoader]] = {}
         #: Bumped when a node's files lose data its shadow replayed (`truncating`, `disk_lost`).
@@ -125,7 +137,29 @@ class Checker:
         self.report(result)
 
     def results(self) -> list[InvariantResult]:
-        return [self.failures.get(n, InvariantResult(n, True, None)) for n in INVARIANTS]
+        names = INVARIANTS + MEMBERSHIP_INVARIANTS if self.membership else INVARIANTS
+        return [self.failures.get(n, InvariantResult(n, True, None)) for n in names]
+
+    # -------------------------------------------------------------- quorum membership
+
+    def acts_as_voter(self, event: object, m: Member, what: str) -> None:
+        """VoterOfSeenSet: a node votes, campaigns or leads only as a member of the voter set its
+        own log (or static configuration) holds."""
+        if m.id not in m.voters:
+            self.fail("VoterOfSeenSet", f"{event}: node {m.id} {what} in epoch {m.epoch} but the voter set it "
+                                        f"holds is {list(m.voters)}")
+
+    def voters_appended(self, event: object, m: Member, before: tuple[int, ...], after: tuple[int, ...],
+                        previous_committed: bool) -> None:
+        """NoDisjointMajorities: a leader changes the voter set only once its previous change is
+        committed, and so that no majority of the old set and majority of the new one can be
+        disjoint (Kafka changes one voter at a time)."""
+        if not previous_committed:
+            self.fail("NoDisjointMajorities", f"{event}: leader {m.id} changed the voters from {list(before)} to "
+                                              f"{list(after)} before its previous change was committed")
+        if disjoint_majorities(before, after):
+            self.fail("NoDisjointMajorities", f"{event}: leader {m.id} changed the voters from {list(before)} to "
+                                              f"{list(after)}: a majority of each can be disjoint")
 
     # -------------------------------------------------------------- leaders and high watermarks
 
@@ -168,11 +202,12 @@ class Checker:
                 self.verified[m.id] = hw
             return
         if m.role == "leader":
-            holders = [v for v in self.voters if self._holds(v, log, hw)]
-            if len(holders) < len(self.voters) // 2 + 1:
+            voters = m.voters or self.voters  # (the voter set the leader counts: its own)
+            holders = [v for v in voters if self._holds(v, log, hw)]
+            if len(holders) < len(voters) // 2 + 1:
                 self.fail("ConsistentCommittedData",
                           f"{event}: leader {m.id} (epoch {m.epoch}) committed offsets below {hw} but only "
-                          f"voters {holders} of {list(self.voters)} hold them")
+                          f"voters {holders} of {list(voters)} hold them")
         start = min(hw, self.committed_end)
         self._check_or_record(event, m, log, min(start, max(0, hw)), hw, record=hw > self.committed_end)
         self.committed_end = max(self.committed_end, hw)

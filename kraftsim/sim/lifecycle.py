@@ -377,7 +377,7 @@ class LifecycleMixin:
             start = m.log.log_end_offset
             if self.controller is not None and self.controller.maybe_write_noop() is not None:
                 self._appended(m, start)
-        for v in self.voters:  # BeginQuorumEpoch again to voters that do not fetch
+        for v in m.voters:  # BeginQuorumEpoch again to voters that do not fetch
             if v != m.id and self.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,

@@ -51,10 +51,19 @@ class Member:
     # elections
     granted: set[int] = field(default_factory=set)
     # leader soft state
-    matched: dict[int, int] = field(default_factory=dict)  # voter -> offset it has (flushed)
+    matched: dict[int, int] = field(default_factory=dict)  # replica -> offset it has (flushed)
     last_fetch_from: dict[int, int] = field(default_factory=dict)  # replica -> time of its last fetch
     parked: dict[int, tuple[int, object]] = field(default_factory=dict)  # replica -> (generation, message)
     epoch_start_offset: int = 0
+    #: replica -> when its fetch last reached the leader's log end (Kafka's lastCaughtUpTimestamp).
+    caught_up_at: dict[int, int] = field(default_factory=dict)
+    # quorum membership (sim.reconfig): the voter set this replica's log holds, the offset of
+    # its VotersRecord (-1: the bootstrap checkpoint, or static voters), and the record itself
+    voters: tuple[int, ...] = ()
+    voters_offset: int = -1
+    voters_record: object | None = None
+    #: The leader's voter change in flight: (kind, node id, offset of its VotersRecord).
+    voter_change: tuple[str, int, int] | None = None
     # broker / controller lifecycle (soft)
     broker_epoch: int | None = None
     fenced: bool | None = None

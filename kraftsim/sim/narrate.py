@@ -34,6 +34,10 @@ def _line(e: SimEvent) -> str | None:
         return str(d["text"])
     if e.kind == "crash":
         return f"Node {n} crashed; {d['unflushed_offsets_lost']} unflushed offset(s) lost."
+    if e.kind == "resign" and d.get("why"):
+        return f"Node {n} resigns: {d['why']} ({','.join(map(str, d.get('voters', ())))}), epoch {d['epoch']}."
+    if e.kind == "voters":
+        return f"Node {n} holds the voter set {','.join(map(str, d['voters']))} (VotersRecord at offset {d['offset']})."
     if e.kind == "resign":
         return f"Node {n} resigns: it heard from no majority of voters (check-quorum), epoch {d['epoch']}."
     if e.kind == "disk-fault":

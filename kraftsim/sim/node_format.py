@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from kraftsim.sim.node import CONTROLLER_LISTENER, NodeState, node_directory
 from kraftsim.storage import ServerConfig, random_uuid, storage_format
+from kraftsim.storage.server_config import Listener
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog
 
@@ -36,20 +37,41 @@ def cluster_id_for(seed: int) -> str:
     return str(random_uuid(random.Random(f"kraftsim:{seed}:cluster-id")))
 
 
+def directory_id_for(seed: int, node_id: int) -> str:
+    """The metadata directory id a dynamic quorum's initial controller is formatted with
+    (`--initial-controllers id@host:port:DIRECTORY_ID`; Kafka users take it from
+    `kafka-storage random-uuid`)."""
+    return str(random_uuid(random.Random(f"kraftsim:{seed}:directory-id:{node_id}")))
+
+
 def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
                 seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
-                emit: Callable[[str], None] = print) -> None:
+                emit: Callable[[str], None] = print, dynamic: str | None = None) -> None:
     """`kafka-storage format` for one node, with the node's release as the tool's: the node's
-    directory is both its log dir and its metadata log dir, and the quorum is static."""
+    directory is both its log dir and its metadata log dir. The quorum is static unless
+    `dynamic` (KIP-853: controller.quorum.bootstrap.servers instead of the voters) says how a
+    controller is formatted: "standalone", "initial" (--initial-controllers with `voters`) or
+    "none" (--no-initial-controllers, a controller that joins later)."""
     directory = str(node_directory(cluster_dir, state.id))
     name, port = CONTROLLER_LISTENER
-    config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
-                          metadata_log_dir=directory, controller_listener_names=(name,),
-                          quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
+    if dynamic is None:
+        config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                              metadata_log_dir=directory, controller_listener_names=(name,),
+                              quorum_voters=tuple(f"{v}@node-{v}:{port}" for v in voters))
+    else:
+        config = ServerConfig(process_roles=state.roles, node_id=state.id, log_dirs=(directory,),
+                              metadata_log_dir=directory, controller_listener_names=(name,),
+                              quorum_bootstrap_servers=tuple(f"node-{v}:{port}" for v in voters),
+                              listeners=(Listener(name, f"node-{state.id}", port),))
+    controller = "controller" in state.roles
+    initial = ",".join(f"{v}@node-{v}:{port}:{directory_id_for(seed, v)}" for v in voters) \
+        if controller and dynamic == "initial" else None
     rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
     storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
                    release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
-                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line))
+                   date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line),
+                   standalone=controller and dynamic == "standalone", initial_controllers=initial,
+                   no_initial_controllers=controller and dynamic == "none")
 
 
 def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
@@ -59,4 +81,4 @@ def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
         emit(f"[node {node_id}] {line}")
 
 
-__all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "elapsed_text", "format_node", "incarnation_id"]
+__all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "directory_id_for", "elapsed_text", "format_node", "incarnation_id"]

@@ -33,6 +33,7 @@ from typing import Any
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.events import Message
 from kraftsim.sim.fetching import FetchMixin
+from kraftsim.sim.reconfig import ReconfigMixin
 from kraftsim.sim.member import (
     CANDIDATE,
     FOLLOWER,
@@ -49,7 +50,7 @@ from kraftsim.sim.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-class RaftMixin(FetchMixin):
+class RaftMixin(FetchMixin, ReconfigMixin):
     """The raft half of the Engine (see the module docstring); `self` is the Engine."""
 
     # -------------------------------------------------------------- quorum-state
@@ -58,12 +59,12 @@ class RaftMixin(FetchMixin):
         """quorum-state, written when its bytes change (kraftsim.sim.state_files)."""
         if m.node is None:
             state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
-                                 voters=self.voters)
+                                 voters=m.voters or self.voters)
             write_quorum_state(m.state, state, fsync=self.config_fsync)  # type: ignore[arg-type]
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
-        write_if_changed(path, quorum_state_bytes(self.kraft_version, m.leader, m.epoch, m.voted, self.voters),
+        write_if_changed(path, quorum_state_bytes(self.kraft_version, m.leader, m.epoch, m.voted, m.voters or self.voters),
                          fsync=self.config_fsync)
 
     def _write_epoch_file(self, m: Member) -> None:
@@ -82,8 +83,9 @@ class RaftMixin(FetchMixin):
         catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
         return catalog.policy(name)
 
-    def _majority(self) -> int:
-        return len(self.voters) // 2 + 1
+    def _majority(self, m: Member | None = None) -> int:
+        """A majority of `m`'s voter set (of the cluster's, without `m`)."""
+        return len(self.voters if m is None else m.voters) // 2 + 1
 
     # -------------------------------------------------------------- timers
 
@@ -111,6 +113,7 @@ class RaftMixin(FetchMixin):
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
         self._write_epoch_file(m)
+        self._read_voters(m, initial=True)
         if not m.voter:
             m.role = OBSERVER
             self._fetch(m)
@@ -120,7 +123,7 @@ class RaftMixin(FetchMixin):
             starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
             m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
             m.matched = {m.id: m.flushed_end}
-            m.last_fetch_from = {v: self.now for v in self.voters}
+            m.last_fetch_from = {v: self.now for v in m.voters}
             self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
             self._activate_controller(m)  # type: ignore[attr-defined]
             return
@@ -195,7 +198,7 @@ class RaftMixin(FetchMixin):
     def _start_election(self, m: Member) -> None:
         if not m.running or not m.voter or m.role == LEADER:
             return
-        if m.id not in self.voters:
+        if m.id not in m.voters:
             return
         if self._raft_policy(m, "raft_pre_vote") == "kip-996":
             m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
@@ -210,6 +213,7 @@ class RaftMixin(FetchMixin):
         was_leader_known = m.leader
         m.epoch += 1
         m.role, m.voted, m.leader, m.granted = CANDIDATE, m.id, None, {m.id}
+        self.checker.acts_as_voter(self.event_name, m, "campaigns")
         self._persist(m)
         self.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
         self._ask_votes(m, m.epoch, pre_vote=False)
@@ -217,11 +221,11 @@ class RaftMixin(FetchMixin):
 
     def _ask_votes(self, m: Member, epoch: int, *, pre_vote: bool) -> None:
         last = self._last_epoch(m)
-        for v in self.voters:
+        for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
                                                                 "end_offset": m.log.log_end_offset}))
-        if pre_vote and len(m.granted) >= self._majority():
+        if pre_vote and len(m.granted) >= self._majority(m):
             self._become_candidate(m)
 
     def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
@@ -252,6 +256,7 @@ class RaftMixin(FetchMixin):
         granted = (m.voted in (None, msg.src) and m.leader is None and m.role != LEADER
                    and self._log_up_to_date(m, d["last_epoch"], d["end_offset"]))
         if granted and m.voted is None:
+            self.checker.acts_as_voter(self.event_name, m, "votes")
             m.voted = msg.src
             self._persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
@@ -269,7 +274,7 @@ class RaftMixin(FetchMixin):
         if d["pre_vote"]:
             if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
                 m.granted.add(msg.src)
-                if len(m.granted) >= self._majority():
+                if len(m.granted) >= self._majority(m):
                     self._become_candidate(m)
             elif msg.epoch > m.epoch:
                 self._become_unattached(m, msg.epoch)
@@ -282,20 +287,23 @@ class RaftMixin(FetchMixin):
             self._maybe_won(m)
 
     def _maybe_won(self, m: Member) -> None:
-        if m.role == CANDIDATE and len(m.granted) >= self._majority():
+        if m.role == CANDIDATE and len(m.granted) >= self._majority(m):
             self._become_leader(m)
 
     def _become_leader(self, m: Member) -> None:
         m.role, m.leader = LEADER, m.id
+        self.checker.acts_as_voter(self.event_name, m, "leads")
         self._persist(m)
         log = m.log
         m.epoch_start_offset = log.log_end_offset
         rt = m.node.registry["LeaderChangeMessage"]  # type: ignore[union-attr]
         voter = rt.nested["Voter"]
-        message = rt.new(version=0, leader_id=m.id, voters=[voter(voter_id=v) for v in self.voters],
+        message = rt.new(version=0, leader_id=m.id, voters=[voter(voter_id=v) for v in m.voters],
                          granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
-        log.append(encode_control_batch(log.log_end_offset, [Payload(rt, 0, message)], epoch=m.epoch,
-                                        timestamp=self.now))
+        payloads = [Payload(rt, 0, message)] + self._start_of_epoch_membership(m)
+        log.append(encode_control_batch(log.log_end_offset, payloads, epoch=m.epoch, timestamp=self.now))
+        if len(payloads) > 1:
+            m.voters_offset = log.log_end_offset - 1  # the voter set, now in the log
         self._write_epoch_file(m)
         m.matched = {m.id: m.flushed_end}
         m.last_fetch_from = {}
@@ -303,7 +311,7 @@ class RaftMixin(FetchMixin):
         self.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
         self.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
         self._appended(m, m.epoch_start_offset)
-        for v in self.voters:
+        for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
@@ -313,8 +321,10 @@ class RaftMixin(FetchMixin):
         if m.role != LEADER:
             return
         window = self.config.fetch_timeout_ms * 3 // 2
-        heard = {m.id} | {r for r, t in m.last_fetch_from.items() if r in self.voters and self.now - t < window}
-        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority():
+        heard = {r for r, t in m.last_fetch_from.items() if r in m.voters and self.now - t < window}
+        if m.id in m.voters:
+            heard.add(m.id)
+        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority(m):
             self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
             self._become_unattached(m, m.epoch)
             m.role = RESIGNED
@@ -323,6 +333,7 @@ class RaftMixin(FetchMixin):
 
     def _lose_leadership(self, m: Member) -> None:
         m.parked = {}
+        m.voter_change = None  # a change in flight is the next leader's to commit, or to lose
         self._drop_controller(m)  # type: ignore[attr-defined]
 
     def _on_end_epoch(self, m: Member, msg: Message) -> None:
@@ -361,7 +372,7 @@ class RaftMixin(FetchMixin):
 
     def _update_high_watermark(self, m: Member) -> None:
         matched = m.matched
-        voters = self.voters
+        voters = m.voters
         offsets = sorted([matched.get(v, -1) for v in voters], reverse=True)
         candidate = offsets[len(voters) // 2]  # (the majority's lowest: self._majority() - 1)
         if candidate <= m.epoch_start_offset:
@@ -377,6 +388,10 @@ class RaftMixin(FetchMixin):
         self.checker.high_watermark(self._event_name, m, hw)  # type: ignore[attr-defined]
         self._apply(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
+            if m.voters is not self.voters and hw > m.voters_offset:
+                self._voters_committed(m)
+                if m.role != LEADER:
+                    return
             self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
             if hw == m.log.log_end_offset:
                 self._keep_controller_state(m)  # type: ignore[attr-defined]

@@ -24,13 +24,13 @@ from kraftsim.controller.features import (
 )
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin
 from kraftsim.gcpause import working
 from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine import Engine
 from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import Member
-from kraftsim.sim.quorum_view import QuorumView, quorum_view
+from kraftsim.sim.member import LEADER, Member
 from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
@@ -39,7 +39,8 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
-from kraftsim.sim.voters import static_join_refusal
+from kraftsim.sim.quorum_view import QuorumInfo, quorum_info
+from kraftsim.sim.reconfig import VoterChangeRefused
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -112,9 +113,11 @@ class Simulation(AdminMixin):
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
                config: SimConfig | None = None, durable: bool = True,
-               on_event: Callable[[SimEvent], None] | None = None) -> Simulation:
+               on_event: Callable[[SimEvent], None] | None = None, dynamic_quorum: bool = False) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
-        settle. Ids: combined nodes 1..N, then controllers, then brokers."""
+        settle. Ids: combined nodes 1..N, then controllers, then brokers. `dynamic_quorum`:
+        a KIP-853 quorum (`--standalone` for one controller, else `--initial-controllers`;
+        kraft.version 1)."""
         d = Path(directory)
         if controllers < 0 or brokers < 0 or combined < 0:
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
@@ -134,7 +137,9 @@ class Simulation(AdminMixin):
                  for i, r in enumerate(roles)]
         voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
         saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
-                           catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes)
+                           catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes,
+                           kraft_version=1 if dynamic_quorum else 0)
+        dynamic = None if not dynamic_quorum else "standalone" if len(voters) == 1 else "initial"
         existed = d.exists()
         d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
@@ -147,7 +152,7 @@ class Simulation(AdminMixin):
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation)
             try:
                 format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
-                            release_version=release_version, features=feats,
+                            release_version=release_version, features=feats, dynamic=dynamic,
                             emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
             except KraftsimError as e:
                 sim.close_files()
@@ -367,10 +372,6 @@ class Simulation(AdminMixin):
         m = self.engine.member(node_id)
         return m.leader if m.running else None
 
-    def quorum(self) -> QuorumView | None:
-        """The metadata quorum as its active leader sees it (DescribeQuorum); None without one."""
-        return quorum_view(self.engine)
-
     def reachable(self, a: int, b: int) -> bool:
         """Whether the network lets node `a` reach node `b` now (partitions)."""
         return self.engine.net.reachable(a, b)
@@ -464,15 +465,12 @@ class Simulation(AdminMixin):
             raise SimError(f"the cluster already has a node {nid}")
         state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
                           starts=0)  # its first start makes incarnation 1
-        refusal = static_join_refusal(e.kraft_version) if role == CONTROLLER else None
-        if refusal is not None:
-            raise SimError(refusal)
-        if role == CONTROLLER:
-            e.voters = tuple(sorted(e.voters + (nid,)))
-            e.checker.voters = e.voters
+        dynamic = e.kraft_version >= 1
+        if role == CONTROLLER and not dynamic:
+            e.static_voters(e.voters + (nid,))
         try:
             format_node(self.directory, self.catalog, state, voters=e.voters, cluster_id=self._saved.cluster_id,
-                        seed=self.seed, now_ms=e.now, emit=lambda line: None)
+                        seed=self.seed, now_ms=e.now, emit=lambda line: None, dynamic="none" if dynamic else None)
         except KraftsimError as err:
             raise SimError(str(err)) from None
         m = e.add_member(state, STOPPED)
@@ -486,6 +484,71 @@ class Simulation(AdminMixin):
         finally:
             self._finish_op("add-node")
         return nid
+
+    # ------------------------------------------------------------------ quorum membership (KIP-853)
+
+    def quorum_info(self) -> QuorumInfo:
+        """What DescribeQuorum answers now: the leader, its epoch and high watermark, and every
+        voter and observer with its directory id, log end offset, lag and fetch times (raises
+        SimError without a leader)."""
+        return quorum_info(self.engine, self._saved.cluster_id)
+
+    def voters(self) -> tuple[int, ...]:
+        """The committed voter set (the static voters under kraft.version 0)."""
+        return self.engine.voters
+
+    def directory_id(self, node_id: int) -> Uuid | None:
+        """The node's metadata directory id (its meta.properties), None without one."""
+        self.engine.member(node_id)
+        return self.engine.directory_id_of(node_id)  # type: ignore[no-any-return]
+
+    def add_controller(self, node_id: int | None = None, release: str | None = None) -> int:
+        """`kafka-metadata-quorum add-controller`: a controller not yet in the cluster is first
+        formatted with --no-initial-controllers and started (it catches up as an observer);
+        then the leader adds it to the voters (AddRaftVoter) and the change commits. Returns its id."""
+        e = self.engine
+        if node_id is None or node_id not in e.members:
+            node_id = self.add_node(CONTROLLER, release or self._newest_release(), node_id)
+        m = e.member(node_id)
+        if not m.state.is_controller:
+            raise SimError(f"node {node_id} is not a controller")
+        e.run_until(e.now + SETTLE_MS, lambda: _caught_up(e, node_id))  # the operator waits for it to catch up
+        self._voter_change(lambda: e.request_add_voter(node_id, e.directory_id_of(node_id)), node_id, "add-controller")
+        return node_id
+
+    def remove_controller(self, node_id: int, directory_id: str | None = None) -> None:
+        """`kafka-metadata-quorum remove-controller --controller-id ID --controller-directory-id DIR`
+        (the voter's own directory id unless given); the leader appends the new voter set."""
+        e = self.engine
+        e.member(node_id)
+        did = e.directory_id_of(node_id) if directory_id is None else _uuid(directory_id)
+        self._voter_change(lambda: e.request_remove_voter(node_id, did), node_id, "remove-controller")
+
+    def _voter_change(self, request: Callable[[], None], node_id: int, label: str) -> None:
+        e = self.engine
+        e.run_until(e.now + SETTLE_MS, lambda: e.leader_member() is not None and e.leader_member().high_watermark
+                    is not None)  # the admin client finds the active controller first
+        if e.record_static_voters():  # an upgraded static quorum: its voter set goes into the log first
+            e.run_until(e.now + SETTLE_MS, lambda: _voters_committed(e))
+        try:
+            request()
+        except VoterChangeRefused:
+            self._finish_op(label)
+            raise
+        leader = e.leader_member()
+        assert leader is not None  # (the request just went through it)
+        done = e.run_until(e.now + SETTLE_MS, lambda: leader.voter_change is None or leader.role != LEADER)
+        if done and leader.voter_change is None and e.voters == leader.voters:
+            e.run_until(e.now + SETTLE_MS, e.stable)
+            self._finish_op(label)
+            return
+        self._finish_op(label)
+        raise VoterChangeRefused("REQUEST_TIMED_OUT", f"The voter change of node {node_id} was not committed: the "
+                                                      "leader lost its role first (the admin client times out).")
+
+    def _newest_release(self) -> str:
+        releases = [m.state.release for m in self.engine.ordered() if m.state.is_controller]
+        return max(releases, key=lambda r: self.catalog.releases.index(self.catalog.find_release(r)))
 
     @working
     def crash(self, nodes: str | int | Sequence[int]) -> None:
@@ -593,6 +656,23 @@ class Simulation(AdminMixin):
         self._finish_op("wait")
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
+
+
+def _voters_committed(e: Engine) -> bool:
+    leader = e.leader_member()
+    return leader is not None and leader.high_watermark is not None and leader.voters_offset < leader.high_watermark
+
+
+def _caught_up(e: Engine, node_id: int) -> bool:
+    leader = e.leader_member()
+    return leader is not None and node_id in leader.caught_up_at
+
+
+def _uuid(text: str) -> Uuid:
+    try:
+        return Uuid.from_string(text)
+    except ValueError as e:
+        raise SimError(f"Failed to parse --controller-directory-id: {e}") from None
 
 
 def _remove_made(d: Path, existed: bool) -> None:

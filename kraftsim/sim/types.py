@@ -16,6 +16,8 @@ from kraftsim.image import MetadataVersionChange
 #: The invariants checked after every event (contract 5 uses these names).
 INVARIANTS = ("OneLeaderPerEpoch", "ConsistentCommittedData", "MonotonicHighWatermark", "ImageMatchesLog",
               "SnapshotMatchesLog", "BrokersApplyOnlyCommitted")
+#: Invariants of quorum membership, reported for dynamic quorums (kraft.version 1).
+MEMBERSHIP_INVARIANTS = ("NoDisjointMajorities", "VoterOfSeenSet")
 
 #: Node states as `NodeInfo.state` reports them.
 RUNNING, STOPPED, CRASHED, FAILED = "running", "stopped", "crashed", "failed"

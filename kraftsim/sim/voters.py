@@ -9,11 +9,10 @@ each membership change), and in the header batch of every snapshot, after its
 SnapshotHeaderRecord; `quorum-state` is then written at data_version 1, without voters.
 The latest record in log order wins, as in Kafka's KRaftControlRecordStateMachine.
 
-The simulator's raft keeps the voter set it starts with (no membership change runs yet):
-an imported dynamic quorum runs with the voters of the source's latest VotersRecord, its
-kraft.version, and snapshots that carry that VotersRecord as Kafka writes it. As in
-Kafka's QuorumFeatures, a dynamic quorum has no static voter list for the controller's
-feature checks: only registered controllers count there.
+Each replica of the simulator knows the voter set its own log holds, and voters are added
+and removed one at a time through the leader (sim.reconfig). As in Kafka's
+QuorumFeatures, a dynamic quorum has no static voter list for the controller's feature
+checks: only registered controllers count there.
 """
 
 from __future__ import annotations
@@ -22,7 +21,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kraftsim.javacompat import hash_map_order, uuid_hash
 from kraftsim.protocol.entries import LogEntry
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import QuorumState
 
 #: Control record types that carry quorum membership (their type names in a decoded log).
@@ -105,14 +106,32 @@ def quorum_state_bytes(kraft_version: int, leader: int | None, epoch: int, voted
     return known
 
 
-def static_join_refusal(kraft_version: int) -> str | None:
-    """Why a new controller cannot join by being added to the static voter list: with a
-    dynamic quorum it joins as an observer and becomes a voter only through
-    `kafka-metadata-quorum add-controller` (AddRaftVoter), which is not simulated yet."""
-    if kraft_version < 1:
-        return None
-    return ("adding a controller to a dynamic quorum (kraft.version 1: kafka-metadata-quorum add-controller, "
-            "KIP-853) is not simulated yet")
+def replica_key(node_id: int, directory_id: Any, style: str = "plain") -> str:
+    """Kafka's ReplicaKey.toString, as the raft layer's refusals print a voter: `style` is the
+    leader's policy raft_replica_key_text ("optional" in 3.9: Optional[id] / Optional.empty;
+    "plain" from 4.0: the id / <undefined>)."""
+    missing = directory_id is None or directory_id == Uuid.ZERO
+    if style == "optional":
+        shown = "Optional.empty" if missing else f"Optional[{directory_id}]"
+    else:
+        shown = "<undefined>" if missing else str(directory_id)
+    return f"ReplicaKey(id={node_id}, directoryId={shown})"
+
+
+def replica_key_hash(node_id: int, directory_id: Any) -> int:
+    """ReplicaKey.hashCode: Objects.hash(id, Optional(directoryId)), as 32 bits."""
+    opt = 0 if directory_id is None or directory_id == Uuid.ZERO else uuid_hash(directory_id)
+    return (31 * (31 + node_id) + opt) & 0xFFFFFFFF
+
+
+def voter_keys_text(record: Any | None, style: str = "plain") -> str:
+    """VoterSet.voterKeys() printed: a Java HashSet of ReplicaKeys, in its iteration order
+    (ReplicaKey.hashCode is Objects.hash(id, Optional(directoryId)))."""
+    if record is None:
+        return "[]"
+    keys = [(v.voter_id, v.voter_directory_id) for v in record.voters]
+    ordered = hash_map_order(keys, lambda k: replica_key_hash(k[0], k[1]))
+    return "[" + ", ".join(replica_key(i, d, style) for i, d in ordered) + "]"
 
 
 def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple[int, ...]:
@@ -121,5 +140,5 @@ def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple
     return () if kraft_version >= 1 else tuple(voters)
 
 
-__all__ = ["MEMBERSHIP_RECORDS", "Membership", "controller_static_voters", "quorum_state", "quorum_state_bytes",
-           "seed_loader", "static_join_refusal"]
+__all__ = ["MEMBERSHIP_RECORDS", "VOTERS_RECORD", "Membership", "controller_static_voters", "quorum_state", "quorum_state_bytes",
+           "replica_key", "replica_key_hash", "seed_loader", "voter_keys_text"]

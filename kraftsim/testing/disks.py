@@ -71,6 +71,15 @@ class VoterDisks:
         size = len(self.voters) + 1
         return size - holders < size // 2 + 1
 
+    def may_remove_voter(self, node: int) -> bool:
+        """Whether the voters without `node` keep the damaged ones a minority and a majority of
+        them, not damaged, holding everything committed (KIP-853's remove-controller)."""
+        rest = [v for v in self.voters if v != node]
+        if not rest or sum(1 for v in rest if v in self.damaged) > (len(rest) - 1) // 2:
+            return False
+        holders = sum(1 for v in rest if v not in self.damaged and self.ends.get(v, 0) >= self.committed)
+        return holders >= len(rest) // 2 + 1
+
     def lost(self, node: int, end_before: int) -> None:
         """`node`'s disk lost data; it held offsets below `end_before` before the fault."""
         if node not in self.voters:
@@ -88,6 +97,9 @@ class VoterDisks:
             self.committed = max(self.committed, majority_end)
         for node in sorted(self.damaged):
             d = self.damaged[node]
+            if node not in self.voters:  # removed from the voters (remove-controller): no voter's disk now
+                del self.damaged[node]
+                continue
             if node not in up:
                 d.caught_up_at = None
                 continue

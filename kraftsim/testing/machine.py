@@ -105,6 +105,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
     #: voters stay a minority (disks.py): a committed batch no majority holds any more can
     #: be lost for good, which is no bug of the software.
     wipe_voters: bool = False
+    #: A KIP-853 dynamic quorum (kraft.version 1): then add-controller and remove-controller
+    #: change the voters, one at a time, while disks.VoterDisks finds the change safe.
+    dynamic_quorum: bool = False
     #: The scenario ops the machine generates (None: every op the simulator carries out).
     ops: frozenset[str] | None = None
     #: Bounds that keep generated runs small and fast.
@@ -167,11 +170,13 @@ class ClusterStateMachine(RuleBasedStateMachine):
         else:
             release = data.draw(st.sampled_from(self._releases), label="release")
         self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
-        self.shape = ClusterShape(self.controllers, self.brokers, release, combined=self.combined)
+        self.shape = ClusterShape(self.controllers, self.brokers, release, combined=self.combined,
+                                  dynamic_quorum=self.dynamic_quorum)
         try:
             self.sim = Simulation.create(Path(self._tmp) / "cluster", controllers=self.controllers,
                                          brokers=self.brokers, combined=self.combined, release=release,
-                                         seed=self._seed, policy=self.policy, catalog=self._catalog_path)
+                                         seed=self._seed, policy=self.policy, catalog=self._catalog_path,
+                                         dynamic_quorum=self.dynamic_quorum)
         except SimError as e:
             raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
         try:  # steps start from a stable cluster, as in the scenario runner
@@ -213,7 +218,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
             self.fail(SIMULATOR_ERROR, f"{step.describe()} raised {type(e).__name__}: {e}")
         self.steps.append(step)
         nodes = self.sim.nodes()
-        if step.op == "add-node":  # a controller that joined is a voter of the static quorum
+        if self.dynamic_quorum:  # the committed voter set (add-controller, remove-controller)
+            self._voters = self._disks.voters = tuple(self.sim.voters())
+        elif step.op == "add-node":  # a controller that joined is a voter of the static quorum
             self._voters = self._disks.voters = tuple(n.id for n in nodes if "controller" in n.roles)
         self._disks.observe(self.sim, (n.id for n in nodes if n.state == "running"))
         if step.error is not None:
@@ -528,6 +535,41 @@ class ClusterStateMachine(RuleBasedStateMachine):
         gap = data.draw(st.sampled_from([0, 0, 3]), label="id gap")
         self.do("add-node", role=role, release=release, id=max(before) + 1 + gap if gap else None)
         return multiple(*sorted({n.id for n in self.sim.nodes()} - before))
+
+    # ------------------------------------------------------------------ rules: quorum membership (KIP-853)
+
+    def _dynamic_releases(self) -> list[str]:
+        return [r for r in self._releases if self._line(r).supported_features().get("kraft.version", (0, 0))[1] >= 1]
+
+    def _removable(self) -> list[int]:
+        return [v for v in self._voters if self._disks.may_remove_voter(v)]
+
+    @precondition(lambda self: self.dynamic_quorum and self.allows("add-controller"))
+    @precondition(lambda self: self._disks.may_add_voter() and bool(self._dynamic_releases()))
+    @rule(target=node_ids, data=st.data())
+    def add_controller(self, data: st.DataObject) -> Any:
+        """A controller joins the voters: a new one (formatted --no-initial-controllers, added
+        once it caught up), or a controller that runs as an observer (one removed before)."""
+        assert self.sim is not None
+        observers = [n.id for n in self.sim.nodes() if "controller" in n.roles and n.id not in self._voters
+                     and n.state == "running"]
+        room = len(self.sim.nodes()) < self._initial_nodes + self.max_added_nodes
+        choices = observers + ([None] if room else [])
+        if not choices:
+            return multiple()
+        node = data.draw(st.sampled_from(choices), label="controller")
+        before = {n.id for n in self.sim.nodes()}
+        release = None if node is not None else data.draw(st.sampled_from(self._dynamic_releases()), label="release")
+        self.do("add-controller", id=node, release=release)
+        return multiple(*sorted({n.id for n in self.sim.nodes()} - before))
+
+    @precondition(lambda self: self.dynamic_quorum and self.allows("remove-controller"))
+    @precondition(lambda self: bool(self._removable()))
+    @rule(data=st.data())
+    def remove_controller(self, data: st.DataObject) -> None:
+        """A voter leaves (the active controller too), while the voters left keep a majority
+        that holds everything committed (disks.py)."""
+        self.do("remove-controller", id=data.draw(st.sampled_from(self._removable()), label="voter"))
 
     # ------------------------------------------------------------------ rules: topics
 

@@ -35,6 +35,8 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "run": ("ms",),
     "wait": ("timeout_ms",),
     "unregister-broker": ("id",),
+    "add-controller": ("id", "release"),
+    "remove-controller": ("id",),
 }
 
 
@@ -115,6 +117,12 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
         return []
     if op == "unregister-broker":
         return admin_ops.unregister_broker(sim, a["id"])
+    if op == "add-controller":
+        nid = sim.add_controller(a.get("id"), a.get("release"))
+        return [f"Added controller {nid}."]
+    if op == "remove-controller":
+        sim.remove_controller(a["id"])
+        return [f"Removed KRaft controller {a['id']}."]
     raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
 
 
@@ -149,6 +157,7 @@ class ClusterShape:
     release_version: str | None = None
     features: dict[str, int] = field(default_factory=dict)
     combined: int = 0
+    dynamic_quorum: bool = False
 
 
 def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
@@ -175,6 +184,8 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
         lines.append(f"release_version = {toml_value(shape.release_version)}")
     if shape.features:
         lines.append(f"features = {toml_value(dict(sorted(shape.features.items())))}")
+    if shape.dynamic_quorum:
+        lines.append("dynamic_quorum = true")
     for step in steps:
         lines += ["", "[[step]]", f"op = {toml_value(step.op)}"]
         for key in OP_KEYS[step.op]:

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.quorum_view import ReplicaView
+from kraftsim.sim import ReplicaInfo, SimError
 from kraftsim.wire.admin_handlers import refusal
 from kraftsim.wire.handlers import Body, code
 from kraftsim.wire.served import CONTROLLER, LISTENER_NAMES, Listener, ServedCluster
@@ -20,8 +19,8 @@ DESCRIBE_QUORUM_KEY = 55
 TOPIC, PARTITION = "__cluster_metadata", 0
 
 
-def _replica(r: ReplicaView) -> Body:
-    return {"ReplicaId": r.replica_id, "ReplicaDirectoryId": Uuid.ZERO, "LogEndOffset": r.log_end_offset,
+def _replica(r: ReplicaInfo) -> Body:
+    return {"ReplicaId": r.node_id, "ReplicaDirectoryId": r.directory_id, "LogEndOffset": r.log_end_offset,
             "LastFetchTimestamp": r.last_fetch_ms, "LastCaughtUpTimestamp": r.last_caught_up_ms}
 
 
@@ -37,14 +36,15 @@ def describe_quorum(served: ServedCluster, listener: Listener, version: int, bod
         if listener.role == CONTROLLER:
             return _partition_error("NOT_LEADER_OR_FOLLOWER", None)
         return {"ErrorCode": code(refused[0]), "ErrorMessage": refused[1]}
-    q = served.sim.quorum()
-    if q is None:
+    try:
+        q = served.sim.quorum_info()
+    except SimError:  # no leader
         return _partition_error("NOT_LEADER_OR_FOLLOWER", None)
     nodes = []
     for r in q.voters:
-        port = served.port_of(r.replica_id, CONTROLLER)
+        port = served.port_of(r.node_id, CONTROLLER)
         listeners = [] if port is None else [{"Name": LISTENER_NAMES[CONTROLLER], "Host": served.host, "Port": port}]
-        nodes.append({"NodeId": r.replica_id, "Listeners": listeners})
+        nodes.append({"NodeId": r.node_id, "Listeners": listeners})
     return {"Topics": [{"TopicName": TOPIC, "Partitions": [
         {"PartitionIndex": PARTITION, "ErrorCode": 0, "LeaderId": q.leader_id, "LeaderEpoch": q.leader_epoch,
          "HighWatermark": q.high_watermark, "CurrentVoters": [_replica(r) for r in q.voters],

@@ -17,7 +17,7 @@ from tests.scenario.helpers import scenario_text
 
 CONTRACT_OPS = ("create-topics", "delete-topics", "roll", "add-node", "features-upgrade", "features-downgrade",
                 "features-disable", "crash", "stop", "start", "partition", "heal", "disk-fault", "snapshot", "run",
-                "wait")
+                "wait", "add-controller", "remove-controller")
 
 
 def reject(text: str) -> ScenarioInvalid:
@@ -171,6 +171,8 @@ def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
         "op = 'snapshot'",
         "op = 'run'\nms = 100",
         "op = 'wait'\ntimeout_ms = 1000\nnote = 'until stable'",
+        "op = 'add-controller'\nid = 11\nrelease = '3.9'",
+        "op = 'remove-controller'\nid = 1",
     ))
     path = tmp_path / "all.toml"
     path.write_text("# Question: q\n# Source: s\n#   more\n# Answer: a\n" + scenario_text(body), encoding="utf-8")
@@ -179,6 +181,7 @@ def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
     # releases as Kafka names them; a line means its newest patch release
     assert s.steps[2].release == "3.9.0" and s.steps[3].release == "3.9.1" and s.steps[9].release == "3.9.1"
     assert s.nodes == {1: ("controller",), 2: ("broker",), 3: ("broker",)}
+    assert s.steps[16].release == "3.9.1"  # add-controller: a release as Kafka names it
     assert s.header.source == "s more" and s.header.question == "q" and s.header.answer == "a"
 
 

@@ -73,10 +73,10 @@ def _what_ifs_keep_the_dynamic_quorum(directory: Path, voters: list[int], want_h
         assert written and all(_header(p) == want_header for p in written)
         with pytest.raises(SimError, match="Can't downgrade the version of this feature"):
             sim.features("downgrade", features={"kraft.version": 0})
-        # a new controller would join as an observer, then need add-controller: refused, not faked
-        with pytest.raises(SimError, match="not simulated yet"):
-            sim.add_node("controller", "4.1")
-        assert sim.engine.voters == tuple(voters)
+        # a new controller joins as an observer (--no-initial-controllers): no voter until add-controller
+        new = sim.add_node("controller", "4.1")
+        assert sim.engine.voters == tuple(voters) and not sim.engine.member(new).voter
+        assert [o.node_id for o in sim.quorum_info().observers if o.node_id == new] == [new]
         # a restarted node starts from the snapshot it wrote: the next one still carries the voters
         sim.crash([voters[0]])
         sim.start([voters[0]])

@@ -1,0 +1,274 @@
+"""Quorum reconfiguration (KIP-853) in the event simulator, a mixin of the Engine.
+
+Under kraft.version 1 every replica knows the voter set its own log holds: the latest
+VotersRecord it appended (committed or not, as Kafka's KRaftControlRecordStateMachine
+keeps it), else the one in its newest snapshot's header (the bootstrap checkpoint
+`0-0.checkpoint` of a formatted dynamic quorum counts as offset -1). That set decides
+whether the replica is a voter (it may vote, campaign and lead) or an observer, and, on
+the leader, which replicas count toward the high watermark and check-quorum. Under
+kraft.version 0 every replica uses the static `controller.quorum.voters`.
+
+A change goes through the leader, one at a time, as Kafka's AddVoterHandler and
+RemoveVoterHandler do it: the leader refuses while it has no high watermark in its epoch,
+while another change is pending or uncommitted, under kraft.version 0, for a voter already
+in (or not in) the set, and for a new voter that has not caught up as an observer; else it
+appends a VotersRecord with the new set, which takes effect on append. When the record
+commits the change is done; a leader that removed itself then resigns.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.sim.events import Message
+from kraftsim.sim.member import FOLLOWER, LEADER, OBSERVER, UNATTACHED, Member
+from kraftsim.sim.node import CONTROLLER_LISTENER, node_directory
+from kraftsim.sim.types import SimError
+from kraftsim.sim.voters import VOTERS_RECORD, replica_key, voter_keys_text
+from kraftsim.storage import read_meta_properties, read_snapshot
+from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
+from kraftsim.storage.snapshot import snapshot_path
+
+#: A replica counts as caught up for an add if it fetched within this long (Kafka: an hour)
+#: after having reached the leader's log end once (LeaderState.isReplicaCaughtUp).
+CAUGHT_UP_WINDOW_MS = 3_600_000
+
+
+class VoterChangeRefused(SimError):
+    """The leader refused a voter change: `error` is Kafka's error name, the text its message."""
+
+    def __init__(self, error: str, text: str):
+        super().__init__(text)
+        self.error = error
+
+
+class ReconfigMixin:
+    """Voter sets per replica and voter changes at the leader; `self` is the Engine."""
+
+    # -------------------------------------------------------------- each replica's voter set
+
+    def _read_voters(self, m: Member, *, initial: bool = False) -> None:
+        """The voter set `m`'s files hold (at start, after a truncation or a snapshot install)."""
+        if self.kraft_version < 1:
+            self._set_voters(m, self.voters, None, -1, initial=initial)
+            return
+        node = m.node
+        assert node is not None and node.log is not None
+        log, registry = node.log, node.registry
+        record, offset = None, -1
+        snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset]
+        if snaps:
+            sid = snaps[-1]
+            try:
+                snap = read_snapshot(snapshot_path(log.directory, sid), registry)
+            except KraftsimError:
+                snap = None
+            for e in snap.header_entries if snap is not None else ():
+                if e.type_name == VOTERS_RECORD:
+                    record, offset = e.message, sid.end_offset - 1
+        for fb in log.batches(log.log_start_offset, check_crc=False):
+            if fb.batch.is_control:
+                for e in decode_batch(fb.batch, registry):
+                    if e.type_name == VOTERS_RECORD:
+                        record, offset = e.message, e.offset
+        # Without a VotersRecord (a static quorum upgraded to kraft.version 1, a controller
+        # formatted --no-initial-controllers, a wiped disk) the node knows the cluster's voters
+        # as its configuration gives them: it is a voter only if among them.
+        ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
+        self._set_voters(m, ids, record, offset, initial=initial)
+
+    def _control_appended(self, m: Member, batch: Any) -> None:
+        """A replica appended a control batch: a VotersRecord in it takes effect now."""
+        if self.kraft_version < 1:
+            return
+        for e in decode_batch(batch, m.node.registry):  # type: ignore[union-attr]
+            if e.type_name == VOTERS_RECORD:
+                ids = tuple(sorted(v.voter_id for v in e.message.voters))
+                self._set_voters(m, ids, e.message, e.offset)
+
+    def _voters_truncated(self, m: Member, offset: int) -> None:
+        """`m`'s log was cut at `offset`: a VotersRecord cut away no longer counts."""
+        if self.kraft_version >= 1 and m.voters_offset >= offset:
+            self._read_voters(m)
+
+    def _set_voters(self, m: Member, ids: tuple[int, ...], record: Any, offset: int, *,
+                    initial: bool = False) -> None:
+        if ids == self.voters:
+            ids = self.voters  # (one tuple shared: the leader compares by identity)
+        changed = ids != m.voters
+        m.voters, m.voters_record, m.voters_offset = ids, record, offset
+        was, m.voter = m.voter, m.id in ids
+        if changed and not initial:
+            self.emit(m.id, "voters", {"voters": list(ids), "offset": offset})
+        if initial or was == m.voter or not m.running:
+            return
+        if m.voter:  # an observer finds itself in the voter set: it follows as a voter now
+            self.emit(m.id, "note", {"text": f"Node {m.id} is a voter now (voters {','.join(map(str, ids))})."})
+            if m.role == OBSERVER:
+                if m.leader is not None:
+                    m.role, m.last_fetch_ok_ms = FOLLOWER, self.now
+                    self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+                else:
+                    m.role = UNATTACHED
+                    self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+            return
+        self.emit(m.id, "note", {"text": f"Node {m.id} is no longer a voter (voters {','.join(map(str, ids))})."})
+        if m.role != LEADER:  # a leader leads on until the change commits, then resigns
+            m.role = OBSERVER
+            m.timer_gen += 1  # no election timer any more
+            if not m.fetch_in_flight:
+                self._fetch(m)
+
+    # -------------------------------------------------------------- the leader's side
+
+    def _voters_committed(self, m: Member) -> None:
+        """The leader's high watermark passed its voter set's record: the set is the cluster's;
+        a pending change is done; a leader no longer in the set resigns."""
+        self.voters = m.voters
+        self.checker.voters = m.voters
+        change, m.voter_change = m.voter_change, None
+        if change is not None:
+            kind, nid, _ = change
+            self.emit(m.id, "note", {"text": f"Voter change committed: {kind} {nid}; voters "
+                                             f"{','.join(map(str, m.voters))}."})
+        if m.id not in m.voters and m.role == LEADER:
+            self.emit(m.id, "resign", {"epoch": m.epoch, "why": "not in the committed voter set",
+                                       "voters": list(m.voters)})
+            for v in m.voters:
+                self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
+            self._become_unattached(m, m.epoch)
+            self._fetch(m)
+
+    def _start_of_epoch_membership(self, m: Member) -> list[Payload]:
+        """What a new leader writes beside its LeaderChangeMessage under kraft.version 1 when its
+        voter set has never been in the log (it came from the bootstrap checkpoint): the
+        KRaftVersionRecord and the VotersRecord (LeaderState.appendStartOfEpochControlRecords)."""
+        if self.kraft_version < 1 or m.voters_offset != -1 or m.voters_record is None:
+            return []
+        reg = m.node.registry  # type: ignore[union-attr]
+        kv = reg["KRaftVersionRecord"]
+        return [Payload(kv, 0, kv.new(version=0, k_raft_version=self.kraft_version)),
+                Payload(reg["VotersRecord"], 0, m.voters_record)]
+
+    def _append_voters(self, m: Member, voters: dict[int, DynamicVoter], change: tuple[str, int]) -> None:
+        """The leader appends a VotersRecord for `voters`; it takes effect at once."""
+        payload = voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)  # type: ignore[union-attr]
+        before_offset = m.voters_offset
+        self._append_control(m, [payload])
+        offset = m.log.log_end_offset - 1
+        before, committed = m.voters, m.high_watermark is not None and before_offset < m.high_watermark
+        self._set_voters(m, tuple(sorted(voters)), payload.message, offset)
+        self.checker.voters_appended(self.current_event, m, before, m.voters, committed)
+        m.voter_change = (change[0], change[1], offset)
+
+    def _append_control(self, m: Member, payloads: list[Payload]) -> None:
+        """The leader appends a control batch of membership records (the membership invariants
+        are reported from then on)."""
+        self.checker.membership = True
+        log = m.log
+        start = log.log_end_offset
+        log.append(encode_control_batch(start, payloads, epoch=m.epoch, timestamp=self.now))
+        self._write_epoch_file(m)
+        self._appended(m, start)
+
+    def _dynamic_voters(self, m: Member) -> dict[int, DynamicVoter]:
+        """The leader's voter set as DynamicVoters (endpoints and directory ids as recorded)."""
+        out = {}
+        for v in m.voters_record.voters if m.voters_record is not None else ():  # type: ignore[attr-defined]
+            ep = v.endpoints[0] if v.endpoints else None
+            out[v.voter_id] = DynamicVoter(v.voter_id, ep.host if ep else f"node-{v.voter_id}",
+                                           ep.port if ep else CONTROLLER_LISTENER[1], v.voter_directory_id)
+        return out
+
+    def _change_preconditions(self, m: Member, verb: str) -> None:
+        """The checks both handlers make first, in Kafka's order."""
+        if m.voter_change is not None:
+            raise VoterChangeRefused("REQUEST_TIMED_OUT",
+                                     "Request timed out waiting for leader to handle previous voter change request")
+        hw = m.high_watermark
+        if hw is None:
+            raise VoterChangeRefused("REQUEST_TIMED_OUT", "Request timed out waiting for leader to establish HWM "
+                                                          "and fence previous voter changes")
+        if self.kraft_version < 1:
+            raise VoterChangeRefused("UNSUPPORTED_VERSION", f"Cluster doesn't support {verb} voter because the "
+                                                            f"kraft.version feature is {self.kraft_version}")
+        if m.voters_record is None or m.voters_offset >= hw:
+            at = "Optional.empty" if m.voters_record is None else f"Optional[{m.voters_offset}]"
+            raise VoterChangeRefused("REQUEST_TIMED_OUT", f"Request timed out waiting for voters to commit the latest "
+                                                          f"voter change at {at} with HWM {hw}")
+
+    def request_add_voter(self, node_id: int, directory_id: Any) -> None:
+        """AddRaftVoter at the leader (refusals as VoterChangeRefused): appends the new set."""
+        m = self._change_leader()
+        self._change_preconditions(m, "adding")
+        style = self._raft_policy(m, "raft_replica_key_text")
+        key = replica_key(node_id, directory_id, style)
+        if node_id in m.voters:
+            raise VoterChangeRefused("DUPLICATE_VOTER", f"The voter id for {key} is already part of the set of "
+                                                        f"voters {voter_keys_text(m.voters_record, style)}.")
+        new = self.members.get(node_id)
+        if new is None or not new.running or new.id not in m.last_fetch_from:
+            raise VoterChangeRefused("REQUEST_TIMED_OUT", f"New voter {key} is not ready to receive requests")
+        supported = new.node.catalog.supported_features().get("kraft.version", (0, 0)) if new.node else (0, 0)
+        if supported[1] < self.kraft_version:
+            raise VoterChangeRefused("INVALID_REQUEST", f"Aborted add voter operation for {key} since the kraft.version "
+                                                        f"range (min: {supported[0]}, max: {supported[1]} doesn't "
+                                                        f"support the finalized version {self.kraft_version}")
+        caught = m.caught_up_at.get(node_id, -1)
+        if caught < 0 or self.now - m.last_fetch_from[node_id] > CAUGHT_UP_WINDOW_MS:
+            raise VoterChangeRefused("REQUEST_TIMED_OUT",
+                                     f"Aborted add voter operation for {key} since it is lagging behind")
+        voters = self._dynamic_voters(m)
+        voters[node_id] = DynamicVoter(node_id, f"node-{node_id}", CONTROLLER_LISTENER[1], directory_id)
+        self._append_voters(m, dict(sorted(voters.items())), ("add", node_id))
+
+    def request_remove_voter(self, node_id: int, directory_id: Any) -> None:
+        """RemoveRaftVoter at the leader (refusals as VoterChangeRefused): appends the new set."""
+        m = self._change_leader()
+        self._change_preconditions(m, "removing")
+        voters = self._dynamic_voters(m)
+        known = voters.get(node_id)
+        if known is None or known.directory_id != directory_id or len(voters) == 1:
+            style = self._raft_policy(m, "raft_replica_key_text")
+            raise VoterChangeRefused("VOTER_NOT_FOUND", f"Cannot remove voter {replica_key(node_id, directory_id, style)} "
+                                                        f"from the set of voters {voter_keys_text(m.voters_record, style)}")
+        del voters[node_id]
+        self._append_voters(m, voters, ("remove", node_id))
+
+    def record_static_voters(self) -> bool:
+        """A quorum at kraft.version 1 whose voter set is in no VotersRecord (a static quorum
+        upgraded: Kafka writes the record with the upgrade; kraftsim writes it before the first
+        voter change, so runs without a change keep their bytes): the leader appends the
+        current set now, with each voter's directory id. True when it appended."""
+        m = self.leader_member()  # type: ignore[attr-defined]
+        if m is None or self.kraft_version < 1 or m.voters_record is not None:
+            return False
+        voters = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], self.directory_id_of(v) or Uuid.ZERO)
+                  for v in m.voters}
+        payload = voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)
+        self._append_control(m, [payload])
+        self._set_voters(m, m.voters, payload.message, m.log.log_end_offset - 1)
+        return True
+
+    def _change_leader(self) -> Member:
+        m = self.leader_member()  # type: ignore[attr-defined]
+        if m is None:
+            raise VoterChangeRefused("NOT_LEADER_OR_FOLLOWER", "There is no active controller: no leader of the quorum.")
+        return m  # type: ignore[no-any-return]
+
+    # -------------------------------------------------------------- what describe-quorum shows
+
+    def directory_id_of(self, node_id: int) -> Any:
+        """The node's metadata directory id (meta.properties), None when it has none."""
+        try:
+            meta = read_meta_properties(node_directory(self.directory, node_id))
+        except KraftsimError:
+            return None
+        did = meta.meta.directory_id
+        return None if did is None else Uuid.from_string(did)
+
+
+__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused"]
