@@ -59,7 +59,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import INVARIANTS, SimConfig, SimError, Simulation, admin_ops, features_tool
+from kraftsim.sim import SimConfig, SimError, Simulation, admin_ops, features_tool
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
