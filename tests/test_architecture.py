@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"image"},
     {"controller"},
     {"sim"},
-    {"scenario", "testing", "conformance", "pipeline"},
+    {"scenario", "testing", "conformance", "pipeline", "shell"},
     {"demo", "cli", "__main__"},
 ]
 

@@ -60,6 +60,7 @@ COMMANDS = (
     Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker configs of a simulated cluster (cordoned.log.dirs cordons log directories)"),
     Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
     Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
+    Command("metadata-shell", "kraftsim.cli.shell_cmd", "kafka-metadata-shell: browse the image of a snapshot, log or simulated node"),
     Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
     Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
 )
