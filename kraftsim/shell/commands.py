@@ -316,22 +316,22 @@ def ls(state: ShellState, targets: list[str]) -> None:
             else:
                 files.append(v.last)
         visit(state, target, found)
-    _print_entries(state, "", files)
+    _print_entries(state, [], files)
     need_intro = bool(files) or len(dirs) > 1
     first = not files
     for name, children in dirs:
-        intro = ""
+        intro = []
         if need_intro:
-            intro = ("" if first else "\n") + f"{name}:"
+            intro = ([] if first else [""]) + [f"{name}:"]
             first = False
         _print_entries(state, intro, children)
 
 
-def _print_entries(state: ShellState, intro: str, entries: list[str]) -> None:
+def _print_entries(state: ShellState, intro: list[str], entries: list[str]) -> None:
+    """A heading (when several things are listed) and the entries in columns; nothing for none."""
     if not entries:
         return
-    if intro:
-        state.out.append(intro)
+    state.out.extend(intro)
     widths, per_column = column_schema(state.screen_width, entries)
     lines = (len(entries) + len(widths) - 1) // len(widths)
     for line in range(lines):

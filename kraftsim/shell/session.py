@@ -158,6 +158,7 @@ def _readline_reader(state: ShellState) -> Callable[[], str]:
     readline.clear_history()
     readline.set_completer_delims(" \t")
     readline.parse_and_bind("tab: complete")
+    readline.parse_and_bind("set show-all-if-ambiguous on")  # list the candidates at once, as jline does
     completions: list[str] = []
 
     def complete(text: str, index: int) -> str | None:
