@@ -12,7 +12,6 @@ import datetime as _dt
 import functools
 from typing import Callable, Iterable, Sequence, TypeVar
 
-from kraftsim.controller.acls import code_name
 from kraftsim.image import (
     BrokerRegistration, ControllerRegistration, DelegationToken, Endpoint, FeatureRange, MetadataImage,
     MetadataProvenance, PartitionRegistration, ScramCredential, StandardAcl, TopicImage, resource_type_name,
@@ -163,6 +162,8 @@ def partition_text(p: PartitionRegistration) -> str:
 
 def acl_text(a: StandardAcl, style: ShellStyle) -> str:
     """StandardAcl's toString: a class's `(...)` before 4.2, a record's `[...]` from 4.2."""
+    from kraftsim.controller.acls import code_name  # the controller package is costly to import: only for ACLs
+
     opening, closing = "[]" if style.acl_record else "()"
     return (f"StandardAcl{opening}resourceType={code_name('resource_type', a.resource_type)}, "
             f"resourceName={a.resource_name}, patternType={code_name('pattern_type', a.pattern_type)}, "
