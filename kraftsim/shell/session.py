@@ -1,6 +1,6 @@
 """A metadata shell over one file or directory: loading it, running commands, the interactive loop.
 
-Kafka's shell reads a snapshot (or a log segment) as a log: each data batch is a commit and
+Kafka's shell reads a snapshot (or a log segment, or a bootstrap.checkpoint) as a log: each data batch is a commit and
 control batches are skipped, so `/image/provenance` names the last data batch of the file
 (its last offset, leader epoch and max timestamp), not the snapshot's id. kraftsim shows
 the same for a file; for a log directory or a simulated node (kraftsim's additions) it
@@ -45,7 +45,7 @@ def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> Load
     result = load_path(path, catalog=catalog)
     image = result.image
     kind = classify_path(path)
-    if kind in (PathKind.SNAPSHOT, PathKind.SEGMENT):
+    if kind in (PathKind.SNAPSHOT, PathKind.SEGMENT, PathKind.BOOTSTRAP):
         image = image.with_provenance(file_provenance(path))
     if release is None:
         release, why = infer_writer_release(image, catalog)

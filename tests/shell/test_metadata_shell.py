@@ -117,3 +117,16 @@ def test_session_on_stdin_answers_between_prompts(capsys, shell_inputs, monkeypa
     assert code == 0
     assert out == ("Loading...\nStarting...\n[ Kafka Metadata Shell ]\n>> >> /image/topics\n>> byId\nbyName\n"
                    ">>     0  cd /image/topics\n    1  pwd\n    2  ls\n    3  history\n>> ")
+
+
+def test_scram_credentials_of_a_bootstrap_file(capsys, tmp_path):
+    """`kafka-storage format --add-scram` credentials, shown as Kafka 3.9.1's shell showed them."""
+    directory = tmp_path / "meta"
+    code, _, _ = run(capsys, "storage", "format", "--dir", str(directory), "--node-id", "1", "--cluster-id",
+                     "h1CtT2YxRtilk1X_2jpd8Q", "--release", "3.9",
+                     "--add-scram", 'SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]',
+                     "--add-scram", 'SCRAM-SHA-256=[name=bob,iterations=4096,salt="N3E=",saltedpassword="YCE="]')
+    assert code == 0
+    code, out, _ = run(capsys, "metadata-shell", "-s", str(directory / "bootstrap.checkpoint"), "tree", "/image/scram")
+    assert code == 0
+    assert out == (DATA / "kafka-3.9.1-scram.txt").read_text()

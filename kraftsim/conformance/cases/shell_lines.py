@@ -38,6 +38,9 @@ SESSION = (
 )
 #: Commands given as arguments (one JVM each for Kafka: keep it short).
 ARGUMENTS = (("ls", "/image"), ("tree", "/image/features"), ("pwd",), ("find", "/nope"))
+#: SCRAM credentials as `kafka-storage format --add-scram` puts them in the bootstrap records.
+SCRAM = ('SCRAM-SHA-512=[name=alice,iterations=8192,salt="N3E=",saltedpassword="YCE="]',
+         'SCRAM-SHA-256=[name=bob,iterations=4096,salt="N3E=",saltedpassword="YCE="]')
 
 
 def _simulated_snapshot(ctx: ReleaseContext) -> tuple[Path, Path] | None:
@@ -122,6 +125,24 @@ def _arguments_case(ctx: ReleaseContext, args: tuple[str, ...]) -> Case:
     return Case(f"{GROUP}/lines/snapshot {' '.join(args)}", (), check)
 
 
+def _bootstrap_case(ctx: ReleaseContext) -> Case:
+    """`tree /image` of a bootstrap.checkpoint formatted by kraftsim with SCRAM credentials."""
+
+    def check(_: list[ToolRun]) -> list[str]:
+        directory = ctx.scratch("shell-scram") / "meta"
+        scram = [arg for cred in SCRAM for arg in ("--add-scram", cred)]
+        formatted = ctx.kraftsim(["storage", "format", "--dir", str(directory), "--node-id", "1", "--cluster-id",
+                                  "h1CtT2YxRtilk1X_2jpd8Q", "--release", ctx.line, *scram])
+        files = sorted(directory.glob("*.checkpoint"))
+        if formatted.code != 0 or not files:
+            return [f"kraftsim storage format --add-scram: exit {formatted.code}: {formatted.stderr.strip()[:300]}"]
+        kafka = run_tool(ctx.dist, "metadata-shell", ["--snapshot", str(files[0]), "tree", "/image"],
+                         timeout=TIMEOUT_S)
+        return _compare("bootstrap tree /image", kafka, _kraftsim_shell(ctx, files[0], ["tree", "/image"], None))
+
+    return Case(f"{GROUP}/lines/bootstrap with SCRAM tree /image", (), check)
+
+
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
     if not ctx.dist.release.shell or ctx.missing_line():
         return
@@ -129,3 +150,4 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     yield _session_case(ctx, "segment", 1)
     for args in ARGUMENTS:
         yield _arguments_case(ctx, args)
+    yield _bootstrap_case(ctx)
