@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterable
 
-from kraftsim.image import MetadataProvenance, infer_writer_release, load_path
+from kraftsim.image import MetadataImage, MetadataProvenance, infer_writer_release, load_path
 from kraftsim.shell.commands import ShellState, TYPES, parse_command, split_path, strip_dots
 from kraftsim.shell.style import ShellStyle, style_for
 from kraftsim.shell.tree import ShellFault, ShellTree
 from kraftsim.storage import PathKind, classify_path, iter_file_batches
-from kraftsim.versions import Catalog
+from kraftsim.versions import Catalog, VersionsError
 
 PROMPT = ">> "
 BANNER = "[ Kafka Metadata Shell ]"
@@ -42,17 +42,34 @@ class LoadedShell:
 def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> LoadedShell:
     """Load `path` (a snapshot, segment, bootstrap file or log directory) for the shell.
     Without `release`, the shell is the one of the release the registered nodes run."""
-    result = load_path(path, catalog=catalog)
-    image = result.image
-    kind = classify_path(path)
-    if kind in (PathKind.SNAPSHOT, PathKind.SEGMENT, PathKind.BOOTSTRAP):
-        image = image.with_provenance(file_provenance(path))
-    if release is None:
-        release, why = infer_writer_release(image, catalog)
+    if release is not None:
+        image, why = _load(path, replaying_as(catalog, release)), "chosen with --release"
     else:
-        why = "chosen with --release"
+        # Every release before 4.3 keeps every ConfigRecord it replays: load as the oldest,
+        # then again if the release the nodes run drops some (KAFKA-19851).
+        image = _load(path, catalog.replaying_configs_as(catalog.releases[0].name))
+        release, why = infer_writer_release(image, catalog)
+        if catalog.at_release(release).config_replay_filter() is not None:
+            image = _load(path, replaying_as(catalog, release))
     style = style_for(release)
     return LoadedShell(ShellTree(image, style, catalog), style, why)
+
+
+def _load(path: Path, catalog: Catalog) -> MetadataImage:
+    image = load_path(path, catalog=catalog).image
+    if classify_path(path) in (PathKind.SNAPSHOT, PathKind.SEGMENT, PathKind.BOOTSTRAP):
+        image = image.with_provenance(file_provenance(path))
+    return image
+
+
+def replaying_as(catalog: Catalog, release: str) -> Catalog:
+    """`catalog`, replaying ConfigRecords as `release` does (a patch the catalog does not list
+    replays as its line)."""
+    try:
+        name = catalog.find_release(release).name
+    except VersionsError:
+        name = catalog.find_release(".".join(release.split(".")[:2])).name
+    return catalog.replaying_configs_as(name)
 
 
 def file_provenance(path: Path) -> MetadataProvenance:

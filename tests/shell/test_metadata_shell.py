@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.cli_support import run
+from tests.paths import ORACLE
 from tests.shell.conftest import DATA
 
 RELEASES = (("3.7", "3.7.2"), ("3.9", "3.9.1"), ("4.3", "4.3.1"))
@@ -130,3 +131,34 @@ def test_scram_credentials_of_a_bootstrap_file(capsys, tmp_path):
     code, out, _ = run(capsys, "metadata-shell", "-s", str(directory / "bootstrap.checkpoint"), "tree", "/image/scram")
     assert code == 0
     assert out == (DATA / "kafka-3.9.1-scram.txt").read_text()
+
+
+@pytest.mark.parametrize(("name", "snapshot"), [
+    ("kafka-4.1_dkoh12", "00000000000000007209-0000000001.checkpoint"),
+    ("kafka-4.2_induswargods", "00000000000000046533-0000000004.checkpoint"),
+])
+def test_real_kafka_snapshots_as_kafka_shows_them(capsys, name, snapshot):
+    """Snapshots real Kafka nodes wrote (../shared/oracle), and what Kafka 4.3.1's shell printed of them."""
+    path = ORACLE / name / "__cluster_metadata-0" / snapshot
+    if not path.is_file():
+        pytest.skip(f"no {path} (set KRAFTSIM_SHARED)")
+    code, out, err = run(capsys, "metadata-shell", "--release", "4.3.1", "-s", str(path), "tree", "/")
+    assert (code, err) == (0, "")
+    assert out.splitlines() == (DATA / f"kafka-4.3.1-tree-oracle-{name}.txt").read_text().splitlines()
+
+
+def test_configs_replayed_as_the_release_replays_them(capsys):
+    """Kafka 4.3 drops ConfigRecords of topic configs its code no longer defines (KAFKA-19851);
+    3.9 keeps them. Kafka's 3.9.1 shell lists message.timestamp.difference.max.ms for this real
+    3.6 log's topics, 4.3.1's does not."""
+    log = ORACLE / "cp-kafka-3.6_rjmfernandes" / "__cluster_metadata-0" / "00000000000000000000.log"
+    if not log.is_file():
+        pytest.skip(f"no {log} (set KRAFTSIM_SHARED)")
+    outs = {}
+    for release in ("3.9.1", "4.3.1", None):
+        argv = ["--release", release] if release else []
+        code, outs[release], _ = run(capsys, "metadata-shell", *argv, "-s", str(log), "find", "/image/configs")
+        assert code == 0
+    assert "message.timestamp.difference.max.ms" in outs["3.9.1"]
+    assert "message.timestamp.difference.max.ms" not in outs["4.3.1"]
+    assert outs[None] == outs["3.9.1"]  # the nodes run 3.6: every config kept
