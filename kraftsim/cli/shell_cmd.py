@@ -10,7 +10,9 @@ answers as Kafka's shell gives them on a dumb terminal). kraftsim's additions:
 
 Deliberate differences (policy "kraftsim exit statuses"): a missing PATH prints Kafka's
 first line ("Unexpected error: java.nio.file.NoSuchFileException: PATH") without the Java
-stack trace and exits 2, not 1; a file kraftsim cannot read exits 2 with one line.
+stack trace and exits 2, not 1; a file kraftsim cannot read exits 2 with one line; the
+answer is always on the whole file (Kafka's shell can answer before its loader has caught
+up on a large file, from an empty or earlier image).
 """
 
 from __future__ import annotations
