@@ -34,7 +34,8 @@ SESSION = (
     "tree /image/topics /image/configs /image/acls /image/scram", "tree /local /image/producerIds",
     "cd /image/topics/byName", "pwd", "ls", "cat topic-1/id", "cd ../..", "pwd", "cd", "pwd",
     "cat /image", "cat /nope", "ls /nope", "find /nope", "tree /nope", "cd /nope", "cd /local/version",
-    "bogus", "tr /local", "c", "cat", "ls -l", "man ls", "man nope", "help", "history 3", "history x",
+    "bogus", "tr /local", "c", "cat", "ls -l", "man ls", "man nope", "man cd extra", "help", "ls -h", "cd -h",
+    "tree --help", "pwd -h", "cat /local/version -x", "history 3", "history x", "history -1", "history 0",
 )
 #: Commands given as arguments (one JVM each for Kafka: keep it short).
 ARGUMENTS = (("ls", "/image"), ("tree", "/image/features"), ("pwd",), ("find", "/nope"))
