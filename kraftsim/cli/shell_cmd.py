@@ -62,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         loaded = open_shell(path, catalog, release)
     except KraftsimError as e:
         raise UsageError(str(e)) from None
+    for fault in loaded.faults:
+        print(f"kraftsim metadata-shell: {fault}", file=sys.stderr)
     try:
         if args.command:
             run_noninteractive(loaded, list(args.command), sys.stdout)

@@ -74,6 +74,7 @@ class ShellState:
     history: list[str] | None = None
     screen_width: int | None = None
     exit_requested: bool = False
+    tree_skips_missing: bool = True
     out: list[str] = field(default_factory=list)
 
 
@@ -290,15 +291,11 @@ def _visit(parts: list[str], i: int, node: Node, path: tuple[str, ...],
         if comp.matches(name):
             child = node.child(name)
             if child is None:
-                raise ShellFault(f"Expected {name} to be a valid child of {_java_class(path)}, but it was not.")
+                raise ShellFault(f"Expected {name} to be a valid child of class "
+                                 f"org.apache.kafka.image.node.{node.java_class}, but it was not.")
             if _visit(parts, i + 1, child, path + (name,), found):
                 matched = True
     return matched
-
-
-def _java_class(path: tuple[str, ...]) -> str:
-    return "class org.apache.kafka.image.node." + {"features": "FeaturesImageNode"}.get(path[-1] if path else "",
-                                                                                       "MetadataNode")
 
 
 # ------------------------------------------------------------------------------ the commands
@@ -384,9 +381,11 @@ def tree(state: ShellState, targets: list[str]) -> None:
 
 
 def _print_node(state: ShellState, node: Node) -> None:
-    printer = NodePrinter()
-    node.print_to(printer)
-    state.out.extend(printer.lines)
+    printer = NodePrinter(state.tree_skips_missing)
+    try:
+        node.print_to(printer)
+    finally:
+        state.out.extend(printer.lines)
 
 
 def find(state: ShellState, paths: list[str]) -> None:

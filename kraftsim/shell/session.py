@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterable
 
-from kraftsim.image import MetadataImage, MetadataProvenance, infer_writer_release, load_path
+from kraftsim.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance, infer_writer_release, load_path
 from kraftsim.shell.commands import ShellState, TYPES, parse_command, split_path, strip_dots
 from kraftsim.shell.style import ShellStyle, style_for
 from kraftsim.shell.tree import ShellFault, ShellTree
 from kraftsim.storage import PathKind, classify_path, iter_file_batches
-from kraftsim.versions import Catalog, VersionsError
+from kraftsim.versions import Catalog, Release, VersionsError
 
 PROMPT = ">> "
 BANNER = "[ Kafka Metadata Shell ]"
@@ -34,9 +34,12 @@ class LoadedShell:
     tree: ShellTree
     style: ShellStyle
     why: str  # how the release was chosen
+    #: What Kafka's loader would have logged as a fault (its shell then shows an empty image).
+    faults: tuple[str, ...] = ()
 
     def state(self, interactive: bool = False) -> ShellState:
-        return ShellState(self.tree.root(), history=[] if interactive else None)
+        return ShellState(self.tree.root(), history=[] if interactive else None,
+                          tree_skips_missing=self.style.tree_skips_missing)
 
 
 def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> LoadedShell:
@@ -51,8 +54,22 @@ def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> Load
         release, why = infer_writer_release(image, catalog)
         if catalog.at_release(release).config_replay_filter() is not None:
             image = _load(path, replaying_as(catalog, release))
+    faults = _unloadable(image, catalog, release)
+    if faults:
+        image = EMPTY_IMAGE
     style = style_for(release)
-    return LoadedShell(ShellTree(image, style, catalog), style, why)
+    return LoadedShell(ShellTree(image, style, catalog), style, why, faults)
+
+
+def _unloadable(image: MetadataImage, catalog: Catalog, release: str) -> tuple[str, ...]:
+    """Why `release`'s loader cannot load the image, if it cannot: a metadata.version its code
+    does not list fails the first record (MetadataVersion.fromFeatureLevel), and Kafka's shell
+    goes on with the empty image."""
+    level = image.metadata_version
+    if level is None or level <= _release_entry(catalog, release).latest_testing:
+        return ()
+    return (f"Kafka {release} cannot load this file: No MetadataVersion with metadata version {level} "
+            "(its shell, like this one, shows an empty image)",)
 
 
 def _load(path: Path, catalog: Catalog) -> MetadataImage:
@@ -65,11 +82,15 @@ def _load(path: Path, catalog: Catalog) -> MetadataImage:
 def replaying_as(catalog: Catalog, release: str) -> Catalog:
     """`catalog`, replaying ConfigRecords as `release` does (a patch the catalog does not list
     replays as its line)."""
+    return catalog.replaying_configs_as(_release_entry(catalog, release).name)
+
+
+def _release_entry(catalog: Catalog, release: str) -> Release:
+    """The catalog's release of that name, or of its line for a patch it does not list."""
     try:
-        name = catalog.find_release(release).name
+        return catalog.find_release(release)
     except VersionsError:
-        name = catalog.find_release(".".join(release.split(".")[:2])).name
-    return catalog.replaying_configs_as(name)
+        return catalog.find_release(".".join(release.split(".")[:2]))
 
 
 def file_provenance(path: Path) -> MetadataProvenance:

@@ -41,6 +41,9 @@ class ShellStyle:
     acl_record: bool
     #: BrokerRegistration's toString ends with cordonedDirectories (KIP-1066, 4.3 on).
     cordoned: bool
+    #: `tree` passes over a child that is listed but not there (4.0 on); 3.x throws Java's
+    #: NullPointerException there.
+    tree_skips_missing: bool
     #: --snapshot is required and described as "The metadata snapshot file to read." (4.1 on).
     snapshot_required: bool
 
@@ -68,5 +71,6 @@ def style_for(release: str) -> ShellStyle:
         zk_migration="leaf" if v < (4, 0) else "listed" if v < (4, 2) else "absent",
         acl_record=v >= (4, 2),
         cordoned=v >= (4, 3),
+        tree_skips_missing=v >= (4, 0),
         snapshot_required=v >= (4, 1),
     )

@@ -34,8 +34,16 @@ class ShellFault(Exception):
     """What Kafka's shell throws out of a command (e.g. a listed child that is not there)."""
 
 
+#: Java's message when a 3.x shell prints a listed child that is not there.
+_NULL_CHILD = ('Cannot invoke "org.apache.kafka.image.node.MetadataNode.print(org.apache.kafka.image.node.printer.'
+               'MetadataNodePrinter)" because "child" is null')
+
+
 class Node:
-    """A directory (children by name) or a file (one text)."""
+    """A directory (children by name) or a file (one text). `java_class`: the class of Kafka's
+    node, which Kafka's messages about a listed child that is not there name."""
+
+    java_class = "MetadataNode"
 
     def is_dir(self) -> bool:
         return True
@@ -53,6 +61,8 @@ class Node:
             out.enter(name)
             if child is not None:
                 child.print_to(out)
+            elif not out.skips_missing:
+                raise ShellFault(_NULL_CHILD)
             out.leave()
 
 
@@ -70,9 +80,11 @@ class Leaf(Node):
 class Dir(Node):
     """A directory whose child names and children come from functions (built on visit)."""
 
-    def __init__(self, names: Callable[[], Iterable[str]], lookup: Callable[[str], Node | None]):
+    def __init__(self, names: Callable[[], Iterable[str]], lookup: Callable[[str], Node | None],
+                 java_class: str = "MetadataNode"):
         self._names = names
         self._lookup = lookup
+        self.java_class = java_class
 
     def child_names(self) -> list[str]:
         return list(self._names())
@@ -87,10 +99,12 @@ def fixed(children: dict[str, Callable[[], Node | None]]) -> Dir:
 
 
 class NodePrinter:
-    """ShellNodePrinter: two spaces of indentation per level, a directory as `name:`."""
+    """ShellNodePrinter: two spaces of indentation per level, a directory as `name:`.
+    `skips_missing`: a listed child that is not there prints as its name alone (4.0 on)."""
 
-    def __init__(self) -> None:
+    def __init__(self, skips_missing: bool = True) -> None:
         self.lines: list[str] = []
+        self.skips_missing = skips_missing
         self._level = 0
 
     def enter(self, name: str) -> None:
@@ -206,9 +220,11 @@ def _escape(text: str) -> str:
 
 
 def quota_entity_name(entity: tuple[tuple[str, str | None], ...]) -> str:
-    """ClientQuotasImageNode's name of an entity: `clientId(a)_ip(b)_user(c)`, in that order."""
+    """ClientQuotasImageNode's name of an entity: `clientId(a)_ip(b)_user(c)`, in that order.
+    A default part (no name) is left out, as Kafka leaves out its nulls: `user(<default>)`
+    is named "", and no name leads back to such an entity."""
     parts = dict(entity)
-    return "_".join(f"{label}({_escape(parts[t] or '')})" for t, label in QUOTA_TYPES if t in parts)
+    return "_".join(f"{label}({_escape(parts[t] or '')})" for t, label in QUOTA_TYPES if parts.get(t) is not None)
 
 
 def _uuid_of(name: str) -> Uuid | None:
@@ -278,7 +294,7 @@ class ShellTree:
                 return Leaf(str(finalized.get(name[len("finalized_"):], 0)))
             return None
 
-        return Dir(lambda: names, lookup)
+        return Dir(lambda: names, lookup, "FeaturesImageNode")
 
     # cluster ---------------------------------------------------------------------------
 
@@ -328,15 +344,17 @@ class ShellTree:
         return Dir(lambda: list(resources), lookup)
 
     def _quotas(self) -> Node:
-        entities = {quota_entity_name(e): q for e, q in self.image.client_quotas.entities.items()}
+        items = list(self.image.client_quotas.entities.items())
+        names = [quota_entity_name(e) for e, _ in items]
+        reachable = {quota_entity_name(e): q for e, q in items if all(n is not None for _, n in e)}
 
         def lookup(name: str) -> Node | None:
-            quotas = entities.get(name)
+            quotas = reachable.get(name)
             if quotas is None:
                 return None
             return Dir(lambda: list(quotas), lambda k: Leaf(double_to_string(quotas[k])) if k in quotas else None)
 
-        return Dir(lambda: list(entities), lookup)
+        return Dir(lambda: names, lookup, "ClientQuotasImageNode")
 
     def _acls_by_id(self) -> Node:
         acls = self.image.acls.acls

@@ -63,3 +63,32 @@ def shell_inputs(tmp_path_factory: pytest.TempPathFactory):
         return _made[line]
 
     return get
+
+
+def quota_snapshot(directory: Path, *, with_default: bool = False) -> Path:
+    """A snapshot at 3.9-IV0 of a one-broker cluster with client quotas (one of them for the
+    default user when `with_default`), written as a Kafka node writes one."""
+    from kraftsim.image.synthetic import ClusterShape, cluster_records
+    from kraftsim.protocol.entries import Payload
+    from kraftsim.protocol.registry import default_registry
+    from kraftsim.storage import SnapshotId, write_snapshot
+    from kraftsim.versions import default_catalog
+
+    quota = default_registry()["ClientQuotaRecord"]
+    entity = quota.nested["EntityData"]
+
+    def record(parts: list[tuple[str, str | None]], key: str, value: float) -> Payload:
+        return Payload(quota, 0, quota.new(entity=[entity(entity_type=t, entity_name=n) for t, n in parts], key=key,
+                                           value=value, remove=False))
+
+    shape = ClusterShape(brokers=1, topics=1, partitions=1, replication_factor=1, scram_users=0, delegation_tokens=0,
+                         configs_per_topic=0)
+    records = list(cluster_records(shape, default_catalog(), "3.9-IV0"))
+    records += [record([("user", "alice")], "producer_byte_rate", 1024.0),
+                record([("client-id", "app(1)"), ("user", "bob")], "consumer_byte_rate", 1.5e7),
+                record([("ip", "10.0.0.1")], "connection_creation_rate", 0.0001)]
+    if with_default:
+        records.append(record([("user", None)], "producer_byte_rate", 2048.0))
+    directory.mkdir()
+    return write_snapshot(directory, SnapshotId(len(records), 1), records, last_contained_log_timestamp=1735689600000,
+                          time_ms=1735689600000, fsync=False)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.cli_support import run
 from tests.paths import ORACLE
-from tests.shell.conftest import DATA
+from tests.shell.conftest import DATA, quota_snapshot
 
 RELEASES = (("3.7", "3.7.2"), ("3.9", "3.9.1"), ("4.3", "4.3.1"))
 
@@ -162,3 +162,36 @@ def test_configs_replayed_as_the_release_replays_them(capsys):
     assert "message.timestamp.difference.max.ms" in outs["3.9.1"]
     assert "message.timestamp.difference.max.ms" not in outs["4.3.1"]
     assert outs[None] == outs["3.9.1"]  # the nodes run 3.6: every config kept
+
+
+def test_client_quotas_as_kafka_names_and_prints_them(capsys, tmp_path):
+    """Entity names with escapes, Double.toString values (1.5E7, 1.0E-4): Kafka 3.9.1's lines."""
+    snapshot = quota_snapshot(tmp_path / "q")
+    code, out, _ = run(capsys, "metadata-shell", "--release", "3.9.1", "-s", str(snapshot), "tree",
+                       "/image/clientQuotas")
+    assert code == 0
+    assert out == (DATA / "kafka-3.9.1-quotas.txt").read_text()
+
+
+@pytest.mark.parametrize(("version", "code"), [("3.9.1", 1), ("4.0.2", 0)])
+def test_default_quota_entity_is_listed_but_unreachable(capsys, tmp_path, version, code):
+    """Kafka names a default entity by leaving its null part out (`user(<default>)` is ""), and
+    no name leads back to it: 3.x's tree fails there with Java's NullPointerException, 4.x's
+    prints the name alone."""
+    snapshot = quota_snapshot(tmp_path / "q", with_default=True)
+    got, out, err = run(capsys, "metadata-shell", "--release", version, "-s", str(snapshot), "tree",
+                        "/image/clientQuotas")
+    assert got == code
+    assert out == (DATA / f"kafka-{version}-quotas-default.txt").read_text()
+    assert (err.startswith('Unexpected error: Cannot invoke "org.apache.kafka.image.node.MetadataNode.print(')
+            if code else err == "")
+
+
+def test_metadata_version_unknown_to_the_release_shows_the_empty_image(capsys, tmp_path):
+    """Kafka 3.7.2's loader cannot read metadata.version 21 (3.9-IV0): its shell goes on with an
+    empty image, and so does kraftsim's, saying why on stderr."""
+    snapshot = quota_snapshot(tmp_path / "q")
+    code, out, err = run(capsys, "metadata-shell", "--release", "3.7.2", "-s", str(snapshot), "tree", "/")
+    assert code == 0
+    assert out == (DATA / "kafka-3.7.2-unknown-mv.txt").read_text()
+    assert "No MetadataVersion with metadata version 21" in err
