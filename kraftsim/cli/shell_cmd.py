@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.errors import KraftsimError, UsageError
-from kraftsim.versions import Catalog, VersionsError, load_catalog
+from kraftsim.versions import load_catalog
 
 EXIT_BAD_INPUT = 2
 EXIT_TOOL_FAILED = 1
@@ -57,9 +57,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"Unexpected error: java.nio.file.NoSuchFileException: {path}", file=sys.stderr)
         return EXIT_BAD_INPUT
     catalog = load_catalog(args.catalog)
-    release = _release(catalog, args.release) if args.release else None
     try:
-        loaded = open_shell(path, catalog, release)
+        loaded = open_shell(path, catalog, args.release)
     except KraftsimError as e:
         raise UsageError(str(e)) from None
     for fault in loaded.faults:
@@ -91,16 +90,3 @@ def _target(args: argparse.Namespace) -> Path:
     if args.snapshot is None:
         raise UsageError("argument --snapshot/-s is required (or --cluster DIR --node ID)")
     return Path(args.snapshot)
-
-
-def _release(catalog: Catalog, name: str) -> str:
-    """A release as Kafka names it: a catalog release or line, or a patch of a line the catalog knows."""
-    try:
-        return catalog.find_release(name).name
-    except VersionsError as e:
-        line = ".".join(name.split(".")[:2])
-        try:
-            catalog.find_release(line)
-        except VersionsError:
-            raise UsageError(str(e)) from None
-        return name

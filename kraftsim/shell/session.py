@@ -1,7 +1,8 @@
 """A metadata shell over one file or directory: loading it, running commands, the interactive loop.
 
-Kafka's shell reads a snapshot (or a log segment, or a bootstrap.checkpoint) as a log: each data batch is a commit and
-control batches are skipped, so `/image/provenance` names the last data batch of the file
+Kafka's shell reads a snapshot (or a log segment, or a bootstrap.checkpoint) as a log: each
+data batch is a commit and control batches are skipped, so `/image/provenance` names the last
+data batch of the file
 (its last offset, leader epoch and max timestamp), not the snapshot's id. kraftsim shows
 the same for a file; for a log directory or a simulated node (kraftsim's additions) it
 shows the provenance of the image loaded as the node loads it.
@@ -46,6 +47,7 @@ def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> Load
     """Load `path` (a snapshot, segment, bootstrap file or log directory) for the shell.
     Without `release`, the shell is the one of the release the registered nodes run."""
     if release is not None:
+        release = release_name(catalog, release)
         image, why = _load(path, replaying_as(catalog, release)), "chosen with --release"
     else:
         # Every release before 4.3 keeps every ConfigRecord it replays: load as the oldest,
@@ -86,11 +88,23 @@ def replaying_as(catalog: Catalog, release: str) -> Catalog:
 
 
 def _release_entry(catalog: Catalog, release: str) -> Release:
-    """The catalog's release of that name, or of its line for a patch it does not list."""
+    """The catalog's release of that name, or of its line for a patch it does not list
+    (VersionsError, with the catalog's text, when neither is known)."""
     try:
         return catalog.find_release(release)
     except VersionsError:
-        return catalog.find_release(".".join(release.split(".")[:2]))
+        try:
+            return catalog.find_release(".".join(release.split(".")[:2]))
+        except VersionsError:
+            pass
+        raise
+
+
+def release_name(catalog: Catalog, name: str) -> str:
+    """A release as Kafka names it: a line ("4.0") is its newest patch in the catalog; a patch
+    the catalog does not list (e.g. 4.0.2) stays as given when its line is known."""
+    entry = _release_entry(catalog, name)
+    return entry.name if entry.name == name or name.count(".") < 2 else name
 
 
 def file_provenance(path: Path) -> MetadataProvenance:
