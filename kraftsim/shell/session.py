@@ -204,8 +204,12 @@ def interactive_loop(loaded: LoadedShell, stdin: IO[str], out: IO[str], tty: boo
 
 
 def _readline_reader(state: ShellState) -> Callable[[], str]:
-    """input() with readline: history and tab completion of commands and paths."""
-    import readline
+    """input() with readline: history and tab completion of commands and paths (plain input()
+    where Python has no readline)."""
+    try:
+        import readline
+    except ImportError:
+        return lambda: input(PROMPT)
 
     readline.clear_history()
     readline.set_completer_delims(" \t")

@@ -24,7 +24,8 @@ class Pty:
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
         env = dict(os.environ, TERM="xterm", INPUTRC=os.devnull)
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
+                                     preexec_fn=_controlling_terminal)
         os.close(slave)
         self.seen = b""
 
@@ -56,6 +57,13 @@ class Pty:
                 self.proc.kill()
                 self.proc.wait()
             os.close(self.master)
+
+
+def _controlling_terminal() -> None:
+    """In the child: a session of its own whose controlling terminal is the pty (stdin), so
+    that ^C typed there is a SIGINT, as on a user's terminal."""
+    os.setsid()
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
 
 def kraftsim_shell_argv(*args: str) -> list[str]:

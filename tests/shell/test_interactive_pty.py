@@ -43,3 +43,22 @@ def test_session_on_a_terminal(shell_inputs):
     finally:
         code = shell.close()
     assert code == 0
+
+
+def test_interrupt_and_end_of_input(shell_inputs):
+    """^C drops the line being typed and prints ^C, as Kafka's shell does; ^D at the prompt ends
+    the session with exit 0."""
+    _, snapshot, _ = shell_inputs("3.9")
+    shell = Pty(kraftsim_shell_argv("-s", str(snapshot)))
+    try:
+        shell.until(b">> ")
+        shell.send("ls /loc")
+        shell.until(b"ls /loc")
+        shell.send("\x03")
+        assert shell.until(b">> ").replace("\r", "") == "^C\n>> "
+        shell.send("pwd\n")
+        assert shell.until(b">> ").replace("\r", "") == "pwd\n/\n>> "
+        shell.send("\x04")
+    finally:
+        code = shell.close()
+    assert code == 0
