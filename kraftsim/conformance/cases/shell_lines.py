@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterable
 
 from kraftsim.conformance.cases.base import Case, ReleaseContext
-from kraftsim.conformance.compare import unified
+from kraftsim.conformance.compare import POLICY_MARK, unified
 from kraftsim.conformance.tools import ToolRun, run_tool
 
 GROUP = "metadata-shell"
@@ -95,14 +95,17 @@ def _kraftsim_shell(ctx: ReleaseContext, path: Path, args: Iterable[str], stdin:
     return ToolRun(tuple(argv), done.returncode, done.stdout, done.stderr)
 
 
-def _kafka(ctx: ReleaseContext, args: list[str], stdin: str | None, ours: ToolRun) -> ToolRun:
-    """Kafka's shell, asked twice when its first answer differs from kraftsim's: it may run a
-    command before its loader has caught up (MetadataShell.waitUntilCaughtUp returns after
-    the first batch), and then answers from an earlier or an empty image."""
+def _asked(ctx: ReleaseContext, label: str, args: list[str], stdin: str | None, ours: ToolRun) -> list[str]:
+    """Kafka's shell against kraftsim's answer `ours`; the differences. Kafka is asked a second
+    time when its first answer differs: it may run a command before its loader has caught up
+    (MetadataShell.waitUntilCaughtUp returns after the first batch) and then answers from an
+    earlier or an empty image (policy shell-whole-file when the second answer agrees)."""
     kafka = run_tool(ctx.dist, "metadata-shell", args, stdin=stdin, timeout=TIMEOUT_S)
-    if kafka.stdout != ours.stdout:
-        kafka = run_tool(ctx.dist, "metadata-shell", args, stdin=stdin, timeout=TIMEOUT_S)
-    return kafka
+    diffs = _compare(label, kafka, ours)
+    if diffs:
+        diffs = _compare(label, run_tool(ctx.dist, "metadata-shell", args, stdin=stdin, timeout=TIMEOUT_S), ours)
+        return diffs or [POLICY_MARK + "shell-whole-file"]
+    return diffs
 
 
 def _compare(label: str, kafka: ToolRun, ours: ToolRun) -> list[str]:
@@ -119,8 +122,7 @@ def _session_case(ctx: ReleaseContext, label: str, which: int) -> Case:
             return ["kraftsim could not build the simulated cluster's snapshot"]
         path = paths[which]
         stdin = "\n".join(SESSION) + "\n"
-        ours = _kraftsim_shell(ctx, path, [], stdin)
-        return _compare(f"{label} session", _kafka(ctx, ["--snapshot", str(path)], stdin, ours), ours)
+        return _asked(ctx, f"{label} session", ["--snapshot", str(path)], stdin, _kraftsim_shell(ctx, path, [], stdin))
 
     return Case(f"{GROUP}/lines/{label} session", (), check)
 
@@ -130,8 +132,8 @@ def _arguments_case(ctx: ReleaseContext, args: tuple[str, ...]) -> Case:
         paths = _inputs(ctx)
         if paths is None:
             return ["kraftsim could not build the simulated cluster's snapshot"]
-        ours = _kraftsim_shell(ctx, paths[0], args, None)
-        return _compare(" ".join(args), _kafka(ctx, ["--snapshot", str(paths[0]), *args], None, ours), ours)
+        return _asked(ctx, " ".join(args), ["--snapshot", str(paths[0]), *args], None,
+                      _kraftsim_shell(ctx, paths[0], args, None))
 
     return Case(f"{GROUP}/lines/snapshot {' '.join(args)}", (), check)
 
@@ -147,11 +149,28 @@ def _bootstrap_case(ctx: ReleaseContext) -> Case:
         files = sorted(directory.glob("*.checkpoint"))
         if formatted.code != 0 or not files:
             return [f"kraftsim storage format --add-scram: exit {formatted.code}: {formatted.stderr.strip()[:300]}"]
-        ours = _kraftsim_shell(ctx, files[0], ["tree", "/image"], None)
-        return _compare("bootstrap tree /image", _kafka(ctx, ["--snapshot", str(files[0]), "tree", "/image"], None,
-                                                        ours), ours)
+        return _asked(ctx, "bootstrap tree /image", ["--snapshot", str(files[0]), "tree", "/image"], None,
+                      _kraftsim_shell(ctx, files[0], ["tree", "/image"], None))
 
     return Case(f"{GROUP}/lines/bootstrap with SCRAM tree /image", (), check)
+
+
+def _missing_file_case(ctx: ReleaseContext) -> Case:
+    """A snapshot path that does not exist: Kafka's message, its exit status and kraftsim's
+    (policy shell-bad-input-exit)."""
+
+    def check(_: list[ToolRun]) -> list[str]:
+        missing = ctx.scratch("shell-missing") / "00000000000000000010-0000000001.checkpoint"
+        kafka = run_tool(ctx.dist, "metadata-shell", ["--snapshot", str(missing), "ls"], timeout=TIMEOUT_S)
+        ours = _kraftsim_shell(ctx, missing, ["ls"], None)
+        first = kafka.stderr.splitlines()[:1]
+        diffs = unified(first, ours.stderr.splitlines(), "missing snapshot stderr")
+        diffs += unified(kafka.stdout.splitlines(), ours.stdout.splitlines(), "missing snapshot stdout")
+        if (kafka.code, ours.code) != (1, 2):
+            diffs.append(f"missing snapshot: exit status: Kafka {kafka.code}, kraftsim {ours.code}")
+        return diffs or [POLICY_MARK + "shell-bad-input-exit"]
+
+    return Case(f"{GROUP}/lines/missing snapshot", (), check)
 
 
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
@@ -162,3 +181,4 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     for args in ARGUMENTS:
         yield _arguments_case(ctx, args)
     yield _bootstrap_case(ctx)
+    yield _missing_file_case(ctx)
