@@ -97,3 +97,19 @@ def test_dir_children_are_built_on_visit():
     state = ShellState(fixed({"d": lambda: node}))
     assert _run(state, "ls /d") == ["x", "y"] and built == []
     assert _run(state, "cat /d/y") == ["y"] and built == ["y"]
+
+
+_WORDS = st.sampled_from(["ls", "cat", "tree", "find", "cd", "pwd", "history", "man", "help", "exit", "c", "-h",
+                          "-x", "/", "/a", "a", "..", ".", "*", "/a/{one,t*}", "{", "\\", "", "5", "-1", "/b/x"])
+
+
+@given(st.lists(st.lists(_WORDS | st.text(max_size=6), max_size=5), min_size=1, max_size=6), st.booleans())
+def test_any_command_line_gets_lines_never_an_exception(lines, interactive):
+    """Whatever is typed, the shell answers in lines (Kafka's texts for what it refuses)."""
+    state = _state()
+    state.history = [] if interactive else None
+    for words in lines:
+        state.out = []
+        parse_command(words, interactive)(state)
+        assert all(isinstance(line, str) for line in state.out)
+        assert state.working_directory.startswith("/")
