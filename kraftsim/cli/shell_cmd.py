@@ -31,10 +31,14 @@ EXIT_TOOL_FAILED = 1
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "metadata-shell", help="kafka-metadata-shell: browse the image of a snapshot, log or simulated node",
-        description="Kafka's metadata shell over kraftsim's image of PATH: /image/... (features, cluster, topics, "
-                    "configs, clientQuotas, producerIds, acls, scram, delegationToken, provenance) and /local/... "
-                    "as Kafka's shell shows them. With a command (ls, cat, find, tree) it prints the answer and "
-                    "exits; without one it is interactive (cd, pwd, history, help, man, exit too).")
+        description="Kafka's metadata shell over kraftsim's image of a snapshot (--snapshot) or of a simulated "
+                    "node (--cluster, --node): /image/... (features, cluster, topics, configs, clientQuotas, "
+                    "producerIds, acls, scram, delegationToken, provenance) and /local/... as Kafka's shell shows "
+                    "them. With a command (ls, cat, find, tree) it prints the answer and exits 0; without one it is "
+                    "interactive (cd, pwd, history, help, man, exit too).",
+        epilog="exit status: 0 whatever a command answers (as Kafka's shell); 1 when the command fails as Kafka's "
+               "shell fails (its 'Unexpected error: ...' line on stderr); 2 for a missing or unreadable file or a "
+               "bad flag.")
     p.add_argument("--snapshot", "-s", metavar="SNAPSHOT",
                    help="the snapshot file to read (also: a .log segment, a bootstrap.checkpoint, or a "
                         "__cluster_metadata-0 directory or the log directory holding one)")
