@@ -234,3 +234,36 @@ def string_split(text: str, sep: str) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts
+
+
+def double_to_string(x: float) -> str:
+    """Double.toString (JDK 19 on: the shortest digits that read back): plain decimal with at
+    least one fraction digit for 1e-3 <= |x| < 1e7, else `d.dddE±n`; NaN, Infinity."""
+    if x != x:
+        return "NaN"
+    if x in (float("inf"), float("-inf")):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if str(x).startswith("-") else "0.0"
+    sign = "-" if x < 0 else ""
+    digits, exponent = _shortest_digits(abs(x))
+    if 1e-3 <= abs(x) < 1e7:
+        point = exponent + 1
+        if point <= 0:
+            return f"{sign}0.{'0' * -point}{digits}"
+        whole, frac = digits[:point].ljust(point, "0"), digits[point:]
+        return f"{sign}{whole}.{frac or '0'}"
+    return f"{sign}{digits[0]}.{digits[1:] or '0'}E{exponent}"
+
+
+def _shortest_digits(x: float) -> tuple[str, int]:
+    """The shortest decimal digits of a positive finite double and the power of ten of the first."""
+    mantissa, _, exp = f"{x!r}".partition("e")
+    whole, _, frac = mantissa.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    exponent = (int(exp) if exp else 0) + len(whole.lstrip("0") or "") - 1
+    if not whole.strip("0"):  # 0.00123: the exponent comes from the leading zeros of the fraction
+        exponent = (int(exp) if exp else 0) - (len(frac) - len(frac.lstrip("0"))) - 1
+    return digits.rstrip("0") or "0", exponent

@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
     {"image"},
     {"controller"},
     {"sim"},
-    {"scenario", "testing", "conformance", "pipeline", "wire"},
+    {"scenario", "testing", "conformance", "pipeline", "wire", "shell"},
     {"demo", "cli", "__main__"},
 ]
 

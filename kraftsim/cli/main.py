@@ -65,6 +65,7 @@ COMMANDS = (
     Command("metadata-quorum", "kraftsim.cli.quorum_cmd", "kafka-metadata-quorum: describe the KRaft quorum of a simulated cluster, add or remove controllers (KIP-853)"),
     Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
     Command("serve", "kraftsim.cli.serve_cmd", "serve a simulated cluster over Kafka's protocol to real Kafka tools and clients"),
+    Command("metadata-shell", "kraftsim.cli.shell_cmd", "kafka-metadata-shell: browse the image of a snapshot, log or simulated node"),
     Command("kafka", "kraftsim.cli.kafka_cmd", "fetch real Kafka releases (jars from Maven Central) to compare with"),
     Command("conformance", "kraftsim.cli.conformance_cmd", "compare kraftsim with real Kafka releases, case by case"),
 )

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Iterable
 
+from kraftsim.conformance.cases import shell_lines
 from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.dump_log import _sim_cluster, _snapshots
 from kraftsim.conformance.compare import unified
@@ -113,3 +114,4 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         return
     for label, path in _snapshots(ctx, metadata_dir):
         yield _case(ctx, f"kraftsim {label}", path)
+    yield from shell_lines.cases(ctx)

@@ -1,0 +1,76 @@
+"""How each Kafka release's metadata shell prints what it prints.
+
+The tree and its leaves are the same in every release except for the few points below,
+each read off the real tool (`kafka-metadata-shell` of 3.7.2, 3.8.1, 3.9.1, 4.0.2, 4.1.2,
+4.2.0 and 4.3.1 on the same snapshots). Releases between two measured ones take the older
+one's style; 4.4.0, whose kafka-shell Maven Central does not serve, prints as 4.3.1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: The commit id each measured release's /local/commitId shows (AppInfoParser.getCommitId()).
+COMMIT_IDS = {
+    "3.7.2": "79a8f2b5f44f9d5a",
+    "3.8.1": "70d6ff42debf7e17",
+    "3.9.1": "f745dfdcee2b9851",
+    "4.0.2": "5d0fe56677f97d95",
+    "4.1.2": "c82fd9b934b4c1e6",
+    "4.2.0": "a18251bae0b825c6",
+    "4.3.1": "26b251a451ce941d",
+}
+
+#: Kafka's AppInfoParser answer when a build records no commit id.
+UNKNOWN_COMMIT = "unknown"
+
+
+@dataclass(frozen=True)
+class ShellStyle:
+    """The release-dependent parts of the shell's output."""
+
+    release: str
+    #: /image/acls/byId/<id> (3.9 on) rather than /image/acls/<id> (3.7, 3.8).
+    acls_by_id: bool
+    #: /image/features/metadataVersion prints an Optional ("Optional[4.0-IV3]", 4.0 on).
+    mv_optional: bool
+    #: /image/features/zkMigrationState: "leaf" (a file saying NONE, 3.x), "listed" (named by
+    #: `ls` but not there: cat says no such file, find fails; 4.0 and 4.1) or "absent" (4.2 on).
+    zk_migration: str
+    #: StandardAcl is a Java record: `StandardAcl[...]` rather than `StandardAcl(...)` (4.2 on).
+    acl_record: bool
+    #: BrokerRegistration's toString ends with cordonedDirectories (KIP-1066, 4.3 on).
+    cordoned: bool
+    #: `tree` passes over a child that is listed but not there (4.0 on); 3.x throws Java's
+    #: NullPointerException there.
+    tree_skips_missing: bool
+    #: --snapshot is required and described as "The metadata snapshot file to read." (4.1 on).
+    snapshot_required: bool
+
+    @property
+    def commit_id(self) -> str:
+        return COMMIT_IDS.get(self.release, UNKNOWN_COMMIT)
+
+
+def release_key(name: str) -> tuple[int, ...]:
+    """"4.0.2" -> (4, 0, 2); a line ("4.0") sorts before its patches."""
+    parts = []
+    for piece in name.split("."):
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def style_for(release: str) -> ShellStyle:
+    """The shell's style for a Kafka release named as Kafka names it ("3.9.1")."""
+    v = release_key(release)[:2]
+    return ShellStyle(
+        release=release,
+        acls_by_id=v >= (3, 9),
+        mv_optional=v >= (4, 0),
+        zk_migration="leaf" if v < (4, 0) else "listed" if v < (4, 2) else "absent",
+        acl_record=v >= (4, 2),
+        cordoned=v >= (4, 3),
+        tree_skips_missing=v >= (4, 0),
+        snapshot_required=v >= (4, 1),
+    )
