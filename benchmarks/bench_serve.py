@@ -50,7 +50,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks._common import load_average, utc_now  # noqa: E402
+from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
 from kraftsim.wire import API_KEYS, encode_request, parse_response, read_frame  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -240,11 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     entry.update(generated=utc_now(), load_average_before=load_before, load_average_after=load_average(),
                  python=platform.python_version())
     stem = "serve.quick" if args.quick else "serve"
-    RESULTS.mkdir(parents=True, exist_ok=True)
     data = _merge(RESULTS / f"{stem}.json", entry)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(data))
-    print(f"wrote {RESULTS / stem}.md and .json")
+    write_results(RESULTS, stem, data, markdown(data))
     return 0
 
 
