@@ -164,11 +164,11 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
 
     dist = fetch(resolve_release(version), log=log)
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
-        node = LiveNode(dist, Path(tmp))
+        node = LiveNode(dist, Path(tmp), heap="384m")
         node.format()
 
         def spawn() -> subprocess.Popen:
-            cmd = java_command(dist, "server", [str(node.config)], heap="384m", log_file=node.log_file)
+            cmd = java_command(dist, "server", [str(node.config)], heap=node.heap, log_file=node.log_file)
             with open(node.dir / "server.out", "wb") as out:
                 return subprocess.Popen(cmd, cwd=node.dir, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True)
@@ -179,7 +179,7 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
             rows = measure_target("127.0.0.1", node.broker_port, requests=requests, log=log)
         finally:
             _stop(proc)
-    return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx384m)", "startup_s": startup, "rows": rows}
+    return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx{node.heap})", "startup_s": startup, "rows": rows}
 
 
 # ----------------------------------------------------------------------------- results
