@@ -152,6 +152,11 @@ class Api:
     request: Message
     response: Message
 
+    @property
+    def listeners(self) -> tuple[str, ...]:
+        """The listeners that serve the API ("broker", "controller"); Kafka closes others' connections."""
+        return self.request.schema.listeners
+
     def request_header_version(self, version: int) -> int:
         """Kafka's requestHeaderVersion: 2 in flexible versions (also above the range), else 1."""
         return 2 if self.request.flexible(version) else 1

@@ -26,6 +26,7 @@ from kraftsim.wire import (
     parse_response,
     schema_versions,
 )
+from kraftsim.wire.codec import default_catalog
 
 
 def compact_string(s: str) -> bytes:
@@ -205,6 +206,9 @@ def test_api_keys_and_versions():
     assert schema_versions(18) == (0, 5)
     assert schema_versions(3) == (0, 13)
     assert schema_versions(19) == (2, 7)
+    apis = default_catalog().apis
+    assert apis[3].listeners == ("broker",) and apis[82].listeners == ("controller",)
+    assert set(apis[18].listeners) == {"broker", "controller"}
 
 
 # ---------------------------------------------------------------------------- the schema format
