@@ -162,6 +162,18 @@ def test_unknown_body_fields_are_named():
         encode_response(18, 3, 1, {"NoSuchField": 1})
 
 
+@pytest.mark.parametrize("body, words", [
+    ({"ErrorCode": None}, r"Expected `int`, got `null` - at `\$.ErrorCode`"),
+    ({"ApiKeys": [{"ApiKey": "18"}]}, r"at `\$.ApiKeys\[0\].ApiKey`"),
+    ({"ErrorCode": 1 << 20}, "ApiVersionsResponse v3: a value does not fit its field's type"),
+])
+def test_bad_values_are_value_errors_that_say_where(body, words):
+    with pytest.raises(ValueError, match=words):
+        encode_response(18, 3, 1, body)
+    with fastpath.pure_python(), pytest.raises(ValueError, match=words):
+        encode_response(18, 3, 1, body)
+
+
 # ---------------------------------------------------------------------------- unservable requests
 
 
