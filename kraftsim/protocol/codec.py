@@ -215,6 +215,10 @@ def _gen_read_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, target:
         _gen_read_length(g, n, flexible, "array")
         _gen_null_check(g, f, version, n, target)
         with g.indent():
+            # Kafka's check: no element takes less than a byte, so a count beyond the bytes
+            # left is refused before anything is built (a tiny frame cannot ask for 2**31 items).
+            g.emit(f"if {n} > len(buf) - pos: raise _DecodeError('Tried to allocate a collection of size ' + str({n}) "
+                   "+ ', but there are only ' + str(len(buf) - pos) + ' bytes remaining.')")
             elem = f.element_type
             if elem in _FIXED:
                 code = _FIXED[elem]

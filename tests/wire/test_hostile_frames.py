@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftsim.protocol import fastpath
 from kraftsim.wire import (
     DEFAULT_MAX_FRAME,
     FrameError,
@@ -80,6 +81,20 @@ def test_mutated_valid_frames(data: bytes) -> None:
         assert isinstance(result.body, dict)
 
 
+def _outcome(data: bytes) -> object:
+    result = parse_or_refuse(data)
+    return result if isinstance(result, ParsedRequest) else (type(result), str(result))
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_frames())
+def test_c_fast_path_and_python_agree_on_mutated_frames(data: bytes) -> None:
+    """Same result or no result: the C decoders give the generated Python code's answer or error."""
+    fast = _outcome(data)
+    with fastpath.pure_python():
+        assert _outcome(data) == fast
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_frames(), st.data())
 def test_every_truncation_of_a_valid_frame(data: bytes, draw: st.DataObject) -> None:
@@ -93,8 +108,8 @@ def test_huge_counts_are_refused_without_allocating():
     for count in (b"\xff\xff\xff\xff\x07", b"\xfe\xff\xff\xff\x0f"):
         with pytest.raises(FrameError):
             parse_request(header + count)
-    # The same in a non-flexible version: an int32 count.
-    with pytest.raises(FrameError):
+    # The same in a non-flexible version: an int32 count, refused with Kafka's words.
+    with pytest.raises(FrameError, match="Tried to allocate a collection of size 2147483647, but there are only 0 bytes"):
         parse_request(struct.pack(">hhih", 3, 8, 1, 0) + struct.pack(">i", 2**31 - 1))
 
 
