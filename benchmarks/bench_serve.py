@@ -3,7 +3,7 @@
 Run from the repository root:
 
     python -m benchmarks.bench_serve --kafka 4.4.0      # a real combined node on this machine
-    python -m benchmarks.bench_serve --kraftsim 4.4.0    # `kraftsim serve` of the same shape
+    python -m benchmarks.bench_serve --serve scenarios/S.toml   # `kraftsim serve S.toml`, started here
     python -m benchmarks.bench_serve --target 127.0.0.1:9092 --label "kraftsim serve"
     python -m benchmarks.bench_serve --kafka 4.4.0 --quick   # fewer requests; serve.quick.{md,json}
 
@@ -20,8 +20,10 @@ What is measured (`measure_target`, usable from other code on any listener):
   seconds of the phase; p50 / p99 are per-request latencies (send to whole answer). Every
   answer's correlation id is checked, and the first answer of each kind is fully decoded.
   A warm-up phase of the same shape runs first and is not counted.
-- start-up (`--kafka`): time from the server process's spawn to the first answered
-  ApiVersions on its broker listener, polled every 10 ms with fresh connections.
+- start-up (`--kafka`, `--serve`): time from the server process's spawn to the first
+  answered ApiVersions on its (first) broker listener, polled every 10 ms with fresh
+  connections. `kraftsim serve` is started with `--ready-file` (contract 7), which says
+  where its listeners are; the clock runs from the spawn, not from the ready file.
 
 Bounded: every phase has a deadline, every connection a timeout; a real node is always
 stopped (its process group is killed after a grace period).
@@ -51,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks._common import load_average, utc_now  # noqa: E402
+from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
 from kraftsim.wire import API_KEYS, encode_request, parse_response, read_frame  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -165,11 +167,11 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
 
     dist = fetch(resolve_release(version), log=log)
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
-        node = LiveNode(dist, Path(tmp))
+        node = LiveNode(dist, Path(tmp), heap="384m")
         node.format()
 
         def spawn() -> subprocess.Popen:
-            cmd = java_command(dist, "server", [str(node.config)], heap="384m", log_file=node.log_file)
+            cmd = java_command(dist, "server", [str(node.config)], heap=node.heap, log_file=node.log_file)
             with open(node.dir / "server.out", "wb") as out:
                 return subprocess.Popen(cmd, cwd=node.dir, stdin=subprocess.DEVNULL, stdout=out,
                                         stderr=subprocess.STDOUT, start_new_session=True)
@@ -180,36 +182,47 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
             rows = measure_target("127.0.0.1", node.broker_port, requests=requests, log=log)
         finally:
             _stop(proc)
-    return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx384m)", "startup_s": startup, "rows": rows}
+    return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx{node.heap})", "startup_s": startup, "rows": rows}
 
 
-def measure_kraftsim(release: str, *, requests: int, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """`kraftsim serve` of one combined node (made by `cluster create`, so the time is the
-    server's own: its process's start, imports, opening the directory, listening)."""
-    from kraftsim.sim import Simulation
-    from kraftsim.conformance.wire_client import wait_for_api_versions
+def measure_spawned(cmd: list[str], ready_file: Path, label: str, *, requests: int,
+                    log: Callable[[str], None] = print) -> dict[str, Any]:
+    """A server started by `cmd` that writes contract 7's ready file: start-up and load on its first broker."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        ready: dict[str, Any] | None = None
+        while ready is None:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{' '.join(cmd)} exited with code {proc.returncode} before it was ready")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{' '.join(cmd)} wrote no ready file within {START_TIMEOUT_S:g} s")
+            try:
+                ready = json.loads(ready_file.read_text())
+            except (OSError, ValueError):  # not there yet (it is written atomically)
+                time.sleep(0.005)
+        host, _, port = str(ready["bootstrap_servers"]).split(",")[0].rpartition(":")
+        from kraftsim.conformance.wire_client import wait_for_api_versions
 
+        wait_for_api_versions(host, int(port), timeout=max(1.0, deadline - time.monotonic()))
+        startup = time.perf_counter() - t0
+        log(f"{label}: first ApiVersions answered {startup:.3f} s after spawn")
+        rows = measure_target(host, int(port), requests=requests, log=log)
+    finally:
+        _stop(proc)
+    return {"label": label, "startup_s": startup, "rows": rows}
+
+
+def measure_serve(target: str, *, requests: int, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """`kraftsim serve TARGET` (a cluster directory or a scenario file), started and stopped here."""
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
-        cluster, ready = Path(tmp) / "cluster", Path(tmp) / "ready.json"
-        Simulation.create(cluster, combined=1, release=release).close()
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
-        t0 = time.perf_counter()
-        proc = subprocess.Popen([sys.executable, "-m", "kraftsim", "serve", str(cluster), "--ready-file", str(ready)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                                start_new_session=True)
-        try:
-            while not ready.exists():
-                if proc.poll() is not None or time.perf_counter() - t0 > START_TIMEOUT_S:
-                    raise RuntimeError("kraftsim serve did not become ready")
-                time.sleep(0.002)
-            host, _, port = json.loads(ready.read_text())["bootstrap_servers"].rpartition(":")
-            wait_for_api_versions(host, int(port), timeout=START_TIMEOUT_S)
-            startup = time.perf_counter() - t0
-            log(f"kraftsim serve {release}: first ApiVersions answered {startup:.2f} s after spawn")
-            rows = measure_target(host, int(port), requests=requests, log=log)
-        finally:
-            _stop(proc)
-    return {"label": f"kraftsim serve, Kafka {release}, one combined node", "startup_s": startup, "rows": rows}
+        ready = Path(tmp) / "ready.json"
+        cmd = [sys.executable, "-m", "kraftsim", "serve", target, "--ready-file", str(ready)]
+        if target.endswith(".toml"):
+            cmd += ["--keep", str(Path(tmp) / "cluster")]
+        return measure_spawned(cmd, ready, f"kraftsim serve {Path(target).name}", requests=requests, log=log)
 
 
 # ----------------------------------------------------------------------------- results
@@ -253,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--kafka", metavar="VERSION", help="start a real Kafka combined node of this release")
-    what.add_argument("--kraftsim", metavar="VERSION", help="start `kraftsim serve` of one combined node of this release")
+    what.add_argument("--serve", metavar="TARGET", help="start `kraftsim serve TARGET` (a cluster directory or scenario)")
     what.add_argument("--target", metavar="HOST:PORT", help="measure a listener that is already running")
     parser.add_argument("--label", help="the target's name in the results (with --target)")
     parser.add_argument("--quick", action="store_true", help="fewer requests; results go to serve.quick.*")
@@ -262,8 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = load_average()
     if args.kafka:
         entry = measure_kafka(args.kafka, requests=requests)
-    elif args.kraftsim:
-        entry = measure_kraftsim(args.kraftsim, requests=requests)
+    elif args.serve:
+        entry = measure_serve(args.serve, requests=requests)
     else:
         host, _, port = args.target.rpartition(":")
         if not host or not port.isdigit():
@@ -273,11 +286,8 @@ def main(argv: list[str] | None = None) -> int:
     entry.update(generated=utc_now(), load_average_before=load_before, load_average_after=load_average(),
                  python=platform.python_version())
     stem = "serve.quick" if args.quick else "serve"
-    RESULTS.mkdir(parents=True, exist_ok=True)
     data = _merge(RESULTS / f"{stem}.json", entry)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(data))
-    print(f"wrote {RESULTS / stem}.md and .json")
+    write_results(RESULTS, stem, data, markdown(data))
     return 0
 
 

@@ -33,7 +33,6 @@ core in total, so the codec's share should be well under 100 us per request + re
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import random
 import subprocess
@@ -46,7 +45,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from benchmarks._common import load_average, utc_now  # noqa: E402
+from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
 from kraftsim.protocol import fastpath  # noqa: E402
 from kraftsim.protocol.primitives import Uuid  # noqa: E402
 from kraftsim.protocol.schema import StructSpec, snake_case  # noqa: E402
@@ -264,10 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     n, repeat = (300, 3) if args.quick else (3000, 5)
     data = run(n, repeat, print)
     stem = "wire_codec.quick" if args.quick else "wire_codec"
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(data, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(markdown(data))
-    print(f"wrote {RESULTS / stem}.md and .json")
+    write_results(RESULTS, stem, data, markdown(data))
     return 0
 
 

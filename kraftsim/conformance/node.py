@@ -37,9 +37,10 @@ def free_port() -> int:
 class LiveNode:
     """One combined node (id 1) of a single-node static quorum."""
 
-    def __init__(self, dist: KafkaDist, directory: Path, *, extra_config: str = ""):
+    def __init__(self, dist: KafkaDist, directory: Path, *, extra_config: str = "", heap: str = "512m"):
         self.dist = dist
         self.dir = directory
+        self.heap = heap  # the JVM's -Xmx
         self.broker_port, self.controller_port = free_port(), free_port()
         self.data = directory / "data"
         self.config = directory / "server.properties"
@@ -69,7 +70,7 @@ class LiveNode:
         return run
 
     def start(self) -> None:
-        cmd = java_command(self.dist, "server", [str(self.config)], heap="512m", log_file=self.log_file)
+        cmd = java_command(self.dist, "server", [str(self.config)], heap=self.heap, log_file=self.log_file)
         out = open(self.dir / "server.out", "wb")
         try:
             self.proc = subprocess.Popen(cmd, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=out,

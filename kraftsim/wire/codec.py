@@ -139,7 +139,12 @@ class Message:
         return self.to_dict(message), end
 
     def encode(self, body: Mapping[str, Any], version: int, out: bytearray) -> None:
-        self.rt.encoder(version)(self.from_dict(body), out)
+        """Append the body at `version` to `out`; ValueError names a value that does not fit its type."""
+        message = self.from_dict(body)
+        try:
+            self.rt.encoder(version)(message, out)
+        except (struct.error, OverflowError) as e:
+            raise ValueError(f"{self.name} v{version}: a value does not fit its field's type ({e})") from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +156,11 @@ class Api:
     enum_name: str  # "API_VERSIONS"
     request: Message
     response: Message
+
+    @property
+    def listeners(self) -> tuple[str, ...]:
+        """The listeners that serve the API ("broker", "controller"); Kafka closes others' connections."""
+        return self.request.schema.listeners
 
     def request_header_version(self, version: int) -> int:
         """Kafka's requestHeaderVersion: 2 in flexible versions (also above the range), else 1."""

@@ -12,7 +12,10 @@ import struct
 
 import pytest
 
-from kraftsim.errors import UnsupportedVersionException
+from kraftsim.errors import SchemaError, UnsupportedVersionException
+from kraftsim.protocol import fastpath
+from kraftsim.protocol.registry import Registry
+from kraftsim.protocol.schema import parse_schema
 from kraftsim.wire import (
     API_KEYS,
     FrameError,
@@ -23,6 +26,7 @@ from kraftsim.wire import (
     parse_response,
     schema_versions,
 )
+from kraftsim.wire.codec import default_catalog
 
 
 def compact_string(s: str) -> bytes:
@@ -100,6 +104,8 @@ def test_api_versions_v0_response_drops_fields_it_does_not_have():
             "FinalizedFeaturesEpoch": 3}
     expected = with_size(i32(9) + i16(35) + i32(1) + i16(18) + i16(0) + i16(4))
     assert encode_response(18, 0, 9, body) == expected
+    with fastpath.pure_python():
+        assert encode_response(18, 0, 9, body) == expected
 
 
 def test_api_versions_v3_request_bytes():
@@ -156,6 +162,18 @@ def test_unknown_body_fields_are_named():
         encode_response(18, 3, 1, {"NoSuchField": 1})
 
 
+@pytest.mark.parametrize("body, words", [
+    ({"ErrorCode": None}, r"Expected `int`, got `null` - at `\$.ErrorCode`"),
+    ({"ApiKeys": [{"ApiKey": "18"}]}, r"at `\$.ApiKeys\[0\].ApiKey`"),
+    ({"ErrorCode": 1 << 20}, "ApiVersionsResponse v3: a value does not fit its field's type"),
+])
+def test_bad_values_are_value_errors_that_say_where(body, words):
+    with pytest.raises(ValueError, match=words):
+        encode_response(18, 3, 1, body)
+    with fastpath.pure_python(), pytest.raises(ValueError, match=words):
+        encode_response(18, 3, 1, body)
+
+
 # ---------------------------------------------------------------------------- unservable requests
 
 
@@ -200,3 +218,33 @@ def test_api_keys_and_versions():
     assert schema_versions(18) == (0, 5)
     assert schema_versions(3) == (0, 13)
     assert schema_versions(19) == (2, 7)
+    apis = default_catalog().apis
+    assert apis[3].listeners == ("broker",) and apis[82].listeners == ("controller",)
+    assert set(apis[18].listeners) == {"broker", "controller"}
+
+
+# ---------------------------------------------------------------------------- the schema format
+
+
+def _request(**extra):
+    return {"name": "XRequest", "kind": "request", "api_key": 1000, "versions": "0", "flexible_versions": "0+",
+            "fields": [{"name": "A", "type": "string", "versions": "0+"}], **extra}
+
+
+def test_schema_format_checks_the_protocol_keys():
+    assert parse_schema(_request(listeners=["broker"]), "x").listeners == ("broker",)
+    with pytest.raises(SchemaError, match="listeners must be a list"):
+        parse_schema(_request(listeners=["zookeeper"]), "x")
+    with pytest.raises(SchemaError, match="only a request names the listeners"):
+        parse_schema({**_request(listeners=["broker"]), "kind": "response"}, "x")
+    with pytest.raises(SchemaError, match="needs an integer api_key"):
+        parse_schema({**_request(), "api_key": "1"}, "x")
+    bad_field = _request()
+    bad_field["fields"] = [{"name": "A", "type": "int32", "versions": "0+", "flexible_versions": "none"}]
+    with pytest.raises(SchemaError, match="only a string or bytes field has its own flexible_versions"):
+        parse_schema(bad_field, "x")
+
+
+def test_a_protocol_message_is_not_a_record():
+    with pytest.raises(SchemaError, match="is a protocol request, not a record"):
+        Registry([parse_schema(_request(), "x")])

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftsim.protocol import fastpath
 from kraftsim.wire import (
     DEFAULT_MAX_FRAME,
     FrameError,
@@ -78,6 +79,20 @@ def test_mutated_valid_frames(data: bytes) -> None:
     result = parse_or_refuse(data)
     if isinstance(result, ParsedRequest):
         assert isinstance(result.body, dict)
+
+
+def _outcome(data: bytes) -> object:
+    result = parse_or_refuse(data)
+    return result if isinstance(result, ParsedRequest) else (type(result), str(result))
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(mutated_frames())
+def test_c_fast_path_and_python_agree_on_mutated_frames(data: bytes) -> None:
+    """Same result or no result: the C decoders give the generated Python code's answer or error."""
+    fast = _outcome(data)
+    with fastpath.pure_python():
+        assert _outcome(data) == fast
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
