@@ -2,8 +2,9 @@
 
 The leader knows, for every voter and every observer that fetched from it, the offset it has
 and when it last fetched, on the simulated clock. A replica counts as caught up when the
-offset it has reached the leader's log end; its last-caught-up time is then its last fetch
-(Kafka tracks the exact moment; kraftsim does not keep that history). The leader itself
+offset it has reached the high watermark (the leader's log end moves on with every NoOpRecord,
+so a follower one fetch behind it is still current); its last-caught-up time is then its last
+fetch (Kafka tracks the exact moment; kraftsim does not keep that history). The leader itself
 reports its own log end and the current time for both.
 """
 
@@ -38,6 +39,7 @@ def quorum_view(engine: Engine) -> QuorumView | None:
         return None
     now = engine.now
     end = lead.log.log_end_offset
+    hw = lead.high_watermark if lead.high_watermark is not None else -1
 
     def replica(i: int) -> ReplicaView:
         if i == lead.id:
@@ -48,9 +50,8 @@ def quorum_view(engine: Engine) -> QuorumView | None:
         else:
             m = engine.members.get(i)
             offset = m.log.log_end_offset if m is not None and m.running and fetched >= 0 else -1
-        return ReplicaView(i, offset, fetched, fetched if fetched >= 0 and offset >= end else -1)
+        return ReplicaView(i, offset, fetched, fetched if fetched >= 0 and 0 <= hw <= offset else -1)
 
     voters = tuple(replica(v) for v in engine.voters)
     observers = tuple(replica(i) for i in sorted(lead.last_fetch_from) if i not in engine.voters)
-    hw = lead.high_watermark if lead.high_watermark is not None else -1
     return QuorumView(lead.id, lead.epoch, hw, voters, observers)
