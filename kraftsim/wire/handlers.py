@@ -60,9 +60,12 @@ def api_versions(served: ServedCluster, listener: Listener, version: int) -> tup
     return version, body
 
 
-def unsupported_api_versions(served: ServedCluster, listener: Listener, version: int) -> Body:
-    """The answer to an ApiVersions request of a version the codec cannot read (KIP-511)."""
-    r = api_versions_response(release_of(served, listener), listener.role, version, None)
+def unsupported_api_versions(served: ServedCluster, listener: Listener) -> Body:
+    """The answer to an ApiVersions request of a version the codec cannot read, above or below
+    every range (KIP-511): asked as one version past the node's own highest."""
+    release = release_of(served, listener)
+    highest = api_version_table().ranges(release, listener.role)[API_VERSIONS_KEY][1]
+    r = api_versions_response(release, listener.role, highest + 1, None)
     return {"ErrorCode": r.error_code, "ApiKeys": [{"ApiKey": k, "MinVersion": lo, "MaxVersion": hi}
                                                    for k, lo, hi in r.api_keys]}
 

@@ -76,6 +76,16 @@ def shape_of(sim: Simulation) -> ClusterShape:
                         release_version=release_version, features=features, combined=combined)
 
 
+def mixed_release_steps(sim: Simulation) -> list[Step]:
+    """For a directory whose nodes run different releases (an operator mid-roll): a `roll` of
+    each node not on the first node's release, controllers first, as the scenario runner's
+    `[cluster] releases` would bring it there."""
+    nodes = sim.nodes()
+    first = nodes[0].release
+    odd = sorted((n for n in nodes if n.release != first), key=lambda n: ("controller" not in n.roles, n.id))
+    return [Step("roll", {"release": n.release, "nodes": [n.id]}) for n in odd]
+
+
 def setup_steps(steps: Sequence[Any]) -> list[Step]:
     """A scenario's own steps (its validated structs) as recorded steps."""
     out = []

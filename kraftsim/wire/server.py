@@ -180,7 +180,7 @@ class WireServer:
         except UnsupportedRequest as e:
             if e.api_key == API_VERSIONS_KEY:
                 return encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
-                                       unsupported_api_versions(self.served, listener, e.api_version))
+                                       unsupported_api_versions(self.served, listener))
             return None
         except FrameError:
             return None

@@ -17,7 +17,7 @@ from kraftsim.scenario.runner import run_scenario
 from kraftsim.sim import Simulation
 from kraftsim.sim.saved import STATE_FILE
 from kraftsim.testing.steps import ClusterShape, Step
-from kraftsim.wire.recording import Recorder, setup_steps, shape_of
+from kraftsim.wire.recording import Recorder, mixed_release_steps, setup_steps, shape_of
 
 
 @dataclass
@@ -47,7 +47,7 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
                                 "`kraftsim cluster create`)")
         sim = Simulation.open(path)
         rec = Recorder(name=f"served {path.name}", seed=sim.seed, policy=sim.policy, shape=shape_of(sim),
-                       origin_ms=sim.now_ms)
+                       origin_ms=sim.now_ms, steps=mixed_release_steps(sim))
         return Opened(sim, path, rec)
     if not path.is_file():
         raise KraftsimError(f"{path}: no such cluster directory or scenario file")

@@ -107,3 +107,14 @@ def test_a_port_taken_while_its_node_was_down_is_reported_not_fatal(capfd):
             assert rpc(k.bootstrap_controllers, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
     err = capfd.readouterr().err
     assert f"node 2 cannot listen on 127.0.0.1:{port} again" in err and "Traceback" not in err
+
+
+def test_api_versions_of_a_negative_version_gets_the_range():
+    """Found by the fuzz above: the KIP-511 answer for a version below every range too."""
+    with kraftsim.serve(combined=1, release="3.7.2") as k, connect(k.bootstrap_servers) as s:
+        s.sendall(struct.pack(">i", 10) + struct.pack(">hhih", 18, -32768, 3, -1))
+        frames = read_frames(s, 1)
+        assert frames is not None
+        corr, body = parse_response(18, 0, frames[0])
+        assert corr == 3 and body["ErrorCode"] == 35
+        assert body["ApiKeys"] == [{"ApiKey": 18, "MinVersion": 0, "MaxVersion": 3}]

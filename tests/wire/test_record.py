@@ -61,3 +61,16 @@ def test_unregister_broker_is_answered_and_recorded(tmp_path):
     assert outcome.result.passed
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:
         assert sorted(sim.image(1).cluster.brokers) == [2]
+
+
+def test_a_directory_mid_roll_records_the_rolls_that_make_it(tmp_path):
+    d = tmp_path / "c"
+    with Simulation.create(d, controllers=3, brokers=1, release="3.9.1") as sim:
+        sim.roll("4.0.1", [3])
+    record = tmp_path / "rec.toml"
+    with serve(d, record=record):
+        pass
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed
+    assert [(n.id, n.release) for n in outcome.result.final.nodes] == \
+        [(1, "3.9.1"), (2, "3.9.1"), (3, "4.0.1"), (4, "3.9.1")]

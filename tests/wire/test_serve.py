@@ -105,6 +105,8 @@ def test_describe_quorum_reports_voters_and_observers_on_the_simulated_clock():
         assert [v["ReplicaId"] for v in p["CurrentVoters"]] == [1, 2, 3]
         assert [o["ReplicaId"] for o in p["Observers"]] == [4]
         assert all(v["LogEndOffset"] > 0 and v["LastFetchTimestamp"] > 0 for v in p["CurrentVoters"])
+        # a settled quorum: every voter caught up to the high watermark at its last fetch
+        assert all(0 < v["LastCaughtUpTimestamp"] <= v["LastFetchTimestamp"] for v in p["CurrentVoters"])
         assert {n["NodeId"]: n["Listeners"][0]["Port"] for n in body["Nodes"]} == \
             {i: int(k.address(i, "controller").rsplit(":", 1)[1]) for i in (1, 2, 3)}
         follower = next(i for i in (1, 2, 3) if i != leader)
