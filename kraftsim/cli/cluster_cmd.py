@@ -220,6 +220,10 @@ def _run_fault(args: argparse.Namespace) -> int:
     with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)
+        known = {n.id for n in sim.nodes()}
+        unknown = [i for i in ids or [] if i not in known] if ids != "all" else []
+        if unknown:  # invalid input (exit 2), as a malformed id is
+            raise UsageError(f"the cluster has no node {unknown[0]}")
         if args.fault == "crash":
             sim.crash(ids)
         elif args.fault == "stop":

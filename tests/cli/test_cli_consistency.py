@@ -83,7 +83,8 @@ def test_json_on_the_commands_that_report(tmp_path: Path, capsys: pytest.Capture
 
 @pytest.mark.parametrize("argv", [["log", "dump", "{missing}"], ["log", "verify", "{missing}"],
                                   ["scenario", "list", "--dir", "{missing}"], ["cluster", "status", "{missing}"],
-                                  ["cluster", "run", "{missing}", "--ms", "5"], ["cluster", "crash", "{c}", "--nodes", "x"]])
+                                  ["cluster", "run", "{missing}", "--ms", "5"], ["cluster", "crash", "{c}", "--nodes", "x"],
+                                  ["cluster", "crash", "{c}", "--nodes", "99"]])
 def test_invalid_input_exits_2_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
     c = tmp_path / "c"
     if "{c}" in argv:
