@@ -129,8 +129,9 @@ def _describe(args: argparse.Namespace) -> int:
             kip853 = _kip_853(sim, args.release)
             try:
                 info = sim.quorum_info()
-            except SimError as e:
-                raise _refused("REQUEST_TIMED_OUT", str(e)) from None
+            except SimError:  # no leader: the admin client's call times out
+                raise _refused("REQUEST_TIMED_OUT", "Timed out waiting for a node assignment. "
+                                                    "Call: describeMetadataQuorum") from None
             now = sim.now_ms
         finally:
             sim.close_files()
