@@ -251,6 +251,42 @@ def config_resource_of(child: str) -> tuple[int, str] | None:
     return None
 
 
+def decode_quota_entity(name: str) -> tuple[tuple[str, str | None], ...] | None:
+    """ClientQuotasImageNode.decodeEntity: `type(value)` parts joined by `_`, in any order,
+    `\\` escaping the next character; None when the name is not one."""
+    labels = {label: t for t, label in QUOTA_TYPES}
+    parts: dict[str, str | None] = {}
+    i = 0
+    while i < len(name):
+        label = next((lb for lb in labels if name.startswith(lb + "(", i)), None)
+        if label is None:
+            return None
+        i += len(label) + 1
+        value: list[str] = []
+        while True:
+            if i >= len(name):
+                return None
+            ch = name[i]
+            i += 1
+            if ch == "\\":
+                if i >= len(name):
+                    return None
+                value.append(name[i])
+                i += 1
+            elif ch == ")":
+                break
+            else:
+                value.append(ch)
+        parts[labels[label]] = "".join(value)
+        if i < len(name):
+            if name[i] != "_":
+                return None
+            i += 1
+            if i >= len(name):
+                return None
+    return tuple(sorted(parts.items())) if parts else None
+
+
 def _uuid_of(name: str) -> Uuid | None:
     try:
         return Uuid.from_string(name)
@@ -369,12 +405,12 @@ class ShellTree:
         return Dir(lambda: names, lookup)
 
     def _quotas(self) -> Node:
-        items = list(self.image.client_quotas.entities.items())
-        names = [quota_entity_name(e) for e, _ in items]
-        reachable = {quota_entity_name(e): q for e, q in items if all(n is not None for _, n in e)}
+        entities = self.image.client_quotas.entities
+        names = [quota_entity_name(e) for e in entities]
 
         def lookup(name: str) -> Node | None:
-            quotas = reachable.get(name)
+            entity = decode_quota_entity(name)
+            quotas = None if entity is None else entities.get(entity)
             if quotas is None:
                 return None
             return Dir(lambda: list(quotas), lambda k: Leaf(double_to_string(quotas[k])) if k in quotas else None)
