@@ -227,6 +227,66 @@ def quota_entity_name(entity: tuple[tuple[str, str | None], ...]) -> str:
     return "_".join(f"{label}({_escape(parts[t] or '')})" for t, label in QUOTA_TYPES if parts.get(t) is not None)
 
 
+#: ConfigResource.Type in Java's enum order (BROKER_LOGGER before BROKER: names are matched by prefix).
+CONFIG_TYPES = (("BROKER_LOGGER", 8), ("BROKER", 4), ("TOPIC", 2), ("UNKNOWN", 0), ("CLIENT_METRICS", 16),
+                ("GROUP", 32))
+
+
+def config_resource_name(resource_type: int, name: str) -> str:
+    """ConfigurationsImageNode's child name: `TYPE` for a default resource, else `TYPE:name`."""
+    tname = resource_type_name(resource_type)
+    tname = tname if not tname.startswith("UNKNOWN") else "UNKNOWN"
+    return f"{tname}:{name}" if name else tname
+
+
+def config_resource_of(child: str) -> tuple[int, str] | None:
+    """ConfigurationsImageNode.resourceFromName: the first type the name starts with, then
+    nothing (the default resource) or `:name` (`BROKER:` is the default too)."""
+    for tname, code in CONFIG_TYPES:
+        if child.startswith(tname):
+            rest = child[len(tname):]
+            if not rest:
+                return code, ""
+            return (code, rest[1:]) if rest.startswith(":") else None
+    return None
+
+
+def decode_quota_entity(name: str) -> tuple[tuple[str, str | None], ...] | None:
+    """ClientQuotasImageNode.decodeEntity: `type(value)` parts joined by `_`, in any order,
+    `\\` escaping the next character; None when the name is not one."""
+    labels = {label: t for t, label in QUOTA_TYPES}
+    parts: dict[str, str | None] = {}
+    i = 0
+    while i < len(name):
+        label = next((lb for lb in labels if name.startswith(lb + "(", i)), None)
+        if label is None:
+            return None
+        i += len(label) + 1
+        value: list[str] = []
+        while True:
+            if i >= len(name):
+                return None
+            ch = name[i]
+            i += 1
+            if ch == "\\":
+                if i >= len(name):
+                    return None
+                value.append(name[i])
+                i += 1
+            elif ch == ")":
+                break
+            else:
+                value.append(ch)
+        parts[labels[label]] = "".join(value)
+        if i < len(name):
+            if name[i] != "_":
+                return None
+            i += 1
+            if i >= len(name):
+                return None
+    return tuple(sorted(parts.items())) if parts else None
+
+
 def _uuid_of(name: str) -> Uuid | None:
     try:
         return Uuid.from_string(name)
@@ -332,24 +392,25 @@ class ShellTree:
     # configs, quotas, ACLs, SCRAM, tokens ----------------------------------------------
 
     def _configs(self) -> Node:
-        resources = {(resource_type_name(t) if not name else f"{resource_type_name(t)}:{name}"): values
-                     for (t, name), values in self.image.configs.resources.items()}
+        resources = self.image.configs.resources
+        names = [config_resource_name(t, name) for t, name in resources]
 
         def lookup(name: str) -> Node | None:
-            values = resources.get(name)
+            key = config_resource_of(name)
+            values = None if key is None else resources.get(key)
             if values is None:
                 return None
             return Dir(lambda: list(values), lambda k: Leaf(values[k]) if values.get(k) is not None else None)
 
-        return Dir(lambda: list(resources), lookup)
+        return Dir(lambda: names, lookup)
 
     def _quotas(self) -> Node:
-        items = list(self.image.client_quotas.entities.items())
-        names = [quota_entity_name(e) for e, _ in items]
-        reachable = {quota_entity_name(e): q for e, q in items if all(n is not None for _, n in e)}
+        entities = self.image.client_quotas.entities
+        names = [quota_entity_name(e) for e in entities]
 
         def lookup(name: str) -> Node | None:
-            quotas = reachable.get(name)
+            entity = decode_quota_entity(name)
+            quotas = None if entity is None else entities.get(entity)
             if quotas is None:
                 return None
             return Dir(lambda: list(quotas), lambda k: Leaf(double_to_string(quotas[k])) if k in quotas else None)

@@ -13,6 +13,7 @@ import sys
 import termios
 import time
 
+_ESCAPES = re.compile(r"\x1b(\[[?0-9;]*[A-Za-z]|[=>])")
 READ_LIMIT_S = 60  # a guard against a hung shell, not a measure of speed
 MAX_READS = 10_000
 
@@ -28,10 +29,12 @@ class Pty:
                                      preexec_fn=_controlling_terminal)
         os.close(slave)
         self.seen = b""
+        self.cursor = 0  # where the next `until` starts looking
 
     def until(self, token: bytes) -> str:
-        """Read until `token` has appeared after what was read before; the text read."""
-        start = len(self.seen)
+        """Read until `token` appears after the end of the last one found; the text from there to
+        the end of this one, as a reader sees it (no escape sequences, no carriage returns)."""
+        start = self.cursor
         deadline = time.monotonic() + READ_LIMIT_S
         for _ in range(MAX_READS):
             if token in self.seen[start:] or time.monotonic() > deadline:
@@ -42,9 +45,10 @@ class Pty:
                     self.seen += os.read(self.master, 65536)
                 except OSError:  # the shell closed the terminal
                     break
-        text = self.seen[start:].decode(errors="replace")
-        assert token.decode() in text, f"no {token!r} in {text!r}"
-        return text
+        found = self.seen.find(token, start)
+        assert found >= 0, f"no {token!r} in {self.seen[start:]!r}"
+        self.cursor = found + len(token)
+        return _ESCAPES.sub("", self.seen[start:self.cursor].decode(errors="replace")).replace("\r", "")
 
     def send(self, text: str) -> None:
         os.write(self.master, text.encode())
@@ -68,9 +72,6 @@ def _controlling_terminal() -> None:
 
 def kraftsim_shell_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "kraftsim", "metadata-shell", *args]
-
-
-_ESCAPES = re.compile(r"\x1b(\[[?0-9;]*[A-Za-z]|[=>])")
 
 
 def screen_lines(text: str) -> list[str]:

@@ -206,3 +206,12 @@ def test_release_names(capsys, shell_inputs, release, shown):
         assert (code, out) == (2, "") and "Unknown release 9.9" in err
     else:
         assert (code, out) == (0, shown + "\n")
+
+
+def test_config_resources_are_found_as_kafka_reads_their_names(capsys, shell_inputs):
+    """ConfigurationsImageNode reads `TYPE`, `TYPE:` (both the default resource) and `TYPE:name`;
+    Kafka 4.3.1 answered 1, 1 and 1000 here."""
+    _, snapshot, _ = shell_inputs("4.3")
+    code, out, _ = run(capsys, "metadata-shell", "-s", str(snapshot), "cat", "/image/configs/BROKER:/min.insync.replicas",
+                       "/image/configs/BROKER/min.insync.replicas", "/image/configs/BROKER:2/log.retention.ms")
+    assert (code, out) == (0, "1\n1\n1000\n")

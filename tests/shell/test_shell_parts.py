@@ -113,3 +113,15 @@ def test_any_command_line_gets_lines_never_an_exception(lines, interactive):
         parse_command(words, interactive)(state)
         assert all(isinstance(line, str) for line in state.out)
         assert state.working_directory.startswith("/")
+
+
+_QUOTA_VALUE = st.text(alphabet="ab()\\_ .:", max_size=8)
+
+
+@given(st.dictionaries(st.sampled_from(["client-id", "ip", "user"]), _QUOTA_VALUE, min_size=1))
+def test_quota_entity_names_read_back(parts):
+    """ClientQuotasImageNode names an entity and decodes the name back to it, escapes and all."""
+    from kraftsim.shell.tree import decode_quota_entity, quota_entity_name
+
+    entity = tuple(sorted(parts.items()))
+    assert decode_quota_entity(quota_entity_name(entity)) == entity
