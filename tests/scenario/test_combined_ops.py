@@ -132,10 +132,24 @@ op = "unregister-controller"
 id = 3
 expect_error = "The current MetadataVersion is too old to support controller unregistration."
 
+[[step]]
+op = "add-controller"
+expect_error = "Cluster doesn't support adding voter because the kraft.version feature is 0"
+
+[[step]]
+op = "remove-controller"
+id = 3
+expect_error = "Cluster doesn't support removing voter because the kraft.version feature is 0"
+
+[[step]]
+op = "unregister-broker"
+id = 9
+expect_error = "Broker ID 9 is not currently registered"
+
 [expect]
 metadata_version = "4.0-IV3"
 finalized = { "group.version" = 0 }
-running = [1, 2, 3, 4]
+running = [1, 2, 3, 4, 5]  # the controller add-controller started stays up as an observer
 fenced = []
 topics = 2
 releases = { "1" = "4.0", "2" = "4.0", "3" = "4.0", "4" = "4.0" }
@@ -151,4 +165,5 @@ def test_every_op_on_combined_nodes() -> None:
     assert all(e.ok for e in result.expect), [e for e in result.expect if not e.ok]
     assert all(i.ok for i in result.invariants), [i for i in result.invariants if not i.ok]
     assert [(n.id, n.roles) for n in result.final.nodes] == \
-        [(1, ["broker", "controller"]), (2, ["broker", "controller"]), (3, ["broker", "controller"]), (4, ["broker"])]
+        [(1, ["broker", "controller"]), (2, ["broker", "controller"]), (3, ["broker", "controller"]), (4, ["broker"]),
+         (5, ["controller"])]
