@@ -34,7 +34,6 @@ class LoadedShell:
 
     tree: ShellTree
     style: ShellStyle
-    why: str  # how the release was chosen
     #: What Kafka's loader would have logged as a fault (its shell then shows an empty image).
     faults: tuple[str, ...] = ()
 
@@ -48,19 +47,19 @@ def open_shell(path: Path, catalog: Catalog, release: str | None = None) -> Load
     Without `release`, the shell is the one of the release the registered nodes run."""
     if release is not None:
         release = release_name(catalog, release)
-        image, why = _load(path, replaying_as(catalog, release)), "chosen with --release"
+        image = _load(path, replaying_as(catalog, release))
     else:
         # Every release before 4.3 keeps every ConfigRecord it replays: load as the oldest,
         # then again if the release the nodes run drops some (KAFKA-19851).
         image = _load(path, catalog.replaying_configs_as(catalog.releases[0].name))
-        release, why = infer_writer_release(image, catalog)
+        release, _ = infer_writer_release(image, catalog)
         if catalog.at_release(release).config_replay_filter() is not None:
             image = _load(path, replaying_as(catalog, release))
     faults = _unloadable(image, catalog, release)
     if faults:
         image = EMPTY_IMAGE
     style = style_for(release)
-    return LoadedShell(ShellTree(image, style, catalog), style, why, faults)
+    return LoadedShell(ShellTree(image, style, catalog), style, faults)
 
 
 def _unloadable(image: MetadataImage, catalog: Catalog, release: str) -> tuple[str, ...]:

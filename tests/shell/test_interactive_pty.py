@@ -46,17 +46,14 @@ def test_session_on_a_terminal(shell_inputs):
     assert code == 0
 
 
-def test_interrupt_and_end_of_input(shell_inputs):
-    """^C drops the line being typed and prints ^C, as Kafka's shell does; ^D at the prompt ends
-    the session with exit 0."""
+def test_end_of_input_ends_the_session(shell_inputs):
+    """^D at the prompt ends the session with exit 0, as in Kafka's shell. (^C is tested without
+    a terminal in test_shell_parts.py: CPython's readline can hold a SIGINT that arrives just
+    before it waits for input until the next key, which a test cannot time.)"""
     _, snapshot, _ = shell_inputs("3.9")
     shell = Pty(kraftsim_shell_argv("-s", str(snapshot)))
     try:
         shell.until(b">> ")
-        shell.send("ls /loc")
-        shell.until(b"ls /loc")
-        shell.send("\x03")
-        assert shell.until(b">> ") == "^C\n>> "
         shell.send("pwd\n")
         assert shell.until(b">> ") == "pwd\n/\n>> "
         shell.send("\x04")

@@ -125,3 +125,32 @@ def test_quota_entity_names_read_back(parts):
 
     entity = tuple(sorted(parts.items()))
     assert decode_quota_entity(quota_entity_name(entity)) == entity
+
+
+def test_interrupt_drops_the_line_and_prints_kafkas_mark():
+    """^C while a line is typed: the line is dropped and `^C` printed (Kafka's UserInterruptException
+    handler), and the session goes on."""
+    import io
+
+    from kraftsim.shell.session import interactive_loop
+
+    class Typing(io.StringIO):
+        def __init__(self) -> None:
+            super().__init__("pwd\n")
+            self.interrupted = False
+
+        def readline(self, *args):  # type: ignore[override]
+            if not self.interrupted:
+                self.interrupted = True
+                raise KeyboardInterrupt
+            return super().readline(*args)
+
+    class Loaded:
+        style = None
+
+        def state(self, interactive: bool = False) -> ShellState:
+            return ShellState(_state().root, history=[])
+
+    out = io.StringIO()
+    interactive_loop(Loaded(), Typing(), out, tty=False)  # type: ignore[arg-type]
+    assert out.getvalue() == "Loading...\nStarting...\n[ Kafka Metadata Shell ]\n>> ^C\n>> /\n>> "
