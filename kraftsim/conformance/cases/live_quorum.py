@@ -181,7 +181,7 @@ class QuorumSession:
 
     def _simulate(self) -> None:
         d = str(self.ctx.scratch("live-quorum-sim") / "cluster")
-        version = self.ctx.version
+        version = self.ctx.line  # (kraftsim's catalog may not list every patch release: the line's newest)
         run: Callable[..., ToolRun] = lambda *argv: self.ctx.kraftsim(list(argv))  # noqa: E731
         made = run("cluster", "create", d, "--controllers", "3", "--release", version, "--dynamic-quorum")
         if made.code != 0:
