@@ -14,6 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kraftsim.conformance.cases.live_quorum import mask
 from kraftsim.javacompat import hash_map_order
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.voters import replica_key_hash, voter_keys_text
@@ -22,18 +23,6 @@ from tests.cli_support import run
 DATA = Path(__file__).parent / "data"
 LIVE = {r: json.loads((DATA / f"kafka_{r.replace('.', '_')}_metadata_quorum.json").read_text())["steps"]
         for r in ("3.9.1", "4.3.1")}
-UUID = re.compile(r"(?<![\w-])[\w-]{22}(?![\w-])")
-
-
-def mask(text: str) -> str:
-    text = UUID.sub("<dir>", text)
-    text = re.sub(r"CONTROLLER://[^\"\s,]+", "CONTROLLER://<ep>", text)
-    text = re.sub(r"(LeaderId|LeaderEpoch|HighWatermark|MaxFollowerLag|MaxFollowerLagTimeMs):( +)-?\d+", r"\1:\2<n>", text)
-    text = re.sub(r"ReplicaKey\(id=\d+", "ReplicaKey(id=<n>", text)
-    text = re.sub(r'"id": \d+', '"id": <n>', text)
-    return re.sub(r"controller \d+ with", "controller <n> with", text)
-
-
 def table(text: str) -> list[list[str]]:
     """describe --replication: the cells, with each row's tab-separated padding checked."""
     rows = [line.split("\t") for line in text.splitlines()]

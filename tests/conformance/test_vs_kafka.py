@@ -77,6 +77,14 @@ def test_live_node_agrees_with_simulated_cluster(version: str) -> None:
     _check(list(run_release(dist.release, ["live-node/*"])))
 
 
+@pytest.mark.parametrize("version", live_releases())
+def test_live_quorum_agrees_with_simulated_quorum(version: str) -> None:
+    """KIP-853: three live controllers, a fourth added and removed, kafka-metadata-quorum at
+    each step against the same on a simulated dynamic quorum (kraftsim.conformance.cases.live_quorum)."""
+    dist = kafka_dist(version)
+    _check(list(run_release(dist.release, ["live-quorum/*"])))
+
+
 @pytest.mark.parametrize("version", releases()[:1])
 def test_tool_batch_answers_as_separate_runs(version: str) -> None:
     """One JVM for many tool runs must not change what a run prints or returns, including a
