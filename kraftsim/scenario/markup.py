@@ -9,14 +9,7 @@ from __future__ import annotations
 import html
 import re
 
-# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings,
-# overrides and isolates (U+200E/F, U+202A-E, U+2066-9) and the line and paragraph separators.
-_INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def visible(text: str) -> str:
-    """`text` with every control or direction character written as `\\xNN` / `\\uNNNN`."""
-    return _INVISIBLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+from kraftsim.textsafe import INVISIBLE, visible
 
 
 def escape(text: str) -> str:
@@ -31,4 +24,4 @@ def script_json(text: str) -> str:
     return _SCRIPT.sub(lambda m: f"\\u{ord(m[0]):04x}", text)
 
 
-_SCRIPT = re.compile("[<>&]|" + _INVISIBLE.pattern)
+_SCRIPT = re.compile("[<>&]|" + INVISIBLE.pattern)

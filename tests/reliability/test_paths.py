@@ -143,3 +143,33 @@ def test_hostile_text_in_the_html_report_is_inert(tmp_path: Path, capsys: pytest
     assert "\\x1b]0;owned\\x07" in page and "\\u202e" in page  # shown, not obeyed
     scripts = re.findall(r'<script type="application/json" id="result">(.*?)</script>', page, re.S)
     assert len(scripts) == 1 and json.loads(scripts[0])["name"] == HOSTILE  # what JSON.parse of its text gives
+
+
+def test_hostile_names_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
+    import json
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    f = tmp_path / "s.toml"
+    f.write_text("name = " + json.dumps(HOSTILE) + '\n[cluster]\ncontrollers = 1\nrelease = "3.8"\n', encoding="utf-8")
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "check", str(f)], stdout=follower,
+                          stderr=follower, env=env, timeout=120)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    text = seen.decode("utf-8")
+    assert proc.returncode == 0, text
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "\\x1b]0;owned\\x07\\u202egnp.exe" in text
