@@ -42,3 +42,5 @@ def test_log_verify_reports_impossible_topic_names(tmp_path: Path, capsys: pytes
     code, out, err = run(capsys, "log", "verify", str(segment))
     assert code == 1, out + err
     assert "Kafka could never have created" in out and "\x1b" not in out and "\u202e" not in out
+    code, out, err = run(capsys, "replay", str(segment.parent), "--no-verify")
+    assert "WARNING: a topic Kafka could never have created" in out and "\x1b" not in out and "\u202e" not in out, err
