@@ -44,3 +44,6 @@ def test_log_verify_reports_impossible_topic_names(tmp_path: Path, capsys: pytes
     assert "Kafka could never have created" in out and "\x1b" not in out and "\u202e" not in out
     code, out, err = run(capsys, "replay", str(segment.parent), "--no-verify")
     assert "WARNING: a topic Kafka could never have created" in out and "\x1b" not in out and "\u202e" not in out, err
+    code, out, err = run(capsys, "cluster", "import", str(d / "node-1"), str(tmp_path / "imported"))
+    assert code == 0, err
+    assert "WARNING: a topic Kafka could never have created" in out and "\x1b" not in out, out
