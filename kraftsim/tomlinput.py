@@ -28,8 +28,8 @@ def check_text(text: str) -> None:
         raise TomlTooComplex(f"{size:,} bytes of TOML: more than the {MAX_BYTES:,} kraftsim reads")
     depth = _deepest(text)
     if depth > MAX_DEPTH:
-        raise TomlTooComplex(f"TOML nested {depth} levels deep (brackets or dotted keys): more than the "
-                             f"{MAX_DEPTH} kraftsim reads")
+        raise TomlTooComplex(f"arrays or tables nested too deeply ({depth} levels of brackets or dotted keys; "
+                             f"kraftsim reads at most {MAX_DEPTH})")
 
 
 def _deepest(text: str) -> int:
@@ -107,7 +107,7 @@ def loads(text: str) -> dict[str, Any]:
     try:
         data = tomllib.loads(text)
     except RecursionError:
-        raise TomlTooComplex(f"TOML nested more deeply than the {MAX_DEPTH} levels kraftsim reads") from None
+        raise TomlTooComplex(f"arrays or tables nested too deeply (kraftsim reads at most {MAX_DEPTH} levels)") from None
     if _nesting(data) > MAX_DEPTH:
-        raise TomlTooComplex(f"TOML tables nested more than the {MAX_DEPTH} levels kraftsim reads")
+        raise TomlTooComplex(f"arrays or tables nested too deeply (kraftsim reads at most {MAX_DEPTH} levels)")
     return data

@@ -321,7 +321,7 @@ def load_schema_file(path: Path) -> RecordSchema:
     except tomllib.TOMLDecodeError as e:
         raise SchemaError(f"{path}: not valid TOML: {e}") from None
     except tomlinput.TomlTooComplex as e:
-        raise SchemaError(f"{path}: {e}") from None
+        raise SchemaError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
         raise SchemaError(f"{path}: not a UTF-8 text file (byte {e.start})") from None
     except RecursionError:
