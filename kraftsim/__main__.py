@@ -2,6 +2,10 @@
 
 import sys
 
-from kraftsim.cli.main import main
+try:
+    from kraftsim.cli.main import main
+except KeyboardInterrupt:  # Ctrl-C while the command is still loading: as `main` answers it
+    print("kraftsim: interrupted", file=sys.stderr)
+    sys.exit(130)
 
 sys.exit(main())

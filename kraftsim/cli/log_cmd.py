@@ -25,8 +25,10 @@ from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
 from kraftsim.storage.fileio import read_file
-from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name
+from kraftsim.storage.batchfile import decode_file_batch, iter_file_batches
+from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name, topic_name_error
 from kraftsim.storage.view import find_metadata_files
+from kraftsim.textsafe import visible
 
 if TYPE_CHECKING:
     from kraftsim.versions import Catalog
@@ -181,9 +183,12 @@ def run_verify(args: argparse.Namespace) -> int:
     for kind, path in files:
         if path in reports:
             continue
-        report = verify_bytes(read_file(path), registry)
+        data = read_file(path)
+        report = verify_bytes(data, registry)
         reports[path] = report
         problems[path] = report.problems + file_problems(kind, path, report)
+        if not report.problems and report.by_type.get("TOPIC_RECORD"):
+            problems[path] += _topic_name_problems(path, data, registry)
     for path, found in directory_problems(files, reports).items():
         problems[path].extend(found)
     for path, found in _snapshots_against_log(files, problems).items():
@@ -220,6 +225,19 @@ def _verify_json(path: Path, report: ScanReport, found: list[Problem]) -> dict[s
             "by_type": dict(sorted(report.by_type.items())), "compression": dict(sorted(report.compression.items())),
             "problems": [{"position": p.position, "base_offset": p.base_offset, "offset": p.offset, "cause": p.cause}
                          for p in sorted(found, key=lambda p: p.position)]}
+
+
+def _topic_name_problems(path: Path, data: bytes, registry: Registry) -> list[Problem]:
+    """TopicRecords whose name Kafka's Topic.validate refuses: no Kafka wrote them."""
+    found = []
+    for fb in iter_file_batches(str(path), data):
+        for entry in decode_file_batch(fb, registry):
+            name = getattr(entry.message, "name", None) if entry.record_type.name == "TopicRecord" else None
+            error = None if name is None else topic_name_error(name)
+            if error is not None:
+                found.append(Problem(fb.position, fb.batch.base_offset, visible(
+                    f"TopicRecord names a topic Kafka could never have created: {error}"), offset=entry.offset))
+    return found
 
 
 def _snapshots_against_log(files: Sequence[tuple[PathKind, Path]],

@@ -19,6 +19,7 @@ import traceback
 from typing import NamedTuple, NoReturn, Sequence
 
 from kraftsim import __version__
+from kraftsim.textsafe import guard
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 
 # Exit statuses, the same for every command.
@@ -157,6 +158,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(argv)
+    sys.stdout, sys.stderr = guard(sys.stdout), guard(sys.stderr)  # names from files shown, not obeyed
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)

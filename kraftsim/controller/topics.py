@@ -39,29 +39,10 @@ from kraftsim.image import RECOVERED, TOPIC, MetadataImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.javacompat import random_uuid
+from kraftsim.storage import MAX_TOPIC_NAME_LENGTH, topic_name_error  # noqa: F401 (Kafka's Topic.validate, here as before)
 
 #: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
 MAX_PARTITIONS_PER_BATCH = 10_000
-#: Kafka's Topic.MAX_NAME_LENGTH.
-MAX_TOPIC_NAME_LENGTH = 249
-_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-
-
-# --------------------------------------------------------------------------- topic names
-
-
-def topic_name_error(name: str) -> str | None:
-    """Kafka's Topic.validate text for an illegal topic name, None when it is legal."""
-    prefix = "Topic name"
-    if not name:
-        return f"{prefix} is illegal, it can't be empty"
-    if name in (".", ".."):
-        return f'{prefix} cannot be "." or ".."'
-    if len(name) > MAX_TOPIC_NAME_LENGTH:
-        return f"{prefix} is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, {prefix}: {name}"
-    if not set(name) <= _LEGAL_TOPIC_CHARS:
-        return f"{prefix} \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
-    return None
 
 
 def _collision_key(name: str) -> str:

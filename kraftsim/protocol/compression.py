@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+import zlib
 from typing import Any
 
 from kraftsim.errors import CorruptRecordException, UnsupportedCompressionError
@@ -38,21 +39,37 @@ def _need(codec: int) -> Any:
     return cj
 
 
-def decompress(codec: int, data: bytes) -> bytes:
-    """Decompress a batch's records section."""
+#: The most bytes a batch's records section may expand to. KafkaRaftClient closes a metadata
+#: batch at 8 MiB (MAX_BATCH_SIZE_BYTES) and a broker refuses a batch above its
+#: message.max.bytes (1 MiB by default); eight times the raft cap leaves room for any batch
+#: Kafka wrote while a small file that would expand to gigabytes is refused at once.
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def decompress(codec: int, data: bytes, limit: int = MAX_DECOMPRESSED_BYTES) -> bytes:
+    """Decompress a batch's records section; more than `limit` bytes out is refused
+    (CorruptRecordException) before they are all made."""
     if codec == NONE:
         return data
     try:
         if codec == GZIP:
-            return gzip.decompress(data)
+            return _gzip_decompress(data, limit)
         if codec == SNAPPY:
-            return _snappy_decompress(_need(codec), data)
+            return _snappy_decompress(_need(codec), data, limit)
         if codec == LZ4:
-            return bytes(_need(codec).lz4.decompress(data))
+            return _into(_need(codec).lz4, data, limit)
         if codec == ZSTD:
-            return bytes(_need(codec).zstd.decompress(data))
+            return _into(_need(codec).zstd, data, limit)
     except UnsupportedCompressionError:
         raise
+    except _TooLarge:
+        raise CorruptRecordException(
+            f"the {NAMES[codec]} records expand to more than {limit:,} bytes, more than any batch Kafka writes "
+            f"(a metadata batch holds at most {8 * 1024 * 1024:,}); not decompressed further") from None
     except Exception as e:  # every codec raises its own error types
         raise CorruptRecordException(f"could not decompress {NAMES[codec]} records: {e}") from None
     raise UnsupportedCompressionError(f"unknown compression codec id {codec} in batch attributes")
@@ -74,15 +91,50 @@ def compress(codec: int, data: bytes) -> bytes:
     raise UnsupportedCompressionError(f"unknown compression codec id {codec}")
 
 
-def _snappy_decompress(cj: Any, data: bytes) -> bytes:
+def _gzip_decompress(data: bytes, limit: int) -> bytes:
+    """gzip.decompress (every member), stopping once more than `limit` bytes come out."""
+    out = bytearray()
+    rest = data
+    while rest:
+        d = zlib.decompressobj(wbits=31)
+        out += d.decompress(rest, limit + 1 - len(out))
+        if len(out) > limit or d.unconsumed_tail:
+            raise _TooLarge
+        if not d.eof:
+            raise ValueError("the gzip stream ends before its end marker")
+        rest = d.unused_data.lstrip(b"\x00")
+    return bytes(out)
+
+
+def _into(codec: Any, data: bytes, limit: int) -> bytes:
+    """A frame decompressed into a buffer one byte larger than `limit` (untouched pages cost nothing)."""
+    buf = bytearray(limit + 1)
+    try:
+        n = codec.decompress_into(data, buf)
+    except Exception as e:
+        if "whole buffer" in str(e) or "smaller than required" in str(e):
+            raise _TooLarge from None
+        raise
+    if n > limit:
+        raise _TooLarge
+    return bytes(memoryview(buf)[:n])
+
+
+def _snappy_raw(cj: Any, data: bytes, room: int) -> bytes:
+    if cj.snappy.decompress_raw_len(data) > room:  # raw snappy states its length first
+        raise _TooLarge
+    return bytes(cj.snappy.decompress_raw(data))
+
+
+def _snappy_decompress(cj: Any, data: bytes, limit: int) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
-        return bytes(cj.snappy.decompress_raw(data))
+        return _snappy_raw(cj, data, limit)
     pos = len(_XERIAL_MAGIC) + 8  # magic, then int32 version and int32 compatible version
     out = bytearray()
     while pos < len(data):
         (size,) = struct.unpack_from(">i", data, pos)
         pos += 4
-        out += bytes(cj.snappy.decompress_raw(data[pos : pos + size]))
+        out += _snappy_raw(cj, data[pos : pos + size], limit - len(out))
         pos += size
     return bytes(out)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterable
 
 from kraftsim import shipped_folder
+from kraftsim import tomlinput
 from kraftsim.errors import SchemaError
 
 MAX_VERSION = 0x7FFF
@@ -345,8 +346,10 @@ def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
 
 def load_schema_file(path: Path) -> RecordSchema:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomlinput.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as e:
+        raise SchemaError(f"{path}: not valid TOML: {e}") from None
+    except tomlinput.TomlTooComplex as e:
         raise SchemaError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
         raise SchemaError(f"{path}: not a UTF-8 text file (byte {e.start})") from None

@@ -5,10 +5,10 @@ outcomes and output, the loss reports, the expectations, the invariants and the 
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from kraftsim.scenario.markup import escape, script_json
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
 from kraftsim.scenario.text import describe_step, outcome
@@ -101,7 +101,7 @@ def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
     parts.append("</table>")
     parts += _final(r, mv_name)
     parts += extra
-    parts.append(f'<script type="application/json" id="result">{escape(result_json(r))}</script>')
+    parts.append(f'<script type="application/json" id="result">{script_json(result_json(r))}</script>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 

@@ -235,6 +235,20 @@ OPS: dict[str, type[StepBase]] = {
 }
 
 
+class Limits(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """kraftsim's addition, `[limits]`: how much work a file may ask for. The defaults keep a
+    mistyped number (a `run` of 10^15 ms, 100,000 steps) from running for hours; a file
+    that means it raises them."""
+
+    #: Simulated milliseconds one `run` (ms) or `wait` (timeout_ms) may last.
+    step_ms: int = 3_600_000
+    #: Steps in the file.
+    steps: int = 1_000
+    #: Topics and partitions created by all the file's create-topics steps together.
+    topics: int = MAX_TOPICS
+    partitions: int = MAX_PARTITIONS
+
+
 class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     """The top level of a file; steps stay raw tables here and are decoded one by one."""
 
@@ -248,3 +262,5 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     expect: Expect = msgspec.field(default_factory=Expect)
     #: kraftsim's addition: the simulator's timeouts, intervals and network (kraftsim.sim.SimConfig).
     config: dict[str, int | float] = {}
+    #: kraftsim's addition: the bounds on the work a file asks for.
+    limits: Limits = msgspec.field(default_factory=Limits)

@@ -4,9 +4,9 @@ the page needs no script and tests can count lanes."""
 
 from __future__ import annotations
 
-from html import escape
 from typing import Any, Callable
 
+from kraftsim.scenario.markup import escape
 from kraftsim.scenario.timeline import Sample, Timeline
 
 WIDTH = 1100

@@ -21,13 +21,14 @@ from typing import Any, Iterable
 
 import msgspec
 
+from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
     DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
-    Expect, FeaturesChange, FeaturesDisable, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot, Start,
-    Step, UnregisterBroker, UnregisterController, Wait, AddController, RemoveController,
+    Expect, FeaturesChange, FeaturesDisable, Limits, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot,
+    Start, Step, UnregisterBroker, UnregisterController, Wait, AddController, RemoveController,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -167,6 +168,7 @@ class _Checker:
         self.catalog = catalog
         self.nodes = nodes  # None: not known before running (a cluster imported with `from`)
         self.releases = ", ".join(r.name for r in catalog.releases)
+        self.limits = Limits()
 
     def fail(self, key: str | None, expected: str, step: int | None = None) -> ScenarioInvalid:
         return ScenarioInvalid(self.file, key, expected, step)
@@ -221,6 +223,13 @@ class _Checker:
             raise self.fail(key, "a node id is listed twice", step)
         self.ids(sel, key, step)
 
+    def duration(self, value: int, key: str, step: int, minimum: int) -> None:
+        """Simulated milliseconds of one step, within [limits] step_ms."""
+        self.non_negative(value, key, step, minimum)
+        if value > self.limits.step_ms:
+            raise self.fail(key, f"expected at most {self.limits.step_ms:,} simulated ms in one step, got {value:,} "
+                                 f"({_raise_it('step_ms')})", step)
+
     def non_negative(self, value: int | None, key: str, step: int | None = None, minimum: int = 0,
                      maximum: int | None = None) -> None:
         if value is not None and value < minimum:
@@ -246,9 +255,11 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     relative paths, default the current directory)."""
     base = base_dir or Path(".")
     try:
-        raw = tomllib.loads(text)
+        raw = tomlinput.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ScenarioInvalid(file, None, f"not valid TOML: {e}") from None
+    except tomlinput.TomlTooComplex as e:
+        raise ScenarioInvalid(file, None, str(e)) from None
     if "step" in raw and isinstance(raw["step"], dict):
         raise ScenarioInvalid(file, "step", "expected an array of tables: write each step as [[step]], not [step]")
     top: ScenarioTop = _convert(raw, ScenarioTop, file)
@@ -268,12 +279,44 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     cluster = _check_cluster(top.cluster, _Checker(file, catalog, None), base)
     check = _Checker(file, catalog, None if cluster.from_ is not None else initial_nodes(cluster))
     start_nodes = dict(check.nodes or {})
+    _check_limits(top, check)
     steps = [_check_step(raw_step, i, check) for i, raw_step in enumerate(top.step, start=1)]
+    _check_totals(steps, top.limits, check)
     _check_expect(top.expect, check)
     _check_config(top.config, file)
     return Scenario(path=base / Path(file).name, name=top.name, description=top.description, seed=top.seed,
                     policy=top.policy, catalog=catalog, catalog_path=catalog_path, cluster=cluster, steps=steps,
                     expect=top.expect, header=parse_header(text), config=dict(top.config), nodes=start_nodes)
+
+
+def _raise_it(key: str) -> str:
+    return f"the limit is [limits] {key}; raise it in the file (e.g. [limits] {key} = N) if you mean it"
+
+
+def _check_limits(top: ScenarioTop, check: _Checker) -> None:
+    """`[limits]` themselves, then the number of steps (before any step is looked at)."""
+    for key in ("step_ms", "steps", "topics", "partitions"):
+        check.non_negative(getattr(top.limits, key), f"limits.{key}", None, 1)
+    if len(top.step) > top.limits.steps:
+        raise check.fail("step", f"expected at most {top.limits.steps:,} steps, got {len(top.step):,} "
+                                 f"({_raise_it('steps')})")
+    check.limits = top.limits
+
+
+def _check_totals(steps: list[Step], limits: Limits, check: _Checker) -> None:
+    """Topics and partitions of all the create-topics steps together."""
+    topics = partitions = 0
+    for index, step in enumerate(steps, start=1):
+        if isinstance(step, CreateTopics):
+            topics += step.count
+            partitions += step.count * step.partitions
+            if topics > limits.topics:
+                raise check.fail("count", f"expected at most {limits.topics:,} topics created by the whole file, "
+                                          f"got {topics:,} by this step ({_raise_it('topics')})", index)
+            if partitions > limits.partitions:
+                raise check.fail("partitions", f"expected at most {limits.partitions:,} partitions created by the "
+                                               f"whole file, got {partitions:,} by this step "
+                                               f"({_raise_it('partitions')})", index)
 
 
 def _check_config(config: dict[str, int | float], file: str) -> None:
@@ -437,9 +480,9 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
     elif isinstance(step, Snapshot):
         check.selector(step.nodes, "nodes", index)
     elif isinstance(step, Run):
-        check.non_negative(step.ms, "ms", index)
+        check.duration(step.ms, "ms", index, 0)
     elif isinstance(step, Wait):
-        check.non_negative(step.timeout_ms, "timeout_ms", index, 1)
+        check.duration(step.timeout_ms, "timeout_ms", index, 1)
     elif isinstance(step, AlterBrokerConfig):
         if not step.configs and not step.delete:
             raise check.fail("configs", "expected configs to set or delete", index)

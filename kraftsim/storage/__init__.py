@@ -42,7 +42,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "write_meta_properties",
     ),
     "names": (
-        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "METADATA_DIR_NAME", "PathKind", "SnapshotId", "SnapshotName",
+        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "MAX_TOPIC_NAME_LENGTH", "METADATA_DIR_NAME", "PathKind", "SnapshotId",
+        "SnapshotName", "topic_name_error",
         "SnapshotState", "classify_path", "parse_segment_name", "parse_snapshot_name", "segment_file_name",
         "snapshot_file_name",
     ),

@@ -63,7 +63,7 @@ from kraftsim.storage.format_common import (
     default_clock,
 )
 from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_hash_order
-from kraftsim.storage.java_properties import load_properties
+from kraftsim.storage.java_properties import load_properties, properties_text
 from kraftsim.storage.meta_properties import DateLike, MetaProperties, write_meta_properties
 from kraftsim.storage.names import (
     META_PROPERTIES_FILE,
@@ -209,7 +209,7 @@ def _load_ensemble(directories: Iterable[str]) -> _Ensemble:
             error.append(d)
             continue
         try:
-            props[d] = MetaProperties.from_properties(load_properties(raw.decode("latin-1")))
+            props[d] = MetaProperties.from_properties(load_properties(properties_text(raw)))
         except (KraftsimError, ValueError):
             error.append(d)
     return _Ensemble(empty, error, props)

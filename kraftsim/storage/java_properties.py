@@ -21,6 +21,16 @@ KeyOrder = Literal["sorted", "hash"]
 # ------------------------------------------------------------------------------ loading
 
 
+def properties_text(raw: bytes) -> str:
+    """A properties file's bytes as Properties.load(InputStream) reads them: ISO-8859-1
+    (non-Latin-1 characters come as \\uXXXX escapes). ValueError for text in another
+    encoding Java would misread (UTF-16: a byte order mark or NUL bytes)."""
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in raw:
+        raise ValueError("not a properties file Java can read: it looks like UTF-16 text (a byte order mark or NUL "
+                         "bytes); Java reads properties files as ISO-8859-1 with \\uXXXX escapes")
+    return raw.decode("latin-1")
+
+
 def _logical_lines(text: str) -> Iterable[str]:
     """Java's Properties.LineReader: skip blanks and comments, join continued lines."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")

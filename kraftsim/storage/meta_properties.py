@@ -20,7 +20,7 @@ from kraftsim.javacompat import date_to_string, parse_int
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.fileio import atomic_write, read_file_in
 from kraftsim.storage.java_properties import (
-    KeyOrder, detect_key_order, load_properties, store_properties,
+    KeyOrder, detect_key_order, load_properties, properties_text, store_properties,
 )
 from kraftsim.storage.names import META_PROPERTIES_FILE
 
@@ -119,10 +119,7 @@ def read_meta_properties(path: Path | str) -> MetaPropertiesFile:
     """Read a meta.properties file (or the one in a log directory)."""
     p, raw = read_file_in(path, META_PROPERTIES_FILE)
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("latin-1")
-    try:
+        text = properties_text(raw)  # as Kafka reads it (Properties.load(InputStream))
         props = load_properties(text)
     except ValueError as e:
         raise KraftsimError(f"{p}: {e}") from None

@@ -149,3 +149,24 @@ def classify_path(path: Path | str) -> PathKind:
             f"nor a log directory (no {METADATA_DIR_NAME}, {META_PROPERTIES_FILE} or {BOOTSTRAP_FILE})"
         )
     raise KraftsimError(f"{p}: no such file or directory")
+
+
+# Topic names: Kafka's Topic.validate (a topic name is also a partition directory's name).
+
+#: Kafka's Topic.MAX_NAME_LENGTH.
+MAX_TOPIC_NAME_LENGTH = 249
+_LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def topic_name_error(name: str) -> str | None:
+    """Kafka's Topic.validate text for an illegal topic name, None when it is legal."""
+    prefix = "Topic name"
+    if not name:
+        return f"{prefix} is illegal, it can't be empty"
+    if name in (".", ".."):
+        return f'{prefix} cannot be "." or ".."'
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"{prefix} is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters, {prefix}: {name}"
+    if not set(name) <= _LEGAL_TOPIC_CHARS:
+        return f"{prefix} \"{name}\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None

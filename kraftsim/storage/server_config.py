@@ -14,7 +14,7 @@ from kraftsim.storage.format_common import (
     QUORUM_VOTERS,
 )
 from kraftsim.javacompat import parse_int
-from kraftsim.storage.java_properties import load_properties
+from kraftsim.storage.java_properties import load_properties, properties_text
 
 # ------------------------------------------------------------------------------ server.properties
 
@@ -158,11 +158,11 @@ def read_server_config(path: Path | str) -> ServerConfig:
     """Read a Kafka server.properties file (Utils.loadProps then KafkaConfig)."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("latin-1")  # Properties.load(InputStream) reads ISO 8859-1
+        raw = p.read_bytes()
     except OSError as e:
         raise KraftsimError(f"{p}: {e.strerror or e}") from None
     try:
-        props = load_properties(text)
+        props = load_properties(properties_text(raw))  # Properties.load(InputStream) reads ISO 8859-1
     except ValueError as e:
         raise KraftsimError(f"{p}: {e}") from None
     return ServerConfig.from_properties(props, str(p))

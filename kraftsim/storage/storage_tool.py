@@ -28,7 +28,7 @@ from kraftsim.storage.formatter import (
     FormatResult,
     format_directories,
 )
-from kraftsim.storage.java_properties import load_properties
+from kraftsim.storage.java_properties import load_properties, properties_text
 from kraftsim.storage.meta_properties import DateLike, MetaProperties
 from kraftsim.storage.names import META_PROPERTIES_FILE
 from kraftsim.storage.server_config import (
@@ -157,7 +157,7 @@ def storage_info(directories: Iterable[str], kraft_mode: bool = True) -> tuple[l
             problems.append(f"{shown} is not formatted.")
             continue
         try:
-            props = load_properties(meta_path.read_bytes().decode("latin-1"))
+            props = load_properties(properties_text(meta_path.read_bytes()))
         except (OSError, ValueError) as e:
             raise KraftsimError(f"{meta_path}: {e}") from None
         try:

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kraftsim import tomlinput
 from kraftsim.versions.errors import CatalogError
 from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (
@@ -66,9 +67,11 @@ class RawCatalog:
 def parse_fragment(text: str, source: str) -> Fragment:
     """Parse one catalog file's text; syntax and type errors name the file."""
     try:
-        data = tomllib.loads(text)
+        data = tomlinput.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise CatalogError("schema", f"not valid TOML: {exc}", source) from None
+    except tomlinput.TomlTooComplex as exc:
+        raise CatalogError("schema", str(exc), source) from None
     except RecursionError:
         raise CatalogError("schema", "not valid TOML: arrays or tables nested too deeply", source) from None
     try:

@@ -121,3 +121,55 @@ def test_a_symlinked_segment_is_never_followed(tmp_path: Path, capsys: pytest.Ca
     with MetadataLog.open(log_dir, read_only=True):  # a reader may look (it changes nothing)
         pass
     assert outside.read_bytes() == original
+
+
+HOSTILE = "</script><script>alert(1)</script>\x1b]0;owned\x07\u202egnp.exe<b>&amp;\u2028"
+
+
+def test_hostile_text_in_the_html_report_is_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+    import re
+
+    f = tmp_path / "s.toml"
+    f.write_text('name = ' + json.dumps(HOSTILE) + '\ndescription = ' + json.dumps(HOSTILE)
+                 + '\n[cluster]\ncontrollers = 1\nbrokers = 1\nrelease = "3.8"\n'
+                 + '[[step]]\nop = "roll"\nrelease = "3.9"\nnote = ' + json.dumps(HOSTILE) + "\n", encoding="utf-8")
+    report = tmp_path / "r.html"
+    code, _, err = run(capsys, "scenario", "run", str(f), "--html", str(report), "--json")
+    assert code == 0, err
+    page = report.read_text(encoding="utf-8")
+    assert "<script>alert" not in page and "<b>&amp;" not in page
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f\u202e\u2028]", page)
+    assert "\\x1b]0;owned\\x07" in page and "\\u202e" in page  # shown, not obeyed
+    scripts = re.findall(r'<script type="application/json" id="result">(.*?)</script>', page, re.S)
+    assert len(scripts) == 1 and json.loads(scripts[0])["name"] == HOSTILE  # what JSON.parse of its text gives
+
+
+def test_hostile_names_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
+    import json
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    f = tmp_path / "s.toml"
+    f.write_text("name = " + json.dumps(HOSTILE) + '\n[cluster]\ncontrollers = 1\nrelease = "3.8"\n', encoding="utf-8")
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "check", str(f)], stdout=follower,
+                          stderr=follower, env=env, timeout=120)
+    os.close(follower)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    text = seen.decode("utf-8")
+    assert proc.returncode == 0, text
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "\\x1b]0;owned\\x07\\u202egnp.exe" in text

@@ -50,7 +50,7 @@ def test_help_imports_no_command_module() -> None:
     code, modules = imported_by("--help")
     assert code == 0
     assert sorted(m for m in modules if m.startswith("kraftsim")) == [
-        "kraftsim", "kraftsim.cli", "kraftsim.cli.main", "kraftsim.errors"]
+        "kraftsim", "kraftsim.cli", "kraftsim.cli.main", "kraftsim.errors", "kraftsim.textsafe"]
     assert not heavy(modules)
 
 

@@ -10,10 +10,10 @@ that needs nothing installed.
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any, Sequence
 
+from kraftsim.scenario.markup import escape
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.sweep.summary import per_scenario, wilson
 
@@ -162,7 +162,7 @@ def sweep_section(sweep_dir: Path, scenario: str) -> str:
     if mine:
         passes = sum(r["verdict"] == "pass" for r in mine)
         lo, hi = wilson(passes, len(mine))
-        parts.append(f'<p class="sweep-rate">{scenario}: {passes} of {len(mine)} runs passed '
+        parts.append(f'<p class="sweep-rate">{escape(scenario)}: {passes} of {len(mine)} runs passed '
                      f"(95% Wilson interval {100 * lo:.1f}-{100 * hi:.1f}%).</p>")
     parts += ["<h3>Outcome per scenario</h3>", outcome_svg(rows, scenario),
               f"<h3>Distributions over {escape(whose)}</h3>",

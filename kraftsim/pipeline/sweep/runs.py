@@ -14,10 +14,10 @@ import os
 import re
 import tempfile
 import time
-import tomllib
 from pathlib import Path
 from typing import Any, Sequence
 
+from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.sweep.faults import FaultSpec, absolute_paths, inject, parse_faults, to_toml
 from kraftsim.pipeline.sweep.tasks import run_cost
@@ -38,7 +38,7 @@ def sweep_inputs(files: Sequence[Path], seeds: range, faults: str | None) -> lis
     for f in files:
         scenario = load_scenario(f)  # refuse an invalid file here, once, with its own error
         text = Path(f).read_text(encoding="utf-8")
-        raw = absolute_paths(tomllib.loads(text), Path(f).resolve().parent)
+        raw = absolute_paths(tomlinput.loads(text), Path(f).resolve().parent)  # (checked by load_scenario)
         for seed in seeds:
             items.append({"scenario": scenario.name, "file": str(f), "raw": raw, "seed": seed,
                           "faults": spec.text(), "steps": len(scenario.steps),

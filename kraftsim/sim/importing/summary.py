@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.image import MetadataImage
+from kraftsim.storage import topic_name_error
+from kraftsim.textsafe import visible
 from kraftsim.sim.importing.plan import ImportPlan, finalized_levels
 from kraftsim.sim.saved import SavedState
 
@@ -38,6 +40,8 @@ def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[s
         "finalized": finalized_levels(image),
         "voters": list(plan.voters), "voters_from": plan.voters_how, "kraft_version": plan.kraft_version,
         "topics": len(image.topics), "partitions": image.topics.partition_count(),
+        "illegal_topic_names": [e for e in (topic_name_error(t.name) for t in image.topics.sorted_topics())
+                                if e is not None],
         "nodes": [{"id": n.id, "roles": list(n.roles), "release": n.release, "release_from": n.release_how,
                    "starts_from": n.source_how, "end_offset": n.source.end_offset,
                    "directory_id": n.directory_id, "directory_id_from": n.directory_how,
@@ -60,6 +64,7 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
              f"  finalized (as in the source): {fin}",
              f"  topics: {s['topics']}, partitions: {s['partitions']}"]
     lines += [f"  damage: {t} (imported up to it)" for t in s["damage"]]
+    lines += [f"  WARNING: a topic Kafka could never have created: {visible(t)}" for t in s["illegal_topic_names"]]
     for n in s["nodes"]:
         roles = "+".join(n["roles"])
         lines.append(f"  node {n['id']}: {roles}, release {n['release']} -- {n['release_from']}; starts from "

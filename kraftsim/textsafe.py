@@ -1,0 +1,58 @@
+"""Text read from files, made safe to show: control characters (an escape sequence can
+retitle or clear a terminal), bidirectional overrides (they reorder what is read) and the
+line and paragraph separators are written as visible `\\xNN` / `\\uNNNN` escapes. One rule
+for the terminal (`kraftsim`'s main writes through `guard` when stdout or stderr is a
+terminal; pipes and files get the text as it is, and kraftsim's own progress-line control,
+a carriage return and erase-to-end-of-line, passes) and for HTML and SVG (scenario.markup).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TextIO
+
+# C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings,
+# overrides and isolates (U+200E/F, U+202A-E, U+2066-9) and the line and paragraph separators.
+INVISIBLE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def shown(m: re.Match[str]) -> str:
+    """The visible escape of one matched character."""
+    code = ord(m[0])
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """`text` with every control or direction character written as `\\xNN` / `\\uNNNN`."""
+    return INVISIBLE.sub(shown, text)
+
+
+_OWN = ("\r", "\x1b[K")  # the progress lines' own control (pipeline.progress, spark)
+_PATTERN = re.compile(r"\x1b\[K|" + INVISIBLE.pattern)
+
+
+def _one(m: re.Match[str]) -> str:
+    return m[0] if m[0] in _OWN else shown(m)
+
+
+class SafeTerminal:
+    """A text stream whose writes show control and direction characters as escapes."""
+
+    def __init__(self, stream: TextIO):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        self._stream.write(_PATTERN.sub(_one, text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def guard(stream: TextIO) -> TextIO:
+    """`stream` wrapped when it is a terminal (else as it is)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        return stream
+    return SafeTerminal(stream) if tty and not isinstance(stream, SafeTerminal) else stream  # type: ignore[return-value]

@@ -1,0 +1,126 @@
+"""Small inputs never cause unbounded work: a compressed batch that would expand to gigabytes
+is refused at once, under a memory cap, by every command that reads it."""
+
+from __future__ import annotations
+
+import os
+import resource
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import cramjam
+import pytest
+
+from kraftsim.errors import CorruptRecordException
+from kraftsim.protocol import compression
+from kraftsim.protocol.batch import crc32c
+
+GIB = 1024 * 1024 * 1024
+CHUNK = 16 * 1024 * 1024
+
+
+def _batch(records: bytes, count: int, codec: int) -> bytes:
+    after_crc = struct.pack(">hiqqqhii", codec, count - 1, 5, 5, -1, -1, -1, count) + records
+    return struct.pack(">qiibI", 0, len(after_crc) + 9, 0, 2, crc32c(after_crc)) + after_crc
+
+
+def _bomb(codec: int, expands_to: int) -> bytes:
+    """A records section of `codec` that expands to `expands_to` zero bytes (concatenated frames)."""
+    if codec == compression.GZIP:
+        import gzip
+        member = gzip.compress(b"\0" * CHUNK, mtime=0)
+    elif codec == compression.ZSTD:
+        member = bytes(cramjam.zstd.compress(b"\0" * CHUNK))
+    else:
+        raise AssertionError(codec)
+    return member * (expands_to // CHUNK)
+
+
+@pytest.mark.parametrize("codec", [compression.GZIP, compression.ZSTD, compression.LZ4, compression.SNAPPY])
+def test_decompression_stops_at_the_limit(codec: int) -> None:
+    data = compression.compress(codec, b"\0" * (compression.MAX_DECOMPRESSED_BYTES + 1))
+    with pytest.raises(CorruptRecordException, match="expand to more than 67,108,864 bytes"):
+        compression.decompress(codec, data)
+    small = b"record" * 1000
+    assert compression.decompress(codec, compression.compress(codec, small)) == small
+
+
+def _capped(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
+@pytest.mark.parametrize("codec", [compression.ZSTD, compression.GZIP])
+def test_a_compression_bomb_fails_fast_under_a_memory_cap(tmp_path: Path, codec: int) -> None:
+    log_dir = tmp_path / "__cluster_metadata-0"
+    log_dir.mkdir()
+    segment = log_dir / "00000000000000000000.log"
+    segment.write_bytes(_batch(_bomb(codec, 4 * GIB), 1000, codec))
+    assert segment.stat().st_size < 5 * 1024 * 1024
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for argv in (["log", "verify", str(segment)], ["log", "dump", "--json", str(segment)], ["replay", str(log_dir)],
+                 ["export", str(log_dir), "-o", str(tmp_path / "out.parquet")]):
+        proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
+                              timeout=300, preexec_fn=lambda: _capped(2 * GIB))
+        assert proc.returncode in (1, 2), (argv, proc.returncode, proc.stderr[-2000:])
+        assert "expand to more than" in proc.stdout + proc.stderr, (argv, proc.stdout[-500:], proc.stderr[-2000:])
+        assert "Traceback" not in proc.stderr and "MemoryError" not in proc.stderr
+
+
+HEAD = """name = "big"
+[cluster]
+controllers = 1
+brokers = 1
+release = "3.8"
+"""
+
+
+def _scenario(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> tuple[int, str, str]:
+    from tests.cli_support import run
+
+    f = tmp_path / "s.toml"
+    f.write_text(text)
+    return run(capsys, "scenario", "run", str(f))
+
+
+@pytest.mark.parametrize("body, limit", [
+    ('[[step]]\nop = "run"\nms = 1000000000000000\n', "step_ms"),
+    ('[[step]]\nop = "wait"\ntimeout_ms = 3600001\n', "step_ms"),
+    ('[[step]]\nop = "heal"\n' * 1001, "steps"),
+    ('[[step]]\nop = "create-topics"\ncount = 600000\n' * 2, "topics"),
+    ('[[step]]\nop = "create-topics"\ncount = 10\npartitions = 600000\n' * 2, "partitions"),
+])
+def test_scenario_work_is_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path, body: str, limit: str) -> None:
+    code, out, err = _scenario(capsys, tmp_path, HEAD + body)
+    assert code == 2, err
+    assert f"[limits] {limit}" in err and "raise it" in err
+    assert out == ""  # refused before anything ran
+
+
+def test_a_file_may_raise_its_limits(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = _scenario(capsys, tmp_path, HEAD + '[limits]\nstep_ms = 7200000\n[[step]]\nop = "run"\nms = 3600001\n')
+    assert code == 0, err
+
+
+@pytest.mark.parametrize("text", [
+    "x = " + "[" * 5000 + "]" * 5000 + "\n",
+    "x = " + "{a = " * 200 + "1" + "}" * 200 + "\n",
+    ".".join(["a"] * 100_000) + " = 1\n",
+    "[" + ".".join(["t"] * 1000) + "]\n",
+    "x = '" + "a" * (5 * 1024 * 1024) + "'\n",
+])
+def test_toml_is_checked_before_it_is_parsed(capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str) -> None:
+    code, out, err = _scenario(capsys, tmp_path, text)
+    assert code == 2, err
+    assert "kraftsim reads" in err and len(err) < 1000
+
+
+def test_the_toml_check_lets_real_files_through() -> None:
+    from kraftsim import tomlinput
+
+    repo = Path(__file__).resolve().parents[2]
+    for f in [*repo.glob("scenarios/**/*.toml"), *repo.glob("records/*.toml"), *repo.glob("kraftsim/**/*.toml")]:
+        tomlinput.loads(f.read_text(encoding="utf-8"))
+    assert tomlinput.loads('a = "[[[[" # [[[[\nb.c = 1.5\n[d.e]\nf = [1.5, {g = "}"}]\n') == {
+        "a": "[[[[", "b": {"c": 1.5}, "d": {"e": {"f": [1.5, {"g": "}"}]}}}
