@@ -39,7 +39,7 @@ def test_every_key_is_named(struct: type[msgspec.Struct]) -> None:
 def test_every_example_is_valid() -> None:
     checked = 0
     for block in BLOCKS:
-        if block.lstrip().startswith("[config]") or block.lstrip().startswith("[expect]") or "[[step]]" in block:
+        if block.lstrip().startswith(("[config]", "[limits]", "[expect]")) or "[[step]]" in block:
             text = WRAP + block if not block.lstrip().startswith("#") else block
         elif block.lstrip().startswith("[cluster]"):
             if "from =" in block:
