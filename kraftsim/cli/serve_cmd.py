@@ -91,12 +91,16 @@ class CliCommands:
 
         return main(list(argv))
 
-    def step(self, argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
         from kraftsim.cli.main import build_parser
 
         args = build_parser(argv).parse_args(list(argv))
-        if args.command == "cluster":
-            return _fault_step(args)
+        if args.command == "cluster":  # exit 1: done, but an invariant is broken (or not stable yet)
+            return _fault_step(args) if code in (0, 1) else None
+        if code != 0:
+            return None
+        if args.command == "features":
+            return _features_step(args)
         if args.command == "topics" and args.topics_command in ("create", "delete"):
             if args.topics_command == "delete":
                 return "delete-topics", {"names": list(args.names)}
@@ -107,6 +111,17 @@ class CliCommands:
 
 def _ids(text: str) -> list[int] | str:
     return "all" if text == "all" else sorted(int(i) for i in text.split(","))
+
+
+def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+    op = args.features_command
+    if op not in ("upgrade", "downgrade", "disable") or args.dry_run:
+        return None
+    if op == "disable":
+        return "features-disable", {"features": list(args.feature or [])}
+    levels = {name: int(level) for name, level in (f.split("=", 1) for f in args.feature or [])}
+    return f"features-{op}", {"metadata": args.metadata, "release_version": args.release_version,
+                              "features": levels or None, "unsafe": getattr(args, "unsafe", False) or None}
 
 
 def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:

@@ -143,8 +143,8 @@ class ControlEndpoint:
             os.chdir(cwd)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 code = self._carry_out(argv)
-        except OSError as e:
-            err.write(f"kraftsim: error: {e}\n")
+        except Exception as e:  # the directory could not be opened again: serving ends
+            err.write(f"kraftsim: error: {type(e).__name__}: {e}\n")
             code = 1
         finally:
             os.chdir(here)

@@ -28,8 +28,8 @@ class Commands(Protocol):
     def run(self, argv: Sequence[str]) -> int:
         """Run the command as it runs on its own (it opens the directory); its exit code."""
 
-    def step(self, argv: Sequence[str]) -> tuple[str, dict[str, Any]] | None:
-        """The scenario step (op, args) the command makes, when it changes the cluster."""
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
+        """The scenario step (op, args) the command made, ending with `code`, when it changed the cluster."""
 #: How long (wall seconds) a caller waits for the loop thread to carry out one control.
 CALL_TIMEOUT_S = 120.0
 
@@ -71,9 +71,13 @@ class Session:
         try:
             code = self.commands.run(argv)
         finally:
-            served.sim = self.opened.sim = Simulation.open(self.opened.directory)
+            try:
+                served.sim = self.opened.sim = Simulation.open(self.opened.directory)
+            except Exception:
+                self.server.stopping.set()  # nothing left to serve
+                raise
             served.anchor()
-        step = self.commands.step(argv) if code == 0 else None
+        step = self.commands.step(argv, code)
         if step is not None:
             served.record(step[0], step[1], at)
         return code

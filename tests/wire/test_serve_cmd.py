@@ -152,6 +152,8 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         assert "crashed" in row
         served_features = _kraftsim("features", "--cluster", str(d), "describe")
         assert served_features.returncode == 0, served_features.stderr
+        created = _kraftsim("topics", "--cluster", str(d), "create", "--count", "1", "--prefix", "t")
+        assert (created.returncode, created.stdout) == (0, "Created topic t0.\n"), created.stderr
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
         assert not _refused(node3)
@@ -170,7 +172,8 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     assert masked[0] == masked[1] and alone.returncode == served_features.returncode
     assert alone.stderr == served_features.stderr == ""
     steps = load_scenario(rec).steps
-    assert [(s.op, getattr(s, "nodes", None)) for s in steps if s.op != "run"] == [("crash", [3]), ("start", [3])]
+    assert [(s.op, getattr(s, "nodes", None) or getattr(s, "names", None)) for s in steps if s.op != "run"] == \
+        [("crash", [3]), ("create-topics", ["t0"]), ("start", [3])]
 
 
 def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
