@@ -6,6 +6,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -121,8 +122,6 @@ def _kraftsim(*argv: str) -> subprocess.CompletedProcess:
 
 
 def _refused(address: str) -> bool:
-    import socket
-
     host, port = address.rsplit(":", 1)
     try:
         socket.create_connection((host, int(port)), timeout=5).close()
@@ -140,6 +139,11 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         info = _wait_ready(proc, ready)
         marker = d / ".kraftsim-serve"
         assert marker.stat().st_mode & 0o777 == 0o600
+        endpoint = json.loads(marker.read_text())
+        with socket.create_connection(("127.0.0.1", endpoint["port"]), timeout=10) as s:  # a wrong token: no answer
+            s.sendall(json.dumps({"token": "0" * 32, "argv": ["cluster", "crash", str(d), "--nodes", "3"],
+                                  "cwd": str(tmp_path)}).encode() + b"\n")
+            assert s.recv(1) == b""
         node3 = next(n["broker"] for n in info["nodes"] if n["id"] == 3)
         assert not _refused(node3)
         crashed = _kraftsim("cluster", "crash", str(d), "--nodes", "3")
