@@ -162,6 +162,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
+        served = forwarded(args, argv)
+        if served is not None:
+            return served
         code = int(args.run(args) or 0)
         sys.stdout.flush()
         return code
@@ -186,6 +189,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # last resort: a bug, said in one line
         _report_internal(f"{type(e).__name__}: {e}", debug)
         return EXIT_INTERNAL
+
+
+#: The cluster subcommands a served directory's server carries out (contract 7).
+SERVED_CLUSTER_COMMANDS = frozenset({"status", "crash", "stop", "start", "roll", "partition", "heal", "disk-fault",
+                                     "run"})
+
+
+def served_directory(args: argparse.Namespace) -> str | None:
+    """The directory a command acts on when it is one `kraftsim serve` carries out."""
+    if args.command == "cluster" and getattr(args, "cluster_command", None) in SERVED_CLUSTER_COMMANDS:
+        return str(args.dir)
+    if args.command in ("features", "topics") and getattr(args, "cluster", None):
+        return str(args.cluster)
+    return None
+
+
+def forwarded(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
+    """While `kraftsim serve` serves the command's directory, the server carries the command
+    out (checked before the command opens the directory): its output and exit code."""
+    directory = served_directory(args)
+    if directory is None or not os.path.isfile(os.path.join(directory, ".kraftsim-serve")):
+        return None
+    from kraftsim.wire.control import forward
+
+    reply = forward(directory, argv)
+    if reply is None:
+        return None
+    sys.stdout.write(reply.stdout)
+    sys.stdout.flush()
+    sys.stderr.write(reply.stderr)
+    return reply.code
 
 
 def _report_internal(what: str, debug: bool) -> None:

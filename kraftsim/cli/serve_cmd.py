@@ -12,7 +12,9 @@ import argparse
 import asyncio
 import signal
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from kraftsim.cli.common import bounded_int
 from kraftsim.errors import KraftsimError, UsageError
@@ -55,7 +57,7 @@ def _run(args: argparse.Namespace) -> int:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
         raise UsageError(str(e)) from None
-    session = Session(opened, host=args.host, speed=args.speed, record=args.record)
+    session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands())
 
     def ready() -> None:
         info = session.served.ready_info()
@@ -78,3 +80,64 @@ def _run(args: argparse.Namespace) -> int:
     print(f"kraftsim serve: stopped at virtual time {session.served.sim.now_ms} ms; "
           f"{session.server.answered} request(s) answered", file=sys.stderr)
     return 0
+
+
+class CliCommands:
+    """The cluster, features and topics commands a served directory receives, run with the
+    CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
+
+    def run(self, argv: Sequence[str]) -> int:
+        from kraftsim.cli.main import main
+
+        return main(list(argv))
+
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
+        from kraftsim.cli.main import build_parser
+
+        args = build_parser(argv).parse_args(list(argv))
+        if args.command == "cluster":  # exit 1: done, but an invariant is broken (or not stable yet)
+            return _fault_step(args) if code in (0, 1) else None
+        if code != 0:
+            return None
+        if args.command == "features":
+            return _features_step(args)
+        if args.command == "topics" and args.topics_command in ("create", "delete"):
+            if args.topics_command == "delete":
+                return "delete-topics", {"names": list(args.names)}
+            return "create-topics", {"names": [f"{args.prefix}{i}" for i in range(args.count)],
+                                     "partitions": args.partitions, "replication_factor": args.replication_factor}
+        return None
+
+
+def _ids(text: str) -> list[int] | str:
+    return "all" if text == "all" else sorted(int(i) for i in text.split(","))
+
+
+def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+    op = args.features_command
+    if op not in ("upgrade", "downgrade", "disable") or args.dry_run:
+        return None
+    if op == "disable":
+        return "features-disable", {"features": list(args.feature or [])}
+    levels = {name: int(level) for name, level in (f.split("=", 1) for f in args.feature or [])}
+    return f"features-{op}", {"metadata": args.metadata, "release_version": args.release_version,
+                              "features": levels or None, "unsafe": getattr(args, "unsafe", False) or None}
+
+
+def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+    cmd = args.cluster_command
+    if cmd in ("crash", "stop"):
+        return cmd, {"nodes": _ids(args.nodes)}
+    if cmd == "start":
+        return cmd, {"nodes": _ids(args.nodes), "release": args.release}
+    if cmd == "partition":
+        return cmd, {"groups": [_ids(g) for g in args.group]}
+    if cmd == "heal":
+        return cmd, {}
+    if cmd == "run":
+        return cmd, {"ms": args.ms}
+    if cmd == "roll":
+        return cmd, {"release": args.release, "nodes": sorted(args.nodes) if args.nodes else "all"}
+    if cmd == "disk-fault":
+        return cmd, {"nodes": _ids(args.nodes), "kind": args.kind}
+    return None

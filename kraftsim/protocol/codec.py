@@ -246,7 +246,18 @@ def _gen_read_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, target:
                     g.emit(f"{target}.append({item})")
     elif f.struct is not None:
         sub = _register_nested(env, f, version, flexible, nested, "decode")
-        g.emit(f"{target}, pos = {sub}(buf, pos)")
+        if f.nullable_in(version):
+            # Kafka writes a nullable struct after an int8 marker: -1 for null, 1 for present.
+            g.emit("if pos >= len(buf): raise _eof()")
+            g.emit("if buf[pos] >= 128:")
+            with g.indent():
+                g.emit(f"{target} = None")
+                g.emit("pos += 1")
+            g.emit("else:")
+            with g.indent():
+                g.emit(f"{target}, pos = {sub}(buf, pos + 1)")
+        else:
+            g.emit(f"{target}, pos = {sub}(buf, pos)")
     else:
         _gen_read_scalar(g, t, f, version, flexible, target)
 
@@ -381,7 +392,11 @@ def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value:
                 g.emit(f"{sub}({item}, out)")
     elif f.struct is not None:
         sub = _register_nested(env, f, version, flexible, nested, "encode")
-        g.emit(f"{sub}({value}, out)")
+        if nullable:  # Kafka's int8 marker: -1 for null, 1 for present
+            g.emit(f"if {value} is None: out += b'\\xff'")
+            g.emit(f"else: out += b'\\x01'; {sub}({value}, out)")
+        else:
+            g.emit(f"{sub}({value}, out)")
     else:
         _gen_write_scalar(g, f.type, f.compact_in(version, flexible), value)
     if f.is_array or f.type in ("string", "bytes"):

@@ -174,6 +174,8 @@ class _Compiler:
                 raise TypeError(f"{f.name}: a field with its own flexible versions")
             if f.struct is not None and not f.is_array and f.tagged_in(version):
                 raise TypeError(f"{f.name}: a tagged struct field")
+            if f.struct is not None and not f.is_array and f.nullable_in(version):
+                raise TypeError(f"{f.name}: a nullable struct field")
             sub: _c.Program | None
             if f.struct is not None:
                 code = _c.T_STRUCT

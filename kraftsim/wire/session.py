@@ -9,15 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Protocol, TypeVar
 
+from kraftsim.sim import Simulation
+from kraftsim.wire.control import ControlEndpoint
 from kraftsim.wire.served import ServedCluster
 from kraftsim.wire.server import WireServer, serve_until_stopped
 from kraftsim.wire.target import Opened
 
 T = TypeVar("T")
+
+
+class Commands(Protocol):
+    """What carries out the cluster commands sent to a served directory (the CLI's own code)."""
+
+    def run(self, argv: Sequence[str]) -> int:
+        """Run the command as it runs on its own (it opens the directory); its exit code."""
+
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
+        """The scenario step (op, args) the command made, ending with `code`, when it changed the cluster."""
 #: How long (wall seconds) a caller waits for the loop thread to carry out one control.
 CALL_TIMEOUT_S = 120.0
 
@@ -25,8 +37,10 @@ CALL_TIMEOUT_S = 120.0
 class Session:
     """A served cluster and its server (see the module docstring)."""
 
-    def __init__(self, opened: Opened, *, host: str = "127.0.0.1", speed: float = 1.0, record: Path | None = None):
+    def __init__(self, opened: Opened, *, host: str = "127.0.0.1", speed: float = 1.0, record: Path | None = None,
+                 commands: Commands | None = None):
         self.opened = opened
+        self.commands = commands
         self.record = None if record is None else Path(record)
         self.served = ServedCluster(opened.sim, host, speed, recorder=opened.recorder if record is not None else None)
         self.server = WireServer(self.served)
@@ -36,7 +50,37 @@ class Session:
 
     async def main(self, for_ms: int | None = None, ready: Callable[[], None] | None = None) -> None:
         self.loop = asyncio.get_running_loop()
-        await serve_until_stopped(self.server, for_ms, ready)
+        control = None
+        if self.commands is not None:  # the directory's own commands come here while it is served
+            control = ControlEndpoint(self.opened.directory, self.carry_out, self.server.open_listeners)
+            await control.open()
+        try:
+            await serve_until_stopped(self.server, for_ms, ready)
+        finally:
+            if control is not None:
+                await control.close()
+
+    def carry_out(self, argv: Sequence[str]) -> int:
+        """One cluster command on the served directory, between simulation steps: the cluster
+        saved and closed, the command run on the directory as it runs on its own, the
+        directory opened again (the nodes that run resume) and the command recorded."""
+        assert self.commands is not None
+        served = self.served
+        at = served.sim.now_ms
+        served.sim.close()
+        try:
+            code = self.commands.run(argv)
+        finally:
+            try:
+                served.sim = self.opened.sim = Simulation.open(self.opened.directory)
+            except Exception:
+                self.server.stopping.set()  # nothing left to serve
+                raise
+            served.anchor()
+        step = self.commands.step(argv, code)
+        if step is not None:
+            served.record(step[0], step[1], at)
+        return code
 
     def stop(self) -> None:
         """Ask the loop to stop (from any thread)."""

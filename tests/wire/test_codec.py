@@ -122,6 +122,21 @@ def test_api_versions_v3_request_bytes():
     assert req.body == {"ClientSoftwareName": "kp", "ClientSoftwareVersion": "3.0", "ClusterId": None, "NodeId": -1}
 
 
+def test_a_nullable_struct_is_written_after_an_int8_marker():
+    # DescribeTopicPartitions v0's Cursor: -1 for null, 1 then the struct when present.
+    head = i16(75) + i16(0) + i32(7) + i16(-1) + b"\x00"
+    topics = b"\x02" + compact_string("a") + b"\x00"
+    null = with_size(head + topics + i32(2000) + b"\xff" + b"\x00")
+    assert encode_request(75, 0, 7, {"Topics": [{"Name": "a"}]}, client_id=None) == null
+    assert parse_request(null[4:]).body["Cursor"] is None
+    present = with_size(head + topics + i32(10) + b"\x01" + compact_string("a") + i32(3) + b"\x00" + b"\x00")
+    body = {"Topics": [{"Name": "a"}], "ResponsePartitionLimit": 10, "Cursor": {"TopicName": "a", "PartitionIndex": 3}}
+    assert encode_request(75, 0, 7, body, client_id=None) == present
+    assert parse_request(present[4:]).body["Cursor"] == {"TopicName": "a", "PartitionIndex": 3}
+    with pytest.raises(FrameError):
+        parse_request(present[4:4 + len(head) + len(topics) + 4 + 1])  # cut right after the marker
+
+
 # ---------------------------------------------------------------------------- headers
 
 

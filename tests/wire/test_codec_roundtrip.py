@@ -50,7 +50,7 @@ def filled(spec: StructSpec, body: dict[str, Any]) -> dict[str, Any]:
     for f in spec.fields:
         if f.name not in body:
             value = f.default_value()
-            out[f.name] = filled(f.struct, {}) if f.struct is not None and not f.is_array else value
+            out[f.name] = filled(f.struct, {}) if f.struct is not None and not f.is_array and not f.null_default else value
             continue
         value = body[f.name]
         if f.struct is not None and value is not None:

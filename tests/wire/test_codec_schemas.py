@@ -1,7 +1,7 @@
 """The protocol schemas under kraftsim/wire/messages/ against Kafka's own definitions.
 
 Every Kafka file in ../shared/reference/kafka-messages has a TOML file here and the other
-way round; each is compared through the loaded schema model (what the codec compiles):
+way round, except the schemas named in WITHOUT_REFERENCE; each is compared through the loaded schema model (what the codec compiles):
 kind, apiKey, valid and flexible versions, listeners, and every field recursively: name,
 type, versions, nullable versions, tag and tagged versions, the field's own flexible
 versions, ignorable, mapKey and the default (Kafka writes "-1", -1, "true", true, "null").
@@ -82,8 +82,15 @@ def compare_field(of: FieldSpec, kf: dict[str, Any], common: dict[str, Any], whe
         compare_struct(of.struct, fields, common, f"{where}/{of.struct.name}")
 
 
+#: Schemas added after the reference folder was taken: checked by the round-trip tests and by
+#: Kafka's own tools against a served cluster (tests/wire/test_real_tools.py) instead.
+WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
+                     "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse"}
+
+
 def test_one_toml_per_kafka_definition():
-    assert [p.stem for p in OUR_FILES] == [p.stem for p in KAFKA_FILES]
+    ours = {p.stem for p in OUR_FILES}
+    assert ours - WITHOUT_REFERENCE == {p.stem for p in KAFKA_FILES}
 
 
 @pytest.mark.parametrize("kpath", KAFKA_FILES, ids=lambda p: p.stem)

@@ -1,6 +1,6 @@
 """Kafka's own tools (the fetched release's jars) against `kraftsim serve`: kafka-features
 describe and upgrade, kafka-broker-api-versions, kafka-metadata-quorum describe --status and
-kafka-cluster cluster-id / unregister and kafka-topics create / list / delete, on the oldest and the newest release line kraftsim serves."""
+kafka-cluster cluster-id / unregister and kafka-topics create / list / describe / delete, on the oldest and the newest release line kraftsim serves."""
 
 from __future__ import annotations
 
@@ -86,6 +86,13 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
                         "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic orders.", created.stderr
         assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
+        # 3.7's tool asks ListPartitionReassignments, 4.x's DescribeTopicPartitions
+        described = _tool(dist, TOPICS, "--bootstrap-server", bs, "--describe", "--topic", "orders")
+        assert described.returncode == 0, described.stderr
+        rows = [line.split("\t") for line in described.stdout.splitlines() if "Partition: " in line]
+        assert [r[2].strip() for r in rows] == ["Partition: 0", "Partition: 1", "Partition: 2"]
+        assert all(r[3].strip() == "Leader: 4" and r[4].strip() == "Replicas: 4" for r in rows), described.stdout
+        assert "PartitionCount: 3" in described.stdout
         deleted = _tool(dist, TOPICS, "--bootstrap-server", bs, "--delete", "--topic", "orders")
         assert deleted.returncode == 0, deleted.stderr
         assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == []

@@ -188,3 +188,35 @@ def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
         assert body["ErrorCode"] == ERR["UNSUPPORTED_VERSION"]
         assert body["ErrorMessage"] == ("Direct-to-controller communication is not supported with the current "
                                         "MetadataVersion.")
+
+
+def test_describe_topic_partitions_pages_with_a_cursor_as_kafkas_metadata_cache():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        bs = k.bootstrap_servers
+        for name, n in (("a", 3), ("b", 2)):
+            topic = {"Name": name, "NumPartitions": n, "ReplicationFactor": 1}
+            assert rpc(bs, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
+        first = rpc(bs, 75, 0, {"Topics": [], "ResponsePartitionLimit": 4})[1]
+        assert [(t["Name"], [p["PartitionIndex"] for p in t["Partitions"]]) for t in first["Topics"]] == \
+            [("a", [0, 1, 2]), ("b", [0])]
+        assert first["NextCursor"] == {"TopicName": "b", "PartitionIndex": 1}
+        rest = rpc(bs, 75, 0, {"Topics": [], "Cursor": first["NextCursor"]})[1]
+        assert [(t["Name"], [p["PartitionIndex"] for p in t["Partitions"]]) for t in rest["Topics"]] == [("b", [1])]
+        assert rest["NextCursor"] is None
+        p = rest["Topics"][0]["Partitions"][0]
+        assert (p["LeaderId"], p["ReplicaNodes"], p["IsrNodes"], p["OfflineReplicas"]) == (1, [1], [1], [])
+        named = rpc(bs, 75, 0, {"Topics": [{"Name": "nope"}, {"Name": "a"}]})[1]
+        assert [(t["Name"], t["ErrorCode"]) for t in named["Topics"]] == [("a", 0), ("nope", ERR["UNKNOWN_TOPIC_OR_PARTITION"])]
+        bad = rpc(bs, 75, 0, {"Topics": [{"Name": "a"}], "Cursor": {"TopicName": "b", "PartitionIndex": 0}})[1]
+        assert [t["ErrorCode"] for t in bad["Topics"]] == [ERR["INVALID_REQUEST"]]
+
+
+def test_list_partition_reassignments_is_the_active_controllers_answer():
+    with kraftsim.serve(controllers=3, brokers=1, release="3.7.2") as k:
+        topic = {"Name": "orders", "NumPartitions": 2, "ReplicationFactor": 1}
+        assert rpc(k.bootstrap_servers, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
+        via_broker = rpc(k.bootstrap_servers, 46, 0, {"Topics": None})[1]
+        assert (via_broker["ErrorCode"], via_broker["Topics"]) == (0, [])  # nothing is being reassigned
+        follower = next(i for i in (1, 2, 3) if i != k.leader())
+        refused = rpc(k.address(follower, "controller"), 46, 0, {"Topics": [{"Name": "orders", "PartitionIndexes": [0]}]})[1]
+        assert refused["ErrorCode"] == ERR["NOT_CONTROLLER"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -111,3 +113,77 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
     assert code == 2 and "not a cluster directory" in err
     code, _, err = run(capsys, "serve", str(tmp_path), "--speed", "0")
     assert code == 2 and "--speed" in err
+
+
+def _kraftsim(*argv: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "kraftsim", *argv], capture_output=True, text=True, env=env,
+                          timeout=START_S)
+
+
+def _refused(address: str) -> bool:
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tmp_path):
+    d = tmp_path / "c"
+    Simulation.create(d, controllers=1, brokers=2, release="4.4.0").close()
+    ready, rec = tmp_path / "ready.json", tmp_path / "rec.toml"
+    proc = _spawn(str(d), "--ready-file", str(ready), "--record", str(rec))
+    try:
+        info = _wait_ready(proc, ready)
+        marker = d / ".kraftsim-serve"
+        assert marker.stat().st_mode & 0o777 == 0o600
+        endpoint = json.loads(marker.read_text())
+        with socket.create_connection(("127.0.0.1", endpoint["port"]), timeout=10) as s:  # a wrong token: no answer
+            s.sendall(json.dumps({"token": "0" * 32, "argv": ["cluster", "crash", str(d), "--nodes", "3"],
+                                  "cwd": str(tmp_path)}).encode() + b"\n")
+            assert s.recv(1) == b""
+        node3 = next(n["broker"] for n in info["nodes"] if n["id"] == 3)
+        assert not _refused(node3)
+        crashed = _kraftsim("cluster", "crash", str(d), "--nodes", "3")
+        assert crashed.returncode == 0, crashed.stderr
+        assert crashed.stdout.startswith("Node 3 crashed;")
+        assert _refused(node3)  # the served cluster crashed it: its listener is closed
+        status = _kraftsim("cluster", "status", str(d))
+        assert status.returncode == 1, status.stderr  # not healthy: a node is down
+        (row,) = [line for line in status.stdout.splitlines() if line.startswith("3 ")]
+        assert "crashed" in row
+        served_features = _kraftsim("features", "--cluster", str(d), "describe")
+        assert served_features.returncode == 0, served_features.stderr
+        created = _kraftsim("topics", "--cluster", str(d), "create", "--count", "1", "--prefix", "t")
+        assert (created.returncode, created.stdout) == (0, "Created topic t0.\n"), created.stderr
+        started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
+        assert started.returncode == 0, started.stderr
+        assert not _refused(node3)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=STOP_S)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 0, err
+    assert not (d / ".kraftsim-serve").exists()
+    # Without the server, the same command opens the directory and prints the same (but for the
+    # finalized epoch: the image's offset, which went on while the cluster was served).
+    alone = _kraftsim("features", "--cluster", str(d), "describe")
+    masked = [re.sub(r"Epoch: \d+", "Epoch: E", r.stdout) for r in (alone, served_features)]
+    assert masked[0] == masked[1] and alone.returncode == served_features.returncode
+    assert alone.stderr == served_features.stderr == ""
+    steps = load_scenario(rec).steps
+    assert [(s.op, getattr(s, "nodes", None) or getattr(s, "names", None)) for s in steps if s.op != "run"] == \
+        [("crash", [3]), ("create-topics", ["t0"]), ("start", [3])]
+
+
+def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (cluster / ".kraftsim-serve").write_text(json.dumps({"pid": gone.pid, "port": 1, "token": "x"}))
+    described = _kraftsim("features", "--cluster", str(cluster), "describe")
+    assert described.returncode == 0, described.stderr
+    assert "metadata.version" in described.stdout
