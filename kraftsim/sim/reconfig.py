@@ -239,19 +239,38 @@ class ReconfigMixin:
         self._append_voters(m, voters, ("remove", node_id))
 
     def record_static_voters(self) -> bool:
-        """A quorum at kraft.version 1 whose voter set is in no VotersRecord (a static quorum
-        upgraded: Kafka writes the record with the upgrade; kraftsim writes it before the first
-        voter change, so runs without a change keep their bytes): the leader appends the
-        current set now, with each voter's directory id. True when it appended."""
+        """A quorum at kraft.version 1 whose leader knows its voter set from no VotersRecord
+        (a directory upgraded before kraftsim wrote the record with the upgrade): the leader
+        appends the current set now, before a voter change. True when it appended."""
         m = self.leader_member()  # type: ignore[attr-defined]
-        if m is None or self.kraft_version < 1 or m.voters_record is not None:
+        if m is None or self.kraft_version < 1:
             return False
+        payloads = self._upgrade_voters(m)
+        if not payloads:
+            return False
+        self._append_control(m, payloads)
+        self._set_voters(m, m.voters, payloads[0].message, m.log.log_end_offset - 1)
+        return True
+
+    def _upgrade_voters(self, m: Member) -> list[Payload]:
+        """The VotersRecord the leader writes beside the KRaftVersionRecord of an upgrade to
+        kraft.version 1 (LeaderState.maybeAppendUpgradedKRaftVersion): its static voter set
+        with the directory id each voter fetches with; none when a voter set is in the log."""
+        if m.voters_record is not None:
+            return []
         voters = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], self.directory_id_of(v) or Uuid.ZERO)
                   for v in m.voters}
-        payload = voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)
-        self._append_control(m, [payload])
-        self._set_voters(m, m.voters, payload.message, m.log.log_end_offset - 1)
-        return True
+        return [voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)]  # type: ignore[union-attr]
+
+    def membership_appended(self, m: Member, start: int) -> None:
+        """The leader's controller appended from `start` (an upgrade of kraft.version): a
+        VotersRecord there takes effect at once, and the membership invariants apply."""
+        for fb in m.log.batches(start, check_crc=False):
+            if fb.batch.is_control:
+                before = m.voters_record
+                self._control_appended(m, fb.batch)
+                if m.voters_record is not before:
+                    self.checker.membership = True
 
     def _change_leader(self) -> Member:
         m = self.leader_member()  # type: ignore[attr-defined]

@@ -139,7 +139,7 @@ def test_disjoint_majorities_matches_brute_force(a: set[int], b: set[int]) -> No
 
 def test_static_quorum_upgraded_to_kraft_version_1_then_grown(tmp_path: Path) -> None:
     """4.1+: kraft.version 0 -> 1 on a static quorum; the voters stay the configured ones
-    across restarts, and the first change records them (with directory ids) before adding."""
+    across restarts (recorded with the upgrade, with directory ids), and the add follows."""
     with Simulation.create(tmp_path / "s", controllers=3, brokers=1, release="4.1", durable=False) as sim:
         sim.features("upgrade", features={"kraft.version": 1})
         assert sim.finalized()["kraft.version"] == 1
@@ -149,8 +149,34 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_grown(tmp_path: Path) ->
         assert sim.voters() == (1, 2, 3) and sim.engine.member(2).voter
         assert sim.add_controller() == 5
         records = _voters_records(sim, 5)
-        assert records == [[1, 2, 3], [1, 2, 3, 5]]  # the static set recorded first, then the add
+        assert records == [[1, 2, 3], [1, 2, 3, 5]]  # the static set recorded with the upgrade, then the add
         assert all(v.directory_id != v.directory_id.ZERO for v in sim.quorum_info().voters)
+        _ok(sim)
+
+
+def test_kraft_version_upgrade_writes_the_voter_set_with_it(tmp_path: Path) -> None:
+    """4.1+: the leader appends one control batch, KRaftVersionRecord(1) then the VotersRecord of
+    the static voters with each voter's directory id, ahead of the controller's NoOpRecord
+    (LeaderState.maybeAppendUpgradedKRaftVersion); every controller replicates it, before any
+    voter change, and treats the recorded set as its voter set."""
+    registry = default_catalog().record_registry()
+    with Simulation.create(tmp_path / "s", controllers=3, brokers=1, release="4.1", durable=False) as sim:
+        sim.features("upgrade", features={"kraft.version": 1})
+        sim.wait(5_000)
+        dirs = {v: sim.engine.directory_id_of(v) for v in (1, 2, 3)}
+        for node in (1, 2, 3):
+            with MetadataLog.open(sim.log_dir(node), read_only=True) as log:
+                batches = [(fb.batch.is_control, list(decode_file_batch(fb, registry))) for fb in log.batches()]
+            upgrade = [es for control, es in batches if control and any(e.type_name == "KRAFT_VERSION" for e in es)]
+            assert len(upgrade) == 1
+            kv, voters = upgrade[0]
+            assert kv.type_name == "KRAFT_VERSION" and kv.message.k_raft_version == 1
+            assert voters.type_name == "KRAFT_VOTERS"
+            assert {v.voter_id: v.voter_directory_id for v in voters.message.voters} == dirs
+            after = [es for _, es in batches for e in es if e.offset > voters.offset]
+            assert after and after[0][0].type_name == "NO_OP_RECORD"  # the controller's record follows
+            assert sim.engine.member(node).voters_offset == voters.offset
+        assert _voters_records(sim, 1) == [[1, 2, 3]]
         _ok(sim)
 
 
