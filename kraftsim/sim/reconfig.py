@@ -48,6 +48,11 @@ class VoterChangeRefused(SimError):
 class ReconfigMixin:
     """Voter sets per replica and voter changes at the leader; `self` is the Engine."""
 
+    #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
+    #: and its offset: what a replica without a record of its own is checked against.
+    voter_keys: dict[int, Any] = {}
+    voter_keys_offset: int = -2
+
     # -------------------------------------------------------------- each replica's voter set
 
     def _read_voters(self, m: Member, *, initial: bool = False) -> None:
@@ -55,6 +60,7 @@ class ReconfigMixin:
         if self.kraft_version < 1:
             self._set_voters(m, self.voters, None, -1, initial=initial)
             return
+        m.directory_id = self.directory_id_of(m.id)
         node = m.node
         assert node is not None and node.log is not None
         log, registry = node.log, node.registry
@@ -74,9 +80,9 @@ class ReconfigMixin:
                 for e in decode_batch(fb.batch, registry):
                     if e.type_name == VOTERS_RECORD:
                         record, offset = e.message, e.offset
-        # Without a VotersRecord (a static quorum upgraded to kraft.version 1, a controller
-        # formatted --no-initial-controllers, a wiped disk) the node knows the cluster's voters
-        # as its configuration gives them: it is a voter only if among them.
+        # Without a VotersRecord (a controller formatted --no-initial-controllers, a wiped disk
+        # formatted again) the node knows the cluster's voters as its configuration gives them:
+        # it is a voter only if among them, and not with another directory than the voter's.
         ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
         self._set_voters(m, ids, record, offset, initial=initial)
 
@@ -100,7 +106,10 @@ class ReconfigMixin:
             ids = self.voters  # (one tuple shared: the leader compares by identity)
         changed = ids != m.voters
         m.voters, m.voters_record, m.voters_offset = ids, record, offset
-        was, m.voter = m.voter, m.id in ids
+        if record is not None and offset >= self.voter_keys_offset:
+            self.voter_keys_offset = offset
+            self.voter_keys = {v.voter_id: v.voter_directory_id for v in record.voters}
+        was, m.voter = m.voter, m.id in ids and self.is_voter_key(m.id, m.directory_id, record)
         if changed and not initial:
             self.emit(m.id, "voters", {"voters": list(ids), "offset": offset})
         if initial or was == m.voter or not m.running:
@@ -121,6 +130,18 @@ class ReconfigMixin:
             m.timer_gen += 1  # no election timer any more
             if not m.fetch_in_flight:
                 self._fetch(m)
+
+    def is_voter_key(self, node_id: int, directory_id: Any, record: Any = None) -> bool:
+        """Whether (node_id, directory_id) is the replica key the voter set names for node_id
+        (Kafka's ReplicaKey match: a voter recorded without a directory id matches any). Without
+        a record, the newest voter set any replica has seen decides; none known: ids alone."""
+        if directory_id is None:
+            return True
+        if record is None:
+            known = self.voter_keys.get(node_id)
+        else:
+            known = next((v.voter_directory_id for v in record.voters if v.voter_id == node_id), None)
+        return known is None or known == Uuid.ZERO or known == directory_id
 
     # -------------------------------------------------------------- the leader's side
 

@@ -194,3 +194,54 @@ def test_3_9_prints_directory_ids_as_optionals(tmp_path: Path) -> None:
         with pytest.raises(SimError, match=r"^Cannot remove voter ReplicaKey\(id=1, directoryId=Optional\[AAAAAAAAAAAAAAAAAAAAAQ\]\) "
                                            r"from the set of voters \[ReplicaKey\(id=1, directoryId=Optional\[[\w-]{22}\]\)\]$"):
             sim.remove_controller(1, "AAAAAAAAAAAAAAAAAAAAAQ")
+
+
+def test_a_wiped_voter_comes_back_as_an_observer_with_a_new_directory_id(tmp_path: Path) -> None:
+    """A wiped controller of a dynamic quorum is formatted again: a new directory id, so it is
+    not the voter (id, directory id) the VotersRecord names. Started before its removal, it
+    replicates as an observer, votes for no one and counts for no majority: with one of the
+    two other voters down there is no leader."""
+    with Simulation.create(tmp_path / "c", controllers=3, brokers=1, release="4.0.0", dynamic_quorum=True,
+                           durable=False) as sim:
+        e = sim.engine
+        old = sim.directory_id(3)
+        sim.crash([3])
+        sim.disk_fault([3], "wipe")
+        new = sim.directory_id(3)
+        assert new is not None and new != old
+        sim.start([3])
+        sim.wait(30_000)
+        m3 = e.member(3)
+        assert m3.voters == (1, 2, 3) and not m3.voter and m3.role == "observer"
+        assert m3.log.log_end_offset == e.leader_member().log.log_end_offset  # it caught up all the same
+        info = sim.quorum_info()
+        assert [(v.node_id, v.directory_id) for v in info.voters if v.node_id == 3] == [(3, old)]
+        assert (3, new) in [(o.node_id, o.directory_id) for o in info.observers]
+        leader = e.leader_member().id
+        other = next(i for i in (1, 2) if i != leader)
+        sim.crash([other])
+        sim.run(30_000)
+        assert e.leader_member() is None  # node 3 does not vote as its old self
+        assert m3.voted is None and m3.epoch == e.member(leader).epoch  # it granted no vote in any epoch
+        sim.start([other])
+        sim.wait(30_000)
+        assert e.leader_member() is not None
+        sim.remove_controller(3)  # the voter's recorded directory id, as describe --replication shows it
+        assert sim.voters() == (1, 2)
+        assert sim.add_controller(3) == 3
+        assert sim.voters() == (1, 2, 3) and e.member(3).voter
+        assert [(v.node_id, v.directory_id) for v in sim.quorum_info().voters if v.node_id == 3] == [(3, new)]
+        _ok(sim)
+
+
+def test_a_wiped_static_voter_keeps_its_directory_id(tmp_path: Path) -> None:
+    """Under kraft.version 0 the voters are ids alone: a wiped controller keeps meta.properties
+    and is a voter again once it starts."""
+    with Simulation.create(tmp_path / "c", controllers=3, brokers=1, release="4.0.0", durable=False) as sim:
+        old = sim.directory_id(3)
+        sim.crash([3])
+        sim.disk_fault([3], "wipe")
+        assert sim.directory_id(3) == old
+        sim.start([3])
+        sim.wait(30_000)
+        assert sim.engine.member(3).voter
