@@ -18,11 +18,14 @@ commits the change is done; a leader that removed itself then resigns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.registry import Registry
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import FOLLOWER, LEADER, OBSERVER, UNATTACHED, Member
 from kraftsim.sim.node import CONTROLLER_LISTENER, node_directory
@@ -279,9 +282,7 @@ class ReconfigMixin:
         with the directory id each voter fetches with; none when a voter set is in the log."""
         if m.voters_record is not None:
             return []
-        voters = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], self.directory_id_of(v) or Uuid.ZERO)
-                  for v in m.voters}
-        return [voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)]  # type: ignore[union-attr]
+        return [static_voters_record(self.directory, m.voters, m.node.registry)]  # type: ignore[union-attr]
 
     def membership_appended(self, m: Member, start: int) -> None:
         """The leader's controller appended from `start` (an upgrade of kraft.version): a
@@ -303,12 +304,25 @@ class ReconfigMixin:
 
     def directory_id_of(self, node_id: int) -> Any:
         """The node's metadata directory id (meta.properties), None when it has none."""
-        try:
-            meta = read_meta_properties(node_directory(self.directory, node_id))
-        except KraftsimError:
-            return None
-        did = meta.meta.directory_id
-        return None if did is None else Uuid.from_string(did)
+        return node_directory_id(self.directory, node_id)
 
 
-__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused"]
+def node_directory_id(cluster_dir: Path, node_id: int) -> Uuid | None:
+    """A simulated node's metadata directory id (its meta.properties), None when it has none."""
+    try:
+        meta = read_meta_properties(node_directory(cluster_dir, node_id))
+    except KraftsimError:
+        return None
+    did = meta.meta.directory_id
+    return None if did is None else Uuid.from_string(did)
+
+
+def static_voters_record(cluster_dir: Path, voters: Iterable[int], registry: Registry) -> Payload:
+    """The VotersRecord raft writes for a static quorum upgraded to kraft.version 1: each
+    configured voter with its endpoint and the directory id it fetches with."""
+    dynamic = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], node_directory_id(cluster_dir, v) or Uuid.ZERO)
+               for v in voters}
+    return voters_record(dynamic, CONTROLLER_LISTENER[0], registry)
+
+
+__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused", "node_directory_id", "static_voters_record"]
