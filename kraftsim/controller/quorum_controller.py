@@ -153,13 +153,16 @@ class QuorumController:
     the latest testing levels). The existing log is replayed when the controller is made
     (`resume`: from a kept ReplayState of its first offsets, the rest only).
     `raft_upgrade` stands for the raft layer's kraft.version upgrade (default: every voter
-    must support the level); `max_batch_bytes` is Kafka's batch limit unless a test lowers it.
+    must support the level); `upgrade_voters` gives the VotersRecord raft writes with an
+    upgrade to kraft.version 1 (the voter set with the directory ids the leader learned; none
+    when not given); `max_batch_bytes` is Kafka's batch limit unless a test lowers it.
     """
 
     def __init__(self, node_id: int, log: MetadataLog, *, clock: Clock, catalog: Catalog | None = None,
                  supported: Mapping[str, Range] | None = None, unstable: bool = False, epoch: int = 1,
                  config: ControllerConfig = ControllerConfig(), static_voters: Iterable[int] = (),
                  kraft_version: int = 0, raft_upgrade: KRaftUpgrade | None = None,
+                 upgrade_voters: Callable[[], list[Payload]] | None = None,
                  max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
                  token_settings: delegation_tokens.DelegationTokenSettings = delegation_tokens.DelegationTokenSettings(),
                  resume: tuple[ReplayState, int] | None = None):
@@ -173,6 +176,7 @@ class QuorumController:
         self.static_voters = tuple(static_voters)
         self.registry = self.catalog.record_registry()
         self.raft_upgrade = raft_upgrade
+        self.upgrade_voters = upgrade_voters
         self.max_batch_bytes = max_batch_bytes
         if resume is not None:  # a state the caller kept of this log's first `resume[1]` offsets
             self.state = resume[0].copy().replay_from(log, resume[1], self.registry)
@@ -222,12 +226,12 @@ class QuorumController:
         self._append_control("LeaderChangeMessage", version=0, leader_id=self.node_id,
                              voters=[voter(voter_id=i) for i in ids], granting_voters=[voter(voter_id=i) for i in ids])
 
-    def _append_control(self, record_type: str, **fields: Any) -> None:
-        """One control batch of one record, as raft writes it."""
-        record = payload(self.registry, record_type, 0, **fields)
+    def _append_control(self, record_type: str, *more: Payload, **fields: Any) -> None:
+        """One control batch, as raft writes it: one record, then `more` records."""
+        records = [payload(self.registry, record_type, 0, **fields), *more]
         base, now = self.log.log_end_offset, self.clock()
-        self.log.append(encode_control_batch(base, [record], epoch=self.epoch, timestamp=now))
-        self.state.replay_batch([record], base_offset=base, epoch=self.epoch, timestamp=now, control=True)
+        self.log.append(encode_control_batch(base, records, epoch=self.epoch, timestamp=now))
+        self.state.replay_batch(records, base_offset=base, epoch=self.epoch, timestamp=now, control=True)
 
     def activate(self, bootstrap: BootstrapMetadata | None = None) -> ControllerResult:
         """Become active: write the activation records for what the replayed log left.
@@ -267,10 +271,10 @@ class QuorumController:
         return result
 
     def update_features(self, request: UpdateFeaturesRequest) -> ControllerResult:
-        """UpdateFeatures. A kraft.version upgrade that raft accepts is recorded as raft does it:
-        a KRaftVersionRecord control batch ahead of the controller's NoOpRecord (the voter
-        set record Kafka adds for a static quorum is not written), and only when the whole
-        request succeeds."""
+        """UpdateFeatures. A kraft.version upgrade that raft accepts is recorded as raft does it
+        (LeaderState.maybeAppendUpgradedKRaftVersion): one control batch ahead of the
+        controller's NoOpRecord, holding the KRaftVersionRecord and, from `upgrade_voters`,
+        the VotersRecord of the static voter set; only when the whole request succeeds."""
         check = self.raft_upgrade or voters_support_kraft_upgrade
         upgraded: list[int] = []
 
@@ -283,7 +287,8 @@ class QuorumController:
 
         def write_kraft_version() -> None:
             if upgraded:
-                self._append_control("KRaftVersionRecord", version=0, k_raft_version=upgraded[-1])
+                voters = self.upgrade_voters() if self.upgrade_voters is not None else []
+                self._append_control("KRaftVersionRecord", *voters, version=0, k_raft_version=upgraded[-1])
 
         return self._execute(lambda ctx: update_features(ctx, request, raft), write_kraft_version)
 

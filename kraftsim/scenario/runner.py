@@ -322,7 +322,7 @@ def _execute(sim: Simulation, step: Step) -> list[str]:
         return [f"Added controller {nid} with directory id {sim.directory_id(nid)} and endpoints: "
                 f"CONTROLLER://node-{nid}:9093"]
     if isinstance(step, RemoveController):
-        did = sim.directory_id(step.id)
+        did = sim.voter_directory_id(step.id)  # the voter's, as describe --replication shows it
         sim.remove_controller(step.id)
         return [f"Removed  KRaft controller {step.id} with directory id {did}"]
     if isinstance(step, AlterBrokerConfig):

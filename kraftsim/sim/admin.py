@@ -169,8 +169,10 @@ class AdminMixin:
 
         def call(leader: Member) -> Any:
             assert e.controller is not None
+            start = leader.log.log_end_offset
             answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
+            e.membership_appended(leader, start)
             return answer
 
         result = self._client_request(call)

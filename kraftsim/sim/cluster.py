@@ -38,6 +38,7 @@ from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, inca
 from kraftsim.sim.ticks_lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
 from kraftsim.sim.ticks_state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
 from kraftsim.sim.types import MvChangeReport
+from kraftsim.sim.reconfig import static_voters_record
 from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
     write_quorum_state,
@@ -266,7 +267,9 @@ class SimCluster(TickLifecycleMixin):
         assert node.log is not None
         config = ControllerConfig(cluster_id=self.state.cluster_id, policies=frozenset(self.state.policies))
         qc = QuorumController(node_id, node.log, clock=self.now, catalog=node.catalog, epoch=epoch, config=config,
-                              static_voters=self.state.voters, kraft_version=self.state.kraft_version)
+                              static_voters=self.state.voters, kraft_version=self.state.kraft_version,
+                              upgrade_voters=lambda: [static_voters_record(self.directory, self.state.voters,
+                                                                           node.registry)])
         if activate:
             qc.activate(read_bootstrap_dir(node.directory))
         self.controller = qc

@@ -560,6 +560,7 @@ class Engine(RaftMixin, LifecycleMixin):
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
                                   config=config, kraft_version=self.kraft_version,
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
+                                  upgrade_voters=lambda: self._upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:

@@ -49,7 +49,8 @@ class FetchMixin:
         else:
             offset, last_epoch = log.log_end_offset, self._last_epoch(m)
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
-            "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark}))
+            "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark,
+            "directory_id": m.directory_id}))
         m.fetch_seq = seq = m.fetch_seq + 1
         # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
         # would make every use of `m` in them go through a cell; sched.after, inlined)
@@ -76,7 +77,12 @@ class FetchMixin:
             self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "FENCED_LEADER_EPOCH",
                                                                             "leader": m.id}))
             return
-        m.last_fetch_from[msg.src] = self.sched.now_ms
+        # A replica with a voter's id but another directory (a wiped disk formatted again) is
+        # not that voter: it is served as an observer whose fetches count for nothing.
+        other_key = m.voters_record is not None and msg.src in m.voters \
+            and not self.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
+        if not other_key:
+            m.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
@@ -103,11 +109,14 @@ class FetchMixin:
                     epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
                     self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
                     return
-        m.matched[msg.src] = offset
-        if offset >= log.log_end_offset:
-            m.caught_up_at[msg.src] = self.sched.now_ms
-        if msg.src in m.voters:
-            self._update_high_watermark(m)
+        if other_key:
+            m.other_key_fetch[msg.src] = (offset, self.sched.now_ms)
+        else:
+            m.matched[msg.src] = offset
+            if offset >= log.log_end_offset:
+                m.caught_up_at[msg.src] = self.sched.now_ms
+            if msg.src in m.voters:
+                self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
             sched, delay = self.sched, self.config.fetch_max_wait_ms  # (sched.after, inlined: most fetches park)

@@ -55,6 +55,9 @@ class Member:
     last_fetch_from: dict[int, int] = field(default_factory=dict)  # replica -> time of its last fetch
     parked: dict[int, tuple[int, object]] = field(default_factory=dict)  # replica -> (generation, message)
     epoch_start_offset: int = 0
+    #: replica -> (offset, time) of its last fetch, for a replica with a voter's id but another
+    #: directory id (a wiped voter formatted again): an observer, apart from the voter's state.
+    other_key_fetch: dict[int, tuple[int, int]] = field(default_factory=dict)
     #: replica -> when its fetch last reached the leader's log end (Kafka's lastCaughtUpTimestamp).
     caught_up_at: dict[int, int] = field(default_factory=dict)
     # quorum membership (sim.reconfig): the voter set this replica's log holds, the offset of
@@ -62,6 +65,9 @@ class Member:
     voters: tuple[int, ...] = ()
     voters_offset: int = -1
     voters_record: object | None = None
+    #: Its metadata directory id (meta.properties) under kraft.version 1: with its id, the
+    #: replica key a VotersRecord names (None under kraft.version 0, where ids alone count).
+    directory_id: object | None = None
     #: The leader's voter change in flight: (kind, node id, offset of its VotersRecord).
     voter_change: tuple[str, int, int] | None = None
     # broker / controller lifecycle (soft)

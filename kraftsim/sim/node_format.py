@@ -46,12 +46,13 @@ def directory_id_for(seed: int, node_id: int) -> str:
 
 def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
                 seed: int, now_ms: int, release_version: str | None = None, features: Sequence[str] = (),
-                emit: Callable[[str], None] = print, dynamic: str | None = None) -> None:
+                emit: Callable[[str], None] = print, dynamic: str | None = None, again: int = 0) -> None:
     """`kafka-storage format` for one node, with the node's release as the tool's: the node's
     directory is both its log dir and its metadata log dir. The quorum is static unless
     `dynamic` (KIP-853: controller.quorum.bootstrap.servers instead of the voters) says how a
     controller is formatted: "standalone", "initial" (--initial-controllers with `voters`) or
-    "none" (--no-initial-controllers, a controller that joins later)."""
+    "none" (--no-initial-controllers, a controller that joins later). `again` counts the
+    formats of the node after its first (a wiped disk): each draws a new directory id."""
     directory = str(node_directory(cluster_dir, state.id))
     name, port = CONTROLLER_LISTENER
     if dynamic is None:
@@ -66,7 +67,7 @@ def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters
     controller = "controller" in state.roles
     initial = ",".join(f"{v}@node-{v}:{port}:{directory_id_for(seed, v)}" for v in voters) \
         if controller and dynamic == "initial" else None
-    rng = random.Random(f"kraftsim:{seed}:format:{state.id}")
+    rng = random.Random(f"kraftsim:{seed}:format:{state.id}" + (f":again:{again}" if again else ""))
     storage_format(catalog.at_release(state.release), config, cluster_id=cluster_id,
                    release_version=release_version, features=features, clock=lambda: now_ms, rng=rng,
                    date=java_date(now_ms // 1000), fsync=False, out=lambda line: _format_line(emit, state.id, line),

@@ -75,8 +75,12 @@ def quorum_info(engine: Engine, cluster_id: str) -> QuorumInfo:
     dynamic = engine.kraft_version >= 1
     endpoints = _voter_endpoints(m.voters_record) if dynamic else {}
 
+    recorded = {v.voter_id: v.voter_directory_id for v in m.voters_record.voters} \
+        if dynamic and m.voters_record is not None else {}
+
     def replica(i: int, voter: bool) -> ReplicaInfo:
-        did = engine.directory_id_of(i) if (dynamic or not voter) else None
+        did = (recorded.get(i) or engine.directory_id_of(i)) if voter and dynamic else \
+            engine.directory_id_of(i) if not voter else None
         eps = endpoints.get(i, (f"{CONTROLLER_LISTENER[0]}://node-{i}:{CONTROLLER_LISTENER[1]}",)) if voter else ()
         if i == m.id:
             return ReplicaInfo(i, did or Uuid.ZERO, m.log.log_end_offset, now, now, eps)
@@ -88,6 +92,9 @@ def quorum_info(engine: Engine, cluster_id: str) -> QuorumInfo:
     watched = [i for i, t in sorted(m.last_fetch_from.items())
                if i not in m.voters and i != m.id and now - t < OBSERVER_SESSION_TIMEOUT_MS]
     observers = [replica(i, False) for i in watched]
+    observers += [ReplicaInfo(i, engine.directory_id_of(i) or Uuid.ZERO, leo, t, -1, ())  # a wiped voter's new self
+                  for i, (leo, t) in sorted(m.other_key_fetch.items())
+                  if i in m.voters and now - t < OBSERVER_SESSION_TIMEOUT_MS]
     if _kip_853(m):  # observers kept in a HashMap by ReplicaKey (id and directory id) from 3.9
         observers = hash_map_order(observers, lambda r: replica_key_hash(r.node_id, r.directory_id))
     return QuorumInfo(cluster_id, m.id, m.epoch, m.high_watermark if m.high_watermark is not None else -1,

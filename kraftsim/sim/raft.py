@@ -305,7 +305,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         if len(payloads) > 1:
             m.voters_offset = log.log_end_offset - 1  # the voter set, now in the log
         self._write_epoch_file(m)
-        m.matched = {m.id: m.flushed_end}
+        m.matched, m.other_key_fetch = {m.id: m.flushed_end}, {}
         m.last_fetch_from = {}
         self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
         self.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})

@@ -18,11 +18,14 @@ commits the change is done; a leader that removed itself then resigns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.registry import Registry
 from kraftsim.sim.events import Message
 from kraftsim.sim.member import FOLLOWER, LEADER, OBSERVER, UNATTACHED, Member
 from kraftsim.sim.node import CONTROLLER_LISTENER, node_directory
@@ -48,6 +51,11 @@ class VoterChangeRefused(SimError):
 class ReconfigMixin:
     """Voter sets per replica and voter changes at the leader; `self` is the Engine."""
 
+    #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
+    #: and its offset: what a replica without a record of its own is checked against.
+    voter_keys: dict[int, Any] = {}
+    voter_keys_offset: int = -2
+
     # -------------------------------------------------------------- each replica's voter set
 
     def _read_voters(self, m: Member, *, initial: bool = False) -> None:
@@ -55,6 +63,7 @@ class ReconfigMixin:
         if self.kraft_version < 1:
             self._set_voters(m, self.voters, None, -1, initial=initial)
             return
+        m.directory_id = self.directory_id_of(m.id)
         node = m.node
         assert node is not None and node.log is not None
         log, registry = node.log, node.registry
@@ -74,9 +83,9 @@ class ReconfigMixin:
                 for e in decode_batch(fb.batch, registry):
                     if e.type_name == VOTERS_RECORD:
                         record, offset = e.message, e.offset
-        # Without a VotersRecord (a static quorum upgraded to kraft.version 1, a controller
-        # formatted --no-initial-controllers, a wiped disk) the node knows the cluster's voters
-        # as its configuration gives them: it is a voter only if among them.
+        # Without a VotersRecord (a controller formatted --no-initial-controllers, a wiped disk
+        # formatted again) the node knows the cluster's voters as its configuration gives them:
+        # it is a voter only if among them, and not with another directory than the voter's.
         ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
         self._set_voters(m, ids, record, offset, initial=initial)
 
@@ -100,7 +109,10 @@ class ReconfigMixin:
             ids = self.voters  # (one tuple shared: the leader compares by identity)
         changed = ids != m.voters
         m.voters, m.voters_record, m.voters_offset = ids, record, offset
-        was, m.voter = m.voter, m.id in ids
+        if record is not None and offset >= self.voter_keys_offset:
+            self.voter_keys_offset = offset
+            self.voter_keys = {v.voter_id: v.voter_directory_id for v in record.voters}
+        was, m.voter = m.voter, m.id in ids and self.is_voter_key(m.id, m.directory_id, record)
         if changed and not initial:
             self.emit(m.id, "voters", {"voters": list(ids), "offset": offset})
         if initial or was == m.voter or not m.running:
@@ -121,6 +133,18 @@ class ReconfigMixin:
             m.timer_gen += 1  # no election timer any more
             if not m.fetch_in_flight:
                 self._fetch(m)
+
+    def is_voter_key(self, node_id: int, directory_id: Any, record: Any = None) -> bool:
+        """Whether (node_id, directory_id) is the replica key the voter set names for node_id
+        (Kafka's ReplicaKey match: a voter recorded without a directory id matches any). Without
+        a record, the newest voter set any replica has seen decides; none known: ids alone."""
+        if directory_id is None:
+            return True
+        if record is None:
+            known = self.voter_keys.get(node_id)
+        else:
+            known = next((v.voter_directory_id for v in record.voters if v.voter_id == node_id), None)
+        return known is None or known == Uuid.ZERO or known == directory_id
 
     # -------------------------------------------------------------- the leader's side
 
@@ -239,19 +263,36 @@ class ReconfigMixin:
         self._append_voters(m, voters, ("remove", node_id))
 
     def record_static_voters(self) -> bool:
-        """A quorum at kraft.version 1 whose voter set is in no VotersRecord (a static quorum
-        upgraded: Kafka writes the record with the upgrade; kraftsim writes it before the first
-        voter change, so runs without a change keep their bytes): the leader appends the
-        current set now, with each voter's directory id. True when it appended."""
+        """A quorum at kraft.version 1 whose leader knows its voter set from no VotersRecord
+        (a directory upgraded before kraftsim wrote the record with the upgrade): the leader
+        appends the current set now, before a voter change. True when it appended."""
         m = self.leader_member()  # type: ignore[attr-defined]
-        if m is None or self.kraft_version < 1 or m.voters_record is not None:
+        if m is None or self.kraft_version < 1:
             return False
-        voters = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], self.directory_id_of(v) or Uuid.ZERO)
-                  for v in m.voters}
-        payload = voters_record(voters, CONTROLLER_LISTENER[0], m.node.registry)
-        self._append_control(m, [payload])
-        self._set_voters(m, m.voters, payload.message, m.log.log_end_offset - 1)
+        payloads = self._upgrade_voters(m)
+        if not payloads:
+            return False
+        self._append_control(m, payloads)
+        self._set_voters(m, m.voters, payloads[0].message, m.log.log_end_offset - 1)
         return True
+
+    def _upgrade_voters(self, m: Member) -> list[Payload]:
+        """The VotersRecord the leader writes beside the KRaftVersionRecord of an upgrade to
+        kraft.version 1 (LeaderState.maybeAppendUpgradedKRaftVersion): its static voter set
+        with the directory id each voter fetches with; none when a voter set is in the log."""
+        if m.voters_record is not None:
+            return []
+        return [static_voters_record(self.directory, m.voters, m.node.registry)]  # type: ignore[union-attr]
+
+    def membership_appended(self, m: Member, start: int) -> None:
+        """The leader's controller appended from `start` (an upgrade of kraft.version): a
+        VotersRecord there takes effect at once, and the membership invariants apply."""
+        for fb in m.log.batches(start, check_crc=False):
+            if fb.batch.is_control:
+                before = m.voters_record
+                self._control_appended(m, fb.batch)
+                if m.voters_record is not before:
+                    self.checker.membership = True
 
     def _change_leader(self) -> Member:
         m = self.leader_member()  # type: ignore[attr-defined]
@@ -263,12 +304,25 @@ class ReconfigMixin:
 
     def directory_id_of(self, node_id: int) -> Any:
         """The node's metadata directory id (meta.properties), None when it has none."""
-        try:
-            meta = read_meta_properties(node_directory(self.directory, node_id))
-        except KraftsimError:
-            return None
-        did = meta.meta.directory_id
-        return None if did is None else Uuid.from_string(did)
+        return node_directory_id(self.directory, node_id)
 
 
-__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused"]
+def node_directory_id(cluster_dir: Path, node_id: int) -> Uuid | None:
+    """A simulated node's metadata directory id (its meta.properties), None when it has none."""
+    try:
+        meta = read_meta_properties(node_directory(cluster_dir, node_id))
+    except KraftsimError:
+        return None
+    did = meta.meta.directory_id
+    return None if did is None else Uuid.from_string(did)
+
+
+def static_voters_record(cluster_dir: Path, voters: Iterable[int], registry: Registry) -> Payload:
+    """The VotersRecord raft writes for a static quorum upgraded to kraft.version 1: each
+    configured voter with its endpoint and the directory id it fetches with."""
+    dynamic = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], node_directory_id(cluster_dir, v) or Uuid.ZERO)
+               for v in voters}
+    return voters_record(dynamic, CONTROLLER_LISTENER[0], registry)
+
+
+__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused", "node_directory_id", "static_voters_record"]

@@ -54,6 +54,7 @@ from kraftsim.sim.types import (
 )
 from kraftsim.sim.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
+from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
@@ -518,11 +519,18 @@ class Simulation(AdminMixin):
 
     def remove_controller(self, node_id: int, directory_id: str | None = None) -> None:
         """`kafka-metadata-quorum remove-controller --controller-id ID --controller-directory-id DIR`
-        (the voter's own directory id unless given); the leader appends the new voter set."""
+        (unless given, the directory id the voter set records for it); the leader appends the new voter set."""
         e = self.engine
         e.member(node_id)
-        did = e.directory_id_of(node_id) if directory_id is None else _uuid(directory_id)
+        did = self.voter_directory_id(node_id) if directory_id is None else _uuid(directory_id)
         self._voter_change(lambda: e.request_remove_voter(node_id, did), node_id, "remove-controller")
+
+    def voter_directory_id(self, node_id: int) -> Uuid | None:
+        """The directory id the voter set records for `node_id` (what describe --replication
+        shows an operator: after a wipe it is no longer the node's own), else the node's own."""
+        e = self.engine
+        recorded = e.voter_keys.get(node_id) if node_id in e.voters else None
+        return recorded if recorded is not None and recorded != Uuid.ZERO else e.directory_id_of(node_id)
 
     def _voter_change(self, request: Callable[[], None], node_id: int, label: str) -> None:
         e = self.engine
@@ -602,9 +610,30 @@ class Simulation(AdminMixin):
                 raise SimError(f"node {i} is running: a disk fault needs it stopped or crashed")
             if kind == "wipe":
                 self.engine.wipe(m)
+                if self.engine.kraft_version >= 1 and m.state.is_controller:
+                    self._format_again(m)
             else:
                 self.engine.torn_tail(m)
         self._finish_op("disk-fault")
+
+    def _format_again(self, m: Member) -> None:
+        """A wiped controller of a dynamic quorum is formatted again before it can start, as an
+        operator must (`kafka-storage format --no-initial-controllers`): a new directory id, so
+        the node is no longer the voter the VotersRecord names (KIP-853) and starts as an
+        observer until it is removed and added again. (A static quorum's voters are ids alone:
+        its wiped node keeps meta.properties.)"""
+        e = self.engine
+        d = node_directory(self.directory, m.id)
+        before = e.directory_id_of(m.id)
+        for name in (META_PROPERTIES_FILE, BOOTSTRAP_FILE):
+            (d / name).unlink(missing_ok=True)
+        try:
+            format_node(self.directory, self.catalog, m.state, voters=e.voters, cluster_id=self._saved.cluster_id,
+                        seed=self.seed, now_ms=e.now, emit=lambda line: None, dynamic="none", again=m.disk_gen)
+        except KraftsimError as err:
+            raise SimError(str(err)) from None
+        e.emit(m.id, "note", {"text": f"Node {m.id} is formatted again (--no-initial-controllers): directory id "
+                                      f"{before} -> {e.directory_id_of(m.id)}."})
 
     def snapshot(self, nodes: Sequence[int] | None = None) -> list[Path]:
         ids = self._ids(list(nodes)) if nodes is not None else [m.id for m in self.engine.ordered() if m.running]

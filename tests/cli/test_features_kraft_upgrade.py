@@ -28,3 +28,26 @@ def test_kraft_version_upgrade_on_a_static_quorum(tmp_path: Path, capsys: pytest
     upgraded, finalized = _upgrade_then_kraft_level(capsys, tmp_path / "c", release, mv)
     assert "kraft.version was upgraded to 1." in upgraded.splitlines()
     assert finalized == level
+
+
+@pytest.mark.parametrize("engine", ["events", "ticks"])
+def test_upgrade_writes_kraft_version_and_voters_in_one_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              engine: str) -> None:
+    """4.1+: the upgrade appends one control batch, KRaftVersion then KRaftVoters with every
+    static voter's directory id from meta.properties (as Kafka's leader does), seen in the
+    log dump of a follower before any voter change."""
+    d = tmp_path / "c"
+    assert main(["cluster", "create", str(d), "--engine", engine, "--controllers", "3", "--brokers", "1",
+                 "--release", "4.1", "--seed", "0"]) == 0
+    assert main(["features", "--cluster", str(d), "upgrade", "--feature", "kraft.version=1"]) == 0
+    capsys.readouterr()
+    assert main(["log", "dump", str(d / "node-2" / "__cluster_metadata-0" / "00000000000000000000.log")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "KRaftVersion {" in ln)
+    assert "isControl: true" in lines[at - 1] and "count: 2" in lines[at - 1]
+    assert '"kRaftVersion":1' in lines[at] and "KRaftVoters {" in lines[at + 1]
+    for v in (1, 2, 3):
+        did = next(ln for ln in (d / f"node-{v}" / "meta.properties").read_text().splitlines()
+                   if ln.startswith("directory.id=")).split("=", 1)[1]
+        assert f'"voterId":{v},"voterDirectoryId":"{did}"' in lines[at + 1]
+    assert "NO_OP_RECORD" in lines[at + 3]  # the controller's record comes next

@@ -139,7 +139,7 @@ def test_disjoint_majorities_matches_brute_force(a: set[int], b: set[int]) -> No
 
 def test_static_quorum_upgraded_to_kraft_version_1_then_grown(tmp_path: Path) -> None:
     """4.1+: kraft.version 0 -> 1 on a static quorum; the voters stay the configured ones
-    across restarts, and the first change records them (with directory ids) before adding."""
+    across restarts (recorded with the upgrade, with directory ids), and the add follows."""
     with Simulation.create(tmp_path / "s", controllers=3, brokers=1, release="4.1", durable=False) as sim:
         sim.features("upgrade", features={"kraft.version": 1})
         assert sim.finalized()["kraft.version"] == 1
@@ -149,8 +149,34 @@ def test_static_quorum_upgraded_to_kraft_version_1_then_grown(tmp_path: Path) ->
         assert sim.voters() == (1, 2, 3) and sim.engine.member(2).voter
         assert sim.add_controller() == 5
         records = _voters_records(sim, 5)
-        assert records == [[1, 2, 3], [1, 2, 3, 5]]  # the static set recorded first, then the add
+        assert records == [[1, 2, 3], [1, 2, 3, 5]]  # the static set recorded with the upgrade, then the add
         assert all(v.directory_id != v.directory_id.ZERO for v in sim.quorum_info().voters)
+        _ok(sim)
+
+
+def test_kraft_version_upgrade_writes_the_voter_set_with_it(tmp_path: Path) -> None:
+    """4.1+: the leader appends one control batch, KRaftVersionRecord(1) then the VotersRecord of
+    the static voters with each voter's directory id, ahead of the controller's NoOpRecord
+    (LeaderState.maybeAppendUpgradedKRaftVersion); every controller replicates it, before any
+    voter change, and treats the recorded set as its voter set."""
+    registry = default_catalog().record_registry()
+    with Simulation.create(tmp_path / "s", controllers=3, brokers=1, release="4.1", durable=False) as sim:
+        sim.features("upgrade", features={"kraft.version": 1})
+        sim.wait(5_000)
+        dirs = {v: sim.engine.directory_id_of(v) for v in (1, 2, 3)}
+        for node in (1, 2, 3):
+            with MetadataLog.open(sim.log_dir(node), read_only=True) as log:
+                batches = [(fb.batch.is_control, list(decode_file_batch(fb, registry))) for fb in log.batches()]
+            upgrade = [es for control, es in batches if control and any(e.type_name == "KRAFT_VERSION" for e in es)]
+            assert len(upgrade) == 1
+            kv, voters = upgrade[0]
+            assert kv.type_name == "KRAFT_VERSION" and kv.message.k_raft_version == 1
+            assert voters.type_name == "KRAFT_VOTERS"
+            assert {v.voter_id: v.voter_directory_id for v in voters.message.voters} == dirs
+            after = [es for _, es in batches for e in es if e.offset > voters.offset]
+            assert after and after[0][0].type_name == "NO_OP_RECORD"  # the controller's record follows
+            assert sim.engine.member(node).voters_offset == voters.offset
+        assert _voters_records(sim, 1) == [[1, 2, 3]]
         _ok(sim)
 
 
@@ -168,3 +194,54 @@ def test_3_9_prints_directory_ids_as_optionals(tmp_path: Path) -> None:
         with pytest.raises(SimError, match=r"^Cannot remove voter ReplicaKey\(id=1, directoryId=Optional\[AAAAAAAAAAAAAAAAAAAAAQ\]\) "
                                            r"from the set of voters \[ReplicaKey\(id=1, directoryId=Optional\[[\w-]{22}\]\)\]$"):
             sim.remove_controller(1, "AAAAAAAAAAAAAAAAAAAAAQ")
+
+
+def test_a_wiped_voter_comes_back_as_an_observer_with_a_new_directory_id(tmp_path: Path) -> None:
+    """A wiped controller of a dynamic quorum is formatted again: a new directory id, so it is
+    not the voter (id, directory id) the VotersRecord names. Started before its removal, it
+    replicates as an observer, votes for no one and counts for no majority: with one of the
+    two other voters down there is no leader."""
+    with Simulation.create(tmp_path / "c", controllers=3, brokers=1, release="4.0.0", dynamic_quorum=True,
+                           durable=False) as sim:
+        e = sim.engine
+        old = sim.directory_id(3)
+        sim.crash([3])
+        sim.disk_fault([3], "wipe")
+        new = sim.directory_id(3)
+        assert new is not None and new != old
+        sim.start([3])
+        sim.wait(30_000)
+        m3 = e.member(3)
+        assert m3.voters == (1, 2, 3) and not m3.voter and m3.role == "observer"
+        assert m3.log.log_end_offset == e.leader_member().log.log_end_offset  # it caught up all the same
+        info = sim.quorum_info()
+        assert [(v.node_id, v.directory_id) for v in info.voters if v.node_id == 3] == [(3, old)]
+        assert (3, new) in [(o.node_id, o.directory_id) for o in info.observers]
+        leader = e.leader_member().id
+        other = next(i for i in (1, 2) if i != leader)
+        sim.crash([other])
+        sim.run(30_000)
+        assert e.leader_member() is None  # node 3 does not vote as its old self
+        assert m3.voted is None and m3.epoch == e.member(leader).epoch  # it granted no vote in any epoch
+        sim.start([other])
+        sim.wait(30_000)
+        assert e.leader_member() is not None
+        sim.remove_controller(3)  # the voter's recorded directory id, as describe --replication shows it
+        assert sim.voters() == (1, 2)
+        assert sim.add_controller(3) == 3
+        assert sim.voters() == (1, 2, 3) and e.member(3).voter
+        assert [(v.node_id, v.directory_id) for v in sim.quorum_info().voters if v.node_id == 3] == [(3, new)]
+        _ok(sim)
+
+
+def test_a_wiped_static_voter_keeps_its_directory_id(tmp_path: Path) -> None:
+    """Under kraft.version 0 the voters are ids alone: a wiped controller keeps meta.properties
+    and is a voter again once it starts."""
+    with Simulation.create(tmp_path / "c", controllers=3, brokers=1, release="4.0.0", durable=False) as sim:
+        old = sim.directory_id(3)
+        sim.crash([3])
+        sim.disk_fault([3], "wipe")
+        assert sim.directory_id(3) == old
+        sim.start([3])
+        sim.wait(30_000)
+        assert sim.engine.member(3).voter
