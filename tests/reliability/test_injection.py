@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import pty
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.cli_support import run
+from tests.cli_support import on_a_terminal, run
 
 HOSTILE = "</script><script>alert(1)</script>\x1b]0;owned\x07\u202egnp<b>&amp;"
 RAW = re.compile("[\x07\u202e\u2028]|\x1b\\]|\x1b\\[2J")  # what a terminal would obey (colour codes are kraftsim's own)
@@ -32,26 +29,6 @@ def _scenario(tmp_path: Path) -> Path:
     return f
 
 
-def _on_a_terminal(*argv: str) -> tuple[int, str]:
-    """`kraftsim ARGV` with stdout and stderr on a pty, as a user's terminal: (exit code, text seen)."""
-    leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], stdout=follower, stderr=follower,
-                          stdin=subprocess.DEVNULL, env=env, timeout=300)
-    os.close(follower)
-    seen = b""
-    for _ in range(10_000):  # bounded: ends at EOF (EIO on Linux) long before
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    return proc.returncode, seen.decode("utf-8", "replace")
-
-
 def test_config_and_principal_in_the_html_report_are_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     report = tmp_path / "r.html"
     code, _, err = run(capsys, "scenario", "run", str(_scenario(tmp_path)), "--html", str(report), "--json")
@@ -65,7 +42,7 @@ def test_config_and_principal_in_the_html_report_are_inert(tmp_path: Path, capsy
 
 
 def test_config_and_principal_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
-    code, text = _on_a_terminal("scenario", "run", str(_scenario(tmp_path)))
+    code, text = on_a_terminal("scenario", "run", str(_scenario(tmp_path)))
     assert code == 0, text
     assert not RAW.search(text) and SHOWN in text
     if "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb":
@@ -76,10 +53,10 @@ def test_acls_and_configs_commands_show_escapes(tmp_path: Path, capsys: pytest.C
     d = tmp_path / "c"
     code, _, err = run(capsys, "cluster", "create", str(d), "--controllers", "1", "--brokers", "1", "--release", "3.9")
     assert code == 0, err
-    code, text = _on_a_terminal("acls", "--cluster", str(d), "--add", "--allow-principal", "User:" + HOSTILE,
+    code, text = on_a_terminal("acls", "--cluster", str(d), "--add", "--allow-principal", "User:" + HOSTILE,
                                 "--operation", "Read", "--topic", HOSTILE)
     assert code == 0 and not RAW.search(text) and SHOWN in text, text
-    code, text = _on_a_terminal("configs", "--cluster", str(d), "--alter", "--entity-type", "brokers",
+    code, text = on_a_terminal("configs", "--cluster", str(d), "--alter", "--entity-type", "brokers",
                                 "--entity-default", "--add-config", f"x.{HOSTILE}={HOSTILE}")
     assert not RAW.search(text), text
 
@@ -96,7 +73,7 @@ def test_a_scram_user_reaches_no_terminal_raw(tmp_path: Path, capsys: pytest.Cap
     shown_by = []
     for argv in (["replay", str(d / "__cluster_metadata-0")], ["log", "dump", str(next(d.rglob("*.checkpoint")))],
                  ["metadata-shell", "--snapshot", str(next(d.rglob("*.checkpoint"))), "find", "/"]):
-        code, text = _on_a_terminal(*argv)
+        code, text = on_a_terminal(*argv)
         assert code in (0, 1), (argv, text)
         assert not RAW.search(text), (argv, text)
         shown_by += [argv[0]] if "\\x1b[2J\\x07\\u202eevil" in text else []
