@@ -3,7 +3,8 @@ retitle or clear a terminal), bidirectional overrides (they reorder what is read
 line and paragraph separators are written as visible `\\xNN` / `\\uNNNN` escapes. One rule
 for the terminal (`kraftsim`'s main writes through `guard` when stdout or stderr is a
 terminal; pipes and files get the text as it is, and kraftsim's own progress-line control,
-a carriage return and erase-to-end-of-line, passes) and for HTML and SVG (scenario.markup).
+a carriage return and erase-to-end-of-line, passes, as do the colours of cli.style: they set
+a colour and nothing else) and for HTML and SVG (scenario.markup).
 """
 
 from __future__ import annotations
@@ -27,12 +28,14 @@ def visible(text: str) -> str:
     return INVISIBLE.sub(shown, text)
 
 
-_OWN = ("\r", "\x1b[K")  # the progress lines' own control (pipeline.progress, spark)
-_PATTERN = re.compile(r"\x1b\[K|" + INVISIBLE.pattern)
+# The progress lines' own control (pipeline.progress, spark) and cli.style's colours: green,
+# red, yellow, bold, reset. None can retitle, clear or move anything.
+_OWN = re.compile(r"\r|\x1b\[(?:K|0m|1m|3[123]m)")
+_PATTERN = re.compile(_OWN.pattern + "|" + INVISIBLE.pattern)
 
 
 def _one(m: re.Match[str]) -> str:
-    return m[0] if m[0] in _OWN else shown(m)
+    return m[0] if _OWN.fullmatch(m[0]) else shown(m)
 
 
 class SafeTerminal:

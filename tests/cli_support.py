@@ -1,6 +1,12 @@
-"""The one way the tests run a `kraftsim` command in-process: exit status, stdout, stderr."""
+"""The one way the tests run a `kraftsim` command in-process: exit status, stdout, stderr;
+and as a process writing to a terminal (a pty), for what a user's terminal is sent."""
 
 from __future__ import annotations
+
+import os
+import pty
+import subprocess
+import sys
 
 import pytest
 
@@ -16,3 +22,23 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     return code, out, err
+
+
+def on_a_terminal(*argv: str) -> tuple[int, str]:
+    """`kraftsim ARGV` as a process with stdout and stderr on a pty: (exit code, text seen)."""
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], stdout=follower, stderr=follower,
+                          stdin=subprocess.DEVNULL, env=env, timeout=300)
+    os.close(follower)
+    seen = b""
+    for _ in range(100_000):  # bounded: ends at EOF (EIO on Linux) long before
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return proc.returncode, seen.decode("utf-8", "replace")

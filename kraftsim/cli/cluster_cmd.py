@@ -14,6 +14,7 @@ from kraftsim.cli import import_cmd
 from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.scenario.language import Limits
 from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
 from kraftsim.sim.health import cluster_health
 from kraftsim.sim.narrate import narrator
@@ -119,7 +120,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = cmds.add_parser("run", help="let simulated time pass (event simulator)")
     run.add_argument("dir", metavar="DIR", type=cluster_dir, help="the cluster directory (`cluster create`)")
     run.add_argument("--ms", type=bounded_int(0, 2**31 - 1, "a number of milliseconds"), required=True, metavar="MS",
-                     help="how long to let the cluster run, in simulated milliseconds")
+                     help="how long to let the cluster run, in simulated milliseconds (at most --max-ms)")
+    run.add_argument("--max-ms", type=bounded_int(0, 2**31 - 1, "a number of milliseconds"), default=Limits().step_ms,
+                     metavar="MS", help="the largest --ms accepted, as a scenario's [limits] step_ms "
+                                        f"(default {Limits().step_ms:,}); raise it to run longer on purpose")
     run.add_argument("--until-stable", action="store_true", help="fail (exit 1) unless the cluster is stable by then")
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end (time, leader, every "
@@ -216,6 +220,9 @@ def _run_fault(args: argparse.Namespace) -> int:
     if engine_of(args.dir) != EVENTS:
         raise KraftsimError(f"{args.dir}: `cluster {args.fault}` needs a cluster of the event simulator "
                             "(this one was made with `cluster create --engine ticks`)")
+    if args.fault == "run" and args.ms > args.max_ms:  # refused before the directory is opened or locked
+        raise UsageError(f"--ms {args.ms:,} is more than {args.max_ms:,} simulated ms, the limit of one run "
+                         f"(as a scenario's [limits] step_ms); pass --max-ms {args.ms} if you mean it")
     as_json = getattr(args, "json", False)
     with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(print)) as sim:
         nodes = getattr(args, "nodes", None)

@@ -22,7 +22,7 @@ import msgspec
 from kraftsim.controller.features import (
     KIP_778,
 )
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin
@@ -131,6 +131,8 @@ class Simulation(AdminMixin):
         try:
             base = catalog if isinstance(catalog, Catalog) else load_catalog(cat_path)
             base.find_release(release)
+        except UsageError:  # invalid input (a catalog over its limits) stays exit 2
+            raise
         except KraftsimError as e:
             raise SimError(str(e)) from None
         roles = ([(BROKER, CONTROLLER)] * combined + [(CONTROLLER,)] * controllers + [(BROKER,)] * brokers)

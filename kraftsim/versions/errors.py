@@ -8,7 +8,7 @@ name of the rule that was broken.
 
 from __future__ import annotations
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 
 
 class VersionsError(KraftsimError, ValueError):
@@ -52,3 +52,8 @@ class CatalogError(VersionsError):
         self.text = text
         self.where = where
         super().__init__(f"Refusing {where}: rule {rule} broken: {text}")
+
+
+class CatalogTooLarge(CatalogError, UsageError):
+    """A catalog file with more entries than its limits allow: refused as invalid input (exit 2),
+    before the work its size would cost."""

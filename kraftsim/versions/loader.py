@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kraftsim import tomlinput
-from kraftsim.versions.errors import CatalogError
+from kraftsim.versions.errors import CatalogError, CatalogTooLarge
 from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (
     CapabilityEntry,
@@ -44,6 +44,15 @@ Fragments = list[tuple[str, Fragment, Path | None]]
 
 
 _V = TypeVar("_V")
+
+CATALOG_LIMITS = {"metadata_versions": 1_000, "features": 200, "feature_levels": 2_000, "releases": 500,
+                  "records": 2_000, "capabilities": 2_000, "requests": 2_000, "replay_config_names": 1_000}
+"""How many entries of each kind one catalog file may hold unless its `[limits]` raise them.
+
+Kafka has a few dozen of each; checking merged catalogs costs more than linear time in these
+counts, so a file with 100,000 releases is refused before that work instead of running for
+hours. `feature_levels` counts the levels of new features and the added ones; `releases`
+counts patch releases too."""
 
 
 @dataclass
@@ -75,9 +84,31 @@ def parse_fragment(text: str, source: str) -> Fragment:
     except RecursionError:
         raise CatalogError("schema", "not valid TOML: arrays or tables nested too deeply", source) from None
     try:
-        return msgspec.convert(data, Fragment)
+        fragment = msgspec.convert(data, Fragment)
     except msgspec.ValidationError as exc:
         raise CatalogError("schema", str(exc), source) from None
+    _check_counts(fragment, source)
+    return fragment
+
+
+def _check_counts(frag: Fragment, source: str) -> None:
+    """Entry counts within CATALOG_LIMITS or the file's own `[limits]`, each refusal naming its limit."""
+    unknown = sorted(set(frag.limits) - set(CATALOG_LIMITS))
+    if unknown:
+        raise CatalogError("limits", f"unknown key limits.{unknown[0]} (known: {', '.join(CATALOG_LIMITS)})", source)
+    counts = {"metadata_versions": len(frag.metadata_versions), "features": len(frag.features),
+              "feature_levels": sum(len(f.levels) for f in frag.features) + len(frag.feature_levels),
+              "releases": sum(1 + len(r.patches) for r in frag.releases), "records": len(frag.records),
+              "capabilities": len(frag.capabilities), "requests": len(frag.requests),
+              "replay_config_names": len(frag.replay_config_names)}
+    for key, count in counts.items():
+        limit = frag.limits.get(key, CATALOG_LIMITS[key])
+        if limit < 0:
+            raise CatalogError("limits", f"limits.{key}: expected an integer >= 0, got {limit}", source)
+        if count > limit:
+            raise CatalogTooLarge("limits", f"{count:,} {key.replace('_', ' ')}: more than the {limit:,} a catalog "
+                                         f"file may hold (the limit is [limits] {key}; raise it in the file, "
+                                         f"e.g. [limits] {key} = N, if you mean it)", source)
 
 
 def shipped_fragments() -> Fragments:

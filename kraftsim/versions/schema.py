@@ -139,4 +139,5 @@ class Fragment(_Entry):
     policies: dict[str, PolicyEntry] = {}
     replay_configs: ReplayConfigsRule | None = None
     replay_config_names: list[ConfigNamesEntry] = []
+    limits: dict[str, int] = {}  # kraftsim's addition: raises the entry counts loader.CATALOG_LIMITS allows
     doc: str = ""

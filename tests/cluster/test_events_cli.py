@@ -135,3 +135,18 @@ def test_describe_and_status_change_nothing(tmp_path: Path, capsys: pytest.Captu
     assert "FinalizedVersionLevel: 4.1-IV1" in out
     ok(capsys, "cluster", "status", d)
     assert tree_bytes(d) == before
+
+
+def test_run_ms_is_bounded_as_a_scenario_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A mistyped `--ms` (hours of simulated time) is refused up front, as a scenario's
+    `[limits] step_ms` refuses a long `run` step; `--max-ms` lets a longer run through."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "events")
+    before = _status(capsys, d)["time_ms"]
+    code, out, err = run(capsys, "cluster", "run", d, "--ms", "1000000000")
+    assert code == 2 and out == ""
+    assert "3,600,000" in err and "--max-ms 1000000000" in err and "Traceback" not in err
+    assert _status(capsys, d)["time_ms"] == before  # nothing ran
+    code, out, err = run(capsys, "cluster", "run", d, "--ms", "5000", "--max-ms", "1000")
+    assert code == 2 and "--max-ms 5000" in err
+    ok(capsys, "cluster", "run", d, "--ms", "3600001", "--max-ms", "3600001", "--json")

@@ -124,3 +124,47 @@ def test_the_toml_check_lets_real_files_through() -> None:
         tomlinput.loads(f.read_text(encoding="utf-8"))
     assert tomlinput.loads('a = "[[[[" # [[[[\nb.c = 1.5\n[d.e]\nf = [1.5, {g = "}"}]\n') == {
         "a": "[[[[", "b": {"c": 1.5}, "d": {"e": {"f": [1.5, {"g": "}"}]}}}
+
+
+def _many(kind: str, n: int) -> str:
+    """A catalog adding `n` entries of `kind` (valid ones: only the count may be refused)."""
+    if kind == "metadata_versions":
+        return "metadata_versions = [" + ", ".join(f'{{level = {35 + i}, version = "9.{i}-IV0", metadata_changed = false}}'
+                                                   for i in range(n)) + "]\n"
+    if kind == "releases":
+        return '[[releases]]\nname = "9.0.0"\ninherits = "4.4.0"\npatches = [' + ", ".join(
+            f'"9.0.{i}"' for i in range(1, n)) + "]\n"
+    return "".join(f'[[features]]\nname = "f{i}.version"\nlevels = [{{ level = 0, bootstrap = "3.3-IV3" }}]\n'
+                   for i in range(n))
+
+
+@pytest.mark.parametrize("kind, n", [("metadata_versions", 50_000), ("releases", 100_000), ("features", 20_000)])
+def test_catalog_sizes_are_bounded(capsys: pytest.CaptureFixture[str], tmp_path: Path, kind: str, n: int) -> None:
+    """Absurd entry counts are refused (exit 2) by the scenario's `catalog` and by `--catalog`,
+    naming the limit and how to raise it, before the catalog is checked."""
+    from tests.cli_support import run
+
+    cat = tmp_path / "big.toml"
+    cat.write_text(_many(kind, n))
+    code, out, err = _scenario(capsys, tmp_path, HEAD.replace("[cluster]", 'catalog = "big.toml"\n\n[cluster]', 1)
+                               + '[[step]]\nop = "heal"\n')
+    assert code == 2 and out == "", err
+    assert f"{n:,}" in err and f"[limits] {kind}" in err and "raise it" in err
+    for argv in (["features", "--catalog", str(cat), "describe"],
+                 ["cluster", "create", str(tmp_path / "c"), "--controllers", "1", "--release", "3.9", "--catalog", str(cat)]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and f"[limits] {kind}" in err, (argv, code, err)
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_catalog_may_raise_its_limits() -> None:
+    from kraftsim.versions import load_catalog_text
+    from kraftsim.versions.errors import CatalogError
+    from kraftsim.versions.loader import CATALOG_LIMITS
+
+    over = CATALOG_LIMITS["features"] + 1
+    with pytest.raises(CatalogError, match=r"\[limits\] features"):
+        load_catalog_text(_many("features", over))
+    load_catalog_text(f"[limits]\nfeatures = {over}\n" + _many("features", over))  # accepted as a whole
+    with pytest.raises(CatalogError, match="unknown key limits.feature "):
+        load_catalog_text("[limits]\nfeature = 1\n")

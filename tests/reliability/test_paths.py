@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kraftsim.storage import MetadataLog, SymlinkRefused, safe_file_name
-from tests.cli_support import run
+from tests.cli_support import on_a_terminal, run
 
 SCENARIO = """name = {name!r}
 [cluster]
@@ -147,29 +147,10 @@ def test_hostile_text_in_the_html_report_is_inert(tmp_path: Path, capsys: pytest
 
 def test_hostile_names_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
     import json
-    import os
-    import pty
-    import subprocess
-    import sys
 
     f = tmp_path / "s.toml"
     f.write_text("name = " + json.dumps(HOSTILE) + '\n[cluster]\ncontrollers = 1\nrelease = "3.8"\n', encoding="utf-8")
-    leader, follower = pty.openpty()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "check", str(f)], stdout=follower,
-                          stderr=follower, env=env, timeout=120)
-    os.close(follower)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    text = seen.decode("utf-8")
-    assert proc.returncode == 0, text
+    code, text = on_a_terminal("scenario", "check", str(f))
+    assert code == 0, text
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "\\x1b]0;owned\\x07\\u202egnp.exe" in text
