@@ -186,6 +186,9 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
         lines.append(f"features = {toml_value(dict(sorted(shape.features.items())))}")
     if shape.dynamic_quorum:
         lines.append("dynamic_quorum = true")
+    raised = _limits_needed(steps)
+    if raised:
+        lines += ["", "[limits]"] + [f"{k} = {v}" for k, v in raised.items()]
     for step in steps:
         lines += ["", "[[step]]", f"op = {toml_value(step.op)}"]
         for key in OP_KEYS[step.op]:
@@ -198,6 +201,21 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
         lines += ["", "[expect]"]
         lines += [f"{k} = {toml_value(v)}" for k, v in expect.items() if v is not None]
     return "\n".join(lines) + "\n"
+
+
+def _limits_needed(steps: Sequence[Step]) -> dict[str, int]:
+    """The `[limits]` a written file needs beyond the defaults, so that what a session or a
+    machine did (an hour-long served session, a long reproducer) replays instead of being refused."""
+    from kraftsim.scenario.language import Limits
+
+    default = Limits()
+    need = {"step_ms": max([int(s.args.get("ms") or s.args.get("timeout_ms") or 0) for s in steps], default=0),
+            "steps": len(steps)}
+    created = [(int(s.args.get("count") or 1), int(s.args.get("partitions") or 1))
+               for s in steps if s.op == "create-topics"]  # counted as the validator counts them
+    need["topics"] = sum(count for count, _ in created)
+    need["partitions"] = sum(count * partitions for count, partitions in created)
+    return {k: v for k, v in need.items() if v > getattr(default, k)}
 
 
 def write_scenario(path: Path, text: str) -> Path:
