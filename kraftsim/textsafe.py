@@ -2,14 +2,18 @@
 retitle or clear a terminal), bidirectional overrides (they reorder what is read) and the
 line and paragraph separators are written as visible `\\xNN` / `\\uNNNN` escapes. One rule
 for the terminal (`kraftsim`'s main writes through `guard` when stdout or stderr is a
-terminal; pipes and files get the text as it is, and kraftsim's own progress-line control,
-a carriage return and erase-to-end-of-line, passes, as do the colours of cli.style: they set
-a colour and nothing else) and for HTML and SVG (scenario.markup).
+terminal; pipes and files get the text as it is) and for HTML and SVG (scenario.markup).
+
+kraftsim's own terminal control (the progress lines' carriage return and erase-to-end-of-line,
+cli.style's colours) is written through `own`, which marks it with a key chosen at random per
+process: the guard passes a marked sequence and escapes the same bytes anywhere else, so a
+name read from a file cannot move the cursor or change a colour by holding them.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 from typing import Any, TextIO
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings,
@@ -28,14 +32,23 @@ def visible(text: str) -> str:
     return INVISIBLE.sub(shown, text)
 
 
-# The progress lines' own control (pipeline.progress, spark) and cli.style's colours: green,
-# red, yellow, bold, reset. None can retitle, clear or move anything.
-_OWN = re.compile(r"\r|\x1b\[(?:K|0m|1m|3[123]m)")
-_PATTERN = re.compile(_OWN.pattern + "|" + INVISIBLE.pattern)
+#: The terminal control kraftsim writes itself: the progress lines' carriage return and
+#: erase-to-end-of-line, and cli.style's colours (green, red, yellow, bold, reset).
+_OWN = r"\r|\x1b\[(?:K|0m|1m|3[123]m)"
+#: Four characters of the supplementary private use area, new in every process: text read from
+#: a file cannot hold them by chance, nor by design (it was written before they were chosen).
+_KEY = "".join(chr(0xF0000 + secrets.randbelow(0xFFFE)) for _ in range(4))
+_PATTERN = re.compile(re.escape(_KEY) + f"({_OWN})|" + INVISIBLE.pattern)
 
 
 def _one(m: re.Match[str]) -> str:
-    return m[0] if _OWN.fullmatch(m[0]) else shown(m)
+    return m[1] if m[1] is not None else shown(m)
+
+
+def own(control: str, stream: object) -> str:
+    """kraftsim's own terminal `control` (one of `_OWN`'s sequences) for writing to `stream`:
+    marked so that a guarded terminal passes it; as it is on any other stream."""
+    return _KEY + control if isinstance(stream, SafeTerminal) else control
 
 
 class SafeTerminal:

@@ -31,7 +31,7 @@ from kraftsim.image import (
     render_roundtrip, replay_path, summary_lines, verify_directory, verify_replicas, verify_roundtrip,
 )
 from kraftsim.storage import PathKind, SnapshotId, topic_name_error
-from kraftsim.textsafe import visible
+from kraftsim.textsafe import own, visible
 from kraftsim.versions import Catalog, MetadataVersion
 
 
@@ -134,7 +134,8 @@ def show_progress(args: argparse.Namespace) -> bool:
 
 def _progress_printer(path: Path) -> Callable[[int, int], None]:
     def report(done: int, total: int) -> None:
-        print(f"\rkraftsim: replaying {path}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="", file=sys.stderr,
+        print(f"{own(chr(13), sys.stderr)}kraftsim: replaying {path}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="",
+              file=sys.stderr,
               flush=True)
 
     return report

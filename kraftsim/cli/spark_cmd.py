@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
+from kraftsim.textsafe import own
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
@@ -123,7 +124,8 @@ def _local_progress(name: str):
 
     def report(done: int, total: int) -> None:
         if tty:
-            sys.stderr.write(f"\r{name}: {done}/{total} done\x1b[K" + ("\r\x1b[K" if done == total else ""))
+            cr, erase = own("\r", sys.stderr), own("\x1b[K", sys.stderr)
+            sys.stderr.write(f"{cr}{name}: {done}/{total} done{erase}" + (cr + erase if done == total else ""))
             sys.stderr.flush()
 
     return report

@@ -11,6 +11,8 @@ import os
 import sys
 from typing import TextIO
 
+from kraftsim.textsafe import own
+
 _CODES = {"green": "32", "red": "31", "yellow": "33", "bold": "1"}
 
 
@@ -26,7 +28,10 @@ def colour_enabled(stream: TextIO | None = None) -> bool:
 
 def paint(text: str, colour: str, stream: TextIO | None = None) -> str:
     """`text` in `colour` when `stream` (default stdout) shows colour, else as it is."""
-    return f"\033[{_CODES[colour]}m{text}\033[0m" if colour_enabled(stream) else text
+    stream = sys.stdout if stream is None else stream
+    if not colour_enabled(stream):
+        return text
+    return own(f"\033[{_CODES[colour]}m", stream) + text + own("\033[0m", stream)
 
 
 def paint_prefix(line: str, words: dict[str, str], stream: TextIO | None = None) -> str:

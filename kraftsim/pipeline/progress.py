@@ -20,6 +20,8 @@ import threading
 import time
 from typing import Any, TextIO
 
+from kraftsim.textsafe import own
+
 #: The local properties a job group sets (SparkContext.setJobGroup), put back on exit.
 _GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
 _GROUPS = itertools.count(1)
@@ -76,7 +78,7 @@ class SparkProgress:
         while True:
             text = self.line()
             if text:
-                self.out.write(("\r" + text + "\x1b[K") if self.tty else text + "\n")
+                self.out.write((own("\r", self.out) + text + own("\x1b[K", self.out)) if self.tty else text + "\n")
                 self.out.flush()
                 self._printed = True
             if self._stop.wait(self.every):
@@ -98,5 +100,5 @@ class SparkProgress:
         for key, value in self._saved.items():
             self.context.setLocalProperty(key, value)  # None removes it
         if self._printed and self.tty:
-            self.out.write("\r\x1b[K")
+            self.out.write(own("\r", self.out) + own("\x1b[K", self.out))
             self.out.flush()

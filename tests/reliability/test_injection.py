@@ -13,8 +13,8 @@ import pytest
 
 from tests.cli_support import on_a_terminal, run
 
-HOSTILE = "</script><script>alert(1)</script>\x1b]0;owned\x07\u202egnp<b>&amp;"
-RAW = re.compile("[\x07\u202e\u2028]|\x1b\\]|\x1b\\[2J")  # what a terminal would obey (colour codes are kraftsim's own)
+HOSTILE = "</script><script>alert(1)</script>\x1b]0;owned\x07\u202egnp<b>&amp;\x1b[31m"
+RAW = re.compile("[\x07\u202e\u2028]|\x1b\\]|\x1b\\[2J|\x1b\\[31m")  # what a terminal would obey (kraftsim's own colour is green)
 SHOWN = "\\x1b]0;owned\\x07\\u202egnp"
 
 SCENARIO = ('name = "inject"\n[cluster]\ncontrollers = 1\nbrokers = 1\nrelease = "3.9"\n'

@@ -32,6 +32,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
+from kraftsim.textsafe import own
 from kraftsim.storage import safe_file_name
 from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
@@ -100,7 +101,7 @@ class Progress:
             return
         self._last = now
         text = self.line(done, approx)
-        self.out.write(("\r" + text + "\x1b[K") if self.tty else text + "\n")
+        self.out.write((own("\r", self.out) + text + own("\x1b[K", self.out)) if self.tty else text + "\n")
         self.out.flush()
 
     def finish(self) -> None:
