@@ -16,8 +16,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kraftsim.cli.common import kafka_tool, node_id, print_lines
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.versions import ToolFailure, load_catalog
 from kraftsim.versions.tool_text import feature_dependencies, version_mapping
@@ -128,6 +130,7 @@ def _run_describe(args: argparse.Namespace) -> int:
     tool = _tool(args)
     cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
     try:
+        _known_node(cluster, args.node_id)
         if args.json:
             print(json.dumps(features_tool.describe_rows(cluster, tool, args.node_id), sort_keys=True))
             return 0
@@ -137,6 +140,16 @@ def _run_describe(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0
+
+
+def _known_node(cluster: Any, node: int | None) -> None:
+    """An unknown --node-id is invalid input (exit 2), told before anything is asked."""
+    if node is None:
+        return
+    try:
+        cluster.state.node(node)
+    except KraftsimError as e:
+        raise UsageError(f"--node-id {node}: {e}") from None
 
 
 def _run_update(args: argparse.Namespace) -> int:

@@ -5,13 +5,21 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 
-def _cell(v: Any) -> str:
+def decimals(values: Sequence[Any]) -> int:
+    """One number of decimals for a whole column of floats, from its largest magnitude (three
+    below 100, one below 10,000, none above), so that `14.3` never stands beside `1,291`
+    printed differently."""
+    top = max((abs(v) for v in values if isinstance(v, float)), default=0.0)
+    return 3 if top < 100 else 1 if top < 10_000 else 0
+
+
+def _cell(v: Any, places: int = 3) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
         return "yes" if v else "no"
     if isinstance(v, float):
-        return f"{v:,.3f}" if abs(v) < 100 else f"{v:,.0f}"
+        return f"{v:,.{places}f}"
     if isinstance(v, int):
         return f"{v:,}"
     return str(v)
@@ -19,7 +27,8 @@ def _cell(v: Any) -> str:
 
 def text_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
     """`rows` under `columns` ((key, heading) pairs); numbers right-aligned, text left-aligned."""
-    cells = [[_cell(r.get(k)) for k, _ in columns] for r in rows]
+    places = [decimals([r.get(k) for r in rows]) for k, _ in columns]
+    cells = [[_cell(r.get(k), p) for (k, _), p in zip(columns, places)] for r in rows]
     numeric = [all(isinstance(r.get(k), (int, float)) or r.get(k) is None for r in rows) for k, _ in columns]
     widths = [max([len(h)] + [len(c[i]) for c in cells]) for i, (_, h) in enumerate(columns)]
 

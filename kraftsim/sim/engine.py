@@ -30,7 +30,7 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
-from kraftsim.sim.node_format import incarnation_id
+from kraftsim.sim.node_format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.commit_share import CommitShare
 from kraftsim.sim.events import LazyText, Message, Network, Scheduler
@@ -152,7 +152,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if self._event is None:
             return self._event_text
         time_ms, _, label, node, _ = self._event
-        return f"event #{self._event_n} ({label} on node {node} at {time_ms} ms)"
+        return f"event #{self._event_n} ({label} on node {node} at {clock_text(time_ms)})"
 
     @current_event.setter
     def current_event(self, text: str) -> None:

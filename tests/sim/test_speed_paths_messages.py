@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from kraftsim.sim import Simulation
 from kraftsim.sim.events import Message
+from kraftsim.sim.node_format import clock_text
 from kraftsim.sim.voters import quorum_state, quorum_state_bytes
 from tests.sim.sim_helpers import scratch
 
@@ -109,7 +110,7 @@ def test_the_running_event_is_named_by_its_number_label_node_and_time() -> None:
             seen: list[str] = []
             e.sched.at(t, "probe", 7, lambda: seen.append(e.current_event))
             e.run_until(t, stop)
-            assert seen == [f"event #{e.events_run} (probe on node 7 at {t} ms)"]
+            assert seen == [f"event #{e.events_run} (probe on node 7 at {clock_text(t)})"]  # as every command prints time
         sim.close()
 
 
