@@ -8,7 +8,7 @@
   losses       loss reports before downgrades and the changes carried out under kip-778
   results      the contract-5 result and the final-state digest
   text         the human-readable account of a run
-  timeline     node lanes and marks gathered while a scenario runs
+  timeline     node lanes, marks and spans (partitions, crashes, fencing, no leader, drops) gathered while a scenario runs
   timeline_svg the timeline drawn as inline SVG
   html_report  one self-contained HTML page with the timeline, steps, losses, final state
   suite        the shipped scenarios (scenarios/) and the `scenario new` template

@@ -11,8 +11,9 @@ from typing import Any, Sequence
 from kraftsim.scenario.markup import escape, script_json
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
-from kraftsim.scenario.text import describe_step, outcome
-from kraftsim.scenario.timeline_svg import timeline_svg
+from kraftsim.scenario.timeline import Timeline
+from kraftsim.scenario.text import MAX_OUTPUT_LINES, describe_step, outcome
+from kraftsim.scenario.timeline_svg import seconds, timeline_svg
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1b1b;max-width:1160px}
@@ -24,6 +25,7 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:26px 0 8px;border-bot
 padding:4px 8px;text-align:left;vertical-align:top} th{background:#fafafa}
 tr.bad td{background:#fdecea} pre{margin:2px 0;white-space:pre-wrap;font-size:12px}
 .muted{color:#666;font-size:12px} code{font-size:12px} h3{font-size:15px;margin:16px 0 6px}
+details summary{cursor:pointer;color:#1d4f91;font-size:12px} td.time{white-space:nowrap;font-variant-numeric:tabular-nums}
 """
 
 
@@ -40,7 +42,13 @@ def _value(v: Any) -> str:
 
 
 def _pre(lines: list[str]) -> str:
-    return f"<pre>{escape(chr(10).join(lines))}</pre>" if lines else ""
+    """Lines as preformatted text; past MAX_OUTPUT_LINES (as the CLI shows them) the rest is
+    collapsed under a summary that counts them."""
+    if len(lines) <= MAX_OUTPUT_LINES:
+        return f"<pre>{escape(chr(10).join(lines))}</pre>" if lines else ""
+    shown, rest = lines[:MAX_OUTPUT_LINES], lines[MAX_OUTPUT_LINES:]
+    return (f"<pre>{escape(chr(10).join(shown))}</pre><details><summary>{len(rest):,} more line(s)</summary>"
+            f"<pre>{escape(chr(10).join(rest))}</pre></details>")
 
 
 def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
@@ -58,7 +66,7 @@ def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
         f"<title>{escape(s.name)}: {verdict}</title><style>{CSS}</style></head><body>",
         f'<h1>{escape(s.name)} <span class="verdict {verdict.lower()}" id="verdict">{verdict}</span></h1>',
         f'<div class="muted">seed {r.seed} · policy {escape(s.policy)} · {len(r.steps)} step(s) · '
-        f'{r.time_ms / 1000:.1f} s simulated · digest <code>{escape(r.digest)}</code></div>',
+        f'{escape(seconds(r.time_ms))} simulated · digest <code>{escape(r.digest)}</code></div>',
     ]
     if s.description:
         parts.append(f"<p>{escape(s.description)}</p>")
@@ -70,7 +78,8 @@ def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
         parts += [f'<p class="{k}"><b>{k.capitalize()}:</b> {escape(v)}</p>'
                   for k, v in (("question", h.question), ("answer", h.answer), ("source", h.source)) if v]
         parts.append("</div>")
-    parts += ["<h2>Timeline</h2>", timeline_svg(tl, mv_name)]
+    texts = {res.index: describe_step(step) for step, res in zip(s.steps, r.steps)}
+    parts += ["<h2>Timeline</h2>", timeline_svg(tl, mv_name, lambda i: texts.get(i, ""), _dropped(r, tl))]
     parts += ["<h2>Steps</h2>", '<table class="steps"><tr><th>#</th><th>time</th><th>step</th><th>outcome</th>'
               "<th>details</th></tr>"]
     for step, res in zip(s.steps, r.steps):
@@ -84,7 +93,7 @@ def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
         if step.note:
             details.append(f'<div class="muted">{escape(step.note)}</div>')
         parts.append(f'<tr class="step{"" if res.ok else " bad"}" data-index="{res.index}"><td>{res.index}</td>'
-                     f'<td>{"" if res.skipped else f"{res.time_ms / 1000:.1f}s"}</td>'
+                     f'<td class="time">{"" if res.skipped else seconds(res.time_ms)}</td>'
                      f"<td>{escape(describe_step(step))}</td><td>{escape(outcome(res))}</td>"
                      f"<td>{''.join(details)}</td></tr>")
     parts.append("</table>")
@@ -104,6 +113,19 @@ def render(run: RunOutcome, extra: Sequence[str] = ()) -> str:
     parts.append(f'<script type="application/json" id="result">{script_json(result_json(r))}</script>')
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _dropped(r: ScenarioResult, tl: Timeline) -> list[tuple[int, int, int, str]]:
+    """The steps that lowered metadata.version and dropped metadata: (index, start, end, what)."""
+    starts = {st.index: (st.start_ms, st.end_ms) for st in tl.steps}
+    out = []
+    for res in r.steps:
+        lr = res.loss_report
+        if lr is None or lr.lossless or res.error is not None or res.skipped or res.index not in starts:
+            continue
+        t0, t1 = starts[res.index]
+        out.append((res.index, t0, t1, f"{len(lr.items):,} item(s) dropped, {lr.current} → {lr.target}"))
+    return out
 
 
 def _losses(r: ScenarioResult) -> list[str]:

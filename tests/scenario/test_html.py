@@ -1,8 +1,11 @@
 """HTML reports: structure (a lane per node, a row per step), self-contained, deterministic;
-and the same page in a real headless Chromium (DOM and a non-blank screenshot)."""
+and the same page in a real headless Chromium (DOM and a non-blank screenshot), with the
+planted faults of three shipped scenarios drawn as spans and step labels that never overlap."""
 
 from __future__ import annotations
 
+import html as html_module
+import json
 import os
 import re
 import shutil
@@ -14,9 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from kraftsim.scenario import load_scenario
 from kraftsim.scenario.html_report import render, write_report
+from kraftsim.scenario.runner import RunOutcome, run_scenario
+from kraftsim.scenario.timeline_svg import text_width
 
-from tests.scenario.helpers import run_text
+from tests.scenario.helpers import SUITE, run_text
 
 BODY = """
 [[step]]
@@ -148,3 +154,91 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     assert width == 1200 and len(colors) > 20  # text, lanes, colours: not a blank page
     green = bytes((0x3a, 0x9d, 0x5d))  # the "running" colour of the lanes
     assert green in colors
+
+
+#: Run in the page (a copy of the report, which itself has no script): where Chromium laid out
+#: the step labels and the spans, as JSON in a <pre id="layout"> that --dump-dom prints.
+PROBE = """<script>
+(function () {
+  const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  const svg = document.querySelector("svg.timeline");
+  const out = {
+    svg: box(svg),
+    labels: [...svg.querySelectorAll("text.steplabel")].map(e => ({text: e.firstChild.nodeValue, box: box(e)})),
+    spans: [...svg.querySelectorAll(".span")].map(e => ({kind: e.dataset.kind, node: e.dataset.node ?? null,
+      step: e.dataset.step ?? null, start: Number(e.dataset.startMs), end: Number(e.dataset.endMs), box: box(e)})),
+  };
+  const pre = document.createElement("pre");
+  pre.id = "layout";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+#: A shipped scenario per planted fault, and the colour its span is drawn in.
+FAULTS = {"partition-during-features-update": (0x9b, 0x72, 0xc4), "leader-crash-mid-roll": (0xd0, 0x45, 0x3a),
+          "downgrade-lossy-kip778": (0xc0, 0x39, 0x2b)}
+
+
+def _planted(name: str, run: RunOutcome) -> list[dict[str, object]]:
+    """The spans the planted fault must have, as the DOM probe reports them."""
+    steps = {st.index: st for st in run.timeline.steps}
+    if name == "partition-during-features-update":  # node 1 alone from step 1 until the heal (step 4)
+        cut, heal = steps[1].start_ms, steps[4].start_ms
+        return [{"kind": "partition", "node": "1", "step": None, "start": cut, "end": heal},
+                {"kind": "network-partition", "node": None, "step": None, "start": cut, "end": heal}]
+    if name == "leader-crash-mid-roll":  # the leader crashed at step 2, started again by step 4
+        (crashed,) = [s for s in run.timeline.spans(run.timeline.end_ms) if s.kind == "crashed"]
+        assert steps[4].start_ms <= crashed.end_ms <= steps[4].end_ms
+        return [{"kind": "crashed", "node": str(crashed.node), "step": None, "start": steps[2].start_ms,
+                 "end": crashed.end_ms}]
+    (res,) = [r for r in run.result.steps if r.loss_report is not None and r.error is None]  # the unsafe one
+    st = steps[res.index]
+    return [{"kind": "metadata-loss", "node": None, "step": str(res.index), "start": st.start_ms, "end": st.end_ms}]
+
+
+@pytest.mark.parametrize("name", sorted(FAULTS))
+def test_planted_faults_drawn_in_headless_chromium(tmp_path: Path, name: str) -> None:
+    """Each fault's spans exist with the right node and time range, no two step labels
+    overlap (measured by Chromium, and within the width the layout estimated), and the
+    screenshot shows the fault's colour. KRAFTSIM_SCREENSHOTS=DIR keeps the screenshots."""
+    browser = _chromium()
+    run = run_scenario(load_scenario(SUITE / f"{name}.toml"))
+    page = tmp_path / "report.html"
+    write_report(run, page)
+    html = page.read_text(encoding="utf-8")
+    assert "<script>" not in html  # the report itself runs nothing
+    probe = tmp_path / "probe.html"
+    probe.write_text(html.replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    dom = subprocess.run([browser, *FLAGS, "--window-size=1200,1000", "--dump-dom", probe.resolve().as_uri()],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    found = re.search(r'<pre id="layout">(.*?)</pre>', dom.stdout, re.S)
+    assert found, dom.stdout[-2000:]
+    layout = json.loads(html_module.unescape(found[1]))
+    left, top, right, bottom = layout["svg"]
+    labels = layout["labels"]
+    assert len(labels) == len(run.timeline.steps)
+    for i, a in enumerate(labels):
+        a0, a1, a2, a3 = a["box"]
+        assert left <= a0 and a2 <= right and top <= a1 and a3 <= bottom, a
+        assert a2 - a0 <= text_width(a["text"], bold=True), a  # the layout's estimate is an upper bound
+        for b in labels[i + 1:]:
+            b0, b1, b2, b3 = b["box"]
+            assert a2 <= b0 or b2 <= a0 or a3 <= b1 or b3 <= a1, (a, b)  # no overlap
+    for want in _planted(name, run):
+        match = [s for s in layout["spans"] if {k: s[k] for k in want} == want]
+        assert len(match) == 1, (want, [s for s in layout["spans"] if s["kind"] == want["kind"]])
+        x0, _, x1, _ = match[0]["box"]
+        assert left < x0 < x1 <= right
+    shot = tmp_path / f"{name}.png"
+    proc = subprocess.run([browser, *FLAGS, f"--screenshot={shot}", "--window-size=1200,1000", page.resolve().as_uri()],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert proc.returncode == 0 and shot.is_file(), proc.stderr[-2000:]
+    width, channels, rows = _png_pixels(shot.read_bytes())
+    colors = {row[i:i + 3] for row in rows[::2] for i in range(0, width * channels, channels * 2)}
+    assert len(colors) > 20 and bytes(FAULTS[name]) in colors
+    keep = os.environ.get("KRAFTSIM_SCREENSHOTS")
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, Path(keep) / shot.name)
