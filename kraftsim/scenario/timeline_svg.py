@@ -115,9 +115,7 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str], describe: Callable
     loss_y = net_y + BAND_H + LANE_GAP
     mv_y = loss_y + (BAND_H + LANE_GAP if losses else 0)
     axis_y = mv_y + MV_H + 8
-    height = axis_y + 60
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{WIDTH}" height="{height}" '
-           f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline of the run">',
+    out = ["<svg>",  # (its height is known once the legend is laid out)
            '<style>text{font:11px sans-serif;fill:#222}.steplabel{font-weight:bold}.rel{font-size:10px;fill:#fff}'
            '.mvl,.band{font-size:10px}.band.light{fill:#fff}.tick{fill:#444}</style>']
     # step bands behind everything, their labels in rows above the lanes
@@ -149,15 +147,21 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str], describe: Callable
         out.append(f'<text x="4" y="{loss_y + 13}">metadata lost</text>')
         for index, t0, t1, what in losses:
             x0, w = x(t0), max(x(t1) - x(t0), 3.0)
+            text = f"step {index}: {what}"
+            after = x0 + w + 4 + text_width(text, 10) <= WIDTH  # else before the span, ending at it
+            where = f'x="{round(x0 + w + 4, 2)}"' if after else f'x="{round(x0 - 4, 2)}" text-anchor="end"'
             out.append(f'<g class="span metadata-loss" data-kind="metadata-loss" data-step="{index}" '
                        f'data-start-ms="{t0}" data-end-ms="{t1}"><rect x="{x0}" y="{loss_y}" width="{w:.2f}" '
-                       f'height="{BAND_H}" fill="{LOSS}"/><text class="band" x="{round(x0 + w + 4, 2)}" '
-                       f'y="{loss_y + 13}">step {index}: {escape(what)}</text><title>step {index}: {escape(what)}, '
-                       f'{_range(t0, t1)}</title></g>')
+                       f'height="{BAND_H}" fill="{LOSS}"/><text class="band" {where} y="{loss_y + 13}">'
+                       f'{escape(text)}</text><title>{escape(text)}, {_range(t0, t1)}</title></g>')
     out += _mv_lane(tl, mv_y, end, x, mv_name, marks)
     out += _axis(axis_y, ticks, x)
-    out += _legend(axis_y + 22)
+    legend, bottom = _legend(axis_y + 22)
+    out += legend
     out.append('</svg>')
+    height = bottom + 6
+    out[0] = (f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{WIDTH}" height="{height}" '
+              f'viewBox="0 0 {WIDTH} {height}" role="img" aria-label="timeline of the run">')
     return "\n".join(out)
 
 
@@ -296,33 +300,33 @@ def _axis(y: int, ticks: list[int], x: Callable[[int], float]) -> list[str]:
     return out
 
 
-def _legend(y: int) -> list[str]:
+#: The legend's second row after the states: (shape, colour, label); shapes "box" (a swatch),
+#: "bar" (a thin line), "strip" (a network strip), "dot" (a mark), "diamond" (a feature change).
+KEYS = (("bar", "#1d4f91", "active controller"), ("box", NO_LEADER, "no leader"),
+        ("strip", PARTITION, "cut off (partition)"), ("bar", DROPS, "messages dropped"),
+        ("box", LOSS, "metadata lost"), ("dot", MARK_COLORS["leader"], "new leader"),
+        ("dot", MARK_COLORS["crash"], "crash"), ("dot", MARK_COLORS["start"], "start"),
+        ("dot", MARK_COLORS["snapshot"], "snapshot"), ("diamond", MARK_COLORS["feature"], "feature change"))
+
+
+def _key(shape: str, color: str, lx: float, y: int) -> str:
+    if shape == "dot":
+        return f'<circle cx="{lx + 7}" cy="{y + 5}" r="4" fill="{color}"/>'
+    if shape == "diamond":
+        return f'<path d="M{lx + 7} {y}L{lx + 12} {y + 5}L{lx + 7} {y + 10}L{lx + 2} {y + 5}Z" fill="{color}"/>'
+    top, h = {"box": (0, 10), "bar": (4, 3), "strip": (2, 7)}[shape]
+    return f'<rect x="{lx}" y="{y + top}" width="14" height="{h}" fill="{color}"/>'
+
+
+def _legend(y: int) -> tuple[list[str], int]:
+    """The keys in rows as wide as the drawing, and the bottom of the last row."""
     out = ['<g class="legend">']
-    lx = LEFT
-    for name in LEGEND:
-        out.append(f'<rect x="{lx}" y="{y}" width="12" height="10" fill="{COLORS[name]}"/>'
-                   f'<text x="{lx + 16}" y="{y + 9}">{name}</text>')
-        lx += 72
-    out.append(f'<rect x="{lx}" y="{y + 4}" width="20" height="3" fill="#1d4f91"/>'
-               f'<text x="{lx + 24}" y="{y + 9}">active controller</text>')
-    lx += 130
-    out.append(f'<rect x="{lx}" y="{y}" width="14" height="10" fill="{NO_LEADER}"/>'
-               f'<text x="{lx + 18}" y="{y + 9}">no leader</text>')
-    lx += 82
-    out.append(f'<rect x="{lx}" y="{y + 2}" width="14" height="7" fill="{PARTITION}"/>'
-               f'<text x="{lx + 18}" y="{y + 9}">cut off (partition)</text>')
-    lx += 132
-    out.append(f'<rect x="{lx}" y="{y + 6}" width="14" height="3" fill="{DROPS}"/>'
-               f'<text x="{lx + 18}" y="{y + 9}">messages dropped</text>')
-    y2, lx = y + 18, LEFT
-    for kind, label in (("leader", "new leader"), ("crash", "crash"), ("start", "start"), ("snapshot", "snapshot")):
-        out.append(f'<circle cx="{lx + 5}" cy="{y2 + 5}" r="4" fill="{MARK_COLORS[kind]}"/>'
-                   f'<text x="{lx + 14}" y="{y2 + 9}">{label}</text>')
-        lx += 90
-    out.append(f'<path d="M{lx + 5} {y2}L{lx + 10} {y2 + 5}L{lx + 5} {y2 + 10}L{lx} {y2 + 5}Z" '
-               f'fill="#c77d00"/><text x="{lx + 16}" y="{y2 + 9}">feature change</text>')
-    lx += 120
-    out.append(f'<rect x="{lx}" y="{y2}" width="14" height="10" fill="{LOSS}"/>'
-               f'<text x="{lx + 18}" y="{y2 + 9}">metadata lost</text>')
+    lx, row_y = float(LEFT), y
+    for shape, color, label in [("box", COLORS[name], name) for name in LEGEND] + list(KEYS):
+        w = 18 + text_width(label) + 14
+        if lx + w > WIDTH - RIGHT:
+            lx, row_y = float(LEFT), row_y + 18
+        out.append(f'{_key(shape, color, lx, row_y)}<text x="{round(lx + 18, 2)}" y="{row_y + 9}">{label}</text>')
+        lx = round(lx + w, 2)
     out.append('</g>')
-    return out
+    return out, row_y + 12

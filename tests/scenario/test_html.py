@@ -81,6 +81,17 @@ def test_report_structure_and_determinism(tmp_path: Path) -> None:
     assert (tmp_path / "sub" / "r.html").read_text(encoding="utf-8") == page
 
 
+def test_long_output_is_collapsed_and_times_read_as_the_cli_prints_them() -> None:
+    run = run_text('[[step]]\nop = "create-topics"\ncount = 20\npartitions = 1\n')
+    page = render(run).split('<script type="application/json"')[0]  # the page, not the embedded result
+    assert page.count("Created topic") == 20
+    shown, _, rest = page.partition("<details><summary>12 more line(s)</summary>")
+    assert shown.count("Created topic") == 8 and rest.count("Created topic") == 12  # the CLI's 8, then the rest
+    step_time = run.result.steps[0].time_ms
+    assert f'<td class="time">+{step_time // 1000}.{step_time % 1000:03d} s</td>' in page
+    assert re.search(r'class="tick" x="[0-9.]+" y="[0-9]+" text-anchor="middle">\+0\.000 s<', page)
+
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)

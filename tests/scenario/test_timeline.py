@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kraftsim.scenario import load_scenario
+from kraftsim.scenario.html_report import render
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.timeline import NodeSample, Sample, Span, StepSpan, Timeline
 from kraftsim.scenario.timeline_svg import LEFT, RIGHT, WIDTH, label_rows, text_width, tick_step
@@ -36,6 +37,8 @@ def test_a_partition_is_a_span_per_node_naming_the_other_side() -> None:
     drops = _spans(tl, "drops", 1)  # node 1's fetches and votes go nowhere while it is cut off
     assert drops and sum(d.count for d in drops) > 10
     assert all(cut.start_ms <= d.start_ms and d.end_ms <= heal.start_ms + 1 for d in drops)
+    again = run_scenario(load_scenario(SUITE / "partition-during-features-update.toml"))
+    assert render(again) == render(run)  # one seed, one page
 
 
 def test_a_crashed_leader_is_a_crash_span_and_a_gap_with_no_leader() -> None:
