@@ -95,6 +95,9 @@ def test_sections_show_the_tables(outputs: tuple[Path, Path, Path], tmp_path: Pa
     assert c.series == ["3.9-IV0", "4.0-IV3"] and c.points == 2 * 4  # 2, 10, 20, 100 partitions per version
     assert c.refs == [] and "<img" not in page and "<script src" not in page  # one self-contained file
     assert f"{passes} of {len(rows)} runs passed" in page
+    for chart in ("time", "fenced"):  # the time axes' ends in the CLI's format (seconds, three decimals)
+        svg = page.split(f'data-chart="{chart}"', 1)[1].split("</svg>", 1)[0]
+        assert len(re.findall(r">[0-9]+\.[0-9]{3} s</text>", svg)) == 2, svg
     assert _report(outputs, tmp_path / "b.html", capsys) == page  # deterministic
 
 

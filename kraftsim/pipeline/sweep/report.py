@@ -11,7 +11,7 @@ that needs nothing installed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from kraftsim.scenario.markup import escape
 from kraftsim.errors import KraftsimError
@@ -65,8 +65,14 @@ def outcome_svg(rows: list[dict[str, Any]], mark: str | None) -> str:
     return "\n".join(out)
 
 
-def histogram_svg(values: Sequence[float], label: str, name: str) -> str:
-    """Runs per bin of `values` (BINS equal bins from the least to the greatest)."""
+def seconds_text(v: float) -> str:
+    """A duration in seconds as the CLI prints simulated time (`12.345 s`)."""
+    return f"{v:.3f} s"
+
+
+def histogram_svg(values: Sequence[float], label: str, name: str, fmt: Callable[[float], str] = _num) -> str:
+    """Runs per bin of `values` (BINS equal bins from the least to the greatest); `fmt` writes
+    the axis' two ends."""
     height, left, plot_w, plot_h = 170, 40, WIDTH // 2 - 60, 120
     out = [f'<svg class="chart" data-chart="{escape(name)}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH // 2}" '
            f'height="{height}" viewBox="0 0 {WIDTH // 2} {height}">']
@@ -86,8 +92,8 @@ def histogram_svg(values: Sequence[float], label: str, name: str) -> str:
                    f'width="{_num(w - 1)}" height="{_num(h)}" fill="#2e86c1"/>')
     axis_y = 10 + plot_h
     out.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{axis_y}" y2="{axis_y}" stroke="#444"/>')
-    out.append(_text(left, axis_y + 14, _num(lo)))
-    out.append(_text(left + plot_w, axis_y + 14, _num(hi), "end"))
+    out.append(_text(left, axis_y + 14, fmt(lo)))
+    out.append(_text(left + plot_w, axis_y + 14, fmt(hi), "end"))
     out.append(_text(left - 4, 18, str(top), "end"))
     out.append(_text(left + plot_w / 2, axis_y + 27, f"{label} ({len(values)} runs)", "middle"))
     out.append("</svg>")
@@ -167,9 +173,9 @@ def sweep_section(sweep_dir: Path, scenario: str) -> str:
     parts += ["<h3>Outcome per scenario</h3>", outcome_svg(rows, scenario),
               f"<h3>Distributions over {escape(whose)}</h3>",
               histogram_svg([r["time_ms"] / 1000 for r in pool if r["time_ms"] is not None],
-                            "simulated time of the run, s", "time"),
+                            "simulated time of the run", "time", seconds_text),
               histogram_svg([r["fenced_ms_max"] / 1000 for r in pool if r["fenced_ms_max"] is not None],
-                            "longest time one broker was fenced, s", "fenced"),
+                            "longest time one broker was fenced", "fenced", seconds_text),
               "</section>"]
     return "\n".join(parts)
 
