@@ -77,7 +77,9 @@ def _run(args: argparse.Namespace) -> int:
         session.finish()
         raise UsageError(f"cannot listen on {args.host}: {e.strerror or e}") from None
     session.finish()
-    print(f"kraftsim serve: stopped at virtual time {session.served.sim.now_ms} ms; "
+    from kraftsim.sim.node_format import clock_text
+
+    print(f"kraftsim serve: stopped at virtual time {clock_text(session.served.sim.now_ms)}; "
           f"{session.server.answered} request(s) answered", file=sys.stderr)
     return 0
 

@@ -241,7 +241,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def check_deep(self, label: str) -> None:
         with fewer_collections():
-            self.checker.deep(f"{label} at {self.now} ms", self.ordered())
+            self.checker.deep(f"{label} at {clock_text(self.now)}", self.ordered())
 
     # -------------------------------------------------------------- nodes
 
