@@ -65,8 +65,9 @@ class Step:
 
 def run_step(sim: Simulation, step: Step) -> list[str]:
     """Carry out `step` as the scenario runner does (kraftsim.scenario.apply, the same lines);
-    a refusal raises SimError (Kafka's text)."""
-    return apply(sim, make(step.op, step.args))
+    a refusal raises SimError (Kafka's text). A key whose value is None is not given, as in the
+    scenario file the step is written to."""
+    return apply(sim, make(step.op, {k: v for k, v in step.args.items() if v is not None}))
 
 
 # ---------------------------------------------------------------------------- TOML out
