@@ -29,14 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation, admin_ops
+    from kraftsim.sim import Simulation
 
     principal = args.allow_principal or args.deny_principal
     kind, name = ("topic", args.topic) if args.topic is not None else ("group", args.group)
     with Simulation.open(args.cluster) as sim:
-        lines = admin_ops.create_acl(sim, principal=principal, host=args.host, operation=args.operation,
-                                     resource_type=kind, resource_name=name, pattern_type=args.resource_pattern_type,
-                                     permission="allow" if args.allow_principal else "deny")
+        lines = sim.create_acl(principal=principal, host=args.host, operation=args.operation,
+                               resource_type=kind, resource_name=name, pattern_type=args.resource_pattern_type,
+                               permission="allow" if args.allow_principal else "deny")
     for line in lines:
         print(line)
     return 0

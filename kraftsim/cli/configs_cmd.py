@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _alter(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation, admin_ops
+    from kraftsim.sim import Simulation
 
     to_set: dict[str, str] = {}
     for item in filter(None, (args.add_config or "").split(",")):
@@ -51,7 +51,7 @@ def _alter(args: argparse.Namespace) -> int:
             return 2
         broker = int(args.entity_name)
     with Simulation.open(args.cluster) as sim:
-        lines = admin_ops.alter_broker_config(sim, broker, to_set, to_delete)
+        lines = sim.alter_broker_config(broker, to_set, to_delete)
         # Each command is its own session of simulated time: let the brokers heartbeat with the
         # new value (two intervals) before the cluster is saved, as they would before an
         # operator's next command.

@@ -21,10 +21,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _unregister(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation, admin_ops
+    from kraftsim.sim import Simulation
 
     with Simulation.open(args.cluster) as sim:
-        lines = admin_ops.unregister_controller(sim, args.id)
+        lines = sim.unregister_controller(args.id)
     for line in lines:
         print(line)
     return 0

@@ -1,6 +1,8 @@
 """kraftsim.scenario: what-if scenarios (contract 4), their runner and results (contract 5).
 
-  language     the scenario file's keys and ops as msgspec structs
+  language     the scenario file's keys as msgspec structs
+  ops          every op as a typed value (a msgspec tagged union)
+  apply        one op carried out on a Simulation (the runner, the state machine, the sweeps)
   validate     a file into checked structs, or one clear error (ScenarioInvalid)
   header       the comment block: question, source, answer
   runner       runs a scenario on the simulator's public API (kraftsim.sim.Simulation)

@@ -1,10 +1,10 @@
 """The scenario language (contract 4 of DESIGN.md) as msgspec structs.
 
 A scenario file is TOML: top-level keys, a `[cluster]` table, `[[step]]` tables (one op
-each) and an `[expect]` table. Every struct forbids unknown keys, so a misspelt key is an
-error rather than something silently ignored. `validate.py` decodes a file into these
-structs, one step at a time (so that errors can name the step), and checks what the types
-cannot: names against the catalog and node ids against the cluster.
+each, typed in `ops.py`) and an `[expect]` table. Every struct forbids unknown keys, so a
+misspelt key is an error rather than something silently ignored. `validate.py` decodes a
+file into these structs, one step at a time (so that errors can name the step), and checks
+what the types cannot: names against the catalog and node ids against the cluster.
 """
 
 from __future__ import annotations
@@ -60,179 +60,11 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
     voters: list[int] | None = None  # the committed voter set
 
 
-class StepBase(_Strict, kw_only=True, forbid_unknown_fields=True):
-    """Keys every step takes. `note` (a sentence shown in reports) and `expect` are kraftsim's additions."""
-
-    op: str
-    expect_error: str | None = None
-    note: str | None = None
-    #: kraftsim's addition: `[expect]` keys checked right after this step ([step.expect]).
-    expect: Expect | None = None
-
-
 #: Limits of one create-topics (the op and `kraftsim topics create`): a simulated cluster holds
 #: every partition in memory (about 200 bytes each); Kafka's replication factor is an int16.
 MAX_TOPICS = 1_000_000
 MAX_PARTITIONS = 10_000_000
 MAX_REPLICATION = 32_767
-
-
-class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
-    count: int = 1
-    partitions: int = 1
-    replication_factor: int | None = None  # default: min(3, brokers)
-    #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
-    names: list[str] | None = None
-
-
-class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True):
-    names: list[str]
-
-
-class Roll(StepBase, kw_only=True, forbid_unknown_fields=True):
-    release: str
-    nodes: NodeSel = "all"
-
-
-class AddNode(StepBase, kw_only=True, forbid_unknown_fields=True):
-    role: Literal["broker", "controller"]
-    release: str
-    id: int | None = None
-
-
-class FeaturesChange(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """features-upgrade / features-downgrade: kafka-features upgrade / downgrade."""
-
-    metadata: str | None = None
-    release_version: str | None = None
-    features: dict[str, int] | None = None
-    unsafe: bool = False
-    dry_run: bool = False
-    tool_release: str | None = None  # whose kafka-features; default: the newest release running
-
-
-class FeaturesDisable(StepBase, kw_only=True, forbid_unknown_fields=True):
-    features: list[str]
-    dry_run: bool = False
-    tool_release: str | None = None
-
-
-class NodesStep(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """crash / stop."""
-
-    nodes: NodeSel
-
-
-class Start(StepBase, kw_only=True, forbid_unknown_fields=True):
-    nodes: NodeSel
-    release: str | None = None
-
-
-class Partition(StepBase, kw_only=True, forbid_unknown_fields=True):
-    groups: list[list[int]]
-
-
-class Heal(StepBase, kw_only=True, forbid_unknown_fields=True):
-    pass
-
-
-class DiskFault(StepBase, kw_only=True, forbid_unknown_fields=True):
-    nodes: NodeSel
-    kind: Literal["torn-tail", "wipe"]
-
-
-class Snapshot(StepBase, kw_only=True, forbid_unknown_fields=True):
-    nodes: NodeSel | None = None  # default: every running node
-
-
-class Run(StepBase, kw_only=True, forbid_unknown_fields=True):
-    ms: int
-
-
-class Wait(StepBase, kw_only=True, forbid_unknown_fields=True):
-    timeout_ms: int = 60_000
-
-
-class AlterBrokerConfig(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """kafka-configs --alter --entity-type brokers; `cordoned.log.dirs` cordons log dirs (KIP-1066)."""
-
-    broker: int | None = None  # None: the cluster-wide default (--entity-default)
-    configs: dict[str, str] = {}  # --add-config
-    delete: list[str] = []  # --delete-config
-
-
-class AddController(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """kafka-metadata-quorum add-controller (KIP-853): a new controller (formatted with
-    --no-initial-controllers, caught up as an observer) or an observer controller `id` joins the voters."""
-
-    id: int | None = None
-    release: str | None = None  # default: the newest release a controller runs
-    #: kraftsim's addition: the active controller crashes this long after the step starts (a
-    #: fault in the middle of the change).
-    crash_leader_after_ms: int | None = None
-
-
-class RemoveController(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """kafka-metadata-quorum remove-controller for voter `id` (its own directory id)."""
-
-    id: int
-
-
-class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """Controller unregistration (KIP-1312, Kafka 4.4)."""
-
-    id: int
-
-
-class UnregisterBroker(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """`kafka-cluster unregister --id N` (UnregisterBroker): the broker's registration is removed."""
-
-    id: int
-
-
-class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True):
-    """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276)."""
-
-    principal: str
-    operation: str
-    resource_name: str
-    resource_type: str = "topic"
-    pattern_type: str = "literal"
-    host: str = "*"
-    permission: str = "allow"
-
-
-Step = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesChange | FeaturesDisable | NodesStep | Start
-        | Partition | Heal | DiskFault | Snapshot | Run | Wait | AlterBrokerConfig | UnregisterController | CreateAcl
-        | UnregisterBroker | AddController | RemoveController)
-
-#: Every op of contract 4 and the struct its step decodes into.
-OPS: dict[str, type[StepBase]] = {
-    "create-topics": CreateTopics,
-    "delete-topics": DeleteTopics,
-    "roll": Roll,
-    "add-node": AddNode,
-    "features-upgrade": FeaturesChange,
-    "features-downgrade": FeaturesChange,
-    "features-disable": FeaturesDisable,
-    "crash": NodesStep,
-    "stop": NodesStep,
-    "start": Start,
-    "partition": Partition,
-    "heal": Heal,
-    "disk-fault": DiskFault,
-    "snapshot": Snapshot,
-    "run": Run,
-    "wait": Wait,
-    "add-controller": AddController,
-    "remove-controller": RemoveController,
-    # kraftsim's additions to contract 4: controller operations of Kafka 4.3/4.4
-    "alter-broker-config": AlterBrokerConfig,
-    "unregister-controller": UnregisterController,
-    "create-acl": CreateAcl,
-    # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
-    "unregister-broker": UnregisterBroker,
-}
 
 
 class Limits(_Strict, kw_only=True, forbid_unknown_fields=True):
@@ -264,3 +96,4 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     config: dict[str, int | float] = {}
     #: kraftsim's addition: the bounds on the work a file asks for.
     limits: Limits = msgspec.field(default_factory=Limits)
+

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kraftsim.controller.downgrade_report import downgrade_report
 from kraftsim.errors import KraftsimError
-from kraftsim.scenario.language import FeaturesChange
+from kraftsim.scenario.ops import FeaturesChange
 from kraftsim.scenario.results import LossReportOut, MvChangeOut
 from kraftsim.scenario.validate import Scenario
 from kraftsim.sim import Simulation

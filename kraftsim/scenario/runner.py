@@ -17,35 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-import msgspec
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
-from kraftsim.scenario.language import (
-    AddController,
-    AddNode,
-    AlterBrokerConfig,
-    CreateAcl,
-    UnregisterBroker,
-    UnregisterController,
-    CreateTopics,
-    RemoveController,
-    DeleteTopics,
-    DiskFault,
-    FeaturesChange,
-    FeaturesDisable,
-    Heal,
-    NodesStep,
-    Partition,
-    Roll,
-    Run,
-    Snapshot,
-    Start,
-    Step,
-    Wait,
-)
+from kraftsim.scenario.apply import acts_on, carry_out, starting
+from kraftsim.scenario.ops import FeaturesChange, Step
 from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
 from kraftsim.scenario.results import (
     ExpectResult,
@@ -59,12 +37,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import SimConfig, SimError, Simulation, admin_ops, features_tool
-
-#: Kafka's controller refuses a CreateTopics request with more partitions than this
-#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
-PARTITIONS_PER_REQUEST = 10_000
-
+from kraftsim.sim import SimConfig, SimError, Simulation
 
 @dataclass
 class RunOutcome:
@@ -165,7 +138,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
                 start = sim.now_ms - timeline.origin_ms
                 res = _run_step(sim, scenario, index, step, timeline.origin_ms)
                 timeline.sample(sim)
-                timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, _acts_on(sim, step)))
+                timeline.steps.append(StepSpan(index, step.op, start, res.time_ms, res.ok, acts_on(sim, step)))
                 _collect_invariants(sim, index, broken)
                 if step.expect is not None:
                     checkpoints += check_expect(scenario, sim, _final(sim, scenario), step.expect, index)
@@ -214,39 +187,16 @@ def _collect_invariants(sim: Simulation, index: int | None, broken: dict[str, st
             broken[inv.name] = f"{where}: {inv.detail}" if inv.detail else where
 
 
-def _acts_on(sim: Simulation, step: Step) -> tuple[int, ...]:
-    sel = getattr(step, "nodes", None)
-    if isinstance(sel, list):
-        return tuple(sorted(sel))
-    infos = sim.nodes()
-    if sel == "controllers":
-        return tuple(n.id for n in infos if "controller" in n.roles)
-    if sel == "brokers":
-        return tuple(n.id for n in infos if "broker" in n.roles)
-    if sel == "all" or (isinstance(step, Snapshot) and sel is None):
-        return tuple(n.id for n in infos)
-    if isinstance(step, AddNode):
-        return (max(n.id for n in infos),) if step.id is None else (step.id,)
-    if isinstance(step, (AddController, RemoveController)) and step.id is not None:
-        return (step.id,)
-    return ()
-
-
 def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origin_ms: int) -> StepResult:
     output: list[str] = []
     error: str | None = None
     loss = loss_report_before(sim, scenario, step) if isinstance(step, FeaturesChange) else None
-    note: list[str] = []
-    if isinstance(step, (FeaturesChange, FeaturesDisable)):
-        # Whose kafka-features answers is said first (when there was a choice), whether the step succeeds or not.
-        chosen = step.tool_release is not None
-        step = msgspec.structs.replace(step, tool_release=step.tool_release or sim.tool_release())
-        said = features_tool.tool_note(step.tool_release, sim.node_summaries(), chosen)
-        note = [said] if said else []
+    said: list[str] = []
     try:
-        output = note + _execute(sim, _resolve_leader(sim, step))
+        started, said = starting(sim, step)
+        output = said + carry_out(sim, started)
     except (SimError, KraftsimError) as e:
-        output = note
+        output = said
         error = str(e)
     except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
         error = f"internal error: {type(e).__name__}: {e}"
@@ -256,107 +206,6 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
     else:
         ok = error is not None and expected in error
     return StepResult(index, step.op, ok, error, expected, sim.now_ms - origin_ms, output, loss_report=loss)
-
-
-def _execute(sim: Simulation, step: Step) -> list[str]:
-    """Carry out one step; returns what it printed."""
-    if isinstance(step, CreateTopics):
-        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
-        # kafka-topics would stay under the controller's limit ("Excessively large number of
-        # partitions per request."); a single topic larger than that is still refused.
-        if step.names is not None:
-            return [f"Created topic {n}." for n in sim.create_topics(len(step.names), step.partitions,
-                                                                     step.replication_factor, names=step.names)]
-        names: list[str] = []
-        per_request = max(1, PARTITIONS_PER_REQUEST // step.partitions)
-        while len(names) < step.count:
-            names += sim.create_topics(min(per_request, step.count - len(names)), step.partitions,
-                                       step.replication_factor)
-        return [f"Created topic {n}." for n in names]
-    if isinstance(step, DeleteTopics):
-        sim.delete_topics(step.names)
-        return [f"Deleted topic {n}." for n in step.names]
-    if isinstance(step, Roll):
-        sim.roll(step.release, step.nodes)
-        return []
-    if isinstance(step, AddNode):
-        nid = sim.add_node(step.role, step.release, step.id)
-        return [f"Node {nid} ({step.role}, Kafka {step.release}) joined."]
-    if isinstance(step, FeaturesChange):
-        action = "upgrade" if step.op == "features-upgrade" else "downgrade"
-        return sim.features(action, metadata=step.metadata, release_version=step.release_version,
-                            features=step.features, unsafe=step.unsafe, dry_run=step.dry_run,
-                            tool_release=step.tool_release)
-    if isinstance(step, FeaturesDisable):
-        return sim.features("disable", features=list(step.features), dry_run=step.dry_run,
-                            tool_release=step.tool_release)
-    if isinstance(step, NodesStep):
-        (sim.crash if step.op == "crash" else sim.stop)(step.nodes)
-        return []
-    if isinstance(step, Start):
-        sim.start(step.nodes, step.release)
-        return []
-    if isinstance(step, Partition):
-        sim.partition(step.groups)
-        return []
-    if isinstance(step, Heal):
-        sim.heal()
-        return []
-    if isinstance(step, DiskFault):
-        sim.disk_fault(step.nodes, step.kind)
-        return []
-    if isinstance(step, Snapshot):
-        nodes = None if step.nodes is None else _ids(sim, step.nodes)
-        return [f"Wrote {p.name} ({p.stat().st_size} bytes)" if p.exists() else f"Wrote {p.name} (since removed)"
-                for p in sim.snapshot(nodes)]
-    if isinstance(step, Run):
-        sim.run(step.ms)
-        return []
-    if isinstance(step, Wait):
-        sim.wait(step.timeout_ms)
-        return []
-    if isinstance(step, AddController):
-        if step.crash_leader_after_ms is not None:
-            sim.inject(step.crash_leader_after_ms, "crash", "leader")
-        nid = sim.add_controller(step.id, step.release)
-        return [f"Added controller {nid} with directory id {sim.directory_id(nid)} and endpoints: "
-                f"CONTROLLER://node-{nid}:9093"]
-    if isinstance(step, RemoveController):
-        did = sim.voter_directory_id(step.id)  # the voter's, as describe --replication shows it
-        sim.remove_controller(step.id)
-        return [f"Removed  KRaft controller {step.id} with directory id {did}"]
-    if isinstance(step, AlterBrokerConfig):
-        return admin_ops.alter_broker_config(sim, step.broker, step.configs, step.delete)
-    if isinstance(step, UnregisterController):
-        return admin_ops.unregister_controller(sim, step.id)
-    if isinstance(step, UnregisterBroker):
-        return admin_ops.unregister_broker(sim, step.id)
-    if isinstance(step, CreateAcl):
-        return admin_ops.create_acl(sim, principal=step.principal, host=step.host, operation=step.operation,
-                                    resource_type=step.resource_type, resource_name=step.resource_name,
-                                    pattern_type=step.pattern_type, permission=step.permission)
-    raise AssertionError(f"no runner for {type(step).__name__}")
-
-
-def _resolve_leader(sim: Simulation, step: Step) -> Step:
-    """A step naming "leader" acts on the active controller as the step starts."""
-    if getattr(step, "nodes", None) != "leader":
-        return step
-    leader = sim.leader()
-    if leader is None:
-        raise SimError("no active controller: \"leader\" names no node")
-    return msgspec.structs.replace(step, nodes=[leader])
-
-
-def _ids(sim: Simulation, sel: str | list[int]) -> list[int]:
-    if isinstance(sel, list):
-        return sorted(sel)
-    infos = sim.nodes()
-    if sel == "controllers":
-        return [n.id for n in infos if "controller" in n.roles]
-    if sel == "brokers":
-        return [n.id for n in infos if "broker" in n.roles]
-    return [n.id for n in infos]
 
 
 def _final(sim: Simulation, scenario: Scenario) -> FinalState:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftsim.scenario.language import (
+from kraftsim.scenario.ops import (
     AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep, Partition, Roll, Run,
     Snapshot, Start, Step, Wait,
 )

@@ -26,9 +26,12 @@ from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, OPS, POLICIES, ROLES, AddNode, AlterBrokerConfig, ClusterSpec, CreateTopics, DiskFault,
-    Expect, FeaturesChange, FeaturesDisable, Limits, NodeSel, NodesStep, Partition, Roll, Run, ScenarioTop, Snapshot,
-    Start, Step, UnregisterBroker, UnregisterController, Wait, AddController, RemoveController,
+    DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec, Expect, Limits,
+    NodeSel, ScenarioTop,
+)
+from kraftsim.scenario.ops import (
+    OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
+    Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -69,7 +72,8 @@ def _words(text: str) -> str:
 
 
 def _known_keys(cls: type) -> list[str]:
-    return [f.encode_name for f in msgspec.structs.fields(cls)]
+    tag = cls.__struct_config__.tag_field  # type: ignore[attr-defined]  # `op`, an op's tag
+    return ([tag] if tag else []) + [f.encode_name for f in msgspec.structs.fields(cls)]
 
 
 def _convert(raw: Any, cls: type, file: str, *, step: int | None = None, prefix: str = "") -> Any:

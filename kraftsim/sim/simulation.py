@@ -688,6 +688,88 @@ class Simulation(AdminMixin):
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
 
+    # ------------------------------------------------------------------ selections and controller operations
+    # What a scenario op needs of the simulator beyond the operations above (kraftsim.scenario.apply).
+    # The controller's rules are imported where used, so that opening a simulation stays cheap.
+
+    def select(self, nodes: str | int | Sequence[int]) -> list[int]:
+        """The node ids a selection names: ids (sorted; each must exist), "all", "controllers",
+        "brokers", or "leader": the active controller at this moment."""
+        if nodes == "leader":
+            leader = self.leader()
+            if leader is None:
+                raise SimError("no active controller: \"leader\" names no node")
+            return [leader]
+        return self._ids(nodes)
+
+    def alter_broker_config(self, broker: int | None, set_configs: Mapping[str, str],
+                            delete_configs: Sequence[str] = ()) -> list[str]:
+        """`kafka-configs --alter --entity-type brokers [--entity-name N | --entity-default]`
+        (IncrementalAlterConfigs): set and delete dynamic broker configs, None: the cluster-wide
+        default; `cordoned.log.dirs` cordons log directories (KIP-1066). Lines as the tool prints."""
+        from kraftsim.controller.configs import (
+            OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
+            incremental_alter_configs,
+        )
+        from kraftsim.image import BROKER as BROKER_RESOURCE
+
+        ops = [AlterableConfig(k, OP_SET, v) for k, v in sorted(set_configs.items())]
+        ops += [AlterableConfig(k, OP_DELETE) for k in sorted(delete_configs)]
+        request = IncrementalAlterConfigsRequest((AlterConfigsResource(BROKER_RESOURCE, "" if broker is None else str(broker),
+                                                                       tuple(ops)),))
+        result = self._controller_call(lambda ctx: incremental_alter_configs(ctx, request))
+        self._finish_op("alter-configs")
+        answer = result.response.responses[0]
+        if answer.error_code != 0:
+            raise SimError(answer.error_message or f"IncrementalAlterConfigs failed with error code {answer.error_code}")
+        return [f"Completed updating config for {'default broker' if broker is None else f'broker {broker}'}."]
+
+    def unregister_controller(self, controller_id: int) -> list[str]:
+        """Controller unregistration (KIP-1312, 4.4): refused below 4.4-IV2 and for an unknown id."""
+        from kraftsim.controller.cluster_control import unregister_controller
+
+        self._controller_call(lambda ctx: unregister_controller(ctx, controller_id))
+        self._finish_op("unregister-controller")
+        return [f"Unregistered controller {controller_id}."]
+
+    def unregister_broker(self, broker_id: int) -> list[str]:
+        """`kafka-cluster unregister --id N`: the broker's registration is removed (it registers
+        again if it still runs); refused with the controller's text for an unknown id."""
+        result = self.send_unregister_broker(broker_id)
+        if result is None:
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+        if not result.ok:
+            raise SimError(result.error.message or result.error.name)
+        return [f"Broker {broker_id} is no longer registered."]
+
+    def create_acl(self, *, principal: str, host: str, operation: str, resource_type: str, resource_name: str,
+                   pattern_type: str = "literal", permission: str = "allow") -> list[str]:
+        """`kafka-acls --add`: one ACL binding (CreateAcls; a CIDR `host` from 4.4-IV1, KIP-1276),
+        refused with the controller's text."""
+        from kraftsim.controller.acls import AclCreation, CreateAclsRequest, acl_codes, create_acls
+
+        def code(table: str, name: str, what: str) -> int:
+            codes = {v: k for k, v in acl_codes()[table].items()}
+            key = name.upper().replace("-", "_")
+            if key not in codes:
+                raise SimError(f"unknown {what} {name!r}; one of {', '.join(sorted(codes))}")
+            return codes[key]
+
+        creation = AclCreation(resource_type=code("resource_type", resource_type, "resource type"),
+                               resource_name=resource_name,
+                               resource_pattern_type=code("pattern_type", pattern_type, "pattern type"),
+                               principal=principal, host=host, operation=code("operation", operation, "operation"),
+                               permission_type=code("permission_type", permission, "permission type"))
+        image = self.engine.controller.image if self.engine.controller is not None else None
+        seed = self.seed * 1_000_003 + (0 if image is None else len(image.acls.acls))
+        result = self._controller_call(lambda ctx: create_acls(ctx, CreateAclsRequest((creation,), seed=seed)))
+        self._finish_op("create-acls")
+        answer = result.response.results[0]
+        if answer.error_code != 0:
+            raise SimError(answer.error_message or f"CreateAcls failed with error code {answer.error_code}")
+        return [f"Added ACL: {permission.upper()} {principal} from host {host} {operation.upper()} on "
+                f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
+
 
 def _voters_committed(e: Engine) -> bool:
     leader = e.leader_member()

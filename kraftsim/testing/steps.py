@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from kraftsim.sim import Simulation, admin_ops
+from kraftsim.scenario.apply import apply
+from kraftsim.scenario.ops import make
+from kraftsim.sim import Simulation
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
@@ -61,69 +63,11 @@ class Step:
         return f"{self.op}({keys})"
 
 
-def _selection(nodes: Any) -> str | list[int]:
-    return nodes if isinstance(nodes, str) else sorted(int(i) for i in nodes)
-
-
 def run_step(sim: Simulation, step: Step) -> list[str]:
-    """Carry out `step` as the scenario runner does; a refusal raises SimError (Kafka's text)."""
-    a = step.args
-    op = step.op
-    if op == "create-topics":
-        names = sim.create_topics(a.get("count", 1), a.get("partitions", 1), a.get("replication_factor"),
-                                  names=a.get("names"))
-        return [f"Created topic {n}." for n in names]
-    if op == "delete-topics":
-        sim.delete_topics(list(a["names"]))
-        return [f"Deleted topic {n}." for n in a["names"]]
-    if op == "roll":
-        sim.roll(a["release"], _selection(a.get("nodes", "all")))
-        return []
-    if op == "add-node":
-        nid = sim.add_node(a["role"], a["release"], a.get("id"))
-        return [f"Node {nid} ({a['role']}, Kafka {a['release']}) joined."]
-    if op in ("features-upgrade", "features-downgrade"):
-        action = "upgrade" if op == "features-upgrade" else "downgrade"
-        return sim.features(action, metadata=a.get("metadata"), release_version=a.get("release_version"),
-                            features=a.get("features"), unsafe=a.get("unsafe", False), dry_run=a.get("dry_run", False))
-    if op == "features-disable":
-        return sim.features("disable", features=list(a["features"]), dry_run=a.get("dry_run", False))
-    if op == "crash":
-        sim.crash(_selection(a["nodes"]))
-        return []
-    if op == "stop":
-        sim.stop(_selection(a["nodes"]))
-        return []
-    if op == "start":
-        sim.start(_selection(a["nodes"]), a.get("release"))
-        return []
-    if op == "partition":
-        sim.partition([list(g) for g in a["groups"]])
-        return []
-    if op == "heal":
-        sim.heal()
-        return []
-    if op == "disk-fault":
-        sim.disk_fault(_selection(a["nodes"]), a["kind"])
-        return []
-    if op == "snapshot":
-        nodes = a.get("nodes")
-        return [f"Wrote {p.name}" for p in sim.snapshot(None if nodes is None else list(nodes))]
-    if op == "run":
-        sim.run(a["ms"])
-        return []
-    if op == "wait":
-        sim.wait(a.get("timeout_ms", 60_000))
-        return []
-    if op == "unregister-broker":
-        return admin_ops.unregister_broker(sim, a["id"])
-    if op == "add-controller":
-        nid = sim.add_controller(a.get("id"), a.get("release"))
-        return [f"Added controller {nid}."]
-    if op == "remove-controller":
-        sim.remove_controller(a["id"])
-        return [f"Removed KRaft controller {a['id']}."]
-    raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
+    """Carry out `step` as the scenario runner does (kraftsim.scenario.apply, the same lines);
+    a refusal raises SimError (Kafka's text). A key whose value is None is not given, as in the
+    scenario file the step is written to."""
+    return apply(sim, make(step.op, {k: v for k, v in step.args.items() if v is not None}))
 
 
 # ---------------------------------------------------------------------------- TOML out

@@ -4,7 +4,7 @@ crash, stop or disk fault of such a node takes its broker and its controller dow
 
 from __future__ import annotations
 
-from kraftsim.scenario.language import OPS
+from kraftsim.scenario.ops import OPS
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.validate import parse_scenario
 

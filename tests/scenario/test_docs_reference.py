@@ -8,7 +8,8 @@ import re
 import msgspec
 import pytest
 
-from kraftsim.scenario.language import OPS, ClusterSpec, Expect, ScenarioTop, StepBase
+from kraftsim.scenario.language import ClusterSpec, Expect, ScenarioTop
+from kraftsim.scenario.ops import OPS, StepBase
 from kraftsim.scenario.validate import parse_scenario
 from kraftsim.sim import SimConfig
 from tests.paths import REPO

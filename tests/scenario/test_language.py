@@ -9,7 +9,7 @@ import pytest
 
 from kraftsim.scenario import ScenarioInvalid, load_scenario, parse_scenario
 from kraftsim.scenario.header import parse_header
-from kraftsim.scenario.language import OPS
+from kraftsim.scenario.ops import OPS
 from kraftsim.scenario.validate import resolve_release
 from kraftsim.versions import default_catalog
 

@@ -12,7 +12,7 @@ A fault SPEC is `kind=rate` pairs separated by commas, e.g.
   down       how long a crash or partition lasts, ms (default 3000)
 
 Gaps are the places before each step. Each fault is a short run of ordinary scenario
-steps (crash / run / start, partition / run / heal, ...) marked with a `note`, so the
+ops (kraftsim.scenario.ops: crash / run / start, partition / run / heal, ...) marked with a `note`, so the
 faulted scenario is itself a scenario file: `kraftsim scenario run` replays it exactly.
 The schedule is drawn from a generator seeded by the scenario's name, the run's seed and
 the SPEC, so the same inputs always give the same schedule.
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
+from kraftsim.scenario.ops import Crash, DiskFault, Heal, Partition, Run, Start, StepBase, Stop, to_table
 
 #: Kinds drawn per gap, in the order they are drawn (the order is part of the schedule).
 GAP_KINDS = ("crash", "restart", "partition", "torn-tail")
@@ -106,20 +107,21 @@ def _named(step: dict[str, Any]) -> list[int]:
 
 
 def _fault_steps(kind: str, node: int, ids: list[int], down_ms: int, note: str) -> list[dict[str, Any]]:
+    """One fault as typed scenario ops, written as the step tables the faulted scenario holds."""
+    ops: list[StepBase]
     if kind == "crash":
-        return [{"op": "crash", "nodes": [node], "note": note}, {"op": "run", "ms": down_ms, "note": note},
-                {"op": "start", "nodes": [node], "note": note}]
-    if kind == "restart":
-        return [{"op": "stop", "nodes": [node], "note": note}, {"op": "start", "nodes": [node], "note": note}]
-    if kind == "partition":
-        rest = [i for i in ids if i != node]
-        return [{"op": "partition", "groups": [[node], rest], "note": note}, {"op": "run", "ms": down_ms, "note": note},
-                {"op": "heal", "note": note}]
-    if kind == "torn-tail":
-        return [{"op": "crash", "nodes": [node], "note": note},
-                {"op": "disk-fault", "nodes": [node], "kind": "torn-tail", "note": note},
-                {"op": "start", "nodes": [node], "note": note}]
-    raise AssertionError(kind)
+        ops = [Crash(nodes=[node], note=note), Run(ms=down_ms, note=note), Start(nodes=[node], note=note)]
+    elif kind == "restart":
+        ops = [Stop(nodes=[node], note=note), Start(nodes=[node], note=note)]
+    elif kind == "partition":
+        ops = [Partition(groups=[[node], [i for i in ids if i != node]], note=note), Run(ms=down_ms, note=note),
+               Heal(note=note)]
+    elif kind == "torn-tail":
+        ops = [Crash(nodes=[node], note=note), DiskFault(nodes=[node], kind="torn-tail", note=note),
+               Start(nodes=[node], note=note)]
+    else:
+        raise AssertionError(kind)
+    return [to_table(op) for op in ops]
 
 
 def inject(raw: dict[str, Any], seed: int, spec: FaultSpec) -> tuple[dict[str, Any], list[str]]:

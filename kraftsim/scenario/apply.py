@@ -1,0 +1,153 @@
+"""One op carried out on a Simulation: the only place an op meets the simulator.
+
+The scenario runner, the state machine's steps (`kraftsim.testing.steps`) and the sweeps'
+fault schedules (which are scenario steps) all come here, so an op prints the same lines
+whoever runs it. A refusal raises SimError or KraftsimError with Kafka's text.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from kraftsim.scenario.ops import (
+    AddController,
+    AddNode,
+    AlterBrokerConfig,
+    CreateAcl,
+    CreateTopics,
+    DeleteTopics,
+    DiskFault,
+    FeaturesChange,
+    FeaturesDisable,
+    FeaturesUpgrade,
+    Heal,
+    NodesStep,
+    Crash,
+    Partition,
+    RemoveController,
+    Roll,
+    Run,
+    Snapshot,
+    Start,
+    StepBase,
+    UnregisterBroker,
+    UnregisterController,
+    Wait,
+)
+from kraftsim.sim import Simulation, features_tool
+
+#: Kafka's controller refuses a CreateTopics request with more partitions than this
+#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
+PARTITIONS_PER_REQUEST = 10_000
+
+
+def apply(sim: Simulation, op: StepBase) -> list[str]:
+    """Carry out `op` as it starts now; returns what it printed."""
+    started, said = starting(sim, op)
+    return said + carry_out(sim, started)
+
+
+def starting(sim: Simulation, op: StepBase) -> tuple[StepBase, list[str]]:
+    """`op` as it starts now, and what is said before it runs. kafka-features ops get the
+    release of the tool that answers (the newest one running, unless the op names one) and
+    say whose it is when there was a choice, whether the op then succeeds or not; an op on
+    "leader" acts on the active controller of this moment."""
+    if isinstance(op, (FeaturesChange, FeaturesDisable)):
+        release = op.tool_release or sim.tool_release()
+        said = features_tool.tool_note(release, sim.node_summaries(), op.tool_release is not None)
+        return msgspec.structs.replace(op, tool_release=release), [said] if said else []
+    if getattr(op, "nodes", None) == "leader":
+        return msgspec.structs.replace(op, nodes=sim.select("leader")), []
+    return op, []
+
+
+def carry_out(sim: Simulation, op: StepBase) -> list[str]:
+    """Carry out an op as `starting` gave it; returns what it printed."""
+    if isinstance(op, CreateTopics):
+        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
+        # kafka-topics would stay under the controller's limit ("Excessively large number of
+        # partitions per request."); a single topic larger than that is still refused.
+        if op.names is not None:
+            return [f"Created topic {n}." for n in sim.create_topics(len(op.names), op.partitions,
+                                                                     op.replication_factor, names=op.names)]
+        names: list[str] = []
+        per_request = max(1, PARTITIONS_PER_REQUEST // op.partitions)
+        while len(names) < op.count:
+            names += sim.create_topics(min(per_request, op.count - len(names)), op.partitions, op.replication_factor)
+        return [f"Created topic {n}." for n in names]
+    if isinstance(op, DeleteTopics):
+        sim.delete_topics(op.names)
+        return [f"Deleted topic {n}." for n in op.names]
+    if isinstance(op, Roll):
+        sim.roll(op.release, op.nodes)
+        return []
+    if isinstance(op, AddNode):
+        nid = sim.add_node(op.role, op.release, op.id)
+        return [f"Node {nid} ({op.role}, Kafka {op.release}) joined."]
+    if isinstance(op, FeaturesChange):
+        return sim.features("upgrade" if isinstance(op, FeaturesUpgrade) else "downgrade", metadata=op.metadata,
+                            release_version=op.release_version, features=op.features, unsafe=op.unsafe,
+                            dry_run=op.dry_run, tool_release=op.tool_release)
+    if isinstance(op, FeaturesDisable):
+        return sim.features("disable", features=list(op.features), dry_run=op.dry_run, tool_release=op.tool_release)
+    if isinstance(op, NodesStep):
+        (sim.crash if isinstance(op, Crash) else sim.stop)(op.nodes)
+        return []
+    if isinstance(op, Start):
+        sim.start(op.nodes, op.release)
+        return []
+    if isinstance(op, Partition):
+        sim.partition(op.groups)
+        return []
+    if isinstance(op, Heal):
+        sim.heal()
+        return []
+    if isinstance(op, DiskFault):
+        sim.disk_fault(op.nodes, op.kind)
+        return []
+    if isinstance(op, Snapshot):
+        nodes = None if op.nodes is None else sim.select(op.nodes)
+        return [f"Wrote {p.name} ({p.stat().st_size} bytes)" if p.exists() else f"Wrote {p.name} (since removed)"
+                for p in sim.snapshot(nodes)]
+    if isinstance(op, Run):
+        sim.run(op.ms)
+        return []
+    if isinstance(op, Wait):
+        sim.wait(op.timeout_ms)
+        return []
+    if isinstance(op, AddController):
+        if op.crash_leader_after_ms is not None:
+            sim.inject(op.crash_leader_after_ms, "crash", "leader")
+        nid = sim.add_controller(op.id, op.release)
+        return [f"Added controller {nid} with directory id {sim.directory_id(nid)} and endpoints: "
+                f"CONTROLLER://node-{nid}:9093"]
+    if isinstance(op, RemoveController):
+        did = sim.voter_directory_id(op.id)  # the voter's, as describe --replication shows it
+        sim.remove_controller(op.id)
+        return [f"Removed  KRaft controller {op.id} with directory id {did}"]
+    if isinstance(op, AlterBrokerConfig):
+        return sim.alter_broker_config(op.broker, op.configs, op.delete)
+    if isinstance(op, UnregisterController):
+        return sim.unregister_controller(op.id)
+    if isinstance(op, UnregisterBroker):
+        return sim.unregister_broker(op.id)
+    if isinstance(op, CreateAcl):
+        return sim.create_acl(principal=op.principal, host=op.host, operation=op.operation,
+                              resource_type=op.resource_type, resource_name=op.resource_name,
+                              pattern_type=op.pattern_type, permission=op.permission)
+    raise AssertionError(f"no way to carry out {type(op).__name__}")
+
+
+def acts_on(sim: Simulation, op: StepBase) -> tuple[int, ...]:
+    """The nodes a finished op acted on, for the timeline: its selection ("leader" names no
+    fixed node), the node it added, or the controller it added or removed."""
+    sel = getattr(op, "nodes", None)
+    if isinstance(sel, list):
+        return tuple(sorted(sel))
+    if sel in ("all", "controllers", "brokers") or (isinstance(op, Snapshot) and sel is None):
+        return tuple(sim.select(sel or "all"))
+    if isinstance(op, AddNode):
+        return (max(n.id for n in sim.nodes()),) if op.id is None else (op.id,)
+    if isinstance(op, (AddController, RemoveController)) and op.id is not None:
+        return (op.id,)
+    return ()

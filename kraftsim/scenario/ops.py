@@ -1,0 +1,215 @@
+"""Every op of the scenario language (contract 4) as a typed value: one msgspec struct per op,
+tagged by its `op` key, so that a step is an `Op` wherever it comes from (a scenario file,
+a state machine's rule, a sweep's fault schedule) and `apply.apply` carries it out.
+
+Decoding stays one step at a time (`validate.py`): a step's table is converted to the struct
+its `op` names, so an error names the file, the step number and the key. `OPS` lists the
+ops in the order error messages and the reference name them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, cast
+
+import msgspec
+
+from kraftsim.scenario.language import Expect, NodeSel
+
+
+class StepBase(msgspec.Struct, kw_only=True, forbid_unknown_fields=True, tag_field="op"):
+    """Keys every step takes. `note` (a sentence shown in reports) and `expect` are kraftsim's additions.
+    `op` is the tag: each op's struct is named by it."""
+
+    expect_error: str | None = None
+    note: str | None = None
+    #: kraftsim's addition: `[expect]` keys checked right after this step ([step.expect]).
+    expect: Expect | None = None
+
+    @property
+    def op(self) -> str:
+        """The op's name as a scenario file writes it."""
+        return cast(str, self.__struct_config__.tag)
+
+
+class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-topics"):
+    count: int = 1
+    partitions: int = 1
+    replication_factor: int | None = None  # default: min(3, brokers)
+    #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
+    names: list[str] | None = None
+
+
+class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="delete-topics"):
+    names: list[str]
+
+
+class Roll(StepBase, kw_only=True, forbid_unknown_fields=True, tag="roll"):
+    release: str
+    nodes: NodeSel = "all"
+
+
+class AddNode(StepBase, kw_only=True, forbid_unknown_fields=True, tag="add-node"):
+    role: Literal["broker", "controller"]
+    release: str
+    id: int | None = None
+
+
+class FeaturesChange(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """features-upgrade / features-downgrade: kafka-features upgrade / downgrade."""
+
+    metadata: str | None = None
+    release_version: str | None = None
+    features: dict[str, int] | None = None
+    unsafe: bool = False
+    dry_run: bool = False
+    tool_release: str | None = None  # whose kafka-features; default: the newest release running
+
+
+class FeaturesUpgrade(FeaturesChange, kw_only=True, forbid_unknown_fields=True, tag="features-upgrade"):
+    pass
+
+
+class FeaturesDowngrade(FeaturesChange, kw_only=True, forbid_unknown_fields=True, tag="features-downgrade"):
+    pass
+
+
+class FeaturesDisable(StepBase, kw_only=True, forbid_unknown_fields=True, tag="features-disable"):
+    features: list[str]
+    dry_run: bool = False
+    tool_release: str | None = None
+
+
+class NodesStep(StepBase, kw_only=True, forbid_unknown_fields=True):
+    """crash / stop."""
+
+    nodes: NodeSel
+
+
+class Crash(NodesStep, kw_only=True, forbid_unknown_fields=True, tag="crash"):
+    pass
+
+
+class Stop(NodesStep, kw_only=True, forbid_unknown_fields=True, tag="stop"):
+    pass
+
+
+class Start(StepBase, kw_only=True, forbid_unknown_fields=True, tag="start"):
+    nodes: NodeSel
+    release: str | None = None
+
+
+class Partition(StepBase, kw_only=True, forbid_unknown_fields=True, tag="partition"):
+    groups: list[list[int]]
+
+
+class Heal(StepBase, kw_only=True, forbid_unknown_fields=True, tag="heal"):
+    pass
+
+
+class DiskFault(StepBase, kw_only=True, forbid_unknown_fields=True, tag="disk-fault"):
+    nodes: NodeSel
+    kind: Literal["torn-tail", "wipe"]
+
+
+class Snapshot(StepBase, kw_only=True, forbid_unknown_fields=True, tag="snapshot"):
+    nodes: NodeSel | None = None  # default: every running node
+
+
+class Run(StepBase, kw_only=True, forbid_unknown_fields=True, tag="run"):
+    ms: int
+
+
+class Wait(StepBase, kw_only=True, forbid_unknown_fields=True, tag="wait"):
+    timeout_ms: int = 60_000
+
+
+class AlterBrokerConfig(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-broker-config"):
+    """kafka-configs --alter --entity-type brokers; `cordoned.log.dirs` cordons log dirs (KIP-1066)."""
+
+    broker: int | None = None  # None: the cluster-wide default (--entity-default)
+    configs: dict[str, str] = {}  # --add-config
+    delete: list[str] = []  # --delete-config
+
+
+class AddController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="add-controller"):
+    """kafka-metadata-quorum add-controller (KIP-853): a new controller (formatted with
+    --no-initial-controllers, caught up as an observer) or an observer controller `id` joins the voters."""
+
+    id: int | None = None
+    release: str | None = None  # default: the newest release a controller runs
+    #: kraftsim's addition: the active controller crashes this long after the step starts (a
+    #: fault in the middle of the change).
+    crash_leader_after_ms: int | None = None
+
+
+class RemoveController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="remove-controller"):
+    """kafka-metadata-quorum remove-controller for voter `id` (its own directory id)."""
+
+    id: int
+
+
+class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-controller"):
+    """Controller unregistration (KIP-1312, Kafka 4.4)."""
+
+    id: int
+
+
+class UnregisterBroker(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-broker"):
+    """`kafka-cluster unregister --id N` (UnregisterBroker): the broker's registration is removed."""
+
+    id: int
+
+
+class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-acl"):
+    """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276)."""
+
+    principal: str
+    operation: str
+    resource_name: str
+    resource_type: str = "topic"
+    pattern_type: str = "literal"
+    host: str = "*"
+    permission: str = "allow"
+
+
+#: One step of any op (a tagged union: msgspec picks the struct by `op`).
+Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
+      | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
+      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker)
+#: The name the runner and reports have used for a step.
+Step = Op
+
+#: Every op of contract 4 and the struct its step decodes into, in the order messages list them.
+OPS: dict[str, type[StepBase]] = {
+    cls.__struct_config__.tag: cls  # type: ignore[misc]
+    for cls in (CreateTopics, DeleteTopics, Roll, AddNode, FeaturesUpgrade, FeaturesDowngrade, FeaturesDisable,
+                Crash, Stop, Start, Partition, Heal, DiskFault, Snapshot, Run, Wait, AddController,
+                RemoveController,
+                # kraftsim's additions to contract 4: controller operations of Kafka 4.3/4.4
+                AlterBrokerConfig, UnregisterController, CreateAcl,
+                # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
+                UnregisterBroker)
+}
+
+
+def make(op: str, args: dict[str, Any]) -> StepBase:
+    """The typed op `op` with `args` (keys as a scenario file writes them); a bad op or key
+    raises msgspec.ValidationError (programs building ops, not files: files go through validate)."""
+    cls = OPS.get(op)
+    if cls is None:
+        raise msgspec.ValidationError(f"unknown op {op!r}; expected one of {', '.join(OPS)}")
+    return msgspec.convert({**args, "op": op}, type=cls)
+
+
+def to_table(op: StepBase) -> dict[str, Any]:
+    """A step as a scenario file's table: `op` first, then the op's own keys, then the keys every
+    step takes; keys at their default are left out."""
+    common = [f.name for f in msgspec.structs.fields(StepBase)]
+    fields = msgspec.structs.fields(op)
+    table: dict[str, Any] = {"op": op.op}
+    for f in sorted(fields, key=lambda f: f.name in common):  # (a stable sort: each group keeps its order)
+        value = getattr(op, f.name)
+        default = f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default
+        if value != default or default is msgspec.NODEFAULT:
+            table[f.encode_name] = msgspec.to_builtins(value)
+    return table
