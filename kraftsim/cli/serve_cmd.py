@@ -89,7 +89,7 @@ class CliCommands:
     def run(self, argv: Sequence[str]) -> int:
         from kraftsim.cli.main import main
 
-        return main(list(argv))
+        return main(list(argv), forward=False)
 
     def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
         from kraftsim.cli.main import build_parser
@@ -141,3 +141,11 @@ def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
     if cmd == "disk-fault":
         return cmd, {"nodes": _ids(args.nodes), "kind": args.kind}
     return None
+
+
+def serve(*args: Any, **kwargs: Any) -> Any:
+    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features and topics
+    commands on its directory handed over to it, as `kraftsim serve` takes them."""
+    from kraftsim.wire.api import serve as serve_cluster
+
+    return serve_cluster(*args, commands=CliCommands(), **kwargs)

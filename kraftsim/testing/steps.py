@@ -37,6 +37,9 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "unregister-broker": ("id",),
     "add-controller": ("id", "release"),
     "remove-controller": ("id",),
+    "alter-broker-config": ("broker", "configs", "delete"),
+    "unregister-controller": ("id",),
+    "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 
 
@@ -123,6 +126,16 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     if op == "remove-controller":
         sim.remove_controller(a["id"])
         return [f"Removed KRaft controller {a['id']}."]
+    if op == "alter-broker-config":
+        return admin_ops.alter_broker_config(sim, a.get("broker"), dict(a.get("configs") or {}),
+                                             list(a.get("delete") or []))
+    if op == "unregister-controller":
+        return admin_ops.unregister_controller(sim, a["id"])
+    if op == "create-acl":
+        return admin_ops.create_acl(sim, principal=a["principal"], host=a.get("host", "*"), operation=a["operation"],
+                                    resource_type=a.get("resource_type", "topic"), resource_name=a["resource_name"],
+                                    pattern_type=a.get("pattern_type", "literal"),
+                                    permission=a.get("permission", "allow"))
     raise AssertionError(f"no runner for op {op}")  # Step.__post_init__ refuses unknown ops
 
 

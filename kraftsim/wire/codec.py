@@ -37,6 +37,7 @@ import msgspec
 
 from kraftsim.errors import KraftsimError, UnsupportedVersionException
 from kraftsim.protocol.codec import DecodeError
+from kraftsim.protocol.message_types import unknown_tagged_fields
 from kraftsim.protocol.primitives import VarintError
 from kraftsim.protocol.registry import RecordType
 from kraftsim.protocol.schema import RecordSchema, StructSpec, iter_schema_files, load_schema_file, upper_snake
@@ -250,7 +251,8 @@ def parse_request(frame: bytes, catalog: Catalog | None = None) -> ParsedRequest
     except _DECODE_ERRORS as e:
         raise FrameError(f"Error getting request for apiKey: {api.enum_name}, apiVersion: {api_version}: {_cause(e)}",
                          api_key, api_version, correlation_id) from None
-    return ParsedRequest(api_key, api_version, correlation_id, client_id, body, header_version, header._unknown)
+    return ParsedRequest(api_key, api_version, correlation_id, client_id, body, header_version,
+                         unknown_tagged_fields(header))
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any],

@@ -77,6 +77,9 @@ class WireServer:
         self.servers: dict[Listener, asyncio.Server] = {}
         self.connections: dict[Listener, set[asyncio.StreamWriter]] = {}
         self.stopping = asyncio.Event()
+        #: Cleared while the cluster is closed (a handed-over command has its directory).
+        self._serving = asyncio.Event()
+        self._serving.set()
         self.answered = 0
         served.on_change = self._changed
         self._dirty = False
@@ -114,6 +117,18 @@ class WireServer:
                         w.transport.abort()
                 self.served.ports.setdefault(listener, free_port(self.served.host))
 
+    def pause(self) -> None:
+        """Hold every request and the clock (the Simulation is closed until `resume`)."""
+        self._serving.clear()
+
+    def resume(self) -> None:
+        self._serving.set()
+
+    async def resumed(self) -> None:
+        """Return once the cluster is served again (at once when it is)."""
+        if not self._serving.is_set():
+            await self._serving.wait()
+
     async def close(self) -> None:
         for server in self.servers.values():
             server.close()
@@ -129,6 +144,9 @@ class WireServer:
         """Move simulated time with the wall clock until stopped (or `for_ms` simulated ms passed)."""
         start = self.served.sim.now_ms
         while not self.stopping.is_set():
+            if not self._serving.is_set():  # the cluster is closed: its time waits too
+                await asyncio.sleep(TICK_S)
+                continue
             try:
                 self.served.follow_clock()
             except Exception as e:  # a failure inside the simulation: reported, serving stops
@@ -158,6 +176,7 @@ class WireServer:
                     break  # Kafka closes the connection of a bad size
                 if payload is None:
                     break
+                await self.resumed()
                 answer = self.answer(listener, payload)
                 if answer is None:
                     break
