@@ -28,11 +28,13 @@ from kraftsim.wire.fit import fit_response
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
 from kraftsim.wire.handlers import (
     API_VERSIONS_KEY,
+    DESCRIBE_ACLS_KEY,
     DESCRIBE_CLUSTER_KEY,
     DESCRIBE_CONFIGS_KEY,
     METADATA_KEY,
     Handler,
     api_versions,
+    describe_acls,
     describe_cluster,
     describe_configs,
     metadata,
@@ -45,7 +47,7 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
-                                DESCRIBE_CONFIGS_KEY: describe_configs,
+                                DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005

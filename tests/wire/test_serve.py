@@ -168,18 +168,32 @@ def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
         assert levels(5)[0] == 1
 
 
-def test_describe_configs_gives_the_topics_dynamic_configs():
+def test_describe_configs_gives_the_topics_dynamic_configs_and_what_they_inherit():
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         topic = {"Name": "logs", "NumPartitions": 1, "ReplicationFactor": 1,
                  "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]}
         assert rpc(k.bootstrap_servers, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
         body = rpc(k.bootstrap_servers, 32, 4, {"Resources": [
             {"ResourceType": 2, "ResourceName": "logs", "ConfigurationKeys": None},
-            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None}]})[1]
-        found, missing = body["Results"]
+            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None},
+            {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}], "IncludeSynonyms": True})[1]
+        found, missing, defaults = body["Results"]
+        # ELR on (4.4's default) wrote a cluster-wide min.insync.replicas, which the topic inherits
+        # (source 3, DYNAMIC_DEFAULT_BROKER_CONFIG), as a live 4.4.0 node describes it
         assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
-            [("cleanup.policy", "compact", 1), ("retention.ms", "1000", 1)]
+            [("cleanup.policy", "compact", 1), ("min.insync.replicas", "1", 3), ("retention.ms", "1000", 1)]
+        assert found["Configs"][1]["Synonyms"] == [{"Name": "min.insync.replicas", "Value": "1", "Source": 3}]
         assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in defaults["Configs"]] == \
+            [("min.insync.replicas", "1", 3)]
+
+
+def test_describe_acls_is_refused_as_by_a_node_without_an_authorizer():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        body = rpc(k.bootstrap_servers, 29, 3, {"ResourceTypeFilter": 1, "PatternTypeFilter": 1, "Operation": 1,
+                                                "PermissionType": 1})[1]
+        assert (body["ErrorCode"], body["ErrorMessage"]) == (ERR["SECURITY_DISABLED"],
+                                                             "No Authorizer is configured on the broker")
 
 
 def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
