@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after this much simulated time (default: until SIGTERM or SIGINT)")
     p.add_argument("--keep", metavar="DIR", help="with a scenario file: build the cluster in DIR (new or empty) and "
                                                  "leave it there (default: a temporary directory)")
+    p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false",
+                   help="brokers with auto.create.topics.enable=false (default: a Metadata request for an unknown "
+                        "topic creates it, as Kafka's default does)")
     p.set_defaults(run=_run)
 
 
@@ -57,7 +60,8 @@ def _run(args: argparse.Namespace) -> int:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
         raise UsageError(str(e)) from None
-    session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands())
+    session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands(),
+                      auto_create_topics=args.auto_create_topics)
 
     def ready() -> None:
         info = session.served.ready_info()

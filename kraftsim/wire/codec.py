@@ -113,13 +113,20 @@ def _to_dict_functions(rt: RecordType) -> dict[str, Callable[[Any], dict[str, An
 
 
 class Message:
-    """One request or response type: its schema, codec and dict converters."""
+    """One request or response type: its schema, codec and dict converters. The codec and the
+    converters are compiled on first use (a server's first answer needs only a few messages)."""
 
     def __init__(self, schema: RecordSchema):
         self.schema = schema
         self.name = schema.name
-        self.rt = RecordType(schema, kafka_names=True)
-        self.to_dict = _to_dict_functions(self.rt)[schema.body.name]
+
+    @functools.cached_property
+    def rt(self) -> RecordType:
+        return RecordType(self.schema, kafka_names=True)
+
+    @functools.cached_property
+    def to_dict(self) -> Callable[[Any], dict[str, Any]]:
+        return _to_dict_functions(self.rt)[self.schema.body.name]
 
     def from_dict(self, body: Mapping[str, Any]) -> Any:
         """The message of a dict of Kafka's field names; missing fields get their defaults."""

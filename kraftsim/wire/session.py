@@ -38,11 +38,12 @@ class Session:
     """A served cluster and its server (see the module docstring)."""
 
     def __init__(self, opened: Opened, *, host: str = "127.0.0.1", speed: float = 1.0, record: Path | None = None,
-                 commands: Commands | None = None):
+                 commands: Commands | None = None, auto_create_topics: bool = True):
         self.opened = opened
         self.commands = commands
         self.record = None if record is None else Path(record)
-        self.served = ServedCluster(opened.sim, host, speed, recorder=opened.recorder if record is not None else None)
+        self.served = ServedCluster(opened.sim, host, speed, recorder=opened.recorder if record is not None else None,
+                                    auto_create_topics=auto_create_topics)
         self.server = WireServer(self.served)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

@@ -83,6 +83,7 @@ def test_a_scenario_target_with_config_acl_and_controller_steps_is_recorded_and_
     shipped = Path(__file__).resolve().parents[2] / "scenarios" / "kafka-4.4-controller-operations.toml"
     record = tmp_path / "session.toml"
     with serve(shipped, directory=tmp_path / "served", record=record) as k:
+        k.call(lambda s: s.sim.wait(30_000))  # the reopened controller has replayed its log
         served = k.call(lambda s: _configs_and_acls(s.sim))
     raw = tomllib.loads(record.read_text())
     ops = [s["op"] for s in raw["step"]]

@@ -234,3 +234,44 @@ def test_list_partition_reassignments_is_the_active_controllers_answer():
         follower = next(i for i in (1, 2, 3) if i != k.leader())
         refused = rpc(k.address(follower, "controller"), 46, 0, {"Topics": [{"Name": "orders", "PartitionIndexes": [0]}]})[1]
         assert refused["ErrorCode"] == ERR["NOT_CONTROLLER"]
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])
+def test_metadata_auto_creates_topics_as_a_live_broker_does(release, tmp_path):
+    """Measured on live 3.7.2 and 4.4.0 nodes (auto.create.topics.enable=true): the first
+    Metadata v12 for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION and creates it (one
+    partition, one replica), the next one shows it; AllowAutoTopicCreation=false leaves it
+    unknown, an illegal name is INVALID_TOPIC_EXCEPTION; v4 with the flag creates too."""
+    record = tmp_path / "rec.toml"
+    with kraftsim.serve(combined=1, release=release, record=record) as k:
+        bs = k.bootstrap_servers
+
+        def ask(name: str, version: int = 12, allow: bool = True) -> dict:
+            return rpc(bs, 3, version, {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow})[1]["Topics"][0]
+
+        assert ask("auto1")["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        again = ask("auto1")
+        assert again["ErrorCode"] == 0
+        assert [(p["PartitionIndex"], p["LeaderId"], p["ReplicaNodes"]) for p in again["Partitions"]] == [(0, 1, [1])]
+        assert ask("auto2", allow=False)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("auto2", allow=False)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("bad name!")["ErrorCode"] == ERR["INVALID_TOPIC_EXCEPTION"]
+        assert ask("auto3", version=4)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("auto3", version=4)["ErrorCode"] == 0
+    assert 'names = ["auto1"]' in record.read_text() and 'names = ["auto3"]' in record.read_text()
+
+
+def test_no_auto_creation_when_the_broker_config_is_off():
+    with kraftsim.serve(combined=1, release="4.4.0", auto_create_topics=False) as k:
+        for _ in range(2):
+            answer = rpc(k.bootstrap_servers, 3, 12, {"Topics": [{"Name": "x"}], "AllowAutoTopicCreation": True})
+            assert answer[1]["Topics"][0]["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+@pytest.mark.parametrize(("release", "text"), [("3.7.2", ""), ("4.0.1", ""),
+                                               ("4.4.0", "Broker ID 42 is not currently registered")])
+def test_unregistering_an_unknown_broker_is_refused_with_the_releases_text(release, text):
+    """Live 3.7.2 and 4.4.0 nodes (tests/conformance/test_serve_vs_kafka.py); 4.0.2 (4.0.1 here) from its jar."""
+    with kraftsim.serve(combined=1, release=release) as k:
+        body = rpc(k.bootstrap_servers, 64, 0, {"BrokerId": 42})[1]
+        assert (body["ErrorCode"], body["ErrorMessage"]) == (ERR["BROKER_ID_NOT_REGISTERED"], text)
