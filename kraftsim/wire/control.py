@@ -6,8 +6,9 @@ The server listens on a 127.0.0.1 port and writes DIR/.kraftsim-serve (mode 0600
 the port and a random token. A command that finds the file sends its argv, with every path
 in it made absolute on the client's side (`absolute_argv`), and the token; the server never
 changes its working directory. It runs the command with the very code the command runs on
-its own, on a worker thread: the listeners stay open meanwhile and hold their requests (the
-cluster is saved and closed while the command has the directory), then the directory is
+its own, on a worker thread: the listeners stay open meanwhile, answer ApiVersions as before
+and hold other requests (the cluster is saved and closed while the command has the
+directory: there is no cluster to answer them from), then the directory is
 opened again and the listeners follow. What the command printed and its exit code go back.
 A file left by a server that was killed (its pid gone, or nothing listening) is ignored.
 Every wait is bounded.

@@ -178,8 +178,10 @@ class WireServer:
                     break  # Kafka closes the connection of a bad size
                 if payload is None:
                     break
-                await self.resumed()
-                answer = self.answer(listener, payload)
+                answer = None if self._serving.is_set() else self.answer_from_cache(listener, payload)
+                if answer is None:
+                    await self.resumed()
+                    answer = self.answer(listener, payload)
                 if answer is None:
                     break
                 writer.write(answer)
@@ -218,6 +220,19 @@ class WireServer:
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))
 
+    def answer_from_cache(self, listener: Listener, payload: bytes) -> bytes | None:
+        """While a handed-over command has the cluster: an ApiVersions request answered as the
+        node last answered it (clients check a connection with it), None for anything else
+        (it waits until the cluster is served again)."""
+        try:
+            req = parse_request(payload)
+        except (UnsupportedRequest, FrameError):
+            return None
+        hit = self._answers.get((listener, req.api_key, req.api_version)) if req.api_key == API_VERSIONS_KEY else None
+        if hit is None:
+            return None
+        return _with_correlation_id(hit[2], req.correlation_id)
+
     def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, Any]]:
         return api_versions(self.served, listener, version)
 
@@ -235,8 +250,12 @@ class WireServer:
             frame = encode_response(api_key, write_version, 0, fit_response(api_key, write_version, body))
             hit = (node.image, node, frame)
             self._answers[key] = hit
-        frame = hit[2]
-        return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
+        return _with_correlation_id(hit[2], correlation_id)
+
+
+def _with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+    """A cached response frame answering the request with this correlation id."""
+    return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
 
 
 def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Callable[[str], None] = say) -> None:

@@ -3,6 +3,7 @@ with faults changing what clients see."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 
@@ -83,7 +84,7 @@ def test_metadata_describe_cluster_and_topics_from_the_nodes_image():
         (topic,) = md["Topics"]
         assert topic["Name"] == "orders" and len(topic["Partitions"]) == 3
         assert all(len(p["ReplicaNodes"]) == 2 and p["LeaderId"] in (2, 3) for p in topic["Partitions"])
-        unknown = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "nope"}]})[1]
+        unknown = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "nope"}], "AllowAutoTopicCreation": False})[1]
         assert unknown["Topics"][0]["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
         controllers = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]
         assert controllers["ControllerId"] == 1
@@ -275,3 +276,38 @@ def test_unregistering_an_unknown_broker_is_refused_with_the_releases_text(relea
     with kraftsim.serve(combined=1, release=release) as k:
         body = rpc(k.bootstrap_servers, 64, 0, {"BrokerId": 42})[1]
         assert (body["ErrorCode"], body["ErrorMessage"]) == (ERR["BROKER_ID_NOT_REGISTERED"], text)
+
+
+def test_while_a_handed_over_command_has_the_cluster_api_versions_is_answered_and_the_rest_waits(tmp_path):
+    """The server is paused while a command sent to its directory runs (a long `cluster run`):
+    its loop stays free, ApiVersions (how clients check a connection) is answered as before,
+    other requests are answered once the command is done."""
+    from kraftsim.sim import Simulation
+    from kraftsim.wire.session import Session
+    from kraftsim.wire.target import open_target
+
+    Simulation.create(tmp_path / "c", combined=1, release="4.4.0").close()
+    session = Session(open_target(tmp_path / "c"))
+    session.start_thread()
+    try:
+        bs = session.served.bootstrap("broker")
+        assert rpc(bs, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0  # the answer is cached now
+        assert session.loop is not None
+        asyncio.run_coroutine_threadsafe(_on_loop(session.server.pause), session.loop).result(10)
+        with connect(bs) as waiting:
+            waiting.sendall(encode_request(3, 12, 7, {"Topics": None, "AllowAutoTopicCreation": False}))
+            answered = rpc(bs, 18, 3, API_VERSIONS_V3, correlation_id=9)
+            assert answered is not None and answered[0] == 9 and answered[1]["ErrorCode"] == 0
+            waiting.settimeout(0.5)
+            with pytest.raises(socket.timeout):
+                waiting.recv(1)  # Metadata waits for the cluster
+            session.loop.call_soon_threadsafe(session.server.resume)
+            waiting.settimeout(10)
+            (frame_,) = read_frames(waiting, 1)
+            assert parse_response(3, 12, frame_)[0] == 7
+    finally:
+        session.close_thread()
+
+
+async def _on_loop(fn) -> None:
+    fn()
