@@ -127,7 +127,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
 def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
     from kraftsim.wire.api import serve
 
-    with serve(combined=1, release=dist.release.version) as k:
+    with serve(combined=1, release=dist.release.line) as k:  # the line's newest release kraftsim knows
         return run_tools(dist, k.bootstrap_servers), raw_answers(k.bootstrap_servers, lambda: None)
 
 
