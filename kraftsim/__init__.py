@@ -15,10 +15,11 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str) -> object:
-    """`kraftsim.serve`: imported on first use (it brings the simulator and asyncio)."""
+    """`kraftsim.serve`: imported on first use (it brings the simulator and asyncio).
+    `kraftsim.wire.api.serve` is the same without the CLI's commands handed over."""
     if name == "serve":
         from importlib import import_module
-        value = import_module("kraftsim.wire.api").serve
+        value = import_module("kraftsim.cli.serve_cmd").serve  # with the CLI commands handed over
         globals()["serve"] = value
         return value
     raise AttributeError(f"module 'kraftsim' has no attribute {name!r}")

@@ -155,14 +155,15 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
+    """Run one command line; `forward=False` when `kraftsim serve` itself carries it out."""
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_requested(argv)
     sys.stdout, sys.stderr = guard(sys.stdout), guard(sys.stderr)  # names from files shown, not obeyed
     try:
         parser = build_parser(argv)
         args = parser.parse_args(argv)
-        served = forwarded(args, argv)
+        served = forwarded(parser, args, argv) if forward else None
         if served is not None:
             return served
         code = int(args.run(args) or 0)
@@ -205,15 +206,15 @@ def served_directory(args: argparse.Namespace) -> str | None:
     return None
 
 
-def forwarded(args: argparse.Namespace, argv: Sequence[str]) -> int | None:
+def forwarded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: Sequence[str]) -> int | None:
     """While `kraftsim serve` serves the command's directory, the server carries the command
     out (checked before the command opens the directory): its output and exit code."""
     directory = served_directory(args)
     if directory is None or not os.path.isfile(os.path.join(directory, ".kraftsim-serve")):
         return None
-    from kraftsim.wire.control import forward
+    from kraftsim.wire.control import absolute_argv, forward
 
-    reply = forward(directory, argv)
+    reply = forward(directory, absolute_argv(parser, argv, args))
     if reply is None:
         return None
     sys.stdout.write(reply.stdout)

@@ -43,6 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="stop after this much simulated time (default: until SIGTERM or SIGINT)")
     p.add_argument("--keep", metavar="DIR", help="with a scenario file: build the cluster in DIR (new or empty) and "
                                                  "leave it there (default: a temporary directory)")
+    p.add_argument("--no-auto-create-topics", dest="auto_create_topics", action="store_false",
+                   help="brokers with auto.create.topics.enable=false (default: a Metadata request for an unknown "
+                        "topic creates it, as Kafka's default does)")
     p.set_defaults(run=_run)
 
 
@@ -57,7 +60,8 @@ def _run(args: argparse.Namespace) -> int:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
         raise UsageError(str(e)) from None
-    session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands())
+    session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands(),
+                      auto_create_topics=args.auto_create_topics)
 
     def ready() -> None:
         info = session.served.ready_info()
@@ -91,7 +95,7 @@ class CliCommands:
     def run(self, argv: Sequence[str]) -> int:
         from kraftsim.cli.main import main
 
-        return main(list(argv))
+        return main(list(argv), forward=False)
 
     def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
         from kraftsim.cli.main import build_parser
@@ -143,3 +147,11 @@ def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
     if cmd == "disk-fault":
         return cmd, {"nodes": _ids(args.nodes), "kind": args.kind}
     return None
+
+
+def serve(*args: Any, **kwargs: Any) -> Any:
+    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features and topics
+    commands on its directory handed over to it, as `kraftsim serve` takes them."""
+    from kraftsim.wire.api import serve as serve_cluster
+
+    return serve_cluster(*args, commands=CliCommands(), **kwargs)

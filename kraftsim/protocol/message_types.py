@@ -40,6 +40,12 @@ class MessageStruct(msgspec.Struct, gc=False):
     """Base of every generated message class."""
 
 
+def unknown_tagged_fields(message: MessageStruct) -> tuple[tuple[int, bytes], ...]:
+    """The tagged fields a reader of `message` did not recognise, as (tag, payload) pairs in
+    the order read: the public way to see them (the slot's name is the codec's business)."""
+    return tuple(getattr(message, "_unknown", ()))
+
+
 def _field_annotation(f: FieldSpec, classes: dict[str, type]) -> Any:
     elem = f.element_type
     inner = classes[elem] if f.struct is not None else _PY_TYPES[elem]

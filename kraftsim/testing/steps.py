@@ -39,6 +39,9 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "unregister-broker": ("id",),
     "add-controller": ("id", "release"),
     "remove-controller": ("id",),
+    "alter-broker-config": ("broker", "configs", "delete"),
+    "unregister-controller": ("id",),
+    "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 
 

@@ -7,12 +7,15 @@ client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario st
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
-from kraftsim.wire.handlers import Body, Handler, code
+from kraftsim.controller.topics import topic_name_error
+from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
+from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
 UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
@@ -142,10 +145,59 @@ def unregister_broker(served: ServedCluster, listener: Listener, version: int, b
     if result is None:
         return {"ErrorCode": code("REQUEST_TIMED_OUT")}
     if not result.ok:
-        return {"ErrorCode": code(result.error.name), "ErrorMessage": result.error.message}
+        return {"ErrorCode": code(result.error.name), "ErrorMessage": _unregister_text(served, result.error.message)}
     served.record("unregister-broker", {"id": broker_id}, at)
     return {"ErrorCode": 0}
 
 
-HANDLERS: dict[int, Handler] = {UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
+#: Kafka's broker defaults for an auto-created topic (num.partitions, default.replication.factor).
+AUTO_CREATE_PARTITIONS, AUTO_CREATE_REPLICATION_FACTOR = 1, 1
+
+
+def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """Metadata with Kafka's automatic topic creation: a broker asked for topics it does not
+    know, by a request that allows it (always before v4, AllowAutoTopicCreation from v4) and
+    with auto.create.topics.enable (true by default; `ServedCluster.auto_create_topics`),
+    forwards CreateTopics for the legal names to the active controller (num.partitions 1,
+    default.replication.factor 1) and answers this request without them: the topic is
+    UNKNOWN_TOPIC_OR_PARTITION now and there on the next request, as measured on live 3.7.2 and
+    4.4.0 nodes; an illegal name is INVALID_TOPIC_EXCEPTION."""
+    answer = metadata_of_image(served, listener, version, body)
+    allowed = version < 4 or bool(body.get("AllowAutoTopicCreation", True))
+    if not (allowed and served.auto_create_topics and listener.role != CONTROLLER):
+        return answer
+    unknown = [t for t in answer["Topics"] if t["ErrorCode"] == code("UNKNOWN_TOPIC_OR_PARTITION") and t["Name"]]
+    legal = []
+    for t in unknown:
+        if topic_name_error(t["Name"]) is not None:
+            t["ErrorCode"] = code("INVALID_TOPIC_EXCEPTION")
+        else:
+            legal.append(t["Name"])
+    if legal and refusal(served, listener) is None:
+        at = served.sim.now_ms
+        result = served.sim.send_create_topics([CreatableTopic(name=n, num_partitions=AUTO_CREATE_PARTITIONS,
+                                                               replication_factor=AUTO_CREATE_REPLICATION_FACTOR)
+                                                for n in legal])
+        served.anchor()
+        made = [r.name for r in result.response.topics if r.error_code == 0] if result and result.response else []
+        if made:
+            served.record("create-topics", {"names": made, "partitions": AUTO_CREATE_PARTITIONS,
+                                            "replication_factor": AUTO_CREATE_REPLICATION_FACTOR}, at)
+    return answer
+
+
+def _unregister_text(served: ServedCluster, text: str | None) -> str | None:
+    """The ErrorMessage of a refused UnregisterBroker as the active controller's release writes
+    it: up to 4.0 its ControllerApis sets only the error code (the message stays "", its
+    default: measured on a live 3.7.2 node, and seen in the 3.9.1 and 4.0.2 jars); from 4.1 the
+    controller's text goes with it (live 4.4.0: "Broker ID 42 is not currently registered")."""
+    leader = served.sim.leader()
+    node = served.sim.running_node(leader) if leader is not None else None
+    found = re.match(r"(\d+)\.(\d+)", node.state.release) if node is not None else None
+    if found is not None and (int(found.group(1)), int(found.group(2))) < (4, 1):
+        return ""
+    return text
+
+
+HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
                                 DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker}

@@ -24,7 +24,7 @@ from kraftsim.sim import Simulation, SimConfig
 from kraftsim.testing.steps import ClusterShape
 from kraftsim.wire.recording import Recorder
 from kraftsim.wire.served import Listener, ServedCluster
-from kraftsim.wire.session import Session
+from kraftsim.wire.session import Commands, Session
 from kraftsim.wire.target import Opened, open_target
 
 T = TypeVar("T")
@@ -88,10 +88,14 @@ def serve(target: str | Path | None = None, *, controllers: int = 0, brokers: in
           release: str | None = None, release_version: str | None = None, features: Mapping[str, int] | None = None,
           seed: int = 0, policy: str = "kafka", directory: str | Path | None = None, speed: float = 1.0,
           record: str | Path | None = None, host: str = "127.0.0.1",
-          config: SimConfig | None = None) -> Iterator[ServedKafka]:
+          config: SimConfig | None = None, commands: Commands | None = None,
+          auto_create_topics: bool = True) -> Iterator[ServedKafka]:
     """Serve a cluster for the `with` block (see the module docstring). Without `target`, a new
     cluster (one combined node on the newest release unless told otherwise) in `directory` or a
-    temporary directory; `record` writes the session as a scenario file when the block ends."""
+    temporary directory; `record` writes the session as a scenario file when the block ends;
+    `commands` carries out the cluster commands sent to the directory while it is served
+    (`kraftsim.serve` passes the CLI's own); `auto_create_topics` is the brokers'
+    auto.create.topics.enable."""
     temporary = None
     if target is not None:
         opened = open_target(target, directory)
@@ -109,9 +113,12 @@ def serve(target: str | Path | None = None, *, controllers: int = 0, brokers: in
                                 policy=policy, config=config, durable=False)
         shape = ClusterShape(controllers=controllers, brokers=brokers, release=release,
                              release_version=release_version, features=dict(features or {}), combined=combined)
+        if commands is not None:
+            sim.save()  # a cluster directory from the start: the commands sent to it open it
         rec = Recorder(name="served cluster", seed=seed, policy=policy, shape=shape, origin_ms=sim.now_ms)
         opened = Opened(sim, Path(directory), rec, temporary)
-    session = Session(opened, host=host, speed=speed, record=None if record is None else Path(record))
+    session = Session(opened, host=host, speed=speed, record=None if record is None else Path(record),
+                      commands=commands, auto_create_topics=auto_create_topics)
     session.start_thread()
     try:
         yield ServedKafka(session)

@@ -37,6 +37,7 @@ import msgspec
 
 from kraftsim.errors import KraftsimError, UnsupportedVersionException
 from kraftsim.protocol.codec import DecodeError
+from kraftsim.protocol.message_types import unknown_tagged_fields
 from kraftsim.protocol.primitives import VarintError
 from kraftsim.protocol.registry import RecordType
 from kraftsim.protocol.schema import RecordSchema, StructSpec, iter_schema_files, load_schema_file, upper_snake
@@ -112,13 +113,20 @@ def _to_dict_functions(rt: RecordType) -> dict[str, Callable[[Any], dict[str, An
 
 
 class Message:
-    """One request or response type: its schema, codec and dict converters."""
+    """One request or response type: its schema, codec and dict converters. The codec and the
+    converters are compiled on first use (a server's first answer needs only a few messages)."""
 
     def __init__(self, schema: RecordSchema):
         self.schema = schema
         self.name = schema.name
-        self.rt = RecordType(schema, kafka_names=True)
-        self.to_dict = _to_dict_functions(self.rt)[schema.body.name]
+
+    @functools.cached_property
+    def rt(self) -> RecordType:
+        return RecordType(self.schema, kafka_names=True)
+
+    @functools.cached_property
+    def to_dict(self) -> Callable[[Any], dict[str, Any]]:
+        return _to_dict_functions(self.rt)[self.schema.body.name]
 
     def from_dict(self, body: Mapping[str, Any]) -> Any:
         """The message of a dict of Kafka's field names; missing fields get their defaults."""
@@ -250,7 +258,8 @@ def parse_request(frame: bytes, catalog: Catalog | None = None) -> ParsedRequest
     except _DECODE_ERRORS as e:
         raise FrameError(f"Error getting request for apiKey: {api.enum_name}, apiVersion: {api_version}: {_cause(e)}",
                          api_key, api_version, correlation_id) from None
-    return ParsedRequest(api_key, api_version, correlation_id, client_id, body, header_version, header._unknown)
+    return ParsedRequest(api_key, api_version, correlation_id, client_id, body, header_version,
+                         unknown_tagged_fields(header))
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any],

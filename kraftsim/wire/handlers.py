@@ -160,32 +160,86 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
 
 
 
-#: DescribeConfigs' resource types and config sources (org.apache.kafka.common.config / DescribeConfigsResponse).
+#: DescribeConfigs' resource types, and its config sources (DescribeConfigsResponse.ConfigSource).
 TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
-SOURCES = {TOPIC_RESOURCE: 1, BROKER_RESOURCE: 2}  # TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
+#: A topic config's broker-level synonym (Kafka's LogConfig synonyms), for the ones a served
+#: cluster can hold at broker level: a topic without its own value inherits the broker's.
+TOPIC_BROKER_SYNONYMS = {
+    "cleanup.policy": "log.cleanup.policy", "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms", "max.message.bytes": "message.max.bytes",
+    "min.insync.replicas": "min.insync.replicas", "retention.bytes": "log.retention.bytes",
+    "retention.ms": "log.retention.ms", "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
+    "unclean.leader.election.enable": "unclean.leader.election.enable",
+}
+#: The one line Kafka logs and answers for DescribeAcls without an authorizer (the default).
+NO_AUTHORIZER = "No Authorizer is configured on the broker"
+DESCRIBE_ACLS_KEY = 29
+
+
+def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synonyms: bool) -> Body:
+    return {"Name": name, "Value": value, "ReadOnly": False, "ConfigSource": source,
+            "IsSensitive": False, "Synonyms": synonyms if with_synonyms else [], "ConfigType": 0,
+            "Documentation": None}
+
+
+def _broker_configs(image: Any, broker: str | None, with_synonyms: bool) -> list[Body]:
+    """A broker's dynamic configs as Kafka describes them: its own (DYNAMIC_BROKER_CONFIG)
+    over the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG); `broker` None describes
+    the defaults alone (`--entity-default`). Static and default configs are not modelled
+    (a served node has no server.properties)."""
+    defaults = image.configs.config(BROKER_RESOURCE, "")
+    own = image.configs.config(BROKER_RESOURCE, broker) if broker is not None else {}
+    out = []
+    for name in sorted(set(defaults) | set(own)):
+        chain = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
+            ([{"Name": name, "Value": defaults[name], "Source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if name in defaults else [])
+        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms))
+    return out
+
+
+def _topic_configs(image: Any, topic: str, broker: str, with_synonyms: bool) -> list[Body]:
+    """A topic's own configs (TOPIC_CONFIG), and for the others with a broker-level synonym
+    set dynamically, the inherited value with the broker's source, as Kafka describes them."""
+    own = image.configs.config(TOPIC_RESOURCE, topic)
+    inherited = {e["Name"]: e for e in _broker_configs(image, broker, True)}
+    out = []
+    for name in sorted(set(own) | {t for t, b in TOPIC_BROKER_SYNONYMS.items() if b in inherited}):
+        broker_side = inherited.get(TOPIC_BROKER_SYNONYMS.get(name, ""), {}).get("Synonyms", [])
+        chain = ([{"Name": name, "Value": own[name], "Source": TOPIC_CONFIG}] if name in own else []) + broker_side
+        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms))
+    return out
 
 
 def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """The dynamic configs the node's image holds for each topic or broker asked for (the
-    configs set with kafka-configs / CreateTopics); the node has no static or default
-    configs to add (no server.properties), so a fresh topic describes with none."""
+    configs set with kafka-configs / CreateTopics, and what the controller set itself, such as
+    the cluster-wide min.insync.replicas that enabling ELR writes), with Kafka's sources and
+    synonyms; no static or default configs (a served node has no server.properties)."""
     image = served.sim.image(listener.node_id)
+    with_synonyms = bool(body.get("IncludeSynonyms", False))
     results = []
     for r in body.get("Resources", []):
         rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
         out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": None, "Configs": []}
-        if rtype not in SOURCES:
+        if rtype not in (TOPIC_RESOURCE, BROKER_RESOURCE):
             out.update(ErrorCode=code("INVALID_REQUEST"), ErrorMessage=f"Unsupported resource type {rtype}")
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
             out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"), ErrorMessage=f"The topic '{name}' does not exist.")
         elif image is not None:
-            configs = image.configs.config(rtype, "" if rtype == BROKER_RESOURCE and name == "" else name)
-            out["Configs"] = [{"Name": k, "Value": v, "ReadOnly": False, "ConfigSource": SOURCES[rtype],
-                               "IsSensitive": False, "Synonyms": [], "ConfigType": 0, "Documentation": None}
-                              for k, v in sorted(configs.items()) if keys is None or k in keys]
+            configs = (_topic_configs(image, name, str(listener.node_id), with_synonyms) if rtype == TOPIC_RESOURCE
+                       else _broker_configs(image, name or None, with_synonyms))
+            out["Configs"] = [c for c in configs if keys is None or c["Name"] in keys]
         results.append(out)
     return {"Results": results}
 
-__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster", "describe_configs",
+
+def describe_acls(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """DescribeAcls (`kafka-acls --list`): a served node runs Kafka's default configuration,
+    without `authorizer.class.name`, so it answers as such a node does (SECURITY_DISABLED)."""
+    return {"ErrorCode": code("SECURITY_DISABLED"), "ErrorMessage": NO_AUTHORIZER, "Resources": []}
+
+__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_acls", "describe_cluster",
+           "describe_configs",
            "metadata", "serves",
            "unsupported_api_versions"]

@@ -38,6 +38,8 @@ class ServedCluster:
     host: str = "127.0.0.1"
     speed: float = 1.0
     recorder: Recorder | None = None
+    #: The brokers' auto.create.topics.enable (Kafka's default: true).
+    auto_create_topics: bool = True
     #: listener -> its port; chosen once, kept when the node restarts.
     ports: dict[Listener, int] = field(default_factory=dict)
     #: Called after an operation changed which nodes run (the server opens or closes listeners).

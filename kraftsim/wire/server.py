@@ -28,11 +28,13 @@ from kraftsim.wire.fit import fit_response
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
 from kraftsim.wire.handlers import (
     API_VERSIONS_KEY,
+    DESCRIBE_ACLS_KEY,
     DESCRIBE_CLUSTER_KEY,
     DESCRIBE_CONFIGS_KEY,
     METADATA_KEY,
     Handler,
     api_versions,
+    describe_acls,
     describe_cluster,
     describe_configs,
     metadata,
@@ -45,7 +47,7 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
-                                DESCRIBE_CONFIGS_KEY: describe_configs,
+                                DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
@@ -77,6 +79,9 @@ class WireServer:
         self.servers: dict[Listener, asyncio.Server] = {}
         self.connections: dict[Listener, set[asyncio.StreamWriter]] = {}
         self.stopping = asyncio.Event()
+        #: Cleared while the cluster is closed (a handed-over command has its directory).
+        self._serving = asyncio.Event()
+        self._serving.set()
         self.answered = 0
         served.on_change = self._changed
         self._dirty = False
@@ -114,6 +119,18 @@ class WireServer:
                         w.transport.abort()
                 self.served.ports.setdefault(listener, free_port(self.served.host))
 
+    def pause(self) -> None:
+        """Hold every request and the clock (the Simulation is closed until `resume`)."""
+        self._serving.clear()
+
+    def resume(self) -> None:
+        self._serving.set()
+
+    async def resumed(self) -> None:
+        """Return once the cluster is served again (at once when it is)."""
+        if not self._serving.is_set():
+            await self._serving.wait()
+
     async def close(self) -> None:
         for server in self.servers.values():
             server.close()
@@ -129,6 +146,9 @@ class WireServer:
         """Move simulated time with the wall clock until stopped (or `for_ms` simulated ms passed)."""
         start = self.served.sim.now_ms
         while not self.stopping.is_set():
+            if not self._serving.is_set():  # the cluster is closed: its time waits too
+                await asyncio.sleep(TICK_S)
+                continue
             try:
                 self.served.follow_clock()
             except Exception as e:  # a failure inside the simulation: reported, serving stops
@@ -158,7 +178,10 @@ class WireServer:
                     break  # Kafka closes the connection of a bad size
                 if payload is None:
                     break
-                answer = self.answer(listener, payload)
+                answer = None if self._serving.is_set() else self.answer_from_cache(listener, payload)
+                if answer is None:
+                    await self.resumed()
+                    answer = self.answer(listener, payload)
                 if answer is None:
                     break
                 writer.write(answer)
@@ -197,6 +220,19 @@ class WireServer:
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))
 
+    def answer_from_cache(self, listener: Listener, payload: bytes) -> bytes | None:
+        """While a handed-over command has the cluster: an ApiVersions request answered as the
+        node last answered it (clients check a connection with it), None for anything else
+        (it waits until the cluster is served again)."""
+        try:
+            req = parse_request(payload)
+        except (UnsupportedRequest, FrameError):
+            return None
+        hit = self._answers.get((listener, req.api_key, req.api_version)) if req.api_key == API_VERSIONS_KEY else None
+        if hit is None:
+            return None
+        return _with_correlation_id(hit[2], req.correlation_id)
+
     def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, Any]]:
         return api_versions(self.served, listener, version)
 
@@ -214,8 +250,12 @@ class WireServer:
             frame = encode_response(api_key, write_version, 0, fit_response(api_key, write_version, body))
             hit = (node.image, node, frame)
             self._answers[key] = hit
-        frame = hit[2]
-        return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
+        return _with_correlation_id(hit[2], correlation_id)
+
+
+def _with_correlation_id(frame: bytes, correlation_id: int) -> bytes:
+    """A cached response frame answering the request with this correlation id."""
+    return frame[:4] + correlation_id.to_bytes(4, "big", signed=True) + frame[8:]
 
 
 def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Callable[[str], None] = say) -> None:

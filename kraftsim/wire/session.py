@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from kraftsim.sim import Simulation
-from kraftsim.wire.control import ControlEndpoint
+from kraftsim.wire.control import ControlEndpoint, Reply, captured
 from kraftsim.wire.served import ServedCluster
 from kraftsim.wire.server import WireServer, serve_until_stopped
 from kraftsim.wire.target import Opened
@@ -38,11 +38,12 @@ class Session:
     """A served cluster and its server (see the module docstring)."""
 
     def __init__(self, opened: Opened, *, host: str = "127.0.0.1", speed: float = 1.0, record: Path | None = None,
-                 commands: Commands | None = None):
+                 commands: Commands | None = None, auto_create_topics: bool = True):
         self.opened = opened
         self.commands = commands
         self.record = None if record is None else Path(record)
-        self.served = ServedCluster(opened.sim, host, speed, recorder=opened.recorder if record is not None else None)
+        self.served = ServedCluster(opened.sim, host, speed, recorder=opened.recorder if record is not None else None,
+                                    auto_create_topics=auto_create_topics)
         self.server = WireServer(self.served)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -52,7 +53,7 @@ class Session:
         self.loop = asyncio.get_running_loop()
         control = None
         if self.commands is not None:  # the directory's own commands come here while it is served
-            control = ControlEndpoint(self.opened.directory, self.carry_out, self.server.open_listeners)
+            control = ControlEndpoint(self.opened.directory, self.carry_out)
             await control.open()
         try:
             await serve_until_stopped(self.server, for_ms, ready)
@@ -60,27 +61,34 @@ class Session:
             if control is not None:
                 await control.close()
 
-    def carry_out(self, argv: Sequence[str]) -> int:
-        """One cluster command on the served directory, between simulation steps: the cluster
-        saved and closed, the command run on the directory as it runs on its own, the
-        directory opened again (the nodes that run resume) and the command recorded."""
-        assert self.commands is not None
+    async def carry_out(self, argv: Sequence[str]) -> Reply:
+        """One cluster command on the served directory: the cluster saved and closed, the
+        command run on the directory as it runs on its own, on a worker thread (the listeners
+        stay open and hold their requests meanwhile, however long a `cluster run` takes), the
+        directory opened again (the nodes that run resume), the listeners following, and the
+        command recorded."""
+        commands = self.commands
+        assert commands is not None
         served = self.served
         at = served.sim.now_ms
-        served.sim.close()
+        self.server.pause()
         try:
-            code = self.commands.run(argv)
-        finally:
+            served.sim.close()
+            reply = await asyncio.to_thread(captured, lambda: commands.run(argv))
             try:
                 served.sim = self.opened.sim = Simulation.open(self.opened.directory)
-            except Exception:
-                self.server.stopping.set()  # nothing left to serve
-                raise
+            except Exception as e:  # nothing left to serve
+                self.server.stopping.set()
+                return Reply(reply.stdout, reply.stderr + f"kraftsim: error: {type(e).__name__}: {e}\n", 1)
             served.anchor()
-        step = self.commands.step(argv, code)
+        finally:
+            self.server.resume()
+        if not self.server.stopping.is_set():
+            await self.server.open_listeners()
+        step = commands.step(argv, reply.code)
         if step is not None:
             served.record(step[0], step[1], at)
-        return code
+        return reply
 
     def stop(self) -> None:
         """Ask the loop to stop (from any thread)."""
@@ -121,6 +129,7 @@ class Session:
         assert self.loop is not None
 
         async def job() -> T:
+            await self.server.resumed()  # a handed-over command has the directory: after it
             result = fn(self.served)
             await self.server.open_listeners()  # a node that went down or came up: its listener follows
             return result

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftsim.errors import KraftsimError
-from kraftsim.scenario import load_scenario
-from kraftsim.scenario.runner import run_scenario
 from kraftsim.sim import Simulation
 from kraftsim.sim.saved import STATE_FILE
 from kraftsim.testing.steps import ClusterShape, Step
@@ -51,6 +49,10 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
         return Opened(sim, path, rec)
     if not path.is_file():
         raise KraftsimError(f"{path}: no such cluster directory or scenario file")
+    # imported here: serving a cluster directory (the quick start) does not need the scenario runner
+    from kraftsim.scenario import load_scenario
+    from kraftsim.scenario.runner import run_scenario
+
     scenario = load_scenario(path)
     temporary = None
     if keep is None:

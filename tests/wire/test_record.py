@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import tomllib
+from pathlib import Path
 
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.runner import run_scenario
@@ -74,3 +75,29 @@ def test_a_directory_mid_roll_records_the_rolls_that_make_it(tmp_path):
     assert outcome.result.passed
     assert [(n.id, n.release) for n in outcome.result.final.nodes] == \
         [(1, "3.9.1"), (2, "3.9.1"), (3, "4.0.1"), (4, "3.9.1")]
+
+
+def test_a_scenario_target_with_config_acl_and_controller_steps_is_recorded_and_replays(tmp_path):
+    """A scenario target's alter-broker-config, create-acl and unregister-controller steps
+    (refused ones with their text) open the recording, which replays to the same configs and ACLs."""
+    shipped = Path(__file__).resolve().parents[2] / "scenarios" / "kafka-4.4-controller-operations.toml"
+    record = tmp_path / "session.toml"
+    with serve(shipped, directory=tmp_path / "served", record=record) as k:
+        k.call(lambda s: s.sim.wait(30_000))  # the reopened controller has replayed its log
+        served = k.call(lambda s: _configs_and_acls(s.sim))
+    raw = tomllib.loads(record.read_text())
+    ops = [s["op"] for s in raw["step"]]
+    assert {"alter-broker-config", "create-acl", "unregister-controller"} <= set(ops)
+    assert {"op": "unregister-controller", "id": 7,
+            "expect_error": "Controller ID 7 is not currently registered."} in raw["step"]
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed, [s.error for s in outcome.result.steps if not s.ok]
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert _configs_and_acls(sim) == served
+    assert served[1] == 1  # the CIDR ACL
+
+
+def _configs_and_acls(sim: Simulation) -> tuple[dict[str, str], int]:
+    image = sim.image(1)
+    assert image is not None
+    return dict(image.configs.config(4, "3")), len(image.acls.acls)

@@ -3,6 +3,7 @@ with faults changing what clients see."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
 
@@ -83,7 +84,7 @@ def test_metadata_describe_cluster_and_topics_from_the_nodes_image():
         (topic,) = md["Topics"]
         assert topic["Name"] == "orders" and len(topic["Partitions"]) == 3
         assert all(len(p["ReplicaNodes"]) == 2 and p["LeaderId"] in (2, 3) for p in topic["Partitions"])
-        unknown = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "nope"}]})[1]
+        unknown = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "nope"}], "AllowAutoTopicCreation": False})[1]
         assert unknown["Topics"][0]["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
         controllers = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]
         assert controllers["ControllerId"] == 1
@@ -168,18 +169,32 @@ def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
         assert levels(5)[0] == 1
 
 
-def test_describe_configs_gives_the_topics_dynamic_configs():
+def test_describe_configs_gives_the_topics_dynamic_configs_and_what_they_inherit():
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         topic = {"Name": "logs", "NumPartitions": 1, "ReplicationFactor": 1,
                  "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]}
         assert rpc(k.bootstrap_servers, 19, 7, {"Topics": [topic]})[1]["Topics"][0]["ErrorCode"] == 0
         body = rpc(k.bootstrap_servers, 32, 4, {"Resources": [
             {"ResourceType": 2, "ResourceName": "logs", "ConfigurationKeys": None},
-            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None}]})[1]
-        found, missing = body["Results"]
+            {"ResourceType": 2, "ResourceName": "missing", "ConfigurationKeys": None},
+            {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}], "IncludeSynonyms": True})[1]
+        found, missing, defaults = body["Results"]
+        # ELR on (4.4's default) wrote a cluster-wide min.insync.replicas, which the topic inherits
+        # (source 3, DYNAMIC_DEFAULT_BROKER_CONFIG), as a live 4.4.0 node describes it
         assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
-            [("cleanup.policy", "compact", 1), ("retention.ms", "1000", 1)]
+            [("cleanup.policy", "compact", 1), ("min.insync.replicas", "1", 3), ("retention.ms", "1000", 1)]
+        assert found["Configs"][1]["Synonyms"] == [{"Name": "min.insync.replicas", "Value": "1", "Source": 3}]
         assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in defaults["Configs"]] == \
+            [("min.insync.replicas", "1", 3)]
+
+
+def test_describe_acls_is_refused_as_by_a_node_without_an_authorizer():
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        body = rpc(k.bootstrap_servers, 29, 3, {"ResourceTypeFilter": 1, "PatternTypeFilter": 1, "Operation": 1,
+                                                "PermissionType": 1})[1]
+        assert (body["ErrorCode"], body["ErrorMessage"]) == (ERR["SECURITY_DISABLED"],
+                                                             "No Authorizer is configured on the broker")
 
 
 def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
@@ -220,3 +235,79 @@ def test_list_partition_reassignments_is_the_active_controllers_answer():
         follower = next(i for i in (1, 2, 3) if i != k.leader())
         refused = rpc(k.address(follower, "controller"), 46, 0, {"Topics": [{"Name": "orders", "PartitionIndexes": [0]}]})[1]
         assert refused["ErrorCode"] == ERR["NOT_CONTROLLER"]
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])
+def test_metadata_auto_creates_topics_as_a_live_broker_does(release, tmp_path):
+    """Measured on live 3.7.2 and 4.4.0 nodes (auto.create.topics.enable=true): the first
+    Metadata v12 for an unknown topic answers UNKNOWN_TOPIC_OR_PARTITION and creates it (one
+    partition, one replica), the next one shows it; AllowAutoTopicCreation=false leaves it
+    unknown, an illegal name is INVALID_TOPIC_EXCEPTION; v4 with the flag creates too."""
+    record = tmp_path / "rec.toml"
+    with kraftsim.serve(combined=1, release=release, record=record) as k:
+        bs = k.bootstrap_servers
+
+        def ask(name: str, version: int = 12, allow: bool = True) -> dict:
+            return rpc(bs, 3, version, {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow})[1]["Topics"][0]
+
+        assert ask("auto1")["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        again = ask("auto1")
+        assert again["ErrorCode"] == 0
+        assert [(p["PartitionIndex"], p["LeaderId"], p["ReplicaNodes"]) for p in again["Partitions"]] == [(0, 1, [1])]
+        assert ask("auto2", allow=False)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("auto2", allow=False)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("bad name!")["ErrorCode"] == ERR["INVALID_TOPIC_EXCEPTION"]
+        assert ask("auto3", version=4)["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+        assert ask("auto3", version=4)["ErrorCode"] == 0
+    assert 'names = ["auto1"]' in record.read_text() and 'names = ["auto3"]' in record.read_text()
+
+
+def test_no_auto_creation_when_the_broker_config_is_off():
+    with kraftsim.serve(combined=1, release="4.4.0", auto_create_topics=False) as k:
+        for _ in range(2):
+            answer = rpc(k.bootstrap_servers, 3, 12, {"Topics": [{"Name": "x"}], "AllowAutoTopicCreation": True})
+            assert answer[1]["Topics"][0]["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
+
+
+@pytest.mark.parametrize(("release", "text"), [("3.7.2", ""), ("4.0.1", ""),
+                                               ("4.4.0", "Broker ID 42 is not currently registered")])
+def test_unregistering_an_unknown_broker_is_refused_with_the_releases_text(release, text):
+    """Live 3.7.2 and 4.4.0 nodes (tests/conformance/test_serve_vs_kafka.py); 4.0.2 (4.0.1 here) from its jar."""
+    with kraftsim.serve(combined=1, release=release) as k:
+        body = rpc(k.bootstrap_servers, 64, 0, {"BrokerId": 42})[1]
+        assert (body["ErrorCode"], body["ErrorMessage"]) == (ERR["BROKER_ID_NOT_REGISTERED"], text)
+
+
+def test_while_a_handed_over_command_has_the_cluster_api_versions_is_answered_and_the_rest_waits(tmp_path):
+    """The server is paused while a command sent to its directory runs (a long `cluster run`):
+    its loop stays free, ApiVersions (how clients check a connection) is answered as before,
+    other requests are answered once the command is done."""
+    from kraftsim.sim import Simulation
+    from kraftsim.wire.session import Session
+    from kraftsim.wire.target import open_target
+
+    Simulation.create(tmp_path / "c", combined=1, release="4.4.0").close()
+    session = Session(open_target(tmp_path / "c"))
+    session.start_thread()
+    try:
+        bs = session.served.bootstrap("broker")
+        assert rpc(bs, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0  # the answer is cached now
+        assert session.loop is not None
+        asyncio.run_coroutine_threadsafe(_on_loop(session.server.pause), session.loop).result(10)
+        with connect(bs) as waiting:
+            waiting.sendall(encode_request(3, 12, 7, {"Topics": None, "AllowAutoTopicCreation": False}))
+            answered = rpc(bs, 18, 3, API_VERSIONS_V3, correlation_id=9)
+            assert answered is not None and answered[0] == 9 and answered[1]["ErrorCode"] == 0
+            waiting.settimeout(0.5)
+            with pytest.raises(socket.timeout):
+                waiting.recv(1)  # Metadata waits for the cluster
+            session.loop.call_soon_threadsafe(session.server.resume)
+            waiting.settimeout(10)
+            (frame_,) = read_frames(waiting, 1)
+            assert parse_response(3, 12, frame_)[0] == 7
+    finally:
+        session.close_thread()
+
+
+async def _on_loop(fn) -> None:
+    fn()

@@ -31,6 +31,17 @@ def _spawn(*args: str) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True, env=env)
 
 
+def _stop(proc: subprocess.Popen) -> tuple[str, str]:
+    """SIGTERM the server and collect its output (killed if it does not stop in time)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.communicate(timeout=STOP_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.communicate()
+
+
 def _wait_ready(proc: subprocess.Popen, ready_file: Path) -> dict:
     deadline = time.monotonic() + START_S
     while not ready_file.exists():
@@ -61,12 +72,8 @@ def test_ready_line_file_sigterm_and_the_directory_as_clients_left_it(cluster, t
                                                                       "ReplicationFactor": 1}]})
         assert created is not None and created[1]["Topics"][0]["ErrorCode"] == 0
         assert rpc(info["bootstrap_servers"], 18, 3, API_VERSIONS_V3) is not None
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=STOP_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        out, err = _stop(proc)
     assert proc.returncode == 0, err
     assert out.splitlines()[0] == (f"kraftsim serve: ready: bootstrap-servers {info['bootstrap_servers']} "
                                    f"bootstrap-controllers {info['bootstrap_controllers']}")
@@ -161,12 +168,8 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
         assert not _refused(node3)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=STOP_S)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+        out, err = _stop(proc)
     assert proc.returncode == 0, err
     assert not (d / ".kraftsim-serve").exists()
     # Without the server, the same command opens the directory and prints the same (but for the
@@ -187,3 +190,28 @@ def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
     described = _kraftsim("features", "--cluster", str(cluster), "describe")
     assert described.returncode == 0, described.stderr
     assert "metadata.version" in described.stdout
+
+
+def test_the_python_api_takes_handed_over_commands_with_paths_resolved_by_the_client(tmp_path):
+    """`kraftsim.serve()` carries out the cluster commands sent to its directory, as the CLI
+    server does; a relative directory and `--timeline` file are the client's, and the server
+    never changes its own working directory."""
+    import kraftsim
+
+    here = os.getcwd()
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", directory=tmp_path / "c") as k:
+        crashed = subprocess.run([sys.executable, "-m", "kraftsim", "cluster", "crash", "c", "--nodes", "2"],
+                                 capture_output=True, text=True, timeout=START_S, cwd=tmp_path,
+                                 env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert crashed.returncode == 0, crashed.stderr
+        assert crashed.stdout.startswith("Node 2 crashed;")
+        assert _refused(k.address(2))
+        ran = subprocess.run([sys.executable, "-m", "kraftsim", "cluster", "run", "c", "--ms", "500",
+                              "--timeline", "events.jsonl"], capture_output=True, text=True, timeout=START_S,
+                             cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert ran.returncode in (0, 1), ran.stderr
+        assert (tmp_path / "events.jsonl").is_file()  # where the client said, not the server's cwd
+        assert os.getcwd() == here
+        assert k.call(lambda s: s.sim.running_node(2)) is None
+        k.start(2)
+        assert not _refused(k.address(2))

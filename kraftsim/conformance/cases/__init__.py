@@ -12,7 +12,7 @@ from __future__ import annotations
 import fnmatch
 from typing import Callable, Iterable, Iterator
 
-from kraftsim.conformance.cases import dump_log, live_node, live_quorum, shell, storage_format, tool_text
+from kraftsim.conformance.cases import dump_log, live_node, live_quorum, serve_tools, shell, storage_format, tool_text
 from kraftsim.conformance.cases.base import (
     AGREE, DIFFER, POLICY, Case, Outcome, Policy, ReleaseContext, judge, load_policies,
 )
@@ -30,6 +30,7 @@ def case_groups() -> list[tuple[str, Callable[[ReleaseContext], Iterable[Case]]]
         ("metadata-shell", shell.cases),
         ("live-node", live_node.cases),
         ("live-quorum", live_quorum.cases),
+        ("serve-tools", serve_tools.cases),
     ]
 
 

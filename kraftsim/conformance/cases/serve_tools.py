@@ -1,0 +1,178 @@
+"""Kafka's own tools against `kraftsim serve` and against a live Kafka node of the same shape
+(one combined node, id 1, the same release), their outputs compared after masking only what
+legitimately differs between two clusters:
+
+- the cluster id, host:port pairs and topic ids (each cluster has its own);
+- `Epoch:` of kafka-features and `HighWatermark:` of kafka-metadata-quorum: offsets in the
+  metadata log, which holds a different number of time-driven records on each side;
+- on stderr, stack frames and log lines (timestamps): the exception lines are compared.
+
+Besides the tools, raw requests whose answers no tool shows whole: UnregisterBroker for an
+unknown id (its ErrorMessage), and Metadata's automatic topic creation (the live node runs
+with auto.create.topics.enable=true, Kafka's default, as `kraftsim serve` does).
+
+kafka-broker-api-versions is compared line by line, one difference per API, so a gap in one
+range is named on its own. One case per release (`serve-tools/combined`); the live node is
+started and stopped inside it (heap 384m).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from kraftsim.conformance.cases.base import Case, ReleaseContext
+from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
+from kraftsim.conformance.node import LiveNode
+from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
+from kraftsim.conformance.wire_client import WireClient
+
+HEAP = "384m"
+#: (name, tool, arguments; "{bs}" is the bootstrap server), run in this order on each side.
+RUNS: list[tuple[str, str, list[str]]] = [
+    ("topics --create", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "t", "--partitions", "2",
+                                   "--replication-factor", "1"]),
+    ("topics --list", "topics", ["--bootstrap-server", "{bs}", "--list"]),
+    ("topics --describe", "topics", ["--bootstrap-server", "{bs}", "--describe"]),
+    ("configs topic", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "topics",
+                                  "--entity-name", "t"]),
+    ("configs broker", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "brokers",
+                                   "--entity-name", "1"]),
+    ("configs broker default", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "brokers",
+                                           "--entity-default"]),
+    ("features describe", "features", ["--bootstrap-server", "{bs}", "describe"]),
+    ("metadata-quorum --status", "quorum", ["--bootstrap-server", "{bs}", "describe", "--status"]),
+    ("broker-api-versions", "api-versions", ["--bootstrap-server", "{bs}"]),
+    ("cluster-id", "cluster", ["cluster-id", "--bootstrap-server", "{bs}"]),
+    ("unregister unknown", "cluster", ["unregister", "--bootstrap-server", "{bs}", "--id", "42"]),
+    ("acls --list", "acls", ["--bootstrap-server", "{bs}", "--list"]),
+]
+ToolOutputs = dict[str, tuple[int, str, list[str]]]
+
+
+def main_classes(release: str) -> dict[str, str]:
+    """Each tool's main class: configs, acls and broker-api-versions moved from core (Scala) to tools in 4.0."""
+    scala = release.startswith("3.")
+    return {"topics": "org.apache.kafka.tools.TopicCommand",
+            "configs": "kafka.admin.ConfigCommand" if scala else "org.apache.kafka.tools.ConfigCommand",
+            "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
+            "api-versions": ("kafka.admin.BrokerApiVersionsCommand" if scala
+                             else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
+            "features": "org.apache.kafka.tools.FeatureCommand",
+            "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+            "cluster": "org.apache.kafka.tools.ClusterTool"}
+
+
+def mask(text: str, cluster_id: str) -> str:
+    text = text.replace(cluster_id, "<CLUSTER-ID>") if cluster_id else text
+    text = re.sub(r"127\.0\.0\.1:\d+", "<HOST:PORT>", text)
+    text = re.sub(r"TopicId: \S+", "TopicId: <TOPIC-ID>", text)
+    text = re.sub(r"Epoch: \d+", "Epoch: <OFFSET>", text)
+    return re.sub(r"HighWatermark:(\s+)\d+", r"HighWatermark:\1<OFFSET>", text)
+
+
+def _exception_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines()
+            if line.strip() and not line.startswith("\tat ") and not line.startswith("[") and "... " not in line]
+
+
+def run_tools(dist: KafkaDist, bs: str) -> ToolOutputs:
+    """Every run of RUNS against `bs`: (exit code, stdout, stderr's exception lines)."""
+    classes = main_classes(dist.release.version)
+    out = {}
+    for name, tool, args in RUNS:
+        cmd = [str(dist.java.path), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
+               *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs) for a in args)]
+        run = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        out[name] = (run.returncode, run.stdout, _exception_lines(run.stderr))
+    return out
+
+
+def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
+    """The answers no tool shows whole: UnregisterBroker's text, Metadata's auto-creation."""
+    host, port = bs.rsplit(":", 1)
+    with WireClient(host, int(port), timeout=30) as c:
+        unregister = c.request("UnregisterBroker", 0, {"BrokerId": 42})
+
+        def topic(name: str, version: int = 12, allow: bool = True) -> tuple[int, int]:
+            t = c.request("Metadata", version, {"Topics": [{"Name": name}], "AllowAutoTopicCreation": allow})["Topics"][0]
+            return t["ErrorCode"], len(t["Partitions"])
+
+        first = topic("auto1")
+        settle()
+        sequence = [first, topic("auto1"), topic("auto2", allow=False), topic("auto2", allow=False),
+                    topic("bad name!"), topic("auto3", version=4)]
+        settle()
+        sequence.append(topic("auto3", version=4))
+    return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence}
+
+
+def _cluster_id(tools: ToolOutputs) -> str:
+    return next((ln[len("Cluster ID: "):] for ln in tools["cluster-id"][1].splitlines()
+                 if ln.startswith("Cluster ID: ")), "")
+
+
+def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, object]]:
+    with LiveNode(dist, workdir, heap=HEAP, extra_config="auto.create.topics.enable=true\n") as node:
+        node.format()
+        node.start()
+        tools = run_tools(dist, node.bootstrap)
+        raw = raw_answers(node.bootstrap, lambda: time.sleep(2))  # the broker learns the topic from the controller
+    return tools, raw
+
+
+def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
+    from kraftsim.wire.api import serve
+
+    with serve(combined=1, release=dist.release.line) as k:  # the line's newest release kraftsim knows
+        return run_tools(dist, k.bootstrap_servers), raw_answers(k.bootstrap_servers, lambda: None)
+
+
+def _api_lines(stdout: str) -> dict[str, str]:
+    return {m.group(1): line.strip().rstrip(",") for line in stdout.splitlines()
+            if (m := re.match(r"\s*(\w+)\(\d+\):", line))}
+
+
+def differences(live: tuple[ToolOutputs, dict[str, object]], served: tuple[ToolOutputs, dict[str, object]]) -> list[str]:
+    """One line per difference: `run: what`, kafka-broker-api-versions per API."""
+    (live_tools, live_raw), (served_tools, served_raw) = live, served
+    live_id, served_id = _cluster_id(live_tools), _cluster_id(served_tools)
+    diffs = []
+    for name, _tool, _args in RUNS:
+        code_l, out_l, err_l = live_tools[name]
+        code_s, out_s, err_s = served_tools[name]
+        out_l, out_s = mask(out_l, live_id), mask(out_s, served_id)
+        err_l, err_s = [mask(x, live_id) for x in err_l], [mask(x, served_id) for x in err_s]
+        if name == "broker-api-versions":
+            apis_l, apis_s = _api_lines(out_l), _api_lines(out_s)
+            diffs += [f"{name}: {api}: Kafka {apis_l.get(api)!r}, kraftsim {apis_s.get(api)!r}"
+                      for api in sorted(apis_l.keys() | apis_s.keys()) if apis_l.get(api) != apis_s.get(api)]
+            out_l = "\n".join(x for x in out_l.splitlines() if not _api_lines(x))
+            out_s = "\n".join(x for x in out_s.splitlines() if not _api_lines(x))
+        if (code_l, out_l, err_l) != (code_s, out_s, err_s):
+            diffs.append(f"{name}: Kafka (exit {code_l}) {out_l!r} {err_l}; kraftsim (exit {code_s}) {out_s!r} {err_s}")
+    for key in sorted(live_raw.keys() | served_raw.keys()):
+        if live_raw.get(key) != served_raw.get(key):
+            diffs.append(f"raw {key}: Kafka {live_raw.get(key)!r}, kraftsim {served_raw.get(key)!r}")
+    return diffs
+
+
+def compare(dist: KafkaDist, workdir: Path) -> list[str]:
+    """Both sides of one release, one after the other (one JVM cluster at a time)."""
+    try:
+        live = live_side(dist, workdir)
+    except KafkaUnavailable as e:
+        return [f"the live node did not run: {e}"]
+    return differences(live, served_side(dist))
+
+
+def cases(ctx: ReleaseContext) -> Iterable[Case]:
+    if ctx.missing_line():
+        return []
+    return [Case("serve-tools/combined", (), lambda runs: compare(ctx.dist, ctx.scratch("serve-tools")))]
+
+
+__all__ = ["RUNS", "cases", "compare", "differences", "live_side", "main_classes", "mask", "served_side"]
