@@ -56,16 +56,44 @@ def _javac(dist: KafkaDist) -> str:
     return found
 
 
+#: Where the peer's Kafka API moved, by release line: (first line, last line, old text, new text).
+_API_MOVES = (
+    ((4, 1), (4, 1), ".setMaxBatchSizeBytes(", ".setMaxBatchSize("),
+    ((4, 4), (99, 99), "org.apache.kafka.common.utils.BufferSupplier",
+     "org.apache.kafka.common.utils.internals.BufferSupplier"),
+    ((4, 4), (99, 99), "org.apache.kafka.common.utils.LogContext", "org.apache.kafka.common.utils.internals.LogContext"),
+)
+OLDEST_LINE = (4, 1)  # 4.0 and 3.x keep OffsetAndEpoch and the snapshot reader elsewhere
+
+
+def peer_source(dist: KafkaDist) -> str:
+    """KafkaSnapshotPeer.java as this release's API spells it."""
+    line = dist.release.line_tuple
+    if line < OLDEST_LINE:
+        raise KafkaUnavailable(f"timing Kafka's snapshot code needs Kafka {'.'.join(map(str, OLDEST_LINE))} or "
+                               f"newer (its snapshot classes), not {dist.release.version}")
+    text = PEER_SOURCE.read_text(encoding="utf-8")
+    for first, last, old, new in _API_MOVES:
+        if first <= line <= last:
+            text = text.replace(old, new)
+    return text
+
+
 def peer_classes(dist: KafkaDist) -> Path:
     """KafkaSnapshotPeer compiled against the release's jars (cached by source hash)."""
-    tag = hashlib.sha256(PEER_SOURCE.read_bytes()).hexdigest()[:12]
+    source = peer_source(dist)
+    tag = hashlib.sha256(source.encode()).hexdigest()[:12]
     out = dist.home / f"snapshot-peer-{tag}"
     if (out / f"{PEER_MAIN}.class").is_file():
         return out
     javac = _javac(dist)
     staging = Path(tempfile.mkdtemp(prefix=".snapshot-peer.", dir=dist.home))
     try:
-        done = subprocess.run([javac, "-nowarn", "-d", str(staging), "-cp", dist.classpath, str(PEER_SOURCE)],
+        src = staging / "src" / PEER_SOURCE.name
+        src.parent.mkdir()
+        src.write_text(source, encoding="utf-8")
+        classes = staging / "classes"
+        done = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", dist.classpath, str(src)],
                               capture_output=True, text=True, timeout=300)
         if done.returncode != 0:
             first = (done.stderr.strip().splitlines() or ["no message"])[0]
@@ -73,7 +101,7 @@ def peer_classes(dist: KafkaDist) -> Path:
                                    f"(its snapshot classes differ from 4.x's?): {first}")
         if out.exists():
             shutil.rmtree(out)
-        staging.rename(out)
+        classes.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out
@@ -81,13 +109,15 @@ def peer_classes(dist: KafkaDist) -> Path:
 
 def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, time_ms: int, runs: int,
              ops: Sequence[str], heap: str = DEFAULT_HEAP, topic_id: str | None = None,
-             partition: int = 0) -> dict[str, Any]:
+             partition: int = 0, keep: Path | None = None) -> dict[str, Any]:
     """One JVM running `ops` `runs` times each on the snapshot: its JSON (times per run, in ms),
-    plus `process_wall_s` (the JVM's whole life, start-up included)."""
+    plus `process_wall_s` (the JVM's whole life, start-up included). `keep`: where to copy the
+    first snapshot Kafka writes (a path that does not exist yet)."""
     unknown = [op for op in ops if op not in OPS]
     if unknown:
         raise ValueError(f"unknown ops {unknown}: choose from {', '.join(OPS)}")
-    cmd = [str(dist.java.path), f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", "-cp",
+    keeping = [f"-Dkafka.snapshot.peer.keep={keep}"] if keep is not None else []
+    cmd = [str(dist.java.path), f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", *keeping, "-cp",
            f"{peer_classes(dist)}{os.pathsep}{dist.classpath}", PEER_MAIN, str(snapshot.parent), str(end_offset),
            str(epoch), str(time_ms), str(runs), ",".join(ops)]
     if topic_id is not None:
@@ -113,13 +143,14 @@ def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, ti
 
 def measure(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, time_ms: int,
             ops: Sequence[str] = OPS, heap: str = DEFAULT_HEAP, topic_id: str | None = None, partition: int = 0,
-            warm_runs: int = WARM_RUNS, progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+            warm_runs: int = WARM_RUNS, keep: Path | None = None,
+            progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """Kafka's cold and warm seconds for each op: one warm JVM (`warm_runs` runs of each op), then
-    one fresh JVM per op for the cold figure. JVMs run one at a time."""
+    one fresh JVM per op for the cold figure. JVMs run one at a time. `keep`: see run_peer."""
     common = dict(end_offset=end_offset, epoch=epoch, time_ms=time_ms, heap=heap, topic_id=topic_id,
                   partition=partition)
     progress(f"Kafka {dist.release.version}: warm JVM, {warm_runs} runs of {', '.join(ops)}")
-    hot = run_peer(dist, snapshot, runs=warm_runs, ops=ops, **common)  # type: ignore[arg-type]
+    hot = run_peer(dist, snapshot, runs=warm_runs, ops=ops, keep=keep, **common)  # type: ignore[arg-type]
     result: dict[str, Any] = {"release": dist.release.version, "java": dist.java.version, "heap": heap,
                               "records": hot["records"], "partitions": hot["partitions"], "warm_runs": warm_runs,
                               "write_bytes": hot.get("write_bytes"), "write_sha256": hot.get("write_sha256")}

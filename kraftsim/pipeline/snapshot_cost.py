@@ -11,13 +11,17 @@ is not — so tracing never slows the timed pass.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import tempfile
 import time
 import tracemalloc
-from typing import Any, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
 
+from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, cache_root, cached_jars, find_java, resolve_release
+from kraftsim.conformance.snapshot_peer import DEFAULT_HEAP, OPS, measure, warm
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import image_digest
 from kraftsim.image import SnapshotEmitter
@@ -119,3 +123,80 @@ def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, relea
                verdict="ok" if image_digest(m["loaded"]) == digest else "mismatch",
                elapsed_s=time.perf_counter() - started)
     return [row]
+
+
+# ----------------------------------------------------------------------------- one shape, against Kafka
+
+
+def kafka_dist(release: str) -> KafkaDist:
+    """A fetched Kafka release to time, or a KraftsimError saying how to fetch it (never a download here)."""
+    rel = resolve_release(release)
+    java = find_java()
+    jars = cached_jars(rel)
+    if jars is None:
+        raise KafkaUnavailable(f"Kafka {rel.version}'s jars are not fetched: run `kraftsim kafka fetch {rel.version}` "
+                               "first (it needs Maven; the jars are cached for later runs)")
+    return KafkaDist(rel, cache_root() / rel.version, jars, java)
+
+
+def measure_shape(shape: ClusterShape, mv: Any, cat: Any, *, seed: int = 0, runs: int = 5,
+                  kafka: KafkaDist | None = None, heap: str | None = None, fsync: bool = True,
+                  progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The snapshot of one cluster shape: its exact size, kraftsim's write (SnapshotEmitter) and load
+    (load_path) times, cold (the first run in this process) and warm (best of runs 3-5 of 5); with
+    `kafka` (a KafkaDist), Kafka's own decode, load, write and one-record delta on the same file,
+    warm (one JVM) and cold (a fresh JVM per op), and whether Kafka's writer gives the same bytes."""
+    if runs < 1:
+        raise UsageError("--runs must be at least 1")
+    progress(f"building the image: {shape.topics:,} topics x {shape.partitions} partitions")
+    image = cluster_image(shape, cat, mv, seed=seed)
+    digest = image_digest(image)
+    out: dict[str, Any] = {"topics": shape.topics, "partitions_per_topic": shape.partitions,
+                           "replication_factor": shape.replication_factor, "brokers": shape.brokers,
+                           "partitions": shape.topics * shape.partitions, "metadata_version": str(mv),
+                           "runs": runs}
+    writes: list[float] = []
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="kraftsim-snapshot-cost-") as d:
+        results = []
+        for i in range(runs):
+            progress(f"kraftsim write, run {i + 1} of {runs}")
+            target = Path(d) / f"run-{i}" / "__cluster_metadata-0"
+            t0 = time.perf_counter()
+            written = SnapshotEmitter(target, catalog=cat, clock_ms=SNAPSHOT_TIME_MS, fsync=fsync).maybe_emit(image)
+            writes.append(time.perf_counter() - t0)
+            if written is None:  # a fresh directory holds no snapshot yet
+                raise KraftsimError(f"{target}: the snapshot was not written")
+            results.append(written)
+        result, kept = results[0], results[0].path
+        del image
+        for i in range(runs):
+            progress(f"kraftsim load, run {i + 1} of {runs}")
+            t0 = time.perf_counter()
+            loaded = load_path(kept, catalog=cat)
+            loads.append(time.perf_counter() - t0)
+            if image_digest(loaded.image) != digest:
+                raise KraftsimError(f"{kept.name}: the loaded image differs from the written one")
+            topic = next(iter(loaded.image.topics.by_id.values()), None)
+            del loaded
+        out.update(bytes=result.size_in_bytes, records=result.records,
+                   bytes_per_partition=result.size_in_bytes / out["partitions"] if out["partitions"] else None,
+                   kraftsim={"write": {"cold_s": writes[0], "warm_s": warm(writes), "runs_s": writes},
+                             "load": {"cold_s": loads[0], "warm_s": warm(loads), "runs_s": loads}})
+        if kafka is not None:
+            sid = result.snapshot_id
+            ops = OPS if topic is not None else tuple(op for op in OPS if op != "delta")
+            kafka_file = Path(d) / "kafka" / kept.name
+            kafka_file.parent.mkdir()
+            theirs = measure(kafka, kept, end_offset=sid.end_offset, epoch=sid.epoch, time_ms=SNAPSHOT_TIME_MS,
+                             ops=ops, heap=heap or DEFAULT_HEAP, topic_id=str(topic.id) if topic else None,
+                             partition=min(topic.partitions) if topic else 0, warm_runs=runs, keep=kafka_file,
+                             progress=progress)
+            theirs["same_bytes"] = theirs.get("write_sha256") == hashlib.sha256(kept.read_bytes()).hexdigest()
+            # Kafka orders config resources by hash codes that include an enum's identity hash (new in
+            # every JVM), so its bytes may differ in order only: the same image is what must hold.
+            theirs["same_image"] = image_digest(load_path(kafka_file, catalog=cat).image) == digest
+            if theirs["partitions"] != out["partitions"]:
+                raise KraftsimError(f"Kafka's image holds {theirs['partitions']} partitions, not {out['partitions']}")
+            out["kafka"] = theirs
+    return out

@@ -16,6 +16,7 @@
 // Each op runs <runs> times in this JVM, in the order given; the times of every run are printed
 // (the caller picks the cold first run or the warm best of the last ones). CPU is the process's
 // (every JVM thread: JIT and GC included). Prints one JSON object on its last line.
+// -Dkafka.snapshot.peer.keep=FILE keeps a copy of the first snapshot written (to compare bytes).
 import java.io.InputStream;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
@@ -102,6 +103,8 @@ public final class KafkaSnapshotPeer {
                             if (writeSha == null) {
                                 writeBytes = Files.size(file);
                                 writeSha = sha256(file);
+                                String keep = System.getProperty("kafka.snapshot.peer.keep");
+                                if (keep != null) Files.copy(file, Paths.get(keep));
                             }
                         } finally {
                             try (var walk = Files.walk(tmp)) {
