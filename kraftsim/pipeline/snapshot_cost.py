@@ -6,7 +6,9 @@ records streamed into write_snapshot, with fsync as Kafka does) and loaded back
 (load_path: read_snapshot + replay). Timings come from a first pass; peak memory from a
 second pass under tracemalloc — Python allocations only, attributable to this one run
 even when a worker process runs many, which the process's peak RSS (resource.getrusage)
-is not — so tracing never slows the timed pass.
+is not — so tracing never slows the timed pass. With a Kafka release (`--with-kafka`), Kafka's own
+load and write of the same snapshot are timed too, warm and cold (kraftsim.conformance.snapshot_peer);
+`measure_shape` is that for one shape, as `kraftsim snapshot-cost` prints it.
 """
 
 from __future__ import annotations
@@ -93,9 +95,11 @@ def _peak_memory(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool)
 
 
 def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, release: str | None = None,
-                      seed: int = 0, fsync: bool = True, trace_memory: bool = True) -> list[dict[str, Any]]:
+                      seed: int = 0, fsync: bool = True, trace_memory: bool = True,
+                      kafka_release: str | None = None, kafka_heap: str | None = None) -> list[dict[str, Any]]:
     """The row of one grid point (`item` as from grid_points); `trace_memory=False` skips the
-    (slow) tracemalloc pass and leaves peak_memory_bytes null."""
+    (slow) tracemalloc pass and leaves peak_memory_bytes null; `kafka_release` also times Kafka's
+    own load and write of the same snapshot (measure_shape; one JVM at a time per worker)."""
     started = time.perf_counter()
     inputs = {a: item[a] for a in AXES}
     row: dict[str, Any] = {
@@ -105,6 +109,8 @@ def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, relea
         "brokers": item["brokers"], "metadata_version": None, "metadata_version_name": str(item["mv"]),
         "partitions": item["topics"] * item["partitions"], "records": None, "batches": None, "bytes": None,
         "bytes_per_partition": None, "write_s": None, "load_s": None, "peak_memory_bytes": None,
+        "kafka_release": None, "kafka_load_warm_s": None, "kafka_load_cold_s": None, "kafka_write_warm_s": None,
+        "kafka_write_cold_s": None, "kafka_same_image": None,
     }
     try:
         cat = catalog_of(catalog, release)
@@ -113,6 +119,12 @@ def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, relea
                              replication_factor=item["rf"])
         m = _measure(shape, mv, cat, seed, fsync)
         peak = _peak_memory(shape, mv, cat, seed, fsync) if trace_memory else None
+        if kafka_release is not None:
+            k = measure_shape(shape, mv, cat, seed=seed, kafka=kafka_dist(kafka_release), heap=kafka_heap,
+                              fsync=fsync)["kafka"]
+            row.update(kafka_release=k["release"], kafka_load_warm_s=k["load"]["warm_s"],
+                       kafka_load_cold_s=k["load"]["cold_s"], kafka_write_warm_s=k["write"]["warm_s"],
+                       kafka_write_cold_s=k["write"]["cold_s"], kafka_same_image=k["same_image"])
     except (KraftsimError, ValueError) as e:
         row.update(verdict="error", error=str(e), elapsed_s=time.perf_counter() - started)
         return [row]
@@ -120,7 +132,8 @@ def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, relea
     row.update(metadata_version=mv.level, digest=digest, records=m["records"], batches=m["batches"],
                bytes=m["bytes"], bytes_per_partition=m["bytes"] / row["partitions"] if row["partitions"] else None,
                write_s=m["write_s"], load_s=m["load_s"], peak_memory_bytes=peak,
-               verdict="ok" if image_digest(m["loaded"]) == digest else "mismatch",
+               verdict="ok" if image_digest(m["loaded"]) == digest and row["kafka_same_image"] is not False
+               else "mismatch",
                elapsed_s=time.perf_counter() - started)
     return [row]
 

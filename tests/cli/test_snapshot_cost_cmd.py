@@ -59,3 +59,12 @@ def test_no_java_is_said_before_any_work(tmp_path: Path, monkeypatch: pytest.Mon
     code, out, err = run(capsys, "snapshot-cost", "--topics", "1", "--with-kafka", "4.2.0", "--no-progress")
     assert code == 2 and out == ""
     assert "real Kafka needs Java 17 or newer" in err
+
+
+def test_the_spark_job_refuses_an_unfetched_release_before_starting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("KRAFTSIM_KAFKA_CACHE", str(tmp_path / "cache"))
+    code, out, err = run(capsys, "spark", "snapshot-cost", "--local", "--with-kafka", "4.2.0",
+                         "-o", str(tmp_path / "out"))
+    assert code == 2 and "run `kraftsim kafka fetch 4.2.0`" in err
+    assert not (tmp_path / "out").exists()

@@ -52,3 +52,16 @@ def test_smallest_heap_fits_and_half_of_it_does_not(tmp_path: Path) -> None:
     assert done["partitions"] == 20_000
     with pytest.raises(snapshot_peer.HeapTooSmall):
         snapshot_peer.run_peer(dist, written.path, runs=1, ops=["load"], heap=f"{max(4, heap // 3)}m", **where)
+
+
+def test_the_job_puts_kafkas_times_beside_kraftsims(tmp_path: Path) -> None:
+    from kraftsim.pipeline.jobs import job_inputs, read_output, run_local
+    from kraftsim.pipeline.snapshot_cost import parse_grid
+
+    kafka_dist(RELEASE)  # skips when Kafka cannot run here
+    grid = parse_grid(["topics=20", "partitions=2", "brokers=3", "mv=4.0-IV3"])
+    run_local("snapshot-cost", job_inputs("snapshot-cost", grid=grid),
+              params={"trace_memory": False, "kafka_release": RELEASE}, output=str(tmp_path / "out"))
+    (row,) = read_output(tmp_path / "out", "snapshot-cost").to_pylist()
+    assert row["verdict"] == "ok" and row["kafka_release"] == RELEASE and row["kafka_same_image"]
+    assert 0 < row["kafka_load_warm_s"] and 0 < row["kafka_load_cold_s"] and 0 < row["kafka_write_warm_s"]
