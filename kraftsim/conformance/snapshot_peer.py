@@ -16,17 +16,15 @@ Two bases, said beside every figure that uses them:
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
+from kraftsim.conformance.tools import compiled, find_javac
 
 PEER_MAIN = "KafkaSnapshotPeer"
 PEER_SOURCE = Path(__file__).parent / "java" / f"{PEER_MAIN}.java"
@@ -45,15 +43,6 @@ class HeapTooSmall(KafkaUnavailable):
 def warm(times: Sequence[float]) -> float:
     """The warm figure: the best of the runs after the warm-up ones (all of them when there are few)."""
     return min(times[WARM_FROM:] if len(times) > WARM_FROM else times)
-
-
-def _javac(dist: KafkaDist) -> str:
-    beside = dist.java.path.resolve().parent / "javac"
-    found = str(beside) if beside.is_file() else shutil.which("javac")
-    if found is None:
-        raise KafkaUnavailable(f"timing Kafka's snapshot code needs javac (a JDK {dist.java.version}+, not only "
-                               f"a JRE) to compile {PEER_SOURCE.name} against Kafka {dist.release.version}'s jars")
-    return found
 
 
 #: Where the peer's Kafka API moved, by release line: (first line, last line, old text, new text).
@@ -80,31 +69,13 @@ def peer_source(dist: KafkaDist) -> str:
 
 
 def peer_classes(dist: KafkaDist) -> Path:
-    """KafkaSnapshotPeer compiled against the release's jars (cached by source hash)."""
+    """KafkaSnapshotPeer compiled against the release's jars (cached beside them, by source hash)."""
     source = peer_source(dist)
-    tag = hashlib.sha256(source.encode()).hexdigest()[:12]
-    out = dist.home / f"snapshot-peer-{tag}"
-    if (out / f"{PEER_MAIN}.class").is_file():
-        return out
-    javac = _javac(dist)
-    staging = Path(tempfile.mkdtemp(prefix=".snapshot-peer.", dir=dist.home))
-    try:
-        src = staging / "src" / PEER_SOURCE.name
-        src.parent.mkdir()
-        src.write_text(source, encoding="utf-8")
-        classes = staging / "classes"
-        done = subprocess.run([javac, "-nowarn", "-d", str(classes), "-cp", dist.classpath, str(src)],
-                              capture_output=True, text=True, timeout=300)
-        if done.returncode != 0:
-            first = (done.stderr.strip().splitlines() or ["no message"])[0]
-            raise KafkaUnavailable(f"cannot compile {PEER_SOURCE.name} against Kafka {dist.release.version} "
-                                   f"(its snapshot classes differ from 4.x's?): {first}")
-        if out.exists():
-            shutil.rmtree(out)
-        classes.rename(out)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return out
+    javac = find_javac(dist)
+    if javac is None:
+        raise KafkaUnavailable(f"timing Kafka's snapshot code needs javac (a JDK {dist.java.version}+, not only "
+                               f"a JRE) to compile {PEER_SOURCE.name} against Kafka {dist.release.version}'s jars")
+    return compiled(dist, PEER_SOURCE, source, "snapshot-peer", javac, classpath=True)
 
 
 def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, time_ms: int, runs: int,
