@@ -8,7 +8,7 @@ path) and applies one-record deltas, each op `runs` times in one JVM.
 
 Two bases, said beside every figure that uses them:
 - cold: the first run in a fresh JVM, as someone running a tool once meets it (classes
-  loaded, code interpreted); `cold_runs` starts one JVM per op;
+  loaded, code interpreted); `measure` starts one JVM per op for it;
 - warm: the best of the last runs in one JVM after JIT warm-up (runs 3-5 of 5), as Kafka's
   JMH benchmarks measure.
 `smallest_heap` bisects the smallest -Xmx at which Kafka's load completes.
@@ -33,7 +33,6 @@ PEER_TIMEOUT_S = 1800
 DEFAULT_HEAP = "1g"  # the machine is shared: a small heap, recorded with the results
 WARM_RUNS = 5
 WARM_FROM = 2  # warm = best of runs WARM_FROM+1 .. WARM_RUNS (3-5 of 5), as JMH after its warm-up iterations
-FETCH_HINT = "fetch a release with `kraftsim kafka fetch 4.2.0` (needs Maven and Java 17+)"
 
 
 class HeapTooSmall(KafkaUnavailable):
@@ -70,12 +69,7 @@ def peer_source(dist: KafkaDist) -> str:
 
 def peer_classes(dist: KafkaDist) -> Path:
     """KafkaSnapshotPeer compiled against the release's jars (cached beside them, by source hash)."""
-    source = peer_source(dist)
-    javac = find_javac(dist)
-    if javac is None:
-        raise KafkaUnavailable(f"timing Kafka's snapshot code needs javac (a JDK {dist.java.version}+, not only "
-                               f"a JRE) to compile {PEER_SOURCE.name} against Kafka {dist.release.version}'s jars")
-    return compiled(dist, PEER_SOURCE, source, "snapshot-peer", javac, classpath=True)
+    return compiled(dist, PEER_SOURCE, peer_source(dist), "snapshot-peer", find_javac(dist), classpath=True)
 
 
 def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, time_ms: int, runs: int,

@@ -154,12 +154,15 @@ def find_javac(dist: KafkaDist) -> str | None:
     return str(beside) if beside.is_file() else shutil.which("javac")
 
 
-def compiled(dist: KafkaDist, source: Path, text: str, stem: str, javac: str, *, classpath: bool) -> Path:
+def compiled(dist: KafkaDist, source: Path, text: str, stem: str, javac: str | None, *, classpath: bool) -> Path:
     """`text` (the source of the class in `source`) compiled into `dist.home/STEM-<hash of text>`,
     reused while the text is unchanged; `classpath`: against the release's jars."""
     out = dist.home / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
     if (out / f"{source.stem}.class").is_file():
         return out
+    if javac is None:
+        raise KafkaUnavailable(f"compiling {source.name} for Kafka {dist.release.version} needs javac (a JDK "
+                               f"{dist.java.version}+, not only a JRE): none beside {dist.java.path} or on PATH")
     staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=dist.home))
     try:
         src = staging / "src" / source.name
