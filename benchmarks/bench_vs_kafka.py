@@ -137,7 +137,8 @@ def run_child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -
 # ----------------------------------------------------------------------------- both, alternating
 
 
-def bench(topics: int, release: str, work: Path, bisect: bool, say: Callable[[str], None]) -> dict[str, Any]:
+def bench(topics: int, release: str, work: Path, bisect: tuple[int, int] | None,
+          say: Callable[[str], None]) -> dict[str, Any]:
     say(f"building the {topics * PARTITIONS:,}-partition image and its snapshot")
     img = build(topics)
     expect = image_digest(img)
@@ -163,7 +164,9 @@ def bench(topics: int, release: str, work: Path, bisect: bool, say: Callable[[st
     say("kraftsim warm: one interpreter, 5 runs of each op")
     ours = run_child(snapshot, list(OPS), RUNS, expect, topics)
     say("Kafka warm: one JVM, 5 runs of each op")
-    theirs = snapshot_peer.run_peer(dist, snapshot, runs=RUNS, ops=OPS, **peer)  # type: ignore[arg-type]
+    kafka_file = work / "kafka-written" / snapshot.name
+    kafka_file.parent.mkdir()
+    theirs = snapshot_peer.run_peer(dist, snapshot, runs=RUNS, ops=OPS, keep=kafka_file, **peer)  # type: ignore[arg-type]
     if not ours.get("digest_ok") or theirs["partitions"] != topics * PARTITIONS:
         raise SystemExit(f"bench_vs_kafka: the images disagree (kraftsim digest ok: {ours.get('digest_ok')}, "
                          f"Kafka partitions {theirs['partitions']} of {topics * PARTITIONS})")
@@ -172,24 +175,37 @@ def bench(topics: int, release: str, work: Path, bisect: bool, say: Callable[[st
         kafkas = [t / 1000 for t in theirs[f"{op}_wall_ms"]]
         row["kraftsim"][op] = {"runs_s": mine, "warm_s": snapshot_peer.warm(mine)}
         row["kafka"][op] = {"runs_s": kafkas, "warm_s": snapshot_peer.warm(kafkas)}
+        if op != "delta":  # process CPU: what a loaded machine's waiting does not inflate
+            cpu_mine, cpu_kafka = ours[f"{op}_cpu_s"], [t / 1000 for t in theirs[f"{op}_cpu_ms"]]
+            row["kraftsim"][op].update(cpu_runs_s=cpu_mine, warm_cpu_s=snapshot_peer.warm(cpu_mine))
+            row["kafka"][op].update(cpu_runs_s=cpu_kafka, warm_cpu_s=snapshot_peer.warm(cpu_kafka))
     row["same_bytes"] = {"kraftsim_write": ours["write_sha256"] == input_sha,
                          "kafka_write": theirs["write_sha256"] == input_sha}
+    row["kafka_write_bytes"] = theirs.get("write_bytes")
+    if not row["same_bytes"]["kafka_write"]:  # then the same image at least (Kafka's hash order may differ)
+        row["kafka_write_same_image"] = image_digest(load_checkpoint(kafka_file)) == expect
+        gc.collect()
     # cold: a fresh process per op, alternating
     for op in OPS:
         loadavg()
         say(f"kraftsim cold: {op}")
         c = run_child(snapshot, [op], 1, expect, topics)
         row["kraftsim"][op].update(cold_s=c[f"{op}_wall_s"][0], cold_process_s=c["process_wall_s"])
+        if op != "delta":
+            row["kraftsim"][op]["cold_cpu_s"] = c[f"{op}_cpu_s"][0]
         if op == "load":
             row["kraftsim"]["load_peak_rss_mb"] = c["peak_rss_mb"]
         say(f"Kafka cold: {op}")
         k = snapshot_peer.run_peer(dist, snapshot, runs=1, ops=[op], **peer)  # type: ignore[arg-type]
         row["kafka"][op].update(cold_s=k[f"{op}_wall_ms"][0] / 1000, cold_process_s=k["process_wall_s"])
+        if op != "delta":
+            row["kafka"][op]["cold_cpu_s"] = k[f"{op}_cpu_ms"][0] / 1000
     if bisect:
         say("Kafka: bisecting the smallest heap its load completes in")
         row["kafka"]["smallest_heap_mb"] = snapshot_peer.smallest_heap(
             dist, snapshot, end_offset=peer["end_offset"], epoch=peer["epoch"], time_ms=TIME_MS,  # type: ignore[arg-type]
-            progress=say)
+            low_mb=bisect[0], high_mb=bisect[1], progress=say)
+        row["kafka"]["heap_bracket_mb"] = list(bisect)
     loadavg()
     for op in OPS:
         for basis in ("warm", "cold"):
@@ -245,6 +261,18 @@ def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
             goal = verdict(r) if op in ("decode", "load") and basis == "warm" else ""
             md.append(f"| {LABELS[op]} | {basis}, same work | {_t(s[op][f'{basis}_s'])} | {_t(k[op][f'{basis}_s'])} "
                       f"| {r:.2f} | {goal} |")
+    md += ["", "Process CPU time of the same runs (what waiting for a CPU on a loaded machine does not inflate; "
+           "Kafka's includes its JIT and GC threads, kraftsim's its collector):", "",
+           "| op | basis | kraftsim CPU | Kafka CPU | ratio |", "|---|---|---|---|---|"]
+    for op in OPS:
+        for basis in ("warm", "cold"):
+            key = f"{basis}_cpu_s"
+            if key in s[op] and key in k[op]:
+                md.append(f"| {op} | {basis}, same work | {_t(s[op][key])} | {_t(k[op][key])} | "
+                          f"{s[op][key] / k[op][key]:.2f} |")
+    if not row["same_bytes"]["kafka_write"] and "kafka_write_same_image" in row:
+        md += ["", f"Kafka's rewrite ({row['kafka_write_bytes']:,} bytes) differs from the input's bytes; loaded by "
+               f"kraftsim it gives {'the same' if row['kafka_write_same_image'] else 'A DIFFERENT'} image."]
     md += ["", "| op | kraftsim cold process | Kafka cold process (fresh JVM) |", "|---|---|---|"]
     md += [f"| {op} | {s[op]['cold_process_s']:.2f} s | {k[op]['cold_process_s']:.2f} s |" for op in OPS]
     md += ["", "Every run (seconds):", ""]
@@ -255,8 +283,9 @@ def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
         md += ["", "## Memory", "",
                f"- kraftsim: peak RSS of the whole process over a cold load: **{rss:.0f} MB** (interpreter and "
                "imports included).",
-               f"- Kafka: the smallest -Xmx at which its load completes: **{heap} MB** (bisected to 8 MB; heap "
-               "only, the JVM's own memory outside the heap not counted).",
+               f"- Kafka: the smallest -Xmx at which its load completes: **{heap} MB** (bisected to 8 MB from "
+               f"{' to '.join(map(str, k.get('heap_bracket_mb', [32, 4096])))} MB; heap only, the JVM's own memory "
+               "outside the heap not counted).",
                f"- Basis: same load of the same file. Goal kraftsim's peak below Kafka's smallest heap: "
                f"{'met' if rss < heap else 'not met'} ({rss / heap:.2f}×)."]
     md.append("")
@@ -268,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--topics", type=int, default=100_000, help="topics of 10 partitions (default 100,000)")
     ap.add_argument("--release", default=DEFAULT_RELEASE, help=f"the Kafka release to time (default {DEFAULT_RELEASE})")
     ap.add_argument("--no-bisect", action="store_true", help="skip the bisection of Kafka's smallest heap")
+    ap.add_argument("--heap-bracket", default="32:4096", metavar="LOW:HIGH",
+                    help="MB the bisection starts between (HIGH must fit; default 32:4096)")
     ap.add_argument("--no-save", action="store_true", help="print the result, do not write benchmarks/results")
     ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--ops", default=",".join(OPS), help=argparse.SUPPRESS)
@@ -278,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(child(args.child, args.ops.split(","), args.runs, args.expect, args.topics)))
         return 0
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-vs-kafka-") as tmp:
-        row = bench(args.topics, args.release, Path(tmp), not args.no_bisect,
+        low, _, high = args.heap_bracket.partition(":")
+        row = bench(args.topics, args.release, Path(tmp), None if args.no_bisect else (int(low), int(high)),
                     lambda s: print(f"[{time.strftime('%H:%M:%S')}] {s}", file=sys.stderr, flush=True))
     meta = {"date": utc_now(), "machine": f"{platform.machine()} {platform.system()}",
             "python": platform.python_version(), "load_average": load_average()}
