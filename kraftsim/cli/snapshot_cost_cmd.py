@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from typing import Any
@@ -69,20 +70,24 @@ def _s(x: float) -> str:
     return f"{x * 1e6:.0f} µs" if x < 0.01 else f"{x:.3f} s"
 
 
+def _warm_basis(runs: int) -> str:
+    return f"best of runs 3-{runs}" if runs >= 3 else f"best of the {runs} run{'s' if runs > 1 else ''}"
+
+
 def _lines(m: dict[str, Any]) -> list[str]:
     out = [f"snapshot of {m['topics']:,} topics x {m['partitions_per_topic']} partitions ({m['partitions']:,} "
            f"partitions, replication factor {m['replication_factor']}, {m['brokers']} brokers) at metadata.version "
            f"{m['metadata_version']}",
            f"  size: {m['bytes']:,} bytes, {m['records']:,} records"
            + (f", {m['bytes_per_partition']:.1f} bytes per partition" if m["bytes_per_partition"] else ""),
-           f"  kraftsim (cold = run 1 in this process; warm = best of runs 3-{m['runs']}, same process):"]
+           f"  kraftsim (cold = run 1 in this process; warm = {_warm_basis(m['runs'])}, same process):"]
     for op, label in (("write", "write (SnapshotEmitter, Kafka's bytes)"), ("load", "load (MetadataLoader)")):
         t = m["kraftsim"][op]
         out.append(f"    {label:<40} cold {_s(t['cold_s']):>10}   warm {_s(t['warm_s']):>10}")
     k = m.get("kafka")
     if k:
         out.append(f"  Kafka {k['release']} on Java {k['java']}, -Xmx{k['heap']} (cold = a fresh JVM per step; warm = "
-                   f"best of runs 3-{k['warm_runs']} in one JVM, as JMH):")
+                   f"{_warm_basis(k['warm_runs'])} in one JVM, as JMH):")
         for op, label in (("decode", "decode (RecordsSnapshotReader)"), ("load", "load (MetadataDelta, apply)"),
                           ("write", "write (RaftSnapshotWriter)"), ("delta", "one-record delta (median of 50)")):
             if op in k:
@@ -116,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(e)) from None
     if args.kafka_heap is not None and not args.with_kafka:
         raise UsageError("--kafka-heap applies with --with-kafka only")
+    if args.kafka_heap is not None and not re.fullmatch(r"[1-9][0-9]{0,6}[kKmMgG]?", args.kafka_heap):
+        raise UsageError(f"--kafka-heap {args.kafka_heap!r}: a size as java's -Xmx takes it, such as 512m or 2g")
     try:
         kafka = kafka_dist(args.with_kafka) if args.with_kafka else None  # missing Java or jars: said before any work
         m = measure_shape(shape, mv, cat, seed=args.seed, runs=args.runs, kafka=kafka, heap=args.kafka_heap,

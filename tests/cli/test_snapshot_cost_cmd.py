@@ -36,6 +36,7 @@ def test_json_gives_the_emitters_exact_size_and_cold_and_warm_times(tmp_path: Pa
     (["--mv", "9.9-IV9"], "--mv 9.9-IV9"),
     (["--kafka-heap", "256m"], "--kafka-heap applies with --with-kafka only"),
     (["--runs", "0"], "--runs"),
+    (["--with-kafka", "4.2.0", "--kafka-heap", "lots"], "--kafka-heap 'lots'"),
     (["--partitions", "0"], "--partitions"),
 ])
 def test_bad_input_exits_2_in_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
