@@ -425,6 +425,26 @@ def _verdict(m: dict[str, Any]) -> str:
     return "**yes**" if m["meets_target"] else "no"
 
 
+def _basis(label: str, direction: str) -> str:
+    """What the ratio against kafka-python compares: the same work, or more on kraftsim's side."""
+    if label.endswith("records only"):
+        return "same work: framing + CRC + records, no message decode"
+    return f"more work on kraftsim's side (it also {direction}s every message; kafka-python cannot)"
+
+
+def _headline(report: dict[str, Any]) -> list[str]:
+    """The ratio against kafka-python said both ways, with its basis, for the oracle log."""
+    for name, rows in report["inputs"].items():
+        dec = rows["decode"]
+        fast, same = dec.get("kraftsim fast", {}), dec.get("kraftsim fast, records only", {})
+        if name.startswith("Largest oracle log") and "vs_kafka_python" in fast and "vs_kafka_python" in same:
+            return [f"Headline against kafka-python, decode of the largest oracle log ({rows['batches']:,} batches, "
+                    f"almost all of one record): **{fast['vs_kafka_python']:.1f}x** with kraftsim decoding every "
+                    "message as well (kafka-python's per-batch Python overhead dominates this input); "
+                    f"**{same['vs_kafka_python']:.1f}x on the same work** (framing, CRC, records). Quote both.", ""]
+    return []
+
+
 def render_markdown(report: dict[str, Any]) -> str:
     info = report["machine"]
     for rows in report["inputs"].values():
@@ -448,8 +468,8 @@ def render_markdown(report: dict[str, Any]) -> str:
         f"At least {TARGET_RECORDS_PER_S:,} records/s on one core and at least {TARGET_VS_KAFKA_PYTHON:.0f}x kafka-python's "
         "rate, in each direction, in this run. Every kraftsim row below is marked; the main rows:",
         "",
-        "| input | direction | row | records/s | vs kafka-python | target met |",
-        "|---|---|---|---:|---:|---|",
+        "| input | direction | row | records/s | vs kafka-python | basis of the ratio | target met |",
+        "|---|---|---|---:|---:|---|---|",
     ]
     for name, rows in report["inputs"].items():
         short = name.split(":")[0]
@@ -457,8 +477,8 @@ def render_markdown(report: dict[str, Any]) -> str:
             for label, m in rows[direction].items():
                 if label in ("kraftsim fast", "kraftsim fast, streaming", "kraftsim fast, records only") and "vs_kafka_python" in m:
                     lines.append(f"| {short} | {direction} | {label} | {m['records_per_s']:,.0f} | "
-                                 f"{m['vs_kafka_python']:.1f}x | {_verdict(m)} |")
-    lines.append("")
+                                 f"{m['vs_kafka_python']:.1f}x | {_basis(label, direction)} | {_verdict(m)} |")
+    lines += [""] + _headline(report)
     for name, rows in report["inputs"].items():
         lines += [
             f"## {name}",

@@ -199,8 +199,9 @@ def peak_rss_mb() -> float:
 def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer: list[Payload],
                   max_batch_bytes: int = MAX_BATCH_SIZE_BYTES) -> Iterator[batch_io.BatchToWrite]:
     """The batches Kafka's snapshot writer forms: a header control batch, appends of 1024
-    records merged into one data batch while it stays within `max_batch_bytes`, a footer
-    control batch. Mirrors storage.batchfile.BatchAccumulator (the files are compared)."""
+    records merged into one data batch while it stays within `max_batch_bytes` (an append that
+    does not fit completes it, and the drain that follows closes that append's batch too), a
+    footer control batch. Mirrors storage.batchfile.BatchAccumulator (the files are compared)."""
     yield batch_io.BatchToWrite(0, EPOCH, TIME_MS, True, header)
     next_offset = len(header)
     open_payloads: list[Payload] = []
@@ -212,9 +213,11 @@ def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer:
         if not group:
             break
         lengths = [len(v) for v in batch_io.encode_values(group)]
+        drained = False
         if open_payloads and max_batch_bytes - open_size < records_size(lengths, len(open_payloads)):
             yield batch_io.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
             open_payloads = []
+            drained = True  # the writer drains now, closing the batch this append opens as well
         if not open_payloads:
             if RECORD_BATCH_OVERHEAD + records_size(lengths, 0) > max_batch_bytes:
                 raise ValueError("one append does not fit in a batch")
@@ -222,6 +225,9 @@ def kafka_batches(payloads: Iterable[Payload], *, header: list[Payload], footer:
         open_size += records_size(lengths, len(open_payloads))
         open_payloads.extend(group)
         next_offset += len(group)
+        if drained:
+            yield batch_io.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
+            open_payloads = []
     if open_payloads:
         yield batch_io.BatchToWrite(base, EPOCH, TIME_MS, False, open_payloads)
     yield batch_io.BatchToWrite(next_offset, EPOCH, TIME_MS, True, footer)

@@ -1,21 +1,30 @@
-"""kraftsim against Kafka's own code on the same snapshot: decode, and load into an image.
+"""kraftsim against Kafka's own code on the same snapshot: decode, load, write, one-record delta.
 
 The snapshot is bench_image.py's shape (N topics x 10 partitions x 3 replicas,
 metadata.version 4.0-IV3; default N = 100,000: one million partitions), written once by
-kraftsim. Both sides read that file:
+kraftsim. Both sides work on that file:
 
-- kraftsim, in a fresh interpreter (bench_image.run_child_load): `read_snapshot` and every
-  data batch decoded (decode), then decode + `MetadataDelta.replay_all` on the empty image,
-  `finish_snapshot()`, `apply()` (load); the image must equal the written one (digest).
-- Kafka (benchmarks/java/KafkaSnapshotPeer.java, compiled now against a fetched release's
-  jars, see kraftsim.conformance): RecordsSnapshotReader over the file with CRC checks,
-  every record deserialized (decode), and each replayed into Kafka's MetadataDelta, then
-  finishSnapshot() and apply() (load); its image must hold every partition.
+- decode: the file read, every batch's CRC checked, every record deserialized;
+- load: decode + replay into a delta on the empty image, finish the snapshot, apply
+  (kraftsim: bench_image.load_checkpoint, the image's digest checked; Kafka: MetadataDelta
+  on MetadataImage.EMPTY, MetadataLoader's snapshot path, every partition counted);
+- write: the loaded image written back as a snapshot by the emitter's path (kraftsim:
+  storage.write_snapshot over iter_image_records; Kafka: RaftSnapshotWriter over
+  RecordsSnapshotWriter, SnapshotEmitter's path); both files must equal the input byte
+  for byte (sha256);
+- delta: one PartitionChangeRecord on the loaded image, replayed and applied (median of 50).
 
-Each time is the best of REPEAT runs in one process (the JVM's first runs warm its JIT).
-The ratio is kraftsim's wall time over Kafka's: at most 1.0 means kraftsim is no slower.
-The machine may be shared: the load average is recorded. Results:
-benchmarks/results/vs_kafka.{md,json}.
+Two bases, each stated beside its figures:
+- cold: the op's first run in a fresh process (a fresh JVM for Kafka, via
+  kraftsim.conformance.snapshot_peer; a fresh interpreter for kraftsim), as a tool user
+  meets it; the whole process's wall time is kept too;
+- warm: the best of runs 3-5 of 5 in one process (Kafka: after the JIT's warm-up, as JMH).
+Memory: kraftsim's peak RSS over a cold load (the whole process) against the smallest -Xmx at
+which Kafka's load completes (bisected to 8 MB; the JVM's own memory outside the heap not
+counted, which favours Kafka).
+
+The machine may be shared: kraftsim and the JVM run alternately (never at once), one JVM at a
+time, and the load average is recorded. Results: benchmarks/results/vs_kafka.{md,json}.
 
     python benchmarks/bench_vs_kafka.py                 # 100,000 topics (1M partitions)
     python benchmarks/bench_vs_kafka.py --topics 12500  # quicker
@@ -24,135 +33,290 @@ benchmarks/results/vs_kafka.{md,json}.
 from __future__ import annotations
 
 import argparse
-import hashlib
+import gc
 import json
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import load_average, utc_now  # noqa: E402
-from benchmarks.bench_image import PARTITIONS, REPEAT, build, fast_write, image_digest, run_child_load  # noqa: E402
-from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release  # noqa: E402
+from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
+from benchmarks.bench_image import (  # noqa: E402
+    CAT, PARTITIONS, PCR, PCRV, REG, TIME_MS, Clock, build, fast_write, image_digest, load_checkpoint, peak_rss_mb,
+    sha256, storage_write, topic_id)
+from kraftsim.conformance import snapshot_peer  # noqa: E402
+from kraftsim.conformance.dist import fetch, resolve_release  # noqa: E402
+from kraftsim.image import MetadataDelta, MetadataImage  # noqa: E402
+from kraftsim.protocol.entries import Payload  # noqa: E402
+from kraftsim.storage.batchfile import decode_file_batch  # noqa: E402
 from kraftsim.storage.names import METADATA_DIR_NAME, parse_snapshot_name  # noqa: E402
+from kraftsim.storage.snapshot import read_snapshot  # noqa: E402
 
-PEER = Path(__file__).resolve().parent / "java" / "KafkaSnapshotPeer.java"
 RESULTS = Path(__file__).resolve().parent / "results"
 DEFAULT_RELEASE = "4.2.0"
-PEER_TIMEOUT_S = 1800
-JAVA_HEAP = "8g"
+OPS = snapshot_peer.OPS
+RUNS = snapshot_peer.WARM_RUNS
+DELTA_PARTITION = 3
+DELTA_REPEATS = 50
 
 
-def compile_peer(dist: KafkaDist) -> Path:
-    """KafkaSnapshotPeer compiled against the release's jars (cached beside them, by source hash)."""
-    tag = hashlib.sha256(PEER.read_bytes()).hexdigest()[:12]
-    out = dist.home / f"snapshot-peer-{tag}"
-    if (out / "KafkaSnapshotPeer.class").is_file():
-        return out
-    javac = dist.java.path.resolve().parent / "javac"
-    javac_cmd = str(javac) if javac.is_file() else shutil.which("javac")
-    if javac_cmd is None:
-        raise SystemExit("bench_vs_kafka: needs javac (a JDK 17+) to compile the Kafka peer")
-    staging = Path(tempfile.mkdtemp(prefix=".peer.", dir=dist.home))
-    done = subprocess.run([javac_cmd, "-nowarn", "-d", str(staging), "-cp", dist.classpath, str(PEER)],
-                          capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise SystemExit(f"bench_vs_kafka: compiling the Kafka peer failed:\n{done.stderr}")
-    staging.rename(out)
+# ----------------------------------------------------------------------------- kraftsim's side, in a child
+
+
+def _decode(path: Path) -> int:
+    snap = read_snapshot(path, REG)
+    return sum(len(decode_file_batch(fb, REG)) for fb in snap.batches if not fb.batch.is_control)
+
+
+def _one_record_delta(img: MetadataImage, tid: Any) -> None:
+    d = MetadataDelta(img, CAT)
+    d.replay(Payload(PCR, PCRV, PCR.cls(partition_id=DELTA_PARTITION, topic_id=tid,
+                                        isr=[img.topics.get_topic(tid).partitions[DELTA_PARTITION].isr[0]])))
+    d.apply()
+
+
+def child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -> dict[str, Any]:
+    """Run in a fresh interpreter: each op `runs` times, in order (write and delta on an image loaded first)."""
+    out: dict[str, Any] = {}
+    img: MetadataImage | None = None
+    tid = topic_id(topics // 2)
+    for op in ops:
+        walls, cpus = [], []
+        for i in range(runs):
+            if i > 0:
+                gc.collect()
+            if op in ("write", "delta") and img is None:
+                img = load_checkpoint(path)
+            if op == "delta":
+                assert img is not None
+                each = []
+                for _ in range(DELTA_REPEATS):
+                    t0 = time.perf_counter()
+                    _one_record_delta(img, tid)
+                    each.append(time.perf_counter() - t0)
+                walls.append(sorted(each)[DELTA_REPEATS // 2])
+                continue
+            with tempfile.TemporaryDirectory(prefix="kraftsim-vs-kafka-write-") as tmp, Clock() as c:
+                if op == "decode":
+                    out["records"] = _decode(path)
+                elif op == "load":
+                    img = None
+                    img = load_checkpoint(path)
+                else:
+                    assert img is not None
+                    written = storage_write(img, Path(tmp))
+                    c.__exit__()  # the write's time, not the checksum's
+                    out.setdefault("write_sha256", sha256(written))
+            walls.append(c.wall)
+            cpus.append(c.cpu)
+        out[f"{op}_wall_s"], out[f"{op}_cpu_s"] = walls, cpus
+        if op == "load":
+            assert img is not None
+            out["digest_ok"] = image_digest(img) == expect
+    out["peak_rss_mb"] = peak_rss_mb()
     return out
 
 
-def run_peer(dist: KafkaDist, snapshot: Path, repeats: int) -> dict[str, Any]:
-    name = parse_snapshot_name(snapshot.name)
-    classes = compile_peer(dist)
-    cmd = [str(dist.java.path), f"-Xmx{JAVA_HEAP}", "-cp", f"{classes}:{dist.classpath}", "KafkaSnapshotPeer",
-           str(snapshot.parent), str(name.snapshot_id.end_offset), str(name.snapshot_id.epoch), str(repeats)]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=PEER_TIMEOUT_S)
-    lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
-    if done.returncode != 0 or not lines:
-        raise SystemExit(f"bench_vs_kafka: the Kafka peer failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
-    return json.loads(lines[-1])
+def run_child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -> dict[str, Any]:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(path), "--ops", ",".join(ops),
+           "--runs", str(runs), "--expect", expect, "--topics", str(topics)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"bench_vs_kafka: the kraftsim child failed:\n{proc.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    out["process_wall_s"] = time.perf_counter() - t0
+    return out
 
 
-def bench(topics: int, release: str, work: Path) -> dict[str, Any]:
+# ----------------------------------------------------------------------------- both, alternating
+
+
+def bench(topics: int, release: str, work: Path, bisect: tuple[int, int] | None,
+          say: Callable[[str], None]) -> dict[str, Any]:
+    say(f"building the {topics * PARTITIONS:,}-partition image and its snapshot")
     img = build(topics)
     expect = image_digest(img)
     directory = work / METADATA_DIR_NAME
     directory.mkdir()
     snapshot = fast_write(img, directory)
     del img
-    ours = run_child_load(snapshot, expect, False)
+    gc.collect()
+    input_sha = sha256(snapshot)
+    name = parse_snapshot_name(snapshot.name)
     dist = fetch(resolve_release(release))
-    theirs = run_peer(dist, snapshot, REPEAT)
-    partitions = topics * PARTITIONS
-    if not ours.get("digest_ok") or theirs["partitions"] != partitions:
+    peer = dict(end_offset=name.snapshot_id.end_offset, epoch=name.snapshot_id.epoch, time_ms=TIME_MS,
+                topic_id=str(topic_id(topics // 2)), partition=DELTA_PARTITION)
+    loads: list[list[float]] = []
+
+    def loadavg() -> None:
+        import os
+        loads.append(list(os.getloadavg()))
+
+    row: dict[str, Any] = {"kraftsim": {}, "kafka": {}}
+    # warm: one process each, alternating
+    loadavg()
+    say("kraftsim warm: one interpreter, 5 runs of each op")
+    ours = run_child(snapshot, list(OPS), RUNS, expect, topics)
+    say("Kafka warm: one JVM, 5 runs of each op")
+    kafka_file = work / "kafka-written" / snapshot.name
+    kafka_file.parent.mkdir()
+    theirs = snapshot_peer.run_peer(dist, snapshot, runs=RUNS, ops=OPS, keep=kafka_file, **peer)  # type: ignore[arg-type]
+    if not ours.get("digest_ok") or theirs["partitions"] != topics * PARTITIONS:
         raise SystemExit(f"bench_vs_kafka: the images disagree (kraftsim digest ok: {ours.get('digest_ok')}, "
-                         f"Kafka partitions {theirs['partitions']} of {partitions})")
-    return {
-        "topics": topics, "partitions": partitions, "records": theirs["records"],
-        "snapshot_bytes": snapshot.stat().st_size, "kafka_release": dist.release.version,
-        "java": dist.java.version, "repeats": REPEAT,
-        "kraftsim": {"decode_wall_s": ours["decode_wall"], "decode_cpu_s": ours["decode_cpu"],
-                     "load_wall_s": ours["load_wall"], "load_cpu_s": ours["load_cpu"]},
-        "kafka": {"decode_wall_s": theirs["decode_wall_ms"] / 1000, "decode_cpu_s": theirs["decode_cpu_ms"] / 1000,
-                  "load_wall_s": theirs["load_wall_ms"] / 1000, "load_cpu_s": theirs["load_cpu_ms"] / 1000},
-        "ratio_decode": ours["decode_wall"] / (theirs["decode_wall_ms"] / 1000),
-        "ratio_load": ours["load_wall"] / (theirs["load_wall_ms"] / 1000),
-    }
+                         f"Kafka partitions {theirs['partitions']} of {topics * PARTITIONS})")
+    for op in OPS:
+        mine = ours[f"{op}_wall_s"]
+        kafkas = [t / 1000 for t in theirs[f"{op}_wall_ms"]]
+        row["kraftsim"][op] = {"runs_s": mine, "warm_s": snapshot_peer.warm(mine)}
+        row["kafka"][op] = {"runs_s": kafkas, "warm_s": snapshot_peer.warm(kafkas)}
+        if op != "delta":  # process CPU: what a loaded machine's waiting does not inflate
+            cpu_mine, cpu_kafka = ours[f"{op}_cpu_s"], [t / 1000 for t in theirs[f"{op}_cpu_ms"]]
+            row["kraftsim"][op].update(cpu_runs_s=cpu_mine, warm_cpu_s=snapshot_peer.warm(cpu_mine))
+            row["kafka"][op].update(cpu_runs_s=cpu_kafka, warm_cpu_s=snapshot_peer.warm(cpu_kafka))
+    row["same_bytes"] = {"kraftsim_write": ours["write_sha256"] == input_sha,
+                         "kafka_write": theirs["write_sha256"] == input_sha}
+    row["kafka_write_bytes"] = theirs.get("write_bytes")
+    if not row["same_bytes"]["kafka_write"]:  # then the same image at least (Kafka's hash order may differ)
+        row["kafka_write_same_image"] = image_digest(load_checkpoint(kafka_file)) == expect
+        gc.collect()
+    # cold: a fresh process per op, alternating
+    for op in OPS:
+        loadavg()
+        say(f"kraftsim cold: {op}")
+        c = run_child(snapshot, [op], 1, expect, topics)
+        row["kraftsim"][op].update(cold_s=c[f"{op}_wall_s"][0], cold_process_s=c["process_wall_s"])
+        if op != "delta":
+            row["kraftsim"][op]["cold_cpu_s"] = c[f"{op}_cpu_s"][0]
+        if op == "load":
+            row["kraftsim"]["load_peak_rss_mb"] = c["peak_rss_mb"]
+        say(f"Kafka cold: {op}")
+        k = snapshot_peer.run_peer(dist, snapshot, runs=1, ops=[op], **peer)  # type: ignore[arg-type]
+        row["kafka"][op].update(cold_s=k[f"{op}_wall_ms"][0] / 1000, cold_process_s=k["process_wall_s"])
+        if op != "delta":
+            row["kafka"][op]["cold_cpu_s"] = k[f"{op}_cpu_ms"][0] / 1000
+    if bisect:
+        say("Kafka: bisecting the smallest heap its load completes in")
+        row["kafka"]["smallest_heap_mb"] = snapshot_peer.smallest_heap(
+            dist, snapshot, end_offset=peer["end_offset"], epoch=peer["epoch"], time_ms=TIME_MS,  # type: ignore[arg-type]
+            low_mb=bisect[0], high_mb=bisect[1], progress=say)
+        row["kafka"]["heap_bracket_mb"] = list(bisect)
+    loadavg()
+    for op in OPS:
+        for basis in ("warm", "cold"):
+            row[f"ratio_{op}_{basis}"] = row["kraftsim"][op][f"{basis}_s"] / row["kafka"][op][f"{basis}_s"]
+    row.update(topics=topics, partitions=topics * PARTITIONS, records=theirs["records"],
+               snapshot_bytes=snapshot.stat().st_size, kafka_release=dist.release.version, java=dist.java.version,
+               java_heap=snapshot_peer.DEFAULT_HEAP, runs=RUNS, load_averages=loads)
+    return row
 
 
-def write_results(row: dict[str, Any], meta: dict[str, Any]) -> None:
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "vs_kafka.json").write_text(json.dumps({"meta": meta, "result": row}, indent=2) + "\n",
-                                           encoding="utf-8")
-    k, s = row["kafka"], row["kraftsim"]
-    verdict = lambda r: "no slower" if r <= 1.0 else "slower"  # noqa: E731
+# ----------------------------------------------------------------------------- report
+
+LABELS = {
+    "decode": "decode (read, CRC, every record)",
+    "load": "load into an image (decode + replay + apply)",
+    "write": "write the image as a snapshot (emitter's path)",
+    "delta": "one-record delta (replay + apply, median of 50)",
+}
+
+
+def _t(s: float) -> str:
+    return f"{s * 1e6:.0f} µs" if s < 0.01 else f"{s:.2f} s"
+
+
+def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
+    s, k = row["kraftsim"], row["kafka"]
+    verdict = lambda r: "≤ 1.0: no slower" if r <= 1.0 else "> 1.0: slower"  # noqa: E731
+    loads = "; ".join(" / ".join(f"{x:.2f}" for x in la) for la in row["load_averages"])
     md = [
-        "# kraftsim vs Kafka's own code: snapshot decode and image load",
+        "# kraftsim vs Kafka's own code: snapshot decode, load, write, one-record delta",
         "",
         f"Run {meta['date']} on {meta['machine']}, Python {meta['python']}, Kafka {row['kafka_release']} on "
-        f"Java {row['java']}; load average {meta['load_average']} (the machine may be shared).",
+        f"Java {row['java']} (-Xmx{row['java_heap']} for the timed runs).",
+        f"Load average (1 / 5 / 15 min) before each pair and at the end: {loads} — the machine is shared; "
+        "kraftsim and the JVM ran alternately, never at once.",
         f"Snapshot: {row['topics']:,} topics x 10 partitions ({row['partitions']:,} partitions, "
         f"{row['records']:,} records, {row['snapshot_bytes'] / 1e6:.0f} MB), metadata.version 4.0-IV3, "
-        "written by kraftsim, read by both. Best of "
-        f"{row['repeats']} runs each (`python benchmarks/bench_vs_kafka.py`).",
+        "written by kraftsim, read by both (`python benchmarks/bench_vs_kafka.py`). Both sides' rewritten "
+        f"snapshots equal it byte for byte: kraftsim {row['same_bytes']['kraftsim_write']}, "
+        f"Kafka {row['same_bytes']['kafka_write']}.",
         "",
-        "| step | kraftsim wall (cpu) | Kafka wall (cpu) | ratio kraftsim/Kafka | goal ≤ 1.0 |",
-        "|---|---|---|---|---|",
-        f"| decode (read, CRC, every record) | {s['decode_wall_s']:.2f} s ({s['decode_cpu_s']:.2f} s) | "
-        f"{k['decode_wall_s']:.2f} s ({k['decode_cpu_s']:.2f} s) | {row['ratio_decode']:.2f} | "
-        f"{verdict(row['ratio_decode'])} |",
-        f"| load into an image (decode + replay + apply) | {s['load_wall_s']:.2f} s ({s['load_cpu_s']:.2f} s) | "
-        f"{k['load_wall_s']:.2f} s ({k['load_cpu_s']:.2f} s) | {row['ratio_load']:.2f} | "
-        f"{verdict(row['ratio_load'])} |",
+        "Basis of every line: **same work** on the same file. **Warm** = best of runs 3–5 of 5 in one process "
+        "(Kafka after JIT warm-up, as JMH measures). **Cold** = the op's first run in a fresh process (a fresh "
+        "JVM; a fresh interpreter with kraftsim imported), as a tool user meets it; the process column is the "
+        "whole process's wall time, start-up and the file's preparation (for write and delta, a load) included.",
         "",
-        "Both cpu columns are process CPU time (kraftsim in a fresh interpreter; Kafka's JVM with its JIT",
-        "and GC threads, which can run in parallel with the benchmark's thread). On a shared machine the",
-        "wall times carry the other processes' load; compare runs by their load average.",
-        "",
+        "| op | basis | kraftsim | Kafka | ratio kraftsim/Kafka | goal |",
+        "|---|---|---|---|---|---|",
     ]
-    (RESULTS / "vs_kafka.md").write_text("\n".join(md), encoding="utf-8")
+    for op in OPS:
+        for basis in ("warm", "cold"):
+            r = row[f"ratio_{op}_{basis}"]
+            goal = verdict(r) if op in ("decode", "load") and basis == "warm" else ""
+            md.append(f"| {LABELS[op]} | {basis}, same work | {_t(s[op][f'{basis}_s'])} | {_t(k[op][f'{basis}_s'])} "
+                      f"| {r:.2f} | {goal} |")
+    md += ["", "Process CPU time of the same runs (what waiting for a CPU on a loaded machine does not inflate; "
+           "Kafka's includes its JIT and GC threads, kraftsim's its collector):", "",
+           "| op | basis | kraftsim CPU | Kafka CPU | ratio |", "|---|---|---|---|---|"]
+    for op in OPS:
+        for basis in ("warm", "cold"):
+            key = f"{basis}_cpu_s"
+            if key in s[op] and key in k[op]:
+                md.append(f"| {op} | {basis}, same work | {_t(s[op][key])} | {_t(k[op][key])} | "
+                          f"{s[op][key] / k[op][key]:.2f} |")
+    if not row["same_bytes"]["kafka_write"] and "kafka_write_same_image" in row:
+        md += ["", f"Kafka's rewrite ({row['kafka_write_bytes']:,} bytes) differs from the input's bytes; loaded by "
+               f"kraftsim it gives {'the same' if row['kafka_write_same_image'] else 'A DIFFERENT'} image."]
+    md += ["", "| op | kraftsim cold process | Kafka cold process (fresh JVM) |", "|---|---|---|"]
+    md += [f"| {op} | {s[op]['cold_process_s']:.2f} s | {k[op]['cold_process_s']:.2f} s |" for op in OPS]
+    md += ["", "Every run (seconds):", ""]
+    md += [f"- {op}: kraftsim {', '.join(_t(x) for x in s[op]['runs_s'])}; "
+           f"Kafka {', '.join(_t(x) for x in k[op]['runs_s'])}" for op in OPS]
+    if "smallest_heap_mb" in k:
+        rss, heap = s["load_peak_rss_mb"], k["smallest_heap_mb"]
+        md += ["", "## Memory", "",
+               f"- kraftsim: peak RSS of the whole process over a cold load: **{rss:.0f} MB** (interpreter and "
+               "imports included).",
+               f"- Kafka: the smallest -Xmx at which its load completes: **{heap} MB** (bisected to 8 MB from "
+               f"{' to '.join(map(str, k.get('heap_bracket_mb', [32, 4096])))} MB; heap only, the JVM's own memory "
+               "outside the heap not counted).",
+               f"- Basis: same load of the same file. Goal kraftsim's peak below Kafka's smallest heap: "
+               f"{'met' if rss < heap else 'not met'} ({rss / heap:.2f}×)."]
+    md.append("")
+    return "\n".join(md)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--topics", type=int, default=100_000, help="topics of 10 partitions (default 100,000)")
     ap.add_argument("--release", default=DEFAULT_RELEASE, help=f"the Kafka release to time (default {DEFAULT_RELEASE})")
+    ap.add_argument("--no-bisect", action="store_true", help="skip the bisection of Kafka's smallest heap")
+    ap.add_argument("--heap-bracket", default="32:4096", metavar="LOW:HIGH",
+                    help="MB the bisection starts between (HIGH must fit; default 32:4096)")
     ap.add_argument("--no-save", action="store_true", help="print the result, do not write benchmarks/results")
+    ap.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--ops", default=",".join(OPS), help=argparse.SUPPRESS)
+    ap.add_argument("--runs", type=int, default=RUNS, help=argparse.SUPPRESS)
+    ap.add_argument("--expect", default="", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child is not None:
+        print(json.dumps(child(args.child, args.ops.split(","), args.runs, args.expect, args.topics)))
+        return 0
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-vs-kafka-") as tmp:
-        row = bench(args.topics, args.release, Path(tmp))
+        low, _, high = args.heap_bracket.partition(":")
+        row = bench(args.topics, args.release, Path(tmp), None if args.no_bisect else (int(low), int(high)),
+                    lambda s: print(f"[{time.strftime('%H:%M:%S')}] {s}", file=sys.stderr, flush=True))
     meta = {"date": utc_now(), "machine": f"{platform.machine()} {platform.system()}",
             "python": platform.python_version(), "load_average": load_average()}
     print(json.dumps(row, indent=2))
     if not args.no_save:
-        write_results(row, meta)
+        write_results(RESULTS, "vs_kafka", {"meta": meta, "result": row}, markdown(row, meta))
     return 0
 
 

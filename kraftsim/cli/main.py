@@ -58,6 +58,7 @@ COMMANDS = (
     Command("downgrade-report", "kraftsim.cli.downgrade_cmd", "would lowering metadata.version lose data, what exactly, and what Kafka's controller would answer"),
     Command("cluster", "kraftsim.cli.cluster_cmd", "create and operate a simulated KRaft cluster in a directory"),
     Command("features", "kraftsim.cli.features_cmd", "kafka-features: describe, upgrade, downgrade or disable feature flags of a simulated cluster"),
+    Command("snapshot-cost", "kraftsim.cli.snapshot_cost_cmd", "the size of a cluster's snapshot and the time to write and load it, in kraftsim and (--with-kafka) in Kafka's own code, warm and cold"),
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, delete and list the topics of a simulated cluster"),

@@ -50,6 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--seed", type=int, default=0, help="seed of the synthetic clusters (default: %(default)s)")
             p.add_argument("--no-memory", action="store_true",
                            help="skip the peak-memory pass (tracemalloc), which takes most of the time")
+            p.add_argument("--with-kafka", metavar="RELEASE",
+                           help="also time Kafka's own load and write of each snapshot, warm and cold (a release "
+                                "fetched with `kraftsim kafka fetch RELEASE` on every worker; a JDK 17+; each task "
+                                "runs one JVM at a time: use --local or few tasks on a small machine)")
+            p.add_argument("--kafka-heap", metavar="SIZE", help="-Xmx of Kafka's JVMs (default: 1g)")
         p.add_argument("-o", "--output", metavar="DIR",
                        help=f"where to write the Parquet output (default: {DEFAULT_OUTPUT}/{name})")
         p.add_argument("--overwrite", action="store_true",
@@ -80,6 +85,18 @@ def _params(args: argparse.Namespace) -> dict:
         params["seed"] = args.seed
         if args.no_memory:
             params["trace_memory"] = False
+        if args.with_kafka:
+            from kraftsim.conformance.dist import KafkaUnavailable
+            from kraftsim.pipeline.snapshot_cost import kafka_dist
+
+            try:  # missing Java or jars: said here, before any worker starts
+                params["kafka_release"] = kafka_dist(args.with_kafka).release.version
+            except KafkaUnavailable as e:
+                raise UsageError(str(e)) from None
+            if args.kafka_heap:
+                params["kafka_heap"] = args.kafka_heap
+        elif args.kafka_heap:
+            raise UsageError("--kafka-heap applies with --with-kafka only")
     return params
 
 

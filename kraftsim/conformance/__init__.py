@@ -10,4 +10,6 @@ and compare what they print and write with what kraftsim prints and writes.
                  documented differences
   run, roll      one release's cases; the rolling upgrade across releases
   report         the cases × releases table and the JSON lines
+  snapshot_peer  Kafka's own snapshot decode, load, write and delta timed on a file (java/KafkaSnapshotPeer),
+                 cold and warm, and the smallest heap its load completes in
 """

@@ -148,32 +148,48 @@ BATCH_SECONDS_PER_COMMAND = 10
 _BATCH_SOURCE = Path(__file__).parent / "java" / "ToolBatch.java"
 
 
-def _javac(dist: KafkaDist) -> str | None:
+def find_javac(dist: KafkaDist) -> str | None:
+    """The javac beside the release's java, else PATH's; None without one (a JRE only)."""
     beside = dist.java.path.resolve().parent / "javac"
     return str(beside) if beside.is_file() else shutil.which("javac")
 
 
-def batch_classes(dist: KafkaDist) -> Path | None:
-    """ToolBatch compiled for this release (cached beside its jars, by source hash), or None without a javac."""
-    tag = hashlib.sha256(_BATCH_SOURCE.read_bytes()).hexdigest()[:12]
-    out = dist.home / f"toolbatch-{tag}"
-    if (out / f"{BATCH_MAIN}.class").is_file():
+def compiled(dist: KafkaDist, source: Path, text: str, stem: str, javac: str | None, *, classpath: bool) -> Path:
+    """`text` (the source of the class in `source`) compiled into `dist.home/STEM-<hash of text>`,
+    reused while the text is unchanged; `classpath`: against the release's jars."""
+    out = dist.home / f"{stem}-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    if (out / f"{source.stem}.class").is_file():
         return out
-    javac = _javac(dist)
     if javac is None:
-        return None
-    staging = Path(tempfile.mkdtemp(prefix=".toolbatch.", dir=dist.home))
+        raise KafkaUnavailable(f"compiling {source.name} for Kafka {dist.release.version} needs javac (a JDK "
+                               f"{dist.java.version}+, not only a JRE): none beside {dist.java.path} or on PATH")
+    staging = Path(tempfile.mkdtemp(prefix=f".{stem}.", dir=dist.home))
     try:
-        done = subprocess.run([javac, "-nowarn", "-d", str(staging), str(_BATCH_SOURCE)], capture_output=True,
-                              text=True, timeout=TOOL_TIMEOUT_S)
+        src = staging / "src" / source.name
+        src.parent.mkdir()
+        src.write_text(text, encoding="utf-8")
+        classes = staging / "classes"
+        cmd = [javac, "-nowarn", "-d", str(classes), *(["-cp", dist.classpath] if classpath else []), str(src)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
         if done.returncode != 0:
-            raise KafkaUnavailable(f"cannot compile {_BATCH_SOURCE.name}: {done.stderr.strip().splitlines()[:1]}")
+            first = (done.stderr.strip().splitlines() or ["no message"])[0]
+            raise KafkaUnavailable(f"cannot compile {source.name} for Kafka {dist.release.version}: {first}")
         if out.exists():
             shutil.rmtree(out)
-        staging.rename(out)
+        classes.rename(out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return out
+
+
+def batch_classes(dist: KafkaDist) -> Path | None:
+    """ToolBatch compiled for this release (cached beside its jars, by source hash), or None without a javac."""
+    text = _BATCH_SOURCE.read_text(encoding="utf-8")
+    out = dist.home / f"toolbatch-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    if (out / f"{BATCH_MAIN}.class").is_file():
+        return out
+    javac = find_javac(dist)
+    return None if javac is None else compiled(dist, _BATCH_SOURCE, text, "toolbatch", javac, classpath=False)
 
 
 def run_batch(dist: KafkaDist, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:

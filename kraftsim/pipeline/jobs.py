@@ -134,10 +134,13 @@ def _snapshot_cost_summary(rows: list[dict[str, Any]]):
                     "write_ms": None if r["write_s"] is None else r["write_s"] * 1000,
                     "load_ms": None if r["load_s"] is None else r["load_s"] * 1000,
                     "peak_mib": None if r["peak_memory_bytes"] is None else r["peak_memory_bytes"] / 2**20,
+                    "kafka_load_ms": None if r.get("kafka_load_warm_s") is None else r["kafka_load_warm_s"] * 1000,
                     "verdict": r["verdict"] if r["verdict"] != "error" else f"error: {r['error']}"})
     cols = [("topics", "topics"), ("ppt", "partitions/topic"), ("rf", "RF"), ("brokers", "brokers"), ("mv", "MV"),
             ("records", "records"), ("kib", "KiB"), ("bpp", "bytes/partition"), ("write_ms", "write ms"),
             ("load_ms", "load ms"), ("peak_mib", "peak MiB"), ("verdict", "verdict")]
+    if any(o["kafka_load_ms"] is not None for o in out):  # --with-kafka: Kafka's warm load beside kraftsim's
+        cols.insert(-1, ("kafka_load_ms", "Kafka load ms (warm)"))
     return out, cols
 
 

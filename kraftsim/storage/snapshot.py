@@ -93,7 +93,10 @@ class SnapshotWriter:
         if self.frozen:
             raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
         self._acc.append(records)
-        self._write(self._acc.drain())
+        done = self._acc.drain()
+        if done:  # as RecordsSnapshotWriter: a completed batch means a drain, which closes the open batch too
+            done += self._acc.drain(force=True)
+        self._write(done)
 
     def freeze(self) -> Path:
         """Write the footer, force the file to disk, make it read-only and rename it into place."""

@@ -89,10 +89,11 @@ def test_sections_show_the_tables(outputs: tuple[Path, Path, Path], tmp_path: Pa
     assert 0 < passes < len(rows)  # the planted bug shows in some runs
     c = Charts()
     c.feed(page)
-    assert c.charts == ["outcomes", "time", "fenced", "snapshot-cost"]
+    assert c.charts == ["outcomes", "time", "fenced", "snapshot-cost", "snapshot-write-time", "snapshot-load-time"]
     assert c.bars == {"planted-short-admin-timeout": (passes, len(rows))}
     assert c.bins == {"time": len(rows), "fenced": len(rows)}  # every run in one bin
-    assert c.series == ["3.9-IV0", "4.0-IV3"] and c.points == 2 * 4  # 2, 10, 20, 100 partitions per version
+    assert c.series == ["3.9-IV0", "4.0-IV3"] * 3  # bytes, write seconds, load seconds
+    assert c.points == 2 * 4  # 2, 10, 20, 100 partitions per version
     assert c.refs == [] and "<img" not in page and "<script src" not in page  # one self-contained file
     assert f"{passes} of {len(rows)} runs passed" in page
     for chart in ("time", "fenced"):  # the time axes' ends in the CLI's format (seconds, three decimals)
@@ -122,7 +123,7 @@ def test_sections_in_headless_chromium(outputs: tuple[Path, Path, Path], tmp_pat
     assert dom.returncode == 0, dom.stderr[-2000:]
     c = Charts()
     c.feed(dom.stdout)
-    assert c.charts == ["outcomes", "time", "fenced", "snapshot-cost"] and c.points == 8
+    assert c.charts == ["outcomes", "time", "fenced", "snapshot-cost", "snapshot-write-time", "snapshot-load-time"] and c.points == 8
     assert re.search(r"<h2>Sweep</h2>", dom.stdout) and re.search(r"<h2>Snapshot cost</h2>", dom.stdout)
     shot = tmp_path / "shot.png"
     proc = subprocess.run([browser, *FLAGS, f"--screenshot={shot}", "--window-size=1200,6000", url],

@@ -102,6 +102,8 @@ def histogram_svg(values: Sequence[float], label: str, name: str, fmt: Callable[
 
 def _log_ticks(lo: float, hi: float) -> list[float]:
     p, ticks = 1.0, []
+    while p > lo:  # below 1 too (seconds of a small snapshot's load)
+        p /= 10
     while p <= hi * 1.0001:
         if p >= lo / 1.0001:
             ticks.append(p)
@@ -109,14 +111,21 @@ def _log_ticks(lo: float, hi: float) -> list[float]:
     return ticks
 
 
-def cost_svg(points: dict[str, list[tuple[int, int]]]) -> str:
-    """Snapshot bytes against partitions (both axes logarithmic), one line per metadata.version."""
+def _tick_text(t: float) -> str:
+    return f"{t:,.0f}" if t >= 1 else f"{t:g}"
+
+
+def cost_svg(points: dict[str, list[tuple[int, float]]], chart: str = "snapshot-cost",
+             legend: tuple[str, str] = ("bytes of the snapshot (largest", "shape per partition count)"),
+             unit: str = "bytes") -> str:
+    """A snapshot cost (bytes by default) against partitions (both axes logarithmic), one line per
+    metadata.version."""
     import math
 
     height, left, top, plot_w, plot_h = 300, 70, 10, WIDTH - 230, 240
     xs = [x for pts in points.values() for x, _ in pts]
     ys = [y for pts in points.values() for _, y in pts]
-    out = [f'<svg class="chart" data-chart="snapshot-cost" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
+    out = [f'<svg class="chart" data-chart="{chart}" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" '
            f'height="{height}" viewBox="0 0 {WIDTH} {height}">']
     x0, x1 = math.log10(min(xs)), math.log10(max(xs)) if max(xs) > min(xs) else math.log10(min(xs)) + 1
     y0, y1 = math.log10(min(ys)), math.log10(max(ys)) if max(ys) > min(ys) else math.log10(min(ys)) + 1
@@ -131,7 +140,7 @@ def cost_svg(points: dict[str, list[tuple[int, int]]]) -> str:
     for t in _log_ticks(10 ** x0, 10 ** x1):
         out.append(_text(px(t), top + plot_h + 14, f"{t:,.0f}", "middle"))
     for t in _log_ticks(10 ** y0, 10 ** y1):
-        out.append(_text(left - 4, py(t) + 4, f"{t:,.0f}", "end"))
+        out.append(_text(left - 4, py(t) + 4, _tick_text(t), "end"))
     out.append(_text(left + plot_w / 2, top + plot_h + 30, "partitions in the cluster", "middle"))
     for i, (mv, pts) in enumerate(sorted(points.items())):
         colour = LINE_COLOURS[i % len(LINE_COLOURS)]
@@ -140,11 +149,11 @@ def cost_svg(points: dict[str, list[tuple[int, int]]]) -> str:
         out.append(f'<g class="series" data-mv="{escape(mv)}"><path d="{path}" fill="none" stroke="{colour}" '
                    'stroke-width="1.5"/>')
         out += [f'<circle cx="{_num(px(x))}" cy="{_num(py(y))}" r="3" fill="{colour}"><title>{escape(mv)}: '
-                f'{x:,} partitions, {y:,} bytes</title></circle>' for x, y in pts]
+                f'{x:,} partitions, {y:,.6g} {unit}</title></circle>' for x, y in pts]
         out.append(_text(left + plot_w + 12, top + 14 + 16 * i, f"— {mv}", extra=f' fill="{colour}"'))
         out.append("</g>")
-    out.append(_text(left + plot_w + 12, top + 14 + 16 * len(points) + 8, "bytes of the snapshot (largest"))
-    out.append(_text(left + plot_w + 12, top + 14 + 16 * len(points) + 22, "shape per partition count)"))
+    out.append(_text(left + plot_w + 12, top + 14 + 16 * len(points) + 8, legend[0]))
+    out.append(_text(left + plot_w + 12, top + 14 + 16 * len(points) + 22, legend[1]))
     out.append("</svg>")
     return "\n".join(out)
 
@@ -181,24 +190,35 @@ def sweep_section(sweep_dir: Path, scenario: str) -> str:
 
 
 def cost_section(cost_dir: Path) -> str:
-    """The snapshot-cost job's section: bytes against partitions per metadata.version (for each
-    partition count and version, the largest snapshot of the grid's shapes)."""
+    """The snapshot-cost job's section: bytes, then kraftsim's write and load seconds, against
+    partitions per metadata.version (for each partition count and version, the largest of the
+    grid's shapes)."""
     from kraftsim.pipeline.jobs import read_output
 
     try:
         rows = read_output(cost_dir, "snapshot-cost").to_pylist()
     except (OSError, ValueError) as e:
         raise KraftsimError(f"--snapshot-cost {cost_dir}: not a snapshot-cost output ({e})") from None
-    best: dict[str, dict[int, int]] = {}
-    for r in rows:
-        if r["verdict"] == "ok" and r["partitions"] and r["bytes"]:
-            per = best.setdefault(r["metadata_version_name"], {})
-            per[r["partitions"]] = max(per.get(r["partitions"], 0), r["bytes"])
+    def largest(column: str) -> dict[str, list[tuple[int, float]]]:
+        best: dict[str, dict[int, float]] = {}
+        for r in rows:
+            if r["verdict"] == "ok" and r["partitions"] and r.get(column):
+                per = best.setdefault(r["metadata_version_name"], {})
+                per[r["partitions"]] = max(per.get(r["partitions"], 0), r[column])
+        return {mv: sorted(per.items()) for mv, per in best.items()}
+
     parts = ['<section class="snapshot-cost">', "<h2>Snapshot cost</h2>",
              f'<p class="muted">{len(rows)} grid points from <code>{escape(str(cost_dir))}</code> '
              "(kraftsim spark snapshot-cost).</p>"]
-    if best:
-        parts.append(cost_svg({mv: sorted(per.items()) for mv, per in best.items()}))
+    sizes = largest("bytes")
+    if sizes:
+        parts.append(cost_svg(sizes))
+        for column, chart, what in (("write_s", "snapshot-write-time", "write"),
+                                    ("load_s", "snapshot-load-time", "load")):
+            times = largest(column)
+            if times:
+                parts.append(cost_svg(times, chart, (f"seconds to {what} it in kraftsim", "(slowest shape per count)"),
+                                      "s"))
     else:
         parts.append('<p class="muted">no measured point</p>')
     parts.append("</section>")
