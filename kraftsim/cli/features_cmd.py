@@ -16,14 +16,15 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from kraftsim.cli.common import kafka_tool, node_id, print_lines
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.versions import ToolFailure, load_catalog
-from kraftsim.versions.tool_text import feature_dependencies, version_mapping
+from kraftsim.versions import feature_dependencies, version_mapping
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("features", help="kafka-features: describe, upgrade, downgrade or disable feature flags "
                                             "of a simulated cluster")
     group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
@@ -148,7 +149,7 @@ def _run_update(args: argparse.Namespace) -> int:
     if refused is not None:
         return refused
     path = _need_cluster(args)
-    flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
+    flags: dict[str, Any] = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
                  features=args.feature or (), unsafe=getattr(args, "unsafe", False))
     # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
     features_tool.build_updates(tool, args.op, out=lambda line: None, **flags)

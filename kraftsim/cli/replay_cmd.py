@@ -35,7 +35,7 @@ from kraftsim.textsafe import own, visible
 from kraftsim.versions import Catalog, MetadataVersion
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="load a metadata log, snapshot or bootstrap file, summarize and verify the image",
                        description="Load each PATH as a node would, print the image it gives, and verify it: every "
                                    "snapshot of a directory against the log, lossless downgrades round-trip, and "

@@ -34,7 +34,7 @@ _HELP = {
 }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("spark", help="run the data pipeline's jobs on Spark (embedded local[*] by default)")
     jobs = group.add_subparsers(dest="spark_job", metavar="JOB")
     jobs.required = True
@@ -141,7 +141,7 @@ def _print_run(run: JobRun, partition_by: tuple[str, ...]) -> None:
 # ---------------------------------------------------------------------------------- sweep
 
 
-def _register_sweep(jobs: argparse._SubParsersAction) -> None:
+def _register_sweep(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from kraftsim.pipeline.sweep.engine import SPARK_MIN_RUNS
     from kraftsim.pipeline.sweep.faults import GAP_KINDS
 

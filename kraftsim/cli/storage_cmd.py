@@ -21,10 +21,10 @@ from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
 from kraftsim.storage import storage_format, storage_info
 from kraftsim.versions import UnknownMetadataVersion
-from kraftsim.versions.tool_text import feature_dependencies, version_mapping
+from kraftsim.versions import feature_dependencies, version_mapping
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("storage", help="kafka-storage: format log directories, version mapping, feature dependencies")
     cmds = group.add_subparsers(dest="storage_command", metavar="SUBCOMMAND")
     cmds.required = True

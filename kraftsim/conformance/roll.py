@@ -119,7 +119,7 @@ def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, ne
         started = False
     if started:  # it may answer briefly before the fatal replay; give it time to fail
         deadline = time.monotonic() + ROLLBACK_WAIT_S
-        while time.monotonic() < deadline and node.proc.poll() is None:
+        while time.monotonic() < deadline and node.proc is not None and node.proc.poll() is None:
             time.sleep(1)
     kafka_log = node.log_file.read_text(encoding="utf-8", errors="replace") if node.log_file.is_file() else ""
     if node.proc is not None and node.proc.poll() is None:

@@ -216,7 +216,8 @@ def _one_batch(dist: KafkaDist, classes: Path, commands: Sequence[tuple[str, Seq
 
 
 def _parse_batch(out: bytes, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:
-    runs, at = [], 0
+    runs: list[ToolRun] = []
+    at = 0
     while at < len(out) and len(runs) < len(commands):
         end = out.find(b"\n", at)
         head = out[at:end].decode().split() if end >= 0 else []

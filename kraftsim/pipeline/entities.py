@@ -72,9 +72,9 @@ def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[
     for (rtype, rname), data in image.configs.sorted_resources():
         yield row("config", f"config {resource_type_name(rtype)} {rname}", dict(data),
                   config_resource_type=rtype, config_resource_name=rname)
-    for entity, data in image.client_quotas.sorted_entities():
+    for entity, quotas in image.client_quotas.sorted_entities():
         yield row("client_quota", f"client quota {entity_text(entity)}",
-                  {"entity": [[t, n] for t, n in entity], "quotas": dict(data)})
+                  {"entity": [[t, n] for t, n in entity], "quotas": dict(quotas)})
     if not image.producer_ids.is_empty():
         yield row("producer_ids", "producer ids", {"next_producer_id": image.producer_ids.next_producer_id})
     for aid, acl in image.acls.sorted_acls():

@@ -158,7 +158,7 @@ def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, parti
 def as_task_input(item: dict[str, Any]) -> dict[str, Any]:
     """`item` as a Spark task receives it: through JSON (tuples become lists, keys strings),
     so a row function run in this process sees what it sees on Spark."""
-    return json.loads(json.dumps(item))  # type: ignore[no-any-return]
+    return json.loads(json.dumps(item))
 
 
 def run_local(items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,

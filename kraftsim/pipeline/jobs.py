@@ -75,7 +75,7 @@ def _corpus_summary(rows: list[dict[str, Any]]):
         mvs = sorted({r["metadata_version_name"] for r in rs if r["metadata_version_name"]})
         if len(mvs) > 3:
             mvs = [f"{len(mvs)} versions ({mvs[0]} .. {mvs[-1]})"]
-        kinds = defaultdict(int)
+        kinds: defaultdict[str, int] = defaultdict(int)
         for r in rs:
             kinds[r["kind"]] += 1
         bad = sum(r["verdict"] != "ok" for r in rs)
