@@ -99,7 +99,8 @@ def _leader_release(sim: Any) -> str | None:
     leader = sim.leader()
     nodes = {n.id: n for n in sim.nodes()}
     if leader is not None:
-        return nodes[leader].release
+        release: str | None = nodes[leader].release
+        return release
     running = [n for n in sim.nodes() if n.state == "running" and "controller" in n.roles]
     return running[0].release if running else None
 

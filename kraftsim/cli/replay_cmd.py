@@ -30,7 +30,8 @@ from kraftsim.image import (
     LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
     render_roundtrip, replay_path, summary_lines, verify_directory, verify_replicas, verify_roundtrip,
 )
-from kraftsim.storage import PathKind, SnapshotId, topic_name_error
+from kraftsim.storage import PathKind, topic_name_error
+from kraftsim.storage.names import SnapshotId
 from kraftsim.textsafe import own, visible
 from kraftsim.versions import Catalog, MetadataVersion
 

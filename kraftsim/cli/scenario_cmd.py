@@ -14,7 +14,8 @@ from pathlib import Path
 from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
-from kraftsim.scenario.results import result_json
+from kraftsim.scenario.language import Step
+from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
@@ -139,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
             if scenario.header.question:
                 print(f"  question: {scenario.header.question}")
 
-        def show(res, steps=steps) -> None:
+        def show(res: StepResult, steps: list[Step] = steps) -> None:
             if not args.json:
                 print("\n".join(step_lines(steps[res.index - 1], res)), flush=True)
 

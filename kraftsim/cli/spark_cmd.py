@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
 from kraftsim.textsafe import own
@@ -70,8 +71,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_sweep(jobs)
 
 
-def _params(args: argparse.Namespace) -> dict:
-    params: dict = {}
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
     if args.catalog or args.release:
         catalog_from_args(args)  # refuse a bad catalog here, with its own error, before any worker starts
         params["catalog"] = str(Path(args.catalog).resolve()) if args.catalog else None
@@ -119,7 +120,7 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _local_progress(name: str):
+def _local_progress(name: str) -> Callable[[int, int], None]:
     tty = sys.stderr.isatty()
 
     def report(done: int, total: int) -> None:
@@ -227,7 +228,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     return _sweep_status(run.table)
 
 
-def _sweep_status(table) -> int:
+def _sweep_status(table: Any) -> int:  # a pyarrow Table
     """0 when every run passed; 1 when any did not (the table, summary and reproducers are
     written all the same), saying so on the last line."""
     verdicts = table.column("verdict").to_pylist()
