@@ -28,7 +28,7 @@ from kraftsim.protocol.batch import BatchSlice, split_batches
 GROUP = "dump-log"
 
 
-def _pair(ctx: ReleaseContext, label: str, path: Path, before: tuple = ()) -> Iterable[Case]:
+def _pair(ctx: ReleaseContext, label: str, path: Path, before: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Iterable[Case]:
     """The payloads and text cases of one file; `before` are Kafka runs that make the file."""
     dump = ("dump-log", ("--cluster-metadata-decoder", "--files", str(path)))
 

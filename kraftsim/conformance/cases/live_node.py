@@ -25,9 +25,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kraftsim.conformance.cases.base import Case, ReleaseContext
+from kraftsim.versions import Catalog
 from kraftsim.conformance.compare import (
     clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads, unified,
 )
@@ -232,7 +233,8 @@ _FINALIZED_LINE = re.compile(r"Feature: (\S+)\s+SupportedMinVersion: \S+\s+Suppo
                              r"FinalizedVersionLevel: (\S+)")
 
 
-def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> list[str]:
+def _restart_on_kraftsim_snapshot(session: Session, label: str,
+                                  flags_of: Callable[[Catalog], list[str] | None]) -> list[str]:
     """kraftsim writes the snapshot of Kafka's whole log (at the given metadata.version), Kafka
     starts on the directory, and the finalized features it serves must be the ones `kraftsim
     replay` predicts for that directory (which loads the same, newest, snapshot)."""
@@ -242,7 +244,7 @@ def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> lis
         session.stop()
     ctx, node = session.ctx, session.live
     catalog = ctx.catalog()
-    flags = flags_of(catalog)
+    flags = flags_of(catalog) if catalog is not None else None
     if flags is None:
         return []
     meta = _metadata_dir(session)
@@ -284,12 +286,12 @@ def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> lis
     return unified(theirs, ours, "finalized features served")
 
 
-def _floor_flags(catalog):
+def _floor_flags(catalog: Catalog) -> list[str] | None:
     lp = catalog.latest_production
     return ["--metadata-version", catalog.safe_downgrade_floor(lp).version]
 
 
-def _lossy_flags(catalog):
+def _lossy_flags(catalog: Catalog) -> list[str] | None:
     floor = catalog.safe_downgrade_floor(catalog.latest_production)
     below = [mv for mv in catalog.metadata_versions if catalog.minimum.level <= mv.level < floor.level]
     return ["--metadata-version", below[-1].version, "--allow-loss"] if below else None
@@ -360,7 +362,7 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     commands = _commands(ctx)
     group = "live-node"
 
-    def step(args: list[str]):
+    def step(args: list[str]) -> Callable[[list[ToolRun]], list[str]]:
         return lambda _: session.features(args)
 
     yield Case(f"{group}/topics create and list", (), lambda _: _topics(session))

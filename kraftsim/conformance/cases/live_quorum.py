@@ -70,7 +70,7 @@ def comparable(run: ToolRun) -> tuple[int, list[str], str]:
 @dataclass
 class QuorumSession:
     ctx: ReleaseContext
-    procs: dict[int, subprocess.Popen] = field(default_factory=dict)
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     kafka: dict[str, ToolRun] = field(default_factory=dict)
     sim: dict[str, ToolRun] = field(default_factory=dict)
     failure: str | None = None
