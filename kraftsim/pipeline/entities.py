@@ -53,7 +53,10 @@ def _row(source: str, end_offset: int, mv: int | None, kind: str, entity: str, a
 def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[dict[str, Any]]:
     """Every entity of `image`, component by component, each in a deterministic order."""
     mv = image.metadata_version
-    row = lambda kind, entity, attrs, **keys: _row(source, end_offset, mv, kind, entity, attrs, **keys)  # noqa: E731
+
+    def row(kind: str, entity: str, attrs: Any, **keys: Any) -> dict[str, Any]:
+        return _row(source, end_offset, mv, kind, entity, attrs, **keys)
+
     if mv is not None:
         yield row("feature", f"feature {MV_NAME}", {"level": mv}, feature_name=MV_NAME, feature_level=mv)
     for name, level in image.features.finalized:

@@ -151,7 +151,8 @@ def with_class_archive(settings: dict[str, str], runtime: JavaRuntime, user_conf
 Say = Callable[[str], None]
 
 
-def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim"):
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *,
+                  app_name: str = "kraftsim") -> Any:  # a SparkSession
     """A SparkSession on `master` (default local[*]) with kraftsim's defaults under `conf`.
 
     An already active session is returned as it is (its master and settings cannot change
