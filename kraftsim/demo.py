@@ -35,7 +35,7 @@ DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after
 #: The scenario whose cluster stands for "the cluster" (the lossy downgrade, with KIP-778 snapshots).
 MAIN_SCENARIO = "downgrade-lossy-kip778"
 #: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.
-DEMO_GRID = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
+DEMO_GRID: dict[str, list[Any]] = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
 
 Say = Callable[[str], None]
 
@@ -80,7 +80,7 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
         r = run.result
         result.results[name], result.clusters[name], result.reports[name] = r, out / "clusters" / name, report
         result.policies[name] = scenario.policy
-        failed = [s for s in r.steps if not s.ok] + [e for e in r.expect if not e.ok]  # type: ignore[operator]
+        failed = [s for s in r.steps if not s.ok] + [e for e in r.expect if not e.ok]
         _wrapped("answer", scenario.header.answer, say)
         verdict = "PASS" if r.passed else f"FAIL ({len(failed)} step(s) or expectation(s) not met)"
         say(f"   {verdict}: {len(r.steps)} steps in {r.time_ms / 1000:.1f} s of simulated time; report {report}")

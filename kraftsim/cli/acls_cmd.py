@@ -11,7 +11,7 @@ import argparse
 from kraftsim.cli.common import kafka_tool
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("acls", help="kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     p.add_argument("--add", action="store_true", required=True, help="add the binding")

@@ -31,10 +31,10 @@ from kraftsim.sim.node_format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
-from kraftsim.versions.tool_text import parse_feature_arg
+from kraftsim.versions import parse_feature_arg
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("cluster", help="create and operate a simulated KRaft cluster in a directory")
     cmds = group.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -231,18 +231,19 @@ def _run_fault(args: argparse.Namespace) -> int:
         unknown = [i for i in ids or [] if i not in known] if ids != "all" else []
         if unknown:  # invalid input (exit 2), as a malformed id is
             raise UsageError(f"the cluster has no node {unknown[0]}")
+        chosen: str | list[int] = ids if ids is not None else []  # --nodes is required where it is used
         if args.fault == "crash":
-            sim.crash(ids)
+            sim.crash(chosen)
         elif args.fault == "stop":
-            sim.stop(ids)
+            sim.stop(chosen)
         elif args.fault == "start":
-            sim.start(ids, args.release)
+            sim.start(chosen, args.release)
         elif args.fault == "partition":
             sim.partition([_node_ids(g) or [] for g in args.group])
         elif args.fault == "heal":
             sim.heal()
         elif args.fault == "disk-fault":
-            sim.disk_fault(ids, args.kind)
+            sim.disk_fault(chosen, args.kind)
         elif args.fault == "run":
             if args.timeline:
                 sim.timeline_jsonl(args.timeline)

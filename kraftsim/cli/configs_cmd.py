@@ -16,7 +16,7 @@ import sys
 from kraftsim.cli.common import kafka_tool
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("configs", help="kafka-configs --alter for broker configs of a simulated cluster "
                                        "(cordoned.log.dirs cordons log directories)")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")

@@ -23,7 +23,7 @@ from kraftsim.conformance.roll import run_roll
 from kraftsim.conformance.run import run_release
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("conformance", help="compare kraftsim with real Kafka releases, case by case")
     cmds = group.add_subparsers(dest="conformance_command", metavar="SUBCOMMAND")
     cmds.required = True

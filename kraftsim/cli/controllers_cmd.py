@@ -10,7 +10,7 @@ import argparse
 from kraftsim.cli.common import kafka_tool
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("controllers", help="unregister a controller of a simulated cluster (Kafka 4.4)")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     cmds = group.add_subparsers(dest="controllers_command", metavar="SUBCOMMAND")

@@ -9,7 +9,7 @@ from pathlib import Path
 from kraftsim.errors import KraftsimError
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="the whole chain: shipped what-if scenarios (upgrade, failed rollback, lossy "
                                     "downgrade, a crash mid-roll) with HTML reports, their logs verified, then the "
                                     "downgrade-matrix and snapshot-cost jobs on Spark")

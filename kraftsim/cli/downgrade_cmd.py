@@ -130,7 +130,7 @@ def report_lines(r: DowngradeReport, release_reason: str | None = None, *, detai
     return out
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("downgrade-report", help="would lowering metadata.version lose data, what exactly, and what "
                                                 "Kafka's controller would answer",
                        description="Report what writing the image of PATH at metadata.version MV would drop, and "

@@ -21,7 +21,7 @@ from kraftsim.protocol.registry import load_registry
 from kraftsim.storage import check_output
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("export", help="write metadata records (or image entities) as Parquet, streaming")
     p.add_argument("paths", nargs="+", metavar="PATH",
                    help="a .log segment, a .checkpoint snapshot, a bootstrap.checkpoint, a __cluster_metadata-0 "

@@ -21,11 +21,11 @@ from typing import Any
 from kraftsim.cli.common import kafka_tool, node_id, print_lines
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
-from kraftsim.versions import ToolFailure, load_catalog
-from kraftsim.versions.tool_text import feature_dependencies, version_mapping
+from kraftsim.versions import Catalog, ToolFailure, load_catalog
+from kraftsim.versions import feature_dependencies, version_mapping
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("features", help="kafka-features: describe, upgrade, downgrade or disable feature flags "
                                             "of a simulated cluster")
     group.add_argument("--cluster", metavar="DIR", help="the simulated cluster (made by `kraftsim cluster create`)")
@@ -83,13 +83,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
-        return args.catalog
+        catalog: str | None = args.catalog
+        return catalog
     from kraftsim.sim.directory import catalog_path  # the simulator loads only for commands on a cluster
 
     return catalog_path(Path(args.cluster))
 
 
-def _cluster_nodes(path: str) -> list:
+def _cluster_nodes(path: str) -> list[tuple[Any, ...]]:
     """(id, roles, release, running) of the cluster's nodes, as either simulator saved them."""
     from kraftsim.sim.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
     if engine_of(path) == TICKS:
@@ -98,7 +99,7 @@ def _cluster_nodes(path: str) -> list:
     return [(n["id"], n["roles"], n["release"], n["running"]) for n in simulation_status(path)["nodes"]]
 
 
-def _tool(args: argparse.Namespace):
+def _tool(args: argparse.Namespace) -> Catalog:
     release = args.release
     if release is None and args.cluster is not None:
         from kraftsim.sim import features_tool
@@ -110,7 +111,7 @@ def _tool(args: argparse.Namespace):
     return load_catalog(_catalog_path(args), line=release)
 
 
-def _offline_tool(args: argparse.Namespace):
+def _offline_tool(args: argparse.Namespace) -> Catalog:
     """The tool for version-mapping / feature-dependencies. Kafka before 4.3 also wants
     --bootstrap-server/--bootstrap-controller here (policy features_offline_commands); kraftsim
     has no such flag to stand for, so it runs these as Kafka does when one is given."""
@@ -120,7 +121,8 @@ def _offline_tool(args: argparse.Namespace):
 def _need_cluster(args: argparse.Namespace) -> str:
     if args.cluster is None:
         raise ToolFailure("kraftsim features: --cluster DIR is required for this command")
-    return args.cluster
+    cluster: str = args.cluster
+    return cluster
 
 
 def _run_describe(args: argparse.Namespace) -> int:
@@ -161,7 +163,7 @@ def _run_update(args: argparse.Namespace) -> int:
     if refused is not None:
         return refused
     path = _need_cluster(args)
-    flags = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
+    flags: dict[str, Any] = dict(metadata=getattr(args, "metadata", None), release_version=getattr(args, "release_version", None),
                  features=args.feature or (), unsafe=getattr(args, "unsafe", False))
     # Flags are checked before the tool connects, as FeatureCommand builds its updates first.
     features_tool.build_updates(tool, args.op, out=lambda line: None, **flags)

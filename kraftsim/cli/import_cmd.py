@@ -25,7 +25,7 @@ node; each node's release is inferred from what its latest registration advertis
 source is only read. Then run scenarios or cluster commands on DIR."""
 
 
-def add_parser(cmds: argparse._SubParsersAction) -> None:
+def add_parser(cmds: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = cmds.add_parser("import", help="a simulated cluster that starts from a real cluster's metadata",
                         usage="kraftsim cluster import [options] SOURCE [SOURCE ...] DIR",
                         description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)

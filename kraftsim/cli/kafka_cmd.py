@@ -14,7 +14,7 @@ import sys
 from kraftsim.conformance.dist import KafkaUnavailable, cache_root, cached_jars, fetch, known_releases, resolve_release
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("kafka", help="fetch real Kafka releases (jars from Maven Central) to compare with")
     cmds = group.add_subparsers(dest="kafka_command", metavar="SUBCOMMAND")
     cmds.required = True

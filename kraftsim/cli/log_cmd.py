@@ -44,7 +44,7 @@ _CONTROL_LABELS = {
 }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("log", help="read and check metadata log segments, snapshots and bootstrap files")
     cmds = group.add_subparsers(dest="log_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -202,7 +202,8 @@ def run_verify(args: argparse.Namespace) -> int:
             print(json.dumps(_verify_json(path, report, found)))
             continue
         status = "OK" if not found else f"{len(found)} PROBLEM(S)"
-        span = "" if report.first_offset is None else f", offsets {report.first_offset}..{report.next_offset - 1}"
+        span = "" if report.first_offset is None or report.next_offset is None else \
+            f", offsets {report.first_offset}..{report.next_offset - 1}"
         print(f"{path}: {status}: {report.batches} batches ({report.control_batches} control), "
               f"{report.records} records, {report.size} bytes{span}")
         for name, count in sorted(report.by_type.items()):

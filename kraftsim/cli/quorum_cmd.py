@@ -48,12 +48,12 @@ def _tool(run: Any) -> Any:
 
     def checked(args: argparse.Namespace) -> int:
         _check_cluster(args.cluster, args.release)  # before kafka_tool, which would make its UsageError exit 1
-        return wrapped(args)  # type: ignore[no-any-return]
+        return wrapped(args)
 
     return checked
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("metadata-quorum", help="kafka-metadata-quorum: describe the KRaft quorum of a simulated "
                                                    "cluster, add or remove controllers (KIP-853)")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the simulated cluster (`cluster create`)")
@@ -99,7 +99,8 @@ def _leader_release(sim: Any) -> str | None:
     leader = sim.leader()
     nodes = {n.id: n for n in sim.nodes()}
     if leader is not None:
-        return nodes[leader].release  # type: ignore[no-any-return]
+        release: str | None = nodes[leader].release
+        return release
     running = [n for n in sim.nodes() if n.state == "running" and "controller" in n.roles]
     return running[0].release if running else None
 

@@ -30,12 +30,13 @@ from kraftsim.image import (
     LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
     render_roundtrip, replay_path, summary_lines, verify_directory, verify_replicas, verify_roundtrip,
 )
-from kraftsim.storage import PathKind, SnapshotId, topic_name_error
+from kraftsim.storage import PathKind, topic_name_error
+from kraftsim.storage.names import SnapshotId
 from kraftsim.textsafe import own, visible
 from kraftsim.versions import Catalog, MetadataVersion
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("replay", help="load a metadata log, snapshot or bootstrap file, summarize and verify the image",
                        description="Load each PATH as a node would, print the image it gives, and verify it: every "
                                    "snapshot of a directory against the log, lossless downgrades round-trip, and "

@@ -14,7 +14,8 @@ from pathlib import Path
 from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
-from kraftsim.scenario.results import result_json
+from kraftsim.scenario.language import Step
+from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
@@ -24,7 +25,7 @@ EXIT_FAILED, EXIT_INVALID = 1, 2
 VERDICTS = {"PASS ": "green", "FAIL ": "red"}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("scenario", help="run what-if scenarios: a cluster, steps and expected outcomes in a TOML file")
     cmds = group.add_subparsers(dest="scenario_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -87,7 +88,13 @@ def _load_all(paths: list[str]) -> list[Scenario] | None:
 
 def _target(base: str | None, scenario: Scenario, many: bool, suffix: str = "") -> Path | None:
     if base is None:
-        return None  # a scenario's name never leads outside `base` (safe_file_name)
+        return None
+    return _target_in(base, scenario, many, suffix)
+
+
+def _target_in(base: str, scenario: Scenario, many: bool, suffix: str = "") -> Path:
+    """`base` itself, or with many scenarios the scenario's file in it (a scenario's name never
+    leads outside `base`: safe_file_name)."""
     return Path(base) / f"{safe_file_name(scenario.name)}{suffix}" if many else Path(base)
 
 
@@ -133,7 +140,7 @@ def _run(args: argparse.Namespace) -> int:
             if scenario.header.question:
                 print(f"  question: {scenario.header.question}")
 
-        def show(res, steps=steps) -> None:  # type: ignore[no-untyped-def]
+        def show(res: StepResult, steps: list[Step] = steps) -> None:
             if not args.json:
                 print("\n".join(step_lines(steps[res.index - 1], res)), flush=True)
 
@@ -149,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(paint_prefix(line, VERDICTS) for line in summary_lines(result)), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
-            report = _target(args.html, scenario, many, ".html")
+            report = _target_in(args.html, scenario, many, ".html")
             write_report(outcome, report, sections[scenario.name])
             if not args.json:
                 print(f"  report: {report}")

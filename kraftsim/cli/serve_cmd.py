@@ -30,7 +30,7 @@ def _speed(text: str) -> float:
     return value
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="serve a simulated cluster over Kafka's protocol to real Kafka tools and clients")
     p.add_argument("target", metavar="TARGET", help="a cluster directory (`kraftsim cluster create`) or a scenario file "
                                                      "(its cluster is created and its steps run first)")

@@ -28,7 +28,7 @@ EXIT_BAD_INPUT = 2
 EXIT_TOOL_FAILED = 1
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "metadata-shell", help="kafka-metadata-shell: browse the image of a snapshot, log or simulated node",
         description="Kafka's metadata shell over kraftsim's image of a snapshot (--snapshot) or of a simulated "

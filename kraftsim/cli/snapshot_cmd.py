@@ -35,7 +35,7 @@ from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("snapshot", help="create KRaft snapshots from a log, compare snapshots and images")
     cmds = group.add_subparsers(dest="snapshot_command", metavar="SUBCOMMAND")
     cmds.required = True

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
 from kraftsim.textsafe import own
@@ -34,7 +35,7 @@ _HELP = {
 }
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("spark", help="run the data pipeline's jobs on Spark (embedded local[*] by default)")
     jobs = group.add_subparsers(dest="spark_job", metavar="JOB")
     jobs.required = True
@@ -75,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     _register_sweep(jobs)
 
 
-def _params(args: argparse.Namespace) -> dict:
-    params: dict = {}
+def _params(args: argparse.Namespace) -> dict[str, Any]:
+    params: dict[str, Any] = {}
     if args.catalog or args.release:
         catalog_from_args(args)  # refuse a bad catalog here, with its own error, before any worker starts
         params["catalog"] = str(Path(args.catalog).resolve()) if args.catalog else None
@@ -136,7 +137,7 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
-def _local_progress(name: str):
+def _local_progress(name: str) -> Callable[[int, int], None]:
     tty = sys.stderr.isatty()
 
     def report(done: int, total: int) -> None:
@@ -158,7 +159,7 @@ def _print_run(run: JobRun, partition_by: tuple[str, ...]) -> None:
 # ---------------------------------------------------------------------------------- sweep
 
 
-def _register_sweep(jobs: argparse._SubParsersAction) -> None:
+def _register_sweep(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from kraftsim.pipeline.sweep.engine import SPARK_MIN_RUNS
     from kraftsim.pipeline.sweep.faults import GAP_KINDS
 
@@ -244,7 +245,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     return _sweep_status(run.table)
 
 
-def _sweep_status(table) -> int:
+def _sweep_status(table: Any) -> int:  # a pyarrow Table
     """0 when every run passed; 1 when any did not (the table, summary and reproducers are
     written all the same), saying so on the last line."""
     verdicts = table.column("verdict").to_pylist()

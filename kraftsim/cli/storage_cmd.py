@@ -21,10 +21,10 @@ from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
 from kraftsim.storage import storage_format, storage_info
 from kraftsim.versions import UnknownMetadataVersion
-from kraftsim.versions.tool_text import feature_dependencies, version_mapping
+from kraftsim.versions import feature_dependencies, version_mapping
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("storage", help="kafka-storage: format log directories, version mapping, feature dependencies")
     cmds = group.add_subparsers(dest="storage_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -105,7 +105,7 @@ def _server_config(args: argparse.Namespace) -> ServerConfig:
         return ServerConfig.for_directories(args.dir, -1 if args.node_id is None else args.node_id,
                                             dynamic_quorum=dynamic)
     config = read_server_config(args.config)
-    changes: dict = {}
+    changes: dict[str, object] = {}
     if args.dir:
         changes["log_dirs"] = tuple(dict.fromkeys([*config.log_dirs, *args.dir]))
     if args.node_id is not None:
@@ -157,7 +157,7 @@ def _run_info(args: argparse.Namespace) -> int:
             others = ", ".join(f"{k}={v}" for k, v in sorted(boot.feature_levels().items()) if k != "metadata.version")
             print(f"Found bootstrap metadata in {d}: metadata.version={boot.metadata_version_level}{mv}"
                   + (f", {others}" if others else ""))
-    return code
+    return int(code)
 
 
 def _run_random_uuid(args: argparse.Namespace) -> int:

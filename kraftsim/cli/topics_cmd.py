@@ -17,7 +17,7 @@ from kraftsim.cli.common import kafka_tool
 SETTLE_MS = 60_000
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("topics", help="create, delete and list the topics of a simulated cluster")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")

@@ -221,7 +221,7 @@ def _log_dir_of(path: Path) -> Path:
 
 _DUMP_RECORD = re.compile(r"^\| offset: (\d+) .*?(?: payload: | (\w+):? )(\{.*\})\s*$")
 _DUMP_CONTROL_TYPE = re.compile(r"^\| offset: (\d+) .* controlType: (\w+)\(\d+\)\s*$")
-Payload = tuple[int, dict]
+Payload = tuple[int, dict[str, Any]]
 
 
 def dump_log_payloads(text: str) -> list[Payload]:
@@ -258,8 +258,11 @@ def compare_payloads(kafka: list[Payload], kraftsim: list[Payload], what: str) -
     type_only = {off for off, obj in kafka if "control" in obj and "data" not in obj}
     ours = [(off, {"control": obj["control"]} if off in type_only and "control" in obj else obj)
             for off, obj in kraftsim]
-    line = lambda p: f"{p[0]} {json.dumps(p[1], sort_keys=True)}"  # noqa: E731
-    return unified([line(p) for p in kafka], [line(p) for p in ours], what)
+    return unified([_payload_line(p) for p in kafka], [_payload_line(p) for p in ours], what)
+
+
+def _payload_line(p: Payload) -> str:
+    return f"{p[0]} {json.dumps(p[1], sort_keys=True)}"
 
 
 # kafka-dump-log's labels for control records, to kraftsim's type names.

@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import tomllib
 from dataclasses import dataclass
+from typing import Callable
 from importlib import resources
 from pathlib import Path
 
@@ -224,7 +225,7 @@ def _logging_artifacts(jars_dir: Path) -> list[str]:
     return [f"org.apache.logging.log4j:{a}:{LOG4J_FALLBACK}" for a in ("log4j-api", "log4j-core", binding)]
 
 
-def fetch(release: KafkaRelease, *, log=lambda line: None) -> KafkaDist:
+def fetch(release: KafkaRelease, *, log: Callable[[str], None] = lambda line: None) -> KafkaDist:
     """The release's jars, from the cache or else downloaded now with Maven."""
     java = find_java()
     home = cache_root() / release.version

@@ -31,7 +31,8 @@ CLUSTER_ID = "ZnVsbHkgcmVwcm9kdWNpYg"
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 class LiveNode:
@@ -56,7 +57,7 @@ class LiveNode:
             "transaction.state.log.replication.factor=1\ntransaction.state.log.min.isr=1\n"
             "group.initial.rebalance.delay.ms=0\nnum.partitions=1\nauto.create.topics.enable=false\n"
             + extra_config, encoding="utf-8")
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:

@@ -46,7 +46,7 @@ def table_lines(outcomes: list[Outcome], releases: list[str], *, summary: bool =
     order: list[str] = []
     for o in outcomes:
         key = family(o.case) if summary else o.case
-        if key not in cells and all(k[0] != key for k in cells):
+        if all(k[0] != key for k in cells):
             order.append(key)
         cells.setdefault((key, o.release), []).append(o)
     rows = []

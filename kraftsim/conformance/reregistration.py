@@ -105,7 +105,7 @@ def log_lines(log: Path) -> list[str]:
     return log.read_text(encoding="utf-8", errors="replace").splitlines() if log.is_file() else []
 
 
-def wait_for(proc: subprocess.Popen, log: Path, text: str, what: str) -> None:
+def wait_for(proc: subprocess.Popen[bytes], log: Path, text: str, what: str) -> None:
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         if any(text in ln for ln in log_lines(log)):

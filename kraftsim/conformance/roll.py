@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from kraftsim.conformance.cases import Outcome, ReleaseContext, judge, load_policies
+from kraftsim.conformance.cases import Outcome, Policy, ReleaseContext, judge, load_policies
 from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.dist import KafkaDist, KafkaRelease, KafkaUnavailable, fetch
 from kraftsim.conformance.node import LiveNode
@@ -51,7 +51,7 @@ def run_roll(releases: Sequence[KafkaRelease], *, log: Callable[[str], None] = l
             node.stop()
 
 
-def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist], policies,
+def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist], policies: list[Policy],
           log: Callable[[str], None]) -> Iterator[Outcome]:
     first = dists[0].release
     created = ctx.kraftsim(["cluster", "create", str(sim), "--controllers", "1", "--brokers", "1",
@@ -104,7 +104,7 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
 
 
 def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, new: KafkaDist,
-              policies) -> Outcome:
+              policies: list[Policy]) -> Outcome:
     """Start the older release on the directory after the newer one finalized its metadata.version."""
     name = f"roll/rollback to {old.release.line} after {new.release.line}'s metadata.version"
     node.stop()
@@ -119,7 +119,7 @@ def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, ne
         started = False
     if started:  # it may answer briefly before the fatal replay; give it time to fail
         deadline = time.monotonic() + ROLLBACK_WAIT_S
-        while time.monotonic() < deadline and node.proc.poll() is None:
+        while time.monotonic() < deadline and node.proc is not None and node.proc.poll() is None:
             time.sleep(1)
     kafka_log = node.log_file.read_text(encoding="utf-8", errors="replace") if node.log_file.is_file() else ""
     if node.proc is not None and node.proc.poll() is None:

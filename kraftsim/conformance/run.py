@@ -12,7 +12,7 @@ import traceback
 from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
-from kraftsim.conformance.cases import DIFFER, Outcome, ReleaseContext, judge, load_policies, select
+from kraftsim.conformance.cases import DIFFER, Outcome, Policy, ReleaseContext, judge, load_policies, select
 from kraftsim.conformance.dist import KafkaRelease, fetch
 from kraftsim.conformance.tools import run_batch
 
@@ -33,7 +33,7 @@ def run_release(release: KafkaRelease, patterns: Sequence[str] = (), *,
                 cleanup()
 
 
-def _run_cases(ctx: ReleaseContext, release: KafkaRelease, patterns: Sequence[str], policies: list,
+def _run_cases(ctx: ReleaseContext, release: KafkaRelease, patterns: Sequence[str], policies: list[Policy],
                log: Callable[[str], None]) -> Iterator[Outcome]:
     dist = ctx.dist
     cases = list(select(ctx, list(patterns)))

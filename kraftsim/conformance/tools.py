@@ -106,7 +106,7 @@ def java_command(dist: KafkaDist, tool: str, args: Sequence[str], *, heap: str =
             *log_config_options(dist, log_file=log_file), "-cp", dist.classpath, main_class(dist, tool), *args]
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen[Any]) -> None:
     """Kill a process started with start_new_session and everything it started."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -126,7 +126,7 @@ def run_tool(dist: KafkaDist, tool: str, args: Sequence[str], *, timeout: float 
     return ToolRun(tuple(args), proc.returncode, out, err)
 
 
-def communicate_bounded(proc: subprocess.Popen, data: Any, timeout: float, timed_out: str) -> tuple[Any, Any]:
+def communicate_bounded(proc: subprocess.Popen[Any], data: Any, timeout: float, timed_out: str) -> tuple[Any, Any]:
     """`proc.communicate(data)` within `timeout`; past it the process group is killed and
     KafkaUnavailable(timed_out) raised. The group is never left running."""
     try:
@@ -232,7 +232,8 @@ def _one_batch(dist: KafkaDist, classes: Path, commands: Sequence[tuple[str, Seq
 
 
 def _parse_batch(out: bytes, commands: Sequence[tuple[str, Sequence[str]]]) -> list[ToolRun]:
-    runs, at = [], 0
+    runs: list[ToolRun] = []
+    at = 0
     while at < len(out) and len(runs) < len(commands):
         end = out.find(b"\n", at)
         head = out[at:end].decode().split() if end >= 0 else []

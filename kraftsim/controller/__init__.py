@@ -12,8 +12,9 @@ Topics and partitions follow Kafka's files: `topics` (CreateTopics, DeleteTopics
 
 from kraftsim.controller.api_errors import ApiError, error_codes
 from kraftsim.controller.partition_change import (
-    PartitionChangeBuilder, is_active, java_int_set_order, leader_acceptor,
+    PartitionChangeBuilder, is_active, leader_acceptor,
 )
+from kraftsim.javacompat import int_set_order as java_int_set_order
 from kraftsim.controller.replica_placement import UsableBroker, place_replicas
 from kraftsim.controller.replication import (
     AlterPartitionData, AlterPartitionRequest, AlterPartitionTopic, BrokerState, alter_partition,

@@ -116,7 +116,7 @@ def records_for_empty_log(ctx: ControllerContext, bootstrap: BootstrapMetadata,
 
 def records_for_non_empty_log(ctx: ControllerContext, transaction_start_offset: int | None) -> ControllerResult:
     cat = ctx.catalog
-    mv = cat.metadata_version(ctx.metadata_version)
+    mv = cat.metadata_version(ctx.finalized_level)
     records: list[Payload] = []
     message = "Performing controller activation. "
     if transaction_start_offset is not None:

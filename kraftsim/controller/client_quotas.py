@@ -13,6 +13,7 @@ import ipaddress
 import math
 import tomllib
 from functools import cache
+from typing import Any
 from importlib import resources
 
 import msgspec
@@ -28,7 +29,7 @@ _LIMITS = {"SHORT": (32767, "a SHORT"), "INT": (2147483647, "an INT"), "LONG": (
 
 
 @cache
-def quota_keys() -> dict:
+def quota_keys() -> dict[str, Any]:
     """Quota keys and their types by entity kind (data/client_quotas.toml)."""
     text = resources.files("kraftsim.controller").joinpath("data/client_quotas.toml").read_text("utf-8")
     return tomllib.loads(text)
@@ -74,7 +75,7 @@ def _entity_text(entity: dict[str, str | None]) -> str:
     return f"ClientQuotaEntity(entries={{{inner}}})"
 
 
-def _entity_error(entity: dict[str, str | None]) -> tuple[dict, ApiError]:
+def _entity_error(entity: dict[str, str | None]) -> tuple[dict[str, str], ApiError]:
     """(config keys, error) for an entity: its types, names and their combination."""
     if not entity:
         return {}, ApiError("INVALID_REQUEST", "Invalid empty client quota entity")
@@ -98,7 +99,7 @@ def _entity_error(entity: dict[str, str | None]) -> tuple[dict, ApiError]:
     return keys["user_client"], NONE
 
 
-def _value_error(valid: dict, key: str, value: float) -> ApiError:
+def _value_error(valid: dict[str, str], key: str, value: float) -> ApiError:
     ctype = valid.get(key)
     if ctype is None:
         return ApiError("INVALID_REQUEST", f"Invalid configuration key {key}")
@@ -120,7 +121,7 @@ def alter_client_quotas(ctx: ControllerContext, req: AlterClientQuotasRequest) -
     rt = registry_of(ctx)["ClientQuotaRecord"]
     entity_cls = rt.nested["EntityData"]
     records: list[Payload] = []
-    results: dict[tuple, tuple[tuple[EntityData, ...], ApiError]] = {}
+    results: dict[tuple[tuple[str, str | None], ...], tuple[tuple[EntityData, ...], ApiError]] = {}
     for entry in req.entries:
         entity: dict[str, str | None] = {}
         for e in entry.entity:

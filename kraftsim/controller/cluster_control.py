@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import enum
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 import msgspec
 
@@ -191,7 +191,7 @@ class BrokerHeartbeats:
             s.controlled_shutdown_offset = offset
 
     def next_state(self, broker_id: int, req: "BrokerHeartbeatRequest", register_offset: int,
-                   leads_partitions) -> tuple[BrokerControlState, BrokerControlState]:
+                   leads_partitions: Callable[[], bool]) -> tuple[BrokerControlState, BrokerControlState]:
         """Kafka's calculateNextBrokerState: (current, next). `leads_partitions` is called
         only when the answer matters."""
         s = self.brokers[broker_id]
@@ -323,7 +323,7 @@ def _feature_error(catalog: Catalog, name: str, finalized: int, lo: int, hi: int
 
 
 def _endpoints_and_features(rt: RecordType, kind: str, listeners: Iterable[Listener],
-                            features: Iterable[SupportedFeature]) -> dict[str, list]:
+                            features: Iterable[SupportedFeature]) -> dict[str, list[Any]]:
     """The EndPoints and Features fields of a Register{kind}Record (kind: Broker or Controller)."""
     endpoint, feature = rt.nested[f"{kind}Endpoint"], rt.nested[f"{kind}Feature"]
     return {

@@ -20,7 +20,7 @@ from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import elr_enabled
-from kraftsim.controller.topics import topic_name_error
+from kraftsim.storage import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from kraftsim.protocol.entries import Payload
@@ -37,7 +37,8 @@ MAX_VALUE_LENGTH = 32767  # Short.MAX_VALUE
 def list_keys() -> dict[str, dict[str, str]]:
     """LIST-typed config keys by resource type name, with their defaults (data/configs.toml)."""
     text = resources.files("kraftsim.controller").joinpath("data/configs.toml").read_text("utf-8")
-    return tomllib.loads(text)["list_keys"]
+    keys: dict[str, dict[str, str]] = tomllib.loads(text)["list_keys"]
+    return keys
 
 
 class AlterableConfig(msgspec.Struct, frozen=True):

@@ -65,6 +65,14 @@ class ControllerContext(msgspec.Struct, frozen=True):
     def metadata_version(self) -> int | None:
         return self.image.metadata_version
 
+    @property
+    def finalized_level(self) -> int:
+        """The metadata.version level, for rules that run only once it is finalized."""
+        level = self.image.metadata_version
+        if level is None:
+            raise ValueError("no finalized metadata.version: activate the controller first")
+        return level
+
     def has_policy(self, name: str) -> bool:
         return name in self.config.policies
 

@@ -27,7 +27,7 @@ from kraftsim.controller.features import (
     KIP_778, FeatureUpdate, UpdateFeaturesRequest, UpgradeType, update_features,
 )
 from kraftsim.errors import KraftsimError
-from kraftsim.image.image import MetadataImage
+from kraftsim.image import MetadataImage
 from kraftsim.image import LossReport
 from kraftsim.image import WriterLine, write_image
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, IllegalArgument, MetadataVersion, MVLike

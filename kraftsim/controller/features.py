@@ -243,7 +243,7 @@ def _update_feature(ctx: ControllerContext, feature: str, level: int, upgrade_ty
             ctx.catalog.validate_version(feature, level, proposed)
     except IllegalArgument as e:
         return invalid_update(feature, level, str(e))
-    records.append(controller_record(ctx.catalog, ctx.metadata_version, "FeatureLevelRecord",
+    records.append(controller_record(ctx.catalog, ctx.finalized_level, "FeatureLevelRecord",
                                      name=feature, feature_level=level))
     return NONE
 
@@ -273,7 +273,7 @@ def _update_kraft_version(ctx: ControllerContext, current: int, level: int, upgr
             return e.error
         except IllegalArgument as e:
             return invalid_update(KRAFT_VERSION, level, str(e))
-        records.append(controller_record(ctx.catalog, ctx.metadata_version, "NoOpRecord"))
+        records.append(controller_record(ctx.catalog, ctx.finalized_level, "NoOpRecord"))
         return NONE
     if level != current:
         return invalid_update(KRAFT_VERSION, level, "Can't downgrade the version of this feature.")
@@ -286,7 +286,7 @@ def elr_safety_records(ctx: ControllerContext) -> list[Payload]:
 
     Broker resources are visited in the image's sorted order (Kafka: hash-map order).
     """
-    mv = ctx.metadata_version
+    mv = ctx.finalized_level
     out: list[Payload] = []
     configs = ctx.image.configs
     if MIN_INSYNC_REPLICAS not in configs.config(BROKER, ""):

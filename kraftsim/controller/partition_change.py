@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable, Iterator, TypedDict
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,
@@ -125,7 +125,11 @@ def leader_acceptor(image: MetadataImage, partition: PartitionRegistration,
     return accept
 
 
-def iter_partitions(image: MetadataImage) -> Iterator[tuple[TopicImage, int, PartitionRegistration]]:
+#: A partition with its topic and id, as iter_partitions gives it.
+PartitionAt = tuple[TopicImage, int, PartitionRegistration]
+
+
+def iter_partitions(image: MetadataImage) -> Iterator[PartitionAt]:
     """Every partition: topics by name, partitions by id."""
     for topic in image.topics.sorted_topics():
         for pid, part in topic.sorted_partitions():
@@ -180,6 +184,20 @@ def builder_gates(ctx: ControllerContext, mv: MetadataVersion) -> BuilderGates:
     catalog = ctx.catalog
     return (catalog.record_version("PartitionChangeRecord", mv), catalog.supports("directory_assignment", mv),
             catalog.supports("isr_shrink_without_leader_epoch_bump", mv))
+
+
+class ChangeFields(TypedDict, total=False):
+    """The fields of a PartitionChangeRecord that change (a field left out: no change)."""
+
+    leader: int
+    isr: list[int]
+    eligible_leader_replicas: list[int]
+    last_known_elr: list[int]
+    replicas: list[int]
+    removing_replicas: list[int]
+    adding_replicas: list[int]
+    leader_recovery_state: int
+    directories: list[Uuid]
 
 
 class PartitionChangeBuilder:
@@ -271,7 +289,7 @@ class PartitionChangeBuilder:
                     return r, True
         return NO_LEADER, False
 
-    def _try_election(self, rec: dict) -> None:
+    def _try_election(self, rec: ChangeFields) -> None:
         leader, unclean = self._elect()
         if leader == self.partition.leader:
             return
@@ -284,7 +302,7 @@ class PartitionChangeBuilder:
             if self.partition.leader_recovery_state != RECOVERING:
                 rec["leader_recovery_state"] = RECOVERING
 
-    def _update_record_elr(self, rec: dict) -> None:
+    def _update_record_elr(self, rec: ChangeFields) -> None:
         if "isr" in rec or not self.elr:  # an unclean election, or ELR off: ELR is cleared
             self.target_elr, self.target_last_known_elr = [], []
         if self.target_elr != list(self.partition.elr):
@@ -292,7 +310,7 @@ class PartitionChangeBuilder:
         # LastKnownElr holds the last known leader (useLastKnownLeaderInBalancedRecovery,
         # on by default): it is written by _update_last_known_leader only.
 
-    def _update_last_known_leader(self, rec: dict) -> None:
+    def _update_last_known_leader(self, rec: ChangeFields) -> None:
         if not self.elr:
             return
         p = self.partition
@@ -303,7 +321,7 @@ class PartitionChangeBuilder:
         elif (leader >= 0 or (p.leader != NO_LEADER and leader != NO_LEADER)) and p.last_known_elr:
             rec["last_known_elr"] = []  # it has, or keeps, a leader
 
-    def _set_assignment_changes(self, rec: dict) -> None:
+    def _set_assignment_changes(self, rec: ChangeFields) -> None:
         p = self.partition
         if self.target_replicas:
             if self._directory_assignment:
@@ -320,7 +338,7 @@ class PartitionChangeBuilder:
     def build(self) -> Payload | None:
         """The PartitionChangeRecord that moves the partition to its targets, or None."""
         p = self.partition
-        rec: dict = {}
+        rec: ChangeFields = {}
         done = _complete_reassignment(self.target_replicas, self.target_isr, self.target_removing,
                                       self.target_adding)
         if done is not None:

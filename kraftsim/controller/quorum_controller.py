@@ -278,7 +278,8 @@ class QuorumController:
         check = self.raft_upgrade or voters_support_kraft_upgrade
         upgraded: list[int] = []
 
-        def raft(ctx: ControllerContext, level: int, validate_only: bool) -> None:
+        def raft(ctx: ControllerContext, new_level: int, validate_only: bool) -> None:
+            level = new_level
             check(ctx, level, validate_only)
             # Before 4.1 the raft layer answers the upgrade as done and keeps its kraft.version.
             applied = ctx.catalog.policy("kraft_version_upgrade") == "applied"

@@ -111,9 +111,9 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
                 for rack in order:
                     if len(chosen) == take:
                         break
-                    b = cursors.take(rack, chosen)
-                    if b is not None:
-                        chosen.append(b)
+                    taken = cursors.take(rack, chosen)
+                    if taken is not None:
+                        chosen.append(taken)
         replicas = [b.id for b in chosen]
         replicas += [fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take)]
         out.append(replicas)

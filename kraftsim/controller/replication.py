@@ -19,6 +19,7 @@ import msgspec
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of
 from kraftsim.controller.partition_change import (
+    PartitionAt,
     NO_LEADER,
     NO_LEADER_CHANGE,
     Election,
@@ -117,15 +118,15 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     return out
 
 
-def partitions_with_isr_member(image: MetadataImage, broker_id: int):
+def partitions_with_isr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if broker_id in p.isr]
 
 
-def partitions_with_elr_member(image: MetadataImage, broker_id: int):
+def partitions_with_elr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if broker_id in p.elr]
 
 
-def leaderless_partitions(image: MetadataImage):
+def leaderless_partitions(image: MetadataImage) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if p.leader == NO_LEADER]
 
 
@@ -163,10 +164,10 @@ def elect_for_unfenced(ctx: ControllerContext, mv: MetadataVersion, broker_id: i
     return leader_and_isr_updates(ctx, mv, leaderless_partitions(ctx.image), broker_to_add=broker_id)
 
 
-def partitions_in_directories(image: MetadataImage, broker_id: int, directories: Iterable[Uuid]):
+def partitions_in_directories(image: MetadataImage, broker_id: int, directories: Iterable[Uuid]) -> list[PartitionAt]:
     """Partitions whose replica on `broker_id` is assigned to one of `directories`."""
     wanted = set(directories)
-    out = []
+    out: list[PartitionAt] = []
     for t, pid, p in iter_partitions(image):
         for r, d in zip(p.replicas, p.directories):
             if r == broker_id and d in wanted:

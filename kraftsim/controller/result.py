@@ -12,7 +12,7 @@ most records) or `controller_record` (at the highest version the metadata.versio
 
 from __future__ import annotations
 
-from typing import Any, Generic, Sequence, TypeVar
+from typing import Any, Sequence
 
 import msgspec
 
@@ -21,13 +21,11 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog
 
-R = TypeVar("R")
-
 #: What a rule answers when the image has no metadata.version (Kafka's metadataVersionOrThrow).
 NO_METADATA_VERSION = ApiError("UNKNOWN_SERVER_ERROR", "Unknown metadata version for FeatureControlManager")
 
 
-class ControllerResult(msgspec.Struct, Generic[R], frozen=True):
+class ControllerResult(msgspec.Struct, frozen=True):
     """Records to commit (possibly none) and the response to return once they are committed."""
 
     records: tuple[Payload, ...] = ()

@@ -201,8 +201,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         if n > 1:
             errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
     existing_collisions: dict[str, str] = {}
-    for t in image.topics.sorted_topics():
-        existing_collisions.setdefault(_collision_key(t.name), t.name)
+    for topic in image.topics.sorted_topics():
+        existing_collisions.setdefault(_collision_key(topic.name), topic.name)
     for t in req.topics:
         if t.name in errors:
             continue
@@ -246,12 +246,12 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         if elr and MIN_INSYNC_REPLICAS in configs:
             records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
         for pid, (replicas, isr) in enumerate(plan):
-            fields: dict = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
+            fields: dict[str, object] = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
                                 leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
             if pr_version >= 1:
                 fields["directories"] = [default_dir(ctx, mv, b) for b in replicas]
             records.append(payload(reg, "PartitionRecord", pr_version, **fields))
-    out = []
+    out: list[CreatableTopicResult] = []
     for t in req.topics:
         if any(r.name == t.name for r in out):
             continue  # a repeated name is answered once

@@ -21,6 +21,7 @@ from kraftsim.image import intern
 from kraftsim.image.components.partition import (
     MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, registration_from_record,
 )
+from kraftsim.image.components.topics import TopicsDelta
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
 
@@ -38,10 +39,10 @@ class Replayable(Protocol):
 
 def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None) -> None:
     """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc)."""
-    topics = None  # the TopicsDelta, once a topic or partition record is seen
+    topics: TopicsDelta | None = None  # the TopicsDelta, once a topic or partition record is seen
     partition_type = topic_type = None  # the RecordTypes, once seen (records may mix registries)
     last_topic: Any = None  # the topic id whose dict `changes` is; None: look it up
-    changes: dict = {}
+    changes: dict[int, PartitionRegistration] = {}
     done = 0
     slow = registration_from_record
     new = PartitionRegistration

@@ -30,7 +30,11 @@ from kraftsim.image.components.quotas import ClientQuotasDelta
 from kraftsim.image.components.scram import ScramDelta
 from kraftsim.image.components.tokens import DelegationTokensDelta
 from kraftsim.image.components.topics import TopicsDelta
+from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.versions import Catalog, default_catalog
+
+#: What a delta replays: a record read from a log, or one to write.
+RecordLike = LogEntry | Payload
 
 #: Record types the loader handles; a delta refuses them.
 TRANSACTION_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
@@ -128,7 +132,7 @@ class MetadataDelta:
 
     # --- replay
 
-    def replay(self, record: Any) -> None:
+    def replay(self, record: RecordLike) -> None:
         """Replay a LogEntry or a Payload (anything with record_type and message)."""
         record_type = record.record_type
         name = record_type.name
@@ -143,8 +147,8 @@ class MetadataDelta:
             self.opaque.replay(record_type, record.version, record.message)
         self.records_replayed += 1
 
-    def replay_all(self, records: Iterable[Any],
-                   on_error: Callable[[Any, KraftsimError], None] | None = None) -> "MetadataDelta":
+    def replay_all(self, records: Iterable[RecordLike],
+                   on_error: Callable[[RecordLike, KraftsimError], None] | None = None) -> "MetadataDelta":
         """Replay every record in order: the same as `replay()` on each, in less time.
 
         TopicRecords and PartitionRecords, almost all of a snapshot, skip the per-record
@@ -200,7 +204,7 @@ class MetadataDelta:
         )
 
 
-_HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
+_HANDLERS: dict[str, Callable[[MetadataDelta, Any], object]] = {
     "RegisterBrokerRecord": lambda d, m: d.cluster.replay_register_broker(m),
     "UnregisterBrokerRecord": lambda d, m: d.cluster.replay_unregister_broker(m),
     "FenceBrokerRecord": lambda d, m: d.cluster.replay_fence(m, True),
@@ -225,7 +229,7 @@ _HANDLERS: dict[str, Callable[[MetadataDelta, Any], None]] = {
     "RemoveDelegationTokenRecord": lambda d, m: d.delegation_tokens.replay_remove_token(m),
 }
 
-def image_from_records(records: Any, *, base: MetadataImage = EMPTY_IMAGE, catalog: Catalog | None = None,
+def image_from_records(records: Iterable[RecordLike], *, base: MetadataImage = EMPTY_IMAGE, catalog: Catalog | None = None,
                        provenance: MetadataProvenance | None = None, snapshot: bool = False) -> MetadataImage:
     """Replay `records` on `base` in one delta (finish_snapshot first when `snapshot`)."""
     delta = MetadataDelta(base, catalog)

@@ -12,17 +12,19 @@ simply not shared with them).
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Any, Iterable, TypeVar
 
 from kraftsim.protocol.primitives import Uuid
 
 MAX_ENTRIES = 1 << 20
 
-EMPTY: tuple = ()
+_T = TypeVar("_T", tuple[int, ...], tuple[Uuid, ...])
 
-_ints: dict[tuple, tuple] = {(): EMPTY}
+EMPTY: tuple[()] = ()
+
+_ints: dict[tuple[int, ...], tuple[int, ...]] = {(): EMPTY}
 _uuids: dict[bytes, Uuid] = {}
-_uuid_tuples: dict[tuple, tuple] = {(): EMPTY}
+_uuid_tuples: dict[tuple[bytes, ...], tuple[Uuid, ...]] = {(): EMPTY}
 
 MIGRATING = Uuid(b"\x00" * 16)
 UNASSIGNED = Uuid.from_longs(0, 1)
@@ -41,7 +43,7 @@ def ints(values: Iterable[int] | None) -> tuple[int, ...]:
     return found if found is not None else _keep(_ints, t)
 
 
-def _keep(table: dict[tuple, tuple], t: tuple) -> tuple:
+def _keep(table: dict[Any, _T], t: _T) -> _T:
     """Store a new tuple in an interning table (cleared first when full) and return it."""
     if len(table) >= MAX_ENTRIES:
         table.clear()

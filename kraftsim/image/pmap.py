@@ -41,11 +41,13 @@ identity, so diffing an image against its successor costs in proportion to the c
 from __future__ import annotations
 
 import zlib
+import builtins
 from struct import pack
-from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
 K = TypeVar("K")
 V = TypeVar("V")
+T = TypeVar("T")
 
 BITS = 5
 WIDTH = 1 << BITS
@@ -67,7 +69,11 @@ class _Delete:
 DELETE: Any = _Delete()
 MISSING: Any = object()
 
-_EMPTY: dict = {}
+#: A leaf of the trie (keys to values, in insertion order) and a (hash, key, value) change.
+Leaf = dict[Any, Any]
+Triple = tuple[int, Any, Any]
+
+_EMPTY: Leaf = {}
 
 
 # --------------------------------------------------------------------- stable hashes
@@ -132,12 +138,12 @@ def _count(node: Any) -> int:
     return sum(_count(c) for c in node)
 
 
-def _split(leaf: dict, shift: int, hash_fn: Callable[[Any], int]) -> Any:
+def _split(leaf: Leaf, shift: int, hash_fn: Callable[[Any], int]) -> Any:
     """Turn an overfull leaf into a 32-slot node (recursively)."""
     return _build([(hash_fn(k), k, v) for k, v in leaf.items()], shift)
 
 
-def _build(triples: list, shift: int) -> Any:
+def _build(triples: list[Triple], shift: int) -> Any:
     """The node holding (hash, key, value) triples (distinct keys) below `shift`.
 
     Each key is hashed once, by the caller; the result is exactly the node that inserting
@@ -148,10 +154,10 @@ def _build(triples: list, shift: int) -> Any:
         return {k: v for _, k, v in triples} if triples else _EMPTY
     nxt = shift + BITS
     if n <= WIDTH * LEAF_MAX // 4:  # the children are leaves (but for a rare overfull one): fill them directly
-        leaves: list[dict] = [{} for _ in range(WIDTH)]
+        leaves: list[Leaf] = [{} for _ in range(WIDTH)]
         for h, k, v in triples:
             leaves[(h >> shift) & SLOT][k] = v
-        children: list = []
+        children: list[Any] = []
         for i, leaf in enumerate(leaves):
             if not leaf:
                 children.append(_EMPTY)
@@ -160,13 +166,13 @@ def _build(triples: list, shift: int) -> Any:
             else:
                 children.append(leaf)
         return tuple(children)
-    buckets: list[list] = [[] for _ in range(WIDTH)]
+    buckets: list[list[Triple]] = [[] for _ in range(WIDTH)]
     for t in triples:
         buckets[(t[0] >> shift) & SLOT].append(t)
     return tuple(_build(b, nxt) if b else _EMPTY for b in buckets)
 
 
-def _update(node: Any, shift: int, changes: list, hash_fn: Callable[[Any], int]) -> tuple[Any, int]:
+def _update(node: Any, shift: int, changes: list[Triple], hash_fn: Callable[[Any], int]) -> tuple[Any, int]:
     """Apply (hash, key, value|DELETE) changes below `node`; return (node, size delta).
 
     Returns the very same node when nothing changes, so unchanged subtrees stay shared.
@@ -208,7 +214,7 @@ def _update(node: Any, shift: int, changes: list, hash_fn: Callable[[Any], int])
         children = list(node)
         children[i] = child
     else:
-        routed: dict[int, list] = {}
+        routed: dict[int, list[Triple]] = {}
         for ch in changes:
             i = (ch[0] >> shift) & SLOT
             lst = routed.get(i)
@@ -216,20 +222,21 @@ def _update(node: Any, shift: int, changes: list, hash_fn: Callable[[Any], int])
                 routed[i] = [ch]
             else:
                 lst.append(ch)
-        children = None
+        rebuilt: list[Any] | None = None
         delta = 0
         for i, lst in routed.items():
             child, d = _update(node[i], shift + BITS, lst, hash_fn)
             if child is not node[i]:
-                if children is None:
-                    children = list(node)
-                children[i] = child
+                if rebuilt is None:
+                    rebuilt = list(node)
+                rebuilt[i] = child
                 delta += d
-        if children is None:
+        if rebuilt is None:
             return node, 0
+        children = rebuilt
     if delta < 0:  # collapse sparse interior nodes back into one leaf
         if all(type(c) is dict for c in children) and sum(len(c) for c in children) <= LEAF_MAX // 2:
-            merged: dict = {}
+            merged: Leaf = {}
             for c in children:
                 merged.update(c)
             return (merged if merged else _EMPTY), delta
@@ -278,6 +285,12 @@ class PMap(Generic[K, V]):
         self._hash = hash_fn
 
     # --- reading
+
+    @overload
+    def get(self, key: K) -> V | None: ...
+
+    @overload
+    def get(self, key: K, default: T) -> V | T: ...
 
     def get(self, key: K, default: Any = None) -> Any:
         node = self._root
@@ -375,7 +388,7 @@ class PMap(Generic[K, V]):
 
     # --- introspection (tests, benchmarks)
 
-    def node_ids(self) -> set[int]:
+    def node_ids(self) -> builtins.set[int]:
         """ids of every internal node and leaf, to measure structure sharing."""
         return {id(n) for n in _nodes(self._root) if n is not _EMPTY}
 

@@ -53,7 +53,10 @@ def _row(source: str, end_offset: int, mv: int | None, kind: str, entity: str, a
 def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[dict[str, Any]]:
     """Every entity of `image`, component by component, each in a deterministic order."""
     mv = image.metadata_version
-    row = lambda kind, entity, attrs, **keys: _row(source, end_offset, mv, kind, entity, attrs, **keys)  # noqa: E731
+
+    def row(kind: str, entity: str, attrs: Any, **keys: Any) -> dict[str, Any]:
+        return _row(source, end_offset, mv, kind, entity, attrs, **keys)
+
     if mv is not None:
         yield row("feature", f"feature {MV_NAME}", {"level": mv}, feature_name=MV_NAME, feature_level=mv)
     for name, level in image.features.finalized:
@@ -72,9 +75,9 @@ def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[
     for (rtype, rname), data in image.configs.sorted_resources():
         yield row("config", f"config {resource_type_name(rtype)} {rname}", dict(data),
                   config_resource_type=rtype, config_resource_name=rname)
-    for entity, data in image.client_quotas.sorted_entities():
+    for entity, quotas in image.client_quotas.sorted_entities():
         yield row("client_quota", f"client quota {entity_text(entity)}",
-                  {"entity": [[t, n] for t, n in entity], "quotas": dict(data)})
+                  {"entity": [[t, n] for t, n in entity], "quotas": dict(quotas)})
     if not image.producer_ids.is_empty():
         yield row("producer_ids", "producer ids", {"next_producer_id": image.producer_ids.next_producer_id})
     for aid, acl in image.acls.sorted_acls():

@@ -91,7 +91,7 @@ def _apply(fn: RowFunction, schema: pa.Schema, payloads: Any,
 
 def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
             partitions: int | None = None, partitions_per_core: int | None = None, weight: Weight | None = None,
-            bins: Sequence[Sequence[int]] | None = None, batch_rows: int = OUTPUT_BATCH_ROWS):
+            bins: Sequence[Sequence[int]] | None = None, batch_rows: int = OUTPUT_BATCH_ROWS) -> Any:
     """A DataFrame of `fn`'s rows for every item, computed by Spark tasks (lazy: nothing runs
     until it is written or collected). One task per bin; see `pack`, or give the `bins`
     (lists of item indices, run in that order of tasks). Each task sends its rows back in
@@ -128,7 +128,7 @@ def _take(fn: RowFunction, schema: pa.Schema, payload: Any, queue_path: str,
 
 
 def fan_out_queued(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str,
-                   queue_path: str, *, tasks: int, batch_rows: int = OUTPUT_BATCH_ROWS):
+                   queue_path: str, *, tasks: int, batch_rows: int = OUTPUT_BATCH_ROWS) -> Any:
     """`fan_out` on a local master, where `tasks` tasks take `items` (in the queue's order)
     from the WorkQueue at `queue_path` until none is left (work_queue.py): positions the
     driver took are not run again. Lazy, as fan_out."""
@@ -140,7 +140,8 @@ def fan_out_queued(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction,
     return numbers.mapInArrow(_take(fn, sch, payload, queue_path, batch_rows), from_arrow_schema(sch))
 
 
-def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, partitions: int | None = None):
+def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *,
+                  partitions: int | None = None) -> Any:  # a Spark DataFrame
     """The same for input rows that already live in a Spark DataFrame (a sweep read from
     Parquet, say): rows are spread round-robin over `partitions` (default: as they are)."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -158,7 +159,8 @@ def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *, parti
 def as_task_input(item: dict[str, Any]) -> dict[str, Any]:
     """`item` as a Spark task receives it: through JSON (tuples become lists, keys strings),
     so a row function run in this process sees what it sees on Spark."""
-    return json.loads(json.dumps(item))  # type: ignore[no-any-return]
+    through: dict[str, Any] = json.loads(json.dumps(item))
+    return through
 
 
 def run_local(items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,

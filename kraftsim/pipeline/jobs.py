@@ -38,6 +38,10 @@ from kraftsim.pipeline.snapshot_cost import SNAPSHOT_COST, default_grid, grid_po
 SIDECAR = "_kraftsim_schema.json"
 
 
+#: A job's summary: its table's rows, and (key, heading) of each column shown.
+Summary = tuple[list[dict[str, Any]], list[tuple[str, str]]]
+
+
 @dataclass(frozen=True)
 class Job:
     name: str  # as on the command line
@@ -46,7 +50,7 @@ class Job:
     partition_by: tuple[str, ...]
     sort_by: tuple[str, ...]  # a total order of the output rows
     weight: Callable[[dict[str, Any]], float]
-    summarize: Callable[[list[dict[str, Any]]], tuple[list[dict[str, Any]], list[tuple[str, str]]]]
+    summarize: Callable[[list[dict[str, Any]]], Summary]
 
 
 @dataclass
@@ -66,7 +70,7 @@ class JobRun:
 # ----------------------------------------------------------------------------- summaries
 
 
-def _corpus_summary(rows: list[dict[str, Any]]):
+def _corpus_summary(rows: list[dict[str, Any]]) -> Summary:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[r["set"]].append(r)
@@ -75,7 +79,7 @@ def _corpus_summary(rows: list[dict[str, Any]]):
         mvs = sorted({r["metadata_version_name"] for r in rs if r["metadata_version_name"]})
         if len(mvs) > 3:
             mvs = [f"{len(mvs)} versions ({mvs[0]} .. {mvs[-1]})"]
-        kinds = defaultdict(int)
+        kinds: defaultdict[str, int] = defaultdict(int)
         for r in rs:
             kinds[r["kind"]] += 1
         bad = sum(r["verdict"] != "ok" for r in rs)
@@ -93,7 +97,7 @@ def _corpus_summary(rows: list[dict[str, Any]]):
     return out, cols
 
 
-def _downgrade_summary(rows: list[dict[str, Any]]):
+def _downgrade_summary(rows: list[dict[str, Any]]) -> Summary:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         groups[r["state"]].append(r)
@@ -124,7 +128,7 @@ def _downgrade_summary(rows: list[dict[str, Any]]):
     return out, cols
 
 
-def _snapshot_cost_summary(rows: list[dict[str, Any]]):
+def _snapshot_cost_summary(rows: list[dict[str, Any]]) -> Summary:
     out = []
     for r in rows:
         out.append({"topics": r["topics"], "ppt": r["partitions_per_topic"], "rf": r["replication_factor"],

@@ -42,7 +42,7 @@ KEY_COLUMNS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
 
 
 @contextmanager
-def mapped(path: Path):
+def mapped(path: Path) -> Iterator[Any]:  # bytes, or an mmap read as bytes
     """The file's bytes, memory-mapped read-only (an empty file gives b"")."""
     try:
         f = open(path, "rb")

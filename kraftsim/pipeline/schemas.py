@@ -60,7 +60,7 @@ def _field(spec: dict[str, Any]) -> pa.Field:
 
 
 def _spec(name: str) -> dict[str, Any]:
-    spec = _data()["schemas"].get(name)
+    spec: dict[str, Any] | None = _data()["schemas"].get(name)
     if spec is None:
         raise KraftsimError(f"no pipeline schema named {name!r} (known: {', '.join(schema_names())})")
     return spec

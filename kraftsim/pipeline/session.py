@@ -34,7 +34,7 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, MutableMapping
 from urllib.parse import urlparse
 
 from kraftsim.errors import KraftsimError, UsageError
@@ -92,7 +92,7 @@ def default_conf(master: str, app_name: str, java_options: str = "") -> dict[str
     driver_options = " ".join(o for o in (log4j, java_options if is_local_master(master) else "") if o)
     if driver_options:
         conf["spark.driver.extraJavaOptions"] = driver_options
-        if is_loopback_master(master):  # the file exists on this machine only
+        if log4j and is_loopback_master(master):  # the file exists on this machine only
             conf["spark.executor.extraJavaOptions"] = log4j
     if is_loopback_master(master):
         # Executors on this machine run this very kraftsim, wherever they start from.
@@ -111,14 +111,14 @@ def prepare_environment(master: str, env: dict[str, str] | None = None) -> JavaR
     """Set what Spark's launch scripts read from the environment: JAVA_HOME, and for
     machine-local masters SPARK_LOCAL_IP; the Python workers run this interpreter unless
     PYSPARK_PYTHON says otherwise. Returns the Java found."""
-    env = os.environ if env is None else env
-    runtime = find_java(dict(env))
+    environ: MutableMapping[str, str] = os.environ if env is None else env
+    runtime = find_java(dict(environ))
     real_home = real_java_home(runtime)
-    env["JAVA_HOME"] = str(wrapped_java_home(real_home)) if os.name == "posix" else str(real_home)
+    environ["JAVA_HOME"] = str(wrapped_java_home(real_home)) if os.name == "posix" else str(real_home)
     if is_loopback_master(master):
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     return runtime
 
 
@@ -151,7 +151,8 @@ def with_class_archive(settings: dict[str, str], runtime: JavaRuntime, user_conf
 Say = Callable[[str], None]
 
 
-def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim"):
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *,
+                  app_name: str = "kraftsim") -> Any:  # a SparkSession
     """A SparkSession on `master` (default local[*]) with kraftsim's defaults under `conf`.
 
     An already active session is returned as it is (its master and settings cannot change

@@ -73,6 +73,8 @@ def _measure(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> 
     with tempfile.TemporaryDirectory(prefix="kraftsim-snapshot-cost-") as d:
         t0 = time.perf_counter()
         written = SnapshotEmitter(d, catalog=cat, clock_ms=SNAPSHOT_TIME_MS, fsync=fsync).maybe_emit(image)
+        if written is None:  # a fresh directory holds no snapshot that would stop the write
+            raise AssertionError("the snapshot was not written")
         t1 = time.perf_counter()
         loaded = load_path(written.path, catalog=cat)
         t2 = time.perf_counter()

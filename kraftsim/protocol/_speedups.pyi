@@ -4,7 +4,7 @@ Every function that may give up returns None (or raises `Fallback` for the Progr
 methods); the caller then runs the pure-Python code.
 """
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, final
 
 ABI: int
 T_BOOL: int
@@ -21,10 +21,11 @@ T_BYTES: int
 T_STRUCT: int
 
 # A record type's entry: (record_type, api_key, lowest version, highest version, programs by version).
-Resolve = Callable[[Any], tuple[Any, ...] | None]
+_Resolve = Callable[[Any], tuple[Any, ...] | None]
 
 class Fallback(Exception): ...
 
+@final
 class Program:
     """One (struct, version) of the compact message encoding, compiled for the C interpreter."""
 
@@ -40,6 +41,7 @@ class Program:
     @property
     def spec(self) -> tuple[Any, ...]: ...
 
+@final
 class FastDecoder:
     def __new__(cls, program: Program, pure: Callable[[bytes, int], tuple[Any, int]], /) -> FastDecoder: ...
     def __call__(self, buf: bytes, pos: int, /) -> tuple[Any, int]: ...
@@ -48,6 +50,7 @@ class FastDecoder:
     @property
     def pure(self) -> Callable[[bytes, int], tuple[Any, int]]: ...
 
+@final
 class FastEncoder:
     def __new__(cls, program: Program, pure: Callable[[Any, bytearray], None], /) -> FastEncoder: ...
     def __call__(self, message: Any, out: bytearray, /) -> None: ...
@@ -64,11 +67,11 @@ def decode_records(
     buf: bytes, start: int, end: int, count: int, base_offset: int, epoch: int, base_timestamp: int, table: list[Any], /
 ) -> list[Any] | None: ...
 def decode_log(data: bytes, pos: int, table: list[Any], out: list[Any], min_records: int = -1, /) -> int: ...
-def encode_values(payloads: Sequence[Any], resolve: Resolve, /) -> list[bytes] | None: ...
+def encode_values(payloads: Sequence[Any], resolve: _Resolve, /) -> list[bytes] | None: ...
 def encode_data_batch(
-    base_offset: int, payloads: Sequence[Any], epoch: int, timestamp: int, resolve: Resolve, /
+    base_offset: int, payloads: Sequence[Any], epoch: int, timestamp: int, resolve: _Resolve, /
 ) -> bytes | None: ...
-def encode_batches(batches: Sequence[Any], resolve: Resolve, /) -> tuple[list[bytes | None], list[int]]: ...
+def encode_batches(batches: Sequence[Any], resolve: _Resolve, /) -> tuple[list[bytes | None], list[int]]: ...
 def configure(
     uuid: type = ...,
     record: type = ...,

@@ -17,7 +17,7 @@ from kraftsim.storage.format_common import (
 )
 from kraftsim.storage.scram_parser import scram_record
 from kraftsim.versions import Catalog, MetadataVersion
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
+from kraftsim.versions import FEATURE_NAME as MV_NAME
 
 # ------------------------------------------------------------------------------ Kafka's toString
 

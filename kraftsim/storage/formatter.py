@@ -69,7 +69,7 @@ from kraftsim.storage.names import (
     META_PROPERTIES_FILE,
 )
 from kraftsim.versions import Catalog, MetadataVersion
-from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
+from kraftsim.versions import FEATURE_NAME as MV_NAME
 
 # ------------------------------------------------------------------------------ the Formatter
 

@@ -35,7 +35,7 @@ from kraftsim.storage.server_config import (
     ServerConfig,
 )
 from kraftsim.versions import Catalog, MetadataVersion, ToolFailure, UnknownMetadataVersion
-from kraftsim.versions.tool_text import parse_feature_arg
+from kraftsim.versions import parse_feature_arg
 
 # ------------------------------------------------------------------------------ StorageTool
 

@@ -34,6 +34,7 @@ from kraftsim.versions.features import Feature, FeatureLevel
 from kraftsim.versions.gates import DowngradeLosses
 from kraftsim.versions.metadata_version import FEATURE_NAME, MetadataVersion
 from kraftsim.versions.releases import Release, range_text
+from kraftsim.versions.tool_text import feature_dependencies, parse_feature_arg, version_mapping
 
 __all__ = [
     "Catalog",
@@ -54,7 +55,10 @@ __all__ = [
     "UnknownMetadataVersion",
     "VersionsError",
     "default_catalog",
+    "feature_dependencies",
     "load_catalog",
     "load_catalog_text",
+    "parse_feature_arg",
     "range_text",
+    "version_mapping",
 ]

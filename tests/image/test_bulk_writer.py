@@ -10,7 +10,7 @@ from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import LossReport, image_from_records, iter_image_records
 from kraftsim.image.intern import MIGRATING, UNASSIGNED, migrating
-from kraftsim.image.writer.image_writer import PARTITION_RECORD_FIELDS, _all_migrating, positional_constructor
+from kraftsim.image.writer.components.topics import PARTITION_RECORD_FIELDS, all_migrating as _all_migrating, positional_constructor
 from kraftsim.versions import default_catalog
 from tests.image.helpers import REGISTRY
 from tests.image.strategies import image_groups, mv_record

@@ -378,3 +378,12 @@ def test_opaque_records_keyed_by_map_key_fields(tmp_path: Path) -> None:
     report = LossReport()
     write_image(img, 22, cat, loss_handler=report)
     assert report.by_kind() == {"BazRecord record": ["BazRecord baz_id=1", "BazRecord baz_id=2"]}
+
+
+def test_every_component_has_its_writer_in_kafkas_order() -> None:
+    """writer/components names one writer per MetadataImage field, as writer_components.toml does."""
+    from kraftsim.image.image import COMPONENTS
+    from kraftsim.image.writer.components import WRITERS
+    from kraftsim.image.writer.mv_change import writer_components
+
+    assert tuple(WRITERS) == COMPONENTS == tuple(writer_components())

@@ -7,7 +7,7 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from kraftsim.conformance.compare import POLICY_MARK
 from kraftsim.conformance.dist import KafkaDist
@@ -50,8 +50,8 @@ class ReleaseContext:
     _catalog: Catalog | None = field(default=None, init=False)
     _catalog_error: str | None = field(default=None, init=False)
     _counter: int = field(default=0, init=False)
-    memo: dict = field(default_factory=dict, init=False)  # inputs read once per release (cases.inputs)
-    cleanups: list = field(default_factory=list, init=False)  # run when the release is done, whatever happened
+    memo: dict[str, Any] = field(default_factory=dict, init=False)  # inputs read once per release (cases.inputs)
+    cleanups: list[Callable[[], object]] = field(default_factory=list, init=False)  # run when the release is done, whatever happened
 
     @property
     def version(self) -> str:
@@ -82,7 +82,7 @@ class ReleaseContext:
         path.mkdir(parents=True)
         return path
 
-    def kafka(self, tool: str, args: list[str], **kw) -> ToolRun:
+    def kafka(self, tool: str, args: list[str], **kw: Any) -> ToolRun:
         return run_tool(self.dist, tool, args, **kw)
 
     def kraftsim(self, argv: list[str]) -> ToolRun:

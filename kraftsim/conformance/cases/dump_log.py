@@ -28,7 +28,7 @@ from kraftsim.protocol.batch import BatchSlice, split_batches
 GROUP = "dump-log"
 
 
-def _pair(ctx: ReleaseContext, label: str, path: Path, before: tuple = ()) -> Iterable[Case]:
+def _pair(ctx: ReleaseContext, label: str, path: Path, before: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> Iterable[Case]:
     """The payloads and text cases of one file; `before` are Kafka runs that make the file."""
     dump = ("dump-log", ("--cluster-metadata-decoder", "--files", str(path)))
 
@@ -56,6 +56,8 @@ def _kraftsim_format(ctx: ReleaseContext, role: str, flags: list[str]) -> Node |
 def _sim_cluster(ctx: ReleaseContext) -> Path | None:
     """A simulated cluster whose log holds registrations and feature changes; its metadata dir."""
     catalog = ctx.catalog()
+    if catalog is None:
+        return None
     work = ctx.scratch("dump-sim")
     sim = work / "sim"
     if ctx.kraftsim(["cluster", "create", str(sim), "--controllers", "1", "--brokers", "1", "--release", ctx.line,
@@ -72,7 +74,7 @@ def _snapshots(ctx: ReleaseContext, metadata_dir: Path) -> list[tuple[str, Path]
     """kraftsim's snapshots of the simulated log's end: as is, lossless-downgraded, KIP-778 lossy."""
     catalog = ctx.catalog()
     log = sorted(metadata_dir.glob("*.log"))
-    if not log:
+    if not log or catalog is None:
         return []
     end = ctx.kraftsim(["log", "dump", "--json", str(log[0])])
     offsets = [e[0] for e in json_dump_payloads(end.stdout)]

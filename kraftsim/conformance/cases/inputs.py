@@ -5,17 +5,21 @@ side's gaps go unnoticed. Results are kept on the release context."""
 from __future__ import annotations
 
 import re
+from typing import Callable, TypeVar
 
 from kraftsim.conformance.cases.base import ReleaseContext
 from kraftsim.conformance.cases.nodes import CLUSTER_ID, Node
 from kraftsim.conformance.tools import run_batch
 from kraftsim.versions import default_catalog
 
+_T = TypeVar("_T")
 
-def _memo(ctx: ReleaseContext, key: str, make):
+
+def _memo(ctx: ReleaseContext, key: str, make: Callable[[], _T]) -> _T:
     if key not in ctx.memo:
         ctx.memo[key] = make()
-    return ctx.memo[key]
+    value: _T = ctx.memo[key]
+    return value
 
 
 def kafka_metadata_versions(ctx: ReleaseContext) -> list[str]:

@@ -25,9 +25,10 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kraftsim.conformance.cases.base import Case, ReleaseContext
+from kraftsim.versions import Catalog
 from kraftsim.conformance.compare import (
     clean_lines, compare_metadata_file, compare_payloads, compare_runs, dump_log_payloads, json_dump_payloads, unified,
 )
@@ -52,6 +53,13 @@ class Session:
     stopped: bool = False
     diffs_seen: bool = False
     kept: Path | None = None
+
+    @property
+    def live(self) -> LiveNode:
+        """The node, once ensure() started it without a failure."""
+        if self.node is None:
+            raise KafkaUnavailable("the Kafka node was not started")
+        return self.node
 
     def ensure(self) -> list[str]:
         """Start both sides once (whichever case comes first); the failure, if any, for every case."""
@@ -90,11 +98,11 @@ class Session:
             self.kept = self.node.keep_logs("live-node")
 
     def features(self, args: list[str]) -> list[str]:
-        if self.ensure():
-            return [self.failure]
+        if failed := self.ensure():
+            return failed
         if self.stopped:
             return ["the Kafka node was already stopped"]
-        kafka = run_tool(self.ctx.dist, "features", ["--bootstrap-server", self.node.bootstrap, *args])
+        kafka = run_tool(self.ctx.dist, "features", ["--bootstrap-server", self.live.bootstrap, *args])
         sim = self.ctx.kraftsim(["features", "--cluster", str(self.sim_dir), "--release", self.ctx.line, *args])
         sim = ToolRun(sim.argv, sim.code, sim.stdout,
                       "\n".join(ln for ln in sim.stderr.splitlines() if not _SIM_NOTE.match(ln)))
@@ -105,13 +113,14 @@ class Session:
 
     def stop(self) -> list[str]:
         """Stop the node (so its files are final); its logs are kept when a command differed."""
-        if self.ensure():
-            return [self.failure]
+        if failed := self.ensure():
+            return failed
         self.stopped = True
-        self.node.stop()
+        node = self.live
+        node.stop()
         if self.diffs_seen:
             self.keep()
-        code = self.node.proc.returncode if self.node.proc else None
+        code = node.proc.returncode if node.proc else None
         # 143: the JVM's exit code after SIGTERM, as Kafka's own shutdown hook leaves it.
         return [] if code in (0, 143) else [f"the Kafka node exited with code {code} when stopped"]
 
@@ -127,9 +136,9 @@ def _topics(session: Session) -> list[str]:
     """Two topics made on both sides (kafka-topics --create; `kraftsim topics create`), then
     both tools' topic lists compared; Kafka's log then holds topic and partition records for
     the log cases that follow (dump, replay, snapshots)."""
-    if session.ensure():
-        return [session.failure]
-    ctx, node = session.ctx, session.node
+    if failed := session.ensure():
+        return failed
+    ctx, node = session.ctx, session.live
     diffs = []
     for i in range(2):
         made = run_tool(ctx.dist, "topics", ["--bootstrap-server", node.bootstrap, "--create",
@@ -149,12 +158,12 @@ def _topics(session: Session) -> list[str]:
 
 
 def _metadata_dir(session: Session) -> Path:
-    return session.node.data / "__cluster_metadata-0"
+    return session.live.data / "__cluster_metadata-0"
 
 
 def _verify(session: Session) -> list[str]:
-    if session.ensure():
-        return [session.failure]
+    if failed := session.ensure():
+        return failed
     if not session.stopped:
         session.stop()
     run = session.ctx.kraftsim(["log", "verify", str(_metadata_dir(session))])
@@ -165,8 +174,8 @@ def _verify(session: Session) -> list[str]:
 def _replay(session: Session) -> list[str]:
     """`kraftsim replay` loads Kafka's log and snapshots as a node would and verifies them
     (every snapshot against the log, lossless downgrade round trips); it must pass."""
-    if session.ensure():
-        return [session.failure]
+    if failed := session.ensure():
+        return failed
     if not session.stopped:
         session.stop()
     run = session.ctx.kraftsim(["replay", "--release", session.ctx.line, str(_metadata_dir(session))])
@@ -181,8 +190,8 @@ def _kafka_files(session: Session) -> list[Path]:
 
 
 def _dump(session: Session) -> list[str]:
-    if session.ensure():
-        return [session.failure]
+    if failed := session.ensure():
+        return failed
     if not session.stopped:
         session.stop()
     diffs = []
@@ -198,8 +207,8 @@ def _dump(session: Session) -> list[str]:
 
 def _snapshot(session: Session) -> list[str]:
     """kraftsim's snapshot of Kafka's log at the offset of Kafka's newest snapshot, against it."""
-    if session.ensure():
-        return [session.failure]
+    if failed := session.ensure():
+        return failed
     if not session.stopped:
         session.stop()
     snaps = [p for p in sorted(_metadata_dir(session).glob("*.checkpoint")) if not p.name.startswith("0" * 20 + "-")]
@@ -224,17 +233,18 @@ _FINALIZED_LINE = re.compile(r"Feature: (\S+)\s+SupportedMinVersion: \S+\s+Suppo
                              r"FinalizedVersionLevel: (\S+)")
 
 
-def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> list[str]:
+def _restart_on_kraftsim_snapshot(session: Session, label: str,
+                                  flags_of: Callable[[Catalog], list[str] | None]) -> list[str]:
     """kraftsim writes the snapshot of Kafka's whole log (at the given metadata.version), Kafka
     starts on the directory, and the finalized features it serves must be the ones `kraftsim
     replay` predicts for that directory (which loads the same, newest, snapshot)."""
-    if session.ensure():
-        return [session.failure]
+    if failed := session.ensure():
+        return failed
     if not session.stopped:
         session.stop()
-    ctx, node = session.ctx, session.node
+    ctx, node = session.ctx, session.live
     catalog = ctx.catalog()
-    flags = flags_of(catalog)
+    flags = flags_of(catalog) if catalog is not None else None
     if flags is None:
         return []
     meta = _metadata_dir(session)
@@ -276,12 +286,12 @@ def _restart_on_kraftsim_snapshot(session: Session, label: str, flags_of) -> lis
     return unified(theirs, ours, "finalized features served")
 
 
-def _floor_flags(catalog):
+def _floor_flags(catalog: Catalog) -> list[str] | None:
     lp = catalog.latest_production
     return ["--metadata-version", catalog.safe_downgrade_floor(lp).version]
 
 
-def _lossy_flags(catalog):
+def _lossy_flags(catalog: Catalog) -> list[str] | None:
     floor = catalog.safe_downgrade_floor(catalog.latest_production)
     below = [mv for mv in catalog.metadata_versions if catalog.minimum.level <= mv.level < floor.level]
     return ["--metadata-version", below[-1].version, "--allow-loss"] if below else None
@@ -352,7 +362,7 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     commands = _commands(ctx)
     group = "live-node"
 
-    def step(args: list[str]):
+    def step(args: list[str]) -> Callable[[list[ToolRun]], list[str]]:
         return lambda _: session.features(args)
 
     yield Case(f"{group}/topics create and list", (), lambda _: _topics(session))

@@ -25,6 +25,7 @@ import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable, Iterable
 
@@ -69,7 +70,7 @@ def comparable(run: ToolRun) -> tuple[int, list[str], str]:
 @dataclass
 class QuorumSession:
     ctx: ReleaseContext
-    procs: dict[int, subprocess.Popen] = field(default_factory=dict)
+    procs: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
     kafka: dict[str, ToolRun] = field(default_factory=dict)
     sim: dict[str, ToolRun] = field(default_factory=dict)
     failure: str | None = None
@@ -227,7 +228,11 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         return []  # before 3.9 there is no dynamic quorum to compare
     session = QuorumSession(ctx)
     ctx.cleanups.append(session.stop)
-    return [Case(f"live-quorum/{step}", (), lambda runs, step=step: session.diff(step)) for step in STEPS]
+    return [Case(f"live-quorum/{step}", (), partial(_diff_step, session, step)) for step in STEPS]
+
+
+def _diff_step(session: QuorumSession, step: str, runs: list[ToolRun]) -> list[str]:
+    return session.diff(step)
 
 
 __all__ = ["STEPS", "QuorumSession", "cases", "comparable", "mask"]

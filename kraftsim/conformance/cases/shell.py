@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 from kraftsim.conformance.cases import shell_lines
 from kraftsim.conformance.cases.base import Case, ReleaseContext
@@ -43,7 +43,7 @@ def _kafka_image(answers: list[str], names: list[str]) -> list[str]:
     return lines
 
 
-def _kraftsim_image(summary: dict) -> list[str]:
+def _kraftsim_image(summary: dict[str, Any]) -> list[str]:
     features = dict(summary["features"])
     mv = features.pop("metadata.version", None)
     lines = [f"metadata.version={mv['version']}" if mv else "metadata.version=Optional.empty"]

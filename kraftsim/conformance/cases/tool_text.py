@@ -38,7 +38,7 @@ def _features_prefix(ctx: ReleaseContext) -> list[str]:
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
     line = ctx.line
     versions = metadata_versions(ctx)
-    lines = sorted({re.match(r"\d+\.\d+", v).group(0) for v in versions if re.match(r"\d+\.\d+", v)},
+    lines = sorted({m.group(0) for v in versions if (m := re.match(r"\d+\.\d+", v))},
                    key=lambda v: tuple(map(int, v.split("."))))
     for v in [None, *versions, *lines, "9.9-IV9"]:
         label = "default" if v is None else v

@@ -29,7 +29,7 @@ class StandardAcl(msgspec.Struct, frozen=True, gc=False):
 
 
 class AclsImage(msgspec.Struct, frozen=True, gc=False):
-    acls: PMap = msgspec.field(default_factory=lambda: PMap(hash_uuid))
+    acls: PMap[Uuid, StandardAcl] = msgspec.field(default_factory=lambda: PMap(hash_uuid))
 
     def is_empty(self) -> bool:
         return not self.acls

@@ -44,7 +44,8 @@ def sorted_dirs(dirs: Iterable[bytes] | None) -> tuple[Uuid, ...]:
     """Log directories as BrokerRegistration keeps them: sorted by Uuid.compareTo, interned."""
     if not dirs:
         return intern.EMPTY
-    return intern.uuids(sorted((intern.uuid(d) for d in dirs), key=uuid_order))
+    ordered = sorted((intern.uuid(d) for d in dirs), key=uuid_order)
+    return intern.uuids(ordered)
 
 
 #: Registration fields that hold lists compared as sets (see canonical_lists).
@@ -63,7 +64,7 @@ def _registration_eq(a: BrokerRegistration | ControllerRegistration, b: object) 
     if a is b:
         return True
     if type(a) is not type(b):
-        return NotImplemented
+        return NotImplemented  # type: ignore[no-any-return]  # __eq__'s answer for another type
     for f in a.__struct_fields__:
         if f not in SET_FIELDS and getattr(a, f) != getattr(b, f):
             return False
@@ -127,7 +128,8 @@ class BrokerRegistration(msgspec.Struct, frozen=True, gc=False):
     @property
     def all_directories_cordoned(self) -> bool:
         """KIP-1066: a broker whose every log directory is cordoned gets no new replicas."""
-        return bool(self.cordoned_directories) and set(self.directories or ()) <= set(self.cordoned_directories)
+        cordoned = self.cordoned_directories
+        return bool(cordoned) and set(self.directories or ()) <= set(cordoned or ())
 
     def clone_with(self, fenced: bool | None, in_controlled_shutdown: bool | None,
                    directories: tuple[Uuid, ...] | None,
@@ -170,8 +172,8 @@ class ControllerRegistration(msgspec.Struct, frozen=True, gc=False):
 class ClusterImage(msgspec.Struct, frozen=True, gc=False):
     """Brokers and controllers by id. Empty when there are no brokers (as in Kafka)."""
 
-    brokers: PMap = msgspec.field(default_factory=lambda: PMap(hash_int))
-    controllers: PMap = msgspec.field(default_factory=lambda: PMap(hash_int))
+    brokers: PMap[int, BrokerRegistration] = msgspec.field(default_factory=lambda: PMap(hash_int))
+    controllers: PMap[int, ControllerRegistration] = msgspec.field(default_factory=lambda: PMap(hash_int))
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self.brokers.get(broker_id)

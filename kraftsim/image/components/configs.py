@@ -30,7 +30,7 @@ def resource_type_name(t: int) -> str:
 class ConfigurationsImage(msgspec.Struct, frozen=True, gc=False):
     """Config resources and their key/value maps (read-only mappings)."""
 
-    resources: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
+    resources: PMap[tuple[int, str], Mapping[str, str]] = msgspec.field(default_factory=lambda: PMap(stable_hash))
 
     def config(self, resource_type: int, name: str) -> Mapping[str, str]:
         return self.resources.get((resource_type, name)) or {}

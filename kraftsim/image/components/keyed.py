@@ -19,7 +19,7 @@ REMOVE: Any = DELETE
 class NestedDelta:
     """Changes to a PMap[outer key, Mapping[inner key, value]]."""
 
-    def __init__(self, base: PMap):
+    def __init__(self, base: PMap[Any, Mapping[Any, Any]]):
         self.base = base
         self.changes: dict[Any, dict[Any, Any]] = {}  # outer -> inner -> value | REMOVE
 
@@ -37,7 +37,7 @@ class NestedDelta:
             for k in inner:
                 mentioned.setdefault(k, REMOVE)
 
-    def apply(self) -> PMap:
+    def apply(self) -> PMap[Any, Mapping[Any, Any]]:
         outer_changes: dict[Any, Any] = {}
         for outer, inner_changes in self.changes.items():
             old: Mapping[Any, Any] = self.base.get(outer) or {}

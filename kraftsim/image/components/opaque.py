@@ -77,7 +77,7 @@ def key_text(key: OpaqueKey, record: "OpaqueRecord | None" = None) -> str:
 
 
 class OpaqueImage(msgspec.Struct, frozen=True, gc=False):
-    records: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
+    records: PMap[OpaqueKey, OpaqueRecord] = msgspec.field(default_factory=lambda: PMap(stable_hash))
 
     def is_empty(self) -> bool:
         return not self.records

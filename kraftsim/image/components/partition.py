@@ -104,7 +104,8 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
 MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))
 
 
-def registration_from_record(r: Any, _new: Any = PartitionRegistration, _empty: tuple = intern.EMPTY,
+def registration_from_record(r: Any, _new: type[PartitionRegistration] = PartitionRegistration,
+                             _empty: tuple[()] = intern.EMPTY,
                              _find_ints: Any = intern.find_ints,
                              _find_uuids: Any = intern.find_uuids) -> PartitionRegistration:
     """The registration a PartitionRecord describes (bulk.py inlines its common shape).

@@ -28,7 +28,7 @@ def entity_text(entity: Entity) -> str:
 
 
 class ClientQuotasImage(msgspec.Struct, frozen=True, gc=False):
-    entities: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
+    entities: PMap[Entity, Mapping[str, float]] = msgspec.field(default_factory=lambda: PMap(stable_hash))
 
     def quotas(self, entity: Entity) -> Mapping[str, float]:
         return self.entities.get(entity) or {}

@@ -30,7 +30,7 @@ class ScramCredential(msgspec.Struct, frozen=True, gc=False):
 class ScramImage(msgspec.Struct, frozen=True, gc=False):
     """Credentials keyed by (mechanism type id, user name)."""
 
-    credentials: PMap = msgspec.field(default_factory=lambda: PMap(stable_hash))
+    credentials: PMap[tuple[int, str], ScramCredential] = msgspec.field(default_factory=lambda: PMap(stable_hash))
 
     def credential(self, mechanism: int, user: str) -> ScramCredential | None:
         return self.credentials.get((mechanism, user))

@@ -27,7 +27,7 @@ class DelegationToken(msgspec.Struct, frozen=True, gc=False):
 
 
 class DelegationTokensImage(msgspec.Struct, frozen=True, gc=False):
-    tokens: PMap = msgspec.field(default_factory=lambda: PMap(hash_str))
+    tokens: PMap[str, DelegationToken] = msgspec.field(default_factory=lambda: PMap(hash_str))
 
     def is_empty(self) -> bool:
         return not self.tokens

@@ -48,10 +48,10 @@ class TopicImage(msgspec.Struct, frozen=True, gc=False):
 class TopicsImage(msgspec.Struct, frozen=True, gc=False):
     """All topics, by id and by name."""
 
-    by_id: PMap = msgspec.field(default_factory=lambda: PMap(hash_uuid))
-    by_name: PMap = msgspec.field(default_factory=lambda: PMap(hash_str))
+    by_id: PMap[Uuid, TopicImage] = msgspec.field(default_factory=lambda: PMap(hash_uuid))
+    by_name: PMap[str, Uuid] = msgspec.field(default_factory=lambda: PMap(hash_str))
 
-    def get_topic(self, topic_id: bytes) -> TopicImage | None:
+    def get_topic(self, topic_id: Uuid) -> TopicImage | None:
         return self.by_id.get(topic_id)
 
     def get_topic_by_name(self, name: str) -> TopicImage | None:

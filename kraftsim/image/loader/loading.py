@@ -22,7 +22,7 @@ below it and `LoadResult.partial` says where.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Literal
+from typing import Callable, Generic, Iterable, Iterator, Literal, TypeVar
 
 import msgspec
 
@@ -47,6 +47,8 @@ from kraftsim.versions import Catalog, default_catalog
 #: (bytes done, bytes in total) — called after each batch of a long load.
 Progress = Callable[[int, int], None]
 #: Which snapshot a directory load starts from: the newest usable one, none (the whole log), or this one.
+_T = TypeVar("_T")
+
 SnapshotChoice = Literal["latest", "none"] | SnapshotId
 
 
@@ -158,17 +160,17 @@ def load_snapshot(loader: MetadataLoader, snap: SnapshotFile, *, end_offset: int
     return counted.count
 
 
-class _Counted:
+class _Counted(Generic[_T]):
     """An iterator that counts what it hands out."""
 
-    def __init__(self, items: Iterator):
+    def __init__(self, items: Iterable[_T]):
         self._items = iter(items)
         self.count = 0
 
-    def __iter__(self) -> "_Counted":
+    def __iter__(self) -> "_Counted[_T]":
         return self
 
-    def __next__(self):
+    def __next__(self) -> _T:
         item = next(self._items)
         self.count += 1
         return item

@@ -46,7 +46,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.components.configs import DroppedConfigs
-from kraftsim.image.delta import MetadataDelta
+from kraftsim.image.delta import MetadataDelta, RecordLike
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.writer.loss import LossReport
 from kraftsim.image.writer.mv_change import MetadataVersionChange, rewrite_at_metadata_version
@@ -122,7 +122,9 @@ class LogDeltaManifest(NamedTuple):
     #: Under MvChangeHandling.KIP_778, the metadata.version change this delta carried out.
     metadata_version_change: MetadataVersionChange | None = None
 
-    kind = "LOG_DELTA"
+    @property
+    def kind(self) -> str:
+        return "LOG_DELTA"
 
 
 class SnapshotManifest(NamedTuple):
@@ -131,7 +133,9 @@ class SnapshotManifest(NamedTuple):
     provenance: MetadataProvenance
     elapsed_ns: int
 
-    kind = "SNAPSHOT"
+    @property
+    def kind(self) -> str:
+        return "SNAPSHOT"
 
 
 Manifest = LogDeltaManifest | SnapshotManifest
@@ -151,6 +155,9 @@ class MetadataLoader:
     Not thread-safe: a simulated node drives it from one event loop. The clock only feeds
     the manifests' elapsed times, never the images.
     """
+
+    _has_seen_record: bool | None  # None: decided from _reset_image when asked
+    _reset_image: MetadataImage
 
     def __init__(self, catalog: Catalog | None = None, *, fault_handler: FaultHandler = raise_fault,
                  abort_handling: AbortHandling = AbortHandling.KAFKA,
@@ -265,7 +272,7 @@ class MetadataLoader:
                     yield entry
                     index += 1
 
-        def failed(entry: LogEntry, error: KraftsimError) -> None:
+        def failed(entry: RecordLike, error: KraftsimError) -> None:
             self._fault(f"Error loading metadata log record {index} in snapshot at offset {end_offset - 1}", error)
 
         delta.replay_all(data_records(), on_error=failed)
@@ -288,7 +295,7 @@ class MetadataLoader:
         self._last_offset = image.provenance.last_contained_offset
         self._last_epoch = image.provenance.last_contained_epoch
         self._last_time = image.provenance.last_contained_log_time_ms
-        self._has_seen_record: bool | None = None  # None: whether `image` is not empty
+        self._has_seen_record = None  # None: whether `image` is not empty
         self._reset_image = image
         self._started_ns: int | None = None
         self._mv_levels: list[int] = []  # metadata.version levels replayed into the delta, in order

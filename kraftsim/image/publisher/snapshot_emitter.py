@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
@@ -261,7 +261,7 @@ class SnapshotEmitter:
             return None
         count = 0
 
-        def counted():
+        def counted() -> Iterator[Payload]:
             nonlocal count
             # read_only: the records are only encoded, so they may share the image's lists.
             for p in iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,

@@ -128,7 +128,7 @@ def _registration_changes(
                 yield Change(component, entity, f"{label} {name}", xa.get(name, ABSENT), xb.get(name, ABSENT))
 
 
-def _pmap_diff(a: PMap, b: PMap) -> list[tuple[Any, Any, Any]]:
+def _pmap_diff(a: PMap[Any, Any], b: PMap[Any, Any]) -> list[tuple[Any, Any, Any]]:
     return sorted(a.diff(b), key=lambda t: _sort_key(t[0]))
 
 
@@ -203,7 +203,7 @@ def _topics(a: MetadataImage, b: MetadataImage) -> Iterator[Change]:
                 yield from _partition_changes(pentity, p, q)
 
 
-def _nested(component: str, a: PMap, b: PMap, entity_of: Any) -> Iterator[Change]:
+def _nested(component: str, a: PMap[Any, Any], b: PMap[Any, Any], entity_of: Any) -> Iterator[Change]:
     for key, old, new in _pmap_diff(a, b):
         entity = entity_of(key)
         da = {} if old is MISSING else old
@@ -233,7 +233,7 @@ def _producer_ids(a: MetadataImage, b: MetadataImage) -> Iterator[Change]:
         yield Change("producer_ids", "producer ids", "next producer id", x, y)
 
 
-def _simple(component: str, label: Any, a: PMap, b: PMap) -> Iterator[Change]:
+def _simple(component: str, label: Any, a: PMap[Any, Any], b: PMap[Any, Any]) -> Iterator[Change]:
     for key, old, new in _pmap_diff(a, b):
         entity = label(key, new if old is MISSING else old)
         if old is MISSING or new is MISSING:

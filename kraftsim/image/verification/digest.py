@@ -29,17 +29,20 @@ from typing import Any, Callable, Iterable
 
 from kraftsim.image.canonical import canon
 from kraftsim.image.components.cluster import canonical_lists
+from kraftsim.image.components.partition import PartitionRegistration
+from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.image import COMPONENTS, MetadataImage
 from kraftsim.image.pmap import PMap
+from kraftsim.protocol.primitives import Uuid
 
 MOD = 1 << 256
 
 
-def _entity_hash(prefix: bytes, entity: Any) -> int:
+def _entity_hash(prefix: bytes, entity: object) -> int:
     return int.from_bytes(blake2b(prefix + canon(entity), digest_size=32).digest(), "big")
 
 
-def _sum(name: str, entities: Iterable[Any]) -> int:
+def _sum(name: str, entities: Iterable[object]) -> int:
     prefix = name.encode() + b"\x00"
     total = 0
     for e in entities:
@@ -47,14 +50,14 @@ def _sum(name: str, entities: Iterable[Any]) -> int:
     return total % MOD
 
 
-def _features(img: MetadataImage) -> Iterable[Any]:
+def _features(img: MetadataImage) -> Iterable[object]:
     f = img.features
     if f.metadata_version is not None:
         yield ("metadata.version", f.metadata_version)
     yield from f.finalized
 
 
-def _cluster(img: MetadataImage) -> Iterable[Any]:
+def _cluster(img: MetadataImage) -> Iterable[object]:
     # listener and feature lists as sets, as registrations compare them
     for bid, b in img.cluster.brokers.items():
         # cordoned directories only when some are cordoned: none reported and none cordoned are one state
@@ -65,10 +68,10 @@ def _cluster(img: MetadataImage) -> Iterable[Any]:
         yield ("controller", cid, c.incarnation_id, c.zk_migration_ready, *canonical_lists(c))
 
 
-_dir_bytes: dict[tuple, bytes] = {}
+_dir_bytes: dict[tuple[bytes, ...], bytes] = {}
 
 
-def _dirs(dirs: tuple) -> bytes:
+def _dirs(dirs: tuple[bytes, ...]) -> bytes:
     """Directory ids as one bytes value (cached: directory tuples are interned and few)."""
     b = _dir_bytes.get(dirs)
     if b is None:
@@ -78,59 +81,59 @@ def _dirs(dirs: tuple) -> bytes:
     return b
 
 
-def partition_entity(pid: int, p: Any) -> tuple:
+def partition_entity(pid: int, p: PartitionRegistration) -> tuple[object, ...]:
     return (pid, p.replicas, _dirs(p.directories), p.isr, p.removing_replicas, p.adding_replicas, p.leader,
             p.leader_recovery_state, p.leader_epoch, p.partition_epoch, p.elr, p.last_known_elr)
 
 
-def _topic_entity(tid: Any, t: Any) -> tuple:
+def _topic_entity(tid: Uuid, t: TopicImage) -> tuple[object, ...]:
     return (bytes(tid), t.name, tuple(partition_entity(pid, p) for pid, p in sorted(t.partitions.items())))
 
 
-def _topics(img: MetadataImage) -> Iterable[Any]:
+def _topics(img: MetadataImage) -> Iterable[object]:
     # one entity per topic, its partitions in id order: one hash per topic instead of per partition
     for tid, t in img.topics.by_id.items():
         yield _topic_entity(tid, t)
 
 
-def _configs(img: MetadataImage) -> Iterable[Any]:
+def _configs(img: MetadataImage) -> Iterable[object]:
     for (rtype, rname), data in img.configs.resources.items():
         for k, v in data.items():
             yield (rtype, rname, k, v)
 
 
-def _quotas(img: MetadataImage) -> Iterable[Any]:
+def _quotas(img: MetadataImage) -> Iterable[object]:
     for entity, data in img.client_quotas.entities.items():
         for k, v in data.items():
             yield (entity, k, v)
 
 
-def _producer_ids(img: MetadataImage) -> Iterable[Any]:
+def _producer_ids(img: MetadataImage) -> Iterable[object]:
     if img.producer_ids.next_producer_id != -1:
         yield img.producer_ids.next_producer_id
 
 
-def _acls(img: MetadataImage) -> Iterable[Any]:
+def _acls(img: MetadataImage) -> Iterable[object]:
     for aid, a in img.acls.acls.items():
         yield (aid, a)
 
 
-def _scram(img: MetadataImage) -> Iterable[Any]:
+def _scram(img: MetadataImage) -> Iterable[object]:
     for key, c in img.scram.credentials.items():
         yield (key, c)
 
 
-def _tokens(img: MetadataImage) -> Iterable[Any]:
+def _tokens(img: MetadataImage) -> Iterable[object]:
     for tid, t in img.delegation_tokens.tokens.items():
         yield (tid, t)
 
 
-def _opaque(img: MetadataImage) -> Iterable[Any]:
+def _opaque(img: MetadataImage) -> Iterable[object]:
     for (name, _), rec in img.opaque.records.items():
         yield (name, rec.canonical())
 
 
-_ENTITIES: dict[str, Callable[[MetadataImage], Iterable[Any]]] = {
+_ENTITIES: dict[str, Callable[[MetadataImage], Iterable[object]]] = {
     "features": _features,
     "cluster": _cluster,
     "topics": _topics,

@@ -341,7 +341,8 @@ def _verify_snapshot(replayer: _Replayer, sid: SnapshotId, shape: _LogShape, ful
             at = along.get(sid.end_offset) if choice == "none" else None
             if at is None:
                 _step(progress, f"replaying {what} for snapshot {name}")
-                at = replayer.replay(snapshot=None if choice == "none" else choice, upto=sid.end_offset)[0]
+                at = replayer.replay(snapshot=choice if isinstance(choice, SnapshotId) else None,
+                                     upto=sid.end_offset)[0]
             sv.comparisons.append(compare_images(f"log up to {sid.end_offset} = snapshot", what, at,
                                                  f"snapshot {name}", alone, max_differences=max_differences))
             sv.fields.extend(_id_checks(sid, at, alone))
@@ -418,7 +419,8 @@ def _batch_signatures(log: MetadataLog, start: int, end: int) -> list[tuple[int,
 
 def _tail(log: MetadataLog, label: str, start: int, end: int, registry: Registry) -> ReplicaTail:
     """What a replica holds from `start` on: its log's records, or only a snapshot's end."""
-    records, size, types, epochs, last = 0, 0, Counter(), [], start
+    types: Counter[str] = Counter()
+    records, size, epochs, last = 0, 0, [], start
     if start < log.log_end_offset:
         for fb in log.batches(start):
             b = fb.batch

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from kraftsim.image.errors import UnwritableMetadataException
 
@@ -49,6 +49,69 @@ def raise_on_loss(loss: Loss) -> None:
         raise UnwritableMetadataException(loss.metadata_version, loss.summary)
 
 
+@dataclass(frozen=True)
+class LossRule:
+    """One kind of data a target metadata.version may be unable to hold: the capability it
+    needs (None: decided elsewhere, e.g. by a record type's gate or a feature), and what a
+    Loss of it says."""
+
+    kind: str
+    summary: str  # Kafka's loss string (kraftsim's where Kafka has none); "" when built per image
+    capability: str | None = None
+    kafka_reported: bool = True
+
+
+# What each image component can lose, in Kafka's writing order (the writers in
+# writer/components name these; nothing else decides what a metadata.version cannot hold).
+FEATURE_LEVELS = LossRule("feature level", "", "metadata_version_record")
+BROKER_IN_CONTROLLED_SHUTDOWN = LossRule("broker in-controlled-shutdown state",
+                                         "the inControlledShutdown state of one or more brokers",
+                                         "in_controlled_shutdown")
+BROKER_MIGRATING_ZK = LossRule("broker isMigratingZkBroker state",
+                               "the isMigratingZkBroker state of one or more brokers", "migration")
+BROKER_LOG_DIRS = LossRule("broker log dirs", "the online log directories of one or more brokers",
+                           "directory_assignment")
+BROKER_CORDONED_LOG_DIRS = LossRule("broker cordoned log dirs", "the cordoned log directories of one or more brokers",
+                                    "cordoned_log_dirs")
+CONTROLLER_REGISTRATION = LossRule("controller registration", "controller registration data",
+                                   "controller_registration")
+REPLICA_DIRECTORIES = LossRule("replica directory assignment",
+                               "the directory assignment state of one or more replicas", "directory_assignment")
+#: ELR fields when the ELR feature is off: Kafka drops them without a word.
+PARTITION_ELR_DISABLED = LossRule("partition ELR (ELR disabled)",
+                                  "the eligible leader replicas of one or more partitions", kafka_reported=False)
+PARTITION_ELR = LossRule("partition ELR", "the eligible leader replicas of one or more partitions", "elr")
+SCRAM_CREDENTIALS = LossRule("SCRAM credential", "", "scram")
+DELEGATION_TOKENS = LossRule("delegation token", "", "delegation_tokens")
+
+
+def feature_levels_summary(names: Iterable[str]) -> str:
+    """Kafka's text for finalized features a metadata.version without FeatureLevelRecord drops."""
+    return "feature flag(s): " + ", ".join(sorted(names))
+
+
+def scram_summary(users: Iterable[tuple[str, str]]) -> str:
+    """Kafka's ScramImage loss string, `ScramImage({MECH:user, user},{...})`, from
+    (mechanism enum name, user) pairs in writing order; mechanisms in the given order."""
+    by_mechanism: dict[str, list[str]] = {}
+    for mechanism, user in users:
+        by_mechanism.setdefault(mechanism, []).append(user)
+    text = "ScramImage({"
+    for mechanism, names in by_mechanism.items():
+        text += f"{mechanism}:" + ", ".join(names) + "},{"
+    return text + "})"
+
+
+def delegation_tokens_summary(token_ids: Iterable[str]) -> str:
+    """Kafka's DelegationTokenImage loss string."""
+    return "DelegationTokenImage(" + ", ".join(token_ids) + ")"
+
+
+def unwritable_record_type(name: str) -> LossRule:
+    """Records of a type the image does not model, whose gate the target metadata.version is below."""
+    return LossRule(f"{name} record", f"records of type {name}")
+
+
 @dataclass
 class LossReport:
     """A loss handler that records every dropped item (use it as `loss_handler=report`)."""
@@ -64,7 +127,7 @@ class LossReport:
     def __bool__(self) -> bool:
         return bool(self.items)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Loss]:
         return iter(self.items)
 
     @property

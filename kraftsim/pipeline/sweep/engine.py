@@ -33,7 +33,7 @@ import pyarrow.parquet as pq
 
 from kraftsim.errors import KraftsimError
 from kraftsim.textsafe import own
-from kraftsim.storage import safe_file_name
+from kraftsim.storage.safepath import safe_file_name
 from kraftsim.pipeline.defaults import job_defaults
 from kraftsim.pipeline.jobs import normalize
 from kraftsim.pipeline.fanout import fan_out, fan_out_queued, pack, partition_count, run_local
