@@ -14,7 +14,7 @@ from pathlib import Path
 from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
-from kraftsim.scenario.language import Step
+from kraftsim.scenario.ops import Step
 from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines

@@ -16,7 +16,7 @@ import json
 import re
 import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 from kraftsim.conformance.dist import KafkaUnavailable
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
@@ -27,7 +27,7 @@ HELP = ("the size of a cluster's snapshot and the time to write and load it, in 
         "in Kafka's own code, warm and cold")
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("snapshot-cost", help=HELP, description=HELP)
     p.add_argument("--topics", type=bounded_int(0, 10_000_000, "a number of topics"), default=1000,
                    help="topics (default: %(default)s)")
@@ -54,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def _progress(args: argparse.Namespace):
+def _progress(args: argparse.Namespace) -> Callable[[str], None]:
     if args.no_progress:
         return lambda s: None
     started = time.perf_counter()
