@@ -4,7 +4,8 @@ The repro directory is where counterexamples are written as scenario files; the 
 the simulator's seed (the simulated network's and elections' randomness), not
 hypothesis's. Resolution order: the machine class's own attribute, the pytest option
 (`--kraftsim-repro-dir`, `--kraftsim-seed`), the environment (`KRAFTSIM_REPRO_DIR`,
-`KRAFTSIM_SEED`), the default.
+`KRAFTSIM_SEED`), the default. The shrink budget resolves the same way
+(`shrink_budget_s`, `--kraftsim-shrink-budget`, `KRAFTSIM_SHRINK_BUDGET`, 60 s).
 """
 
 from __future__ import annotations
@@ -36,3 +37,21 @@ def seed(own: int | None = None) -> int:
         return option_seed
     env = os.environ.get("KRAFTSIM_SEED")
     return int(env) if env else DEFAULT_SEED
+
+
+#: `--kraftsim-shrink-budget`: seconds a machine may shrink a counterexample (None: not given).
+option_shrink_budget: float | None = None
+#: `--kraftsim-replay`: a machine's scenario file its machine replays instead of exploring.
+option_replay: Path | None = None
+DEFAULT_SHRINK_BUDGET_S = 60.0
+
+
+def shrink_budget(own: float | None = None) -> float:
+    """Seconds from the first failing example after which the best counterexample so far is
+    written (kraftsim.testing.shrink_budget)."""
+    if own is not None:
+        return own
+    if option_shrink_budget is not None:
+        return option_shrink_budget
+    env = os.environ.get("KRAFTSIM_SHRINK_BUDGET")
+    return float(env) if env else DEFAULT_SHRINK_BUDGET_S
