@@ -49,7 +49,7 @@ def _load_planted() -> Any:
 
 def measure(base: type, budget: float | None) -> dict[str, Any]:
     """Find, shrink and write `base`'s planted bug once; the times and step counts."""
-    from hypothesis import HealthCheck, settings
+    from hypothesis import settings
     from hypothesis.stateful import run_state_machine_as_test
 
     from kraftsim.testing import machine as machine_module
@@ -67,7 +67,7 @@ def measure(base: type, budget: float | None) -> dict[str, Any]:
             return super().write_repro(*args, **kwargs)
 
     Timed.__name__ = Timed.__qualname__ = base.__name__
-    cfg = settings(deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
+    cfg = settings(Timed.TestCase.settings, database=None, derandomize=True)
     run = getattr(machine_module, "run_as_test", None) or (lambda cls, s: run_state_machine_as_test(cls, settings=s))
     load_before = os.getloadavg()
     start = time.perf_counter()

@@ -17,7 +17,7 @@ from pathlib import Path
 from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
-from kraftsim.scenario.recorded_failure import report_lines
+from kraftsim.scenario.recorded_failure import report_lines, result_json as recorded_json
 from kraftsim.scenario.results import result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
@@ -149,7 +149,9 @@ def _run(args: argparse.Namespace) -> int:
             print(f"kraftsim: error: {e}", file=sys.stderr)
             return EXIT_INVALID
         result = outcome.result
-        if args.json:
+        if args.json and scenario.recorded_failure is not None:
+            print(recorded_json(result, scenario.recorded_failure), flush=True)
+        elif args.json:
             print(result_json(result), flush=True)
         else:
             lines = summary_lines(result)

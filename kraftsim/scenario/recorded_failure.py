@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import msgspec
+
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.language import RecordedFailure
 from kraftsim.scenario.results import ScenarioResult
@@ -84,3 +86,13 @@ def report_lines(recorded: RecordedFailure, path: Path, result: ScenarioResult) 
     verdict = "REPRODUCES" if result.passed else "FAIL"
     out.append(f"{verdict} {result.name}: {check_name(recorded)} recorded as failing")
     return out
+
+
+def result_json(result: ScenarioResult, recorded: RecordedFailure) -> str:
+    """The contract-5 line of a file with `[recorded_failure]`, with that table added as
+    `recorded_failure` (what it records, nothing of where it is, so the line stays
+    determined by the file and the seed)."""
+    doc = msgspec.to_builtins(result)
+    doc["recorded_failure"] = msgspec.to_builtins(recorded)
+    return msgspec.json.encode(doc).decode("utf-8")
+

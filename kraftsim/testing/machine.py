@@ -25,11 +25,12 @@ import dataclasses
 import functools
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
 import msgspec
-from hypothesis import strategies as st
+from hypothesis import settings as Settings, strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis.stateful import (
@@ -44,7 +45,7 @@ from kraftsim.scenario.recorded_failure import check_name, plain
 from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
 from kraftsim.storage import safe_file_name
-from kraftsim.testing import config, properties, shrink_budget
+from kraftsim.testing import config, properties, shrink_budget, step_shrink
 from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
@@ -128,6 +129,11 @@ class ClusterStateMachine(RuleBasedStateMachine):
     #: counterexample so far is written, marked cut short. None: `--kraftsim-shrink-budget`,
     #: KRAFTSIM_SHRINK_BUDGET, else 60.
     shrink_budget_s: float | None = None
+    #: Whether a failing invariant's run is shrunk by its steps (step_shrink.py: replays of
+    #: fewer steps through this machine, within the budget) instead of by hypothesis's
+    #: shrinker, which re-runs whole examples for every choice it lowers. None: when the
+    #: budget is finite (a rule's own assertion always goes to hypothesis's shrinker).
+    shrink_steps: bool | None = None
 
     node_ids = Bundle("node_ids")
     topic_names = Bundle("topic_names")
@@ -221,7 +227,13 @@ class ClusterStateMachine(RuleBasedStateMachine):
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
-        if not final:  # a spent shrink budget writes the smallest failure so far and ends the run
+        if not final:
+            self._check_budget()
+
+    def _check_budget(self) -> None:
+        """A spent shrink budget writes the smallest failure so far and ends hypothesis's run
+        (between steps too: one example of long rolls can last minutes on a loaded machine)."""
+        if not self._replaying and not _is_final():
             shrink_budget.check(type(self), config.shrink_budget(self.shrink_budget_s))
 
     # ------------------------------------------------------------------ carrying out a step
@@ -229,6 +241,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
     def do(self, op: str, **args: Any) -> Step:
         """Run one scenario op, record it, and check what must hold of its outcome."""
         assert self.sim is not None
+        self._check_budget()
         step = Step(op, {k: v for k, v in args.items() if v is not None})
         before = properties.observe(self.sim)
         expected = self._kafka_refusal(step)
@@ -332,9 +345,51 @@ class ClusterStateMachine(RuleBasedStateMachine):
             shrink_budget.failed(cls, (self.failure.invariant, self.failure.rule), len(self.steps),
                                  functools.partial(write, cut_short=True),
                                  error or PropertyFailed(name, detail))
+            budget = config.shrink_budget(self.shrink_budget_s)
+            by_steps = self.shrink_steps if self.shrink_steps is not None else budget != float("inf")
+            if by_steps and not rule:
+                self._shrink_steps_and_stop(error or PropertyFailed(name, detail), budget)
             return None
         self._written = write()
         return self._written
+
+    def _shrink_steps_and_stop(self, error: BaseException, budget_s: float) -> None:
+        """Shrink this failing run by its steps within the budget, write it, and end
+        hypothesis's run with its failure (shrink_budget.BudgetSpent)."""
+        assert self.failure is not None and self.shape is not None
+        cls, key, release = type(self), (self.failure.invariant, self.failure.rule), self.shape.release
+        started = time.monotonic()
+        best: list[Any] = [self.failure, self.final_expect(), error]
+
+        def fails(candidate: list[Step]) -> list[Step] | None:
+            machine = cls()
+            machine._replaying = True
+            machine._seed = self._seed
+            try:
+                machine._start(release)
+                machine._check_every_invariant()
+                for step in candidate:
+                    machine.do(step.op, **step.args)
+                    machine._check_every_invariant()
+            except Exception as e:
+                met = machine.failure
+                if met is None or (met.invariant, met.rule) != key or machine.sim is None:
+                    return None
+                best[:] = [met, machine.final_expect(), e]
+                return list(machine.steps)
+            finally:
+                machine.teardown()
+            return None
+
+        steps, complete = step_shrink.shrink(self.steps, fails, shrink_budget.deadline(cls, budget_s))
+        shrink_budget.ended(cls)
+        failure, expect, last_error = best
+        path = self._write(failure, self.shape, steps, expect, cut_short=not complete)
+        how = (f"the run was shrunk from {len(self.steps)} to {len(steps)} steps in "
+               f"{time.monotonic() - started:.0f} s" if complete else
+               f"shrinking was cut short after {budget_s:g} s (the shrink budget): {len(self.steps)} steps "
+               f"shrunk to {len(steps)} so far")
+        raise shrink_budget.BudgetSpent(last_error, path, how)
 
     def _write(self, failure: RecordedFailure, shape: ClusterShape, steps: list[Step], expect: dict[str, Any],
                cut_short: bool = False) -> Path:
@@ -349,7 +404,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             name=f"{cls.__qualname__}: {what}", shape=shape, steps=steps, seed=self._seed,
             policy=self.policy, catalog=self._catalog_path, expect=expect,
             header={"Question": f"Does {what} hold for every sequence of ops {title} generates?",
-                    "Source": f"the shrunk counterexample hypothesis found for {title}.{cut}",
+                    "Source": f"the counterexample found for {title}, shrunk.{cut}",
                     "Answer": f"No. After step {len(steps)}, {what} fails: {first}"},
             description=f"Counterexample to {what} (kraftsim.testing.ClusterStateMachine)")
         return write_scenario(path, f"{text}\n{table_text(failure)}")
@@ -434,6 +489,8 @@ class ClusterStateMachine(RuleBasedStateMachine):
         """Hypothesis's TestCase, which replays the `--kraftsim-replay FILE` file instead of
         exploring when the file names this machine (and is skipped when it names another)."""
         base = super()._to_test_case()
+        # one bug, shrunk within the budget, rather than time spent looking for more
+        base.settings = Settings(base.settings, report_multiple_bugs=False)
 
         def run_test(self: Any) -> None:
             path = config.option_replay
@@ -721,10 +778,15 @@ def _replay_note(recording: Any, met: RecordedFailure | None) -> str:
 
 def run_as_test(cls: type[ClusterStateMachine], settings: Any = None) -> None:
     """hypothesis's run_state_machine_as_test, with a spent shrink budget turned back into the
-    failure it cut short (shrink_budget.BudgetSpent), its file named in a note."""
+    failure it cut short (shrink_budget.BudgetSpent), its file named in a note. Hypothesis
+    may report the stop as flaky data generation (an example that stopped drawing earlier
+    than before); the BudgetSpent is then the context of its error."""
     try:
         run_state_machine_as_test(cls, settings=settings)
-    except shrink_budget.BudgetSpent as spent:
+    except BaseException as error:
+        spent = shrink_budget.spent_in(error)
+        if spent is None:
+            raise
         raise spent.recorded_failure() from None
 
 

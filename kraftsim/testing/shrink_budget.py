@@ -9,11 +9,11 @@ a longer example than needed. Someone who just found a bug should not wait that 
 So the machine keeps its own clock, per machine class and hypothesis run, from the first
 failing example, and remembers the failing example with the fewest steps seen so far that
 broke the same check as the first one (how to write its file, and its error). When the next example starts after the budget is
-spent, once the example under way has ended (in the machine's teardown, after its last
-draw), that file is written with `cut_short = true` and `BudgetSpent` ends hypothesis's
-run. It is a BaseException on purpose: hypothesis treats an Exception as a new failure to
-shrink. Rejecting or ending an example before its last draw instead would look to
-hypothesis like flaky data generation (the same choices drawing less than before). `run_as_test` (what the machine's TestCase runs) turns it back into the
+spent, at the next step (or the end of the example under way), that file is written with
+`cut_short = true` and `BudgetSpent` ends hypothesis's run. It is a BaseException on
+purpose: hypothesis treats an Exception as a new failure to shrink. When the example under
+way replays choices hypothesis has seen, it takes the early stop for flaky data generation
+and raises that instead, with the BudgetSpent as its context: `spent_in` finds it there. `run_as_test` (what the machine's TestCase runs) turns it back into the
 recorded failure, with a note naming the file.
 """
 
@@ -26,11 +26,11 @@ from typing import Callable
 
 
 class BudgetSpent(BaseException):
-    """The shrink budget is spent; `error` is the smallest failure so far, written at `path`."""
+    """The machine ended hypothesis's run: `error` is the failure written at `path` (the
+    smallest so far when the budget was spent, or what the step shrinker left)."""
 
-    def __init__(self, error: BaseException, path: Path, budget_s: float):
-        super().__init__(f"shrinking was cut short after {budget_s:g} s (the shrink budget); the smallest "
-                         f"counterexample so far is written as a scenario: {path}")
+    def __init__(self, error: BaseException, path: Path, how: str):
+        super().__init__(f"{how}; the counterexample is written as a scenario: {path}")
         self.error = error
         self.path = path
 
@@ -73,7 +73,29 @@ def check(machine: type, budget_s: float) -> None:
     if time.monotonic() - clock.first_failure < budget_s:
         return
     del _CLOCKS[machine]
-    raise BudgetSpent(clock.error, clock.write(), budget_s)
+    raise BudgetSpent(clock.error, clock.write(), f"shrinking was cut short after {budget_s:g} s (the shrink "
+                                                  "budget): the smallest failing run so far")
+
+
+def deadline(machine: type, budget_s: float) -> float:
+    """When the run's budget is spent (time.monotonic()), counted from its first failure."""
+    clock = _CLOCKS.get(machine)
+    return (time.monotonic() if clock is None else clock.first_failure) + budget_s
+
+
+def ended(machine: type) -> None:
+    """The machine ended the run itself (its step shrinker wrote the file)."""
+    _CLOCKS.pop(machine, None)
+
+
+def spent_in(error: BaseException) -> BudgetSpent | None:
+    """The BudgetSpent `error` is, or was raised while handling (a bounded walk of the chain)."""
+    seen: BaseException | None = error
+    for _ in range(10):
+        if seen is None or isinstance(seen, BudgetSpent):
+            return seen
+        seen = seen.__context__
+    return None
 
 
 def final_run_ended(machine: type) -> None:

@@ -4,6 +4,7 @@ longer reaches the recorded state fails; a malformed `[recorded_failure]` is inv
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -58,6 +59,18 @@ def test_a_reproducer_says_what_it_reproduces_and_how_to_recheck(tmp_path: Path,
             "AssertionError: went below 3.8-IV0") in lines
     assert "    assert 17 >= 20" in lines
     assert f"    python -m pytest --kraftsim-replay {path} tests/test_mine.py" in lines
+
+
+def test_json_carries_the_recorded_failure(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, REPRODUCER)
+    code, out, _ = run(capsys, "scenario", "run", "--json", str(path))
+    result = json.loads(out)
+    assert code == 0 and result["passed"] is True
+    assert result["recorded_failure"] == {"invariant": "stays", "rule": None, "machine": "tests.test_mine:Never38",
+                                          "message": "AssertionError: went below 3.8-IV0\nassert 17 >= 20",
+                                          "seed": 0, "cut_short": False}
+    plain_run = run(capsys, "scenario", "run", "--json", str(write(tmp_path, REPRODUCER.split("[recorded_failure]")[0])))
+    assert json.loads(plain_run[1]) == {k: v for k, v in result.items() if k != "recorded_failure"}
 
 
 def test_a_reproducer_that_no_longer_reaches_the_recorded_state_fails(tmp_path: Path,

@@ -17,7 +17,7 @@ from hypothesis.stateful import invariant
 
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.recorded_failure import plain
-from kraftsim.testing import ClusterStateMachine
+from kraftsim.testing import ClusterStateMachine, step_shrink
 from kraftsim.testing.reproducer import machine_name, same_machine
 from tests.testing._machines import repro_path, run_machine, steps_of
 from tests.testing._planted import RollThenDowngrade
@@ -173,3 +173,35 @@ def test_the_pytest_option_replays_through_the_users_machine(tmp_path):  # type:
                             "-k", "TestOther", *env_args], cwd=tmp_path, capture_output=True, text=True,
                            env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=600)
     assert other.returncode == 0 and "not test_user:Other" in other.stdout
+
+
+def test_the_step_shrinker_keeps_the_steps_the_failure_needs() -> None:
+    def fails(candidate: list[int]) -> list[int] | None:  # fails at the step after both 3 and 17 ran
+        if 3 in candidate and 17 in candidate:
+            return candidate[:candidate.index(17) + 1] if candidate.index(3) < candidate.index(17) else None
+        return None
+
+    steps, complete = step_shrink.shrink(list(range(30)), fails, deadline=float("inf"))
+    assert (steps, complete) == ([3, 17], True)
+    steps, complete = step_shrink.shrink(list(range(30)), fails, deadline=0.0)  # no time: unchanged, cut short
+    assert (steps, complete) == (list(range(30)), False)
+
+
+def test_a_machine_shrinks_by_steps_to_the_two_that_matter(tmp_path):  # type: ignore[no-untyped-def]
+    class BySteps(RollThenDowngrade):
+        controllers = 1
+        brokers = 1
+        repro_dir = tmp_path
+        shrink_steps = True
+        ops = frozenset({"roll", "features-downgrade", "features-upgrade", "run"})
+
+    with pytest.raises(AssertionError) as info:
+        run_machine(BySteps, max_examples=100, steps=8)
+    assert any("steps in" in note and "shrunk from" in note for note in info.value.__notes__)
+    path = repro_path(info.value)
+    assert [s["op"] for s in steps_of(path)] == ["roll", "features-downgrade"]
+    table = tomllib.loads(path.read_text("utf-8"))["recorded_failure"]
+    assert "cut_short" not in table
+    with pytest.raises(AssertionError) as again:
+        BySteps.replay(path)
+    assert plain(f"AssertionError: {again.value}") == table["message"]
