@@ -112,6 +112,14 @@ def markdown(data: dict[str, Any]) -> str:
     return "\n".join(md)
 
 
+def _commit(root: Path) -> str:
+    """The checkout's commit, with "+changes" when kraftsim/ differs from it."""
+    def git(*words: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *words], capture_output=True, text=True).stdout.strip()
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    return commit + ("+changes" if git("status", "--porcelain", "--", "kraftsim") else "")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--label", default="after", help="the run's name in the results (default: after)")
@@ -128,8 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         budget = config.shrink_budget()
     planted = _load_planted()
     bugs = [m for m in planted.PLANTED if not args.bugs or m.__name__ in args.bugs]
-    commit = args.commit or subprocess.run(["git", "-C", str(args.root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip() or "unknown"
+    commit = args.commit or _commit(args.root)
     run = {"when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": commit,
            "python": platform.python_version(), "budget": "none" if budget is None else f"{budget:g} s",
            "bugs": []}
