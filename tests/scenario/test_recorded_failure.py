@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftsim.scenario.recorded_failure import plain
 from tests.cli_support import run
 
 #: What ClusterStateMachine wrote for a user's invariant "metadata.version stays >= 3.8-IV0".
@@ -99,3 +100,12 @@ def test_a_malformed_table_is_invalid_input(tmp_path: Path, capsys: pytest.Captu
     path = write(tmp_path, REPRODUCER.split("[recorded_failure]")[0] + "[recorded_failure]\n" + table)
     code, _, err = run(capsys, "scenario", "run", str(path))
     assert code == 2 and key in err and "Traceback" not in err
+
+
+def test_plain_text_leaves_out_object_reprs_and_pytest_where_lines() -> None:
+    text = ("AssertionError: <kraftsim.testing.handle.ClusterHandle object at 0x7f3a2b10> is at 17\n"
+            "assert 17 >= 20\n"
+            " +  where 17 = <bound method ClusterHandle.metadata_version of "
+            "<kraftsim.testing.handle.ClusterHandle object at 0x7f3a2b10>>()")
+    assert plain(text) == "AssertionError: ClusterHandle is at 17\nassert 17 >= 20"
+    assert plain("<function f at 0x7f00> failed") == "<function f> failed"
