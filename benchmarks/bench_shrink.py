@@ -125,7 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--label", default="after", help="the run's name in the results (default: after)")
     ap.add_argument("--root", type=Path, default=ROOT, help="import kraftsim from this checkout")
     ap.add_argument("--budget", default=None, help="shrink budget in seconds, or `none` (default: the machine's)")
-    ap.add_argument("--bugs", nargs="*", help="only these planted bugs (class names)")
+    ap.add_argument("--bugs", nargs="*", help="only these planted bugs (class names); their rows replace "
+                                             "those of an earlier run of the same label")
     ap.add_argument("--commit", help="the commit --root holds (default: git's answer there)")
     ap.add_argument("--no-write", action="store_true", help="print only; keep the stored results")
     args = ap.parse_args(argv)
@@ -147,6 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_write:
         path = RESULTS / "shrink.json"
         data = json.loads(path.read_text("utf-8")) if path.exists() else {"runs": {}}
+        earlier = data["runs"].get(args.label)
+        if args.bugs and earlier:  # some bugs again: their rows replace those of the label's earlier run
+            run["bugs"] = [r for r in earlier["bugs"] if r["bug"] not in args.bugs] + run["bugs"]
+            run["when"] = f"{earlier['when']}, {run['when']}"
         data["runs"][args.label] = run
         RESULTS.mkdir(exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
