@@ -73,6 +73,8 @@ def pytest_configure(config: pytest.Config) -> None:
     kconfig.option_repro_dir = None if repro is None else Path(repro)
     kconfig.option_shrink_budget = config.getoption("--kraftsim-shrink-budget")
     replay = config.getoption("--kraftsim-replay")
+    if replay is not None and not Path(replay).is_file():
+        raise pytest.UsageError(f"--kraftsim-replay {replay}: no such file")
     kconfig.option_replay = None if replay is None else Path(replay).resolve()
 
 
