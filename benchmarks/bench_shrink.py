@@ -97,7 +97,10 @@ def markdown(data: dict[str, Any]) -> str:
           "`python benchmarks/bench_shrink.py` (tests/testing/_planted.py: three users' machines with a",
           "planted bug each; the machine's TestCase settings, derandomized, no example database).",
           "find: seconds to the first failing example; shrink+write: from there until the scenario file",
-          "is written; steps: of the first failing example and of the written file.", ""]
+          "is written; steps: of the first failing example and of the written file. `before` is",
+          "hypothesis's own shrinker with no budget (it stops itself after five minutes of slow progress);",
+          "`after` shrinks a failing invariant's run by its steps within the 60 s budget (step_shrink.py).",
+          "The machine is shared: compare the load averages.", ""]
     for label, run in data["runs"].items():
         md += [f"## {label}", "", f"{run['when']}, commit {run['commit']}, shrink budget {run['budget']}, "
                f"python {run['python']}", "",
