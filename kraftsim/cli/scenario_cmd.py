@@ -2,6 +2,9 @@
 
 kraftsim's own command. Exit status: 0 every scenario passed (or every file is valid), 1 a
 scenario failed, 2 a file is not a valid scenario (nothing runs then) or a usage error.
+A state machine's counterexample (`[recorded_failure]`) counts as passed when the simulator
+reaches the recorded state again; it prints REPRODUCES and the command that re-checks the
+machine's own assertion (kraftsim.scenario.recorded_failure says why).
 The logic lives in kraftsim.scenario; this module reads arguments and prints.
 """
 
@@ -15,6 +18,7 @@ from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.ops import Step
+from kraftsim.scenario.recorded_failure import report_lines, result_json as recorded_json
 from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import step_lines, summary_lines
@@ -22,7 +26,7 @@ from kraftsim.storage import check_output, check_writable, safe_file_name
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
 #: The verdict words painted on a terminal.
-VERDICTS = {"PASS ": "green", "FAIL ": "red"}
+VERDICTS = {"PASS ": "green", "FAIL ": "red", "REPRODUCES ": "yellow"}
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,7 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     run = cmds.add_parser("run", help="run scenario files (or every *.toml in a directory)",
                           description="Exit 0 when every scenario passed, 1 when one failed, 2 when a file is not "
-                                      "a valid scenario (then nothing runs).")
+                                      "a valid scenario (then nothing runs). A state machine's counterexample "
+                                      "([recorded_failure]) passes as REPRODUCES when the simulator reaches the "
+                                      "recorded state; the command printed re-checks the machine's own assertion.")
     run.add_argument("paths", nargs="+", metavar="FILE|DIR|NAME",
                      help="scenario files, directories of them (run in name order), or names of shipped scenarios "
                           "(`kraftsim scenario list`)")
@@ -150,10 +156,15 @@ def _run(args: argparse.Namespace) -> int:
             print(f"kraftsim: error: {e}", file=sys.stderr)
             return EXIT_INVALID
         result = outcome.result
-        if args.json:
+        if args.json and scenario.recorded_failure is not None:
+            print(recorded_json(result, scenario.recorded_failure), flush=True)
+        elif args.json:
             print(result_json(result), flush=True)
         else:
-            print("\n".join(paint_prefix(line, VERDICTS) for line in summary_lines(result)), flush=True)
+            lines = summary_lines(result)
+            if scenario.recorded_failure is not None:  # its verdict says what the file reproduces
+                lines = lines[:-1] + report_lines(scenario.recorded_failure, scenario.path, result)
+            print("\n".join(paint_prefix(line, VERDICTS) for line in lines), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
             report = _target_in(args.html, scenario, many, ".html")

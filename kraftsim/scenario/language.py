@@ -81,6 +81,23 @@ class Limits(_Strict, kw_only=True, forbid_unknown_fields=True):
     partitions: int = MAX_PARTITIONS
 
 
+class RecordedFailure(_Strict, kw_only=True, forbid_unknown_fields=True):
+    """kraftsim's addition, `[recorded_failure]`: the check a state machine found broken after
+    the file's last step (kraftsim.scenario.recorded_failure says what `scenario run` makes of it)."""
+
+    #: The invariant (or the machine's property) that failed; or `rule`, the rule that raised.
+    invariant: str | None = None
+    rule: str | None = None
+    #: The assertion's text, as plain text.
+    message: str
+    #: The machine class that found it, "module:Class" (its `replay` re-checks the file).
+    machine: str
+    #: The simulator's seed the machine ran with.
+    seed: int = 0
+    #: Whether shrinking was cut short by the time budget (a longer file than needed).
+    cut_short: bool = False
+
+
 class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     """The top level of a file; steps stay raw tables here and are decoded one by one."""
 
@@ -96,4 +113,5 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     config: dict[str, int | float] = {}
     #: kraftsim's addition: the bounds on the work a file asks for.
     limits: Limits = msgspec.field(default_factory=Limits)
-
+    #: kraftsim's addition: the failure a state machine recorded (a counterexample's file).
+    recorded_failure: RecordedFailure | None = None

@@ -23,11 +23,12 @@ import msgspec
 
 from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
+from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
     DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec, Expect, Limits,
-    NodeSel, ScenarioTop,
+    NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
@@ -61,6 +62,8 @@ class Scenario:
     config: dict[str, int | float] = field(default_factory=dict)
     #: node id -> roles at the start
     nodes: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    #: `[recorded_failure]`: the state machine's failure this file reproduces, if any
+    recorded_failure: RecordedFailure | None = None
 
 
 def _words(text: str) -> str:
@@ -288,9 +291,11 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     _check_totals(steps, top.limits, check)
     _check_expect(top.expect, check)
     _check_config(top.config, file)
+    recorded_failure.check(top.recorded_failure, file)
     return Scenario(path=base / Path(file).name, name=top.name, description=top.description, seed=top.seed,
                     policy=top.policy, catalog=catalog, catalog_path=catalog_path, cluster=cluster, steps=steps,
-                    expect=top.expect, header=parse_header(text), config=dict(top.config), nodes=start_nodes)
+                    expect=top.expect, header=parse_header(text), config=dict(top.config), nodes=start_nodes,
+                    recorded_failure=top.recorded_failure)
 
 
 def _raise_it(key: str) -> str:

@@ -4,9 +4,12 @@ Contract 6 of DESIGN.md. Every rule is one scenario op (contract 4) carried out 
 `kraftsim.sim.Simulation`; every op, refused or not, is recorded as a `Step`. After every
 step the simulator's invariants and the model-level properties (properties.py) are
 checked. When one fails in hypothesis's final (shrunk) run, the recorded steps are
-written as a scenario file into the repro directory, with the failing property in its
-header comment and the final state as its `[expect]`, and the file's path is added to the
-failure. `kraftsim scenario run FILE` replays it to the same state.
+written as a scenario file into the repro directory, with the final state as its
+`[expect]` and a `[recorded_failure]` table naming the invariant (or rule) and the
+assertion's text, and the file's path is added to the failure. `kraftsim scenario run
+FILE` replays it to the same state; `MyMachine.replay(FILE)` (or `pytest
+--kraftsim-replay FILE`) runs the machine's own checks over the steps again, so the same
+assertion fails again. Shrinking stops after a time budget (shrink_budget.py).
 
 Ops Kafka refuses are generated too. For the refusals whose reason kraftsim can tell in
 advance from the public state (a node that does not support the level, a lossy
@@ -22,26 +25,32 @@ import dataclasses
 import functools
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from hypothesis import strategies as st
+import msgspec
+from hypothesis import settings as Settings, strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis.stateful import (
     Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule,
+    run_state_machine_as_test,
 )
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
+from kraftsim.scenario.language import RecordedFailure
+from kraftsim.scenario.recorded_failure import check_name, plain
 from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
 from kraftsim.sim import SimError, Simulation
 from kraftsim.storage import safe_file_name
-from kraftsim.testing import config, properties
+from kraftsim.testing import config, properties, shrink_budget, step_shrink
 from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
 from kraftsim.testing.refusals import support_refusal, unregistered_voters
+from kraftsim.testing.reproducer import machine_name, read_recording, same_machine, table_text
 from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog
 
@@ -116,6 +125,15 @@ class ClusterStateMachine(RuleBasedStateMachine):
     #: How many nodes `add-node` may add to the cluster, and the longest `wait`.
     max_added_nodes: int = 2
     max_wait_ms: int = 30_000
+    #: Seconds shrinking may take from the first failing example; then the smallest
+    #: counterexample so far is written, marked cut short. None: `--kraftsim-shrink-budget`,
+    #: KRAFTSIM_SHRINK_BUDGET, else 60.
+    shrink_budget_s: float | None = None
+    #: Whether a failing invariant's run is shrunk by its steps (step_shrink.py: replays of
+    #: fewer steps through this machine, within the budget) instead of by hypothesis's
+    #: shrinker, which re-runs whole examples for every choice it lowers. None: when the
+    #: budget is finite (a rule's own assertion always goes to hypothesis's shrinker).
+    shrink_steps: bool | None = None
 
     node_ids = Bundle("node_ids")
     topic_names = Bundle("topic_names")
@@ -138,6 +156,9 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self._initial_nodes = 0
         self._committed = 0
         self._written: Path | None = None
+        self._replaying = False
+        #: The failure this run met, as `[recorded_failure]` names it (None until one).
+        self.failure: RecordedFailure | None = None
 
     # ------------------------------------------------------------------ what may be drawn
 
@@ -169,6 +190,12 @@ class ClusterStateMachine(RuleBasedStateMachine):
             release = _release_name(self.catalog_view, self.initial_release)
         else:
             release = data.draw(st.sampled_from(self._releases), label="release")
+        return multiple(*self._start(release))
+
+    def _start(self, release: str) -> list[int]:
+        """Create the cluster on `release` and wait until it is stable; the node ids. Not
+        durable: the machine never reopens its cluster, so cluster.json is not rewritten and
+        fsynced after every op (the simulated outcome is the same, each step cheaper)."""
         self._tmp = tempfile.mkdtemp(prefix="kraftsim-machine-")
         self.shape = ClusterShape(self.controllers, self.brokers, release, combined=self.combined,
                                   dynamic_quorum=self.dynamic_quorum)
@@ -176,7 +203,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             self.sim = Simulation.create(Path(self._tmp) / "cluster", controllers=self.controllers,
                                          brokers=self.brokers, combined=self.combined, release=release,
                                          seed=self._seed, policy=self.policy, catalog=self._catalog_path,
-                                         dynamic_quorum=self.dynamic_quorum)
+                                         dynamic_quorum=self.dynamic_quorum, durable=False)
         except SimError as e:
             raise InvalidArgument(f"{type(self).__name__}: the cluster cannot be created: {e}") from None
         try:  # steps start from a stable cluster, as in the scenario runner
@@ -188,21 +215,33 @@ class ClusterStateMachine(RuleBasedStateMachine):
         self._disks = VoterDisks(self._voters)
         self._disks.observe(self.sim, self._voters)
         self._initial_nodes = len(self.sim.nodes())
-        return multiple(*(n.id for n in self.sim.nodes()))
+        return [n.id for n in self.sim.nodes()]
 
     def teardown(self) -> None:
+        final = _is_final()
+        if final:
+            shrink_budget.final_run_ended(type(self))
         if self.sim is not None:
             self.sim.close()
             self.sim = None
         if self._tmp is not None:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
+        if not final:
+            self._check_budget()
+
+    def _check_budget(self) -> None:
+        """A spent shrink budget writes the smallest failure so far and ends hypothesis's run
+        (between steps too: one example of long rolls can last minutes on a loaded machine)."""
+        if not self._replaying and not _is_final():
+            shrink_budget.check(type(self), config.shrink_budget(self.shrink_budget_s))
 
     # ------------------------------------------------------------------ carrying out a step
 
     def do(self, op: str, **args: Any) -> Step:
         """Run one scenario op, record it, and check what must hold of its outcome."""
         assert self.sim is not None
+        self._check_budget()
         step = Step(op, {k: v for k, v in args.items() if v is not None})
         before = properties.observe(self.sim)
         expected = self._kafka_refusal(step)
@@ -286,33 +325,89 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     def fail(self, name: str, detail: str) -> None:
         error = PropertyFailed(name, detail)
-        path = self.write_repro(name, detail)
+        path = self.write_repro(name, detail, error=error)
         if path is not None:
             error.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
         raise error
 
-    def write_repro(self, name: str, detail: str) -> Path | None:
-        """Write the recorded steps as a scenario file (only in hypothesis's final run)."""
-        if self.sim is None or self.shape is None:
-            return None
-        try:
-            final = current_build_context().is_final
-        except InvalidArgument:  # not inside a hypothesis test: always write
-            final = True
-        if not final:
-            return None
+    def write_repro(self, name: str, detail: str, *, rule: bool = False,
+                    error: BaseException | None = None) -> Path | None:
+        """Note the failure (invariant or property `name`, or the rule `name` that raised) and,
+        in hypothesis's final run only, write the recorded steps as a scenario file (earlier
+        runs leave the shrink budget a way to write theirs)."""
         cls = type(self)
+        self.failure = RecordedFailure(invariant=None if rule else name, rule=name if rule else None,
+                                       message=plain(detail), machine=machine_name(cls), seed=self._seed)
+        if self.sim is None or self.shape is None or self._replaying:
+            return None
+        write = functools.partial(self._write, self.failure, self.shape, list(self.steps), self.final_expect())
+        if not _is_final():
+            shrink_budget.failed(cls, (self.failure.invariant, self.failure.rule), len(self.steps),
+                                 functools.partial(write, cut_short=True),
+                                 error or PropertyFailed(name, detail))
+            budget = config.shrink_budget(self.shrink_budget_s)
+            by_steps = self.shrink_steps if self.shrink_steps is not None else budget != float("inf")
+            if by_steps and not rule:
+                self._shrink_steps_and_stop(error or PropertyFailed(name, detail), budget)
+            return None
+        self._written = write()
+        return self._written
+
+    def _shrink_steps_and_stop(self, error: BaseException, budget_s: float) -> None:
+        """Shrink this failing run by its steps within the budget, write it, and end
+        hypothesis's run with its failure (shrink_budget.BudgetSpent)."""
+        assert self.failure is not None and self.shape is not None
+        cls, key, release = type(self), (self.failure.invariant, self.failure.rule), self.shape.release
+        started = time.monotonic()
+        best: list[Any] = [self.failure, self.final_expect(), error]
+
+        def fails(candidate: list[Step]) -> list[Step] | None:
+            machine = cls()
+            machine._replaying = True
+            machine._seed = self._seed
+            try:
+                machine._start(release)
+                machine._check_every_invariant()
+                for step in candidate:
+                    machine.do(step.op, **step.args)
+                    machine._check_every_invariant()
+            except Exception as e:
+                met = machine.failure
+                if met is None or (met.invariant, met.rule) != key or machine.sim is None:
+                    return None
+                best[:] = [met, machine.final_expect(), e]
+                return list(machine.steps)
+            finally:
+                machine.teardown()
+            return None
+
+        steps, complete = step_shrink.shrink(self.steps, fails, shrink_budget.deadline(cls, budget_s))
+        shrink_budget.ended(cls)
+        failure, expect, last_error = best
+        path = self._write(failure, self.shape, steps, expect, cut_short=not complete)
+        how = (f"the run was shrunk from {len(self.steps)} to {len(steps)} steps in "
+               f"{time.monotonic() - started:.0f} s" if complete else
+               f"shrinking was cut short after {budget_s:g} s (the shrink budget): {len(self.steps)} steps "
+               f"shrunk to {len(steps)} so far")
+        raise shrink_budget.BudgetSpent(last_error, path, how)
+
+    def _write(self, failure: RecordedFailure, shape: ClusterShape, steps: list[Step], expect: dict[str, Any],
+               cut_short: bool = False) -> Path:
+        cls = type(self)
+        failure = msgspec.structs.replace(failure, cut_short=cut_short) if cut_short else failure
+        what = check_name(failure) if failure.rule is not None else str(failure.invariant)
         title = f"{cls.__module__}.{cls.__qualname__}"
         path = config.repro_dir(self.repro_dir).resolve() / f"{safe_file_name(title)}.toml"
+        first = failure.message.splitlines()[0] if failure.message else ""
+        cut = " Shrinking was cut short by the time budget." if cut_short else ""
         text = scenario_text(
-            name=f"{cls.__qualname__}: {name}", shape=self.shape, steps=self.steps, seed=self._seed,
-            policy=self.policy, catalog=self._catalog_path, expect=self.final_expect(),
-            header={"Question": f"Does {name} hold for every sequence of ops {title} generates?",
-                    "Source": f"the shrunk counterexample hypothesis found for {title}",
-                    "Answer": f"No. After step {len(self.steps)}, {name} fails: {detail}"},
-            description=f"Counterexample to {name} (kraftsim.testing.ClusterStateMachine)")
-        self._written = write_scenario(path, text)
-        return self._written
+            name=f"{cls.__qualname__}: {what}", shape=shape, steps=steps, seed=self._seed,
+            policy=self.policy, catalog=self._catalog_path, expect=expect,
+            header={"Question": f"Does {what} hold for every sequence of ops {title} generates?",
+                    "Source": f"the counterexample found for {title}, shrunk.{cut}",
+                    "Answer": f"No. After step {len(steps)}, {what} fails: {first}"},
+            description=f"Counterexample to {what} (kraftsim.testing.ClusterStateMachine)")
+        return write_scenario(path, f"{text}\n{table_text(failure)}")
 
     def final_expect(self) -> dict[str, Any]:
         """The state reached, as `[expect]` keys the scenario runner checks."""
@@ -331,32 +426,85 @@ class ClusterStateMachine(RuleBasedStateMachine):
             "topics": len(image.topics) if image is not None else None,
         }
 
-    def check_invariants(self, *args: Any, **kwargs: Any) -> None:
-        """Hypothesis's invariant pass; a user's invariant that fails also gets its scenario file."""
-        try:
-            super().check_invariants(*args, **kwargs)
-        except PropertyFailed:
-            raise
-        except Exception as e:
-            self._note_repro(type(e).__name__, e)
-            raise
-
-    def _note_repro(self, name: str, error: Exception) -> None:
+    def _note_repro(self, name: str, error: Exception, *, rule: bool = False) -> None:
         """Write the scenario file for a failure that is not a PropertyFailed and name it in the error."""
-        path = self.write_repro(name, f"{type(error).__name__}: {error}" if str(error) else repr(error))
+        path = self.write_repro(name, f"{type(error).__name__}: {error}" if str(error) else repr(error), rule=rule,
+                                error=error)
         if path is not None:
             error.add_note(f"kraftsim: the counterexample is written as a scenario: {path}")
 
     @classmethod
     def setup_state(cls) -> Any:
-        """Hypothesis's rules of the class, each wrapped so that a rule that raises (a user's
-        assertion in a rule of a subclass) gets its scenario file as a failing invariant does."""
+        """Hypothesis's rules and invariants of the class, each wrapped so that one that raises
+        (a user's assertion in a subclass) gets its scenario file, naming it."""
         cached = _RECORDING_STATES.get(cls)
         if cached is None:
             state = super().setup_state()
-            cached = dataclasses.replace(state, rules=[_recording(r) for r in state.rules])
+            cached = dataclasses.replace(state, rules=[_recording(r) for r in state.rules],
+                                         invariants=[_recording(i) for i in state.invariants])
             _RECORDING_STATES[cls] = cached
         return cached
+
+    # ------------------------------------------------------------------ replaying a written file
+
+    @classmethod
+    def replay(cls, path: str | Path) -> None:
+        """Run the steps of a scenario file this machine wrote through this machine again:
+        the cluster as the file creates it, each step through `do` (the machine's own
+        checks), every invariant after the set-up and after each step. Raises what fails,
+        as the exploring run did (the same assertion, with a note comparing it with the
+        file's `[recorded_failure]`); returns when every check holds (the bug is fixed)."""
+        recording = read_recording(path)
+        machine = cls()
+        machine._replaying = True
+        machine._seed = recording.seed
+        mine = {"controllers": cls.controllers, "brokers": cls.brokers, "combined": cls.combined,
+                "dynamic_quorum": cls.dynamic_quorum}
+        if recording.shape != mine or recording.policy != cls.policy:
+            raise InvalidArgument(f"{recording.describe()}: written for a cluster of {recording.shape} under "
+                                  f"policy {recording.policy}; {cls.__qualname__} makes {mine} under {cls.policy}")
+        try:
+            machine._start(_release_name(machine.catalog_view, recording.release))
+            machine._check_every_invariant()
+            for step in recording.steps:
+                machine.do(step.op, **step.args)
+                machine._check_every_invariant()
+            if recording.recorded is not None and recording.recorded.rule is not None:
+                raise InvalidArgument(f"{recording.describe()}: the steps ran and every invariant held, but a "
+                                      "rule's own assertion is not re-run by a replay (its drawn arguments are not "
+                                      "recorded); run the machine's test to re-check it")
+        except Exception as error:
+            error.add_note(_replay_note(recording, machine.failure))
+            raise
+        finally:
+            machine.teardown()
+
+    def _check_every_invariant(self) -> None:
+        for inv in self.invariants:  # hypothesis's (wrapped) invariants of the class
+            if all(precondition(self) for precondition in inv.preconditions):
+                inv.function(self)
+
+    @classmethod
+    def _to_test_case(cls) -> Any:
+        """Hypothesis's TestCase, which replays the `--kraftsim-replay FILE` file instead of
+        exploring when the file names this machine (and is skipped when it names another)."""
+        base = super()._to_test_case()
+        # one bug, shrunk within the budget, rather than time spent looking for more
+        base.settings = Settings(base.settings, report_multiple_bugs=False)
+
+        def run_test(self: Any) -> None:
+            path = config.option_replay
+            if path is None:
+                return run_as_test(cls, self.settings)
+            recorded = read_recording(path).recorded
+            if recorded is None or not same_machine(recorded.machine, cls):
+                self.skipTest(f"--kraftsim-replay {path}: written by "
+                              f"{recorded.machine if recorded else 'no machine'}, not {machine_name(cls)}")
+            return cls.replay(path)
+
+        run_test.__dict__.update(base.runTest.__dict__)  # hypothesis's marks of its test
+        base.runTest = run_test
+        return base
 
     # ------------------------------------------------------------------ invariants
 
@@ -598,18 +746,53 @@ _RECORDING_STATES: dict[type, Any] = {}
 
 
 @functools.cache
-def _recording_function(function: Any) -> Any:
+def _recording_function(function: Any, is_rule: bool) -> Any:
     @functools.wraps(function)
-    def run_rule(machine: ClusterStateMachine, *args: Any, **kwargs: Any) -> Any:
+    def run_checked(machine: ClusterStateMachine, *args: Any, **kwargs: Any) -> Any:
         try:
             return function(machine, *args, **kwargs)
         except (PropertyFailed, HypothesisException):  # written already / hypothesis's own control flow
             raise
         except Exception as e:
-            machine._note_repro(f"{type(e).__name__} in rule {function.__name__}", e)
+            machine._note_repro(function.__name__, e, rule=is_rule)
             raise
-    return run_rule
+    return run_checked
 
 
-def _recording(rule: Any) -> Any:
-    return dataclasses.replace(rule, function=_recording_function(rule.function))
+def _recording(rule_or_invariant: Any) -> Any:
+    """A rule or invariant of hypothesis's set-up state whose function records its failure."""
+    is_rule = hasattr(rule_or_invariant, "targets")
+    return dataclasses.replace(rule_or_invariant, function=_recording_function(rule_or_invariant.function, is_rule))
+
+
+def _replay_note(recording: Any, met: RecordedFailure | None) -> str:
+    """How a replay's failure compares with the one the file recorded."""
+    recorded = recording.recorded
+    if recorded is None:
+        return f"kraftsim: replayed {recording.path} (it records no failure)"
+    if met is not None and (met.invariant, met.rule, met.message) == (recorded.invariant, recorded.rule, recorded.message):
+        return f"kraftsim: replayed {recording.describe()}: the recorded failure fails again"
+    return (f"kraftsim: replayed {recording.describe()}: it recorded \"{recorded.message}\"; this replay "
+            f"failed otherwise")
+
+
+def run_as_test(cls: type[ClusterStateMachine], settings: Any = None) -> None:
+    """hypothesis's run_state_machine_as_test, with a spent shrink budget turned back into the
+    failure it cut short (shrink_budget.BudgetSpent), its file named in a note. Hypothesis
+    may report the stop as flaky data generation (an example that stopped drawing earlier
+    than before); the BudgetSpent is then the context of its error."""
+    try:
+        run_state_machine_as_test(cls, settings=settings)
+    except BaseException as error:
+        spent = shrink_budget.spent_in(error)
+        if spent is None:
+            raise
+        raise spent.recorded_failure() from None
+
+
+def _is_final() -> bool:
+    """Whether this is hypothesis's final run (the one it reports); outside hypothesis, yes."""
+    try:
+        return bool(current_build_context().is_final)
+    except InvalidArgument:  # not inside a hypothesis test
+        return True

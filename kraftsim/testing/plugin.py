@@ -4,6 +4,13 @@ Options:
   --kraftsim-seed N         the simulator's seed for clusters and state machines (default 0)
   --kraftsim-repro-dir DIR  where a failing state machine writes its counterexample as a
                             scenario file (default .kraftsim/repro)
+  --kraftsim-shrink-budget S  seconds a state machine may shrink a counterexample (from
+                            the first failing example); then the smallest one so far is
+                            written, marked cut short (default 60)
+  --kraftsim-replay FILE    the state machine that wrote FILE replays its steps (its own
+                            rules' checks and invariants) instead of exploring: the
+                            recorded assertion fails again until the bug is fixed; other
+                            machines' tests are skipped
 
 Fixtures:
   kraftsim_cluster   a factory: `kraftsim_cluster(controllers=3, brokers=3, release="3.9")`
@@ -50,6 +57,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help=f"the simulator's seed (default: $KRAFTSIM_SEED, else {kconfig.DEFAULT_SEED})")
     group.addoption("--kraftsim-repro-dir", default=None, metavar="DIR",
                     help=f"where failing state machines write scenario files (default: {kconfig.DEFAULT_REPRO_DIR})")
+    group.addoption("--kraftsim-shrink-budget", type=float, default=None, metavar="S",
+                    help="seconds a state machine may shrink a counterexample before the smallest so far is "
+                         f"written, marked cut short (default: $KRAFTSIM_SHRINK_BUDGET, else "
+                         f"{kconfig.DEFAULT_SHRINK_BUDGET_S:g})")
+    group.addoption("--kraftsim-replay", default=None, metavar="FILE",
+                    help="replay a state machine's counterexample FILE through the machine that wrote it "
+                         "(the same assertion fails again until the bug is fixed); other machines are skipped")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -57,11 +71,18 @@ def pytest_configure(config: pytest.Config) -> None:
     repro = config.getoption("--kraftsim-repro-dir")
     kconfig.option_seed = seed
     kconfig.option_repro_dir = None if repro is None else Path(repro)
+    kconfig.option_shrink_budget = config.getoption("--kraftsim-shrink-budget")
+    replay = config.getoption("--kraftsim-replay")
+    if replay is not None and not Path(replay).is_file():
+        raise pytest.UsageError(f"--kraftsim-replay {replay}: no such file")
+    kconfig.option_replay = None if replay is None else Path(replay).resolve()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     kconfig.option_seed = None
     kconfig.option_repro_dir = None
+    kconfig.option_shrink_budget = None
+    kconfig.option_replay = None
 
 
 def pytest_report_header(config: pytest.Config) -> str:
@@ -97,14 +118,18 @@ class ClusterFactory:
         self.made.clear()
 
 
-@pytest.fixture
-def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., Any]]:
-    """A factory of simulated clusters (kraftsim.sim.Simulation) in tmp_path."""
-    factory = ClusterFactory(tmp_path)
+def _closing(factory: ClusterFactory | ServedFactory) -> Iterator[Callable[..., Any]]:
+    """A factory fixture's body: the factory for the test, closed when the test ends."""
     try:
         yield factory
     finally:
         factory.close()
+
+
+@pytest.fixture
+def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+    """A factory of simulated clusters (kraftsim.sim.Simulation) in tmp_path."""
+    yield from _closing(ClusterFactory(tmp_path))
 
 
 class ServedFactory:
@@ -130,11 +155,7 @@ class ServedFactory:
 @pytest.fixture
 def kraftsim_served(tmp_path: Path) -> Iterator[Callable[..., Any]]:
     """A factory of clusters served over Kafka's protocol (kraftsim.serve) in tmp_path."""
-    factory = ServedFactory(tmp_path)
-    try:
-        yield factory
-    finally:
-        factory.close()
+    yield from _closing(ServedFactory(tmp_path))
 
 
 class CatalogFixture:

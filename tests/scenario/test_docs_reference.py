@@ -8,7 +8,7 @@ import re
 import msgspec
 import pytest
 
-from kraftsim.scenario.language import ClusterSpec, Expect, ScenarioTop
+from kraftsim.scenario.language import ClusterSpec, Expect, RecordedFailure, ScenarioTop
 from kraftsim.scenario.ops import OPS, StepBase
 from kraftsim.scenario.validate import parse_scenario
 from kraftsim.sim import SimConfig
@@ -30,7 +30,7 @@ def test_every_op_has_a_row_and_an_example() -> None:
         assert any(f'op = "{op}"' in block for block in BLOCKS), op
 
 
-@pytest.mark.parametrize("struct", [ScenarioTop, ClusterSpec, Expect, StepBase, SimConfig, *set(OPS.values())],
+@pytest.mark.parametrize("struct", [ScenarioTop, ClusterSpec, Expect, StepBase, SimConfig, RecordedFailure, *set(OPS.values())],
                          ids=lambda s: s.__name__)
 def test_every_key_is_named(struct: type[msgspec.Struct]) -> None:
     missing = [name for name in _fields(struct) if name != "step" and f"`{name}`" not in DOC]

@@ -21,10 +21,9 @@ from typing import Any, Iterator
 
 import msgspec
 from hypothesis import HealthCheck, Phase, settings
-from hypothesis.stateful import run_state_machine_as_test
 
 import kraftsim
-from kraftsim.testing import machine as machine_module
+from kraftsim.testing import config as kraftsim_config, machine as machine_module
 from kraftsim.versions import catalog as catalog_module, loader
 from kraftsim.versions.gates import GateTable
 
@@ -48,7 +47,15 @@ def fixed_settings(max_examples: int, steps: int) -> settings:
 
 
 def run_machine(cls: type, max_examples: int, steps: int) -> None:
-    run_state_machine_as_test(cls, settings=fixed_settings(max_examples, steps))
+    """As the machine's TestCase runs it (a spent shrink budget raises the failure it cut short),
+    but with no shrink budget unless the class sets one: the wall clock must not decide what a
+    test's shrunk counterexample is."""
+    previous = kraftsim_config.option_shrink_budget
+    kraftsim_config.option_shrink_budget = float("inf")
+    try:
+        machine_module.run_as_test(cls, settings=fixed_settings(max_examples, steps))
+    finally:
+        kraftsim_config.option_shrink_budget = previous
 
 
 def repro_path(error: BaseException) -> Path:

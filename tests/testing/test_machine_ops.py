@@ -3,6 +3,7 @@ written as a scenario file that replays to the same state."""
 
 from __future__ import annotations
 
+import tomllib
 from typing import Any, ClassVar
 
 import pytest
@@ -155,7 +156,10 @@ def test_failing_user_rule_is_written_as_a_scenario(tmp_path):
         run_machine(_DowngradeRule, max_examples=50, steps=4)
     path = repro_path(info.value)
     header = path.read_text("utf-8").split("\n\n", 1)[0]
-    assert "AssertionError in rule downgrade_and_check" in header and "metadata.version is 19" in header
+    assert "Does rule downgrade_and_check hold" in header and "AssertionError: metadata.version is 19" in header
+    recorded = tomllib.loads(path.read_text("utf-8"))["recorded_failure"]
+    assert recorded["rule"] == "downgrade_and_check" and "invariant" not in recorded
+    assert recorded["message"].startswith("AssertionError: metadata.version is 19")
     steps = steps_of(path)
     assert len(steps) == 1 and steps[0]["op"] == "features-downgrade"
     assert steps[0]["features"] == {MV_NAME: 19}
