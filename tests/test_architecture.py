@@ -57,6 +57,20 @@ IMAGE_LAYERS: list[set[str]] = [
 ]
 
 
+#: Inside kraftsim.sim, the rooms (ARCHITECTURE.md): a node model both engines share, the
+#: event engine and the tick engine side by side (neither imports the other), then the face
+#: (Simulation and what it answers with), then what reads cluster directories for the CLI
+#: and the importer.
+SIM_LAYERS: list[set[str]] = [
+    {"types"},
+    {"node"},
+    {"engine", "ticks"},
+    {"saved", "simulation", "admin", "admin_ops", "features_tool", "member"},
+    {"tools", "importing"},
+]
+SIM_FORBIDDEN = {("engine", "ticks"), ("ticks", "engine")}
+
+
 def _modules() -> dict[str, Path]:
     mods = {}
     for path in sorted(SOURCE.rglob("*.py")):
@@ -236,3 +250,32 @@ def test_architecture_lists_no_package_that_is_gone():
 def test_package_exports_resolve(package):
     module = __import__(package, fromlist=["__all__"])
     assert all(hasattr(module, name) for name in module.__all__)
+
+
+def test_sim_keeps_its_rooms_in_order():
+    """kraftsim.sim's modules import only their own room and rooms below it (SIM_LAYERS);
+    the two engines know nothing of each other."""
+    wrong = []
+    for mod, targets in sorted(GRAPH.items()):
+        parts = mod.split(".")
+        if parts[:2] != ["kraftsim", "sim"] or len(parts) < 3:
+            continue  # the package's __init__ is its face
+        for target in sorted(targets):
+            tparts = target.split(".")
+            if tparts[:2] != ["kraftsim", "sim"] or len(tparts) < 3 or tparts[2] == parts[2]:
+                continue
+            lo, hi = _level(SIM_LAYERS, tparts[2]), _level(SIM_LAYERS, parts[2])
+            if lo is None or hi is None or lo > hi or (parts[2], tparts[2]) in SIM_FORBIDDEN:
+                wrong.append(f"{mod} imports {target}")
+    assert wrong == []
+
+
+def test_sim_rooms_are_all_placed():
+    """Every module or room directly under kraftsim/sim/ has a place in SIM_LAYERS, so the
+    flat folder does not grow back."""
+    sim = SOURCE / "sim"
+    names = {p.stem for p in sim.glob("*.py") if p.stem != "__init__"}
+    names |= {p.name for p in sim.iterdir() if (p / "__init__.py").is_file()}
+    assert sorted(names - set().union(*SIM_LAYERS)) == []
+    assert len(names) <= 12, "kraftsim/sim/ is a face and a few rooms: put a new module in a room"
+

@@ -15,10 +15,10 @@ from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario.language import Limits
-from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
-from kraftsim.sim.health import cluster_health
-from kraftsim.sim.narrate import narrator
-from kraftsim.sim.directory import (
+from kraftsim.sim.ticks.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.tools.health import cluster_health
+from kraftsim.sim.tools.narrate import narrator
+from kraftsim.sim.tools.directory import (
     EVENTS,
     TICKS,
     catalog_path,
@@ -26,10 +26,10 @@ from kraftsim.sim.directory import (
     simulation_status,
     simulation_status_lines,
 )
-from kraftsim.sim.node import BROKER, CONTROLLER
-from kraftsim.sim.node_format import EPOCH_MS, clock_text
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER
+from kraftsim.sim.node.format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
-from kraftsim.sim.status import cluster_status, status_lines
+from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions.tool_text import parse_feature_arg
 

@@ -27,11 +27,11 @@ from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin
 from kraftsim.gcpause import working
-from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
-from kraftsim.sim.engine import Engine
-from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import LEADER, Member
-from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, node_directory
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.engine.core import Engine
+from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS
+from kraftsim.sim.engine.member import LEADER, Member
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
     STATE_FORMAT,
@@ -39,8 +39,8 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
-from kraftsim.sim.quorum_view import QuorumInfo, quorum_info
-from kraftsim.sim.reconfig import VoterChangeRefused
+from kraftsim.sim.engine.quorum_view import QuorumInfo, quorum_info
+from kraftsim.sim.engine.reconfig import VoterChangeRefused
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -52,7 +52,7 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.sim.invariants import DurableLog
+from kraftsim.sim.engine.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks

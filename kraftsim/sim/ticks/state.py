@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim.node import NodeState
-from kraftsim.sim.node_format import EPOCH_MS
+from kraftsim.sim.node.simnode import NodeState
+from kraftsim.sim.node.format import EPOCH_MS
 
 STATE_FILE = "cluster.json"
 STATE_FORMAT = 1

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
 from kraftsim.image import load_snapshot
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.member import Member, entry_at
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
@@ -359,7 +359,7 @@ class Checker:
         its release changes. A restarted node is compared again once it has applied past its
         shadow.
 
-        Nodes share the images of commits they applied alike (kraftsim.sim.commit_share: the
+        Nodes share the images of commits they applied alike (kraftsim.sim.node.commit_share: the
         same batch bytes on the same image). A node whose image is the very object another
         node's replay was just compared with, at the same offset and software, and whose
         files lost nothing since its process started (so every batch it applied is still in
@@ -471,7 +471,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     With `share`, a whole batch applied by an idle loader standing on an image object some
     other loader of the same software replayed the very same batch bytes on is adopted
     from it instead of replayed: replay is deterministic, so the result is the one this
-    replay would reach (kraftsim.sim.commit_share). Only loaders that replay files share
+    replay would reach (kraftsim.sim.node.commit_share). Only loaders that replay files share
     a CommitShare, so a shadow's result never comes from the node it checks."""
     loader.set_high_watermark(upto)
     software = (node.state.release, node.kip_778, id(node.base_catalog))

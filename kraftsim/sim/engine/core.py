@@ -30,21 +30,21 @@ from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
-from kraftsim.sim.node_format import incarnation_id
+from kraftsim.sim.node.format import incarnation_id
 from kraftsim.gcpause import fewer_collections
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.events import LazyText, Message, Network, Scheduler
-from kraftsim.sim.invariants import Checker
-from kraftsim.sim.lifecycle import (
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.invariants import Checker
+from kraftsim.sim.engine.lifecycle import (
     LIFECYCLE_HANDLERS,
     TRANSIENT_REFUSALS,
     LifecycleMixin,
 )
-from kraftsim.sim.member import LEADER, Member, batch_key, entry_at
-from kraftsim.sim.node import NodeState, SimNode, node_directory
-from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
-from kraftsim.sim.start_scan import FeatureLevelScan
-from kraftsim.sim.voters import controller_static_voters
+from kraftsim.sim.engine.member import LEADER, Member, batch_key, entry_at
+from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
+from kraftsim.sim.engine.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.node.start_scan import FeatureLevelScan
+from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
     FAILED,
@@ -104,7 +104,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
-        #: Committed batches replayed once across the nodes (kraftsim.sim.commit_share).
+        #: Committed batches replayed once across the nodes (kraftsim.sim.node.commit_share).
         self.share = CommitShare()
         #: (release, end offset, its last batch's index entry, the controller's ReplayState there).
         self._checkpoint: tuple[str, int, tuple[int, ...], Any] | None = None
@@ -370,7 +370,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would
-        replay at start-up), read with the full catalog's records (kraftsim.sim.start_scan)."""
+        replay at start-up), read with the full catalog's records (kraftsim.sim.node.start_scan)."""
         return self.level_scan.finalized(node)
 
     def _fail_start(self, m: Member, text: str) -> None:

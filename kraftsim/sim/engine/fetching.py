@@ -10,8 +10,8 @@ from functools import partial
 from heapq import heappush
 from typing import Any
 
-from kraftsim.sim.events import Message
-from kraftsim.sim.member import (
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.member import (
     LEADER,
     Member,
     end_offset_for_epoch,

@@ -31,10 +31,10 @@ from __future__ import annotations
 from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.events import Message
-from kraftsim.sim.fetching import FetchMixin
-from kraftsim.sim.reconfig import ReconfigMixin
-from kraftsim.sim.member import (
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.fetching import FetchMixin
+from kraftsim.sim.engine.reconfig import ReconfigMixin
+from kraftsim.sim.engine.member import (
     CANDIDATE,
     FOLLOWER,
     LEADER,
@@ -44,9 +44,9 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
-from kraftsim.sim.state_files import write_if_changed
+from kraftsim.sim.node.state_files import write_if_changed
 from kraftsim.sim.types import RUNNING
-from kraftsim.sim.voters import quorum_state, quorum_state_bytes
+from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
@@ -56,7 +56,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     # -------------------------------------------------------------- quorum-state
 
     def _persist(self, m: Member) -> None:
-        """quorum-state, written when its bytes change (kraftsim.sim.state_files)."""
+        """quorum-state, written when its bytes change (kraftsim.sim.node.state_files)."""
         if m.node is None:
             state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
                                  voters=m.voters or self.voters)
@@ -70,7 +70,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
         new epoch is appended, and when the log is truncated or replaced (its bytes written
-        when they change: kraftsim.sim.state_files)."""
+        when they change: kraftsim.sim.node.state_files)."""
         entries = m.log.leader_epochs()
         path = m.log.directory / LEADER_EPOCH_CHECKPOINT_FILE
         # (write_leader_epoch_checkpoint's bytes)

@@ -48,11 +48,11 @@ from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
-from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
-from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
-from kraftsim.sim.voters import seed_loader
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.node.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
+from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
+from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
+from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
@@ -397,7 +397,7 @@ class SimNode:
         return None
 
     def _apply_shared(self, start: int, end: int) -> Unsupported | None:
-        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.commit_share).
+        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.node.commit_share).
 
         The batches come from the active segment when it holds `start` (the common case,
         walked here without a generator): each batch it keeps a checked parse of, and each
@@ -543,7 +543,7 @@ _CRC_AT = struct.Struct(">I")
 
 def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]
     """An imported node's registration keeps its real counterpart's listeners, rack and log
-    directories (kraftsim.sim.registration_profile); other nodes' requests are unchanged."""
+    directories (kraftsim.sim.node.registration_profile); other nodes' requests are unchanged."""
     if profile is None:
         return request
     changes: dict = {}
