@@ -202,8 +202,9 @@ def test_network_delays_are_randrange_draws(seed: int, lo: int, width: int) -> N
 
     for _ in range(20):
         net.send(Message(1, 2, "x", 0))
-    while len(sched):
-        delays.append(sched.pop()[0])
+    while (entry := sched.pop_due(hi)) is not None:
+        delays.append(entry[0])
+    assert not len(sched)
     ref = random.Random(seed)
     assert sorted(delays) == sorted(lo if hi <= lo else ref.randrange(lo, hi + 1) for _ in range(20))
 

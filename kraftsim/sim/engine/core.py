@@ -17,7 +17,6 @@ snapshot when the leader's log no longer starts at 0).
 
 from __future__ import annotations
 
-import heapq
 import random
 import shutil
 from collections.abc import Callable, Sequence
@@ -184,59 +183,32 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- the loop
 
-    def step(self) -> bool:
-        """Run the next event; False when there is none."""
-        if not len(self.sched):
-            return False
-        time_ms, label, node, action = self.sched.pop()
-        self.events_run += 1
-        self._event, self._event_n = (time_ms, 0, label, node, action), self.events_run
-        action()
-        if self.deep_every_event:
-            self.checker.deep(self.current_event, self.ordered())
-        return True
-
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
         with fewer_collections():  # (kraftsim.gcpause)
             return self._run_until(end_ms, stop)
 
     def _run_until(self, end_ms: int, stop: Callable[[], bool] | None) -> bool:
-        checked_at = None
+        """The event loop, the per-event path: `stop` is asked once per instant, after every
+        event of that millisecond ran."""
         sched = self.sched
-        heap = sched._heap
-        pop = heapq.heappop
-        first = n = self.events_run  # n: the number of the event running; the counters catch up as the loop ends
+        n = self.events_run  # the number of the event running; events_run catches up as the loop ends
         try:
-            if stop is None:  # (the loop below without its stop tests: what `Simulation.run` asks)
-                while heap and heap[0][0] <= end_ms:
-                    entry = pop(heap)  # (time, sequence number, label, node, action): kept as the event
-                    sched.now_ms = entry[0]
-                    n += 1
-                    self._event, self._event_n = entry, n
-                    entry[4]()
-                    if self.deep_every_event:
-                        self.checker.deep(self.current_event, self.ordered())
-                sched.now_ms = max(sched.now_ms, end_ms)
-                return False
-            while True:  # (step() inlined: this loop is the per-event path)
-                nxt = heap[0][0] if heap else None
-                if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):
-                    checked_at = sched.now_ms  # once per instant: after every event of this millisecond ran
-                    if stop():
-                        return True
-                if nxt is None or nxt > end_ms:
-                    sched.now_ms = max(sched.now_ms, end_ms)
-                    return stop is not None and stop()
-                entry = pop(heap)
-                sched.now_ms = entry[0]
+            if stop is not None and sched.next_time() != sched.now_ms and stop():
+                return True  # (nothing left to run at this instant, and it already holds)
+            for entry in sched.due(end_ms):
                 n += 1
                 self._event, self._event_n = entry, n
                 entry[4]()
                 if self.deep_every_event:
                     self.checker.deep(self.current_event, self.ordered())
+                if stop is not None:  # asked once per instant, after every event of it ran
+                    nxt = sched.next_time()
+                    if (nxt is None or nxt > entry[0]) and stop():
+                        return True
+            sched.advance(end_ms)
+            return stop is not None and stop()
         finally:
-            sched.executed += n - first
             self.events_run = n
 
     def check_deep(self, label: str) -> None:

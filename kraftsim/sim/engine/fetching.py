@@ -7,7 +7,6 @@ a follower that far behind up to the snapshot."""
 from __future__ import annotations
 
 from functools import partial
-from heapq import heappush
 from typing import Any
 
 from kraftsim.sim.engine.events import Message
@@ -53,11 +52,10 @@ class FetchMixin:
             "directory_id": m.directory_id}))
         m.fetch_seq = seq = m.fetch_seq + 1
         # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
-        # would make every use of `m` in them go through a cell; sched.after, inlined)
-        sched, delay = self.sched, self.config.request_timeout_ms
-        sched._seq += 1
-        heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-retry",
-                               m.id, partial(self._fetch_retry, m, seq)))
+        # would make every use of `m` in them go through a cell)
+        sched = self.sched
+        sched.push(sched.now_ms + self.config.request_timeout_ms, "fetch-retry", m.id,
+                   partial(self._fetch_retry, m, seq))
 
     def _fetch_retry(self, m: Member, seq: int) -> None:
         """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
@@ -119,10 +117,9 @@ class FetchMixin:
                 self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
-            sched, delay = self.sched, self.config.fetch_max_wait_ms  # (sched.after, inlined: most fetches park)
-            sched._seq += 1
-            heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-wait",
-                                   m.id, partial(self._fetch_waited, m, msg)))
+            sched = self.sched  # (most fetches park)
+            sched.push(sched.now_ms + self.config.fetch_max_wait_ms, "fetch-wait", m.id,
+                       partial(self._fetch_waited, m, msg))
             return
         self._serve_fetch(m, msg)
 
