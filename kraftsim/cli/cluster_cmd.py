@@ -141,7 +141,7 @@ def _run_create(args: argparse.Namespace) -> int:
                                 seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print),
                                 dynamic_quorum=args.dynamic_quorum)
         leader = sim.leader()
-        print(f"Created cluster {sim._saved.cluster_id} in {args.dir} with {args.combined} combined, "
+        print(f"Created cluster {sim.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
               f"(event simulator, seed {args.seed}); leader: {'none' if leader is None else f'node {leader}'}.")
         sim.close()

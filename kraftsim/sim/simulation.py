@@ -209,7 +209,7 @@ class Simulation(AdminMixin):
             sim._closed = True  # never saved
             for i in running:
                 m = sim.engine.member(i)
-                m.node = sim.engine._make_node(m)
+                m.node = sim.engine.make_node(m)
                 m.node.open(read_only=True)  # what is on disk, as it is: nothing recovered or cut
                 m.status, m.state.running = RUNNING, True
             return sim

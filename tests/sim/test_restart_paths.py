@@ -274,7 +274,7 @@ def test_the_state_files_bytes_are_the_storage_writers_bytes() -> None:
 def test_state_files_end_as_unconditional_writes_leave_them(monkeypatch: pytest.MonkeyPatch) -> None:
     with scratch() as base:
         skipping = _run(base, "skip")
-        monkeypatch.setattr("kraftsim.sim.state_files.holds", lambda path, data: False)
+        monkeypatch.setattr("kraftsim.sim.node.state_files.holds", lambda path, data: False)
         writing = _run(base, "write")
     assert skipping[:2] == writing[:2]
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kraftsim.protocol.batch import BatchSlice, split_batches
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
@@ -228,7 +229,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.members[state.id] = m
         return m
 
-    def _make_node(self, m: Member) -> SimNode:
+    def make_node(self, m: Member) -> SimNode:
         sched = self.sched  # (the clock, read on every publish: `self.now` without the property)
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
                        clock_ms=lambda: sched.now_ms, kip_778=self.kip_778, kraft_version=self.kraft_version,
@@ -257,7 +258,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if refusal is not None:
             self._fail_start(m, refusal)
             return refusal
-        node = self._make_node(m)
+        node = self.make_node(m)
         m.node = node
         m.disk_gen_at_start = m.disk_gen
         self._snapshots_seen[m.id] = 0
@@ -421,11 +422,10 @@ class Engine(RaftMixin, LifecycleMixin):
             raise SimError(f"node {m.id}: its metadata log is empty; there is no tail to tear")
         path = segments[-1]
         data = path.read_bytes()
-        pos, last = 0, 0
-        while pos + 12 <= len(data):
-            length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
-            last = pos
-            pos += 12 + length
+        last = 0  # where the last batch starts (whole, or already torn but with its length field)
+        for piece in split_batches(data):
+            if isinstance(piece, BatchSlice) or piece.needed is not None:
+                last = piece.position
         size = len(data) - last
         with open(path, "r+b") as f:
             f.truncate(last + max(1, size // 2))
@@ -458,7 +458,7 @@ class Engine(RaftMixin, LifecycleMixin):
         for p in sorted(d.glob("*.log")):
             p.unlink()
         (d / segment_file_name(sid.end_offset)).write_bytes(b"")
-        fresh = self._make_node(m)
+        fresh = self.make_node(m)
         fresh.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                    retention=RetentionSettings(self.config.retention_bytes, -1), segment_bytes=self.config.segment_bytes)
         m.node = fresh
@@ -491,9 +491,9 @@ class Engine(RaftMixin, LifecycleMixin):
         loader = node.loader
         if loader is None:
             return
-        before = loader._last_offset  # (loader.last_offset, without the property: per node, per commit)
+        before = loader.last_offset
         found = node.apply_committed(hw)
-        if loader._last_offset != before:
+        if loader.last_offset != before:
             self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:

@@ -117,7 +117,7 @@ class Network:
                  deliver_drops_partitioned: bool = False):
         """`deliver` gets each message as it lands. With `deliver_drops_partitioned` it is
         handed the message directly and must itself drop one whose ends are in different
-        groups by then (`groups`, `_drop`), as `_arrive` does: one call per message, not two."""
+        groups by then (`groups`, `drop`), as `_arrive` does: one call per message, not two."""
         self.scheduler = scheduler
         self.rng = rng
         self.delay_ms = delay_ms
@@ -152,11 +152,11 @@ class Network:
     def send(self, msg: Message) -> None:
         groups = self.groups  # (reachable(), inlined: every message passes here)
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self._drop(msg, "partitioned")
+            self.drop(msg, "partitioned")
             return
         loss = self.loss
         if loss > 0 and self._random() < loss:
-            self._drop(msg, "lost")
+            self.drop(msg, "lost")
             return
         n = self._delay_n
         if n <= 1:  # (hi <= lo)
@@ -174,9 +174,10 @@ class Network:
     def _arrive(self, msg: Message) -> None:
         groups = self.groups
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self._drop(msg, "partitioned")
+            self.drop(msg, "partitioned")
             return
         self.deliver(msg)
 
-    def _drop(self, msg: Message, why: str) -> None:
+    def drop(self, msg: Message, why: str) -> None:
+        """A message that does not arrive: `why` is \"partitioned\" or \"lost\" (a timeline event)."""
         self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": why})

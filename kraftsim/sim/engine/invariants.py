@@ -239,12 +239,10 @@ class Checker:
     def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, record: bool) -> None:
         if end <= start:
             return
-        seg = log.segments._last  # (log.active_segment, without the property)
-        if seg is None:
-            seg = log.active_segment
+        seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
             # (log.batches' common case, inlined, without a generator: after every commit, on every node)
-            parsed, read, compare = seg._parsed, seg.read_batch, self._compare
+            parsed, read, compare = seg.parsed_batches(), seg.read_batch, self._compare
             for j in range(seg.find(start), len(seg.entries)):
                 b = (parsed.get(j) or read(j)).batch
                 base = b.base_offset
@@ -480,11 +478,11 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     seg = log.active_segment
     if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
         # (log.batches' common case, inlined: every shadow walks its node's new batches)
-        parsed, read = seg._parsed, seg.read_batch
+        parsed, read = seg.parsed_batches(), seg.read_batch
         batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
     else:
         batches = log.batches(start)
-    done = share._done if share is not None else {}  # (CommitShare.find, inlined)
+    done = share.kept() if share is not None else {}  # (CommitShare.find, inlined)
     for fb in batches:
         b = fb.batch
         base = b.base_offset
@@ -497,7 +495,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         whole = not cut and base >= end and share is not None
         if whole and loader.idle:
             hit = done.get((software, b.raw))
-            if hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters):
+            if hit is not None and hit[0] is loader.image and hit[1] == (loader.kraft_version, loader.voters):
                 loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
                 share.adopted += 1  # type: ignore[union-attr]
                 end = last + 1

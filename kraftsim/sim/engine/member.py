@@ -129,7 +129,7 @@ def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
         entries = seg.entries
         if entries and entries[-1].base_offset <= offset:
             return entries[-1]  # (the common case: a fetch from the log end)
-    found = log._locate(offset)
+    found = log.locate(offset)
     if found is None:
         return None
     key, i = found

@@ -32,7 +32,7 @@ from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.engine.events import Message
-from kraftsim.sim.engine.fetching import FetchMixin
+from kraftsim.sim.engine.fetching import FETCH_HANDLERS, FetchMixin
 from kraftsim.sim.engine.reconfig import ReconfigMixin
 from kraftsim.sim.engine.member import (
     CANDIDATE,
@@ -403,7 +403,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         done here: the network hands messages over directly) or its node is down, else handled."""
         groups = self.net.groups
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self.net._drop(msg, "partitioned")
+            self.net.drop(msg, "partitioned")
             return
         m = self.members.get(msg.dst)
         if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
@@ -419,10 +419,7 @@ RAFT_HANDLERS = {
     "vote-reply": RaftMixin._on_vote_reply,
     "begin-epoch": RaftMixin._on_begin_epoch,
     "end-epoch": RaftMixin._on_end_epoch,
-    "fetch": RaftMixin._on_fetch,
-    "fetch-reply": RaftMixin._on_fetch_reply,
-    "fetch-snapshot": RaftMixin._on_fetch_snapshot,
-    "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
+    **FETCH_HANDLERS,
 }
 
 __all__ = ["RAFT_HANDLERS", "RaftMixin"]

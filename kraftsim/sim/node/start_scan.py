@@ -54,7 +54,7 @@ class FeatureLevelScan:
             # (the active segment walked in one loop: a batch not parsed in memory is matched by
             # its bytes, all read with one read: bytes equal to the kept ones give their levels;
             # other bytes are read and checked as `LogSegment.read_batch` does)
-            first, entries, parsed, known = seg.find(start), seg.entries, seg._parsed, self._levels
+            first, entries, parsed, known = seg.find(start), seg.entries, seg.parsed_batches(), self._levels
             raws = seg.read_raws(first, len(entries)) or []  # (one read; [] or None: one by one)
             crc_at = _CRC_AT.unpack_from
             for j in range(first, len(entries)):
