@@ -357,3 +357,13 @@ def test_the_private_reach_allow_list_stays_short_and_true():
         if key.startswith("kraftsim/"):
             path = REPO / key
             assert path.is_file() and private_reaches(path.read_text(encoding="utf-8"), key), f"{key}: drop it"
+
+
+def test_the_sim_api_document_names_every_public_simulation_method():
+    """docs/sim-api.md (cited by kraftsim.sim.simulation) covers Simulation's public face."""
+    from kraftsim.sim import Simulation
+
+    text = (REPO / "docs" / "sim-api.md").read_text(encoding="utf-8")
+    public = sorted(n for n in dir(Simulation) if not n.startswith("_"))
+    assert [n for n in public if f"`{n}" not in text and f" `{n}(" not in text and f"{n}`" not in text] == []
+    assert "docs/sim-api.md" in (SOURCE / "sim" / "simulation.py").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Simulation: the simulator's public face (SIM_API.md), over the event-driven Engine.
+"""Simulation: the simulator's public face (docs/sim-api.md), over the event-driven Engine.
 
 A Simulation lives in a directory: `cluster.json` (the cluster's identity, seed, clock,
 voters, configuration and every node's id, roles, release, incarnation and state; written
@@ -72,7 +72,7 @@ def _policies(policy: str) -> tuple[str, ...]:
 
 
 class Simulation(AdminMixin):
-    """A simulated KRaft cluster in a directory (see SIM_API.md and the module docstring)."""
+    """A simulated KRaft cluster in a directory (see docs/sim-api.md and the module docstring)."""
 
     def __init__(self, directory: Path, saved: SavedState, catalog: Catalog, durable: bool = True):
         self.directory = Path(directory)
