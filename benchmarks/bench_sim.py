@@ -249,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     md += [f"| {p['phase']} | {p['wall_s']} s | {p['cpu_s']} s | {p['events']:,} |" for p in ref["phases"]]
     md += ["", f"Commits replayed by a loader: {ref['commits_replayed']:,}; adopted from a node that replayed the "
-           f"same batch on the same image: {ref['commits_adopted']:,} (kraftsim.sim.commit_share).", "",
+           f"same batch on the same image: {ref['commits_adopted']:,} (kraftsim.sim.node.commit_share).", "",
            WHERE_THE_TIME_GOES, ""]
     text = "\n".join(md)
     print(text)

@@ -20,7 +20,7 @@ header, body) from plain values, as `kraftsim serve` does for every request.
 Workloads:
 
 1. ApiVersions v4 (header v2, a Java 4.4 client's software name and version), answered with
-   a Kafka 4.4.0 broker listener's API ranges (kraftsim/sim/data/api_versions.toml) and
+   a Kafka 4.4.0 broker listener's API ranges (kraftsim/sim/node/data/api_versions.toml) and
    eight feature ranges, finalized levels and an epoch.
 2. Metadata v12, all topics, answered with 3 brokers and 20 topics of 3 partitions
    (replicas and ISR of 3, uuids as topic ids).
@@ -49,7 +49,7 @@ from benchmarks._common import load_average, utc_now, write_results  # noqa: E40
 from kraftsim.protocol import fastpath  # noqa: E402
 from kraftsim.protocol.primitives import Uuid  # noqa: E402
 from kraftsim.protocol.schema import StructSpec, snake_case  # noqa: E402
-from kraftsim.sim.api_versions import api_version_table  # noqa: E402
+from kraftsim.sim.node.api_versions import api_version_table  # noqa: E402
 from kraftsim.wire import encode_request, encode_response, parse_request  # noqa: E402
 from kraftsim.wire.codec import default_catalog  # noqa: E402
 

@@ -15,10 +15,10 @@ from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario.language import Limits
-from kraftsim.sim.cluster import KNOWN_POLICIES, SimCluster
-from kraftsim.sim.health import cluster_health
-from kraftsim.sim.narrate import narrator
-from kraftsim.sim.directory import (
+from kraftsim.sim.ticks.cluster import KNOWN_POLICIES, SimCluster
+from kraftsim.sim.tools.health import cluster_health
+from kraftsim.sim.tools.narrate import narrator
+from kraftsim.sim.tools.directory import (
     EVENTS,
     TICKS,
     catalog_path,
@@ -26,10 +26,10 @@ from kraftsim.sim.directory import (
     simulation_status,
     simulation_status_lines,
 )
-from kraftsim.sim.node import BROKER, CONTROLLER
-from kraftsim.sim.node_format import EPOCH_MS, clock_text
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER
+from kraftsim.sim.node.format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
-from kraftsim.sim.status import cluster_status, status_lines
+from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
 
@@ -141,7 +141,7 @@ def _run_create(args: argparse.Namespace) -> int:
                                 seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print),
                                 dynamic_quorum=args.dynamic_quorum)
         leader = sim.leader()
-        print(f"Created cluster {sim._saved.cluster_id} in {args.dir} with {args.combined} combined, "
+        print(f"Created cluster {sim.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
               f"(event simulator, seed {args.seed}); leader: {'none' if leader is None else f'node {leader}'}.")
         sim.close()

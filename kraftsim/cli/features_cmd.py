@@ -85,16 +85,16 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     if args.catalog is not None or args.cluster is None:
         catalog: str | None = args.catalog
         return catalog
-    from kraftsim.sim.directory import catalog_path  # the simulator loads only for commands on a cluster
+    from kraftsim.sim.tools.directory import catalog_path  # the simulator loads only for commands on a cluster
 
     return catalog_path(Path(args.cluster))
 
 
 def _cluster_nodes(path: str) -> list[tuple[Any, ...]]:
     """(id, roles, release, running) of the cluster's nodes, as either simulator saved them."""
-    from kraftsim.sim.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
+    from kraftsim.sim.tools.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
     if engine_of(path) == TICKS:
-        from kraftsim.sim.cluster import read_state
+        from kraftsim.sim.ticks.cluster import read_state
         return [(n.id, n.roles, n.release, n.running) for n in read_state(Path(path)).nodes]
     return [(n["id"], n["roles"], n["release"], n["running"]) for n in simulation_status(path)["nodes"]]
 
@@ -127,7 +127,7 @@ def _need_cluster(args: argparse.Namespace) -> str:
 
 def _run_describe(args: argparse.Namespace) -> int:
     from kraftsim.sim import features_tool
-    from kraftsim.sim.directory import open_for_tool
+    from kraftsim.sim.tools.directory import open_for_tool
 
     tool = _tool(args)
     cluster = open_for_tool(_need_cluster(args), emit=lambda line: None, passive=True)
@@ -156,7 +156,7 @@ def _known_node(cluster: Any, node: int | None) -> None:
 
 def _run_update(args: argparse.Namespace) -> int:
     from kraftsim.sim import features_tool
-    from kraftsim.sim.directory import open_for_tool
+    from kraftsim.sim.tools.directory import open_for_tool
 
     tool = _tool(args)
     refused = refuse(unknown_flag("kafka-features", args.op, release_line(tool), args))

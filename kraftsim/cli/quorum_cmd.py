@@ -297,7 +297,7 @@ def _controller_id(path: str) -> int:
 def _check_cluster(path: str, release: str | None) -> None:
     """Input kraftsim cannot work with (exit 2): no event-simulator cluster there, a release
     the cluster's catalog does not know."""
-    from kraftsim.sim.directory import EVENTS, catalog_path, engine_of
+    from kraftsim.sim.tools.directory import EVENTS, catalog_path, engine_of
     from kraftsim.versions import load_catalog
 
     if not (Path(path) / "cluster.json").is_file():

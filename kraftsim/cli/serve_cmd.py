@@ -81,7 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         session.finish()
         raise UsageError(f"cannot listen on {args.host}: {e.strerror or e}") from None
     session.finish()
-    from kraftsim.sim.node_format import clock_text
+    from kraftsim.sim.node.format import clock_text
 
     print(f"kraftsim serve: stopped at virtual time {clock_text(session.served.sim.now_ms)}; "
           f"{session.server.answered} request(s) answered", file=sys.stderr)

@@ -85,7 +85,7 @@ def _target(args: argparse.Namespace) -> Path:
             raise UsageError("give --snapshot or --cluster DIR --node ID, not both")
         if args.cluster is None or args.node is None:
             raise UsageError("--cluster and --node go together: the node of the cluster whose metadata to browse")
-        from kraftsim.sim import node
+        from kraftsim.sim.node import simnode as node
 
         directory = node.node_directory(Path(args.cluster), args.node)
         if not directory.is_dir():

@@ -1,24 +1,28 @@
 """kraftsim.sim: simulated Kafka nodes, the clusters they form, and what they tell clients.
 
+Its face is `Simulation` (simulation.py, documented in docs/sim-api.md) and the value types
+below; the rooms behind it:
+
+  node/          one simulated node, whichever engine runs it: SimNode, formatting, state files,
+                 ApiVersions and finalized features, voter sets
+  engine/        the event engine under Simulation: scheduler and network, raft (elections,
+                 fetching, reconfiguration), broker/controller lifecycle, invariants
+  ticks/         the older tick engine (`cluster create --engine ticks`): SimCluster
+  tools/         what the command line shows of a cluster directory, for either engine
+  importing/     a simulated cluster from a real cluster's metadata
+
+  simulation     Simulation: the public API over the event engine; where faults and ops enter
   types          SimConfig, SimError, NodeInfo, SimEvent, InvariantResult (the public values)
-  simulation     Simulation: the simulator's public API (SIM_API.md)
-  engine, raft, lifecycle, member, events   the event-driven engine under it
-  reconfig, voters, quorum_view   quorum membership (KIP-853): voter sets, voter changes, DescribeQuorum
-  invariants     the invariants it checks; admin: its admin-client requests; saved: cluster.json
-  narrate, directory   the CLI's lines and both simulators' directories (and the event one's status)
-  node_format    seeded ids and `kafka-storage format` of a node, for both simulators
-  api_versions   ApiVersions answers by release and role (KIP-35, KIP-584, KIP-1022)
-  finalized      the finalized features a node exposes
-  client_view    the client-side view over many nodes (range intersection, highest epoch)
-  node           one node: its release, its formatted directory and log replica, its loader
-  cluster        SimCluster: the tick simulator (`--engine ticks`); ticks_state, ticks_lifecycle its parts
-  features_tool  kafka-features against a simulated cluster
-  status         what `kraftsim cluster status` shows of a tick-simulator cluster
+  saved          the event engine's cluster.json (format 2)
+  admin              the admin-client requests Simulation answers (topics, features; the 4.3/4.4 ops
+                     are Simulation methods)
+  features_tool  kafka-features against a simulated cluster (either engine)
+  member         the old path of engine/member, kept for admin.py only
 """
 
 from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
-from kraftsim.sim.quorum_view import QuorumInfo, ReplicaInfo
-from kraftsim.sim.reconfig import VoterChangeRefused
+from kraftsim.sim.engine.quorum_view import QuorumInfo, ReplicaInfo
+from kraftsim.sim.engine.reconfig import VoterChangeRefused
 from kraftsim.sim.simulation import Simulation
 
 __all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "SimConfig", "SimError",

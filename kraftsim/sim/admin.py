@@ -22,7 +22,7 @@ from kraftsim.controller.cluster_control import unregister_broker
 from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
-from kraftsim.sim.member import Member, entry_at
+from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
 from kraftsim.versions import ToolFailure
 

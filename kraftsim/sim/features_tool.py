@@ -33,9 +33,9 @@ from __future__ import annotations
 from typing import Any, Callable, Iterable, Sequence
 
 from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesResponse, UpgradeType
-from kraftsim.sim.api_versions import max_api_versions_version
-from kraftsim.sim.cluster import MvChangeReport, SimCluster
-from kraftsim.sim.node import BROKER, CONTROLLER, SimNode
+from kraftsim.sim.node.api_versions import max_api_versions_version
+from kraftsim.sim.ticks.cluster import MvChangeReport, SimCluster
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER, SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
 from kraftsim.versions.metadata_version import release_name_key
 from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates

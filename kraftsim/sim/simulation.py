@@ -1,4 +1,4 @@
-"""Simulation: the simulator's public face (SIM_API.md), over the event-driven Engine.
+"""Simulation: the simulator's public face (docs/sim-api.md), over the event-driven Engine.
 
 A Simulation lives in a directory: `cluster.json` (the cluster's identity, seed, clock,
 voters, configuration and every node's id, roles, release, incarnation and state; written
@@ -27,11 +27,11 @@ from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin
 from kraftsim.gcpause import working
-from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
-from kraftsim.sim.engine import Engine
-from kraftsim.sim.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.member import LEADER, Member
-from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, node_directory
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.engine.core import Engine
+from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS
+from kraftsim.sim.engine.member import LEADER, Member
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
     STATE_FORMAT,
@@ -39,8 +39,8 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
-from kraftsim.sim.quorum_view import QuorumInfo, quorum_info
-from kraftsim.sim.reconfig import VoterChangeRefused
+from kraftsim.sim.engine.quorum_view import QuorumInfo, quorum_info
+from kraftsim.sim.engine.reconfig import VoterChangeRefused
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -52,7 +52,7 @@ from kraftsim.sim.types import (
     SimError,
     SimEvent,
 )
-from kraftsim.sim.invariants import DurableLog
+from kraftsim.sim.engine.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
@@ -72,7 +72,7 @@ def _policies(policy: str) -> tuple[str, ...]:
 
 
 class Simulation(AdminMixin):
-    """A simulated KRaft cluster in a directory (see SIM_API.md and the module docstring)."""
+    """A simulated KRaft cluster in a directory (see docs/sim-api.md and the module docstring)."""
 
     def __init__(self, directory: Path, saved: SavedState, catalog: Catalog, durable: bool = True):
         self.directory = Path(directory)
@@ -209,7 +209,7 @@ class Simulation(AdminMixin):
             sim._closed = True  # never saved
             for i in running:
                 m = sim.engine.member(i)
-                m.node = sim.engine._make_node(m)
+                m.node = sim.engine.make_node(m)
                 m.node.open(read_only=True)  # what is on disk, as it is: nothing recovered or cut
                 m.status, m.state.running = RUNNING, True
             return sim

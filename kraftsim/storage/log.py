@@ -10,7 +10,6 @@ read-only, it reports the same actions and changes nothing on disk.
 
 from __future__ import annotations
 
-import os
 
 import struct
 from pathlib import Path
@@ -189,9 +188,7 @@ class MetadataLog:
         self.fsync = fsync
         for seg in self.segments.values():
             seg.writable = True
-            if seg._fd is not None:  # (opened read-only: opened again, for writing, when next used)
-                os.close(seg._fd)
-                seg._fd = None
+            seg.release_fd()  # (opened read-only: opened again, for writing, when next used)
         if not self.segments:
             self._new_segment(0)
         return True
@@ -403,6 +400,11 @@ class MetadataLog:
         if self._rising is None:  # (kept by appends until something else changes the log)
             self._rising = _rising_epochs((e.epoch, e.base_offset) for _, e in self.index_entries())
         return _collapsed(list(self._rising), self.log_start_offset)
+
+    def locate(self, offset: int) -> tuple[object, int] | None:
+        """The first (segment key, batch index) whose batch ends at or after `offset`, None
+        past the end: `segments[key].entries[index]` is its index entry."""
+        return self._locate(offset)
 
     def _locate(self, offset: int) -> tuple[object, int] | None:
         """The first (segment key, batch index) whose batch ends at or after `offset`."""

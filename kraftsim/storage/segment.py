@@ -335,6 +335,18 @@ class LogSegment:
         if self.writable and self._fd is not None:
             os.fsync(self._fd)
 
+    def parsed_batches(self) -> dict[int, FileBatch]:
+        """The batches parsed so far, by index (the live cache, to be read, not changed): a
+        replay that walks the segment takes `get(i) or read_batch(i)` without a call per batch."""
+        return self._parsed
+
+    def release_fd(self) -> None:
+        """Close the file descriptor, keeping what was parsed: the next use opens it again
+        (a log opened read-only becomes writable)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
     def close(self) -> None:
         self._parsed = {}
         if self._fd is not None:

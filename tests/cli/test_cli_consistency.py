@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.style import colour_enabled, paint, paint_prefix
-from kraftsim.sim.node_format import EPOCH_MS, clock_text, elapsed_text
+from kraftsim.sim.node.format import EPOCH_MS, clock_text, elapsed_text
 from tests.cli_support import run
 
 

@@ -17,7 +17,7 @@ import pytest
 from kraftsim.conformance.cases.live_quorum import mask
 from kraftsim.javacompat import hash_map_order
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.voters import replica_key_hash, voter_keys_text
+from kraftsim.sim.node.voters import replica_key_hash, voter_keys_text
 from tests.cli_support import run
 
 DATA = Path(__file__).parent / "data"

@@ -11,8 +11,8 @@ import pytest
 from kraftsim.controller.features import controller_record
 from kraftsim.controller.result import accepted
 from kraftsim.image import load_path
-from kraftsim.sim.client_view import ClientView
-from kraftsim.sim.cluster import SimCluster
+from kraftsim.sim.node.client_view import ClientView
+from kraftsim.sim.ticks.cluster import SimCluster
 from tests.cluster.conftest import (
     MV, assert_cluster_sound, cli, copy_of, create, data, describe, feature_records, node_dirs, ok, records,
     run, status,

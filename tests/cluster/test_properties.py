@@ -23,8 +23,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
 from kraftsim.image import image_digest, load_path
-from kraftsim.sim.cluster import SimCluster
-from kraftsim.sim.node import node_directory
+from kraftsim.sim.ticks.cluster import SimCluster
+from kraftsim.sim.node.simnode import node_directory
 
 RELEASES = ("3.9", "4.0", "4.1")
 FEATURES = ("metadata.version", "group.version", "transaction.version")

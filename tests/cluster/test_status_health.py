@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftsim.sim.health import first_difference
+from kraftsim.sim.tools.health import first_difference
 from tests.cluster.conftest import ok, run
 from tests.paths import REPO
 

@@ -1,7 +1,7 @@
 """The shipped API version table: what each release's broker and controller listeners serve.
 
 The spot values are what real nodes answered (published kafka-broker-api-versions
-outputs; see the header of kraftsim/sim/data/api_versions.toml), so a wrong edit of the
+outputs; see the header of kraftsim/sim/node/data/api_versions.toml), so a wrong edit of the
 table fails here.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim.api_versions import ROLES, ApiVersionTable, NoApiVersionData, api_version_table
+from kraftsim.sim.node.api_versions import ROLES, ApiVersionTable, NoApiVersionData, api_version_table
 from kraftsim.versions import default_catalog
 
 TABLE = api_version_table()

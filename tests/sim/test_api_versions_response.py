@@ -7,8 +7,8 @@ import pytest
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage, MetadataProvenance
 from kraftsim.image import features_from
-from kraftsim.sim.api_versions import api_version_table, api_versions_response
-from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
+from kraftsim.sim.node.api_versions import api_version_table, api_versions_response
+from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
 from kraftsim.versions import default_catalog
 from tests.sim.oracle_images import image_of, needs_oracle, oracle_metadata_dirs, rel
 

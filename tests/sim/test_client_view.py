@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kraftsim.errors import UnsupportedVersionException
 from kraftsim.image import MetadataImage, MetadataProvenance
 from kraftsim.image import features_from
-from kraftsim.sim.api_versions import ApiVersionsResponse, api_version_table, api_versions_response
-from kraftsim.sim.client_view import ClientView, api_enum_name
+from kraftsim.sim.node.api_versions import ApiVersionsResponse, api_version_table, api_versions_response
+from kraftsim.sim.node.client_view import ClientView, api_enum_name
 
 TABLE = api_version_table()
 PRODUCE, FETCH, JOIN_GROUP, API_VERSIONS, CREATE_TOPICS = 0, 1, 11, 18, 19

@@ -29,7 +29,7 @@ def _settled(sim: Simulation) -> None:
 
 def _fired(sim: Simulation) -> bool:
     """Every injected fault has happened (none is left waiting in the scheduler)."""
-    return not any(label.startswith("inject") for _, _, label, _, _ in sim.engine.sched._heap)
+    return not any(label.startswith("inject") for label in sim.engine.sched.labels())
 
 
 def _crashes_rolls_and_upgrades(sim: Simulation) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from kraftsim.conformance.registration_timeout import RegistrationTimeout, measured_runs, simulated
-from kraftsim.sim.lifecycle import BACKOFF_JITTER
+from kraftsim.sim.engine.lifecycle import BACKOFF_JITTER
 
 TIMEOUT_MS = 5000
 #: Kafka's first registration answer came 24-143 ms after its deadline was armed.

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import random
 
 from kraftsim.conformance.reregistration import Reregistration, measured_runs, simulated
-from kraftsim.sim.lifecycle import BACKOFF_JITTER, resend_backoff_ms
+from kraftsim.sim.engine.lifecycle import BACKOFF_JITTER, resend_backoff_ms
 from kraftsim.versions import default_catalog
 
 HEARTBEAT_MS = 2000

@@ -14,8 +14,8 @@ import pytest
 
 from kraftsim.image import image_digest, load_path
 from kraftsim.sim.importing import ImportRefused, import_cluster
-from kraftsim.sim.directory import simulation_status, simulation_status_lines
-from kraftsim.sim.node import node_directory
+from kraftsim.sim.tools.directory import simulation_status, simulation_status_lines
+from kraftsim.sim.node.simnode import node_directory
 from kraftsim.sim.saved import read_saved
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.versions import default_catalog

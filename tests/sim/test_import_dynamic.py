@@ -22,7 +22,7 @@ from kraftsim.image import kraft_header_records, load_path, snapshot_contents
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import SimError, Simulation
 from kraftsim.sim.importing import import_cluster
-from kraftsim.sim.node import node_directory
+from kraftsim.sim.node.simnode import node_directory
 from kraftsim.storage import METADATA_DIR_NAME, read_snapshot
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
 from kraftsim.versions import default_catalog

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kraftsim.sim import Simulation
 from kraftsim.sim.importing import ImportRefused, import_cluster
-from kraftsim.sim.node import node_directory
+from kraftsim.sim.node.simnode import node_directory
 
 RELEASES = ["3.5.2", "3.6.2", "3.7.2", "3.9.1", "4.1.1"]  # each line's newest patch: what an import infers
 

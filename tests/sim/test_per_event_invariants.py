@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kraftsim.image import MetadataLoader, image_digest
 from kraftsim.sim import Simulation
-from kraftsim.sim.invariants import replay_image
+from kraftsim.sim.engine.invariants import replay_image
 from tests.sim.sim_helpers import failed, scratch
 
 

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kraftsim.sim import SimError, Simulation
-from kraftsim.sim.invariants import disjoint_majorities
+from kraftsim.sim.engine.invariants import disjoint_majorities
 from kraftsim.storage import MetadataLog, decode_file_batch
 from kraftsim.versions import default_catalog
 

@@ -18,9 +18,9 @@ from kraftsim.image import MetadataLoader, image_digest
 from kraftsim.image.loader.metadata_loader import full_image_delta
 from kraftsim.protocol.batch import build_batch
 from kraftsim.sim import SimConfig, Simulation
-from kraftsim.sim.node import SimNode
-from kraftsim.sim.start_scan import FeatureLevelScan
-from kraftsim.sim.state_files import holds
+from kraftsim.sim.node.simnode import SimNode
+from kraftsim.sim.node.start_scan import FeatureLevelScan
+from kraftsim.sim.node.state_files import holds
 from kraftsim.storage import MetadataLog
 from kraftsim.storage.segment import IndexEntry, ScanProblem, _scan_step, scan_segment
 from tests.sim.sim_helpers import failed, scratch, tree_digest
@@ -172,7 +172,7 @@ def test_catching_up_by_bytes_gives_what_parsing_gives(monkeypatch: pytest.Monke
 def test_bytes_that_differ_are_never_adopted(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the kept bytes of every shared commit wrong, no batch is adopted by its bytes (each
     is parsed, checked and adopted by its key the long way), and everything ends the same."""
-    from kraftsim.sim.commit_share import CommitShare
+    from kraftsim.sim.node.commit_share import CommitShare
 
     by_bytes = [0]
     adopt_unparsed = SimNode._adopt_unparsed
@@ -202,7 +202,7 @@ def test_the_feature_scan_by_bytes_equals_a_fresh_decode(monkeypatch: pytest.Mon
     """A controller's start-up levels (after an upgrade of metadata.version, so the log holds
     FeatureLevelRecords) are those a scan with nothing kept decodes at that start; a kept
     entry whose bytes differ is decoded again, not trusted."""
-    from kraftsim.sim.engine import Engine
+    from kraftsim.sim.engine.core import Engine
 
     starts = []
     on_disk = Engine._finalized_on_disk
@@ -255,8 +255,8 @@ def test_holds_compares_the_bytes_and_sees_a_leftover_temporary() -> None:
 def test_the_state_files_bytes_are_the_storage_writers_bytes() -> None:
     """write_if_changed is handed the very bytes write_quorum_state and
     write_leader_epoch_checkpoint write (as raft.py builds them)."""
-    from kraftsim.sim.state_files import write_if_changed
-    from kraftsim.sim.voters import quorum_state
+    from kraftsim.sim.node.state_files import write_if_changed
+    from kraftsim.sim.node.voters import quorum_state
     from kraftsim.storage import EpochEntry, leader_epoch_text, write_leader_epoch_checkpoint, write_quorum_state
 
     with scratch() as base:
@@ -274,7 +274,7 @@ def test_the_state_files_bytes_are_the_storage_writers_bytes() -> None:
 def test_state_files_end_as_unconditional_writes_leave_them(monkeypatch: pytest.MonkeyPatch) -> None:
     with scratch() as base:
         skipping = _run(base, "skip")
-        monkeypatch.setattr("kraftsim.sim.state_files.holds", lambda path, data: False)
+        monkeypatch.setattr("kraftsim.sim.node.state_files.holds", lambda path, data: False)
         writing = _run(base, "write")
     assert skipping[:2] == writing[:2]
 
@@ -366,7 +366,7 @@ def test_a_remembered_crc_is_the_crc_of_those_very_bytes(raws: list[bytes]) -> N
     identity of other bytes is not taken for them."""
     import zlib
 
-    from kraftsim.sim.invariants import Checker
+    from kraftsim.sim.engine.invariants import Checker
 
     checker = Checker(lambda result: None)
     for raw in raws + raws:

@@ -10,7 +10,7 @@ import pytest
 
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, SimError, Simulation
-from kraftsim.sim.raft import RaftMixin
+from kraftsim.sim.engine.raft import RaftMixin
 from tests.sim.sim_helpers import failed, loader_drops_topic_commits, over_seeds, scratch, tree_digest
 
 

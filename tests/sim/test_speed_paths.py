@@ -19,7 +19,7 @@ from kraftsim.errors import CorruptRecordException, KraftsimError
 from kraftsim.image import DigestCache, TopicsImage, image_digest
 from kraftsim.protocol.batch import build_batch, check_batch_at, parse_batch
 from kraftsim.sim import SimConfig, Simulation
-from kraftsim.sim.events import Network, Scheduler
+from kraftsim.sim.engine.events import Network, Scheduler
 from kraftsim.storage import MetadataLog
 from tests.sim.sim_helpers import failed, loader_drops_topic_commits, scratch
 
@@ -198,12 +198,13 @@ def test_network_delays_are_randrange_draws(seed: int, lo: int, width: int) -> N
     net = Network(sched, random.Random(seed), delay_ms=(lo, hi), loss=0.0, deliver=lambda m: None,
                   emit=lambda *a: None)
     net.verbose = False
-    from kraftsim.sim.events import Message
+    from kraftsim.sim.engine.events import Message
 
     for _ in range(20):
         net.send(Message(1, 2, "x", 0))
-    while len(sched):
-        delays.append(sched.pop()[0])
+    while (entry := sched.pop_due(hi)) is not None:
+        delays.append(entry[0])
+    assert not len(sched)
     ref = random.Random(seed)
     assert sorted(delays) == sorted(lo if hi <= lo else ref.randrange(lo, hi + 1) for _ in range(20))
 

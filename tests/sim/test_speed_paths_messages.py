@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kraftsim.sim import Simulation
-from kraftsim.sim.events import Message
-from kraftsim.sim.node_format import clock_text
-from kraftsim.sim.voters import quorum_state, quorum_state_bytes
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.node.format import clock_text
+from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from tests.sim.sim_helpers import scratch
 
 
@@ -177,7 +177,7 @@ def test_an_unforced_state_file_write_is_atomic_writes() -> None:
     import pytest
 
     from kraftsim.errors import KraftsimError
-    from kraftsim.sim.state_files import write_if_changed
+    from kraftsim.sim.node.state_files import write_if_changed
     from kraftsim.storage.fileio import atomic_write
 
     with scratch() as base:

@@ -11,7 +11,7 @@ import pytest
 
 import kraftsim
 from kraftsim.controller import error_codes
-from kraftsim.sim.api_versions import api_versions_response
+from kraftsim.sim.node.api_versions import api_versions_response
 from kraftsim.wire import encode_request, frame, parse_response
 from tests.wire.client import API_VERSIONS_V3, closed_by_server, connect, read_frames, rpc
 

@@ -5,7 +5,7 @@ load started from, byte for byte (a lone snapshot gets an empty segment after it
 node that installed a fetched snapshot has); `meta.properties` carries the real cluster
 id, node id and directory id; `bootstrap.checkpoint` is copied when the source has one;
 `registration.json` keeps the listeners, rack and log directories the real node last
-registered (kraftsim.sim.registration_profile); `quorum-state` names the voters and the
+registered (kraftsim.sim.node.registration_profile); `quorum-state` names the voters and the
 highest epoch the source reached, with no leader, so the first election of the simulated
 quorum begins the next epoch. `cluster.json` lists
 every node as running: the next command that opens the cluster starts each node from its
@@ -26,17 +26,17 @@ from pathlib import Path
 
 import msgspec
 
-from kraftsim.sim.cluster import EPOCH_MS, cluster_id_for, incarnation_id
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, incarnation_id
 from kraftsim.sim.importing.plan import ImportPlan, PlannedNode
-from kraftsim.sim.node import node_directory
-from kraftsim.sim.registration_profile import (
+from kraftsim.sim.node.simnode import node_directory
+from kraftsim.sim.node.registration_profile import (
     ProfileListener,
     RegistrationProfile,
     write_profile,
 )
 from kraftsim.sim.saved import STATE_FILE, SavedNode, SavedState
 from kraftsim.sim.types import RUNNING, SimConfig
-from kraftsim.sim.voters import quorum_state
+from kraftsim.sim.node.voters import quorum_state
 from kraftsim.storage import (
     METADATA_DIR_NAME,
     MetadataLog,

@@ -31,7 +31,7 @@ from kraftsim.storage.names import (
     parse_snapshot_name,
     snapshot_file_name,
 )
-from kraftsim.sim.voters import MEMBERSHIP_RECORDS, Membership
+from kraftsim.sim.node.voters import MEMBERSHIP_RECORDS, Membership
 from kraftsim.versions import Catalog
 
 QUORUM_STATE_FILE = "quorum-state"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kraftsim.sim.node import NodeState, SimNode
+from kraftsim.sim.node.simnode import NodeState, SimNode
 from kraftsim.sim.types import RUNNING
 from kraftsim.storage import MetadataLog
 from kraftsim.storage.segment import IndexEntry
@@ -129,7 +129,7 @@ def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
         entries = seg.entries
         if entries and entries[-1].base_offset <= offset:
             return entries[-1]  # (the common case: a fetch from the log end)
-    found = log._locate(offset)
+    found = log.locate(offset)
     if found is None:
         return None
     key, i = found

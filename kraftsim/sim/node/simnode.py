@@ -48,11 +48,11 @@ from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
-from kraftsim.sim.finalized import FinalizedFeatures, finalized_features
-from kraftsim.sim.registration_profile import RegistrationProfile, read_profile
-from kraftsim.sim.voters import seed_loader
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.node.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
+from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
+from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
+from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
 from kraftsim.storage import java_hash_order
@@ -397,7 +397,7 @@ class SimNode:
         return None
 
     def _apply_shared(self, start: int, end: int) -> Unsupported | None:
-        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.commit_share).
+        """`_apply_from` with whole batches replayed once across the cluster (kraftsim.sim.node.commit_share).
 
         The batches come from the active segment when it holds `start` (the common case,
         walked here without a generator): each batch it keeps a checked parse of, and each
@@ -406,15 +406,13 @@ class SimNode:
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
         software = (self.state.release, self.kip_778, id(self.base_catalog))
-        done = share._done  # (CommitShare.find, inlined: every node passes here for every commit)
+        done = share.kept()  # (CommitShare.find, inlined: every node passes here for every commit)
         adopt = loader.adopt
         log = self.log
-        seg = log.segments._last  # (log.active_segment, without the property)
-        if seg is None:
-            seg = log.active_segment
+        seg = log.active_segment
         others: Iterator[FileBatch] | None = None
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
-            parsed, entries = seg._parsed, seg.entries
+            parsed, entries = seg.parsed_batches(), seg.entries
             j, n = seg.find(start), len(entries)
         else:
             others = iter(log.batches(start))
@@ -444,7 +442,7 @@ class SimNode:
             whole = base >= start and loader.idle
             if whole:
                 hit = done.get((software, key))
-                if (hit is not None and hit[0] is loader._image
+                if (hit is not None and hit[0] is loader.image
                         and hit[1] == (loader.kraft_version, loader.voters)):
                     # (a node of this release applied it: nothing in it is unsupported here)
                     adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
@@ -478,7 +476,7 @@ class SimNode:
         and checked as `LogSegment.read_batch` does, its errors unchanged)."""
         loader, share = self.loader, self.share
         assert loader is not None and share is not None
-        entries, parsed, done, adopt = seg.entries, seg._parsed, share._done, loader.adopt
+        entries, parsed, done, adopt = seg.entries, seg.parsed_batches(), share.kept(), loader.adopt
         stop = seg.find(end)  # (the first batch that ends at or past the high watermark)
         if j >= stop or entries[j].base_offset < start:
             return j
@@ -493,7 +491,7 @@ class SimNode:
         # one is not such a commit or the run ends (before that, the image and raft state the
         # loader would have are the held-back commit's).
         pending = None
-        image, raft = loader._image, (loader.kraft_version, loader.voters)
+        image, raft = loader.image, (loader.kraft_version, loader.voters)
         try:
             while k < stop and k not in parsed:
                 e, raw = entries[k], raws[k - j]
@@ -543,7 +541,7 @@ _CRC_AT = struct.Struct(">I")
 
 def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]
     """An imported node's registration keeps its real counterpart's listeners, rack and log
-    directories (kraftsim.sim.registration_profile); other nodes' requests are unchanged."""
+    directories (kraftsim.sim.node.registration_profile); other nodes' requests are unchanged."""
     if profile is None:
         return request
     changes: dict = {}

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftsim.sim.cluster import SimCluster
-from kraftsim.sim.node import SimNode
+from kraftsim.sim.ticks.cluster import SimCluster
+from kraftsim.sim.node.simnode import SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, range_text
 
 

@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from kraftsim.sim.node import CONTROLLER_LISTENER, NodeState, node_directory
-from kraftsim.storage import ServerConfig, random_uuid, storage_format
+from kraftsim.sim.node.simnode import CONTROLLER_LISTENER, NodeState, node_directory
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.protocol.registry import Registry
+from kraftsim.storage import ServerConfig, random_uuid, read_meta_properties, storage_format
+from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
 from kraftsim.storage.server_config import Listener
 from kraftsim.storage.java_properties import java_date
 from kraftsim.versions import Catalog
@@ -82,4 +87,24 @@ def _format_line(emit: Callable[[str], None], node_id: int, line: str) -> None:
         emit(f"[node {node_id}] {line}")
 
 
-__all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "directory_id_for", "elapsed_text", "format_node", "incarnation_id"]
+
+def node_directory_id(cluster_dir: Path, node_id: int) -> Uuid | None:
+    """A simulated node's metadata directory id (its meta.properties), None when it has none."""
+    try:
+        meta = read_meta_properties(node_directory(cluster_dir, node_id))
+    except KraftsimError:
+        return None
+    did = meta.meta.directory_id
+    return None if did is None else Uuid.from_string(did)
+
+
+def static_voters_record(cluster_dir: Path, voters: Iterable[int], registry: Registry) -> Payload:
+    """The VotersRecord raft writes for a static quorum upgraded to kraft.version 1: each
+    configured voter with its endpoint and the directory id it fetches with."""
+    dynamic = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], node_directory_id(cluster_dir, v) or Uuid.ZERO)
+               for v in voters}
+    return voters_record(dynamic, CONTROLLER_LISTENER[0], registry)
+
+
+__all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "directory_id_for", "elapsed_text", "format_node", "incarnation_id",
+           "node_directory_id", "static_voters_record"]

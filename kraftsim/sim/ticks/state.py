@@ -1,4 +1,4 @@
-"""`cluster.json` of the tick simulator (format 1; kraftsim.sim.cluster.SimCluster): what it
+"""`cluster.json` of the tick simulator (format 1; kraftsim.sim.ticks.cluster.SimCluster): what it
 holds and reading it back. The event simulator's is `saved` (format 2)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim.node import NodeState
-from kraftsim.sim.node_format import EPOCH_MS
+from kraftsim.sim.node.simnode import NodeState
+from kraftsim.sim.node.format import EPOCH_MS
 
 STATE_FILE = "cluster.json"
 STATE_FORMAT = 1

@@ -32,7 +32,7 @@ import msgspec
 from kraftsim.controller import error_codes
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
-from kraftsim.sim.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features
+from kraftsim.sim.node.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
 from kraftsim.versions.metadata_version import RELEASE_NAME_RE, release_line
 
@@ -113,8 +113,8 @@ class ApiVersionTable:
 @cache
 def api_version_table() -> ApiVersionTable:
     """The shipped table (cached)."""
-    text = resources.files("kraftsim.sim").joinpath("data/api_versions.toml").read_text("utf-8")
-    return ApiVersionTable.from_text(text, "kraftsim/sim/data/api_versions.toml")
+    text = resources.files("kraftsim.sim.node").joinpath("data/api_versions.toml").read_text("utf-8")
+    return ApiVersionTable.from_text(text, "kraftsim/sim/node/data/api_versions.toml")
 
 
 def max_api_versions_version(release: str, role: str) -> int:

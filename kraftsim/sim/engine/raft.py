@@ -31,10 +31,10 @@ from __future__ import annotations
 from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.events import Message
-from kraftsim.sim.fetching import FetchMixin
-from kraftsim.sim.reconfig import ReconfigMixin
-from kraftsim.sim.member import (
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.fetching import FETCH_HANDLERS, FetchMixin
+from kraftsim.sim.engine.reconfig import ReconfigMixin
+from kraftsim.sim.engine.member import (
     CANDIDATE,
     FOLLOWER,
     LEADER,
@@ -44,9 +44,9 @@ from kraftsim.sim.member import (
     UNATTACHED,
     Member,
 )
-from kraftsim.sim.state_files import write_if_changed
+from kraftsim.sim.node.state_files import write_if_changed
 from kraftsim.sim.types import RUNNING
-from kraftsim.sim.voters import quorum_state, quorum_state_bytes
+from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
@@ -56,7 +56,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     # -------------------------------------------------------------- quorum-state
 
     def _persist(self, m: Member) -> None:
-        """quorum-state, written when its bytes change (kraftsim.sim.state_files)."""
+        """quorum-state, written when its bytes change (kraftsim.sim.node.state_files)."""
         if m.node is None:
             state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
                                  voters=m.voters or self.voters)
@@ -70,7 +70,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     def _write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
         new epoch is appended, and when the log is truncated or replaced (its bytes written
-        when they change: kraftsim.sim.state_files)."""
+        when they change: kraftsim.sim.node.state_files)."""
         entries = m.log.leader_epochs()
         path = m.log.directory / LEADER_EPOCH_CHECKPOINT_FILE
         # (write_leader_epoch_checkpoint's bytes)
@@ -403,7 +403,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         done here: the network hands messages over directly) or its node is down, else handled."""
         groups = self.net.groups
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self.net._drop(msg, "partitioned")
+            self.net.drop(msg, "partitioned")
             return
         m = self.members.get(msg.dst)
         if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
@@ -419,10 +419,7 @@ RAFT_HANDLERS = {
     "vote-reply": RaftMixin._on_vote_reply,
     "begin-epoch": RaftMixin._on_begin_epoch,
     "end-epoch": RaftMixin._on_end_epoch,
-    "fetch": RaftMixin._on_fetch,
-    "fetch-reply": RaftMixin._on_fetch_reply,
-    "fetch-snapshot": RaftMixin._on_fetch_snapshot,
-    "fetch-snapshot-reply": RaftMixin._on_fetch_snapshot_reply,
+    **FETCH_HANDLERS,
 }
 
 __all__ = ["RAFT_HANDLERS", "RaftMixin"]

@@ -17,34 +17,34 @@ snapshot when the leader's log no longer starts at 0).
 
 from __future__ import annotations
 
-import heapq
 import random
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from kraftsim.protocol.batch import BatchSlice, split_batches
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
-from kraftsim.sim.node_format import clock_text, incarnation_id
+from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.events import LazyText, Message, Network, Scheduler
-from kraftsim.sim.invariants import Checker
-from kraftsim.sim.lifecycle import (
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.invariants import Checker
+from kraftsim.sim.engine.lifecycle import (
     LIFECYCLE_HANDLERS,
     TRANSIENT_REFUSALS,
     LifecycleMixin,
 )
-from kraftsim.sim.member import LEADER, Member, batch_key, entry_at
-from kraftsim.sim.node import NodeState, SimNode, node_directory
-from kraftsim.sim.raft import RAFT_HANDLERS, RaftMixin
-from kraftsim.sim.start_scan import FeatureLevelScan
-from kraftsim.sim.voters import controller_static_voters
+from kraftsim.sim.engine.member import LEADER, Member, batch_key, entry_at
+from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
+from kraftsim.sim.engine.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.node.start_scan import FeatureLevelScan
+from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
     CRASHED,
     FAILED,
@@ -104,7 +104,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.deep_every_event = False
         self.events_run = 0
         self.registry = registry_for(catalog)
-        #: Committed batches replayed once across the nodes (kraftsim.sim.commit_share).
+        #: Committed batches replayed once across the nodes (kraftsim.sim.node.commit_share).
         self.share = CommitShare()
         #: (release, end offset, its last batch's index entry, the controller's ReplayState there).
         self._checkpoint: tuple[str, int, tuple[int, ...], Any] | None = None
@@ -184,59 +184,32 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- the loop
 
-    def step(self) -> bool:
-        """Run the next event; False when there is none."""
-        if not len(self.sched):
-            return False
-        time_ms, label, node, action = self.sched.pop()
-        self.events_run += 1
-        self._event, self._event_n = (time_ms, 0, label, node, action), self.events_run
-        action()
-        if self.deep_every_event:
-            self.checker.deep(self.current_event, self.ordered())
-        return True
-
     def run_until(self, end_ms: int, stop: Callable[[], bool] | None = None) -> bool:
         """Run events up to virtual time `end_ms` (or until `stop()` holds); True if it held."""
         with fewer_collections():  # (kraftsim.gcpause)
             return self._run_until(end_ms, stop)
 
     def _run_until(self, end_ms: int, stop: Callable[[], bool] | None) -> bool:
-        checked_at = None
+        """The event loop, the per-event path: `stop` is asked once per instant, after every
+        event of that millisecond ran."""
         sched = self.sched
-        heap = sched._heap
-        pop = heapq.heappop
-        first = n = self.events_run  # n: the number of the event running; the counters catch up as the loop ends
+        n = self.events_run  # the number of the event running; events_run catches up as the loop ends
         try:
-            if stop is None:  # (the loop below without its stop tests: what `Simulation.run` asks)
-                while heap and heap[0][0] <= end_ms:
-                    entry = pop(heap)  # (time, sequence number, label, node, action): kept as the event
-                    sched.now_ms = entry[0]
-                    n += 1
-                    self._event, self._event_n = entry, n
-                    entry[4]()
-                    if self.deep_every_event:
-                        self.checker.deep(self.current_event, self.ordered())
-                sched.now_ms = max(sched.now_ms, end_ms)
-                return False
-            while True:  # (step() inlined: this loop is the per-event path)
-                nxt = heap[0][0] if heap else None
-                if stop is not None and checked_at != sched.now_ms and (nxt is None or nxt > sched.now_ms):
-                    checked_at = sched.now_ms  # once per instant: after every event of this millisecond ran
-                    if stop():
-                        return True
-                if nxt is None or nxt > end_ms:
-                    sched.now_ms = max(sched.now_ms, end_ms)
-                    return stop is not None and stop()
-                entry = pop(heap)
-                sched.now_ms = entry[0]
+            if stop is not None and sched.next_time() != sched.now_ms and stop():
+                return True  # (nothing left to run at this instant, and it already holds)
+            for entry in sched.due(end_ms):
                 n += 1
                 self._event, self._event_n = entry, n
                 entry[4]()
                 if self.deep_every_event:
                     self.checker.deep(self.current_event, self.ordered())
+                if stop is not None:  # asked once per instant, after every event of it ran
+                    nxt = sched.next_time()
+                    if (nxt is None or nxt > entry[0]) and stop():
+                        return True
+            sched.advance(end_ms)
+            return stop is not None and stop()
         finally:
-            sched.executed += n - first
             self.events_run = n
 
     def check_deep(self, label: str) -> None:
@@ -256,7 +229,7 @@ class Engine(RaftMixin, LifecycleMixin):
         self.members[state.id] = m
         return m
 
-    def _make_node(self, m: Member) -> SimNode:
+    def make_node(self, m: Member) -> SimNode:
         sched = self.sched  # (the clock, read on every publish: `self.now` without the property)
         return SimNode(m.state, node_directory(self.directory, m.id), base_catalog=self.catalog,
                        clock_ms=lambda: sched.now_ms, kip_778=self.kip_778, kraft_version=self.kraft_version,
@@ -285,7 +258,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if refusal is not None:
             self._fail_start(m, refusal)
             return refusal
-        node = self._make_node(m)
+        node = self.make_node(m)
         m.node = node
         m.disk_gen_at_start = m.disk_gen
         self._snapshots_seen[m.id] = 0
@@ -370,7 +343,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     def _finalized_on_disk(self, node: SimNode) -> dict[str, int]:
         """The finalized levels the node's snapshot and log hold (what its controller would
-        replay at start-up), read with the full catalog's records (kraftsim.sim.start_scan)."""
+        replay at start-up), read with the full catalog's records (kraftsim.sim.node.start_scan)."""
         return self.level_scan.finalized(node)
 
     def _fail_start(self, m: Member, text: str) -> None:
@@ -449,11 +422,10 @@ class Engine(RaftMixin, LifecycleMixin):
             raise SimError(f"node {m.id}: its metadata log is empty; there is no tail to tear")
         path = segments[-1]
         data = path.read_bytes()
-        pos, last = 0, 0
-        while pos + 12 <= len(data):
-            length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
-            last = pos
-            pos += 12 + length
+        last = 0  # where the last batch starts (whole, or already torn but with its length field)
+        for piece in split_batches(data):
+            if isinstance(piece, BatchSlice) or piece.needed is not None:
+                last = piece.position
         size = len(data) - last
         with open(path, "r+b") as f:
             f.truncate(last + max(1, size // 2))
@@ -486,7 +458,7 @@ class Engine(RaftMixin, LifecycleMixin):
         for p in sorted(d.glob("*.log")):
             p.unlink()
         (d / segment_file_name(sid.end_offset)).write_bytes(b"")
-        fresh = self._make_node(m)
+        fresh = self.make_node(m)
         fresh.open(apply_log=False, high_watermark=lambda: m.high_watermark or 0,
                    retention=RetentionSettings(self.config.retention_bytes, -1), segment_bytes=self.config.segment_bytes)
         m.node = fresh
@@ -519,9 +491,9 @@ class Engine(RaftMixin, LifecycleMixin):
         loader = node.loader
         if loader is None:
             return
-        before = loader._last_offset  # (loader.last_offset, without the property: per node, per commit)
+        before = loader.last_offset
         found = node.apply_committed(hw)
-        if loader._last_offset != before:
+        if loader.last_offset != before:
             self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:

@@ -19,8 +19,8 @@ import re
 import msgspec
 
 from kraftsim.errors import UnsupportedVersionException
-from kraftsim.sim.api_versions import ApiVersionsResponse, ApiVersionTable, Range, api_version_table
-from kraftsim.sim.finalized import UNKNOWN_EPOCH
+from kraftsim.sim.node.api_versions import ApiVersionsResponse, ApiVersionTable, Range, api_version_table
+from kraftsim.sim.node.finalized import UNKNOWN_EPOCH
 
 
 def api_enum_name(name: str) -> str:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim.node import node_directory
+from kraftsim.sim.node.simnode import node_directory
 from kraftsim.sim.saved import read_saved
 from kraftsim.sim.types import CRASHED, FAILED, STOPPED
 from kraftsim.storage.names import METADATA_DIR_NAME

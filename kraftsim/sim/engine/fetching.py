@@ -7,11 +7,10 @@ a follower that far behind up to the snapshot."""
 from __future__ import annotations
 
 from functools import partial
-from heapq import heappush
 from typing import Any
 
-from kraftsim.sim.events import Message
-from kraftsim.sim.member import (
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.member import (
     LEADER,
     Member,
     end_offset_for_epoch,
@@ -42,7 +41,7 @@ class FetchMixin:
             target = self.voters[m.fetch_rotation % len(self.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
         log = m.node.log  # (m.log, without the property)
-        seg = log.segments._last  # (log.active_segment, log_end_offset and last_entry's common case, inlined)
+        seg = log.active_segment  # (log_end_offset and last_entry's common case, inlined)
         if seg is not None and seg.entries:
             e = seg.entries[-1]
             offset, last_epoch = e.last_offset + 1, e.epoch
@@ -53,11 +52,10 @@ class FetchMixin:
             "directory_id": m.directory_id}))
         m.fetch_seq = seq = m.fetch_seq + 1
         # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
-        # would make every use of `m` in them go through a cell; sched.after, inlined)
-        sched, delay = self.sched, self.config.request_timeout_ms
-        sched._seq += 1
-        heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-retry",
-                               m.id, partial(self._fetch_retry, m, seq)))
+        # would make every use of `m` in them go through a cell)
+        sched = self.sched
+        sched.push(sched.now_ms + self.config.request_timeout_ms, "fetch-retry", m.id,
+                   partial(self._fetch_retry, m, seq))
 
     def _fetch_retry(self, m: Member, seq: int) -> None:
         """The fetch numbered `seq` timed out: fetch again (an observer looks for the leader anew)."""
@@ -86,9 +84,7 @@ class FetchMixin:
         log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
-        seg = log.segments._last
-        if seg is None:
-            seg = log.active_segment
+        seg = log.active_segment
         last = seg.entries[-1] if seg is not None and seg.entries else None
         # The common case: a fetch from the leader's log end, with its last epoch; the checks
         # below would find the snapshot irrelevant and the last batch matching.
@@ -119,10 +115,9 @@ class FetchMixin:
                 self._update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
-            sched, delay = self.sched, self.config.fetch_max_wait_ms  # (sched.after, inlined: most fetches park)
-            sched._seq += 1
-            heappush(sched._heap, (sched.now_ms + delay if delay > 0 else sched.now_ms, sched._seq, "fetch-wait",
-                                   m.id, partial(self._fetch_waited, m, msg)))
+            sched = self.sched  # (most fetches park)
+            sched.push(sched.now_ms + self.config.fetch_max_wait_ms, "fetch-wait", m.id,
+                       partial(self._fetch_waited, m, msg))
             return
         self._serve_fetch(m, msg)
 
@@ -155,12 +150,10 @@ class FetchMixin:
         if offset < flushed:
             append = batches.append
             log = m.node.log  # (m.log and log.active_segment, without the properties)
-            seg = log.segments._last
-            if seg is None:
-                seg = log.active_segment
+            seg = log.active_segment
             if seg is not None and offset >= seg.base_offset and offset >= log.log_start_offset:
                 # (log.batches' common case, inlined: every fetch that finds something passes here)
-                parsed, read = seg._parsed, seg.read_batch
+                parsed, read = seg.parsed_batches(), seg.read_batch
                 for j in range(seg.find(offset), len(seg.entries)):
                     b = (parsed.get(j) or read(j)).batch
                     if b.base_offset >= flushed or len(batches) >= FETCH_MAX_BATCHES:
@@ -227,7 +220,7 @@ class FetchMixin:
             self.sched.after(self.config.request_timeout_ms, "fetch-snapshot-retry", m.id,
                              partial(self._fetch_snapshot_retry, m, m.lifecycle_gen))
             return
-        seg = log.segments._last  # (log.log_end_offset's common case, inlined)
+        seg = log.active_segment  # (log.log_end_offset's common case, inlined)
         if seg is not None and seg.entries:
             start = end = seg.entries[-1].last_offset + 1
         else:
@@ -350,3 +343,12 @@ class FetchMixin:
         if hw is not None and (m.high_watermark is None or min(hw, m.log.log_end_offset) > m.high_watermark):
             self._set_high_watermark(m, min(hw, m.log.log_end_offset))
         self._fetch(m)
+
+
+#: The messages of replication, by kind (part of the Engine's RAFT_HANDLERS).
+FETCH_HANDLERS = {
+    "fetch": FetchMixin._on_fetch,
+    "fetch-reply": FetchMixin._on_fetch_reply,
+    "fetch-snapshot": FetchMixin._on_fetch_snapshot,
+    "fetch-snapshot-reply": FetchMixin._on_fetch_snapshot_reply,
+}

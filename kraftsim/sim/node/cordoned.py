@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kraftsim.controller import cordon
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.node import SimNode
+from kraftsim.sim.node.simnode import SimNode
 
 
 def cordoned_report(node: SimNode) -> tuple[Uuid, ...] | None:

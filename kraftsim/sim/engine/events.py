@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 import msgspec
 
 Action = Callable[[], None]
+#: A scheduled event: (time, sequence number, label, node, action).
+Event = tuple[int, int, str, int | None, Action]
 
 
 class Message(msgspec.Struct):
@@ -54,27 +56,54 @@ class Scheduler:
 
     def __init__(self, now_ms: int):
         self.now_ms = now_ms
-        self._heap: list[tuple[int, int, str, int | None, Action]] = []
+        self._heap: list[Event] = []
         self._seq = 0
-        self.executed = 0
 
-    def at(self, time_ms: int, label: str, node: int | None, action: Action) -> None:
+    def push(self, time_ms: int, label: str, node: int | None, action: Action) -> None:
+        """Schedule `action` at `time_ms` (now, if that has passed): the one way onto the queue.
+        Hot callers keep this bound method in a local or attribute."""
         self._seq += 1
-        heapq.heappush(self._heap, (max(time_ms, self.now_ms), self._seq, label, node, action))
+        now = self.now_ms
+        heapq.heappush(self._heap, (time_ms if time_ms > now else now, self._seq, label, node, action))
+
+    at = push
 
     def after(self, delay_ms: int, label: str, node: int | None, action: Action) -> None:
-        self._seq += 1  # (at(), inlined: every timer and message is scheduled here)
+        """`push` at `delay_ms` from now (its body, not a call of it: every timer comes here)."""
+        self._seq += 1
         now = self.now_ms
         heapq.heappush(self._heap, (now + delay_ms if delay_ms > 0 else now, self._seq, label, node, action))
 
     def next_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop(self) -> tuple[int, str, int | None, Action]:
-        time_ms, _, label, node, action = heapq.heappop(self._heap)
-        self.now_ms = time_ms
-        self.executed += 1
-        return time_ms, label, node, action
+    def pop_due(self, end_ms: int) -> Event | None:
+        """The next event if it is due by `end_ms` (the clock moves to its time), else None."""
+        heap = self._heap
+        if heap and heap[0][0] <= end_ms:
+            entry = heapq.heappop(heap)
+            self.now_ms = entry[0]
+            return entry
+        return None
+
+    def due(self, end_ms: int) -> Iterator[Event]:
+        """The events due by `end_ms`, in order, each taken off the queue (and the clock moved
+        to its time) as it is reached: what an event loop iterates. Events pushed while
+        iterating are seen as they fall due."""
+        heap, pop = self._heap, heapq.heappop
+        while heap and heap[0][0] <= end_ms:
+            entry = pop(heap)
+            self.now_ms = entry[0]
+            yield entry
+
+    def advance(self, time_ms: int) -> None:
+        """Let the clock reach `time_ms` when no event is due before it (never backwards)."""
+        if time_ms > self.now_ms:
+            self.now_ms = time_ms
+
+    def labels(self) -> list[str]:
+        """What the pending events are, in no particular order (for tests and diagnostics)."""
+        return [entry[2] for entry in self._heap]
 
     def __len__(self) -> int:
         return len(self._heap)
@@ -88,7 +117,7 @@ class Network:
                  deliver_drops_partitioned: bool = False):
         """`deliver` gets each message as it lands. With `deliver_drops_partitioned` it is
         handed the message directly and must itself drop one whose ends are in different
-        groups by then (`groups`, `_drop`), as `_arrive` does: one call per message, not two."""
+        groups by then (`groups`, `drop`), as `_arrive` does: one call per message, not two."""
         self.scheduler = scheduler
         self.rng = rng
         self.delay_ms = delay_ms
@@ -106,6 +135,7 @@ class Network:
         self._random = rng.random
         #: (one bound method for every message's arrival)
         self._arrive_at = deliver if deliver_drops_partitioned else self._arrive
+        self._push = scheduler.push
 
     def reachable(self, a: int, b: int) -> bool:
         return self.groups.get(a, -1) == self.groups.get(b, -1)
@@ -122,11 +152,11 @@ class Network:
     def send(self, msg: Message) -> None:
         groups = self.groups  # (reachable(), inlined: every message passes here)
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self._drop(msg, "partitioned")
+            self.drop(msg, "partitioned")
             return
         loss = self.loss
         if loss > 0 and self._random() < loss:
-            self._drop(msg, "lost")
+            self.drop(msg, "lost")
             return
         n = self._delay_n
         if n <= 1:  # (hi <= lo)
@@ -139,18 +169,15 @@ class Network:
             delay = self.delay_ms[0] + r
         if self.verbose:
             self.emit(msg.src, "send", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch})
-        sched = self.scheduler  # (after(), inlined: every message is scheduled here)
-        sched._seq += 1
-        now = sched.now_ms
-        heapq.heappush(sched._heap, (now + delay if delay > 0 else now, sched._seq, msg.kind, msg.dst,
-                                     partial(self._arrive_at, msg)))
+        self._push(self.scheduler.now_ms + delay, msg.kind, msg.dst, partial(self._arrive_at, msg))
 
     def _arrive(self, msg: Message) -> None:
         groups = self.groups
         if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self._drop(msg, "partitioned")
+            self.drop(msg, "partitioned")
             return
         self.deliver(msg)
 
-    def _drop(self, msg: Message, why: str) -> None:
+    def drop(self, msg: Message, why: str) -> None:
+        """A message that does not arrive: `why` is \"partitioned\" or \"lost\" (a timeline event)."""
         self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": why})

@@ -36,10 +36,10 @@ from kraftsim.controller.cluster_control import (
     register_controller,
     unregister_broker,
 )
-from kraftsim.sim.cordoned import cordoned_report
-from kraftsim.sim.events import Message
-from kraftsim.sim.member import LEADER, Member
-from kraftsim.sim.node import Unsupported
+from kraftsim.sim.node.cordoned import cordoned_report
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.member import LEADER, Member
+from kraftsim.sim.node.simnode import Unsupported
 from kraftsim.sim.types import FAILED
 
 #: Refusals a broker keeps retrying quietly: they resolve themselves.

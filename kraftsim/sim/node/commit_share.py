@@ -13,6 +13,7 @@ replayed by each node. Nodes sharing an image object are what the deep invariant
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 #: Commits kept, so that a node replaying its log from the start after a restart adopts too
@@ -32,6 +33,11 @@ class CommitShare:
     def clear(self) -> None:
         """Forget every kept commit (the counters stay)."""
         self._done.clear()
+
+    def kept(self) -> Mapping[tuple[Any, ...], tuple[Any, ...]]:
+        """Every kept commit by (software, batch key), as `keep` stored it: for replay loops
+        that look up many batches in a row (`find`'s test, done by the caller)."""
+        return self._done
 
     def find(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> tuple[Any, ...] | None:
         """What another loader got from this batch on this loader's image, if any."""

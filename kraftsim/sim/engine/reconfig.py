@@ -18,20 +18,18 @@ commits the change is done; a leader that removed itself then resigns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.protocol.registry import Registry
-from kraftsim.sim.events import Message
-from kraftsim.sim.member import FOLLOWER, LEADER, OBSERVER, UNATTACHED, Member
-from kraftsim.sim.node import CONTROLLER_LISTENER, node_directory
+from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.member import FOLLOWER, LEADER, OBSERVER, UNATTACHED, Member
+from kraftsim.sim.node.format import node_directory_id, static_voters_record
+from kraftsim.sim.node.simnode import CONTROLLER_LISTENER
 from kraftsim.sim.types import SimError
-from kraftsim.sim.voters import VOTERS_RECORD, replica_key, voter_keys_text
-from kraftsim.storage import read_meta_properties, read_snapshot
+from kraftsim.sim.node.voters import VOTERS_RECORD, replica_key, voter_keys_text
+from kraftsim.storage import read_snapshot
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
 from kraftsim.storage.snapshot import snapshot_path
 
@@ -307,22 +305,4 @@ class ReconfigMixin:
         return node_directory_id(self.directory, node_id)
 
 
-def node_directory_id(cluster_dir: Path, node_id: int) -> Uuid | None:
-    """A simulated node's metadata directory id (its meta.properties), None when it has none."""
-    try:
-        meta = read_meta_properties(node_directory(cluster_dir, node_id))
-    except KraftsimError:
-        return None
-    did = meta.meta.directory_id
-    return None if did is None else Uuid.from_string(did)
-
-
-def static_voters_record(cluster_dir: Path, voters: Iterable[int], registry: Registry) -> Payload:
-    """The VotersRecord raft writes for a static quorum upgraded to kraft.version 1: each
-    configured voter with its endpoint and the directory id it fetches with."""
-    dynamic = {v: DynamicVoter(v, f"node-{v}", CONTROLLER_LISTENER[1], node_directory_id(cluster_dir, v) or Uuid.ZERO)
-               for v in voters}
-    return voters_record(dynamic, CONTROLLER_LISTENER[0], registry)
-
-
-__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused", "node_directory_id", "static_voters_record"]
+__all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused"]

@@ -6,7 +6,7 @@ The levels are those of its snapshot's image and of every FeatureLevelRecord in 
 after it. Every start reads the node's whole log, and the nodes of a cluster hold the same
 batches, so each distinct batch is decoded once: its FeatureLevelRecords are kept by the
 batch's base offset, last offset delta, epoch and CRC (what names a batch's bytes in
-kraftsim.sim.commit_share), with the batch's checked bytes. A batch of the active segment
+kraftsim.sim.node.commit_share), with the batch's checked bytes. A batch of the active segment
 that the segment keeps no parse of is read as bytes first: bytes equal to those kept are
 the same batch, which parses alike and passes the same CRC check, so its levels are taken
 without parsing it; other bytes are read and checked as `LogSegment.read_batch` does.
@@ -22,7 +22,7 @@ from kraftsim.storage import decode_file_batch
 from kraftsim.storage.batchfile import FileBatch
 
 if TYPE_CHECKING:
-    from kraftsim.sim.node import SimNode
+    from kraftsim.sim.node.simnode import SimNode
 
 #: Batches whose levels are kept (emptied past it).
 KEEP = 1 << 14
@@ -54,7 +54,7 @@ class FeatureLevelScan:
             # (the active segment walked in one loop: a batch not parsed in memory is matched by
             # its bytes, all read with one read: bytes equal to the kept ones give their levels;
             # other bytes are read and checked as `LogSegment.read_batch` does)
-            first, entries, parsed, known = seg.find(start), seg.entries, seg._parsed, self._levels
+            first, entries, parsed, known = seg.find(start), seg.entries, seg.parsed_batches(), self._levels
             raws = seg.read_raws(first, len(entries)) or []  # (one read; [] or None: one by one)
             crc_at = _CRC_AT.unpack_from
             for j in range(first, len(entries)):

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
 from kraftsim.image import load_snapshot
-from kraftsim.sim.commit_share import CommitShare
-from kraftsim.sim.member import Member, entry_at
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
@@ -239,12 +239,10 @@ class Checker:
     def _check_or_record(self, event: object, m: Member, log: MetadataLog, start: int, end: int, record: bool) -> None:
         if end <= start:
             return
-        seg = log.segments._last  # (log.active_segment, without the property)
-        if seg is None:
-            seg = log.active_segment
+        seg = log.active_segment
         if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
             # (log.batches' common case, inlined, without a generator: after every commit, on every node)
-            parsed, read, compare = seg._parsed, seg.read_batch, self._compare
+            parsed, read, compare = seg.parsed_batches(), seg.read_batch, self._compare
             for j in range(seg.find(start), len(seg.entries)):
                 b = (parsed.get(j) or read(j)).batch
                 base = b.base_offset
@@ -359,7 +357,7 @@ class Checker:
         its release changes. A restarted node is compared again once it has applied past its
         shadow.
 
-        Nodes share the images of commits they applied alike (kraftsim.sim.commit_share: the
+        Nodes share the images of commits they applied alike (kraftsim.sim.node.commit_share: the
         same batch bytes on the same image). A node whose image is the very object another
         node's replay was just compared with, at the same offset and software, and whose
         files lost nothing since its process started (so every batch it applied is still in
@@ -471,7 +469,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     With `share`, a whole batch applied by an idle loader standing on an image object some
     other loader of the same software replayed the very same batch bytes on is adopted
     from it instead of replayed: replay is deterministic, so the result is the one this
-    replay would reach (kraftsim.sim.commit_share). Only loaders that replay files share
+    replay would reach (kraftsim.sim.node.commit_share). Only loaders that replay files share
     a CommitShare, so a shadow's result never comes from the node it checks."""
     loader.set_high_watermark(upto)
     software = (node.state.release, node.kip_778, id(node.base_catalog))
@@ -480,11 +478,11 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     seg = log.active_segment
     if seg is not None and start >= seg.base_offset and start >= log.log_start_offset:
         # (log.batches' common case, inlined: every shadow walks its node's new batches)
-        parsed, read = seg._parsed, seg.read_batch
+        parsed, read = seg.parsed_batches(), seg.read_batch
         batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
     else:
         batches = log.batches(start)
-    done = share._done if share is not None else {}  # (CommitShare.find, inlined)
+    done = share.kept() if share is not None else {}  # (CommitShare.find, inlined)
     for fb in batches:
         b = fb.batch
         base = b.base_offset
@@ -497,7 +495,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         whole = not cut and base >= end and share is not None
         if whole and loader.idle:
             hit = done.get((software, b.raw))
-            if hit is not None and hit[0] is loader._image and hit[1] == (loader.kraft_version, loader.voters):
+            if hit is not None and hit[0] is loader.image and hit[1] == (loader.kraft_version, loader.voters):
                 loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
                 share.adopted += 1  # type: ignore[union-attr]
                 end = last + 1

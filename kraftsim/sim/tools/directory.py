@@ -13,10 +13,10 @@ from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import load_path
-from kraftsim.sim.cluster import STATE_FILE, MvChangeReport, SimCluster
-from kraftsim.sim.narrate import narrator
-from kraftsim.sim.node import NodeState, SimNode, node_directory
-from kraftsim.sim.node_format import clock_text
+from kraftsim.sim.ticks.cluster import STATE_FILE, MvChangeReport, SimCluster
+from kraftsim.sim.tools.narrate import narrator
+from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
+from kraftsim.sim.node.format import clock_text
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, cluster_lock, read_quorum_state
@@ -39,7 +39,7 @@ def catalog_path(directory: Path | str) -> str | None:
     """The user catalog a cluster was created with (None: the shipped one)."""
     if engine_of(directory) == EVENTS:
         return read_saved(Path(directory)).catalog
-    from kraftsim.sim.cluster import read_state
+    from kraftsim.sim.ticks.cluster import read_state
     return read_state(Path(directory)).catalog
 
 

@@ -11,8 +11,8 @@ from kraftsim.controller.cluster_control import (
     register_controller,
 )
 from kraftsim.controller.result import ControllerResult
-from kraftsim.sim.cordoned import cordoned_report
-from kraftsim.sim.node import SimNode
+from kraftsim.sim.node.cordoned import cordoned_report
+from kraftsim.sim.node.simnode import SimNode
 
 TICK_MS = 500
 HEARTBEAT_INTERVAL_MS = 2000

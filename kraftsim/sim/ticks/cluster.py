@@ -33,12 +33,12 @@ from kraftsim.image import MetadataImage
 from kraftsim.image import BrokerRegistration
 from kraftsim.image import load_path
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.node import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
-from kraftsim.sim.node_format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
-from kraftsim.sim.ticks_lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
-from kraftsim.sim.ticks_state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
+from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.ticks.lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
+from kraftsim.sim.ticks.state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
 from kraftsim.sim.types import MvChangeReport
-from kraftsim.sim.reconfig import static_voters_record
+from kraftsim.sim.node.format import static_voters_record
 from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
     write_quorum_state,

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from kraftsim.javacompat import hash_map_order
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.member import LEADER
-from kraftsim.sim.node import CONTROLLER_LISTENER
+from kraftsim.sim.engine.member import LEADER
+from kraftsim.sim.node.simnode import CONTROLLER_LISTENER
 from kraftsim.sim.types import SimError
-from kraftsim.sim.voters import replica_key_hash
+from kraftsim.sim.node.voters import replica_key_hash
 
 if TYPE_CHECKING:
-    from kraftsim.sim.engine import Engine
+    from kraftsim.sim.engine.core import Engine
 
 #: A leader forgets an observer that has not fetched for this long (Kafka's LeaderState).
 OBSERVER_SESSION_TIMEOUT_MS = 300_000

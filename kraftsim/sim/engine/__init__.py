@@ -1,0 +1,11 @@
+"""kraftsim.sim.engine: the event engine under `Simulation` (the default simulator).
+
+  core           Engine: nodes, the event loop, faults, the active controller
+  events         the seeded scheduler on virtual milliseconds and the simulated network
+  member         one node's raft state in the engine (role, epoch, vote, high watermark)
+  raft           elections, votes, leadership (KRaft); fetching: replication by fetch
+  lifecycle      brokers and controllers registering and heartbeating with the active controller
+  reconfig       quorum reconfiguration (KIP-853): voters added and removed through the leader
+  quorum_view    what DescribeQuorum answers
+  invariants     the invariants checked after every event
+"""

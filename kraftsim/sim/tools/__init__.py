@@ -1,0 +1,6 @@
+"""kraftsim.sim.tools: what the command line shows of a cluster directory, for either engine.
+
+  directory      which engine made a directory; a view of an event-engine cluster for kafka-features
+  narrate        the timeline's notable events as lines for a person
+  health         is the cluster healthy (`cluster status`'s first lines and exit status)
+"""
