@@ -130,7 +130,7 @@ def test_a_features_step_runs_the_newest_running_releases_tool() -> None:
     4.0-IV3 and sends it, and the 3.9 controller refuses it (3.x words the refusal per feature);
     `tool_release` picks the old tool, which refuses the version itself, before any request."""
     newest = run_scenario(parse_scenario(TOOL.format(tool=""), "t.toml")).result.steps[0]
-    assert newest.output == ["kafka-features of Kafka 4.0.1 (the newest release running in the cluster)"]
+    assert newest.output == ["kafka-features of Kafka 4.0.2 (the newest release running in the cluster)"]
     assert newest.error is not None and newest.error.splitlines()[1:] == [
         "Could not upgrade metadata.version to 25. Invalid update version 25 for feature metadata.version. "
         "Local controller 1 only supports versions 1-21", "1 out of 1 operation(s) failed."]
