@@ -212,11 +212,13 @@ class SimNode:
 
     def replay_refusal(self, finalized: Mapping[str, int]) -> str | None:
         """Kafka's fatal replay error when this controller starts on a log whose `finalized`
-        levels its software does not support (kraft.version is not replayed); else None."""
+        levels its software does not support (kraft.version only where the release replays
+        it as a feature: 3.x); else None."""
         if not self.state.is_controller:
             return None
         levels = dict(finalized)
-        levels.pop(KRAFT_VERSION, None)
+        if not self.catalog.keeps_kraft_version_feature():
+            levels.pop(KRAFT_VERSION, None)
         for u in self.unsupported(levels):
             rt = self.registry["FeatureLevelRecord"]
             rec = java_struct_string(rt.schema.body, rt.new(name=u.feature, feature_level=u.level))

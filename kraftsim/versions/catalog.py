@@ -251,7 +251,7 @@ class Catalog:
 
     def keeps_kraft_version_feature(self) -> bool:
         """Whether replay keeps a FeatureLevelRecord for kraft.version among the finalized
-        features (Kafka 3.9, policy kraft_version_upgrade = feature-level); elsewhere
+        features (Kafka 3.x, policy kraft_version_upgrade = feature-level); from 4.0
         kraft.version lives in the raft layer's control records alone (KAFKA-18979)."""
         return self._kraft_version_feature
 
