@@ -61,7 +61,7 @@ from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.segment import LogSegment
 from kraftsim.storage.snapshot import snapshot_path
-from kraftsim.versions import Catalog, range_text
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, range_text
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -219,7 +219,8 @@ class SimNode:
         levels = dict(finalized)
         if not self.catalog.keeps_kraft_version_feature():
             levels.pop(KRAFT_VERSION, None)
-        for u in self.unsupported(levels):
+        # The log replays metadata.version first (the bootstrap records start with it).
+        for u in sorted(self.unsupported(levels), key=lambda u: u.feature != MV_NAME):
             rt = self.registry["FeatureLevelRecord"]
             rec = java_struct_string(rt.schema.body, rt.new(name=u.feature, feature_level=u.level))
             return (f"Tried to apply FeatureLevelRecord {rec}, but this controller only supports versions "
