@@ -24,6 +24,7 @@ from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.dist import KafkaDist, KafkaRelease, KafkaUnavailable, fetch
 from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.tools import ToolRun, run_tool
+from kraftsim.versions import Catalog
 
 ROLLBACK_WAIT_S = 60
 _EPOCH = re.compile(r"Epoch: \d+")
@@ -87,6 +88,7 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
         if catalog is not None:
             latest = catalog.at_release(release.line).latest_production.level
             steps.append(("features upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={latest}"]))
+            steps += _kraft_version_steps(catalog.at_release(release.line))
         for label, args in steps:
             kafka = run_tool(dist, "features", ["--bootstrap-server", node.bootstrap, *args])
             ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", release.line, *args])
@@ -101,6 +103,19 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
                 return
             ctx.kraftsim(["cluster", "roll", str(sim), "--release", release.line])
         previous = dist
+
+
+def _kraft_version_steps(line: Catalog) -> list[tuple[str, list[str]]]:
+    """kraft.version through the roll: 3.9 finalizes it as a feature (a FeatureLevelRecord
+    the next releases read back their own way: the describe of each later step shows it);
+    4.0 answers a downgrade to 0 as done, whatever the earlier release wrote."""
+    policy = line.policy("kraft_version_upgrade")
+    if policy == "feature-level":
+        return [("features upgrade kraft.version=1", ["upgrade", "--feature", "kraft.version=1"]),
+                ("features describe after kraft.version", ["describe"])]
+    if policy == "ignored" and "kraft.version" in line.supported_features():
+        return [("features downgrade kraft.version=0", ["downgrade", "--feature", "kraft.version=0"])]
+    return []
 
 
 def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, new: KafkaDist,

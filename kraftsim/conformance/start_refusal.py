@@ -5,6 +5,8 @@ then replaced by the text given and `kafka.Kafka` is started (bounded; killed if
 instead of failing). The answer is the message of the fatal exception it logs ("Exiting
 Kafka due to fatal exception", then the exception's line), or None when it started. The
 same variants are answered by kraftsim.storage.meta_properties.kraft_start_refusal.
+`kafka_start_answer_after` makes any other change to the formatted directory first (a
+bootstrap.checkpoint at a level the release does not list: storage.bootstrap_start).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import CLUSTER_ID, free_port
@@ -47,6 +50,12 @@ class StartAnswer:
 
 def kafka_start_answer(dist: KafkaDist, work: Path, meta_text: str) -> StartAnswer:
     """Format a node in `work`, put `meta_text` in its meta.properties, start it."""
+    return kafka_start_answer_after(
+        dist, work, lambda data: (data / "meta.properties").write_text(meta_text, encoding="latin-1"))
+
+
+def kafka_start_answer_after(dist: KafkaDist, work: Path, change: Callable[[Path], object]) -> StartAnswer:
+    """Format a node in `work`, let `change` alter its data directory, start it."""
     work.mkdir(parents=True, exist_ok=True)
     data = work / "data"
     cport, bport = free_port(), free_port()
@@ -60,7 +69,7 @@ def kafka_start_answer(dist: KafkaDist, work: Path, meta_text: str) -> StartAnsw
     formatted = run_tool(dist, "storage", ["format", "-c", str(config), "-t", CLUSTER_ID])
     if formatted.code != 0:
         raise KafkaUnavailable(f"Kafka {dist.release.version} refused to format: {formatted.text().strip()[:300]}")
-    (data / "meta.properties").write_text(meta_text, encoding="latin-1")
+    change(data)
     log = work / "server.log"
     cmd = java_command(dist, "server", [str(config)], heap="384m", log_file=log)
     proc = subprocess.Popen(cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,

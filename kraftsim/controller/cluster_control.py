@@ -390,7 +390,7 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
         if err is not None:
             return refused(err)
     finalized = image.features.all_levels()
-    finalized[KRAFT_VERSION] = ctx.kraft_version
+    finalized[KRAFT_VERSION] = max(ctx.kraft_version, finalized.get(KRAFT_VERSION, 0))  # 3.9: also a feature
     for f in req.features:
         err = _feature_error(ctx.catalog, f.name, finalized.get(f.name, 0), f.min_supported_version, f.max_supported_version)
         if err is not None:

@@ -219,7 +219,7 @@ def _update_feature(ctx: ControllerContext, feature: str, level: int, upgrade_ty
         return invalid_update(feature, level, "The controller does not support the given upgrade type.")
     if feature == MV_NAME:
         current = ctx.metadata_version or 0
-    elif feature == KRAFT_VERSION:
+    elif feature == KRAFT_VERSION and not ctx.catalog.keeps_kraft_version_feature():
         current = ctx.kraft_version
     else:
         current = ctx.image.features.level(feature)
@@ -235,7 +235,7 @@ def _update_feature(ctx: ControllerContext, feature: str, level: int, upgrade_ty
         return invalid_update(feature, level, "Can't downgrade to a newer version.")
     if feature == MV_NAME:
         return _update_metadata_version(ctx, current, level, upgrade_type, records)
-    if feature == KRAFT_VERSION:
+    if feature == KRAFT_VERSION and not ctx.catalog.keeps_kraft_version_feature():
         return _update_kraft_version(ctx, current, level, upgrade_type, validate_only, raft, records)
     try:
         if check_feature:

@@ -240,11 +240,24 @@ class Catalog:
         return self._config_replay
 
     def replaying_configs_as(self, name: str) -> "Catalog":
-        """This catalog, except that replay keeps the ConfigRecords release `name` keeps: how a
-        node of that release rebuilt the image it wrote a snapshot of, read with this catalog."""
+        """This catalog, except that replay keeps the ConfigRecords (and the kraft.version
+        FeatureLevelRecord) release `name` keeps: how a node of that release rebuilt the
+        image it wrote a snapshot of, read with this catalog."""
         other = Catalog(self._data, self._lines, self._line.release.name)
-        other.__dict__["_config_replay"] = self.at_release(name).config_replay_filter()
+        theirs = self.at_release(name)
+        other.__dict__["_config_replay"] = theirs.config_replay_filter()
+        other.__dict__["_kraft_version_feature"] = theirs.keeps_kraft_version_feature()
         return other
+
+    def keeps_kraft_version_feature(self) -> bool:
+        """Whether replay keeps a FeatureLevelRecord for kraft.version among the finalized
+        features (Kafka 3.x, policy kraft_version_upgrade = feature-level); from 4.0
+        kraft.version lives in the raft layer's control records alone (KAFKA-18979)."""
+        return self._kraft_version_feature
+
+    @functools.cached_property
+    def _kraft_version_feature(self) -> bool:
+        return self.policy("kraft_version_upgrade") == "feature-level"
 
     @functools.cached_property
     def _config_replay(self) -> ConfigReplayFilter | None:

@@ -74,7 +74,13 @@ def test_roll_from_3_7_to_4_1_then_finalize_4_1(tmp_path: Path, capsys) -> None:
     assert_cluster_sound(capsys, d)
 
 
-def test_a_broker_rolled_back_below_the_finalized_level_is_refused_and_stays_fenced(at_41: Path, capsys) -> None:
+def test_a_broker_rolled_back_below_the_finalized_level_is_refused_and_stays_fenced(tmp_path: Path, capsys) -> None:
+    # Formatted at 3.9-IV0, a level 3.9 knows (on a directory formatted at 4.1-IV1 a 3.9 node
+    # stops before replay: tests/sim/test_bootstrap_start.py), then finalized at 4.1-IV1 (27).
+    at_41 = tmp_path / "c"
+    cli("cluster", "create", at_41, "--controllers", "1", "--brokers", "2", "--release", "4.1",
+        "--release-version", "3.9-IV0")
+    ok(capsys, "features", "--cluster", at_41, "upgrade", "--feature", "metadata.version=27")
     code, out, _ = run(capsys, "cluster", "roll", at_41, "--release", "3.9", "--nodes", "3")
     assert code == 1
     assert REFUSED_27.format(id=3) in out.splitlines()

@@ -1,5 +1,5 @@
 """The simulator's restart timing, a refused broker's registration timeout and kraftsim's
-meta.properties start refusals against live Kafka (`kafka` marker; see conftest.py for the
+meta.properties and bootstrap start refusals against live Kafka (`kafka` marker; see conftest.py for the
 releases and the skip rule).
 
 Each case starts real JVMs (bounded, on 127.0.0.1, killed with their process group): the
@@ -17,7 +17,11 @@ import pytest
 from kraftsim.conformance.registration_timeout import measure as registration_measure
 from kraftsim.conformance.registration_timeout import simulated as registration_simulated
 from kraftsim.conformance.reregistration import measure, simulated
-from kraftsim.conformance.start_refusal import VARIANTS, kafka_start_answer
+from kraftsim.conformance.start_refusal import VARIANTS, kafka_start_answer, kafka_start_answer_after
+from kraftsim.storage.bootstrap import write_bootstrap
+from kraftsim.storage.bootstrap_builder import feature_level_payload
+from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
+from kraftsim.versions import default_catalog
 from kraftsim.storage.meta_properties import kraft_start_refusal
 from tests.conformance.conftest import kafka_dist, live_releases, releases
 
@@ -89,3 +93,24 @@ def test_a_refused_broker_gives_up_when_the_simulator_says(controller: str, brok
     for run in (kafka, ours):
         assert 5000 - 3 * SLACK_MS <= run.shutdown_ms <= 5000, run.describe()
     assert len(ours.refused_ms) == len(kafka.refused_ms), (kafka.describe(), ours.describe())
+
+
+def _checks_bootstrap_at_start(version: str) -> bool:
+    """3.x checks the bootstrap file when it starts; 4.x only when a controller activates on an
+    empty log (policy bootstrap_metadata_version = at-activation), which kraftsim leaves out."""
+    return default_catalog().at_release(version).policy("bootstrap_metadata_version") != "at-activation"
+
+
+@pytest.mark.parametrize("version", sorted(v for v in {releases()[0], *live_releases()} if _checks_bootstrap_at_start(v)))
+def test_a_bootstrap_metadata_version_the_release_does_not_list_stops_it_as_kafka_does(
+        version: str, tmp_path: Path) -> None:
+    """bootstrap.checkpoint rewritten at the level above the release's latest testing one (what a
+    newer release formats): Kafka stops before opening its log, and kraftsim's start-up check
+    says the same words (policy bootstrap_metadata_version)."""
+    dist = kafka_dist(version)
+    line = default_catalog().at_release(dist.release.line)
+    level = line.latest_testing.level + 1
+    answer = kafka_start_answer_after(dist, tmp_path / "kafka", lambda data: write_bootstrap(
+        data, [feature_level_payload("metadata.version", level)], time_ms=0))
+    assert answer.fatal is not None and "No MetadataVersion with " in answer.fatal, f"Kafka {version} started"
+    assert bootstrap_start_refusal(answer.log_dir, line) == answer.fatal

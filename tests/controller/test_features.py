@@ -336,23 +336,34 @@ def test_kraft_upgrade_writes_a_noop_only():
 
 
 def test_kraft_upgrade_refused_by_raft_when_a_voter_lacks_it():
-    # Below 3.7-IV0 the controller side does not look at controllers; raft still asks every voter.
-    # Voter 2 never registered, so raft knows no range for it (0-0). Its text names Kafka's constants.
-    ctx = make_ctx("3.9", levels={MV: 14}, static_voters=(1, 2))
+    # Below 3.7-IV0 the controller side does not look at controllers; raft (4.x) still asks every
+    # voter. Voter 2 never registered, so raft knows no range for it (0-0). Its text names Kafka's constants.
+    ctx = make_ctx("4.1", levels={MV: 14}, static_voters=(1, 2))
     result = update_features(ctx, request((KV, 1)))
     assert not result.ok and result.records == ()
     assert result.error == ApiError("INVALID_UPDATE_VERSION",
                                     "Invalid upgrade of kraft.version to KRAFT_VERSION_1 because not all of the "
                                     "voters support it")
-    assert result.response.results[0].error_message == result.error.message  # 3.x: per feature, no prefix
     # Once voter 2 advertises kraft.version 0-1, raft agrees.
-    ok = make_ctx("3.9", levels={MV: 14}, records=[controller(2, {MV: (1, 21), KV: (0, 1)})], static_voters=(1, 2))
+    ok = make_ctx("4.1", levels={MV: 14}, records=[controller(2, {MV: (7, 27), KV: (0, 1)})], static_voters=(1, 2))
     assert written(update_features(ok, request((KV, 1)))) == [("NoOpRecord", 0, {})]
     # From 3.7-IV0 the controller-side check catches the same voter first, in its own words.
     at15 = make_ctx("3.9", levels={MV: 15}, records=[controller(1, {MV: (1, 21), KV: (0, 1)}),
                                                      controller(2, {MV: (1, 21)})], static_voters=(1, 2))
     assert refusal(update_features(at15, request((KV, 1)))) == \
         "Invalid update version 1 for feature kraft.version. Controller 2 does not support this feature."
+
+
+def test_3_9_finalizes_kraft_version_as_a_feature_without_asking_raft():
+    # Seen live on 3.9.1 (policy kraft_version_upgrade = feature-level): a FeatureLevelRecord,
+    # no control record, and raft is not asked (voter 2 never registered; below 3.7-IV0 the
+    # controller does not check controllers either). A downgrade to 0 writes level 0 as for any feature.
+    ctx = make_ctx("3.9", levels={MV: 14}, static_voters=(1, 2))
+    assert written(update_features(ctx, request((KV, 1)))) == [("FeatureLevelRecord", 0,
+                                                                {"name": KV, "feature_level": 1})]
+    at1 = make_ctx("3.9", levels={MV: 14, KV: 1}, static_voters=(1, 2))
+    assert written(update_features(at1, request((KV, 0, UpgradeType.SAFE_DOWNGRADE)))) == \
+        [("FeatureLevelRecord", 0, {"name": KV, "feature_level": 0})]
 
 
 def test_kraft_upgrade_passes_validate_only_to_raft():

@@ -135,13 +135,13 @@ def test_the_verdict_per_policy_comes_first_then_losses_by_kind_and_topic(capsys
     code, out, _ = run(capsys, "downgrade-report", str(K41), "--to", "3.9-IV0")
     assert code == 1
     lines = out.splitlines()
-    assert lines[1] == ("verdict, policy kafka (node 1 running Kafka 4.1.1; the change crosses a metadata change): "
+    assert lines[1] == ("verdict, policy kafka (node 1 running Kafka 4.1.2; the change crosses a metadata change): "
                         "refused")
     assert lines[6:9] == [
         "verdict, policy kip-778 (kraftsim's, beyond Kafka): refused; accepted only as an unsafe downgrade (--unsafe)",
         "  UNSAFE_DOWNGRADE: accepted",
         "    kafka-features --dry-run: metadata.version can be downgraded to 21."]
-    assert lines[9:13] == ["data: 51 item(s) would be lost (writer release 4.1.1), by kind and topic:",
+    assert lines[9:13] == ["data: 51 item(s) would be lost (writer release 4.1.2), by kind and topic:",
                            "  partition ELR: 51 in 2 topic(s)",
                            "    __consumer_offsets: 50 partition(s)",
                            "    test_topic: 1 partition(s)"]

@@ -61,13 +61,14 @@ running = [1, 2, 3, 4]
 
 
 def test_a_node_that_cannot_run_its_release_is_a_setup_error() -> None:
-    """Formatted on 3.9 (metadata.version 3.9-IV0), a broker restarted on 3.7 cannot register:
-    the scenario fails before its first step, naming the node and Kafka's text."""
+    """Formatted on 3.9 (metadata.version 3.9-IV0, level 21), a broker restarted on 3.7 cannot
+    start: 3.7 lists no level 21 (policy bootstrap_metadata_version). The scenario fails
+    before its first step, naming the node and Kafka's text."""
     text = MIXED.format(releases='"4" = "3.7.2"').replace('release = "3.8.1"', 'release = "3.9.1"')
     result = run_scenario(parse_scenario(text + '[[step]]\nop = "wait"\n', "mixed.toml")).result
     assert not result.passed
     assert result.setup_error is not None and result.setup_error.startswith("node 4 did not come up on Kafka 3.7.2")
-    assert "metadata.version" in result.setup_error
+    assert "No MetadataVersion with metadata version 21" in result.setup_error  # 3.7's words
     assert result.steps[0].skipped
 
 
@@ -130,7 +131,7 @@ def test_a_features_step_runs_the_newest_running_releases_tool() -> None:
     4.0-IV3 and sends it, and the 3.9 controller refuses it (3.x words the refusal per feature);
     `tool_release` picks the old tool, which refuses the version itself, before any request."""
     newest = run_scenario(parse_scenario(TOOL.format(tool=""), "t.toml")).result.steps[0]
-    assert newest.output == ["kafka-features of Kafka 4.0.1 (the newest release running in the cluster)"]
+    assert newest.output == ["kafka-features of Kafka 4.0.2 (the newest release running in the cluster)"]
     assert newest.error is not None and newest.error.splitlines()[1:] == [
         "Could not upgrade metadata.version to 25. Invalid update version 25 for feature metadata.version. "
         "Local controller 1 only supports versions 1-21", "1 out of 1 operation(s) failed."]

@@ -23,8 +23,8 @@ from tests.paths import ORACLE
 
 #: metadata.version level -> the release line whose software tops out there (oracle README).
 # the newest patch release of each line (the catalog names releases as Kafka does)
-LINE_OF_MAX_MV = {7: "3.3.2", 8: "3.4.1", 11: "3.5.2", 14: "3.6.2", 19: "3.7.2", 20: "3.8.1", 21: "3.9.1", 25: "4.0.1",
-                  27: "4.1.1", 29: "4.2.0"}
+LINE_OF_MAX_MV = {7: "3.3.2", 8: "3.4.1", 11: "3.5.2", 14: "3.6.2", 19: "3.7.2", 20: "3.8.1", 21: "3.9.1", 25: "4.0.2",
+                  27: "4.1.2", 29: "4.2.0"}
 
 
 def _log_sets() -> list[tuple[str, list[Path]]]:

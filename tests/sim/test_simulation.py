@@ -109,13 +109,28 @@ def test_roll_and_mv_upgrade_with_a_crash_in_between() -> None:
 
 
 def test_a_controller_that_cannot_replay_the_log_fails_with_kafkas_text() -> None:
+    # Formatted at 4.0-IV1, a level 3.9 lists (as a placeholder), so the bootstrap file passes
+    # and the replay refuses it.
     with scratch() as base:
-        sim = Simulation.create(base / "c", controllers=3, release="4.1", seed=2, durable=False)
+        sim = Simulation.create(base / "c", controllers=3, release="4.1", release_version="4.0-IV1", seed=2,
+                                durable=False)
         sim.stop([3])
         with pytest.raises(SimError, match="but this controller only supports versions"):
             sim.start([3], release="3.9")
         node = next(n for n in sim.nodes() if n.id == 3)
         assert node.state == "failed" and "FeatureLevelRecord" in node.detail
+        sim.close()
+
+
+def test_a_node_on_a_bootstrap_metadata_version_its_release_does_not_list_fails_before_replay() -> None:
+    # 4.1 formats at 4.1-IV1 (27); 3.9 lists levels up to 23 (seen live: 3.9.1 on a 4.0.2 directory).
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, release="4.1", seed=2, durable=False)
+        sim.stop([3])
+        with pytest.raises(SimError, match="No MetadataVersion with feature level 27"):
+            sim.start([3], release="3.9")
+        node = next(n for n in sim.nodes() if n.id == 3)
+        assert node.state == "failed" and node.detail == "No MetadataVersion with feature level 27"
         sim.close()
 
 
@@ -200,8 +215,12 @@ def test_combined_nodes_and_kip_778_downgrade() -> None:
 
 
 def test_a_broker_rolled_below_the_finalized_level_is_refused_and_stays_fenced() -> None:
+    # Formatted at 3.9-IV0, which 3.9 knows (a directory formatted at 4.1-IV1 would stop a
+    # 3.9 node before replay: tests/sim/test_bootstrap_start.py), then finalized at 4.1-IV1.
     with scratch() as base:
-        sim = Simulation.create(base / "c", controllers=1, brokers=2, release="4.1", seed=1, durable=False)
+        sim = Simulation.create(base / "c", controllers=1, brokers=2, release="4.1", release_version="3.9-IV0",
+                                seed=1, durable=False)
+        sim.features("upgrade", metadata="4.1-IV1")
         with pytest.raises(SimError, match="returned error UNSUPPORTED_VERSION: Unable to register because the broker "
                                            "does not support finalized version 27 of metadata.version"):
             sim.roll("3.9", [3])

@@ -281,8 +281,10 @@ def _restart_on_kraftsim_snapshot(session: Session, label: str,
         node.stop()
     theirs = sorted(f"{m.group(1)}={m.group(2)}" for m in map(_FINALIZED_LINE.match, run.stdout.splitlines())
                     if m and m.group(2) != "0")
-    # kraft.version lives in the raft layer, not in the image kraftsim replays.
-    theirs = [ln for ln in theirs if not ln.startswith("kraft.version=")]
+    # kraft.version lives in the raft layer, not in the image kraftsim replays, except where
+    # the release keeps it as a feature (3.9: policy kraft_version_upgrade).
+    if not any(ln.startswith("kraft.version=") for ln in ours):
+        theirs = [ln for ln in theirs if not ln.startswith("kraft.version=")]
     return unified(theirs, ours, "finalized features served")
 
 
@@ -317,6 +319,17 @@ def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
         ("downgrade metadata.version=FLOOR --dry-run",
          ["downgrade", "--feature", f"metadata.version={floor.level}", "--dry-run"]),
     ]
+    placeholder = catalog.latest_testing
+    if placeholder.level > lp.level:
+        # A level the release knows only as unstable (the next line's placeholder): the tool
+        # sends it, the controller refuses it (its range stops at LATEST without
+        # unstable.feature.versions.enable), alone and beside a valid update.
+        cmds += [("upgrade --release-version PLACEHOLDER", ["upgrade", "--release-version", placeholder.version]),
+                 ("upgrade --metadata PLACEHOLDER --dry-run", ["upgrade", "--metadata", placeholder.version, "--dry-run"]),
+                 ("upgrade metadata.version=PLACEHOLDER and group.version=1",
+                  ["upgrade", "--feature", f"metadata.version={placeholder.level}",
+                   *(["--feature", "group.version=1"] if "group.version" in features else [])]),
+                 ("describe after the placeholder", ["describe"])]
     if below:
         lossy = below[-1]
         cmds += [
@@ -348,6 +361,14 @@ def _commands(ctx: ReleaseContext) -> list[tuple[str, list[str]]]:
     if "transaction.version" in features:
         top = features["transaction.version"][1]
         cmds.append(("upgrade transaction.version=MAX+1", ["upgrade", "--feature", f"transaction.version={top + 1}"]))
+    if "kraft.version" in features and catalog.policy("kraft_version_upgrade") != "applied":
+        # kraft.version 1 on this static quorum: 3.9 writes a FeatureLevelRecord that describe,
+        # the log cases and the restarts below carry; 4.0 answers it as done and keeps 0. (From
+        # 4.1 the quorum would turn dynamic, which the later cases of this session do not expect.)
+        cmds += [("upgrade kraft.version=1 --dry-run", ["upgrade", "--feature", "kraft.version=1", "--dry-run"]),
+                 ("upgrade kraft.version=1 and metadata.version=LATEST",
+                  ["upgrade", "--feature", "kraft.version=1", "--feature", f"metadata.version={lp.level}"]),
+                 ("describe after kraft.version", ["describe"])]
     cmds += [
         ("upgrade no.such.feature=1", ["upgrade", "--feature", "no.such.feature=1"]),
         ("downgrade --release-version FLOOR", ["downgrade", "--release-version", floor.version]),

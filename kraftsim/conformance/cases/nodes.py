@@ -29,6 +29,8 @@ def server_properties(root: Path, role: str) -> str:
     if role == "broker":
         return (f"process.roles=broker\nnode.id=2\n{voters}\n{common}"
                 f"listeners=PLAINTEXT://127.0.0.1:{BROKER_PORT}\nlog.dirs={root}/a,{root}/b\n")
+    if role == "unstable":  # a combined node that may format at unstable levels
+        return server_properties(root, "combined") + "unstable.feature.versions.enable=true\n"
     if role == "standalone":
         return (f"process.roles=controller\nnode.id=1\n"
                 f"controller.quorum.bootstrap.servers=127.0.0.1:{CONTROLLER_PORT}\n{common}"

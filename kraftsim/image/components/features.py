@@ -93,7 +93,7 @@ class FeaturesDelta:
                     "kafka-features command-line tool."
                 ) from None
             self.metadata_version_change = mv.level
-        elif name == KRAFT_VERSION:
+        elif name == KRAFT_VERSION and not self.catalog.keeps_kraft_version_feature():
             return  # KAFKA-18979: kraft.version lives in control records, never in the image
         else:
             self.changes[name] = level

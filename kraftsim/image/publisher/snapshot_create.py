@@ -243,6 +243,8 @@ def _replays_configs_otherwise(result: LoadResult, writer: Catalog) -> bool:
     """Whether a node of the writer's release would have rebuilt another image: the writer
     replays ConfigRecords with its own code (Kafka 4.3 on drops configs it does not define),
     so a load that dropped some, or kept some the writer drops, is redone as the writer."""
+    if writer.keeps_kraft_version_feature() != result.loader.catalog.keeps_kraft_version_feature():
+        return True  # 3.9 keeps a kraft.version FeatureLevelRecord in the image, 4.x drops it
     keeps = writer.config_replay_filter()
     if keeps == result.loader.catalog.config_replay_filter():
         return False

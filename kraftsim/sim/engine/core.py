@@ -56,6 +56,7 @@ from kraftsim.sim.types import (
     SimEvent,
 )
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, read_bootstrap_dir, read_quorum_state
+from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
@@ -314,6 +315,7 @@ class Engine(RaftMixin, LifecycleMixin):
     def _refuse_start(self, m: Member) -> str | None:
         """What stops a node before its log is opened, with Kafka's text: a meta.properties it
         cannot start on (KafkaRaftServer's checks of its only log directory: kraft_start_refusal),
+        a bootstrap metadata.version its release does not list (bootstrap_start_refusal),
         or a batch that fails its CRC below the committed offset (recovery would cut data the
         quorum committed: the node refuses to start rather than lose it silently)."""
         directory = node_directory(self.directory, m.id)
@@ -322,6 +324,9 @@ class Engine(RaftMixin, LifecycleMixin):
             if refused.logged is not None:
                 self.emit(m.id, "note", {"text": refused.logged})
             return refused.text
+        unknown_mv = bootstrap_start_refusal(directory, self.catalog.at_release(m.state.release))
+        if unknown_mv is not None:
+            return unknown_mv
         meta = directory / METADATA_DIR_NAME
         if not meta.is_dir():
             return None

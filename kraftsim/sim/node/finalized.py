@@ -43,8 +43,9 @@ def finalized_features(image: MetadataImage, kraft_version: int = 0) -> Finalize
     mv = image.features.metadata_version
     if mv is None:
         return None
-    levels = {name: level for name, level in image.features.finalized if level != 0 and name != KRAFT_VERSION}
+    # The image holds kraft.version only where the release keeps it as a feature (3.9).
+    levels = {name: level for name, level in image.features.finalized if level != 0}
     levels[MV_NAME] = mv
-    if kraft_version > 0:
+    if kraft_version > levels.get(KRAFT_VERSION, 0):
         levels[KRAFT_VERSION] = kraft_version
     return FinalizedFeatures(mv, tuple(sorted(levels.items())), image.provenance.last_contained_offset)

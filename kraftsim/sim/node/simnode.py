@@ -61,7 +61,7 @@ from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.segment import LogSegment
 from kraftsim.storage.snapshot import snapshot_path
-from kraftsim.versions import Catalog, range_text
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, range_text
 
 BROKER = "broker"
 CONTROLLER = "controller"
@@ -212,12 +212,15 @@ class SimNode:
 
     def replay_refusal(self, finalized: Mapping[str, int]) -> str | None:
         """Kafka's fatal replay error when this controller starts on a log whose `finalized`
-        levels its software does not support (kraft.version is not replayed); else None."""
+        levels its software does not support (kraft.version only where the release replays
+        it as a feature: 3.x); else None."""
         if not self.state.is_controller:
             return None
         levels = dict(finalized)
-        levels.pop(KRAFT_VERSION, None)
-        for u in self.unsupported(levels):
+        if not self.catalog.keeps_kraft_version_feature():
+            levels.pop(KRAFT_VERSION, None)
+        # The log replays metadata.version first (the bootstrap records start with it).
+        for u in sorted(self.unsupported(levels), key=lambda u: u.feature != MV_NAME):
             rt = self.registry["FeatureLevelRecord"]
             rec = java_struct_string(rt.schema.body, rt.new(name=u.feature, feature_level=u.level))
             return (f"Tried to apply FeatureLevelRecord {rec}, but this controller only supports versions "

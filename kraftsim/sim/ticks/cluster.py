@@ -44,6 +44,7 @@ from kraftsim.storage import (
     write_quorum_state,
 )
 from kraftsim.storage import dirlock
+from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.versions import Catalog, load_catalog
@@ -479,6 +480,11 @@ class SimCluster(TickLifecycleMixin):
         state.release = release
         state.starts += 1
         state.incarnation = incarnation_id(self.state.seed, node_id, state.starts)
+        unknown_mv = bootstrap_start_refusal(node_directory(self.directory, node_id), self.catalog.at_release(release))
+        if unknown_mv is not None:  # before the log is opened, whatever the node's roles
+            state.running, state.note = False, unknown_mv
+            self.emit(unknown_mv)
+            return unknown_mv
         state.running = True
         state.note = None
         state.last_heartbeat_ms = None
