@@ -154,7 +154,7 @@ def test_describe_asks_a_node_apiversions_as_kip_1022_says(tmp_path: Path, capsy
     code, _, err = run(capsys, "features", "--cluster", d, "describe")  # mid-roll it says whose tool answered
     assert (code, err) == (0, "[cluster] kafka-features of Kafka 4.0 (the newest release running in the cluster)\n")
     code, _, err = run(capsys, "features", "--cluster", d, "describe", "--node-id", "9")
-    assert code == 1 and "the cluster has no node 9" in err
+    assert code == 2 and "the cluster has no node 9" in err  # invalid input
 
 
 ORACLE_LOGS = {  # release → a real log of a node of that release (see ../shared/oracle/README.md)
