@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import sys
 from collections.abc import Callable
@@ -102,7 +103,7 @@ class WireServer:
             if up and listener not in self.servers:
                 port = self.served.ports.get(listener, 0)
                 try:
-                    server = await asyncio.start_server(lambda r, w, x=listener: self._connection(x, r, w),
+                    server = await asyncio.start_server(functools.partial(self._connection, listener),
                                                         self.served.host, port, reuse_address=True)
                 except OSError as e:
                     if not port:
