@@ -86,7 +86,7 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
 
 
 #: quorum_state_bytes' answers by their arguments (a pure function of them; at most QS_KEEP).
-_QS_BYTES: dict[tuple, bytes] = {}
+_QS_BYTES: dict[tuple[int, int | None, int, int | None, tuple[int, ...]], bytes] = {}
 QS_KEEP = 4096
 
 
