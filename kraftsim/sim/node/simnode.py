@@ -549,7 +549,7 @@ def _with_profile(request: R, profile: RegistrationProfile | None) -> R:
     directories (kraftsim.sim.node.registration_profile); other nodes' requests are unchanged."""
     if profile is None:
         return request
-    changes: dict[str, Any] = {}
+    changes: dict[str, object] = {}
     if isinstance(request, BrokerRegistrationRequest):
         if profile.broker_listeners is not None:
             changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)
