@@ -86,8 +86,9 @@ class WireServer:
         self.answered = 0
         served.on_change = self._changed
         self._dirty = False
-        #: (listener, api key, version) -> (the image and process it was built from, the frame)
-        self._answers: dict[tuple[Listener, int, int], tuple[Any, Any, bytes]] = {}
+        #: (listener, api key, version) -> (the image and process it was built from, the frame);
+        #: the first two are compared by identity only
+        self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
 
     # ------------------------------------------------------------------ listeners
 
