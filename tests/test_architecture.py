@@ -292,7 +292,6 @@ DEEP_IMPORTS_BEING_RESTRUCTURED = {
     ("testing.steps", "scenario.language"),
     ("testing.steps", "scenario.ops"),
     ("wire.admin_handlers", "controller.features"),
-    ("wire.admin_handlers", "controller.topics"),
     ("wire.api", "testing.steps"),
     ("wire.handlers", "sim.node.api_versions"),
     ("wire.recording", "testing.steps"),

@@ -45,8 +45,9 @@ def check_expect(scenario: Scenario, sim: Simulation, final: FinalState, expect:
         by_id = {str(n.id): n.release for n in final.nodes}
         keys = sorted(e.releases, key=int)
         want = {k: resolve_release(scenario.catalog, e.releases[k]) for k in keys}
-        actual = {k: by_id.get(k) for k in keys}
-        out.append(ExpectResult("releases", {k: e.releases[k] for k in keys}, actual, want == actual))
+        running_releases = {k: by_id.get(k) for k in keys}
+        out.append(ExpectResult("releases", {k: e.releases[k] for k in keys}, running_releases,
+                                want == running_releases))
     if e.topics is not None:
         leader = final.leader
         image = sim.image(leader) if leader is not None else None

@@ -9,7 +9,7 @@ what the types cannot: names against the catalog and node ids against the cluste
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -41,6 +41,11 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     features: dict[str, int] = {}
     #: A KIP-853 dynamic quorum (`--standalone` for one controller, else `--initial-controllers`).
     dynamic_quorum: bool = False
+
+    @property
+    def controller_count(self) -> int:
+        """Controllers a created cluster starts with (a list of voter ids goes with `from` only)."""
+        return self.controllers if isinstance(self.controllers, int) else 0
 
 
 class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
@@ -107,7 +112,7 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     seed: int = 0
     policy: Literal["kafka", "kip-778"] = "kafka"
     catalog: str | None = None
-    step: list[dict] = []
+    step: list[dict[str, Any]] = []
     expect: Expect = msgspec.field(default_factory=Expect)
     #: kraftsim's addition: the simulator's timeouts, intervals and network (kraftsim.sim.SimConfig).
     config: dict[str, int | float] = {}

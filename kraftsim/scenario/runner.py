@@ -67,11 +67,12 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
 
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
     c = scenario.cluster
-    config = SimConfig(**scenario.config) if scenario.config else None
+    # keys and value types checked against SimConfig by validate
+    config = SimConfig(**scenario.config) if scenario.config else None  # type: ignore[arg-type]
     if c.from_ is not None:
         return _import(scenario, seed, directory, config)
     try:
-        return Simulation.create(directory, controllers=c.controllers or 0, brokers=c.brokers, combined=c.combined,
+        return Simulation.create(directory, controllers=c.controller_count, brokers=c.brokers, combined=c.combined,
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
                                  catalog=str(scenario.catalog_path) if scenario.catalog_path else None,

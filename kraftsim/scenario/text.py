@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kraftsim.scenario.language import NodeSel
 from kraftsim.scenario.ops import (
     AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep, Partition, Roll, Run,
     Snapshot, Start, Step, Wait,
@@ -16,7 +17,7 @@ from kraftsim.scenario.results import ExpectResult, ScenarioResult, StepResult
 MAX_OUTPUT_LINES = 8
 
 
-def nodes_text(sel: Any) -> str:
+def nodes_text(sel: NodeSel | None) -> str:
     if sel is None:
         return "running nodes"
     if isinstance(sel, list):

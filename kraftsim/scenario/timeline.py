@@ -13,7 +13,12 @@ it names is made (a leader resigning), so the nodes are looked at again on the n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from kraftsim.sim import SimEvent, Simulation
+
+K = TypeVar("K")
 
 #: Event kinds after which the node states are sampled again.
 STATE_KINDS = frozenset({"note", "crash", "stop", "start", "fence", "unfence", "leader", "election", "feature",
@@ -110,7 +115,7 @@ class Timeline:
     drops: dict[int, list[DropRun]] = field(default_factory=dict)
     _stale: bool = False  # a state event was seen: look at the nodes again on the next event
 
-    def sample(self, sim: Any) -> None:
+    def sample(self, sim: Simulation) -> None:
         infos = sim.nodes()
         for n in infos:
             self.roles[n.id] = tuple(n.roles)
@@ -122,7 +127,7 @@ class Timeline:
         elif not self.samples or _differs(self.samples[-1], s):
             self.samples.append(s)
 
-    def on_event(self, sim: Any, event: Any) -> None:
+    def on_event(self, sim: Simulation, event: SimEvent) -> None:
         kind = event.kind
         if self._stale:
             self._stale = False
@@ -138,7 +143,7 @@ class Timeline:
             self.sample(sim)
             self._stale = True
 
-    def _network(self, event: Any) -> None:
+    def _network(self, event: SimEvent) -> None:
         details = event.details or {}
         kind = details.get("kind", event.kind) if event.kind == "inject" else event.kind
         if kind == "partition":
@@ -150,7 +155,7 @@ class Timeline:
             return
         self.network.append(NetChange(event.time_ms - self.origin_ms, groups))
 
-    def _dropped(self, event: Any) -> None:
+    def _dropped(self, event: SimEvent) -> None:
         details = event.details or {}
         t = event.time_ms - self.origin_ms
         why = str(details.get("why", "lost"))
@@ -202,7 +207,9 @@ class Timeline:
     def _state_spans(self, nodes: list[int], end_ms: int) -> list[Span]:
         out = []
         for node in nodes:
-            for t0, t1, state in runs(self.samples, end_ms, lambda smp, n=node: node_state(smp, n)[0]):
+            def state_of(smp: Sample, n: int = node) -> str:
+                return node_state(smp, n)[0]
+            for t0, t1, state in runs(self.samples, end_ms, state_of):
                 if state in STATE_SPANS:
                     what = "fenced (running, not unfenced by the controller)" if state == "fenced" else state
                     out.append(Span(state, node, t0, t1, f"node {node} {what}"))
@@ -250,9 +257,9 @@ def node_state(sample: Sample, node: int) -> tuple[str, str | None]:
     return "absent", None
 
 
-def runs(samples: list[Sample], end: int, key: Callable[[Sample], Any]) -> list[tuple[int, int, Any]]:
+def runs(samples: list[Sample], end: int, key: Callable[[Sample], K]) -> list[tuple[int, int, K]]:
     """Consecutive samples with the same key merged into (start, end, key) spans."""
-    out: list[tuple[int, int, Any]] = []
+    out: list[tuple[int, int, K]] = []
     for i, smp in enumerate(samples):
         t1 = samples[i + 1].time_ms if i + 1 < len(samples) else end
         k = key(smp)
@@ -271,7 +278,7 @@ def _differs(a: Sample, b: Sample) -> bool:
     return (a.nodes, a.leader, a.metadata_version, a.finalized) != (b.nodes, b.leader, b.metadata_version, b.finalized)
 
 
-def _label(event: Any) -> str:
+def _label(event: SimEvent) -> str:
     details = event.details or {}
     text = details.get("text") or details.get("reason") or ""
     parts = [event.kind] + [f"{k}={details[k]}" for k in sorted(details) if k not in ("text", "reason")][:4]

@@ -127,8 +127,8 @@ def timeline_svg(tl: Timeline, mv_name: Callable[[int], str], describe: Callable
                    f'<title>step {st.index}: {escape(describe(st.index))}, {_range(st.start_ms, st.end_ms)}'
                    f'</title></rect>')
     for row, lx, text, full in labels:
-        index = text.split(" ", 1)[0]
-        out.append(f'<text class="steplabel" data-index="{index}" x="{lx}" y="{6 + (row + 1) * ROW_H - 3}">'
+        label_index = text.split(" ", 1)[0]
+        out.append(f'<text class="steplabel" data-index="{label_index}" x="{lx}" y="{6 + (row + 1) * ROW_H - 3}">'
                    f'{escape(text)}<title>{escape(full)}</title></text>')
     # grid at the ticks
     step = tick_step(end)

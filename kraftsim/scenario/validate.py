@@ -17,7 +17,7 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, TypeVar, cast
 
 import msgspec
 
@@ -68,7 +68,7 @@ class Scenario:
 
 def _words(text: str) -> str:
     """msgspec's `Expected `int`, got `str`` in plain words."""
-    def word(m: re.Match) -> str:
+    def word(m: re.Match[str]) -> str:
         kinds = [k for k in m.group(1).split(" | ") if k != "null"] or ["nothing"]
         return " or ".join(_TYPE_WORDS.get(k, k) for k in kinds)
     return re.sub(r"`([^`]+)`", word, text[0].lower() + text[1:])
@@ -79,7 +79,10 @@ def _known_keys(cls: type) -> list[str]:
     return ([tag] if tag else []) + [f.encode_name for f in msgspec.structs.fields(cls)]
 
 
-def _convert(raw: Any, cls: type, file: str, *, step: int | None = None, prefix: str = "") -> Any:
+T = TypeVar("T")
+
+
+def _convert(raw: Any, cls: type[T], file: str, *, step: int | None = None, prefix: str = "") -> T:
     """msgspec.convert with its complaint turned into one line naming the key."""
     try:
         return msgspec.convert(raw, type=cls)
@@ -91,7 +94,7 @@ def _convert(raw: Any, cls: type, file: str, *, step: int | None = None, prefix:
         missing = re.match(r"Object missing required field `([^`]+)`", msg)
         owner = _owner(cls, key)
         if unknown:
-            full = ".".join(p for p in (prefix, key, unknown.group(1)) if p)
+            full: str | None = ".".join(p for p in (prefix, key, unknown.group(1)) if p)
             known = ", ".join(_known_keys(owner)) if owner else ""
             raise ScenarioInvalid(file, full, "unknown key" + (f"; known keys here: {known}" if known else ""),
                                   step) from None
@@ -127,7 +130,7 @@ def _bad_table_key(raw: Any, path: str, msg: str) -> str:
 
 def _owner(cls: type, key: str) -> type | None:
     """The struct that holds the last part of a dotted key (for listing its known keys)."""
-    owner: Any = cls
+    owner: type | None = cls
     for part in [p for p in key.split(".") if p]:
         f = next((f for f in msgspec.structs.fields(owner) if f.encode_name == part), None) if owner else None
         t = getattr(f, "type", None)
@@ -249,7 +252,7 @@ def initial_nodes(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
     """Node ids as `cluster create` numbers them: combined 1..N, then controllers, then brokers."""
     nodes: dict[int, tuple[str, ...]] = {}
     next_id = 1
-    for count, roles in ((cluster.combined, (BROKER, CONTROLLER)), (cluster.controllers or 0, (CONTROLLER,)),
+    for count, roles in ((cluster.combined, (BROKER, CONTROLLER)), (cluster.controller_count, (CONTROLLER,)),
                          (cluster.brokers, (BROKER,))):
         for _ in range(count):
             nodes[next_id] = roles
@@ -420,7 +423,7 @@ def _check_step(raw: Any, index: int, check: _Checker) -> Step:
         raise check.fail("op", f"required key is missing; one of {', '.join(OPS)}", index)
     if not isinstance(op, str) or op not in OPS:
         raise check.fail("op", f"unknown op {op!r}; expected one of {', '.join(OPS)}", index)
-    step = _convert(raw, OPS[op], check.file, step=index)
+    step = cast(Step, _convert(raw, OPS[op], check.file, step=index))  # OPS[op] is one of Step's members
     if step.expect_error is not None and not step.expect_error.strip():
         raise check.fail("expect_error", "expected a non-empty fragment of the error text", index)
     strict = step.expect_error is None  # names the Kafka tools check are checked here only when no error is expected

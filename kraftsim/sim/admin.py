@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kraftsim.controller import (
     CreatableTopic,
@@ -19,16 +19,36 @@ from kraftsim.controller import (
     delete_topics,
 )
 from kraftsim.controller.cluster_control import unregister_broker
-from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
 from kraftsim.versions import ToolFailure
 
+if TYPE_CHECKING:
+    from kraftsim.sim.engine.core import Engine
+    from kraftsim.sim.types import SimConfig
+    from kraftsim.versions import Catalog
+
+#: What a request sent to the active controller answers.
+R = TypeVar("R")
+
 
 class AdminMixin:
     """Admin requests of a Simulation (see the module docstring); `self` is the Simulation."""
+
+    if TYPE_CHECKING:  # what the Simulation this is mixed into provides
+        engine: Engine
+        config: SimConfig
+        catalog: Catalog
+        _mv_reports: list[MvChangeReport]
+
+        @property
+        def seed(self) -> int: ...
+        def leader(self) -> int | None: ...
+        def finalized(self) -> dict[str, int]: ...
+        def _finish_op(self, label: str) -> None: ...
 
     def _wait_leader(self) -> Member | None:
         e = self.engine
@@ -36,7 +56,7 @@ class AdminMixin:
                     and e.controller is not None)
         return e.leader_member()
 
-    def _client_request(self, call: Callable[[Member], Any]) -> Any:
+    def _client_request(self, call: Callable[[Member], R]) -> R | None:
         """What an admin client does: send the request to the active controller and wait for
         its answer, which comes once the records it wrote are committed; a request whose
         records were lost with a leader (NOT_CONTROLLER) is sent again to the next one, until
@@ -157,7 +177,7 @@ class AdminMixin:
         if errors:
             raise SimError(errors[0].error_message or f"DeleteTopics failed for {errors[0].name}")
 
-    def update_features(self, updates: Mapping[str, Any], validate_only: bool
+    def update_features(self, updates: Mapping[str, FeatureUpdate], validate_only: bool
                         ) -> tuple[UpdateFeaturesResponse | None, list[MvChangeReport]]:
         """UpdateFeatures to the active controller (None without one), then replication; the
         KIP-778 metadata.version changes the nodes carried out come back with what they dropped."""

@@ -112,7 +112,7 @@ class HypotheticalCatalog:
         for feat in self.features:
             levels = []
             for lv in feat.levels:
-                deps = {}
+                deps: dict[str, str | int] = {}
                 if lv.needs_mv is not None:
                     deps["metadata.version"] = self.version(lv.needs_mv)
                 deps.update({name: level for name, level in lv.needs})
@@ -155,7 +155,7 @@ class HypotheticalCatalog:
         directory.mkdir(parents=True, exist_ok=True)
         if self.records:
             from kraftsim.protocol.registry import default_registry
-            used = {rt.schema.api_key for rt in default_registry().metadata_types()}
+            used = {rt.schema.api_key for rt in default_registry().metadata_types() if rt.schema.api_key is not None}
             key = max(used) + 1
             (directory / "records").mkdir(exist_ok=True)
             for rec in self.records:

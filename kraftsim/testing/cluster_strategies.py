@@ -52,7 +52,7 @@ def feature_levels(release: str, catalog: Catalog | None = None) -> st.SearchStr
     return st.fixed_dictionaries(parts).filter(valid)
 
 
-def clusters(catalog: Catalog | None = None, max_controllers: int = 3, max_brokers: int = 3) -> st.SearchStrategy[dict]:
+def clusters(catalog: Catalog | None = None, max_controllers: int = 3, max_brokers: int = 3) -> st.SearchStrategy[dict[str, int | str]]:
     return st.fixed_dictionaries({"controllers": st.integers(1, max_controllers),
                                   "brokers": st.integers(0, max_brokers), "release": releases(catalog)})
 
@@ -96,7 +96,7 @@ def hypothetical_catalogs(draw: st.DrawFn, base: Catalog | None = None, max_vers
     mvs = tuple(NewMetadataVersion(c) for c in changed)
     changed_at = [i for i, c in enumerate(changed) if c]
     records: tuple[NewRecordType, ...] = ()
-    if changed_at and draw(st.booleans()):
+    if bool(changed_at) and draw(st.booleans()):
         since = draw(st.lists(st.sampled_from(changed_at), min_size=1, max_size=len(changed_at), unique=True))
         records = (NewRecordType("HypotheticalRecord", tuple(sorted(since))),)
     features: tuple[NewFeature, ...] = ()

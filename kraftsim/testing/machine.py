@@ -305,7 +305,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         (name, level), = levels.items()
         leader = self.sim.leader()
         image = self.sim.image(leader) if leader is not None else None
-        if image is None or level <= 0:
+        if leader is None or image is None or level <= 0:
             return None
         current = self.sim.finalized().get(name, 0)
         if (step.op == "features-upgrade") != (level > current) and level != current:
@@ -485,7 +485,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
                 inv.function(self)
 
     @classmethod
-    def _to_test_case(cls) -> Any:
+    def _to_test_case(cls) -> Any:  # type: ignore[override]  # hypothesis caches its own with lru_cache
         """Hypothesis's TestCase, which replays the `--kraftsim-replay FILE` file instead of
         exploring when the file names this machine (and is skipped when it names another)."""
         base = super()._to_test_case()
@@ -503,7 +503,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             return cls.replay(path)
 
         run_test.__dict__.update(base.runTest.__dict__)  # hypothesis's marks of its test
-        base.runTest = run_test
+        base.runTest = run_test  # type: ignore[method-assign]
         return base
 
     # ------------------------------------------------------------------ invariants
@@ -776,7 +776,7 @@ def _replay_note(recording: Any, met: RecordedFailure | None) -> str:
             f"failed otherwise")
 
 
-def run_as_test(cls: type[ClusterStateMachine], settings: Any = None) -> None:
+def run_as_test(cls: type[ClusterStateMachine], settings: Settings | None = None) -> None:
     """hypothesis's run_state_machine_as_test, with a spent shrink budget turned back into the
     failure it cut short (shrink_budget.BudgetSpent), its file named in a note. Hypothesis
     may report the stop as flaky data generation (an example that stopped drawing earlier

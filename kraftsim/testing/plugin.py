@@ -43,10 +43,10 @@ import pytest
 from kraftsim.testing import config as kconfig
 
 #: `--hypothesis-profile=deep`: registered when the plugin loads, before hypothesis reads the option.
-DEEP = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
+DEEP: dict[str, int | None] = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
 try:
     from hypothesis import settings as _settings
-    _settings.register_profile("deep", **DEEP)
+    _settings.register_profile("deep", parent=None, **DEEP)
 except ImportError:  # pragma: no cover - hypothesis is a test dependency
     pass
 

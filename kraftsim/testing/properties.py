@@ -19,9 +19,9 @@ when the property holds, else one line saying what broke.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Iterable
 
-from kraftsim.image import LossReport, MetadataImage, diff_images, image_from_records, registry_for, write_image
+from kraftsim.image import BrokerRegistration, Change, ControllerRegistration, FeatureRange, LossReport, MetadataImage, diff_images, image_from_records, registry_for, write_image
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.framing import decode_metadata_record, encode_metadata_record
 from kraftsim.sim import Simulation
@@ -36,7 +36,7 @@ REFUSAL_AS_KAFKA = "RefusedAsKafkaAndUnchanged"
 MODEL_PROPERTIES = (FINALIZED_SUPPORTED, LOSSLESS_DOWNGRADE, APPLIED_COMMITTED, REFUSAL_AS_KAFKA)
 
 
-def _ranges(features: Iterable[Any]) -> dict[str, tuple[int, int]]:
+def _ranges(features: Iterable[FeatureRange]) -> dict[str, tuple[int, int]]:
     return {f.name: (f.min_version, f.max_version) for f in features}
 
 
@@ -62,7 +62,8 @@ def unsupported_finalized(sim: Simulation, catalog: Catalog) -> str | None:
     leader = sim.leader()
     image = sim.image(leader) if leader is not None else None
     if image is not None:
-        regs = [("broker", b) for b in image.cluster.sorted_brokers()]
+        regs: list[tuple[str, BrokerRegistration | ControllerRegistration]] = [
+            ("broker", b) for b in image.cluster.sorted_brokers()]
         regs += [("controller", c) for c in image.cluster.sorted_controllers()]
         for role, reg in regs:
             ranges = _ranges(reg.supported_features)
@@ -132,7 +133,7 @@ def lossless_downgrade_loss(before: MetadataImage, after: MetadataImage, target:
     return None
 
 
-def _is_mv(change: Any) -> bool:
+def _is_mv(change: Change) -> bool:
     return change.component == "features" and MV_NAME in change.entity
 
 
@@ -140,7 +141,7 @@ def log_end_on_disk(sim: Simulation, node: int) -> int:
     """One past the last offset in `node`'s metadata log as it is on disk."""
     log = MetadataLog.open(sim.log_dir(node), read_only=True, validate="last")
     try:
-        return log.log_end_offset
+        return int(log.log_end_offset)
     finally:
         log.close()
 

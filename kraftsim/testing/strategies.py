@@ -144,8 +144,9 @@ def field_values(f: FieldSpec, version: int, nested: dict[str, type], *, flexibl
     """Values of field `f` as written at `version` (None included only if nullable there)."""
     elem = f.element_type
     if f.struct is not None:
+        struct = f.struct
         item: st.SearchStrategy[Any] = st.deferred(
-            lambda: struct_values(f.struct, nested[f.struct.name], nested, version, flexible=flexible,  # type: ignore[union-attr]
+            lambda: struct_values(struct, nested[struct.name], nested, version, flexible=flexible,
                                   unknown_tags=unknown_tags, max_size=max_size, edge=edge)
         )
     else:

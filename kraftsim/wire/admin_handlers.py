@@ -13,7 +13,7 @@ from typing import Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
 from kraftsim.controller.features import FeatureUpdate, UpgradeType
-from kraftsim.controller.topics import topic_name_error
+from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
 from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import socket
 import sys
 from collections.abc import Callable
@@ -85,8 +86,9 @@ class WireServer:
         self.answered = 0
         served.on_change = self._changed
         self._dirty = False
-        #: (listener, api key, version) -> (the image and process it was built from, the frame)
-        self._answers: dict[tuple[Listener, int, int], tuple[Any, Any, bytes]] = {}
+        #: (listener, api key, version) -> (the image and process it was built from, the frame);
+        #: the first two are compared by identity only
+        self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
 
     # ------------------------------------------------------------------ listeners
 
@@ -102,7 +104,7 @@ class WireServer:
             if up and listener not in self.servers:
                 port = self.served.ports.get(listener, 0)
                 try:
-                    server = await asyncio.start_server(lambda r, w, x=listener: self._connection(x, r, w),
+                    server = await asyncio.start_server(functools.partial(self._connection, listener),
                                                         self.served.host, port, reuse_address=True)
                 except OSError as e:
                     if not port:

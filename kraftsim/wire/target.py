@@ -25,7 +25,7 @@ class Opened:
     sim: Simulation
     directory: Path
     recorder: Recorder
-    temporary: tempfile.TemporaryDirectory | None = None
+    temporary: tempfile.TemporaryDirectory[str] | None = None
     steps: list[Step] = field(default_factory=list)
 
     def close(self) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller.topics import topic_name_error
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.storage import topic_name_error
 from kraftsim.wire.admin_handlers import refusal
 from kraftsim.wire.handlers import Body, Handler, code
 from kraftsim.wire.served import Listener, ServedCluster

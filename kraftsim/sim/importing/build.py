@@ -44,7 +44,7 @@ from kraftsim.storage import (
     write_quorum_state,
 )
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.storage.java_properties import java_date
+from kraftsim.javacompat import date_to_string as java_date
 from kraftsim.storage.meta_properties import MetaProperties, write_meta_properties
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, LOG_SUFFIX, segment_file_name, snapshot_file_name
 

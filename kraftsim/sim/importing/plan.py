@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kraftsim.image import MetadataImage
+from kraftsim.image import BrokerRegistration, MetadataImage
 from kraftsim.sim.importing.sources import ImportRefused, SourceReplica
 from kraftsim.versions import IllegalArgument, Catalog, range_text
 
@@ -216,7 +216,7 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
             inferred.append(node.release)
         else:
             pending.append(i)
-        if reg is not None and getattr(reg, "directories", ()):
+        if isinstance(reg, BrokerRegistration) and reg.directories:
             node.directory_id, node.directory_how = str(reg.directories[0]), f"its {kind} registration"
         if src.node_id == i and src.directory_id:
             node.directory_id, node.directory_how = src.directory_id, "meta.properties"

@@ -25,7 +25,7 @@ from __future__ import annotations
 import tomllib
 from functools import cache
 from importlib import resources
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import msgspec
 
@@ -55,7 +55,7 @@ class NoApiVersionData(KraftsimError):
 class ApiVersionTable:
     """Per release and role, the ranges each API key is advertised with."""
 
-    def __init__(self, data: Mapping, where: str):
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
         try:
             self.names: dict[int, str] = {int(k): str(v) for k, v in data["api_names"].items()}
             self.gated: dict[int, str] = {int(k): str(v) for k, v in data.get("gated", {}).items()}

@@ -42,13 +42,14 @@ class UsableRange(msgspec.Struct, frozen=True):
     @property
     def empty(self) -> bool:
         """No version works on every node."""
-        return bool(self.missing_on) or self.min_version is None or self.min_version > self.max_version
+        return (bool(self.missing_on) or self.min_version is None or self.max_version is None
+                or self.min_version > self.max_version)
 
     def describe(self) -> str:
         """One line: the range, or why it is empty."""
         if self.missing_on:
             return f"{self.name}: not served by node(s) {_ids(self.missing_on)}"
-        if self.min_version > self.max_version:
+        if self.min_version is not None and self.max_version is not None and self.min_version > self.max_version:
             return (f"{self.name}: no common version: node(s) {_ids(self.min_set_by)} serve from "
                     f"v{self.min_version}, node(s) {_ids(self.max_set_by)} only up to v{self.max_version}")
         return (f"{self.name}: v{self.min_version}-v{self.max_version} "
@@ -131,7 +132,7 @@ class ClientView:
         """
         usable = self.usable_range(api_key)
         enum = api_enum_name(usable.name)
-        if usable.missing_on or usable.min_version is None:
+        if usable.missing_on or usable.min_version is None or usable.max_version is None:
             nodes = usable.missing_on or self.nodes
             raise UnsupportedVersionException(f"The node does not support {enum} (node(s) {_ids(nodes)})")
         if usable.min_version > usable.max_version:

@@ -16,7 +16,7 @@ from kraftsim.protocol.registry import Registry
 from kraftsim.storage import ServerConfig, random_uuid, read_meta_properties, storage_format
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
 from kraftsim.storage.server_config import Listener
-from kraftsim.storage.java_properties import java_date
+from kraftsim.javacompat import date_to_string as java_date
 from kraftsim.versions import Catalog
 
 #: Virtual time of a new cluster: 2025-01-01T00:00:00Z.

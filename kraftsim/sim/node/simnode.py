@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import msgspec
 
@@ -55,8 +55,7 @@ from kraftsim.sim.node.registration_profile import RegistrationProfile, read_pro
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import java_struct_string
-from kraftsim.storage import java_hash_order
-from kraftsim.storage.java_properties import java_string_hash
+from kraftsim.javacompat import hash_map_order as java_hash_order, string_hash as java_string_hash
 from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.segment import LogSegment
@@ -175,7 +174,7 @@ class SimNode:
 
     @property
     def metadata_dir(self) -> Path:
-        return self.directory / METADATA_DIR_NAME
+        return self.directory / str(METADATA_DIR_NAME)
 
     @property
     def supported(self) -> dict[str, Range]:
@@ -264,9 +263,9 @@ class SimNode:
     @property
     def log_end_offset(self) -> int:
         if self.log is not None:
-            return self.log.log_end_offset
+            return int(self.log.log_end_offset)
         with MetadataLog.open(self.metadata_dir, read_only=True) as log:
-            return log.log_end_offset
+            return int(log.log_end_offset)
 
     def finalized(self) -> FinalizedFeatures | None:
         return None if self.image is None else finalized_features(self.image, self.kraft_version)
@@ -285,7 +284,7 @@ class SimNode:
         """KIP-778 metadata.version changes this node's loader carried out since it started."""
         return list(self._mv_changes.changes)
 
-    def snapshot_events(self) -> list:
+    def snapshot_events(self) -> list[Any]:  # the generator's GeneratorEvents (not exported by kraftsim.image)
         return [] if self.generator is None else list(self.generator.events)
 
     # ------------------------------------------------------------------ running
@@ -408,7 +407,7 @@ class SimNode:
         `LogSegment.read_batch` does (its errors unchanged); else from `log.batches`."""
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
-        software = (self.state.release, self.kip_778, id(self.base_catalog))
+        software: tuple[object, ...] = (self.state.release, self.kip_778, id(self.base_catalog))
         done = share.kept()  # (CommitShare.find, inlined: every node passes here for every commit)
         adopt = loader.adopt
         log = self.log
@@ -425,13 +424,13 @@ class SimNode:
                     break
                 fb = parsed.get(j)
                 if fb is None:
-                    j = self._adopt_unparsed(seg, j, start, end, software)  # type: ignore[arg-type]
+                    j = self._adopt_unparsed(seg, j, start, end, software)
                     if j >= n:
                         break
-                    fb = parsed.get(j) or seg.read_batch(j)  # type: ignore[union-attr] # (where the adoptions ended)
+                    fb = parsed.get(j) or seg.read_batch(j)  # (where the adoptions ended)
                 j += 1
             else:
-                fb = next(others, None)  # type: ignore[arg-type]
+                fb = next(others, None)
                 if fb is None:
                     break
             b = fb.batch
@@ -465,7 +464,7 @@ class SimNode:
                 share.keep(software, key, before, raft_before, loader, b.raw)
         return None
 
-    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple) -> int:
+    def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple[object, ...]) -> int:
         """Adopt the active segment's batches from `j` on that it keeps no parse of (a node that
         started again applies its whole log) by their bytes, for `_apply_shared`; the index
         of the first batch not adopted.
@@ -542,12 +541,15 @@ class SimNode:
 _CRC_AT = struct.Struct(">I")
 
 
-def _with_profile(request, profile: RegistrationProfile | None):  # type: ignore[no-untyped-def]
+R = TypeVar("R", BrokerRegistrationRequest, ControllerRegistrationRequest)
+
+
+def _with_profile(request: R, profile: RegistrationProfile | None) -> R:
     """An imported node's registration keeps its real counterpart's listeners, rack and log
     directories (kraftsim.sim.node.registration_profile); other nodes' requests are unchanged."""
     if profile is None:
         return request
-    changes: dict = {}
+    changes: dict[str, object] = {}
     if isinstance(request, BrokerRegistrationRequest):
         if profile.broker_listeners is not None:
             changes["listeners"] = tuple(Listener(x.name, x.host, x.port, x.security_protocol)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kraftsim.image import MetadataLoader
 from kraftsim.javacompat import hash_map_order, uuid_hash
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
@@ -62,7 +63,7 @@ class Membership:
         return tuple(sorted(v.voter_id for v in self.voters_record.voters))
 
 
-def seed_loader(loader: Any, header: Sequence[LogEntry]) -> None:
+def seed_loader(loader: MetadataLoader, header: Sequence[LogEntry]) -> None:
     """A loader that starts from a snapshot learns the membership in the snapshot's header
     (Kafka's raft layer reads it there), so that the snapshots its node writes next carry
     the same KRaftVersionRecord and VotersRecord. Control records later in the log still
@@ -86,7 +87,7 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
 
 
 #: quorum_state_bytes' answers by their arguments (a pure function of them; at most QS_KEEP).
-_QS_BYTES: dict[tuple, bytes] = {}
+_QS_BYTES: dict[tuple[int, int | None, int, int | None, tuple[int, ...]], bytes] = {}
 QS_KEEP = 4096
 
 
@@ -106,7 +107,7 @@ def quorum_state_bytes(kraft_version: int, leader: int | None, epoch: int, voted
     return known
 
 
-def replica_key(node_id: int, directory_id: Any, style: str = "plain") -> str:
+def replica_key(node_id: int, directory_id: object, style: str = "plain") -> str:
     """Kafka's ReplicaKey.toString, as the raft layer's refusals print a voter: `style` is the
     leader's policy raft_replica_key_text ("optional" in 3.9: Optional[id] / Optional.empty;
     "plain" from 4.0: the id / <undefined>)."""
@@ -118,7 +119,7 @@ def replica_key(node_id: int, directory_id: Any, style: str = "plain") -> str:
     return f"ReplicaKey(id={node_id}, directoryId={shown})"
 
 
-def replica_key_hash(node_id: int, directory_id: Any) -> int:
+def replica_key_hash(node_id: int, directory_id: Uuid | None) -> int:
     """ReplicaKey.hashCode: Objects.hash(id, Optional(directoryId)), as 32 bits."""
     opt = 0 if directory_id is None or directory_id == Uuid.ZERO else uuid_hash(directory_id)
     return (31 * (31 + node_id) + opt) & 0xFFFFFFFF

@@ -361,8 +361,9 @@ class SimCluster(TickLifecycleMixin):
             self.emit(f"{what}; it stops.")
         registered = node.state.is_broker and self._registration(node) is not None
         self._stop(node, f"stopped: {found.text()}", clean=False)
-        if registered and self.controller is not None:
-            self.execute(lambda ctx: unregister_broker(ctx, node.id, self.heartbeats))
+        controller = self.controller
+        if registered and controller is not None:
+            self.execute(lambda ctx: unregister_broker(ctx, node.id, controller.heartbeats))
 
     def _stop(self, node: SimNode, note: str | None, *, clean: bool) -> None:
         """The node's process ends. A leader's end starts an election among the others."""

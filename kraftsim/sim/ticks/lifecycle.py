@@ -6,6 +6,8 @@ fences expired sessions and writes the idle NoOpRecord."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Callable, Protocol
+
 from kraftsim.controller.cluster_control import (
     BrokerHeartbeatReply, BrokerHeartbeatRequest, broker_heartbeat, expire_sessions, register_broker,
     register_controller,
@@ -13,6 +15,12 @@ from kraftsim.controller.cluster_control import (
 from kraftsim.controller.result import ControllerResult
 from kraftsim.sim.node.cordoned import cordoned_report
 from kraftsim.sim.node.simnode import SimNode
+
+if TYPE_CHECKING:
+    from kraftsim.controller.cluster_control import BrokerHeartbeats
+    from kraftsim.image import BrokerRegistration, MetadataImage
+    from kraftsim.sim.ticks.state import ClusterState
+    from kraftsim.versions import Catalog
 
 TICK_MS = 500
 HEARTBEAT_INTERVAL_MS = 2000
@@ -22,8 +30,32 @@ SHUTDOWN_TICKS = 20
 TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION",)
 
 
+class _ActiveController(Protocol):
+    """What the registrations and heartbeats use of SimCluster's QuorumController."""
+
+    @property
+    def image(self) -> MetadataImage: ...
+    @property
+    def catalog(self) -> Catalog: ...
+    def maybe_write_noop(self) -> ControllerResult | None: ...
+
+
 class TickLifecycleMixin:
     """Registrations, heartbeats and the idle timer of SimCluster; `self` is the SimCluster."""
+
+    if TYPE_CHECKING:  # what the SimCluster this is mixed into provides
+        state: ClusterState
+        controller: _ActiveController | None
+        emit: Callable[[str], None]
+        _refusals: dict[int, str]
+
+        @property
+        def heartbeats(self) -> BrokerHeartbeats | None: ...
+        def now(self) -> int: ...
+        def running_nodes(self) -> list[SimNode]: ...
+        def execute(self, rule: Callable[..., ControllerResult]) -> ControllerResult | None: ...
+        def replicate(self) -> None: ...
+        def _registration(self, node: SimNode) -> BrokerRegistration | None: ...
 
     def tick(self) -> None:
         """One step of virtual time: registrations, heartbeats, session expiry, the idle NoOpRecord."""
@@ -70,6 +102,8 @@ class TickLifecycleMixin:
             node.state.last_heartbeat_ms = self.now()
             request = node.broker_registration(self.state.cluster_id, node.state.previous_broker_epoch)
             hb = self.heartbeats
+            if hb is None:  # no active controller (execute would answer None)
+                return
             result = self.execute(lambda ctx: register_broker(ctx, request, hb))
             if result is None:
                 return
@@ -105,6 +139,8 @@ class TickLifecycleMixin:
                                          current_metadata_offset=node.applied_offset, want_shut_down=want_shut_down,
                                          cordoned_log_dirs=cordoned_report(node))
         hb = self.heartbeats
+        if hb is None:  # no active controller (execute would answer None)
+            return None
         was_fenced = reg.fenced
         result = self.execute(lambda ctx: broker_heartbeat(ctx, request, hb))
         if result is None or not result.ok:
