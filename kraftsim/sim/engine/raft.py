@@ -32,7 +32,6 @@ from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.engine.events import Message
-from kraftsim.sim.engine.fetching import FETCH_HANDLERS, FetchMixin
 from kraftsim.sim.engine.reconfig import ReconfigMixin
 from kraftsim.sim.engine.member import (
     CANDIDATE,
@@ -50,12 +49,13 @@ from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-class RaftMixin(FetchMixin, ReconfigMixin):
-    """The raft half of the Engine (see the module docstring); `self` is the Engine."""
+class RaftMixin(ReconfigMixin):
+    """The raft half of the Engine (see the module docstring); `self` is the Engine, whose
+    Fetcher part (fetching.py) replicates."""
 
     # -------------------------------------------------------------- quorum-state
 
-    def _persist(self, m: Member) -> None:
+    def persist(self, m: Member) -> None:
         """quorum-state, written when its bytes change (kraftsim.sim.node.state_files)."""
         if m.node is None:
             state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
@@ -67,7 +67,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         write_if_changed(path, quorum_state_bytes(self.kraft_version, m.leader, m.epoch, m.voted, m.voters or self.voters),
                          fsync=self.config_fsync)
 
-    def _write_epoch_file(self, m: Member) -> None:
+    def write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
         new epoch is appended, and when the log is truncated or replaced (its bytes written
         when they change: kraftsim.sim.node.state_files)."""
@@ -112,11 +112,11 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
-        self._write_epoch_file(m)
-        self._read_voters(m, initial=True)
+        self.write_epoch_file(m)
+        self.read_voters(m, initial=True)
         if not m.voter:
             m.role = OBSERVER
-            self._fetch(m)
+            self.fetcher.fetch(m)
             return
         if resume and m.leader == m.id:
             m.role = LEADER
@@ -129,18 +129,18 @@ class RaftMixin(FetchMixin, ReconfigMixin):
             return
         if m.leader == m.id:
             m.role, m.leader = RESIGNED, None
-            self._persist(m)
+            self.persist(m)
         m.role = FOLLOWER if m.leader is not None else UNATTACHED
         m.last_fetch_ok_ms = self.now
         if m.role == FOLLOWER:
-            self._fetch(m)
+            self.fetcher.fetch(m)
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
         else:
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
 
     # -------------------------------------------------------------- state changes
 
-    def _become_follower(self, m: Member, epoch: int, leader: int) -> None:
+    def become_follower(self, m: Member, epoch: int, leader: int) -> None:
         was_leader = m.role == LEADER
         changed = (m.epoch, m.leader) != (epoch, leader)
         if epoch > m.epoch:
@@ -149,26 +149,26 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         if m.voter:
             m.role = FOLLOWER
             if changed:
-                self._persist(m)
+                self.persist(m)
             m.last_fetch_ok_ms = self.now
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
         elif changed:
-            self._persist(m)  # an observer keeps quorum-state too
+            self.persist(m)  # an observer keeps quorum-state too
         if was_leader:
             self._lose_leadership(m)
         if changed:
             self.emit(m.id, "leader", {"epoch": epoch, "leader": leader})
         if not m.fetch_in_flight:
-            self._fetch(m)
+            self.fetcher.fetch(m)
 
-    def _become_unattached(self, m: Member, epoch: int) -> None:
+    def become_unattached(self, m: Member, epoch: int) -> None:
         was_leader = m.role == LEADER
         if epoch > m.epoch:
             m.voted = None
         m.epoch, m.leader = epoch, None
         m.role = UNATTACHED if m.voter else OBSERVER
         if m.voter:
-            self._persist(m)
+            self.persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         if was_leader:
             self._lose_leadership(m)
@@ -214,13 +214,13 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         m.epoch += 1
         m.role, m.voted, m.leader, m.granted = CANDIDATE, m.id, None, {m.id}
         self.checker.acts_as_voter(self.event_name, m, "campaigns")
-        self._persist(m)
+        self.persist(m)
         self.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
         self._ask_votes(m, m.epoch, pre_vote=False)
         self._maybe_won(m)
 
     def _ask_votes(self, m: Member, epoch: int, *, pre_vote: bool) -> None:
-        last = self._last_epoch(m)
+        last = self.fetcher.last_epoch(m)
         for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
@@ -229,7 +229,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
             self._become_candidate(m)
 
     def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
-        mine = (self._last_epoch(m), m.log.log_end_offset)
+        mine = (self.fetcher.last_epoch(m), m.log.log_end_offset)
         return (last_epoch_, end_offset) >= mine
 
     def _on_vote(self, m: Member, msg: Message) -> None:
@@ -252,13 +252,13 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                                                                            "for_epoch": msg.epoch}))
             return
         if msg.epoch > m.epoch:
-            self._become_unattached(m, msg.epoch)
+            self.become_unattached(m, msg.epoch)
         granted = (m.voted in (None, msg.src) and m.leader is None and m.role != LEADER
                    and self._log_up_to_date(m, d["last_epoch"], d["end_offset"]))
         if granted and m.voted is None:
             self.checker.acts_as_voter(self.event_name, m, "votes")
             m.voted = msg.src
-            self._persist(m)
+            self.persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": granted,
                                                                        "for_epoch": msg.epoch, "leader": m.leader}))
@@ -268,8 +268,8 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         leader = d.get("leader")
         if leader is not None and leader != m.id and msg.epoch >= m.epoch and m.role != LEADER \
                 and (msg.epoch > m.epoch or (m.leader is None and m.role not in (PROSPECTIVE, CANDIDATE))):
-            self._become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
-            self._fetch(m)
+            self.become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
+            self.fetcher.fetch(m)
             return
         if d["pre_vote"]:
             if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
@@ -277,10 +277,10 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                 if len(m.granted) >= self._majority(m):
                     self._become_candidate(m)
             elif msg.epoch > m.epoch:
-                self._become_unattached(m, msg.epoch)
+                self.become_unattached(m, msg.epoch)
             return
         if msg.epoch > m.epoch:
-            self._become_unattached(m, msg.epoch)
+            self.become_unattached(m, msg.epoch)
             return
         if m.role == CANDIDATE and d["for_epoch"] == m.epoch and d["granted"]:
             m.granted.add(msg.src)
@@ -293,7 +293,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     def _become_leader(self, m: Member) -> None:
         m.role, m.leader = LEADER, m.id
         self.checker.acts_as_voter(self.event_name, m, "leads")
-        self._persist(m)
+        self.persist(m)
         log = m.log
         m.epoch_start_offset = log.log_end_offset
         rt = m.node.registry["LeaderChangeMessage"]  # type: ignore[union-attr]
@@ -304,13 +304,13 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         log.append(encode_control_batch(log.log_end_offset, payloads, epoch=m.epoch, timestamp=self.now))
         if len(payloads) > 1:
             m.voters_offset = log.log_end_offset - 1  # the voter set, now in the log
-        self._write_epoch_file(m)
+        self.write_epoch_file(m)
         m.matched, m.other_key_fetch = {m.id: m.flushed_end}, {}
         m.last_fetch_from = {}
         self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
         self.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
         self.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
-        self._appended(m, m.epoch_start_offset)
+        self.appended(m, m.epoch_start_offset)
         for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
@@ -326,7 +326,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
             heard.add(m.id)
         if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority(m):
             self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
-            self._become_unattached(m, m.epoch)
+            self.become_unattached(m, m.epoch)
             m.role = RESIGNED
             return
         self._arm(m, window, "check-quorum", self._on_check_quorum)
@@ -345,11 +345,11 @@ class RaftMixin(FetchMixin, ReconfigMixin):
 
     def _on_begin_epoch(self, m: Member, msg: Message) -> None:
         if msg.epoch >= m.epoch and m.role != LEADER or msg.epoch > m.epoch:
-            self._become_follower(m, msg.epoch, msg.src)
+            self.become_follower(m, msg.epoch, msg.src)
 
     # -------------------------------------------------------------- appending and committing
 
-    def _appended(self, m: Member, from_offset: int) -> None:
+    def appended(self, m: Member, from_offset: int) -> None:
         """The leader appended batches from `from_offset`: flush them after the linger."""
         for fb in m.log.batches(from_offset) if self.listening() else ():  # type: ignore[attr-defined]
             b = fb.batch
@@ -365,12 +365,12 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                     m.log.flush() if self.config_fsync else None
                     m.flushed_end = m.log.log_end_offset
                     m.matched[m.id] = m.flushed_end
-                    self._update_high_watermark(m)
-                    self._answer_parked(m)
+                    self.update_high_watermark(m)
+                    self.fetcher.answer_parked(m)
 
             self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
 
-    def _update_high_watermark(self, m: Member) -> None:
+    def update_high_watermark(self, m: Member) -> None:
         matched = m.matched
         voters = m.voters
         offsets = sorted([matched.get(v, -1) for v in voters], reverse=True)
@@ -378,9 +378,9 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         if candidate <= m.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
         if m.high_watermark is None or candidate > m.high_watermark:
-            self._set_high_watermark(m, candidate)
+            self.set_high_watermark(m, candidate)
 
-    def _set_high_watermark(self, m: Member, hw: int) -> None:
+    def set_high_watermark(self, m: Member, hw: int) -> None:
         old = m.high_watermark
         m.high_watermark = hw
         if self.on_event is not None and self.net.verbose:  # (self.listening(), inlined)
@@ -392,7 +392,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                 self._voters_committed(m)
                 if m.role != LEADER:
                     return
-            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
+            self.fetcher.answer_parked(m)  # followers waiting at the leader learn the new high watermark
             if hw == m.log.log_end_offset:
                 self._keep_controller_state(m)  # type: ignore[attr-defined]
 
@@ -409,9 +409,9 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
             self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
             return
-        handler = self._handlers.get(msg.kind)  # type: ignore[attr-defined]
+        handler = self.handlers.get(msg.kind)  # type: ignore[attr-defined]
         if handler is not None:
-            handler(self, m, msg)
+            handler(m, msg)
 
 
 RAFT_HANDLERS = {
@@ -419,7 +419,6 @@ RAFT_HANDLERS = {
     "vote-reply": RaftMixin._on_vote_reply,
     "begin-epoch": RaftMixin._on_begin_epoch,
     "end-epoch": RaftMixin._on_end_epoch,
-    **FETCH_HANDLERS,
 }
 
 __all__ = ["RAFT_HANDLERS", "RaftMixin"]

@@ -56,7 +56,7 @@ class ReconfigMixin:
 
     # -------------------------------------------------------------- each replica's voter set
 
-    def _read_voters(self, m: Member, *, initial: bool = False) -> None:
+    def read_voters(self, m: Member, *, initial: bool = False) -> None:
         """The voter set `m`'s files hold (at start, after a truncation or a snapshot install)."""
         if self.kraft_version < 1:
             self._set_voters(m, self.voters, None, -1, initial=initial)
@@ -87,7 +87,7 @@ class ReconfigMixin:
         ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
         self._set_voters(m, ids, record, offset, initial=initial)
 
-    def _control_appended(self, m: Member, batch: Any) -> None:
+    def control_appended(self, m: Member, batch: Any) -> None:
         """A replica appended a control batch: a VotersRecord in it takes effect now."""
         if self.kraft_version < 1:
             return
@@ -96,10 +96,10 @@ class ReconfigMixin:
                 ids = tuple(sorted(v.voter_id for v in e.message.voters))
                 self._set_voters(m, ids, e.message, e.offset)
 
-    def _voters_truncated(self, m: Member, offset: int) -> None:
+    def voters_truncated(self, m: Member, offset: int) -> None:
         """`m`'s log was cut at `offset`: a VotersRecord cut away no longer counts."""
         if self.kraft_version >= 1 and m.voters_offset >= offset:
-            self._read_voters(m)
+            self.read_voters(m)
 
     def _set_voters(self, m: Member, ids: tuple[int, ...], record: Any, offset: int, *,
                     initial: bool = False) -> None:
@@ -130,7 +130,7 @@ class ReconfigMixin:
             m.role = OBSERVER
             m.timer_gen += 1  # no election timer any more
             if not m.fetch_in_flight:
-                self._fetch(m)
+                self.fetcher.fetch(m)
 
     def is_voter_key(self, node_id: int, directory_id: Any, record: Any = None) -> bool:
         """Whether (node_id, directory_id) is the replica key the voter set names for node_id
@@ -161,8 +161,8 @@ class ReconfigMixin:
                                        "voters": list(m.voters)})
             for v in m.voters:
                 self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
-            self._become_unattached(m, m.epoch)
-            self._fetch(m)
+            self.become_unattached(m, m.epoch)
+            self.fetcher.fetch(m)
 
     def _start_of_epoch_membership(self, m: Member) -> list[Payload]:
         """What a new leader writes beside its LeaderChangeMessage under kraft.version 1 when its
@@ -193,8 +193,8 @@ class ReconfigMixin:
         log = m.log
         start = log.log_end_offset
         log.append(encode_control_batch(start, payloads, epoch=m.epoch, timestamp=self.now))
-        self._write_epoch_file(m)
-        self._appended(m, start)
+        self.write_epoch_file(m)
+        self.appended(m, start)
 
     def _dynamic_voters(self, m: Member) -> dict[int, DynamicVoter]:
         """The leader's voter set as DynamicVoters (endpoints and directory ids as recorded)."""
@@ -288,7 +288,7 @@ class ReconfigMixin:
         for fb in m.log.batches(start, check_crc=False):
             if fb.batch.is_control:
                 before = m.voters_record
-                self._control_appended(m, fb.batch)
+                self.control_appended(m, fb.batch)
                 if m.voters_record is not before:
                     self.checker.membership = True
 
