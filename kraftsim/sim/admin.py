@@ -52,7 +52,7 @@ class AdminMixin:
             result = call(leader)
             if not leader.running or leader.log.log_end_offset == start:
                 return result  # nothing written (refused, validate-only): answered at once
-            e.appended(leader, start)
+            e.raft.appended(leader, start)
             epoch, end = leader.epoch, leader.log.log_end_offset
             outcome: list[bool] = []
 
@@ -172,7 +172,7 @@ class AdminMixin:
             start = leader.log.log_end_offset
             answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
-            e.membership_appended(leader, start)
+            e.raft.membership_appended(leader, start)
             return answer
 
         result = self._client_request(call)
@@ -193,8 +193,8 @@ class AdminMixin:
         if reports and any(not r.change.lossless for r in reports) and e.leader_member() is not None:
             lead = e.leader_member()
             assert lead is not None
-            e._drop_controller(lead)
-            e._activate_controller(lead)  # reload from the lossy snapshot
+            e.drop_controller(lead)
+            e.activate_controller(lead)  # reload from the lossy snapshot
         return result.response, reports
 
     def node_summaries(self) -> list[features_tool.NodeSummary]:

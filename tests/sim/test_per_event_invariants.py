@@ -93,7 +93,7 @@ def test_a_deposed_leaders_batches_are_allowed_above_a_followers_high_watermark_
         held = [(fb.batch.base_offset, fb.batch.partition_leader_epoch) for fb in broker.log.batches(13)]
         assert held[0] == (13, 1) and broker.high_watermark == 13 and sim.engine.checker.committed_end > 13
         assert not failed(sim)  # allowed: above its own high watermark
-        sim.engine.set_high_watermark(broker, sim.engine.checker.committed_end)  # a broken rule, injected here
+        sim.engine.raft.set_high_watermark(broker, sim.engine.checker.committed_end)  # a broken rule, injected here
         bad = failed(sim)
         sim.close()
     assert [r.name for r in bad] == ["ConsistentCommittedData"]

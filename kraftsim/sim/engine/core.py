@@ -21,7 +21,6 @@ import random
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import MethodType
 from typing import Any
 
 from kraftsim.protocol.batch import BatchSlice, split_batches
@@ -40,7 +39,7 @@ from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
 from kraftsim.sim.engine.member import LEADER, Member, batch_key, entry_at
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
-from kraftsim.sim.engine.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
@@ -64,7 +63,7 @@ from kraftsim.versions import Catalog
 DOWN = (STOPPED, CRASHED, FAILED)
 
 
-class Engine(RaftMixin):
+class Engine:
     """See the module docstring. `emit_event` receives every timeline event."""
 
     def __init__(self, directory: Path, *, cluster_id: str, seed: int, now_ms: int, voters: Sequence[int],
@@ -93,12 +92,16 @@ class Engine(RaftMixin):
         self.checker.voters = self.voters
         self.checker.membership = kraft_version >= 1
         #: The parts the Engine is composed of, each holding a reference to it.
+        #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
+        #: and its offset: what a replica without a record of its own is checked against.
+        self.voter_keys: dict[int, Any] = {}
+        self.voter_keys_offset = -2
+        self.raft = Raft(self)
         self.fetcher = Fetcher(self)
         self.lifecycle = Lifecycle(self)
         self.checker.snapshot_ids = self.fetcher.snapshot_ids
         #: The handler of each message kind, bound (the network delivers to `_deliver`).
-        self.handlers: dict[str, Callable[[Member, Message], None]] = {
-            kind: MethodType(f, self) for kind, f in RAFT_HANDLERS.items()}
+        self.handlers: dict[str, Callable[[Member, Message], None]] = self.raft.handlers()
         self.handlers.update(self.fetcher.handlers())
         self.handlers.update(self.lifecycle.handlers())
         #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
@@ -312,7 +315,7 @@ class Engine(RaftMixin):
         m.controller_register_sent_ms = -(10**12)
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m, resume=resume)
+        self.raft.start(m, resume=resume)
         self.lifecycle.start(m)
         return None
 
@@ -366,10 +369,10 @@ class Engine(RaftMixin):
     def halt(self, m: Member, detail: str | None, status: str) -> None:
         """The process ends (whatever flushed stays on disk; see `crash` for what does not)."""
         if m.role == LEADER:
-            self._lose_leadership(m)
+            self.raft.lose_leadership(m)
         if m.node is not None:
             if m.node.log is not None:
-                self.persist(m)
+                self.raft.persist(m)
             self.checker.halted(m)
             m.node.close()
         m.node = None
@@ -383,9 +386,9 @@ class Engine(RaftMixin):
         m.high_watermark = None
         if m.voter:
             running = sum(1 for v in m.voters if v in self.members and self.members[v].running)
-            if running < self._majority(m):
+            if running < self.raft.majority(m):
                 self.emit(None, "note", {"text": f"No leader: {running} of {len(m.voters)} voter(s) running, "
-                                                 f"{self._majority(m)} needed."})
+                                                 f"{self.raft.majority(m)} needed."})
 
     def crash(self, m: Member) -> None:
         if not m.running:
@@ -395,7 +398,7 @@ class Engine(RaftMixin):
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
             m.disk_gen += 1
-            self.write_epoch_file(m)
+            self.raft.write_epoch_file(m)
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
         self.halt(m, None, CRASHED)
 
@@ -474,7 +477,7 @@ class Engine(RaftMixin):
         m.disk_gen_at_start = m.disk_gen  # its loader starts again from the files as they are now
         self._snapshots_seen[m.id] = 0
         m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
-        self.write_epoch_file(m)
+        self.raft.write_epoch_file(m)
         if m.high_watermark is not None and m.high_watermark < sid.end_offset:
             m.high_watermark = sid.end_offset
 
@@ -492,7 +495,7 @@ class Engine(RaftMixin):
 
     # -------------------------------------------------------------- committed data to loaders
 
-    def _apply(self, m: Member) -> None:
+    def apply_committed(self, m: Member) -> None:
         node = m.node
         hw = m.high_watermark
         if node is None or hw is None:
@@ -530,7 +533,7 @@ class Engine(RaftMixin):
 
     # -------------------------------------------------------------- the active controller
 
-    def _activate_controller(self, m: Member) -> None:
+    def activate_controller(self, m: Member) -> None:
         node = m.node
         assert node is not None and node.log is not None
         config = ControllerConfig(cluster_id=self.cluster_id, policies=frozenset(self.policies),
@@ -541,7 +544,7 @@ class Engine(RaftMixin):
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
                                   config=config, kraft_version=self.kraft_version,
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
-                                  upgrade_voters=lambda: self._upgrade_voters(m),
+                                  upgrade_voters=lambda: self.raft.upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
@@ -549,12 +552,12 @@ class Engine(RaftMixin):
             self.halt(m, str(e), FAILED)
             return
         self.controller, self.controller_id = qc, m.id
-        self.appended(m, start)
+        self.raft.appended(m, start)
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
                          lambda: self.lifecycle.leader_tick(m, epoch))
 
-    def _keep_controller_state(self, m: Member) -> None:
+    def keep_controller_state(self, m: Member) -> None:
         """The active controller's state when all its log is committed, kept so that the next
         leader (of the same release, whose log holds that prefix: raft's leader completeness)
         replays only what came after it instead of its whole log."""
@@ -576,7 +579,7 @@ class Engine(RaftMixin):
             return None
         return cp[3], cp[1]
 
-    def _drop_controller(self, m: Member) -> None:
+    def drop_controller(self, m: Member) -> None:
         if self.controller_id == m.id:
             self.controller, self.controller_id = None, None
 
@@ -588,8 +591,39 @@ class Engine(RaftMixin):
         result = self.controller.execute(rule)
         if m.log.log_end_offset > start:
             self.kraft_version = self.controller.kraft_version
-            self.appended(m, start)
+            self.raft.appended(m, start)
         return result
+
+    # -------------------------------------------------------------- dispatch
+
+    def _deliver(self, msg: Message) -> None:
+        """A message lands: dropped if its ends are partitioned now (Network._arrive's test,
+        done here: the network hands messages over directly) or its node is down, else handled."""
+        groups = self.net.groups
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
+            self.net.drop(msg, "partitioned")
+            return
+        m = self.members.get(msg.dst)
+        if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
+            self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
+            return
+        handler = self.handlers.get(msg.kind)
+        if handler is not None:
+            handler(m, msg)
+
+    # -------------------------------------------------------------- quorum membership (the Raft part's, for Simulation)
+
+    def directory_id_of(self, node_id: int) -> Any:
+        return self.raft.directory_id_of(node_id)
+
+    def request_add_voter(self, node_id: int, directory_id: Any) -> Any:
+        return self.raft.request_add_voter(node_id, directory_id)
+
+    def request_remove_voter(self, node_id: int, directory_id: Any) -> Any:
+        return self.raft.request_remove_voter(node_id, directory_id)
+
+    def record_static_voters(self) -> Any:
+        return self.raft.record_static_voters()
 
     # -------------------------------------------------------------- stability
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.invariants import Checker
+from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.engine.member import (
     LEADER,
     Member,
@@ -24,7 +25,7 @@ from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 class FetchContext(Protocol):
     """What the Fetcher uses of the Engine it is part of: the shared clock, network and
-    checker, and raft's public steps."""
+    checker, and the Raft part's public steps."""
 
     net: Network
     sched: Scheduler
@@ -33,22 +34,13 @@ class FetchContext(Protocol):
     voters: tuple[int, ...]
     kraft_version: int
     snapshots_taken: int
+    raft: Raft
 
     @property
     def event_name(self) -> LazyText: ...
     def describe_event(self) -> str: ...
     def listening(self) -> bool: ...
     def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None: ...
-    def is_voter_key(self, node_id: int, directory_id: Any, record: Any = None) -> bool: ...
-    def become_follower(self, m: Member, epoch: int, leader: int) -> None: ...
-    def become_unattached(self, m: Member, epoch: int) -> None: ...
-    def persist(self, m: Member) -> None: ...
-    def write_epoch_file(self, m: Member) -> None: ...
-    def update_high_watermark(self, m: Member) -> None: ...
-    def set_high_watermark(self, m: Member, hw: int) -> None: ...
-    def control_appended(self, m: Member, batch: Any) -> None: ...
-    def voters_truncated(self, m: Member, offset: int) -> None: ...
-    def read_voters(self, m: Member, *, initial: bool = False) -> None: ...
     def install_snapshot(self, m: Member, sid: Any, data: bytes) -> None: ...
 
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
@@ -57,7 +49,7 @@ FETCH_MAX_BATCHES = 64
 
 class Fetcher:
     """Fetching, truncation and snapshots: a part of the Engine, which owns one. It calls the
-    Engine's raft through its public methods (become_follower, set_high_watermark, persist,
+    Engine's Raft part through its public methods (become_follower, set_high_watermark, persist,
     install_snapshot, ...), and raft calls it through `fetch`, `answer_parked`, `truncate` and
     the snapshot look-ups."""
 
@@ -68,6 +60,7 @@ class Fetcher:
         self.sched = engine.sched
         self.config = engine.config
         self.checker = engine.checker
+        self.raft = engine.raft
 
     def handlers(self) -> dict[str, Any]:
         """The messages of replication, by kind, as the Engine dispatches them."""
@@ -125,7 +118,7 @@ class Fetcher:
         # A replica with a voter's id but another directory (a wiped disk formatted again) is
         # not that voter: it is served as an observer whose fetches count for nothing.
         other_key = m.voters_record is not None and msg.src in m.voters \
-            and not self.engine.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
+            and not self.raft.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
         if not other_key:
             m.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
@@ -159,7 +152,7 @@ class Fetcher:
             if offset >= log.log_end_offset:
                 m.caught_up_at[msg.src] = self.sched.now_ms
             if msg.src in m.voters:
-                self.engine.update_high_watermark(m)
+                self.raft.update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
             sched = self.sched  # (most fetches park)
@@ -234,13 +227,13 @@ class Fetcher:
             leader = d.get("leader")
             if msg.epoch > m.epoch or (leader is not None and leader != m.leader and msg.epoch >= m.epoch):
                 if leader is not None and leader != m.id:
-                    self.engine.become_follower(m, msg.epoch, leader)
+                    self.raft.become_follower(m, msg.epoch, leader)
                     return
-                self.engine.become_unattached(m, msg.epoch)
+                self.raft.become_unattached(m, msg.epoch)
             if not m.voter:
                 if m.leader != (leader if leader != m.id else None):
                     m.leader = leader if leader != m.id else None
-                    self.engine.persist(m)
+                    self.raft.persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
                                  partial(self._fetch_backoff, m))
             return
@@ -248,7 +241,7 @@ class Fetcher:
             self.fetch(m)
             return
         if msg.epoch > m.epoch or m.leader != msg.src:
-            self.engine.become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
+            self.raft.become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
             if m.fetch_in_flight:
                 return
         m.last_fetch_ok_ms = self.sched.now_ms
@@ -281,11 +274,11 @@ class Fetcher:
                 raw = b.raw
                 end = append(raw, checked=b).last_offset + 1
                 if b.is_control:
-                    self.engine.control_appended(m, b)
+                    self.raft.control_appended(m, b)
                 if b.base_offset < checker.committed_end:  # (a cheaper half of Checker.appended's test)
                     checker.appended(self.engine.event_name, m, raw)
                 if b.partition_leader_epoch > m.epoch_file_last:
-                    self.engine.write_epoch_file(m)
+                    self.raft.write_epoch_file(m)
         if end > start and self.engine.listening():
             self.engine.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
         m.flushed_end = end  # a follower flushes before it fetches again
@@ -293,7 +286,7 @@ class Fetcher:
         if hw is not None:
             hw = min(hw, end)
             if m.high_watermark is None or hw > m.high_watermark:
-                self.engine.set_high_watermark(m, hw)
+                self.raft.set_high_watermark(m, hw)
         self.fetch(m)
 
     def _fetch_backoff(self, m: Member) -> None:
@@ -308,7 +301,7 @@ class Fetcher:
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src
-        self.engine.persist(m)  # an observer keeps quorum-state too
+        self.raft.persist(m)  # an observer keeps quorum-state too
         self.engine.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
 
     def truncate(self, m: Member, offset: int, why: str) -> None:
@@ -320,8 +313,8 @@ class Fetcher:
         log.truncate_to(offset)
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
-        self.engine.write_epoch_file(m)
-        self.engine.voters_truncated(m, offset)
+        self.raft.write_epoch_file(m)
+        self.raft.voters_truncated(m, offset)
 
     # -------------------------------------------------------------- snapshots
 
@@ -383,11 +376,11 @@ class Fetcher:
         sid = SnapshotId(d["end_offset"], d["epoch"])
         self.engine.install_snapshot(m, sid, d["bytes"])
         if self.engine.kraft_version >= 1:
-            self.engine.read_voters(m)
+            self.raft.read_voters(m)
         self.engine.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
                                      "fetched": True})
         hw = d.get("high_watermark")
         if hw is not None and (m.high_watermark is None or min(hw, m.log.log_end_offset) > m.high_watermark):
-            self.engine.set_high_watermark(m, min(hw, m.log.log_end_offset))
+            self.raft.set_high_watermark(m, min(hw, m.log.log_end_offset))
         self.fetch(m)
 

@@ -115,13 +115,13 @@ class LifecycleContext(Protocol):
     catalog: Catalog
     controller: Any  # (the active QuorumController, or None)
     controller_id: int | None
+    raft: Any  # (the Engine's Raft part: `appended` after the active controller writes)
 
     @property
     def now(self) -> int: ...
     def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None: ...
     def halt(self, m: Member, detail: str | None, status: str) -> None: ...
     def execute(self, rule: Callable[[Any], Any]) -> Any: ...
-    def appended(self, m: Member, from_offset: int) -> None: ...
 
 
 class Lifecycle:
@@ -415,7 +415,7 @@ class Lifecycle:
                         self.engine.emit(b, "fence", {"by": m.id, "why": "session expired"})
             start = m.log.log_end_offset
             if self.engine.controller is not None and self.engine.controller.maybe_write_noop() is not None:
-                self.engine.appended(m, start)
+                self.engine.raft.appended(m, start)
         for v in m.voters:  # BeginQuorumEpoch again to voters that do not fetch
             if v != m.id and self.engine.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
