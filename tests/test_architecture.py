@@ -405,8 +405,6 @@ PRIVATE_REACH_ALLOWED = {
     "_actions": "argparse: a parser's actions are reachable only so (usage texts, Kafka's help layout)",
     "_replace": "namedtuple's public API (the underscore only keeps it apart from field names)",
     "kraftsim/pipeline/session.py": "pyspark: reusing or stopping a JVM gateway has no public API",
-    "kraftsim/sim/admin.py": "admin requests call the Engine's controller steps; being turned into methods "
-                             "by the op-model work (issue 30 item 3), which removes this entry",
     "kraftsim/image/verification/digest.py": "sums a PMap's subtrees by identity (the cache of its digests)",
     "kraftsim/protocol/batch_io.py": "hands the fast path's own resolver back to the C extension",
 }

@@ -72,7 +72,7 @@ class AdminMixin:
             result = call(leader)
             if not leader.running or leader.log.log_end_offset == start:
                 return result  # nothing written (refused, validate-only): answered at once
-            e._appended(leader, start)
+            e.raft.appended(leader, start)
             epoch, end = leader.epoch, leader.log.log_end_offset
             outcome: list[bool] = []
 
@@ -104,7 +104,7 @@ class AdminMixin:
         return None
 
     def _controller_call(self, rule: Callable[..., Any]) -> Any:
-        result = self._client_request(lambda leader: self.engine._execute(rule))
+        result = self._client_request(lambda leader: self.engine.execute(rule))
         if result is None:
             raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
         if not result.ok:
@@ -145,14 +145,14 @@ class AdminMixin:
             return None
         image = self.engine.controller.image
         request = CreateTopicsRequest(tuple(topics), validate_only, seed=self.seed * 1_000_003 + len(image.topics))
-        result = self._client_request(lambda leader: self.engine._execute(lambda ctx: create_topics(ctx, request)))
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_topics(ctx, request)))
         self._finish_op("create-topics")
         return result
 
     def send_delete_topics(self, names: Sequence[str]) -> Any:
         """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""
         request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))
-        result = self._client_request(lambda leader: self.engine._execute(lambda ctx: delete_topics(ctx, request)))
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: delete_topics(ctx, request)))
         self._finish_op("delete-topics")
         return result
 
@@ -163,7 +163,7 @@ class AdminMixin:
         def call(leader: Member) -> Any:
             assert e.controller is not None
             heartbeats = e.controller.heartbeats
-            return e._execute(lambda ctx: unregister_broker(ctx, broker_id, heartbeats))
+            return e.execute(lambda ctx: unregister_broker(ctx, broker_id, heartbeats))
 
         result = self._client_request(call)
         self._finish_op("unregister-broker")
@@ -192,7 +192,7 @@ class AdminMixin:
             start = leader.log.log_end_offset
             answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
-            e.membership_appended(leader, start)
+            e.raft.membership_appended(leader, start)
             return answer
 
         result = self._client_request(call)
@@ -213,8 +213,8 @@ class AdminMixin:
         if reports and any(not r.change.lossless for r in reports) and e.leader_member() is not None:
             lead = e.leader_member()
             assert lead is not None
-            e._drop_controller(lead)
-            e._activate_controller(lead)  # reload from the lossy snapshot
+            e.drop_controller(lead)
+            e.activate_controller(lead)  # reload from the lossy snapshot
         return result.response, reports
 
     def node_summaries(self) -> list[features_tool.NodeSummary]:

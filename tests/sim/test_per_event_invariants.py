@@ -50,7 +50,7 @@ def test_truncating_below_what_a_node_applied_is_caught() -> None:
         sim = Simulation.create(base / "c", controllers=3, release="4.1", seed=3, durable=False)
         follower = next(m for m in sim.engine.ordered() if m.id != sim.leader())
         applied = follower.applied
-        sim.engine._truncate(follower, applied - 2, "a broken rule injected by the test")
+        sim.engine.fetcher.truncate(follower, applied - 2, "a broken rule injected by the test")
         bad = failed(sim)
         sim.close()
     # Committed data is lost too (ConsistentCommittedData); the image outruns the log (ImageMatchesLog).
@@ -93,7 +93,7 @@ def test_a_deposed_leaders_batches_are_allowed_above_a_followers_high_watermark_
         held = [(fb.batch.base_offset, fb.batch.partition_leader_epoch) for fb in broker.log.batches(13)]
         assert held[0] == (13, 1) and broker.high_watermark == 13 and sim.engine.checker.committed_end > 13
         assert not failed(sim)  # allowed: above its own high watermark
-        sim.engine._set_high_watermark(broker, sim.engine.checker.committed_end)  # a broken rule, injected here
+        sim.engine.raft.set_high_watermark(broker, sim.engine.checker.committed_end)  # a broken rule, injected here
         bad = failed(sim)
         sim.close()
     assert [r.name for r in bad] == ["ConsistentCommittedData"]

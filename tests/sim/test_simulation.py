@@ -10,7 +10,7 @@ import pytest
 
 from kraftsim.image import image_digest
 from kraftsim.sim import SimConfig, SimError, Simulation
-from kraftsim.sim.engine.raft import RaftMixin
+from kraftsim.sim.engine.raft import Raft
 from tests.sim.sim_helpers import failed, loader_drops_topic_commits, over_seeds, scratch, tree_digest
 
 
@@ -59,9 +59,9 @@ def test_a_broken_commit_rule_is_caught_and_names_the_event(monkeypatch: pytest.
     """A leader that counts only itself commits without a majority; the invariants say so."""
     def commit_alone(self, m) -> None:  # type: ignore[no-untyped-def]
         if m.flushed_end > m.epoch_start_offset and (m.high_watermark or 0) < m.flushed_end:
-            self._set_high_watermark(m, m.flushed_end)
+            self.set_high_watermark(m, m.flushed_end)
 
-    monkeypatch.setattr(RaftMixin, "_update_high_watermark", commit_alone)
+    monkeypatch.setattr(Raft, "update_high_watermark", commit_alone)
     with scratch() as base:
         sim = Simulation.create(base / "c", controllers=3, release="4.1", seed=3, durable=False)
         sim.partition([[sim.leader()]])

@@ -215,12 +215,12 @@ def test_parked_fetches_answered_together_get_what_each_alone_gets() -> None:
         e.net.send = sent.append  # type: ignore[method-assign]
         try:
             for f in fetches:
-                e._serve_fetch(leader, f)
+                e.fetcher.serve_fetch(leader, f)
             alone = [[b.raw for b in x.data["batches"]] for x in sent]
             sent.clear()
             served: dict = {}
             for f in fetches:
-                e._serve_fetch(leader, f, served)
+                e.fetcher.serve_fetch(leader, f, served)
             together = [[b.raw for b in x.data["batches"]] for x in sent]
         finally:
             e.net.send = real  # type: ignore[method-assign]

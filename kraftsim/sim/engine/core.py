@@ -34,15 +34,12 @@ from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.node.commit_share import CommitShare
 from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
-from kraftsim.sim.engine.lifecycle import (
-    LIFECYCLE_HANDLERS,
-    TRANSIENT_REFUSALS,
-    LifecycleMixin,
-)
+from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
 from kraftsim.sim.engine.member import LEADER, Member, batch_key, entry_at
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
-from kraftsim.sim.engine.raft import RAFT_HANDLERS, RaftMixin
+from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
@@ -66,10 +63,8 @@ from kraftsim.versions import Catalog
 DOWN = (STOPPED, CRASHED, FAILED)
 
 
-class Engine(RaftMixin, LifecycleMixin):
+class Engine:
     """See the module docstring. `emit_event` receives every timeline event."""
-
-    _handlers = {**RAFT_HANDLERS, **LIFECYCLE_HANDLERS}
 
     def __init__(self, directory: Path, *, cluster_id: str, seed: int, now_ms: int, voters: Sequence[int],
                  catalog: Catalog, config: SimConfig, policies: Sequence[str], kraft_version: int = 0,
@@ -96,7 +91,19 @@ class Engine(RaftMixin, LifecycleMixin):
         self.checker.members = self.members
         self.checker.voters = self.voters
         self.checker.membership = kraft_version >= 1
-        self.checker.snapshot_ids = self._snapshot_ids
+        #: The parts the Engine is composed of, each holding a reference to it.
+        #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
+        #: and its offset: what a replica without a record of its own is checked against.
+        self.voter_keys: dict[int, Any] = {}
+        self.voter_keys_offset = -2
+        self.raft = Raft(self)
+        self.fetcher = Fetcher(self)
+        self.lifecycle = Lifecycle(self)
+        self.checker.snapshot_ids = self.fetcher.snapshot_ids
+        #: The handler of each message kind, bound (the network delivers to `_deliver`).
+        self.handlers: dict[str, Callable[[Member, Message], None]] = self.raft.handlers()
+        self.handlers.update(self.fetcher.handlers())
+        self.handlers.update(self.lifecycle.handlers())
         #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
         self._event: tuple[int, int, str, int | None, Any] | None = None
         self._event_n = 0
@@ -308,8 +315,8 @@ class Engine(RaftMixin, LifecycleMixin):
         m.controller_register_sent_ms = -(10**12)
         self.emit(m.id, "start", {"release": m.state.release, "roles": list(m.state.roles), "resumed": resume,
                                   "log_end_offset": node.log.log_end_offset if node.log else 0})
-        self._raft_start(m, resume=resume)
-        self._lifecycle_start(m)
+        self.raft.start(m, resume=resume)
+        self.lifecycle.start(m)
         return None
 
     def _refuse_start(self, m: Member) -> str | None:
@@ -359,13 +366,13 @@ class Engine(RaftMixin, LifecycleMixin):
         m.state.running = False
         m.status, m.detail = FAILED, text
 
-    def _halt(self, m: Member, detail: str | None, status: str) -> None:
+    def halt(self, m: Member, detail: str | None, status: str) -> None:
         """The process ends (whatever flushed stays on disk; see `crash` for what does not)."""
         if m.role == LEADER:
-            self._lose_leadership(m)
+            self.raft.lose_leadership(m)
         if m.node is not None:
             if m.node.log is not None:
-                self._persist(m)
+                self.raft.persist(m)
             self.checker.halted(m)
             m.node.close()
         m.node = None
@@ -379,9 +386,9 @@ class Engine(RaftMixin, LifecycleMixin):
         m.high_watermark = None
         if m.voter:
             running = sum(1 for v in m.voters if v in self.members and self.members[v].running)
-            if running < self._majority(m):
+            if running < self.raft.majority(m):
                 self.emit(None, "note", {"text": f"No leader: {running} of {len(m.voters)} voter(s) running, "
-                                                 f"{self._majority(m)} needed."})
+                                                 f"{self.raft.majority(m)} needed."})
 
     def crash(self, m: Member) -> None:
         if not m.running:
@@ -391,9 +398,9 @@ class Engine(RaftMixin, LifecycleMixin):
             self.checker.truncating(self.current_event, m, m.flushed_end)
             m.log.truncate_to(m.flushed_end)
             m.disk_gen += 1
-            self._write_epoch_file(m)
+            self.raft.write_epoch_file(m)
         self.emit(m.id, "crash", {"unflushed_offsets_lost": lost, "log_end_offset": m.flushed_end})
-        self._halt(m, None, CRASHED)
+        self.halt(m, None, CRASHED)
 
     def stop(self, m: Member, timeout_ms: int) -> None:
         """A clean shutdown; a registered broker first finishes its controlled shutdown."""
@@ -403,7 +410,7 @@ class Engine(RaftMixin, LifecycleMixin):
         if m.state.is_broker and m.broker_epoch is not None and m.leader is not None:
             m.shutdown_wanted = True
             if m.leader is not None:
-                self._send_heartbeat(m, m.leader)
+                self.lifecycle.send_heartbeat(m, m.leader)
             self.run_until(self.now + timeout_ms, lambda: m.shutdown_done or not m.running)
             if m.shutdown_done:
                 self.emit(m.id, "controlled-shutdown", {"broker_epoch": m.broker_epoch})
@@ -415,7 +422,7 @@ class Engine(RaftMixin, LifecycleMixin):
                     self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
         m.state.previous_broker_epoch = m.broker_epoch if m.broker_epoch is not None else -1
         self.emit(m.id, "stop", {"log_end_offset": m.log.log_end_offset})
-        self._halt(m, None, STOPPED)
+        self.halt(m, None, STOPPED)
 
     # -------------------------------------------------------------- disk faults (node down)
 
@@ -450,7 +457,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- snapshots
 
-    def _install_snapshot(self, m: Member, sid: Any, data: bytes) -> None:
+    def install_snapshot(self, m: Member, sid: Any, data: bytes) -> None:
         """A fetched snapshot replaces the node's log: the log starts again after it (Kafka's
         truncateFullyAndStartAt), and the loader reloads from it."""
         node = m.node
@@ -470,7 +477,7 @@ class Engine(RaftMixin, LifecycleMixin):
         m.disk_gen_at_start = m.disk_gen  # its loader starts again from the files as they are now
         self._snapshots_seen[m.id] = 0
         m.flushed_end = fresh.log.log_end_offset if fresh.log is not None else 0
-        self._write_epoch_file(m)
+        self.raft.write_epoch_file(m)
         if m.high_watermark is not None and m.high_watermark < sid.end_offset:
             m.high_watermark = sid.end_offset
 
@@ -488,7 +495,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- committed data to loaders
 
-    def _apply(self, m: Member) -> None:
+    def apply_committed(self, m: Member) -> None:
         node = m.node
         hw = m.high_watermark
         if node is None or hw is None:
@@ -502,14 +509,14 @@ class Engine(RaftMixin, LifecycleMixin):
             self.checker.applied(self._event_name, m)
             self._after_apply(m, before)
             if m.state.is_controller:
-                self._maybe_register_controller(m)
+                self.lifecycle.maybe_register_controller(m)
         if found is not None:
             if m.state.is_broker and m.broker_epoch is None:
                 # Still starting (not registered): it applies nothing more; its registration
                 # is refused by the controller with Kafka's text, and it stays fenced.
                 self.emit(m.id, "blocked", {"text": found.text(), "offset": node.applied_offset + 1})
             else:
-                self._react(m, found)
+                self.lifecycle.react(m, found)
 
     def _after_apply(self, m: Member, before: int) -> None:
         node = m.node
@@ -526,7 +533,7 @@ class Engine(RaftMixin, LifecycleMixin):
 
     # -------------------------------------------------------------- the active controller
 
-    def _activate_controller(self, m: Member) -> None:
+    def activate_controller(self, m: Member) -> None:
         node = m.node
         assert node is not None and node.log is not None
         config = ControllerConfig(cluster_id=self.cluster_id, policies=frozenset(self.policies),
@@ -537,20 +544,20 @@ class Engine(RaftMixin, LifecycleMixin):
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
                                   config=config, kraft_version=self.kraft_version,
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
-                                  upgrade_voters=lambda: self._upgrade_voters(m),
+                                  upgrade_voters=lambda: self.raft.upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
             self.emit(m.id, "failed", {"text": str(e)})
-            self._halt(m, str(e), FAILED)
+            self.halt(m, str(e), FAILED)
             return
         self.controller, self.controller_id = qc, m.id
-        self._appended(m, start)
+        self.raft.appended(m, start)
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
-                         lambda: self._leader_tick(m, epoch))
+                         lambda: self.lifecycle.leader_tick(m, epoch))
 
-    def _keep_controller_state(self, m: Member) -> None:
+    def keep_controller_state(self, m: Member) -> None:
         """The active controller's state when all its log is committed, kept so that the next
         leader (of the same release, whose log holds that prefix: raft's leader completeness)
         replays only what came after it instead of its whole log."""
@@ -572,11 +579,11 @@ class Engine(RaftMixin, LifecycleMixin):
             return None
         return cp[3], cp[1]
 
-    def _drop_controller(self, m: Member) -> None:
+    def drop_controller(self, m: Member) -> None:
         if self.controller_id == m.id:
             self.controller, self.controller_id = None, None
 
-    def _execute(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult | None:
+    def execute(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult | None:
         m = self.leader_member()
         if self.controller is None or m is None:
             return None
@@ -584,8 +591,39 @@ class Engine(RaftMixin, LifecycleMixin):
         result = self.controller.execute(rule)
         if m.log.log_end_offset > start:
             self.kraft_version = self.controller.kraft_version
-            self._appended(m, start)
+            self.raft.appended(m, start)
         return result
+
+    # -------------------------------------------------------------- dispatch
+
+    def _deliver(self, msg: Message) -> None:
+        """A message lands: dropped if its ends are partitioned now (Network._arrive's test,
+        done here: the network hands messages over directly) or its node is down, else handled."""
+        groups = self.net.groups
+        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
+            self.net.drop(msg, "partitioned")
+            return
+        m = self.members.get(msg.dst)
+        if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
+            self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
+            return
+        handler = self.handlers.get(msg.kind)
+        if handler is not None:
+            handler(m, msg)
+
+    # -------------------------------------------------------------- quorum membership (the Raft part's, for Simulation)
+
+    def directory_id_of(self, node_id: int) -> Any:
+        return self.raft.directory_id_of(node_id)
+
+    def request_add_voter(self, node_id: int, directory_id: Any) -> Any:
+        return self.raft.request_add_voter(node_id, directory_id)
+
+    def request_remove_voter(self, node_id: int, directory_id: Any) -> Any:
+        return self.raft.request_remove_voter(node_id, directory_id)
+
+    def record_static_voters(self) -> Any:
+        return self.raft.record_static_voters()
 
     # -------------------------------------------------------------- stability
 
@@ -614,7 +652,7 @@ class Engine(RaftMixin, LifecycleMixin):
                 reg = image.cluster.broker(m.id)
                 if reg is None or str(reg.incarnation_id) != m.state.incarnation or reg.fenced:
                     return False
-            if m.state.is_controller and self._controller_registration_due(m):
+            if m.state.is_controller and self.lifecycle.controller_registration_due(m):
                 creg = image.cluster.controller(m.id)
                 if creg is None or str(creg.incarnation_id) != m.state.incarnation:
                     return False

@@ -1,4 +1,4 @@
-"""How a KRaft node replicates, as events (part of the Engine's raft half, see raft.py): a
+"""How a KRaft node replicates, as events (the Engine's Fetcher part, beside raft.py): a
 follower or observer fetches from the leader with its end offset and last epoch; the leader
 answers with batches, a diverging epoch to truncate to, or its latest snapshot's id when the
 offset is below its log start, and parks a fetch that finds nothing new; FetchSnapshot brings
@@ -7,9 +7,11 @@ a follower that far behind up to the snapshot."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
-from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.invariants import Checker
+from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.engine.member import (
     LEADER,
     Member,
@@ -17,19 +19,57 @@ from kraftsim.sim.engine.member import (
     entry_at,
     last_entry,
 )
-from kraftsim.sim.types import RUNNING
+from kraftsim.sim.types import RUNNING, SimConfig
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
+
+
+class FetchContext(Protocol):
+    """What the Fetcher uses of the Engine it is part of: the shared clock, network and
+    checker, and the Raft part's public steps."""
+
+    net: Network
+    sched: Scheduler
+    config: SimConfig
+    checker: Checker
+    voters: tuple[int, ...]
+    kraft_version: int
+    snapshots_taken: int
+    raft: Raft
+
+    @property
+    def event_name(self) -> LazyText: ...
+    def describe_event(self) -> str: ...
+    def listening(self) -> bool: ...
+    def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None: ...
+    def install_snapshot(self, m: Member, sid: Any, data: bytes) -> None: ...
 
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
 FETCH_MAX_BATCHES = 64
 
 
-class FetchMixin:
-    """Fetching, truncation and snapshots for the Engine; `self` is the Engine."""
+class Fetcher:
+    """Fetching, truncation and snapshots: a part of the Engine, which owns one. It calls the
+    Engine's Raft part through its public methods (become_follower, set_high_watermark, persist,
+    install_snapshot, ...), and raft calls it through `fetch`, `answer_parked`, `truncate` and
+    the snapshot look-ups."""
+
+    def __init__(self, engine: FetchContext) -> None:
+        self.engine = engine
+        # (fixed for the engine's life, and read on every fetch: kept here)
+        self.net = engine.net
+        self.sched = engine.sched
+        self.config = engine.config
+        self.checker = engine.checker
+        self.raft = engine.raft
+
+    def handlers(self) -> dict[str, Any]:
+        """The messages of replication, by kind, as the Engine dispatches them."""
+        return {"fetch": self._on_fetch, "fetch-reply": self._on_fetch_reply,
+                "fetch-snapshot": self._on_fetch_snapshot, "fetch-snapshot-reply": self._on_fetch_snapshot_reply}
 
     # -------------------------------------------------------------- fetching
 
-    def _fetch(self, m: Member) -> None:
+    def fetch(self, m: Member) -> None:
         """Send the next fetch: to the known leader, else (observers) to a voter in turn."""
         if m.status != RUNNING or m.node is None or m.role == LEADER or m.snapshot_in_flight:
             return  # (not m.running, inlined)
@@ -38,7 +78,7 @@ class FetchMixin:
             if m.voter:
                 return  # a voter without a leader waits for an election
             m.fetch_rotation += 1
-            target = self.voters[m.fetch_rotation % len(self.voters)]
+            target = self.engine.voters[m.fetch_rotation % len(self.engine.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
         log = m.node.log  # (m.log, without the property)
         seg = log.active_segment  # (log_end_offset and last_entry's common case, inlined)
@@ -46,12 +86,12 @@ class FetchMixin:
             e = seg.entries[-1]
             offset, last_epoch = e.last_offset + 1, e.epoch
         else:
-            offset, last_epoch = log.log_end_offset, self._last_epoch(m)
+            offset, last_epoch = log.log_end_offset, self.last_epoch(m)
         self.net.send(Message(m.id, target, "fetch", m.epoch, {
             "offset": offset, "last_epoch": last_epoch, "voter": m.voter, "hw_seen": m.high_watermark,
             "directory_id": m.directory_id}))
         m.fetch_seq = seq = m.fetch_seq + 1
-        # (a partial, not a closure: _fetch and _on_fetch run for every fetch, and a closure
+        # (a partial, not a closure: fetch and _on_fetch run for every fetch, and a closure
         # would make every use of `m` in them go through a cell)
         sched = self.sched
         sched.push(sched.now_ms + self.config.request_timeout_ms, "fetch-retry", m.id,
@@ -63,7 +103,7 @@ class FetchMixin:
             m.fetch_in_flight = False
             if not m.voter:
                 m.leader = None  # find the leader again
-            self._fetch(m)
+            self.fetch(m)
 
     def _on_fetch(self, m: Member, msg: Message) -> None:
         d = msg.data
@@ -78,7 +118,7 @@ class FetchMixin:
         # A replica with a voter's id but another directory (a wiped disk formatted again) is
         # not that voter: it is served as an observer whose fetches count for nothing.
         other_key = m.voters_record is not None and msg.src in m.voters \
-            and not self.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
+            and not self.raft.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
         if not other_key:
             m.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
@@ -91,7 +131,7 @@ class FetchMixin:
         at_end = last is not None and offset == last.last_offset + 1 and last.epoch == fetched_epoch \
             and log_start < offset
         if not at_end and (offset < log_start or offset == 0):  # (the snapshot is looked up only where it matters)
-            snap = self._latest_snapshot(m)
+            snap = self.latest_snapshot(m)
             if offset < log_start or (snap is not None and snap.end_offset > 0 and offset < snap.end_offset
                                       and log_start > 0):
                 self._reply_fetch(m, msg.src, {"snapshot": [snap.end_offset, snap.epoch]})  # type: ignore[union-attr]
@@ -99,10 +139,10 @@ class FetchMixin:
         if offset > 0 and not at_end:
             e = entry_at(log, offset - 1)
             if offset > log.log_end_offset or e is None or e.epoch != fetched_epoch or e.next_offset != offset:
-                snap = self._latest_snapshot(m)
+                snap = self.latest_snapshot(m)
                 snap_ok = snap is not None and offset == snap.end_offset == log_start and fetched_epoch == snap.epoch
                 if not snap_ok:
-                    epoch, end = end_offset_for_epoch(log, fetched_epoch, self._snapshot_pair(m))
+                    epoch, end = end_offset_for_epoch(log, fetched_epoch, self.snapshot_pair(m))
                     self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
                     return
         if other_key:
@@ -112,23 +152,23 @@ class FetchMixin:
             if offset >= log.log_end_offset:
                 m.caught_up_at[msg.src] = self.sched.now_ms
             if msg.src in m.voters:
-                self._update_high_watermark(m)
+                self.raft.update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
             m.parked[msg.src] = (m.lifecycle_gen, msg)
             sched = self.sched  # (most fetches park)
             sched.push(sched.now_ms + self.config.fetch_max_wait_ms, "fetch-wait", m.id,
                        partial(self._fetch_waited, m, msg))
             return
-        self._serve_fetch(m, msg)
+        self.serve_fetch(m, msg)
 
     def _fetch_waited(self, m: Member, msg: Message) -> None:
         """A parked fetch's wait is over: answered now if still parked at a leader."""
         parked = m.parked.get(msg.src)
         if parked is not None and parked[1] is msg and m.role == LEADER:
             del m.parked[msg.src]
-            self._serve_fetch(m, msg)
+            self.serve_fetch(m, msg)
 
-    def _serve_fetch(self, m: Member, msg: Message, served: dict[int, list] | None = None) -> None:
+    def serve_fetch(self, m: Member, msg: Message, served: dict[int, list] | None = None) -> None:
         """Answer a fetch with the leader's flushed batches from its offset (each as the
         leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`).
         `served`: the lists of batches already found for other fetches answered at this same
@@ -167,11 +207,11 @@ class FetchMixin:
                     append(b)
         return batches
 
-    def _answer_parked(self, m: Member) -> None:
+    def answer_parked(self, m: Member) -> None:
         parked, m.parked = m.parked, {}
         served: dict[int, list] = {}  # (most parked fetches ask from the same offset: found once)
         for replica in sorted(parked):
-            self._serve_fetch(m, parked[replica][1], served)  # type: ignore[arg-type]
+            self.serve_fetch(m, parked[replica][1], served)  # type: ignore[arg-type]
 
     def _reply_fetch(self, m: Member, dst: int, data: dict[str, Any]) -> None:
         data["leader"] = m.id
@@ -187,31 +227,31 @@ class FetchMixin:
             leader = d.get("leader")
             if msg.epoch > m.epoch or (leader is not None and leader != m.leader and msg.epoch >= m.epoch):
                 if leader is not None and leader != m.id:
-                    self._become_follower(m, msg.epoch, leader)
+                    self.raft.become_follower(m, msg.epoch, leader)
                     return
-                self._become_unattached(m, msg.epoch)
+                self.raft.become_unattached(m, msg.epoch)
             if not m.voter:
                 if m.leader != (leader if leader != m.id else None):
                     m.leader = leader if leader != m.id else None
-                    self._persist(m)
+                    self.raft.persist(m)
                 self.sched.after(self.config.election_timeout_ms // 10 + 1, "fetch-backoff", m.id,
                                  partial(self._fetch_backoff, m))
             return
         if msg.epoch < m.epoch:
-            self._fetch(m)
+            self.fetch(m)
             return
         if msg.epoch > m.epoch or m.leader != msg.src:
-            self._become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
+            self.raft.become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
             if m.fetch_in_flight:
                 return
         m.last_fetch_ok_ms = self.sched.now_ms
         log = m.node.log  # (m.log, without the property)
         if "diverging" in d:
             epoch, end = d["diverging"]
-            _, mine = end_offset_for_epoch(log, epoch, self._snapshot_pair(m))
+            _, mine = end_offset_for_epoch(log, epoch, self.snapshot_pair(m))
             target = min(end, mine)
-            self._truncate(m, target, f"diverging epoch {epoch} ends at {end} on leader {msg.src}")
-            self._fetch(m)
+            self.truncate(m, target, f"diverging epoch {epoch} ends at {end} on leader {msg.src}")
+            self.fetch(m)
             return
         if "snapshot" in d:
             end, epoch = d["snapshot"]
@@ -234,69 +274,69 @@ class FetchMixin:
                 raw = b.raw
                 end = append(raw, checked=b).last_offset + 1
                 if b.is_control:
-                    self._control_appended(m, b)
+                    self.raft.control_appended(m, b)
                 if b.base_offset < checker.committed_end:  # (a cheaper half of Checker.appended's test)
-                    checker.appended(self.event_name, m, raw)
+                    checker.appended(self.engine.event_name, m, raw)
                 if b.partition_leader_epoch > m.epoch_file_last:
-                    self._write_epoch_file(m)
-        if end > start and self.listening():  # type: ignore[attr-defined]
-            self.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
+                    self.raft.write_epoch_file(m)
+        if end > start and self.engine.listening():
+            self.engine.emit(m.id, "append", {"base_offset": start, "last_offset": end - 1, "from": msg.src})
         m.flushed_end = end  # a follower flushes before it fetches again
         hw = d["high_watermark"]
         if hw is not None:
             hw = min(hw, end)
             if m.high_watermark is None or hw > m.high_watermark:
-                self._set_high_watermark(m, hw)
-        self._fetch(m)
+                self.raft.set_high_watermark(m, hw)
+        self.fetch(m)
 
     def _fetch_backoff(self, m: Member) -> None:
         if m.running and not m.fetch_in_flight:
-            self._fetch(m)
+            self.fetch(m)
 
     def _fetch_snapshot_retry(self, m: Member, gen: int) -> None:
         """No FetchSnapshot answer in time (in the same process `gen`): fetch again."""
         if m.running and m.lifecycle_gen == gen and m.snapshot_in_flight:
             m.snapshot_in_flight = False
-            self._fetch(m)
+            self.fetch(m)
 
     def _observer_leader(self, m: Member, msg: Message) -> None:
         m.epoch, m.leader = msg.epoch, msg.src
-        self._persist(m)  # an observer keeps quorum-state too
-        self.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
+        self.raft.persist(m)  # an observer keeps quorum-state too
+        self.engine.emit(m.id, "leader", {"epoch": msg.epoch, "leader": msg.src})
 
-    def _truncate(self, m: Member, offset: int, why: str) -> None:
+    def truncate(self, m: Member, offset: int, why: str) -> None:
         log = m.log
         if offset >= log.log_end_offset:
             return
-        self.checker.truncating(self.describe_event(), m, offset)
-        self.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
+        self.checker.truncating(self.engine.describe_event(), m, offset)
+        self.engine.emit(m.id, "truncate", {"offset": offset, "log_end_offset": log.log_end_offset, "why": why})
         log.truncate_to(offset)
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
-        self._write_epoch_file(m)
-        self._voters_truncated(m, offset)
+        self.raft.write_epoch_file(m)
+        self.raft.voters_truncated(m, offset)
 
     # -------------------------------------------------------------- snapshots
 
-    def _snapshot_pair(self, m: Member) -> tuple[int, int] | None:
-        s = self._latest_snapshot(m)
+    def snapshot_pair(self, m: Member) -> tuple[int, int] | None:
+        s = self.latest_snapshot(m)
         return None if s is None else (s.end_offset, s.epoch)
 
     def _snapshot_epoch(self, m: Member) -> int:
-        s = self._latest_snapshot(m)
+        s = self.latest_snapshot(m)
         return 0 if s is None else s.epoch
 
-    def _last_epoch(self, m: Member) -> int:
+    def last_epoch(self, m: Member) -> int:
         """`last_epoch` of the node's log, looking for its snapshot only when the log is empty."""
         e = last_entry(m.log)
         return self._snapshot_epoch(m) if e is None else e.epoch
 
-    def _latest_snapshot(self, m: Member) -> SnapshotId | None:
-        """The node's newest snapshot (see `_snapshot_ids`)."""
-        ids = [s for s in self._snapshot_ids(m) if s.end_offset > 0]
+    def latest_snapshot(self, m: Member) -> SnapshotId | None:
+        """The node's newest snapshot (see `snapshot_ids`)."""
+        ids = [s for s in self.snapshot_ids(m) if s.end_offset > 0]
         return ids[-1] if ids else None
 
-    def _snapshot_ids(self, m: Member) -> list[SnapshotId]:
+    def snapshot_ids(self, m: Member) -> list[SnapshotId]:
         """The node's snapshots (`MetadataLog.snapshot_ids`), kept until it writes or installs
         one, or its log start moves: listing the directory on every fetch, and for the deep
         invariants after every operation, would dominate the run. A snapshot file appears
@@ -307,10 +347,10 @@ class FetchMixin:
         events = len(node.generator.events) if node.generator is not None else 0
         cached = m.snapshot_cache
         if cached is not None and cached[0] is node and cached[1] == (events, node.log.log_start_offset,
-                                                                       self.snapshots_taken):
+                                                                       self.engine.snapshots_taken):
             return cached[2]  # type: ignore[no-any-return]
         ids = node.log.snapshot_ids()
-        m.snapshot_cache = (node, (events, node.log.log_start_offset, self.snapshots_taken), ids)
+        m.snapshot_cache = (node, (events, node.log.log_start_offset, self.engine.snapshots_taken), ids)
         return ids
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:
@@ -331,24 +371,16 @@ class FetchMixin:
         m.snapshot_in_flight = False
         d = msg.data
         if "error" in d:
-            self._fetch(m)
+            self.fetch(m)
             return
         sid = SnapshotId(d["end_offset"], d["epoch"])
-        self._install_snapshot(m, sid, d["bytes"])  # type: ignore[attr-defined]
-        if self.kraft_version >= 1:
-            self._read_voters(m)
-        self.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
+        self.engine.install_snapshot(m, sid, d["bytes"])
+        if self.engine.kraft_version >= 1:
+            self.raft.read_voters(m)
+        self.engine.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
                                      "fetched": True})
         hw = d.get("high_watermark")
         if hw is not None and (m.high_watermark is None or min(hw, m.log.log_end_offset) > m.high_watermark):
-            self._set_high_watermark(m, min(hw, m.log.log_end_offset))
-        self._fetch(m)
+            self.raft.set_high_watermark(m, min(hw, m.log.log_end_offset))
+        self.fetch(m)
 
-
-#: The messages of replication, by kind (part of the Engine's RAFT_HANDLERS).
-FETCH_HANDLERS = {
-    "fetch": FetchMixin._on_fetch,
-    "fetch-reply": FetchMixin._on_fetch_reply,
-    "fetch-snapshot": FetchMixin._on_fetch_snapshot,
-    "fetch-snapshot-reply": FetchMixin._on_fetch_snapshot_reply,
-}

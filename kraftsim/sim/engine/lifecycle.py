@@ -1,4 +1,4 @@
-"""Brokers and controllers talking to the active controller, as events (a mixin of the Engine).
+"""Brokers and controllers talking to the active controller, as events (the Engine's Lifecycle part).
 
 A broker's side follows Kafka's BrokerLifecycleManager: one request in flight at a time,
 the next one scheduled when the reply (or its RPC timeout) comes. It registers
@@ -24,8 +24,9 @@ The active controller expires sessions and writes its idle NoOpRecord on a timer
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kraftsim.controller.cluster_control import (
     BrokerHeartbeatReply,
@@ -37,10 +38,11 @@ from kraftsim.controller.cluster_control import (
     unregister_broker,
 )
 from kraftsim.sim.node.cordoned import cordoned_report
-from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.events import Message, Network, Scheduler
 from kraftsim.sim.engine.member import LEADER, Member
 from kraftsim.sim.node.simnode import Unsupported
-from kraftsim.sim.types import FAILED
+from kraftsim.sim.types import FAILED, SimConfig
+from kraftsim.versions import Catalog
 
 #: Refusals a broker keeps retrying quietly: they resolve themselves.
 TRANSIENT_REFUSALS = ("DUPLICATE_BROKER_REGISTRATION", "NOT_CONTROLLER", "STALE_BROKER_EPOCH")
@@ -102,12 +104,49 @@ def resend_backoff_ms(policy: str, failed_attempts: int, *, heartbeat_interval_m
     return min(int(factor * term), cap)
 
 
-class LifecycleMixin:
-    """The broker/controller lifecycle half of the Engine (see the module docstring)."""
+class LifecycleContext(Protocol):
+    """What the Lifecycle part uses of the Engine it is part of."""
+
+    net: Network
+    sched: Scheduler
+    config: SimConfig
+    seed: int
+    cluster_id: str
+    catalog: Catalog
+    controller: Any  # (the active QuorumController, or None)
+    controller_id: int | None
+    raft: Any  # (the Engine's Raft part: `appended` after the active controller writes)
+
+    @property
+    def now(self) -> int: ...
+    def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None: ...
+    def halt(self, m: Member, detail: str | None, status: str) -> None: ...
+    def execute(self, rule: Callable[[Any], Any]) -> Any: ...
+
+
+class Lifecycle:
+    """The broker/controller lifecycle part of the Engine (see the module docstring), which
+    owns one; the Engine calls `start`, `maybe_register_controller`, `react`, `leader_tick`,
+    `controller_registration_due` and `send_heartbeat`."""
+
+    def __init__(self, engine: LifecycleContext) -> None:
+        self.engine = engine
+        self.net = engine.net
+        self.sched = engine.sched
+        self.config = engine.config
+        #: Each node's current process's BrokerComm (see `_comm`).
+        self._broker_comms: dict[int, BrokerComm] = {}
+
+    def handlers(self) -> dict[str, Any]:
+        """The messages of the lifecycle, by kind, as the Engine dispatches them."""
+        return {"register": self._on_register, "register-reply": self._on_register_reply,
+                "controller-register": self._on_controller_register,
+                "controller-register-reply": self._on_controller_register_reply,
+                "heartbeat": self._on_heartbeat, "heartbeat-reply": self._on_heartbeat_reply}
 
     # -------------------------------------------------------------- the node's side
 
-    def _lifecycle_start(self, m: Member) -> None:
+    def start(self, m: Member) -> None:
         m.lifecycle_gen += 1
         m.fenced = None if not m.state.is_broker else m.fenced
         comm = self._comm(m)
@@ -129,14 +168,14 @@ class LifecycleMixin:
                 return
             last = f" (last refusal: {m.detail})" if m.detail else ""
             text = REGISTRATION_TIMEOUT_TEXT + last
-            self.emit(m.id, "failed", {"text": text})
-            self._halt(m, text, FAILED)
+            self.engine.emit(m.id, "failed", {"text": text})
+            self.engine.halt(m, text, FAILED)
 
         self.sched.after(self.config.initial_broker_registration_timeout_ms, "registration-timeout", m.id, expired)
 
     def _comm(self, m: Member) -> BrokerComm:
         """The member's current process's BrokerComm (a new one for each new process)."""
-        table: dict[int, BrokerComm] = self.__dict__.setdefault("_broker_comms", {})
+        table = self._broker_comms
         comm = table.get(m.id)
         if comm is None or comm.gen != m.lifecycle_gen:
             comm = table[m.id] = BrokerComm(m.lifecycle_gen)
@@ -162,7 +201,7 @@ class LifecycleMixin:
             self._lifecycle_arm(m, NO_LEADER_RETRY_MS)
             return
         if m.state.is_controller:
-            self._maybe_register_controller(m)
+            self.maybe_register_controller(m)
         if not m.state.is_broker:
             self._lifecycle_arm(m, self.config.broker_heartbeat_interval_ms)
             return
@@ -172,10 +211,10 @@ class LifecycleMixin:
         if m.broker_epoch is None:
             if not comm.registered_once and not comm.deadline_armed:
                 self._arm_registration_deadline(m, comm)
-            request = m.node.broker_registration(self.cluster_id, m.state.previous_broker_epoch)  # type: ignore
+            request = m.node.broker_registration(self.engine.cluster_id, m.state.previous_broker_epoch)  # type: ignore
             self.net.send(Message(m.id, leader, "register", m.epoch, {"request": request}))
         else:
-            self._send_heartbeat(m, leader)
+            self.send_heartbeat(m, leader)
         comm.in_flight = True
         comm.sent += 1
         self._arm_request_timeout(m, comm)
@@ -192,7 +231,7 @@ class LifecycleMixin:
         self.sched.after(self._rpc_timeout_ms(m), "lifecycle-timeout", m.id, timed_out)
 
     def _resend_policy(self, m: Member) -> str:
-        catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
+        catalog = m.node.catalog if m.node is not None else self.engine.catalog.at_release(m.state.release)
         return catalog.policy("broker_resend_backoff")  # type: ignore[no-any-return]
 
     def _rpc_timeout_ms(self, m: Member) -> int:
@@ -203,7 +242,7 @@ class LifecycleMixin:
         return self.config.broker_session_timeout_ms // 2  # type: ignore[no-any-return]
 
     def _after_failure(self, m: Member, comm: BrokerComm) -> None:
-        jitter = random.Random(f"kraftsim:{self.seed}:resend:{m.id}:{m.state.starts}:{comm.sent}")
+        jitter = random.Random(f"kraftsim:{self.engine.seed}:resend:{m.id}:{m.state.starts}:{comm.sent}")
         delay = resend_backoff_ms(self._resend_policy(m), comm.failed_attempts,
                                   heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms,
                                   session_timeout_ms=self.config.broker_session_timeout_ms, jitter_rng=jitter)
@@ -216,21 +255,21 @@ class LifecycleMixin:
         return comm
 
     def _send_controller_registration(self, m: Member, leader: int) -> None:
-        m.controller_register_sent_ms = self.now
+        m.controller_register_sent_ms = self.engine.now
         self.net.send(Message(m.id, leader, "controller-register", m.epoch,
                               {"request": m.node.controller_registration()}))  # type: ignore[union-attr]
 
-    def _maybe_register_controller(self, m: Member) -> None:
+    def maybe_register_controller(self, m: Member) -> None:
         """Kafka's ControllerRegistrationManager is a metadata publisher: it registers as soon
         as the image it is handed allows it, not on a timer (one request in flight at a time)."""
         leader = m.leader
         if leader is None or (leader == m.id and m.role != LEADER) or \
-                self.now - m.controller_register_sent_ms < self.config.request_timeout_ms:
+                self.engine.now - m.controller_register_sent_ms < self.config.request_timeout_ms:
             return
-        if self._controller_registration_due(m):
+        if self.controller_registration_due(m):
             self._send_controller_registration(m, leader)
 
-    def _send_heartbeat(self, m: Member, leader: int) -> None:
+    def send_heartbeat(self, m: Member, leader: int) -> None:
         request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
                                          current_metadata_offset=max(m.applied, 0),
                                          want_fence=not self._comm(m).ready_to_unfence,
@@ -238,7 +277,7 @@ class LifecycleMixin:
                                          cordoned_log_dirs=None if m.node is None else cordoned_report(m.node))
         self.net.send(Message(m.id, leader, "heartbeat", m.epoch, {"request": request}))
 
-    def _controller_registration_due(self, m: Member) -> bool:
+    def controller_registration_due(self, m: Member) -> bool:
         node = m.node
         if node is None or not node.registers_controller() or node.image is None:
             return False
@@ -273,7 +312,7 @@ class LifecycleMixin:
         m.broker_epoch = d["broker_epoch"]
         m.detail = None
         m.fenced = True
-        self.emit(m.id, "registered", {"broker_epoch": m.broker_epoch, "release": m.state.release})
+        self.engine.emit(m.id, "registered", {"broker_epoch": m.broker_epoch, "release": m.state.release})
         self._lifecycle_arm(m, 0)  # a heartbeat at once
 
     def _on_controller_register_reply(self, m: Member, msg: Message) -> None:
@@ -282,7 +321,7 @@ class LifecycleMixin:
             self._refused(m, "controller", d["error"], d.get("message"))
         else:
             m.controller_registered = True
-            self.emit(m.id, "registered", {"controller": True, "release": m.state.release})
+            self.engine.emit(m.id, "registered", {"controller": True, "release": m.state.release})
 
     def _on_heartbeat_reply(self, m: Member, msg: Message) -> None:
         d = msg.data
@@ -317,13 +356,13 @@ class LifecycleMixin:
         text = (f"Unable to register {what} {m.id} because the controller returned error {error}"
                 + (f": {message}" if message else ""))
         if m.detail != text and error not in TRANSIENT_REFUSALS:
-            self.emit(m.id, "refused", {"text": text})
+            self.engine.emit(m.id, "refused", {"text": text})
         m.detail = text
 
     # -------------------------------------------------------------- the active controller's side
 
     def _leader_of(self, m: Member, msg: Message, reply_kind: str) -> bool:
-        if m.role == LEADER and self.controller is not None and self.controller_id == m.id:
+        if m.role == LEADER and self.engine.controller is not None and self.engine.controller_id == m.id:
             return True
         self.net.send(Message(m.id, msg.src, reply_kind, m.epoch, {"error": "NOT_CONTROLLER", "message": None}))
         return False
@@ -339,7 +378,7 @@ class LifecycleMixin:
         if not self._leader_of(m, msg, "register-reply"):
             return
         request = msg.data["request"]
-        result = self._execute(lambda ctx: register_broker(ctx, request, self.controller.heartbeats))
+        result = self.engine.execute(lambda ctx: register_broker(ctx, request, self.engine.controller.heartbeats))
         data = {} if result is None or not result.ok else {"broker_epoch": result.response.broker_epoch}
         self._answer(m, msg, "register-reply", result, data)
 
@@ -347,45 +386,45 @@ class LifecycleMixin:
         if not self._leader_of(m, msg, "controller-register-reply"):
             return
         request = msg.data["request"]
-        result = self._execute(lambda ctx: register_controller(ctx, request))
+        result = self.engine.execute(lambda ctx: register_controller(ctx, request))
         self._answer(m, msg, "controller-register-reply", result, {})
 
     def _on_heartbeat(self, m: Member, msg: Message) -> None:
         if not self._leader_of(m, msg, "heartbeat-reply"):
             return
         request = msg.data["request"]
-        before = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
-        result = self._execute(lambda ctx: broker_heartbeat(ctx, request, self.controller.heartbeats))
-        after = self.controller.image.cluster.broker(request.broker_id) if self.controller else None
+        before = self.engine.controller.image.cluster.broker(request.broker_id) if self.engine.controller else None
+        result = self.engine.execute(lambda ctx: broker_heartbeat(ctx, request, self.engine.controller.heartbeats))
+        after = self.engine.controller.image.cluster.broker(request.broker_id) if self.engine.controller else None
         if before is not None and after is not None and before.fenced != after.fenced:
-            self.emit(request.broker_id, "fence" if after.fenced else "unfence",
+            self.engine.emit(request.broker_id, "fence" if after.fenced else "unfence",
                       {"by": m.id, "broker_epoch": after.epoch})
         self._answer(m, msg, "heartbeat-reply", result, {} if result is None else {"reply": result.response})
 
-    def _leader_tick(self, m: Member, epoch: int) -> None:
+    def leader_tick(self, m: Member, epoch: int) -> None:
         """The active controller's periodic work: fence expired sessions, the idle NoOpRecord."""
-        if not m.running or m.role != LEADER or m.epoch != epoch or self.controller_id != m.id:
+        if not m.running or m.role != LEADER or m.epoch != epoch or self.engine.controller_id != m.id:
             return
-        qc = self.controller
+        qc = self.engine.controller
         if qc is not None:
             hb = qc.heartbeats
-            if hb.expired_sessions(self.now):
-                result = self._execute(lambda ctx: expire_sessions(ctx, hb))
+            if hb.expired_sessions(self.engine.now):
+                result = self.engine.execute(lambda ctx: expire_sessions(ctx, hb))
                 if result is not None and result.ok:
                     for b in result.response.fenced_brokers:
-                        self.emit(b, "fence", {"by": m.id, "why": "session expired"})
+                        self.engine.emit(b, "fence", {"by": m.id, "why": "session expired"})
             start = m.log.log_end_offset
-            if self.controller is not None and self.controller.maybe_write_noop() is not None:
-                self._appended(m, start)
+            if self.engine.controller is not None and self.engine.controller.maybe_write_noop() is not None:
+                self.engine.raft.appended(m, start)
         for v in m.voters:  # BeginQuorumEpoch again to voters that do not fetch
-            if v != m.id and self.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
+            if v != m.id and self.engine.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
-                         lambda: self._leader_tick(m, epoch))
+                         lambda: self.leader_tick(m, epoch))
 
     # -------------------------------------------------------------- KIP-778 reactions
 
-    def _react(self, m: Member, found: Unsupported) -> None:
+    def react(self, m: Member, found: Unsupported) -> None:
         """A node met a finalized level its software does not support (KIP-778): a broker
         unregisters and stops, a controller stops (the active one resigns first)."""
         what = f"Node {m.id} ({m.state.role_text}, Kafka {m.state.release}): {found.text()}"
@@ -395,25 +434,16 @@ class LifecycleMixin:
             text = f"{what}; it unregisters and stops."
         else:
             text = f"{what}; it stops."
-        self.emit(m.id, "unsupported", {"text": text})
+        self.engine.emit(m.id, "unsupported", {"text": text})
         detail = f"stopped: {found.text()}"
         fatal = m.node.replay_refusal({found.feature: found.level}) if m.node is not None else None
         if fatal is not None and m.role != LEADER:
             # A controller's QuorumController replays what is committed: its FeatureControlManager
             # fails on the record, which is fatal for the process (Kafka's text).
-            self.emit(m.id, "failed", {"text": fatal})
+            self.engine.emit(m.id, "failed", {"text": fatal})
             detail = fatal
         registered = m.state.is_broker and m.broker_epoch is not None
-        self._halt(m, detail, "failed")
-        if registered and self.controller is not None:
-            self._execute(lambda ctx: unregister_broker(ctx, m.id, self.controller.heartbeats))
+        self.engine.halt(m, detail, "failed")
+        if registered and self.engine.controller is not None:
+            self.engine.execute(lambda ctx: unregister_broker(ctx, m.id, self.engine.controller.heartbeats))
 
-
-LIFECYCLE_HANDLERS = {
-    "register": LifecycleMixin._on_register,
-    "register-reply": LifecycleMixin._on_register_reply,
-    "controller-register": LifecycleMixin._on_controller_register,
-    "controller-register-reply": LifecycleMixin._on_controller_register_reply,
-    "heartbeat": LifecycleMixin._on_heartbeat,
-    "heartbeat-reply": LifecycleMixin._on_heartbeat_reply,
-}

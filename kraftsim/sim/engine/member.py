@@ -43,7 +43,7 @@ class Member:
     fetch_target: int | None = None
     fetch_rotation: int = 0
     snapshot_in_flight: bool = False
-    snapshot_cache: tuple | None = None  # (node, key, its snapshot ids): FetchMixin._snapshot_ids
+    snapshot_cache: tuple | None = None  # (node, key, its snapshot ids): Fetcher.snapshot_ids
     #: Bumped whenever the node's files lose data (truncation, crash, disk fault, snapshot install).
     disk_gen: int = 0
     #: disk_gen when its process started (equal: its files lost nothing since).

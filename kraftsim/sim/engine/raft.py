@@ -1,4 +1,4 @@
-"""KRaft's replication and elections, per node, as events (a mixin of the Engine).
+"""KRaft's replication and elections, per node, as events (the Engine's Raft part).
 
 What each node does, in kraftsim's words (Kafka's KafkaRaftClient is the reference):
 
@@ -32,7 +32,6 @@ from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.engine.events import Message
-from kraftsim.sim.engine.fetching import FETCH_HANDLERS, FetchMixin
 from kraftsim.sim.engine.reconfig import ReconfigMixin
 from kraftsim.sim.engine.member import (
     CANDIDATE,
@@ -45,47 +44,62 @@ from kraftsim.sim.engine.member import (
     Member,
 )
 from kraftsim.sim.node.state_files import write_if_changed
-from kraftsim.sim.types import RUNNING
 from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-class RaftMixin(FetchMixin, ReconfigMixin):
-    """The raft half of the Engine (see the module docstring); `self` is the Engine."""
+class Raft(ReconfigMixin):
+    """The raft part of the Engine (see the module docstring), which owns one; the Engine's
+    Fetcher part (fetching.py) replicates, calling its public steps."""
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine  # (the Engine: raft reads its shared state, voters and kraft.version)
+        # (fixed for the engine's life, and read on every event: kept here)
+        self.net = engine.net
+        self.sched = engine.sched
+        self.config = engine.config
+        self.checker = engine.checker
+        self.rng = engine.rng
+
+    def handlers(self) -> dict[str, Any]:
+        """The messages of elections, by kind, as the Engine dispatches them."""
+        return {"vote": self._on_vote, "vote-reply": self._on_vote_reply,
+                "begin-epoch": self._on_begin_epoch, "end-epoch": self._on_end_epoch}
 
     # -------------------------------------------------------------- quorum-state
 
-    def _persist(self, m: Member) -> None:
+    def persist(self, m: Member) -> None:
         """quorum-state, written when its bytes change (kraftsim.sim.node.state_files)."""
         if m.node is None:
-            state = quorum_state(self.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
-                                 voters=m.voters or self.voters)
-            write_quorum_state(m.state, state, fsync=self.config_fsync)  # type: ignore[arg-type]
+            state = quorum_state(self.engine.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
+                                 voters=m.voters or self.engine.voters)
+            write_quorum_state(m.state, state, fsync=self.engine.config_fsync)  # type: ignore[arg-type]
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
-        write_if_changed(path, quorum_state_bytes(self.kraft_version, m.leader, m.epoch, m.voted, m.voters or self.voters),
-                         fsync=self.config_fsync)
+        write_if_changed(path, quorum_state_bytes(self.engine.kraft_version, m.leader, m.epoch, m.voted,
+                                                  m.voters or self.engine.voters),
+                         fsync=self.engine.config_fsync)
 
-    def _write_epoch_file(self, m: Member) -> None:
+    def write_epoch_file(self, m: Member) -> None:
         """leader-epoch-checkpoint, as Kafka's leader epoch cache writes it: when a batch of a
         new epoch is appended, and when the log is truncated or replaced (its bytes written
         when they change: kraftsim.sim.node.state_files)."""
         entries = m.log.leader_epochs()
         path = m.log.directory / LEADER_EPOCH_CHECKPOINT_FILE
         # (write_leader_epoch_checkpoint's bytes)
-        write_if_changed(path, leader_epoch_text(entries).encode("ascii"), fsync=self.config_fsync)
+        write_if_changed(path, leader_epoch_text(entries).encode("ascii"), fsync=self.engine.config_fsync)
         m.epoch_file_last = entries[-1].epoch if entries else -1
 
     def _raft_policy(self, m: Member, name: str) -> str:
         """What the node's release does for a raft behaviour (catalog policies raft_check_quorum,
         raft_pre_vote: check-quorum from 3.7, KIP-996 pre-vote from 4.0)."""
-        catalog = m.node.catalog if m.node is not None else self.catalog.at_release(m.state.release)
+        catalog = m.node.catalog if m.node is not None else self.engine.catalog.at_release(m.state.release)
         return catalog.policy(name)
 
-    def _majority(self, m: Member | None = None) -> int:
+    def majority(self, m: Member | None = None) -> int:
         """A majority of `m`'s voter set (of the cluster's, without `m`)."""
-        return len(self.voters if m is None else m.voters) // 2 + 1
+        return len(self.engine.voters if m is None else m.voters) // 2 + 1
 
     # -------------------------------------------------------------- timers
 
@@ -104,7 +118,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         t = self.config.election_timeout_ms
         return t + self.rng.randint(0, t)
 
-    def _raft_start(self, m: Member, *, resume: bool = False) -> None:
+    def start(self, m: Member, *, resume: bool = False) -> None:
         """A node's raft layer starts from its quorum-state: a voter that led becomes resigned
         (it cannot lead the same epoch twice), a voter that followed fetches from that leader.
         `resume` (a reopened simulation, whose processes never stopped): a leader leads on."""
@@ -112,35 +126,35 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         m.matched, m.last_fetch_from, m.parked = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
-        self._write_epoch_file(m)
-        self._read_voters(m, initial=True)
+        self.write_epoch_file(m)
+        self.read_voters(m, initial=True)
         if not m.voter:
             m.role = OBSERVER
-            self._fetch(m)
+            self.engine.fetcher.fetch(m)
             return
         if resume and m.leader == m.id:
             m.role = LEADER
             starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
             m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
             m.matched = {m.id: m.flushed_end}
-            m.last_fetch_from = {v: self.now for v in m.voters}
+            m.last_fetch_from = {v: self.engine.now for v in m.voters}
             self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
-            self._activate_controller(m)  # type: ignore[attr-defined]
+            self.engine.activate_controller(m)  # type: ignore[attr-defined]
             return
         if m.leader == m.id:
             m.role, m.leader = RESIGNED, None
-            self._persist(m)
+            self.persist(m)
         m.role = FOLLOWER if m.leader is not None else UNATTACHED
-        m.last_fetch_ok_ms = self.now
+        m.last_fetch_ok_ms = self.engine.now
         if m.role == FOLLOWER:
-            self._fetch(m)
+            self.engine.fetcher.fetch(m)
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
         else:
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
 
     # -------------------------------------------------------------- state changes
 
-    def _become_follower(self, m: Member, epoch: int, leader: int) -> None:
+    def become_follower(self, m: Member, epoch: int, leader: int) -> None:
         was_leader = m.role == LEADER
         changed = (m.epoch, m.leader) != (epoch, leader)
         if epoch > m.epoch:
@@ -149,29 +163,29 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         if m.voter:
             m.role = FOLLOWER
             if changed:
-                self._persist(m)
-            m.last_fetch_ok_ms = self.now
+                self.persist(m)
+            m.last_fetch_ok_ms = self.engine.now
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
         elif changed:
-            self._persist(m)  # an observer keeps quorum-state too
+            self.persist(m)  # an observer keeps quorum-state too
         if was_leader:
-            self._lose_leadership(m)
+            self.lose_leadership(m)
         if changed:
-            self.emit(m.id, "leader", {"epoch": epoch, "leader": leader})
+            self.engine.emit(m.id, "leader", {"epoch": epoch, "leader": leader})
         if not m.fetch_in_flight:
-            self._fetch(m)
+            self.engine.fetcher.fetch(m)
 
-    def _become_unattached(self, m: Member, epoch: int) -> None:
+    def become_unattached(self, m: Member, epoch: int) -> None:
         was_leader = m.role == LEADER
         if epoch > m.epoch:
             m.voted = None
         m.epoch, m.leader = epoch, None
         m.role = UNATTACHED if m.voter else OBSERVER
         if m.voter:
-            self._persist(m)
+            self.persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         if was_leader:
-            self._lose_leadership(m)
+            self.lose_leadership(m)
 
     # -------------------------------------------------------------- elections
 
@@ -188,11 +202,11 @@ class RaftMixin(FetchMixin, ReconfigMixin):
     def _on_fetch_timeout(self, m: Member) -> None:
         if m.role != FOLLOWER:
             return
-        if self.now - m.last_fetch_ok_ms >= self.config.fetch_timeout_ms:
-            self.emit(m.id, "fetch-timeout", {"epoch": m.epoch, "leader": m.leader})
+        if self.engine.now - m.last_fetch_ok_ms >= self.config.fetch_timeout_ms:
+            self.engine.emit(m.id, "fetch-timeout", {"epoch": m.epoch, "leader": m.leader})
             self._start_election(m)
         else:
-            self._arm(m, self.config.fetch_timeout_ms - (self.now - m.last_fetch_ok_ms), "fetch-timeout",
+            self._arm(m, self.config.fetch_timeout_ms - (self.engine.now - m.last_fetch_ok_ms), "fetch-timeout",
                       self._on_fetch_timeout)
 
     def _start_election(self, m: Member) -> None:
@@ -202,7 +216,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
             return
         if self._raft_policy(m, "raft_pre_vote") == "kip-996":
             m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
-            self.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
+            self.engine.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
             self._ask_votes(m, m.epoch + 1, pre_vote=True)
         else:
             self._become_candidate(m)
@@ -213,23 +227,23 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         was_leader_known = m.leader
         m.epoch += 1
         m.role, m.voted, m.leader, m.granted = CANDIDATE, m.id, None, {m.id}
-        self.checker.acts_as_voter(self.event_name, m, "campaigns")
-        self._persist(m)
-        self.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
+        self.checker.acts_as_voter(self.engine.event_name, m, "campaigns")
+        self.persist(m)
+        self.engine.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
         self._ask_votes(m, m.epoch, pre_vote=False)
         self._maybe_won(m)
 
     def _ask_votes(self, m: Member, epoch: int, *, pre_vote: bool) -> None:
-        last = self._last_epoch(m)
+        last = self.engine.fetcher.last_epoch(m)
         for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
                                                                 "end_offset": m.log.log_end_offset}))
-        if pre_vote and len(m.granted) >= self._majority(m):
+        if pre_vote and len(m.granted) >= self.majority(m):
             self._become_candidate(m)
 
     def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
-        mine = (self._last_epoch(m), m.log.log_end_offset)
+        mine = (self.engine.fetcher.last_epoch(m), m.log.log_end_offset)
         return (last_epoch_, end_offset) >= mine
 
     def _on_vote(self, m: Member, msg: Message) -> None:
@@ -241,7 +255,7 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                 granted = True  # KIP-996: a voter without PreVote answers UNSUPPORTED_VERSION, counted as granted
             else:
                 leader_alive = m.role == LEADER or (m.role == FOLLOWER and
-                                                    self.now - m.last_fetch_ok_ms < self.config.fetch_timeout_ms)
+                                                    self.engine.now - m.last_fetch_ok_ms < self.config.fetch_timeout_ms)
                 granted = (msg.epoch > m.epoch or (msg.epoch == m.epoch and m.leader is None)) and not leader_alive \
                     and self._log_up_to_date(m, d["last_epoch"], d["end_offset"])
             self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": True, "granted": granted,
@@ -252,13 +266,13 @@ class RaftMixin(FetchMixin, ReconfigMixin):
                                                                            "for_epoch": msg.epoch}))
             return
         if msg.epoch > m.epoch:
-            self._become_unattached(m, msg.epoch)
+            self.become_unattached(m, msg.epoch)
         granted = (m.voted in (None, msg.src) and m.leader is None and m.role != LEADER
                    and self._log_up_to_date(m, d["last_epoch"], d["end_offset"]))
         if granted and m.voted is None:
-            self.checker.acts_as_voter(self.event_name, m, "votes")
+            self.checker.acts_as_voter(self.engine.event_name, m, "votes")
             m.voted = msg.src
-            self._persist(m)
+            self.persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": False, "granted": granted,
                                                                        "for_epoch": msg.epoch, "leader": m.leader}))
@@ -268,32 +282,32 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         leader = d.get("leader")
         if leader is not None and leader != m.id and msg.epoch >= m.epoch and m.role != LEADER \
                 and (msg.epoch > m.epoch or (m.leader is None and m.role not in (PROSPECTIVE, CANDIDATE))):
-            self._become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
-            self._fetch(m)
+            self.become_follower(m, msg.epoch, leader)  # the voter knows a leader: follow it
+            self.engine.fetcher.fetch(m)
             return
         if d["pre_vote"]:
             if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
                 m.granted.add(msg.src)
-                if len(m.granted) >= self._majority(m):
+                if len(m.granted) >= self.majority(m):
                     self._become_candidate(m)
             elif msg.epoch > m.epoch:
-                self._become_unattached(m, msg.epoch)
+                self.become_unattached(m, msg.epoch)
             return
         if msg.epoch > m.epoch:
-            self._become_unattached(m, msg.epoch)
+            self.become_unattached(m, msg.epoch)
             return
         if m.role == CANDIDATE and d["for_epoch"] == m.epoch and d["granted"]:
             m.granted.add(msg.src)
             self._maybe_won(m)
 
     def _maybe_won(self, m: Member) -> None:
-        if m.role == CANDIDATE and len(m.granted) >= self._majority(m):
+        if m.role == CANDIDATE and len(m.granted) >= self.majority(m):
             self._become_leader(m)
 
     def _become_leader(self, m: Member) -> None:
         m.role, m.leader = LEADER, m.id
-        self.checker.acts_as_voter(self.event_name, m, "leads")
-        self._persist(m)
+        self.checker.acts_as_voter(self.engine.event_name, m, "leads")
+        self.persist(m)
         log = m.log
         m.epoch_start_offset = log.log_end_offset
         rt = m.node.registry["LeaderChangeMessage"]  # type: ignore[union-attr]
@@ -301,40 +315,40 @@ class RaftMixin(FetchMixin, ReconfigMixin):
         message = rt.new(version=0, leader_id=m.id, voters=[voter(voter_id=v) for v in m.voters],
                          granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
         payloads = [Payload(rt, 0, message)] + self._start_of_epoch_membership(m)
-        log.append(encode_control_batch(log.log_end_offset, payloads, epoch=m.epoch, timestamp=self.now))
+        log.append(encode_control_batch(log.log_end_offset, payloads, epoch=m.epoch, timestamp=self.engine.now))
         if len(payloads) > 1:
             m.voters_offset = log.log_end_offset - 1  # the voter set, now in the log
-        self._write_epoch_file(m)
+        self.write_epoch_file(m)
         m.matched, m.other_key_fetch = {m.id: m.flushed_end}, {}
         m.last_fetch_from = {}
-        self.checker.leader_elected(self.describe_event(), m.id, m.epoch)
-        self.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
-        self.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
-        self._appended(m, m.epoch_start_offset)
+        self.checker.leader_elected(self.engine.describe_event(), m.id, m.epoch)
+        self.engine.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
+        self.engine.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
+        self.appended(m, m.epoch_start_offset)
         for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
-        self._activate_controller(m)  # type: ignore[attr-defined]
+        self.engine.activate_controller(m)  # type: ignore[attr-defined]
 
     def _on_check_quorum(self, m: Member) -> None:
         if m.role != LEADER:
             return
         window = self.config.fetch_timeout_ms * 3 // 2
-        heard = {r for r, t in m.last_fetch_from.items() if r in m.voters and self.now - t < window}
+        heard = {r for r, t in m.last_fetch_from.items() if r in m.voters and self.engine.now - t < window}
         if m.id in m.voters:
             heard.add(m.id)
-        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self._majority(m):
-            self.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
-            self._become_unattached(m, m.epoch)
+        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self.majority(m):
+            self.engine.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
+            self.become_unattached(m, m.epoch)
             m.role = RESIGNED
             return
         self._arm(m, window, "check-quorum", self._on_check_quorum)
 
-    def _lose_leadership(self, m: Member) -> None:
+    def lose_leadership(self, m: Member) -> None:
         m.parked = {}
         m.voter_change = None  # a change in flight is the next leader's to commit, or to lose
-        self._drop_controller(m)  # type: ignore[attr-defined]
+        self.engine.drop_controller(m)  # type: ignore[attr-defined]
 
     def _on_end_epoch(self, m: Member, msg: Message) -> None:
         """The leader shuts down cleanly (EndQuorumEpoch): its followers elect a successor
@@ -345,15 +359,15 @@ class RaftMixin(FetchMixin, ReconfigMixin):
 
     def _on_begin_epoch(self, m: Member, msg: Message) -> None:
         if msg.epoch >= m.epoch and m.role != LEADER or msg.epoch > m.epoch:
-            self._become_follower(m, msg.epoch, msg.src)
+            self.become_follower(m, msg.epoch, msg.src)
 
     # -------------------------------------------------------------- appending and committing
 
-    def _appended(self, m: Member, from_offset: int) -> None:
+    def appended(self, m: Member, from_offset: int) -> None:
         """The leader appended batches from `from_offset`: flush them after the linger."""
-        for fb in m.log.batches(from_offset) if self.listening() else ():  # type: ignore[attr-defined]
+        for fb in m.log.batches(from_offset) if self.engine.listening() else ():  # type: ignore[attr-defined]
             b = fb.batch
-            self.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
+            self.engine.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
                                        "epoch": b.partition_leader_epoch})
         if not m.flush_pending:
             m.flush_pending = True
@@ -362,64 +376,39 @@ class RaftMixin(FetchMixin, ReconfigMixin):
             def flush() -> None:
                 m.flush_pending = False
                 if m.running and m.role == LEADER and m.epoch == epoch:
-                    m.log.flush() if self.config_fsync else None
+                    m.log.flush() if self.engine.config_fsync else None
                     m.flushed_end = m.log.log_end_offset
                     m.matched[m.id] = m.flushed_end
-                    self._update_high_watermark(m)
-                    self._answer_parked(m)
+                    self.update_high_watermark(m)
+                    self.engine.fetcher.answer_parked(m)
 
             self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
 
-    def _update_high_watermark(self, m: Member) -> None:
+    def update_high_watermark(self, m: Member) -> None:
         matched = m.matched
         voters = m.voters
         offsets = sorted([matched.get(v, -1) for v in voters], reverse=True)
-        candidate = offsets[len(voters) // 2]  # (the majority's lowest: self._majority() - 1)
+        candidate = offsets[len(voters) // 2]  # (the majority's lowest: self.majority() - 1)
         if candidate <= m.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
         if m.high_watermark is None or candidate > m.high_watermark:
-            self._set_high_watermark(m, candidate)
+            self.set_high_watermark(m, candidate)
 
-    def _set_high_watermark(self, m: Member, hw: int) -> None:
+    def set_high_watermark(self, m: Member, hw: int) -> None:
         old = m.high_watermark
         m.high_watermark = hw
-        if self.on_event is not None and self.net.verbose:  # (self.listening(), inlined)
-            self.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
-        self.checker.high_watermark(self._event_name, m, hw)  # type: ignore[attr-defined]
-        self._apply(m)  # type: ignore[attr-defined]
+        if self.engine.on_event is not None and self.net.verbose:  # (self.engine.listening(), inlined)
+            self.engine.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
+        self.checker.high_watermark(self.engine.event_name, m, hw)  # type: ignore[attr-defined]
+        self.engine.apply_committed(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
-            if m.voters is not self.voters and hw > m.voters_offset:
+            if m.voters is not self.engine.voters and hw > m.voters_offset:
                 self._voters_committed(m)
                 if m.role != LEADER:
                     return
-            self._answer_parked(m)  # followers waiting at the leader learn the new high watermark
+            self.engine.fetcher.answer_parked(m)  # followers waiting at the leader learn the new high watermark
             if hw == m.log.log_end_offset:
-                self._keep_controller_state(m)  # type: ignore[attr-defined]
-
-    # -------------------------------------------------------------- dispatch
-
-    def _deliver(self, msg: Message) -> None:
-        """A message lands: dropped if its ends are partitioned now (Network._arrive's test,
-        done here: the network hands messages over directly) or its node is down, else handled."""
-        groups = self.net.groups
-        if groups and groups.get(msg.src, -1) != groups.get(msg.dst, -1):
-            self.net.drop(msg, "partitioned")
-            return
-        m = self.members.get(msg.dst)
-        if m is None or m.status != RUNNING or m.node is None:  # (not m.running, inlined)
-            self.emit(msg.src, "drop", {"to": msg.dst, "message": msg.kind, "epoch": msg.epoch, "why": "down"})
-            return
-        handler = self._handlers.get(msg.kind)  # type: ignore[attr-defined]
-        if handler is not None:
-            handler(self, m, msg)
+                self.engine.keep_controller_state(m)  # type: ignore[attr-defined]
 
 
-RAFT_HANDLERS = {
-    "vote": RaftMixin._on_vote,
-    "vote-reply": RaftMixin._on_vote_reply,
-    "begin-epoch": RaftMixin._on_begin_epoch,
-    "end-epoch": RaftMixin._on_end_epoch,
-    **FETCH_HANDLERS,
-}
-
-__all__ = ["RAFT_HANDLERS", "RaftMixin"]
+__all__ = ["Raft"]

@@ -1,4 +1,5 @@
-"""Quorum reconfiguration (KIP-853) in the event simulator, a mixin of the Engine.
+"""Quorum reconfiguration (KIP-853) in the event simulator: a half of the Engine's Raft part (Raft
+derives from ReconfigMixin).
 
 Under kraft.version 1 every replica knows the voter set its own log holds: the latest
 VotersRecord it appended (committed or not, as Kafka's KRaftControlRecordStateMachine
@@ -47,19 +48,15 @@ class VoterChangeRefused(SimError):
 
 
 class ReconfigMixin:
-    """Voter sets per replica and voter changes at the leader; `self` is the Engine."""
-
-    #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
-    #: and its offset: what a replica without a record of its own is checked against.
-    voter_keys: dict[int, Any] = {}
-    voter_keys_offset: int = -2
+    """Voter sets per replica and voter changes at the leader: the Raft part's half that
+    reconfigures (`self` is the Raft part; `self.engine` the Engine it belongs to)."""
 
     # -------------------------------------------------------------- each replica's voter set
 
-    def _read_voters(self, m: Member, *, initial: bool = False) -> None:
+    def read_voters(self, m: Member, *, initial: bool = False) -> None:
         """The voter set `m`'s files hold (at start, after a truncation or a snapshot install)."""
-        if self.kraft_version < 1:
-            self._set_voters(m, self.voters, None, -1, initial=initial)
+        if self.engine.kraft_version < 1:
+            self._set_voters(m, self.engine.voters, None, -1, initial=initial)
             return
         m.directory_id = self.directory_id_of(m.id)
         node = m.node
@@ -84,53 +81,53 @@ class ReconfigMixin:
         # Without a VotersRecord (a controller formatted --no-initial-controllers, a wiped disk
         # formatted again) the node knows the cluster's voters as its configuration gives them:
         # it is a voter only if among them, and not with another directory than the voter's.
-        ids = self.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
+        ids = self.engine.voters if record is None else tuple(sorted(v.voter_id for v in record.voters))
         self._set_voters(m, ids, record, offset, initial=initial)
 
-    def _control_appended(self, m: Member, batch: Any) -> None:
+    def control_appended(self, m: Member, batch: Any) -> None:
         """A replica appended a control batch: a VotersRecord in it takes effect now."""
-        if self.kraft_version < 1:
+        if self.engine.kraft_version < 1:
             return
         for e in decode_batch(batch, m.node.registry):  # type: ignore[union-attr]
             if e.type_name == VOTERS_RECORD:
                 ids = tuple(sorted(v.voter_id for v in e.message.voters))
                 self._set_voters(m, ids, e.message, e.offset)
 
-    def _voters_truncated(self, m: Member, offset: int) -> None:
+    def voters_truncated(self, m: Member, offset: int) -> None:
         """`m`'s log was cut at `offset`: a VotersRecord cut away no longer counts."""
-        if self.kraft_version >= 1 and m.voters_offset >= offset:
-            self._read_voters(m)
+        if self.engine.kraft_version >= 1 and m.voters_offset >= offset:
+            self.read_voters(m)
 
     def _set_voters(self, m: Member, ids: tuple[int, ...], record: Any, offset: int, *,
                     initial: bool = False) -> None:
-        if ids == self.voters:
-            ids = self.voters  # (one tuple shared: the leader compares by identity)
+        if ids == self.engine.voters:
+            ids = self.engine.voters  # (one tuple shared: the leader compares by identity)
         changed = ids != m.voters
         m.voters, m.voters_record, m.voters_offset = ids, record, offset
-        if record is not None and offset >= self.voter_keys_offset:
-            self.voter_keys_offset = offset
-            self.voter_keys = {v.voter_id: v.voter_directory_id for v in record.voters}
+        if record is not None and offset >= self.engine.voter_keys_offset:
+            self.engine.voter_keys_offset = offset
+            self.engine.voter_keys = {v.voter_id: v.voter_directory_id for v in record.voters}
         was, m.voter = m.voter, m.id in ids and self.is_voter_key(m.id, m.directory_id, record)
         if changed and not initial:
-            self.emit(m.id, "voters", {"voters": list(ids), "offset": offset})
+            self.engine.emit(m.id, "voters", {"voters": list(ids), "offset": offset})
         if initial or was == m.voter or not m.running:
             return
         if m.voter:  # an observer finds itself in the voter set: it follows as a voter now
-            self.emit(m.id, "note", {"text": f"Node {m.id} is a voter now (voters {','.join(map(str, ids))})."})
+            self.engine.emit(m.id, "note", {"text": f"Node {m.id} is a voter now (voters {','.join(map(str, ids))})."})
             if m.role == OBSERVER:
                 if m.leader is not None:
-                    m.role, m.last_fetch_ok_ms = FOLLOWER, self.now
+                    m.role, m.last_fetch_ok_ms = FOLLOWER, self.engine.now
                     self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
                 else:
                     m.role = UNATTACHED
                     self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
             return
-        self.emit(m.id, "note", {"text": f"Node {m.id} is no longer a voter (voters {','.join(map(str, ids))})."})
+        self.engine.emit(m.id, "note", {"text": f"Node {m.id} is no longer a voter (voters {','.join(map(str, ids))})."})
         if m.role != LEADER:  # a leader leads on until the change commits, then resigns
             m.role = OBSERVER
             m.timer_gen += 1  # no election timer any more
             if not m.fetch_in_flight:
-                self._fetch(m)
+                self.engine.fetcher.fetch(m)
 
     def is_voter_key(self, node_id: int, directory_id: Any, record: Any = None) -> bool:
         """Whether (node_id, directory_id) is the replica key the voter set names for node_id
@@ -139,7 +136,7 @@ class ReconfigMixin:
         if directory_id is None:
             return True
         if record is None:
-            known = self.voter_keys.get(node_id)
+            known = self.engine.voter_keys.get(node_id)
         else:
             known = next((v.voter_directory_id for v in record.voters if v.voter_id == node_id), None)
         return known is None or known == Uuid.ZERO or known == directory_id
@@ -149,30 +146,30 @@ class ReconfigMixin:
     def _voters_committed(self, m: Member) -> None:
         """The leader's high watermark passed its voter set's record: the set is the cluster's;
         a pending change is done; a leader no longer in the set resigns."""
-        self.voters = m.voters
+        self.engine.voters = m.voters
         self.checker.voters = m.voters
         change, m.voter_change = m.voter_change, None
         if change is not None:
             kind, nid, _ = change
-            self.emit(m.id, "note", {"text": f"Voter change committed: {kind} {nid}; voters "
+            self.engine.emit(m.id, "note", {"text": f"Voter change committed: {kind} {nid}; voters "
                                              f"{','.join(map(str, m.voters))}."})
         if m.id not in m.voters and m.role == LEADER:
-            self.emit(m.id, "resign", {"epoch": m.epoch, "why": "not in the committed voter set",
+            self.engine.emit(m.id, "resign", {"epoch": m.epoch, "why": "not in the committed voter set",
                                        "voters": list(m.voters)})
             for v in m.voters:
                 self.net.send(Message(m.id, v, "end-epoch", m.epoch, {}))
-            self._become_unattached(m, m.epoch)
-            self._fetch(m)
+            self.become_unattached(m, m.epoch)
+            self.engine.fetcher.fetch(m)
 
     def _start_of_epoch_membership(self, m: Member) -> list[Payload]:
         """What a new leader writes beside its LeaderChangeMessage under kraft.version 1 when its
         voter set has never been in the log (it came from the bootstrap checkpoint): the
         KRaftVersionRecord and the VotersRecord (LeaderState.appendStartOfEpochControlRecords)."""
-        if self.kraft_version < 1 or m.voters_offset != -1 or m.voters_record is None:
+        if self.engine.kraft_version < 1 or m.voters_offset != -1 or m.voters_record is None:
             return []
         reg = m.node.registry  # type: ignore[union-attr]
         kv = reg["KRaftVersionRecord"]
-        return [Payload(kv, 0, kv.new(version=0, k_raft_version=self.kraft_version)),
+        return [Payload(kv, 0, kv.new(version=0, k_raft_version=self.engine.kraft_version)),
                 Payload(reg["VotersRecord"], 0, m.voters_record)]
 
     def _append_voters(self, m: Member, voters: dict[int, DynamicVoter], change: tuple[str, int]) -> None:
@@ -183,7 +180,7 @@ class ReconfigMixin:
         offset = m.log.log_end_offset - 1
         before, committed = m.voters, m.high_watermark is not None and before_offset < m.high_watermark
         self._set_voters(m, tuple(sorted(voters)), payload.message, offset)
-        self.checker.voters_appended(self.current_event, m, before, m.voters, committed)
+        self.checker.voters_appended(self.engine.current_event, m, before, m.voters, committed)
         m.voter_change = (change[0], change[1], offset)
 
     def _append_control(self, m: Member, payloads: list[Payload]) -> None:
@@ -192,9 +189,9 @@ class ReconfigMixin:
         self.checker.membership = True
         log = m.log
         start = log.log_end_offset
-        log.append(encode_control_batch(start, payloads, epoch=m.epoch, timestamp=self.now))
-        self._write_epoch_file(m)
-        self._appended(m, start)
+        log.append(encode_control_batch(start, payloads, epoch=m.epoch, timestamp=self.engine.now))
+        self.write_epoch_file(m)
+        self.appended(m, start)
 
     def _dynamic_voters(self, m: Member) -> dict[int, DynamicVoter]:
         """The leader's voter set as DynamicVoters (endpoints and directory ids as recorded)."""
@@ -214,9 +211,9 @@ class ReconfigMixin:
         if hw is None:
             raise VoterChangeRefused("REQUEST_TIMED_OUT", "Request timed out waiting for leader to establish HWM "
                                                           "and fence previous voter changes")
-        if self.kraft_version < 1:
+        if self.engine.kraft_version < 1:
             raise VoterChangeRefused("UNSUPPORTED_VERSION", f"Cluster doesn't support {verb} voter because the "
-                                                            f"kraft.version feature is {self.kraft_version}")
+                                                            f"kraft.version feature is {self.engine.kraft_version}")
         if m.voters_record is None or m.voters_offset >= hw:
             at = "Optional.empty" if m.voters_record is None else f"Optional[{m.voters_offset}]"
             raise VoterChangeRefused("REQUEST_TIMED_OUT", f"Request timed out waiting for voters to commit the latest "
@@ -231,16 +228,16 @@ class ReconfigMixin:
         if node_id in m.voters:
             raise VoterChangeRefused("DUPLICATE_VOTER", f"The voter id for {key} is already part of the set of "
                                                         f"voters {voter_keys_text(m.voters_record, style)}.")
-        new = self.members.get(node_id)
+        new = self.engine.members.get(node_id)
         if new is None or not new.running or new.id not in m.last_fetch_from:
             raise VoterChangeRefused("REQUEST_TIMED_OUT", f"New voter {key} is not ready to receive requests")
         supported = new.node.catalog.supported_features().get("kraft.version", (0, 0)) if new.node else (0, 0)
-        if supported[1] < self.kraft_version:
+        if supported[1] < self.engine.kraft_version:
             raise VoterChangeRefused("INVALID_REQUEST", f"Aborted add voter operation for {key} since the kraft.version "
                                                         f"range (min: {supported[0]}, max: {supported[1]} doesn't "
-                                                        f"support the finalized version {self.kraft_version}")
+                                                        f"support the finalized version {self.engine.kraft_version}")
         caught = m.caught_up_at.get(node_id, -1)
-        if caught < 0 or self.now - m.last_fetch_from[node_id] > CAUGHT_UP_WINDOW_MS:
+        if caught < 0 or self.engine.now - m.last_fetch_from[node_id] > CAUGHT_UP_WINDOW_MS:
             raise VoterChangeRefused("REQUEST_TIMED_OUT",
                                      f"Aborted add voter operation for {key} since it is lagging behind")
         voters = self._dynamic_voters(m)
@@ -264,23 +261,23 @@ class ReconfigMixin:
         """A quorum at kraft.version 1 whose leader knows its voter set from no VotersRecord
         (a directory upgraded before kraftsim wrote the record with the upgrade): the leader
         appends the current set now, before a voter change. True when it appended."""
-        m = self.leader_member()  # type: ignore[attr-defined]
-        if m is None or self.kraft_version < 1:
+        m = self.engine.leader_member()  # type: ignore[attr-defined]
+        if m is None or self.engine.kraft_version < 1:
             return False
-        payloads = self._upgrade_voters(m)
+        payloads = self.upgrade_voters(m)
         if not payloads:
             return False
         self._append_control(m, payloads)
         self._set_voters(m, m.voters, payloads[0].message, m.log.log_end_offset - 1)
         return True
 
-    def _upgrade_voters(self, m: Member) -> list[Payload]:
+    def upgrade_voters(self, m: Member) -> list[Payload]:
         """The VotersRecord the leader writes beside the KRaftVersionRecord of an upgrade to
         kraft.version 1 (LeaderState.maybeAppendUpgradedKRaftVersion): its static voter set
         with the directory id each voter fetches with; none when a voter set is in the log."""
         if m.voters_record is not None:
             return []
-        return [static_voters_record(self.directory, m.voters, m.node.registry)]  # type: ignore[union-attr]
+        return [static_voters_record(self.engine.directory, m.voters, m.node.registry)]  # type: ignore[union-attr]
 
     def membership_appended(self, m: Member, start: int) -> None:
         """The leader's controller appended from `start` (an upgrade of kraft.version): a
@@ -288,12 +285,12 @@ class ReconfigMixin:
         for fb in m.log.batches(start, check_crc=False):
             if fb.batch.is_control:
                 before = m.voters_record
-                self._control_appended(m, fb.batch)
+                self.control_appended(m, fb.batch)
                 if m.voters_record is not before:
                     self.checker.membership = True
 
     def _change_leader(self) -> Member:
-        m = self.leader_member()  # type: ignore[attr-defined]
+        m = self.engine.leader_member()  # type: ignore[attr-defined]
         if m is None:
             raise VoterChangeRefused("NOT_LEADER_OR_FOLLOWER", "There is no active controller: no leader of the quorum.")
         return m  # type: ignore[no-any-return]
@@ -302,7 +299,7 @@ class ReconfigMixin:
 
     def directory_id_of(self, node_id: int) -> Any:
         """The node's metadata directory id (meta.properties), None when it has none."""
-        return node_directory_id(self.directory, node_id)
+        return node_directory_id(self.engine.directory, node_id)
 
 
 __all__ = ["CAUGHT_UP_WINDOW_MS", "ReconfigMixin", "VoterChangeRefused"]
