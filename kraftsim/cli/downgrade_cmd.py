@@ -29,7 +29,8 @@ from kraftsim.cli.style import paint
 from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
-from kraftsim.image import LossGroup, MetadataImage, group_losses, infer_writer_release as release_of_registered_nodes
+from kraftsim.image import (LossGroup, MetadataImage, group_losses, largest_topics,
+                            infer_writer_release as release_of_registered_nodes)
 from kraftsim.sim.importing.plan import advertised, infer_release, ranges_text
 from kraftsim.storage.names import QUORUM_STATE_FILE, PathKind, classify_path
 from kraftsim.storage.quorum_state import read_quorum_state
@@ -74,8 +75,8 @@ def _loss_lines(groups: list[LossGroup], details: bool) -> list[str]:
         named = others if details or len(others) <= ITEMS_SHOWN else others[:ITEMS_SHOWN] + [
             f"and {len(others) - ITEMS_SHOWN} more"]
         out.append(f"  {kind}: {total}{where}" + (f" ({', '.join(named)})" if others else ""))
-        shown = topics if details else sorted(topics, key=lambda g: -g.count)[:TOPICS_SHOWN]
-        for g in shown if details else sorted(shown, key=topics.index):
+        shown = topics if details else largest_topics(topics, TOPICS_SHOWN)
+        for g in shown:
             out.append(f"    {g.topic}: {g.count} partition(s)")
             if details:
                 out += [f"      {e}" for e in g.entities]

@@ -40,6 +40,12 @@ class Loss:
         return f"{self.kind}: {self.entity}"
 
 
+def split_loss_text(text: str) -> tuple[str, str]:
+    """(kind, entity) of a `Loss.text` line, as results and reports carry them."""
+    kind, _, entity = text.partition(": ")
+    return kind, entity
+
+
 LossHandler = Callable[[Loss], None]
 
 
@@ -180,6 +186,13 @@ class LossGroup:
     @property
     def count(self) -> int:
         return len(self.entities)
+
+
+def largest_topics(groups: list[LossGroup], limit: int) -> list[LossGroup]:
+    """The `limit` topic groups with the most items, kept in their given order: what a
+    summary shows before "and N more topic(s)"."""
+    chosen = set(sorted(range(len(groups)), key=lambda i: -groups[i].count)[:limit])
+    return [g for i, g in enumerate(groups) if i in chosen]
 
 
 def group_losses(items: Iterable[tuple[str, str]]) -> list[LossGroup]:
