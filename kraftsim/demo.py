@@ -28,6 +28,7 @@ from kraftsim.scenario.html_report import write_report
 from kraftsim.scenario.results import ScenarioResult
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.suite import SUITE_DIR
+from kraftsim.scenario.text import seconds
 
 #: The shipped scenarios that tell the story, in the order they are told.
 DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after-finalizing",
@@ -83,7 +84,7 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
         failed = [s for s in r.steps if not s.ok] + [e for e in r.expect if not e.ok]
         _wrapped("answer", scenario.header.answer, say)
         verdict = "PASS" if r.passed else f"FAIL ({len(failed)} step(s) or expectation(s) not met)"
-        say(f"   {verdict}: {len(r.steps)} steps in {r.time_ms / 1000:.1f} s of simulated time; report {report}")
+        say(f"   {verdict}: {len(r.steps)} steps, {seconds(r.time_ms)} simulated; report {report}")
         for change in r.mv_changes:
             kind = "lossless" if change.lossless else f"lossy: {len(change.losses)} item(s) dropped"
             say(f"   metadata.version {change.old} -> {change.new} carried out on nodes "
