@@ -26,7 +26,8 @@ from kraftsim.cli.common import (
     required,
 )
 from kraftsim.cli.style import paint
-from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
+from kraftsim.cli.progress import show_progress
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
 from kraftsim.image import (LossGroup, MetadataImage, group_losses, largest_topics,
