@@ -166,7 +166,8 @@ def _run(args: argparse.Namespace) -> int:
             status.clear()
             print(f"kraftsim: error: {e}", file=sys.stderr)
             return EXIT_INVALID
-        status.clear()
+        finally:  # also before main reports an error raised on the way
+            status.clear()
         result = outcome.result
         if args.json and scenario.recorded_failure is not None:
             print(recorded_json(result, scenario.recorded_failure), flush=True)
