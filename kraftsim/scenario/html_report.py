@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from kraftsim.image import group_losses, largest_topics, split_loss_text
+from kraftsim.image import group_losses, largest_topics, named_items, split_loss_text
 from kraftsim.scenario.markup import escape, script_json
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
@@ -130,21 +130,18 @@ def _dropped(r: ScenarioResult, tl: Timeline) -> list[tuple[int, int, int, str]]
     return out
 
 
-#: Topics a loss table names per kind before "and N more topic(s)" (as `downgrade-report` does).
-TOPICS_SHOWN = 10
-
-
 def _loss_table(items: list[str]) -> str:
     """Items grouped by kind and topic with counts (the grouping `downgrade-report` prints),
     then every item collapsed under a summary that counts them."""
     groups = group_losses(split_loss_text(x) for x in items)
-    rows = ['<table class="losses"><tr><th>kind</th><th>topic</th><th>items</th></tr>']
+    rows = ['<table class="losses"><tr><th>kind</th><th>topic (or items)</th><th>items</th></tr>']
     for kind in dict.fromkeys(g.kind for g in groups):
         mine = [g for g in groups if g.kind == kind]
         others = [g for g in mine if g.topic is None]
         topics = [g for g in mine if g.topic is not None]
-        shown = largest_topics(topics, TOPICS_SHOWN)
-        cells = [("—", g.count) for g in others] + [(escape(g.topic or ""), g.count) for g in shown]
+        shown = largest_topics(topics)
+        cells = [(f'<span class="muted">{escape(", ".join(named_items(g.entities)))}</span>', g.count) for g in others]
+        cells += [(escape(g.topic or ""), g.count) for g in shown]
         if len(shown) < len(topics):
             rest = [g for g in topics if g not in shown]
             cells.append((f"and {len(rest):,} more topic(s)", sum(g.count for g in rest)))

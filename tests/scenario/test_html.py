@@ -104,8 +104,9 @@ def test_losses_are_tables_grouped_by_kind_and_topic_each_shown_once() -> None:
         assert section.count(item) == 1, item
     table = section.split('<table class="losses">')[1].split("</table>")[0]
     rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]  # after the header
-    cells = [re.findall(r"<td[^>]*>([^<]*)", row) for row in rows]
-    assert cells == [["broker log dirs", "—", "3"], ["replica directory assignment", "topic-0", "2"], ["topic-1", "2"]]
+    cells = [re.findall(r"<td[^>]*>(?:<span[^>]*>)?([^<]*)", row) for row in rows]
+    assert cells == [["broker log dirs", "broker 4, broker 5, broker 6", "3"],
+                     ["replica directory assignment", "topic-0", "2"], ["topic-1", "2"]]
     assert "4 in all" in table
     assert "<details><summary>all 7 item(s)</summary>" in section
     assert section.count("the same 7 item(s) as step 2 predicted") == 2  # step 3 and the change
@@ -114,7 +115,8 @@ def test_losses_are_tables_grouped_by_kind_and_topic_each_shown_once() -> None:
 
 
 def test_loss_table_names_the_largest_topics_and_counts_the_rest() -> None:
-    from kraftsim.scenario.html_report import TOPICS_SHOWN, _loss_table
+    from kraftsim.image import TOPICS_SHOWN
+    from kraftsim.scenario.html_report import _loss_table
     items = [f"replica directory assignment: topic t-{t} partition {p}" for t in range(15) for p in range(t + 1)]
     table = _loss_table(items)
     topics = re.findall(r"<td>(t-\d+)</td>", table)
@@ -122,6 +124,8 @@ def test_loss_table_names_the_largest_topics_and_counts_the_rest() -> None:
     rest = sum(t + 1 for t in range(15 - TOPICS_SHOWN))
     assert f"<td>and {15 - TOPICS_SHOWN} more topic(s)</td><td class=\"count\">{rest}</td>" in table
     assert f"{len(items)} in all" in table and f"all {len(items)} item(s)" in table
+    brokers = _loss_table([f"broker log dirs: broker {b}" for b in range(8)])
+    assert "broker 0, broker 1, broker 2, broker 3, broker 4, and 3 more</span></td><td class=\"count\">8<" in brokers
 
 
 def _chromium() -> str:

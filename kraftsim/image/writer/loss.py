@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kraftsim.image.errors import UnwritableMetadataException
 
@@ -188,7 +188,19 @@ class LossGroup:
         return len(self.entities)
 
 
-def largest_topics(groups: list[LossGroup], limit: int) -> list[LossGroup]:
+#: A summary of losses (downgrade-report's text, the HTML report's tables) names this many
+#: topics per kind, the biggest, before "and N more topic(s)"...
+TOPICS_SHOWN = 10
+#: ...and this many items of a kind that is not per topic (brokers, users) before "and N more".
+ITEMS_SHOWN = 5
+
+
+def named_items(entities: Sequence[str], limit: int = ITEMS_SHOWN) -> list[str]:
+    """The first `limit` entities, then "and N more" for the rest."""
+    return list(entities) if len(entities) <= limit else [*entities[:limit], f"and {len(entities) - limit} more"]
+
+
+def largest_topics(groups: list[LossGroup], limit: int = TOPICS_SHOWN) -> list[LossGroup]:
     """The `limit` topic groups with the most items, kept in their given order: what a
     summary shows before "and N more topic(s)"."""
     chosen = set(sorted(range(len(groups)), key=lambda i: -groups[i].count)[:limit])
