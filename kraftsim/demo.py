@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +29,7 @@ from kraftsim.scenario.html_report import write_report
 from kraftsim.scenario.results import ScenarioResult
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.suite import SUITE_DIR
+from kraftsim.scenario.text import seconds
 
 #: The shipped scenarios that tell the story, in the order they are told.
 DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after-finalizing",
@@ -38,6 +40,8 @@ MAIN_SCENARIO = "downgrade-lossy-kip778"
 DEMO_GRID: dict[str, list[Any]] = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
 
 Say = Callable[[str], None]
+#: Hears (scenario, running step, simulated ms since its first step) while a scenario runs.
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
@@ -65,7 +69,7 @@ def _wrapped(label: str, text: str, say: Say) -> None:
         say(line)
 
 
-def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
+def run_scenarios(out: Path, *, seed: int | None, say: Say, progress: Progress | None = None) -> DemoResult:
     """The first steps: each story scenario, with its cluster kept and its report written."""
     result = DemoResult(out)
     if not SUITE_DIR.is_dir():
@@ -74,7 +78,8 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
         scenario = load_scenario(SUITE_DIR / f"{name}.toml")
         say(f"{number}. {name}: {scenario.description}")
         _wrapped("question", scenario.header.question, say)
-        run = run_scenario(scenario, seed=seed, keep=out / "clusters" / name)
+        hear = None if progress is None else partial(progress, name)
+        run = run_scenario(scenario, seed=seed, keep=out / "clusters" / name, on_progress=hear)
         report = out / "reports" / f"{name}.html"
         write_report(run, report)
         r = run.result
@@ -83,7 +88,7 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say) -> DemoResult:
         failed = [s for s in r.steps if not s.ok] + [e for e in r.expect if not e.ok]
         _wrapped("answer", scenario.header.answer, say)
         verdict = "PASS" if r.passed else f"FAIL ({len(failed)} step(s) or expectation(s) not met)"
-        say(f"   {verdict}: {len(r.steps)} steps in {r.time_ms / 1000:.1f} s of simulated time; report {report}")
+        say(f"   {verdict}: {len(r.steps)} steps, {seconds(r.time_ms)} simulated; report {report}")
         for change in r.mv_changes:
             kind = "lossless" if change.lossless else f"lossy: {len(change.losses)} item(s) dropped"
             say(f"   metadata.version {change.old} -> {change.new} carried out on nodes "
@@ -144,10 +149,10 @@ def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Sa
 
 
 def run_demo(out: Path, *, seed: int | None = None, spark: bool = True, master: str | None = None,
-             say: Say = print) -> DemoResult:
+             say: Say = print, progress: Progress | None = None) -> DemoResult:
     """Run the whole demonstration into `out` (which must not hold an earlier run); `seed`
     overrides the scenarios' own seeds."""
-    result = run_scenarios(out, seed=seed, say=say)
+    result = run_scenarios(out, seed=seed, say=say, progress=progress)
     verify_clusters(result, say)
     if spark:
         run_spark_jobs(result, out, master=master, say=say)

@@ -11,6 +11,7 @@ import json
 import sys
 
 from kraftsim.cli import import_cmd
+from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
@@ -128,6 +129,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     run.add_argument("--timeline", metavar="FILE", help="append the events to FILE as JSON lines")
     run.add_argument("--json", action="store_true", help="print one JSON object at the end (time, leader, every "
                                                          "invariant) instead of the events")
+    add_progress_flag(run)
     run.set_defaults(run=kafka_tool(_run_fault), fault="run")
     import_cmd.add_parser(cmds)
 
@@ -224,7 +226,8 @@ def _run_fault(args: argparse.Namespace) -> int:
         raise UsageError(f"--ms {args.ms:,} is more than {args.max_ms:,} simulated ms, the limit of one run "
                          f"(as a scenario's [limits] step_ms); pass --max-ms {args.ms} if you mean it")
     as_json = getattr(args, "json", False)
-    with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(print)) as sim:
+    status = StatusLine(args.fault == "run" and show_progress(args))
+    with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)
         known = {n.id for n in sim.nodes()}
@@ -247,10 +250,17 @@ def _run_fault(args: argparse.Namespace) -> int:
         elif args.fault == "run":
             if args.timeline:
                 sim.timeline_jsonl(args.timeline)
-            if args.until_stable:
-                sim.wait(args.ms)
-            else:
-                sim.run(args.ms)
+            if status.enabled:
+                end = clock_text(sim.now_ms + args.ms)
+                sim.subscribe(lambda event: status(lambda: f"cluster run: simulated time {clock_text(event.time_ms)} "
+                                                           f"of {end}"))
+            try:
+                if args.until_stable:
+                    sim.wait(args.ms)
+                else:
+                    sim.run(args.ms)
+            finally:
+                status.clear()
         bad = [r for r in sim.invariants() if not r.ok]
         leader = sim.leader()
         if as_json:

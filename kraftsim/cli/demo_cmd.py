@@ -6,6 +6,7 @@ import argparse
 import shutil
 from pathlib import Path
 
+from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.errors import KraftsimError
 
 
@@ -18,16 +19,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, help="override the scenarios' own seeds")
     p.add_argument("--no-spark", action="store_true", help="stop after verifying the clusters' logs")
     p.add_argument("--master", metavar="URL", help="a Spark master for the jobs (default: an embedded local[*])")
+    add_progress_flag(p)
     p.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
     from kraftsim.demo import run_demo  # the simulator and scenarios load only when the demo runs
+    from kraftsim.sim.node.format import elapsed_text
 
     out = Path(args.out)
     if out.exists():
         if not args.force:
             raise KraftsimError(f"{out} exists (from an earlier run?): pass --force to replace it, or --out elsewhere")
         shutil.rmtree(out)
-    run_demo(out, seed=args.seed, spark=not args.no_spark, master=args.master)
+    status = StatusLine(show_progress(args))
+
+    def progress(name: str, step: int, ms: int) -> None:
+        status(lambda: f"demo: {name}: step {step}, simulated time {elapsed_text(ms)}")
+
+    try:
+        run_demo(out, seed=args.seed, spark=not args.no_spark, master=args.master, say=status.say(print),
+                 progress=progress if status.enabled else None)
+    finally:
+        status.clear()
     return 0

@@ -26,21 +26,17 @@ from kraftsim.cli.common import (
     required,
 )
 from kraftsim.cli.style import paint
-from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
+from kraftsim.cli.progress import show_progress
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
-from kraftsim.image import LossGroup, MetadataImage, group_losses, infer_writer_release as release_of_registered_nodes
+from kraftsim.image import (LossGroup, MetadataImage, group_losses, largest_topics, named_items,
+                            infer_writer_release as release_of_registered_nodes)
 from kraftsim.sim.importing.plan import advertised, infer_release, ranges_text
 from kraftsim.storage.names import QUORUM_STATE_FILE, PathKind, classify_path
 from kraftsim.storage.quorum_state import read_quorum_state
 from kraftsim.storage.view import metadata_dir_of
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
-
-
-#: Topics listed per kind of loss without --details (the biggest first).
-TOPICS_SHOWN = 10
-#: Items named inline for a kind that is not per topic (brokers, users) without --details.
-ITEMS_SHOWN = 5
 
 
 def policy_answer(verdicts: list[Verdict]) -> str:
@@ -71,11 +67,10 @@ def _loss_lines(groups: list[LossGroup], details: bool) -> list[str]:
         topics = [g for g in mine if g.topic is not None]
         total = sum(g.count for g in mine)
         where = f" in {len(topics)} topic(s)" if topics else ""
-        named = others if details or len(others) <= ITEMS_SHOWN else others[:ITEMS_SHOWN] + [
-            f"and {len(others) - ITEMS_SHOWN} more"]
+        named = others if details else named_items(others)
         out.append(f"  {kind}: {total}{where}" + (f" ({', '.join(named)})" if others else ""))
-        shown = topics if details else sorted(topics, key=lambda g: -g.count)[:TOPICS_SHOWN]
-        for g in shown if details else sorted(shown, key=topics.index):
+        shown = topics if details else largest_topics(topics)
+        for g in shown:
             out.append(f"    {g.topic}: {g.count} partition(s)")
             if details:
                 out += [f"      {e}" for e in g.entities]

@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.common import INT32_MAX, add_catalog_options, add_damage_option, bounded_int, catalog_from_args
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
@@ -40,6 +41,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="an extra folder of record schema files (repeatable)")
     add_damage_option(p)
     add_catalog_options(p)
+    add_progress_flag(p)
     p.set_defaults(run=run_export)
 
 
@@ -50,9 +52,14 @@ def run_export(args: argparse.Namespace) -> int:
     catalog = catalog_from_args(args) if args.table != "records" or args.catalog or args.release else None
     extra = catalog.record_schema_dirs if catalog is not None else ()
     registry = load_registry([*(Path(d) for d in args.schemas), *extra])
-    result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
-                            batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
-                            up_to_damage=args.up_to_damage)
+    status = StatusLine(show_progress(args))
+    try:
+        result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
+                                batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
+                                up_to_damage=args.up_to_damage,
+                                progress=(lambda text: status(lambda: f"export: {text}")) if status.enabled else None)
+    finally:
+        status.clear()
     for line in result.recovery:
         print(f"kraftsim: recovery: {line}", file=sys.stderr)
     for line in result.partial:

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence, TextIO
 
+from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.dump_gaps import OffsetGaps
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
@@ -69,6 +70,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                              "base_offset, offset, cause}]")
     verify.add_argument("--schemas", action="append", default=[], metavar="DIR",
                         help="an extra folder of record schema files (repeatable)")
+    add_progress_flag(verify)
     verify.set_defaults(run=run_verify)
 
 
@@ -180,15 +182,18 @@ def run_verify(args: argparse.Namespace) -> int:
     files = find_metadata_files(args.paths)
     reports: dict[Path, ScanReport] = {}
     problems: dict[Path, list[Problem]] = {}
-    for kind, path in files:
+    shown = StatusLine(show_progress(args))
+    for number, (kind, path) in enumerate(files, start=1):
         if path in reports:
             continue
+        shown(lambda: f"log verify: file {number} of {len(files)}: {path}")
         data = read_file(path)
         report = verify_bytes(data, registry)
         reports[path] = report
         problems[path] = report.problems + file_problems(kind, path, report)
         if not report.problems and report.by_type.get("TOPIC_RECORD"):
             problems[path] += _topic_name_problems(path, data, registry)
+    shown.clear()
     for path, found in directory_problems(files, reports).items():
         problems[path].extend(found)
     for path, found in _snapshots_against_log(files, problems).items():

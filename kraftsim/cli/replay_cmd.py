@@ -25,6 +25,7 @@ from typing import Any, Callable
 import msgspec
 
 from kraftsim.cli.common import add_at_option, add_catalog_options, add_damage_option, catalog_from_args, path_at
+from kraftsim.cli.progress import show_progress
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import (
     LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
@@ -127,10 +128,6 @@ def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: Snaps
         if line is not None:
             print(f"kraftsim: {line}", file=sys.stderr)
     return result
-
-
-def show_progress(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
 
 def _progress_printer(path: Path) -> Callable[[int, int], None]:

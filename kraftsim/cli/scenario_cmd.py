@@ -14,6 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.style import paint_prefix
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
@@ -21,7 +22,7 @@ from kraftsim.scenario.ops import Step
 from kraftsim.scenario.recorded_failure import report_lines, result_json as recorded_json
 from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
-from kraftsim.scenario.text import step_lines, summary_lines
+from kraftsim.scenario.text import seconds, step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
@@ -54,6 +55,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                           "`kraftsim spark snapshot-cost` output")
     run.add_argument("--keep", metavar="DIR", help="leave the cluster directory here (with several scenarios: "
                                                    "DIR/NAME) for `kraftsim log dump`, `replay`, `cluster status`")
+    add_progress_flag(run)
     run.set_defaults(run=_run)
 
     check = cmds.add_parser("check", help="validate scenario files without running them")
@@ -146,15 +148,26 @@ def _run(args: argparse.Namespace) -> int:
             if scenario.header.question:
                 print(f"  question: {scenario.header.question}")
 
+        status = StatusLine(show_progress(args))
+
         def show(res: StepResult, steps: list[Step] = steps) -> None:
+            status.clear()
             if not args.json:
                 print("\n".join(step_lines(steps[res.index - 1], res)), flush=True)
 
+        def progress(index: int, ms: int, name: str = scenario.name, steps: list[Step] = steps) -> None:
+            status(lambda: f"scenario {name}: step {index}/{len(steps)} ({steps[index - 1].op}), "
+                           f"simulated time {seconds(ms)}" if index else f"scenario {name}: starting the cluster")
+
         try:
-            outcome = run_scenario(scenario, seed=args.seed, keep=_target(args.keep, scenario, many), on_step=show)
+            outcome = run_scenario(scenario, seed=args.seed, keep=_target(args.keep, scenario, many), on_step=show,
+                                   on_progress=progress if status.enabled else None)
         except ScenarioInvalid as e:
+            status.clear()
             print(f"kraftsim: error: {e}", file=sys.stderr)
             return EXIT_INVALID
+        finally:  # also before main reports an error raised on the way
+            status.clear()
         result = outcome.result
         if args.json and scenario.recorded_failure is not None:
             print(recorded_json(result, scenario.recorded_failure), flush=True)

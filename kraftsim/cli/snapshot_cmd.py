@@ -25,7 +25,8 @@ from kraftsim.cli.common import (
     add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, offset, path_at,
     required, timestamp_ms,
 )
-from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json, show_progress
+from kraftsim.cli.progress import show_progress
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException

@@ -73,7 +73,8 @@ from kraftsim.image.writer.image_writer import (
     WriterLine,
 )
 from kraftsim.image.writer.kafka_order import config_entry_ranks
-from kraftsim.image.writer.loss import Loss, LossGroup, LossReport, group_losses, raise_on_loss
+from kraftsim.image.writer.loss import (ITEMS_SHOWN, TOPICS_SHOWN, Loss, LossGroup, LossReport, group_losses,
+                                       largest_topics, named_items, raise_on_loss, split_loss_text)
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
 from kraftsim.image.loader.metadata_loader import (
@@ -119,6 +120,8 @@ from kraftsim.image.verification.verify import (
 )
 
 __all__ = [
+    "ITEMS_SHOWN",
+    "TOPICS_SHOWN",
     "LoadRequestError",
     "TEXT_LIMIT",
     "broker_state",
@@ -212,6 +215,8 @@ __all__ = [
     "image_from_records",
     "iter_image_records",
     "key_text",
+    "largest_topics",
+    "named_items",
     "kraft_header_records",
     "load_path",
     "load_snapshot",
@@ -231,6 +236,7 @@ __all__ = [
     "show",
     "snapshot_contents",
     "snapshots_against_log",
+    "split_loss_text",
     "verify_directory",
     "verify_replicas",
     "verify_roundtrip",

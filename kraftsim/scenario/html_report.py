@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
+from kraftsim.image import group_losses, largest_topics, named_items, split_loss_text
 from kraftsim.scenario.markup import escape, script_json
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
@@ -25,7 +26,8 @@ h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:26px 0 8px;border-bot
 padding:4px 8px;text-align:left;vertical-align:top} th{background:#fafafa}
 tr.bad td{background:#fdecea} pre{margin:2px 0;white-space:pre-wrap;font-size:12px}
 .muted{color:#666;font-size:12px} code{font-size:12px} h3{font-size:15px;margin:16px 0 6px}
-details summary{cursor:pointer;color:#1d4f91;font-size:12px} td.time{white-space:nowrap;font-variant-numeric:tabular-nums}
+details summary{cursor:pointer;color:#1d4f91;font-size:12px}
+table.losses{width:auto;margin:4px 0} td.count{text-align:right;font-variant-numeric:tabular-nums} .loss{margin:10px 0} td.time{white-space:nowrap;font-variant-numeric:tabular-nums}
 """
 
 
@@ -128,23 +130,61 @@ def _dropped(r: ScenarioResult, tl: Timeline) -> list[tuple[int, int, int, str]]
     return out
 
 
+def _loss_table(items: list[str]) -> str:
+    """Items grouped by kind and topic with counts (the grouping `downgrade-report` prints),
+    then every item collapsed under a summary that counts them."""
+    groups = group_losses(split_loss_text(x) for x in items)
+    rows = ['<table class="losses"><tr><th>kind</th><th>topic (or items)</th><th>items</th></tr>']
+    for kind in dict.fromkeys(g.kind for g in groups):
+        mine = [g for g in groups if g.kind == kind]
+        others = [g for g in mine if g.topic is None]
+        topics = [g for g in mine if g.topic is not None]
+        shown = largest_topics(topics)
+        cells = [(f'<span class="muted">{escape(", ".join(named_items(g.entities)))}</span>', g.count) for g in others]
+        cells += [(escape(g.topic or ""), g.count) for g in shown]
+        if len(shown) < len(topics):
+            rest = [g for g in topics if g not in shown]
+            cells.append((f"and {len(rest):,} more topic(s)", sum(g.count for g in rest)))
+        total = sum(g.count for g in mine)
+        head = (f'<td rowspan="{len(cells)}">{escape(kind)}<div class="muted">{total:,} in all</div></td>'
+                if len(cells) > 1 else f"<td>{escape(kind)}</td>")
+        for n, (where, count) in enumerate(cells):
+            rows.append(f"<tr>{head if n == 0 else ''}<td>{where}</td><td class=\"count\">{count:,}</td></tr>")
+    rows.append("</table>")
+    return "".join(rows) + (f"<details><summary>all {len(items):,} item(s)</summary>"
+                            f"<pre>{escape(chr(10).join(items))}</pre></details>")
+
+
 def _losses(r: ScenarioResult) -> list[str]:
+    """Each downgrade step's prediction, and each change the loaders carried out, as a table;
+    a list already shown (same versions, same items) is named, not repeated."""
     out = ["<h2>Loss reports</h2>"]
-    found = False
+    shown: dict[tuple[str | None, str, tuple[str, ...]], str] = {}
+
+    def body(key: tuple[str | None, str, tuple[str, ...]], where: str) -> str:
+        if not key[2]:
+            return ""
+        if key in shown:
+            return f'<p class="muted">the same {len(key[2]):,} item(s) as {shown[key]}</p>'
+        shown[key] = where
+        return _loss_table(list(key[2]))
+
     for res in r.steps:
         lr = res.loss_report
         if lr is None:
             continue
-        found = True
         head = (f"step {res.index}: metadata.version {lr.current} → {lr.target}: "
-                + ("nothing in the image would be lost" if lr.lossless else f"{len(lr.items)} item(s) would be lost"))
-        out.append(f'<div class="loss"><b>{escape(head)}</b>{_pre(lr.items)}</div>')
+                + ("nothing in the image would be lost" if lr.lossless else f"{len(lr.items):,} item(s) would be lost"))
+        text = body((lr.current, lr.target, tuple(lr.items)), f"step {res.index} predicted")
+        out.append(f'<div class="loss" data-step="{res.index}"><b>{escape(head)}</b>{text}</div>')
     for ch in r.mv_changes:
-        found = True
-        kind = "lossless" if ch.lossless else f"lossy, {len(ch.losses)} item(s) dropped"
+        kind = "lossless" if ch.lossless else f"lossy, {len(ch.losses):,} item(s) dropped"
         head = f"carried out on nodes {', '.join(map(str, ch.nodes))}: {ch.old} → {ch.new}, {kind}"
-        out.append(f'<div class="loss"><b>{escape(head)}</b>{_pre(ch.losses)}{_pre(ch.snapshots)}</div>')
-    if not found:
+        text = body((ch.old, ch.new, tuple(ch.losses)), "the change carried out")
+        snaps = (f"<details><summary>{len(ch.snapshots):,} snapshot(s) written</summary>"
+                 f"<pre>{escape(chr(10).join(ch.snapshots))}</pre></details>" if ch.snapshots else "")
+        out.append(f'<div class="loss change"><b>{escape(head)}</b>{text}{snaps}</div>')
+    if len(out) == 1:
         out.append('<p class="muted">no metadata.version downgrade in this scenario</p>')
     return out
 

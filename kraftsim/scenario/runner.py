@@ -50,19 +50,21 @@ class RunOutcome:
 
 def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | None = None,
                  on_step: Callable[[StepResult], None] | None = None,
-                 on_event: Callable[[Any], None] | None = None) -> RunOutcome:
+                 on_event: Callable[[Any], None] | None = None,
+                 on_progress: Callable[[int, int], None] | None = None) -> RunOutcome:
     """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends;
     `on_event` hears every simulator event (kraftsim.sim.SimEvent) once the cluster is stable
-    (sweeps count elections and events with it)."""
+    (sweeps count elections and events with it); `on_progress` hears (the running step's
+    index, simulated ms since the first step) at each of those events (a status line)."""
     seed = scenario.seed if seed is None else seed
     if keep is not None:
         keep = Path(keep)
         if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
             raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
                                 "or empty one)")
-        return _run_in(scenario, seed, keep, on_step, on_event)
+        return _run_in(scenario, seed, keep, on_step, on_event, on_progress)
     with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
-        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event)
+        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event, on_progress)
 
 
 def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
@@ -118,7 +120,8 @@ def _roll_to_mixed_releases(sim: Simulation, scenario: Scenario) -> str | None:
 
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
-            on_event: Callable[[Any], None] | None = None) -> RunOutcome:
+            on_event: Callable[[Any], None] | None = None,
+            on_progress: Callable[[int, int], None] | None = None) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:
         setup_error = _settle_new_cluster(sim) or _roll_to_mixed_releases(sim, scenario)
@@ -127,11 +130,16 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         sim.subscribe(lambda event: timeline.on_event(sim, event))
         if on_event is not None:
             sim.subscribe(on_event)
+        running = [0]  # the index of the step running (0: before the first)
+        if on_progress is not None:
+            origin, hear = timeline.origin_ms, on_progress
+            sim.subscribe(lambda event: hear(running[0], event.time_ms - origin))
         broken: dict[str, str] = {}
         steps: list[StepResult] = []
         checkpoints: list[ExpectResult] = []
         failed_at: int | None = None
         for index, step in enumerate(scenario.steps, start=1):
+            running[0] = index
             if setup_error is not None or failed_at is not None:
                 why = "the new cluster did not become stable" if failed_at is None else f"step {failed_at} failed"
                 res = StepResult(index, step.op, False, f"not run: {why}", step.expect_error, skipped=True)

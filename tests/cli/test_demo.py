@@ -4,6 +4,7 @@ files it wrote. (The Spark half is tested with the pipeline's shared session in 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,8 @@ def test_demo_command_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["demo", "--no-spark", "--out", str(tmp_path / "b")]) == 0
     assert _tree(tmp_path / "a") == _tree(tmp_path / "b")  # clusters and HTML reports alike
     assert "replay verification: passed" in first
+    spans = re.findall(r"PASS: \d+ steps, (\S+) s simulated; report ", first)
+    assert spans and all(re.fullmatch(r"\+\d+\.\d{3}", x) for x in spans)  # simulated time as every command prints it
     for name in DEMO_SCENARIOS:
         assert f"  {name}: PASS, report {tmp_path / 'a' / 'reports' / name}.html" in first
     assert "metadata.version 3.8-IV0 -> 3.7-IV1 carried out on nodes 1,2,3,4,5,6 (lossy: 7 item(s) dropped)" in first

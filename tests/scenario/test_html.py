@@ -92,6 +92,42 @@ def test_long_output_is_collapsed_and_times_read_as_the_cli_prints_them() -> Non
     assert re.search(r'class="tick" x="[0-9.]+" y="[0-9]+" text-anchor="middle">\+0\.000 s<', page)
 
 
+def test_losses_are_tables_grouped_by_kind_and_topic_each_shown_once() -> None:
+    """The lossy kip-778 downgrade: the prediction of step 2 as a table (kind, topic, count),
+    every item once under <details>; step 3 and the carried-out change name it, not repeat it."""
+    run = run_scenario(load_scenario(SUITE / "downgrade-lossy-kip778.toml"))
+    page = render(run)
+    section = page.split("<h2>Loss reports</h2>")[1].split("<h2>Expectations</h2>")[0]
+    items = run.result.mv_changes[0].losses
+    assert len(items) == 7
+    for item in items:
+        assert section.count(item) == 1, item
+    table = section.split('<table class="losses">')[1].split("</table>")[0]
+    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]  # after the header
+    cells = [re.findall(r"<td[^>]*>(?:<span[^>]*>)?([^<]*)", row) for row in rows]
+    assert cells == [["broker log dirs", "broker 4, broker 5, broker 6", "3"],
+                     ["replica directory assignment", "topic-0", "2"], ["topic-1", "2"]]
+    assert "4 in all" in table
+    assert "<details><summary>all 7 item(s)</summary>" in section
+    assert section.count("the same 7 item(s) as step 2 predicted") == 2  # step 3 and the change
+    assert "12 snapshot(s) written" in section
+    assert page == render(run_scenario(load_scenario(SUITE / "downgrade-lossy-kip778.toml")))
+
+
+def test_loss_table_names_the_largest_topics_and_counts_the_rest() -> None:
+    from kraftsim.image import TOPICS_SHOWN
+    from kraftsim.scenario.html_report import _loss_table
+    items = [f"replica directory assignment: topic t-{t} partition {p}" for t in range(15) for p in range(t + 1)]
+    table = _loss_table(items)
+    topics = re.findall(r"<td>(t-\d+)</td>", table)
+    assert topics == [f"t-{t}" for t in range(15 - TOPICS_SHOWN, 15)]  # the largest, in name order
+    rest = sum(t + 1 for t in range(15 - TOPICS_SHOWN))
+    assert f"<td>and {15 - TOPICS_SHOWN} more topic(s)</td><td class=\"count\">{rest}</td>" in table
+    assert f"{len(items)} in all" in table and f"all {len(items)} item(s)" in table
+    brokers = _loss_table([f"broker log dirs: broker {b}" for b in range(8)])
+    assert "broker 0, broker 1, broker 2, broker 3, broker 4, and 3 more</span></td><td class=\"count\">8<" in brokers
+
+
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser"):
         found = shutil.which(name)

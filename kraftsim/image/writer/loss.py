@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from kraftsim.image.errors import UnwritableMetadataException
 
@@ -38,6 +38,12 @@ class Loss:
     @property
     def text(self) -> str:
         return f"{self.kind}: {self.entity}"
+
+
+def split_loss_text(text: str) -> tuple[str, str]:
+    """(kind, entity) of a `Loss.text` line, as results and reports carry them."""
+    kind, _, entity = text.partition(": ")
+    return kind, entity
 
 
 LossHandler = Callable[[Loss], None]
@@ -180,6 +186,25 @@ class LossGroup:
     @property
     def count(self) -> int:
         return len(self.entities)
+
+
+#: A summary of losses (downgrade-report's text, the HTML report's tables) names this many
+#: topics per kind, the biggest, before "and N more topic(s)"...
+TOPICS_SHOWN = 10
+#: ...and this many items of a kind that is not per topic (brokers, users) before "and N more".
+ITEMS_SHOWN = 5
+
+
+def named_items(entities: Sequence[str], limit: int = ITEMS_SHOWN) -> list[str]:
+    """The first `limit` entities, then "and N more" for the rest."""
+    return list(entities) if len(entities) <= limit else [*entities[:limit], f"and {len(entities) - limit} more"]
+
+
+def largest_topics(groups: list[LossGroup], limit: int = TOPICS_SHOWN) -> list[LossGroup]:
+    """The `limit` topic groups with the most items, kept in their given order: what a
+    summary shows before "and N more topic(s)"."""
+    chosen = set(sorted(range(len(groups)), key=lambda i: -groups[i].count)[:limit])
+    return [g for i, g in enumerate(groups) if i in chosen]
 
 
 def group_losses(items: Iterable[tuple[str, str]]) -> list[LossGroup]:
