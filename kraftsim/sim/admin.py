@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import (
     CreatableTopic,
@@ -20,11 +20,13 @@ from kraftsim.controller import (
 )
 from kraftsim.controller.cluster_control import unregister_broker
 from kraftsim.controller.features import UpdateFeaturesRequest, UpdateFeaturesResponse
-from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
 from kraftsim.versions import ToolFailure
+
+if TYPE_CHECKING:  # imported where used: serving a cluster never runs kafka-features
+    from kraftsim.sim import features_tool
 
 
 class AdminMixin:
@@ -203,6 +205,8 @@ class AdminMixin:
 
     def tool_release(self) -> str:
         """The release of the kafka-features an operator runs against this cluster."""
+        from kraftsim.sim import features_tool
+
         release = features_tool.cluster_release(self.node_summaries())
         assert release is not None  # a simulation has nodes
         return release
@@ -216,6 +220,8 @@ class AdminMixin:
             feats = [f"{k}={v}" for k, v in sorted(features.items())]
         else:
             feats = list(features or [])
+        from kraftsim.sim import features_tool
+
         lines: list[str] = []
         tool = self.catalog.at_release(tool_release or self.tool_release())
         before = {k: v for k, v in self.finalized().items()}

@@ -23,20 +23,21 @@ SHARE_GROUP_HEARTBEAT, SHARE_FETCH, STREAMS_GROUP_TOPOLOGY_UPDATE, UNREGISTER_CO
 
 
 def test_every_catalog_release_has_data_and_nothing_else():
-    # The table is per release line; every release of the catalog finds its line's data, changed
-    # only where a patch release changed a range (4.0.1's JoinGroup).
+    # The table is per release line; a line name is its newest release (4.0 is 4.0.2), and the
+    # other releases of the line differ only where a patch release changed a range (4.0.1's JoinGroup).
     assert TABLE.releases == tuple(dict.fromkeys(r.line for r in CATALOG.releases))
     for r in CATALOG.releases:
         for role in ROLES:
             own, line = TABLE.ranges(r.name, role), TABLE.ranges(r.line, role)
             changed = {k for k in own.keys() | line.keys() if own.get(k) != line.get(k)}
-            assert changed == ({JOIN_GROUP} if r.name in ("4.0.1", "4.0.2") and role == "broker" else set()), r.name
+            assert changed == ({JOIN_GROUP} if r.name == "4.0.0" and role == "broker" else set()), r.name
 
 
 def test_a_patch_entry_holds_from_its_release_on_and_is_checked():
     assert TABLE.ranges("4.0.0", "broker")[JOIN_GROUP] == (2, 9)
     assert TABLE.ranges("4.0.1", "broker")[JOIN_GROUP] == TABLE.ranges("4.0.9", "broker")[JOIN_GROUP] == (0, 9)
-    assert TABLE.ranges("4.0.2", "controller") == TABLE.ranges("4.0", "controller")
+    assert TABLE.ranges("4.0", "broker")[JOIN_GROUP] == (0, 9)  # the line's newest release, 4.0.2
+    assert TABLE.ranges("4.0.2", "controller") == TABLE.ranges("4.0.0", "controller")
     base = ('[api_names]\n18 = "ApiVersions"\n11 = "JoinGroup"\n[[releases]]\nname = "3.9"\n'
             '[releases.broker]\n18 = [0, 4]\n[releases.controller]\n')
     with pytest.raises(KraftsimError, match=r"z\.toml: patch 4\.1\.1 has no release line 4\.1 before it"):
@@ -61,7 +62,7 @@ def test_a_patch_entry_holds_from_its_release_on_and_is_checked():
         ("4.0", "broker", PRODUCE, (0, 12)),  # KAFKA-18659: still advertised from 0
         ("4.0", "broker", FETCH, (4, 17)),  # KIP-896 minimums
         ("4.0", "broker", OFFSET_FETCH, (1, 9)),
-        ("4.0", "broker", JOIN_GROUP, (2, 9)),
+        ("4.0.0", "broker", JOIN_GROUP, (2, 9)),
         ("4.0", "broker", UPDATE_FEATURES, (0, 2)),
         # 4.1 and 4.2 brokers
         ("4.1", "broker", PRODUCE, (0, 13)),

@@ -104,11 +104,12 @@ class ApiVersionTable:
         if role not in ROLES:
             raise KraftsimError(f"unknown node role {role!r}: expected 'broker' or 'controller'")
         table = self._ranges.get((release, role))
-        if table is None and RELEASE_NAME_RE.match(release):  # "4.3.1": the table is per line
+        if RELEASE_NAME_RE.match(release):  # "4.3.1": the table is per line
             line = release_line(release)
             table = self._ranges.get((line, role))
-            at = release_name_key(release)
-            changes = [c[role] for first, c in self._patches.get(line, []) if first <= at and c[role]]
+            # a line name stands for its newest release (as the catalog reads it): every patch holds
+            at = None if release == line else release_name_key(release)
+            changes = [c[role] for first, c in self._patches.get(line, []) if (at is None or first <= at) and c[role]]
             if table is not None and changes:  # a patch release that changed some ranges
                 table = dict(sorted({k: r for c in [table, *changes] for k, r in c.items()}.items()))
         if table is None:
