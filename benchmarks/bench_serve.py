@@ -23,7 +23,10 @@ What is measured (`measure_target`, usable from other code on any listener):
 - start-up (`--kafka`, `--serve`): time from the server process's spawn to the first
   answered ApiVersions on its (first) broker listener, polled every 10 ms with fresh
   connections. `kraftsim serve` is started with `--ready-file` (contract 7), which says
-  where its listeners are; the clock runs from the spawn, not from the ready file.
+  where its listeners are; the clock runs from the spawn, not from the ready file. Its
+  modules are compiled to bytecode first, as `pip install` leaves an installed package;
+  `--serve T --no-bytecode` measures the start-up alone without any bytecode cache (every
+  module compiled from source), as a row of its own.
 
 Bounded: every phase has a deadline, every connection a timeout; a real node is always
 stopped (its process group is killed after a grace period).
@@ -208,11 +211,12 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
 
 
 def measure_spawned(cmd: list[str], ready_file: Path, label: str, *, requests: int,
-                    log: Callable[[str], None] = print) -> dict[str, Any]:
-    """A server started by `cmd` that writes contract 7's ready file: start-up and load on its first broker."""
+                    log: Callable[[str], None] = print, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A server started by `cmd` that writes contract 7's ready file: start-up and load on its first
+    broker (no load phase when `requests` is 0)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+                            stderr=subprocess.DEVNULL, start_new_session=True, env=env)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         ready: dict[str, Any] | None = None
@@ -232,20 +236,38 @@ def measure_spawned(cmd: list[str], ready_file: Path, label: str, *, requests: i
         startup = time.perf_counter() - t0
         startup_cpu = cpu_seconds(proc.pid)
         log(f"{label}: first ApiVersions answered {startup:.3f} s after spawn ({startup_cpu} s CPU)")
-        rows = measure_target(host, int(port), requests=requests, log=log, server_pid=proc.pid)
+        rows = measure_target(host, int(port), requests=requests, log=log, server_pid=proc.pid) if requests else []
     finally:
         _stop(proc)
     return {"label": label, "startup_s": startup, "startup_cpu_s": startup_cpu, "rows": rows}
 
 
-def measure_serve(target: str, *, requests: int, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """`kraftsim serve TARGET` (a cluster directory or a scenario file), started and stopped here."""
+def measure_serve(target: str, *, requests: int, log: Callable[[str], None] = print,
+                  bytecode: bool = True) -> dict[str, Any]:
+    """`kraftsim serve TARGET` (a cluster directory or a scenario file), started and stopped here.
+
+    With `bytecode` the package's modules are compiled first, as `pip install` leaves them, so
+    start-up is what an installed kraftsim takes; without, the server reads no bytecode cache
+    (an empty `-X pycache_prefix`) and compiles every module it imports from source."""
+    import compileall
+
+    import kraftsim
+
     with tempfile.TemporaryDirectory(prefix="kraftsim-bench-serve-") as tmp:
         ready = Path(tmp) / "ready.json"
-        cmd = [sys.executable, "-m", "kraftsim", "serve", target, "--ready-file", str(ready)]
+        label = f"kraftsim serve {Path(target).name}"
+        env = None
+        if bytecode:
+            compileall.compile_dir(str(Path(kraftsim.__file__).parent), quiet=1)
+            python = [sys.executable]
+        else:
+            python = [sys.executable, "-X", f"pycache_prefix={Path(tmp) / 'no-pycache'}"]
+            env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+            label += " (no bytecode cache)"
+        cmd = [*python, "-m", "kraftsim", "serve", target, "--ready-file", str(ready)]
         if target.endswith(".toml"):
             cmd += ["--keep", str(Path(tmp) / "cluster")]
-        return measure_spawned(cmd, ready, f"kraftsim serve {Path(target).name}", requests=requests, log=log)
+        return measure_spawned(cmd, ready, label, requests=requests, log=log, env=env)
 
 
 def measure_in_process(release: str, *, repeats: int = 5, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -294,7 +316,8 @@ def markdown(data: dict[str, Any]) -> str:
         "",
         "Wall-clock figures grow with the machine's load (other work shares the 2 cores; the load average of "
         "each run is given). The CPU columns do not: the server process's own CPU time (all threads) until its "
-        "first answer, and per answer during a phase.",
+        "first answer, and per answer during a phase. `kraftsim serve` starts from compiled bytecode, as an "
+        "installed package does; the row marked (no bytecode cache) compiles every module it imports from source.",
         "",
         "| target | run | start to first ApiVersions (s) | server CPU until then (s) |",
         "|---|---|---:|---:|",
@@ -338,13 +361,16 @@ def main(argv: list[str] | None = None) -> int:
                       help="start-up of kraftsim.serve(combined=1, release=RELEASE) inside this (warm) process")
     parser.add_argument("--label", help="the target's name in the results (with --target)")
     parser.add_argument("--quick", action="store_true", help="fewer requests; results go to serve.quick.*")
+    parser.add_argument("--no-bytecode", action="store_true",
+                        help="with --serve: start-up only, the server compiling every module from source "
+                             "(no bytecode cache), as its own row")
     args = parser.parse_args(argv)
     requests = 640 if args.quick else 6400
     load_before = load_average()
     if args.kafka:
         entry = measure_kafka(args.kafka, requests=requests)
     elif args.serve:
-        entry = measure_serve(args.serve, requests=requests)
+        entry = measure_serve(args.serve, requests=0 if args.no_bytecode else requests, bytecode=not args.no_bytecode)
     elif args.in_process:
         entry = measure_in_process(args.in_process)
     else:

@@ -17,13 +17,28 @@ below; the rooms behind it:
   admin              the admin-client requests Simulation answers (topics, features; the 4.3/4.4 ops
                      are Simulation methods)
   features_tool  kafka-features against a simulated cluster (either engine)
-  member         the old path of engine/member, kept for admin.py only
 """
 
-from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
-from kraftsim.sim.engine.quorum_view import QuorumInfo, ReplicaInfo
-from kraftsim.sim.engine.reconfig import VoterChangeRefused
-from kraftsim.sim.simulation import Simulation
+from typing import TYPE_CHECKING
 
+from kraftsim.lazy import exports
+
+if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checker only
+    from kraftsim.sim.engine.quorum_view import QuorumInfo, ReplicaInfo
+    from kraftsim.sim.engine.reconfig import VoterChangeRefused
+    from kraftsim.sim.simulation import Simulation
+    from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
+
+# Loaded on first use: `import kraftsim.sim.node.api_versions` (or any room) must not start
+# the whole simulator, and `kraftsim serve` imports only what its first answer needs.
+_MODULE_OF = {
+    **{name: ("kraftsim.sim.types", name)
+       for name in ("INVARIANTS", "InvariantResult", "NodeInfo", "SimConfig", "SimError", "SimEvent")},
+    "QuorumInfo": ("kraftsim.sim.engine.quorum_view", "QuorumInfo"),
+    "ReplicaInfo": ("kraftsim.sim.engine.quorum_view", "ReplicaInfo"),
+    "VoterChangeRefused": ("kraftsim.sim.engine.reconfig", "VoterChangeRefused"),
+    "Simulation": ("kraftsim.sim.simulation", "Simulation"),
+}
 __all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "SimConfig", "SimError",
            "SimEvent", "Simulation", "VoterChangeRefused"]
+__getattr__ = exports(__name__, _MODULE_OF)

@@ -20,13 +20,13 @@ from kraftsim.controller import (
 )
 from kraftsim.controller.cluster_control import unregister_broker
 from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
-from kraftsim.sim import features_tool
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
 from kraftsim.versions import ToolFailure
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # features_tool is imported where used: serving a cluster never runs kafka-features
+    from kraftsim.sim import features_tool
     from kraftsim.sim.engine.core import Engine
     from kraftsim.sim.types import SimConfig
     from kraftsim.versions import Catalog
@@ -223,6 +223,8 @@ class AdminMixin:
 
     def tool_release(self) -> str:
         """The release of the kafka-features an operator runs against this cluster."""
+        from kraftsim.sim import features_tool
+
         release = features_tool.cluster_release(self.node_summaries())
         assert release is not None  # a simulation has nodes
         return release
@@ -236,6 +238,8 @@ class AdminMixin:
             feats = [f"{k}={v}" for k, v in sorted(features.items())]
         else:
             feats = list(features or [])
+        from kraftsim.sim import features_tool
+
         lines: list[str] = []
         tool = self.catalog.at_release(tool_release or self.tool_release())
         before = {k: v for k, v in self.finalized().items()}

@@ -15,7 +15,7 @@ import json
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import msgspec
 
@@ -39,7 +39,6 @@ from kraftsim.sim.saved import (
     SavedState,
     read_saved,
 )
-from kraftsim.sim.engine.quorum_view import QuorumInfo, quorum_info
 from kraftsim.sim.engine.reconfig import VoterChangeRefused
 from kraftsim.sim.types import (
     FAILED,
@@ -59,6 +58,9 @@ from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
+
+if TYPE_CHECKING:
+    from kraftsim.sim.engine.quorum_view import QuorumInfo
 
 POLICIES = ("kafka", KIP_778)
 #: How long (virtual) an operation waits for the cluster to settle before it gives up.
@@ -494,6 +496,8 @@ class Simulation(AdminMixin):
         """What DescribeQuorum answers now: the leader, its epoch and high watermark, and every
         voter and observer with its directory id, log end offset, lag and fetch times (raises
         SimError without a leader)."""
+        from kraftsim.sim.engine.quorum_view import quorum_info  # DescribeQuorum's view, built when asked
+
         return quorum_info(self.engine, self._saved.cluster_id)
 
     def voters(self) -> tuple[int, ...]:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from kraftsim.scenario.apply import apply
-from kraftsim.scenario.ops import make
-from kraftsim.sim import Simulation
+if TYPE_CHECKING:  # the scenario runner is imported when a step runs: a served cluster records steps first
+    from kraftsim.sim import Simulation
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
@@ -70,6 +69,9 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     """Carry out `step` as the scenario runner does (kraftsim.scenario.apply, the same lines);
     a refusal raises SimError (Kafka's text). A key whose value is None is not given, as in the
     scenario file the step is written to."""
+    from kraftsim.scenario.apply import apply
+    from kraftsim.scenario.ops import make
+
     return apply(sim, make(step.op, {k: v for k, v in step.args.items() if v is not None}))
 
 

@@ -8,12 +8,15 @@ to the active controller.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kraftsim.sim import ReplicaInfo, SimError
+from kraftsim.sim import SimError
 from kraftsim.wire.admin_handlers import refusal
 from kraftsim.wire.handlers import Body, code
 from kraftsim.wire.served import CONTROLLER, LISTENER_NAMES, Listener, ServedCluster
+
+if TYPE_CHECKING:
+    from kraftsim.sim import ReplicaInfo
 
 DESCRIBE_QUORUM_KEY = 55
 TOPIC, PARTITION = "__cluster_metadata", 0

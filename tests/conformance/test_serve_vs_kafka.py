@@ -27,19 +27,8 @@ def _api(name: str, key: int, kafka: str, kraftsim: str) -> str:
             f"kraftsim '{name}({key}): {kraftsim}'")
 
 
-#: kraftsim/sim/data/api_versions.toml's 4.4 broker line (marked unconfirmed there) against a
-#: live 4.4.0 broker; the fix belongs in that table.
-KNOWN_GAPS: dict[str, set[str]] = {
-    "4.4.0": {
-        _api("ApiVersions", 18, "0 to 5 [usable: 5]", "0 to 4 [usable: 4]"),
-        _api("ShareAcknowledge", 79, "1 to 2 [usable: 2]", "0 to 2 [usable: 2]"),
-        _api("ShareFetch", 78, "1 to 2 [usable: 2]", "0 to 2 [usable: 2]"),
-        _api("ShareGroupDescribe", 77, "1 [usable: 1]", "0 to 1 [usable: 1]"),
-        _api("ShareGroupHeartbeat", 76, "1 [usable: 1]", "0 to 1 [usable: 1]"),
-        _api("StreamsGroupTopologyDescriptionUpdate", 93, "0 [usable: 0]", "UNSUPPORTED"),
-        _api("UnregisterController", 94, "0 [usable: 0]", "UNSUPPORTED"),
-    },
-}
+#: None at present: the API version table now agrees with every live release checked.
+KNOWN_GAPS: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("release", RELEASES)

@@ -114,3 +114,17 @@ def test_every_argument_has_help() -> None:
                 elif not isinstance(action, argparse._HelpAction) and not action.help:
                     missing.append(f"{where}: {'/'.join(action.option_strings) or action.dest}")
     assert missing == []
+
+
+def test_serve_imports_only_what_its_first_answer_needs() -> None:
+    """`kraftsim serve`'s modules (those its _run imports) leave out the simulator's other faces:
+    kafka-features, the tick engine, the scenario runner, the DescribeQuorum view."""
+    probe = ("import json, sys\nimport kraftsim.cli.serve_cmd, kraftsim.wire.ready, kraftsim.wire.session, "
+             "kraftsim.wire.target\nprint(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    assert "kraftsim.sim.simulation" in modules  # the probe does load what serving needs
+    unneeded = ("kraftsim.sim.features_tool", "kraftsim.sim.ticks", "kraftsim.scenario", "kraftsim.sim.engine.quorum_view",
+                "kraftsim.pipeline", "kraftsim.demo", "pandas", "pyarrow", "numpy")
+    assert sorted(m for m in modules if any(m == u or m.startswith(u + ".") for u in unneeded)) == []

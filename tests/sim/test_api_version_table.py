@@ -19,13 +19,31 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 0, 1, 2, 3
 CONTROLLED_SHUTDOWN, JOIN_GROUP, API_VERSIONS, UPDATE_FEATURES = 7, 11, 18, 57
 BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION = 62, 63, 70
 TELEMETRY = (71, 72)
+SHARE_GROUP_HEARTBEAT, SHARE_FETCH, STREAMS_GROUP_TOPOLOGY_UPDATE, UNREGISTER_CONTROLLER = 76, 78, 93, 94
 
 
 def test_every_catalog_release_has_data_and_nothing_else():
-    # The table is per release line; every release of the catalog finds its line's data.
+    # The table is per release line; a line name is its newest release (4.0 is 4.0.2), and the
+    # other releases of the line differ only where a patch release changed a range (4.0.1's JoinGroup).
     assert TABLE.releases == tuple(dict.fromkeys(r.line for r in CATALOG.releases))
     for r in CATALOG.releases:
-        assert TABLE.ranges(r.name, "broker") == TABLE.ranges(r.line, "broker")
+        for role in ROLES:
+            own, line = TABLE.ranges(r.name, role), TABLE.ranges(r.line, role)
+            changed = {k for k in own.keys() | line.keys() if own.get(k) != line.get(k)}
+            assert changed == ({JOIN_GROUP} if r.name == "4.0.0" and role == "broker" else set()), r.name
+
+
+def test_a_patch_entry_holds_from_its_release_on_and_is_checked():
+    assert TABLE.ranges("4.0.0", "broker")[JOIN_GROUP] == (2, 9)
+    assert TABLE.ranges("4.0.1", "broker")[JOIN_GROUP] == TABLE.ranges("4.0.9", "broker")[JOIN_GROUP] == (0, 9)
+    assert TABLE.ranges("4.0", "broker")[JOIN_GROUP] == (0, 9)  # the line's newest release, 4.0.2
+    assert TABLE.ranges("4.0.2", "controller") == TABLE.ranges("4.0.0", "controller")
+    base = ('[api_names]\n18 = "ApiVersions"\n11 = "JoinGroup"\n[[releases]]\nname = "3.9"\n'
+            '[releases.broker]\n18 = [0, 4]\n[releases.controller]\n')
+    with pytest.raises(KraftsimError, match=r"z\.toml: patch 4\.1\.1 has no release line 4\.1 before it"):
+        ApiVersionTable.from_text(base + '[[patches]]\nname = "4.1.1"\n[patches.broker]\n11 = [0, 9]\n', "z.toml")
+    with pytest.raises(KraftsimError, match=r"release 3\.9\.1 broker: bad range \[3, 1\] for api key 11"):
+        ApiVersionTable.from_text(base + '[[patches]]\nname = "3.9.1"\n[patches.broker]\n11 = [3, 1]\n', "z.toml")
 
 
 @pytest.mark.parametrize(
@@ -44,7 +62,7 @@ def test_every_catalog_release_has_data_and_nothing_else():
         ("4.0", "broker", PRODUCE, (0, 12)),  # KAFKA-18659: still advertised from 0
         ("4.0", "broker", FETCH, (4, 17)),  # KIP-896 minimums
         ("4.0", "broker", OFFSET_FETCH, (1, 9)),
-        ("4.0", "broker", JOIN_GROUP, (2, 9)),
+        ("4.0.0", "broker", JOIN_GROUP, (2, 9)),
         ("4.0", "broker", UPDATE_FEATURES, (0, 2)),
         # 4.1 and 4.2 brokers
         ("4.1", "broker", PRODUCE, (0, 13)),
@@ -52,15 +70,28 @@ def test_every_catalog_release_has_data_and_nothing_else():
         ("4.1", "broker", JOIN_GROUP, (0, 9)),  # KAFKA-19444: v0 and v1 back
         ("4.2", "broker", LIST_OFFSETS, (1, 11)),
         ("4.2", "broker", OFFSET_COMMIT, (2, 10)),
+        # live 4.0.2, 4.1.2, 4.2.1, 4.3.1 and 4.4.0 nodes (kafka-broker-api-versions)
+        ("4.0.2", "broker", JOIN_GROUP, (0, 9)),  # KAFKA-19444 reached 4.0.1 too
+        ("4.1.2", "broker", SHARE_FETCH, (1, 1)),  # share-group v0 (4.0's early access) gone
+        ("4.2.1", "broker", SHARE_GROUP_HEARTBEAT, (1, 1)),
+        ("4.3.1", "broker", SHARE_FETCH, (1, 2)),
+        ("4.4.0", "broker", SHARE_GROUP_HEARTBEAT, (1, 1)),
+        ("4.4.0", "broker", API_VERSIONS, (0, 5)),
+        ("4.4.0", "broker", STREAMS_GROUP_TOPOLOGY_UPDATE, (0, 0)),
+        ("4.4.0", "broker", UNREGISTER_CONTROLLER, (0, 0)),
+        # 4.4.0's message JSON (ApiVersionsRequest, UnregisterControllerRequest)
+        ("4.4.0", "controller", API_VERSIONS, (0, 5)),
+        ("4.4.0", "controller", UNREGISTER_CONTROLLER, (0, 0)),
     ],
 )
 def test_ranges_real_nodes_advertised(release, role, key, expected):
     assert TABLE.ranges(release, role)[key] == expected
 
 
-def test_apiversions_v4_arrives_with_3_9():
+def test_apiversions_v4_arrives_with_3_9_and_v5_with_4_4():
     maxima = {r: TABLE.ranges(r, "broker")[API_VERSIONS][1] for r in TABLE.releases}
-    assert {r for r, m in maxima.items() if m == 4} == {"3.9", "4.0", "4.1", "4.2", "4.3", "4.4"}
+    assert {r for r, m in maxima.items() if m == 4} == {"3.9", "4.0", "4.1", "4.2", "4.3"}
+    assert {r for r, m in maxima.items() if m == 5} == {"4.4"}
     assert {r for r, m in maxima.items() if m == 3} == {"3.3", "3.4", "3.5", "3.6", "3.7", "3.8"}
 
 

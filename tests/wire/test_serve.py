@@ -11,8 +11,9 @@ import pytest
 
 import kraftsim
 from kraftsim.controller import error_codes
-from kraftsim.sim.node.api_versions import api_versions_response
+from kraftsim.sim.node.api_versions import api_version_table, api_versions_response
 from kraftsim.wire import encode_request, frame, parse_response
+from kraftsim.wire.codec import UnsupportedRequest, default_catalog as codec_catalog, parse_request
 from tests.wire.client import API_VERSIONS_V3, closed_by_server, connect, read_frames, rpc
 
 ERR = error_codes()
@@ -66,6 +67,32 @@ def test_a_request_the_listener_does_not_serve_closes_the_connection():
             s.sendall(frame(struct.pack(">hhih", 0, 9, 1, -1)))
             assert closed_by_server(s)
         assert rpc(k.bootstrap_servers, 18, 3, API_VERSIONS_V3) is not None  # the server goes on
+
+
+def _beyond_the_codec(release: str, role: str) -> list[tuple[int, int]]:
+    """(api key, version) pairs the release advertises on `role` that the codec has no schema for."""
+    schemas = {key: api.request.versions for key, api in codec_catalog().apis.items()}
+    return [(key, v) for key, (lo, hi) in api_version_table().ranges(release, role).items()
+            for v in range(lo, hi + 1) if not schemas.get(key, (0, -1))[0] <= v <= schemas.get(key, (0, -1))[1]]
+
+
+def test_advertised_but_unparsable_versions_close_the_connection_on_every_release():
+    """ApiVersions lists what the release supports, the codec's schemas or not; a request the
+    codec cannot read is refused as Kafka refuses an unknown one (closed), never misread."""
+    for release in api_version_table().releases:
+        for role in ("broker", "controller"):
+            for key, version in _beyond_the_codec(release, role):
+                with pytest.raises(UnsupportedRequest):
+                    parse_request(struct.pack(">hhih", key, version, 1, -1) + b"\x00")
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        for role in ("broker", "controller"):
+            listed = {(a["ApiKey"], a["MinVersion"], a["MaxVersion"])
+                      for a in rpc(k.address(1, role), 18, 5, API_VERSIONS_V3)[1]["ApiKeys"]}
+            assert {(key, lo, hi) for key, (lo, hi) in api_version_table().ranges("4.4.0", role).items()} == listed
+            unparsable = _beyond_the_codec("4.4.0", role)
+            assert (94, 0) in unparsable  # UnregisterController: listed, no schema
+            for key, version in unparsable:
+                assert k.answer(1, role, struct.pack(">hhih", key, version, 1, -1) + b"\x00") is None, (key, version)
 
 
 def test_metadata_describe_cluster_and_topics_from_the_nodes_image():

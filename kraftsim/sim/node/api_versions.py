@@ -34,7 +34,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.node.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
-from kraftsim.versions.metadata_version import RELEASE_NAME_RE, release_line
+from kraftsim.versions.metadata_version import RELEASE_NAME_RE, release_line, release_name_key
 
 ROLES = ("broker", "controller")
 API_VERSIONS_KEY = 18
@@ -65,11 +65,20 @@ class ApiVersionTable:
                 for role in ROLES:
                     table = {}
                     for key, pair in rel[role].items():
-                        lo, hi = (int(x) for x in pair)
-                        if not 0 <= lo <= hi or int(key) not in self.names:
-                            raise KraftsimError(f"{where}: release {name} {role}: bad range {pair} for api key {key}")
-                        table[int(key)] = (lo, hi)
+                        table[int(key)] = _range(where, name, role, key, pair, self.names)
                     self._ranges[(name, role)] = dict(sorted(table.items()))
+            #: line -> [(first patch release, role -> the keys it changes)], oldest first
+            self._patches: dict[str, list[tuple[tuple[int, int, int], dict[str, dict[int, Range]]]]] = {}
+            for patch in data.get("patches", []):
+                name = str(patch["name"])
+                line = release_line(name)
+                if (line, "broker") not in self._ranges:
+                    raise KraftsimError(f"{where}: patch {name} has no release line {line} before it")
+                changed = {role: {int(k): _range(where, name, role, k, pair, self.names)
+                                  for k, pair in patch.get(role, {}).items()} for role in ROLES}
+                self._patches.setdefault(line, []).append((release_name_key(name), changed))
+            for entries in self._patches.values():
+                entries.sort(key=lambda e: e[0])
         except (KeyError, TypeError, ValueError) as exc:
             raise KraftsimError(f"{where}: malformed API version table ({type(exc).__name__}: {exc})") from None
         self.where = where
@@ -95,8 +104,14 @@ class ApiVersionTable:
         if role not in ROLES:
             raise KraftsimError(f"unknown node role {role!r}: expected 'broker' or 'controller'")
         table = self._ranges.get((release, role))
-        if table is None and RELEASE_NAME_RE.match(release):  # "4.3.1": the table is per line
-            table = self._ranges.get((release_line(release), role))
+        if RELEASE_NAME_RE.match(release):  # "4.3.1": the table is per line
+            line = release_line(release)
+            table = self._ranges.get((line, role))
+            # a line name stands for its newest release (as the catalog reads it): every patch holds
+            at = None if release == line else release_name_key(release)
+            changes = [c[role] for first, c in self._patches.get(line, []) if (at is None or first <= at) and c[role]]
+            if table is not None and changes:  # a patch release that changed some ranges
+                table = dict(sorted({k: r for c in [table, *changes] for k, r in c.items()}.items()))
         if table is None:
             raise NoApiVersionData(
                 f"no API version data for release {release} "
@@ -108,6 +123,14 @@ class ApiVersionTable:
     def api_name(self, key: int) -> str:
         """Kafka's message name of an api key ("Produce"), or "Unknown(<key>)"."""
         return self.names.get(key, f"Unknown({key})")
+
+
+def _range(where: str, release: str, role: str, key: object, pair: Iterable[object],
+           names: Mapping[int, str]) -> Range:
+    lo, hi = (int(x) for x in pair)  # type: ignore[call-overload]
+    if not 0 <= lo <= hi or int(key) not in names:  # type: ignore[call-overload]
+        raise KraftsimError(f"{where}: release {release} {role}: bad range {pair} for api key {key}")
+    return lo, hi
 
 
 @cache
