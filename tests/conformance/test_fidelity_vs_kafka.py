@@ -11,6 +11,7 @@ meta.properties variant a few seconds.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Callable, TypeVar
 
 import pytest
 
@@ -39,36 +40,65 @@ SLACK_MS = 100
 #: expires (3.x) from registering only after it (4.x).
 KAFKA_SLACK_MS = HEARTBEAT_MS // 2
 
+R = TypeVar("R")
+
 
 def _gaps(times: list[int]) -> list[int]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+def _retaken(measure_once: Callable[[], R], kafka_disagrees: Callable[[R], str | None]) -> R:
+    """A live JVM's wall-clock figures, taken once more with a fresh JVM when the first run's did
+    not fit: on a loaded 2-core machine one late timer or a stretched start-up can push a single
+    run past its tolerance (seen in CI: a 3.7.2 broker registering 2.5 s after restart). A
+    behaviour that really differs fails both runs; the second must fit."""
+    run = measure_once()
+    first = kafka_disagrees(run)
+    if first is None:
+        return run
+    run = measure_once()
+    again = kafka_disagrees(run)
+    assert again is None, f"twice: {first}; then {again}"
+    return run
+
+
+def _rejoin_disagreement(version_line: tuple[int, ...], kafka: Any, ours: Any) -> str | None:
+    """Why Kafka's restart figures do not fit the rule both should follow, or None."""
+    if version_line < (4, 0):
+        # 3.x: the broker was fenced by its controlled shutdown, so it holds no session and its
+        # new incarnation gets in at the first attempt; registered long before the old session
+        # could have expired, once Kafka's JVM start-up is taken off
+        if kafka.refused_ms or not 0 < kafka.unfenced_ms - kafka.registered_ms <= KAFKA_SLACK_MS \
+                or not kafka.registered_ms - kafka.started_ms < SESSION_MS - HEARTBEAT_MS:
+            return kafka.describe()
+        return None
+    # 4.x: refused until the old session expires, retried every heartbeat interval; it registers on
+    # the first retry after the session expires: where in the 2 s cycle that falls depends on its
+    # JVM's start-up, so the two agree within one heartbeat interval
+    if len(kafka.refused_ms) < 3 \
+            or not all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + KAFKA_SLACK_MS for g in _gaps(kafka.refused_ms)) \
+            or not 0 < kafka.unfenced_ms - kafka.registered_ms <= KAFKA_SLACK_MS \
+            or abs(kafka.unfenced_ms - ours.unfenced_ms) > HEARTBEAT_MS + KAFKA_SLACK_MS:
+        return f"{kafka.describe()} against {ours.describe()}"
+    return None
+
+
 @pytest.mark.parametrize("version", sorted({releases()[0], *live_releases()}))
 def test_a_restarted_broker_rejoins_when_the_simulator_says(version: str, tmp_path: Path) -> None:
     dist = kafka_dist(version)
-    kafka = measure(dist, tmp_path)
     ours = simulated(dist.release.line)
-    if dist.release.line_tuple < (4, 0):
-        # 3.x: the broker was fenced by its controlled shutdown, so it holds no session and its
-        # new incarnation gets in at the first attempt, in both
-        for run, slack in ((kafka, KAFKA_SLACK_MS), (ours, 4 * SLACK_MS)):
-            assert run.refused_ms == [], run.describe()
-            assert 0 < run.unfenced_ms - run.registered_ms <= slack, run.describe()
-        # registered long before the old session could have expired, once Kafka's JVM start-up is
-        # taken off (on 4.x the same restart waits for that expiry)
-        assert kafka.registered_ms - kafka.started_ms < SESSION_MS - HEARTBEAT_MS, kafka.describe()
+    line = dist.release.line_tuple
+    attempts = iter(("first", "second"))
+    _retaken(lambda: measure(dist, tmp_path / next(attempts)), lambda k: _rejoin_disagreement(line, k, ours))
+    # the simulator's own figures are simulated time: tight bounds, no retake
+    if line < (4, 0):
+        assert ours.refused_ms == [], ours.describe()
+        assert 0 < ours.unfenced_ms - ours.registered_ms <= 4 * SLACK_MS, ours.describe()
         assert ours.unfenced_ms < HEARTBEAT_MS, ours.describe()
         return
-    # refused until the old session expires, retried every heartbeat interval, by both
-    for run, slack in ((kafka, KAFKA_SLACK_MS), (ours, SLACK_MS)):
-        assert len(run.refused_ms) >= 3, run.describe()
-        assert all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + slack for g in _gaps(run.refused_ms)), run.describe()
-        assert 0 < run.unfenced_ms - run.registered_ms <= slack, run.describe()
-    # Kafka registers on the first retry after the session expires: where in the 2 s cycle that
-    # falls depends on its JVM's start-up, so the two agree within one heartbeat interval
-    assert abs(kafka.unfenced_ms - ours.unfenced_ms) <= HEARTBEAT_MS + KAFKA_SLACK_MS, (kafka.describe(),
-                                                                                      ours.describe())
+    assert len(ours.refused_ms) >= 3, ours.describe()
+    assert all(HEARTBEAT_MS <= g <= HEARTBEAT_MS + SLACK_MS for g in _gaps(ours.refused_ms)), ours.describe()
+    assert 0 < ours.unfenced_ms - ours.registered_ms <= SLACK_MS, ours.describe()
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -86,13 +116,17 @@ def test_a_refused_broker_gives_up_when_the_simulator_says(controller: str, brok
     """A broker of a release below the controller's metadata.version, with a 5 s registration
     timeout: refused in the controller release's words, retried, then shut down (exit 1),
     about 5 s after its first refusal, in both."""
-    kafka = registration_measure(kafka_dist(controller), kafka_dist(broker), tmp_path, timeout_ms=5000)
     ours = registration_simulated(kafka_dist(controller).release.line, broker, timeout_ms=5000)
-    assert kafka.exit_code == 1, kafka.describe()
-    assert ours.refusal == kafka.refusal
-    for run in (kafka, ours):
-        assert 5000 - 3 * SLACK_MS <= run.shutdown_ms <= 5000, run.describe()
-    assert len(ours.refused_ms) == len(kafka.refused_ms), (kafka.describe(), ours.describe())
+    attempts = iter(("first", "second"))
+
+    def disagreement(kafka: Any) -> str | None:
+        fits = (kafka.exit_code == 1 and kafka.refusal == ours.refusal
+                and 5000 - 3 * SLACK_MS <= kafka.shutdown_ms <= 5000 and len(ours.refused_ms) == len(kafka.refused_ms))
+        return None if fits else f"{kafka.describe()} against {ours.describe()}"
+
+    _retaken(lambda: registration_measure(kafka_dist(controller), kafka_dist(broker), tmp_path / next(attempts),
+                                          timeout_ms=5000), disagreement)
+    assert 5000 - 3 * SLACK_MS <= ours.shutdown_ms <= 5000, ours.describe()
 
 
 def _checks_bootstrap_at_start(version: str) -> bool:
