@@ -11,6 +11,7 @@ and said in one line.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_damage_option(p)
     add_catalog_options(p)
     add_progress_flag(p)
+    p.add_argument("--json", action="store_true", help="print what was written as one JSON object")
     p.set_defaults(run=run_export)
 
 
@@ -65,6 +67,10 @@ def run_export(args: argparse.Namespace) -> int:
     for line in result.partial:
         print(f"kraftsim: PARTIAL: {line}", file=sys.stderr)
     what = "records" if args.table == "records" else "entities"
+    if args.json:
+        print(json.dumps({"table": args.table, "rows": result.rows, "files": result.files, "output": str(result.output),
+                          "partial": list(result.partial), "recovery": list(result.recovery)}, sort_keys=True))
+        return 1 if result.partial else 0
     files = f"{result.files} {'file' if result.files == 1 else 'files'}"
     label = " (PARTIAL: see above)" if result.partial else ""
     print(f"wrote {result.rows} {what} from {files} to {result.output}{label}")

@@ -9,6 +9,7 @@ kraftsim.conformance.dist.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from kraftsim.conformance.dist import KafkaUnavailable, cache_root, cached_jars, fetch, known_releases, resolve_release
@@ -22,9 +23,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     f = cmds.add_parser("fetch", help="download a release's jars with Maven into the cache (reused across runs)")
     f.add_argument("versions", nargs="+", metavar="VERSION",
                    help="a Kafka version (4.3.1) or line (4.3: the release the suite uses for it)")
+    f.add_argument("--json", action="store_true", help="one JSON object per fetched release")
     f.set_defaults(run=_run_fetch)
 
     r = cmds.add_parser("releases", help="the releases the conformance suite knows, and which are cached")
+    r.add_argument("--json", action="store_true", help="print the releases as one JSON object")
     r.set_defaults(run=_run_releases)
 
 
@@ -34,7 +37,11 @@ def _run_fetch(args: argparse.Namespace) -> int:
         for name in args.versions:
             release = resolve_release(name)
             dist = fetch(release, log=lambda line: print(line, file=sys.stderr))
-            print(f"Kafka {release.version}: {len(dist.jars)} jars in {dist.home / 'jars'} (Java {dist.java.version})")
+            if args.json:
+                print(json.dumps({"version": release.version, "jars": len(dist.jars), "home": str(dist.home),
+                                  "java": dist.java.version}, sort_keys=True))
+            else:
+                print(f"Kafka {release.version}: {len(dist.jars)} jars in {dist.home / 'jars'} (Java {dist.java.version})")
     except KafkaUnavailable as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return 2
@@ -42,6 +49,11 @@ def _run_fetch(args: argparse.Namespace) -> int:
 
 
 def _run_releases(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps({"cache": str(cache_root()), "releases": [
+            {"version": r.version, "line": r.line, "default": r.default, "cached": bool(cached_jars(r)),
+             "shell": r.shell} for r in known_releases()]}, sort_keys=True))
+        return 0
     print(f"cache: {cache_root()}")
     for r in known_releases():
         state = "cached" if cached_jars(r) else "not fetched"

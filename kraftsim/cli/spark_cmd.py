@@ -11,6 +11,7 @@ names a cluster; `--local` does the same work in this process without Spark.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -71,6 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        help="exactly N Spark tasks (overrides --partitions-per-core)")
         p.add_argument("--local", action="store_true", help="do the work in this process, without Spark or Java")
         p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+        p.add_argument("--json", action="store_true", help="print the run and its summary as one JSON object")
         add_catalog_options(p)
         p.set_defaults(run=run_job)
     _register_sweep(jobs)
@@ -128,7 +130,7 @@ def run_job(args: argparse.Namespace) -> int:
         finally:
             if owner:
                 spark.stop()
-    _print_run(run, j.partition_by)
+    _print_run(run, j.partition_by, as_json=args.json)
     return 0
 
 
@@ -149,7 +151,12 @@ def _local_progress(name: str) -> Callable[[int, int], None]:
     return report
 
 
-def _print_run(run: JobRun, partition_by: tuple[str, ...]) -> None:
+def _print_run(run: JobRun, partition_by: tuple[str, ...], *, as_json: bool = False) -> None:
+    if as_json:
+        print(json.dumps({"job": run.job, "rows": run.rows, "elapsed_s": round(run.elapsed_s, 3), "engine": run.engine,
+                          "partitions": run.partitions, "output": run.output, "partition_by": list(partition_by),
+                          "summary": run.summary}, sort_keys=True, default=str))
+        return
     print(run.summary_text)
     where = "in this process" if run.engine == "local" else f"on Spark {run.engine} ({run.partitions} tasks)"
     print(f"\n{run.job}: {run.rows} rows in {run.elapsed_s:.1f} s {where}")
@@ -189,6 +196,8 @@ def _register_sweep(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -
                         "starts and its first tasks start, where a small machine's cores would idle)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
+    p.add_argument("--json", action="store_true",
+                   help="print the outcome as one JSON object (runs, verdict counts, where the outputs are)")
     p.set_defaults(run=run_sweep)
 
 
@@ -234,6 +243,15 @@ def run_sweep(args: argparse.Namespace) -> int:
     text = summary_text(run.table, engine=run.engine, elapsed_s=run.elapsed_s,
                         driver_runs=len(run.driver) if run.driver else 0)
     (out / "summary.txt").write_text(text, encoding="utf-8")
+    if args.json:
+        plots = None if args.no_plots else write_plots(run.table, out / "plots")
+        verdicts = run.table.column("verdict").to_pylist()
+        print(json.dumps({"runs": len(verdicts), "passed": verdicts.count("pass"), "failed": verdicts.count("fail"),
+                          "errors": verdicts.count("error"), "engine": run.engine, "parquet": str(table_dir),
+                          "summary": str(out / "summary.txt"), "reproducers": [str(r) for r in reproducers],
+                          "plots": plots if plots is None or isinstance(plots, str) else [str(p) for p in plots]},
+                         sort_keys=True))
+        return 1 if verdicts.count("fail") or verdicts.count("error") else 0  # as _sweep_status
     print(text, end="")
     print(f"\nParquet: {table_dir} (partitioned by scenario)")
     if reproducers:
