@@ -35,11 +35,11 @@ def test_replay_keeps_the_level_as_the_writing_release_does(cluster_3_9: Path,
     r = _replay(capsys, str(cluster_3_9 / "node-1"))
     assert r["summary"]["features"]["kraft.version"] == 1
     rule = r["kraft_version_record"]
-    assert (rule["level"], rule["kept"], rule["release"]) == (1, True, "3.9.1")
+    assert (rule["level"], rule["kept"], rule["release"]) == (1, True, "3.9.2")
     assert rule["reason"].startswith("the release that wrote the log: the registered nodes advertise metadata.version")
     code, out, _ = run(capsys, "replay", str(cluster_3_9 / "node-1"))  # verification passes with the level kept
     assert code == 0
-    assert "kraft.version 1: a FeatureLevelRecord in the log, kept as Kafka 3.9.1 replays it" in out
+    assert "kraft.version 1: a FeatureLevelRecord in the log, kept as Kafka 3.9.2 replays it" in out
     assert "\n  kraft.version: 1\n" in out
 
 
@@ -55,11 +55,11 @@ def test_downgrade_report_reads_the_log_as_the_controller_release(cluster_3_9: P
                                                                   capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "downgrade-report", str(cluster_3_9 / "node-1"), "--metadata", "3.8-IV0", "--json")
     r = json.loads(out)
-    assert r["controller_release"] == "3.9.1"
-    assert r["kraft_version_record"] == {"level": 1, "kept": True, "release": "3.9.1",
+    assert r["controller_release"] == "3.9.2"
+    assert r["kraft_version_record"] == {"level": 1, "kept": True, "release": "3.9.2",
                                          "reason": "the answering controller's release"}
     code, out, _ = run(capsys, "downgrade-report", str(cluster_3_9 / "node-1"), "--metadata", "3.8-IV0")
-    assert "kraft.version 1: a FeatureLevelRecord in the log, kept as Kafka 3.9.1 replays it" in out
+    assert "kraft.version 1: a FeatureLevelRecord in the log, kept as Kafka 3.9.2 replays it" in out
     assert "kraft.version=1 needs metadata.version 3.9-IV0" in out  # the level is seen, so its dependency is
     code, out, _ = run(capsys, "downgrade-report", str(cluster_3_9 / "node-1"), "--metadata", "3.8-IV0",
                        "--release", "4.0")
@@ -86,7 +86,7 @@ def test_the_shipped_scenario_log_keeps_the_level(tmp_path: Path, capsys: pytest
                  "--keep", str(tmp_path / "k")]) == 0
     capsys.readouterr()
     r = _replay(capsys, str(tmp_path / "k" / "node-2"))
-    assert r["summary"]["features"]["kraft.version"] == 1 and r["kraft_version_record"]["release"] == "3.9.1"
+    assert r["summary"]["features"]["kraft.version"] == 1 and r["kraft_version_record"]["release"] == "3.9.2"
 
 
 def test_a_log_without_the_record_says_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
