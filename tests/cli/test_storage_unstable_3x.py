@@ -1,0 +1,43 @@
+"""`kafka-storage format` at a release's unstable metadata.version on 3.7 and 3.8 (policy
+format_unstable). Ground truth: the real StorageTool of 3.7.2 and 3.8.1 run on the same
+server.properties (2026-11-29): 3.7 reads unstable.metadata.versions.enable, 3.8 reads
+unstable.feature.versions.enable, each ignores the other's name, and both print a warning line
+of their own wording before the Formatting line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli_support import run
+
+CASES = [
+    ("3.7.2", "3.8-IV0", None, 1, "Metadata version 3.8-IV0 is not ready for production use yet."),
+    ("3.7.2", "3.8-IV0", "unstable.feature.versions.enable", 1,
+     "Metadata version 3.8-IV0 is not ready for production use yet."),
+    ("3.7.2", "3.8-IV0", "unstable.metadata.versions.enable", 0,
+     "WARNING: using pre-production metadata version 3.8-IV0.\nFormatting {logs} with metadata.version 3.8-IV0."),
+    ("3.8.1", "3.9-IV0", None, 1, "The metadata.version 3.9-IV0 is not ready for production use yet."),
+    ("3.8.1", "3.9-IV0", "unstable.metadata.versions.enable", 1,
+     "The metadata.version 3.9-IV0 is not ready for production use yet."),
+    ("3.8.1", "3.9-IV0", "unstable.feature.versions.enable", 0,
+     "WARNING: using pre-production metadata.version 3.9-IV0.\nFormatting {logs} with metadata.version 3.9-IV0."),
+]
+
+
+@pytest.mark.parametrize("release,version,config,code,text", CASES)
+def test_format_at_an_unstable_level_reads_the_releases_own_config(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], release: str, version: str, config: str | None,
+        code: int, text: str) -> None:
+    logs = tmp_path / "logs"
+    props = tmp_path / "server.properties"
+    props.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@localhost:9093\n"
+                     "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+                     f"controller.listener.names=CONTROLLER\nlog.dirs={logs}\n"
+                     + (f"{config}=true\n" if config else ""), encoding="utf-8")
+    got, out, err = run(capsys, "storage", "format", "--release", release, "-t", "AAAAAAAAAAAAAAAAAAAAAA",
+                        "-c", str(props), "--release-version", version)
+    assert got == code
+    assert (out if code == 0 else err).strip() == text.format(logs=logs)
+    assert logs.exists() == (code == 0)
