@@ -41,3 +41,23 @@ def test_format_at_an_unstable_level_reads_the_releases_own_config(
     assert got == code
     assert (out if code == 0 else err).strip() == text.format(logs=logs)
     assert logs.exists() == (code == 0)
+
+
+@pytest.mark.parametrize("version,level", [("4.0-IV0", 22), ("4.0-IV1", 23)])
+def test_3_9_bootstraps_transaction_version_at_its_unstable_4_0_levels(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], version: str, level: int) -> None:
+    """Seen with 3.9.1's StorageTool (unstable.feature.versions.enable=true): the bootstrap
+    file at 4.0-IV0 and 4.0-IV1 holds metadata.version, then transaction.version=2."""
+    logs = tmp_path / "logs"
+    props = tmp_path / "server.properties"
+    props.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@localhost:9093\n"
+                     "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+                     f"controller.listener.names=CONTROLLER\nlog.dirs={logs}\nunstable.feature.versions.enable=true\n",
+                     encoding="utf-8")
+    code, out, _ = run(capsys, "storage", "format", "--release", "3.9.1", "-t", "AAAAAAAAAAAAAAAAAAAAAA",
+                       "-c", str(props), "--release-version", version)
+    assert code == 0 and out == f"Formatting metadata directory {logs} with metadata.version {version}.\n"
+    code, out, _ = run(capsys, "log", "dump", str(logs / "bootstrap.checkpoint"))
+    levels = [line.split('"data":')[1] for line in out.splitlines() if "FEATURE_LEVEL_RECORD" in line]
+    assert levels == [f'{{"name":"metadata.version","featureLevel":{level}}}}}',
+                      '{"name":"transaction.version","featureLevel":2}}']
