@@ -61,3 +61,19 @@ def test_3_9_bootstraps_transaction_version_at_its_unstable_4_0_levels(
     levels = [line.split('"data":')[1] for line in out.splitlines() if "FEATURE_LEVEL_RECORD" in line]
     assert levels == [f'{{"name":"metadata.version","featureLevel":{level}}}}}',
                       '{"name":"transaction.version","featureLevel":2}}']
+
+
+@pytest.mark.parametrize("release,config,version", [("3.7.2", "unstable.metadata.versions.enable", "3.7-IV4"),
+                                                    ("3.8.1", "unstable.feature.versions.enable", "3.8-IV0")])
+def test_3_7_and_3_8_default_to_latest_production_with_unstable_enabled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], release: str, config: str, version: str) -> None:
+    """Live (conformance storage-format/unstable/default on 3.7.2 and 3.8.1): without
+    --release-version the bootstrap is LATEST_PRODUCTION even with unstable versions enabled."""
+    logs = tmp_path / "logs"
+    props = tmp_path / "server.properties"
+    props.write_text("process.roles=broker,controller\nnode.id=1\ncontroller.quorum.voters=1@localhost:9093\n"
+                     "listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093\n"
+                     f"controller.listener.names=CONTROLLER\nlog.dirs={logs}\n{config}=true\n", encoding="utf-8")
+    code, out, _ = run(capsys, "storage", "format", "--release", release, "-t", "AAAAAAAAAAAAAAAAAAAAAA",
+                       "-c", str(props))
+    assert code == 0 and out.endswith(f"with metadata.version {version}.\n")
