@@ -27,7 +27,7 @@ from kraftsim.cli.common import (
 )
 from kraftsim.cli.style import paint
 from kraftsim.cli.progress import show_progress
-from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
+from kraftsim.cli.replay_cmd import BadInput, input_errors, load_as_release, parse_metadata_version, print_json
 from kraftsim.errors import KraftsimError
 from kraftsim.controller.downgrade_report import DowngradeReport, Verdict, downgrade_report
 from kraftsim.image import (LossGroup, MetadataImage, group_losses, largest_topics, named_items,
@@ -189,16 +189,22 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)  # every version kraftsim knows, to read the log with
     wanted = required(args.metadata, "--metadata MV")
     path, at = path_at(args.path, args.at, "PATH")
-    result = load(path, catalog, at=at, progress=show_progress(args), up_to_damage=args.up_to_damage)
     leader, voters = _quorum(path)
+
+    def choose(image: MetadataImage) -> tuple[str, str]:
+        """The release whose controller answers, and why; its replay rules read the log."""
+        if args.release is not None:
+            return catalog_from_args(args).release.name, f"--release {args.release}"
+        name, why = controller_release(image, catalog, _default_controller(image, args.controller_id, leader))
+        return name, why + "; --release R to ask another release's controller"
+
+    result, _, rule = load_as_release(path, catalog, choose, at=at, progress=show_progress(args),
+                                      up_to_damage=args.up_to_damage)
     node = _default_controller(result.image, args.controller_id, leader)
-    if args.release is not None:
-        release_catalog = catalog_from_args(args)
-        reason = f"--release {args.release}"
-    else:
-        name, reason = controller_release(result.image, catalog, node)
-        release_catalog = load_catalog(args.catalog, line=name)
-        reason += "; --release R to ask another release's controller"
+    name, reason = choose(result.image)
+    if rule is not None:  # its release is the controller's, whose reason the report gives
+        rule = msgspec.structs.replace(rule, reason="the answering controller's release")
+    release_catalog = load_catalog(args.catalog, line=name)
     try:
         target = parse_metadata_version(release_catalog, wanted)
     except KraftsimError as e:
@@ -207,7 +213,8 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
                               static_voters=voters)
     if args.json:
         groups = group_losses((x.kind, x.entity) for x in report.lost)
-        print_json({**msgspec.to_builtins(report), "controller_release": release_catalog.release.name,
+        kraft_record = {} if rule is None else {"kraft_version_record": msgspec.to_builtins(rule)}
+        print_json({**msgspec.to_builtins(report), **kraft_record, "controller_release": release_catalog.release.name,
                     "controller_release_reason": reason,
                     "verdict": {"kafka": policy_answer(report.verdicts),
                                 "kip-778": policy_answer(report.kip778_verdicts)},
@@ -215,5 +222,7 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
     else:
         lines = report_lines(report, f"release from {reason}" if reason.startswith("--") else reason,
                              details=args.details)
+        if rule is not None:
+            lines.insert(1, rule.line())
         print("\n".join(_painted(line) for line in lines))
     return 0 if report.lossless and result.partial is None else 1  # a partial state never passes

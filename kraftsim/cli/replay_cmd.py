@@ -28,8 +28,9 @@ from kraftsim.cli.common import add_at_option, add_catalog_options, add_damage_o
 from kraftsim.cli.progress import show_progress
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import (
-    LoadResult, MvChangeHandling, SnapshotChoice, image_summary, load_summary, render_directory, render_replicas,
-    render_roundtrip, replay_path, summary_lines, verify_directory, verify_replicas, verify_roundtrip,
+    KRAFT_VERSION, LoadResult, MetadataImage, MvChangeHandling, SnapshotChoice, advertised_metadata_version,
+    image_summary, load_summary, release_for_level, render_directory, render_replicas, render_roundtrip, replay_path,
+    summary_lines, verify_directory, verify_replicas, verify_roundtrip,
 )
 from kraftsim.storage import PathKind, topic_name_error
 from kraftsim.storage.names import SnapshotId
@@ -130,6 +131,69 @@ def load(path: Path, catalog: Catalog, *, at: int | None = None, snapshot: Snaps
     return result
 
 
+class KraftVersionRule(msgspec.Struct, frozen=True):
+    """What replay did with a kraft.version FeatureLevelRecord the log holds (3.x writes one on
+    a static quorum): kept where the release whose rules apply replays it (3.x), ignored from
+    4.0 (KAFKA-18979). Said in the output either way, never silently."""
+
+    level: int
+    kept: bool
+    release: str
+    reason: str
+
+    def line(self) -> str:
+        if self.kept:
+            return (f"kraft.version {self.level}: a FeatureLevelRecord in the log, kept as Kafka {self.release} "
+                    f"replays it ({self.reason})")
+        return (f"kraft.version {self.level}: a FeatureLevelRecord in the log, ignored as Kafka {self.release} "
+                f"replays it (from 4.0 kraft.version lives in control records alone; {self.reason}); "
+                "--release 3.9 keeps it, as 3.x replays it")
+
+
+def writer_release(image: MetadataImage, catalog: Catalog) -> tuple[str, str] | None:
+    """(release, why) when the registered nodes tell which release wrote the log (the one whose
+    nodes advertise their highest metadata.version), None when nothing does: a finalized
+    metadata.version alone fits several releases (3.9 runs at 3.8-IV0)."""
+    level = advertised_metadata_version(image)
+    if level is None:
+        return None
+    return release_for_level(catalog, level).name, f"the registered nodes advertise metadata.version up to {level}"
+
+
+Chooser = Callable[[MetadataImage], tuple[str, str]]
+
+
+def load_as_release(path: Path, catalog: Catalog, choose: Chooser, **kwargs: Any
+                    ) -> tuple[LoadResult, Catalog, KraftVersionRule | None]:
+    """`load` with a kraft.version FeatureLevelRecord replayed by the rules of the release
+    `choose(image)` names, and the catalog the rest of the command then reads with. Loaded once
+    keeping the record; loaded again, without it, only when the log holds one and that release
+    ignores it."""
+    keeping = catalog.keeping_kraft_version_feature()
+    result = load(path, keeping, **kwargs)
+    level = result.image.features.level(KRAFT_VERSION)
+    if level == 0:
+        return result, catalog, None
+    release, reason = choose(result.image)
+    if catalog.at_release(release).keeps_kraft_version_feature():
+        return result, keeping, KraftVersionRule(level, True, release, reason)
+    return load(path, catalog, **kwargs), catalog, KraftVersionRule(level, False, release, reason)
+
+
+def replay_rules_chooser(args: argparse.Namespace, catalog: Catalog) -> Chooser:
+    """`--release R` when given, else the release the log's registered nodes run, else the
+    catalog's (the newest) with that said."""
+    def choose(image: MetadataImage) -> tuple[str, str]:
+        if args.release is not None:
+            return catalog.release.name, f"--release {args.release}"
+        found = writer_release(image, catalog)
+        if found is not None:
+            return found[0], f"the release that wrote the log: {found[1]}"
+        return catalog.release.name, "no registration tells which release wrote the log: the newest release's rules"
+
+    return choose
+
+
 def _progress_printer(path: Path) -> Callable[[int, int], None]:
     def report(done: int, total: int) -> None:
         print(f"{own(chr(13), sys.stderr)}kraftsim: replaying {path}: {done / 1e6:.1f} of {total / 1e6:.1f} MB", end="",
@@ -167,26 +231,33 @@ def run_replay(args: argparse.Namespace) -> int:
     progress = show_progress(args)
     steps = step_printer(progress)
     mv_change = MvChangeHandling.KIP_778 if args.mv_change == "kip-778" else MvChangeHandling.KAFKA
-    loads = [load(p, catalog, at=at, snapshot=choice, progress=progress, mv_change=mv_change,
-                  up_to_damage=args.up_to_damage) for p, at in asked]
+    choose = replay_rules_chooser(args, catalog)
+    loaded = [load_as_release(p, catalog, choose, at=at, snapshot=choice, progress=progress, mv_change=mv_change,
+                              up_to_damage=args.up_to_damage) for p, at in asked]
+    loads = [result for result, _, _ in loaded]
+    if any(rule is not None and rule.kept for _, _, rule in loaded):  # replicas compared as their release reads them
+        catalog = catalog.keeping_kraft_version_feature()
 
     results: list[dict[str, Any]] = []
     text: list[str] = []
     ok = True
-    for path, result in zip(paths, loads):
-        entry: dict[str, Any] = {"load": load_summary(result), "summary": image_summary(result.image, catalog)}
+    for path, (result, catalog_of_path, rule) in zip(paths, loaded):
+        entry: dict[str, Any] = {"load": load_summary(result), "summary": image_summary(result.image, catalog_of_path)}
         lines = summary_lines(entry["load"], entry["summary"])
+        if rule is not None:
+            entry["kraft_version_record"] = msgspec.to_builtins(rule)
+            lines.insert(1, f"  {rule.line()}")
         entry["illegal_topic_names"] = illegal = illegal_topic_names(result.image)
         lines += [f"WARNING: a topic Kafka could never have created: {text}" for text in illegal]
         if not args.no_verify:
             checks: dict[str, Any] = {}
             if result.kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
-                directory = verify_directory(path, catalog=catalog, progress=steps, mv_change=mv_change)
+                directory = verify_directory(path, catalog=catalog_of_path, progress=steps, mv_change=mv_change)
                 checks["directory"] = directory
                 lines += ["verification"] + ["  " + x for x in render_directory(directory)]
                 ok &= directory.ok
             if args.roundtrip != "none":
-                trips = verify_roundtrip(result.image, catalog=catalog, targets=args.roundtrip)
+                trips = verify_roundtrip(result.image, catalog=catalog_of_path, targets=args.roundtrip)
                 checks["roundtrip"] = trips
                 if "directory" not in checks:
                     lines.append("verification")

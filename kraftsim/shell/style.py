@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: The commit id each measured release's /local/commitId shows (AppInfoParser.getCommitId()).
+#: The commit id each measured release's /local/commitId shows (AppInfoParser.getCommitId());
+#: 3.9.2, 4.2.1 and 4.2.2 read from their kafka-clients jars' kafka-version.properties.
 COMMIT_IDS = {
     "3.7.2": "79a8f2b5f44f9d5a",
     "3.8.1": "70d6ff42debf7e17",
     "3.9.1": "f745dfdcee2b9851",
+    "3.9.2": "5e9866f43ab8e7e4",
     "4.0.2": "5d0fe56677f97d95",
     "4.1.2": "c82fd9b934b4c1e6",
     "4.2.0": "a18251bae0b825c6",
+    "4.2.1": "92f61c44867f39dc",
+    "4.2.2": "c5e942859576203e",
     "4.3.1": "26b251a451ce941d",
 }
 

@@ -138,7 +138,10 @@ def effective_release_version(catalog: Catalog, opts: FormatOptions) -> Metadata
     elif opts.release_version is not None:
         mv = opts.release_version
     else:
-        return catalog.latest_testing if opts.unstable else catalog.latest_production
+        # 3.9 on, unstable versions enabled make the default the latest testing level; 3.7 and
+        # 3.8 keep LATEST_PRODUCTION (policy format_unstable, seen live on 3.7.2 and 3.8.1)
+        testing_default = catalog.policy("format_unstable") == "feature-versions"
+        return catalog.latest_testing if opts.unstable and testing_default else catalog.latest_production
     mv = catalog.metadata_version(mv.level)  # this line's view of it (production flag)
     if not opts.unstable and not mv.production:
         raise FormatterError(f"{MV_NAME} {mv} is not yet stable.")

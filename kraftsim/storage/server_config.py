@@ -61,6 +61,8 @@ class ServerConfig:
     listeners: tuple[Listener, ...] = ()
     advertised_listeners: tuple[Listener, ...] = ()
     unstable_feature_versions: bool = False
+    #: unstable.metadata.versions.enable: the name Kafka 3.7 reads instead (policy format_unstable).
+    unstable_metadata_versions: bool = False
     source: str = "<config>"
 
     @property
@@ -112,10 +114,7 @@ class ServerConfig:
         metadata_log_dir = props.get("metadata.log.dir")
         if metadata_log_dir is None and log_dirs:
             metadata_log_dir = log_dirs[0]
-        unstable_text = props.get("unstable.feature.versions.enable", "false").strip().lower()
-        if unstable_text not in ("true", "false"):
-            raise KraftsimError(f"Invalid value {props['unstable.feature.versions.enable']} for configuration "
-                                "unstable.feature.versions.enable: Expected value to be either true or false")
+        unstable = {name: _boolean(props, name) for name in UNSTABLE_CONFIGS}
         return cls(
             process_roles=roles,
             node_id=node_id,
@@ -126,7 +125,8 @@ class ServerConfig:
             quorum_bootstrap_servers=tuple(_csv(props.get(QUORUM_BOOTSTRAP_SERVERS))),
             listeners=tuple(_parse_listeners(props.get("listeners"), "listeners")),
             advertised_listeners=tuple(_parse_listeners(props.get("advertised.listeners"), "advertised.listeners")),
-            unstable_feature_versions=unstable_text == "true",
+            unstable_feature_versions=unstable["unstable.feature.versions.enable"],
+            unstable_metadata_versions=unstable["unstable.metadata.versions.enable"],
             source=source,
         )
 
@@ -152,6 +152,18 @@ class ServerConfig:
             listeners=(listener,),
             source="--dir",
         )
+
+
+#: The configs that let a node use unstable versions, by release (policy format_unstable).
+UNSTABLE_CONFIGS = ("unstable.feature.versions.enable", "unstable.metadata.versions.enable")
+
+
+def _boolean(props: Mapping[str, str], name: str) -> bool:
+    text = props.get(name, "false").strip().lower()
+    if text not in ("true", "false"):
+        raise KraftsimError(f"Invalid value {props[name]} for configuration {name}: Expected value to be either true "
+                            "or false")
+    return text == "true"
 
 
 def read_server_config(path: Path | str) -> ServerConfig:

@@ -71,13 +71,16 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
         node_id=config.node_id,
         cluster_id=cluster_id,
         controller=config.is_controller,
-        unstable=config.unstable_feature_versions,
+        unstable=_unstable_enabled(catalog, config),
         ignore_formatted=ignore_formatted,
         controller_listener_name=config.controller_listener_name,
         metadata_log_directory=config.metadata_log_dir,
     )
     if release_version is not None:
         opts.release_version = _release_version(catalog, config, release_version, opts.unstable)
+        warning = release_text(catalog, "format_unstable", "warning")
+        if warning is not None and opts.unstable and opts.release_version.level > catalog.latest_production.level:
+            out(warning.format(version=opts.release_version))
     for arg in features:
         name, level = parse_feature_arg(arg)
         opts.feature_levels[name] = level
@@ -104,6 +107,14 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     opts.scram_arguments = list(add_scram)
     opts.directories = config.directories
     return format_directories(catalog, opts, clock=clock, rng=rng, date=date, out=out, registry=registry, fsync=fsync)
+
+
+def _unstable_enabled(catalog: Catalog, config: ServerConfig) -> bool:
+    """The release's own unstable-versions config (policy format_unstable): 3.7 reads
+    unstable.metadata.versions.enable, 3.8 on unstable.feature.versions.enable."""
+    if release_text(catalog, "format_unstable", "config") == "unstable.metadata.versions.enable":
+        return config.unstable_metadata_versions
+    return config.unstable_feature_versions
 
 
 def _release_version(catalog: Catalog, config: ServerConfig, text: str, unstable: bool) -> MetadataVersion:

@@ -249,6 +249,15 @@ class Catalog:
         other.__dict__["_kraft_version_feature"] = theirs.keeps_kraft_version_feature()
         return other
 
+    def keeping_kraft_version_feature(self) -> "Catalog":
+        """This catalog, except that replay keeps a kraft.version FeatureLevelRecord (as 3.x
+        does): a first load that finds whether a log holds one, before the rules of the
+        release that reads it decide whether it stays."""
+        other = Catalog(self._data, self._lines, self._line.release.name)
+        other.__dict__["_config_replay"] = self.config_replay_filter()
+        other.__dict__["_kraft_version_feature"] = True
+        return other
+
     def keeps_kraft_version_feature(self) -> bool:
         """Whether replay keeps a FeatureLevelRecord for kraft.version among the finalized
         features (Kafka 3.x, policy kraft_version_upgrade = feature-level); from 4.0

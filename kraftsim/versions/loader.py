@@ -265,6 +265,7 @@ def _inherit(earlier: list[ReleaseEntry], rel: ReleaseEntry, source: str) -> Rel
         features=merged("features"),
         testing=merged("testing"),
         dependency_overrides=pick("dependency_overrides"),
+        bootstrap_overrides=pick("bootstrap_overrides"),
         policies=merged("policies"),
         unconfirmed=rel.unconfirmed,
         doc=rel.doc or parent.doc,

@@ -248,6 +248,11 @@ def _release(
         deps = tuple((d, mv_level(v, f"release {r.name} override") if d == MV_NAME else cast(int, v))
                      for d, v in o.dependencies.items())
         overrides.append((o.feature, o.level, deps))
+    boots = []
+    for name, by_level in (r.bootstrap_overrides or {}).items():
+        if name not in feature_names:
+            raise CatalogError("unknown-reference", f"release {r.name} overrides the bootstrap of unknown feature {name}", where)
+        boots += [(name, int(lvl), mv_level(v, f"release {r.name} bootstrap override")) for lvl, v in by_level.items()]
     ordered = tuple((n, features[n]) for n in feature_names if n in features)
     own_line = release_key(release_line(r.name))
     earlier = [level for line, level in top.items() if line <= own_line]
@@ -267,6 +272,7 @@ def _release(
         features=ordered,
         testing=tuple((n, testing[n]) for n, _ in ordered if n in testing),
         dependency_overrides=tuple(overrides),
+        bootstrap_overrides=tuple(boots),
         policies=tuple((p.name, pol[p.name]) for p in policies),
         metadata_changed=changed,
         entry=r.name,
@@ -298,6 +304,7 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
         return ref if isinstance(ref, int) else by_version[ref]
 
     overrides = {(f, lvl): deps for f, lvl, deps in release.dependency_overrides}
+    boots = {(f, lvl): boot for f, lvl, boot in release.bootstrap_overrides}
     lp = dict(release.features)
     lt = dict(release.testing)
     entries = [f for f in data.features if f.kind == "test" or f.name in lp]
@@ -312,7 +319,7 @@ def resolve_line(data: CatalogData, release: Release) -> Line:
             if deps is None:
                 # _check_deps made every feature's level an int
                 deps = tuple((d, mv_ref(v) if d == MV_NAME else cast(int, v)) for d, v in e.dependencies.items())
-            boot = mv_ref(e.bootstrap)
+            boot = boots.get((f.name, e.level), mv_ref(e.bootstrap))
             levels.append(FeatureLevel(f.name, e.level, e.const or f"{enum}_{e.level}", boot, data.version_of(boot), deps, e.doc))
         for d, _ in (dep for fl in levels for dep in fl.dependencies):
             if d != MV_NAME and d not in [x.name for x in entries]:

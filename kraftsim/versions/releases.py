@@ -58,6 +58,9 @@ class Release:
     entry: str = ""  # the catalog entry it comes from (its own name, or the first patch sharing it)
     unconfirmed: tuple[str, ...] = ()  # "published", "latest_production": facts a released jar must confirm
     doc: str = ""
+    #: (feature, level, bootstrap MV level) where this release's code bootstraps a level at
+    #: another metadata.version than features.toml says (3.9's transaction.version levels).
+    bootstrap_overrides: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def key(self) -> tuple[int, int, int]:

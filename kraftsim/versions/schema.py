@@ -92,6 +92,7 @@ class ReleaseEntry(_Entry):
     features: dict[str, int] | None = None
     testing: dict[str, int] | None = None
     dependency_overrides: list[DependencyOverride] | None = None
+    bootstrap_overrides: dict[str, dict[str, MVRef]] | None = None  # feature -> {level: bootstrap MV}
     policies: dict[str, str] | None = None
     unconfirmed: list[Literal["published", "latest_production"]] = []  # facts a released jar must still confirm
     doc: str = ""

@@ -132,7 +132,10 @@ def test_4_3_replay_drops_configs_kafka_removed():
     assert dict(on_42.configs.config(2, "t")) == {"message.format.version": "2.8", "retention.ms": "1000"}
     # a broker keeps every config; topics, client metrics and groups only what the release defines
     assert dict(on_43.configs.config(4, "")) == {"message.format.version": "2.8"}
-    assert CAT.at_release("4.2").config_replay_filter() is None
+    assert CAT.at_release("4.2.0").config_replay_filter() is None
+    # 4.2.1 and 4.2.2 (KAFKA-19851 picked onto 4.2) drop it too, with their own lists
+    on_421 = image_from_records(records, catalog=CAT.at_release("4.2.1"))
+    assert dict(on_421.configs.config(2, "t")) == {"retention.ms": "1000"}
 
 
 @pytest.mark.parametrize("release", ["4.3.0", "4.3.1", "4.4.0"])

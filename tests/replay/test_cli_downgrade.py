@@ -31,9 +31,9 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
                                          "controller registration data",
                                          "the directory assignment state of one or more replicas"]
     # The cluster's own release, from what controller 1's registration advertises, unless --release says otherwise.
-    assert r["controller"] == "node 1 running Kafka 4.2.0" and r["controller_release"] == "4.2.0"
+    assert r["controller"] == "node 1 running Kafka 4.2.2" and r["controller_release"] == "4.2.2"
     assert r["controller_release_reason"].startswith("the cluster's release: controller 1's registration advertises "
-                                                     "exactly what Kafka 4.2.0 supports (")
+                                                     "exactly what Kafka 4.2.2 supports (")
     assert "metadata.version 7-29" in r["controller_release_reason"]
     safe, unsafe = r["verdicts"]
     assert (safe["upgrade_type"], safe["accepted"]) == ("SAFE_DOWNGRADE", False)
@@ -51,8 +51,8 @@ def test_lossy_downgrade_lists_every_item_and_kafkas_refusal(capsys: pytest.Capt
 def test_lossless_downgrade_is_accepted(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "23")
     assert code == 0
-    assert "data: nothing in this image would be lost (writer release 4.2.0)" in out
-    assert "controller: node 1 running Kafka 4.2.0 (the cluster's release: controller 1's registration" in out
+    assert "data: nothing in this image would be lost (writer release 4.2.2)" in out
+    assert "controller: node 1 running Kafka 4.2.2 (the cluster's release: controller 1's registration" in out
     assert "  SAFE_DOWNGRADE: accepted" in out
     assert "    kafka-features --dry-run: metadata.version can be downgraded to 23." in out
 

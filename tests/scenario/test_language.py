@@ -179,9 +179,9 @@ def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
     s = load_scenario(path)
     assert [st.op for st in s.steps] == list(CONTRACT_OPS)
     # releases as Kafka names them; a line means its newest patch release
-    assert s.steps[2].release == "3.9.0" and s.steps[3].release == "3.9.1" and s.steps[9].release == "3.9.1"
+    assert s.steps[2].release == "3.9.0" and s.steps[3].release == "3.9.2" and s.steps[9].release == "3.9.2"
     assert s.nodes == {1: ("controller",), 2: ("broker",), 3: ("broker",)}
-    assert s.steps[16].release == "3.9.1"  # add-controller: a release as Kafka names it
+    assert s.steps[16].release == "3.9.2"  # add-controller: a release as Kafka names it
     assert s.header.source == "s more" and s.header.question == "q" and s.header.answer == "a"
 
 

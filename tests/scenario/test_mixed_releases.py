@@ -36,7 +36,7 @@ op = "features-upgrade"
 features = { "metadata.version" = 21 }
 expect_error = "only supports versions 1-20"
 [step.expect]
-releases = { "1" = "3.9.1", "2" = "3.8.1", "3" = "3.8.1", "4" = "3.9.1" }
+releases = { "1" = "3.9.2", "2" = "3.8.1", "3" = "3.8.1", "4" = "3.9.2" }
 metadata_version = "3.8-IV0"
 
 [[step]]
@@ -52,8 +52,8 @@ metadata = "3.9"
 metadata_version = "3.9-IV0"
 running = [1, 2, 3, 4]
 """
-    scenario = _parse('"1" = "3.9", "4" = "3.9.1"', body)
-    assert scenario.cluster.releases == {"1": "3.9.1", "4": "3.9.1"}  # a line resolves to its newest patch
+    scenario = _parse('"1" = "3.9", "4" = "3.9.2"', body)
+    assert scenario.cluster.releases == {"1": "3.9.2", "4": "3.9.2"}  # a line resolves to its newest patch
     result = run_scenario(scenario).result
     assert result.setup_error is None
     assert result.passed, [s for s in result.steps if not s.ok] + [e for e in result.expect if not e.ok]
@@ -136,7 +136,7 @@ def test_a_features_step_runs_the_newest_running_releases_tool() -> None:
         "Could not upgrade metadata.version to 25. Invalid update version 25 for feature metadata.version. "
         "Local controller 1 only supports versions 1-21", "1 out of 1 operation(s) failed."]
     old = run_scenario(parse_scenario(TOOL.format(tool='tool_release = "3.9"'), "t.toml")).result.steps[0]
-    assert old.output == ["kafka-features of Kafka 3.9.1 (chosen)"]
+    assert old.output == ["kafka-features of Kafka 3.9.2 (chosen)"]
     assert old.error is not None and old.error.startswith("Unknown metadata.version '4.0'.")
 
 

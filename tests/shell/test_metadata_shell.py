@@ -37,7 +37,7 @@ def test_segment_provenance_is_the_last_data_batch(capsys, shell_inputs, line, v
 def test_default_release_is_the_one_the_nodes_run(capsys, shell_inputs):
     _, snapshot, _ = shell_inputs("3.9")
     code, out, _ = run(capsys, "metadata-shell", "-s", str(snapshot), "cat", "/local/version", "/local/commitId")
-    assert (code, out) == (0, "3.9.1\nf745dfdcee2b9851\n")
+    assert (code, out) == (0, "3.9.2\n5e9866f43ab8e7e4\n")
 
 
 def test_leaves_print_kafka_tostring(capsys, shell_inputs):
@@ -197,7 +197,7 @@ def test_metadata_version_unknown_to_the_release_shows_the_empty_image(capsys, t
     assert "No MetadataVersion with metadata version 21" in err
 
 
-@pytest.mark.parametrize(("release", "shown"), [("3.9", "3.9.1"), ("4.0.2", "4.0.2"), ("9.9", None)])
+@pytest.mark.parametrize(("release", "shown"), [("3.9", "3.9.2"), ("3.9.1", "3.9.1"), ("4.0.2", "4.0.2"), ("9.9", None)])
 def test_release_names(capsys, shell_inputs, release, shown):
     """A line means its newest patch; a patch of a known line is taken as given; others are bad input."""
     _, snapshot, _ = shell_inputs("3.9")

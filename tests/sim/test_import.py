@@ -23,8 +23,8 @@ from tests.paths import ORACLE
 
 #: metadata.version level -> the release line whose software tops out there (oracle README).
 # the newest patch release of each line (the catalog names releases as Kafka does)
-LINE_OF_MAX_MV = {7: "3.3.2", 8: "3.4.1", 11: "3.5.2", 14: "3.6.2", 19: "3.7.2", 20: "3.8.1", 21: "3.9.1", 25: "4.0.2",
-                  27: "4.1.2", 29: "4.2.0"}
+LINE_OF_MAX_MV = {7: "3.3.2", 8: "3.4.1", 11: "3.5.2", 14: "3.6.2", 19: "3.7.2", 20: "3.8.1", 21: "3.9.2", 25: "4.0.2",
+                  27: "4.1.2", 29: "4.2.2"}
 
 
 def _log_sets() -> list[tuple[str, list[Path]]]:
@@ -136,7 +136,7 @@ def test_import_of_a_lone_snapshot(tmp_path: Path) -> None:
     assert node.end_offset == 7263
     assert image_digest(node.image) == image_digest(load_path(snap).image)
     s = result.summary()
-    assert [(n["id"], n["roles"], n["release"]) for n in s["nodes"]] == [(1, ["broker", "controller"], "3.9.1")]
+    assert [(n["id"], n["roles"], n["release"]) for n in s["nodes"]] == [(1, ["broker", "controller"], "3.9.2")]
     assert s["voters_from"].startswith("the registered controllers")
 
 
@@ -146,8 +146,8 @@ def test_overrides_are_reported_as_given(tmp_path: Path) -> None:
     result = import_cluster([src], tmp_path / "c", voters=[1], release="3.7.2", release_overrides={3: "3.9"})
     nodes = {n["id"]: n for n in result.summary()["nodes"]}
     assert nodes[1]["roles"] == ["broker", "controller"] and nodes[2]["roles"] == ["broker"]
-    assert (nodes[2]["release"], nodes[3]["release"]) == ("3.7.2", "3.9.1")  # a line: its newest patch
-    assert nodes[3]["release_from"] == "given (--release 3.9.1)"  # the line 3.9 as it runs: its newest patch
+    assert (nodes[2]["release"], nodes[3]["release"]) == ("3.7.2", "3.9.2")  # a line: its newest patch
+    assert nodes[3]["release_from"] == "given (--release 3.9.2)"  # the line 3.9 as it runs: its newest patch
     assert result.summary()["voters_from"] == "given (--voters)"
 
 

@@ -108,7 +108,7 @@ def test_unknown_advertised_range_needs_release(tmp_path: Path, capsys: pytest.C
     code, out, err = run(capsys, "--release", "1=3.9", "--json", str(real), str(tmp_path / "c"))
     assert code == 0, err
     node = json.loads(out)["nodes"][0]
-    assert (node["release"], node["release_from"]) == ("3.9.1", "given (--release 3.9.1)")
+    assert (node["release"], node["release_from"]) == ("3.9.2", "given (--release 3.9.2)")
 
 
 @needs_oracle

@@ -15,7 +15,7 @@ from kraftsim.sim import Simulation
 from kraftsim.sim.importing import ImportRefused, import_cluster
 from kraftsim.sim.node.simnode import node_directory
 
-RELEASES = ["3.5.2", "3.6.2", "3.7.2", "3.9.1", "4.1.2"]  # each line's newest patch: what an import infers
+RELEASES = ["3.5.2", "3.6.2", "3.7.2", "3.9.2", "4.1.2"]  # each line's newest patch: what an import infers
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])

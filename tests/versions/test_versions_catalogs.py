@@ -18,7 +18,7 @@ def kip778():
 
 def test_default_catalog_is_cached_and_equals_load_catalog_none():
     assert default_catalog() is load_catalog() is default_catalog()
-    assert load_catalog(line="3.9").release.name == "3.9.1"
+    assert load_catalog(line="3.9").release.name == "3.9.2"
     assert load_catalog(line="3.9.0").release.name == "3.9.0"
 
 

@@ -14,7 +14,8 @@ def test_every_release_is_there_by_kafkas_name_oldest_first():
 
 
 @pytest.mark.parametrize("name,expected", [("3.7", "3.7.2"), ("3.7.2", "3.7.2"), ("3.7.0", "3.7.0"), ("4.3", "4.3.1"),
-                                           ("4.4", "4.4.0"), ("4.2", "4.2.0"), ("3.9", "3.9.1"),
+                                           ("4.4", "4.4.0"), ("4.2", "4.2.2"), ("4.2.0", "4.2.0"),
+                                           ("3.9", "3.9.2"),
                                            ("4.0", "4.0.2"), ("4.1", "4.1.2")])
 def test_a_line_name_means_its_newest_patch_release(name, expected):
     assert CAT.find_release(name).name == expected
@@ -29,17 +30,16 @@ def test_patch_releases_sharing_an_entry_support_the_same():
 
 
 def test_every_release_the_conformance_suite_runs_is_a_catalog_release():
-    # A scenario or `--release` naming a jar the suite runs by default (4.0.2, 4.1.2, ...)
-    # must be accepted as that release, not refused as unknown. (4.2.1 is not in the catalog:
-    # its jar already drops removed configs on replay, which needs its own config lists.)
-    from kraftsim.conformance.dist import default_releases
+    # A scenario or `--release` naming a jar the suite knows (4.0.2, 4.2.1, ...) must be
+    # accepted as that release, not refused as unknown, nor read as its line's newest patch.
+    from kraftsim.conformance.dist import known_releases
     from kraftsim.scenario.validate import parse_scenario
 
     names = {r.name for r in CAT.releases}
-    for kafka in default_releases():
+    for kafka in known_releases():
         assert kafka.version in names
         assert CAT.at_release(kafka.version).release.line == kafka.line
-    for release in ("4.0.2", "4.1.2"):
+    for release in ("4.0.2", "4.1.2", "4.2.1", "3.9.2"):
         text = f'name = "x"\n[cluster]\ncontrollers = 1\nbrokers = 1\nrelease = "{release}"\n'
         assert parse_scenario(text, "x.toml").cluster.release == release
 
@@ -141,3 +141,41 @@ def test_no_shipped_release_has_open_facts():
     # The released 4.4.0 jar settled its publication and LATEST_PRODUCTION (4.4-IV2).
     assert all(not r.unconfirmed for r in CAT.releases)
     assert CAT.find_release("4.4.0").latest_production == 33
+
+
+def test_every_patch_list_is_consistent_with_its_line():
+    """Each name in an entry's `patches` is a later patch release of the entry's own line, no
+    name is listed twice, and each one is read as the entry it shares: the same supported
+    ranges, testing levels, policies and replayed configs (a patch release that differs is an
+    entry of its own, as 4.2.1 and 4.2.2 are)."""
+    def key(name: str) -> tuple[int, ...]:
+        return tuple(map(int, name.split(".")))
+
+    names = [r.name for r in CAT.releases]
+    assert len(names) == len(set(names)) and names == sorted(names, key=key)
+    for r in CAT.releases:
+        entry = CAT.at_release(r.entry)
+        assert r.line == ".".join(r.name.split(".")[:2]) == entry.release.line
+        assert key(r.name) >= key(entry.release.name)
+        here = CAT.at_release(r.name)
+        assert here.supported_features() == entry.supported_features()
+        assert here.supported_features(True) == entry.supported_features(True)
+        assert (here.latest_production, here.latest_testing) == (entry.latest_production, entry.latest_testing)
+        assert here.release.policies == entry.release.policies
+        filt, theirs = here.config_replay_filter(), entry.config_replay_filter()
+        assert (filt and filt.names) == (theirs and theirs.names)
+
+
+@pytest.mark.parametrize("release,patches", [("3.9.0", ("3.9.1", "3.9.2")), ("4.2.0", ()), ("4.2.1", ()),
+                                             ("4.2.2", ())])
+def test_patch_lists_read_from_the_jars(release, patches):
+    """3.9.2's jar lists what 3.9.1's does (a patch of 3.9.0's entry); 4.2.1 and 4.2.2 drop
+    removed configs on replay (KAFKA-19851) with their own lists, so each is an entry."""
+    assert tuple(r.name for r in CAT.releases if r.entry == release and r.name != release) == patches
+    assert CAT.at_release("4.2.0").config_replay_filter() is None
+    f421, f422 = CAT.at_release("4.2.1").config_replay_filter(), CAT.at_release("4.2.2").config_replay_filter()
+    assert f421 is not None and f422 is not None
+    topics = dict(f422.names)["TOPIC"] - dict(f421.names)["TOPIC"]
+    assert topics == {"max.decompressed.message.bytes"}
+    assert "share.delivery.count.limit" not in dict(f421.names)["GROUP"]
+    assert "share.delivery.count.limit" in dict(CAT.at_release("4.3.0").config_replay_filter().names)["GROUP"]

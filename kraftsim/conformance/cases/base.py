@@ -59,7 +59,12 @@ class ReleaseContext:
 
     @property
     def line(self) -> str:
-        return self.dist.release.line
+        """The catalog release kraftsim acts as: this very release where the catalog lists it
+        (4.2.0, not the 4.2 line's newest patch), else its line."""
+        try:
+            return load_catalog(None).find_release(self.version).name
+        except KraftsimError:
+            return self.dist.release.line
 
     def catalog(self) -> Catalog | None:
         """kraftsim's catalog seen from this release's line, or None when kraftsim does not know the line."""

@@ -31,6 +31,8 @@ def server_properties(root: Path, role: str) -> str:
                 f"listeners=PLAINTEXT://127.0.0.1:{BROKER_PORT}\nlog.dirs={root}/a,{root}/b\n")
     if role == "unstable":  # a combined node that may format at unstable levels
         return server_properties(root, "combined") + "unstable.feature.versions.enable=true\n"
+    if role == "unstable-metadata":  # the same, with the name Kafka 3.7 reads (policy format_unstable)
+        return server_properties(root, "combined") + "unstable.metadata.versions.enable=true\n"
     if role == "standalone":
         return (f"process.roles=controller\nnode.id=1\n"
                 f"controller.quorum.bootstrap.servers=127.0.0.1:{CONTROLLER_PORT}\n{common}"

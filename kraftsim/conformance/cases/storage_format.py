@@ -6,7 +6,7 @@ moved aside before kraftsim writes, see nodes.Node) with Kafka's tool and with k
 path replaced by `<node>`) and every file written (compare.compare_trees). Nodes: a
 combined node, a controller, a broker with two log directories, and (3.9 on) a
 controller of a dynamic quorum formatted `--standalone`, and a combined node with
-unstable.feature.versions.enable=true at the release's placeholder level (4.0 on). Inputs: no `--release-version`,
+the release's unstable-versions config at its placeholder level. Inputs: no `--release-version`,
 every metadata.version either side knows (Kafka's list is read from its own refusal of
 an unknown version), `--feature` at every level of every feature either side names, and
 the combinations Kafka refuses.
@@ -25,11 +25,12 @@ from kraftsim.conformance.tools import ToolRun
 
 
 def format_case(ctx: ReleaseContext, group: str, role: str, label: str, flags: list[str],
-                times: int = 1, second_flags: list[str] | None = None) -> Case:
+                times: int = 1, second_flags: list[str] | None = None, config_role: str | None = None) -> Case:
     """One format case: the flags given to both tools (`times` = 2 formats the node twice,
-    the second time with `second_flags`, to see how each refuses or skips)."""
+    the second time with `second_flags`, to see how each refuses or skips); `config_role`
+    picks another server.properties than the role's under the same case name."""
     name = f"{group}/{role}/{label}"
-    node = Node(ctx, re.sub(r"[^A-Za-z0-9.=-]+", "_", f"{role}-{label}")[:60], role)
+    node = Node(ctx, re.sub(r"[^A-Za-z0-9.=-]+", "_", f"{role}-{label}")[:60], config_role or role)
     runs = [flags] + ([second_flags if second_flags is not None else flags] if times == 2 else [])
     kafka = tuple(("storage", ("format", "-c", node.config, "-t", CLUSTER_ID, *f)) for f in runs)
 
@@ -81,17 +82,16 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         ]
     for label, flags in refusals:
         yield format_case(ctx, group, "combined", label, flags)
-    if catalog is not None and catalog.latest_testing.level > catalog.latest_production.level \
-            and ctx.dist.release.line_tuple >= (4, 0):
+    if catalog is not None and catalog.latest_testing.level > catalog.latest_production.level:
         # The release's placeholder (its latest testing level): refused by the plain nodes above
-        # ("not yet stable" / unknown), formatted with unstable.feature.versions.enable=true.
-        # (4.0 on: kraftsim does not yet follow 3.x here. 3.7 and 3.8 read another config name,
-        # and 3.9 bootstraps the unstable levels' features, e.g. transaction.version=2 at 23.)
+        # ("not yet stable" / unknown), formatted with the release's unstable-versions config
+        # (policy format_unstable: 3.7 reads unstable.metadata.versions.enable).
         placeholder = catalog.latest_testing
-        yield format_case(ctx, group, "unstable", "default", [])
-        yield format_case(ctx, group, "unstable", "-r PLACEHOLDER", ["-r", placeholder.version])
+        own = "unstable-metadata" if catalog.policy("format_unstable") == "metadata-versions" else None
+        yield format_case(ctx, group, "unstable", "default", [], config_role=own)
+        yield format_case(ctx, group, "unstable", "-r PLACEHOLDER", ["-r", placeholder.version], config_role=own)
         yield format_case(ctx, group, "unstable", "-f metadata.version=PLACEHOLDER",
-                          ["-f", f"metadata.version={placeholder.level}"])
+                          ["-f", f"metadata.version={placeholder.level}"], config_role=own)
     yield format_case(ctx, group, "combined", "formatted twice", [], times=2)
     yield format_case(ctx, group, "combined", "formatted twice, -g", [], times=2, second_flags=["-g"])
     if ctx.dist.release.line_tuple >= (3, 9):
