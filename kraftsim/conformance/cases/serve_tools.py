@@ -5,7 +5,15 @@ legitimately differs between two clusters:
 - the cluster id, host:port pairs and topic ids (each cluster has its own);
 - `Epoch:` of kafka-features and `HighWatermark:` of kafka-metadata-quorum: offsets in the
   metadata log, which holds a different number of time-driven records on each side;
+- in `kafka-metadata-quorum describe --replication`, the columns of REPLICATION_MASKED (the
+  node's random directory id, its log end offset, and the two wall-clock timestamps), with the
+  table's padding normalised (it follows the widths of those values);
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
+
+kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
+broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
+the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
+compared like the rest.
 
 Besides the tools, raw requests whose answers no tool shows whole: UnregisterBroker for an
 unknown id (its ErrorMessage), and Metadata's automatic topic creation (the live node runs
@@ -31,7 +39,7 @@ from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
 from kraftsim.conformance.wire_client import WireClient
 
 HEAP = "384m"
-#: (name, tool, arguments; "{bs}" is the bootstrap server), run in this order on each side.
+#: (name, tool, arguments; "{bs}" is the bootstrap server, "{bc}" the controller, 3.7 onward), run in this order on each side.
 RUNS: list[tuple[str, str, list[str]]] = [
     ("topics --create", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "t", "--partitions", "2",
                                    "--replication-factor", "1"]),
@@ -44,7 +52,28 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("configs broker default", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "brokers",
                                            "--entity-default"]),
     ("features describe", "features", ["--bootstrap-server", "{bs}", "describe"]),
+    # metadata.version levels: 7 is 3.3-IV3 (the oldest KRaft level), 19 is 3.7-IV4. On 3.7 the
+    # upgrade to 19 is a no-op; on 4.x it is a downgrade by `upgrade`, refused. The downgrade to 7
+    # and disabling metadata.version are refused on every release (no --unsafe).
+    ("features upgrade --dry-run", "features", ["--bootstrap-server", "{bs}", "upgrade", "--feature",
+                                                "metadata.version=19", "--dry-run"]),
+    ("features upgrade (controller)", "features", ["--bootstrap-controller", "{bc}", "upgrade", "--feature",
+                                                   "metadata.version=19"]),
+    ("features downgrade --dry-run", "features", ["--bootstrap-server", "{bs}", "downgrade", "--feature",
+                                                  "metadata.version=7", "--dry-run"]),
+    ("features downgrade (controller)", "features", ["--bootstrap-controller", "{bc}", "downgrade", "--feature",
+                                                     "metadata.version=7"]),
+    ("features disable --dry-run", "features", ["--bootstrap-server", "{bs}", "disable", "--feature",
+                                                "metadata.version", "--dry-run"]),
+    ("features disable (controller)", "features", ["--bootstrap-controller", "{bc}", "disable", "--feature",
+                                                   "metadata.version"]),
+    # group.version: unknown to 3.7, which accepts disabling it as a no-op; finalized at 1 on 4.x, where
+    # disabling it succeeds and the describe after it shows level 0.
+    ("features disable group.version (controller)", "features", ["--bootstrap-controller", "{bc}", "disable",
+                                                                 "--feature", "group.version"]),
+    ("features describe (controller)", "features", ["--bootstrap-controller", "{bc}", "describe"]),
     ("metadata-quorum --status", "quorum", ["--bootstrap-server", "{bs}", "describe", "--status"]),
+    ("metadata-quorum --replication", "quorum", ["--bootstrap-server", "{bs}", "describe", "--replication"]),
     ("broker-api-versions", "api-versions", ["--bootstrap-server", "{bs}"]),
     ("cluster-id", "cluster", ["cluster-id", "--bootstrap-server", "{bs}"]),
     ("unregister unknown", "cluster", ["unregister", "--bootstrap-server", "{bs}", "--id", "42"]),
@@ -66,7 +95,29 @@ def main_classes(release: str) -> dict[str, str]:
             "cluster": "org.apache.kafka.tools.ClusterTool"}
 
 
+#: Columns of `describe --replication` that legitimately differ: DirectoryId is each node's own
+#: random log directory id, LogEndOffset counts the time-driven records of each metadata log,
+#: and the two timestamps are each cluster's clock. NodeId, Lag and Status are compared.
+REPLICATION_MASKED = {"DirectoryId", "LogEndOffset", "LastFetchTimestamp", "LastCaughtUpTimestamp"}
+
+
+def _mask_replication(text: str) -> str:
+    """The replication table with its padding normalised and REPLICATION_MASKED columns masked."""
+    lines, header = text.splitlines(keepends=True), None
+    for i, line in enumerate(lines):
+        cells = line.split()
+        if "LogEndOffset" in cells and "Status" in cells:
+            header = cells
+        elif header is not None and len(cells) >= len(header):
+            cells = [f"<{col}>" if col in REPLICATION_MASKED else cell for col, cell in zip(header, cells)]
+        else:
+            continue
+        lines[i] = " ".join(cells) + "\n"
+    return "".join(lines)
+
+
 def mask(text: str, cluster_id: str) -> str:
+    text = _mask_replication(text)
     text = text.replace(cluster_id, "<CLUSTER-ID>") if cluster_id else text
     text = re.sub(r"127\.0\.0\.1:\d+", "<HOST:PORT>", text)
     text = re.sub(r"TopicId: \S+", "TopicId: <TOPIC-ID>", text)
@@ -79,13 +130,13 @@ def _exception_lines(stderr: str) -> list[str]:
             if line.strip() and not line.startswith("\tat ") and not line.startswith("[") and "... " not in line]
 
 
-def run_tools(dist: KafkaDist, bs: str) -> ToolOutputs:
-    """Every run of RUNS against `bs`: (exit code, stdout, stderr's exception lines)."""
+def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
+    """Every run of RUNS against `bs` and `bc`: (exit code, stdout, stderr's exception lines)."""
     classes = main_classes(dist.release.version)
     out = {}
     for name, tool, args in RUNS:
         cmd = [str(dist.java.path), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
-               *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs) for a in args)]
+               *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs, bc=bc) for a in args)]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
         out[name] = (run.returncode, run.stdout, _exception_lines(run.stderr))
     return out
@@ -119,7 +170,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
     with LiveNode(dist, workdir, heap=HEAP, extra_config="auto.create.topics.enable=true\n") as node:
         node.format()
         node.start()
-        tools = run_tools(dist, node.bootstrap)
+        tools = run_tools(dist, node.bootstrap, f"127.0.0.1:{node.controller_port}")
         raw = raw_answers(node.bootstrap, lambda: time.sleep(2))  # the broker learns the topic from the controller
     return tools, raw
 
@@ -128,7 +179,7 @@ def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
     from kraftsim.wire.api import serve
 
     with serve(combined=1, release=dist.release.line) as k:  # the line's newest release kraftsim knows
-        return run_tools(dist, k.bootstrap_servers), raw_answers(k.bootstrap_servers, lambda: None)
+        return run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers), raw_answers(k.bootstrap_servers, lambda: None)
 
 
 def _api_lines(stdout: str) -> dict[str, str]:
@@ -175,4 +226,4 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     return [Case("serve-tools/combined", (), lambda runs: compare(ctx.dist, ctx.scratch("serve-tools")))]
 
 
-__all__ = ["RUNS", "cases", "compare", "differences", "live_side", "main_classes", "mask", "served_side"]
+__all__ = ["REPLICATION_MASKED", "RUNS", "cases", "compare", "differences", "live_side", "main_classes", "mask", "served_side"]
