@@ -205,5 +205,5 @@ def test_output_folders_are_replaced_only_when_they_hold_an_earlier_run(tmp_path
     with pytest.raises(KraftsimError, match="not an earlier output of the snapshot-cost job"):
         run_local("snapshot-cost", items, output=str(theirs))
     assert (theirs / "notes.txt").read_text() == "keep me"
-    with pytest.raises(KraftsimError, match="holds schema snapshot_cost version 1, not corpus_files"):
+    with pytest.raises(KraftsimError, match="holds schema snapshot_cost version 2, not corpus_files"):
         read_output(mine, "corpus")

@@ -32,7 +32,7 @@ class Case:
 
 
 CASES = [Case("3.7.2", "3.6-IV2", "3.7", 3, "kafka.admin.BrokerApiVersionsCommand"),
-         Case("4.4.0", "4.0-IV3", "4.1", 4, "org.apache.kafka.tools.BrokerApiVersionsCommand")]
+         Case("4.4.0", "4.0-IV3", "4.1", 5, "org.apache.kafka.tools.BrokerApiVersionsCommand")]
 
 
 def _dist(release: str) -> KafkaDist:
