@@ -14,8 +14,8 @@ below; the rooms behind it:
   simulation     Simulation: the public API over the event engine; where faults and ops enter
   types          SimConfig, SimError, NodeInfo, SimEvent, InvariantResult (the public values)
   saved          the event engine's cluster.json (format 2)
-  admin              the admin-client requests Simulation answers (topics, features; the 4.3/4.4 ops
-                     are Simulation methods)
+  admin          the admin-client requests Simulation answers (topics, features; the 4.3/4.4 ops
+                 are Simulation methods)
   features_tool  kafka-features against a simulated cluster (either engine)
 """
 
