@@ -105,12 +105,11 @@ def _server_config(args: argparse.Namespace) -> ServerConfig:
         return ServerConfig.for_directories(args.dir, -1 if args.node_id is None else args.node_id,
                                             dynamic_quorum=dynamic)
     config = read_server_config(args.config)
-    changes: dict[str, object] = {}
     if args.dir:
-        changes["log_dirs"] = tuple(dict.fromkeys([*config.log_dirs, *args.dir]))
+        config = dataclasses.replace(config, log_dirs=tuple(dict.fromkeys([*config.log_dirs, *args.dir])))
     if args.node_id is not None:
-        changes["node_id"] = args.node_id
-    return dataclasses.replace(config, **changes) if changes else config
+        config = dataclasses.replace(config, node_id=args.node_id)
+    return config
 
 
 def _run_format(args: argparse.Namespace) -> int:

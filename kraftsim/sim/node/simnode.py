@@ -54,7 +54,7 @@ from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
-from kraftsim.storage import java_struct_string
+from kraftsim.storage import DEFAULT_SEGMENT_BYTES, java_struct_string
 from kraftsim.javacompat import hash_map_order as java_hash_order, string_hash as java_string_hash
 from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
@@ -302,15 +302,15 @@ class SimNode:
         as the replica (MetadataLog.to_writable) instead of opening the files again.
         `read_only`: only look (a status): the files are read as they are, a torn tail is
         left out in memory, never cut on disk."""
-        kw = {} if segment_bytes is None else {"segment_bytes": segment_bytes}
+        seg_bytes = DEFAULT_SEGMENT_BYTES if segment_bytes is None else segment_bytes
         if read_only:
-            self.log = MetadataLog.open(self.metadata_dir, read_only=True, validate=validate, **kw)
-        elif scanned is not None and scanned.to_writable(fsync=False, **kw):
+            self.log = MetadataLog.open(self.metadata_dir, read_only=True, validate=validate, segment_bytes=seg_bytes)
+        elif scanned is not None and scanned.to_writable(fsync=False, segment_bytes=seg_bytes):
             self.log = scanned
         else:
             if scanned is not None:
                 scanned.close()
-            self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, **kw)
+            self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, segment_bytes=seg_bytes)
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      initial_delta_on_use=True,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
@@ -424,6 +424,7 @@ class SimNode:
                     break
                 fb = parsed.get(j)
                 if fb is None:
+                    assert seg is not None  # (others is None only when the active segment was taken)
                     j = self._adopt_unparsed(seg, j, start, end, software)
                     if j >= n:
                         break

@@ -79,11 +79,12 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
                  voters: Sequence[int]) -> QuorumState:
     """The `quorum-state` a node writes: data_version 0 listing the static voters under
     kraft.version 0, data_version 1 without them under a dynamic quorum (as Kafka writes each)."""
-    common = {"leader_id": -1 if leader is None else leader, "leader_epoch": epoch,
-              "voted_id": -1 if voted is None else voted}
+    leader_id, voted_id = -1 if leader is None else leader, -1 if voted is None else voted
     if kraft_version >= 1:
-        return QuorumState(data_version=1, current_voters=None, **common)
-    return QuorumState(data_version=0, current_voters=tuple(voters), **common)
+        return QuorumState(data_version=1, current_voters=None, leader_id=leader_id, leader_epoch=epoch,
+                           voted_id=voted_id)
+    return QuorumState(data_version=0, current_voters=tuple(voters), leader_id=leader_id, leader_epoch=epoch,
+                       voted_id=voted_id)
 
 
 #: quorum_state_bytes' answers by their arguments (a pure function of them; at most QS_KEEP).
