@@ -81,6 +81,17 @@ def test_persistent_map_order_is_by_signed_hash() -> None:
     assert hash_pmap_order(keys, string_hash) == ["polygenelubricants", "a", "b", "zz"]
 
 
+def test_persistent_map_puts_colliding_keys_newest_first() -> None:
+    # pcollections 4.0.2, the jar Kafka 4.2 ships: HashTreePMap.empty().plus(first).plus(other)
+    # .plus(second).plus(third), with hash codes 7, 3, 7, 7, iterates [other, third, second, first]
+    # (probed with javac/java against ~/.cache/kraftsim/kafka/4.2.0/jars; Kafka's ImmutableMap
+    # wraps the same map, and a put of a key already there moves it to the front).
+    hashes = {"first": 7, "other": 3, "second": 7, "third": 7}
+    assert hash_pmap_order(["first", "other", "second", "third"], hashes.__getitem__) == [
+        "other", "third", "second", "first"]
+    assert hash_pmap_order(["second", "first"], hashes.__getitem__) == ["first", "second"]
+
+
 def test_properties_order_of_meta_properties_keys() -> None:
     # as written by Properties.store on Java 17 (tests/storage checks real files)
     assert concurrent_hash_map_order(["version", "cluster.id", "node.id"]) == ["node.id", "version", "cluster.id"]

@@ -15,7 +15,7 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
 
 from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.gcpause import collector_paused
@@ -23,6 +23,7 @@ from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
+    stream_file_batches,
 )
 from kraftsim.storage.fileio import fsync_dir, read_file
 from kraftsim.storage.names import (
@@ -240,6 +241,118 @@ def read_snapshot(path: Path | str, registry: Registry | None = None, *, data: b
                            last.position)
     _check_offsets(spath, batches)
     return SnapshotFile(spath, sid, batches, header_entries, registry)
+
+
+class SnapshotStream:
+    """A snapshot read the way a loader consumes it: one batch in memory at a time.
+
+    Why: a 1M-partition snapshot is 128 MB, and reading it whole kept the file (and its
+    batches) alive beside the image being built, a third of a load's peak memory. Kafka's
+    reader also goes batch by batch. The header batch is read and checked on opening;
+    `data_entries()` hands out the metadata records batch by batch, checking each batch
+    (framing, CRC, offsets; with `recheck`, the name's epoch) as it comes and the footer
+    at the end. On any problem the file is read again by `read_snapshot` and `recheck`
+    (e.g. damage.check_snapshot_epoch), so the error raised is exactly the one a whole-file
+    read gives, in the same precedence. Single use; `batches` and `size_in_bytes` count
+    what was read so far (all of it once data_entries() is exhausted).
+    """
+
+    def __init__(self, path: Path | str, registry: Registry | None = None, *,
+                 recheck: Callable[[SnapshotFile], None] | None = None):
+        p = Path(path)
+        self.path = str(p)
+        self.registry = registry or default_registry()
+        parsed = parse_snapshot_name(p.name)
+        self.snapshot_id: SnapshotId | None = parsed.snapshot_id if parsed is not None else None
+        self._recheck = recheck
+        self._expect_epoch = self.snapshot_id.epoch if self.snapshot_id is not None and recheck else None
+        try:
+            self._file: BinaryIO = open(p, "rb")
+        except OSError as e:
+            raise KraftsimError(f"cannot read {p}: {e.strerror or e}") from None
+        self._stream = stream_file_batches(self.path, self._file)
+        self.batches = 0
+        self.size_in_bytes = 0
+        self._next_offset = 0
+        first = self._next()
+        if first is None or not first.batch.is_control or first.batch.records_count < 1:
+            self._fail(LogFileError(self.path, None, "First batch is not a control batch with at least one record"))
+        assert first is not None
+        try:
+            self.header_entries = decode_file_batch(first, self.registry)
+        except LogFileError as e:
+            self._fail(e)
+        head = self.header_entries
+        if not head or head[0].type_name != "SNAPSHOT_HEADER" or head[0].offset != first.batch.base_offset:
+            self._fail(LogFileError(self.path, 0, "First control record is not a snapshot header"))
+        self.epoch = first.batch.partition_leader_epoch
+        self._last = first
+
+    @property
+    def last_contained_log_timestamp(self) -> int:
+        stamp: int = self.header_entries[0].message.last_contained_log_timestamp
+        return stamp
+
+    def data_entries(self) -> Iterator[LogEntry]:
+        """The metadata records, batch by batch; the footer is checked once they are all out."""
+        for entries in self.data_batches():
+            yield from entries
+
+    def data_batches(self) -> Iterator[list[LogEntry]]:
+        """The metadata records of each data batch, in order; the footer is checked after the last."""
+        while (fb := self._next()) is not None:
+            self._last = fb
+            if not fb.batch.is_control:
+                try:
+                    entries = decode_file_batch(fb, self.registry)
+                except LogFileError as e:
+                    self._fail(e)
+                yield entries
+        last = self._last
+        footer = decode_file_batch(last, self.registry) if self.batches > 1 and last.batch.is_control else []
+        if not any(e.type_name == "SNAPSHOT_FOOTER" for e in footer):
+            self._fail(LogFileError(self.path, last.batch.base_offset, "Last batch is not a control batch with a "
+                                    "snapshot footer: the snapshot is incomplete", last.position))
+        self.close()
+
+    def check_whole(self) -> None:
+        """Read and check the whole file now (read_snapshot and `recheck`): for a caller about to
+        refuse the load for another reason, so that damage is still reported first."""
+        snap = read_snapshot(self.path, self.registry)
+        if self._recheck is not None:
+            self._recheck(snap)
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> "SnapshotStream":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _next(self) -> FileBatch | None:
+        try:
+            fb = next(self._stream, None)
+        except LogFileError as e:
+            self._fail(e)
+        if fb is None:
+            return None
+        b = fb.batch
+        if b.base_offset != self._next_offset or b.last_offset - b.base_offset + 1 != b.records_count:
+            self._fail(LogFileError(self.path, b.base_offset, "offsets out of order", fb.position))
+        if self._expect_epoch is not None and b.partition_leader_epoch != self._expect_epoch:
+            self._fail(LogFileError(self.path, b.base_offset, "epoch differs from the name's", fb.position))
+        self._next_offset = b.next_offset
+        self.batches += 1
+        self.size_in_bytes = fb.position + b.size
+        return fb
+
+    def _fail(self, problem: Exception) -> NoReturn:
+        """Raise what a whole-file read raises (its first problem), else `problem`."""
+        self.close()
+        self.check_whole()
+        raise problem
 
 
 def _check_offsets(path: str, batches: list[FileBatch]) -> None:

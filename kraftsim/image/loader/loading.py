@@ -40,7 +40,7 @@ from kraftsim.storage.fileio import read_file
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.recovery import RecoveryAction
-from kraftsim.storage.snapshot import SnapshotFile, read_snapshot
+from kraftsim.storage.snapshot import SnapshotFile, SnapshotStream
 from kraftsim.storage.view import metadata_dir_of
 from kraftsim.versions import Catalog, default_catalog
 
@@ -133,25 +133,26 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
 
 
 def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upto_offset: int | None) -> LoadResult:
-    snap = read_snapshot(p, registry)
-    check_snapshot_epoch(snap)
-    sid = snap.snapshot_id
-    # A snapshot saved under a name of the user's choosing (no id in it): its records and
-    # header are all there, only its end offset is unknown, so the image says offset -1.
-    end, epoch = (sid.end_offset, sid.epoch) if sid is not None else (0, snap.epoch)
-    if upto_offset is not None and sid is None:
-        raise KraftsimError(f"{p}: the file name does not say which offset this snapshot holds, so it cannot "
-                            f"give the state at offset {upto_offset}")
-    if upto_offset is not None and upto_offset != end:
-        raise KraftsimError(f"{p}: a snapshot holds the state at offset {end} only, not {upto_offset}")
-    loader.set_high_watermark(end)
-    records = load_snapshot(loader, snap, end_offset=end, epoch=epoch)
+    with SnapshotStream(p, registry, recheck=check_snapshot_epoch) as snap:  # one batch in memory at a time
+        sid = snap.snapshot_id
+        # A snapshot saved under a name of the user's choosing (no id in it): its records and
+        # header are all there, only its end offset is unknown, so the image says offset -1.
+        end, epoch = (sid.end_offset, sid.epoch) if sid is not None else (0, snap.epoch)
+        if upto_offset is not None and (sid is None or upto_offset != end):
+            snap.check_whole()  # damage is reported before the request is refused
+        if upto_offset is not None and sid is None:
+            raise KraftsimError(f"{p}: the file name does not say which offset this snapshot holds, so it cannot "
+                                f"give the state at offset {upto_offset}")
+        if upto_offset is not None and upto_offset != end:
+            raise KraftsimError(f"{p}: a snapshot holds the state at offset {end} only, not {upto_offset}")
+        loader.set_high_watermark(end)
+        records = load_snapshot(loader, snap, end_offset=end, epoch=epoch)
     return LoadResult(path=str(p), kind=PathKind.SNAPSHOT, image=loader.image, loader=loader, snapshot_id=sid,
                       log_start=end, end_offset=end, disk_end_offset=end, records=records,
-                      batches=len(snap.batches), bytes=snap.size_in_bytes, snapshot_header=snap.header_entries)
+                      batches=snap.batches, bytes=snap.size_in_bytes, snapshot_header=snap.header_entries)
 
 
-def load_snapshot(loader: MetadataLoader, snap: SnapshotFile, *, end_offset: int, epoch: int) -> int:
+def load_snapshot(loader: MetadataLoader, snap: SnapshotFile | SnapshotStream, *, end_offset: int, epoch: int) -> int:
     """Replace `loader`'s image with `snap`'s, as the snapshot (end_offset, epoch), streaming
     its records (a snapshot is replayed without a list of it); returns how many it held."""
     counted = _Counted(snap.data_entries())
@@ -253,9 +254,8 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
         loader.set_high_watermark(upto if upto is not None else disk_end)
         records, header = 0, []
         if sid is not None:
-            snap = read_snapshot(directory / snapshot_file_name(sid), registry)
-            check_snapshot_epoch(snap)
-            records = load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            with SnapshotStream(directory / snapshot_file_name(sid), registry, recheck=check_snapshot_epoch) as snap:
+                records = load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
             header = snap.header_entries
         start = sid.end_offset if sid is not None else log.log_start_offset
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=sid,

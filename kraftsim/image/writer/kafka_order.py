@@ -89,7 +89,10 @@ def node_id_order(ids: Iterable[int]) -> list[int]:
 
 def topic_order(topics: Sequence[T], topic_id: Callable[[T], Uuid], topics_map: str) -> list[T]:
     """TopicsImage.topicsById: a persistent map (3.6+) or a HashMap rebuilt by each delta
-    (3.5 and before); `topics` sorted by name, which decides between ids that share a bucket."""
+    (3.5 and before); `topics` sorted by name, which decides between ids that share a bucket.
+    The image does not keep when each topic was last put in Kafka's map, so name order stands
+    for it: ids whose hash codes collide come out as Kafka's map holds topics created (or
+    last changed) in name order, the later name first."""
     def hash_of(t: T) -> int:
         return uuid_hash(topic_id(t))
     if topics_map == PERSISTENT:
