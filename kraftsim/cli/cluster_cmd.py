@@ -33,6 +33,7 @@ from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
+from kraftsim.storage.server_config import validate_unstable_configs
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,6 +65,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                              "older simulator in which every node sees the leader's log at once")
     create.add_argument("--combined", type=bounded_int(0, 100, "a number of combined nodes"), default=0, metavar="K",
                         help="K combined broker+controller nodes (ids 1..K come first; not with --engine ticks)")
+    create.add_argument("--config", action="append", default=[], type=node_config_arg, metavar="NAME=VALUE",
+                        help="a server config every node runs with, as in server.properties: "
+                             "unstable.feature.versions.enable=true (3.8 on) or unstable.metadata.versions.enable=true "
+                             "(3.7) lets the nodes format, advertise and finalize their release's unstable levels")
     create.add_argument("--dynamic-quorum", action="store_true",
                         help="format the controllers as a KIP-853 dynamic quorum (--standalone for one, else "
                              "--initial-controllers; kraft.version 1; Kafka 3.9 on; event simulator only)")
@@ -134,6 +139,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     import_cmd.add_parser(cmds)
 
 
+def node_config_arg(text: str) -> tuple[str, str]:
+    """--config NAME=VALUE, checked as a simulated node's config (storage.server_config)."""
+    name, eq, value = text.partition("=")
+    if not eq:
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    try:
+        return next(iter(validate_unstable_configs({name.strip(): value}).items()))
+    except KraftsimError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _run_create(args: argparse.Namespace) -> int:
     if args.engine == EVENTS:
         features = dict(parse_feature_arg(f) for f in args.feature)
@@ -141,7 +157,7 @@ def _run_create(args: argparse.Namespace) -> int:
         sim = Simulation.create(args.dir, controllers=args.controllers, brokers=args.brokers, combined=args.combined,
                                 release=args.release, release_version=args.release_version, features=features,
                                 seed=args.seed, policy=policy, catalog=args.catalog, on_event=narrator(print),
-                                dynamic_quorum=args.dynamic_quorum)
+                                dynamic_quorum=args.dynamic_quorum, configs=dict(args.config))
         leader = sim.leader()
         print(f"Created cluster {sim.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
@@ -152,7 +168,7 @@ def _run_create(args: argparse.Namespace) -> int:
         raise KraftsimError("--combined is not available with --engine ticks")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
-                                policies=args.policy, catalog=args.catalog)
+                                policies=args.policy, catalog=args.catalog, configs=dict(args.config))
     cluster.close()
     return 0
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 from kraftsim.conformance.cases import Outcome, Policy, ReleaseContext, judge, load_policies
+from kraftsim.conformance.cases.base import catalog_release
 from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.dist import KafkaDist, KafkaRelease, KafkaUnavailable, fetch
 from kraftsim.conformance.node import LiveNode
@@ -54,21 +55,23 @@ def run_roll(releases: Sequence[KafkaRelease], *, log: Callable[[str], None] = l
 
 def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist], policies: list[Policy],
           log: Callable[[str], None]) -> Iterator[Outcome]:
-    first = dists[0].release
+    # Each step runs kraftsim as that very release (a step given 4.2.0 is not the 4.2 line's 4.2.2).
+    first = catalog_release(dists[0].release)
     created = ctx.kraftsim(["cluster", "create", str(sim), "--controllers", "1", "--brokers", "1",
-                            "--release", first.line, "--seed", "0"])
+                            "--release", first, "--seed", "0"])
     node.format()
     broken: str | None = None if created.code == 0 else \
-        f"kraftsim cluster create --release {first.line}: exit {created.code}: {created.stderr.strip()[:300]}"
+        f"kraftsim cluster create --release {first}: exit {created.code}: {created.stderr.strip()[:300]}"
     previous: KafkaDist | None = None
     for dist in dists:
         release = dist.release
+        ours_release = catalog_release(release)
         log(f"roll: Kafka {release.version}")
         step_problem = broken
         if previous is not None and broken is None:
-            rolled = ctx.kraftsim(["cluster", "roll", str(sim), "--release", release.line])
+            rolled = ctx.kraftsim(["cluster", "roll", str(sim), "--release", ours_release])
             if rolled.code != 0:
-                step_problem = f"kraftsim cluster roll --release {release.line}: exit {rolled.code}: " \
+                step_problem = f"kraftsim cluster roll --release {ours_release}: exit {rolled.code}: " \
                                f"{(rolled.stdout + rolled.stderr).strip()[-300:]}"
         node.stop()
         node.dist = dist
@@ -86,12 +89,12 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
         catalog = ctx.catalog()
         steps = [("features describe", ["describe"])]
         if catalog is not None:
-            latest = catalog.at_release(release.line).latest_production.level
+            latest = catalog.at_release(ours_release).latest_production.level
             steps.append(("features upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={latest}"]))
-            steps += _kraft_version_steps(catalog.at_release(release.line))
+            steps += _kraft_version_steps(catalog.at_release(ours_release))
         for label, args in steps:
             kafka = run_tool(dist, "features", ["--bootstrap-server", node.bootstrap, *args])
-            ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", release.line, *args])
+            ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", ours_release, *args])
             yield judge(f"roll/{label}", release.version, compare_runs(_mask(kafka), _mask(ours)), policies)
         if previous is not None and previous.release.line == "3.7" and release.line == "3.8":
             yield _rollback(ctx, node, sim, previous, dist, policies)
@@ -101,7 +104,7 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
             except KafkaUnavailable as e:
                 yield Outcome("roll/start after rollback", release.version, "differ", str(e))
                 return
-            ctx.kraftsim(["cluster", "roll", str(sim), "--release", release.line])
+            ctx.kraftsim(["cluster", "roll", str(sim), "--release", ours_release])
         previous = dist
 
 
@@ -123,7 +126,7 @@ def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, ne
     """Start the older release on the directory after the newer one finalized its metadata.version."""
     name = f"roll/rollback to {old.release.line} after {new.release.line}'s metadata.version"
     node.stop()
-    ours = ctx.kraftsim(["cluster", "roll", str(sim), "--release", old.release.line])
+    ours = ctx.kraftsim(["cluster", "roll", str(sim), "--release", catalog_release(old.release)])
     refusal = next((ln for ln in ours.stdout.splitlines() if ln.startswith("Tried to apply")), None)
     node.dist = old
     diffs = []
@@ -142,7 +145,8 @@ def _rollback(ctx: ReleaseContext, node: LiveNode, sim: Path, old: KafkaDist, ne
                      f"{new.release.line}'s metadata.version")
     node.stop()
     if ours.code == 0 or refusal is None:
-        diffs.append(f"kraftsim cluster roll --release {old.release.line} did not refuse (exit {ours.code})")
+        diffs.append(f"kraftsim cluster roll --release {catalog_release(old.release)} did not refuse "
+                     f"(exit {ours.code})")
     elif refusal not in kafka_log:
         diffs.append(f"kraftsim's refusal is not in Kafka {old.release.version}'s log: {refusal}")
     if diffs:

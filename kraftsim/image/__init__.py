@@ -93,8 +93,8 @@ from kraftsim.image.loader.summary import (
     TEXT_LIMIT, broker_state, configs_dropped_line, image_summary, load_summary, mv_names, summary_lines,
 )
 from kraftsim.image.publisher.snapshot_create import (
-    advertised_metadata_version, create_snapshot, infer_release as infer_writer_release, release_for_level,
-    snapshot_contents,
+    advertised_metadata_version, advertised_ranges, create_snapshot, infer_release as infer_writer_release,
+    release_for_level, snapshot_contents,
 )
 from kraftsim.image.publisher.snapshot_emitter import (
     kraft_header_records,
@@ -230,6 +230,7 @@ __all__ = [
     "release_for_level",
     "infer_writer_release",
     "advertised_metadata_version",
+    "advertised_ranges",
     "render_directory",
     "render_replicas",
     "render_roundtrip",

@@ -41,6 +41,10 @@ class ClusterSpec(_Strict, kw_only=True, forbid_unknown_fields=True):
     features: dict[str, int] = {}
     #: A KIP-853 dynamic quorum (`--standalone` for one controller, else `--initial-controllers`).
     dynamic_quorum: bool = False
+    #: kraftsim's addition: server configs every node runs with, as in server.properties (today
+    #: the unstable-versions ones: `{ "unstable.feature.versions.enable" = true }`, 3.7's
+    #: `unstable.metadata.versions.enable`), as `cluster create --config`.
+    configs: dict[str, str | bool] = {}
 
     @property
     def controller_count(self) -> int:

@@ -78,7 +78,7 @@ def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
                                  catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
-                                 config=config, dynamic_quorum=c.dynamic_quorum)
+                                 config=config, dynamic_quorum=c.dynamic_quorum, configs=c.configs)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
 

@@ -34,6 +34,7 @@ from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
+from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
 BROKER, CONTROLLER = "broker", "controller"
@@ -363,7 +364,14 @@ def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
         if not isinstance(getattr(c, key), list):  # a list of voter ids goes with `from` (checked there)
             check.non_negative(getattr(c, key), f"cluster.{key}")
     if c.from_ is not None:
+        if c.configs:
+            raise check.fail("cluster.configs", "expected no node configs with `from` (the imported nodes keep "
+                                                "the real cluster's)")
         return _check_from(c, check, base)
+    try:
+        validate_unstable_configs(c.configs)
+    except KraftsimError as e:
+        raise check.fail("cluster.configs", str(e)) from None
     if isinstance(c.controllers, list):
         raise check.fail("cluster.controllers", "expected an integer (a list of voter ids goes with `from` only)")
     if c.controllers is None and not c.combined:

@@ -31,6 +31,8 @@ class SavedNode(msgspec.Struct, kw_only=True):
     detail: str | None = None
     previous_broker_epoch: int = -1
     broker_epoch: int | None = None
+    #: The node's simulated server configs (NodeState.configs); absent when none were given.
+    configs: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
 
 class SavedState(msgspec.Struct, kw_only=True):

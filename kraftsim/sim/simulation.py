@@ -56,6 +56,7 @@ from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
+from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
 
@@ -98,6 +99,7 @@ class Simulation(AdminMixin):
         for n in saved.nodes:
             state = NodeState(id=n.id, roles=tuple(n.roles), release=n.release, incarnation=n.incarnation,
                               starts=n.starts, running=n.status == RUNNING, previous_broker_epoch=n.previous_broker_epoch,
+                              configs=n.configs,
                               note=n.detail)
             m = self.engine.add_member(state, STOPPED if n.status == RUNNING else n.status)
             m.detail = n.detail
@@ -116,11 +118,13 @@ class Simulation(AdminMixin):
                release: str, release_version: str | None = None, features: Mapping[str, int] | None = None,
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
                config: SimConfig | None = None, durable: bool = True,
-               on_event: Callable[[SimEvent], None] | None = None, dynamic_quorum: bool = False) -> Simulation:
+               on_event: Callable[[SimEvent], None] | None = None, dynamic_quorum: bool = False,
+               configs: Mapping[str, object] | None = None) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers. `dynamic_quorum`:
         a KIP-853 quorum (`--standalone` for one controller, else `--initial-controllers`;
-        kraft.version 1)."""
+        kraft.version 1). `configs`: server configs every node runs with (today the
+        unstable-versions ones, storage.server_config.validate_unstable_configs)."""
         d = Path(directory)
         if controllers < 0 or brokers < 0 or combined < 0:
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
@@ -137,8 +141,14 @@ class Simulation(AdminMixin):
             raise
         except KraftsimError as e:
             raise SimError(str(e)) from None
+        try:
+            node_configs = validate_unstable_configs(configs or {})
+        except KraftsimError as e:
+            raise SimError(str(e)) from None
+        given: dict[str, str] | msgspec.UnsetType = node_configs if node_configs else msgspec.UNSET
         roles = ([(BROKER, CONTROLLER)] * combined + [(CONTROLLER,)] * controllers + [(BROKER,)] * brokers)
-        nodes = [SavedNode(id=i + 1, roles=r, release=release, incarnation=incarnation_id(seed, i + 1, 1))
+        nodes = [SavedNode(id=i + 1, roles=r, release=release, incarnation=incarnation_id(seed, i + 1, 1),
+                           configs=given)
                  for i, r in enumerate(roles)]
         voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
         saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
@@ -154,7 +164,8 @@ class Simulation(AdminMixin):
         if on_event is not None:
             sim.subscribe(on_event)
         for n in nodes:
-            state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation)
+            state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation,
+                              configs=n.configs)
             try:
                 format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
                             release_version=release_version, features=feats, dynamic=dynamic,
@@ -242,7 +253,8 @@ class Simulation(AdminMixin):
         s.nodes = [SavedNode(id=m.id, roles=tuple(m.state.roles), release=m.state.release,
                              incarnation=m.state.incarnation, starts=m.state.starts,
                              status=RUNNING if m.running else m.status, detail=m.detail,
-                             previous_broker_epoch=m.state.previous_broker_epoch, broker_epoch=m.broker_epoch)
+                             previous_broker_epoch=m.state.previous_broker_epoch, broker_epoch=m.broker_epoch,
+                             configs=m.state.configs)
                    for m in e.ordered()]
         data = json.dumps(msgspec.to_builtins(s), indent=2, sort_keys=True) + "\n"
         atomic_write(self.directory / STATE_FILE, data.encode("utf-8"), fsync=self.durable)

@@ -55,7 +55,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "safepath": ("SymlinkRefused", "check_output", "check_writable", "refuse_symlinks", "safe_file_name"),
     "scram_parser": ("scram_record",),
     "segment": ("IndexEntry", "LogSegment"),
-    "server_config": ("ServerConfig", "read_server_config"),
+    "server_config": ("ServerConfig", "read_server_config", "unstable_versions_enabled", "validate_unstable_configs"),
     "snapshot": (
         "SNAPSHOT_APPEND_RECORDS", "SnapshotFile", "SnapshotWriter", "latest_snapshot", "list_snapshots",
         "read_snapshot", "read_snapshot_header", "write_snapshot",

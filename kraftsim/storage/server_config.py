@@ -12,9 +12,11 @@ from kraftsim.errors import KraftsimError
 from kraftsim.storage.format_common import (
     QUORUM_BOOTSTRAP_SERVERS,
     QUORUM_VOTERS,
+    release_text,
 )
 from kraftsim.javacompat import parse_int
 from kraftsim.storage.java_properties import load_properties, properties_text
+from kraftsim.versions import Catalog
 
 # ------------------------------------------------------------------------------ server.properties
 
@@ -60,10 +62,14 @@ class ServerConfig:
     quorum_bootstrap_servers: tuple[str, ...] = ()
     listeners: tuple[Listener, ...] = ()
     advertised_listeners: tuple[Listener, ...] = ()
-    unstable_feature_versions: bool = False
-    #: unstable.metadata.versions.enable: the name Kafka 3.7 reads instead (policy format_unstable).
-    unstable_metadata_versions: bool = False
+    #: The unstable-versions configs given (UNSTABLE_CONFIGS), as texts: which name a release
+    #: reads, and so which text must be a boolean, is the release's (`unstable_enabled`).
+    unstable_configs: tuple[tuple[str, str], ...] = ()
     source: str = "<config>"
+
+    def unstable_enabled(self, catalog: Catalog) -> bool:
+        """Whether a node of `catalog`'s release runs with unstable versions enabled."""
+        return unstable_versions_enabled(catalog, dict(self.unstable_configs))
 
     @property
     def is_controller(self) -> bool:
@@ -114,7 +120,6 @@ class ServerConfig:
         metadata_log_dir = props.get("metadata.log.dir")
         if metadata_log_dir is None and log_dirs:
             metadata_log_dir = log_dirs[0]
-        unstable = {name: _boolean(props, name) for name in UNSTABLE_CONFIGS}
         return cls(
             process_roles=roles,
             node_id=node_id,
@@ -125,8 +130,7 @@ class ServerConfig:
             quorum_bootstrap_servers=tuple(_csv(props.get(QUORUM_BOOTSTRAP_SERVERS))),
             listeners=tuple(_parse_listeners(props.get("listeners"), "listeners")),
             advertised_listeners=tuple(_parse_listeners(props.get("advertised.listeners"), "advertised.listeners")),
-            unstable_feature_versions=unstable["unstable.feature.versions.enable"],
-            unstable_metadata_versions=unstable["unstable.metadata.versions.enable"],
+            unstable_configs=tuple((name, props[name]) for name in UNSTABLE_CONFIGS if name in props),
             source=source,
         )
 
@@ -156,6 +160,32 @@ class ServerConfig:
 
 #: The configs that let a node use unstable versions, by release (policy format_unstable).
 UNSTABLE_CONFIGS = ("unstable.feature.versions.enable", "unstable.metadata.versions.enable")
+
+
+def unstable_versions_enabled(catalog: Catalog, configs: Mapping[str, str]) -> bool:
+    """Whether a node of `catalog`'s release with these server configs lets unstable versions
+    be used (formatted, advertised, finalized). Each release reads one name (policy
+    format_unstable: 3.7 unstable.metadata.versions.enable, 3.8 on
+    unstable.feature.versions.enable, none before 3.7) and checks its text as KafkaConfig
+    checks a boolean; a name the release does not read is ignored, whatever its text."""
+    name = release_text(catalog, "format_unstable", "config")
+    return False if name is None else _boolean(configs, name)
+
+
+def validate_unstable_configs(configs: Mapping[str, object]) -> dict[str, str]:
+    """A simulated node's configs as server.properties texts: only UNSTABLE_CONFIGS, each a
+    boolean (true/false, or the text of one), so every release reading either name can."""
+    out = {}
+    for name, value in configs.items():
+        if name not in UNSTABLE_CONFIGS:
+            raise KraftsimError(f"node config {name!r} is not one kraftsim simulates (it simulates "
+                                f"{' and '.join(UNSTABLE_CONFIGS)})")
+        text = str(value).lower() if isinstance(value, bool) else value
+        if not isinstance(text, str):
+            raise KraftsimError(f"node config {name}: expected true or false, got {value!r}")
+        _boolean({name: text}, name)
+        out[name] = text.strip()
+    return out
 
 
 def _boolean(props: Mapping[str, str], name: str) -> bool:

@@ -60,6 +60,7 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
                    registry: Registry | None = None, fsync: bool = True) -> FormatResult:
     """`kafka-storage format`: StorageTool.runFormatCommand, then the Formatter (same checks, same order)."""
     rng = rng or random.SystemRandom()
+    unstable = config.unstable_enabled(catalog)  # KafkaConfig reads the config before any check
     if not config.process_roles:
         raise ToolFailure("The kafka configuration file appears to be for a legacy cluster. "
                           "Formatting is only supported for clusters in KRaft mode.")
@@ -71,7 +72,7 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
         node_id=config.node_id,
         cluster_id=cluster_id,
         controller=config.is_controller,
-        unstable=_unstable_enabled(catalog, config),
+        unstable=unstable,
         ignore_formatted=ignore_formatted,
         controller_listener_name=config.controller_listener_name,
         metadata_log_directory=config.metadata_log_dir,
@@ -107,14 +108,6 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     opts.scram_arguments = list(add_scram)
     opts.directories = config.directories
     return format_directories(catalog, opts, clock=clock, rng=rng, date=date, out=out, registry=registry, fsync=fsync)
-
-
-def _unstable_enabled(catalog: Catalog, config: ServerConfig) -> bool:
-    """The release's own unstable-versions config (policy format_unstable): 3.7 reads
-    unstable.metadata.versions.enable, 3.8 on unstable.feature.versions.enable."""
-    if release_text(catalog, "format_unstable", "config") == "unstable.metadata.versions.enable":
-        return config.unstable_metadata_versions
-    return config.unstable_feature_versions
 
 
 def _release_version(catalog: Catalog, config: ServerConfig, text: str, unstable: bool) -> MetadataVersion:

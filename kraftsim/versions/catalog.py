@@ -66,6 +66,33 @@ class Catalog:
         """The same catalog as a node running release `name` sees it."""
         return Catalog(self._data, self._lines, self.find_release(name).name)
 
+    # --- which release wrote it: one inference for every reader of a real log --------------
+
+    def release_advertising(self, ranges: Mapping[str, tuple[int, int]]) -> tuple[Release | None, bool]:
+        """The release whose nodes advertise exactly `ranges` (a registration's supported
+        features, max 0 left out), and whether only with unstable versions enabled; (None,
+        False) when none does. Releases that advertise the same cannot be told apart: the
+        newest of them is named, as a line name means its newest patch (a 4.2 node is 4.2.2)."""
+        want = dict(ranges)
+        for unstable in (False, True):
+            for r in reversed(self.releases):
+                if self.at_release(r.name).supported_features(unstable) == want:
+                    return r, unstable
+        return None, False
+
+    def release_for_level(self, level: int) -> Release:
+        """The release whose nodes advertise metadata.version `level` as their maximum: the one
+        whose LATEST_PRODUCTION it is, else the oldest that knows it (a node with unstable
+        versions enabled), else the newest release; of the releases of that line advertising
+        the same, the newest (release_advertising's rule)."""
+        releases = self.releases
+        found = next((r for r in releases if r.latest_production == level), None)
+        if found is None:
+            found = next((r for r in releases if r.latest_testing >= level), releases[-1])
+        same = self.at_release(found.name).supported_features()
+        return [r for r in releases if r.line == found.line
+                and (r.entry == found.entry or self.at_release(r.name).supported_features() == same)][-1]
+
     def policy(self, name: str) -> str:
         """The value this line follows for a behaviour policy (see policies.toml)."""
         return self.release.policy(name)

@@ -29,6 +29,7 @@ def case_groups() -> list[tuple[str, Callable[[ReleaseContext], Iterable[Case]]]
         ("dump-log", dump_log.cases),
         ("metadata-shell", shell.cases),
         ("live-node", live_node.cases),
+        ("live-unstable", live_node.unstable_cases),
         ("live-quorum", live_quorum.cases),
         ("serve-tools", serve_tools.cases),
     ]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kraftsim.conformance.compare import POLICY_MARK
-from kraftsim.conformance.dist import KafkaDist
+from kraftsim.conformance.dist import KafkaDist, KafkaRelease
 from kraftsim.conformance.kraftsim_side import run_kraftsim
 from kraftsim.conformance.tools import ToolRun, run_tool
 from kraftsim.errors import KraftsimError
@@ -41,6 +41,15 @@ class Case:
     check: Callable[[list[ToolRun]], list[str]]  # the differences; empty when kraftsim agrees
 
 
+def catalog_release(release: KafkaRelease) -> str:
+    """The catalog release kraftsim acts as for a Kafka release: that very release where the
+    catalog lists it (4.2.0, not the 4.2 line's newest patch), else its line."""
+    try:
+        return load_catalog(None).find_release(release.version).name
+    except KraftsimError:
+        return release.line
+
+
 @dataclass
 class ReleaseContext:
     """One release under test: its jars, a scratch directory, and kraftsim's catalog of its line."""
@@ -59,12 +68,8 @@ class ReleaseContext:
 
     @property
     def line(self) -> str:
-        """The catalog release kraftsim acts as: this very release where the catalog lists it
-        (4.2.0, not the 4.2 line's newest patch), else its line."""
-        try:
-            return load_catalog(None).find_release(self.version).name
-        except KraftsimError:
-            return self.dist.release.line
+        """The catalog release kraftsim acts as (catalog_release)."""
+        return catalog_release(self.dist.release)
 
     def catalog(self) -> Catalog | None:
         """kraftsim's catalog seen from this release's line, or None when kraftsim does not know the line."""

@@ -39,6 +39,8 @@ from kraftsim.conformance.tools import ToolRun, run_tool
 # Kafka writes a KRaft snapshot at most this often here (default: every hour), so the
 # session's log has one to compare with kraftsim's.
 SNAPSHOT_INTERVAL_MS = 1000
+#: The JVM heap of the live-unstable node.
+UNSTABLE_HEAP = "384m"
 _EPOCH = re.compile(r"Epoch: \d+")
 _SIM_NOTE = re.compile(r"^\[cluster\] ")
 
@@ -46,6 +48,9 @@ _SIM_NOTE = re.compile(r"^\[cluster\] ")
 @dataclass
 class Session:
     ctx: ReleaseContext
+    #: Both sides run with the release's own unstable-versions config (policy format_unstable)
+    #: and are formatted at its LATEST_PRODUCTION (live-unstable/*).
+    unstable: bool = False
     node: LiveNode | None = None
     sim_dir: Path | None = None
     failure: str | None = None
@@ -73,18 +78,26 @@ class Session:
         if missing:
             self.failure = f"kraftsim cannot act as Kafka {self.ctx.line}: {missing}"
             return
-        work = self.ctx.scratch("live-node")
+        work = self.ctx.scratch("live-unstable" if self.unstable else "live-node")
         (work / "kafka").mkdir()
-        self.node = LiveNode(self.ctx.dist, work / "kafka",
-                             extra_config=f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n")
+        extra, format_flags, create_flags = f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n", [], []
+        catalog = self.ctx.catalog()
+        if self.unstable and catalog is not None:
+            name = catalog.policy_text("format_unstable", "config")
+            extra += f"{name}=true\n"
+            format_flags = ["--release-version", catalog.latest_production.version]
+            create_flags = [*format_flags, "--config", f"{name}=true"]
+        self.node = LiveNode(self.ctx.dist, work / "kafka", extra_config=extra,
+                             **({"heap": UNSTABLE_HEAP} if self.unstable else {}))
         self.ctx.cleanups.append(self.node.stop)
         self.sim_dir = work / "sim"
         # The same topology as the Kafka node (one combined node), on the event simulator,
         # which is the one `kraftsim topics` runs on.
         sim = self.ctx.kraftsim(["cluster", "create", str(self.sim_dir), "--engine", "events", "--controllers", "0",
-                                 "--brokers", "0", "--combined", "1", "--release", self.ctx.line, "--seed", "0"])
+                                 "--brokers", "0", "--combined", "1", "--release", self.ctx.line, "--seed", "0",
+                                 *create_flags])
         try:
-            self.node.format()
+            self.node.format(*format_flags)
             self.node.start()
         except KafkaUnavailable as e:
             self.keep()
@@ -95,7 +108,7 @@ class Session:
 
     def keep(self) -> None:
         if self.node is not None and self.kept is None:
-            self.kept = self.node.keep_logs("live-node")
+            self.kept = self.node.keep_logs("live-unstable" if self.unstable else "live-node")
 
     def features(self, args: list[str]) -> list[str]:
         if failed := self.ensure():
@@ -398,3 +411,48 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
                lambda _: _restart_on_kraftsim_snapshot(session, "lossless-snapshot", _floor_flags))
     yield Case(f"{group}/starts on kraftsim's KIP-778 lossy snapshot", (),
                lambda _: _restart_on_kraftsim_snapshot(session, "lossy-snapshot", _lossy_flags))
+
+
+def _unstable_commands(catalog: Catalog) -> list[tuple[str, list[str]]]:
+    """(label, kafka-features arguments) on a node formatted at LATEST with unstable versions
+    enabled: the placeholder (the release's latest testing level) is in its supported range,
+    so the controller takes it; a request mixing it with an unknown feature is refused whole
+    from 4.0 (3.x applies the valid part)."""
+    lp, placeholder = catalog.latest_production, catalog.latest_testing
+    features = catalog.supported_features(unstable=True)
+    other = ["--feature", "group.version=1"] if "group.version" in features else []
+    return [
+        ("describe", ["describe"]),
+        ("upgrade --metadata PLACEHOLDER --dry-run", ["upgrade", "--metadata", placeholder.version, "--dry-run"]),
+        ("upgrade --release-version PLACEHOLDER --dry-run",
+         ["upgrade", "--release-version", placeholder.version, "--dry-run"]),
+        ("upgrade metadata.version=PLACEHOLDER and an unknown feature",
+         ["upgrade", "--feature", f"metadata.version={placeholder.level}", "--feature", "no.such.feature=1"]),
+        ("describe after the mixed upgrade", ["describe"]),
+        ("upgrade metadata.version=PLACEHOLDER and another feature",
+         ["upgrade", "--feature", f"metadata.version={placeholder.level}", *other]),
+        ("describe after the placeholder", ["describe"]),
+        ("upgrade --release-version PLACEHOLDER", ["upgrade", "--release-version", placeholder.version]),
+        ("downgrade --metadata LATEST --dry-run", ["downgrade", "--metadata", lp.version, "--dry-run"]),
+        ("describe at the end", ["describe"]),
+    ]
+
+
+def unstable_cases(ctx: ReleaseContext) -> Iterable[Case]:
+    """live-unstable/*: a node whose release lists a placeholder level, formatted and started
+    with unstable versions enabled, against `kraftsim cluster create --config`; the same
+    requests to a node without the config are live-node/*'s PLACEHOLDER cases (refused)."""
+    catalog = ctx.catalog()
+    if catalog is None or catalog.latest_testing.level <= catalog.latest_production.level:
+        return
+    session = Session(ctx, unstable=True)
+    group = "live-unstable"
+
+    def step(args: list[str]) -> Callable[[list[ToolRun]], list[str]]:
+        return lambda _: session.features(args)
+
+    for label, args in _unstable_commands(catalog):
+        yield Case(f"{group}/features {label}", (), step(args))
+    yield Case(f"{group}/stopped", (), lambda _: session.stop())
+    yield Case(f"{group}/replay", (), lambda _: _replay(session))
+    yield Case(f"{group}/dump-log payloads", (), lambda _: _dump(session))

@@ -33,6 +33,9 @@ def server_properties(root: Path, role: str) -> str:
         return server_properties(root, "combined") + "unstable.feature.versions.enable=true\n"
     if role == "unstable-metadata":  # the same, with the name Kafka 3.7 reads (policy format_unstable)
         return server_properties(root, "combined") + "unstable.metadata.versions.enable=true\n"
+    if role.startswith("unstable-not-boolean-"):  # a text that is not a boolean, under one of the two names
+        name = "unstable.feature.versions.enable" if role.endswith("feature") else "unstable.metadata.versions.enable"
+        return server_properties(root, "combined") + f"{name}=maybe\n"
     if role == "standalone":
         return (f"process.roles=controller\nnode.id=1\n"
                 f"controller.quorum.bootstrap.servers=127.0.0.1:{CONTROLLER_PORT}\n{common}"

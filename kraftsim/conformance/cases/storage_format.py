@@ -92,6 +92,13 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
         yield format_case(ctx, group, "unstable", "-r PLACEHOLDER", ["-r", placeholder.version], config_role=own)
         yield format_case(ctx, group, "unstable", "-f metadata.version=PLACEHOLDER",
                           ["-f", f"metadata.version={placeholder.level}"], config_role=own)
+    elif catalog is not None:
+        # No placeholder (3.3 to 3.6): neither config is read, the node formats as without it.
+        yield format_case(ctx, group, "unstable", "default", [])
+    # A config text that is not a boolean: refused where the release reads that name, else ignored.
+    for which in ("feature", "metadata"):
+        yield format_case(ctx, group, "unstable", f"unstable.{which}.versions.enable=maybe", [],
+                          config_role=f"unstable-not-boolean-{which}")
     yield format_case(ctx, group, "combined", "formatted twice", [], times=2)
     yield format_case(ctx, group, "combined", "formatted twice, -g", [], times=2, second_flags=["-g"])
     if ctx.dist.release.line_tuple >= (3, 9):

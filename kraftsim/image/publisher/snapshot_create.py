@@ -42,7 +42,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.publisher.snapshot_emitter import SnapshotCreationError, check_snapshot_id, kraft_header_records
@@ -103,23 +103,27 @@ def advertised_metadata_version(image: MetadataImage) -> int | None:
     return best
 
 
+def advertised_ranges(features: Iterable[Any]) -> dict[str, tuple[int, int]]:
+    """A registration's supported features as {name: (min, max)}, features with max 0 left out."""
+    return {f.name: (f.min_version, f.max_version) for f in features if f.max_version > 0}
+
+
 def release_for_level(catalog: Catalog, level: int) -> Release:
-    """The release whose nodes advertise `level` as their maximum: the one whose
-    LATEST_PRODUCTION it is, else the oldest that knows it (a node with unstable versions
-    enabled), else the newest release. Patch releases of one catalog entry cannot be told
-    apart by what they advertise: the newest of them stands for all."""
-    releases = catalog.releases
-    found = next((r for r in releases if r.latest_production == level), None)
-    if found is None:
-        found = next((r for r in releases if r.latest_testing >= level), releases[-1])
-    return [r for r in releases if r.entry == found.entry][-1]
+    """The release whose nodes advertise `level` as their maximum (Catalog.release_for_level)."""
+    return catalog.release_for_level(level)
 
 
 def infer_release(image: MetadataImage, catalog: Catalog) -> tuple[str, str]:
-    """(release name, why) for the writer of a snapshot of `image`."""
+    """(release name, why) for the writer of a snapshot of `image`: the release that advertises
+    exactly what the registration with the highest metadata.version does (Catalog.release_advertising,
+    as `cluster import` and `downgrade-report` infer a node's release), else the release that
+    level names (Catalog.release_for_level: also for a node with unstable versions enabled)."""
     level = advertised_metadata_version(image)
     if level is not None:
-        r = release_for_level(catalog, level)
+        top = max((reg for reg in list(image.cluster.brokers.values()) + list(image.cluster.controllers.values())),
+                  key=lambda reg: max((f.max_version for f in reg.supported_features if f.name == MV_NAME), default=-1))
+        exact, unstable = catalog.release_advertising(advertised_ranges(top.supported_features))
+        r = exact if exact is not None and not unstable else release_for_level(catalog, level)
         return r.name, f"the registered nodes advertise metadata.version up to {level}"
     if image.metadata_version is not None:
         r = release_for_level(catalog, image.metadata_version)

@@ -542,7 +542,7 @@ class Engine:
         start = node.log.log_end_offset
         try:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
-                                  config=config, kraft_version=self.kraft_version,
+                                  config=config, kraft_version=self.kraft_version, supported=node.supported,
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
                                   upgrade_voters=lambda: self.raft.upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))

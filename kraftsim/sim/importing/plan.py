@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kraftsim.image import BrokerRegistration, MetadataImage
+from kraftsim.image import BrokerRegistration, MetadataImage, advertised_ranges
 from kraftsim.sim.importing.sources import ImportRefused, SourceReplica
 from kraftsim.versions import IllegalArgument, Catalog, range_text
 
@@ -81,7 +81,7 @@ class ImportPlan:
 
 def advertised(features: Sequence[object]) -> dict[str, tuple[int, int]]:
     """A registration's supported features as {name: (min, max)}, features with max 0 left out."""
-    return {f.name: (f.min_version, f.max_version) for f in features if f.max_version > 0}  # type: ignore[attr-defined]
+    return advertised_ranges(features)
 
 
 def ranges_text(ranges: Mapping[str, tuple[int, int]]) -> str:
@@ -89,14 +89,10 @@ def ranges_text(ranges: Mapping[str, tuple[int, int]]) -> str:
 
 
 def infer_release(catalog: Catalog, ranges: Mapping[str, tuple[int, int]]) -> tuple[str | None, bool]:
-    """The release line whose supported ranges are exactly `ranges` (and whether it matched
-    with unstable versions enabled); (None, False) when no line does."""
-    want = dict(ranges)
-    for unstable in (False, True):
-        for r in reversed(catalog.releases):
-            if catalog.at_release(r.name).supported_features(unstable) == want:
-                return r.name, unstable
-    return None, False
+    """The release whose supported ranges are exactly `ranges` (and whether it matched with
+    unstable versions enabled); (None, False) when none does (Catalog.release_advertising)."""
+    found, unstable = catalog.release_advertising(ranges)
+    return (None, False) if found is None else (found.name, unstable)
 
 
 def _line(catalog: Catalog, name: str) -> str:

@@ -5,6 +5,7 @@ node's directory as `kafka-storage format` formats it."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -69,6 +70,8 @@ def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters
                               metadata_log_dir=directory, controller_listener_names=(name,),
                               quorum_bootstrap_servers=tuple(f"node-{v}:{port}" for v in voters),
                               listeners=(Listener(name, f"node-{state.id}", port),))
+    # The node's own configs, as its server.properties would hold them (format reads them too).
+    config = replace(config, unstable_configs=tuple(sorted(state.config_texts.items())))
     controller = "controller" in state.roles
     initial = ",".join(f"{v}@node-{v}:{port}:{directory_id_for(seed, v)}" for v in voters) \
         if controller and dynamic == "initial" else None

@@ -59,6 +59,7 @@ from kraftsim.javacompat import hash_map_order as java_hash_order, string_hash a
 from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.segment import LogSegment
+from kraftsim.storage.server_config import unstable_versions_enabled
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, range_text
 
@@ -88,6 +89,13 @@ class NodeState(msgspec.Struct, kw_only=True):
     previous_broker_epoch: int = -1
     #: Why the node is down, or why its last registration was refused (Kafka's text).
     note: str | None = None
+    #: The node's own server configs kraftsim simulates, as server.properties texts
+    #: (storage.server_config.UNSTABLE_CONFIGS); left out of saved state when none were given.
+    configs: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def config_texts(self) -> dict[str, str]:
+        return {} if isinstance(self.configs, msgspec.UnsetType) else dict(self.configs)
 
     @property
     def is_broker(self) -> bool:
@@ -177,9 +185,16 @@ class SimNode:
         return self.directory / str(METADATA_DIR_NAME)
 
     @property
+    def unstable_versions(self) -> bool:
+        """Whether the node runs with unstable versions enabled: its release reads its own
+        config name for it (policy format_unstable), so a roll can turn it on or off."""
+        return unstable_versions_enabled(self.catalog, self.state.config_texts)
+
+    @property
     def supported(self) -> dict[str, Range]:
-        """What this node's software supports (facts §2.6); features with max 0 are absent."""
-        return self.catalog.supported_features()
+        """What this node's software supports (facts §2.6), up to the release's placeholder
+        levels when unstable versions are enabled; features with max 0 are absent."""
+        return self.catalog.supported_features(self.unstable_versions)
 
     def supported_range(self, feature: str) -> Range:
         return self.supported.get(feature, DISABLED)
@@ -275,7 +290,8 @@ class SimNode:
         role = listener or self.state.roles[0]
         return api_versions_response(self.state.release, role, request_version,
                                      self.image if self.state.running else None,
-                                     catalog=self.base_catalog, kraft_version=self.kraft_version)
+                                     catalog=self.base_catalog, unstable=self.unstable_versions,
+                                     kraft_version=self.kraft_version)
 
     def max_api_versions_version(self, listener: str | None = None) -> int:
         return max_api_versions_version(self.state.release, listener or self.state.roles[0])

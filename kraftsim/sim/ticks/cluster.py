@@ -22,6 +22,8 @@ import shutil
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
+import msgspec
+
 from kraftsim.controller.cluster_control import (
     BrokerHeartbeats, unregister_broker,
 )
@@ -46,6 +48,7 @@ from kraftsim.storage import (
 from kraftsim.storage import dirlock
 from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.fileio import atomic_write
+from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.versions import Catalog, load_catalog
 
@@ -77,9 +80,10 @@ class SimCluster(TickLifecycleMixin):
     def create(cls, directory: Path | str, *, controllers: int, brokers: int, release: str,
                release_version: str | None = None, features: Sequence[str] = (), seed: int = 0,
                policies: Iterable[str] = (), catalog: str | None = None,
-               emit: Callable[[str], None] = print) -> "SimCluster":
+               emit: Callable[[str], None] = print, configs: Mapping[str, object] | None = None) -> "SimCluster":
         """Format every node as `kafka-storage format` would, start them, elect a leader and
-        let the cluster settle: controllers 1..N, brokers N+1..N+M."""
+        let the cluster settle: controllers 1..N, brokers N+1..N+M. `configs`: the server
+        configs every node runs with (storage.server_config.validate_unstable_configs)."""
         d = Path(directory)
         if controllers < 1:
             raise ClusterError("a cluster needs at least one controller (--controllers N, N >= 1)")
@@ -94,9 +98,11 @@ class SimCluster(TickLifecycleMixin):
         catalog = str(Path(catalog).resolve()) if catalog is not None else None  # usable from any directory
         base = load_catalog(catalog)
         base.find_release(release)  # a clear error for an unknown release
+        given = validate_unstable_configs(configs or {})
         ids = list(range(1, controllers + brokers + 1))
         nodes = [NodeState(id=i, roles=(CONTROLLER,) if i <= controllers else (BROKER,), release=release,
-                           incarnation=incarnation_id(seed, i, 1)) for i in ids]
+                           incarnation=incarnation_id(seed, i, 1), configs=dict(given) if given else msgspec.UNSET)
+                 for i in ids]
         state = ClusterState(cluster_id=cluster_id_for(seed), seed=seed, policies=pols, catalog=catalog,
                              voters=tuple(ids[:controllers]), nodes=nodes)
         created = not d.exists()
@@ -268,6 +274,7 @@ class SimCluster(TickLifecycleMixin):
         assert node.log is not None
         config = ControllerConfig(cluster_id=self.state.cluster_id, policies=frozenset(self.state.policies))
         qc = QuorumController(node_id, node.log, clock=self.now, catalog=node.catalog, epoch=epoch, config=config,
+                              supported=node.supported,
                               static_voters=self.state.voters, kraft_version=self.state.kraft_version,
                               upgrade_voters=lambda: [static_voters_record(self.directory, self.state.voters,
                                                                            node.registry)])
