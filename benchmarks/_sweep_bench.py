@@ -49,9 +49,9 @@ def sweep_items(runs: int, files: list[Path]) -> list[dict[str, Any]]:
 
 
 def default_files() -> list[Path]:
-    from kraftsim.scenario.suite import SUITE_DIR
+    from kraftsim.scenario.suite import SUITE_DIR, is_slow
 
-    return [f for f in sorted(SUITE_DIR.glob("*.toml")) if f.name not in SWEEP_LEFT_OUT]
+    return [f for f in sorted(SUITE_DIR.glob("*.toml")) if f.name not in SWEEP_LEFT_OUT and not is_slow(f)]
 
 
 _RECORD_ARCHIVE = """

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._common import load_average, utc_now  # noqa: E402
 from kraftsim.scenario import load_scenario  # noqa: E402
 from kraftsim.scenario.runner import run_scenario  # noqa: E402
+from kraftsim.scenario.suite import is_slow  # noqa: E402
 
 SUITE = ROOT / "scenarios"
 SMALL = SUITE / "finalize-beyond-software.toml"
@@ -68,8 +69,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     before = os.getloadavg()
-    files = sorted(SUITE.glob("*.toml"))
-    suite_s, suite_cpu, identical = _cli([str(SUITE)], args.repeat)
+    files = [f for f in sorted(SUITE.glob("*.toml")) if not is_slow(f)]  # (slow ones: bench_scale.py)
+    suite_s, suite_cpu, identical = _cli([str(f) for f in files], args.repeat)
     small_s, small_cpu, _ = _cli([str(SMALL)], args.repeat)
     startup_s, startup_cpu = _startup(args.repeat)
     per: dict[str, float] = {}

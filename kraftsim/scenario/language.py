@@ -124,3 +124,6 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     limits: Limits = msgspec.field(default_factory=Limits)
     #: kraftsim's addition: the failure a state machine recorded (a counterexample's file).
     recorded_failure: RecordedFailure | None = None
+    #: kraftsim's addition: the file takes minutes (a what-if at production scale); the test
+    #: suite's run of every shipped scenario and the suite benchmark leave it out.
+    slow: bool = False

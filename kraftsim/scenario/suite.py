@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import tomllib
 from importlib import resources
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def scenario_files(paths: list[Path]) -> list[Path]:
         else:
             out.append(p)
     return out
+
+
+def is_slow(path: Path) -> bool:
+    """Whether the scenario file says `slow = true` (it takes minutes: left out of the runs of
+    the whole suite that tests and benchmarks make)."""
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8")).get("slow") is True
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
 
 
 def template(name: str) -> str:

@@ -10,10 +10,12 @@ import pytest
 
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.runner import run_scenario
+from kraftsim.scenario.suite import is_slow
 
 from tests.scenario.helpers import SUITE, check_shipped
 
-FILES = sorted(SUITE.glob("*.toml"))
+#: Every shipped scenario but those marked `slow = true` (minutes each; benchmarks/bench_scale.py runs them).
+FILES = [p for p in sorted(SUITE.glob("*.toml")) if not is_slow(p)]
 #: Run twice: between them every op the suite uses (faults, features under both policies, roll, add-node).
 TWICE = {"downgrade-lossy-kip778", "late-incompatible-controller", "partition-during-features-update", "torn-tail",
          "wiped-broker-catches-up-by-snapshot", "finalize-blocked-by-old-broker", "disable-feature",
@@ -23,6 +25,17 @@ TWICE = {"downgrade-lossy-kip778", "late-incompatible-controller", "partition-du
 def test_the_suite_is_there() -> None:
     assert len(FILES) >= 24
     assert TWICE <= {p.stem for p in FILES}
+
+
+def test_the_production_scale_file_is_marked_slow_left_out_and_valid(tmp_path: Path) -> None:
+    """`slow = true` is part of the language, keeps the 1M-partition what-if out of the runs of
+    the whole suite, and a file without it (or with `slow = false`) is not slow."""
+    big = SUITE / "production-scale-1m.toml"
+    assert is_slow(big) and big not in FILES
+    assert load_scenario(big).name == "production-scale-1m"
+    small = tmp_path / "s.toml"
+    small.write_text(big.read_text(encoding="utf-8").replace("slow = true", "slow = false"), encoding="utf-8")
+    assert not is_slow(small) and not is_slow(SUITE / "torn-tail.toml")
 
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])

@@ -515,6 +515,16 @@ class MetadataLoader:
         if self._mv_levels:
             self._mv_levels = []
 
+    def rebase(self, image: MetadataImage) -> None:
+        """Stand on `image` instead of this idle loader's image, which the caller found equal to
+        it (the same metadata and provenance) but another object: loaders of one software that
+        hold equal images then hold one, and share their next commits
+        (kraftsim.sim.node.commit_share). Nothing is published: nothing changed."""
+        old = self._image
+        self._image = self._reset_image = image
+        if self.last_publish is not None and self.last_publish[1] is old:
+            self.last_publish = (self.last_publish[0], image, self.last_publish[2])
+
     def _publish(self, delta: MetadataDelta, image: MetadataImage, manifest: Manifest) -> None:
         self.publishes += 1
         self.last_publish = (delta, image, manifest)

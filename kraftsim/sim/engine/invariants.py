@@ -450,8 +450,12 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignor
         snaps = [s for s in log.snapshot_ids() if s.end_offset > 0 and start <= s.end_offset <= upto]
         if snaps:
             sid = snaps[-1]
-            load_snapshot(loader, read_snapshot(snapshot_path(log.directory, sid), node.registry),
-                          end_offset=sid.end_offset, epoch=sid.epoch)
+            if share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's bytes)
+                share.snapshots.load(loader, snapshot_path(log.directory, sid), sid, node.registry,
+                                     (node.state.release, node.kip_778, id(node.base_catalog)))
+            else:
+                load_snapshot(loader, read_snapshot(snapshot_path(log.directory, sid), node.registry),
+                              end_offset=sid.end_offset, epoch=sid.epoch)
             start = sid.end_offset
     elif start > 0:
         return None

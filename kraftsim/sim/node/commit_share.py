@@ -12,9 +12,12 @@ replayed by each node. Nodes sharing an image object are what the deep invariant
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
+
+from kraftsim.sim.node.snapshot_share import SnapshotShare
 
 #: Commits kept, so that a node replaying its log from the start after a restart adopts too
 #: (images are persistent structures: one more image costs what its commit changed).
@@ -29,10 +32,15 @@ class CommitShare:
         self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
         self.replayed = 0
         self.adopted = 0
+        self.rebased = 0
+        self._differs: weakref.WeakSet[Any] = weakref.WeakSet()  # loaders found to stand on other metadata
+        #: Snapshot files loaded once for the loaders sharing these commits.
+        self.snapshots = SnapshotShare()
 
     def clear(self) -> None:
-        """Forget every kept commit (the counters stay)."""
+        """Forget every kept commit and snapshot load (the counters stay)."""
         self._done.clear()
+        self.snapshots.clear()
 
     def kept(self) -> Mapping[tuple[Any, ...], tuple[Any, ...]]:
         """Every kept commit by (software, batch key), as `keep` stored it: for replay loops
@@ -56,6 +64,26 @@ class CommitShare:
                                          loader.voters, raw)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
+
+    def rebase(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> bool:
+        """Put `loader`, idle after replaying `batch` alone on an image of its own (it started
+        from its snapshot, or caught up gathering many batches in one delta), on the image
+        another loader of this software got from the same batch, when the two are equal
+        (metadata and provenance) and so is the raft state: from then on it adopts that
+        loader's commits instead of replaying them. Images share the parts neither changed,
+        so a comparison costs what differs; a loader whose image was found to differ is not
+        compared again (a difference stays while both apply the same batches)."""
+        hit = self._done.get((software, batch))
+        if hit is None or hit[3] is loader.image or hit[5] != loader.kraft_version or hit[6] != loader.voters:
+            return False
+        if loader in self._differs:
+            return False
+        if hit[3] != loader.image:
+            self._differs.add(loader)
+            return False
+        loader.rebase(hit[3])
+        self.rebased += 1
+        return True
 
 
 __all__ = ["CommitShare"]

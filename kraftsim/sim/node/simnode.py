@@ -336,9 +336,13 @@ class SimNode:
         start = log.log_start_offset
         if snaps:
             sid = snaps[-1]
-            snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
-            load_snapshot(self.loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
-            seed_loader(self.loader, snap.header_entries)  # kraft.version and voters (sim.voters)
+            if self.share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's bytes)
+                self.share.snapshots.load(self.loader, snapshot_path(log.directory, sid), sid, self.registry,
+                                          (self.state.release, self.kip_778, id(self.base_catalog)), seed_loader)
+            else:
+                snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
+                load_snapshot(self.loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+                seed_loader(self.loader, snap.header_entries)  # kraft.version and voters (sim.voters)
             start = sid.end_offset
         if apply_log:
             self._apply_from(start)
@@ -477,7 +481,8 @@ class SimNode:
             loader.handle_commit([CommittedBatch(b.base_offset, b.last_offset, b.partition_leader_epoch,
                                                  b.max_timestamp, b.size, entries_in)])
             share.replayed += 1
-            if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
+            if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults \
+                    and not share.rebase(software, key, loader):  # (an equal image another node got: take it)
                 share.keep(software, key, before, raft_before, loader, b.raw)
         return None
 

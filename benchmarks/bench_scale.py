@@ -1,0 +1,164 @@
+"""The production-scale what-if (scenarios/production-scale-1m.toml) at 10k, 100k and 1M partitions.
+
+3 controllers and 30 brokers; topics x 50 partitions at replication factor 3, created on
+3.9; controllers rolled to 4.0, a snapshot on every node, brokers rolled, metadata.version
+finalized. The shipped file is run as it is for 1,000,000 partitions and with its topic count
+changed for the smaller sizes, each size in a fresh process (`python3 -m kraftsim scenario
+run FILE --seed 1 --json`), as a user runs it: wall and CPU seconds, peak RSS (of that
+process alone), whether it passed, and the load average before and after, since the machine
+is shared. Goals (issue 32): 1M partitions in at most 60 s and 6 GB.
+
+`--profile SIZE` also runs that size under cProfile and writes its top functions (by
+cumulative and by own time) into the results. `--timeout` bounds each run; a size that does
+not finish in time is recorded as such.
+
+    PYTHONPATH=. python3 benchmarks/bench_scale.py [--sizes 10000,100000,1000000] [--profile 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import pstats
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
+
+SCENARIO = ROOT / "scenarios" / "production-scale-1m.toml"
+RESULTS = ROOT / "benchmarks" / "results"
+PARTITIONS_PER_TOPIC = 50
+GOAL_S, GOAL_GB = 60, 6
+
+
+def scenario_text(partitions: int) -> str:
+    """The shipped file with its topic count (and expected topics) set for `partitions`."""
+    topics = partitions // PARTITIONS_PER_TOPIC
+    text = SCENARIO.read_text(encoding="utf-8")
+    text, n = re.subn(r"(?m)^count = \d+$", f"count = {topics}", text)
+    text, m = re.subn(r"(?m)^topics = \d+$", f"topics = {topics}", text)
+    assert n == 1 and m == 1, "the shipped scenario no longer has one `count` and one `topics` line"
+    return text
+
+
+def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
+             max_gb: float | None = None) -> dict[str, object]:
+    """One fresh process running the scenario at `partitions`: its figures. `max_gb` caps its
+    address space (a run past it fails with a MemoryError instead of pressing a shared machine)."""
+    with tempfile.TemporaryDirectory(prefix="kraftsim-scale-") as tmp:
+        path = Path(tmp) / f"scale-{partitions}.toml"
+        path.write_text(scenario_text(partitions), encoding="utf-8")
+        cmd = [sys.executable]
+        if profile_to is not None:
+            cmd += ["-m", "cProfile", "-o", str(profile_to)]
+        cmd += ["-m", "kraftsim", "scenario", "run", str(path), "--seed", "1", "--json"]
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        load_before = load_average()
+        out_path, err_path = Path(tmp) / "out.json", Path(tmp) / "err.txt"
+        start = time.perf_counter()
+        with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
+            limit = None if max_gb is None else int(max_gb * 2**30)
+            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out_f, stderr=err_f,
+                                    preexec_fn=None if limit is None else lambda: resource.setrlimit(
+                                        resource.RLIMIT_AS, (limit, limit)))
+            status, usage, timed_out = _wait(proc, timeout_s)
+        wall = time.perf_counter() - start
+        out, err = out_path.read_bytes(), err_path.read_bytes()
+    passed = b'"passed":true' in out[:200]
+    row: dict[str, object] = {
+        "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
+        "passed": passed, "timed_out": timed_out, "profiled": profile_to is not None,
+        "load_before": load_before, "load_after": load_average(), "exit": os.waitstatus_to_exitcode(status),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
+    }
+    if not passed and not timed_out:
+        row["stderr_tail"] = err.decode("utf-8", "replace")[-500:]
+    return row
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, resource.struct_rusage, bool]:
+    """Wait for `proc` (killed after `timeout_s`) and reap it with os.wait4, for the resource
+    use of that one process: (wait status, rusage, whether it was stopped)."""
+    deadline, timed_out = time.monotonic() + timeout_s, False
+    while True:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped here, not by Popen)
+            return status, usage, timed_out
+        if not timed_out and time.monotonic() > deadline:
+            proc.kill()
+            timed_out = True
+        time.sleep(0.2)
+
+
+def top_functions(profile: Path, sort: str, n: int) -> str:
+    """The `n` first lines of a profile sorted by `sort`, as text."""
+    buf = io.StringIO()
+    stats = pstats.Stats(str(profile), stream=buf)
+    stats.strip_dirs().sort_stats(sort).print_stats(n)
+    text = buf.getvalue()
+    lines = text[text.index("ncalls"):].rstrip().splitlines() if "ncalls" in text else text.splitlines()
+    return "\n".join(lines)
+
+
+def markdown(rows: list[dict[str, object]], profiles: dict[str, str]) -> str:
+    out = ["# The production-scale what-if (issue 32 item 1)", "",
+           f"Run {utc_now()} on {os.cpu_count()} cores (shared: the load average is beside every figure). "
+           "`scenarios/production-scale-1m.toml` (3 controllers, 30 brokers, topics x 50 partitions at RF 3, "
+           "created on 3.9, controllers rolled to 4.0, a snapshot on every node, brokers rolled, "
+           "metadata.version finalized), each size in a fresh process, `scenario run FILE --seed 1 --json`. "
+           f"Goal at 1,000,000 partitions: at most {GOAL_S} s and {GOAL_GB} GB.", "",
+           "| partitions | wall s | CPU s | peak RSS MB | passed | load before | load after |",
+           "|---:|---:|---:|---:|---|---|---|"]
+    for r in rows:
+        wall = f"> {r['wall_s']} (stopped)" if r["timed_out"] else str(r["wall_s"])
+        out.append(f"| {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
+                   f"{r['passed']} | {r['load_before']} | {r['load_after']} |")
+    for title, text in profiles.items():
+        out += ["", f"## {title}", "", "```", text, "```"]
+    return "\n".join(out) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="partition counts, comma-separated")
+    parser.add_argument("--profile", type=int, default=None, help="also profile this size")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds each run may take")
+    parser.add_argument("--before-profile", type=Path, default=None,
+                        help="a cProfile dump of an earlier run (before a change), shown beside this run's")
+    parser.add_argument("--before-label", default="before", help="what the earlier profile was of")
+    parser.add_argument("--max-gb", type=float, default=None, help="address-space cap of each run (GiB)")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    rows = []
+    for size in sizes:
+        rows.append(run_size(size, args.timeout, max_gb=args.max_gb))
+        print(rows[-1], flush=True)
+    profiles: dict[str, str] = {}
+    if args.before_profile is not None:
+        profiles[f"Profile {args.before_label}, by cumulative time"] = top_functions(args.before_profile, "cumulative", 40)
+        profiles[f"Profile {args.before_label}, by own time"] = top_functions(args.before_profile, "tottime", 25)
+    if args.profile is not None:
+        with tempfile.TemporaryDirectory(prefix="kraftsim-scale-prof-") as tmp:
+            prof = Path(tmp) / "p.prof"
+            row = run_size(args.profile, args.timeout, profile_to=prof, max_gb=args.max_gb)
+            rows.append(row)
+            if prof.exists():
+                profiles[f"Profile at {args.profile:,} partitions, by cumulative time (load {row['load_before']})"] = \
+                    top_functions(prof, "cumulative", 40)
+                profiles[f"Profile at {args.profile:,} partitions, by own time"] = top_functions(prof, "tottime", 25)
+    write_results(args.results, "scale", {"rows": rows, "profiles": profiles}, markdown(rows, profiles))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,72 @@
+"""A snapshot file loaded once for the whole cluster, not once per node that starts from it.
+
+Nodes snapshot the same committed image at the same offset, so their snapshot files hold
+the same bytes. A fresh loader of one software (release, metadata.version handling,
+catalog) fed the same bytes reaches the same image, raft state and published manifest:
+loading is deterministic. The first node to load a file loads it; the others adopt its
+result (`MetadataLoader.adopt` on their fresh loader), so every node started from that file
+stands on one image object, and `CommitShare` then shares their later commits too. Only a
+load without faults is shared.
+
+At a million partitions this is the difference between one image in memory and one per
+node, and between decoding a 128 MB file once and once per restart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from kraftsim.image import MetadataLoader, load_snapshot
+from kraftsim.protocol.entries import LogEntry
+from kraftsim.storage import SnapshotId, read_snapshot
+from kraftsim.storage.fileio import read_file
+
+#: Loads kept (each holds an image; images of one cluster share their unchanged parts).
+KEEP = 8
+
+
+class SnapshotShare:
+    """Loaded snapshots by (software, snapshot id, the file's bytes)."""
+
+    def __init__(self, keep: int = KEEP) -> None:
+        self.keep_limit = keep
+        self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self.loaded = 0
+        self.adopted = 0
+
+    def clear(self) -> None:
+        self._done.clear()
+
+    def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
+             seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None) -> None:
+        """Load the snapshot file `path` (id `sid`) into the fresh, idle `loader`, as
+        `load_snapshot` then `seed(loader, header)` would; from another loader's load of
+        the same bytes when one was kept."""
+        raw = read_file(path)
+        key = (software, sid.end_offset, sid.epoch, len(raw), hashlib.blake2b(raw, digest_size=32).digest())
+        hit = self._done.get(key)
+        if hit is not None and loader.idle and loader.publishes == 0:
+            delta, image, manifest, kraft_version, voters = hit
+            loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+            self._done.move_to_end(key)
+            self.adopted += 1
+            return
+        faults = len(loader.faults)
+        fresh = loader.idle and loader.publishes == 0
+        snap = read_snapshot(path, registry, data=raw)
+        load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+        if seed is not None:
+            seed(loader, snap.header_entries)
+        self.loaded += 1
+        if fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
+                and loader.last_publish is not None:
+            delta, image, manifest = loader.last_publish
+            self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
+            while len(self._done) > self.keep_limit:
+                self._done.popitem(last=False)
+
+
+__all__ = ["SnapshotShare"]

@@ -1,0 +1,124 @@
+"""Nodes that hold the same image hold one object, and that changes no result.
+
+Two mechanisms (kraftsim.sim.node.snapshot_share and CommitShare.rebase) let a rolled node
+join the image the other nodes of its release stand on instead of replaying every later
+commit itself. Each has a test that fails if it changed a result (the same files and
+timeline as the long way), did nothing (counted, and the images are one object), or
+handed a wrong image (the deep invariants' replay of the node's own files sees it).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from kraftsim.image import MetadataLoader, TopicsImage, image_digest
+from kraftsim.sim import Simulation
+from kraftsim.sim.engine.invariants import replay_image
+from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.node.snapshot_share import SnapshotShare
+from kraftsim.storage import parse_snapshot_name
+from tests.sim.sim_helpers import failed, scratch, tree_digest
+
+BROKERS = (4, 5, 6, 7)
+
+
+def _rolled(base: Path, name: str, check=None):  # type: ignore[no-untyped-def]
+    """The production-scale what-if in small: created on 3.9, controllers rolled to 4.0, a
+    snapshot on every node, brokers rolled. (directory digest, timeline, counters)."""
+    sim = Simulation.create(base / name, controllers=3, brokers=len(BROKERS), release="3.9", seed=3, durable=False)
+    lines: list[str] = []
+    sim.subscribe(lambda e: lines.append(repr(e)))
+    sim.create_topics(30, 4)
+    sim.roll("4.0", "controllers")
+    sim.snapshot()
+    sim.roll("4.0", "brokers")
+    sim.run(3_000)
+    assert not failed(sim)
+    share = sim.engine.share
+    counts = {"rebased": share.rebased, "snapshot_adopted": share.snapshots.adopted,
+              "replayed": share.replayed}
+    if check is not None:
+        check(sim)
+    sim.close()
+    return tree_digest(base / name), lines, counts
+
+
+def _one_image(sim: Simulation) -> None:
+    """Every rolled broker stands on one image object, equal to a replay of its own files."""
+    nodes = [sim.engine.member(b).node for b in BROKERS]
+    images = {id(n.loader.image) for n in nodes}
+    assert len(images) == 1
+    for n in nodes:
+        replayed = replay_image(n, n.applied_offset + 1)
+        assert replayed is not None and image_digest(replayed) == image_digest(n.loader.image)
+
+
+def test_rolled_nodes_share_one_image_and_every_file_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    with scratch() as base:
+        fast = _rolled(base, "fast", check=_one_image)
+        monkeypatch.setattr(CommitShare, "rebase", lambda self, software, batch, loader: False)
+        keep_limit = SnapshotShare.__init__
+
+        def no_keep(self, keep: int = 0) -> None:  # (every load done by each node itself)
+            keep_limit(self, 0)
+
+        monkeypatch.setattr(SnapshotShare, "__init__", no_keep)
+        slow = _rolled(base, "slow")
+    assert fast[:2] == slow[:2]
+    assert fast[2]["rebased"] >= len(BROKERS) and fast[2]["snapshot_adopted"] >= len(BROKERS) - 1
+    assert slow[2]["rebased"] == 0 and slow[2]["snapshot_adopted"] == 0
+    assert fast[2]["replayed"] < slow[2]["replayed"]
+
+
+def test_a_snapshot_load_is_shared_only_for_the_same_bytes() -> None:
+    """Two files of different bytes (another node's snapshot at another offset) are loaded
+    each; the same file twice is loaded once, into the same image a fresh load gives."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=2, durable=False)
+        sim.create_topics(5, 2)
+        first = sim.snapshot()
+        sim.create_topics(3, 1, prefix="more-")
+        second = sim.snapshot()
+        node = sim.engine.member(4).node
+        software = ("4.0", False, 0)
+        share = SnapshotShare()
+        loaders = []
+        for path in (first[0], first[0], second[0]):
+            sid = parse_snapshot_name(path.name).snapshot_id
+            loader = MetadataLoader(node.catalog, clock_ns=lambda: 0)
+            share.load(loader, path, sid, node.registry, software)
+            loaders.append(loader)
+        sim.close()
+    assert (share.loaded, share.adopted) == (2, 1)
+    assert loaders[0].image is loaders[1].image and loaders[2].image is not loaders[0].image
+    assert loaders[0].last_offset == loaders[1].last_offset != loaders[2].last_offset
+
+
+def test_a_wrong_shared_image_is_caught() -> None:
+    """A rebase onto a wrong image (every rebase handed an image with no topics) is named by
+    the deep invariants, which replay each node's own files."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="3.9", seed=3, durable=False)
+        sim.create_topics(6, 2)
+        sim.roll("4.0", "controllers")
+        sim.snapshot()
+        share = sim.engine.share
+        calls = [0]
+
+        def wrong(software, batch, loader):  # type: ignore[no-untyped-def]
+            hit = share.kept().get((software, batch))
+            if hit is None or hit[3] is loader.image:
+                return False
+            calls[0] += 1
+            loader.rebase(msgspec.structs.replace(hit[3], topics=TopicsImage()))
+            return True
+
+        share.rebase = wrong  # type: ignore[method-assign]
+        sim.roll("4.0", "brokers")
+        bad = failed(sim)
+        sim.close()
+    assert calls[0] > 0
+    assert "ImageMatchesLog" in [r.name for r in bad]
