@@ -53,7 +53,7 @@ def artifacts(dist: KafkaDist) -> list[tuple[str, str, str, str | None]]:
             (GROUP, "kafka-server-common", version, "test")]
 
 
-def _key(jar_name: str) -> tuple[str, str | None]:
+def jar_key(jar_name: str) -> tuple[str, str | None]:
     """(artifact, classifier) of a jar file name: which jar it is, whatever its version."""
     m = _JAR.fullmatch(jar_name)
     return (m.group("artifact"), m.group("classifier")) if m else (jar_name, None)
@@ -72,8 +72,8 @@ def testkit_jars(dist: KafkaDist, *, log: Callable[[str], None] = lambda line: N
     jars_dir.mkdir(parents=True, exist_ok=True)
     names = copy_dependencies(artifacts(dist), jars_dir, name=f"{dist.release.version}-testkit",
                               what=f"Kafka {dist.release.version}'s test kit")
-    have = {_key(j.name) for j in dist.jars}
-    extra = [n for n in names if _key(n) not in have]
+    have = {jar_key(j.name) for j in dist.jars}
+    extra = [n for n in names if jar_key(n) not in have]
     for name in names:
         if name not in extra:
             (jars_dir / name).unlink()
