@@ -199,6 +199,20 @@ def _maven(pom_dir: Path, goal_args: list[str], what: str) -> None:
         raise KafkaUnavailable(f"Maven failed {what}: {reason}")
 
 
+def copy_dependencies(dependencies: list[tuple[str, str, str, str | None]], jars_dir: Path, *, name: str,
+                      what: str) -> list[str]:
+    """Resolve (group, artifact, version, classifier) coordinates and everything they depend on
+    with Maven into `jars_dir` (`name`: the generated pom's, e.g. "4.3.1-testkit"; `what`: for
+    messages): the jar file names copied there (KafkaUnavailable on failure)."""
+    deps = "\n".join(_DEPENDENCY.format(g=g, a=a, v=v).replace(
+        "</version>", f"</version><classifier>{c}</classifier>" if c else "</version>") for g, a, v, c in dependencies)
+    with tempfile.TemporaryDirectory(prefix=".pom.") as pom_dir:
+        (Path(pom_dir) / "pom.xml").write_text(_POM.format(version=name, dependencies=deps),
+                                               encoding="utf-8")
+        _maven(Path(pom_dir), ["dependency:copy-dependencies", f"-DoutputDirectory={jars_dir}"], f"resolving {what}")
+    return sorted(p.name for p in jars_dir.iterdir() if p.suffix == ".jar")
+
+
 def _pom(release: KafkaRelease) -> str:
     artifacts = ["kafka_2.13", "kafka-tools"] + (["kafka-shell"] if release.shell else [])
     deps = "\n".join(_DEPENDENCY.format(g=GROUP, a=a, v=release.version) for a in artifacts)
