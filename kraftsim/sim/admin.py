@@ -192,7 +192,7 @@ class AdminMixin:
             start = leader.log.log_end_offset
             answer = e.controller.update_features(request)
             e.kraft_version = e.controller.kraft_version
-            e.raft.membership_appended(leader, start)
+            e.reconfig.membership_appended(leader, start)
             return answer
 
         result = self._client_request(call)

@@ -30,7 +30,7 @@ from kraftsim.gcpause import working
 from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine.core import Engine
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS
-from kraftsim.sim.engine.member import LEADER, Member
+from kraftsim.sim.engine.member import Member
 from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, node_directory
 from kraftsim.sim.saved import (
     STATE_FILE,
@@ -563,8 +563,8 @@ class Simulation(AdminMixin):
             raise
         leader = e.leader_member()
         assert leader is not None  # (the request just went through it)
-        done = e.run_until(e.now + SETTLE_MS, lambda: leader.voter_change is None or leader.role != LEADER)
-        if done and leader.voter_change is None and e.voters == leader.voters:
+        done = e.run_until(e.now + SETTLE_MS, lambda: not leader.voter_change_pending())
+        if done and not leader.voter_change_pending() and e.voters == leader.voters:
             e.run_until(e.now + SETTLE_MS, e.stable)
             self._finish_op(label)
             return
@@ -794,7 +794,7 @@ def _voters_committed(e: Engine) -> bool:
 
 def _caught_up(e: Engine, node_id: int) -> bool:
     leader = e.leader_member()
-    return leader is not None and node_id in leader.caught_up_at
+    return leader is not None and leader.caught_up_time(node_id) >= 0
 
 
 def _uuid(text: str) -> Uuid:

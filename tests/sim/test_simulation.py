@@ -58,7 +58,8 @@ def test_different_seeds_explore_different_interleavings() -> None:
 def test_a_broken_commit_rule_is_caught_and_names_the_event(monkeypatch: pytest.MonkeyPatch) -> None:
     """A leader that counts only itself commits without a majority; the invariants say so."""
     def commit_alone(self, m) -> None:  # type: ignore[no-untyped-def]
-        if m.flushed_end > m.epoch_start_offset and (m.high_watermark or 0) < m.flushed_end:
+        if m.leading is not None and m.flushed_end > m.leading.epoch_start_offset \
+                and (m.high_watermark or 0) < m.flushed_end:
             self.set_high_watermark(m, m.flushed_end)
 
     monkeypatch.setattr(Raft, "update_high_watermark", commit_alone)

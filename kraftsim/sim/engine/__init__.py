@@ -2,11 +2,13 @@
 
   core           Engine: nodes, the event loop, faults, the active controller
   events         the seeded scheduler on virtual milliseconds and the simulated network
-  member         one node's raft state in the engine (role, epoch, vote, high watermark)
+  member         one node's raft state in the engine (role, epoch, vote, high watermark), with a
+                 state object per role: LeaderState, ElectionState, FollowerState
   raft           Raft: elections, votes, leadership, the commit (KRaft), a part the Engine owns
   fetching       Fetcher: replication by fetch, a part the Engine owns
   lifecycle      Lifecycle: brokers and controllers registering and heartbeating, a part the Engine owns
-  reconfig       quorum reconfiguration (KIP-853): voters added and removed through the leader (in Raft)
+  reconfig       Reconfig: quorum reconfiguration (KIP-853), voters added and removed through the
+                 leader, a part the Engine owns
   quorum_view    what DescribeQuorum answers
   invariants     the invariants checked after every event
 """

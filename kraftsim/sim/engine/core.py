@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.protocol.batch import BatchSlice, split_batches
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController
@@ -37,9 +38,10 @@ from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
-from kraftsim.sim.engine.member import LEADER, Member, batch_key, entry_at
+from kraftsim.sim.engine.member import LEADER, UNATTACHED, Member, batch_key, entry_at
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
 from kraftsim.sim.engine.raft import Raft
+from kraftsim.sim.engine.reconfig import Reconfig
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
@@ -97,6 +99,7 @@ class Engine:
         self.voter_keys: dict[int, Any] = {}
         self.voter_keys_offset = -2
         self.raft = Raft(self)
+        self.reconfig = Reconfig(self)
         self.fetcher = Fetcher(self)
         self.lifecycle = Lifecycle(self)
         self.checker.snapshot_ids = self.fetcher.snapshot_ids
@@ -378,10 +381,9 @@ class Engine:
         m.node = None
         m.state.running = False
         m.status, m.detail = status, detail
-        m.role = "unattached"
+        m.set_role(UNATTACHED)  # (what it knew as leader, candidate or follower goes with the process)
         m.timer_gen += 1
         m.lifecycle_gen += 1
-        m.parked, m.matched, m.last_fetch_from = {}, {}, {}
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.high_watermark = None
         if m.voter:
@@ -544,7 +546,7 @@ class Engine:
             qc = QuorumController(m.id, node.log, clock=lambda: self.now, catalog=node.catalog, epoch=m.epoch,
                                   config=config, kraft_version=self.kraft_version, supported=node.supported,
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
-                                  upgrade_voters=lambda: self.raft.upgrade_voters(m),
+                                  upgrade_voters=lambda: self.reconfig.upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
@@ -611,19 +613,19 @@ class Engine:
         if handler is not None:
             handler(m, msg)
 
-    # -------------------------------------------------------------- quorum membership (the Raft part's, for Simulation)
+    # -------------------------------------------------------------- quorum membership (the Reconfig part's, for Simulation)
 
-    def directory_id_of(self, node_id: int) -> Any:
-        return self.raft.directory_id_of(node_id)
+    def directory_id_of(self, node_id: int) -> Uuid | None:
+        return self.reconfig.directory_id_of(node_id)
 
-    def request_add_voter(self, node_id: int, directory_id: Any) -> Any:
-        return self.raft.request_add_voter(node_id, directory_id)
+    def request_add_voter(self, node_id: int, directory_id: Uuid | None) -> None:
+        self.reconfig.request_add_voter(node_id, directory_id)
 
-    def request_remove_voter(self, node_id: int, directory_id: Any) -> Any:
-        return self.raft.request_remove_voter(node_id, directory_id)
+    def request_remove_voter(self, node_id: int, directory_id: Uuid | None) -> None:
+        self.reconfig.request_remove_voter(node_id, directory_id)
 
-    def record_static_voters(self) -> Any:
-        return self.raft.record_static_voters()
+    def record_static_voters(self) -> bool:
+        return self.reconfig.record_static_voters()
 
     # -------------------------------------------------------------- stability
 

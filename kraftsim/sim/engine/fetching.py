@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.raft import Raft
+from kraftsim.sim.engine.reconfig import Reconfig
 from kraftsim.sim.engine.member import (
     LEADER,
     Member,
@@ -35,6 +36,7 @@ class FetchContext(Protocol):
     kraft_version: int
     snapshots_taken: int
     raft: Raft
+    reconfig: Reconfig
 
     @property
     def event_name(self) -> LazyText: ...
@@ -61,6 +63,7 @@ class Fetcher:
         self.config = engine.config
         self.checker = engine.checker
         self.raft = engine.raft
+        self.reconfig = engine.reconfig
 
     def handlers(self) -> dict[str, Any]:
         """The messages of replication, by kind, as the Engine dispatches them."""
@@ -107,7 +110,8 @@ class Fetcher:
 
     def _on_fetch(self, m: Member, msg: Message) -> None:
         d = msg.data
-        if m.role != LEADER or msg.epoch > m.epoch:
+        ls = m.leading
+        if ls is None or msg.epoch > m.epoch:
             self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {"error": "NOT_LEADER_OR_FOLLOWER",
                                                                             "leader": m.leader}))
             return
@@ -118,9 +122,9 @@ class Fetcher:
         # A replica with a voter's id but another directory (a wiped disk formatted again) is
         # not that voter: it is served as an observer whose fetches count for nothing.
         other_key = m.voters_record is not None and msg.src in m.voters \
-            and not self.raft.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
+            and not self.reconfig.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
         if not other_key:
-            m.last_fetch_from[msg.src] = self.sched.now_ms
+            ls.last_fetch_from[msg.src] = self.sched.now_ms
         log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
@@ -146,15 +150,15 @@ class Fetcher:
                     self._reply_fetch(m, msg.src, {"diverging": [epoch, min(end, offset)]})
                     return
         if other_key:
-            m.other_key_fetch[msg.src] = (offset, self.sched.now_ms)
+            ls.other_key_fetch[msg.src] = (offset, self.sched.now_ms)
         else:
-            m.matched[msg.src] = offset
+            ls.matched[msg.src] = offset
             if offset >= log.log_end_offset:
                 m.caught_up_at[msg.src] = self.sched.now_ms
             if msg.src in m.voters:
                 self.raft.update_high_watermark(m)
         if offset >= m.flushed_end and (m.high_watermark is None or d.get("hw_seen") == m.high_watermark):
-            m.parked[msg.src] = (m.lifecycle_gen, msg)
+            ls.parked[msg.src] = (m.lifecycle_gen, msg)
             sched = self.sched  # (most fetches park)
             sched.push(sched.now_ms + self.config.fetch_max_wait_ms, "fetch-wait", m.id,
                        partial(self._fetch_waited, m, msg))
@@ -163,9 +167,12 @@ class Fetcher:
 
     def _fetch_waited(self, m: Member, msg: Message) -> None:
         """A parked fetch's wait is over: answered now if still parked at a leader."""
-        parked = m.parked.get(msg.src)
-        if parked is not None and parked[1] is msg and m.role == LEADER:
-            del m.parked[msg.src]
+        ls = m.leading
+        if ls is None:
+            return
+        parked = ls.parked.get(msg.src)
+        if parked is not None and parked[1] is msg:
+            del ls.parked[msg.src]
             self.serve_fetch(m, msg)
 
     def serve_fetch(self, m: Member, msg: Message, served: dict[int, list] | None = None) -> None:
@@ -208,7 +215,11 @@ class Fetcher:
         return batches
 
     def answer_parked(self, m: Member) -> None:
-        parked, m.parked = m.parked, {}
+        """The leader answers every fetch waiting at it (its flushed end or high watermark moved)."""
+        ls = m.leading
+        if ls is None:
+            return
+        parked, ls.parked = ls.parked, {}
         served: dict[int, list] = {}  # (most parked fetches ask from the same offset: found once)
         for replica in sorted(parked):
             self.serve_fetch(m, parked[replica][1], served)  # type: ignore[arg-type]
@@ -244,7 +255,9 @@ class Fetcher:
             self.raft.become_follower(m, msg.epoch, msg.src) if m.voter else self._observer_leader(m, msg)
             if m.fetch_in_flight:
                 return
-        m.last_fetch_ok_ms = self.sched.now_ms
+        fs = m.following
+        if fs is not None:
+            fs.last_fetch_ok_ms = self.sched.now_ms
         log = m.node.log  # (m.log, without the property)
         if "diverging" in d:
             epoch, end = d["diverging"]
@@ -274,7 +287,7 @@ class Fetcher:
                 raw = b.raw
                 end = append(raw, checked=b).last_offset + 1
                 if b.is_control:
-                    self.raft.control_appended(m, b)
+                    self.reconfig.control_appended(m, b)
                 if b.base_offset < checker.committed_end:  # (a cheaper half of Checker.appended's test)
                     checker.appended(self.engine.event_name, m, raw)
                 if b.partition_leader_epoch > m.epoch_file_last:
@@ -314,7 +327,7 @@ class Fetcher:
         m.disk_gen += 1
         m.flushed_end = min(m.flushed_end, log.log_end_offset)
         self.raft.write_epoch_file(m)
-        self.raft.voters_truncated(m, offset)
+        self.reconfig.voters_truncated(m, offset)
 
     # -------------------------------------------------------------- snapshots
 
@@ -376,7 +389,7 @@ class Fetcher:
         sid = SnapshotId(d["end_offset"], d["epoch"])
         self.engine.install_snapshot(m, sid, d["bytes"])
         if self.engine.kraft_version >= 1:
-            self.raft.read_voters(m)
+            self.reconfig.read_voters(m)
         self.engine.emit(m.id, "snapshot", {"end_offset": sid.end_offset, "epoch": sid.epoch, "from": msg.src,
                                      "fetched": True})
         hw = d.get("high_watermark")

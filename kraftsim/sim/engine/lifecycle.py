@@ -417,7 +417,7 @@ class Lifecycle:
             if self.engine.controller is not None and self.engine.controller.maybe_write_noop() is not None:
                 self.engine.raft.appended(m, start)
         for v in m.voters:  # BeginQuorumEpoch again to voters that do not fetch
-            if v != m.id and self.engine.now - m.last_fetch_from.get(v, -10**9) > self.config.fetch_timeout_ms:
+            if v != m.id and self.engine.now - m.fetched_at(v, -10**9) > self.config.fetch_timeout_ms:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
                          lambda: self.leader_tick(m, epoch))

@@ -84,16 +84,14 @@ def quorum_info(engine: Engine, cluster_id: str) -> QuorumInfo:
         eps = endpoints.get(i, (f"{CONTROLLER_LISTENER[0]}://node-{i}:{CONTROLLER_LISTENER[1]}",)) if voter else ()
         if i == m.id:
             return ReplicaInfo(i, did or Uuid.ZERO, m.log.log_end_offset, now, now, eps)
-        leo = m.matched.get(i, -1)
-        fetched = m.last_fetch_from.get(i, -1)
-        return ReplicaInfo(i, did or Uuid.ZERO, leo, fetched, m.caught_up_at.get(i, -1), eps)
+        return ReplicaInfo(i, did or Uuid.ZERO, m.replica_end(i), m.fetched_at(i), m.caught_up_time(i), eps)
 
     voters = tuple(replica(i, True) for i in sorted(m.voters))  # (a HashMap by id: ascending)
-    watched = [i for i, t in sorted(m.last_fetch_from.items())
+    watched = [i for i, t in m.fetchers()
                if i not in m.voters and i != m.id and now - t < OBSERVER_SESSION_TIMEOUT_MS]
     observers = [replica(i, False) for i in watched]
     observers += [ReplicaInfo(i, engine.directory_id_of(i) or Uuid.ZERO, leo, t, -1, ())  # a wiped voter's new self
-                  for i, (leo, t) in sorted(m.other_key_fetch.items())
+                  for i, leo, t in m.other_key_fetchers()
                   if i in m.voters and now - t < OBSERVER_SESSION_TIMEOUT_MS]
     if _kip_853(m):  # observers kept in a HashMap by ReplicaKey (id and directory id) from 3.9
         observers = hash_map_order(observers, lambda r: replica_key_hash(r.node_id, r.directory_id))

@@ -32,7 +32,6 @@ from typing import Any
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.engine.events import Message
-from kraftsim.sim.engine.reconfig import ReconfigMixin
 from kraftsim.sim.engine.member import (
     CANDIDATE,
     FOLLOWER,
@@ -41,6 +40,7 @@ from kraftsim.sim.engine.member import (
     PROSPECTIVE,
     RESIGNED,
     UNATTACHED,
+    LeaderState,
     Member,
 )
 from kraftsim.sim.node.state_files import write_if_changed
@@ -48,9 +48,11 @@ from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-class Raft(ReconfigMixin):
+class Raft:
     """The raft part of the Engine (see the module docstring), which owns one; the Engine's
-    Fetcher part (fetching.py) replicates, calling its public steps."""
+    Fetcher part (fetching.py) replicates, calling its public steps, and its Reconfig part
+    (reconfig.py) keeps each replica's voter set, changing roles through `become_voter`,
+    `become_observer` and `become_unattached`."""
 
     def __init__(self, engine: Any) -> None:
         self.engine = engine  # (the Engine: raft reads its shared state, voters and kraft.version)
@@ -91,7 +93,7 @@ class Raft(ReconfigMixin):
         write_if_changed(path, leader_epoch_text(entries).encode("ascii"), fsync=self.engine.config_fsync)
         m.epoch_file_last = entries[-1].epoch if entries else -1
 
-    def _raft_policy(self, m: Member, name: str) -> str:
+    def policy(self, m: Member, name: str) -> str:
         """What the node's release does for a raft behaviour (catalog policies raft_check_quorum,
         raft_pre_vote: check-quorum from 3.7, KIP-996 pre-vote from 4.0)."""
         catalog = m.node.catalog if m.node is not None else self.engine.catalog.at_release(m.state.release)
@@ -123,29 +125,29 @@ class Raft(ReconfigMixin):
         (it cannot lead the same epoch twice), a voter that followed fetches from that leader.
         `resume` (a reopened simulation, whose processes never stopped): a leader leads on."""
         m.high_watermark = None
-        m.matched, m.last_fetch_from, m.parked = {}, {}, {}
+        m.set_role(UNATTACHED)  # (no role's state survives a restart; its role is set below)
         m.fetch_in_flight = m.snapshot_in_flight = False
         m.flushed_end = m.log.log_end_offset
         self.write_epoch_file(m)
-        self.read_voters(m, initial=True)
+        self.engine.reconfig.read_voters(m, initial=True)
         if not m.voter:
-            m.role = OBSERVER
+            m.set_role(OBSERVER)
             self.engine.fetcher.fetch(m)
             return
         if resume and m.leader == m.id:
-            m.role = LEADER
             starts = [e.start_offset for e in m.log.leader_epochs() if e.epoch == m.epoch]
-            m.epoch_start_offset = starts[0] if starts else m.log.log_end_offset
-            m.matched = {m.id: m.flushed_end}
-            m.last_fetch_from = {v: self.engine.now for v in m.voters}
+            m.lead(LeaderState(starts[0] if starts else m.log.log_end_offset, {m.id: m.flushed_end},
+                               {v: self.engine.now for v in m.voters}))
             self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
             self.engine.activate_controller(m)  # type: ignore[attr-defined]
             return
         if m.leader == m.id:
-            m.role, m.leader = RESIGNED, None
+            m.leader = None
             self.persist(m)
-        m.role = FOLLOWER if m.leader is not None else UNATTACHED
-        m.last_fetch_ok_ms = self.engine.now
+        if m.leader is not None:
+            m.follow(self.engine.now)
+        else:
+            m.set_role(UNATTACHED)
         if m.role == FOLLOWER:
             self.engine.fetcher.fetch(m)
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
@@ -161,10 +163,9 @@ class Raft(ReconfigMixin):
             m.voted = None
         m.epoch, m.leader = epoch, leader
         if m.voter:
-            m.role = FOLLOWER
+            m.follow(self.engine.now)
             if changed:
                 self.persist(m)
-            m.last_fetch_ok_ms = self.engine.now
             self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
         elif changed:
             self.persist(m)  # an observer keeps quorum-state too
@@ -180,12 +181,34 @@ class Raft(ReconfigMixin):
         if epoch > m.epoch:
             m.voted = None
         m.epoch, m.leader = epoch, None
-        m.role = UNATTACHED if m.voter else OBSERVER
+        m.set_role(UNATTACHED if m.voter else OBSERVER)
         if m.voter:
             self.persist(m)
             self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
         if was_leader:
             self.lose_leadership(m)
+
+    def become_voter(self, m: Member) -> None:
+        """An observer found itself in its voter set: it follows its known leader as a voter,
+        or waits for an election."""
+        if m.role != OBSERVER:
+            return
+        if m.leader is not None:
+            m.follow(self.engine.now)
+            self._arm(m, self.config.fetch_timeout_ms, "fetch-timeout", self._on_fetch_timeout)
+        else:
+            m.set_role(UNATTACHED)
+            self._arm(m, self._election_delay(), "election-timeout", self._on_election_timeout)
+
+    def become_observer(self, m: Member) -> None:
+        """A voter left its voter set: it fetches as an observer, without election timers (a
+        leader leads on until the change commits, then resigns)."""
+        if m.role == LEADER:
+            return
+        m.set_role(OBSERVER)
+        m.timer_gen += 1  # no election timer any more
+        if not m.fetch_in_flight:
+            self.engine.fetcher.fetch(m)
 
     # -------------------------------------------------------------- elections
 
@@ -194,19 +217,20 @@ class Raft(ReconfigMixin):
             return
         if m.role in (PROSPECTIVE, CANDIDATE):
             backoff = self.rng.randint(0, self.config.election_backoff_max_ms)
-            m.role = UNATTACHED
+            m.set_role(UNATTACHED)
             self._arm(m, backoff, "election-backoff", self._start_election)
             return
         self._start_election(m)
 
     def _on_fetch_timeout(self, m: Member) -> None:
-        if m.role != FOLLOWER:
+        fs = m.following
+        if fs is None:
             return
-        if self.engine.now - m.last_fetch_ok_ms >= self.config.fetch_timeout_ms:
+        if self.engine.now - fs.last_fetch_ok_ms >= self.config.fetch_timeout_ms:
             self.engine.emit(m.id, "fetch-timeout", {"epoch": m.epoch, "leader": m.leader})
             self._start_election(m)
         else:
-            self._arm(m, self.config.fetch_timeout_ms - (self.engine.now - m.last_fetch_ok_ms), "fetch-timeout",
+            self._arm(m, self.config.fetch_timeout_ms - (self.engine.now - fs.last_fetch_ok_ms), "fetch-timeout",
                       self._on_fetch_timeout)
 
     def _start_election(self, m: Member) -> None:
@@ -214,8 +238,9 @@ class Raft(ReconfigMixin):
             return
         if m.id not in m.voters:
             return
-        if self._raft_policy(m, "raft_pre_vote") == "kip-996":
-            m.role, m.granted, m.leader = PROSPECTIVE, {m.id}, None
+        if self.policy(m, "raft_pre_vote") == "kip-996":
+            m.campaign(PROSPECTIVE, {m.id})
+            m.leader = None
             self.engine.emit(m.id, "election", {"epoch": m.epoch + 1, "phase": "pre-vote"})
             self._ask_votes(m, m.epoch + 1, pre_vote=True)
         else:
@@ -226,7 +251,8 @@ class Raft(ReconfigMixin):
     def _become_candidate(self, m: Member) -> None:
         was_leader_known = m.leader
         m.epoch += 1
-        m.role, m.voted, m.leader, m.granted = CANDIDATE, m.id, None, {m.id}
+        m.campaign(CANDIDATE, {m.id})
+        m.voted, m.leader = m.id, None
         self.checker.acts_as_voter(self.engine.event_name, m, "campaigns")
         self.persist(m)
         self.engine.emit(m.id, "election", {"epoch": m.epoch, "phase": "vote", "previous_leader": was_leader_known})
@@ -239,7 +265,7 @@ class Raft(ReconfigMixin):
             if v != m.id:
                 self.net.send(Message(m.id, v, "vote", epoch, {"pre_vote": pre_vote, "last_epoch": last,
                                                                 "end_offset": m.log.log_end_offset}))
-        if pre_vote and len(m.granted) >= self.majority(m):
+        if pre_vote and m.election is not None and len(m.election.granted) >= self.majority(m):
             self._become_candidate(m)
 
     def _log_up_to_date(self, m: Member, last_epoch_: int, end_offset: int) -> bool:
@@ -251,11 +277,12 @@ class Raft(ReconfigMixin):
         if not m.voter:
             return
         if d["pre_vote"]:
-            if self._raft_policy(m, "raft_pre_vote") != "kip-996":
+            if self.policy(m, "raft_pre_vote") != "kip-996":
                 granted = True  # KIP-996: a voter without PreVote answers UNSUPPORTED_VERSION, counted as granted
             else:
-                leader_alive = m.role == LEADER or (m.role == FOLLOWER and
-                                                    self.engine.now - m.last_fetch_ok_ms < self.config.fetch_timeout_ms)
+                fs = m.following
+                leader_alive = m.role == LEADER or (fs is not None and
+                                                    self.engine.now - fs.last_fetch_ok_ms < self.config.fetch_timeout_ms)
                 granted = (msg.epoch > m.epoch or (msg.epoch == m.epoch and m.leader is None)) and not leader_alive \
                     and self._log_up_to_date(m, d["last_epoch"], d["end_offset"])
             self.net.send(Message(m.id, msg.src, "vote-reply", m.epoch, {"pre_vote": True, "granted": granted,
@@ -286,9 +313,10 @@ class Raft(ReconfigMixin):
             self.engine.fetcher.fetch(m)
             return
         if d["pre_vote"]:
-            if m.role == PROSPECTIVE and d["for_epoch"] == m.epoch + 1 and d["granted"]:
-                m.granted.add(msg.src)
-                if len(m.granted) >= self.majority(m):
+            election = m.election
+            if m.role == PROSPECTIVE and election is not None and d["for_epoch"] == m.epoch + 1 and d["granted"]:
+                election.granted.add(msg.src)
+                if len(election.granted) >= self.majority(m):
                     self._become_candidate(m)
             elif msg.epoch > m.epoch:
                 self.become_unattached(m, msg.epoch)
@@ -296,35 +324,36 @@ class Raft(ReconfigMixin):
         if msg.epoch > m.epoch:
             self.become_unattached(m, msg.epoch)
             return
-        if m.role == CANDIDATE and d["for_epoch"] == m.epoch and d["granted"]:
-            m.granted.add(msg.src)
+        election = m.election
+        if m.role == CANDIDATE and election is not None and d["for_epoch"] == m.epoch and d["granted"]:
+            election.granted.add(msg.src)
             self._maybe_won(m)
 
     def _maybe_won(self, m: Member) -> None:
-        if m.role == CANDIDATE and len(m.granted) >= self.majority(m):
-            self._become_leader(m)
+        election = m.election
+        if m.role == CANDIDATE and election is not None and len(election.granted) >= self.majority(m):
+            self._become_leader(m, sorted(election.granted))
 
-    def _become_leader(self, m: Member) -> None:
-        m.role, m.leader = LEADER, m.id
+    def _become_leader(self, m: Member, granted: list[int]) -> None:
+        log = m.log
+        ls = LeaderState(log.log_end_offset, {m.id: m.flushed_end})
+        m.lead(ls)
+        m.leader = m.id
         self.checker.acts_as_voter(self.engine.event_name, m, "leads")
         self.persist(m)
-        log = m.log
-        m.epoch_start_offset = log.log_end_offset
         rt = m.node.registry["LeaderChangeMessage"]  # type: ignore[union-attr]
         voter = rt.nested["Voter"]
         message = rt.new(version=0, leader_id=m.id, voters=[voter(voter_id=v) for v in m.voters],
-                         granting_voters=[voter(voter_id=v) for v in sorted(m.granted)])
-        payloads = [Payload(rt, 0, message)] + self._start_of_epoch_membership(m)
+                         granting_voters=[voter(voter_id=v) for v in granted])
+        payloads = [Payload(rt, 0, message)] + self.engine.reconfig.start_of_epoch_membership(m)
         log.append(encode_control_batch(log.log_end_offset, payloads, epoch=m.epoch, timestamp=self.engine.now))
         if len(payloads) > 1:
             m.voters_offset = log.log_end_offset - 1  # the voter set, now in the log
         self.write_epoch_file(m)
-        m.matched, m.other_key_fetch = {m.id: m.flushed_end}, {}
-        m.last_fetch_from = {}
         self.checker.leader_elected(self.engine.describe_event(), m.id, m.epoch)
-        self.engine.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": sorted(m.granted)})
+        self.engine.emit(m.id, "election", {"epoch": m.epoch, "phase": "won", "votes": granted})
         self.engine.emit(m.id, "leader", {"epoch": m.epoch, "leader": m.id})
-        self.appended(m, m.epoch_start_offset)
+        self.appended(m, ls.epoch_start_offset)
         for v in m.voters:
             if v != m.id:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
@@ -332,22 +361,28 @@ class Raft(ReconfigMixin):
         self.engine.activate_controller(m)  # type: ignore[attr-defined]
 
     def _on_check_quorum(self, m: Member) -> None:
-        if m.role != LEADER:
+        ls = m.leading
+        if ls is None:
             return
         window = self.config.fetch_timeout_ms * 3 // 2
-        heard = {r for r, t in m.last_fetch_from.items() if r in m.voters and self.engine.now - t < window}
+        heard = {r for r, t in ls.last_fetch_from.items() if r in m.voters and self.engine.now - t < window}
         if m.id in m.voters:
             heard.add(m.id)
-        if self._raft_policy(m, "raft_check_quorum") == "resign" and len(heard) < self.majority(m):
+        if self.policy(m, "raft_check_quorum") == "resign" and len(heard) < self.majority(m):
             self.engine.emit(m.id, "resign", {"epoch": m.epoch, "heard_from": sorted(heard)})
             self.become_unattached(m, m.epoch)
-            m.role = RESIGNED
+            m.set_role(RESIGNED)
             return
         self._arm(m, window, "check-quorum", self._on_check_quorum)
 
     def lose_leadership(self, m: Member) -> None:
-        m.parked = {}
-        m.voter_change = None  # a change in flight is the next leader's to commit, or to lose
+        """`m` no longer leads (its role changed, or it halts): its controller goes. (A leader
+        that is no voter any more keeps its role until its change commits: it only loses what
+        waits at it, and its change in flight.)"""
+        ls = m.leading
+        if ls is not None:
+            ls.parked = {}
+            ls.voter_change = None  # a change in flight is the next leader's to commit, or to lose
         self.engine.drop_controller(m)  # type: ignore[attr-defined]
 
     def _on_end_epoch(self, m: Member, msg: Message) -> None:
@@ -375,21 +410,26 @@ class Raft(ReconfigMixin):
 
             def flush() -> None:
                 m.flush_pending = False
-                if m.running and m.role == LEADER and m.epoch == epoch:
+                ls = m.leading
+                if m.running and ls is not None and m.epoch == epoch:
                     m.log.flush() if self.engine.config_fsync else None
                     m.flushed_end = m.log.log_end_offset
-                    m.matched[m.id] = m.flushed_end
+                    ls.matched[m.id] = m.flushed_end
                     self.update_high_watermark(m)
                     self.engine.fetcher.answer_parked(m)
 
             self.sched.after(self.config.append_linger_ms, "flush", m.id, flush)
 
     def update_high_watermark(self, m: Member) -> None:
-        matched = m.matched
+        """The leader's high watermark after a replica's progress: the largest offset a majority
+        of its voters holds, once that lies in its own epoch."""
+        ls = m.leading
+        assert ls is not None  # (asked by the leader only)
+        matched = ls.matched
         voters = m.voters
         offsets = sorted([matched.get(v, -1) for v in voters], reverse=True)
         candidate = offsets[len(voters) // 2]  # (the majority's lowest: self.majority() - 1)
-        if candidate <= m.epoch_start_offset:
+        if candidate <= ls.epoch_start_offset:
             return  # nothing of its own epoch is on a majority yet
         if m.high_watermark is None or candidate > m.high_watermark:
             self.set_high_watermark(m, candidate)
@@ -403,7 +443,7 @@ class Raft(ReconfigMixin):
         self.engine.apply_committed(m)  # type: ignore[attr-defined]
         if m.role == LEADER:
             if m.voters is not self.engine.voters and hw > m.voters_offset:
-                self._voters_committed(m)
+                self.engine.reconfig.voters_committed(m)
                 if m.role != LEADER:
                     return
             self.engine.fetcher.answer_parked(m)  # followers waiting at the leader learn the new high watermark
