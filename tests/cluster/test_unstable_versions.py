@@ -104,3 +104,20 @@ def test_a_rolled_back_controller_stops_on_the_first_record_it_cannot_replay(tmp
             sim.roll("4.3.1", [1])
         assert ("Tried to apply FeatureLevelRecord FeatureLevelRecord(name='metadata.version', featureLevel=33), "
                 "but this controller only supports versions 7-31") in str(info.value)
+
+
+def test_a_served_cluster_answers_api_versions_with_the_placeholder_and_records_its_configs(tmp_path: Path) -> None:
+    from kraftsim.conformance.wire_client import api_versions
+    from kraftsim.scenario import load_scenario
+    from kraftsim.wire.api import serve
+
+    d = tmp_path / "c"
+    Simulation.create(d, combined=1, release="4.4.0", release_version="4.4-IV2",
+                      configs={FEATURE_CONFIG: "true"}).close()
+    record = tmp_path / "session.toml"
+    with serve(d, record=record) as kafka:
+        host, port = kafka.address(1).rsplit(":", 1)
+        answer = api_versions(host, int(port))
+    supported = {f["Name"]: f["MaxVersion"] for f in answer["SupportedFeatures"]}
+    assert supported[MV] == 34
+    assert load_scenario(record).cluster.configs == {FEATURE_CONFIG: "true"}
