@@ -31,6 +31,7 @@ def test_a_4_4_cluster_with_the_config_finalizes_its_placeholder(tmp_path: Path,
     # Both nodes registered advertising the placeholder (registrations are what import reads).
     regs = [e.message for e in data(d / "node-1", "RegisterBrokerRecord")]
     assert regs and all(f.max_supported_version == 34 for r in regs for f in r.features if f.name == MV)
+    assert [n["supported"][MV] for n in json.loads(ok(capsys, "cluster", "status", d, "--json"))["nodes"]] == [[7, 34]] * 2
     saved = json.loads((d / "cluster.json").read_text())
     assert all(n["configs"] == {FEATURE_CONFIG: "true"} for n in saved["nodes"])
     # It survives a restart: every node starts again from cluster.json with its config.
@@ -121,3 +122,13 @@ def test_a_served_cluster_answers_api_versions_with_the_placeholder_and_records_
     supported = {f["Name"]: f["MaxVersion"] for f in answer["SupportedFeatures"]}
     assert supported[MV] == 34
     assert load_scenario(record).cluster.configs == {FEATURE_CONFIG: "true"}
+
+
+def test_serve_makes_a_new_cluster_with_the_config() -> None:
+    from kraftsim.conformance.wire_client import api_versions
+    from kraftsim.wire.api import serve
+
+    with serve(combined=1, release="4.3.1", configs={FEATURE_CONFIG: True}) as kafka:
+        host, port = kafka.address(1).rsplit(":", 1)
+        answer = api_versions(host, int(port))
+    assert {f["Name"]: f["MaxVersion"] for f in answer["SupportedFeatures"]}[MV] == 31  # 4.3's placeholder 4.4-IV0
