@@ -107,6 +107,8 @@ class ClusterShape:
     features: dict[str, int] = field(default_factory=dict)
     combined: int = 0
     dynamic_quorum: bool = False
+    #: The nodes' server configs (`[cluster] configs`, `cluster create --config`).
+    configs: dict[str, str] = field(default_factory=dict)
 
 
 def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
@@ -135,6 +137,8 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
         lines.append(f"features = {toml_value(dict(sorted(shape.features.items())))}")
     if shape.dynamic_quorum:
         lines.append("dynamic_quorum = true")
+    if shape.configs:
+        lines.append(f"configs = {toml_value(dict(sorted(shape.configs.items())))}")
     raised = _limits_needed(steps)
     if raised:
         lines += ["", "[limits]"] + [f"{k} = {v}" for k, v in raised.items()]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from kraftsim.sim import Simulation, SimConfig
+from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.testing.steps import ClusterShape
 from kraftsim.wire.recording import Recorder
 from kraftsim.wire.served import Listener, ServedCluster
@@ -89,13 +90,14 @@ def serve(target: str | Path | None = None, *, controllers: int = 0, brokers: in
           seed: int = 0, policy: str = "kafka", directory: str | Path | None = None, speed: float = 1.0,
           record: str | Path | None = None, host: str = "127.0.0.1",
           config: SimConfig | None = None, commands: Commands | None = None,
-          auto_create_topics: bool = True) -> Iterator[ServedKafka]:
+          auto_create_topics: bool = True, configs: Mapping[str, object] | None = None) -> Iterator[ServedKafka]:
     """Serve a cluster for the `with` block (see the module docstring). Without `target`, a new
     cluster (one combined node on the newest release unless told otherwise) in `directory` or a
     temporary directory; `record` writes the session as a scenario file when the block ends;
     `commands` carries out the cluster commands sent to the directory while it is served
     (`kraftsim.serve` passes the CLI's own); `auto_create_topics` is the brokers'
-    auto.create.topics.enable."""
+    auto.create.topics.enable; `configs` the nodes' server configs of a new cluster
+    (`cluster create --config`: `{"unstable.feature.versions.enable": True}`)."""
     temporary = None
     if target is not None:
         opened = open_target(target, directory)
@@ -110,9 +112,10 @@ def serve(target: str | Path | None = None, *, controllers: int = 0, brokers: in
             directory = Path(temporary.name) / "cluster"
         sim = Simulation.create(directory, controllers=controllers, brokers=brokers, combined=combined,
                                 release=release, release_version=release_version, features=features, seed=seed,
-                                policy=policy, config=config, durable=False)
+                                policy=policy, config=config, durable=False, configs=configs)
         shape = ClusterShape(controllers=controllers, brokers=brokers, release=release,
-                             release_version=release_version, features=dict(features or {}), combined=combined)
+                             release_version=release_version, features=dict(features or {}), combined=combined,
+                             configs=validate_unstable_configs(configs or {}))
         if commands is not None:
             sim.save()  # a cluster directory from the start: the commands sent to it open it
         rec = Recorder(name="served cluster", seed=seed, policy=policy, shape=shape, origin_ms=sim.now_ms)

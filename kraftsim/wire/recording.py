@@ -72,8 +72,9 @@ def shape_of(sim: Simulation) -> ClusterShape:
     level = finalized.get(MV_NAME, 0)
     release_version = sim.catalog.mv_from_level(level).version if level else None
     features = {k: v for k, v in finalized.items() if k != MV_NAME and v and k != "kraft.version"}
+    configs = sim.engine.member(nodes[0].id).state.config_texts  # the same on every node it creates
     return ClusterShape(controllers=controllers, brokers=brokers, release=nodes[0].release,
-                        release_version=release_version, features=features, combined=combined)
+                        release_version=release_version, features=features, combined=combined, configs=configs)
 
 
 def mixed_release_steps(sim: Simulation) -> list[Step]:

@@ -74,7 +74,8 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
     c = scenario.cluster
     shape = ClusterShape(controllers=c.controllers if isinstance(c.controllers, int) else 0, brokers=c.brokers,
                          release=c.release or "", release_version=c.release_version, features=dict(c.features),
-                         combined=c.combined)
+                         combined=c.combined, configs={k: str(v).lower() if isinstance(v, bool) else v
+                                                       for k, v in c.configs.items()})
     catalog = str(scenario.catalog_path) if scenario.catalog_path else None
     rec = Recorder(name=scenario.name, seed=sim.seed, policy=scenario.policy, shape=shape, origin_ms=sim.now_ms,
                    catalog=catalog, steps=setup_steps(scenario.steps))

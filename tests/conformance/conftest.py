@@ -22,6 +22,9 @@ CI_RELEASES = ("3.7.2", "4.0.2", "4.3.1", "4.4.0")
 # The live node costs a JVM per command; CI runs it on a 3.x release, whose controller decides
 # each update of a request on its own, and on 4.0.2, whose controller is all-or-nothing.
 CI_LIVE_RELEASES = ("3.7.2", "4.0.2")
+# A live node with unstable versions enabled finalizing its release's placeholder level: the two
+# newest lines, whose placeholders (4.4-IV0, 4.5-IV0) users try first.
+CI_UNSTABLE_RELEASES = ("4.3.1", "4.4.0")
 # The rolling upgrade (a node start per release): 3.7 -> 3.8 brings the rollback case.
 CI_ROLL_RELEASES = ("3.7.2", "3.8.1", "4.0.2", "4.4.0")
 
@@ -43,6 +46,10 @@ def releases() -> list[str]:
 
 def live_releases() -> list[str]:
     return _selected("KRAFTSIM_CONFORMANCE_LIVE_RELEASES", CI_LIVE_RELEASES)
+
+
+def unstable_releases() -> list[str]:
+    return _selected("KRAFTSIM_CONFORMANCE_UNSTABLE_RELEASES", CI_UNSTABLE_RELEASES)
 
 
 def roll_releases() -> list[str]:

@@ -197,3 +197,34 @@ def test_conformance_table_from_json_lines(tmp_path):
     saved.write_text('{"case": "x"}\n')
     bad = run_kraftsim(["conformance", "table", str(saved)])
     assert bad.code == 2 and "line 1" in bad.stderr
+
+
+def test_each_roll_step_runs_kraftsim_as_the_exact_release(tmp_path, monkeypatch):
+    """A roll step given 4.2.0 runs kraftsim as 4.2.0, not as the 4.2 line's newest patch
+    (the Kafka side is a stand-in here: only the kraftsim commands are looked at)."""
+    from kraftsim.conformance import roll
+    from kraftsim.conformance.cases.base import ReleaseContext, catalog_release
+    from kraftsim.conformance.dist import KafkaDist
+
+    assert catalog_release(resolve_release("4.2.0")) == "4.2.0"
+    assert catalog_release(resolve_release("4.2")) == "4.2.0"  # the suite's 4.2 is 4.2.0
+    assert catalog_release(resolve_release("3.6.2")) == "3.6.2"
+
+    class Node:
+        bootstrap, dist = "127.0.0.1:9", None
+
+        def format(self, *flags):
+            return None
+
+        start = stop = format
+
+    dists = [KafkaDist(resolve_release(v), tmp_path, (), None) for v in ("4.2.0", "4.4.0")]  # type: ignore[arg-type]
+    seen = []
+    monkeypatch.setattr(ReleaseContext, "kraftsim", lambda self, argv: seen.append(argv) or ToolRun(argv, 0, "", ""))
+    monkeypatch.setattr(roll, "run_tool", lambda dist, tool, args, **kw: ToolRun(args, 0, "", ""))
+    ctx = ReleaseContext(dists[0], tmp_path / "scratch")
+    list(roll._roll(ctx, Node(), tmp_path / "sim", dists, [], lambda line: None))
+    releases = [a[a.index("--release") + 1] for a in seen if "--release" in a]
+    assert releases[0] == "4.2.0" and "4.2.2" not in releases
+    assert [a[:2] for a in seen if a[1] == "roll"] == [["cluster", "roll"]]
+    assert "4.4.0" in releases

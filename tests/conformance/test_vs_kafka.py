@@ -22,7 +22,7 @@ from kraftsim.conformance.cases import DIFFER, Outcome
 from kraftsim.conformance.dist import resolve_release
 from kraftsim.conformance.run import run_release
 from kraftsim.conformance.tools import run_batch, run_tool
-from tests.conformance.conftest import kafka_dist, live_releases, releases, roll_releases
+from tests.conformance.conftest import kafka_dist, live_releases, releases, roll_releases, unstable_releases
 
 pytestmark = pytest.mark.kafka
 
@@ -75,6 +75,19 @@ def test_kraftsim_agrees_with_kafka(version: str, group: str) -> None:
 def test_live_node_agrees_with_simulated_cluster(version: str) -> None:
     dist = kafka_dist(version)
     _check(list(run_release(dist.release, ["live-node/*"])))
+
+
+@pytest.mark.parametrize("version", unstable_releases())
+def test_placeholder_finalized_with_unstable_versions_as_kafka_does(version: str) -> None:
+    """Issue 27 class 7's enabled path: a live node formatted and started with the release's
+    unstable-versions config takes the placeholder level (--metadata --dry-run, --release-version,
+    beside an unknown feature and beside another feature), as `kraftsim cluster create --config`
+    does; Kafka's describe must show the placeholder finalized (the same requests without the
+    config are live-node/*'s refusals)."""
+    dist = kafka_dist(version)
+    outcomes = list(run_release(dist.release, ["live-unstable/*"]))
+    assert any(o.case == "live-unstable/features describe after the placeholder" for o in outcomes)
+    _check(outcomes)
 
 
 def _dynamic_quorum_releases() -> list[str]:

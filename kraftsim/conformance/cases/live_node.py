@@ -58,6 +58,8 @@ class Session:
     stopped: bool = False
     diffs_seen: bool = False
     kept: Path | None = None
+    #: Kafka's answer to the last kafka-features command.
+    last_kafka: ToolRun | None = None
 
     @property
     def live(self) -> LiveNode:
@@ -116,6 +118,7 @@ class Session:
         if self.stopped:
             return ["the Kafka node was already stopped"]
         kafka = run_tool(self.ctx.dist, "features", ["--bootstrap-server", self.live.bootstrap, *args])
+        self.last_kafka = kafka
         sim = self.ctx.kraftsim(["features", "--cluster", str(self.sim_dir), "--release", self.ctx.line, *args])
         sim = ToolRun(sim.argv, sim.code, sim.stdout,
                       "\n".join(ln for ln in sim.stderr.splitlines() if not _SIM_NOTE.match(ln)))
@@ -413,6 +416,9 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
                lambda _: _restart_on_kraftsim_snapshot(session, "lossy-snapshot", _lossy_flags))
 
 
+PLACEHOLDER_DESCRIBE = "describe after the placeholder"
+
+
 def _unstable_commands(catalog: Catalog) -> list[tuple[str, list[str]]]:
     """(label, kafka-features arguments) on a node formatted at LATEST with unstable versions
     enabled: the placeholder (the release's latest testing level) is in its supported range,
@@ -431,7 +437,7 @@ def _unstable_commands(catalog: Catalog) -> list[tuple[str, list[str]]]:
         ("describe after the mixed upgrade", ["describe"]),
         ("upgrade metadata.version=PLACEHOLDER and another feature",
          ["upgrade", "--feature", f"metadata.version={placeholder.level}", *other]),
-        ("describe after the placeholder", ["describe"]),
+        (PLACEHOLDER_DESCRIBE, ["describe"]),
         ("upgrade --release-version PLACEHOLDER", ["upgrade", "--release-version", placeholder.version]),
         ("downgrade --metadata LATEST --dry-run", ["downgrade", "--metadata", lp.version, "--dry-run"]),
         ("describe at the end", ["describe"]),
@@ -451,8 +457,20 @@ def unstable_cases(ctx: ReleaseContext) -> Iterable[Case]:
     def step(args: list[str]) -> Callable[[list[ToolRun]], list[str]]:
         return lambda _: session.features(args)
 
+    def finalized(args: list[str]) -> Callable[[list[ToolRun]], list[str]]:
+        """The step, and Kafka's describe must show the placeholder finalized (so the cases
+        compare the enabled path, not two refusals)."""
+        def check(_: list[ToolRun]) -> list[str]:
+            diffs = session.features(args)
+            lines = session.last_kafka.stdout.splitlines() if session.last_kafka else []
+            mv = next((ln for ln in lines if ln.startswith("Feature: metadata.version")), "")
+            if not re.search(rf"FinalizedVersionLevel: {re.escape(catalog.latest_testing.version)}\b", mv):
+                diffs.append(f"Kafka did not finalize the placeholder {catalog.latest_testing.version}: {mv!r}")
+            return diffs
+        return check
+
     for label, args in _unstable_commands(catalog):
-        yield Case(f"{group}/features {label}", (), step(args))
+        yield Case(f"{group}/features {label}", (), (finalized if label == PLACEHOLDER_DESCRIBE else step)(args))
     yield Case(f"{group}/stopped", (), lambda _: session.stop())
     yield Case(f"{group}/replay", (), lambda _: _replay(session))
     yield Case(f"{group}/dump-log payloads", (), lambda _: _dump(session))

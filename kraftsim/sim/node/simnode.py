@@ -137,6 +137,14 @@ class _MvChanges:
             self.changes.append((manifest.provenance.last_contained_offset, manifest.metadata_version_change))
 
 
+def supported_ranges(release: Catalog, configs: Mapping[str, str] | msgspec.UnsetType) -> dict[str, Range]:
+    """The ranges a node of `release` (the catalog at its release) with these server configs
+    supports and advertises: up to the placeholder levels when its configs enable unstable
+    versions the way that release reads them."""
+    texts = {} if isinstance(configs, msgspec.UnsetType) else configs
+    return release.supported_features(unstable_versions_enabled(release, texts))
+
+
 def advertised_order(supported: Mapping[str, Range]) -> list[str]:
     """Feature names in the order Kafka's registrations list them (see the module docstring)."""
     return java_hash_order(list(supported), java_string_hash, initial=FEATURE_MAP_BUCKETS)
@@ -194,7 +202,7 @@ class SimNode:
     def supported(self) -> dict[str, Range]:
         """What this node's software supports (facts §2.6), up to the release's placeholder
         levels when unstable versions are enabled; features with max 0 are absent."""
-        return self.catalog.supported_features(self.unstable_versions)
+        return supported_ranges(self.catalog, self.state.config_texts)
 
     def supported_range(self, feature: str) -> Range:
         return self.supported.get(feature, DISABLED)

@@ -3,7 +3,9 @@
 A node with the controller role replays its snapshot and log when it starts; a finalized
 level its software does not support stops it with Kafka's text (SimNode.replay_refusal).
 The levels are those of its snapshot's image and of every FeatureLevelRecord in its log
-after it. Every start reads the node's whole log, and the nodes of a cluster hold the same
+after it, as the replay meets them: a feature's first level the node does not support is
+the one it stops on (a 4.3.1 controller with unstable versions, range 7-31, started on a
+log formatted at 33 and upgraded to 34 names 33, the bootstrap record: seen live). Every start reads the node's whole log, and the nodes of a cluster hold the same
 batches, so each distinct batch is decoded once: its FeatureLevelRecords are kept by the
 batch's base offset, last offset delta, epoch and CRC (what names a batch's bytes in
 kraftsim.sim.node.commit_share), with the batch's checked bytes. A batch of the active segment
@@ -15,7 +17,7 @@ without parsing it; other bytes are read and checked as `LogSegment.read_batch` 
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import decode_file_batch
@@ -45,8 +47,12 @@ class FeatureLevelScan:
         self._levels.clear()
 
     def finalized(self, node: SimNode) -> dict[str, int]:
+        """Each feature's last level on disk, or the first its replay meets that the node's
+        software does not support (see the module docstring)."""
         assert node.loader is not None and node.log is not None
-        levels = dict(node.loader.image.features.all_levels())
+        levels = _Replayed(node.supported_range)
+        for name, level in node.loader.image.features.all_levels().items():
+            levels[name] = level
         start = node.loader.last_offset + 1
         log = node.log
         seg = log.active_segment
@@ -72,7 +78,7 @@ class FeatureLevelScan:
         else:
             for fb in log.batches(start):
                 _take(self._levels_of(fb), start, levels)
-        return levels
+        return dict(levels)
 
     def _levels_of(self, fb: FileBatch) -> tuple[tuple[int, str, int], ...]:
         """The batch's FeatureLevelRecords as (offset, name, level), decoded once per distinct batch."""
@@ -88,6 +94,23 @@ class FeatureLevelScan:
             known.clear()
         known[key] = (b.raw, found)
         return found
+
+
+class _Replayed(dict[str, int]):
+    """Levels set in replay order; a feature keeps the first level outside `supported_range`."""
+
+    def __init__(self, supported_range: Callable[[str], tuple[int, int]]):
+        super().__init__()
+        self._range = supported_range
+        self._stopped: set[str] = set()
+
+    def __setitem__(self, name: str, level: int) -> None:
+        if name in self._stopped:
+            return
+        lo, hi = self._range(name)
+        if level != 0 and not lo <= level <= hi:
+            self._stopped.add(name)
+        super().__setitem__(name, level)
 
 
 def _take(found: tuple[tuple[int, str, int], ...], start: int, levels: dict[str, int]) -> None:

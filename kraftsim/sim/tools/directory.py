@@ -15,7 +15,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import load_path
 from kraftsim.sim.ticks.cluster import STATE_FILE, MvChangeReport, SimCluster
 from kraftsim.sim.tools.narrate import narrator
-from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
+from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory, supported_ranges
 from kraftsim.sim.node.format import clock_text
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
@@ -172,8 +172,8 @@ def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
                       "finalized_epoch": fin.epoch if fin is not None else None,
                       "blocked": node.blocked.text() if node is not None and node.blocked is not None else None,
                       "faults": list(node.faults) if node is not None else [],
-                      "supported": {k: list(v) for k, v in sorted(catalog.at_release(n.release)
-                                                                  .supported_features().items())}})
+                      "supported": {k: list(v) for k, v in sorted(supported_ranges(catalog.at_release(n.release),
+                                                                                   n.configs).items())}})
     majority = len(saved.voters) // 2 + 1
     known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
     epoch, leader = max(known) if known else (max(epochs), None)
