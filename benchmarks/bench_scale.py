@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import pstats
 import re
@@ -47,11 +48,11 @@ def scenario_text(partitions: int) -> str:
     text, n = re.subn(r"(?m)^count = \d+$", f"count = {topics}", text)
     text, m = re.subn(r"(?m)^topics = \d+$", f"topics = {topics}", text)
     assert n == 1 and m == 1, "the shipped scenario no longer has one `count` and one `topics` line"
-    return text
+    return re.sub(r"(?m)^slow = true\n", "", text)  # (so that code from before the key runs it too)
 
 
 def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
-             max_gb: float | None = None) -> dict[str, object]:
+             max_gb: float | None = None, code: Path = ROOT, label: str = "this tree") -> dict[str, object]:
     """One fresh process running the scenario at `partitions`: its figures. `max_gb` caps its
     address space (a run past it fails with a MemoryError instead of pressing a shared machine)."""
     with tempfile.TemporaryDirectory(prefix="kraftsim-scale-") as tmp:
@@ -61,13 +62,13 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         if profile_to is not None:
             cmd += ["-m", "cProfile", "-o", str(profile_to)]
         cmd += ["-m", "kraftsim", "scenario", "run", str(path), "--seed", "1", "--json"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ, PYTHONPATH=str(code))
         load_before = load_average()
         out_path, err_path = Path(tmp) / "out.json", Path(tmp) / "err.txt"
         start = time.perf_counter()
         with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
             limit = None if max_gb is None else int(max_gb * 2**30)
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out_f, stderr=err_f,
+            proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=out_f, stderr=err_f,
                                     preexec_fn=None if limit is None else lambda: resource.setrlimit(
                                         resource.RLIMIT_AS, (limit, limit)))
             status, usage, timed_out = _wait(proc, timeout_s)
@@ -75,7 +76,7 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         out, err = out_path.read_bytes(), err_path.read_bytes()
     passed = b'"passed":true' in out[:200]
     row: dict[str, object] = {
-        "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
+        "code": label, "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
         "passed": passed, "timed_out": timed_out, "profiled": profile_to is not None,
         "load_before": load_before, "load_after": load_average(), "exit": os.waitstatus_to_exitcode(status),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
@@ -117,12 +118,14 @@ def markdown(rows: list[dict[str, object]], profiles: dict[str, str]) -> str:
            "created on 3.9, controllers rolled to 4.0, a snapshot on every node, brokers rolled, "
            "metadata.version finalized), each size in a fresh process, `scenario run FILE --seed 1 --json`. "
            f"Goal at 1,000,000 partitions: at most {GOAL_S} s and {GOAL_GB} GB.", "",
-           "| partitions | wall s | CPU s | peak RSS MB | passed | load before | load after |",
-           "|---:|---:|---:|---:|---|---|---|"]
+           "| code | partitions | wall s | CPU s | peak RSS MB | passed | load before | load after |",
+           "|---|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
-        wall = f"> {r['wall_s']} (stopped)" if r["timed_out"] else str(r["wall_s"])
-        out.append(f"| {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
-                   f"{r['passed']} | {r['load_before']} | {r['load_after']} |")
+        wall = f"> {r['wall_s']}" if r["timed_out"] else str(r["wall_s"])
+        prof = " (under cProfile)" if r.get("profiled") else ""
+        stop = " (stopped)" if r["timed_out"] else ("" if r["passed"] else f" (exit {r['exit']})")
+        out.append(f"| {r.get('code', 'this tree')}{prof} | {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
+                   f"{r['passed']}{stop} | {r['load_before']} | {r['load_after']} |")
     for title, text in profiles.items():
         out += ["", f"## {title}", "", "```", text, "```"]
     return "\n".join(out) + "\n"
@@ -137,21 +140,29 @@ def main() -> None:
                         help="a cProfile dump of an earlier run (before a change), shown beside this run's")
     parser.add_argument("--before-label", default="before", help="what the earlier profile was of")
     parser.add_argument("--max-gb", type=float, default=None, help="address-space cap of each run (GiB)")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the checkout whose kraftsim runs (another one, e.g. main, for figures from before)")
+    parser.add_argument("--label", default="this tree", help="what --code is, in the results")
+    parser.add_argument("--append", action="store_true", help="keep the rows and profiles already in the results")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    rows = []
-    for size in sizes:
-        rows.append(run_size(size, args.timeout, max_gb=args.max_gb))
-        print(rows[-1], flush=True)
+    rows: list[dict[str, object]] = []
     profiles: dict[str, str] = {}
+    if args.append and (args.results / "scale.json").exists():
+        old = json.loads((args.results / "scale.json").read_text(encoding="utf-8"))
+        rows, profiles = old["rows"], old["profiles"]
+    run = {"max_gb": args.max_gb, "code": args.code, "label": args.label}
+    for size in sizes:
+        rows.append(run_size(size, args.timeout, **run))
+        print(rows[-1], flush=True)
     if args.before_profile is not None:
         profiles[f"Profile {args.before_label}, by cumulative time"] = top_functions(args.before_profile, "cumulative", 40)
         profiles[f"Profile {args.before_label}, by own time"] = top_functions(args.before_profile, "tottime", 25)
     if args.profile is not None:
         with tempfile.TemporaryDirectory(prefix="kraftsim-scale-prof-") as tmp:
             prof = Path(tmp) / "p.prof"
-            row = run_size(args.profile, args.timeout, profile_to=prof, max_gb=args.max_gb)
+            row = run_size(args.profile, args.timeout, profile_to=prof, **run)
             rows.append(row)
             if prof.exists():
                 profiles[f"Profile at {args.profile:,} partitions, by cumulative time (load {row['load_before']})"] = \
