@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 import os
 import pstats
 import re
@@ -36,6 +37,8 @@ from benchmarks._common import load_average, utc_now, write_results  # noqa: E40
 
 SCENARIO = ROOT / "scenarios" / "production-scale-1m.toml"
 RESULTS = ROOT / "benchmarks" / "results"
+#: What the figures mean and what is left, written by hand, put after the table of every run.
+NOTES = RESULTS / "scale-notes.md"
 PARTITIONS_PER_TOPIC = 50
 GOAL_S, GOAL_GB = 60, 6
 
@@ -47,13 +50,13 @@ def scenario_text(partitions: int) -> str:
     text, n = re.subn(r"(?m)^count = \d+$", f"count = {topics}", text)
     text, m = re.subn(r"(?m)^topics = \d+$", f"topics = {topics}", text)
     assert n == 1 and m == 1, "the shipped scenario no longer has one `count` and one `topics` line"
-    return text
+    return re.sub(r"(?m)^slow = true\n", "", text)  # (so that code from before the key runs it too)
 
 
 def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
-             max_gb: float | None = None) -> dict[str, object]:
-    """One fresh process running the scenario at `partitions`: its figures. `max_gb` caps its
-    address space (a run past it fails with a MemoryError instead of pressing a shared machine)."""
+             max_gb: float | None = None, code: Path = ROOT, label: str = "this tree") -> dict[str, object]:
+    """One fresh process running the scenario at `partitions`: its figures. `max_gb`: the run is
+    stopped once its resident set passes that (instead of pressing a shared machine)."""
     with tempfile.TemporaryDirectory(prefix="kraftsim-scale-") as tmp:
         path = Path(tmp) / f"scale-{partitions}.toml"
         path.write_text(scenario_text(partitions), encoding="utf-8")
@@ -61,43 +64,64 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         if profile_to is not None:
             cmd += ["-m", "cProfile", "-o", str(profile_to)]
         cmd += ["-m", "kraftsim", "scenario", "run", str(path), "--seed", "1", "--json"]
-        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        env = dict(os.environ, PYTHONPATH=str(code))
         load_before = load_average()
         out_path, err_path = Path(tmp) / "out.json", Path(tmp) / "err.txt"
         start = time.perf_counter()
         with open(out_path, "wb") as out_f, open(err_path, "wb") as err_f:
-            limit = None if max_gb is None else int(max_gb * 2**30)
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out_f, stderr=err_f,
-                                    preexec_fn=None if limit is None else lambda: resource.setrlimit(
-                                        resource.RLIMIT_AS, (limit, limit)))
-            status, usage, timed_out = _wait(proc, timeout_s)
+            proc = subprocess.Popen(cmd, cwd=code, env=env, stdout=out_f, stderr=err_f)
+            status, usage, stopped = _wait(proc, timeout_s, None if max_gb is None else int(max_gb * 2**30))
         wall = time.perf_counter() - start
         out, err = out_path.read_bytes(), err_path.read_bytes()
     passed = b'"passed":true' in out[:200]
     row: dict[str, object] = {
-        "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
-        "passed": passed, "timed_out": timed_out, "profiled": profile_to is not None,
+        "code": label, "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
+        "passed": passed, "stopped": stopped, "profiled": profile_to is not None,
         "load_before": load_before, "load_after": load_average(), "exit": os.waitstatus_to_exitcode(status),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
     }
-    if not passed and not timed_out:
+    if not passed and stopped is None:
+        row["failed_steps"] = _failed_steps(out)
         row["stderr_tail"] = err.decode("utf-8", "replace")[-500:]
     return row
 
 
-def _wait(proc: subprocess.Popen[bytes], timeout_s: float) -> tuple[int, resource.struct_rusage, bool]:
-    """Wait for `proc` (killed after `timeout_s`) and reap it with os.wait4, for the resource
-    use of that one process: (wait status, rusage, whether it was stopped)."""
-    deadline, timed_out = time.monotonic() + timeout_s, False
+def _rss_bytes(pid: int) -> int:
+    """The resident set of process `pid` now (0 when it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/statm", encoding="ascii") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _wait(proc: subprocess.Popen[bytes], timeout_s: float,
+          max_bytes: int | None) -> tuple[int, resource.struct_rusage, str | None]:
+    """Wait for `proc` and reap it with os.wait4, for the resource use of that one process;
+    it is killed after `timeout_s` or once its resident set passes `max_bytes` (a shared
+    machine). (wait status, rusage, why it was stopped or None)."""
+    deadline, stopped = time.monotonic() + timeout_s, None
     while True:
         pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
         if pid == proc.pid:
             proc.returncode = os.waitstatus_to_exitcode(status)  # (reaped here, not by Popen)
-            return status, usage, timed_out
-        if not timed_out and time.monotonic() > deadline:
+            return status, usage, stopped
+        if stopped is None and time.monotonic() > deadline:
+            stopped = f"stopped after {timeout_s:.0f} s"
+        elif stopped is None and max_bytes is not None and _rss_bytes(proc.pid) > max_bytes:
+            stopped = f"stopped at {max_bytes / 2**30:.1f} GiB resident"
+        if stopped is not None:
             proc.kill()
-            timed_out = True
         time.sleep(0.2)
+
+
+def _failed_steps(out: bytes) -> list[str]:
+    """The steps of a `--json` result that failed, as `op: error`."""
+    try:
+        result = json.loads(out)
+    except ValueError:
+        return []
+    return [f"{s.get('op')}: {s.get('error')}" for s in result.get("steps", []) if not s.get("ok")]
 
 
 def top_functions(profile: Path, sort: str, n: int) -> str:
@@ -117,12 +141,17 @@ def markdown(rows: list[dict[str, object]], profiles: dict[str, str]) -> str:
            "created on 3.9, controllers rolled to 4.0, a snapshot on every node, brokers rolled, "
            "metadata.version finalized), each size in a fresh process, `scenario run FILE --seed 1 --json`. "
            f"Goal at 1,000,000 partitions: at most {GOAL_S} s and {GOAL_GB} GB.", "",
-           "| partitions | wall s | CPU s | peak RSS MB | passed | load before | load after |",
-           "|---:|---:|---:|---:|---|---|---|"]
+           "| code | partitions | wall s | CPU s | peak RSS MB | passed | load before | load after |",
+           "|---|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
-        wall = f"> {r['wall_s']} (stopped)" if r["timed_out"] else str(r["wall_s"])
-        out.append(f"| {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
-                   f"{r['passed']} | {r['load_before']} | {r['load_after']} |")
+        wall = f"> {r['wall_s']}" if r.get("stopped") else str(r["wall_s"])
+        prof = " (under cProfile)" if r.get("profiled") else ""
+        failed = "; ".join(str(x) for x in r.get("failed_steps") or [])  # type: ignore[attr-defined]
+        stop = f" ({r['stopped']})" if r.get("stopped") else ("" if r["passed"] else f" (exit {r['exit']}: {failed})")
+        out.append(f"| {r.get('code', 'this tree')}{prof} | {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
+                   f"{r['passed']}{stop} | {r['load_before']} | {r['load_after']} |")
+    if NOTES.exists():  # (what the figures mean, written by hand: kept across runs)
+        out += ["", NOTES.read_text(encoding="utf-8").rstrip()]
     for title, text in profiles.items():
         out += ["", f"## {title}", "", "```", text, "```"]
     return "\n".join(out) + "\n"
@@ -136,22 +165,30 @@ def main() -> None:
     parser.add_argument("--before-profile", type=Path, default=None,
                         help="a cProfile dump of an earlier run (before a change), shown beside this run's")
     parser.add_argument("--before-label", default="before", help="what the earlier profile was of")
-    parser.add_argument("--max-gb", type=float, default=None, help="address-space cap of each run (GiB)")
+    parser.add_argument("--max-gb", type=float, default=None, help="stop a run whose resident set passes this (GiB)")
+    parser.add_argument("--code", type=Path, default=ROOT,
+                        help="the checkout whose kraftsim runs (another one, e.g. main, for figures from before)")
+    parser.add_argument("--label", default="this tree", help="what --code is, in the results")
+    parser.add_argument("--append", action="store_true", help="keep the rows and profiles already in the results")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s]
-    rows = []
-    for size in sizes:
-        rows.append(run_size(size, args.timeout, max_gb=args.max_gb))
-        print(rows[-1], flush=True)
+    rows: list[dict[str, object]] = []
     profiles: dict[str, str] = {}
+    if args.append and (args.results / "scale.json").exists():
+        old = json.loads((args.results / "scale.json").read_text(encoding="utf-8"))
+        rows, profiles = old["rows"], old["profiles"]
+    run = {"max_gb": args.max_gb, "code": args.code, "label": args.label}
+    for size in sizes:
+        rows.append(run_size(size, args.timeout, **run))
+        print(rows[-1], flush=True)
     if args.before_profile is not None:
         profiles[f"Profile {args.before_label}, by cumulative time"] = top_functions(args.before_profile, "cumulative", 40)
         profiles[f"Profile {args.before_label}, by own time"] = top_functions(args.before_profile, "tottime", 25)
     if args.profile is not None:
         with tempfile.TemporaryDirectory(prefix="kraftsim-scale-prof-") as tmp:
             prof = Path(tmp) / "p.prof"
-            row = run_size(args.profile, args.timeout, profile_to=prof, max_gb=args.max_gb)
+            row = run_size(args.profile, args.timeout, profile_to=prof, **run)
             rows.append(row)
             if prof.exists():
                 profiles[f"Profile at {args.profile:,} partitions, by cumulative time (load {row['load_before']})"] = \
