@@ -4,9 +4,9 @@ Why: started as Kafka ships it, a cluster of 3 controllers and 3 brokers is six 
 than this project's machines may run at once. Kafka's test kit starts the same server
 classes each node runs (SharedServer, ControllerServer, BrokerServer: each node with its
 own configuration, listeners, log directories and Raft client) inside one JVM. What the
-nodes share is the JVM itself: classes are loaded and compiled once instead of once per
-node, and there is one heap. A start-up timed this way is therefore at most what six
-separate JVMs on the same cores take, which makes it the conservative basis to compare with.
+nodes share is the JVM itself: classes are loaded and compiled once instead of once per node, and there
+is one heap. A start-up timed this way spares Kafka work six separate JVMs on the same cores
+would each do, which makes it the conservative side of a comparison.
 
 `java/KafkaTestKitCluster.java` is compiled against the release's jars plus the kit's (cached
 beside the release, by source hash). The kit's jars come from Maven Central into
