@@ -13,9 +13,10 @@ beside the release, by source hash). The kit's jars come from Maven Central into
 `<release cache>/testkit/` (only those the release does not already bring, so the nodes log
 through the release's own logging jars):
 - 4.x: `kafka-test-common-runtime` (package org.apache.kafka.common.test) and kafka-clients'
-  test jar, which the kit's SslManager needs even for a PLAINTEXT cluster. Maven Central does
-  not serve kafka-clients' test jar for 4.4.0, so 4.4.0's kit cannot run from Maven Central;
-  4.3.1 is the newest 4.x release it runs on.
+  test jar (org.apache.kafka.test.TestUtils, TestSslUtils). Maven Central does not serve
+  kafka-clients' test jar for 4.4.0, and 4.4.0's kit needs it for every cluster, PLAINTEXT
+  too: its build() creates an SSL trust store with TestSslUtils. So 4.4.0's kit cannot run
+  from Maven Central; 4.3.1 is the newest 4.x release it runs on.
 - 3.x (3.8 on, where TestKitNodes takes per-server properties): kafka_2.13's test jar (package
   kafka.testkit) with the test jars of kafka-clients and kafka-server-common.
 """
