@@ -34,8 +34,8 @@ What is measured (`measure_target`, usable from other code on any listener):
   --controllers 3 --brokers 3 --release VERSION`. Six JVMs are more than this machine runs at
   once, so the real cluster is Kafka's own in-process test cluster (KafkaClusterTestKit:
   kraftsim.conformance.testkit_cluster), six nodes' real server classes in ONE JVM. That
-  shares class loading and JIT among the nodes, so it is at most what six JVMs take: the
-  conservative basis, stated beside the figure. Both sides are polled on every broker at
+  loads and compiles Kafka's classes once for all six nodes, work six JVMs would each do:
+  the conservative basis, stated beside the figure. Both sides are polled on every broker at
   once; the figures are the first broker's answer and the last broker's. Kafka's test kit
   runs from Maven Central on 3.8-4.3 (4.4.0 lacks the kafka-clients test jar it needs).
   Without Java, Maven or the jars it says why and records nothing.
@@ -141,7 +141,6 @@ def cpu_seconds(pid: int | None) -> float | None:
 
 
 ONE_COMBINED = "one combined node"
-THREE_AND_THREE = "3 controllers + 3 brokers"
 
 
 def first_answers(addresses: list[tuple[str, int]], t0: float, deadline: float,
@@ -260,8 +259,7 @@ def measure_kafka(version: str, *, requests: int, log: Callable[[str], None] = p
         finally:
             _stop(proc)
     return {"label": f"Apache Kafka {version}, one combined node (JVM, -Xmx{node.heap})", "shape": ONE_COMBINED,
-            "startup_s": startup,
-            "startup_cpu_s": startup_cpu, "rows": rows}
+            "startup_s": startup, "startup_cpu_s": startup_cpu, "rows": rows}
 
 
 def measure_spawned(cmd: list[str], ready_file: Path, label: str, *, requests: int,
@@ -330,8 +328,8 @@ def measure_serve(target: str, *, requests: int, log: Callable[[str], None] = pr
 
 
 KIT_BASIS = ("Kafka's own in-process test cluster (KafkaClusterTestKit): the six nodes' real server classes in ONE "
-             "JVM, which shares class loading and JIT among them, so at most what six JVMs take; heap -Xmx{heap}, "
-             "the JVM options of the one-node row")
+             "JVM, which loads and compiles Kafka's classes once for all six, work six JVMs would each do: the "
+             "conservative side for this comparison; heap -Xmx{heap}, the JVM options of the one-node row")
 
 
 def measure_kafka_cluster(version: str, *, controllers: int = 3, brokers: int = 3,
@@ -352,8 +350,9 @@ def measure_kafka_cluster(version: str, *, controllers: int = 3, brokers: int = 
         try:
             deadline = time.monotonic() + START_TIMEOUT_S
             answers = first_answers([("127.0.0.1", p) for p in ports], t0, deadline, proc.pid)
-            while "ready" not in kit.marks(work / "probe.out") and proc.poll() is None and time.monotonic() < deadline \
-                    and dist.release.line_tuple >= (4, 0):
+            last_mark = "ready" if dist.release.line_tuple >= (4, 0) else "started"  # 3.x: no ready mark
+            while last_mark not in kit.marks(work / "probe.out") and proc.poll() is None \
+                    and time.monotonic() < deadline:
                 time.sleep(0.05)
             marks = kit.marks(work / "probe.out")
         finally:

@@ -4,18 +4,19 @@ Why: started as Kafka ships it, a cluster of 3 controllers and 3 brokers is six 
 than this project's machines may run at once. Kafka's test kit starts the same server
 classes each node runs (SharedServer, ControllerServer, BrokerServer: each node with its
 own configuration, listeners, log directories and Raft client) inside one JVM. What the
-nodes share is the JVM itself: classes are loaded and compiled once instead of once per
-node, and there is one heap. A start-up timed this way is therefore at most what six
-separate JVMs on the same cores take, which makes it the conservative basis to compare with.
+nodes share is the JVM itself: classes are loaded and compiled once instead of once per node, and there
+is one heap. A start-up timed this way spares Kafka work six separate JVMs on the same cores
+would each do, which makes it the conservative side of a comparison.
 
 `java/KafkaTestKitCluster.java` is compiled against the release's jars plus the kit's (cached
 beside the release, by source hash). The kit's jars come from Maven Central into
 `<release cache>/testkit/` (only those the release does not already bring, so the nodes log
 through the release's own logging jars):
 - 4.x: `kafka-test-common-runtime` (package org.apache.kafka.common.test) and kafka-clients'
-  test jar, which the kit's SslManager needs even for a PLAINTEXT cluster. Maven Central does
-  not serve kafka-clients' test jar for 4.4.0, so 4.4.0's kit cannot run from Maven Central;
-  4.3.1 is the newest 4.x release it runs on.
+  test jar (org.apache.kafka.test.TestUtils, TestSslUtils). Maven Central does not serve
+  kafka-clients' test jar for 4.4.0, and 4.4.0's kit needs it for every cluster, PLAINTEXT
+  too: its build() creates an SSL trust store with TestSslUtils. So 4.4.0's kit cannot run
+  from Maven Central; 4.3.1 is the newest 4.x release it runs on.
 - 3.x (3.8 on, where TestKitNodes takes per-server properties): kafka_2.13's test jar (package
   kafka.testkit) with the test jars of kafka-clients and kafka-server-common.
 """

@@ -4,9 +4,10 @@ over); Kafka's handling of requests it cannot serve is what kraftsim.wire.codec 
 
 One combined node per release of KRAFTSIM_CONFORMANCE_LIVE_RELEASES (default: CI's live
 release), started once for the module. Requests are harmless: validate-only topic
-creation, deletion of a topic that does not exist, an empty feature update, unregistering
-a broker id that was never registered. The raft voter APIs are left out (they would
-change the quorum).
+creation (v0, which has no validate-only, creates a topic of its own), deletion of a topic
+that does not exist, an empty feature update, unregistering a broker id that was never
+registered, DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
+would change the quorum).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ def body_for(api: str, version: int) -> dict[str, Any]:
     if api == "Metadata":
         return {"Topics": [] if version == 0 else None}
     if api == "CreateTopics":
+        if version == 0:  # v0 (3.x only) has no validateOnly: it creates a topic of its own
+            return {"Topics": [{"Name": "wire-check-v0", "NumPartitions": 1, "ReplicationFactor": 1}]}
         return {"Topics": [{"Name": "wire-check", "NumPartitions": 1, "ReplicationFactor": 1}], "validateOnly": True}
     if api == "DeleteTopics":
         names = {"Topics": [{"Name": "no-such-topic"}]} if version >= 6 else {"TopicNames": ["no-such-topic"]}
@@ -45,11 +48,13 @@ def body_for(api: str, version: int) -> dict[str, Any]:
         return {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]}
     if api == "UnregisterBroker":
         return {"BrokerId": 99}
+    if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
+        return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
     return {}
 
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
-           "UpdateFeatures", "DescribeQuorum", "UnregisterBroker"]
+           "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls"]
 
 
 @pytest.fixture(scope="module", params=live_releases())
@@ -89,6 +94,8 @@ def test_every_advertised_version_round_trips_with_kafka(node: LiveNode, api: st
                 assert [r["ErrorCode"] for r in results] == [3]  # UNKNOWN_TOPIC_OR_PARTITION
             if api == "CreateTopics":
                 assert [t["ErrorCode"] for t in answer["Topics"]] == [0]
+            if api == "DescribeAcls":
+                assert answer["ErrorCode"] == 54  # SECURITY_DISABLED: no authorizer, as kraftsim serve answers
 
 
 def _raw_request(port: int, payload: bytes) -> bytes | None:
