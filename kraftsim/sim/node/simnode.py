@@ -95,6 +95,7 @@ class NodeState(msgspec.Struct, kw_only=True):
 
     @property
     def config_texts(self) -> dict[str, str]:
+        """`configs` as a plain mapping ({} when none were given)."""
         return {} if isinstance(self.configs, msgspec.UnsetType) else dict(self.configs)
 
     @property

@@ -5,7 +5,9 @@ level its software does not support stops it with Kafka's text (SimNode.replay_r
 The levels are those of its snapshot's image and of every FeatureLevelRecord in its log
 after it, as the replay meets them: a feature's first level the node does not support is
 the one it stops on (a 4.3.1 controller with unstable versions, range 7-31, started on a
-log formatted at 33 and upgraded to 34 names 33, the bootstrap record: seen live). Every start reads the node's whole log, and the nodes of a cluster hold the same
+log formatted at 33 and upgraded to 34 names 33, the bootstrap record: seen live).
+
+Every start reads the node's whole log, and the nodes of a cluster hold the same
 batches, so each distinct batch is decoded once: its FeatureLevelRecords are kept by the
 batch's base offset, last offset delta, epoch and CRC (what names a batch's bytes in
 kraftsim.sim.node.commit_share), with the batch's checked bytes. A batch of the active segment
