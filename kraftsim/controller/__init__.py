@@ -11,6 +11,8 @@ Topics and partitions follow Kafka's files: `topics` (CreateTopics, DeleteTopics
 """
 
 from kraftsim.controller.api_errors import ApiError, error_codes
+from kraftsim.controller.context import ControllerContext
+from kraftsim.controller.result import ControllerResult
 from kraftsim.controller.partition_change import (
     PartitionChangeBuilder, is_active, leader_acceptor,
 )
@@ -31,6 +33,8 @@ __all__ = [
     "AlterPartitionTopic",
     "ApiError",
     "BrokerState",
+    "ControllerContext",
+    "ControllerResult",
     "CreatableReplicaAssignment",
     "CreatableTopic",
     "CreatableTopicConfig",

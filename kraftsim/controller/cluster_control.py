@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 import enum
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 import msgspec
 
@@ -323,7 +323,7 @@ def _feature_error(catalog: Catalog, name: str, finalized: int, lo: int, hi: int
 
 
 def _endpoints_and_features(rt: RecordType, kind: str, listeners: Iterable[Listener],
-                            features: Iterable[SupportedFeature]) -> dict[str, list[Any]]:
+                            features: Iterable[SupportedFeature]) -> dict[str, list[object]]:
     """The EndPoints and Features fields of a Register{kind}Record (kind: Broker or Controller)."""
     endpoint, feature = rt.nested[f"{kind}Endpoint"], rt.nested[f"{kind}Feature"]
     return {

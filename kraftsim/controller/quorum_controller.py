@@ -17,7 +17,7 @@ Time comes from an injected clock (milliseconds), so runs are deterministic.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Sequence
 
 from kraftsim.controller import (
     acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
@@ -226,7 +226,7 @@ class QuorumController:
         self._append_control("LeaderChangeMessage", version=0, leader_id=self.node_id,
                              voters=[voter(voter_id=i) for i in ids], granting_voters=[voter(voter_id=i) for i in ids])
 
-    def _append_control(self, record_type: str, *more: Payload, **fields: Any) -> None:
+    def _append_control(self, record_type: str, *more: Payload, **fields: object) -> None:
         """One control batch, as raft writes it: one record, then `more` records."""
         records = [payload(self.registry, record_type, 0, **fields), *more]
         base, now = self.log.log_end_offset, self.clock()

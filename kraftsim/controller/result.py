@@ -38,23 +38,23 @@ class ControllerResult(msgspec.Struct, frozen=True):
         return self.error.ok
 
 
-def refused(error: ApiError, response: Any = None) -> ControllerResult:
+def refused(error: ApiError, response: object = None) -> ControllerResult:
     """A result that writes nothing and answers with `error`."""
     return ControllerResult((), response, True, error)
 
 
-def accepted(records: Sequence[Payload], response: Any = None, *, atomic: bool = True) -> ControllerResult:
+def accepted(records: Sequence[Payload], response: object = None, *, atomic: bool = True) -> ControllerResult:
     return ControllerResult(tuple(records), response, atomic, NONE)
 
 
-def payload(reg: Registry, record: str, version: int, /, **fields: Any) -> Payload:
+def payload(reg: Registry, record: str, version: int, /, **fields: object) -> Payload:
     """A `record` message of `reg` with `fields`, to write at record version `version` (a message
     field named `version`, as control records have, goes in `fields`)."""
     rt = reg[record]
     return Payload(rt, version, rt.new(**fields))
 
 
-def controller_record(catalog: Catalog, metadata_version: int, record_type: str, /, **fields: Any) -> Payload:
+def controller_record(catalog: Catalog, metadata_version: int, record_type: str, /, **fields: object) -> Payload:
     """A record to write at `metadata_version`, at the highest record version it allows."""
     return payload(catalog.record_registry(), record_type, catalog.record_version(record_type, metadata_version),
                    **fields)

@@ -31,6 +31,8 @@ fork does not carry) on the way.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kraftsim.lazy import exports
 
 _MODULE_OF: dict[str, tuple[str, str]] = {
@@ -56,5 +58,17 @@ _MODULE_OF: dict[str, tuple[str, str]] = {
 
 __all__ = sorted(_MODULE_OF)
 
+if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); at run time each loads on first use
+    from kraftsim.pipeline.export import ExportResult as ExportResult, export_parquet as export_parquet
+    from kraftsim.pipeline.fanout import fan_out as fan_out, fan_out_frame as fan_out_frame, pack as pack
+    from kraftsim.pipeline.fanout import run_local as run_rows_local
+    from kraftsim.pipeline.jobs import (
+        JOBS as JOBS, JobRun as JobRun, job_inputs as job_inputs, read_output as read_output, run_local as run_local,
+        run_spark as run_spark,
+    )
+    from kraftsim.pipeline.schemas import (
+        check_schema as check_schema, identify as identify, schema as schema, schema_names as schema_names,
+    )
+    from kraftsim.pipeline.session import spark_session as spark_session, start_spark as start_spark
 
 __getattr__ = exports(__name__, {name: (f"{__name__}.{module}", attr) for name, (module, attr) in _MODULE_OF.items()})

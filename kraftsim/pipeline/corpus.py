@@ -31,7 +31,7 @@ def mv_name(catalog: Catalog, level: int | None) -> str | None:
     return None
 
 
-def corpus_inputs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+def corpus_inputs(paths: Iterable[str | Path]) -> list[dict[str, object]]:
     """One input row per metadata file below `paths`."""
     return [f.as_row() for f in find_files(paths)]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.storage import BOOTSTRAP_FILE, PathKind, classify_path, metadata_files
@@ -31,7 +31,7 @@ class Found:
     kind: str  # segment, snapshot, bootstrap; for states also log (a metadata log directory)
     bytes: int  # size of the file, or of a directory's metadata files
 
-    def as_row(self) -> dict[str, Any]:
+    def as_row(self) -> dict[str, object]:
         return asdict(self)
 
 

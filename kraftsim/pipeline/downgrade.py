@@ -23,19 +23,19 @@ from kraftsim.pipeline.discover import find_states
 DOWNGRADE = "downgrade_matrix"
 
 
-def downgrade_inputs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+def downgrade_inputs(paths: Iterable[str | Path]) -> list[dict[str, object]]:
     """One input row per cluster state below `paths`."""
     return [f.as_row() for f in find_states(paths)]
 
 
-def _base(item: dict[str, Any]) -> dict[str, Any]:
+def _base(item: dict[str, object]) -> dict[str, object]:
     return {"state": item["rel"], "set": item["set"], "state_kind": item["kind"], "end_offset": None,
             "source_mv": None, "source_mv_name": None, "target_mv": None, "target_mv_name": None,
             "metadata_changed": None, "catalog_losses": [], "lossless": None, "records_written": None,
             "loss_items": None, "losses": [], "digest": None, "error": None}
 
 
-def _failed(item: dict[str, Any], cause: str, started: float) -> dict[str, Any]:
+def _failed(item: dict[str, object], cause: str, started: float) -> dict[str, object]:
     row = _base(item)
     row.update(run_id=f"{item['rel']}@error", inputs=json.dumps({"state": item["rel"]}, sort_keys=True),
                verdict="error", error=cause, elapsed_s=time.perf_counter() - started)
@@ -43,7 +43,7 @@ def _failed(item: dict[str, Any], cause: str, started: float) -> dict[str, Any]:
 
 
 def downgrade_rows(item: dict[str, Any], *, catalog: str | None = None,
-                   release: str | None = None) -> list[dict[str, Any]]:
+                   release: str | None = None) -> list[dict[str, object]]:
     """One row per lower metadata.version for the state `item` (as from downgrade_inputs);
     a state that cannot be loaded gives one `error` row; one without a metadata.version
     the catalog knows gives none (there is nothing to downgrade)."""

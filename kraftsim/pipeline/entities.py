@@ -42,19 +42,19 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def _row(source: str, end_offset: int, mv: int | None, kind: str, entity: str, attributes: Any,
-         **keys: Any) -> dict[str, Any]:
+def _row(source: str, end_offset: int, mv: int | None, kind: str, entity: str, attributes: object,
+         **keys: object) -> dict[str, object]:
     row = {"source": source, "end_offset": end_offset, "metadata_version": mv, "kind": kind, "entity": entity}
     row.update({k: keys.get(k) for k in _KEYS})
     row["attributes"] = json.dumps(_plain(attributes), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return row
 
 
-def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[dict[str, Any]]:
+def entity_rows(image: MetadataImage, source: str, end_offset: int) -> Iterator[dict[str, object]]:
     """Every entity of `image`, component by component, each in a deterministic order."""
     mv = image.metadata_version
 
-    def row(kind: str, entity: str, attrs: Any, **keys: Any) -> dict[str, Any]:
+    def row(kind: str, entity: str, attrs: object, **keys: object) -> dict[str, object]:
         return _row(source, end_offset, mv, kind, entity, attrs, **keys)
 
     if mv is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 import json
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
@@ -28,7 +28,11 @@ from kraftsim.pipeline.defaults import partitions_per_core as default_per_core
 from kraftsim.pipeline.schemas import schema as named_schema
 from kraftsim.pipeline.work_queue import WorkQueue, taken_from_front
 
-RowFunction = Callable[[dict[str, Any]], Iterable[dict[str, Any]]]
+if TYPE_CHECKING:
+    from pyspark import Broadcast
+    from pyspark.sql import DataFrame, SparkSession
+
+RowFunction = Callable[[dict[str, object]], Iterable[dict[str, object]]]
 Weight = Callable[[dict[str, Any]], float]
 OUTPUT_BATCH_ROWS = 4096
 
@@ -53,7 +57,7 @@ def pack(items: Sequence[dict[str, Any]], bins: int, weight: Weight | None = Non
     return [sorted(b) for b in out if b]
 
 
-def partition_count(spark: Any, items: int, *, partitions: int | None = None, per_core: int | None = None) -> int:
+def partition_count(spark: SparkSession, items: int, *, partitions: int | None = None, per_core: int | None = None) -> int:
     """`partitions` if given, else `per_core` (default: jobs.toml) per core Spark has (its
     default parallelism), never more than there are items."""
     if partitions is None:
@@ -75,7 +79,7 @@ def _batches(items: Iterable[dict[str, Any]], fn: RowFunction, schema: pa.Schema
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
 
-def _apply(fn: RowFunction, schema: pa.Schema, payloads: Any,
+def _apply(fn: RowFunction, schema: pa.Schema, payloads: Broadcast[list[str]],
            batch_rows: int = OUTPUT_BATCH_ROWS) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function: each input row is a bin's number; `payloads` (a broadcast
     list) holds each bin's items as JSON."""
@@ -89,9 +93,9 @@ def _apply(fn: RowFunction, schema: pa.Schema, payloads: Any,
     return run
 
 
-def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
+def fan_out(spark: SparkSession, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
             partitions: int | None = None, partitions_per_core: int | None = None, weight: Weight | None = None,
-            bins: Sequence[Sequence[int]] | None = None, batch_rows: int = OUTPUT_BATCH_ROWS) -> Any:
+            bins: Sequence[Sequence[int]] | None = None, batch_rows: int = OUTPUT_BATCH_ROWS) -> DataFrame:
     """A DataFrame of `fn`'s rows for every item, computed by Spark tasks (lazy: nothing runs
     until it is written or collected). One task per bin; see `pack`, or give the `bins`
     (lists of item indices, run in that order of tasks). Each task sends its rows back in
@@ -113,7 +117,7 @@ def fan_out(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema
     return numbers.mapInArrow(_apply(fn, sch, payloads, batch_rows), from_arrow_schema(sch))
 
 
-def _take(fn: RowFunction, schema: pa.Schema, payload: Any, queue_path: str,
+def _take(fn: RowFunction, schema: pa.Schema, payload: Broadcast[str], queue_path: str,
           batch_rows: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The mapInArrow function of `fan_out_queued`: each task takes items until none is left."""
 
@@ -127,8 +131,8 @@ def _take(fn: RowFunction, schema: pa.Schema, payload: Any, queue_path: str,
     return run
 
 
-def fan_out_queued(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str,
-                   queue_path: str, *, tasks: int, batch_rows: int = OUTPUT_BATCH_ROWS) -> Any:
+def fan_out_queued(spark: SparkSession, items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str,
+                   queue_path: str, *, tasks: int, batch_rows: int = OUTPUT_BATCH_ROWS) -> DataFrame:
     """`fan_out` on a local master, where `tasks` tasks take `items` (in the queue's order)
     from the WorkQueue at `queue_path` until none is left (work_queue.py): positions the
     driver took are not run again. Lazy, as fan_out."""
@@ -140,8 +144,8 @@ def fan_out_queued(spark: Any, items: Sequence[dict[str, Any]], fn: RowFunction,
     return numbers.mapInArrow(_take(fn, sch, payload, queue_path, batch_rows), from_arrow_schema(sch))
 
 
-def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *,
-                  partitions: int | None = None) -> Any:  # a Spark DataFrame
+def fan_out_frame(frame: DataFrame, fn: RowFunction, schema: pa.Schema | str, *,
+                  partitions: int | None = None) -> DataFrame:
     """The same for input rows that already live in a Spark DataFrame (a sweep read from
     Parquet, say): rows are spread round-robin over `partitions` (default: as they are)."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -156,18 +160,18 @@ def fan_out_frame(frame: Any, fn: RowFunction, schema: pa.Schema | str, *,
     return frame.mapInArrow(run, from_arrow_schema(sch))
 
 
-def as_task_input(item: dict[str, Any]) -> dict[str, Any]:
+def as_task_input(item: dict[str, object]) -> dict[str, object]:
     """`item` as a Spark task receives it: through JSON (tuples become lists, keys strings),
     so a row function run in this process sees what it sees on Spark."""
-    through: dict[str, Any] = json.loads(json.dumps(item))
+    through: dict[str, object] = json.loads(json.dumps(item))
     return through
 
 
-def run_local(items: Sequence[dict[str, Any]], fn: RowFunction, schema: pa.Schema | str, *,
+def run_local(items: Sequence[dict[str, object]], fn: RowFunction, schema: pa.Schema | str, *,
               progress: Callable[[int, int], None] | None = None) -> pa.Table:
     """`fn` over every item in this process, in input order, as one table."""
     sch = _schema(schema)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     for done, item in enumerate(items, 1):
         rows.extend(fn(as_task_input(item)))
         if progress:

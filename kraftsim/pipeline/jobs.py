@@ -21,7 +21,7 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -35,22 +35,25 @@ from kraftsim.pipeline.report import text_table
 from kraftsim.pipeline.schemas import field_specs, schema, schema_version
 from kraftsim.pipeline.snapshot_cost import SNAPSHOT_COST, default_grid, grid_points, snapshot_cost_row
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 SIDECAR = "_kraftsim_schema.json"
 
 
 #: A job's summary: its table's rows, and (key, heading) of each column shown.
-Summary = tuple[list[dict[str, Any]], list[tuple[str, str]]]
+Summary = tuple[list[dict[str, object]], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
 class Job:
     name: str  # as on the command line
     schema: str
-    row_function: Callable[..., list[dict[str, Any]]]
+    row_function: Callable[..., list[dict[str, object]]]
     partition_by: tuple[str, ...]
     sort_by: tuple[str, ...]  # a total order of the output rows
     weight: Callable[[dict[str, Any]], float]
-    summarize: Callable[[list[dict[str, Any]]], Summary]
+    summarize: Callable[[list[dict[str, object]]], Summary]
 
 
 @dataclass
@@ -60,7 +63,7 @@ class JobRun:
     job: str
     output: str | None
     rows: int
-    summary: list[dict[str, Any]]
+    summary: list[dict[str, object]]
     summary_text: str
     elapsed_s: float
     engine: str  # "local" or the Spark master
@@ -71,7 +74,7 @@ class JobRun:
 
 
 def _corpus_summary(rows: list[dict[str, Any]]) -> Summary:
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[dict[str, object]]] = defaultdict(list)
     for r in rows:
         groups[r["set"]].append(r)
 
@@ -168,7 +171,7 @@ def job(name: str) -> Job:
     return JOBS[name]
 
 
-def job_inputs(name: str, paths: Sequence[str] = (), grid: dict[str, list[Any]] | None = None) -> list[dict[str, Any]]:
+def job_inputs(name: str, paths: Sequence[str] = (), grid: dict[str, list[object]] | None = None) -> list[dict[str, object]]:
     """The input rows of a job: files or states below `paths`, or the grid's points."""
     if name == "corpus":
         return corpus_inputs(paths)
@@ -182,7 +185,7 @@ def job_inputs(name: str, paths: Sequence[str] = (), grid: dict[str, list[Any]] 
 # ------------------------------------------------------------------------------ tables
 
 
-def sort_rows(name: str, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def sort_rows(name: str, rows: list[dict[str, object]]) -> list[dict[str, object]]:
     """Rows in the job's total order (None sorts first)."""
     keys = job(name).sort_by
     return sorted(rows, key=lambda r: tuple((r[k] is not None, r[k]) for k in keys))
@@ -210,7 +213,7 @@ def read_output(path: str | Path, name: str) -> pa.Table:
     return pa.Table.from_pylist(sort_rows(name, table.to_pylist()), schema=schema(j.schema))
 
 
-def _sidecar(j: Job) -> dict[str, Any]:
+def _sidecar(j: Job) -> dict[str, object]:
     return {"schema": j.schema, "version": schema_version(j.schema), "partition_by": list(j.partition_by),
             "fields": field_specs(j.schema)}
 
@@ -259,7 +262,7 @@ def _write_sidecar(out: str, j: Job) -> None:
         (_local(out) / SIDECAR).write_text(json.dumps(_sidecar(j), indent=1) + "\n", encoding="utf-8")
 
 
-def _summary(name: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+def _summary(name: str, rows: list[dict[str, object]]) -> tuple[list[dict[str, object]], str]:
     summary, cols = job(name).summarize(sort_rows(name, rows))
     return summary, text_table(summary, cols)
 
@@ -267,11 +270,11 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
 # ------------------------------------------------------------------------------ runners
 
 
-def _row_function(j: Job, params: dict[str, Any]) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+def _row_function(j: Job, params: dict[str, object]) -> Callable[[dict[str, object]], list[dict[str, object]]]:
     return functools.partial(j.row_function, **params) if params else j.row_function
 
 
-def run_local(name: str, items: Sequence[dict[str, Any]], *, params: dict[str, Any] | None = None,
+def run_local(name: str, items: Sequence[dict[str, object]], *, params: dict[str, object] | None = None,
               output: str | None = None, overwrite: bool = False,
               progress: Callable[[int, int], None] | None = None) -> tuple[JobRun, pa.Table]:
     """The job in this process; writes `output` (when given) with pyarrow. Returns the run and
@@ -293,15 +296,15 @@ def run_local(name: str, items: Sequence[dict[str, Any]], *, params: dict[str, A
     return JobRun(name, output, table.num_rows, summary, text, elapsed, "local"), table
 
 
-def _read_back(spark: Any, output: str, j: Job) -> pa.Table:
+def _read_back(spark: SparkSession, output: str, j: Job) -> pa.Table:
     """What a Spark job wrote (an output without rows has no Parquet files to read)."""
     if _is_local_path(output) and not any(_local(output).rglob("*.parquet")):
         return schema(j.schema).empty_table()
     return normalize(spark.read.parquet(output).toArrow(), j.schema)
 
 
-def run_spark(spark: Any, name: str, items: Sequence[dict[str, Any]], output: str, *,
-              params: dict[str, Any] | None = None, partitions: int | None = None,
+def run_spark(spark: SparkSession, name: str, items: Sequence[dict[str, Any]], output: str, *,
+              params: dict[str, object] | None = None, partitions: int | None = None,
               partitions_per_core: int | None = None,
               overwrite: bool = False, show_progress: bool = True) -> JobRun:
     """The job on `spark`: fan out, write partitioned Parquet to `output`, read it back for the summary."""
@@ -327,5 +330,5 @@ def run_spark(spark: Any, name: str, items: Sequence[dict[str, Any]], output: st
     elapsed = time.perf_counter() - started
     back = _read_back(spark, output, j)
     summary, text = _summary(name, back.to_pylist())
-    master = spark.sparkContext.master
+    master = spark.sparkContext.master or ""  # (pyspark types it Optional; a running context has one)
     return JobRun(name, output, back.num_rows, summary, text, elapsed, master, n)

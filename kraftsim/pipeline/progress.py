@@ -18,9 +18,12 @@ import itertools
 import sys
 import threading
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from kraftsim.textsafe import own
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 #: The local properties a job group sets (SparkContext.setJobGroup), put back on exit.
 _GROUP_PROPERTIES = ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel")
@@ -30,7 +33,7 @@ _GROUPS = itertools.count(1)
 class SparkProgress:
     """`with SparkProgress(spark, "corpus"): df.write...` — reports tasks done while inside."""
 
-    def __init__(self, spark: Any, label: str, *, out: TextIO | None = None, after: float = 2.0,
+    def __init__(self, spark: SparkSession, label: str, *, out: TextIO | None = None, after: float = 2.0,
                  every: float | None = None, starting: str | None = None):
         self.context = spark.sparkContext
         self.tracker = self.context.statusTracker()
@@ -98,7 +101,7 @@ class SparkProgress:
         self._stop.set()
         self._thread.join()
         for key, value in self._saved.items():
-            self.context.setLocalProperty(key, value)  # None removes it
+            self.context.setLocalProperty(key, value)  # type: ignore[arg-type]  # None removes it (pyspark says str)
         if self._printed and self.tty:
             self.out.write(own("\r", self.out) + own("\x1b[K", self.out))
             self.out.flush()

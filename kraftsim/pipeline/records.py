@@ -56,9 +56,9 @@ def mapped(path: Path) -> Iterator[Any]:  # bytes, or an mmap read as bytes
             yield m
 
 
-def key_fields(entry: LogEntry) -> dict[str, Any]:
+def key_fields(entry: LogEntry) -> dict[str, object]:
     """The flattened key columns of one record (all None for control records)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     msg = entry.message
     name = entry.record_type.name
     for column, attr, types in KEY_COLUMNS:
@@ -76,7 +76,7 @@ def encoded_sizes(batch: RecordBatch) -> dict[int, int]:
     return {batch.base_offset + r.offset_delta: len(r.value or b"") for r in batch.records()}
 
 
-def record_row(source: str, file_kind: str, position: int, entry: LogEntry, encoded_size: int) -> dict[str, Any]:
+def record_row(source: str, file_kind: str, position: int, entry: LogEntry, encoded_size: int) -> dict[str, object]:
     j = entry.to_json()
     row = {"source": source, "file_kind": file_kind, "position": position, "offset": entry.offset,
            "epoch": entry.epoch, "timestamp": entry.timestamp, "control": entry.control, "type": j["type"],
@@ -106,7 +106,7 @@ def record_batches(path: str | Path, file_kind: str, registry: Registry, *, sour
     result = result if result is not None else FileRecords(str(p))
     sch = schema(RECORDS)
     src = source if source is not None else str(p)
-    rows: list[dict[str, Any]] = []
+    rows: list[dict[str, object]] = []
     report = ScanReport()
     with mapped(p) as data:
         for scanned in scan(data, registry, report):

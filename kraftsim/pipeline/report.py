@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 
-def decimals(values: Sequence[Any]) -> int:
+def decimals(values: Sequence[object]) -> int:
     """One number of decimals for a whole column of floats, from its largest magnitude (three
     below 100, one below 10,000, none above), so that `14.3` never stands beside `1,291`
     printed differently."""
@@ -13,7 +13,7 @@ def decimals(values: Sequence[Any]) -> int:
     return 3 if top < 100 else 1 if top < 10_000 else 0
 
 
-def _cell(v: Any, places: int = 3) -> str:
+def _cell(v: object, places: int = 3) -> str:
     if v is None:
         return "-"
     if isinstance(v, bool):
@@ -25,7 +25,7 @@ def _cell(v: Any, places: int = 3) -> str:
     return str(v)
 
 
-def text_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
+def text_table(rows: Sequence[dict[str, object]], columns: Sequence[tuple[str, str]]) -> str:
     """`rows` under `columns` ((key, heading) pairs); numbers right-aligned, text left-aligned."""
     places = [decimals([r.get(k) for r in rows]) for k, _ in columns]
     cells = [[_cell(r.get(k), p) for (k, _), p in zip(columns, places)] for r in rows]

@@ -12,7 +12,7 @@ import functools
 import re
 import tomllib
 from importlib import resources
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 import pyarrow as pa
 
@@ -21,6 +21,32 @@ from kraftsim.errors import KraftsimError
 SCHEMA_KEY = b"kraftsim.schema"
 VERSION_KEY = b"kraftsim.schema_version"
 DOC_KEY = b"doc"
+
+
+class FieldEntry(TypedDict):
+    """A field (or struct member) as schemas.toml writes it."""
+
+    name: str
+    type: str  # a scalar, list<T> or struct<NAME>
+    doc: str
+    nullable: NotRequired[bool]  # true unless given
+
+
+class _StructEntry(TypedDict):
+    doc: str
+    fields: list[FieldEntry]
+
+
+class _SchemaEntry(TypedDict):
+    doc: str
+    version: int
+    fields: list[FieldEntry]
+    extends: NotRequired[str]  # a schema whose fields come first
+
+
+class _SchemasFile(TypedDict):
+    structs: dict[str, _StructEntry]
+    schemas: dict[str, _SchemaEntry]
 
 _SCALARS = {
     "bool": pa.bool_(), "int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64(),
@@ -31,9 +57,9 @@ _STRUCT = re.compile(r"^struct<([a-z_]+)>$")
 
 
 @functools.cache
-def _data() -> dict[str, Any]:
+def _data() -> _SchemasFile:
     text = resources.files("kraftsim.pipeline").joinpath("schemas.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return cast(_SchemasFile, tomllib.loads(text))  # (the shipped file: tests/pipeline/test_schemas.py builds every schema)
 
 
 def schema_names() -> tuple[str, ...]:
@@ -54,19 +80,19 @@ def _arrow_type(text: str) -> pa.DataType:
     raise KraftsimError(f"schemas.toml: unknown type {text!r}")
 
 
-def _field(spec: dict[str, Any]) -> pa.Field:
+def _field(spec: FieldEntry) -> pa.Field:
     return pa.field(spec["name"], _arrow_type(spec["type"]), nullable=spec.get("nullable", True),
                     metadata={DOC_KEY: spec["doc"].encode()})
 
 
-def _spec(name: str) -> dict[str, Any]:
-    spec: dict[str, Any] | None = _data()["schemas"].get(name)
+def _spec(name: str) -> _SchemaEntry:
+    spec: _SchemaEntry | None = _data()["schemas"].get(name)
     if spec is None:
         raise KraftsimError(f"no pipeline schema named {name!r} (known: {', '.join(schema_names())})")
     return spec
 
 
-def field_specs(name: str) -> list[dict[str, Any]]:
+def field_specs(name: str) -> list[FieldEntry]:
     """The field entries of a schema as schemas.toml gives them, inherited ones first."""
     spec = _spec(name)
     inherited = field_specs(spec["extends"]) if "extends" in spec else []
@@ -129,7 +155,7 @@ def struct_markdown() -> str:
     return "\n".join(out).rstrip()
 
 
-def to_table(rows: list[dict[str, Any]], name: str) -> pa.Table:
+def to_table(rows: list[dict[str, object]], name: str) -> pa.Table:
     """Rows (dicts keyed by column) as a table of schema `name`."""
     return pa.Table.from_pylist(rows, schema=schema(name))
 

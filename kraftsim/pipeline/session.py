@@ -34,12 +34,15 @@ import sys
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, MutableMapping
 from urllib.parse import urlparse
 
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.class_archive import class_archive_options
 from kraftsim.pipeline.java import JavaRuntime, find_java, wrapped_java_home
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 #: The module Spark runs to fork Python workers on machine-local masters.
@@ -152,7 +155,7 @@ Say = Callable[[str], None]
 
 
 def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None, *,
-                  app_name: str = "kraftsim") -> Any:  # a SparkSession
+                  app_name: str = "kraftsim") -> SparkSession:
     """A SparkSession on `master` (default local[*]) with kraftsim's defaults under `conf`.
 
     An already active session is returned as it is (its master and settings cannot change
@@ -161,7 +164,7 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return start_spark(master, conf, app_name=app_name)[0]
 
 
-def running_session() -> Any:
+def running_session() -> SparkSession | None:
     """The process's running SparkSession, or None. PySpark's getActiveSession() answers for
     the calling thread only; a sweep starts Spark from a thread of its own, and must still
     find (and not stop) a session its caller runs."""
@@ -176,7 +179,7 @@ def running_session() -> Any:
 
 
 def start_spark(master: str | None = None, conf: Mapping[str, str] | None = None, *, app_name: str = "kraftsim",
-                say: Say | None = None, label: str = "spark", java_options: str = "") -> tuple[Any, bool]:
+                say: Say | None = None, label: str = "spark", java_options: str = "") -> tuple[SparkSession, bool]:
     """`spark_session`, each step of the start told through `say` as `LABEL: ...` lines
     (starting Java, starting the session, ready); returns the session and whether this call
     started it (a caller stops only a session it started). `java_options`: see default_conf."""

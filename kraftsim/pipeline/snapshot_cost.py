@@ -30,13 +30,14 @@ from kraftsim.image import SnapshotEmitter
 from kraftsim.image import load_path
 from kraftsim.image.synthetic import ClusterShape, cluster_image
 from kraftsim.pipeline.defaults import catalog_of, job_defaults
+from kraftsim.versions import Catalog, MVLike
 
 SNAPSHOT_COST = "snapshot_cost"
 AXES = ("topics", "partitions", "rf", "brokers", "mv")
 SNAPSHOT_TIME_MS = 0  # the batches' clock (the synthetic image's own log time is 0 too): reproducible bytes
 
 
-def default_grid() -> dict[str, list[Any]]:
+def default_grid() -> dict[str, list[object]]:
     return {k: list(v) for k, v in job_defaults()["snapshot_cost"]["grid"].items()}
 
 
@@ -63,12 +64,12 @@ def parse_grid(specs: Sequence[str], base: Mapping[str, list[Any]] | None = None
     return grid
 
 
-def grid_points(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
+def grid_points(grid: Mapping[str, Sequence[object]]) -> list[dict[str, object]]:
     """Every combination of the grid's axes, as input rows, in a fixed order."""
     return [dict(zip(AXES, combo)) for combo in itertools.product(*(grid[a] for a in AXES))]
 
 
-def _measure(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> dict[str, Any]:
+def _measure(shape: ClusterShape, mv: MVLike, cat: Catalog, seed: int, fsync: bool) -> dict[str, Any]:
     image = cluster_image(shape, cat, mv, seed=seed)
     with tempfile.TemporaryDirectory(prefix="kraftsim-snapshot-cost-") as d:
         t0 = time.perf_counter()
@@ -82,7 +83,7 @@ def _measure(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> 
             "bytes": written.size_in_bytes, "write_s": t1 - t0, "load_s": t2 - t1}
 
 
-def _peak_memory(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool) -> int:
+def _peak_memory(shape: ClusterShape, mv: MVLike, cat: Catalog, seed: int, fsync: bool) -> int:
     was_tracing = tracemalloc.is_tracing()
     if not was_tracing:
         tracemalloc.start()
@@ -98,13 +99,13 @@ def _peak_memory(shape: ClusterShape, mv: Any, cat: Any, seed: int, fsync: bool)
 
 def snapshot_cost_row(item: dict[str, Any], *, catalog: str | None = None, release: str | None = None,
                       seed: int = 0, fsync: bool = True, trace_memory: bool = True,
-                      kafka_release: str | None = None, kafka_heap: str | None = None) -> list[dict[str, Any]]:
+                      kafka_release: str | None = None, kafka_heap: str | None = None) -> list[dict[str, object]]:
     """The row of one grid point (`item` as from grid_points); `trace_memory=False` skips the
     (slow) tracemalloc pass and leaves peak_memory_bytes null; `kafka_release` also times Kafka's
     own load and write of the same snapshot (measure_shape; one JVM at a time per worker)."""
     started = time.perf_counter()
     inputs = {a: item[a] for a in AXES}
-    row: dict[str, Any] = {
+    row: dict[str, object] = {
         "run_id": f"t{item['topics']}-p{item['partitions']}-rf{item['rf']}-b{item['brokers']}-mv{item['mv']}",
         "inputs": json.dumps(inputs, sort_keys=True), "digest": None, "error": None,
         "topics": item["topics"], "partitions_per_topic": item["partitions"], "replication_factor": item["rf"],
@@ -154,7 +155,7 @@ def kafka_dist(release: str) -> KafkaDist:
     return KafkaDist(rel, cache_root() / rel.version, jars, java)
 
 
-def measure_shape(shape: ClusterShape, mv: Any, cat: Any, *, seed: int = 0, runs: int = 5,
+def measure_shape(shape: ClusterShape, mv: MVLike, cat: Catalog, *, seed: int = 0, runs: int = 5,
                   kafka: KafkaDist | None = None, heap: str | None = None, fsync: bool = True,
                   progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     """The snapshot of one cluster shape: its exact size, kraftsim's write (SnapshotEmitter) and load

@@ -16,6 +16,8 @@ use, so importing `kraftsim.testing` itself never requires it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kraftsim.lazy import exports
 
 _MODULE_OF = {
@@ -24,4 +26,8 @@ _MODULE_OF = {
     "ClusterHandle": ("kraftsim.testing.handle", "ClusterHandle"),
 }
 __all__ = sorted(_MODULE_OF)
+if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); at run time each loads on first use
+    from kraftsim.testing.handle import ClusterHandle as ClusterHandle
+    from kraftsim.testing.machine import ClusterStateMachine as ClusterStateMachine, PropertyFailed as PropertyFailed
+
 __getattr__ = exports(__name__, _MODULE_OF)

@@ -13,7 +13,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from hypothesis import strategies as st
 
@@ -29,7 +29,7 @@ def releases(catalog: Catalog | None = None) -> st.SearchStrategy[str]:
 
 
 def metadata_versions(catalog: Catalog | None = None, release: str | None = None,
-                      production_only: bool = True) -> st.SearchStrategy[Any]:
+                      production_only: bool = True) -> st.SearchStrategy[object]:
     cat = catalog or default_catalog()
     line = cat.at_release(release) if release else cat
     mvs = [mv for mv in line.metadata_versions if mv.level <= line.latest_production.level or not production_only]

@@ -27,15 +27,15 @@ import shutil
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 import msgspec
 from hypothesis import settings as Settings, strategies as st
 from hypothesis.control import current_build_context
 from hypothesis.errors import HypothesisException, InvalidArgument
 from hypothesis.stateful import (
-    Bundle, RuleBasedStateMachine, consumes, initialize, invariant, multiple, precondition, rule,
-    run_state_machine_as_test,
+    Bundle, Invariant, MultipleResults, Rule, RuleBasedStateMachine, consumes, initialize, invariant, multiple,
+    precondition, rule, run_state_machine_as_test,
 )
 
 from kraftsim.errors import KraftsimError
@@ -50,7 +50,7 @@ from kraftsim.testing.disks import VoterDisks
 from kraftsim.testing.handle import ClusterHandle
 from kraftsim.testing.readiness import is_simulated
 from kraftsim.testing.refusals import support_refusal, unregistered_voters
-from kraftsim.testing.reproducer import machine_name, read_recording, same_machine, table_text
+from kraftsim.testing.reproducer import Recording, machine_name, read_recording, same_machine, table_text
 from kraftsim.testing.steps import ClusterShape, Step, run_step, scenario_text, write_scenario
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog, load_catalog
 
@@ -185,7 +185,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ set-up and tear-down
 
     @initialize(target=node_ids, data=st.data())
-    def create_cluster(self, data: st.DataObject) -> Any:
+    def create_cluster(self, data: st.DataObject) -> object:
         if self.initial_release is not None:
             release = _release_name(self.catalog_view, self.initial_release)
         else:
@@ -238,7 +238,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ carrying out a step
 
-    def do(self, op: str, **args: Any) -> Step:
+    def do(self, op: str, **args: object) -> Step:
         """Run one scenario op, record it, and check what must hold of its outcome."""
         assert self.sim is not None
         self._check_budget()
@@ -409,7 +409,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
             description=f"Counterexample to {what} (kraftsim.testing.ClusterStateMachine)")
         return write_scenario(path, f"{text}\n{table_text(failure)}")
 
-    def final_expect(self) -> dict[str, Any]:
+    def final_expect(self) -> dict[str, object]:
         """The state reached, as `[expect]` keys the scenario runner checks."""
         assert self.sim is not None
         nodes = self.sim.nodes()
@@ -671,7 +671,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.allows("add-node"))
     @precondition(_room_for_nodes)
     @rule(target=node_ids, role=st.sampled_from(["broker", "controller"]), data=st.data())
-    def add_node(self, role: str, data: st.DataObject) -> Any:
+    def add_node(self, role: str, data: st.DataObject) -> MultipleResults[int]:
         """A new broker, or a new controller (a new voter of the static quorum, while that
         is safe: disks.py), on a chosen release; its id is the next one, or one further on
         (a gap, as operators leave)."""
@@ -695,7 +695,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.dynamic_quorum and self.allows("add-controller"))
     @precondition(lambda self: self._disks.may_add_voter() and bool(self._dynamic_releases()))
     @rule(target=node_ids, data=st.data())
-    def add_controller(self, data: st.DataObject) -> Any:
+    def add_controller(self, data: st.DataObject) -> MultipleResults[int]:
         """A controller joins the voters: a new one (formatted --no-initial-controllers, added
         once it caught up), or a controller that runs as an observer (one removed before)."""
         assert self.sim is not None
@@ -729,7 +729,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.allows("create-topics"))
     @precondition(_room_for_topics)
     @rule(target=topic_names, count=st.integers(1, 2), partitions=st.integers(1, 3))
-    def create_topics(self, count: int, partitions: int) -> Any:
+    def create_topics(self, count: int, partitions: int) -> MultipleResults[str]:
         step = self.do("create-topics", count=count, partitions=partitions)
         if step.error is not None:
             return multiple()
@@ -742,13 +742,15 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
 
 #: Per machine class: hypothesis's set-up state with its rules wrapped by `_recording`.
-_RECORDING_STATES: dict[type, Any] = {}
+_RECORDING_STATES: dict[type, object] = {}
+
+_RuleOrInvariant = TypeVar("_RuleOrInvariant", Rule, Invariant)
 
 
 @functools.cache
-def _recording_function(function: Any, is_rule: bool) -> Any:
+def _recording_function(function: Callable[..., object], is_rule: bool) -> Callable[..., object]:
     @functools.wraps(function)
-    def run_checked(machine: ClusterStateMachine, *args: Any, **kwargs: Any) -> Any:
+    def run_checked(machine: ClusterStateMachine, *args: object, **kwargs: object) -> object:
         try:
             return function(machine, *args, **kwargs)
         except (PropertyFailed, HypothesisException):  # written already / hypothesis's own control flow
@@ -759,13 +761,13 @@ def _recording_function(function: Any, is_rule: bool) -> Any:
     return run_checked
 
 
-def _recording(rule_or_invariant: Any) -> Any:
+def _recording(rule_or_invariant: _RuleOrInvariant) -> _RuleOrInvariant:
     """A rule or invariant of hypothesis's set-up state whose function records its failure."""
     is_rule = hasattr(rule_or_invariant, "targets")
     return dataclasses.replace(rule_or_invariant, function=_recording_function(rule_or_invariant.function, is_rule))
 
 
-def _replay_note(recording: Any, met: RecordedFailure | None) -> str:
+def _replay_note(recording: Recording, met: RecordedFailure | None) -> str:
     """How a replay's failure compares with the one the file recorded."""
     recorded = recording.recorded
     if recorded is None:

@@ -36,11 +36,15 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import pytest
 
 from kraftsim.testing import config as kconfig
+
+if TYPE_CHECKING:
+    from kraftsim.sim import Simulation
+    from kraftsim.wire.api import ServedKafka
 
 #: `--hypothesis-profile=deep`: registered when the plugin loads, before hypothesis reads the option.
 DEEP: dict[str, int | None] = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
@@ -99,10 +103,10 @@ class ClusterFactory:
 
     def __init__(self, base: Path):
         self.base = base
-        self.made: list[Any] = []
+        self.made: list[Simulation] = []
 
     def __call__(self, *, controllers: int = 3, brokers: int = 0, release: str | None = None,
-                 name: str | None = None, **kwargs: Any) -> Any:
+                 name: str | None = None, **kwargs: Any) -> Simulation:
         from kraftsim.sim import Simulation
         from kraftsim.versions import default_catalog
         release = release or default_catalog().releases[-1].name
@@ -118,7 +122,7 @@ class ClusterFactory:
         self.made.clear()
 
 
-def _closing(factory: ClusterFactory | ServedFactory) -> Iterator[Callable[..., Any]]:
+def _closing(factory: ClusterFactory | ServedFactory) -> Iterator[Callable[..., object]]:
     """A factory fixture's body: the factory for the test, closed when the test ends."""
     try:
         yield factory
@@ -127,7 +131,7 @@ def _closing(factory: ClusterFactory | ServedFactory) -> Iterator[Callable[..., 
 
 
 @pytest.fixture
-def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+def kraftsim_cluster(tmp_path: Path) -> Iterator[Callable[..., object]]:
     """A factory of simulated clusters (kraftsim.sim.Simulation) in tmp_path."""
     yield from _closing(ClusterFactory(tmp_path))
 
@@ -140,7 +144,7 @@ class ServedFactory:
         self._stack = contextlib.ExitStack()
         self.count = 0
 
-    def __call__(self, target: str | Path | None = None, **kwargs: Any) -> Any:
+    def __call__(self, target: str | Path | None = None, **kwargs: Any) -> ServedKafka:
         from kraftsim.wire.api import serve
         if target is None:
             kwargs.setdefault("seed", kconfig.seed())
@@ -153,7 +157,7 @@ class ServedFactory:
 
 
 @pytest.fixture
-def kraftsim_served(tmp_path: Path) -> Iterator[Callable[..., Any]]:
+def kraftsim_served(tmp_path: Path) -> Iterator[Callable[..., object]]:
     """A factory of clusters served over Kafka's protocol (kraftsim.serve) in tmp_path."""
     yield from _closing(ServedFactory(tmp_path))
 
@@ -165,11 +169,11 @@ class CatalogFixture:
         from kraftsim.versions import default_catalog
         self.catalog = default_catalog()
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self.catalog, name)
 
     @staticmethod
-    def with_file(path: str | Path, line: str | None = None) -> Any:
+    def with_file(path: str | Path, line: str | None = None) -> object:
         """The shipped catalog extended by the TOML file at `path` (kraftsim.versions.load_catalog)."""
         from kraftsim.versions import load_catalog
         return load_catalog(path, line=line)

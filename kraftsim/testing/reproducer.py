@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
@@ -49,7 +48,7 @@ class Recording:
 
     path: Path
     release: str
-    shape: dict[str, Any]
+    shape: dict[str, int | list[int]]  # controllers (a count or ids), brokers, combined, dynamic_quorum (a bool)
     policy: str
     seed: int
     steps: list[Step]

@@ -77,7 +77,7 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
 
 # ---------------------------------------------------------------------------- TOML out
 
-def toml_value(v: Any) -> str:
+def toml_value(v: object) -> str:
     """A TOML value for the types a scenario uses (strings, ints, bools, lists, tables)."""
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -113,7 +113,7 @@ class ClusterShape:
 
 def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed: int, policy: str,
                   catalog: str | None = None, header: Mapping[str, str] | None = None,
-                  expect: Mapping[str, Any] | None = None, description: str = "") -> str:
+                  expect: Mapping[str, object] | None = None, description: str = "") -> str:
     """A contract-4 scenario file for `steps` (refused ones carry their text as `expect_error`)."""
     lines: list[str] = []
     for label, text in (header or {}).items():

@@ -93,7 +93,7 @@ def uuids() -> st.SearchStrategy[Uuid]:
     )
 
 
-def _scalar(type_name: str, max_size: int, edge: bool = False) -> st.SearchStrategy[Any]:
+def _scalar(type_name: str, max_size: int, edge: bool = False) -> st.SearchStrategy[object]:
     """Values of a scalar type; `edge` adds the values codecs get wrong: the ends of
     integer ranges, 0 and ±1 often, and NaN, infinities and -0.0 for floats."""
     if type_name in INT_RANGES:
@@ -140,7 +140,7 @@ def unknown_tagged_fields(spec: StructSpec, version: int, max_fields: int = 3, *
 
 def field_values(f: FieldSpec, version: int, nested: dict[str, type], *, flexible: bool = True,
                  unknown_tags: bool = False, max_size: int = DEFAULT_MAX_SIZE,
-                 edge: bool = False) -> st.SearchStrategy[Any]:
+                 edge: bool = False) -> st.SearchStrategy[object]:
     """Values of field `f` as written at `version` (None included only if nullable there)."""
     elem = f.element_type
     if f.struct is not None:
@@ -182,7 +182,7 @@ def non_default_values(f: FieldSpec, nested: dict[str, type], version: int | Non
 
 def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version: int, *, flexible: bool = True,
                   unknown_tags: bool = False, max_size: int = DEFAULT_MAX_SIZE,
-                  fixed: dict[str, Any] | None = None, edge: bool = False) -> st.SearchStrategy[Any]:
+                  fixed: dict[str, object] | None = None, edge: bool = False) -> st.SearchStrategy[object]:
     """Instances of `cls` (the Struct of `spec`) valid at `version`.
 
     Fields absent at `version` are not passed, so they keep their defaults. Tagged fields
@@ -191,7 +191,7 @@ def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version:
     `_scalar`, `unknown_tagged_fields`).
     """
     fixed = fixed or {}
-    kwargs: dict[str, st.SearchStrategy[Any]] = {}
+    kwargs: dict[str, st.SearchStrategy[object]] = {}
     for f in spec.fields:
         if not f.present_in(version):
             continue
@@ -203,7 +203,7 @@ def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version:
         if flexible and f.tagged_in(version):
             default = f.default_value()
             if isinstance(default, list):  # a fresh list per example: messages may be mutated
-                dflt: st.SearchStrategy[Any] = st.builds(lambda d=tuple(default): list(d))
+                dflt: st.SearchStrategy[object] = st.builds(lambda d=tuple(default): list(d))
             else:
                 dflt = st.just(default)
             value = st.one_of(dflt, value)
@@ -214,14 +214,14 @@ def struct_values(spec: StructSpec, cls: type, nested: dict[str, type], version:
 
 
 def messages(record_type: RecordType, version: int, *, unknown_tags: bool = False,
-             max_size: int = DEFAULT_MAX_SIZE, edge: bool = False) -> st.SearchStrategy[Any]:
+             max_size: int = DEFAULT_MAX_SIZE, edge: bool = False) -> st.SearchStrategy[object]:
     """Valid messages of `record_type` at `version` (see the module docstring); `edge=True`
     for codec comparisons (see `struct_values`)."""
     schema = record_type.schema
     if version not in schema.versions:
         raise ValueError(f"{record_type.name} has no version {version} (valid: {schema.versions})")
     flexible = version in schema.flexible_versions
-    fixed: dict[str, Any] = {}
+    fixed: dict[str, object] = {}
     if schema.kind == "control":
         vf = next((f for f in schema.body.fields if f.name == "Version"), None)
         if vf is not None and vf.present_in(version):

@@ -26,8 +26,8 @@ from kraftsim.pipeline.fanout import as_task_input
 from kraftsim.pipeline.work_queue import WorkQueue
 
 T = TypeVar("T")
-Row = dict[str, Any]
-RowFunction = Callable[[dict[str, Any]], list[Row]]
+Row = dict[str, object]
+RowFunction = Callable[[dict[str, object]], list[Row]]
 
 #: The estimated cost the driver keeps to run beside Spark's job: about the core-time a
 #: cold Spark job leaves idle on 2 cores (planning, then the Parquet write), measured on
@@ -83,11 +83,11 @@ def lightest_first(items: Sequence[dict[str, Any]]) -> list[int]:
     return sorted(range(len(items)), key=lambda i: (float(items[i]["cost"]), i))
 
 
-def _run_one(items: Sequence[dict[str, Any]], i: int, fn: RowFunction) -> list[Row]:
+def _run_one(items: Sequence[dict[str, object]], i: int, fn: RowFunction) -> list[Row]:
     return fn(as_task_input(items[i]))
 
 
-def take_while(busy: Callable[[], bool], queue: WorkQueue, order: Sequence[int], items: Sequence[dict[str, Any]],
+def take_while(busy: Callable[[], bool], queue: WorkQueue, order: Sequence[int], items: Sequence[dict[str, object]],
                fn: RowFunction, share: DriverRuns, *, starting: bool) -> None:
     """The lightest runs left, taken one at a time from the back of `queue` (whose positions
     are indices into `order`, heaviest first), while `busy()` holds (checked before each

@@ -25,7 +25,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 import pyarrow as pa
 import pyarrow.dataset as ds
@@ -42,6 +42,9 @@ from kraftsim.pipeline.sweep.driver_share import RESERVE_SHARE, Background, Driv
 from kraftsim.pipeline.work_queue import WorkQueue
 from kraftsim.pipeline.sweep.runs import SCHEMA, sweep_row
 from kraftsim.pipeline.sweep.tasks import guided_bins, heaviest_first
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 #: The driver JVM's options on local masters (jobs.toml, [sweep]).
 LOCAL_DRIVER_JAVA_OPTIONS: str = job_defaults()["sweep"]["local_driver_java_options"]
@@ -121,7 +124,7 @@ def run_in_process(items: Sequence[dict[str, Any]], progress: Progress | None = 
     return SweepRun(sort_table(table), "local", time.perf_counter() - started)
 
 
-def _watch_tasks(spark: Any, progress: Progress, bins: list[list[int]], stop: threading.Event,
+def _watch_tasks(spark: SparkSession, progress: Progress, bins: list[list[int]], stop: threading.Event,
                  driver: DriverRuns) -> None:
     """Runs done (bins): the driver's own, plus an estimate from the finished tasks of the fan-out
     stage (Spark starts tasks in bin order, so k finished tasks are about the first k bins'
@@ -151,12 +154,12 @@ class Queued:
     beside: bool = True
 
 
-def takes_from_queue(spark: Any) -> bool:
+def takes_from_queue(spark: SparkSession) -> bool:
     """Whether the session's tasks can take runs from a work queue: on a local master that
     runs each task once. A task attempt that Spark kills or runs again (speculation, the
     retries of `local[N,F]`) would lose the runs it took; such sessions get bins."""
     sc = spark.sparkContext
-    once = sc.master == "local" or re.fullmatch(r"local\[(\*|\d+)\]", sc.master) is not None
+    once = sc.master == "local" or re.fullmatch(r"local\[(\*|\d+)\]", sc.master or "") is not None
     return once and sc.getConf().get("spark.speculation", "false").lower() != "true"
 
 
@@ -166,7 +169,7 @@ def _watch_queue(progress: Progress, queue: WorkQueue, stop: threading.Event) ->
         progress.update(min(progress.total, queue.counters()[2]), force=True)
 
 
-def _collect(frame: Any, watch: Callable[[threading.Event], None] | None) -> pa.Table:
+def _collect(frame: DataFrame, watch: Callable[[threading.Event], None] | None) -> pa.Table:
     """The frame's rows as one Arrow table, `watch` running in a thread meanwhile."""
     stop = threading.Event()
     watcher = threading.Thread(target=watch, args=(stop,), daemon=True) if watch is not None else None
@@ -180,7 +183,7 @@ def _collect(frame: Any, watch: Callable[[threading.Event], None] | None) -> pa.
             watcher.join()
 
 
-def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
+def run_on_spark(spark: SparkSession, items: Sequence[dict[str, Any]], table_dir: str, *, partitions: int | None = None,
                  progress: Progress | None = None, driver: DriverRuns | None = None,
                  reserve_share: float = 0.0, queued: Queued | None = None) -> SweepRun:
     """The sweep as Spark tasks, their rows collected as Arrow; the driver writes `table_dir`
@@ -239,12 +242,12 @@ def run_on_spark(spark: Any, items: Sequence[dict[str, Any]], table_dir: str, *,
     write_local_table(table, Path(table_dir))
     if progress is not None:
         progress.update(len(items), force=True)
-    return SweepRun(table, spark.sparkContext.master, time.perf_counter() - started, tasks, driver)
+    return SweepRun(table, spark.sparkContext.master or "", time.perf_counter() - started, tasks, driver)
 
 
-def sweep_on_spark(start: Callable[[], tuple[Any, bool]], items: Sequence[dict[str, Any]], table_dir: str, *,
+def sweep_on_spark(start: Callable[[], tuple[SparkSession, bool]], items: Sequence[dict[str, Any]], table_dir: str, *,
                    partitions: int | None = None, progress: Progress | None = None,
-                   driver_runs: bool = True) -> tuple[SweepRun, Any, bool]:
+                   driver_runs: bool = True) -> tuple[SweepRun, SparkSession, bool]:
     """Start Spark (`start()` returns the session and whether it was started here) and run
     the sweep on it; with `driver_runs`, the driver runs the lightest runs while Spark starts
     and beside its job (sweep/driver_share.py). Returns the run (its time counted from the

@@ -101,12 +101,12 @@ def _node_ids(cluster: dict[str, Any]) -> list[int]:
     return list(range(1, total + 1))
 
 
-def _named(step: dict[str, Any]) -> list[int]:
+def _named(step: dict[str, object]) -> list[int]:
     nodes = step.get("nodes")
     return [int(n) for n in nodes] if isinstance(nodes, list) else []
 
 
-def _fault_steps(kind: str, node: int, ids: list[int], down_ms: int, note: str) -> list[dict[str, Any]]:
+def _fault_steps(kind: str, node: int, ids: list[int], down_ms: int, note: str) -> list[dict[str, object]]:
     """One fault as typed scenario ops, written as the step tables the faulted scenario holds."""
     ops: list[StepBase]
     if kind == "crash":
@@ -135,7 +135,7 @@ def inject(raw: dict[str, Any], seed: int, spec: FaultSpec) -> tuple[dict[str, A
     rng = _rng(str(raw.get("name", "")), seed, spec)
     ids = _node_ids(raw.get("cluster", {}))
     down: set[int] = set()
-    steps: list[dict[str, Any]] = []
+    steps: list[dict[str, object]] = []
     schedule: list[str] = []
     for index, step in enumerate(raw.get("step", []), start=1):
         up = [i for i in ids if i not in down]
@@ -180,7 +180,7 @@ def _key(k: str) -> str:
     return k if _BARE.match(k) else json.dumps(k)
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -197,7 +197,7 @@ def _value(v: Any) -> str:
 
 
 def _table(path: str, table: dict[str, Any], lines: list[str]) -> None:
-    def is_tables(v: Any) -> bool:
+    def is_tables(v: object) -> bool:
         return isinstance(v, list) and bool(v) and all(isinstance(x, dict) for x in v)
 
     for k, v in table.items():
@@ -214,7 +214,7 @@ def _table(path: str, table: dict[str, Any], lines: list[str]) -> None:
                 _table(sub, item, lines)
 
 
-def to_toml(raw: dict[str, Any], comments: list[str]) -> str:
+def to_toml(raw: dict[str, object], comments: list[str]) -> str:
     """A scenario table as TOML text, `comments` first (one `# ` line each)."""
     lines = [f"# {c}" for c in comments]
     _table("", raw, lines)

@@ -11,7 +11,7 @@ that needs nothing installed.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 from kraftsim.scenario.markup import escape
 from kraftsim.errors import KraftsimError
@@ -31,7 +31,7 @@ def _text(x: float, y: float, s: str, anchor: str = "start", extra: str = "") ->
     return f'<text x="{_num(x)}" y="{_num(y)}" text-anchor="{anchor}" font-size="11"{extra}>{escape(s)}</text>'
 
 
-def outcome_svg(rows: list[dict[str, Any]], mark: str | None) -> str:
+def outcome_svg(rows: list[dict[str, object]], mark: str | None) -> str:
     """A stacked bar of pass / fail / error shares per scenario, the pass rate's 95% Wilson
     interval as a black line; the scenario `mark` in bold."""
     stats = per_scenario(rows)

@@ -15,12 +15,16 @@ import re
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.sweep.faults import FaultSpec, absolute_paths, inject, parse_faults, to_toml
 from kraftsim.pipeline.sweep.tasks import run_cost
+
+if TYPE_CHECKING:
+    from kraftsim.scenario.results import ScenarioResult
+    from kraftsim.sim import SimEvent
 
 SCHEMA = "scenario_sweep"
 #: /dev/shm holds the runs' clusters only when it has at least this much room (the largest
@@ -29,7 +33,7 @@ SCRATCH_MIN_BYTES = 2 << 30
 _SNAPSHOT_BYTES = re.compile(r"^Wrote \S+ \((\d+) bytes\)$")
 
 
-def sweep_inputs(files: Sequence[Path], seeds: range, faults: str | None) -> list[dict[str, Any]]:
+def sweep_inputs(files: Sequence[Path], seeds: range, faults: str | None) -> list[dict[str, object]]:
     """Every scenario under every seed, scenarios in the given order, then by seed."""
     from kraftsim.scenario import load_scenario
 
@@ -100,7 +104,7 @@ def _fenced_ms(timeline: Any) -> dict[int, int]:
     return out
 
 
-def _first_failure(result: Any) -> tuple[str | None, int | None]:
+def _first_failure(result: ScenarioResult) -> tuple[str | None, int | None]:
     """The first thing that made the run fail, as one line, and the step it happened in."""
     if result.setup_error:
         return result.setup_error, None
@@ -127,12 +131,12 @@ def sweep_row(item: dict[str, Any]) -> list[dict[str, Any]]:
     from kraftsim.scenario.runner import run_scenario
 
     started = time.perf_counter()
-    row: dict[str, Any] = {"scenario": item["scenario"], "seed": item["seed"],
+    row: dict[str, object] = {"scenario": item["scenario"], "seed": item["seed"],
                            "run_id": f"{item['scenario']}/seed-{item['seed']}", "faults": item["faults"],
                            "scenario_steps": item["steps"]}
     counts: dict[str, int] = {}
 
-    def count(event: Any) -> None:
+    def count(event: SimEvent) -> None:
         counts[event.kind] = counts.get(event.kind, 0) + 1
 
     text, schedule = reproducer_text(item)

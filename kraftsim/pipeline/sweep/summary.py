@@ -9,11 +9,15 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from kraftsim.pipeline.report import text_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: z for a two-sided 95% interval.
 Z95 = 1.959963984540054
@@ -130,7 +134,7 @@ def write_plots(table: pa.Table, folder: Path) -> list[Path] | str:
     return written
 
 
-def _save(fig: Any, stem: Path, plt: Any) -> list[Path]:
+def _save(fig: Figure, stem: Path, plt: ModuleType) -> list[Path]:
     out = []
     for ext in ("png", "svg"):
         p = stem.with_suffix("." + ext)

@@ -11,7 +11,7 @@ long for the last task while another idles.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Sequence
 
 from kraftsim.pipeline.sweep.faults import inject, parse_faults
 
@@ -27,7 +27,7 @@ GUIDE = 2
 TAIL = 200
 
 
-def run_cost(raw: dict[str, Any], seed: int, faults: str) -> float:
+def run_cost(raw: dict[str, object], seed: int, faults: str) -> float:
     """The estimated cost of one run: its steps once the seed's faults are injected, plus the
     partitions its create-topics steps make (in steps), plus one for the cluster's start."""
     faulted, _ = inject(raw, seed, parse_faults(faults))
