@@ -20,7 +20,7 @@ import textwrap
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MvChangeHandling, verify_directory, verify_replicas
@@ -37,7 +37,7 @@ DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after
 #: The scenario whose cluster stands for "the cluster" (the lossy downgrade, with KIP-778 snapshots).
 MAIN_SCENARIO = "downgrade-lossy-kip778"
 #: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.
-DEMO_GRID: dict[str, list[Any]] = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
+DEMO_GRID: dict[str, list[object]] = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
 
 Say = Callable[[str], None]
 #: Hears (scenario, running step, simulated ms since its first step) while a scenario runs.
@@ -114,7 +114,7 @@ def verify_clusters(result: DemoResult, say: Say) -> None:
     result.verified = ok
 
 
-def matrix_inputs(clusters: dict[str, Path]) -> list[dict[str, Any]]:
+def matrix_inputs(clusters: dict[str, Path]) -> list[dict[str, object]]:
     """The downgrade-matrix inputs: node 1's states of each cluster (the replicas agree, as the
     verification step showed), named after the cluster. Every cluster has a `node-1`, so
     without the cluster's name the states of five clusters would share their names (and run

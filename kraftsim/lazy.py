@@ -10,14 +10,13 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
 
 
-def exports(package: str, module_of: Mapping[str, tuple[str, str]]) -> Callable[[str], Any]:
+def exports(package: str, module_of: Mapping[str, tuple[str, str]]) -> Callable[[str], object]:
     """`__getattr__` for `package`: name -> (module, attribute), the module's full name. A
     name once loaded becomes an ordinary attribute of the package."""
 
-    def __getattr__(name: str) -> Any:
+    def __getattr__(name: str) -> object:
         where = module_of.get(name)
         if where is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 import secrets
-from typing import Any, TextIO
+from typing import TextIO
 
 # C0 controls but tab and newline, DEL, C1 controls, and the bidirectional marks, embeddings,
 # overrides and isolates (U+200E/F, U+202A-E, U+2066-9) and the line and paragraph separators.
@@ -61,7 +61,7 @@ class SafeTerminal:
         self._stream.write(_PATTERN.sub(_one, text))
         return len(text)
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         return getattr(self._stream, name)
 
 

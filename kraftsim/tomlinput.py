@@ -82,7 +82,7 @@ def _basic_end(text: str, start: int, triple: bool) -> int:
         i = j + 1
 
 
-def _nesting(value: Any) -> int:
+def _nesting(value: object) -> int:
     """How deeply tables and arrays nest in a parsed value (without recursion)."""
     deepest = 0
     stack = [(value, 0)]

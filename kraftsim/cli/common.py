@@ -11,10 +11,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 from kraftsim.versions import Catalog, load_catalog
+
+T = TypeVar("T")
 
 
 def add_catalog_options(parser: argparse.ArgumentParser) -> None:
@@ -133,7 +135,7 @@ AT_HELP = "the state after every record below OFFSET (a snapshot id's end offset
 class _Once(argparse.Action):
     """An option that may be spelled several ways: given twice with different values is refused."""
 
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
                  option_string: str | None = None) -> None:
         current = getattr(namespace, self.dest, None)
         if current is not None and current != values:
@@ -161,7 +163,7 @@ def add_metadata_option(parser: argparse.ArgumentParser, help: str, old: Sequenc
     add_spellings(parser, "--metadata", list(old), metavar="MV", help=help)
 
 
-def required(value: Any, flag: str) -> Any:
+def required(value: T | None, flag: str) -> T:
     """A flag's value that the command cannot do without (one of its spellings must be given)."""
     if value is None:
         raise UsageError(f"{flag} is required")

@@ -16,13 +16,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.cli.common import kafka_tool, node_id, print_lines
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
 from kraftsim.versions import Catalog, ToolFailure, load_catalog
 from kraftsim.versions import feature_dependencies, version_mapping
+
+if TYPE_CHECKING:
+    from kraftsim.sim.features_tool import NodeSummary
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -90,7 +93,7 @@ def _catalog_path(args: argparse.Namespace) -> str | None:
     return catalog_path(Path(args.cluster))
 
 
-def _cluster_nodes(path: str) -> list[tuple[Any, ...]]:
+def _cluster_nodes(path: str) -> list[NodeSummary]:
     """(id, roles, release, running) of the cluster's nodes, as either simulator saved them."""
     from kraftsim.sim.tools.directory import TICKS, engine_of, simulation_status  # loaded only for a cluster
     if engine_of(path) == TICKS:

@@ -15,7 +15,10 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Collection
+from typing import TYPE_CHECKING, Collection
+
+if TYPE_CHECKING:
+    from kraftsim.versions import Catalog
 
 USAGE_FILE = Path(__file__).parent / "data" / "kafka_usage.toml"
 WIDTH = 75  # argparse4j's format width when the output is not a terminal
@@ -116,7 +119,7 @@ def refuse(text: str | None) -> int | None:
     return 1
 
 
-def release_line(catalog: Any) -> str:
+def release_line(catalog: Catalog) -> str:
     """The "major.minor" line of the release a catalog acts as."""
     major, minor, _ = catalog.release.key
     return f"{major}.{minor}"
@@ -127,7 +130,8 @@ _RECORDING: dict[type, type] = {}
 
 def _recording(cls: type) -> type:
     if cls not in _RECORDING:
-        def __call__(self: Any, parser: Any, namespace: Any, values: Any, option_string: str | None = None) -> None:
+        def __call__(self: argparse.Action, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                     values: object, option_string: str | None = None) -> None:
             if option_string is not None:
                 setattr(namespace, GIVEN_FLAGS, [*getattr(namespace, GIVEN_FLAGS, []), option_string])
             cls.__call__(self, parser, namespace, values, option_string)

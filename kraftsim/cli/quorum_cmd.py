@@ -23,11 +23,14 @@ import base64
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from kraftsim.cli.common import kafka_tool, node_id
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.versions import ToolFailure
+
+if TYPE_CHECKING:
+    from kraftsim.sim import QuorumInfo, ReplicaInfo, Simulation
 
 #: The admin client's exception class for each error the quorum answers with.
 EXCEPTIONS = {
@@ -41,7 +44,7 @@ EXCEPTIONS = {
 HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
 
 
-def _tool(run: Any) -> Any:
+def _tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """kafka_tool (Kafka's refusals: their text alone, exit 1), but input kraftsim cannot use
     (UsageError: no cluster there, an unknown release) exits 2 as everywhere else."""
     wrapped = kafka_tool(run)
@@ -88,14 +91,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 # ---------------------------------------------------------------------------- the tool's release
 
 
-def _kip_853(sim: Any, release: str | None) -> bool:
+def _kip_853(sim: Simulation, release: str | None) -> bool:
     """Whether the tool (its release) knows KIP-853: add/remove-controller, directory ids."""
     name = release or _leader_release(sim)
     catalog = sim.catalog.at_release(name) if name else sim.catalog
     return bool(catalog.supported_features().get("kraft.version", (0, 0))[1] >= 1)
 
 
-def _leader_release(sim: Any) -> str | None:
+def _leader_release(sim: Simulation) -> str | None:
     leader = sim.leader()
     nodes = {n.id: n for n in sim.nodes()}
     if leader is not None:
@@ -142,7 +145,7 @@ def _describe(args: argparse.Namespace) -> int:
     return 0
 
 
-def status_lines(info: Any, kip853: bool) -> list[str]:
+def status_lines(info: QuorumInfo, kip853: bool) -> list[str]:
     """describe --status, as MetadataQuorumCommand.handleDescribeStatus prints it."""
     leader = info.leader
     lagging = min(info.voters, key=lambda v: v.log_end_offset)  # (the first of the least advanced)
@@ -167,7 +170,7 @@ def status_lines(info: Any, kip853: bool) -> list[str]:
             f"CurrentObservers:       {observers}"]
 
 
-def _nodes_text(replicas: Any) -> str:
+def _nodes_text(replicas: Iterable[ReplicaInfo]) -> str:
     from kraftsim.protocol.primitives import Uuid
 
     parts = []
@@ -180,7 +183,7 @@ def _nodes_text(replicas: Any) -> str:
     return "[" + ", ".join(parts) + "]"
 
 
-def replication_lines(info: Any, kip853: bool, human: bool, now_ms: int) -> list[str]:
+def replication_lines(info: QuorumInfo, kip853: bool, human: bool, now_ms: int) -> list[str]:
     """describe --replication: ToolsUtils.prettyPrintTable (each cell padded, then a tab)."""
     leader = info.leader
 
@@ -266,7 +269,7 @@ def java_uuid_bytes(text: str) -> bytes:
     return raw
 
 
-def _need_kip_853(sim: Any, release: str | None, command: str) -> None:
+def _need_kip_853(sim: Simulation, release: str | None, command: str) -> None:
     if not _kip_853(sim, release):  # the tool before 3.9 (KIP-853) has describe only: argparse4j refuses, exit 1
         raise ToolFailure(f"kafka-metadata-quorum: error: argument command: invalid choice: '{command}' "
                           "(choose from 'describe')")

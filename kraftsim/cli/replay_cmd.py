@@ -209,14 +209,14 @@ def step_printer(enabled: bool) -> Callable[[str], None] | None:
     return lambda text: print(f"kraftsim: {text}", file=sys.stderr, flush=True)
 
 
-def print_json(obj: Any) -> None:
+def print_json(obj: object) -> None:
     print(json.dumps(msgspec.to_builtins(obj), indent=2, ensure_ascii=False))
 
 
 # ------------------------------------------------------------------------------ the command
 
 
-def illegal_topic_names(image: Any) -> list[str]:
+def illegal_topic_names(image: MetadataImage) -> list[str]:
     """Kafka's Topic.validate text for each topic of `image` whose name no Kafka could have
     created (read from a file: flagged, never taken as a real cluster's)."""
     errors = (topic_name_error(t.name) for t in image.topics.sorted_topics())
@@ -238,7 +238,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if any(rule is not None and rule.kept for _, _, rule in loaded):  # replicas compared as their release reads them
         catalog = catalog.keeping_kraft_version_feature()
 
-    results: list[dict[str, Any]] = []
+    results: list[dict[str, object]] = []
     text: list[str] = []
     ok = True
     for path, (result, catalog_of_path, rule) in zip(paths, loaded):
@@ -250,7 +250,7 @@ def run_replay(args: argparse.Namespace) -> int:
         entry["illegal_topic_names"] = illegal = illegal_topic_names(result.image)
         lines += [f"WARNING: a topic Kafka could never have created: {text}" for text in illegal]
         if not args.no_verify:
-            checks: dict[str, Any] = {}
+            checks: dict[str, object] = {}
             if result.kind in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
                 directory = verify_directory(path, catalog=catalog_of_path, progress=steps, mv_change=mv_change)
                 checks["directory"] = directory

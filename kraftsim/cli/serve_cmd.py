@@ -97,7 +97,7 @@ class CliCommands:
 
         return main(list(argv), forward=False)
 
-    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, object]] | None:
         from kraftsim.cli.main import build_parser
 
         args = build_parser(argv).parse_args(list(argv))
@@ -119,7 +119,7 @@ def _ids(text: str) -> list[int] | str:
     return "all" if text == "all" else sorted(int(i) for i in text.split(","))
 
 
-def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | None:
     op = args.features_command
     if op not in ("upgrade", "downgrade", "disable") or args.dry_run:
         return None
@@ -130,7 +130,7 @@ def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | Non
                               "features": levels or None, "unsafe": getattr(args, "unsafe", False) or None}
 
 
-def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, Any]] | None:
+def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | None:
     cmd = args.cluster_command
     if cmd in ("crash", "stop"):
         return cmd, {"nodes": _ids(args.nodes)}

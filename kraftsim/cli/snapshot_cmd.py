@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from kraftsim.cli.common import (
     add_at_option, add_catalog_options, add_damage_option, add_metadata_option, catalog_from_args, offset, path_at,
@@ -95,7 +94,7 @@ def run_create(args: argparse.Namespace) -> int:
     at = required(args.at, "--at OFFSET")
     if path.is_file() and not Path(args.output).is_dir():  # (a snapshot may go into the log directory it reads)
         check_output(args.output, [path], flag="--output")
-    mv: Any = None
+    mv: int | None = None
     if args.metadata is not None:
         mv = parse_metadata_version(catalog, args.metadata).level
     try:
@@ -109,7 +108,7 @@ def run_create(args: argparse.Namespace) -> int:
     written = contents.write(args.output, time_ms=args.time_ms)
     sid = contents.snapshot_id
     if args.json:
-        out: dict[str, Any] = {
+        out: dict[str, object] = {
             "file": str(written), "snapshot": snapshot_file_name(sid), "records": len(contents.records),
             "metadata_version": contents.metadata_version.version, "writer_release": contents.release,
             "writer_reason": contents.release_reason, "source": str(contents.source),
@@ -138,7 +137,7 @@ def run_create(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_value(v: Any) -> Any:
+def _json_value(v: object) -> object:
     """A changed value as JSON: absent as null, plain values as they are, the rest as the diff shows them."""
     if v is ABSENT or v is None:
         return None

@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from kraftsim.cli.common import add_catalog_options, bounded_int, catalog_from_args
 from kraftsim.textsafe import own
@@ -23,6 +23,9 @@ from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
 from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, start_spark
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 DEFAULT_OUTPUT = "kraftsim-output"
 
@@ -78,8 +81,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _register_sweep(jobs)
 
 
-def _params(args: argparse.Namespace) -> dict[str, Any]:
-    params: dict[str, Any] = {}
+def _params(args: argparse.Namespace) -> dict[str, object]:
+    params: dict[str, object] = {}
     if args.catalog or args.release:
         catalog_from_args(args)  # refuse a bad catalog here, with its own error, before any worker starts
         params["catalog"] = str(Path(args.catalog).resolve()) if args.catalog else None
@@ -263,7 +266,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     return _sweep_status(run.table)
 
 
-def _sweep_status(table: Any) -> int:  # a pyarrow Table
+def _sweep_status(table: pa.Table) -> int:
     """0 when every run passed; 1 when any did not (the table, summary and reproducers are
     written all the same), saying so on the last line."""
     verdicts = table.column("verdict").to_pylist()

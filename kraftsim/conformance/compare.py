@@ -221,7 +221,7 @@ def _log_dir_of(path: Path) -> Path:
 
 _DUMP_RECORD = re.compile(r"^\| offset: (\d+) .*?(?: payload: | (\w+):? )(\{.*\})\s*$")
 _DUMP_CONTROL_TYPE = re.compile(r"^\| offset: (\d+) .* controlType: (\w+)\(\d+\)\s*$")
-Payload = tuple[int, dict[str, Any]]
+Payload = tuple[int, dict[str, object]]
 
 
 def dump_log_payloads(text: str) -> list[Payload]:

@@ -100,7 +100,7 @@ def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, ti
     if done.returncode != 0 or not lines:
         tail = "\n".join(done.stderr.strip().splitlines()[-5:])
         raise KafkaUnavailable(f"Kafka {dist.release.version}'s snapshot code failed (exit {done.returncode}): {tail}")
-    out: dict[str, Any] = json.loads(lines[-1])
+    out: dict[str, object] = json.loads(lines[-1])
     out["process_wall_s"] = wall
     out["heap"] = heap
     return out
@@ -109,7 +109,7 @@ def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, ti
 def measure(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, time_ms: int,
             ops: Sequence[str] = OPS, heap: str = DEFAULT_HEAP, topic_id: str | None = None, partition: int = 0,
             warm_runs: int = WARM_RUNS, keep: Path | None = None,
-            progress: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+            progress: Callable[[str], None] = lambda s: None) -> dict[str, object]:
     """Kafka's cold and warm seconds for each op: one warm JVM (`warm_runs` runs of each op), then
     one fresh JVM per op for the cold figure. JVMs run one at a time. `keep`: see run_peer."""
     common = dict(end_offset=end_offset, epoch=epoch, time_ms=time_ms, heap=heap, topic_id=topic_id,

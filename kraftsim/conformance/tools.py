@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import AnyStr, Sequence
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 
@@ -106,7 +106,7 @@ def java_command(dist: KafkaDist, tool: str, args: Sequence[str], *, heap: str =
             *log_config_options(dist, log_file=log_file), "-cp", dist.classpath, main_class(dist, tool), *args]
 
 
-def kill_group(proc: subprocess.Popen[Any]) -> None:
+def kill_group(proc: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
     """Kill a process started with start_new_session and everything it started."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -126,7 +126,8 @@ def run_tool(dist: KafkaDist, tool: str, args: Sequence[str], *, timeout: float 
     return ToolRun(tuple(args), proc.returncode, out, err)
 
 
-def communicate_bounded(proc: subprocess.Popen[Any], data: Any, timeout: float, timed_out: str) -> tuple[Any, Any]:
+def communicate_bounded(proc: subprocess.Popen[AnyStr], data: AnyStr | None, timeout: float,
+                        timed_out: str) -> tuple[AnyStr, AnyStr]:
     """`proc.communicate(data)` within `timeout`; past it the process group is killed and
     KafkaUnavailable(timed_out) raised. The group is never left running."""
     try:

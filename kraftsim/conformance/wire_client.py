@@ -96,14 +96,14 @@ class WireClient:
         return bytes(chunks)
 
 
-def api_versions(host: str, port: int, version: int = 3, *, timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+def api_versions(host: str, port: int, version: int = 3, *, timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, object]:
     """One ApiVersions exchange on a fresh connection (a v3+ request names the client software)."""
     body = {"ClientSoftwareName": "kraftsim", "ClientSoftwareVersion": "0"} if version >= 3 else {}
     with WireClient(host, port, timeout=timeout) as client:
         return client.request(API_KEYS["ApiVersions"], version, body)
 
 
-def wait_for_api_versions(host: str, port: int, *, timeout: float, poll_s: float = 0.01) -> dict[str, Any]:
+def wait_for_api_versions(host: str, port: int, *, timeout: float, poll_s: float = 0.01) -> dict[str, object]:
     """Poll until the listener answers ApiVersions (refused connections and closes are retried)
     or `timeout` seconds have passed (WireClientError)."""
     deadline = time.monotonic() + timeout

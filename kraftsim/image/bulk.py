@@ -32,16 +32,16 @@ class Replayable(Protocol):
     records_replayed: int
 
     @property
-    def topics(self) -> Any: ...
+    def topics(self) -> TopicsDelta: ...
 
-    def replay(self, record: Any) -> Any: ...
+    def replay(self, record: Any) -> object: ...
 
 
 def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None) -> None:
     """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc)."""
     topics: TopicsDelta | None = None  # the TopicsDelta, once a topic or partition record is seen
     partition_type = topic_type = None  # the RecordTypes, once seen (records may mix registries)
-    last_topic: Any = None  # the topic id whose dict `changes` is; None: look it up
+    last_topic: object = None  # the topic id whose dict `changes` is; None: look it up
     changes: dict[int, PartitionRegistration] = {}
     done = 0
     slow = registration_from_record

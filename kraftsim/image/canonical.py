@@ -7,13 +7,12 @@ insertion order or replay order that built them.
 
 from __future__ import annotations
 
-from typing import Any
 
 import msgspec
 
 
 
-def _hook(obj: Any) -> Any:
+def _hook(obj: object) -> object:
     if isinstance(obj, bytes):  # Uuid
         return bytes(obj)
     if isinstance(obj, (set, frozenset)):
@@ -24,7 +23,7 @@ def _hook(obj: Any) -> Any:
 _encoder = msgspec.msgpack.Encoder(enc_hook=_hook, order="deterministic")
 
 
-def canon(value: Any) -> bytes:
+def canon(value: object) -> bytes:
     """Canonical bytes of a value made of tuples, ints, strs, bytes, Uuids, floats, None and Structs."""
     return _encoder.encode(value)
 

@@ -12,7 +12,7 @@ metadata record type` text: the loader consumes them before they reach a delta.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Protocol, TypeVar
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.components.acls import AclsDelta
@@ -40,6 +40,16 @@ RecordLike = LogEntry | Payload
 TRANSACTION_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
 #: Record types replay accepts and ignores.
 NO_OP_RECORDS = frozenset({"NoOpRecord", "ZkMigrationStateRecord"})
+
+
+_C = TypeVar("_C")
+_C_co = TypeVar("_C_co", covariant=True)
+
+
+class _Applies(Protocol[_C_co]):
+    """A component's delta: its new image on `apply()`."""
+
+    def apply(self) -> _C_co: ...
 
 
 class MetadataDelta:
@@ -163,7 +173,7 @@ class MetadataDelta:
             replay_records(self, records, on_error)
         return self
 
-    def _remove_topic(self, m: Any) -> None:
+    def _remove_topic(self, m: object) -> None:
         name = self.topics.replay_remove_topic(m)
         self.configs.delete_topic(name)
 
@@ -186,7 +196,7 @@ class MetadataDelta:
         """The new image; components no record touched are the base image's own objects."""
         base = self.image
 
-        def pick(delta: Any, current: Any) -> Any:
+        def pick(delta: _Applies[_C] | None, current: _C) -> _C:
             return current if delta is None else delta.apply()
 
         return MetadataImage(

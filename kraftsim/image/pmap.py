@@ -70,8 +70,8 @@ DELETE: Any = _Delete()
 MISSING: Any = object()
 
 #: A leaf of the trie (keys to values, in insertion order) and a (hash, key, value) change.
-Leaf = dict[Any, Any]
-Triple = tuple[int, Any, Any]
+Leaf = dict[object, object]
+Triple = tuple[int, object, object]
 
 _EMPTY: Leaf = {}
 
@@ -138,12 +138,12 @@ def _count(node: Any) -> int:
     return sum(_count(c) for c in node)
 
 
-def _split(leaf: Leaf, shift: int, hash_fn: Callable[[Any], int]) -> Any:
+def _split(leaf: Leaf, shift: int, hash_fn: Callable[[object], int]) -> object:
     """Turn an overfull leaf into a 32-slot node (recursively)."""
     return _build([(hash_fn(k), k, v) for k, v in leaf.items()], shift)
 
 
-def _build(triples: list[Triple], shift: int) -> Any:
+def _build(triples: list[Triple], shift: int) -> object:
     """The node holding (hash, key, value) triples (distinct keys) below `shift`.
 
     Each key is hashed once, by the caller; the result is exactly the node that inserting
@@ -157,7 +157,7 @@ def _build(triples: list[Triple], shift: int) -> Any:
         leaves: list[Leaf] = [{} for _ in range(WIDTH)]
         for h, k, v in triples:
             leaves[(h >> shift) & SLOT][k] = v
-        children: list[Any] = []
+        children: list[object] = []
         for i, leaf in enumerate(leaves):
             if not leaf:
                 children.append(_EMPTY)
@@ -222,7 +222,7 @@ def _update(node: Any, shift: int, changes: list[Triple], hash_fn: Callable[[Any
                 routed[i] = [ch]
             else:
                 lst.append(ch)
-        rebuilt: list[Any] | None = None
+        rebuilt: list[object] | None = None
         delta = 0
         for i, lst in routed.items():
             child, d = _update(node[i], shift + BITS, lst, hash_fn)
@@ -264,7 +264,7 @@ def _diff(a: Any, b: Any) -> Iterator[tuple[Any, Any, Any]]:
             yield k, MISSING, w
 
 
-def _nodes(node: Any) -> Iterator[Any]:
+def _nodes(node: object) -> Iterator[object]:
     yield node
     if type(node) is tuple:
         for c in node:
@@ -279,7 +279,7 @@ class PMap(Generic[K, V]):
 
     __slots__ = ("_root", "_len", "_hash")
 
-    def __init__(self, hash_fn: Callable[[Any], int] = stable_hash, _root: Any = _EMPTY, _len: int = 0):
+    def __init__(self, hash_fn: Callable[[K], int] = stable_hash, _root: Any = _EMPTY, _len: int = 0):
         self._root = _root
         self._len = _len
         self._hash = hash_fn
@@ -292,7 +292,7 @@ class PMap(Generic[K, V]):
     @overload
     def get(self, key: K, default: T) -> V | T: ...
 
-    def get(self, key: K, default: Any = None) -> Any:
+    def get(self, key: K, default: object = None) -> object:
         node = self._root
         if type(node) is tuple:
             h = self._hash(key)
@@ -346,7 +346,7 @@ class PMap(Generic[K, V]):
             return self
         h = self._hash
         if self._root is _EMPTY:  # bulk construction: every key hashed once, every node built once
-            batch = [(h(k), k, v) for k, v in changes.items() if v is not DELETE]
+            batch: list[Triple] = [(h(k), k, v) for k, v in changes.items() if v is not DELETE]
             return PMap(h, _build(batch, 0), len(batch)) if batch else self
         batch = [(h(k), k, v) for k, v in changes.items()]
         root, delta = _update(self._root, 0, batch, h)

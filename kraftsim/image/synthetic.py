@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.image.image import MetadataImage
@@ -20,7 +20,7 @@ from kraftsim.image.provenance import MetadataProvenance
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
-from kraftsim.versions import Catalog, MetadataVersion
+from kraftsim.versions import Catalog, MetadataVersion, MVLike
 
 SCRAM_SHA_256 = 1  # Kafka's ScramMechanism type id
 TOPIC_CONFIG = 2  # ConfigResource.Type.TOPIC
@@ -47,12 +47,12 @@ class ClusterShape:
             raise ValueError(f"replication factor {self.replication_factor} needs between 1 and {self.brokers} brokers")
 
 
-def _uuid(seed: int, *parts: Any) -> Uuid:
+def _uuid(seed: int, *parts: object) -> Uuid:
     digest = hashlib.blake2b(repr((seed, *parts)).encode(), digest_size=16).digest()
     return Uuid(digest)
 
 
-def cluster_records(shape: ClusterShape, catalog: Catalog, metadata_version: Any, *, seed: int = 0,
+def cluster_records(shape: ClusterShape, catalog: Catalog, metadata_version: MVLike, *, seed: int = 0,
                     registry: Registry | None = None) -> Iterator[Payload]:
     """The records of a cluster of `shape` at `metadata_version`, lazily, in Kafka's image order."""
     reg = registry or default_registry()
@@ -127,7 +127,7 @@ def cluster_records(shape: ClusterShape, catalog: Catalog, metadata_version: Any
                                         expiration_timestamp=1_700_086_400_000, token_id=f"token-{k}"))
 
 
-def cluster_image(shape: ClusterShape, catalog: Catalog, metadata_version: Any, *, seed: int = 0,
+def cluster_image(shape: ClusterShape, catalog: Catalog, metadata_version: MVLike, *, seed: int = 0,
                   registry: Registry | None = None) -> MetadataImage:
     """The image of a cluster of `shape`; its provenance says it holds every record as one batch."""
     delta = MetadataDelta(MetadataImage(), catalog)

@@ -143,7 +143,7 @@ class StructCodec:
         source = "\n".join(g.lines) + "\n"
         self._sources[(direction, version)] = source
         exec(compile(source, f"<kraftsim codec {name}>", "exec"), env)
-        fn: Callable[..., Any] = env[name]
+        fn: Callable[..., object] = env[name]
         return fn
 
 
@@ -162,7 +162,7 @@ def _fixed_runs(fields: list[FieldSpec]) -> list[list[FieldSpec]]:
     return runs
 
 
-def _register_nested(env: dict[str, Any], f: FieldSpec, version: int, flexible: bool, nested: dict[str, type], direction: str) -> str:
+def _register_nested(env: dict[str, object], f: FieldSpec, version: int, flexible: bool, nested: dict[str, type], direction: str) -> str:
     """Compile the codec of a nested struct into env and return its name there."""
     struct_spec = f.struct
     assert struct_spec is not None, f"{f.name} is not a struct field"
@@ -207,7 +207,7 @@ def _gen_null_check(g: _Gen, f: FieldSpec, version: int, n: str, target: str) ->
     g.emit("else:")
 
 
-def _gen_read_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, target: str, nested: dict[str, type], env: dict[str, Any]) -> None:
+def _gen_read_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, target: str, nested: dict[str, type], env: dict[str, object]) -> None:
     """Emit code that reads field f at pos into `target`."""
     t = f.type
     if f.is_array:
@@ -289,7 +289,7 @@ def _gen_read_scalar(g: _Gen, t: str, f: FieldSpec, version: int, flexible: bool
         raise AssertionError(t)
 
 
-def _gen_decoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, cls: type, nested: dict[str, type], env: dict[str, Any], name: str) -> None:
+def _gen_decoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, cls: type, nested: dict[str, type], env: dict[str, object], name: str) -> None:
     env["_cls"] = cls
     untagged, tagged = spec.wire_fields(version, flexible)
     var = {f.name: f"v_{f.py_name}" for f in spec.fields}
@@ -359,7 +359,7 @@ def _gen_write_length(g: _Gen, expr: str, flexible: bool, kind: str) -> None:
         g.emit(f"out += _pack('{'>h' if kind == 'string' else '>i'}', {expr})")
 
 
-def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value: str, nested: dict[str, type], env: dict[str, Any]) -> None:
+def _gen_write_value(g: _Gen, f: FieldSpec, version: int, flexible: bool, value: str, nested: dict[str, type], env: dict[str, object]) -> None:
     """Emit code appending value (an expression) of field f to `out`."""
     nullable = f.nullable_in(version)
     if f.is_array or f.type in ("string", "bytes"):
@@ -420,7 +420,7 @@ def _gen_write_scalar(g: _Gen, t: str, flexible: bool, value: str) -> None:
         raise AssertionError(t)
 
 
-def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested: dict[str, type], env: dict[str, Any], name: str) -> None:
+def _gen_encoder(g: _Gen, spec: StructSpec, version: int, flexible: bool, nested: dict[str, type], env: dict[str, object], name: str) -> None:
     absent = [f for f in spec.fields if not f.present_in(version) and not f.ignorable]
     untagged, tagged = spec.wire_fields(version, flexible)
     g.emit(f"def {name}(m, out):")

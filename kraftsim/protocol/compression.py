@@ -11,7 +11,7 @@ from __future__ import annotations
 import gzip
 import struct
 import zlib
-from typing import Any
+from types import ModuleType
 
 from kraftsim.errors import CorruptRecordException, UnsupportedCompressionError
 
@@ -22,7 +22,7 @@ BY_NAME = {v: k for k, v in NAMES.items()}
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 
 
-def _cramjam() -> Any:
+def _cramjam() -> ModuleType | None:
     try:
         import cramjam
     except ImportError:  # pragma: no cover - cramjam is a dependency, but may be missing
@@ -30,7 +30,7 @@ def _cramjam() -> Any:
     return cramjam
 
 
-def _need(codec: int) -> Any:
+def _need(codec: int) -> ModuleType:
     cj = _cramjam()
     if cj is None:
         raise UnsupportedCompressionError(
@@ -106,7 +106,7 @@ def _gzip_decompress(data: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
-def _into(codec: Any, data: bytes, limit: int) -> bytes:
+def _into(codec: ModuleType, data: bytes, limit: int) -> bytes:
     """A frame decompressed into a buffer one byte larger than `limit` (untouched pages cost nothing)."""
     buf = bytearray(limit + 1)
     try:
@@ -120,13 +120,13 @@ def _into(codec: Any, data: bytes, limit: int) -> bytes:
     return bytes(memoryview(buf)[:n])
 
 
-def _snappy_raw(cj: Any, data: bytes, room: int) -> bytes:
+def _snappy_raw(cj: ModuleType, data: bytes, room: int) -> bytes:
     if cj.snappy.decompress_raw_len(data) > room:  # raw snappy states its length first
         raise _TooLarge
     return bytes(cj.snappy.decompress_raw(data))
 
 
-def _snappy_decompress(cj: Any, data: bytes, limit: int) -> bytes:
+def _snappy_decompress(cj: ModuleType, data: bytes, limit: int) -> bytes:
     if not data.startswith(_XERIAL_MAGIC):
         return _snappy_raw(cj, data, limit)
     pos = len(_XERIAL_MAGIC) + 8  # magic, then int32 version and int32 compatible version
@@ -139,7 +139,7 @@ def _snappy_decompress(cj: Any, data: bytes, limit: int) -> bytes:
     return bytes(out)
 
 
-def _snappy_compress(cj: Any, data: bytes, block: int = 32 * 1024) -> bytes:
+def _snappy_compress(cj: ModuleType, data: bytes, block: int = 32 * 1024) -> bytes:
     out = bytearray(_XERIAL_MAGIC + struct.pack(">ii", 1, 1))
     for start in range(0, len(data), block):
         chunk = bytes(cj.snappy.compress_raw(data[start : start + block]))

@@ -33,7 +33,7 @@ class LogEntry(NamedTuple):
     def type_name(self) -> str:
         return self.record_type.type_name
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         """The record as `kraftsim log dump --json` prints it (DESIGN.md contract 2)."""
         schema = self.record_type.schema
         flexible = self.version in schema.flexible_versions

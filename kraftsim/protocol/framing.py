@@ -7,7 +7,7 @@ the same words Kafka's own tools would print for the same bad bytes.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from kraftsim.errors import MetadataParseException, UnsupportedVersionException
 from kraftsim.protocol import fastpath as _fastpath
@@ -23,7 +23,7 @@ class MetadataRecord(NamedTuple):
 
     record_type: RecordType
     version: int
-    message: Any
+    message: object
 
 
 _fastpath.provide_types(metadata_record=MetadataRecord)
@@ -77,7 +77,7 @@ def decode_metadata_record(registry: Registry, value: bytes) -> MetadataRecord:
     return MetadataRecord(record_type, version, message)
 
 
-def encode_metadata_record(record_type: RecordType, message: Any, version: int) -> bytes:
+def encode_metadata_record(record_type: RecordType, message: object, version: int) -> bytes:
     """Frame and encode one metadata record."""
     out = bytearray(b"\x01")
     out += uvarint_bytes(record_type.schema.api_key)  # type: ignore[arg-type]

@@ -15,7 +15,7 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.schema import FieldSpec, StructSpec
 
 
-def _shown(f: FieldSpec, version: int, flexible: bool, value: Any) -> bool:
+def _shown(f: FieldSpec, version: int, flexible: bool, value: object) -> bool:
     if not f.present_in(version):
         return False
     if flexible and f.tagged_in(version):
@@ -39,7 +39,7 @@ def _value_to_json(f: FieldSpec, value: Any, version: int, flexible: bool, elem:
 
 
 def struct_to_json(spec: StructSpec, message: Any, version: int, flexible: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in spec.fields:
         value = getattr(message, f.py_name)
         if _shown(f, version, flexible, value):
@@ -64,7 +64,7 @@ def _value_from_json(f: FieldSpec, value: Any, version: int, cls_of: dict[str, t
     return value
 
 
-def struct_from_json(spec: StructSpec, cls: type, data: dict[str, Any], version: int, cls_of: dict[str, type]) -> Any:
+def struct_from_json(spec: StructSpec, cls: type, data: dict[str, object], version: int, cls_of: dict[str, type]) -> object:
     """Build a message from its JSON form; fields not given keep their defaults."""
     known = {f.json_name: f for f in spec.fields}
     unknown = set(data) - set(known)

@@ -21,7 +21,7 @@ import msgspec
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.schema import FieldSpec, RecordSchema, StructSpec
 
-_PY_TYPES: dict[str, Any] = {
+_PY_TYPES: dict[str, object] = {
     "bool": bool,
     "int8": int,
     "int16": int,
@@ -46,7 +46,7 @@ def unknown_tagged_fields(message: MessageStruct) -> tuple[tuple[int, bytes], ..
     return tuple(getattr(message, "_unknown", ()))
 
 
-def _field_annotation(f: FieldSpec, classes: dict[str, type]) -> Any:
+def _field_annotation(f: FieldSpec, classes: dict[str, type]) -> object:
     elem = f.element_type
     inner = classes[elem] if f.struct is not None else _PY_TYPES[elem]
     ann: Any = list[inner] if f.is_array else inner  # type: ignore[valid-type]

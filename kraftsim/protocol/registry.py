@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Iterable
 
 from kraftsim.errors import SchemaError, UnsupportedVersionException
 from kraftsim.protocol.codec import Decoder, Encoder, StructCodec
@@ -44,19 +44,19 @@ class RecordType:
         self.check_version(version, "write")
         return self.codec.encoder(version)
 
-    def encode(self, message: Any, version: int) -> bytes:
+    def encode(self, message: object, version: int) -> bytes:
         out = bytearray()
         self.encoder(version)(message, out)
         return bytes(out)
 
-    def decode(self, data: bytes, version: int) -> Any:
+    def decode(self, data: bytes, version: int) -> object:
         """Decode a whole buffer; trailing bytes are an error."""
         message, pos = self.decoder(version)(data, 0)
         if pos != len(data):
             raise ValueError(f"Found {len(data) - pos} byte(s) of garbage after {self.name}")
         return message
 
-    def new(self, **fields: Any) -> Any:
+    def new(self, **fields: object) -> object:
         """A message with the given fields (Python names) and defaults elsewhere."""
         return self.cls(**fields)
 

@@ -201,7 +201,7 @@ def upper_snake(name: str) -> str:
     return snake_case(name).upper()
 
 
-def zero_value(type_name: str, struct: "StructSpec | None" = None) -> Any:
+def zero_value(type_name: str, struct: "StructSpec | None" = None) -> object:
     from kraftsim.protocol.primitives import Uuid
 
     if type_name.startswith("[]"):

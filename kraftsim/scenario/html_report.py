@@ -6,7 +6,7 @@ outcomes and output, the loss reports, the expectations, the invariants and the 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Callable, Sequence
 
 from kraftsim.image import group_losses, largest_topics, named_items, split_loss_text
 from kraftsim.scenario.markup import escape, script_json
@@ -31,7 +31,7 @@ table.losses{width:auto;margin:4px 0} td.count{text-align:right;font-variant-num
 """
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:
@@ -189,7 +189,7 @@ def _losses(r: ScenarioResult) -> list[str]:
     return out
 
 
-def _final(r: ScenarioResult, mv_name: Any) -> list[str]:
+def _final(r: ScenarioResult, mv_name: Callable[[int], str]) -> list[str]:
     f = r.final
     out = ["<h2>Final state</h2>",
            f"<p>metadata.version <b>{escape(mv_name(f.metadata_version.level))}</b> ({f.metadata_version.level}); "

@@ -9,7 +9,7 @@ what the types cannot: names against the catalog and node ids against the cluste
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -116,7 +116,7 @@ class ScenarioTop(_Strict, kw_only=True, forbid_unknown_fields=True):
     seed: int = 0
     policy: Literal["kafka", "kip-778"] = "kafka"
     catalog: str | None = None
-    step: list[dict[str, Any]] = []
+    step: list[dict[str, object]] = []
     expect: Expect = msgspec.field(default_factory=Expect)
     #: kraftsim's addition: the simulator's timeouts, intervals and network (kraftsim.sim.SimConfig).
     config: dict[str, int | float] = {}

@@ -9,7 +9,7 @@ ops in the order error messages and the reference name them.
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 import msgspec
 
@@ -192,7 +192,7 @@ OPS: dict[str, type[StepBase]] = {
 }
 
 
-def make(op: str, args: dict[str, Any]) -> StepBase:
+def make(op: str, args: dict[str, object]) -> StepBase:
     """The typed op `op` with `args` (keys as a scenario file writes them); a bad op or key
     raises msgspec.ValidationError (programs building ops, not files: files go through validate)."""
     cls = OPS.get(op)
@@ -201,12 +201,12 @@ def make(op: str, args: dict[str, Any]) -> StepBase:
     return msgspec.convert({**args, "op": op}, type=cls)
 
 
-def to_table(op: StepBase) -> dict[str, Any]:
+def to_table(op: StepBase) -> dict[str, object]:
     """A step as a scenario file's table: `op` first, then the op's own keys, then the keys every
     step takes; keys at their default are left out."""
     common = [f.name for f in msgspec.structs.fields(StepBase)]
     fields = msgspec.structs.fields(op)
-    table: dict[str, Any] = {"op": op.op}
+    table: dict[str, object] = {"op": op.op}
     for f in sorted(fields, key=lambda f: f.name in common):  # (a stable sort: each group keeps its order)
         value = getattr(op, f.name)
         default = f.default_factory() if f.default_factory is not msgspec.NODEFAULT else f.default

@@ -8,7 +8,6 @@ msgspec's encoding of these structs, so one run gives one byte sequence.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import msgspec
 
@@ -37,8 +36,8 @@ class StepResult(msgspec.Struct):
 
 class ExpectResult(msgspec.Struct):
     key: str
-    expected: Any
-    actual: Any
+    expected: object
+    actual: object
     ok: bool
     step: int | None = None  # checked right after this step ([step.expect]); None: at the end
 

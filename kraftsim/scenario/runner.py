@@ -37,7 +37,7 @@ from kraftsim.scenario.results import (
 )
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
-from kraftsim.sim import SimConfig, SimError, Simulation
+from kraftsim.sim import SimConfig, SimError, SimEvent, Simulation
 
 @dataclass
 class RunOutcome:
@@ -50,7 +50,7 @@ class RunOutcome:
 
 def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | None = None,
                  on_step: Callable[[StepResult], None] | None = None,
-                 on_event: Callable[[Any], None] | None = None,
+                 on_event: Callable[[SimEvent], None] | None = None,
                  on_progress: Callable[[int, int], None] | None = None) -> RunOutcome:
     """Run one scenario; `seed` overrides the file's. `on_step` hears each step as it ends;
     `on_event` hears every simulator event (kraftsim.sim.SimEvent) once the cluster is stable
@@ -120,7 +120,7 @@ def _roll_to_mixed_releases(sim: Simulation, scenario: Scenario) -> str | None:
 
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
-            on_event: Callable[[Any], None] | None = None,
+            on_event: Callable[[SimEvent], None] | None = None,
             on_progress: Callable[[int, int], None] | None = None) -> RunOutcome:
     sim = _create(scenario, seed, directory)
     try:

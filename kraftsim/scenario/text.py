@@ -3,7 +3,6 @@ the simulated time, then the expectations, the invariants and PASS or FAIL."""
 
 from __future__ import annotations
 
-from typing import Any
 
 from kraftsim.scenario.language import NodeSel
 from kraftsim.scenario.ops import (
@@ -103,7 +102,7 @@ def step_lines(step: Step, res: StepResult) -> list[str]:
     return out
 
 
-def _value(v: Any) -> str:
+def _value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, dict):

@@ -17,7 +17,7 @@ import tomllib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, TypeVar, cast
+from typing import Iterable, TypeVar, cast
 
 import msgspec
 
@@ -83,7 +83,7 @@ def _known_keys(cls: type) -> list[str]:
 T = TypeVar("T")
 
 
-def _convert(raw: Any, cls: type[T], file: str, *, step: int | None = None, prefix: str = "") -> T:
+def _convert(raw: object, cls: type[T], file: str, *, step: int | None = None, prefix: str = "") -> T:
     """msgspec.convert with its complaint turned into one line naming the key."""
     try:
         return msgspec.convert(raw, type=cls)
@@ -115,7 +115,7 @@ def _convert(raw: Any, cls: type[T], file: str, *, step: int | None = None, pref
 _GOT = {"str": str, "int": int, "float": float, "bool": bool, "array": list, "object": dict}
 
 
-def _bad_table_key(raw: Any, path: str, msg: str) -> str:
+def _bad_table_key(raw: object, path: str, msg: str) -> str:
     """".name" of the first entry of the table at `path` whose value has the type msgspec got."""
     table = raw
     for part in [p for p in path.split(".") if p]:
@@ -423,7 +423,7 @@ def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     return msgspec.structs.replace(c, from_=str(source), release=release, releases=_check_releases(c, check, None))
 
 
-def _check_step(raw: Any, index: int, check: _Checker) -> Step:
+def _check_step(raw: object, index: int, check: _Checker) -> Step:
     if not isinstance(raw, dict):
         raise check.fail(None, "expected a table", index)
     op = raw.get("op")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
     CreatableTopic,
@@ -27,6 +27,7 @@ from kraftsim.versions import ToolFailure
 
 if TYPE_CHECKING:  # features_tool is imported where used: serving a cluster never runs kafka-features
     from kraftsim.sim import features_tool
+    from kraftsim.controller import ControllerContext, ControllerResult
     from kraftsim.sim.engine.core import Engine
     from kraftsim.sim.types import SimConfig
     from kraftsim.versions import Catalog
@@ -103,7 +104,7 @@ class AdminMixin:
                 return None  # neither committed nor known lost by the deadline
         return None
 
-    def _controller_call(self, rule: Callable[..., Any]) -> Any:
+    def _controller_call(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult:
         result = self._client_request(lambda leader: self.engine.execute(rule))
         if result is None:
             raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
@@ -138,7 +139,7 @@ class AdminMixin:
             raise SimError(errors[0].error_message or f"CreateTopics failed for {errors[0].name}")
         return names
 
-    def send_create_topics(self, topics: Sequence[CreatableTopic], validate_only: bool = False) -> Any:
+    def send_create_topics(self, topics: Sequence[CreatableTopic], validate_only: bool = False) -> ControllerResult | None:
         """CreateTopics as a client sends it: the controller's result (its `response` holds
         one answer per topic) once committed, or None when no controller answered in time."""
         if self._wait_leader() is None or self.engine.controller is None:
@@ -149,18 +150,18 @@ class AdminMixin:
         self._finish_op("create-topics")
         return result
 
-    def send_delete_topics(self, names: Sequence[str]) -> Any:
+    def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:
         """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""
         request = DeleteTopicsRequest(tuple(DeleteTopicState(name=n) for n in names))
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: delete_topics(ctx, request)))
         self._finish_op("delete-topics")
         return result
 
-    def send_unregister_broker(self, broker_id: int) -> Any:
+    def send_unregister_broker(self, broker_id: int) -> ControllerResult | None:
         """UnregisterBroker as a client sends it: the controller's result, or None on a timeout."""
         e = self.engine
 
-        def call(leader: Member) -> Any:
+        def call(leader: Member) -> ControllerResult | None:
             assert e.controller is not None
             heartbeats = e.controller.heartbeats
             return e.execute(lambda ctx: unregister_broker(ctx, broker_id, heartbeats))
@@ -187,7 +188,7 @@ class AdminMixin:
         snaps_before = {m.id: len(m.node.snapshot_events()) for m in running}  # type: ignore[union-attr]
         request = UpdateFeaturesRequest(tuple(updates[f] for f in sorted(updates)), validate_only)
 
-        def call(leader: Member) -> Any:
+        def call(leader: Member) -> ControllerResult:
             assert e.controller is not None
             start = leader.log.log_end_offset
             answer = e.controller.update_features(request)

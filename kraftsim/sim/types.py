@@ -89,7 +89,7 @@ class SimEvent(msgspec.Struct, frozen=True):
     kind: str
     details: dict[str, Any]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"time_ms": self.time_ms, "node": self.node, "kind": self.kind, "details": self.details}
 
 

@@ -87,11 +87,11 @@ class SegmentMap(SortedDict):  # type: ignore[misc]  # (sortedcontainers has no 
             self._last = self.peekitem(-1)[1]
         return self._last
 
-    def __setitem__(self, key: Any, value: Any) -> None:
+    def __setitem__(self, key: object, value: object) -> None:
         self._last = None
         super().__setitem__(key, value)
 
-    def __delitem__(self, key: Any) -> None:
+    def __delitem__(self, key: object) -> None:
         self._last = None
         super().__delitem__(key)
 
@@ -99,7 +99,7 @@ class SegmentMap(SortedDict):  # type: ignore[misc]  # (sortedcontainers has no 
         self._last = None
         return super().pop(*args)
 
-    def popitem(self, *args: Any) -> Any:
+    def popitem(self, *args: object) -> object:
         self._last = None
         return super().popitem(*args)
 
@@ -107,15 +107,15 @@ class SegmentMap(SortedDict):  # type: ignore[misc]  # (sortedcontainers has no 
         self._last = None
         super().clear()
 
-    def setdefault(self, *args: Any) -> Any:
+    def setdefault(self, *args: object) -> object:
         self._last = None
         return super().setdefault(*args)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
+    def update(self, *args: object, **kwargs: object) -> None:
         self._last = None
         super().update(*args, **kwargs)
 
-    def __ior__(self, other: Any) -> SegmentMap:
+    def __ior__(self, other: object) -> SegmentMap:
         self._last = None
         return super().__ior__(other)  # type: ignore[no-any-return]
 

@@ -47,10 +47,10 @@ class QuorumState:
     applied_offset: int = 0
     current_voters: tuple[int, ...] | None = field(default=())
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         if self.data_version not in (0, 1):
             raise KraftsimError(f"unsupported quorum-state data_version {self.data_version}")
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for jname, pname, kind, versions in _FIELDS:
             if self.data_version in versions:
                 value = getattr(self, pname)

@@ -154,7 +154,7 @@ def unregister_broker(served: ServedCluster, listener: Listener, version: int, b
 AUTO_CREATE_PARTITIONS, AUTO_CREATE_REPLICATION_FACTOR = 1, 1
 
 
-def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
     """Metadata with Kafka's automatic topic creation: a broker asked for topics it does not
     know, by a request that allows it (always before v4, AllowAutoTopicCreation from v4) and
     with auto.create.topics.enable (true by default; `ServedCluster.auto_create_topics`),

@@ -78,7 +78,7 @@ class ParsedRequest:
     api_version: int
     correlation_id: int
     client_id: str
-    body: dict[str, Any]
+    body: dict[str, object]
     header_version: int = 2
     header_tags: tuple[tuple[int, bytes], ...] = ()
 
@@ -86,9 +86,9 @@ class ParsedRequest:
 # ----------------------------------------------------------------------------- dict <-> Struct
 
 
-def _to_dict_functions(rt: RecordType) -> dict[str, Callable[[Any], dict[str, Any]]]:
+def _to_dict_functions(rt: RecordType) -> dict[str, Callable[[object], dict[str, object]]]:
     """Generated Struct -> dict functions, one per struct of a message (by struct name)."""
-    functions: dict[str, Callable[[Any], dict[str, Any]]] = {}
+    functions: dict[str, Callable[[object], dict[str, object]]] = {}
 
     def build(spec: StructSpec) -> None:
         if spec.name in functions:
@@ -125,10 +125,10 @@ class Message:
         return RecordType(self.schema, kafka_names=True)
 
     @functools.cached_property
-    def to_dict(self) -> Callable[[Any], dict[str, Any]]:
+    def to_dict(self) -> Callable[[object], dict[str, object]]:
         return _to_dict_functions(self.rt)[self.schema.body.name]
 
-    def from_dict(self, body: Mapping[str, Any]) -> Any:
+    def from_dict(self, body: Mapping[str, object]) -> object:
         """The message of a dict of Kafka's field names; missing fields get their defaults."""
         try:
             return msgspec.convert(body, self.rt.cls)
@@ -142,11 +142,11 @@ class Message:
     def flexible(self, version: int) -> bool:
         return version in self.schema.flexible_versions
 
-    def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, Any], int]:
+    def decode(self, buf: bytes, pos: int, version: int) -> tuple[dict[str, object], int]:
         message, end = self.rt.decoder(version)(buf, pos)
         return self.to_dict(message), end
 
-    def encode(self, body: Mapping[str, Any], version: int, out: bytearray) -> None:
+    def encode(self, body: Mapping[str, object], version: int, out: bytearray) -> None:
         """Append the body at `version` to `out`; ValueError names a value that does not fit its type."""
         message = self.from_dict(body)
         try:
@@ -262,7 +262,7 @@ def parse_request(frame: bytes, catalog: Catalog | None = None) -> ParsedRequest
                          unknown_tagged_fields(header))
 
 
-def encode_request(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any],
+def encode_request(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, object],
                    client_id: str | None = "kraftsim", catalog: Catalog | None = None) -> bytes:
     """A whole request frame, size prefix included (for clients and tests)."""
     cat = catalog or default_catalog()
@@ -280,7 +280,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, body: Ma
 # ----------------------------------------------------------------------------- responses
 
 
-def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, Any],
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: Mapping[str, object],
                     catalog: Catalog | None = None) -> bytes:
     """A whole response frame, size prefix included; fields missing from `body` get their defaults."""
     cat = catalog or default_catalog()
@@ -295,7 +295,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: M
     return bytes(out)
 
 
-def parse_response(api_key: int, api_version: int, frame: bytes, catalog: Catalog | None = None) -> tuple[int, dict[str, Any]]:
+def parse_response(api_key: int, api_version: int, frame: bytes, catalog: Catalog | None = None) -> tuple[int, dict[str, object]]:
     """A response frame (without its size prefix) to (correlation id, body), for clients and tests.
 
     Raises FrameError when it does not parse; trailing bytes are an error here (a client

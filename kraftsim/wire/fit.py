@@ -16,7 +16,7 @@ from kraftsim.wire.codec import default_catalog
 
 def fit(spec: StructSpec, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
     """`body` without the fields (at any depth) that `version` of `spec` does not have."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in spec.fields:
         if f.name not in body or version not in f.versions:
             continue
@@ -30,5 +30,5 @@ def fit(spec: StructSpec, version: int, body: Mapping[str, Any]) -> dict[str, An
     return out
 
 
-def fit_response(api_key: int, version: int, body: Mapping[str, Any]) -> dict[str, Any]:
+def fit_response(api_key: int, version: int, body: Mapping[str, object]) -> dict[str, object]:
     return fit(default_catalog().api(api_key).response.schema.body, version, body)

@@ -13,15 +13,18 @@ node's ApiVersions range, so the client can retry at a version both know.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import error_codes
 from kraftsim.sim.node.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
+if TYPE_CHECKING:
+    from kraftsim.image import BrokerRegistration, MetadataImage
+
 Body = dict[str, Any]
-Handler = Callable[[ServedCluster, Listener, int, Mapping[str, Any]], Body]
+Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
 METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
 ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
@@ -70,7 +73,7 @@ def unsupported_api_versions(served: ServedCluster, listener: Listener) -> Body:
                                                    for k, lo, hi in r.api_keys]}
 
 
-def alive_brokers(served: ServedCluster, listener: Listener) -> list[Any]:
+def alive_brokers(served: ServedCluster, listener: Listener) -> list[BrokerRegistration]:
     """Unfenced registered brokers in the node's own image (Kafka's alive brokers), by id."""
     image = served.sim.image(listener.node_id)
     if image is None:
@@ -78,7 +81,7 @@ def alive_brokers(served: ServedCluster, listener: Listener) -> list[Any]:
     return sorted((b for b in image.cluster.brokers.values() if not b.fenced), key=lambda b: b.id)
 
 
-def _broker_entry(served: ServedCluster, b: Any, id_key: str) -> Body:
+def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> Body:
     port = served.port_of(b.id, BROKER)
     return {id_key: b.id, "Host": served.host, "Port": port if port is not None else -1, "Rack": b.rack}
 
@@ -183,7 +186,7 @@ def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synony
             "Documentation": None}
 
 
-def _broker_configs(image: Any, broker: str | None, with_synonyms: bool) -> list[Body]:
+def _broker_configs(image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
     """A broker's dynamic configs as Kafka describes them: its own (DYNAMIC_BROKER_CONFIG)
     over the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG); `broker` None describes
     the defaults alone (`--entity-default`). Static and default configs are not modelled
@@ -192,13 +195,13 @@ def _broker_configs(image: Any, broker: str | None, with_synonyms: bool) -> list
     own = image.configs.config(BROKER_RESOURCE, broker) if broker is not None else {}
     out = []
     for name in sorted(set(defaults) | set(own)):
-        chain = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
+        chain: list[Body] = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
             ([{"Name": name, "Value": defaults[name], "Source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if name in defaults else [])
         out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms))
     return out
 
 
-def _topic_configs(image: Any, topic: str, broker: str, with_synonyms: bool) -> list[Body]:
+def _topic_configs(image: MetadataImage, topic: str, broker: str, with_synonyms: bool) -> list[Body]:
     """A topic's own configs (TOPIC_CONFIG), and for the others with a broker-level synonym
     set dynamically, the inherited value with the broker's source, as Kafka describes them."""
     own = image.configs.config(TOPIC_RESOURCE, topic)
@@ -234,7 +237,7 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     return {"Results": results}
 
 
-def describe_acls(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+def describe_acls(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
     """DescribeAcls (`kafka-acls --list`): a served node runs Kafka's default configuration,
     without `authorizer.class.name`, so it answers as such a node does (SECURITY_DISABLED)."""
     return {"ErrorCode": code("SECURITY_DISABLED"), "ErrorMessage": NO_AUTHORIZER, "Resources": []}

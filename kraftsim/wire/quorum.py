@@ -8,7 +8,7 @@ to the active controller.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from kraftsim.sim import SimError
 from kraftsim.wire.admin_handlers import refusal
@@ -33,7 +33,7 @@ def _partition_error(name: str, text: str | None) -> Body:
          "HighWatermark": -1, "CurrentVoters": [], "Observers": []}]}]}
 
 
-def describe_quorum(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+def describe_quorum(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
     refused = refusal(served, listener)
     if refused is not None:
         if listener.role == CONTROLLER:

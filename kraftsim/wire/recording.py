@@ -39,7 +39,7 @@ class Recorder:
         if self._last_ms < 0:
             self._last_ms = self.origin_ms
 
-    def add(self, op: str, args: dict[str, Any], at_ms: int, end_ms: int, error: str | None = None) -> None:
+    def add(self, op: str, args: dict[str, object], at_ms: int, end_ms: int, error: str | None = None) -> None:
         """One act that started at `at_ms` and ended at `end_ms` (simulated)."""
         if at_ms > self._last_ms:
             self.steps.append(Step("run", {"ms": at_ms - self._last_ms}))

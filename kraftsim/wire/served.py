@@ -100,11 +100,11 @@ class ServedCluster:
 
     # ------------------------------------------------------------------ operations
 
-    def record(self, op: str, args: dict[str, Any], at_ms: int) -> None:
+    def record(self, op: str, args: dict[str, object], at_ms: int) -> None:
         if self.recorder is not None:
             self.recorder.add(op, args, at_ms, self.sim.now_ms)
 
-    def operate(self, op: str, args: dict[str, Any]) -> None:
+    def operate(self, op: str, args: dict[str, object]) -> None:
         """A scenario op (crash, stop, start, partition, heal, run, roll) on the served cluster,
         recorded; refusals raise SimError with Kafka's text (and are recorded as expected)."""
         at = self.sim.now_ms

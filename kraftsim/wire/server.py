@@ -235,11 +235,11 @@ class WireServer:
             return None
         return _with_correlation_id(hit[2], req.correlation_id)
 
-    def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, Any]]:
+    def _api_versions(self, listener: Listener, version: int) -> tuple[int, dict[str, object]]:
         return api_versions(self.served, listener, version)
 
     def _cached(self, listener: Listener, api_key: int, version: int, correlation_id: int,
-                build: Callable[[Listener, int], tuple[int, dict[str, Any]]]) -> bytes:
+                build: Callable[[Listener, int], tuple[int, dict[str, object]]]) -> bytes:
         """The answer that depends only on the node's image and release (ApiVersions, Metadata
         of all topics): built once per image the node applied, then only the correlation id
         changes. Clients poll these; the cache is what keeps a poll cheap."""

@@ -11,7 +11,7 @@ import asyncio
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from kraftsim.sim import Simulation
 from kraftsim.wire.control import ControlEndpoint, Reply, captured
@@ -28,7 +28,7 @@ class Commands(Protocol):
     def run(self, argv: Sequence[str]) -> int:
         """Run the command as it runs on its own (it opens the directory); its exit code."""
 
-    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, Any]] | None:
+    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, object]] | None:
         """The scenario step (op, args) the command made, ending with `code`, when it changed the cluster."""
 #: How long (wall seconds) a caller waits for the loop thread to carry out one control.
 CALL_TIMEOUT_S = 120.0

@@ -12,13 +12,16 @@ being added or removed, unknown topics left out.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import topic_name_error
 from kraftsim.wire.admin_handlers import refusal
 from kraftsim.wire.handlers import Body, Handler, code
 from kraftsim.wire.served import Listener, ServedCluster
+
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataImage, PartitionRegistration
 
 LIST_PARTITION_REASSIGNMENTS_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY = 46, 75
 #: Kafka's max.request.partition.size.limit default: the most partitions one answer carries.
@@ -59,6 +62,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
                                "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in INTERNAL_TOPICS,
                                "Partitions": []})
             continue
+        assert image is not None  # (the topic was found in it)
         first = cursor["PartitionIndex"] if cursor is not None and name == start_name else 0
         parts = dict(topic.sorted_partitions())
         upper = min(len(parts), first + remaining)
@@ -72,7 +76,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
     return {"Topics": topics, "NextCursor": next_cursor}
 
 
-def _partition(image: Any, index: int, p: Any) -> Body:
+def _partition(image: MetadataImage, index: int, p: PartitionRegistration) -> Body:
     """One partition as the broker's metadata cache describes it: every replica, the leader
     when it is a registered broker, offline replicas (unregistered or fenced brokers)."""
     brokers = image.cluster.brokers

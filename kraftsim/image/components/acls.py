@@ -44,7 +44,7 @@ EMPTY_ACLS = AclsImage()
 class AclsDelta:
     def __init__(self, image: AclsImage):
         self.image = image
-        self.changes: dict[Uuid, Any] = {}
+        self.changes: dict[Uuid, object] = {}
 
     def replay_acl(self, r: Any) -> None:
         self.changes[intern.uuid(r.id)] = StandardAcl.from_record(r)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from kraftsim.image.pmap import DELETE, PMap
 
-REMOVE: Any = DELETE
+REMOVE: object = DELETE
 
 
 class NestedDelta:
@@ -21,12 +21,12 @@ class NestedDelta:
 
     def __init__(self, base: PMap[Any, Mapping[Any, Any]]):
         self.base = base
-        self.changes: dict[Any, dict[Any, Any]] = {}  # outer -> inner -> value | REMOVE
+        self.changes: dict[object, dict[object, object]] = {}  # outer -> inner -> value | REMOVE
 
-    def set(self, outer: Any, inner: Any, value: Any) -> None:
+    def set(self, outer: object, inner: object, value: object) -> None:
         self.changes.setdefault(outer, {})[inner] = value
 
-    def delete_all(self, outer: Any) -> None:
+    def delete_all(self, outer: object) -> None:
         """Remove every inner key, including ones set earlier in this delta."""
         base = self.base.get(outer) or {}
         self.changes[outer] = {k: REMOVE for k in base}
@@ -38,9 +38,9 @@ class NestedDelta:
                 mentioned.setdefault(k, REMOVE)
 
     def apply(self) -> PMap[Any, Mapping[Any, Any]]:
-        outer_changes: dict[Any, Any] = {}
+        outer_changes: dict[object, object] = {}
         for outer, inner_changes in self.changes.items():
-            old: Mapping[Any, Any] = self.base.get(outer) or {}
+            old: Mapping[object, object] = self.base.get(outer) or {}
             new = dict(old)
             for k, v in inner_changes.items():
                 if v is REMOVE:

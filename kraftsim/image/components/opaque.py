@@ -13,7 +13,7 @@ bytes, so they sort deterministically. No removal semantics are guessed.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Iterator
 
 import msgspec
 
@@ -29,7 +29,7 @@ class OpaqueRecord:
 
     __slots__ = ("record_type", "version", "message", "_bytes")
 
-    def __init__(self, record_type: RecordType, version: int, message: Any):
+    def __init__(self, record_type: RecordType, version: int, message: object):
         self.record_type = record_type
         self.version = version
         self.message = message
@@ -59,7 +59,7 @@ def _key_fields(record_type: RecordType) -> list[str]:
     return [f.py_name for f in record_type.schema.body.fields if f.map_key]
 
 
-def opaque_key(record_type: RecordType, message: Any) -> OpaqueKey:
+def opaque_key(record_type: RecordType, message: object) -> OpaqueKey:
     keys = _key_fields(record_type)
     if keys:
         return record_type.name, canon(tuple(getattr(message, k) for k in keys))
@@ -92,9 +92,9 @@ EMPTY_OPAQUE = OpaqueImage()
 class OpaqueDelta:
     def __init__(self, image: OpaqueImage):
         self.image = image
-        self.changes: dict[OpaqueKey, Any] = {}
+        self.changes: dict[OpaqueKey, object] = {}
 
-    def replay(self, record_type: RecordType, version: int, message: Any) -> None:
+    def replay(self, record_type: RecordType, version: int, message: object) -> None:
         self.changes[opaque_key(record_type, message)] = OpaqueRecord(record_type, version, message)
 
     def finish_snapshot(self) -> None:

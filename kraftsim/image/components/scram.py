@@ -48,7 +48,7 @@ EMPTY_SCRAM = ScramImage()
 class ScramDelta:
     def __init__(self, image: ScramImage):
         self.image = image
-        self.changes: dict[tuple[int, str], Any] = {}
+        self.changes: dict[tuple[int, str], object] = {}
 
     def replay_credential(self, r: Any) -> None:
         self.changes[(r.mechanism, r.name)] = ScramCredential(bytes(r.salt), bytes(r.stored_key), bytes(r.server_key),

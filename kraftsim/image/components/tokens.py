@@ -42,7 +42,7 @@ EMPTY_DELEGATION_TOKENS = DelegationTokensImage()
 class DelegationTokensDelta:
     def __init__(self, image: DelegationTokensImage):
         self.image = image
-        self.changes: dict[str, Any] = {}
+        self.changes: dict[str, object] = {}
 
     def replay_token(self, r: Any) -> None:
         self.changes[r.token_id] = DelegationToken.from_record(r)

@@ -82,7 +82,7 @@ class SnapshotContents:
     loss: LossReport = field(default_factory=LossReport)
     registry: Registry | None = None
     #: The ConfigRecords the writer's replay ignored (summary.configs_dropped); None: none.
-    configs_dropped: dict[str, Any] | None = None
+    configs_dropped: dict[str, object] | None = None
 
     def write(self, out: Path | str, *, time_ms: int | Clock | None = None, fsync: bool = True) -> Path:
         """Write the snapshot into directory `out` under Kafka's name, or to the file `out`."""
@@ -169,7 +169,7 @@ def _check_id(directory: Path, log: MetadataLog, sid: SnapshotId, high_watermark
 
 
 def _raft_state(directory: Path, log: MetadataLog, result: LoadResult,
-                registry: Registry) -> tuple[int | None, Any]:
+                registry: Registry) -> tuple[int | None, object]:
     """(kraft.version, VotersRecord message) at the snapshot's offset − 1: what the snapshot
     the load started from (or the dynamic quorum's 0-0 checkpoint) says in its header,
     updated by the control records the loader met in the log after it."""
@@ -182,7 +182,7 @@ def _raft_state(directory: Path, log: MetadataLog, result: LoadResult,
             loader.voters if loader.voters is not None else voters)
 
 
-def _header_state(header: list[LogEntry]) -> tuple[int | None, Any]:
+def _header_state(header: list[LogEntry]) -> tuple[int | None, object]:
     """(kraft.version, VotersRecord message) from a snapshot's header batch."""
     kraft, voters = None, None
     for e in header:

@@ -62,7 +62,7 @@ SHARED_SERVER_DEFAULTS = SnapshotTriggers(max_bytes=20 * MIB, max_time_ms=60 * M
 class Emitter(Protocol):
     """Writes a snapshot of an image unless it exists (SnapshotEmitter, or a test double)."""
 
-    def maybe_emit(self, image: MetadataImage, *, losses: LossReport | None = None) -> Any: ...
+    def maybe_emit(self, image: MetadataImage, *, losses: LossReport | None = None) -> object: ...
 
 
 class SnapshotFault(KraftsimError):
@@ -85,7 +85,7 @@ class GeneratorEvent:
     emitted: bool
     reason: str  # why a snapshot was due
     message: str  # the line Kafka would log
-    result: Any = None  # what the emitter returned
+    result: object = None  # what the emitter returned
     losses: LossReport | None = None
 
 

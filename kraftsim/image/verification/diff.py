@@ -16,7 +16,9 @@ Registration listener and feature lists are compared as sets (their order is not
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator, Mapping, TypeVar
+
+import msgspec
 
 from kraftsim.image.components.cluster import SET_FIELDS, BrokerRegistration, ControllerRegistration
 from kraftsim.image.components.configs import resource_type_name
@@ -28,7 +30,7 @@ from kraftsim.image.components.quotas import entity_text
 from kraftsim.image.components.scram import mechanism_name
 from kraftsim.protocol.primitives import Uuid
 
-ABSENT: Any = MISSING
+ABSENT: object = MISSING
 
 
 @dataclass(frozen=True)
@@ -42,8 +44,8 @@ class Change:
     component: str
     entity: str
     field: str | None
-    old: Any
-    new: Any
+    old: object
+    new: object
 
     @property
     def kind(self) -> str:
@@ -69,7 +71,7 @@ class Symbol(str):
     """An enum-like name, printed without quotes (RECOVERED, RECOVERING)."""
 
 
-def show(v: Any) -> str:
+def show(v: object) -> str:
     """Values as the diff prints them: lists in brackets, null, quoted strings, lower-case bools."""
     if v is ABSENT or v is None:
         return "null"
@@ -128,6 +130,10 @@ def _registration_changes(
                 yield Change(component, entity, f"{label} {name}", xa.get(name, ABSENT), xb.get(name, ABSENT))
 
 
+K = TypeVar("K")
+V = TypeVar("V")
+S = TypeVar("S", bound=msgspec.Struct)
+
 def _pmap_diff(a: PMap[Any, Any], b: PMap[Any, Any]) -> list[tuple[Any, Any, Any]]:
     return sorted(a.diff(b), key=lambda t: _sort_key(t[0]))
 
@@ -168,7 +174,7 @@ def _cluster(a: MetadataImage, b: MetadataImage) -> Iterator[Change]:
                 yield from _registration_changes("cluster", entity, old, new)
 
 
-def _describe(v: Any) -> Any:
+def _describe(v: object) -> object:
     if isinstance(v, (BrokerRegistration, ControllerRegistration)):
         return f"(epoch {getattr(v, 'epoch', '-')}, incarnation {v.incarnation_id})"
     return v
@@ -203,7 +209,8 @@ def _topics(a: MetadataImage, b: MetadataImage) -> Iterator[Change]:
                 yield from _partition_changes(pentity, p, q)
 
 
-def _nested(component: str, a: PMap[Any, Any], b: PMap[Any, Any], entity_of: Any) -> Iterator[Change]:
+def _nested(component: str, a: PMap[K, Mapping[str, V]], b: PMap[K, Mapping[str, V]],
+            entity_of: Callable[[K], str]) -> Iterator[Change]:
     for key, old, new in _pmap_diff(a, b):
         entity = entity_of(key)
         da = {} if old is MISSING else old
@@ -233,7 +240,7 @@ def _producer_ids(a: MetadataImage, b: MetadataImage) -> Iterator[Change]:
         yield Change("producer_ids", "producer ids", "next producer id", x, y)
 
 
-def _simple(component: str, label: Any, a: PMap[Any, Any], b: PMap[Any, Any]) -> Iterator[Change]:
+def _simple(component: str, label: Callable[[K, S], str], a: PMap[K, S], b: PMap[K, S]) -> Iterator[Change]:
     for key, old, new in _pmap_diff(a, b):
         entity = label(key, new if old is MISSING else old)
         if old is MISSING or new is MISSING:

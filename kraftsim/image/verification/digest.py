@@ -207,7 +207,7 @@ class DigestCache:
         self._subtrees[id(node)] = (node, total)
         return total
 
-    def _leaf_sum(self, items: Iterable[tuple[Any, Any]]) -> int:
+    def _leaf_sum(self, items: Iterable[tuple[Uuid, TopicImage]]) -> int:
         prefix = b"topics\x00"
         cache = self._topics
         total = 0

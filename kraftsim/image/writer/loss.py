@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from kraftsim.image.errors import UnwritableMetadataException
 
@@ -32,7 +32,7 @@ class Loss:
     entity: str  # whose, e.g. "broker 1"
     summary: str  # Kafka's loss string (or kraftsim's, where Kafka has none)
     metadata_version: str  # the version string of the target metadata.version
-    path: tuple[Any, ...] = ()  # where in the image: ("cluster", "brokers", 1, "directories")
+    path: tuple[object, ...] = ()  # where in the image: ("cluster", "brokers", 1, "directories")
     kafka_reported: bool = True
 
     @property
@@ -169,7 +169,7 @@ class LossReport:
 _PARTITION_ENTITY = re.compile(r"topic (?P<topic>\S+) partition \d+")
 
 
-def _natural(text: str) -> list[Any]:
+def _natural(text: str) -> list[object]:
     """topic-2 before topic-10."""
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
 

@@ -25,7 +25,6 @@ import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Any
 
 import msgspec
 
@@ -123,13 +122,13 @@ def affected_components(catalog: Catalog, source: MVLike, target: MVLike,
     return tuple(out)
 
 
-def _merge(old: Any, new: Any) -> Any:
+def _merge(old: object, new: object) -> object:
     """`new`, but sharing every entity of `old` that came out equal (persistent maps are updated, not replaced)."""
     if old == new:
         return old
     if not isinstance(old, msgspec.Struct):
         return new
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     for f in old.__struct_fields__:
         a, b = getattr(old, f), getattr(new, f)
         if isinstance(a, PMap) and isinstance(b, PMap):

@@ -6,7 +6,6 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.importing.build import write_cluster
@@ -26,7 +25,7 @@ class ImportResult:
     plan: ImportPlan
     saved: SavedState
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, object]:
         return summary_dict(self.plan, self.saved, self.directory)
 
     def lines(self) -> list[str]:

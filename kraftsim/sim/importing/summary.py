@@ -27,7 +27,7 @@ def _rack(image: MetadataImage, node_id: int) -> str | None:
     return None if reg is None else reg.rack
 
 
-def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[str, Any]:
+def summary_dict(plan: ImportPlan, saved: SavedState, directory: Path) -> dict[str, object]:
     image = plan.image
     ref = plan.reference
     return {

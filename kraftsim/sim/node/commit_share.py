@@ -15,7 +15,10 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataLoader
 
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 
@@ -23,13 +26,13 @@ from kraftsim.sim.node.snapshot_share import SnapshotShare
 #: (images are persistent structures: one more image costs what its commit changed).
 KEEP = 1 << 16
 
-BatchKey = Any  # what names a batch's bytes: (base offset, last offset, epoch, CRC), or the bytes
+BatchKey = object  # what names a batch's bytes: (base offset, last offset, epoch, CRC), or the bytes
 
 
 class CommitShare:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep_limit = keep
-        self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self._done: OrderedDict[tuple[object, ...], tuple[object, ...]] = OrderedDict()
         self.replayed = 0
         self.adopted = 0
         self.rebased = 0
@@ -47,14 +50,14 @@ class CommitShare:
         that look up many batches in a row (`find`'s test, done by the caller)."""
         return self._done
 
-    def find(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> tuple[Any, ...] | None:
+    def find(self, software: tuple[Any, ...], batch: BatchKey, loader: MetadataLoader) -> tuple[Any, ...] | None:
         """What another loader got from this batch on this loader's image, if any."""
         hit = self._done.get((software, batch))
         if hit is None or hit[0] is not loader.image or hit[1] != (loader.kraft_version, loader.voters):
             return None
         return hit
 
-    def keep(self, software: tuple[Any, ...], batch: BatchKey, before: Any, raft_before: tuple[Any, Any],
+    def keep(self, software: tuple[object, ...], batch: BatchKey, before: object, raft_before: tuple[object, object],
              loader: Any, raw: bytes | None = None) -> None:
         """Remember what `loader` got from `batch` on the image `before`; `raw`: the batch's
         checked bytes, for a reader that compares bytes instead of parsing them

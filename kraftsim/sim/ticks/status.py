@@ -15,13 +15,13 @@ from kraftsim.sim.node.simnode import SimNode
 from kraftsim.versions import FEATURE_NAME as MV_NAME, range_text
 
 
-def _registration(cluster: SimCluster, node: SimNode) -> dict[str, Any] | None:
+def _registration(cluster: SimCluster, node: SimNode) -> dict[str, object] | None:
     """The node's registrations as the active controller sees them (without one: as the
     node's own replica says, or unknown for a stopped node)."""
     image = cluster.image() or node.image
     if image is None:
         return None
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if node.state.is_broker:
         reg = image.cluster.broker(node.id)
         if reg is not None:
@@ -37,7 +37,7 @@ def _registration(cluster: SimCluster, node: SimNode) -> dict[str, Any] | None:
     return out
 
 
-def cluster_status(cluster: SimCluster) -> dict[str, Any]:
+def cluster_status(cluster: SimCluster) -> dict[str, object]:
     st = cluster.state
     leader = cluster.leader_node()
     finalized = leader.finalized() if leader is not None else None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import load_path
@@ -21,6 +21,10 @@ from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, cluster_lock, read_quorum_state
 from kraftsim.versions import Catalog
+
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataImage
+    from kraftsim.sim.saved import SavedState
 
 TICKS, EVENTS = "ticks", "events"
 
@@ -105,9 +109,9 @@ def open_for_tool(directory: Path | str, *, passive: bool, emit=print):  # type:
     return SimulationView(sim, passive)
 
 
-def _registration(image: Any, node: dict[str, Any], incarnation: str) -> dict[str, Any]:
+def _registration(image: MetadataImage, node: dict[str, Any], incarnation: str) -> dict[str, Any]:
     """The node's registrations in `image`, in the shape `cluster status --json` gives."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     reg = image.cluster.broker(node["id"]) if "broker" in node["roles"] else None
     if reg is not None:
         out["broker"] = {"epoch": reg.epoch, "fenced": reg.fenced, "in_controlled_shutdown": reg.in_controlled_shutdown,
@@ -135,11 +139,11 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
             sim.close()
 
 
-def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
+def _status(d: Path, saved: SavedState, sim: Simulation) -> dict[str, Any]:
     catalog = sim.catalog
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     leaders: dict[tuple[int, int], int] = {}
-    images: dict[int, Any] = {}
+    images: dict[int, MetadataImage] = {}
     epochs = [0]  # every epoch a node's quorum-state names, with or without a leader (an imported cluster)
     for n in saved.nodes:
         meta = node_directory(d, n.id) / METADATA_DIR_NAME
@@ -182,10 +186,10 @@ def _status(d: Path, saved: Any, sim: Simulation) -> dict[str, Any]:
     leader_node = sim.engine.member(leader).node if leader is not None and leader in sim.engine.members else None
     leader_image = images.get(leader) if leader is not None else None
     incarnations = {n.id: n.incarnation for n in saved.nodes}
-    for n in nodes:
-        n["active_controller"] = n["id"] == leader
-        image = leader_image if leader_image is not None else images.get(n["id"])
-        n["registration"] = None if image is None else _registration(image, n, incarnations[n["id"]])
+    for row in nodes:
+        row["active_controller"] = row["id"] == leader
+        image = leader_image if leader_image is not None else images.get(row["id"])
+        row["registration"] = None if image is None else _registration(image, row, incarnations[row["id"]])
     fin = leader_node.finalized() if leader_node is not None else None
     return {"directory": str(d), "engine": EVENTS, "cluster_id": saved.cluster_id, "seed": saved.seed,
             "time_ms": saved.now_ms, "policies": list(saved.policies), "voters": list(saved.voters),

@@ -31,8 +31,8 @@ class Health:
 
     invariants: list[dict[str, str]] = field(default_factory=list)  # {"name", "detail"}
     leader: str | None = None  # why there is no leader, when there is none
-    down: list[dict[str, Any]] = field(default_factory=list)  # {"id", "state", "detail"}: crashed or stopped
-    stopped_themselves: list[dict[str, Any]] = field(default_factory=list)  # {"id", "detail"}
+    down: list[dict[str, object]] = field(default_factory=list)  # {"id", "state", "detail"}: crashed or stopped
+    stopped_themselves: list[dict[str, object]] = field(default_factory=list)  # {"id", "detail"}
     behind: list[dict[str, int]] = field(default_factory=list)  # {"id", "log_end_offset", "committed_end", "by"}
     diverged: list[dict[str, int]] = field(default_factory=list)  # {"id", "offset", "leader"}
 
@@ -41,7 +41,7 @@ class Health:
         return not (self.invariants or self.leader or self.down or self.stopped_themselves or self.behind
                     or self.diverged)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"healthy": self.healthy, **asdict(self)}
 
     def lines(self) -> list[str]:

@@ -4,9 +4,9 @@ listeners and features in the order Kafka's maps hold them."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator, Protocol, TypeVar
 
-from kraftsim.image.components.cluster import ClusterImage
+from kraftsim.image.components.cluster import BrokerRegistration, ClusterImage, ControllerRegistration
 from kraftsim.image.writer.kafka_order import (
     broker_feature_order, broker_listener_order, controller_list_order, node_id_order,
 )
@@ -40,7 +40,7 @@ def _brokers(cluster: ClusterImage, target: WriteTarget) -> Iterator[Payload]:
     optional = [(attr, field, target.holds(rule), rule) for attr, field, rule in BROKER_OPTIONAL]
     cordon_ok = target.holds(BROKER_CORDONED_LOG_DIRS)
     for b in (cluster.brokers[i] for i in node_id_order(cluster.brokers.keys())):
-        fields: dict[str, Any] = {}
+        fields: dict[str, object] = {}
         for attr, field, ok, rule in optional:
             value = getattr(b, attr)
             if not value:
@@ -75,14 +75,22 @@ def _controllers(cluster: ClusterImage, target: WriteTarget) -> Iterator[Payload
             **_registration_lists(c, cep, cfeat, controller_list_order, controller_list_order)))
 
 
-def _in_order(items: tuple[Any, ...], order: Callable[[list[str]], list[str]]) -> list[Any]:
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+def _in_order(items: tuple[_N, ...], order: Callable[[list[str]], list[str]]) -> list[_N]:
     """A registration's listeners or features (record order) in the order Kafka writes them."""
     by_name = {x.name: x for x in items}
     return [by_name[n] for n in order([x.name for x in items])]
 
 
-def _registration_lists(reg: Any, endpoint: type, feature: type, listener_order: Callable[[list[str]], list[str]],
-                        feature_order: Callable[[list[str]], list[str]]) -> dict[str, list[Any]]:
+def _registration_lists(reg: BrokerRegistration | ControllerRegistration, endpoint: type, feature: type, listener_order: Callable[[list[str]], list[str]],
+                        feature_order: Callable[[list[str]], list[str]]) -> dict[str, list[object]]:
     """A registration record's `end_points` and `features`, in the order Kafka writes them."""
     return {
         "end_points": [endpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)

@@ -31,7 +31,7 @@ def positional_constructor(cls: Any, fields: tuple[str, ...]) -> Callable[..., A
     if tuple(getattr(cls, "__struct_fields__", ())[:len(fields)]) == fields:
         return cls  # type: ignore[no-any-return]
 
-    def by_name(*values: Any) -> Any:
+    def by_name(*values: object) -> object:
         return cls(**dict(zip(fields, values)))
 
     return by_name
