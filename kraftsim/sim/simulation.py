@@ -166,10 +166,13 @@ class Simulation(AdminMixin):
         for n in nodes:
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation,
                               configs=n.configs)
+
+            def formatted(line: str, i: int = n.id) -> None:
+                sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]})
+
             try:
                 format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
-                            release_version=release_version, features=feats, dynamic=dynamic,
-                            emit=lambda line, i=n.id: sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]}))
+                            release_version=release_version, features=feats, dynamic=dynamic, emit=formatted)
             except KraftsimError as e:
                 sim.close_files()
                 _remove_made(d, existed)  # nothing half-made is left behind
@@ -465,15 +468,15 @@ class Simulation(AdminMixin):
         self._finish_op("roll")
         failed = [m.detail for m in self.engine.ordered() if m.status == FAILED and m.detail and m.id in ids]
         if problems or failed:
-            raise SimError((problems or failed)[0])  # type: ignore[arg-type]
+            raise SimError((problems or failed)[0])
 
     def add_node(self, role: str, release: str, node_id: int | None = None) -> int:
         if role not in (BROKER, CONTROLLER):
             raise SimError(f"unknown role {role!r}: expected \"broker\" or \"controller\"")
         try:
             self.catalog.find_release(release)
-        except KraftsimError as e:
-            raise SimError(str(e)) from None
+        except KraftsimError as err:
+            raise SimError(str(err)) from None
         e = self.engine
         nid = max(e.members) + 1 if node_id is None else node_id
         if nid < 0:
@@ -519,7 +522,7 @@ class Simulation(AdminMixin):
     def directory_id(self, node_id: int) -> Uuid | None:
         """The node's metadata directory id (its meta.properties), None without one."""
         self.engine.member(node_id)
-        return self.engine.directory_id_of(node_id)  # type: ignore[no-any-return]
+        return self.engine.directory_id_of(node_id)
 
     def add_controller(self, node_id: int | None = None, release: str | None = None) -> int:
         """`kafka-metadata-quorum add-controller`: a controller not yet in the cluster is first
@@ -552,8 +555,7 @@ class Simulation(AdminMixin):
 
     def _voter_change(self, request: Callable[[], None], node_id: int, label: str) -> None:
         e = self.engine
-        e.run_until(e.now + SETTLE_MS, lambda: e.leader_member() is not None and e.leader_member().high_watermark
-                    is not None)  # the admin client finds the active controller first
+        e.run_until(e.now + SETTLE_MS, lambda: _leader_has_high_watermark(e))  # the admin client finds the active controller first
         if e.record_static_voters():  # an upgraded static quorum: its voter set goes into the log first
             e.run_until(e.now + SETTLE_MS, lambda: _voters_committed(e))
         try:
@@ -787,6 +789,11 @@ class Simulation(AdminMixin):
                 f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
 
 
+def _leader_has_high_watermark(e: Engine) -> bool:
+    leader = e.leader_member()
+    return leader is not None and leader.high_watermark is not None
+
+
 def _voters_committed(e: Engine) -> bool:
     leader = e.leader_member()
     return leader is not None and leader.high_watermark is not None and leader.voters_offset < leader.high_watermark
@@ -816,8 +823,11 @@ def _remove_made(d: Path, existed: bool) -> None:
 def _refused_for_good(m: Member) -> bool:
     if m.status == FAILED:
         return True
-    return bool(m.detail) and m.broker_epoch is None and not any(t in m.detail for t in TRANSIENT_REFUSALS) \
-        and m.detail.startswith("Unable to register")
+    detail = m.detail
+    if not detail:
+        return False
+    return m.broker_epoch is None and not any(t in detail for t in TRANSIENT_REFUSALS) \
+        and detail.startswith("Unable to register")
 
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "SavedState", "Simulation", "read_saved"]

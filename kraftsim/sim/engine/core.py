@@ -21,20 +21,19 @@ import random
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 from kraftsim.protocol.batch import BatchSlice, split_batches
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.controller.activation import ActivationError
 from kraftsim.controller.context import ControllerConfig, ControllerContext
-from kraftsim.controller.quorum_controller import QuorumController
+from kraftsim.controller.quorum_controller import QuorumController, ReplayState
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
 from kraftsim.image import RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.node.commit_share import CommitShare
-from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.events import Event, LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
@@ -59,7 +58,7 @@ from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.storage.names import segment_file_name, snapshot_file_name
+from kraftsim.storage.names import SnapshotId, segment_file_name, snapshot_file_name
 from kraftsim.versions import Catalog
 
 DOWN = (STOPPED, CRASHED, FAILED)
@@ -96,7 +95,7 @@ class Engine:
         #: The parts the Engine is composed of, each holding a reference to it.
         #: The replica keys (id -> directory id) of the newest VotersRecord any replica has seen,
         #: and its offset: what a replica without a record of its own is checked against.
-        self.voter_keys: dict[int, Any] = {}
+        self.voter_keys: dict[int, Uuid] = {}
         self.voter_keys_offset = -2
         self.raft = Raft(self)
         self.reconfig = Reconfig(self)
@@ -108,7 +107,7 @@ class Engine:
         self.handlers.update(self.fetcher.handlers())
         self.handlers.update(self.lifecycle.handlers())
         #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
-        self._event: tuple[int, int, str, int | None, Any] | None = None
+        self._event: Event | None = None
         self._event_n = 0
         self._event_text = "start"
         self._event_name = LazyText(lambda: self.current_event)
@@ -118,7 +117,7 @@ class Engine:
         #: Committed batches replayed once across the nodes (kraftsim.sim.node.commit_share).
         self.share = CommitShare()
         #: (release, end offset, its last batch's index entry, the controller's ReplayState there).
-        self._checkpoint: tuple[str, int, tuple[int, ...], Any] | None = None
+        self._checkpoint: tuple[str, int, tuple[int, ...], ReplayState] | None = None
         #: Snapshots written by `take_snapshot` (a node's cached snapshot list is stale after one).
         self.snapshots_taken = 0
         self._snapshots_seen: dict[int, int] = {}
@@ -149,7 +148,7 @@ class Engine:
         """Whether timeline events are wanted (building them costs when nobody subscribes)."""
         return self.on_event is not None and self.net.verbose
 
-    def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None:
+    def emit(self, node: int | None, kind: str, details: dict[str, object]) -> None:
         if self.on_event is not None and self.net.verbose:
             self.on_event(SimEvent(self.now, node, kind, details))
 
@@ -459,7 +458,7 @@ class Engine:
 
     # -------------------------------------------------------------- snapshots
 
-    def install_snapshot(self, m: Member, sid: Any, data: bytes) -> None:
+    def install_snapshot(self, m: Member, sid: SnapshotId, data: bytes) -> None:
         """A fetched snapshot replaces the node's log: the log starts again after it (Kafka's
         truncateFullyAndStartAt), and the loader reloads from it."""
         node = m.node
@@ -572,7 +571,7 @@ class Engine:
             return
         self._checkpoint = (m.state.release, end, batch_key(last), qc.state.copy())
 
-    def _controller_checkpoint(self, m: Member) -> tuple[Any, int] | None:
+    def _controller_checkpoint(self, m: Member) -> tuple[ReplayState, int] | None:
         cp = self._checkpoint
         if cp is None or cp[0] != m.state.release or cp[1] > m.log.log_end_offset or cp[1] <= m.log.log_start_offset:
             return None

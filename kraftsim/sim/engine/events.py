@@ -113,7 +113,7 @@ class Network:
     """Seeded delay and loss, and partitions (see the module docstring)."""
 
     def __init__(self, scheduler: Scheduler, rng: random.Random, *, delay_ms: tuple[int, int], loss: float,
-                 deliver: Callable[[Message], None], emit: Callable[[int | None, str, dict[str, Any]], None],
+                 deliver: Callable[[Message], None], emit: Callable[[int | None, str, dict[str, object]], None],
                  deliver_drops_partitioned: bool = False):
         """`deliver` gets each message as it lands. With `deliver_drops_partitioned` it is
         handed the message directly and must itself drop one whose ends are in different

@@ -7,11 +7,11 @@ a follower that far behind up to the snapshot."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, Protocol
+from typing import Protocol
 
 from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.invariants import Checker
-from kraftsim.sim.engine.raft import Raft
+from kraftsim.sim.engine.raft import Handler, Raft
 from kraftsim.sim.engine.reconfig import Reconfig
 from kraftsim.sim.engine.member import (
     LEADER,
@@ -21,6 +21,8 @@ from kraftsim.sim.engine.member import (
     last_entry,
 )
 from kraftsim.sim.types import RUNNING, SimConfig
+from kraftsim.protocol.batch import RecordBatch
+from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import SnapshotId, snapshot_file_name
 
 
@@ -42,8 +44,8 @@ class FetchContext(Protocol):
     def event_name(self) -> LazyText: ...
     def describe_event(self) -> str: ...
     def listening(self) -> bool: ...
-    def emit(self, node: int | None, kind: str, details: dict[str, Any]) -> None: ...
-    def install_snapshot(self, m: Member, sid: Any, data: bytes) -> None: ...
+    def emit(self, node: int | None, kind: str, details: dict[str, object]) -> None: ...
+    def install_snapshot(self, m: Member, sid: SnapshotId, data: bytes) -> None: ...
 
 #: Batches a leader sends in one fetch response at most (Kafka: by bytes, 8 MiB).
 FETCH_MAX_BATCHES = 64
@@ -65,7 +67,7 @@ class Fetcher:
         self.raft = engine.raft
         self.reconfig = engine.reconfig
 
-    def handlers(self) -> dict[str, Any]:
+    def handlers(self) -> dict[str, Handler]:
         """The messages of replication, by kind, as the Engine dispatches them."""
         return {"fetch": self._on_fetch, "fetch-reply": self._on_fetch_reply,
                 "fetch-snapshot": self._on_fetch_snapshot, "fetch-snapshot-reply": self._on_fetch_snapshot_reply}
@@ -83,7 +85,8 @@ class Fetcher:
             m.fetch_rotation += 1
             target = self.engine.voters[m.fetch_rotation % len(self.engine.voters)]
         m.fetch_in_flight, m.fetch_target = True, target
-        log = m.node.log  # (m.log, without the property)
+        log: MetadataLog | None = m.node.log  # (m.log, without the property)
+        assert log is not None
         seg = log.active_segment  # (log_end_offset and last_entry's common case, inlined)
         if seg is not None and seg.entries:
             e = seg.entries[-1]
@@ -125,7 +128,10 @@ class Fetcher:
             and not self.reconfig.is_voter_key(msg.src, d.get("directory_id"), m.voters_record)
         if not other_key:
             ls.last_fetch_from[msg.src] = self.sched.now_ms
-        log = m.node.log  # (m.log and log.active_segment, without the properties: every fetch)
+        node = m.node
+        assert node is not None  # (a message is handled by a running node)
+        log: MetadataLog | None = node.log  # (m.log and log.active_segment, without the properties: every fetch)
+        assert log is not None
         offset, fetched_epoch = d["offset"], d["last_epoch"]
         log_start = log.log_start_offset
         seg = log.active_segment
@@ -175,7 +181,7 @@ class Fetcher:
             del ls.parked[msg.src]
             self.serve_fetch(m, msg)
 
-    def serve_fetch(self, m: Member, msg: Message, served: dict[int, list] | None = None) -> None:
+    def serve_fetch(self, m: Member, msg: Message, served: dict[int, list[RecordBatch]] | None = None) -> None:
         """Answer a fetch with the leader's flushed batches from its offset (each as the
         leader's checked parse of its bytes: the follower appends the bytes, `batch.raw`).
         `served`: the lists of batches already found for other fetches answered at this same
@@ -190,13 +196,13 @@ class Fetcher:
         self.net.send(Message(m.id, msg.src, "fetch-reply", m.epoch, {  # (_reply_fetch, inlined)
             "batches": batches, "leader": m.id, "high_watermark": m.high_watermark}))
 
-    def _flushed_batches(self, m: Member, offset: int) -> list:
+    def _flushed_batches(self, m: Member, offset: int) -> list[RecordBatch]:
         """The leader's flushed batches from `offset`, at most FETCH_MAX_BATCHES."""
-        batches: list = []
+        batches: list[RecordBatch] = []
         flushed = m.flushed_end
         if offset < flushed:
             append = batches.append
-            log = m.node.log  # (m.log and log.active_segment, without the properties)
+            log = m.log
             seg = log.active_segment
             if seg is not None and offset >= seg.base_offset and offset >= log.log_start_offset:
                 # (log.batches' common case, inlined: every fetch that finds something passes here)
@@ -220,11 +226,11 @@ class Fetcher:
         if ls is None:
             return
         parked, ls.parked = ls.parked, {}
-        served: dict[int, list] = {}  # (most parked fetches ask from the same offset: found once)
+        served: dict[int, list[RecordBatch]] = {}  # (most parked fetches ask from the same offset: found once)
         for replica in sorted(parked):
-            self.serve_fetch(m, parked[replica][1], served)  # type: ignore[arg-type]
+            self.serve_fetch(m, parked[replica][1], served)
 
-    def _reply_fetch(self, m: Member, dst: int, data: dict[str, Any]) -> None:
+    def _reply_fetch(self, m: Member, dst: int, data: dict[str, object]) -> None:
         data["leader"] = m.id
         data["high_watermark"] = m.high_watermark
         self.net.send(Message(m.id, dst, "fetch-reply", m.epoch, data))
@@ -258,7 +264,10 @@ class Fetcher:
         fs = m.following
         if fs is not None:
             fs.last_fetch_ok_ms = self.sched.now_ms
-        log = m.node.log  # (m.log, without the property)
+        node = m.node
+        assert node is not None  # (a message is handled by a running node)
+        log: MetadataLog | None = node.log  # (m.log, without the property)
+        assert log is not None
         if "diverging" in d:
             epoch, end = d["diverging"]
             _, mine = end_offset_for_epoch(log, epoch, self.snapshot_pair(m))
@@ -356,14 +365,16 @@ class Fetcher:
         only through the node's own generator (its events), `take_snapshot` (counted) or an
         install (a new node object); retention removes files only as its log start moves."""
         node = m.node
-        assert node is not None and node.log is not None
+        assert node is not None
+        log: MetadataLog | None = node.log
+        assert log is not None
         events = len(node.generator.events) if node.generator is not None else 0
         cached = m.snapshot_cache
-        if cached is not None and cached[0] is node and cached[1] == (events, node.log.log_start_offset,
+        if cached is not None and cached[0] is node and cached[1] == (events, log.log_start_offset,
                                                                        self.engine.snapshots_taken):
-            return cached[2]  # type: ignore[no-any-return]
-        ids = node.log.snapshot_ids()
-        m.snapshot_cache = (node, (events, node.log.log_start_offset, self.engine.snapshots_taken), ids)
+            return cached[2]
+        ids = log.snapshot_ids()
+        m.snapshot_cache = (node, (events, log.log_start_offset, self.engine.snapshots_taken), ids)
         return ids
 
     def _on_fetch_snapshot(self, m: Member, msg: Message) -> None:

@@ -36,6 +36,7 @@ from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import snapshot_path
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class Checker:
         #: Digest parts of images compared before (images are immutable: see DigestCache).
         self.digests = DigestCache()
         #: A node's snapshot ids (the Engine's kept listing; by default the directory's).
-        self.snapshot_ids: Callable[[Member], list] = lambda m: m.log.snapshot_ids()
+        self.snapshot_ids: Callable[[Member], list[SnapshotId]] = lambda m: m.log.snapshot_ids()
         self._snapshots_checked: set[tuple[int, int, int]] = set()
         #: CRC-32s of batch bytes compared before, by the bytes object (`_crc`).
         self._crcs: dict[int, tuple[bytes, int]] = {}
@@ -192,7 +193,9 @@ class Checker:
         if prev is not None and hw < prev:
             self.fail("MonotonicHighWatermark", f"{event}: node {m.id}'s high watermark went back from {prev} to {hw}")
         self.hw[m.id] = hw
-        log = m.node.log  # (m.log, without the property: after every commit on every node)
+        node = m.node
+        assert node is not None and node.log is not None
+        log = node.log  # (m.log, without the property: after every commit on every node)
         if m.role != "leader" and hw <= self.committed_end:
             # A follower's high watermark now covers batches it may have appended above its old
             # one, from a leader since deposed: those must be the committed ones.
@@ -379,6 +382,7 @@ class Checker:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
             node = m.node
+            assert node.loader is not None and node.log is not None
             upto = node.applied_offset + 1
             key = (self._shadow_gen.get(m.id, 0), m.state.release)
             software = (m.state.release, node.kip_778)

@@ -232,14 +232,14 @@ class Lifecycle:
 
     def _resend_policy(self, m: Member) -> str:
         catalog = m.node.catalog if m.node is not None else self.engine.catalog.at_release(m.state.release)
-        return catalog.policy("broker_resend_backoff")  # type: ignore[no-any-return]
+        return catalog.policy("broker_resend_backoff")
 
     def _rpc_timeout_ms(self, m: Member) -> int:
         """The heartbeat channel's request timeout: half the session timeout in 3.x, one
         heartbeat interval from KAFKA-19294 on."""
         if self._resend_policy(m) == "heartbeat-interval":
-            return self.config.broker_heartbeat_interval_ms  # type: ignore[no-any-return]
-        return self.config.broker_session_timeout_ms // 2  # type: ignore[no-any-return]
+            return self.config.broker_heartbeat_interval_ms
+        return self.config.broker_session_timeout_ms // 2
 
     def _after_failure(self, m: Member, comm: BrokerComm) -> None:
         jitter = random.Random(f"kraftsim:{self.engine.seed}:resend:{m.id}:{m.state.starts}:{comm.sent}")
@@ -287,7 +287,7 @@ class Lifecycle:
         cached = m.registration_due
         if cached is not None and cached[0] is node and cached[1] is image.features and cached[2] is image.cluster \
                 and cached[3] == m.state.incarnation:
-            return cached[4]  # type: ignore[no-any-return]
+            return cached[4]
         due = self._registration_due_on(m, node, image)
         m.registration_due = (node, image.features, image.cluster, m.state.incarnation, due)
         return due
@@ -350,7 +350,7 @@ class Lifecycle:
             return CATCH_UP_HEARTBEAT_MS
         if comm.state == RECOVERY and not reply.is_fenced:
             comm.state = RUNNING
-        return self.config.broker_heartbeat_interval_ms  # type: ignore[no-any-return]
+        return self.config.broker_heartbeat_interval_ms
 
     def _refused(self, m: Member, what: str, error: str, message: str | None) -> None:
         text = (f"Unable to register {what} {m.id} because the controller returned error {error}"

@@ -17,9 +17,9 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.engine.events import Message
 from kraftsim.sim.node.simnode import NodeState, SimNode
 from kraftsim.sim.types import RUNNING
-from kraftsim.storage import MetadataLog
+from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import SnapshotId
-from kraftsim.storage.segment import IndexEntry
+from kraftsim.storage.segment import IndexEntry, LogSegment
 
 UNATTACHED, FOLLOWER, PROSPECTIVE, CANDIDATE, LEADER, RESIGNED, OBSERVER = (
     "unattached", "follower", "prospective", "candidate", "leader", "resigned", "observer")
@@ -91,6 +91,9 @@ class FollowerState:
 
 @dataclass(slots=True)
 class Member:
+    """One node as the engine runs it: its process, its raft state (the state of its current
+    role in one of `leading`, `election`, `following`), its fetcher's and lifecycle's soft state."""
+
     state: NodeState
     voter: bool
     status: str = RUNNING  # running | stopped | crashed | failed
@@ -213,8 +216,10 @@ class Member:
 
     @property
     def log(self) -> MetadataLog:
-        assert self.node is not None and self.node.log is not None
-        return self.node.log
+        assert self.node is not None
+        log: MetadataLog | None = self.node.log
+        assert log is not None
+        return log
 
     @property
     def applied(self) -> int:
@@ -228,9 +233,9 @@ def last_entry(log: MetadataLog) -> IndexEntry | None:
     if seg is not None and seg.entries:
         return seg.entries[-1]  # (the common case: asked on every fetch)
     for key in reversed(log.segments.keys()):
-        seg = log.segments[key]
-        if len(seg):
-            return seg.entries[-1]
+        older: LogSegment = log.segments[key]
+        if len(older):
+            return older.entries[-1]
     return None
 
 
@@ -252,7 +257,8 @@ def entry_at(log: MetadataLog, offset: int) -> IndexEntry | None:
     if found is None:
         return None
     key, i = found
-    return log.segments[key].entries[i]
+    holder: LogSegment = log.segments[key]
+    return holder.entries[i]
 
 
 def last_epoch(log: MetadataLog, snapshot_epoch: int = 0) -> int:

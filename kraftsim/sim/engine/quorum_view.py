@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from kraftsim.javacompat import hash_map_order
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.engine.member import LEADER
+from kraftsim.sim.engine.member import LEADER, Member, VotersRecordView
 from kraftsim.sim.node.simnode import CONTROLLER_LISTENER
 from kraftsim.sim.types import SimError
 from kraftsim.sim.node.voters import replica_key_hash
@@ -99,12 +99,12 @@ def quorum_info(engine: Engine, cluster_id: str) -> QuorumInfo:
                       engine.kraft_version, voters, tuple(observers))
 
 
-def _kip_853(m: Any) -> bool:
+def _kip_853(m: Member) -> bool:
     """The leader's release knows kraft.version 1 (Kafka 3.9 on)."""
     return m.node is not None and m.node.catalog.supported_features().get("kraft.version", (0, 0))[1] >= 1
 
 
-def _voter_endpoints(record: Any) -> dict[int, tuple[str, ...]]:
+def _voter_endpoints(record: VotersRecordView | None) -> dict[int, tuple[str, ...]]:
     out: dict[int, tuple[str, ...]] = {}
     for v in record.voters if record is not None else ():
         out[v.voter_id] = tuple(f"{e.name}://{'[' + e.host + ']' if ':' in e.host else e.host}:{e.port}"

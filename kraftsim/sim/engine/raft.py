@@ -28,10 +28,13 @@ What each node does, in kraftsim's words (Kafka's KafkaRaftClient is the referen
 
 from __future__ import annotations
 
-from typing import Any
+import random
+from collections.abc import Callable
+from typing import Protocol
 
 from kraftsim.protocol.entries import Payload, encode_control_batch
-from kraftsim.sim.engine.events import Message
+from kraftsim.sim.engine.events import LazyText, Message, Network, Scheduler
+from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.member import (
     CANDIDATE,
     FOLLOWER,
@@ -47,6 +50,61 @@ from kraftsim.sim.node.state_files import write_if_changed
 from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
 from kraftsim.storage import leader_epoch_text, write_quorum_state
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
+from kraftsim.sim.types import SimConfig, SimEvent
+from kraftsim.versions import Catalog
+
+class FetchSteps(Protocol):
+    """What Raft and Reconfig ask of the Fetcher part (fetching.py, which imports both)."""
+
+    def fetch(self, m: Member) -> None: ...
+    def last_epoch(self, m: Member) -> int: ...
+    def answer_parked(self, m: Member) -> None: ...
+
+
+class MembershipSteps(Protocol):
+    """What Raft asks of the Reconfig part (reconfig.py, which imports this module)."""
+
+    def read_voters(self, m: Member, *, initial: bool = False) -> None: ...
+    def start_of_epoch_membership(self, m: Member) -> list[Payload]: ...
+    def voters_committed(self, m: Member) -> None: ...
+
+
+class RaftContext(Protocol):
+    """What the Raft part uses of the Engine it is part of: the shared clock, network, checker
+    and random generator, the cluster's voters and kraft.version, its other parts (Fetcher,
+    Reconfig), and the active controller's steps."""
+
+    net: Network
+    sched: Scheduler
+    config: SimConfig
+    checker: Checker
+    rng: random.Random
+    catalog: Catalog
+    voters: tuple[int, ...]
+    kraft_version: int
+    config_fsync: bool
+    on_event: Callable[[SimEvent], None] | None
+
+    @property
+    def fetcher(self) -> FetchSteps: ...
+    @property
+    def reconfig(self) -> MembershipSteps: ...
+    @property
+    def now(self) -> int: ...
+    @property
+    def event_name(self) -> LazyText: ...
+    def describe_event(self) -> str: ...
+    def listening(self) -> bool: ...
+    def emit(self, node: int | None, kind: str, details: dict[str, object]) -> None: ...
+    def activate_controller(self, m: Member) -> None: ...
+    def drop_controller(self, m: Member) -> None: ...
+    def apply_committed(self, m: Member) -> None: ...
+    def keep_controller_state(self, m: Member) -> None: ...
+
+
+#: A raft message's handler, as the Engine dispatches it.
+Handler = Callable[[Member, Message], None]
+
 
 class Raft:
     """The raft part of the Engine (see the module docstring), which owns one; the Engine's
@@ -54,7 +112,7 @@ class Raft:
     (reconfig.py) keeps each replica's voter set, changing roles through `become_voter`,
     `become_observer` and `become_unattached`."""
 
-    def __init__(self, engine: Any) -> None:
+    def __init__(self, engine: RaftContext) -> None:
         self.engine = engine  # (the Engine: raft reads its shared state, voters and kraft.version)
         # (fixed for the engine's life, and read on every event: kept here)
         self.net = engine.net
@@ -63,7 +121,7 @@ class Raft:
         self.checker = engine.checker
         self.rng = engine.rng
 
-    def handlers(self) -> dict[str, Any]:
+    def handlers(self) -> dict[str, Handler]:
         """The messages of elections, by kind, as the Engine dispatches them."""
         return {"vote": self._on_vote, "vote-reply": self._on_vote_reply,
                 "begin-epoch": self._on_begin_epoch, "end-epoch": self._on_end_epoch}
@@ -75,7 +133,7 @@ class Raft:
         if m.node is None:
             state = quorum_state(self.engine.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
                                  voters=m.voters or self.engine.voters)
-            write_quorum_state(m.state, state, fsync=self.engine.config_fsync)  # type: ignore[arg-type]
+            write_quorum_state(m.state, state, fsync=self.engine.config_fsync)
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
@@ -105,7 +163,7 @@ class Raft:
 
     # -------------------------------------------------------------- timers
 
-    def _arm(self, m: Member, delay_ms: int, label: str, fire: Any) -> None:
+    def _arm(self, m: Member, delay_ms: int, label: str, fire: Callable[[Member], None]) -> None:
         """(Re)arm the node's one raft timer; an older timer of the node becomes stale."""
         m.timer_gen += 1
         gen = m.timer_gen
@@ -139,7 +197,7 @@ class Raft:
             m.lead(LeaderState(starts[0] if starts else m.log.log_end_offset, {m.id: m.flushed_end},
                                {v: self.engine.now for v in m.voters}))
             self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
-            self.engine.activate_controller(m)  # type: ignore[attr-defined]
+            self.engine.activate_controller(m)
             return
         if m.leader == m.id:
             m.leader = None
@@ -358,7 +416,7 @@ class Raft:
             if v != m.id:
                 self.net.send(Message(m.id, v, "begin-epoch", m.epoch, {}))
         self._arm(m, self.config.fetch_timeout_ms * 3 // 2, "check-quorum", self._on_check_quorum)
-        self.engine.activate_controller(m)  # type: ignore[attr-defined]
+        self.engine.activate_controller(m)
 
     def _on_check_quorum(self, m: Member) -> None:
         ls = m.leading
@@ -383,7 +441,7 @@ class Raft:
         if ls is not None:
             ls.parked = {}
             ls.voter_change = None  # a change in flight is the next leader's to commit, or to lose
-        self.engine.drop_controller(m)  # type: ignore[attr-defined]
+        self.engine.drop_controller(m)
 
     def _on_end_epoch(self, m: Member, msg: Message) -> None:
         """The leader shuts down cleanly (EndQuorumEpoch): its followers elect a successor
@@ -400,7 +458,7 @@ class Raft:
 
     def appended(self, m: Member, from_offset: int) -> None:
         """The leader appended batches from `from_offset`: flush them after the linger."""
-        for fb in m.log.batches(from_offset) if self.engine.listening() else ():  # type: ignore[attr-defined]
+        for fb in m.log.batches(from_offset) if self.engine.listening() else ():
             b = fb.batch
             self.engine.emit(m.id, "append", {"base_offset": b.base_offset, "last_offset": b.last_offset,
                                        "epoch": b.partition_leader_epoch})
@@ -439,8 +497,8 @@ class Raft:
         m.high_watermark = hw
         if self.engine.on_event is not None and self.net.verbose:  # (self.engine.listening(), inlined)
             self.engine.emit(m.id, "commit", {"high_watermark": hw, "previous": old, "epoch": m.epoch})
-        self.checker.high_watermark(self.engine.event_name, m, hw)  # type: ignore[attr-defined]
-        self.engine.apply_committed(m)  # type: ignore[attr-defined]
+        self.checker.high_watermark(self.engine.event_name, m, hw)
+        self.engine.apply_committed(m)
         if m.role == LEADER:
             if m.voters is not self.engine.voters and hw > m.voters_offset:
                 self.engine.reconfig.voters_committed(m)
@@ -448,7 +506,7 @@ class Raft:
                     return
             self.engine.fetcher.answer_parked(m)  # followers waiting at the leader learn the new high watermark
             if hw == m.log.log_end_offset:
-                self.engine.keep_controller_state(m)  # type: ignore[attr-defined]
+                self.engine.keep_controller_state(m)
 
 
 __all__ = ["Raft"]

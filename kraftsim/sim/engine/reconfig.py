@@ -20,7 +20,7 @@ commits the change is done; a leader that removed itself then resigns.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.batch import RecordBatch
@@ -30,6 +30,7 @@ from kraftsim.sim.engine.events import Message
 from kraftsim.sim.engine.events import Network
 from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.member import LEADER, LeaderState, Member, VotersRecordView
+from kraftsim.sim.engine.raft import FetchSteps, Raft
 from kraftsim.sim.node.format import node_directory_id, static_voters_record
 from kraftsim.sim.node.simnode import CONTROLLER_LISTENER
 from kraftsim.sim.types import SimError
@@ -38,14 +39,6 @@ from kraftsim.storage import read_snapshot
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
 from kraftsim.storage.snapshot import snapshot_path
 
-if TYPE_CHECKING:  # (the parts are composed by the Engine)
-    from kraftsim.sim.engine.raft import Raft
-
-
-class FetchStep(Protocol):
-    """What Reconfig asks of the Fetcher part (fetching.py imports this module)."""
-
-    def fetch(self, m: Member) -> None: ...
 
 #: A replica counts as caught up for an add if it fetched within this long (Kafka: an hour)
 #: after having reached the leader's log end once (LeaderState.isReplicaCaughtUp).
@@ -76,7 +69,7 @@ class ReconfigContext(Protocol):
     raft: Raft
 
     @property
-    def fetcher(self) -> FetchStep: ...
+    def fetcher(self) -> FetchSteps: ...
 
     @property
     def now(self) -> int: ...
