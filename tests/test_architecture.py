@@ -298,7 +298,6 @@ DEEP_IMPORTS_BEING_RESTRUCTURED = {
     ("wire.target", "scenario.runner"),
     ("wire.target", "sim.saved"),
     ("wire.target", "testing.steps"),
-    ("wire.topic_handlers", "controller.topics"),
 }
 
 

@@ -97,6 +97,7 @@ from kraftsim.image.publisher.snapshot_create import (
     release_for_level, snapshot_contents,
 )
 from kraftsim.image.publisher.snapshot_emitter import (
+    EmitResult,
     kraft_header_records,
     loader_header_records,
     RetentionSettings,
@@ -187,6 +188,7 @@ __all__ = [
     "ScramImage",
     "SnapshotChoice",
     "SnapshotCreationError",
+    "EmitResult",
     "SnapshotEmitter",
     "SnapshotFault",
     "SnapshotGenerator",

@@ -29,7 +29,7 @@ from kraftsim.controller.context import ControllerConfig, ControllerContext
 from kraftsim.controller.quorum_controller import QuorumController, ReplayState
 from kraftsim.controller.result import ControllerResult
 from kraftsim.errors import KraftsimError
-from kraftsim.image import RetentionSettings, registry_for
+from kraftsim.image import EmitResult, RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.node.commit_share import CommitShare
@@ -488,7 +488,7 @@ class Engine:
             return None
         result = node.generator.emitter.maybe_emit(node.image)
         self.snapshots_taken += 1
-        if result is None:
+        if not isinstance(result, EmitResult):  # None: the snapshot exists already
             return None
         self.emit(m.id, "snapshot", {"end_offset": result.snapshot_id.end_offset, "epoch": result.snapshot_id.epoch,
                                      "records": result.records})
@@ -528,7 +528,7 @@ class Engine:
             return
         self._snapshots_seen[m.id] = len(events)
         for e in list(events)[seen:]:
-            if e.result is not None:
+            if isinstance(e.result, EmitResult):
                 self.emit(m.id, "snapshot", {"end_offset": e.result.snapshot_id.end_offset,
                                              "epoch": e.result.snapshot_id.epoch, "reason": e.reason})
 

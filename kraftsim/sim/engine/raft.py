@@ -47,8 +47,8 @@ from kraftsim.sim.engine.member import (
     Member,
 )
 from kraftsim.sim.node.state_files import write_if_changed
-from kraftsim.sim.node.voters import quorum_state, quorum_state_bytes
-from kraftsim.storage import leader_epoch_text, write_quorum_state
+from kraftsim.sim.node.voters import quorum_state_bytes
+from kraftsim.storage import leader_epoch_text
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE
 from kraftsim.sim.types import SimConfig, SimEvent
 from kraftsim.versions import Catalog
@@ -130,10 +130,7 @@ class Raft:
 
     def persist(self, m: Member) -> None:
         """quorum-state, written when its bytes change (kraftsim.sim.node.state_files)."""
-        if m.node is None:
-            state = quorum_state(self.engine.kraft_version, leader=m.leader, epoch=m.epoch, voted=m.voted,
-                                 voters=m.voters or self.engine.voters)
-            write_quorum_state(m.state, state, fsync=self.engine.config_fsync)
+        if m.node is None:  # its storage is closed (crashed): the file on disk stays as last written
             return
         log = m.node.log
         path = (log.directory if log is not None else m.node.metadata_dir) / QUORUM_STATE_FILE
