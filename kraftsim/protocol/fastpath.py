@@ -61,7 +61,7 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from kraftsim.protocol import compression
 from kraftsim.protocol.primitives import Uuid
@@ -212,12 +212,22 @@ class _Compiler:
         return (cls, bool(flexible), names, untagged_ops, tagged_ops, tuple(defaults), absent)
 
 
+class CompiledCodec(Protocol):
+    """What a program is compiled from: a codec.StructCodec (this module does not import codec)."""
+
+    spec: StructSpec
+    cls: type
+    nested: dict[str, type]
+
+    def flexible(self, version: int) -> bool: ...
+
+
 # Per codec (StructCodec): its compiler and programs by version. Weak keys: the values
 # hold classes and programs, never the codec itself.
-_CODEC_STATE: "weakref.WeakKeyDictionary[Any, tuple[_Compiler, dict[int, _c.Program]]]" = weakref.WeakKeyDictionary()
+_CODEC_STATE: "weakref.WeakKeyDictionary[CompiledCodec, tuple[_Compiler, dict[int, _c.Program]]]" = weakref.WeakKeyDictionary()
 
 
-def program_for_codec(codec: Any, version: int) -> _c.Program:
+def program_for_codec(codec: CompiledCodec, version: int) -> _c.Program:
     """The program of a codec.StructCodec at one version."""
     state = _CODEC_STATE.get(codec)
     if state is None:
@@ -229,7 +239,7 @@ def program_for_codec(codec: Any, version: int) -> _c.Program:
     return prog
 
 
-def wrap_decoder(codec: Any, version: int, pure: Decoder) -> Decoder:
+def wrap_decoder(codec: CompiledCodec, version: int, pure: Decoder) -> Decoder:
     """A decoder with the pure one's signature `(buf, pos) -> (message, pos)`, in C."""
     if not HAVE_SPEEDUPS or FORCED_PURE:
         return pure
@@ -239,7 +249,7 @@ def wrap_decoder(codec: Any, version: int, pure: Decoder) -> Decoder:
         return pure
 
 
-def wrap_encoder(codec: Any, version: int, pure: Encoder) -> Encoder:
+def wrap_encoder(codec: CompiledCodec, version: int, pure: Encoder) -> Encoder:
     """An encoder with the pure one's signature `(message, out: bytearray) -> None`, in C."""
     if not HAVE_SPEEDUPS or FORCED_PURE:
         return pure
@@ -398,9 +408,9 @@ def crc32c(data: bytes) -> int:
     return value
 
 
-def info() -> dict[str, Any]:
+def info() -> dict[str, object]:
     """What is in use, for reports and benchmarks."""
-    facts: dict[str, Any] = {"have_speedups": HAVE_SPEEDUPS, "forced_pure": FORCED_PURE, "enabled": ENABLED}
+    facts: dict[str, object] = {"have_speedups": HAVE_SPEEDUPS, "forced_pure": FORCED_PURE, "enabled": ENABLED}
     if _c is not None:
         facts.update(_c.info())
     return facts
