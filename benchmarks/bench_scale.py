@@ -148,7 +148,8 @@ def markdown(rows: list[dict[str, object]], profiles: dict[str, str]) -> str:
     for r in rows:
         wall = f"> {r['wall_s']}" if r.get("stopped") else str(r["wall_s"])
         prof = " (under cProfile)" if r.get("profiled") else ""
-        failed = "; ".join(str(x) for x in r.get("failed_steps") or [])  # type: ignore[attr-defined]
+        failed = "; ".join(str(x) for x in r.get("failed_steps") or []  # type: ignore[attr-defined]
+                           if "not run:" not in str(x))  # (the first failure, not the steps it stopped)
         stop = f" ({r['stopped']})" if r.get("stopped") else ("" if r["passed"] else f" (exit {r['exit']}: {failed})")
         out.append(f"| {r.get('code', 'this tree')}{prof} | {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
                    f"{r['passed']}{stop} | {r['load_before']} | {r['load_after']} |")

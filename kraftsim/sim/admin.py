@@ -82,7 +82,9 @@ class AdminMixin:
                 if now_leader is None or now_leader.high_watermark is None:
                     return False
                 entry = entry_at(now_leader.log, end - 1)
-                if entry is None or entry.epoch != epoch:
+                if entry is None and now_leader.epoch == epoch and end - 1 < now_leader.log.log_start_offset:
+                    pass  # the same leader snapshotted past them (its log now starts later): committed
+                elif entry is None or entry.epoch != epoch:
                     if now_leader.epoch == epoch:
                         return False
                     outcome.append(False)  # a later leader does not hold the records: they are lost
