@@ -36,7 +36,7 @@ class CommitShare:
         self.replayed = 0
         self.adopted = 0
         self.rebased = 0
-        self._differs: weakref.WeakSet[Any] = weakref.WeakSet()  # loaders found to stand on other metadata
+        self._differs: weakref.WeakSet[MetadataLoader] = weakref.WeakSet()  # loaders found to stand on other metadata
         #: Snapshot files loaded once for the loaders sharing these commits.
         self.snapshots = SnapshotShare()
 
@@ -50,7 +50,7 @@ class CommitShare:
         that look up many batches in a row (`find`'s test, done by the caller)."""
         return self._done
 
-    def find(self, software: tuple[Any, ...], batch: BatchKey, loader: MetadataLoader) -> tuple[Any, ...] | None:
+    def find(self, software: tuple[object, ...], batch: BatchKey, loader: MetadataLoader) -> tuple[Any, ...] | None:
         """What another loader got from this batch on this loader's image, if any."""
         hit = self._done.get((software, batch))
         if hit is None or hit[0] is not loader.image or hit[1] != (loader.kraft_version, loader.voters):
@@ -58,17 +58,19 @@ class CommitShare:
         return hit
 
     def keep(self, software: tuple[object, ...], batch: BatchKey, before: object, raft_before: tuple[object, object],
-             loader: Any, raw: bytes | None = None) -> None:
+             loader: MetadataLoader, raw: bytes | None = None) -> None:
         """Remember what `loader` got from `batch` on the image `before`; `raw`: the batch's
         checked bytes, for a reader that compares bytes instead of parsing them
         (SimNode's catch-up after a start)."""
-        delta, image, manifest = loader.last_publish
+        published = loader.last_publish
+        assert published is not None, "only a commit that published is kept"
+        delta, image, manifest = published
         self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
                                          loader.voters, raw)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
 
-    def rebase(self, software: tuple[Any, ...], batch: BatchKey, loader: Any) -> bool:
+    def rebase(self, software: tuple[object, ...], batch: BatchKey, loader: MetadataLoader) -> bool:
         """Put `loader`, idle after replaying `batch` alone on an image of its own (it started
         from its snapshot, or caught up gathering many batches in one delta), on the image
         another loader of this software got from the same batch, when the two are equal
