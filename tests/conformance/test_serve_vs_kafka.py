@@ -6,7 +6,7 @@ comparison on any release.
 
 A difference that is a known kraftsim gap outside the wire package is listed in KNOWN_GAPS,
 exactly, with where it is to be fixed: the test fails when it changes, so the entry goes
-when the gap is fixed. Releases: KRAFTSIM_CONFORMANCE_SERVE_RELEASES (default 3.7.2 and
+when the gap is fixed. Releases: KRAFTSIM_CONFORMANCE_SERVE_RELEASES (default 3.7.2, 4.0.2 and
 4.4.0). One JVM cluster at a time.
 """
 
@@ -17,7 +17,7 @@ import pytest
 from kraftsim.conformance.cases.serve_tools import differences, live_side, mask, served_side
 from tests.conformance.conftest import _selected, kafka_dist
 
-RELEASES = _selected("KRAFTSIM_CONFORMANCE_SERVE_RELEASES", ("3.7.2", "4.4.0"))
+RELEASES = _selected("KRAFTSIM_CONFORMANCE_SERVE_RELEASES", ("3.7.2", "4.0.2", "4.4.0"))
 
 
 def _api(name: str, key: int, kafka: str, kraftsim: str) -> str:
