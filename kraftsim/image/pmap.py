@@ -398,3 +398,101 @@ class PMap(Generic[K, V]):
             node = max(node, key=_count)
             d += 1
         return d
+
+
+CHUNK_BITS = 3
+CHUNK = 1 << CHUNK_BITS
+CHUNK_MASK = CHUNK - 1
+
+
+class ChunkMap(Mapping[K, V]):
+    """A small persistent map that keeps a dict's order (a topic's partitions by id).
+
+    Why: every commit that changes a partition gives its topic a new image; copying the
+    topic's whole partition dict for it made those copies the largest part of a rolled
+    cluster's memory (the kept commits hold every image). Here the keys' positions (a
+    dict, insertion order) are shared by every version with the same keys, and the values
+    sit in tuples of CHUNK: changing k values copies the chunk tuple's spine and the
+    chunks they fall in, not the map. Iteration, `==` and `get` behave as the dict's
+    (`dict(m)` then `update(changes)`), so outputs built from it do not change.
+    """
+
+    __slots__ = ("_index", "_chunks")
+
+    def __init__(self, index: dict[K, int], chunks: tuple[tuple[V, ...], ...]) -> None:
+        self._index = index  # key -> position; never changed once built (shared between versions)
+        self._chunks = chunks
+
+    @classmethod
+    def of(cls, items: Mapping[K, V]) -> "ChunkMap[K, V]":
+        """A map of `items` in their order."""
+        index = {k: i for i, k in enumerate(items)}
+        values = list(items.values())
+        return cls(index, tuple(tuple(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK)))
+
+    def updated(self, changes: Mapping[K, V]) -> "ChunkMap[K, V]":
+        """This map with `changes` set (new keys after the old ones, in their order)."""
+        index = self._index
+        if any(k not in index for k in changes):
+            merged = dict(self.items())
+            merged.update(changes)
+            return ChunkMap.of(merged)
+        chunks = list(self._chunks)
+        touched: dict[int, list[V]] = {}
+        for k, v in changes.items():
+            i = index[k]
+            c = i >> CHUNK_BITS
+            chunk = touched.get(c)
+            if chunk is None:
+                chunk = touched[c] = list(chunks[c])
+            chunk[i & CHUNK_MASK] = v
+        for c, chunk in touched.items():
+            chunks[c] = tuple(chunk)
+        return ChunkMap(index, tuple(chunks))
+
+    def get(self, key: K, default: Any = None) -> Any:
+        i = self._index.get(key)
+        return default if i is None else self._chunks[i >> CHUNK_BITS][i & CHUNK_MASK]
+
+    def __getitem__(self, key: K) -> V:
+        i = self._index[key]
+        return self._chunks[i >> CHUNK_BITS][i & CHUNK_MASK]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __bool__(self) -> bool:
+        return bool(self._index)
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self._index)
+
+    def values(self) -> Iterator[V]:  # type: ignore[override]
+        for chunk in self._chunks:
+            yield from chunk
+
+    def items(self) -> Iterator[tuple[K, V]]:  # type: ignore[override]
+        return zip(self._index, self.values())
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, ChunkMap):
+            if other._index is self._index or other._index == self._index:
+                return other._chunks == self._chunks  # (tuples skip identical entries)
+            return dict(self.items()) == dict(other.items())
+        if isinstance(other, Mapping):
+            return dict(self.items()) == dict(other.items())
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def chunk_ids(self) -> builtins.set[int]:
+        """Identities of the value chunks (and of the key positions), to measure sharing."""
+        return {id(self._index)} | {id(c) for c in self._chunks}
+
+    def __repr__(self) -> str:
+        return f"ChunkMap({dict(self.items())!r})"

@@ -9,7 +9,7 @@ import sys
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import pmap
-from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, PMap, hash_int, hash_str, hash_uuid, stable_hash
+from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_uuid, stable_hash
 
 ops = st.lists(st.tuples(st.integers(0, 400), st.one_of(st.none(), st.integers(0, 5))), max_size=300)
 
@@ -84,3 +84,24 @@ def test_stable_hashes_do_not_depend_on_the_process() -> None:
     assert len(outs) == 1
     assert hash_str("abc") == hash_str("abc") and stable_hash(("a", 1, None, 1.5, b"x")) > 0
     assert hash_uuid(bytes(16)) == 0
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.dictionaries(st.integers(0, 80), st.integers(0, 5), max_size=60),
+       st.lists(st.dictionaries(st.integers(0, 90), st.integers(0, 5), max_size=20), max_size=5))
+def test_chunk_map_is_a_dict_updated_in_place(start, batches) -> None:
+    """ChunkMap keeps what the topic image's partition dict gave: dict order (new keys after
+    the old), lookups and equality with a dict; a version shares every untouched chunk."""
+    model = dict(start)
+    m = ChunkMap.of(start)
+    for changes in batches:
+        before = m
+        m = m.updated(changes)
+        model.update(changes)
+        assert list(m.items()) == list(model.items()) and list(m) == list(model) and list(m.values()) == list(model.values())
+        assert m == model and model == m and len(m) == len(model) and bool(m) == bool(model)
+        assert all(m.get(k) == model.get(k) and (k in m) == (k in model) for k in range(95))
+        if all(k in before for k in changes):  # same keys: the positions and untouched chunks are shared
+            touched = {pos // pmap.CHUNK for pos, k in enumerate(model) if k in changes}
+            assert len(before.chunk_ids() - m.chunk_ids()) == len(touched)
+        assert (m == before) == (dict(before.items()) == model)
