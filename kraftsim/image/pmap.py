@@ -403,6 +403,8 @@ class PMap(Generic[K, V]):
 CHUNK_BITS = 3
 CHUNK = 1 << CHUNK_BITS
 CHUNK_MASK = CHUNK - 1
+#: The key positions of the maps whose keys are 0..n-1 in order, by n: shared by all of them.
+_DENSE_INDEX: dict[int, dict[Any, int]] = {}
 
 
 class ChunkMap(Mapping[K, V]):
@@ -426,7 +428,13 @@ class ChunkMap(Mapping[K, V]):
     @classmethod
     def of(cls, items: Mapping[K, V]) -> "ChunkMap[K, V]":
         """A map of `items` in their order."""
-        index = {k: i for i, k in enumerate(items)}
+        keys = list(items)
+        n = len(keys)
+        index = _DENSE_INDEX.get(n) if n and keys[0] == 0 and keys[-1] == n - 1 else None
+        if index is None or keys != list(index):
+            index = {k: i for i, k in enumerate(keys)}
+            if n and keys == list(range(n)):  # (every topic's usual partitions: one index for all)
+                _DENSE_INDEX[n] = index
         values = list(items.values())
         return cls(index, tuple(tuple(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK)))
 
