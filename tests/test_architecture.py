@@ -273,6 +273,19 @@ def test_no_package_imports_another_packages_private_module():
     assert wrong == []
 
 
+@pytest.mark.parametrize("package", ["controller", "scenario", "sim", "testing", "wire"])
+def test_lazy_exports_are_listed_and_not_shadowed_by_a_module(package):
+    """A lazy name equal to a submodule's would turn into the module once anything imports
+    that module (the import binds it on the package), and `__all__` is what mypy reads."""
+    import importlib
+
+    front = importlib.import_module(f"kraftsim.{package}")
+    lazy = set(front._MODULE_OF)
+    rooms = {p.stem if p.suffix else p.name for p in (SOURCE / package).iterdir() if not p.name.startswith("_")}
+    assert sorted(lazy & rooms) == []
+    assert sorted(lazy - set(front.__all__)) == []
+
+
 # ------------------------------------------------------------------------------ ARCHITECTURE.md
 
 ARCHITECTURE = REPO / "ARCHITECTURE.md"

@@ -44,7 +44,8 @@ def schema_versions(api_key: int) -> tuple[int, int]:
 
 
 # The server's entry loads on first use: importing the codec starts no server code.
-__getattr__ = exports(__name__, {name: ("kraftsim.wire.api", name) for name in ("ServedKafka", "serve")})
+_MODULE_OF = {name: ("kraftsim.wire.api", name) for name in ("ServedKafka", "serve")}
+__getattr__ = exports(__name__, _MODULE_OF)
 
 __all__ = [
     "API_KEYS",
