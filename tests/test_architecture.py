@@ -236,70 +236,9 @@ IMAGE_ROOMS = {"components", "writer", "loader", "publisher", "verification"}
 #: Imports into another package's modules that the rule allows for a reason, (module, module).
 DEEP_IMPORTS_WITH_A_REASON = {
     ("conformance.kraftsim_side", "cli.main"): "differential cases run the kraftsim command as a user would",
-    ("shell.tree", "controller.acls"): "one name, loaded for ACLs only: the controller package is costly to import",
-    ("pipeline.sweep.report", "scenario.markup"): "kraftsim.scenario exports none of these yet",
-    ("pipeline.sweep.runs", "scenario.results"): "kraftsim.scenario exports none of these yet",
-    ("pipeline.sweep.runs", "scenario.runner"): "kraftsim.scenario exports none of these yet",
     ("pipeline.snapshot_cost", "conformance.dist"): "kraftsim.conformance loads nothing at import: its modules are its API",
     ("pipeline.snapshot_cost", "conformance.snapshot_peer"): "kraftsim.conformance loads nothing at import: its modules are its API",
-    ("conformance.cases.serve_tools", "wire.api"): "kraftsim.wire exports the codec only, so that importing it starts no server code",
 }
-
-#: The deep imports of sim, scenario, testing and wire, which are being restructured: they
-#: pass as they are today and this list only shrinks (each package then imports the others'
-#: public names from the package itself).
-DEEP_IMPORTS_BEING_RESTRUCTURED = {
-    ("pipeline.sweep.faults", "scenario.ops"),
-    ("scenario.apply", "sim.features_tool"),
-    ("scenario.losses", "controller.downgrade_report"),
-    ("scenario.runner", "sim.importing"),
-    ("scenario.text", "sim.node.format"),
-    ("scenario.timeline_svg", "sim.node.format"),
-    ("sim.admin", "controller.cluster_control"),
-    ("sim.admin", "controller.features"),
-    ("sim.engine.core", "controller.activation"),
-    ("sim.engine.core", "controller.context"),
-    ("sim.engine.core", "controller.quorum_controller"),
-    ("sim.engine.core", "controller.result"),
-    ("sim.engine.lifecycle", "controller.cluster_control"),
-    ("sim.features_tool", "controller.features"),
-    ("sim.features_tool", "versions.metadata_version"),
-    ("sim.features_tool", "versions.tool_text"),
-    ("sim.node.api_versions", "versions.metadata_version"),
-    ("sim.node.cordoned", "controller.cordon"),
-    ("sim.node.simnode", "controller.cluster_control"),
-    ("sim.node.simnode", "controller.context"),
-    ("sim.node.simnode", "controller.quorum_features"),
-    ("sim.simulation", "controller.acls"),
-    ("sim.simulation", "controller.cluster_control"),
-    ("sim.simulation", "controller.configs"),
-    ("sim.simulation", "controller.features"),
-    ("sim.ticks.cluster", "controller.cluster_control"),
-    ("sim.ticks.cluster", "controller.context"),
-    ("sim.ticks.cluster", "controller.features"),
-    ("sim.ticks.cluster", "controller.quorum_controller"),
-    ("sim.ticks.cluster", "controller.result"),
-    ("sim.ticks.lifecycle", "controller.cluster_control"),
-    ("sim.ticks.lifecycle", "controller.result"),
-    ("testing.catalogs", "versions.metadata_version"),
-    ("testing.machine", "scenario.language"),
-    ("testing.machine", "scenario.recorded_failure"),
-    ("testing.machine", "scenario.runner"),
-    ("testing.plugin", "wire.api"),
-    ("testing.reproducer", "scenario.language"),
-    ("testing.reproducer", "scenario.recorded_failure"),
-    ("testing.steps", "scenario.apply"),
-    ("testing.steps", "scenario.language"),
-    ("testing.steps", "scenario.ops"),
-    ("wire.admin_handlers", "controller.features"),
-    ("wire.api", "testing.steps"),
-    ("wire.handlers", "sim.node.api_versions"),
-    ("wire.recording", "testing.steps"),
-    ("wire.target", "scenario.runner"),
-    ("wire.target", "sim.saved"),
-    ("wire.target", "testing.steps"),
-}
-
 
 def _deep_imports() -> list[tuple[str, str]]:
     """(module, module of another package it imports) where the rule asks for the package."""
@@ -317,7 +256,7 @@ def _deep_imports() -> list[tuple[str, str]]:
 
 
 def test_packages_import_each_others_public_names_from_the_package():
-    allowed = set(DEEP_IMPORTS_WITH_A_REASON) | DEEP_IMPORTS_BEING_RESTRUCTURED
+    allowed = set(DEEP_IMPORTS_WITH_A_REASON)
     wrong = [f"{mod} imports {target}" for mod, target in _deep_imports() if (mod, target) not in allowed]
     assert wrong == [], "import the name from the package (export it there), or give a reason here"
 
@@ -332,6 +271,19 @@ def test_no_package_imports_another_packages_private_module():
         if _top(target) != _top(mod) and any(p.startswith("_") for p in target.split(".")[2:])
     )
     assert wrong == []
+
+
+@pytest.mark.parametrize("package", ["controller", "scenario", "sim", "testing", "wire"])
+def test_lazy_exports_are_listed_and_not_shadowed_by_a_module(package):
+    """A lazy name equal to a submodule's would turn into the module once anything imports
+    that module (the import binds it on the package), and `__all__` is what mypy reads."""
+    import importlib
+
+    front = importlib.import_module(f"kraftsim.{package}")
+    lazy = set(front._MODULE_OF)
+    rooms = {p.stem if p.suffix else p.name for p in (SOURCE / package).iterdir() if not p.name.startswith("_")}
+    assert sorted(lazy & rooms) == []
+    assert sorted(lazy - set(front.__all__)) == []
 
 
 # ------------------------------------------------------------------------------ ARCHITECTURE.md

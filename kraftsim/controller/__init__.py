@@ -10,48 +10,114 @@ Topics and partitions follow Kafka's files: `topics` (CreateTopics, DeleteTopics
 (ElectLeaders). Names other packages use are exported here.
 """
 
-from kraftsim.controller.api_errors import ApiError, error_codes
-from kraftsim.controller.context import ControllerContext
-from kraftsim.controller.result import ControllerResult
-from kraftsim.controller.partition_change import (
-    PartitionChangeBuilder, is_active, leader_acceptor,
-)
-from kraftsim.javacompat import int_set_order as java_int_set_order
-from kraftsim.controller.replica_placement import UsableBroker, place_replicas
-from kraftsim.controller.replication import (
-    AlterPartitionData, AlterPartitionRequest, AlterPartitionTopic, BrokerState, alter_partition,
-)
-from kraftsim.controller.leader_election import ElectLeadersRequest, TopicPartitions, elect_leaders
-from kraftsim.controller.topics import (
-    CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreateTopicsRequest, DeleteTopicState,
-    DeleteTopicsRequest, create_topics, delete_topics,
-)
+from typing import TYPE_CHECKING
 
+from kraftsim.lazy import exports
+
+if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); at run time each loads on first use
+    from kraftsim.controller.acls import (
+        AclCreation as AclCreation, CreateAclsRequest as CreateAclsRequest, acl_codes as acl_codes,
+        code_name as code_name, create_acls as create_acls,
+    )
+    from kraftsim.controller.activation import ActivationError as ActivationError
+    from kraftsim.controller.api_errors import ApiError as ApiError, error_codes as error_codes
+    from kraftsim.controller.cluster_control import (
+        BrokerHeartbeatReply as BrokerHeartbeatReply, BrokerHeartbeatRequest as BrokerHeartbeatRequest,
+        BrokerHeartbeats as BrokerHeartbeats, BrokerRegistrationRequest as BrokerRegistrationRequest,
+        ControllerRegistrationRequest as ControllerRegistrationRequest, Listener as Listener,
+        SupportedFeature as SupportedFeature, broker_heartbeat as broker_heartbeat,
+        expire_sessions as expire_sessions, register_broker as register_broker,
+        register_controller as register_controller, unregister_broker as unregister_broker,
+        unregister_controller as unregister_controller,
+    )
+    from kraftsim.controller.configs import (
+        OP_DELETE as OP_DELETE, OP_SET as OP_SET, AlterConfigsResource as AlterConfigsResource,
+        AlterableConfig as AlterableConfig, IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest,
+        incremental_alter_configs as incremental_alter_configs,
+    )
+    from kraftsim.controller.context import (
+        ControllerConfig as ControllerConfig, ControllerContext as ControllerContext, Range as Range,
+    )
+    from kraftsim.controller.cordon import (
+        configured_cordoned_dirs as configured_cordoned_dirs, cordoned_by_config as cordoned_by_config,
+    )
+    from kraftsim.controller.downgrade_report import downgrade_report as report_downgrade
+    from kraftsim.controller.features import (
+        KIP_778 as KIP_778, FeatureUpdate as FeatureUpdate, UpdateFeaturesRequest as UpdateFeaturesRequest,
+        UpdateFeaturesResponse as UpdateFeaturesResponse, UpgradeType as UpgradeType,
+    )
+    from kraftsim.controller.leader_election import (
+        ElectLeadersRequest as ElectLeadersRequest, TopicPartitions as TopicPartitions,
+        elect_leaders as elect_leaders,
+    )
+    from kraftsim.controller.partition_change import (
+        PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active, leader_acceptor as leader_acceptor,
+    )
+    from kraftsim.controller.quorum_controller import QuorumController as QuorumController, ReplayState as ReplayState
+    from kraftsim.controller.quorum_features import DISABLED as DISABLED
+    from kraftsim.controller.replica_placement import UsableBroker as UsableBroker, place_replicas as place_replicas
+    from kraftsim.controller.replication import (
+        AlterPartitionData as AlterPartitionData, AlterPartitionRequest as AlterPartitionRequest,
+        AlterPartitionTopic as AlterPartitionTopic, BrokerState as BrokerState, alter_partition as alter_partition,
+    )
+    from kraftsim.controller.result import ControllerResult as ControllerResult
+    from kraftsim.controller.topics import (
+        CreatableReplicaAssignment as CreatableReplicaAssignment, CreatableTopic as CreatableTopic,
+        CreatableTopicConfig as CreatableTopicConfig, CreateTopicsRequest as CreateTopicsRequest,
+        DeleteTopicState as DeleteTopicState, DeleteTopicsRequest as DeleteTopicsRequest,
+        create_topics as create_topics, delete_topics as delete_topics,
+    )
+    from kraftsim.javacompat import int_set_order as java_int_set_order
+
+# Loaded on first use: importing one rule (or the package, for one name) must not load every
+# rule, the QuorumController and the versions catalog; `kraftsim serve` and the CLI start faster.
+_NAMES_IN = {  # module -> the names it exports here
+    "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
+    "activation": "ActivationError",
+    "api_errors": "ApiError error_codes",
+    "cluster_control": (
+        "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
+        "ControllerRegistrationRequest Listener SupportedFeature broker_heartbeat expire_sessions "
+        "register_broker register_controller unregister_broker unregister_controller"
+    ),
+    "configs": (
+        "OP_DELETE OP_SET AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
+        "incremental_alter_configs"
+    ),
+    "context": "ControllerConfig ControllerContext Range",
+    "cordon": "configured_cordoned_dirs cordoned_by_config",
+    "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
+    "leader_election": "ElectLeadersRequest TopicPartitions elect_leaders",
+    "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
+    "quorum_controller": "QuorumController ReplayState",
+    "quorum_features": "DISABLED",
+    "replica_placement": "UsableBroker place_replicas",
+    "replication": "AlterPartitionData AlterPartitionRequest AlterPartitionTopic BrokerState alter_partition",
+    "result": "ControllerResult",
+    "topics": (
+        "CreatableReplicaAssignment CreatableTopic CreatableTopicConfig CreateTopicsRequest DeleteTopicState "
+        "DeleteTopicsRequest create_topics delete_topics"
+    ),
+}
+_MODULE_OF = {
+    **{name: (f"kraftsim.controller.{module}", name) for module, names in _NAMES_IN.items() for name in names.split()},
+    "report_downgrade": ("kraftsim.controller.downgrade_report", "downgrade_report"),  # not the module's own name,
+    # which `import kraftsim.controller.downgrade_report` would bind on the package in its place
+    "java_int_set_order": ("kraftsim.javacompat", "int_set_order"),
+}
 __all__ = [
-    "AlterPartitionData",
-    "AlterPartitionRequest",
-    "AlterPartitionTopic",
-    "ApiError",
-    "BrokerState",
-    "ControllerContext",
-    "ControllerResult",
-    "CreatableReplicaAssignment",
-    "CreatableTopic",
-    "CreatableTopicConfig",
-    "CreateTopicsRequest",
-    "DeleteTopicState",
-    "DeleteTopicsRequest",
-    "ElectLeadersRequest",
-    "PartitionChangeBuilder",
-    "TopicPartitions",
-    "UsableBroker",
-    "alter_partition",
-    "create_topics",
-    "delete_topics",
-    "elect_leaders",
-    "error_codes",
-    "is_active",
-    "java_int_set_order",
-    "leader_acceptor",
-    "place_replicas",
+    "AclCreation", "ActivationError", "AlterConfigsResource", "AlterPartitionData", "AlterPartitionRequest",
+    "AlterPartitionTopic", "AlterableConfig", "ApiError", "BrokerHeartbeatReply", "BrokerHeartbeatRequest",
+    "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
+    "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
+    "CreatableTopicConfig", "CreateAclsRequest", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
+    "DeleteTopicsRequest", "ElectLeadersRequest", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
+    "Listener", "OP_DELETE", "OP_SET", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
+    "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
+    "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
+    "cordoned_by_config", "create_acls", "create_topics", "delete_topics", "elect_leaders", "error_codes",
+    "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
+    "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
+    "unregister_controller",
 ]
+__getattr__ = exports(__name__, _MODULE_OF)

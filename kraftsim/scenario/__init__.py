@@ -16,7 +16,33 @@
   suite        the shipped scenarios (scenarios/) and the `scenario new` template
 """
 
+from typing import TYPE_CHECKING
+
+from kraftsim.lazy import exports
 from kraftsim.scenario.errors import ScenarioInvalid
+from kraftsim.scenario.language import Limits, RecordedFailure
+from kraftsim.scenario.ops import Crash, DiskFault, Heal, Partition, Run, Start, StepBase, Stop, make, to_table
+from kraftsim.scenario.recorded_failure import TABLE, check_name, plain
+from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.validate import Scenario, load_scenario, parse_scenario
 
-__all__ = ["Scenario", "ScenarioInvalid", "load_scenario", "parse_scenario"]
+if TYPE_CHECKING:  # the lazy names below as mypy sees them (`as` marks a re-export)
+    from kraftsim.scenario.apply import apply as apply_op
+    from kraftsim.scenario.markup import escape as escape
+    from kraftsim.scenario.runner import SETUP_TIMEOUT_MS as SETUP_TIMEOUT_MS, run_scenario as run_scenario
+
+# The runner and what carries out ops load the simulator: they load on first use. `apply_op` is
+# scenario.apply's `apply`, named apart from the module, which importing it binds on the package.
+_MODULE_OF = {
+    "apply_op": ("kraftsim.scenario.apply", "apply"),
+    "escape": ("kraftsim.scenario.markup", "escape"),
+    "SETUP_TIMEOUT_MS": ("kraftsim.scenario.runner", "SETUP_TIMEOUT_MS"),
+    "run_scenario": ("kraftsim.scenario.runner", "run_scenario"),
+}
+__getattr__ = exports(__name__, _MODULE_OF)
+
+__all__ = [
+    "Crash", "DiskFault", "Heal", "Limits", "Partition", "RecordedFailure", "Run", "SETUP_TIMEOUT_MS", "Scenario",
+    "ScenarioInvalid", "ScenarioResult", "Start", "StepBase", "Stop", "TABLE", "apply_op", "check_name", "escape",
+    "load_scenario", "make", "parse_scenario", "plain", "result_json", "run_scenario", "to_table",
+]

@@ -34,7 +34,7 @@ from kraftsim.scenario.ops import (
     UnregisterController,
     Wait,
 )
-from kraftsim.sim import Simulation, features_tool
+from kraftsim.sim import Simulation, tool_note
 
 #: Kafka's controller refuses a CreateTopics request with more partitions than this
 #: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
@@ -54,7 +54,7 @@ def starting(sim: Simulation, op: StepBase) -> tuple[StepBase, list[str]]:
     "leader" acts on the active controller of this moment."""
     if isinstance(op, (FeaturesChange, FeaturesDisable)):
         release = op.tool_release or sim.tool_release()
-        said = features_tool.tool_note(release, sim.node_summaries(), op.tool_release is not None)
+        said = tool_note(release, sim.node_summaries(), op.tool_release is not None)
         return msgspec.structs.replace(op, tool_release=release), [said] if said else []
     if getattr(op, "nodes", None) == "leader":
         return msgspec.structs.replace(op, nodes=sim.select("leader")), []

@@ -4,7 +4,7 @@ loaders carried out under kip-778 (the simulator's `mv_changes`)."""
 
 from __future__ import annotations
 
-from kraftsim.controller.downgrade_report import downgrade_report
+from kraftsim.controller import report_downgrade as downgrade_report
 from kraftsim.errors import KraftsimError
 from kraftsim.scenario.ops import FeaturesChange
 from kraftsim.scenario.results import LossReportOut, MvChangeOut

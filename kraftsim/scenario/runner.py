@@ -85,7 +85,7 @@ def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
 
 def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None) -> Simulation:
     """`from = "PATH"`: the cluster `kraftsim cluster import` makes of that metadata, opened."""
-    from kraftsim.sim.importing import import_cluster  # only scenarios that start from a real cluster need it
+    from kraftsim.sim import import_cluster  # only scenarios that start from a real cluster need it
 
     c = scenario.cluster
     voters = c.controllers if isinstance(c.controllers, list) else None

@@ -64,7 +64,7 @@ def describe_step(step: Step) -> str:
 
 
 def seconds(ms: int) -> str:
-    from kraftsim.sim.node.format import elapsed_text  # loaded by then: steps have run
+    from kraftsim.sim import elapsed_text  # loaded by then: steps have run
 
     return elapsed_text(ms)
 

@@ -56,7 +56,7 @@ def tick_step(end_ms: int, most: int = MAX_TICKS) -> int:
 
 def seconds(ms: int) -> str:
     """Simulated time as the CLI prints it (`+12.345 s`)."""
-    from kraftsim.sim.node.format import elapsed_text  # loaded by then: the run made this timeline
+    from kraftsim.sim import elapsed_text  # loaded by then: the run made this timeline
 
     return elapsed_text(ms)
 

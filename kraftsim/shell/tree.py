@@ -176,7 +176,7 @@ def partition_text(p: PartitionRegistration) -> str:
 
 def acl_text(a: StandardAcl, style: ShellStyle) -> str:
     """StandardAcl's toString: a class's `(...)` before 4.2, a record's `[...]` from 4.2."""
-    from kraftsim.controller.acls import code_name  # the controller package is costly to import: only for ACLs
+    from kraftsim.controller import code_name
 
     opening, closing = "[]" if style.acl_record else "()"
     return (f"StandardAcl{opening}resourceType={code_name('resource_type', a.resource_type)}, "

@@ -26,6 +26,11 @@ from kraftsim.lazy import exports
 if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checker only
     from kraftsim.sim.engine.quorum_view import QuorumInfo, ReplicaInfo
     from kraftsim.sim.engine.reconfig import VoterChangeRefused
+    from kraftsim.sim.features_tool import tool_note
+    from kraftsim.sim.importing import import_cluster
+    from kraftsim.sim.node.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
+    from kraftsim.sim.node.format import elapsed_text
+    from kraftsim.sim.saved import STATE_FILE
     from kraftsim.sim.simulation import Simulation
     from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
 
@@ -38,7 +43,17 @@ _MODULE_OF = {
     "ReplicaInfo": ("kraftsim.sim.engine.quorum_view", "ReplicaInfo"),
     "VoterChangeRefused": ("kraftsim.sim.engine.reconfig", "VoterChangeRefused"),
     "Simulation": ("kraftsim.sim.simulation", "Simulation"),
+    # what the scenario runner, the serve command and its handlers use of the rooms
+    **{name: ("kraftsim.sim.node.api_versions", name)
+       for name in ("API_VERSIONS_KEY", "api_version_table", "api_versions_response")},
+    "STATE_FILE": ("kraftsim.sim.saved", "STATE_FILE"),
+    "elapsed_text": ("kraftsim.sim.node.format", "elapsed_text"),
+    "import_cluster": ("kraftsim.sim.importing", "import_cluster"),
+    "tool_note": ("kraftsim.sim.features_tool", "tool_note"),
 }
-__all__ = ["INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "SimConfig", "SimError",
-           "SimEvent", "Simulation", "VoterChangeRefused"]
+__all__ = [
+    "API_VERSIONS_KEY", "INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "STATE_FILE",
+    "SimConfig", "SimError", "SimEvent", "Simulation", "VoterChangeRefused", "api_version_table",
+    "api_versions_response", "elapsed_text", "import_cluster", "tool_note",
+]
 __getattr__ = exports(__name__, _MODULE_OF)

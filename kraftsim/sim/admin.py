@@ -11,15 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    CreatableTopic,
-    CreateTopicsRequest,
-    DeleteTopicsRequest,
-    DeleteTopicState,
-    create_topics,
-    delete_topics,
+    CreatableTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, UpdateFeaturesRequest,
+    UpdateFeaturesResponse, create_topics, delete_topics, unregister_broker,
 )
-from kraftsim.controller.cluster_control import unregister_broker
-from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Sequence
 
-from kraftsim.controller.features import FeatureUpdate, UpdateFeaturesResponse, UpgradeType
+from kraftsim.controller import FeatureUpdate, UpdateFeaturesResponse, UpgradeType
 from kraftsim.sim.node.api_versions import max_api_versions_version
 from kraftsim.sim.ticks.cluster import MvChangeReport, SimCluster
 from kraftsim.sim.node.simnode import BROKER, CONTROLLER, SimNode
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion
-from kraftsim.versions.metadata_version import release_name_key
-from kraftsim.versions.tool_text import parse_feature_arg, release_version_updates
+from kraftsim.versions import (
+    FEATURE_NAME as MV_NAME, Catalog, ToolFailure, UnknownMetadataVersion, parse_feature_arg, release_name_key,
+    release_version_updates,
+)
 
 Out = Callable[[str], None]
 OPS = ("upgrade", "downgrade", "disable")

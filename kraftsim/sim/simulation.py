@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 import msgspec
 
-from kraftsim.controller.features import (
+from kraftsim.controller import (
     KIP_778,
 )
 from kraftsim.errors import KraftsimError, UsageError
@@ -725,7 +725,7 @@ class Simulation(AdminMixin):
         """`kafka-configs --alter --entity-type brokers [--entity-name N | --entity-default]`
         (IncrementalAlterConfigs): set and delete dynamic broker configs, None: the cluster-wide
         default; `cordoned.log.dirs` cordons log directories (KIP-1066). Lines as the tool prints."""
-        from kraftsim.controller.configs import (
+        from kraftsim.controller import (
             OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
             incremental_alter_configs,
         )
@@ -744,7 +744,7 @@ class Simulation(AdminMixin):
 
     def unregister_controller(self, controller_id: int) -> list[str]:
         """Controller unregistration (KIP-1312, 4.4): refused below 4.4-IV2 and for an unknown id."""
-        from kraftsim.controller.cluster_control import unregister_controller
+        from kraftsim.controller import unregister_controller
 
         self._controller_call(lambda ctx: unregister_controller(ctx, controller_id))
         self._finish_op("unregister-controller")
@@ -764,7 +764,7 @@ class Simulation(AdminMixin):
                    pattern_type: str = "literal", permission: str = "allow") -> list[str]:
         """`kafka-acls --add`: one ACL binding (CreateAcls; a CIDR `host` from 4.4-IV1, KIP-1276),
         refused with the controller's text."""
-        from kraftsim.controller.acls import AclCreation, CreateAclsRequest, acl_codes, create_acls
+        from kraftsim.controller import AclCreation, CreateAclsRequest, acl_codes, create_acls
 
         def code(table: str, name: str, what: str) -> int:
             codes = {v: k for k, v in acl_codes()[table].items()}

@@ -24,10 +24,15 @@ _MODULE_OF = {
     "ClusterStateMachine": ("kraftsim.testing.machine", "ClusterStateMachine"),
     "PropertyFailed": ("kraftsim.testing.machine", "PropertyFailed"),
     "ClusterHandle": ("kraftsim.testing.handle", "ClusterHandle"),
+    # a run as steps, shared with `kraftsim serve`'s recording
+    **{name: ("kraftsim.testing.steps", name) for name in ("OP_KEYS", "ClusterShape", "Step", "scenario_text")},
 }
 __all__ = sorted(_MODULE_OF)
 if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); at run time each loads on first use
     from kraftsim.testing.handle import ClusterHandle as ClusterHandle
     from kraftsim.testing.machine import ClusterStateMachine as ClusterStateMachine, PropertyFailed as PropertyFailed
+    from kraftsim.testing.steps import (
+        OP_KEYS as OP_KEYS, ClusterShape as ClusterShape, Step as Step, scenario_text as scenario_text,
+    )
 
 __getattr__ = exports(__name__, _MODULE_OF)

@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftsim.testing.steps import toml_value
-from kraftsim.versions import Catalog, default_catalog, load_catalog
-from kraftsim.versions.metadata_version import release_key, release_line
+from kraftsim.versions import Catalog, default_catalog, load_catalog, release_key, release_line
 
 
 @dataclass(frozen=True)

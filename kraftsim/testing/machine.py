@@ -40,9 +40,7 @@ from hypothesis.stateful import (
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
-from kraftsim.scenario.language import RecordedFailure
-from kraftsim.scenario.recorded_failure import check_name, plain
-from kraftsim.scenario.runner import SETUP_TIMEOUT_MS
+from kraftsim.scenario import SETUP_TIMEOUT_MS, RecordedFailure, check_name, plain
 from kraftsim.sim import SimError, Simulation
 from kraftsim.storage import safe_file_name
 from kraftsim.testing import config, properties, shrink_budget, step_shrink

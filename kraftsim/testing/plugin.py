@@ -44,7 +44,7 @@ from kraftsim.testing import config as kconfig
 
 if TYPE_CHECKING:
     from kraftsim.sim import Simulation
-    from kraftsim.wire.api import ServedKafka
+    from kraftsim.wire import ServedKafka
 
 #: `--hypothesis-profile=deep`: registered when the plugin loads, before hypothesis reads the option.
 DEEP: dict[str, int | None] = {"max_examples": 2000, "stateful_step_count": 40, "deadline": None}
@@ -145,7 +145,7 @@ class ServedFactory:
         self.count = 0
 
     def __call__(self, target: str | Path | None = None, **kwargs: Any) -> ServedKafka:
-        from kraftsim.wire.api import serve
+        from kraftsim.wire import serve
         if target is None:
             kwargs.setdefault("seed", kconfig.seed())
             kwargs.setdefault("directory", self.base / f"served-{self.count}")

@@ -13,9 +13,7 @@ from pathlib import Path
 
 from kraftsim import tomlinput
 from kraftsim.errors import KraftsimError
-from kraftsim.scenario import load_scenario
-from kraftsim.scenario.language import RecordedFailure
-from kraftsim.scenario.recorded_failure import TABLE, check_name
+from kraftsim.scenario import TABLE, RecordedFailure, check_name, load_scenario
 from kraftsim.testing.steps import Step, toml_value
 
 #: Keys of a step the machine writes that are not the op's own.

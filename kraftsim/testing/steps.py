@@ -69,8 +69,7 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
     """Carry out `step` as the scenario runner does (kraftsim.scenario.apply, the same lines);
     a refusal raises SimError (Kafka's text). A key whose value is None is not given, as in the
     scenario file the step is written to."""
-    from kraftsim.scenario.apply import apply
-    from kraftsim.scenario.ops import make
+    from kraftsim.scenario import apply_op as apply, make
 
     return apply(sim, make(step.op, {k: v for k, v in step.args.items() if v is not None}))
 
@@ -159,7 +158,7 @@ def scenario_text(*, name: str, shape: ClusterShape, steps: Sequence[Step], seed
 def _limits_needed(steps: Sequence[Step]) -> dict[str, int]:
     """The `[limits]` a written file needs beyond the defaults, so that what a session or a
     machine did (an hour-long served session, a long reproducer) replays instead of being refused."""
-    from kraftsim.scenario.language import Limits
+    from kraftsim.scenario import Limits
 
     default = Limits()
     need = {"step_ms": max([int(s.args.get("ms") or s.args.get("timeout_ms") or 0) for s in steps], default=0),

@@ -32,9 +32,13 @@ from kraftsim.versions.errors import (
 )
 from kraftsim.versions.features import Feature, FeatureLevel
 from kraftsim.versions.gates import DowngradeLosses
-from kraftsim.versions.metadata_version import FEATURE_NAME, MetadataVersion
+from kraftsim.versions.metadata_version import (
+    FEATURE_NAME, RELEASE_NAME_RE, MetadataVersion, release_key, release_line, release_name_key,
+)
 from kraftsim.versions.releases import Release, range_text
-from kraftsim.versions.tool_text import feature_dependencies, parse_feature_arg, version_mapping
+from kraftsim.versions.tool_text import (
+    feature_dependencies, parse_feature_arg, release_version_updates, version_mapping,
+)
 
 __all__ = [
     "Catalog",
@@ -48,6 +52,7 @@ __all__ = [
     "IllegalArgument",
     "MVLike",
     "MetadataVersion",
+    "RELEASE_NAME_RE",
     "Release",
     "ToolFailure",
     "UnknownFeature",
@@ -60,5 +65,9 @@ __all__ = [
     "load_catalog_text",
     "parse_feature_arg",
     "range_text",
+    "release_key",
+    "release_line",
+    "release_name_key",
+    "release_version_updates",
     "version_mapping",
 ]

@@ -14,6 +14,9 @@ The codec API the server builds on:
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from kraftsim.lazy import exports
 from kraftsim.wire.codec import (
     Api,
     Catalog,
@@ -28,6 +31,9 @@ from kraftsim.wire.codec import (
 )
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, FrameSplitter, check_frame_size, frame, read_frame
 
+if TYPE_CHECKING:  # the server's entry, for the type checker only (`as` marks a re-export)
+    from kraftsim.wire.api import ServedKafka as ServedKafka, serve as serve
+
 #: Every API with a schema, by Kafka's name for it ("ApiVersions": 18, ...).
 API_KEYS: dict[str, int] = {name: api.key for name, api in default_catalog().by_name.items()}
 
@@ -36,6 +42,10 @@ def schema_versions(api_key: int) -> tuple[int, int]:
     """The (lowest, highest) request version the schemas describe for an api key."""
     return default_catalog().api(api_key).request.versions
 
+
+# The server's entry loads on first use: importing the codec starts no server code.
+_MODULE_OF = {name: ("kraftsim.wire.api", name) for name in ("ServedKafka", "serve")}
+__getattr__ = exports(__name__, _MODULE_OF)
 
 __all__ = [
     "API_KEYS",
@@ -46,6 +56,7 @@ __all__ = [
     "FrameSplitter",
     "Message",
     "ParsedRequest",
+    "ServedKafka",
     "UnsupportedRequest",
     "check_frame_size",
     "default_catalog",
@@ -56,4 +67,5 @@ __all__ = [
     "parse_response",
     "read_frame",
     "schema_versions",
+    "serve",
 ]

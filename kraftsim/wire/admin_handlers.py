@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
-from kraftsim.controller.features import FeatureUpdate, UpgradeType
+from kraftsim.controller import FeatureUpdate, UpgradeType
 from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
 from kraftsim.wire.handlers import metadata as metadata_of_image

@@ -22,7 +22,7 @@ from typing import Any, Callable, TypeVar
 
 from kraftsim.sim import Simulation, SimConfig
 from kraftsim.storage.server_config import validate_unstable_configs
-from kraftsim.testing.steps import ClusterShape
+from kraftsim.testing import ClusterShape
 from kraftsim.wire.recording import Recorder
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.session import Commands, Session

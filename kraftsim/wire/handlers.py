@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import error_codes
-from kraftsim.sim.node.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
+from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 

@@ -18,7 +18,7 @@ from typing import Any
 from kraftsim.errors import KraftsimError
 from kraftsim.sim import Simulation
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.testing.steps import OP_KEYS, ClusterShape, Step, scenario_text
+from kraftsim.testing import OP_KEYS, ClusterShape, Step, scenario_text
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 
 

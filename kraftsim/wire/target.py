@@ -12,9 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim import Simulation
-from kraftsim.sim.saved import STATE_FILE
-from kraftsim.testing.steps import ClusterShape, Step
+from kraftsim.sim import STATE_FILE, Simulation
+from kraftsim.testing import ClusterShape, Step
 from kraftsim.wire.recording import Recorder, mixed_release_steps, setup_steps, shape_of
 
 
@@ -50,8 +49,7 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
     if not path.is_file():
         raise KraftsimError(f"{path}: no such cluster directory or scenario file")
     # imported here: serving a cluster directory (the quick start) does not need the scenario runner
-    from kraftsim.scenario import load_scenario
-    from kraftsim.scenario.runner import run_scenario
+    from kraftsim.scenario import load_scenario, run_scenario
 
     scenario = load_scenario(path)
     temporary = None

@@ -176,7 +176,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
 
 
 def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
-    from kraftsim.wire.api import serve
+    from kraftsim.wire import serve
 
     with serve(combined=1, release=dist.release.line) as k:  # the line's newest release kraftsim knows
         return run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers), raw_answers(k.bootstrap_servers, lambda: None)

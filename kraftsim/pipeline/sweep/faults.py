@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.scenario.ops import Crash, DiskFault, Heal, Partition, Run, Start, StepBase, Stop, to_table
+from kraftsim.scenario import Crash, DiskFault, Heal, Partition, Run, Start, StepBase, Stop, to_table
 
 #: Kinds drawn per gap, in the order they are drawn (the order is part of the schedule).
 GAP_KINDS = ("crash", "restart", "partition", "torn-tail")

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable, Sequence
 
-from kraftsim.scenario.markup import escape
+from kraftsim.scenario import escape
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.sweep.summary import per_scenario, wilson
 

@@ -23,7 +23,7 @@ from kraftsim.pipeline.sweep.faults import FaultSpec, absolute_paths, inject, pa
 from kraftsim.pipeline.sweep.tasks import run_cost
 
 if TYPE_CHECKING:
-    from kraftsim.scenario.results import ScenarioResult
+    from kraftsim.scenario import ScenarioResult
     from kraftsim.sim import SimEvent
 
 SCHEMA = "scenario_sweep"
@@ -126,9 +126,7 @@ def _first_failure(result: ScenarioResult) -> tuple[str | None, int | None]:
 def sweep_row(item: dict[str, Any]) -> list[dict[str, Any]]:
     """Run one scenario under one seed; one row. An invalid faulted scenario or a crash of the
     runner is a row with verdict 'error', never a lost run."""
-    from kraftsim.scenario import parse_scenario
-    from kraftsim.scenario.results import result_json
-    from kraftsim.scenario.runner import run_scenario
+    from kraftsim.scenario import parse_scenario, result_json, run_scenario
 
     started = time.perf_counter()
     row: dict[str, object] = {"scenario": item["scenario"], "seed": item["seed"],

@@ -24,10 +24,9 @@ from pathlib import Path
 
 from kraftsim.protocol.batch import BatchSlice, split_batches
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.controller.activation import ActivationError
-from kraftsim.controller.context import ControllerConfig, ControllerContext
-from kraftsim.controller.quorum_controller import QuorumController, ReplayState
-from kraftsim.controller.result import ControllerResult
+from kraftsim.controller import (
+    ActivationError, ControllerConfig, ControllerContext, ControllerResult, QuorumController, ReplayState,
+)
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EmitResult, RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kraftsim.controller.cluster_control import (
+from kraftsim.controller import (
     BrokerHeartbeatReply,
     BrokerHeartbeatRequest,
     broker_heartbeat,

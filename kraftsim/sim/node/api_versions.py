@@ -34,7 +34,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.sim.node.finalized import UNKNOWN_EPOCH, FinalizedFeatures, finalized_features
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
-from kraftsim.versions.metadata_version import RELEASE_NAME_RE, release_line, release_name_key
+from kraftsim.versions import RELEASE_NAME_RE, release_line, release_name_key
 
 ROLES = ("broker", "controller")
 API_VERSIONS_KEY = 18

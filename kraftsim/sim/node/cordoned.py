@@ -5,7 +5,7 @@ the controller, which writes a BrokerRegistrationChangeRecord)."""
 
 from __future__ import annotations
 
-from kraftsim.controller import cordon
+from kraftsim.controller import configured_cordoned_dirs, cordoned_by_config
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.simnode import SimNode
 
@@ -17,5 +17,5 @@ def cordoned_report(node: SimNode) -> tuple[Uuid, ...] | None:
     image, directory_id = node.image, node.directory_id()
     if image is None or directory_id is None:
         return ()
-    value = cordon.configured_cordoned_dirs(image.configs, node.id)
-    return cordon.cordoned_by_config(value, [(str(node.directory), directory_id)])
+    value = configured_cordoned_dirs(image.configs, node.id)
+    return cordoned_by_config(value, [(str(node.directory), directory_id)])

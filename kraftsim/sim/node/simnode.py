@@ -32,11 +32,9 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
 
 import msgspec
 
-from kraftsim.controller.cluster_control import (
-    BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, SupportedFeature,
+from kraftsim.controller import (
+    DISABLED, BrokerRegistrationRequest, ControllerRegistrationRequest, Listener, Range, SupportedFeature,
 )
-from kraftsim.controller.context import Range
-from kraftsim.controller.quorum_features import DISABLED
 from kraftsim.image import MetadataImage
 from kraftsim.image import RetentionSettings, SnapshotEmitter, loader_header_records
 from kraftsim.image import KRAFT_VERSION

@@ -24,13 +24,10 @@ from typing import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
-from kraftsim.controller.cluster_control import (
-    BrokerHeartbeats, unregister_broker,
+from kraftsim.controller import (
+    KIP_778, BrokerHeartbeats, ControllerConfig, ControllerContext, ControllerResult, FeatureUpdate, QuorumController,
+    UpdateFeaturesRequest, UpdateFeaturesResponse, unregister_broker,
 )
-from kraftsim.controller.context import ControllerConfig, ControllerContext
-from kraftsim.controller.features import KIP_778, FeatureUpdate, UpdateFeaturesRequest, UpdateFeaturesResponse
-from kraftsim.controller.quorum_controller import QuorumController
-from kraftsim.controller.result import ControllerResult
 from kraftsim.image import MetadataImage
 from kraftsim.image import BrokerRegistration
 from kraftsim.image import load_path

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
 
-from kraftsim.controller.cluster_control import (
-    BrokerHeartbeatReply, BrokerHeartbeatRequest, broker_heartbeat, expire_sessions, register_broker,
-    register_controller,
+from kraftsim.controller import (
+    BrokerHeartbeatReply, BrokerHeartbeatRequest, ControllerResult, broker_heartbeat, expire_sessions,
+    register_broker, register_controller,
 )
-from kraftsim.controller.result import ControllerResult
 from kraftsim.sim.node.cordoned import cordoned_report
 from kraftsim.sim.node.simnode import SimNode
 
 if TYPE_CHECKING:
-    from kraftsim.controller.cluster_control import BrokerHeartbeats
+    from kraftsim.controller import BrokerHeartbeats
     from kraftsim.image import BrokerRegistration, MetadataImage
     from kraftsim.sim.ticks.state import ClusterState
     from kraftsim.versions import Catalog
