@@ -66,7 +66,8 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         if profile_to is not None:
             cmd += ["-m", "cProfile", "-o", str(profile_to)]
         cmd += ["-m", "kraftsim", "scenario", "run", str(path), "--seed", "1", "--json"]
-        env = dict(os.environ, PYTHONPATH=str(code))
+        # (TMPDIR inside this run's folder: a run stopped by the watchdog leaves no cluster behind)
+        env = dict(os.environ, PYTHONPATH=str(code), TMPDIR=tmp)
         load_before = load_average()
         out_path, err_path = Path(tmp) / "out.json", Path(tmp) / "err.txt"
         start = time.perf_counter()
