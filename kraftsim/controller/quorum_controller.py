@@ -26,6 +26,7 @@ from kraftsim.controller import (
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.cluster_control import BrokerHeartbeats
 from kraftsim.controller.context import ControllerConfig, ControllerContext, Range
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.controller.features import (
     KRaftUpgrade, UpdateFeaturesRequest, update_features, voters_support_kraft_upgrade,
 )
@@ -59,6 +60,8 @@ class ReplayState:
         self.kraft_version = kraft_version
         self.transaction_start_offset: int | None = None
         self._pending: list[LogEntry | Payload] = []
+        #: Partitions by replica role, built on first use and advanced with every batch.
+        self.replicas = ReplicaIndex()
 
     def replay_batch(self, records: Sequence[LogEntry | Payload], *, base_offset: int, epoch: int, timestamp: int,
                      control: bool = False) -> None:
@@ -79,10 +82,13 @@ class ReplayState:
             else:
                 delta.replay(r)
         last = base_offset + len(records) - 1
-        provenance = self.image.provenance
+        before = self.image
+        provenance = before.provenance
         if self.transaction_start_offset is None:
             provenance = MetadataProvenance(last, epoch, timestamp, True)
         self.image = delta.apply(provenance)
+        if self.image.topics is not before.topics:
+            self.replicas.follow(delta.topics, self.image.topics)
 
     def _read_control(self, record: LogEntry | Payload) -> None:
         if record.record_type.name == "KRaftVersionRecord":
@@ -118,6 +124,7 @@ class ReplayState:
             delta.finish_snapshot()
             self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
                                                         snap.last_contained_log_timestamp, True))
+            self.replicas.forget()
             start = sid.end_offset
         return self.replay_from(log, start, registry)
 
@@ -214,7 +221,7 @@ class QuorumController:
         return ControllerContext(
             node_id=self.node_id, supported=self.supported, image=self.state.image, catalog=self.catalog,
             config=self.config, static_voters=self.static_voters, next_write_offset=self.log.log_end_offset,
-            kraft_version=self.state.kraft_version, now_ms=self.clock())
+            kraft_version=self.state.kraft_version, now_ms=self.clock(), replicas=self.state.replicas)
 
     # ------------------------------------------------------------------ leadership
 

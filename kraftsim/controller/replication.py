@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext, metadata_version_of
+from kraftsim.controller.context import ControllerContext, metadata_version_of, replica_index
 from kraftsim.controller.partition_change import (
     PartitionAt,
     NO_LEADER,
@@ -28,6 +28,7 @@ from kraftsim.controller.partition_change import (
     dir_is_online,
     effective_min_isr,
     elr_enabled,
+    has_leaderships,
     iter_partitions,
     leader_acceptor,
     unclean_election_enabled,
@@ -119,6 +120,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
 
 
 def partitions_with_isr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:
+    """The scan `isr_partitions` answers from the index when it can (its reference)."""
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if broker_id in p.isr]
 
 
@@ -130,6 +132,30 @@ def leaderless_partitions(image: MetadataImage) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if p.leader == NO_LEADER]
 
 
+def isr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
+    """The partitions whose ISR holds `broker_id`, in iter_partitions order."""
+    index = replica_index(ctx)
+    return partitions_with_isr_member(ctx.image, broker_id) if index is None else index.with_isr_member(broker_id)
+
+
+def elr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
+    """The partitions whose ELR holds `broker_id`, in iter_partitions order."""
+    index = replica_index(ctx)
+    return partitions_with_elr_member(ctx.image, broker_id) if index is None else index.with_elr_member(broker_id)
+
+
+def leaderless(ctx: ControllerContext) -> list[PartitionAt]:
+    """The partitions without a leader, in iter_partitions order."""
+    index = replica_index(ctx)
+    return leaderless_partitions(ctx.image) if index is None else index.without_leader()
+
+
+def leads_partitions(ctx: ControllerContext, broker_id: int) -> bool:
+    """Whether `broker_id` leads at least one partition."""
+    index = replica_index(ctx)
+    return has_leaderships(ctx.image, broker_id) if index is None else index.leads_any(broker_id)
+
+
 def remove_from_isrs(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, *,
                      include_elr: bool = False) -> list[Payload]:
     """Take `broker_id` out of every ISR it is in (fencing, controlled shutdown), and with
@@ -137,11 +163,9 @@ def remove_from_isrs(ctx: ControllerContext, mv: MetadataVersion, broker_id: int
 
     With ELR on, a replica that leaves an ISR which falls below min.insync.replicas moves
     to the ELR; a partition left without an eligible leader gets leader -1."""
-    out = leader_and_isr_updates(ctx, mv, partitions_with_isr_member(ctx.image, broker_id),
-                                 broker_to_remove=broker_id)
+    out = leader_and_isr_updates(ctx, mv, isr_partitions(ctx, broker_id), broker_to_remove=broker_id)
     if include_elr:
-        out += leader_and_isr_updates(ctx, mv, partitions_with_elr_member(ctx.image, broker_id),
-                                      broker_to_remove=broker_id)
+        out += leader_and_isr_updates(ctx, mv, elr_partitions(ctx, broker_id), broker_to_remove=broker_id)
     return out
 
 
@@ -151,17 +175,14 @@ def shutdown_cleanup(ctx: ControllerContext, mv: MetadataVersion, broker_id: int
     ELR on and an unclean shutdown, the broker leaves every ISR and ELR; otherwise it
     leaves the ISRs as if fenced."""
     if elr_enabled(ctx, mv) and not clean_shutdown:
-        image = ctx.image
-        return (leader_and_isr_updates(ctx, mv, partitions_with_isr_member(image, broker_id),
-                                       unclean_shutdown_broker=broker_id)
-                + leader_and_isr_updates(ctx, mv, partitions_with_elr_member(image, broker_id),
-                                         unclean_shutdown_broker=broker_id))
+        return (leader_and_isr_updates(ctx, mv, isr_partitions(ctx, broker_id), unclean_shutdown_broker=broker_id)
+                + leader_and_isr_updates(ctx, mv, elr_partitions(ctx, broker_id), unclean_shutdown_broker=broker_id))
     return remove_from_isrs(ctx, mv, broker_id)
 
 
 def elect_for_unfenced(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> list[Payload]:
     """Leader elections for leaderless partitions once `broker_id` is unfenced."""
-    return leader_and_isr_updates(ctx, mv, leaderless_partitions(ctx.image), broker_to_add=broker_id)
+    return leader_and_isr_updates(ctx, mv, leaderless(ctx), broker_to_add=broker_id)
 
 
 def partitions_in_directories(image: MetadataImage, broker_id: int, directories: Iterable[Uuid]) -> list[PartitionAt]:

@@ -1,0 +1,215 @@
+"""Partitions by replica role, kept current as the controller replays its log.
+
+Why: every broker event (fencing, controlled shutdown, unfencing, unregistration) asks
+which partitions hold the broker in their ISR or ELR, which have no leader, or whether the
+broker leads anything. Scanning every partition for that makes one event cost the size of
+the cluster; Kafka's controller keeps the same answers in its BrokersToIsrs index. Here
+`ReplicaIndex` holds them per topic as bit masks of partition ids, updated from the
+partitions each replayed batch changed, so a query costs what it returns.
+
+Results come in `iter_partitions` order (topics by name, then id; partitions by id), the
+order the scans in replication.py give, because record order is output. An index answers
+only for the topics image it was built or advanced to (`describes`); a caller holding any
+other image scans instead.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import Iterable, Mapping
+
+from kraftsim.image import PartitionRegistration, TopicImage
+from kraftsim.image.components.topics import TopicsDelta, TopicsImage
+from kraftsim.protocol.primitives import Uuid
+
+NO_LEADER = -1
+
+#: A partition with its topic and id (partition_change.PartitionAt).
+PartitionAt = tuple[TopicImage, int, PartitionRegistration]
+#: topic id -> bit mask of the partition ids that hold a role.
+Masks = dict[Uuid, int]
+
+_topic_name = attrgetter("name")
+
+
+def _set(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> None:
+    masks = by_broker.get(broker)
+    if masks is None:
+        masks = by_broker[broker] = {}
+    masks[tid] = masks.get(tid, 0) | bit
+
+
+def _clear(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> None:
+    masks = by_broker[broker]
+    left = masks[tid] & ~bit
+    if left:
+        masks[tid] = left
+    else:
+        del masks[tid]
+        if not masks:
+            del by_broker[broker]
+
+
+def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
+    """`topics` in TopicsImage.sorted_topics order: by name, then id."""
+    out = list(topics)
+    if len({t.name for t in out}) == len(out):
+        out.sort(key=_topic_name)
+    else:
+        out.sort(key=lambda t: (t.name, bytes(t.id)))
+    return out
+
+
+class ReplicaIndex:
+    """broker -> partitions whose ISR holds it, broker -> partitions whose ELR holds it,
+    the leaderless partitions, broker -> how many partitions it leads.
+
+    Built on first use from a topics image (`ensure`), then advanced with each delta
+    (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
+    """
+
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads")
+
+    def __init__(self) -> None:
+        self.topics: TopicsImage | None = None  # the image the index describes; None: not built
+        self.isr: dict[int, Masks] = {}
+        self.elr: dict[int, Masks] = {}
+        self.leaderless: Masks = {}
+        self.leads: dict[int, int] = {}
+
+    # --- keeping it current
+
+    def forget(self) -> None:
+        """Drop everything (rebuilt by the next `ensure`)."""
+        self.topics = None
+        self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
+
+    def ensure(self, topics: TopicsImage) -> bool:
+        """Make the index describe `topics` if it describes nothing yet; whether it does now."""
+        if self.topics is None:
+            for tid, topic in topics.by_id.items():
+                for pid, p in topic.partitions.items():
+                    self._add(tid, 1 << pid, p)
+            self.topics = topics
+        return self.topics is topics
+
+    def describes(self, topics: TopicsImage) -> bool:
+        return self.topics is topics
+
+    def follow(self, delta: TopicsDelta, new: TopicsImage) -> None:
+        """Advance from `delta.image` to `new`, the image `delta.apply()` gave."""
+        if self.topics is None:
+            return
+        old = delta.image
+        if self.topics is not old:
+            self.forget()
+            return
+        if new is not old:
+            old_by_id, new_by_id = old.by_id, new.by_id
+            for tid in delta.deleted:
+                if tid not in delta.changed:
+                    self._drop_topic(tid, old_by_id[tid].partitions)
+            for tid, td in delta.changed.items():
+                before = old_by_id.get(tid)
+                after = new_by_id[tid].partitions
+                if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
+                    if before is not None:
+                        self._drop_topic(tid, before.partitions)
+                    for pid, p in after.items():
+                        self._add(tid, 1 << pid, p)
+                    continue
+                assert before is not None
+                parts = before.partitions
+                for pid in td.changes:
+                    self._change(tid, pid, parts.get(pid), after[pid])
+        self.topics = new
+
+    def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
+        for pid, p in partitions.items():
+            self._remove(tid, 1 << pid, p)
+
+    def _add(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
+        for r in p.isr:
+            _set(self.isr, r, tid, bit)
+        for r in p.elr:
+            _set(self.elr, r, tid, bit)
+        self._add_leader(tid, bit, p.leader)
+
+    def _remove(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
+        for r in p.isr:
+            _clear(self.isr, r, tid, bit)
+        for r in p.elr:
+            _clear(self.elr, r, tid, bit)
+        self._remove_leader(tid, bit, p.leader)
+
+    def _change(self, tid: Uuid, pid: int, old: PartitionRegistration | None, new: PartitionRegistration) -> None:
+        bit = 1 << pid
+        if old is None:
+            self._add(tid, bit, new)
+            return
+        if old.isr != new.isr:
+            for r in old.isr:
+                if r not in new.isr:
+                    _clear(self.isr, r, tid, bit)
+            for r in new.isr:
+                if r not in old.isr:
+                    _set(self.isr, r, tid, bit)
+        if old.elr != new.elr:
+            for r in old.elr:
+                if r not in new.elr:
+                    _clear(self.elr, r, tid, bit)
+            for r in new.elr:
+                if r not in old.elr:
+                    _set(self.elr, r, tid, bit)
+        if old.leader != new.leader:
+            self._remove_leader(tid, bit, old.leader)
+            self._add_leader(tid, bit, new.leader)
+
+    def _add_leader(self, tid: Uuid, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
+            self.leaderless[tid] = self.leaderless.get(tid, 0) | bit
+        else:
+            self.leads[leader] = self.leads.get(leader, 0) + 1
+
+    def _remove_leader(self, tid: Uuid, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
+            left = self.leaderless[tid] & ~bit
+            if left:
+                self.leaderless[tid] = left
+            else:
+                del self.leaderless[tid]
+        else:
+            n = self.leads[leader] - 1
+            if n:
+                self.leads[leader] = n
+            else:
+                del self.leads[leader]
+
+    # --- queries (the index must describe the caller's image: see `describes`)
+
+    def with_isr_member(self, broker_id: int) -> list[PartitionAt]:
+        return self._partitions(self.isr.get(broker_id, {}))
+
+    def with_elr_member(self, broker_id: int) -> list[PartitionAt]:
+        return self._partitions(self.elr.get(broker_id, {}))
+
+    def without_leader(self) -> list[PartitionAt]:
+        return self._partitions(self.leaderless)
+
+    def leads_any(self, broker_id: int) -> bool:
+        """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""
+        return bool(self.leaderless) if broker_id == NO_LEADER else broker_id in self.leads
+
+    def _partitions(self, masks: Masks) -> list[PartitionAt]:
+        assert self.topics is not None
+        by_id = self.topics.by_id
+        out: list[PartitionAt] = []
+        for topic in sorted_topics(by_id[tid] for tid in masks):
+            parts = topic.partitions
+            m = masks[topic.id]  # (a topic's id is its key in by_id)
+            while m:
+                low = m & -m
+                pid = low.bit_length() - 1
+                out.append((topic, pid, parts[pid]))
+                m ^= low
+        return out
