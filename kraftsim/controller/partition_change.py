@@ -200,6 +200,48 @@ class ChangeFields(TypedDict, total=False):
     directories: list[Uuid]
 
 
+def simple_change(partition: PartitionRegistration, target_isr: list[int],
+                  acceptable: Callable[[int, Uuid], bool], *, min_isr: int, elr: bool,
+                  shrink_keeps_epoch: bool) -> ChangeFields | None:
+    """The fields `PartitionChangeBuilder.build()` writes when only the ISR shrinks to
+    `target_isr` and the leader stays or moves to an ISR member, or None when the partition
+    is not that simple (the builder must decide).
+
+    Why: a broker event changes up to every partition the broker replicates, and nearly all
+    of them are this shape (no reassignment, no ELR or last known leader, an ISR left at or
+    above min.insync.replicas); the builder's general steps cost several times more.
+    `acceptable(replica, its directory)` is the builder's leader acceptor. An empty result:
+    no change.
+    """
+    p = partition
+    if p.removing_replicas or p.adding_replicas or p.elr or p.last_known_elr or not target_isr:
+        return None
+    if elr and len(target_isr) < min_isr:
+        return None
+    replicas, dirs = p.replicas, p.directories
+    if len(dirs) != len(replicas) or len(set(replicas)) != len(replicas):
+        return None  # (directories the builder would rewrite)
+    leader = p.leader
+    new_leader = NO_LEADER
+    if leader in target_isr and acceptable(leader, dirs[replicas.index(leader)] if leader in replicas else MIGRATING):
+        new_leader = leader
+    else:
+        for r, d in zip(replicas, dirs):
+            if r in target_isr and acceptable(r, d):
+                new_leader = r
+                break
+        else:
+            return None  # no ISR member can lead: the builder's other elections
+    rec: ChangeFields = {}
+    if new_leader != leader:
+        rec["leader"] = new_leader
+    if tuple(target_isr) != p.isr:
+        rec["isr"] = target_isr
+        if not shrink_keeps_epoch and "leader" not in rec and not set(p.isr) <= set(target_isr):
+            rec["leader"] = leader  # before 3.6-IV0 an ISR shrink bumps the leader epoch (KAFKA-15021)
+    return rec
+
+
 class PartitionChangeBuilder:
     """Works out one partition's next state and the PartitionChangeRecord that gets there.
 

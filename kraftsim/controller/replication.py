@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext, metadata_version_of, replica_index
+from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of, replica_index
 from kraftsim.controller.partition_change import (
     PartitionAt,
     NO_LEADER,
@@ -31,6 +31,7 @@ from kraftsim.controller.partition_change import (
     has_leaderships,
     iter_partitions,
     leader_acceptor,
+    simple_change,
     unclean_election_enabled,
 )
 from kraftsim.controller.result import (
@@ -58,11 +59,14 @@ from kraftsim.versions import MetadataVersion
 def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                            partitions: Iterable[tuple[TopicImage, int, PartitionRegistration]], *,
                            broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER,
-                           unclean_shutdown_broker: int = NO_LEADER) -> list[Payload]:
+                           unclean_shutdown_broker: int = NO_LEADER, quick: bool = True) -> list[Payload]:
     """Kafka's generateLeaderAndIsrUpdates: for each partition, take `broker_to_remove` and
     `unclean_shutdown_broker` out of the ISR and elect a leader among the acceptable
     brokers (active ones, plus `broker_to_add` even while still fenced, never
-    `broker_to_remove`), with unclean election where the topic allows it."""
+    `broker_to_remove`), with unclean election where the topic allows it.
+
+    Partitions of the common shape take `simple_change` (the same records); `quick=False`
+    sends every partition through the builder (the reference the tests compare with)."""
     image = ctx.image
     elr = elr_enabled(ctx, mv)
     out: list[Payload] = []
@@ -70,6 +74,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     unclean_cache: dict[str, bool] = {}
 
     gates = builder_gates(ctx, mv)
+    version, _, shrink_keeps_epoch = gates
+    record_type = registry_of(ctx)["PartitionChangeRecord"]
     # What leader_acceptor(image, part, base) asks of the image, per broker once: it does not
     # change here (base: not `broker_to_remove`, and `broker_to_add` or active).
     regs: dict[int, BrokerRegistration | None] = {}
@@ -91,28 +97,36 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
             found = active[r] = reg is not None and not reg.fenced and not reg.in_controlled_shutdown
         return found
 
+    def accept_in(r: int, directory: Uuid) -> bool:
+        if not base(r):
+            return False
+        reg = registration(r)
+        return reg is not None and dir_is_online(reg, directory)
+
     def acceptor(part: PartitionRegistration) -> Callable[[int], bool]:
         dirs = dict(zip(part.replicas, part.directories))
-
-        def accept(r: int) -> bool:
-            if not base(r):
-                return False
-            reg = registration(r)
-            return reg is not None and dir_is_online(reg, dirs.get(r, MIGRATING))
-
-        return accept
+        return lambda r: accept_in(r, dirs.get(r, MIGRATING))
 
     for topic, pid, part in partitions:
         if topic.id not in min_isr_cache:
             min_isr_cache[topic.id] = effective_min_isr(ctx, topic)
             unclean_cache[topic.name] = unclean_election_enabled(ctx, topic.name)
-        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part),
-                                   min_isr=min_isr_cache[topic.id], elr=elr, gates=gates)
+        min_isr = min_isr_cache[topic.id]
+        target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
+        if quick:
+            fields = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
+                                   shrink_keeps_epoch=shrink_keeps_epoch)
+            if fields is not None:
+                if fields:
+                    out.append(Payload(record_type, version,
+                                       record_type.new(partition_id=pid, topic_id=topic.id, **fields)))
+                continue
+        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
         if unclean_cache[topic.name]:
             b.election = Election.UNCLEAN
         if unclean_shutdown_broker != NO_LEADER:
             b.unclean_shutdown = (unclean_shutdown_broker,)
-        b.target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
+        b.target_isr = target_isr
         change = b.build()
         if change is not None:
             out.append(change)
