@@ -201,11 +201,12 @@ class ChangeFields(TypedDict, total=False):
 
 
 def simple_change(partition: PartitionRegistration, target_isr: list[int],
-                  acceptable: Callable[[int, Uuid], bool], *, min_isr: int, elr: bool,
+                  acceptable: Callable[[int, Uuid], bool], *, min_isr: int, elr: bool, unclean: bool,
                   shrink_keeps_epoch: bool) -> ChangeFields | None:
     """The fields `PartitionChangeBuilder.build()` writes when only the ISR shrinks to
-    `target_isr` and the leader stays or moves to an ISR member, or None when the partition
-    is not that simple (the builder must decide).
+    `target_isr` and the leader stays or moves to an ISR member (or, with ELR off and
+    without unclean election, an emptied ISR leaves the partition leaderless and the ISR as
+    it was), or None when the partition is not that simple (the builder must decide).
 
     Why: a broker event changes up to every partition the broker replicates, and nearly all
     of them are this shape (no reassignment, no ELR or last known leader, an ISR left at or
@@ -214,14 +215,18 @@ def simple_change(partition: PartitionRegistration, target_isr: list[int],
     no change.
     """
     p = partition
-    if p.removing_replicas or p.adding_replicas or p.elr or p.last_known_elr or not target_isr:
-        return None
-    if elr and len(target_isr) < min_isr:
+    if p.removing_replicas or p.adding_replicas or p.elr or p.last_known_elr:
         return None
     replicas, dirs = p.replicas, p.directories
     if len(dirs) != len(replicas) or len(set(replicas)) != len(replicas):
         return None  # (directories the builder would rewrite)
     leader = p.leader
+    if not target_isr:
+        if elr or unclean:
+            return None  # the ELR or an unclean election may give a leader
+        return {} if leader == NO_LEADER else {"leader": NO_LEADER}  # (without ELR the ISR is never emptied)
+    if elr and len(target_isr) < min_isr:
+        return None
     new_leader = NO_LEADER
     if leader in target_isr and acceptable(leader, dirs[replicas.index(leader)] if leader in replicas else MIGRATING):
         new_leader = leader

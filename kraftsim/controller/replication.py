@@ -115,7 +115,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         if quick:
             fields = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
-                                   shrink_keeps_epoch=shrink_keeps_epoch)
+                                   unclean=unclean_cache[topic.name], shrink_keeps_epoch=shrink_keeps_epoch)
             if fields is not None:
                 if fields:
                     out.append(Payload(record_type, version,

@@ -117,8 +117,8 @@ def test_a_follower_leaving_a_healthy_isr_takes_the_simple_path() -> None:
     (_, _, part), = iter_partitions(c.image)
     follower = next(r for r in part.isr if r != part.leader)
     fields = simple_change(part, [r for r in part.isr if r != follower], lambda r, d: True, min_isr=2, elr=True,
-                           shrink_keeps_epoch=True)
+                           unclean=False, shrink_keeps_epoch=True)
     assert fields == {"isr": [r for r in part.isr if r != follower]}
     moved = simple_change(part, [r for r in part.isr if r != part.leader], lambda r, d: True, min_isr=2, elr=True,
-                          shrink_keeps_epoch=True)
+                          unclean=False, shrink_keeps_epoch=True)
     assert moved is not None and moved["leader"] == next(r for r in part.replicas if r in part.isr and r != part.leader)
