@@ -397,8 +397,11 @@ class QuorumController:
         if result.atomic:
             acc.append(result.records)
         else:
-            for p in result.records:
-                acc.append([p])
+            try:  # the usual case: all fit one batch, where record-by-record appends put them too
+                acc.append(result.records)
+            except RecordBatchTooLarge:  # (a fresh accumulator is left as it was)
+                for p in result.records:
+                    acc.append([p])
         position = 0
         for raw in acc.drain(force=True):
             entry = self.log.append(raw)
