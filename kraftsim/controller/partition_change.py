@@ -65,10 +65,7 @@ def _config(ctx: ControllerContext, topic_name: str, key: str) -> str | None:
     return value
 
 
-def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
-    """Kafka's getTopicEffectiveMinIsr: min.insync.replicas (topic, cluster, static), capped
-    at the topic's replication factor."""
-    value = _config(ctx, topic.name, MIN_INSYNC_REPLICAS)
+def _min_isr(ctx: ControllerContext, topic: TopicImage, value: str | None) -> int:
     try:
         min_isr = int(value) if value is not None else ctx.config.min_insync_replicas
     except ValueError:
@@ -79,10 +76,43 @@ def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
     return min(min_isr, len(first.replicas)) if first is not None else min_isr
 
 
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() == "true"
+
+
+def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
+    """Kafka's getTopicEffectiveMinIsr: min.insync.replicas (topic, cluster, static), capped
+    at the topic's replication factor."""
+    return _min_isr(ctx, topic, _config(ctx, topic.name, MIN_INSYNC_REPLICAS))
+
+
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
     """unclean.leader.election.enable for the topic (topic, cluster default, else false)."""
-    value = _config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE)
-    return value is not None and value.strip().lower() == "true"
+    return _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
+
+
+class TopicRules:
+    """`effective_min_isr` and `unclean_election_enabled` of many topics in one decision:
+    the cluster-level defaults are read once and each topic's configs once (a broker event
+    asks them of every topic it touches)."""
+
+    def __init__(self, ctx: ControllerContext):
+        self.ctx = ctx
+        self.cluster = ctx.image.configs.config(BROKER, "")
+        self._known: dict[Uuid, tuple[int, bool]] = {}
+
+    def of(self, topic: TopicImage) -> tuple[int, bool]:
+        """(min ISR, unclean election) of `topic`."""
+        known = self._known.get(topic.id)
+        if known is None:
+            own = self.ctx.image.configs.config(TOPIC, topic.name)
+            cluster = self.cluster
+            min_isr = own.get(MIN_INSYNC_REPLICAS)
+            unclean = own.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+            known = self._known[topic.id] = (
+                _min_isr(self.ctx, topic, cluster.get(MIN_INSYNC_REPLICAS) if min_isr is None else min_isr),
+                _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
+        return known
 
 
 def default_dir(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> Uuid:

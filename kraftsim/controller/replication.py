@@ -24,9 +24,9 @@ from kraftsim.controller.partition_change import (
     NO_LEADER_CHANGE,
     Election,
     PartitionChangeBuilder,
+    TopicRules,
     builder_gates,
     dir_is_online,
-    effective_min_isr,
     elr_enabled,
     has_leaderships,
     iter_partitions,
@@ -70,8 +70,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     image = ctx.image
     elr = elr_enabled(ctx, mv)
     out: list[Payload] = []
-    min_isr_cache: dict[bytes, int] = {}
-    unclean_cache: dict[str, bool] = {}
+    rules = TopicRules(ctx)
 
     gates = builder_gates(ctx, mv)
     version, _, shrink_keeps_epoch = gates
@@ -108,21 +107,18 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         return lambda r: accept_in(r, dirs.get(r, MIGRATING))
 
     for topic, pid, part in partitions:
-        if topic.id not in min_isr_cache:
-            min_isr_cache[topic.id] = effective_min_isr(ctx, topic)
-            unclean_cache[topic.name] = unclean_election_enabled(ctx, topic.name)
-        min_isr = min_isr_cache[topic.id]
+        min_isr, unclean = rules.of(topic)
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         if quick:
             fields = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
-                                   unclean=unclean_cache[topic.name], shrink_keeps_epoch=shrink_keeps_epoch)
+                                   unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
             if fields is not None:
                 if fields:
                     out.append(Payload(record_type, version,
                                        record_type.new(partition_id=pid, topic_id=topic.id, **fields)))
                 continue
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
-        if unclean_cache[topic.name]:
+        if unclean:
             b.election = Election.UNCLEAN
         if unclean_shutdown_broker != NO_LEADER:
             b.unclean_shutdown = (unclean_shutdown_broker,)

@@ -227,6 +227,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     taken = {bytes(tid) for tid in image.topics.by_id}
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
+    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
     for t in req.topics:
         if t.name in errors:
             continue
@@ -249,7 +250,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             fields: dict[str, object] = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
                                 leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
             if pr_version >= 1:
-                fields["directories"] = [default_dir(ctx, mv, b) for b in replicas]
+                fields["directories"] = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b))
+                                         for b in replicas]
             records.append(payload(reg, "PartitionRecord", pr_version, **fields))
     out: list[CreatableTopicResult] = []
     for t in req.topics:

@@ -8,7 +8,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftsim.controller.partition_change import iter_partitions, simple_change
+from kraftsim.controller.context import ControllerConfig
+from kraftsim.controller.partition_change import (
+    TopicRules, effective_min_isr, iter_partitions, simple_change, unclean_election_enabled,
+)
 from kraftsim.controller.replication import leader_and_isr_updates
 from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED
 from kraftsim.protocol.primitives import Uuid
@@ -122,3 +125,28 @@ def test_a_follower_leaving_a_healthy_isr_takes_the_simple_path() -> None:
     moved = simple_change(part, [r for r in part.isr if r != part.leader], lambda r, d: True, min_isr=2, elr=True,
                           unclean=False, shrink_keeps_epoch=True)
     assert moved is not None and moved["leader"] == next(r for r in part.replicas if r in part.isr and r != part.leader)
+
+
+values = st.none() | st.sampled_from(("1", "2", "3", "7", "x", "true", " TRUE ", "false", ""))
+
+
+@settings(max_examples=150, deadline=None)
+@given(topic_min=values, cluster_min=values, topic_unclean=values, cluster_unclean=values, rf=st.integers(0, 4),
+       static_min=st.integers(1, 3))
+def test_topic_rules_read_the_configs_as_the_single_lookups_do(topic_min, cluster_min, topic_unclean, cluster_unclean,
+                                                               rf, static_min) -> None:
+    c = RuleCluster("4.1-IV1", config=ControllerConfig(min_insync_replicas=static_min))
+    records: list = [payload("TopicRecord", name="t", topic_id=TOPIC)]
+    if rf:
+        records.append(payload("PartitionRecord", topic_id=TOPIC, partition_id=0, replicas=list(range(rf)), isr=[0],
+                               leader=0))
+    for resource, name, key, value in (("t", 2, "min.insync.replicas", topic_min),
+                                       ("", 4, "min.insync.replicas", cluster_min),
+                                       ("t", 2, "unclean.leader.election.enable", topic_unclean),
+                                       ("", 4, "unclean.leader.election.enable", cluster_unclean)):
+        if value is not None:
+            records.append(config(resource, key, value, resource_type=name))
+    c.image = replay(c.image, records, next_offset=100)
+    ctx = c.ctx()
+    topic = ctx.image.topics.get_topic(TOPIC)
+    assert TopicRules(ctx).of(topic) == (effective_min_isr(ctx, topic), unclean_election_enabled(ctx, "t"))
