@@ -68,7 +68,7 @@ class ReplicaIndex:
     (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
     """
 
-    __slots__ = ("topics", "isr", "elr", "leaderless", "leads")
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank")
 
     def __init__(self) -> None:
         self.topics: TopicsImage | None = None  # the image the index describes; None: not built
@@ -76,6 +76,8 @@ class ReplicaIndex:
         self.elr: dict[int, Masks] = {}
         self.leaderless: Masks = {}
         self.leads: dict[int, int] = {}
+        #: topic id -> its place in sorted_topics order; None until asked (topics come or go: None again)
+        self._rank: dict[Uuid, int] | None = None
 
     # --- keeping it current
 
@@ -83,6 +85,7 @@ class ReplicaIndex:
         """Drop everything (rebuilt by the next `ensure`)."""
         self.topics = None
         self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
+        self._rank = None
 
     def ensure(self, topics: TopicsImage) -> bool:
         """Make the index describe `topics` if it describes nothing yet; whether it does now."""
@@ -106,6 +109,8 @@ class ReplicaIndex:
             return
         if new is not old:
             old_by_id, new_by_id = old.by_id, new.by_id
+            if delta.deleted or any(td.fresh for td in delta.changed.values()):
+                self._rank = None  # topics came or went (a topic's name is set when it is made)
             for tid in delta.deleted:
                 if tid not in delta.changed:
                     self._drop_topic(tid, old_by_id[tid].partitions)
@@ -203,10 +208,14 @@ class ReplicaIndex:
     def _partitions(self, masks: Masks) -> list[PartitionAt]:
         assert self.topics is not None
         by_id = self.topics.by_id
+        rank = self._rank
+        if rank is None:
+            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(by_id.values()))}
         out: list[PartitionAt] = []
-        for topic in sorted_topics(by_id[tid] for tid in masks):
+        for tid in sorted(masks, key=rank.__getitem__):
+            topic = by_id[tid]
             parts = topic.partitions
-            m = masks[topic.id]  # (a topic's id is its key in by_id)
+            m = masks[tid]
             while m:
                 low = m & -m
                 pid = low.bit_length() - 1

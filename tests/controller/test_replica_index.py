@@ -50,6 +50,7 @@ record = st.one_of(
         lambda n: payload(n, name="t") if n == "BeginTransactionRecord" else payload(n)),
 )
 step = st.one_of(
+    st.tuples(st.just("batch"), st.lists(record, min_size=1, max_size=3)),
     st.tuples(st.just("batch"), st.lists(record, min_size=1, max_size=8)),
     st.tuples(st.just("query"), st.none()),
     st.tuples(st.just("snapshot"), st.lists(record.filter(
@@ -86,7 +87,7 @@ def snapshot_log(records: list) -> Any:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(step, max_size=25))
+@given(st.lists(step, max_size=40))
 def test_index_answers_as_the_scan(steps: list) -> None:
     state = ReplayState(default_catalog())
     offset = 0
@@ -125,3 +126,13 @@ def test_an_index_of_another_image_is_not_used() -> None:
     assert [pid for _, pid, _ in isr_partitions(stale, 1)] == [0]  # the scan of `first`
     now = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
     assert isr_partitions(now, 1) == [] and [pid for _, pid, _ in leaderless(now)] == [0]
+
+
+def test_a_topic_made_after_the_index_was_asked_takes_its_place_by_name() -> None:
+    state = ReplayState(default_catalog())
+    for n, (name, offset) in enumerate((("b", 0), ("a", 2), ("c", 4))):
+        state.replay_batch([payload("TopicRecord", name=name, topic_id=tid(n)),
+                            payload("PartitionRecord", topic_id=tid(n), partition_id=0, replicas=[1], isr=[1],
+                                    leader=1)], base_offset=offset, epoch=1, timestamp=0)
+        ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
+        assert [t.name for t, _, _ in isr_partitions(ctx, 1)] == sorted("bac"[:n + 1])
