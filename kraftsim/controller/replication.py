@@ -23,6 +23,7 @@ from kraftsim.controller.partition_change import (
     NO_LEADER,
     NO_LEADER_CHANGE,
     Election,
+    ChangeFields,
     PartitionChangeBuilder,
     TopicRules,
     builder_gates,
@@ -106,16 +107,27 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         dirs = dict(zip(part.replicas, part.directories))
         return lambda r: accept_in(r, dirs.get(r, MIGRATING))
 
+    # simple_change depends on the partition's replicas, directories, ISR, leader, reassignment
+    # and ELR fields (interned tuples, shared by many partitions) and its topic's rules only:
+    # worked out once per distinct shape in this call.
+    shapes: dict[tuple[object, ...], ChangeFields | None] = {}
     for topic, pid, part in partitions:
         min_isr, unclean = rules.of(topic)
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         if quick:
-            fields = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
-                                   unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
+            shape = (part.replicas, part.directories, part.isr, part.leader, part.removing_replicas,
+                     part.adding_replicas, part.elr, part.last_known_elr, min_isr, unclean)
+            if shape in shapes:
+                fields = shapes[shape]
+            else:
+                fields = shapes[shape] = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
+                                                       unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
             if fields is not None:
                 if fields:
-                    out.append(Payload(record_type, version,
-                                       record_type.new(partition_id=pid, topic_id=topic.id, **fields)))
+                    isr = fields.get("isr")
+                    message = (record_type.new(partition_id=pid, topic_id=topic.id, **fields) if isr is None else
+                               record_type.new(partition_id=pid, topic_id=topic.id, **{**fields, "isr": list(isr)}))
+                    out.append(Payload(record_type, version, message))
                 continue
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
         if unclean:

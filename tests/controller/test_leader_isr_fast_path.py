@@ -81,10 +81,12 @@ def partition_record(pid: int, p: dict) -> object:
        elr=st.sampled_from((True, True, False)),
        cluster_min_isr=st.integers(1, 3), topic_min_isr=st.none() | st.integers(1, 4), unclean=st.booleans(),
        states=brokers, parts=st.lists(partition, min_size=1, max_size=6),
+       leaders=st.lists(st.sampled_from((-1, *BROKERS)), max_size=3),
        remove=st.sampled_from((-1, *BROKERS)), add=st.sampled_from((-1, *BROKERS)),
        unclean_broker=st.sampled_from((-1, *BROKERS)))
 def test_simple_change_writes_what_the_builder_writes(mv, elr, cluster_min_isr, topic_min_isr, unclean, states, parts,
-                                                      remove, add, unclean_broker) -> None:
+                                                      leaders, remove, add, unclean_broker) -> None:
+    parts = parts + [{**parts[0], "leader": leader} for leader in leaders]  # (shapes that differ in the leader only)
     c = RuleCluster(mv, elr=elr if mv >= "4.0" else None, min_insync_replicas=cluster_min_isr)
     supported = CATALOG.supported_features()
     records: list = []
