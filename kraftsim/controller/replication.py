@@ -111,8 +111,11 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     # and ELR fields (interned tuples, shared by many partitions) and its topic's rules only:
     # worked out once per distinct shape in this call.
     shapes: dict[tuple[object, ...], ChangeFields | None] = {}
+    last_topic, min_isr, unclean = None, 0, False
     for topic, pid, part in partitions:
-        min_isr, unclean = rules.of(topic)
+        if topic is not last_topic:  # (partitions come topic by topic)
+            last_topic = topic
+            min_isr, unclean = rules.of(topic)
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         if quick:
             shape = (part.replicas, part.directories, part.isr, part.leader, part.removing_replicas,
