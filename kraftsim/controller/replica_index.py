@@ -16,10 +16,9 @@ other image scans instead.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import Iterable, Mapping
+from typing import AbstractSet, Iterable, Mapping, Protocol
 
-from kraftsim.image import PartitionRegistration, TopicImage
-from kraftsim.image.components.topics import TopicsDelta, TopicsImage
+from kraftsim.image import PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.protocol.primitives import Uuid
 
 NO_LEADER = -1
@@ -30,6 +29,29 @@ PartitionAt = tuple[TopicImage, int, PartitionRegistration]
 Masks = dict[Uuid, int]
 
 _topic_name = attrgetter("name")
+
+
+class TopicChanges(Protocol):
+    """What the index reads of one topic's delta (the image's TopicDelta)."""
+
+    @property
+    def fresh(self) -> bool: ...  # started afresh by a TopicRecord
+
+    @property
+    def changes(self) -> Mapping[int, PartitionRegistration]: ...
+
+
+class TopicsChanges(Protocol):
+    """What the index reads of a topics delta (the image's TopicsDelta)."""
+
+    @property
+    def image(self) -> TopicsImage: ...  # the base
+
+    @property
+    def changed(self) -> Mapping[Uuid, TopicChanges]: ...
+
+    @property
+    def deleted(self) -> AbstractSet[Uuid]: ...
 
 
 def _set(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> None:
@@ -99,7 +121,7 @@ class ReplicaIndex:
     def describes(self, topics: TopicsImage) -> bool:
         return self.topics is topics
 
-    def follow(self, delta: TopicsDelta, new: TopicsImage) -> None:
+    def follow(self, delta: TopicsChanges, new: TopicsImage) -> None:
         """Advance from `delta.image` to `new`, the image `delta.apply()` gave."""
         if self.topics is None:
             return
