@@ -138,17 +138,16 @@ class ReplicaIndex:
                     self._drop_topic(tid, old_by_id[tid].partitions)
             for tid, td in delta.changed.items():
                 before = old_by_id.get(tid)
-                after = new_by_id[tid].partitions
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
                     if before is not None:
                         self._drop_topic(tid, before.partitions)
-                    for pid, p in after.items():
+                    for pid, p in new_by_id[tid].partitions.items():
                         self._add(tid, 1 << pid, p)
                     continue
                 assert before is not None
                 parts = before.partitions
-                for pid in td.changes:
-                    self._change(tid, pid, parts.get(pid), after[pid])
+                for pid, p in td.changes.items():  # (the new image holds these very registrations)
+                    self._change(tid, pid, parts.get(pid), p)
         self.topics = new
 
     def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
