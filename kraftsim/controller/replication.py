@@ -116,13 +116,13 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         if topic is not last_topic:  # (partitions come topic by topic)
             last_topic = topic
             min_isr, unclean = rules.of(topic)
-        target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         if quick:
             shape = (part.replicas, part.directories, part.isr, part.leader, part.removing_replicas,
                      part.adding_replicas, part.elr, part.last_known_elr, min_isr, unclean)
             if shape in shapes:
                 fields = shapes[shape]
             else:
+                target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
                 fields = shapes[shape] = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
                                                        unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
             if fields is not None:
@@ -132,6 +132,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                                record_type.new(partition_id=pid, topic_id=topic.id, **{**fields, "isr": list(isr)}))
                     out.append(Payload(record_type, version, message))
                 continue
+        target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
         if unclean:
             b.election = Election.UNCLEAN

@@ -164,8 +164,9 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic,
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []
+    active: dict[int, bool] = {}  # broker -> is_active (the same for the whole topic)
     for replicas in placement:
-        isr = [b for b in replicas if is_active(image, b)]
+        isr = [b for b in replicas if (active[b] if b in active else active.setdefault(b, is_active(image, b)))]
         if not isr:
             return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
                                                               "brokers are currently fenced or in controlled shutdown.")
