@@ -72,6 +72,16 @@ def _clear(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> Non
             del by_broker[broker]
 
 
+def _move(by_broker: dict[int, Masks], old: tuple[int, ...], new: tuple[int, ...], tid: Uuid, bit: int) -> None:
+    """The partition's brokers were `old` and are `new`."""
+    for r in old:
+        if r not in new:
+            _clear(by_broker, r, tid, bit)
+    for r in new:
+        if r not in old:
+            _set(by_broker, r, tid, bit)
+
+
 def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
     """`topics` in TopicsImage.sorted_topics order: by name, then id."""
     out = list(topics)
@@ -174,19 +184,9 @@ class ReplicaIndex:
             self._add(tid, bit, new)
             return
         if old.isr != new.isr:
-            for r in old.isr:
-                if r not in new.isr:
-                    _clear(self.isr, r, tid, bit)
-            for r in new.isr:
-                if r not in old.isr:
-                    _set(self.isr, r, tid, bit)
+            _move(self.isr, old.isr, new.isr, tid, bit)
         if old.elr != new.elr:
-            for r in old.elr:
-                if r not in new.elr:
-                    _clear(self.elr, r, tid, bit)
-            for r in new.elr:
-                if r not in old.elr:
-                    _set(self.elr, r, tid, bit)
+            _move(self.elr, old.elr, new.elr, tid, bit)
         if old.leader != new.leader:
             self._remove_leader(tid, bit, old.leader)
             self._add_leader(tid, bit, new.leader)
