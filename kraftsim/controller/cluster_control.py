@@ -32,11 +32,11 @@ import msgspec
 from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of
-from kraftsim.controller.partition_change import has_leaderships
 from kraftsim.controller.replication import (
     check_broker_epoch,
     elect_for_unfenced,
     leader_and_isr_updates,
+    leads_partitions,
     partitions_in_directories,
     remove_from_isrs,
     shutdown_cleanup,
@@ -529,7 +529,7 @@ def broker_heartbeat(ctx: ControllerContext, req: BrokerHeartbeatRequest,
     if not err.ok:
         return refused(err)
     current, nxt = heartbeats.next_state(req.broker_id, req, register_offset,
-                                         lambda: has_leaderships(image, req.broker_id))
+                                         lambda: leads_partitions(ctx, req.broker_id))
     records: list[Payload] = []
     if current is not nxt:
         if nxt.fenced:
@@ -611,5 +611,6 @@ def expire_sessions(ctx: ControllerContext, heartbeats: BrokerHeartbeats) -> Con
         fenced.append(broker_id)
         delta = MetadataDelta(work.image, work.catalog)
         delta.replay_all(batch)
-        work = msgspec.structs.replace(work, image=delta.apply(), next_write_offset=work.next_write_offset + len(batch))
+        work = msgspec.structs.replace(work, image=delta.apply(), next_write_offset=work.next_write_offset + len(batch),
+                                       replicas=None)  # (the index describes the committed image only)
     return accepted(records, ExpiredSessions(tuple(fenced)), atomic=False)

@@ -16,6 +16,7 @@ from typing import Mapping
 
 import msgspec
 
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, MetadataVersion, default_catalog
@@ -60,6 +61,9 @@ class ControllerContext(msgspec.Struct, frozen=True):
     kraft_version: int = 0
     #: Virtual time, milliseconds.
     now_ms: int = 0
+    #: Partitions by replica role, kept by the controller's replay (answers only while it
+    #: describes `image`'s topics; see `replica_index`). None: rules scan the image.
+    replicas: ReplicaIndex | None = None
 
     @property
     def metadata_version(self) -> int | None:
@@ -75,6 +79,12 @@ class ControllerContext(msgspec.Struct, frozen=True):
 
     def has_policy(self, name: str) -> bool:
         return name in self.config.policies
+
+
+def replica_index(ctx: ControllerContext) -> ReplicaIndex | None:
+    """The context's index of partitions by replica role if it describes the context's image."""
+    index = ctx.replicas
+    return index if index is not None and index.ensure(ctx.image.topics) else None
 
 
 def registry_of(ctx: ControllerContext) -> Registry:

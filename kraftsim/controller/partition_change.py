@@ -65,10 +65,7 @@ def _config(ctx: ControllerContext, topic_name: str, key: str) -> str | None:
     return value
 
 
-def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
-    """Kafka's getTopicEffectiveMinIsr: min.insync.replicas (topic, cluster, static), capped
-    at the topic's replication factor."""
-    value = _config(ctx, topic.name, MIN_INSYNC_REPLICAS)
+def _min_isr(ctx: ControllerContext, topic: TopicImage, value: str | None) -> int:
     try:
         min_isr = int(value) if value is not None else ctx.config.min_insync_replicas
     except ValueError:
@@ -79,10 +76,43 @@ def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
     return min(min_isr, len(first.replicas)) if first is not None else min_isr
 
 
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() == "true"
+
+
+def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
+    """Kafka's getTopicEffectiveMinIsr: min.insync.replicas (topic, cluster, static), capped
+    at the topic's replication factor."""
+    return _min_isr(ctx, topic, _config(ctx, topic.name, MIN_INSYNC_REPLICAS))
+
+
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
     """unclean.leader.election.enable for the topic (topic, cluster default, else false)."""
-    value = _config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE)
-    return value is not None and value.strip().lower() == "true"
+    return _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
+
+
+class TopicRules:
+    """`effective_min_isr` and `unclean_election_enabled` of many topics in one decision:
+    the cluster-level defaults are read once and each topic's configs once (a broker event
+    asks them of every topic it touches)."""
+
+    def __init__(self, ctx: ControllerContext):
+        self.ctx = ctx
+        self.cluster = ctx.image.configs.config(BROKER, "")
+        self._known: dict[Uuid, tuple[int, bool]] = {}
+
+    def of(self, topic: TopicImage) -> tuple[int, bool]:
+        """(min ISR, unclean election) of `topic`."""
+        known = self._known.get(topic.id)
+        if known is None:
+            own = self.ctx.image.configs.config(TOPIC, topic.name)
+            cluster = self.cluster
+            min_isr = own.get(MIN_INSYNC_REPLICAS)
+            unclean = own.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+            known = self._known[topic.id] = (
+                _min_isr(self.ctx, topic, cluster.get(MIN_INSYNC_REPLICAS) if min_isr is None else min_isr),
+                _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
+        return known
 
 
 def default_dir(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> Uuid:
@@ -198,6 +228,53 @@ class ChangeFields(TypedDict, total=False):
     adding_replicas: list[int]
     leader_recovery_state: int
     directories: list[Uuid]
+
+
+def simple_change(partition: PartitionRegistration, target_isr: list[int],
+                  acceptable: Callable[[int, Uuid], bool], *, min_isr: int, elr: bool, unclean: bool,
+                  shrink_keeps_epoch: bool) -> ChangeFields | None:
+    """The fields `PartitionChangeBuilder.build()` writes when only the ISR shrinks to
+    `target_isr` and the leader stays or moves to an ISR member (or, with ELR off and
+    without unclean election, an emptied ISR leaves the partition leaderless and the ISR as
+    it was), or None when the partition is not that simple (the builder must decide).
+
+    Why: a broker event changes up to every partition the broker replicates, and nearly all
+    of them are this shape (no reassignment, no ELR or last known leader, an ISR left at or
+    above min.insync.replicas); the builder's general steps cost several times more.
+    `acceptable(replica, its directory)` is the builder's leader acceptor. An empty result:
+    no change.
+    """
+    p = partition
+    if p.removing_replicas or p.adding_replicas or p.elr or p.last_known_elr:
+        return None
+    replicas, dirs = p.replicas, p.directories
+    if len(dirs) != len(replicas) or len(set(replicas)) != len(replicas):
+        return None  # (directories the builder would rewrite)
+    leader = p.leader
+    if not target_isr:
+        if elr or unclean:
+            return None  # the ELR or an unclean election may give a leader
+        return {} if leader == NO_LEADER else {"leader": NO_LEADER}  # (without ELR the ISR is never emptied)
+    if elr and len(target_isr) < min_isr:
+        return None
+    new_leader = NO_LEADER
+    if leader in target_isr and acceptable(leader, dirs[replicas.index(leader)] if leader in replicas else MIGRATING):
+        new_leader = leader
+    else:
+        for r, d in zip(replicas, dirs):
+            if r in target_isr and acceptable(r, d):
+                new_leader = r
+                break
+        else:
+            return None  # no ISR member can lead: the builder's other elections
+    rec: ChangeFields = {}
+    if new_leader != leader:
+        rec["leader"] = new_leader
+    if tuple(target_isr) != p.isr:
+        rec["isr"] = target_isr
+        if not shrink_keeps_epoch and "leader" not in rec and not set(p.isr) <= set(target_isr):
+            rec["leader"] = leader  # before 3.6-IV0 an ISR shrink bumps the leader epoch (KAFKA-15021)
+    return rec
 
 
 class PartitionChangeBuilder:

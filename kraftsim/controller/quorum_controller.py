@@ -26,6 +26,7 @@ from kraftsim.controller import (
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.cluster_control import BrokerHeartbeats
 from kraftsim.controller.context import ControllerConfig, ControllerContext, Range
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.controller.features import (
     KRaftUpgrade, UpdateFeaturesRequest, update_features, voters_support_kraft_upgrade,
 )
@@ -59,6 +60,8 @@ class ReplayState:
         self.kraft_version = kraft_version
         self.transaction_start_offset: int | None = None
         self._pending: list[LogEntry | Payload] = []
+        #: Partitions by replica role, built on first use and advanced with every batch.
+        self.replicas = ReplicaIndex()
 
     def replay_batch(self, records: Sequence[LogEntry | Payload], *, base_offset: int, epoch: int, timestamp: int,
                      control: bool = False) -> None:
@@ -70,19 +73,26 @@ class ReplayState:
                 self._read_control(r)
             return
         delta = MetadataDelta(self.image, self.catalog)
-        for i, r in enumerate(records):
-            name = r.record_type.name
-            if name in TRANSACTION_RECORDS:
-                self._marker(name, base_offset + i, delta)
-            elif self.transaction_start_offset is not None:
-                self._pending.append(r)
-            else:
-                delta.replay(r)
+        if self.transaction_start_offset is None and not any(r.record_type.name in TRANSACTION_RECORDS
+                                                             for r in records):
+            delta.replay_all(records)  # (the same as replay() on each; topic and partition records in bulk)
+        else:
+            for i, r in enumerate(records):
+                name = r.record_type.name
+                if name in TRANSACTION_RECORDS:
+                    self._marker(name, base_offset + i, delta)
+                elif self.transaction_start_offset is not None:
+                    self._pending.append(r)
+                else:
+                    delta.replay(r)
         last = base_offset + len(records) - 1
-        provenance = self.image.provenance
+        before = self.image
+        provenance = before.provenance
         if self.transaction_start_offset is None:
             provenance = MetadataProvenance(last, epoch, timestamp, True)
         self.image = delta.apply(provenance)
+        if self.image.topics is not before.topics:
+            self.replicas.follow(delta.topics, self.image.topics)
 
     def _read_control(self, record: LogEntry | Payload) -> None:
         if record.record_type.name == "KRaftVersionRecord":
@@ -118,6 +128,7 @@ class ReplayState:
             delta.finish_snapshot()
             self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
                                                         snap.last_contained_log_timestamp, True))
+            self.replicas.forget()
             start = sid.end_offset
         return self.replay_from(log, start, registry)
 
@@ -214,7 +225,7 @@ class QuorumController:
         return ControllerContext(
             node_id=self.node_id, supported=self.supported, image=self.state.image, catalog=self.catalog,
             config=self.config, static_voters=self.static_voters, next_write_offset=self.log.log_end_offset,
-            kraft_version=self.state.kraft_version, now_ms=self.clock())
+            kraft_version=self.state.kraft_version, now_ms=self.clock(), replicas=self.state.replicas)
 
     # ------------------------------------------------------------------ leadership
 
@@ -390,8 +401,11 @@ class QuorumController:
         if result.atomic:
             acc.append(result.records)
         else:
-            for p in result.records:
-                acc.append([p])
+            try:  # the usual case: all fit one batch, where record-by-record appends put them too
+                acc.append(result.records)
+            except RecordBatchTooLarge:  # (a fresh accumulator is left as it was)
+                for p in result.records:
+                    acc.append([p])
         position = 0
         for raw in acc.drain(force=True):
             entry = self.log.append(raw)

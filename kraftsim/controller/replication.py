@@ -17,19 +17,22 @@ from typing import Callable, Iterable
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.controller.context import ControllerContext, metadata_version_of
+from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of, replica_index
 from kraftsim.controller.partition_change import (
     PartitionAt,
     NO_LEADER,
     NO_LEADER_CHANGE,
     Election,
+    ChangeFields,
     PartitionChangeBuilder,
+    TopicRules,
     builder_gates,
     dir_is_online,
-    effective_min_isr,
     elr_enabled,
+    has_leaderships,
     iter_partitions,
     leader_acceptor,
+    simple_change,
     unclean_election_enabled,
 )
 from kraftsim.controller.result import (
@@ -57,18 +60,22 @@ from kraftsim.versions import MetadataVersion
 def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                            partitions: Iterable[tuple[TopicImage, int, PartitionRegistration]], *,
                            broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER,
-                           unclean_shutdown_broker: int = NO_LEADER) -> list[Payload]:
+                           unclean_shutdown_broker: int = NO_LEADER, quick: bool = True) -> list[Payload]:
     """Kafka's generateLeaderAndIsrUpdates: for each partition, take `broker_to_remove` and
     `unclean_shutdown_broker` out of the ISR and elect a leader among the acceptable
     brokers (active ones, plus `broker_to_add` even while still fenced, never
-    `broker_to_remove`), with unclean election where the topic allows it."""
+    `broker_to_remove`), with unclean election where the topic allows it.
+
+    Partitions of the common shape take `simple_change` (the same records); `quick=False`
+    sends every partition through the builder (the reference the tests compare with)."""
     image = ctx.image
     elr = elr_enabled(ctx, mv)
     out: list[Payload] = []
-    min_isr_cache: dict[bytes, int] = {}
-    unclean_cache: dict[str, bool] = {}
+    rules = TopicRules(ctx)
 
     gates = builder_gates(ctx, mv)
+    version, _, shrink_keeps_epoch = gates
+    record_type = registry_of(ctx)["PartitionChangeRecord"]
     # What leader_acceptor(image, part, base) asks of the image, per broker once: it does not
     # change here (base: not `broker_to_remove`, and `broker_to_add` or active).
     regs: dict[int, BrokerRegistration | None] = {}
@@ -90,28 +97,48 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
             found = active[r] = reg is not None and not reg.fenced and not reg.in_controlled_shutdown
         return found
 
+    def accept_in(r: int, directory: Uuid) -> bool:
+        if not base(r):
+            return False
+        reg = registration(r)
+        return reg is not None and dir_is_online(reg, directory)
+
     def acceptor(part: PartitionRegistration) -> Callable[[int], bool]:
         dirs = dict(zip(part.replicas, part.directories))
+        return lambda r: accept_in(r, dirs.get(r, MIGRATING))
 
-        def accept(r: int) -> bool:
-            if not base(r):
-                return False
-            reg = registration(r)
-            return reg is not None and dir_is_online(reg, dirs.get(r, MIGRATING))
-
-        return accept
-
+    # simple_change depends on the partition's replicas, directories, ISR, leader, reassignment
+    # and ELR fields (interned tuples, shared by many partitions) and its topic's rules only:
+    # worked out once per distinct shape in this call.
+    shapes: dict[tuple[object, ...], ChangeFields | None] = {}
+    last_topic, min_isr, unclean = None, 0, False
     for topic, pid, part in partitions:
-        if topic.id not in min_isr_cache:
-            min_isr_cache[topic.id] = effective_min_isr(ctx, topic)
-            unclean_cache[topic.name] = unclean_election_enabled(ctx, topic.name)
-        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part),
-                                   min_isr=min_isr_cache[topic.id], elr=elr, gates=gates)
-        if unclean_cache[topic.name]:
+        if topic is not last_topic:  # (partitions come topic by topic)
+            last_topic = topic
+            min_isr, unclean = rules.of(topic)
+        if quick:
+            shape = (part.replicas, part.directories, part.isr, part.leader, part.removing_replicas,
+                     part.adding_replicas, part.elr, part.last_known_elr, min_isr, unclean)
+            if shape in shapes:
+                fields = shapes[shape]
+            else:
+                target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
+                fields = shapes[shape] = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
+                                                       unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
+            if fields is not None:
+                if fields:
+                    isr = fields.get("isr")
+                    message = (record_type.new(partition_id=pid, topic_id=topic.id, **fields) if isr is None else
+                               record_type.new(partition_id=pid, topic_id=topic.id, **{**fields, "isr": list(isr)}))
+                    out.append(Payload(record_type, version, message))
+                continue
+        target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
+        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
+        if unclean:
             b.election = Election.UNCLEAN
         if unclean_shutdown_broker != NO_LEADER:
             b.unclean_shutdown = (unclean_shutdown_broker,)
-        b.target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
+        b.target_isr = target_isr
         change = b.build()
         if change is not None:
             out.append(change)
@@ -119,6 +146,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
 
 
 def partitions_with_isr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:
+    """The scan `isr_partitions` answers from the index when it can (its reference)."""
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if broker_id in p.isr]
 
 
@@ -130,6 +158,30 @@ def leaderless_partitions(image: MetadataImage) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if p.leader == NO_LEADER]
 
 
+def isr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
+    """The partitions whose ISR holds `broker_id`, in iter_partitions order."""
+    index = replica_index(ctx)
+    return partitions_with_isr_member(ctx.image, broker_id) if index is None else index.with_isr_member(broker_id)
+
+
+def elr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
+    """The partitions whose ELR holds `broker_id`, in iter_partitions order."""
+    index = replica_index(ctx)
+    return partitions_with_elr_member(ctx.image, broker_id) if index is None else index.with_elr_member(broker_id)
+
+
+def leaderless(ctx: ControllerContext) -> list[PartitionAt]:
+    """The partitions without a leader, in iter_partitions order."""
+    index = replica_index(ctx)
+    return leaderless_partitions(ctx.image) if index is None else index.without_leader()
+
+
+def leads_partitions(ctx: ControllerContext, broker_id: int) -> bool:
+    """Whether `broker_id` leads at least one partition."""
+    index = replica_index(ctx)
+    return has_leaderships(ctx.image, broker_id) if index is None else index.leads_any(broker_id)
+
+
 def remove_from_isrs(ctx: ControllerContext, mv: MetadataVersion, broker_id: int, *,
                      include_elr: bool = False) -> list[Payload]:
     """Take `broker_id` out of every ISR it is in (fencing, controlled shutdown), and with
@@ -137,11 +189,9 @@ def remove_from_isrs(ctx: ControllerContext, mv: MetadataVersion, broker_id: int
 
     With ELR on, a replica that leaves an ISR which falls below min.insync.replicas moves
     to the ELR; a partition left without an eligible leader gets leader -1."""
-    out = leader_and_isr_updates(ctx, mv, partitions_with_isr_member(ctx.image, broker_id),
-                                 broker_to_remove=broker_id)
+    out = leader_and_isr_updates(ctx, mv, isr_partitions(ctx, broker_id), broker_to_remove=broker_id)
     if include_elr:
-        out += leader_and_isr_updates(ctx, mv, partitions_with_elr_member(ctx.image, broker_id),
-                                      broker_to_remove=broker_id)
+        out += leader_and_isr_updates(ctx, mv, elr_partitions(ctx, broker_id), broker_to_remove=broker_id)
     return out
 
 
@@ -151,17 +201,14 @@ def shutdown_cleanup(ctx: ControllerContext, mv: MetadataVersion, broker_id: int
     ELR on and an unclean shutdown, the broker leaves every ISR and ELR; otherwise it
     leaves the ISRs as if fenced."""
     if elr_enabled(ctx, mv) and not clean_shutdown:
-        image = ctx.image
-        return (leader_and_isr_updates(ctx, mv, partitions_with_isr_member(image, broker_id),
-                                       unclean_shutdown_broker=broker_id)
-                + leader_and_isr_updates(ctx, mv, partitions_with_elr_member(image, broker_id),
-                                         unclean_shutdown_broker=broker_id))
+        return (leader_and_isr_updates(ctx, mv, isr_partitions(ctx, broker_id), unclean_shutdown_broker=broker_id)
+                + leader_and_isr_updates(ctx, mv, elr_partitions(ctx, broker_id), unclean_shutdown_broker=broker_id))
     return remove_from_isrs(ctx, mv, broker_id)
 
 
 def elect_for_unfenced(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> list[Payload]:
     """Leader elections for leaderless partitions once `broker_id` is unfenced."""
-    return leader_and_isr_updates(ctx, mv, leaderless_partitions(ctx.image), broker_to_add=broker_id)
+    return leader_and_isr_updates(ctx, mv, leaderless(ctx), broker_to_add=broker_id)
 
 
 def partitions_in_directories(image: MetadataImage, broker_id: int, directories: Iterable[Uuid]) -> list[PartitionAt]:

@@ -164,8 +164,9 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic,
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []
+    active: dict[int, bool] = {}  # broker -> is_active (the same for the whole topic)
     for replicas in placement:
-        isr = [b for b in replicas if is_active(image, b)]
+        isr = [b for b in replicas if (active[b] if b in active else active.setdefault(b, is_active(image, b)))]
         if not isr:
             return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
                                                               "brokers are currently fenced or in controlled shutdown.")
@@ -227,6 +228,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     taken = {bytes(tid) for tid in image.topics.by_id}
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
+    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
     for t in req.topics:
         if t.name in errors:
             continue
@@ -249,7 +251,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             fields: dict[str, object] = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
                                 leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
             if pr_version >= 1:
-                fields["directories"] = [default_dir(ctx, mv, b) for b in replicas]
+                fields["directories"] = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b))
+                                         for b in replicas]
             records.append(payload(reg, "PartitionRecord", pr_version, **fields))
     out: list[CreatableTopicResult] = []
     for t in req.topics:

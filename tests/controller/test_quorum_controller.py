@@ -244,6 +244,18 @@ def test_non_atomic_results_split_only_at_the_batch_limit(log_dir, clock):
     assert_log_is_sound(qc)
 
 
+def test_a_non_atomic_result_that_fits_is_one_batch_and_a_split_fills_each_batch(log_dir, clock):
+    qc = open_controller(log_dir, clock, max_batch_bytes=400)
+    qc.activate()
+    leo = qc.log.log_end_offset
+    assert qc.execute(commit(*[config(str(i), "min.insync.replicas", "2") for i in range(3)], atomic=False)).ok
+    assert [b.batch.records_count for b in qc.log.batches(leo)] == [3]
+    leo = qc.log.log_end_offset
+    assert qc.execute(commit(*[config(str(i), "min.insync.replicas", "2") for i in range(20)], atomic=False)).ok
+    counts = [b.batch.records_count for b in qc.log.batches(leo)]
+    assert len(counts) > 1 and all(c == counts[0] for c in counts[:-1]) and counts[-1] <= counts[0]
+
+
 def test_replay_starts_from_the_latest_snapshot(log_dir, clock):
     qc = open_controller(log_dir, clock)
     qc.write_leader_change()

@@ -1,0 +1,245 @@
+"""Partitions by replica role, kept current as the controller replays its log.
+
+Why: every broker event (fencing, controlled shutdown, unfencing, unregistration) asks
+which partitions hold the broker in their ISR or ELR, which have no leader, or whether the
+broker leads anything. Scanning every partition for that makes one event cost the size of
+the cluster; Kafka's controller keeps the same answers in its BrokersToIsrs index. Here
+`ReplicaIndex` holds them per topic as bit masks of partition ids, updated from the
+partitions each replayed batch changed, so a query costs what it returns.
+
+Results come in `iter_partitions` order (topics by name, then id; partitions by id), the
+order the scans in replication.py give, because record order is output. An index answers
+only for the topics image it was built or advanced to (`describes`); a caller holding any
+other image scans instead.
+"""
+
+from __future__ import annotations
+
+from operator import attrgetter
+from typing import AbstractSet, Iterable, Mapping, Protocol
+
+from kraftsim.image import PartitionRegistration, TopicImage, TopicsImage
+from kraftsim.protocol.primitives import Uuid
+
+NO_LEADER = -1
+
+#: A partition with its topic and id (partition_change.PartitionAt).
+PartitionAt = tuple[TopicImage, int, PartitionRegistration]
+#: topic id -> bit mask of the partition ids that hold a role.
+Masks = dict[Uuid, int]
+
+_topic_name = attrgetter("name")
+
+
+class TopicChanges(Protocol):
+    """What the index reads of one topic's delta (the image's TopicDelta)."""
+
+    @property
+    def fresh(self) -> bool: ...  # started afresh by a TopicRecord
+
+    @property
+    def changes(self) -> Mapping[int, PartitionRegistration]: ...
+
+
+class TopicsChanges(Protocol):
+    """What the index reads of a topics delta (the image's TopicsDelta)."""
+
+    @property
+    def image(self) -> TopicsImage: ...  # the base
+
+    @property
+    def changed(self) -> Mapping[Uuid, TopicChanges]: ...
+
+    @property
+    def deleted(self) -> AbstractSet[Uuid]: ...
+
+
+def _set(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> None:
+    masks = by_broker.get(broker)
+    if masks is None:
+        masks = by_broker[broker] = {}
+    masks[tid] = masks.get(tid, 0) | bit
+
+
+def _clear(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> None:
+    masks = by_broker[broker]
+    left = masks[tid] & ~bit
+    if left:
+        masks[tid] = left
+    else:
+        del masks[tid]
+        if not masks:
+            del by_broker[broker]
+
+
+def _move(by_broker: dict[int, Masks], old: tuple[int, ...], new: tuple[int, ...], tid: Uuid, bit: int) -> None:
+    """The partition's brokers were `old` and are `new`."""
+    for r in old:
+        if r not in new:
+            _clear(by_broker, r, tid, bit)
+    for r in new:
+        if r not in old:
+            _set(by_broker, r, tid, bit)
+
+
+def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
+    """`topics` in TopicsImage.sorted_topics order: by name, then id."""
+    out = list(topics)
+    if len({t.name for t in out}) == len(out):
+        out.sort(key=_topic_name)
+    else:
+        out.sort(key=lambda t: (t.name, bytes(t.id)))
+    return out
+
+
+class ReplicaIndex:
+    """broker -> partitions whose ISR holds it, broker -> partitions whose ELR holds it,
+    the leaderless partitions, broker -> how many partitions it leads.
+
+    Built on first use from a topics image (`ensure`), then advanced with each delta
+    (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
+    """
+
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank")
+
+    def __init__(self) -> None:
+        self.topics: TopicsImage | None = None  # the image the index describes; None: not built
+        self.isr: dict[int, Masks] = {}
+        self.elr: dict[int, Masks] = {}
+        self.leaderless: Masks = {}
+        self.leads: dict[int, int] = {}
+        #: topic id -> its place in sorted_topics order; None until asked (topics come or go: None again)
+        self._rank: dict[Uuid, int] | None = None
+
+    # --- keeping it current
+
+    def forget(self) -> None:
+        """Drop everything (rebuilt by the next `ensure`)."""
+        self.topics = None
+        self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
+        self._rank = None
+
+    def ensure(self, topics: TopicsImage) -> bool:
+        """Make the index describe `topics` if it describes nothing yet; whether it does now."""
+        if self.topics is None:
+            for tid, topic in topics.by_id.items():
+                for pid, p in topic.partitions.items():
+                    self._add(tid, 1 << pid, p)
+            self.topics = topics
+        return self.topics is topics
+
+    def describes(self, topics: TopicsImage) -> bool:
+        return self.topics is topics
+
+    def follow(self, delta: TopicsChanges, new: TopicsImage) -> None:
+        """Advance from `delta.image` to `new`, the image `delta.apply()` gave."""
+        if self.topics is None:
+            return
+        old = delta.image
+        if self.topics is not old:
+            self.forget()
+            return
+        if new is not old:
+            old_by_id, new_by_id = old.by_id, new.by_id
+            if delta.deleted or any(td.fresh for td in delta.changed.values()):
+                self._rank = None  # topics came or went (a topic's name is set when it is made)
+            for tid in delta.deleted:
+                if tid not in delta.changed:
+                    self._drop_topic(tid, old_by_id[tid].partitions)
+            for tid, td in delta.changed.items():
+                before = old_by_id.get(tid)
+                if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
+                    if before is not None:
+                        self._drop_topic(tid, before.partitions)
+                    for pid, p in new_by_id[tid].partitions.items():
+                        self._add(tid, 1 << pid, p)
+                    continue
+                assert before is not None
+                parts = before.partitions
+                for pid, p in td.changes.items():  # (the new image holds these very registrations)
+                    self._change(tid, pid, parts.get(pid), p)
+        self.topics = new
+
+    def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
+        for pid, p in partitions.items():
+            self._remove(tid, 1 << pid, p)
+
+    def _add(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
+        for r in p.isr:
+            _set(self.isr, r, tid, bit)
+        for r in p.elr:
+            _set(self.elr, r, tid, bit)
+        self._add_leader(tid, bit, p.leader)
+
+    def _remove(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
+        for r in p.isr:
+            _clear(self.isr, r, tid, bit)
+        for r in p.elr:
+            _clear(self.elr, r, tid, bit)
+        self._remove_leader(tid, bit, p.leader)
+
+    def _change(self, tid: Uuid, pid: int, old: PartitionRegistration | None, new: PartitionRegistration) -> None:
+        bit = 1 << pid
+        if old is None:
+            self._add(tid, bit, new)
+            return
+        if old.isr != new.isr:
+            _move(self.isr, old.isr, new.isr, tid, bit)
+        if old.elr != new.elr:
+            _move(self.elr, old.elr, new.elr, tid, bit)
+        if old.leader != new.leader:
+            self._remove_leader(tid, bit, old.leader)
+            self._add_leader(tid, bit, new.leader)
+
+    def _add_leader(self, tid: Uuid, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
+            self.leaderless[tid] = self.leaderless.get(tid, 0) | bit
+        else:
+            self.leads[leader] = self.leads.get(leader, 0) + 1
+
+    def _remove_leader(self, tid: Uuid, bit: int, leader: int) -> None:
+        if leader == NO_LEADER:
+            left = self.leaderless[tid] & ~bit
+            if left:
+                self.leaderless[tid] = left
+            else:
+                del self.leaderless[tid]
+        else:
+            n = self.leads[leader] - 1
+            if n:
+                self.leads[leader] = n
+            else:
+                del self.leads[leader]
+
+    # --- queries (the index must describe the caller's image: see `describes`)
+
+    def with_isr_member(self, broker_id: int) -> list[PartitionAt]:
+        return self._partitions(self.isr.get(broker_id, {}))
+
+    def with_elr_member(self, broker_id: int) -> list[PartitionAt]:
+        return self._partitions(self.elr.get(broker_id, {}))
+
+    def without_leader(self) -> list[PartitionAt]:
+        return self._partitions(self.leaderless)
+
+    def leads_any(self, broker_id: int) -> bool:
+        """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""
+        return bool(self.leaderless) if broker_id == NO_LEADER else broker_id in self.leads
+
+    def _partitions(self, masks: Masks) -> list[PartitionAt]:
+        assert self.topics is not None
+        by_id = self.topics.by_id
+        rank = self._rank
+        if rank is None:
+            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(by_id.values()))}
+        out: list[PartitionAt] = []
+        for tid in sorted(masks, key=rank.__getitem__):
+            topic = by_id[tid]
+            parts = topic.partitions
+            m = masks[tid]
+            while m:
+                low = m & -m
+                pid = low.bit_length() - 1
+                out.append((topic, pid, parts[pid]))
+                m ^= low
+        return out
