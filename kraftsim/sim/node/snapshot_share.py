@@ -10,6 +10,10 @@ load without faults is shared.
 
 At a million partitions this is the difference between one image in memory and one per
 node, and between decoding a 128 MB file once and once per restart.
+
+Writing goes the same way (`writes`, image.publisher's SnapshotCopies): nodes on one image
+object of one software write the same bytes, so the first node's emitter encodes the file
+and the others get it as a hard link (or a copy) under their own directory.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from kraftsim.image import MetadataLoader, load_snapshot
+from kraftsim.image import MetadataLoader, SnapshotCopies, load_snapshot
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.storage import SnapshotId, read_snapshot
 from kraftsim.storage.fileio import read_file
@@ -36,9 +40,12 @@ class SnapshotShare:
         self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
         self.loaded = 0
         self.adopted = 0
+        #: Snapshot files written once for the nodes' emitters (`writes.enabled = False`: each encodes its own).
+        self.writes = SnapshotCopies()
 
     def clear(self) -> None:
         self._done.clear()
+        self.writes.clear()
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
              seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None) -> None:
