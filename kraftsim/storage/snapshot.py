@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import tempfile
 from dataclasses import dataclass
 from itertools import islice
@@ -20,6 +21,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
 
 from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.gcpause import collector_paused
+from kraftsim.protocol.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, crc32c
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
@@ -176,12 +178,45 @@ def file_identity(path: Path | str) -> tuple[int, int, int, int]:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
 
 
+#: Where a v2 batch keeps what `restamp_batches` rewrites: the CRC (of everything from the
+#: attributes on), the base and the max timestamp.
+_CRC_AT, _CRC_FROM, _TIMESTAMPS_AT = 17, 21, 27
+_TIMESTAMPS = struct.Struct(">qq")
+
+
+def restamp_batches(data: bytes, old: int, new: int) -> bytes | None:
+    """The batches of `data`, written with every timestamp `old`, as they are written with
+    `new`: a KRaft batch's records all carry the batch's timestamp (timestamp delta 0), so
+    only each batch's base and max timestamp and its CRC change — the boundaries and
+    records do not depend on the clock. None if a batch is not of that form (then the file
+    must be encoded again)."""
+    out = bytearray(data)
+    view = memoryview(out)
+    pos, end = 0, len(out)
+    while pos < end:
+        if end - pos < RECORD_BATCH_OVERHEAD:
+            return None
+        size = int.from_bytes(out[pos + 8:pos + LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD or pos + size > end:
+            return None
+        if _TIMESTAMPS.unpack_from(out, pos + _TIMESTAMPS_AT) != (old, old):
+            return None
+        _TIMESTAMPS.pack_into(out, pos + _TIMESTAMPS_AT, new, new)
+        out[pos + _CRC_AT:pos + _CRC_FROM] = crc32c(bytes(view[pos + _CRC_FROM:pos + size])).to_bytes(4, "big")
+        pos += size
+    view.release()
+    return bytes(out)
+
+
 def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int], directory: Path | str,
-                        snapshot_id: SnapshotId, *, link: bool = True, fsync: bool = True) -> Path | None:
+                        snapshot_id: SnapshotId, *, link: bool = True, fsync: bool = True,
+                        transform: Callable[[bytes], bytes | None] | None = None) -> Path | None:
     """Give `directory` the frozen snapshot `source` under its own name, without encoding
     it again: a hard link where the file system allows one (a frozen snapshot is never
     written again, and deleting one name leaves the others), else a byte copy made the way
     the writer makes a file (a `.part` temp file, read-only, renamed into place).
+    `transform`: the copy holds `transform(source's bytes)` (never a link); None from it
+    means it cannot be made, and None is returned.
 
     `identity` is `file_identity(source)` when it was written: a source that is gone, or
     is no longer that file (replaced, rewritten), is not used and None is returned."""
@@ -195,7 +230,7 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
             return None
     except OSError:
         return None
-    if link:
+    if link and transform is None:
         try:
             os.link(src, dest)
         except FileNotFoundError:
@@ -214,6 +249,11 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
             data = f.read()
     except OSError:
         return None
+    if transform is not None:
+        made = transform(data)
+        if made is None:
+            return None
+        data = made
     try:
         fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(sid), suffix=PART_SUFFIX, dir=d)
     except OSError as e:

@@ -11,11 +11,12 @@ was written, and `place` gives another directory the file as a hard link (or a b
 where links are not possible) — same name, same bytes, same mode.
 
 What makes this exact: the image is compared by identity (and held, so its id cannot be
-reused while it is kept); everything else that goes into the bytes is in the key; the
-clock is asked once when the copy is placed and must give the timestamp the original
-batches got (`SnapshotEmitter` records every timestamp its write took and keeps a file
-only when there was one), so a clock must not move during one emit — a simulation's
-virtual clock does not. A source that was deleted (retention) or is no longer the file
+reused while it is kept); everything else that goes into the bytes is in the key, but the
+clock: it only stamps batches, so a file for another timestamp is a copy of a kept one
+with its batches restamped (same boundaries, same records, new timestamps and CRCs).
+The clock is asked once when a copy is placed, and a file is kept only if its write got
+one timestamp (`SnapshotEmitter` records them), so a clock must not move during one emit
+— a simulation's virtual clock does not. A source that was deleted (retention) or is no longer the file
 written (replaced, rewritten: its device, inode, size and mtime are checked) is skipped.
 """
 
@@ -23,12 +24,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Hashable, Sequence
 
 from kraftsim.image.image import MetadataImage
 from kraftsim.storage.names import SnapshotId
-from kraftsim.storage.snapshot import file_identity, place_snapshot_copy
+from kraftsim.storage.snapshot import file_identity, place_snapshot_copy, restamp_batches
 
 #: Images kept (each entry holds its image alive; images of one cluster share their unchanged parts).
 KEEP = 8
@@ -36,20 +38,22 @@ KEEP = 8
 
 @dataclass
 class WrittenSnapshot:
-    """One encoded snapshot: the image it was written from, what it holds, where it is."""
+    """One encoded snapshot: the image it was written from, what it holds, where it is
+    (every file placed from it, with its identity and batch timestamp)."""
 
     image: MetadataImage
     header: Sequence[object]
     records: int
-    timestamp: int
-    sources: list[tuple[Path, tuple[int, int, int, int]]] = field(default_factory=list)
+    sources: list[tuple[Path, tuple[int, int, int, int], int]] = field(default_factory=list)
 
 
 class SnapshotCopies:
     """Written snapshot files by (image object, everything else that decides their bytes).
 
     `enabled=False` turns sharing off (every emitter encodes its own file: the plain path,
-    for tests that compare the two). `link=False` places byte copies instead of hard links."""
+    for tests that compare the two). `link=False` places byte copies instead of hard links.
+    A file wanted at another timestamp than any kept one is a copy with its batches
+    restamped (storage.snapshot.restamp_batches): the clock only stamps batches."""
 
     def __init__(self, keep: int = KEEP, *, enabled: bool = True, link: bool = True) -> None:
         self.keep_limit = keep
@@ -59,6 +63,7 @@ class SnapshotCopies:
         self.written = 0
         self.linked = 0
         self.copied = 0
+        self.restamped = 0
 
     def clear(self) -> None:
         self._done.clear()
@@ -71,19 +76,26 @@ class SnapshotCopies:
         if not self.enabled:
             return None
         hit = self._done.get((id(image), key))
-        if hit is None or hit.image is not image or hit.timestamp != timestamp or list(hit.header) != list(header):
+        if hit is None or hit.image is not image or list(hit.header) != list(header):
             return None
-        for source, identity in list(hit.sources):
-            placed = place_snapshot_copy(source, identity, directory, sid, link=self.link, fsync=fsync)
+        # Same timestamp first (a link), then any other (a restamped copy).
+        for source, identity, stamp in sorted(hit.sources, key=lambda s: s[2] != timestamp):
+            if stamp == timestamp:
+                placed = place_snapshot_copy(source, identity, directory, sid, link=self.link, fsync=fsync)
+            else:
+                placed = place_snapshot_copy(source, identity, directory, sid, link=False, fsync=fsync,
+                                             transform=partial(restamp_batches, old=stamp, new=timestamp))
             if placed is None:
-                hit.sources.remove((source, identity))
+                hit.sources.remove((source, identity, stamp))
                 continue
             placed_identity = file_identity(placed)
-            if placed_identity[:2] == identity[:2]:
+            if stamp != timestamp:
+                self.restamped += 1
+            elif placed_identity[:2] == identity[:2]:
                 self.linked += 1
             else:
                 self.copied += 1
-            hit.sources.append((placed, placed_identity))  # (a source still, once the first one is deleted)
+            hit.sources.append((placed, placed_identity, timestamp))  # (a source still, once the first one is deleted)
             self._done.move_to_end((id(image), key))
             return placed, hit.records
         del self._done[(id(image), key)]  # every file it was written to is gone
@@ -95,8 +107,8 @@ class SnapshotCopies:
         if not self.enabled:
             return
         self.written += 1
-        self._done[(id(image), key)] = WrittenSnapshot(image, list(header), records, timestamp,
-                                                       [(path, file_identity(path))])
+        self._done[(id(image), key)] = WrittenSnapshot(image, list(header), records,
+                                                       [(path, file_identity(path), timestamp)])
         self._done.move_to_end((id(image), key))
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
