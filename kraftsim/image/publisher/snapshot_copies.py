@@ -32,8 +32,11 @@ from kraftsim.image.image import MetadataImage
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import file_identity, place_snapshot_copy, restamp_batches
 
-#: Images kept (each entry holds its image alive; images of one cluster share their unchanged parts).
-KEEP = 8
+#: Images kept. Each entry holds its image alive, and an image the nodes have moved on from
+#: costs what changed since (at a million partitions, after a roll, most of the image): the
+#: nodes that write one image do so together (a snapshot step, or the same commit reaching
+#: the generator's trigger), so two (a controllers' and a brokers' image) are enough.
+KEEP = 2
 
 
 @dataclass
