@@ -8,7 +8,13 @@ import os
 import stat
 from pathlib import Path
 
+import pytest
+
+from kraftsim.errors import LogFileError
+from kraftsim.image import MetadataLoader
 from kraftsim.sim import Simulation
+from kraftsim.sim.node import snapshot_share
+from kraftsim.sim.node.snapshot_share import SETTLED_NS, SnapshotShare
 from kraftsim.storage import METADATA_DIR_NAME, parse_snapshot_name
 from tests.sim.sim_helpers import failed, scratch
 
@@ -56,3 +62,40 @@ def test_node_directories_are_what_each_node_writes_alone_and_their_files_indepe
         others = {p: p.read_bytes() for ps in snaps.values() for p in ps if p != victim}
         victim.unlink()
         assert all(p.read_bytes() == data for p, data in others.items())
+
+
+def test_a_settled_file_is_hashed_once_and_a_rewrite_of_it_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loads of one file's links find their shared load without reading it again once the
+    file has settled; a file rewritten in place since is read again, and its damage is
+    reported as a fresh load reports it."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=4, release="4.0", seed=2, durable=False)
+        sim.create_topics(5, 2)
+        written = sim.snapshot()
+        node = sim.engine.member(4).node
+        sim.close()
+        paths = [p for p in written if os.stat(p).st_ino == os.stat(written[-1]).st_ino]
+        assert len(paths) >= 4  # (one written file, linked)
+        share = SnapshotShare()
+        sid = parse_snapshot_name(paths[0].name).snapshot_id
+
+        def load(path: Path) -> MetadataLoader:
+            loader = MetadataLoader(node.catalog, clock_ns=lambda: 0)
+            share.load(loader, path, sid, node.registry, ("4.0", False, 0))
+            return loader
+
+        first = load(paths[0])
+        assert load(paths[1]).image is first.image
+        assert (share.hashed, share.loaded) == (2, 1)  # just written, not settled: each link is read
+        monkeypatch.setattr(snapshot_share, "SETTLED_NS", 0)
+        assert load(paths[2]).image is first.image and share.hashed == 3
+        assert load(paths[3]).image is first.image and share.hashed == 3  # no read, no hash
+        os.chmod(paths[1], 0o644)
+        data = bytearray(paths[1].read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        paths[1].write_bytes(bytes(data))  # in place: every link sees it
+        later = os.stat(paths[1]).st_mtime_ns + SETTLED_NS  # (as a write in a later clock tick stamps it)
+        os.utime(paths[1], ns=(later, later))
+        with pytest.raises(LogFileError):
+            load(paths[3])
+        assert share.hashed == 4
