@@ -16,8 +16,9 @@ clock: it only stamps batches, so a file for another timestamp is a copy of a ke
 with its batches restamped (same boundaries, same records, new timestamps and CRCs).
 The clock is asked once when a copy is placed, and a file is kept only if its write got
 one timestamp (`SnapshotEmitter` records them), so a clock must not move during one emit
-— a simulation's virtual clock does not. A source that was deleted (retention) or is no longer the file
-written (replaced, rewritten: its device, inode, size and mtime are checked) is skipped.
+— a simulation's virtual clock does not. A source that was deleted (retention) or is no
+longer the file written (replaced, rewritten: its device, inode, size and mtime are
+checked) is skipped.
 """
 
 from __future__ import annotations
