@@ -21,7 +21,7 @@ The layout follows Kafka's `org.apache.kafka.image` (lower rows know nothing of 
                lossy write drops), mv_change (the image rewritten at a new MV)
   loader/      metadata_loader (MetadataLoader), loading (files into images), replay
                (a user's load request checked, then loaded), summary (what a load gives)
-  publisher/   snapshot_generator, snapshot_emitter, snapshot_create
+  publisher/   snapshot_generator, snapshot_emitter, snapshot_copies, snapshot_create
   verification/ digest, diff, verify (replay verification), report (its results and text)
   synthetic    synthetic cluster states for what-ifs and benchmarks
 
@@ -104,6 +104,7 @@ from kraftsim.image.publisher.snapshot_emitter import (
     SnapshotCreationError,
     SnapshotEmitter,
 )
+from kraftsim.image.publisher.snapshot_copies import SnapshotCopies
 from kraftsim.image.publisher.snapshot_generator import (
     BUILDER_DEFAULTS,
     SHARED_SERVER_DEFAULTS,
@@ -187,6 +188,7 @@ __all__ = [
     "ScramCredential",
     "ScramImage",
     "SnapshotChoice",
+    "SnapshotCopies",
     "SnapshotCreationError",
     "EmitResult",
     "SnapshotEmitter",

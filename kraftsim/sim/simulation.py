@@ -665,6 +665,7 @@ class Simulation(AdminMixin):
             path = self.engine.take_snapshot(m)
             if path is not None:
                 out.append(path)
+        self.engine.share.snapshots.writes.clear()  # (every node wrote: the images the copies held go)
         self._finish_op("snapshot")
         return out
 

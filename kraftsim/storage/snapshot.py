@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 import stat
+import struct
 import tempfile
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
 
 from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.gcpause import collector_paused
+from kraftsim.protocol.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, crc32c
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
@@ -80,6 +83,8 @@ class SnapshotWriter:
         self.temp_path = Path(tmp)
         self._file = os.fdopen(fd, "wb")
         self.frozen = False
+        #: Metadata records appended so far (what a snapshot's record count reports).
+        self.records = 0
         self._write(header_batch)
 
     def _write(self, batches: list[bytes]) -> None:
@@ -94,6 +99,7 @@ class SnapshotWriter:
         if self.frozen:
             raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
         self._acc.append(records)
+        self.records += len(records)
         done = self._acc.drain()
         if done:  # as RecordsSnapshotWriter: a completed batch means a drain, which closes the open batch too
             done += self._acc.drain(force=True)
@@ -140,22 +146,135 @@ def write_snapshot(directory: Path | str, snapshot_id: SnapshotId, records: Iter
                    append_records: int = SNAPSHOT_APPEND_RECORDS, registry: Registry | None = None,
                    max_batch_bytes: int = MAX_BATCH_SIZE_BYTES, fsync: bool = True) -> Path:
     """Write a whole snapshot the way Kafka's SnapshotEmitter does: records appended in
-    groups of `append_records` (1024), then frozen. Returns the `.checkpoint` path.
+    groups of `append_records` (1024), then frozen. Returns the `.checkpoint` path."""
+    return write_snapshot_counted(directory, snapshot_id, records,
+                                  last_contained_log_timestamp=last_contained_log_timestamp, time_ms=time_ms,
+                                  header_records=header_records, append_records=append_records, registry=registry,
+                                  max_batch_bytes=max_batch_bytes, fsync=fsync)[0]
+
+
+def write_snapshot_counted(directory: Path | str, snapshot_id: SnapshotId, records: Iterable[Payload], *,
+                           last_contained_log_timestamp: int, time_ms: int | Clock,
+                           header_records: Sequence[Payload] = (), append_records: int = SNAPSHOT_APPEND_RECORDS,
+                           registry: Registry | None = None, max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
+                           fsync: bool = True) -> tuple[Path, int]:
+    """`write_snapshot`, also returning how many metadata records went in (counted by the
+    appends, not record by record).
 
     The cycle collector is paused meanwhile: the records of an 8 MiB batch stay alive until
     it is encoded, and every collection would walk the (large) image the records come from."""
     with collector_paused(), SnapshotWriter(directory, snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp,
                         time_ms=time_ms, header_records=header_records, registry=registry,
                         max_batch_bytes=max_batch_bytes, fsync=fsync) as w:
-        group: list[Payload] = []
-        for p in records:
-            group.append(p)
-            if len(group) >= append_records:
-                w.append(group)
-                group = []
-        if group:
+        it = iter(records)
+        while group := list(islice(it, append_records)):  # (groups cut in C, not record by record)
             w.append(group)
-        return w.freeze()
+        return w.freeze(), w.records
+
+
+def file_identity(path: Path | str) -> tuple[int, int, int, int]:
+    """(device, inode, size, mtime_ns) of a file: what changes when it is replaced or rewritten."""
+    st = os.stat(path)
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns
+
+
+#: Where a v2 batch keeps what `restamp_batches` rewrites: the CRC (of everything from the
+#: attributes on), the base and the max timestamp.
+_CRC_AT, _CRC_FROM, _TIMESTAMPS_AT = 17, 21, 27
+_TIMESTAMPS = struct.Struct(">qq")
+
+
+def restamp_batches(data: bytes, old: int, new: int) -> bytes | None:
+    """The batches of `data`, written with every timestamp `old`, as they are written with
+    `new`: a KRaft batch's records all carry the batch's timestamp (timestamp delta 0), so
+    only each batch's base and max timestamp and its CRC change — the boundaries and
+    records do not depend on the clock. None if a batch is not of that form (then the file
+    must be encoded again)."""
+    out = bytearray(data)
+    view = memoryview(out)
+    pos, end = 0, len(out)
+    while pos < end:
+        if end - pos < RECORD_BATCH_OVERHEAD:
+            return None
+        size = int.from_bytes(out[pos + 8:pos + LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD or pos + size > end:
+            return None
+        if _TIMESTAMPS.unpack_from(out, pos + _TIMESTAMPS_AT) != (old, old):
+            return None
+        _TIMESTAMPS.pack_into(out, pos + _TIMESTAMPS_AT, new, new)
+        out[pos + _CRC_AT:pos + _CRC_FROM] = crc32c(bytes(view[pos + _CRC_FROM:pos + size])).to_bytes(4, "big")
+        pos += size
+    view.release()
+    return bytes(out)
+
+
+def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int], directory: Path | str,
+                        snapshot_id: SnapshotId, *, link: bool = True, fsync: bool = True,
+                        transform: Callable[[bytes], bytes | None] | None = None) -> Path | None:
+    """Give `directory` the frozen snapshot `source` under its own name, without encoding
+    it again: a hard link where the file system allows one (a frozen snapshot is never
+    written again, and deleting one name leaves the others), else a byte copy made the way
+    the writer makes a file (a `.part` temp file, read-only, renamed into place).
+    `transform`: the copy holds `transform(source's bytes)` (never a link); None from it
+    means it cannot be made, and None is returned.
+
+    `identity` is `file_identity(source)` when it was written: a source that is gone, or
+    is no longer that file (replaced, rewritten), is not used and None is returned."""
+    src, d = Path(source), Path(directory)
+    sid = SnapshotId(*snapshot_id)
+    dest = d / snapshot_file_name(sid)
+    if dest.exists():
+        raise KraftsimError(f"{dest}: snapshot already exists")
+    try:
+        if file_identity(src) != identity:
+            return None
+    except OSError:
+        return None
+    if link and transform is None:
+        try:
+            os.link(src, dest)
+        except FileNotFoundError:
+            return None
+        except OSError:  # no hard links here (another file system, a limit, not supported): copy
+            pass
+        else:
+            if fsync:
+                fsync_dir(d)
+            return dest
+    try:
+        with open(src, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
+                return None
+            data = f.read()
+    except OSError:
+        return None
+    if transform is not None:
+        made = transform(data)
+        if made is None:
+            return None
+        data = made
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(sid), suffix=PART_SUFFIX, dir=d)
+    except OSError as e:
+        raise KraftsimError(f"cannot create a snapshot in {d}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+            out.flush()
+            if fsync:
+                os.fsync(out.fileno())
+        os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+        os.replace(tmp, dest)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise KraftsimError(f"cannot write {dest}: {e.strerror or e}") from None
+    if fsync:
+        fsync_dir(d)
+    return dest
 
 
 # ------------------------------------------------------------------------------ reading

@@ -26,10 +26,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Callable, Hashable, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
+from kraftsim.image.publisher.snapshot_copies import SnapshotCopies
 from kraftsim.image.writer.loss import LossHandler, LossReport, raise_on_loss
 from kraftsim.image.writer.image_writer import WriterLine, iter_image_records
 from kraftsim.protocol.entries import Payload
@@ -40,7 +41,7 @@ from kraftsim.storage.names import SnapshotId, parse_segment_name, snapshot_file
 from kraftsim.storage.retention import (
     DEFAULT_RETENTION_BYTES, DEFAULT_RETENTION_MS, RetentionPlan, apply_retention, describe_log, plan_retention,
 )
-from kraftsim.storage.snapshot import SNAPSHOT_APPEND_RECORDS, control_payload, write_snapshot
+from kraftsim.storage.snapshot import SNAPSHOT_APPEND_RECORDS, control_payload, write_snapshot_counted
 from kraftsim.versions import Catalog, default_catalog
 
 if TYPE_CHECKING:
@@ -186,7 +187,10 @@ class SnapshotEmitter:
     snapshot directory). `clock_ms` stamps batches and drives retention's time limit.
     `high_watermark` defaults to the log end offset. `header_records` gives the KRaft
     records for the header batch (see `loader_header_records`); none by default
-    (kraft.version 0).
+    (kraft.version 0). `copies`: where snapshots already encoded for the same image are
+    found and kept (snapshot_copies; the clock must then not move during one emit), by
+    `software`: what the caller vouches makes emitters' catalogs write alike (e.g. the
+    base catalog and the release it is seen at; by default this emitter's catalog object).
     """
 
     def __init__(self, target: MetadataLog | Path | str, *, catalog: Catalog | None = None,
@@ -194,7 +198,8 @@ class SnapshotEmitter:
                  writer_line: WriterLine | str | None = None, batch_size: int = SNAPSHOT_APPEND_RECORDS,
                  max_batch_bytes: int = MAX_BATCH_SIZE_BYTES, header_records: HeaderRecords | None = None,
                  high_watermark: Callable[[], int] | None = None,
-                 retention: RetentionSettings | None = RetentionSettings(), fsync: bool = True):
+                 retention: RetentionSettings | None = RetentionSettings(), fsync: bool = True,
+                 copies: SnapshotCopies | None = None, software: Hashable = None):
         self.catalog = catalog if catalog is not None else default_catalog()
         self.registry = registry or self.catalog.record_registry()
         self.clock = as_clock(clock_ms)
@@ -205,6 +210,8 @@ class SnapshotEmitter:
         self.high_watermark = high_watermark
         self.retention = retention
         self.fsync = fsync
+        self.copies = copies
+        self.software = software if software is not None else id(self.catalog)
         self._owns_log = False
         self.log: MetadataLog | None
         if isinstance(target, MetadataLog):
@@ -259,21 +266,31 @@ class SnapshotEmitter:
         if path.exists():
             self.messages.append(f"Not generating {name} because it already exists.")
             return None
-        count = 0
-
-        def counted() -> Iterator[Payload]:
-            nonlocal count
-            # read_only: the records are only encoded, so they may share the image's lists.
-            for p in iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,
-                                        writer_line=self.writer_line, registry=self.registry, read_only=True):
-                count += 1
-                yield p
-
         header = list(self.header_records(image)) if self.header_records is not None else []
-        written = write_snapshot(self.directory, sid, counted(),
-                                 last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
-                                 time_ms=self.clock, header_records=header, append_records=self.batch_size,
-                                 registry=self.registry, max_batch_bytes=self.max_batch_bytes, fsync=self.fsync)
+        copies = self.copies if loss_handler is raise_on_loss else None  # (another handler may want each loss)
+        key = (sid, mv, self.writer_line, self.software, id(self.registry), self.batch_size, self.max_batch_bytes)
+        placed = None
+        if copies is not None:
+            placed = copies.place(image, key, header, self.clock(), self.directory, sid, fsync=self.fsync)
+        if placed is not None:
+            written, count = placed
+        else:
+            stamps: set[int] = set()
+
+            def clock() -> int:  # (the timestamps the batches got: a copy must get the same)
+                t = self.clock()
+                stamps.add(t)
+                return t
+
+            # read_only: the records are only encoded, so they may share the image's lists.
+            records = iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,
+                                         writer_line=self.writer_line, registry=self.registry, read_only=True)
+            written, count = write_snapshot_counted(
+                self.directory, sid, records, last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
+                time_ms=clock, header_records=header, append_records=self.batch_size, registry=self.registry,
+                max_batch_bytes=self.max_batch_bytes, fsync=self.fsync)
+            if copies is not None and len(stamps) == 1:
+                copies.keep(image, key, header, stamps.pop(), written, count)
         result = EmitResult(sid, written, written.stat().st_size, count, losses if losses is not None else LossReport())
         self.messages.append(f"Successfully wrote {name}")
         self._retain(result)

@@ -355,7 +355,9 @@ class SimNode:
             self._apply_from(start)
         emitter = SnapshotEmitter(log, catalog=self.catalog, clock_ms=self.clock_ms, registry=self.registry,
                                   header_records=loader_header_records(self.loader, self.registry), fsync=False,
-                                  high_watermark=high_watermark, retention=retention)
+                                  high_watermark=high_watermark, retention=retention,
+                                  copies=self.share.snapshots.writes if self.share is not None else None,
+                                  software=(self.state.release, id(self.base_catalog)))
         self.generator = SnapshotGenerator(emitter, clock_ms=self.clock_ms, triggers=SHARED_SERVER_DEFAULTS,
                                            fault_handler=self._on_snapshot_fault, mv_change_snapshots=self.kip_778)
         self.loader.install_publishers(self.generator, self._mv_changes)

@@ -1,0 +1,121 @@
+"""Snapshot files encoded once per identical image, and placed in every other directory
+that would get the same bytes.
+
+A snapshot's bytes are a pure function of the image, the metadata.version and writer line
+it is written at, the record registry, the header records, the batch limits, the snapshot
+id and the clock's timestamp. Nodes that stand on one image object (kraftsim.sim.node's
+commit and snapshot shares make them) and run the same software therefore write the same
+file; encoding it once per node is the cost of a snapshot step multiplied by the cluster
+size. `SnapshotCopies` remembers, per image object and the rest of that key, which file
+was written, and `place` gives another directory the file as a hard link (or a byte copy
+where links are not possible) — same name, same bytes, same mode.
+
+What makes this exact: the image is compared by identity (and held, so its id cannot be
+reused while it is kept); everything else that goes into the bytes is in the key, but the
+clock: it only stamps batches, so a file for another timestamp is a copy of a kept one
+with its batches restamped (same boundaries, same records, new timestamps and CRCs).
+The clock is asked once when a copy is placed, and a file is kept only if its write got
+one timestamp (`SnapshotEmitter` records them), so a clock must not move during one emit
+— a simulation's virtual clock does not. A source that was deleted (retention) or is no
+longer the file written (replaced, rewritten: its device, inode, size and mtime are
+checked) is skipped.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Hashable, Sequence
+
+from kraftsim.image.image import MetadataImage
+from kraftsim.storage.names import SnapshotId
+from kraftsim.storage.snapshot import file_identity, place_snapshot_copy, restamp_batches
+
+#: Images kept. Each entry holds its image alive, and an image the nodes have moved on from
+#: costs what changed since (at a million partitions, after a roll, most of the image): the
+#: nodes that write one image do so together (a snapshot step, or the same commit reaching
+#: the generator's trigger), so two (a controllers' and a brokers' image) are enough.
+KEEP = 2
+
+
+@dataclass
+class WrittenSnapshot:
+    """One encoded snapshot: the image it was written from, what it holds, where it is
+    (every file placed from it, with its identity and batch timestamp)."""
+
+    image: MetadataImage
+    header: Sequence[object]
+    records: int
+    sources: list[tuple[Path, tuple[int, int, int, int], int]] = field(default_factory=list)
+
+
+class SnapshotCopies:
+    """Written snapshot files by (image object, everything else that decides their bytes).
+
+    `enabled=False` turns sharing off (every emitter encodes its own file: the plain path,
+    for tests that compare the two). `link=False` places byte copies instead of hard links.
+    A file wanted at another timestamp than any kept one is a copy with its batches
+    restamped (storage.snapshot.restamp_batches): the clock only stamps batches."""
+
+    def __init__(self, keep: int = KEEP, *, enabled: bool = True, link: bool = True) -> None:
+        self.keep_limit = keep
+        self.enabled = enabled
+        self.link = link
+        self._done: OrderedDict[tuple[int, Hashable], WrittenSnapshot] = OrderedDict()
+        self.written = 0
+        self.linked = 0
+        self.copied = 0
+        self.restamped = 0
+
+    def clear(self) -> None:
+        self._done.clear()
+
+    def place(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, directory: Path,
+              sid: SnapshotId, *, fsync: bool) -> tuple[Path, int] | None:
+        """Put the file written for (`image`, `key`) with the header records `header` (compared
+        by value) at `timestamp` into `directory`: (its path, its record count), or None when
+        there is none to take it from."""
+        if not self.enabled:
+            return None
+        hit = self._done.get((id(image), key))
+        if hit is None or hit.image is not image or list(hit.header) != list(header):
+            return None
+        # Same timestamp first (a link), then any other (a restamped copy).
+        for source, identity, stamp in sorted(hit.sources, key=lambda s: s[2] != timestamp):
+            if stamp == timestamp:
+                placed = place_snapshot_copy(source, identity, directory, sid, link=self.link, fsync=fsync)
+            else:
+                placed = place_snapshot_copy(source, identity, directory, sid, link=False, fsync=fsync,
+                                             transform=partial(restamp_batches, old=stamp, new=timestamp))
+            if placed is None:
+                hit.sources.remove((source, identity, stamp))
+                continue
+            placed_identity = file_identity(placed)
+            if stamp != timestamp:
+                self.restamped += 1
+            elif placed_identity[:2] == identity[:2]:
+                self.linked += 1
+            else:
+                self.copied += 1
+            hit.sources.append((placed, placed_identity, timestamp))  # (a source still, once the first one is deleted)
+            self._done.move_to_end((id(image), key))
+            return placed, hit.records
+        del self._done[(id(image), key)]  # every file it was written to is gone
+        return None
+
+    def keep(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, path: Path,
+             records: int) -> None:
+        """Remember that `path` holds `image` written with `key` and `header` at `timestamp`."""
+        if not self.enabled:
+            return
+        self.written += 1
+        self._done[(id(image), key)] = WrittenSnapshot(image, list(header), records,
+                                                       [(path, file_identity(path), timestamp)])
+        self._done.move_to_end((id(image), key))
+        while len(self._done) > self.keep_limit:
+            self._done.popitem(last=False)
+
+
+__all__ = ["SnapshotCopies", "WrittenSnapshot"]
