@@ -95,6 +95,12 @@ def test_file_memo_reads_a_file_once_per_identity_and_loads_bytes_once() -> None
         assert value(a) == b"TWO" and memo.computed == 2  # (changed: read again)
         assert memo.value(a, file_identity(a), "other", compute) == b"TWO" and memo.computed == 3
         assert calls == [b"one", b"two", b"two"]
+        (base / "x1").write_bytes(b"1:same")
+        (base / "x2").write_bytes(b"2:same")  # (differs only where `content` does not look)
+        for name in ("x1", "x2"):
+            p = base / name
+            assert memo.value(p, file_identity(p), "ctx", compute, lambda raw: raw[2:]) == b"1:SAME"
+        assert memo.computed == 4
 
 
 def _random_run(sim: Simulation, rng: random.Random, steps: int) -> None:

@@ -5,9 +5,10 @@ a replay of the node's log. A snapshot file never changes once written, and the 
 one cluster write files with the same bytes (or share one file through hard links), so the
 value (the loaded image's digest) is remembered twice over: by the file's identity
 (device, inode, size, modification time: a file rewritten or replaced gets another) and by
-its bytes (another node's file with the same bytes gives the same value without being
-loaded). A file whose identity changed is read again, so a corruption planted after a
-check is seen at the next one.
+its content (another node's file with the same content gives the same value without being
+loaded; the caller says what of the bytes counts, by default all of them). A file whose
+identity changed is read again, so a corruption planted after a check is seen at the next
+one.
 """
 
 from __future__ import annotations
@@ -67,26 +68,31 @@ class FileMemo(Generic[T]):
         self._by_bytes.clear()
 
     def value(self, path: Path, ident: FileIdentity | None, context: Hashable, compute: Callable[[bytes], T],
-              content: Callable[[bytes], Hashable] = _whole) -> T:
+              content: Callable[[bytes], Hashable] | None = None) -> T:
         """The value for the file at `path` whose identity is `ident` (None: unknown, it is
-        read and nothing is remembered by identity). `content(bytes)` names what of the
-        bytes the value depends on (by default all of them); it may raise to refuse them."""
+        read and nothing is remembered by identity). The same bytes give the same value;
+        `content(bytes)`, when given, names what else of the bytes the value depends on
+        (files that differ elsewhere share it too); it may raise to refuse the bytes."""
         if ident is not None:
             known = self._by_file.get((ident, context))
             if known is not None:
                 self.file_hits += 1
                 return known
         raw = read_file(path)
-        key = (content(raw), context)
-        value = self._by_bytes.get(key)
+        keys: list[tuple[Hashable, Hashable]] = [(_whole(raw), context)]
+        value = self._by_bytes.get(keys[0])
+        if value is None and content is not None:
+            keys.append((content(raw), context))
+            value = self._by_bytes.get(keys[1])
         if value is None:
             value = compute(raw)
             self.computed += 1
-            if len(self._by_bytes) >= self.keep:
-                self._by_bytes.clear()
-            self._by_bytes[key] = value
         else:
             self.bytes_hits += 1
+        if len(self._by_bytes) + len(keys) > self.keep:
+            self._by_bytes.clear()
+        for key in keys:
+            self._by_bytes[key] = value
         if ident is not None and ident.size == len(raw):
             if len(self._by_file) >= self.keep:
                 self._by_file.clear()

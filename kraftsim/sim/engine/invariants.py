@@ -123,7 +123,7 @@ class Checker:
         self.snapshot_ids: Callable[[Member], list[SnapshotId]] = lambda m: m.log.snapshot_ids()
         #: Per (node, snapshot end offset, epoch): the identity of the file last checked.
         self._snapshots_checked: dict[tuple[int, int, int], FileIdentity | None] = {}
-        #: Digests of what snapshot files load to, by file identity and by bytes.
+        #: Digests of what snapshot files load to, by file identity and by content.
         self.snapshot_digests: FileMemo[str] = FileMemo()
         #: CRC-32s of batch bytes compared before, by the bytes object (`_crc`).
         self._crcs: dict[int, tuple[bytes, int]] = {}
@@ -375,8 +375,11 @@ class Checker:
         files lost nothing since its process started (so every batch it applied is still in
         its log), is covered by that comparison; the others replay their own files.
 
-        Shadows share their replays among themselves the same way (`replay_into`), and the
-        digests remember the parts of images compared before (`DigestCache`)."""
+        A shadow replays only what was committed since its last check, from the image it
+        last checked, gathered into one commit; shadows share those replays among
+        themselves (`replay_into`, kraftsim.sim.engine.range_share), and the digests
+        remember the parts of images compared before (`DigestCache`). Snapshot files are
+        read back once per file identity (`_snapshots`)."""
         digests: dict[int, tuple[object, str]] = {}
 
         def digest(image: object) -> str:
@@ -434,8 +437,9 @@ class Checker:
     def _snapshots(self, event: str, m: Member) -> None:
         """SnapshotMatchesLog for `m`'s snapshots: each file is checked again whenever its
         identity (device, inode, size, mtime) differs from the one checked last; what a
-        file loads to is remembered by identity and by bytes (`FileMemo`), so a file shared
-        by hard link, or with the bytes of another node's, is loaded once."""
+        file loads to is remembered by identity and by content (`FileMemo`,
+        `snapshot_content`), so a file shared by hard link, or holding what another node's
+        holds, is loaded once (and each file is still read and checked once)."""
         node = m.node
         assert node is not None and node.log is not None
         log = node.log
