@@ -253,13 +253,17 @@ class DigestCache:
             return _entity_hash(prefix, _topic_entity(tid, t))
         head = canon((bytes(tid), t.name, ()))  # (ends with the empty tuple's header)
         out = [prefix, head[:-1], _array_header(len(parts))]
-        cache = self._chunks
+        cache, dirs = self._chunks, _dir_bytes
         self._chunks_seen += len(chunks)
         for c, chunk in enumerate(chunks):
             known = cache.get(id(chunk))
             if known is None or known[0] is not chunk or known[1] != c:
                 first = c << CHUNK_BITS
-                body = canon(tuple(partition_entity(first + j, p) for j, p in enumerate(chunk)))[1:]
+                # (partition_entity, inlined: every partition of every changed chunk)
+                body = canon(tuple(
+                    (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
+                     p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
+                     p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
                 known = cache[id(chunk)] = (chunk, c, body)
             out.append(known[2])
         return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
