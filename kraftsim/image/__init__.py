@@ -113,7 +113,9 @@ from kraftsim.image.publisher.snapshot_generator import (
     SnapshotTriggers,
 )
 from kraftsim.image.verification.diff import ABSENT, Change, diff_images, diff_text, show
-from kraftsim.image.verification.digest import DigestCache, component_digests, image_digest, image_digest_with_provenance
+from kraftsim.image.verification.digest import (
+    DigestCache, component_digests, image_digest, image_digest_with_provenance, image_digests,
+)
 from kraftsim.image.verification.report import render_directory, render_replicas, render_roundtrip
 from kraftsim.image.verification.verify import (
     snapshots_against_log,
@@ -216,6 +218,7 @@ __all__ = [
     "entity_text",
     "features_from",
     "image_digest",
+    "image_digests",
     "image_digest_with_provenance",
     "image_from_records",
     "iter_image_records",

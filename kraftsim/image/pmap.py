@@ -498,6 +498,13 @@ class ChunkMap(Mapping[K, V]):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def dense_chunks(self) -> tuple[tuple[V, ...], ...] | None:
+        """The value chunks (immutable, shared between versions) when the keys are 0..n-1 in
+        order, chunk c holding keys c*CHUNK.. (every topic's usual partitions); else None.
+        For callers that remember what they computed per chunk (digests)."""
+        index = self._index
+        return self._chunks if index and _DENSE_INDEX.get(len(index)) is index else None
+
     def chunk_ids(self) -> builtins.set[int]:
         """Identities of the value chunks (and of the key positions), to measure sharing."""
         return {id(self._index)} | {id(c) for c in self._chunks}

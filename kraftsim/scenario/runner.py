@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image import image_digest
+from kraftsim.image import image_digests
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
 from kraftsim.scenario.apply import acts_on, carry_out, starting
@@ -165,7 +165,8 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         expects = checkpoints + check_expect(scenario, sim, final)
         passed = (setup_error is None and all(s.ok for s in steps) and all(e.ok for e in expects)
                   and all(i.ok for i in invariants))
-        digests = {n.id: (image_digest(img) if (img := sim.image(n.id)) is not None else None) for n in sim.nodes()}
+        ids = [n.id for n in sim.nodes()]  # (nodes sharing one image digest it once: image_digests)
+        digests = dict(zip(ids, image_digests([sim.image(i) for i in ids])))
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
                                 invariants=invariants, final=final, digest=final_digest(final, digests),
                                 time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario),

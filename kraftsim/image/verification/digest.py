@@ -32,7 +32,7 @@ from kraftsim.image.components.cluster import canonical_lists
 from kraftsim.image.components.partition import PartitionRegistration
 from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.image import COMPONENTS, MetadataImage
-from kraftsim.image.pmap import PMap
+from kraftsim.image.pmap import CHUNK, CHUNK_BITS, ChunkMap, PMap
 from kraftsim.protocol.primitives import Uuid
 
 MOD = 1 << 256
@@ -88,6 +88,18 @@ def partition_entity(pid: int, p: PartitionRegistration) -> tuple[object, ...]:
 
 def _topic_entity(tid: Uuid, t: TopicImage) -> tuple[object, ...]:
     return (bytes(tid), t.name, tuple(partition_entity(pid, p) for pid, p in sorted(t.partitions.items())))
+
+
+def _array_header(n: int) -> bytes:
+    """MessagePack's header of an array of `n` items (canon writes a tuple as one)."""
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
+
+
+assert CHUNK < 16  # (a chunk's entities encode behind a one-byte array header)
 
 
 def _topics(img: MetadataImage) -> Iterable[object]:
@@ -160,6 +172,13 @@ class DigestCache:
         self._topics: dict[int, tuple[object, object, int]] = {}
         #: Sums (not reduced) of topics-by-id subtrees, by the identity of the node.
         self._subtrees: dict[int, tuple[object, int]] = {}
+        #: Canonical bytes of chunks of a topic's partitions (kraftsim.image.pmap.ChunkMap),
+        #: by the identity of the chunk, with its position: what a changed topic's hash
+        #: takes from the chunks its change did not touch. Emptied past twice the most
+        #: chunks one digest hashed (plus `limit`).
+        self._chunks: dict[int, tuple[tuple[object, ...], int, bytes]] = {}
+        self._chunks_cap = limit
+        self._chunks_seen = 0
         self.hits = 0
         self.misses = 0
 
@@ -188,9 +207,15 @@ class DigestCache:
             cache.clear()
         if len(self._subtrees) > 4 * len(by_id) + self.limit:
             self._subtrees.clear()
+        if len(self._chunks) > self._chunks_cap:
+            self._chunks.clear()
+        self._chunks_seen = 0
         if type(by_id) is PMap:
-            return self._subtree_sum(by_id._root) % MOD
-        return self._leaf_sum(by_id.items()) % MOD
+            total = self._subtree_sum(by_id._root) % MOD
+        else:
+            total = self._leaf_sum(by_id.items()) % MOD
+        self._chunks_cap = max(self._chunks_cap, 2 * self._chunks_seen + self.limit)
+        return total
 
     def _subtree_sum(self, node: Any) -> int:
         if not node:
@@ -214,9 +239,34 @@ class DigestCache:
         for tid, t in items:
             known = cache.get(id(t))
             if known is None or known[0] is not t or known[1] != tid:
-                known = cache[id(t)] = (t, tid, _entity_hash(prefix, _topic_entity(tid, t)))
+                known = cache[id(t)] = (t, tid, self._topic_hash(prefix, tid, t))
             total += known[2]
         return total
+
+    def _topic_hash(self, prefix: bytes, tid: Uuid, t: TopicImage) -> int:
+        """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
+        partitions' chunks remembered by identity where the partitions are a dense ChunkMap
+        (MessagePack is a concatenation: a tuple is a header and its items' bytes)."""
+        parts = t.partitions
+        chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+        if chunks is None:
+            return _entity_hash(prefix, _topic_entity(tid, t))
+        head = canon((bytes(tid), t.name, ()))  # (ends with the empty tuple's header)
+        out = [prefix, head[:-1], _array_header(len(parts))]
+        cache, dirs = self._chunks, _dir_bytes
+        self._chunks_seen += len(chunks)
+        for c, chunk in enumerate(chunks):
+            known = cache.get(id(chunk))
+            if known is None or known[0] is not chunk or known[1] != c:
+                first = c << CHUNK_BITS
+                # (partition_entity, inlined: every partition of every changed chunk)
+                body = canon(tuple(
+                    (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
+                     p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
+                     p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
+                known = cache[id(chunk)] = (chunk, c, body)
+            out.append(known[2])
+        return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
 
 
 def component_digests(image: MetadataImage, cache: DigestCache | None = None) -> dict[str, int]:
@@ -238,6 +288,23 @@ def image_digest(image: MetadataImage, cache: DigestCache | None = None) -> str:
     """Hex digest of the image's metadata (provenance excluded); `cache` remembers the parts
     of images digested before (the same result, computed from what changed)."""
     return _combine(component_digests(image, cache))
+
+
+def image_digests(images: Iterable[MetadataImage | None]) -> list[str | None]:
+    """`image_digest` of each image (None for None): an image object held several times
+    (nodes sharing one image) is digested once, and the parts images share once."""
+    cache = DigestCache()
+    done: dict[int, tuple[MetadataImage, str]] = {}
+    out: list[str | None] = []
+    for image in images:
+        if image is None:
+            out.append(None)
+            continue
+        known = done.get(id(image))
+        if known is None or known[0] is not image:
+            known = done[id(image)] = (image, image_digest(image, cache))
+        out.append(known[1])
+    return out
 
 
 def image_digest_with_provenance(image: MetadataImage) -> str:

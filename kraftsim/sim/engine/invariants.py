@@ -26,16 +26,22 @@ from __future__ import annotations
 
 import bisect
 import zlib
+from hashlib import blake2b
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataLoader, MvChangeHandling, image_digest
+from kraftsim.errors import KraftsimError
+from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataImage, MetadataLoader, MvChangeHandling
+from kraftsim.image import image_digest
 from kraftsim.image import load_snapshot
-from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.engine.file_memo import FileIdentity, FileMemo, file_identity
 from kraftsim.sim.engine.member import Member, entry_at
+from kraftsim.sim.engine.range_share import RangeShare
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.protocol.registry import Registry
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import snapshot_path
 
@@ -110,12 +116,15 @@ class Checker:
         self._shadow_gen: dict[int, int] = {}
         #: Commits the shadow loaders replayed, shared among shadows only (never with the
         #: nodes' own loaders, whose result the shadows check): see `replay_into`.
-        self.shadow_share = CommitShare(keep=SHADOW_KEEP)
+        self.shadow_share = RangeShare(keep=SHADOW_KEEP)
         #: Digest parts of images compared before (images are immutable: see DigestCache).
         self.digests = DigestCache()
         #: A node's snapshot ids (the Engine's kept listing; by default the directory's).
         self.snapshot_ids: Callable[[Member], list[SnapshotId]] = lambda m: m.log.snapshot_ids()
-        self._snapshots_checked: set[tuple[int, int, int]] = set()
+        #: Per (node, snapshot end offset, epoch): the identity of the file last checked.
+        self._snapshots_checked: dict[tuple[int, int, int], FileIdentity | None] = {}
+        #: Digests of what snapshot files load to, by file identity and by content.
+        self.snapshot_digests: FileMemo[str] = FileMemo()
         #: CRC-32s of batch bytes compared before, by the bytes object (`_crc`).
         self._crcs: dict[int, tuple[bytes, int]] = {}
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
@@ -366,8 +375,11 @@ class Checker:
         files lost nothing since its process started (so every batch it applied is still in
         its log), is covered by that comparison; the others replay their own files.
 
-        Shadows share their replays among themselves the same way (`replay_into`), and the
-        digests remember the parts of images compared before (`DigestCache`)."""
+        A shadow replays only what was committed since its last check, from the image it
+        last checked, gathered into one commit; shadows share those replays among
+        themselves (`replay_into`, kraftsim.sim.engine.range_share), and the digests
+        remember the parts of images compared before (`DigestCache`). Snapshot files are
+        read back once per file identity (`_snapshots`)."""
         digests: dict[int, tuple[object, str]] = {}
 
         def digest(image: object) -> str:
@@ -378,6 +390,10 @@ class Checker:
             return known[1]
 
         verified: dict[int, tuple[object, int, tuple[object, ...]]] = {}
+        # (gathered replays end a commit where a snapshot ends: the snapshot checks replay up
+        # to there and adopt what the shadows replayed)
+        self.shadow_share.stops = {sid.end_offset for m in members if m.running and m.node is not None
+                                   and m.node.log is not None for sid in self.snapshot_ids(m)}
         for m in members:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
@@ -411,7 +427,19 @@ class Checker:
                 self._shadows[m.id] = (key, upto, loader)
             self._snapshots(event, m)
 
+    def shadow(self, node: int) -> tuple[int, MetadataImage] | None:
+        """The image `node`'s shadow loader holds after the last deep check, and the offset
+        it replayed up to (exclusive); None without a shadow (tests compare it with a full
+        replay)."""
+        shadow = self._shadows.get(node)
+        return None if shadow is None else (shadow[1], shadow[2].image)
+
     def _snapshots(self, event: str, m: Member) -> None:
+        """SnapshotMatchesLog for `m`'s snapshots: each file is checked again whenever its
+        identity (device, inode, size, mtime) differs from the one checked last; what a
+        file loads to is remembered by identity and by content (`FileMemo`,
+        `snapshot_content`), so a file shared by hard link, or holding what another node's
+        holds, is loaded once (and each file is still read and checked once)."""
         node = m.node
         assert node is not None and node.log is not None
         log = node.log
@@ -419,18 +447,48 @@ class Checker:
             if sid.end_offset <= 0 or log.log_start_offset > 0:
                 continue  # the log no longer reaches back to its start
             key = (m.id, sid.end_offset, sid.epoch)
-            if key in self._snapshots_checked:
+            path = snapshot_path(log.directory, sid)
+            ident = file_identity(path)
+            if ident is not None and self._snapshots_checked.get(key) == ident:
                 continue
-            self._snapshots_checked.add(key)
-            snap = read_snapshot(snapshot_path(log.directory, sid), node.registry)
-            loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0,
-                                    mv_change=_mv_handling(node))
-            load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            self._snapshots_checked[key] = ident
+            software = (node.state.release, node.kip_778, id(node.base_catalog))
+            try:
+                loaded = self.snapshot_digests.value(path, ident, (software, sid),
+                                                     lambda raw: _snapshot_digest(node, sid, path, raw),
+                                                     lambda raw: snapshot_content(path, node.registry, raw))
+            except KraftsimError as e:
+                self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
+                                                f"(epoch {sid.epoch}) cannot be read: {e}")
+                continue
             expected = replay_image(node, sid.end_offset, use_snapshots=False, share=self.shadow_share)
-            if expected is not None and not node.kip_778 \
-                    and image_digest(expected, self.digests) != image_digest(loader.image, self.digests):
+            if expected is not None and not node.kip_778 and image_digest(expected, self.digests) != loaded:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) differs from a replay of its log")
+
+
+def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, bytes]:
+    """What a loader takes from the snapshot file `path` holding `raw`, once the file is
+    checked (`read_snapshot`: framing, every CRC, header, footer, offsets; a problem
+    raises): its batches' bytes without their timestamps, nor the CRC over them. Nodes
+    write the same snapshot at different times; its image does not depend on when."""
+    snap = read_snapshot(path, registry, data=raw)
+    h = blake2b(digest_size=32)
+    for fb in snap.batches:
+        b = memoryview(fb.batch.raw)
+        h.update(b[:17])  # (base offset, length, leader epoch, magic)
+        h.update(b[21:27])  # (attributes, last offset delta)
+        h.update(b[43:])  # (producer, sequence, record count, records)
+    return len(snap.batches), h.digest()
+
+
+def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes) -> str:  # type: ignore[no-untyped-def]
+    """The digest of what a fresh loader of `node`'s software loads from the snapshot
+    file `path` holding `raw`."""
+    snap = read_snapshot(path, node.registry, data=raw)
+    loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
+    load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+    return image_digest(loader.image)
 
 
 def _as_node(fault: LoaderFault) -> None:
@@ -444,7 +502,7 @@ def _mv_handling(node) -> MvChangeHandling:  # type: ignore[no-untyped-def]
 
 
 def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
-                  share: CommitShare | None = None) -> MetadataLoader | None:
+                  share: RangeShare | None = None) -> MetadataLoader | None:
     """A fresh loader fed the node's newest usable snapshot and its log, up to offset `upto`
     (exclusive); None when the files cannot give it. `share`: see `replay_into`."""
     log = node.log
@@ -469,18 +527,18 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignor
 
 
 def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ignore[no-untyped-def]
-                share: CommitShare | None = None) -> None:
-    """Hand `loader` the node's log from offset `start` up to `upto` (exclusive), one commit
-    per batch, as the raft layer hands committed batches over (the batch holding `upto - 1`
-    cut there, and the last one).
+                share: RangeShare | None = None) -> None:
+    """Hand `loader` the node's log from offset `start` up to `upto` (exclusive), the batch
+    holding `upto - 1` cut there.
 
-    With `share`, a whole batch applied by an idle loader standing on an image object some
-    other loader of the same software replayed the very same batch bytes on is adopted
-    from it instead of replayed: replay is deterministic, so the result is the one this
-    replay would reach (kraftsim.sim.node.commit_share). Only loaders that replay files share
-    a CommitShare, so a shadow's result never comes from the node it checks."""
+    Without `share`, one commit per batch, as the raft layer hands committed batches over
+    (the plain, full replay). With `share`, the batches go to the loader as one commit, as
+    a catching-up loader gathers them, and runs of whole batches some other loader of the
+    same software replayed on the very image object this one stands on are adopted from it
+    instead of replayed (kraftsim.sim.engine.range_share): replay is deterministic, so the
+    result is the one this replay would reach. Only loaders that replay files share a
+    RangeShare, so a shadow's result never comes from the node it checks."""
     loader.set_high_watermark(upto)
-    software = (node.state.release, node.kip_778, id(node.base_catalog))
     end = start
     log = node.log
     seg = log.active_segment
@@ -490,7 +548,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         batches: Iterable[FileBatch] = (parsed.get(j) or read(j) for j in range(seg.find(start), len(seg.entries)))
     else:
         batches = log.batches(start)
-    done = share.kept() if share is not None else {}  # (CommitShare.find, inlined)
+    todo: list[tuple[FileBatch, int, bool]] = []  # (batch, replay from, cut at upto)
     for fb in batches:
         b = fb.batch
         base = b.base_offset
@@ -498,32 +556,65 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         if last < end:
             continue  # wholly before the start (the snapshot already holds it)
         if base >= upto:
-            return
+            break
         cut = last >= upto
-        whole = not cut and base >= end and share is not None
-        if whole and loader.idle:
-            hit = done.get((software, b.raw))
-            if hit is not None and hit[0] is loader.image and hit[1] == (loader.kraft_version, loader.voters):
-                loader.adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
-                share.adopted += 1  # type: ignore[union-attr]
-                end = last + 1
-                continue
-        entries = [e for e in decode_file_batch(fb, node.registry) if end <= e.offset < upto]
+        todo.append((fb, end, cut))
+        if cut:
+            break
+        end = b.next_offset
+    if share is None:
+        for fb, first, cut in todo:
+            loader.handle_commit([_committed(node, fb, first, upto, cut)])
+        return
+    software = (node.state.release, node.kip_778, id(node.base_catalog))
+    whole: list[bytes] = []  # (the leading whole batches: the ones a kept run can stand for)
+    for fb, first, cut in todo:
+        if cut or first > fb.batch.base_offset:
+            break
+        whole.append(fb.batch.raw)
+    stops = share.stops
+    done = 0
+    while done < len(todo):
+        while done < len(whole) and loader.idle:
+            run = share.longest(software, loader, whole, done)
+            if run is None:
+                break
+            loader.adopt(run.delta, run.image, run.manifest, kraft_version=run.kraft_version, voters=run.voters)
+            done += len(run.raws)
+            share.adopted += len(run.raws)
+        if done >= len(todo):
+            return
+        # (one commit up to the next offset another replay is likely to stop at too; under
+        # KIP-778 one per batch, as a metadata.version change rewrites the image it ends)
+        stop = done
+        while stop < len(todo):
+            stop += 1
+            if node.kip_778 or todo[stop - 1][0].batch.next_offset in stops:
+                break
         idle, before, raft_before = loader.idle, loader.image, (loader.kraft_version, loader.voters)
         publishes, faults = loader.publishes, len(loader.faults)
-        loader.handle_commit([CommittedBatch(b.base_offset, upto - 1 if cut else b.last_offset,
-                                             b.partition_leader_epoch, b.max_timestamp, b.size, entries)])
-        if cut:
-            return
-        if share is not None:
-            share.replayed += 1
-            if whole and idle and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults:
-                share.keep(software, b.raw, before, raft_before, loader)
-        end = b.next_offset
+        loader.handle_commit([_committed(node, fb, first, upto, cut) for fb, first, cut in todo[done:stop]])
+        share.replayed += stop - done
+        # (a run that ends idle, without faults, on the image it last published; a transaction
+        # at its start publishes once more, before the Begin: shadows have no publishers)
+        if stop <= len(whole) and idle and loader.publishes > publishes and loader.idle \
+                and len(loader.faults) == faults and loader.last_publish is not None \
+                and loader.last_publish[1] is loader.image:
+            share.keep_run(software, whole[done:stop], before, raft_before, loader)
+        done = stop
+
+
+def _committed(node, fb: FileBatch, first: int, upto: int, cut: bool) -> CommittedBatch:  # type: ignore[no-untyped-def]
+    """The batch `fb` as the raft layer hands it over: its records from offset `first`, cut
+    before `upto` when `cut`."""
+    b = fb.batch
+    entries = [e for e in decode_file_batch(fb, node.registry) if first <= e.offset < upto]
+    return CommittedBatch(b.base_offset, upto - 1 if cut else b.last_offset, b.partition_leader_epoch,
+                          b.max_timestamp, b.size, entries)
 
 
 def replay_image(node, upto: int, *, use_snapshots: bool = True,  # type: ignore[no-untyped-def]
-                 share: CommitShare | None = None):
+                 share: RangeShare | None = None):
     """The image `replay_loader` builds (None when the files cannot give it)."""
     loader = replay_loader(node, upto, use_snapshots=use_snapshots, share=share)
     return None if loader is None else loader.image
