@@ -58,6 +58,7 @@ from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import SnapshotId, segment_file_name, snapshot_file_name
+from kraftsim.storage.segment import forget_shared_entries
 from kraftsim.versions import Catalog
 
 DOWN = (STOPPED, CRASHED, FAILED)
@@ -136,6 +137,7 @@ class Engine:
         self.share.clear()
         self.level_scan.clear()
         self.checker.drop_caches()
+        forget_shared_entries()
 
     @property
     def now(self) -> int:
