@@ -640,18 +640,15 @@ class Engine:
         the last call is asked first, as it usually still fails (a conjunction of side-effect
         free conditions, so the order changes nothing but the cost); `stable_full` is the
         plain walk over every node."""
-        leader = self.leader_member()
-        if leader is None or self.controller is None or leader.high_watermark is None:
+        quorum = self._committed_quorum()
+        if quorum is None:
             return False
-        hw = leader.high_watermark
-        if hw < leader.log.log_end_offset:
-            return False  # something appended is not committed yet
-        image = self.controller.image
+        leader_id, hw, image = quorum
         witness = self.members.get(self._unstable_witness) if self._unstable_witness is not None else None
-        if witness is not None and not self._member_stable(witness, leader.id, hw, image):
+        if witness is not None and not self._member_stable(witness, leader_id, hw, image):
             return False
         for m in self.members.values():
-            if m is not witness and not self._member_stable(m, leader.id, hw, image):
+            if m is not witness and not self._member_stable(m, leader_id, hw, image):
                 self._unstable_witness = m.id
                 return False
         self._unstable_witness = None
@@ -659,14 +656,22 @@ class Engine:
 
     def stable_full(self) -> bool:
         """`stable` without its shortcut: every node asked in order (what tests compare it with)."""
+        quorum = self._committed_quorum()
+        if quorum is None:
+            return False
+        leader_id, hw, image = quorum
+        return all(self._member_stable(m, leader_id, hw, image) for m in self.members.values())
+
+    def _committed_quorum(self) -> tuple[int, int, MetadataImage] | None:
+        """(leader id, high watermark, the controller's image) when a leader with an active
+        controller has committed all it appended; else None (not stable)."""
         leader = self.leader_member()
         if leader is None or self.controller is None or leader.high_watermark is None:
-            return False
+            return None
         hw = leader.high_watermark
         if hw < leader.log.log_end_offset:
-            return False
-        image = self.controller.image
-        return all(self._member_stable(m, leader.id, hw, image) for m in self.members.values())
+            return None  # something appended is not committed yet
+        return leader.id, hw, self.controller.image
 
     def _member_stable(self, m: Member, leader_id: int, hw: int, image: MetadataImage) -> bool:
         """One node's part of `stable` (True for a node that is down)."""
