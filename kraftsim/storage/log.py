@@ -29,7 +29,7 @@ from kraftsim.storage.names import (
 )
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
 from kraftsim.storage.safepath import refuse_symlinks
-from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem
+from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem, shared_entry
 from kraftsim.storage.snapshot import SnapshotFile, list_snapshots, read_snapshot, snapshot_path
 
 # metadata.log.segment.bytes default (Kafka requires at least 8 MiB; tests use far less).
@@ -511,8 +511,8 @@ class MetadataLog:
         elif size and size + len(raw) > self.segment_bytes:  # (a segment with batches has a size above 0)
             seg = self.roll()
             size = seg.size
-        entry = _new_tuple(IndexEntry, (leo, leo + batch.last_offset_delta, size, len(raw),
-                                        batch.partition_leader_epoch, batch.max_timestamp))
+        entry = shared_entry(_new_tuple(IndexEntry, (leo, leo + batch.last_offset_delta, size, len(raw),
+                                                     batch.partition_leader_epoch, batch.max_timestamp)))
         rising = self._rising
         if rising is not None and entry.epoch >= 0 and (not rising or entry.epoch > rising[-1].epoch):
             rising.append(EpochEntry(entry.epoch, leo))

@@ -50,6 +50,31 @@ class IndexEntry(NamedTuple):
         return self.last_offset + 1
 
 
+#: Index entries by value, shared by every log of the process (`shared_entry`): the replicas
+#: of a metadata log hold equal entries (offsets, position, size, epoch, timestamp) for each
+#: batch, and a simulated cluster would otherwise keep one copy per node of each entry and of
+#: its ints. Entries are immutable and compared by value, never by identity, so sharing
+#: changes nothing but memory. Emptied past `SHARED_ENTRIES_LIMIT` (and by `forget_shared_entries`).
+_shared_entries: dict[IndexEntry, IndexEntry] = {}
+SHARED_ENTRIES_LIMIT = 1 << 20
+
+
+def shared_entry(entry: IndexEntry) -> IndexEntry:
+    """The entry equal to `entry` another log holds already, else `entry` (kept for the next)."""
+    found = _shared_entries.get(entry)
+    if found is not None:
+        return found
+    if len(_shared_entries) >= SHARED_ENTRIES_LIMIT:
+        _shared_entries.clear()
+    _shared_entries[entry] = entry
+    return entry
+
+
+def forget_shared_entries() -> None:
+    """Drop the shared index entries (the logs keep theirs): when a simulation closes."""
+    _shared_entries.clear()
+
+
 class ScanProblem(NamedTuple):
     """The first untrustworthy bytes of a segment: from `position` to the end of the file."""
 
@@ -90,7 +115,7 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
                     and count == last_delta + 1 and base >= expected
                     and (epoch >= prev if prev is not None else (min_epoch is None or epoch >= min_epoch))
                     and (not validate or (count >= 0 and crc32c(data[pos + _CRC_START:pos + size]) == crc))):
-                append(_new_tuple(IndexEntry, (base, base + last_delta, pos, size, epoch, max_ts)))
+                append(shared_entry(_new_tuple(IndexEntry, (base, base + last_delta, pos, size, epoch, max_ts))))
                 prev = epoch
                 expected = base + last_delta + 1
                 pos += size

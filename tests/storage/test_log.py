@@ -261,3 +261,25 @@ def test_a_badly_named_segment_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "foo.log").write_bytes(b"")
     with pytest.raises(KraftsimError, match="not a log segment name"):
         MetadataLog.open(tmp_path, read_only=True)
+
+
+# ---------------------------------------------------------------------------- replicas share index entries
+
+
+def test_replicas_share_equal_index_entries_and_each_keeps_its_own_index(tmp_path: Path) -> None:
+    """Two replicas of one log (appended to, and one opened again from its files) hold the same
+    index entry objects for equal batches; cutting one replica leaves the other whole."""
+    batches = [_batch(0, [10, 10]), _batch(2, [30]), _batch(3, [10, 20, 5])]
+    with MetadataLog.open(tmp_path / "a", fsync=False) as a, MetadataLog.open(tmp_path / "b", fsync=False) as b:
+        for raw in batches:
+            a.append(raw)
+            b.append(raw)
+        ea = [e for _, e in a.index_entries()]
+        eb = [e for _, e in b.index_entries()]
+        assert ea == eb and all(x is y for x, y in zip(ea, eb))
+        b.truncate_to(2)
+        assert [e for _, e in a.index_entries()] == ea and a.log_end_offset == 6
+        assert [e for _, e in b.index_entries()] == ea[:1] and b.log_end_offset == 2
+    with MetadataLog.open(tmp_path / "a", read_only=True) as again:
+        reread = [e for _, e in again.index_entries()]
+        assert reread == ea and all(x is y for x, y in zip(reread, ea))

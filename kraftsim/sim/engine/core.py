@@ -28,7 +28,7 @@ from kraftsim.controller import (
     ActivationError, ControllerConfig, ControllerContext, ControllerResult, QuorumController, ReplayState,
 )
 from kraftsim.errors import KraftsimError
-from kraftsim.image import EmitResult, RetentionSettings, registry_for
+from kraftsim.image import EmitResult, MetadataImage, RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.node.commit_share import CommitShare
@@ -58,6 +58,7 @@ from kraftsim.storage.meta_properties import kraft_start_refusal
 from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import SnapshotId, segment_file_name, snapshot_file_name
+from kraftsim.storage.segment import forget_shared_entries
 from kraftsim.versions import Catalog
 
 DOWN = (STOPPED, CRASHED, FAILED)
@@ -124,6 +125,8 @@ class Engine:
         #: The log the read-only open before a start found nothing to recover in
         #: (`_refuse_start`), handed to the node's start instead of opening it again.
         self._scanned_log: MetadataLog | None = None
+        #: The node that failed the last `stable` call (asked first by the next).
+        self._unstable_witness: int | None = None
 
     # -------------------------------------------------------------- basics
 
@@ -134,6 +137,7 @@ class Engine:
         self.share.clear()
         self.level_scan.clear()
         self.checker.drop_caches()
+        forget_shared_entries()
 
     @property
     def now(self) -> int:
@@ -630,33 +634,66 @@ class Engine:
     def stable(self) -> bool:
         """A leader with an active controller; every running node follows it and has applied
         all it committed; every live broker registered (or refused for good) and unfenced;
-        every controller registered where its software and metadata.version call for it."""
-        leader = self.leader_member()
-        if leader is None or self.controller is None or leader.high_watermark is None:
+        every controller registered where its software and metadata.version call for it.
+
+        Asked once per instant while a settle runs (thousands of times): the node that failed
+        the last call is asked first, as it usually still fails (a conjunction of side-effect
+        free conditions, so the order changes nothing but the cost); `stable_full` is the
+        plain walk over every node."""
+        quorum = self._committed_quorum()
+        if quorum is None:
             return False
-        hw = leader.high_watermark
-        if hw < leader.log.log_end_offset:
-            return False  # something appended is not committed yet
-        image = self.controller.image
+        leader_id, hw, image = quorum
+        witness = self.members.get(self._unstable_witness) if self._unstable_witness is not None else None
+        if witness is not None and not self._member_stable(witness, leader_id, hw, image):
+            return False
         for m in self.members.values():
-            if not m.running:
-                continue
-            if m.state.is_broker and m.broker_epoch is None and m.detail \
-                    and not any(t in m.detail for t in TRANSIENT_REFUSALS):
-                continue  # refused for good: it waits, fenced, for software that can join
-            if m.leader != leader.id or m.applied < hw - 1:
+            if m is not witness and not self._member_stable(m, leader_id, hw, image):
+                self._unstable_witness = m.id
                 return False
-            if m.node is not None and m.node.blocked is not None:
-                return False
-            if m.state.is_broker:
-                reg = image.cluster.broker(m.id)
-                if reg is None or str(reg.incarnation_id) != m.state.incarnation or reg.fenced:
-                    return False
-            if m.state.is_controller and self.lifecycle.controller_registration_due(m):
-                creg = image.cluster.controller(m.id)
-                if creg is None or str(creg.incarnation_id) != m.state.incarnation:
-                    return False
+        self._unstable_witness = None
         return True
 
+    def stable_full(self) -> bool:
+        """`stable` without its shortcut: every node asked in order (what tests compare it with)."""
+        quorum = self._committed_quorum()
+        if quorum is None:
+            return False
+        leader_id, hw, image = quorum
+        return all(self._member_stable(m, leader_id, hw, image) for m in self.members.values())
+
+    def _committed_quorum(self) -> tuple[int, int, MetadataImage] | None:
+        """(leader id, high watermark, the controller's image) when a leader with an active
+        controller has committed all it appended; else None (not stable)."""
+        leader = self.leader_member()
+        if leader is None or self.controller is None or leader.high_watermark is None:
+            return None
+        hw = leader.high_watermark
+        if hw < leader.log.log_end_offset:
+            return None  # something appended is not committed yet
+        return leader.id, hw, self.controller.image
+
+    def _member_stable(self, m: Member, leader_id: int, hw: int, image: MetadataImage) -> bool:
+        """One node's part of `stable` (True for a node that is down)."""
+        if m.status != RUNNING or m.node is None:  # (not m.running, inlined)
+            return True
+        node = m.node
+        state = m.state
+        if state.is_broker and m.broker_epoch is None and m.detail \
+                and not any(t in m.detail for t in TRANSIENT_REFUSALS):
+            return True  # refused for good: it waits, fenced, for software that can join
+        if m.leader != leader_id or node.applied_offset < hw - 1:
+            return False
+        if node.blocked is not None:
+            return False
+        if state.is_broker:
+            reg = image.cluster.broker(m.id)
+            if reg is None or reg.fenced or str(reg.incarnation_id) != state.incarnation:
+                return False
+        if state.is_controller and self.lifecycle.controller_registration_due(m):
+            creg = image.cluster.controller(m.id)
+            if creg is None or str(creg.incarnation_id) != state.incarnation:
+                return False
+        return True
 
 __all__ = ["DOWN", "Engine", "Message"]
