@@ -10,14 +10,21 @@ given or MIGRATING, no reassignment, no ELR). Anything else, including every cas
 raises, goes through `registration_from_record` or `replay()`, the one definition of the
 semantics; tests/image/test_bulk_replay.py checks that both paths give equal images on
 random record lists.
+
+A commit is mostly PartitionChangeRecords (ISR and leader moves), and the loader hands
+each run of plain records here too: a change record is merged straight into its topic's
+dict of changed partitions (the topic's delta kept while consecutive records name it), one
+dict look-up and one `PartitionRegistration.merge` per record instead of the five calls of
+`replay()`'s way (tests/image/test_apply_fast_paths.py).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import intern
+from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.components.partition import (
     MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, registration_from_record,
 )
@@ -37,12 +44,24 @@ class Replayable(Protocol):
     def replay(self, record: Any) -> object: ...
 
 
-def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None) -> None:
-    """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc)."""
-    topics: TopicsDelta | None = None  # the TopicsDelta, once a topic or partition record is seen
-    partition_type = topic_type = None  # the RecordTypes, once seen (records may mix registries)
+def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None, *,
+                   skip_control: bool = False) -> None:
+    """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc).
+
+    `on_error(record, error)`: see MetadataDelta.replay_all; when it is called,
+    `delta.records_replayed` counts every record replayed before the failed one.
+    `skip_control`: leave control records out (a snapshot's header and footer) instead of
+    refusing them."""
+    topics: TopicsDelta | None = None  # the TopicsDelta, taken when a topic or partition record is first met
+    # The RecordTypes of the fast paths, as last seen (records may mix registries: another
+    # registry's type just takes the general path once, and is remembered from then on).
+    partition_type, topic_type, change_type = _SEEN["PartitionRecord"], _SEEN["TopicRecord"], \
+        _SEEN["PartitionChangeRecord"]
     last_topic: object = None  # the topic id whose dict `changes` is; None: look it up
     changes: dict[int, PartitionRegistration] = {}
+    change_topic: object = None  # the topic id whose TopicDelta a PartitionChangeRecord went to last
+    merged: dict[int, PartitionRegistration] = {}  # that TopicDelta's changes
+    parts: Mapping[int, PartitionRegistration] = {}  # and its base partitions
     done = 0
     slow = registration_from_record
     new = PartitionRegistration
@@ -53,11 +72,30 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
         for r in records:
             try:
                 rt = r.record_type
+                if rt is change_type:  # (a commit's usual record: one dict lookup and a merge)
+                    m = r.message
+                    tid = m.topic_id
+                    if tid is not change_topic and tid != change_topic:
+                        if topics is None:
+                            topics = delta.topics
+                        td = topics.change_target(m)
+                        merged, parts, change_topic = td.changes, td.image.partitions, tid
+                    pid = m.partition_id
+                    prev = merged.get(pid)
+                    if prev is None:
+                        prev = parts.get(pid)
+                        if prev is None:
+                            raise MetadataReplayError(f"Unable to find partition {tid}:{pid}")
+                    merged[pid] = prev.merge(m)
+                    done += 1
+                    continue
                 if rt is partition_type:
                     m = r.message
                     tid = m.topic_id
                     if tid is not last_topic and tid != last_topic:
-                        changes = topics.partition_changes(m)  # type: ignore[union-attr]
+                        if topics is None:
+                            topics = delta.topics
+                        changes = topics.partition_changes(m)
                         last_topic = tid
                     # the common shape inline; anything else (or a first sight) the full conversion
                     reps, x, lrs = m.replicas, m.isr, m.leader_recovery_state
@@ -80,24 +118,36 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                     changes[m.partition_id] = slow(m)
                     done += 1
                     continue
-                last_topic = None
+                last_topic = change_topic = None  # (any other record may start or remove a topic)
                 if rt is topic_type:
                     m = r.message
-                    changes = topics.replay_topic(m)  # type: ignore[union-attr]
+                    if topics is None:
+                        topics = delta.topics
+                    changes = topics.replay_topic(m)
                     last_topic = m.topic_id
                     done += 1
                     continue
+                if skip_control and r.control:
+                    continue
                 name = rt.name
-                if name == "PartitionRecord" or name == "TopicRecord":  # this one the slow way; later ones fast
-                    topics = delta.topics
+                if name in _SEEN:  # this one the general way; later ones fast
+                    _SEEN[name] = rt
                     if name == "PartitionRecord":
                         partition_type = rt
-                    else:
+                    elif name == "TopicRecord":
                         topic_type = rt
+                    else:
+                        change_type = rt
                 delta.replay(r)
             except KraftsimError as e:
                 if on_error is None:
                     raise
+                delta.records_replayed += done
+                done = 0
                 on_error(r, e)
     finally:
         delta.records_replayed += done
+
+
+#: The record types replay_records replays without `delta.replay`: the last one seen of each name.
+_SEEN: dict[str, Any] = {"PartitionRecord": None, "TopicRecord": None, "PartitionChangeRecord": None}

@@ -158,7 +158,8 @@ class MetadataDelta:
         self.records_replayed += 1
 
     def replay_all(self, records: Iterable[RecordLike],
-                   on_error: Callable[[RecordLike, KraftsimError], None] | None = None) -> "MetadataDelta":
+                   on_error: Callable[[RecordLike, KraftsimError], None] | None = None, *,
+                   skip_control: bool = False) -> "MetadataDelta":
         """Replay every record in order: the same as `replay()` on each, in less time.
 
         TopicRecords and PartitionRecords, almost all of a snapshot, skip the per-record
@@ -167,10 +168,13 @@ class MetadataDelta:
 
         `on_error(record, error)`: called when a record fails to replay; the record is
         skipped and replay goes on (what the loader does). Without it the error propagates.
-        Errors raised by `records` itself (reading, decoding) always propagate.
+        Errors raised by `records` itself (reading, decoding) always propagate. When
+        `on_error` is called, `records_replayed` counts the records replayed before the failed one.
+
+        `skip_control`: control records (a snapshot's header and footer) are left out, not refused.
         """
         with collector_paused():
-            replay_records(self, records, on_error)
+            replay_records(self, records, on_error, skip_control=skip_control)
         return self
 
     def _remove_topic(self, m: object) -> None:

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import zlib
 import builtins
+from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
@@ -441,22 +442,38 @@ class ChunkMap(Mapping[K, V]):
     def updated(self, changes: Mapping[K, V]) -> "ChunkMap[K, V]":
         """This map with `changes` set (new keys after the old ones, in their order)."""
         index = self._index
-        if any(k not in index for k in changes):
+        chunks = list(self._chunks)
+        touched: dict[int, list[V]] = {}
+        try:
+            for k, v in changes.items():
+                i = index[k]
+                c = i >> CHUNK_BITS
+                chunk = touched.get(c)
+                if chunk is None:
+                    chunk = touched[c] = list(chunks[c])
+                chunk[i & CHUNK_MASK] = v
+        except KeyError:  # a new key: the positions change, so build afresh
             merged = dict(self.items())
             merged.update(changes)
             return ChunkMap.of(merged)
-        chunks = list(self._chunks)
-        touched: dict[int, list[V]] = {}
-        for k, v in changes.items():
-            i = index[k]
-            c = i >> CHUNK_BITS
-            chunk = touched.get(c)
-            if chunk is None:
-                chunk = touched[c] = list(chunks[c])
-            chunk[i & CHUNK_MASK] = v
         for c, chunk in touched.items():
             chunks[c] = tuple(chunk)
         return ChunkMap(index, tuple(chunks))
+
+    def is_ascending(self) -> bool:
+        """Whether the keys iterate in ascending order (known without a look for the usual 0..n-1)."""
+        index = self._index
+        if index is _DENSE_INDEX.get(len(index)):
+            return True
+        keys: list[Any] = list(index)
+        return all(a < b for a, b in zip(keys, keys[1:]))
+
+    def sorted_items(self) -> list[tuple[K, V]]:
+        """Items by key: `sorted(self.items())` (keys are distinct), without the sort when the
+        keys are already in order."""
+        if self.is_ascending():
+            return list(zip(self._index, chain.from_iterable(self._chunks)))
+        return sorted(self.items())
 
     def get(self, key: K, default: Any = None) -> Any:
         i = self._index.get(key)
@@ -479,11 +496,10 @@ class ChunkMap(Mapping[K, V]):
         return iter(self._index)
 
     def values(self) -> Iterator[V]:  # type: ignore[override]
-        for chunk in self._chunks:
-            yield from chunk
+        return chain.from_iterable(self._chunks)
 
     def items(self) -> Iterator[tuple[K, V]]:  # type: ignore[override]
-        return zip(self._index, self.values())
+        return zip(self._index, chain.from_iterable(self._chunks))
 
     def __eq__(self, other: object) -> bool:
         if other is self:

@@ -39,6 +39,9 @@ def _recovery_state(value: int) -> int:
     return value
 
 
+_find_ints = intern.find_ints
+
+
 class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     """A partition's state; every sequence is an interned tuple."""
 
@@ -55,7 +58,30 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     last_known_elr: tuple[int, ...] = ()
 
     def merge(self, r: Any) -> "PartitionRegistration":
-        """The registration after a PartitionChangeRecord (Kafka's merge)."""
+        """The registration after a PartitionChangeRecord (Kafka's merge, `merge_plain`)."""
+        if (r.replicas is None and r.removing_replicas is None and r.adding_replicas is None
+                and r.eligible_leader_replicas is None and r.last_known_elr is None and not r.directories
+                and len(self.directories) == len(self.replicas) > 0):
+            # The usual change (ISR, leader, recovery state): the replica lists and directories stay.
+            lrs = r.leader_recovery_state
+            if lrs == -1:
+                lrs = self.leader_recovery_state
+            elif lrs != RECOVERED and lrs != RECOVERING:
+                _recovery_state(lrs)
+            x = r.isr
+            isr = self.isr if x is None else _find_ints(tuple(x)) or intern.ints(x)
+            leader = r.leader
+            if leader == NO_LEADER_CHANGE:
+                leader, leader_epoch = self.leader, self.leader_epoch
+            else:
+                leader_epoch = self.leader_epoch + 1
+            return PartitionRegistration(self.replicas, self.directories, isr, self.removing_replicas,
+                                         self.adding_replicas, leader, lrs, leader_epoch, self.partition_epoch + 1,
+                                         self.elr, self.last_known_elr)
+        return self.merge_plain(r)
+
+    def merge_plain(self, r: Any) -> "PartitionRegistration":
+        """`merge` by the general rule alone: the definition its shortcut must agree with."""
         replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
         if r.directories:
             if r.replicas is not None and len(r.directories) != len(r.replicas):

@@ -42,7 +42,10 @@ class TopicImage(msgspec.Struct, frozen=True, gc=False):
     partitions: Mapping[int, PartitionRegistration] = _NO_PARTITIONS
 
     def sorted_partitions(self) -> list[tuple[int, PartitionRegistration]]:
-        return sorted(self.partitions.items())
+        parts = self.partitions
+        if isinstance(parts, ChunkMap):
+            return parts.sorted_items()  # (no sort when the ids are in order, as they usually are)
+        return sorted(parts.items())
 
 
 class TopicsImage(msgspec.Struct, frozen=True, gc=False):
@@ -126,7 +129,10 @@ class TopicDelta:
         if not self.changes and not self.fresh:
             return self.image
         base = self.image.partitions
-        parts = base.updated(self.changes) if isinstance(base, ChunkMap) else ChunkMap.of({**base, **self.changes})
+        if isinstance(base, ChunkMap):
+            parts = base.updated(self.changes)
+        else:
+            parts = ChunkMap.of({**base, **self.changes} if base else self.changes)
         return TopicImage(self.image.name, self.image.id, parts)
 
 
@@ -172,11 +178,16 @@ class TopicsDelta:
         changes = self.partition_changes(r)  # the topic is looked up before the record is read
         changes[r.partition_id] = registration_from_record(r)
 
-    def replay_partition_change(self, r: Any) -> None:
+    def change_target(self, r: Any) -> TopicDelta:
+        """The delta of the topic a PartitionChangeRecord `r` names (for replay_records, which
+        merges into its `changes` directly); an error when there is no such topic."""
         td = self._topic_delta(r.topic_id)
         if td is None:
             raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
-        td.replay_partition_change(r)
+        return td
+
+    def replay_partition_change(self, r: Any) -> None:
+        self.change_target(r).replay_partition_change(r)
 
     def replay_remove_topic(self, r: Any) -> str:
         """Remove a topic; returns its name (so its configs can go too)."""
@@ -242,6 +253,10 @@ class TopicsDelta:
                 by_name[old.name] = DELETE
         for tid, td in self.changed.items():
             topic = td.apply()
+            if not td.fresh:  # (its image is the base's topic, neither removed nor renamed: no look-up)
+                if topic is not td.image:
+                    by_id[tid] = topic
+                continue
             old = base.get(tid)
             if old is not None and old.name != topic.name and tid not in self.deleted:
                 by_name.setdefault(old.name, DELETE)

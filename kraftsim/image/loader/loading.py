@@ -21,8 +21,10 @@ below it and `LoadResult.partial` says where.
 
 from __future__ import annotations
 
+from itertools import count
+from operator import itemgetter
 from pathlib import Path
-from typing import Callable, Generic, Iterable, Iterator, Literal, TypeVar
+from typing import Callable, Iterable, Iterator, Literal
 
 import msgspec
 
@@ -47,8 +49,6 @@ from kraftsim.versions import Catalog, default_catalog
 #: (bytes done, bytes in total) — called after each batch of a long load.
 Progress = Callable[[int, int], None]
 #: Which snapshot a directory load starts from: the newest usable one, none (the whole log), or this one.
-_T = TypeVar("_T")
-
 SnapshotChoice = Literal["latest", "none"] | SnapshotId
 
 
@@ -155,26 +155,15 @@ def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upt
 def load_snapshot(loader: MetadataLoader, snap: SnapshotFile | SnapshotStream, *, end_offset: int, epoch: int) -> int:
     """Replace `loader`'s image with `snap`'s, as the snapshot (end_offset, epoch), streaming
     its records (a snapshot is replayed without a list of it); returns how many it held."""
-    counted = _Counted(snap.data_entries())
-    loader.handle_load_snapshot(counted, end_offset=end_offset, epoch=epoch,
+    counter = count()
+    # (zip takes a record, then a number: `counter` ends one past the last record handed out,
+    # counted without a Python call per record)
+    loader.handle_load_snapshot(map(_first, zip(snap.data_entries(), counter)), end_offset=end_offset, epoch=epoch,
                                 last_contained_log_timestamp=snap.last_contained_log_timestamp)
-    return counted.count
+    return next(counter)
 
 
-class _Counted(Generic[_T]):
-    """An iterator that counts what it hands out."""
-
-    def __init__(self, items: Iterable[_T]):
-        self._items = iter(items)
-        self.count = 0
-
-    def __iter__(self) -> "_Counted[_T]":
-        return self
-
-    def __next__(self) -> _T:
-        item = next(self._items)
-        self.count += 1
-        return item
+_first = itemgetter(0)
 
 
 def committed_batches(batches: Iterable[FileBatch], registry: Registry, start: int,

@@ -42,10 +42,11 @@ from __future__ import annotations
 
 import enum
 import time
-from typing import Callable, Iterable, Iterator, NamedTuple, Protocol, Sequence
+from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image.components.configs import DroppedConfigs
+from kraftsim.image.bulk import replay_records
 from kraftsim.image.delta import MetadataDelta, RecordLike
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.writer.loss import LossReport
@@ -81,6 +82,9 @@ class TransactionState(enum.Enum):
 
 
 _OPEN = (TransactionState.STARTED, TransactionState.CONTINUED)
+#: The records whose replay the batch loader follows one by one (transaction state, metadata.version).
+_STATEFUL = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord",
+                       "FeatureLevelRecord"})
 #: The records that close a transaction, and the state each leaves.
 _TX_ENDS = {"EndTransactionRecord": TransactionState.ENDED, "AbortTransactionRecord": TransactionState.ABORTED}
 
@@ -263,19 +267,15 @@ class MetadataLoader:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
         start = self.clock_ns()
         delta = MetadataDelta(self._image, self.catalog, dropped_configs=self.configs_dropped)
-        index = 0  # position of the record being replayed among the snapshot's metadata records
-
-        def data_records() -> Iterator[LogEntry]:
-            nonlocal index
-            for entry in entries:
-                if not entry.control:
-                    yield entry
-                    index += 1
+        failures = 0
 
         def failed(entry: RecordLike, error: KraftsimError) -> None:
+            nonlocal failures
+            index = delta.records_replayed + failures  # its position among the snapshot's metadata records
+            failures += 1
             self._fault(f"Error loading metadata log record {index} in snapshot at offset {end_offset - 1}", error)
 
-        delta.replay_all(data_records(), on_error=failed)
+        delta.replay_all(entries, on_error=failed, skip_control=True)
         delta.finish_snapshot()
         provenance = MetadataProvenance(end_offset - 1, epoch, last_contained_log_timestamp, True)
         image = delta.apply(provenance)
@@ -318,10 +318,24 @@ class MetadataLoader:
         # Kafka takes the epoch and append time at the start of the batch.
         self._last_epoch, self._last_time = batch.epoch, batch.append_timestamp
         loaded = 0  # records of this batch replayed so far (a reader may hand over a batch's tail only)
-        for entry in batch.entries:
+        entries = batch.entries
+        n = len(entries)
+        i = 0
+        while i < n:
+            entry = entries[i]
             if entry.control:
                 self._read_control(entry)
+                i += 1
                 continue
+            if entry.record_type.name not in _STATEFUL:  # a run of plain records: replayed in bulk
+                j = i + 1
+                while j < n and not entries[j].control and entries[j].record_type.name not in _STATEFUL:
+                    j += 1
+                self._replay_run(entries[i:j] if i or j < n else entries)
+                loaded += j - i
+                i = j
+                continue
+            i += 1
             index = entry.offset - batch.base_offset  # Kafka's index within the batch
             mid_delta = loaded > 0 or self._num_batches > 0
             if self.mv_change is MvChangeHandling.KIP_778 and mid_delta and self._changes_metadata_version(entry):
@@ -340,6 +354,26 @@ class MetadataLoader:
         self._last_offset = batch.last_offset
         self._num_batches += 1
         self._num_bytes += batch.size_in_bytes
+
+    def _replay_run(self, run: Sequence[LogEntry]) -> None:
+        """`_replay` of consecutive records none of which is a transaction marker or a
+        FeatureLevelRecord, in one bulk replay (MetadataDelta.replay_all's path): the
+        transaction state moves as the first one moves it, and the rest leave it alone."""
+        tx = self._tx
+        if tx is TransactionState.STARTED:
+            self._tx = TransactionState.CONTINUED
+        elif tx is TransactionState.ENDED or tx is TransactionState.ABORTED:
+            self._tx = TransactionState.NO_TRANSACTION
+        self._has_seen_record = True
+        before = self._last_offset
+
+        def failed(entry: RecordLike, error: KraftsimError) -> None:
+            k = next(k for k, e in enumerate(run) if e is entry)
+            self._last_offset = run[k - 1].offset if k else before  # (as after the records before it)
+            self._fault(f"Error loading metadata log record from offset {run[k].offset}", error)
+
+        replay_records(self._delta_now(), run, failed)
+        self._last_offset = run[-1].offset
 
     def _read_control(self, entry: LogEntry) -> None:
         name = entry.record_type.name

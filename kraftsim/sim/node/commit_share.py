@@ -70,6 +70,20 @@ class CommitShare:
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
 
+    def drop_below(self, offset: int) -> int:
+        """Forget the kept commits of batches that end below `offset`; how many went.
+
+        For the owner of the nodes: once every node's newest snapshot ends at or above
+        `offset`, no node replays those batches again (a node starts from its newest
+        snapshot), so what they kept (two images, a delta, the bytes) is only memory: at a
+        million partitions every kept commit holds its share of the run's history. Only
+        commits named by (base offset, last offset, epoch, CRC) are known by offset; others
+        stay."""
+        stale = [k for k in self._done if type(k[1]) is tuple and k[1][1] < offset]
+        for k in stale:
+            del self._done[k]
+        return len(stale)
+
     def rebase(self, software: tuple[object, ...], batch: BatchKey, loader: MetadataLoader) -> bool:
         """Put `loader`, idle after replaying `batch` alone on an image of its own (it started
         from its snapshot, or caught up gathering many batches in one delta), on the image

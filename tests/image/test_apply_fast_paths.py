@@ -1,0 +1,211 @@
+"""The fast paths of applying commits give exactly what the plain paths give.
+
+- `PartitionRegistration.merge` (a shortcut for the usual ISR / leader change) equals
+  `merge_plain` (Kafka's rule, field by field), errors included.
+- `replay_records` merging PartitionChangeRecords straight into their topics equals
+  `MetadataDelta.replay` record by record with the plain merge: images, layout, digests,
+  errors and counts.
+- The loader, which hands each run of plain records to `replay_records`, ends with the
+  image, faults and offsets of replaying every record alone.
+- `ChunkMap.updated` / `sorted_items` / `values` behave as a dict.
+- `TopicsDelta.apply` (no look-up for a changed topic of the base) gives the image a
+  replay from nothing gives.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from hypothesis import given, settings, strategies as st
+
+from kraftsim.errors import KraftsimError
+from kraftsim.image import CommittedBatch, MetadataImage, MetadataLoader, image_digest, intern
+from kraftsim.image import PartitionRegistration
+from kraftsim.image.pmap import ChunkMap
+from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.testing.strategies import messages
+from tests.image.helpers import REGISTRY, rec, replay
+from tests.image.test_bulk_replay import (
+    DIRS, NAMES, TOPIC_IDS, as_entries, fast_replay, partition_record, same_result, slow_replay,
+)
+
+PCR = REGISTRY["PartitionChangeRecord"]
+brokers = st.lists(st.integers(0, 4), max_size=4)
+
+
+@contextmanager
+def plain_merge() -> Iterator[None]:
+    """`merge` replaced by `merge_plain` meanwhile: the reference the shortcut must agree with."""
+    fast = PartitionRegistration.merge
+    PartitionRegistration.merge = PartitionRegistration.merge_plain  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        PartitionRegistration.merge = fast  # type: ignore[method-assign]
+
+
+def outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except KraftsimError as e:
+        return type(e), str(e)
+
+
+@st.composite
+def registrations(draw: Any) -> PartitionRegistration:
+    replicas = intern.ints(draw(st.lists(st.integers(0, 4), max_size=4, unique=True)))
+    n = draw(st.sampled_from([len(replicas), len(replicas), 0, 1, 2]))  # (mismatched lengths too)
+    dirs = intern.uuids(draw(st.lists(st.sampled_from(DIRS), min_size=n, max_size=n)))
+    lists = [intern.ints(draw(brokers)) for _ in range(5)]
+    return PartitionRegistration(replicas, dirs, lists[0], lists[1], lists[2], draw(st.integers(-1, 4)),
+                                 draw(st.sampled_from([0, 1])), draw(st.integers(0, 5)), draw(st.integers(0, 5)),
+                                 lists[3], lists[4])
+
+
+@st.composite
+def change_records(draw: Any) -> Any:
+    """PartitionChangeRecords of the usual shapes (ISR and leader only) and of any shape."""
+    fields: dict[str, Any] = dict(topic_id=draw(st.sampled_from(TOPIC_IDS)), partition_id=draw(st.integers(0, 3)),
+                                  isr=draw(st.none() | brokers), leader=draw(st.sampled_from([-2, -2, -1, 0, 1, 3])),
+                                  leader_recovery_state=draw(st.sampled_from([-1, -1, 0, 1, 2])))
+    for name in ("replicas", "removing_replicas", "adding_replicas", "eligible_leader_replicas", "last_known_elr"):
+        if draw(st.integers(0, 4)) == 0:
+            fields[name] = draw(brokers)
+    if draw(st.integers(0, 4)) == 0:
+        fields["directories"] = draw(st.lists(st.sampled_from(DIRS), max_size=4))
+    return rec("PartitionChangeRecord", **fields)
+
+
+@settings(max_examples=400, deadline=None)
+@given(registrations(), change_records().map(lambda p: p.message)
+       | st.integers(0, PCR.schema.versions.hi).flatmap(lambda v: messages(PCR, v)))
+def test_merge_equals_the_plain_merge(p: PartitionRegistration, r: Any) -> None:
+    got, want = outcome(p.merge, r), outcome(p.merge_plain, r)
+    assert got == want
+    if isinstance(want, PartitionRegistration):
+        assert all(a is b for a, b in zip(got.__struct_fields__, want.__struct_fields__))
+        assert got.isr is want.isr  # interned: shared
+
+
+@st.composite
+def commit_records(draw: Any) -> list[Payload]:
+    """Topics with partitions, then a mix in which PartitionChangeRecords dominate."""
+    created = draw(st.lists(st.sampled_from(range(len(TOPIC_IDS))), unique=True))
+    out = [rec("TopicRecord", name=NAMES[i], topic_id=TOPIC_IDS[i]) for i in created]
+    out += [rec("PartitionRecord", topic_id=TOPIC_IDS[i], partition_id=p, replicas=[1, 2, 3], isr=[1, 2, 3],
+                leader=1) for i in created for p in range(draw(st.integers(0, 4)))]
+    tid = st.sampled_from(TOPIC_IDS)
+    other = st.one_of(partition_record(),
+                      st.builds(lambda n, t: rec("TopicRecord", name=n, topic_id=t), st.sampled_from(NAMES), tid),
+                      st.builds(lambda t: rec("RemoveTopicRecord", topic_id=t), tid),
+                      st.builds(lambda n: rec("ClearElrRecord", topic_name=n), st.sampled_from(NAMES + [""])),
+                      st.just(rec("NoOpRecord")))
+    return out + draw(st.lists(st.one_of(change_records(), change_records(), change_records(), other), max_size=40))
+
+
+@settings(max_examples=300, deadline=None)
+@given(commit_records(), st.booleans(), st.booleans())
+def test_replay_records_merges_change_records_as_replay_does(recs, on_base, skip_errors) -> None:
+    base = replay([rec("TopicRecord", name="a", topic_id=TOPIC_IDS[0]),
+                   rec("PartitionRecord", topic_id=TOPIC_IDS[0], partition_id=0, replicas=[1, 2], isr=[1],
+                       leader=1, eligible_leader_replicas=[2])]) if on_base else MetadataImage()
+    for records in (recs, as_entries(recs)):
+        with plain_merge():
+            want = slow_replay(base, records, skip_errors)
+        same_result(fast_replay(base, records, skip_errors), want, False)
+
+
+def as_batches(records: list[Payload], cuts: list[int]) -> list[CommittedBatch]:
+    entries = [LogEntry(i, 1, 0, False, r.record_type, r.version, r.message) for i, r in enumerate(records)]
+    bounds = sorted({c % (len(entries) + 1) for c in cuts} | {0, len(entries)})
+    return [CommittedBatch(a, b - 1, 1, 0, 10, entries[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+
+
+MV = [rec("FeatureLevelRecord", name="metadata.version", feature_level=21)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(commit_records(), st.lists(st.integers(0, 60), max_size=6))
+def test_the_loader_applies_runs_as_record_by_record_replay(recs, cuts) -> None:
+    records = MV + recs + [rec("FeatureLevelRecord", name="group.version", feature_level=1)] + recs[:5]
+    faults: list[str] = []
+    loader = MetadataLoader(fault_handler=lambda f: faults.append(str(f)), clock_ns=lambda: 0)
+    batches = as_batches(records, cuts)
+    loader.set_high_watermark(len(records))
+    for b in batches:
+        loader.handle_commit([b])
+    want, errors = MetadataImage(), []
+    with plain_merge():
+        for b in batches:  # (each batch is a commit: a delta of its own)
+            d, more = slow_replay(want, list(b.entries), True)
+            want = d.apply()
+            errors += more
+    assert loader.image.same_content(want) and image_digest(loader.image) == image_digest(want)
+    assert len(faults) == len(errors)
+    assert all(msg in f for f, (_, _, msg) in zip(faults, errors))
+    assert loader.last_offset == len(records) - 1
+
+
+def test_a_fault_that_stops_the_loader_leaves_the_offset_before_the_record() -> None:
+    t = TOPIC_IDS[0]
+    records = MV + [rec("TopicRecord", name="a", topic_id=t),
+                    rec("PartitionRecord", topic_id=t, partition_id=0, replicas=[1], isr=[1], leader=1),
+                    rec("PartitionChangeRecord", topic_id=t, partition_id=0, isr=[1], leader=-2),
+                    rec("PartitionChangeRecord", topic_id=t, partition_id=7, isr=[1]),  # no such partition
+                    rec("PartitionChangeRecord", topic_id=t, partition_id=0, isr=[], leader=-1)]
+    loader = MetadataLoader(clock_ns=lambda: 0)
+    loader.set_high_watermark(len(records))
+    try:
+        loader.handle_commit(as_batches(records, []))
+    except KraftsimError as e:
+        assert "from offset 4" in str(e) and "Unable to find partition" in str(e)
+    else:
+        raise AssertionError("the fault did not stop the loader")
+    assert loader.last_offset == 3
+
+
+def test_a_snapshot_fault_names_the_record_by_its_place_among_the_metadata_records() -> None:
+    t = TOPIC_IDS[0]
+    header = LogEntry(0, 1, 0, True, REGISTRY["SnapshotHeaderRecord"], 0,
+                      REGISTRY["SnapshotHeaderRecord"].new(version=0, last_contained_log_timestamp=0))
+    body = [rec("TopicRecord", name="a", topic_id=t),
+            rec("PartitionChangeRecord", topic_id=t, partition_id=3, isr=[1]),  # fails: no partition 3
+            rec("PartitionRecord", topic_id=TOPIC_IDS[1], partition_id=0, replicas=[1], isr=[1]),  # fails: no topic
+            rec("PartitionRecord", topic_id=t, partition_id=0, replicas=[1], isr=[1], leader=1)]
+    entries = [header] + [LogEntry(i + 1, 1, 0, False, r.record_type, r.version, r.message) for i, r in enumerate(body)]
+    faults: list[str] = []
+    loader = MetadataLoader(fault_handler=lambda f: faults.append(str(f)), clock_ns=lambda: 0)
+    image = loader.handle_load_snapshot(iter(entries), end_offset=5, epoch=1, last_contained_log_timestamp=0)
+    assert [f.split(" in snapshot")[0] for f in faults] == ["Error loading metadata log record 1",
+                                                           "Error loading metadata log record 2"]
+    assert list(image.topics.get_topic(t).partitions) == [0]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 60), unique=True), st.dictionaries(st.integers(0, 70), st.integers(), max_size=12),
+       st.booleans())
+def test_chunk_maps_behave_as_dicts(keys, changes, dense) -> None:
+    base = {k: -k for k in (range(len(keys)) if dense else keys)}
+    m = ChunkMap.of(base)
+    want = {**base, **changes}
+    got = m.updated(changes)
+    assert dict(got.items()) == want and list(got) == list(want) and list(got.values()) == list(want.values())
+    assert got == want and got.sorted_items() == sorted(want.items())
+    assert dict(m.items()) == base  # the old version is unchanged
+    if all(k in base for k in changes):
+        assert len(got.chunk_ids() & m.chunk_ids()) >= len(m.chunk_ids()) - len(changes)  # untouched chunks shared
+
+
+def test_applying_changes_to_a_base_equals_replaying_all_from_nothing() -> None:
+    t0, t1 = TOPIC_IDS[0], TOPIC_IDS[1]
+    first = [rec("TopicRecord", name="a", topic_id=t0), rec("TopicRecord", name="b", topic_id=t1)] + [
+        rec("PartitionRecord", topic_id=t, partition_id=p, replicas=[1, 2], isr=[1, 2], leader=1)
+        for t in (t0, t1) for p in range(20)]
+    then = [rec("PartitionChangeRecord", topic_id=t0, partition_id=p, isr=[2], leader=2) for p in range(0, 20, 3)]
+    then += [rec("RemoveTopicRecord", topic_id=t1), rec("TopicRecord", name="b", topic_id=t1),
+             rec("PartitionRecord", topic_id=t1, partition_id=0, replicas=[3], isr=[3], leader=3)]
+    applied = replay(then, base=replay(first))
+    whole = replay(first + then)
+    assert applied == whole and image_digest(applied) == image_digest(whole)
+    assert applied.topics.get_topic(t0).sorted_partitions() == whole.topics.get_topic(t0).sorted_partitions()
