@@ -14,12 +14,12 @@ one.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
 
 from kraftsim.storage.fileio import read_file
+from kraftsim.storage.snapshot import file_identity as stat_identity
 
 T = TypeVar("T")
 
@@ -39,10 +39,9 @@ class FileIdentity(NamedTuple):
 def file_identity(path: Path) -> FileIdentity | None:
     """The identity of the file at `path`; None when it cannot be read (gone, unreadable)."""
     try:
-        st = os.stat(path)
+        return FileIdentity(*stat_identity(path))
     except OSError:
         return None
-    return FileIdentity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _whole(raw: bytes) -> Hashable:
