@@ -294,6 +294,7 @@ class Simulation(AdminMixin):
 
     def _finish_op(self, label: str) -> None:
         self.engine.check_deep(f"after {label}")
+        self.engine.forget_commits_below_snapshots()
         if self.durable:
             self.save()
 
@@ -439,6 +440,7 @@ class Simulation(AdminMixin):
             raise SimError(watch.detail or f"node {watch.id} was refused")
         if not ok:
             raise SimError(f"not stable after {SETTLE_MS} ms ({what})")
+        e.forget_commits_below_snapshots()
 
     def roll(self, release: str, nodes: str | Sequence[int] = "all") -> None:
         """Restart nodes on `release` one at a time, as an operator does: controllers first

@@ -139,6 +139,22 @@ class Engine:
         self.checker.drop_caches()
         forget_shared_entries()
 
+    def forget_commits_below_snapshots(self) -> int:
+        """Let the shared commits go that no node can replay again: a node (re)starts from its
+        newest snapshot, so batches ending below every node's newest snapshot are only memory
+        (at a million partitions each kept commit holds its share of the run's history). A node
+        with no snapshot keeps everything. Only speed depends on the share (a commit not found
+        is replayed), never the result. While a node is down nothing goes (its newest snapshot
+        is only on its disk). How many went."""
+        low: int | None = None
+        for m in self.members.values():
+            if m.node is None or m.node.log is None:
+                return 0
+            snap = self.fetcher.latest_snapshot(m)
+            end = 0 if snap is None else snap.end_offset
+            low = end if low is None else min(low, end)
+        return self.share.drop_below(low) if low else 0
+
     @property
     def now(self) -> int:
         return self.sched.now_ms
