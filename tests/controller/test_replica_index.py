@@ -125,7 +125,7 @@ def test_an_index_of_another_image_is_not_used() -> None:
     assert replica_index(stale) is None
     assert [pid for _, pid, _ in isr_partitions(stale, 1)] == [0]  # the scan of `first`
     now = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
-    assert isr_partitions(now, 1) == [] and [pid for _, pid, _ in leaderless(now)] == [0]
+    assert list(isr_partitions(now, 1)) == [] and [pid for _, pid, _ in leaderless(now)] == [0]
 
 
 def test_a_topic_made_after_the_index_was_asked_takes_its_place_by_name() -> None:
