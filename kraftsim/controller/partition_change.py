@@ -135,6 +135,10 @@ class TopicRules:
             self._known[topic.id] = known
         return known
 
+    def unclean(self, topic: TopicImage) -> bool:
+        """`of(topic)[1]` without the min ISR (which only ELR reads)."""
+        return self._default_unclean if topic.name not in self._configured else self.of(topic)[1]
+
 
 #: The configs image `_topics_with_configs` last answered for, and its answer.
 _configured_topics: list[tuple[ConfigurationsImage, frozenset[str]]] = []

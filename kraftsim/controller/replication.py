@@ -122,7 +122,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     for topic, pid, part in partitions:
         if topic is not last_topic:  # (partitions come topic by topic)
             last_topic, tid = topic, topic.id
-            topic_rules = rules.of(topic)
+            topic_rules = rules.of(topic) if elr else (0, rules.unclean(topic))  # (min ISR: ELR's only)
             min_isr, unclean = topic_rules
             made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
         if quick and not (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr):
