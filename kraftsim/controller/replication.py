@@ -56,8 +56,9 @@ from kraftsim.versions import MetadataVersion
 
 # --------------------------------------------------------------------------- shared helpers
 
-#: A simple change as leader_and_isr_updates writes it: the leader keyword (or none), the new ISR.
-_Fields = tuple[dict[str, int], "tuple[int, ...] | None"]
+#: A simple change as leader_and_isr_updates writes it: () for none, else (leader, new ISR or None).
+_Fields = tuple[()] | tuple[int, "tuple[int, ...] | None"]
+_UNSEEN: _Fields = (NO_LEADER_CHANGE, None)  # (a shape not worked out yet: told apart by identity)
 
 
 def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
@@ -115,6 +116,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     # reassignment, ELR or last known leader (else the builder decides): worked out once per
     # distinct shape in this call, as the record's fields (leader, ISR: None when unchanged).
     new = record_type.cls
+    unchanged = new(partition_id=0, topic_id=Uuid.ZERO).leader  # (the leader field of a record that leaves it)
     made_by_rules: dict[tuple[int, bool], dict[tuple[object, ...], _Fields | None]] = {}
     made: dict[tuple[object, ...], _Fields | None] = {}
     last_topic: TopicImage | None = None
@@ -127,19 +129,17 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
             made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
         if quick and not (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr):
             shape = (part.replicas, part.directories, part.isr, part.leader)
-            if shape in made:
-                fields = made[shape]
-            else:
+            fields = made.get(shape, _UNSEEN)
+            if fields is _UNSEEN:
                 target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
                 simple = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr, unclean=unclean,
                                        shrink_keeps_epoch=shrink_keeps_epoch)
-                fields = made[shape] = None if simple is None else _record_fields(simple)
+                fields = made[shape] = None if simple is None else _record_fields(simple, unchanged)
             if fields is not None:
-                leader, isr = fields
-                if isr is not None:
-                    out.append(Payload(record_type, version, new(partition_id=pid, topic_id=tid, isr=list(isr), **leader)))
-                elif leader:
-                    out.append(Payload(record_type, version, new(partition_id=pid, topic_id=tid, **leader)))
+                if fields:
+                    leader, isr = fields
+                    out.append(Payload(record_type, version, new(partition_id=pid, topic_id=tid, leader=leader,
+                                                                 isr=None if isr is None else list(isr))))
                 continue
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
@@ -154,11 +154,14 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     return out
 
 
-def _record_fields(change: ChangeFields) -> _Fields:
-    """`simple_change`'s fields as leader_and_isr_updates writes them many times: the leader
-    (a keyword, or none) and the new ISR (copied into each record: messages hold lists)."""
+def _record_fields(change: ChangeFields, unchanged: int) -> _Fields:
+    """`simple_change`'s fields as leader_and_isr_updates writes them many times: () for no
+    change, else the leader (`unchanged`: the field's default) and the new ISR (None: kept;
+    copied into each record, as messages hold lists)."""
+    if not change:
+        return ()
     isr = change.get("isr")
-    return ({"leader": change["leader"]} if "leader" in change else {}), (None if isr is None else tuple(isr))
+    return change.get("leader", unchanged), (None if isr is None else tuple(isr))
 
 
 def partitions_with_isr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:

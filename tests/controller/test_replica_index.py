@@ -7,13 +7,13 @@ copies, whether the index was built before or after the changes."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller.context import ControllerContext, replica_index
-from kraftsim.controller.partition_change import has_leaderships
+from kraftsim.controller.partition_change import PartitionAt, has_leaderships
 from kraftsim.controller.quorum_controller import ReplayState
 from kraftsim.controller.replication import (
     elr_partitions, isr_partitions, leaderless, leaderless_partitions, leads_partitions, partitions_with_elr_member,
@@ -68,7 +68,8 @@ def scan_answers(image: MetadataImage) -> Any:
 
 
 def index_answers(ctx: ControllerContext) -> Any:
-    def ids(parts: list) -> list:
+    def ids(found: Iterable[PartitionAt]) -> list:
+        parts = list(found)  # (the index gives them one at a time)
         by_id = ctx.image.topics.by_id
         assert all(t is by_id[t.id] for t, _, _ in parts)  # the image's own topics
         return [(t.id, pid, p) for t, pid, p in parts]
