@@ -151,7 +151,6 @@ class ReplicaIndex:
             for tid in delta.deleted:
                 if tid not in delta.changed:
                     self._drop_topic(tid, known.pop(tid).partitions)
-            isr, elr = self.isr, self.elr
             for tid, td in delta.changed.items():
                 before = known.get(tid)
                 after = known[tid] = new_by_id[tid]
@@ -162,24 +161,64 @@ class ReplicaIndex:
                         self._add(tid, 1 << pid, p)
                     continue
                 assert before is not None
-                parts = before.partitions
-                chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
-                n = len(parts)
-                for pid, p in td.changes.items():  # (the new image holds these very registrations)
-                    # (_change, inlined: a broker event changes up to every partition)
-                    o = chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None and pid < n else parts.get(pid)
-                    bit = 1 << pid
-                    if o is None:
-                        self._add(tid, bit, p)
-                        continue
-                    if o.isr != p.isr:
-                        _move(isr, o.isr, p.isr, tid, bit)
-                    if o.elr != p.elr:
-                        _move(elr, o.elr, p.elr, tid, bit)
-                    if o.leader != p.leader:
-                        self._remove_leader(tid, bit, o.leader)
-                        self._add_leader(tid, bit, p.leader)
+                self._follow_topic(tid, before.partitions, td.changes)
         self.topics = new
+
+    def _follow_topic(self, tid: Uuid, parts: Mapping[int, PartitionRegistration],
+                      changes: Mapping[int, PartitionRegistration]) -> None:
+        """Move the changed partitions of topic `tid` (`parts`: its partitions before). A broker
+        event changes up to every partition: what each broker gains and loses in the topic is
+        gathered first, then each broker's mask changes once."""
+        chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+        n = len(parts)
+        isr_lost: dict[int, int] = {}
+        isr_gained: dict[int, int] = {}
+        leaders: dict[int, int] = {}  # broker -> partitions led, gained less lost
+        leaderless_lost = leaderless_gained = 0
+        for pid, p in changes.items():
+            o = chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None and pid < n else parts.get(pid)
+            bit = 1 << pid
+            if o is None:
+                self._add(tid, bit, p)
+                continue
+            old_isr, new_isr = o.isr, p.isr
+            if old_isr != new_isr:
+                for r in old_isr:
+                    if r not in new_isr:
+                        isr_lost[r] = isr_lost.get(r, 0) | bit
+                for r in new_isr:
+                    if r not in old_isr:
+                        isr_gained[r] = isr_gained.get(r, 0) | bit
+            if o.elr != p.elr:
+                _move(self.elr, o.elr, p.elr, tid, bit)
+            old_leader, new_leader = o.leader, p.leader
+            if old_leader != new_leader:
+                if old_leader == NO_LEADER:
+                    leaderless_lost |= bit
+                else:
+                    leaders[old_leader] = leaders.get(old_leader, 0) - 1
+                if new_leader == NO_LEADER:
+                    leaderless_gained |= bit
+                else:
+                    leaders[new_leader] = leaders.get(new_leader, 0) + 1
+        for r, bits in isr_lost.items():
+            _clear(self.isr, r, tid, bits)
+        for r, bits in isr_gained.items():
+            _set(self.isr, r, tid, bits)
+        if leaderless_lost or leaderless_gained:
+            left = (self.leaderless.get(tid, 0) & ~leaderless_lost) | leaderless_gained
+            if left:
+                self.leaderless[tid] = left
+            else:
+                del self.leaderless[tid]
+        leads = self.leads
+        for r, d in leaders.items():
+            if d:
+                count = leads.get(r, 0) + d
+                if count:
+                    leads[r] = count
+                else:
+                    del leads[r]
 
     def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
         for pid, p in partitions.items():

@@ -137,3 +137,30 @@ def test_a_topic_made_after_the_index_was_asked_takes_its_place_by_name() -> Non
                                     leader=1)], base_offset=offset, epoch=1, timestamp=0)
         ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
         assert [t.name for t, _, _ in isr_partitions(ctx, 1)] == sorted("bac"[:n + 1])
+
+
+change = st.builds(lambda pid, isr, elr, leader: payload(
+    "PartitionChangeRecord", 2, topic_id=tid(0), partition_id=pid, isr=isr, eligible_leader_replicas=elr, leader=leader),
+    st.integers(0, 3), st.none() | brokers, st.none() | brokers, st.integers(-2, 4))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(leaders=st.lists(st.integers(-1, 4), min_size=4, max_size=4), isrs=st.lists(brokers, min_size=4, max_size=4),
+       batches=st.lists(st.lists(change, min_size=1, max_size=6), min_size=1, max_size=6))
+def test_the_index_follows_changes_to_the_partitions_it_holds(leaders, isrs, batches) -> None:
+    """Every batch changes partitions the index already holds (leaders moving between brokers
+    and to none, ISRs and ELRs growing and shrinking, several changes of a partition in a batch)."""
+    state = ReplayState(default_catalog())
+    state.replay_batch([payload("TopicRecord", name="a", topic_id=tid(0))] + [
+        payload("PartitionRecord", 2, topic_id=tid(0), partition_id=pid, replicas=[0, 1, 2, 3, 4], isr=isr,
+                leader=leader, leader_epoch=0, partition_epoch=0) for pid, (leader, isr) in enumerate(zip(leaders, isrs))],
+        base_offset=0, epoch=1, timestamp=0)
+    offset = 5
+    for batch in batches:
+        ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
+        assert index_answers(ctx) == scan_answers(state.image)
+        state.replay_batch(batch, base_offset=offset, epoch=1, timestamp=0)
+        offset += len(batch)
+    assert state.replicas.describes(state.image.topics)
+    ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
+    assert index_answers(ctx) == scan_answers(state.image)
