@@ -128,8 +128,7 @@ class ReplicaIndex:
         if self.topics is None:
             for tid, topic in topics.by_id.items():
                 self._topic[tid] = topic
-                for pid, p in topic.partitions.items():
-                    self._add(tid, 1 << pid, p)
+                self._add_topic(tid, topic.partitions)
             self.topics = topics
         return self.topics is topics
 
@@ -157,8 +156,7 @@ class ReplicaIndex:
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
                     if before is not None:
                         self._drop_topic(tid, before.partitions)
-                    for pid, p in after.partitions.items():
-                        self._add(tid, 1 << pid, p)
+                    self._add_topic(tid, after.partitions)
                     continue
                 assert before is not None
                 self._follow_topic(tid, before.partitions, td.changes)
@@ -219,6 +217,30 @@ class ReplicaIndex:
                     leads[r] = count
                 else:
                     del leads[r]
+
+    def _add_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
+        """`_add` each of a topic's partitions: each broker's mask is set once for the topic."""
+        isr: dict[int, int] = {}
+        elr: dict[int, int] = {}
+        leaderless = 0
+        leads = self.leads
+        for pid, p in partitions.items():
+            bit = 1 << pid
+            for r in p.isr:
+                isr[r] = isr.get(r, 0) | bit
+            if p.elr:
+                for r in p.elr:
+                    elr[r] = elr.get(r, 0) | bit
+            if p.leader == NO_LEADER:
+                leaderless |= bit
+            else:
+                leads[p.leader] = leads.get(p.leader, 0) + 1
+        for r, bits in isr.items():
+            _set(self.isr, r, tid, bits)
+        for r, bits in elr.items():
+            _set(self.elr, r, tid, bits)
+        if leaderless:
+            self.leaderless[tid] = self.leaderless.get(tid, 0) | leaderless
 
     def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
         for pid, p in partitions.items():

@@ -146,14 +146,19 @@ change = st.builds(lambda pid, isr, elr, leader: payload(
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(leaders=st.lists(st.integers(-1, 4), min_size=4, max_size=4), isrs=st.lists(brokers, min_size=4, max_size=4),
+       elrs=st.lists(brokers, min_size=4, max_size=4), built_first=st.booleans(),
        batches=st.lists(st.lists(change, min_size=1, max_size=6), min_size=1, max_size=6))
-def test_the_index_follows_changes_to_the_partitions_it_holds(leaders, isrs, batches) -> None:
-    """Every batch changes partitions the index already holds (leaders moving between brokers
-    and to none, ISRs and ELRs growing and shrinking, several changes of a partition in a batch)."""
+def test_the_index_follows_changes_to_the_partitions_it_holds(leaders, isrs, elrs, built_first, batches) -> None:
+    """A topic made while the index follows (`built_first`) or before it is built, then
+    batches that change partitions the index holds (leaders moving between brokers and to
+    none, ISRs and ELRs growing and shrinking, several changes of a partition in a batch)."""
     state = ReplayState(default_catalog())
+    if built_first:
+        assert state.replicas.ensure(state.image.topics)
     state.replay_batch([payload("TopicRecord", name="a", topic_id=tid(0))] + [
         payload("PartitionRecord", 2, topic_id=tid(0), partition_id=pid, replicas=[0, 1, 2, 3, 4], isr=isr,
-                leader=leader, leader_epoch=0, partition_epoch=0) for pid, (leader, isr) in enumerate(zip(leaders, isrs))],
+                eligible_leader_replicas=elr, leader=leader, leader_epoch=0, partition_epoch=0)
+        for pid, (leader, isr, elr) in enumerate(zip(leaders, isrs, elrs))],
         base_offset=0, epoch=1, timestamp=0)
     offset = 5
     for batch in batches:
