@@ -32,7 +32,6 @@ from kraftsim.controller.features import (
 )
 from kraftsim.controller.result import ControllerResult, payload, refused
 from kraftsim.errors import KraftsimError
-from kraftsim.gcpause import collector_paused
 from kraftsim.image import EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataProvenance
 from kraftsim.image.delta import TRANSACTION_RECORDS
 from kraftsim.protocol.entries import LogEntry, Payload, encode_control_batch
@@ -272,8 +271,7 @@ class QuorumController:
         if not self.active:
             raise ControllerNotActive(f"controller {self.node_id} is not active: call activate() first")
         ctx = self.context()
-        with collector_paused():
-            result = rule(ctx)
+        result = rule(ctx)
         if result.ok:
             if before_commit is not None:
                 before_commit()
