@@ -24,6 +24,7 @@ from kraftsim.image import (
     RECOVERING,
     TOPIC,
     BrokerRegistration,
+    ConfigurationsImage,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
@@ -65,15 +66,25 @@ def _config(ctx: ControllerContext, topic_name: str, key: str) -> str | None:
     return value
 
 
-def _min_isr(ctx: ControllerContext, topic: TopicImage, value: str | None) -> int:
-    try:
-        min_isr = int(value) if value is not None else ctx.config.min_insync_replicas
-    except ValueError:
-        min_isr = ctx.config.min_insync_replicas
+def _replication_factor(topic: TopicImage) -> int | None:
+    """The replica count of the topic's first partition (None: it has none)."""
     first = topic.partitions.get(0)
     if first is None and topic.partitions:
         first = topic.partitions[min(topic.partitions)]
-    return min(min_isr, len(first.replicas)) if first is not None else min_isr
+    return len(first.replicas) if first is not None else None
+
+
+def _configured_min_isr(ctx: ControllerContext, value: str | None) -> int:
+    try:
+        return int(value) if value is not None else ctx.config.min_insync_replicas
+    except ValueError:
+        return ctx.config.min_insync_replicas
+
+
+def _min_isr(ctx: ControllerContext, topic: TopicImage, value: str | None) -> int:
+    min_isr = _configured_min_isr(ctx, value)
+    rf = _replication_factor(topic)
+    return min(min_isr, rf) if rf is not None else min_isr
 
 
 def _is_true(value: str | None) -> bool:
@@ -93,26 +104,55 @@ def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
 
 class TopicRules:
     """`effective_min_isr` and `unclean_election_enabled` of many topics in one decision:
-    the cluster-level defaults are read once and each topic's configs once (a broker event
-    asks them of every topic it touches)."""
+    the cluster-level defaults are read once, and each topic's own configs only when it has
+    some (a broker event asks them of every topic it touches)."""
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
-        self.cluster = ctx.image.configs.config(BROKER, "")
+        configs = ctx.image.configs
+        self.cluster = configs.config(BROKER, "")
+        self._configured = _topics_with_configs(configs)
+        self._default_min_isr = _configured_min_isr(ctx, self.cluster.get(MIN_INSYNC_REPLICAS))
+        self._default_unclean = _is_true(self.cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE))
         self._known: dict[Uuid, tuple[int, bool]] = {}
 
     def of(self, topic: TopicImage) -> tuple[int, bool]:
         """(min ISR, unclean election) of `topic`."""
         known = self._known.get(topic.id)
         if known is None:
-            own = self.ctx.image.configs.config(TOPIC, topic.name)
-            cluster = self.cluster
-            min_isr = own.get(MIN_INSYNC_REPLICAS)
-            unclean = own.get(UNCLEAN_LEADER_ELECTION_ENABLE)
-            known = self._known[topic.id] = (
-                _min_isr(self.ctx, topic, cluster.get(MIN_INSYNC_REPLICAS) if min_isr is None else min_isr),
-                _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
+            if topic.name in self._configured:
+                own = self.ctx.image.configs.config(TOPIC, topic.name)
+                cluster = self.cluster
+                min_isr = own.get(MIN_INSYNC_REPLICAS)
+                unclean = own.get(UNCLEAN_LEADER_ELECTION_ENABLE)
+                known = (
+                    _min_isr(self.ctx, topic, cluster.get(MIN_INSYNC_REPLICAS) if min_isr is None else min_isr),
+                    _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
+            else:
+                rf = _replication_factor(topic)
+                known = (self._default_min_isr if rf is None else min(self._default_min_isr, rf),
+                         self._default_unclean)
+            self._known[topic.id] = known
         return known
+
+    def unclean(self, topic: TopicImage) -> bool:
+        """`of(topic)[1]` without the min ISR (which only ELR reads)."""
+        return self._default_unclean if topic.name not in self._configured else self.of(topic)[1]
+
+
+#: The configs image `_topics_with_configs` last answered for, and its answer.
+_configured_topics: list[tuple[ConfigurationsImage, frozenset[str]]] = []
+
+
+def _topics_with_configs(configs: ConfigurationsImage) -> frozenset[str]:
+    """The names of the topics that have configs of their own. Remembered for the last
+    configs image asked (configs change seldom; topic rules are asked on every broker event)."""
+    for seen, names in _configured_topics:
+        if seen is configs:
+            return names
+    names = frozenset(name for rtype, name in configs.resources if rtype == TOPIC)
+    _configured_topics[:] = [(configs, names)]
+    return names
 
 
 def default_dir(ctx: ControllerContext, mv: MetadataVersion, broker_id: int) -> Uuid:

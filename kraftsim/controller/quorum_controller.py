@@ -73,8 +73,8 @@ class ReplayState:
                 self._read_control(r)
             return
         delta = MetadataDelta(self.image, self.catalog)
-        if self.transaction_start_offset is None and not any(r.record_type.name in TRANSACTION_RECORDS
-                                                             for r in records):
+        if self.transaction_start_offset is None and not any(t.name in TRANSACTION_RECORDS
+                                                             for t in {r.record_type for r in records}):
             delta.replay_all(records)  # (the same as replay() on each; topic and partition records in bulk)
         else:
             for i, r in enumerate(records):

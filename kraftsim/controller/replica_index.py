@@ -16,9 +16,10 @@ other image scans instead.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import AbstractSet, Iterable, Mapping, Protocol
+from typing import AbstractSet, Iterable, Iterator, Mapping, Protocol
 
 from kraftsim.image import PartitionRegistration, TopicImage, TopicsImage
+from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
 from kraftsim.protocol.primitives import Uuid
 
 NO_LEADER = -1
@@ -100,7 +101,7 @@ class ReplicaIndex:
     (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
     """
 
-    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank")
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank", "_topic")
 
     def __init__(self) -> None:
         self.topics: TopicsImage | None = None  # the image the index describes; None: not built
@@ -110,6 +111,8 @@ class ReplicaIndex:
         self.leads: dict[int, int] = {}
         #: topic id -> its place in sorted_topics order; None until asked (topics come or go: None again)
         self._rank: dict[Uuid, int] | None = None
+        #: topic id -> the topic in `topics` (a dict look-up where the image's map hashes the id)
+        self._topic: dict[Uuid, TopicImage] = {}
 
     # --- keeping it current
 
@@ -118,13 +121,14 @@ class ReplicaIndex:
         self.topics = None
         self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
         self._rank = None
+        self._topic = {}
 
     def ensure(self, topics: TopicsImage) -> bool:
         """Make the index describe `topics` if it describes nothing yet; whether it does now."""
         if self.topics is None:
             for tid, topic in topics.by_id.items():
-                for pid, p in topic.partitions.items():
-                    self._add(tid, 1 << pid, p)
+                self._topic[tid] = topic
+                self._add_topic(tid, topic.partitions)
             self.topics = topics
         return self.topics is topics
 
@@ -140,25 +144,103 @@ class ReplicaIndex:
             self.forget()
             return
         if new is not old:
-            old_by_id, new_by_id = old.by_id, new.by_id
+            new_by_id, known = new.by_id, self._topic
             if delta.deleted or any(td.fresh for td in delta.changed.values()):
                 self._rank = None  # topics came or went (a topic's name is set when it is made)
             for tid in delta.deleted:
                 if tid not in delta.changed:
-                    self._drop_topic(tid, old_by_id[tid].partitions)
+                    self._drop_topic(tid, known.pop(tid).partitions)
             for tid, td in delta.changed.items():
-                before = old_by_id.get(tid)
+                before = known.get(tid)
+                after = known[tid] = new_by_id[tid]
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
                     if before is not None:
                         self._drop_topic(tid, before.partitions)
-                    for pid, p in new_by_id[tid].partitions.items():
-                        self._add(tid, 1 << pid, p)
+                    self._add_topic(tid, after.partitions)
                     continue
                 assert before is not None
-                parts = before.partitions
-                for pid, p in td.changes.items():  # (the new image holds these very registrations)
-                    self._change(tid, pid, parts.get(pid), p)
+                self._follow_topic(tid, before.partitions, td.changes)
         self.topics = new
+
+    def _follow_topic(self, tid: Uuid, parts: Mapping[int, PartitionRegistration],
+                      changes: Mapping[int, PartitionRegistration]) -> None:
+        """Move the changed partitions of topic `tid` (`parts`: its partitions before). A broker
+        event changes up to every partition: what each broker gains and loses in the topic is
+        gathered first, then each broker's mask changes once."""
+        chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+        n = len(parts)
+        isr_lost: dict[int, int] = {}
+        isr_gained: dict[int, int] = {}
+        leaders: dict[int, int] = {}  # broker -> partitions led, gained less lost
+        leaderless_lost = leaderless_gained = 0
+        for pid, p in changes.items():
+            o = chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None and pid < n else parts.get(pid)
+            bit = 1 << pid
+            if o is None:
+                self._add(tid, bit, p)
+                continue
+            old_isr, new_isr = o.isr, p.isr
+            if old_isr != new_isr:
+                for r in old_isr:
+                    if r not in new_isr:
+                        isr_lost[r] = isr_lost.get(r, 0) | bit
+                for r in new_isr:
+                    if r not in old_isr:
+                        isr_gained[r] = isr_gained.get(r, 0) | bit
+            if o.elr != p.elr:
+                _move(self.elr, o.elr, p.elr, tid, bit)
+            old_leader, new_leader = o.leader, p.leader
+            if old_leader != new_leader:
+                if old_leader == NO_LEADER:
+                    leaderless_lost |= bit
+                else:
+                    leaders[old_leader] = leaders.get(old_leader, 0) - 1
+                if new_leader == NO_LEADER:
+                    leaderless_gained |= bit
+                else:
+                    leaders[new_leader] = leaders.get(new_leader, 0) + 1
+        for r, bits in isr_lost.items():
+            _clear(self.isr, r, tid, bits)
+        for r, bits in isr_gained.items():
+            _set(self.isr, r, tid, bits)
+        if leaderless_lost or leaderless_gained:
+            left = (self.leaderless.get(tid, 0) & ~leaderless_lost) | leaderless_gained
+            if left:
+                self.leaderless[tid] = left
+            else:
+                del self.leaderless[tid]
+        leads = self.leads
+        for r, d in leaders.items():
+            if d:
+                count = leads.get(r, 0) + d
+                if count:
+                    leads[r] = count
+                else:
+                    del leads[r]
+
+    def _add_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
+        """`_add` each of a topic's partitions: each broker's mask is set once for the topic."""
+        isr: dict[int, int] = {}
+        elr: dict[int, int] = {}
+        leaderless = 0
+        leads = self.leads
+        for pid, p in partitions.items():
+            bit = 1 << pid
+            for r in p.isr:
+                isr[r] = isr.get(r, 0) | bit
+            if p.elr:
+                for r in p.elr:
+                    elr[r] = elr.get(r, 0) | bit
+            if p.leader == NO_LEADER:
+                leaderless |= bit
+            else:
+                leads[p.leader] = leads.get(p.leader, 0) + 1
+        for r, bits in isr.items():
+            _set(self.isr, r, tid, bits)
+        for r, bits in elr.items():
+            _set(self.elr, r, tid, bits)
+        if leaderless:
+            self.leaderless[tid] = self.leaderless.get(tid, 0) | leaderless
 
     def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
         for pid, p in partitions.items():
@@ -177,19 +259,6 @@ class ReplicaIndex:
         for r in p.elr:
             _clear(self.elr, r, tid, bit)
         self._remove_leader(tid, bit, p.leader)
-
-    def _change(self, tid: Uuid, pid: int, old: PartitionRegistration | None, new: PartitionRegistration) -> None:
-        bit = 1 << pid
-        if old is None:
-            self._add(tid, bit, new)
-            return
-        if old.isr != new.isr:
-            _move(self.isr, old.isr, new.isr, tid, bit)
-        if old.elr != new.elr:
-            _move(self.elr, old.elr, new.elr, tid, bit)
-        if old.leader != new.leader:
-            self._remove_leader(tid, bit, old.leader)
-            self._add_leader(tid, bit, new.leader)
 
     def _add_leader(self, tid: Uuid, bit: int, leader: int) -> None:
         if leader == NO_LEADER:
@@ -214,32 +283,48 @@ class ReplicaIndex:
     # --- queries (the index must describe the caller's image: see `describes`)
 
     def with_isr_member(self, broker_id: int) -> list[PartitionAt]:
-        return self._partitions(self.isr.get(broker_id, {}))
+        return list(self.iter_isr_member(broker_id))
 
     def with_elr_member(self, broker_id: int) -> list[PartitionAt]:
-        return self._partitions(self.elr.get(broker_id, {}))
+        return list(self.iter_elr_member(broker_id))
 
     def without_leader(self) -> list[PartitionAt]:
+        return list(self.iter_without_leader())
+
+    def iter_isr_member(self, broker_id: int) -> Iterator[PartitionAt]:
+        """`with_isr_member`, one partition at a time (read it before the index moves on)."""
+        return self._partitions(self.isr.get(broker_id, {}))
+
+    def iter_elr_member(self, broker_id: int) -> Iterator[PartitionAt]:
+        return self._partitions(self.elr.get(broker_id, {}))
+
+    def iter_without_leader(self) -> Iterator[PartitionAt]:
         return self._partitions(self.leaderless)
 
     def leads_any(self, broker_id: int) -> bool:
         """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""
         return bool(self.leaderless) if broker_id == NO_LEADER else broker_id in self.leads
 
-    def _partitions(self, masks: Masks) -> list[PartitionAt]:
+    def _partitions(self, masks: Masks) -> Iterator[PartitionAt]:
         assert self.topics is not None
-        by_id = self.topics.by_id
+        known = self._topic
         rank = self._rank
         if rank is None:
-            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(by_id.values()))}
-        out: list[PartitionAt] = []
+            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(known.values()))}
         for tid in sorted(masks, key=rank.__getitem__):
-            topic = by_id[tid]
+            topic = known[tid]
             parts = topic.partitions
             m = masks[tid]
-            while m:
-                low = m & -m
-                pid = low.bit_length() - 1
-                out.append((topic, pid, parts[pid]))
-                m ^= low
-        return out
+            chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+            if chunks is not None:  # (partition ids 0..n-1: read the chunks directly)
+                while m:
+                    low = m & -m
+                    pid = low.bit_length() - 1
+                    yield topic, pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK]
+                    m ^= low
+            else:
+                while m:
+                    low = m & -m
+                    pid = low.bit_length() - 1
+                    yield topic, pid, parts[pid]
+                    m ^= low

@@ -38,11 +38,6 @@ def _rack_alternated(by_rack: dict[str, list[UsableBroker]]) -> list[UsableBroke
     return out
 
 
-def _follower_index(first: int, shift: int, j: int, n: int) -> int:
-    """The j-th follower position after `first` at `shift` (never `first` itself)."""
-    return (first + 1 + (shift + j) % (n - 1)) % n
-
-
 class _RackCursors:
     """One round-robin cursor per rack, each starting at an offset drawn from `rng`."""
 
@@ -89,6 +84,7 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
             f"The target replication factor of {replication_factor} cannot be reached because only "
             f"{len(brokers)} broker(s) are registered.")
     n = len(unfenced)
+    ids = [b.id for b in unfenced]
     racks = sorted(by_rack)
     start, shift = rng.randrange(n), rng.randrange(n)
     cursors = _RackCursors(by_rack, rng)
@@ -98,11 +94,11 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
         if p > 0 and p % n == 0:
             shift += 1
         first = (p + start) % n
-        leader = unfenced[first]
-        chosen = [leader]
-        if len(racks) == 1:
-            chosen += [unfenced[_follower_index(first, shift, j, n)] for j in range(take - 1)]
+        if len(racks) == 1:  # the j-th follower sits (shift + j) % (n - 1) + 1 places after the leader
+            replicas = [ids[first], *[ids[(first + 1 + (shift + j) % (n - 1)) % n] for j in range(take - 1)]]
         else:
+            leader = unfenced[first]
+            chosen = [leader]
             li = racks.index(leader.rack or "")
             others = [racks[(li + 1 + j) % len(racks)] for j in range(len(racks) - 1)]
             turn = shift % len(others)
@@ -114,7 +110,8 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
                     taken = cursors.take(rack, chosen)
                     if taken is not None:
                         chosen.append(taken)
-        replicas = [b.id for b in chosen]
-        replicas += [fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take)]
+            replicas = [b.id for b in chosen]
+        if take < replication_factor:
+            replicas += [fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take)]
         out.append(replicas)
     return out

@@ -56,6 +56,10 @@ from kraftsim.versions import MetadataVersion
 
 # --------------------------------------------------------------------------- shared helpers
 
+#: A simple change as leader_and_isr_updates writes it: () for none, else (leader, new ISR or None).
+_Fields = tuple[()] | tuple[int, "tuple[int, ...] | None"]
+_UNSEEN: _Fields = (NO_LEADER_CHANGE, None)  # (a shape not worked out yet: told apart by identity)
+
 
 def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                            partitions: Iterable[tuple[TopicImage, int, PartitionRegistration]], *,
@@ -107,30 +111,35 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         dirs = dict(zip(part.replicas, part.directories))
         return lambda r: accept_in(r, dirs.get(r, MIGRATING))
 
-    # simple_change depends on the partition's replicas, directories, ISR, leader, reassignment
-    # and ELR fields (interned tuples, shared by many partitions) and its topic's rules only:
-    # worked out once per distinct shape in this call.
-    shapes: dict[tuple[object, ...], ChangeFields | None] = {}
-    last_topic, min_isr, unclean = None, 0, False
+    # simple_change depends on the partition's replicas, directories, ISR and leader (interned
+    # tuples, shared by many partitions) and its topic's rules only, when the partition has no
+    # reassignment, ELR or last known leader (else the builder decides): worked out once per
+    # distinct shape in this call, as the record's fields (leader, ISR: None when unchanged).
+    new = record_type.cls
+    unchanged = new(partition_id=0, topic_id=Uuid.ZERO).leader  # (the leader field of a record that leaves it)
+    made_by_rules: dict[tuple[int, bool], dict[tuple[object, ...], _Fields | None]] = {}
+    made: dict[tuple[object, ...], _Fields | None] = {}
+    last_topic: TopicImage | None = None
+    tid, min_isr, unclean = Uuid.ZERO, 0, False
     for topic, pid, part in partitions:
         if topic is not last_topic:  # (partitions come topic by topic)
-            last_topic = topic
-            min_isr, unclean = rules.of(topic)
-        if quick:
-            shape = (part.replicas, part.directories, part.isr, part.leader, part.removing_replicas,
-                     part.adding_replicas, part.elr, part.last_known_elr, min_isr, unclean)
-            if shape in shapes:
-                fields = shapes[shape]
-            else:
+            last_topic, tid = topic, topic.id
+            topic_rules = rules.of(topic) if elr else (0, rules.unclean(topic))  # (min ISR: ELR's only)
+            min_isr, unclean = topic_rules
+            made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
+        if quick and not (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr):
+            shape = (part.replicas, part.directories, part.isr, part.leader)
+            fields = made.get(shape, _UNSEEN)
+            if fields is _UNSEEN:
                 target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
-                fields = shapes[shape] = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr,
-                                                       unclean=unclean, shrink_keeps_epoch=shrink_keeps_epoch)
+                simple = simple_change(part, target_isr, accept_in, min_isr=min_isr, elr=elr, unclean=unclean,
+                                       shrink_keeps_epoch=shrink_keeps_epoch)
+                fields = made[shape] = None if simple is None else _record_fields(simple, unchanged)
             if fields is not None:
                 if fields:
-                    isr = fields.get("isr")
-                    message = (record_type.new(partition_id=pid, topic_id=topic.id, **fields) if isr is None else
-                               record_type.new(partition_id=pid, topic_id=topic.id, **{**fields, "isr": list(isr)}))
-                    out.append(Payload(record_type, version, message))
+                    leader, isr = fields
+                    out.append(Payload(record_type, version, new(partition_id=pid, topic_id=tid, leader=leader,
+                                                                 isr=None if isr is None else list(isr))))
                 continue
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
@@ -143,6 +152,16 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         if change is not None:
             out.append(change)
     return out
+
+
+def _record_fields(change: ChangeFields, unchanged: int) -> _Fields:
+    """`simple_change`'s fields as leader_and_isr_updates writes them many times: () for no
+    change, else the leader (`unchanged`: the field's default) and the new ISR (None: kept;
+    copied into each record, as messages hold lists)."""
+    if not change:
+        return ()
+    isr = change.get("isr")
+    return change.get("leader", unchanged), (None if isr is None else tuple(isr))
 
 
 def partitions_with_isr_member(image: MetadataImage, broker_id: int) -> list[PartitionAt]:
@@ -158,22 +177,23 @@ def leaderless_partitions(image: MetadataImage) -> list[PartitionAt]:
     return [(t, pid, p) for t, pid, p in iter_partitions(image) if p.leader == NO_LEADER]
 
 
-def isr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
-    """The partitions whose ISR holds `broker_id`, in iter_partitions order."""
+def isr_partitions(ctx: ControllerContext, broker_id: int) -> Iterable[PartitionAt]:
+    """The partitions whose ISR holds `broker_id`, in iter_partitions order (from the index:
+    one at a time, so read them before the context's image moves on)."""
     index = replica_index(ctx)
-    return partitions_with_isr_member(ctx.image, broker_id) if index is None else index.with_isr_member(broker_id)
+    return partitions_with_isr_member(ctx.image, broker_id) if index is None else index.iter_isr_member(broker_id)
 
 
-def elr_partitions(ctx: ControllerContext, broker_id: int) -> list[PartitionAt]:
+def elr_partitions(ctx: ControllerContext, broker_id: int) -> Iterable[PartitionAt]:
     """The partitions whose ELR holds `broker_id`, in iter_partitions order."""
     index = replica_index(ctx)
-    return partitions_with_elr_member(ctx.image, broker_id) if index is None else index.with_elr_member(broker_id)
+    return partitions_with_elr_member(ctx.image, broker_id) if index is None else index.iter_elr_member(broker_id)
 
 
-def leaderless(ctx: ControllerContext) -> list[PartitionAt]:
+def leaderless(ctx: ControllerContext) -> Iterable[PartitionAt]:
     """The partitions without a leader, in iter_partitions order."""
     index = replica_index(ctx)
-    return leaderless_partitions(ctx.image) if index is None else index.without_leader()
+    return leaderless_partitions(ctx.image) if index is None else index.iter_without_leader()
 
 
 def leads_partitions(ctx: ControllerContext, broker_id: int) -> bool:

@@ -25,6 +25,7 @@ from kraftsim.controller.partition_change import (
 )
 from kraftsim.controller.replica_placement import (
     InvalidReplicationFactor,
+    UsableBroker,
     place_replicas,
     usable_brokers,
 )
@@ -94,7 +95,22 @@ class CreateTopicsResponse(msgspec.Struct, frozen=True):
         return next(t for t in self.topics if t.name == name)
 
 
-def _new_topic_id(seed: int, name: str, taken: set[bytes]) -> Uuid:
+class _TakenIds:
+    """The topic ids in use: the image's and those given earlier in the request (asked of
+    the image one id at a time, not copied: a request adds few to many)."""
+
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self.given: set[bytes] = set()
+
+    def __contains__(self, tid: Uuid) -> bool:
+        return tid in self.given or self.image.topics.get_topic(tid) is not None
+
+    def add(self, tid: Uuid) -> None:
+        self.given.add(bytes(tid))
+
+
+def _new_topic_id(seed: int, name: str, taken: _TakenIds) -> Uuid:
     rng = random.Random(f"kraftsim-topic-id:{seed}:{name}")
     while True:
         u = random_uuid(rng)
@@ -121,8 +137,29 @@ def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf
     return None
 
 
-def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic,
-                     seed: int) -> tuple[list[tuple[list[int], list[int]]], ApiError]:
+class _Brokers:
+    """What placing a request's topics reads of the brokers, read once for the request (the
+    image does not change while it is decided)."""
+
+    def __init__(self, image: MetadataImage):
+        self.image = image
+        self._usable: list[UsableBroker] | None = None
+        self._active: dict[int, bool] = {}
+
+    def usable(self) -> list[UsableBroker]:
+        if self._usable is None:
+            self._usable = usable_brokers(self.image)
+        return self._usable
+
+    def active(self) -> dict[int, bool]:
+        """Whether each usable broker is active (the brokers placement gives replicas to)."""
+        if not self._active:
+            self._active = {b.id: is_active(self.image, b.id) for b in self.usable()}
+        return self._active
+
+
+def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
+                     brokers: _Brokers) -> tuple[list[tuple[list[int], list[int]]], ApiError]:
     """[(replicas, isr)] by partition id, or the topic's error."""
     image = ctx.image
     parts: dict[int, tuple[list[int], list[int]]] = {}
@@ -160,13 +197,13 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic,
     rf = ctx.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
     rng = random.Random(f"kraftsim-placement:{seed}:{topic.name}")
     try:
-        placement = place_replicas(usable_brokers(image), num, rf, rng)
+        placement = place_replicas(brokers.usable(), num, rf, rng)
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []
-    active: dict[int, bool] = {}  # broker -> is_active (the same for the whole topic)
+    active = brokers.active()
     for replicas in placement:
-        isr = [b for b in replicas if (active[b] if b in active else active.setdefault(b, is_active(image, b)))]
+        isr = [b for b in replicas if active[b]]
         if not isr:
             return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
                                                               "brokers are currently fenced or in controlled shutdown.")
@@ -202,8 +239,9 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         if n > 1:
             errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
     existing_collisions: dict[str, str] = {}
-    for topic in image.topics.sorted_topics():
-        existing_collisions.setdefault(_collision_key(topic.name), topic.name)
+    if any("." in t.name or "_" in t.name for t in req.topics):  # (else no name can collide)
+        for topic in image.topics.sorted_topics():
+            existing_collisions.setdefault(_collision_key(topic.name), topic.name)
     for t in req.topics:
         if t.name in errors:
             continue
@@ -225,19 +263,22 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
 
     elr = elr_enabled(ctx, mv)
     pr_version = ctx.catalog.record_version("PartitionRecord", mv)
-    taken = {bytes(tid) for tid in image.topics.by_id}
+    taken = _TakenIds(image)
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
     dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
+    brokers = _Brokers(image)
+    partition_record = reg["PartitionRecord"]
+    new_partition = partition_record.cls
     for t in req.topics:
         if t.name in errors:
             continue
-        plan, err = _plan_partitions(ctx, t, req.seed)
+        plan, err = _plan_partitions(ctx, t, req.seed, brokers)
         if not err.ok:
             errors[t.name] = err
             continue
         tid = _new_topic_id(req.seed, t.name, taken)
-        taken.add(bytes(tid))
+        taken.add(tid)
         results[t.name] = CreatableTopicResult(t.name, tid, num_partitions=len(plan),
                                                replication_factor=len(plan[0][0]))
         records.append(payload(reg, "TopicRecord", 0, name=t.name, topic_id=tid))
@@ -248,12 +289,15 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         if elr and MIN_INSYNC_REPLICAS in configs:
             records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
         for pid, (replicas, isr) in enumerate(plan):
-            fields: dict[str, object] = dict(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
-                                leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
             if pr_version >= 1:
-                fields["directories"] = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b))
-                                         for b in replicas]
-            records.append(payload(reg, "PartitionRecord", pr_version, **fields))
+                directories = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas]
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
+                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0,
+                                        directories=directories)
+            else:
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
+                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
+            records.append(Payload(partition_record, pr_version, message))
     out: list[CreatableTopicResult] = []
     for t in req.topics:
         if any(r.name == t.name for r in out):

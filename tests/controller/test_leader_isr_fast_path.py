@@ -151,4 +151,6 @@ def test_topic_rules_read_the_configs_as_the_single_lookups_do(topic_min, cluste
     c.image = replay(c.image, records, next_offset=100)
     ctx = c.ctx()
     topic = ctx.image.topics.get_topic(TOPIC)
-    assert TopicRules(ctx).of(topic) == (effective_min_isr(ctx, topic), unclean_election_enabled(ctx, "t"))
+    rules = TopicRules(ctx)
+    assert rules.unclean(topic) == unclean_election_enabled(ctx, "t")
+    assert rules.of(topic) == (effective_min_isr(ctx, topic), unclean_election_enabled(ctx, "t"))

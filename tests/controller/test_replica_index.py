@@ -7,13 +7,13 @@ copies, whether the index was built before or after the changes."""
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterable
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller.context import ControllerContext, replica_index
-from kraftsim.controller.partition_change import has_leaderships
+from kraftsim.controller.partition_change import PartitionAt, has_leaderships
 from kraftsim.controller.quorum_controller import ReplayState
 from kraftsim.controller.replication import (
     elr_partitions, isr_partitions, leaderless, leaderless_partitions, leads_partitions, partitions_with_elr_member,
@@ -68,7 +68,8 @@ def scan_answers(image: MetadataImage) -> Any:
 
 
 def index_answers(ctx: ControllerContext) -> Any:
-    def ids(parts: list) -> list:
+    def ids(found: Iterable[PartitionAt]) -> list:
+        parts = list(found)  # (the index gives them one at a time)
         by_id = ctx.image.topics.by_id
         assert all(t is by_id[t.id] for t, _, _ in parts)  # the image's own topics
         return [(t.id, pid, p) for t, pid, p in parts]
@@ -125,7 +126,7 @@ def test_an_index_of_another_image_is_not_used() -> None:
     assert replica_index(stale) is None
     assert [pid for _, pid, _ in isr_partitions(stale, 1)] == [0]  # the scan of `first`
     now = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
-    assert isr_partitions(now, 1) == [] and [pid for _, pid, _ in leaderless(now)] == [0]
+    assert list(isr_partitions(now, 1)) == [] and [pid for _, pid, _ in leaderless(now)] == [0]
 
 
 def test_a_topic_made_after_the_index_was_asked_takes_its_place_by_name() -> None:
@@ -136,3 +137,35 @@ def test_a_topic_made_after_the_index_was_asked_takes_its_place_by_name() -> Non
                                     leader=1)], base_offset=offset, epoch=1, timestamp=0)
         ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
         assert [t.name for t, _, _ in isr_partitions(ctx, 1)] == sorted("bac"[:n + 1])
+
+
+change = st.builds(lambda pid, isr, elr, leader: payload(
+    "PartitionChangeRecord", 2, topic_id=tid(0), partition_id=pid, isr=isr, eligible_leader_replicas=elr, leader=leader),
+    st.integers(0, 3), st.none() | brokers, st.none() | brokers, st.integers(-2, 4))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(leaders=st.lists(st.integers(-1, 4), min_size=4, max_size=4), isrs=st.lists(brokers, min_size=4, max_size=4),
+       elrs=st.lists(brokers, min_size=4, max_size=4), built_first=st.booleans(),
+       batches=st.lists(st.lists(change, min_size=1, max_size=6), min_size=1, max_size=6))
+def test_the_index_follows_changes_to_the_partitions_it_holds(leaders, isrs, elrs, built_first, batches) -> None:
+    """A topic made while the index follows (`built_first`) or before it is built, then
+    batches that change partitions the index holds (leaders moving between brokers and to
+    none, ISRs and ELRs growing and shrinking, several changes of a partition in a batch)."""
+    state = ReplayState(default_catalog())
+    if built_first:
+        assert state.replicas.ensure(state.image.topics)
+    state.replay_batch([payload("TopicRecord", name="a", topic_id=tid(0))] + [
+        payload("PartitionRecord", 2, topic_id=tid(0), partition_id=pid, replicas=[0, 1, 2, 3, 4], isr=isr,
+                eligible_leader_replicas=elr, leader=leader, leader_epoch=0, partition_epoch=0)
+        for pid, (leader, isr, elr) in enumerate(zip(leaders, isrs, elrs))],
+        base_offset=0, epoch=1, timestamp=0)
+    offset = 5
+    for batch in batches:
+        ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
+        assert index_answers(ctx) == scan_answers(state.image)
+        state.replay_batch(batch, base_offset=offset, epoch=1, timestamp=0)
+        offset += len(batch)
+    assert state.replicas.describes(state.image.topics)
+    ctx = ControllerContext(node_id=1, supported={}, image=state.image, replicas=state.replicas)
+    assert index_answers(ctx) == scan_answers(state.image)

@@ -1,0 +1,90 @@
+"""Properties of CreateTopics' per-request shortcuts: placement writes the classic striping
+out as one sum per follower (checked against the rule written plainly), the brokers and
+topic ids are read once per request or one id at a time (checked against a request made
+topic by topic, and against an image that already holds the id a name would draw)."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kraftsim.controller import CreatableTopic, CreateTopicsRequest, UsableBroker, create_topics, place_replicas
+from kraftsim.controller.partition_change import is_active
+from kraftsim.controller.result import accepted
+from kraftsim.javacompat import random_uuid
+from tests.controller.cluster_support import RuleCluster, replay, to_json
+from tests.controller.conftest import payload
+
+
+def plain_placement(brokers: list[UsableBroker], num_partitions: int, rf: int, rng: random.Random) -> list[list[int]]:
+    """place_replicas without racks, one follower position at a time (Kafka's classic rule)."""
+    unfenced = sorted((b for b in brokers if not b.fenced), key=lambda b: b.id)
+    fenced = sorted((b for b in brokers if b.fenced), key=lambda b: b.id)
+    n = len(unfenced)
+    start, shift = rng.randrange(n), rng.randrange(n)
+    rng.randrange(n)  # (the one rack's cursor)
+    take = min(rf, n)
+    out = []
+    for p in range(num_partitions):
+        if p > 0 and p % n == 0:
+            shift += 1
+        first = (p + start) % n
+        chosen = [unfenced[first]]
+        for j in range(take - 1):
+            chosen.append(unfenced[(first + 1 + (shift + j) % (n - 1)) % n])
+        out.append([b.id for b in chosen] + [fenced[(p + k) % len(fenced)].id for k in range(rf - take)])
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(ids=st.lists(st.integers(0, 40), min_size=1, max_size=12, unique=True), data=st.data(),
+       partitions=st.integers(1, 40), seed=st.integers(0, 2**32))
+def test_placement_without_racks_is_the_classic_rule(ids, data, partitions, seed) -> None:
+    fenced = data.draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
+    if all(fenced):
+        fenced[0] = False
+    brokers = [UsableBroker(b, None, f) for b, f in zip(ids, fenced)]
+    rf = data.draw(st.integers(1, len(ids)))
+    assert place_replicas(brokers, partitions, rf, random.Random(seed)) == plain_placement(
+        brokers, partitions, rf, random.Random(seed))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(states=st.lists(st.sampled_from(("active", "active", "fenced", "shutdown")), min_size=3, max_size=6),
+       racks=st.booleans(), topics=st.lists(st.tuples(st.sampled_from("abc.-_"), st.integers(1, 5), st.integers(1, 3)),
+                                            min_size=1, max_size=5),
+       existing=st.lists(st.sampled_from(("a.0", "a_0", "._1", "b-0")), max_size=2, unique=True))
+def test_one_request_writes_what_requests_topic_by_topic_write(states, racks, topics, existing) -> None:
+    """What a request reads once (usable and active brokers, ids in use, names that collide)
+    is read afresh for every topic when each goes in a request of its own."""
+    c = RuleCluster("3.9-IV0")
+    c.start_brokers(range(len(states)), racks={b: f"r{b % 2}" for b in range(len(states))} if racks else None)
+    for b, state in enumerate(states):
+        change = {"fenced": {"fenced": 1}, "shutdown": {"in_controlled_shutdown": 1}}.get(state)
+        if change is not None:
+            epoch = c.image.cluster.broker(b).epoch
+            c.apply(accepted([payload("BrokerRegistrationChangeRecord", 1, broker_id=b, broker_epoch=epoch, **change)],
+                             None))
+    for name in existing:
+        c.create(name, 1, 1)
+    wanted = tuple(CreatableTopic(f"{name}{i}", n, rf) for i, (name, n, rf) in enumerate(topics))
+    whole = create_topics(c.ctx(), CreateTopicsRequest(wanted, seed=7))
+    one_by_one = [create_topics(c.ctx(), CreateTopicsRequest((t,), seed=7)) for t in wanted]
+    assert [to_json(p) for p in whole.records] == [to_json(p) for r in one_by_one for p in r.records]
+    assert list(whole.response.topics) == [t for r in one_by_one for t in r.response.topics]
+    for p in whole.records:  # the ISR as the image answers broker by broker
+        if p.record_type.name == "PartitionRecord":
+            m = p.message
+            assert m.isr == [b for b in m.replicas if is_active(c.image, b)] and m.leader == m.isr[0]
+
+
+def test_a_topic_id_the_image_holds_is_not_given_again() -> None:
+    c = RuleCluster("3.9-IV0")
+    c.start_brokers([0, 1, 2])
+    draws = random.Random("kraftsim-topic-id:3:t")
+    first, second = random_uuid(draws), random_uuid(draws)
+    c.image = replay(c.image, [payload("TopicRecord", name="other", topic_id=first)])
+    r = create_topics(c.ctx(), CreateTopicsRequest((CreatableTopic("t", 1, 1),), seed=3))
+    assert r.response.topics[0].topic_id == second
