@@ -460,6 +460,19 @@ class ChunkMap(Mapping[K, V]):
             chunks[c] = tuple(chunk)
         return ChunkMap(index, tuple(chunks))
 
+    def layout(self) -> tuple[dict[K, int], tuple[tuple[V, ...], ...]]:
+        """The key positions and the value chunks (neither ever changes: versions share them):
+        key k holds `chunks[i >> CHUNK_BITS][i & CHUNK_MASK]` for `i = positions[k]`. For
+        loops that look many keys up (bulk replay) without a call per key."""
+        return self._index, self._chunks
+
+    @staticmethod
+    def layout_of(items: Mapping[K, V]) -> tuple[dict[K, int], tuple[tuple[V, ...], ...]]:
+        """`layout()` of `items`, a ChunkMap or any mapping (which is copied)."""
+        if isinstance(items, ChunkMap):
+            return items._index, items._chunks
+        return ChunkMap.of(items).layout()
+
     def is_ascending(self) -> bool:
         """Whether the keys iterate in ascending order (known without a look for the usual 0..n-1)."""
         index = self._index
