@@ -13,9 +13,9 @@ random record lists.
 
 A commit is mostly PartitionChangeRecords (ISR and leader moves), and the loader hands
 each run of plain records here too: a change record is merged straight into its topic's
-dict of changed partitions (the topic's delta kept while consecutive records name it), one
-dict look-up and one `PartitionRegistration.merge` per record instead of the five calls of
-`replay()`'s way (tests/image/test_apply_fast_paths.py).
+dict of changed partitions (the topic's delta and its base partitions' ChunkMap layout kept
+while consecutive records name it), two dict look-ups and one `PartitionRegistration.merge`
+per record instead of the five calls of `replay()`'s way (tests/image/test_apply_fast_paths.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from kraftsim.image.components.partition import (
     MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, registration_from_record,
 )
 from kraftsim.image.components.topics import TopicsDelta
+from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
 
@@ -61,7 +62,9 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     changes: dict[int, PartitionRegistration] = {}
     change_topic: object = None  # the topic id whose TopicDelta a PartitionChangeRecord went to last
     merged: dict[int, PartitionRegistration] = {}  # that TopicDelta's changes
-    parts: Mapping[int, PartitionRegistration] = {}  # and its base partitions
+    positions: Mapping[int, int] = {}  # and its base partitions' layout (ChunkMap.layout)
+    chunks: tuple[tuple[PartitionRegistration, ...], ...] = ()
+    layout_of, chunk_bits, chunk_mask = ChunkMap.layout_of, CHUNK_BITS, CHUNK_MASK
     done = 0
     slow = registration_from_record
     new = PartitionRegistration
@@ -79,13 +82,15 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                         if topics is None:
                             topics = delta.topics
                         td = topics.change_target(m)
-                        merged, parts, change_topic = td.changes, td.image.partitions, tid
+                        merged, change_topic = td.changes, tid
+                        positions, chunks = layout_of(td.image.partitions)
                     pid = m.partition_id
                     prev = merged.get(pid)
-                    if prev is None:
-                        prev = parts.get(pid)
-                        if prev is None:
+                    if prev is None:  # (the base's partition, read in place: ChunkMap.get inlined)
+                        i = positions.get(pid)
+                        if i is None:
                             raise MetadataReplayError(f"Unable to find partition {tid}:{pid}")
+                        prev = chunks[i >> chunk_bits][i & chunk_mask]
                     merged[pid] = prev.merge(m)
                     done += 1
                     continue

@@ -29,7 +29,7 @@ from kraftsim.image.provenance import MetadataProvenance
 from kraftsim.image.components.quotas import ClientQuotasDelta
 from kraftsim.image.components.scram import ScramDelta
 from kraftsim.image.components.tokens import DelegationTokensDelta
-from kraftsim.image.components.topics import TopicsDelta
+from kraftsim.image.components.topics import TopicsDelta, TopicsImage
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.versions import Catalog, default_catalog
 
@@ -71,6 +71,7 @@ class MetadataDelta:
         self._scram: ScramDelta | None = None
         self._tokens: DelegationTokensDelta | None = None
         self._opaque: OpaqueDelta | None = None
+        self._settled: TopicsImage | None = None  # the topics `apply()` gave, once `settle` let go of the changes
         self.records_replayed = 0
 
     # --- lazily created component deltas
@@ -90,6 +91,8 @@ class MetadataDelta:
     @property
     def topics(self) -> TopicsDelta:
         if self._topics is None:
+            if self._settled is not None:
+                raise MetadataReplayError("the topic changes of this delta were let go (MetadataDelta.settle)")
             self._topics = TopicsDelta(self.image.topics)
         return self._topics
 
@@ -196,6 +199,21 @@ class MetadataDelta:
         self.delegation_tokens.finish_snapshot()
         self.opaque.finish_snapshot()
 
+    def settle(self, applied: MetadataImage) -> None:
+        """Let go of the topic changes of a delta already applied (giving `applied`) and
+        published, which is kept only to be handed to more publishers (a commit another
+        loader adopts).
+
+        Why: a commit's delta holds a dict of changed partitions per changed topic (at a
+        million partitions a broker restart changes 200,000), alive as long as the commit is
+        kept, while the applied image holds the same registrations. Publishers read a
+        delta's `image` and `metadata_version_changed()`, which stay, and `apply()` still
+        gives `applied`'s topics. Reading `topics` afterwards (or replaying into the delta)
+        is refused rather than answered with an empty delta."""
+        if self._topics is not None and self._topics.changed:
+            self._settled = applied.topics
+            self._topics = None
+
     def apply(self, provenance: MetadataProvenance | None = None) -> MetadataImage:
         """The new image; components no record touched are the base image's own objects."""
         base = self.image
@@ -207,7 +225,7 @@ class MetadataDelta:
             provenance=base.provenance if provenance is None else provenance,
             features=pick(self._features, base.features),
             cluster=pick(self._cluster, base.cluster),
-            topics=pick(self._topics, base.topics),
+            topics=self._settled if self._settled is not None else pick(self._topics, base.topics),
             configs=pick(self._configs, base.configs),
             client_quotas=pick(self._quotas, base.client_quotas),
             producer_ids=pick(self._producer_ids, base.producer_ids),

@@ -440,25 +440,45 @@ class ChunkMap(Mapping[K, V]):
         return cls(index, tuple(tuple(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK)))
 
     def updated(self, changes: Mapping[K, V]) -> "ChunkMap[K, V]":
-        """This map with `changes` set (new keys after the old ones, in their order)."""
+        """This map with `changes` set (new keys after the old ones, in their order).
+
+        A run of changes that fall in one chunk (a commit's come in partition order) copies
+        that chunk once; a chunk met again after another is copied from its updated version,
+        so any order gives the same map."""
         index = self._index
         chunks = list(self._chunks)
-        touched: dict[int, list[V]] = {}
+        last = -1
+        chunk: list[V] = []
         try:
             for k, v in changes.items():
                 i = index[k]
                 c = i >> CHUNK_BITS
-                chunk = touched.get(c)
-                if chunk is None:
-                    chunk = touched[c] = list(chunks[c])
+                if c != last:
+                    if last >= 0:
+                        chunks[last] = tuple(chunk)
+                    chunk = list(chunks[c])
+                    last = c
                 chunk[i & CHUNK_MASK] = v
         except KeyError:  # a new key: the positions change, so build afresh
             merged = dict(self.items())
             merged.update(changes)
             return ChunkMap.of(merged)
-        for c, chunk in touched.items():
-            chunks[c] = tuple(chunk)
+        if last >= 0:
+            chunks[last] = tuple(chunk)
         return ChunkMap(index, tuple(chunks))
+
+    def layout(self) -> tuple[dict[K, int], tuple[tuple[V, ...], ...]]:
+        """The key positions and the value chunks (neither ever changes: versions share them):
+        key k holds `chunks[i >> CHUNK_BITS][i & CHUNK_MASK]` for `i = positions[k]`. For
+        loops that look many keys up (bulk replay) without a call per key."""
+        return self._index, self._chunks
+
+    @staticmethod
+    def layout_of(items: Mapping[K, V]) -> tuple[dict[K, int], tuple[tuple[V, ...], ...]]:
+        """`layout()` of `items`, a ChunkMap or any mapping (which is copied)."""
+        if isinstance(items, ChunkMap):
+            return items._index, items._chunks
+        return ChunkMap.of(items).layout()
 
     def is_ascending(self) -> bool:
         """Whether the keys iterate in ascending order (known without a look for the usual 0..n-1)."""

@@ -17,12 +17,14 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.errors import KraftsimError
-from kraftsim.image import CommittedBatch, MetadataImage, MetadataLoader, image_digest, intern
+from kraftsim.image import CommittedBatch, MetadataDelta, MetadataImage, MetadataLoader, MetadataReplayError, \
+    image_digest, intern
 from kraftsim.image import PartitionRegistration
-from kraftsim.image.pmap import ChunkMap
+from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.testing.strategies import messages
 from tests.image.helpers import REGISTRY, rec, replay
@@ -116,6 +118,40 @@ def test_replay_records_merges_change_records_as_replay_does(recs, on_base, skip
         same_result(fast_replay(base, records, skip_errors), want, False)
 
 
+@st.composite
+def wide_commit_records(draw: Any) -> tuple[list[Payload], list[Payload]]:
+    """Topics of up to 20 partitions, their ids in any order and with gaps (so positions run past
+    the first 8-entry chunk and the key positions are not 0..n-1); then change records, some for
+    partitions that do not exist, mixed with records that start or remove topics."""
+    out: list[Payload] = []
+    for i in draw(st.lists(st.sampled_from(range(len(TOPIC_IDS))), unique=True, min_size=1)):
+        out.append(rec("TopicRecord", name=NAMES[i], topic_id=TOPIC_IDS[i]))
+        n = draw(st.integers(0, 20))
+        pids = draw(st.permutations(range(n)) | st.lists(st.integers(0, 24), unique=True, min_size=n, max_size=n))
+        out += [rec("PartitionRecord", topic_id=TOPIC_IDS[i], partition_id=p, replicas=[1, 2, 3], isr=[1, 2, 3],
+                    leader=1 + p % 3, leader_epoch=p, partition_epoch=2 * p) for p in pids]  # (each one differs)
+    tid = st.sampled_from(TOPIC_IDS)
+    change = st.builds(lambda t, p, isr, leader: rec("PartitionChangeRecord", topic_id=t, partition_id=p, isr=isr,
+                                                     leader=leader),
+                       tid, st.integers(0, 22), st.none() | brokers, st.sampled_from([-2, -2, -1, 1, 2]))
+    other = st.one_of(change_records(), st.builds(lambda t: rec("RemoveTopicRecord", topic_id=t), tid),
+                      st.builds(lambda n, t: rec("TopicRecord", name=n, topic_id=t), st.sampled_from(NAMES), tid))
+    return out, draw(st.lists(st.one_of(change, change, change, other), max_size=60))
+
+
+@settings(max_examples=200, deadline=None)
+@given(wide_commit_records(), st.booleans())
+def test_change_records_read_wide_base_topics_in_place(setup_and_changes, skip_errors) -> None:
+    """The change path reads a base partition through its ChunkMap's layout (no call per record):
+    the same images, errors and counts as record-by-record replay, on bases of many chunks."""
+    setup, changes = setup_and_changes
+    base = replay(setup)
+    for records in (changes, as_entries(changes)):
+        with plain_merge():
+            want = slow_replay(base, records, skip_errors)
+        same_result(fast_replay(base, records, skip_errors), want, False)
+
+
 def as_batches(records: list[Payload], cuts: list[int]) -> list[CommittedBatch]:
     entries = [LogEntry(i, 1, 0, False, r.record_type, r.version, r.message) for i, r in enumerate(records)]
     bounds = sorted({c % (len(entries) + 1) for c in cuts} | {0, len(entries)})
@@ -144,6 +180,30 @@ def test_the_loader_applies_runs_as_record_by_record_replay(recs, cuts) -> None:
     assert loader.image.same_content(want) and image_digest(loader.image) == image_digest(want)
     assert len(faults) == len(errors)
     assert all(msg in f for f, (_, _, msg) in zip(faults, errors))
+    assert loader.last_offset == len(records) - 1
+
+
+@settings(max_examples=100, deadline=None)
+@given(wide_commit_records(), st.lists(st.integers(0, 100), max_size=6))
+def test_the_loader_applies_runs_on_wide_topics_as_record_by_record_replay(setup_and_changes, cuts) -> None:
+    """As above, on topics of many chunks created by a commit of their own: faults (their
+    texts) and offsets too."""
+    setup, changes = setup_and_changes
+    records = MV + setup + changes
+    faults: list[str] = []
+    loader = MetadataLoader(fault_handler=lambda f: faults.append(str(f)), clock_ns=lambda: 0)
+    batches = as_batches(records, cuts + [len(MV) + len(setup)])
+    loader.set_high_watermark(len(records))
+    for b in batches:
+        loader.handle_commit([b])
+    want, errors = MetadataImage(), []
+    with plain_merge():
+        for b in batches:
+            d, more = slow_replay(want, list(b.entries), True)
+            want = d.apply()
+            errors += more
+    assert loader.image.same_content(want) and image_digest(loader.image) == image_digest(want)
+    assert len(faults) == len(errors) and all(msg in f for f, (_, _, msg) in zip(faults, errors))
     assert loader.last_offset == len(records) - 1
 
 
@@ -195,6 +255,10 @@ def test_chunk_maps_behave_as_dicts(keys, changes, dense) -> None:
     assert dict(m.items()) == base  # the old version is unchanged
     if all(k in base for k in changes):
         assert len(got.chunk_ids() & m.chunk_ids()) >= len(m.chunk_ids()) - len(changes)  # untouched chunks shared
+    for mapping, items in ((got, want), (m, base), (base, base)):
+        positions, chunks = ChunkMap.layout_of(mapping)  # (what bulk replay reads in place)
+        assert list(positions) == list(items)
+        assert {k: chunks[i >> CHUNK_BITS][i & CHUNK_MASK] for k, i in positions.items()} == items
 
 
 def test_applying_changes_to_a_base_equals_replaying_all_from_nothing() -> None:
@@ -209,3 +273,26 @@ def test_applying_changes_to_a_base_equals_replaying_all_from_nothing() -> None:
     whole = replay(first + then)
     assert applied == whole and image_digest(applied) == image_digest(whole)
     assert applied.topics.get_topic(t0).sorted_partitions() == whole.topics.get_topic(t0).sorted_partitions()
+
+
+def test_a_settled_delta_keeps_what_publishers_read_and_refuses_its_topics() -> None:
+    """`settle` lets go of the topic changes of an applied delta (CommitShare keeps commits so):
+    `apply()` still gives the applied topics, `metadata_version_changed()` stays, and reading
+    the topic changes (or replaying into them) is an error, not an empty answer."""
+    t = TOPIC_IDS[0]
+    base = replay([rec("TopicRecord", name="a", topic_id=t)] + [
+        rec("PartitionRecord", topic_id=t, partition_id=p, replicas=[1, 2], isr=[1, 2], leader=1) for p in range(12)])
+    d = MetadataDelta(base)
+    d.replay_all(MV + [rec("PartitionChangeRecord", topic_id=t, partition_id=p, isr=[2], leader=2) for p in (1, 9)])
+    applied = d.apply()
+    d.settle(applied)
+    again = d.apply()
+    assert again.topics is applied.topics and again == applied
+    assert d.metadata_version_changed() == 21
+    for use in (lambda: d.topics, lambda: d.replay(rec("TopicRecord", name="b", topic_id=TOPIC_IDS[1]))):
+        with pytest.raises(MetadataReplayError, match="let go"):
+            use()
+    untouched = MetadataDelta(base)
+    untouched.replay_all(MV)
+    untouched.settle(untouched.apply())  # (no topic changes: nothing to let go)
+    assert untouched.topics.image is base.topics

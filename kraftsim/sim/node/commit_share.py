@@ -65,6 +65,7 @@ class CommitShare:
         published = loader.last_publish
         assert published is not None, "only a commit that published is kept"
         delta, image, manifest = published
+        delta.settle(image)  # (publishers that adopt it read no topic changes: let them go)
         self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
                                          loader.voters, raw)
         while len(self._done) > self.keep_limit:
