@@ -7,11 +7,11 @@ import msgspec
 from kraftsim.controller.api_errors import NONE, ApiError, default_error
 from kraftsim.controller.context import ControllerContext, metadata_version_of
 from kraftsim.controller.partition_change import (
-    NO_LEADER,
     Election,
     PartitionChangeBuilder,
     leader_acceptor,
 )
+from kraftsim.image import NO_LEADER
 from kraftsim.controller.result import (
     NO_METADATA_VERSION,
     ControllerResult,

@@ -25,6 +25,7 @@ from kraftsim.image import (
     TOPIC,
     BrokerRegistration,
     ConfigurationsImage,
+    NO_LEADER,
     MetadataImage,
     PartitionRegistration,
     TopicImage,
@@ -35,7 +36,6 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
 
-NO_LEADER = -1
 NO_LEADER_CHANGE = -2
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 

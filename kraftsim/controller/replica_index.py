@@ -18,11 +18,10 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import AbstractSet, Iterable, Iterator, Mapping, Protocol
 
-from kraftsim.image import PartitionRegistration, TopicImage, TopicsImage
+from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
 from kraftsim.protocol.primitives import Uuid
 
-NO_LEADER = -1
 
 #: A partition with its topic and id (partition_change.PartitionAt).
 PartitionAt = tuple[TopicImage, int, PartitionRegistration]

@@ -20,7 +20,6 @@ from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of, replica_index
 from kraftsim.controller.partition_change import (
     PartitionAt,
-    NO_LEADER,
     NO_LEADER_CHANGE,
     Election,
     ChangeFields,
@@ -42,6 +41,7 @@ from kraftsim.controller.result import (
     refused,
 )
 from kraftsim.image import (
+    NO_LEADER,
     RECOVERED,
     RECOVERING,
     BrokerRegistration,

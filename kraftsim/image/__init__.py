@@ -56,7 +56,7 @@ from kraftsim.image.components.configs import (
 )
 from kraftsim.image.components.features import ELR_FEATURE, features_from, FeaturesImage, KRAFT_VERSION
 from kraftsim.image.components.opaque import key_text, OpaqueImage, OpaqueRecord
-from kraftsim.image.components.partition import PartitionRegistration, RECOVERED, RECOVERING, registration_from_record
+from kraftsim.image.components.partition import NO_LEADER, PartitionRegistration, RECOVERED, RECOVERING, registration_from_record
 from kraftsim.image.components.producer_ids import ProducerIdsImage
 from kraftsim.image.components.quotas import ClientQuotasImage, entity_text
 from kraftsim.image.components.scram import mechanism_name, MECHANISMS, ScramCredential, ScramImage
@@ -125,6 +125,7 @@ from kraftsim.image.verification.verify import (
 )
 
 __all__ = [
+    "NO_LEADER",
     "ITEMS_SHOWN",
     "TOPICS_SHOWN",
     "LoadRequestError",
