@@ -2907,6 +2907,101 @@ static PyObject *py_encode_data_batch(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* values_records_size(values, first_delta) -> int | None
+ *
+ * The bytes the v2 records of these framed values take in a data batch (as
+ * encode_value_batch writes them) at offset deltas first_delta, first_delta + 1, ...:
+ * batchfile.records_size of their lengths. None for anything but a list or tuple of bytes. */
+static PyObject *py_values_records_size(PyObject *self, PyObject *args) {
+    PyObject *values;
+    long long first;
+    if (!PyArg_ParseTuple(args, "OL:values_records_size", &values, &first))
+        return NULL;
+    if ((!PyList_CheckExact(values) && !PyTuple_CheckExact(values)) || first < 0 || first > INT32_MAX)
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    PyObject **items = PySequence_Fast_ITEMS(values);
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *v = items[i];
+        if (!PyBytes_CheckExact(v))
+            Py_RETURN_NONE;
+        int64_t vlen = PyBytes_GET_SIZE(v);
+        int64_t body = 4 + uvarint_size(zigzag(first + i)) + uvarint_size(zigzag(vlen)) + vlen;
+        total += uvarint_size(zigzag(body)) + body;
+    }
+    return PyLong_FromLongLong(total);
+}
+
+/* encode_value_batch(base_offset, values, epoch, timestamp) -> bytes | None
+ *
+ * entries.encode_data_batch for records whose framed values are already encoded (the
+ * bytes encode_values returns): the same v2 records and header around them, without
+ * encoding any message. None for anything but a list or tuple of exact bytes. */
+static PyObject *py_encode_value_batch(PyObject *self, PyObject *args) {
+    PyObject *base_obj, *values, *epoch_obj, *ts_obj;
+    if (!PyArg_ParseTuple(args, "OOOO:encode_value_batch", &base_obj, &values, &epoch_obj, &ts_obj))
+        return NULL;
+    int64_t base_offset, epoch, ts;
+    if (as_i64(base_obj, INT64_MIN, INT64_MAX, &base_offset) < 0 || as_i64(epoch_obj, INT32_MIN, INT32_MAX, &epoch) < 0 ||
+        as_i64(ts_obj, INT64_MIN, INT64_MAX, &ts) < 0)
+        Py_RETURN_NONE;
+    if (!PyList_CheckExact(values) && !PyTuple_CheckExact(values))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(values);
+    if (n > INT32_MAX)
+        Py_RETURN_NONE;
+    PyObject **items = PySequence_Fast_ITEMS(values);
+    int64_t total = 61;
+    for (Py_ssize_t i = 0; i < n; i++) { /* every item is bytes: the exact size is known up front */
+        PyObject *v = items[i];
+        if (!PyBytes_CheckExact(v))
+            Py_RETURN_NONE;
+        int64_t vlen = PyBytes_GET_SIZE(v);
+        uint64_t vl = zigzag(vlen);
+        uint64_t od = zigzag(i);
+        int64_t body = 1 + 1 + uvarint_size(od) + 1 + uvarint_size(vl) + vlen + 1;
+        total += uvarint_size(zigzag(body)) + body;
+    }
+    if (total - 12 > INT32_MAX)
+        Py_RETURN_NONE;
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (!out)
+        return NULL;
+    uint8_t *h = (uint8_t *)PyBytes_AS_STRING(out);
+    Writer w = {h, 61, total, NULL};
+    for (Py_ssize_t i = 0; i < n; i++) { /* (the list cannot change here: no Python code runs) */
+        PyObject *v = items[i];
+        int64_t vlen = PyBytes_GET_SIZE(v);
+        uint64_t vl = zigzag(vlen);
+        uint64_t od = zigzag(i);
+        int64_t body = 1 + 1 + uvarint_size(od) + 1 + uvarint_size(vl) + vlen + 1;
+        w_uvarint_unchecked(&w, zigzag(body));
+        w.buf[w.len++] = 0; /* attributes */
+        w.buf[w.len++] = 0; /* timestamp delta 0 */
+        w_uvarint_unchecked(&w, od);
+        w.buf[w.len++] = 1; /* null key (-1) */
+        w_uvarint_unchecked(&w, vl);
+        memcpy(w.buf + w.len, PyBytes_AS_STRING(v), (size_t)vlen);
+        w.len += vlen;
+        w.buf[w.len++] = 0; /* no headers */
+    }
+    put64(h, (uint64_t)base_offset);
+    put32(h + 8, (uint32_t)(total - 12));
+    put32(h + 12, (uint32_t)(int32_t)epoch);
+    h[16] = 2;
+    put16(h + 21, 0);                          /* attributes */
+    put32(h + 23, (uint32_t)(int32_t)(n - 1)); /* last offset delta */
+    put64(h + 27, (uint64_t)ts);               /* base timestamp */
+    put64(h + 35, (uint64_t)ts);               /* max timestamp */
+    put64(h + 43, (uint64_t)(int64_t)-1);      /* producer id */
+    put16(h + 51, (uint16_t)(int16_t)-1);      /* producer epoch */
+    put32(h + 53, (uint32_t)(int32_t)-1);      /* base sequence */
+    put32(h + 57, (uint32_t)n);                /* records count */
+    put32(h + 17, crc32c(h + 21, (size_t)(total - 21)));
+    return out;
+}
+
 /* Batch-level prefetching: batch tuple, its payload list, the list's item array, the
  * first payload and its message, at decreasing distances ahead. */
 static inline PyObject *batch_payloads(PyObject *b) {
@@ -3155,6 +3250,10 @@ static PyMethodDef module_methods[] = {
      "encode_values(payloads, resolve) -> list[bytes] | None: framed metadata record values."},
     {"encode_data_batch", py_encode_data_batch, METH_VARARGS,
      "encode_data_batch(base_offset, payloads, epoch, timestamp, resolve) -> bytes | None."},
+    {"values_records_size", py_values_records_size, METH_VARARGS,
+     "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
+    {"encode_value_batch", py_encode_value_batch, METH_VARARGS,
+     "encode_value_batch(base_offset, values, epoch, timestamp) -> bytes | None: a data batch of framed values."},
     {"encode_batches", py_encode_batches, METH_VARARGS,
      "encode_batches([(base_offset, epoch, timestamp, control, payloads), ...], resolve) -> (list[bytes | None], list[int])."},
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,

@@ -51,6 +51,16 @@ def encode_data_batch(base_offset: int, payloads: Sequence[Payload], *, epoch: i
     return entries.encode_data_batch(base_offset, payloads, epoch=epoch, timestamp=timestamp)
 
 
+def encode_value_batch(base_offset: int, values: Sequence[bytes], *, epoch: int, timestamp: int) -> bytes:
+    """`encode_data_batch` of payloads whose framed values (`encode_values`) are `values`,
+    byte for byte, without encoding any message again: a writer that already holds the
+    values (to size its batches, or from an earlier write) frames them only."""
+    fast = _fp.try_encode_value_batch(base_offset, values, epoch, timestamp)
+    if fast is not None:
+        return fast
+    return batch.build_batch(base_offset, [(None, v) for v in values], epoch=epoch, timestamp=timestamp)
+
+
 class BatchToWrite(NamedTuple):
     """One batch for `encode_batches`."""
 

@@ -391,6 +391,22 @@ def try_encode_values(payloads: Sequence[Any]) -> list[bytes] | None:
     return _c.encode_values(payloads, _resolve)
 
 
+def try_encode_value_batch(base_offset: int, values: Sequence[bytes], epoch: int, timestamp: int) -> bytes | None:
+    """batch_io.encode_value_batch in C, or None (also from an extension built before it existed)."""
+    encode = getattr(_c, "encode_value_batch", None) if ENABLED else None
+    if encode is None:
+        return None
+    return encode(base_offset, values, epoch, timestamp)  # type: ignore[no-any-return]
+
+
+def try_values_records_size(values: Sequence[bytes], first_delta: int) -> int | None:
+    """batchfile.records_size of the values' lengths in C, or None."""
+    size = getattr(_c, "values_records_size", None) if ENABLED else None
+    if size is None:
+        return None
+    return size(values, first_delta)  # type: ignore[no-any-return]
+
+
 def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int, timestamp: int) -> bytes | None:
     """entries.encode_data_batch in C, or None."""
     if not ENABLED:

@@ -15,8 +15,9 @@ from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, parse_batch, split_batches
-from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch, encode_data_batch
-from kraftsim.protocol.batch_io import encode_values
+from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch
+from kraftsim.protocol.batch_io import encode_value_batch, encode_values
+from kraftsim.protocol.fastpath import try_values_records_size
 from kraftsim.protocol.primitives import uvarint_size
 from kraftsim.protocol.registry import Registry, default_registry
 
@@ -79,6 +80,12 @@ def records_size(lengths: Sequence[int], first_delta: int) -> int:
     return total
 
 
+def values_size(values: Sequence[bytes], first_delta: int) -> int:
+    """`records_size` of these framed values' lengths (in C when it is built)."""
+    size = try_values_records_size(values, first_delta)
+    return size if size is not None else records_size(list(map(len, values)), first_delta)
+
+
 class BatchAccumulator:
     """Forms the batches of one file the way Kafka's BatchAccumulator does.
 
@@ -92,7 +99,7 @@ class BatchAccumulator:
         self.next_offset = base_offset
         self.max_batch_bytes = max_batch_bytes
         self._completed: list[bytes] = []
-        self._values: list[Payload] = []  # records of the open data batch
+        self._values: list[bytes] = []  # framed values of the open data batch's records
         self._base = base_offset
         self._size = 0
         self._timestamp = 0
@@ -104,17 +111,23 @@ class BatchAccumulator:
         for p in payloads:
             if p.record_type.schema.kind != "metadata":
                 raise KraftsimError(f"{p.record_type.name} is a control record: only metadata records go in data batches")
-        # Sizes decide the batch boundaries; the bytes are encoded again, in one go, when the
-        # batch is complete (both on the C fast path when it is built).
-        lengths = [len(v) for v in encode_values(payloads)]
+        self.append_values(encode_values(payloads))
+
+    def append_values(self, values: Sequence[bytes]) -> None:
+        """`append` of metadata records already encoded: their framed values, as
+        `encode_values` gives them. The values decide the batch boundaries (by their sizes)
+        and are what the batch is built from when it is complete, so no record is encoded
+        twice, and a writer that kept the values of an earlier write encodes nothing."""
+        if not values:
+            return
         if self._values:
-            needed = records_size(lengths, len(self._values))
+            needed = values_size(values, len(self._values))
             if self.max_batch_bytes - self._size >= needed:  # joins the open batch
                 self._size += needed
-                self._values.extend(payloads)
-                self.next_offset += len(payloads)
+                self._values.extend(values)
+                self.next_offset += len(values)
                 return
-        fresh = RECORD_BATCH_OVERHEAD + records_size(lengths, 0)
+        fresh = RECORD_BATCH_OVERHEAD + values_size(values, 0)
         if fresh > self.max_batch_bytes:
             raise RecordBatchTooLarge(
                 f"The total record(s) size of {fresh} exceeds the maximum allowed batch size of {self.max_batch_bytes}"
@@ -123,13 +136,13 @@ class BatchAccumulator:
         self._base = self.next_offset
         self._size = fresh
         self._timestamp = self.clock()
-        self._values.extend(payloads)
-        self.next_offset += len(payloads)
+        self._values.extend(values)
+        self.next_offset += len(values)
 
     def _complete_open(self) -> None:
         if self._values:
-            self._completed.append(encode_data_batch(self._base, self._values, epoch=self.epoch,
-                                                     timestamp=self._timestamp))
+            self._completed.append(encode_value_batch(self._base, self._values, epoch=self.epoch,
+                                                      timestamp=self._timestamp))
             self._values = []
             self._size = 0
 

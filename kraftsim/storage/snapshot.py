@@ -15,6 +15,7 @@ import stat
 import struct
 import tempfile
 from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
@@ -105,6 +106,17 @@ class SnapshotWriter:
             done += self._acc.drain(force=True)
         self._write(done)
 
+    def append_values(self, values: Sequence[bytes]) -> None:
+        """`append` of records already encoded: their framed values (`encode_values`)."""
+        if self.frozen:
+            raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
+        self._acc.append_values(values)
+        self.records += len(values)
+        done = self._acc.drain()
+        if done:
+            done += self._acc.drain(force=True)
+        self._write(done)
+
     def freeze(self) -> Path:
         """Write the footer, force the file to disk, make it read-only and rename it into place."""
         if self.frozen:
@@ -172,6 +184,34 @@ def write_snapshot_counted(directory: Path | str, snapshot_id: SnapshotId, recor
         return w.freeze(), w.records
 
 
+def write_snapshot_values(directory: Path | str, snapshot_id: SnapshotId, values: Iterable[Sequence[bytes]], *,
+                          last_contained_log_timestamp: int, time_ms: int | Clock,
+                          header_records: Sequence[Payload] = (), append_records: int = SNAPSHOT_APPEND_RECORDS,
+                          registry: Registry | None = None, max_batch_bytes: int = MAX_BATCH_SIZE_BYTES,
+                          fsync: bool = True) -> tuple[Path, int]:
+    """`write_snapshot_counted` of metadata records given as their framed values
+    (`encode_values`), in runs of consecutive records of any length: the same appends of
+    `append_records`, so the same bytes, with nothing encoded but the batches' framing."""
+    with collector_paused(), SnapshotWriter(directory, snapshot_id, last_contained_log_timestamp=last_contained_log_timestamp,
+                        time_ms=time_ms, header_records=header_records, registry=registry,
+                        max_batch_bytes=max_batch_bytes, fsync=fsync) as w:
+        group: list[bytes] = []
+        for run in values:
+            if len(group) + len(run) < append_records:
+                group += run
+                continue
+            at = append_records - len(group)
+            group += run[:at]
+            w.append_values(group)
+            while len(run) - at >= append_records:
+                w.append_values(run[at:at + append_records])
+                at += append_records
+            group = list(run[at:])
+        if group:
+            w.append_values(group)
+        return w.freeze(), w.records
+
+
 def file_identity(path: Path | str) -> tuple[int, int, int, int]:
     """(device, inode, size, mtime_ns) of a file: what changes when it is replaced or rewritten."""
     st = os.stat(path)
@@ -208,15 +248,112 @@ def restamp_batches(data: bytes, old: int, new: int) -> bytes | None:
     return bytes(out)
 
 
+#: CRC-32C (Castagnoli), reflected: the polynomial, and x^(2^k) modulo it for k = 0..31
+#: (zero-extension of a CRC by n bytes multiplies it by x^(8n): a product of these).
+_CRC32C_POLY = 0x82F63B78
+
+
+def _crc_multiply(a: int, b: int) -> int:
+    """a * b modulo the CRC-32C polynomial (reflected bit order, as zlib's multmodp)."""
+    m, p = 1 << 31, 0
+    while True:
+        if a & m:
+            p ^= b
+            if a & (m - 1) == 0:
+                return p
+        m >>= 1
+        b = (b >> 1) ^ _CRC32C_POLY if b & 1 else b >> 1
+
+
+def _x_powers() -> list[int]:
+    out = [1 << 30]  # x^1
+    for _ in range(31):
+        out.append(_crc_multiply(out[-1], out[-1]))
+    return out
+
+
+_X_2K = _x_powers()
+
+
+def crc32c_zero_extend(crc: int, n: int) -> int:
+    """The raw CRC-32C (no initial value or final xor) of a message followed by `n` zero
+    bytes, from the message's raw CRC `crc`: in O(log n), without the zeros."""
+    p, k, bits = 1 << 31, 3, n  # x^0; n bytes are x^(8n) = x^(2^3 * n)
+    while bits:
+        if bits & 1:
+            p = _crc_multiply(_X_2K[k & 31], p)
+        bits >>= 1
+        k += 1
+    return _crc_multiply(p, crc)
+
+
+def restamp_patches(read_at: Callable[[int, int], bytes], size: int, old: int,
+                    new: int) -> list[tuple[int, bytes]] | None:
+    """What `restamp_batches` changes in a file of `size` bytes, as (position, bytes) to
+    write over it, reading only each batch's header (`read_at(position, count)`).
+
+    The CRC covers the attributes to the end of the batch, and only the timestamps near
+    its start change; the CRC is linear, so the new one is the old one xor the CRC of the
+    change followed by the rest of the batch as zeros — found in O(log size) without
+    reading the records. None where `restamp_batches` gives None."""
+    stamps = _TIMESTAMPS.pack(old, old)
+    change = bytes(a ^ b for a, b in zip(stamps, _TIMESTAMPS.pack(new, new)))
+    change_crc = crc32c(change) ^ crc32c(bytes(len(change)))  # (raw: equal lengths cancel the rest)
+    after = _TIMESTAMPS_AT + _TIMESTAMPS.size
+    patches, pos = [], 0
+    while pos < size:
+        if size - pos < RECORD_BATCH_OVERHEAD:
+            return None
+        head = read_at(pos, after)
+        if len(head) < after:
+            return None
+        batch_size = int.from_bytes(head[8:LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
+        if batch_size < RECORD_BATCH_OVERHEAD or pos + batch_size > size or head[_TIMESTAMPS_AT:after] != stamps:
+            return None
+        crc = int.from_bytes(head[_CRC_AT:_CRC_FROM], "big") ^ crc32c_zero_extend(change_crc, batch_size - after)
+        patches.append((pos + _CRC_AT, crc.to_bytes(4, "big") + head[_CRC_FROM:_TIMESTAMPS_AT] +
+                        _TIMESTAMPS.pack(new, new)))
+        pos += batch_size
+    return patches
+
+
+def copy_file_bytes(src_fd: int, dst_fd: int, size: int) -> None:
+    """The first `size` bytes of one open file into another, from position 0: in the kernel
+    where it can (copy_file_range, then sendfile), else through a buffer."""
+    done = 0
+    for kernel_copy in (_copy_file_range, _sendfile):
+        try:
+            while done < size and (n := kernel_copy(src_fd, dst_fd, done, size - done)) > 0:
+                done += n
+        except (OSError, AttributeError):
+            pass  # (not between these files, or not here: the next way, from where this one stopped)
+    while done < size:
+        chunk = os.pread(src_fd, min(size - done, 1 << 20), done)
+        if not chunk:
+            raise OSError(f"{size - done} byte(s) missing at the end of the source")
+        os.pwrite(dst_fd, chunk, done)
+        done += len(chunk)
+
+
+def _copy_file_range(src_fd: int, dst_fd: int, at: int, count: int) -> int:
+    return os.copy_file_range(src_fd, dst_fd, count, at, at)
+
+
+def _sendfile(src_fd: int, dst_fd: int, at: int, count: int) -> int:
+    os.lseek(dst_fd, at, os.SEEK_SET)
+    return os.sendfile(dst_fd, src_fd, at, count)
+
+
 def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int], directory: Path | str,
                         snapshot_id: SnapshotId, *, link: bool = True, fsync: bool = True,
-                        transform: Callable[[bytes], bytes | None] | None = None) -> Path | None:
+                        restamp: tuple[int, int] | None = None) -> Path | None:
     """Give `directory` the frozen snapshot `source` under its own name, without encoding
     it again: a hard link where the file system allows one (a frozen snapshot is never
     written again, and deleting one name leaves the others), else a byte copy made the way
     the writer makes a file (a `.part` temp file, read-only, renamed into place).
-    `transform`: the copy holds `transform(source's bytes)` (never a link); None from it
-    means it cannot be made, and None is returned.
+    `restamp=(old, new)`: the copy holds `restamp_batches(source's bytes, old, new)` (never a
+    link), made as a copy in the kernel with each batch's header patched (`restamp_patches`);
+    where `restamp_batches` gives None, nothing is made and None is returned.
 
     `identity` is `file_identity(source)` when it was written: a source that is gone, or
     is no longer that file (replaced, rewritten), is not used and None is returned."""
@@ -230,7 +367,7 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
             return None
     except OSError:
         return None
-    if link and transform is None:
+    if link and restamp is None:
         try:
             os.link(src, dest)
         except FileNotFoundError:
@@ -242,39 +379,48 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
                 fsync_dir(d)
             return dest
     try:
-        with open(src, "rb") as f:
-            st = os.fstat(f.fileno())
-            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
-                return None
-            data = f.read()
+        f = open(src, "rb")
     except OSError:
         return None
-    if transform is not None:
-        made = transform(data)
-        if made is None:
-            return None
-        data = made
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(sid), suffix=PART_SUFFIX, dir=d)
-    except OSError as e:
-        raise KraftsimError(f"cannot create a snapshot in {d}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-            out.flush()
-            if fsync:
-                os.fsync(out.fileno())
-        os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
-        os.replace(tmp, dest)
-    except OSError as e:
+    with f:
+        src_fd = f.fileno()
         try:
-            os.unlink(tmp)
+            st = os.fstat(src_fd)
+            if (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns) != identity:
+                return None
+            patches = [] if restamp is None else restamp_patches(partial(_pread, src_fd), st.st_size, *restamp)
         except OSError:
-            pass
-        raise KraftsimError(f"cannot write {dest}: {e.strerror or e}") from None
+            return None
+        if patches is None:
+            return None
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(sid), suffix=PART_SUFFIX, dir=d)
+        except OSError as e:
+            raise KraftsimError(f"cannot create a snapshot in {d}: {e.strerror or e}") from None
+        try:
+            try:
+                copy_file_bytes(src_fd, fd, st.st_size)
+                for at, data in patches:
+                    os.pwrite(fd, data, at)
+                if fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.chmod(tmp, stat.S_IRUSR | stat.S_IRGRP | stat.S_IROTH)
+            os.replace(tmp, dest)
+        except OSError as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise KraftsimError(f"cannot write {dest}: {e.strerror or e}") from None
     if fsync:
         fsync_dir(d)
     return dest
+
+
+def _pread(fd: int, at: int, count: int) -> bytes:
+    return os.pread(fd, count, at)
 
 
 # ------------------------------------------------------------------------------ reading

@@ -25,13 +25,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Hashable, Sequence
 
 from kraftsim.image.image import MetadataImage
+from kraftsim.image.writer.image_writer import TopicValues
 from kraftsim.storage.names import SnapshotId
-from kraftsim.storage.snapshot import file_identity, place_snapshot_copy, restamp_batches
+from kraftsim.storage.snapshot import file_identity, place_snapshot_copy
 
 #: Images kept. Each entry holds its image alive, and an image the nodes have moved on from
 #: costs what changed since (at a million partitions, after a roll, most of the image): the
@@ -57,7 +57,8 @@ class SnapshotCopies:
     `enabled=False` turns sharing off (every emitter encodes its own file: the plain path,
     for tests that compare the two). `link=False` places byte copies instead of hard links.
     A file wanted at another timestamp than any kept one is a copy with its batches
-    restamped (storage.snapshot.restamp_batches): the clock only stamps batches."""
+    restamped (storage.snapshot.restamp_batches, made as a kernel copy with each batch's
+    header patched): the clock only stamps batches."""
 
     def __init__(self, keep: int = KEEP, *, enabled: bool = True, link: bool = True) -> None:
         self.keep_limit = keep
@@ -68,9 +69,13 @@ class SnapshotCopies:
         self.linked = 0
         self.copied = 0
         self.restamped = 0
+        #: The topics' encoded records of the last write, for the next (a snapshot that
+        #: cannot be placed from a kept file is encoded again, but mostly from these).
+        self.topic_values = TopicValues()
 
     def clear(self) -> None:
         self._done.clear()
+        self.topic_values.clear()
 
     def place(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, directory: Path,
               sid: SnapshotId, *, fsync: bool) -> tuple[Path, int] | None:
@@ -88,7 +93,7 @@ class SnapshotCopies:
                 placed = place_snapshot_copy(source, identity, directory, sid, link=self.link, fsync=fsync)
             else:
                 placed = place_snapshot_copy(source, identity, directory, sid, link=False, fsync=fsync,
-                                             transform=partial(restamp_batches, old=stamp, new=timestamp))
+                                             restamp=(stamp, timestamp))
             if placed is None:
                 hit.sources.remove((source, identity, stamp))
                 continue

@@ -32,7 +32,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image.image import MetadataImage
 from kraftsim.image.publisher.snapshot_copies import SnapshotCopies
 from kraftsim.image.writer.loss import LossHandler, LossReport, raise_on_loss
-from kraftsim.image.writer.image_writer import WriterLine, iter_image_records
+from kraftsim.image.writer.image_writer import WriterLine, iter_image_records, iter_image_values
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import MAX_BATCH_SIZE_BYTES, Clock, as_clock
@@ -41,7 +41,9 @@ from kraftsim.storage.names import SnapshotId, parse_segment_name, snapshot_file
 from kraftsim.storage.retention import (
     DEFAULT_RETENTION_BYTES, DEFAULT_RETENTION_MS, RetentionPlan, apply_retention, describe_log, plan_retention,
 )
-from kraftsim.storage.snapshot import SNAPSHOT_APPEND_RECORDS, control_payload, write_snapshot_counted
+from kraftsim.storage.snapshot import (
+    SNAPSHOT_APPEND_RECORDS, control_payload, write_snapshot_counted, write_snapshot_values,
+)
 from kraftsim.versions import Catalog, default_catalog
 
 if TYPE_CHECKING:
@@ -282,13 +284,23 @@ class SnapshotEmitter:
                 stamps.add(t)
                 return t
 
-            # read_only: the records are only encoded, so they may share the image's lists.
-            records = iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,
-                                         writer_line=self.writer_line, registry=self.registry, read_only=True)
-            written, count = write_snapshot_counted(
-                self.directory, sid, records, last_contained_log_timestamp=image.provenance.last_contained_log_time_ms,
-                time_ms=clock, header_records=header, append_records=self.batch_size, registry=self.registry,
-                max_batch_bytes=self.max_batch_bytes, fsync=self.fsync)
+            stamp = image.provenance.last_contained_log_time_ms
+            if copies is not None and copies.enabled and self.batch_size > 0:
+                # The records as values, the topics' taken from the last write where unchanged.
+                values = iter_image_values(image, mv, self.catalog, writer_line=self.writer_line,
+                                           registry=self.registry, topic_values=copies.topic_values)
+                written, count = write_snapshot_values(
+                    self.directory, sid, values, last_contained_log_timestamp=stamp, time_ms=clock,
+                    header_records=header, append_records=self.batch_size, registry=self.registry,
+                    max_batch_bytes=self.max_batch_bytes, fsync=self.fsync)
+            else:
+                # read_only: the records are only encoded, so they may share the image's lists.
+                records = iter_image_records(image, mv, self.catalog, loss_handler=loss_handler,
+                                             writer_line=self.writer_line, registry=self.registry, read_only=True)
+                written, count = write_snapshot_counted(
+                    self.directory, sid, records, last_contained_log_timestamp=stamp, time_ms=clock,
+                    header_records=header, append_records=self.batch_size, registry=self.registry,
+                    max_batch_bytes=self.max_batch_bytes, fsync=self.fsync)
             if copies is not None and len(stamps) == 1:
                 copies.keep(image, key, header, stamps.pop(), written, count)
         result = EmitResult(sid, written, written.stat().st_size, count, losses if losses is not None else LossReport())

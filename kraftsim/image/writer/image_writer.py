@@ -24,16 +24,18 @@ from typing import Iterator, Mapping
 
 from kraftsim.image.image import COMPONENTS, MetadataImage
 from kraftsim.image.writer.components import WRITERS
+from kraftsim.image.writer.components.topics import TopicValues, write_values as write_topic_values
 from kraftsim.image.writer.loss import LossHandler, raise_on_loss
 from kraftsim.image.writer.target import (
     WRITER_3X, WRITER_4X, WriterLine, WriteTarget, elr_written, resolve_writer_line,
 )
+from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog, MVLike, default_catalog
 
-__all__ = ["WRITER_3X", "WRITER_4X", "WriterLine", "iter_image_records", "registry_for", "resolve_writer_line",
-           "write_image"]
+__all__ = ["WRITER_3X", "WRITER_4X", "TopicValues", "WriterLine", "iter_image_records", "iter_image_values",
+           "registry_for", "resolve_writer_line", "write_image"]
 
 _WRITERS_IN_ORDER = tuple(WRITERS[name] for name in COMPONENTS)
 
@@ -72,16 +74,46 @@ def _component_writes(image: MetadataImage, metadata_version: MVLike, catalog: C
     """Each component's records, as its writer yields them; the target is resolved on first use,
     so a bad metadata.version is raised when the records are read, not when they are asked for.
     (Chained in C: a record passes through its component's generator only.)"""
+    target = _target(image, metadata_version, catalog, elr_enabled=elr_enabled, loss_handler=loss_handler,
+                     writer_line=writer_line, registry=registry, read_only=read_only,
+                     config_type_hashes=config_type_hashes, config_entry_ranks=config_entry_ranks)
+    for name, write in zip(COMPONENTS, _WRITERS_IN_ORDER):
+        yield write(getattr(image, name), target)
+
+
+def _target(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None, *,
+            elr_enabled: bool | None, loss_handler: LossHandler | None, writer_line: WriterLine | str | None,
+            registry: Registry | None, read_only: bool, config_type_hashes: Mapping[int, int] | None,
+            config_entry_ranks: Mapping[tuple[int, str], int] | None) -> WriteTarget:
     cat = catalog if catalog is not None else default_catalog()
     mv = cat.metadata_version(metadata_version)
     line = resolve_writer_line(writer_line, cat)
-    target = WriteTarget(
+    return WriteTarget(
         catalog=cat, mv=mv, line=line, registry=registry if registry is not None else cat.record_registry(),
         handle=loss_handler if loss_handler is not None else raise_on_loss,
         elr_on=elr_written(elr_enabled, line, image.features, cat, mv), read_only=read_only,
         config_type_hashes=config_type_hashes, config_entry_ranks=config_entry_ranks)
+
+
+def iter_image_values(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,
+                      elr_enabled: bool | None = None, loss_handler: LossHandler | None = None,
+                      writer_line: WriterLine | str | None = None, registry: Registry | None = None,
+                      topic_values: TopicValues | None = None) -> Iterator[list[bytes]]:
+    """The records of `iter_image_records` as their framed values (`encode_values`), in
+    lists of consecutive records: what a snapshot writer encodes anyway, for writers that
+    need nothing else. `topic_values` keeps the topics' values from one write to the next
+    (topics.TopicValues): a partition that is the same object as at the last write is not
+    encoded again."""
+    target = _target(image, metadata_version, catalog, elr_enabled=elr_enabled, loss_handler=loss_handler,
+                     writer_line=writer_line, registry=registry, read_only=True, config_type_hashes=None,
+                     config_entry_ranks=None)
     for name, write in zip(COMPONENTS, _WRITERS_IN_ORDER):
-        yield write(getattr(image, name), target)
+        if name == "topics":
+            yield from write_topic_values(image.topics, target, topic_values)
+        else:
+            payloads = list(write(getattr(image, name), target))
+            if payloads:
+                yield encode_values(payloads)
 
 
 def write_image(image: MetadataImage, metadata_version: MVLike, catalog: Catalog | None = None, *,

@@ -4,14 +4,19 @@ partition, built positionally and with shared lists where the caller only reads 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from dataclasses import replace
+from itertools import compress
+from operator import is_not, ne
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
-from kraftsim.image.components.partition import MIGRATING_BY_COUNT
+from kraftsim.image.components.partition import MIGRATING_BY_COUNT, PartitionRegistration
 from kraftsim.image.components.topics import TopicImage, TopicsImage
 from kraftsim.image.intern import MIGRATING
+from kraftsim.image.pmap import ChunkMap
 from kraftsim.image.writer.kafka_order import topic_order
-from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, REPLICA_DIRECTORIES
+from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, REPLICA_DIRECTORIES, Loss
 from kraftsim.image.writer.target import WriteTarget
+from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 
@@ -59,21 +64,36 @@ def _topic_id(t: TopicImage) -> Uuid:
     return t.id
 
 
-def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
-    if not topics.by_id:
-        return
-    tr, trv = target.record("TopicRecord")
-    pr, prv = target.record("PartitionRecord")
-    dirs_ok, elr_fits = target.holds(REPLICA_DIRECTORIES), target.holds(PARTITION_ELR)
-    topic_record = positional_constructor(tr.cls, TOPIC_RECORD_FIELDS)
-    partition_record = positional_constructor(pr.cls, PARTITION_RECORD_FIELDS)
-    new_tuple = tuple.__new__  # Payload(...) without its Python-level __new__: one call less per record
-    as_list: Callable[[tuple[Any, ...]], list[Any]] = SharedLists().__getitem__ if target.read_only else list
-    lose, elr_on = target.lose, target.elr_on
-    for t in topic_order(list(topics.sorted_topics()), _topic_id, target.line.topics_map):
+class _Records:
+    """What writing one topic's records at a target needs, resolved once per write."""
+
+    def __init__(self, target: WriteTarget) -> None:
+        self.target = target
+        self.topic_type, self.topic_version = target.record("TopicRecord")
+        self.partition_type, self.partition_version = target.record("PartitionRecord")
+        self.dirs_ok, self.elr_fits = target.holds(REPLICA_DIRECTORIES), target.holds(PARTITION_ELR)
+        self.topic_record = positional_constructor(self.topic_type.cls, TOPIC_RECORD_FIELDS)
+        self.partition_record = positional_constructor(self.partition_type.cls, PARTITION_RECORD_FIELDS)
+        self.as_list: Callable[[tuple[Any, ...]], list[Any]] = (SharedLists().__getitem__ if target.read_only
+                                                                 else list)
+
+    def signature(self) -> tuple[object, ...]:
+        """Everything besides the topic and its partitions that decides their records' bytes."""
+        t = self.target
+        return (self.topic_type, self.topic_version, self.partition_type, self.partition_version, self.dirs_ok,
+                self.elr_fits, t.elr_on)
+
+    def topic(self, t: TopicImage) -> Payload:
+        return Payload(self.topic_type, self.topic_version, self.topic_record(t.name, t.id))
+
+    def partitions(self, t: TopicImage, items: Iterable[tuple[int, PartitionRegistration]]) -> Iterator[Payload]:
+        """The PartitionRecords of `items` (partitions of `t`), reporting what the target cannot hold."""
+        pr, prv, dirs_ok, elr_fits = self.partition_type, self.partition_version, self.dirs_ok, self.elr_fits
+        partition_record, as_list = self.partition_record, self.as_list
+        new_tuple = tuple.__new__  # Payload(...) without its Python-level __new__: one call less per record
+        lose, elr_on = self.target.lose, self.target.elr_on
         tid = t.id
-        yield new_tuple(Payload, (tr, trv, topic_record(t.name, tid)))
-        for pid, p in t.sorted_partitions():
+        for pid, p in items:
             if dirs_ok:
                 directories = as_list(p.directories)
             else:
@@ -95,3 +115,123 @@ def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
                     if p.last_known_elr:
                         m.last_known_elr = list(p.last_known_elr)
             yield new_tuple(Payload, (pr, prv, m))
+
+
+def _ordered(topics: TopicsImage, target: WriteTarget) -> list[TopicImage]:
+    return topic_order(list(topics.sorted_topics()), _topic_id, target.line.topics_map)
+
+
+def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
+    if not topics.by_id:
+        return
+    records = _Records(target)
+    for t in _ordered(topics, target):
+        yield records.topic(t)
+        yield from records.partitions(t, t.sorted_partitions())
+
+
+class _Written(NamedTuple):
+    """One topic as the last write encoded it: its TopicRecord's value, and per partition
+    (in record order) its id, its registration object and its PartitionRecord's value."""
+
+    name: str
+    topic_value: bytes
+    partitions: Mapping[int, PartitionRegistration]
+    pids: list[int]
+    registrations: list[PartitionRegistration]
+    values: list[bytes]
+
+
+class TopicValues:
+    """The encoded records of the topics of the last write, for the next write to reuse.
+
+    Why: at a million partitions a node writes a snapshot after every broker event, and
+    between two writes most partitions are the same registration object (images are
+    persistent: an unchanged partition keeps its object). A record's bytes are a function
+    of the registration's value, its topic and partition ids, and the target's record
+    types, versions and ELR and directory rules (`signature`), so a partition whose
+    registration is the one the last write saw at the same place takes the value written
+    then: the same object (no look at it), or an equal one (nodes that loaded different
+    snapshots hold equal registrations in different objects, and write in turn). Only the
+    last write's topics are kept (what the new image no longer holds is dropped), so the
+    values cost one image's records at most; a topic whose records reported a loss is not
+    kept (its losses must be reported again). A cache serves one write at a time.
+    """
+
+    def __init__(self) -> None:
+        self.signature: tuple[object, ...] | None = None
+        self.topics: dict[Uuid, _Written] = {}
+        #: Partition records encoded and reused, over every write (what tests and benchmarks read).
+        self.encoded = 0
+        self.reused = 0
+
+    def clear(self) -> None:
+        self.signature, self.topics = None, {}
+
+
+def _sorted_apart(t: TopicImage) -> tuple[list[int], list[PartitionRegistration]]:
+    items = t.sorted_partitions()
+    return [pid for pid, _ in items], [p for _, p in items]
+
+
+def _ids_and_registrations(parts: ChunkMap[int, PartitionRegistration]) -> tuple[list[int], list[PartitionRegistration]]:
+    """A topic's partition ids and registrations in id order, without a tuple per partition."""
+    if parts.is_ascending():
+        return list(parts), list(parts.values())
+    ids = sorted(parts)
+    return ids, [parts[i] for i in ids]
+
+
+def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | None = None) -> Iterator[list[bytes]]:
+    """`write`'s records as their framed values (`encode_values`), in lists of consecutive
+    records, reusing what `cache` kept from the last write (see TopicValues); the cache then
+    holds this write's values. Same records, same losses, same order as `write`."""
+    if cache is None:
+        cache = TopicValues()
+    if not topics.by_id:
+        cache.clear()
+        return
+    losses = [0]
+
+    def counted(loss: Loss) -> None:
+        losses[0] += 1
+        target.handle(loss)
+
+    records = _Records(replace(target, handle=counted))
+    signature = records.signature()
+    kept = cache.topics if cache.signature == signature else {}
+    fresh: dict[Uuid, _Written] = {}
+    cache.clear()  # (a write that stops half way leaves nothing half kept)
+    for t in _ordered(topics, target):
+        tid, parts = t.id, t.partitions
+        old = kept.get(tid)
+        if old is not None and old.partitions is parts and old.name == t.name:
+            fresh[tid] = old  # the same partitions object: the same records
+            cache.reused += len(old.values)
+            yield [old.topic_value]
+            yield old.values
+            continue
+        before = losses[0]
+        pids, regs = _ids_and_registrations(parts) if isinstance(parts, ChunkMap) else _sorted_apart(t)
+        if old is not None and old.name == t.name and old.pids == pids:
+            values = list(old.values)
+            olds = old.registrations
+            todo = list(compress(range(len(regs)), map(is_not, regs, olds)))
+            if todo:  # another object may hold the same registration (another node's image): equal, same bytes
+                todo = list(compress(todo, map(ne, [regs[i] for i in todo], [olds[i] for i in todo])))
+            topic_value = old.topic_value
+        else:
+            values = [b""] * len(regs)
+            todo = list(range(len(regs)))
+            topic_value = encode_values([records.topic(t)])[0]
+        if todo:
+            made = encode_values(list(records.partitions(t, [(pids[i], regs[i]) for i in todo])))
+            for i, v in zip(todo, made):
+                values[i] = v
+        cache.encoded += len(todo)
+        cache.reused += len(values) - len(todo)
+        if losses[0] == before:
+            fresh[tid] = _Written(t.name, topic_value, parts, pids, regs, values)
+        yield [topic_value]
+        yield values
+    cache.signature, cache.topics = signature, fresh
