@@ -2907,6 +2907,50 @@ static PyObject *py_encode_data_batch(PyObject *self, PyObject *args) {
     return res;
 }
 
+/* changed_positions(new, old) -> list[int] | None
+ *
+ * The positions where two equally long lists hold items that are neither the same object
+ * nor equal (==): what is left to redo when `old` was done before. None for anything but
+ * two lists of one length. */
+static PyObject *py_changed_positions(PyObject *self, PyObject *args) {
+    PyObject *a, *b;
+    if (!PyArg_ParseTuple(args, "OO:changed_positions", &a, &b))
+        return NULL;
+    if (!PyList_CheckExact(a) || !PyList_CheckExact(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(b))
+        Py_RETURN_NONE;
+    PyObject *out = PyList_New(0);
+    if (!out)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(a) && i < PyList_GET_SIZE(b); i++) {
+        PyObject *x = PyList_GET_ITEM(a, i), *y = PyList_GET_ITEM(b, i);
+        if (x == y)
+            continue;
+        Py_INCREF(x);
+        Py_INCREF(y);
+        int same = PyObject_RichCompareBool(x, y, Py_EQ);
+        Py_DECREF(x);
+        Py_DECREF(y);
+        if (same < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        if (!same) {
+            PyObject *idx = PyLong_FromSsize_t(i);
+            if (!idx || PyList_Append(out, idx) < 0) {
+                Py_XDECREF(idx);
+                Py_DECREF(out);
+                return NULL;
+            }
+            Py_DECREF(idx);
+        }
+    }
+    if (PyList_GET_SIZE(a) != PyList_GET_SIZE(b)) { /* (changed by an __eq__) */
+        Py_DECREF(out);
+        Py_RETURN_NONE;
+    }
+    return out;
+}
+
 /* values_records_size(values, first_delta) -> int | None
  *
  * The bytes the v2 records of these framed values take in a data batch (as
@@ -3250,6 +3294,8 @@ static PyMethodDef module_methods[] = {
      "encode_values(payloads, resolve) -> list[bytes] | None: framed metadata record values."},
     {"encode_data_batch", py_encode_data_batch, METH_VARARGS,
      "encode_data_batch(base_offset, payloads, epoch, timestamp, resolve) -> bytes | None."},
+    {"changed_positions", py_changed_positions, METH_VARARGS,
+     "changed_positions(new, old) -> list[int] | None: where two lists hold neither the same nor equal items."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
      "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
     {"encode_value_batch", py_encode_value_batch, METH_VARARGS,

@@ -16,7 +16,7 @@ import struct
 import tempfile
 from dataclasses import dataclass
 from functools import partial
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
 
@@ -465,10 +465,10 @@ class SnapshotFile:
             yield from decode_file_batch(fb, self.registry)
 
     def data_entries(self) -> Iterator[LogEntry]:
-        """The metadata records only: what a loader replays."""
-        for fb in self.batches:
-            if not fb.batch.is_control:
-                yield from decode_file_batch(fb, self.registry)
+        """The metadata records only: what a loader replays. (Chained in C: a generator that
+        yields them one by one costs as much again as what reads them, at a million records.)"""
+        registry = self.registry
+        return chain.from_iterable(decode_file_batch(fb, registry) for fb in self.batches if not fb.batch.is_control)
 
     def payloads(self) -> list[Payload]:
         """The metadata records as payloads, to write them again."""
@@ -559,9 +559,9 @@ class SnapshotStream:
         return stamp
 
     def data_entries(self) -> Iterator[LogEntry]:
-        """The metadata records, batch by batch; the footer is checked once they are all out."""
-        for entries in self.data_batches():
-            yield from entries
+        """The metadata records, batch by batch; the footer is checked once they are all out
+        (chained in C, as SnapshotFile.data_entries)."""
+        return chain.from_iterable(self.data_batches())
 
     def data_batches(self) -> Iterator[list[LogEntry]]:
         """The metadata records of each data batch, in order; the footer is checked after the last."""

@@ -138,3 +138,19 @@ def test_switched_off_every_emitter_encodes_its_own(tmp_path: Path) -> None:
     assert os.stat(a.path).st_ino != os.stat(b.path).st_ino  # type: ignore[attr-defined]
     assert files(tmp_path / "a") == files(tmp_path / "b")
     assert (copies.written, copies.linked) == (0, 0)
+
+
+def test_images_that_change_between_snapshots_are_written_as_alone_reusing_the_unchanged_topics(
+        tmp_path: Path) -> None:
+    """Each emit of a changed image encodes only what changed (the topics' values kept by the
+    copies), and writes the bytes an emitter without any sharing writes."""
+    from tests.image.test_topic_values import changed
+
+    copies = SnapshotCopies()
+    image = IMAGE
+    for i in range(4):
+        image = changed(image, 0b101 << i).with_provenance(MetadataProvenance(2_000 + i, 3, 1_700_000_000_000, True))
+        emit(tmp_path / f"n{i}", image, copies, clock=40 + i)
+        assert files(tmp_path / f"n{i}") == alone(tmp_path, image, clock=40 + i)
+    partitions = IMAGE.topics.partition_count()
+    assert copies.topic_values.reused > 2 * partitions and copies.topic_values.encoded < 2 * partitions

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import compress
-from operator import is_not, ne
+from operator import is_not
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from kraftsim.image.components.partition import MIGRATING_BY_COUNT, PartitionRegistration
@@ -18,6 +18,7 @@ from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, RE
 from kraftsim.image.writer.target import WriteTarget
 from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.fastpath import try_changed_positions
 from kraftsim.protocol.primitives import Uuid
 
 #: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
@@ -161,12 +162,44 @@ class TopicValues:
     def __init__(self) -> None:
         self.signature: tuple[object, ...] | None = None
         self.topics: dict[Uuid, _Written] = {}
+        #: The topics' order at the last write: (by-name map, topics map kind, topic ids).
+        self.order: tuple[object, str, list[Uuid]] | None = None
         #: Partition records encoded and reused, over every write (what tests and benchmarks read).
         self.encoded = 0
         self.reused = 0
 
     def clear(self) -> None:
-        self.signature, self.topics = None, {}
+        self.signature, self.topics, self.order = None, {}, None
+
+
+def _ordered_as_before(topics: TopicsImage, target: WriteTarget, cache: TopicValues) -> list[TopicImage]:
+    """`_ordered`, from the order the cache kept when the topics' names and ids are those
+    of the last write (the image's by-name map is the same object): the order is a
+    function of the names and ids alone, and topics change far more often than they come
+    and go."""
+    key = (topics.by_name, target.line.topics_map)
+    kept = cache.order
+    if kept is not None and kept[0] is key[0] and kept[1] == key[1] and len(kept[2]) == len(topics.by_id):
+        by_id = {t.id: t for t in topics.by_id.values()}
+        if len(by_id) == len(kept[2]):
+            try:
+                return [by_id[tid] for tid in kept[2]]
+            except KeyError:
+                pass
+    ordered = _ordered(topics, target)
+    cache.order = (topics.by_name, target.line.topics_map, [t.id for t in ordered])
+    return ordered
+
+
+def changed_positions(new: list[Any], old: list[Any]) -> list[int]:
+    """Where two equally long lists hold items that are neither the same object nor equal:
+    the partitions to encode again (another node's image may hold an equal registration
+    in another object: same bytes). In C when it is built."""
+    fast = try_changed_positions(new, old)
+    if fast is not None:
+        return fast
+    todo = compress(range(len(new)), map(is_not, new, old))
+    return [i for i in todo if new[i] != old[i]]
 
 
 def _sorted_apart(t: TopicImage) -> tuple[list[int], list[PartitionRegistration]]:
@@ -201,8 +234,8 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
     signature = records.signature()
     kept = cache.topics if cache.signature == signature else {}
     fresh: dict[Uuid, _Written] = {}
-    cache.clear()  # (a write that stops half way leaves nothing half kept)
-    for t in _ordered(topics, target):
+    cache.signature, cache.topics = None, {}  # (a write that stops half way leaves nothing half kept)
+    for t in _ordered_as_before(topics, target, cache):
         tid, parts = t.id, t.partitions
         old = kept.get(tid)
         if old is not None and old.partitions is parts and old.name == t.name:
@@ -215,10 +248,7 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
         pids, regs = _ids_and_registrations(parts) if isinstance(parts, ChunkMap) else _sorted_apart(t)
         if old is not None and old.name == t.name and old.pids == pids:
             values = list(old.values)
-            olds = old.registrations
-            todo = list(compress(range(len(regs)), map(is_not, regs, olds)))
-            if todo:  # another object may hold the same registration (another node's image): equal, same bytes
-                todo = list(compress(todo, map(ne, [regs[i] for i in todo], [olds[i] for i in todo])))
+            todo = changed_positions(regs, old.registrations)
             topic_value = old.topic_value
         else:
             values = [b""] * len(regs)
