@@ -2907,48 +2907,74 @@ static PyObject *py_encode_data_batch(PyObject *self, PyObject *args) {
     return res;
 }
 
-/* changed_positions(new, old) -> list[int] | None
+/* changed_positions(new, old, twins) -> (list[int], list) | None
  *
- * The positions where two equally long lists hold items that are neither the same object
- * nor equal (==): what is left to redo when `old` was done before. None for anything but
- * two lists of one length. */
+ * Where `new` holds items that are neither the same object nor equal (==) to those of
+ * `old`, given `twins`: per position an item equal to old's there (another object, or the
+ * same). Position i is unchanged when new[i] is old[i] or twins[i] (no look at the items),
+ * or new[i] == old[i]. Returns the changed positions and the twins for `new` (an item
+ * equal to new[i]: twins[i] when new[i] is old[i], else old[i] where unchanged, else new[i]).
+ * None for anything but three lists of one length. */
 static PyObject *py_changed_positions(PyObject *self, PyObject *args) {
-    PyObject *a, *b;
-    if (!PyArg_ParseTuple(args, "OO:changed_positions", &a, &b))
+    PyObject *a, *b, *t;
+    if (!PyArg_ParseTuple(args, "OOO:changed_positions", &a, &b, &t))
         return NULL;
-    if (!PyList_CheckExact(a) || !PyList_CheckExact(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(b))
+    if (!PyList_CheckExact(a) || !PyList_CheckExact(b) || !PyList_CheckExact(t) ||
+        PyList_GET_SIZE(a) != PyList_GET_SIZE(b) || PyList_GET_SIZE(a) != PyList_GET_SIZE(t))
         Py_RETURN_NONE;
-    PyObject *out = PyList_New(0);
-    if (!out)
-        return NULL;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(a) && i < PyList_GET_SIZE(b); i++) {
-        PyObject *x = PyList_GET_ITEM(a, i), *y = PyList_GET_ITEM(b, i);
-        if (x == y)
-            continue;
-        Py_INCREF(x);
-        Py_INCREF(y);
-        int same = PyObject_RichCompareBool(x, y, Py_EQ);
-        Py_DECREF(x);
-        Py_DECREF(y);
-        if (same < 0) {
+    Py_ssize_t n = PyList_GET_SIZE(a);
+    PyObject *out = PyList_New(0), *twins = PyList_New(n);
+    if (!out || !twins)
+        goto error;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (PyList_GET_SIZE(a) != n || PyList_GET_SIZE(b) != n || PyList_GET_SIZE(t) != n) { /* (an __eq__ changed them) */
             Py_DECREF(out);
-            return NULL;
+            Py_DECREF(twins);
+            Py_RETURN_NONE;
         }
-        if (!same) {
-            PyObject *idx = PyLong_FromSsize_t(i);
-            if (!idx || PyList_Append(out, idx) < 0) {
-                Py_XDECREF(idx);
+        PyObject *x = PyList_GET_ITEM(a, i), *y = PyList_GET_ITEM(b, i), *z = PyList_GET_ITEM(t, i), *twin;
+        if (x == y) {
+            twin = z;
+        } else if (x == z) {
+            twin = y;
+        } else {
+            Py_INCREF(x);
+            Py_INCREF(y);
+            int same = PyObject_RichCompareBool(x, y, Py_EQ);
+            Py_DECREF(x);
+            Py_DECREF(y);
+            if (same < 0)
+                goto error;
+            if (PyList_GET_SIZE(a) != n || PyList_GET_SIZE(b) != n) {
                 Py_DECREF(out);
-                return NULL;
+                Py_DECREF(twins);
+                Py_RETURN_NONE;
             }
-            Py_DECREF(idx);
+            y = PyList_GET_ITEM(b, i);
+            x = PyList_GET_ITEM(a, i);
+            if (same) {
+                twin = y;
+            } else {
+                twin = x;
+                PyObject *idx = PyLong_FromSsize_t(i);
+                if (!idx || PyList_Append(out, idx) < 0) {
+                    Py_XDECREF(idx);
+                    goto error;
+                }
+                Py_DECREF(idx);
+            }
         }
+        Py_INCREF(twin);
+        PyList_SET_ITEM(twins, i, twin);
     }
-    if (PyList_GET_SIZE(a) != PyList_GET_SIZE(b)) { /* (changed by an __eq__) */
-        Py_DECREF(out);
-        Py_RETURN_NONE;
-    }
-    return out;
+    PyObject *res = PyTuple_Pack(2, out, twins);
+    Py_DECREF(out);
+    Py_DECREF(twins);
+    return res;
+error:
+    Py_XDECREF(out);
+    Py_XDECREF(twins); /* unfilled items are NULL: list_dealloc skips them */
+    return NULL;
 }
 
 /* values_records_size(values, first_delta) -> int | None
@@ -3295,7 +3321,8 @@ static PyMethodDef module_methods[] = {
     {"encode_data_batch", py_encode_data_batch, METH_VARARGS,
      "encode_data_batch(base_offset, payloads, epoch, timestamp, resolve) -> bytes | None."},
     {"changed_positions", py_changed_positions, METH_VARARGS,
-     "changed_positions(new, old) -> list[int] | None: where two lists hold neither the same nor equal items."},
+     "changed_positions(new, old, twins) -> (list[int], list) | None: where new holds items neither the same as "
+     "old's (or their twins') nor equal, and the twins for new."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
      "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
     {"encode_value_batch", py_encode_value_batch, METH_VARARGS,

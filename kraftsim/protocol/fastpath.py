@@ -399,12 +399,12 @@ def try_encode_value_batch(base_offset: int, values: Sequence[bytes], epoch: int
     return encode(base_offset, values, epoch, timestamp)  # type: ignore[no-any-return]
 
 
-def try_changed_positions(new: list[Any], old: list[Any]) -> list[int] | None:
-    """Where two equally long lists hold neither the same object nor equal items, in C, or None."""
+def try_changed_positions(new: list[Any], old: list[Any], twins: list[Any]) -> tuple[list[int], list[Any]] | None:
+    """writer.components.topics.changed_positions in C, or None."""
     changed = getattr(_c, "changed_positions", None) if ENABLED else None
     if changed is None:
         return None
-    return changed(new, old)  # type: ignore[no-any-return]
+    return changed(new, old, twins)  # type: ignore[no-any-return]
 
 
 def try_values_records_size(values: Sequence[bytes], first_delta: int) -> int | None:

@@ -110,3 +110,24 @@ def test_unchanged_and_equal_partitions_are_not_encoded_again() -> None:
     list(iter_image_values(reloaded, "3.6-IV2", CAT, topic_values=cache,
                            loss_handler=LossReport()))  # another record version: all encoded again
     assert cache.encoded == 2 * partitions + moved
+
+
+@given(st.lists(st.tuples(st.sampled_from(["same", "twin", "equal", "changed"]), st.integers(0, 3)), max_size=40),
+       st.booleans())
+def test_changed_positions_in_c_and_in_python_agree(kinds: list[tuple[str, int]], fast: bool) -> None:
+    from kraftsim.image.writer.components import topics as topics_writer
+    from kraftsim.protocol import fastpath
+
+    old = [[n] for _, n in kinds]  # (lists: equal by value, told apart by identity)
+    twins = [[n] for _, n in kinds]
+    new = [o if k == "same" else t if k == "twin" else [n] if k == "equal" else [n + 10]
+           for (k, n), o, t in zip(kinds, old, twins)]
+    enabled = fastpath.ENABLED
+    try:
+        fastpath.ENABLED = fast
+        todo, out = topics_writer.changed_positions(new, old, twins)
+    finally:
+        fastpath.ENABLED = enabled
+    assert todo == [i for i, (k, _) in enumerate(kinds) if k == "changed"]
+    assert out == new and all(o is (twins[i] if k == "same" else new[i] if k == "changed" else old[i])
+                              for i, ((k, _), o) in enumerate(zip(kinds, out)))

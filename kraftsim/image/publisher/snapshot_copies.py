@@ -71,11 +71,13 @@ class SnapshotCopies:
         self.restamped = 0
         #: The topics' encoded records of the last write, for the next (a snapshot that
         #: cannot be placed from a kept file is encoded again, but mostly from these).
+        #: `clear()` leaves them: they cost one image's records at most, and the write after
+        #: a snapshot step (which clears the files) is of an image mostly like its last.
         self.topic_values = TopicValues()
 
     def clear(self) -> None:
+        """Forget the files written (and let the images they were written from go)."""
         self._done.clear()
-        self.topic_values.clear()
 
     def place(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, directory: Path,
               sid: SnapshotId, *, fsync: bool) -> tuple[Path, int] | None:

@@ -5,8 +5,6 @@ partition, built positionally and with shared lists where the caller only reads 
 from __future__ import annotations
 
 from dataclasses import replace
-from itertools import compress
-from operator import is_not
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from kraftsim.image.components.partition import MIGRATING_BY_COUNT, PartitionRegistration
@@ -133,13 +131,15 @@ def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
 
 class _Written(NamedTuple):
     """One topic as the last write encoded it: its TopicRecord's value, and per partition
-    (in record order) its id, its registration object and its PartitionRecord's value."""
+    (in record order) its id, its registration object, an equal one from another image
+    (or the same) and its PartitionRecord's value."""
 
     name: str
     topic_value: bytes
     partitions: Mapping[int, PartitionRegistration]
     pids: list[int]
     registrations: list[PartitionRegistration]
+    twins: list[PartitionRegistration]  # per partition, one equal to its registration (see changed_positions)
     values: list[bytes]
 
 
@@ -191,15 +191,26 @@ def _ordered_as_before(topics: TopicsImage, target: WriteTarget, cache: TopicVal
     return ordered
 
 
-def changed_positions(new: list[Any], old: list[Any]) -> list[int]:
-    """Where two equally long lists hold items that are neither the same object nor equal:
-    the partitions to encode again (another node's image may hold an equal registration
-    in another object: same bytes). In C when it is built."""
-    fast = try_changed_positions(new, old)
+def changed_positions(new: list[Any], old: list[Any], twins: list[Any]) -> tuple[list[int], list[Any]]:
+    """The positions where `new` holds a registration that is neither the same object as
+    `old`'s there, nor as its twin's (`twins[i]`: a registration equal to `old[i]`, from
+    another node's image), nor equal to it: the partitions to encode again. Also the twins
+    for `new`. (Nodes that loaded different snapshots hold equal registrations in
+    different objects and write in turn: with the twins, their writes tell unchanged
+    partitions by identity alone, without reading the registrations.) In C when it is built."""
+    fast = try_changed_positions(new, old, twins)
     if fast is not None:
         return fast
-    todo = compress(range(len(new)), map(is_not, new, old))
-    return [i for i in todo if new[i] != old[i]]
+    todo, out = [], []
+    for i, (x, y, z) in enumerate(zip(new, old, twins, strict=True)):
+        if x is y:
+            out.append(z)
+        elif x is z or x == y:
+            out.append(y)
+        else:
+            todo.append(i)
+            out.append(x)
+    return todo, out
 
 
 def _sorted_apart(t: TopicImage) -> tuple[list[int], list[PartitionRegistration]]:
@@ -248,11 +259,11 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
         pids, regs = _ids_and_registrations(parts) if isinstance(parts, ChunkMap) else _sorted_apart(t)
         if old is not None and old.name == t.name and old.pids == pids:
             values = list(old.values)
-            todo = changed_positions(regs, old.registrations)
+            todo, twins = changed_positions(regs, old.registrations, old.twins)
             topic_value = old.topic_value
         else:
             values = [b""] * len(regs)
-            todo = list(range(len(regs)))
+            todo, twins = list(range(len(regs))), regs
             topic_value = encode_values([records.topic(t)])[0]
         if todo:
             made = encode_values(list(records.partitions(t, [(pids[i], regs[i]) for i in todo])))
@@ -261,7 +272,7 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
         cache.encoded += len(todo)
         cache.reused += len(values) - len(todo)
         if losses[0] == before:
-            fresh[tid] = _Written(t.name, topic_value, parts, pids, regs, values)
+            fresh[tid] = _Written(t.name, topic_value, parts, pids, regs, twins, values)
         yield [topic_value]
         yield values
     cache.signature, cache.topics = signature, fresh
