@@ -479,12 +479,14 @@ def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, b
 def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
                      share: SnapshotShare | None = None) -> str:
     """The digest of what a fresh loader of `node`'s software loads from the snapshot
-    file `path` holding `raw`; through `share` (the shadows' snapshot loads: a shadow
-    that starts from this file then takes this load instead of decoding it again)."""
+    file `path` holding `raw`; through `share` (the shadows' snapshot loads: a shadow's
+    load of the same content is taken instead of decoding it again). The read-back's own
+    load is not kept: nothing holds its image afterwards, and at a million partitions a
+    kept one would hold a whole image and its delta alive for a decode it might save."""
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
     if share is not None:
         share.load(loader, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)),
-                   data=raw)
+                   data=raw, keep=False)
     else:
         load_snapshot(loader, read_snapshot(path, node.registry, data=raw), end_offset=sid.end_offset,
                       epoch=sid.epoch)

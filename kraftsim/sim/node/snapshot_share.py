@@ -75,13 +75,15 @@ class SnapshotShare:
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
              seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None, *,
-             data: bytes | None = None, reads_like: ReadsLike | None = None) -> None:
+             data: bytes | None = None, reads_like: ReadsLike | None = None, keep: bool = True) -> None:
         """Load the snapshot file `path` (id `sid`) into the fresh, idle `loader`, as
         `load_snapshot` then `seed(loader, header)` would; from another loader's load of
         the same content when one was kept, or from the image `writes` wrote the file from
         when `reads_like(software key it was written under, image)` says
         this loader's software loads such a file as written (`replays_alike`). `data`: the
-        file's bytes, read already by the caller (never taken from a write)."""
+        file's bytes, read already by the caller (never taken from a write). `keep=False`:
+        a load made here is not kept for others (a caller whose image nobody holds after
+        it: keeping it would hold a whole image and its delta alive)."""
         snap: SnapshotFile | None = None
         identity = _identity(path)
         content = self._hashes.get(identity) if identity is not None and data is None else None
@@ -116,7 +118,7 @@ class SnapshotShare:
             self.loaded += 1
         if seed is not None:
             seed(loader, snap.header_entries)
-        if fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
+        if keep and fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
                 and loader.last_publish is not None:
             delta, image, manifest = loader.last_publish
             self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
