@@ -19,6 +19,17 @@ replacement changes) was hashed already is not read nor hashed again to find its
 the nodes' links of one written file are one file — provided it had not changed for a
 while when it was hashed (`SETTLED_NS`), so that a later write cannot fall in the same
 tick of the file system's clock and go unseen.
+
+Two loads need no decode. A load is kept by the file's content without its batch
+timestamps (`snapshot_content`): what a load gives does not depend on them, so a node's
+copy restamped for its own clock takes another node's load. And a restarted node whose
+file `writes` wrote from an image it still holds takes that image, with the file's
+provenance (`MetadataLoader.adopt_snapshot`), when its software replays what the writer's
+wrote as the writer does (`replays_alike`, held to a plain decode by a property across
+releases and metadata.versions): at a million partitions every broker restart otherwise
+decodes a file of a million records that no other node loaded. The file is still read
+and checked (framing, every CRC, header and footer) and must be the file written (its
+identity before and after the read).
 """
 
 from __future__ import annotations
@@ -35,7 +46,6 @@ from kraftsim.image import (KRAFT_VERSION, MetadataImage, MetadataLoader, Snapsh
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.storage import SnapshotFile, SnapshotId, read_snapshot
 from kraftsim.storage.fileio import read_file
-
 from kraftsim.versions import Catalog, VersionsError
 
 #: Loads kept (each holds an image; images of one cluster share their unchanged parts).
@@ -60,7 +70,7 @@ class SnapshotShare:
         self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
         self._hashes: OrderedDict[Identity, tuple[int, bytes]] = OrderedDict()
         #: Loads that replayed the file's records, took another load's result, took the image
-        #: the file was written from (`written_as`), and files read to find their content.
+        #: the file was written from (`reads_like`), and files read to find their content.
         self.loaded = 0
         self.adopted = 0
         self.taken = 0
@@ -132,9 +142,10 @@ class SnapshotShare:
         taken before it was read, and again now), written as `sid` with this registry and no
         writer line of its own (the emitter's key: snapshot id, metadata.version, writer
         line, software, registry, batch limits), by software whose files this one loads as
-        written (`reads_like(software, image)`). `writes` keeps only lossless writes (a
-        write that would lose something raises), so the file's records replay to that
-        image's metadata; the provenance comes from the file (`adopt_snapshot`)."""
+        written (`reads_like(software, image)`: `replays_alike`, which also rules out the
+        losses Kafka makes silently; `writes` keeps no write Kafka refuses for a loss), so
+        the file's records replay to that image's metadata; the provenance comes from the
+        file (`adopt_snapshot`)."""
         if reads_like is None or identity is None or identity != _identity(path):
             return None
         found = self.writes.written_from(identity[:4])
