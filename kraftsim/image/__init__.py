@@ -73,6 +73,7 @@ from kraftsim.image.writer.image_writer import (
     WriterLine,
 )
 from kraftsim.image.writer.kafka_order import config_entry_ranks
+from kraftsim.image.writer.target import elr_written, resolve_writer_line
 from kraftsim.image.writer.loss import (ITEMS_SHOWN, TOPICS_SHOWN, Loss, LossGroup, LossReport, group_losses,
                                        largest_topics, named_items, raise_on_loss, split_loss_text)
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
@@ -223,6 +224,8 @@ __all__ = [
     "image_digest_with_provenance",
     "image_from_records",
     "iter_image_records",
+    "elr_written",
+    "resolve_writer_line",
     "key_text",
     "largest_topics",
     "named_items",

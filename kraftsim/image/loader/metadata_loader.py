@@ -277,10 +277,26 @@ class MetadataLoader:
 
         delta.replay_all(entries, on_error=failed, skip_control=True)
         delta.finish_snapshot()
-        provenance = MetadataProvenance(end_offset - 1, epoch, last_contained_log_timestamp, True)
+        provenance = snapshot_provenance(end_offset, epoch, last_contained_log_timestamp)
         image = delta.apply(provenance)
         self._reset_batch_state(image)
         self._publish(delta, image, SnapshotManifest(provenance, self.clock_ns() - start))
+        return image
+
+    def adopt_snapshot(self, image: MetadataImage, *, end_offset: int, epoch: int,
+                       last_contained_log_timestamp: int) -> MetadataImage:
+        """What `handle_load_snapshot` of a snapshot holding `image`'s records gives this fresh,
+        idle loader, without replaying them: the caller vouches that the snapshot's records
+        replay to `image`'s metadata (a file written losslessly from it by this software).
+        The image takes the snapshot's provenance; the delta, the image rewritten from
+        empty, is made only if a publisher reads it. Returns the image."""
+        start = self.clock_ns()
+        provenance = snapshot_provenance(end_offset, epoch, last_contained_log_timestamp)
+        if image.provenance != provenance:
+            image = image.with_provenance(provenance)
+        delta: MetadataDelta = _DeltaOnUse(image, self.catalog)  # type: ignore[assignment]
+        self.adopt(delta, image, SnapshotManifest(provenance, self.clock_ns() - start),
+                   kraft_version=self.kraft_version, voters=self.voters)
         return image
 
     # ------------------------------------------------------------------ the batch loader
@@ -614,6 +630,11 @@ class _DeltaOnUse:
         if delta is None:
             delta = self._delta = full_image_delta(self._image, self._catalog)
         return getattr(delta, name)
+
+
+def snapshot_provenance(end_offset: int, epoch: int, last_contained_log_timestamp: int) -> MetadataProvenance:
+    """The provenance of an image loaded from the snapshot (end_offset, epoch)."""
+    return MetadataProvenance(end_offset - 1, epoch, last_contained_log_timestamp, True)
 
 
 def full_image_delta(image: MetadataImage, catalog: Catalog) -> MetadataDelta:

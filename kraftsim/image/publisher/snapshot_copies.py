@@ -112,6 +112,16 @@ class SnapshotCopies:
         del self._done[(id(image), key)]  # every file it was written to is gone
         return None
 
+    def written_from(self, identity: tuple[int, int, int, int]) -> tuple[MetadataImage, Hashable] | None:
+        """The image and key a kept file (written, linked or copied) whose identity when it
+        was placed (`file_identity`: device, inode, size, mtime) is `identity` was written
+        from; None if no kept file had it. Read-only: for a reader that would rather take
+        the image than decode the file."""
+        for (_, key), hit in self._done.items():
+            if any(ident == identity for _, ident, _ in hit.sources):
+                return hit.image, key
+        return None
+
     def keep(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, path: Path,
              records: int) -> None:
         """Remember that `path` holds `image` written with `key` and `header` at `timestamp`."""

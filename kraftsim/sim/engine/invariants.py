@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import bisect
 import zlib
-from hashlib import blake2b
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -38,6 +37,7 @@ from kraftsim.image import load_snapshot
 from kraftsim.sim.engine.file_memo import FileIdentity, FileMemo, file_identity
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.engine.range_share import RangeShare
+from kraftsim.sim.node.snapshot_share import SnapshotShare, snapshot_content as share_content
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
@@ -455,7 +455,8 @@ class Checker:
             software = (node.state.release, node.kip_778, id(node.base_catalog))
             try:
                 loaded = self.snapshot_digests.value(path, ident, (software, sid),
-                                                     lambda raw: _snapshot_digest(node, sid, path, raw),
+                                                     lambda raw: _snapshot_digest(node, sid, path, raw,
+                                                                                  self.shadow_share.snapshots),
                                                      lambda raw: snapshot_content(path, node.registry, raw))
             except KraftsimError as e:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
@@ -469,25 +470,26 @@ class Checker:
 
 def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, bytes]:
     """What a loader takes from the snapshot file `path` holding `raw`, once the file is
-    checked (`read_snapshot`: framing, every CRC, header, footer, offsets; a problem
-    raises): its batches' bytes without their timestamps, nor the CRC over them. Nodes
-    write the same snapshot at different times; its image does not depend on when."""
-    snap = read_snapshot(path, registry, data=raw)
-    h = blake2b(digest_size=32)
-    for fb in snap.batches:
-        b = memoryview(fb.batch.raw)
-        h.update(b[:17])  # (base offset, length, leader epoch, magic)
-        h.update(b[21:27])  # (attributes, last offset delta)
-        h.update(b[43:])  # (producer, sequence, record count, records)
-    return len(snap.batches), h.digest()
+    checked (`read_snapshot`: a problem raises): kraftsim.sim.node.snapshot_share's
+    `snapshot_content`, its bytes without their timestamps. Nodes write the same snapshot
+    at different times; its image does not depend on when."""
+    return share_content(read_snapshot(path, registry, data=raw))
 
 
-def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes) -> str:  # type: ignore[no-untyped-def]
+def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
+                     share: SnapshotShare | None = None) -> str:
     """The digest of what a fresh loader of `node`'s software loads from the snapshot
-    file `path` holding `raw`."""
-    snap = read_snapshot(path, node.registry, data=raw)
+    file `path` holding `raw`; through `share` (the shadows' snapshot loads: a shadow's
+    load of the same content is taken instead of decoding it again). The read-back's own
+    load is not kept: nothing holds its image afterwards, and at a million partitions a
+    kept one would hold a whole image and its delta alive for a decode it might save."""
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
-    load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+    if share is not None:
+        share.load(loader, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)),
+                   data=raw, keep=False)
+    else:
+        load_snapshot(loader, read_snapshot(path, node.registry, data=raw), end_offset=sid.end_offset,
+                      epoch=sid.epoch)
     return image_digest(loader.image)
 
 

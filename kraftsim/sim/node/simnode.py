@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Mapping, TypeVar
+from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 
 import msgspec
 
@@ -50,6 +50,7 @@ from kraftsim.sim.node.commit_share import CommitShare
 from kraftsim.sim.node.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
+from kraftsim.sim.node.snapshot_share import replays_alike
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import DEFAULT_SEGMENT_BYTES, java_struct_string
@@ -341,11 +342,13 @@ class SimNode:
         snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset and s.end_offset > 0]
         self.loader.set_high_watermark(log.log_end_offset)
         start = log.log_start_offset
+        writes_as = (self.state.release, id(self.base_catalog))  # (what its snapshot emitter vouches for)
         if snaps:
             sid = snaps[-1]
-            if self.share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's bytes)
+            if self.share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's content)
                 self.share.snapshots.load(self.loader, snapshot_path(log.directory, sid), sid, self.registry,
-                                          (self.state.release, self.kip_778, id(self.base_catalog)), seed_loader)
+                                          (self.state.release, self.kip_778, id(self.base_catalog)), seed_loader,
+                                          reads_like=self._reads_like)
             else:
                 snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
                 load_snapshot(self.loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
@@ -357,10 +360,19 @@ class SimNode:
                                   header_records=loader_header_records(self.loader, self.registry), fsync=False,
                                   high_watermark=high_watermark, retention=retention,
                                   copies=self.share.snapshots.writes if self.share is not None else None,
-                                  software=(self.state.release, id(self.base_catalog)))
+                                  software=writes_as)
         self.generator = SnapshotGenerator(emitter, clock_ms=self.clock_ms, triggers=SHARED_SERVER_DEFAULTS,
                                            fault_handler=self._on_snapshot_fault, mv_change_snapshots=self.kip_778)
         self.loader.install_publishers(self.generator, self._mv_changes)
+
+    def _reads_like(self, software: Hashable, image: MetadataImage) -> bool:
+        """Whether the snapshot of `image` this node's emitter or another's wrote under
+        `software` (an emitter's key: release, base catalog) loads, under this node's
+        software, to `image` (kraftsim.sim.node.snapshot_share)."""
+        if not isinstance(software, tuple) or len(software) != 2 or software[1] != id(self.base_catalog):
+            return False
+        writer = self.catalog if software[0] == self.state.release else self.base_catalog.at_release(software[0])
+        return replays_alike(writer, self.catalog, image)
 
     def close(self) -> None:
         if self.log is not None:

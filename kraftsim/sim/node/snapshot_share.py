@@ -19,6 +19,17 @@ replacement changes) was hashed already is not read nor hashed again to find its
 the nodes' links of one written file are one file — provided it had not changed for a
 while when it was hashed (`SETTLED_NS`), so that a later write cannot fall in the same
 tick of the file system's clock and go unseen.
+
+Two loads need no decode. A load is kept by the file's content without its batch
+timestamps (`snapshot_content`): what a load gives does not depend on them, so a node's
+copy restamped for its own clock takes another node's load. And a restarted node whose
+file `writes` wrote from an image it still holds takes that image, with the file's
+provenance (`MetadataLoader.adopt_snapshot`), when its software replays what the writer's
+wrote as the writer does (`replays_alike`, held to a plain decode by a property across
+releases and metadata.versions): at a million partitions every broker restart otherwise
+decodes a file of a million records that no other node loaded. The file is still read
+and checked (framing, every CRC, header and footer) and must be the file written (its
+identity before and after the read).
 """
 
 from __future__ import annotations
@@ -28,12 +39,14 @@ import os
 import time
 from collections import OrderedDict
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Hashable, Sequence
 
-from kraftsim.image import MetadataLoader, SnapshotCopies, load_snapshot
+from kraftsim.image import (KRAFT_VERSION, MetadataImage, MetadataLoader, SnapshotCopies, elr_written, load_snapshot,
+                            resolve_writer_line)
 from kraftsim.protocol.entries import LogEntry
-from kraftsim.storage import SnapshotId, read_snapshot
+from kraftsim.storage import SnapshotFile, SnapshotId, read_snapshot
 from kraftsim.storage.fileio import read_file
+from kraftsim.versions import Catalog, VersionsError
 
 #: Loads kept (each holds an image; images of one cluster share their unchanged parts).
 KEEP = 8
@@ -44,17 +57,23 @@ KEEP_HASHES = 64
 SETTLED_NS = 1_000_000_000
 
 Identity = tuple[int, int, int, int, int]
+#: Whether the file written under a software key (SnapshotEmitter's `software`) from an
+#: image loads, under the caller's software, to that image.
+ReadsLike = Callable[[Hashable, MetadataImage], bool]
 
 
 class SnapshotShare:
-    """Loaded snapshots by (software, snapshot id, the file's bytes)."""
+    """Loaded snapshots by (software, snapshot id, the file's content without its timestamps)."""
 
     def __init__(self, keep: int = KEEP) -> None:
         self.keep_limit = keep
         self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
         self._hashes: OrderedDict[Identity, tuple[int, bytes]] = OrderedDict()
+        #: Loads that replayed the file's records, took another load's result, took the image
+        #: the file was written from (`reads_like`), and files read to find their content.
         self.loaded = 0
         self.adopted = 0
+        self.taken = 0
         self.hashed = 0
         #: Snapshot files written once for the nodes' emitters (`writes.enabled = False`: each encodes its own).
         self.writes = SnapshotCopies()
@@ -65,46 +84,133 @@ class SnapshotShare:
         self.writes.clear()
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
-             seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None) -> None:
+             seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None, *,
+             data: bytes | None = None, reads_like: ReadsLike | None = None, keep: bool = True) -> None:
         """Load the snapshot file `path` (id `sid`) into the fresh, idle `loader`, as
         `load_snapshot` then `seed(loader, header)` would; from another loader's load of
-        the same bytes when one was kept."""
-        raw: bytes | None = None
+        the same content when one was kept, or from the image `writes` wrote the file from
+        when `reads_like(software key it was written under, image)` says
+        this loader's software loads such a file as written (`replays_alike`). `data`: the
+        file's bytes, read already by the caller (never taken from a write). `keep=False`:
+        a load made here is not kept for others (a caller whose image nobody holds after
+        it: keeping it would hold a whole image and its delta alive)."""
+        snap: SnapshotFile | None = None
         identity = _identity(path)
-        digest = self._hashes.get(identity) if identity is not None else None
-        if digest is None:
-            raw = read_file(path)
-            digest = _digest(raw)
+        content = self._hashes.get(identity) if identity is not None and data is None else None
+        if content is None:
             self.hashed += 1
-            if identity is not None and identity == _identity(path) \
+            snap = read_snapshot(path, registry, data=read_file(path) if data is None else data)
+            content = snapshot_content(snap)
+            if data is None and identity is not None and identity == _identity(path) \
                     and time.time_ns() - max(identity[3], identity[4]) >= SETTLED_NS:
-                self._hashes[identity] = digest
-                while len(self._hashes) > KEEP_HASHES:
-                    self._hashes.popitem(last=False)
-        key = (software, sid.end_offset, sid.epoch, *digest)
+                self._remember(identity, content)
+        key = (software, sid.end_offset, sid.epoch, *content)
+        fresh = loader.idle and loader.publishes == 0
         hit = self._done.get(key)
-        if hit is not None and loader.idle and loader.publishes == 0:
+        if hit is not None and fresh:
             delta, image, manifest, kraft_version, voters = hit
             loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
             self._done.move_to_end(key)
             self.adopted += 1
             return
         faults = len(loader.faults)
-        fresh = loader.idle and loader.publishes == 0
-        if raw is None:  # (the bytes loaded are the ones the load is kept under)
-            raw = read_file(path)
-            key = (software, sid.end_offset, sid.epoch, *_digest(raw))
-        snap = read_snapshot(path, registry, data=raw)
-        load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+        if snap is None:  # (the bytes loaded are the ones the load is kept under)
+            snap = read_snapshot(path, registry, data=read_file(path))
+            content = snapshot_content(snap)
+            key = (software, sid.end_offset, sid.epoch, *content)
+        written = self._written(path, identity, sid, registry, reads_like) if fresh and data is None else None
+        if written is not None:
+            loader.adopt_snapshot(written, end_offset=sid.end_offset, epoch=sid.epoch,
+                                  last_contained_log_timestamp=snap.last_contained_log_timestamp)
+            self.taken += 1
+        else:
+            load_snapshot(loader, snap, end_offset=sid.end_offset, epoch=sid.epoch)
+            self.loaded += 1
         if seed is not None:
             seed(loader, snap.header_entries)
-        self.loaded += 1
-        if fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
+        if keep and fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
                 and loader.last_publish is not None:
             delta, image, manifest = loader.last_publish
             self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
             while len(self._done) > self.keep_limit:
                 self._done.popitem(last=False)
+
+    def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any,
+                 reads_like: ReadsLike | None) -> MetadataImage | None:
+        """The image `writes` wrote the file at `path` from, when a load of it by this
+        loader's software gives that image: the file is still the one written (its identity,
+        taken before it was read, and again now), written as `sid` with this registry and no
+        writer line of its own (the emitter's key: snapshot id, metadata.version, writer
+        line, software, registry, batch limits), by software whose files this one loads as
+        written (`reads_like(software, image)`: `replays_alike`, which also rules out the
+        losses Kafka makes silently; `writes` keeps no write Kafka refuses for a loss), so
+        the file's records replay to that image's metadata; the provenance comes from the
+        file (`adopt_snapshot`)."""
+        if reads_like is None or identity is None or identity != _identity(path):
+            return None
+        found = self.writes.written_from(identity[:4])
+        if found is None:
+            return None
+        image, key = found
+        if not isinstance(key, tuple) or len(key) != 7:
+            return None
+        written_sid, level, writer_line, software, registry_id, _, _ = key
+        if written_sid != sid or level != image.metadata_version or writer_line is not None \
+                or registry_id != id(registry) or not reads_like(software, image):
+            return None
+        return image
+
+    def _remember(self, identity: Identity, content: tuple[int, bytes]) -> None:
+        self._hashes[identity] = content
+        while len(self._hashes) > KEEP_HASHES:
+            self._hashes.popitem(last=False)
+
+
+def replays_alike(writer: Catalog, reader: Catalog, image: MetadataImage) -> bool:
+    """Whether the snapshot `writer`'s software writes of `image` (without a writer line of
+    its own, at the image's metadata.version) loads under `reader`'s software to `image`'s
+    metadata. A write Kafka would refuse for a loss is never kept (SnapshotCopies), but two
+    are silent: ELR fields where the writer does not write them, and the metadata.version
+    itself below the first level that has its record. Replay looks at its
+    catalog only for the metadata.version level (which both must know, as the same level),
+    whether a kraft.version FeatureLevelRecord is kept (written only when the image has
+    kraft.version finalized) and which ConfigRecords are kept (image.delta,
+    image.components.features); the record classes come from the registry, which the
+    caller compares."""
+    level = image.metadata_version
+    if level is None:
+        return False
+    try:
+        mv = writer.mv_from_level(level)
+        if not mv.level == reader.mv_from_level(level).level == level:
+            return False
+    except VersionsError:
+        return False
+    if not writer.supports("metadata_version_record", mv):
+        return False  # (the level is not written: a load finds none)
+    if writer.keeps_kraft_version_feature() != reader.keeps_kraft_version_feature() \
+            and any(name == KRAFT_VERSION for name, _ in image.features.finalized):
+        return False
+    if writer.config_replay_filter() != reader.config_replay_filter():
+        return False
+    if not elr_written(None, resolve_writer_line(None, writer), image.features, writer, mv):
+        return not any(p.elr or p.last_known_elr for t in image.topics.by_id.values() for p in t.partitions.values())
+    return True
+
+
+def snapshot_content(snap: SnapshotFile) -> tuple[int, bytes]:
+    """What a loader takes from the checked snapshot `snap` (`read_snapshot`: framing, every
+    CRC, header, footer, offsets): its batches' bytes without their timestamps, nor the CRC
+    over them. Nodes write the same snapshot at different times (a copy restamped for
+    another clock, storage.snapshot.restamp_batches); what a load gives does not depend on
+    when: the records, the header's last contained log time and the id are all kept."""
+    h = hashlib.blake2b(digest_size=32)
+    for fb in snap.batches:
+        b = memoryview(fb.batch.raw)
+        h.update(b[:17])  # (base offset, length, leader epoch, magic)
+        h.update(b[21:27])  # (attributes, last offset delta)
+        h.update(b[43:])  # (producer, sequence, record count, records)
+    return len(snap.batches), h.digest()
 
 
 def _identity(path: Path) -> Identity | None:
@@ -115,8 +221,4 @@ def _identity(path: Path) -> Identity | None:
     return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
 
 
-def _digest(raw: bytes) -> tuple[int, bytes]:
-    return len(raw), hashlib.blake2b(raw, digest_size=32).digest()
-
-
-__all__ = ["SnapshotShare"]
+__all__ = ["SnapshotShare", "snapshot_content"]
