@@ -56,6 +56,10 @@ class RangeShare(CommitShare):
         self._runs.clear()
         self._run_count = 0
 
+    def kept_runs(self) -> list[Run]:
+        """Every kept run, oldest first."""
+        return [run for runs in self._runs.values() for run in runs]
+
     def longest(self, software: tuple[object, ...], loader: MetadataLoader, raws: Sequence[bytes],
                 start: int) -> Run | None:
         """The longest kept run that `loader` (idle) can adopt: started on its image and
@@ -81,6 +85,7 @@ class RangeShare(CommitShare):
         published = loader.last_publish
         assert published is not None, "only a commit that published is kept"
         delta, image, manifest = published
+        delta.settle(image)  # (shadows that adopt it read no topic changes)
         key = (software, id(before))
         self._runs.setdefault(key, []).append(Run(before, raft_before, tuple(raws), delta, image, manifest,
                                                   loader.kraft_version, loader.voters))

@@ -131,6 +131,7 @@ class SnapshotShare:
         if keep and fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
                 and loader.last_publish is not None:
             delta, image, manifest = loader.last_publish
+            delta.settle(image)  # (a load's delta holds every partition; adopters read no topic changes)
             self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
             while len(self._done) > self.keep_limit:
                 self._done.popitem(last=False)
