@@ -379,6 +379,25 @@ static inline void put32(uint8_t *p, uint32_t v) {
 }
 static inline void put64(uint8_t *p, uint64_t v) { put32(p, (uint32_t)(v >> 32)); put32(p + 4, (uint32_t)v); }
 
+/* The 61-byte header of a v2 data batch of `n` records, `size` bytes in all, at `h` (whose
+ * records follow it): one timestamp, no producer, CRC-32C over attributes..end last. */
+static void put_data_batch_header(uint8_t *h, int64_t base_offset, int64_t epoch, int64_t ts, Py_ssize_t n,
+                                  size_t size) {
+    put64(h, (uint64_t)base_offset);
+    put32(h + 8, (uint32_t)(size - 12));
+    put32(h + 12, (uint32_t)(int32_t)epoch);
+    h[16] = 2;
+    put16(h + 21, 0);                          /* attributes */
+    put32(h + 23, (uint32_t)(int32_t)(n - 1)); /* last offset delta */
+    put64(h + 27, (uint64_t)ts);               /* base timestamp */
+    put64(h + 35, (uint64_t)ts);               /* max timestamp */
+    put64(h + 43, (uint64_t)(int64_t)-1);      /* producer id */
+    put16(h + 51, (uint16_t)(int16_t)-1);      /* producer epoch */
+    put32(h + 53, (uint32_t)(int32_t)-1);      /* base sequence */
+    put32(h + 57, (uint32_t)n);                /* records count */
+    put32(h + 17, crc32c(h + 21, size - 21));
+}
+
 /* The unsigned varint loop of rd_uvarint and rd_varlong: bytes up to a shift of
  * max_shift, and no bit past the 64th (a 10th byte above 1). -1: give up. */
 static inline int rd_unsigned(const uint8_t *b, int64_t len, int64_t *ppos, int max_shift, uint64_t *out) {
@@ -2854,19 +2873,7 @@ static int write_data_batch(Writer *w, Writer *val, int64_t base_offset, PyObjec
     if (n != PySequence_Fast_GET_SIZE(seq) || w->len - start - 12 > INT32_MAX)
         return fallback_int();
     uint8_t *h = w->buf + start;
-    put64(h, (uint64_t)base_offset);
-    put32(h + 8, (uint32_t)(w->len - start - 12));
-    put32(h + 12, (uint32_t)(int32_t)epoch);
-    h[16] = 2;
-    put16(h + 21, 0);                          /* attributes */
-    put32(h + 23, (uint32_t)(int32_t)(n - 1)); /* last offset delta */
-    put64(h + 27, (uint64_t)ts);               /* base timestamp */
-    put64(h + 35, (uint64_t)ts);               /* max timestamp */
-    put64(h + 43, (uint64_t)(int64_t)-1);      /* producer id */
-    put16(h + 51, (uint16_t)(int16_t)-1);      /* producer epoch */
-    put32(h + 53, (uint32_t)(int32_t)-1);      /* base sequence */
-    put32(h + 57, (uint32_t)n);                /* records count */
-    put32(h + 17, crc32c(h + 21, (size_t)(w->len - start - 21)));
+    put_data_batch_header(h, base_offset, epoch, ts, n, (size_t)(w->len - start));
     return 0;
 }
 
@@ -3056,19 +3063,7 @@ static PyObject *py_encode_value_batch(PyObject *self, PyObject *args) {
         w.len += vlen;
         w.buf[w.len++] = 0; /* no headers */
     }
-    put64(h, (uint64_t)base_offset);
-    put32(h + 8, (uint32_t)(total - 12));
-    put32(h + 12, (uint32_t)(int32_t)epoch);
-    h[16] = 2;
-    put16(h + 21, 0);                          /* attributes */
-    put32(h + 23, (uint32_t)(int32_t)(n - 1)); /* last offset delta */
-    put64(h + 27, (uint64_t)ts);               /* base timestamp */
-    put64(h + 35, (uint64_t)ts);               /* max timestamp */
-    put64(h + 43, (uint64_t)(int64_t)-1);      /* producer id */
-    put16(h + 51, (uint16_t)(int16_t)-1);      /* producer epoch */
-    put32(h + 53, (uint32_t)(int32_t)-1);      /* base sequence */
-    put32(h + 57, (uint32_t)n);                /* records count */
-    put32(h + 17, crc32c(h + 21, (size_t)(total - 21)));
+    put_data_batch_header(h, base_offset, epoch, ts, n, (size_t)total);
     return out;
 }
 
