@@ -228,3 +228,49 @@ def test_each_roll_step_runs_kraftsim_as_the_exact_release(tmp_path, monkeypatch
     assert releases[0] == "4.2.0" and "4.2.2" not in releases
     assert [a[:2] for a in seen if a[1] == "roll"] == [["cluster", "roll"]]
     assert "4.4.0" in releases
+
+
+
+def test_live_quorum_runs_kafkas_side_again_when_a_controller_is_lost(tmp_path, monkeypatch):
+    """A controller JVM that dies mid-session is the machine's doing: Kafka's side runs once
+    more, and a second loss fails with the node's own log saying why."""
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from kraftsim.conformance.cases import live_quorum as lq
+
+    node = tmp_path / "node-1"
+    node.mkdir()
+    (node / "server.log").write_text("INFO fine\nERROR [RaftManager] fatal: disk gone\n", encoding="utf-8")
+    dead = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+    dead.wait()
+    checked = lq.QuorumSession(SimpleNamespace())
+    checked.procs = {1: dead}
+    with pytest.raises(lq.ControllerLost, match=r"controller 1 exited \(code 3\)(.|\n)*disk gone"):
+        checked._checked(ToolRun((), 0, "", ""), {1: 1}, tmp_path)
+    checked.procs = {}
+    warned = ToolRun((), 1, "", "WARN Connection to node 1 (/127.0.0.1:5) could not be established.")
+    with pytest.raises(lq.ControllerLost, match="could not reach a controller"):
+        checked._checked(warned, {}, tmp_path)
+
+    def session(losses: int) -> tuple[lq.QuorumSession, list[int]]:
+        """A session whose Kafka side loses a controller in its first `losses` runs."""
+        s, runs = lq.QuorumSession(SimpleNamespace()), []
+
+        def kafka_side() -> None:
+            runs.append(len(runs) + 1)
+            if len(runs) <= losses:
+                raise lq.ControllerLost(f"controller 1 exited (run {len(runs)})")
+            s.kafka.update({step: ToolRun((), 0, "same", "") for step in lq.STEPS})
+
+        monkeypatch.setattr(s, "_run_kafka", kafka_side)
+        monkeypatch.setattr(s, "_simulate", lambda: s.sim.update({st: ToolRun((), 0, "same", "") for st in lq.STEPS}))
+        return s, runs
+
+    once, runs = session(1)
+    assert once.diff("status-3") == [] and runs == [1, 2] and once.retried == ["controller 1 exited (run 1)"]
+    twice, runs = session(2)
+    assert twice.diff("remove-4") == ["the session did not run: Kafka's side was lost in every run: "
+                                      "controller 1 exited (run 1) | controller 1 exited (run 2)"]
+    assert runs == [1, 2]

@@ -13,7 +13,10 @@ out: kraftsim prints no traceback), with directory ids, endpoints, node ids in s
 offsets, lags and times masked: they differ by construction.
 
 The whole session runs in the first case; the release context's cleanups stop the JVMs
-whatever happens.
+whatever happens. On a slow or loaded machine a controller JVM can die or stop listening
+mid-session; that is the machine, not Kafka's answer, so each step checks its controllers
+and such a session is run once more from scratch (its cause, from the node's log, is kept
+in the failure should the second run meet the same).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import base64
 import os
 import re
 import signal
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -36,6 +40,9 @@ from kraftsim.conformance.tools import ToolRun, java_command
 
 START_TIMEOUT_S = 180
 STOP_GRACE_S = 30
+KAFKA_ATTEMPTS = 2
+LOG_TAIL_LINES = 12
+UNREACHABLE = "could not be established"  # Kafka's client when a controller's port refuses or stalls
 _UUID = re.compile(r"(?<![\w-])[\w-]{22}(?![\w-])")
 
 #: The session: (step, kafka-metadata-quorum arguments after the connection flag).
@@ -75,6 +82,8 @@ class QuorumSession:
     sim: dict[str, ToolRun] = field(default_factory=dict)
     failure: str | None = None
     ran: bool = False
+    #: why an earlier run of Kafka's side was abandoned, if one was
+    retried: list[str] = field(default_factory=list)
 
     def diff(self, step: str) -> list[str]:
         if not self.ran:
@@ -97,6 +106,19 @@ class QuorumSession:
     # ------------------------------------------------------------------ Kafka's side
 
     def _run(self) -> None:
+        for attempt in range(1, KAFKA_ATTEMPTS + 1):
+            try:
+                self._run_kafka()
+                break
+            except ControllerLost as e:
+                self.stop()
+                self.kafka.clear()
+                self.retried.append(str(e))
+                if attempt == KAFKA_ATTEMPTS:
+                    raise KafkaUnavailable("Kafka's side was lost in every run: " + " | ".join(self.retried)) from e
+        self._simulate()
+
+    def _run_kafka(self) -> None:
         work = self.ctx.scratch("live-quorum")
         ports = {i: free_port() for i in (1, 2, 3, 4)}
         boot = ",".join(f"127.0.0.1:{ports[i]}" for i in (1, 2, 3))
@@ -111,24 +133,26 @@ class QuorumSession:
             self._start(work, i, configs[i])
 
         def mq(*args: str) -> ToolRun:
-            return self.ctx.kafka("metadata-quorum", ["--bootstrap-controller", boot, *args], timeout=90)
+            return self._checked(self.ctx.kafka("metadata-quorum", ["--bootstrap-controller", boot, *args],
+                                                timeout=90), ports, work)
 
+        self._await_listening(work, ports, (1, 2, 3))
         deadline = time.monotonic() + START_TIMEOUT_S
-        while "LeaderId" not in mq("describe", "--status").stdout:
+        while "LeaderId" not in self.ctx.kafka("metadata-quorum", ["--bootstrap-controller", boot, "describe",
+                                                                   "--status"], timeout=90).stdout:
             if time.monotonic() > deadline:
                 raise KafkaUnavailable(f"no quorum within {START_TIMEOUT_S} s; see {work}")
             time.sleep(2)
         k = self.kafka
         k["status-3"] = mq("describe", "--status")
         self._start(work, 4, configs[4])
+        self._await_listening(work, ports, (4,))
         time.sleep(15)  # (bounded) controller 4 catches up as an observer
         k["replication-observer"] = mq("describe", "--replication")
         k["status-observer"] = mq("describe", "--status")
-        k["add-4"] = self.ctx.kafka("metadata-quorum", ["--bootstrap-controller", boot, "--command-config",
-                                                        str(configs[4]), "add-controller"], timeout=90)
+        k["add-4"] = mq("--command-config", str(configs[4]), "add-controller")
         time.sleep(3)
-        k["add-4-again"] = self.ctx.kafka("metadata-quorum", ["--bootstrap-controller", boot, "--command-config",
-                                                              str(configs[4]), "add-controller"], timeout=90)
+        k["add-4-again"] = mq("--command-config", str(configs[4]), "add-controller")
         k["status-4"] = mq("describe", "--status")
         dirs = _directory_ids(k["status-4"].stdout)
         k["remove-wrong-dir"] = mq("remove-controller", "-i", "4", "-d", dirs["1"])
@@ -142,7 +166,31 @@ class QuorumSession:
         k["status-after-leader-removed"] = mq("describe", "--status")
         k["remove-bad-uuid"] = mq("remove-controller", "-i", "4", "-d", "xyz")
         self.stop()
-        self._simulate()
+
+    def _await_listening(self, work: Path, ports: dict[int, int], ids: tuple[int, ...]) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for i in ids:
+            while not _listening(ports[i]):
+                if time.monotonic() > deadline or self.procs[i].poll() is not None:
+                    raise ControllerLost(f"controller {i} did not start listening; {_log_tail(work / f'node-{i}')}")
+                time.sleep(1)
+
+    def _checked(self, run: ToolRun, ports: dict[int, int], work: Path) -> ToolRun:
+        """`run`, unless a started controller has exited or no longer accepts connections, or
+        the tool could not reach one (ControllerLost, with the end of the node's log): every
+        controller is meant to be up at every step."""
+        if UNREACHABLE in run.stderr:
+            first = next(ln for ln in run.stderr.splitlines() if UNREACHABLE in ln)
+            raise ControllerLost(f"a step could not reach a controller ({first.strip()}); "
+                                 + "; ".join(_log_tail(work / f"node-{i}") for i in sorted(self.procs)))
+        for i, proc in sorted(self.procs.items()):
+            code = proc.poll()
+            if code is not None:
+                raise ControllerLost(f"controller {i} exited (code {code}); {_log_tail(work / f'node-{i}')}")
+            if not _listening(ports[i]):
+                raise ControllerLost(f"controller {i} stopped listening on 127.0.0.1:{ports[i]}; "
+                                     f"{_log_tail(work / f'node-{i}')}")
+        return run
 
     @staticmethod
     def _config(work: Path, i: int, port: int, boot: str) -> Path:
@@ -205,6 +253,31 @@ class QuorumSession:
         s["remove-leader"] = run(*mq, "remove-controller", "-i", leader, "-d", dirs[leader])
         s["status-after-leader-removed"] = run(*mq, "describe", "--status")
         s["remove-bad-uuid"] = run(*mq, "remove-controller", "-i", "4", "-d", "xyz")
+
+
+class ControllerLost(Exception):
+    """A live controller died or stopped listening during the session: the machine's doing."""
+
+
+def _listening(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def _log_tail(node: Path) -> str:
+    """The last errors in a node's log (or the last lines of its console output)."""
+    for name, keep in (("server.log", ("ERROR", "FATAL", "Exception")), ("server.out", ("",))):
+        try:
+            lines = (node / name).read_text(encoding="utf-8", errors="replace").splitlines()
+        except OSError:
+            continue
+        picked = [ln for ln in lines if any(k in ln for k in keep)][-LOG_TAIL_LINES:]
+        if picked:
+            return f"{node / name} ends:\n" + "\n".join(picked)
+    return f"nothing in {node}'s logs says why"
 
 
 def _directory_id(i: int) -> str:
