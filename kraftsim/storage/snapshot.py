@@ -97,23 +97,25 @@ class SnapshotWriter:
 
     def append(self, records: Sequence[Payload]) -> None:
         """Append metadata records (one Kafka `append`: they all go in the same batch)."""
-        if self.frozen:
-            raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
+        self._check_open()
         self._acc.append(records)
-        self.records += len(records)
-        done = self._acc.drain()
-        if done:  # as RecordsSnapshotWriter: a completed batch means a drain, which closes the open batch too
-            done += self._acc.drain(force=True)
-        self._write(done)
+        self._appended(len(records))
 
     def append_values(self, values: Sequence[bytes]) -> None:
         """`append` of records already encoded: their framed values (`encode_values`)."""
+        self._check_open()
+        self._acc.append_values(values)
+        self._appended(len(values))
+
+    def _check_open(self) -> None:
         if self.frozen:
             raise KraftsimError(f"Append not supported. Snapshot is already frozen: id = '{self.snapshot_id}'.")
-        self._acc.append_values(values)
-        self.records += len(values)
+
+    def _appended(self, count: int) -> None:
+        """Count `count` appended records and write the batches they completed."""
+        self.records += count
         done = self._acc.drain()
-        if done:
+        if done:  # as RecordsSnapshotWriter: a completed batch means a drain, which closes the open batch too
             done += self._acc.drain(force=True)
         self._write(done)
 
