@@ -17,7 +17,7 @@ Time comes from an injected clock (milliseconds), so runs are deterministic.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Iterable, Mapping, Protocol, Sequence
 
 from kraftsim.controller import (
     acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
@@ -64,14 +64,15 @@ class ReplayState:
         self.replicas = ReplicaIndex()
 
     def replay_batch(self, records: Sequence[LogEntry | Payload], *, base_offset: int, epoch: int, timestamp: int,
-                     control: bool = False) -> None:
-        """Replay one batch's records (LogEntry or Payload), in order."""
+                     control: bool = False) -> MetadataDelta | None:
+        """Replay one batch's records (LogEntry or Payload), in order; the delta applied (None
+        for a control batch or no records)."""
         if not records:
-            return
+            return None
         if control:
             for r in records:
                 self._read_control(r)
-            return
+            return None
         delta = MetadataDelta(self.image, self.catalog)
         if self.transaction_start_offset is None and not any(t.name in TRANSACTION_RECORDS
                                                              for t in {r.record_type for r in records}):
@@ -93,6 +94,16 @@ class ReplayState:
         self.image = delta.apply(provenance)
         if self.image.topics is not before.topics:
             self.replicas.follow(delta.topics, self.image.topics)
+        return delta
+
+    def rebase(self, image: MetadataImage) -> None:
+        """Stand on `image`, which the caller found equal (metadata and provenance) to this
+        state's image but another object: the controller then shares image objects with the
+        loaders holding it (kraftsim.sim.node.commit_share). The replica index describes the
+        old object, so it is rebuilt on its next use."""
+        if image is not self.image:
+            self.image = image
+            self.replicas.forget()
 
     def _read_control(self, record: LogEntry | Payload) -> None:
         if record.record_type.name == "KRaftVersionRecord":
@@ -156,6 +167,19 @@ def replay_log(log: MetadataLog, catalog: Catalog | None = None, registry: Regis
     return ReplayState(cat).replay_log(log, registry or cat.record_registry())
 
 
+class BatchObserver(Protocol):
+    """Told about each metadata batch the controller appends and replays (`_commit`).
+
+    Why: the nodes' loaders replay the same batch once it commits; an observer can hand them
+    what the controller got instead (kraftsim.sim.node.commit_share). `prepare` runs before the
+    replay (it may `rebase` the state onto an equal image object), `replayed` after it."""
+
+    def prepare(self, state: ReplayState, base_offset: int) -> None: ...
+
+    def replayed(self, raw: bytes, records: Sequence[LogEntry | Payload], base_offset: int, epoch: int,
+                 before: MetadataImage, delta: MetadataDelta, state: ReplayState) -> None: ...
+
+
 class QuorumController:
     """The active controller: node id, software (supported ranges), log, epoch, clock, config.
 
@@ -205,6 +229,8 @@ class QuorumController:
         self._noop_kept: tuple[Catalog, object, ControllerResult] | None = None
         #: Soft state about brokers' sessions, rebuilt from the image on activation (as Kafka does).
         self.heartbeats = BrokerHeartbeats(config.broker_session_timeout_ms)
+        #: Told about each metadata batch `_commit` appends (None: nobody).
+        self.observer: BatchObserver | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -407,9 +433,14 @@ class QuorumController:
                 for p in result.records:
                     acc.append([p])
         position = 0
+        observer, state = self.observer, self.state
         for raw in acc.drain(force=True):
             entry = self.log.append(raw)
             count = entry.last_offset - entry.base_offset + 1
-            self.state.replay_batch(result.records[position:position + count], base_offset=entry.base_offset,
-                                    epoch=self.epoch, timestamp=now_ms)
+            if observer is not None:
+                observer.prepare(state, entry.base_offset)
+            before, records = state.image, result.records[position:position + count]
+            delta = state.replay_batch(records, base_offset=entry.base_offset, epoch=self.epoch, timestamp=now_ms)
+            if observer is not None and delta is not None:
+                observer.replayed(raw, records, entry.base_offset, self.epoch, before, delta, state)
             position += count

@@ -32,6 +32,7 @@ from kraftsim.image import EmitResult, MetadataImage, RetentionSettings, registr
 from kraftsim.sim.node.format import clock_text, incarnation_id
 from kraftsim.gcpause import fewer_collections
 from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.node.controller_commits import ControllerCommits
 from kraftsim.sim.engine.events import Event, LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
@@ -566,6 +567,7 @@ class Engine:
                                   static_voters=controller_static_voters(self.kraft_version, self.voters),
                                   upgrade_voters=lambda: self.reconfig.upgrade_voters(m),
                                   resume=self._controller_checkpoint(m))
+            qc.observer = ControllerCommits(node)  # (its loaders adopt what it replays: controller_commits)
             qc.activate(read_bootstrap_dir(node.directory))
         except (ActivationError, KraftsimError) as e:
             self.emit(m.id, "failed", {"text": str(e)})

@@ -8,5 +8,6 @@
   api_versions, finalized, client_view   what a node tells clients (KIP-35, KIP-584)
   registration_profile, cordoned         what a broker registers and heartbeats with
   commit_share   committed batches replayed once for the whole cluster, not once per node
+  controller_commits   the active controller's replay of a batch, kept for its software's loaders
   data/          the ApiVersions table by release
 """

@@ -65,9 +65,18 @@ class CommitShare:
         published = loader.last_publish
         assert published is not None, "only a commit that published is kept"
         delta, image, manifest = published
+        self.keep_result(software, batch, before, raft_before, delta, image, manifest, raw,
+                         raft_after=(loader.kraft_version, loader.voters))
+
+    def keep_result(self, software: tuple[object, ...], batch: BatchKey, before: object,
+                    raft_before: tuple[object, object], delta: Any, image: object, manifest: object,
+                    raw: bytes | None, raft_after: tuple[object, object] | None = None) -> None:
+        """`keep` of what replaying `batch` on `before` gave (`delta`, `image`, `manifest`),
+        whoever replayed it (a loader, or the active controller: controller_commits); the raft
+        state after it is `raft_before` unless given."""
         delta.settle(image)  # (publishers that adopt it read no topic changes: let them go)
-        self._done[(software, batch)] = (before, raft_before, delta, image, manifest, loader.kraft_version,
-                                         loader.voters, raw)
+        kraft_version, voters = raft_after if raft_after is not None else raft_before
+        self._done[(software, batch)] = (before, raft_before, delta, image, manifest, kraft_version, voters, raw)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
 

@@ -189,6 +189,12 @@ class SimNode:
         return self.state.id
 
     @property
+    def software(self) -> tuple[object, ...]:
+        """What replays alike: loaders of equal software reach equal images from equal ones
+        (the commit and snapshot shares' key)."""
+        return (self.state.release, self.kip_778, id(self.base_catalog))
+
+    @property
     def metadata_dir(self) -> Path:
         return self.directory / str(METADATA_DIR_NAME)
 
@@ -347,7 +353,7 @@ class SimNode:
             sid = snaps[-1]
             if self.share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's content)
                 self.share.snapshots.load(self.loader, snapshot_path(log.directory, sid), sid, self.registry,
-                                          (self.state.release, self.kip_778, id(self.base_catalog)), seed_loader,
+                                          self.software, seed_loader,
                                           reads_like=self._reads_like)
             else:
                 snap = read_snapshot(snapshot_path(log.directory, sid), self.registry)
@@ -448,7 +454,7 @@ class SimNode:
         `LogSegment.read_batch` does (its errors unchanged); else from `log.batches`."""
         loader, share = self.loader, self.share
         assert self.log is not None and loader is not None and share is not None
-        software: tuple[object, ...] = (self.state.release, self.kip_778, id(self.base_catalog))
+        software = self.software
         done = share.kept()  # (CommitShare.find, inlined: every node passes here for every commit)
         adopt = loader.adopt
         log = self.log
