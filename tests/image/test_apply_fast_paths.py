@@ -10,6 +10,8 @@
 - `ChunkMap.updated` / `sorted_items` / `values` behave as a dict.
 - `TopicsDelta.apply` (no look-up for a changed topic of the base) gives the image a
   replay from nothing gives.
+- Applying a commit rebuilds each changed topic of the base with one `ChunkMap.updated`
+  (every change to it at once), copying only the chunks the changes fall in.
 """
 
 from __future__ import annotations
@@ -296,3 +298,48 @@ def test_a_settled_delta_keeps_what_publishers_read_and_refuses_its_topics() -> 
     untouched.replay_all(MV)
     untouched.settle(untouched.apply())  # (no topic changes: nothing to let go)
     assert untouched.topics.image is base.topics
+
+
+@contextmanager
+def counted_updates() -> Iterator[list[ChunkMap[Any, Any]]]:
+    """`ChunkMap.updated` counted meanwhile: the maps it was called on, in order."""
+    real = ChunkMap.updated
+    calls: list[ChunkMap[Any, Any]] = []
+
+    def counting(self: ChunkMap[Any, Any], changes: Any) -> ChunkMap[Any, Any]:
+        calls.append(self)
+        return real(self, changes)
+
+    ChunkMap.updated = counting  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        ChunkMap.updated = real  # type: ignore[method-assign]
+
+
+@settings(max_examples=150, deadline=None)
+@given(wide_commit_records())
+def test_a_commit_rebuilds_each_changed_base_topic_once(setup_and_changes) -> None:
+    """Applying a commit gathers its changes per topic: one `ChunkMap.updated` per changed topic
+    of the base (each chunk a change falls in copied once, every other chunk and the key
+    positions shared), and each topic's partitions are what the plain path gives (the base
+    topic's partitions as a dict, updated with the changes in order)."""
+    setup, changes = setup_and_changes
+    base = replay(setup)
+    delta = MetadataDelta(base)
+    delta.replay_all(changes, lambda r, e: None)
+    pending = {tid: (td.image.partitions, dict(td.changes), td.fresh) for tid, td in delta.topics.changed.items()}
+    with counted_updates() as calls:
+        applied = delta.apply()
+    rebuilt = [parts for parts, ch, fresh in pending.values() if ch and not fresh and isinstance(parts, ChunkMap)]
+    assert sorted(map(id, calls)) == sorted(map(id, rebuilt))  # once each, and only those
+    for tid, (parts, ch, fresh) in pending.items():
+        topic = applied.topics.get_topic(tid)
+        want = {**dict(parts.items()), **ch}
+        assert dict(topic.partitions.items()) == want and list(topic.partitions) == list(want)
+        if fresh or not isinstance(parts, ChunkMap) or not all(k in parts for k in ch):
+            continue
+        (old_pos, old_chunks), (new_pos, new_chunks) = ChunkMap.layout_of(parts), ChunkMap.layout_of(topic.partitions)
+        touched = {old_pos[k] >> CHUNK_BITS for k in ch}
+        assert new_pos is old_pos
+        assert all((new is old) == (c not in touched) for c, (old, new) in enumerate(zip(old_chunks, new_chunks)))
