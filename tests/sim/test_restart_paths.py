@@ -187,12 +187,14 @@ def test_bytes_that_differ_are_never_adopted(monkeypatch: pytest.MonkeyPatch) ->
         good = _run(base, "good")
         assert by_bytes[0] > 0
         by_bytes[0] = 0
-        keep = CommitShare.keep
+        keep_result = CommitShare.keep_result  # (every kept commit goes through it, a loader's or the controller's)
 
-        def wrong_bytes(self, software, batch, before, raft_before, loader, raw=None):  # type: ignore[no-untyped-def]
-            keep(self, software, batch, before, raft_before, loader, None if raw is None else raw + b"?")
+        def wrong_bytes(self, software, batch, before, raft_before, delta, image, manifest, raw,  # type: ignore[no-untyped-def]
+                        raft_after=None):
+            keep_result(self, software, batch, before, raft_before, delta, image, manifest,
+                        None if raw is None else raw + b"?", raft_after)
 
-        monkeypatch.setattr(CommitShare, "keep", wrong_bytes)
+        monkeypatch.setattr(CommitShare, "keep_result", wrong_bytes)
         bad = _run(base, "bad")
     assert by_bytes[0] == 0
     assert good == bad
