@@ -8,6 +8,21 @@ image (`MetadataLoader.adopt`), and their publishers (snapshots, KIP-778 changes
 commit as if replayed there. Only a commit that published exactly once from an idle loader
 is shared; anything else (a transaction left open, a fault, a mid-batch publish) is
 replayed by each node. Nodes sharing an image object are what the deep invariants group.
+
+Across softwares (`across`): a loader of another release adopts a commit replayed on its
+very image object when the batch reads nothing of the software that differs between the
+two (`replays_alike`, from the batch's `BatchReads`). What a replay reads of its software,
+all of it (kraftsim.image: MetadataLoader, MetadataDelta, FeaturesDelta,
+ConfigurationsDelta; SimNode._unsupported_in): the record registry that decodes the bytes
+(records, versions, opaque types, decode errors); the metadata.version handling (KIP-778's
+split and rewrite at a metadata.version change, done with the catalog); for a
+FeatureLevelRecord of metadata.version the catalog's level (`mv_from_level`, or its
+refusal), of kraft.version whether the release keeps it in the image; for a ConfigRecord
+the release's replay filter; for every finalized level (FeatureLevelRecord,
+KRaftVersionRecord) whether the node supports it (the adopter asks itself: `BatchReads.levels`).
+Every other record replays alike whatever the release: cluster, topic and partition,
+producer id, ACL, quota, SCRAM, token and transaction records, control records (the raft
+state, compared as for one software), and the provenance and manifest come from the batch.
 """
 
 from __future__ import annotations
@@ -15,12 +30,15 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 if TYPE_CHECKING:
     from kraftsim.image import MetadataLoader
 
+from kraftsim.image import KRAFT_VERSION
+from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.sim.node.snapshot_share import SnapshotShare
+from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, VersionsError
 
 #: Commits kept, so that a node replaying its log from the start after a restart adopts too
 #: (images are persistent structures: one more image costs what its commit changed).
@@ -29,13 +47,83 @@ KEEP = 1 << 16
 BatchKey = object  # what names a batch's bytes: (base offset, last offset, epoch, CRC), or the bytes
 
 
+class Replayer(NamedTuple):
+    """What of a node's software its loader's replay reads (see the module docstring)."""
+
+    catalog: Catalog
+    registry: object  # (the protocol Registry the batch is decoded with: compared by identity)
+    kip_778: bool
+
+
+class BatchReads(NamedTuple):
+    """What of its software a batch's replay reads: its FeatureLevelRecords and
+    KRaftVersionRecords as (record type, feature, level) in record order, and whether it
+    holds a ConfigRecord. Most batches read nothing (`NEUTRAL`)."""
+
+    levels_set: tuple[tuple[str, str, int], ...] = ()
+    configs: bool = False
+
+    def levels(self) -> Iterable[tuple[str, int]]:
+        """The (feature, level) pairs a node checks it supports before applying the batch,
+        in order (SimNode._unsupported_in: kraft.version as its KRaftVersionRecord says,
+        never as a FeatureLevelRecord)."""
+        return ((f, lv) for t, f, lv in self.levels_set if t == "KRaftVersionRecord" or f != KRAFT_VERSION)
+
+
+NEUTRAL = BatchReads()
+
+
+def batch_reads(records: Iterable[LogEntry | Payload]) -> BatchReads:
+    """What replaying `records` (one batch's, decoded) reads of the software."""
+    levels: list[tuple[str, str, int]] = []
+    configs = False
+    for r in records:
+        name = r.record_type.name
+        if name == "FeatureLevelRecord":
+            levels.append((name, r.message.name, r.message.feature_level))
+        elif name == "KRaftVersionRecord":
+            levels.append((name, KRAFT_VERSION, r.message.k_raft_version))
+        elif name == "ConfigRecord":
+            configs = True
+    return BatchReads(tuple(levels), configs) if levels or configs else NEUTRAL
+
+
+def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
+    """Whether a batch reading `reads` replays under `b` as under `a` from the same loader
+    state (the adopting node still checks it supports `reads.levels()`)."""
+    if a.registry is not b.registry or a.kip_778 != b.kip_778:
+        return False
+    if reads.configs and a.catalog.config_replay_filter() != b.catalog.config_replay_filter():
+        return False
+    for kind, feature, level in reads.levels_set:
+        if kind != "FeatureLevelRecord":
+            continue
+        if feature == MV_NAME:
+            if a.kip_778:
+                return False  # (KIP-778's handling rewrites the image with its catalog)
+            try:
+                if a.catalog.mv_from_level(level).level != b.catalog.mv_from_level(level).level:
+                    return False
+            except VersionsError:
+                return False
+        elif feature == KRAFT_VERSION and \
+                a.catalog.keeps_kraft_version_feature() != b.catalog.keeps_kraft_version_feature():
+            return False
+    return True
+
+
 class CommitShare:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep_limit = keep
-        self._done: OrderedDict[tuple[object, ...], tuple[object, ...]] = OrderedDict()
+        self._done: OrderedDict[tuple[object, ...], tuple[Any, ...]] = OrderedDict()
         self.replayed = 0
         self.adopted = 0
         self.rebased = 0
+        #: Commits adopted from a replay made under another software (`across`).
+        self.adopted_across = 0
+        #: The replayer of each software that kept a commit shareable across softwares.
+        self._replayers: dict[tuple[object, ...], Replayer] = {}
+        self._alike: dict[tuple[object, ...], bool] = {}
         self._differs: weakref.WeakSet[MetadataLoader] = weakref.WeakSet()  # loaders found to stand on other metadata
         #: Snapshot files loaded once for the loaders sharing these commits.
         self.snapshots = SnapshotShare()
@@ -43,6 +131,8 @@ class CommitShare:
     def clear(self) -> None:
         """Forget every kept commit and snapshot load (the counters stay)."""
         self._done.clear()
+        self._replayers.clear()
+        self._alike.clear()
         self.snapshots.clear()
 
     def kept(self) -> Mapping[tuple[Any, ...], tuple[Any, ...]]:
@@ -58,27 +148,55 @@ class CommitShare:
         return hit
 
     def keep(self, software: tuple[object, ...], batch: BatchKey, before: object, raft_before: tuple[object, object],
-             loader: MetadataLoader, raw: bytes | None = None) -> None:
+             loader: MetadataLoader, raw: bytes | None = None, *, reads: BatchReads | None = None,
+             replayer: Replayer | None = None) -> None:
         """Remember what `loader` got from `batch` on the image `before`; `raw`: the batch's
         checked bytes, for a reader that compares bytes instead of parsing them
-        (SimNode's catch-up after a start)."""
+        (SimNode's catch-up after a start). With `reads` (what the batch read of the
+        software) and `replayer` (that software), loaders of other softwares may adopt it (`across`)."""
         published = loader.last_publish
         assert published is not None, "only a commit that published is kept"
         delta, image, manifest = published
         self.keep_result(software, batch, before, raft_before, delta, image, manifest, raw,
-                         raft_after=(loader.kraft_version, loader.voters))
+                         raft_after=(loader.kraft_version, loader.voters), reads=reads, replayer=replayer)
 
     def keep_result(self, software: tuple[object, ...], batch: BatchKey, before: object,
                     raft_before: tuple[object, object], delta: Any, image: object, manifest: object,
-                    raw: bytes | None, raft_after: tuple[object, object] | None = None) -> None:
+                    raw: bytes | None, raft_after: tuple[object, object] | None = None, *,
+                    reads: BatchReads | None = None, replayer: Replayer | None = None) -> None:
         """`keep` of what replaying `batch` on `before` gave (`delta`, `image`, `manifest`),
         whoever replayed it (a loader, or the active controller: controller_commits); the raft
         state after it is `raft_before` unless given."""
         delta.settle(image)  # (publishers that adopt it read no topic changes: let them go)
         kraft_version, voters = raft_after if raft_after is not None else raft_before
-        self._done[(software, batch)] = (before, raft_before, delta, image, manifest, kraft_version, voters, raw)
+        if replayer is None:
+            reads = None
+        elif software not in self._replayers:
+            self._replayers[software] = replayer
+        self._done[(software, batch)] = (before, raft_before, delta, image, manifest, kraft_version, voters, raw,
+                                         reads)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
+
+    def across(self, software: tuple[object, ...], batch: BatchKey, image: object, raft: tuple[object, object],
+               replayer: Replayer) -> tuple[Any, ...] | None:
+        """What a loader of another software got from `batch` on the very image object
+        `image` with the raft state `raft`, when the batch replays alike under `replayer`
+        (`replays_alike`); None if none. The caller still checks that its node supports
+        the levels the batch finalizes (`BatchReads.levels`, the kept tuple's last field)."""
+        for other, theirs in self._replayers.items():
+            if other == software:
+                continue
+            hit = self._done.get((other, batch))
+            if hit is None or hit[0] is not image or hit[1] != raft or hit[8] is None:
+                continue
+            key = (other, software, hit[8])
+            alike = self._alike.get(key)
+            if alike is None:
+                alike = self._alike[key] = replays_alike(theirs, replayer, hit[8])
+            if alike:
+                return hit
+        return None
 
     def drop_below(self, offset: int) -> int:
         """Forget the kept commits of batches that end below `offset`; how many went.
@@ -115,4 +233,4 @@ class CommitShare:
         return True
 
 
-__all__ = ["CommitShare"]
+__all__ = ["NEUTRAL", "BatchReads", "CommitShare", "Replayer", "batch_reads", "replays_alike"]

@@ -11,6 +11,8 @@ Kept only when that is exact: the co-located loader idle just below the batch, o
 controller's image (its raft state is then the loader's), or the batch right after one kept
 (no control batch between: the raft state is unchanged); no transaction marker, no open
 transaction, no FeatureLevelRecord (the loader handles metadata.version changes itself).
+Loaders of other softwares standing on the same image adopt it too when the batch replays
+alike under theirs (`CommitShare.across`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import TYPE_CHECKING, Sequence
 from kraftsim.image import LogDeltaManifest, MetadataImage
 from kraftsim.image.delta import TRANSACTION_RECORDS, MetadataDelta
 from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.sim.node.commit_share import batch_reads
 
 if TYPE_CHECKING:
     from kraftsim.controller import ReplayState
@@ -65,7 +68,8 @@ class ControllerCommits:
         end = base_offset + len(records) - 1
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
         key = (base_offset, end, epoch, int.from_bytes(raw[_CRC], "big"))
-        share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
+        share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw,
+                          reads=batch_reads(records), replayer=self.node.replayer)
         self._last = (end, image, raft)
         self.kept += 1
 

@@ -46,7 +46,7 @@ from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.node.commit_share import CommitShare
+from kraftsim.sim.node.commit_share import NEUTRAL, BatchReads, CommitShare, Replayer, batch_reads
 from kraftsim.sim.node.api_versions import ApiVersionsResponse, api_versions_response, max_api_versions_version
 from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
@@ -181,6 +181,8 @@ class SimNode:
         self._registers_controller: bool | None = None
         #: Committed batches replayed once for the cluster (None: this node replays every one).
         self.share = share
+        #: What of this software its loader's replay reads (commit_share.replays_alike).
+        self.replayer = Replayer(self.catalog, self.registry, kip_778)
 
     # ------------------------------------------------------------------ identity and software
 
@@ -498,8 +500,15 @@ class SimNode:
                     adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
                     share.adopted += 1
                     continue
+                hit = self._across(key)
+                if hit is not None:
+                    adopt(hit[2], hit[3], hit[4], kraft_version=hit[5], voters=hit[6])
+                    share.adopted += 1
+                    share.adopted_across += 1
+                    continue
             entries_in = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
-            found = self._unsupported_in(entries_in)
+            reads = batch_reads(entries_in)
+            found = self._refused(reads)
             if found is not None:
                 self.blocked = found
                 return found
@@ -510,8 +519,19 @@ class SimNode:
             share.replayed += 1
             if whole and loader.publishes == publishes + 1 and loader.idle and len(loader.faults) == faults \
                     and not share.rebase(software, key, loader):  # (an equal image another node got: take it)
-                share.keep(software, key, before, raft_before, loader, b.raw)
+                share.keep(software, key, before, raft_before, loader, b.raw, reads=reads, replayer=self.replayer)
         return None
+
+    def _across(self, key: object) -> tuple[Any, ...] | None:
+        """A commit of the batch `key` another software replayed on this idle loader's image
+        that replays here alike (CommitShare.across), and finalizes no level this node
+        refuses; None if none."""
+        loader, share = self.loader, self.share
+        assert loader is not None and share is not None
+        hit = share.across(self.software, key, loader.image, (loader.kraft_version, loader.voters), self.replayer)
+        if hit is None or (hit[8] is not NEUTRAL and self._refused(hit[8]) is not None):
+            return None
+        return hit
 
     def _adopt_unparsed(self, seg: LogSegment, j: int, start: int, end: int, software: tuple[object, ...]) -> int:
         """Adopt the active segment's batches from `j` on that it keeps no parse of (a node that
@@ -572,14 +592,11 @@ class SimNode:
         return k
 
     def _unsupported_in(self, entries: Iterable[LogEntry]) -> Unsupported | None:
-        for e in entries:
-            name = e.record_type.name
-            if name == "FeatureLevelRecord" and e.message.name != KRAFT_VERSION:
-                level, feature = e.message.feature_level, e.message.name
-            elif name == "KRaftVersionRecord":
-                level, feature = e.message.k_raft_version, KRAFT_VERSION
-            else:
-                continue
+        return self._refused(batch_reads(entries))
+
+    def _refused(self, reads: BatchReads) -> Unsupported | None:
+        """The first level a batch that reads `reads` finalizes that this software does not support."""
+        for feature, level in reads.levels():
             found = self.unsupported({feature: level})
             if found:
                 return found[0]
