@@ -158,25 +158,31 @@ class CommitShare:
         assert published is not None, "only a commit that published is kept"
         delta, image, manifest = published
         self.keep_result(software, batch, before, raft_before, delta, image, manifest, raw,
-                         raft_after=(loader.kraft_version, loader.voters), reads=reads, replayer=replayer)
+                         raft_after=(loader.kraft_version, loader.voters))
+        if reads is not None and replayer is not None:
+            self.shareable(software, batch, reads, replayer)
 
     def keep_result(self, software: tuple[object, ...], batch: BatchKey, before: object,
                     raft_before: tuple[object, object], delta: Any, image: object, manifest: object,
-                    raw: bytes | None, raft_after: tuple[object, object] | None = None, *,
-                    reads: BatchReads | None = None, replayer: Replayer | None = None) -> None:
+                    raw: bytes | None, raft_after: tuple[object, object] | None = None) -> None:
         """`keep` of what replaying `batch` on `before` gave (`delta`, `image`, `manifest`),
         whoever replayed it (a loader, or the active controller: controller_commits); the raft
-        state after it is `raft_before` unless given."""
+        state after it is `raft_before` unless given. Kept for its software only until
+        `shareable` says what the batch read of it."""
         delta.settle(image)  # (publishers that adopt it read no topic changes: let them go)
         kraft_version, voters = raft_after if raft_after is not None else raft_before
-        if replayer is None:
-            reads = None
-        elif software not in self._replayers:
-            self._replayers[software] = replayer
         self._done[(software, batch)] = (before, raft_before, delta, image, manifest, kraft_version, voters, raw,
-                                         reads)
+                                         None)
         while len(self._done) > self.keep_limit:
             self._done.popitem(last=False)
+
+    def shareable(self, software: tuple[object, ...], batch: BatchKey, reads: BatchReads, replayer: Replayer) -> None:
+        """Let loaders of other softwares adopt the commit of `batch` just kept under
+        `software` (`across`): the batch read `reads` of it, and `replayer` is that software."""
+        hit = self._done.get((software, batch))
+        if hit is not None:
+            self._replayers.setdefault(software, replayer)
+            self._done[(software, batch)] = (*hit[:8], reads)
 
     def across(self, software: tuple[object, ...], batch: BatchKey, image: object, raft: tuple[object, object],
                replayer: Replayer) -> tuple[Any, ...] | None:

@@ -68,8 +68,8 @@ class ControllerCommits:
         end = base_offset + len(records) - 1
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
         key = (base_offset, end, epoch, int.from_bytes(raw[_CRC], "big"))
-        share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw,
-                          reads=batch_reads(records), replayer=self.node.replayer)
+        share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
+        share.shareable(self.node.software, key, batch_reads(records), self.node.replayer)
         self._last = (end, image, raft)
         self.kept += 1
 
