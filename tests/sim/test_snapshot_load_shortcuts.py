@@ -238,3 +238,35 @@ def test_a_kept_load_that_took_the_written_image_rewrites_nothing_and_settles_wh
         assert made == [1]
         assert kept.apply().topics is first[0].topics
         assert kept.image is EMPTY_IMAGE
+
+
+def _snapshot_then_rolled(base: Path) -> tuple[str, list[str], SnapshotShare]:
+    """Created on 3.9, controllers rolled to 4.0, a snapshot step on every node, brokers rolled."""
+    sim = Simulation.create(base, controllers=3, brokers=4, release="3.9", seed=5, durable=False)
+    lines: list[str] = []
+    sim.subscribe(lambda e: lines.append(repr(e)))
+    sim.create_topics(12, 3)
+    sim.roll("4.0", "controllers")
+    sim.snapshot()
+    sim.roll("4.0", "brokers")
+    sim.run(2_000)
+    assert not failed(sim), failed(sim)
+    share = sim.engine.share.snapshots
+    sim.close()
+    return tree_digest(base), lines, share
+
+
+def test_brokers_restarted_after_a_snapshot_step_take_the_image_their_file_was_written_from(
+        monkeypatch: Any) -> None:
+    """The snapshot step lets the written files' images go for placing, but a broker that
+    restarts from its file before anyone writes again takes that image instead of decoding
+    the file; the run is the run without that: the same files and the same timeline."""
+    from kraftsim.image import SnapshotCopies
+
+    with scratch() as base:
+        fast = _snapshot_then_rolled(base / "fast")
+        clear = SnapshotCopies.clear
+        monkeypatch.setattr(SnapshotCopies, "clear", lambda self, readable=True: clear(self, readable=False))
+        slow = _snapshot_then_rolled(base / "slow")
+    assert fast[:2] == slow[:2]
+    assert fast[2].taken > slow[2].taken and fast[2].loaded < slow[2].loaded

@@ -81,7 +81,7 @@ class SnapshotShare:
     def clear(self) -> None:
         self._done.clear()
         self._hashes.clear()
-        self.writes.clear()
+        self.writes.clear(readable=False)
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
              seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None, *,
