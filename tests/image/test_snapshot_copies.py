@@ -154,3 +154,26 @@ def test_images_that_change_between_snapshots_are_written_as_alone_reusing_the_u
         assert files(tmp_path / f"n{i}") == alone(tmp_path, image, clock=40 + i)
     partitions = IMAGE.topics.partition_count()
     assert copies.topic_values.reused > 2 * partitions and copies.topic_values.encoded < 2 * partitions
+
+
+def test_cleared_files_are_not_placed_but_still_name_their_image_until_the_next_write(tmp_path: Path) -> None:
+    """After `clear()` (every node wrote) no file is placed from the cleared ones, but a
+    node restarting from its file before anyone writes again still finds the image it was
+    written from (`written_from`), until the next write lets it go; `readable=False`
+    forgets at once."""
+    from kraftsim.storage.snapshot import file_identity
+
+    copies = SnapshotCopies()
+    first = emit(tmp_path / "a", IMAGE, copies).path  # type: ignore[attr-defined]
+    linked = emit(tmp_path / "b", IMAGE, copies).path  # type: ignore[attr-defined]
+    assert copies.linked == 1
+    copies.clear()
+    for path in (first, linked):
+        found = copies.written_from(file_identity(path))
+        assert found is not None and found[0] is IMAGE
+    emit(tmp_path / "c", IMAGE, copies)  # (encoded again: cleared files are not placed)
+    assert (copies.written, copies.linked) == (2, 1)
+    assert copies.written_from(file_identity(first)) is None  # (the write let the cleared one go)
+    assert copies.written_from(file_identity(tmp_path / "c" / first.name)) is not None
+    copies.clear(readable=False)
+    assert copies.written_from(file_identity(tmp_path / "c" / first.name)) is None

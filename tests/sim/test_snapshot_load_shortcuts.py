@@ -18,6 +18,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 
 from kraftsim.image import (EMPTY_IMAGE, MetadataDelta, MetadataImage, MetadataLoader, MetadataProvenance,
@@ -30,7 +31,7 @@ from kraftsim.sim.node import simnode
 from kraftsim.sim.node.simnode import SimNode
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.node.voters import seed_loader
-from kraftsim.storage import parse_snapshot_name, read_snapshot
+from kraftsim.storage import SnapshotId, parse_snapshot_name, read_snapshot
 from kraftsim.storage.snapshot import restamp_batches
 from kraftsim.versions import default_catalog
 from tests.image.helpers import rec
@@ -194,3 +195,78 @@ def test_restarted_nodes_take_the_written_image_and_every_file_and_event_is_the_
     assert fast[:2] == slow[:2]
     assert fast[2].taken >= 4 and slow[2].taken == 0
     assert fast[2].loaded < slow[2].loaded
+
+
+def test_a_kept_load_that_took_the_written_image_rewrites_nothing_and_settles_when_read(monkeypatch: Any) -> None:
+    """A load that took the written image is kept for other nodes with its delta settled;
+    the delta (the image rewritten from empty) is made only if someone reads it — at a
+    million partitions making it costs a whole rewrite and replay — and is then the
+    settled delta an eager settle would have left: topics refused, `apply()` the image's."""
+    from kraftsim.image import MetadataReplayError
+    from kraftsim.image.loader import metadata_loader
+    from tests.image.helpers import uid
+
+    made: list[int] = []
+    real = metadata_loader.full_image_delta
+    monkeypatch.setattr(metadata_loader, "full_image_delta", lambda *a: made.append(1) or real(*a))
+    release = "4.0.2"
+    cat = CAT.at_release(release)
+    records = [mv_record(cat.latest_production.level), rec("TopicRecord", name="t", topic_id=uid(1)),
+               *(rec("PartitionRecord", topic_id=uid(1), partition_id=p, replicas=[1, 2, 3], isr=[1, 2, 3], leader=1)
+                 for p in range(3))]
+    delta = MetadataDelta(EMPTY_IMAGE, cat)
+    delta.replay_all(records)
+    image = delta.apply(MetadataProvenance(41, 2, CLOCK, True))
+    share = SnapshotShare()
+    with tempfile.TemporaryDirectory() as tmp:
+        emitter = SnapshotEmitter(Path(tmp) / "a", catalog=cat, clock_ms=CLOCK, registry=cat.record_registry(),
+                                  fsync=False, copies=share.writes, software=(release, id(CAT)))
+        result = emitter.maybe_emit(image)
+        assert result is not None
+        reads_like = _reads_like(release)
+        first = _shared(share, result.path, release, False, reads_like)
+        adopter = _loader(release, False, [])
+        share.load(adopter, result.path, SnapshotId(42, 2), cat.record_registry(), (release, False, id(CAT)),
+                   seed_loader, reads_like=reads_like)
+        assert (share.taken, share.adopted, share.loaded) == (1, 1, 0)
+        assert first == _state(adopter, release, []) == _plain(result.path, release, False)
+        assert made == []  # (the plain load above replays the file: no rewrite either)
+        assert adopter.last_publish is not None
+        kept = adopter.last_publish[0]  # (the kept load's delta, as adopters get it)
+        with pytest.raises(MetadataReplayError):  # (a settled delta's topics are refused)
+            assert kept.topics is None
+        assert made == [1]
+        assert kept.apply().topics is first[0].topics
+        assert kept.image is EMPTY_IMAGE
+
+
+def _snapshot_then_rolled(base: Path) -> tuple[str, list[str], SnapshotShare]:
+    """Created on 3.9, controllers rolled to 4.0, a snapshot step on every node, brokers rolled."""
+    sim = Simulation.create(base, controllers=3, brokers=4, release="3.9", seed=5, durable=False)
+    lines: list[str] = []
+    sim.subscribe(lambda e: lines.append(repr(e)))
+    sim.create_topics(12, 3)
+    sim.roll("4.0", "controllers")
+    sim.snapshot()
+    sim.roll("4.0", "brokers")
+    sim.run(2_000)
+    assert not failed(sim), failed(sim)
+    share = sim.engine.share.snapshots
+    sim.close()
+    return tree_digest(base), lines, share
+
+
+def test_brokers_restarted_after_a_snapshot_step_take_the_image_their_file_was_written_from(
+        monkeypatch: Any) -> None:
+    """The snapshot step lets the written files' images go for placing, but a broker that
+    restarts from its file before anyone writes again takes that image instead of decoding
+    the file; the run is the run without that: the same files and the same timeline."""
+    from kraftsim.image import SnapshotCopies
+
+    with scratch() as base:
+        fast = _snapshot_then_rolled(base / "fast")
+        clear = SnapshotCopies.clear
+        monkeypatch.setattr(SnapshotCopies, "clear", lambda self, readable=True: clear(self, readable=False))
+        slow = _snapshot_then_rolled(base / "slow")
+    assert fast[:2] == slow[:2]
+    assert fast[2].taken > slow[2].taken and fast[2].loaded < slow[2].loaded

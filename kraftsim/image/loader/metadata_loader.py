@@ -618,17 +618,31 @@ class _DeltaOnUse:
     """`full_image_delta(image, catalog)`, made when first read (an attribute asked for) and
     then the delta itself for every use: see MetadataLoader.initial_delta_on_use."""
 
-    __slots__ = ("_image", "_catalog", "_delta")
+    __slots__ = ("_image", "_catalog", "_delta", "_settle")
 
     def __init__(self, image: MetadataImage, catalog: Catalog):
         self._image = image
         self._catalog = catalog
         self._delta: MetadataDelta | None = None
+        self._settle: MetadataImage | None = None
+
+    def settle(self, applied: MetadataImage) -> None:
+        """`MetadataDelta.settle`, without making the delta to let go of its topic changes
+        (a kept snapshot load's delta, which nobody may read: at a million partitions making
+        it is a whole rewrite and replay of the image). A delta made later is settled as it
+        is made, so it is the delta an eager settle would have left."""
+        if self._delta is not None:
+            self._delta.settle(applied)
+        elif self._settle is None:  # (the first settle decides, as MetadataDelta's does)
+            self._settle = applied
 
     def __getattr__(self, name: str) -> object:
         delta = self._delta
         if delta is None:
             delta = self._delta = full_image_delta(self._image, self._catalog)
+            if self._settle is not None:
+                delta.settle(self._settle)
+                self._settle = None
         return getattr(delta, name)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Hashable, Sequence
 
@@ -46,6 +47,7 @@ class WrittenSnapshot:
     (every file placed from it, with its identity and batch timestamp)."""
 
     image: MetadataImage
+    key: Hashable
     header: Sequence[object]
     records: int
     sources: list[tuple[Path, tuple[int, int, int, int], int]] = field(default_factory=list)
@@ -65,6 +67,8 @@ class SnapshotCopies:
         self.enabled = enabled
         self.link = link
         self._done: OrderedDict[tuple[int, Hashable], WrittenSnapshot] = OrderedDict()
+        #: Files cleared but still found by `written_from` (see `clear`).
+        self._readable: list[WrittenSnapshot] = []
         self.written = 0
         self.linked = 0
         self.copied = 0
@@ -75,8 +79,15 @@ class SnapshotCopies:
         #: a snapshot step (which clears the files) is of an image mostly like its last.
         self.topic_values = TopicValues()
 
-    def clear(self) -> None:
-        """Forget the files written (and let the images they were written from go)."""
+    def clear(self, *, readable: bool = True) -> None:
+        """Forget the files written (and let the images they were written from go): no
+        file is placed from them any more. `readable`: `written_from` still finds them
+        until the next write (`keep`) or clear. Why: a node that restarts from its newest
+        file before anyone writes again (the first brokers rolled after a snapshot step)
+        would otherwise decode it (at a million partitions, a file of a million records)
+        rather than take the image it was written from; until then the images are the
+        ones the nodes stand on, or little older."""
+        self._readable = list(self._done.values()) if readable else []
         self._done.clear()
 
     def place(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, directory: Path,
@@ -117,9 +128,9 @@ class SnapshotCopies:
         was placed (`file_identity`: device, inode, size, mtime) is `identity` was written
         from; None if no kept file had it. Read-only: for a reader that would rather take
         the image than decode the file."""
-        for (_, key), hit in self._done.items():
+        for hit in chain(self._done.values(), self._readable):
             if any(ident == identity for _, ident, _ in hit.sources):
-                return hit.image, key
+                return hit.image, hit.key
         return None
 
     def keep(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, path: Path,
@@ -128,7 +139,8 @@ class SnapshotCopies:
         if not self.enabled:
             return
         self.written += 1
-        self._done[(id(image), key)] = WrittenSnapshot(image, list(header), records,
+        self._readable = []
+        self._done[(id(image), key)] = WrittenSnapshot(image, key, list(header), records,
                                                        [(path, file_identity(path), timestamp)])
         self._done.move_to_end((id(image), key))
         while len(self._done) > self.keep_limit:
