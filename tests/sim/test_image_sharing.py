@@ -1,8 +1,10 @@
 """Nodes that hold the same image hold one object, and that changes no result.
 
-Two mechanisms (kraftsim.sim.node.snapshot_share and CommitShare.rebase) let a rolled node
-join the image the other nodes of its release stand on instead of replaying every later
-commit itself. Each has a test that fails if it changed a result (the same files and
+Three mechanisms let a rolled node join the image the other nodes stand on instead of
+replaying every later commit itself: kraftsim.sim.node.snapshot_share (a restarted node
+takes another node's load of the same snapshot, or the image its file was written from),
+CommitShare.rebase (a node that loaded alone joins at the next kept commit) and adoption
+across releases (CommitShare.across). Each has a test that fails if it changed a result (the same files and
 timeline as the long way), did nothing (counted, and the images are one object), or
 handed a wrong image (the deep invariants' replay of the node's own files sees it).
 """
@@ -39,7 +41,7 @@ def _rolled(base: Path, name: str, check=None):  # type: ignore[no-untyped-def]
     assert not failed(sim)
     share = sim.engine.share
     counts = {"rebased": share.rebased, "snapshot_adopted": share.snapshots.adopted,
-              "replayed": share.replayed}
+              "snapshot_taken": share.snapshots.taken, "replayed": share.replayed}
     if check is not None:
         check(sim)
     sim.close()
@@ -78,21 +80,29 @@ def _kept_commits_let_go_of_topic_changes(sim: Simulation) -> None:
     assert settled > 0
 
 
+def _loads_decoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every snapshot load decoded by its node: none kept for others, no written image taken."""
+    keep_limit = SnapshotShare.__init__
+
+    def no_keep(self, keep: int = 0) -> None:
+        keep_limit(self, 0)
+
+    monkeypatch.setattr(SnapshotShare, "__init__", no_keep)
+    monkeypatch.setattr(SnapshotShare, "_written", lambda self, *a: None)
+
+
 def test_rolled_nodes_share_one_image_and_every_file_is_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
     with scratch() as base:
         fast = _rolled(base, "fast", check=lambda sim: (_one_image(sim), _kept_commits_let_go_of_topic_changes(sim)))
+        _loads_decoded(monkeypatch)  # (restarted nodes load alone, then join by a rebase)
+        rebased = _rolled(base, "rebased", check=_one_image)
         monkeypatch.setattr(CommitShare, "rebase", lambda self, software, batch, loader: False)
-        keep_limit = SnapshotShare.__init__
-
-        def no_keep(self, keep: int = 0) -> None:  # (every load done by each node itself)
-            keep_limit(self, 0)
-
-        monkeypatch.setattr(SnapshotShare, "__init__", no_keep)
         slow = _rolled(base, "slow")
-    assert fast[:2] == slow[:2]
-    assert fast[2]["rebased"] >= len(BROKERS) and fast[2]["snapshot_adopted"] >= len(BROKERS) - 1
-    assert slow[2]["rebased"] == 0 and slow[2]["snapshot_adopted"] == 0
-    assert fast[2]["replayed"] < slow[2]["replayed"]
+    assert fast[:2] == rebased[:2] == slow[:2]
+    assert fast[2]["snapshot_adopted"] + fast[2]["snapshot_taken"] >= len(BROKERS)
+    assert rebased[2]["rebased"] >= len(BROKERS) and rebased[2]["snapshot_adopted"] == 0
+    assert slow[2]["rebased"] == 0 and slow[2]["snapshot_adopted"] == slow[2]["snapshot_taken"] == 0
+    assert fast[2]["replayed"] < rebased[2]["replayed"] < slow[2]["replayed"]
 
 
 def test_a_snapshot_load_is_shared_only_for_the_same_bytes() -> None:
@@ -121,9 +131,10 @@ def test_a_snapshot_load_is_shared_only_for_the_same_bytes() -> None:
     assert loaders[0].last_offset == loaders[1].last_offset != loaders[2].last_offset
 
 
-def test_a_wrong_shared_image_is_caught() -> None:
+def test_a_wrong_shared_image_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     """A rebase onto a wrong image (every rebase handed an image with no topics) is named by
     the deep invariants, which replay each node's own files."""
+    _loads_decoded(monkeypatch)  # (else restarted nodes take their images and need no rebase)
     with scratch() as base:
         sim = Simulation.create(base / "c", controllers=3, brokers=2, release="3.9", seed=3, durable=False)
         sim.create_topics(6, 2)
