@@ -102,3 +102,33 @@ def test_one_changed_partition_changes_the_digest_and_reuses_the_other_chunks() 
     after = with_topics(image, {tid: TopicImage("t", tid, parts.updated({33: bumped}))})
     assert image_digest(after, cache) == image_digest(after) != before
     assert image_digest(image, cache) == before
+
+
+def test_topics_of_several_histories_digested_in_turn_are_hashed_once() -> None:
+    """Images of three histories with equal content and no shared objects (a node's, its
+    shadow's, a replay's), digested in turn through one cache, hold three times the topics of
+    one image: the topic hashes start a new generation, and the older one still gives each
+    topic's hash (by the very object, kept alive with it) instead of hashing it again."""
+    rng = random.Random(3)
+    regs = {(t, p): registration(rng) for t in range(40) for p in range(9)}
+    empty = MetadataImage(topics=TopicsImage(by_id=PMap(hash_uuid), by_name=PMap(hash_str)))
+    histories = [{topic_id(t): TopicImage(f"t{t}", topic_id(t), ChunkMap.of({p: regs[(t, p)] for p in range(9)}))
+                  for t in range(40)} for _ in range(3)]
+    cache = DigestCache(limit=2)
+    hashed = [0]
+    topic_hash = cache._topic_hash
+
+    def counted(*args):  # type: ignore[no-untyped-def]
+        hashed[0] += 1
+        return topic_hash(*args)
+
+    cache._topic_hash = counted  # type: ignore[method-assign]
+    first = [image_digest(with_topics(empty, topics), cache) for topics in histories]
+    assert hashed[0] == 3 * 40 and len(set(first)) == 1
+    assert first[0] == image_digest(with_topics(empty, histories[0]))
+    # (the next image of each history: new maps holding the same topic objects)
+    again = [image_digest(with_topics(empty, topics), cache) for topics in histories]
+    assert again == first and hashed[0] == 3 * 40  # (nothing hashed twice)
+    changed = with_topics(empty, {**histories[0], topic_id(0): TopicImage("t0", topic_id(0),
+                                                                          ChunkMap.of({0: regs[(1, 0)]}))})
+    assert image_digest(changed, cache) == image_digest(changed) != first[0] and hashed[0] == 3 * 40 + 1

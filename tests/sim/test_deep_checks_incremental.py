@@ -24,7 +24,9 @@ from kraftsim.image import image_digest
 from kraftsim.protocol.entries import Payload
 from kraftsim.sim import Simulation
 from kraftsim.sim.engine.file_memo import FileMemo, file_identity
-from kraftsim.sim.engine.invariants import replay_image
+from kraftsim.image import DigestCache, MetadataLoader
+from kraftsim.sim.engine.invariants import _snapshot_digest, replay_image
+from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.storage import read_snapshot
 from kraftsim.storage.names import parse_snapshot_name
 from kraftsim.storage.snapshot import write_snapshot
@@ -70,6 +72,36 @@ def test_a_snapshot_changed_after_its_check_is_caught_and_an_unchanged_one_is_no
         sim.close()
     assert [r.name for r in broken] == ["SnapshotMatchesLog"]
     assert "differs from a replay of its log" in str(broken[0].detail)
+
+
+def test_a_read_back_takes_a_shadows_load_of_the_same_content_only() -> None:
+    """A snapshot read-back takes the load a shadow made of the same file content (the deep
+    check starts every shadow before it reads any snapshot back) and digests it through the
+    checker's cache: the same digest as a decode of its own. A file of the same snapshot id
+    whose content differs is decoded, and differs."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
+        sim.create_topics(4, 3)
+        path = sim.snapshot()[0]
+        node = sim.engine.member(1).node
+        assert node is not None
+        parsed = parse_snapshot_name(path.name)
+        assert parsed is not None and parsed.snapshot_id is not None
+        sid, raw = parsed.snapshot_id, path.read_bytes()
+        share, cache = SnapshotShare(), DigestCache()
+        shadow = MetadataLoader(node.catalog)
+        share.load(shadow, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)))
+        held = image_digest(shadow.image, cache)  # (as the shadow's check digests it)
+        plain = _snapshot_digest(node, sid, path, raw)
+        assert _snapshot_digest(node, sid, path, raw, share, cache) == plain == held
+        assert share.adopted == 1 and share.loaded == 1
+        (base / "w").mkdir()
+        other = base / "w" / path.name
+        bad = _without_last_partition(path, base / "w")
+        assert other.read_bytes() == bad
+        assert _snapshot_digest(node, sid, other, bad, share, cache) != plain
+        assert share.adopted == 1 and share.loaded == 2
+        sim.close()
 
 
 def test_file_memo_reads_a_file_once_per_identity_and_loads_bytes_once() -> None:

@@ -163,13 +163,18 @@ assert tuple(_ENTITIES) == COMPONENTS
 class DigestCache:
     """Component sums and topic hashes of images already digested, by the identity of the
     immutable object each came from (see the module docstring). Bounded, so that it holds
-    on to few old objects: the component sums are emptied past `limit` entries, the topic
-    hashes past twice the topics of the image being digested (plus `limit`)."""
+    on to few old objects: the component sums are emptied past `limit` entries; the topic
+    hashes start a new generation past twice the topics of the image being digested (plus
+    `limit`), the one before kept until the next."""
 
     def __init__(self, limit: int = 256):
         self.limit = limit
         self._components: dict[int, tuple[object, int]] = {}
         self._topics: dict[int, tuple[object, object, int]] = {}
+        #: The topic hashes of the generation before `_topics` filled up: one found here is
+        #: taken over into `_topics` (the images of several histories digested in turn, nodes'
+        #: and replays', hold more topics than one generation keeps).
+        self._topics_before: dict[int, tuple[object, object, int]] = {}
         #: Sums (not reduced) of topics-by-id subtrees, by the identity of the node.
         self._subtrees: dict[int, tuple[object, int]] = {}
         #: Canonical bytes of chunks of a topic's partitions (kraftsim.image.pmap.ChunkMap),
@@ -202,9 +207,8 @@ class DigestCache:
         the identity of the immutable node, kept alive with its sum) and only the paths to
         what changed are added up again."""
         by_id = image.topics.by_id
-        cache = self._topics
-        if len(cache) > 2 * len(by_id) + self.limit:
-            cache.clear()
+        if len(self._topics) > 2 * len(by_id) + self.limit:
+            self._topics_before, self._topics = self._topics, {}
         if len(self._subtrees) > 4 * len(by_id) + self.limit:
             self._subtrees.clear()
         if len(self._chunks) > self._chunks_cap:
@@ -239,7 +243,10 @@ class DigestCache:
         for tid, t in items:
             known = cache.get(id(t))
             if known is None or known[0] is not t or known[1] != tid:
-                known = cache[id(t)] = (t, tid, self._topic_hash(prefix, tid, t))
+                known = self._topics_before.get(id(t))
+                if known is None or known[0] is not t or known[1] != tid:
+                    known = (t, tid, self._topic_hash(prefix, tid, t))
+                cache[id(t)] = known
             total += known[2]
         return total
 

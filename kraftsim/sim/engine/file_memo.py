@@ -6,7 +6,8 @@ one cluster write files with the same bytes (or share one file through hard link
 value (the loaded image's digest) is remembered twice over: by the file's identity
 (device, inode, size, modification time: a file rewritten or replaced gets another) and by
 its content (another node's file with the same content gives the same value without being
-loaded; the caller says what of the bytes counts, by default all of them). A file whose
+loaded; the caller says what of the bytes counts, by default all of them, and a file's
+bytes are hashed once: by what the caller names, else whole). A file whose
 identity changed is read again, so a corruption planted after a check is seen at the next
 one.
 """
@@ -70,28 +71,27 @@ class FileMemo(Generic[T]):
               content: Callable[[bytes], Hashable] | None = None) -> T:
         """The value for the file at `path` whose identity is `ident` (None: unknown, it is
         read and nothing is remembered by identity). The same bytes give the same value;
-        `content(bytes)`, when given, names what else of the bytes the value depends on
-        (files that differ elsewhere share it too); it may raise to refuse the bytes."""
+        `content(bytes)`, when given, names what of the bytes the value depends on (files
+        that differ elsewhere share it too; it must name equal bytes alike); it may raise
+        to refuse the bytes, which it then sees every time they are read."""
         if ident is not None:
             known = self._by_file.get((ident, context))
             if known is not None:
                 self.file_hits += 1
                 return known
         raw = read_file(path)
-        keys: list[tuple[Hashable, Hashable]] = [(_whole(raw), context)]
-        value = self._by_bytes.get(keys[0])
-        if value is None and content is not None:
-            keys.append((content(raw), context))
-            value = self._by_bytes.get(keys[1])
+        # (with `content`, what it names is the key: files with the same bytes have the same
+        # content, so hashing the whole bytes as well would be a second pass over them)
+        key = (_whole(raw) if content is None else content(raw), context)
+        value = self._by_bytes.get(key)
         if value is None:
             value = compute(raw)
             self.computed += 1
         else:
             self.bytes_hits += 1
-        if len(self._by_bytes) + len(keys) > self.keep:
+        if len(self._by_bytes) >= self.keep:
             self._by_bytes.clear()
-        for key in keys:
-            self._by_bytes[key] = value
+        self._by_bytes[key] = value
         if ident is not None and ident.size == len(raw):
             if len(self._by_file) >= self.keep:
                 self._by_file.clear()

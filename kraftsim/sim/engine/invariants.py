@@ -394,9 +394,11 @@ class Checker:
         # to there and adopt what the shadows replayed)
         self.shadow_share.stops = {sid.end_offset for m in members if m.running and m.node is not None
                                    and m.node.log is not None for sid in self.snapshot_ids(m)}
+        checked: list[Member] = []
         for m in members:
             if not m.running or m.node is None or m.node.loader is None or m.node.blocked is not None:
                 continue
+            checked.append(m)
             node = m.node
             assert node.loader is not None and node.log is not None
             upto = node.applied_offset + 1
@@ -406,12 +408,10 @@ class Checker:
             same = verified.get(id(image))
             if same is not None and same[0] is image and same[1:] == (upto, software) \
                     and m.disk_gen == m.disk_gen_at_start:
-                self._snapshots(event, m)
                 continue
             shadow = self._shadows.get(m.id)
             if shadow is not None and shadow[0] == key and upto <= shadow[1]:
-                self._snapshots(event, m)  # the node (restarted) has not caught up with its shadow yet
-                continue
+                continue  # the node (restarted) has not caught up with its shadow yet
             if shadow is None or shadow[0] != key or upto > node.log.log_end_offset \
                     or shadow[1] < node.log.log_start_offset:  # (retention removed what it would replay next)
                 loader = replay_loader(node, upto, share=self.shadow_share)
@@ -425,6 +425,9 @@ class Checker:
                 elif m.disk_gen == m.disk_gen_at_start:
                     verified[id(image)] = (image, upto, software)
                 self._shadows[m.id] = (key, upto, loader)
+        # (every shadow first: a shadow that starts again keeps its snapshot load in
+        # `shadow_share`, where a read-back of the same file's content takes it)
+        for m in checked:
             self._snapshots(event, m)
 
     def shadow(self, node: int) -> tuple[int, MetadataImage] | None:
@@ -456,7 +459,8 @@ class Checker:
             try:
                 loaded = self.snapshot_digests.value(path, ident, (software, sid),
                                                      lambda raw: _snapshot_digest(node, sid, path, raw,
-                                                                                  self.shadow_share.snapshots),
+                                                                                  self.shadow_share.snapshots,
+                                                                                  self.digests),
                                                      lambda raw: snapshot_content(path, node.registry, raw))
             except KraftsimError as e:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
@@ -477,20 +481,27 @@ def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, b
 
 
 def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
-                     share: SnapshotShare | None = None) -> str:
+                     share: SnapshotShare | None = None, digests: DigestCache | None = None) -> str:
     """The digest of what a fresh loader of `node`'s software loads from the snapshot
     file `path` holding `raw`; through `share` (the shadows' snapshot loads: a shadow's
     load of the same content is taken instead of decoding it again). The read-back's own
     load is not kept: nothing holds its image afterwards, and at a million partitions a
-    kept one would hold a whole image and its delta alive for a decode it might save."""
+    kept one would hold a whole image and its delta alive for a decode it might save.
+    `digests`: the checker's digest parts, used for a load taken from `share` (its image
+    is held there, and by the shadow that made it, whose digest put its topics in the
+    cache); a decode of its own is digested through a cache of its own, which lets go of
+    it afterwards."""
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
+    taken = False
     if share is not None:
+        adopted = share.adopted
         share.load(loader, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)),
                    data=raw, keep=False)
+        taken = share.adopted > adopted
     else:
         load_snapshot(loader, read_snapshot(path, node.registry, data=raw), end_offset=sid.end_offset,
                       epoch=sid.epoch)
-    return image_digest(loader.image)
+    return image_digest(loader.image, digests if taken and digests is not None else None)
 
 
 def _as_node(fault: LoaderFault) -> None:
