@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from kraftsim.image import MetadataLoader
 
 #: Runs kept (each holds an image; the images of one history share their unchanged parts).
-RUNS_KEEP = 64
+#: A replay from the log's start (a snapshot's check) follows the shadows' runs from the
+#: empty image, one per deep check since: at a million partitions the first snapshot comes
+#: some 70 operations in, and with fewer kept the oldest were gone and it replayed them all.
+RUNS_KEEP = 256
 
 
 class Run(NamedTuple):
