@@ -379,7 +379,8 @@ class Checker:
         last checked, gathered into one commit; shadows share those replays among
         themselves (`replay_into`, kraftsim.sim.engine.range_share), and the digests
         remember the parts of images compared before (`DigestCache`). Snapshot files are
-        read back once per file identity (`_snapshots`)."""
+        read back once per file identity (`_snapshots`), after every shadow has advanced:
+        a read-back takes the load a shadow that started again made of the same content."""
         digests: dict[int, tuple[object, str]] = {}
 
         def digest(image: object) -> str:
