@@ -167,15 +167,20 @@ def test_a_load_that_takes_the_written_image_leaves_the_loader_as_a_decode_does(
             assert share.adopted == 1 and again[0] is got[0]
 
 
-def _rolled(base: Path, monkeypatch: Any) -> tuple[str, list[str], SnapshotShare]:
-    """The production-scale what-if in small, every node snapshotting after every change (as
-    at a million partitions): created on 3.9, controllers rolled to 4.0, brokers rolled."""
-    monkeypatch.setattr(simnode, "SHARED_SERVER_DEFAULTS", SnapshotTriggers(max_bytes=256, max_time_ms=3_600_000))
-    sim = Simulation.create(base, controllers=3, brokers=4, release="3.9", seed=3, durable=False)
+def _rolled(base: Path, monkeypatch: Any | None = None, *, seed: int = 3,
+            snapshot_step: bool = False) -> tuple[str, list[str], SnapshotShare]:
+    """The production-scale what-if in small: created on 3.9, controllers rolled to 4.0, (a
+    snapshot step on every node,) brokers rolled. With `monkeypatch`, every node snapshots
+    after every change, as at a million partitions."""
+    if monkeypatch is not None:
+        monkeypatch.setattr(simnode, "SHARED_SERVER_DEFAULTS", SnapshotTriggers(max_bytes=256, max_time_ms=3_600_000))
+    sim = Simulation.create(base, controllers=3, brokers=4, release="3.9", seed=seed, durable=False)
     lines: list[str] = []
     sim.subscribe(lambda e: lines.append(repr(e)))
     sim.create_topics(12, 3)
     sim.roll("4.0", "controllers")
+    if snapshot_step:
+        sim.snapshot()
     sim.roll("4.0", "brokers")
     sim.run(2_000)
     assert not failed(sim), failed(sim)
@@ -240,22 +245,6 @@ def test_a_kept_load_that_took_the_written_image_rewrites_nothing_and_settles_wh
         assert kept.image is EMPTY_IMAGE
 
 
-def _snapshot_then_rolled(base: Path) -> tuple[str, list[str], SnapshotShare]:
-    """Created on 3.9, controllers rolled to 4.0, a snapshot step on every node, brokers rolled."""
-    sim = Simulation.create(base, controllers=3, brokers=4, release="3.9", seed=5, durable=False)
-    lines: list[str] = []
-    sim.subscribe(lambda e: lines.append(repr(e)))
-    sim.create_topics(12, 3)
-    sim.roll("4.0", "controllers")
-    sim.snapshot()
-    sim.roll("4.0", "brokers")
-    sim.run(2_000)
-    assert not failed(sim), failed(sim)
-    share = sim.engine.share.snapshots
-    sim.close()
-    return tree_digest(base), lines, share
-
-
 def test_brokers_restarted_after_a_snapshot_step_take_the_image_their_file_was_written_from(
         monkeypatch: Any) -> None:
     """The snapshot step lets the written files' images go for placing, but a broker that
@@ -264,9 +253,9 @@ def test_brokers_restarted_after_a_snapshot_step_take_the_image_their_file_was_w
     from kraftsim.image import SnapshotCopies
 
     with scratch() as base:
-        fast = _snapshot_then_rolled(base / "fast")
+        fast = _rolled(base / "fast", seed=5, snapshot_step=True)
         clear = SnapshotCopies.clear
         monkeypatch.setattr(SnapshotCopies, "clear", lambda self, readable=True: clear(self, readable=False))
-        slow = _snapshot_then_rolled(base / "slow")
+        slow = _rolled(base / "slow", seed=5, snapshot_step=True)
     assert fast[:2] == slow[:2]
     assert fast[2].taken > slow[2].taken and fast[2].loaded < slow[2].loaded
