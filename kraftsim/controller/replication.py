@@ -38,6 +38,7 @@ from kraftsim.controller.result import (
     NO_METADATA_VERSION,
     ControllerResult,
     accepted,
+    make_payload,
     refused,
 )
 from kraftsim.image import (
@@ -138,8 +139,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
             if fields is not None:
                 if fields:
                     leader, isr = fields
-                    out.append(Payload(record_type, version, new(partition_id=pid, topic_id=tid, leader=leader,
-                                                                 isr=None if isr is None else list(isr))))
+                    out.append(make_payload(Payload, (record_type, version, new(
+                        partition_id=pid, topic_id=tid, leader=leader, isr=None if isr is None else list(isr)))))
                 continue
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)

@@ -33,6 +33,7 @@ from kraftsim.controller.result import (
     NO_METADATA_VERSION,
     ControllerResult,
     accepted,
+    make_payload,
     payload,
     refused,
 )
@@ -297,7 +298,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             else:
                 message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
                                         leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
-            records.append(Payload(partition_record, pr_version, message))
+            records.append(make_payload(Payload, (partition_record, pr_version, message)))
     out: list[CreatableTopicResult] = []
     for t in req.topics:
         if any(r.name == t.name for r in out):
