@@ -25,6 +25,7 @@ from kraftsim.controller.partition_change import (
 )
 from kraftsim.controller.replica_placement import (
     InvalidReplicationFactor,
+    PlacementMemo,
     UsableBroker,
     place_replicas,
     usable_brokers,
@@ -146,6 +147,7 @@ class _Brokers:
         self.image = image
         self._usable: list[UsableBroker] | None = None
         self._active: dict[int, bool] = {}
+        self.placement = PlacementMemo()
 
     def usable(self) -> list[UsableBroker]:
         if self._usable is None:
@@ -198,7 +200,7 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
     rf = ctx.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
     rng = random.Random(f"kraftsim-placement:{seed}:{topic.name}")
     try:
-        placement = place_replicas(brokers.usable(), num, rf, rng)
+        placement = place_replicas(brokers.usable(), num, rf, rng, brokers.placement)
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []

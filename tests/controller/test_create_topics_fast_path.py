@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from kraftsim.controller import CreatableTopic, CreateTopicsRequest, UsableBroker, create_topics, place_replicas
 from kraftsim.controller.partition_change import is_active
+from kraftsim.controller.replica_placement import PlacementMemo
 from kraftsim.controller.result import accepted
 from kraftsim.javacompat import random_uuid
 from tests.controller.cluster_support import RuleCluster, replay, to_json
@@ -49,6 +50,27 @@ def test_placement_without_racks_is_the_classic_rule(ids, data, partitions, seed
     rf = data.draw(st.integers(1, len(ids)))
     assert place_replicas(brokers, partitions, rf, random.Random(seed)) == plain_placement(
         brokers, partitions, rf, random.Random(seed))
+
+
+@settings(max_examples=200, deadline=None)
+@given(ids=st.lists(st.integers(0, 40), min_size=1, max_size=8, unique=True), data=st.data(),
+       calls=st.lists(st.tuples(st.integers(1, 30), st.integers(1, 8), st.integers(0, 2**32), st.booleans()),
+                      min_size=1, max_size=8))
+def test_placement_kept_across_topics_is_the_placement_made_afresh(ids, data, calls) -> None:
+    """A PlacementMemo shared by many topics (replication factors, partition counts and seeds
+    mixed; sometimes another brokers list, equal or not) gives what placing each afresh gives."""
+    fenced = data.draw(st.lists(st.booleans(), min_size=len(ids), max_size=len(ids)))
+    if all(fenced):
+        fenced[0] = False
+    brokers = [UsableBroker(b, None, f) for b, f in zip(ids, fenced)]
+    memo = PlacementMemo()
+    for partitions, rf, seed, other in calls:
+        if other:  # a new list: the same brokers, or all of them but the last unfenced one
+            unfenced = [b for b in brokers if not b.fenced]
+            brokers = list(brokers) if len(unfenced) == 1 else [b for b in brokers if b != unfenced[-1]]
+        rf = min(rf, len(brokers))
+        assert place_replicas(brokers, partitions, rf, random.Random(seed), memo) == place_replicas(
+            brokers, partitions, rf, random.Random(seed))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
