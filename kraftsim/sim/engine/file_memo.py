@@ -46,7 +46,7 @@ def file_identity(path: Path) -> FileIdentity | None:
 
 
 def _whole(raw: bytes) -> Hashable:
-    return len(raw), hashlib.blake2b(raw, digest_size=32).digest()
+    return len(raw), hashlib.sha256(raw).digest()  # (SHA-256: with SHA instructions, twice BLAKE2b's speed)
 
 
 class FileMemo(Generic[T]):
