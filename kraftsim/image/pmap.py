@@ -420,6 +420,10 @@ class ChunkMap(Mapping[K, V]):
     sit in tuples of CHUNK: changing k values copies the chunk tuple's spine and the
     chunks they fall in, not the map. Iteration, `==` and `get` behave as the dict's
     (`dict(m)` then `update(changes)`), so outputs built from it do not change.
+
+    The value tuples are made with fastpath.untracked_tuple: a commit makes thousands of
+    them and the images keep them; left tracked, each cost the next young collection a
+    visit of every value before CPython untracked it anyway.
     """
 
     __slots__ = ("_index", "_chunks")
