@@ -46,6 +46,8 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
+from kraftsim.protocol.fastpath import untracked_tuple
+
 K = TypeVar("K")
 V = TypeVar("V")
 T = TypeVar("T")
@@ -418,6 +420,10 @@ class ChunkMap(Mapping[K, V]):
     sit in tuples of CHUNK: changing k values copies the chunk tuple's spine and the
     chunks they fall in, not the map. Iteration, `==` and `get` behave as the dict's
     (`dict(m)` then `update(changes)`), so outputs built from it do not change.
+
+    The value tuples are made with fastpath.untracked_tuple: a commit makes thousands of
+    them and the images keep them; left tracked, each cost the next young collection a
+    visit of every value before CPython untracked it anyway.
     """
 
     __slots__ = ("_index", "_chunks")
@@ -437,7 +443,7 @@ class ChunkMap(Mapping[K, V]):
             if n and keys == list(range(n)):  # (every topic's usual partitions: one index for all)
                 _DENSE_INDEX[n] = index
         values = list(items.values())
-        return cls(index, tuple(tuple(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK)))
+        return cls(index, untracked_tuple([untracked_tuple(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK)]))
 
     def updated(self, changes: Mapping[K, V]) -> "ChunkMap[K, V]":
         """This map with `changes` set (new keys after the old ones, in their order).
@@ -455,7 +461,7 @@ class ChunkMap(Mapping[K, V]):
                 c = i >> CHUNK_BITS
                 if c != last:
                     if last >= 0:
-                        chunks[last] = tuple(chunk)
+                        chunks[last] = untracked_tuple(chunk)
                     chunk = list(chunks[c])
                     last = c
                 chunk[i & CHUNK_MASK] = v
@@ -464,8 +470,8 @@ class ChunkMap(Mapping[K, V]):
             merged.update(changes)
             return ChunkMap.of(merged)
         if last >= 0:
-            chunks[last] = tuple(chunk)
-        return ChunkMap(index, tuple(chunks))
+            chunks[last] = untracked_tuple(chunk)
+        return ChunkMap(index, untracked_tuple(chunks))
 
     def layout(self) -> tuple[dict[K, int], tuple[tuple[V, ...], ...]]:
         """The key positions and the value chunks (neither ever changes: versions share them):

@@ -2984,6 +2984,31 @@ error:
     return NULL;
 }
 
+/* untracked_tuple(list) -> tuple
+ *
+ * tuple(list), taken off the cycle collector's lists at once when none of its items can be
+ * tracked: CPython's own rule (_PyTuple_MaybeUntrack: every item is of a type without GC
+ * support, or an untracked tuple), which the collector otherwise applies only when a
+ * collection first walks the tuple, visiting every item. For tuples of images' gc=False
+ * structs (pmap.ChunkMap), made by the hundred thousand and kept. */
+static PyObject *py_untracked_tuple(PyObject *self, PyObject *arg) {
+    if (!PyList_CheckExact(arg)) {
+        PyErr_SetString(PyExc_TypeError, "untracked_tuple(list)");
+        return NULL;
+    }
+    PyObject *t = PyList_AsTuple(arg);
+    if (!t)
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *x = PyTuple_GET_ITEM(t, i);
+        if (PyObject_IS_GC(x) && (!PyTuple_CheckExact(x) || PyObject_GC_IsTracked(x)))
+            return t;
+    }
+    if (PyObject_GC_IsTracked(t))
+        PyObject_GC_UnTrack(t);
+    return t;
+}
+
 /* values_records_size(values, first_delta) -> int | None
  *
  * The bytes the v2 records of these framed values take in a data batch (as
@@ -3318,6 +3343,8 @@ static PyMethodDef module_methods[] = {
     {"changed_positions", py_changed_positions, METH_VARARGS,
      "changed_positions(new, old, twins) -> (list[int], list) | None: where new holds items neither the same as "
      "old's (or their twins') nor equal, and the twins for new."},
+    {"untracked_tuple", py_untracked_tuple, METH_O,
+     "untracked_tuple(list) -> tuple: tuple(list), untracked by the cycle collector when no item can be tracked."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
      "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
     {"encode_value_batch", py_encode_value_batch, METH_VARARGS,

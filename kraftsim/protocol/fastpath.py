@@ -95,6 +95,13 @@ _TYPE_CODES: dict[str, int] = {} if _c is None else {
     for t in ("bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64", "uuid", "string", "bytes")
 }
 
+#: `tuple` of a list; the C extension's `untracked_tuple` where it is there: the same tuple,
+#: taken off the cycle collector's lists at once when none of its items can be tracked
+#: (CPython's own rule, otherwise applied when a collection first walks the tuple). For the
+#: value chunks of pmap.ChunkMap. Chosen at import; equal results either way.
+untracked_tuple: Callable[[list[Any]], tuple[Any, ...]] = (
+    getattr(_c, "untracked_tuple", tuple) if HAVE_SPEEDUPS and not FORCED_PURE else tuple)
+
 
 def set_enabled(flag: bool) -> bool:
     """Turn the fast path on or off for the whole process; returns the previous setting."""

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
+import weakref
+from typing import Any
 
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import pmap
+from kraftsim.image import intern
+from kraftsim.image.components.partition import PartitionRegistration
+from kraftsim.protocol.fastpath import untracked_tuple
 from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_uuid, stable_hash
 
 ops = st.lists(st.tuples(st.integers(0, 400), st.one_of(st.none(), st.integers(0, 5))), max_size=300)
@@ -105,3 +111,46 @@ def test_chunk_map_is_a_dict_updated_in_place(start, batches) -> None:
             touched = {pos // pmap.CHUNK for pos, k in enumerate(model) if k in changes}
             assert len(before.chunk_ids() - m.chunk_ids()) == len(touched)
         assert (m == before) == (dict(before.items()) == model)
+
+
+class _Node:
+    """A tracked object that can refer back to the map holding it."""
+
+    back: Any = None
+
+
+def _settled(kind: int, n: int) -> Any:
+    """Items of every tracking kind: atomic, a gc=False struct, untracked and tracked tuples,
+    an (untracked) empty dict and a list, both of types the collector supports."""
+    return [n, None, f"s{n}", PartitionRegistration(intern.ints((n,)), intern.migrating(1), intern.ints((n,))),
+            (n, "x"), ([n],), {}, [n], _Node()][kind]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 8), st.integers(0, 3)), max_size=10))
+def test_untracked_tuple_is_tuple_untracked_by_cpythons_own_rule(kinds) -> None:
+    """Equal to tuple(); tracked exactly when a collection would leave tuple() tracked."""
+    items = [_settled(k, n) for k, n in kinds]
+    gc.collect()  # (the items' own tuples settle first, as they would have before)
+    got = untracked_tuple(items)
+    assert got == tuple(items) and type(got) is tuple
+    plain = tuple(items)
+    gc.collect()
+    assert gc.is_tracked(got) == gc.is_tracked(plain)
+
+
+def test_chunk_maps_of_registrations_are_untracked_at_once_and_cycles_through_others_collected() -> None:
+    regs = {pid: _settled(3, pid) for pid in range(20)}
+    m = ChunkMap.of(regs)
+    _, chunks = m.layout()
+    if untracked_tuple is not tuple:  # (the C extension built)
+        assert not any(gc.is_tracked(c) for c in chunks) and not gc.is_tracked(chunks)
+        m2 = m.updated({3: regs[5], 17: regs[1]})
+        assert not any(gc.is_tracked(c) for c in m2.layout()[1]) and not gc.is_tracked(m2.layout()[1])
+    node = _Node()
+    cyclic = ChunkMap.of(regs).updated({4: node})
+    node.back = cyclic
+    gone = weakref.ref(node)
+    del node, cyclic
+    gc.collect()
+    assert gone() is None  # the chunk holding a tracked value stayed visible to the collector
