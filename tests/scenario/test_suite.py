@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.scenario import load_scenario
+from kraftsim.scenario.ops import CreateTopics
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.suite import is_slow
 
@@ -32,7 +33,11 @@ def test_the_production_scale_file_is_marked_slow_left_out_and_valid(tmp_path: P
     the whole suite, and a file without it (or with `slow = false`) is not slow."""
     big = SUITE / "production-scale-1m.toml"
     assert is_slow(big) and big not in FILES
-    assert load_scenario(big).name == "production-scale-1m"
+    scenario = load_scenario(big)
+    assert scenario.name == "production-scale-1m"
+    creates = [s for s in scenario.steps if isinstance(s, CreateTopics)]  # (what the name and the answer promise)
+    assert sum(s.count for s in creates) == scenario.expect.topics == 20_000
+    assert sum(s.count * s.partitions for s in creates) == 1_000_000
     small = tmp_path / "s.toml"
     small.write_text(big.read_text(encoding="utf-8").replace("slow = true", "slow = false"), encoding="utf-8")
     assert not is_slow(small) and not is_slow(SUITE / "torn-tail.toml")
