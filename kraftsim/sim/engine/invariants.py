@@ -456,7 +456,7 @@ class Checker:
             if ident is not None and self._snapshots_checked.get(key) == ident:
                 continue
             self._snapshots_checked[key] = ident
-            software = (node.state.release, node.kip_778, id(node.base_catalog))
+            software = node.software
             try:
                 loaded = self.snapshot_digests.value(path, ident, (software, sid),
                                                      lambda raw: _snapshot_digest(node, sid, path, raw,
@@ -496,7 +496,7 @@ def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ign
     taken = False
     if share is not None:
         adopted = share.adopted
-        share.load(loader, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)),
+        share.load(loader, path, sid, node.registry, node.software,
                    data=raw, keep=False)
         taken = share.adopted > adopted
     else:
@@ -528,7 +528,7 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignor
             sid = snaps[-1]
             if share is not None:  # (kraftsim.sim.node.snapshot_share: one load per file's bytes)
                 share.snapshots.load(loader, snapshot_path(log.directory, sid), sid, node.registry,
-                                     (node.state.release, node.kip_778, id(node.base_catalog)))
+                                     node.software)
             else:
                 load_snapshot(loader, read_snapshot(snapshot_path(log.directory, sid), node.registry),
                               end_offset=sid.end_offset, epoch=sid.epoch)
@@ -580,7 +580,7 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         for fb, first, cut in todo:
             loader.handle_commit([_committed(node, fb, first, upto, cut)])
         return
-    software = (node.state.release, node.kip_778, id(node.base_catalog))
+    software = node.software
     whole: list[bytes] = []  # (the leading whole batches: the ones a kept run can stand for)
     for fb, first, cut in todo:
         if cut or first > fb.batch.base_offset:
