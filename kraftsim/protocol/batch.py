@@ -31,11 +31,22 @@ COMPRESSION_MASK = 0x07
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
 _HEADER = struct.Struct(">qiibIhiqqqhii")
-_CRC_START = 21
+#: Where a batch's CRC-32C field starts (after base offset, length, leader epoch and magic), and
+#: where the bytes it covers start.
+CRC_AT = 17
+_CRC_START = CRC_AT + 4
+_CRC_FIELD = struct.Struct(">I")
 
 
 #: CRC-32C of `data`: google_crc32c's own function (no wrapper call: every batch checked asks it).
 crc32c: Callable[[bytes], int] = google_crc32c.value
+
+
+def stored_crc(raw: bytes | bytearray | memoryview) -> int:
+    """The CRC-32C a batch's header states (not checked): with its offsets and epoch, the
+    cheap key that tells one written batch from another without reading its records."""
+    crc: int = _CRC_FIELD.unpack_from(raw, CRC_AT)[0]
+    return crc
 
 
 class BatchSlice(NamedTuple):

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from kraftsim.errors import UnsupportedVersionException
 from kraftsim.protocol import compression
-from kraftsim.protocol.batch import BatchSlice, build_batch, parse_batch, split_batches
+from kraftsim.protocol.batch import BatchSlice, build_batch, parse_batch, split_batches, stored_crc
 from kraftsim.protocol.control import decode_control_record, encode_control_record
 from kraftsim.protocol.entries import Payload, decode_batch, encode_control_batch, encode_data_batch
 from kraftsim.protocol.framing import decode_metadata_record, encode_metadata_record
@@ -211,6 +211,7 @@ def test_data_batch_parses_back_entry_for_entry(head, payloads):
     assert batch.last_offset == head["base_offset"] + len(payloads) - 1
     _check_entries(decode_batch(batch, REGISTRY), payloads, control=False, **head)
     assert batch.reencode() == raw
+    assert stored_crc(raw) == batch.crc  # (the header's CRC read in place, as the nodes' batch keys read it)
 
 
 @BATCH

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from kraftsim.image import LogDeltaManifest, MetadataImage
 from kraftsim.image.delta import TRANSACTION_RECORDS, MetadataDelta
+from kraftsim.protocol.batch import stored_crc
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.sim.node.commit_share import batch_reads
 
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
     from kraftsim.controller import ReplayState
     from kraftsim.sim.node.simnode import SimNode
 
-_CRC = slice(17, 21)  # a v2 batch header's CRC-32C (after base offset, length, leader epoch, magic)
 _HELD_BACK = TRANSACTION_RECORDS | {"FeatureLevelRecord"}
 
 
@@ -67,7 +67,7 @@ class ControllerCommits:
         image = state.image
         end = base_offset + len(records) - 1
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
-        key = (base_offset, end, epoch, int.from_bytes(raw[_CRC], "big"))
+        key = (base_offset, end, epoch, stored_crc(raw))
         share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
         share.shareable(self.node.software, key, batch_reads(records), self.node.replayer)
         self._last = (end, image, raft)

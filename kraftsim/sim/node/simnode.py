@@ -26,7 +26,6 @@ iteration order. This is derived from the registrations in the oracle logs of Ka
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 
@@ -44,6 +43,7 @@ from kraftsim.image import CommittedBatch, committed_batches, load_snapshot
 from kraftsim.image import MetadataVersionChange
 from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
+from kraftsim.protocol.batch import stored_crc
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.commit_share import NEUTRAL, BatchReads, CommitShare, Replayer, batch_reads
@@ -555,7 +555,6 @@ class SimNode:
         if not raws:
             return j  # (the file is shorter than its index: read_batch names the batch)
         k = j
-        crc_at = _CRC_AT.unpack_from
         # A commit adopted while the loader is still catching up publishes nothing, reads
         # nothing an adoption before it set, and leaves nothing the next adoption does not
         # set again but a count: it is held back (`pending`), and adopted only when the next
@@ -569,7 +568,7 @@ class SimNode:
                 if not loader.idle:  # (adoptions leave an idle loader idle)
                     break
                 # (the key: base offset, last offset, epoch (the index entry's fields 0, 1, 4), the CRC)
-                hit = done.get((software, (e[0], e[1], e[4], crc_at(raw, 17)[0])))
+                hit = done.get((software, (e[0], e[1], e[4], stored_crc(raw))))
                 if hit is None or hit[0] is not image or hit[1] != raft or hit[7] != raw:
                     break
                 quiet = loader.publishes_nothing_at(hit[4].provenance.last_contained_offset)
@@ -601,10 +600,6 @@ class SimNode:
             if found:
                 return found[0]
         return None
-
-
-#: A batch's CRC field (bytes 17-20, unsigned big-endian: int.from_bytes(raw[17:21], "big")).
-_CRC_AT = struct.Struct(">I")
 
 
 R = TypeVar("R", BrokerRegistrationRequest, ControllerRegistrationRequest)

@@ -18,9 +18,9 @@ without parsing it; other bytes are read and checked as `LogSegment.read_batch` 
 
 from __future__ import annotations
 
-import struct
 from typing import TYPE_CHECKING, Callable
 
+from kraftsim.protocol.batch import stored_crc
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import decode_file_batch
 from kraftsim.storage.batchfile import FileBatch
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 #: Batches whose levels are kept (emptied past it).
 KEEP = 1 << 14
-#: A batch's CRC field (bytes 17-20, unsigned big-endian: int.from_bytes(raw[17:21], "big")).
-_CRC_AT = struct.Struct(">I")
 
 
 class FeatureLevelScan:
@@ -64,13 +62,12 @@ class FeatureLevelScan:
             # other bytes are read and checked as `LogSegment.read_batch` does)
             first, entries, parsed, known = seg.find(start), seg.entries, seg.parsed_batches(), self._levels
             raws = seg.read_raws(first, len(entries)) or []  # (one read; [] or None: one by one)
-            crc_at = _CRC_AT.unpack_from
             for j in range(first, len(entries)):
                 fb = parsed.get(j)
                 if fb is None:
                     raw = raws[j - first] if raws else seg.read_raw(j)
                     e = entries[j]  # (base offset, last offset, position, size, epoch, ...)
-                    kept = known.get((e[0], e[1] - e[0], e[4], crc_at(raw, 17)[0]))
+                    kept = known.get((e[0], e[1] - e[0], e[4], stored_crc(raw)))
                     if kept is not None and kept[0] == raw:
                         _take(kept[1], start, levels)
                         self.matched_by_bytes += 1
