@@ -26,7 +26,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import intern
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.components.partition import (
-    MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, registration_from_record,
+    MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, fast_merge, registration_from_record,
 )
 from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
@@ -68,6 +68,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     done = 0
     slow = registration_from_record
     new = PartitionRegistration
+    merge = fast_merge if fast_merge is not None else PartitionRegistration.merge  # (C: None where merge() must run)
     find_ints, find_uuids, migrating = intern.find_ints, intern.find_uuids, MIGRATING_BY_COUNT
     max_migrating = len(migrating)
     empty = intern.EMPTY
@@ -91,7 +92,8 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                         if i is None:
                             raise MetadataReplayError(f"Unable to find partition {tid}:{pid}")
                         prev = chunks[i >> chunk_bits][i & chunk_mask]
-                    merged[pid] = prev.merge(m)
+                    p = merge(prev, m)
+                    merged[pid] = p if p is not None else prev.merge(m)
                     done += 1
                     continue
                 if rt is partition_type:

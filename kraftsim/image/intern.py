@@ -56,6 +56,8 @@ def _keep(table: dict[Any, _T], t: _T) -> _T:
 #: tuple equal to a tuple `t`, or None. (The tables are cleared in place, never replaced,
 #: so these bound methods stay valid.)
 find_ints = _ints.get
+#: The table itself, read (never written) by the C merge of partition changes (partition.py).
+INT_TUPLES = _ints
 find_uuids = _uuid_tuples.get
 
 

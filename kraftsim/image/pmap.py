@@ -46,7 +46,7 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import untracked_tuple
+from kraftsim.protocol.fastpath import chunks_updated, untracked_tuple
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -452,6 +452,10 @@ class ChunkMap(Mapping[K, V]):
         that chunk once; a chunk met again after another is copied from its updated version,
         so any order gives the same map."""
         index = self._index
+        if chunks_updated is not None:  # (C: the same chunks; None where the code below must run)
+            fast = chunks_updated(index, self._chunks, changes, CHUNK_BITS)
+            if fast is not None:
+                return ChunkMap(index, fast)
         chunks = list(self._chunks)
         last = -1
         chunk: list[V] = []

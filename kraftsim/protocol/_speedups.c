@@ -877,6 +877,39 @@ static int parse_op(PyObject *t, int tagged, Py_ssize_t nslots, FieldOp *op) {
     return 0;
 }
 
+/* Where instances of `cls` keep attribute `name`: the offset of its object member slot
+ * (a T_OBJECT_EX member descriptor of cls or a base), or -1 (any other kind of attribute). */
+static Py_ssize_t member_offset(PyObject *cls, PyObject *name) {
+    PyObject *descr = PyObject_GetAttr(cls, name);
+    if (!descr) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_ssize_t offset = -1;
+    if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
+        PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
+        if (md->type == T_OBJECT_EX && PyType_IsSubtype((PyTypeObject *)cls, owner))
+            offset = md->offset;
+    }
+    Py_DECREF(descr);
+    return offset;
+}
+
+/* Whether instances of `cls` can be built by allocating one and filling the member slots at
+ * `offsets` (n of them): a msgspec Struct whose construction does nothing else (no
+ * cycle-collector tracking (gc=False), no __post_init__, not abstract, every slot inside the
+ * instance). */
+static int fillable_struct(PyObject *cls, const Py_ssize_t *offsets, Py_ssize_t n) {
+    PyTypeObject *t = (PyTypeObject *)cls;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (offsets[i] < (Py_ssize_t)sizeof(PyObject) || offsets[i] + (Py_ssize_t)sizeof(PyObject *) > t->tp_basicsize)
+            return 0;
+    if ((t->tp_flags & (Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IS_ABSTRACT)) || !t->tp_alloc || t->tp_itemsize != 0)
+        return 0;
+    return PyObject_HasAttrString(cls, "__struct_fields__") && !PyObject_HasAttrString(cls, "__post_init__");
+}
+
 static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     PyObject *spec;
     static char *kwlist[] = {"spec", NULL};
@@ -933,42 +966,15 @@ static PyObject *Program_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto error;
         }
         p->names[i] = name;
-        PyObject *descr = PyObject_GetAttr(cls, name);
-        if (!descr) {
-            PyErr_Clear();
+        p->offsets[i] = member_offset(cls, name);
+        if (p->offsets[i] < 0)
             p->offsets_ok = 0;
-            continue;
-        }
-        if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-            PyMemberDef *md = ((PyMemberDescrObject *)descr)->d_member;
-            PyTypeObject *owner = ((PyDescrObject *)descr)->d_type;
-            if (md->type == T_OBJECT_EX && PyType_IsSubtype((PyTypeObject *)cls, owner))
-                p->offsets[i] = md->offset;
-            else
-                p->offsets_ok = 0;
-        } else {
-            p->offsets_ok = 0;
-        }
-        Py_DECREF(descr);
     }
     /* Instances can be built without calling the class when it is a msgspec Struct
      * whose construction does nothing but allocate and set the fields: no cycle-collector
      * tracking (gc=False), no __post_init__, not abstract, every field a member slot
      * inside the instance. */
-    p->direct_new = 0;
-    if (p->offsets_ok) {
-        PyTypeObject *t = (PyTypeObject *)cls;
-        int inside = 1;
-        for (i = 0; i < n && inside; i++)
-            inside = p->offsets[i] >= (Py_ssize_t)sizeof(PyObject) &&
-                     p->offsets[i] + (Py_ssize_t)sizeof(PyObject *) <= t->tp_basicsize;
-        if (inside && !(t->tp_flags & (Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IS_ABSTRACT)) && t->tp_alloc &&
-            t->tp_itemsize == 0) {
-            int has_fields = PyObject_HasAttrString(cls, "__struct_fields__");
-            int has_post_init = PyObject_HasAttrString(cls, "__post_init__");
-            p->direct_new = has_fields && !has_post_init;
-        }
-    }
+    p->direct_new = p->offsets_ok && fillable_struct(cls, p->offsets, n);
     p->minsize = p->flexible ? 1 : 0;
     for (i = 0; i < p->n_untagged; i++) {
         if (parse_op(PyTuple_GET_ITEM(untagged, i), 0, p->nslots, &p->untagged[i]) < 0)
@@ -2984,6 +2990,16 @@ error:
     return NULL;
 }
 
+/* Whether CPython's rule lets a tuple leave the cycle collector's lists (see untracked_tuple). */
+static int untrackable_tuple(PyObject *t) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        PyObject *x = PyTuple_GET_ITEM(t, i);
+        if (PyObject_IS_GC(x) && (!PyTuple_CheckExact(x) || PyObject_GC_IsTracked(x)))
+            return 0;
+    }
+    return 1;
+}
+
 /* untracked_tuple(list) -> tuple
  *
  * tuple(list), taken off the cycle collector's lists at once when none of its items can be
@@ -2997,16 +3013,286 @@ static PyObject *py_untracked_tuple(PyObject *self, PyObject *arg) {
         return NULL;
     }
     PyObject *t = PyList_AsTuple(arg);
-    if (!t)
-        return NULL;
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
-        PyObject *x = PyTuple_GET_ITEM(t, i);
-        if (PyObject_IS_GC(x) && (!PyTuple_CheckExact(x) || PyObject_GC_IsTracked(x)))
-            return t;
-    }
-    if (PyObject_GC_IsTracked(t))
+    if (t && PyObject_GC_IsTracked(t) && untrackable_tuple(t))
         PyObject_GC_UnTrack(t);
     return t;
+}
+
+/* chunks_updated(positions, chunks, changes, chunk_bits) -> tuple | None
+ *
+ * pmap.ChunkMap.updated's new value chunks: `chunks` (a tuple of tuples) with value v at
+ * key k's position for each (k, v) of the dict `changes` (position p: chunk p >> chunk_bits,
+ * item p & mask). Each touched chunk is copied once; new tuples are untracked by
+ * untracked_tuple's rule. None when a key has no position (the map must be built afresh)
+ * or anything is not of the expected types: the Python code then runs. */
+static PyObject *py_chunks_updated(PyObject *self, PyObject *args) {
+    PyObject *positions, *chunks, *changes;
+    int bits;
+    if (!PyArg_ParseTuple(args, "OOOi:chunks_updated", &positions, &chunks, &changes, &bits))
+        return NULL;
+    if (!PyDict_CheckExact(positions) || !PyTuple_CheckExact(chunks) || !PyDict_CheckExact(changes) || bits < 0 ||
+        bits > 16)
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyTuple_GET_SIZE(chunks), mask = ((Py_ssize_t)1 << bits) - 1;
+    char *copied = PyMem_Calloc((size_t)n + 1, 1);
+    if (!copied)
+        return PyErr_NoMemory();
+    PyObject *out = PyTuple_New(n);
+    if (!out) {
+        PyMem_Free(copied);
+        return NULL;
+    }
+    for (Py_ssize_t c = 0; c < n; c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c);
+        Py_INCREF(chunk);
+        PyTuple_SET_ITEM(out, c, chunk);
+    }
+    Py_ssize_t it = 0;
+    PyObject *k, *v;
+    while (PyDict_Next(changes, &it, &k, &v)) {
+        PyObject *at = PyDict_GetItemWithError(positions, k);
+        if (!at || !PyLong_CheckExact(at))
+            goto fallback;
+        Py_ssize_t p = PyLong_AsSsize_t(at);
+        if (p < 0)
+            goto fallback;
+        Py_ssize_t c = p >> bits, j = p & mask;
+        if (c >= n)
+            goto fallback;
+        PyObject *chunk = PyTuple_GET_ITEM(out, c);
+        if (!PyTuple_CheckExact(chunk) || j >= PyTuple_GET_SIZE(chunk))
+            goto fallback;
+        if (!copied[c]) {  /* (a fresh copy, not yet seen by anyone: filled in place) */
+            PyObject *fresh = PyTuple_GetSlice(chunk, 0, PyTuple_GET_SIZE(chunk));
+            if (!fresh)
+                goto error;
+            if (fresh == chunk) {  /* (a whole-tuple slice can be the tuple itself) */
+                Py_DECREF(fresh);
+                fresh = PyTuple_New(PyTuple_GET_SIZE(chunk));
+                if (!fresh)
+                    goto error;
+                for (Py_ssize_t q = 0; q < PyTuple_GET_SIZE(chunk); q++) {
+                    Py_INCREF(PyTuple_GET_ITEM(chunk, q));
+                    PyTuple_SET_ITEM(fresh, q, PyTuple_GET_ITEM(chunk, q));
+                }
+            }
+            PyTuple_SET_ITEM(out, c, fresh);
+            Py_DECREF(chunk);
+            chunk = fresh;
+            copied[c] = 1;
+        }
+        PyObject *old = PyTuple_GET_ITEM(chunk, j);
+        Py_INCREF(v);
+        PyTuple_SET_ITEM(chunk, j, v);
+        Py_DECREF(old);
+    }
+    for (Py_ssize_t c = 0; c < n; c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(out, c);
+        if (copied[c] && PyObject_GC_IsTracked(chunk) && untrackable_tuple(chunk))
+            PyObject_GC_UnTrack(chunk);
+    }
+    if (PyObject_GC_IsTracked(out) && untrackable_tuple(out))
+        PyObject_GC_UnTrack(out);
+    PyMem_Free(copied);
+    return out;
+fallback:
+    PyErr_Clear();
+    PyMem_Free(copied);
+    Py_DECREF(out);
+    Py_RETURN_NONE;
+error:
+    PyMem_Free(copied);
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* partition_merge(registration, change) -> registration | None
+ *
+ * PartitionRegistration.merge's usual case (image/components/partition.py) for the bulk
+ * replay loop: a PartitionChangeRecord that changes the ISR, the leader or the recovery
+ * state only, of a registration whose directories match its replicas. The new registration
+ * is built by filling a fresh instance's slots (as fastpath builds decoded messages), its
+ * ISR the interned tuple already in the table. None for anything else (another change, an
+ * ISR not interned yet, a class not configured): merge() then runs, the one definition. */
+enum { PR_REPLICAS, PR_DIRECTORIES, PR_ISR, PR_REMOVING, PR_ADDING, PR_LEADER, PR_LRS, PR_LEADER_EPOCH,
+       PR_PARTITION_EPOCH, PR_ELR, PR_LAST_KNOWN_ELR, PR_FIELDS };
+static const char *const pr_field_names[PR_FIELDS] = {
+    "replicas", "directories", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
+    "leader_epoch", "partition_epoch", "elr", "last_known_elr"};
+static PyObject *pr_cls = NULL;        /* the registration class, once configured */
+static PyObject *pr_int_tuples = NULL; /* intern.py's table of int tuples (cleared in place, never replaced) */
+static Py_ssize_t pr_offsets[PR_FIELDS];
+/* The change record's attributes read: the five that must be None, then the rest. */
+enum { CH_REPLICAS, CH_REMOVING, CH_ADDING, CH_ELR, CH_LAST_KNOWN_ELR, CH_DIRECTORIES, CH_ISR, CH_LEADER, CH_LRS,
+       CH_NAMES };
+static const char *const ch_names[CH_NAMES] = {"replicas", "removing_replicas", "adding_replicas",
+                                               "eligible_leader_replicas", "last_known_elr", "directories", "isr",
+                                               "leader", "leader_recovery_state"};
+static PyObject *ch_strs[CH_NAMES];
+static PyObject *pr_one = NULL;
+/* The change record class last met, and where its instances keep those attributes (read in
+ * place: a generic attribute look-up costs more than the whole merge in Python). */
+static PyTypeObject *ch_type = NULL;
+static Py_ssize_t ch_offsets[CH_NAMES];
+
+/* Whether `t`'s attributes are member slots, remembering their offsets (a strong reference
+ * to the type is kept while it is the one remembered). */
+static int change_slots(PyTypeObject *t) {
+    if (t == ch_type)
+        return 1;
+    Py_ssize_t offsets[CH_NAMES];
+    for (int i = 0; i < CH_NAMES; i++) {
+        offsets[i] = member_offset((PyObject *)t, ch_strs[i]);
+        if (offsets[i] < (Py_ssize_t)sizeof(PyObject) || offsets[i] + (Py_ssize_t)sizeof(PyObject *) > t->tp_basicsize)
+            return 0;
+    }
+    memcpy(ch_offsets, offsets, sizeof(offsets));
+    Py_INCREF(t);
+    Py_XSETREF(ch_type, t);
+    return 1;
+}
+
+/* configure_partition_merge(cls, int_tuples) -> bool: whether partition_merge builds `cls`. */
+static PyObject *py_configure_partition_merge(PyObject *self, PyObject *args) {
+    PyObject *cls, *table;
+    if (!PyArg_ParseTuple(args, "OO!:configure_partition_merge", &cls, &PyDict_Type, &table))
+        return NULL;
+    Py_CLEAR(pr_cls);
+    Py_CLEAR(pr_int_tuples);
+    if (!PyType_Check(cls))
+        Py_RETURN_FALSE;
+    PyObject *fields = PyObject_GetAttrString(cls, "__struct_fields__");
+    if (!fields) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    int ok = PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == PR_FIELDS;
+    for (Py_ssize_t i = 0; ok && i < PR_FIELDS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(fields, i);
+        ok = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, pr_field_names[i]) == 0 &&
+             (pr_offsets[i] = member_offset(cls, name)) >= 0;
+    }
+    Py_DECREF(fields);
+    if (!ok || !fillable_struct(cls, pr_offsets, PR_FIELDS))
+        Py_RETURN_FALSE;
+    for (int i = 0; i < CH_NAMES; i++)
+        if (!ch_strs[i] && !(ch_strs[i] = PyUnicode_InternFromString(ch_names[i])))
+            return NULL;
+    if (!pr_one && !(pr_one = PyLong_FromLong(1)))
+        return NULL;
+    Py_INCREF(cls);
+    Py_INCREF(table);
+    pr_cls = cls;
+    pr_int_tuples = table;
+    Py_RETURN_TRUE;
+}
+
+/* An int attribute's value in [-2, 1], or 2 for anything else (errors cleared). */
+static int small_attr(PyObject *v) {
+    if (!v || !PyLong_CheckExact(v)) {
+        PyErr_Clear();
+        return 2;
+    }
+    int overflow;
+    long x = PyLong_AsLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 2;
+    }
+    return x < -2 || x > 1 ? 2 : (int)x;
+}
+
+static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "partition_merge(registration, change)");
+        return NULL;
+    }
+    PyObject *prev = args[0], *r = args[1];
+    if (!pr_cls || Py_TYPE(prev) != (PyTypeObject *)pr_cls)
+        Py_RETURN_NONE;
+#define PR(k) (*(PyObject **)((char *)prev + pr_offsets[(k)]))
+    PyObject *replicas = PR(PR_REPLICAS), *dirs = PR(PR_DIRECTORIES);
+    if (!replicas || !dirs || !PyTuple_CheckExact(replicas) || !PyTuple_CheckExact(dirs) ||
+        PyTuple_GET_SIZE(replicas) == 0 || PyTuple_GET_SIZE(dirs) != PyTuple_GET_SIZE(replicas))
+        Py_RETURN_NONE;
+    PyObject *got[CH_NAMES] = {NULL};
+    PyObject *vals[PR_FIELDS] = {NULL};
+    PyObject *res = NULL;
+    int i;
+    if (!change_slots(Py_TYPE(r)))
+        goto none;
+    for (i = 0; i < CH_NAMES; i++) {
+        got[i] = *(PyObject **)((char *)r + ch_offsets[i]);
+        if (!got[i])
+            goto none;  /* (an unset slot: merge() raises what Python raises) */
+        Py_INCREF(got[i]);
+    }
+    for (i = CH_REPLICAS; i <= CH_LAST_KNOWN_ELR; i++)
+        if (got[i] != Py_None)
+            goto none;
+    if (got[CH_DIRECTORIES] != Py_None && (!PyList_CheckExact(got[CH_DIRECTORIES]) || PyList_GET_SIZE(got[CH_DIRECTORIES])))
+        goto none;
+    int lrs = small_attr(got[CH_LRS]), leader = small_attr(got[CH_LEADER]);
+    if (lrs == -1) {
+        vals[PR_LRS] = Py_NewRef(PR(PR_LRS));
+    } else if (lrs == 0 || lrs == 1) {
+        vals[PR_LRS] = Py_NewRef(got[CH_LRS]);
+    } else {
+        goto none;  /* (not a recovery state: merge() raises) */
+    }
+    if (got[CH_ISR] == Py_None) {
+        vals[PR_ISR] = Py_NewRef(PR(PR_ISR));
+    } else {
+        if (!PyList_CheckExact(got[CH_ISR]))
+            goto none;
+        PyObject *t = PyList_AsTuple(got[CH_ISR]);
+        if (!t)
+            goto error;
+        PyObject *found = PyDict_GetItemWithError(pr_int_tuples, t);
+        Py_DECREF(t);
+        if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
+            goto none;  /* (not interned yet, or empty: merge() interns it) */
+        vals[PR_ISR] = Py_NewRef(found);
+    }
+    if (leader == -2) {  /* NO_LEADER_CHANGE */
+        vals[PR_LEADER] = Py_NewRef(PR(PR_LEADER));
+        vals[PR_LEADER_EPOCH] = Py_NewRef(PR(PR_LEADER_EPOCH));
+    } else {
+        if (!PyLong_CheckExact(got[CH_LEADER]))
+            goto none;
+        vals[PR_LEADER] = Py_NewRef(got[CH_LEADER]);
+        if (!(vals[PR_LEADER_EPOCH] = PyNumber_Add(PR(PR_LEADER_EPOCH), pr_one)))
+            goto error;
+    }
+    if (!(vals[PR_PARTITION_EPOCH] = PyNumber_Add(PR(PR_PARTITION_EPOCH), pr_one)))
+        goto error;
+    vals[PR_REPLICAS] = Py_NewRef(replicas);
+    vals[PR_DIRECTORIES] = Py_NewRef(dirs);
+    vals[PR_REMOVING] = Py_NewRef(PR(PR_REMOVING));
+    vals[PR_ADDING] = Py_NewRef(PR(PR_ADDING));
+    vals[PR_ELR] = Py_NewRef(PR(PR_ELR));
+    vals[PR_LAST_KNOWN_ELR] = Py_NewRef(PR(PR_LAST_KNOWN_ELR));
+#undef PR
+    res = ((PyTypeObject *)pr_cls)->tp_alloc((PyTypeObject *)pr_cls, 0);
+    if (!res)
+        goto error;
+    for (i = 0; i < PR_FIELDS; i++) {
+        *(PyObject **)((char *)res + pr_offsets[i]) = vals[i];
+        vals[i] = NULL;
+    }
+    goto done;
+none:
+    PyErr_Clear();
+    res = Py_NewRef(Py_None);
+    goto done;
+error:
+    res = NULL;
+done:
+    for (i = 0; i < CH_NAMES; i++)
+        Py_XDECREF(got[i]);
+    for (i = 0; i < PR_FIELDS; i++)
+        Py_XDECREF(vals[i]);
+    return res;
 }
 
 /* values_records_size(values, first_delta) -> int | None
@@ -3345,6 +3631,12 @@ static PyMethodDef module_methods[] = {
      "old's (or their twins') nor equal, and the twins for new."},
     {"untracked_tuple", py_untracked_tuple, METH_O,
      "untracked_tuple(list) -> tuple: tuple(list), untracked by the cycle collector when no item can be tracked."},
+    {"chunks_updated", py_chunks_updated, METH_VARARGS,
+     "chunks_updated(positions, chunks, changes, chunk_bits) -> tuple | None: ChunkMap.updated's new chunks."},
+    {"configure_partition_merge", py_configure_partition_merge, METH_VARARGS,
+     "configure_partition_merge(cls, int_tuples) -> bool: the registration class partition_merge builds."},
+    {"partition_merge", (PyCFunction)(void (*)(void))py_partition_merge, METH_FASTCALL,
+     "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
      "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
     {"encode_value_batch", py_encode_value_batch, METH_VARARGS,

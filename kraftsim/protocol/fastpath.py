@@ -103,6 +103,22 @@ untracked_tuple: Callable[[list[Any]], tuple[Any, ...]] = (
     getattr(_c, "untracked_tuple", tuple) if HAVE_SPEEDUPS and not FORCED_PURE else tuple)
 
 
+#: pmap.ChunkMap.updated's new value chunks made in C (`chunks_updated(positions, chunks,
+#: changes, chunk_bits)`, None where the Python code must run), or None without the extension.
+chunks_updated: Callable[[dict[Any, int], tuple[tuple[Any, ...], ...], Any, int],
+                         tuple[tuple[Any, ...], ...] | None] | None = (
+    getattr(_c, "chunks_updated", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
+def partition_merge_for(cls: type, int_tuples: dict[tuple[int, ...], tuple[int, ...]]) -> Callable[[Any, Any], Any] | None:
+    """The C extension's `partition_merge(registration, change)` set to build `cls` (a
+    registration class of image/components/partition.py, whose field order it checks),
+    looking ISRs up in `int_tuples`: merge()'s usual case, or None where merge() must run.
+    None without the extension or when `cls` cannot be built by filling its slots."""
+    configure = getattr(_c, "configure_partition_merge", None) if HAVE_SPEEDUPS and not FORCED_PURE else None
+    return _c.partition_merge if configure is not None and configure(cls, int_tuples) else None
+
+
 def set_enabled(flag: bool) -> bool:
     """Turn the fast path on or off for the whole process; returns the previous setting."""
     global ENABLED

@@ -26,6 +26,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import CommittedBatch, MetadataDelta, MetadataImage, MetadataLoader, MetadataReplayError, \
     image_digest, intern
 from kraftsim.image import PartitionRegistration
+from kraftsim.image.components.partition import fast_merge
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.testing.strategies import messages
@@ -88,8 +89,48 @@ def test_merge_equals_the_plain_merge(p: PartitionRegistration, r: Any) -> None:
     got, want = outcome(p.merge, r), outcome(p.merge_plain, r)
     assert got == want
     if isinstance(want, PartitionRegistration):
-        assert all(a is b for a, b in zip(got.__struct_fields__, want.__struct_fields__))
-        assert got.isr is want.isr  # interned: shared
+        assert all(getattr(got, f) is getattr(want, f) for f in TUPLE_FIELDS)  # interned: shared
+
+
+#: A registration's fields that hold interned tuples.
+TUPLE_FIELDS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "elr", "last_known_elr")
+
+
+@settings(max_examples=400, deadline=None)
+@given(registrations(), change_records().map(lambda p: p.message)
+       | st.integers(0, PCR.schema.versions.hi).flatmap(lambda v: messages(PCR, v)))
+def test_the_c_merge_equals_the_plain_merge_where_it_answers(p: PartitionRegistration, r: Any) -> None:
+    """bulk.py's `fast_merge` (C) gives merge_plain's registration, its tuples the same
+    interned objects, or None (bulk then calls merge())."""
+    if fast_merge is None:
+        pytest.skip("the C extension is not built")
+    got = fast_merge(p, r)
+    if got is not None:
+        want = p.merge_plain(r)
+        assert type(got) is PartitionRegistration and got == want
+        assert all(getattr(got, f) is getattr(want, f) for f in TUPLE_FIELDS)
+
+
+def test_the_c_merge_takes_the_usual_changes_and_declines_the_rest() -> None:
+    if fast_merge is None:
+        pytest.skip("the C extension is not built")
+    p = PartitionRegistration(intern.ints((1, 2, 3)), intern.migrating(3), intern.ints((1, 2, 3)), leader=1,
+                              leader_epoch=4, partition_epoch=7)
+    shrink = rec("PartitionChangeRecord", topic_id=TOPIC_IDS[0], partition_id=0, isr=[1, 2], leader=2).message
+    intern.ints((1, 2))
+    got = fast_merge(p, shrink)
+    assert got == p.merge_plain(shrink) and got.isr is intern.ints((1, 2))
+    assert (got.leader, got.leader_epoch, got.partition_epoch) == (2, 5, 8)
+    same_leader = rec("PartitionChangeRecord", topic_id=TOPIC_IDS[0], partition_id=0, leader_recovery_state=1).message
+    assert fast_merge(p, same_leader) == p.merge_plain(same_leader)
+    declined = [
+        rec("PartitionChangeRecord", topic_id=TOPIC_IDS[0], partition_id=0, isr=[3, 2, 1, 0, 4]).message,  # not interned
+        rec("PartitionChangeRecord", topic_id=TOPIC_IDS[0], partition_id=0, replicas=[1, 2]).message,
+        rec("PartitionChangeRecord", topic_id=TOPIC_IDS[0], partition_id=0, leader_recovery_state=2).message,
+    ]
+    assert [fast_merge(p, r) for r in declined] == [None, None, None]
+    no_dirs = PartitionRegistration(intern.ints((1, 2)), intern.EMPTY, intern.ints((1, 2)))
+    assert fast_merge(no_dirs, shrink) is None
 
 
 @st.composite

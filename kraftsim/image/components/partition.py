@@ -24,6 +24,7 @@ import msgspec
 
 from kraftsim.image import intern
 from kraftsim.image.errors import MetadataReplayError
+from kraftsim.protocol.fastpath import partition_merge_for
 from kraftsim.protocol.primitives import Uuid
 
 NO_LEADER = -1
@@ -125,6 +126,12 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def has_elr(self) -> bool:
         return bool(self.elr or self.last_known_elr)
 
+
+#: `PartitionRegistration.merge`'s usual case in C, for bulk replay: `fast_merge(registration,
+#: change)` is the merged registration, or None where merge() must run (any other change,
+#: an ISR not interned yet). None without the C extension. tests/image/test_apply_fast_paths.py
+#: checks it against merge_plain.
+fast_merge = partition_merge_for(PartitionRegistration, intern.INT_TUPLES)
 
 #: The directory tuples of a record without directories, for 0..7 replicas.
 MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))
