@@ -6,7 +6,8 @@ TopicRecords. Through `replay()` each PartitionRecord costs about ten Python cal
 one loop iteration: the record goes straight into its topic's dict of changed partitions
 (kept while consecutive records name the same topic, as a snapshot's do), and the common
 shape of a registration is built inline (interned replica and ISR tuples, directories
-given or MIGRATING, no reassignment, no ELR). Anything else, including every case that
+given or MIGRATING, no reassignment, no ELR; in C where the extension is built,
+`partition.fast_from_record`). Anything else, including every case that
 raises, goes through `registration_from_record` or `replay()`, the one definition of the
 semantics; tests/image/test_bulk_replay.py checks that both paths give equal images on
 random record lists.
@@ -15,7 +16,8 @@ A commit is mostly PartitionChangeRecords (ISR and leader moves), and the loader
 each run of plain records here too: a change record is merged straight into its topic's
 dict of changed partitions (the topic's delta and its base partitions' ChunkMap layout kept
 while consecutive records name it), two dict look-ups and one `PartitionRegistration.merge`
-per record instead of the five calls of `replay()`'s way (tests/image/test_apply_fast_paths.py).
+per record (its usual case in C: `partition.fast_merge`) instead of the five calls of `replay()`'s
+way (tests/image/test_apply_fast_paths.py).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import intern
 from kraftsim.image.errors import MetadataReplayError
 from kraftsim.image.components.partition import (
-    MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, fast_merge, registration_from_record,
+    MIGRATING_BY_COUNT, RECOVERED, RECOVERING, PartitionRegistration, fast_from_record, fast_merge,
+    registration_from_record,
 )
 from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
@@ -69,6 +72,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     slow = registration_from_record
     new = PartitionRegistration
     merge = fast_merge if fast_merge is not None else PartitionRegistration.merge  # (C: None where merge() must run)
+    from_record = fast_from_record
     find_ints, find_uuids, migrating = intern.find_ints, intern.find_uuids, MIGRATING_BY_COUNT
     max_migrating = len(migrating)
     empty = intern.EMPTY
@@ -104,6 +108,12 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                             topics = delta.topics
                         changes = topics.partition_changes(m)
                         last_topic = tid
+                    if from_record is not None:  # (C: the common shape, or None)
+                        p = from_record(m)
+                        if p is not None:
+                            changes[m.partition_id] = p
+                            done += 1
+                            continue
                     # the common shape inline; anything else (or a first sight) the full conversion
                     reps, x, lrs = m.replicas, m.isr, m.leader_recovery_state
                     if (reps and x and (lrs == RECOVERED or lrs == RECOVERING)

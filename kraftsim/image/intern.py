@@ -56,8 +56,9 @@ def _keep(table: dict[Any, _T], t: _T) -> _T:
 #: tuple equal to a tuple `t`, or None. (The tables are cleared in place, never replaced,
 #: so these bound methods stay valid.)
 find_ints = _ints.get
-#: The table itself, read (never written) by the C merge of partition changes (partition.py).
+#: The tables themselves, read (never written) by the C builders of registrations (partition.py).
 INT_TUPLES = _ints
+UUID_TUPLES = _uuid_tuples
 find_uuids = _uuid_tuples.get
 
 

@@ -3106,14 +3106,10 @@ error:
     return NULL;
 }
 
-/* partition_merge(registration, change) -> registration | None
- *
- * PartitionRegistration.merge's usual case (image/components/partition.py) for the bulk
- * replay loop: a PartitionChangeRecord that changes the ISR, the leader or the recovery
- * state only, of a registration whose directories match its replicas. The new registration
- * is built by filling a fresh instance's slots (as fastpath builds decoded messages), its
- * ISR the interned tuple already in the table. None for anything else (another change, an
- * ISR not interned yet, a class not configured): merge() then runs, the one definition. */
+/* Partition registrations (image/components/partition.py) for the bulk replay loop, built by
+ * filling a fresh instance's slots (as decoded messages are), every tuple the interned one
+ * already in intern.py's tables. Each builder answers None for anything but its usual case
+ * (or a tuple not interned yet): the Python code then runs, the one definition. */
 enum { PR_REPLICAS, PR_DIRECTORIES, PR_ISR, PR_REMOVING, PR_ADDING, PR_LEADER, PR_LRS, PR_LEADER_EPOCH,
        PR_PARTITION_EPOCH, PR_ELR, PR_LAST_KNOWN_ELR, PR_FIELDS };
 static const char *const pr_field_names[PR_FIELDS] = {
@@ -3122,70 +3118,65 @@ static const char *const pr_field_names[PR_FIELDS] = {
 static PyObject *pr_cls = NULL;        /* the registration class, once configured */
 static PyObject *pr_int_tuples = NULL; /* intern.py's table of int tuples (cleared in place, never replaced) */
 static Py_ssize_t pr_offsets[PR_FIELDS];
-/* The change record's attributes read: the five that must be None, then the rest. */
+/* Where a record class keeps the attributes a fast path reads (read in place: a generic
+ * attribute look-up costs more than the whole merge in Python): the class last met, with
+ * a strong reference while it is the one remembered. */
+#define SLOTS_MAX 12
+typedef struct {
+    int n;
+    const char *const *names;
+    PyObject *strs[SLOTS_MAX];
+    PyTypeObject *type;
+    Py_ssize_t offsets[SLOTS_MAX];
+} RecordSlots;
+
+/* Whether instances of `t` keep every attribute of `rs` in a member slot (remembered). */
+static int record_slots(RecordSlots *rs, PyTypeObject *t) {
+    if (t == rs->type)
+        return 1;
+    Py_ssize_t offsets[SLOTS_MAX];
+    for (int i = 0; i < rs->n; i++) {
+        if (!rs->strs[i] && !(rs->strs[i] = PyUnicode_InternFromString(rs->names[i]))) {
+            PyErr_Clear();
+            return 0;
+        }
+        offsets[i] = member_offset((PyObject *)t, rs->strs[i]);
+        if (offsets[i] < (Py_ssize_t)sizeof(PyObject) || offsets[i] + (Py_ssize_t)sizeof(PyObject *) > t->tp_basicsize)
+            return 0;
+    }
+    memcpy(rs->offsets, offsets, sizeof(Py_ssize_t) * (size_t)rs->n);
+    Py_INCREF(t);
+    Py_XSETREF(rs->type, t);
+    return 1;
+}
+
+/* The attributes of `r` named by `rs`, borrowed, into out[]; 0 if one is not a slot or unset. */
+static int read_record_slots(RecordSlots *rs, PyObject *r, PyObject **out) {
+    if (!record_slots(rs, Py_TYPE(r)))
+        return 0;
+    for (int i = 0; i < rs->n; i++)
+        if (!(out[i] = *(PyObject **)((char *)r + rs->offsets[i])))
+            return 0;
+    return 1;
+}
+
+/* A PartitionChangeRecord's attributes read: the five that must be None, then the rest. */
 enum { CH_REPLICAS, CH_REMOVING, CH_ADDING, CH_ELR, CH_LAST_KNOWN_ELR, CH_DIRECTORIES, CH_ISR, CH_LEADER, CH_LRS,
        CH_NAMES };
 static const char *const ch_names[CH_NAMES] = {"replicas", "removing_replicas", "adding_replicas",
                                                "eligible_leader_replicas", "last_known_elr", "directories", "isr",
                                                "leader", "leader_recovery_state"};
-static PyObject *ch_strs[CH_NAMES];
+static RecordSlots change_slots = {CH_NAMES, ch_names};
+/* A PartitionRecord's: the four that must be empty, then the rest. */
+enum { PT_REMOVING, PT_ADDING, PT_ELR, PT_LAST_KNOWN_ELR, PT_REPLICAS, PT_ISR, PT_DIRECTORIES, PT_LEADER, PT_LRS,
+       PT_LEADER_EPOCH, PT_PARTITION_EPOCH, PT_NAMES };
+static const char *const pt_names[PT_NAMES] = {"removing_replicas", "adding_replicas", "eligible_leader_replicas",
+                                               "last_known_elr", "replicas", "isr", "directories", "leader",
+                                               "leader_recovery_state", "leader_epoch", "partition_epoch"};
+static RecordSlots record_slots_pt = {PT_NAMES, pt_names};
 static PyObject *pr_one = NULL;
-/* The change record class last met, and where its instances keep those attributes (read in
- * place: a generic attribute look-up costs more than the whole merge in Python). */
-static PyTypeObject *ch_type = NULL;
-static Py_ssize_t ch_offsets[CH_NAMES];
-
-/* Whether `t`'s attributes are member slots, remembering their offsets (a strong reference
- * to the type is kept while it is the one remembered). */
-static int change_slots(PyTypeObject *t) {
-    if (t == ch_type)
-        return 1;
-    Py_ssize_t offsets[CH_NAMES];
-    for (int i = 0; i < CH_NAMES; i++) {
-        offsets[i] = member_offset((PyObject *)t, ch_strs[i]);
-        if (offsets[i] < (Py_ssize_t)sizeof(PyObject) || offsets[i] + (Py_ssize_t)sizeof(PyObject *) > t->tp_basicsize)
-            return 0;
-    }
-    memcpy(ch_offsets, offsets, sizeof(offsets));
-    Py_INCREF(t);
-    Py_XSETREF(ch_type, t);
-    return 1;
-}
-
-/* configure_partition_merge(cls, int_tuples) -> bool: whether partition_merge builds `cls`. */
-static PyObject *py_configure_partition_merge(PyObject *self, PyObject *args) {
-    PyObject *cls, *table;
-    if (!PyArg_ParseTuple(args, "OO!:configure_partition_merge", &cls, &PyDict_Type, &table))
-        return NULL;
-    Py_CLEAR(pr_cls);
-    Py_CLEAR(pr_int_tuples);
-    if (!PyType_Check(cls))
-        Py_RETURN_FALSE;
-    PyObject *fields = PyObject_GetAttrString(cls, "__struct_fields__");
-    if (!fields) {
-        PyErr_Clear();
-        Py_RETURN_FALSE;
-    }
-    int ok = PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == PR_FIELDS;
-    for (Py_ssize_t i = 0; ok && i < PR_FIELDS; i++) {
-        PyObject *name = PyTuple_GET_ITEM(fields, i);
-        ok = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, pr_field_names[i]) == 0 &&
-             (pr_offsets[i] = member_offset(cls, name)) >= 0;
-    }
-    Py_DECREF(fields);
-    if (!ok || !fillable_struct(cls, pr_offsets, PR_FIELDS))
-        Py_RETURN_FALSE;
-    for (int i = 0; i < CH_NAMES; i++)
-        if (!ch_strs[i] && !(ch_strs[i] = PyUnicode_InternFromString(ch_names[i])))
-            return NULL;
-    if (!pr_one && !(pr_one = PyLong_FromLong(1)))
-        return NULL;
-    Py_INCREF(cls);
-    Py_INCREF(table);
-    pr_cls = cls;
-    pr_int_tuples = table;
-    Py_RETURN_TRUE;
-}
+static PyObject *pr_uuid_tuples = NULL; /* intern.py's table of Uuid tuples */
+static PyObject *pr_migrating = NULL;   /* tuple: the MIGRATING directory tuple for 0, 1, ... replicas */
 
 /* An int attribute's value in [-2, 1], or 2 for anything else (errors cleared). */
 static int small_attr(PyObject *v) {
@@ -3202,58 +3193,165 @@ static int small_attr(PyObject *v) {
     return x < -2 || x > 1 ? 2 : (int)x;
 }
 
+/* configure_partitions(cls, int_tuples, uuid_tuples, migrating_by_count) -> bool: whether
+ * partition_merge and partition_from_record build `cls`. */
+static PyObject *py_configure_partitions(PyObject *self, PyObject *args) {
+    PyObject *cls, *ints, *uuids, *migrating;
+    if (!PyArg_ParseTuple(args, "OO!O!O!:configure_partitions", &cls, &PyDict_Type, &ints, &PyDict_Type, &uuids,
+                          &PyTuple_Type, &migrating))
+        return NULL;
+    Py_CLEAR(pr_cls);
+    if (!PyType_Check(cls))
+        Py_RETURN_FALSE;
+    PyObject *fields = PyObject_GetAttrString(cls, "__struct_fields__");
+    if (!fields) {
+        PyErr_Clear();
+        Py_RETURN_FALSE;
+    }
+    int ok = PyTuple_CheckExact(fields) && PyTuple_GET_SIZE(fields) == PR_FIELDS;
+    for (Py_ssize_t i = 0; ok && i < PR_FIELDS; i++) {
+        PyObject *name = PyTuple_GET_ITEM(fields, i);
+        ok = PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, pr_field_names[i]) == 0 &&
+             (pr_offsets[i] = member_offset(cls, name)) >= 0;
+    }
+    Py_DECREF(fields);
+    if (!ok || !fillable_struct(cls, pr_offsets, PR_FIELDS))
+        Py_RETURN_FALSE;
+    if (!pr_one && !(pr_one = PyLong_FromLong(1)))
+        return NULL;
+    Py_XSETREF(pr_int_tuples, Py_NewRef(ints));
+    Py_XSETREF(pr_uuid_tuples, Py_NewRef(uuids));
+    Py_XSETREF(pr_migrating, Py_NewRef(migrating));
+    pr_cls = Py_NewRef(cls);
+    Py_RETURN_TRUE;
+}
+
+/* A registration of pr_cls with these field values (references stolen, also on failure). */
+static PyObject *new_registration(PyObject **vals) {
+    PyObject *res = ((PyTypeObject *)pr_cls)->tp_alloc((PyTypeObject *)pr_cls, 0);
+    for (int i = 0; i < PR_FIELDS; i++) {
+        if (res)
+            *(PyObject **)((char *)res + pr_offsets[i]) = vals[i];
+        else
+            Py_DECREF(vals[i]);
+        vals[i] = NULL;
+    }
+    return res;
+}
+
+/* The interned tuple equal to the list `values` in `table` (a new reference), or NULL with no
+ * error when it is not there yet or empty (the Python code then interns it). */
+static PyObject *interned_of(PyObject *table, PyObject *values) {
+    PyObject *t = PyList_AsTuple(values);
+    if (!t)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(table, t);
+    Py_DECREF(t);
+    if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
+        return NULL;
+    return Py_NewRef(found);
+}
+
+static int empty_list_or_none(PyObject *v) {
+    return v == Py_None || (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0);
+}
+
+/* partition_from_record(record) -> registration | None
+ *
+ * bulk.py's common shape of a PartitionRecord (replicas and an ISR, RECOVERED or RECOVERING,
+ * no reassignment, no ELR, directories given for every replica or none) as a registration,
+ * every tuple the interned one already in the tables. None for anything else, or a tuple
+ * not interned yet: registration_from_record then runs, the one definition. */
+static PyObject *py_partition_from_record(PyObject *self, PyObject *m) {
+    PyObject *f[PT_NAMES];
+    PyObject *vals[PR_FIELDS] = {NULL};
+    if (!pr_cls || !read_record_slots(&record_slots_pt, m, f))
+        goto none;
+    for (int i = PT_REMOVING; i <= PT_LAST_KNOWN_ELR; i++)
+        if (!empty_list_or_none(f[i]))
+            goto none;
+    PyObject *reps = f[PT_REPLICAS], *x = f[PT_ISR], *d = f[PT_DIRECTORIES];
+    if (!PyList_CheckExact(reps) || !PyList_GET_SIZE(reps) || !PyList_CheckExact(x) || !PyList_GET_SIZE(x))
+        goto none;
+    int lrs = small_attr(f[PT_LRS]);
+    if (lrs != 0 && lrs != 1)
+        goto none;
+    if (!PyLong_CheckExact(f[PT_LEADER]) || !PyLong_CheckExact(f[PT_LEADER_EPOCH]) ||
+        !PyLong_CheckExact(f[PT_PARTITION_EPOCH]))
+        goto none;
+    if (!(vals[PR_REPLICAS] = interned_of(pr_int_tuples, reps)))
+        goto none;
+    int same = PyObject_RichCompareBool(x, reps, Py_EQ);
+    if (same < 0)
+        goto none;
+    if (same)
+        vals[PR_ISR] = Py_NewRef(vals[PR_REPLICAS]);
+    else if (!(vals[PR_ISR] = interned_of(pr_int_tuples, x)))
+        goto none;
+    Py_ssize_t n = PyList_GET_SIZE(reps);
+    if (empty_list_or_none(d)) {
+        if (n >= PyTuple_GET_SIZE(pr_migrating))
+            goto none;
+        vals[PR_DIRECTORIES] = Py_NewRef(PyTuple_GET_ITEM(pr_migrating, n));
+    } else if (!PyList_CheckExact(d) || PyList_GET_SIZE(d) != n || !(vals[PR_DIRECTORIES] = interned_of(pr_uuid_tuples, d))) {
+        goto none;
+    }
+    PyObject *empty = PyTuple_New(0);
+    if (!empty)
+        goto none;
+    vals[PR_REMOVING] = Py_NewRef(empty);
+    vals[PR_ADDING] = Py_NewRef(empty);
+    vals[PR_ELR] = Py_NewRef(empty);
+    vals[PR_LAST_KNOWN_ELR] = empty;
+    vals[PR_LEADER] = Py_NewRef(f[PT_LEADER]);
+    vals[PR_LRS] = Py_NewRef(f[PT_LRS]);
+    vals[PR_LEADER_EPOCH] = Py_NewRef(f[PT_LEADER_EPOCH]);
+    vals[PR_PARTITION_EPOCH] = Py_NewRef(f[PT_PARTITION_EPOCH]);
+    return new_registration(vals);
+none:
+    PyErr_Clear();
+    for (int i = 0; i < PR_FIELDS; i++)
+        Py_XDECREF(vals[i]);
+    Py_RETURN_NONE;
+}
+
+/* partition_merge(registration, change) -> registration | None
+ *
+ * PartitionRegistration.merge's usual case: a PartitionChangeRecord that changes the ISR,
+ * the leader or the recovery state only, of a registration whose directories match its
+ * replicas. */
 static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "partition_merge(registration, change)");
         return NULL;
     }
     PyObject *prev = args[0], *r = args[1];
-    if (!pr_cls || Py_TYPE(prev) != (PyTypeObject *)pr_cls)
-        Py_RETURN_NONE;
+    PyObject *got[CH_NAMES];
+    PyObject *vals[PR_FIELDS] = {NULL};
+    int i;
+    if (!pr_cls || Py_TYPE(prev) != (PyTypeObject *)pr_cls || !read_record_slots(&change_slots, r, got))
+        goto none;
 #define PR(k) (*(PyObject **)((char *)prev + pr_offsets[(k)]))
     PyObject *replicas = PR(PR_REPLICAS), *dirs = PR(PR_DIRECTORIES);
-    if (!replicas || !dirs || !PyTuple_CheckExact(replicas) || !PyTuple_CheckExact(dirs) ||
-        PyTuple_GET_SIZE(replicas) == 0 || PyTuple_GET_SIZE(dirs) != PyTuple_GET_SIZE(replicas))
-        Py_RETURN_NONE;
-    PyObject *got[CH_NAMES] = {NULL};
-    PyObject *vals[PR_FIELDS] = {NULL};
-    PyObject *res = NULL;
-    int i;
-    if (!change_slots(Py_TYPE(r)))
+    if (!PyTuple_CheckExact(replicas) || !PyTuple_CheckExact(dirs) || PyTuple_GET_SIZE(replicas) == 0 ||
+        PyTuple_GET_SIZE(dirs) != PyTuple_GET_SIZE(replicas))
         goto none;
-    for (i = 0; i < CH_NAMES; i++) {
-        got[i] = *(PyObject **)((char *)r + ch_offsets[i]);
-        if (!got[i])
-            goto none;  /* (an unset slot: merge() raises what Python raises) */
-        Py_INCREF(got[i]);
-    }
     for (i = CH_REPLICAS; i <= CH_LAST_KNOWN_ELR; i++)
         if (got[i] != Py_None)
             goto none;
-    if (got[CH_DIRECTORIES] != Py_None && (!PyList_CheckExact(got[CH_DIRECTORIES]) || PyList_GET_SIZE(got[CH_DIRECTORIES])))
+    if (!empty_list_or_none(got[CH_DIRECTORIES]))
         goto none;
     int lrs = small_attr(got[CH_LRS]), leader = small_attr(got[CH_LEADER]);
-    if (lrs == -1) {
+    if (lrs == -1)
         vals[PR_LRS] = Py_NewRef(PR(PR_LRS));
-    } else if (lrs == 0 || lrs == 1) {
+    else if (lrs == 0 || lrs == 1)
         vals[PR_LRS] = Py_NewRef(got[CH_LRS]);
-    } else {
+    else
         goto none;  /* (not a recovery state: merge() raises) */
-    }
-    if (got[CH_ISR] == Py_None) {
+    if (got[CH_ISR] == Py_None)
         vals[PR_ISR] = Py_NewRef(PR(PR_ISR));
-    } else {
-        if (!PyList_CheckExact(got[CH_ISR]))
-            goto none;
-        PyObject *t = PyList_AsTuple(got[CH_ISR]);
-        if (!t)
-            goto error;
-        PyObject *found = PyDict_GetItemWithError(pr_int_tuples, t);
-        Py_DECREF(t);
-        if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
-            goto none;  /* (not interned yet, or empty: merge() interns it) */
-        vals[PR_ISR] = Py_NewRef(found);
-    }
+    else if (!PyList_CheckExact(got[CH_ISR]) || !(vals[PR_ISR] = interned_of(pr_int_tuples, got[CH_ISR])))
+        goto none;  /* (not interned yet, or empty: merge() interns it) */
     if (leader == -2) {  /* NO_LEADER_CHANGE */
         vals[PR_LEADER] = Py_NewRef(PR(PR_LEADER));
         vals[PR_LEADER_EPOCH] = Py_NewRef(PR(PR_LEADER_EPOCH));
@@ -3262,10 +3360,10 @@ static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ss
             goto none;
         vals[PR_LEADER] = Py_NewRef(got[CH_LEADER]);
         if (!(vals[PR_LEADER_EPOCH] = PyNumber_Add(PR(PR_LEADER_EPOCH), pr_one)))
-            goto error;
+            goto none;
     }
     if (!(vals[PR_PARTITION_EPOCH] = PyNumber_Add(PR(PR_PARTITION_EPOCH), pr_one)))
-        goto error;
+        goto none;
     vals[PR_REPLICAS] = Py_NewRef(replicas);
     vals[PR_DIRECTORIES] = Py_NewRef(dirs);
     vals[PR_REMOVING] = Py_NewRef(PR(PR_REMOVING));
@@ -3273,26 +3371,12 @@ static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ss
     vals[PR_ELR] = Py_NewRef(PR(PR_ELR));
     vals[PR_LAST_KNOWN_ELR] = Py_NewRef(PR(PR_LAST_KNOWN_ELR));
 #undef PR
-    res = ((PyTypeObject *)pr_cls)->tp_alloc((PyTypeObject *)pr_cls, 0);
-    if (!res)
-        goto error;
-    for (i = 0; i < PR_FIELDS; i++) {
-        *(PyObject **)((char *)res + pr_offsets[i]) = vals[i];
-        vals[i] = NULL;
-    }
-    goto done;
+    return new_registration(vals);
 none:
     PyErr_Clear();
-    res = Py_NewRef(Py_None);
-    goto done;
-error:
-    res = NULL;
-done:
-    for (i = 0; i < CH_NAMES; i++)
-        Py_XDECREF(got[i]);
     for (i = 0; i < PR_FIELDS; i++)
         Py_XDECREF(vals[i]);
-    return res;
+    Py_RETURN_NONE;
 }
 
 /* values_records_size(values, first_delta) -> int | None
@@ -3633,8 +3717,10 @@ static PyMethodDef module_methods[] = {
      "untracked_tuple(list) -> tuple: tuple(list), untracked by the cycle collector when no item can be tracked."},
     {"chunks_updated", py_chunks_updated, METH_VARARGS,
      "chunks_updated(positions, chunks, changes, chunk_bits) -> tuple | None: ChunkMap.updated's new chunks."},
-    {"configure_partition_merge", py_configure_partition_merge, METH_VARARGS,
-     "configure_partition_merge(cls, int_tuples) -> bool: the registration class partition_merge builds."},
+    {"configure_partitions", py_configure_partitions, METH_VARARGS,
+     "configure_partitions(cls, int_tuples, uuid_tuples, migrating_by_count) -> bool: the registration class built."},
+    {"partition_from_record", py_partition_from_record, METH_O,
+     "partition_from_record(record) -> registration | None: a PartitionRecord's usual shape, or None."},
     {"partition_merge", (PyCFunction)(void (*)(void))py_partition_merge, METH_FASTCALL,
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
     {"values_records_size", py_values_records_size, METH_VARARGS,

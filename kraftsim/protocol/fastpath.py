@@ -61,7 +61,7 @@ from __future__ import annotations
 import contextlib
 import os
 import weakref
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, NamedTuple, Protocol, Sequence
 
 from kraftsim.protocol import compression
 from kraftsim.protocol.primitives import Uuid
@@ -110,13 +110,27 @@ chunks_updated: Callable[[dict[Any, int], tuple[tuple[Any, ...], ...], Any, int]
     getattr(_c, "chunks_updated", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
 
 
-def partition_merge_for(cls: type, int_tuples: dict[tuple[int, ...], tuple[int, ...]]) -> Callable[[Any, Any], Any] | None:
-    """The C extension's `partition_merge(registration, change)` set to build `cls` (a
-    registration class of image/components/partition.py, whose field order it checks),
-    looking ISRs up in `int_tuples`: merge()'s usual case, or None where merge() must run.
-    None without the extension or when `cls` cannot be built by filling its slots."""
-    configure = getattr(_c, "configure_partition_merge", None) if HAVE_SPEEDUPS and not FORCED_PURE else None
-    return _c.partition_merge if configure is not None and configure(cls, int_tuples) else None
+class PartitionPaths(NamedTuple):
+    """The C builders of partition registrations (image/components/partition.py)."""
+
+    #: merge(registration, change): PartitionRegistration.merge's usual case, or None.
+    merge: Callable[[Any, Any], Any]
+    #: from_record(record): a PartitionRecord's usual shape as a registration, or None.
+    from_record: Callable[[Any], Any]
+
+
+def partition_paths(cls: type, int_tuples: dict[Any, Any], uuid_tuples: dict[Any, Any],
+                    migrating_by_count: tuple[Any, ...]) -> PartitionPaths | None:
+    """The C extension's partition builders, set to build `cls` (the registration class,
+    whose field order they check) from the interned tuples in `int_tuples` and
+    `uuid_tuples` (intern.py's tables, read, never written: a tuple not there yet makes
+    them answer None, and the Python code interns it) and `migrating_by_count[n]` for n
+    replicas without directories. None without the extension or when `cls` cannot be built
+    by filling its slots."""
+    configure = getattr(_c, "configure_partitions", None) if HAVE_SPEEDUPS and not FORCED_PURE else None
+    if configure is None or not configure(cls, int_tuples, uuid_tuples, migrating_by_count):
+        return None
+    return PartitionPaths(_c.partition_merge, _c.partition_from_record)
 
 
 def set_enabled(flag: bool) -> bool:

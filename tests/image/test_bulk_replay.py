@@ -14,6 +14,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataDelta, MetadataImage, MetadataReplayError, image_digest
 from kraftsim.image import intern
 from kraftsim.image import PartitionRegistration, registration_from_record
+from kraftsim.image.components.partition import fast_from_record
 from kraftsim.image.pmap import PMap, hash_int, hash_str, hash_uuid
 from kraftsim.image.synthetic import ClusterShape, cluster_records
 from kraftsim.protocol.entries import Payload
@@ -57,6 +58,32 @@ def test_registration_from_record_matches_the_plain_reading(m) -> None:
     assert outcome(registration_from_record, m) == outcome(reference_registration, m)
     if not isinstance(outcome(reference_registration, m), tuple):
         assert registration_from_record(m).replicas is intern.ints(m.replicas)  # interned, hence shared
+
+
+TUPLE_FIELDS = ("replicas", "directories", "isr", "removing_replicas", "adding_replicas", "elr", "last_known_elr")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, PR.schema.versions.hi).flatmap(lambda v: messages(PR, v))
+       | st.builds(lambda p: p.message, st.deferred(lambda: partition_record())), st.booleans())
+def test_the_c_reading_equals_the_plain_reading_where_it_answers(m, seen) -> None:
+    """bulk.py's `fast_from_record` (C) gives registration_from_record's registration, its
+    tuples the same interned objects, or None (bulk then reads the record in Python); once
+    the record's tuples are interned, the usual shape is always answered."""
+    if fast_from_record is None:
+        pytest.skip("the C extension is not built")
+    if seen:
+        outcome(registration_from_record, m)  # (interns its tuples)
+    got = fast_from_record(m)
+    want = outcome(reference_registration, m)
+    usual = (m.replicas and m.isr and m.leader_recovery_state in (0, 1)
+             and not (m.removing_replicas or m.adding_replicas or m.eligible_leader_replicas or m.last_known_elr)
+             and (not m.directories or len(m.directories) == len(m.replicas)) and len(m.replicas) < 8)
+    if got is None:
+        assert not (seen and usual)
+        return
+    assert type(got) is PartitionRegistration and got == want
+    assert all(getattr(got, f) is getattr(want, f) for f in TUPLE_FIELDS)
 
 
 # ----------------------------------------------------------------------------- random record lists

@@ -24,7 +24,7 @@ import msgspec
 
 from kraftsim.image import intern
 from kraftsim.image.errors import MetadataReplayError
-from kraftsim.protocol.fastpath import partition_merge_for
+from kraftsim.protocol.fastpath import partition_paths
 from kraftsim.protocol.primitives import Uuid
 
 NO_LEADER = -1
@@ -127,14 +127,17 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
         return bool(self.elr or self.last_known_elr)
 
 
-#: `PartitionRegistration.merge`'s usual case in C, for bulk replay: `fast_merge(registration,
-#: change)` is the merged registration, or None where merge() must run (any other change,
-#: an ISR not interned yet). None without the C extension. tests/image/test_apply_fast_paths.py
-#: checks it against merge_plain.
-fast_merge = partition_merge_for(PartitionRegistration, intern.INT_TUPLES)
-
 #: The directory tuples of a record without directories, for 0..7 replicas.
 MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))
+
+_C_PATHS = partition_paths(PartitionRegistration, intern.INT_TUPLES, intern.UUID_TUPLES, MIGRATING_BY_COUNT)
+#: For bulk replay, in C (None without the extension), each answering None where the Python
+#: code must run (any other shape, a tuple not interned yet): `fast_merge(registration,
+#: change)` is `merge`'s usual case (tests/image/test_apply_fast_paths.py checks it against
+#: merge_plain), `fast_from_record(record)` bulk.py's common shape of a PartitionRecord
+#: (tests/image/test_bulk_replay.py checks it against registration_from_record).
+fast_merge = _C_PATHS.merge if _C_PATHS is not None else None
+fast_from_record = _C_PATHS.from_record if _C_PATHS is not None else None
 
 
 def registration_from_record(r: Any, _new: type[PartitionRegistration] = PartitionRegistration,
