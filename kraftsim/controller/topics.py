@@ -27,7 +27,7 @@ from kraftsim.controller.replica_placement import (
     InvalidReplicationFactor,
     PlacementMemo,
     UsableBroker,
-    place_replicas,
+    placed_replicas,
     usable_brokers,
 )
 from kraftsim.controller.result import (
@@ -141,13 +141,17 @@ def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf
 
 class _Brokers:
     """What placing a request's topics reads of the brokers, read once for the request (the
-    image does not change while it is decided)."""
+    image does not change while it is decided); and what follows from a replica list alone
+    (its ISR, its directories), worked out once per distinct list: placement hands out the
+    same few hundred lists for any number of partitions."""
 
     def __init__(self, image: MetadataImage):
         self.image = image
         self._usable: list[UsableBroker] | None = None
         self._active: dict[int, bool] = {}
         self.placement = PlacementMemo()
+        self.isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.directories: dict[tuple[int, ...], tuple[Uuid, ...]] = {}
 
     def usable(self) -> list[UsableBroker]:
         if self._usable is None:
@@ -162,10 +166,10 @@ class _Brokers:
 
 
 def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
-                     brokers: _Brokers) -> tuple[list[tuple[list[int], list[int]]], ApiError]:
+                     brokers: _Brokers) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], ApiError]:
     """[(replicas, isr)] by partition id, or the topic's error."""
     image = ctx.image
-    parts: dict[int, tuple[list[int], list[int]]] = {}
+    parts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     if topic.assignments:
         if topic.replication_factor != -1:
             return [], ApiError("INVALID_REQUEST", "A manual partition assignment was specified, but replication "
@@ -182,12 +186,12 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
             if err is not None:
                 return [], err
             rf = len(a.broker_ids)
-            isr = [b for b in a.broker_ids if is_active(image, b)]
+            isr = tuple(b for b in a.broker_ids if is_active(image, b))
             if not isr:
                 return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "All brokers specified in the manual partition "
                                                                   f"assignment for partition {a.partition_index} are "
                                                                   "fenced or in controlled shutdown.")
-            parts[a.partition_index] = (list(a.broker_ids), isr)
+            parts[a.partition_index] = (tuple(a.broker_ids), isr)
         if set(parts) != set(range(len(parts))):
             return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "partitions should be a consecutive 0-based integer sequence")
         return [parts[i] for i in range(len(parts))], NONE
@@ -200,17 +204,20 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
     rf = ctx.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
     rng = random.Random(f"kraftsim-placement:{seed}:{topic.name}")
     try:
-        placement = place_replicas(brokers.usable(), num, rf, rng, brokers.placement)
+        placement = placed_replicas(brokers.usable(), num, rf, rng, brokers.placement)
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []
-    active = brokers.active()
+    isrs = brokers.isrs
     for replicas in placement:
-        isr = [b for b in replicas if active[b]]
-        if not isr:
+        kept = isrs.get(replicas)
+        if kept is None:
+            active = brokers.active()
+            kept = isrs[replicas] = tuple(b for b in replicas if active[b])
+        if not kept:
             return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
                                                               "brokers are currently fenced or in controlled shutdown.")
-        out.append((replicas, isr))
+        out.append((replicas, kept))
     return out, NONE
 
 
@@ -269,8 +276,9 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     taken = _TakenIds(image)
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
-    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
     brokers = _Brokers(image)
+    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
+    dir_rows = brokers.directories  # replicas -> their default directories
     partition_record = reg["PartitionRecord"]
     new_partition = partition_record.cls
     for t in req.topics:
@@ -293,23 +301,30 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
         for pid, (replicas, isr) in enumerate(plan):
             if pr_version >= 1:
-                directories = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas]
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
-                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0,
-                                        directories=directories)
+                directories = dir_rows.get(replicas)
+                if directories is None:
+                    directories = dir_rows[replicas] = tuple(
+                        dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas)
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0, directories=list(directories))
             else:
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
-                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0)
             records.append(make_payload(Payload, (partition_record, pr_version, message)))
     out: list[CreatableTopicResult] = []
+    answered: set[str] = set()
     for t in req.topics:
-        if any(r.name == t.name for r in out):
+        if t.name in answered:
             continue  # a repeated name is answered once
         e = errors.get(t.name)
         if e is not None:
             out.append(CreatableTopicResult(t.name, error_code=e.code, error_message=e.message))
+            answered.add(t.name)
         elif t.name in results:
             out.append(results[t.name])
+            answered.add(t.name)
     response = CreateTopicsResponse(tuple(out))
     return accepted([] if req.validate_only else records, response)
 
