@@ -38,10 +38,12 @@ from kraftsim.controller.result import (
     payload,
     refused,
 )
+from kraftsim.gcpause import collector_paused
 from kraftsim.image import RECOVERED, TOPIC, MetadataImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.javacompat import random_uuid
+from kraftsim.versions import MetadataVersion
 from kraftsim.storage import MAX_TOPIC_NAME_LENGTH, topic_name_error  # noqa: F401 (Kafka's Topic.validate, here as before)
 
 #: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
@@ -229,48 +231,12 @@ def _requested_partitions(ctx: ControllerContext, topic: CreatableTopic) -> int:
     return max(topic.num_partitions, 0)
 
 
-def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
-    """Kafka's CreateTopics: per topic, its name, existence, configs, partitions and
-    placement are checked; each created topic writes TopicRecord, its ConfigRecords, then
-    one PartitionRecord per partition. All records commit atomically; per-topic errors
-    are in the response."""
-    mv = metadata_version_of(ctx)
-    if mv is None:
-        return refused(NO_METADATA_VERSION)
-    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
-        return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
+def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: MetadataVersion,
+                    errors: dict[str, ApiError]) -> tuple[list[Payload], dict[str, CreatableTopicResult]]:
+    """The records of the topics without an error so far, and their answers; a topic whose
+    partitions cannot be placed gets its error in `errors` instead."""
     image = ctx.image
     reg = registry_of(ctx)
-    errors: dict[str, ApiError] = {}
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    for name, n in counts.items():
-        if n > 1:
-            errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
-    existing_collisions: dict[str, str] = {}
-    if any("." in t.name or "_" in t.name for t in req.topics):  # (else no name can collide)
-        for topic in image.topics.sorted_topics():
-            existing_collisions.setdefault(_collision_key(topic.name), topic.name)
-    for t in req.topics:
-        if t.name in errors:
-            continue
-        text = topic_name_error(t.name)
-        if text is not None:
-            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
-        if ("." in t.name or "_" in t.name) and _collision_key(t.name) in existing_collisions:
-            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
-                                                                 f"{existing_collisions[_collision_key(t.name)]}")
-    for t in req.topics:
-        if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
-            errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")
-    for t in req.topics:
-        if t.name in errors:
-            continue
-        nulls = [c.name for c in t.configs if c.value is None]
-        if nulls:
-            errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
-
     elr = elr_enabled(ctx, mv)
     pr_version = ctx.catalog.record_version("PartitionRecord", mv)
     taken = _TakenIds(image)
@@ -313,6 +279,52 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
                                         leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
                                         partition_epoch=0)
             records.append(make_payload(Payload, (partition_record, pr_version, message)))
+    return records, results
+
+
+def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
+    """Kafka's CreateTopics: per topic, its name, existence, configs, partitions and
+    placement are checked; each created topic writes TopicRecord, its ConfigRecords, then
+    one PartitionRecord per partition. All records commit atomically; per-topic errors
+    are in the response."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
+        return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
+    image = ctx.image
+    errors: dict[str, ApiError] = {}
+    counts: dict[str, int] = {}
+    for t in req.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    for name, n in counts.items():
+        if n > 1:
+            errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
+    existing_collisions: dict[str, str] = {}
+    if any("." in t.name or "_" in t.name for t in req.topics):  # (else no name can collide)
+        for topic in image.topics.sorted_topics():
+            existing_collisions.setdefault(_collision_key(topic.name), topic.name)
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        text = topic_name_error(t.name)
+        if text is not None:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
+        if ("." in t.name or "_" in t.name) and _collision_key(t.name) in existing_collisions:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
+                                                                 f"{existing_collisions[_collision_key(t.name)]}")
+    for t in req.topics:
+        if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
+            errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
+
+    with collector_paused():  # (records and their lists form no cycle: see gcpause)
+        records, results = _created_topics(ctx, req, mv, errors)
     out: list[CreatableTopicResult] = []
     answered: set[str] = set()
     for t in req.topics:
