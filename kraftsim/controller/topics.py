@@ -54,6 +54,45 @@ def _collision_key(name: str) -> str:
     return name.replace(".", "_")
 
 
+#: A name with at most this many dots and underscores is checked for collisions by looking up
+#: each name it collides with (2**n of them); one with more, against every topic.
+MAX_COLLISION_MARKS = 8
+
+
+class _Collisions:
+    """The existing topic each name collides with (the same name but for dots and
+    underscores; the first such topic by name, as Kafka names it in the error), found by
+    looking up the few names a name can collide with rather than by reading every topic of
+    the cluster for each request."""
+
+    def __init__(self, image: MetadataImage, max_marks: int = MAX_COLLISION_MARKS):
+        self.image = image
+        self.max_marks = max_marks
+        self._by_key: dict[str, str] | None = None
+
+    def of(self, name: str) -> str | None:
+        marks = [i for i, ch in enumerate(name) if ch in "._"]
+        if len(marks) > self.max_marks:
+            return self.by_key().get(_collision_key(name))
+        found: str | None = None
+        chars = list(name)
+        for choice in range(1 << len(marks)):
+            for bit, i in enumerate(marks):
+                chars[i] = "_" if choice >> bit & 1 else "."
+            other = "".join(chars)
+            if (found is None or other < found) and self.image.topics.get_topic_by_name(other) is not None:
+                found = other
+        return found
+
+    def by_key(self) -> dict[str, str]:
+        """Collision key -> the first topic by name with it, read from every topic once."""
+        if self._by_key is None:
+            self._by_key = {}
+            for topic in self.image.topics.sorted_topics():
+                self._by_key.setdefault(_collision_key(topic.name), topic.name)
+        return self._by_key
+
+
 # --------------------------------------------------------------------------- CreateTopics
 
 
@@ -300,19 +339,17 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     for name, n in counts.items():
         if n > 1:
             errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
-    existing_collisions: dict[str, str] = {}
-    if any("." in t.name or "_" in t.name for t in req.topics):  # (else no name can collide)
-        for topic in image.topics.sorted_topics():
-            existing_collisions.setdefault(_collision_key(topic.name), topic.name)
+    collisions = _Collisions(image)
     for t in req.topics:
         if t.name in errors:
             continue
         text = topic_name_error(t.name)
         if text is not None:
             errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
-        if ("." in t.name or "_" in t.name) and _collision_key(t.name) in existing_collisions:
+        other = collisions.of(t.name) if "." in t.name or "_" in t.name else None  # (else no name can collide)
+        if other is not None:
             errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
-                                                                 f"{existing_collisions[_collision_key(t.name)]}")
+                                                                 f"{other}")
     for t in req.topics:
         if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
             errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")

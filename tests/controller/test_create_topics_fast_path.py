@@ -14,6 +14,7 @@ from kraftsim.controller import CreatableTopic, CreateTopicsRequest, UsableBroke
 from kraftsim.controller.partition_change import default_dir, is_active
 from kraftsim.controller.replica_placement import PlacementMemo, usable_brokers
 from kraftsim.controller.result import accepted
+from kraftsim.controller.topics import _Collisions
 from kraftsim.javacompat import random_uuid
 from tests.controller.cluster_support import RuleCluster, replay, to_json
 from tests.controller.conftest import payload
@@ -191,3 +192,27 @@ def test_layout_kept_across_topics_is_the_layout_made_afresh(ids, data, calls) -
         rf = min(rf, len(brokers))
         assert place_replicas(brokers, partitions, rf, random.Random(seed), memo) == place_replicas(
             brokers, partitions, rf, random.Random(seed))
+
+
+def _marks_flipped(name: str, flips: list[bool]) -> str:
+    return "".join({".": "_", "_": "."}[ch] if ch in "._" and flip else ch for ch, flip in zip(name, flips))
+
+
+@settings(max_examples=300, deadline=None)
+@given(stems=st.lists(st.text("a._", min_size=1, max_size=7), min_size=1, max_size=4, unique=True),
+       data=st.data())
+def test_collisions_looked_up_are_those_every_topic_gives(stems, data) -> None:
+    """The topic a name collides with, found by looking up the names it collides with, is the
+    first by name of every topic with its collision key (as reading them all gives); names
+    with more marks than the limit are checked against every topic."""
+    flips = st.lists(st.booleans(), min_size=7, max_size=7)
+    existing = sorted({_marks_flipped(s, data.draw(flips)) for s in stems for _ in range(data.draw(st.integers(0, 3)))})
+    names = [_marks_flipped(data.draw(st.sampled_from(stems)), data.draw(flips)) for _ in range(3)]
+    names.append(data.draw(st.text("a._", min_size=1, max_size=11)))
+    image = replay(RuleCluster("3.9-IV0").image,
+                   [payload("TopicRecord", name=n, topic_id=random_uuid(random.Random(n))) for n in existing])
+    for name in names:
+        key = name.replace(".", "_")
+        plain = min((n for n in existing if n.replace(".", "_") == key), default=None)
+        assert _Collisions(image).of(name) == plain
+        assert _Collisions(image, max_marks=0).of(name) == plain
