@@ -55,26 +55,52 @@ class _RackCursors:
         return None
 
 
+class _Layout:
+    """What placement reads of one brokers list, whatever the topic: unfenced brokers by rack,
+    in rack-alternated order, their ids, the racks and the fenced brokers."""
+
+    __slots__ = ("by_rack", "unfenced", "ids", "racks", "fenced")
+
+    def __init__(self, brokers: Sequence[UsableBroker]):
+        self.by_rack: dict[str, list[UsableBroker]] = {}
+        for b in sorted(brokers, key=lambda b: b.id):
+            if not b.fenced:
+                self.by_rack.setdefault(b.rack or "", []).append(b)
+        self.unfenced = _rack_alternated(self.by_rack)
+        self.ids = [b.id for b in self.unfenced]
+        self.racks = sorted(self.by_rack)
+        self.fenced = sorted((b for b in brokers if b.fenced), key=lambda b: b.id)
+
+
 class PlacementMemo:
-    """Replica lists `place_replicas` already worked out for one list of usable brokers.
+    """What `place_replicas` already worked out for one list of usable brokers.
 
     Why: a CreateTopics request places every topic on the same brokers, and without racks a
     partition's replicas depend only on how many are taken, its leader's position and the
     follower shift (modulo the brokers but one): after a few topics every list is one already
-    made (at 30 brokers and RF 3, 870 lists serve any number of partitions). Kept for the
-    brokers list object it was first used with; another list starts it afresh."""
+    made (at 30 brokers and RF 3, 870 lists serve any number of partitions). The brokers'
+    layout (racks, order, fenced ones) is also the same for every topic. Kept for the brokers
+    list object it was first used with; another list starts it afresh."""
 
-    __slots__ = ("brokers", "lists")
+    __slots__ = ("brokers", "lists", "layout")
 
     def __init__(self) -> None:
         self.brokers: Sequence[UsableBroker] | None = None
         self.lists: dict[tuple[int, int, int], tuple[int, ...]] = {}
+        self.layout: _Layout | None = None
 
     def of(self, brokers: Sequence[UsableBroker]) -> dict[tuple[int, int, int], tuple[int, ...]]:
         """The lists made for `brokers`: (replicas taken, leader position, shift) -> replicas."""
         if self.brokers is not brokers:
-            self.brokers, self.lists = brokers, {}
+            self.brokers, self.lists, self.layout = brokers, {}, None
         return self.lists
+
+    def layout_of(self, brokers: Sequence[UsableBroker]) -> _Layout:
+        """The layout of `brokers`, made once."""
+        self.of(brokers)
+        if self.layout is None:
+            self.layout = _Layout(brokers)
+        return self.layout
 
 
 def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replication_factor: int,
@@ -90,15 +116,18 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
     Fenced brokers are used only when there are not enough unfenced ones, and never as
     the first replica. `memo`: replica lists kept across calls for the same `brokers`.
     """
+    return [list(replicas) for replicas in placed_replicas(brokers, num_partitions, replication_factor, rng, memo)]
+
+
+def placed_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replication_factor: int,
+                    rng: random.Random, memo: PlacementMemo | None = None) -> list[tuple[int, ...]]:
+    """`place_replicas` as tuples, those of `memo` shared rather than copied (the same tuple
+    object for every partition placed alike: callers may key per-replica-list work on it)."""
     if replication_factor <= 0:
         raise InvalidReplicationFactor(
             f"Invalid replication factor {replication_factor}: the replication factor must be positive.")
-    by_rack: dict[str, list[UsableBroker]] = {}
-    for b in sorted(brokers, key=lambda b: b.id):
-        if not b.fenced:
-            by_rack.setdefault(b.rack or "", []).append(b)
-    unfenced = _rack_alternated(by_rack)
-    fenced = sorted((b for b in brokers if b.fenced), key=lambda b: b.id)
+    layout = memo.layout_of(brokers) if memo is not None else _Layout(brokers)
+    by_rack, unfenced, ids, racks, fenced = layout.by_rack, layout.unfenced, layout.ids, layout.racks, layout.fenced
     if not unfenced:
         raise InvalidReplicationFactor("All brokers are currently fenced.")
     if replication_factor > len(brokers):
@@ -106,24 +135,23 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
             f"The target replication factor of {replication_factor} cannot be reached because only "
             f"{len(brokers)} broker(s) are registered.")
     n = len(unfenced)
-    ids = [b.id for b in unfenced]
-    racks = sorted(by_rack)
     start, shift = rng.randrange(n), rng.randrange(n)
     cursors = _RackCursors(by_rack, rng)
     take = min(replication_factor, n)
-    out: list[list[int]] = []
+    out: list[tuple[int, ...]] = []
     made = memo.of(brokers) if memo is not None else {}
     for p in range(num_partitions):
         if p > 0 and p % n == 0:
             shift += 1
         first = (p + start) % n
+        replicas: tuple[int, ...]
         if len(racks) == 1:  # the j-th follower sits (shift + j) % (n - 1) + 1 places after the leader
             key = (take, first, shift % (n - 1) if n > 1 else 0)
             kept = made.get(key)
             if kept is None:
                 kept = made[key] = (ids[first], *[ids[(first + 1 + (shift + j) % (n - 1)) % n]
                                                   for j in range(take - 1)])
-            replicas = list(kept)
+            replicas = kept
         else:
             leader = unfenced[first]
             chosen = [leader]
@@ -138,8 +166,8 @@ def place_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replica
                     taken = cursors.take(rack, chosen)
                     if taken is not None:
                         chosen.append(taken)
-            replicas = [b.id for b in chosen]
+            replicas = tuple(b.id for b in chosen)
         if take < replication_factor:
-            replicas += [fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take)]
+            replicas += tuple(fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take))
         out.append(replicas)
     return out

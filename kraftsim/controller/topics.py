@@ -27,7 +27,7 @@ from kraftsim.controller.replica_placement import (
     InvalidReplicationFactor,
     PlacementMemo,
     UsableBroker,
-    place_replicas,
+    placed_replicas,
     usable_brokers,
 )
 from kraftsim.controller.result import (
@@ -38,10 +38,12 @@ from kraftsim.controller.result import (
     payload,
     refused,
 )
+from kraftsim.gcpause import collector_paused
 from kraftsim.image import RECOVERED, TOPIC, MetadataImage
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.javacompat import random_uuid
+from kraftsim.versions import MetadataVersion
 from kraftsim.storage import MAX_TOPIC_NAME_LENGTH, topic_name_error  # noqa: F401 (Kafka's Topic.validate, here as before)
 
 #: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
@@ -50,6 +52,45 @@ MAX_PARTITIONS_PER_BATCH = 10_000
 
 def _collision_key(name: str) -> str:
     return name.replace(".", "_")
+
+
+#: A name with at most this many dots and underscores is checked for collisions by looking up
+#: each name it collides with (2**n of them); one with more, against every topic.
+MAX_COLLISION_MARKS = 8
+
+
+class _Collisions:
+    """The existing topic each name collides with (the same name but for dots and
+    underscores; the first such topic by name, as Kafka names it in the error), found by
+    looking up the few names a name can collide with rather than by reading every topic of
+    the cluster for each request."""
+
+    def __init__(self, image: MetadataImage, max_marks: int = MAX_COLLISION_MARKS):
+        self.image = image
+        self.max_marks = max_marks
+        self._by_key: dict[str, str] | None = None
+
+    def of(self, name: str) -> str | None:
+        marks = [i for i, ch in enumerate(name) if ch in "._"]
+        if len(marks) > self.max_marks:
+            return self.by_key().get(_collision_key(name))
+        found: str | None = None
+        chars = list(name)
+        for choice in range(1 << len(marks)):
+            for bit, i in enumerate(marks):
+                chars[i] = "_" if choice >> bit & 1 else "."
+            other = "".join(chars)
+            if (found is None or other < found) and self.image.topics.get_topic_by_name(other) is not None:
+                found = other
+        return found
+
+    def by_key(self) -> dict[str, str]:
+        """Collision key -> the first topic by name with it, read from every topic once."""
+        if self._by_key is None:
+            self._by_key = {}
+            for topic in self.image.topics.sorted_topics():
+                self._by_key.setdefault(_collision_key(topic.name), topic.name)
+        return self._by_key
 
 
 # --------------------------------------------------------------------------- CreateTopics
@@ -141,13 +182,17 @@ def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf
 
 class _Brokers:
     """What placing a request's topics reads of the brokers, read once for the request (the
-    image does not change while it is decided)."""
+    image does not change while it is decided); and what follows from a replica list alone
+    (its ISR, its directories), worked out once per distinct list: placement hands out the
+    same few hundred lists for any number of partitions."""
 
     def __init__(self, image: MetadataImage):
         self.image = image
         self._usable: list[UsableBroker] | None = None
         self._active: dict[int, bool] = {}
         self.placement = PlacementMemo()
+        self.isrs: dict[tuple[int, ...], tuple[int, ...]] = {}
+        self.directories: dict[tuple[int, ...], tuple[Uuid, ...]] = {}
 
     def usable(self) -> list[UsableBroker]:
         if self._usable is None:
@@ -162,10 +207,10 @@ class _Brokers:
 
 
 def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
-                     brokers: _Brokers) -> tuple[list[tuple[list[int], list[int]]], ApiError]:
+                     brokers: _Brokers) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], ApiError]:
     """[(replicas, isr)] by partition id, or the topic's error."""
     image = ctx.image
-    parts: dict[int, tuple[list[int], list[int]]] = {}
+    parts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
     if topic.assignments:
         if topic.replication_factor != -1:
             return [], ApiError("INVALID_REQUEST", "A manual partition assignment was specified, but replication "
@@ -182,12 +227,12 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
             if err is not None:
                 return [], err
             rf = len(a.broker_ids)
-            isr = [b for b in a.broker_ids if is_active(image, b)]
+            isr = tuple(b for b in a.broker_ids if is_active(image, b))
             if not isr:
                 return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "All brokers specified in the manual partition "
                                                                   f"assignment for partition {a.partition_index} are "
                                                                   "fenced or in controlled shutdown.")
-            parts[a.partition_index] = (list(a.broker_ids), isr)
+            parts[a.partition_index] = (tuple(a.broker_ids), isr)
         if set(parts) != set(range(len(parts))):
             return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "partitions should be a consecutive 0-based integer sequence")
         return [parts[i] for i in range(len(parts))], NONE
@@ -200,17 +245,20 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
     rf = ctx.config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
     rng = random.Random(f"kraftsim-placement:{seed}:{topic.name}")
     try:
-        placement = place_replicas(brokers.usable(), num, rf, rng, brokers.placement)
+        placement = placed_replicas(brokers.usable(), num, rf, rng, brokers.placement)
     except InvalidReplicationFactor as e:
         return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): {e}")
     out = []
-    active = brokers.active()
+    isrs = brokers.isrs
     for replicas in placement:
-        isr = [b for b in replicas if active[b]]
-        if not isr:
+        kept = isrs.get(replicas)
+        if kept is None:
+            active = brokers.active()
+            kept = isrs[replicas] = tuple(b for b in replicas if active[b])
+        if not kept:
             return [], ApiError("INVALID_REPLICATION_FACTOR", f"Unable to replicate the partition {rf} time(s): All "
                                                               "brokers are currently fenced or in controlled shutdown.")
-        out.append((replicas, isr))
+        out.append((replicas, kept))
     return out, NONE
 
 
@@ -222,55 +270,20 @@ def _requested_partitions(ctx: ControllerContext, topic: CreatableTopic) -> int:
     return max(topic.num_partitions, 0)
 
 
-def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
-    """Kafka's CreateTopics: per topic, its name, existence, configs, partitions and
-    placement are checked; each created topic writes TopicRecord, its ConfigRecords, then
-    one PartitionRecord per partition. All records commit atomically; per-topic errors
-    are in the response."""
-    mv = metadata_version_of(ctx)
-    if mv is None:
-        return refused(NO_METADATA_VERSION)
-    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
-        return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
+def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: MetadataVersion,
+                    errors: dict[str, ApiError]) -> tuple[list[Payload], dict[str, CreatableTopicResult]]:
+    """The records of the topics without an error so far, and their answers; a topic whose
+    partitions cannot be placed gets its error in `errors` instead."""
     image = ctx.image
     reg = registry_of(ctx)
-    errors: dict[str, ApiError] = {}
-    counts: dict[str, int] = {}
-    for t in req.topics:
-        counts[t.name] = counts.get(t.name, 0) + 1
-    for name, n in counts.items():
-        if n > 1:
-            errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
-    existing_collisions: dict[str, str] = {}
-    if any("." in t.name or "_" in t.name for t in req.topics):  # (else no name can collide)
-        for topic in image.topics.sorted_topics():
-            existing_collisions.setdefault(_collision_key(topic.name), topic.name)
-    for t in req.topics:
-        if t.name in errors:
-            continue
-        text = topic_name_error(t.name)
-        if text is not None:
-            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
-        if ("." in t.name or "_" in t.name) and _collision_key(t.name) in existing_collisions:
-            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
-                                                                 f"{existing_collisions[_collision_key(t.name)]}")
-    for t in req.topics:
-        if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
-            errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")
-    for t in req.topics:
-        if t.name in errors:
-            continue
-        nulls = [c.name for c in t.configs if c.value is None]
-        if nulls:
-            errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
-
     elr = elr_enabled(ctx, mv)
     pr_version = ctx.catalog.record_version("PartitionRecord", mv)
     taken = _TakenIds(image)
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
-    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
     brokers = _Brokers(image)
+    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
+    dir_rows = brokers.directories  # replicas -> their default directories
     partition_record = reg["PartitionRecord"]
     new_partition = partition_record.cls
     for t in req.topics:
@@ -293,23 +306,74 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
         for pid, (replicas, isr) in enumerate(plan):
             if pr_version >= 1:
-                directories = [dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas]
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
-                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0,
-                                        directories=directories)
+                directories = dir_rows.get(replicas)
+                if directories is None:
+                    directories = dir_rows[replicas] = tuple(
+                        dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas)
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0, directories=list(directories))
             else:
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=replicas, isr=isr, leader=isr[0],
-                                        leader_recovery_state=RECOVERED, leader_epoch=0, partition_epoch=0)
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0)
             records.append(make_payload(Payload, (partition_record, pr_version, message)))
-    out: list[CreatableTopicResult] = []
+    return records, results
+
+
+def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> ControllerResult:
+    """Kafka's CreateTopics: per topic, its name, existence, configs, partitions and
+    placement are checked; each created topic writes TopicRecord, its ConfigRecords, then
+    one PartitionRecord per partition. All records commit atomically; per-topic errors
+    are in the response."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
+        return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
+    image = ctx.image
+    errors: dict[str, ApiError] = {}
+    counts: dict[str, int] = {}
     for t in req.topics:
-        if any(r.name == t.name for r in out):
+        counts[t.name] = counts.get(t.name, 0) + 1
+    for name, n in counts.items():
+        if n > 1:
+            errors[name] = ApiError("INVALID_REQUEST", "Duplicate topic name.")
+    collisions = _Collisions(image)
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        text = topic_name_error(t.name)
+        if text is not None:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", text)
+        other = collisions.of(t.name) if "." in t.name or "_" in t.name else None  # (else no name can collide)
+        if other is not None:
+            errors[t.name] = ApiError("INVALID_TOPIC_EXCEPTION", f"Topic '{t.name}' collides with existing topic: "
+                                                                 f"{other}")
+    for t in req.topics:
+        if image.topics.get_topic_by_name(t.name) is not None and counts[t.name] == 1:
+            errors[t.name] = ApiError("TOPIC_ALREADY_EXISTS", f"Topic '{t.name}' already exists.")
+    for t in req.topics:
+        if t.name in errors:
+            continue
+        nulls = [c.name for c in t.configs if c.value is None]
+        if nulls:
+            errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
+
+    with collector_paused():  # (records and their lists form no cycle: see gcpause)
+        records, results = _created_topics(ctx, req, mv, errors)
+    out: list[CreatableTopicResult] = []
+    answered: set[str] = set()
+    for t in req.topics:
+        if t.name in answered:
             continue  # a repeated name is answered once
         e = errors.get(t.name)
         if e is not None:
             out.append(CreatableTopicResult(t.name, error_code=e.code, error_message=e.message))
+            answered.add(t.name)
         elif t.name in results:
             out.append(results[t.name])
+            answered.add(t.name)
     response = CreateTopicsResponse(tuple(out))
     return accepted([] if req.validate_only else records, response)
 

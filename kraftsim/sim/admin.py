@@ -14,6 +14,8 @@ from kraftsim.controller import (
     CreatableTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, UpdateFeaturesRequest,
     UpdateFeaturesResponse, create_topics, delete_topics, unregister_broker,
 )
+from kraftsim.image.pmap import MISSING, PMap
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
@@ -30,6 +32,39 @@ if TYPE_CHECKING:  # features_tool is imported where used: serving a cluster nev
 R = TypeVar("R")
 
 
+class FreeNames:
+    """The lowest free numbers of a topic-name prefix, as `create_topics` names new topics.
+
+    Why: asking the image for `<prefix>0`, `<prefix>1`, ... from 0 on every request costs a
+    lookup per topic of the cluster (20,000 topics in 100 requests: a million). Kept per
+    prefix: the by-name map last scanned and its first free number (every lower one was
+    taken there). The next scan starts there unless a name of the prefix was removed since,
+    which the maps' difference tells at the cost of what changed."""
+
+    def __init__(self) -> None:
+        self.scanned: dict[str, tuple[PMap[str, Uuid], int]] = {}
+
+    def lowest(self, by_name: PMap[str, Uuid], prefix: str, count: int) -> list[str]:
+        """The `count` lowest free names `<prefix><i>` of `by_name`, in order."""
+        i = 0
+        kept = self.scanned.get(prefix)
+        if kept is not None:
+            before, first_free = kept
+            if not any(new is MISSING and name.startswith(prefix) for name, _, new in before.diff(by_name)):
+                i = first_free
+        names: list[str] = []
+        first_free = -1
+        while len(names) < count:
+            name = f"{prefix}{i}"
+            if by_name.get(name) is None:
+                if first_free < 0:
+                    first_free = i
+                names.append(name)
+            i += 1
+        self.scanned[prefix] = (by_name, i if first_free < 0 else first_free)
+        return names
+
+
 class AdminMixin:
     """Admin requests of a Simulation (see the module docstring); `self` is the Simulation."""
 
@@ -44,6 +79,13 @@ class AdminMixin:
         def leader(self) -> int | None: ...
         def finalized(self) -> dict[str, int]: ...
         def _finish_op(self, label: str) -> None: ...
+
+    def _free_names(self) -> FreeNames:
+        """This simulation's FreeNames (made on first use: the mixin has no constructor)."""
+        memo = getattr(self, "_free_names_memo", None)
+        if memo is None:
+            memo = self._free_names_memo = FreeNames()
+        return memo
 
     def _wait_leader(self) -> Member | None:
         e = self.engine
@@ -120,12 +162,7 @@ class AdminMixin:
             names = list(names)
             count = len(names)
         else:
-            names = []
-        i = 0
-        while len(names) < count:
-            if image.topics.get_topic_by_name(f"{prefix}{i}") is None:
-                names.append(f"{prefix}{i}")
-            i += 1
+            names = self._free_names().lowest(image.topics.by_name, prefix, count)
         request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf) for n in names),
                                       seed=self.seed * 1_000_003 + len(image.topics))
         result = self._controller_call(lambda ctx: create_topics(ctx, request))
