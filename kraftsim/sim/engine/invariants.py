@@ -36,14 +36,14 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataImage, MetadataLoader, MvChangeHandling
 from kraftsim.image import image_digest
 from kraftsim.image import load_snapshot
+from kraftsim.sim.engine.checked_snapshots import CheckedSnapshots
 from kraftsim.sim.engine.file_memo import FileIdentity, FileMemo, file_identity
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.engine.range_share import RangeShare
-from kraftsim.sim.node.snapshot_share import SnapshotShare, snapshot_content as share_content
+from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
-from kraftsim.protocol.registry import Registry
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import snapshot_path
 
@@ -132,6 +132,8 @@ class Checker:
         self._snapshots_checked: dict[tuple[int, int, int], FileIdentity | None] = {}
         #: Digests of what snapshot files load to, by file identity and by content.
         self.snapshot_digests: FileMemo[str] = FileMemo()
+        #: The snapshot files read back, checked whole or matched with one (a restamped copy).
+        self.checked_snapshots = CheckedSnapshots()
         #: Digests of replays of a log up to a snapshot's offset, by (software, offset, the
         #: log's batches below it: `_log_key`); replays made and taken (`_log_digest`).
         self._log_digests: dict[tuple[object, int, bytes], str | None] = {}
@@ -152,6 +154,7 @@ class Checker:
         self.digests = DigestCache()
         self._crcs.clear()
         self._log_digests.clear()
+        self.checked_snapshots.clear()
 
     def fail(self, name: str, detail: str) -> None:
         result = InvariantResult(name, False, detail)
@@ -477,7 +480,8 @@ class Checker:
                                                      lambda raw: _snapshot_digest(node, sid, path, raw,
                                                                                   self.shadow_share.snapshots,
                                                                                   self.digests),
-                                                     lambda raw: snapshot_content(path, node.registry, raw))
+                                                     lambda raw: self.checked_snapshots.content(path, node.registry,
+                                                                                                raw))
             except KraftsimError as e:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) cannot be read: {e}")
@@ -518,14 +522,6 @@ def _log_key(log: MetadataLog, end: int) -> bytes:
             break
         h.update(pack(b.base_offset, b.last_offset_delta, b.partition_leader_epoch, len(b.raw), b.crc))
     return h.digest()
-
-
-def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, bytes]:
-    """What a loader takes from the snapshot file `path` holding `raw`, once the file is
-    checked (`read_snapshot`: a problem raises): kraftsim.sim.node.snapshot_share's
-    `snapshot_content`, its bytes without their timestamps. Nodes write the same snapshot
-    at different times; its image does not depend on when."""
-    return share_content(read_snapshot(path, registry, data=raw))
 
 
 def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
