@@ -20,7 +20,7 @@ from kraftsim.sim.node.snapshot_share import snapshot_content
 from kraftsim.storage import read_snapshot
 from kraftsim.storage.names import parse_snapshot_name
 from kraftsim.storage.snapshot import restamp_batches, write_snapshot
-from tests.sim.sim_helpers import scratch
+from tests.sim.sim_helpers import failed, scratch
 
 STAMP = 1_700_000_000_000
 
@@ -117,13 +117,16 @@ def test_a_restamped_copy_is_matched_and_anything_else_is_checked_whole() -> Non
         other = checker.content(path, registry, bytes(forged))
         assert other != first and other == _plain(path, bytes(forged))
         assert checker.checked == 3 and checker.matched == 1
-        # Restamped with a wrong time: another time under the CRCs of the first restamp.
+        # Restamped with a wrong time: another time under the CRCs of the first restamp
+        # (compared with the file it was restamped from).
         wrong = bytearray(restamp_batches(raw, STAMP, STAMP + 9_000) or b"")
         for pos, _ in layout:
             wrong[pos + 17:pos + 21] = copy[pos + 17:pos + 21]
+        fresh = CheckedSnapshots()
+        assert fresh.content(path, registry, raw) == first
         with pytest.raises(KraftsimError, match="Record is corrupt"):
-            checker.content(path, registry, bytes(wrong))
-        assert checker.matched == 1
+            fresh.content(path, registry, bytes(wrong))
+        assert fresh.matched == 0 and fresh.checked == 1
 
 
 @settings(max_examples=60, deadline=None)
@@ -151,3 +154,37 @@ def test_every_answer_is_the_plain_paths(data: st.DataObject) -> None:
                             _recrc(copy, pos, size)
             assert _checked(checker, path, bytes(copy)) == _plain(path, bytes(copy))
         assert checker.checked >= 1
+
+
+def test_the_deep_checks_match_a_restamped_copy_and_catch_a_stale_crc() -> None:
+    """In a running cluster: two nodes' snapshots replaced by another's restamped for other
+    clocks, read back in one check: the first is checked whole, the second matched with it,
+    and both pass; later, one whose timestamps changed under the old CRCs cannot be read."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
+        sim.create_topics(4, 3)
+        paths = sim.snapshot()
+        checked = sim.engine.checker.checked_snapshots
+        raw = paths[0].read_bytes()
+        stamp = read_snapshot(paths[0]).batches[0].batch.base_timestamp
+
+        def replace(path: Path, data: bytes) -> None:
+            path.unlink()  # (a file of its own, not a link of the others')
+            path.write_bytes(data)
+
+        copies = [restamp_batches(raw, stamp, stamp + k * 1_000) or b"" for k in (1, 2, 3)]
+        whole, matched = checked.checked, checked.matched
+        replace(paths[3], copies[0])
+        replace(paths[4], copies[1])
+        sim.create_topics(1, 1)
+        assert not failed(sim) and (checked.checked, checked.matched) == (whole + 1, matched + 1)
+        stale = bytearray(copies[1])
+        stale[27:43] = raw[27:43]  # (the first batch's timestamps back, its CRC the copy's)
+        replace(paths[3], copies[2])
+        replace(paths[4], bytes(stale))
+        sim.create_topics(1, 1)
+        broken = failed(sim)
+        sim.close()
+    assert checked.matched == matched + 1
+    assert [r.name for r in broken] == ["SnapshotMatchesLog"]
+    assert "node 5's snapshot" in str(broken[0].detail) and "cannot be read" in str(broken[0].detail)

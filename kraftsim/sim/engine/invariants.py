@@ -446,6 +446,7 @@ class Checker:
         # `shadow_share`, where a read-back of the same file's content takes it)
         for m in checked:
             self._snapshots(event, m)
+        self.checked_snapshots.clear()  # (a file's copies are read back in the check that reads it)
 
     def shadow(self, node: int) -> tuple[int, MetadataImage] | None:
         """The image `node`'s shadow loader holds after the last deep check, and the offset
