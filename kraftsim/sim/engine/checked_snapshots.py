@@ -31,10 +31,11 @@ from kraftsim.storage import read_snapshot
 from kraftsim.storage.snapshot import crc32c_zero_extend
 
 #: Files checked whole kept to compare others with (each holds its bytes: at a million
-#: partitions 128 MB). The deep checks empty them after each check: the copies of one
-#: file are read back in the check that reads it (in the 1M shape at 100k, emptying them
-#: after every check matches as many), so no file's bytes are held between checks.
-KEEP = 2
+#: partitions 128 MB). One is enough: the copies of a file are read back right after it,
+#: in the same deep check (in the 1M shape at 100k, keeping one and emptying it after
+#: every check matches as many as keeping more), and with one, no file's bytes are held
+#: beyond the file being read while another is loaded (the checks' peak), nor between checks.
+KEEP = 1
 
 # Where a v2 batch keeps its CRC (of everything from the attributes on) and its base and
 # max timestamps.
