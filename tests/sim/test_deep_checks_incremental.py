@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import image_digest
+from kraftsim.protocol.batch import crc32c
 from kraftsim.protocol.entries import Payload
 from kraftsim.sim import Simulation
 from kraftsim.sim.engine.file_memo import FileMemo, file_identity
@@ -102,6 +103,49 @@ def test_a_read_back_takes_a_shadows_load_of_the_same_content_only() -> None:
         assert _snapshot_digest(node, sid, other, bad, share, cache) != plain
         assert share.adopted == 1 and share.loaded == 2
         sim.close()
+
+
+def _rewritten_in_log(node, old: bytes, new: bytes) -> tuple[str, int, bytes]:  # type: ignore[no-untyped-def]
+    """Where the first batch of `node`'s log holding `old` is (file, position), and its bytes
+    with `old` replaced by `new` (as long) and its CRC made right again: written over it, a
+    log that reads cleanly but holds another record than the other nodes' logs."""
+    for fb in node.log.batches(0):
+        at = fb.batch.raw.find(old)
+        if at >= 0:
+            raw = bytearray(fb.batch.raw)
+            raw[at:at + len(old)] = new
+            raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")
+            return fb.path, fb.position, bytes(raw)
+    raise AssertionError(f"{old!r} is in no batch")
+
+
+def test_a_node_whose_log_differs_below_its_snapshot_gets_no_other_nodes_replay() -> None:
+    """SnapshotMatchesLog replays a log up to a snapshot's offset once per software and log
+    content (`Checker._log_digest`): a node whose log holds another record below its
+    snapshot's offset, though its snapshot is the others', is replayed itself and caught."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
+        sim.create_topics(4, 3)
+        paths = sim.snapshot()
+        checker = sim.engine.checker
+        assert not failed(sim) and checker.log_replays_taken > 0  # (the nodes' logs are one log)
+        node = sim.engine.member(5).node
+        assert node is not None
+        where, position, patched = _rewritten_in_log(node, b"topic-2", b"topic-7")
+        sim.stop([5])
+        with open(where, "r+b") as f:
+            f.seek(position)
+            f.write(patched)
+        sim.start([5])  # (from its snapshot: its image is the others')
+        target = paths[4]
+        assert "node-5" in str(target)
+        st_ = target.stat()
+        os.utime(target, ns=(st_.st_atime_ns, st_.st_mtime_ns + 10**9))  # (read back again)
+        sim.create_topics(1, 1, replication_factor=1)
+        broken = failed(sim)
+        sim.close()
+    assert [r.name for r in broken] == ["SnapshotMatchesLog"]
+    assert "node 5's snapshot" in str(broken[0].detail) and "differs from a replay of its log" in str(broken[0].detail)
 
 
 def test_file_memo_reads_a_file_once_per_identity_and_loads_bytes_once() -> None:

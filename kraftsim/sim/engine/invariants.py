@@ -25,6 +25,8 @@ Deep ones replay files and run at the end of every operation (and after every ev
 from __future__ import annotations
 
 import bisect
+import hashlib
+import struct
 import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -34,14 +36,14 @@ from kraftsim.errors import KraftsimError
 from kraftsim.image import CommittedBatch, DigestCache, LoaderFault, MetadataImage, MetadataLoader, MvChangeHandling
 from kraftsim.image import image_digest
 from kraftsim.image import load_snapshot
+from kraftsim.sim.engine.checked_snapshots import CheckedSnapshots
 from kraftsim.sim.engine.file_memo import FileIdentity, FileMemo, file_identity
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.engine.range_share import RangeShare
-from kraftsim.sim.node.snapshot_share import SnapshotShare, snapshot_content as share_content
+from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
 from kraftsim.storage import decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
-from kraftsim.protocol.registry import Registry
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import snapshot_path
 
@@ -53,6 +55,11 @@ if TYPE_CHECKING:
 SHADOW_KEEP = 1 << 12
 #: Batch CRC-32s kept (`Checker._crc`; emptied past it).
 CRC_KEEP = 1 << 12
+#: Digests of log replays kept (`Checker._log_digest`; each is small; emptied past it).
+LOG_DIGESTS_KEEP = 1 << 8
+#: What names one checked batch of a log (`_log_key`): base offset, last offset delta,
+#: leader epoch, size and the CRC-32C of the rest (checked against the bytes when read).
+_BATCH_KEY = struct.Struct(">qiiiI")
 
 
 def disjoint_majorities(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
@@ -125,6 +132,13 @@ class Checker:
         self._snapshots_checked: dict[tuple[int, int, int], FileIdentity | None] = {}
         #: Digests of what snapshot files load to, by file identity and by content.
         self.snapshot_digests: FileMemo[str] = FileMemo()
+        #: The snapshot files read back, checked whole or matched with one (a restamped copy).
+        self.checked_snapshots = CheckedSnapshots()
+        #: Digests of replays of a log up to a snapshot's offset, by (software, offset, the
+        #: log's batches below it: `_log_key`); replays made and taken (`_log_digest`).
+        self._log_digests: dict[tuple[object, int, bytes], str | None] = {}
+        self.log_replays = 0
+        self.log_replays_taken = 0
         #: CRC-32s of batch bytes compared before, by the bytes object (`_crc`).
         self._crcs: dict[int, tuple[bytes, int]] = {}
         #: Voters that are down (stopped, crashed, failed): what their disks hold. A fetch they
@@ -139,6 +153,8 @@ class Checker:
         self.shadow_share.clear()
         self.digests = DigestCache()
         self._crcs.clear()
+        self._log_digests.clear()
+        self.checked_snapshots.clear()
 
     def fail(self, name: str, detail: str) -> None:
         result = InvariantResult(name, False, detail)
@@ -430,6 +446,7 @@ class Checker:
         # `shadow_share`, where a read-back of the same file's content takes it)
         for m in checked:
             self._snapshots(event, m)
+        self.checked_snapshots.clear()  # (a file's copies are read back in the check that reads it)
 
     def shadow(self, node: int) -> tuple[int, MetadataImage] | None:
         """The image `node`'s shadow loader holds after the last deep check, and the offset
@@ -443,7 +460,9 @@ class Checker:
         identity (device, inode, size, mtime) differs from the one checked last; what a
         file loads to is remembered by identity and by content (`FileMemo`,
         `snapshot_content`), so a file shared by hard link, or holding what another node's
-        holds, is loaded once (and each file is still read and checked once)."""
+        holds, is loaded once (and each file is still read and checked once). The replay of
+        the node's log it is compared with is made once per software, offset and log
+        content (`_log_digest`)."""
         node = m.node
         assert node is not None and node.log is not None
         log = node.log
@@ -462,23 +481,48 @@ class Checker:
                                                      lambda raw: _snapshot_digest(node, sid, path, raw,
                                                                                   self.shadow_share.snapshots,
                                                                                   self.digests),
-                                                     lambda raw: snapshot_content(path, node.registry, raw))
+                                                     lambda raw: self.checked_snapshots.content(path, node.registry,
+                                                                                                raw))
             except KraftsimError as e:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) cannot be read: {e}")
                 continue
-            expected = replay_image(node, sid.end_offset, use_snapshots=False, share=self.shadow_share)
-            if expected is not None and not node.kip_778 and image_digest(expected, self.digests) != loaded:
+            expected = self._log_digest(node, sid.end_offset)
+            if expected is not None and not node.kip_778 and expected != loaded:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) differs from a replay of its log")
 
+    def _log_digest(self, node, end: int) -> str | None:  # type: ignore[no-untyped-def]
+        """The digest of `replay_image(node, end, use_snapshots=False)`: replayed once per
+        software, offset and log content. Nodes of one cluster hold the same committed log,
+        and replay is deterministic, so a node whose log below `end` holds the batches
+        another's held (`_log_key`: each batch's offsets, epoch, size and checked CRC-32C,
+        what the commit share and ConsistentCommittedData take for the same bytes) gets the
+        digest of that node's replay. Every batch is still read and its CRC checked."""
+        key = (node.software, end, _log_key(node.log, end))
+        if key in self._log_digests:
+            self.log_replays_taken += 1
+            return self._log_digests[key]
+        expected = replay_image(node, end, use_snapshots=False, share=self.shadow_share)
+        digest = None if expected is None else image_digest(expected, self.digests)
+        self.log_replays += 1
+        if len(self._log_digests) >= LOG_DIGESTS_KEEP:
+            self._log_digests.clear()
+        self._log_digests[key] = digest
+        return digest
 
-def snapshot_content(path: Path, registry: Registry, raw: bytes) -> tuple[int, bytes]:
-    """What a loader takes from the snapshot file `path` holding `raw`, once the file is
-    checked (`read_snapshot`: a problem raises): kraftsim.sim.node.snapshot_share's
-    `snapshot_content`, its bytes without their timestamps. Nodes write the same snapshot
-    at different times; its image does not depend on when."""
-    return share_content(read_snapshot(path, registry, data=raw))
+
+def _log_key(log: MetadataLog, end: int) -> bytes:
+    """What names the batches of `log` holding offsets below `end` (from the log's start;
+    each read and checked as a replay reads it): a SHA-256 of each one's `_BATCH_KEY`."""
+    h = hashlib.sha256()
+    pack = _BATCH_KEY.pack
+    for fb in log.batches(0):
+        b = fb.batch
+        if b.base_offset >= end:
+            break
+        h.update(pack(b.base_offset, b.last_offset_delta, b.partition_leader_epoch, len(b.raw), b.crc))
+    return h.digest()
 
 
 def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
