@@ -35,6 +35,8 @@ _HEADER = struct.Struct(">qiibIhiqqqhii")
 #: where the bytes it covers start.
 CRC_AT = 17
 _CRC_START = CRC_AT + 4
+#: Where a batch's base and max timestamps start (two int64s, covered by the CRC).
+TIMESTAMPS_AT = 27
 _CRC_FIELD = struct.Struct(">I")
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-from kraftsim.protocol.batch import crc32c
+from kraftsim.protocol.batch import CRC_AT, TIMESTAMPS_AT, crc32c
 from kraftsim.protocol.registry import Registry
 from kraftsim.sim.node.snapshot_share import snapshot_content
 from kraftsim.storage import read_snapshot
@@ -39,7 +39,7 @@ KEEP = 1
 
 # Where a v2 batch keeps its CRC (of everything from the attributes on) and its base and
 # max timestamps.
-_CRC_AT, _CRC_END, _STAMPS_AT, _STAMPS_END = 17, 21, 27, 43
+_CRC_AT, _CRC_END, _STAMPS_AT, _STAMPS_END = CRC_AT, CRC_AT + 4, TIMESTAMPS_AT, TIMESTAMPS_AT + 16
 _ZEROS_CRC = crc32c(bytes(_STAMPS_END - _STAMPS_AT))
 
 
