@@ -152,29 +152,3 @@ def test_files_placed_from_one_write_are_read_and_checked_but_hashed_once(tmp_pa
     assert load(victim).image.topics.partition_count() == other.topics.partition_count()
     assert share.known == len(paths) - 1
 
-
-def test_whether_a_software_loads_a_write_as_written_is_asked_once_per_write(tmp_path: Path) -> None:
-    """Nodes of one software restarting from files placed from one write take its image, and
-    `reads_like` (which may look at every partition) is asked once for them all; another
-    software asks again."""
-    from kraftsim.image import MetadataProvenance
-    from kraftsim.image.synthetic import ClusterShape, cluster_image
-    from kraftsim.versions import default_catalog
-
-    cat = default_catalog()
-    image = cluster_image(ClusterShape(brokers=4, topics=6, partitions=3), cat, 25).with_provenance(
-        MetadataProvenance(2_000, 3, 1_700_000_000_000, True))
-    share = SnapshotShare()
-    paths = [_emit(tmp_path / f"n{i}", image, share.writes, 40 + i % 2) for i in range(4)]
-    sid = parse_snapshot_name(paths[0].name).snapshot_id
-    asked: list[object] = []
-
-    def reads_like(software: object, written: object) -> bool:
-        asked.append(software)
-        return written is image
-
-    for path, software in zip(paths, [("a",), ("a",), ("a",), ("b",)]):
-        loader = MetadataLoader(cat, clock_ns=lambda: 0)
-        share.load(loader, path, sid, cat.record_registry(), software, reads_like=reads_like, keep=False)
-        assert loader.image.topics is image.topics
-    assert share.taken == 4 and len(asked) == 2

@@ -61,8 +61,6 @@ SETTLED_NS = 1_000_000_000
 Identity = tuple[int, int, int, int, int]
 #: The note (`WrittenSnapshot.notes`) of a written snapshot's content (`snapshot_content`).
 _CONTENT = "snapshot_content"
-#: The note of whether a loader's software loads a written snapshot as written (`replays_alike`).
-_READS_LIKE = "reads_like"
 #: Whether the file written under a software key (SnapshotEmitter's `software`) from an
 #: image loads, under the caller's software, to that image.
 ReadsLike = Callable[[Hashable, MetadataImage], bool]
@@ -127,7 +125,7 @@ class SnapshotShare:
             snap = read_snapshot(path, registry, data=read_file(path))
             content = snapshot_content(snap)
             key = (software, sid.end_offset, sid.epoch, *content)
-        written = self._written(path, identity, sid, registry, software, reads_like) if fresh and data is None else None
+        written = self._written(path, identity, sid, registry, reads_like) if fresh and data is None else None
         if written is not None:
             loader.adopt_snapshot(written, end_offset=sid.end_offset, epoch=sid.epoch,
                                   last_contained_log_timestamp=snap.last_contained_log_timestamp)
@@ -161,7 +159,7 @@ class SnapshotShare:
             written.notes[_CONTENT] = content
         return content
 
-    def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any, software: Hashable,
+    def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any,
                  reads_like: ReadsLike | None) -> MetadataImage | None:
         """The image `writes` wrote the file at `path` from, when a load of it by this
         loader's software gives that image: the file is still the one written (its identity,
@@ -171,27 +169,20 @@ class SnapshotShare:
         written (`reads_like(software, image)`: `replays_alike`, which also rules out the
         losses Kafka makes silently; `writes` keeps no write Kafka refuses for a loss), so
         the file's records replay to that image's metadata; the provenance comes from the
-        file (`adopt_snapshot`). `reads_like`'s answer is noted on the write for this
-        loader's `software` (the share's key: loaders of equal software load alike), so the
-        nodes that restart from one write ask it once (at a million partitions it may look
-        at every partition)."""
+        file (`adopt_snapshot`)."""
         if reads_like is None or identity is None or identity != _identity(path):
             return None
-        found = self.writes.find(identity[:4])
+        found = self.writes.written_from(identity[:4])
         if found is None:
             return None
-        image, key = found.image, found.key
+        image, key = found
         if not isinstance(key, tuple) or len(key) != 7:
             return None
-        written_sid, level, writer_line, writer, registry_id, _, _ = key
+        written_sid, level, writer_line, software, registry_id, _, _ = key
         if written_sid != sid or level != image.metadata_version or writer_line is not None \
-                or registry_id != id(registry):
+                or registry_id != id(registry) or not reads_like(software, image):
             return None
-        note = (_READS_LIKE, software)
-        alike = found.notes.get(note)
-        if not isinstance(alike, bool):
-            alike = found.notes[note] = reads_like(writer, image)
-        return image if alike else None
+        return image
 
     def _remember(self, identity: Identity, content: tuple[int, bytes]) -> None:
         self._hashes[identity] = content
