@@ -20,7 +20,8 @@ from tests.image.helpers import uid
 
 CAT = default_catalog()
 REG = CAT.record_registry()
-BASE = cluster_image(ClusterShape(brokers=5, topics=8, partitions=6), CAT, "3.9-IV0")
+#: Topics of three ChunkMap chunks (a change copies only the chunks it touches).
+BASE = cluster_image(ClusterShape(brokers=5, topics=6, partitions=20), CAT, "3.9-IV0")
 #: A metadata.version that writes every partition, and one that cannot hold their directories (losses).
 MVS = ("3.9-IV0", "3.6-IV2")
 

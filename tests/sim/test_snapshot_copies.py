@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kraftsim.errors import LogFileError
 from kraftsim.image import MetadataLoader
@@ -99,3 +100,55 @@ def test_a_settled_file_is_hashed_once_and_a_rewrite_of_it_is_read_again(monkeyp
         with pytest.raises(LogFileError):
             load(paths[3])
         assert share.hashed == 4
+
+
+def _emit(d: Path, image: object, copies: object, clock: int) -> Path:
+    from kraftsim.image import SnapshotEmitter
+    from kraftsim.versions import default_catalog
+
+    em = SnapshotEmitter(d, catalog=default_catalog(), clock_ms=clock, fsync=False, copies=copies)  # type: ignore[arg-type]
+    result = em.maybe_emit(image)  # type: ignore[arg-type]
+    assert result is not None
+    return result.path
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(clocks=st.lists(st.integers(0, 2**41), min_size=2, max_size=4))
+def test_files_placed_from_one_write_are_read_and_checked_but_hashed_once(tmp_path: Path, clocks: list[int]) -> None:
+    """A load of a file linked or restamped from a write whose content a load found already
+    takes that content without hashing (the file is still read and checked), and it is what
+    hashing the file gives; a file rewritten since it was placed is hashed."""
+    from kraftsim.image import MetadataProvenance
+    from kraftsim.image.synthetic import ClusterShape, cluster_image
+    from kraftsim.storage import read_snapshot
+    from kraftsim.versions import default_catalog
+
+    cat = default_catalog()
+    image = cluster_image(ClusterShape(brokers=4, topics=12, partitions=5), cat, 25).with_provenance(
+        MetadataProvenance(2_000, 3, 1_700_000_000_000, True))
+    other = cluster_image(ClusterShape(brokers=4, topics=13, partitions=5), cat, 25).with_provenance(
+        MetadataProvenance(2_000, 3, 1_700_000_000_000, True))
+    base = tmp_path / str(len(list(tmp_path.iterdir())))
+    share = SnapshotShare()
+    paths = [_emit(base / f"n{i}", image, share.writes, clock) for i, clock in enumerate(clocks)]
+    sid = parse_snapshot_name(paths[0].name).snapshot_id
+    reg = cat.record_registry()
+
+    def load(path: Path) -> MetadataLoader:
+        loader = MetadataLoader(cat, clock_ns=lambda: 0)
+        share.load(loader, path, sid, reg, ("4.0", False, 0))
+        return loader
+
+    first = load(paths[0])
+    for path in paths[1:]:
+        assert load(path).image is first.image
+        assert snapshot_share.snapshot_content(read_snapshot(path)) == snapshot_share.snapshot_content(
+            read_snapshot(paths[0]))
+    assert (share.hashed, share.known, share.loaded) == (len(paths), len(paths) - 1, 1)
+    elsewhere = _emit(base / "other", other, None, clocks[0])
+    victim = paths[-1]
+    os.chmod(victim, 0o644)
+    victim.write_bytes(elsewhere.read_bytes())  # in place: a file placed from the write no longer
+    assert load(victim).image.topics.partition_count() == other.topics.partition_count()
+    assert share.known == len(paths) - 1
+

@@ -51,6 +51,10 @@ class WrittenSnapshot:
     header: Sequence[object]
     records: int
     sources: list[tuple[Path, tuple[int, int, int, int], int]] = field(default_factory=list)
+    #: What readers of its files learnt that holds for every one of them (they hold the same
+    #: records, header and batch boundaries; only batch timestamps and CRCs differ), by
+    #: what they asked: kept for the next reader (kraftsim.sim.node.snapshot_share).
+    notes: dict[Hashable, object] = field(default_factory=dict)
 
 
 class SnapshotCopies:
@@ -128,9 +132,15 @@ class SnapshotCopies:
         was placed (`file_identity`: device, inode, size, mtime) is `identity` was written
         from; None if no kept file had it. Read-only: for a reader that would rather take
         the image than decode the file."""
+        hit = self.find(identity)
+        return None if hit is None else (hit.image, hit.key)
+
+    def find(self, identity: tuple[int, int, int, int]) -> WrittenSnapshot | None:
+        """The kept write one of whose files had `identity` when it was placed (see
+        `written_from`), or None: for readers that note what they found in it (`notes`)."""
         for hit in chain(self._done.values(), self._readable):
             if any(ident == identity for _, ident, _ in hit.sources):
-                return hit.image, hit.key
+                return hit
         return None
 
     def keep(self, image: MetadataImage, key: Hashable, header: Sequence[object], timestamp: int, path: Path,

@@ -29,7 +29,9 @@ wrote as the writer does (`replays_alike`, held to a plain decode by a property 
 releases and metadata.versions): at a million partitions every broker restart otherwise
 decodes a file of a million records that no other node loaded. The file is still read
 and checked (framing, every CRC, header and footer) and must be the file written (its
-identity before and after the read).
+identity before and after the read). A file placed from the same write as one hashed
+already (a link, or a copy restamped for another clock: `SnapshotCopies.find`) is read and
+checked but not hashed again: its content is that file's.
 """
 
 from __future__ import annotations
@@ -57,6 +59,8 @@ KEEP_HASHES = 64
 SETTLED_NS = 1_000_000_000
 
 Identity = tuple[int, int, int, int, int]
+#: The note (`WrittenSnapshot.notes`) of a written snapshot's content (`snapshot_content`).
+_CONTENT = "snapshot_content"
 #: Whether the file written under a software key (SnapshotEmitter's `software`) from an
 #: image loads, under the caller's software, to that image.
 ReadsLike = Callable[[Hashable, MetadataImage], bool]
@@ -75,6 +79,9 @@ class SnapshotShare:
         self.adopted = 0
         self.taken = 0
         self.hashed = 0
+        #: Files read whose content was not hashed: another file placed from the same write
+        #: was (`SnapshotCopies.find`): links and restamped copies differ in timestamps only.
+        self.known = 0
         #: Snapshot files written once for the nodes' emitters (`writes.enabled = False`: each encodes its own).
         self.writes = SnapshotCopies()
 
@@ -100,10 +107,10 @@ class SnapshotShare:
         if content is None:
             self.hashed += 1
             snap = read_snapshot(path, registry, data=read_file(path) if data is None else data)
-            content = snapshot_content(snap)
-            if data is None and identity is not None and identity == _identity(path) \
-                    and time.time_ns() - max(identity[3], identity[4]) >= SETTLED_NS:
-                self._remember(identity, content)
+            still = identity if data is None and identity is not None and identity == _identity(path) else None
+            content = self._content(snap, still)
+            if still is not None and time.time_ns() - max(still[3], still[4]) >= SETTLED_NS:
+                self._remember(still, content)
         key = (software, sid.end_offset, sid.epoch, *content)
         fresh = loader.idle and loader.publishes == 0
         hit = self._done.get(key)
@@ -135,6 +142,22 @@ class SnapshotShare:
             self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
             while len(self._done) > self.keep_limit:
                 self._done.popitem(last=False)
+
+    def _content(self, snap: SnapshotFile, identity: Identity | None) -> tuple[int, bytes]:
+        """`snapshot_content(snap)`, or the content a load found in another file placed from
+        the same write (`SnapshotCopies.find`) when `snap` was read from the file that had
+        `identity` before and after the read: links and restamped copies of a write hold
+        the same records, header and batches (only batch timestamps and CRCs differ)."""
+        written = self.writes.find(identity[:4]) if identity is not None else None
+        if written is not None:
+            noted = written.notes.get(_CONTENT)
+            if isinstance(noted, tuple):
+                self.known += 1
+                return noted
+        content = snapshot_content(snap)
+        if written is not None:
+            written.notes[_CONTENT] = content
+        return content
 
     def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any,
                  reads_like: ReadsLike | None) -> MetadataImage | None:

@@ -130,17 +130,16 @@ def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
 
 
 class _Written(NamedTuple):
-    """One topic as the last write encoded it: its TopicRecord's value, and per partition
-    (in record order) its id, its registration object, an equal one from another image
-    (or the same) and its PartitionRecord's value."""
+    """One topic as the last write encoded it: per partition (in record order) its id, its
+    registration object and an equal one from another image (or the same), and the
+    records' values, its TopicRecord's first."""
 
     name: str
-    topic_value: bytes
     partitions: Mapping[int, PartitionRegistration]
-    pids: list[int]
+    pids: list[int] | None  # None: 0..n-1, in that order (a dense ChunkMap: no list to build or compare)
     registrations: list[PartitionRegistration]
     twins: list[PartitionRegistration]  # per partition, one equal to its registration (see changed_positions)
-    values: list[bytes]
+    values: list[bytes]  # the TopicRecord's value, then each PartitionRecord's
 
 
 class TopicValues:
@@ -226,10 +225,25 @@ def _ids_and_registrations(parts: ChunkMap[int, PartitionRegistration]) -> tuple
     return ids, [parts[i] for i in ids]
 
 
+def _layout(t: TopicImage) -> tuple[list[int] | None, list[PartitionRegistration]]:
+    """`t`'s partition ids (None for 0..n-1 in order: the usual topic, told by its ChunkMap's
+    shared positions without a look at the ids) and registrations, in id order."""
+    parts = t.partitions
+    if isinstance(parts, ChunkMap):
+        if parts.dense_chunks() is not None:
+            return None, list(parts.values())
+        return _ids_and_registrations(parts)
+    return _sorted_apart(t)
+
+
 def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | None = None) -> Iterator[list[bytes]]:
     """`write`'s records as their framed values (`encode_values`), in lists of consecutive
     records, reusing what `cache` kept from the last write (see TopicValues); the cache then
-    holds this write's values. Same records, same losses, same order as `write`."""
+    holds this write's values. Same records, same losses, same order as `write`.
+
+    All topics' values come as one list: a list per topic cost each of the 20,000 topics of
+    a million partitions two yields and a turn of the snapshot writer's grouping loop, where
+    a kept topic is now one list extension."""
     if cache is None:
         cache = TopicValues()
     if not topics.by_id:
@@ -246,33 +260,38 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
     kept = cache.topics if cache.signature == signature else {}
     fresh: dict[Uuid, _Written] = {}
     cache.signature, cache.topics = None, {}  # (a write that stops half way leaves nothing half kept)
+    out: list[bytes] = []
+    encoded = reused = 0
     for t in _ordered_as_before(topics, target, cache):
         tid, parts = t.id, t.partitions
         old = kept.get(tid)
         if old is not None and old.partitions is parts and old.name == t.name:
             fresh[tid] = old  # the same partitions object: the same records
-            cache.reused += len(old.values)
-            yield [old.topic_value]
-            yield old.values
+            reused += len(old.values) - 1
+            out += old.values
             continue
         before = losses[0]
-        pids, regs = _ids_and_registrations(parts) if isinstance(parts, ChunkMap) else _sorted_apart(t)
-        if old is not None and old.name == t.name and old.pids == pids:
-            values = list(old.values)
+        pids, regs = _layout(t)
+        if old is not None and old.name == t.name and old.pids == pids and len(old.registrations) == len(regs):
+            values = old.values.copy()
             todo, twins = changed_positions(regs, old.registrations, old.twins)
-            topic_value = old.topic_value
+            changed = len(todo)
+            if todo:
+                made = encode_values(list(records.partitions(
+                    t, [(i, regs[i]) for i in todo] if pids is None else [(pids[i], regs[i]) for i in todo])))
+                for i, v in zip(todo, made):
+                    values[i + 1] = v
         else:
-            values = [b""] * len(regs)
-            todo, twins = list(range(len(regs))), regs
-            topic_value = encode_values([records.topic(t)])[0]
-        if todo:
-            made = encode_values(list(records.partitions(t, [(pids[i], regs[i]) for i in todo])))
-            for i, v in zip(todo, made):
-                values[i] = v
-        cache.encoded += len(todo)
-        cache.reused += len(values) - len(todo)
+            twins = regs
+            values = encode_values([records.topic(t), *records.partitions(
+                t, enumerate(regs) if pids is None else zip(pids, regs))])
+            changed = len(regs)
+        encoded += changed
+        reused += len(regs) - changed
         if losses[0] == before:
-            fresh[tid] = _Written(t.name, topic_value, parts, pids, regs, twins, values)
-        yield [topic_value]
-        yield values
+            fresh[tid] = _Written(t.name, parts, pids, regs, twins, values)
+        out += values
+    cache.encoded += encoded
+    cache.reused += reused
+    yield out
     cache.signature, cache.topics = signature, fresh
