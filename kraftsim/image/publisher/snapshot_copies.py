@@ -51,10 +51,10 @@ class WrittenSnapshot:
     header: Sequence[object]
     records: int
     sources: list[tuple[Path, tuple[int, int, int, int], int]] = field(default_factory=list)
-    #: What readers of its files learnt that holds for every one of them (they hold the same
-    #: records, header and batch boundaries; only batch timestamps and CRCs differ), by
-    #: what they asked: kept for the next reader (kraftsim.sim.node.snapshot_share).
-    notes: dict[Hashable, object] = field(default_factory=dict)
+    #: The content of its files (kraftsim.sim.node.snapshot_share's `snapshot_content`), once
+    #: a reader hashed one: every file of a write holds the same records, header and batch
+    #: boundaries (only batch timestamps and CRCs differ), so the next reader takes it.
+    content: tuple[int, bytes] | None = None
 
 
 class SnapshotCopies:
@@ -137,7 +137,7 @@ class SnapshotCopies:
 
     def find(self, identity: tuple[int, int, int, int]) -> WrittenSnapshot | None:
         """The kept write one of whose files had `identity` when it was placed (see
-        `written_from`), or None: for readers that note what they found in it (`notes`)."""
+        `written_from`), or None: for readers that keep what they found in it (`content`)."""
         for hit in chain(self._done.values(), self._readable):
             if any(ident == identity for _, ident, _ in hit.sources):
                 return hit

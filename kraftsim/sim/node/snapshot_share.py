@@ -59,8 +59,6 @@ KEEP_HASHES = 64
 SETTLED_NS = 1_000_000_000
 
 Identity = tuple[int, int, int, int, int]
-#: The note (`WrittenSnapshot.notes`) of a written snapshot's content (`snapshot_content`).
-_CONTENT = "snapshot_content"
 #: Whether the file written under a software key (SnapshotEmitter's `software`) from an
 #: image loads, under the caller's software, to that image.
 ReadsLike = Callable[[Hashable, MetadataImage], bool]
@@ -150,13 +148,12 @@ class SnapshotShare:
         the same records, header and batches (only batch timestamps and CRCs differ)."""
         written = self.writes.find(identity[:4]) if identity is not None else None
         if written is not None:
-            noted = written.notes.get(_CONTENT)
-            if isinstance(noted, tuple):
+            if written.content is not None:
                 self.known += 1
-                return noted
+                return written.content
         content = snapshot_content(snap)
         if written is not None:
-            written.notes[_CONTENT] = content
+            written.content = content
         return content
 
     def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any,
