@@ -324,21 +324,21 @@ class _Cyclic:
 
 
 def test_the_collector_runs_less_often_only_while_the_simulator_works() -> None:
-    """While events run the young threshold is YOUNG and cyclic garbage is still collected
+    """While events run the young and middle thresholds are YOUNG and MIDDLE and cyclic garbage is still collected
     (by the collector's own runs, none asked for); afterwards the caller's thresholds are back."""
     import gc
     import weakref
 
-    from kraftsim.gcpause import YOUNG, fewer_collections
+    from kraftsim.gcpause import MIDDLE, YOUNG, fewer_collections
 
     before = gc.get_threshold()
     assert before[0] < YOUNG
-    during: set[int] = set()
+    during: set[tuple[int, int]] = set()
     refs: list[weakref.ref] = []
 
     def litter(event: object) -> None:
-        during.add(gc.get_threshold()[0])
-        for _ in range(40):
+        during.add(gc.get_threshold()[:2])
+        for _ in range(YOUNG // 250):  # (enough for several young collections in the run)
             refs.append(weakref.ref(_Cyclic()))
 
     assert gc.isenabled()
@@ -354,7 +354,7 @@ def test_the_collector_runs_less_often_only_while_the_simulator_works() -> None:
             raise RuntimeError("out of a nested scope")
         assert gc.get_threshold() == before
         sim.close()
-    assert during == {YOUNG}
+    assert during == {(YOUNG, MIDDLE)}
     assert len(refs) > 3 * YOUNG and dead_in_run >= len(refs) - 2 * YOUNG
 
 

@@ -92,7 +92,7 @@ def test_an_operation_changes_the_collector_threshold_once(monkeypatch) -> None:
             gc.set_threshold(700, *saved[1:])
             monkeypatch.setattr(collector.gc, "set_threshold", counting)
             sim.run(2_000)
-            assert calls == [(collector.YOUNG, *saved[1:]), (700, *saved[1:])]
+            assert calls == [(collector.YOUNG, max(saved[1], collector.MIDDLE), *saved[2:]), (700, *saved[1:])]
         finally:
             monkeypatch.undo()
             gc.set_threshold(*saved)
