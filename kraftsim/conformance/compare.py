@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kraftsim.conformance.tools import ToolRun
+from kraftsim.protocol.batch import CRC_AT, TIMESTAMPS_AT
 from kraftsim.protocol.registry import default_registry
 from kraftsim.protocol.scan import ScanReport, scan
 from kraftsim.storage.java_properties import hash_order, load_properties
@@ -31,7 +32,7 @@ MAX_DIFF_LINES = 12
 POLICY_MARK = "policy:"
 _UNCAUGHT = re.compile(r'^Exception in thread "main" [\w.$]+: (.*)$')
 _IDENTITY_HASH = re.compile(r"(\[L[\w.$]+;)@[0-9a-f]{1,8}\b")
-_CRC_AT, _TIMESTAMPS_AT, _TIMESTAMPS_END = 17, 27, 43
+_CRC_AT, _TIMESTAMPS_AT, _TIMESTAMPS_END = CRC_AT, TIMESTAMPS_AT, TIMESTAMPS_AT + 16
 _MASK_ID = "<directory.id>"
 # JVM and logging noise that is no part of a tool's answer.
 # Java stack frames are left out too: a tool's answer is its message, not its call stack.

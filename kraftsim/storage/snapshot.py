@@ -22,7 +22,7 @@ from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
 
 from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.gcpause import collector_paused
-from kraftsim.protocol.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, crc32c
+from kraftsim.protocol.batch import CRC_AT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, TIMESTAMPS_AT, crc32c
 from kraftsim.protocol.entries import LogEntry, Payload
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
@@ -222,7 +222,7 @@ def file_identity(path: Path | str) -> tuple[int, int, int, int]:
 
 #: Where a v2 batch keeps what `restamp_batches` rewrites: the CRC (of everything from the
 #: attributes on), the base and the max timestamp.
-_CRC_AT, _CRC_FROM, _TIMESTAMPS_AT = 17, 21, 27
+_CRC_AT, _CRC_FROM, _TIMESTAMPS_AT = CRC_AT, CRC_AT + 4, TIMESTAMPS_AT
 _TIMESTAMPS = struct.Struct(">qq")
 
 
