@@ -108,13 +108,12 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                             topics = delta.topics
                         changes = topics.partition_changes(m)
                         last_topic = tid
-                    if from_record is not None:  # (C: the common shape, or None)
+                    if from_record is not None:  # (C: the common shape, else None: the full conversion)
                         p = from_record(m)
-                        if p is not None:
-                            changes[m.partition_id] = p
-                            done += 1
-                            continue
-                    # the common shape inline; anything else (or a first sight) the full conversion
+                        changes[m.partition_id] = p if p is not None else slow(m)
+                        done += 1
+                        continue
+                    # (pure Python) the common shape inline; anything else the full conversion
                     reps, x, lrs = m.replicas, m.isr, m.leader_recovery_state
                     if (reps and x and (lrs == RECOVERED or lrs == RECOVERING)
                             and not (m.removing_replicas or m.adding_replicas

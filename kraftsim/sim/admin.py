@@ -73,19 +73,13 @@ class AdminMixin:
         config: SimConfig
         catalog: Catalog
         _mv_reports: list[MvChangeReport]
+        free_names: FreeNames
 
         @property
         def seed(self) -> int: ...
         def leader(self) -> int | None: ...
         def finalized(self) -> dict[str, int]: ...
         def _finish_op(self, label: str) -> None: ...
-
-    def _free_names(self) -> FreeNames:
-        """This simulation's FreeNames (made on first use: the mixin has no constructor)."""
-        memo = getattr(self, "_free_names_memo", None)
-        if memo is None:
-            memo = self._free_names_memo = FreeNames()
-        return memo
 
     def _wait_leader(self) -> Member | None:
         e = self.engine
@@ -162,7 +156,7 @@ class AdminMixin:
             names = list(names)
             count = len(names)
         else:
-            names = self._free_names().lowest(image.topics.by_name, prefix, count)
+            names = self.free_names.lowest(image.topics.by_name, prefix, count)
         request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf) for n in names),
                                       seed=self.seed * 1_000_003 + len(image.topics))
         result = self._controller_call(lambda ctx: create_topics(ctx, request))

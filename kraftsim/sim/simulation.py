@@ -25,7 +25,7 @@ from kraftsim.controller import (
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.admin import AdminMixin
+from kraftsim.sim.admin import AdminMixin, FreeNames
 from kraftsim.gcpause import working
 from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
 from kraftsim.sim.engine.core import Engine
@@ -88,6 +88,8 @@ class Simulation(AdminMixin):
         self.config = saved.config
         self._subscribers: list[Callable[[SimEvent], None]] = []
         self._mv_reports: list[MvChangeReport] = []
+        #: Where CreateTopics' free-name search left off per prefix (sim/admin.py).
+        self.free_names = FreeNames()
         self._files: list[IO[str]] = []
         self._closed = False
         #: This process's hold on the directory's lock (storage.dirlock), given back by close.

@@ -37,10 +37,10 @@ from kraftsim.storage.snapshot import crc32c_zero_extend
 #: beyond the file being read while another is loaded (the checks' peak), nor between checks.
 KEEP = 1
 
-# Where a v2 batch keeps its CRC (of everything from the attributes on) and its base and
-# max timestamps.
-_CRC_AT, _CRC_END, _STAMPS_AT, _STAMPS_END = CRC_AT, CRC_AT + 4, TIMESTAMPS_AT, TIMESTAMPS_AT + 16
-_ZEROS_CRC = crc32c(bytes(_STAMPS_END - _STAMPS_AT))
+# Where a v2 batch's CRC (of everything from the attributes on) and its base and max
+# timestamps end.
+_CRC_END, _STAMPS_END = CRC_AT + 4, TIMESTAMPS_AT + 16
+_ZEROS_CRC = crc32c(bytes(_STAMPS_END - TIMESTAMPS_AT))
 
 
 class Checked(NamedTuple):
@@ -90,17 +90,17 @@ def restamped_from(kept: Checked, raw: bytes) -> bool:
     view = memoryview(ref)
     try:
         for pos, size in kept.batches:
-            stamps, end = pos + _STAMPS_AT, pos + size
-            if not (raw.startswith(view[pos:pos + _CRC_AT], pos)
+            stamps, end = pos + TIMESTAMPS_AT, pos + size
+            if not (raw.startswith(view[pos:pos + CRC_AT], pos)
                     and raw.startswith(view[pos + _CRC_END:stamps], pos + _CRC_END)
                     and raw.startswith(view[pos + _STAMPS_END:end], pos + _STAMPS_END)):
                 return False
-            crc = int.from_bytes(ref[pos + _CRC_AT:pos + _CRC_END], "big")
+            crc = int.from_bytes(ref[pos + CRC_AT:pos + _CRC_END], "big")
             old, new = ref[stamps:pos + _STAMPS_END], raw[stamps:pos + _STAMPS_END]
             if old != new:
                 change = (int.from_bytes(old, "big") ^ int.from_bytes(new, "big")).to_bytes(len(old), "big")
                 crc ^= crc32c_zero_extend(crc32c(change) ^ _ZEROS_CRC, end - pos - _STAMPS_END)
-            if int.from_bytes(raw[pos + _CRC_AT:pos + _CRC_END], "big") != crc:
+            if int.from_bytes(raw[pos + CRC_AT:pos + _CRC_END], "big") != crc:
                 return False
         return True
     finally:
