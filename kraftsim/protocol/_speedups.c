@@ -3770,6 +3770,8 @@ static PyObject *py_partition_values(PyObject *self, PyObject *args) {
         return NULL;
     Py_INCREF(m);
     for (i = 0; i < n; i++) {
+        if (PyList_GET_SIZE(regs) != n || (pids != Py_None && PyList_GET_SIZE(pids) != n))
+            goto decline; /* (changed by code a collection ran) */
         PyObject *reg = PyList_GET_ITEM(regs, i);
         if (Py_TYPE(reg) != (PyTypeObject *)pr_cls)
             goto decline;
