@@ -3697,22 +3697,23 @@ static PyObject *py_info(PyObject *self, PyObject *noargs) {
 
 /* ------------------------------------------------------------------------ partition record values */
 
-/* partition_values(payload, pids, registrations, directories, resolve) -> list[bytes] | None
+/* partition_values(payload, topic_id, pids, registrations, positions, directories, resolve) -> list[bytes] | None
  *
  * The snapshot topic writer's PartitionRecord values (writer/components/topics.py) without a
  * record per partition: `payload` is Payload(record type, version, template), the template a
- * PartitionRecord of the topic made by the writer (every field the loop below does not set
- * keeps the value the writer gives it); per registration (exactly the configured class, see
- * configure_partitions) the loop sets the template's partition id (pids[i], or i when pids is
- * None), replica lists, leader and epochs, and frames it as encode_values does
- * (encode_payload). `directories`: the target holds replica directories (written as they
- * are); otherwise each registration's must be the MIGRATING tuple (the record has none).
- * None, to let the writer's Python loop run (it reports every loss), for anything else: a
- * registration with ELR, directories the target cannot hold, fields that are not tuples, a
- * template whose lists are not its own, any value the encoder gives up on. */
-enum { TS_PARTITION_ID, TS_REPLICAS, TS_ISR, TS_REMOVING, TS_ADDING, TS_DIRECTORIES, TS_LEADER, TS_LRS,
+ * PartitionRecord made by the writer (every field the loop below does not set keeps the value
+ * the writer gives it), which the call fills for each registration at `positions` (None: all)
+ * and frames as encode_values does (encode_payload). Per position i it sets the topic id,
+ * the partition id (pids[i], or i when pids is None), and registrations[i]'s replica lists,
+ * leader and epochs (registrations[i] exactly the class configure_partitions was given).
+ * `directories`: the target holds replica directories (written as they are); otherwise each
+ * registration's must be the MIGRATING tuple (the record has none). None, to let the
+ * writer's Python loop run (it reports every loss), for anything else: a registration with
+ * ELR, directories the target cannot hold, fields that are not tuples, a template whose
+ * lists are not its own, any value the encoder gives up on. */
+enum { TS_PARTITION_ID, TS_TOPIC_ID, TS_REPLICAS, TS_ISR, TS_REMOVING, TS_ADDING, TS_DIRECTORIES, TS_LEADER, TS_LRS,
        TS_LEADER_EPOCH, TS_PARTITION_EPOCH, TS_NAMES };
-static const char *const ts_names[TS_NAMES] = {"partition_id", "replicas", "isr", "removing_replicas",
+static const char *const ts_names[TS_NAMES] = {"partition_id", "topic_id", "replicas", "isr", "removing_replicas",
                                                "adding_replicas", "directories", "leader", "leader_recovery_state",
                                                "leader_epoch", "partition_epoch"};
 static RecordSlots template_slots = {TS_NAMES, ts_names};
@@ -3740,16 +3741,32 @@ static inline void set_slot(PyObject *m, Py_ssize_t offset, PyObject *value) {
     Py_XSETREF(*(PyObject **)((char *)m + offset), value);
 }
 
+/* The registration index at output position j: positions[j] (a list of ints in [0, n)), or j;
+ * -1 when it is not one. */
+static inline Py_ssize_t position_at(PyObject *positions, Py_ssize_t j, Py_ssize_t n) {
+    if (positions == Py_None)
+        return j;
+    PyObject *o = PyList_GET_ITEM(positions, j);
+    long long x;
+    if (!PyLong_CheckExact(o) || !long_compact(o, &x) || x < 0 || x >= n)
+        return -1;
+    return (Py_ssize_t)x;
+}
+
 static PyObject *py_partition_values(PyObject *self, PyObject *args) {
-    PyObject *payload, *pids, *regs, *resolve;
+    PyObject *payload, *topic_id, *pids, *regs, *positions, *resolve;
     int dirs_ok;
-    if (!PyArg_ParseTuple(args, "OOO!pO:partition_values", &payload, &pids, &PyList_Type, &regs, &dirs_ok, &resolve))
+    if (!PyArg_ParseTuple(args, "OOOO!OpO:partition_values", &payload, &topic_id, &pids, &PyList_Type, &regs,
+                          &positions, &dirs_ok, &resolve))
         return NULL;
     if (!pr_cls || !PayloadNT || !Py_IS_TYPE(payload, PayloadNT) || PyTuple_GET_SIZE(payload) != 3)
         Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(regs);
     if (pids != Py_None && (!PyList_CheckExact(pids) || PyList_GET_SIZE(pids) != n))
         Py_RETURN_NONE;
+    if (positions != Py_None && !PyList_CheckExact(positions))
+        Py_RETURN_NONE;
+    Py_ssize_t count = positions == Py_None ? n : PyList_GET_SIZE(positions);
     PyObject *m = PyTuple_GET_ITEM(payload, 2), *lists[TS_LISTS];
     if (!record_slots(&template_slots, Py_TYPE(m)))
         Py_RETURN_NONE;
@@ -3762,16 +3779,21 @@ static PyObject *py_partition_values(PyObject *self, PyObject *args) {
             if (lists[j] == lists[k]) /* (one list in two fields: refilling one would change the other) */
                 Py_RETURN_NONE;
     }
-    PyObject *out = PyList_New(n);
+    PyObject *out = PyList_New(count);
     RtCache c = {resolve, 0};
     Writer w = {NULL, 0, 0, NULL};
-    Py_ssize_t i;
+    Py_ssize_t j;
     if (!out)
         return NULL;
     Py_INCREF(m);
-    for (i = 0; i < n; i++) {
-        if (PyList_GET_SIZE(regs) != n || (pids != Py_None && PyList_GET_SIZE(pids) != n))
+    set_slot(m, off[TS_TOPIC_ID], Py_NewRef(topic_id));
+    for (j = 0; j < count; j++) {
+        if (PyList_GET_SIZE(regs) != n || (pids != Py_None && PyList_GET_SIZE(pids) != n) ||
+            (positions != Py_None && PyList_GET_SIZE(positions) != count))
             goto decline; /* (changed by code a collection ran) */
+        Py_ssize_t i = position_at(positions, j, n);
+        if (i < 0)
+            goto decline;
         PyObject *reg = PyList_GET_ITEM(regs, i);
         if (Py_TYPE(reg) != (PyTypeObject *)pr_cls)
             goto decline;
@@ -3794,6 +3816,8 @@ static PyObject *py_partition_values(PyObject *self, PyObject *args) {
             if (refill_list(lists[k], t) < 0)
                 goto error;
         }
+        if (!dirs_ok && PyList_GET_SIZE(lists[TS_LISTS - 1]) != 0)
+            goto decline; /* (the writer's template holds no directories here) */
         PyObject *leader = REG(PR_LEADER), *lrs = REG(PR_LRS), *le = REG(PR_LEADER_EPOCH), *pe = REG(PR_PARTITION_EPOCH);
         if (!leader || !lrs || !le || !pe)
             goto decline;
@@ -3812,7 +3836,7 @@ static PyObject *py_partition_values(PyObject *self, PyObject *args) {
         PyObject *b = PyBytes_FromStringAndSize((const char *)w.buf, (Py_ssize_t)w.len);
         if (!b)
             goto error;
-        PyList_SET_ITEM(out, i, b);
+        PyList_SET_ITEM(out, j, b);
     }
     rtc_clear(&c);
     w_free(&w);
@@ -3826,14 +3850,12 @@ decline:
     rtc_clear(&c);
     w_free(&w);
     Py_DECREF(m);
-    Py_SET_SIZE(out, i); /* (the items not filled are NULL) */
-    Py_DECREF(out);
+    Py_DECREF(out); /* (the items not filled are NULL) */
     Py_RETURN_NONE;
 error:
     rtc_clear(&c);
     w_free(&w);
     Py_DECREF(m);
-    Py_SET_SIZE(out, i);
     Py_DECREF(out);
     return NULL;
 }
@@ -3857,8 +3879,8 @@ static PyMethodDef module_methods[] = {
      "changed_positions(new, old, twins) -> (list[int], list) | None: where new holds items neither the same as "
      "old's (or their twins') nor equal, and the twins for new."},
     {"partition_values", py_partition_values, METH_VARARGS,
-     "partition_values(payload, pids, registrations, directories, resolve) -> list[bytes] | None: the snapshot "
-     "topic writer's PartitionRecord values, or None."},
+     "partition_values(payload, topic_id, pids, registrations, positions, directories, resolve) -> list[bytes] | None: "
+     "the snapshot topic writer's PartitionRecord values, or None."},
     {"untracked_tuple", py_untracked_tuple, METH_O,
      "untracked_tuple(list) -> tuple: tuple(list), untracked by the cycle collector when no item can be tracked."},
     {"chunks_updated", py_chunks_updated, METH_VARARGS,

@@ -89,26 +89,37 @@ class Spy:
         return got
 
 
-def written(topics: TopicsImage, t: WriteTarget) -> list[bytes]:
-    return [v for run in topics_writer.write_values(topics, t) for v in run]
+def written(topics: TopicsImage, t: WriteTarget, cache: topics_writer.TopicValues | None = None) -> list[bytes]:
+    return [v for run in topics_writer.write_values(topics, t, cache) for v in run]
 
 
 @settings(max_examples=60, deadline=None)
 @given(pids=partition_ids, data=st.data(), usual=st.booleans(), elr_on=st.booleans())
 def test_c_values_are_the_python_loops(pids: list[int], data: Any, usual: bool, elr_on: bool) -> None:
+    """A write from nothing, then one after some partitions changed (only those encoded)."""
     regs = [data.draw(registration(usual)) for _ in pids]
-    topics = topics_image(dict(zip(pids, regs)))
+    changed = data.draw(st.lists(st.sampled_from(range(len(pids))), unique=True))
+    regs_after = list(regs)
+    for i in changed:
+        regs_after[i] = data.draw(registration(usual))
     for version, mv in MV_BY_VERSION.items():
-        fast_losses, plain_losses = LossReport(), LossReport()
-        fast_target, plain_target = target(mv, elr_on, fast_losses), target(mv, elr_on, plain_losses)
-        spy = Spy()
-        with mock.patch.object(topics_writer, "try_partition_values", spy):
-            fast = written(topics, fast_target)
-        with fastpath.pure_python():  # the records the loop builds, encoded in Python
-            plain = encode_values(list(topics_writer.write(topics, plain_target)))
-        assert fast == plain, f"PartitionRecord v{version}"
-        assert fast_losses.items == plain_losses.items
-        assert spy.answers == [all(usual_for(p, fast_target) for p in regs)], f"PartitionRecord v{version}"
+        cache = topics_writer.TopicValues()
+        kept = False  # (the first write's values are kept when it lost nothing)
+        for now, was in ((regs, None), (regs_after, regs)):
+            topics = topics_image(dict(zip(pids, now)))
+            fast_losses, plain_losses = LossReport(), LossReport()
+            fast_target, plain_target = target(mv, elr_on, fast_losses), target(mv, elr_on, plain_losses)
+            spy = Spy()
+            with mock.patch.object(topics_writer, "try_partition_values", spy):
+                fast = written(topics, fast_target, cache)
+            with fastpath.pure_python():  # the records the loop builds, encoded in Python
+                plain = encode_values(list(topics_writer.write(topics, plain_target)))
+            assert fast == plain, f"PartitionRecord v{version}"
+            assert fast_losses.items == plain_losses.items
+            # (a kept topic is encoded again where a partition changed: maybe nowhere)
+            asked = [p for i, p in enumerate(now) if was is None or not kept or p != was[i]]
+            assert spy.answers == ([all(usual_for(p, fast_target) for p in asked)] if asked else []), f"v{version}"
+            kept = not fast_losses.items
 
 
 def test_each_field_is_written_where_the_schema_says() -> None:
@@ -145,6 +156,6 @@ def test_pure_python_mode_skips_the_c_path() -> None:
     with_c = written(topics_image(regs), t)
     spy = Spy()
     with fastpath.pure_python(), mock.patch.object(topics_writer, "try_partition_values", spy):
-        assert fastpath.try_partition_values(None, None, [], True) is None
+        assert fastpath.try_partition_values(None, TID, None, [], None, True) is None
         assert written(topics_image(regs), t) == with_c
     assert spy.answers == [False]
