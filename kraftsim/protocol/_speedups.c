@@ -3695,6 +3695,171 @@ static PyObject *py_info(PyObject *self, PyObject *noargs) {
                          arena_cache_max, "arenas_cached", arena_cache_n);
 }
 
+/* ------------------------------------------------------------------------ partition record values */
+
+/* partition_values(payload, topic_id, pids, registrations, positions, directories, resolve) -> list[bytes] | None
+ *
+ * The snapshot topic writer's PartitionRecord values (writer/components/topics.py) without a
+ * record per partition: `payload` is Payload(record type, version, template), the template a
+ * PartitionRecord made by the writer (every field the loop below does not set keeps the value
+ * the writer gives it), which the call fills for each registration at `positions` (None: all)
+ * and frames as encode_values does (encode_payload). Per position i it sets the topic id,
+ * the partition id (pids[i], or i when pids is None), and registrations[i]'s replica lists,
+ * leader and epochs (registrations[i] exactly the class configure_partitions was given).
+ * `directories`: the target holds replica directories (written as they are); otherwise each
+ * registration's must be the MIGRATING tuple (the record has none). None, to let the
+ * writer's Python loop run (it reports every loss), for anything else: a registration with
+ * ELR, directories the target cannot hold, fields that are not tuples, a template whose
+ * lists are not its own, any value the encoder gives up on. */
+enum { TS_PARTITION_ID, TS_TOPIC_ID, TS_REPLICAS, TS_ISR, TS_REMOVING, TS_ADDING, TS_DIRECTORIES, TS_LEADER, TS_LRS,
+       TS_LEADER_EPOCH, TS_PARTITION_EPOCH, TS_NAMES };
+static const char *const ts_names[TS_NAMES] = {"partition_id", "topic_id", "replicas", "isr", "removing_replicas",
+                                               "adding_replicas", "directories", "leader", "leader_recovery_state",
+                                               "leader_epoch", "partition_epoch"};
+static RecordSlots template_slots = {TS_NAMES, ts_names};
+/* The template's list fields and the registration's tuples they take, in the same order. */
+#define TS_LISTS 5
+static const int ts_list_fields[TS_LISTS] = {TS_REPLICAS, TS_ISR, TS_REMOVING, TS_ADDING, TS_DIRECTORIES};
+static const int pr_list_fields[TS_LISTS] = {PR_REPLICAS, PR_ISR, PR_REMOVING, PR_ADDING, PR_DIRECTORIES};
+
+/* Make `list` (exactly a list) hold the items of `items` (exactly a tuple). */
+static int refill_list(PyObject *list, PyObject *items) {
+    Py_ssize_t n = PyTuple_GET_SIZE(items);
+    if (PyList_GET_SIZE(list) != n)
+        return PyList_SetSlice(list, 0, PyList_GET_SIZE(list), items);
+    PyObject **dst = ((PyListObject *)list)->ob_item;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        PyObject *old = dst[k];
+        dst[k] = Py_NewRef(PyTuple_GET_ITEM(items, k));
+        Py_DECREF(old);
+    }
+    return 0;
+}
+
+/* Set the template's field at `offset` to `value` (a new reference, stolen). */
+static inline void set_slot(PyObject *m, Py_ssize_t offset, PyObject *value) {
+    Py_XSETREF(*(PyObject **)((char *)m + offset), value);
+}
+
+/* The registration index at output position j: positions[j] (a list of ints in [0, n)), or j;
+ * -1 when it is not one. */
+static inline Py_ssize_t position_at(PyObject *positions, Py_ssize_t j, Py_ssize_t n) {
+    if (positions == Py_None)
+        return j;
+    PyObject *o = PyList_GET_ITEM(positions, j);
+    long long x;
+    if (!PyLong_CheckExact(o) || !long_compact(o, &x) || x < 0 || x >= n)
+        return -1;
+    return (Py_ssize_t)x;
+}
+
+static PyObject *py_partition_values(PyObject *self, PyObject *args) {
+    PyObject *payload, *topic_id, *pids, *regs, *positions, *resolve;
+    int dirs_ok;
+    if (!PyArg_ParseTuple(args, "OOOO!OpO:partition_values", &payload, &topic_id, &pids, &PyList_Type, &regs,
+                          &positions, &dirs_ok, &resolve))
+        return NULL;
+    if (!pr_cls || !PayloadNT || !Py_IS_TYPE(payload, PayloadNT) || PyTuple_GET_SIZE(payload) != 3)
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(regs);
+    if (pids != Py_None && (!PyList_CheckExact(pids) || PyList_GET_SIZE(pids) != n))
+        Py_RETURN_NONE;
+    if (positions != Py_None && !PyList_CheckExact(positions))
+        Py_RETURN_NONE;
+    Py_ssize_t count = positions == Py_None ? n : PyList_GET_SIZE(positions);
+    PyObject *m = PyTuple_GET_ITEM(payload, 2), *lists[TS_LISTS];
+    if (!record_slots(&template_slots, Py_TYPE(m)))
+        Py_RETURN_NONE;
+    const Py_ssize_t *off = template_slots.offsets;
+    for (int k = 0; k < TS_LISTS; k++) {
+        lists[k] = *(PyObject **)((char *)m + off[ts_list_fields[k]]);
+        if (!lists[k] || !PyList_CheckExact(lists[k]))
+            Py_RETURN_NONE;
+        for (int j = 0; j < k; j++)
+            if (lists[j] == lists[k]) /* (one list in two fields: refilling one would change the other) */
+                Py_RETURN_NONE;
+    }
+    PyObject *out = PyList_New(count);
+    RtCache c = {resolve, 0};
+    Writer w = {NULL, 0, 0, NULL};
+    Py_ssize_t j;
+    if (!out)
+        return NULL;
+    Py_INCREF(m);
+    set_slot(m, off[TS_TOPIC_ID], Py_NewRef(topic_id));
+    for (j = 0; j < count; j++) {
+        if (PyList_GET_SIZE(regs) != n || (pids != Py_None && PyList_GET_SIZE(pids) != n) ||
+            (positions != Py_None && PyList_GET_SIZE(positions) != count))
+            goto decline; /* (changed by code a collection ran) */
+        Py_ssize_t i = position_at(positions, j, n);
+        if (i < 0)
+            goto decline;
+        PyObject *reg = PyList_GET_ITEM(regs, i);
+        if (Py_TYPE(reg) != (PyTypeObject *)pr_cls)
+            goto decline;
+#define REG(k) (*(PyObject **)((char *)reg + pr_offsets[(k)]))
+        PyObject *elr = REG(PR_ELR), *lke = REG(PR_LAST_KNOWN_ELR), *dirs = REG(PR_DIRECTORIES);
+        if (!elr || !lke || !PyTuple_CheckExact(elr) || !PyTuple_CheckExact(lke) || PyTuple_GET_SIZE(elr) ||
+            PyTuple_GET_SIZE(lke))
+            goto decline; /* (ELR: written or reported by the Python loop) */
+        if (!dirs || !PyTuple_CheckExact(dirs))
+            goto decline;
+        if (!dirs_ok && (PyTuple_GET_SIZE(dirs) >= PyTuple_GET_SIZE(pr_migrating) ||
+                         dirs != PyTuple_GET_ITEM(pr_migrating, PyTuple_GET_SIZE(dirs))))
+            goto decline; /* (not the interned MIGRATING tuple: maybe a loss to report) */
+        for (int k = 0; k < TS_LISTS; k++) {
+            PyObject *t = REG(pr_list_fields[k]);
+            if (!t || !PyTuple_CheckExact(t))
+                goto decline;
+            if (pr_list_fields[k] == PR_DIRECTORIES && !dirs_ok)
+                continue; /* (the template's directories stay empty) */
+            if (refill_list(lists[k], t) < 0)
+                goto error;
+        }
+        if (!dirs_ok && PyList_GET_SIZE(lists[TS_LISTS - 1]) != 0)
+            goto decline; /* (the writer's template holds no directories here) */
+        PyObject *leader = REG(PR_LEADER), *lrs = REG(PR_LRS), *le = REG(PR_LEADER_EPOCH), *pe = REG(PR_PARTITION_EPOCH);
+        if (!leader || !lrs || !le || !pe)
+            goto decline;
+#undef REG
+        PyObject *pid = pids == Py_None ? PyLong_FromSsize_t(i) : Py_NewRef(PyList_GET_ITEM(pids, i));
+        if (!pid)
+            goto error;
+        set_slot(m, off[TS_PARTITION_ID], pid);
+        set_slot(m, off[TS_LEADER], Py_NewRef(leader));
+        set_slot(m, off[TS_LRS], Py_NewRef(lrs));
+        set_slot(m, off[TS_LEADER_EPOCH], Py_NewRef(le));
+        set_slot(m, off[TS_PARTITION_EPOCH], Py_NewRef(pe));
+        w.len = 0;
+        if (encode_payload(payload, &c, &w, NULL) < 0)
+            goto fail;
+        PyObject *b = PyBytes_FromStringAndSize((const char *)w.buf, (Py_ssize_t)w.len);
+        if (!b)
+            goto error;
+        PyList_SET_ITEM(out, j, b);
+    }
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(m);
+    return out;
+fail:
+    if (error_is_fatal())
+        goto error;
+decline:
+    PyErr_Clear();
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(m);
+    Py_DECREF(out); /* (the items not filled are NULL) */
+    Py_RETURN_NONE;
+error:
+    rtc_clear(&c);
+    w_free(&w);
+    Py_DECREF(m);
+    Py_DECREF(out);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -3713,6 +3878,9 @@ static PyMethodDef module_methods[] = {
     {"changed_positions", py_changed_positions, METH_VARARGS,
      "changed_positions(new, old, twins) -> (list[int], list) | None: where new holds items neither the same as "
      "old's (or their twins') nor equal, and the twins for new."},
+    {"partition_values", py_partition_values, METH_VARARGS,
+     "partition_values(payload, topic_id, pids, registrations, positions, directories, resolve) -> list[bytes] | None: "
+     "the snapshot topic writer's PartitionRecord values, or None."},
     {"untracked_tuple", py_untracked_tuple, METH_O,
      "untracked_tuple(list) -> tuple: tuple(list), untracked by the cycle collector when no item can be tracked."},
     {"chunks_updated", py_chunks_updated, METH_VARARGS,

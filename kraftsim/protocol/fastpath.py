@@ -444,6 +444,20 @@ def try_changed_positions(new: list[Any], old: list[Any], twins: list[Any]) -> t
     return changed(new, old, twins)  # type: ignore[no-any-return]
 
 
+def try_partition_values(payload: Any, topic_id: Uuid, pids: list[int] | None, registrations: list[Any],
+                         positions: list[int] | None, directories: bool) -> list[bytes] | None:
+    """writer.components.topics' framed PartitionRecord values in C, or None: one per
+    registration at `positions` (None: all), of partition `pids[i]` (`pids` None: i) of topic
+    `topic_id`. `payload`: Payload(PartitionRecord type, version, a record the C code fills
+    per partition); `directories`: the target holds replica directories. None when the fast
+    path is off or any partition is not the usual case (the writer's Python loop then runs
+    and reports what it loses)."""
+    values = getattr(_c, "partition_values", None) if ENABLED else None
+    if values is None:
+        return None
+    return values(payload, topic_id, pids, registrations, positions, directories, _resolve)  # type: ignore[no-any-return]
+
+
 def try_values_records_size(values: Sequence[bytes], first_delta: int) -> int | None:
     """batchfile.records_size of the values' lengths in C, or None."""
     size = getattr(_c, "values_records_size", None) if ENABLED else None

@@ -16,7 +16,7 @@ from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, RE
 from kraftsim.image.writer.target import WriteTarget
 from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import try_changed_positions
+from kraftsim.protocol.fastpath import try_changed_positions, try_partition_values
 from kraftsim.protocol.primitives import Uuid
 
 #: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
@@ -75,6 +75,7 @@ class _Records:
         self.partition_record = positional_constructor(self.partition_type.cls, PARTITION_RECORD_FIELDS)
         self.as_list: Callable[[tuple[Any, ...]], list[Any]] = (SharedLists().__getitem__ if target.read_only
                                                                  else list)
+        self.template: Payload | None = None  # a PartitionRecord for the C path to fill (see values)
 
     def signature(self) -> tuple[object, ...]:
         """Everything besides the topic and its partitions that decides their records' bytes."""
@@ -114,6 +115,25 @@ class _Records:
                     if p.last_known_elr:
                         m.last_known_elr = list(p.last_known_elr)
             yield new_tuple(Payload, (pr, prv, m))
+
+    def values(self, t: TopicImage, pids: list[int] | None, regs: list[PartitionRegistration],
+               positions: list[int] | None = None) -> list[bytes]:
+        """The framed values of `partitions(t, zip(pids, regs))` (`pids` None: 0..n-1), of
+        those at `positions` only when given.
+
+        In one C call when every partition is the usual case (no ELR, directories the
+        target holds): it fills one record per partition and frames it, where the loop
+        above builds a record and copies every tuple. Anything else (a loss to report, an
+        odd value) gets the loop, the one definition of the records."""
+        if regs:
+            if self.template is None:  # (filled by the C code: one per write)
+                self.template = Payload(self.partition_type, self.partition_version, self.partition_record(
+                    -1, t.id, [], [], [], [], -1, 0, -1, -1, []))
+            fast = try_partition_values(self.template, t.id, pids, regs, positions, self.dirs_ok)
+            if fast is not None:
+                return fast
+        at = range(len(regs)) if positions is None else positions
+        return encode_values(list(self.partitions(t, [(i if pids is None else pids[i], regs[i]) for i in at])))
 
 
 def _ordered(topics: TopicsImage, target: WriteTarget) -> list[TopicImage]:
@@ -277,14 +297,13 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
             todo, twins = changed_positions(regs, old.registrations, old.twins)
             changed = len(todo)
             if todo:
-                made = encode_values(list(records.partitions(
-                    t, [(i, regs[i]) for i in todo] if pids is None else [(pids[i], regs[i]) for i in todo])))
+                made = records.values(t, pids, regs, todo)
                 for i, v in zip(todo, made):
                     values[i + 1] = v
         else:
             twins = regs
-            values = encode_values([records.topic(t), *records.partitions(
-                t, enumerate(regs) if pids is None else zip(pids, regs))])
+            values = encode_values([records.topic(t)])
+            values += records.values(t, pids, regs)
             changed = len(regs)
         encoded += changed
         reused += len(regs) - changed
