@@ -33,6 +33,7 @@ from kraftsim.image.components.partition import PartitionRegistration
 from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.image import COMPONENTS, MetadataImage
 from kraftsim.image.pmap import CHUNK, CHUNK_BITS, ChunkMap, PMap
+from kraftsim.protocol.fastpath import try_partition_chunk_canon
 from kraftsim.protocol.primitives import Uuid
 
 MOD = 1 << 256
@@ -84,6 +85,17 @@ def _dirs(dirs: tuple[bytes, ...]) -> bytes:
 def partition_entity(pid: int, p: PartitionRegistration) -> tuple[object, ...]:
     return (pid, p.replicas, _dirs(p.directories), p.isr, p.removing_replicas, p.adding_replicas, p.leader,
             p.leader_recovery_state, p.leader_epoch, p.partition_epoch, p.elr, p.last_known_elr)
+
+
+def _chunk_canon(chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
+    """The canonical bytes of a chunk's partitions (ids first, first + 1, ...) behind the
+    array header; fastpath.try_partition_chunk_canon writes the same bytes in C."""
+    # (partition_entity, inlined: every partition of every changed chunk)
+    dirs = _dir_bytes
+    return canon(tuple(
+        (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
+         p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
+         p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
 
 
 def _topic_entity(tid: Uuid, t: TopicImage) -> tuple[object, ...]:
@@ -253,24 +265,24 @@ class DigestCache:
     def _topic_hash(self, prefix: bytes, tid: Uuid, t: TopicImage) -> int:
         """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
         partitions' chunks remembered by identity where the partitions are a dense ChunkMap
-        (MessagePack is a concatenation: a tuple is a header and its items' bytes)."""
+        (MessagePack is a concatenation: a tuple is a header and its items' bytes). A changed
+        chunk's bytes are written in C where the fast path is on (every partition of every
+        changed chunk: the bulk of a deep check at a million partitions), else by `_chunk_canon`."""
         parts = t.partitions
         chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
         if chunks is None:
             return _entity_hash(prefix, _topic_entity(tid, t))
         head = canon((bytes(tid), t.name, ()))  # (ends with the empty tuple's header)
         out = [prefix, head[:-1], _array_header(len(parts))]
-        cache, dirs = self._chunks, _dir_bytes
+        cache = self._chunks
         self._chunks_seen += len(chunks)
         for c, chunk in enumerate(chunks):
             known = cache.get(id(chunk))
             if known is None or known[0] is not chunk or known[1] != c:
                 first = c << CHUNK_BITS
-                # (partition_entity, inlined: every partition of every changed chunk)
-                body = canon(tuple(
-                    (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
-                     p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
-                     p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
+                body = try_partition_chunk_canon(chunk, first)
+                if body is None:
+                    body = _chunk_canon(chunk, first)
                 known = cache[id(chunk)] = (chunk, c, body)
             out.append(known[2])
         return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
