@@ -5,6 +5,7 @@ header, or declines (None) where canon would not encode or the C does not handle
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import subprocess
@@ -21,6 +22,7 @@ from kraftsim.image.components.partition import PartitionRegistration
 from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.intern import LOST, MIGRATING, UNASSIGNED, migrating
 from kraftsim.image.pmap import CHUNK, ChunkMap, PMap, hash_str, hash_uuid
+from kraftsim.image.verification import digest
 from kraftsim.image.verification.digest import partition_entity
 from kraftsim.protocol import fastpath
 from kraftsim.protocol.primitives import Uuid
@@ -155,3 +157,28 @@ def test_pure_python_mode_skips_the_c_path_and_digests_alike() -> None:
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == fast
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(registrations, min_size=1, max_size=4), st.integers(0, 3 * CHUNK + 1),
+       st.sampled_from(["dense", "gaps", "shuffled"]), st.booleans())
+def test_topic_hashes_from_chunks_equal_the_topic_entity_hash(pool: list[PartitionRegistration], count: int,
+                                                              layout: str, fast: bool) -> None:
+    """A topic's hash from its chunks' bytes (digests with or without a DigestCache) is the
+    hash of its whole entity, whatever the partitions' layout, on either path."""
+    regs = [pool[n % len(pool)] for n in range(count)]
+    pids = list(range(count))
+    if layout == "gaps":
+        pids = [2 * p for p in pids]
+    elif layout == "shuffled":
+        random.Random(len(regs)).shuffle(pids)
+    tid = Uuid(bytes(range(16)))
+    t = TopicImage("topic-name", tid, ChunkMap.of(dict(zip(pids, regs))))
+    prefix = b"topics\x00"
+    image = msgspec.structs.replace(MetadataImage(), topics=TopicsImage(
+        by_id=PMap(hash_uuid).update({tid: t}), by_name=PMap(hash_str).update({t.name: tid})))
+    with contextlib.nullcontext() if fast else fastpath.pure_python():
+        expected = digest._entity_hash(prefix, digest._topic_entity(tid, t))
+        assert digest._topic_hash(prefix, tid, t) == expected
+        assert DigestCache()._topic_hash(prefix, tid, t) == expected
+        assert digest._topics_sum(image) == digest._sum("topics", digest._topics(image)) == expected
