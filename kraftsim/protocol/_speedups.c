@@ -3860,6 +3860,221 @@ error:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------ digest chunks */
+
+/* The canonical bytes (image/canonical.py: msgspec's MessagePack) of a ChunkMap chunk of
+ * partition registrations for image/verification/digest.py: what
+ * `canon(tuple(partition_entity(first + j, p) for j, p in enumerate(chunk)))[1:]` gives,
+ * written directly. Each entity is the 12-array (id, replicas, directory ids joined as one
+ * bin, isr, removing, adding, leader, leader recovery state, leader epoch, partition epoch,
+ * elr, last known elr). Ints take msgspec's shortest form (fixint, then uint8..64 above 0,
+ * int8..64 below -32). Anything else (a registration of another class, a value not an exact
+ * int / tuple of exact ints / tuple of bytes, an int outside msgspec's range, a chunk of 16
+ * or more) answers None and the Python code runs, the one definition. */
+
+/* MessagePack of a signed 64-bit int as msgspec writes it (room for 9 bytes reserved). */
+static void mp_i64_unchecked(Writer *w, long long x) {
+    uint8_t *o = w->buf + w->len;
+    int n;
+    uint8_t tag;
+    if (x >= 0) {
+        if (x < 128) {
+            o[0] = (uint8_t)x;
+            w->len += 1;
+            return;
+        }
+        if (x < 1LL << 8)
+            tag = 0xcc, n = 1;
+        else if (x < 1LL << 16)
+            tag = 0xcd, n = 2;
+        else if (x < 1LL << 32)
+            tag = 0xce, n = 4;
+        else
+            tag = 0xcf, n = 8;
+    } else {
+        if (x >= -32) {
+            o[0] = (uint8_t)(int8_t)x;
+            w->len += 1;
+            return;
+        }
+        if (x >= -(1LL << 7))
+            tag = 0xd0, n = 1;
+        else if (x >= -(1LL << 15))
+            tag = 0xd1, n = 2;
+        else if (x >= -(1LL << 31))
+            tag = 0xd2, n = 4;
+        else
+            tag = 0xd3, n = 8;
+    }
+    uint64_t u = (uint64_t)x;
+    o[0] = tag;
+    for (int i = 0; i < n; i++)
+        o[1 + i] = (uint8_t)(u >> (8 * (n - 1 - i)));
+    w->len += 1 + n;
+}
+
+/* MessagePack of an exact int as msgspec writes it: 0, -1 on error, 1 when `v` is not one
+ * it writes (not an exact int, or outside [-2**63, 2**64 - 1], where canon raises). */
+static int mp_int(Writer *w, PyObject *v) {
+    if (!PyLong_CheckExact(v))
+        return 1;
+    if (W_RESERVE(w, 9) < 0)
+        return -1;
+    long long x;
+    if (long_compact(v, &x)) {
+        mp_i64_unchecked(w, x);
+        return 0;
+    }
+    int overflow;
+    x = PyLong_AsLongLongAndOverflow(v, &overflow);
+    if (overflow > 0) {
+        unsigned long long u = PyLong_AsUnsignedLongLong(v);
+        if (u == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return 1;
+        }
+        uint8_t *o = w->buf + w->len;
+        o[0] = 0xcf;
+        for (int i = 0; i < 8; i++)
+            o[1 + i] = (uint8_t)(u >> (56 - 8 * i));
+        w->len += 9;
+        return 0;
+    }
+    if (overflow < 0 || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 1;
+    }
+    mp_i64_unchecked(w, x);
+    return 0;
+}
+
+/* A MessagePack header: fixed form when `n` < `fixed_max`, else 16- or 32-bit length. */
+static int mp_header(Writer *w, uint64_t n, uint8_t fixed, uint64_t fixed_max, uint8_t tag8, uint8_t tag16,
+                     uint8_t tag32) {
+    if (W_RESERVE(w, 5) < 0)
+        return -1;
+    uint8_t *o = w->buf + w->len;
+    if (n < fixed_max) {
+        if (fixed) {
+            o[0] = (uint8_t)(fixed | n);
+            w->len += 1;
+        } else {
+            o[0] = tag8;
+            o[1] = (uint8_t)n;
+            w->len += 2;
+        }
+    } else if (n < 1u << 16) {
+        o[0] = tag16;
+        o[1] = (uint8_t)(n >> 8);
+        o[2] = (uint8_t)n;
+        w->len += 3;
+    } else {
+        o[0] = tag32;
+        for (int i = 0; i < 4; i++)
+            o[1 + i] = (uint8_t)(n >> (24 - 8 * i));
+        w->len += 5;
+    }
+    return 0;
+}
+
+/* A tuple of exact ints as a MessagePack array; 1 for anything else. */
+static int mp_int_tuple(Writer *w, PyObject *t) {
+    if (!PyTuple_CheckExact(t))
+        return 1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    if (mp_header(w, (uint64_t)n, 0x90, 16, 0, 0xdc, 0xdd) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int r = mp_int(w, PyTuple_GET_ITEM(t, i));
+        if (r)
+            return r;
+    }
+    return 0;
+}
+
+/* A tuple of bytes objects joined, as one MessagePack bin (digest.py's `_dirs`); 1 for anything else. */
+static int mp_joined_bin(Writer *w, PyObject *t) {
+    if (!PyTuple_CheckExact(t))
+        return 1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t), total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PyTuple_GET_ITEM(t, i);
+        if (!PyBytes_Check(b))
+            return 1;
+        total += PyBytes_GET_SIZE(b);
+    }
+    if ((uint64_t)total > 0xffffffffu)
+        return 1;
+    if (mp_header(w, (uint64_t)total, 0, 256, 0xc4, 0xc5, 0xc6) < 0 || W_RESERVE(w, total) < 0)
+        return -1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PyTuple_GET_ITEM(t, i);
+        memcpy(w->buf + w->len, PyBytes_AS_STRING(b), (size_t)PyBytes_GET_SIZE(b));
+        w->len += PyBytes_GET_SIZE(b);
+    }
+    return 0;
+}
+
+/* The buffer partition_chunk_canon writes into (a plain PyMem buffer, never a bytes object). */
+static Writer chunk_writer = {0};
+
+/* partition_chunk_canon(chunk, first) -> bytes | None
+ *
+ * digest.py's canonical bytes of a chunk of registrations whose first partition id is
+ * `first` (see above), or None where the Python code must run. */
+static PyObject *py_partition_chunk_canon(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "partition_chunk_canon(chunk, first)");
+        return NULL;
+    }
+    PyObject *chunk = args[0];
+    if (!pr_cls || !(PyTuple_CheckExact(chunk) || PyList_CheckExact(chunk)) || !PyLong_CheckExact(args[1]))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(chunk);
+    PyObject **items = PySequence_Fast_ITEMS(chunk);
+    if (n >= 16)
+        Py_RETURN_NONE;  /* (the [1:] of a longer array's header is not its items) */
+    int overflow;
+    long long first = PyLong_AsLongLongAndOverflow(args[1], &overflow);
+    if (overflow || (first == -1 && PyErr_Occurred()) || first < 0 || first > (1LL << 62)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Writer w = chunk_writer;  /* (its buffer, reused from call to call) */
+    w.len = 0;
+    PyObject *res = NULL;
+    for (Py_ssize_t j = 0; j < n; j++) {
+        PyObject *p = items[j];
+        if (Py_TYPE(p) != (PyTypeObject *)pr_cls)
+            goto none;
+#define PR(k) (*(PyObject **)((char *)p + pr_offsets[(k)]))
+        for (int k = 0; k < PR_FIELDS; k++)
+            if (!PR(k))
+                goto none;
+        if (W_RESERVE(&w, 10) < 0)
+            goto none;
+        w.buf[w.len++] = 0x9c;  /* fixarray of 12 */
+        mp_i64_unchecked(&w, first + (long long)j);
+        if (mp_int_tuple(&w, PR(PR_REPLICAS)) || mp_joined_bin(&w, PR(PR_DIRECTORIES)) ||
+            mp_int_tuple(&w, PR(PR_ISR)) || mp_int_tuple(&w, PR(PR_REMOVING)) || mp_int_tuple(&w, PR(PR_ADDING)) ||
+            mp_int(&w, PR(PR_LEADER)) || mp_int(&w, PR(PR_LRS)) || mp_int(&w, PR(PR_LEADER_EPOCH)) ||
+            mp_int(&w, PR(PR_PARTITION_EPOCH)) || mp_int_tuple(&w, PR(PR_ELR)) ||
+            mp_int_tuple(&w, PR(PR_LAST_KNOWN_ELR)))
+            goto none;
+#undef PR
+    }
+    res = PyBytes_FromStringAndSize((const char *)w.buf, (Py_ssize_t)w.len);
+none:
+    if (w.cap > 1 << 16)  /* (a long one's buffer is not kept) */
+        w_free(&w);
+    chunk_writer = w;
+    if (!res) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    return res;
+}
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -3891,6 +4106,8 @@ static PyMethodDef module_methods[] = {
      "partition_from_record(record) -> registration | None: a PartitionRecord's usual shape, or None."},
     {"partition_merge", (PyCFunction)(void (*)(void))py_partition_merge, METH_FASTCALL,
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
+    {"partition_chunk_canon", (PyCFunction)(void (*)(void))py_partition_chunk_canon, METH_FASTCALL,
+     "partition_chunk_canon(chunk, first) -> bytes | None: digest.py's canonical bytes of a chunk of registrations."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
      "values_records_size(values, first_delta) -> int | None: bytes of the records of framed values in a batch."},
     {"encode_value_batch", py_encode_value_batch, METH_VARARGS,

@@ -466,6 +466,15 @@ def try_values_records_size(values: Sequence[bytes], first_delta: int) -> int | 
     return size(values, first_delta)  # type: ignore[no-any-return]
 
 
+def try_partition_chunk_canon(chunk: Sequence[Any], first: int) -> bytes | None:
+    """image.verification.digest's canonical bytes of a ChunkMap chunk of partition
+    registrations (partition ids first, first + 1, ...) in C, or None."""
+    chunk_canon = getattr(_c, "partition_chunk_canon", None) if ENABLED else None
+    if chunk_canon is None:
+        return None
+    return chunk_canon(chunk, first)  # type: ignore[no-any-return]
+
+
 def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int, timestamp: int) -> bytes | None:
     """entries.encode_data_batch in C, or None."""
     if not ENABLED:

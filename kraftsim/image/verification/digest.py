@@ -33,6 +33,7 @@ from kraftsim.image.components.partition import PartitionRegistration
 from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.image import COMPONENTS, MetadataImage
 from kraftsim.image.pmap import CHUNK, CHUNK_BITS, ChunkMap, PMap
+from kraftsim.protocol.fastpath import try_partition_chunk_canon
 from kraftsim.protocol.primitives import Uuid
 
 MOD = 1 << 256
@@ -86,6 +87,17 @@ def partition_entity(pid: int, p: PartitionRegistration) -> tuple[object, ...]:
             p.leader_recovery_state, p.leader_epoch, p.partition_epoch, p.elr, p.last_known_elr)
 
 
+def _chunk_canon(chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
+    """The canonical bytes of a chunk's partitions (ids first, first + 1, ...) behind the
+    array header; fastpath.try_partition_chunk_canon writes the same bytes in C."""
+    # (partition_entity, inlined: every partition of every changed chunk)
+    dirs = _dir_bytes
+    return canon(tuple(
+        (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
+         p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
+         p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
+
+
 def _topic_entity(tid: Uuid, t: TopicImage) -> tuple[object, ...]:
     return (bytes(tid), t.name, tuple(partition_entity(pid, p) for pid, p in sorted(t.partitions.items())))
 
@@ -106,6 +118,41 @@ def _topics(img: MetadataImage) -> Iterable[object]:
     # one entity per topic, its partitions in id order: one hash per topic instead of per partition
     for tid, t in img.topics.by_id.items():
         yield _topic_entity(tid, t)
+
+
+def _topic_head(prefix: bytes, tid: Uuid, t: TopicImage) -> list[bytes]:
+    """The bytes hashed for a topic up to its partitions' entities: the prefix, the topic's
+    id and name, and the header of its partitions' array."""
+    head = canon((bytes(tid), t.name, ()))  # (ends with the empty tuple's header)
+    return [prefix, head[:-1], _array_header(len(t.partitions))]
+
+
+def _chunk_bytes(chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
+    """A chunk's partitions' bytes: written in C where the fast path is on (every partition
+    of every changed chunk: the bulk of a deep check at a million partitions), else by
+    `_chunk_canon`."""
+    body = try_partition_chunk_canon(chunk, first)
+    return _chunk_canon(chunk, first) if body is None else body
+
+
+def _topic_hash(prefix: bytes, tid: Uuid, t: TopicImage) -> int:
+    """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
+    partitions' chunks where the partitions are a dense ChunkMap (MessagePack is a
+    concatenation: a tuple is a header and its items' bytes)."""
+    parts = t.partitions
+    chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+    if chunks is None:
+        return _entity_hash(prefix, _topic_entity(tid, t))
+    out = _topic_head(prefix, tid, t)
+    for c, chunk in enumerate(chunks):
+        out.append(_chunk_bytes(chunk, c << CHUNK_BITS))
+    return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
+
+
+def _topics_sum(img: MetadataImage) -> int:
+    """`_sum("topics", _topics(img))`, each topic hashed by `_topic_hash`."""
+    prefix = b"topics\x00"
+    return sum(_topic_hash(prefix, tid, t) for tid, t in img.topics.by_id.items()) % MOD
 
 
 def _configs(img: MetadataImage) -> Iterable[object]:
@@ -251,27 +298,18 @@ class DigestCache:
         return total
 
     def _topic_hash(self, prefix: bytes, tid: Uuid, t: TopicImage) -> int:
-        """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
-        partitions' chunks remembered by identity where the partitions are a dense ChunkMap
-        (MessagePack is a concatenation: a tuple is a header and its items' bytes)."""
+        """`_topic_hash` (the module's), the partitions' chunks remembered by identity."""
         parts = t.partitions
         chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
         if chunks is None:
             return _entity_hash(prefix, _topic_entity(tid, t))
-        head = canon((bytes(tid), t.name, ()))  # (ends with the empty tuple's header)
-        out = [prefix, head[:-1], _array_header(len(parts))]
-        cache, dirs = self._chunks, _dir_bytes
+        out = _topic_head(prefix, tid, t)
+        cache = self._chunks
         self._chunks_seen += len(chunks)
         for c, chunk in enumerate(chunks):
             known = cache.get(id(chunk))
             if known is None or known[0] is not chunk or known[1] != c:
-                first = c << CHUNK_BITS
-                # (partition_entity, inlined: every partition of every changed chunk)
-                body = canon(tuple(
-                    (first + j, p.replicas, dirs.get(p.directories) or _dirs(p.directories), p.isr,
-                     p.removing_replicas, p.adding_replicas, p.leader, p.leader_recovery_state, p.leader_epoch,
-                     p.partition_epoch, p.elr, p.last_known_elr) for j, p in enumerate(chunk)))[1:]
-                known = cache[id(chunk)] = (chunk, c, body)
+                known = cache[id(chunk)] = (chunk, c, _chunk_bytes(chunk, c << CHUNK_BITS))
             out.append(known[2])
         return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
 
@@ -280,7 +318,7 @@ def component_digests(image: MetadataImage, cache: DigestCache | None = None) ->
     """The order-independent sum of each component (0 for an empty component)."""
     if cache is not None:
         return {name: cache.component(name, image) for name in _ENTITIES}
-    return {name: _sum(name, fn(image)) for name, fn in _ENTITIES.items()}
+    return {name: _topics_sum(image) if name == "topics" else _sum(name, fn(image)) for name, fn in _ENTITIES.items()}
 
 
 def _combine(sums: dict[str, int], extra: bytes = b"") -> str:
