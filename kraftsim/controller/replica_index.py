@@ -27,6 +27,8 @@ from kraftsim.protocol.primitives import Uuid
 PartitionAt = tuple[TopicImage, int, PartitionRegistration]
 #: topic id -> bit mask of the partition ids that hold a role.
 Masks = dict[Uuid, int]
+#: A topic, its partitions' value chunks when its ids are 0..n-1 (else None), and a mask of its partition ids.
+TopicMask = tuple[TopicImage, "tuple[tuple[PartitionRegistration, ...], ...] | None", int]
 
 _topic_name = attrgetter("name")
 
@@ -290,21 +292,21 @@ class ReplicaIndex:
     def without_leader(self) -> list[PartitionAt]:
         return list(self.iter_without_leader())
 
-    def iter_isr_member(self, broker_id: int) -> Iterator[PartitionAt]:
+    def iter_isr_member(self, broker_id: int) -> "IndexedPartitions":
         """`with_isr_member`, one partition at a time (read it before the index moves on)."""
-        return self._partitions(self.isr.get(broker_id, {}))
+        return IndexedPartitions(self, self.isr.get(broker_id, {}))
 
-    def iter_elr_member(self, broker_id: int) -> Iterator[PartitionAt]:
-        return self._partitions(self.elr.get(broker_id, {}))
+    def iter_elr_member(self, broker_id: int) -> "IndexedPartitions":
+        return IndexedPartitions(self, self.elr.get(broker_id, {}))
 
-    def iter_without_leader(self) -> Iterator[PartitionAt]:
-        return self._partitions(self.leaderless)
+    def iter_without_leader(self) -> "IndexedPartitions":
+        return IndexedPartitions(self, self.leaderless)
 
     def leads_any(self, broker_id: int) -> bool:
         """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""
         return bool(self.leaderless) if broker_id == NO_LEADER else broker_id in self.leads
 
-    def _partitions(self, masks: Masks) -> Iterator[PartitionAt]:
+    def _by_topic(self, masks: Masks) -> Iterator[TopicMask]:
         assert self.topics is not None
         known = self._topic
         rank = self._rank
@@ -313,8 +315,10 @@ class ReplicaIndex:
         for tid in sorted(masks, key=rank.__getitem__):
             topic = known[tid]
             parts = topic.partitions
-            m = masks[tid]
-            chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+            yield topic, parts.dense_chunks() if type(parts) is ChunkMap else None, masks[tid]
+
+    def _partitions(self, masks: Masks) -> Iterator[PartitionAt]:
+        for topic, chunks, m in self._by_topic(masks):
             if chunks is not None:  # (partition ids 0..n-1: read the chunks directly)
                 while m:
                     low = m & -m
@@ -322,8 +326,29 @@ class ReplicaIndex:
                     yield topic, pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK]
                     m ^= low
             else:
+                parts = topic.partitions
                 while m:
                     low = m & -m
                     pid = low.bit_length() - 1
                     yield topic, pid, parts[pid]
                     m ^= low
+
+
+class IndexedPartitions:
+    """One answer of the index: iterated, its partitions one at a time (PartitionAt, in
+    iter_partitions order); `by_topic()`, topic by topic in the same order, each with the
+    bit mask of its partition ids, so that a caller handling many partitions of a topic
+    alike (a broker event) needs no tuple per partition. Read it before the index moves on."""
+
+    __slots__ = ("_index", "_masks")
+
+    def __init__(self, index: ReplicaIndex, masks: Masks):
+        self._index = index
+        self._masks = masks
+
+    def __iter__(self) -> Iterator[PartitionAt]:
+        return self._index._partitions(self._masks)
+
+    def by_topic(self) -> Iterator[TopicMask]:
+        """(topic, its dense value chunks or None (pmap.ChunkMap.dense_chunks), mask of partition ids)."""
+        return self._index._by_topic(self._masks)

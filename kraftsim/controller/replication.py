@@ -18,6 +18,7 @@ import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of, registry_of, replica_index
+from kraftsim.controller.replica_index import IndexedPartitions
 from kraftsim.controller.partition_change import (
     PartitionAt,
     NO_LEADER_CHANGE,
@@ -51,7 +52,9 @@ from kraftsim.image import (
     TopicImage,
 )
 from kraftsim.image.intern import MIGRATING
+from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.fastpath import try_leader_isr_records
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
 
@@ -71,8 +74,10 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     brokers (active ones, plus `broker_to_add` even while still fenced, never
     `broker_to_remove`), with unclean election where the topic allows it.
 
-    Partitions of the common shape take `simple_change` (the same records); `quick=False`
-    sends every partition through the builder (the reference the tests compare with)."""
+    Partitions of the common shape take `simple_change` (the same records); given an index
+    answer (IndexedPartitions), those whose shape is already worked out are written topic by
+    topic in C (fastpath.try_leader_isr_records), the rest here. `quick=False` sends every
+    partition through the builder (the reference the tests compare with)."""
     image = ctx.image
     elr = elr_enabled(ctx, mv)
     out: list[Payload] = []
@@ -117,17 +122,23 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     # reassignment, ELR or last known leader (else the builder decides): worked out once per
     # distinct shape in this call, as the record's fields (leader, ISR: None when unchanged).
     new = record_type.cls
-    unchanged = new(partition_id=0, topic_id=Uuid.ZERO).leader  # (the leader field of a record that leaves it)
+    blank = new(partition_id=0, topic_id=Uuid.ZERO)  # (a record's defaults: the C loop copies them)
+    unchanged = blank.leader  # (the leader field of a record that leaves it)
     made_by_rules: dict[tuple[int, bool], dict[tuple[object, ...], _Fields | None]] = {}
     made: dict[tuple[object, ...], _Fields | None] = {}
-    last_topic: TopicImage | None = None
+    topic: TopicImage | None = None
     tid, min_isr, unclean = Uuid.ZERO, 0, False
-    for topic, pid, part in partitions:
-        if topic is not last_topic:  # (partitions come topic by topic)
-            last_topic, tid = topic, topic.id
-            topic_rules = rules.of(topic) if elr else (0, rules.unclean(topic))  # (min ISR: ELR's only)
-            min_isr, unclean = topic_rules
-            made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
+
+    def enter(t: TopicImage) -> None:
+        """Make `t` the topic of the partitions visited next."""
+        nonlocal topic, tid, min_isr, unclean, made
+        topic, tid = t, t.id
+        topic_rules = rules.of(t) if elr else (0, rules.unclean(t))  # (min ISR: ELR's only)
+        min_isr, unclean = topic_rules
+        made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
+
+    def visit(pid: int, part: PartitionRegistration) -> None:
+        """Append the record of partition `pid` of the current topic, if it changes."""
         if quick and not (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr):
             shape = (part.replicas, part.directories, part.isr, part.leader)
             fields = made.get(shape, _UNSEEN)
@@ -141,7 +152,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                     leader, isr = fields
                     out.append(make_payload(Payload, (record_type, version, new(
                         partition_id=pid, topic_id=tid, leader=leader, isr=None if isr is None else list(isr)))))
-                continue
+                return
+        assert topic is not None
         target_isr = [r for r in part.isr if r != broker_to_remove and r != unclean_shutdown_broker]
         b = PartitionChangeBuilder(ctx, mv, topic, pid, part, acceptor(part), min_isr=min_isr, elr=elr, gates=gates)
         if unclean:
@@ -152,6 +164,37 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         change = b.build()
         if change is not None:
             out.append(change)
+
+    fill = try_leader_isr_records() if quick and isinstance(partitions, IndexedPartitions) else None
+    if fill is None:
+        for t, pid, part in partitions:
+            if t is not topic:  # (partitions come topic by topic)
+                enter(t)
+            visit(pid, part)
+        return out
+    assert isinstance(partitions, IndexedPartitions)
+    fixed = (blank, record_type, version, Payload, CHUNK_BITS)
+    for t, chunks, mask in partitions.by_topic():
+        enter(t)
+        parts = t.partitions
+        start = 0  # (C writes the partitions from `start` on, up to one it leaves to `visit`)
+        while fill is not None:
+            at = fill(out, fixed, tid, made, chunks, parts, mask, start)
+            if at is None:
+                fill = None  # (it cannot build these classes: the rest here)
+            elif at < 0:
+                start = -1
+                break
+            else:
+                visit(at, chunks[at >> CHUNK_BITS][at & CHUNK_MASK] if chunks is not None else parts[at])
+                start = at + 1
+        if start >= 0:
+            m = mask >> start << start
+            while m:
+                low = m & -m
+                pid = low.bit_length() - 1
+                visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else parts[pid])
+                m ^= low
     return out
 
 

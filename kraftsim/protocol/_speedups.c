@@ -4075,6 +4075,246 @@ none:
     return res;
 }
 
+/* ------------------------------------------------------------------------ leader and ISR records
+ *
+ * The per-partition loop of controller/replication.py's leader_and_isr_updates for its common
+ * case, one topic per call: a broker event changes up to every partition the broker holds,
+ * and nearly all of them take a change the loop already worked out for a partition of the
+ * same shape. For each partition id in `mask` from `start` on, in order, it reads the
+ * registration, and when it has no reassignment, ELR or last known leader and its shape
+ * (replicas, directories, ISR, leader) is in the loop's memo `made` with a simple change,
+ * appends the loop's record (a Payload of a PartitionChangeRecord with the partition id, the
+ * topic id, the leader and a new list of the ISR) or nothing (no change). It stops at the
+ * first partition it cannot handle so (any other shape, a shape not worked out yet, an
+ * unexpected object): the Python loop does that one and calls again after it, so records
+ * keep their order. The record is a copy of `blank` (the record class's defaults) with
+ * those four fields set, built by filling a fresh instance's slots (lists copied, as the
+ * class's default factories make new ones). */
+#define LI_FIELDS_MAX 32
+static struct {
+    PyTypeObject *type; /* the record class last checked (strong reference) */
+    Py_ssize_t n;
+    Py_ssize_t offsets[LI_FIELDS_MAX];
+    int pid, tid, leader, isr; /* the slots set per record */
+} li_cls;
+
+/* Whether `t` is a record class whose instances can be built by filling slots, with fields
+ * partition_id, topic_id, leader and isr (remembered for the class last met). */
+static int li_record_class(PyTypeObject *t) {
+    if (t == li_cls.type)
+        return 1;
+    PyObject *fields = PyObject_GetAttrString((PyObject *)t, "__struct_fields__");
+    if (!fields) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = PyTuple_CheckExact(fields) ? PyTuple_GET_SIZE(fields) : -1;
+    Py_ssize_t offsets[LI_FIELDS_MAX];
+    int at[4] = {-1, -1, -1, -1};
+    static const char *const wanted[4] = {"partition_id", "topic_id", "leader", "isr"};
+    int ok = n > 0 && n <= LI_FIELDS_MAX;
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        PyObject *name = PyTuple_GET_ITEM(fields, i);
+        ok = PyUnicode_Check(name) && (offsets[i] = member_offset((PyObject *)t, name)) >= 0;
+        for (int k = 0; ok && k < 4; k++)
+            if (PyUnicode_CompareWithASCIIString(name, wanted[k]) == 0)
+                at[k] = (int)i;
+    }
+    Py_DECREF(fields);
+    if (!ok || at[0] < 0 || at[1] < 0 || at[2] < 0 || at[3] < 0 || !fillable_struct((PyObject *)t, offsets, n)) {
+        PyErr_Clear();
+        return 0;
+    }
+    memcpy(li_cls.offsets, offsets, sizeof(Py_ssize_t) * (size_t)n);
+    li_cls.n = n;
+    li_cls.pid = at[0];
+    li_cls.tid = at[1];
+    li_cls.leader = at[2];
+    li_cls.isr = at[3];
+    Py_INCREF(t);
+    Py_XSETREF(li_cls.type, t);
+    return 1;
+}
+
+#define LI_SLOT(o, i) (*(PyObject **)((char *)(o) + li_cls.offsets[(i)]))
+
+/* Whether every slot of `blank` the records copy holds a value the class's constructor would
+ * share or copy as this code does: immutable scalars and tuples are shared, exact lists copied. */
+static int li_blank_ok(PyObject *blank) {
+    for (Py_ssize_t i = 0; i < li_cls.n; i++) {
+        if (i == li_cls.pid || i == li_cls.tid || i == li_cls.leader || i == li_cls.isr)
+            continue;
+        PyObject *v = LI_SLOT(blank, i);
+        if (!v || !(v == Py_None || PyLong_CheckExact(v) || PyBool_Check(v) || PyFloat_CheckExact(v) ||
+                    PyUnicode_CheckExact(v) || PyBytes_Check(v) || PyTuple_CheckExact(v) || PyList_CheckExact(v)))
+            return 0;
+    }
+    return 1;
+}
+
+/* The record for partition `pid`: blank's values, with these four (leader borrowed, isr a
+ * tuple copied into a new list, or None). */
+static PyObject *li_record(PyObject *blank, Py_ssize_t pid, PyObject *tid, PyObject *leader, PyObject *isr) {
+    PyObject *vals[LI_FIELDS_MAX];
+    Py_ssize_t i, n = li_cls.n;
+    for (i = 0; i < n; i++) {
+        PyObject *v;
+        if (i == li_cls.pid)
+            v = PyLong_FromSsize_t(pid);
+        else if (i == li_cls.tid)
+            v = Py_NewRef(tid);
+        else if (i == li_cls.leader)
+            v = Py_NewRef(leader);
+        else if (i == li_cls.isr)
+            v = isr == Py_None ? Py_NewRef(Py_None) : PySequence_List(isr);
+        else {
+            v = LI_SLOT(blank, i);
+            v = PyList_CheckExact(v) ? PyList_GetSlice(v, 0, PyList_GET_SIZE(v)) : Py_NewRef(v);
+        }
+        if (!v) {
+            while (i--)
+                Py_DECREF(vals[i]);
+            return NULL;
+        }
+        vals[i] = v;
+    }
+    PyObject *res = li_cls.type->tp_alloc(li_cls.type, 0);
+    for (i = 0; i < n; i++) {
+        if (res)
+            LI_SLOT(res, i) = vals[i];
+        else
+            Py_DECREF(vals[i]);
+    }
+    return res;
+}
+
+/* leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None
+ *
+ * fixed: (blank, record_type, version, payload_cls, chunk_bits), the same for a whole loop.
+ * chunks: the topic's dense value chunks (chunk c holds ids c << chunk_bits ...), or None to
+ * read `parts[pid]`. Returns the partition id it stopped at, -1 when it went through the
+ * mask, None when it cannot build these classes (the Python loop does the rest). */
+static PyObject *py_leader_isr_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start)");
+        return NULL;
+    }
+    PyObject *out = args[0], *fixed = args[1], *tid = args[2], *made = args[3], *chunks = args[4], *parts = args[5],
+             *mask = args[6];
+    if (!g_enabled || !pr_cls || !PyList_CheckExact(out) || !PyTuple_CheckExact(fixed) ||
+        PyTuple_GET_SIZE(fixed) != 5 || !PyDict_CheckExact(made) || !PyLong_CheckExact(mask) ||
+        (chunks != Py_None && !PyTuple_CheckExact(chunks)))
+        Py_RETURN_NONE;
+    PyObject *blank = PyTuple_GET_ITEM(fixed, 0), *rtype = PyTuple_GET_ITEM(fixed, 1),
+             *version = PyTuple_GET_ITEM(fixed, 2), *pcls = PyTuple_GET_ITEM(fixed, 3);
+    long chunk_bits = PyLong_AsLong(PyTuple_GET_ITEM(fixed, 4));
+    Py_ssize_t start = PyLong_AsSsize_t(args[7]);
+    if (chunk_bits < 0 || chunk_bits > 20 || start < 0 || PyErr_Occurred() || !PyType_Check(pcls) ||
+        !PyType_IsSubtype((PyTypeObject *)pcls, &PyTuple_Type) || !li_record_class(Py_TYPE(blank)) ||
+        !li_blank_ok(blank)) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    int direct = ntuple_direct_ok((PyTypeObject *)pcls);
+    /* The mask's bits: one word, or little-endian bytes for a mask past 64 bits. */
+    uint64_t word = PyLong_AsUnsignedLongLong(mask);
+    PyObject *big = NULL;
+    const uint8_t *bytes = NULL;
+    Py_ssize_t nbits = 64;
+    if (word == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyObject *length = PyObject_CallMethod(mask, "bit_length", NULL);
+        nbits = length ? PyLong_AsSsize_t(length) : -1;
+        Py_XDECREF(length);
+        /* (a negative mask: to_bytes refuses it, and the Python loop runs) */
+        big = nbits < 0 ? NULL : PyObject_CallMethod(mask, "to_bytes", "ns", (nbits + 7) / 8, "little");
+        if (!big || !PyBytes_Check(big)) {
+            Py_XDECREF(big);
+            PyErr_Clear();
+            Py_RETURN_NONE;
+        }
+        bytes = (const uint8_t *)PyBytes_AS_STRING(big);
+    }
+    Py_ssize_t stop = -1;
+    for (Py_ssize_t base = start & ~(Py_ssize_t)63; base < nbits && stop < 0; base += 64) {
+        uint64_t w;
+        if (bytes) {
+            w = 0;
+            Py_ssize_t nb = (nbits + 7) / 8 - base / 8;
+            memcpy(&w, bytes + base / 8, (size_t)(nb < 8 ? nb : 8));
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+            w = __builtin_bswap64(w);
+#endif
+        } else {
+            w = word;
+        }
+        if (base < start)
+            w &= ~(uint64_t)0 << (start - base);
+        while (w) {
+            Py_ssize_t pid = base + __builtin_ctzll(w);
+            w &= w - 1;
+            PyObject *part, *owned = NULL;
+            if (chunks != Py_None) {
+                Py_ssize_t c = pid >> chunk_bits;
+                PyObject *chunk = c < PyTuple_GET_SIZE(chunks) ? PyTuple_GET_ITEM(chunks, c) : NULL;
+                Py_ssize_t k = pid & ((1 << chunk_bits) - 1);
+                if (!chunk || !PyTuple_CheckExact(chunk) || k >= PyTuple_GET_SIZE(chunk)) {
+                    stop = pid;
+                    break;
+                }
+                part = PyTuple_GET_ITEM(chunk, k);
+            } else {
+                PyObject *key = PyLong_FromSsize_t(pid);
+                part = owned = key ? PyObject_GetItem(parts, key) : NULL;
+                Py_XDECREF(key);
+                if (!part) {
+                    PyErr_Clear();
+                    stop = pid;
+                    break;
+                }
+            }
+#define PART(k) (*(PyObject **)((char *)part + pr_offsets[(k)]))
+            static const int must_be_empty[4] = {PR_REMOVING, PR_ADDING, PR_ELR, PR_LAST_KNOWN_ELR};
+            int quick = Py_TYPE(part) == (PyTypeObject *)pr_cls;
+            for (int f = 0; quick && f < 4; f++) {
+                PyObject *v = PART(must_be_empty[f]);
+                quick = v && PyTuple_CheckExact(v) && PyTuple_GET_SIZE(v) == 0;
+            }
+            PyObject *fields = NULL;
+            if (quick) {
+                PyObject *key = PyTuple_Pack(4, PART(PR_REPLICAS), PART(PR_DIRECTORIES), PART(PR_ISR), PART(PR_LEADER));
+                fields = key ? PyDict_GetItemWithError(made, key) : NULL; /* (borrowed) */
+                Py_XDECREF(key);
+            }
+#undef PART
+            Py_XDECREF(owned);
+            if (!fields || !PyTuple_CheckExact(fields) || (PyTuple_GET_SIZE(fields) != 0 && PyTuple_GET_SIZE(fields) != 2)) {
+                PyErr_Clear();
+                stop = pid; /* (not this shape, not worked out yet, or the builder's: the Python loop's) */
+                break;
+            }
+            if (PyTuple_GET_SIZE(fields) == 0)
+                continue; /* no change */
+            PyObject *msg = li_record(blank, pid, tid, PyTuple_GET_ITEM(fields, 0), PyTuple_GET_ITEM(fields, 1));
+            if (!msg)
+                goto error;
+            PyObject *items[3] = {Py_NewRef(rtype), Py_NewRef(version), msg};
+            PyObject *payload = new_ntuple((PyTypeObject *)pcls, direct, items, 3, 0);
+            if (!payload)
+                goto error;
+            int bad = PyList_Append(out, payload);
+            Py_DECREF(payload);
+            if (bad < 0)
+                goto error;
+        }
+    }
+    Py_XDECREF(big);
+    return PyLong_FromSsize_t(stop);
+error:
+    Py_XDECREF(big);
+    return NULL;
+}
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -4120,6 +4360,9 @@ static PyMethodDef module_methods[] = {
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
+    {"leader_isr_records", (PyCFunction)(void (*)(void))py_leader_isr_records, METH_FASTCALL,
+     "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
+     "partitions of a topic in a broker event as records (see controller/replication.py)."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {
