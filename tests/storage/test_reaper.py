@@ -9,22 +9,11 @@ from pathlib import Path
 import pytest
 
 from kraftsim.errors import KraftsimError
-from kraftsim.storage import MetadataLog, SnapshotId, apply_retention, describe_log, plan_retention, write_snapshot
+from kraftsim.storage import MetadataLog, apply_retention, describe_log, plan_retention
 from kraftsim.storage.names import DELETED_SUFFIX
 from kraftsim.storage.reaper import REAPER, THREAD_NAME, discard, paced, settle
 
-from tests.storage.conftest import config_payload, feature_payload
-
-
-def _log_with_two_snapshots(d: Path) -> MetadataLog:
-    log = MetadataLog.open(d, segment_bytes=400, fsync=False)
-    log.append_records([feature_payload("metadata.version", 21)], epoch=1, timestamp=1000)
-    for i in range(1, 30):
-        log.append_records([config_payload(80, name=f"k{i}")], epoch=1, timestamp=1000 + i)
-        if i in (10, 20):
-            write_snapshot(d, SnapshotId(log.log_end_offset, 1), [feature_payload("metadata.version", 21)],
-                           last_contained_log_timestamp=1000 + i, time_ms=5000 + i, fsync=False)
-    return log
+from tests.storage.conftest import log_with_two_snapshots
 
 
 def _retain(log: MetadataLog) -> list[Path]:
@@ -42,7 +31,7 @@ def _names(d: Path) -> list[str]:
 def test_retention_renames_at_once_and_the_thread_unlinks_later(tmp_path: Path) -> None:
     gate = threading.Event()
     with paced(before_unlink=lambda path: gate.wait()):
-        log = _log_with_two_snapshots(tmp_path)
+        log = log_with_two_snapshots(tmp_path)
         deleted = _retain(log)
         # held: each deleted file waits under its `.deleted` name, as in Kafka
         names = _names(tmp_path)
@@ -64,7 +53,7 @@ def test_recovery_does_not_report_files_this_process_marked_for_deletion(tmp_pat
     found = {}
     for d, kwargs in ((slow, {"delay_s": 0.05}), (inline, {"inline": True})):
         with paced(**kwargs):  # type: ignore[arg-type]
-            log = _log_with_two_snapshots(d)
+            log = log_with_two_snapshots(d)
             _retain(log)
             for seg in log.segments.values():  # (closed without the close that settles)
                 seg.close()
@@ -76,7 +65,7 @@ def test_recovery_does_not_report_files_this_process_marked_for_deletion(tmp_pat
 
 def test_truncation_deletes_segments_the_same_way(tmp_path: Path) -> None:
     with paced(delay_s=0.05):
-        log = _log_with_two_snapshots(tmp_path)
+        log = log_with_two_snapshots(tmp_path)
         before = len(log.segments)
         log.truncate_to(5)
         assert len(log.segments) < before
@@ -89,7 +78,7 @@ def test_truncation_deletes_segments_the_same_way(tmp_path: Path) -> None:
 def test_a_failed_unlink_is_raised_at_the_next_settle_not_lost(tmp_path: Path) -> None:
     gate = threading.Event()
     with paced(before_unlink=lambda path: gate.wait()):
-        log = _log_with_two_snapshots(tmp_path)
+        log = log_with_two_snapshots(tmp_path)
         _retain(log)
         marked = [p for p in tmp_path.iterdir() if p.name.endswith(DELETED_SUFFIX)]
         assert len(marked) == 1
