@@ -3,6 +3,9 @@ no listing, recovery or retention result may tell, and a failed unlink is report
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -107,3 +110,19 @@ def test_a_name_queued_twice_and_a_file_already_gone_are_fine(tmp_path: Path) ->
         discard(tmp_path / "never-there.deleted")
         settle(tmp_path)
         assert REAPER.pending() == 0 and not p.exists()
+
+
+def test_the_process_end_settles_and_says_a_failure_in_one_line(tmp_path: Path) -> None:
+    """What is queued when the process ends is unlinked before it exits; what fails is said
+    on stderr as an error line, without a traceback."""
+    gone, stuck = tmp_path / "gone.deleted", tmp_path / "stuck.deleted"
+    gone.write_bytes(b"x" * 4096)
+    (stuck / "in-the-way").mkdir(parents=True)
+    code = ("import sys, time\nfrom kraftsim.storage.reaper import REAPER, discard\n"
+            "REAPER.before_unlink = lambda path: time.sleep(0.2)\n"
+            "discard(sys.argv[1]); discard(sys.argv[2])\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.run([sys.executable, "-c", code, str(gone), str(stuck)], capture_output=True, text=True,
+                          env=env, timeout=120, check=False)
+    assert not gone.exists()
+    assert proc.stderr == f"kraftsim: error: cannot delete {stuck}: Is a directory\n"
