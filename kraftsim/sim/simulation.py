@@ -57,6 +57,7 @@ from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.reaper import settle
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
 
@@ -286,7 +287,10 @@ class Simulation(AdminMixin):
                     m.node.close()
         finally:
             lock, self._lock = self._lock, None
-            dirlock.release(lock)
+            try:
+                settle(self.directory)  # (no file marked for deletion is left for the next holder to see)
+            finally:
+                dirlock.release(lock)
 
     def __enter__(self) -> Simulation:
         return self

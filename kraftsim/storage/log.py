@@ -27,6 +27,7 @@ from kraftsim.storage.names import (
     LOG_SUFFIX, SnapshotId, SnapshotState, parse_segment_name, parse_snapshot_name, segment_file_name,
     snapshot_file_name,
 )
+from kraftsim.storage.reaper import settle
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
 from kraftsim.storage.safepath import refuse_symlinks
 from kraftsim.storage.segment import IndexEntry, LogSegment, ScanProblem, shared_entry
@@ -197,6 +198,7 @@ class MetadataLog:
         self.recovery.append(action)
 
     def _load(self, validate: Validate) -> None:
+        settle(self.directory)  # (files this process marked for deletion are gone, not leftovers to report)
         try:
             names = sorted(p.name for p in self.directory.iterdir())
         except OSError as e:
@@ -595,8 +597,10 @@ class MetadataLog:
             seg.flush()
 
     def close(self) -> None:
+        """Close the segments; the files deleted meanwhile are gone once it returns."""
         for seg in self.segments.values():
             seg.close()
+        settle(self.directory)
 
     def __enter__(self) -> "MetadataLog":
         return self

@@ -26,6 +26,8 @@ LOG_SUFFIX = ".log"
 SNAPSHOT_SUFFIX = ".checkpoint"
 PART_SUFFIX = ".checkpoint.part"
 DELETED_SUFFIX = ".checkpoint.deleted"
+#: What a segment file marked for deletion gets after its name (`%020d.log.deleted`).
+DELETED_FILE_SUFFIX = ".deleted"
 
 _SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})(\.checkpoint|\.checkpoint\.part|\.checkpoint\.deleted)$")

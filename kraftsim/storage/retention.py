@@ -15,6 +15,7 @@ from typing import Callable, NamedTuple, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.storage.log import MetadataLog
+from kraftsim.storage.reaper import mark_and_discard
 from kraftsim.storage.names import SnapshotId, SnapshotState, segment_file_name, snapshot_file_name
 from kraftsim.storage.snapshot import read_snapshot_header
 
@@ -114,8 +115,8 @@ def describe_log(log: MetadataLog) -> tuple[list[SegmentInfo], list[SnapshotInfo
 
 def apply_retention(log: MetadataLog, plan: RetentionPlan) -> list[Path]:
     """Carry out a plan: advance the log start offset (deleting the segments below it) and
-    delete the snapshots (renamed to `.checkpoint.deleted` first, as Kafka does). Returns
-    the deleted files."""
+    delete the snapshots. As in Kafka, each file is renamed to its `.deleted` name now and
+    unlinked later, off the caller's thread (storage.reaper). Returns the deleted files."""
     if log.read_only:
         raise KraftsimError(f"{log.directory}: the log is open read-only")
     deleted = log.advance_log_start_offset(plan.log_start_offset)
@@ -124,7 +125,6 @@ def apply_retention(log: MetadataLog, plan: RetentionPlan) -> list[Path]:
     for sid in plan.delete_snapshots:
         src = log.directory / snapshot_file_name(sid)
         marked = log.directory / snapshot_file_name(sid, SnapshotState.DELETED)
-        src.rename(marked)
-        marked.unlink()
+        mark_and_discard(src, marked)
         deleted.append(src)
     return deleted

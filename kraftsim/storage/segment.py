@@ -22,6 +22,8 @@ from kraftsim.protocol.batch import (
     parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.storage.names import DELETED_FILE_SUFFIX
+from kraftsim.storage.reaper import mark_and_discard
 
 #: Batches at the end of a segment whose checked parse an open segment keeps (see
 #: LogSegment): a simulated leader serves its newest batches to every follower, and each
@@ -379,8 +381,7 @@ class LogSegment:
             self._fd = None
 
     def delete(self) -> None:
+        """Kafka's asynchronous delete: renamed to `<name>.deleted` now, unlinked by the
+        reaper later (storage.reaper: whatever lists the directory settles it first)."""
         self.close()
-        try:
-            self.path.unlink()
-        except FileNotFoundError:
-            pass
+        mark_and_discard(self.path, self.path.with_name(self.path.name + DELETED_FILE_SUFFIX))

@@ -14,6 +14,9 @@ import pytest
 
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import default_registry
+from kraftsim.storage.log import MetadataLog
+from kraftsim.storage.names import SnapshotId
+from kraftsim.storage.snapshot import write_snapshot
 
 from tests.paths import ORACLE
 HAVE_ORACLE = ORACLE.is_dir()
@@ -64,3 +67,15 @@ def feature_payload(name: str, level: int) -> Payload:
 def noop_payload() -> Payload:
     rt = REGISTRY["NoOpRecord"]
     return Payload(rt, 0, rt.new())
+
+
+def log_with_two_snapshots(d: Path) -> MetadataLog:
+    """A log of small segments (400 bytes) with snapshots at offsets 11 and 21, open for writing."""
+    log = MetadataLog.open(d, segment_bytes=400, fsync=False)
+    log.append_records([feature_payload("metadata.version", 21)], epoch=1, timestamp=1000)
+    for i in range(1, 30):
+        log.append_records([config_payload(80, name=f"k{i}")], epoch=1, timestamp=1000 + i)
+        if i in (10, 20):
+            write_snapshot(d, SnapshotId(log.log_end_offset, 1), [feature_payload("metadata.version", 21)],
+                           last_contained_log_timestamp=1000 + i, time_ms=5000 + i, fsync=False)
+    return log

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from kraftsim.storage import (
     MetadataLog, MetadataLogView, SegmentInfo, SnapshotId, SnapshotInfo, apply_retention, describe_log, list_snapshots,
-    plan_retention, write_snapshot,
+    plan_retention,
 )
 from kraftsim.storage.names import segment_file_name
 
-from tests.storage.conftest import config_payload, feature_payload, noop_payload
+from tests.storage.conftest import log_with_two_snapshots, noop_payload
 
 DAY = 24 * 3600 * 1000
 
@@ -56,13 +56,7 @@ def test_time_limit_uses_the_last_contained_log_timestamp() -> None:
 
 def test_a_directory_written_end_to_end(tmp_path: Path) -> None:
     """Append, snapshot, append more, apply retention, and read it back through the view."""
-    with MetadataLog.open(tmp_path, segment_bytes=400, fsync=False) as log:
-        log.append_records([feature_payload("metadata.version", 21)], epoch=1, timestamp=1000)
-        for i in range(1, 30):
-            log.append_records([config_payload(80, name=f"k{i}")], epoch=1, timestamp=1000 + i)
-            if i in (10, 20):
-                write_snapshot(tmp_path, SnapshotId(log.log_end_offset, 1), [feature_payload("metadata.version", 21)],
-                               last_contained_log_timestamp=1000 + i, time_ms=5000 + i, fsync=False)
+    with log_with_two_snapshots(tmp_path) as log:
         assert len(log.segments) > 4
         segments, snapshots = describe_log(log)
         assert [s.snapshot_id.end_offset for s in snapshots] == [11, 21]

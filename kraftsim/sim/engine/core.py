@@ -60,6 +60,7 @@ from kraftsim.storage.recovery import RecoveryKind
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.names import SnapshotId, segment_file_name, snapshot_file_name
 from kraftsim.storage.segment import forget_shared_entries
+from kraftsim.storage.reaper import settle
 from kraftsim.versions import Catalog
 
 DOWN = (STOPPED, CRASHED, FAILED)
@@ -469,6 +470,7 @@ class Engine:
     def wipe(self, m: Member) -> None:
         m.disk_gen += 1
         d = node_directory(self.directory, m.id) / METADATA_DIR_NAME
+        settle(d)  # (what it reports removed never names a file already marked for deletion)
         removed = sorted(p.name for p in d.iterdir()) if d.is_dir() else []
         shutil.rmtree(d, ignore_errors=True)
         d.mkdir(parents=True, exist_ok=True)

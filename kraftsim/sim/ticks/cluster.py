@@ -47,6 +47,7 @@ from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
+from kraftsim.storage.reaper import settle
 from kraftsim.versions import Catalog, load_catalog
 
 #: Ticks `settle` waits at most for registrations and unfencing (a restarted broker may have
@@ -209,7 +210,10 @@ class SimCluster(TickLifecycleMixin):
                 node.close()
         finally:
             lock, self._lock = self._lock, None
-            dirlock.release(lock)
+            try:
+                settle(self.directory)  # (no file marked for deletion is left for the next holder to see)
+            finally:
+                dirlock.release(lock)
 
     # ------------------------------------------------------------------ nodes
 
