@@ -18,6 +18,13 @@ dict of changed partitions (the topic's delta and its base partitions' ChunkMap 
 while consecutive records name it), two dict look-ups and one `PartitionRegistration.merge`
 per record (its usual case in C: `partition.fast_merge`) instead of the five calls of `replay()`'s
 way (tests/image/test_apply_fast_paths.py).
+
+Where the C extension is built, each run of consecutive PartitionChangeRecords and
+PartitionRecords of those types is one C call (`fastpath.try_bulk_replay_run`): the same
+steps per record, the topic switches calling back into TopicsDelta; it hands back the
+first record it does not finish (another type, a shape its builders decline, an error),
+which this loop then replays, so every error and count is this loop's
+(tests/image/test_bulk_replay_runs.py compares both).
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from kraftsim.image.components.partition import (
 )
 from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
+from kraftsim.protocol.fastpath import try_bulk_replay_run
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
 
@@ -76,8 +84,30 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     find_ints, find_uuids, migrating = intern.find_ints, intern.find_uuids, MIGRATING_BY_COUNT
     max_migrating = len(migrating)
     empty = intern.EMPTY
+    run = try_bulk_replay_run()  # (C: runs of change and partition records; None: this loop alone)
+    state: list[Any] = []
+    it = iter(records)
+    if run is not None:
+        def to_change(m: Any) -> tuple[Any, ...]:
+            td = delta.topics.change_target(m)
+            return (td.changes, *layout_of(td.image.partitions))
+
+        def to_partition(m: Any) -> dict[int, PartitionRegistration]:
+            return delta.topics.partition_changes(m)
     try:
-        for r in records:
+        for r in it:
+            if run is not None:
+                rt = r.record_type
+                if rt is change_type or rt is partition_type:  # the run in C, up to the record it left
+                    state[:] = change_topic, merged, positions, chunks, last_topic, changes, 0
+                    try:
+                        r = run(r, it, state, change_type, partition_type, to_change, to_partition, _END,
+                                chunk_bits)
+                    finally:
+                        change_topic, merged, positions, chunks, last_topic, changes, n = state
+                        done += n
+                    if r is _END:
+                        break
             try:
                 rt = r.record_type
                 if rt is change_type:  # (a commit's usual record: one dict lookup and a merge)
@@ -167,3 +197,5 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
 
 #: The record types replay_records replays without `delta.replay`: the last one seen of each name.
 _SEEN: dict[str, Any] = {"PartitionRecord": None, "TopicRecord": None, "PartitionChangeRecord": None}
+#: What the C run answers when the records are exhausted.
+_END = object()

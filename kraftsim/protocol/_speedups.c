@@ -4315,6 +4315,208 @@ error:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- bulk replay runs (br_)
+ *
+ * br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end,
+ *               chunk_bits) -> record
+ *
+ * image/bulk.py's replay loop for a run of PartitionChangeRecords and PartitionRecords of
+ * the fast-path record types: `record` first, then records taken from the iterator `it`.
+ * Per record it does what the Python loop does: the topic's target looked up only when the
+ * topic id changes (`to_change(message)` -> (changes dict, positions dict, chunks tuple),
+ * `to_partition(message)` -> changes dict: Python callbacks), the previous registration
+ * looked up (the topic's changes, else its base ChunkMap read in place), merged
+ * (partition_merge) or built (partition_from_record), stored. It stops at the first record
+ * it does not finish (another record type, a builder's decline, a callback's error, a
+ * partition not found) and returns it untouched, or `end` when `it` is exhausted: the
+ * Python loop replays that record itself (so every error and message is the Python
+ * code's). `state` (a list) carries the loop's variables in and out: [change_topic,
+ * merged, positions, chunks, last_topic, changes, done], `done` set to the records this
+ * call replayed (also when the iterator raises, which propagates). */
+enum { BR_CHANGE_TOPIC, BR_MERGED, BR_POSITIONS, BR_CHUNKS, BR_LAST_TOPIC, BR_CHANGES, BR_DONE, BR_STATE };
+static const char *const br_key_names[2] = {"topic_id", "partition_id"};
+/* One per record class (a RecordSlots remembers one class). */
+static RecordSlots br_change_keys = {2, br_key_names};
+static RecordSlots br_partition_keys = {2, br_key_names};
+
+/* 1 when `tid` names the topic `known` (`tid is known or tid == known`), 0 if not, -1 on error (cleared). */
+static int br_same_topic(PyObject *tid, PyObject *known) {
+    if (tid == known)
+        return 1;
+    int eq = PyObject_RichCompareBool(tid, known, Py_EQ);
+    if (eq < 0)
+        PyErr_Clear();
+    return eq;
+}
+
+/* A PartitionChangeRecord's message `m` merged into s[BR_MERGED]; 0 done, -1 stop (no error set). */
+static int br_change(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_change, long bits) {
+    int same = br_same_topic(tid, s[BR_CHANGE_TOPIC]);
+    if (same < 0)
+        return -1;
+    if (!same) {
+        PyObject *t = PyObject_CallOneArg(to_change, m);
+        if (!t) {
+            PyErr_Clear();
+            return -1;
+        }
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3) {
+            Py_DECREF(t);
+            return -1;
+        }
+        Py_SETREF(s[BR_MERGED], Py_NewRef(PyTuple_GET_ITEM(t, 0)));
+        Py_SETREF(s[BR_POSITIONS], Py_NewRef(PyTuple_GET_ITEM(t, 1)));
+        Py_SETREF(s[BR_CHUNKS], Py_NewRef(PyTuple_GET_ITEM(t, 2)));
+        Py_SETREF(s[BR_CHANGE_TOPIC], Py_NewRef(tid));
+        Py_DECREF(t);
+    }
+    PyObject *merged = s[BR_MERGED], *positions = s[BR_POSITIONS], *chunks = s[BR_CHUNKS];
+    if (!PyDict_CheckExact(merged))
+        return -1;
+    PyObject *prev = PyDict_GetItemWithError(merged, pid);
+    if (!prev) {
+        if (PyErr_Occurred() || !PyDict_CheckExact(positions) || !PyTuple_CheckExact(chunks))
+            goto stop;
+        PyObject *at = PyDict_GetItemWithError(positions, pid);
+        if (!at || !PyLong_CheckExact(at))
+            goto stop;  /* (not found: the Python loop raises its error) */
+        Py_ssize_t i = PyLong_AsSsize_t(at);
+        if (i < 0)
+            goto stop;
+        Py_ssize_t c = i >> bits, k = i & (((Py_ssize_t)1 << bits) - 1);
+        if (c >= PyTuple_GET_SIZE(chunks))
+            goto stop;
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c);
+        if (!PyTuple_CheckExact(chunk) || k >= PyTuple_GET_SIZE(chunk))
+            goto stop;
+        prev = PyTuple_GET_ITEM(chunk, k);
+    }
+    PyObject *margs[2] = {prev, m};
+    PyObject *p = py_partition_merge(NULL, margs, 2);
+    if (!p || p == Py_None) {
+        Py_XDECREF(p);
+        goto stop;  /* (merge() runs in Python) */
+    }
+    int bad = PyDict_SetItem(merged, pid, p);
+    Py_DECREF(p);
+    if (bad < 0)
+        goto stop;
+    return 0;
+stop:
+    PyErr_Clear();
+    return -1;
+}
+
+/* A PartitionRecord's message `m` built into s[BR_CHANGES]; 0 done, -1 stop (no error set). */
+static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_partition) {
+    int same = br_same_topic(tid, s[BR_LAST_TOPIC]);
+    if (same < 0)
+        return -1;
+    if (!same) {
+        PyObject *c = PyObject_CallOneArg(to_partition, m);
+        if (!c) {
+            PyErr_Clear();
+            return -1;
+        }
+        Py_SETREF(s[BR_CHANGES], c);
+        Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
+    }
+    if (!PyDict_CheckExact(s[BR_CHANGES]))
+        return -1;
+    PyObject *p = py_partition_from_record(NULL, m);
+    if (!p || p == Py_None) {
+        Py_XDECREF(p);
+        PyErr_Clear();
+        return -1;  /* (registration_from_record runs in Python) */
+    }
+    int bad = PyDict_SetItem(s[BR_CHANGES], pid, p);
+    Py_DECREF(p);
+    if (bad < 0) {
+        PyErr_Clear();
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9 || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != BR_STATE || !PyIter_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "br_replay_run(record, it, state, change_type, partition_type, to_change, "
+                                         "to_partition, end, chunk_bits)");
+        return NULL;
+    }
+    PyObject *r = args[0], *it = args[1], *st = args[2], *change_type = args[3], *partition_type = args[4];
+    PyObject *to_change = args[5], *to_partition = args[6], *end = args[7];
+    long bits = PyLong_AsLong(args[8]);
+    if (bits == -1 && PyErr_Occurred())
+        return NULL;
+    if (bits < 0 || bits > 30) {
+        PyErr_SetString(PyExc_ValueError, "br_replay_run: chunk_bits out of range");
+        return NULL;
+    }
+    PyObject *zero = PyLong_FromLong(0);
+    if (!zero)
+        return NULL;
+    if (!g_enabled || !pr_cls) {
+        PyList_SetItem(st, BR_DONE, zero);
+        return Py_NewRef(r);
+    }
+    Py_DECREF(zero);
+    PyObject *s[BR_DONE];
+    for (int i = 0; i < BR_DONE; i++)
+        s[i] = Py_NewRef(PyList_GET_ITEM(st, i));
+    Py_ssize_t done = 0;
+    PyObject *result;
+    Py_INCREF(r);
+    for (;;) {
+        PyObject *rt = PyObject_GetAttr(r, str_record_type);
+        if (!rt) {
+            PyErr_Clear();
+            break;
+        }
+        Py_DECREF(rt);  /* (compared by identity only) */
+        int change = rt == change_type;
+        if (!change && rt != partition_type)
+            break;
+        PyObject *m = PyObject_GetAttr(r, str_message);
+        if (!m) {
+            PyErr_Clear();
+            break;
+        }
+        PyObject *key[2];
+        int bad = !read_record_slots(change ? &br_change_keys : &br_partition_keys, m, key) ||
+                  (change ? br_change(s, m, key[0], key[1], to_change, bits)
+                          : br_partition(s, m, key[0], key[1], to_partition)) < 0;
+        Py_DECREF(m);
+        if (bad)
+            break;
+        done++;
+        Py_DECREF(r);
+        r = PyIter_Next(it);
+        if (!r) {
+            if (!PyErr_Occurred())
+                r = Py_NewRef(end);
+            break;
+        }
+    }
+    result = r;  /* (NULL: the iterator's error, kept while the state is written back) */
+    PyObject *et, *ev, *etb;
+    PyErr_Fetch(&et, &ev, &etb);
+    for (int i = 0; i < BR_DONE; i++)
+        PyList_SetItem(st, i, s[i]);
+    PyObject *n = PyLong_FromSsize_t(done);
+    if (!n) {
+        Py_XDECREF(et);
+        Py_XDECREF(ev);
+        Py_XDECREF(etb);
+        Py_XDECREF(result);
+        return NULL;
+    }
+    PyList_SetItem(st, BR_DONE, n);
+    PyErr_Restore(et, ev, etb);
+    return result;
+}
+/* ------------------------------------------------------------ end of bulk replay runs */
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -4346,6 +4548,9 @@ static PyMethodDef module_methods[] = {
      "partition_from_record(record) -> registration | None: a PartitionRecord's usual shape, or None."},
     {"partition_merge", (PyCFunction)(void (*)(void))py_partition_merge, METH_FASTCALL,
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
+    {"br_replay_run", (PyCFunction)(void (*)(void))py_br_replay_run, METH_FASTCALL,
+     "br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end, chunk_bits) -> "
+     "record: bulk replay's run of partition and partition change records; the record it stopped at."},
     {"partition_chunk_canon", (PyCFunction)(void (*)(void))py_partition_chunk_canon, METH_FASTCALL,
      "partition_chunk_canon(chunk, first) -> bytes | None: digest.py's canonical bytes of a chunk of registrations."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
