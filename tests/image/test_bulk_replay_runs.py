@@ -5,6 +5,7 @@ lists, on decoded entries and on one-pass iterators, with records of two registr
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Iterable
 
 import pytest
@@ -167,3 +168,26 @@ def test_the_run_stops_at_the_record_it_does_not_finish() -> None:
         got = RUN(ok, iter([ok, stop, ok]), state, pcr, REGISTRY["PartitionRecord"], to_change, to_change,
                   bulk._END, CHUNK_BITS)
         assert got is stop and state[-1] == 2 and state[0] == t and state[1] is td.changes
+
+
+def test_an_error_of_the_record_source_mid_run_propagates_with_the_count() -> None:
+    """A generator that fails after some change records: the error is the source's (not
+    handed to on_error) and `records_replayed` counts the records the C run replayed."""
+    base = wide_base(4)
+    t = TOPIC_IDS[0]
+
+    def source() -> Any:
+        for p in (0, 1, 2):
+            yield rec("PartitionChangeRecord", topic_id=t, partition_id=p, leader=3)
+        raise KraftsimError("cannot read the next batch")
+
+    counts = []
+    for pure in (True, False):
+        d = MetadataDelta(base)
+        seen: list = []
+        with fastpath.pure_python() if pure else contextlib.nullcontext():
+            with pytest.raises(KraftsimError, match="cannot read"):
+                d.replay_all(source(), on_error=lambda r, e: seen.append(e))
+        assert seen == []
+        counts.append((d.records_replayed, sorted(d.topics.changed[t].changes)))
+    assert counts[0] == counts[1] == (3, [0, 1, 2])
