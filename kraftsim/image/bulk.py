@@ -19,8 +19,8 @@ while consecutive records name it), two dict look-ups and one `PartitionRegistra
 per record (its usual case in C: `partition.fast_merge`) instead of the five calls of `replay()`'s
 way (tests/image/test_apply_fast_paths.py).
 
-Where the C extension is built, each run of consecutive PartitionChangeRecords and
-PartitionRecords of those types is one C call (`fastpath.try_bulk_replay_run`): the same
+Where the C extension is built, each run of consecutive PartitionChangeRecords,
+PartitionRecords and TopicRecords of those types is one C call (`fastpath.try_bulk_replay_run`): the same
 steps per record, the topic switches calling back into TopicsDelta; it hands back the
 first record it does not finish (another type, a shape its builders decline, an error),
 which this loop then replays, so every error and count is this loop's
@@ -94,15 +94,18 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
 
         def to_partition(m: Any) -> dict[int, PartitionRegistration]:
             return delta.topics.partition_changes(m)
+
+        def to_topic(m: Any) -> dict[int, PartitionRegistration]:
+            return delta.topics.replay_topic(m)
     try:
         for r in it:
             if run is not None:
                 rt = r.record_type
-                if rt is change_type or rt is partition_type:  # the run in C, up to the record it left
+                if rt is change_type or rt is partition_type or rt is topic_type:  # the run in C, up to the record it left
                     state[:] = change_topic, merged, positions, chunks, last_topic, changes, 0
                     try:
                         r = run(r, it, state, change_type, partition_type, to_change, to_partition, _END,
-                                chunk_bits)
+                                chunk_bits, topic_type, to_topic)
                     finally:
                         change_topic, merged, positions, chunks, last_topic, changes, n = state
                         done += n

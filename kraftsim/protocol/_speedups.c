@@ -4318,10 +4318,12 @@ error:
 /* ---------------------------------------------------------------- bulk replay runs (br_)
  *
  * br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end,
- *               chunk_bits) -> record
+ *               chunk_bits, topic_type, to_topic) -> record
  *
- * image/bulk.py's replay loop for a run of PartitionChangeRecords and PartitionRecords of
- * the fast-path record types: `record` first, then records taken from the iterator `it`.
+ * image/bulk.py's replay loop for a run of PartitionChangeRecords, PartitionRecords and
+ * TopicRecords of the fast-path record types: `record` first, then records taken from the
+ * iterator `it`. A TopicRecord calls `to_topic(message)` -> the new topic's changes dict
+ * (the topic the PartitionRecords after it go to; the change records' topic forgotten).
  * Per record it does what the Python loop does: the topic's target looked up only when the
  * topic id changes (`to_change(message)` -> (changes dict, positions dict, chunks tuple),
  * `to_partition(message)` -> changes dict: Python callbacks), the previous registration
@@ -4338,6 +4340,7 @@ static const char *const br_key_names[2] = {"topic_id", "partition_id"};
 /* One per record class (a RecordSlots remembers one class). */
 static RecordSlots br_change_keys = {2, br_key_names};
 static RecordSlots br_partition_keys = {2, br_key_names};
+static RecordSlots br_topic_keys = {1, br_key_names};
 
 /* 1 when `tid` names the topic `known` (`tid is known or tid == known`), 0 if not, -1 on error (cleared). */
 static int br_same_topic(PyObject *tid, PyObject *known) {
@@ -4438,14 +4441,28 @@ static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid,
     return 0;
 }
 
+/* A TopicRecord's message `m`: s[BR_CHANGES] the new topic's dict; 0 done, -1 stop (no error set). */
+static int br_topic(PyObject **s, PyObject *m, PyObject *tid, PyObject *to_topic) {
+    PyObject *c = PyObject_CallOneArg(to_topic, m);
+    if (!c) {
+        PyErr_Clear();
+        return -1;
+    }
+    Py_SETREF(s[BR_CHANGES], c);
+    Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
+    Py_SETREF(s[BR_CHANGE_TOPIC], Py_NewRef(Py_None));
+    return 0;
+}
+
 static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9 || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != BR_STATE || !PyIter_Check(args[1])) {
+    if (nargs != 11 || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != BR_STATE || !PyIter_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "br_replay_run(record, it, state, change_type, partition_type, to_change, "
-                                         "to_partition, end, chunk_bits)");
+                                         "to_partition, end, chunk_bits, topic_type, to_topic)");
         return NULL;
     }
     PyObject *r = args[0], *it = args[1], *st = args[2], *change_type = args[3], *partition_type = args[4];
-    PyObject *to_change = args[5], *to_partition = args[6], *end = args[7];
+    PyObject *to_change = args[5], *to_partition = args[6], *end = args[7], *topic_type = args[9];
+    PyObject *to_topic = args[10];
     long bits = PyLong_AsLong(args[8]);
     if (bits == -1 && PyErr_Occurred())
         return NULL;
@@ -4474,8 +4491,8 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
             break;
         }
         Py_DECREF(rt);  /* (compared by identity only) */
-        int change = rt == change_type;
-        if (!change && rt != partition_type)
+        int kind = rt == change_type ? 0 : rt == partition_type ? 1 : rt == topic_type ? 2 : -1;
+        if (kind < 0)
             break;
         PyObject *m = PyObject_GetAttr(r, str_message);
         if (!m) {
@@ -4483,9 +4500,11 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
             break;
         }
         PyObject *key[2];
-        int bad = !read_record_slots(change ? &br_change_keys : &br_partition_keys, m, key) ||
-                  (change ? br_change(s, m, key[0], key[1], to_change, bits)
-                          : br_partition(s, m, key[0], key[1], to_partition)) < 0;
+        int bad = !read_record_slots(kind == 0 ? &br_change_keys : kind == 1 ? &br_partition_keys : &br_topic_keys,
+                                     m, key) ||
+                  (kind == 0 ? br_change(s, m, key[0], key[1], to_change, bits)
+                   : kind == 1 ? br_partition(s, m, key[0], key[1], to_partition)
+                               : br_topic(s, m, key[0], to_topic)) < 0;
         Py_DECREF(m);
         if (bad)
             break;
@@ -4549,8 +4568,9 @@ static PyMethodDef module_methods[] = {
     {"partition_merge", (PyCFunction)(void (*)(void))py_partition_merge, METH_FASTCALL,
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
     {"br_replay_run", (PyCFunction)(void (*)(void))py_br_replay_run, METH_FASTCALL,
-     "br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end, chunk_bits) -> "
-     "record: bulk replay's run of partition and partition change records; the record it stopped at."},
+     "br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end, chunk_bits, "
+     "topic_type, to_topic) -> record: bulk replay's run of topic, partition and partition change records; the "
+     "record it stopped at."},
     {"partition_chunk_canon", (PyCFunction)(void (*)(void))py_partition_chunk_canon, METH_FASTCALL,
      "partition_chunk_canon(chunk, first) -> bytes | None: digest.py's canonical bytes of a chunk of registrations."},
     {"values_records_size", py_values_records_size, METH_VARARGS,

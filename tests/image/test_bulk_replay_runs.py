@@ -1,4 +1,4 @@
-"""bulk.py's runs of PartitionChangeRecords and PartitionRecords replayed in C
+"""bulk.py's runs of PartitionChangeRecords, PartitionRecords and TopicRecords replayed in C
 (`_speedups.br_replay_run`) give exactly what the Python loop gives: deltas, images,
 layouts, errors (with the record each is reported for) and `records_replayed` counts, on
 lists, on decoded entries and on one-pass iterators, with records of two registries mixed."""
@@ -134,7 +134,8 @@ def test_each_change_lands_on_its_own_partition() -> None:
     end = object()
     assert RUN is not None
     got = RUN(records[0], it, state, REGISTRY["PartitionChangeRecord"], REGISTRY["PartitionRecord"], to_change,
-              lambda m: pytest.fail("no partition records here"), end, CHUNK_BITS)
+              lambda m: pytest.fail("no partition records here"), end, CHUNK_BITS, REGISTRY["TopicRecord"],
+              lambda m: pytest.fail("no topic records here"))
     assert got is end and state[-1] == len(records) and seen == [0]  # (the target looked up once)
     parts = base.topics.get_topic(t).partitions
     for p in set(pids):
@@ -166,7 +167,7 @@ def test_the_run_stops_at_the_record_it_does_not_finish() -> None:
     for stop in (missing, declined, other):
         state: list[Any] = [None, {}, {}, (), None, {}, 0]
         got = RUN(ok, iter([ok, stop, ok]), state, pcr, REGISTRY["PartitionRecord"], to_change, to_change,
-                  bulk._END, CHUNK_BITS)
+                  bulk._END, CHUNK_BITS, REGISTRY["TopicRecord"], to_change)
         assert got is stop and state[-1] == 2 and state[0] == t and state[1] is td.changes
 
 
@@ -191,3 +192,23 @@ def test_an_error_of_the_record_source_mid_run_propagates_with_the_count() -> No
         assert seen == []
         counts.append((d.records_replayed, sorted(d.topics.changed[t].changes)))
     assert counts[0] == counts[1] == (3, [0, 1, 2])
+
+
+def test_a_topic_record_mid_run_ends_the_cached_change_target() -> None:
+    """A TopicRecord re-creating a topic between its change records: the later changes go to
+    the new topic (or fail: it has no such partition yet), never to the old topic's dict."""
+    t1, t2 = TOPIC_IDS[0], TOPIC_IDS[1]
+    topic = lambda t, n="a": rec("TopicRecord", name=n, topic_id=t)  # noqa: E731
+    part = lambda t, p=0: rec("PartitionRecord", topic_id=t, partition_id=p, replicas=[1, 2], isr=[1, 2],  # noqa: E731
+                              leader=1)
+    change = lambda t, p=0, leader=2: rec("PartitionChangeRecord", topic_id=t, partition_id=p,  # noqa: E731
+                                          leader=leader)
+    cases = [
+        [topic(t1), part(t1), change(t1), topic(t1), change(t1)],
+        [topic(t1), part(t1), change(t1), topic(t1), part(t1), change(t1, leader=1)],
+        [topic(t1), part(t1), part(t1, 1), change(t1, 1), topic(t2, "b"), change(t1, 1), topic(t1), change(t1, 1)],
+    ]
+    for case in cases:
+        for base in (MetadataImage(), replay([topic(t1), part(t1), part(t1, 1)])):
+            for skip in (False, True):
+                check_c_equals_python(base, case, skip, False)
