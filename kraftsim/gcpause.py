@@ -14,18 +14,22 @@ every event (heap entries, messages, batch parses, image parts) while the images
 of a whole cluster stay alive. The collector runs after every 700 net container
 allocations; each run walks the young objects, and every tenth one the older generation
 too: with a cluster's state alive that took 10 to 15% of the simulator's fault workload
-(benchmarks/results/sim.md). At a million partitions the old generations are the cost:
-every middle collection walks what survived since the last, and a full one every tracked
-object of a 4 GB heap (0.7 s each); with Python's thresholds there the collector took 31 of
-220 CPU s (193 middle and 16 full collections), with `YOUNG` 50,000 and `MIDDLE` 20 it takes
-17 s (31 and 3), for 340 MB more peak memory (benchmarks/results/scale-notes.md). While the
-simulator runs an operation (its events, then the deep invariants), the young generation's
-threshold is raised to `YOUNG` and the middle one's to `MIDDLE` (the oldest is kept), and
-both are put back as they were when the outermost such call returns, also on an exception.
-The collector is never turned off there, since simulated state can form cycles: they are
-still collected, after at most `YOUNG` net allocations instead of 700, which bounds the
-extra garbage held at any moment. A caller who set higher thresholds, or disabled the
-collector, keeps them.
+(benchmarks/results/sim.md). At a million partitions the old generations were the cost at
+first: every middle collection walks what survived since the last, and a full one every
+tracked object of a 4 GB heap (0.7 s each); with Python's thresholds there the collector took
+31 of 220 CPU s (193 middle and 16 full collections), with a young threshold of 50,000 and a
+middle one of 20 during operations 17 s (31 and 3). Once the replay, the controller's records
+and the snapshot writer ran in C, the collector's share grew back: 18.3 of 163 CPU s (1,279
+young, 96 middle, 8 full collections). With `YOUNG` 200,000 and `MIDDLE` 40, also for the whole
+of a scenario's run (its steps, and the checks between them), it took 8.9 s (134 young, 3
+middle, no full one) for 370 MB more peak memory, 4.4 -> 4.8 GB
+(benchmarks/results/scale-notes.md). While the simulator runs an operation (its events, then
+the deep invariants) or a scenario, the young generation's threshold is raised to `YOUNG` and
+the middle one's to `MIDDLE` (the oldest is kept), and both are put back as they were when the
+outermost such call returns, also on an exception. The collector is never turned off there,
+since simulated state can form cycles: they are still collected, after at most `YOUNG` net
+allocations instead of 700, which bounds the extra garbage held at any moment. A caller who set
+higher thresholds, or disabled the collector, keeps them.
 """
 
 from __future__ import annotations
@@ -54,9 +58,9 @@ def collector_paused() -> Iterator[None]:
 F = TypeVar("F", bound=Callable[..., object])
 
 #: The young generation's threshold while the simulator works (Python's default: 700).
-YOUNG = 50_000
+YOUNG = 200_000
 #: The middle generation's (young collections between its own; Python's default: 10).
-MIDDLE = 20
+MIDDLE = 40
 
 _lock = threading.Lock()
 _depth = 0

@@ -19,6 +19,7 @@ from typing import Any, Callable
 
 
 from kraftsim.errors import KraftsimError
+from kraftsim.gcpause import fewer_collections
 from kraftsim.image import image_digests
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.expectations import check_expect
@@ -62,8 +63,9 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
         if keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
             raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
                                 "or empty one)")
-        return _run_in(scenario, seed, keep, on_step, on_event, on_progress)
-    with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp:
+        with fewer_collections():  # (the whole run, steps and checks between operations too: kraftsim.gcpause)
+            return _run_in(scenario, seed, keep, on_step, on_event, on_progress)
+    with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp, fewer_collections():
         return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event, on_progress)
 
 

@@ -434,3 +434,37 @@ def _forty_topics():  # type: ignore[no-untyped-def]
             _FORTY.append(sim.image(1))
             sim.close()
     return _FORTY[0]
+
+
+def test_a_scenario_runs_with_the_collector_thresholds_raised_between_its_steps_too() -> None:
+    """A scenario's steps, and what runs between them (expectations, the step reports),
+    see `YOUNG` and `MIDDLE`, not Python's 700 and 10; the caller's are back afterwards."""
+    import gc
+
+    from kraftsim.gcpause import MIDDLE, YOUNG
+    from kraftsim.scenario.runner import run_scenario
+    from kraftsim.scenario.validate import parse_scenario
+
+    text = """
+name = "gc"
+seed = 1
+[cluster]
+controllers = 1
+brokers = 1
+release = "4.0.0"
+[[step]]
+op = "run"
+ms = 1000
+[[step]]
+op = "run"
+ms = 1000
+"""
+    saved = gc.get_threshold()
+    seen: list[tuple[int, ...]] = []
+    try:
+        gc.set_threshold(700, 10, saved[2])
+        run_scenario(parse_scenario(text, "gc.toml"), on_step=lambda step: seen.append(gc.get_threshold()[:2]))
+        assert gc.get_threshold()[:2] == (700, 10)
+    finally:
+        gc.set_threshold(*saved)
+    assert seen and set(seen) == {(YOUNG, MIDDLE)}
