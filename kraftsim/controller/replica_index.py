@@ -20,6 +20,7 @@ from typing import AbstractSet, Iterable, Iterator, Mapping, Protocol
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
+from kraftsim.protocol.fastpath import try_ri_follow
 from kraftsim.protocol.primitives import Uuid
 
 
@@ -31,6 +32,8 @@ Masks = dict[Uuid, int]
 TopicMask = tuple[TopicImage, "tuple[tuple[PartitionRegistration, ...], ...] | None", int]
 
 _topic_name = attrgetter("name")
+#: What the C follow (fastpath.try_ri_follow) needs to know of the image's layout.
+_C_FIXED = (ChunkMap, NO_LEADER, CHUNK_BITS)
 
 
 class TopicChanges(Protocol):
@@ -145,13 +148,20 @@ class ReplicaIndex:
             self.forget()
             return
         if new is not old:
-            new_by_id, known = new.by_id, self._topic
-            if delta.deleted or any(td.fresh for td in delta.changed.values()):
-                self._rank = None  # topics came or went (a topic's name is set when it is made)
+            new_by_id, known, changed = new.by_id, self._topic, delta.changed
             for tid in delta.deleted:
-                if tid not in delta.changed:
+                if tid not in changed:
                     self._drop_topic(tid, known.pop(tid).partitions)
-            for tid, td in delta.changed.items():
+            # The C loop follows the usual topics (changed, not new; see _speedups.c) as
+            # _follow_topic does and leaves the others' ids to the loop below.
+            fast = try_ri_follow()
+            left = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads, known,
+                                                    new_by_id, changed, delta.deleted)
+            rest: Iterable[Uuid] = changed if left is None else left
+            if delta.deleted or any(changed[tid].fresh for tid in rest):  # (C leaves every fresh topic here)
+                self._rank = None  # topics came or went (a topic's name is set when it is made)
+            for tid in rest:
+                td = changed[tid]
                 before = known.get(tid)
                 after = known[tid] = new_by_id[tid]
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
