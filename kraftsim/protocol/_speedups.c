@@ -4685,6 +4685,97 @@ error:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------ replica index answers as records
+ *
+ * leader_and_isr_updates over a whole index answer in one call: the topics of the answer in
+ * order (`order`: their ids, sorted as the index sorts them), each with its mask, and for each
+ * the per-topic loop above (py_leader_isr_records) with the memo `enter(topic)` returns (the
+ * Python loop's: it also makes `topic` the one its own visits then use). It returns at the
+ * first partition that loop leaves to Python, or where it cannot build these classes. */
+static PyObject *ri_str_id = NULL;
+
+/* ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None
+ *
+ * fixed: leader_isr_records'. From topic `at` of `order` (its ids from partition `start` on),
+ * then every later topic whole. None: every topic done. Else (i, topic, chunks, mask, pid,
+ * in_c): topic i stopped at `pid`; with in_c True the caller writes that partition and calls
+ * again with (i, pid + 1); with in_c False (this code cannot build the records) the caller
+ * writes topic i from `pid` on and every later topic. */
+static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)");
+        return NULL;
+    }
+    PyObject *out = args[0], *fixed = args[1], *order = args[2], *masks = args[3], *known = args[4],
+             *chunk_map = args[5], *enter = args[6];
+    Py_ssize_t at = PyLong_AsSsize_t(args[7]), start = PyLong_AsSsize_t(args[8]);
+    if ((at == -1 || start == -1) && PyErr_Occurred())
+        return NULL;
+    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) || at < 0 || start < 0) {
+        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks and known dicts, at and start >= 0");
+        return NULL;
+    }
+    if (!ri_str_partitions && !(ri_str_partitions = PyUnicode_InternFromString("partitions")))
+        return NULL;
+    if (!ri_str_dense && !(ri_str_dense = PyUnicode_InternFromString("dense_chunks")))
+        return NULL;
+    if (!ri_str_id && !(ri_str_id = PyUnicode_InternFromString("id")))
+        return NULL;
+    for (Py_ssize_t i = at; i < PyList_GET_SIZE(order); i++, start = 0) {
+        PyObject *key = PyList_GET_ITEM(order, i);
+        PyObject *topic = PyDict_GetItemWithError(known, key), *mask = PyDict_GetItemWithError(masks, key);
+        if (!topic || !mask) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, key);
+            return NULL;
+        }
+        Py_INCREF(topic);
+        Py_INCREF(mask);
+        PyObject *parts = PyObject_GetAttr(topic, ri_str_partitions), *tid = NULL, *made = NULL, *chunks = NULL,
+                 *stop = NULL, *res = NULL;
+        if (!parts || !(tid = PyObject_GetAttr(topic, ri_str_id)))
+            goto fail;
+        if (Py_TYPE(parts) == (PyTypeObject *)chunk_map) {
+            if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense)))
+                goto fail;
+        } else {
+            chunks = Py_NewRef(Py_None);
+        }
+        if (!(made = PyObject_CallOneArg(enter, topic)))
+            goto fail;
+        PyObject *start_obj = PyLong_FromSsize_t(start);
+        if (!start_obj)
+            goto fail;
+        PyObject *call[8] = {out, fixed, tid, made, chunks, parts, mask, start_obj};
+        stop = py_leader_isr_records(NULL, call, 8);
+        Py_DECREF(start_obj);
+        if (!stop)
+            goto fail;
+        if (stop == Py_None || PyLong_AsSsize_t(stop) >= 0) {
+            int in_c = stop != Py_None;
+            PyObject *pid = in_c ? Py_NewRef(stop) : PyLong_FromSsize_t(start);
+            res = pid ? Py_BuildValue("(nOOONO)", i, topic, chunks, mask, pid, in_c ? Py_True : Py_False) : NULL;
+            Py_XDECREF(pid);
+        }
+    fail:
+        Py_XDECREF(parts);
+        Py_XDECREF(tid);
+        Py_XDECREF(made);
+        Py_XDECREF(chunks);
+        Py_DECREF(topic);
+        Py_DECREF(mask);
+        if (!stop) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "ri_records failed");
+            return NULL;
+        }
+        Py_DECREF(stop);
+        if (res || PyErr_Occurred())
+            return res;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -4736,6 +4827,9 @@ static PyMethodDef module_methods[] = {
     {"ri_follow", (PyCFunction)(void (*)(void))py_ri_follow, METH_FASTCALL,
      "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None: the replica "
      "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
+    {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
+     "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None: leader_and_isr_updates' "
+     "common partitions over a whole index answer (see controller/replica_index.py)."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {
