@@ -4335,7 +4335,18 @@ typedef struct {
     long leads;
 } RiBroker;
 
-static PyObject *ri_str_fresh = NULL, *ri_str_changes = NULL, *ri_str_partitions = NULL, *ri_str_dense = NULL;
+static PyObject *ri_str_fresh = NULL, *ri_str_changes = NULL, *ri_str_partitions = NULL, *ri_str_dense = NULL,
+                *ri_str_id = NULL;
+
+/* The attribute names these loops read, interned once; -1 with an error. */
+static int ri_strings(void) {
+    static const char *const names[5] = {"fresh", "changes", "partitions", "dense_chunks", "id"};
+    PyObject **slots[5] = {&ri_str_fresh, &ri_str_changes, &ri_str_partitions, &ri_str_dense, &ri_str_id};
+    for (int i = 0; i < 5; i++)
+        if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i])))
+            return -1;
+    return 0;
+}
 
 /* The broker's entry in brokers[0..*n) (added when new); NULL when the table is full. */
 static RiBroker *ri_broker(RiBroker *brokers, int *n, long id) {
@@ -4650,13 +4661,7 @@ static PyObject *py_ri_follow(PyObject *self, PyObject *const *args, Py_ssize_t 
     for (int i = 0; i < 4; i++)
         if (!PyDict_CheckExact(state[i]))
             Py_RETURN_NONE;
-    if (!ri_str_fresh && !(ri_str_fresh = PyUnicode_InternFromString("fresh")))
-        return NULL;
-    if (!ri_str_changes && !(ri_str_changes = PyUnicode_InternFromString("changes")))
-        return NULL;
-    if (!ri_str_partitions && !(ri_str_partitions = PyUnicode_InternFromString("partitions")))
-        return NULL;
-    if (!ri_str_dense && !(ri_str_dense = PyUnicode_InternFromString("dense_chunks")))
+    if (ri_strings() < 0)
         return NULL;
     PyObject *rest = PyList_New(0);
     RiTopic *t = PyMem_Malloc(sizeof(RiTopic));
@@ -4692,8 +4697,6 @@ error:
  * the per-topic loop above (py_leader_isr_records) with the memo `enter(topic)` returns (the
  * Python loop's: it also makes `topic` the one its own visits then use). It returns at the
  * first partition that loop leaves to Python, or where it cannot build these classes. */
-static PyObject *ri_str_id = NULL;
-
 /* ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None
  *
  * fixed: leader_isr_records'. From topic `at` of `order` (its ids from partition `start` on),
@@ -4715,11 +4718,7 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
         PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks and known dicts, at and start >= 0");
         return NULL;
     }
-    if (!ri_str_partitions && !(ri_str_partitions = PyUnicode_InternFromString("partitions")))
-        return NULL;
-    if (!ri_str_dense && !(ri_str_dense = PyUnicode_InternFromString("dense_chunks")))
-        return NULL;
-    if (!ri_str_id && !(ri_str_id = PyUnicode_InternFromString("id")))
+    if (ri_strings() < 0)
         return NULL;
     for (Py_ssize_t i = at; i < PyList_GET_SIZE(order); i++, start = 0) {
         PyObject *key = PyList_GET_ITEM(order, i);
