@@ -16,10 +16,11 @@ other image scans instead.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import AbstractSet, Iterable, Iterator, Mapping, Protocol
+from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Protocol
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
+from kraftsim.protocol.fastpath import try_ri_follow, try_ri_records
 from kraftsim.protocol.primitives import Uuid
 
 
@@ -30,7 +31,13 @@ Masks = dict[Uuid, int]
 #: A topic, its partitions' value chunks when its ids are 0..n-1 (else None), and a mask of its partition ids.
 TopicMask = tuple[TopicImage, "tuple[tuple[PartitionRegistration, ...], ...] | None", int]
 
+#: IndexedPartitions.records_walk: (out, fixed, enter, at, start) -> where it stopped, or None when done.
+RecordsWalk = Callable[[list[Any], tuple[Any, ...], Callable[[TopicImage], Any], int, int],
+                       "tuple[int, TopicImage, Any, int, int, bool] | None"]
+
 _topic_name = attrgetter("name")
+#: What the C follow (fastpath.try_ri_follow) needs to know of the image's layout.
+_C_FIXED = (ChunkMap, NO_LEADER, CHUNK_BITS)
 
 
 class TopicChanges(Protocol):
@@ -145,13 +152,20 @@ class ReplicaIndex:
             self.forget()
             return
         if new is not old:
-            new_by_id, known = new.by_id, self._topic
-            if delta.deleted or any(td.fresh for td in delta.changed.values()):
-                self._rank = None  # topics came or went (a topic's name is set when it is made)
+            new_by_id, known, changed = new.by_id, self._topic, delta.changed
             for tid in delta.deleted:
-                if tid not in delta.changed:
+                if tid not in changed:
                     self._drop_topic(tid, known.pop(tid).partitions)
-            for tid, td in delta.changed.items():
+            # The C loop follows the usual topics (changed, not new; see _speedups.c) as
+            # _follow_topic does and leaves the others' ids to the loop below.
+            fast = try_ri_follow()
+            left = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads, known,
+                                                    new_by_id, changed, delta.deleted)
+            rest: Iterable[Uuid] = changed if left is None else left
+            if delta.deleted or any(changed[tid].fresh for tid in rest):  # (C leaves every fresh topic here)
+                self._rank = None  # topics came or went (a topic's name is set when it is made)
+            for tid in rest:
+                td = changed[tid]
                 before = known.get(tid)
                 after = known[tid] = new_by_id[tid]
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
@@ -306,13 +320,17 @@ class ReplicaIndex:
         """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""
         return bool(self.leaderless) if broker_id == NO_LEADER else broker_id in self.leads
 
-    def _by_topic(self, masks: Masks) -> Iterator[TopicMask]:
+    def _sorted_ids(self, masks: Masks) -> list[Uuid]:
+        """The topic ids of `masks` in sorted_topics order."""
         assert self.topics is not None
-        known = self._topic
         rank = self._rank
         if rank is None:
-            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(known.values()))}
-        for tid in sorted(masks, key=rank.__getitem__):
+            rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(self._topic.values()))}
+        return sorted(masks, key=rank.__getitem__)
+
+    def _by_topic(self, masks: Masks) -> Iterator[TopicMask]:
+        known = self._topic
+        for tid in self._sorted_ids(masks):
             topic = known[tid]
             parts = topic.partitions
             yield topic, parts.dense_chunks() if type(parts) is ChunkMap else None, masks[tid]
@@ -352,3 +370,14 @@ class IndexedPartitions:
     def by_topic(self) -> Iterator[TopicMask]:
         """(topic, its dense value chunks or None (pmap.ChunkMap.dense_chunks), mask of partition ids)."""
         return self._index._by_topic(self._masks)
+
+    def records_walk(self) -> "RecordsWalk | None":
+        """leader_and_isr_updates' C loop over this whole answer (fastpath.try_ri_records:
+        `walk(out, fixed, enter, at, start)`, documented in _speedups.c as ri_records), or
+        None (fast path off): the caller then goes `by_topic()`."""
+        fast = try_ri_records()
+        if fast is None:
+            return None
+        index, masks = self._index, self._masks
+        order, known = index._sorted_ids(masks), index._topic
+        return lambda out, fixed, enter, at, start: fast(out, fixed, order, masks, known, ChunkMap, enter, at, start)

@@ -12,6 +12,7 @@ partitions by id, so the same request always gives the same records in the same 
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Callable, Iterable
 
 import msgspec
@@ -129,13 +130,14 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     topic: TopicImage | None = None
     tid, min_isr, unclean = Uuid.ZERO, 0, False
 
-    def enter(t: TopicImage) -> None:
-        """Make `t` the topic of the partitions visited next."""
+    def enter(t: TopicImage) -> dict[tuple[object, ...], _Fields | None]:
+        """Make `t` the topic of the partitions visited next; its memo."""
         nonlocal topic, tid, min_isr, unclean, made
         topic, tid = t, t.id
         topic_rules = rules.of(t) if elr else (0, rules.unclean(t))  # (min ISR: ELR's only)
         min_isr, unclean = topic_rules
         made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
+        return made
 
     def visit(pid: int, part: PartitionRegistration) -> None:
         """Append the record of partition `pid` of the current topic, if it changes."""
@@ -174,6 +176,22 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         return out
     assert isinstance(partitions, IndexedPartitions)
     fixed = (blank, record_type, version, Payload, CHUNK_BITS)
+    walk = partitions.records_walk()
+    place = start = 0
+    while walk is not None:  # (C walks the topics and writes their partitions, up to one it leaves to `visit`)
+        stop = walk(out, fixed, enter, place, start)
+        if stop is None:
+            return out
+        place, t, chunks, mask, pid, in_c = stop
+        if not in_c:  # (it cannot build these classes: the rest here, from this partition on)
+            enter(t)
+            _visit_mask(visit, t, chunks, mask >> pid << pid)
+            for t, chunks, mask in islice(partitions.by_topic(), place + 1, None):
+                enter(t)
+                _visit_mask(visit, t, chunks, mask)
+            return out
+        visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else t.partitions[pid])
+        start = pid + 1
     for t, chunks, mask in partitions.by_topic():
         enter(t)
         parts = t.partitions
@@ -189,13 +207,19 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                 visit(at, chunks[at >> CHUNK_BITS][at & CHUNK_MASK] if chunks is not None else parts[at])
                 start = at + 1
         if start >= 0:
-            m = mask >> start << start
-            while m:
-                low = m & -m
-                pid = low.bit_length() - 1
-                visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else parts[pid])
-                m ^= low
+            _visit_mask(visit, t, chunks, mask >> start << start)
     return out
+
+
+def _visit_mask(visit: Callable[[int, PartitionRegistration], None], t: TopicImage,
+                chunks: "tuple[tuple[PartitionRegistration, ...], ...] | None", mask: int) -> None:
+    """`visit` the partitions of `t` whose ids are in `mask`, in order (`chunks`: its dense value chunks or None)."""
+    parts = t.partitions
+    while mask:
+        low = mask & -mask
+        pid = low.bit_length() - 1
+        visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else parts[pid])
+        mask ^= low
 
 
 def _record_fields(change: ChangeFields, unchanged: int) -> _Fields:

@@ -4536,6 +4536,466 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
 }
 /* ------------------------------------------------------------ end of bulk replay runs */
 
+/* ------------------------------------------------------------------------ replica index follow
+ *
+ * The per-topic loop of controller/replica_index.py's ReplicaIndex.follow for its common case:
+ * a committed batch changes partitions of topics that existed before it (a broker event changes
+ * a few partitions of thousands of topics). For each topic of the delta that was neither made
+ * afresh nor deleted, whose partitions before are dense value chunks of at most 64 ids, and whose
+ * changed partitions are registrations already there (no new ids), it does what _follow_topic
+ * does: every broker's ISR and ELR mask of the topic changes once (old & ~lost | gained), the
+ * leaderless mask once, each leader's count once, and the topic's entry in `known` becomes the new
+ * image's topic. A topic it cannot do so (anything else, or an unexpected object) is left
+ * untouched and its id returned, for the Python loop. Every check is made before the topic's
+ * first change, so a topic is done wholly here or wholly in Python. */
+#define RI_BROKERS_MAX 64
+#define RI_REPLICAS_MAX 32
+typedef struct {
+    long id;
+    uint64_t isr_lost, isr_gained, elr_lost, elr_gained;
+    long leads;
+} RiBroker;
+
+static PyObject *ri_str_fresh = NULL, *ri_str_changes = NULL, *ri_str_partitions = NULL, *ri_str_dense = NULL,
+                *ri_str_id = NULL;
+
+/* The attribute names these loops read, interned once; -1 with an error. */
+static int ri_strings(void) {
+    static const char *const names[5] = {"fresh", "changes", "partitions", "dense_chunks", "id"};
+    PyObject **slots[5] = {&ri_str_fresh, &ri_str_changes, &ri_str_partitions, &ri_str_dense, &ri_str_id};
+    for (int i = 0; i < 5; i++)
+        if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i])))
+            return -1;
+    return 0;
+}
+
+/* The broker's entry in brokers[0..*n) (added when new); NULL when the table is full. */
+static RiBroker *ri_broker(RiBroker *brokers, int *n, long id) {
+    for (int i = 0; i < *n; i++)
+        if (brokers[i].id == id)
+            return &brokers[i];
+    if (*n == RI_BROKERS_MAX)
+        return NULL;
+    RiBroker *b = &brokers[(*n)++];
+    memset(b, 0, sizeof(*b));
+    b->id = id;
+    return b;
+}
+
+/* An exact int that fits a C long, into *out; 0 otherwise (errors cleared). */
+static int ri_long(PyObject *v, long *out) {
+    if (!v || !PyLong_CheckExact(v))
+        return 0;
+    int overflow;
+    long x = PyLong_AsLongAndOverflow(v, &overflow);
+    if (overflow || (x == -1 && PyErr_Occurred())) {
+        PyErr_Clear();
+        return 0;
+    }
+    *out = x;
+    return 1;
+}
+
+/* A tuple of exact ints (at most RI_REPLICAS_MAX) into out[]; its length, or -1. With
+ * `distinct`, -1 also for a repeated id (the Python loop's per-partition moves then decide). */
+static Py_ssize_t ri_ids(PyObject *t, long *out, int distinct) {
+    if (!t || !PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) > RI_REPLICAS_MAX)
+        return -1;
+    Py_ssize_t n = PyTuple_GET_SIZE(t);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!ri_long(PyTuple_GET_ITEM(t, i), &out[i]))
+            return -1;
+        for (Py_ssize_t j = 0; distinct && j < i; j++)
+            if (out[j] == out[i])
+                return -1;
+    }
+    return n;
+}
+
+static int ri_has(const long *ids, Py_ssize_t n, long id) {
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (ids[i] == id)
+            return 1;
+    return 0;
+}
+
+/* (cur & ~lost) | gained for a mask `cur` (NULL: 0); a new reference, or NULL with an error. */
+static PyObject *ri_mask(PyObject *cur, uint64_t lost, uint64_t gained, int *zero) {
+    if (!cur) {
+        *zero = gained == 0;
+        return PyLong_FromUnsignedLongLong(gained);
+    }
+    uint64_t word = PyLong_AsUnsignedLongLong(cur);
+    if (!(word == (uint64_t)-1 && PyErr_Occurred())) {
+        word = (word & ~lost) | gained;
+        *zero = word == 0;
+        return PyLong_FromUnsignedLongLong(word);
+    }
+    PyErr_Clear(); /* (past 64 bits: Python's arithmetic) */
+    PyObject *l = PyLong_FromUnsignedLongLong(lost), *g = PyLong_FromUnsignedLongLong(gained);
+    PyObject *inv = l ? PyNumber_Invert(l) : NULL;
+    PyObject *kept = inv ? PyNumber_And(cur, inv) : NULL;
+    PyObject *res = kept && g ? PyNumber_Or(kept, g) : NULL;
+    Py_XDECREF(l);
+    Py_XDECREF(g);
+    Py_XDECREF(inv);
+    Py_XDECREF(kept);
+    if (res) {
+        int truth = PyObject_IsTrue(res);
+        if (truth < 0)
+            Py_CLEAR(res);
+        *zero = !truth;
+    }
+    return res;
+}
+
+/* by_broker[broker][tid] = (it & ~lost) | gained, entries that become 0 removed (a broker's dict
+ * too when it empties): replica_index._clear then _set. Losing bits the index does not hold is
+ * the KeyError _clear raises. */
+static int ri_move(PyObject *by_broker, long broker, PyObject *tid, uint64_t lost, uint64_t gained) {
+    PyObject *key = PyLong_FromLong(broker);
+    if (!key)
+        return -1;
+    PyObject *masks = PyDict_GetItemWithError(by_broker, key), *owned = NULL;
+    PyObject *cur = masks ? PyDict_GetItemWithError(masks, tid) : NULL;
+    int zero = 0, rc = -1;
+    if (PyErr_Occurred())
+        goto done;
+    if (lost && !cur) {
+        PyErr_SetObject(PyExc_KeyError, masks ? tid : key);
+        goto done;
+    }
+    if (!masks) {
+        if (!(masks = owned = PyDict_New()) || PyDict_SetItem(by_broker, key, masks) < 0)
+            goto done;
+    }
+    PyObject *mask = ri_mask(cur, lost, gained, &zero);
+    if (!mask)
+        goto done;
+    if (zero) {
+        Py_DECREF(mask);
+        if (cur && PyDict_DelItem(masks, tid) < 0)
+            goto done;
+        if (PyDict_GET_SIZE(masks) == 0 && PyDict_DelItem(by_broker, key) < 0)
+            goto done;
+    } else {
+        int bad = PyDict_SetItem(masks, tid, mask);
+        Py_DECREF(mask);
+        if (bad < 0)
+            goto done;
+    }
+    rc = 0;
+done:
+    Py_XDECREF(owned);
+    Py_DECREF(key);
+    return rc;
+}
+
+/* What one topic's changes do to the index, gathered (0: a case for the Python loop). */
+typedef struct {
+    RiBroker brokers[RI_BROKERS_MAX];
+    int n;
+    uint64_t leaderless_lost, leaderless_gained;
+} RiTopic;
+
+static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk_bits, long no_leader) {
+    Py_ssize_t pos = 0, nchunks = PyTuple_GET_SIZE(chunks);
+    PyObject *k, *p;
+    long old_ids[RI_REPLICAS_MAX], new_ids[RI_REPLICAS_MAX];
+    t->n = 0;
+    t->leaderless_lost = t->leaderless_gained = 0;
+    while (PyDict_Next(changes, &pos, &k, &p)) {
+        long pid;
+        if (!ri_long(k, &pid) || pid < 0 || pid >= 64)
+            return 0;
+        Py_ssize_t c = pid >> chunk_bits, i = pid & ((1L << chunk_bits) - 1);
+        PyObject *chunk = c < nchunks ? PyTuple_GET_ITEM(chunks, c) : NULL;
+        if (!chunk || !PyTuple_CheckExact(chunk) || i >= PyTuple_GET_SIZE(chunk))
+            return 0; /* (a new partition: _add) */
+        PyObject *o = PyTuple_GET_ITEM(chunk, i);
+        if (Py_TYPE(o) != (PyTypeObject *)pr_cls || Py_TYPE(p) != (PyTypeObject *)pr_cls)
+            return 0;
+        uint64_t bit = (uint64_t)1 << pid;
+#define RI_FIELD(x, f) (*(PyObject **)((char *)(x) + pr_offsets[(f)]))
+        for (int f = 0; f < 2; f++) {
+            int field = f == 0 ? PR_ISR : PR_ELR;
+            PyObject *a = RI_FIELD(o, field), *b = RI_FIELD(p, field);
+            if (a == b)
+                continue;
+            Py_ssize_t na = ri_ids(a, old_ids, f), nb = ri_ids(b, new_ids, f);
+            if (na < 0 || nb < 0)
+                return 0;
+            for (Py_ssize_t j = 0; j < na; j++)
+                if (!ri_has(new_ids, nb, old_ids[j])) {
+                    RiBroker *r = ri_broker(t->brokers, &t->n, old_ids[j]);
+                    if (!r)
+                        return 0;
+                    *(f == 0 ? &r->isr_lost : &r->elr_lost) |= bit;
+                }
+            for (Py_ssize_t j = 0; j < nb; j++)
+                if (!ri_has(old_ids, na, new_ids[j])) {
+                    RiBroker *r = ri_broker(t->brokers, &t->n, new_ids[j]);
+                    if (!r)
+                        return 0;
+                    *(f == 0 ? &r->isr_gained : &r->elr_gained) |= bit;
+                }
+        }
+        long old_leader, new_leader;
+        if (!ri_long(RI_FIELD(o, PR_LEADER), &old_leader) || !ri_long(RI_FIELD(p, PR_LEADER), &new_leader))
+            return 0;
+#undef RI_FIELD
+        if (old_leader == new_leader)
+            continue;
+        if (old_leader == no_leader) {
+            t->leaderless_lost |= bit;
+        } else {
+            RiBroker *r = ri_broker(t->brokers, &t->n, old_leader);
+            if (!r)
+                return 0;
+            r->leads -= 1;
+        }
+        if (new_leader == no_leader) {
+            t->leaderless_gained |= bit;
+        } else {
+            RiBroker *r = ri_broker(t->brokers, &t->n, new_leader);
+            if (!r)
+                return 0;
+            r->leads += 1;
+        }
+    }
+    return 1;
+}
+
+static int ri_apply(const RiTopic *t, PyObject *tid, PyObject *isr, PyObject *elr, PyObject *leaderless,
+                    PyObject *leads) {
+    for (int i = 0; i < t->n; i++) {
+        const RiBroker *r = &t->brokers[i];
+        if ((r->isr_lost || r->isr_gained) && ri_move(isr, r->id, tid, r->isr_lost, r->isr_gained) < 0)
+            return -1;
+        if ((r->elr_lost || r->elr_gained) && ri_move(elr, r->id, tid, r->elr_lost, r->elr_gained) < 0)
+            return -1;
+        if (r->leads) {
+            PyObject *key = PyLong_FromLong(r->id);
+            PyObject *cur = key ? PyDict_GetItemWithError(leads, key) : NULL;
+            long count = 0;
+            if (!key || PyErr_Occurred() || (cur && !ri_long(cur, &count))) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_TypeError, "a leader count that is not an int");
+                Py_XDECREF(key);
+                return -1;
+            }
+            count += r->leads;
+            int bad;
+            if (count) {
+                PyObject *v = PyLong_FromLong(count);
+                bad = !v || PyDict_SetItem(leads, key, v) < 0;
+                Py_XDECREF(v);
+            } else {
+                bad = PyDict_DelItem(leads, key) < 0;
+            }
+            Py_DECREF(key);
+            if (bad)
+                return -1;
+        }
+    }
+    if (t->leaderless_lost || t->leaderless_gained) {
+        PyObject *cur = PyDict_GetItemWithError(leaderless, tid);
+        int zero = 0;
+        if (!cur && PyErr_Occurred())
+            return -1;
+        PyObject *left = ri_mask(cur, t->leaderless_lost, t->leaderless_gained, &zero);
+        if (!left)
+            return -1;
+        int bad = zero ? PyDict_DelItem(leaderless, tid) < 0 : PyDict_SetItem(leaderless, tid, left) < 0;
+        Py_DECREF(left);
+        if (bad)
+            return -1;
+    }
+    return 0;
+}
+
+/* One topic of the delta: 1 done, 0 left to Python, -1 error. */
+static int ri_follow_topic(RiTopic *t, PyObject *tid, PyObject *td, PyObject *fixed, PyObject **state, PyObject *known,
+                           PyObject *new_by_id, PyObject *deleted) {
+    PyObject *chunk_map = PyTuple_GET_ITEM(fixed, 0);
+    long no_leader, chunk_bits;
+    if (!ri_long(PyTuple_GET_ITEM(fixed, 1), &no_leader) || !ri_long(PyTuple_GET_ITEM(fixed, 2), &chunk_bits) ||
+        chunk_bits < 0 || chunk_bits > 6)
+        return 0;
+    if (PySet_GET_SIZE(deleted)) {
+        int in = PySet_Contains(deleted, tid);
+        if (in != 0)
+            return in < 0 ? -1 : 0;
+    }
+    PyObject *before = PyDict_GetItemWithError(known, tid);
+    if (!before)
+        return PyErr_Occurred() ? -1 : 0;
+    PyObject *fresh = PyObject_GetAttr(td, ri_str_fresh);
+    if (!fresh)
+        return -1;
+    Py_DECREF(fresh);
+    if (fresh != Py_False)
+        return 0;
+    PyObject *changes = PyObject_GetAttr(td, ri_str_changes), *parts = NULL, *chunks = NULL, *after = NULL;
+    int rc = -1;
+    if (!changes || !(parts = PyObject_GetAttr(before, ri_str_partitions)))
+        goto done;
+    rc = 0;
+    if (!PyDict_CheckExact(changes) || Py_TYPE(parts) != (PyTypeObject *)chunk_map)
+        goto done;
+    if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense))) {
+        rc = -1;
+        goto done;
+    }
+    if (!PyTuple_CheckExact(chunks) || PyTuple_GET_SIZE(chunks) > (64 >> chunk_bits) ||
+        !ri_gather(t, chunks, changes, chunk_bits, no_leader))
+        goto done;
+    rc = -1;
+    if (!(after = PyObject_GetItem(new_by_id, tid)) || PyDict_SetItem(known, tid, after) < 0 ||
+        ri_apply(t, tid, state[0], state[1], state[2], state[3]) < 0)
+        goto done;
+    rc = 1;
+done:
+    Py_XDECREF(changes);
+    Py_XDECREF(parts);
+    Py_XDECREF(chunks);
+    Py_XDECREF(after);
+    return rc;
+}
+
+/* ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None
+ *
+ * fixed: (the ChunkMap class, NO_LEADER, CHUNK_BITS). isr, elr, leaderless, leads, known: the
+ * index's dicts (changed in place); new_by_id: the new image's topics by id; changed, deleted:
+ * the topics delta's. Returns the ids of the changed topics left to the Python loop (in
+ * `changed` order), or None when it can do none (fast path off, registrations not configured). */
+static PyObject *py_ri_follow(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted)");
+        return NULL;
+    }
+    PyObject *fixed = args[0], *known = args[5], *new_by_id = args[6], *changed = args[7], *deleted = args[8];
+    PyObject *state[4] = {args[1], args[2], args[3], args[4]};
+    if (!g_enabled || !pr_cls || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 3 ||
+        !PyDict_CheckExact(known) || !PyDict_CheckExact(changed) || !PyAnySet_CheckExact(deleted))
+        Py_RETURN_NONE;
+    for (int i = 0; i < 4; i++)
+        if (!PyDict_CheckExact(state[i]))
+            Py_RETURN_NONE;
+    if (ri_strings() < 0)
+        return NULL;
+    PyObject *rest = PyList_New(0);
+    RiTopic *t = PyMem_Malloc(sizeof(RiTopic));
+    if (!rest || !t)
+        goto error;
+    Py_ssize_t pos = 0;
+    PyObject *tid, *td;
+    while (PyDict_Next(changed, &pos, &tid, &td)) {
+        Py_INCREF(tid);
+        Py_INCREF(td);
+        int done = ri_follow_topic(t, tid, td, fixed, state, known, new_by_id, deleted);
+        Py_DECREF(td);
+        if (done < 0 || (done == 0 && PyList_Append(rest, tid) < 0)) {
+            Py_DECREF(tid);
+            goto error;
+        }
+        Py_DECREF(tid);
+    }
+    PyMem_Free(t);
+    return rest;
+error:
+    if (!PyErr_Occurred())
+        PyErr_NoMemory();
+    PyMem_Free(t);
+    Py_XDECREF(rest);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ replica index answers as records
+ *
+ * leader_and_isr_updates over a whole index answer in one call: the topics of the answer in
+ * order (`order`: their ids, sorted as the index sorts them), each with its mask, and for each
+ * the per-topic loop above (py_leader_isr_records) with the memo `enter(topic)` returns (the
+ * Python loop's: it also makes `topic` the one its own visits then use). It returns at the
+ * first partition that loop leaves to Python, or where it cannot build these classes. */
+/* ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None
+ *
+ * fixed: leader_isr_records'. From topic `at` of `order` (its ids from partition `start` on),
+ * then every later topic whole. None: every topic done. Else (i, topic, chunks, mask, pid,
+ * in_c): topic i stopped at `pid`; with in_c True the caller writes that partition and calls
+ * again with (i, pid + 1); with in_c False (this code cannot build the records) the caller
+ * writes topic i from `pid` on and every later topic. */
+static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)");
+        return NULL;
+    }
+    PyObject *out = args[0], *fixed = args[1], *order = args[2], *masks = args[3], *known = args[4],
+             *chunk_map = args[5], *enter = args[6];
+    Py_ssize_t at = PyLong_AsSsize_t(args[7]), start = PyLong_AsSsize_t(args[8]);
+    if ((at == -1 || start == -1) && PyErr_Occurred())
+        return NULL;
+    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) || at < 0 || start < 0) {
+        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks and known dicts, at and start >= 0");
+        return NULL;
+    }
+    if (ri_strings() < 0)
+        return NULL;
+    for (Py_ssize_t i = at; i < PyList_GET_SIZE(order); i++, start = 0) {
+        PyObject *key = PyList_GET_ITEM(order, i);
+        PyObject *topic = PyDict_GetItemWithError(known, key), *mask = PyDict_GetItemWithError(masks, key);
+        if (!topic || !mask) {
+            if (!PyErr_Occurred())
+                PyErr_SetObject(PyExc_KeyError, key);
+            return NULL;
+        }
+        Py_INCREF(topic);
+        Py_INCREF(mask);
+        PyObject *parts = PyObject_GetAttr(topic, ri_str_partitions), *tid = NULL, *made = NULL, *chunks = NULL,
+                 *stop = NULL, *res = NULL;
+        if (!parts || !(tid = PyObject_GetAttr(topic, ri_str_id)))
+            goto fail;
+        if (Py_TYPE(parts) == (PyTypeObject *)chunk_map) {
+            if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense)))
+                goto fail;
+        } else {
+            chunks = Py_NewRef(Py_None);
+        }
+        if (!(made = PyObject_CallOneArg(enter, topic)))
+            goto fail;
+        PyObject *start_obj = PyLong_FromSsize_t(start);
+        if (!start_obj)
+            goto fail;
+        PyObject *call[8] = {out, fixed, tid, made, chunks, parts, mask, start_obj};
+        stop = py_leader_isr_records(NULL, call, 8);
+        Py_DECREF(start_obj);
+        if (!stop)
+            goto fail;
+        if (stop == Py_None || PyLong_AsSsize_t(stop) >= 0) {
+            int in_c = stop != Py_None;
+            PyObject *pid = in_c ? Py_NewRef(stop) : PyLong_FromSsize_t(start);
+            res = pid ? Py_BuildValue("(nOOONO)", i, topic, chunks, mask, pid, in_c ? Py_True : Py_False) : NULL;
+            Py_XDECREF(pid);
+        }
+    fail:
+        Py_XDECREF(parts);
+        Py_XDECREF(tid);
+        Py_XDECREF(made);
+        Py_XDECREF(chunks);
+        Py_DECREF(topic);
+        Py_DECREF(mask);
+        if (!stop) {
+            if (!PyErr_Occurred())
+                PyErr_SetString(PyExc_SystemError, "ri_records failed");
+            return NULL;
+        }
+        Py_DECREF(stop);
+        if (res || PyErr_Occurred())
+            return res;
+    }
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -4588,6 +5048,12 @@ static PyMethodDef module_methods[] = {
     {"leader_isr_records", (PyCFunction)(void (*)(void))py_leader_isr_records, METH_FASTCALL,
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},
+    {"ri_follow", (PyCFunction)(void (*)(void))py_ri_follow, METH_FASTCALL,
+     "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None: the replica "
+     "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
+    {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
+     "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None: leader_and_isr_updates' "
+     "common partitions over a whole index answer (see controller/replica_index.py)."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

@@ -508,6 +508,31 @@ def try_bulk_replay_run() -> BulkReplayRun | None:
     return getattr(_c, "br_replay_run", None) if ENABLED else None
 
 
+#: What controller/replica_index.py's follow calls once per delta (see try_ri_follow).
+RiFollow = Callable[[tuple[Any, ...], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any],
+                     Any, Any, Any], "list[Any] | None"]
+
+
+def try_ri_follow() -> RiFollow | None:
+    """The C loop of ReplicaIndex.follow's changed topics (`ri_follow(fixed, isr, elr,
+    leaderless, leads, known, new_by_id, changed, deleted)`, documented in _speedups.c), or
+    None (fast path off, or an extension built before it existed): the Python loop then
+    follows every topic."""
+    return getattr(_c, "ri_follow", None) if ENABLED else None
+
+
+#: What controller/replica_index.py's IndexedPartitions.records_walk calls (see try_ri_records).
+RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dict[Any, Any], type, Any, int, int],
+                     "tuple[Any, ...] | None"]
+
+
+def try_ri_records() -> RiRecords | None:
+    """The C loop of leader_and_isr_updates over a whole replica index answer
+    (`ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)`, documented
+    in _speedups.c), or None (fast path off, or an extension built before it existed)."""
+    return getattr(_c, "ri_records", None) if ENABLED else None
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:

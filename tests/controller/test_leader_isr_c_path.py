@@ -10,13 +10,14 @@ the Python loop (fast path off). And the C builder itself, record by record."""
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import msgspec
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kraftsim.controller.replica_index import ReplicaIndex
+from kraftsim.controller.replica_index import IndexedPartitions, ReplicaIndex
 from kraftsim.controller.replication import elr_partitions, isr_partitions, leader_and_isr_updates, leaderless
 from kraftsim.image.pmap import CHUNK_BITS
 from kraftsim.protocol import fastpath
@@ -25,7 +26,7 @@ from kraftsim.protocol.primitives import Uuid
 from tests.controller.cluster_support import CATALOG, RuleCluster, replay
 from tests.controller.conftest import broker, config, payload
 from tests.controller.test_leader_isr_fast_path import (
-    BROKERS, brokers, nearly_usual_partition, odd_partition, partition_record, usual_partition,
+    BROKERS, brokers, nearly_usual_partition, odd_partition, own_dir, partition_record, usual_partition,
 )
 
 pytestmark = pytest.mark.skipif(fastpath.try_leader_isr_records() is None, reason="no C extension")
@@ -186,3 +187,83 @@ def test_the_c_loop_reads_masks_past_64_partitions_and_leaves_what_it_cannot_bui
     fixed = ((1, 2), rt, 0, Payload, CHUNK_BITS)
     assert c_loop()(out, fixed, topic.id, made, parts.dense_chunks(), parts, 1, 0) is None
     assert len(out) == 4
+
+
+def fenced_cluster() -> tuple[Any, Any]:
+    """Brokers 1-3 active; topics t0 (10 partitions), t1 (ids with gaps) and t2 (150 partitions),
+    every partition replicas and ISR [1, 2, 3] led by 1 but t1's first (led by 2) and t2's
+    partition 70 (led by 3): shapes first met there; a context with a replica index."""
+    c = RuleCluster("3.9-IV0")
+    supported = CATALOG.supported_features()
+    records: list = [broker(b, supported, fenced=False) for b in (1, 2, 3)]
+    for n, pids in enumerate((range(10), range(0, 30, 3), range(150))):
+        records.append(payload("TopicRecord", name=f"t{n}", topic_id=TOPICS[n]))
+        records += [payload("PartitionRecord", 2, topic_id=TOPICS[n], partition_id=pid, replicas=[1, 2, 3],
+                            isr=[1, 2, 3], leader={(1, 0): 2, (2, 70): 3}.get((n, pid), 1),
+                            directories=[own_dir(r) for r in (1, 2, 3)]) for pid in pids]
+    c.image = replay(c.image, records, next_offset=100)
+    return c, c.ctx(replicas=ReplicaIndex())
+
+
+def test_the_c_walk_writes_a_whole_answer_and_hands_back_what_it_cannot_write() -> None:
+    """One call writes every topic of an index answer in order (dense, gapped, past 64
+    partitions); it stops at a shape its memo lacks (to resume after it), and hands back
+    the rest when it cannot build the record class, having written nothing of it."""
+    c, ctx = fenced_cluster()
+    answer = isr_partitions(ctx, 1)
+    assert isinstance(answer, IndexedPartitions)
+    walk = answer.records_walk()
+    assert walk is not None
+    listed = [(t.id, pid) for t, pid, _ in answer]
+    made: dict = {(p.replicas, p.directories, p.isr, p.leader): (2 if p.leader == 1 else -2, (2, 3))
+                  for _, _, p in answer}
+    assert len(made) == 3
+    want = leader_and_isr_updates(ctx, c.mv, list(answer), broker_to_remove=1, quick=False)
+    rt = CATALOG.record_registry()["PartitionChangeRecord"]
+    fixed = (rt.cls(partition_id=0, topic_id=Uuid.ZERO), rt, want[0].version, Payload, CHUNK_BITS)
+    entered: list = []
+
+    def enter(t: Any) -> dict:
+        entered.append(t.name)
+        return made
+
+    out: list = []
+    assert walk(out, fixed, enter, 0, 0) is None
+    assert [(r.message.topic_id, r.message.partition_id) for r in out] == listed
+    assert entered == ["t0", "t1", "t2"]
+    same_records(out, want)
+    # (a memo without the shape: a stop at the first partition, in C's hands again after it)
+    out.clear()
+    stop = walk(out, fixed, lambda t: {}, 1, 3)
+    assert stop is not None and stop[0] == 1 and stop[1].name == "t1" and stop[4:] == (3, True) and out == []
+    # (a record class it cannot build: nothing written, the rest handed back from where it was asked)
+    stop = walk(out, ((1, 2), rt, 0, Payload, CHUNK_BITS), enter, 2, 70)
+    assert stop is not None and stop[0] == 2 and stop[4:] == (70, False) and out == []
+
+
+def test_the_python_loop_takes_over_where_the_c_walk_cannot_write() -> None:
+    """leader_and_isr_updates writes the same records when the C walk hands the rest back
+    at its first call or at any later one (it resumes after each shape first met: t0's
+    first partition, t1's first, t2's partition 70), as it does for a record class it
+    cannot build."""
+    c, ctx = fenced_cluster()
+    want = leader_and_isr_updates(ctx, c.mv, list(isr_partitions(ctx, 1)), broker_to_remove=1, quick=False)
+    real = IndexedPartitions.records_walk
+    for give_up in range(5):
+        calls: list = []
+
+        def walk_until(answer: IndexedPartitions, last: int = give_up) -> Any:
+            inner = real(answer)
+            assert inner is not None
+            tm = list(answer.by_topic())
+
+            def walk(out: list, fixed: tuple, enter: Any, i: int, start: int) -> Any:
+                calls.append((i, start))
+                if len(calls) > last:
+                    t, chunks, mask = tm[i]
+                    return (i, t, chunks, mask, start, False)
+                return inner(out, fixed, enter, i, start)
+            return walk
+        with patch.object(IndexedPartitions, "records_walk", walk_until):
+            same_records(leader_and_isr_updates(ctx, c.mv, isr_partitions(ctx, 1), broker_to_remove=1), want)
+        assert calls == [(0, 0), (0, 1), (1, 1), (2, 71)][:give_up + 1]

@@ -1,0 +1,185 @@
+"""Property: the C loop of ReplicaIndex.follow (_speedups.ri_follow, through
+fastpath.try_ri_follow) leaves the index exactly as the Python loop (_follow_topic) does, and
+as an index built afresh from the same image, over random batches of partition changes (ISR,
+ELR, leader and replica changes), new partitions, topics created, deleted and re-created, and
+topics past 64 partitions (which the C loop leaves to Python). Pure-Python mode has no C path
+to compare and skips."""
+
+from __future__ import annotations
+
+from random import Random
+from typing import Any, Callable, Iterator
+from unittest.mock import patch
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kraftsim.controller import replica_index as ri_module
+from kraftsim.controller.context import ControllerContext
+from kraftsim.controller.quorum_controller import ReplayState
+from kraftsim.controller.replica_index import ReplicaIndex
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol import fastpath
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import default_catalog
+from tests.controller.conftest import payload
+from tests.controller.test_replica_index import index_answers, scan_answers
+
+pytestmark = pytest.mark.skipif(fastpath.try_ri_follow() is None, reason="no C fast path (pure-Python mode)")
+
+SIZES = (3, 8, 50, 70)  # partitions per topic; 70: masks past 64 bits
+NAMES = ("d", "b", "a", "c")
+
+
+def tid(n: int) -> Uuid:
+    return Uuid((0xC0 + n).to_bytes(16, "big"))
+
+
+broker_ids = st.sampled_from((0, 1, 2, 3, 4, 40))
+brokers = st.lists(broker_ids, max_size=4, unique=True)
+topic_no = st.integers(0, len(SIZES) - 1)
+#: A topic and one of its partition ids (a change naming another is refused, with its whole batch).
+partition = topic_no.flatmap(lambda t: st.tuples(st.just(t), st.integers(0, SIZES[t] - 1)))
+#: A topic and an id for a PartitionRecord: mostly one it has, sometimes a new one (next, or past a gap).
+new_partition = topic_no.flatmap(lambda t: st.tuples(st.just(t), st.integers(0, SIZES[t] + 2)))
+
+
+def creation(t: int) -> list[Any]:
+    return [payload("TopicRecord", name=NAMES[t], topic_id=tid(t))] + [
+        payload("PartitionRecord", 2, topic_id=tid(t), partition_id=pid, replicas=[0, 1, 2, 40],
+                isr=[(pid + k) % 3 for k in range(2)], leader=pid % 3, leader_epoch=0, partition_epoch=0)
+        for pid in range(SIZES[t])]
+
+
+record = st.one_of(
+    st.builds(lambda at, isr, elr, leader: payload(
+        "PartitionChangeRecord", 2, topic_id=tid(at[0]), partition_id=at[1], isr=isr, eligible_leader_replicas=elr,
+        leader=leader), partition, st.none() | brokers, st.none() | brokers, st.integers(-2, 4)),
+    st.builds(lambda at, elr: payload(
+        "PartitionChangeRecord", 2, topic_id=tid(at[0]), partition_id=at[1], eligible_leader_replicas=elr),
+        partition, brokers),
+    st.builds(lambda at, reps: payload(
+        "PartitionChangeRecord", 2, topic_id=tid(at[0]), partition_id=at[1], replicas=reps, isr=reps[:2],
+        leader=reps[0]), partition, st.lists(broker_ids, min_size=1, max_size=4, unique=True)),
+    st.builds(lambda at, isr, leader: payload(
+        "PartitionRecord", 2, topic_id=tid(at[0]), partition_id=at[1], replicas=[0, 1, 2, 3, 4, 40], isr=isr,
+        leader=leader, leader_epoch=0, partition_epoch=0), new_partition, brokers, st.integers(-1, 4)),
+    st.builds(lambda t: payload("RemoveTopicRecord", topic_id=tid(t)), topic_no),
+    st.builds(lambda t: creation(t)[0], topic_no),
+    st.builds(lambda n: payload("ClearElrRecord", topic_name=n), st.sampled_from(("", *NAMES))),
+)
+
+
+def fence(broker: int) -> list[Any]:
+    """A broker event: every partition of every topic loses `broker` from its ISR, and a new leader where it led."""
+    out = []
+    for t, size in enumerate(SIZES):
+        for pid in range(size):
+            isr = [r for r in ((pid + k) % 3 for k in range(2)) if r != broker]
+            out.append(payload("PartitionChangeRecord", 2, topic_id=tid(t), partition_id=pid, isr=isr,
+                               leader=isr[0] if isr else -1))
+    return out
+
+
+def sweep(seed: int) -> list[Any]:
+    """A change of every partition of every topic, drawn from `seed`: ISR, ELR and leader
+    each kept or set (so every bit of every mask may move)."""
+    rnd = Random(seed)
+    ids = (0, 1, 2, 3, 4, 40)
+
+    def some() -> list[int] | None:
+        return None if rnd.random() < 0.3 else rnd.sample(ids, rnd.randint(0, 3))
+    return [payload("PartitionChangeRecord", 2, topic_id=tid(t), partition_id=pid, isr=some(),
+                    eligible_leader_replicas=some(), leader=rnd.choice((-2, -2, -1, 0, 1, 2, 40)))
+            for t, size in enumerate(SIZES) for pid in range(size)]
+
+
+batch = st.one_of(st.builds(sweep, st.integers(0, 2**32)), st.lists(record, min_size=1, max_size=3), st.lists(record, min_size=1, max_size=12),
+                  st.builds(fence, st.integers(0, 2)))
+
+
+def contents(index: ReplicaIndex) -> Any:
+    return index.isr, index.elr, index.leaderless, index.leads
+
+
+class Counted:
+    """try_ri_follow, counting the topics the C loop followed itself."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def __call__(self) -> Callable[..., Any] | None:
+        fast = fastpath.try_ri_follow()
+        if fast is None:
+            return None
+
+        def counted(*args: Any) -> Any:
+            left = fast(*args)
+            if left is not None:
+                self.done += len(args[7]) - len(left)
+            return left
+        return counted
+
+
+def replay(state: ReplayState, records: list[Any], offset: int) -> None:
+    try:
+        state.replay_batch(records, base_offset=offset, epoch=1, timestamp=0)
+    except KraftsimError:
+        pass  # (refused by both states alike: the image stays)
+
+
+def follow_both(batches: list[list[Any]]) -> Iterator[tuple[ReplayState, ReplayState]]:
+    """The same batches replayed by a state whose index follows in C and one in Python."""
+    c_state, py_state = ReplayState(default_catalog()), ReplayState(default_catalog())
+    for s in (c_state, py_state):
+        assert s.replicas.ensure(s.image.topics)
+    offset = 0
+    for records in [[r for t in range(len(SIZES)) for r in creation(t)], *batches]:
+        replay(c_state, records, offset)
+        with fastpath.pure_python():
+            replay(py_state, records, offset)
+        offset += len(records)
+        yield c_state, py_state
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(batch, min_size=1, max_size=8))
+def test_the_c_follow_leaves_the_index_as_the_python_follow(batches: list[list[Any]]) -> None:
+    counted = Counted()
+    with patch.object(ri_module, "try_ri_follow", counted):
+        for c_state, py_state in follow_both(batches):
+            assert c_state.image == py_state.image
+            assert c_state.replicas.describes(c_state.image.topics)
+            assert contents(c_state.replicas) == contents(py_state.replicas)
+            fresh = ReplicaIndex()
+            assert fresh.ensure(c_state.image.topics)
+            assert contents(c_state.replicas) == contents(fresh)
+            ctx = ControllerContext(node_id=1, supported={}, image=c_state.image, replicas=c_state.replicas)
+            assert index_answers(ctx) == scan_answers(c_state.image)  # (and the topics are the image's own)
+
+
+def test_a_broker_event_is_followed_in_c_topic_by_topic() -> None:
+    """The usual batch: the C loop follows every topic of at most 64 partitions, leaves the
+    one past 64 to Python, and the index is the one built afresh."""
+    counted = Counted()
+    with patch.object(ri_module, "try_ri_follow", counted):
+        *_, (c_state, py_state) = follow_both([fence(1)])
+    assert counted.done == len([s for s in SIZES if s <= 64])
+    fresh = ReplicaIndex()
+    assert fresh.ensure(c_state.image.topics)
+    assert contents(c_state.replicas) == contents(fresh) == contents(py_state.replicas)
+    assert 1 not in c_state.replicas.isr
+
+
+def test_one_wrong_bit_is_seen() -> None:
+    """The comparison the property makes tells apart indexes that differ by one partition's bit."""
+    c_state, _ = list(follow_both([fence(2)]))[-1]
+    index = c_state.replicas
+    fresh = ReplicaIndex()
+    assert fresh.ensure(c_state.image.topics)
+    assert contents(index) == contents(fresh)
+    masks = index.isr[0]
+    some = next(iter(masks))
+    masks[some] ^= 1 << 2
+    assert contents(index) != contents(fresh)
