@@ -4315,6 +4315,137 @@ error:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------ tw_: snapshot topic writer */
+
+/* tw_changed_topic(payload, topic_id, chunks, registrations, twins, values, directories, resolve)
+ *     -> (values, registrations, twins, changed) | None
+ *
+ * One changed topic of the snapshot topic writer (writer/components/topics.py write_values)
+ * in one call, for the common kind: a dense ChunkMap (`chunks`, its value chunks: partition
+ * ids 0..n-1 in order) whose topic the last write kept with the same name and as many
+ * partitions (`registrations`, `twins`: lists of n; `values`: its TopicRecord's value, then n
+ * PartitionRecord values). Position i is unchanged when the new registration is the kept
+ * one, or its twin (no look at it), or equal to the kept one: what changed_positions
+ * decides, with the same twins. The changed positions are encoded by partition_values
+ * (called here, the one encoder of these records) and replace the kept values in a copy.
+ * Returns the new values (the kept list itself when nothing changed), the new
+ * registrations (flattened chunks), their twins and how many were encoded. None, for the
+ * Python path to run (it reports every loss), for any other shape or when
+ * partition_values declines. */
+static PyObject *py_tw_changed_topic(PyObject *self, PyObject *args) {
+    PyObject *payload, *topic_id, *chunks, *old_regs, *old_twins, *old_values, *dirs_ok, *resolve;
+    if (!PyArg_ParseTuple(args, "OOO!O!O!O!OO:tw_changed_topic", &payload, &topic_id, &PyTuple_Type, &chunks,
+                          &PyList_Type, &old_regs, &PyList_Type, &old_twins, &PyList_Type, &old_values, &dirs_ok,
+                          &resolve))
+        return NULL;
+    if (!PyTuple_CheckExact(chunks) || !PyList_CheckExact(old_regs) || !PyList_CheckExact(old_twins) ||
+        !PyList_CheckExact(old_values))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(old_regs), nchunks = PyTuple_GET_SIZE(chunks), total = 0;
+    for (Py_ssize_t c = 0; c < nchunks; c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c);
+        if (!PyTuple_CheckExact(chunk))
+            Py_RETURN_NONE;
+        total += PyTuple_GET_SIZE(chunk);
+    }
+    if (total != n || PyList_GET_SIZE(old_twins) != n ||
+        PyList_GET_SIZE(old_values) != n + 1)
+        Py_RETURN_NONE;
+    PyObject *regs = PyList_New(n), *twins = PyList_New(n), *todo = PyList_New(0), *made = NULL, *values = NULL;
+    if (!regs || !twins || !todo)
+        goto error;
+    Py_ssize_t i = 0;
+    for (Py_ssize_t c = 0; c < nchunks; c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c);
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(chunk); k++, i++) {
+            if (PyList_GET_SIZE(old_regs) != n || PyList_GET_SIZE(old_twins) != n)
+                goto decline; /* (changed by code a comparison ran) */
+            PyObject *x = PyTuple_GET_ITEM(chunk, k), *y = PyList_GET_ITEM(old_regs, i),
+                     *z = PyList_GET_ITEM(old_twins, i), *twin;
+            if (x == y) {
+                twin = z;
+            } else if (x == z) {
+                twin = y;
+            } else {
+                Py_INCREF(y);
+                int same = PyObject_RichCompareBool(x, y, Py_EQ);
+                if (same < 0) {
+                    Py_DECREF(y);
+                    goto error;
+                }
+                if (same) {
+                    twin = y; /* (the kept registration: a reference taken above, given to the list below) */
+                    PyList_SET_ITEM(regs, i, Py_NewRef(x));
+                    PyList_SET_ITEM(twins, i, twin);
+                    continue;
+                }
+                Py_DECREF(y);
+                twin = x;
+                PyObject *at = PyLong_FromSsize_t(i);
+                if (!at || PyList_Append(todo, at) < 0) {
+                    Py_XDECREF(at);
+                    goto error;
+                }
+                Py_DECREF(at);
+            }
+            PyList_SET_ITEM(regs, i, Py_NewRef(x));
+            PyList_SET_ITEM(twins, i, Py_NewRef(twin));
+        }
+    }
+    Py_ssize_t changed = PyList_GET_SIZE(todo);
+    if (changed == 0) {
+        values = Py_NewRef(old_values);
+    } else {
+        PyObject *call = Py_BuildValue("(OOOOOOO)", payload, topic_id, Py_None, regs, todo, dirs_ok, resolve);
+        if (!call)
+            goto error;
+        made = py_partition_values(self, call);
+        Py_DECREF(call);
+        if (!made)
+            goto error;
+        if (made == Py_None || !PyList_CheckExact(made) || PyList_GET_SIZE(made) != changed ||
+            PyList_GET_SIZE(old_values) != n + 1)
+            goto decline;
+        values = PyList_GetSlice(old_values, 0, n + 1);
+        if (!values)
+            goto error;
+        for (Py_ssize_t j = 0; j < changed; j++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(todo, j)) + 1;
+            PyObject *old = PyList_GET_ITEM(values, at);
+            PyList_SET_ITEM(values, at, Py_NewRef(PyList_GET_ITEM(made, j)));
+            Py_DECREF(old);
+        }
+        Py_CLEAR(made);
+    }
+    Py_DECREF(todo);
+    PyObject *count = PyLong_FromSsize_t(changed), *res = count ? PyTuple_New(4) : NULL;
+    if (!res) {
+        Py_XDECREF(count);
+        todo = NULL;
+        goto error;
+    }
+    PyTuple_SET_ITEM(res, 0, values);
+    PyTuple_SET_ITEM(res, 1, regs);
+    PyTuple_SET_ITEM(res, 2, twins);
+    PyTuple_SET_ITEM(res, 3, count);
+    return res;
+decline:
+    Py_XDECREF(made);
+    Py_DECREF(regs); /* (unfilled items are NULL: list_dealloc skips them) */
+    Py_DECREF(twins);
+    Py_DECREF(todo);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(made);
+    Py_XDECREF(values);
+    Py_XDECREF(regs);
+    Py_XDECREF(twins);
+    Py_XDECREF(todo);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ end of tw_ */
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -4360,6 +4491,9 @@ static PyMethodDef module_methods[] = {
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
+    {"tw_changed_topic", py_tw_changed_topic, METH_VARARGS,
+     "tw_changed_topic(payload, topic_id, chunks, registrations, twins, values, directories, resolve) -> "
+     "(values, registrations, twins, changed) | None: a changed dense topic of the snapshot topic writer."},
     {"leader_isr_records", (PyCFunction)(void (*)(void))py_leader_isr_records, METH_FASTCALL,
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},

@@ -16,7 +16,7 @@ from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, RE
 from kraftsim.image.writer.target import WriteTarget
 from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import try_changed_positions, try_partition_values
+from kraftsim.protocol.fastpath import try_changed_positions, try_changed_topic, try_partition_values
 from kraftsim.protocol.primitives import Uuid
 
 #: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
@@ -116,6 +116,13 @@ class _Records:
                         m.last_known_elr = list(p.last_known_elr)
             yield new_tuple(Payload, (pr, prv, m))
 
+    def partition_template(self, t: TopicImage) -> Payload:
+        """The PartitionRecord the C code fills for each partition it encodes (one per write)."""
+        if self.template is None:
+            self.template = Payload(self.partition_type, self.partition_version, self.partition_record(
+                -1, t.id, [], [], [], [], -1, 0, -1, -1, []))
+        return self.template
+
     def values(self, t: TopicImage, pids: list[int] | None, regs: list[PartitionRegistration],
                positions: list[int] | None = None) -> list[bytes]:
         """The framed values of `partitions(t, zip(pids, regs))` (`pids` None: 0..n-1), of
@@ -126,10 +133,7 @@ class _Records:
         above builds a record and copies every tuple. Anything else (a loss to report, an
         odd value) gets the loop, the one definition of the records."""
         if regs:
-            if self.template is None:  # (filled by the C code: one per write)
-                self.template = Payload(self.partition_type, self.partition_version, self.partition_record(
-                    -1, t.id, [], [], [], [], -1, 0, -1, -1, []))
-            fast = try_partition_values(self.template, t.id, pids, regs, positions, self.dirs_ok)
+            fast = try_partition_values(self.partition_template(t), t.id, pids, regs, positions, self.dirs_ok)
             if fast is not None:
                 return fast
         at = range(len(regs)) if positions is None else positions
@@ -256,6 +260,26 @@ def _layout(t: TopicImage) -> tuple[list[int] | None, list[PartitionRegistration
     return _sorted_apart(t)
 
 
+def _rewritten_in_c(records: _Records, t: TopicImage, old: _Written) -> tuple[_Written, int] | None:
+    """`t` written again from `old` (same name, checked by the caller) in one C call, with
+    how many partitions were encoded, for the usual changed topic: a dense ChunkMap as
+    `old`'s, as many partitions, every changed one of the usual case. What the Python path
+    of write_values makes (the same values and twins, see changed_positions), in about a
+    tenth of its time at 50 partitions. None for anything else (the Python path runs)."""
+    parts = t.partitions
+    if old.pids is not None or not isinstance(parts, ChunkMap):
+        return None
+    chunks = parts.dense_chunks()
+    if chunks is None:
+        return None
+    fast = try_changed_topic(records.partition_template(t), t.id, chunks, old.registrations, old.twins, old.values,
+                             records.dirs_ok)
+    if fast is None:
+        return None
+    values, regs, twins, changed = fast
+    return _Written(t.name, parts, None, regs, twins, values), changed
+
+
 def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | None = None) -> Iterator[list[bytes]]:
     """`write`'s records as their framed values (`encode_values`), in lists of consecutive
     records, reusing what `cache` kept from the last write (see TopicValues); the cache then
@@ -290,6 +314,14 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
             reused += len(old.values) - 1
             out += old.values
             continue
+        if old is not None and old.name == t.name:
+            fast = _rewritten_in_c(records, t, old)
+            if fast is not None:  # (no loss: the C code declines any partition with one to report)
+                fresh[tid], changed = fast
+                encoded += changed
+                reused += len(fast[0].registrations) - changed
+                out += fast[0].values
+                continue
         before = losses[0]
         pids, regs = _layout(t)
         if old is not None and old.name == t.name and old.pids == pids and len(old.registrations) == len(regs):
