@@ -4996,6 +4996,157 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
     Py_RETURN_NONE;
 }
 
+/* ------------------------------------------------------------------------ tw_: snapshot topic writer */
+
+/* tw_changed_topic(payload, topic_id, chunks, kept_chunks, kept_twins, values, directories, resolve)
+ *     -> (values, twins, changed) | None
+ *
+ * One changed topic of the snapshot topic writer (writer/components/topics.py write_values)
+ * in one call, for the common kind: a dense ChunkMap (`chunks`, its value chunks: partition
+ * ids 0..n-1 in order) whose topic the last write kept with the same name and chunks of the
+ * same lengths (`kept_chunks`, the registrations it wrote; `kept_twins`, per chunk a tuple of
+ * registrations equal to them, or the chunk itself; `values`: its TopicRecord's value, then
+ * n PartitionRecord values). A chunk that is the kept one is unchanged (no look inside: its
+ * twins stay); elsewhere position i is unchanged when the new registration is the kept one,
+ * or its twin, or equal to the kept one: what changed_positions decides, with the same twins
+ * (a chunk's twins tuple is the chunk itself, or the kept twins tuple, when it holds the
+ * same objects). Why chunks and not lists: a list of a topic's registrations takes a
+ * reference to each, a memory access per partition per write at a million partitions,
+ * where an unchanged chunk costs one comparison. The changed registrations are encoded by
+ * partition_values (called here, the one encoder of these records) and replace the kept
+ * values in place: the writer drops the kept topic as it takes the new one (a copy, and
+ * the kept list's release, took a reference to each value and gave it back, another two
+ * memory accesses per partition). Returns the values (the kept list), the twins per chunk
+ * and how many partitions were encoded. None, for the Python path to run
+ * (it reports every loss), for any other shape or when partition_values declines. */
+#define TW_MAX_CHUNK 64
+static PyObject *py_tw_changed_topic(PyObject *self, PyObject *args) {
+    PyObject *payload, *topic_id, *chunks, *kept, *kept_twins, *old_values, *dirs_ok, *resolve;
+    if (!PyArg_ParseTuple(args, "OOOOOOOO:tw_changed_topic", &payload, &topic_id, &chunks, &kept, &kept_twins,
+                          &old_values, &dirs_ok, &resolve))
+        return NULL;
+    if (!PyTuple_CheckExact(chunks) || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(kept_twins) ||
+        !PyList_CheckExact(old_values))
+        Py_RETURN_NONE;
+    Py_ssize_t nc = PyTuple_GET_SIZE(chunks), total = 0;
+    if (PyTuple_GET_SIZE(kept) != nc || PyTuple_GET_SIZE(kept_twins) != nc)
+        Py_RETURN_NONE;
+    for (Py_ssize_t c = 0; c < nc; c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c), *oc = PyTuple_GET_ITEM(kept, c),
+                 *tc = PyTuple_GET_ITEM(kept_twins, c);
+        if (!PyTuple_CheckExact(chunk) || !PyTuple_CheckExact(oc) || !PyTuple_CheckExact(tc) ||
+            PyTuple_GET_SIZE(chunk) != PyTuple_GET_SIZE(oc) || PyTuple_GET_SIZE(chunk) != PyTuple_GET_SIZE(tc) ||
+            PyTuple_GET_SIZE(chunk) > TW_MAX_CHUNK)
+            Py_RETURN_NONE;
+        total += PyTuple_GET_SIZE(chunk);
+    }
+    if (PyList_GET_SIZE(old_values) != total + 1)
+        Py_RETURN_NONE;
+    /* (the tuples are immutable and held by `args`: no comparison below can change them) */
+    PyObject *twins = PyTuple_New(nc), *pids = PyList_New(0), *regs = PyList_New(0), *made = NULL, *values = NULL;
+    if (!twins || !pids || !regs)
+        goto error;
+    Py_ssize_t first = 0;
+    for (Py_ssize_t c = 0; c < nc; first += PyTuple_GET_SIZE(PyTuple_GET_ITEM(chunks, c)), c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c), *oc = PyTuple_GET_ITEM(kept, c),
+                 *tc = PyTuple_GET_ITEM(kept_twins, c), *twin[TW_MAX_CHUNK];
+        Py_ssize_t m = PyTuple_GET_SIZE(chunk);
+        if (chunk == oc) { /* (every registration the kept one: the twins stay) */
+            PyTuple_SET_ITEM(twins, c, Py_NewRef(tc));
+            continue;
+        }
+        int as_new = 1, as_kept = 1;
+        for (Py_ssize_t k = 0; k < m; k++) {
+            PyObject *x = PyTuple_GET_ITEM(chunk, k), *y = PyTuple_GET_ITEM(oc, k), *z = PyTuple_GET_ITEM(tc, k);
+            if (x == y) {
+                twin[k] = z;
+            } else if (x == z) {
+                twin[k] = y;
+            } else {
+                int same = PyObject_RichCompareBool(x, y, Py_EQ);
+                if (same < 0)
+                    goto error;
+                twin[k] = same ? y : x;
+                if (!same) {
+                    PyObject *pid = PyLong_FromSsize_t(first + k);
+                    if (!pid || PyList_Append(pids, pid) < 0 || PyList_Append(regs, x) < 0) {
+                        Py_XDECREF(pid);
+                        goto error;
+                    }
+                    Py_DECREF(pid);
+                }
+            }
+            as_new &= twin[k] == x;
+            as_kept &= twin[k] == z;
+        }
+        PyObject *t;
+        if (as_new) {
+            t = Py_NewRef(chunk);
+        } else if (as_kept) {
+            t = Py_NewRef(tc);
+        } else {
+            if (!(t = PyTuple_New(m)))
+                goto error;
+            for (Py_ssize_t k = 0; k < m; k++)
+                PyTuple_SET_ITEM(t, k, Py_NewRef(twin[k]));
+            if (PyObject_GC_IsTracked(t) && untrackable_tuple(t))
+                PyObject_GC_UnTrack(t); /* (as ChunkMap's chunks: kept, never part of a cycle) */
+        }
+        PyTuple_SET_ITEM(twins, c, t);
+    }
+    Py_ssize_t changed = PyList_GET_SIZE(regs);
+    if (changed == 0) {
+        values = Py_NewRef(old_values);
+    } else {
+        PyObject *call = Py_BuildValue("(OOOOOOO)", payload, topic_id, pids, regs, Py_None, dirs_ok, resolve);
+        if (!call)
+            goto error;
+        made = py_partition_values(self, call);
+        Py_DECREF(call);
+        if (!made)
+            goto error;
+        if (made == Py_None || !PyList_CheckExact(made) || PyList_GET_SIZE(made) != changed ||
+            PyList_GET_SIZE(old_values) != total + 1 || PyList_GET_SIZE(pids) != changed)
+            goto decline;
+        values = Py_NewRef(old_values); /* (changed in place: see above) */
+        for (Py_ssize_t j = 0; j < changed; j++) {
+            Py_ssize_t at = PyLong_AsSsize_t(PyList_GET_ITEM(pids, j)) + 1;
+            PyObject *old = PyList_GET_ITEM(values, at);
+            PyList_SET_ITEM(values, at, Py_NewRef(PyList_GET_ITEM(made, j)));
+            Py_DECREF(old);
+        }
+        Py_CLEAR(made);
+    }
+    Py_DECREF(pids);
+    Py_DECREF(regs);
+    PyObject *count = PyLong_FromSsize_t(changed), *res = count ? PyTuple_New(3) : NULL;
+    if (!res) {
+        Py_XDECREF(count);
+        Py_DECREF(values);
+        Py_DECREF(twins);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(res, 0, values);
+    PyTuple_SET_ITEM(res, 1, twins);
+    PyTuple_SET_ITEM(res, 2, count);
+    return res;
+decline:
+    Py_XDECREF(made);
+    Py_DECREF(twins); /* (unfilled items are NULL: tuple dealloc skips them) */
+    Py_DECREF(pids);
+    Py_DECREF(regs);
+    Py_RETURN_NONE;
+error:
+    Py_XDECREF(made);
+    Py_XDECREF(values);
+    Py_XDECREF(twins);
+    Py_XDECREF(pids);
+    Py_XDECREF(regs);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ end of tw_ */
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -5045,6 +5196,9 @@ static PyMethodDef module_methods[] = {
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
+    {"tw_changed_topic", py_tw_changed_topic, METH_VARARGS,
+     "tw_changed_topic(payload, topic_id, chunks, kept_chunks, kept_twins, values, directories, resolve) -> "
+     "(values, twins, changed) | None: a changed dense topic of the snapshot topic writer."},
     {"leader_isr_records", (PyCFunction)(void (*)(void))py_leader_isr_records, METH_FASTCALL,
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},

@@ -5,6 +5,7 @@ partition, built positionally and with shared lists where the caller only reads 
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import chain
 from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple
 
 from kraftsim.image.components.partition import MIGRATING_BY_COUNT, PartitionRegistration
@@ -16,7 +17,7 @@ from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, RE
 from kraftsim.image.writer.target import WriteTarget
 from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import try_changed_positions, try_partition_values
+from kraftsim.protocol.fastpath import try_changed_positions, try_changed_topic, try_partition_values
 from kraftsim.protocol.primitives import Uuid
 
 #: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
@@ -116,6 +117,13 @@ class _Records:
                         m.last_known_elr = list(p.last_known_elr)
             yield new_tuple(Payload, (pr, prv, m))
 
+    def partition_template(self, t: TopicImage) -> Payload:
+        """The PartitionRecord the C code fills for each partition it encodes (one per write)."""
+        if self.template is None:
+            self.template = Payload(self.partition_type, self.partition_version, self.partition_record(
+                -1, t.id, [], [], [], [], -1, 0, -1, -1, []))
+        return self.template
+
     def values(self, t: TopicImage, pids: list[int] | None, regs: list[PartitionRegistration],
                positions: list[int] | None = None) -> list[bytes]:
         """The framed values of `partitions(t, zip(pids, regs))` (`pids` None: 0..n-1), of
@@ -126,10 +134,7 @@ class _Records:
         above builds a record and copies every tuple. Anything else (a loss to report, an
         odd value) gets the loop, the one definition of the records."""
         if regs:
-            if self.template is None:  # (filled by the C code: one per write)
-                self.template = Payload(self.partition_type, self.partition_version, self.partition_record(
-                    -1, t.id, [], [], [], [], -1, 0, -1, -1, []))
-            fast = try_partition_values(self.template, t.id, pids, regs, positions, self.dirs_ok)
+            fast = try_partition_values(self.partition_template(t), t.id, pids, regs, positions, self.dirs_ok)
             if fast is not None:
                 return fast
         at = range(len(regs)) if positions is None else positions
@@ -149,16 +154,26 @@ def write(topics: TopicsImage, target: WriteTarget) -> Iterator[Payload]:
         yield from records.partitions(t, t.sorted_partitions())
 
 
+#: A topic's registrations in record order: a list, or a dense ChunkMap's chunks (see _Written).
+Registrations = list[PartitionRegistration] | tuple[tuple[PartitionRegistration, ...], ...]
+
+
 class _Written(NamedTuple):
     """One topic as the last write encoded it: per partition (in record order) its id, its
     registration object and an equal one from another image (or the same), and the
-    records' values, its TopicRecord's first."""
+    records' values, its TopicRecord's first.
+
+    For a dense ChunkMap (`pids` None) the registrations are its chunks and the twins
+    tuples cut as they are (a twins tuple is the chunk itself when it holds the same
+    objects): the C path then passes over a chunk the new image shares with this one
+    without a look inside, and keeping it takes no reference per partition (see
+    _speedups.c tw_changed_topic). Otherwise both are lists."""
 
     name: str
     partitions: Mapping[int, PartitionRegistration]
     pids: list[int] | None  # None: 0..n-1, in that order (a dense ChunkMap: no list to build or compare)
-    registrations: list[PartitionRegistration]
-    twins: list[PartitionRegistration]  # per partition, one equal to its registration (see changed_positions)
+    registrations: Registrations
+    twins: Registrations  # per partition, one equal to its registration (see changed_positions)
     values: list[bytes]  # the TopicRecord's value, then each PartitionRecord's
 
 
@@ -256,6 +271,49 @@ def _layout(t: TopicImage) -> tuple[list[int] | None, list[PartitionRegistration
     return _sorted_apart(t)
 
 
+def _rewritten_in_c(records: _Records, t: TopicImage, old: _Written) -> tuple[_Written, int] | None:
+    """`t` written again from `old` (same name, checked by the caller) in one C call, with
+    how many partitions were encoded, for the usual changed topic: a dense ChunkMap as
+    `old`'s, chunks of the same lengths, every changed one of the usual case. What the
+    Python path of write_values makes (the same values and twins, see changed_positions),
+    with `old.values` changed in place (write_values drops `old`). None for anything else
+    (the Python path runs)."""
+    parts = t.partitions
+    if old.pids is not None or not isinstance(parts, ChunkMap):
+        return None
+    chunks = parts.dense_chunks()
+    if chunks is None:
+        return None
+    kept, kept_twins = old.registrations, old.twins
+    if isinstance(kept, list) or isinstance(kept_twins, list):
+        return None
+    fast = try_changed_topic(records.partition_template(t), t.id, chunks, kept, kept_twins, old.values,
+                             records.dirs_ok)
+    if fast is None:
+        return None
+    values, twins, changed = fast
+    return _Written(t.name, parts, None, chunks, twins, values), changed
+
+
+def _flat(regs: Registrations) -> list[PartitionRegistration]:
+    return regs if isinstance(regs, list) else list(chain.from_iterable(regs))
+
+
+def _kept(t: TopicImage, pids: list[int] | None, regs: list[PartitionRegistration],
+          twins: list[PartitionRegistration], values: list[bytes]) -> _Written:
+    """What the Python path of write_values keeps of `t` (`_Written`'s forms)."""
+    chunks = t.partitions.dense_chunks() if pids is None and isinstance(t.partitions, ChunkMap) else None
+    if chunks is None:
+        return _Written(t.name, t.partitions, pids, regs, twins, values)
+    if twins is regs:  # (written afresh: each registration its own twin)
+        return _Written(t.name, t.partitions, None, chunks, chunks, values)
+    cut, at = [], 0
+    for c in chunks:
+        cut.append(tuple(twins[at:at + len(c)]))
+        at += len(c)
+    return _Written(t.name, t.partitions, None, chunks, tuple(cut), values)
+
+
 def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | None = None) -> Iterator[list[bytes]]:
     """`write`'s records as their framed values (`encode_values`), in lists of consecutive
     records, reusing what `cache` kept from the last write (see TopicValues); the cache then
@@ -290,11 +348,19 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
             reused += len(old.values) - 1
             out += old.values
             continue
+        if old is not None and old.name == t.name:
+            fast = _rewritten_in_c(records, t, old)
+            if fast is not None:  # (no loss: the C code declines any partition with one to report)
+                fresh[tid], changed = fast
+                encoded += changed
+                reused += len(fast[0].values) - 1 - changed
+                out += fast[0].values
+                continue
         before = losses[0]
         pids, regs = _layout(t)
-        if old is not None and old.name == t.name and old.pids == pids and len(old.registrations) == len(regs):
+        if old is not None and old.name == t.name and old.pids == pids and len(old.values) == len(regs) + 1:
             values = old.values.copy()
-            todo, twins = changed_positions(regs, old.registrations, old.twins)
+            todo, twins = changed_positions(regs, _flat(old.registrations), _flat(old.twins))
             changed = len(todo)
             if todo:
                 made = records.values(t, pids, regs, todo)
@@ -308,7 +374,7 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
         encoded += changed
         reused += len(regs) - changed
         if losses[0] == before:
-            fresh[tid] = _Written(t.name, parts, pids, regs, twins, values)
+            fresh[tid] = _kept(t, pids, regs, twins, values)
         out += values
     cache.encoded += encoded
     cache.reused += reused
