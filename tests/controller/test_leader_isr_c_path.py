@@ -26,7 +26,7 @@ from kraftsim.protocol.primitives import Uuid
 from tests.controller.cluster_support import CATALOG, RuleCluster, replay
 from tests.controller.conftest import broker, config, payload
 from tests.controller.test_leader_isr_fast_path import (
-    BROKERS, brokers, nearly_usual_partition, odd_partition, own_dir, partition_record, usual_partition,
+    BROKERS, broker_records, brokers, nearly_usual_partition, odd_partition, own_dir, partition_record, usual_partition,
 )
 
 pytestmark = pytest.mark.skipif(fastpath.try_leader_isr_records() is None, reason="no C extension")
@@ -78,15 +78,7 @@ topic_layout = st.tuples(st.integers(1, 80), st.booleans(), st.lists(st.integers
 def test_the_c_loop_writes_what_the_builder_and_the_python_loop_write(mv, elr, cluster_min_isr, topic_min_isr, unclean,
                                                                       states, pool, layouts, event, who) -> None:
     c = RuleCluster(mv, elr=elr if mv >= "4.0" else None, min_insync_replicas=cluster_min_isr)
-    supported = CATALOG.supported_features()
-    records: list = []
-    for b, state in sorted(states.items()):
-        if state == "absent":
-            continue
-        records.append(broker(b, supported, fenced=state == "fenced"))
-        if state == "shutdown":
-            records.append(payload("BrokerRegistrationChangeRecord", 1, broker_id=b, broker_epoch=10,
-                                   in_controlled_shutdown=1))
+    records = broker_records(states)
     for n, (count, gaps, picks) in enumerate(layouts):
         tid, name = TOPICS[n], f"t{n}"
         records.append(payload("TopicRecord", name=name, topic_id=tid))

@@ -66,6 +66,21 @@ brokers = st.fixed_dictionaries({b: st.sampled_from(("active",) * 5 + ("fenced",
                                  for b in BROKERS})
 
 
+def broker_records(states: dict[int, str]) -> list:
+    """The registrations of brokers in `states` ("active", "fenced", "shutdown": in controlled
+    shutdown, "absent": none), in id order."""
+    supported = CATALOG.supported_features()
+    records: list = []
+    for b, state in sorted(states.items()):
+        if state == "absent":
+            continue
+        records.append(broker(b, supported, fenced=state == "fenced"))
+        if state == "shutdown":
+            records.append(payload("BrokerRegistrationChangeRecord", 1, broker_id=b, broker_epoch=10,
+                                   in_controlled_shutdown=1))
+    return records
+
+
 def partition_record(pid: int, p: dict) -> object:
     named = {"own": None, "migrating": MIGRATING, "unassigned": UNASSIGNED, "lost": LOST, "other": Uuid(b"\x09" * 16)}
     dirs = [named[d] or own_dir(r) for r, d in zip(p["replicas"], p["dirs"])] if len(p["dirs"]) >= len(
@@ -88,15 +103,7 @@ def test_simple_change_writes_what_the_builder_writes(mv, elr, cluster_min_isr, 
                                                       leaders, remove, add, unclean_broker) -> None:
     parts = parts + [{**parts[0], "leader": leader} for leader in leaders]  # (shapes that differ in the leader only)
     c = RuleCluster(mv, elr=elr if mv >= "4.0" else None, min_insync_replicas=cluster_min_isr)
-    supported = CATALOG.supported_features()
-    records: list = []
-    for b, state in sorted(states.items()):
-        if state == "absent":
-            continue
-        records.append(broker(b, supported, fenced=state == "fenced"))
-        if state == "shutdown":
-            records.append(payload("BrokerRegistrationChangeRecord", 1, broker_id=b, broker_epoch=10,
-                                   in_controlled_shutdown=1))
+    records = broker_records(states)
     records.append(payload("TopicRecord", name="t", topic_id=TOPIC))
     records += [partition_record(pid, p) for pid, p in enumerate(parts)]
     if topic_min_isr is not None:
