@@ -4342,27 +4342,35 @@ static RecordSlots br_change_keys = {2, br_key_names};
 static RecordSlots br_partition_keys = {2, br_key_names};
 static RecordSlots br_topic_keys = {1, br_key_names};
 
-/* 1 when `tid` names the topic `known` (`tid is known or tid == known`), 0 if not, -1 on error (cleared). */
+/* After a call that failed: an Exception is cleared and the run stops at the record (-1: the
+ * Python loop replays it and meets the error itself); anything else (KeyboardInterrupt,
+ * SystemExit) is kept and propagates (-2), never taken for a decline. */
+static int br_failed(void) {
+    if (!PyErr_Occurred() || PyErr_ExceptionMatches(PyExc_Exception)) {
+        PyErr_Clear();
+        return -1;
+    }
+    return -2;
+}
+
+/* 1 when `tid` names the topic `known` (`tid is known or tid == known`), 0 if not, else br_failed(). */
 static int br_same_topic(PyObject *tid, PyObject *known) {
     if (tid == known)
         return 1;
     int eq = PyObject_RichCompareBool(tid, known, Py_EQ);
-    if (eq < 0)
-        PyErr_Clear();
-    return eq;
+    return eq < 0 ? br_failed() : eq;
 }
 
-/* A PartitionChangeRecord's message `m` merged into s[BR_MERGED]; 0 done, -1 stop (no error set). */
+/* A PartitionChangeRecord's message `m` merged into s[BR_MERGED]; 0 done, -1 stop (no error
+ * set), -2 an error to propagate (br_failed). */
 static int br_change(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_change, long bits) {
     int same = br_same_topic(tid, s[BR_CHANGE_TOPIC]);
     if (same < 0)
-        return -1;
+        return same;
     if (!same) {
         PyObject *t = PyObject_CallOneArg(to_change, m);
-        if (!t) {
-            PyErr_Clear();
-            return -1;
-        }
+        if (!t)
+            return br_failed();
         if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3) {
             Py_DECREF(t);
             return -1;
@@ -4406,21 +4414,18 @@ static int br_change(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, Py
         goto stop;
     return 0;
 stop:
-    PyErr_Clear();
-    return -1;
+    return br_failed();
 }
 
-/* A PartitionRecord's message `m` built into s[BR_CHANGES]; 0 done, -1 stop (no error set). */
+/* A PartitionRecord's message `m` built into s[BR_CHANGES]; 0 done, -1 stop, -2 propagate (as br_change). */
 static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_partition) {
     int same = br_same_topic(tid, s[BR_LAST_TOPIC]);
     if (same < 0)
-        return -1;
+        return same;
     if (!same) {
         PyObject *c = PyObject_CallOneArg(to_partition, m);
-        if (!c) {
-            PyErr_Clear();
-            return -1;
-        }
+        if (!c)
+            return br_failed();
         Py_SETREF(s[BR_CHANGES], c);
         Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
     }
@@ -4429,25 +4434,18 @@ static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid,
     PyObject *p = py_partition_from_record(NULL, m);
     if (!p || p == Py_None) {
         Py_XDECREF(p);
-        PyErr_Clear();
-        return -1;  /* (registration_from_record runs in Python) */
+        return br_failed();  /* (registration_from_record runs in Python) */
     }
     int bad = PyDict_SetItem(s[BR_CHANGES], pid, p);
     Py_DECREF(p);
-    if (bad < 0) {
-        PyErr_Clear();
-        return -1;
-    }
-    return 0;
+    return bad < 0 ? br_failed() : 0;
 }
 
-/* A TopicRecord's message `m`: s[BR_CHANGES] the new topic's dict; 0 done, -1 stop (no error set). */
+/* A TopicRecord's message `m`: s[BR_CHANGES] the new topic's dict; 0 done, -1 stop, -2 propagate. */
 static int br_topic(PyObject **s, PyObject *m, PyObject *tid, PyObject *to_topic) {
     PyObject *c = PyObject_CallOneArg(to_topic, m);
-    if (!c) {
-        PyErr_Clear();
-        return -1;
-    }
+    if (!c)
+        return br_failed();
     Py_SETREF(s[BR_CHANGES], c);
     Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
     Py_SETREF(s[BR_CHANGE_TOPIC], Py_NewRef(Py_None));
@@ -4500,13 +4498,18 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
             break;
         }
         PyObject *key[2];
-        int bad = !read_record_slots(kind == 0 ? &br_change_keys : kind == 1 ? &br_partition_keys : &br_topic_keys,
-                                     m, key) ||
-                  (kind == 0 ? br_change(s, m, key[0], key[1], to_change, bits)
+        int code = !read_record_slots(kind == 0 ? &br_change_keys : kind == 1 ? &br_partition_keys : &br_topic_keys,
+                                      m, key) ? -1
+                   : kind == 0 ? br_change(s, m, key[0], key[1], to_change, bits)
                    : kind == 1 ? br_partition(s, m, key[0], key[1], to_partition)
-                               : br_topic(s, m, key[0], to_topic)) < 0;
+                               : br_topic(s, m, key[0], to_topic);
         Py_DECREF(m);
-        if (bad)
+        if (code == -2) {  /* (an interrupt or exit: it propagates, the state written back below) */
+            Py_DECREF(r);
+            r = NULL;
+            break;
+        }
+        if (code < 0)
             break;
         done++;
         Py_DECREF(r);

@@ -212,3 +212,31 @@ def test_a_topic_record_mid_run_ends_the_cached_change_target() -> None:
         for base in (MetadataImage(), replay([topic(t1), part(t1), part(t1, 1)])):
             for skip in (False, True):
                 check_c_equals_python(base, case, skip, False)
+
+
+def test_an_interrupt_in_a_callback_propagates_and_an_error_is_a_decline() -> None:
+    """A KeyboardInterrupt raised while the run calls back into Python (Ctrl-C lands in the
+    first bytecode after a long C stretch) propagates with the state written back; it is
+    never taken for a decline and lost. An Exception there is a decline: the record comes
+    back for the Python loop to replay and meet the error itself."""
+    base = wide_base(4)
+    t = TOPIC_IDS[0]
+    pcr = REGISTRY["PartitionChangeRecord"]
+    first = Payload(pcr, 0, pcr.new(topic_id=t, partition_id=1, leader=3))
+    d = MetadataDelta(base)
+    td = d.topics.change_target(first.message)
+    assert RUN is not None
+
+    def failing(error: BaseException) -> Any:
+        def to_change(m: Any) -> tuple[Any, ...]:
+            raise error
+        return to_change
+
+    state: list[Any] = [None, {}, {}, (), None, {}, 0]
+    with pytest.raises(KeyboardInterrupt):
+        RUN(first, iter([]), state, pcr, REGISTRY["PartitionRecord"], failing(KeyboardInterrupt()), None,
+            bulk._END, CHUNK_BITS, REGISTRY["TopicRecord"], None)
+    assert state == [None, {}, {}, (), None, {}, 0]
+    got = RUN(first, iter([]), state, pcr, REGISTRY["PartitionRecord"], failing(ValueError("no")), None,
+              bulk._END, CHUNK_BITS, REGISTRY["TopicRecord"], None)
+    assert got is first and state[-1] == 0 and td.changes == {}
