@@ -55,7 +55,6 @@ from kraftsim.image import (
 from kraftsim.image.intern import MIGRATING
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import try_leader_isr_records
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
 
@@ -76,8 +75,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
     `broker_to_remove`), with unclean election where the topic allows it.
 
     Partitions of the common shape take `simple_change` (the same records); given an index
-    answer (IndexedPartitions), those whose shape is already worked out are written topic by
-    topic in C (fastpath.try_leader_isr_records), the rest here. `quick=False` sends every
+    answer (IndexedPartitions), those whose shape is already worked out are written for the
+    whole answer in C (IndexedPartitions.records_walk), the rest here. `quick=False` sends every
     partition through the builder (the reference the tests compare with)."""
     image = ctx.image
     elr = elr_enabled(ctx, mv)
@@ -167,8 +166,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         if change is not None:
             out.append(change)
 
-    fill = try_leader_isr_records() if quick and isinstance(partitions, IndexedPartitions) else None
-    if fill is None:
+    walk = partitions.records_walk() if quick and isinstance(partitions, IndexedPartitions) else None
+    if walk is None:
         for t, pid, part in partitions:
             if t is not topic:  # (partitions come topic by topic)
                 enter(t)
@@ -176,9 +175,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         return out
     assert isinstance(partitions, IndexedPartitions)
     fixed = (blank, record_type, version, Payload, CHUNK_BITS)
-    walk = partitions.records_walk()
     place = start = 0
-    while walk is not None:  # (C walks the topics and writes their partitions, up to one it leaves to `visit`)
+    while True:  # (C walks the topics and writes their partitions, up to one it leaves to `visit`)
         stop = walk(out, fixed, enter, place, start)
         if stop is None:
             return out
@@ -192,23 +190,6 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
             return out
         visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else t.partitions[pid])
         start = pid + 1
-    for t, chunks, mask in partitions.by_topic():
-        enter(t)
-        parts = t.partitions
-        start = 0  # (C writes the partitions from `start` on, up to one it leaves to `visit`)
-        while fill is not None:
-            at = fill(out, fixed, tid, made, chunks, parts, mask, start)
-            if at is None:
-                fill = None  # (it cannot build these classes: the rest here)
-            elif at < 0:
-                start = -1
-                break
-            else:
-                visit(at, chunks[at >> CHUNK_BITS][at & CHUNK_MASK] if chunks is not None else parts[at])
-                start = at + 1
-        if start >= 0:
-            _visit_mask(visit, t, chunks, mask >> start << start)
-    return out
 
 
 def _visit_mask(visit: Callable[[int, PartitionRegistration], None], t: TopicImage,

@@ -504,15 +504,16 @@ def try_encode_data_batch(base_offset: int, payloads: Sequence[Any], epoch: int,
     return _c.encode_data_batch(base_offset, payloads, epoch, timestamp, _resolve)
 
 
-#: What controller/replication.py's broker-event loop calls per topic (see try_leader_isr_records).
+#: The per-topic loop `ri_records` runs for each topic of an index answer (see try_leader_isr_records).
 LeaderIsrRecords = Callable[[list[Any], tuple[Any, ...], Any, dict[Any, Any], Any, Any, int, int], "int | None"]
 
 
 def try_leader_isr_records() -> LeaderIsrRecords | None:
-    """The C loop of leader_and_isr_updates' common partitions (`leader_isr_records(out,
-    fixed, topic_id, made, chunks, parts, mask, start)`, documented in _speedups.c), or None
-    (fast path off, or an extension built before it existed): the Python loop then does
-    every partition. Asked once per loop, which then calls it once per topic."""
+    """The C loop of leader_and_isr_updates' common partitions of one topic
+    (`leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start)`, documented
+    in _speedups.c), or None (fast path off). `ri_records` runs it for each topic of an index
+    answer (IndexedPartitions.records_walk); exposed for the tests that hold it to the Python
+    loop record by record."""
     return getattr(_c, "leader_isr_records", None) if ENABLED else None
 
 
