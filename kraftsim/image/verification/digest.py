@@ -135,17 +135,19 @@ def _chunk_bytes(chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
     return _chunk_canon(chunk, first) if body is None else body
 
 
-def _topic_hash(prefix: bytes, tid: Uuid, t: TopicImage) -> int:
+def _topic_hash(prefix: bytes, tid: Uuid, t: TopicImage,
+                chunk_bytes: Callable[[tuple[PartitionRegistration, ...], int], bytes] = _chunk_bytes) -> int:
     """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
     partitions' chunks where the partitions are a dense ChunkMap (MessagePack is a
-    concatenation: a tuple is a header and its items' bytes)."""
+    concatenation: a tuple is a header and its items' bytes). `chunk_bytes(chunk, first)`
+    gives the bytes of a chunk whose first partition id is `first` (a cache passes one that remembers them)."""
     parts = t.partitions
     chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
     if chunks is None:
         return _entity_hash(prefix, _topic_entity(tid, t))
     out = _topic_head(prefix, tid, t)
     for c, chunk in enumerate(chunks):
-        out.append(_chunk_bytes(chunk, c << CHUNK_BITS))
+        out.append(chunk_bytes(chunk, c << CHUNK_BITS))
     return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
 
 
@@ -299,19 +301,15 @@ class DigestCache:
 
     def _topic_hash(self, prefix: bytes, tid: Uuid, t: TopicImage) -> int:
         """`_topic_hash` (the module's), the partitions' chunks remembered by identity."""
-        parts = t.partitions
-        chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
-        if chunks is None:
-            return _entity_hash(prefix, _topic_entity(tid, t))
-        out = _topic_head(prefix, tid, t)
-        cache = self._chunks
-        self._chunks_seen += len(chunks)
-        for c, chunk in enumerate(chunks):
-            known = cache.get(id(chunk))
-            if known is None or known[0] is not chunk or known[1] != c:
-                known = cache[id(chunk)] = (chunk, c, _chunk_bytes(chunk, c << CHUNK_BITS))
-            out.append(known[2])
-        return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
+        return _topic_hash(prefix, tid, t, self._chunk_bytes)
+
+    def _chunk_bytes(self, chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
+        """`_chunk_bytes`, remembered by the chunk's identity (and where it starts)."""
+        self._chunks_seen += 1
+        known = self._chunks.get(id(chunk))
+        if known is None or known[0] is not chunk or known[1] != first:
+            known = self._chunks[id(chunk)] = (chunk, first, _chunk_bytes(chunk, first))
+        return known[2]
 
 
 def component_digests(image: MetadataImage, cache: DigestCache | None = None) -> dict[str, int]:
