@@ -222,7 +222,7 @@ def file_identity(path: Path | str) -> tuple[int, int, int, int]:
 
 #: Where a v2 batch keeps what `restamp_batches` rewrites: the CRC (of everything from the
 #: attributes on), the base and the max timestamp.
-_CRC_AT, _CRC_FROM, _TIMESTAMPS_AT = CRC_AT, CRC_AT + 4, TIMESTAMPS_AT
+_CRC_FROM = CRC_AT + 4  # (what the CRC covers starts after it)
 _TIMESTAMPS = struct.Struct(">qq")
 
 
@@ -241,10 +241,10 @@ def restamp_batches(data: bytes, old: int, new: int) -> bytes | None:
         size = int.from_bytes(out[pos + 8:pos + LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD or pos + size > end:
             return None
-        if _TIMESTAMPS.unpack_from(out, pos + _TIMESTAMPS_AT) != (old, old):
+        if _TIMESTAMPS.unpack_from(out, pos + TIMESTAMPS_AT) != (old, old):
             return None
-        _TIMESTAMPS.pack_into(out, pos + _TIMESTAMPS_AT, new, new)
-        out[pos + _CRC_AT:pos + _CRC_FROM] = crc32c(bytes(view[pos + _CRC_FROM:pos + size])).to_bytes(4, "big")
+        _TIMESTAMPS.pack_into(out, pos + TIMESTAMPS_AT, new, new)
+        out[pos + CRC_AT:pos + _CRC_FROM] = crc32c(bytes(view[pos + _CRC_FROM:pos + size])).to_bytes(4, "big")
         pos += size
     view.release()
     return bytes(out)
@@ -301,7 +301,7 @@ def restamp_patches(read_at: Callable[[int, int], bytes], size: int, old: int,
     stamps = _TIMESTAMPS.pack(old, old)
     change = bytes(a ^ b for a, b in zip(stamps, _TIMESTAMPS.pack(new, new)))
     change_crc = crc32c(change) ^ crc32c(bytes(len(change)))  # (raw: equal lengths cancel the rest)
-    after = _TIMESTAMPS_AT + _TIMESTAMPS.size
+    after = TIMESTAMPS_AT + _TIMESTAMPS.size
     patches, pos = [], 0
     while pos < size:
         if size - pos < RECORD_BATCH_OVERHEAD:
@@ -310,10 +310,10 @@ def restamp_patches(read_at: Callable[[int, int], bytes], size: int, old: int,
         if len(head) < after:
             return None
         batch_size = int.from_bytes(head[8:LOG_OVERHEAD], "big", signed=True) + LOG_OVERHEAD
-        if batch_size < RECORD_BATCH_OVERHEAD or pos + batch_size > size or head[_TIMESTAMPS_AT:after] != stamps:
+        if batch_size < RECORD_BATCH_OVERHEAD or pos + batch_size > size or head[TIMESTAMPS_AT:after] != stamps:
             return None
-        crc = int.from_bytes(head[_CRC_AT:_CRC_FROM], "big") ^ crc32c_zero_extend(change_crc, batch_size - after)
-        patches.append((pos + _CRC_AT, crc.to_bytes(4, "big") + head[_CRC_FROM:_TIMESTAMPS_AT] +
+        crc = int.from_bytes(head[CRC_AT:_CRC_FROM], "big") ^ crc32c_zero_extend(change_crc, batch_size - after)
+        patches.append((pos + CRC_AT, crc.to_bytes(4, "big") + head[_CRC_FROM:TIMESTAMPS_AT] +
                         _TIMESTAMPS.pack(new, new)))
         pos += batch_size
     return patches
