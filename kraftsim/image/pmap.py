@@ -46,7 +46,7 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import chunks_updated, untracked_tuple
+from kraftsim.protocol.fastpath import chunks_updated, untracked_tuple, uuid_hash
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -87,12 +87,17 @@ def hash_int(value: int) -> int:
     return (value * 0x9E3779B97F4A7C15) & M64
 
 
-def hash_uuid(value: bytes, _from_bytes: Callable[..., int] = int.from_bytes) -> int:
+def hash_uuid_py(value: bytes, _from_bytes: Callable[..., int] = int.from_bytes) -> int:
     """A 16-byte Uuid reduced modulo 2**61 - 1 (CPython's int hash: fixed, not seeded).
 
     Every bit of both halves counts, so sequential ids in either half spread out.
     """
     return hash(_from_bytes(value, "big"))
+
+
+#: hash_uuid_py, in C where the extension is built (fastpath.uuid_hash: the same numbers,
+#: without a 128-bit int per call; the topics by id hash on every look-up).
+hash_uuid: Callable[[bytes], int] = uuid_hash if uuid_hash is not None else hash_uuid_py
 
 
 def hash_str(value: str) -> int:

@@ -4539,6 +4539,40 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
 }
 /* ------------------------------------------------------------ end of bulk replay runs */
 
+/* ---------------------------------------------------------------- uuid hash (pmap.hash_uuid)
+ *
+ * uuid_hash(value) -> int: `hash(int.from_bytes(value, "big"))`, image/pmap.py's hash_uuid,
+ * the hash of every Uuid-keyed PMap (the topics by id: each look-up and update hashes).
+ * Why: the Python function allocates a 128-bit int per call, and it is called millions of
+ * times at a million partitions. For a 16-byte bytes (a Uuid) it computes CPython's int hash
+ * directly: the value modulo 2**61 - 1 (sys.hash_info.modulus, where 2**61 = 1, so 2**64 =
+ * 8); anything else goes the Python way (int.from_bytes, then hash). */
+#define UH_MODULUS (((uint64_t)1 << 61) - 1)
+static uint64_t uh_reduce(uint64_t x) {  /* x modulo 2**61 - 1 */
+    x = (x & UH_MODULUS) + (x >> 61);
+    return x >= UH_MODULUS ? x - UH_MODULUS : x;
+}
+
+static PyObject *py_uuid_hash(PyObject *self, PyObject *value) {
+    if (PyBytes_Check(value) && PyBytes_GET_SIZE(value) == 16 && _PyHASH_BITS == 61) {
+        const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(value);
+        uint64_t hi = 0, lo = 0;
+        for (int i = 0; i < 8; i++) {
+            hi = hi << 8 | b[i];
+            lo = lo << 8 | b[8 + i];
+        }
+        uint64_t h = uh_reduce(uh_reduce(uh_reduce(hi) << 3) + uh_reduce(lo));  /* (hi * 2**64 + lo) mod M */
+        return PyLong_FromUnsignedLongLong(h);
+    }
+    PyObject *n = PyObject_CallMethod((PyObject *)&PyLong_Type, "from_bytes", "Os", value, "big");
+    if (!n)
+        return NULL;
+    Py_hash_t h = PyObject_Hash(n);
+    Py_DECREF(n);
+    return h == -1 && PyErr_Occurred() ? NULL : PyLong_FromSsize_t(h);
+}
+/* ------------------------------------------------------------ end of uuid hash */
+
 /* ------------------------------------------------------------------------ replica index follow
  *
  * The per-topic loop of controller/replica_index.py's ReplicaIndex.follow for its common case:
@@ -5211,6 +5245,8 @@ static PyMethodDef module_methods[] = {
     {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
      "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None: leader_and_isr_updates' "
      "common partitions over a whole index answer (see controller/replica_index.py)."},
+    {"uuid_hash", py_uuid_hash, METH_O,
+     "uuid_hash(value) -> int: hash(int.from_bytes(value, 'big')), pmap.hash_uuid (direct for 16 bytes)."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

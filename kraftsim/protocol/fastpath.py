@@ -556,6 +556,13 @@ def try_ri_records() -> RiRecords | None:
     return getattr(_c, "ri_records", None) if ENABLED else None
 
 
+
+#: pmap.hash_uuid in C (`uuid_hash(value)`: `hash(int.from_bytes(value, "big"))` without the
+#: int, the same number), or None without the extension. Chosen at import: a PMap keeps its
+#: hash function, so the choice must not change under it.
+uuid_hash: Callable[[bytes], int] | None = (
+    getattr(_c, "uuid_hash", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:

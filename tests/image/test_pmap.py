@@ -9,13 +9,15 @@ import sys
 import weakref
 from typing import Any
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import pmap
 from kraftsim.image import intern
 from kraftsim.image.components.partition import PartitionRegistration
-from kraftsim.protocol.fastpath import untracked_tuple
-from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_uuid, stable_hash
+from kraftsim.protocol.fastpath import untracked_tuple, uuid_hash
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_uuid, hash_uuid_py, stable_hash
 
 ops = st.lists(st.tuples(st.integers(0, 400), st.one_of(st.none(), st.integers(0, 5))), max_size=300)
 
@@ -90,6 +92,23 @@ def test_stable_hashes_do_not_depend_on_the_process() -> None:
     assert len(outs) == 1
     assert hash_str("abc") == hash_str("abc") and stable_hash(("a", 1, None, 1.5, b"x")) > 0
     assert hash_uuid(bytes(16)) == 0
+
+
+@pytest.mark.skipif(uuid_hash is None, reason="the C fast path is off or not built")
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.binary(min_size=16, max_size=16), st.binary(max_size=40),
+                 st.sampled_from([bytes(16), b"\xff" * 16, (2**61 - 1).to_bytes(16, "big"),
+                                  (2**61).to_bytes(16, "big"), (2**64 - 1).to_bytes(16, "big"),
+                                  (2**125 - 1).to_bytes(16, "big")])))
+def test_uuid_hash_in_c_is_the_python_hash(value: bytes) -> None:
+    """The C uuid hash is the Python one for every value (16 bytes or not, a Uuid or plain
+    bytes): a PMap built with one must find its keys with the other, and layouts (hence
+    snapshot order) must not depend on the extension."""
+    assert hash_uuid is uuid_hash
+    assert uuid_hash(value) == hash_uuid_py(value)
+    if len(value) == 16:
+        assert uuid_hash(Uuid(value)) == hash_uuid_py(Uuid(value))
+    assert uuid_hash(bytearray(value)) == hash_uuid_py(bytearray(value))
 
 
 @settings(max_examples=150, deadline=None)
