@@ -39,7 +39,7 @@ from kraftsim.image.components.partition import (
     registration_from_record,
 )
 from kraftsim.image.components.topics import TopicsDelta
-from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
+from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK
 from kraftsim.protocol.fastpath import try_bulk_replay_run
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
@@ -75,7 +75,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     merged: dict[int, PartitionRegistration] = {}  # that TopicDelta's changes
     positions: Mapping[int, int] = {}  # and its base partitions' layout (ChunkMap.layout)
     chunks: tuple[tuple[PartitionRegistration, ...], ...] = ()
-    layout_of, chunk_bits, chunk_mask = ChunkMap.layout_of, CHUNK_BITS, CHUNK_MASK
+    chunk_bits, chunk_mask = CHUNK_BITS, CHUNK_MASK
     done = 0
     slow = registration_from_record
     new = PartitionRegistration
@@ -89,8 +89,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     it = iter(records)
     if run is not None:
         def to_change(m: Any) -> tuple[Any, ...]:
-            td = delta.topics.change_target(m)
-            return (td.changes, *layout_of(td.image.partitions))
+            return delta.topics.change_layout(m)
 
         def to_partition(m: Any) -> dict[int, PartitionRegistration]:
             return delta.topics.partition_changes(m)
@@ -119,9 +118,8 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                     if tid is not change_topic and tid != change_topic:
                         if topics is None:
                             topics = delta.topics
-                        td = topics.change_target(m)
-                        merged, change_topic = td.changes, tid
-                        positions, chunks = layout_of(td.image.partitions)
+                        merged, positions, chunks = topics.change_layout(m)
+                        change_topic = tid
                     pid = m.partition_id
                     prev = merged.get(pid)
                     if prev is None:  # (the base's partition, read in place: ChunkMap.get inlined)

@@ -83,6 +83,11 @@ class TopicsImage(msgspec.Struct, frozen=True, gc=False):
 EMPTY_TOPICS = TopicsImage()
 
 
+def _no_partition(r: Any) -> MetadataReplayError:
+    """The error of a PartitionChangeRecord `r` whose topic is not there."""
+    return MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
+
+
 class TopicDelta:
     """Partition changes of one topic; `image` is the base topic (or a fresh one).
 
@@ -183,8 +188,24 @@ class TopicsDelta:
         merges into its `changes` directly); an error when there is no such topic."""
         td = self._topic_delta(r.topic_id)
         if td is None:
-            raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
+            raise _no_partition(r)
         return td
+
+    def change_layout(self, r: Any) -> tuple[dict[int, PartitionRegistration], Mapping[int, int],
+                                             tuple[tuple[PartitionRegistration, ...], ...]]:
+        """change_target(r)'s dict of changed partitions and its base partitions' layout
+        (ChunkMap.layout_of): what bulk replay keeps while change records name one topic.
+        One call, not four, because the C run of bulk replay calls it at every topic switch
+        (two million at a million partitions)."""
+        tid = r.topic_id
+        td = self.changed.get(tid)
+        if td is None:  # (_topic_delta's miss, inlined)
+            base = self._base_topic(tid)
+            if base is None:
+                raise _no_partition(r)
+            td = self.changed[tid] = TopicDelta(base)
+        positions, chunks = ChunkMap.layout_of(td.image.partitions)
+        return td.changes, positions, chunks
 
     def replay_partition_change(self, r: Any) -> None:
         self.change_target(r).replay_partition_change(r)
