@@ -17,7 +17,7 @@ Time comes from an injected clock (milliseconds), so runs are deterministic.
 
 from __future__ import annotations
 
-from typing import Callable, Iterable, Mapping, Protocol, Sequence
+from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from kraftsim.controller import (
     acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
@@ -131,17 +131,22 @@ class ReplayState:
             sid = snap.snapshot_id
             assert sid is not None  # the log names its snapshots by id
             delta = MetadataDelta(self.image, self.catalog)
-            for e in snap.entries():
-                if e.control:
-                    self._read_control(e)
-                else:
-                    delta.replay(e)
+            delta.replay_all(self._metadata_entries(snap.entries()))  # (the same as replay() on each, in bulk)
             delta.finish_snapshot()
             self.image = delta.apply(MetadataProvenance(sid.end_offset - 1, sid.epoch,
                                                         snap.last_contained_log_timestamp, True))
             self.replicas.forget()
             start = sid.end_offset
         return self.replay_from(log, start, registry)
+
+    def _metadata_entries(self, entries: Iterable[LogEntry]) -> Iterator[LogEntry]:
+        """`entries` but the control records, which are read as they pass (a snapshot's
+        kraft.version), in order."""
+        for e in entries:
+            if e.control:
+                self._read_control(e)
+            else:
+                yield e
 
     def replay_from(self, log: MetadataLog, start: int, registry: Registry | None = None) -> "ReplayState":
         """Replay the log's batches from offset `start` on (this state holds what is below it)."""
