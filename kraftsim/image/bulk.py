@@ -101,10 +101,15 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
             if run is not None:
                 rt = r.record_type
                 if rt is change_type or rt is partition_type or rt is topic_type:  # the run in C, up to the record it left
+                    if topics is None:
+                        try:  # (the records of the run take it anyway; if they cannot, they fail in the callbacks)
+                            topics = delta.topics
+                        except KraftsimError:
+                            pass
                     state[:] = change_topic, merged, positions, chunks, last_topic, changes, 0
                     try:
                         r = run(r, it, state, change_type, partition_type, to_change, to_partition, _END,
-                                chunk_bits, topic_type, to_topic)
+                                chunk_bits, topic_type, to_topic, None if topics is None else topics.changed)
                     finally:
                         change_topic, merged, positions, chunks, last_topic, changes, n = state
                         done += n

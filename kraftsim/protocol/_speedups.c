@@ -4318,7 +4318,7 @@ error:
 /* ---------------------------------------------------------------- bulk replay runs (br_)
  *
  * br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end,
- *               chunk_bits, topic_type, to_topic) -> record
+ *               chunk_bits, topic_type, to_topic[, changed]) -> record
  *
  * image/bulk.py's replay loop for a run of PartitionChangeRecords, PartitionRecords and
  * TopicRecords of the fast-path record types: `record` first, then records taken from the
@@ -4334,7 +4334,11 @@ error:
  * Python loop replays that record itself (so every error and message is the Python
  * code's). `state` (a list) carries the loop's variables in and out: [change_topic,
  * merged, positions, chunks, last_topic, changes, done], `done` set to the records this
- * call replayed (also when the iterator raises, which propagates). */
+ * call replayed (also when the iterator raises, which propagates).
+ * `changed` (optional: TopicsDelta.changed, topic id -> TopicDelta): at a switch of topic
+ * among change records, the topic's TopicDelta's `layout` there (what `to_change` answered
+ * for it before, kept by the delta: a loader's delta meets a topic again in every batch)
+ * is taken instead of calling `to_change`; None or no delta: the call. */
 enum { BR_CHANGE_TOPIC, BR_MERGED, BR_POSITIONS, BR_CHUNKS, BR_LAST_TOPIC, BR_CHANGES, BR_DONE, BR_STATE };
 static const char *const br_key_names[2] = {"topic_id", "partition_id"};
 /* One per record class (a RecordSlots remembers one class). */
@@ -4363,12 +4367,35 @@ static int br_same_topic(PyObject *tid, PyObject *known) {
 
 /* A PartitionChangeRecord's message `m` merged into s[BR_MERGED]; 0 done, -1 stop (no error
  * set), -2 an error to propagate (br_failed). */
-static int br_change(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_change, long bits) {
+static PyObject *br_str_layout = NULL;
+
+/* The topic `tid`'s TopicDelta's `layout` in the dict `changed` (a new reference), NULL when
+ * there is none yet (the callback makes it) or on an error (then br_failed() says which). */
+static PyObject *br_known_layout(PyObject *changed, PyObject *tid) {
+    if (!changed || !PyDict_CheckExact(changed))
+        return NULL;
+    PyObject *td = PyDict_GetItemWithError(changed, tid);
+    if (!td)
+        return NULL;
+    if (!br_str_layout && !(br_str_layout = PyUnicode_InternFromString("layout")))
+        return NULL;
+    PyObject *t = PyObject_GetAttr(td, br_str_layout);
+    if (t == Py_None)
+        Py_CLEAR(t);
+    return t;
+}
+
+static int br_change(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_change, long bits,
+                     PyObject *changed) {
     int same = br_same_topic(tid, s[BR_CHANGE_TOPIC]);
     if (same < 0)
         return same;
     if (!same) {
-        PyObject *t = PyObject_CallOneArg(to_change, m);
+        PyObject *t = br_known_layout(changed, tid);
+        if (!t && PyErr_Occurred())
+            return br_failed();
+        if (!t)
+            t = PyObject_CallOneArg(to_change, m);
         if (!t)
             return br_failed();
         if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3) {
@@ -4453,14 +4480,15 @@ static int br_topic(PyObject **s, PyObject *m, PyObject *tid, PyObject *to_topic
 }
 
 static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11 || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != BR_STATE || !PyIter_Check(args[1])) {
+    if ((nargs != 11 && nargs != 12) || !PyList_CheckExact(args[2]) || PyList_GET_SIZE(args[2]) != BR_STATE
+        || !PyIter_Check(args[1])) {
         PyErr_SetString(PyExc_TypeError, "br_replay_run(record, it, state, change_type, partition_type, to_change, "
-                                         "to_partition, end, chunk_bits, topic_type, to_topic)");
+                                         "to_partition, end, chunk_bits, topic_type, to_topic[, changed])");
         return NULL;
     }
     PyObject *r = args[0], *it = args[1], *st = args[2], *change_type = args[3], *partition_type = args[4];
     PyObject *to_change = args[5], *to_partition = args[6], *end = args[7], *topic_type = args[9];
-    PyObject *to_topic = args[10];
+    PyObject *to_topic = args[10], *changed = nargs == 12 ? args[11] : NULL;
     long bits = PyLong_AsLong(args[8]);
     if (bits == -1 && PyErr_Occurred())
         return NULL;
@@ -4500,7 +4528,7 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
         PyObject *key[2];
         int code = !read_record_slots(kind == 0 ? &br_change_keys : kind == 1 ? &br_partition_keys : &br_topic_keys,
                                       m, key) ? -1
-                   : kind == 0 ? br_change(s, m, key[0], key[1], to_change, bits)
+                   : kind == 0 ? br_change(s, m, key[0], key[1], to_change, bits, changed)
                    : kind == 1 ? br_partition(s, m, key[0], key[1], to_partition)
                                : br_topic(s, m, key[0], to_topic);
         Py_DECREF(m);
@@ -5217,7 +5245,7 @@ static PyMethodDef module_methods[] = {
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
     {"br_replay_run", (PyCFunction)(void (*)(void))py_br_replay_run, METH_FASTCALL,
      "br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end, chunk_bits, "
-     "topic_type, to_topic) -> record: bulk replay's run of topic, partition and partition change records; the "
+     "topic_type, to_topic[, changed]) -> record: bulk replay's run of topic, partition and partition change records; the "
      "record it stopped at."},
     {"partition_chunk_canon", (PyCFunction)(void (*)(void))py_partition_chunk_canon, METH_FASTCALL,
      "partition_chunk_canon(chunk, first) -> bytes | None: digest.py's canonical bytes of a chunk of registrations."},

@@ -519,13 +519,13 @@ def try_leader_isr_records() -> LeaderIsrRecords | None:
 
 #: What image/bulk.py's replay loop calls for a run of partition records (see try_bulk_replay_run).
 BulkReplayRun = Callable[[Any, Iterator[Any], list[Any], Any, Any, Callable[[Any], Any], Callable[[Any], Any], Any,
-                          int, Any, Callable[[Any], Any]], Any]
+                          int, Any, Callable[[Any], Any], "dict[Any, Any] | None"], Any]
 
 
 def try_bulk_replay_run() -> BulkReplayRun | None:
     """The C loop of bulk replay's runs of PartitionChangeRecords, PartitionRecords and
     TopicRecords (`br_replay_run(record, it, state, change_type, partition_type, to_change,
-    to_partition, end, chunk_bits, topic_type, to_topic)`, documented in _speedups.c), or None (fast path off, or an extension
+    to_partition, end, chunk_bits, topic_type, to_topic, changed)`, documented in _speedups.c), or None (fast path off, or an extension
     built before it existed): the Python loop then replays every record. Asked once per
     replay."""
     return getattr(_c, "br_replay_run", None) if ENABLED else None

@@ -198,6 +198,36 @@ def test_replay_all_equals_record_by_record_replay(recs, on_base, skip_errors, s
     same_result(fast_replay(base, entries, skip_errors), slow_replay(base, entries, skip_errors), snapshot)
 
 
+#: Every topic of TOPIC_IDS with partitions 0..3: change records in a list find most of them.
+FULL_BASE = replay([r for i, t in enumerate(TOPIC_IDS) for r in
+                    [rec("TopicRecord", name=NAMES[i], topic_id=t)]
+                    + [rec("PartitionRecord", topic_id=t, partition_id=p, replicas=[1, 2], isr=[1, 2], leader=1)
+                       for p in range(4)]])
+
+
+any_topic_changes = st.builds(
+    lambda t, p, isr, leader: rec("PartitionChangeRecord", topic_id=t, partition_id=p, isr=isr, leader=leader),
+    st.sampled_from(TOPIC_IDS), st.integers(0, 4), st.none() | st.just([1]), st.sampled_from([-2, -1, 1, 2]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(records | st.lists(st.one_of(any_topic_changes, any_topic_changes, any_topic_changes, other_record()), max_size=40),
+       st.lists(st.integers(1, 12), max_size=6))
+def test_replay_all_in_pieces_into_one_delta_equals_record_by_record_replay(recs, cuts) -> None:
+    """A loader replays batch after batch into one delta: a topic's delta (and the layout
+    its TopicDelta keeps for the C run) is met again in later calls, after topic records,
+    removals and ELR clears of other calls may have replaced or removed it."""
+    for base in (FULL_BASE, MetadataImage()):
+        for rs in (recs, as_entries(recs)):
+            d = MetadataDelta(base)
+            errors: list = []
+            at = 0
+            for n in cuts + [len(rs)]:
+                d.replay_all(rs[at:at + n], on_error=lambda r, e: errors.append((r.message, type(e), str(e))))
+                at += n
+            same_result((d, errors), slow_replay(base, rs, True), False)
+
+
 def test_clear_elr_of_a_stale_created_name_is_refused() -> None:
     """Name `a` given to id t2, t2 re-created as `b`, then removed: `a` names nothing."""
     t1, t2 = TOPIC_IDS[0], TOPIC_IDS[1]

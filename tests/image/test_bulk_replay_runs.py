@@ -240,3 +240,35 @@ def test_an_interrupt_in_a_callback_propagates_and_an_error_is_a_decline() -> No
     got = RUN(first, iter([]), state, pcr, REGISTRY["PartitionRecord"], failing(ValueError("no")), None,
               bulk._END, CHUNK_BITS, REGISTRY["TopicRecord"], None)
     assert got is first and state[-1] == 0 and td.changes == {}
+
+
+def test_a_topic_met_again_takes_the_layout_its_delta_keeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C run asks TopicsDelta.change_layout once per topic of a delta, however many batches
+    (replay_all calls) switch back to it; a topic re-created in between is asked afresh."""
+    from kraftsim.image.components.topics import TopicsDelta
+    from tests.image.test_bulk_replay import FULL_BASE, NAMES
+
+    asked: list[Any] = []
+    real = TopicsDelta.change_layout
+
+    def counted(self: TopicsDelta, r: Any) -> Any:
+        asked.append(r.topic_id)
+        return real(self, r)
+
+    monkeypatch.setattr(TopicsDelta, "change_layout", counted)
+    t1, t2 = TOPIC_IDS[0], TOPIC_IDS[1]
+    change = lambda t, p: rec("PartitionChangeRecord", topic_id=t, partition_id=p, leader=2)  # noqa: E731
+    batches = [[change(t1, 0), change(t2, 0)], [change(t1, 1), change(t2, 1), change(t1, 2)],
+               [rec("TopicRecord", name=NAMES[0], topic_id=t1),
+                rec("PartitionRecord", topic_id=t1, partition_id=0, replicas=[1, 2], isr=[1, 2], leader=1),
+                change(t2, 2), change(t1, 0)]]
+    bulk.replay_records(MetadataDelta(FULL_BASE), [change(t1, 3)], None)  # (record types seen: the rest in C)
+    asked.clear()
+    d = MetadataDelta(FULL_BASE)
+    for b in batches:
+        d.replay_all(b)
+    assert asked == [t1, t2, t1]
+    slow = MetadataDelta(FULL_BASE)
+    for r in (r for b in batches for r in b):
+        slow.replay(r)
+    assert d.apply() == slow.apply()

@@ -31,6 +31,8 @@ from kraftsim.image.pmap import DELETE, ChunkMap, PMap, hash_str, hash_uuid
 from kraftsim.protocol.primitives import Uuid
 
 _NO_PARTITIONS: Mapping[int, PartitionRegistration] = MappingProxyType({})
+#: A topic delta's changed partitions, and its base partitions' positions and value chunks.
+ChangeLayout = tuple[dict[int, PartitionRegistration], Mapping[int, int], tuple[tuple[PartitionRegistration, ...], ...]]
 _topic_name = attrgetter("name")
 
 
@@ -96,12 +98,15 @@ class TopicDelta:
     topic copies a few tuples, not the topic's whole partition map).
     """
 
-    __slots__ = ("image", "fresh", "changes")
+    __slots__ = ("image", "fresh", "changes", "layout")
 
     def __init__(self, image: TopicImage, fresh: bool = False):
         self.image = image
         self.fresh = fresh  # created by a TopicRecord in this delta
         self.changes: dict[int, PartitionRegistration] = {}
+        #: TopicsDelta.change_layout's answer for this topic, once asked (None before): made of
+        #: `changes` and the base partitions' layout, none of which this delta ever replaces.
+        self.layout: ChangeLayout | None = None
 
     @property
     def name(self) -> str:
@@ -191,12 +196,12 @@ class TopicsDelta:
             raise _no_partition(r)
         return td
 
-    def change_layout(self, r: Any) -> tuple[dict[int, PartitionRegistration], Mapping[int, int],
-                                             tuple[tuple[PartitionRegistration, ...], ...]]:
+    def change_layout(self, r: Any) -> ChangeLayout:
         """change_target(r)'s dict of changed partitions and its base partitions' layout
         (ChunkMap.layout_of): what bulk replay keeps while change records name one topic.
         One call, not four, because the C run of bulk replay calls it at every topic switch
-        (two million at a million partitions)."""
+        (two million at a million partitions); kept as the TopicDelta's `layout`, which the C
+        run reads itself for a topic met again (a loader's delta spans many batches)."""
         tid = r.topic_id
         td = self.changed.get(tid)
         if td is None:  # (_topic_delta's miss, inlined)
@@ -204,8 +209,11 @@ class TopicsDelta:
             if base is None:
                 raise _no_partition(r)
             td = self.changed[tid] = TopicDelta(base)
-        positions, chunks = ChunkMap.layout_of(td.image.partitions)
-        return td.changes, positions, chunks
+        layout = td.layout
+        if layout is None:
+            positions, chunks = ChunkMap.layout_of(td.image.partitions)
+            layout = td.layout = (td.changes, positions, chunks)
+        return layout
 
     def replay_partition_change(self, r: Any) -> None:
         self.change_target(r).replay_partition_change(r)
