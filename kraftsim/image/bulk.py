@@ -21,7 +21,8 @@ way (tests/image/test_apply_fast_paths.py).
 
 Where the C extension is built, each run of consecutive PartitionChangeRecords,
 PartitionRecords and TopicRecords of those types is one C call (`fastpath.try_bulk_replay_run`): the same
-steps per record, the topic switches calling back into TopicsDelta; it hands back the
+steps per record, the topic switches calling back into TopicsDelta (but for a change
+record's topic whose TopicDelta already keeps its `layout`, read in C); it hands back the
 first record it does not finish (another type, a shape its builders decline, an error),
 which this loop then replays, so every error and count is this loop's
 (tests/image/test_bulk_replay_runs.py compares both).
