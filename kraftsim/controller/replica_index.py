@@ -20,7 +20,7 @@ from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Prot
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
-from kraftsim.protocol.fastpath import try_ri_follow, try_ri_records
+from kraftsim.protocol.fastpath import try_ri_add_topics, try_ri_follow, try_ri_records
 from kraftsim.protocol.primitives import Uuid
 
 
@@ -134,9 +134,24 @@ class ReplicaIndex:
     def ensure(self, topics: TopicsImage) -> bool:
         """Make the index describe `topics` if it describes nothing yet; whether it does now."""
         if self.topics is None:
-            for tid, topic in topics.by_id.items():
-                self._topic[tid] = topic
+            items = list(topics.by_id.items())
+            self._topic.update(items)
+            # The C loop adds the usual topics (dense, at most 64 partitions; see _speedups.c) as
+            # _add_topic does, in order, and stops at any other for the loop below to add.
+            fast = try_ri_add_topics()
+            at = 0
+            while at < len(items):
+                done = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads,
+                                                      items, at)
+                if done is None:
+                    fast = None
+                elif done == len(items):
+                    break
+                else:
+                    at = done
+                tid, topic = items[at]
                 self._add_topic(tid, topic.partitions)
+                at += 1
             self.topics = topics
         return self.topics is topics
 

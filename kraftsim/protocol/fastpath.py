@@ -556,6 +556,18 @@ def try_ri_records() -> RiRecords | None:
     return getattr(_c, "ri_records", None) if ENABLED else None
 
 
+#: What controller/replica_index.py's ensure calls to build the index (see try_ri_add_topics).
+RiAddTopics = Callable[[tuple[Any, ...], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any], list[Any],
+                        int], "int | None"]
+
+
+def try_ri_add_topics() -> RiAddTopics | None:
+    """The C loop of ReplicaIndex.ensure over a whole topics image (`ri_add_topics(fixed,
+    isr, elr, leaderless, leads, items, at)`, documented in _speedups.c), or None (fast path
+    off, or an extension built before it existed): the Python loop then adds every topic."""
+    return getattr(_c, "ri_add_topics", None) if ENABLED else None
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:
