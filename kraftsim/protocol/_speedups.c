@@ -4924,28 +4924,61 @@ error:
  * the per-topic loop above (py_leader_isr_records) with the memo `enter(topic)` returns (the
  * Python loop's: it also makes `topic` the one its own visits then use). It returns at the
  * first partition that loop leaves to Python, or where it cannot build these classes. */
-/* ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None
+/* ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None
  *
- * fixed: leader_isr_records'. From topic `at` of `order` (its ids from partition `start` on),
+ * fixed: leader_isr_records'. dense: the index's memo of dense chunks (see ri_dense_chunks). plain: None, or (made, names): a topic whose name is not in the
+ * set `names` takes the memo `made` without a call of `enter` (the topics with the cluster's
+ * rules share one memo: the caller gives it, and enters such a topic itself before it writes
+ * one of its partitions). From topic `at` of `order` (its ids from partition `start` on),
  * then every later topic whole. None: every topic done. Else (i, topic, chunks, mask, pid,
  * in_c): topic i stopped at `pid`; with in_c True the caller writes that partition and calls
  * again with (i, pid + 1); with in_c False (this code cannot build the records) the caller
  * writes topic i from `pid` on and every later topic. */
+static PyObject *ri_str_name = NULL;
+
+/* The attribute name ri_records reads besides ri_strings', interned once; -1 with an error. */
+static int ri_records_strings(void) {
+    return ri_str_name || (ri_str_name = PyUnicode_InternFromString("name")) ? 0 : -1;
+}
+
+/* The dense value chunks of a topic's ChunkMap `parts` (`parts.dense_chunks()`), as the index's
+ * memo `dense` (topic id -> (partitions, their dense chunks)) holds them for the same partitions
+ * object, else asked and remembered; a new reference, or NULL with an error. */
+static PyObject *ri_dense_chunks(PyObject *dense, PyObject *tid, PyObject *parts) {
+    PyObject *kept = PyDict_GetItemWithError(dense, tid);
+    if (kept && PyTuple_CheckExact(kept) && PyTuple_GET_SIZE(kept) == 2 && PyTuple_GET_ITEM(kept, 0) == parts)
+        return Py_NewRef(PyTuple_GET_ITEM(kept, 1));
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense);
+    PyObject *entry = chunks ? PyTuple_Pack(2, parts, chunks) : NULL;
+    int bad = !entry || PyDict_SetItem(dense, tid, entry) < 0;
+    Py_XDECREF(entry);
+    if (bad)
+        Py_CLEAR(chunks);
+    return chunks;
+}
+
 static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError,
+                        "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start)");
         return NULL;
     }
     PyObject *out = args[0], *fixed = args[1], *order = args[2], *masks = args[3], *known = args[4],
-             *chunk_map = args[5], *enter = args[6];
-    Py_ssize_t at = PyLong_AsSsize_t(args[7]), start = PyLong_AsSsize_t(args[8]);
+             *chunk_map = args[5], *dense = args[6], *enter = args[7], *plain = args[8];
+    Py_ssize_t at = PyLong_AsSsize_t(args[9]), start = PyLong_AsSsize_t(args[10]);
     if ((at == -1 || start == -1) && PyErr_Occurred())
         return NULL;
-    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) || at < 0 || start < 0) {
-        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks and known dicts, at and start >= 0");
+    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) ||
+        !PyDict_CheckExact(dense) || at < 0 || start < 0 ||
+        (plain != Py_None && (!PyTuple_CheckExact(plain) || PyTuple_GET_SIZE(plain) != 2 ||
+                              !PyAnySet_CheckExact(PyTuple_GET_ITEM(plain, 1))))) {
+        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks, known and dense dicts, plain None or "
+                                         "(made, a set of names), at and start >= 0");
         return NULL;
     }
-    if (ri_strings() < 0)
+    if (ri_strings() < 0 || ri_records_strings() < 0)
         return NULL;
     for (Py_ssize_t i = at; i < PyList_GET_SIZE(order); i++, start = 0) {
         PyObject *key = PyList_GET_ITEM(order, i);
@@ -4962,12 +4995,21 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
         if (!parts || !(tid = PyObject_GetAttr(topic, ri_str_id)))
             goto fail;
         if (Py_TYPE(parts) == (PyTypeObject *)chunk_map) {
-            if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense)))
+            if (!(chunks = ri_dense_chunks(dense, key, parts)))
                 goto fail;
         } else {
             chunks = Py_NewRef(Py_None);
         }
-        if (!(made = PyObject_CallOneArg(enter, topic)))
+        if (plain != Py_None) {
+            PyObject *name = PyObject_GetAttr(topic, ri_str_name);
+            int special = name ? PySet_Contains(PyTuple_GET_ITEM(plain, 1), name) : -1;
+            Py_XDECREF(name);
+            if (special < 0)
+                goto fail;
+            if (!special)
+                made = Py_NewRef(PyTuple_GET_ITEM(plain, 0));
+        }
+        if (!made && !(made = PyObject_CallOneArg(enter, topic)))
             goto fail;
         PyObject *start_obj = PyLong_FromSsize_t(start);
         if (!start_obj)
@@ -5366,7 +5408,8 @@ static PyMethodDef module_methods[] = {
      "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None: the replica "
      "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
     {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
-     "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None: leader_and_isr_updates' "
+     "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None: "
+     "leader_and_isr_updates' "
      "common partitions over a whole index answer (see controller/replica_index.py)."},
     {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
      "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None: the replica index built from "

@@ -545,13 +545,14 @@ def try_ri_follow() -> RiFollow | None:
 
 
 #: What controller/replica_index.py's IndexedPartitions.records_walk calls (see try_ri_records).
-RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dict[Any, Any], type, Any, int, int],
-                     "tuple[Any, ...] | None"]
+RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dict[Any, Any], type, dict[Any, Any], Any,
+                      Any, int, int], "tuple[Any, ...] | None"]
 
 
 def try_ri_records() -> RiRecords | None:
     """The C loop of leader_and_isr_updates over a whole replica index answer
-    (`ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)`, documented
+    (`ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start)`,
+    documented
     in _speedups.c), or None (fast path off, or an extension built before it existed)."""
     return getattr(_c, "ri_records", None) if ENABLED else None
 
