@@ -135,6 +135,11 @@ class TopicRules:
             self._known[topic.id] = known
         return known
 
+    def cluster_unclean(self) -> tuple[frozenset[str], bool]:
+        """(the names of the topics with configs of their own, the unclean election of every
+        other topic): `unclean` of many topics without a call per topic."""
+        return self._configured, self._default_unclean
+
     def unclean(self, topic: TopicImage) -> bool:
         """`of(topic)[1]` without the min ISR (which only ELR reads)."""
         return self._default_unclean if topic.name not in self._configured else self.of(topic)[1]

@@ -20,7 +20,7 @@ from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Prot
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
-from kraftsim.protocol.fastpath import try_ri_follow, try_ri_records
+from kraftsim.protocol.fastpath import try_ri_add_topics, try_ri_follow, try_ri_records
 from kraftsim.protocol.primitives import Uuid
 
 
@@ -109,7 +109,7 @@ class ReplicaIndex:
     (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
     """
 
-    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank", "_topic")
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank", "_topic", "_dense")
 
     def __init__(self) -> None:
         self.topics: TopicsImage | None = None  # the image the index describes; None: not built
@@ -121,6 +121,9 @@ class ReplicaIndex:
         self._rank: dict[Uuid, int] | None = None
         #: topic id -> the topic in `topics` (a dict look-up where the image's map hashes the id)
         self._topic: dict[Uuid, TopicImage] = {}
+        #: topic id -> (its partitions when last answered, their dense_chunks()): a broker event
+        #: answers for thousands of topics, most of them unchanged since the last answer
+        self._dense: dict[Uuid, tuple[Mapping[int, PartitionRegistration], Any]] = {}
 
     # --- keeping it current
 
@@ -130,13 +133,14 @@ class ReplicaIndex:
         self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
         self._rank = None
         self._topic = {}
+        self._dense = {}
 
     def ensure(self, topics: TopicsImage) -> bool:
         """Make the index describe `topics` if it describes nothing yet; whether it does now."""
         if self.topics is None:
-            for tid, topic in topics.by_id.items():
-                self._topic[tid] = topic
-                self._add_topic(tid, topic.partitions)
+            items = list(topics.by_id.items())
+            self._topic.update(items)
+            self._add_topics(items)
             self.topics = topics
         return self.topics is topics
 
@@ -154,6 +158,7 @@ class ReplicaIndex:
         if new is not old:
             new_by_id, known, changed = new.by_id, self._topic, delta.changed
             for tid in delta.deleted:
+                self._dense.pop(tid, None)
                 if tid not in changed:
                     self._drop_topic(tid, known.pop(tid).partitions)
             # The C loop follows the usual topics (changed, not new; see _speedups.c) as
@@ -171,7 +176,7 @@ class ReplicaIndex:
                 if td.fresh or tid in delta.deleted:  # a topic started afresh: none of the old partitions stay
                     if before is not None:
                         self._drop_topic(tid, before.partitions)
-                    self._add_topic(tid, after.partitions)
+                    self._add_topics([(tid, after)])
                     continue
                 assert before is not None
                 self._follow_topic(tid, before.partitions, td.changes)
@@ -232,6 +237,24 @@ class ReplicaIndex:
                     leads[r] = count
                 else:
                     del leads[r]
+
+    def _add_topics(self, items: list[tuple[Uuid, TopicImage]]) -> None:
+        """`_add_topic` each topic of `items` in order. The C loop adds the usual topics (dense,
+        at most 64 partitions; see _speedups.c ri_add_topics) as _add_topic does, and stops at
+        any other for this loop to add."""
+        fast = try_ri_add_topics()
+        at = 0
+        while at < len(items):
+            done = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads, items, at)
+            if done is None:
+                fast = None
+            elif done == len(items):
+                return
+            else:
+                at = done
+            tid, topic = items[at]
+            self._add_topic(tid, topic.partitions)
+            at += 1
 
     def _add_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
         """`_add` each of a topic's partitions: each broker's mask is set once for the topic."""
@@ -328,12 +351,23 @@ class ReplicaIndex:
             rank = self._rank = {t.id: i for i, t in enumerate(sorted_topics(self._topic.values()))}
         return sorted(masks, key=rank.__getitem__)
 
+    def _dense_chunks(self, tid: Uuid, parts: Mapping[int, PartitionRegistration]) -> Any:
+        """`parts.dense_chunks()` of topic `tid`'s ChunkMap `parts`, kept while the topic's
+        partitions are these (as the C walk keeps them: _speedups.c ri_dense_chunks)."""
+        kept = self._dense.get(tid)
+        if kept is not None and kept[0] is parts:
+            return kept[1]
+        assert type(parts) is ChunkMap
+        chunks = parts.dense_chunks()
+        self._dense[tid] = (parts, chunks)
+        return chunks
+
     def _by_topic(self, masks: Masks) -> Iterator[TopicMask]:
         known = self._topic
         for tid in self._sorted_ids(masks):
             topic = known[tid]
             parts = topic.partitions
-            yield topic, parts.dense_chunks() if type(parts) is ChunkMap else None, masks[tid]
+            yield topic, self._dense_chunks(tid, parts) if type(parts) is ChunkMap else None, masks[tid]
 
     def _partitions(self, masks: Masks) -> Iterator[PartitionAt]:
         for topic, chunks, m in self._by_topic(masks):
@@ -371,13 +405,16 @@ class IndexedPartitions:
         """(topic, its dense value chunks or None (pmap.ChunkMap.dense_chunks), mask of partition ids)."""
         return self._index._by_topic(self._masks)
 
-    def records_walk(self) -> "RecordsWalk | None":
+    def records_walk(self, plain: "tuple[dict[Any, Any], AbstractSet[str]] | None" = None) -> "RecordsWalk | None":
         """leader_and_isr_updates' C loop over this whole answer (fastpath.try_ri_records:
         `walk(out, fixed, enter, at, start)`, documented in _speedups.c as ri_records), or
-        None (fast path off): the caller then goes `by_topic()`."""
+        None (fast path off): the caller then goes `by_topic()`. `plain`: (memo, names), the
+        memo of every topic whose name is not in `names`, given it without `enter`."""
         fast = try_ri_records()
         if fast is None:
             return None
         index, masks = self._index, self._masks
         order, known = index._sorted_ids(masks), index._topic
-        return lambda out, fixed, enter, at, start: fast(out, fixed, order, masks, known, ChunkMap, enter, at, start)
+        dense = index._dense
+        return lambda out, fixed, enter, at, start: fast(out, fixed, order, masks, known, ChunkMap, dense, enter,
+                                                         plain, at, start)

@@ -166,7 +166,13 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         if change is not None:
             out.append(change)
 
-    walk = partitions.records_walk() if quick and isinstance(partitions, IndexedPartitions) else None
+    # Without ELR, every topic without configs of its own has the cluster's rules (min ISR 0, the
+    # cluster's unclean election): the C walk gives it their memo without entering it.
+    plain = None
+    if not elr:
+        configured, cluster_unclean = rules.cluster_unclean()
+        plain = (made_by_rules.setdefault((0, cluster_unclean), {}), configured)
+    walk = partitions.records_walk(plain) if quick and isinstance(partitions, IndexedPartitions) else None
     if walk is None:
         for t, pid, part in partitions:
             if t is not topic:  # (partitions come topic by topic)
@@ -188,6 +194,8 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
                 enter(t)
                 _visit_mask(visit, t, chunks, mask)
             return out
+        if t is not topic:  # (a topic the walk gave the cluster's memo without entering it)
+            enter(t)
         visit(pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None else t.partitions[pid])
         start = pid + 1
 

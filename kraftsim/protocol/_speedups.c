@@ -4831,6 +4831,30 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
     return 1;
 }
 
+/* leads[broker] += delta, the entry removed when it reaches 0; -1 with an error. */
+static int ri_count_leads(PyObject *leads, long broker, long delta) {
+    PyObject *key = PyLong_FromLong(broker);
+    PyObject *cur = key ? PyDict_GetItemWithError(leads, key) : NULL;
+    long count = 0;
+    if (!key || PyErr_Occurred() || (cur && !ri_long(cur, &count))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_TypeError, "a leader count that is not an int");
+        Py_XDECREF(key);
+        return -1;
+    }
+    count += delta;
+    int bad;
+    if (count) {
+        PyObject *v = PyLong_FromLong(count);
+        bad = !v || PyDict_SetItem(leads, key, v) < 0;
+        Py_XDECREF(v);
+    } else {
+        bad = PyDict_DelItem(leads, key) < 0;
+    }
+    Py_DECREF(key);
+    return bad ? -1 : 0;
+}
+
 static int ri_apply(const RiTopic *t, PyObject *tid, PyObject *isr, PyObject *elr, PyObject *leaderless,
                     PyObject *leads) {
     for (int i = 0; i < t->n; i++) {
@@ -4839,29 +4863,8 @@ static int ri_apply(const RiTopic *t, PyObject *tid, PyObject *isr, PyObject *el
             return -1;
         if ((r->elr_lost || r->elr_gained) && ri_move(elr, r->id, tid, r->elr_lost, r->elr_gained) < 0)
             return -1;
-        if (r->leads) {
-            PyObject *key = PyLong_FromLong(r->id);
-            PyObject *cur = key ? PyDict_GetItemWithError(leads, key) : NULL;
-            long count = 0;
-            if (!key || PyErr_Occurred() || (cur && !ri_long(cur, &count))) {
-                if (!PyErr_Occurred())
-                    PyErr_SetString(PyExc_TypeError, "a leader count that is not an int");
-                Py_XDECREF(key);
-                return -1;
-            }
-            count += r->leads;
-            int bad;
-            if (count) {
-                PyObject *v = PyLong_FromLong(count);
-                bad = !v || PyDict_SetItem(leads, key, v) < 0;
-                Py_XDECREF(v);
-            } else {
-                bad = PyDict_DelItem(leads, key) < 0;
-            }
-            Py_DECREF(key);
-            if (bad)
-                return -1;
-        }
+        if (r->leads && ri_count_leads(leads, r->id, r->leads) < 0)
+            return -1;
     }
     if (t->leaderless_lost || t->leaderless_gained) {
         PyObject *cur = PyDict_GetItemWithError(leaderless, tid);
@@ -4983,28 +4986,61 @@ error:
  * the per-topic loop above (py_leader_isr_records) with the memo `enter(topic)` returns (the
  * Python loop's: it also makes `topic` the one its own visits then use). It returns at the
  * first partition that loop leaves to Python, or where it cannot build these classes. */
-/* ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None
+/* ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None
  *
- * fixed: leader_isr_records'. From topic `at` of `order` (its ids from partition `start` on),
+ * fixed: leader_isr_records'. dense: the index's memo of dense chunks (see ri_dense_chunks). plain: None, or (made, names): a topic whose name is not in the
+ * set `names` takes the memo `made` without a call of `enter` (the topics with the cluster's
+ * rules share one memo: the caller gives it, and enters such a topic itself before it writes
+ * one of its partitions). From topic `at` of `order` (its ids from partition `start` on),
  * then every later topic whole. None: every topic done. Else (i, topic, chunks, mask, pid,
  * in_c): topic i stopped at `pid`; with in_c True the caller writes that partition and calls
  * again with (i, pid + 1); with in_c False (this code cannot build the records) the caller
  * writes topic i from `pid` on and every later topic. */
+static PyObject *ri_str_name = NULL;
+
+/* The attribute name ri_records reads besides ri_strings', interned once; -1 with an error. */
+static int ri_records_strings(void) {
+    return ri_str_name || (ri_str_name = PyUnicode_InternFromString("name")) ? 0 : -1;
+}
+
+/* The dense value chunks of a topic's ChunkMap `parts` (`parts.dense_chunks()`), as the index's
+ * memo `dense` (topic id -> (partitions, their dense chunks)) holds them for the same partitions
+ * object, else asked and remembered; a new reference, or NULL with an error. */
+static PyObject *ri_dense_chunks(PyObject *dense, PyObject *tid, PyObject *parts) {
+    PyObject *kept = PyDict_GetItemWithError(dense, tid);
+    if (kept && PyTuple_CheckExact(kept) && PyTuple_GET_SIZE(kept) == 2 && PyTuple_GET_ITEM(kept, 0) == parts)
+        return Py_NewRef(PyTuple_GET_ITEM(kept, 1));
+    if (PyErr_Occurred())
+        return NULL;
+    PyObject *chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense);
+    PyObject *entry = chunks ? PyTuple_Pack(2, parts, chunks) : NULL;
+    int bad = !entry || PyDict_SetItem(dense, tid, entry) < 0;
+    Py_XDECREF(entry);
+    if (bad)
+        Py_CLEAR(chunks);
+    return chunks;
+}
+
 static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError,
+                        "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start)");
         return NULL;
     }
     PyObject *out = args[0], *fixed = args[1], *order = args[2], *masks = args[3], *known = args[4],
-             *chunk_map = args[5], *enter = args[6];
-    Py_ssize_t at = PyLong_AsSsize_t(args[7]), start = PyLong_AsSsize_t(args[8]);
+             *chunk_map = args[5], *dense = args[6], *enter = args[7], *plain = args[8];
+    Py_ssize_t at = PyLong_AsSsize_t(args[9]), start = PyLong_AsSsize_t(args[10]);
     if ((at == -1 || start == -1) && PyErr_Occurred())
         return NULL;
-    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) || at < 0 || start < 0) {
-        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks and known dicts, at and start >= 0");
+    if (!PyList_CheckExact(order) || !PyDict_CheckExact(masks) || !PyDict_CheckExact(known) ||
+        !PyDict_CheckExact(dense) || at < 0 || start < 0 ||
+        (plain != Py_None && (!PyTuple_CheckExact(plain) || PyTuple_GET_SIZE(plain) != 2 ||
+                              !PyAnySet_CheckExact(PyTuple_GET_ITEM(plain, 1))))) {
+        PyErr_SetString(PyExc_TypeError, "ri_records: order a list, masks, known and dense dicts, plain None or "
+                                         "(made, a set of names), at and start >= 0");
         return NULL;
     }
-    if (ri_strings() < 0)
+    if (ri_strings() < 0 || ri_records_strings() < 0)
         return NULL;
     for (Py_ssize_t i = at; i < PyList_GET_SIZE(order); i++, start = 0) {
         PyObject *key = PyList_GET_ITEM(order, i);
@@ -5021,12 +5057,21 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
         if (!parts || !(tid = PyObject_GetAttr(topic, ri_str_id)))
             goto fail;
         if (Py_TYPE(parts) == (PyTypeObject *)chunk_map) {
-            if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense)))
+            if (!(chunks = ri_dense_chunks(dense, key, parts)))
                 goto fail;
         } else {
             chunks = Py_NewRef(Py_None);
         }
-        if (!(made = PyObject_CallOneArg(enter, topic)))
+        if (plain != Py_None) {
+            PyObject *name = PyObject_GetAttr(topic, ri_str_name);
+            int special = name ? PySet_Contains(PyTuple_GET_ITEM(plain, 1), name) : -1;
+            Py_XDECREF(name);
+            if (special < 0)
+                goto fail;
+            if (!special)
+                made = Py_NewRef(PyTuple_GET_ITEM(plain, 0));
+        }
+        if (!made && !(made = PyObject_CallOneArg(enter, topic)))
             goto fail;
         PyObject *start_obj = PyLong_FromSsize_t(start);
         if (!start_obj)
@@ -5059,6 +5104,160 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
             return res;
     }
     Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------ replica index built in bulk
+ *
+ * ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None
+ *
+ * controller/replica_index.py's ReplicaIndex.ensure for a whole topics image: from `items[at]`
+ * on ((topic id, TopicImage) pairs), each topic whose partitions are dense value chunks of at
+ * most 64 ids of the usual registration class is added as _add_topic adds it (each broker's ISR
+ * and ELR mask of the topic set once, in the order the brokers first appear; the leaderless mask
+ * once; each leader's count once). It returns the position of the first topic it leaves to the
+ * Python loop (untouched: every check is made before a topic's first change), or len(items)
+ * when it did them all; None when it can do none (fast path off, registrations not configured).
+ * fixed, isr, elr, leaderless, leads: ri_follow's. */
+typedef struct {
+    RiBroker isr[RI_BROKERS_MAX], elr[RI_BROKERS_MAX], lead[RI_BROKERS_MAX];
+    int n_isr, n_elr, n_lead;
+    uint64_t leaderless;
+} RiBuild;
+
+/* `bit` set in the entries of `ids` (count of them) in table[0..*n), added in the order met (a build
+ * table keeps one mask per broker: isr_gained); 0 when the table is full. */
+static int ri_build_mark(RiBroker *table, int *n, const long *ids, Py_ssize_t count, uint64_t bit) {
+    for (Py_ssize_t j = 0; j < count; j++) {
+        RiBroker *r = ri_broker(table, n, ids[j]);
+        if (!r)
+            return 0;
+        r->isr_gained |= bit;
+    }
+    return 1;
+}
+
+/* One topic's partitions gathered into *b: 1 done, 0 a topic for the Python loop, -1 an error. */
+static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, long chunk_bits, long no_leader) {
+    PyObject *parts = PyObject_GetAttr(topic, ri_str_partitions), *chunks = NULL;
+    long ids[RI_REPLICAS_MAX];
+    int rc = -1;
+    b->n_isr = b->n_elr = b->n_lead = 0;
+    b->leaderless = 0;
+    if (!parts)
+        goto done;
+    rc = 0;
+    if (Py_TYPE(parts) != (PyTypeObject *)chunk_map)
+        goto done;
+    if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense))) {
+        rc = -1;
+        goto done;
+    }
+    if (!PyTuple_CheckExact(chunks) || PyTuple_GET_SIZE(chunks) > (64 >> chunk_bits))
+        goto done;
+    for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(chunks); c++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, c);
+        if (!PyTuple_CheckExact(chunk) || PyTuple_GET_SIZE(chunk) > (1L << chunk_bits))
+            goto done;
+        for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(chunk); k++) {
+            PyObject *p = PyTuple_GET_ITEM(chunk, k);
+            uint64_t bit = (uint64_t)1 << ((c << chunk_bits) | k);
+            long leader;
+            Py_ssize_t n;
+            if (Py_TYPE(p) != (PyTypeObject *)pr_cls)
+                goto done;
+#define RI_FIELD(f) (*(PyObject **)((char *)p + pr_offsets[(f)]))
+            if ((n = ri_ids(RI_FIELD(PR_ISR), ids, 0)) < 0 || !ri_build_mark(b->isr, &b->n_isr, ids, n, bit) ||
+                (n = ri_ids(RI_FIELD(PR_ELR), ids, 0)) < 0 || !ri_build_mark(b->elr, &b->n_elr, ids, n, bit) ||
+                !ri_long(RI_FIELD(PR_LEADER), &leader))
+                goto done;
+#undef RI_FIELD
+            if (leader == no_leader) {
+                b->leaderless |= bit;
+            } else {
+                RiBroker *r = ri_broker(b->lead, &b->n_lead, leader);
+                if (!r)
+                    goto done;
+                r->leads += 1;
+            }
+        }
+    }
+    rc = 1;
+done:
+    Py_XDECREF(parts);
+    Py_XDECREF(chunks);
+    return rc;
+}
+
+/* The gathered topic `tid` written into the index's dicts; -1 with an error. */
+static int ri_build_apply(const RiBuild *b, PyObject *tid, PyObject **state) {
+    for (int i = 0; i < b->n_isr; i++)
+        if (ri_move(state[0], b->isr[i].id, tid, 0, b->isr[i].isr_gained) < 0)
+            return -1;
+    for (int i = 0; i < b->n_elr; i++)
+        if (ri_move(state[1], b->elr[i].id, tid, 0, b->elr[i].isr_gained) < 0)
+            return -1;
+    for (int i = 0; i < b->n_lead; i++)
+        if (ri_count_leads(state[3], b->lead[i].id, b->lead[i].leads) < 0)
+            return -1;
+    if (!b->leaderless)
+        return 0;
+    PyObject *cur = PyDict_GetItemWithError(state[2], tid);
+    int zero = 0;
+    if (!cur && PyErr_Occurred())
+        return -1;
+    PyObject *mask = ri_mask(cur, 0, b->leaderless, &zero);
+    int bad = !mask || PyDict_SetItem(state[2], tid, mask) < 0;
+    Py_XDECREF(mask);
+    return bad ? -1 : 0;
+}
+
+static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at)");
+        return NULL;
+    }
+    PyObject *fixed = args[0], *items = args[5];
+    PyObject *state[4] = {args[1], args[2], args[3], args[4]};
+    Py_ssize_t at = PyLong_AsSsize_t(args[6]);
+    if (at == -1 && PyErr_Occurred())
+        return NULL;
+    if (!PyList_CheckExact(items) || at < 0) {
+        PyErr_SetString(PyExc_TypeError, "ri_add_topics: items a list, at >= 0");
+        return NULL;
+    }
+    long no_leader, chunk_bits;
+    if (!g_enabled || !pr_cls || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 3 ||
+        !ri_long(PyTuple_GET_ITEM(fixed, 1), &no_leader) || !ri_long(PyTuple_GET_ITEM(fixed, 2), &chunk_bits) ||
+        chunk_bits < 0 || chunk_bits > 6)
+        Py_RETURN_NONE;
+    for (int i = 0; i < 4; i++)
+        if (!PyDict_CheckExact(state[i]))
+            Py_RETURN_NONE;
+    if (ri_strings() < 0)
+        return NULL;
+    RiBuild *b = PyMem_Malloc(sizeof(RiBuild));
+    if (!b)
+        return PyErr_NoMemory();
+    Py_ssize_t i = at;
+    for (; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2)
+            break;
+        PyObject *tid = Py_NewRef(PyTuple_GET_ITEM(item, 0)), *topic = Py_NewRef(PyTuple_GET_ITEM(item, 1));
+        int rc = ri_build_gather(b, topic, PyTuple_GET_ITEM(fixed, 0), chunk_bits, no_leader);
+        if (rc > 0)
+            rc = ri_build_apply(b, tid, state) < 0 ? -1 : 1;
+        Py_DECREF(tid);
+        Py_DECREF(topic);
+        if (rc < 0) {
+            PyMem_Free(b);
+            return NULL;
+        }
+        if (rc == 0)
+            break;
+    }
+    PyMem_Free(b);
+    return PyLong_FromSsize_t(i);
 }
 
 /* ------------------------------------------------------------------------ tw_: snapshot topic writer */
@@ -5271,10 +5470,14 @@ static PyMethodDef module_methods[] = {
      "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None: the replica "
      "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
     {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
-     "ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start) -> tuple | None: leader_and_isr_updates' "
+     "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None: "
+     "leader_and_isr_updates' "
      "common partitions over a whole index answer (see controller/replica_index.py)."},
     {"uuid_hash", py_uuid_hash, METH_O,
      "uuid_hash(value) -> int: hash(int.from_bytes(value, 'big')), pmap.hash_uuid (direct for 16 bytes)."},
+    {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
+     "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None: the replica index built from "
+     "(topic id, topic) pairs (see controller/replica_index.py); where it left the rest to Python."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

@@ -545,13 +545,14 @@ def try_ri_follow() -> RiFollow | None:
 
 
 #: What controller/replica_index.py's IndexedPartitions.records_walk calls (see try_ri_records).
-RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dict[Any, Any], type, Any, int, int],
-                     "tuple[Any, ...] | None"]
+RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dict[Any, Any], type, dict[Any, Any], Any,
+                      Any, int, int], "tuple[Any, ...] | None"]
 
 
 def try_ri_records() -> RiRecords | None:
     """The C loop of leader_and_isr_updates over a whole replica index answer
-    (`ri_records(out, fixed, order, masks, known, chunk_map, enter, at, start)`, documented
+    (`ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start)`,
+    documented
     in _speedups.c), or None (fast path off, or an extension built before it existed)."""
     return getattr(_c, "ri_records", None) if ENABLED else None
 
@@ -562,6 +563,18 @@ def try_ri_records() -> RiRecords | None:
 #: hash function, so the choice must not change under it.
 uuid_hash: Callable[[bytes], int] | None = (
     getattr(_c, "uuid_hash", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+#: What controller/replica_index.py's ensure calls to build the index (see try_ri_add_topics).
+RiAddTopics = Callable[[tuple[Any, ...], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any], list[Any],
+                        int], "int | None"]
+
+
+def try_ri_add_topics() -> RiAddTopics | None:
+    """The C loop of ReplicaIndex.ensure over a whole topics image (`ri_add_topics(fixed,
+    isr, elr, leaderless, leads, items, at)`, documented in _speedups.c), or None (fast path
+    off, or an extension built before it existed): the Python loop then adds every topic."""
+    return getattr(_c, "ri_add_topics", None) if ENABLED else None
+
 
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 from kraftsim.controller.replica_index import IndexedPartitions, ReplicaIndex
 from kraftsim.controller.replication import elr_partitions, isr_partitions, leader_and_isr_updates, leaderless
+from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.image.pmap import CHUNK_BITS
 from kraftsim.protocol import fastpath
 from kraftsim.protocol.entries import Payload
@@ -224,6 +225,14 @@ def test_the_c_walk_writes_a_whole_answer_and_hands_back_what_it_cannot_write() 
     assert [(r.message.topic_id, r.message.partition_id) for r in out] == listed
     assert entered == ["t0", "t1", "t2"]
     same_records(out, want)
+    # (with the memo of the topics without configs of their own given: only the others are entered)
+    out.clear()
+    entered.clear()
+    plain_walk = answer.records_walk((made, frozenset({"t1", "other"})))
+    assert plain_walk is not None
+    assert plain_walk(out, fixed, lambda t: {} if t.name != "t1" else enter(t), 0, 0) is None
+    assert entered == ["t1"]
+    same_records(out, want)
     # (a memo without the shape: a stop at the first partition, in C's hands again after it)
     out.clear()
     stop = walk(out, fixed, lambda t: {}, 1, 3)
@@ -244,8 +253,8 @@ def test_the_python_loop_takes_over_where_the_c_walk_cannot_write() -> None:
     for give_up in range(5):
         calls: list = []
 
-        def walk_until(answer: IndexedPartitions, last: int = give_up) -> Any:
-            inner = real(answer)
+        def walk_until(answer: IndexedPartitions, plain: Any = None, last: int = give_up) -> Any:
+            inner = real(answer, plain)
             assert inner is not None
             tm = list(answer.by_topic())
 
@@ -259,3 +268,32 @@ def test_the_python_loop_takes_over_where_the_c_walk_cannot_write() -> None:
         with patch.object(IndexedPartitions, "records_walk", walk_until):
             same_records(leader_and_isr_updates(ctx, c.mv, isr_partitions(ctx, 1), broker_to_remove=1), want)
         assert calls == [(0, 0), (0, 1), (1, 1), (2, 71)][:give_up + 1]
+
+
+def test_the_walk_reads_a_topic_anew_once_its_partitions_changed() -> None:
+    """The index keeps each topic's dense chunks from one answer to the next while the topic's
+    partitions are the same object: once a batch changed t0's partition 3 (its leader 1 -> 2),
+    the next walk writes that partition from its new registration."""
+    c, ctx = fenced_cluster()
+    index = ctx.replicas
+    rt = CATALOG.record_registry()["PartitionChangeRecord"]
+    fixed = (rt.cls(partition_id=0, topic_id=Uuid.ZERO), rt, 0, Payload, CHUNK_BITS)
+    made: dict = {(p.replicas, p.directories, p.isr, p.leader): (2 if p.leader == 1 else -2, (2, 3))
+                  for _, _, p in isr_partitions(ctx, 1)}
+
+    def leaders(answer: IndexedPartitions) -> dict:
+        walk = answer.records_walk()
+        assert walk is not None
+        out: list = []
+        assert walk(out, fixed, lambda t: made, 0, 0) is None
+        return {(r.message.topic_id, r.message.partition_id): r.message.leader for r in out}
+
+    before = leaders(index.iter_isr_member(1))
+    assert before[(TOPICS[0], 3)] == 2
+    delta = TopicsDelta(index.topics)
+    delta.replay_partition_change(rt.cls(partition_id=3, topic_id=TOPICS[0], leader=2))
+    index.follow(delta, delta.apply())
+    after = leaders(index.iter_isr_member(1))
+    assert after[(TOPICS[0], 3)] == -2
+    assert {k: v for k, v in after.items() if k != (TOPICS[0], 3)} == {
+        k: v for k, v in before.items() if k != (TOPICS[0], 3)}

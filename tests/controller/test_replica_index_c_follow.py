@@ -183,3 +183,63 @@ def test_one_wrong_bit_is_seen() -> None:
     some = next(iter(masks))
     masks[some] ^= 1 << 2
     assert contents(index) != contents(fresh)
+
+
+def ordered(index: ReplicaIndex) -> Any:
+    """`contents`, with the order of every dict's keys (the Python build's insertion order)."""
+    def items(d: dict[Any, Any]) -> list[Any]:
+        return [(k, items(v) if isinstance(v, dict) else v) for k, v in d.items()]
+    return [items(d) for d in contents(index)]
+
+
+class CountedBuild:
+    """try_ri_add_topics, counting the topics the C loop added itself."""
+
+    def __init__(self) -> None:
+        self.done = 0
+
+    def __call__(self) -> Callable[..., Any] | None:
+        fast = fastpath.try_ri_add_topics()
+        if fast is None:
+            return None
+
+        def counted(*args: Any) -> Any:
+            at = fast(*args)
+            if at is not None:
+                self.done += at - args[6]
+            return at
+        return counted
+
+
+def built(state: ReplayState) -> tuple[ReplicaIndex, ReplicaIndex]:
+    """An index built afresh from the state's topics by the C loop, and one by the Python loop."""
+    topics = state.image.topics
+    c_index, py_index = ReplicaIndex(), ReplicaIndex()
+    assert c_index.ensure(topics)
+    with fastpath.pure_python():
+        assert py_index.ensure(topics)
+    return c_index, py_index
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(batch, min_size=1, max_size=6))
+def test_the_c_build_makes_the_python_build(batches: list[list[Any]]) -> None:
+    """Over images with ISR, ELR, leaderless partitions, gaps in partition ids and topics past
+    64 partitions: the same dicts, with the same keys in the same order, and the same answers."""
+    for c_state, _ in follow_both(batches):
+        c_index, py_index = built(c_state)
+        assert ordered(c_index) == ordered(py_index)
+        ctx = ControllerContext(node_id=1, supported={}, image=c_state.image, replicas=c_index)
+        assert index_answers(ctx) == scan_answers(c_state.image)
+
+
+def test_the_usual_topics_are_built_in_c() -> None:
+    """After a broker event: every topic of at most 64 partitions is added in C, the one past 64
+    in Python, and leaderless partitions, ELR and leader counts are all there."""
+    *_, (state, _) = follow_both([fence(1), fence(2), sweep(7)])
+    counted = CountedBuild()
+    with patch.object(ri_module, "try_ri_add_topics", counted):
+        c_index, py_index = built(state)
+    assert counted.done == len([s for s in SIZES if s <= 64])
+    assert c_index.leaderless and c_index.elr and c_index.leads
+    assert ordered(c_index) == ordered(py_index)
