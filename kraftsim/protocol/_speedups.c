@@ -5411,6 +5411,119 @@ error:
 
 /* ------------------------------------------------------------------------ end of tw_ */
 
+/* ------------------------------------------------------------------------ pcs_: a topic's chunks for its digest
+ *
+ * partition_chunks_canon(chunks, chunk_bits, cache) -> bytes | None
+ *
+ * digest.py's `_topic_hash` loop over a dense ChunkMap's chunks: the canonical bytes of each
+ * chunk (partition_chunk_canon, chunk c's first partition id c << chunk_bits) joined. With a
+ * dict `cache` (DigestCache's chunks: id(chunk) -> (chunk, first, bytes)) a chunk found there as
+ * that very object at that position is taken from it, and a chunk written is put there, as
+ * DigestCache._chunk_bytes does. None (the Python loop runs) for anything partition_chunk_canon
+ * declines; the entries put in `cache` before a decline are the ones the Python loop puts. */
+static PyObject *py_partition_chunks_canon(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "partition_chunks_canon(chunks, chunk_bits, cache)");
+        return NULL;
+    }
+    PyObject *chunks = args[0], *cache = args[2];
+    if (!PyTuple_CheckExact(chunks) || !PyLong_CheckExact(args[1]) || (cache != Py_None && !PyDict_CheckExact(cache)))
+        Py_RETURN_NONE;
+    long bits = PyLong_AsLong(args[1]);
+    if (bits < 0 || bits > 16) {
+        PyErr_Clear();
+        Py_RETURN_NONE;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(chunks);
+    if (n > (PY_SSIZE_T_MAX >> 17))
+        Py_RETURN_NONE;
+    PyObject *parts = PyList_New(n);
+    if (!parts)
+        return NULL;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *chunk = PyTuple_GET_ITEM(chunks, i);
+        PyObject *first = PyLong_FromSsize_t(i << bits);
+        PyObject *key = NULL, *body = NULL;
+        if (!first)
+            goto error;
+        if (cache != Py_None) {
+            key = PyLong_FromVoidPtr(chunk);  /* (what id(chunk) gives) */
+            if (!key) {
+                Py_DECREF(first);
+                goto error;
+            }
+            PyObject *known = PyDict_GetItemWithError(cache, key);  /* (borrowed) */
+            if (!known && PyErr_Occurred()) {
+                Py_DECREF(first);
+                Py_DECREF(key);
+                goto error;
+            }
+            if (known && PyTuple_CheckExact(known) && PyTuple_GET_SIZE(known) == 3 &&
+                PyTuple_GET_ITEM(known, 0) == chunk && PyBytes_CheckExact(PyTuple_GET_ITEM(known, 2))) {
+                int same = PyObject_RichCompareBool(PyTuple_GET_ITEM(known, 1), first, Py_EQ);
+                if (same < 0) {
+                    Py_DECREF(first);
+                    Py_DECREF(key);
+                    goto error;
+                }
+                if (same) {
+                    body = PyTuple_GET_ITEM(known, 2);
+                    Py_INCREF(body);
+                }
+            }
+        }
+        if (!body) {
+            PyObject *call[2] = {chunk, first};
+            body = py_partition_chunk_canon(self, call, 2);
+            if (body == Py_None) {
+                Py_DECREF(body);
+                Py_DECREF(first);
+                Py_XDECREF(key);
+                Py_DECREF(parts);
+                Py_RETURN_NONE;
+            }
+            if (!body || !PyBytes_CheckExact(body)) {
+                Py_XDECREF(body);
+                Py_DECREF(first);
+                Py_XDECREF(key);
+                goto error;
+            }
+            if (key) {
+                PyObject *entry = PyTuple_Pack(3, chunk, first, body);
+                if (!entry || PyDict_SetItem(cache, key, entry) < 0) {
+                    Py_XDECREF(entry);
+                    Py_DECREF(body);
+                    Py_DECREF(first);
+                    Py_DECREF(key);
+                    goto error;
+                }
+                Py_DECREF(entry);
+            }
+        }
+        Py_DECREF(first);
+        Py_XDECREF(key);
+        total += PyBytes_GET_SIZE(body);
+        PyList_SET_ITEM(parts, i, body);
+    }
+    PyObject *res = PyBytes_FromStringAndSize(NULL, total);
+    if (!res)
+        goto error;
+    char *o = PyBytes_AS_STRING(res);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *body = PyList_GET_ITEM(parts, i);
+        memcpy(o, PyBytes_AS_STRING(body), (size_t)PyBytes_GET_SIZE(body));
+        o += PyBytes_GET_SIZE(body);
+    }
+    Py_DECREF(parts);
+    return res;
+error:
+    Py_DECREF(parts);  /* (unfilled items are NULL: list dealloc skips them) */
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ end of pcs_ */
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -5478,6 +5591,9 @@ static PyMethodDef module_methods[] = {
     {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
      "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None: the replica index built from "
      "(topic id, topic) pairs (see controller/replica_index.py); where it left the rest to Python."},
+    {"partition_chunks_canon", (PyCFunction)(void (*)(void))py_partition_chunks_canon, METH_FASTCALL,
+     "partition_chunks_canon(chunks, chunk_bits, cache) -> bytes | None: digest.py's canonical bytes of a dense "
+     "topic's chunks joined, through DigestCache's chunk cache (a dict) or None."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

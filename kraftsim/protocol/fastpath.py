@@ -576,6 +576,17 @@ def try_ri_add_topics() -> RiAddTopics | None:
     return getattr(_c, "ri_add_topics", None) if ENABLED else None
 
 
+def try_partition_chunks_canon(chunks: tuple[Any, ...], chunk_bits: int,
+                               cache: dict[int, Any] | None) -> bytes | None:
+    """image.verification.digest's canonical bytes of a dense topic's chunks joined (its
+    `_topic_hash` loop), each chunk through `cache` (DigestCache's chunks) when given, in C;
+    or None (fast path off, an extension built before it existed, or a chunk it declines)."""
+    chunks_canon = getattr(_c, "partition_chunks_canon", None) if ENABLED else None
+    if chunks_canon is None:
+        return None
+    return chunks_canon(chunks, chunk_bits, cache)  # type: ignore[no-any-return]
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:

@@ -33,7 +33,7 @@ from kraftsim.image.components.partition import PartitionRegistration
 from kraftsim.image.components.topics import TopicImage
 from kraftsim.image.image import COMPONENTS, MetadataImage
 from kraftsim.image.pmap import CHUNK, CHUNK_BITS, ChunkMap, PMap
-from kraftsim.protocol.fastpath import try_partition_chunk_canon
+from kraftsim.protocol.fastpath import try_partition_chunk_canon, try_partition_chunks_canon
 from kraftsim.protocol.primitives import Uuid
 
 MOD = 1 << 256
@@ -135,19 +135,32 @@ def _chunk_bytes(chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
     return _chunk_canon(chunk, first) if body is None else body
 
 
+#: Chunks' canonical bytes by the identity of the chunk: id(chunk) -> (chunk, its first
+#: partition id, its bytes) (DigestCache's; the C loop reads and fills it alike).
+ChunkBytesCache = dict[int, tuple[tuple[PartitionRegistration, ...], int, bytes]]
+
+
 def _topic_hash(prefix: bytes, tid: Uuid, t: TopicImage,
-                chunk_bytes: Callable[[tuple[PartitionRegistration, ...], int], bytes] = _chunk_bytes) -> int:
+                chunk_bytes: Callable[[tuple[PartitionRegistration, ...], int], bytes] = _chunk_bytes,
+                chunk_cache: ChunkBytesCache | None = None) -> int:
     """`_entity_hash(prefix, _topic_entity(tid, t))`, from the canonical bytes of the
     partitions' chunks where the partitions are a dense ChunkMap (MessagePack is a
     concatenation: a tuple is a header and its items' bytes). `chunk_bytes(chunk, first)`
-    gives the bytes of a chunk whose first partition id is `first` (a cache passes one that remembers them)."""
+    gives the bytes of a chunk whose first partition id is `first` (a cache passes one that
+    remembers them in `chunk_cache`). Where the fast path is on, the chunk loop runs in C
+    (fastpath.try_partition_chunks_canon, through `chunk_cache` as `chunk_bytes` would):
+    every changed topic of every deep check at a million partitions."""
     parts = t.partitions
     chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
     if chunks is None:
         return _entity_hash(prefix, _topic_entity(tid, t))
     out = _topic_head(prefix, tid, t)
-    for c, chunk in enumerate(chunks):
-        out.append(chunk_bytes(chunk, c << CHUNK_BITS))
+    body = try_partition_chunks_canon(chunks, CHUNK_BITS, chunk_cache)
+    if body is None:
+        for c, chunk in enumerate(chunks):
+            out.append(chunk_bytes(chunk, c << CHUNK_BITS))
+    else:
+        out.append(body)
     return int.from_bytes(blake2b(b"".join(out), digest_size=32).digest(), "big")
 
 
@@ -230,7 +243,7 @@ class DigestCache:
         #: by the identity of the chunk, with its position: what a changed topic's hash
         #: takes from the chunks its change did not touch. Emptied past twice the most
         #: chunks one digest hashed (plus `limit`).
-        self._chunks: dict[int, tuple[tuple[object, ...], int, bytes]] = {}
+        self._chunks: ChunkBytesCache = {}
         self._chunks_cap = limit
         self._chunks_seen = 0
         self.hits = 0
@@ -301,11 +314,14 @@ class DigestCache:
 
     def _topic_hash(self, prefix: bytes, tid: Uuid, t: TopicImage) -> int:
         """`_topic_hash` (the module's), the partitions' chunks remembered by identity."""
-        return _topic_hash(prefix, tid, t, self._chunk_bytes)
+        parts = t.partitions
+        chunks = parts.dense_chunks() if type(parts) is ChunkMap else None
+        if chunks is not None:
+            self._chunks_seen += len(chunks)
+        return _topic_hash(prefix, tid, t, self._chunk_bytes, self._chunks)
 
     def _chunk_bytes(self, chunk: tuple[PartitionRegistration, ...], first: int) -> bytes:
         """`_chunk_bytes`, remembered by the chunk's identity (and where it starts)."""
-        self._chunks_seen += 1
         known = self._chunks.get(id(chunk))
         if known is None or known[0] is not chunk or known[1] != first:
             known = self._chunks[id(chunk)] = (chunk, first, _chunk_bytes(chunk, first))
