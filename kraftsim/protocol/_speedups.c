@@ -5262,11 +5262,11 @@ static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssiz
 
 /* ------------------------------------------------------------------------ tw_: snapshot topic writer */
 
-/* tw_changed_topic(payload, topic_id, chunks, kept_chunks, kept_twins, values, directories, resolve)
+/* tw_changed(self, payload, topic_id, chunks, kept_chunks, kept_twins, values, directories, resolve)
  *     -> (values, twins, changed) | None
  *
- * One changed topic of the snapshot topic writer (writer/components/topics.py write_values)
- * in one call, for the common kind: a dense ChunkMap (`chunks`, its value chunks: partition
+ * One changed topic of the snapshot topic writer (writer/components/topics.py write_values),
+ * for tw_write_topics below, of the common kind: a dense ChunkMap (`chunks`, its value chunks: partition
  * ids 0..n-1 in order) whose topic the last write kept with the same name and chunks of the
  * same lengths (`kept_chunks`, the registrations it wrote; `kept_twins`, per chunk a tuple of
  * registrations equal to them, or the chunk itself; `values`: its TopicRecord's value, then
@@ -5284,11 +5284,8 @@ static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssiz
  * and how many partitions were encoded. None, for the Python path to run
  * (it reports every loss), for any other shape or when partition_values declines. */
 #define TW_MAX_CHUNK 64
-static PyObject *py_tw_changed_topic(PyObject *self, PyObject *args) {
-    PyObject *payload, *topic_id, *chunks, *kept, *kept_twins, *old_values, *dirs_ok, *resolve;
-    if (!PyArg_ParseTuple(args, "OOOOOOOO:tw_changed_topic", &payload, &topic_id, &chunks, &kept, &kept_twins,
-                          &old_values, &dirs_ok, &resolve))
-        return NULL;
+static PyObject *tw_changed(PyObject *self, PyObject *payload, PyObject *topic_id, PyObject *chunks, PyObject *kept,
+                            PyObject *kept_twins, PyObject *old_values, PyObject *dirs_ok, PyObject *resolve) {
     if (!PyTuple_CheckExact(chunks) || !PyTuple_CheckExact(kept) || !PyTuple_CheckExact(kept_twins) ||
         !PyList_CheckExact(old_values))
         Py_RETURN_NONE;
@@ -5407,6 +5404,139 @@ error:
     Py_XDECREF(pids);
     Py_XDECREF(regs);
     return NULL;
+}
+
+/* tw_write_topics(topics, start, kept, fresh, out, written, chunk_map, payload, directories, resolve)
+ *     -> (stop, encoded, reused)
+ *
+ * The snapshot topic writer's loop (writer/components/topics.py write_values) over the
+ * ordered `topics` from `start`, for the two usual kinds of topic: one the last write kept
+ * (`kept`: topic id -> `written`, a _Written) with the same name and the same partitions
+ * object (its kept record taken as it is), and one with the same name whose partitions are
+ * a dense `chunk_map` kept as chunks of the same lengths, every changed partition of the
+ * usual case (tw_changed above). Each topic done goes into `fresh` (its id -> its new
+ * `written`) and its values onto `out`, as the Python loop does. Stops at the first other
+ * topic (no kept one, renamed, another layout, a partition tw_changed declines: the Python
+ * path takes it, reporting any loss) and returns its position (len(topics) when done), with
+ * how many partitions were encoded and reused. Why: at a million partitions a write meets
+ * 20,000 topics, most changed in a few partitions; the Python loop cost about as much per
+ * topic as the C comparison and encoding of its changed partitions. */
+static PyObject *tw_str_name = NULL, *tw_str_id = NULL, *tw_str_partitions = NULL, *tw_str_dense = NULL;
+
+static int tw_extend(PyObject *out, PyObject *values) {
+    Py_ssize_t n = PyList_GET_SIZE(out);
+    return PyList_SetSlice(out, n, n, values);
+}
+
+static PyObject *py_tw_write_topics(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "tw_write_topics expects 10 arguments, got %zd", nargs);
+    PyObject *topics = args[0], *kept = args[2], *fresh = args[3], *out = args[4], *written = args[5],
+             *chunk_map = args[6], *payload = args[7], *dirs_ok = args[8], *resolve = args[9];
+    if (!PyList_CheckExact(topics) || !PyDict_CheckExact(kept) || !PyDict_CheckExact(fresh) ||
+        !PyList_CheckExact(out) || !PyType_Check(written) || !PyType_IsSubtype((PyTypeObject *)written, &PyTuple_Type) ||
+        ((PyTypeObject *)written)->tp_basicsize != PyTuple_Type.tp_basicsize || !PyType_Check(chunk_map))
+        return PyErr_Format(PyExc_TypeError, "tw_write_topics: unexpected argument types");
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred())
+        return NULL;
+    if (!tw_str_name) {
+        tw_str_name = PyUnicode_InternFromString("name");
+        tw_str_id = PyUnicode_InternFromString("id");
+        tw_str_partitions = PyUnicode_InternFromString("partitions");
+        tw_str_dense = PyUnicode_InternFromString("dense_chunks");
+        if (!tw_str_name || !tw_str_id || !tw_str_partitions || !tw_str_dense)
+            return NULL;
+    }
+    Py_ssize_t i = start < 0 ? 0 : start, encoded = 0, reused = 0;
+    PyObject *t = NULL, *name = NULL, *tid = NULL, *parts = NULL, *chunks = NULL, *res = NULL;
+    for (; i < PyList_GET_SIZE(topics); i++) {
+        t = Py_NewRef(PyList_GET_ITEM(topics, i));
+        if (!(name = PyObject_GetAttr(t, tw_str_name)) || !(tid = PyObject_GetAttr(t, tw_str_id)) ||
+            !(parts = PyObject_GetAttr(t, tw_str_partitions)))
+            goto error;
+        PyObject *old = PyDict_GetItemWithError(kept, tid); /* (borrowed: `kept` is the caller's, unchanged here) */
+        if (!old) {
+            if (PyErr_Occurred())
+                goto error;
+            break;
+        }
+        Py_INCREF(old);
+        if (Py_TYPE(old) != (PyTypeObject *)written || PyTuple_GET_SIZE(old) != 6 ||
+            !PyList_CheckExact(PyTuple_GET_ITEM(old, 5))) {
+            Py_DECREF(old);
+            break;
+        }
+        PyObject *old_values = PyTuple_GET_ITEM(old, 5);
+        int same_name = PyObject_RichCompareBool(PyTuple_GET_ITEM(old, 0), name, Py_EQ);
+        if (same_name <= 0) {
+            Py_DECREF(old);
+            if (same_name < 0)
+                goto error;
+            break;
+        }
+        if (PyTuple_GET_ITEM(old, 1) == parts) { /* the same partitions object: the same records */
+            Py_ssize_t n = PyList_GET_SIZE(old_values);
+            int bad = PyDict_SetItem(fresh, tid, old) < 0 || tw_extend(out, old_values) < 0;
+            Py_DECREF(old);
+            if (bad)
+                goto error;
+            reused += n - 1;
+        } else {
+            PyObject *made = NULL;
+            if (Py_TYPE(parts) == (PyTypeObject *)chunk_map && PyTuple_GET_ITEM(old, 2) == Py_None) {
+                if (!(chunks = PyObject_CallMethodNoArgs(parts, tw_str_dense))) {
+                    Py_DECREF(old);
+                    goto error;
+                }
+                if (chunks != Py_None)
+                    made = tw_changed(self, payload, tid, chunks, PyTuple_GET_ITEM(old, 3), PyTuple_GET_ITEM(old, 4),
+                                      old_values, dirs_ok, resolve);
+                else
+                    made = Py_NewRef(Py_None);
+            } else {
+                made = Py_NewRef(Py_None);
+            }
+            Py_DECREF(old); /* (`fresh` replaces it: the caller drops `kept`) */
+            if (!made)
+                goto error;
+            if (made == Py_None) {
+                Py_DECREF(made);
+                break;
+            }
+            /* made: (values, twins, changed); the topic kept as _Written(name, parts, None, chunks, twins, values) */
+            PyObject *values = PyTuple_GET_ITEM(made, 0);
+            Py_ssize_t changed = PyLong_AsSsize_t(PyTuple_GET_ITEM(made, 2));
+            PyObject *w = ((PyTypeObject *)written)->tp_alloc((PyTypeObject *)written, 6); /* (as tuple.__new__) */
+            if (w) {
+                PyObject *fields[6] = {name, parts, Py_None, chunks, PyTuple_GET_ITEM(made, 1), values};
+                for (int k = 0; k < 6; k++)
+                    PyTuple_SET_ITEM(w, k, Py_NewRef(fields[k]));
+            }
+            int bad = !w || PyDict_SetItem(fresh, tid, w) < 0 || tw_extend(out, values) < 0;
+            Py_XDECREF(w);
+            if (!bad) {
+                encoded += changed;
+                reused += PyList_GET_SIZE(values) - 1 - changed;
+            }
+            Py_DECREF(made);
+            if (bad)
+                goto error;
+            Py_CLEAR(chunks);
+        }
+        Py_CLEAR(t);
+        Py_CLEAR(name);
+        Py_CLEAR(tid);
+        Py_CLEAR(parts);
+    }
+    res = Py_BuildValue("(nnn)", i, encoded, reused);
+error:
+    Py_XDECREF(t);
+    Py_XDECREF(name);
+    Py_XDECREF(tid);
+    Py_XDECREF(parts);
+    Py_XDECREF(chunks);
+    return res;
 }
 
 /* ------------------------------------------------------------------------ end of tw_ */
@@ -5573,9 +5703,6 @@ static PyMethodDef module_methods[] = {
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},
-    {"tw_changed_topic", py_tw_changed_topic, METH_VARARGS,
-     "tw_changed_topic(payload, topic_id, chunks, kept_chunks, kept_twins, values, directories, resolve) -> "
-     "(values, twins, changed) | None: a changed dense topic of the snapshot topic writer."},
     {"leader_isr_records", (PyCFunction)(void (*)(void))py_leader_isr_records, METH_FASTCALL,
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},
@@ -5594,6 +5721,9 @@ static PyMethodDef module_methods[] = {
     {"partition_chunks_canon", (PyCFunction)(void (*)(void))py_partition_chunks_canon, METH_FASTCALL,
      "partition_chunks_canon(chunks, chunk_bits, cache) -> bytes | None: digest.py's canonical bytes of a dense "
      "topic's chunks joined, through DigestCache's chunk cache (a dict) or None."},
+    {"tw_write_topics", (PyCFunction)(void (*)(void))py_tw_write_topics, METH_FASTCALL,
+     "tw_write_topics(topics, start, kept, fresh, out, written, chunk_map, payload, directories, resolve) -> "
+     "(stop, encoded, reused): the snapshot topic writer's loop over its usual topics, up to the first other one."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

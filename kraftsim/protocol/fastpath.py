@@ -458,28 +458,6 @@ def try_partition_values(payload: Any, topic_id: Uuid, pids: list[int] | None, r
     return values(payload, topic_id, pids, registrations, positions, directories, _resolve)  # type: ignore[no-any-return]
 
 
-#: What try_changed_topic answers: the topic's new values, the twins of its chunks, and how
-#: many partitions were encoded.
-ChangedTopic = tuple[list[bytes], tuple[tuple[Any, ...], ...], int]
-
-
-def try_changed_topic(payload: Any, topic_id: Uuid, chunks: tuple[tuple[Any, ...], ...],
-                      kept_chunks: tuple[tuple[Any, ...], ...], kept_twins: tuple[tuple[Any, ...], ...],
-                      values: list[bytes], directories: bool) -> ChangedTopic | None:
-    """A changed topic of writer.components.topics.write_values in one C call, or None: the
-    new partitions are a dense ChunkMap's `chunks` (ids 0..n-1), compared with the kept
-    chunks and their twins (chunk by chunk, as changed_positions does position by
-    position), the changed ones encoded as try_partition_values does (`payload`,
-    `directories`: its arguments) into the kept `values` (the TopicRecord's first), in
-    place (the caller drops the kept topic). None when the fast path is off, the shapes do not fit, or a changed partition
-    is not the usual case (the Python path then runs)."""
-    changed = getattr(_c, "tw_changed_topic", None) if ENABLED else None
-    if changed is None:
-        return None
-    return changed(payload, topic_id, chunks, kept_chunks, kept_twins, values,  # type: ignore[no-any-return]
-                   directories, _resolve)
-
-
 def try_values_records_size(values: Sequence[bytes], first_delta: int) -> int | None:
     """batchfile.records_size of the values' lengths in C, or None."""
     size = getattr(_c, "values_records_size", None) if ENABLED else None
@@ -585,6 +563,26 @@ def try_partition_chunks_canon(chunks: tuple[Any, ...], chunk_bits: int,
     if chunks_canon is None:
         return None
     return chunks_canon(chunks, chunk_bits, cache)  # type: ignore[no-any-return]
+
+
+#: What try_write_topics answers: where it stopped, and how many partitions it encoded and reused.
+WrittenTopics = tuple[int, int, int]
+
+
+def try_write_topics(topics: list[Any], start: int, kept: dict[Uuid, Any], fresh: dict[Uuid, Any], out: list[bytes],
+                     written: type, chunk_map: type, payload: Any, directories: bool) -> WrittenTopics | None:
+    """writer.components.topics.write_values' loop over `topics` from `start` in one C call,
+    for its usual topics (`kept`: the last write's, as `written`; kept whole, or a changed
+    dense `chunk_map` compared chunk by chunk with its kept chunks, the changed
+    partitions encoded as try_partition_values does, `payload` and `directories` its
+    arguments), filling `fresh` and `out` as the loop does, up to the first other topic: its
+    position (len(topics) when done), with the partitions encoded and reused. None when the
+    fast path is off or the extension predates it (the loop then runs)."""
+    loop = getattr(_c, "tw_write_topics", None) if ENABLED else None
+    if loop is None:
+        return None
+    return loop(topics, start, kept, fresh, out, written, chunk_map, payload,  # type: ignore[no-any-return]
+                directories, _resolve)
 
 
 def crc32c(data: bytes) -> int:

@@ -111,7 +111,7 @@ def test_c_values_are_the_python_loops(pids: list[int], data: Any, usual: bool, 
             fast_target, plain_target = target(mv, elr_on, fast_losses), target(mv, elr_on, plain_losses)
             spy = Spy()
             with mock.patch.object(topics_writer, "try_partition_values", spy), \
-                    mock.patch.object(topics_writer, "try_changed_topic", lambda *_: None):  # (its own test)
+                    mock.patch.object(topics_writer, "try_write_topics", lambda *_: None):  # (its own test)
                 fast = written(topics, fast_target, cache)
             with fastpath.pure_python():  # the records the loop builds, encoded in Python
                 plain = encode_values(list(topics_writer.write(topics, plain_target)))

@@ -17,7 +17,7 @@ from kraftsim.image.writer.loss import PARTITION_ELR, PARTITION_ELR_DISABLED, RE
 from kraftsim.image.writer.target import WriteTarget
 from kraftsim.protocol.batch_io import encode_values
 from kraftsim.protocol.entries import Payload
-from kraftsim.protocol.fastpath import try_changed_positions, try_changed_topic, try_partition_values
+from kraftsim.protocol.fastpath import try_changed_positions, try_partition_values, try_write_topics
 from kraftsim.protocol.primitives import Uuid
 
 #: Leading fields of TopicRecord and PartitionRecord, in schema order (see positional_constructor).
@@ -167,7 +167,7 @@ class _Written(NamedTuple):
     tuples cut as they are (a twins tuple is the chunk itself when it holds the same
     objects): the C path then passes over a chunk the new image shares with this one
     without a look inside, and keeping it takes no reference per partition (see
-    _speedups.c tw_changed_topic). Otherwise both are lists."""
+    _speedups.c tw_changed). Otherwise both are lists."""
 
     name: str
     partitions: Mapping[int, PartitionRegistration]
@@ -271,28 +271,20 @@ def _layout(t: TopicImage) -> tuple[list[int] | None, list[PartitionRegistration
     return _sorted_apart(t)
 
 
-def _rewritten_in_c(records: _Records, t: TopicImage, old: _Written) -> tuple[_Written, int] | None:
-    """`t` written again from `old` (same name, checked by the caller) in one C call, with
-    how many partitions were encoded, for the usual changed topic: a dense ChunkMap as
-    `old`'s, chunks of the same lengths, every changed one of the usual case. What the
-    Python path of write_values makes (the same values and twins, see changed_positions),
-    with `old.values` changed in place (write_values drops `old`). None for anything else
-    (the Python path runs)."""
-    parts = t.partitions
-    if old.pids is not None or not isinstance(parts, ChunkMap):
-        return None
-    chunks = parts.dense_chunks()
-    if chunks is None:
-        return None
-    kept, kept_twins = old.registrations, old.twins
-    if isinstance(kept, list) or isinstance(kept_twins, list):
-        return None
-    fast = try_changed_topic(records.partition_template(t), t.id, chunks, kept, kept_twins, old.values,
-                             records.dirs_ok)
-    if fast is None:
-        return None
-    values, twins, changed = fast
-    return _Written(t.name, parts, None, chunks, twins, values), changed
+def _kept_in_c(records: _Records, ordered: list[TopicImage], start: int, kept: dict[Uuid, _Written],
+               fresh: dict[Uuid, _Written], out: list[bytes]) -> tuple[int, int, int] | None:
+    """write_values' loop from `ordered[start]` in one C call, for as long as each topic is
+    of the usual kinds: kept whole (the same partitions object, as the loop below), or a
+    dense ChunkMap kept as chunks of the same lengths whose changed partitions are all of
+    the usual case (compared chunk by chunk, the changed ones encoded as records.values
+    does, into the kept values in place: write_values drops the kept topic). What the loop
+    below makes (the same values and twins, see changed_positions); where it stopped (the
+    loop below takes that topic, reporting any loss), and how many partitions it encoded
+    and reused. None when the C path is off. Why: at a million partitions a write meets
+    20,000 topics, most changed in a few partitions, and a turn of the Python loop cost
+    about as much as the C comparison and encoding of a topic's changed partitions."""
+    return try_write_topics(ordered, start, kept, fresh, out, _Written, ChunkMap,
+                            records.partition_template(ordered[start]), records.dirs_ok)
 
 
 def _flat(regs: Registrations) -> list[PartitionRegistration]:
@@ -340,7 +332,21 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
     cache.signature, cache.topics = None, {}  # (a write that stops half way leaves nothing half kept)
     out: list[bytes] = []
     encoded = reused = 0
-    for t in _ordered_as_before(topics, target, cache):
+    ordered = _ordered_as_before(topics, target, cache)
+    at, in_c = 0, bool(kept)
+    while at < len(ordered):
+        if in_c:  # the usual topics in one C call, up to the first other one (see _kept_in_c)
+            run = _kept_in_c(records, ordered, at, kept, fresh, out)
+            if run is None:
+                in_c = False
+            else:
+                at, encoded_in_c, reused_in_c = run
+                encoded += encoded_in_c
+                reused += reused_in_c
+                if at == len(ordered):
+                    break
+        t = ordered[at]
+        at += 1
         tid, parts = t.id, t.partitions
         old = kept.get(tid)
         if old is not None and old.partitions is parts and old.name == t.name:
@@ -348,14 +354,6 @@ def write_values(topics: TopicsImage, target: WriteTarget, cache: TopicValues | 
             reused += len(old.values) - 1
             out += old.values
             continue
-        if old is not None and old.name == t.name:
-            fast = _rewritten_in_c(records, t, old)
-            if fast is not None:  # (no loss: the C code declines any partition with one to report)
-                fresh[tid], changed = fast
-                encoded += changed
-                reused += len(fast[0].values) - 1 - changed
-                out += fast[0].values
-                continue
         before = losses[0]
         pids, regs = _layout(t)
         if old is not None and old.name == t.name and old.pids == pids and len(old.values) == len(regs) + 1:
