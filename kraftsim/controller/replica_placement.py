@@ -82,17 +82,19 @@ class PlacementMemo:
     layout (racks, order, fenced ones) is also the same for every topic. Kept for the brokers
     list object it was first used with; another list starts it afresh."""
 
-    __slots__ = ("brokers", "lists", "layout")
+    __slots__ = ("brokers", "lists", "layout", "rows")
 
     def __init__(self) -> None:
         self.brokers: Sequence[UsableBroker] | None = None
         self.lists: dict[tuple[int, int, int], tuple[int, ...]] = {}
         self.layout: _Layout | None = None
+        #: (replicas taken, shift) -> the lists of one round, by leader position (single rack)
+        self.rows: dict[tuple[int, int], list[tuple[int, ...]]] = {}
 
     def of(self, brokers: Sequence[UsableBroker]) -> dict[tuple[int, int, int], tuple[int, ...]]:
         """The lists made for `brokers`: (replicas taken, leader position, shift) -> replicas."""
         if self.brokers is not brokers:
-            self.brokers, self.lists, self.layout = brokers, {}, None
+            self.brokers, self.lists, self.layout, self.rows = brokers, {}, None, {}
         return self.lists
 
     def layout_of(self, brokers: Sequence[UsableBroker]) -> _Layout:
@@ -138,20 +140,17 @@ def placed_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replic
     start, shift = rng.randrange(n), rng.randrange(n)
     cursors = _RackCursors(by_rack, rng)
     take = min(replication_factor, n)
-    out: list[tuple[int, ...]] = []
     made = memo.of(brokers) if memo is not None else {}
+    if len(racks) == 1 and take == replication_factor and memo is not None:
+        return _single_rack_rounds(memo, made, ids, take, num_partitions, start, shift)
+    out: list[tuple[int, ...]] = []
     for p in range(num_partitions):
         if p > 0 and p % n == 0:
             shift += 1
         first = (p + start) % n
         replicas: tuple[int, ...]
-        if len(racks) == 1:  # the j-th follower sits (shift + j) % (n - 1) + 1 places after the leader
-            key = (take, first, shift % (n - 1) if n > 1 else 0)
-            kept = made.get(key)
-            if kept is None:
-                kept = made[key] = (ids[first], *[ids[(first + 1 + (shift + j) % (n - 1)) % n]
-                                                  for j in range(take - 1)])
-            replicas = kept
+        if len(racks) == 1:
+            replicas = _replicas(made, ids, take, first, shift % (n - 1) if n > 1 else 0)
         else:
             leader = unfenced[first]
             chosen = [leader]
@@ -171,3 +170,32 @@ def placed_replicas(brokers: Sequence[UsableBroker], num_partitions: int, replic
             replicas += tuple(fenced[(p + k) % len(fenced)].id for k in range(replication_factor - take))
         out.append(replicas)
     return out
+
+
+def _single_rack_rounds(memo: PlacementMemo, made: dict[tuple[int, int, int], tuple[int, ...]], ids: list[int],
+                        take: int, num_partitions: int, start: int, shift: int) -> list[tuple[int, ...]]:
+    """placed_replicas' single-rack loop a round of brokers at a time: partitions k*n.. share
+    the shift (the k-th after `shift`), and their leaders go round from `start`, so a round is
+    the shift's row of lists (one per leader position, from `made`) rotated by `start`."""
+    n = len(ids)
+    out: list[tuple[int, ...]] = []
+    for k, first_p in enumerate(range(0, num_partitions, n)):
+        s = (shift + k) % (n - 1) if n > 1 else 0
+        row = memo.rows.get((take, s))
+        if row is None:
+            row = memo.rows[(take, s)] = [_replicas(made, ids, take, first, s) for first in range(n)]
+        rotated = row[start:] + row[:start]
+        out += rotated[:num_partitions - first_p]
+    return out
+
+
+def _replicas(made: dict[tuple[int, int, int], tuple[int, ...]], ids: list[int], take: int, first: int,
+              s: int) -> tuple[int, ...]:
+    """The replicas of a partition led from position `first` at shift `s` (single rack): the j-th
+    follower sits (s + j) % (n - 1) + 1 places after the leader; made once per (take, first, s)."""
+    key = (take, first, s)
+    kept = made.get(key)
+    if kept is None:
+        n = len(ids)
+        kept = made[key] = (ids[first], *[ids[(first + 1 + (s + j) % (n - 1)) % n] for j in range(take - 1)])
+    return kept
