@@ -530,10 +530,8 @@ RiRecords = Callable[[list[Any], tuple[Any, ...], list[Any], dict[Any, Any], dic
 def try_ri_records() -> RiRecords | None:
     """The C loop of leader_and_isr_updates over a whole replica index answer
     (`ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start)`,
-    documented
-    in _speedups.c), or None (fast path off, or an extension built before it existed)."""
+    documented in _speedups.c), or None (fast path off, or an extension built before it existed)."""
     return getattr(_c, "ri_records", None) if ENABLED else None
-
 
 
 #: pmap.hash_uuid in C (`uuid_hash(value)`: `hash(int.from_bytes(value, "big"))` without the
