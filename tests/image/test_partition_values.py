@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 from unittest import mock
 
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import intern
@@ -93,6 +94,7 @@ def written(topics: TopicsImage, t: WriteTarget, cache: topics_writer.TopicValue
     return [v for run in topics_writer.write_values(topics, t, cache) for v in run]
 
 
+@pytest.mark.skipif(not fastpath.ENABLED, reason="the C fast path is off")
 @settings(max_examples=60, deadline=None)
 @given(pids=partition_ids, data=st.data(), usual=st.booleans(), elr_on=st.booleans())
 def test_c_values_are_the_python_loops(pids: list[int], data: Any, usual: bool, elr_on: bool) -> None:
@@ -123,6 +125,7 @@ def test_c_values_are_the_python_loops(pids: list[int], data: Any, usual: bool, 
             kept = not fast_losses.items
 
 
+@pytest.mark.skipif(not fastpath.ENABLED, reason="the C fast path is off")
 def test_each_field_is_written_where_the_schema_says() -> None:
     """Every field distinct, read back by the decoder: a field written in another's place,
     or with another value, fails here."""
