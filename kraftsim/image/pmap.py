@@ -46,7 +46,7 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import chunks_updated, untracked_tuple, uuid_hash
+from kraftsim.protocol.fastpath import chunks_updated, try_pmap_update, untracked_tuple, uuid_hash
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -357,7 +357,8 @@ class PMap(Generic[K, V]):
             batch: list[Triple] = [(h(k), k, v) for k, v in changes.items() if v is not DELETE]
             return PMap(h, _build(batch, 0), len(batch)) if batch else self
         batch = [(h(k), k, v) for k, v in changes.items()]
-        root, delta = _update(self._root, 0, batch, h)
+        fast = try_pmap_update(self._root, batch, DELETE, _EMPTY, _split, h)  # (C: the same nodes)
+        root, delta = _update(self._root, 0, batch, h) if fast is None else fast
         if root is self._root:
             return self
         return PMap(h, root, self._len + delta)

@@ -5654,6 +5654,223 @@ error:
 
 /* ------------------------------------------------------------------------ end of pcs_ */
 
+/* ------------------------------------------------------------------------ pm_: pmap update */
+
+/* pm_update(root, changes, delete, empty, split, hash_fn) -> (root, size delta) | None
+ *
+ * image/pmap.py _update(root, 0, changes, hash_fn) for a trie of exact dicts (leaves) and
+ * exact 32-tuples (interior nodes), `changes` a list of (hash, key, value | `delete`) with
+ * hashes of 64 bits: the same nodes, built the same way (a node without changes is
+ * returned itself, so unchanged subtrees stay shared; an emptied leaf is `empty`; a leaf
+ * grown past PM_LEAF_MAX becomes `split(leaf, shift, hash_fn)`; a shrunk interior node whose
+ * children are small leaves is merged into one leaf). None for anything else (the Python
+ * code then runs). */
+#define PM_BITS 5
+#define PM_WIDTH 32
+#define PM_LEAF_MAX 32
+#define PM_MAX_SHIFT 60
+
+typedef struct {
+    uint64_t *hash;
+    PyObject **key, **value;
+    PyObject *delete, *empty, *split, *hash_fn;
+    Py_ssize_t *scratch; /* routing space, one per change per level */
+} PmCtx;
+
+/* The node for the changes at positions `at[0..n)` below `node` (a new reference), adding
+ * the size change to *delta; Py_None (a new reference) to decline; NULL on error. */
+static PyObject *pm_node(PmCtx *ctx, PyObject *node, int shift, Py_ssize_t *at, Py_ssize_t n, Py_ssize_t *delta) {
+    if (PyDict_CheckExact(node)) {
+        PyObject *fresh = NULL;
+        Py_ssize_t d = 0;
+        for (Py_ssize_t q = 0; q < n; q++) {
+            PyObject *k = ctx->key[at[q]], *v = ctx->value[at[q]];
+            PyObject *cur = PyDict_GetItemWithError(fresh ? fresh : node, k);
+            if (!cur && PyErr_Occurred())
+                goto leaf_error;
+            if (v == ctx->delete) {
+                if (!cur)
+                    continue;
+                if (!fresh && !(fresh = PyDict_Copy(node)))
+                    return NULL;
+                if (PyDict_DelItem(fresh, k) < 0)
+                    goto leaf_error;
+                d--;
+            } else {
+                if (cur == v)
+                    continue;
+                if (!fresh && !(fresh = PyDict_Copy(node)))
+                    return NULL;
+                if (!cur)
+                    d++;
+                if (PyDict_SetItem(fresh, k, v) < 0)
+                    goto leaf_error;
+            }
+        }
+        if (!fresh)
+            return Py_NewRef(node);
+        *delta += d;
+        if (PyDict_GET_SIZE(fresh) == 0) {
+            Py_DECREF(fresh);
+            return Py_NewRef(ctx->empty);
+        }
+        if (PyDict_GET_SIZE(fresh) > PM_LEAF_MAX && shift <= PM_MAX_SHIFT) {
+            PyObject *sh = PyLong_FromLong(shift);
+            if (!sh)
+                goto leaf_error;
+            PyObject *sargs[3] = {fresh, sh, ctx->hash_fn};
+            PyObject *split = PyObject_Vectorcall(ctx->split, sargs, 3, NULL);
+            Py_DECREF(sh);
+            Py_DECREF(fresh);
+            return split;
+        }
+        return fresh;
+    leaf_error:
+        Py_XDECREF(fresh);
+        return NULL;
+    }
+    if (!PyTuple_CheckExact(node) || PyTuple_GET_SIZE(node) != PM_WIDTH || shift > 63)
+        return Py_NewRef(Py_None);
+    /* route: a counting sort of the positions by slot, keeping their order within a slot */
+    Py_ssize_t count[PM_WIDTH] = {0}, start[PM_WIDTH + 1];
+    for (Py_ssize_t q = 0; q < n; q++)
+        count[(ctx->hash[at[q]] >> shift) & (PM_WIDTH - 1)]++;
+    start[0] = 0;
+    for (int i = 0; i < PM_WIDTH; i++)
+        start[i + 1] = start[i] + count[i];
+    Py_ssize_t *routed = ctx->scratch, fill[PM_WIDTH];
+    ctx->scratch += n;
+    memcpy(fill, start, sizeof fill);
+    for (Py_ssize_t q = 0; q < n; q++)
+        routed[fill[(ctx->hash[at[q]] >> shift) & (PM_WIDTH - 1)]++] = at[q];
+    PyObject *children[PM_WIDTH];
+    int rebuilt = 0;
+    Py_ssize_t d = 0;
+    PyObject *res = NULL;
+    for (int i = 0; i < PM_WIDTH; i++)
+        children[i] = PyTuple_GET_ITEM(node, i);
+    for (int i = 0; i < PM_WIDTH; i++) {
+        if (!count[i])
+            continue;
+        PyObject *child = pm_node(ctx, children[i], shift + PM_BITS, routed + start[i], count[i], &d);
+        if (!child || child == Py_None) {
+            res = child;
+            goto interior_done;
+        }
+        if (child == children[i]) {
+            Py_DECREF(child);
+            continue;
+        }
+        if (!rebuilt) {
+            for (int j = 0; j < PM_WIDTH; j++)
+                Py_INCREF(children[j]);
+            rebuilt = 1;
+        }
+        Py_SETREF(children[i], child);
+    }
+    if (!rebuilt) {
+        res = Py_NewRef(node);
+        goto interior_done;
+    }
+    *delta += d;
+    if (d < 0) { /* collapse sparse interior nodes back into one leaf */
+        Py_ssize_t total = 0;
+        int leaves = 1;
+        for (int i = 0; i < PM_WIDTH && leaves; i++) {
+            if (!PyDict_CheckExact(children[i]))
+                leaves = 0;
+            else
+                total += PyDict_GET_SIZE(children[i]);
+        }
+        if (leaves && total <= PM_LEAF_MAX / 2) {
+            PyObject *merged = PyDict_New();
+            if (!merged)
+                goto interior_done;
+            for (int i = 0; i < PM_WIDTH; i++)
+                if (PyDict_Update(merged, children[i]) < 0) {
+                    Py_DECREF(merged);
+                    goto interior_done;
+                }
+            if (PyDict_GET_SIZE(merged) == 0) {
+                Py_DECREF(merged);
+                merged = Py_NewRef(ctx->empty);
+            }
+            res = merged;
+            goto interior_done;
+        }
+    }
+    res = PyTuple_New(PM_WIDTH);
+    if (res) {
+        for (int i = 0; i < PM_WIDTH; i++) {
+            PyTuple_SET_ITEM(res, i, children[i]);
+            children[i] = NULL;
+        }
+        rebuilt = 0;
+    }
+interior_done:
+    if (rebuilt)
+        for (int i = 0; i < PM_WIDTH; i++)
+            Py_XDECREF(children[i]);
+    ctx->scratch -= n;
+    return res;
+}
+
+static PyObject *py_pm_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "pm_update expects 6 arguments");
+        return NULL;
+    }
+    PyObject *root = args[0], *changes = args[1];
+    if (!PyList_CheckExact(changes) || !PyDict_CheckExact(args[3]) || !PyCallable_Check(args[4]))
+        Py_RETURN_NONE;
+    Py_ssize_t n = PyList_GET_SIZE(changes);
+    PmCtx ctx = {.delete = args[2], .empty = args[3], .split = args[4], .hash_fn = args[5]};
+    /* (positions, then routing space for each of at most 13 levels of 5 bits) */
+    size_t slots = (size_t)n * 14 + 1;
+    ctx.hash = PyMem_Malloc(((size_t)n + 1) * sizeof(uint64_t));
+    ctx.key = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
+    ctx.value = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
+    Py_ssize_t *space = PyMem_Malloc(slots * sizeof(Py_ssize_t));
+    PyObject *res = NULL;
+    if (!ctx.hash || !ctx.key || !ctx.value || !space) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t q = 0; q < n; q++) {
+        PyObject *t = PyList_GET_ITEM(changes, q);
+        if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(t, 0)))
+            goto decline;
+        unsigned long long h = PyLong_AsUnsignedLongLong(PyTuple_GET_ITEM(t, 0));
+        if (h == (unsigned long long)-1 && PyErr_Occurred()) {
+            PyErr_Clear(); /* (negative or past 64 bits: not a stable hash) */
+            goto decline;
+        }
+        ctx.hash[q] = (uint64_t)h;
+        ctx.key[q] = PyTuple_GET_ITEM(t, 1);
+        ctx.value[q] = PyTuple_GET_ITEM(t, 2);
+        space[q] = q;
+    }
+    ctx.scratch = space + n;
+    Py_ssize_t delta = 0;
+    PyObject *node = pm_node(&ctx, root, 0, space, n, &delta);
+    if (!node || node == Py_None) {
+        res = node;
+        goto done;
+    }
+    res = Py_BuildValue("(Nn)", node, delta);
+    goto done;
+decline:
+    res = Py_NewRef(Py_None);
+done:
+    PyMem_Free(ctx.hash);
+    PyMem_Free(ctx.key);
+    PyMem_Free(ctx.value);
+    PyMem_Free(space);
+    return res;
+}
+
+/* ------------------------------------------------------------------------ end of pm_ */
+
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
@@ -5724,6 +5941,9 @@ static PyMethodDef module_methods[] = {
     {"tw_write_topics", (PyCFunction)(void (*)(void))py_tw_write_topics, METH_FASTCALL,
      "tw_write_topics(topics, start, kept, fresh, out, written, chunk_map, payload, directories, resolve) -> "
      "(stop, encoded, reused): the snapshot topic writer's loop over its usual topics, up to the first other one."},
+    {"pm_update", (PyCFunction)(void (*)(void))py_pm_update, METH_FASTCALL,
+     "pm_update(root, changes, delete, empty, split, hash_fn) -> (root, size delta) | None: pmap._update over a whole "
+     "trie of dicts and 32-tuples (see image/pmap.py)."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

@@ -118,3 +118,6 @@ def partition_chunks_canon(chunks: tuple[Any, ...], chunk_bits: int, cache: dict
 def tw_write_topics(topics: list[Any], start: int, kept: dict[Any, Any], fresh: dict[Any, Any], out: list[bytes],
                     written: type, chunk_map: type, payload: Any, directories: bool, resolve: _Resolve,
                     /) -> tuple[int, int, int]: ...
+def pm_update(root: Any, changes: list[tuple[int, Any, Any]], delete: Any, empty: dict[Any, Any],
+              split: Callable[[dict[Any, Any], int, Callable[[Any], int]], Any], hash_fn: Callable[[Any], int],
+              /) -> tuple[Any, int] | None: ...

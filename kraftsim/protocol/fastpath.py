@@ -583,6 +583,23 @@ def try_write_topics(topics: list[Any], start: int, kept: dict[Uuid, Any], fresh
                 directories, _resolve)
 
 
+
+#: What try_pmap_update answers: the new root and the change of size.
+PmapUpdated = tuple[Any, int]
+
+
+def try_pmap_update(root: Any, changes: list[tuple[int, Any, Any]], delete: Any, empty: dict[Any, Any],
+                    split: Callable[[dict[Any, Any], int, Callable[[Any], int]], Any],
+                    hash_fn: Callable[[Any], int]) -> PmapUpdated | None:
+    """image.pmap._update(root, 0, changes, hash_fn) in one C call, the same nodes built the
+    same way (`delete` and `empty` pmap's DELETE and empty leaf, `split` its _split). None when
+    the fast path is off, the extension predates it, or the trie holds anything unusual (the
+    Python recursion then runs)."""
+    update = getattr(_c, "pm_update", None) if ENABLED else None
+    if update is None:
+        return None
+    return update(root, changes, delete, empty, split, hash_fn)  # type: ignore[no-any-return]
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:
