@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -24,9 +25,11 @@ from kraftsim.image import image_digest
 from kraftsim.protocol.batch import crc32c
 from kraftsim.protocol.entries import Payload
 from kraftsim.sim import Simulation
+from kraftsim.sim.engine.checked_snapshots import CheckedSnapshots
 from kraftsim.sim.engine.file_memo import FileMemo, file_identity
 from kraftsim.image import DigestCache, MetadataLoader
 from kraftsim.sim.engine.invariants import _snapshot_digest, replay_image
+from kraftsim.sim.node import snapshot_share
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.storage import read_snapshot
 from kraftsim.storage.names import parse_snapshot_name
@@ -102,6 +105,43 @@ def test_a_read_back_takes_a_shadows_load_of_the_same_content_only() -> None:
         assert other.read_bytes() == bad
         assert _snapshot_digest(node, sid, other, bad, share, cache) != plain
         assert share.adopted == 1 and share.loaded == 2
+        sim.close()
+
+
+def test_a_read_back_loads_the_parse_its_check_made_and_parses_nothing_again(monkeypatch: Any) -> None:
+    """The read-back hands the load what checking the file found (`CheckedSnapshots`: its
+    content and its parse): the file is parsed once, and the digest is a plain decode's.
+    The parse handed over is that of the very bytes checked: a damaged file read after a
+    sound one loads its own bytes, and differs."""
+    with scratch() as base:
+        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
+        sim.create_topics(4, 3)
+        path = sim.snapshot()[0]
+        node = sim.engine.member(1).node
+        assert node is not None
+        parsed = parse_snapshot_name(path.name)
+        assert parsed is not None and parsed.snapshot_id is not None
+        sid, raw = parsed.snapshot_id, path.read_bytes()
+        plain = _snapshot_digest(node, sid, path, raw)
+        (base / "w").mkdir()
+        other = base / "w" / path.name
+        bad = _without_last_partition(path, base / "w")
+        parses: list[bytes] = []
+        counted = snapshot_share.read_snapshot
+
+        def counting(where: Path, registry: Any, *, data: bytes | None = None) -> Any:
+            parses.append(b"" if data is None else data)
+            return counted(where, registry, data=data)
+        monkeypatch.setattr(snapshot_share, "read_snapshot", counting)
+        checks, share = CheckedSnapshots(), SnapshotShare()
+        digests = []
+        for where, data in ((path, raw), (other, bad)):
+            content = checks.content(where, node.registry, data)
+            checked = (content, checks.take_parsed(data))
+            assert checked[1] is not None and checks.take_parsed(data) is None  # (handed over once)
+            digests.append(_snapshot_digest(node, sid, where, data, share, DigestCache(), checked=checked))
+        assert parses == [] and share.loaded == 2
+        assert digests[0] == plain != digests[1] == _snapshot_digest(node, sid, other, bad)
         sim.close()
 
 

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from kraftsim.protocol.batch import CRC_AT, TIMESTAMPS_AT, crc32c
 from kraftsim.protocol.registry import Registry
 from kraftsim.sim.node.snapshot_share import snapshot_content
-from kraftsim.storage import read_snapshot
+from kraftsim.storage import SnapshotFile, read_snapshot
 from kraftsim.storage.snapshot import crc32c_zero_extend
 
 #: Files checked whole kept to compare others with (each holds its bytes: at a million
@@ -60,22 +60,34 @@ class CheckedSnapshots:
     def __init__(self, keep: int = KEEP) -> None:
         self.keep = keep
         self._kept: list[Checked] = []
+        #: The last file `content` parsed, with the bytes it parsed, until `take_parsed`.
+        self._parsed: tuple[bytes, SnapshotFile] | None = None
         #: Files read and checked whole, and files matched with one of those.
         self.checked = 0
         self.matched = 0
 
     def clear(self) -> None:
         self._kept.clear()
+        self._parsed = None
+
+    def take_parsed(self, raw: bytes | None) -> SnapshotFile | None:
+        """What the last `content` call parsed, if it parsed `raw` (a file matched with a
+        checked one is not parsed), for a load of the same bytes not to parse them again;
+        let go either way (it holds a copy of the file's batches)."""
+        parsed, self._parsed = self._parsed, None
+        return parsed[1] if parsed is not None and parsed[0] is raw else None
 
     def content(self, path: Path, registry: Registry, raw: bytes) -> tuple[int, bytes]:
         """What a loader takes from the snapshot file `path` holding `raw` (a problem raises
         LogFileError, as `read_snapshot` raises it)."""
+        self._parsed = None
         for kept in self._kept:
             if kept.registry is registry and len(kept.raw) == len(raw) and restamped_from(kept, raw):
                 self.matched += 1
                 return kept.content
         snap = read_snapshot(path, registry, data=raw)
         content = snapshot_content(snap)
+        self._parsed = (raw, snap)
         self.checked += 1
         self._kept.insert(0, Checked(raw, registry, tuple((fb.position, fb.batch.size) for fb in snap.batches),
                                      content))

@@ -42,7 +42,7 @@ from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.engine.range_share import RangeShare
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.types import INVARIANTS, MEMBERSHIP_INVARIANTS, InvariantResult
-from kraftsim.storage import decode_file_batch, read_snapshot
+from kraftsim.storage import SnapshotFile, decode_file_batch, read_snapshot
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import snapshot_path
@@ -476,17 +476,24 @@ class Checker:
                 continue
             self._snapshots_checked[key] = ident
             software = node.software
+            contents: list[tuple[int, bytes]] = []  # (what the check found of the bytes read: their load takes it)
+
+            def content(raw: bytes) -> tuple[int, bytes]:
+                contents.append(self.checked_snapshots.content(path, node.registry, raw))
+                return contents[-1]
+
+            def load_digest(raw: bytes) -> str:
+                checked = (contents[-1], self.checked_snapshots.take_parsed(raw))
+                return _snapshot_digest(node, sid, path, raw, self.shadow_share.snapshots, self.digests,
+                                        checked=checked)
             try:
-                loaded = self.snapshot_digests.value(path, ident, (software, sid),
-                                                     lambda raw: _snapshot_digest(node, sid, path, raw,
-                                                                                  self.shadow_share.snapshots,
-                                                                                  self.digests),
-                                                     lambda raw: self.checked_snapshots.content(path, node.registry,
-                                                                                                raw))
+                loaded = self.snapshot_digests.value(path, ident, (software, sid), load_digest, content)
             except KraftsimError as e:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
                                                 f"(epoch {sid.epoch}) cannot be read: {e}")
                 continue
+            finally:
+                self.checked_snapshots.take_parsed(None)  # (not loaded: a content already known)
             expected = self._log_digest(node, sid.end_offset)
             if expected is not None and not node.kip_778 and expected != loaded:
                 self.fail("SnapshotMatchesLog", f"{event}: node {m.id}'s snapshot at offset {sid.end_offset} "
@@ -526,7 +533,8 @@ def _log_key(log: MetadataLog, end: int) -> bytes:
 
 
 def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ignore[no-untyped-def]
-                     share: SnapshotShare | None = None, digests: DigestCache | None = None) -> str:
+                     share: SnapshotShare | None = None, digests: DigestCache | None = None, *,
+                     checked: tuple[tuple[int, bytes], SnapshotFile | None] | None = None) -> str:
     """The digest of what a fresh loader of `node`'s software loads from the snapshot
     file `path` holding `raw`; through `share` (the shadows' snapshot loads: a shadow's
     load of the same content is taken instead of decoding it again). The read-back's own
@@ -535,17 +543,19 @@ def _snapshot_digest(node, sid: SnapshotId, path: Path, raw: bytes,  # type: ign
     `digests`: the checker's digest parts, used for a load taken from `share` (its image
     is held there, and by the shadow that made it, whose digest put its topics in the
     cache); a decode of its own is digested through a cache of its own, which lets go of
-    it afterwards."""
+    it afterwards. `checked`: what the caller's check of `raw` as `read_snapshot` checks
+    found (their content, and their parse when it made one), not made again here."""
     loader = MetadataLoader(node.catalog, fault_handler=_as_node, clock_ns=lambda: 0, mv_change=_mv_handling(node))
     taken = False
     if share is not None:
         adopted = share.adopted
         share.load(loader, path, sid, node.registry, node.software,
-                   data=raw, keep=False)
+                   data=raw, keep=False, checked=checked)
         taken = share.adopted > adopted
     else:
-        load_snapshot(loader, read_snapshot(path, node.registry, data=raw), end_offset=sid.end_offset,
-                      epoch=sid.epoch)
+        snap = checked[1] if checked is not None else None
+        load_snapshot(loader, read_snapshot(path, node.registry, data=raw) if snap is None else snap,
+                      end_offset=sid.end_offset, epoch=sid.epoch)
     return image_digest(loader.image, digests if taken and digests is not None else None)
 
 

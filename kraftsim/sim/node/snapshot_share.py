@@ -90,7 +90,8 @@ class SnapshotShare:
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
              seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None, *,
-             data: bytes | None = None, reads_like: ReadsLike | None = None, keep: bool = True) -> None:
+             data: bytes | None = None, reads_like: ReadsLike | None = None, keep: bool = True,
+             checked: tuple[tuple[int, bytes], SnapshotFile | None] | None = None) -> None:
         """Load the snapshot file `path` (id `sid`) into the fresh, idle `loader`, as
         `load_snapshot` then `seed(loader, header)` would; from another loader's load of
         the same content when one was kept, or from the image `writes` wrote the file from
@@ -98,11 +99,15 @@ class SnapshotShare:
         this loader's software loads such a file as written (`replays_alike`). `data`: the
         file's bytes, read already by the caller (never taken from a write). `keep=False`:
         a load made here is not kept for others (a caller whose image nobody holds after
-        it: keeping it would hold a whole image and its delta alive)."""
+        it: keeping it would hold a whole image and its delta alive). `checked`: with
+        `data`, what the caller found checking those bytes as `read_snapshot` does: their
+        `snapshot_content`, and their parse when it made one, so neither is made again."""
         snap: SnapshotFile | None = None
         identity = _identity(path)
         content = self._hashes.get(identity) if identity is not None and data is None else None
-        if content is None:
+        if checked is not None and data is not None:
+            content, snap = checked
+        elif content is None:
             self.hashed += 1
             snap = read_snapshot(path, registry, data=read_file(path) if data is None else data)
             still = identity if data is None and identity is not None and identity == _identity(path) else None
@@ -119,7 +124,9 @@ class SnapshotShare:
             self.adopted += 1
             return
         faults = len(loader.faults)
-        if snap is None:  # (the bytes loaded are the ones the load is kept under)
+        if snap is None and checked is not None and data is not None:
+            snap = read_snapshot(path, registry, data=data)  # (the checked bytes: `content` is theirs)
+        elif snap is None:  # (the bytes loaded are the ones the load is kept under)
             snap = read_snapshot(path, registry, data=read_file(path))
             content = snapshot_content(snap)
             key = (software, sid.end_offset, sid.epoch, *content)
