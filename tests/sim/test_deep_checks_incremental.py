@@ -31,7 +31,7 @@ from kraftsim.image import DigestCache, MetadataLoader
 from kraftsim.sim.engine.invariants import _snapshot_digest, replay_image
 from kraftsim.sim.node import snapshot_share
 from kraftsim.sim.node.snapshot_share import SnapshotShare
-from kraftsim.storage import read_snapshot
+from kraftsim.storage import SnapshotId, read_snapshot
 from kraftsim.storage.names import parse_snapshot_name
 from kraftsim.storage.snapshot import write_snapshot
 from tests.sim.sim_helpers import failed, scratch
@@ -78,20 +78,26 @@ def test_a_snapshot_changed_after_its_check_is_caught_and_an_unchanged_one_is_no
     assert "differs from a replay of its log" in str(broken[0].detail)
 
 
+def _cluster_with_a_snapshot(base: Path) -> tuple[Simulation, Any, Path, SnapshotId, bytes]:
+    """A small cluster under `base` that took a snapshot: the simulation, node 1, the path of
+    its snapshot file, the snapshot's id and the file's bytes."""
+    sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
+    sim.create_topics(4, 3)
+    path = sim.snapshot()[0]
+    node = sim.engine.member(1).node
+    assert node is not None
+    parsed = parse_snapshot_name(path.name)
+    assert parsed is not None and parsed.snapshot_id is not None
+    return sim, node, path, parsed.snapshot_id, path.read_bytes()
+
+
 def test_a_read_back_takes_a_shadows_load_of_the_same_content_only() -> None:
     """A snapshot read-back takes the load a shadow made of the same file content (the deep
     check starts every shadow before it reads any snapshot back) and digests it through the
     checker's cache: the same digest as a decode of its own. A file of the same snapshot id
     whose content differs is decoded, and differs."""
     with scratch() as base:
-        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
-        sim.create_topics(4, 3)
-        path = sim.snapshot()[0]
-        node = sim.engine.member(1).node
-        assert node is not None
-        parsed = parse_snapshot_name(path.name)
-        assert parsed is not None and parsed.snapshot_id is not None
-        sid, raw = parsed.snapshot_id, path.read_bytes()
+        sim, node, path, sid, raw = _cluster_with_a_snapshot(base)
         share, cache = SnapshotShare(), DigestCache()
         shadow = MetadataLoader(node.catalog)
         share.load(shadow, path, sid, node.registry, (node.state.release, node.kip_778, id(node.base_catalog)))
@@ -114,14 +120,7 @@ def test_a_read_back_loads_the_parse_its_check_made_and_parses_nothing_again(mon
     The parse handed over is that of the very bytes checked: a damaged file read after a
     sound one loads its own bytes, and differs."""
     with scratch() as base:
-        sim = Simulation.create(base / "c", controllers=3, brokers=2, release="4.0", seed=3, durable=False)
-        sim.create_topics(4, 3)
-        path = sim.snapshot()[0]
-        node = sim.engine.member(1).node
-        assert node is not None
-        parsed = parse_snapshot_name(path.name)
-        assert parsed is not None and parsed.snapshot_id is not None
-        sid, raw = parsed.snapshot_id, path.read_bytes()
+        sim, node, path, sid, raw = _cluster_with_a_snapshot(base)
         plain = _snapshot_digest(node, sid, path, raw)
         (base / "w").mkdir()
         other = base / "w" / path.name
