@@ -583,7 +583,6 @@ def try_write_topics(topics: list[Any], start: int, kept: dict[Uuid, Any], fresh
                 directories, _resolve)
 
 
-
 #: What try_pmap_update answers: the new root and the change of size.
 PmapUpdated = tuple[Any, int]
 
@@ -599,6 +598,7 @@ def try_pmap_update(root: Any, changes: list[tuple[int, Any, Any]], delete: Any,
     if update is None:
         return None
     return update(root, changes, delete, empty, split, hash_fn)  # type: ignore[no-any-return]
+
 
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
