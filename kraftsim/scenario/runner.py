@@ -64,28 +64,32 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
             raise KraftsimError(f"{keep}: already exists and is not an empty directory (a kept cluster needs a new "
                                 "or empty one)")
         with fewer_collections():  # (the whole run, steps and checks between operations too: kraftsim.gcpause)
-            return _run_in(scenario, seed, keep, on_step, on_event, on_progress)
+            return _run_in(scenario, seed, keep, on_step, on_event, on_progress, durable=True)
+    # A cluster in a temporary directory is never opened again: it is not durable (cluster.json
+    # is not rewritten and fsynced after every operation; what is simulated is the same).
     with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp, fewer_collections():
-        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event, on_progress)
+        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event, on_progress, durable=False)
 
 
-def _create(scenario: Scenario, seed: int, directory: Path) -> Simulation:
+def _create(scenario: Scenario, seed: int, directory: Path, durable: bool) -> Simulation:
+    """The scenario's cluster in `directory`; `durable`: see Simulation (a kept cluster is)."""
     c = scenario.cluster
     # keys and value types checked against SimConfig by validate
     config = SimConfig(**scenario.config) if scenario.config else None  # type: ignore[arg-type]
     if c.from_ is not None:
-        return _import(scenario, seed, directory, config)
+        return _import(scenario, seed, directory, config, durable)
     try:
         return Simulation.create(directory, controllers=c.controller_count, brokers=c.brokers, combined=c.combined,
                                  release=c.release or "", release_version=c.release_version,
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
                                  catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
-                                 config=config, dynamic_quorum=c.dynamic_quorum, configs=c.configs)
+                                 config=config, dynamic_quorum=c.dynamic_quorum, configs=c.configs,
+                                 durable=durable)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
 
 
-def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None) -> Simulation:
+def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None, durable: bool) -> Simulation:
     """`from = "PATH"`: the cluster `kraftsim cluster import` makes of that metadata, opened."""
     from kraftsim.sim import import_cluster  # only scenarios that start from a real cluster need it
 
@@ -96,7 +100,7 @@ def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | 
                        release_overrides={int(k): r for k, r in c.releases.items()},
                        policy=scenario.policy, catalog=scenario.catalog, config=config,
                        catalog_path=str(scenario.catalog_path) if scenario.catalog_path else None)
-        return Simulation.open(directory)
+        return Simulation.open(directory, durable=durable)
     except KraftsimError as e:
         node = getattr(e, "node", None)
         if node is not None:
@@ -123,8 +127,8 @@ def _roll_to_mixed_releases(sim: Simulation, scenario: Scenario) -> str | None:
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
             on_event: Callable[[SimEvent], None] | None = None,
-            on_progress: Callable[[int, int], None] | None = None) -> RunOutcome:
-    sim = _create(scenario, seed, directory)
+            on_progress: Callable[[int, int], None] | None = None, *, durable: bool) -> RunOutcome:
+    sim = _create(scenario, seed, directory, durable)
     try:
         setup_error = _settle_new_cluster(sim) or _roll_to_mixed_releases(sim, scenario)
         timeline = Timeline(origin_ms=sim.now_ms)

@@ -406,3 +406,26 @@ fenced = []
     steps_ok(o)
     assert o.result.passed
     assert [n.roles for n in o.result.final.nodes] == [["broker", "controller"]] * 3 + [["broker"]]
+
+
+def test_a_kept_cluster_is_saved_after_every_operation_a_temporary_one_is_not(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """cluster.json (written and fsynced) is what reopens a cluster: a kept cluster has it
+    current after every operation; a temporary one, never opened again, skips that work. Both
+    simulate the same (the same result line)."""
+    saved: list[int] = []
+    plain_save = Simulation.save
+
+    def counting(sim: Simulation) -> None:
+        saved.append(sim.now_ms)
+        plain_save(sim)
+    monkeypatch.setattr(Simulation, "save", counting)
+    body = '[[step]]\nop = "create-topics"\ncount = 2\npartitions = 3\n\n[[step]]\nop = "run"\nms = 5000\n'
+    temporary = run_text(body)
+    by_temporary = len(saved)
+    kept = run_text(body, keep=tmp_path / "kept")
+    by_kept = len(saved) - by_temporary
+    assert by_temporary == 1 and by_kept > 2  # (the temporary one's at its creation only)
+    assert result_json(kept.result) == result_json(temporary.result)
+    reopened = Simulation.open(tmp_path / "kept")
+    assert reopened.now_ms == saved[-1] > 0
+    reopened.close()
