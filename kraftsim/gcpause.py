@@ -104,3 +104,13 @@ def working(method: F) -> F:
             return method(*args, **kwargs)
 
     return run  # type: ignore[return-value]
+
+
+def leave_to_exit() -> None:
+    """The process ends next: what it still holds is left to the operating system. At
+    shutdown the collector walks and frees every object still tracked; after a scenario run
+    at a million partitions that is the closed simulation's state, 2.2 s of 98. Frozen
+    (`gc.freeze`), it is never collected; shutdown still runs the atexit handlers, waits for
+    threads and flushes files. Only for a process that exits right after: one that goes on
+    would keep all of it."""
+    gc.freeze()

@@ -21,6 +21,7 @@ from typing import NamedTuple, NoReturn, Sequence
 from kraftsim import __version__
 from kraftsim.textsafe import guard
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
+from kraftsim.gcpause import leave_to_exit
 
 # Exit statuses, the same for every command.
 EXIT_OK = 0
@@ -193,6 +194,15 @@ def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
         return EXIT_INTERNAL
 
 
+def run() -> int:
+    """The `kraftsim` command and `python -m kraftsim`: `main` in a process that exits right
+    after, which leaves what the command still holds to the operating system
+    (kraftsim.gcpause.leave_to_exit)."""
+    code = main()
+    leave_to_exit()
+    return code
+
+
 #: The cluster subcommands a served directory's server carries out (contract 7).
 SERVED_CLUSTER_COMMANDS = frozenset({"status", "crash", "stop", "start", "roll", "partition", "heal", "disk-fault",
                                      "run"})
@@ -242,4 +252,4 @@ def _silence_stdout() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

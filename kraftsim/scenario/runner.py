@@ -12,7 +12,6 @@ relative to the cluster's creation, Kafka's texts, node states), never paths or 
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -39,6 +38,7 @@ from kraftsim.scenario.results import (
 from kraftsim.scenario.timeline import StepSpan, Timeline
 from kraftsim.scenario.validate import Scenario, parse_scenario
 from kraftsim.sim import SimConfig, SimError, SimEvent, Simulation
+from kraftsim.storage.scratch import Scratch
 
 @dataclass
 class RunOutcome:
@@ -66,9 +66,11 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
         with fewer_collections():  # (the whole run, steps and checks between operations too: kraftsim.gcpause)
             return _run_in(scenario, seed, keep, on_step, on_event, on_progress, durable=True)
     # A cluster in a temporary directory is never opened again: it is not durable (cluster.json
-    # is not rewritten and fsynced after every operation; what is simulated is the same).
-    with tempfile.TemporaryDirectory(prefix="kraftsim-scenario-") as tmp, fewer_collections():
-        return _run_in(scenario, seed, Path(tmp) / "cluster", on_step, on_event, on_progress, durable=False)
+    # is not rewritten and fsynced after every operation; what is simulated is the same). Its
+    # removal starts as soon as its files are closed (Scratch).
+    with Scratch("kraftsim-scenario-") as scratch, fewer_collections():
+        return _run_in(scenario, seed, scratch.path / "cluster", on_step, on_event, on_progress, durable=False,
+                       released=scratch.remove_soon)
 
 
 def _create(scenario: Scenario, seed: int, directory: Path, durable: bool) -> Simulation:
@@ -127,7 +129,11 @@ def _roll_to_mixed_releases(sim: Simulation, scenario: Scenario) -> str | None:
 
 def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[StepResult], None] | None,
             on_event: Callable[[SimEvent], None] | None = None,
-            on_progress: Callable[[int, int], None] | None = None, *, durable: bool) -> RunOutcome:
+            on_progress: Callable[[int, int], None] | None = None, *, durable: bool,
+            released: Callable[[], None] | None = None) -> RunOutcome:
+    """The run of `scenario` on a cluster created in `directory`; `released` is called once
+    the cluster's files are closed and the directory given back, before the simulation's
+    caches are freed."""
     sim = _create(scenario, seed, directory, durable)
     try:
         setup_error = _settle_new_cluster(sim) or _roll_to_mixed_releases(sim, scenario)
@@ -179,6 +185,9 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
                                 setup_error=setup_error)
         return RunOutcome(scenario, result, timeline)
     finally:
+        sim.release()
+        if released is not None:
+            released()
         sim.close()
 
 

@@ -3,6 +3,9 @@ outcome rules of `expect_error`, invariants, loss reports and determinism (contr
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from kraftsim.scenario.results import result_json
@@ -429,3 +432,33 @@ def test_a_kept_cluster_is_saved_after_every_operation_a_temporary_one_is_not(tm
     reopened = Simulation.open(tmp_path / "kept")
     assert reopened.now_ms == saved[-1] > 0
     reopened.close()
+
+
+def test_a_temporary_cluster_is_removed_from_when_its_files_are_closed_before_the_caches_are_freed(
+        monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Its removal (a thread: kraftsim.storage.scratch) starts once no file in it is open, the
+    simulation's caches freed meanwhile; the run returns with nothing left behind."""
+    from kraftsim.sim.engine.core import Engine
+    from kraftsim.storage.scratch import Scratch
+
+    order: list[str] = []
+    scratches: list[Scratch] = []
+    plain_remove, plain_drop = Scratch.remove_soon, Engine.drop_caches
+
+    def remove_soon(scratch: Scratch) -> None:
+        fds = Path("/proc/self/fd")
+        open_inside = [p for p in (os.path.realpath(fds / fd) for fd in os.listdir(fds))
+                       if p.startswith(str(scratch.path.resolve()) + os.sep)] if fds.is_dir() else []
+        order.append(f"remove ({len(open_inside)} open)")
+        scratches.append(scratch)
+        plain_remove(scratch)
+
+    def drop_caches(engine: Engine) -> None:
+        order.append("drop caches")
+        plain_drop(engine)
+    monkeypatch.setattr(Scratch, "remove_soon", remove_soon)
+    monkeypatch.setattr(Engine, "drop_caches", drop_caches)
+    outcome = run_text('[[step]]\nop = "create-topics"\ncount = 2\npartitions = 3\n')
+    steps_ok(outcome)
+    assert order == ["remove (0 open)", "drop caches"]
+    assert not scratches[0].path.exists()
