@@ -185,10 +185,12 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
                                 setup_error=setup_error)
         return RunOutcome(scenario, result, timeline)
     finally:
-        sim.release()
-        if released is not None:
-            released()
-        sim.close()
+        try:
+            sim.release()
+            if released is not None:
+                released()
+        finally:
+            sim.close()
 
 
 #: How long (simulated) a new cluster may take to become stable before the first step.
