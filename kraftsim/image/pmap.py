@@ -46,7 +46,8 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import chunks_updated, try_pmap_update, untracked_tuple, uuid_hash
+from kraftsim.protocol.fastpath import (chunks_updated, pmap_get, provide_maps, try_pmap_update, untracked_tuple,
+                                         uuid_hash)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -301,6 +302,10 @@ class PMap(Generic[K, V]):
     def get(self, key: K, default: T) -> V | T: ...
 
     def get(self, key: K, default: object = None) -> object:
+        if pmap_get is not None:  # (C: this walk, or NotImplemented where the code below must run)
+            found = pmap_get(self, key, default)
+            if found is not NotImplemented:
+                return found
         node = self._root
         if type(node) is tuple:
             h = self._hash(key)
@@ -563,3 +568,7 @@ class ChunkMap(Mapping[K, V]):
 
     def __repr__(self) -> str:
         return f"ChunkMap({dict(self.items())!r})"
+
+
+#: The C loops (replica index, snapshot writer) read these two classes' slots directly.
+provide_maps(PMap, ChunkMap)

@@ -4601,6 +4601,244 @@ static PyObject *py_uuid_hash(PyObject *self, PyObject *value) {
 }
 /* ------------------------------------------------------------ end of uuid hash */
 
+/* ------------------------------------------------------------------------ map readers
+ *
+ * image/pmap.py's ChunkMap.dense_chunks and PMap.get read in C, for the loops that ask them
+ * once per topic (ri_follow, ri_records, tw_write_topics: every broker event touches every
+ * topic) and for PMap.get itself. Why: the Python call per topic was the larger part of
+ * those loops. pmap.py hands its two classes over once (map_readers); these readers take
+ * the slots by the offsets of the classes' own member descriptors, and give anything
+ * else (a subclass, another mapping, a patched method, a slot not set, an index or trie
+ * node of an unexpected type) to the Python method, so the answers are the same. */
+static PyTypeObject *mr_chunk_cls = NULL, *mr_pmap_cls = NULL;
+static Py_ssize_t mr_index_at, mr_chunks_at, mr_root_at, mr_hash_at;
+static PyObject *mr_dense_fn = NULL, *mr_get_fn = NULL, *mr_getitem_fn = NULL, *mr_globals = NULL;
+static PyObject *mr_str_dense = NULL, *mr_str_get = NULL, *mr_str_getitem = NULL, *mr_str_dense_index = NULL,
+                *mr_str_root = NULL, *mr_str_hash = NULL;
+
+/* The offset of `cls`'s own object slot `name` (a member descriptor in its __dict__); -1 if none. */
+static Py_ssize_t mr_slot_offset(PyTypeObject *cls, const char *name) {
+    PyObject *d = PyDict_GetItemString(cls->tp_dict, name);
+    if (!d || Py_TYPE(d) != &PyMemberDescr_Type)
+        return -1;
+    PyMemberDef *m = ((PyMemberDescrObject *)d)->d_member;
+    return m->type == T_OBJECT_EX && !(m->flags & READONLY) ? m->offset : -1;
+}
+
+/* `cls`'s own Python function `name` (borrowed), or NULL. */
+static PyObject *mr_function(PyTypeObject *cls, const char *name) {
+    PyObject *f = PyDict_GetItemString(cls->tp_dict, name);
+    return f && PyFunction_Check(f) ? f : NULL;
+}
+
+/* map_readers(pmap_cls, chunk_map_cls) -> bool: the classes these readers read (False: they
+ * do not have the expected slots and methods, and every read goes to the methods). */
+static PyObject *py_map_readers(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2 || !PyType_Check(args[0]) || !PyType_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "map_readers(pmap_cls, chunk_map_cls)");
+        return NULL;
+    }
+    PyTypeObject *pm = (PyTypeObject *)args[0], *cm = (PyTypeObject *)args[1];
+    if (!mr_str_dense) {
+        mr_str_dense = PyUnicode_InternFromString("dense_chunks");
+        mr_str_get = PyUnicode_InternFromString("get");
+        mr_str_getitem = PyUnicode_InternFromString("__getitem__");
+        mr_str_dense_index = PyUnicode_InternFromString("_DENSE_INDEX");
+        mr_str_root = PyUnicode_InternFromString("_root");
+        mr_str_hash = PyUnicode_InternFromString("_hash");
+        if (!mr_str_dense || !mr_str_get || !mr_str_getitem || !mr_str_dense_index || !mr_str_root || !mr_str_hash)
+            return NULL;
+    }
+    Py_CLEAR(mr_chunk_cls);
+    Py_CLEAR(mr_pmap_cls);
+    Py_CLEAR(mr_dense_fn);
+    Py_CLEAR(mr_get_fn);
+    Py_CLEAR(mr_getitem_fn);
+    Py_CLEAR(mr_globals);
+    Py_ssize_t index_at = mr_slot_offset(cm, "_index"), chunks_at = mr_slot_offset(cm, "_chunks");
+    Py_ssize_t root_at = mr_slot_offset(pm, "_root"), hash_at = mr_slot_offset(pm, "_hash");
+    PyObject *dense = mr_function(cm, "dense_chunks"), *get = mr_function(pm, "get"),
+             *getitem = mr_function(pm, "__getitem__");
+    if (index_at < 0 || chunks_at < 0 || root_at < 0 || hash_at < 0 || !dense || !get || !getitem ||
+        !PyDict_CheckExact(PyFunction_GET_GLOBALS(dense)))
+        Py_RETURN_FALSE;
+    mr_index_at = index_at;
+    mr_chunks_at = chunks_at;
+    mr_root_at = root_at;
+    mr_hash_at = hash_at;
+    mr_chunk_cls = (PyTypeObject *)Py_NewRef(cm);
+    mr_pmap_cls = (PyTypeObject *)Py_NewRef(pm);
+    mr_dense_fn = Py_NewRef(dense);
+    mr_get_fn = Py_NewRef(get);
+    mr_getitem_fn = Py_NewRef(getitem);
+    mr_globals = Py_NewRef(PyFunction_GET_GLOBALS(dense));
+    Py_RETURN_TRUE;
+}
+
+#define MR_SLOT(o, at) (*(PyObject **)((char *)(o) + (at)))
+
+/* `parts.dense_chunks()`: read here for the registered ChunkMap (its method unchanged),
+ * as the method does (`_chunks` when `_index` is non-empty and is _DENSE_INDEX[len]); else
+ * the method's answer. A new reference, or NULL with an error. */
+static PyObject *mr_dense_chunks(PyObject *parts) {
+    PyObject *index, *chunks, *dense_index, *n, *shared;
+    if (!mr_chunk_cls || Py_TYPE(parts) != mr_chunk_cls || _PyType_Lookup(mr_chunk_cls, mr_str_dense) != mr_dense_fn ||
+        !(index = MR_SLOT(parts, mr_index_at)) || !PyDict_CheckExact(index) ||
+        !(chunks = MR_SLOT(parts, mr_chunks_at)))
+        goto method;
+    if (PyDict_GET_SIZE(index) == 0)
+        Py_RETURN_NONE;
+    dense_index = PyDict_GetItemWithError(mr_globals, mr_str_dense_index);
+    if (!dense_index || !PyDict_CheckExact(dense_index)) {
+        if (PyErr_Occurred())
+            return NULL;
+        goto method;
+    }
+    if (!(n = PyLong_FromSsize_t(PyDict_GET_SIZE(index))))
+        return NULL;
+    shared = PyDict_GetItemWithError(dense_index, n);
+    Py_DECREF(n);
+    if (!shared && PyErr_Occurred())
+        return NULL;
+    return Py_NewRef(shared == index ? chunks : Py_None);
+method:
+    return mr_str_dense ? PyObject_CallMethodNoArgs(parts, mr_str_dense) : PyObject_CallMethod(parts, "dense_chunks", NULL);
+}
+
+/* Whether `pm`'s `_root` and `_hash` are the registered PMap's slots: an instance of it, or of a
+ * subclass that does not put anything else under those names. */
+static int mr_is_pmap(PyObject *pm) {
+    PyTypeObject *t = Py_TYPE(pm);
+    if (t == mr_pmap_cls)
+        return 1;
+    return mr_pmap_cls && PyType_IsSubtype(t, mr_pmap_cls) &&
+           _PyType_Lookup(t, mr_str_root) == _PyType_Lookup(mr_pmap_cls, mr_str_root) &&
+           _PyType_Lookup(t, mr_str_hash) == _PyType_Lookup(mr_pmap_cls, mr_str_hash);
+}
+
+/* PMap.get's walk for `pm`, an instance of the registered PMap (or of a subclass: the walk
+ * reads only the slots): `default` when `key` is not there (declined when `default` is
+ * NULL). A new reference; NULL with an error, or NULL with *declined set where the Python
+ * body must run (the fast path off, a slot not set, a hash that is not an int of 64 bits, a
+ * node that is neither an exact tuple of the usual width nor an exact dict). The hash is
+ * pmap's: C uuid_hash computed here for a 16-byte key, any other function called. */
+static PyObject *mr_pmap_get(PyObject *pm, PyObject *key, PyObject *dflt, int *declined) {
+    PyObject *root, *node, *hash_fn, *v = NULL;
+    *declined = 1;
+    if (!g_enabled || !mr_pmap_cls || !mr_is_pmap(pm) || !(root = MR_SLOT(pm, mr_root_at)) ||
+        !(hash_fn = MR_SLOT(pm, mr_hash_at)))
+        return NULL;
+    Py_INCREF(root); /* (held: the hash function and the key's __eq__ run Python code) */
+    Py_INCREF(hash_fn);
+    node = root;
+    if (PyTuple_CheckExact(node)) {
+        uint64_t h;
+        int negative = 0;
+        if (PyCFunction_Check(hash_fn) && PyCFunction_GET_FUNCTION(hash_fn) == (PyCFunction)py_uuid_hash &&
+            PyBytes_Check(key) && PyBytes_GET_SIZE(key) == 16 && _PyHASH_BITS == 61) {
+            const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(key);
+            uint64_t hi = 0, lo = 0;
+            for (int i = 0; i < 8; i++) {
+                hi = hi << 8 | b[i];
+                lo = lo << 8 | b[8 + i];
+            }
+            h = uh_reduce(uh_reduce(uh_reduce(hi) << 3) + uh_reduce(lo)); /* (py_uuid_hash's number) */
+        } else {
+            PyObject *hv = PyObject_CallOneArg(hash_fn, key);
+            if (!hv) {
+                *declined = 0;
+                goto done;
+            }
+            int overflow = 0;
+            long long s = PyLong_CheckExact(hv) ? PyLong_AsLongLongAndOverflow(hv, &overflow) : -1;
+            if (!PyLong_CheckExact(hv) || (s == -1 && PyErr_Occurred())) {
+                PyErr_Clear();
+                Py_DECREF(hv);
+                goto done;
+            }
+            if (overflow > 0) { /* [2**63, 2**64): the usual stable_hash range */
+                h = PyLong_AsUnsignedLongLong(hv);
+                if (h == (uint64_t)-1 && PyErr_Occurred()) {
+                    PyErr_Clear();
+                    Py_DECREF(hv);
+                    goto done;
+                }
+            } else if (overflow < 0) {
+                Py_DECREF(hv);
+                goto done;
+            } else {
+                h = (uint64_t)s;
+                negative = s < 0;
+            }
+            Py_DECREF(hv);
+        }
+        while (PyTuple_CheckExact(node)) {
+            Py_ssize_t slot = (Py_ssize_t)(h & 31);
+            if (slot >= PyTuple_GET_SIZE(node))
+                goto done;
+            node = PyTuple_GET_ITEM(node, slot);
+            h = negative ? ~(~h >> 5) : h >> 5; /* (Python's >> of a negative int: floor) */
+        }
+    }
+    if (!PyDict_CheckExact(node))
+        goto done;
+    *declined = 0;
+    if ((v = PyDict_GetItemWithError(node, key)))
+        Py_INCREF(v);
+    else if (!PyErr_Occurred() && dflt)
+        v = Py_NewRef(dflt);
+    else if (!PyErr_Occurred())
+        *declined = 1; /* (missing, no default: the caller's own way) */
+done:
+    Py_DECREF(root);
+    Py_DECREF(hash_fn);
+    return v;
+}
+
+/* pmap_get(pm, key, default) -> the value, `default`, or NotImplemented: PMap.get in C
+ * (mr_pmap_get), NotImplemented where its Python body must run (a value that happens to be
+ * NotImplemented sends it there too, which answers the same). */
+static PyObject *py_pmap_get(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "pmap_get(pm, key, default)");
+        return NULL;
+    }
+    int declined;
+    PyObject *v = mr_pmap_get(args[0], args[1], args[2], &declined);
+    return v || !declined ? v : Py_NewRef(Py_NotImplemented);
+}
+
+/* `mapping[key]`: mr_pmap_get for the registered PMap whose `get` and `__getitem__` are
+ * pmap's (a missing key too goes to __getitem__, which raises its KeyError), else the
+ * mapping's own subscript. A new reference, or NULL with an error. */
+static PyObject *mr_getitem(PyObject *mapping, PyObject *key) {
+    if (Py_TYPE(mapping) == mr_pmap_cls && _PyType_Lookup(mr_pmap_cls, mr_str_get) == mr_get_fn &&
+        _PyType_Lookup(mr_pmap_cls, mr_str_getitem) == mr_getitem_fn) {
+        int declined;
+        PyObject *v = mr_pmap_get(mapping, key, NULL, &declined);
+        if (v || !declined)
+            return v;
+    }
+    return PyObject_GetItem(mapping, key);
+}
+#undef MR_SLOT
+
+/* dense_chunks_of(parts) -> `parts.dense_chunks()` (mr_dense_chunks): for the tests that hold
+ * the reader to the method, and for Python loops over many topics. */
+static PyObject *py_dense_chunks_of(PyObject *self, PyObject *parts) {
+    return mr_dense_chunks(parts);
+}
+
+/* map_getitem(mapping, key) -> `mapping[key]` (mr_getitem, as ri_follow looks topics up). */
+static PyObject *py_map_getitem(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "map_getitem(mapping, key)");
+        return NULL;
+    }
+    return mr_getitem(args[0], args[1]);
+}
+/* ------------------------------------------------------------ end of map readers */
+
 /* ------------------------------------------------------------------------ replica index follow
  *
  * The per-topic loop of controller/replica_index.py's ReplicaIndex.follow for its common case:
@@ -4621,14 +4859,13 @@ typedef struct {
     long leads;
 } RiBroker;
 
-static PyObject *ri_str_fresh = NULL, *ri_str_changes = NULL, *ri_str_partitions = NULL, *ri_str_dense = NULL,
-                *ri_str_id = NULL;
+static PyObject *ri_str_fresh = NULL, *ri_str_changes = NULL, *ri_str_partitions = NULL, *ri_str_id = NULL;
 
 /* The attribute names these loops read, interned once; -1 with an error. */
 static int ri_strings(void) {
-    static const char *const names[5] = {"fresh", "changes", "partitions", "dense_chunks", "id"};
-    PyObject **slots[5] = {&ri_str_fresh, &ri_str_changes, &ri_str_partitions, &ri_str_dense, &ri_str_id};
-    for (int i = 0; i < 5; i++)
+    static const char *const names[4] = {"fresh", "changes", "partitions", "id"};
+    PyObject **slots[4] = {&ri_str_fresh, &ri_str_changes, &ri_str_partitions, &ri_str_id};
+    for (int i = 0; i < 4; i++)
         if (!*slots[i] && !(*slots[i] = PyUnicode_InternFromString(names[i])))
             return -1;
     return 0;
@@ -4911,7 +5148,7 @@ static int ri_follow_topic(RiTopic *t, PyObject *tid, PyObject *td, PyObject *fi
     rc = 0;
     if (!PyDict_CheckExact(changes) || Py_TYPE(parts) != (PyTypeObject *)chunk_map)
         goto done;
-    if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense))) {
+    if (!(chunks = mr_dense_chunks(parts))) {
         rc = -1;
         goto done;
     }
@@ -4919,7 +5156,7 @@ static int ri_follow_topic(RiTopic *t, PyObject *tid, PyObject *td, PyObject *fi
         !ri_gather(t, chunks, changes, chunk_bits, no_leader))
         goto done;
     rc = -1;
-    if (!(after = PyObject_GetItem(new_by_id, tid)) || PyDict_SetItem(known, tid, after) < 0 ||
+    if (!(after = mr_getitem(new_by_id, tid)) || PyDict_SetItem(known, tid, after) < 0 ||
         ri_apply(t, tid, state[0], state[1], state[2], state[3]) < 0)
         goto done;
     rc = 1;
@@ -5012,7 +5249,7 @@ static PyObject *ri_dense_chunks(PyObject *dense, PyObject *tid, PyObject *parts
         return Py_NewRef(PyTuple_GET_ITEM(kept, 1));
     if (PyErr_Occurred())
         return NULL;
-    PyObject *chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense);
+    PyObject *chunks = mr_dense_chunks(parts);
     PyObject *entry = chunks ? PyTuple_Pack(2, parts, chunks) : NULL;
     int bad = !entry || PyDict_SetItem(dense, tid, entry) < 0;
     Py_XDECREF(entry);
@@ -5148,7 +5385,7 @@ static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, lon
     rc = 0;
     if (Py_TYPE(parts) != (PyTypeObject *)chunk_map)
         goto done;
-    if (!(chunks = PyObject_CallMethodNoArgs(parts, ri_str_dense))) {
+    if (!(chunks = mr_dense_chunks(parts))) {
         rc = -1;
         goto done;
     }
@@ -5421,7 +5658,7 @@ error:
  * how many partitions were encoded and reused. Why: at a million partitions a write meets
  * 20,000 topics, most changed in a few partitions; the Python loop cost about as much per
  * topic as the C comparison and encoding of its changed partitions. */
-static PyObject *tw_str_name = NULL, *tw_str_id = NULL, *tw_str_partitions = NULL, *tw_str_dense = NULL;
+static PyObject *tw_str_name = NULL, *tw_str_id = NULL, *tw_str_partitions = NULL;
 
 static int tw_extend(PyObject *out, PyObject *values) {
     Py_ssize_t n = PyList_GET_SIZE(out);
@@ -5444,8 +5681,7 @@ static PyObject *py_tw_write_topics(PyObject *self, PyObject *const *args, Py_ss
         tw_str_name = PyUnicode_InternFromString("name");
         tw_str_id = PyUnicode_InternFromString("id");
         tw_str_partitions = PyUnicode_InternFromString("partitions");
-        tw_str_dense = PyUnicode_InternFromString("dense_chunks");
-        if (!tw_str_name || !tw_str_id || !tw_str_partitions || !tw_str_dense)
+        if (!tw_str_name || !tw_str_id || !tw_str_partitions)
             return NULL;
     }
     Py_ssize_t i = start < 0 ? 0 : start, encoded = 0, reused = 0;
@@ -5485,7 +5721,7 @@ static PyObject *py_tw_write_topics(PyObject *self, PyObject *const *args, Py_ss
         } else {
             PyObject *made = NULL;
             if (Py_TYPE(parts) == (PyTypeObject *)chunk_map && PyTuple_GET_ITEM(old, 2) == Py_None) {
-                if (!(chunks = PyObject_CallMethodNoArgs(parts, tw_str_dense))) {
+                if (!(chunks = mr_dense_chunks(parts))) {
                     Py_DECREF(old);
                     goto error;
                 }
@@ -5944,6 +6180,15 @@ static PyMethodDef module_methods[] = {
     {"pm_update", (PyCFunction)(void (*)(void))py_pm_update, METH_FASTCALL,
      "pm_update(root, changes, delete, empty, split, hash_fn) -> (root, size delta) | None: pmap._update over a whole "
      "trie of dicts and 32-tuples (see image/pmap.py)."},
+    {"map_readers", (PyCFunction)(void (*)(void))py_map_readers, METH_FASTCALL,
+     "map_readers(pmap_cls, chunk_map_cls) -> bool: the classes whose PMap.get and ChunkMap.dense_chunks the C "
+     "loops read without a call (see image/pmap.py)."},
+    {"pmap_get", (PyCFunction)(void (*)(void))py_pmap_get, METH_FASTCALL,
+     "pmap_get(pm, key, default) -> value | NotImplemented: PMap.get's walk in C (NotImplemented: run its Python body)."},
+    {"dense_chunks_of", py_dense_chunks_of, METH_O,
+     "dense_chunks_of(parts) -> chunks | None: parts.dense_chunks(), read from a ChunkMap's slots where it can."},
+    {"map_getitem", (PyCFunction)(void (*)(void))py_map_getitem, METH_FASTCALL,
+     "map_getitem(mapping, key) -> value: mapping[key], a PMap's looked up in C where it can."},
     {NULL}};
 
 static struct PyModuleDef moduledef = {

@@ -600,6 +600,22 @@ def try_pmap_update(root: Any, changes: list[tuple[int, Any, Any]], delete: Any,
     return update(root, changes, delete, empty, split, hash_fn)  # type: ignore[no-any-return]
 
 
+#: PMap.get's walk in C (`pmap_get(pm, key, default)`: the value or `default`; NotImplemented
+#: where image/pmap.py's Python body must run: the fast path off, anything unusual), or None
+#: without the extension. Why: PMap.get is called once per topic of every delta.
+pmap_get: Callable[[Any, Any, Any], Any] | None = (
+    getattr(_c, "pmap_get", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
+def provide_maps(pmap_cls: type, chunk_map_cls: type) -> bool:
+    """Hand image/pmap.py's PMap and ChunkMap classes to the C module, whose loops then read a
+    ChunkMap's dense chunks and look PMap keys up from the slots, without a Python call per
+    topic (other classes, or a class whose methods were replaced, still get the call). False
+    without the extension or when the classes are not laid out as expected."""
+    register = getattr(_c, "map_readers", None) if HAVE_SPEEDUPS and not FORCED_PURE else None
+    return register is not None and bool(register(pmap_cls, chunk_map_cls))
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:
