@@ -11,18 +11,8 @@ replayed by each node. Nodes sharing an image object are what the deep invariant
 
 Across softwares (`across`): a loader of another release adopts a commit replayed on its
 very image object when the batch reads nothing of the software that differs between the
-two (`replays_alike`, from the batch's `BatchReads`). What a replay reads of its software,
-all of it (kraftsim.image: MetadataLoader, MetadataDelta, FeaturesDelta,
-ConfigurationsDelta; SimNode._unsupported_in): the record registry that decodes the bytes
-(records, versions, opaque types, decode errors); the metadata.version handling (KIP-778's
-split and rewrite at a metadata.version change, done with the catalog); for a
-FeatureLevelRecord of metadata.version the catalog's level (`mv_from_level`, or its
-refusal), of kraft.version whether the release keeps it in the image; for a ConfigRecord
-the release's replay filter; for every finalized level (FeatureLevelRecord,
-KRaftVersionRecord) whether the node supports it (the adopter asks itself: `BatchReads.levels`).
-Every other record replays alike whatever the release: cluster, topic and partition,
-producer id, ACL, quota, SCRAM, token and transaction records, control records (the raft
-state, compared as for one software), and the provenance and manifest come from the batch.
+two (`replays_alike`, from the batch's `BatchReads`: kraftsim.sim.node.replay_reads says what a
+replay reads of its software).
 """
 
 from __future__ import annotations
@@ -30,86 +20,19 @@ from __future__ import annotations
 import weakref
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kraftsim.image import MetadataLoader
 
-from kraftsim.image import KRAFT_VERSION
-from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.sim.node.replay_reads import NEUTRAL, BatchReads, Replayer, batch_reads, replays_alike
 from kraftsim.sim.node.snapshot_share import SnapshotShare
-from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, VersionsError
 
 #: Commits kept, so that a node replaying its log from the start after a restart adopts too
 #: (images are persistent structures: one more image costs what its commit changed).
 KEEP = 1 << 16
 
 BatchKey = object  # what names a batch's bytes: (base offset, last offset, epoch, CRC), or the bytes
-
-
-class Replayer(NamedTuple):
-    """What of a node's software its loader's replay reads (see the module docstring)."""
-
-    catalog: Catalog
-    registry: object  # (the protocol Registry the batch is decoded with: compared by identity)
-    kip_778: bool
-
-
-class BatchReads(NamedTuple):
-    """What of its software a batch's replay reads: its FeatureLevelRecords and
-    KRaftVersionRecords as (record type, feature, level) in record order, and whether it
-    holds a ConfigRecord. Most batches read nothing (`NEUTRAL`)."""
-
-    levels_set: tuple[tuple[str, str, int], ...] = ()
-    configs: bool = False
-
-    def levels(self) -> Iterable[tuple[str, int]]:
-        """The (feature, level) pairs a node checks it supports before applying the batch,
-        in order (SimNode._unsupported_in: kraft.version as its KRaftVersionRecord says,
-        never as a FeatureLevelRecord)."""
-        return ((f, lv) for t, f, lv in self.levels_set if t == "KRaftVersionRecord" or f != KRAFT_VERSION)
-
-
-NEUTRAL = BatchReads()
-
-
-def batch_reads(records: Iterable[LogEntry | Payload]) -> BatchReads:
-    """What replaying `records` (one batch's, decoded) reads of the software."""
-    levels: list[tuple[str, str, int]] = []
-    configs = False
-    for r in records:
-        name = r.record_type.name
-        if name == "FeatureLevelRecord":
-            levels.append((name, r.message.name, r.message.feature_level))
-        elif name == "KRaftVersionRecord":
-            levels.append((name, KRAFT_VERSION, r.message.k_raft_version))
-        elif name == "ConfigRecord":
-            configs = True
-    return BatchReads(tuple(levels), configs) if levels or configs else NEUTRAL
-
-
-def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
-    """Whether a batch reading `reads` replays under `b` as under `a` from the same loader
-    state (the adopting node still checks it supports `reads.levels()`)."""
-    if a.registry is not b.registry or a.kip_778 != b.kip_778:
-        return False
-    if reads.configs and a.catalog.config_replay_filter() != b.catalog.config_replay_filter():
-        return False
-    for kind, feature, level in reads.levels_set:
-        if kind != "FeatureLevelRecord":
-            continue
-        if feature == MV_NAME:
-            if a.kip_778:
-                return False  # (KIP-778's handling rewrites the image with its catalog)
-            try:
-                if a.catalog.mv_from_level(level).level != b.catalog.mv_from_level(level).level:
-                    return False
-            except VersionsError:
-                return False
-        elif feature == KRAFT_VERSION and \
-                a.catalog.keeps_kraft_version_feature() != b.catalog.keeps_kraft_version_feature():
-            return False
-    return True
 
 
 class CommitShare:

@@ -32,6 +32,25 @@ and checked (framing, every CRC, header and footer) and must be the file written
 identity before and after the read). A file placed from the same write as one hashed
 already (a link, or a copy restamped for another clock: `SnapshotCopies.find`) is read and
 checked but not hashed again: its content is that file's.
+
+Across softwares: during a roll the controllers and the brokers run different releases, and
+each release decoded the same snapshot content once. A fresh loader that finds no load of
+its software adopts a kept load of the same id and content made under another software
+when the file's records replay alike under both (`replay_reads.replays_alike` of their
+`Replayer`s, the loaders' own catalog, metadata.version handling and the registry the file
+was read with, over the file's `batch_reads`: header records included). A load reads of
+its software only what a batch's replay reads (MetadataLoader.handle_load_snapshot replays
+the data records through a MetadataDelta of its catalog, from the fresh loader's empty
+image; the header goes to `seed`, which must be the same function), so such a load gives
+the image, raft state and manifest a decode here would give. This holds for every caller:
+the shadows (invariants.replay_loader) and the read-back (`_snapshot_digest`) take the
+load's image as the fresh decode's, and a node starting from its snapshot (SimNode.open)
+loads it without refusing anything (it refuses unsupported levels only in the log it
+applies after), so it stands where its own decode would put it. KIP-778 handling never
+adopts across (`replays_alike` refuses it: it rewrites the image with its catalog), nor
+do different registries or metadata.version mappings of the snapshot's level, nor
+different config replay filters when the file holds a ConfigRecord. The records' reads
+cost a decode pass over the file, made only when such a load is kept, once per content.
 """
 
 from __future__ import annotations
@@ -43,9 +62,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
 
-from kraftsim.image import (KRAFT_VERSION, MetadataImage, MetadataLoader, SnapshotCopies, elr_written, load_snapshot,
-                            resolve_writer_line)
+from itertools import chain
+
+from kraftsim.image import (KRAFT_VERSION, MetadataImage, MetadataLoader, MvChangeHandling, SnapshotCopies, elr_written,
+                            load_snapshot, resolve_writer_line)
 from kraftsim.protocol.entries import LogEntry
+from kraftsim.sim.node.replay_reads import BatchReads, Replayer, batch_reads
+from kraftsim.sim.node.replay_reads import replays_alike as records_replay_alike
 from kraftsim.storage import SnapshotFile, SnapshotId, read_snapshot
 from kraftsim.storage.fileio import read_file
 from kraftsim.versions import Catalog, VersionsError
@@ -62,6 +85,26 @@ Identity = tuple[int, int, int, int, int]
 #: Whether the file written under a software key (SnapshotEmitter's `software`) from an
 #: image loads, under the caller's software, to that image.
 ReadsLike = Callable[[Hashable, MetadataImage], bool]
+Seed = Callable[[MetadataLoader, Sequence[LogEntry]], None]
+
+
+class _Kept:
+    """A kept load: what `MetadataLoader.adopt` takes, and what a loader of another
+    software needs to know whether it may (`_across`)."""
+
+    __slots__ = ("delta", "image", "manifest", "kraft_version", "voters", "replayer", "seed", "reads")
+
+    def __init__(self, loader: MetadataLoader, replayer: Replayer, seed: Seed | None) -> None:
+        assert loader.last_publish is not None
+        self.delta, self.image, self.manifest = loader.last_publish
+        self.kraft_version, self.voters = loader.kraft_version, loader.voters
+        self.replayer = replayer
+        self.seed = seed
+        #: What the file's records read of the software (`batch_reads`), once asked.
+        self.reads: BatchReads | None = None
+
+    def adopt_into(self, loader: MetadataLoader) -> None:
+        loader.adopt(self.delta, self.image, self.manifest, kraft_version=self.kraft_version, voters=self.voters)
 
 
 class SnapshotShare:
@@ -69,7 +112,7 @@ class SnapshotShare:
 
     def __init__(self, keep: int = KEEP) -> None:
         self.keep_limit = keep
-        self._done: OrderedDict[tuple[Any, ...], tuple[Any, ...]] = OrderedDict()
+        self._done: OrderedDict[tuple[Any, ...], _Kept] = OrderedDict()
         self._hashes: OrderedDict[Identity, tuple[int, bytes]] = OrderedDict()
         #: Loads that replayed the file's records, took another load's result, took the image
         #: the file was written from (`reads_like`), and files read to find their content.
@@ -80,6 +123,10 @@ class SnapshotShare:
         #: Files read whose content was not hashed: another file placed from the same write
         #: was (`SnapshotCopies.find`): links and restamped copies differ in timestamps only.
         self.known = 0
+        #: Loads adopted from a load made under another software (`_across`; also in
+        #: `adopted`), and decode passes made to learn what a file's records read.
+        self.adopted_across = 0
+        self.reads_passes = 0
         #: Snapshot files written once for the nodes' emitters (`writes.enabled = False`: each encodes its own).
         self.writes = SnapshotCopies()
 
@@ -89,7 +136,7 @@ class SnapshotShare:
         self.writes.clear(readable=False)
 
     def load(self, loader: MetadataLoader, path: Path, sid: SnapshotId, registry: Any, software: tuple[Any, ...],
-             seed: Callable[[MetadataLoader, Sequence[LogEntry]], None] | None = None, *,
+             seed: Seed | None = None, *,
              data: bytes | None = None, reads_like: ReadsLike | None = None, keep: bool = True,
              checked: tuple[tuple[int, bytes], SnapshotFile | None] | None = None) -> None:
         """Load the snapshot file `path` (id `sid`) into the fresh, idle `loader`, as
@@ -101,7 +148,8 @@ class SnapshotShare:
         a load made here is not kept for others (a caller whose image nobody holds after
         it: keeping it would hold a whole image and its delta alive). `checked`: with
         `data`, what the caller found checking those bytes as `read_snapshot` does: their
-        `snapshot_content`, and their parse when it made one, so neither is made again."""
+        `snapshot_content`, and their parse when it made one, so neither is made again.
+        A fresh loader may also adopt a load made under another software (`_across`)."""
         snap: SnapshotFile | None = None
         identity = _identity(path)
         content = self._hashes.get(identity) if identity is not None and data is None else None
@@ -118,8 +166,7 @@ class SnapshotShare:
         fresh = loader.idle and loader.publishes == 0
         hit = self._done.get(key)
         if hit is not None and fresh:
-            delta, image, manifest, kraft_version, voters = hit
-            loader.adopt(delta, image, manifest, kraft_version=kraft_version, voters=voters)
+            hit.adopt_into(loader)
             self._done.move_to_end(key)
             self.adopted += 1
             return
@@ -131,6 +178,14 @@ class SnapshotShare:
             content = snapshot_content(snap)
             key = (software, sid.end_offset, sid.epoch, *content)
         written = self._written(path, identity, sid, registry, reads_like) if fresh and data is None else None
+        replayer = Replayer(loader.catalog, registry, loader.mv_change is MvChangeHandling.KIP_778)
+        if written is None and fresh:
+            across = self._across(key, replayer, seed, snap)
+            if across is not None:
+                across.adopt_into(loader)
+                self.adopted += 1
+                self.adopted_across += 1
+                return
         if written is not None:
             loader.adopt_snapshot(written, end_offset=sid.end_offset, epoch=sid.epoch,
                                   last_contained_log_timestamp=snap.last_contained_log_timestamp)
@@ -142,11 +197,28 @@ class SnapshotShare:
             seed(loader, snap.header_entries)
         if keep and fresh and len(loader.faults) == faults and loader.publishes == 1 and loader.idle \
                 and loader.last_publish is not None:
-            delta, image, manifest = loader.last_publish
-            delta.settle(image)  # (a load's delta holds every partition; adopters read no topic changes)
-            self._done[key] = (delta, image, manifest, loader.kraft_version, loader.voters)
+            kept = _Kept(loader, replayer, seed)
+            kept.delta.settle(kept.image)  # (a load's delta holds every partition; adopters read no topic changes)
+            self._done[key] = kept
             while len(self._done) > self.keep_limit:
                 self._done.popitem(last=False)
+
+    def _across(self, key: tuple[Any, ...], replayer: Replayer, seed: Seed | None,
+                snap: SnapshotFile) -> _Kept | None:
+        """A kept load of the same snapshot id and content (`key` past its software) made
+        under another software, with the same `seed`, whose records replay alike under
+        `replayer` (the loader's software); None if none. What the records read is learnt
+        from `snap` (a decode pass) only when such a load is kept, and kept with it."""
+        rest = key[1:]
+        for other, kept in self._done.items():
+            if other[0] == key[0] or other[1:] != rest or kept.seed is not seed:
+                continue
+            if kept.reads is None:
+                self.reads_passes += 1
+                kept.reads = batch_reads(chain(snap.header_entries, snap.data_entries()))
+            if records_replay_alike(kept.replayer, replayer, kept.reads):
+                return kept
+        return None
 
     def _content(self, snap: SnapshotFile, identity: Identity | None) -> tuple[int, bytes]:
         """`snapshot_content(snap)`, or the content a load found in another file placed from
