@@ -9,6 +9,8 @@ with replay_reads.replays_alike over the file's `batch_reads`).
   drops, kraft.version's FeatureLevelRecord, a metadata.version level one release refuses),
   KIP-778's handling, and a load seeded differently: the second load is a decode of its own,
   and that decode differs from the first software's (or may: KIP-778).
+- In a cluster rolled from 3.9 to 4.0 with snapshots, the deep checks' shadows adopt a load
+  across softwares, and the run (files, events, findings) is the run without it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ import pytest
 
 from kraftsim.image import MetadataLoader, MvChangeHandling, image_digest, kraft_header_records, load_snapshot
 from kraftsim.protocol.entries import Payload
+from kraftsim.sim import Simulation
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import SnapshotId, read_snapshot, write_snapshot
 from kraftsim.versions import default_catalog
 from tests.image.helpers import rec, uid
 from tests.image.loader_helpers import feature, mv
+from tests.sim.sim_helpers import failed, scratch, tree_digest
 
 CAT = default_catalog()
 SID = SnapshotId(500, 3)
@@ -135,3 +139,32 @@ def test_a_load_seeded_otherwise_is_not_adopted_across(tmp_path: Path) -> None:
     assert _shared(share, path, "3.9.0", False, None) == want
     assert want[5] is None  # (unseeded: no kraft.version, which the seeded load has)
     assert (share.loaded, share.adopted_across) == (2, 0)
+
+
+def _rolled(base: Path) -> tuple[Any, ...]:
+    """Created on 3.9 with a snapshot, controllers rolled to 4.0, another snapshot, brokers rolled."""
+    sim = Simulation.create(base, controllers=3, brokers=3, release="3.9", seed=5, durable=False)
+    lines: list[str] = []
+    sim.subscribe(lambda e: lines.append(repr(e)))
+    sim.create_topics(6, 3)
+    sim.snapshot()
+    sim.roll("4.0", "controllers")
+    sim.create_topics(2, 3, prefix="mid-")
+    sim.snapshot()
+    sim.run(2_000)
+    sim.roll("4.0", "brokers")
+    sim.run(2_000)
+    shadows = sim.engine.checker.shadow_share.snapshots
+    out = (tree_digest(base), lines, failed(sim), shadows.loaded, shadows.adopted_across)
+    sim.close()
+    return out
+
+
+def test_shadows_adopting_loads_across_softwares_change_no_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    with scratch() as base:
+        fast = _rolled(base / "fast")
+        monkeypatch.setattr(SnapshotShare, "_across", lambda self, *a: None)
+        slow = _rolled(base / "slow")
+    assert fast[:3] == slow[:3] and not fast[2]
+    assert fast[4] > 0 and slow[4] == 0
+    assert fast[3] < slow[3]
