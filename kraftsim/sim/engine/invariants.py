@@ -590,12 +590,12 @@ def replay_loader(node, upto: int, *, use_snapshots: bool = True,  # type: ignor
     elif start > 0:
         return None
     if upto > start:
-        replay_into(loader, node, start, upto, share)
+        replay_into(loader, node, start, upto, share, rebase=not use_snapshots)
     return loader
 
 
 def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ignore[no-untyped-def]
-                share: RangeShare | None = None) -> None:
+                share: RangeShare | None = None, *, rebase: bool = False) -> None:
     """Hand `loader` the node's log from offset `start` up to `upto` (exclusive), the batch
     holding `upto - 1` cut there.
 
@@ -605,7 +605,11 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
     same software replayed on the very image object this one stands on are adopted from it
     instead of replayed (kraftsim.sim.engine.range_share): replay is deterministic, so the
     result is the one this replay would reach. Only loaders that replay files share a
-    RangeShare, so a shadow's result never comes from the node it checks."""
+    RangeShare, so a shadow's result never comes from the node it checks.
+
+    `rebase` (a replay from the log's start, whose images no shadow that started from a
+    snapshot stands on): it also ends a commit where kept runs start, and there stands on a
+    run's start image equal to its own to adopt that run (`RangeShare.rebase_onto`)."""
     loader.set_high_watermark(upto)
     end = start
     log = node.log
@@ -640,11 +644,13 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
         if cut or first > fb.batch.base_offset:
             break
         whole.append(fb.batch.raw)
-    stops = share.stops
+    stops = share.stops | share.run_starts(software) if rebase else share.stops
     done = 0
     while done < len(todo):
         while done < len(whole) and loader.idle:
             run = share.longest(software, loader, whole, done)
+            if run is None and rebase:
+                run = share.rebase_onto(software, loader, whole, done)
             if run is None:
                 break
             loader.adopt(run.delta, run.image, run.manifest, kraft_version=run.kraft_version, voters=run.voters)
