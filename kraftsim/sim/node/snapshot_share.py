@@ -59,10 +59,9 @@ import hashlib
 import os
 import time
 from collections import OrderedDict
+from itertools import chain
 from pathlib import Path
 from typing import Any, Callable, Hashable, Sequence
-
-from itertools import chain
 
 from kraftsim.image import (KRAFT_VERSION, MetadataImage, MetadataLoader, MvChangeHandling, SnapshotCopies, elr_written,
                             load_snapshot, resolve_writer_line)
