@@ -21,7 +21,6 @@ from typing import NamedTuple, NoReturn, Sequence
 from kraftsim import __version__
 from kraftsim.textsafe import guard
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
-from kraftsim.gcpause import leave_to_exit
 
 # Exit statuses, the same for every command.
 EXIT_OK = 0
@@ -199,6 +198,8 @@ def run() -> int:
     after, which leaves what the command still holds to the operating system
     (kraftsim.gcpause.leave_to_exit)."""
     code = main()
+    from kraftsim.gcpause import leave_to_exit  # (here: start-up imports only what the command needs)
+
     leave_to_exit()
     return code
 
