@@ -274,3 +274,35 @@ def test_live_quorum_runs_kafkas_side_again_when_a_controller_is_lost(tmp_path, 
     assert twice.diff("remove-4") == ["the session did not run: Kafka's side was lost in every run: "
                                       "controller 1 exited (run 1) | controller 1 exited (run 2)"]
     assert runs == [1, 2]
+
+
+def test_kafkas_shell_is_asked_again_when_it_hangs(monkeypatch):
+    """Kafka 3.7's shell can wait forever on a small file (its loader applied the last batch
+    before the reader exposed the high-water mark): a run killed at the timeout is run again,
+    and only a shell that hangs every time fails the case."""
+    from types import SimpleNamespace
+
+    from kraftsim.conformance.cases import shell_lines
+
+    def kafka(hangs: int) -> list[list[str]]:
+        """Kafka's shell as a fake: no answer in its first `hangs` runs, then the answer "same"."""
+        runs: list[list[str]] = []
+
+        def run_tool(dist, tool, args, *, stdin=None, timeout=0.0):
+            runs.append(list(args))
+            if len(runs) <= hangs:
+                raise KafkaUnavailable(f"Kafka 3.7.2 {tool} {' '.join(args)}: no answer within {timeout:.0f} s; killed")
+            return ToolRun(tuple(args), 0, "same\n", "")
+
+        monkeypatch.setattr(shell_lines, "run_tool", run_tool)
+        return runs
+
+    ctx = SimpleNamespace(dist=None)
+    ours = ToolRun((), 0, "same\n", "")
+    args = ["--snapshot", "bootstrap.checkpoint", "tree", "/image"]
+    runs = kafka(shell_lines.HANG_ATTEMPTS - 1)
+    assert shell_lines._asked(ctx, "bootstrap tree /image", args, None, ours) == []
+    assert runs == [args] * shell_lines.HANG_ATTEMPTS
+    kafka(shell_lines.HANG_ATTEMPTS)
+    with pytest.raises(KafkaUnavailable, match="no answer within 60 s"):
+        shell_lines._asked(ctx, "bootstrap tree /image", args, None, ours)

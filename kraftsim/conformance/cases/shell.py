@@ -18,12 +18,10 @@ from kraftsim.conformance.cases import shell_lines
 from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.cases.dump_log import _sim_cluster, _snapshots
 from kraftsim.conformance.compare import unified
-from kraftsim.conformance.dist import KafkaUnavailable
-from kraftsim.conformance.tools import ToolRun, run_tool
+from kraftsim.conformance.tools import ToolRun
 
 GROUP = "metadata-shell"
 SESSION_TIMEOUT_S = 45
-SESSION_ATTEMPTS = 2
 _FINALIZED = "/image/features/finalized_"
 
 
@@ -63,17 +61,9 @@ def _answers(run: ToolRun, count: int) -> list[str]:
 
 
 def _session(ctx: ReleaseContext, path: Path, commands: list[str]) -> ToolRun:
-    """The shell on one snapshot, commands on stdin. The 3.7 shell now and then never answers;
-    such a session is killed at the timeout and tried once more."""
+    """The shell on one snapshot, commands on stdin (asked again when it hangs: shell_lines.kafka_shell)."""
     stdin = "\n".join([*commands, "exit"]) + "\n"
-    for attempt in range(SESSION_ATTEMPTS):
-        try:
-            return run_tool(ctx.dist, "metadata-shell", ["--snapshot", str(path)], stdin=stdin,
-                            timeout=SESSION_TIMEOUT_S)
-        except KafkaUnavailable:
-            if attempt == SESSION_ATTEMPTS - 1:
-                raise
-    raise AssertionError("unreachable")
+    return shell_lines.kafka_shell(ctx, ["--snapshot", str(path)], stdin, timeout=SESSION_TIMEOUT_S)
 
 
 def _case(ctx: ReleaseContext, label: str, path: Path) -> Case:
