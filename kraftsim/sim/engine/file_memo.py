@@ -14,10 +14,11 @@ one.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Hashable
 from pathlib import Path
 from typing import Generic, NamedTuple, TypeVar
+
+from blake3 import blake3
 
 from kraftsim.storage.fileio import read_file
 from kraftsim.storage.snapshot import file_identity as stat_identity
@@ -46,7 +47,7 @@ def file_identity(path: Path) -> FileIdentity | None:
 
 
 def _whole(raw: bytes) -> Hashable:
-    return len(raw), hashlib.sha256(raw).digest()  # (SHA-256: with SHA instructions, twice BLAKE2b's speed)
+    return len(raw), blake3(raw).digest()  # (BLAKE3: see snapshot_share.snapshot_content)
 
 
 class FileMemo(Generic[T]):
