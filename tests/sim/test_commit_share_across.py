@@ -27,6 +27,7 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.sim import Simulation
 from kraftsim.sim.node import commit_share
 from kraftsim.sim.node.commit_share import CommitShare, Replayer, batch_reads, replays_alike
+from kraftsim.sim.node.replay_reads import NEUTRAL, READ_TYPES
 from kraftsim.versions import VersionsError, default_catalog
 from tests.image.helpers import rec, uid
 from tests.image.loader_helpers import LogBuilder, begin, end, feature, mv, noop
@@ -112,6 +113,16 @@ def test_a_batch_said_to_replay_alike_replays_alike(releases: list[str], kips: t
     if replays_alike(ra, rb, reads):
         assert _outcome(first) == _outcome(second)
         assert replays_alike(rb, ra, reads)  # (alike is symmetric)
+
+
+@settings(max_examples=200, deadline=None)
+@given(records=st.lists(RECORDS, max_size=6), tx=st.booleans())
+def test_a_batchs_reads_are_the_same_from_a_list_as_record_by_record(records: list[Payload], tx: bool) -> None:
+    """`batch_reads` of a list first gathers the record types (and answers NEUTRAL when none
+    reads the software); the same records handed one by one are read record by record."""
+    entries = LogBuilder().batch(*([begin(), *records, end()] if tx else records)).entries
+    assert batch_reads(entries) == batch_reads(iter(entries)) == batch_reads(tuple(entries))
+    assert (batch_reads(entries) is NEUTRAL) == all(e.record_type.name not in READ_TYPES for e in entries)
 
 
 def _replays(release: str, records: list[Payload], *, kip_778: bool = False, base_level: int = 19) -> tuple[Any, ...]:

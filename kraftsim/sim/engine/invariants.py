@@ -682,7 +682,9 @@ def _committed(node, fb: FileBatch, first: int, upto: int, cut: bool) -> Committ
     """The batch `fb` as the raft layer hands it over: its records from offset `first`, cut
     before `upto` when `cut`."""
     b = fb.batch
-    entries = [e for e in decode_file_batch(fb, node.registry) if first <= e.offset < upto]
+    entries = decode_file_batch(fb, node.registry)
+    if first > b.base_offset or cut:  # (a whole batch is handed over as decoded: a fresh list)
+        entries = [e for e in entries if first <= e.offset < upto]
     return CommittedBatch(b.base_offset, upto - 1 if cut else b.last_offset, b.partition_leader_epoch,
                           b.max_timestamp, b.size, entries)
 

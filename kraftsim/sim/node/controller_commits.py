@@ -23,7 +23,7 @@ from kraftsim.image import LogDeltaManifest, MetadataImage
 from kraftsim.image.delta import TRANSACTION_RECORDS, MetadataDelta
 from kraftsim.protocol.batch import stored_crc
 from kraftsim.protocol.entries import LogEntry, Payload
-from kraftsim.sim.node.commit_share import batch_reads
+from kraftsim.sim.node.replay_reads import NEUTRAL, READ_TYPES, batch_reads, record_type_names
 
 if TYPE_CHECKING:
     from kraftsim.controller import ReplayState
@@ -55,7 +55,8 @@ class ControllerCommits:
         loader, share = self.node.loader, self.node.share
         if loader is None or share is None or state.transaction_start_offset is not None:
             return
-        if any(r.record_type.name in _HELD_BACK for r in records) or delta.metadata_version_changed() is not None:
+        types = record_type_names(records)
+        if not _HELD_BACK.isdisjoint(types) or delta.metadata_version_changed() is not None:
             return
         raft: tuple[object, object]
         if self._loader_below(base_offset) and loader.image is before:
@@ -69,7 +70,8 @@ class ControllerCommits:
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
         key = (base_offset, end, epoch, stored_crc(raw))
         share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
-        share.shareable(self.node.software, key, batch_reads(records), self.node.replayer)
+        share.shareable(self.node.software, key, batch_reads(records) if not READ_TYPES.isdisjoint(types) else NEUTRAL,
+                        self.node.replayer)
         self._last = (end, image, raft)
         self.kept += 1
 

@@ -18,7 +18,8 @@ load adopted across softwares) both ask `replays_alike` of the records they woul
 
 from __future__ import annotations
 
-from typing import Iterable, NamedTuple
+from operator import attrgetter
+from typing import Iterable, NamedTuple, Sequence
 
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.protocol.entries import LogEntry, Payload
@@ -51,8 +52,21 @@ class BatchReads(NamedTuple):
 NEUTRAL = BatchReads()
 
 
+#: The record types whose replay reads the software (see the module docstring).
+READ_TYPES = frozenset({"FeatureLevelRecord", "KRaftVersionRecord", "ConfigRecord"})
+_record_type = attrgetter("record_type")
+
+
+def record_type_names(records: Sequence[LogEntry | Payload]) -> set[str]:
+    """The names of the record types in `records`: the types gathered in C first (a batch
+    of a million-partition cluster holds up to 100,000 records, mostly of one type)."""
+    return {t.name for t in set(map(_record_type, records))}
+
+
 def batch_reads(records: Iterable[LogEntry | Payload]) -> BatchReads:
     """What replaying `records` (one batch's, decoded) reads of the software."""
+    if isinstance(records, (list, tuple)) and READ_TYPES.isdisjoint(record_type_names(records)):
+        return NEUTRAL
     levels: list[tuple[str, str, int]] = []
     configs = False
     for r in records:
@@ -90,4 +104,4 @@ def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
     return True
 
 
-__all__ = ["NEUTRAL", "BatchReads", "Replayer", "batch_reads", "replays_alike"]
+__all__ = ["NEUTRAL", "READ_TYPES", "BatchReads", "Replayer", "batch_reads", "record_type_names", "replays_alike"]

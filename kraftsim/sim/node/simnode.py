@@ -506,7 +506,9 @@ class SimNode:
                     share.adopted += 1
                     share.adopted_across += 1
                     continue
-            entries_in = [e for e in decode_file_batch(fb, self.registry) if e.offset >= start]
+            entries_in = decode_file_batch(fb, self.registry)
+            if start > fb.batch.base_offset:  # (else all of them: the decode's own fresh list)
+                entries_in = [e for e in entries_in if e.offset >= start]
             reads = batch_reads(entries_in)
             found = self._refused(reads)
             if found is not None:
