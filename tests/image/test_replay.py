@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from kraftsim.image import (
     EMPTY_IMAGE,
@@ -185,6 +186,23 @@ def test_clear_elr_by_name_all_and_unknown() -> None:
 
 
 # ----------------------------------------------------------------------------- cluster
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 40), st.sampled_from(["eligible_leader_replicas", "last_known_elr"]),
+                          st.sampled_from([[], [2], [1, 3]])), max_size=6))
+def test_topics_hold_elr_when_a_partition_does(changes: list[tuple[int, int, str, list[int]]]) -> None:
+    """`holds_elr` (topics and each topic, tested field by field in C) says what asking every
+    partition says, over topics of many partitions (chunked) where some hold ELR fields."""
+    tids = [uid(10 + i) for i in range(3)]
+    records = [feature("eligible.leader.replicas.version", 1)]
+    for i, tid in enumerate(tids):
+        records += [topic(f"t{i}", tid), *(part(tid, p) for p in range(41))]
+    records += [change(tids[t], p, **{field: value}) for t, p, field, value in changes]
+    img = replay(records, base=base_image())
+    for t in img.topics.by_id.values():
+        assert t.holds_elr() == any(p.has_elr() for p in t.partitions.values())
+    assert img.topics.holds_elr() == any(p.has_elr() for t in img.topics.by_id.values() for p in t.partitions.values())
 
 
 def test_broker_registration_change_fencing_and_shutdown() -> None:

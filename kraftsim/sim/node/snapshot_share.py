@@ -294,7 +294,7 @@ def replays_alike(writer: Catalog, reader: Catalog, image: MetadataImage) -> boo
     if writer.config_replay_filter() != reader.config_replay_filter():
         return False
     if not elr_written(None, resolve_writer_line(None, writer), image.features, writer, mv):
-        return not any(p.elr or p.last_known_elr for t in image.topics.by_id.values() for p in t.partitions.values())
+        return not image.topics.holds_elr()
     return True
 
 
