@@ -135,6 +135,22 @@ REJECTIONS = [
     (scenario_text("[config]\nelection_timeout_ms = 2.5\n"), None, "config.election_timeout_ms",
      "expected an integer, got a number"),
     (scenario_text("[config]\nmessage_loss = 'some'\n"), None, "config.message_loss", "got a string"),
+    # out of range: these crashed the run (segment_bytes, election_timeout_ms) or spun forever
+    # at one simulated instant (a timer of 0 ms or less), or ran on silently (loss above 1)
+    (scenario_text("[config]\nsegment_bytes = 0\n"), None, "config.segment_bytes", "expected an integer >= 12"),
+    (scenario_text("[config]\nelection_timeout_ms = -1\n"), None, "config.election_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nfetch_timeout_ms = -1\n"), None, "config.fetch_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nrequest_timeout_ms = 0\n"), None, "config.request_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nbroker_heartbeat_interval_ms = 0\n"), None, "config.broker_heartbeat_interval_ms",
+     ">= 1"),
+    (scenario_text("[config]\nmetadata_max_idle_interval_ms = 0\n"), None,
+     "config.metadata_max_idle_interval_ms", ">= 1"),
+    (scenario_text("[config]\nnetwork_delay_min_ms = -5\n"), None, "config.network_delay_min_ms", ">= 0"),
+    (scenario_text("[config]\nmessage_loss = 2.0\n"), None, "config.message_loss", "expected a number <= 1.0"),
+    (scenario_text("[config]\nmessage_loss = nan\n"), None, "config.message_loss", "expected a number"),
+    (scenario_text("[config]\nretention_bytes = -2\n"), None, "config.retention_bytes", ">= -1"),
+    (scenario_text("[config]\nnetwork_delay_min_ms = 100\nnetwork_delay_max_ms = 1\n"), None, "config",
+     "network_delay_min_ms 100 is above network_delay_max_ms 1"),
 ]
 
 
