@@ -27,8 +27,8 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec, Expect, Limits,
-    NodeSel, RecordedFailure, ScenarioTop,
+    DISK_FAULTS, MAX_NODE_ID, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec,
+    Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
@@ -447,7 +447,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         if check.nodes is not None:
             nid = step.id if step.id is not None else max(check.nodes, default=0) + 1
-            check.non_negative(nid, "id", index)
+            check.non_negative(nid, "id", index, maximum=MAX_NODE_ID)
             if nid in check.nodes:
                 raise check.fail("id", f"expected a new node id; node {nid} already exists", index)
             check.nodes[nid] = (step.role,)
@@ -457,7 +457,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         if check.nodes is not None:
             nid = step.id if step.id is not None else max(check.nodes, default=0) + 1
-            check.non_negative(nid, "id", index)
+            check.non_negative(nid, "id", index, maximum=MAX_NODE_ID)
             if nid in check.nodes and "controller" not in check.nodes[nid]:
                 raise check.fail("id", f"expected a controller; node {nid} is a broker", index)
             check.nodes.setdefault(nid, ("controller",))
@@ -509,7 +509,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         if step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
     elif isinstance(step, (UnregisterController, UnregisterBroker)):
-        check.non_negative(step.id, "id", index)
+        check.non_negative(step.id, "id", index, maximum=MAX_NODE_ID)
     if step.expect is not None:
         _check_expect(step.expect, check, index)
     return step

@@ -89,6 +89,12 @@ REJECTIONS = [
     (step("op = 'add-node'\nrole = 'observer'\nrelease = '3.8'"), 1, "role", "broker, controller"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2"), 1, "id", "node 2 already exists"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '1.0'"), 1, "release", "unknown release"),
+    # node.id is an int32: a larger id failed the run with a misleading "No readable meta.properties"
+    (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2147483648"), 1, "id",
+     "expected an integer <= 2,147,483,647, got 2,147,483,648"),
+    (step("op = 'add-controller'\nid = 99999999999999"), 1, "id", "expected an integer <= 2,147,483,647"),
+    (step("op = 'unregister-broker'\nid = 2147483648"), 1, "id", "expected an integer <= 2,147,483,647"),
+    (step("op = 'unregister-controller'\nid = 2147483648"), 1, "id", "expected an integer <= 2,147,483,647"),
     (step("op = 'features-upgrade'"), 1, "metadata", "one of metadata, release_version or features"),
     (step("op = 'features-upgrade'\nmetadata = '3.99'"), 1, "metadata", "unknown metadata.version '3.99'"),
     (step("op = 'features-upgrade'\nrelease_version = '9.9-IV9'"), 1, "release_version", "unknown metadata.version"),
