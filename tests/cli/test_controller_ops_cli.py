@@ -44,6 +44,19 @@ def test_acls_and_unregistration_on_4_4(tmp_path: Path, capsys: pytest.CaptureFi
     assert (code, err) == (1, "Controller ID 9 is not currently registered.\n")
 
 
+def test_a_principal_without_a_type_is_refused_as_kafka_acls_refuses_it(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-acls parses TYPE:NAME before it sends anything; the controller would take any string."""
+    d = _cluster(capsys, tmp_path / "c")
+    base = ["acls", "--cluster", d, "--add", "--operation", "Read", "--topic", "t"]
+    code, _, err = run(capsys, *base, "--allow-principal", "alice")
+    assert (code, err) == (1, "expected a string in format principalType:principalName but got alice\n")
+    code, _, err = run(capsys, *base, "--allow-principal", "")  # was sent as a deny of no principal
+    assert (code, err) == (1, "expected a string in format principalType:principalName but got \n")
+    code, out, _ = run(capsys, *base, "--deny-principal", " User:bob ")
+    assert (code, out) == (0, "Added ACL: DENY User:bob from host * READ on TOPIC:LITERAL:t\n")
+
+
 def test_gates_below_the_metadata_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = _cluster(capsys, tmp_path / "c", release_version="4.2-IV1")
     code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-default",
