@@ -349,7 +349,9 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and check a scenario file."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = tomlinput.read_text(p)
+    except tomlinput.TomlTooComplex as e:
+        raise ScenarioInvalid(str(p), None, str(e)) from None
     except UnicodeDecodeError as e:
         raise ScenarioInvalid(str(p), None, f"expected UTF-8 text (byte {e.start} is not)") from None
     except OSError as e:
