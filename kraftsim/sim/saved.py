@@ -71,6 +71,8 @@ def read_saved(directory: Path) -> SavedState:
         head = json.loads(raw)
     except ValueError as e:
         raise SimError(f"{path}: not a valid cluster state file: {e}") from None
+    except RecursionError:  # (json's decoder recurses once per level of nesting)
+        raise SimError(f"{path}: not a valid cluster state file: arrays or objects nested too deeply") from None
     if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
         fmt = head.get("format") if isinstance(head, dict) else None
         raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")

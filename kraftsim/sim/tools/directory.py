@@ -34,7 +34,7 @@ def engine_of(directory: Path | str) -> str:
     (a missing or broken file is reported by whichever opens it)."""
     try:
         head = json.loads((Path(directory) / STATE_FILE).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
         return TICKS
     return EVENTS if isinstance(head, dict) and head.get("format") == STATE_FORMAT else TICKS
 
