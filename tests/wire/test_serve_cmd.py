@@ -151,6 +151,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
             s.sendall(json.dumps({"token": "0" * 32, "argv": ["cluster", "crash", str(d), "--nodes", "3"],
                                   "cwd": str(tmp_path)}).encode() + b"\n")
             assert s.recv(1) == b""
+        with socket.create_connection(("127.0.0.1", endpoint["port"]), timeout=10) as s:  # JSON nested too deeply
+            s.sendall(b"[" * 30_000 + b"\n")
+            assert s.recv(1) == b""
         node3 = next(n["broker"] for n in info["nodes"] if n["id"] == 3)
         assert not _refused(node3)
         crashed = _kraftsim("cluster", "crash", str(d), "--nodes", "3")
@@ -171,6 +174,7 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     finally:
         out, err = _stop(proc)
     assert proc.returncode == 0, err
+    assert "Unhandled exception" not in err, err
     assert not (d / ".kraftsim-serve").exists()
     # Without the server, the same command opens the directory and prints the same (but for the
     # finalized epoch: the image's offset, which went on while the cluster was served).
@@ -187,6 +191,14 @@ def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     (cluster / ".kraftsim-serve").write_text(json.dumps({"pid": gone.pid, "port": 1, "token": "x"}))
+    described = _kraftsim("features", "--cluster", str(cluster), "describe")
+    assert described.returncode == 0, described.stderr
+    assert "metadata.version" in described.stdout
+
+
+def test_a_marker_nested_too_deeply_is_ignored(cluster, tmp_path):
+    """A damaged marker is no server: the command opens the directory itself (it was exit 70)."""
+    (cluster / ".kraftsim-serve").write_text("[" * 100_000 + "]" * 100_000)
     described = _kraftsim("features", "--cluster", str(cluster), "describe")
     assert described.returncode == 0, described.stderr
     assert "metadata.version" in described.stdout
