@@ -150,3 +150,19 @@ def test_run_ms_is_bounded_as_a_scenario_step(tmp_path: Path, capsys: pytest.Cap
     code, out, err = run(capsys, "cluster", "run", d, "--ms", "5000", "--max-ms", "1000")
     assert code == 2 and "--max-ms 5000" in err
     ok(capsys, "cluster", "run", d, "--ms", "3600001", "--max-ms", "3600001", "--json")
+
+
+def test_a_timeline_that_cannot_be_appended_to_is_refused_before_the_run(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder or a directory was an internal error (exit 70) after the cluster was
+    opened; a file in the cluster directory (its cluster.json) was appended to."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "events")
+    state = (d / "cluster.json").read_bytes()
+    for timeline, says in ((tmp_path / "no" / "t.jsonl", "no such directory"), (d, "is a directory"),
+                           (d / "cluster.json", "lies inside")):
+        code, out, err = run(capsys, "cluster", "run", d, "--ms", "100", "--timeline", timeline)
+        assert (code, out) == (2, ""), err
+        assert f"--timeline {timeline}" in err and says in err and "Traceback" not in err
+        assert (d / "cluster.json").read_bytes() == state  # nothing ran, nothing appended
+
