@@ -625,8 +625,15 @@ class Simulation(AdminMixin):
 
     @working
     def partition(self, groups: Sequence[Sequence[int]]) -> None:
+        """Split the network into `groups` (unlisted nodes form one more). A node listed in two
+        groups is refused, as the scenario op refuses it: the network would silently put it
+        in the last one."""
+        seen: set[int] = set()
         for g in groups:
             self._ids(list(g))
+            if seen & set(g):
+                raise SimError(f"node {min(seen & set(g))} is in two groups")
+            seen |= set(g)
         self.engine.net.partition(groups)
         self.engine.emit(None, "partition", {"groups": [sorted(g) for g in groups]})
         self._finish_op("partition")

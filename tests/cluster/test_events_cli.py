@@ -166,3 +166,11 @@ def test_a_timeline_that_cannot_be_appended_to_is_refused_before_the_run(tmp_pat
         assert f"--timeline {timeline}" in err and says in err and "Traceback" not in err
         assert (d / "cluster.json").read_bytes() == state  # nothing ran, nothing appended
 
+
+def test_a_node_in_two_partition_groups_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--group 1 --group 1,2` put node 1 silently in the last group it was named in."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--release", "3.9", "--engine", "events")
+    code, _, err = run(capsys, "cluster", "partition", d, "--group", "1", "--group", "1,2")
+    assert (code, err.strip()) == (1, "node 1 is in two groups")
+    assert _status(capsys, d)["partition"] == []
