@@ -174,3 +174,13 @@ def test_a_node_in_two_partition_groups_is_refused(tmp_path: Path, capsys: pytes
     code, _, err = run(capsys, "cluster", "partition", d, "--group", "1", "--group", "1,2")
     assert (code, err.strip()) == (1, "node 1 is in two groups")
     assert _status(capsys, d)["partition"] == []
+
+
+def test_topics_list_without_an_active_controller_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The settling wait's own failure ("not stable after 60000 ms") hid the answer that matters."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--brokers", "1", "--release", "3.9", "--engine", "events")
+    ok(capsys, "topics", "--cluster", d, "create", "--count", "1")
+    ok(capsys, "cluster", "crash", d, "--nodes", "1")
+    code, out, err = run(capsys, "topics", "--cluster", d, "list")
+    assert (code, out, err) == (1, "", "no active controller: the topics cannot be listed\n")
