@@ -321,10 +321,10 @@ def _check_totals(steps: list[Step], limits: Limits, check: _Checker) -> None:
     topics = partitions = 0
     for index, step in enumerate(steps, start=1):
         if isinstance(step, CreateTopics):
-            topics += step.count
-            partitions += step.count * step.partitions
+            topics += step.topic_count
+            partitions += step.topic_count * step.partitions
             if topics > limits.topics:
-                raise check.fail("count", f"expected at most {limits.topics:,} topics created by the whole file, "
+                raise check.fail("count" if step.names is None else "names", f"expected at most {limits.topics:,} topics created by the whole file, "
                                           f"got {topics:,} by this step ({_raise_it('topics')})", index)
             if partitions > limits.partitions:
                 raise check.fail("partitions", f"expected at most {limits.partitions:,} partitions created by the "
@@ -438,10 +438,14 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         raise check.fail("expect_error", "expected a non-empty fragment of the error text", index)
     strict = step.expect_error is None  # names the Kafka tools check are checked here only when no error is expected
     if isinstance(step, CreateTopics):
-        check.non_negative(step.count, "count", index, 1, MAX_TOPICS)
+        if step.names is not None and not step.names:
+            raise check.fail("names", "expected at least one topic name", index)
+        # `names` stands for the count when given: its length is what is bounded
+        count_key = "count" if step.names is None else "names"
+        check.non_negative(step.topic_count, count_key, index, 1, MAX_TOPICS)
         check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
         check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
-        check.non_negative(step.count * step.partitions, "count x partitions", index, 1, MAX_PARTITIONS)
+        check.non_negative(step.topic_count * step.partitions, f"{count_key} x partitions", index, 1, MAX_PARTITIONS)
     elif isinstance(step, Roll):
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         check.selector(step.nodes, "nodes", index)

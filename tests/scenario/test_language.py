@@ -89,6 +89,13 @@ REJECTIONS = [
     (step("op = 'add-node'\nrole = 'observer'\nrelease = '3.8'"), 1, "role", "broker, controller"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2"), 1, "id", "node 2 already exists"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '1.0'"), 1, "release", "unknown release"),
+    # `names` stands for `count`: an empty list created nothing while the step said "create 1 topic(s)",
+    # and a long list escaped the per-step and per-file bounds (count 1 x partitions was checked)
+    (step("op = 'create-topics'\nnames = []"), 1, "names", "expected at least one topic name"),
+    (step("op = 'create-topics'\nnames = ['a', 'b', 'c']\npartitions = 5000000"), 1, "names x partitions",
+     "expected an integer <= 10,000,000, got 15,000,000"),
+    (scenario_text("[limits]\ntopics = 2\n[[step]]\nop = 'create-topics'\nnames = ['a', 'b', 'c']\n"), 1, "names",
+     "expected at most 2 topics created by the whole file, got 3"),
     # node.id is an int32: a larger id failed the run with a misleading "No readable meta.properties"
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2147483648"), 1, "id",
      "expected an integer <= 2,147,483,647, got 2,147,483,648"),
