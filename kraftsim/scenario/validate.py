@@ -280,7 +280,8 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     if top.catalog is not None:
         catalog_path = (base / top.catalog).resolve()
         if not catalog_path.is_file():
-            raise ScenarioInvalid(file, "catalog", f"expected a catalog file; {top.catalog} does not exist")
+            what = "is not a file" if catalog_path.exists() else "does not exist"  # (a folder, a device)
+            raise ScenarioInvalid(file, "catalog", f"expected a catalog file; {top.catalog} {what}")
         try:
             catalog = load_catalog(catalog_path)
         except (KraftsimError, OSError) as e:

@@ -67,6 +67,9 @@ REJECTIONS = [
      "does not exist"),
     ("name = 'x'\ncatalog = 'no-such-catalog.toml'\n[cluster]\ncontrollers = 1\nrelease = '3.8'\n", None,
      "catalog", "does not exist"),
+    # a folder (here the current one) is there: it was called missing
+    ("name = 'x'\ncatalog = '.'\n[cluster]\ncontrollers = 1\nrelease = '3.8'\n", None,
+     "catalog", "expected a catalog file; . is not a file"),
     (step("release = '3.9'"), 1, "op", "required key is missing"),
     (step("op = 'rol'"), 1, "op", "unknown op 'rol'"),
     (step("op = 3"), 1, "op", "unknown op 3"),
