@@ -168,6 +168,8 @@ def _run_create(args: argparse.Namespace) -> int:
         return 0
     if args.combined:
         raise KraftsimError("--combined is not available with --engine ticks")
+    if args.dynamic_quorum:  # (the ticks engine formats a static quorum: the flag was silently dropped)
+        raise KraftsimError("--dynamic-quorum is not available with --engine ticks")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
                                 policies=args.policy, catalog=args.catalog, configs=dict(args.config))
