@@ -69,6 +69,11 @@ def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.
                        "--release", "3.9", "--engine", "ticks")
     assert code == 1 and "--dynamic-quorum is not available with --engine ticks" in err
     assert not (tmp_path / "k").exists()
+    # the event simulator's commands named a ticks cluster's state file a wrong "format 1"
+    for argv in (["topics", "--cluster", d, "list"], ["acls", "--cluster", d, "--add", "--allow-principal", "User:a",
+                                                      "--operation", "Read", "--topic", "t"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 1 and "a cluster of the tick simulator (`cluster create --engine ticks`)" in err, err
 
 
 def test_the_event_simulator_is_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
