@@ -18,6 +18,7 @@ from typing import Any
 
 from kraftsim.cli.common import bounded_int
 from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.storage.safepath import check_output
 
 
 def _speed(text: str) -> float:
@@ -49,13 +50,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run)
 
 
+def _check_record(record: Path, target: Path) -> None:
+    """--record is written when the session ends: refuse (exit 2) before serving what could
+    not be written then (a directory, a missing folder) or would destroy the TARGET (the
+    scenario file served, or a file in the served cluster directory)."""
+    if record.is_dir():
+        raise UsageError(f"--record {record}: is a directory; expected a file to write")
+    if not record.parent.is_dir():
+        raise UsageError(f"--record {record}: {record.parent}: no such directory")
+    check_output(record, [target], flag="--record")
+
+
 def _run(args: argparse.Namespace) -> int:
     from kraftsim.wire.ready import ready_line, write_ready_file
     from kraftsim.wire.session import Session
     from kraftsim.wire.target import open_target
 
-    if args.record is not None and Path(args.record).is_dir():
-        raise UsageError(f"--record {args.record}: is a directory; expected a file to write")
+    if args.record is not None:
+        _check_record(Path(args.record), Path(args.target))
     try:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)

@@ -122,6 +122,20 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
     assert code == 2 and "--speed" in err
 
 
+
+def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_refused_first(capsys, tmp_path):
+    """--record is written when the session ends: into a missing folder the session was
+    served and its recording then lost; naming the served scenario file replaced it."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[cluster]\ncontrollers = 1\nrelease = "3.9"\n')
+    before = scenario.read_bytes()
+    for record, says in ((tmp_path / "no" / "r.toml", "no such directory"), (scenario, "is or lies inside the input")):
+        code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--record", str(record))
+        assert (code, out) == (2, ""), err
+        assert f"--record {record}" in err and says in err
+    assert scenario.read_bytes() == before
+
+
 def _kraftsim(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "kraftsim", *argv], capture_output=True, text=True, env=env,
