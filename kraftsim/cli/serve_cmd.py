@@ -50,15 +50,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run)
 
 
-def _check_record(record: Path, target: Path) -> None:
-    """--record is written when the session ends: refuse (exit 2) before serving what could
-    not be written then (a directory, a missing folder) or would destroy the TARGET (the
-    scenario file served, or a file in the served cluster directory)."""
-    if record.is_dir():
-        raise UsageError(f"--record {record}: is a directory; expected a file to write")
-    if not record.parent.is_dir():
-        raise UsageError(f"--record {record}: {record.parent}: no such directory")
-    check_output(record, [target], flag="--record")
+def _check_written_file(flag: str, path: Path, target: Path) -> None:
+    """--record (written when the session ends) and --ready-file (once ready): refuse (exit 2)
+    before serving what could not be written then (a directory, a missing folder) or would
+    destroy the TARGET (the scenario file served, or a file in the served cluster directory)."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; expected a file to write")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: {path.parent}: no such directory")
+    check_output(path, [target], flag=flag)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -66,8 +66,9 @@ def _run(args: argparse.Namespace) -> int:
     from kraftsim.wire.session import Session
     from kraftsim.wire.target import open_target
 
-    if args.record is not None:
-        _check_record(Path(args.record), Path(args.target))
+    for flag, path in (("--record", args.record), ("--ready-file", args.ready_file)):
+        if path is not None:
+            _check_written_file(flag, Path(path), Path(args.target))
     try:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)

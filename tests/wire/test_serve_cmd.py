@@ -125,7 +125,8 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
 
 def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_refused_first(capsys, tmp_path):
     """--record is written when the session ends: into a missing folder the session was
-    served and its recording then lost; naming the served scenario file replaced it."""
+    served and its recording then lost; naming the served scenario file replaced it (as
+    --ready-file naming it did, with the JSON of the addresses)."""
     scenario = tmp_path / "s.toml"
     scenario.write_text('name = "s"\n[cluster]\ncontrollers = 1\nrelease = "3.9"\n')
     before = scenario.read_bytes()
@@ -133,6 +134,8 @@ def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_
         code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--record", str(record))
         assert (code, out) == (2, ""), err
         assert f"--record {record}" in err and says in err
+    code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--ready-file", str(scenario))
+    assert (code, out) == (2, "") and f"--ready-file {scenario}: is or lies inside the input" in err
     assert scenario.read_bytes() == before
 
 
