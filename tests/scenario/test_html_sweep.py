@@ -130,6 +130,25 @@ def test_a_sidecar_of_another_shape_is_refused_before_running(tmp_path: Path, ca
         assert not (tmp_path / "r.html").exists()
 
 
+def test_a_sweep_table_that_is_not_parquet_is_refused_before_running(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Its sidecar in order but a part that is not Parquet: pyarrow's ArrowInvalid was an
+    internal error (exit 70), where --snapshot-cost says what is wrong."""
+    import json
+
+    from kraftsim.pipeline.jobs import schema_version
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "disable-feature.toml"
+    table = tmp_path / "sweep" / engine.TABLE
+    (table / "scenario=x").mkdir(parents=True)
+    (table / engine.SIDECAR).write_text(json.dumps({"schema": engine.SCHEMA, "version": schema_version(engine.SCHEMA)}))
+    (table / "scenario=x" / "part-0.parquet").write_text("not parquet")
+    code, _, err = run_cli(capsys, "scenario", "run", str(scenario), "--html", str(tmp_path / "r.html"), "--sweep",
+                           str(tmp_path / "sweep"))
+    assert code == 2 and f"--sweep {tmp_path / 'sweep'}: not a sweep output (" in err, err
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_sections_in_headless_chromium(outputs: tuple[Path, Path, Path], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     browser = _chromium()
