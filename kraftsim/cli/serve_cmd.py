@@ -53,12 +53,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _check_written_file(flag: str, path: Path, target: Path) -> None:
     """--record (written when the session ends) and --ready-file (once ready): refuse (exit 2)
     before serving what could not be written then (a directory, a missing folder) or would
-    destroy the TARGET (the scenario file served, or a file in the served cluster directory)."""
+    destroy what is served (`_served_entries`)."""
     if path.is_dir():
         raise UsageError(f"{flag} {path}: is a directory; expected a file to write")
     if not path.parent.is_dir():
         raise UsageError(f"{flag} {path}: {path.parent}: no such directory")
-    check_output(path, [target], flag=flag)
+    check_output(path, _served_entries(target), flag=flag)
+
+
+def _served_entries(target: Path) -> list[Path]:
+    """What of TARGET a file the session writes must not replace: the scenario file served, or
+    a cluster directory's own entries (its state file, lock and serve marker, and every folder
+    in it). A file of the user's beside them, such as a ready file kept in the cluster's
+    folder, is theirs to name."""
+    from kraftsim.sim.saved import STATE_FILE
+    from kraftsim.storage.dirlock import LOCK_FILE
+    from kraftsim.wire.control import MARKER
+
+    if not target.is_dir():
+        return [target]
+    own = {STATE_FILE, LOCK_FILE, MARKER}
+    return [entry for entry in sorted(target.iterdir()) if entry.name in own or entry.is_dir()]
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -139,6 +139,23 @@ def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_
     assert scenario.read_bytes() == before
 
 
+def test_a_ready_file_beside_the_served_clusters_own_files_is_allowed(capsys, tmp_path):
+    """Only the cluster's own entries are protected: a ready file or recording kept in the
+    cluster's folder is the user's to name; its state file and node folders are not."""
+    d = tmp_path / "c"
+    Simulation.create(d, controllers=1, brokers=1, release="3.9.0").close()
+    state = (d / "cluster.json").read_bytes()
+    for inside in (d / "cluster.json", d / "node-1" / "ready.json"):
+        code, out, err = run(capsys, "serve", str(d), "--for", "100", "--ready-file", str(inside))
+        assert (code, out) == (2, "") and f"--ready-file {inside}: is or lies inside the input" in err
+    assert (d / "cluster.json").read_bytes() == state
+    ready = d / "ready.json"
+    code, out, err = run(capsys, "serve", str(d), "--for", "100", "--ready-file", str(ready), "--record",
+                         str(d / "rec.toml"))
+    assert code == 0, err
+    assert json.loads(ready.read_text())["bootstrap_servers"] and (d / "rec.toml").exists()
+
+
 def _kraftsim(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "kraftsim", *argv], capture_output=True, text=True, env=env,
