@@ -45,21 +45,19 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-#: What a demo run writes in --out: --force replaces these, in a folder that holds nothing else.
-DEMO_ENTRIES = ("clusters", "reports", "parquet")
-
-
 def _clear_earlier_run(out: Path) -> None:
     """--force: remove an earlier run's output, and only that. `--out .` or a folder of the
     user's own files was removed whole (the working directory emptied, then an internal error)."""
+    from kraftsim.demo import OUTPUT_ENTRIES
+
     if not out.is_dir():
         raise KraftsimError(f"{out} exists and is not a folder: --out elsewhere")
-    others = sorted(p.name for p in out.iterdir() if p.name not in DEMO_ENTRIES)
+    others = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_ENTRIES)
     if others:
         shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
         raise KraftsimError(f"{out} holds {shown}, which no demo run writes: --force replaces only an earlier "
                             "run's output; --out elsewhere")
-    for name in DEMO_ENTRIES:
+    for name in OUTPUT_ENTRIES:
         target = out / name
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)
