@@ -36,6 +36,9 @@ DEMO_SCENARIOS = ("upgrade-3.7-to-3.8-metadata-flag", "rollback-controller-after
                   "downgrade-lossy-kip778", "leader-crash-mid-roll", "upgrade-4.2-to-4.4-release-version")
 #: The scenario whose cluster stands for "the cluster" (the lossy downgrade, with KIP-778 snapshots).
 MAIN_SCENARIO = "downgrade-lossy-kip778"
+#: What a run writes in its output folder (all of it: `demo --force` replaces these, and only these).
+CLUSTERS, REPORTS, PARQUET = "clusters", "reports", "parquet"
+OUTPUT_ENTRIES = (CLUSTERS, REPORTS, PARQUET)
 #: The demo's snapshot-cost grid: small enough for a laptop, wide enough to show the trend.
 DEMO_GRID: dict[str, list[object]] = {"topics": [10, 100, 1000], "partitions": [10], "rf": [3], "brokers": [3], "mv": ["3.9-IV0", "4.1-IV1"]}
 
@@ -79,11 +82,11 @@ def run_scenarios(out: Path, *, seed: int | None, say: Say, progress: Progress |
         say(f"{number}. {name}: {scenario.description}")
         _wrapped("question", scenario.header.question, say)
         hear = None if progress is None else partial(progress, name)
-        run = run_scenario(scenario, seed=seed, keep=out / "clusters" / name, on_progress=hear)
-        report = out / "reports" / f"{name}.html"
+        run = run_scenario(scenario, seed=seed, keep=out / CLUSTERS / name, on_progress=hear)
+        report = out / REPORTS / f"{name}.html"
         write_report(run, report)
         r = run.result
-        result.results[name], result.clusters[name], result.reports[name] = r, out / "clusters" / name, report
+        result.results[name], result.clusters[name], result.reports[name] = r, out / CLUSTERS / name, report
         result.policies[name] = scenario.policy
         failed = [s for s in r.steps if not s.ok] + [e for e in r.expect if not e.ok]
         _wrapped("answer", scenario.header.answer, say)
@@ -138,7 +141,7 @@ def run_spark_jobs(result: DemoResult, out: Path, *, master: str | None, say: Sa
     try:
         for name, items in (("downgrade-matrix", matrix_inputs(result.clusters)),
                             ("snapshot-cost", job_inputs("snapshot-cost", (), DEMO_GRID))):
-            target = str(out / "parquet" / name)
+            target = str(out / PARQUET / name)
             run = run_spark(spark, name, items, target, overwrite=True)
             result.parquet[name] = target
             result.summaries[name] = run.summary_text

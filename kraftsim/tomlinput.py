@@ -6,6 +6,7 @@ nesting of the parsed tables once more, each refusal saying which limit was met.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from typing import Any
 
@@ -19,6 +20,17 @@ MAX_DEPTH = 32
 
 class TomlTooComplex(KraftsimError):
     """A TOML input beyond MAX_BYTES or MAX_DEPTH."""
+
+
+def read_text(path: str | os.PathLike[str]) -> str:
+    """A TOML file's text, reading at most MAX_BYTES + 1 bytes: a file that never ends (a
+    device such as /dev/zero, an endless pipe) is refused instead of filling memory.
+    OSError and UnicodeDecodeError as Path.read_text raises them; TomlTooComplex beyond MAX_BYTES."""
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise TomlTooComplex(f"more than the {MAX_BYTES:,} bytes of TOML kraftsim reads")
+    return data.decode("utf-8")
 
 
 def check_text(text: str) -> None:

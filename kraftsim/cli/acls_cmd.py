@@ -31,12 +31,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _add(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
 
-    principal = args.allow_principal or args.deny_principal
+    allow = args.allow_principal is not None  # (an empty --allow-principal is still an allow)
+    principal = args.allow_principal if allow else args.deny_principal
     kind, name = ("topic", args.topic) if args.topic is not None else ("group", args.group)
     with Simulation.open(args.cluster) as sim:
         lines = sim.create_acl(principal=principal, host=args.host, operation=args.operation,
                                resource_type=kind, resource_name=name, pattern_type=args.resource_pattern_type,
-                               permission="allow" if args.allow_principal else "deny")
+                               permission="allow" if allow else "deny")
     for line in lines:
         print(line)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from kraftsim.cli import import_cmd
 from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
@@ -33,6 +34,7 @@ from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
+from kraftsim.storage.safepath import check_output
 from kraftsim.storage.server_config import validate_unstable_configs
 
 
@@ -166,6 +168,8 @@ def _run_create(args: argparse.Namespace) -> int:
         return 0
     if args.combined:
         raise KraftsimError("--combined is not available with --engine ticks")
+    if args.dynamic_quorum:  # (the ticks engine formats a static quorum: the flag was silently dropped)
+        raise KraftsimError("--dynamic-quorum is not available with --engine ticks")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
                                 policies=args.policy, catalog=args.catalog, configs=dict(args.config))
@@ -233,6 +237,17 @@ def _node_ids(text: str | None) -> list[int] | None:
         raise UsageError(f"expected comma-separated node ids: {e}") from None
 
 
+def _check_timeline(timeline: Path, directory: Path) -> None:
+    """--timeline FILE is appended to once the run starts: refuse (exit 2), before the cluster
+    is opened, a directory, a missing folder, or a file in the cluster directory (appending
+    there would damage the cluster's own files, cluster.json first)."""
+    if timeline.is_dir():
+        raise UsageError(f"--timeline {timeline}: is a directory; name the file to append the events to")
+    if not timeline.parent.is_dir():
+        raise UsageError(f"--timeline {timeline}: {timeline.parent}: no such directory")
+    check_output(timeline, [directory], flag="--timeline")
+
+
 def _run_fault(args: argparse.Namespace) -> int:
     """The event simulator's fault and time commands (Simulation's operations)."""
     if engine_of(args.dir) != EVENTS:
@@ -241,6 +256,8 @@ def _run_fault(args: argparse.Namespace) -> int:
     if args.fault == "run" and args.ms > args.max_ms:  # refused before the directory is opened or locked
         raise UsageError(f"--ms {args.ms:,} is more than {args.max_ms:,} simulated ms, the limit of one run "
                          f"(as a scenario's [limits] step_ms); pass --max-ms {args.ms} if you mean it")
+    if args.fault == "run" and args.timeline:
+        _check_timeline(Path(args.timeline), Path(args.dir))
     as_json = getattr(args, "json", False)
     status = StatusLine(args.fault == "run" and show_progress(args))
     with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:

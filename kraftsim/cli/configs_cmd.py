@@ -11,6 +11,7 @@ with Kafka's text (exit 1).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from kraftsim.cli.common import kafka_tool
@@ -30,16 +31,21 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=kafka_tool(_alter))
 
 
+#: kafka-configs splits --add-config at commas and `=` outside square brackets, so that a list
+#: value is written `k=[v1,v2]` (ConfigCommand.parseConfigsToBeAdded); the brackets are dropped.
+_OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+
+
 def _alter(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
 
     to_set: dict[str, str] = {}
-    for item in filter(None, (args.add_config or "").split(",")):
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
+    for item in filter(None, re.split("," + _OUTSIDE_BRACKETS, args.add_config or "")):
+        pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
+        if len(pair) != 2 or not pair[0].strip():
             print(f"kraftsim: error: --add-config: expected KEY=VALUE, got {item!r}", file=sys.stderr)
             return 2
-        to_set[key.strip()] = value.strip()
+        to_set[pair[0].strip()] = re.sub(r"[\[\]]", "", pair[1]).strip()  # k=[a,b] sets "a,b"
     to_delete = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not to_set and not to_delete:
         print("kraftsim: error: give --add-config or --delete-config", file=sys.stderr)

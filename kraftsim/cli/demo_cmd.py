@@ -31,7 +31,7 @@ def _run(args: argparse.Namespace) -> int:
     if out.exists():
         if not args.force:
             raise KraftsimError(f"{out} exists (from an earlier run?): pass --force to replace it, or --out elsewhere")
-        shutil.rmtree(out)
+        _clear_earlier_run(out)
     status = StatusLine(show_progress(args))
 
     def progress(name: str, step: int, ms: int) -> None:
@@ -43,3 +43,23 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         status.clear()
     return 0
+
+
+def _clear_earlier_run(out: Path) -> None:
+    """--force: remove an earlier run's output, and only that. `--out .` or a folder of the
+    user's own files was removed whole (the working directory emptied, then an internal error)."""
+    from kraftsim.demo import OUTPUT_ENTRIES
+
+    if not out.is_dir():
+        raise KraftsimError(f"{out} exists and is not a folder: --out elsewhere")
+    others = sorted(p.name for p in out.iterdir() if p.name not in OUTPUT_ENTRIES)
+    if others:
+        shown = ", ".join(others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        raise KraftsimError(f"{out} holds {shown}, which no demo run writes: --force replaces only an earlier "
+                            "run's output; --out elsewhere")
+    for name in OUTPUT_ENTRIES:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        elif target.exists() or target.is_symlink():
+            target.unlink()

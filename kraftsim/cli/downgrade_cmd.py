@@ -163,8 +163,16 @@ def _quorum(path: Path) -> tuple[int | None, tuple[int, ...]]:
     return leader, tuple(state.current_voters or ())
 
 
-def _default_controller(image: MetadataImage, given: int | None, leader: int | None) -> int | None:
+def _default_controller(image: MetadataImage, given: int | None, leader: int | None,
+                        voters: tuple[int, ...] = ()) -> int | None:
+    """The controller that answers: --controller-id, else quorum-state's leader, else the lowest
+    registered controller. A --controller-id that is not one of the cluster's controllers is
+    refused: it was answered for as if it were one."""
     if given is not None:
+        known = set(image.cluster.controllers) | set(voters)
+        if known and given not in known:
+            raise BadInput(f"--controller-id {given}: not a controller of this cluster (its controllers: "
+                           f"{', '.join(str(n) for n in sorted(known))})")
         return given
     if leader is not None:
         return leader
@@ -195,12 +203,13 @@ def run_downgrade_report(args: argparse.Namespace) -> int:
         """The release whose controller answers, and why; its replay rules read the log."""
         if args.release is not None:
             return catalog_from_args(args).release.name, f"--release {args.release}"
-        name, why = controller_release(image, catalog, _default_controller(image, args.controller_id, leader))
+        name, why = controller_release(image, catalog, _default_controller(image, args.controller_id, leader,
+                                                                           voters))
         return name, why + "; --release R to ask another release's controller"
 
     result, _, rule = load_as_release(path, catalog, choose, at=at, progress=show_progress(args),
                                       up_to_damage=args.up_to_damage)
-    node = _default_controller(result.image, args.controller_id, leader)
+    node = _default_controller(result.image, args.controller_id, leader, voters)
     name, reason = choose(result.image)
     if rule is not None:  # its release is the controller's, whose reason the report gives
         rule = msgspec.structs.replace(rule, reason="the answering controller's release")

@@ -75,11 +75,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _registry(args: argparse.Namespace) -> Registry:
-    """The record schemas; first, every PATH must exist (a missing one is invalid input, exit 2)."""
+    """The record schemas; first, every PATH must exist (a missing one is invalid input, exit 2).
+    A --schemas folder that is missing or holds a broken schema is invalid input too: exit 1
+    is kept for damage in the files read."""
     for p in args.paths:
         if not Path(p).exists():
             raise UsageError(f"{p}: no such file or directory")
-    return load_registry(Path(d) for d in args.schemas)
+    try:
+        return load_registry(Path(d) for d in args.schemas)
+    except UsageError:
+        raise
+    except KraftsimError as e:
+        raise UsageError(str(e)) from None
 
 
 def run_dump(args: argparse.Namespace) -> int:
@@ -88,8 +95,13 @@ def run_dump(args: argparse.Namespace) -> int:
     registry = _registry(args)
     out = sys.stdout
     failed = False
-    leader_change = _leader_change_text(args.release)
-    gaps = OffsetGaps(_release_catalog(args.release).policy("dump_log_offset_gaps"))
+    try:  # an unknown --release is invalid input (exit 2), not damage
+        leader_change = _leader_change_text(args.release)
+        gaps = OffsetGaps(_release_catalog(args.release).policy("dump_log_offset_gaps"))
+    except UsageError:
+        raise
+    except KraftsimError as e:
+        raise UsageError(str(e)) from None
     files = list(find_metadata_files(args.paths))
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)

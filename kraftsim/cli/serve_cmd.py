@@ -18,6 +18,7 @@ from typing import Any
 
 from kraftsim.cli.common import bounded_int
 from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.storage.safepath import check_output
 
 
 def _speed(text: str) -> float:
@@ -49,13 +50,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run)
 
 
+def _check_written_file(flag: str, path: Path, target: Path) -> None:
+    """--record (written when the session ends) and --ready-file (once ready): refuse (exit 2)
+    before serving what could not be written then (a directory, a missing folder) or would
+    destroy what is served (`_served_entries`)."""
+    if path.is_dir():
+        raise UsageError(f"{flag} {path}: is a directory; expected a file to write")
+    if not path.parent.is_dir():
+        raise UsageError(f"{flag} {path}: {path.parent}: no such directory")
+    check_output(path, _served_entries(target), flag=flag)
+
+
+def _served_entries(target: Path) -> list[Path]:
+    """What of TARGET a file the session writes must not replace: the scenario file served, or
+    a cluster directory's own entries (its state file, lock and serve marker, and every folder
+    in it). A file of the user's beside them, such as a ready file kept in the cluster's
+    folder, is theirs to name."""
+    from kraftsim.sim.saved import STATE_FILE
+    from kraftsim.storage.dirlock import LOCK_FILE
+    from kraftsim.wire.control import MARKER
+
+    if not target.is_dir():
+        return [target]
+    own = {STATE_FILE, LOCK_FILE, MARKER}
+    return [entry for entry in sorted(target.iterdir()) if entry.name in own or entry.is_dir()]
+
+
 def _run(args: argparse.Namespace) -> int:
     from kraftsim.wire.ready import ready_line, write_ready_file
     from kraftsim.wire.session import Session
     from kraftsim.wire.target import open_target
 
-    if args.record is not None and Path(args.record).is_dir():
-        raise UsageError(f"--record {args.record}: is a directory; expected a file to write")
+    for flag, path in (("--record", args.record), ("--ready-file", args.ready_file)):
+        if path is not None:
+            _check_written_file(flag, Path(path), Path(args.target))
     try:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)

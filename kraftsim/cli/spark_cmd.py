@@ -23,6 +23,7 @@ from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
 from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, start_spark
+from kraftsim.storage.safepath import check_output
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -115,6 +116,8 @@ def run_job(args: argparse.Namespace) -> int:
     items = job_inputs(name, getattr(args, "paths", ()), grid)
     params = _params(args)
     output = args.output or f"{DEFAULT_OUTPUT}/{name}"
+    if "://" not in output and args.overwrite:
+        _check_overwrite(Path(output), [Path(p) for p in getattr(args, "paths", ())])
     if args.local:
         if args.master or args.conf:
             raise UsageError("--local runs without Spark: --master and --conf do not apply")
@@ -135,6 +138,20 @@ def run_job(args: argparse.Namespace) -> int:
                 spark.stop()
     _print_run(run, j.partition_by, as_json=args.json)
     return 0
+
+
+def _check_overwrite(output: Path, inputs: list[Path]) -> None:
+    """--overwrite removes an existing output folder before the write (without it, only an
+    earlier output or an empty folder is replaced): refuse, before any work, one that is, holds
+    or lies inside an input (`-o LOGS --overwrite` replaced the logs read with the Parquet) or
+    holds the working directory (`-o .` emptied it, then failed with exit 70)."""
+    if not output.exists():
+        return
+    check_output(output, inputs, flag="--output", directory=True)
+    cwd, out = Path.cwd().resolve(), output.resolve()
+    if cwd == out or out in cwd.parents:
+        raise UsageError(f"--output {output}: holds the working directory, which --overwrite would remove; "
+                         "write it elsewhere")
 
 
 def _say(text: str) -> None:

@@ -75,7 +75,10 @@ def _list(args: argparse.Namespace) -> int:
     from kraftsim.sim import SimError
 
     with Simulation.open(args.cluster) as sim:
-        sim.wait(SETTLE_MS)  # a reopened cluster's nodes replay their logs (and elect a leader) first
+        try:
+            sim.wait(SETTLE_MS)  # a reopened cluster's nodes replay their logs (and elect a leader) first
+        except SimError:
+            pass  # not settled (no leader, or a node behind): a leader's image is still what is listed
         leader = sim.leader()
         if leader is None:
             raise SimError("no active controller: the topics cannot be listed")

@@ -221,8 +221,10 @@ def _sidecar(j: Job) -> dict[str, object]:
 def _check_sidecar(path: Path, j: Job) -> None:
     try:
         found = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise KraftsimError(f"{path}: not an output of kraftsim's {j.name} job (no readable {SIDECAR})") from None
+    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
+        found = None
+    if not isinstance(found, dict):  # (valid JSON of another shape is no sidecar either)
+        raise KraftsimError(f"{path}: not an output of kraftsim's {j.name} job (no readable {SIDECAR})")
     if (found.get("schema"), found.get("version")) != (j.schema, schema_version(j.schema)):
         raise KraftsimError(f"{path}: holds schema {found.get('schema')} version {found.get('version')}, "
                             f"not {j.schema} version {schema_version(j.schema)}")

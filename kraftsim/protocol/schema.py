@@ -346,7 +346,7 @@ def parse_schema(data: dict[str, Any], source: str) -> RecordSchema:
 
 def load_schema_file(path: Path) -> RecordSchema:
     try:
-        data = tomlinput.loads(path.read_text(encoding="utf-8"))
+        data = tomlinput.loads(tomlinput.read_text(path))
     except tomllib.TOMLDecodeError as e:
         raise SchemaError(f"{path}: not valid TOML: {e}") from None
     except tomlinput.TomlTooComplex as e:

@@ -38,6 +38,11 @@ class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="crea
     #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
     names: list[str] | None = None
 
+    @property
+    def topic_count(self) -> int:
+        """How many topics the step creates: its `names` when given (then `count` is not used)."""
+        return len(self.names) if self.names is not None else self.count
+
 
 class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="delete-topics"):
     names: list[str]

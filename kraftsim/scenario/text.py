@@ -28,7 +28,7 @@ def describe_step(step: Step) -> str:
     """What a step does, in a few words ("roll to 3.8 (controllers)")."""
     if isinstance(step, CreateTopics):
         rf = f", replication factor {step.replication_factor}" if step.replication_factor else ""
-        return f"create {step.count} topic(s) of {step.partitions} partition(s){rf}"
+        return f"create {step.topic_count} topic(s) of {step.partitions} partition(s){rf}"
     if isinstance(step, DeleteTopics):
         return "delete " + ", ".join(step.names)
     if isinstance(step, Roll):

@@ -27,8 +27,8 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec, Expect, Limits,
-    NodeSel, RecordedFailure, ScenarioTop,
+    DISK_FAULTS, MAX_NODE_ID, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec,
+    Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
@@ -280,7 +280,8 @@ def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenar
     if top.catalog is not None:
         catalog_path = (base / top.catalog).resolve()
         if not catalog_path.is_file():
-            raise ScenarioInvalid(file, "catalog", f"expected a catalog file; {top.catalog} does not exist")
+            what = "is not a file" if catalog_path.exists() else "does not exist"  # (a folder, a device)
+            raise ScenarioInvalid(file, "catalog", f"expected a catalog file; {top.catalog} {what}")
         try:
             catalog = load_catalog(catalog_path)
         except (KraftsimError, OSError) as e:
@@ -321,10 +322,10 @@ def _check_totals(steps: list[Step], limits: Limits, check: _Checker) -> None:
     topics = partitions = 0
     for index, step in enumerate(steps, start=1):
         if isinstance(step, CreateTopics):
-            topics += step.count
-            partitions += step.count * step.partitions
+            topics += step.topic_count
+            partitions += step.topic_count * step.partitions
             if topics > limits.topics:
-                raise check.fail("count", f"expected at most {limits.topics:,} topics created by the whole file, "
+                raise check.fail("count" if step.names is None else "names", f"expected at most {limits.topics:,} topics created by the whole file, "
                                           f"got {topics:,} by this step ({_raise_it('topics')})", index)
             if partitions > limits.partitions:
                 raise check.fail("partitions", f"expected at most {limits.partitions:,} partitions created by the "
@@ -349,7 +350,9 @@ def load_scenario(path: str | Path) -> Scenario:
     """Read and check a scenario file."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
+        text = tomlinput.read_text(p)
+    except tomlinput.TomlTooComplex as e:
+        raise ScenarioInvalid(str(p), None, str(e)) from None
     except UnicodeDecodeError as e:
         raise ScenarioInvalid(str(p), None, f"expected UTF-8 text (byte {e.start} is not)") from None
     except OSError as e:
@@ -436,10 +439,14 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         raise check.fail("expect_error", "expected a non-empty fragment of the error text", index)
     strict = step.expect_error is None  # names the Kafka tools check are checked here only when no error is expected
     if isinstance(step, CreateTopics):
-        check.non_negative(step.count, "count", index, 1, MAX_TOPICS)
+        if step.names is not None and not step.names:
+            raise check.fail("names", "expected at least one topic name", index)
+        # `names` stands for the count when given: its length is what is bounded
+        count_key = "count" if step.names is None else "names"
+        check.non_negative(step.topic_count, count_key, index, 1, MAX_TOPICS)
         check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
         check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
-        check.non_negative(step.count * step.partitions, "count x partitions", index, 1, MAX_PARTITIONS)
+        check.non_negative(step.topic_count * step.partitions, f"{count_key} x partitions", index, 1, MAX_PARTITIONS)
     elif isinstance(step, Roll):
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         check.selector(step.nodes, "nodes", index)
@@ -447,7 +454,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         if check.nodes is not None:
             nid = step.id if step.id is not None else max(check.nodes, default=0) + 1
-            check.non_negative(nid, "id", index)
+            check.non_negative(nid, "id", index, maximum=MAX_NODE_ID)
             if nid in check.nodes:
                 raise check.fail("id", f"expected a new node id; node {nid} already exists", index)
             check.nodes[nid] = (step.role,)
@@ -457,7 +464,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         if check.nodes is not None:
             nid = step.id if step.id is not None else max(check.nodes, default=0) + 1
-            check.non_negative(nid, "id", index)
+            check.non_negative(nid, "id", index, maximum=MAX_NODE_ID)
             if nid in check.nodes and "controller" not in check.nodes[nid]:
                 raise check.fail("id", f"expected a controller; node {nid} is a broker", index)
             check.nodes.setdefault(nid, ("controller",))
@@ -509,7 +516,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         if step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
     elif isinstance(step, (UnregisterController, UnregisterBroker)):
-        check.non_negative(step.id, "id", index)
+        check.non_negative(step.id, "id", index, maximum=MAX_NODE_ID)
     if step.expect is not None:
         _check_expect(step.expect, check, index)
     return step

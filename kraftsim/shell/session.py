@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Callable, Iterable
 
+from kraftsim.errors import UsageError
 from kraftsim.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance, infer_writer_release, load_path
 from kraftsim.shell.commands import ShellState, TYPES, parse_command, split_path, strip_dots
 from kraftsim.shell.style import ShellStyle, style_for
@@ -25,6 +26,9 @@ from kraftsim.storage import PathKind, classify_path, iter_file_batches
 from kraftsim.versions import Catalog, Release, VersionsError
 
 PROMPT = ">> "
+#: The longest command line read from a pipe or file: input without line ends (/dev/zero)
+#: would otherwise be read into memory until it ran out.
+MAX_LINE = 64 * 1024
 BANNER = "[ Kafka Metadata Shell ]"
 
 
@@ -176,9 +180,13 @@ def interactive_loop(loaded: LoadedShell, stdin: IO[str], out: IO[str], tty: boo
         def read() -> str:
             out.write(PROMPT)
             out.flush()
-            line = stdin.readline()
+            line = stdin.readline(MAX_LINE + 1)
             if not line:
                 raise EOFError
+            if len(line) > MAX_LINE and not line.endswith("\n"):
+                out.write("\n")
+                raise UsageError(f"standard input: a line longer than {MAX_LINE:,} characters; the metadata shell "
+                                 "reads one command per line")
             return line.rstrip("\n")
     out.write("Loading...\nStarting...\n" + BANNER + "\n")
     out.flush()

@@ -71,8 +71,15 @@ def read_saved(directory: Path) -> SavedState:
         head = json.loads(raw)
     except ValueError as e:
         raise SimError(f"{path}: not a valid cluster state file: {e}") from None
+    except RecursionError:  # (json's decoder recurses once per level of nesting)
+        raise SimError(f"{path}: not a valid cluster state file: arrays or objects nested too deeply") from None
     if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
         fmt = head.get("format") if isinstance(head, dict) else None
+        from kraftsim.sim.ticks.state import STATE_FORMAT as TICKS_FORMAT  # (only on this path: it loads the node)
+
+        if fmt == TICKS_FORMAT:  # a cluster of the other engine, not a damaged or old file
+            raise SimError(f"{directory}: a cluster of the tick simulator (`cluster create --engine ticks`); this "
+                           "command needs one of the event simulator (`cluster create` without --engine ticks)")
         raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")
     try:
         return msgspec.json.decode(raw, type=SavedState)

@@ -625,8 +625,15 @@ class Simulation(AdminMixin):
 
     @working
     def partition(self, groups: Sequence[Sequence[int]]) -> None:
+        """Split the network into `groups` (unlisted nodes form one more). A node listed in two
+        groups is refused, as the scenario op refuses it: the network would silently put it
+        in the last one."""
+        seen: set[int] = set()
         for g in groups:
             self._ids(list(g))
+            if seen & set(g):
+                raise SimError(f"node {min(seen & set(g))} is in two groups")
+            seen |= set(g)
         self.engine.net.partition(groups)
         self.engine.emit(None, "partition", {"groups": [sorted(g) for g in groups]})
         self._finish_op("partition")
@@ -783,6 +790,7 @@ class Simulation(AdminMixin):
         refused with the controller's text."""
         from kraftsim.controller import AclCreation, CreateAclsRequest, acl_codes, create_acls
 
+        principal = _kafka_principal(principal)
         def code(table: str, name: str, what: str) -> int:
             codes = {v: k for k, v in acl_codes()[table].items()}
             key = name.upper().replace("-", "_")
@@ -804,6 +812,16 @@ class Simulation(AdminMixin):
             raise SimError(answer.error_message or f"CreateAcls failed with error code {answer.error_code}")
         return [f"Added ACL: {permission.upper()} {principal} from host {host} {operation.upper()} on "
                 f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
+
+
+def _kafka_principal(text: str) -> str:
+    """The principal as kafka-acls parses it (SecurityUtils.parseKafkaPrincipal, after Java's
+    trim): TYPE:NAME. The controller itself takes any string, so without this check a binding
+    no Kafka tool can add ("alice") was written."""
+    principal = text.strip("".join(map(chr, range(33))))
+    if ":" not in principal:
+        raise SimError(f"expected a string in format principalType:principalName but got {principal}")
+    return principal
 
 
 def _leader_has_high_watermark(e: Engine) -> bool:

@@ -6,7 +6,7 @@ These are the names the scenario runner, the state machine and the CLI use (with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
@@ -27,47 +27,61 @@ class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
 
 
+#: A timeout or interval: at least 1 ms, since a timer of 0 ms (or less) fires again at the same
+#: simulated instant, forever.
+_Period = Annotated[int, msgspec.Meta(ge=1)]
+#: A delay that may be none at all, never negative (a message may not arrive before it was sent).
+_Delay = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Timeouts and intervals, Kafka's defaults unless overridden, and the network's behaviour
     (kraftsim's: Kafka has no setting for a network's delay or loss)."""
 
     #: controller.quorum.election.timeout.ms: a follower that hears nothing from its leader
     #: this long (plus a random part of the same size) becomes a candidate.
-    election_timeout_ms: int = 1000
+    election_timeout_ms: _Period = 1000
     #: controller.quorum.election.backoff.max.ms: a failed candidate waits up to this long.
-    election_backoff_max_ms: int = 1000
+    election_backoff_max_ms: _Delay = 1000
     #: controller.quorum.fetch.timeout.ms: a follower without a successful fetch this long
     #: starts an election; a leader without fetches from a majority this long resigns (check-quorum).
-    fetch_timeout_ms: int = 2000
+    fetch_timeout_ms: _Period = 2000
     #: controller.quorum.request.timeout.ms: an unanswered request is retried after this long.
-    request_timeout_ms: int = 2000
+    request_timeout_ms: _Period = 2000
     #: default.api.timeout.ms: how long an admin client (kafka-features, topic creation)
     #: keeps retrying a request whose records were not committed.
-    admin_timeout_ms: int = 60000
+    admin_timeout_ms: _Period = 60000
     #: How long a leader holds a fetch that finds nothing new (Kafka's raft fetch max wait).
-    fetch_max_wait_ms: int = 500
+    fetch_max_wait_ms: _Delay = 500
     #: broker.heartbeat.interval.ms
-    broker_heartbeat_interval_ms: int = 2000
+    broker_heartbeat_interval_ms: _Period = 2000
     #: broker.session.timeout.ms
-    broker_session_timeout_ms: int = 9000
+    broker_session_timeout_ms: _Period = 9000
     #: initial.broker.registration.timeout.ms: a broker process that has not registered this
     #: long after its lifecycle manager started shuts itself down.
-    initial_broker_registration_timeout_ms: int = 60000
+    initial_broker_registration_timeout_ms: _Period = 60000
     #: metadata.max.idle.interval.ms: the active controller's NoOpRecord when idle.
-    metadata_max_idle_interval_ms: int = 500
+    metadata_max_idle_interval_ms: _Period = 500
     #: How long after an append the leader flushes its log (Kafka: at the end of the poll
     #: that appended, bounded by the append linger, quorum.append.linger.ms = 25).
-    append_linger_ms: int = 25
+    append_linger_ms: _Delay = 25
     #: Network delay of one message, uniform in [min, max] milliseconds (seeded).
-    network_delay_min_ms: int = 1
-    network_delay_max_ms: int = 10
+    network_delay_min_ms: _Delay = 1
+    network_delay_max_ms: _Delay = 10
     #: Probability that the network drops a message (seeded; 0: a reliable network).
-    message_loss: float = 0.0
+    message_loss: Annotated[float, msgspec.Meta(ge=0.0, le=1.0)] = 0.0
     #: metadata.max.retention.bytes: segments wholly below the newest snapshot go once the
     #: log is larger than this (-1: never). Small values exercise FetchSnapshot.
-    retention_bytes: int = 100 * 1024 * 1024
-    #: metadata.log.segment.bytes
-    segment_bytes: int = 1024 * 1024 * 1024
+    retention_bytes: Annotated[int, msgspec.Meta(ge=-1)] = 100 * 1024 * 1024
+    #: metadata.log.segment.bytes (at least a batch's offset and length, MetadataLog's least)
+    segment_bytes: Annotated[int, msgspec.Meta(ge=12)] = 1024 * 1024 * 1024
+
+    def __post_init__(self) -> None:
+        """The delay range must be a range: with min above max every message would silently
+        take min."""
+        if self.network_delay_min_ms > self.network_delay_max_ms:
+            raise ValueError(f"network_delay_min_ms {self.network_delay_min_ms} is above "
+                             f"network_delay_max_ms {self.network_delay_max_ms}")
 
 
 class NodeInfo(msgspec.Struct, frozen=True):

@@ -38,8 +38,8 @@ from kraftsim.protocol.scan import BatchSpan, Problem, ScanReport
 from kraftsim.storage.leader_epoch import read_leader_epoch_checkpoint
 from kraftsim.storage.log import epoch_starts
 from kraftsim.storage.names import (
-    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, QUORUM_STATE_FILE, PathKind, SnapshotId, SnapshotState,
-    parse_segment_name, parse_snapshot_name,
+    BOOTSTRAP_SNAPSHOT_ID, LEADER_EPOCH_CHECKPOINT_FILE, LOG_SUFFIX, QUORUM_STATE_FILE, PathKind, SnapshotId,
+    SnapshotState, parse_segment_name, parse_snapshot_name,
 )
 from kraftsim.storage.quorum_state import read_quorum_state
 
@@ -157,6 +157,10 @@ def directory_problems(files: Sequence[tuple[PathKind, Path]],
                             + _quorum_state_problems(directory, log_spans)):
                 out[first_segment if problem.base_offset is None else _segment_holding(segments, problem.base_offset)
                     ].append(problem)
+        if segments:
+            for name in _unnamed_segments(directory):
+                out[segments[0][1]].append(Problem(0, None, f"{name}: not a log segment name (expected 20 digits and "
+                                                            f"{LOG_SUFFIX}; replay refuses the directory)"))
         bases = [s.base_offset for s in log_spans]
         for kind, path in members:
             if kind is not PathKind.SNAPSHOT:
@@ -177,6 +181,17 @@ def directory_problems(files: Sequence[tuple[PathKind, Path]],
                                                   f"the log batch at offsets {span.base_offset}..{span.last_offset} "
                                                   "(snapshots end where a committed batch ends)", last_offset))
     return dict(out)
+
+
+def _unnamed_segments(directory: Path) -> list[str]:
+    """Files ending in .log whose names are no segment's (`abc.log`): verify lists only the
+    named segments, so the directory passed as OK while a load of it (replay, as Kafka's log
+    loader) fails on such a file."""
+    try:
+        names = sorted(p.name for p in directory.iterdir())
+    except OSError:
+        return []
+    return [n for n in names if n.endswith(LOG_SUFFIX) and parse_segment_name(n) is None]
 
 
 def _segment_holding(segments: Sequence[tuple[int, Path]], offset: int) -> Path:

@@ -150,6 +150,9 @@ def classify_path(path: Path | str) -> PathKind:
             f"{p}: neither a {METADATA_DIR_NAME} directory (no .log segments or .checkpoint snapshots) "
             f"nor a log directory (no {METADATA_DIR_NAME}, {META_PROPERTIES_FILE} or {BOOTSTRAP_FILE})"
         )
+    if p.exists():  # a device, a FIFO, a socket: something is there, but not a file to read as metadata
+        raise KraftsimError(f"{p}: not a regular file or a directory (expected a .log segment, a .checkpoint "
+                            f"snapshot, {BOOTSTRAP_FILE} or a directory of them)")
     raise KraftsimError(f"{p}: no such file or directory")
 
 

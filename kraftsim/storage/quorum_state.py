@@ -100,6 +100,8 @@ def parse_quorum_state(text: str, source: str = QUORUM_STATE_FILE) -> QuorumStat
             obj = json.loads(text)
         except ValueError as e:
             raise KraftsimError(f"not JSON: {e}") from None
+        except RecursionError:  # (json's decoder recurses once per level of nesting)
+            raise KraftsimError("not JSON kraftsim reads: arrays or objects nested too deeply") from None
         if not isinstance(obj, dict):
             raise KraftsimError(f"Deserialized node {text.strip()} is not an object node")
         if DATA_VERSION not in obj:

@@ -196,13 +196,21 @@ def _boolean(props: Mapping[str, str], name: str) -> bool:
     return text == "true"
 
 
+#: The largest server.properties read (a real one is a few kilobytes): a file that never ends
+#: (/dev/zero) would otherwise be read until memory ran out.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+
+
 def read_server_config(path: Path | str) -> ServerConfig:
     """Read a Kafka server.properties file (Utils.loadProps then KafkaConfig)."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        with open(p, "rb") as f:
+            raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise KraftsimError(f"{p}: {e.strerror or e}") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise KraftsimError(f"{p}: more than {MAX_CONFIG_BYTES:,} bytes: not a server.properties file kraftsim reads")
     try:
         props = load_properties(properties_text(raw))  # Properties.load(InputStream) reads ISO 8859-1
     except ValueError as e:

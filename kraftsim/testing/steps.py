@@ -163,8 +163,9 @@ def _limits_needed(steps: Sequence[Step]) -> dict[str, int]:
     default = Limits()
     need = {"step_ms": max([int(s.args.get("ms") or s.args.get("timeout_ms") or 0) for s in steps], default=0),
             "steps": len(steps)}
-    created = [(int(s.args.get("count") or 1), int(s.args.get("partitions") or 1))
-               for s in steps if s.op == "create-topics"]  # counted as the validator counts them
+    created = [(len(s.args["names"]) if s.args.get("names") is not None else int(s.args.get("count") or 1),
+                int(s.args.get("partitions") or 1))
+               for s in steps if s.op == "create-topics"]  # counted as the validator counts them (names first)
     need["topics"] = sum(count for count, _ in created)
     need["partitions"] = sum(count * partitions for count, partitions in created)
     return {k: v for k, v in need.items() if v > getattr(default, k)}

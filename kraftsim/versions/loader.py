@@ -123,9 +123,11 @@ def shipped_fragments() -> Fragments:
 def read_fragment_file(path: Path) -> tuple[str, Fragment, Path]:
     """A user's catalog file; relative paths inside it are relative to its folder."""
     try:
-        text = path.read_text("utf-8")
+        text = tomlinput.read_text(path)
     except OSError as exc:
         raise CatalogError("schema", f"cannot read catalog file: {exc.strerror}", str(path)) from None
+    except tomlinput.TomlTooComplex as exc:
+        raise CatalogError("schema", str(exc), str(path)) from None
     except UnicodeDecodeError as exc:
         raise CatalogError("schema", f"not a UTF-8 text file (byte {exc.start})", str(path)) from None
     return str(path), parse_fragment(text, str(path)), path.parent

@@ -99,7 +99,7 @@ def forward(directory: str | Path, argv: Sequence[str]) -> Reply | None:
     try:
         info = json.loads((Path(directory) / MARKER).read_text())
         pid, port, token = int(info["pid"]), int(info["port"]), str(info["token"])
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # (RecursionError: JSON nested too deeply)
         return None
     if not _pid_alive(pid):
         return None
@@ -120,7 +120,7 @@ def forward(directory: str | Path, argv: Sequence[str]) -> Reply | None:
     try:
         reply = json.loads(bytes(data))
         return Reply(str(reply["stdout"]), str(reply["stderr"]), int(reply["code"]))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return Reply("", "kraftsim: error: the serving process gave no answer to the command\n", 1)
 
 
@@ -178,7 +178,7 @@ class ControlEndpoint:
                         task.add_done_callback(self._running.discard)
             writer.write(json.dumps({"stdout": reply.stdout, "stderr": reply.stderr, "code": reply.code}).encode())
             await writer.drain()
-        except (asyncio.TimeoutError, ValueError, KeyError, TypeError, AttributeError, ConnectionError):
+        except (asyncio.TimeoutError, ValueError, KeyError, TypeError, AttributeError, ConnectionError, RecursionError):
             pass  # a client that does not speak this gets nothing
         finally:
             writer.close()

@@ -33,6 +33,21 @@ def test_cordon_a_broker_then_uncordon_it(tmp_path: Path, capsys: pytest.Capture
     assert run(capsys, "topics", "--cluster", d, "create", "--replication-factor", "2")[:2] == (0, "Created topic topic-0.\n")
 
 
+def test_a_list_value_in_square_brackets_is_one_config(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-configs reads `k=[v1,v2]` as one value "v1,v2" (commas and `=` inside brackets do
+    not split); the comma inside the brackets was taken for the next KEY=VALUE (exit 2)."""
+    d = _cluster(capsys, tmp_path / "c")
+    code, out, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name",
+                         "3", "--add-config", "cordoned.log.dirs=[/d1,/d2], x = 1")
+    assert (code, out) == (0, "Completed updating config for broker 3.\n"), err
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "cat",
+                       "/image/configs/BROKER:3/cordoned.log.dirs", "/image/configs/BROKER:3/x")
+    assert (code, out) == (0, "/d1,/d2\n1\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "3",
+                       "--add-config", "a=b=c")  # two `=` outside brackets: refused as kafka-configs refuses it
+    assert code == 2 and "expected KEY=VALUE, got 'a=b=c'" in err
+
+
 def test_acls_and_unregistration_on_4_4(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = _cluster(capsys, tmp_path / "c")
     base = ["acls", "--cluster", d, "--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t"]
@@ -42,6 +57,19 @@ def test_acls_and_unregistration_on_4_4(tmp_path: Path, capsys: pytest.CaptureFi
     assert (code, err) == (1, "Invalid CIDR notation '10.0.0.0/33': Value [33] not in range [0,32]\n")
     code, _, err = run(capsys, "controllers", "--cluster", d, "unregister", "--id", "9")
     assert (code, err) == (1, "Controller ID 9 is not currently registered.\n")
+
+
+def test_a_principal_without_a_type_is_refused_as_kafka_acls_refuses_it(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-acls parses TYPE:NAME before it sends anything; the controller would take any string."""
+    d = _cluster(capsys, tmp_path / "c")
+    base = ["acls", "--cluster", d, "--add", "--operation", "Read", "--topic", "t"]
+    code, _, err = run(capsys, *base, "--allow-principal", "alice")
+    assert (code, err) == (1, "expected a string in format principalType:principalName but got alice\n")
+    code, _, err = run(capsys, *base, "--allow-principal", "")  # was sent as a deny of no principal
+    assert (code, err) == (1, "expected a string in format principalType:principalName but got \n")
+    code, out, _ = run(capsys, *base, "--deny-principal", " User:bob ")
+    assert (code, out) == (0, "Added ACL: DENY User:bob from host * READ on TOPIC:LITERAL:t\n")
 
 
 def test_gates_below_the_metadata_versions(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -62,3 +62,20 @@ def test_the_reported_losses_are_what_the_nodes_lost(tmp_path: Path) -> None:
     upgraded = result.results["upgrade-4.2-to-4.4-release-version"]
     assert upgraded.final.metadata_version.level == 33 and upgraded.final.finalized["share.version"] == 2
     assert {n.release for n in upgraded.final.nodes} == {"4.4.0"}
+
+
+def test_force_replaces_only_an_earlier_runs_output(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """`--out . --force` removed the whole working directory (then failed, exit 70), and
+    `--force` on a folder of the user's own files removed them; both are refused now, with
+    everything kept. A folder holding only what a run writes is still replaced."""
+    (tmp_path / "mine.txt").write_text("mine")
+    (tmp_path / "reports").mkdir()
+    monkeypatch.chdir(tmp_path)
+    for out in (".", str(tmp_path)):
+        assert main(["demo", "--no-spark", "--force", "--out", out]) == 1
+        assert "holds mine.txt, which no demo run writes" in capsys.readouterr().err
+    assert main(["demo", "--no-spark", "--force", "--out", "mine.txt"]) == 1
+    assert "mine.txt exists and is not a folder" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "reports"]
+    assert (tmp_path / "mine.txt").read_text() == "mine"

@@ -118,3 +118,17 @@ def test_missing_path_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFix
     code, _, err = run(capsys, "log", "verify", str(tmp_path / "nope.log"))
     assert code == 2  # invalid input
     assert "nope.log" in err and "Traceback" not in err
+
+
+def test_a_bad_release_or_schemas_folder_is_invalid_input_not_damage(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 1 is kept for damage in the files read; these were exit 1 and are now 2, as the
+    same flags' mistakes are in `replay`."""
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    for argv, says in ((["log", "dump", str(segment), "--release", "9.9.9"], "Unknown release 9.9.9"),
+                       (["log", "dump", "--schemas", str(tmp_path / "none"), str(segment)], "does not exist"),
+                       (["log", "verify", "--schemas", str(tmp_path / "none"), str(segment)], "does not exist")):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, ""), (argv, err)
+        assert says in err and "Traceback" not in err

@@ -64,6 +64,16 @@ def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.
     code, _, err = run(capsys, "cluster", "create", tmp_path / "k", "--controllers", "1", "--combined", "1",
                        "--release", "3.9", "--engine", "ticks")
     assert code == 1 and "--combined" in err and not (tmp_path / "k").exists()
+    # the ticks engine formats a static quorum: --dynamic-quorum was dropped without a word
+    code, _, err = run(capsys, "cluster", "create", tmp_path / "k", "--controllers", "1", "--dynamic-quorum",
+                       "--release", "3.9", "--engine", "ticks")
+    assert code == 1 and "--dynamic-quorum is not available with --engine ticks" in err
+    assert not (tmp_path / "k").exists()
+    # the event simulator's commands named a ticks cluster's state file a wrong "format 1"
+    for argv in (["topics", "--cluster", d, "list"], ["acls", "--cluster", d, "--add", "--allow-principal", "User:a",
+                                                      "--operation", "Read", "--topic", "t"]):
+        code, _, err = run(capsys, *argv)
+        assert code == 1 and "a cluster of the tick simulator (`cluster create --engine ticks`)" in err, err
 
 
 def test_the_event_simulator_is_the_default(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,3 +160,37 @@ def test_run_ms_is_bounded_as_a_scenario_step(tmp_path: Path, capsys: pytest.Cap
     code, out, err = run(capsys, "cluster", "run", d, "--ms", "5000", "--max-ms", "1000")
     assert code == 2 and "--max-ms 5000" in err
     ok(capsys, "cluster", "run", d, "--ms", "3600001", "--max-ms", "3600001", "--json")
+
+
+def test_a_timeline_that_cannot_be_appended_to_is_refused_before_the_run(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder or a directory was an internal error (exit 70) after the cluster was
+    opened; a file in the cluster directory (its cluster.json) was appended to."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "events")
+    state = (d / "cluster.json").read_bytes()
+    for timeline, says in ((tmp_path / "no" / "t.jsonl", "no such directory"), (d, "is a directory"),
+                           (d / "cluster.json", "lies inside")):
+        code, out, err = run(capsys, "cluster", "run", d, "--ms", "100", "--timeline", timeline)
+        assert (code, out) == (2, ""), err
+        assert f"--timeline {timeline}" in err and says in err and "Traceback" not in err
+        assert (d / "cluster.json").read_bytes() == state  # nothing ran, nothing appended
+
+
+def test_a_node_in_two_partition_groups_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--group 1 --group 1,2` put node 1 silently in the last group it was named in."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--release", "3.9", "--engine", "events")
+    code, _, err = run(capsys, "cluster", "partition", d, "--group", "1", "--group", "1,2")
+    assert (code, err.strip()) == (1, "node 1 is in two groups")
+    assert _status(capsys, d)["partition"] == []
+
+
+def test_topics_list_without_an_active_controller_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The settling wait's own failure ("not stable after 60000 ms") hid the answer that matters."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--brokers", "1", "--release", "3.9", "--engine", "events")
+    ok(capsys, "topics", "--cluster", d, "create", "--count", "1")
+    ok(capsys, "cluster", "crash", d, "--nodes", "1")
+    code, out, err = run(capsys, "topics", "--cluster", d, "list")
+    assert (code, out, err) == (1, "", "no active controller: the topics cannot be listed\n")

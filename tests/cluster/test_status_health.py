@@ -32,6 +32,21 @@ def test_a_healthy_cluster_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture
     assert "  node 4 is stopped" in out.splitlines()
 
 
+def test_with_every_voter_down_no_node_is_called_the_leader(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The quorum-state files of crashed voters (and of brokers, which have no vote) still name
+    the old leader; counted as knowledge, they had status say "leader: node 1" (and mark the
+    crashed node 1 the active controller) while `cluster crash` itself said "leader: none"."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "2", "--release", "3.9")
+    assert ok(capsys, "cluster", "crash", d, "--nodes", "1,2,3").splitlines()[-1].endswith("leader: none.")
+    code, out, health = _status(capsys, d)
+    assert code == 1 and out.splitlines()[1] == "Voters: 1,2,3; no leader known to a majority (last epoch 1)"
+    assert health["leader"] == "no leader known to a majority of the voters (last epoch 1)"
+    status = json.loads(run(capsys, "cluster", "status", d, "--json")[1])
+    assert status["leader"] is None and not any(n["active_controller"] for n in status["nodes"])
+
+
 def test_the_wiped_voter_tour_is_not_healthy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's fault tour: a voter that forgot its vote helps elect a second leader in an
     epoch; the invariant, and the nodes that followed the other leader, are shown."""

@@ -189,3 +189,26 @@ def test_task_counts_out_of_range_are_usage_errors(flag: str, value: str, capsys
     _, err = capsys.readouterr()
     assert e.value.code == 2
     assert f"argument {flag}: expected a number of tasks" in err and "Traceback" not in err
+
+
+def test_an_output_that_would_replace_an_input_or_the_working_directory_is_refused(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`-o DIR --overwrite` on the job's own input replaced the logs with the Parquet output, and
+    `-o . --overwrite` emptied the working directory and then failed (exit 70)."""
+    from kraftsim.sim import Simulation
+
+    logs = tmp_path / "logs"
+    Simulation.create(logs, controllers=1, release="3.9").close()
+    before = sorted(str(p.relative_to(logs)) for p in logs.rglob("*"))
+    (tmp_path / "work").mkdir()
+    (tmp_path / "work" / "mine.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path / "work")
+    for out, says in ((logs, "is or lies inside the input"), (logs / "node-1", "is or lies inside the input"),
+                      (Path("."), "holds the working directory, which --overwrite would remove")):
+        code = run_cli(["spark", "corpus", str(logs), "--local", "-o", str(out), "--overwrite"])
+        _, err = capsys.readouterr()
+        assert code == 2 and f"--output {out}: {says}" in err, err
+    assert sorted(str(p.relative_to(logs)) for p in logs.rglob("*")) == before
+    assert [p.name for p in (tmp_path / "work").iterdir()] == ["mine.txt"]
+    # a new folder (nothing to remove) may still go anywhere, as before
+    assert run_cli(["spark", "corpus", str(logs), "--local", "-o", str(logs / "out"), "--overwrite"]) == 0

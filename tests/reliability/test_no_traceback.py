@@ -16,6 +16,7 @@ import pytest
 
 from kraftsim.cli import main as cli_main
 from kraftsim.cli.main import main
+from kraftsim.sim.saved import STATE_FORMAT
 from tests.reliability import damage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -86,7 +87,7 @@ def test_a_deeply_nested_toml_is_refused(tmp_path: Path, capsys: pytest.CaptureF
     schemas.mkdir()
     (schemas / "Deep.toml").write_text("name = " + nesting * 5000 + "\n")
     code, _, err = run(capsys, "log", "dump", "--schemas", str(schemas), str(segment_dir(tmp_path)))
-    assert code == 1
+    assert code == 2  # a broken --schemas file is invalid input, not damage in the files read
     assert f"{schemas / 'Deep.toml'}: not valid TOML: arrays or tables nested too deeply" in one_line(err)
 
 
@@ -117,7 +118,8 @@ def test_export_that_cannot_rename_leaves_no_part(tmp_path: Path, segment: Path,
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("setup", ["missing", "empty", "file", "json-dir", "garbage", "foreign-json", "kafka-dir"])
+@pytest.mark.parametrize("setup", ["missing", "empty", "file", "json-dir", "garbage", "foreign-json", "kafka-dir",
+                                   "deep-json", "deep-state"])
 @pytest.mark.parametrize("command", [["status"], ["roll", "--release", "3.8"], ["add", "--broker", "--release", "3.8"]])
 def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             setup: str, command: list[str]) -> None:
@@ -134,14 +136,29 @@ def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, caps
     elif setup == "foreign-json":
         d.mkdir()
         (d / "cluster.json").write_text('{"name": "something else"}\n')
+    elif setup in ("deep-json", "deep-state"):  # JSON nested past Python's recursion limit (was exit 70)
+        d.mkdir()
+        head = '{"format": %d, "x": ' % STATE_FORMAT if setup == "deep-state" else ""
+        (d / "cluster.json").write_text(head + "[" * 100_000 + "]" * 100_000 + ("}" if head else ""))
     elif setup == "kafka-dir":
         damage.build_log_dir(d)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     code, out, err = run(capsys, "cluster", command[0], str(d), *command[1:])
     # no cluster.json at all: invalid input (exit 2); one that cannot be read: refused (exit 1)
-    assert code == (1 if setup in ("garbage", "foreign-json") else 2), (out, err)
+    assert code == (1 if setup in ("garbage", "foreign-json", "deep-json", "deep-state") else 2), (out, err)
     assert str(d) in one_line(err)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created or removed
+
+
+def test_a_cluster_state_nested_too_deeply_is_refused_by_commands_that_open_the_cluster(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`topics` opens the cluster straight away (not through `cluster`'s engine check): exit 1, not 70."""
+    d = tmp_path / "cluster"
+    d.mkdir()
+    (d / "cluster.json").write_text("[" * 100_000 + "]" * 100_000)
+    code, _, err = run(capsys, "topics", "--cluster", str(d), "list")
+    assert (code, one_line(err)) == (1, f"{d / 'cluster.json'}: not a valid cluster state file: arrays or objects "
+                                        "nested too deeply")
 
 
 def test_a_closed_pipe_is_not_a_traceback(segment: Path) -> None:

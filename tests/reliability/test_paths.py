@@ -4,6 +4,7 @@ refused, and output locations checked before anything runs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -154,3 +155,14 @@ def test_hostile_names_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
     assert code == 0, text
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "\\x1b]0;owned\\x07\\u202egnp.exe" in text
+
+
+def test_a_path_that_is_neither_file_nor_directory_is_not_called_missing(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """A FIFO (or a device) exists: saying "no such file or directory" sent the user looking
+    for a typo; it is refused for what it is, and never opened (a FIFO would block)."""
+    fifo = tmp_path / "00000000000000000000.log"
+    os.mkfifo(fifo)
+    for argv in (["log", "dump", str(fifo)], ["replay", str(fifo)], ["metadata-shell", "-s", str(fifo), "ls", "/"]):
+        code, _, err = run(capsys, *argv)
+        assert code in (1, 2) and f"{fifo}: not a regular file or a directory" in err, (argv, code, err)

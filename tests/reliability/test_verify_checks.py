@@ -97,6 +97,19 @@ def test_a_renamed_segment_is_reported(logdir: Path, capsys: pytest.CaptureFixtu
             "but its first batch starts at 0") in problems(out)
 
 
+def test_a_log_file_that_is_no_segment_is_reported(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """verify lists the named segments only: with `abc.log` beside them the directory passed as
+    OK, while replay (as Kafka's log loader) refuses it."""
+    first = segments(logdir)[0]
+    shutil.copy(first, logdir / "abc.log")
+    code, out = verify(capsys, logdir)
+    assert code == 1
+    assert (f"{first}: position 0: abc.log: not a log segment name (expected 20 digits and .log; replay refuses the "
+            "directory)") in problems(out)
+    assert main(["replay", str(logdir), "--no-verify"]) == 2
+    assert "abc.log: not a log segment name" in capsys.readouterr().err
+
+
 def test_a_removed_segment_leaves_a_gap_between_segments(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     segs = segments(logdir)
     assert len(segs) >= 3

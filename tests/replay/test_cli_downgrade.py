@@ -124,6 +124,9 @@ def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
     (["downgrade-report", str(K42), "--to", "3"], "No MetadataVersion with feature level 3"),
     (["downgrade-report", "/no/such", "--to", "14"], "/no/such: no such file or directory"),
     (["downgrade-report", str(K42), "--to", "14", "--at", "99999999"], "beyond the end of the log"),
+    # an id that is no controller there was answered for as if it were the active one
+    (["downgrade-report", str(K42), "--to", "14", "--controller-id", "99"],
+     "--controller-id 99: not a controller of this cluster (its controllers: "),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
     code, out, err = run(capsys, *argv)

@@ -112,6 +112,43 @@ def test_a_folder_that_is_not_a_sweep_is_refused_before_running(outputs: tuple[P
     assert code == 2 and "give --html REPORT too" in err
 
 
+@pytest.mark.parametrize("sidecar", ["[1]", '"schema"', "[" * 100_000 + "]" * 100_000])
+def test_a_sidecar_of_another_shape_is_refused_before_running(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              sidecar: str) -> None:
+    """Valid JSON that is not an object (or nested too deeply) was an internal error (exit 70)."""
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "disable-feature.toml"
+    sweep, cost = tmp_path / "sweep", tmp_path / "cost"
+    (sweep / "table").mkdir(parents=True)
+    cost.mkdir()
+    for side in (sweep / "table" / engine.SIDECAR, cost / engine.SIDECAR):
+        side.write_text(sidecar)
+    for flag, out, what in (("--sweep", sweep, "not a sweep table"),
+                            ("--snapshot-cost", cost, "not an output of kraftsim's snapshot-cost job")):
+        code, _, err = run_cli(capsys, "scenario", "run", str(scenario), "--html", str(tmp_path / "r.html"), flag,
+                               str(out))
+        assert code == 2 and what in err and "no readable _kraftsim_schema.json" in err, err
+        assert not (tmp_path / "r.html").exists()
+
+
+def test_a_sweep_table_that_is_not_parquet_is_refused_before_running(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Its sidecar in order but a part that is not Parquet: pyarrow's ArrowInvalid was an
+    internal error (exit 70), where --snapshot-cost says what is wrong."""
+    import json
+
+    from kraftsim.pipeline.jobs import schema_version
+
+    scenario = Path(__file__).resolve().parents[2] / "scenarios" / "disable-feature.toml"
+    table = tmp_path / "sweep" / engine.TABLE
+    (table / "scenario=x").mkdir(parents=True)
+    (table / engine.SIDECAR).write_text(json.dumps({"schema": engine.SCHEMA, "version": schema_version(engine.SCHEMA)}))
+    (table / "scenario=x" / "part-0.parquet").write_text("not parquet")
+    code, _, err = run_cli(capsys, "scenario", "run", str(scenario), "--html", str(tmp_path / "r.html"), "--sweep",
+                           str(tmp_path / "sweep"))
+    assert code == 2 and f"--sweep {tmp_path / 'sweep'}: not a sweep output (" in err, err
+    assert not (tmp_path / "r.html").exists()
+
+
 def test_sections_in_headless_chromium(outputs: tuple[Path, Path, Path], tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     browser = _chromium()

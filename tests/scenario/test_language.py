@@ -67,6 +67,9 @@ REJECTIONS = [
      "does not exist"),
     ("name = 'x'\ncatalog = 'no-such-catalog.toml'\n[cluster]\ncontrollers = 1\nrelease = '3.8'\n", None,
      "catalog", "does not exist"),
+    # a folder (here the current one) is there: it was called missing
+    ("name = 'x'\ncatalog = '.'\n[cluster]\ncontrollers = 1\nrelease = '3.8'\n", None,
+     "catalog", "expected a catalog file; . is not a file"),
     (step("release = '3.9'"), 1, "op", "required key is missing"),
     (step("op = 'rol'"), 1, "op", "unknown op 'rol'"),
     (step("op = 3"), 1, "op", "unknown op 3"),
@@ -89,6 +92,19 @@ REJECTIONS = [
     (step("op = 'add-node'\nrole = 'observer'\nrelease = '3.8'"), 1, "role", "broker, controller"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2"), 1, "id", "node 2 already exists"),
     (step("op = 'add-node'\nrole = 'broker'\nrelease = '1.0'"), 1, "release", "unknown release"),
+    # `names` stands for `count`: an empty list created nothing while the step said "create 1 topic(s)",
+    # and a long list escaped the per-step and per-file bounds (count 1 x partitions was checked)
+    (step("op = 'create-topics'\nnames = []"), 1, "names", "expected at least one topic name"),
+    (step("op = 'create-topics'\nnames = ['a', 'b', 'c']\npartitions = 5000000"), 1, "names x partitions",
+     "expected an integer <= 10,000,000, got 15,000,000"),
+    (scenario_text("[limits]\ntopics = 2\n[[step]]\nop = 'create-topics'\nnames = ['a', 'b', 'c']\n"), 1, "names",
+     "expected at most 2 topics created by the whole file, got 3"),
+    # node.id is an int32: a larger id failed the run with a misleading "No readable meta.properties"
+    (step("op = 'add-node'\nrole = 'broker'\nrelease = '3.8'\nid = 2147483648"), 1, "id",
+     "expected an integer <= 2,147,483,647, got 2,147,483,648"),
+    (step("op = 'add-controller'\nid = 99999999999999"), 1, "id", "expected an integer <= 2,147,483,647"),
+    (step("op = 'unregister-broker'\nid = 2147483648"), 1, "id", "expected an integer <= 2,147,483,647"),
+    (step("op = 'unregister-controller'\nid = 2147483648"), 1, "id", "expected an integer <= 2,147,483,647"),
     (step("op = 'features-upgrade'"), 1, "metadata", "one of metadata, release_version or features"),
     (step("op = 'features-upgrade'\nmetadata = '3.99'"), 1, "metadata", "unknown metadata.version '3.99'"),
     (step("op = 'features-upgrade'\nrelease_version = '9.9-IV9'"), 1, "release_version", "unknown metadata.version"),
@@ -135,6 +151,22 @@ REJECTIONS = [
     (scenario_text("[config]\nelection_timeout_ms = 2.5\n"), None, "config.election_timeout_ms",
      "expected an integer, got a number"),
     (scenario_text("[config]\nmessage_loss = 'some'\n"), None, "config.message_loss", "got a string"),
+    # out of range: these crashed the run (segment_bytes, election_timeout_ms) or spun forever
+    # at one simulated instant (a timer of 0 ms or less), or ran on silently (loss above 1)
+    (scenario_text("[config]\nsegment_bytes = 0\n"), None, "config.segment_bytes", "expected an integer >= 12"),
+    (scenario_text("[config]\nelection_timeout_ms = -1\n"), None, "config.election_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nfetch_timeout_ms = -1\n"), None, "config.fetch_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nrequest_timeout_ms = 0\n"), None, "config.request_timeout_ms", ">= 1"),
+    (scenario_text("[config]\nbroker_heartbeat_interval_ms = 0\n"), None, "config.broker_heartbeat_interval_ms",
+     ">= 1"),
+    (scenario_text("[config]\nmetadata_max_idle_interval_ms = 0\n"), None,
+     "config.metadata_max_idle_interval_ms", ">= 1"),
+    (scenario_text("[config]\nnetwork_delay_min_ms = -5\n"), None, "config.network_delay_min_ms", ">= 0"),
+    (scenario_text("[config]\nmessage_loss = 2.0\n"), None, "config.message_loss", "expected a number <= 1.0"),
+    (scenario_text("[config]\nmessage_loss = nan\n"), None, "config.message_loss", "expected a number"),
+    (scenario_text("[config]\nretention_bytes = -2\n"), None, "config.retention_bytes", ">= -1"),
+    (scenario_text("[config]\nnetwork_delay_min_ms = 100\nnetwork_delay_max_ms = 1\n"), None, "config",
+     "network_delay_min_ms 100 is above network_delay_max_ms 1"),
 ]
 
 

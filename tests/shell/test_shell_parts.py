@@ -154,3 +154,33 @@ def test_interrupt_drops_the_line_and_prints_kafkas_mark():
     out = io.StringIO()
     interactive_loop(Loaded(), Typing(), out, tty=False)  # type: ignore[arg-type]
     assert out.getvalue() == "Loading...\nStarting...\n[ Kafka Metadata Shell ]\n>> ^C\n>> /\n>> "
+
+
+def test_a_line_without_end_is_refused_not_read_into_memory():
+    """Piped input with no line ends (/dev/zero) was read whole until memory ran out (exit 70);
+    a line just at the limit is still a command."""
+    import io
+
+    import pytest
+
+    from kraftsim.errors import UsageError
+    from kraftsim.shell.session import MAX_LINE, interactive_loop
+
+    class Loaded:
+        style = None
+
+        def state(self, interactive: bool = False) -> ShellState:
+            return ShellState(_state().root, history=[])
+
+    class Endless(io.StringIO):
+        def readline(self, size: int = -1) -> str:  # type: ignore[override]
+            assert 0 < size <= MAX_LINE + 1  # never asks for everything
+            return "\0" * size
+
+    out = io.StringIO()
+    with pytest.raises(UsageError, match="a line longer than 65,536 characters"):
+        interactive_loop(Loaded(), Endless(), out, tty=False)  # type: ignore[arg-type]
+    at_limit = io.StringIO("pwd" + " " * (MAX_LINE - 3) + "\n")
+    out = io.StringIO()
+    interactive_loop(Loaded(), at_limit, out, tty=False)  # type: ignore[arg-type]
+    assert out.getvalue().endswith(">> /\n>> ")

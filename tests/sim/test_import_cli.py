@@ -70,6 +70,17 @@ def test_non_empty_target(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 @needs_oracle
+def test_a_target_inside_a_source_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The new cluster was written into the real log directory it was read from, where Kafka
+    takes every folder for a partition's (and refuses to start on one it cannot parse)."""
+    real = _copy(tmp_path)
+    before = sorted(str(p.relative_to(real)) for p in real.rglob("*"))
+    code, out, err = run(capsys, str(real), str(real / "sim"))
+    _one_line_refusal(code, err, 2, f"DIR {real / 'sim'}: is or lies inside the input {real}")
+    assert out == "" and sorted(str(p.relative_to(real)) for p in real.rglob("*")) == before
+
+
+@needs_oracle
 def test_damaged_log_stops_unless_up_to_damage(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     real = _copy(tmp_path)
     seg = real / METADATA_DIR_NAME / "00000000000000000000.log"

@@ -32,3 +32,23 @@ def test_a_utf_16_file_is_an_error(tmp_path: Path, encoding: str) -> None:
     s.write_bytes("process.roles=controller\nnode.id=1\n".encode(encoding))
     with pytest.raises(KraftsimError, match="UTF-16"):
         read_server_config(s)
+
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_config_file_that_never_ends_is_refused() -> None:
+    """`kafka-storage format -c /dev/zero` read until memory ran out (exit 70); only so much is
+    read now. In a process under a memory cap, so that without the bound it fails fast."""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    def capped() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    proc = subprocess.run([sys.executable, "-m", "kraftsim", "storage", "info", "-c", "/dev/zero"],
+                          env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, capture_output=True, text=True,
+                          timeout=120, preexec_fn=capped)
+    assert proc.returncode == 1, proc.stderr
+    assert "/dev/zero: more than 16,777,216 bytes: not a server.properties file kraftsim reads" in proc.stdout + proc.stderr

@@ -123,6 +123,7 @@ def test_quorum_state_version_1() -> None:
     ('{"clusterId":"","leaderId":"1","leaderEpoch":1,"votedId":-1,"appliedOffset":0,"currentVoters":null,'
      '"data_version":0}', "expected an int32 for field 'leaderId'"),
     ("{", "not JSON"),
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # past Python's recursion limit (was exit 70)
 ])
 def test_quorum_state_errors(text: str, message: str) -> None:
     with pytest.raises(KraftsimError, match=r"^Error while reading the Quorum status from the file quorum-state: .*"

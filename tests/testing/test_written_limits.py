@@ -32,3 +32,13 @@ def test_a_file_within_the_defaults_has_no_limits_table() -> None:
     text = _text([Step("run", {"ms": 1_000}), Step("create-topics", {"count": 3, "partitions": 2})])
     assert "[limits]" not in text
     parse_scenario(text, "small.toml")
+
+
+def test_named_topics_are_counted_as_the_validator_counts_them() -> None:
+    """A served session records its topics by name: their number (not `count`, absent) is what
+    the file's `[limits]` must allow, as the validator now counts `names`."""
+    steps = [Step("create-topics", {"names": [f"{p}{i}" for i in range(6)], "partitions": 1_000_000,
+                                    "replication_factor": 1}) for p in "ab"]
+    text = _text(steps)
+    assert "[limits]\npartitions = 12000000\n" in text
+    assert len(parse_scenario(text, "recorded.toml").steps) == 2

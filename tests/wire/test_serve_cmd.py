@@ -122,6 +122,40 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
     assert code == 2 and "--speed" in err
 
 
+
+def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_refused_first(capsys, tmp_path):
+    """--record is written when the session ends: into a missing folder the session was
+    served and its recording then lost; naming the served scenario file replaced it (as
+    --ready-file naming it did, with the JSON of the addresses)."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[cluster]\ncontrollers = 1\nrelease = "3.9"\n')
+    before = scenario.read_bytes()
+    for record, says in ((tmp_path / "no" / "r.toml", "no such directory"), (scenario, "is or lies inside the input")):
+        code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--record", str(record))
+        assert (code, out) == (2, ""), err
+        assert f"--record {record}" in err and says in err
+    code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--ready-file", str(scenario))
+    assert (code, out) == (2, "") and f"--ready-file {scenario}: is or lies inside the input" in err
+    assert scenario.read_bytes() == before
+
+
+def test_a_ready_file_beside_the_served_clusters_own_files_is_allowed(capsys, tmp_path):
+    """Only the cluster's own entries are protected: a ready file or recording kept in the
+    cluster's folder is the user's to name; its state file and node folders are not."""
+    d = tmp_path / "c"
+    Simulation.create(d, controllers=1, brokers=1, release="3.9.0").close()
+    state = (d / "cluster.json").read_bytes()
+    for inside in (d / "cluster.json", d / "node-1" / "ready.json"):
+        code, out, err = run(capsys, "serve", str(d), "--for", "100", "--ready-file", str(inside))
+        assert (code, out) == (2, "") and f"--ready-file {inside}: is or lies inside the input" in err
+    assert (d / "cluster.json").read_bytes() == state
+    ready = d / "ready.json"
+    code, out, err = run(capsys, "serve", str(d), "--for", "100", "--ready-file", str(ready), "--record",
+                         str(d / "rec.toml"))
+    assert code == 0, err
+    assert json.loads(ready.read_text())["bootstrap_servers"] and (d / "rec.toml").exists()
+
+
 def _kraftsim(*argv: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run([sys.executable, "-m", "kraftsim", *argv], capture_output=True, text=True, env=env,
@@ -151,6 +185,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
             s.sendall(json.dumps({"token": "0" * 32, "argv": ["cluster", "crash", str(d), "--nodes", "3"],
                                   "cwd": str(tmp_path)}).encode() + b"\n")
             assert s.recv(1) == b""
+        with socket.create_connection(("127.0.0.1", endpoint["port"]), timeout=10) as s:  # JSON nested too deeply
+            s.sendall(b"[" * 30_000 + b"\n")
+            assert s.recv(1) == b""
         node3 = next(n["broker"] for n in info["nodes"] if n["id"] == 3)
         assert not _refused(node3)
         crashed = _kraftsim("cluster", "crash", str(d), "--nodes", "3")
@@ -171,6 +208,7 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     finally:
         out, err = _stop(proc)
     assert proc.returncode == 0, err
+    assert "Unhandled exception" not in err, err
     assert not (d / ".kraftsim-serve").exists()
     # Without the server, the same command opens the directory and prints the same (but for the
     # finalized epoch: the image's offset, which went on while the cluster was served).
@@ -187,6 +225,14 @@ def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     (cluster / ".kraftsim-serve").write_text(json.dumps({"pid": gone.pid, "port": 1, "token": "x"}))
+    described = _kraftsim("features", "--cluster", str(cluster), "describe")
+    assert described.returncode == 0, described.stderr
+    assert "metadata.version" in described.stdout
+
+
+def test_a_marker_nested_too_deeply_is_ignored(cluster, tmp_path):
+    """A damaged marker is no server: the command opens the directory itself (it was exit 70)."""
+    (cluster / ".kraftsim-serve").write_text("[" * 100_000 + "]" * 100_000)
     described = _kraftsim("features", "--cluster", str(cluster), "describe")
     assert described.returncode == 0, described.stderr
     assert "metadata.version" in described.stdout

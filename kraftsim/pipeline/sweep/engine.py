@@ -280,8 +280,10 @@ def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:
     if check:
         try:
             side = json.loads((p / SIDECAR).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            raise KraftsimError(f"{p}: not a sweep table (no readable {SIDECAR})") from None
+        except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
+            side = None
+        if not isinstance(side, dict):  # (valid JSON of another shape is no sidecar either)
+            raise KraftsimError(f"{p}: not a sweep table (no readable {SIDECAR})")
         if (side.get("schema"), side.get("version")) != (SCHEMA, schema_version(SCHEMA)):
             raise KraftsimError(f"{p}: holds schema {side.get('schema')} version {side.get('version')}, "
                                 f"not {SCHEMA} version {schema_version(SCHEMA)}")

@@ -166,7 +166,10 @@ def sweep_section(sweep_dir: Path, scenario: str) -> str:
     if not table_dir.is_dir():
         raise KraftsimError(f"--sweep {sweep_dir}: no {TABLE}/ folder (expected the --out folder of kraftsim spark "
                             "sweep)")
-    rows = read_table(table_dir).to_pylist()
+    try:
+        rows = read_table(table_dir).to_pylist()
+    except (OSError, ValueError) as e:  # (pyarrow's ArrowInvalid is a ValueError: a file that is not Parquet)
+        raise KraftsimError(f"--sweep {sweep_dir}: not a sweep output ({e})") from None
     mine = [r for r in rows if r["scenario"] == scenario]
     whose = f"the {len(mine)} runs of {scenario}" if mine else f"all {len(rows)} runs ({scenario} is not in the sweep)"
     pool = mine or rows

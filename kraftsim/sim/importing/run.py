@@ -16,6 +16,7 @@ from kraftsim.sim.saved import SavedState
 from kraftsim.sim.simulation import POLICIES
 from kraftsim.sim.types import SimConfig
 from kraftsim.storage import cluster_lock
+from kraftsim.storage.safepath import check_output
 from kraftsim.versions import Catalog, default_catalog, load_catalog
 
 
@@ -65,6 +66,10 @@ def import_cluster(sources: Sequence[Path | str], directory: Path | str, *, vote
         raise ImportRefused(f"unknown policy {policy!r}; known policies: {', '.join(POLICIES)}")
     if not sources:
         raise ImportRefused("no source given")
+    try:  # a cluster made inside a source would land in a real log directory (Kafka refuses its folders)
+        check_output(d, sources, flag="DIR")
+    except KraftsimError as e:
+        raise ImportRefused(str(e)) from None
     try:
         cat = catalog or (load_catalog(catalog_path) if catalog_path else default_catalog())
     except KraftsimError as e:

@@ -59,6 +59,8 @@ def read_state(directory: Path) -> ClusterState:
         state = msgspec.json.decode(raw, type=ClusterState)
     except msgspec.DecodeError as e:
         raise ClusterError(f"{path}: not a valid cluster state file: {e}") from None
+    except RecursionError:  # (msgspec recurses once per level, even into a field it skips)
+        raise ClusterError(f"{path}: not a valid cluster state file: arrays or objects nested too deeply") from None
     if state.format != STATE_FORMAT:
         raise ClusterError(f"{path}: cluster state format {state.format} is not supported (expected {STATE_FORMAT})")
     return state

@@ -34,7 +34,7 @@ def engine_of(directory: Path | str) -> str:
     (a missing or broken file is reported by whichever opens it)."""
     try:
         head = json.loads((Path(directory) / STATE_FILE).read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
         return TICKS
     return EVENTS if isinstance(head, dict) and head.get("format") == STATE_FORMAT else TICKS
 
@@ -150,7 +150,8 @@ def _status(d: Path, saved: SavedState, sim: Simulation) -> dict[str, Any]:
         qs = read_quorum_state(meta / "quorum-state") if (meta / "quorum-state").exists() else None
         if qs is not None:
             epochs.append(qs.leader_epoch)
-        if qs is not None and qs.leader_id >= 0:
+        if qs is not None and qs.leader_id >= 0 and n.id in saved.voters and n.status == "running":
+            # (what a running voter knows: a stopped or crashed process knows no leader, an observer has no say)
             leaders[(qs.leader_epoch, qs.leader_id)] = leaders.get((qs.leader_epoch, qs.leader_id), 0) + 1
         with MetadataLog.open(meta, read_only=True) as log:
             end = log.log_end_offset
