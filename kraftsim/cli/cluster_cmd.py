@@ -34,7 +34,7 @@ from kraftsim.sim.simulation import Simulation
 from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
-from kraftsim.storage.safepath import check_output
+from kraftsim.storage.safepath import check_output_file
 from kraftsim.storage.server_config import validate_unstable_configs
 
 
@@ -237,17 +237,6 @@ def _node_ids(text: str | None) -> list[int] | None:
         raise UsageError(f"expected comma-separated node ids: {e}") from None
 
 
-def _check_timeline(timeline: Path, directory: Path) -> None:
-    """--timeline FILE is appended to once the run starts: refuse (exit 2), before the cluster
-    is opened, a directory, a missing folder, or a file in the cluster directory (appending
-    there would damage the cluster's own files, cluster.json first)."""
-    if timeline.is_dir():
-        raise UsageError(f"--timeline {timeline}: is a directory; name the file to append the events to")
-    if not timeline.parent.is_dir():
-        raise UsageError(f"--timeline {timeline}: {timeline.parent}: no such directory")
-    check_output(timeline, [directory], flag="--timeline")
-
-
 def _run_fault(args: argparse.Namespace) -> int:
     """The event simulator's fault and time commands (Simulation's operations)."""
     if engine_of(args.dir) != EVENTS:
@@ -257,7 +246,7 @@ def _run_fault(args: argparse.Namespace) -> int:
         raise UsageError(f"--ms {args.ms:,} is more than {args.max_ms:,} simulated ms, the limit of one run "
                          f"(as a scenario's [limits] step_ms); pass --max-ms {args.ms} if you mean it")
     if args.fault == "run" and args.timeline:
-        _check_timeline(Path(args.timeline), Path(args.dir))
+        check_output_file(Path(args.timeline), [Path(args.dir)], flag="--timeline")  # (appended to once the run starts)
     as_json = getattr(args, "json", False)
     status = StatusLine(args.fault == "run" and show_progress(args))
     with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:

@@ -18,7 +18,7 @@ from typing import Any
 
 from kraftsim.cli.common import bounded_int
 from kraftsim.errors import KraftsimError, UsageError
-from kraftsim.storage.safepath import check_output
+from kraftsim.storage.safepath import check_output_file
 
 
 def _speed(text: str) -> float:
@@ -50,17 +50,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=_run)
 
 
-def _check_written_file(flag: str, path: Path, target: Path) -> None:
-    """--record (written when the session ends) and --ready-file (once ready): refuse (exit 2)
-    before serving what could not be written then (a directory, a missing folder) or would
-    destroy what is served (`_served_entries`)."""
-    if path.is_dir():
-        raise UsageError(f"{flag} {path}: is a directory; expected a file to write")
-    if not path.parent.is_dir():
-        raise UsageError(f"{flag} {path}: {path.parent}: no such directory")
-    check_output(path, _served_entries(target), flag=flag)
-
-
 def _served_entries(target: Path) -> list[Path]:
     """What of TARGET a file the session writes must not replace: the scenario file served, or
     a cluster directory's own entries (its state file, lock and serve marker, and every folder
@@ -83,7 +72,7 @@ def _run(args: argparse.Namespace) -> int:
 
     for flag, path in (("--record", args.record), ("--ready-file", args.ready_file)):
         if path is not None:
-            _check_written_file(flag, Path(path), Path(args.target))
+            check_output_file(Path(path), _served_entries(Path(args.target)), flag=flag)
     try:
         opened = open_target(args.target, args.keep)
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)

@@ -80,6 +80,18 @@ def check_output(output: Path | str, inputs: Iterable[Path | str], *, flag: str 
     return out
 
 
+def check_output_file(output: Path | str, inputs: Iterable[Path | str], *, flag: str = "output") -> Path:
+    """`check_output` for a file written later in the run (a recording, a ready file, a
+    timeline): refuse (UsageError) before any work a directory, or a missing folder, where
+    the write would fail only after the work was done."""
+    out = Path(output)
+    if out.is_dir():
+        raise UsageError(f"{flag} {out}: is a directory; expected a file to write")
+    if not out.parent.is_dir():
+        raise UsageError(f"{flag} {out}: {out.parent}: no such directory")
+    return check_output(out, inputs, flag=flag)
+
+
 def check_writable(output: Path | str, *, flag: str = "output", directory: bool = False) -> None:
     """Refuse (UsageError) an output whose nearest existing folder cannot be written."""
     out = Path(output)
