@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping, Sequence, TextIO
@@ -25,7 +26,7 @@ from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
 from kraftsim.storage.checks import directory_problems, file_problems
-from kraftsim.storage.fileio import read_file
+from kraftsim.storage.fileio import mapped_file
 from kraftsim.storage.batchfile import decode_file_batch, iter_file_batches
 from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name, topic_name_error
 from kraftsim.storage.view import find_metadata_files
@@ -93,7 +94,6 @@ def run_dump(args: argparse.Namespace) -> int:
     """Exit 1 only for damage (a batch that cannot be read, a bad snapshot); offsets that skip
     or a segment that starts after its name are dumped, noted as kafka-dump-log notes them."""
     registry = _registry(args)
-    out = sys.stdout
     failed = False
     try:  # an unknown --release is invalid input (exit 2), not damage
         leader_change = _leader_change_text(args.release)
@@ -106,39 +106,48 @@ def run_dump(args: argparse.Namespace) -> int:
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
     for kind, path in files:
-        data = read_file(path)
-        report = ScanReport()
-        if not args.json:
-            print(f"Dumping {path}", file=out)
-            if path.suffix == ".log":
-                print(f"Log starting offset: {_offset_from_name(path)}", file=out)
-            elif kind is PathKind.BOOTSTRAP:
-                print("KRaft bootstrap snapshot", file=out)
-            elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
-                end, epoch = name.snapshot_id
-                print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
-        offsets: list[int] = []
-        for scanned in scan(data, registry, report):
-            offsets += [entry.offset for entry in scanned.entries]
-            if args.json:
-                for entry in scanned.entries:
-                    row = entry.to_json()
-                    if name_files:
-                        row["file"] = str(path)
-                    out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
-            else:
-                _print_batch_text(scanned, out, leader_change)
-        gaps.add_file(path, offsets)
-        # a segment's name that is not its first offset is no damage to Kafka's tool either
-        named = kind is PathKind.SEGMENT and parse_segment_name(path.name) is not None
-        for problem in report.problems + ([] if named else file_problems(kind, path, report)):
-            if problem.irregular:
-                continue
-            failed = True
-            print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
+        with mapped_file(path) as data:
+            failed |= _dump_file(args, kind, path, data, registry, gaps, name_files, leader_change)
     for line in gaps.lines():
         print(line, file=sys.stderr)
     return 1 if failed else 0
+
+
+def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, data: bytes | mmap.mmap, registry: Registry,
+               gaps: OffsetGaps, name_files: bool, leader_change: str | None) -> bool:
+    """Dump one file; True when it is damaged."""
+    out = sys.stdout
+    failed = False
+    report = ScanReport()
+    if not args.json:
+        print(f"Dumping {path}", file=out)
+        if path.suffix == ".log":
+            print(f"Log starting offset: {_offset_from_name(path)}", file=out)
+        elif kind is PathKind.BOOTSTRAP:
+            print("KRaft bootstrap snapshot", file=out)
+        elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
+            end, epoch = name.snapshot_id
+            print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
+    offsets: list[int] = []
+    for scanned in scan(data, registry, report):
+        offsets += [entry.offset for entry in scanned.entries]
+        if args.json:
+            for entry in scanned.entries:
+                row = entry.to_json()
+                if name_files:
+                    row["file"] = str(path)
+                out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
+        else:
+            _print_batch_text(scanned, out, leader_change)
+    gaps.add_file(path, offsets)
+    # a segment's name that is not its first offset is no damage to Kafka's tool either
+    named = kind is PathKind.SEGMENT and parse_segment_name(path.name) is not None
+    for problem in report.problems + ([] if named else file_problems(kind, path, report)):
+        if problem.irregular:
+            continue
+        failed = True
+        print(f"kraftsim: error: {path}: {problem.describe()}", file=sys.stderr)
+    return failed
 
 
 def _release_catalog(release: str | None) -> Catalog:
@@ -199,12 +208,12 @@ def run_verify(args: argparse.Namespace) -> int:
         if path in reports:
             continue
         shown(lambda: f"log verify: file {number} of {len(files)}: {path}")
-        data = read_file(path)
-        report = verify_bytes(data, registry)
-        reports[path] = report
-        problems[path] = report.problems + file_problems(kind, path, report)
-        if not report.problems and report.by_type.get("TOPIC_RECORD"):
-            problems[path] += _topic_name_problems(path, data, registry)
+        with mapped_file(path) as data:
+            report = verify_bytes(data, registry)
+            reports[path] = report
+            problems[path] = report.problems + file_problems(kind, path, report)
+            if not report.problems and report.by_type.get("TOPIC_RECORD"):
+                problems[path] += _topic_name_problems(path, data, registry)
     shown.clear()
     for path, found in directory_problems(files, reports).items():
         problems[path].extend(found)
@@ -245,7 +254,7 @@ def _verify_json(path: Path, report: ScanReport, found: list[Problem]) -> dict[s
                          for p in sorted(found, key=lambda p: p.position)]}
 
 
-def _topic_name_problems(path: Path, data: bytes, registry: Registry) -> list[Problem]:
+def _topic_name_problems(path: Path, data: bytes | mmap.mmap, registry: Registry) -> list[Problem]:
     """TopicRecords whose name Kafka's Topic.validate refuses: no Kafka wrote them."""
     found = []
     for fb in iter_file_batches(str(path), data):

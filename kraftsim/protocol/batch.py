@@ -87,7 +87,7 @@ class Record(NamedTuple):
 _fastpath.provide_types(record=Record)
 
 
-def split_batches(data: bytes, start: int = 0) -> Iterator[BatchSlice | TornTail]:
+def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 
     A length below the v2 minimum ends the walk with a CorruptRecordException, since no

@@ -13,6 +13,7 @@ down, and control batches hold control records while data batches hold metadata 
 
 from __future__ import annotations
 
+import mmap
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Iterator, NamedTuple
@@ -92,7 +93,7 @@ class ScanReport:
         return not self.problems
 
 
-def scan(data: bytes, registry: Registry, report: ScanReport | None = None, *, reencode: bool = False) -> Iterator[ScannedBatch]:
+def scan(data: bytes | mmap.mmap, registry: Registry, report: ScanReport | None = None, *, reencode: bool = False) -> Iterator[ScannedBatch]:
     """Yield every valid batch of `data`; problems go into `report`.
 
     With `reencode`, every batch and every record is written again from its decoded form
@@ -241,7 +242,7 @@ def _reencode_problems(batch: RecordBatch, entries: list[LogEntry]) -> Iterator[
         yield "the batch does not re-encode to the same bytes", None
 
 
-def verify_bytes(data: bytes, registry: Registry) -> ScanReport:
+def verify_bytes(data: bytes | mmap.mmap, registry: Registry) -> ScanReport:
     """Scan a whole buffer with re-encoding: what `kraftsim log verify` checks per file
     (every batch's span kept, for the checks across files)."""
     report = ScanReport(spans=[])

@@ -23,6 +23,7 @@ from kraftsim.shell.commands import ShellState, TYPES, parse_command, split_path
 from kraftsim.shell.style import ShellStyle, style_for
 from kraftsim.shell.tree import ShellFault, ShellTree
 from kraftsim.storage import PathKind, classify_path, iter_file_batches
+from kraftsim.storage.fileio import mapped_file
 from kraftsim.versions import Catalog, Release, VersionsError
 
 PROMPT = ">> "
@@ -114,9 +115,10 @@ def file_provenance(path: Path) -> MetadataProvenance:
     """What Kafka's SnapshotFileReader leaves as the image's provenance: the last data batch's
     last offset, partition leader epoch and max timestamp (-1s when there is none)."""
     last = None
-    for fb in iter_file_batches(str(path), Path(path).read_bytes()):
-        if not fb.batch.is_control:
-            last = fb.batch
+    with mapped_file(path) as data:
+        for fb in iter_file_batches(str(path), data):
+            if not fb.batch.is_control:
+                last = fb.batch
     if last is None:
         return MetadataProvenance(-1, -1, -1)
     return MetadataProvenance(last.last_offset, last.partition_leader_epoch, last.max_timestamp)

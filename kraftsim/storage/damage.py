@@ -11,6 +11,7 @@ Nothing here changes a file.
 
 from __future__ import annotations
 
+import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def load_limit(log: MetadataLog, *, up_to_damage: bool, upto: int | None = None)
     return LoadLimit(damage[0].offset if damage else None, torn, damage)
 
 
-def segment_batches(path: Path, data: bytes, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit]:
+def segment_batches(path: Path, data: bytes | mmap.mmap, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit]:
     """The batches of one segment file given on its own, under the same rule: a torn last
     batch is recovery, any other problem damage (an error unless `up_to_damage`)."""
     base = parse_segment_name(path.name)

@@ -7,8 +7,12 @@ crash behaviour identical for all of them.
 
 from __future__ import annotations
 
+import mmap
 import os
+import stat
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from kraftsim.errors import KraftsimError
 
@@ -61,3 +65,28 @@ def read_file(path: Path) -> bytes:
         return Path(path).read_bytes()
     except OSError as e:
         raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+@contextmanager
+def mapped_file(path: Path | str) -> Iterator[bytes | mmap.mmap]:
+    """A regular file's bytes, mapped read-only rather than read: walkers that take a slice
+    per batch (dump, verify) then hold one batch at a time, so a multi-gigabyte segment
+    costs page cache the kernel can take back, not the process's memory. An empty file
+    gives b"" (a zero-length map is refused); anything but a regular file is refused,
+    since a device or FIFO has no end to map."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: a FIFO's open waits for a writer
+            raise KraftsimError(f"cannot read {path}: not a regular file")
+        f = open(path, "rb")
+    except OSError as e:
+        raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+    with f:  # errors of the caller's own work (a closed pipe) pass through as they are
+        if os.fstat(f.fileno()).st_size == 0:
+            yield b""
+            return
+        try:
+            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+        with mapped:
+            yield mapped

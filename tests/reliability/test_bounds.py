@@ -186,3 +186,33 @@ def test_a_catalog_may_raise_its_limits() -> None:
     load_catalog_text(f"[limits]\nfeatures = {over}\n" + _many("features", over))  # accepted as a whole
     with pytest.raises(CatalogError, match="unknown key limits.feature "):
         load_catalog_text("[limits]\nfeature = 1\n")
+
+
+def _data_capped(limit: int) -> None:
+    """A cap on the process's own memory (heap and private maps), not on file maps it reads through."""
+    resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+
+def test_a_huge_segment_is_walked_without_being_read_into_memory(tmp_path: Path) -> None:
+    """`log verify`, `log dump` and `replay` of a segment hold one batch at a time (replay: its
+    sound batches): a segment of several gigabytes (here a real segment followed by a 4 GiB run
+    of zeros, where the framing is lost) is reported on under a 768 MiB cap on the process's own
+    memory. They used to read the whole file first."""
+    from tests.reliability import damage
+
+    log_dir = damage.build_log_dir(tmp_path / "log")
+    segment = next(log_dir.glob("*.log"))
+    sound = segment.stat().st_size
+    with open(segment, "r+b") as f:
+        f.truncate(sound + 4 * GIB)  # sparse: costs no disk
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # (replay refuses a damaged log as invalid input, exit 2; the log tools report damage, exit 1)
+    for argv, code in ((["log", "verify", str(segment)], 1), (["log", "dump", str(segment)], 1),
+                       (["replay", str(segment)], 2)):
+        proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
+                              timeout=300, preexec_fn=lambda: _data_capped(768 * 1024 * 1024))
+        assert proc.returncode == code, (argv, proc.returncode, proc.stderr[-2000:])
+        said = proc.stdout + proc.stderr
+        assert f"position {sound}: Record batch is corrupt (the size 12 is smaller than the minimum" in said, \
+            (argv, said[-2000:])
+        assert "Traceback" not in proc.stderr and "MemoryError" not in said
