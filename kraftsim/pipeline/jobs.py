@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kraftsim import jsoninput
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.corpus import CORPUS, corpus_inputs, corpus_row
 from kraftsim.pipeline.downgrade import DOWNGRADE, downgrade_inputs, downgrade_rows
@@ -220,8 +221,8 @@ def _sidecar(j: Job) -> dict[str, object]:
 
 def _check_sidecar(path: Path, j: Job) -> None:
     try:
-        found = json.loads((path / SIDECAR).read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
+        found = jsoninput.loads((path / SIDECAR).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
         found = None
     if not isinstance(found, dict):  # (valid JSON of another shape is no sidecar either)
         raise KraftsimError(f"{path}: not an output of kraftsim's {j.name} job (no readable {SIDECAR})")

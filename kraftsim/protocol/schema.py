@@ -353,8 +353,6 @@ def load_schema_file(path: Path) -> RecordSchema:
         raise SchemaError(f"{path}: not valid TOML: {e}") from None
     except UnicodeDecodeError as e:
         raise SchemaError(f"{path}: not a UTF-8 text file (byte {e.start})") from None
-    except RecursionError:
-        raise SchemaError(f"{path}: not valid TOML: arrays or tables nested too deeply") from None
     except OSError as e:
         raise SchemaError(f"{path}: cannot read: {e.strerror or e}") from None
     return parse_schema(data, str(path))

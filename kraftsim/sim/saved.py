@@ -8,11 +8,11 @@ partition, and what the invariants carry from one command to the next).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import msgspec
 
+from kraftsim import jsoninput
 from kraftsim.sim.types import RUNNING, InvariantResult, SimConfig, SimError
 
 STATE_FILE = "cluster.json"
@@ -68,11 +68,9 @@ def read_saved(directory: Path) -> SavedState:
     except OSError as e:
         raise SimError(f"{path}: {e.strerror or e}") from None
     try:
-        head = json.loads(raw)
+        head = jsoninput.loads(raw)
     except ValueError as e:
         raise SimError(f"{path}: not a valid cluster state file: {e}") from None
-    except RecursionError:  # (json's decoder recurses once per level of nesting)
-        raise SimError(f"{path}: not a valid cluster state file: arrays or objects nested too deeply") from None
     if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
         fmt = head.get("format") if isinstance(head, dict) else None
         from kraftsim.sim.ticks.state import STATE_FORMAT as TICKS_FORMAT  # (only on this path: it loads the node)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kraftsim import jsoninput
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.fileio import atomic_write, read_file_in
@@ -97,11 +98,9 @@ def parse_quorum_state(text: str, source: str = QUORUM_STATE_FILE) -> QuorumStat
     """Parse the JSON of a quorum-state file; errors name the file and say what is wrong."""
     try:
         try:
-            obj = json.loads(text)
+            obj = jsoninput.loads(text)
         except ValueError as e:
             raise KraftsimError(f"not JSON: {e}") from None
-        except RecursionError:  # (json's decoder recurses once per level of nesting)
-            raise KraftsimError("not JSON kraftsim reads: arrays or objects nested too deeply") from None
         if not isinstance(obj, dict):
             raise KraftsimError(f"Deserialized node {text.strip()} is not an object node")
         if DATA_VERSION not in obj:

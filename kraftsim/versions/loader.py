@@ -81,8 +81,6 @@ def parse_fragment(text: str, source: str) -> Fragment:
         raise CatalogError("schema", f"not valid TOML: {exc}", source) from None
     except tomlinput.TomlTooComplex as exc:
         raise CatalogError("schema", str(exc), source) from None
-    except RecursionError:
-        raise CatalogError("schema", "not valid TOML: arrays or tables nested too deeply", source) from None
     try:
         fragment = msgspec.convert(data, Fragment)
     except msgspec.ValidationError as exc:

@@ -29,6 +29,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftsim import jsoninput
+
 #: The file naming the control endpoint, inside the served directory.
 MARKER = ".kraftsim-serve"
 #: Wall seconds a command waits to connect, and for the server to carry it out.
@@ -97,9 +99,9 @@ def forward(directory: str | Path, argv: Sequence[str]) -> Reply | None:
     see `absolute_argv`); None when nothing serves it (no marker, or a stale one), so the
     command opens the directory itself."""
     try:
-        info = json.loads((Path(directory) / MARKER).read_text())
+        info = jsoninput.loads((Path(directory) / MARKER).read_text())
         pid, port, token = int(info["pid"]), int(info["port"]), str(info["token"])
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):  # (RecursionError: JSON nested too deeply)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
     if not _pid_alive(pid):
         return None
@@ -118,9 +120,9 @@ def forward(directory: str | Path, argv: Sequence[str]) -> Reply | None:
                 break
             data += chunk
     try:
-        reply = json.loads(bytes(data))
+        reply = jsoninput.loads(bytes(data))
         return Reply(str(reply["stdout"]), str(reply["stderr"]), int(reply["code"]))
-    except (ValueError, KeyError, TypeError, RecursionError):
+    except (ValueError, KeyError, TypeError):
         return Reply("", "kraftsim: error: the serving process gave no answer to the command\n", 1)
 
 
@@ -162,7 +164,7 @@ class ControlEndpoint:
     async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             line = await asyncio.wait_for(reader.readline(), CONNECT_TIMEOUT_S)
-            request = json.loads(line[:MAX_MESSAGE])
+            request = jsoninput.loads(line[:MAX_MESSAGE])
             if not hmac.compare_digest(str(request.get("token", "")), self.token):
                 return
             argv = [str(a) for a in request["argv"]]
@@ -178,7 +180,7 @@ class ControlEndpoint:
                         task.add_done_callback(self._running.discard)
             writer.write(json.dumps({"stdout": reply.stdout, "stderr": reply.stderr, "code": reply.code}).encode())
             await writer.drain()
-        except (asyncio.TimeoutError, ValueError, KeyError, TypeError, AttributeError, ConnectionError, RecursionError):
+        except (asyncio.TimeoutError, ValueError, KeyError, TypeError, AttributeError, ConnectionError):
             pass  # a client that does not speak this gets nothing
         finally:
             writer.close()

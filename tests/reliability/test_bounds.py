@@ -216,3 +216,16 @@ def test_a_huge_segment_is_walked_without_being_read_into_memory(tmp_path: Path)
         assert f"position {sound}: Record batch is corrupt (the size 12 is smaller than the minimum" in said, \
             (argv, said[-2000:])
         assert "Traceback" not in proc.stderr and "MemoryError" not in said
+
+
+def test_json_nested_past_the_recursion_limit_is_refused_as_invalid_json() -> None:
+    """Every reader of kraftsim's JSON files catches ValueError alone: nesting deeper than the
+    decoder can recurse must come as one too, not as a RecursionError (an internal error)."""
+    from kraftsim import jsoninput
+
+    deep = "[" * (sys.getrecursionlimit() * 4) + "]" * (sys.getrecursionlimit() * 4)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        jsoninput.loads(deep)
+    with pytest.raises(ValueError):
+        jsoninput.loads(b"{not json")
+    assert jsoninput.loads(b'{"a": [[1]]}') == {"a": [[1]]}

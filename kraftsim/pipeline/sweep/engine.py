@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from kraftsim import jsoninput
 from kraftsim.errors import KraftsimError
 from kraftsim.textsafe import own
 from kraftsim.storage.safepath import safe_file_name
@@ -279,8 +280,8 @@ def read_table(table_dir: str | Path, *, check: bool = True) -> pa.Table:
     p = Path(table_dir)
     if check:
         try:
-            side = json.loads((p / SIDECAR).read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
+            side = jsoninput.loads((p / SIDECAR).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             side = None
         if not isinstance(side, dict):  # (valid JSON of another shape is no sidecar either)
             raise KraftsimError(f"{p}: not a sweep table (no readable {SIDECAR})")

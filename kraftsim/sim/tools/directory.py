@@ -6,11 +6,11 @@ of an event-simulator cluster that the kafka-features tool can use, and its stat
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kraftsim import jsoninput
 from kraftsim.errors import KraftsimError
 from kraftsim.image import load_path
 from kraftsim.sim.ticks.cluster import STATE_FILE, MvChangeReport, SimCluster
@@ -33,8 +33,8 @@ def engine_of(directory: Path | str) -> str:
     """"events" when the directory's cluster.json is the event simulator's, else "ticks"
     (a missing or broken file is reported by whichever opens it)."""
     try:
-        head = json.loads((Path(directory) / STATE_FILE).read_bytes())
-    except (OSError, ValueError, RecursionError):  # (RecursionError: JSON nested too deeply)
+        head = jsoninput.loads((Path(directory) / STATE_FILE).read_bytes())
+    except (OSError, ValueError):
         return TICKS
     return EVENTS if isinstance(head, dict) and head.get("format") == STATE_FORMAT else TICKS
 
