@@ -29,11 +29,12 @@ from kraftsim.cli.progress import show_progress
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import (
     KRAFT_VERSION, LoadResult, MetadataImage, MvChangeHandling, SnapshotChoice, advertised_metadata_version,
-    image_summary, load_summary, release_for_level, render_directory, render_replicas, render_roundtrip, replay_path,
+    image_summary, load_summary, mv_names, release_for_level, render_directory, render_replicas, render_roundtrip, replay_path,
     summary_lines, verify_directory, verify_replicas, verify_roundtrip,
 )
 from kraftsim.storage import PathKind, topic_name_error
 from kraftsim.storage.names import SnapshotId
+from kraftsim.storage.view import lowered_metadata_version
 from kraftsim.textsafe import own, visible
 from kraftsim.versions import Catalog, MetadataVersion
 
@@ -256,6 +257,10 @@ def run_replay(args: argparse.Namespace) -> int:
                 checks["directory"] = directory
                 lines += ["verification"] + ["  " + x for x in render_directory(directory)]
                 ok &= directory.ok
+                hint = None if directory.ok or mv_change is MvChangeHandling.KIP_778 else _kip_778_hint(path, catalog_of_path)
+                if hint is not None:
+                    entry["hint"] = hint
+                    lines.append(f"  hint: {hint}")
             if args.roundtrip != "none":
                 trips = verify_roundtrip(result.image, catalog=catalog_of_path, targets=args.roundtrip)
                 checks["roundtrip"] = trips
@@ -283,3 +288,19 @@ def run_replay(args: argparse.Namespace) -> int:
     else:
         print(visible("\n".join(text).rstrip("\n")))  # names from the file shown, never obeyed
     return 0 if ok else 1
+
+
+def _kip_778_hint(path: Path, catalog: Catalog) -> str | None:
+    """Why a log that lowers metadata.version may fail Kafka's replay: written under kraftsim's
+    kip-778 policy, it holds images rewritten at the lower level, which only the same handling
+    replays alike. None when the log never lowers it (or cannot be read for it)."""
+    try:
+        lowered = lowered_metadata_version(path, catalog.record_registry())
+    except KraftsimError:
+        return None
+    if lowered is None:
+        return None
+    names = mv_names(catalog)
+    high, low = (f"{names.get(level, '?')} ({level})" for level in lowered)
+    return (f"this log lowers metadata.version from {high} to {low}; a log written under kraftsim's kip-778 "
+            f"policy (lossy downgrades, beyond Kafka) replays as written only with --mv-change kip-778")

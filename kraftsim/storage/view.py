@@ -123,6 +123,24 @@ def iter_file_entries(path: Path | str, registry: Registry | None = None) -> Ite
             yield from decode_file_batch(fb, registry)
 
 
+def lowered_metadata_version(directory: Path | str, registry: Registry | None = None) -> tuple[int, int] | None:
+    """The first fall of metadata.version in a log directory's segments, as (from, to) levels,
+    or None. A log that lowers it across a level that changed metadata was not written by
+    Kafka's controllers, which refuse such downgrades: kraftsim's kip-778 policy writes them."""
+    registry = registry or default_registry()
+    level = None
+    for fb in iter_segment_batches(directory):
+        if fb.batch.is_control:
+            continue
+        for entry in decode_file_batch(fb, registry):
+            if entry.record_type.name == "FeatureLevelRecord" and entry.message.name == "metadata.version":
+                new = entry.message.feature_level
+                if level is not None and new < level:
+                    return level, new
+                level = new
+    return None
+
+
 class MetadataLogView:
     """The newest snapshot of a metadata log directory and the log records after it.
 
