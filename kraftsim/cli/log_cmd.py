@@ -90,6 +90,16 @@ def _registry(args: argparse.Namespace) -> Registry:
         raise UsageError(str(e)) from None
 
 
+def _named_files(paths: Sequence[str]) -> list[tuple[PathKind, Path]]:
+    """The metadata files the command line names. A path that is none (missing, a text file,
+    an unrelated directory) is invalid input, exit 2 as in every command; exit 1 stays for
+    damage found in the files."""
+    try:
+        return find_metadata_files(paths)
+    except KraftsimError as e:
+        raise UsageError(str(e)) from None
+
+
 def run_dump(args: argparse.Namespace) -> int:
     """Exit 1 only for damage (a batch that cannot be read, a bad snapshot); offsets that skip
     or a segment that starts after its name are dumped, noted as kafka-dump-log notes them."""
@@ -102,7 +112,7 @@ def run_dump(args: argparse.Namespace) -> int:
         raise
     except KraftsimError as e:
         raise UsageError(str(e)) from None
-    files = list(find_metadata_files(args.paths))
+    files = _named_files(args.paths)
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
     for kind, path in files:
@@ -200,7 +210,7 @@ def _print_batch_text(scanned: ScannedBatch, out: TextIO, leader_change: str | N
 
 def run_verify(args: argparse.Namespace) -> int:
     registry = _registry(args)
-    files = find_metadata_files(args.paths)
+    files = _named_files(args.paths)
     reports: dict[Path, ScanReport] = {}
     problems: dict[Path, list[Problem]] = {}
     shown = StatusLine(show_progress(args))

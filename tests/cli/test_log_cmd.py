@@ -120,6 +120,18 @@ def test_missing_path_is_a_clean_error(tmp_path: Path, capsys: pytest.CaptureFix
     assert "nope.log" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("command", ["dump", "verify"])
+def test_a_file_that_is_no_metadata_file_is_invalid_input(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                          command: str) -> None:
+    """As `replay` says of it: exit 2, not 1 (which the log tools keep for damage in the files read)."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("hello\n")
+    code, out, err = run(capsys, "log", command, str(notes))
+    assert code == 2 and out == ""
+    assert err.strip() == f"kraftsim: error: {notes}: not a metadata file (expected a .log segment, a .checkpoint " \
+                          "snapshot or bootstrap.checkpoint)"
+
+
 def test_a_bad_release_or_schemas_folder_is_invalid_input_not_damage(tmp_path: Path,
                                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """Exit 1 is kept for damage in the files read; these were exit 1 and are now 2, as the
