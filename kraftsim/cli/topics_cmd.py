@@ -70,9 +70,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation
-
-    from kraftsim.sim import SimError
+    from kraftsim.sim import SimError, Simulation
 
     with Simulation.open(args.cluster) as sim:
         try:
