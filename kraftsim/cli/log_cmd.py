@@ -14,20 +14,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import mmap
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence, TextIO
+from typing import TYPE_CHECKING, BinaryIO, Mapping, Sequence, TextIO
 
 from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.dump_gaps import OffsetGaps
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
-from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan, verify_bytes
+from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan_file, verify_file
 from kraftsim.storage.checks import directory_problems, file_problems
-from kraftsim.storage.fileio import mapped_file
-from kraftsim.storage.batchfile import decode_file_batch, iter_file_batches
+from kraftsim.storage.fileio import opened_file
+from kraftsim.storage.batchfile import decode_file_batch, stream_file_batches
 from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name, topic_name_error
 from kraftsim.storage.view import find_metadata_files
 from kraftsim.textsafe import visible
@@ -116,14 +115,14 @@ def run_dump(args: argparse.Namespace) -> int:
     # Rows from a directory or from several files say which file each came from.
     name_files = len(files) > 1 or any(Path(p).is_dir() for p in args.paths)
     for kind, path in files:
-        with mapped_file(path) as data:
-            failed |= _dump_file(args, kind, path, data, registry, gaps, name_files, leader_change)
+        with opened_file(path) as f:
+            failed |= _dump_file(args, kind, path, f, registry, gaps, name_files, leader_change)
     for line in gaps.lines():
         print(line, file=sys.stderr)
     return 1 if failed else 0
 
 
-def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, data: bytes | mmap.mmap, registry: Registry,
+def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, f: BinaryIO, registry: Registry,
                gaps: OffsetGaps, name_files: bool, leader_change: str | None) -> bool:
     """Dump one file; True when it is damaged."""
     out = sys.stdout
@@ -139,7 +138,7 @@ def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, data: bytes
             end, epoch = name.snapshot_id
             print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
     offsets: list[int] = []
-    for scanned in scan(data, registry, report):
+    for scanned in scan_file(f, registry, report):
         offsets += [entry.offset for entry in scanned.entries]
         if args.json:
             for entry in scanned.entries:
@@ -218,12 +217,12 @@ def run_verify(args: argparse.Namespace) -> int:
         if path in reports:
             continue
         shown(lambda: f"log verify: file {number} of {len(files)}: {path}")
-        with mapped_file(path) as data:
-            report = verify_bytes(data, registry)
+        with opened_file(path) as f:
+            report = verify_file(f, registry)
             reports[path] = report
             problems[path] = report.problems + file_problems(kind, path, report)
             if not report.problems and report.by_type.get("TOPIC_RECORD"):
-                problems[path] += _topic_name_problems(path, data, registry)
+                problems[path] += _topic_name_problems(path, f, registry)
     shown.clear()
     for path, found in directory_problems(files, reports).items():
         problems[path].extend(found)
@@ -264,10 +263,11 @@ def _verify_json(path: Path, report: ScanReport, found: list[Problem]) -> dict[s
                          for p in sorted(found, key=lambda p: p.position)]}
 
 
-def _topic_name_problems(path: Path, data: bytes | mmap.mmap, registry: Registry) -> list[Problem]:
+def _topic_name_problems(path: Path, f: BinaryIO, registry: Registry) -> list[Problem]:
     """TopicRecords whose name Kafka's Topic.validate refuses: no Kafka wrote them."""
     found = []
-    for fb in iter_file_batches(str(path), data):
+    f.seek(0)
+    for fb in stream_file_batches(str(path), f):
         for entry in decode_file_batch(fb, registry):
             name = getattr(entry.message, "name", None) if entry.record_type.name == "TopicRecord" else None
             error = None if name is None else topic_name_error(name)

@@ -14,8 +14,9 @@ from typing import Any, Iterable
 from kraftsim.errors import KraftsimError
 from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_files
-from kraftsim.pipeline.records import encoded_sizes, mapped
-from kraftsim.protocol.scan import ScanReport, scan
+from kraftsim.pipeline.records import encoded_sizes
+from kraftsim.protocol.scan import ScanReport, scan_file
+from kraftsim.storage.fileio import opened_file
 from kraftsim.versions import Catalog
 
 CORPUS = "corpus_files"
@@ -46,8 +47,8 @@ def corpus_row(item: dict[str, Any], *, catalog: str | None = None, release: str
     partitions = 0
     problems: list[str] = []
     try:
-        with mapped(Path(item["path"])) as data:
-            for scanned in scan(data, registry, report, reencode=True):
+        with opened_file(Path(item["path"])) as f:
+            for scanned in scan_file(f, registry, report, reencode=True):
                 sizes = encoded_sizes(scanned.batch)
                 for e in scanned.entries:
                     type_bytes[e.type_name] += sizes[e.offset]

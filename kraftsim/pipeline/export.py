@@ -1,7 +1,7 @@
 """`kraftsim export`: metadata files to one Parquet file, streaming.
 
 Records leave each file in Arrow batches and go straight into a Parquet row group, so
-memory holds one mapped file and one batch of rows, whatever the number of files. The
+memory holds one batch of a file and one batch of rows, whatever the number of files. The
 output is written to `OUT.part` and renamed at the end: an interrupted export leaves no
 half-written file under the final name.
 

@@ -2,28 +2,26 @@
 
 A row is exactly what `kraftsim log dump --json` prints for the record (offset, epoch,
 control, type, version and the `data` object, here as JSON text), plus where it sits and
-its main key fields flattened so that queries need not parse the JSON. Files are mapped,
-not read, and rows leave in Arrow batches of at most `batch_rows`, so memory stays
+its main key fields flattened so that queries need not parse the JSON. Files are read a
+batch at a time, and rows leave in Arrow batches of at most `batch_rows`, so memory stays
 bounded however large the input.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
 import pyarrow as pa
 
-from kraftsim.errors import KraftsimError
 from kraftsim.protocol.batch import RecordBatch
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
-from kraftsim.protocol.scan import Problem, ScanReport, scan
+from kraftsim.protocol.scan import Problem, ScanReport, scan_file
 from kraftsim.pipeline.schemas import schema
+from kraftsim.storage.fileio import opened_file
 
 RECORDS = "records"
 DEFAULT_BATCH_ROWS = 32_768
@@ -39,21 +37,6 @@ KEY_COLUMNS: tuple[tuple[str, str, frozenset[str] | None], ...] = (
     ("config_resource_type", "resource_type", frozenset({"ConfigRecord"})),
     ("config_resource_name", "resource_name", frozenset({"ConfigRecord"})),
 )
-
-
-@contextmanager
-def mapped(path: Path) -> Iterator[Any]:  # bytes, or an mmap read as bytes
-    """The file's bytes, memory-mapped read-only (an empty file gives b"")."""
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise KraftsimError(f"cannot read {path}: {e.strerror}") from None
-    with f:
-        if Path(path).stat().st_size == 0:
-            yield b""
-            return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
-            yield m
 
 
 def key_fields(entry: LogEntry) -> dict[str, object]:
@@ -108,8 +91,8 @@ def record_batches(path: str | Path, file_kind: str, registry: Registry, *, sour
     src = source if source is not None else str(p)
     rows: list[dict[str, object]] = []
     report = ScanReport()
-    with mapped(p) as data:
-        for scanned in scan(data, registry, report):
+    with opened_file(p) as f:
+        for scanned in scan_file(f, registry, report):
             if stop_at_damage and report.problems:
                 break
             sizes = encoded_sizes(scanned.batch)

@@ -10,9 +10,10 @@ writes: CREATE_TIME, producer id -1, timestamp delta 0, no headers.
 from __future__ import annotations
 
 import mmap
+import os
 import struct
 from dataclasses import dataclass
-from typing import Callable, Iterator, NamedTuple, Sequence
+from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
 
 import google_crc32c
 
@@ -87,6 +88,12 @@ class Record(NamedTuple):
 _fastpath.provide_types(record=Record)
 
 
+def _too_small(size: int) -> CorruptRecordException:
+    return CorruptRecordException(
+        f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})",
+    )
+
+
 def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 
@@ -104,13 +111,40 @@ def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlic
         base_offset, length = struct.unpack_from(">qi", data, pos)
         size = length + LOG_OVERHEAD
         if size < RECORD_BATCH_OVERHEAD:
-            raise CorruptRecordException(
-                f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})",
-            )
+            raise _too_small(size)
         if size > remaining:
             yield TornTail(pos, base_offset, remaining, size)
             return
         yield BatchSlice(pos, base_offset, data[pos : pos + size])
+        pos += size
+
+
+def read_batches(f: BinaryIO) -> Iterator[BatchSlice | TornTail]:
+    """`split_batches` over an open file, reading one batch at a time: the same slices, torn
+    tail and CorruptRecordException, positions counted from the file's start. The walk ends
+    at the size the file had when it began (a batch appended meanwhile is not seen, one cut
+    short is a torn tail), and a length field is never trusted beyond it."""
+    f.seek(0)
+    end = os.fstat(f.fileno()).st_size
+    pos = 0
+    while pos < end:
+        remaining = end - pos
+        head = f.read(min(remaining, LOG_OVERHEAD))
+        if len(head) < LOG_OVERHEAD:  # (also a file cut while it is read)
+            yield TornTail(pos, struct.unpack_from(">q", head)[0] if len(head) >= 8 else None, len(head), None)
+            return
+        base_offset, length = struct.unpack(">qi", head)
+        size = length + LOG_OVERHEAD
+        if size < RECORD_BATCH_OVERHEAD:
+            raise _too_small(size)
+        if size > remaining:
+            yield TornTail(pos, base_offset, remaining, size)
+            return
+        rest = f.read(size - LOG_OVERHEAD)
+        if len(rest) < size - LOG_OVERHEAD:
+            yield TornTail(pos, base_offset, LOG_OVERHEAD + len(rest), size)
+            return
+        yield BatchSlice(pos, base_offset, head + rest)
         pos += size
 
 
@@ -183,9 +217,7 @@ class RecordBatch:
 def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     """Parse and check one batch slice (size, magic and CRC-32C)."""
     if len(raw) < RECORD_BATCH_OVERHEAD:
-        raise CorruptRecordException(
-            f"Record batch is corrupt (the size {len(raw)} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})"
-        )
+        raise _too_small(len(raw))
     (base_offset, _length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
      max_timestamp, producer_id, producer_epoch, base_sequence, records_count) = _HEADER.unpack_from(raw, 0)
     batch = RecordBatch(  # the length field is implied by raw

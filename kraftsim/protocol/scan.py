@@ -13,13 +13,13 @@ down, and control batches hold control records while data batches hold metadata 
 
 from __future__ import annotations
 
-import mmap
+import os
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import BinaryIO, Iterator, NamedTuple
 
 from kraftsim.errors import KraftsimError
-from kraftsim.protocol.batch import BatchSlice, RecordBatch, parse_batch, split_batches
+from kraftsim.protocol.batch import BatchSlice, RecordBatch, TornTail, parse_batch, read_batches, split_batches
 from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.control import encode_control_record, parse_control_key
 from kraftsim.protocol.entries import LogEntry, RecordDecodeError, decode_batch
@@ -93,7 +93,7 @@ class ScanReport:
         return not self.problems
 
 
-def scan(data: bytes | mmap.mmap, registry: Registry, report: ScanReport | None = None, *, reencode: bool = False) -> Iterator[ScannedBatch]:
+def scan(data: bytes, registry: Registry, report: ScanReport | None = None, *, reencode: bool = False) -> Iterator[ScannedBatch]:
     """Yield every valid batch of `data`; problems go into `report`.
 
     With `reencode`, every batch and every record is written again from its decoded form
@@ -101,9 +101,23 @@ def scan(data: bytes | mmap.mmap, registry: Registry, report: ScanReport | None 
     """
     report = report if report is not None else ScanReport()
     report.size = len(data)
+    return _scan_pieces(split_batches(data), registry, report, reencode)
+
+
+def scan_file(f: BinaryIO, registry: Registry, report: ScanReport | None = None, *,
+              reencode: bool = False) -> Iterator[ScannedBatch]:
+    """`scan` of an open file, one batch read at a time: a file of any size costs one batch
+    of memory (and a file cut while it is read ends in a torn tail, not a crash)."""
+    report = report if report is not None else ScanReport()
+    report.size = os.fstat(f.fileno()).st_size
+    return _scan_pieces(read_batches(f), registry, report, reencode)
+
+
+def _scan_pieces(pieces: Iterator[BatchSlice | TornTail], registry: Registry, report: ScanReport,
+                 reencode: bool) -> Iterator[ScannedBatch]:
     prefix_ok = True
     try:
-        for piece in split_batches(data):
+        for piece in pieces:
             if not isinstance(piece, BatchSlice):
                 report.problems.append(Problem(piece.position, piece.base_offset, piece.describe(), torn=True))
                 return
@@ -242,10 +256,18 @@ def _reencode_problems(batch: RecordBatch, entries: list[LogEntry]) -> Iterator[
         yield "the batch does not re-encode to the same bytes", None
 
 
-def verify_bytes(data: bytes | mmap.mmap, registry: Registry) -> ScanReport:
+def verify_bytes(data: bytes, registry: Registry) -> ScanReport:
     """Scan a whole buffer with re-encoding: what `kraftsim log verify` checks per file
     (every batch's span kept, for the checks across files)."""
     report = ScanReport(spans=[])
     for _ in scan(data, registry, report, reencode=True):
+        pass
+    return report
+
+
+def verify_file(f: BinaryIO, registry: Registry) -> ScanReport:
+    """`verify_bytes` of an open file, one batch read at a time."""
+    report = ScanReport(spans=[])
+    for _ in scan_file(f, registry, report, reencode=True):
         pass
     return report

@@ -22,8 +22,9 @@ from kraftsim.image import EMPTY_IMAGE, MetadataImage, MetadataProvenance, infer
 from kraftsim.shell.commands import ShellState, TYPES, parse_command, split_path, strip_dots
 from kraftsim.shell.style import ShellStyle, style_for
 from kraftsim.shell.tree import ShellFault, ShellTree
-from kraftsim.storage import PathKind, classify_path, iter_file_batches
-from kraftsim.storage.fileio import mapped_file
+from kraftsim.storage import PathKind, classify_path
+from kraftsim.storage.batchfile import stream_file_batches
+from kraftsim.storage.fileio import opened_file
 from kraftsim.versions import Catalog, Release, VersionsError
 
 PROMPT = ">> "
@@ -115,8 +116,8 @@ def file_provenance(path: Path) -> MetadataProvenance:
     """What Kafka's SnapshotFileReader leaves as the image's provenance: the last data batch's
     last offset, partition leader epoch and max timestamp (-1s when there is none)."""
     last = None
-    with mapped_file(path) as data:
-        for fb in iter_file_batches(str(path), data):
+    with opened_file(path) as f:
+        for fb in stream_file_batches(str(path), f):
             if not fb.batch.is_control:
                 last = fb.batch
     if last is None:

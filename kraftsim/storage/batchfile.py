@@ -10,7 +10,6 @@ check every batch and name the file, batch offset and file position of any probl
 
 from __future__ import annotations
 
-import mmap
 from collections import Counter
 from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
 
@@ -175,7 +174,7 @@ class FileBatch(NamedTuple):
     batch: RecordBatch
 
 
-def iter_file_batches(path: str, data: bytes | mmap.mmap, *, check_crc: bool = True, at: int = 0) -> Iterator[FileBatch]:
+def iter_file_batches(path: str, data: bytes, *, check_crc: bool = True, at: int = 0) -> Iterator[FileBatch]:
     """Every batch of `data` (the bytes of `path`), checked; the first problem raises LogFileError.
 
     A torn tail is a problem too: a reader must never take a cut file for a whole one.

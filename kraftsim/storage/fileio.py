@@ -12,7 +12,7 @@ import os
 import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import BinaryIO, Iterator
 
 from kraftsim.errors import KraftsimError
 
@@ -68,19 +68,29 @@ def read_file(path: Path) -> bytes:
 
 
 @contextmanager
-def mapped_file(path: Path | str) -> Iterator[bytes | mmap.mmap]:
-    """A regular file's bytes, mapped read-only rather than read: walkers that take a slice
-    per batch (dump, verify) then hold one batch at a time, so a multi-gigabyte segment
-    costs page cache the kernel can take back, not the process's memory. An empty file
-    gives b"" (a zero-length map is refused); anything but a regular file is refused,
-    since a device or FIFO has no end to map."""
+def opened_file(path: Path | str) -> Iterator[BinaryIO]:
+    """A regular file opened for reading, failures to open it as one KraftsimError; errors of
+    the caller's own work inside the block (a closed pipe) pass through as they are. Anything
+    but a regular file is refused before it is opened: a FIFO's open waits for a writer, and a
+    device such as /dev/zero never ends."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: a FIFO's open waits for a writer
+        if not stat.S_ISREG(os.stat(path).st_mode):
             raise KraftsimError(f"cannot read {path}: not a regular file")
         f = open(path, "rb")
     except OSError as e:
         raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
-    with f:  # errors of the caller's own work (a closed pipe) pass through as they are
+    with f:
+        yield f
+
+
+@contextmanager
+def mapped_file(path: Path | str) -> Iterator[bytes | mmap.mmap]:
+    """A regular file's bytes mapped read-only rather than read, for readers that need them
+    by position (a segment's index is built over them): a multi-gigabyte segment costs page
+    cache the kernel can take back, not the process's memory. An empty file gives b"" (a
+    zero-length map is refused). Readers that walk a file once read it batch by batch from
+    `opened_file` instead, which a file cut meanwhile cannot crash (a map would: SIGBUS)."""
+    with opened_file(path) as f:
         if os.fstat(f.fileno()).st_size == 0:
             yield b""
             return

@@ -14,8 +14,8 @@ from typing import Iterable, Iterator
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry, default_registry
-from kraftsim.storage.batchfile import FileBatch, decode_file_batch, iter_file_batches
-from kraftsim.storage.fileio import mapped_file
+from kraftsim.storage.batchfile import FileBatch, decode_file_batch, stream_file_batches
+from kraftsim.storage.fileio import opened_file
 from kraftsim.storage.log import MetadataLog, Validate
 from kraftsim.storage.names import (
     BOOTSTRAP_FILE, METADATA_DIR_NAME, PathKind, SnapshotId, classify_path, parse_segment_name, segment_file_name,
@@ -110,16 +110,16 @@ def iter_segment_batches(directory: Path | str, *, check_crc: bool = True) -> It
     """Every batch of every segment, in order, as the files are: no recovery; the first
     problem (torn tail, bad CRC) raises LogFileError naming the file, offset and position."""
     for path in segment_paths(metadata_dir_of(directory)):
-        with mapped_file(path) as data:
-            yield from iter_file_batches(str(path), data, check_crc=check_crc)
+        with opened_file(path) as f:
+            yield from stream_file_batches(str(path), f, check_crc=check_crc)
 
 
 def iter_file_entries(path: Path | str, registry: Registry | None = None) -> Iterator[LogEntry]:
     """Every record of one file (segment, snapshot or bootstrap), control records included."""
     p = Path(path)
     registry = registry or default_registry()
-    with mapped_file(p) as data:
-        for fb in iter_file_batches(str(p), data):
+    with opened_file(p) as f:
+        for fb in stream_file_batches(str(p), f):
             yield from decode_file_batch(fb, registry)
 
 

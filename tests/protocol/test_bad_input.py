@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, MetadataParseException
 from kraftsim.protocol import compression
@@ -514,3 +516,32 @@ def test_negative_record_count_follows_kafka():
     fixed = _with_crc(raw)  # now only the count is wrong
     with pytest.raises(CorruptRecordException, match=r"^Found invalid record count -1 in magic v2 batch$"):
         parse_batch(fixed).records()
+
+
+def _walk(pieces) -> list[object]:
+    """What a splitter yields, and the error it ends with, as one comparable list."""
+    out: list[object] = []
+    try:
+        out.extend(pieces)
+    except CorruptRecordException as e:
+        out.append(("corrupt", str(e)))
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(batches=st.integers(0, 4), cut=st.integers(0, 600), garbage=st.binary(max_size=80),
+       length=st.one_of(st.none(), st.integers(-(2**31), 2**31 - 1)))
+def test_reading_a_file_batch_by_batch_cuts_it_as_its_bytes_are_cut(tmp_path: Path, batches: int, cut: int,
+                                                                     garbage: bytes, length: int | None) -> None:
+    """`read_batches` (a file read one batch at a time, for files of any size) gives the very
+    slices, torn tail and error `split_batches` gives over the whole bytes: whole batches,
+    a cut anywhere, garbage after them, and any length field."""
+    from kraftsim.protocol.batch import build_batch, read_batches
+
+    data = b"".join(build_batch(i * 3, [(None, b"x" * (i + 1))] * 3, epoch=1, timestamp=0) for i in range(batches))
+    tail = garbage if length is None else struct.pack(">qi", 7, length) + garbage
+    data = (data + tail)[:cut]
+    path = tmp_path / "f.log"
+    path.write_bytes(data)
+    with open(path, "rb") as f:
+        assert _walk(read_batches(f)) == _walk(split_batches(data))

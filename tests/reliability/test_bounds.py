@@ -194,8 +194,8 @@ def _data_capped(limit: int) -> None:
 
 
 def test_a_huge_segment_is_walked_without_being_read_into_memory(tmp_path: Path) -> None:
-    """`log verify`, `log dump` and `replay` of a segment hold one batch at a time (replay: its
-    sound batches): a segment of several gigabytes (here a real segment followed by a 4 GiB run
+    """`log verify`, `log dump`, `export` and `replay` of a segment hold one batch at a time
+    (replay: its sound batches): a segment of several gigabytes (here a real segment followed by a 4 GiB run
     of zeros, where the framing is lost) is reported on under a 768 MiB cap on the process's own
     memory. They used to read the whole file first."""
     from tests.reliability import damage
@@ -208,7 +208,8 @@ def test_a_huge_segment_is_walked_without_being_read_into_memory(tmp_path: Path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     # (replay refuses a damaged log as invalid input, exit 2; the log tools report damage, exit 1)
     for argv, code in ((["log", "verify", str(segment)], 1), (["log", "dump", str(segment)], 1),
-                       (["replay", str(segment)], 2)):
+                       (["replay", str(segment)], 2),
+                       (["export", str(segment), "-o", str(tmp_path / "out.parquet")], 1)):
         proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
                               timeout=300, preexec_fn=lambda: _data_capped(768 * 1024 * 1024))
         assert proc.returncode == code, (argv, proc.returncode, proc.stderr[-2000:])
