@@ -94,6 +94,17 @@ def _too_small(size: int) -> CorruptRecordException:
     )
 
 
+def _batch_size(pos: int, base_offset: int, length: int, remaining: int) -> int | TornTail:
+    """A batch's whole size from its length field, or the torn tail it makes when the bytes
+    left are fewer; a length below the v2 minimum is a CorruptRecordException."""
+    size = length + LOG_OVERHEAD
+    if size < RECORD_BATCH_OVERHEAD:
+        raise _too_small(size)
+    if size > remaining:
+        return TornTail(pos, base_offset, remaining, size)
+    return size
+
+
 def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 
@@ -109,11 +120,9 @@ def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlic
             yield TornTail(pos, base, remaining, None)
             return
         base_offset, length = struct.unpack_from(">qi", data, pos)
-        size = length + LOG_OVERHEAD
-        if size < RECORD_BATCH_OVERHEAD:
-            raise _too_small(size)
-        if size > remaining:
-            yield TornTail(pos, base_offset, remaining, size)
+        size = _batch_size(pos, base_offset, length, remaining)
+        if isinstance(size, TornTail):
+            yield size
             return
         yield BatchSlice(pos, base_offset, data[pos : pos + size])
         pos += size
@@ -134,11 +143,9 @@ def read_batches(f: BinaryIO) -> Iterator[BatchSlice | TornTail]:
             yield TornTail(pos, struct.unpack_from(">q", head)[0] if len(head) >= 8 else None, len(head), None)
             return
         base_offset, length = struct.unpack(">qi", head)
-        size = length + LOG_OVERHEAD
-        if size < RECORD_BATCH_OVERHEAD:
-            raise _too_small(size)
-        if size > remaining:
-            yield TornTail(pos, base_offset, remaining, size)
+        size = _batch_size(pos, base_offset, length, remaining)
+        if isinstance(size, TornTail):
+            yield size
             return
         rest = f.read(size - LOG_OVERHEAD)
         if len(rest) < size - LOG_OVERHEAD:
