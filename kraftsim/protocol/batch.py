@@ -94,12 +94,22 @@ def _too_small(size: int) -> CorruptRecordException:
     )
 
 
+class CorruptBatchLength(CorruptRecordException):
+    """A length field below the v2 minimum while cutting batches, and where it was read: no
+    boundary after it can be trusted, so a walk of the file ends here."""
+
+    def __init__(self, size: int, position: int, base_offset: int):
+        super().__init__(str(_too_small(size)))
+        self.position = position
+        self.base_offset = base_offset
+
+
 def _batch_size(pos: int, base_offset: int, length: int, remaining: int) -> int | TornTail:
     """A batch's whole size from its length field, or the torn tail it makes when the bytes
     left are fewer; a length below the v2 minimum is a CorruptRecordException."""
     size = length + LOG_OVERHEAD
     if size < RECORD_BATCH_OVERHEAD:
-        raise _too_small(size)
+        raise CorruptBatchLength(size, pos, base_offset)
     if size > remaining:
         return TornTail(pos, base_offset, remaining, size)
     return size
@@ -108,8 +118,8 @@ def _batch_size(pos: int, base_offset: int, length: int, remaining: int) -> int 
 def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 
-    A length below the v2 minimum ends the walk with a CorruptRecordException, since no
-    later boundary can be trusted after it.
+    A length below the v2 minimum ends the walk with a CorruptBatchLength (a
+    CorruptRecordException), since no later boundary can be trusted after it.
     """
     pos = start
     end = len(data)
@@ -130,11 +140,11 @@ def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlic
 
 def read_batches(f: BinaryIO) -> Iterator[BatchSlice | TornTail]:
     """`split_batches` over an open file, reading one batch at a time: the same slices, torn
-    tail and CorruptRecordException, positions counted from the file's start. The walk ends
+    tail and CorruptBatchLength, positions counted from the file's start. The walk ends
     at the size the file had when it began (a batch appended meanwhile is not seen, one cut
     short is a torn tail), and a length field is never trusted beyond it."""
+    end = f.seek(0, os.SEEK_END)
     f.seek(0)
-    end = os.fstat(f.fileno()).st_size
     pos = 0
     while pos < end:
         remaining = end - pos

@@ -14,7 +14,9 @@ from collections import Counter
 from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
-from kraftsim.protocol.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, BatchSlice, RecordBatch, parse_batch, split_batches
+from kraftsim.protocol.batch import (
+    RECORD_BATCH_OVERHEAD, BatchSlice, CorruptBatchLength, RecordBatch, TornTail, parse_batch, read_batches, split_batches,
+)
 from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch
 from kraftsim.protocol.batch_io import encode_value_batch, encode_values
 from kraftsim.protocol.fastpath import try_values_records_size
@@ -174,52 +176,36 @@ class FileBatch(NamedTuple):
     batch: RecordBatch
 
 
-def iter_file_batches(path: str, data: bytes, *, check_crc: bool = True, at: int = 0) -> Iterator[FileBatch]:
+def iter_file_batches(path: str, data: bytes, *, check_crc: bool = True) -> Iterator[FileBatch]:
     """Every batch of `data` (the bytes of `path`), checked; the first problem raises LogFileError.
 
     A torn tail is a problem too: a reader must never take a cut file for a whole one.
-    `at`: where `data` starts in the file (positions are reported from the file's start).
     """
-    pieces = split_batches(data)
-    position = 0
-    while True:
-        try:
-            piece = next(pieces, None)
-        except CorruptRecordException as e:  # a length field below the minimum
-            base = int.from_bytes(data[position:position + 8], "big", signed=True)
-            raise LogFileError(path, base, str(e), at + position) from None
-        if piece is None:
-            return
-        if not isinstance(piece, BatchSlice):
-            raise LogFileError(path, piece.base_offset, piece.describe(), at + piece.position)
-        try:
-            batch = parse_batch(piece.data, check_crc=check_crc)
-        except CorruptRecordException as e:
-            raise LogFileError(path, piece.base_offset, str(e), at + piece.position) from None
-        yield FileBatch(path, at + piece.position, batch)
-        position = piece.position + len(piece.data)
+    return _checked_batches(path, split_batches(data), check_crc)
 
 
 def stream_file_batches(path: str, f: BinaryIO, *, check_crc: bool = True) -> Iterator[FileBatch]:
-    """`iter_file_batches` over an open file from its current position, one batch in memory
-    at a time: each batch is read by its length field (reads bounded by the batch size,
-    at most 8 MiB in a snapshot), checked and handed out. The same checks and errors, with
-    the same file positions; a large file is never held whole."""
-    position = f.tell()
-    while True:
-        prefix = f.read(LOG_OVERHEAD)
-        if not prefix:
-            return
-        data = prefix
-        if len(prefix) == LOG_OVERHEAD:
-            size = int.from_bytes(prefix[8:12], "big", signed=True) + LOG_OVERHEAD
-            if size >= RECORD_BATCH_OVERHEAD:  # else the check below names the bad length
-                f.seek(position)
-                data = f.read(size)
-        yield from iter_file_batches(path, data, check_crc=check_crc, at=position)
-        if len(data) < LOG_OVERHEAD or len(data) < size:
-            return  # (a torn tail has raised above)
-        position += len(data)
+    """`iter_file_batches` over an open file, from its start, one batch in memory at a time
+    (protocol.batch.read_batches: a large file is never held whole, a length field is never
+    trusted beyond the file's size). The same checks and errors, with the same positions."""
+    return _checked_batches(path, read_batches(f), check_crc)
+
+
+def _checked_batches(path: str, pieces: Iterator[BatchSlice | TornTail], check_crc: bool) -> Iterator[FileBatch]:
+    """Each piece of a file parsed and checked as a batch; a torn tail, a corrupt length
+    field or a batch that fails its checks raises LogFileError naming the file, the batch's
+    base offset and its position."""
+    try:
+        for piece in pieces:
+            if not isinstance(piece, BatchSlice):
+                raise LogFileError(path, piece.base_offset, piece.describe(), piece.position)
+            try:
+                batch = parse_batch(piece.data, check_crc=check_crc)
+            except CorruptRecordException as e:
+                raise LogFileError(path, piece.base_offset, str(e), piece.position) from None
+            yield FileBatch(path, piece.position, batch)
+    except CorruptBatchLength as e:
+        raise LogFileError(path, e.base_offset, str(e), e.position) from None
 
 
 def decode_file_batch(fb: FileBatch, registry: Registry | None = None) -> list[LogEntry]:

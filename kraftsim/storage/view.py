@@ -125,8 +125,8 @@ def iter_file_entries(path: Path | str, registry: Registry | None = None) -> Ite
 
 def lowered_metadata_version(directory: Path | str, registry: Registry | None = None) -> tuple[int, int] | None:
     """The first fall of metadata.version in a log directory's segments, as (from, to) levels,
-    or None. A log that lowers it across a level that changed metadata was not written by
-    Kafka's controllers, which refuse such downgrades: kraftsim's kip-778 policy writes them."""
+    or None. Any fall counts, whether or not the levels between changed metadata: replay
+    names it in its hint only where Kafka's replay of the log already failed."""
     registry = registry or default_registry()
     level = None
     for fb in iter_segment_batches(directory):

@@ -20,11 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftsim.errors import CorruptRecordException, KraftsimError, MetadataParseException
+from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError, MetadataParseException
 from kraftsim.protocol import compression
 from kraftsim.protocol.batch import (
     RECORD_BATCH_OVERHEAD,
     BatchSlice,
+    CorruptBatchLength,
     TornTail,
     build_batch_from_records,
     crc32c,
@@ -523,8 +524,8 @@ def _walk(pieces) -> list[object]:
     out: list[object] = []
     try:
         out.extend(pieces)
-    except CorruptRecordException as e:
-        out.append(("corrupt", str(e)))
+    except CorruptBatchLength as e:
+        out.append(("corrupt", str(e), e.position, e.base_offset))
     return out
 
 
@@ -535,13 +536,31 @@ def test_reading_a_file_batch_by_batch_cuts_it_as_its_bytes_are_cut(tmp_path: Pa
                                                                      garbage: bytes, length: int | None) -> None:
     """`read_batches` (a file read one batch at a time, for files of any size) gives the very
     slices, torn tail and error `split_batches` gives over the whole bytes: whole batches,
-    a cut anywhere, garbage after them, and any length field."""
+    a cut anywhere, garbage after them, and any length field; a corrupt length is reported
+    where it was read. The checked readers built on them (`stream_file_batches`,
+    `iter_file_batches`) raise the same error, naming the same batch and position."""
     from kraftsim.protocol.batch import build_batch, read_batches
+    from kraftsim.storage.batchfile import iter_file_batches, stream_file_batches
 
-    data = b"".join(build_batch(i * 3, [(None, b"x" * (i + 1))] * 3, epoch=1, timestamp=0) for i in range(batches))
+    whole = b"".join(build_batch(i * 3, [(None, b"x" * (i + 1))] * 3, epoch=1, timestamp=0) for i in range(batches))
     tail = garbage if length is None else struct.pack(">qi", 7, length) + garbage
-    data = (data + tail)[:cut]
+    data = (whole + tail)[:cut]
     path = tmp_path / "f.log"
     path.write_bytes(data)
     with open(path, "rb") as f:
-        assert _walk(read_batches(f)) == _walk(split_batches(data))
+        walked = _walk(read_batches(f))
+    assert walked == _walk(split_batches(data))
+    if walked and walked[-1][0] == "corrupt" and length is not None:  # (garbage alone may hold a bad length too)
+        assert walked[-1][2:] == (len(whole), 7)
+    with open(path, "rb") as f:
+        assert _checked(stream_file_batches("f.log", f)) == _checked(iter_file_batches("f.log", data))
+
+
+def _checked(batches) -> list[object]:
+    """What a checked reader yields, and the error it ends with, as one comparable list."""
+    out: list[object] = []
+    try:
+        out.extend((fb.position, fb.batch.raw) for fb in batches)
+    except LogFileError as e:
+        out.append((str(e), e.base_offset, e.position))
+    return out
