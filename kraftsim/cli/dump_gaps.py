@@ -10,7 +10,7 @@ versions/data/policies.toml); `kraftsim log verify` still reports every such jum
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 from kraftsim.javacompat import compute_if_absent_order, scala_hash_map_order, string_hash
 
@@ -22,14 +22,21 @@ class OffsetGaps:
         self.policy = policy  # "scala" (Kafka up to 4.2) or "java" (4.3 on)
         self._pairs: dict[str, list[tuple[int, int]]] = {}  # per file, in file order
 
-    def add_file(self, path: Path, offsets: Iterable[int]) -> None:
-        """The offsets of one file's records, in file order."""
+    def file(self, path: Path) -> Callable[[Iterable[int]], None]:
+        """One more file dumped: the function returned takes the offsets of its records in
+        file order, a batch at a time (the dump holds no list of a large file's offsets)."""
         name = str(path.absolute())  # Kafka keys its map by File.getAbsolutePath
         last: int | None = -1 if self.policy == "java" else None
-        for offset in offsets:
-            if last is not None and offset != last + 1:
-                self._pairs.setdefault(name, []).append((last, offset))
-            last = offset
+        pairs = self._pairs
+
+        def add(offsets: Iterable[int]) -> None:
+            nonlocal last
+            for offset in offsets:
+                if last is not None and offset != last + 1:
+                    pairs.setdefault(name, []).append((last, offset))
+                last = offset
+
+        return add
 
     def lines(self) -> list[str]:
         """The lines Kafka prints after the dump (on stderr), files in its map's order."""

@@ -137,9 +137,9 @@ def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, f: BinaryIO
         elif kind is PathKind.SNAPSHOT and (name := parse_snapshot_name(path.name)) is not None:
             end, epoch = name.snapshot_id
             print(f"Snapshot end offset: {end}, epoch: {epoch}", file=out)
-    offsets: list[int] = []
+    note_offsets = gaps.file(path)
     for scanned in scan_file(f, registry, report):
-        offsets += [entry.offset for entry in scanned.entries]
+        note_offsets(entry.offset for entry in scanned.entries)
         if args.json:
             for entry in scanned.entries:
                 row = entry.to_json()
@@ -148,7 +148,6 @@ def _dump_file(args: argparse.Namespace, kind: PathKind, path: Path, f: BinaryIO
                 out.write(json.dumps(row, ensure_ascii=False, separators=(", ", ": ")) + "\n")
         else:
             _print_batch_text(scanned, out, leader_change)
-    gaps.add_file(path, offsets)
     # a segment's name that is not its first offset is no damage to Kafka's tool either
     named = kind is PathKind.SEGMENT and parse_segment_name(path.name) is not None
     for problem in report.problems + ([] if named else file_problems(kind, path, report)):

@@ -78,7 +78,7 @@ def test_files_come_in_the_order_of_the_tools_hash_map() -> None:
     base = "/tmp/kraftsim-conformance-4.3.1-76mgaucz/0005-dump-irregular/{}/00000000000000000000.log"
     gaps = OffsetGaps("java")
     for folder in ("gaps", "late", "more-gaps"):
-        gaps.add_file(Path(base.format(folder)), [10, 11])
+        gaps.file(Path(base.format(folder)))([10, 11])
     assert [line for line in gaps.lines() if not line.startswith(" ")] == [
         f"Non-consecutive offsets in {base.format(f)}" for f in ("more-gaps", "late", "gaps")]
     # Scala's mutable.HashMap: the same buckets; within one, by hash rather than by insertion
