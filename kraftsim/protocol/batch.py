@@ -88,18 +88,16 @@ class Record(NamedTuple):
 _fastpath.provide_types(record=Record)
 
 
-def _too_small(size: int) -> CorruptRecordException:
-    return CorruptRecordException(
-        f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})",
-    )
+def _too_small_text(size: int) -> str:
+    return f"Record batch is corrupt (the size {size} is smaller than the minimum allowed overhead {RECORD_BATCH_OVERHEAD})"
 
 
 class CorruptBatchLength(CorruptRecordException):
     """A length field below the v2 minimum while cutting batches, and where it was read: no
     boundary after it can be trusted, so a walk of the file ends here."""
 
-    def __init__(self, size: int, position: int, base_offset: int):
-        super().__init__(str(_too_small(size)))
+    def __init__(self, message: str, position: int = -1, base_offset: int = -1):
+        super().__init__(message)  # (one argument, so that the error pickles like any other)
         self.position = position
         self.base_offset = base_offset
 
@@ -109,7 +107,7 @@ def _batch_size(pos: int, base_offset: int, length: int, remaining: int) -> int 
     left are fewer; a length below the v2 minimum is a CorruptRecordException."""
     size = length + LOG_OVERHEAD
     if size < RECORD_BATCH_OVERHEAD:
-        raise CorruptBatchLength(size, pos, base_offset)
+        raise CorruptBatchLength(_too_small_text(size), pos, base_offset)
     if size > remaining:
         return TornTail(pos, base_offset, remaining, size)
     return size
@@ -234,7 +232,7 @@ class RecordBatch:
 def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     """Parse and check one batch slice (size, magic and CRC-32C)."""
     if len(raw) < RECORD_BATCH_OVERHEAD:
-        raise _too_small(len(raw))
+        raise CorruptRecordException(_too_small_text(len(raw)))
     (base_offset, _length, partition_leader_epoch, magic, crc, attributes, last_offset_delta, base_timestamp,
      max_timestamp, producer_id, producer_epoch, base_sequence, records_count) = _HEADER.unpack_from(raw, 0)
     batch = RecordBatch(  # the length field is implied by raw
