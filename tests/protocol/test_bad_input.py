@@ -564,3 +564,14 @@ def _checked(batches) -> list[object]:
     except LogFileError as e:
         out.append((str(e), e.base_offset, e.position))
     return out
+
+
+def test_a_corrupt_length_error_survives_pickling() -> None:
+    """Spark's workers hand errors back pickled: the error of a corrupt length field keeps its
+    text, position and base offset."""
+    import pickle
+
+    with pytest.raises(CorruptBatchLength) as raised:
+        list(split_batches(struct.pack(">qi", 9, 0) + b"\x00" * 40))
+    again = pickle.loads(pickle.dumps(raised.value))
+    assert (str(again), again.position, again.base_offset) == (str(raised.value), 0, 9)
