@@ -234,6 +234,10 @@ LABELS = {
 }
 
 
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no (see below)"
+
+
 def _t(s: float) -> str:
     return f"{s * 1e6:.0f} µs" if s < 0.01 else f"{s:.2f} s"
 
@@ -251,9 +255,9 @@ def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
         "kraftsim and the JVM ran alternately, never at once.",
         f"Snapshot: {row['topics']:,} topics x 10 partitions ({row['partitions']:,} partitions, "
         f"{row['records']:,} records, {row['snapshot_bytes'] / 1e6:.0f} MB), metadata.version 4.0-IV3, "
-        "written by kraftsim, read by both (`python benchmarks/bench_vs_kafka.py`). Both sides' rewritten "
-        f"snapshots equal it byte for byte: kraftsim {row['same_bytes']['kraftsim_write']}, "
-        f"Kafka {row['same_bytes']['kafka_write']}.",
+        "written by kraftsim, read by both (`python benchmarks/bench_vs_kafka.py`). Each side's rewrite of "
+        f"the image equals it byte for byte: kraftsim's {_yes(row['same_bytes']['kraftsim_write'])}, "
+        f"Kafka's {_yes(row['same_bytes']['kafka_write'])}.",
         "",
         "Basis of every line: **same work** on the same file. **Warm** = best of runs 3–5 of 5 in one process "
         "(Kafka after JIT warm-up, as JMH measures). **Cold** = the op's first run in a fresh process (a fresh "
