@@ -60,11 +60,36 @@ def read_file_in(path: Path | str, name: str) -> tuple[Path, bytes]:
 
 
 def read_file(path: Path) -> bytes:
-    """Read a whole file, turning OS errors into one clear KraftsimError."""
+    """Read a whole regular file, turning OS errors into one clear KraftsimError."""
+    with opened_file(path) as f:
+        try:
+            return f.read()
+        except OSError as e:
+            raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+
+
+def read_text_file(path: Path | str) -> str:
+    """A whole regular file as UTF-8 text (a FIFO, a device or a directory is refused before it is
+    opened); OS and decoding errors as one clear KraftsimError."""
+    data = read_file(Path(path))
     try:
-        return Path(path).read_bytes()
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise KraftsimError(f"cannot read {path}: not UTF-8 text (byte {e.start})") from None
+
+
+def require_regular_file(path: Path | str) -> None:
+    """KraftsimError unless `path` is a regular file, checked before it is opened: opening a
+    FIFO waits for a writer, a device such as /dev/zero never ends, a directory cannot be
+    mapped. (A missing file passes: the open that follows names it.)"""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
     except OSError as e:
         raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        raise KraftsimError(f"cannot read {path}: not a regular file")
 
 
 @contextmanager
@@ -73,9 +98,8 @@ def opened_file(path: Path | str) -> Iterator[BinaryIO]:
     the caller's own work inside the block (a closed pipe) pass through as they are. Anything
     but a regular file is refused before it is opened: a FIFO's open waits for a writer, and a
     device such as /dev/zero never ends."""
+    require_regular_file(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            raise KraftsimError(f"cannot read {path}: not a regular file")
         f = open(path, "rb")
     except OSError as e:
         raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None

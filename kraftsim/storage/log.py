@@ -239,8 +239,8 @@ class MetadataLog:
             self.segments[base] = seg
             if seg.entries and seg.entries[0].base_offset != base:
                 self.misnamed.append((seg, seg.entries[0]))
-            file_size = seg.file_size()
-            if problem is None and file_size != seg.size:  # cannot happen: the scan covers the file
+            file_size = seg.scanned_size  # (a file another process appends to is taken as it was scanned)
+            if problem is None and file_size != seg.size:  # cannot happen: the scan covers what it mapped
                 raise AssertionError(f"{path}: scan ended at {seg.size} of {file_size}")
             if problem is not None:
                 self._cut(seg, problem.position, file_size, problem.base_offset, problem.reason,

@@ -22,6 +22,7 @@ from kraftsim.protocol.batch import (
     parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.storage.fileio import require_regular_file
 from kraftsim.storage.names import DELETED_FILE_SUFFIX
 from kraftsim.storage.reaper import mark_and_discard
 
@@ -198,6 +199,9 @@ class LogSegment:
     writable: bool
     _lasts: list[int]
     _fd: int | None = None
+    #: The file's size when it was opened and indexed: what `entries` were scanned from (a
+    #: reader of a directory another process writes sees the file as it was then).
+    scanned_size: int = 0
     _parsed: dict[int, FileBatch] = field(default_factory=dict)
     #: str(path), made once (every appended batch's kept parse names its file).
     _path_text: str = field(init=False)
@@ -210,6 +214,7 @@ class LogSegment:
              expected_next: int | None = None, min_epoch: int | None = None,
              findings: list[ScanProblem] | None = None) -> tuple["LogSegment", ScanProblem | None]:
         """Open and index a segment; the returned problem (if any) says where its good prefix ends."""
+        require_regular_file(path)  # (a FIFO named like a segment would block the open)
         try:
             fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
         except OSError as e:
@@ -226,7 +231,7 @@ class LogSegment:
         except BaseException:
             os.close(fd)
             raise
-        seg = cls(path, base_offset, entries, writable, [e.last_offset for e in entries], fd)
+        seg = cls(path, base_offset, entries, writable, [e.last_offset for e in entries], fd, file_size)
         return seg, problem
 
     @classmethod

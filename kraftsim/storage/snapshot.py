@@ -29,7 +29,7 @@ from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
     stream_file_batches,
 )
-from kraftsim.storage.fileio import fsync_dir, read_file
+from kraftsim.storage.fileio import fsync_dir, read_file, require_regular_file
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
 )
@@ -533,6 +533,7 @@ class SnapshotStream:
         self.snapshot_id: SnapshotId | None = parsed.snapshot_id if parsed is not None else None
         self._recheck = recheck
         self._expect_epoch = self.snapshot_id.epoch if self.snapshot_id is not None and recheck else None
+        require_regular_file(p)  # (a FIFO named like a snapshot would block the open)
         try:
             self._file: BinaryIO = open(p, "rb")
         except OSError as e:
@@ -662,6 +663,7 @@ def snapshot_path(directory: Path | str, snapshot_id: SnapshotId) -> Path:
 def read_snapshot_header(path: Path | str, registry: Registry | None = None) -> object:
     """Only the SnapshotHeaderRecord of a snapshot (what retention needs), without reading the rest."""
     p = Path(path)
+    require_regular_file(p)
     try:
         with open(p, "rb") as f:
             head = f.read(12)

@@ -283,3 +283,43 @@ def test_replicas_share_equal_index_entries_and_each_keeps_its_own_index(tmp_pat
     with MetadataLog.open(tmp_path / "a", read_only=True) as again:
         reread = [e for _, e in again.index_entries()]
         assert reread == ea and all(x is y for x, y in zip(reread, ea))
+
+
+# ---------------------------------------------------------------------------- files that are not what they seem
+
+
+def test_a_segment_another_process_appends_to_while_it_is_read_is_taken_as_scanned(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reader of a directory a writer is appending to (a running node's log) takes each segment
+    as it was when it was mapped and scanned: no internal error for bytes that arrived after."""
+    import kraftsim.storage.segment as segment
+
+    first, late = _batch(0, [10, 10]), _batch(2, [10])
+    with MetadataLog.open(tmp_path, fsync=False) as log:
+        log.append(first)
+    scan = segment.scan_segment
+
+    def scan_then_append(*args: object, **kwargs: object) -> object:
+        found = scan(*args, **kwargs)  # type: ignore[arg-type]
+        with open(tmp_path / segment_file_name(0), "ab") as f:  # the writer's next batch lands now
+            f.write(late)
+        return found
+
+    monkeypatch.setattr(segment, "scan_segment", scan_then_append)
+    with MetadataLog.open(tmp_path, read_only=True) as log:
+        assert log.log_end_offset == 2 and log.recovery == []
+    monkeypatch.undo()
+    with MetadataLog.open(tmp_path, read_only=True) as log:  # opened again, it has the batch
+        assert log.log_end_offset == 3
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory"])
+def test_a_fifo_or_directory_named_like_a_segment_is_refused_without_waiting(tmp_path: Path, kind: str) -> None:
+    import os
+
+    with MetadataLog.open(tmp_path, fsync=False) as log:
+        log.append(_batch(0, [10]))
+    odd = tmp_path / segment_file_name(99)
+    os.mkfifo(odd) if kind == "fifo" else odd.mkdir()
+    with pytest.raises(KraftsimError, match=f"{odd.name}: not a regular file"):
+        MetadataLog.open(tmp_path, read_only=True)
