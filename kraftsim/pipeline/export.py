@@ -87,6 +87,8 @@ def export_parquet(paths: Iterable[str | Path], out: str | Path, *, table: str =
     out = Path(out)
     if out.is_dir():
         raise UsageError(f"{out} is a directory: name the Parquet file to write")
+    if out.exists() and not out.is_file():  # (a FIFO or device: replacing it is never what was meant)
+        raise UsageError(f"{out}: not a regular file: name a Parquet file to write (--overwrite replaces only files)")
     if out.exists() and not overwrite:
         raise KraftsimError(f"{out} already exists (pass --overwrite to replace it)")
     if not out.parent.is_dir():

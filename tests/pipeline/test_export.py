@@ -183,6 +183,26 @@ def test_existing_output_is_kept_without_overwrite(tmp_path: Path, capsys: pytes
     assert not (tmp_path / "records.parquet.part").exists()
 
 
+def test_a_fifo_named_as_output_is_not_replaced_even_with_overwrite(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    import os
+    import stat
+
+    from kraftsim.protocol.entries import encode_data_batch
+    from kraftsim.storage import MetadataLog
+    from kraftsim.storage.names import METADATA_DIR_NAME
+    from tests.storage.conftest import config_payload
+
+    with MetadataLog.open(tmp_path / "in" / METADATA_DIR_NAME, fsync=False) as log:
+        log.append(encode_data_batch(0, [config_payload(10, name="k")], epoch=1, timestamp=0))
+    out = tmp_path / "pipe"
+    os.mkfifo(out)
+    code = run_cli(["export", str(tmp_path / "in"), "-o", str(out), "--overwrite"])
+    _, err = capsys.readouterr()
+    assert code == 2 and "not a regular file" in err
+    assert stat.S_ISFIFO(os.lstat(out).st_mode)
+
+
 def test_a_folder_without_metadata_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
     code = run_cli(["export", str(tmp_path / "empty"), "-o", str(tmp_path / "x.parquet")])
