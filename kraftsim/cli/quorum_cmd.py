@@ -282,7 +282,11 @@ def _controller_id(path: str) -> int:
     p = Path(path)
     if not p.exists():
         raise ToolFailure(f"Properties file {path} does not exists!")
-    props = load_properties(p.read_bytes().decode("latin-1"))
+    try:
+        raw = p.read_bytes()
+    except OSError as e:  # (as Java's FileInputStream says it: "NAME (Is a directory)")
+        raise ToolFailure(f"{path} ({e.strerror or e})") from None
+    props = load_properties(raw.decode("latin-1"))
     if "node.id" not in props:
         raise ToolFailure("node.id not found in configuration file. Is this a valid controller configuration file?")
     try:

@@ -77,6 +77,10 @@ def test_texts_of_bad_requests(tmp_path: Path, capsys: pytest.CaptureFixture[str
         1, "The option --human-readable is only supported along with --replication\n")
     assert run(capsys, *mq, "add-controller")[::2] == (
         1, "You must supply the configuration file of the controller you are adding when using add-controller.\n")
+    # a configuration file that is a folder: Java's FileInputStream's words, not an internal error
+    (tmp_path / "folder").mkdir()
+    assert run(capsys, *mq, "--command-config", str(tmp_path / "folder"), "add-controller")[::2] == (
+        1, f"{tmp_path / 'folder'} (Is a directory)\n")
     assert run(capsys, *mq, "remove-controller", "-i", "-1", "-d", "x")[::2] == (1, "Invalid negative --controller-id: -1\n")
     assert run(capsys, *mq, "remove-controller", "-i", "2", "-d", "xyz")[::2] == (
         1, "Failed to parse --controller-directory-id: Input string `xyz` decoded as 2 bytes, which is not equal to "
