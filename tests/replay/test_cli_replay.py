@@ -167,3 +167,13 @@ def test_a_replay_says_which_configs_it_dropped(capsys: pytest.CaptureFixture[st
                     f"not define: {', '.join(dropped['configs'])}")
     code, out, _ = run(capsys, "replay", str(RJM), "--json", "--no-verify", "--release", "3.6")
     assert json.loads(out)["results"][0]["load"]["configs_dropped"] is None
+
+
+def test_an_empty_segment_says_there_is_nothing_to_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An image with no metadata.version has no round trip to make: said in words, never 'from None'."""
+    empty = tmp_path / "00000000000000000000.log"
+    empty.touch()
+    code, out, _ = run(capsys, "replay", str(empty))
+    assert code == 0
+    assert "None" not in out
+    assert "--   downgrade round trip: skipped, the image has no finalized metadata.version" in out

@@ -175,7 +175,10 @@ def render_directory(v: DirectoryVerification) -> list[str]:
 
 
 def render_roundtrip(v: RoundTripVerification) -> list[str]:
-    out = [f"{_mark(v.ok)} downgrade round trips from {v.metadata_version} (writer {v.writer_line})"]
+    if v.metadata_version is None:  # (nothing to round-trip: the skipped line below says why)
+        out = [f"--   downgrade round trips (writer {v.writer_line})"]
+    else:
+        out = [f"{_mark(v.ok)} downgrade round trips from {v.metadata_version} (writer {v.writer_line})"]
     for s in v.skipped:
         out.append(f"  --   {s.check}: skipped, {s.reason}")
     same = [t.target for t in v.trips if t.outcome == "identical"]
