@@ -16,6 +16,7 @@ import random
 
 from kraftsim.cli.common import add_catalog_options, catalog_from_args, kafka_tool, node_id, print_lines
 from kraftsim.cli.kafka_usage import missing_subcommand, record_flags, refuse, release_line, unknown_flag
+from kraftsim.errors import UsageError
 from kraftsim.storage.bootstrap import read_bootstrap_dir
 from kraftsim.storage import random_uuid
 from kraftsim.storage import ServerConfig, read_server_config
@@ -100,6 +101,8 @@ def _rng(args: argparse.Namespace) -> random.Random:
 
 def _server_config(args: argparse.Namespace) -> ServerConfig:
     """The node: from --config (with --dir added and --node-id overriding), or from --dir/--node-id alone."""
+    if "" in args.dir:  # (an empty path would format the current folder, which nobody named)
+        raise UsageError("--dir: an empty path names no directory")
     dynamic = bool(args.standalone or args.no_initial_controllers or args.initial_controllers is not None)
     if args.config is None:
         return ServerConfig.for_directories(args.dir, -1 if args.node_id is None else args.node_id,

@@ -188,3 +188,14 @@ def test_formatter_api_preconditions(tmp_path: Path) -> None:
         format_directories(cat, FormatOptions(**base, metadata_log_directory=other), out=lambda _: None)
     assert str(exc.value) == (f"The specified metadata log directory, {other} was not one of the given "
                               f"directories: [{tmp_path / 'a'}]")
+
+
+def test_an_empty_dir_is_refused_and_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """`--dir ''` names no directory: kraftsim refuses it (exit 2) rather than format the current folder."""
+    from kraftsim.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["storage", "format", "--dir", "", "-t", CLUSTER_ID, "--node-id", "1"]) == 2
+    assert "--dir: an empty path names no directory" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
