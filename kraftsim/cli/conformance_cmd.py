@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import signal
 import sys
 from pathlib import Path
 
@@ -47,20 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     t.set_defaults(run=_table)
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM unwinds like Ctrl-C, so every live Kafka node is stopped on the way out."""
-    raise KeyboardInterrupt
-
-
 def _run(args: argparse.Namespace) -> int:
-    previous = signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    try:
-        return _run_all(args)
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
-def _run_all(args: argparse.Namespace) -> int:
+    """(SIGTERM unwinds like Ctrl-C in every command, kraftsim.cli.main.Terminated: every live
+    Kafka node is stopped on the way out.)"""
     try:
         releases = [resolve_release(v) for v in args.release] or default_releases()
         outcomes = []

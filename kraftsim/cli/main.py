@@ -14,6 +14,7 @@ import argparse
 import importlib
 import os
 import re
+import signal
 import sys
 import traceback
 from typing import NamedTuple, NoReturn, Sequence
@@ -29,12 +30,13 @@ EXIT_USAGE = 2  # usage or invalid input (argparse's own status)
 EXIT_INTERNAL = 70  # a bug in kraftsim (EX_SOFTWARE); --debug shows the traceback
 EXIT_BUSY = 75  # another command holds the cluster directory (EX_TEMPFAIL): try again later
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 128 + 15
 
 EXIT_STATUS_HELP = (
     "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
     "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
     "75 the cluster directory is in use by another command (named in the message): try again later; "
-    "130 interrupted; 141 the reader of the output went away (e.g. `| head`). "
+    "130 interrupted; 143 terminated (SIGTERM); 141 the reader of the output went away (e.g. `| head`). "
     "The same flag means the same thing in every command: --at OFFSET the state after every record below "
     "OFFSET; --metadata MV a metadata.version (--release-version where Kafka's tools say so); --release R a "
     "Kafka release"
@@ -156,6 +158,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that what it cleans up on an interrupt (a
+    run's temporary cluster, a `.part` file) is cleaned up too: `timeout` and service managers
+    stop a command this way."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
     """Run one command line; `forward=False` when `kraftsim serve` itself carries it out."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -182,6 +194,9 @@ def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
     except BrokenPipeError:  # e.g. `kraftsim log dump ... | head`: the reader has all it wanted
         _silence_stdout()
         return 128 + 13  # as a process killed by SIGPIPE
+    except Terminated:
+        print("kraftsim: terminated", file=sys.stderr)
+        return EXIT_TERMINATED
     except KeyboardInterrupt:
         print("kraftsim: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -196,7 +211,8 @@ def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
 def run() -> int:
     """The `kraftsim` command and `python -m kraftsim`: `main` in a process that exits right
     after, which leaves what the command still holds to the operating system
-    (kraftsim.gcpause.leave_to_exit)."""
+    (kraftsim.gcpause.leave_to_exit). SIGTERM ends it as an interrupt does (`Terminated`)."""
+    signal.signal(signal.SIGTERM, _terminate)
     code = main()
     from kraftsim.gcpause import leave_to_exit  # (here: start-up imports only what the command needs)
 

@@ -176,3 +176,32 @@ def test_a_closed_pipe_is_not_a_traceback(segment: Path) -> None:
     assert head.startswith(b"Dumping ")
     assert "Traceback" not in err and "BrokenPipeError" not in err and "Exception ignored" not in err, err
     assert code == 141
+
+
+def test_sigterm_ends_a_run_as_an_interrupt_does_and_leaves_no_temporary_cluster(tmp_path: Path) -> None:
+    """`timeout` and service managers stop a command with SIGTERM: the run's temporary cluster
+    is removed, one line says so, exit 143 (before, the process died where it was and left the
+    cluster in $TMPDIR)."""
+    import signal
+
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "kraftsim", "scenario", "run",
+                             str(REPO / "scenarios" / "snapshot-during-roll-at-scale.toml")],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout is not None and proc.stderr is not None
+    try:
+        for _ in range(200):  # bounded: the run prints its steps as it goes
+            line = proc.stdout.readline()
+            if not line or b"step 1 " in line:
+                break
+        assert any(scratch.iterdir()), "the run has its temporary cluster by its first step"
+        proc.send_signal(signal.SIGTERM)
+        err = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    finally:
+        proc.kill()
+    assert code == 143 and err.strip().endswith("kraftsim: terminated"), err
+    assert "Traceback" not in err
+    assert list(scratch.iterdir()) == []
