@@ -110,9 +110,15 @@ def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
         return f" (did you mean '{close[0]}'?)" if close else ""
     if message.startswith("unrecognized arguments: "):
         flags = _option_strings(parser)
+        own = {o for action in parser._actions for o in action.option_strings}
         for arg in message[len("unrecognized arguments: "):].split():
             if arg.startswith("--"):
-                close = difflib.get_close_matches(arg.split("=", 1)[0], flags, n=1, cutoff=0.6)
+                name = arg.split("=", 1)[0]
+                if name in own:  # (a flag of kraftsim itself, given after the command word)
+                    return f" ({name} goes before the command: kraftsim {name} COMMAND ...)"
+                if name in flags:  # (another command's flag)
+                    return f" ({name} is not a flag of this command: see its --help)"
+                close = difflib.get_close_matches(name, flags, n=1, cutoff=0.6)
                 if close:
                     return f" (did you mean {close[0]}?)"
     return ""
