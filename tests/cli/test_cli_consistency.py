@@ -21,8 +21,8 @@ from tests.cli_support import run
     (["log", "dump", "--relase", "3.7", "x"], "(did you mean --release?)"),
     (["scenario", "run", "x", "--sed", "3"], "(did you mean --seed?)"),
     # a flag that exists, in the wrong place: where it goes, never "did you mean" the flag itself
-    (["cluster", "status", "x", "--debug"], "(--debug goes before the command: kraftsim --debug COMMAND ...)"),
-    (["cluster", "status", "x", "--ms", "5"], "(--ms is not a flag of this command: see its --help)"),
+    (["log", "verify", "x", "--debug"], "(--debug goes before the command: kraftsim --debug COMMAND ...)"),
+    (["scenario", "check", "x", "--seed", "3"], "(--seed is not a flag of this command: see its --help)"),
 ])
 def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint: str) -> None:
     code, out, err = run(capsys, *argv)
