@@ -13,10 +13,12 @@ from pathlib import Path
 import msgspec
 
 from kraftsim import jsoninput
-from kraftsim.sim.types import RUNNING, InvariantResult, SimConfig, SimError
+from kraftsim.sim.types import (
+    EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, SimConfig, SimError, unsupported_state_format,
+)
 
 STATE_FILE = "cluster.json"
-STATE_FORMAT = 2
+STATE_FORMAT = EVENTS_STATE_FORMAT
 
 
 class SavedNode(msgspec.Struct, kw_only=True):
@@ -73,12 +75,10 @@ def read_saved(directory: Path) -> SavedState:
         raise SimError(f"{path}: not a valid cluster state file: {e}") from None
     if not isinstance(head, dict) or head.get("format") != STATE_FORMAT:
         fmt = head.get("format") if isinstance(head, dict) else None
-        from kraftsim.sim.ticks.state import STATE_FORMAT as TICKS_FORMAT  # (only on this path: it loads the node)
-
-        if fmt == TICKS_FORMAT:  # a cluster of the other engine, not a damaged or old file
+        if fmt == TICKS_STATE_FORMAT:  # a cluster of the other engine, not a damaged or old file
             raise SimError(f"{directory}: a cluster of the tick simulator (`cluster create --engine ticks`); this "
                            "command needs one of the event simulator (`cluster create` without --engine ticks)")
-        raise SimError(f"{path}: cluster state format {fmt} is not the event simulator's (expected {STATE_FORMAT})")
+        raise SimError(unsupported_state_format(path, fmt))
     try:
         return msgspec.json.decode(raw, type=SavedState)
     except msgspec.DecodeError as e:

@@ -27,6 +27,16 @@ class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
 
 
+#: cluster.json's format numbers: the tick engine's (kraftsim.sim.ticks) and the event simulator's.
+TICKS_STATE_FORMAT, EVENTS_STATE_FORMAT = 1, 2
+
+
+def unsupported_state_format(path: object, fmt: object) -> str:
+    """The text for a cluster.json of a format neither engine reads (either reader may meet it)."""
+    return (f"{path}: cluster state format {fmt} is not supported (kraftsim reads {TICKS_STATE_FORMAT}, the tick "
+            f"engine's, and {EVENTS_STATE_FORMAT}, the event simulator's)")
+
+
 #: A timeout or interval: at least 1 ms, since a timer of 0 ms (or less) fires again at the same
 #: simulated instant, forever.
 _Period = Annotated[int, msgspec.Meta(ge=1)]

@@ -161,6 +161,16 @@ def test_a_cluster_state_nested_too_deeply_is_refused_by_commands_that_open_the_
                                         "nested too deeply")
 
 
+def test_a_cluster_state_of_an_unknown_format_names_both_formats_kraftsim_reads(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "cluster"
+    d.mkdir()
+    (d / "cluster.json").write_text('{"format": 999}')
+    code, _, err = run(capsys, "cluster", "status", str(d))
+    assert (code, one_line(err)) == (1, f"{d / 'cluster.json'}: cluster state format 999 is not supported (kraftsim "
+                                        "reads 1, the tick engine's, and 2, the event simulator's)")
+
+
 def test_a_closed_pipe_is_not_a_traceback(segment: Path) -> None:
     env = {**os.environ, "PYTHONUNBUFFERED": "0"}
     proc = subprocess.Popen([sys.executable, "-m", "kraftsim", "log", "dump", *[str(segment)] * 300],

@@ -11,9 +11,10 @@ import msgspec
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.node.simnode import NodeState
 from kraftsim.sim.node.format import EPOCH_MS
+from kraftsim.sim.types import TICKS_STATE_FORMAT, unsupported_state_format
 
 STATE_FILE = "cluster.json"
-STATE_FORMAT = 1
+STATE_FORMAT = TICKS_STATE_FORMAT
 
 
 class ClusterError(KraftsimError):
@@ -56,14 +57,20 @@ def read_state(directory: Path) -> ClusterState:
     except OSError as e:
         raise ClusterError(f"{path}: {e.strerror or e}") from None
     try:
-        state = msgspec.json.decode(raw, type=ClusterState)
+        head = msgspec.json.decode(raw, type=_Head)
+        if head.format != STATE_FORMAT:  # (the format first: another one's fields are not this one's)
+            raise ClusterError(unsupported_state_format(path, head.format))
+        return msgspec.json.decode(raw, type=ClusterState)
     except msgspec.DecodeError as e:
         raise ClusterError(f"{path}: not a valid cluster state file: {e}") from None
     except RecursionError:  # (msgspec recurses once per level, even into a field it skips)
         raise ClusterError(f"{path}: not a valid cluster state file: arrays or objects nested too deeply") from None
-    if state.format != STATE_FORMAT:
-        raise ClusterError(f"{path}: cluster state format {state.format} is not supported (expected {STATE_FORMAT})")
-    return state
+
+
+class _Head(msgspec.Struct):
+    """What a reader looks at first: the format, which says how to read the rest."""
+
+    format: int = STATE_FORMAT
 
 
 __all__ = ["STATE_FILE", "STATE_FORMAT", "ClusterError", "ClusterState", "dump_state", "read_state"]
