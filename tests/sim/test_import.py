@@ -189,3 +189,17 @@ def test_a_copy_of_a_node_the_metadata_does_not_name_is_refused(tmp_path: Path) 
     with pytest.raises(ImportRefused, match="names no node 9"):
         import_cluster([real / "kafka1", stray], tmp_path / "c")
     assert not (tmp_path / "c").exists()
+
+
+def test_voters_that_leave_out_the_registered_controllers_are_named_as_the_cause(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A copy of controller 1 (a 3.9 cluster registers its controllers) imported with --voters 99:
+    the refusal says --voters left the registered controllers out, not only that node 1 is unknown."""
+    from tests.cli_support import run
+
+    assert run(capsys, "cluster", "create", str(tmp_path / "src"), "--controllers", "3", "--brokers", "2",
+               "--release", "3.9")[0] == 0
+    with pytest.raises(ImportRefused, match=r"names no node 1 \(.*\); --voters leaves out the registered "
+                                            r"controller\(s\) 1, 2, 3$"):
+        import_cluster([tmp_path / "src" / "node-1"], tmp_path / "c", voters=[99])
+    assert not (tmp_path / "c").exists()

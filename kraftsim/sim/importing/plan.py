@@ -188,8 +188,10 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
     ids = sorted(set(vs) | brokers)
     strays = sorted(set(by_id) - set(ids))
     if strays:
+        left_out = f"; --voters leaves out the registered controller(s) {', '.join(map(str, extra))}" \
+            if voters and extra else ""
         raise ImportRefused(f"{by_id[strays[0]].given}: the copy of node {strays[0]} (its meta.properties), but the "
-                            f"metadata names no node {strays[0]} (nodes: {', '.join(map(str, ids))})")
+                            f"metadata names no node {strays[0]} (nodes: {', '.join(map(str, ids))}){left_out}")
     unknown = sorted(set(releases) - set(ids))
     if unknown:
         raise ImportRefused(f"--release {unknown[0]}=...: the cluster has no node {unknown[0]} "
