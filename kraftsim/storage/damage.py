@@ -15,7 +15,7 @@ import mmap
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import CorruptRecordException, KraftsimError
 from kraftsim.protocol.batch import BatchSlice, parse_batch, split_batches
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
@@ -83,7 +83,10 @@ def segment_batches(path: Path, data: bytes | mmap.mmap, *, up_to_damage: bool) 
     batch is recovery, any other problem damage (an error unless `up_to_damage`)."""
     base = parse_segment_name(path.name)
     if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
-        first = next(iter(split_batches(data)), None)
+        try:
+            first = next(iter(split_batches(data)), None)
+        except CorruptRecordException:  # (none: the scan below reports it, naming the file)
+            first = None
         base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
     findings: list[ScanProblem] = []
     entries, problem = scan_segment(data, base, validate=True, findings=findings)

@@ -177,3 +177,14 @@ def test_an_empty_segment_says_there_is_nothing_to_round_trip(tmp_path: Path, ca
     assert code == 0
     assert "None" not in out
     assert "--   downgrade round trip: skipped, the image has no finalized metadata.version" in out
+
+
+def test_a_renamed_segment_with_a_corrupt_first_length_names_the_file(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A file renamed by hand (no offset in its name) whose first length field is below the minimum:
+    the error names the file and position, like any other damage (before: the bare codec text)."""
+    junk = tmp_path / "renamed.log"
+    junk.write_bytes(struct.pack(">qi", 5, 3) + bytes(100))
+    code, _, err = run(capsys, "replay", str(junk))
+    assert code == 2
+    assert err.startswith(f"kraftsim: error: {junk} position 0: Record batch is corrupt (the size 15 is smaller")
