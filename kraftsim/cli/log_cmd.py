@@ -223,7 +223,9 @@ def run_verify(args: argparse.Namespace) -> int:
             if not report.problems and report.by_type.get("TOPIC_RECORD"):
                 problems[path] += _topic_name_problems(path, f, registry)
     shown.clear()
-    for path, found in directory_problems(files, reports).items():
+    named_alone = {Path(p).absolute() for p in args.paths if not Path(p).is_dir()}
+    whole = {path.parent for _, path in files if path.absolute() not in named_alone}
+    for path, found in directory_problems(files, reports, whole).items():
         problems[path].extend(found)
     for path, found in _snapshots_against_log(files, problems).items():
         if path in problems:  # a snapshot not named on the command line is not reported on

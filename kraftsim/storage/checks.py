@@ -31,7 +31,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import defaultdict
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Collection, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.scan import BatchSpan, Problem, ScanReport
@@ -110,11 +110,14 @@ def _snapshot_problems(kind: PathKind, path: Path, report: ScanReport) -> list[P
     return problems
 
 
-def directory_problems(files: Sequence[tuple[PathKind, Path]],
-                       reports: Mapping[Path, ScanReport]) -> dict[Path, list[Problem]]:
+def directory_problems(files: Sequence[tuple[PathKind, Path]], reports: Mapping[Path, ScanReport],
+                       whole: Collection[Path]) -> dict[Path, list[Problem]]:
     """Problems between the files of one metadata directory, by the file they are found in:
     segments that do not follow one another, snapshots that disagree with the log (for
-    this the segments' reports must keep their spans: `verify_bytes` does)."""
+    this the segments' reports must keep their spans: `verify_bytes` does). The directories
+    in `whole` were named as directories: only there are the files beside the ones read
+    looked at too (the epoch checkpoint, quorum-state, `.log` files no segment is named as);
+    a file named on its own is checked with the other files named, not with its neighbours."""
     by_dir: dict[Path, list[tuple[PathKind, Path]]] = defaultdict(list)
     for kind, path in files:
         if kind in (PathKind.SEGMENT, PathKind.SNAPSHOT):
@@ -151,13 +154,13 @@ def directory_problems(files: Sequence[tuple[PathKind, Path]],
                 out[_segment_holding(segments, span.base_offset)].append(Problem(
                     span.position, span.base_offset, f"leader epoch rises from {previous.epoch} to {span.epoch} at a "
                     "batch that is not a LeaderChange control batch (a new leader's first append)"))
-        if segments and log_spans:
+        if segments and log_spans and directory in whole:
             first_segment = segments[0][1]
             for problem in (_epoch_file_problems(directory, log_spans, segments[0][0])
                             + _quorum_state_problems(directory, log_spans)):
                 out[first_segment if problem.base_offset is None else _segment_holding(segments, problem.base_offset)
                     ].append(problem)
-        if segments:
+        if segments and directory in whole:
             for name in _unnamed_segments(directory):
                 out[segments[0][1]].append(Problem(0, None, f"{name}: not a log segment name (expected 20 digits and "
                                                             f"{LOG_SUFFIX}; replay refuses the directory)"))

@@ -108,6 +108,9 @@ def test_a_log_file_that_is_no_segment_is_reported(logdir: Path, capsys: pytest.
             "directory)") in problems(out)
     assert main(["replay", str(logdir), "--no-verify"]) == 2
     assert "abc.log: not a log segment name" in capsys.readouterr().err
+    # a segment named on its own is checked as a file: its neighbours are not its problems
+    code, out = verify(capsys, first)
+    assert code == 0 and "abc.log" not in out
 
 
 def test_a_removed_segment_leaves_a_gap_between_segments(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
