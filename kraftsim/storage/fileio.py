@@ -67,18 +67,33 @@ def read_file(path: Path) -> bytes:
         raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
 
 
+class UnreadableFile(KraftsimError):
+    """A file `opened_file` could not open as a regular file: `cannot read PATH: REASON`.
+    `errno` is the OS error's (None for a file that is there but not a regular file), so that a
+    caller can word a missing file its own way."""
+
+    def __init__(self, path: Path | str, reason: str, errno: int | None = None):
+        super().__init__(f"cannot read {path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+        self.errno = errno
+
+    def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str, int | None]]:
+        return type(self), (self.path, self.reason, self.errno)
+
+
 @contextmanager
 def opened_file(path: Path | str) -> Iterator[BinaryIO]:
-    """A regular file opened for reading, failures to open it as one KraftsimError; errors of
-    the caller's own work inside the block (a closed pipe) pass through as they are. Anything
-    but a regular file is refused before it is opened: a FIFO's open waits for a writer, and a
-    device such as /dev/zero never ends."""
+    """A regular file opened for reading, failures to open it as one UnreadableFile (a
+    KraftsimError); errors of the caller's own work inside the block (a closed pipe) pass
+    through as they are. Anything but a regular file is refused before it is opened: a FIFO's
+    open waits for a writer, and a device such as /dev/zero never ends."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
-            raise KraftsimError(f"cannot read {path}: not a regular file")
+            raise UnreadableFile(path, "not a regular file")
         f = open(path, "rb")
     except OSError as e:
-        raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+        raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
     with f:
         yield f
 
