@@ -7,8 +7,9 @@ nesting of the parsed tables once more, each refusal saying which limit was met.
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
-from typing import Any
+from typing import Any, BinaryIO
 
 from kraftsim.errors import KraftsimError
 
@@ -27,7 +28,13 @@ def read_text(path: str | os.PathLike[str]) -> str:
     device such as /dev/zero, an endless pipe) is refused instead of filling memory.
     OSError and UnicodeDecodeError as Path.read_text raises them; TomlTooComplex beyond MAX_BYTES."""
     with open(path, "rb") as f:
-        data = f.read(MAX_BYTES + 1)
+        return read_opened(f)
+
+
+def read_opened(f: BinaryIO) -> str:
+    """`read_text` of a file already open (kraftsim.storage.fileio.opened_file opens only a
+    regular file, for inputs that must be one)."""
+    data = f.read(MAX_BYTES + 1)
     if len(data) > MAX_BYTES:
         raise TomlTooComplex(f"more than the {MAX_BYTES:,} bytes of TOML kraftsim reads")
     return data.decode("utf-8")
@@ -120,6 +127,12 @@ def loads(text: str) -> dict[str, Any]:
         data = tomllib.loads(text)
     except RecursionError:
         raise TomlTooComplex(f"arrays or tables nested too deeply (kraftsim reads at most {MAX_DEPTH} levels)") from None
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as e:  # tomllib lets int()'s refusal of a too long integer through
+        limit = sys.get_int_max_str_digits()
+        raise TomlTooComplex(f"an integer of more than {limit:,} digits: more than kraftsim reads" if "digits" in str(e)
+                             else str(e)) from None
     if _nesting(data) > MAX_DEPTH:
         raise TomlTooComplex(f"arrays or tables nested too deeply (kraftsim reads at most {MAX_DEPTH} levels)")
     return data

@@ -54,6 +54,21 @@ class CatalogError(VersionsError):
         super().__init__(f"Refusing {where}: rule {rule} broken: {text}")
 
 
+class CatalogUnreadable(CatalogError):
+    """A user's catalog file that cannot be read at all (missing, not a regular file, no
+    permission): no rule of the catalog is involved, so the message names only the file and
+    what is wrong with it."""
+
+    def __init__(self, text: str, where: str = "catalog"):
+        self.rule = "file"
+        self.text = text
+        self.where = where
+        VersionsError.__init__(self, f"catalog file {where}: {text}")
+
+    def __reduce__(self) -> tuple[type[CatalogUnreadable], tuple[str, str]]:
+        return type(self), (self.text, self.where)
+
+
 class CatalogTooLarge(CatalogError, UsageError):
     """A catalog file with more entries than its limits allow: refused as invalid input (exit 2),
     before the work its size would cost."""

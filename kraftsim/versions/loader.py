@@ -9,6 +9,7 @@ replace Kafka's facts. References (MV strings, feature names) are resolved later
 
 from __future__ import annotations
 
+import errno
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -18,7 +19,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from kraftsim import tomlinput
-from kraftsim.versions.errors import CatalogError, CatalogTooLarge
+from kraftsim.storage.fileio import UnreadableFile, opened_file
+from kraftsim.versions.errors import CatalogError, CatalogTooLarge, CatalogUnreadable
 from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (
     CapabilityEntry,
@@ -119,11 +121,16 @@ def shipped_fragments() -> Fragments:
 
 
 def read_fragment_file(path: Path) -> tuple[str, Fragment, Path]:
-    """A user's catalog file; relative paths inside it are relative to its folder."""
+    """A user's catalog file; relative paths inside it are relative to its folder. Anything
+    but a regular file is refused before it is opened (a FIFO's open would wait for a writer)."""
     try:
-        text = tomlinput.read_text(path)
+        with opened_file(path) as f:
+            text = tomlinput.read_opened(f)
+    except UnreadableFile as exc:
+        missing = exc.errno in (errno.ENOENT, errno.ENOTDIR)
+        raise CatalogUnreadable("does not exist" if missing else f"cannot read it: {exc.reason}", str(path)) from None
     except OSError as exc:
-        raise CatalogError("schema", f"cannot read catalog file: {exc.strerror}", str(path)) from None
+        raise CatalogUnreadable(f"cannot read it: {exc.strerror or exc}", str(path)) from None
     except tomlinput.TomlTooComplex as exc:
         raise CatalogError("schema", str(exc), str(path)) from None
     except UnicodeDecodeError as exc:

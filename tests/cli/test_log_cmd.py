@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -144,3 +145,98 @@ def test_a_bad_release_or_schemas_folder_is_invalid_input_not_damage(tmp_path: P
         code, out, err = run(capsys, *argv)
         assert (code, out) == (2, ""), (argv, err)
         assert says in err and "Traceback" not in err
+
+
+# A --schemas file: its head, then what one case adds. Each bad value used to be a traceback
+# (exit 70) or, for the last ones, taken as it was.
+_HEAD = 'name = "Y"\nkind = "metadata"\napi_key = 200\nversions = "0"\n'
+_FIELD = '[[fields]]\nname = "A"\ntype = "int32"\nversions = "0+"\n'
+BAD_SCHEMAS = [
+    (_HEAD + '[[fields]]\nname = "A"\ntype = 5\nversions = "0+"\n', "field A: type: expected a string, got integer 5"),
+    (_HEAD + 'fields = "x"\n', "fields: expected an array of tables ([[fields]]), got string 'x'"),
+    (_HEAD.replace('"Y"', "5"), "name: expected a name: a letter, then letters and digits, got integer 5"),
+    (_HEAD + _FIELD.replace('"A"', "7"), "field #1: name: expected a name: a letter, then letters and digits, got integer 7"),
+    (_HEAD + _FIELD.replace('"A"', '"A; x"'), "field #1: name: expected a name"),
+    (_HEAD + _FIELD.replace('"A"', '"Class"'), "field Class: name: 'class' is a Python keyword"),
+    (_HEAD + _FIELD + _FIELD.replace('"A"', '"a"'), "record: duplicate field names A and a"),
+    (_HEAD + "structs = 5\n", "structs: expected a table of struct tables ([structs.Name]), got integer 5"),
+    (_HEAD + '[structs.S]\nversions = "0+"\ndoc = "x"\n', "struct S: unknown key(s) ['doc']"),
+    (_HEAD.replace('"0"', "5"), "versions: expected a version range string ('N', 'N-M', 'N+' or 'none'), got integer 5"),
+    (_HEAD.replace('"0"', '"0-99999"'), "versions: bad version range '0-99999': a version is at most 32767"),
+    (_HEAD + 'flexible_versions = "0.5"\n', "flexible_versions: bad version range '0.5': expected 'N', 'N-M', 'N+'"),
+    (_HEAD + _FIELD + 'tag = "x"\ntagged_versions = "0+"\n', "field A: tag: expected an integer from 0 to 2147483647"),
+    (_HEAD + _FIELD + 'tag = -1\ntagged_versions = "0+"\n', "field A: tag: expected an integer from 0 to 2147483647"),
+    (_HEAD + _FIELD + "tag = 0\ntagged_versions = '0+'\n" + _FIELD.replace('"A"', '"B"') + "tag = 0\ntagged_versions = '0+'\n",
+     "field B: tag 0 is already the tag of A"),
+    (_HEAD.replace("200", "99999999999999999999"), "api_key: expected an integer from 0 to 32767 (an int16 apiKey), "
+                                                   "got integer 99999999999999999999"),
+    (_HEAD.replace("200", "-1"), "api_key: expected an integer from 0 to 32767"),
+    (_HEAD.replace("200", "9" * 5000), "not valid TOML: an integer of more than 4,300 digits: more than kraftsim reads"),
+    ('name = "Y"\nkind = "control"\ncontrol_type = -5\nversions = "0"\n', "control_type: expected an integer from 0 to 32767"),
+    ('name = "Y"\nkind = "control"\ncontrol_type = 9\nversions = "5-1"\n', "versions: bad version range '5-1': 5 > 1"),
+    (_HEAD + _FIELD + 'default = "abc"\n', "field A: default: expected an int32, an integer from -2147483648 to "
+                                             "2147483647, got string 'abc'"),
+    (_HEAD + _FIELD + "default = true\n", "field A: default: expected an int32"),
+    (_HEAD + _FIELD.replace("int32", "int8") + "default = 128\n", "field A: default: expected an int8, an integer from -128"),
+    (_HEAD + _FIELD.replace("int32", "[]int32") + 'default = [1, "x"]\n', "field A: default[1]: expected an int32"),
+    (_HEAD + _FIELD.replace("int32", "bool") + "default = 1\n", "field A: default: expected true or false, got integer 1"),
+    (_HEAD + _FIELD.replace("int32", "uuid") + 'default = "x"\n', "field A: default: a uuid field takes no default"),
+    (_HEAD + _FIELD + 'null_default = "false"\n', "field A: null_default: expected true or false, got string 'false'"),
+    (_HEAD + _FIELD + "doc = 1\n", "field A: doc: expected a string, got integer 1"),
+    (_HEAD + _FIELD.replace('"0+"', "0"), "field A: versions: expected a version range string"),
+    (_HEAD + _FIELD.replace("int32", "S") + '[structs.S]\nversions = "2-1"\n', "struct S: versions: bad version range"),
+]
+
+
+@pytest.mark.parametrize("text, says", BAD_SCHEMAS)
+def test_a_bad_schema_file_is_refused_naming_the_file_and_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                   text: str, says: str) -> None:
+    schemas = tmp_path / "hx"
+    schemas.mkdir()
+    (schemas / "a.toml").write_text(text)
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    code, out, err = run(capsys, "log", "dump", "--schemas", str(schemas), str(segment))
+    assert (code, out) == (2, ""), err
+    assert f"kraftsim: error: {schemas / 'a.toml'}: {says}" in err, err
+    assert "Traceback" not in err and "internal error" not in err
+
+
+def test_kafkas_version_ranges_and_typed_defaults_still_load(tmp_path: Path) -> None:
+    from kraftsim.protocol.schema import MAX_VERSION, VersionRange, load_schema_file
+
+    assert [VersionRange.parse(t) for t in ("0+", "1-3", "none", "2", " 4 ", "0-32767")] == [
+        VersionRange(0, MAX_VERSION), VersionRange(1, 3), VersionRange.NONE, VersionRange(2, 2), VersionRange(4, 4),
+        VersionRange(0, MAX_VERSION)]
+    f = tmp_path / "a.toml"
+    f.write_text(_HEAD + 'flexible_versions = "0+"\n' + _FIELD + "default = -2147483648\ntag = 0\ntagged_versions = '0+'\n"
+                 + _FIELD.replace('"A"', '"timeoutMs"').replace("int32", "float64") + "default = 1.5\n"
+                 + _FIELD.replace('"A"', '"B"').replace("int32", "[]string") + 'default = ["x"]\n'
+                 + _FIELD.replace('"A"', '"C"').replace("int32", "[]S") + '[structs.S]\nversions = "0+"\n'
+                 + '[[structs.S.fields]]\nname = "D"\ntype = "uint16"\nversions = "0+"\ndefault = 65535\n')
+    schema = load_schema_file(f)
+    assert [x.default_value() for x in schema.body.fields[:3]] == [-2147483648, 1.5, ["x"]]
+    assert schema.body.fields[3].struct is not None and schema.body.fields[3].struct.fields[0].default == 65535
+
+
+def test_a_schemas_path_that_is_not_a_folder_is_called_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (segment, fifo):
+        code, _, err = run(capsys, "log", "dump", "--schemas", str(path), str(segment))
+        assert code == 2 and f"schema directory {path} is not a directory" in err, err
+        assert "does not exist" not in err
+
+
+def test_a_schema_file_that_is_a_fifo_is_refused_before_it_is_opened(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Opening a FIFO waits for a writer: the dump used to hang there."""
+    schemas = tmp_path / "hx"
+    schemas.mkdir()
+    os.mkfifo(schemas / "a.toml")
+    segment = tmp_path / "00000000000000000000.log"
+    segment.write_bytes(b"")
+    code, _, err = run(capsys, "log", "dump", "--schemas", str(schemas), str(segment))
+    assert code == 2 and f"{schemas / 'a.toml'}: cannot read: not a regular file" in err, err

@@ -3,6 +3,7 @@ accept is accepted the same way."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -109,9 +110,21 @@ def test_export_reads_the_catalog_it_is_given(tmp_path: Path, capsys: pytest.Cap
     f = next(damage.build_log_dir(tmp_path / "log").glob("*.log"))
     out = tmp_path / "x.parquet"
     code, _, err = run(capsys, "export", str(f), "-o", str(out), "--catalog", str(tmp_path / "missing.toml"))
-    assert code == 1 and "missing.toml" in err and "cannot read catalog file" in err
+    assert code == 1 and f"catalog file {tmp_path / 'missing.toml'}: does not exist" in err
     broken = tmp_path / "broken.toml"
     broken.write_text("[[releases]\n")
     code, _, err = run(capsys, "export", str(f), "-o", str(out), "--catalog", str(broken))
     assert code == 1 and "broken.toml" in err and "not valid TOML" in err
     assert not out.exists() and not (tmp_path / "x.parquet.part").exists()
+
+
+def test_replay_says_a_missing_or_fifo_catalog_is_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing catalog was `rule schema broken: cannot read catalog file`, naming no rule it
+    broke; a FIFO hung the open."""
+    log = damage.build_log_dir(tmp_path / "log")
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    for catalog, says in ((tmp_path / "nonexist", "does not exist"), (fifo, "cannot read it: not a regular file")):
+        code, _, err = run(capsys, "replay", str(log), "--catalog", str(catalog))
+        assert code == 2 and f"kraftsim: error: catalog file {catalog}: {says}" in err, err
+        assert "rule" not in err

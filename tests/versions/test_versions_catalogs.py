@@ -1,5 +1,7 @@
 """User catalogs: the shipped KIP-778 example, and broken catalogs being refused (facts §2.5)."""
 
+import os
+import pickle
 from importlib import resources
 from pathlib import Path
 
@@ -201,9 +203,22 @@ def test_structural_rules(text, rule):
 
 
 def test_missing_user_file(tmp_path):
+    """A missing file breaks no rule of the catalog: it was called `rule schema broken`."""
     with pytest.raises(CatalogError) as exc:
         load_catalog(tmp_path / "nope.toml")
-    assert exc.value.rule == "schema" and "nope.toml" in str(exc.value)
+    assert exc.value.rule == "file"
+    assert str(exc.value) == f"catalog file {tmp_path / 'nope.toml'}: does not exist"
+
+
+def test_a_user_file_that_is_not_a_regular_file_is_refused_before_it_is_opened(tmp_path):
+    """Opening a FIFO waits for a writer: loading one used to hang."""
+    fifo = tmp_path / "cat.toml"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        with pytest.raises(CatalogError) as exc:
+            load_catalog(path)
+        assert str(exc.value) == f"catalog file {path}: cannot read it: not a regular file"
+        assert pickle.loads(pickle.dumps(exc.value)).args == exc.value.args
 
 
 def test_user_file_relative_schema_dir(tmp_path):
