@@ -27,8 +27,8 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_NODE_ID, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec,
-    Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
+    DISK_FAULTS, MAX_NODE_ID, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES,
+    ROLES, ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
@@ -363,9 +363,9 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
-    for key in ("controllers", "brokers", "combined"):
+    for key in ("controllers", "brokers", "combined"):  # bounded as `cluster create` bounds them, before any id is given
         if not isinstance(getattr(c, key), list):  # a list of voter ids goes with `from` (checked there)
-            check.non_negative(getattr(c, key), f"cluster.{key}")
+            check.non_negative(getattr(c, key), f"cluster.{key}", maximum=MAX_NODES_PER_ROLE)
     if c.from_ is not None:
         if c.configs:
             raise check.fail("cluster.configs", "expected no node configs with `from` (the imported nodes keep "
