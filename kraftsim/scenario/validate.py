@@ -27,13 +27,14 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_NODE_ID, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES,
-    ROLES, ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
+    DISK_FAULTS, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
+    ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
+from kraftsim.storage.meta_properties import MAX_NODE_ID
 from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
