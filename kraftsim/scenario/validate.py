@@ -423,6 +423,12 @@ def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     if c.controllers is not None and (not isinstance(c.controllers, list) or not c.controllers
                                       or any(not isinstance(i, int) or i < 0 for i in c.controllers)):
         raise check.fail("cluster.controllers", "expected a list of voter ids with `from` (e.g. [1, 2, 3])")
+    from kraftsim.sim import import_source_kind  # the simulator loads only for a file that imports a cluster
+
+    try:  # what the import refuses by the source's names alone, refused here: `check` says what `run` would
+        import_source_kind(source)
+    except KraftsimError as e:
+        raise check.fail("cluster.from", f"the cluster cannot be imported: {e}") from None
     release = check.release(c.release, "cluster.release") if c.release is not None else None
     return msgspec.structs.replace(c, from_=str(source), release=release, releases=_check_releases(c, check, None))
 

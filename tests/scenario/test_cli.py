@@ -60,6 +60,32 @@ def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytes
     assert code == 2 and "z.toml: step 1" in err
 
 
+@pytest.mark.parametrize("source, says", [
+    ("plain", "neither a __cluster_metadata-0 directory"),  # a folder of anything else (`/etc`)
+    ("notes.txt", "not a metadata file"),
+    ("00000000000000000000.log", "a log segment alone does not hold a cluster"),
+    ("snap.checkpoint", "the file name does not say which offset this snapshot ends at"),
+    ("logdir/meta.properties", "a log directory without a __cluster_metadata-0 directory"),
+])
+def test_check_refuses_a_from_that_run_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str,
+                                               says: str) -> None:
+    """`check` passed a `from` the import refuses by its names alone, which `run` refused only
+    after printing the scenario's header: both now refuse it, before anything is printed."""
+    path = tmp_path / source
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if source == "plain":
+        path.mkdir()
+        (path / "hosts").write_text("127.0.0.1 localhost\n", encoding="utf-8")
+    else:
+        path.write_text("", encoding="utf-8")
+    origin = path.parent if source.endswith("meta.properties") else path
+    file = write(tmp_path, "from.toml", f"name = 'x'\n[cluster]\nfrom = '{origin.name}'\n")
+    for command in ("check", "run"):
+        code, out, err = run(capsys, "scenario", command, str(file))
+        assert (code, out) == (2, ""), (command, out, err)
+        assert f"{file}: key `cluster.from`: the cluster cannot be imported: {origin}: " in err and says in err, err
+
+
 def test_no_traceback_from_the_real_command(tmp_path: Path) -> None:
     bad = write(tmp_path, "m.toml", "name = [\n")
     proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "run", str(bad)], cwd=REPO,
