@@ -109,6 +109,32 @@ def test_check_list_and_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert run(capsys, "scenario", "new", "mine", "-o", str(target))[0] == 1  # never overwrites
 
 
+@pytest.mark.parametrize("name", ["a\x1bb", "a\tb", "a\x7fb", "ab\u202ecd", "../x", ".hidden", "a/b"])
+def test_new_refuses_a_name_with_a_folder_or_a_control_character(name: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`/` and a leading `.` were refused, but an escape character became part of a file name."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "scenario", "new", name)
+    assert (code, out) == (2, "")
+    assert err.strip() == ("kraftsim: error: NAME: expected a plain scenario name (no '/', no leading '.', no "
+                           f"control or direction characters), got {name!r}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_new_refuses_an_output_it_cannot_write_before_writing(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder was an internal error (exit 70, FileNotFoundError); it is said as the
+    other commands say it (storage.safepath), as is a folder given for the file."""
+    missing = tmp_path / "nodir" / "x.toml"
+    code, out, err = run(capsys, "scenario", "new", "x", "-o", str(missing))
+    assert (code, out, err.strip()) == (2, "", f"kraftsim: error: --output {missing}: {missing.parent}: no such directory")
+    code, out, err = run(capsys, "scenario", "new", "x", "-o", str(tmp_path))
+    assert (code, out, err.strip()) == (2, "", f"kraftsim: error: --output {tmp_path}: is a directory; expected a file "
+                                               "to write")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     keep = tmp_path / "kept"
     code, _, _ = run(capsys, "scenario", "run", str(write(tmp_path, "a.toml", PASSING)), "--keep", str(keep), "--json")
