@@ -16,7 +16,7 @@ from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.style import paint_prefix
 from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
-from kraftsim.scenario.language import Limits
+from kraftsim.scenario.language import MAX_NODES_PER_ROLE, Limits
 from kraftsim.sim.ticks.cluster import KNOWN_POLICIES, SimCluster
 from kraftsim.sim.tools.health import cluster_health
 from kraftsim.sim.tools.narrate import narrator
@@ -45,10 +45,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     create = cmds.add_parser("create", help="format and start a new cluster of controllers and brokers")
     create.add_argument("dir", metavar="DIR", help="the cluster directory (must not exist, or be empty)")
-    create.add_argument("--controllers", type=bounded_int(0, 100, "a number of controllers"), required=True,
-                        metavar="N", help="controllers (ids 1..N; at most 100)")
-    create.add_argument("--brokers", type=bounded_int(0, 100, "a number of brokers"), default=0, metavar="M",
-                        help="brokers (ids N+1..N+M; at most 100)")
+    create.add_argument("--controllers", type=bounded_int(0, MAX_NODES_PER_ROLE, "a number of controllers"),
+                        required=True, metavar="N", help=f"controllers (ids 1..N; at most {MAX_NODES_PER_ROLE})")
+    create.add_argument("--brokers", type=bounded_int(0, MAX_NODES_PER_ROLE, "a number of brokers"), default=0,
+                        metavar="M", help=f"brokers (ids N+1..N+M; at most {MAX_NODES_PER_ROLE})")
     create.add_argument("--release", required=True, metavar="R", help="the Kafka release every node runs, e.g. 3.7")
     create.add_argument("--release-version", "-r", metavar="V",
                         help="kafka-storage format --release-version for every node (default: the release's "
@@ -65,8 +65,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="events (default): the event-driven simulator (KRaft replication, network, faults; "
                              "the commands crash, stop, start, partition, heal, disk-fault, run); ticks: the "
                              "older simulator in which every node sees the leader's log at once")
-    create.add_argument("--combined", type=bounded_int(0, 100, "a number of combined nodes"), default=0, metavar="K",
-                        help="K combined broker+controller nodes (ids 1..K come first; not with --engine ticks)")
+    create.add_argument("--combined", type=bounded_int(0, MAX_NODES_PER_ROLE, "a number of combined nodes"), default=0,
+                        metavar="K", help=f"K combined broker+controller nodes (ids 1..K come first; at most "
+                                          f"{MAX_NODES_PER_ROLE}; not with --engine ticks)")
     create.add_argument("--config", action="append", default=[], type=node_config_arg, metavar="NAME=VALUE",
                         help="a server config every node runs with, as in server.properties: "
                              "unstable.feature.versions.enable=true (3.8 on) or unstable.metadata.versions.enable=true "

@@ -24,6 +24,8 @@ from kraftsim.scenario.results import StepResult, result_json
 from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
 from kraftsim.scenario.text import seconds, step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
+from kraftsim.storage.safepath import check_output_file
+from kraftsim.textsafe import INVISIBLE
 
 EXIT_FAILED, EXIT_INVALID = 1, 2
 #: The verdict words painted on a terminal.
@@ -220,12 +222,21 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plain_name(name: str) -> bool:
+    """A name fit for NAME.toml and the file's `name = "..."`: no folder (`/`, a leading `.`)
+    and no control or direction character (in a file name, and in TOML text, they do harm)."""
+    return bool(name) and "/" not in name and not name.startswith(".") and not INVISIBLE.search(name) \
+        and "\t" not in name and "\n" not in name  # (the two controls INVISIBLE leaves to text it shows)
+
+
 def _new(args: argparse.Namespace) -> int:
     name = args.name.strip()
-    if not name or "/" in name or name.startswith("."):
-        print(f"kraftsim: error: NAME: expected a plain scenario name, got {args.name!r}", file=sys.stderr)
+    if not _plain_name(name):
+        print(f"kraftsim: error: NAME: expected a plain scenario name (no '/', no leading '.', no control or direction "
+              f"characters), got {args.name!r}", file=sys.stderr)
         return EXIT_INVALID
     path = Path(args.output) if args.output else Path(f"{name}.toml")
+    check_output_file(path, [], flag="--output" if args.output else "NAME")  # a missing folder: exit 2, not 70
     if path.exists():
         raise KraftsimError(f"{path}: already exists; not overwritten")
     path.write_text(template(name), encoding="utf-8")

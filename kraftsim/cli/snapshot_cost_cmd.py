@@ -106,9 +106,21 @@ def _lines(m: dict[str, Any]) -> list[str]:
     return out
 
 
+def _check_size(args: argparse.Namespace) -> None:
+    """The partitions in all, bounded as `topics create` bounds them: each flag alone is
+    within its limit, but their product sized an image that took hours to build."""
+    from kraftsim.scenario.language import MAX_PARTITIONS
+
+    total = args.topics * args.partitions
+    if total > MAX_PARTITIONS:
+        raise UsageError(f"--topics x --partitions: expected at most {MAX_PARTITIONS:,} partitions in all, "
+                         f"got {total:,}")
+
+
 def run(args: argparse.Namespace) -> int:
     from kraftsim.pipeline.snapshot_cost import kafka_dist, measure_shape
 
+    _check_size(args)  # before the catalog is read or anything is built
     cat = catalog_from_args(args)
     try:
         mv = cat.metadata_version(int(args.mv) if args.mv.isdigit() else args.mv)

@@ -74,8 +74,9 @@ class Expect(_Strict, kw_only=True, forbid_unknown_fields=True):
 MAX_TOPICS = 1_000_000
 MAX_PARTITIONS = 10_000_000
 MAX_REPLICATION = 32_767
-#: Kafka's node.id is an int32: a larger id cannot be formatted (meta.properties) or named by its tools.
-MAX_NODE_ID = 2**31 - 1
+#: Controllers, brokers and combined nodes (each) a created cluster starts with (`cluster create`,
+#: a scenario's `[cluster]`): every node is a simulated process with its own directory and log.
+MAX_NODES_PER_ROLE = 100
 
 
 class Limits(_Strict, kw_only=True, forbid_unknown_fields=True):

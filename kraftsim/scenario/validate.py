@@ -27,13 +27,14 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_NODE_ID, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES, ClusterSpec,
-    Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
+    DISK_FAULTS, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
+    ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
     OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
+from kraftsim.storage.meta_properties import MAX_NODE_ID
 from kraftsim.storage.server_config import validate_unstable_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
@@ -363,9 +364,9 @@ def load_scenario(path: str | Path) -> Scenario:
 
 
 def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
-    for key in ("controllers", "brokers", "combined"):
+    for key in ("controllers", "brokers", "combined"):  # bounded as `cluster create` bounds them, before any id is given
         if not isinstance(getattr(c, key), list):  # a list of voter ids goes with `from` (checked there)
-            check.non_negative(getattr(c, key), f"cluster.{key}")
+            check.non_negative(getattr(c, key), f"cluster.{key}", maximum=MAX_NODES_PER_ROLE)
     if c.from_ is not None:
         if c.configs:
             raise check.fail("cluster.configs", "expected no node configs with `from` (the imported nodes keep "
@@ -422,6 +423,12 @@ def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
     if c.controllers is not None and (not isinstance(c.controllers, list) or not c.controllers
                                       or any(not isinstance(i, int) or i < 0 for i in c.controllers)):
         raise check.fail("cluster.controllers", "expected a list of voter ids with `from` (e.g. [1, 2, 3])")
+    from kraftsim.sim import import_source_kind  # the simulator loads only for a file that imports a cluster
+
+    try:  # what the import refuses by the source's names alone, refused here: `check` says what `run` would
+        import_source_kind(source)
+    except KraftsimError as e:
+        raise check.fail("cluster.from", f"the cluster cannot be imported: {e}") from None
     release = check.release(c.release, "cluster.release") if c.release is not None else None
     return msgspec.structs.replace(c, from_=str(source), release=release, releases=_check_releases(c, check, None))
 

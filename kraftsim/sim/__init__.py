@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checke
     from kraftsim.sim.engine.quorum_view import QuorumInfo, ReplicaInfo
     from kraftsim.sim.engine.reconfig import VoterChangeRefused
     from kraftsim.sim.features_tool import tool_note
-    from kraftsim.sim.importing import import_cluster
+    from kraftsim.sim.importing import import_cluster, import_source_kind
     from kraftsim.sim.node.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
     from kraftsim.sim.node.format import elapsed_text
     from kraftsim.sim.saved import STATE_FILE
@@ -49,11 +49,12 @@ _MODULE_OF = {
     "STATE_FILE": ("kraftsim.sim.saved", "STATE_FILE"),
     "elapsed_text": ("kraftsim.sim.node.format", "elapsed_text"),
     "import_cluster": ("kraftsim.sim.importing", "import_cluster"),
+    "import_source_kind": ("kraftsim.sim.importing", "import_source_kind"),
     "tool_note": ("kraftsim.sim.features_tool", "tool_note"),
 }
 __all__ = [
     "API_VERSIONS_KEY", "INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "STATE_FILE",
     "SimConfig", "SimError", "SimEvent", "Simulation", "VoterChangeRefused", "api_version_table",
-    "api_versions_response", "elapsed_text", "import_cluster", "tool_note",
+    "api_versions_response", "elapsed_text", "import_cluster", "import_source_kind", "tool_note",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

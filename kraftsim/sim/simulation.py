@@ -27,7 +27,7 @@ from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin, FreeNames
 from kraftsim.gcpause import working
-from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id
 from kraftsim.sim.engine.core import Engine
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS
 from kraftsim.sim.engine.member import Member
@@ -494,21 +494,17 @@ class Simulation(AdminMixin):
         except KraftsimError as err:
             raise SimError(str(err)) from None
         e = self.engine
-        nid = max(e.members) + 1 if node_id is None else node_id
-        if nid < 0:
-            raise SimError(f"node id {nid} must not be negative")
-        if nid in e.members:
-            raise SimError(f"the cluster already has a node {nid}")
+        try:
+            nid = joining_node_id(e.members.keys(), node_id)
+        except KraftsimError as err:
+            raise SimError(str(err)) from None
         state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.seed, nid, 0),
                           starts=0)  # its first start makes incarnation 1
         dynamic = e.kraft_version >= 1
-        if role == CONTROLLER and not dynamic:
-            e.static_voters(e.voters + (nid,))
-        try:
-            format_node(self.directory, self.catalog, state, voters=e.voters, cluster_id=self._saved.cluster_id,
-                        seed=self.seed, now_ms=e.now, emit=lambda line: None, dynamic="none" if dynamic else None)
-        except KraftsimError as err:
-            raise SimError(str(err)) from None
+        voters = tuple(sorted(e.voters + (nid,))) if role == CONTROLLER and not dynamic else e.voters
+        self._format_joining(state, voters, dynamic)
+        if voters != e.voters:  # the cluster changes once the node is formatted: a refused format leaves it as it was
+            e.static_voters(voters)
         m = e.add_member(state, STOPPED)
         e.emit(nid, "join", {"role": role, "release": release, "voters": list(e.voters)})
         text = e.start_member(m)
@@ -520,6 +516,20 @@ class Simulation(AdminMixin):
         finally:
             self._finish_op("add-node")
         return nid
+
+    def _format_joining(self, state: NodeState, voters: tuple[int, ...], dynamic: bool) -> None:
+        """`kafka-storage format` for a joining node; SimError when it refuses, with the node's
+        directory, if the format made it, removed (nothing of the node is left behind)."""
+        directory = node_directory(self.directory, state.id)
+        existed = directory.exists()
+        try:
+            format_node(self.directory, self.catalog, state, voters=voters, cluster_id=self._saved.cluster_id,
+                        seed=self.seed, now_ms=self.engine.now, emit=lambda line: None,
+                        dynamic="none" if dynamic else None)
+        except KraftsimError as err:
+            if not existed:
+                shutil.rmtree(directory, ignore_errors=True)
+            raise SimError(str(err)) from None
 
     # ------------------------------------------------------------------ quorum membership (KIP-853)
 

@@ -29,6 +29,8 @@ CLUSTER_ID_PROP = "cluster.id"
 BROKER_ID_PROP = "broker.id"
 NODE_ID_PROP = "node.id"
 DIRECTORY_ID_PROP = "directory.id"
+#: Kafka's node.id is an int32: a larger id cannot be formatted (meta.properties) or named by its tools.
+MAX_NODE_ID = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)

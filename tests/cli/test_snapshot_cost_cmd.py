@@ -10,6 +10,8 @@ import pytest
 
 from kraftsim.image import SnapshotEmitter
 from kraftsim.image.synthetic import ClusterShape, cluster_image
+from kraftsim.pipeline import snapshot_cost
+from kraftsim.scenario.language import MAX_PARTITIONS
 from kraftsim.versions import default_catalog
 from tests.cli_support import run
 
@@ -42,6 +44,22 @@ def test_json_gives_the_emitters_exact_size_and_cold_and_warm_times(tmp_path: Pa
 def test_bad_input_exits_2_in_one_line(capsys: pytest.CaptureFixture[str], argv: list[str], says: str) -> None:
     code, out, err = run(capsys, "snapshot-cost", "--topics", "1", "--no-progress", *argv)
     assert code == 2 and says in err and out == ""
+
+
+@pytest.mark.parametrize("topics, partitions", [(100_000, 100_000), (10_000_000, 2)])
+def test_more_partitions_than_topics_create_allows_are_refused_before_any_work(
+        topics: int, partitions: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each flag within its limit, the product past `topics create`'s (10^10 partitions
+    once started building): refused with the same limit before the image is built."""
+    def built(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the image was built")
+
+    monkeypatch.setattr(snapshot_cost, "measure_shape", built)
+    code, out, err = run(capsys, "snapshot-cost", "--topics", str(topics), "--partitions", str(partitions),
+                         "--no-progress")
+    assert (code, out) == (2, "")
+    assert (f"--topics x --partitions: expected at most {MAX_PARTITIONS:,} partitions in all, "
+            f"got {topics * partitions:,}") in err
 
 
 def test_unfetched_release_says_how_to_fetch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -3,6 +3,7 @@ incompatible nodes, KIP-778's reactions to unsupported levels and its lossy down
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import msgspec
@@ -116,6 +117,60 @@ def test_a_late_incompatible_broker_is_refused(at_41: Path, capsys) -> None:
     assert code == 0 and "Broker 9 is unfenced." in out
     code, _, err = run(capsys, "cluster", "add", at_41, "--broker", "--release", "4.1", "--id", "9")
     assert code == 1 and "the cluster already has a node 9" in err
+
+
+@pytest.mark.parametrize("engine", ["events", "ticks"])
+def test_no_default_id_is_left_above_the_largest_node_id(engine: str, tmp_path: Path, capsys) -> None:
+    """After node 2147483647 the default id (2147483648) is no int32: the add formatted a
+    meta.properties no node could read, and kept the node, so `cluster status` failed forever."""
+    d = tmp_path / "c"
+    create(capsys, d, "--controllers", "1", "--release", "3.9", "--engine", engine)
+    ok(capsys, "cluster", "add", d, "--broker", "--release", "3.9", "--id", "2147483647")
+    def saved() -> dict[str, object]:  # cluster.json but the count of opens
+        return {k: v for k, v in json.loads((d / "cluster.json").read_bytes()).items() if k != "opens"}
+
+    state = saved()
+    code, out, err = run(capsys, "cluster", "add", d, "--broker", "--release", "3.9")
+    assert code == 1 and "Traceback" not in err
+    assert ("no default node id is left: the highest id + 1 is 2147483648, above 2147483647, the largest node.id "
+            "(an int32); give the new node a free id") in err
+    assert saved() == state and not (d / "node-2147483648").exists()
+    assert [n["id"] for n in status(capsys, d)["nodes"]] == [1, 2147483647]
+    ok(capsys, "cluster", "add", d, "--broker", "--release", "3.9", "--id", "2")  # a free id still joins
+
+
+def test_a_refused_format_leaves_the_cluster_as_it_was(tmp_path: Path, capsys) -> None:
+    """A controller joining a static quorum was made a voter before its format: when the
+    format refused (here a stray node-2 folder of another node), the saved cluster listed a
+    voter that does not exist and lost its majority. The stray folder is the user's: kept."""
+    d = tmp_path / "c"
+    create(capsys, d, "--controllers", "1", "--release", "3.9")
+    (d / "node-2").mkdir()
+    (d / "node-2" / "meta.properties").write_bytes((d / "node-1" / "meta.properties").read_bytes())
+    code, _, err = run(capsys, "cluster", "add", d, "--controller", "--release", "3.9")
+    assert code == 1 and "Stored node id 1 doesn't match previous node id 2" in err
+    st = status(capsys, d)
+    assert (st["voters"], [n["id"] for n in st["nodes"]], st["health"]["healthy"]) == ([1], [1], True)
+    assert [p.name for p in (d / "node-2").iterdir()] == ["meta.properties"]
+
+
+def test_a_format_failing_half_way_leaves_no_node_folder(tmp_path: Path, capsys,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a refused format made of the node's folder is removed with it."""
+    from kraftsim.errors import KraftsimError
+    from kraftsim.sim import simulation
+
+    def half_way(cluster_dir: Path, *args: object, **kwargs: object) -> None:
+        (cluster_dir / "node-2" / "__cluster_metadata-0").mkdir(parents=True)
+        raise KraftsimError("the disk is full")
+
+    d = tmp_path / "c"
+    create(capsys, d, "--controllers", "1", "--release", "3.9")
+    monkeypatch.setattr(simulation, "format_node", half_way)
+    code, _, err = run(capsys, "cluster", "add", d, "--controller", "--release", "3.9")
+    assert (code, err.strip()) == (1, "the disk is full")
+    assert not (d / "node-2").exists()
+    assert status(capsys, d)["voters"] == [1]
 
 
 def test_an_inactive_controller_meeting_an_unsupported_level_stops(tmp_path: Path, capsys) -> None:

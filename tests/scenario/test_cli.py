@@ -60,6 +60,32 @@ def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytes
     assert code == 2 and "z.toml: step 1" in err
 
 
+@pytest.mark.parametrize("source, says", [
+    ("plain", "neither a __cluster_metadata-0 directory"),  # a folder of anything else (`/etc`)
+    ("notes.txt", "not a metadata file"),
+    ("00000000000000000000.log", "a log segment alone does not hold a cluster"),
+    ("snap.checkpoint", "the file name does not say which offset this snapshot ends at"),
+    ("logdir/meta.properties", "a log directory without a __cluster_metadata-0 directory"),
+])
+def test_check_refuses_a_from_that_run_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str,
+                                               says: str) -> None:
+    """`check` passed a `from` the import refuses by its names alone, which `run` refused only
+    after printing the scenario's header: both now refuse it, before anything is printed."""
+    path = tmp_path / source
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if source == "plain":
+        path.mkdir()
+        (path / "hosts").write_text("127.0.0.1 localhost\n", encoding="utf-8")
+    else:
+        path.write_text("", encoding="utf-8")
+    origin = path.parent if source.endswith("meta.properties") else path
+    file = write(tmp_path, "from.toml", f"name = 'x'\n[cluster]\nfrom = '{origin.name}'\n")
+    for command in ("check", "run"):
+        code, out, err = run(capsys, "scenario", command, str(file))
+        assert (code, out) == (2, ""), (command, out, err)
+        assert f"{file}: key `cluster.from`: the cluster cannot be imported: {origin}: " in err and says in err, err
+
+
 def test_no_traceback_from_the_real_command(tmp_path: Path) -> None:
     bad = write(tmp_path, "m.toml", "name = [\n")
     proc = subprocess.run([sys.executable, "-m", "kraftsim", "scenario", "run", str(bad)], cwd=REPO,
@@ -81,6 +107,32 @@ def test_check_list_and_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     code, out, _ = run(capsys, "scenario", "run", str(target), "--json")
     assert code == 0 and json.loads(out)["name"] == "mine"  # the template runs and passes as written
     assert run(capsys, "scenario", "new", "mine", "-o", str(target))[0] == 1  # never overwrites
+
+
+@pytest.mark.parametrize("name", ["a\x1bb", "a\tb", "a\x7fb", "ab\u202ecd", "../x", ".hidden", "a/b"])
+def test_new_refuses_a_name_with_a_folder_or_a_control_character(name: str, tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str],
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """`/` and a leading `.` were refused, but an escape character became part of a file name."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "scenario", "new", name)
+    assert (code, out) == (2, "")
+    assert err.strip() == ("kraftsim: error: NAME: expected a plain scenario name (no '/', no leading '.', no "
+                           f"control or direction characters), got {name!r}")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_new_refuses_an_output_it_cannot_write_before_writing(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing folder was an internal error (exit 70, FileNotFoundError); it is said as the
+    other commands say it (storage.safepath), as is a folder given for the file."""
+    missing = tmp_path / "nodir" / "x.toml"
+    code, out, err = run(capsys, "scenario", "new", "x", "-o", str(missing))
+    assert (code, out, err.strip()) == (2, "", f"kraftsim: error: --output {missing}: {missing.parent}: no such directory")
+    code, out, err = run(capsys, "scenario", "new", "x", "-o", str(tmp_path))
+    assert (code, out, err.strip()) == (2, "", f"kraftsim: error: --output {tmp_path}: is a directory; expected a file "
+                                               "to write")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

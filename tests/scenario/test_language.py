@@ -9,6 +9,7 @@ import pytest
 
 from kraftsim.scenario import ScenarioInvalid, load_scenario, parse_scenario
 from kraftsim.scenario.header import parse_header
+from kraftsim.scenario.language import MAX_NODES_PER_ROLE
 from kraftsim.scenario.ops import OPS
 from kraftsim.scenario.validate import resolve_release
 from kraftsim.versions import default_catalog
@@ -226,6 +227,22 @@ def test_valid_file_with_every_op_decodes(tmp_path: Path) -> None:
 def test_combined_nodes_come_first() -> None:
     s = parse_scenario("name = 'c'\n[cluster]\ncombined = 2\ncontrollers = 1\nbrokers = 1\nrelease = '3.9'\n", "c.toml")
     assert s.nodes == {1: ("broker", "controller"), 2: ("broker", "controller"), 3: ("controller",), 4: ("broker",)}
+
+
+@pytest.mark.parametrize("key", ["controllers", "brokers", "combined"])
+@pytest.mark.parametrize("count", [101, 100_000, 100_000_000, 100_000_000_000])
+def test_node_counts_are_bounded_as_cluster_create_bounds_them(key: str, count: int) -> None:
+    """A count `cluster create` refuses is refused before any node is numbered (a huge one
+    once grew the node table until the process was killed)."""
+    def cluster(n: int) -> str:
+        counts = {"controllers": 1, "brokers": 0, "combined": 0, key: n}
+        return "name = 'big'\n[cluster]\n" + "".join(f"{k} = {v}\n" for k, v in counts.items()) + "release = '3.9'\n"
+
+    err = reject(cluster(count))
+    assert err.key == f"cluster.{key}"
+    assert f"expected an integer <= {MAX_NODES_PER_ROLE}, got {count:,}" in str(err)
+    edge = parse_scenario(cluster(MAX_NODES_PER_ROLE), "edge.toml")  # the limit itself, as `cluster create` allows
+    assert len(edge.nodes) == MAX_NODES_PER_ROLE + (key != "controllers")
 
 
 def test_release_names_and_lines() -> None:

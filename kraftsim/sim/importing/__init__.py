@@ -15,6 +15,6 @@ from kraftsim.sim.importing.run import (
     import_cluster,
     parse_release_overrides,
 )
-from kraftsim.sim.importing.sources import ImportRefused
+from kraftsim.sim.importing.sources import ImportRefused, import_source_kind
 
-__all__ = ["ImportRefused", "ImportResult", "import_cluster", "parse_release_overrides"]
+__all__ = ["ImportRefused", "ImportResult", "import_cluster", "import_source_kind", "parse_release_overrides"]

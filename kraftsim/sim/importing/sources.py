@@ -130,9 +130,10 @@ def _read_beside(metadata_dir: Path) -> tuple[MetaPropertiesFile | None, QuorumS
     return meta, quorum
 
 
-def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> SourceReplica:
-    """Load one source read-only; ImportRefused (exit 2) when it is not Kafka metadata, (exit 1)
-    when it is damaged and `up_to_damage` is not given."""
+def import_source_kind(path: Path) -> PathKind:
+    """What a source is, from its names alone (nothing is read): ImportRefused (exit 2) when it
+    cannot hold a cluster. Also what `scenario check` asks of a file's `from`, so that it
+    refuses what `scenario run` would."""
     p = Path(path)
     try:
         kind = classify_path(p)
@@ -141,11 +142,21 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
     if kind in (PathKind.SEGMENT, PathKind.BOOTSTRAP):
         raise ImportRefused(f"{p}: a {kind.value} alone does not hold a cluster; give its {METADATA_DIR_NAME} "
                             "directory, the log directory holding it, or a .checkpoint snapshot")
+    if kind is PathKind.SNAPSHOT and parse_snapshot_name(p.name) is None:
+        raise ImportRefused(f"{p}: the file name does not say which offset this snapshot ends at "
+                            "(expected <end offset>-<epoch>.checkpoint)")
+    if kind is PathKind.LOG_DIR and not (p / METADATA_DIR_NAME).is_dir():
+        raise ImportRefused(f"{p}: a log directory without a {METADATA_DIR_NAME} directory: nothing to import")
+    return kind
+
+
+def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> SourceReplica:
+    """Load one source read-only; ImportRefused (exit 2) when it is not Kafka metadata, (exit 1)
+    when it is damaged and `up_to_damage` is not given."""
+    p = Path(path)
+    kind = import_source_kind(p)
     registry = catalog.record_registry()
     if kind is PathKind.SNAPSHOT:
-        if parse_snapshot_name(p.name) is None:
-            raise ImportRefused(f"{p}: the file name does not say which offset this snapshot ends at "
-                                "(expected <end offset>-<epoch>.checkpoint)")
         meta, quorum = _read_beside(p.parent)
         try:
             loaded = load_path(p, catalog=catalog, registry=registry)
@@ -157,8 +168,6 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
         src.last_timestamp = loaded.snapshot_header[0].message.last_contained_log_timestamp
         return src
     metadata_dir = p if kind is PathKind.METADATA_DIR else p / METADATA_DIR_NAME
-    if not metadata_dir.is_dir():
-        raise ImportRefused(f"{p}: a log directory without a {METADATA_DIR_NAME} directory: nothing to import")
     meta, quorum = _read_beside(metadata_dir)
     try:
         # Every segment is checked (Kafka's recovery checks the last one only): damage in an
@@ -192,4 +201,4 @@ def read_source(path: Path, catalog: Catalog, *, up_to_damage: bool = False) -> 
     return src
 
 
-__all__ = ["Damage", "ImportRefused", "SourceReplica", "read_source"]
+__all__ = ["Damage", "ImportRefused", "SourceReplica", "import_source_kind", "read_source"]

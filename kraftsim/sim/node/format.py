@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Collection, Iterable, Sequence
 
 from kraftsim.sim.node.simnode import CONTROLLER_LISTENER, NodeState, node_directory
 from kraftsim.errors import KraftsimError
@@ -16,6 +16,7 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import ServerConfig, random_uuid, read_meta_properties, storage_format
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
+from kraftsim.storage.meta_properties import MAX_NODE_ID
 from kraftsim.storage.server_config import Listener
 from kraftsim.javacompat import date_to_string as java_date
 from kraftsim.versions import Catalog
@@ -48,6 +49,23 @@ def directory_id_for(seed: int, node_id: int) -> str:
     (`--initial-controllers id@host:port:DIRECTORY_ID`; Kafka users take it from
     `kafka-storage random-uuid`)."""
     return str(random_uuid(random.Random(f"kraftsim:{seed}:directory-id:{node_id}")))
+
+
+def joining_node_id(ids: Collection[int], node_id: int | None) -> int:
+    """The id of a node joining a cluster of `ids`: `node_id`, or by default the highest id + 1.
+    KraftsimError, before anything is written, when it is taken or not a node.id Kafka can hold
+    (an int32: a larger one is formatted into a meta.properties no node can read back)."""
+    nid = max(ids, default=0) + 1 if node_id is None else node_id
+    if nid < 0:
+        raise KraftsimError(f"node id {nid} must not be negative")
+    if nid > MAX_NODE_ID and node_id is None:
+        raise KraftsimError(f"no default node id is left: the highest id + 1 is {nid}, above {MAX_NODE_ID}, the "
+                            "largest node.id (an int32); give the new node a free id")
+    if nid > MAX_NODE_ID:
+        raise KraftsimError(f"node id {nid} is above {MAX_NODE_ID}, the largest node.id (an int32)")
+    if nid in ids:
+        raise KraftsimError(f"the cluster already has a node {nid}")
+    return nid
 
 
 def format_node(cluster_dir: Path, catalog: Catalog, state: NodeState, *, voters: Sequence[int], cluster_id: str,
@@ -110,4 +128,4 @@ def static_voters_record(cluster_dir: Path, voters: Iterable[int], registry: Reg
 
 
 __all__ = ["EPOCH_MS", "clock_text", "cluster_id_for", "directory_id_for", "elapsed_text", "format_node", "incarnation_id",
-           "node_directory_id", "static_voters_record"]
+           "joining_node_id", "node_directory_id", "static_voters_record"]

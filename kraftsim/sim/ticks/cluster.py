@@ -28,12 +28,13 @@ from kraftsim.controller import (
     KIP_778, BrokerHeartbeats, ControllerConfig, ControllerContext, ControllerResult, FeatureUpdate, QuorumController,
     UpdateFeaturesRequest, UpdateFeaturesResponse, unregister_broker,
 )
+from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataImage
 from kraftsim.image import BrokerRegistration
 from kraftsim.image import load_path
 from kraftsim.protocol.entries import Payload, encode_control_batch
 from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, Unsupported, node_directory
-from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id
+from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id
 from kraftsim.sim.ticks.lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
 from kraftsim.sim.ticks.state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
 from kraftsim.sim.types import MvChangeReport
@@ -526,12 +527,10 @@ class SimCluster(TickLifecycleMixin):
         if role not in (BROKER, CONTROLLER):
             raise ClusterError(f"unknown role {role!r}")
         self.catalog.find_release(release)
-        ids = [n.id for n in self.state.nodes]
-        nid = max(ids) + 1 if node_id is None else node_id
-        if nid < 0:
-            raise ClusterError(f"node id {nid} must not be negative")
-        if nid in ids:
-            raise ClusterError(f"the cluster already has a node {nid}")
+        try:
+            nid = joining_node_id({n.id for n in self.state.nodes}, node_id)
+        except KraftsimError as e:
+            raise ClusterError(str(e)) from None
         state = NodeState(id=nid, roles=(role,), release=release, incarnation=incarnation_id(self.state.seed, nid, 0),
                           starts=0, running=False)
         self._format(state)
