@@ -22,7 +22,7 @@ SOURCE = REPO / "kraftsim"
 #: The layers of kraftsim, lowest first: a package may import its own layer's peers and
 #: any lower layer, never a higher one. Top-level modules count as packages here.
 LAYERS: list[set[str]] = [
-    {"kraftsim", "errors", "gcpause", "lazy", "tomlinput", "jsoninput", "textsafe"},
+    {"kraftsim", "errors", "gcpause", "lazy", "tomlinput", "jsoninput", "textsafe", "regular_file"},
     {"protocol", "javacompat"},
     {"versions"},
     {"storage"},

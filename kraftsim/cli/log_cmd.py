@@ -25,7 +25,7 @@ from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan_file, verify_file
 from kraftsim.storage.checks import directory_problems, file_problems
-from kraftsim.storage.fileio import opened_file
+from kraftsim.regular_file import opened_file
 from kraftsim.storage.batchfile import decode_file_batch, stream_file_batches
 from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name, topic_name_error
 from kraftsim.storage.view import find_metadata_files

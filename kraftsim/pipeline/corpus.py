@@ -16,7 +16,7 @@ from kraftsim.pipeline.defaults import catalog_of
 from kraftsim.pipeline.discover import find_files
 from kraftsim.pipeline.records import encoded_sizes
 from kraftsim.protocol.scan import ScanReport, scan_file
-from kraftsim.storage.fileio import opened_file
+from kraftsim.regular_file import opened_file
 from kraftsim.versions import Catalog
 
 CORPUS = "corpus_files"

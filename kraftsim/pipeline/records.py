@@ -21,7 +21,7 @@ from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry
 from kraftsim.protocol.scan import Problem, ScanReport, scan_file
 from kraftsim.pipeline.schemas import schema
-from kraftsim.storage.fileio import opened_file
+from kraftsim.regular_file import opened_file
 
 RECORDS = "records"
 DEFAULT_BATCH_ROWS = 32_768

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Iterable
 from kraftsim import shipped_folder
 from kraftsim import tomlinput
 from kraftsim.errors import SchemaError
-from kraftsim.storage.fileio import UnreadableFile, opened_file
+from kraftsim.regular_file import UnreadableFile, opened_file
 
 MAX_VERSION = 0x7FFF
 

@@ -24,7 +24,7 @@ from kraftsim.shell.style import ShellStyle, style_for
 from kraftsim.shell.tree import ShellFault, ShellTree
 from kraftsim.storage import PathKind, classify_path
 from kraftsim.storage.batchfile import stream_file_batches
-from kraftsim.storage.fileio import opened_file
+from kraftsim.regular_file import opened_file
 from kraftsim.versions import Catalog, Release, VersionsError
 
 PROMPT = ">> "

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import mmap
 import os
-import stat
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Iterator
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import opened_file
 
 
 def fsync_dir(directory: Path) -> None:
@@ -59,21 +59,6 @@ def read_file_in(path: Path | str, name: str) -> tuple[Path, bytes]:
     return p, read_file(p)
 
 
-class UnreadableFile(KraftsimError):
-    """A file that could not be opened as a regular file: `cannot read PATH: REASON`.
-    `errno` is the OS error's (None for a file that is there but not a regular file), so that a
-    caller can word a missing file its own way."""
-
-    def __init__(self, path: Path | str, reason: str, errno: int | None = None):
-        super().__init__(f"cannot read {path}: {reason}")
-        self.path = str(path)
-        self.reason = reason
-        self.errno = errno
-
-    def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str, int | None]]:
-        return type(self), (self.path, self.reason, self.errno)
-
-
 def read_file(path: Path) -> bytes:
     """Read a whole regular file, turning OS errors into one clear KraftsimError."""
     with opened_file(path) as f:
@@ -81,35 +66,6 @@ def read_file(path: Path) -> bytes:
             return f.read()
         except OSError as e:
             raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
-
-
-def require_regular_file(path: Path | str) -> None:
-    """UnreadableFile unless `path` is a regular file, checked before it is opened: opening a
-    FIFO waits for a writer, a device such as /dev/zero never ends, a directory cannot be
-    mapped. (A missing file passes: the open that follows names it.)"""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        return
-    except OSError as e:
-        raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
-    if not stat.S_ISREG(mode):
-        raise UnreadableFile(path, "not a regular file")
-
-
-@contextmanager
-def opened_file(path: Path | str) -> Iterator[BinaryIO]:
-    """A regular file opened for reading, failures to open it as one UnreadableFile (a
-    KraftsimError); errors of the caller's own work inside the block (a closed pipe) pass
-    through as they are. Anything but a regular file is refused before it is opened: a FIFO's
-    open waits for a writer, and a device such as /dev/zero never ends."""
-    require_regular_file(path)
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
-    with f:
-        yield f
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from kraftsim.protocol.batch import (
     parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
-from kraftsim.storage.fileio import require_regular_file
+from kraftsim.regular_file import require_regular_file
 from kraftsim.storage.names import DELETED_FILE_SUFFIX
 from kraftsim.storage.reaper import mark_and_discard
 

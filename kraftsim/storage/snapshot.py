@@ -29,7 +29,8 @@ from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
     stream_file_batches,
 )
-from kraftsim.storage.fileio import fsync_dir, read_file, require_regular_file
+from kraftsim.regular_file import require_regular_file
+from kraftsim.storage.fileio import fsync_dir, read_file
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
 )

@@ -15,7 +15,7 @@ from kraftsim.errors import KraftsimError
 from kraftsim.protocol.entries import LogEntry
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch, stream_file_batches
-from kraftsim.storage.fileio import opened_file
+from kraftsim.regular_file import opened_file
 from kraftsim.storage.log import MetadataLog, Validate
 from kraftsim.storage.names import (
     BOOTSTRAP_FILE, METADATA_DIR_NAME, PathKind, SnapshotId, classify_path, parse_segment_name, segment_file_name,

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from kraftsim import tomlinput
-from kraftsim.storage.fileio import UnreadableFile, opened_file
+from kraftsim.regular_file import UnreadableFile, opened_file
 from kraftsim.versions.errors import CatalogError, CatalogTooLarge, CatalogUnreadable
 from kraftsim.versions.metadata_version import RELEASE_RE, release_line, release_name_key
 from kraftsim.versions.schema import (

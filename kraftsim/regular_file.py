@@ -1,0 +1,60 @@
+"""Opening a file a user named as a regular file, and nothing else.
+
+A FIFO named where kraftsim expects a file would make its open wait for a writer forever, a
+device such as /dev/zero never ends, and a directory cannot be read or mapped: each reader of
+such inputs (metadata files, record schemas, catalogs) refuses them here, before the open.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO, Iterator
+
+from kraftsim.errors import KraftsimError
+
+
+class UnreadableFile(KraftsimError):
+    """A file that could not be opened as a regular file: `cannot read PATH: REASON`.
+    `errno` is the OS error's (None for a file that is there but not a regular file), so that a
+    caller can word a missing file its own way."""
+
+    def __init__(self, path: Path | str, reason: str, errno: int | None = None):
+        super().__init__(f"cannot read {path}: {reason}")
+        self.path = str(path)
+        self.reason = reason
+        self.errno = errno
+
+    def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str, int | None]]:
+        return type(self), (self.path, self.reason, self.errno)
+
+
+def require_regular_file(path: Path | str) -> None:
+    """UnreadableFile unless `path` is a regular file, checked before it is opened: opening a
+    FIFO waits for a writer, a device such as /dev/zero never ends, a directory cannot be
+    mapped. (A missing file passes: the open that follows names it.)"""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
+    if not stat.S_ISREG(mode):
+        raise UnreadableFile(path, "not a regular file")
+
+
+@contextmanager
+def opened_file(path: Path | str) -> Iterator[BinaryIO]:
+    """A regular file opened for reading, failures to open it as one UnreadableFile (a
+    KraftsimError); errors of the caller's own work inside the block (a closed pipe) pass
+    through as they are. Anything but a regular file is refused before it is opened: a FIFO's
+    open waits for a writer, and a device such as /dev/zero never ends."""
+    require_regular_file(path)
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
+    with f:
+        yield f
