@@ -36,7 +36,7 @@ EXIT_STATUS_HELP = (
     "exit status: 0 ok; 1 a check failed or the request was refused; 2 usage or invalid input; "
     "70 internal error (a bug in kraftsim: rerun with --debug for the traceback and report it); "
     "75 the cluster directory is in use by another command (named in the message): try again later; "
-    "130 interrupted; 143 terminated (SIGTERM); 141 the reader of the output went away (e.g. `| head`). "
+    "130 interrupted; 141 the reader of the output went away (e.g. `| head`); 143 terminated (SIGTERM). "
     "The same flag means the same thing in every command: --at OFFSET the state after every record below "
     "OFFSET; --metadata MV a metadata.version (--release-version where Kafka's tools say so); --release R a "
     "Kafka release"
