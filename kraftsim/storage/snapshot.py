@@ -29,7 +29,7 @@ from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
     stream_file_batches,
 )
-from kraftsim.regular_file import require_regular_file
+from kraftsim.regular_file import opened_file, require_regular_file
 from kraftsim.storage.fileio import fsync_dir, read_file
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
@@ -664,16 +664,15 @@ def snapshot_path(directory: Path | str, snapshot_id: SnapshotId) -> Path:
 def read_snapshot_header(path: Path | str, registry: Registry | None = None) -> object:
     """Only the SnapshotHeaderRecord of a snapshot (what retention needs), without reading the rest."""
     p = Path(path)
-    require_regular_file(p)
-    try:
-        with open(p, "rb") as f:
+    with opened_file(p) as f:  # (a FIFO named like a snapshot is refused before the open)
+        try:
             head = f.read(12)
-            if len(head) < 12:
-                raise LogFileError(str(p), None, "First batch is not a control batch with at least one record", 0)
-            length = int.from_bytes(head[8:12], "big", signed=True)
+            length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
             data = head + f.read(max(length, 0))
-    except OSError as e:
-        raise KraftsimError(f"cannot read {p}: {e.strerror or e}") from None
+        except OSError as e:
+            raise KraftsimError(f"cannot read {p}: {e.strerror or e}") from None
+    if len(head) < 12:
+        raise LogFileError(str(p), None, "First batch is not a control batch with at least one record", 0)
     registry = registry or default_registry()
     batches = list(iter_file_batches(str(p), data))
     first = batches[0]
