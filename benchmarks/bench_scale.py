@@ -8,6 +8,10 @@ run FILE --seed 1 --json`), as a user runs it: wall and CPU seconds, peak RSS (o
 process alone), whether it passed, and the load average before and after, since the machine
 is shared. Goals (issue 32): 1M partitions in at most 60 s and 6 GB.
 
+`--without-deep-checks` runs the same with the deep invariants not checked
+(`benchmarks/_without_deep_checks.py`: a measuring tool, not a product option), which splits a
+run's cost into the simulation's own and its deep checks'.
+
 `--profile SIZE` also runs that size under cProfile and writes its top functions (by
 cumulative and by own time) into the results. `--timeout` bounds each run; a size that does
 not finish in time is recorded as such.
@@ -39,6 +43,8 @@ SCENARIO = ROOT / "scenarios" / "production-scale-1m.toml"
 RESULTS = ROOT / "benchmarks" / "results"
 #: What the figures mean and what is left, written by hand, put after the table of every run.
 NOTES = RESULTS / "scale-notes.md"
+#: The scenario run without its deep checks (`--without-deep-checks`).
+WITHOUT_DEEP_CHECKS = ROOT / "benchmarks" / "_without_deep_checks.py"
 PARTITIONS_PER_TOPIC = 50
 GOAL_S, GOAL_GB = 60, 6
 
@@ -56,16 +62,19 @@ def scenario_text(partitions: int) -> str:
 
 
 def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
-             max_gb: float | None = None, code: Path = ROOT, label: str = "this tree") -> dict[str, object]:
+             max_gb: float | None = None, code: Path = ROOT, label: str = "this tree",
+             deep_checks: bool = True) -> dict[str, object]:
     """One fresh process running the scenario at `partitions`: its figures. `max_gb`: the run is
-    stopped once its resident set passes that (instead of pressing a shared machine)."""
+    stopped once its resident set passes that (instead of pressing a shared machine).
+    `deep_checks=False`: through WITHOUT_DEEP_CHECKS (its row's code says so)."""
     with tempfile.TemporaryDirectory(prefix="kraftsim-scale-") as tmp:
         path = Path(tmp) / f"scale-{partitions}.toml"
         path.write_text(scenario_text(partitions), encoding="utf-8")
         cmd = [sys.executable]
         if profile_to is not None:
             cmd += ["-m", "cProfile", "-o", str(profile_to)]
-        cmd += ["-m", "kraftsim", "scenario", "run", str(path), "--seed", "1", "--json"]
+        cmd += ["-m", "kraftsim"] if deep_checks else [str(WITHOUT_DEEP_CHECKS)]
+        cmd += ["scenario", "run", str(path), "--seed", "1", "--json"]
         # (TMPDIR inside this run's folder: a run stopped by the watchdog leaves no cluster behind)
         env = dict(os.environ, PYTHONPATH=str(code), TMPDIR=tmp)
         load_before = load_average()
@@ -78,7 +87,7 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         out, err = out_path.read_bytes(), err_path.read_bytes()
     passed = b'"passed":true' in out[:200]
     row: dict[str, object] = {
-        "code": label, "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
+        "code": label if deep_checks else f"{label}, deep checks off", "partitions": partitions, "max_gb": max_gb, "topics": partitions // PARTITIONS_PER_TOPIC, "wall_s": round(wall, 1),
         "passed": passed, "stopped": stopped, "profiled": profile_to is not None,
         "load_before": load_before, "load_after": load_average(), "exit": os.waitstatus_to_exitcode(status),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
@@ -173,6 +182,8 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT,
                         help="the checkout whose kraftsim runs (another one, e.g. main, for figures from before)")
     parser.add_argument("--label", default="this tree", help="what --code is, in the results")
+    parser.add_argument("--without-deep-checks", action="store_true",
+                        help="run without the deep invariants as well, after each size (what the checks cost)")
     parser.add_argument("--append", action="store_true", help="keep the rows and profiles already in the results")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -186,6 +197,9 @@ def main() -> None:
     for size in sizes:
         rows.append(run_size(size, args.timeout, **run))
         print(rows[-1], flush=True)
+        if args.without_deep_checks:
+            rows.append(run_size(size, args.timeout, deep_checks=False, **run))
+            print(rows[-1], flush=True)
     if args.before_profile is not None:
         profiles[f"Profile {args.before_label}, by cumulative time"] = top_functions(args.before_profile, "cumulative", 40)
         profiles[f"Profile {args.before_label}, by own time"] = top_functions(args.before_profile, "tottime", 25)

@@ -1,0 +1,55 @@
+"""benchmarks/bench_scale.py's split of a run's cost: the same scenario with and without the
+deep checks, the second through benchmarks/_without_deep_checks.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import _without_deep_checks, bench_scale
+from kraftsim.scenario import load_scenario
+from kraftsim.scenario.runner import run_scenario
+from kraftsim.sim.engine import core, invariants
+from tests.scenario.helpers import SUITE
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _deep_checks_made(monkeypatch: pytest.MonkeyPatch) -> int:
+    made = 0
+    deep = invariants.Checker.deep
+
+    def counted(self: invariants.Checker, event: str, members: list[object]) -> None:
+        nonlocal made
+        made += 1
+        deep(self, event, members)  # type: ignore[arg-type]
+    monkeypatch.setattr(invariants.Checker, "deep", counted)
+    assert run_scenario(load_scenario(SUITE / "topics-through-a-roll.toml"), seed=1).result.passed
+    return made
+
+
+def test_the_runner_turns_off_the_deep_checks_and_only_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _deep_checks_made(monkeypatch) > 0
+    monkeypatch.setattr(core.Engine, "check_deep", core.Engine.check_deep)  # (undone after the test)
+    _without_deep_checks.turn_off_deep_checks()
+    assert _deep_checks_made(monkeypatch) == 0
+
+
+def test_a_run_without_deep_checks_gives_the_same_result_bytes() -> None:
+    """Nothing the deep checks do is output: the two commands agree byte for byte."""
+    args = ["scenario", "run", str(SUITE / "topics-through-a-roll.toml"), "--seed", "3", "--json"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))  # (this checkout's kraftsim, as bench_scale runs it)
+    plain = subprocess.run([sys.executable, "-m", "kraftsim", *args], env=env, capture_output=True, check=False)
+    off = subprocess.run([sys.executable, str(bench_scale.WITHOUT_DEEP_CHECKS), *args], env=env,
+                         capture_output=True, check=False)
+    assert plain.returncode == off.returncode == 0, off.stderr
+    assert off.stdout == plain.stdout and b'"passed":true' in off.stdout
+
+
+def test_the_benchmark_labels_a_run_without_deep_checks() -> None:
+    row = bench_scale.run_size(1_000, timeout_s=300, deep_checks=False, label="here")
+    assert row["passed"] and row["code"] == "here, deep checks off" and row["partitions"] == 1_000
