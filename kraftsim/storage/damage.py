@@ -11,17 +11,18 @@ Nothing here changes a file.
 
 from __future__ import annotations
 
-import mmap
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftsim.errors import CorruptRecordException, KraftsimError
-from kraftsim.protocol.batch import BatchSlice, parse_batch, split_batches
+from kraftsim.protocol.batch import BatchSlice, parse_batch, read_batches
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import parse_segment_name
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
-from kraftsim.storage.segment import ScanProblem, scan_segment
+from kraftsim.regular_file import opened_file
+from kraftsim.storage.segment import ScanProblem, scan_segment_file
 from kraftsim.storage.snapshot import SnapshotFile
 
 UP_TO_DAMAGE_HINT = "`kraftsim log verify` lists every problem; --up-to-damage loads the offsets before it as a partial result"
@@ -78,19 +79,36 @@ def load_limit(log: MetadataLog, *, up_to_damage: bool, upto: int | None = None)
     return LoadLimit(damage[0].offset if damage else None, torn, damage)
 
 
-def segment_batches(path: Path, data: bytes | mmap.mmap, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit]:
+def segment_batches(path: Path, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit, int]:
     """The batches of one segment file given on its own, under the same rule: a torn last
-    batch is recovery, any other problem damage (an error unless `up_to_damage`)."""
-    base = parse_segment_name(path.name)
-    if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
+    batch is recovery, any other problem damage (an error unless `up_to_damage`); and the
+    file's size. The file is read a window and a batch at a time (`scan_segment_file`,
+    `read_batches`), never mapped, so one another process cuts meanwhile ends the walk
+    where it was cut."""
+    with opened_file(path) as f:
+        fd = f.fileno()
         try:
-            first = next(iter(split_batches(data)), None)
-        except CorruptRecordException:  # (none: the scan below reports it, naming the file)
-            first = None
-        base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
-    findings: list[ScanProblem] = []
-    entries, problem = scan_segment(data, base, validate=True, findings=findings)
-    batches = [FileBatch(str(path), e.position, parse_batch(data[e.position:e.position + e.size])) for e in entries]
+            size = os.fstat(fd).st_size
+        except OSError as err:
+            raise KraftsimError(f"cannot read {path}: {err.strerror or err}") from None
+        base = parse_segment_name(path.name)
+        if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
+            try:
+                first = next(read_batches(f), None)
+            except CorruptRecordException:  # (none: the scan below reports it, naming the file)
+                first = None
+            base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
+        findings: list[ScanProblem] = []
+        entries, problem = scan_segment_file(fd, size, base, validate=True, findings=findings)
+        batches: list[FileBatch] = []
+        for entry in entries:
+            raw = os.pread(fd, entry.size, entry.position)
+            if len(raw) < entry.size:  # (cut since the scan: what is left of it is a torn tail)
+                problem = ScanProblem(entry.position, entry.base_offset, "the file was cut to "
+                                      f"{entry.position + len(raw)} bytes while it was read", torn=True)
+                entries = entries[:len(batches)]
+                break
+            batches.append(FileBatch(str(path), entry.position, parse_batch(raw)))
     damage = [Damage(prev.next_offset, f"{path} position {e.position}",
                      f"offsets {prev.next_offset}..{e.base_offset - 1} are missing")
               for prev, e in zip(entries, entries[1:]) if e.base_offset > prev.next_offset]
@@ -102,14 +120,14 @@ def segment_batches(path: Path, data: bytes | mmap.mmap, *, up_to_damage: bool) 
     torn = None
     if problem is not None and problem.torn:
         torn = RecoveryAction(RecoveryKind.TRUNCATE, str(path), problem.reason, position=problem.position,
-                              bytes_cut=len(data) - problem.position, base_offset=problem.base_offset,
+                              bytes_cut=size - problem.position, base_offset=problem.base_offset,
                               applied=False, torn_tail=True)
     elif problem is not None:
         end = entries[-1].next_offset if entries else base
         damage.append(Damage(end, f"{path} position {problem.position}", problem.reason))
     if damage and not up_to_damage:
         raise DamagedLog(damage)
-    return batches, LoadLimit(damage[0].offset if damage else None, torn, damage)
+    return batches, LoadLimit(damage[0].offset if damage else None, torn, damage), size
 
 
 def check_snapshot_epoch(snap: SnapshotFile) -> None:

@@ -7,11 +7,8 @@ crash behaviour identical for all of them.
 
 from __future__ import annotations
 
-import mmap
 import os
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 from kraftsim.errors import KraftsimError
 from kraftsim.regular_file import opened_file
@@ -66,22 +63,3 @@ def read_file(path: Path) -> bytes:
             return f.read()
         except OSError as e:
             raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
-
-
-@contextmanager
-def mapped_file(path: Path | str) -> Iterator[bytes | mmap.mmap]:
-    """A regular file's bytes mapped read-only rather than read, for readers that need them
-    by position (a segment's index is built over them): a multi-gigabyte segment costs page
-    cache the kernel can take back, not the process's memory. An empty file gives b"" (a
-    zero-length map is refused). Readers that walk a file once read it batch by batch from
-    `opened_file` instead, which a file cut meanwhile cannot crash (a map would: SIGBUS)."""
-    with opened_file(path) as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            yield b""
-            return
-        try:
-            mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except OSError as e:
-            raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
-        with mapped:
-            yield mapped

@@ -9,7 +9,6 @@ log can cut the tail off (or, read-only, just report it) the way Kafka's recover
 from __future__ import annotations
 
 import bisect
-import mmap
 import os
 import struct
 from dataclasses import dataclass, field
@@ -89,7 +88,7 @@ class ScanProblem(NamedTuple):
     torn: bool = False
 
 
-def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
+def scan_segment(data: bytes, base_offset: int, *, validate: bool,
                  expected_next: int | None = None, min_epoch: int | None = None,
                  findings: list[ScanProblem] | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
     """Index the batches of a segment's bytes, stopping at the first bad one.
@@ -131,7 +130,59 @@ def scan_segment(data: bytes | mmap.mmap, base_offset: int, *, validate: bool,
     return entries, None
 
 
-def _scan_step(data: bytes | mmap.mmap, pos: int, expected: int, entries: list[IndexEntry], *, validate: bool,
+#: Bytes of a segment file its scan reads at a time (`scan_segment_file`).
+SCAN_WINDOW = 16 * 1024 * 1024
+
+
+def scan_segment_file(fd: int, size: int, base_offset: int, *, validate: bool,
+                      expected_next: int | None = None, min_epoch: int | None = None,
+                      findings: list[ScanProblem] | None = None,
+                      window: int | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
+    """`scan_segment` over the first `size` bytes of the open file `fd`, read `window` bytes
+    at a time (more for a batch that is larger), not mapped: a file another process cuts
+    while it is scanned reads short, which ends the walk there as the end of the file
+    would, where a mapped read of the lost pages would kill the process (SIGBUS). Memory is
+    a window, whatever the file's size; positions are the file's. `window`: SCAN_WINDOW."""
+    window = SCAN_WINDOW if window is None else window
+    entries: list[IndexEntry] = []
+    pos, want = 0, window
+    expected, floor = expected_next, min_epoch
+    while pos < size:
+        data = os.pread(fd, min(want, size - pos), pos)
+        last = pos + len(data) >= size or len(data) < min(want, size - pos)  # (the end, or a cut file's)
+        found: list[ScanProblem] | None = [] if findings is not None else None
+        part, problem = scan_segment(data, base_offset, validate=validate, expected_next=expected, min_epoch=floor,
+                                     findings=found)
+        if pos:
+            part = [shared_entry(_new_tuple(IndexEntry, (e[0], e[1], e[2] + pos, *e[3:]))) for e in part]
+        entries += part
+        if findings is not None and found:
+            findings += [f._replace(position=f.position + pos) for f in found]
+        if part:
+            expected, floor = part[-1].next_offset, part[-1].epoch
+        if problem is None and not last:  # (the window ended between two batches)
+            pos, want = pos + len(data), window
+            continue
+        if problem is None or last:
+            return entries, None if problem is None else problem._replace(position=problem.position + pos)
+        need = _bytes_needed(data, problem.position)
+        if need <= len(data) - problem.position:  # (the batch is whole in the window: the problem is its own)
+            return entries, problem._replace(position=problem.position + pos)
+        pos += problem.position  # (the window cut the batch: read on from its start)
+        want = max(window, need)
+    return entries, None
+
+
+def _bytes_needed(data: bytes, pos: int) -> int:
+    """How many bytes from `pos` the batch starting there says it takes (its header's, while
+    the length field is not all there)."""
+    if len(data) - pos < LOG_OVERHEAD:
+        return RECORD_BATCH_OVERHEAD
+    length: int = struct.unpack_from(">i", data, pos + 8)[0]
+    return max(RECORD_BATCH_OVERHEAD, length + LOG_OVERHEAD)
+
+
+def _scan_step(data: bytes, pos: int, expected: int, entries: list[IndexEntry], *, validate: bool,
                min_epoch: int | None, findings: list[ScanProblem] | None) -> tuple[ScanProblem | None, int, int]:
     """One batch of `scan_segment` the long way, every check in turn: (the problem that ends
     the walk, or None with the batch indexed into `entries`; the next position; the next
@@ -171,7 +222,7 @@ def _scan_step(data: bytes | mmap.mmap, pos: int, expected: int, entries: list[I
     return None, pos + size, base + last_delta + 1
 
 
-def _torn(data: bytes | mmap.mmap, pos: int, base: int | None, expected: int, reason: str) -> ScanProblem:
+def _torn(data: bytes, pos: int, base: int | None, expected: int, reason: str) -> ScanProblem:
     """The problem of bytes at the end of a segment too short for the batch they start. They
     are a torn write (what a crash leaves) only if what is there of the header is what the
     next batch would have: its base offset and magic; anything else is damage."""
@@ -225,9 +276,9 @@ class LogSegment:
                 entries: list[IndexEntry] = []
                 problem: ScanProblem | None = None
             else:
-                with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
-                    entries, problem = scan_segment(mm, base_offset, validate=validate, expected_next=expected_next,
-                                                    min_epoch=min_epoch, findings=findings)
+                entries, problem = scan_segment_file(fd, file_size, base_offset, validate=validate,
+                                                     expected_next=expected_next, min_epoch=min_epoch,
+                                                     findings=findings)
         except BaseException:
             os.close(fd)
             raise

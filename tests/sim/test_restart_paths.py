@@ -9,6 +9,7 @@ rewritten only when their bytes change, and a new publisher's first delta made o
 from __future__ import annotations
 
 import random
+import tempfile
 
 import pytest
 from hypothesis import given, settings
@@ -22,7 +23,7 @@ from kraftsim.sim.node.simnode import SimNode
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.state_files import holds
 from kraftsim.storage import MetadataLog
-from kraftsim.storage.segment import IndexEntry, ScanProblem, _scan_step, scan_segment
+from kraftsim.storage.segment import IndexEntry, ScanProblem, _scan_step, scan_segment, scan_segment_file
 from tests.sim.sim_helpers import failed, scratch, tree_digest
 
 
@@ -109,6 +110,35 @@ def test_the_scan_fast_path_equals_the_long_walk(seed: int, validate: bool, dama
                        findings=fast)
     assert got == _walk(bytes(data), 0, validate, min_epoch, expected_next, slow)
     assert fast == slow
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(min_value=0, max_value=2**32), st.booleans(), st.sampled_from(["flip", "cut", "epoch", "none"]),
+       st.sampled_from([None, 0, 3]), st.sampled_from([None, 2, 9]), st.sampled_from([1, 12, 61, 62, 100, 257, 1 << 20]))
+def test_a_scan_of_the_file_a_window_at_a_time_equals_the_scan_of_its_bytes(
+        seed: int, validate: bool, damage: str, expected_next: int | None, min_epoch: int | None, window: int) -> None:
+    """Entries (positions in the file), the problem and the findings are those of one scan
+    over the whole file's bytes, whatever the window (batches cut by a window's end are read
+    again from their start), over the damaged segments above."""
+    rng = random.Random(seed)
+    data = bytearray(_segment(rng))
+    if damage == "flip":
+        data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+    elif damage == "cut":
+        del data[rng.randrange(1, len(data)):]
+    elif damage == "epoch":
+        data += build_batch(100, [(None, b"late")], epoch=0, timestamp=7)
+    whole: list[ScanProblem] = []
+    windowed: list[ScanProblem] = []
+    expected = scan_segment(bytes(data), 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
+                            findings=whole)
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        got = scan_segment_file(f.fileno(), len(data), 0, validate=validate, expected_next=expected_next,
+                                min_epoch=min_epoch, findings=windowed, window=window)
+    assert got == expected
+    assert windowed == whole
 
 
 # ------------------------------------------------------------------------------ one open at a start

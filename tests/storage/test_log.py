@@ -313,6 +313,59 @@ def test_a_segment_another_process_appends_to_while_it_is_read_is_taken_as_scann
         assert log.log_end_offset == 3
 
 
+def _cut_on_first_read(monkeypatch: pytest.MonkeyPatch, path: Path, keep: int) -> None:
+    """Another process cuts `path` to `keep` bytes right after the first read of a file."""
+    import os
+
+    pread = os.pread
+
+    def read_then_cut(fd: int, n: int, at: int) -> bytes:
+        data = pread(fd, n, at)
+        if path.stat().st_size > keep:
+            os.truncate(path, keep)
+        return data
+    monkeypatch.setattr(os, "pread", read_then_cut)
+
+
+def test_a_segment_another_process_cuts_while_it_is_scanned_ends_where_it_was_cut(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scan reads a window at a time (here 100 bytes: a batch or two), never a map, so a
+    file cut under it reads short and the walk ends there as at a torn tail: a mapped scan
+    would have been killed by SIGBUS on the lost pages."""
+    import kraftsim.storage.segment as segment
+
+    batches = [_batch(i, [10]) for i in range(6)]
+    with MetadataLog.open(tmp_path, fsync=False) as log:
+        for b in batches:
+            log.append(b)
+    cut = sum(len(b) for b in batches[:3]) + 20  # (inside the fourth batch)
+    monkeypatch.setattr(segment, "SCAN_WINDOW", 100)
+    _cut_on_first_read(monkeypatch, tmp_path / segment_file_name(0), cut)
+    with MetadataLog.open(tmp_path, read_only=True) as log:
+        assert log.log_end_offset == 3
+        assert [r.torn_tail for r in log.recovery] == [True] and log.recovery[0].position == cut - 20
+
+
+def test_a_segment_replayed_on_its_own_and_cut_while_it_is_read_ends_where_it_was_cut(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`replay SEGMENT` reads the file a batch at a time after its scan: one cut between the
+    two keeps the batches read before the cut and calls the rest a torn tail."""
+    from kraftsim.storage.damage import segment_batches
+
+    batches = [_batch(i, [10]) for i in range(4)]
+    with MetadataLog.open(tmp_path, fsync=False) as log:
+        for b in batches:
+            log.append(b)
+    path = tmp_path / segment_file_name(0)
+    whole, limit, size = segment_batches(path, up_to_damage=False)
+    assert len(whole) == 4 and limit.torn_tail is None and size == sum(map(len, batches))
+    _cut_on_first_read(monkeypatch, path, len(batches[0]) + 5)
+    read, limit, _ = segment_batches(path, up_to_damage=False)
+    assert [fb.batch.base_offset for fb in read] == [0]
+    assert limit.torn_tail is not None and limit.torn_tail.position == len(batches[0])
+    assert "cut" in limit.torn_tail.reason
+
+
 @pytest.mark.parametrize("kind", ["fifo", "directory"])
 def test_a_fifo_or_directory_named_like_a_segment_is_refused_without_waiting(tmp_path: Path, kind: str) -> None:
     import os

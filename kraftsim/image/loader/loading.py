@@ -38,7 +38,6 @@ from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch
 from kraftsim.storage.bootstrap import read_bootstrap
 from kraftsim.storage.damage import LoadLimit, check_snapshot_epoch, load_limit, segment_batches
-from kraftsim.storage.fileio import mapped_file
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_SNAPSHOT_ID, PathKind, SnapshotId, classify_path, snapshot_file_name
 from kraftsim.storage.recovery import RecoveryAction
@@ -121,9 +120,7 @@ def load_path(path: Path | str, *, catalog: Catalog | None = None, upto_offset: 
         return LoadResult(path=str(p), kind=kind, image=image, loader=loader, snapshot_id=BOOTSTRAP_SNAPSHOT_ID,
                           log_start=0, end_offset=0, disk_end_offset=0, records=len(boot.records))
     if kind is PathKind.SEGMENT:
-        with mapped_file(p) as data:  # only its sound batches are kept, as copies
-            batches, limit = segment_batches(p, data, up_to_damage=up_to_damage)
-            size = len(data)
+        batches, limit, size = segment_batches(p, up_to_damage=up_to_damage)
         start = batches[0].batch.base_offset if batches else 0
         upto = _below(upto_offset, limit)
         result = LoadResult(path=str(p), kind=kind, image=loader.image, loader=loader, snapshot_id=None,
