@@ -130,8 +130,11 @@ def scan_segment(data: bytes, base_offset: int, *, validate: bool,
     return entries, None
 
 
-#: Bytes of a segment file its scan reads at a time (`scan_segment_file`).
-SCAN_WINDOW = 16 * 1024 * 1024
+#: Bytes of a segment file its scan reads at a time (`scan_segment_file`): past a few MiB a
+#: window only costs fresh pages (a 300 MB segment of 1 MB batches, validated: 4 MiB windows
+#: 77 ms, 16 MiB 82 ms, 1 MiB 72 ms but a batch larger than a window is read twice; mapped,
+#: as before, 43 ms).
+SCAN_WINDOW = 4 * 1024 * 1024
 
 
 def scan_segment_file(fd: int, size: int, base_offset: int, *, validate: bool,
@@ -160,16 +163,15 @@ def scan_segment_file(fd: int, size: int, base_offset: int, *, validate: bool,
             findings += [f._replace(position=f.position + pos) for f in found]
         if part:
             expected, floor = part[-1].next_offset, part[-1].epoch
-        if problem is None and not last:  # (the window ended between two batches)
-            pos, want = pos + len(data), window
+        if problem is None:
+            if last:
+                return entries, None
+            pos, want = pos + len(data), window  # (the window ended between two batches)
             continue
-        if problem is None or last:
-            return entries, None if problem is None else problem._replace(position=problem.position + pos)
         need = _bytes_needed(data, problem.position)
-        if need <= len(data) - problem.position:  # (the batch is whole in the window: the problem is its own)
-            return entries, problem._replace(position=problem.position + pos)
-        pos += problem.position  # (the window cut the batch: read on from its start)
-        want = max(window, need)
+        if last or need <= len(data) - problem.position:  # (the batch is all there: the problem is its own)
+            return entries, problem._replace(position=pos + problem.position)
+        pos, want = pos + problem.position, max(window, need)  # (the window cut the batch: read on from its start)
     return entries, None
 
 
