@@ -76,6 +76,22 @@ def _segment(rng: random.Random) -> bytes:
     return out
 
 
+#: How a scan's segment is damaged: a flipped byte anywhere, a cut tail, a falling epoch, not at all.
+DAMAGE = st.sampled_from(["flip", "cut", "epoch", "none"])
+
+
+def _damaged_segment(seed: int, damage: str) -> bytes:
+    rng = random.Random(seed)
+    data = bytearray(_segment(rng))
+    if damage == "flip":
+        data[rng.randrange(len(data))] ^= rng.randint(1, 255)
+    elif damage == "cut":
+        del data[rng.randrange(1, len(data)):]
+    elif damage == "epoch":
+        data += build_batch(100, [(None, b"late")], epoch=0, timestamp=7)
+    return bytes(data)
+
+
 def _walk(data: bytes, base: int, validate: bool, min_epoch: int | None, expected_next: int | None,
           findings: list[ScanProblem]) -> tuple[list[IndexEntry], ScanProblem | None]:
     """scan_segment the long way only: every batch through `_scan_step`."""
@@ -90,47 +106,33 @@ def _walk(data: bytes, base: int, validate: bool, min_epoch: int | None, expecte
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(min_value=0, max_value=2**32), st.booleans(), st.sampled_from(["flip", "cut", "epoch", "none"]),
+@given(st.integers(min_value=0, max_value=2**32), st.booleans(), DAMAGE,
        st.sampled_from([None, 0, 3]), st.sampled_from([None, 2, 9]))
 def test_the_scan_fast_path_equals_the_long_walk(seed: int, validate: bool, damage: str, expected_next: int | None,
                                                  min_epoch: int | None) -> None:
     """Entries, the problem that ends the walk and the findings are those of the check-by-check
     walk, over damaged segments (a flipped byte anywhere, a cut tail, a falling epoch)."""
-    rng = random.Random(seed)
-    data = bytearray(_segment(rng))
-    if damage == "flip":
-        data[rng.randrange(len(data))] ^= rng.randint(1, 255)
-    elif damage == "cut":
-        del data[rng.randrange(1, len(data)):]
-    elif damage == "epoch":
-        data += build_batch(100, [(None, b"late")], epoch=0, timestamp=7)
+    data = _damaged_segment(seed, damage)
     fast: list[ScanProblem] = []
     slow: list[ScanProblem] = []
-    got = scan_segment(bytes(data), 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
+    got = scan_segment(data, 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
                        findings=fast)
-    assert got == _walk(bytes(data), 0, validate, min_epoch, expected_next, slow)
+    assert got == _walk(data, 0, validate, min_epoch, expected_next, slow)
     assert fast == slow
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.integers(min_value=0, max_value=2**32), st.booleans(), st.sampled_from(["flip", "cut", "epoch", "none"]),
+@given(st.integers(min_value=0, max_value=2**32), st.booleans(), DAMAGE,
        st.sampled_from([None, 0, 3]), st.sampled_from([None, 2, 9]), st.sampled_from([1, 12, 61, 62, 100, 257, 1 << 20]))
 def test_a_scan_of_the_file_a_window_at_a_time_equals_the_scan_of_its_bytes(
         seed: int, validate: bool, damage: str, expected_next: int | None, min_epoch: int | None, window: int) -> None:
     """Entries (positions in the file), the problem and the findings are those of one scan
     over the whole file's bytes, whatever the window (batches cut by a window's end are read
     again from their start), over the damaged segments above."""
-    rng = random.Random(seed)
-    data = bytearray(_segment(rng))
-    if damage == "flip":
-        data[rng.randrange(len(data))] ^= rng.randint(1, 255)
-    elif damage == "cut":
-        del data[rng.randrange(1, len(data)):]
-    elif damage == "epoch":
-        data += build_batch(100, [(None, b"late")], epoch=0, timestamp=7)
+    data = _damaged_segment(seed, damage)
     whole: list[ScanProblem] = []
     windowed: list[ScanProblem] = []
-    expected = scan_segment(bytes(data), 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
+    expected = scan_segment(data, 0, validate=validate, expected_next=expected_next, min_epoch=min_epoch,
                             findings=whole)
     with tempfile.TemporaryFile() as f:
         f.write(data)
