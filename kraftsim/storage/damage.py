@@ -17,11 +17,11 @@ from pathlib import Path
 
 from kraftsim.errors import CorruptRecordException, KraftsimError
 from kraftsim.protocol.batch import BatchSlice, parse_batch, read_batches
+from kraftsim.regular_file import opened_file
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import parse_segment_name
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
-from kraftsim.regular_file import opened_file
 from kraftsim.storage.segment import ScanProblem, scan_segment_file
 from kraftsim.storage.snapshot import SnapshotFile
 
@@ -107,6 +107,7 @@ def segment_batches(path: Path, *, up_to_damage: bool) -> tuple[list[FileBatch],
                 problem = ScanProblem(entry.position, entry.base_offset, "the file was cut to "
                                       f"{entry.position + len(raw)} bytes while it was read", torn=True)
                 entries = entries[:len(batches)]
+                findings = [f for f in findings if f.position < entry.position]
                 break
             batches.append(FileBatch(str(path), entry.position, parse_batch(raw)))
     damage = [Damage(prev.next_offset, f"{path} position {e.position}",
