@@ -62,12 +62,14 @@ def test_a_lone_segment_follows_the_same_rule(logdir: Path) -> None:
     seg = sorted(logdir.glob("*.log"))[0]
     data = seg.read_bytes()
     pieces = damage.slices(data)
-    batches, limit = segment_batches(seg, data[:-5], up_to_damage=False)
+    seg.write_bytes(data[:-5])
+    batches, limit, size = segment_batches(seg, up_to_damage=False)
     assert len(batches) == len(pieces) - 1 and limit.torn_tail is not None and not limit.partial
-    removed = damage.remove_batch(data, 3)
+    assert size == len(data) - 5 and limit.torn_tail.bytes_cut == len(data) - 5 - pieces[-1].position
+    seg.write_bytes(damage.remove_batch(data, 3))
     with pytest.raises(DamagedLog, match=f"offsets {pieces[3].base_offset}..{pieces[4].base_offset - 1} are missing"):
-        segment_batches(seg, removed, up_to_damage=False)
-    batches, limit = segment_batches(seg, removed, up_to_damage=True)
+        segment_batches(seg, up_to_damage=False)
+    batches, limit, _ = segment_batches(seg, up_to_damage=True)
     assert limit.upto == pieces[3].base_offset
 
 
