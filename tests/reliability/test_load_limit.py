@@ -62,6 +62,7 @@ def test_a_lone_segment_follows_the_same_rule(logdir: Path) -> None:
     seg = sorted(logdir.glob("*.log"))[0]
     data = seg.read_bytes()
     pieces = damage.slices(data)
+    seg.chmod(0o644)
     seg.write_bytes(data[:-5])
     batches, limit, size = segment_batches(seg, up_to_damage=False)
     assert len(batches) == len(pieces) - 1 and limit.torn_tail is not None and not limit.partial
