@@ -9,7 +9,6 @@ writes: CREATE_TIME, producer id -1, timestamp delta 0, no headers.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from dataclasses import dataclass
@@ -43,6 +42,17 @@ _CRC_FIELD = struct.Struct(">I")
 
 #: CRC-32C of `data`: google_crc32c's own function (no wrapper call: every batch checked asks it).
 crc32c: Callable[[bytes], int] = google_crc32c.value
+
+
+def crc32c_slicer(data: bytes | bytearray | memoryview) -> Callable[[int, int], int]:
+    """CRC-32C of `data[start:end]` as a function of (start, end): without copying the slice
+    where the C module is there (a scan of a segment checks gigabytes of batches), with a
+    copy otherwise (google_crc32c takes bytes only)."""
+    whole = _fastpath.crc32c_buffer
+    if whole is not None:
+        view = memoryview(data)
+        return lambda start, end: whole(view[start:end])
+    return lambda start, end: crc32c(bytes(data[start:end]))
 
 
 def stored_crc(raw: bytes | bytearray | memoryview) -> int:
@@ -113,7 +123,7 @@ def _batch_size(pos: int, base_offset: int, length: int, remaining: int) -> int 
     return size
 
 
-def split_batches(data: bytes | mmap.mmap, start: int = 0) -> Iterator[BatchSlice | TornTail]:
+def split_batches(data: bytes, start: int = 0) -> Iterator[BatchSlice | TornTail]:
     """Cut `data` into batch slices by their length fields; a torn tail comes last.
 
     A length below the v2 minimum ends the walk with a CorruptBatchLength (a
@@ -250,7 +260,7 @@ def parse_batch(raw: bytes, check_crc: bool = True) -> RecordBatch:
     return batch
 
 
-def check_batch_at(data: bytes | bytearray | mmap.mmap, pos: int, size: int) -> None:
+def check_batch_at(data: bytes | bytearray | memoryview, pos: int, size: int) -> None:
     """`parse_batch`'s checks (size, magic, CRC-32C, record count; the same errors) of the
     batch in data[pos:pos + size], without building it: what a log's recovery scan asks of
     every batch of a segment."""
@@ -262,7 +272,7 @@ def check_batch_at(data: bytes | bytearray | mmap.mmap, pos: int, size: int) -> 
     magic, crc, records_count = fields[3], fields[4], fields[12]
     if magic != MAGIC_V2:
         raise CorruptRecordException(f"Invalid magic {magic}: only record batches of magic 2 are supported")
-    computed = crc32c(bytes(data[pos + _CRC_START:pos + size]))
+    computed = crc32c_slicer(data)(pos + _CRC_START, pos + size)
     if computed != crc:
         raise CorruptRecordException(f"Record is corrupt (stored crc = {crc}, computed crc = {computed})")
     if records_count < 0:

@@ -616,6 +616,12 @@ def provide_maps(pmap_cls: type, chunk_map_cls: type) -> bool:
     return register is not None and bool(register(pmap_cls, chunk_map_cls))
 
 
+#: The C module's CRC-32C, which takes any buffer (a memoryview slice: no copy of the bytes it
+#: covers), or None without the extension (google_crc32c takes bytes only).
+crc32c_buffer: Callable[[bytes | bytearray | memoryview], int] | None = (
+    getattr(_c, "crc32c", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:

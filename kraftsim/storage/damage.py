@@ -82,34 +82,23 @@ def load_limit(log: MetadataLog, *, up_to_damage: bool, upto: int | None = None)
 def segment_batches(path: Path, *, up_to_damage: bool) -> tuple[list[FileBatch], LoadLimit, int]:
     """The batches of one segment file given on its own, under the same rule: a torn last
     batch is recovery, any other problem damage (an error unless `up_to_damage`); and the
-    file's size. The file is read a window and a batch at a time (`scan_segment_file`,
-    `read_batches`), never mapped, so one another process cuts meanwhile ends the walk
-    where it was cut."""
+    file's size. The file is read once, a window at a time (`scan_segment_file`), never
+    mapped, so one another process cuts meanwhile ends the walk where it was cut."""
     with opened_file(path) as f:
         fd = f.fileno()
-        try:
-            size = os.fstat(fd).st_size
-        except OSError as err:
-            raise KraftsimError(f"cannot read {path}: {err.strerror or err}") from None
+        size = f.seek(0, os.SEEK_END)
         base = parse_segment_name(path.name)
         if base is None:  # a file renamed by hand: trust its first whole batch, if it has one
+            f.seek(0)
             try:
                 first = next(read_batches(f), None)
             except CorruptRecordException:  # (none: the scan below reports it, naming the file)
                 first = None
             base = first.base_offset if isinstance(first, BatchSlice) and first.base_offset >= 0 else 0
         findings: list[ScanProblem] = []
-        entries, problem = scan_segment_file(fd, size, base, validate=True, findings=findings)
-        batches: list[FileBatch] = []
-        for entry in entries:
-            raw = os.pread(fd, entry.size, entry.position)
-            if len(raw) < entry.size:  # (cut since the scan: what is left of it is a torn tail)
-                problem = ScanProblem(entry.position, entry.base_offset, "the file was cut to "
-                                      f"{entry.position + len(raw)} bytes while it was read", torn=True)
-                entries = entries[:len(batches)]
-                findings = [f for f in findings if f.position < entry.position]
-                break
-            batches.append(FileBatch(str(path), entry.position, parse_batch(raw)))
+        raws: list[bytes] = []
+        entries, problem = scan_segment_file(fd, size, base, validate=True, findings=findings, raws=raws)
+    batches = [FileBatch(str(path), entry.position, parse_batch(raw)) for entry, raw in zip(entries, raws)]
     damage = [Damage(prev.next_offset, f"{path} position {e.position}",
                      f"offsets {prev.next_offset}..{e.base_offset - 1} are missing")
               for prev, e in zip(entries, entries[1:]) if e.base_offset > prev.next_offset]

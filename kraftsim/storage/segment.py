@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import (
-    _CRC_START, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c,
+    _CRC_START, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c_slicer,
     parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
@@ -104,6 +104,7 @@ def scan_segment(data: bytes, base_offset: int, *, validate: bool,
     pos = 0
     expected = base_offset if expected_next is None else max(base_offset, expected_next)
     head, append = _HEAD.unpack_from, entries.append
+    crc_of = crc32c_slicer(data)  # (CRC-32C of data[start:end], no copy where it can)
     prev = None  # the epoch of the last batch indexed (entries[-1].epoch; None before any)
     while pos < end:
         remaining = end - pos
@@ -116,7 +117,7 @@ def scan_segment(data: bytes, base_offset: int, *, validate: bool,
             if (RECORD_BATCH_OVERHEAD <= size <= remaining and magic == MAGIC_V2 and 0 <= last_delta
                     and count == last_delta + 1 and base >= expected
                     and (epoch >= prev if prev is not None else (min_epoch is None or epoch >= min_epoch))
-                    and (not validate or (count >= 0 and crc32c(data[pos + _CRC_START:pos + size]) == crc))):
+                    and (not validate or (count >= 0 and crc_of(pos + _CRC_START, pos + size) == crc))):
                 append(shared_entry(_new_tuple(IndexEntry, (base, base + last_delta, pos, size, epoch, max_ts))))
                 prev = epoch
                 expected = base + last_delta + 1
@@ -139,13 +140,15 @@ SCAN_WINDOW = 4 * 1024 * 1024
 
 def scan_segment_file(fd: int, size: int, base_offset: int, *, validate: bool,
                       expected_next: int | None = None, min_epoch: int | None = None,
-                      findings: list[ScanProblem] | None = None,
-                      window: int | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
+                      findings: list[ScanProblem] | None = None, window: int | None = None,
+                      raws: list[bytes] | None = None) -> tuple[list[IndexEntry], ScanProblem | None]:
     """`scan_segment` over the first `size` bytes of the open file `fd`, read `window` bytes
     at a time (more for a batch that is larger), not mapped: a file another process cuts
     while it is scanned reads short, which ends the walk there as the end of the file
     would, where a mapped read of the lost pages would kill the process (SIGBUS). Memory is
-    a window, whatever the file's size; positions are the file's. `window`: SCAN_WINDOW."""
+    a window, whatever the file's size; positions are the file's. `window`: SCAN_WINDOW.
+    `raws`, when given, gets each indexed batch's bytes as the scan read them (a reader
+    that wants them all reads the file once)."""
     window = SCAN_WINDOW if window is None else window
     entries: list[IndexEntry] = []
     pos, want = 0, window
@@ -156,6 +159,8 @@ def scan_segment_file(fd: int, size: int, base_offset: int, *, validate: bool,
         found: list[ScanProblem] | None = [] if findings is not None else None
         part, problem = scan_segment(data, base_offset, validate=validate, expected_next=expected, min_epoch=floor,
                                      findings=found)
+        if raws is not None:
+            raws += [data[e.position:e.position + e.size] for e in part]
         if pos:
             part = [shared_entry(_new_tuple(IndexEntry, (e[0], e[1], e[2] + pos, *e[3:]))) for e in part]
         entries += part
