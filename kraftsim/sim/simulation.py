@@ -459,10 +459,7 @@ class Simulation(AdminMixin):
     def roll(self, release: str, nodes: str | Sequence[int] = "all") -> None:
         """Restart nodes on `release` one at a time, as an operator does: controllers first
         (the active one last), then brokers; each waits for the cluster to settle."""
-        try:
-            self.catalog.find_release(release)
-        except KraftsimError as e:
-            raise SimError(str(e)) from None
+        self.catalog.find_release(release)  # (an unknown release is invalid input: UnknownRelease, exit 2)
         ids = self._ids(nodes)
         leader = self.leader()
         order = sorted(ids, key=lambda i: (not self.engine.member(i).state.is_controller, i == leader, i))
@@ -489,10 +486,7 @@ class Simulation(AdminMixin):
     def add_node(self, role: str, release: str, node_id: int | None = None) -> int:
         if role not in (BROKER, CONTROLLER):
             raise SimError(f"unknown role {role!r}: expected \"broker\" or \"controller\"")
-        try:
-            self.catalog.find_release(release)
-        except KraftsimError as err:
-            raise SimError(str(err)) from None
+        self.catalog.find_release(release)  # (an unknown release is invalid input: UnknownRelease, exit 2)
         e = self.engine
         try:
             nid = joining_node_id(e.members.keys(), node_id)
@@ -618,10 +612,16 @@ class Simulation(AdminMixin):
 
     @working
     def start(self, nodes: str | int | Sequence[int], release: str | None = None) -> None:
+        """Start the stopped ones of `nodes` (on `release` when given: checked even where every
+        node already runs, so that a wrong name is never passed over in silence)."""
+        if release is not None:
+            self.catalog.find_release(release)  # (an unknown release is invalid input: UnknownRelease, exit 2)
         problems = []
         for i in self._ids(nodes):
             m = self.engine.member(i)
             if m.running:
+                self.engine.emit(i, "note", {"text": f"Node {i} is already running (Kafka {m.state.release}): "
+                                                     "not started again."})
                 continue
             try:
                 text = self.engine.start_member(m, release)

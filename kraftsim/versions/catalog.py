@@ -17,7 +17,7 @@ from typing import Mapping
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.versions import loader, model, validation
 from kraftsim.versions.config_replay import ConfigReplayFilter
-from kraftsim.versions.errors import IllegalArgument, UnknownFeature
+from kraftsim.versions.errors import IllegalArgument, UnknownFeature, UnknownRelease
 from kraftsim.versions.features import Feature, FeatureLevel, validate_version
 from kraftsim.versions.gates import DowngradeLosses
 from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME, MetadataVersion, level_of, release_name_key
@@ -56,7 +56,7 @@ class Catalog:
         """The release named `name` as Kafka names it ("3.9.1"); a line ("3.9") means its newest patch."""
         found = self._data.find_release(str(name))
         if found is None:
-            raise IllegalArgument(
+            raise UnknownRelease(
                 f"Unknown release {name}. Known releases are: {', '.join(r.name for r in self._data.releases)} "
                 f"(or a line such as {self._data.releases[-1].line} for its newest patch release)"
             )

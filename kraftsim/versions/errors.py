@@ -19,6 +19,11 @@ class IllegalArgument(VersionsError):
     """Kafka's IllegalArgumentException: the message is Kafka's text verbatim."""
 
 
+class UnknownRelease(IllegalArgument, UsageError):
+    """A release name the catalog does not know: invalid input (exit 2) wherever a command
+    is given one, as a malformed flag is."""
+
+
 class UnknownMetadataVersion(IllegalArgument):
     """A metadata.version string or level that the release line does not know."""
 
