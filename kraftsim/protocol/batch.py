@@ -77,11 +77,27 @@ class TornTail(NamedTuple):
     base_offset: int | None  # None when not even the 8-byte base offset is there
     available: int
     needed: int | None  # None when the length field itself is missing
+    magic: int | None = None  # the magic byte, when the bytes reach it
 
     def describe(self) -> str:
         if self.needed is None:
             return f"torn batch: only {self.available} byte(s) left, fewer than the {LOG_OVERHEAD}-byte batch prefix"
         return f"torn batch: its length says {self.needed} bytes but only {self.available} remain"
+
+    def not_a_batch_start(self, expected: int | None) -> str | None:
+        """Why these bytes cannot be the start of the batch that follows a batch ending at
+        offset `expected` - 1 (None: unknown), so are damage, not a torn write; None when they
+        can be. A crash mid-write leaves the next batch's first bytes: its base offset is the
+        next offset and its magic byte 2."""
+        if self.base_offset is not None and expected is not None and self.base_offset != expected:
+            return f"its base offset {self.base_offset} is not the next offset {expected}: not the start of a batch"
+        if self.magic is not None and self.magic != MAGIC_V2:
+            return f"its magic byte is {self.magic}: not the start of a batch"
+        return None
+
+
+#: Where a v2 batch's magic byte sits (after base offset, length and leader epoch).
+MAGIC_AT = 16
 
 
 class Record(NamedTuple):
@@ -140,7 +156,7 @@ def split_batches(data: bytes, start: int = 0) -> Iterator[BatchSlice | TornTail
         base_offset, length = struct.unpack_from(">qi", data, pos)
         size = _batch_size(pos, base_offset, length, remaining)
         if isinstance(size, TornTail):
-            yield size
+            yield size._replace(magic=data[pos + MAGIC_AT] if remaining > MAGIC_AT else None)
             return
         yield BatchSlice(pos, base_offset, data[pos : pos + size])
         pos += size
@@ -163,11 +179,13 @@ def read_batches(f: BinaryIO) -> Iterator[BatchSlice | TornTail]:
         base_offset, length = struct.unpack(">qi", head)
         size = _batch_size(pos, base_offset, length, remaining)
         if isinstance(size, TornTail):
-            yield size
+            magic = f.read(MAGIC_AT + 1 - LOG_OVERHEAD)[MAGIC_AT - LOG_OVERHEAD:]
+            yield size._replace(magic=magic[0] if magic else None)
             return
         rest = f.read(size - LOG_OVERHEAD)
         if len(rest) < size - LOG_OVERHEAD:
-            yield TornTail(pos, base_offset, LOG_OVERHEAD + len(rest), size)
+            at = MAGIC_AT - LOG_OVERHEAD
+            yield TornTail(pos, base_offset, LOG_OVERHEAD + len(rest), size, rest[at] if len(rest) > at else None)
             return
         yield BatchSlice(pos, base_offset, head + rest)
         pos += size

@@ -118,8 +118,11 @@ def _scan_pieces(pieces: Iterator[BatchSlice | TornTail], registry: Registry, re
     prefix_ok = True
     try:
         for piece in pieces:
-            if not isinstance(piece, BatchSlice):
-                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe(), torn=True))
+            if not isinstance(piece, BatchSlice):  # (a torn write only where it can start the next batch)
+                why = piece.not_a_batch_start(report.expected_offset)
+                report.problems.append(Problem(piece.position, piece.base_offset, piece.describe(), torn=True)
+                                       if why is None else
+                                       Problem(piece.position, piece.base_offset, f"{piece.describe()}, and {why}"))
                 return
             problems_before = len(report.problems)
             scanned = _scan_one(piece, registry, report, reencode)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import (
-    _CRC_START, LOG_OVERHEAD, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c_slicer,
+    _CRC_START, LOG_OVERHEAD, MAGIC_AT, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c_slicer,
     parse_batch,
 )
 from kraftsim.storage.batchfile import FileBatch
@@ -197,14 +197,14 @@ def _scan_step(data: bytes, pos: int, expected: int, entries: list[IndexEntry], 
     remaining = len(data) - pos
     if remaining < LOG_OVERHEAD:
         base = struct.unpack_from(">q", data, pos)[0] if remaining >= 8 else None
-        return _torn(data, pos, base, expected, TornTail(pos, base, remaining, None).describe()), pos, expected
+        return _torn(data, pos, expected, TornTail(pos, base, remaining, None)), pos, expected
     base, length = struct.unpack_from(">qi", data, pos)
     size = length + LOG_OVERHEAD
     if size < RECORD_BATCH_OVERHEAD:
         return ScanProblem(pos, base, f"Record batch is corrupt (the size {size} is smaller than the "
                            f"minimum allowed overhead {RECORD_BATCH_OVERHEAD})"), pos, expected
     if size > remaining:
-        return _torn(data, pos, base, expected, TornTail(pos, base, remaining, size).describe()), pos, expected
+        return _torn(data, pos, expected, TornTail(pos, base, remaining, size)), pos, expected
     _, _, epoch, magic, _, _, last_delta, _, max_ts, _, _, _, count = _HEAD.unpack_from(data, pos)
     if validate:
         try:
@@ -229,17 +229,15 @@ def _scan_step(data: bytes, pos: int, expected: int, entries: list[IndexEntry], 
     return None, pos + size, base + last_delta + 1
 
 
-def _torn(data: bytes, pos: int, base: int | None, expected: int, reason: str) -> ScanProblem:
-    """The problem of bytes at the end of a segment too short for the batch they start. They
-    are a torn write (what a crash leaves) only if what is there of the header is what the
-    next batch would have: its base offset and magic; anything else is damage."""
-    if base is not None and base != expected:
-        return ScanProblem(pos, base, f"{reason}, and its base offset {base} is not the next offset {expected}: "
-                                      "not the start of a batch")
-    magic_at = pos + 16
-    if magic_at < len(data) and data[magic_at] != MAGIC_V2:
-        return ScanProblem(pos, base, f"{reason}, and its magic byte is {data[magic_at]}: not the start of a batch")
-    return ScanProblem(pos, base, reason, torn=True)
+def _torn(data: bytes, pos: int, expected: int, tail: TornTail) -> ScanProblem:
+    """The problem of bytes at the end of a segment too short for the batch they start: a
+    torn write (what a crash leaves) only where they can be the next batch's start
+    (`TornTail.not_a_batch_start`); anything else is damage."""
+    magic_at = pos + MAGIC_AT
+    why = tail._replace(magic=data[magic_at] if magic_at < len(data) else None).not_a_batch_start(expected)
+    if why is not None:
+        return ScanProblem(pos, tail.base_offset, f"{tail.describe()}, and {why}")
+    return ScanProblem(pos, tail.base_offset, tail.describe(), torn=True)
 
 
 @dataclass(slots=True)

@@ -172,6 +172,31 @@ def test_a_torn_tail_is_left_out_as_recovery(tmp_path: Path, capsys: pytest.Capt
     assert max(r["offset"] for r in pq.read_table(out).to_pylist()) == last.base_offset - 1
 
 
+@needs_oracle
+@pytest.mark.parametrize("field", ["magic", "base offset"])
+def test_short_bytes_that_cannot_start_the_next_batch_are_damage_not_a_torn_tail(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str) -> None:
+    """Export judges a log's short last bytes as `replay` does: a torn write leaves the next
+    batch's start (the next offset, magic 2); other bytes are damage, refused (exit 1)."""
+    src = ORACLE / "kafka-3.5.1_bitnami_pmatuan" / "__cluster_metadata-0" / "00000000000000000000.log"
+    d = tmp_path / "__cluster_metadata-0"
+    d.mkdir()
+    data = src.read_bytes()
+    last = [p for p in split_batches(data) if isinstance(p, BatchSlice)][-1]
+    tail = bytearray(data[last.position:last.position + 30])
+    if field == "magic":
+        tail[16] = 7
+    else:
+        tail[0:8] = (last.base_offset + 5).to_bytes(8, "big")
+    (d / src.name).write_bytes(data[:last.position] + tail)
+    out = tmp_path / "records.parquet"
+    code, _, err = export(capsys, d, out)
+    assert code == 1 and not out.exists()
+    assert "not the start of a batch" in err and "--up-to-damage" in err and "recovery" not in err
+    assert run_cli(["replay", str(d)]) == 2  # (replay calls it damage too)
+    assert "not the start of a batch" in capsys.readouterr().err
+
+
 def test_existing_output_is_kept_without_overwrite(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "records.parquet"
     out.write_text("precious")
