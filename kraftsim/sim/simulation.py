@@ -560,9 +560,11 @@ class Simulation(AdminMixin):
 
     def remove_controller(self, node_id: int, directory_id: str | None = None) -> None:
         """`kafka-metadata-quorum remove-controller --controller-id ID --controller-directory-id DIR`
-        (unless given, the directory id the voter set records for it); the leader appends the new voter set."""
+        (unless given, the directory id the voter set records for it); the leader appends the new voter set,
+        or refuses with Kafka's VOTER_NOT_FOUND text, also for an id no node of the cluster has."""
         e = self.engine
-        e.member(node_id)
+        if directory_id is None:
+            e.member(node_id)  # (its directory id is looked up: the node must exist)
         did = self.voter_directory_id(node_id) if directory_id is None else _uuid(directory_id)
         self._voter_change(lambda: e.request_remove_voter(node_id, did), node_id, "remove-controller")
 

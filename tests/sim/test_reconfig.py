@@ -72,6 +72,10 @@ def test_refusals_have_kafkas_texts(standalone: Simulation) -> None:
     with pytest.raises(SimError, match=r"^Cannot remove voter ReplicaKey\(id=3, "
                                        r"directoryId=AAAAAAAAAAAAAAAAAAAAAQ\) from the set of voters"):
         sim.remove_controller(3, "AAAAAAAAAAAAAAAAAAAAAQ")
+    # an id no node has: the leader answers as for any id outside the voter set (the tool sends it as given)
+    with pytest.raises(SimError, match=r"^Cannot remove voter ReplicaKey\(id=99, "
+                                       r"directoryId=AAAAAAAAAAAAAAAAAAAAAQ\) from the set of voters"):
+        sim.remove_controller(99, "AAAAAAAAAAAAAAAAAAAAAQ")
     # a broker is no controller
     with pytest.raises(SimError, match="not a controller"):
         sim.add_controller(2)
