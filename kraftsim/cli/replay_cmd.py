@@ -26,7 +26,7 @@ import msgspec
 
 from kraftsim.cli.common import add_at_option, add_catalog_options, add_damage_option, catalog_from_args, path_at
 from kraftsim.cli.progress import show_progress
-from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 from kraftsim.image import (
     KRAFT_VERSION, LoadResult, MetadataImage, MvChangeHandling, SnapshotChoice, advertised_metadata_version,
     image_summary, load_summary, mv_names, release_for_level, render_directory, render_replicas, render_roundtrip, replay_path,
@@ -80,6 +80,8 @@ def input_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse
     def wrapped(args: argparse.Namespace) -> int:
         try:
             return run(args)
+        except ClusterBusyError:  # (a cluster directory held by another command: its own exit status)
+            raise
         except KraftsimError as e:
             print(f"kraftsim: error: {e}", file=sys.stderr)
             return 2

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from kraftsim.cli.common import (
@@ -30,7 +31,7 @@ from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
 from kraftsim.image import configs_dropped_line, snapshot_contents
-from kraftsim.storage import check_output
+from kraftsim.storage import check_output, cluster_lock, locked_directory_around
 from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
 
@@ -105,7 +106,10 @@ def run_create(args: argparse.Namespace) -> int:
         print("kraftsim: nothing was written; --allow-loss writes the snapshot without it and lists every dropped item",
               file=sys.stderr)
         return 1
-    written = contents.write(args.output, time_ms=args.time_ms)
+    output = Path(args.output)
+    owner = locked_directory_around(output if output.is_dir() else output.parent)
+    with cluster_lock(owner) if owner is not None else nullcontext():  # (a cluster's node directory: its one writer)
+        written = contents.write(output, time_ms=args.time_ms)
     sid = contents.snapshot_id
     if args.json:
         out: dict[str, object] = {

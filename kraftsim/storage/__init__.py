@@ -27,7 +27,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "bootstrap_builder": ("api_message_and_version_string", "java_struct_string"),
     "damage": ("DamagedLog", "LoadLimit", "check_snapshot_epoch", "load_limit", "segment_batches"),
-    "dirlock": ("cluster_lock",),
+    "dirlock": ("cluster_lock", "locked_directory_around"),
     "dynamic_voters": ("DynamicVoter", "parse_dynamic_voters"),
     "format_common": ("FormatterError", "default_clock"),
     "formatter": (
@@ -98,6 +98,7 @@ if TYPE_CHECKING:
         as load_limit, segment_batches as segment_batches,
     )
     from kraftsim.storage.dirlock import cluster_lock as cluster_lock
+    from kraftsim.storage.dirlock import locked_directory_around as locked_directory_around
     from kraftsim.storage.dynamic_voters import (
         DynamicVoter as DynamicVoter, parse_dynamic_voters as parse_dynamic_voters,
     )

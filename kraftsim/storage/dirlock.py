@@ -195,6 +195,17 @@ def cluster_lock(directory: Path | str, *, command: str | None = None, exclusive
         release(token)
 
 
+def locked_directory_around(path: Path | str) -> Path | None:
+    """The nearest folder at or above `path` (which need not exist) with a lock file: a cluster
+    directory, whose files one writer at a time may change; None when there is none. A
+    command writing a file a user named takes that folder's lock when the file lands in one."""
+    here = Path(os.path.realpath(path))
+    for folder in (here, *here.parents):
+        if (folder / LOCK_FILE).is_file():
+            return folder
+    return None
+
+
 def holds_lock(directory: Path | str) -> bool:
     """Whether this process holds the directory's lock."""
     key = _key(Path(directory))

@@ -21,7 +21,7 @@ import pytest
 from kraftsim.cli.main import main as kraftsim_main
 from kraftsim.errors import ClusterBusyError
 from kraftsim.image import load_path
-from kraftsim.storage import cluster_lock
+from kraftsim.storage import MetadataLog, cluster_lock
 from kraftsim.storage.dirlock import LOCK_FILE
 from tests.cluster.conftest import cli, node_dirs, ok, record_files, run, status
 
@@ -129,6 +129,32 @@ def test_a_second_writer_gives_up_naming_the_holder(prototype: Path, tmp_path: P
         holder.join()
     # the killed holder's lock went with it
     ok(capsys, "topics", "--cluster", d, "create", "--count", "1")
+
+
+def test_a_snapshot_written_into_a_held_clusters_node_directory_waits_for_its_writer(
+        prototype: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`snapshot create -o` into a node's log directory is a write into the cluster: while
+    another process holds the cluster (a `serve`, a roll), it waits for it, then gives up
+    (exit 75) with nothing written; once the holder is gone it writes."""
+    d = tmp_path / "c"
+    shutil.copytree(prototype, d)
+    log_dir = d / "node-1" / "__cluster_metadata-0"
+    before = sorted(p.name for p in log_dir.iterdir())
+    with MetadataLog.open(log_dir, read_only=True) as log:
+        end = str(log.log_end_offset)
+    holder = _held_by_another_process(d, tmp_path)
+    try:
+        monkeypatch.setenv("KRAFTSIM_LOCK_WAIT_S", "0.2")
+        for output in (log_dir, log_dir / "copy.checkpoint"):
+            code, out, err = run(capsys, "snapshot", "create", log_dir, "--at", end, "-o", output)
+            assert code == 75, (output, out, err)
+            assert f"pid {holder.pid}" in err and "Traceback" not in err
+        assert sorted(p.name for p in log_dir.iterdir()) == before
+    finally:
+        holder.kill()
+        holder.join()
+    assert "wrote " in ok(capsys, "snapshot", "create", log_dir, "--at", end, "-o", log_dir)
+    assert len(list(log_dir.glob("*.checkpoint"))) == len([n for n in before if n.endswith(".checkpoint")]) + 1
 
 
 def test_the_lock_is_reentrant_and_shared_readers_coexist(tmp_path: Path) -> None:
