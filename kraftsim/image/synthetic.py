@@ -44,7 +44,8 @@ class ClusterShape:
         if self.brokers < 1 or self.topics < 0 or self.partitions < 1:
             raise ValueError("a cluster needs at least one broker, and topics need at least one partition")
         if not 1 <= self.replication_factor <= self.brokers:
-            raise ValueError(f"replication factor {self.replication_factor} needs between 1 and {self.brokers} brokers")
+            raise ValueError(f"replication factor {self.replication_factor} must be between 1 and the number of "
+                             f"brokers ({self.brokers})")
 
 
 def _uuid(seed: int, *parts: object) -> Uuid:

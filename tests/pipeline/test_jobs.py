@@ -181,7 +181,7 @@ def test_snapshot_cost_reports_impossible_shapes_as_errors() -> None:
     run, table = run_local("snapshot-cost", job_inputs("snapshot-cost", grid=parse_grid(
         ["topics=1", "partitions=1", "rf=3", "brokers=2", "mv=4.0-IV3"])))
     (row,) = table.to_pylist()
-    assert row["verdict"] == "error" and "replication factor 3 needs between 1 and 2 brokers" in row["error"]
+    assert row["verdict"] == "error" and "replication factor 3 must be between 1 and the number of brokers (2)" in row["error"]
     assert "error: replication factor 3" in run.summary_text
 
 
