@@ -31,6 +31,8 @@ COMPRESSION_MASK = 0x07
 # base offset, length, partition leader epoch, magic, crc, attributes, last offset delta,
 # base timestamp, max timestamp, producer id, producer epoch, base sequence, record count
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+#: Where a batch's magic byte sits (after base offset, length and leader epoch).
+MAGIC_AT = 16
 #: Where a batch's CRC-32C field starts (after base offset, length, leader epoch and magic), and
 #: where the bytes it covers start.
 CRC_AT = 17
@@ -94,10 +96,6 @@ class TornTail(NamedTuple):
         if self.magic is not None and self.magic != MAGIC_V2:
             return f"its magic byte is {self.magic}: not the start of a batch"
         return None
-
-
-#: Where a v2 batch's magic byte sits (after base offset, length and leader epoch).
-MAGIC_AT = 16
 
 
 class Record(NamedTuple):
