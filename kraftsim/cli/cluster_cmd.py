@@ -252,11 +252,7 @@ def _run_fault(args: argparse.Namespace) -> int:
     status = StatusLine(args.fault == "run" and show_progress(args))
     with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:
         nodes = getattr(args, "nodes", None)
-        ids = "all" if nodes == "all" else _node_ids(nodes)
-        known = {n.id for n in sim.nodes()}
-        unknown = [i for i in ids or [] if i not in known] if ids != "all" else []
-        if unknown:  # invalid input (exit 2), as a malformed id is
-            raise UsageError(f"the cluster has no node {unknown[0]}")
+        ids = "all" if nodes == "all" else _node_ids(nodes)  # (an id no node has: InvalidNodes, exit 2)
         chosen: str | list[int] = ids if ids is not None else []  # --nodes is required where it is used
         if args.fault == "crash":
             sim.crash(chosen)

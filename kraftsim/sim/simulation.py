@@ -44,6 +44,7 @@ from kraftsim.sim.types import (
     FAILED,
     RUNNING,
     STOPPED,
+    InvalidNodes,
     InvariantResult,
     MvChangeReport,
     NodeInfo,
@@ -644,7 +645,7 @@ class Simulation(AdminMixin):
         for g in groups:
             self._ids(list(g))
             if seen & set(g):
-                raise SimError(f"node {min(seen & set(g))} is in two groups")
+                raise InvalidNodes(f"node {min(seen & set(g))} is in two groups")
             seen |= set(g)
         self.engine.net.partition(groups)
         self.engine.emit(None, "partition", {"groups": [sorted(g) for g in groups]})

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import MetadataVersionChange
 
 #: The invariants checked after every event (contract 5 uses these names).
@@ -25,6 +25,12 @@ RUNNING, STOPPED, CRASHED, FAILED = "running", "stopped", "crashed", "failed"
 
 class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
+
+
+class InvalidNodes(SimError, UsageError):
+    """Node ids the caller gave that the cluster cannot take: an id no node has, a node in two
+    partition groups. The caller's input, so invalid input at the command line (exit 2), as a
+    malformed id is; still a SimError to code that drives a simulation."""
 
 
 #: cluster.json's format numbers: the tick engine's (kraftsim.sim.ticks) and the event simulator's.

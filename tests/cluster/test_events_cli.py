@@ -182,7 +182,9 @@ def test_a_node_in_two_partition_groups_is_refused(tmp_path: Path, capsys: pytes
     d = tmp_path / "c"
     ok(capsys, "cluster", "create", d, "--controllers", "3", "--release", "3.9", "--engine", "events")
     code, _, err = run(capsys, "cluster", "partition", d, "--group", "1", "--group", "1,2")
-    assert (code, err.strip()) == (1, "node 1 is in two groups")
+    assert (code, err.strip()) == (2, "node 1 is in two groups")  # (invalid input, as an unknown id is)
+    code, _, err = run(capsys, "cluster", "partition", d, "--group", "1", "--group", "2,9")
+    assert (code, err.strip()) == (2, "the cluster has no node 9")
     assert _status(capsys, d)["partition"] == []
 
 

@@ -48,6 +48,7 @@ from kraftsim.sim.types import (
     FAILED,
     RUNNING,
     STOPPED,
+    InvalidNodes,
     InvariantResult,
     SimConfig,
     SimError,
@@ -201,7 +202,7 @@ class Engine:
     def member(self, node_id: int) -> Member:
         m = self.members.get(node_id)
         if m is None:
-            raise SimError(f"the cluster has no node {node_id}")
+            raise InvalidNodes(f"the cluster has no node {node_id}")
         return m
 
     def ordered(self) -> list[Member]:
