@@ -431,15 +431,19 @@ class LogSegment:
     def release_fd(self) -> None:
         """Close the file descriptor, keeping what was parsed: the next use opens it again
         (a log opened read-only becomes writable)."""
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fd()
 
     def close(self) -> None:
         self._parsed = {}
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._close_fd()
+
+    def _close_fd(self) -> None:
+        """The descriptor is forgotten before it is closed: an interrupt (SIGTERM, Ctrl-C)
+        between the two must not leave a closed number behind for the cleanup that follows
+        to close again (EBADF, or another file's descriptor closed by mistake)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
 
     def delete(self) -> None:
         """Kafka's asynchronous delete: renamed to `<name>.deleted` now, unlinked by the

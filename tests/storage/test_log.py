@@ -378,3 +378,32 @@ def test_a_fifo_or_directory_named_like_a_segment_is_refused_without_waiting(tmp
     os.mkfifo(odd) if kind == "fifo" else odd.mkdir()
     with pytest.raises(KraftsimError, match=f"{odd.name}: not a regular file"):
         MetadataLog.open(tmp_path, read_only=True)
+
+
+@pytest.mark.parametrize("how", ["close", "release_fd"])
+def test_a_segment_closed_by_an_interrupted_close_is_not_closed_twice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      how: str) -> None:
+    """SIGTERM (kraftsim's Terminated, a KeyboardInterrupt) right after a segment's descriptor
+    was closed: the cleanup that follows closes the segment again, which must not close that
+    number a second time (EBADF, an internal error at exit; or another file's descriptor)."""
+    import os
+
+    from kraftsim.storage.segment import IndexEntry, LogSegment
+
+    raw = _batch(0, [10])
+    seg = LogSegment.create(tmp_path / segment_file_name(0), 0)
+    seg.append(raw, IndexEntry(0, 0, 0, len(raw), 1, 0))
+    real_close = os.close
+    closed: list[int] = []
+
+    def close_then_interrupt(fd: int) -> None:
+        real_close(fd)
+        closed.append(fd)
+        monkeypatch.setattr(os, "close", real_close)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "close", close_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        getattr(seg, how)()
+    seg.close()  # (the cleanup): nothing left to close
+    assert len(closed) == 1
