@@ -110,6 +110,7 @@ def _target_in(base: str, scenario: Scenario, many: bool, suffix: str = "") -> P
 
 def _run(args: argparse.Namespace) -> int:
     from kraftsim.scenario.runner import run_scenario  # the simulator loads only when something runs
+    from kraftsim.sim.node.format import new_cluster_directory_problem
 
     scenarios = _load_all(args.paths)
     if scenarios is None:
@@ -127,8 +128,8 @@ def _run(args: argparse.Namespace) -> int:
         return EXIT_INVALID
     for scenario in scenarios:
         keep = _target(args.keep, scenario, many)
-        if keep is not None and keep.exists() and (not keep.is_dir() or any(keep.iterdir())):
-            print(f"kraftsim: error: --keep {keep}: already exists and is not an empty directory", file=sys.stderr)
+        if keep is not None and (problem := new_cluster_directory_problem(keep)) is not None:
+            print(f"kraftsim: error: --keep {problem}", file=sys.stderr)
             return EXIT_INVALID
     if (args.sweep or args.snapshot_cost) and not args.html:
         print("kraftsim: error: --sweep and --snapshot-cost add plots to the HTML report: give --html REPORT too",

@@ -13,11 +13,12 @@ from pathlib import Path
 import msgspec
 
 from kraftsim import jsoninput
+from kraftsim.sim.node.format import CLUSTER_STATE_FILE
 from kraftsim.sim.types import (
     EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, SimConfig, SimError, unsupported_state_format,
 )
 
-STATE_FILE = "cluster.json"
+STATE_FILE = CLUSTER_STATE_FILE
 STATE_FORMAT = EVENTS_STATE_FORMAT
 
 

@@ -27,7 +27,9 @@ from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin, FreeNames
 from kraftsim.gcpause import working
-from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id
+from kraftsim.sim.node.format import (
+    EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id, new_cluster_directory_problem,
+)
 from kraftsim.sim.engine.core import Engine
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS
 from kraftsim.sim.engine.member import Member
@@ -134,8 +136,8 @@ class Simulation(AdminMixin):
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
         if controllers + combined < 1:
             raise SimError("a cluster needs at least one controller or combined node")
-        if d.exists() and (not d.is_dir() or any(d.iterdir())):
-            raise SimError(f"{d}: already exists and is not an empty directory")
+        if (problem := new_cluster_directory_problem(d)) is not None:
+            raise SimError(problem)
         pols = _policies(policy)
         cat_path = str(Path(catalog).resolve()) if isinstance(catalog, str) else None
         try:

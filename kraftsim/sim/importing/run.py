@@ -12,6 +12,7 @@ from kraftsim.sim.importing.build import write_cluster
 from kraftsim.sim.importing.plan import ImportPlan, make_plan
 from kraftsim.sim.importing.sources import ImportRefused, read_source
 from kraftsim.sim.importing.summary import summary_dict, summary_lines
+from kraftsim.sim.node.format import new_cluster_directory_problem
 from kraftsim.sim.saved import SavedState
 from kraftsim.sim.simulation import POLICIES
 from kraftsim.sim.types import SimConfig
@@ -60,16 +61,16 @@ def import_cluster(sources: Sequence[Path | str], directory: Path | str, *, vote
     package docstring). ImportRefused, with nothing written, when it cannot. `catalog_path`:
     a user catalog file (hypothetical releases or versions) the cluster keeps using."""
     d = Path(directory)
-    if d.exists() and (not d.is_dir() or any(d.iterdir())):
-        raise ImportRefused(f"{d}: already exists and is not an empty directory")
     if policy not in POLICIES:
         raise ImportRefused(f"unknown policy {policy!r}; known policies: {', '.join(POLICIES)}")
     if not sources:
         raise ImportRefused("no source given")
-    try:  # a cluster made inside a source would land in a real log directory (Kafka refuses its folders)
+    try:  # (a target inside a source is named as such before the general rule below)
         check_output(d, sources, flag="DIR")
     except KraftsimError as e:
         raise ImportRefused(str(e)) from None
+    if (problem := new_cluster_directory_problem(d)) is not None:
+        raise ImportRefused(problem)
     try:
         cat = catalog or (load_catalog(catalog_path) if catalog_path else default_catalog())
     except KraftsimError as e:

@@ -4,6 +4,7 @@ node's directory as `kafka-storage format` formats it."""
 
 from __future__ import annotations
 
+import os
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -16,10 +17,15 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage import ServerConfig, random_uuid, read_meta_properties, storage_format
 from kraftsim.storage.dynamic_voters import DynamicVoter, voters_record
+from kraftsim.storage.dirlock import LOCK_FILE
 from kraftsim.storage.meta_properties import MAX_NODE_ID
+from kraftsim.storage.names import META_PROPERTIES_FILE
 from kraftsim.storage.server_config import Listener
 from kraftsim.javacompat import date_to_string as java_date
 from kraftsim.versions import Catalog
+
+#: What marks a simulated cluster's directory, beside its lock file (both simulators' `cluster.json`).
+CLUSTER_STATE_FILE = "cluster.json"
 
 #: Virtual time of a new cluster: 2025-01-01T00:00:00Z.
 EPOCH_MS = 1_735_689_600_000
@@ -33,6 +39,23 @@ def elapsed_text(ms: int) -> str:
 def clock_text(now_ms: int) -> str:
     """A cluster's virtual clock as time since the cluster was created (elapsed_text)."""
     return elapsed_text(now_ms - EPOCH_MS)
+
+
+def new_cluster_directory_problem(directory: Path | str) -> str | None:
+    """Why a new cluster cannot be made in `directory`, or None. It must be new or empty, and
+    not inside another cluster's directory or a Kafka log directory (simulated or real): Kafka
+    refuses to load a log directory holding a folder it does not know, and the new cluster's
+    writes would go around the other cluster's lock."""
+    d = Path(directory)
+    if d.exists() and (not d.is_dir() or any(d.iterdir())):
+        return f"{d}: already exists and is not an empty directory"
+    for folder in Path(os.path.realpath(d)).parents:
+        if (folder / META_PROPERTIES_FILE).is_file():
+            return (f"{d}: lies inside the Kafka log directory {folder} (Kafka refuses to load one holding a "
+                    "folder that is not a partition's); make the cluster outside it")
+        if (folder / CLUSTER_STATE_FILE).is_file() and (folder / LOCK_FILE).is_file():
+            return f"{d}: lies inside the cluster directory {folder}; make the cluster outside it"
+    return None
 
 
 def incarnation_id(seed: int, node_id: int, start: int) -> str:

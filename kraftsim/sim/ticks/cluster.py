@@ -38,7 +38,7 @@ from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, inca
 from kraftsim.sim.ticks.lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
 from kraftsim.sim.ticks.state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
 from kraftsim.sim.types import MvChangeReport
-from kraftsim.sim.node.format import static_voters_record
+from kraftsim.sim.node.format import new_cluster_directory_problem, static_voters_record
 from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
     write_quorum_state,
@@ -88,8 +88,8 @@ class SimCluster(TickLifecycleMixin):
             raise ClusterError("a cluster needs at least one controller (--controllers N, N >= 1)")
         if brokers < 0:
             raise ClusterError("--brokers must not be negative")
-        if d.exists() and (not d.is_dir() or any(d.iterdir())):
-            raise ClusterError(f"{d}: already exists and is not an empty directory")
+        if (problem := new_cluster_directory_problem(d)) is not None:
+            raise ClusterError(problem)
         pols = tuple(sorted(set(policies)))
         for p in pols:
             if p not in KNOWN_POLICIES:

@@ -10,10 +10,10 @@ import msgspec
 
 from kraftsim.errors import KraftsimError
 from kraftsim.sim.node.simnode import NodeState
-from kraftsim.sim.node.format import EPOCH_MS
+from kraftsim.sim.node.format import CLUSTER_STATE_FILE, EPOCH_MS
 from kraftsim.sim.types import TICKS_STATE_FORMAT, unsupported_state_format
 
-STATE_FILE = "cluster.json"
+STATE_FILE = CLUSTER_STATE_FILE
 STATE_FORMAT = TICKS_STATE_FORMAT
 
 
