@@ -124,6 +124,24 @@ def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
     return ""
 
 
+def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser that `args` went through."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            name = getattr(args, action.dest, None)
+            if isinstance(name, str) and name in action.choices:
+                return _parser_of(action.choices[name], args)
+    return parser
+
+
+def _refuse_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                         extras: Sequence[str]) -> NoReturn:
+    """argparse's "unrecognized arguments" error, said by the subcommand they were given to
+    (its usage and name, not the top level's), with hints from every command's flags."""
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    argparse.ArgumentParser.error(_parser_of(parser, args), message + did_you_mean(message, parser))
+
+
 def _command_named(argv: Sequence[str]) -> str | None:
     """The command word of a command line: its first argument that is not an option."""
     for arg in argv:
@@ -181,7 +199,9 @@ def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
     sys.stdout, sys.stderr = guard(sys.stdout), guard(sys.stderr)  # names from files shown, not obeyed
     try:
         parser = build_parser(argv)
-        args = parser.parse_args(argv)
+        args, extras = parser.parse_known_args(argv)
+        if extras:
+            _refuse_unrecognized(parser, args, extras)
         served = forwarded(parser, args, argv) if forward else None
         if served is not None:
             return served

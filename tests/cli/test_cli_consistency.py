@@ -30,6 +30,21 @@ def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint:
     assert err.splitlines()[-1].endswith(hint)
 
 
+@pytest.mark.parametrize("argv, prog", [
+    (["topics", "--cluster", "x", "create", "--topic", "t"], "kraftsim topics create"),
+    (["cluster", "create", "x", "--controllers", "1", "--release", "3.9", "--nodes", "3"], "kraftsim cluster create"),
+    (["replay", "x", "--nodes", "3"], "kraftsim replay"),
+    (["--debug", "log", "verify", "x", "--jsn"], "kraftsim log verify"),
+])
+def test_an_unknown_flag_is_refused_by_its_subcommand(capsys: pytest.CaptureFixture[str], argv: list[str],
+                                                      prog: str) -> None:
+    """With the subcommand's usage and name, not the top level's (which says nothing of its flags)."""
+    code, out, err = run(capsys, *argv)
+    usage, error = err.split(f"{prog}: error: ")
+    assert code == 2 and out == "" and usage.startswith(f"usage: {prog} [-h]")
+    assert error.startswith(f"unrecognized arguments: {argv[-2] if argv[-1] != '--jsn' else '--jsn'}")
+
+
 def test_nothing_close_suggests_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "log", "verify", "x", "--zzzzzz")
     assert code == 2 and "did you mean" not in err
