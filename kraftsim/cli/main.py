@@ -98,9 +98,11 @@ def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
+def did_you_mean(message: str, parser: argparse.ArgumentParser,
+                 command: argparse.ArgumentParser | None = None) -> str:
     """" (did you mean 'cluster'?)" for an argparse error about an unknown command or flag
-    that is close to a known one; "" otherwise."""
+    that is close to a known one; "" otherwise. `command`: the subcommand the flags were
+    given to, whose own flags are the only ones suggested."""
     import difflib
 
     choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
@@ -118,7 +120,8 @@ def did_you_mean(message: str, parser: argparse.ArgumentParser) -> str:
                     return f" ({name} goes before the command: kraftsim {name} COMMAND ...)"
                 if name in flags:  # (another command's flag)
                     return f" ({name} is not a flag of this command: see its --help)"
-                close = difflib.get_close_matches(name, flags, n=1, cutoff=0.6)
+                close = difflib.get_close_matches(name, _option_strings(command) if command else flags, n=1,
+                                                  cutoff=0.6)
                 if close:
                     return f" (did you mean {close[0]}?)"
     return ""
@@ -139,7 +142,8 @@ def _refuse_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespa
     """argparse's "unrecognized arguments" error, said by the subcommand they were given to
     (its usage and name, not the top level's), with hints from every command's flags."""
     message = f"unrecognized arguments: {' '.join(extras)}"
-    argparse.ArgumentParser.error(_parser_of(parser, args), message + did_you_mean(message, parser))
+    command = _parser_of(parser, args)
+    argparse.ArgumentParser.error(command, message + did_you_mean(message, parser, command))
 
 
 def _command_named(argv: Sequence[str]) -> str | None:

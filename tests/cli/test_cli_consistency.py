@@ -23,6 +23,8 @@ from tests.cli_support import run
     # a flag that exists, in the wrong place: where it goes, never "did you mean" the flag itself
     (["log", "verify", "x", "--debug"], "(--debug goes before the command: kraftsim --debug COMMAND ...)"),
     (["scenario", "check", "x", "--seed", "3"], "(--seed is not a flag of this command: see its --help)"),
+    # close to another command's flag only: no suggestion of a flag this command does not have
+    (["cluster", "create", "x", "--controllers", "1", "--release", "3.9", "--nodez", "3"], "unrecognized arguments: --nodez 3"),
 ])
 def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint: str) -> None:
     code, out, err = run(capsys, *argv)
