@@ -23,7 +23,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
     cmds.required = True
 
-    create = cmds.add_parser("create", help="create COUNT topics named PREFIX0, PREFIX1, ...")
+    create = cmds.add_parser("create", help="create COUNT topics named PREFIX0, PREFIX1, ... (in requests of "
+                                            "at most 10,000 partitions, Kafka's limit for one)")
     create.add_argument("--count", type=int, default=1, metavar="N", help="how many topics (default 1)")
     create.add_argument("--partitions", type=int, default=1, metavar="P", help="partitions per topic (default 1)")
     create.add_argument("--replication-factor", type=int, metavar="R", help="default: min(3, brokers)")
@@ -39,6 +40,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
+    from kraftsim.scenario.apply import topic_requests
     from kraftsim.scenario.language import MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS
     from kraftsim.sim import Simulation
 
@@ -53,9 +55,9 @@ def _create(args: argparse.Namespace) -> int:
               f"{args.count * args.partitions:,}", file=sys.stderr)
         return 2
     with Simulation.open(args.cluster) as sim:
-        created = sim.create_topics(args.count, args.partitions, args.replication_factor, prefix=args.prefix)
-    for name in created:  # acknowledged once the cluster is saved
-        print(f"Created topic {name}.")
+        for created in topic_requests(sim, args.count, args.partitions, args.replication_factor, args.prefix):
+            for name in created:  # (acknowledged: each request's topics are saved before they are named)
+                print(f"Created topic {name}.")
     return 0
 
 

@@ -7,6 +7,8 @@ whoever runs it. A refusal raises SimError or KraftsimError with Kafka's text.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import msgspec
 
 from kraftsim.scenario.ops import (
@@ -41,6 +43,20 @@ from kraftsim.sim import Simulation, tool_note
 PARTITIONS_PER_REQUEST = 10_000
 
 
+def topic_requests(sim: Simulation, count: int, partitions: int, replication_factor: int | None,
+                   prefix: str = "topic-") -> Iterator[list[str]]:
+    """Create `count` topics `<prefix><i>` in requests of at most PARTITIONS_PER_REQUEST
+    partitions, as a script calling kafka-topics stays under the controller's limit
+    ("Excessively large number of partitions per request."; a single topic larger than that
+    is still refused): the names each request created, once it is saved."""
+    per_request = max(1, PARTITIONS_PER_REQUEST // partitions)
+    done = 0
+    while done < count:
+        created = sim.create_topics(min(per_request, count - done), partitions, replication_factor, prefix=prefix)
+        done += len(created)
+        yield created
+
+
 def apply(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out `op` as it starts now; returns what it printed."""
     started, said = starting(sim, op)
@@ -64,17 +80,11 @@ def starting(sim: Simulation, op: StepBase) -> tuple[StepBase, list[str]]:
 def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out an op as `starting` gave it; returns what it printed."""
     if isinstance(op, CreateTopics):
-        # One request per at most PARTITIONS_PER_REQUEST partitions, as a script calling
-        # kafka-topics would stay under the controller's limit ("Excessively large number of
-        # partitions per request."); a single topic larger than that is still refused.
         if op.names is not None:
             return [f"Created topic {n}." for n in sim.create_topics(len(op.names), op.partitions,
                                                                      op.replication_factor, names=op.names)]
-        names: list[str] = []
-        per_request = max(1, PARTITIONS_PER_REQUEST // op.partitions)
-        while len(names) < op.count:
-            names += sim.create_topics(min(per_request, op.count - len(names)), op.partitions, op.replication_factor)
-        return [f"Created topic {n}." for n in names]
+        return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor)
+                for n in created]
     if isinstance(op, DeleteTopics):
         sim.delete_topics(op.names)
         return [f"Deleted topic {n}." for n in op.names]

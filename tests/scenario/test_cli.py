@@ -165,6 +165,28 @@ def test_keep_leaves_a_cluster_the_other_commands_read(tmp_path: Path, capsys: p
     assert code == 2 and "not an empty directory" in err
 
 
+def test_topics_create_splits_requests_as_the_scenario_op_does(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """15,000 partitions in three topics: over Kafka's 10,000 for one CreateTopics request, so
+    sent as two (as `create-topics` in a scenario); a failing later request leaves the topics
+    of the earlier ones created, and named."""
+    d = tmp_path / "c"
+    assert run(capsys, "cluster", "create", str(d), "--controllers", "1", "--brokers", "1", "--release", "3.9")[0] == 0
+    code, out, err = run(capsys, "topics", "--cluster", str(d), "create", "--count", "3", "--partitions", "5000")
+    assert (code, out.splitlines()) == (0, [f"Created topic topic-{i}." for i in range(3)]), err
+    code, _, err = run(capsys, "topics", "--cluster", str(d), "create", "--partitions", "10001")
+    assert code == 1 and err.strip() == "Excessively large number of partitions per request."
+    # c_d2 collides with c.d2 ('.' and '_' collide in metric names): the second request fails
+    assert run(capsys, "topics", "--cluster", str(d), "create", "--prefix", "c.d", "--count", "3")[0] == 0
+    assert run(capsys, "topics", "--cluster", str(d), "delete", "c.d0", "c.d1")[0] == 0
+    code, out, err = run(capsys, "topics", "--cluster", str(d), "create", "--prefix", "c_d", "--count", "3",
+                         "--partitions", "5000")
+    assert code == 1 and out.splitlines() == ["Created topic c_d0.", "Created topic c_d1."]
+    assert err.strip() == "Topic 'c_d2' collides with existing topic: c.d2"
+    code, out, _ = run(capsys, "topics", "--cluster", str(d), "list")
+    assert out.split() == ["c.d2", "c_d0", "c_d1", "topic-0", "topic-1", "topic-2"]
+
+
 def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = write(tmp_path, "a.toml", PASSING)
     b = write(tmp_path, "b.toml", FAILING)
