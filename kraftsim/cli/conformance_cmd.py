@@ -13,13 +13,18 @@ import argparse
 import fnmatch
 import json
 import sys
-from pathlib import Path
 
-from kraftsim.conformance.cases import DIFFER, Outcome
+from kraftsim.conformance.cases import AGREE, DIFFER, POLICY, Outcome
 from kraftsim.conformance.dist import KafkaUnavailable, default_releases, resolve_release
 from kraftsim.conformance.report import detail_lines, json_line, markdown_row, table_lines, totals_line
 from kraftsim.conformance.roll import run_roll
 from kraftsim.conformance.run import run_release
+
+
+#: The most `conformance table` reads: every case of every release, as `conformance run --json`
+#: prints them, is a few megabytes.
+MAX_TABLE_BYTES = 64 * 1024 * 1024
+RESULTS = (AGREE, POLICY, DIFFER)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,17 +84,40 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _table(args: argparse.Namespace) -> int:
-    text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8")
+    try:
+        if args.file == "-":
+            data = sys.stdin.buffer.read(MAX_TABLE_BYTES + 1)
+        else:
+            with open(args.file, "rb") as f:  # (a FIFO is read as the pipe it is, as '-' is)
+                data = f.read(MAX_TABLE_BYTES + 1)
+    except OSError as e:
+        print(f"kraftsim: error: {args.file}: cannot be read: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if len(data) > MAX_TABLE_BYTES:
+        print(f"kraftsim: error: {args.file}: more than the {MAX_TABLE_BYTES:,} bytes of outcomes kraftsim reads",
+              file=sys.stderr)
+        return 2
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        print(f"kraftsim: error: {args.file}: expected UTF-8 text (byte {e.start} is not)", file=sys.stderr)
+        return 2
     outcomes = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-            outcomes.append(Outcome(obj["case"], obj["release"], obj["result"], obj.get("detail", "")))
-        except (ValueError, KeyError, TypeError) as e:
+            outcome = Outcome(obj["case"], obj["release"], obj["result"], obj.get("detail", ""))
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
             print(f"kraftsim: error: {args.file}: line {n}: expected a conformance JSON object ({e})", file=sys.stderr)
             return 2
+        if not all(isinstance(v, str) for v in (outcome.case, outcome.release, outcome.result, outcome.detail)) \
+                or outcome.result not in RESULTS:
+            print(f"kraftsim: error: {args.file}: line {n}: expected text for case, release and detail, and a "
+                  f"result of {', '.join(RESULTS)}", file=sys.stderr)
+            return 2
+        outcomes.append(outcome)
     releases = list(dict.fromkeys(o.release for o in outcomes))
     lines = table_lines(outcomes, releases, summary=args.summary)
     if args.markdown:

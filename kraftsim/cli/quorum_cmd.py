@@ -277,13 +277,18 @@ def _need_kip_853(sim: Simulation, release: str | None, command: str) -> None:
 
 def _controller_id(path: str) -> int:
     """MetadataQuorumCommand.getControllerId on the configuration file, with its texts."""
+    from kraftsim.regular_file import UnreadableFile, require_regular_file
     from kraftsim.storage.java_properties import load_properties
 
     p = Path(path)
     if not p.exists():
         raise ToolFailure(f"Properties file {path} does not exists!")
     try:
+        if not p.is_dir():  # (a folder fails below, in Java's words)
+            require_regular_file(p)  # a device such as /dev/zero never ends, a FIFO waits for a writer
         raw = p.read_bytes()
+    except UnreadableFile as e:
+        raise ToolFailure(f"{path} ({e.reason})") from None
     except OSError as e:  # (as Java's FileInputStream says it: "NAME (Is a directory)")
         raise ToolFailure(f"{path} ({e.strerror or e})") from None
     props = load_properties(raw.decode("latin-1"))

@@ -77,7 +77,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _load_all(paths: list[str]) -> list[Scenario] | None:
     """Every file checked before anything runs; None (after printing why) if one is invalid."""
-    files = scenario_files([Path(p) for p in paths])
+    try:
+        files = scenario_files([Path(p) for p in paths])
+    except ScenarioInvalid as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return None
     scenarios, bad = [], 0
     if not files:
         print(f"kraftsim: error: no scenario files in {', '.join(paths)}", file=sys.stderr)

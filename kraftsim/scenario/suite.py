@@ -8,6 +8,7 @@ from importlib import resources
 from pathlib import Path
 
 from kraftsim import shipped_folder
+from kraftsim.scenario.errors import ScenarioInvalid
 
 #: Where the shipped scenarios are.
 SUITE_DIR = shipped_folder("kraftsim._scenarios", "scenarios")
@@ -33,11 +34,18 @@ def resolve(arg: str) -> Path:
 
 def scenario_files(paths: list[Path]) -> list[Path]:
     """Files named on the command line, with each directory replaced by its *.toml files (sorted)
-    and each shipped scenario's name by its file."""
+    and each shipped scenario's name by its file. ScenarioInvalid for a *.toml in a directory
+    that is not a regular file."""
     out: list[Path] = []
     for p in (resolve(str(p)) for p in paths):
         if p.is_dir():
-            out += sorted(p.glob("*.toml"))
+            found = sorted(p.glob("*.toml"))
+            for f in found:  # (a file named on its own may be a pipe: `<(...)`; one found in a folder may not)
+                if not f.is_file():
+                    raise ScenarioInvalid(str(f), None, "not a regular file (a FIFO would be waited on forever, a "
+                                                        "device read without end): in a folder only regular *.toml "
+                                                        "files are scenarios")
+            out += found
         else:
             out.append(p)
     return out

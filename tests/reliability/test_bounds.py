@@ -138,6 +138,31 @@ def test_a_toml_input_that_never_ends_is_refused_under_a_memory_cap(tmp_path: Pa
         assert says in proc.stderr, (argv, proc.stderr[-2000:])
 
 
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_other_inputs_that_never_end_are_refused_under_a_memory_cap(tmp_path: Path) -> None:
+    """`conformance table` read its file whole and `metadata-quorum --command-config` the new
+    controller's properties: /dev/zero ran either out of memory (killed). A scenario folder
+    with a FIFO among its *.toml files waited for a writer forever."""
+    from kraftsim.cli.main import main as kraftsim_main
+
+    cluster = tmp_path / "c"
+    assert kraftsim_main(["cluster", "create", str(cluster), "--controllers", "1", "--release", "4.1",
+                          "--dynamic-quorum"]) == 0
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    os.mkfifo(folder / "a.toml")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for argv, code, says in (
+            (["conformance", "table", "/dev/zero"], 2, "/dev/zero: more than the 67,108,864 bytes of outcomes"),
+            (["metadata-quorum", "--cluster", str(cluster), "--command-config", "/dev/zero", "add-controller"], 1,
+             "/dev/zero (not a regular file)"),
+            (["scenario", "run", str(folder)], 2, "a.toml: not a regular file (a FIFO would be waited on forever")):
+        proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
+                              timeout=120, preexec_fn=lambda: _capped(GIB))
+        assert proc.returncode == code, (argv, proc.returncode, proc.stderr[-2000:])
+        assert says in proc.stderr and "Traceback" not in proc.stderr, (argv, proc.stderr[-2000:])
+
+
 def test_the_toml_check_lets_real_files_through() -> None:
     from kraftsim import tomlinput
 

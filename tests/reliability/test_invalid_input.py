@@ -128,3 +128,20 @@ def test_replay_says_a_missing_or_fifo_catalog_is_one(tmp_path: Path, capsys: py
         code, _, err = run(capsys, "replay", str(log), "--catalog", str(catalog))
         assert code == 2 and f"kraftsim: error: catalog file {catalog}: {says}" in err, err
         assert "rule" not in err
+
+
+@pytest.mark.parametrize("content, says", [
+    (b'{"case": 1, "release": [], "result": {}}\n', "line 1: expected text for case, release and detail"),
+    (b'{"case": "a", "release": "3.9", "result": "maybe"}\n', "a result of agree, policy, differ"),
+    (b'[1]\n', "line 1: expected a conformance JSON object"),
+    (b'\xff\xfe\n', "expected UTF-8 text (byte 0 is not)"),
+])
+def test_conformance_table_refuses_what_is_not_its_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              content: bytes, says: str) -> None:
+    """Outcomes of the wrong types were an internal error (exit 70), a wrong encoding too."""
+    saved = tmp_path / "outcomes.jsonl"
+    saved.write_bytes(content)
+    code, out, err = run(capsys, "conformance", "table", str(saved))
+    assert (code, out) == (2, "") and says in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "conformance", "table", str(tmp_path / "missing.jsonl"))
+    assert code == 2 and "cannot be read: No such file or directory" in err
