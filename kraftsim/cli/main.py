@@ -11,6 +11,7 @@ the modules' own). Adding a command is one line in COMMANDS.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import os
 import re
@@ -233,6 +234,12 @@ def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
     except RecursionError:
         _report_internal("input nested too deeply to process", debug)
         return EXIT_INTERNAL
+    except OSError as e:
+        if e.errno not in _WRITE_FAILURES:
+            _report_internal(f"{type(e).__name__}: {e}", debug)
+            return EXIT_INTERNAL
+        print(f"kraftsim: error: {_write_failure(e)}", file=sys.stderr)
+        return EXIT_FAILED  # (as the writers that say it themselves: export, cluster create)
     except Exception as e:  # last resort: a bug, said in one line
         _report_internal(f"{type(e).__name__}: {e}", debug)
         return EXIT_INTERNAL
@@ -279,6 +286,21 @@ def forwarded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
     sys.stdout.flush()
     sys.stderr.write(reply.stderr)
     return reply.code
+
+
+#: Errors that say the machine could not take what was written, not that kraftsim is wrong.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _write_failure(e: OSError) -> str:
+    """What could not be written, and why. When it was the standard output (its buffer cannot
+    be flushed either), stdout is pointed at /dev/null so that the exit cannot fail again."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        _silence_stdout()
+        return f"cannot write the standard output: {e.strerror}"
+    return f"cannot write {e.filename if e.filename else 'the output'}: {e.strerror}"
 
 
 def _report_internal(what: str, debug: bool) -> None:

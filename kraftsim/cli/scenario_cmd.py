@@ -47,8 +47,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                           "(`kraftsim scenario list`)")
     run.add_argument("--seed", type=int, metavar="N", help="override each file's seed")
     run.add_argument("--json", action="store_true", help="print one JSON object per scenario (contract 5) and nothing else")
-    run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios: "
-                                                      "REPORT is a directory of NAME.html)")
+    run.add_argument("--html", metavar="REPORT", help="write a self-contained HTML report (with several scenarios, "
+                                                      "or when REPORT is a folder: NAME.html in it)")
     run.add_argument("--sweep", metavar="DIR", type=Path,
                      help="with --html: add the plots of this `kraftsim spark sweep` output (outcome rate per "
                           "scenario, time and fenced-time distributions)")
@@ -120,11 +120,17 @@ def _run(args: argparse.Namespace) -> int:
     if scenarios is None:
         return EXIT_INVALID
     many = len(scenarios) > 1
+    # A folder that gains NAME.html files: for several scenarios, and for one when REPORT is a
+    # folder already (as `cp` puts a file into a folder).
+    html_folder = bool(args.html) and (many or Path(args.html).is_dir())
     try:  # where the results go is checked before anything runs
-        if args.html and many:  # a folder that gains NAME.html files
+        if html_folder:
             check_writable(args.html, flag="--html", directory=True)
         elif args.html:
             check_output(args.html, [s.path for s in scenarios], flag="--html")
+            if Path(args.html).exists() and not Path(args.html).is_file():
+                raise UsageError(f"--html {args.html}: not a regular file: name an HTML file to write, or a folder "
+                                 "to write NAME.html in")
         if args.keep:
             check_writable(args.keep, flag="--keep", directory=True)
     except UsageError as e:
@@ -144,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
     except KraftsimError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return EXIT_INVALID
-    if many and args.html:
+    if html_folder:
         Path(args.html).mkdir(parents=True, exist_ok=True)
     failed = 0
     for scenario in scenarios:
@@ -187,7 +193,7 @@ def _run(args: argparse.Namespace) -> int:
             print("\n".join(paint_prefix(line, VERDICTS) for line in lines), flush=True)
         if args.html:
             from kraftsim.scenario.html_report import write_report
-            report = _target_in(args.html, scenario, many, ".html")
+            report = _target_in(args.html, scenario, html_folder, ".html")
             write_report(outcome, report, sections[scenario.name])
             if not args.json:
                 print(f"  report: {report}")

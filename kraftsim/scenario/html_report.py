@@ -10,6 +10,7 @@ from typing import Callable, Sequence
 
 from kraftsim.image import group_losses, largest_topics, named_items, split_loss_text
 from kraftsim.scenario.markup import escape, script_json
+from kraftsim.storage.fileio import atomic_write
 from kraftsim.scenario.results import ScenarioResult, result_json
 from kraftsim.scenario.runner import RunOutcome
 from kraftsim.scenario.timeline import Timeline
@@ -206,6 +207,7 @@ def _final(r: ScenarioResult, mv_name: Callable[[int], str]) -> list[str]:
 
 
 def write_report(run: RunOutcome, path: Path, extra: Sequence[str] = ()) -> None:
+    """The report at `path`, whole or not at all (a full disk leaves no half page behind)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(run, extra), encoding="utf-8")
+    atomic_write(path, render(run, extra).encode("utf-8"), fsync=False)

@@ -188,6 +188,31 @@ def test_a_closed_pipe_is_not_a_traceback(segment: Path) -> None:
     assert code == 141
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_a_full_disk_is_said_not_called_a_bug(segment: Path) -> None:
+    """Output that the machine cannot take (here stdout on /dev/full, where every write finds the
+    disk full) was an internal error (exit 70); it is a failure of the machine, said in one line."""
+    with open("/dev/full", "wb") as full:
+        proc = subprocess.run([sys.executable, "-m", "kraftsim", "log", "dump", str(segment)], cwd=REPO,
+                              stdout=full, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == "kraftsim: error: cannot write the output: No space left on device\n"
+
+
+def test_an_os_error_that_is_not_the_machines_is_still_a_bug(monkeypatch: pytest.MonkeyPatch, segment: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    import errno
+
+    import kraftsim.cli.log_cmd as log_cmd
+
+    def broken(args: object) -> int:
+        raise OSError(errno.EBADF, "Bad file descriptor")
+
+    monkeypatch.setattr(log_cmd, "run_dump", broken)
+    code, _, err = run(capsys, "log", "dump", str(segment))
+    assert code == 70 and "internal error: OSError: [Errno 9] Bad file descriptor" in err
+
+
 def test_sigterm_ends_a_run_as_an_interrupt_does_and_leaves_no_temporary_cluster(tmp_path: Path) -> None:
     """`timeout` and service managers stop a command with SIGTERM: the run's temporary cluster
     is removed, one line says so, exit 143 (before, the process died where it was and left the

@@ -187,6 +187,21 @@ def test_topics_create_splits_requests_as_the_scenario_op_does(tmp_path: Path,
     assert out.split() == ["c.d2", "c_d0", "c_d1", "topic-0", "topic-1", "topic-2"]
 
 
+def test_one_report_into_a_folder_is_named_after_its_scenario(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """--html naming an existing folder for one scenario ended the run with an internal error;
+    it now gets NAME.html, as several scenarios do. A device is refused before the run."""
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    code, out, err = run(capsys, "scenario", "run", str(write(tmp_path, "a.toml", PASSING)), "--html", str(reports))
+    assert code == 0, err
+    assert f"  report: {reports / 'passing.html'}" in out and (reports / "passing.html").read_text().startswith("<!")
+    assert sorted(p.name for p in reports.iterdir()) == ["passing.html"]
+    if Path("/dev/full").exists():
+        code, out, err = run(capsys, "scenario", "run", str(tmp_path / "a.toml"), "--html", "/dev/full")
+        assert (code, out) == (2, "") and "--html /dev/full: not a regular file" in err
+
+
 def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = write(tmp_path, "a.toml", PASSING)
     b = write(tmp_path, "b.toml", FAILING)
