@@ -5,7 +5,10 @@ value, and always for BROKER resources (KAFKA-14136: brokers reload on every rec
 The rules a resource is checked against, in Kafka's order: the ELR rules on
 min.insync.replicas, the value size, the resource name, then its existence. With ELR on,
 a change to min.insync.replicas also clears the ELRs it may invalidate (ClearElrRecord).
-Config names and values are not checked against Kafka's config definitions.
+A topic's resulting configs are checked against its release's definitions, as Kafka's
+controller checks them (kraftsim.controller.topic_configs). Broker configs are not (Kafka's
+controller checks only the broker's id); client-metrics and group configs are not either,
+though Kafka's controller checks them against definitions kraftsim does not hold.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import elr_enabled
+from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.storage import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
@@ -150,7 +154,20 @@ def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, config
             return [], ApiError("INVALID_CONFIG", "The configuration value cannot be added because it exceeds the "
                                                   f"maximum value size of {MAX_VALUE_LENGTH} bytes.")
     err = _resource_name_error(ctx, rtype, name)
-    if not err.ok and not (newly_created and err.name == "UNKNOWN_TOPIC_OR_PARTITION"):
+    missing = err.name == "UNKNOWN_TOPIC_OR_PARTITION"  # (the validator's checks come before existence's)
+    if not err.ok and not missing:
+        return [], err
+    if rtype == TOPIC:
+        after = dict(current)
+        for key, value in changed:
+            if value is None:
+                after.pop(key, None)
+            else:
+                after[key] = value
+        config_err = topic_config_error(ctx.catalog.release.name, ctx.catalog.latest_production.version, after)
+        if not config_err.ok:
+            return [], config_err
+    if missing and not newly_created:
         return [], err
     for key, value in changed:
         records.append(payload(reg, "ConfigRecord", 0, resource_type=rtype, resource_name=name, name=key, value=value))

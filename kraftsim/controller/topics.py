@@ -30,6 +30,7 @@ from kraftsim.controller.replica_placement import (
     placed_replicas,
     usable_brokers,
 )
+from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.controller.result import (
     NO_METADATA_VERSION,
     ControllerResult,
@@ -359,6 +360,12 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
         nulls = [c.name for c in t.configs if c.value is None]
         if nulls:
             errors[t.name] = ApiError("INVALID_CONFIG", f"Null value not supported for topic configs: {','.join(nulls)}")
+    for t in req.topics:
+        if t.name not in errors and t.configs:
+            err = topic_config_error(ctx.catalog.release.name, ctx.catalog.latest_production.version,
+                                     {c.name: c.value or "" for c in t.configs})
+            if not err.ok:
+                errors[t.name] = err
 
     with collector_paused():  # (records and their lists form no cycle: see gcpause)
         records, results = _created_topics(ctx, req, mv, errors)

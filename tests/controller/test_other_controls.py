@@ -110,12 +110,20 @@ def test_broker_resources_always_get_a_record(cluster):
     (8, "1", 42, "Unknown resource type BROKER_LOGGER"),
 ])
 def test_resource_checks(cluster, rtype, name, code, text):
-    r = alter(cluster, (rtype, name, (("k", OP_SET, "v"),)))
+    r = alter(cluster, (rtype, name, (("retention.ms", OP_SET, "1000"),)))
     assert outcome(r) == (code, text) and r.records == ()
 
 
+def test_a_topics_configs_are_checked_before_its_existence(cluster):
+    """Kafka's validator (the topic's name, then LogConfig.validate) runs before the existence check."""
+    r = alter(cluster, (TOPIC, "nope", (("k", OP_SET, "v"),)))
+    assert outcome(r) == (40, "Unknown topic config name: k") and r.records == ()
+    r = alter(cluster, (TOPIC, "nope", (("retention.ms", OP_SET, "soon"),)))
+    assert outcome(r) == (40, "Invalid value soon for configuration retention.ms: Not a number of type LONG")
+
+
 def test_one_bad_resource_does_not_stop_the_others(cluster):
-    r = alter(cluster, (TOPIC, "nope", (("k", OP_SET, "v"),)), (BROKER, "", (("k", OP_SET, "v"),)))
+    r = alter(cluster, (TOPIC, "nope", (("retention.ms", OP_SET, "1"),)), (BROKER, "", (("k", OP_SET, "v"),)))
     assert [x.error_code for x in r.response.responses] == [3, 0] and types(r) == [("ConfigRecord", 0)]
 
 

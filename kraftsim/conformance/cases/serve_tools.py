@@ -43,6 +43,13 @@ HEAP = "384m"
 RUNS: list[tuple[str, str, list[str]]] = [
     ("topics --create", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "t", "--partitions", "2",
                                    "--replication-factor", "1"]),
+    # topic configs the controller refuses: a value its type cannot parse, a name it does not define
+    ("topics --create --config (bad value)", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "u",
+                                                        "--partitions", "1", "--replication-factor", "1",
+                                                        "--config", "retention.ms=soon"]),
+    ("topics --create --config (unknown name)", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "u",
+                                                           "--partitions", "1", "--replication-factor", "1",
+                                                           "--config", "retention.days=7"]),
     ("topics --list", "topics", ["--bootstrap-server", "{bs}", "--list"]),
     ("topics --describe", "topics", ["--bootstrap-server", "{bs}", "--describe"]),
     ("configs topic", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "topics",
