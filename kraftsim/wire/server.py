@@ -42,6 +42,7 @@ from kraftsim.wire.handlers import (
     serves,
     unsupported_api_versions,
 )
+from kraftsim.sim import api_version_table
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
@@ -89,6 +90,8 @@ class WireServer:
         #: (listener, api key, version) -> (the image and process it was built from, the frame);
         #: the first two are compared by identity only
         self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
+        #: The advertised APIs kraftsim does not carry out that a client asked for (said once each).
+        self._unserved_said: set[tuple[int, int | None]] = set()
 
     # ------------------------------------------------------------------ listeners
 
@@ -207,13 +210,18 @@ class WireServer:
             if e.api_key == API_VERSIONS_KEY:
                 return encode_response(API_VERSIONS_KEY, 0, e.correlation_id,
                                        unsupported_api_versions(self.served, listener))
+            if serves(self.served, listener, e.api_key, e.api_version):
+                self._say_unserved(e.api_key, e.api_version if e.api_key in HANDLERS else None)
             return None
         except FrameError:
             return None
         if req.api_key == API_VERSIONS_KEY:
             return self._cached(listener, req.api_key, req.api_version, req.correlation_id, self._api_versions)
         handler = HANDLERS.get(req.api_key)
-        if handler is None or not serves(self.served, listener, req.api_key, req.api_version):
+        advertised = serves(self.served, listener, req.api_key, req.api_version)
+        if handler is None and advertised:
+            self._say_unserved(req.api_key)
+        if handler is None or not advertised:
             return None  # not enabled on this listener: Kafka closes the connection
         if req.api_key == METADATA_KEY and req.body.get("Topics") is None:
             return self._cached(listener, req.api_key, req.api_version, req.correlation_id,
@@ -221,6 +229,19 @@ class WireServer:
         body = handler(self.served, listener, req.api_version, req.body)
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))
+
+    def _say_unserved(self, api_key: int, version: int | None = None) -> None:
+        """Once each: a request the node advertises (as its release does) that kraftsim does not
+        carry out (`version`: only that version of an API it serves). Its connection is closed,
+        which a client takes for a broken connection and retries until its own timeout: the
+        operator should know why."""
+        if (api_key, version) in self._unserved_said:
+            return
+        self._unserved_said.add((api_key, version))
+        name = api_version_table().names.get(api_key, "an API")
+        what = f"{name} (API key {api_key})" if version is None else f"{name} v{version} (API key {api_key})"
+        self.log(f"{what} is not carried out by kraftsim serve: the connection that asked was closed, and the "
+                 "client will retry until its timeout")
 
     def answer_from_cache(self, listener: Listener, payload: bytes) -> bytes | None:
         """While a handed-over command has the cluster: an ApiVersions request answered as the

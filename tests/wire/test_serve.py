@@ -95,6 +95,19 @@ def test_advertised_but_unparsable_versions_close_the_connection_on_every_releas
                 assert k.answer(1, role, struct.pack(">hhih", key, version, 1, -1) + b"\x00") is None, (key, version)
 
 
+def test_an_advertised_request_kraftsim_does_not_carry_out_is_said_once_on_stderr(capsys):
+    """The connection is closed (the client retries until its timeout): the operator is told why, once."""
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        capsys.readouterr()
+        for _ in range(2):
+            assert k.answer(1, "broker", struct.pack(">hhih", 37, 3, 1, -1) + b"\x00") is None  # CreatePartitions v3
+        assert k.answer(1, "broker", struct.pack(">hhih", 9999, 0, 1, -1)) is None  # not advertised: nothing said
+        err = capsys.readouterr().err
+    assert len(err.splitlines()) == 1
+    assert ("kraftsim serve: CreatePartitions (API key 37) is not carried out by kraftsim serve: the connection that "
+            "asked was closed, and the client will retry until its timeout") in err
+
+
 def test_metadata_describe_cluster_and_topics_from_the_nodes_image():
     with kraftsim.serve(controllers=1, brokers=2, release="4.4.0") as k:
         created = rpc(k.address(2), 19, 7, {"Topics": [{"Name": "orders", "NumPartitions": 3,
