@@ -82,6 +82,19 @@ def test_seeds() -> None:
             parse_seeds(bad)
 
 
+def test_a_sweep_of_more_runs_than_it_makes_is_refused_before_any_input_is_built(tmp_path: Path,
+                                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """--seeds 1:100000000 built one input per seed first, taking the memory (754 MB after 10 s)."""
+    from kraftsim.cli.main import main
+
+    scenario = sorted(SUITE_DIR.glob("*.toml"))[0]
+    capsys.readouterr()
+    code = main(["spark", "sweep", str(scenario), "--seeds", "1:100000000", "--local", "--out", str(tmp_path / "o")])
+    err = capsys.readouterr().err
+    assert code == 2 and "1 scenario(s) x 100,000,000 seeds is 100,000,000 runs: more than the 1,000,000" in err
+    assert not (tmp_path / "o").exists()
+
+
 def test_schedules_are_seeded_and_stay_scenarios() -> None:
     """Every shipped scenario, faulted, is still a valid scenario; a seed gives one schedule."""
     spec = parse_faults("crash=0.3,restart=0.2,partition=0.3,torn-tail=0.2,loss=0.01")

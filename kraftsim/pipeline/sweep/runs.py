@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
 from kraftsim import tomlinput
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.pipeline.sweep.faults import FaultSpec, absolute_paths, inject, parse_faults, to_toml
 from kraftsim.pipeline.sweep.tasks import run_cost
 
@@ -33,10 +33,19 @@ SCRATCH_MIN_BYTES = 2 << 30
 _SNAPSHOT_BYTES = re.compile(r"^Wrote \S+ \((\d+) bytes\)$")
 
 
+#: The most runs one sweep makes (scenarios x seeds): its inputs are built before any runs, so a
+#: range such as 1:100000000 would take all the memory first.
+MAX_RUNS = 1_000_000
+
+
 def sweep_inputs(files: Sequence[Path], seeds: range, faults: str | None) -> list[dict[str, object]]:
-    """Every scenario under every seed, scenarios in the given order, then by seed."""
+    """Every scenario under every seed, scenarios in the given order, then by seed. UsageError
+    for more than MAX_RUNS runs, before any is built."""
     from kraftsim.scenario import load_scenario
 
+    if len(files) * len(seeds) > MAX_RUNS:
+        raise UsageError(f"{len(files):,} scenario(s) x {len(seeds):,} seeds is {len(files) * len(seeds):,} runs: "
+                         f"more than the {MAX_RUNS:,} one sweep makes")
     spec = parse_faults(faults)
     items = []
     for f in files:
