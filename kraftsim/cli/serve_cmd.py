@@ -124,9 +124,15 @@ class CliCommands:
             return None
         if args.command == "features":
             return _features_step(args)
-        if args.command == "topics" and args.topics_command in ("create", "delete"):
+        if args.command == "topics" and args.topics_command in ("create", "alter", "delete"):
             if args.topics_command == "delete":
                 return "delete-topics", {"names": list(args.names)}
+            if args.topics_command == "alter":
+                from kraftsim.cli.topics_cmd import replica_assignment
+
+                given = args.replica_assignment
+                return "create-partitions", {"names": list(args.names), "count": args.partitions,
+                                             "assignments": None if given is None else replica_assignment(given)}
             return "create-topics", {"names": [f"{args.prefix}{i}" for i in range(args.count)],
                                      "partitions": args.partitions, "replication_factor": args.replication_factor}
         return None

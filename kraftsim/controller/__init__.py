@@ -5,6 +5,7 @@ Each rule module decides one family of requests from a `ControllerContext` and r
 `ControllerResult` (records + response, or a Kafka error); it changes nothing itself.
 
 Topics and partitions follow Kafka's files: `topics` (CreateTopics, DeleteTopics),
+`partition_create` (CreatePartitions),
 `replica_placement` (StripedReplicaPlacer), `partition_change` (PartitionChangeBuilder),
 `replication` (ISR/ELR changes driven by brokers, AlterPartition), `leader_election`
 (ElectLeaders). Names other packages use are exported here.
@@ -53,6 +54,10 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     from kraftsim.controller.partition_change import (
         PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active, leader_acceptor as leader_acceptor,
     )
+    from kraftsim.controller.partition_create import (
+        CreatePartitionsRequest as CreatePartitionsRequest, CreatePartitionsTopic as CreatePartitionsTopic,
+        create_partitions as create_partitions,
+    )
     from kraftsim.controller.quorum_controller import QuorumController as QuorumController, ReplayState as ReplayState
     from kraftsim.controller.quorum_features import DISABLED as DISABLED
     from kraftsim.controller.replica_placement import UsableBroker as UsableBroker, place_replicas as place_replicas
@@ -89,6 +94,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
     "leader_election": "ElectLeadersRequest TopicPartitions elect_leaders",
     "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
+    "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
     "quorum_features": "DISABLED",
     "replica_placement": "UsableBroker place_replicas",
@@ -110,12 +116,12 @@ __all__ = [
     "AlterPartitionTopic", "AlterableConfig", "ApiError", "BrokerHeartbeatReply", "BrokerHeartbeatRequest",
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
-    "CreatableTopicConfig", "CreateAclsRequest", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
+    "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
     "DeleteTopicsRequest", "ElectLeadersRequest", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
     "Listener", "OP_DELETE", "OP_SET", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
-    "cordoned_by_config", "create_acls", "create_topics", "delete_topics", "elect_leaders", "error_codes",
+    "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes",
     "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller",

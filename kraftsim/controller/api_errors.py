@@ -53,6 +53,7 @@ DEFAULT_MESSAGES = {
     "ELECTION_NOT_NEEDED": "Leader election not needed for topic partition.",
     "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
+    "UNKNOWN_SERVER_ERROR": "The server experienced an unexpected error when processing the request.",
 }
 
 
@@ -60,3 +61,12 @@ def default_error(name: str) -> ApiError:
     """Kafka's `new ApiError(error)`: the error with its default text."""
     return ApiError(name, DEFAULT_MESSAGES.get(name))
 
+
+
+def code_text(code: int, message: str | None = None) -> str:
+    """What a client shows for an error answered with `code` and `message`: the message, else
+    Kafka's default text of the error, else its name."""
+    if message:
+        return message
+    name = next((n for n, c in error_codes().items() if c == code), f"error code {code}")
+    return DEFAULT_MESSAGES.get(name, name)

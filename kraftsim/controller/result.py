@@ -21,6 +21,12 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.registry import Registry
 from kraftsim.versions import Catalog
 
+#: Kafka's MAX_RECORDS_PER_USER_OP: the most records one user request may make, from 3.5 on
+#: (policy `user_op_limits`); more is BoundedListTooLongException in Kafka's code.
+MAX_RECORDS_PER_USER_OP = 10_000
+#: What Kafka's controller answers for a whole request whose records overflow that limit.
+TOO_MANY_RECORDS = ApiError("POLICY_VIOLATION", "Unable to perform excessively large batch operation.")
+
 #: What a rule answers when the image has no metadata.version (Kafka's metadataVersionOrThrow).
 NO_METADATA_VERSION = ApiError("UNKNOWN_SERVER_ERROR", "Unknown metadata version for FeatureControlManager")
 

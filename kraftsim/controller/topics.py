@@ -32,7 +32,9 @@ from kraftsim.controller.replica_placement import (
 )
 from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.controller.result import (
+    MAX_RECORDS_PER_USER_OP,
     NO_METADATA_VERSION,
+    TOO_MANY_RECORDS,
     ControllerResult,
     accepted,
     make_payload,
@@ -47,7 +49,7 @@ from kraftsim.javacompat import random_uuid
 from kraftsim.versions import MetadataVersion
 from kraftsim.storage import MAX_TOPIC_NAME_LENGTH, topic_name_error  # noqa: F401 (Kafka's Topic.validate, here as before)
 
-#: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request.
+#: Kafka's MAX_PARTITIONS_PER_BATCH for one CreateTopics request (from 3.9.1: policy `user_op_limits`).
 MAX_PARTITIONS_PER_BATCH = 10_000
 
 
@@ -162,14 +164,21 @@ def _new_topic_id(seed: int, name: str, taken: _TakenIds) -> Uuid:
             return u
 
 
-def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf: int | None) -> ApiError | None:
+def manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf: int | None,
+                            cordon: str = "allowed") -> ApiError | None:
+    """Why a manual replica list cannot be taken, or None. `cordon`: the release's policy
+    `manual_assignment_cordon` ("refused": a broker whose log directories are all cordoned)."""
     if not broker_ids:
         return ApiError("INVALID_REPLICA_ASSIGNMENT", "The manual partition assignment includes an empty replica list.")
     prev = None
     for b in sorted(broker_ids):
-        if image.cluster.broker(b) is None:
+        registration = image.cluster.broker(b)
+        if registration is None:
             return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes broker {b}, "
                                                           "but no such broker is registered.")
+        if cordon == "refused" and registration.all_directories_cordoned:
+            return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes broker {b}, "
+                                                          "but all its log directories are cordoned.")
         if b == prev:
             return ApiError("INVALID_REPLICA_ASSIGNMENT", f"The manual partition assignment includes the broker "
                                                           f"{prev} more than once.")
@@ -181,7 +190,7 @@ def _manual_assignment_error(image: MetadataImage, broker_ids: Sequence[int], rf
     return None
 
 
-class _Brokers:
+class RequestBrokers:
     """What placing a request's topics reads of the brokers, read once for the request (the
     image does not change while it is decided); and what follows from a replica list alone
     (its ISR, its directories), worked out once per distinct list: placement hands out the
@@ -207,8 +216,41 @@ class _Brokers:
         return self._active
 
 
+class PartitionRecords:
+    """PartitionRecords of new partitions as the controller writes them at a metadata.version
+    (with their replicas' default directories from the version that has them): for
+    CreateTopics and CreatePartitions alike. The leader is the first replica in the ISR."""
+
+    def __init__(self, ctx: ControllerContext, mv: MetadataVersion, brokers: RequestBrokers):
+        self.ctx, self.mv = ctx, mv
+        self.record = registry_of(ctx)["PartitionRecord"]
+        self.version = ctx.catalog.record_version("PartitionRecord", mv)
+        self.dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
+        self.dir_rows = brokers.directories  # replicas -> their default directories
+
+    def extend(self, records: list[Payload], tid: Uuid, first: int,
+               plan: Sequence[tuple[tuple[int, ...], tuple[int, ...]]]) -> None:
+        """Append to `records` one PartitionRecord per (replicas, isr) of `plan`, numbered from `first`."""
+        ctx, mv, dirs, dir_rows = self.ctx, self.mv, self.dirs, self.dir_rows
+        partition_record, pr_version, new_partition = self.record, self.version, self.record.cls
+        for pid, (replicas, isr) in enumerate(plan, first):
+            if pr_version >= 1:
+                directories = dir_rows.get(replicas)
+                if directories is None:
+                    directories = dir_rows[replicas] = tuple(
+                        dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas)
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0, directories=list(directories))
+            else:
+                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
+                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
+                                        partition_epoch=0)
+            records.append(make_payload(Payload, (partition_record, pr_version, message)))
+
+
 def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
-                     brokers: _Brokers) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], ApiError]:
+                     brokers: RequestBrokers) -> tuple[list[tuple[tuple[int, ...], tuple[int, ...]]], ApiError]:
     """[(replicas, isr)] by partition id, or the topic's error."""
     image = ctx.image
     parts: dict[int, tuple[tuple[int, ...], tuple[int, ...]]] = {}
@@ -224,7 +266,7 @@ def _plan_partitions(ctx: ControllerContext, topic: CreatableTopic, seed: int,
             if a.partition_index in parts:
                 return [], ApiError("INVALID_REPLICA_ASSIGNMENT", "Found multiple manual partition assignments for "
                                                                   f"partition {a.partition_index}")
-            err = _manual_assignment_error(image, a.broker_ids, rf)
+            err = manual_assignment_error(image, a.broker_ids, rf, ctx.catalog.policy("manual_assignment_cordon"))
             if err is not None:
                 return [], err
             rf = len(a.broker_ids)
@@ -278,15 +320,11 @@ def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: Metada
     image = ctx.image
     reg = registry_of(ctx)
     elr = elr_enabled(ctx, mv)
-    pr_version = ctx.catalog.record_version("PartitionRecord", mv)
     taken = _TakenIds(image)
     records: list[Payload] = []
     results: dict[str, CreatableTopicResult] = {}
-    brokers = _Brokers(image)
-    dirs: dict[int, Uuid] = {}  # broker -> its default directory (the same for the whole request)
-    dir_rows = brokers.directories  # replicas -> their default directories
-    partition_record = reg["PartitionRecord"]
-    new_partition = partition_record.cls
+    brokers = RequestBrokers(image)
+    partition_records = PartitionRecords(ctx, mv, brokers)
     for t in req.topics:
         if t.name in errors:
             continue
@@ -305,20 +343,7 @@ def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: Metada
                                    value=value))
         if elr and MIN_INSYNC_REPLICAS in configs:
             records.append(payload(reg, "ClearElrRecord", 0, topic_name=t.name))
-        for pid, (replicas, isr) in enumerate(plan):
-            if pr_version >= 1:
-                directories = dir_rows.get(replicas)
-                if directories is None:
-                    directories = dir_rows[replicas] = tuple(
-                        dirs[b] if b in dirs else dirs.setdefault(b, default_dir(ctx, mv, b)) for b in replicas)
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
-                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
-                                        partition_epoch=0, directories=list(directories))
-            else:
-                message = new_partition(partition_id=pid, topic_id=tid, replicas=list(replicas), isr=list(isr),
-                                        leader=isr[0], leader_recovery_state=RECOVERED, leader_epoch=0,
-                                        partition_epoch=0)
-            records.append(make_payload(Payload, (partition_record, pr_version, message)))
+        partition_records.extend(records, tid, 0, plan)
     return records, results
 
 
@@ -330,7 +355,9 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
-    if sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
+    limits = ctx.catalog.policy("user_op_limits")
+    if limits in ("partitions", "additional-partitions") and \
+            sum(_requested_partitions(ctx, t) for t in req.topics) > MAX_PARTITIONS_PER_BATCH:
         return refused(ApiError("POLICY_VIOLATION", "Excessively large number of partitions per request."))
     image = ctx.image
     errors: dict[str, ApiError] = {}
@@ -369,6 +396,8 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
 
     with collector_paused():  # (records and their lists form no cycle: see gcpause)
         records, results = _created_topics(ctx, req, mv, errors)
+    if limits != "none" and len(records) > MAX_RECORDS_PER_USER_OP:
+        return refused(TOO_MANY_RECORDS)  # (Kafka's list of records overflows while they are made, validate-only too)
     out: list[CreatableTopicResult] = []
     answered: set[str] = set()
     for t in req.topics:

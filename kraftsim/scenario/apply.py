@@ -7,7 +7,7 @@ whoever runs it. A refusal raises SimError or KraftsimError with Kafka's text.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import msgspec
 
@@ -17,6 +17,7 @@ from kraftsim.scenario.ops import (
     AlterBrokerConfig,
     CreateAcl,
     CreateTopics,
+    CreatePartitions,
     DeleteTopics,
     DiskFault,
     FeaturesChange,
@@ -38,18 +39,24 @@ from kraftsim.scenario.ops import (
 )
 from kraftsim.sim import Simulation, tool_note
 
-#: Kafka's controller refuses a CreateTopics request with more partitions than this
-#: (ReplicationControlManager's MAX_PARTITIONS_PER_BATCH).
-PARTITIONS_PER_REQUEST = 10_000
+#: The most records Kafka's controller makes for one request (MAX_RECORDS_PER_USER_OP, from 3.5).
+RECORDS_PER_REQUEST = 10_000
 
 
 def topic_requests(sim: Simulation, count: int, partitions: int, replication_factor: int | None,
-                   prefix: str = "topic-") -> Iterator[list[str]]:
-    """Create `count` topics `<prefix><i>` in requests of at most PARTITIONS_PER_REQUEST
-    partitions, as a script calling kafka-topics stays under the controller's limit
-    ("Excessively large number of partitions per request."; a single topic larger than that
-    is still refused): the names each request created, once it is saved."""
-    per_request = max(1, PARTITIONS_PER_REQUEST // partitions)
+                   prefix: str = "topic-", names: Sequence[str] | None = None) -> Iterator[list[str]]:
+    """Create `count` topics `<prefix><i>` (or the topics `names`) in requests of at most
+    RECORDS_PER_REQUEST records (a TopicRecord and a PartitionRecord per partition each), as a
+    script calling kafka-topics stays under the controller's limits ("Unable to perform
+    excessively large batch operation.", and "Excessively large number of partitions per
+    request." from 3.9.1; a single topic larger than that is still refused): the names each
+    request created, once it is saved."""
+    per_request = max(1, RECORDS_PER_REQUEST // (partitions + 1))
+    if names is not None:
+        for at in range(0, len(names), per_request):
+            chunk = list(names[at:at + per_request])
+            yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk)
+        return
     done = 0
     while done < count:
         created = sim.create_topics(min(per_request, count - done), partitions, replication_factor, prefix=prefix)
@@ -80,14 +87,15 @@ def starting(sim: Simulation, op: StepBase) -> tuple[StepBase, list[str]]:
 def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out an op as `starting` gave it; returns what it printed."""
     if isinstance(op, CreateTopics):
-        if op.names is not None:
-            return [f"Created topic {n}." for n in sim.create_topics(len(op.names), op.partitions,
-                                                                     op.replication_factor, names=op.names)]
-        return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor)
+        return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor,
+                                                                    names=op.names)
                 for n in created]
     if isinstance(op, DeleteTopics):
         sim.delete_topics(op.names)
         return [f"Deleted topic {n}." for n in op.names]
+    if isinstance(op, CreatePartitions):
+        sim.create_partitions(op.names, op.count, op.assignments)
+        return []  # (kafka-topics --alter prints nothing when it succeeds)
     if isinstance(op, Roll):
         sim.roll(op.release, op.nodes)
         return []

@@ -48,6 +48,15 @@ class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="dele
     names: list[str]
 
 
+class CreatePartitions(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-partitions"):
+    """kraftsim's addition: kafka-topics --alter --partitions COUNT for these topics, in one
+    CreatePartitions request; `assignments`: the new partitions' replicas (--replica-assignment)."""
+
+    names: list[str]
+    count: int
+    assignments: list[list[int]] | None = None
+
+
 class Roll(StepBase, kw_only=True, forbid_unknown_fields=True, tag="roll"):
     release: str
     nodes: NodeSel = "all"
@@ -180,7 +189,7 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
 #: One step of any op (a tagged union: msgspec picks the struct by `op`).
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
-      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker)
+      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -193,7 +202,9 @@ OPS: dict[str, type[StepBase]] = {
                 # kraftsim's additions to contract 4: controller operations of Kafka 4.3/4.4
                 AlterBrokerConfig, UnregisterController, CreateAcl,
                 # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
-                UnregisterBroker)
+                UnregisterBroker,
+                # and kafka-topics --alter --partitions (CreatePartitions)
+                CreatePartitions)
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kraftsim.scenario.language import NodeSel
 from kraftsim.scenario.ops import (
-    AddNode, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep, Partition, Roll, Run,
+    AddNode, CreatePartitions, CreateTopics, DeleteTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep, Partition, Roll, Run,
     Snapshot, Start, Step, Wait,
 )
 from kraftsim.scenario.results import ExpectResult, ScenarioResult, StepResult
@@ -31,6 +31,9 @@ def describe_step(step: Step) -> str:
         return f"create {step.topic_count} topic(s) of {step.partitions} partition(s){rf}"
     if isinstance(step, DeleteTopics):
         return "delete " + ", ".join(step.names)
+    if isinstance(step, CreatePartitions):
+        given = " as assigned" if step.assignments is not None else ""
+        return f"grow {', '.join(step.names)} to {step.count} partition(s){given}"
     if isinstance(step, Roll):
         return f"roll {nodes_text(step.nodes)} to Kafka {step.release}"
     if isinstance(step, AddNode):

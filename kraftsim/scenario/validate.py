@@ -31,7 +31,7 @@ from kraftsim.scenario.language import (
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
+    OPS, AddController, AddNode, AlterBrokerConfig, CreatePartitions, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
@@ -328,10 +328,12 @@ def _check_totals(steps: list[Step], limits: Limits, check: _Checker) -> None:
             if topics > limits.topics:
                 raise check.fail("count" if step.names is None else "names", f"expected at most {limits.topics:,} topics created by the whole file, "
                                           f"got {topics:,} by this step ({_raise_it('topics')})", index)
-            if partitions > limits.partitions:
-                raise check.fail("partitions", f"expected at most {limits.partitions:,} partitions created by the "
-                                               f"whole file, got {partitions:,} by this step "
-                                               f"({_raise_it('partitions')})", index)
+        if isinstance(step, CreatePartitions):
+            partitions += len(step.names) * step.count  # (at most: some of them exist already)
+        if isinstance(step, (CreateTopics, CreatePartitions)) and partitions > limits.partitions:
+            raise check.fail("partitions" if isinstance(step, CreateTopics) else "count",
+                             f"expected at most {limits.partitions:,} partitions created by the "
+                             f"whole file, got {partitions:,} by this step ({_raise_it('partitions')})", index)
 
 
 def _check_config(config: dict[str, int | float], file: str) -> None:
@@ -454,6 +456,20 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
         check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
         check.non_negative(step.topic_count * step.partitions, f"{count_key} x partitions", index, 1, MAX_PARTITIONS)
+    elif isinstance(step, CreatePartitions):
+        if not step.names:
+            raise check.fail("names", "expected at least one topic name", index)
+        check.non_negative(len(step.names), "names", index, 1, MAX_TOPICS)
+        check.non_negative(step.count, "count", index, 1, MAX_PARTITIONS)
+        check.non_negative(len(step.names) * step.count, "names x count", index, 1, MAX_PARTITIONS)
+        for i, replicas in enumerate(step.assignments or []):
+            if not replicas:
+                raise check.fail(f"assignments[{i}]", "expected at least one broker id", index)
+            check.non_negative(len(replicas), f"assignments[{i}]", index, 1, MAX_REPLICATION)
+            for b in replicas:
+                check.non_negative(b, f"assignments[{i}]", index, 0, MAX_NODE_ID)
+        if step.assignments is not None:
+            check.non_negative(len(step.assignments), "assignments", index, 1, MAX_PARTITIONS)
     elif isinstance(step, Roll):
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         check.selector(step.nodes, "nodes", index)

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    CreatableTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, UpdateFeaturesRequest,
-    UpdateFeaturesResponse, create_topics, delete_topics, unregister_broker,
+    CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, UpdateFeaturesRequest,
+    UpdateFeaturesResponse, create_partitions, create_topics, delete_topics, unregister_broker,
 )
+from kraftsim.controller.api_errors import code_text
 from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.types import MvChangeReport
@@ -176,6 +177,33 @@ class AdminMixin:
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_topics(ctx, request)))
         self._finish_op("create-topics")
         return result
+
+    def send_create_partitions(self, topics: Sequence[CreatePartitionsTopic],
+                               validate_only: bool = False) -> ControllerResult | None:
+        """CreatePartitions as a client sends it: the controller's result (one answer per
+        topic) once committed, or None when no controller answered in time."""
+        if self._wait_leader() is None or self.engine.controller is None:
+            return None
+        image = self.engine.controller.image
+        request = CreatePartitionsRequest(tuple(topics), validate_only, seed=self.seed * 1_000_003 + len(image.topics))
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_partitions(ctx, request)))
+        self._finish_op("create-partitions")
+        return result
+
+    def create_partitions(self, names: Sequence[str], count: int,
+                          assignments: Sequence[Sequence[int]] | None = None) -> None:
+        """`kafka-topics --alter --topic NAME --partitions COUNT [--replica-assignment ...]` for
+        each of `names`, in one request; the first topic refused raises SimError with its text."""
+        topics = [CreatePartitionsTopic(n, count, None if assignments is None else tuple(map(tuple, assignments)))
+                  for n in names]
+        result = self.send_create_partitions(topics)
+        if result is None:
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+        if not result.ok:
+            raise SimError(result.error.message or result.error.name)
+        errors = [r for r in result.response.results if r.error_code != 0]
+        if errors:
+            raise SimError(code_text(errors[0].error_code, errors[0].error_message))
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:
         """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""

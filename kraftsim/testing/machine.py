@@ -271,7 +271,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
 
     def _check_refusal(self, step: Step, before: properties.Observed, expected: str | None) -> None:
         assert self.sim is not None and step.error is not None
-        if step.op in FEATURE_OPS or step.op in ("create-topics", "delete-topics"):
+        if step.op in FEATURE_OPS or step.op in ("create-topics", "delete-topics", "create-partitions"):
             changed = properties.refusal_changed(before, properties.observe(self.sim))
             if changed:
                 self.fail(properties.REFUSAL_AS_KAFKA, f"{step.describe()} was refused, yet {changed}")

@@ -40,6 +40,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "remove-controller": ("id",),
     "alter-broker-config": ("broker", "configs", "delete"),
     "unregister-controller": ("id",),
+    "create-partitions": ("names", "count", "assignments"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 

@@ -1,5 +1,5 @@
 """Requests that change the cluster, answered by the active controller: UpdateFeatures,
-CreateTopics, DeleteTopics, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
+CreateTopics, CreatePartitions, DeleteTopics, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
 controller that is not the active one refuses them with NOT_CONTROLLER, as Kafka's
 QuorumController does; a broker cut off from the active controller cannot forward and the
 client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario step.
@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig
+from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
 from kraftsim.controller import FeatureUpdate, UpgradeType
 from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
@@ -19,6 +19,7 @@ from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
 UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
+CREATE_PARTITIONS_KEY = 37
 
 
 def refusal(served: ServedCluster, listener: Listener) -> tuple[str, str | None] | None:
@@ -112,6 +113,38 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
     return {"Topics": answers}
 
 
+def create_partitions(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """CreatePartitions (`kafka-topics --alter --partitions`): one answer per topic of the request."""
+    topics = [CreatePartitionsTopic(t["Name"], int(t["Count"]),
+                                    None if t.get("Assignments") is None
+                                    else tuple(tuple(a["BrokerIds"]) for a in t["Assignments"]))
+              for t in body.get("Topics") or []]
+    validate_only = bool(body.get("ValidateOnly", False))
+    refused = refusal(served, listener)
+    result = None
+    at = served.sim.now_ms
+    if refused is None and topics:
+        result = served.sim.send_create_partitions(topics, validate_only)
+        served.anchor()
+    if refused is not None or result is None or result.response is None:
+        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
+        if result is not None and not result.ok:
+            err_name, text = result.error.name, result.error.message
+        return {"Results": [{"Name": t.name, "ErrorCode": code(err_name), "ErrorMessage": text} for t in topics]}
+    grown: dict[tuple[int, tuple[tuple[int, ...], ...] | None], list[str]] = {}
+    asked = {t.name: t for t in topics}
+    for r in result.response.results:
+        if r.error_code == 0 and not validate_only:
+            t = asked[r.name]
+            grown.setdefault((t.count, t.assignments), []).append(r.name)
+    for (count, assignments), names in grown.items():
+        served.record("create-partitions", {"names": names, "count": count,
+                                            "assignments": None if assignments is None else [list(a) for a in assignments]},
+                      at)
+    return {"Results": [{"Name": r.name, "ErrorCode": r.error_code, "ErrorMessage": r.error_message}
+                        for r in result.response.results]}
+
+
 def delete_topics(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     names = list(body.get("TopicNames") or []) + [t["Name"] for t in body.get("Topics") or [] if t.get("Name")]
     refused = refusal(served, listener)
@@ -200,4 +233,5 @@ def _unregister_text(served: ServedCluster, text: str | None) -> str | None:
 
 
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
-                                DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker}
+                                DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker,
+                                CREATE_PARTITIONS_KEY: create_partitions}

@@ -55,7 +55,8 @@ def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytes
     assert err.strip() == f"kraftsim: error: {bad}: step 1: key `op`: unknown op 'explode'; expected one of " \
                           "create-topics, delete-topics, roll, add-node, features-upgrade, features-downgrade, " \
                           "features-disable, crash, stop, start, partition, heal, disk-fault, snapshot, run, wait, " \
-                          "add-controller, remove-controller, alter-broker-config, unregister-controller, create-acl, unregister-broker"
+                          "add-controller, remove-controller, alter-broker-config, unregister-controller, create-acl, " \
+                          "unregister-broker, create-partitions"
     code, out, err = run(capsys, "scenario", "check", str(good), str(bad))
     assert code == 2 and "z.toml: step 1" in err
 

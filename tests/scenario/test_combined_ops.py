@@ -27,6 +27,17 @@ names = ["topic-0"]
 topics = 2
 
 [[step]]
+op = "create-partitions"
+names = ["topic-1"]
+count = 4
+
+[[step]]
+op = "create-partitions"
+names = ["topic-2"]
+count = 2
+expect_error = "Topic already has 2 partition(s)."
+
+[[step]]
 op = "features-downgrade"
 metadata = "3.8-IV0"
 

@@ -10,6 +10,7 @@ legitimately differs between two clusters:
   table's padding normalised (it follows the widths of those values);
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
+kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals);
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -50,6 +51,14 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("topics --create --config (unknown name)", "topics", ["--bootstrap-server", "{bs}", "--create", "--topic", "u",
                                                            "--partitions", "1", "--replication-factor", "1",
                                                            "--config", "retention.days=7"]),
+    # CreatePartitions: an increase, one that is not, a manual assignment naming an unknown broker
+    ("topics --alter --partitions", "topics", ["--bootstrap-server", "{bs}", "--alter", "--topic", "t",
+                                               "--partitions", "3"]),
+    ("topics --alter --partitions (no increase)", "topics", ["--bootstrap-server", "{bs}", "--alter", "--topic", "t",
+                                                             "--partitions", "2"]),
+    ("topics --alter --replica-assignment (unknown broker)", "topics", ["--bootstrap-server", "{bs}", "--alter",
+                                                                        "--topic", "t", "--partitions", "4",
+                                                                        "--replica-assignment", "1,1,1,7"]),
     ("topics --list", "topics", ["--bootstrap-server", "{bs}", "--list"]),
     ("topics --describe", "topics", ["--bootstrap-server", "{bs}", "--describe"]),
     ("configs topic", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "topics",
