@@ -17,7 +17,8 @@ the group covers, 3.7 onward, has), and include refused requests: their lines an
 compared like the rest.
 
 Besides the tools, raw requests whose answers no tool shows whole: UnregisterBroker for an
-unknown id (its ErrorMessage), and Metadata's automatic topic creation (the live node runs
+unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions at the
+controller's size limits (SIZE_PROBES), and Metadata's automatic topic creation (the live node runs
 with auto.create.topics.enable=true, Kafka's default, as `kraftsim serve` does).
 
 kafka-broker-api-versions is compared line by line, one difference per API, so a gap in one
@@ -174,7 +175,29 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
                     topic("bad name!"), topic("auto3", version=4)]
         settle()
         sequence.append(topic("auto3", version=4))
-    return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence}
+        sizes = {name: _size_answers(c, api, body) for name, api, body in SIZE_PROBES}
+    return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes}
+
+
+#: Validate-only requests at the controller's size limits (policy user_op_limits), answered by
+#: each release as its own: 2 x 5,000 partitions (10,002 records), 6,000 + 4,001 partitions, and
+#: topic t grown by 10,002 partitions at once.
+SIZE_PROBES: list[tuple[str, str, dict[str, object]]] = [
+    ("create-topics 10,002 records", "CreateTopics",
+     {"Topics": [{"Name": n, "NumPartitions": 5000, "ReplicationFactor": 1} for n in ("big-a", "big-b")],
+      "timeoutMs": 30000, "validateOnly": True}),
+    ("create-topics 10,001 partitions", "CreateTopics",
+     {"Topics": [{"Name": n, "NumPartitions": p, "ReplicationFactor": 1} for n, p in (("big-a", 6000), ("big-b", 4001))],
+      "timeoutMs": 30000, "validateOnly": True}),
+    ("create-partitions 10,002 more", "CreatePartitions",
+     {"Topics": [{"Name": "t", "Count": 10005, "Assignments": None}], "TimeoutMs": 30000, "ValidateOnly": True}),
+]
+
+
+def _size_answers(c: WireClient, api: str, body: dict[str, object]) -> list[tuple[object, ...]]:
+    """(name, error code, message) per topic of a SIZE_PROBES request (version 5 / 2: on every release)."""
+    answer = c.request(api, 5 if api == "CreateTopics" else 2, body)
+    return [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in answer["Topics" if api == "CreateTopics" else "Results"]]
 
 
 def _cluster_id(tools: ToolOutputs) -> str:
