@@ -1,5 +1,6 @@
-"""`kraftsim configs --cluster DIR --alter --entity-type brokers ...`: kafka-configs' --alter
-for broker configs on a simulated cluster (IncrementalAlterConfigs to its active controller).
+"""`kraftsim configs --cluster DIR --alter --entity-type brokers|topics ...`: kafka-configs'
+--alter for broker and topic configs on a simulated cluster (IncrementalAlterConfigs to its
+active controller; a topic's values are judged as the controller's release judges them).
 
 This is how Kafka cordons log directories (KIP-1066, 4.3): set `cordoned.log.dirs` to `*`
 or to some of the broker's log directories; the broker reports them in its next heartbeat
@@ -18,13 +19,13 @@ from kraftsim.cli.common import kafka_tool
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("configs", help="kafka-configs --alter for broker configs of a simulated cluster "
+    p = sub.add_parser("configs", help="kafka-configs --alter for broker and topic configs of a simulated cluster "
                                        "(cordoned.log.dirs cordons log directories)")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     p.add_argument("--alter", action="store_true", required=True, help="alter the configs of the entity")
-    p.add_argument("--entity-type", required=True, choices=["brokers"], help="only broker configs here")
+    p.add_argument("--entity-type", required=True, choices=["brokers", "topics"], help="broker or topic configs")
     who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--entity-name", metavar="ID", help="the broker id")
+    who.add_argument("--entity-name", metavar="NAME", help="the broker id, or the topic")
     who.add_argument("--entity-default", action="store_true", help="the cluster-wide default of every broker")
     p.add_argument("--add-config", metavar="K=V[,K=V]", help="configs to set, e.g. cordoned.log.dirs=*")
     p.add_argument("--delete-config", metavar="K[,K]", help="configs to remove")
@@ -50,6 +51,16 @@ def _alter(args: argparse.Namespace) -> int:
     if not to_set and not to_delete:
         print("kraftsim: error: give --add-config or --delete-config", file=sys.stderr)
         return 2
+    if args.entity_type == "topics":
+        if args.entity_default:
+            print("kraftsim: error: --entity-default: topics have no default entity; give --entity-name TOPIC",
+                  file=sys.stderr)
+            return 2
+        with Simulation.open(args.cluster) as sim:
+            lines = sim.alter_topic_config(args.entity_name, to_set, to_delete)
+        for line in lines:
+            print(line)
+        return 0
     broker = None
     if not args.entity_default:
         if not args.entity_name.isdigit():

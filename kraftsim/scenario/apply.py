@@ -15,6 +15,7 @@ from kraftsim.scenario.ops import (
     AddController,
     AddNode,
     AlterBrokerConfig,
+    AlterTopicConfig,
     CreateAcl,
     CreateTopics,
     CreatePartitions,
@@ -145,6 +146,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return [f"Removed  KRaft controller {op.id} with directory id {did}"]
     if isinstance(op, AlterBrokerConfig):
         return sim.alter_broker_config(op.broker, op.configs, op.delete)
+    if isinstance(op, AlterTopicConfig):
+        return sim.alter_topic_config(op.topic, op.configs, op.delete)
     if isinstance(op, UnregisterController):
         return sim.unregister_controller(op.id)
     if isinstance(op, UnregisterBroker):

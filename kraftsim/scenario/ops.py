@@ -162,6 +162,14 @@ class RemoveController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="
     id: int
 
 
+class AlterTopicConfig(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-topic-config"):
+    """kraftsim's addition: kafka-configs --alter --entity-type topics --entity-name TOPIC."""
+
+    topic: str
+    configs: dict[str, str] = {}  # --add-config
+    delete: list[str] = []  # --delete-config
+
+
 class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-controller"):
     """Controller unregistration (KIP-1312, Kafka 4.4)."""
 
@@ -189,7 +197,7 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
 #: One step of any op (a tagged union: msgspec picks the struct by `op`).
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
-      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions)
+      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -203,8 +211,8 @@ OPS: dict[str, type[StepBase]] = {
                 AlterBrokerConfig, UnregisterController, CreateAcl,
                 # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
                 UnregisterBroker,
-                # and kafka-topics --alter --partitions (CreatePartitions)
-                CreatePartitions)
+                # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
+                CreatePartitions, AlterTopicConfig)
 }
 
 

@@ -31,7 +31,7 @@ from kraftsim.scenario.language import (
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, CreatePartitions, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
@@ -533,6 +533,9 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         check.duration(step.ms, "ms", index, 0)
     elif isinstance(step, Wait):
         check.duration(step.timeout_ms, "timeout_ms", index, 1)
+    elif isinstance(step, AlterTopicConfig):
+        if not step.configs and not step.delete:
+            raise check.fail("configs", "expected configs to set or delete", index)
     elif isinstance(step, AlterBrokerConfig):
         if not step.configs and not step.delete:
             raise check.fail("configs", "expected configs to set or delete", index)

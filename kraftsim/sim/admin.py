@@ -1,7 +1,8 @@
 """What an admin client does against the simulated cluster (a mixin of Simulation): topic
-creation and deletion, and kafka-features' UpdateFeatures, each answered by the active
-controller once the records it wrote are committed, and sent again to the next leader
-when they were lost with the old one (Kafka's admin client retries NOT_CONTROLLER).
+creation and deletion, partition creation, config changes and kafka-features' UpdateFeatures,
+each answered by the active controller once the records it wrote are committed, and sent
+again to the next leader when they were lost with the old one (Kafka's admin client retries
+NOT_CONTROLLER).
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, UpdateFeaturesRequest,
-    UpdateFeaturesResponse, create_partitions, create_topics, delete_topics, unregister_broker,
+    AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest,
+    DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, IncrementalAlterConfigsRequest, UpdateFeaturesRequest,
+    UpdateFeaturesResponse, create_partitions, create_topics, delete_topics, incremental_alter_configs,
+    unregister_broker,
 )
 from kraftsim.controller.api_errors import code_text
 from kraftsim.image.pmap import MISSING, PMap
@@ -204,6 +207,16 @@ class AdminMixin:
         errors = [r for r in result.response.results if r.error_code != 0]
         if errors:
             raise SimError(code_text(errors[0].error_code, errors[0].error_message))
+
+    def send_incremental_alter_configs(self, resources: Sequence[AlterConfigsResource],
+                                       validate_only: bool = False) -> ControllerResult | None:
+        """IncrementalAlterConfigs as the active controller receives it: its result (one answer
+        per resource) once committed, or None when no controller answered in time."""
+        request = IncrementalAlterConfigsRequest(tuple(resources), validate_only)
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: incremental_alter_configs(ctx, request)))
+        self._finish_op("alter-configs")
+        return result
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:
         """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""

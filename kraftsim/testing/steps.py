@@ -41,6 +41,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "alter-broker-config": ("broker", "configs", "delete"),
     "unregister-controller": ("id",),
     "create-partitions": ("names", "count", "assignments"),
+    "alter-topic-config": ("topic", "configs", "delete"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 

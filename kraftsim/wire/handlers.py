@@ -30,6 +30,11 @@ METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
 ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
 
 
+class NotCarriedOut(Exception):
+    """Raised by a handler for a request kraftsim does not carry out (the part it names): the
+    server closes the connection, as for an API it does not serve, and says so once."""
+
+
 def code(name: str) -> int:
     return error_codes()[name]
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kraftsim.wire.admin_handlers import HANDLERS as ADMIN_HANDLERS
+from kraftsim.wire.config_handlers import HANDLERS as CONFIG_HANDLERS
 from kraftsim.wire.codec import UnsupportedRequest, encode_response, parse_request
 from kraftsim.wire.fit import fit_response
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
@@ -34,6 +35,7 @@ from kraftsim.wire.handlers import (
     DESCRIBE_CONFIGS_KEY,
     METADATA_KEY,
     Handler,
+    NotCarriedOut,
     api_versions,
     describe_acls,
     describe_cluster,
@@ -50,7 +52,8 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
                                 DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
-                                DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS}
+                                DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
+                                **CONFIG_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.
@@ -91,7 +94,7 @@ class WireServer:
         #: the first two are compared by identity only
         self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
         #: The advertised APIs kraftsim does not carry out that a client asked for (said once each).
-        self._unserved_said: set[tuple[int, int | None]] = set()
+        self._unserved_said: set[str] = set()
 
     # ------------------------------------------------------------------ listeners
 
@@ -226,7 +229,11 @@ class WireServer:
         if req.api_key == METADATA_KEY and req.body.get("Topics") is None:
             return self._cached(listener, req.api_key, req.api_version, req.correlation_id,
                                 lambda x, v: (v, metadata(self.served, x, v, req.body)))
-        body = handler(self.served, listener, req.api_version, req.body)
+        try:
+            body = handler(self.served, listener, req.api_version, req.body)
+        except NotCarriedOut as e:
+            self._say_once(str(e))
+            return None
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))
 
@@ -235,11 +242,13 @@ class WireServer:
         carry out (`version`: only that version of an API it serves). Its connection is closed,
         which a client takes for a broken connection and retries until its own timeout: the
         operator should know why."""
-        if (api_key, version) in self._unserved_said:
-            return
-        self._unserved_said.add((api_key, version))
         name = api_version_table().names.get(api_key, "an API")
-        what = f"{name} (API key {api_key})" if version is None else f"{name} v{version} (API key {api_key})"
+        self._say_once(f"{name} (API key {api_key})" if version is None else f"{name} v{version} (API key {api_key})")
+
+    def _say_once(self, what: str) -> None:
+        if what in self._unserved_said:
+            return
+        self._unserved_said.add(what)
         self.log(f"{what} is not carried out by kraftsim serve: the connection that asked was closed, and the "
                  "client will retry until its timeout")
 

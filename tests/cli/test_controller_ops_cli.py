@@ -86,3 +86,27 @@ def test_gates_below_the_metadata_versions(tmp_path: Path, capsys: pytest.Captur
     code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "x",
                        "--add-config", "a=b")
     assert code == 2 and "expected a broker id" in err
+
+
+def test_topic_configs_and_partitions_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-configs --alter on a topic (values judged as the release judges them) and
+    kafka-topics --alter --partitions, with the tools' texts and exit codes."""
+    d = _cluster(capsys, tmp_path / "c")
+    assert run(capsys, "topics", "--cluster", d, "create", "--partitions", "2")[:2] == (0, "Created topic topic-0.\n")
+    code, out, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "topics", "--entity-name",
+                       "topic-0", "--add-config", "retention.ms=1000,cleanup.policy=[compact,delete]")
+    assert (code, out) == (0, "Completed updating config for topic topic-0.\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "topics", "--entity-name",
+                       "topic-0", "--add-config", "retention.ms=soon")
+    assert (code, err) == (1, "Invalid value soon for configuration retention.ms: Not a number of type LONG\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "topics", "--entity-default",
+                       "--add-config", "retention.ms=1")
+    assert code == 2 and "topics have no default entity" in err
+    assert run(capsys, "topics", "--cluster", d, "alter", "topic-0", "--partitions", "5")[:2] == (0, "")
+    code, _, err = run(capsys, "topics", "--cluster", d, "alter", "topic-0", "--partitions", "3")
+    assert (code, err) == (1, "The topic topic-0 currently has 5 partition(s); 3 would not be an increase.\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "cat",
+                       "/image/configs/TOPIC:topic-0/cleanup.policy", "/image/configs/TOPIC:topic-0/retention.ms")
+    assert (code, out) == (0, "compact,delete\n1000\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "ls", "/image/topics/byName/topic-0")
+    assert code == 0 and out.split() == ["0", "1", "2", "3", "4", "id", "name"], out

@@ -5,7 +5,8 @@ over); Kafka's handling of requests it cannot serve is what kraftsim.wire.codec 
 One combined node per release of KRAFTSIM_CONFORMANCE_LIVE_RELEASES (default: CI's live
 release), started once for the module. Requests are harmless: validate-only topic
 creation (v0, which has no validate-only, creates a topic of its own), deletion of a topic
-that does not exist, validate-only growth of one (CreatePartitions), an empty feature update,
+that does not exist, validate-only growth of one (CreatePartitions) and a validate-only config
+change of one (IncrementalAlterConfigs), an empty feature update,
 unregistering a broker id that was never registered, DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
 would change the quorum).
 """
@@ -51,13 +52,18 @@ def body_for(api: str, version: int) -> dict[str, Any]:
     if api == "CreatePartitions":
         return {"Topics": [{"Name": "no-such-topic", "Count": 2, "Assignments": None}], "TimeoutMs": 30000,
                 "ValidateOnly": True}
+    if api == "IncrementalAlterConfigs":
+        return {"Resources": [{"ResourceType": 2, "ResourceName": "no-such-topic",
+                               "Configs": [{"Name": "retention.ms", "ConfigOperation": 0, "Value": "1000"}]}],
+                "ValidateOnly": True}
     if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
         return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
     return {}
 
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
-           "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions"]
+           "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
+           "IncrementalAlterConfigs"]
 
 
 @pytest.fixture(scope="module", params=live_releases())

@@ -38,6 +38,17 @@ count = 2
 expect_error = "Topic already has 2 partition(s)."
 
 [[step]]
+op = "alter-topic-config"
+topic = "topic-1"
+configs = { "retention.ms" = "60000" }
+
+[[step]]
+op = "alter-topic-config"
+topic = "topic-1"
+configs = { "retention.ms" = "soon" }
+expect_error = "Invalid value soon for configuration retention.ms: Not a number of type LONG"
+
+[[step]]
 op = "features-downgrade"
 metadata = "3.8-IV0"
 

@@ -87,7 +87,8 @@ def compare_field(of: FieldSpec, kf: dict[str, Any], common: dict[str, Any], whe
 WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
                      "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
                      "DescribeAclsRequest", "DescribeAclsResponse",
-                     "CreatePartitionsRequest", "CreatePartitionsResponse"}
+                     "CreatePartitionsRequest", "CreatePartitionsResponse",
+                     "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

@@ -10,7 +10,8 @@ legitimately differs between two clusters:
   table's padding normalised (it follows the widths of those values);
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
-kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals);
+kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
+kafka-configs --alter sets, refuses and deletes that topic's configs;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -62,6 +63,17 @@ RUNS: list[tuple[str, str, list[str]]] = [
                                                                         "--replica-assignment", "1,1,1,7"]),
     ("topics --list", "topics", ["--bootstrap-server", "{bs}", "--list"]),
     ("topics --describe", "topics", ["--bootstrap-server", "{bs}", "--describe"]),
+    # IncrementalAlterConfigs on a topic: set two, a bad value, an unknown name, delete one; the describe shows the rest
+    ("configs --alter topic", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "topics",
+                                          "--entity-name", "t", "--add-config", "retention.ms=1000,cleanup.policy=compact"]),
+    ("configs --alter topic (bad value)", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "topics",
+                                                      "--entity-name", "t", "--add-config", "retention.ms=soon"]),
+    ("configs --alter topic (unknown name)", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                         "topics", "--entity-name", "t", "--add-config",
+                                                         "retention.days=7"]),
+    ("configs --alter topic --delete-config", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                          "topics", "--entity-name", "t", "--delete-config",
+                                                          "cleanup.policy"]),
     ("configs topic", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "topics",
                                   "--entity-name", "t"]),
     ("configs broker", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "brokers",

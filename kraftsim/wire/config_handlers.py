@@ -1,0 +1,109 @@
+"""IncrementalAlterConfigs (`kafka-configs --alter`) on topics, answered as Kafka answers it.
+
+A broker first checks the request itself (ConfigAdminManager's preprocessing): a resource
+named twice, a config key named twice in one resource, or a value missing where the operation
+needs one are refused there (INVALID_REQUEST); the rest goes to the active controller, which
+judges each topic's resulting configs by its release's definitions. A controller listener
+(`--bootstrap-controller`) takes the request as Kafka's ControllerApis does: a resource named
+again is answered "Duplicate resource." and the rest goes to the controller.
+
+Only topics are carried out: a broker's own configs are also checked by the broker against its
+dynamic-config rules, which kraftsim does not model, so a request naming any other resource is
+not carried out (the connection closes and `serve` says so once) rather than accepted wrongly.
+The answers keep the request's order. Each change is recorded as an `alter-topic-config` step
+holding the values it left (an append or subtract as the value it made).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from kraftsim.controller import OP_DELETE, AlterableConfig, AlterConfigsResource
+from kraftsim.controller.configs import RESOURCE_TYPE_NAMES
+from kraftsim.image import TOPIC
+from kraftsim.wire.admin_handlers import refusal
+from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
+from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
+
+INCREMENTAL_ALTER_CONFIGS_KEY = 44
+
+
+def _resource(r: Mapping[str, Any]) -> AlterConfigsResource:
+    return AlterConfigsResource(int(r["ResourceType"]), r["ResourceName"],
+                                tuple(AlterableConfig(c["Name"], int(c["ConfigOperation"]), c.get("Value"))
+                                      for c in r.get("Configs") or []))
+
+
+def _answer(r: AlterConfigsResource, error: str, message: str | None) -> Body:
+    return {"ErrorCode": code(error), "ErrorMessage": message, "ResourceType": r.resource_type,
+            "ResourceName": r.resource_name}
+
+
+def _broker_check(r: AlterConfigsResource, repeated: bool) -> str | None:
+    """The broker's refusal of one resource before forwarding (ConfigAdminManager.preprocess)."""
+    if repeated:
+        return "Each resource must appear at most once."
+    if len({c.name for c in r.configs}) < len(r.configs):
+        return "Error due to duplicate config keys"
+    nulls = [c.name for c in r.configs if c.config_operation != OP_DELETE and c.value is None]
+    return f"Null value not supported for : {', '.join(nulls)}" if nulls else None
+
+
+def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
+                              body: Mapping[str, Any]) -> Body:
+    resources = [_resource(r) for r in body.get("Resources") or []]
+    others = sorted({RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))
+                     for r in resources if r.resource_type != TOPIC})
+    if others:
+        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)} configs (only topics' are)")
+    validate_only = bool(body.get("ValidateOnly", False))
+    keys = Counter((r.resource_type, r.resource_name) for r in resources)
+    answers: dict[int, Body] = {}
+    if listener.role == CONTROLLER:  # (the second of a name is answered; the first and any later one are not)
+        seen: Counter[tuple[int, str]] = Counter()
+        for i, r in enumerate(resources):
+            key = (r.resource_type, r.resource_name)
+            if keys[key] > 1:
+                answers[i] = _answer(r, "INVALID_REQUEST", "Duplicate resource.") if seen[key] == 1 else {}
+                seen[key] += 1
+    else:
+        for i, r in enumerate(resources):
+            refused_here = _broker_check(r, keys[(r.resource_type, r.resource_name)] > 1)
+            if refused_here is not None:
+                answers[i] = _answer(r, "INVALID_REQUEST", refused_here)
+    sent = [(i, r) for i, r in enumerate(resources) if i not in answers]
+    if sent:
+        at = served.sim.now_ms
+        refused = refusal(served, listener)
+        result = None
+        if refused is None:
+            result = served.sim.send_incremental_alter_configs([r for _, r in sent], validate_only)
+            served.anchor()
+        if refused is not None or result is None or not result.ok:
+            err, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
+            if result is not None and not result.ok:
+                err, text = result.error.name, result.error.message
+            answers.update((i, _answer(r, err, text)) for i, r in sent)
+        else:
+            for (i, r), a in zip(sent, result.response.responses):
+                answers[i] = {"ErrorCode": a.error_code, "ErrorMessage": a.error_message,
+                              "ResourceType": a.resource_type, "ResourceName": a.resource_name}
+                if a.error_code == 0 and not validate_only:
+                    _record(served, r, at)
+    return {"Responses": [answers[i] for i in range(len(resources)) if answers[i]]}
+
+
+def _record(served: ServedCluster, r: AlterConfigsResource, at: int) -> None:
+    """The change as the `alter-topic-config` step that makes it again: the values it left."""
+    leader = served.sim.leader()
+    image = served.sim.image(leader) if leader is not None else None
+    now = image.configs.config(TOPIC, r.resource_name) if image is not None else {}
+    configs = {c.name: now[c.name] for c in r.configs if c.config_operation != OP_DELETE and c.name in now}
+    delete = [c.name for c in r.configs if c.name not in configs]
+    served.record("alter-topic-config", {"topic": r.resource_name, "configs": configs or None,
+                                         "delete": delete or None}, at)
+
+
+HANDLERS: dict[int, Handler] = {INCREMENTAL_ALTER_CONFIGS_KEY: incremental_alter_configs}
