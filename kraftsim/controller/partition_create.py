@@ -11,7 +11,8 @@ from 3.5 the controller keeps at most 10,000 records per request, and the topic 
 overflow, and every later one, is answered UNKNOWN_SERVER_ERROR while the records made before
 the overflow (a part of that topic's partitions included) are still written, as the released
 code does; from 4.4 a request adding more than 10,000 partitions in all is refused whole
-(POLICY_VIOLATION) before anything is made.
+(POLICY_VIOLATION) before anything is made. Where no limit applies, a topic asking for more than
+UNBOUNDED_PARTITIONS_CAP new partitions is UNKNOWN_SERVER_ERROR (bounded work on hostile input).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of
 from kraftsim.controller.partition_change import is_active
 from kraftsim.controller.replica_placement import InvalidReplicationFactor, placed_replicas
-from kraftsim.controller.result import MAX_RECORDS_PER_USER_OP, NO_METADATA_VERSION, ControllerResult, accepted, refused
+from kraftsim.controller.result import (
+    MAX_RECORDS_PER_USER_OP, NO_METADATA_VERSION, UNBOUNDED_PARTITIONS_CAP, ControllerResult, accepted, refused,
+)
 from kraftsim.controller.topics import PartitionRecords, RequestBrokers, manual_assignment_error
 from kraftsim.gcpause import collector_paused
 from kraftsim.javacompat import string_hash_order
@@ -149,9 +152,12 @@ def _grow(ctx: ControllerContext, t: CreatePartitionsTopic, seed: int, brokers: 
                                                                       "or in controlled shutdown."))
             plan.append((tuple(replicas), isr))
     else:
+        # Only what can be written is placed (placement is the same partition by partition): a
+        # request for more overflows the records (or, unbounded, is refused) after them.
+        cap = max(MAX_RECORDS_PER_USER_OP - len(records), 0) if bounded else UNBOUNDED_PARTITIONS_CAP
         rng = random.Random(f"kraftsim-placement:{seed}:{t.name}:{have}")
         try:
-            placement = placed_replicas(brokers.usable(), additional, rf, rng, brokers.placement)
+            placement = placed_replicas(brokers.usable(), min(additional, cap), rf, rng, brokers.placement)
         except InvalidReplicationFactor as e:
             raise _Refused(ApiError("INVALID_REPLICATION_FACTOR", str(e))) from None
         active = brokers.active()
@@ -162,7 +168,9 @@ def _grow(ctx: ControllerContext, t: CreatePartitionsTopic, seed: int, brokers: 
                                                                       "time(s): All brokers are currently fenced or "
                                                                       "in controlled shutdown."))
             plan.append((replicas, isr))
-    room = MAX_RECORDS_PER_USER_OP - len(records) if bounded else len(plan)
+    if not bounded and additional > UNBOUNDED_PARTITIONS_CAP:
+        raise _Refused(ApiError("UNKNOWN_SERVER_ERROR"))
+    room = MAX_RECORDS_PER_USER_OP - len(records) if bounded else additional
     partition_records.extend(records, topic.id, have, plan[:max(room, 0)])
-    if room < len(plan):
+    if room < additional:
         raise _Overflow

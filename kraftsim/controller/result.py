@@ -26,6 +26,10 @@ from kraftsim.versions import Catalog
 MAX_RECORDS_PER_USER_OP = 10_000
 #: What Kafka's controller answers for a whole request whose records overflow that limit.
 TOO_MANY_RECORDS = ApiError("POLICY_VIOLATION", "Unable to perform excessively large batch operation.")
+#: Where no release limit applies (3.3, 3.4), the most partitions kraftsim makes for one topic of
+#: a request: Kafka's controller fails over on a batch far smaller (not modelled); this bounds
+#: the work a hostile request can ask for. Beyond it the topic is UNKNOWN_SERVER_ERROR.
+UNBOUNDED_PARTITIONS_CAP = 1_000_000
 
 #: What a rule answers when the image has no metadata.version (Kafka's metadataVersionOrThrow).
 NO_METADATA_VERSION = ApiError("UNKNOWN_SERVER_ERROR", "Unknown metadata version for FeatureControlManager")

@@ -35,6 +35,7 @@ from kraftsim.controller.result import (
     MAX_RECORDS_PER_USER_OP,
     NO_METADATA_VERSION,
     TOO_MANY_RECORDS,
+    UNBOUNDED_PARTITIONS_CAP,
     ControllerResult,
     accepted,
     make_payload,
@@ -313,6 +314,10 @@ def _requested_partitions(ctx: ControllerContext, topic: CreatableTopic) -> int:
     return max(topic.num_partitions, 0)
 
 
+class TooManyRecords(Exception):
+    """A request's records overflow MAX_RECORDS_PER_USER_OP (Kafka's BoundedListTooLongException)."""
+
+
 def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: MetadataVersion,
                     errors: dict[str, ApiError]) -> tuple[list[Payload], dict[str, CreatableTopicResult]]:
     """The records of the topics without an error so far, and their answers; a topic whose
@@ -325,8 +330,23 @@ def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: Metada
     results: dict[str, CreatableTopicResult] = {}
     brokers = RequestBrokers(image)
     partition_records = PartitionRecords(ctx, mv, brokers)
+    bounded = ctx.catalog.policy("user_op_limits") != "none"
     for t in req.topics:
         if t.name in errors:
+            continue
+        requested = _requested_partitions(ctx, t)
+        if bounded and len(records) + 1 + len(t.configs) + 1 + requested > MAX_RECORDS_PER_USER_OP:
+            # Kafka's list of records would overflow while this topic's are made, if it can be placed
+            # at all: the placement's own checks are made on one partition, not on all it asks for.
+            _, err = _plan_partitions(ctx, msgspec.structs.replace(t, num_partitions=1) if not t.assignments else t,
+                                      req.seed, brokers)
+            if not err.ok:
+                errors[t.name] = err
+                continue
+            if len(records) + 1 + len(t.configs) + requested > MAX_RECORDS_PER_USER_OP:
+                raise TooManyRecords
+        if not bounded and requested > UNBOUNDED_PARTITIONS_CAP:
+            errors[t.name] = ApiError("UNKNOWN_SERVER_ERROR")
             continue
         plan, err = _plan_partitions(ctx, t, req.seed, brokers)
         if not err.ok:
@@ -394,10 +414,13 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
             if not err.ok:
                 errors[t.name] = err
 
-    with collector_paused():  # (records and their lists form no cycle: see gcpause)
-        records, results = _created_topics(ctx, req, mv, errors)
-    if limits != "none" and len(records) > MAX_RECORDS_PER_USER_OP:
+    try:
+        with collector_paused():  # (records and their lists form no cycle: see gcpause)
+            records, results = _created_topics(ctx, req, mv, errors)
+    except TooManyRecords:
         return refused(TOO_MANY_RECORDS)  # (Kafka's list of records overflows while they are made, validate-only too)
+    if limits != "none" and len(records) > MAX_RECORDS_PER_USER_OP:
+        return refused(TOO_MANY_RECORDS)
     out: list[CreatableTopicResult] = []
     answered: set[str] = set()
     for t in req.topics:

@@ -189,3 +189,33 @@ def test_4_4_refuses_more_than_10000_additional_partitions_before_making_any():
     assert r.records == ()
     ok = grow(c, CreatePartitionsTopic("a", 9000), CreatePartitionsTopic("b", 1002))  # 8,999 + 1,001 = 10,000
     assert ok.ok and len(ok.records) == 10_000
+
+
+@pytest.mark.parametrize("line", ["3.4", "3.7", "4.3", "4.4"])
+def test_a_hostile_count_is_answered_without_making_it(line):
+    """2,000,000,000 partitions asked for: every release answers at once (bounded work)."""
+    c = cluster(line)
+    make(c, ("t", 1), rf=1)
+    grown = grow(c, CreatePartitionsTopic("t", 2_000_000_000))
+    made = c.run(create_topics, CreateTopicsRequest((CreatableTopic("huge", 2_000_000_000, 1),), validate_only=True))
+    if line == "3.4":  # (no limit of Kafka's own: kraftsim's cap)
+        assert answers(grown)["t"][0] == "UNKNOWN_SERVER_ERROR" and grown.records == ()
+        assert made.response.result("huge").error_code == error_codes()["UNKNOWN_SERVER_ERROR"]
+    elif line == "4.4":
+        assert grown.error.name == "POLICY_VIOLATION" and made.error.name == "POLICY_VIOLATION"
+    else:
+        assert answers(grown)["t"][0] == "UNKNOWN_SERVER_ERROR" and len(grown.records) == 10_000
+        assert made.error.name == "POLICY_VIOLATION"
+
+
+def test_a_topic_that_cannot_be_placed_is_its_own_error_before_the_record_limit():
+    """Kafka places a topic before its records fill the list: a replication factor the brokers
+    cannot meet is that topic's error even when its partitions would overflow the list."""
+    c = cluster("3.7")
+    r = c.run(create_topics, CreateTopicsRequest((CreatableTopic("wide", 20_000, 9), CreatableTopic("ok", 2, 1)),
+                                                 validate_only=True))
+    assert r.ok
+    assert r.response.result("wide").error_message == ("Unable to replicate the partition 9 time(s): The target "
+                                                       "replication factor of 9 cannot be reached because only 3 "
+                                                       "broker(s) are registered.")
+    assert r.response.result("ok").error_code == 0
