@@ -166,11 +166,12 @@ def test_every_patch_list_is_consistent_with_its_line():
         assert (filt and filt.names) == (theirs and theirs.names)
 
 
-@pytest.mark.parametrize("release,patches", [("3.9.0", ("3.9.1", "3.9.2")), ("4.2.0", ()), ("4.2.1", ()),
+@pytest.mark.parametrize("release,patches", [("3.9.0", ()), ("3.9.1", ("3.9.2",)), ("4.2.0", ()), ("4.2.1", ()),
                                              ("4.2.2", ())])
 def test_patch_lists_read_from_the_jars(release, patches):
-    """3.9.2's jar lists what 3.9.1's does (a patch of 3.9.0's entry); 4.2.1 and 4.2.2 drop
-    removed configs on replay (KAFKA-19851) with their own lists, so each is an entry."""
+    """3.9.2's jar lists what 3.9.1's does (a patch of 3.9.1's entry, which refuses more than
+    10,000 partitions in one CreateTopics where 3.9.0 does not); 4.2.1 and 4.2.2 drop removed
+    configs on replay (KAFKA-19851) with their own lists, so each is an entry."""
     assert tuple(r.name for r in CAT.releases if r.entry == release and r.name != release) == patches
     assert CAT.at_release("4.2.0").config_replay_filter() is None
     f421, f422 = CAT.at_release("4.2.1").config_replay_filter(), CAT.at_release("4.2.2").config_replay_filter()
