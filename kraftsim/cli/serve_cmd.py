@@ -114,7 +114,7 @@ class CliCommands:
 
         return main(list(argv), forward=False)
 
-    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, object]] | None:
+    def step(self, argv: Sequence[str], code: int, stdout: str = "") -> tuple[str, dict[str, object]] | None:
         from kraftsim.cli.main import build_parser
 
         args = build_parser(argv).parse_args(list(argv))
@@ -133,8 +133,11 @@ class CliCommands:
                 given = args.replica_assignment
                 return "create-partitions", {"names": list(args.names), "count": args.partitions,
                                              "assignments": None if given is None else replica_assignment(given)}
-            return "create-topics", {"names": [f"{args.prefix}{i}" for i in range(args.count)],
-                                     "partitions": args.partitions, "replication_factor": args.replication_factor}
+            # the names it printed: the lowest free ones, not always PREFIX0.. PREFIX<count-1>
+            made = [line[len("Created topic "):-1] for line in stdout.splitlines()
+                    if line.startswith("Created topic ") and line.endswith(".")]
+            return "create-topics", {"names": made, "partitions": args.partitions,
+                                     "replication_factor": args.replication_factor}
         return None
 
 

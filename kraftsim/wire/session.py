@@ -28,8 +28,9 @@ class Commands(Protocol):
     def run(self, argv: Sequence[str]) -> int:
         """Run the command as it runs on its own (it opens the directory); its exit code."""
 
-    def step(self, argv: Sequence[str], code: int) -> tuple[str, dict[str, object]] | None:
-        """The scenario step (op, args) the command made, ending with `code`, when it changed the cluster."""
+    def step(self, argv: Sequence[str], code: int, stdout: str = "") -> tuple[str, dict[str, object]] | None:
+        """The scenario step (op, args) the command made, ending with `code` after printing
+        `stdout`, when it changed the cluster."""
 #: How long (wall seconds) a caller waits for the loop thread to carry out one control.
 CALL_TIMEOUT_S = 120.0
 
@@ -85,7 +86,7 @@ class Session:
             self.server.resume()
         if not self.server.stopping.is_set():
             await self.server.open_listeners()
-        step = commands.step(argv, reply.code)
+        step = commands.step(argv, reply.code, reply.stdout)
         if step is not None:
             served.record(step[0], step[1], at)
         return reply

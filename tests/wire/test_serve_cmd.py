@@ -202,6 +202,10 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         assert served_features.returncode == 0, served_features.stderr
         created = _kraftsim("topics", "--cluster", str(d), "create", "--count", "1", "--prefix", "t")
         assert (created.returncode, created.stdout) == (0, "Created topic t0.\n"), created.stderr
+        again = _kraftsim("topics", "--cluster", str(d), "create", "--count", "1", "--prefix", "t")
+        assert (again.returncode, again.stdout) == (0, "Created topic t1.\n"), again.stderr  # the lowest free name
+        grown = _kraftsim("topics", "--cluster", str(d), "alter", "t1", "--partitions", "3")
+        assert (grown.returncode, grown.stdout) == (0, ""), grown.stderr
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
         assert not _refused(node3)
@@ -218,7 +222,8 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     assert alone.stderr == served_features.stderr == ""
     steps = load_scenario(rec).steps
     assert [(s.op, getattr(s, "nodes", None) or getattr(s, "names", None)) for s in steps if s.op != "run"] == \
-        [("crash", [3]), ("create-topics", ["t0"]), ("start", [3])]
+        [("crash", [3]), ("create-topics", ["t0"]), ("create-topics", ["t1"]), ("create-partitions", ["t1"]),
+         ("start", [3])]
 
 
 def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
