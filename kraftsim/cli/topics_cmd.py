@@ -19,7 +19,7 @@ SETTLE_MS = 60_000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = sub.add_parser("topics", help="create, delete and list the topics of a simulated cluster")
+    group = sub.add_parser("topics", help="create, grow, delete and list the topics of a simulated cluster")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
     cmds.required = True
