@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
-    from kraftsim.controller.api_errors import ApiError as ApiError, error_codes as error_codes
+    from kraftsim.controller.api_errors import ApiError as ApiError, code_text as code_text, error_codes as error_codes
     from kraftsim.controller.cluster_control import (
         BrokerHeartbeatReply as BrokerHeartbeatReply, BrokerHeartbeatRequest as BrokerHeartbeatRequest,
         BrokerHeartbeats as BrokerHeartbeats, BrokerRegistrationRequest as BrokerRegistrationRequest,
@@ -32,7 +32,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         unregister_controller as unregister_controller,
     )
     from kraftsim.controller.configs import (
-        OP_DELETE as OP_DELETE, OP_SET as OP_SET, AlterConfigsResource as AlterConfigsResource,
+        OP_DELETE as OP_DELETE, OP_SET as OP_SET, RESOURCE_TYPE_NAMES as RESOURCE_TYPE_NAMES,
+        AlterConfigsResource as AlterConfigsResource,
         AlterableConfig as AlterableConfig, IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest,
         incremental_alter_configs as incremental_alter_configs,
     )
@@ -79,14 +80,14 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
-    "api_errors": "ApiError error_codes",
+    "api_errors": "ApiError code_text error_codes",
     "cluster_control": (
         "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
         "ControllerRegistrationRequest Listener SupportedFeature broker_heartbeat expire_sessions "
         "register_broker register_controller unregister_broker unregister_controller"
     ),
     "configs": (
-        "OP_DELETE OP_SET AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
+        "OP_DELETE OP_SET RESOURCE_TYPE_NAMES AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
         "incremental_alter_configs"
     ),
     "context": "ControllerConfig ControllerContext Range",
@@ -118,10 +119,10 @@ __all__ = [
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
     "DeleteTopicsRequest", "ElectLeadersRequest", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
-    "Listener", "OP_DELETE", "OP_SET", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
+    "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
-    "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes",
+    "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes",
     "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller",

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, TypeVar
 from kraftsim.controller import (
     AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic, CreateTopicsRequest,
     DeleteTopicState, DeleteTopicsRequest, FeatureUpdate, IncrementalAlterConfigsRequest, UpdateFeaturesRequest,
-    UpdateFeaturesResponse, create_partitions, create_topics, delete_topics, incremental_alter_configs,
+    UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, incremental_alter_configs,
     unregister_broker,
 )
-from kraftsim.controller.api_errors import code_text
 from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.types import MvChangeReport

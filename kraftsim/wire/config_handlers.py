@@ -20,8 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller import OP_DELETE, AlterableConfig, AlterConfigsResource
-from kraftsim.controller.configs import RESOURCE_TYPE_NAMES
+from kraftsim.controller import OP_DELETE, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
 from kraftsim.image import TOPIC
 from kraftsim.wire.admin_handlers import refusal
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
