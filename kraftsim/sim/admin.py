@@ -169,28 +169,28 @@ class AdminMixin:
             raise SimError(errors[0].error_message or f"CreateTopics failed for {errors[0].name}")
         return names
 
+    def _send_placing(self, label: str, rule: Callable[[ControllerContext, int], ControllerResult]) -> ControllerResult | None:
+        """A request whose new replicas are placed, as a client sends it: `rule` given the
+        placement seed (the simulation's, and the topics the controller has when it is sent)."""
+        if self._wait_leader() is None or self.engine.controller is None:
+            return None
+        seed = self.seed * 1_000_003 + len(self.engine.controller.image.topics)
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: rule(ctx, seed)))
+        self._finish_op(label)
+        return result
+
     def send_create_topics(self, topics: Sequence[CreatableTopic], validate_only: bool = False) -> ControllerResult | None:
         """CreateTopics as a client sends it: the controller's result (its `response` holds
         one answer per topic) once committed, or None when no controller answered in time."""
-        if self._wait_leader() is None or self.engine.controller is None:
-            return None
-        image = self.engine.controller.image
-        request = CreateTopicsRequest(tuple(topics), validate_only, seed=self.seed * 1_000_003 + len(image.topics))
-        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_topics(ctx, request)))
-        self._finish_op("create-topics")
-        return result
+        return self._send_placing("create-topics", lambda ctx, seed: create_topics(
+            ctx, CreateTopicsRequest(tuple(topics), validate_only, seed=seed)))
 
     def send_create_partitions(self, topics: Sequence[CreatePartitionsTopic],
                                validate_only: bool = False) -> ControllerResult | None:
         """CreatePartitions as a client sends it: the controller's result (one answer per
         topic) once committed, or None when no controller answered in time."""
-        if self._wait_leader() is None or self.engine.controller is None:
-            return None
-        image = self.engine.controller.image
-        request = CreatePartitionsRequest(tuple(topics), validate_only, seed=self.seed * 1_000_003 + len(image.topics))
-        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_partitions(ctx, request)))
-        self._finish_op("create-partitions")
-        return result
+        return self._send_placing("create-partitions", lambda ctx, seed: create_partitions(
+            ctx, CreatePartitionsRequest(tuple(topics), validate_only, seed=seed)))
 
     def create_partitions(self, names: Sequence[str], count: int,
                           assignments: Sequence[Sequence[int]] | None = None) -> None:

@@ -8,8 +8,8 @@ client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario st
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
 from kraftsim.controller import FeatureUpdate, UpgradeType
@@ -17,6 +17,9 @@ from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
 from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
+
+if TYPE_CHECKING:
+    from kraftsim.controller import ControllerResult
 
 UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
 CREATE_PARTITIONS_KEY = 37
@@ -35,6 +38,23 @@ def refusal(served: ServedCluster, listener: Listener) -> tuple[str, str | None]
     if leader is None or not served.sim.reachable(listener.node_id, leader):
         return "REQUEST_TIMED_OUT", None
     return None
+
+
+def ask_controller(served: ServedCluster, listener: Listener,
+                   send: Callable[[], ControllerResult | None]) -> ControllerResult | tuple[str, str | None]:
+    """A request sent on to the active controller as the listener's node sends it (a broker
+    forwards it, KIP-590): the controller's result, or (error name, message) for every part of
+    the request when it could not be asked, timed out or was refused whole."""
+    refused = refusal(served, listener)
+    if refused is not None:
+        return refused
+    result = send()
+    served.anchor()
+    if result is not None and result.response is not None:
+        return result
+    if result is not None and not result.ok:
+        return result.error.name, result.error.message
+    return "REQUEST_TIMED_OUT", None
 
 
 def _upgrade_type(version: int, u: Mapping[str, Any]) -> int:
@@ -90,17 +110,12 @@ def _creatable(t: Mapping[str, Any]) -> CreatableTopic:
 def create_topics(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     topics = [_creatable(t) for t in body.get("Topics", [])]
     validate_only = bool(body.get("validateOnly", False))
-    refused = refusal(served, listener)
-    result = None
+    if not topics:
+        return {"Topics": []}
     at = served.sim.now_ms
-    if refused is None and topics:
-        result = served.sim.send_create_topics(topics, validate_only)
-        served.anchor()
-    if refused is not None or result is None or result.response is None:
-        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
-        if result is not None and not result.ok:
-            err_name, text = result.error.name, result.error.message
-        return {"Topics": [{"Name": t.name, "ErrorCode": code(err_name), "ErrorMessage": text} for t in topics]}
+    result = ask_controller(served, listener, lambda: served.sim.send_create_topics(topics, validate_only))
+    if isinstance(result, tuple):
+        return {"Topics": [{"Name": t.name, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for t in topics]}
     answers = []
     made: dict[tuple[int, int], list[str]] = {}
     for r in result.response.topics:
@@ -120,17 +135,12 @@ def create_partitions(served: ServedCluster, listener: Listener, version: int, b
                                     else tuple(tuple(a["BrokerIds"]) for a in t["Assignments"]))
               for t in body.get("Topics") or []]
     validate_only = bool(body.get("ValidateOnly", False))
-    refused = refusal(served, listener)
-    result = None
+    if not topics:
+        return {"Results": []}
     at = served.sim.now_ms
-    if refused is None and topics:
-        result = served.sim.send_create_partitions(topics, validate_only)
-        served.anchor()
-    if refused is not None or result is None or result.response is None:
-        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
-        if result is not None and not result.ok:
-            err_name, text = result.error.name, result.error.message
-        return {"Results": [{"Name": t.name, "ErrorCode": code(err_name), "ErrorMessage": text} for t in topics]}
+    result = ask_controller(served, listener, lambda: served.sim.send_create_partitions(topics, validate_only))
+    if isinstance(result, tuple):
+        return {"Results": [{"Name": t.name, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for t in topics]}
     grown: dict[tuple[int, tuple[tuple[int, ...], ...] | None], list[str]] = {}
     asked = {t.name: t for t in topics}
     for r in result.response.results:
@@ -147,17 +157,12 @@ def create_partitions(served: ServedCluster, listener: Listener, version: int, b
 
 def delete_topics(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     names = list(body.get("TopicNames") or []) + [t["Name"] for t in body.get("Topics") or [] if t.get("Name")]
-    refused = refusal(served, listener)
-    result = None
+    if not names:
+        return {"Responses": []}
     at = served.sim.now_ms
-    if refused is None and names:
-        result = served.sim.send_delete_topics(names)
-        served.anchor()
-    if refused is not None or result is None or result.response is None:
-        err_name, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
-        if result is not None and not result.ok:
-            err_name, text = result.error.name, result.error.message
-        return {"Responses": [{"Name": n, "ErrorCode": code(err_name), "ErrorMessage": text} for n in names]}
+    result = ask_controller(served, listener, lambda: served.sim.send_delete_topics(names))
+    if isinstance(result, tuple):
+        return {"Responses": [{"Name": n, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for n in names]}
     answers = [{"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message}
                for r in result.response.responses]
     gone = [r.name for r in result.response.responses if r.error_code == 0 and r.name]

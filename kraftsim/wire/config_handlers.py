@@ -22,7 +22,7 @@ from typing import Any
 
 from kraftsim.controller import OP_DELETE, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
 from kraftsim.image import TOPIC
-from kraftsim.wire.admin_handlers import refusal
+from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
@@ -75,16 +75,10 @@ def incremental_alter_configs(served: ServedCluster, listener: Listener, version
     sent = [(i, r) for i, r in enumerate(resources) if i not in answers]
     if sent:
         at = served.sim.now_ms
-        refused = refusal(served, listener)
-        result = None
-        if refused is None:
-            result = served.sim.send_incremental_alter_configs([r for _, r in sent], validate_only)
-            served.anchor()
-        if refused is not None or result is None or not result.ok:
-            err, text = refused if refused is not None else ("REQUEST_TIMED_OUT", None)
-            if result is not None and not result.ok:
-                err, text = result.error.name, result.error.message
-            answers.update((i, _answer(r, err, text)) for i, r in sent)
+        result = ask_controller(served, listener,
+                                lambda: served.sim.send_incremental_alter_configs([r for _, r in sent], validate_only))
+        if isinstance(result, tuple):
+            answers.update((i, _answer(r, *result)) for i, r in sent)
         else:
             for (i, r), a in zip(sent, result.response.responses):
                 answers[i] = {"ErrorCode": a.error_code, "ErrorMessage": a.error_message,
