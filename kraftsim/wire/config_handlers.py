@@ -83,7 +83,7 @@ def incremental_alter_configs(served: ServedCluster, listener: Listener, version
             for (i, r), a in zip(sent, result.response.responses):
                 answers[i] = {"ErrorCode": a.error_code, "ErrorMessage": a.error_message,
                               "ResourceType": a.resource_type, "ResourceName": a.resource_name}
-                if a.error_code == 0 and not validate_only:
+                if a.error_code == 0 and not validate_only and r.configs:  # (an empty change changes nothing)
                     _record(served, r, at)
     return {"Responses": [answers[i] for i in range(len(resources)) if answers[i]]}
 

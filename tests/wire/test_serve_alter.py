@@ -97,6 +97,7 @@ def test_a_served_session_of_alters_replays_as_its_recording(tmp_path):
                                                        "TimeoutMs": 30000, "ValidateOnly": False})
         _alter(k.address(1), ("t", [("cleanup.policy", 0, "compact")]))
         _alter(k.address(1), ("t", [("cleanup.policy", 2, "delete"), ("retention.ms", 0, "9")]))
+        assert _alter(k.address(1), ("t", [])) == [("t", 0, None)]  # nothing to change: not recorded
     text = record.read_text()
     assert 'op = "create-partitions"' in text and 'op = "alter-topic-config"' in text
     assert '"cleanup.policy" = "compact,delete"' in text  # the append, as the value it left
