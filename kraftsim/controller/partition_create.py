@@ -139,6 +139,8 @@ def _grow(ctx: ControllerContext, t: CreatePartitionsTopic, seed: int, brokers: 
     if first is None:
         raise _Refused(ApiError("UNKNOWN_SERVER_ERROR"))
     rf = len(first.replicas)
+    if not bounded and additional > UNBOUNDED_PARTITIONS_CAP:
+        raise _Refused(ApiError("UNKNOWN_SERVER_ERROR"))
     plan: list[tuple[tuple[int, ...], tuple[int, ...]]] = []
     if t.assignments is not None:
         for i, replicas in enumerate(t.assignments):
@@ -153,8 +155,8 @@ def _grow(ctx: ControllerContext, t: CreatePartitionsTopic, seed: int, brokers: 
             plan.append((tuple(replicas), isr))
     else:
         # Only what can be written is placed (placement is the same partition by partition): a
-        # request for more overflows the records (or, unbounded, is refused) after them.
-        cap = max(MAX_RECORDS_PER_USER_OP - len(records), 0) if bounded else UNBOUNDED_PARTITIONS_CAP
+        # request for more overflows the records after them.
+        cap = max(MAX_RECORDS_PER_USER_OP - len(records), 0) if bounded else additional
         rng = random.Random(f"kraftsim-placement:{seed}:{t.name}:{have}")
         try:
             placement = placed_replicas(brokers.usable(), min(additional, cap), rf, rng, brokers.placement)
@@ -168,8 +170,6 @@ def _grow(ctx: ControllerContext, t: CreatePartitionsTopic, seed: int, brokers: 
                                                                       "time(s): All brokers are currently fenced or "
                                                                       "in controlled shutdown."))
             plan.append((replicas, isr))
-    if not bounded and additional > UNBOUNDED_PARTITIONS_CAP:
-        raise _Refused(ApiError("UNKNOWN_SERVER_ERROR"))
     room = MAX_RECORDS_PER_USER_OP - len(records) if bounded else additional
     partition_records.extend(records, topic.id, have, plan[:max(room, 0)])
     if room < additional:
