@@ -318,7 +318,7 @@ class TooManyRecords(Exception):
     """A request's records overflow MAX_RECORDS_PER_USER_OP (Kafka's BoundedListTooLongException)."""
 
 
-def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: MetadataVersion,
+def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: MetadataVersion, limits: str,
                     errors: dict[str, ApiError]) -> tuple[list[Payload], dict[str, CreatableTopicResult]]:
     """The records of the topics without an error so far, and their answers; a topic whose
     partitions cannot be placed gets its error in `errors` instead."""
@@ -330,7 +330,7 @@ def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: Metada
     results: dict[str, CreatableTopicResult] = {}
     brokers = RequestBrokers(image)
     partition_records = PartitionRecords(ctx, mv, brokers)
-    bounded = ctx.catalog.policy("user_op_limits") != "none"
+    bounded = limits != "none"
     for t in req.topics:
         if t.name in errors:
             continue
@@ -416,7 +416,7 @@ def create_topics(ctx: ControllerContext, req: CreateTopicsRequest) -> Controlle
 
     try:
         with collector_paused():  # (records and their lists form no cycle: see gcpause)
-            records, results = _created_topics(ctx, req, mv, errors)
+            records, results = _created_topics(ctx, req, mv, limits, errors)
     except TooManyRecords:
         return refused(TOO_MANY_RECORDS)  # (Kafka's list of records overflows while they are made, validate-only too)
     if limits != "none" and len(records) > MAX_RECORDS_PER_USER_OP:

@@ -533,13 +533,10 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         check.duration(step.ms, "ms", index, 0)
     elif isinstance(step, Wait):
         check.duration(step.timeout_ms, "timeout_ms", index, 1)
-    elif isinstance(step, AlterTopicConfig):
+    elif isinstance(step, (AlterTopicConfig, AlterBrokerConfig)):
         if not step.configs and not step.delete:
             raise check.fail("configs", "expected configs to set or delete", index)
-    elif isinstance(step, AlterBrokerConfig):
-        if not step.configs and not step.delete:
-            raise check.fail("configs", "expected configs to set or delete", index)
-        if step.broker is not None and strict:
+        if isinstance(step, AlterBrokerConfig) and step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
     elif isinstance(step, (UnregisterController, UnregisterBroker)):
         check.non_negative(step.id, "id", index, maximum=MAX_NODE_ID)
