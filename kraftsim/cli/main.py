@@ -66,6 +66,7 @@ COMMANDS = (
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, grow, delete and list the topics of a simulated cluster"),
     Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker and topic configs of a simulated cluster (cordoned.log.dirs cordons log directories)"),
+    Command("leader-election", "kraftsim.cli.leader_election_cmd", "kafka-leader-election: elect the preferred leader, or a live replica of a leaderless partition, in a simulated cluster"),
     Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
     Command("metadata-quorum", "kraftsim.cli.quorum_cmd", "kafka-metadata-quorum: describe the KRaft quorum of a simulated cluster, add or remove controllers (KIP-853)"),
     Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
@@ -266,7 +267,7 @@ def served_directory(args: argparse.Namespace) -> str | None:
     """The directory a command acts on when it is one `kraftsim serve` carries out."""
     if args.command == "cluster" and getattr(args, "cluster_command", None) in SERVED_CLUSTER_COMMANDS:
         return str(args.dir)
-    if args.command in ("features", "topics") and getattr(args, "cluster", None):
+    if args.command in ("features", "topics", "leader-election") and getattr(args, "cluster", None):
         return str(args.cluster)
     return None
 

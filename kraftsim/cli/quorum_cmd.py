@@ -26,21 +26,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from kraftsim.cli.common import kafka_tool, node_id
+from kraftsim.controller import exception_text
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.versions import ToolFailure
 
 if TYPE_CHECKING:
     from kraftsim.sim import QuorumInfo, ReplicaInfo, Simulation
 
-#: The admin client's exception class for each error the quorum answers with.
-EXCEPTIONS = {
-    "DUPLICATE_VOTER": "org.apache.kafka.common.errors.DuplicateVoterException",
-    "VOTER_NOT_FOUND": "org.apache.kafka.common.errors.VoterNotFoundException",
-    "REQUEST_TIMED_OUT": "org.apache.kafka.common.errors.TimeoutException",
-    "UNSUPPORTED_VERSION": "org.apache.kafka.common.errors.UnsupportedVersionException",
-    "INVALID_REQUEST": "org.apache.kafka.common.errors.InvalidRequestException",
-    "NOT_LEADER_OR_FOLLOWER": "org.apache.kafka.common.errors.NotLeaderOrFollowerException",
-}
 HEADERS = ("NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp", "LastCaughtUpTimestamp", "Status")
 
 
@@ -109,7 +101,7 @@ def _leader_release(sim: Simulation) -> str | None:
 
 
 def _refused(error: str, text: str) -> ToolFailure:
-    return ToolFailure(f"{EXCEPTIONS.get(error, 'org.apache.kafka.common.errors.ApiException')}: {text}")
+    return ToolFailure(exception_text(error, text))
 
 
 # ---------------------------------------------------------------------------- describe

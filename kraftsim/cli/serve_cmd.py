@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class CliCommands:
-    """The cluster, features and topics commands a served directory receives, run with the
+    """The cluster, features, topics and leader-election commands a served directory receives, run with the
     CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
 
     def run(self, argv: Sequence[str]) -> int:
@@ -120,6 +120,8 @@ class CliCommands:
         args = build_parser(argv).parse_args(list(argv))
         if args.command == "cluster":  # exit 1: done, but an invariant is broken (or not stable yet)
             return _fault_step(args) if code in (0, 1) else None
+        if args.command == "leader-election":  # exit 1: some partitions may still have been elected
+            return _election_step(args, stdout)
         if code != 0:
             return None
         if args.command == "features":
@@ -154,6 +156,14 @@ def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | 
     levels = {name: int(level) for name, level in (f.split("=", 1) for f in args.feature or [])}
     return f"features-{op}", {"metadata": args.metadata, "release_version": args.release_version,
                               "features": levels or None, "unsafe": getattr(args, "unsafe", False) or None}
+
+
+def _election_step(args: argparse.Namespace, stdout: str) -> tuple[str, dict[str, object]] | None:
+    """The partitions the command printed as elected, named (a replay elects the same ones)."""
+    from kraftsim.sim.tools.leader_election import elected_partitions
+
+    elected = elected_partitions(stdout)
+    return ("elect-leaders", {"election_type": args.election_type, "partitions": elected}) if elected else None
 
 
 def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | None:

@@ -21,7 +21,9 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
-    from kraftsim.controller.api_errors import ApiError as ApiError, code_text as code_text, error_codes as error_codes
+    from kraftsim.controller.api_errors import (
+        ApiError as ApiError, code_text as code_text, error_codes as error_codes, exception_text as exception_text,
+    )
     from kraftsim.controller.cluster_control import (
         BrokerHeartbeatReply as BrokerHeartbeatReply, BrokerHeartbeatRequest as BrokerHeartbeatRequest,
         BrokerHeartbeats as BrokerHeartbeats, BrokerRegistrationRequest as BrokerRegistrationRequest,
@@ -49,8 +51,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         UpdateFeaturesResponse as UpdateFeaturesResponse, UpgradeType as UpgradeType,
     )
     from kraftsim.controller.leader_election import (
-        ElectLeadersRequest as ElectLeadersRequest, TopicPartitions as TopicPartitions,
-        elect_leaders as elect_leaders,
+        ELECTION_TYPES as ELECTION_TYPES, ElectLeadersRequest as ElectLeadersRequest,
+        ElectLeadersResponse as ElectLeadersResponse, TopicPartitions as TopicPartitions, elect_leaders as elect_leaders,
     )
     from kraftsim.controller.partition_change import (
         PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active, leader_acceptor as leader_acceptor,
@@ -80,7 +82,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
-    "api_errors": "ApiError code_text error_codes",
+    "api_errors": "ApiError code_text error_codes exception_text",
     "cluster_control": (
         "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
         "ControllerRegistrationRequest Listener SupportedFeature broker_heartbeat expire_sessions "
@@ -93,7 +95,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "context": "ControllerConfig ControllerContext Range",
     "cordon": "configured_cordoned_dirs cordoned_by_config",
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
-    "leader_election": "ElectLeadersRequest TopicPartitions elect_leaders",
+    "leader_election": "ELECTION_TYPES ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
     "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
@@ -118,11 +120,11 @@ __all__ = [
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
-    "DeleteTopicsRequest", "ElectLeadersRequest", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
+    "DeleteTopicsRequest", "ELECTION_TYPES", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
-    "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes",
+    "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller",

@@ -54,7 +54,38 @@ DEFAULT_MESSAGES = {
     "PREFERRED_LEADER_NOT_AVAILABLE": "The preferred leader was not available.",
     "ELIGIBLE_LEADERS_NOT_AVAILABLE": "Eligible topic partition leaders are not available.",
     "UNKNOWN_SERVER_ERROR": "The server experienced an unexpected error when processing the request.",
+    "REQUEST_TIMED_OUT": "The request timed out.",
+    "NOT_CONTROLLER": "This is not the correct controller for this cluster.",
+    "INVALID_REQUEST": "This most likely occurs because of a request being malformed by the client library or the "
+                       "message was sent to an incompatible broker. See the broker logs for more details.",
+    "POLICY_VIOLATION": "Request parameters do not satisfy the configured policy.",
 }
+
+#: The exception an admin client raises for an error (Errors' exception classes), as Kafka's
+#: tools print it: `org.apache.kafka.common.errors.<class>: <text>`.
+EXCEPTION_CLASSES = {
+    "UNKNOWN_SERVER_ERROR": "UnknownServerException",
+    "UNKNOWN_TOPIC_OR_PARTITION": "UnknownTopicOrPartitionException",
+    "REQUEST_TIMED_OUT": "TimeoutException",
+    "NOT_CONTROLLER": "NotControllerException",
+    "INVALID_REQUEST": "InvalidRequestException",
+    "POLICY_VIOLATION": "PolicyViolationException",
+    "UNSUPPORTED_VERSION": "UnsupportedVersionException",
+    "NOT_LEADER_OR_FOLLOWER": "NotLeaderOrFollowerException",
+    "PREFERRED_LEADER_NOT_AVAILABLE": "PreferredLeaderNotAvailableException",
+    "ELIGIBLE_LEADERS_NOT_AVAILABLE": "EligibleLeadersNotAvailableException",
+    "ELECTION_NOT_NEEDED": "ElectionNotNeededException",
+    "DUPLICATE_VOTER": "DuplicateVoterException",
+    "VOTER_NOT_FOUND": "VoterNotFoundException",
+}
+
+
+def exception_text(name: str, message: str | None = None) -> str:
+    """The exception for error `name` as a Kafka tool prints it (Throwable.toString): its class
+    and the message, else the error's default text (ApiException for an error not listed)."""
+    text = message if message is not None else DEFAULT_MESSAGES.get(name)
+    cls = f"org.apache.kafka.common.errors.{EXCEPTION_CLASSES.get(name, 'ApiException')}"
+    return cls if text is None else f"{cls}: {text}"
 
 
 def default_error(name: str) -> ApiError:

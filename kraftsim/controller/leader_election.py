@@ -13,7 +13,9 @@ from kraftsim.controller.partition_change import (
 )
 from kraftsim.image import NO_LEADER
 from kraftsim.controller.result import (
+    MAX_RECORDS_PER_USER_OP,
     NO_METADATA_VERSION,
+    TOO_MANY_RECORDS,
     ControllerResult,
     accepted,
     refused,
@@ -25,6 +27,8 @@ from kraftsim.versions import MetadataVersion
 
 PREFERRED_ELECTION = 0
 UNCLEAN_ELECTION = 1
+#: Kafka's ElectionType by the name its tools take (`kafka-leader-election --election-type`).
+ELECTION_TYPES = {"preferred": PREFERRED_ELECTION, "unclean": UNCLEAN_ELECTION}
 
 
 class TopicPartitions(msgspec.Struct, frozen=True):
@@ -77,7 +81,12 @@ def _elect_one(ctx: ControllerContext, mv: MetadataVersion, topic_name: str, pid
 
 def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> ControllerResult:
     """Kafka's ElectLeaders: preferred (the first replica, if it is in the ISR and alive) or
-    unclean (any live replica for a leaderless partition). Non-atomic, as in Kafka."""
+    unclean (any live replica for a leaderless partition). Non-atomic, as in Kafka.
+
+    Asked for every partition, only those that needed an election are answered (topics in name
+    order: Kafka's follow its controller's hash table, and its tools print sets). From 3.5 a
+    request that would write more than 10,000 records is refused whole (policy
+    `user_op_limits`), as Kafka's bounded list of records refuses it."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
@@ -101,4 +110,6 @@ def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> Controlle
                 e = _elect_one(ctx, mv, tp.topic, pid, unclean, records)
                 parts.append(PartitionElectionResult(pid, e.code, e.message))
             results.append(ReplicaElectionResult(tp.topic, tuple(parts)))
+    if ctx.catalog.policy("user_op_limits") != "none" and len(records) > MAX_RECORDS_PER_USER_OP:
+        return refused(TOO_MANY_RECORDS)
     return accepted(records, ElectLeadersResponse(tuple(results)), atomic=False)

@@ -19,6 +19,8 @@ NodeSel = str | list[int]
 NODE_GROUPS = ("all", "controllers", "brokers", "leader")
 POLICIES = ("kafka", "kip-778")
 DISK_FAULTS = ("torn-tail", "wipe")
+#: kafka-leader-election --election-type (an `elect-leaders` step).
+ELECTION_TYPES = ("preferred", "unclean")
 ROLES = ("broker", "controller")
 
 

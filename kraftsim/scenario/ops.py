@@ -170,6 +170,14 @@ class AlterTopicConfig(StepBase, kw_only=True, forbid_unknown_fields=True, tag="
     delete: list[str] = []  # --delete-config
 
 
+class ElectLeaders(StepBase, kw_only=True, forbid_unknown_fields=True, tag="elect-leaders"):
+    """kraftsim's addition: kafka-leader-election --election-type TYPE for `partitions` (topic:
+    partition ids), or for every partition (--all-topic-partitions) when absent."""
+
+    election_type: Literal["preferred", "unclean"] = "preferred"
+    partitions: dict[str, list[int]] | None = None
+
+
 class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-controller"):
     """Controller unregistration (KIP-1312, Kafka 4.4)."""
 
@@ -197,7 +205,8 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
 #: One step of any op (a tagged union: msgspec picks the struct by `op`).
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
-      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig)
+      | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
+      | ElectLeaders)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -212,7 +221,9 @@ OPS: dict[str, type[StepBase]] = {
                 # and kafka-cluster unregister (what `kraftsim serve` records for an UnregisterBroker request)
                 UnregisterBroker,
                 # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
-                CreatePartitions, AlterTopicConfig)
+                CreatePartitions, AlterTopicConfig,
+                # and kafka-leader-election (ElectLeaders)
+                ElectLeaders)
 }
 
 

@@ -27,11 +27,11 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
+    DISK_FAULTS, ELECTION_TYPES, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, FeaturesChange, FeaturesDisable, NodesStep,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
@@ -40,7 +40,7 @@ from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
 BROKER, CONTROLLER = "broker", "controller"
 #: The choices of keys whose values are a fixed set, for error messages.
-CHOICES = {"policy": POLICIES, "kind": DISK_FAULTS, "role": ROLES}
+CHOICES = {"policy": POLICIES, "kind": DISK_FAULTS, "role": ROLES, "election_type": ELECTION_TYPES}
 _TYPE_WORDS = {"int": "an integer", "str": "a string", "bool": "true or false", "array": "a list",
                "object": "a table", "float": "a number"}
 _MSGSPEC = re.compile(r"^(?P<msg>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
@@ -538,6 +538,16 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             raise check.fail("configs", "expected configs to set or delete", index)
         if isinstance(step, AlterBrokerConfig) and step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
+    elif isinstance(step, ElectLeaders) and step.partitions is not None:
+        if not step.partitions:
+            raise check.fail("partitions", "expected at least one topic (leave the key out to elect every partition)",
+                             index)
+        for topic, ids in step.partitions.items():
+            if not ids:
+                raise check.fail(f"partitions.{topic}", "expected at least one partition id", index)
+            check.non_negative(len(ids), f"partitions.{topic}", index, 1, MAX_PARTITIONS)
+            for pid in ids:
+                check.non_negative(pid, f"partitions.{topic}", index, 0, MAX_PARTITIONS)
     elif isinstance(step, (UnregisterController, UnregisterBroker)):
         check.non_negative(step.id, "id", index, maximum=MAX_NODE_ID)
     if step.expect is not None:

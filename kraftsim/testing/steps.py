@@ -42,6 +42,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "unregister-controller": ("id",),
     "create-partitions": ("names", "count", "assignments"),
     "alter-topic-config": ("topic", "configs", "delete"),
+    "elect-leaders": ("election_type", "partitions"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 

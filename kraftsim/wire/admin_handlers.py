@@ -1,5 +1,5 @@
 """Requests that change the cluster, answered by the active controller: UpdateFeatures,
-CreateTopics, CreatePartitions, DeleteTopics, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
+CreateTopics, CreatePartitions, DeleteTopics, ElectLeaders, UnregisterBroker. A broker forwards them to the active controller (KIP-590) and a
 controller that is not the active one refuses them with NOT_CONTROLLER, as Kafka's
 QuorumController does; a broker cut off from the active controller cannot forward and the
 client gets REQUEST_TIMED_OUT. Each accepted change is recorded as a scenario step.
@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
-from kraftsim.controller import FeatureUpdate, UpgradeType
+from kraftsim.controller import ELECTION_TYPES, ElectLeadersRequest, FeatureUpdate, TopicPartitions, UpgradeType
 from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
 from kraftsim.wire.handlers import metadata as metadata_of_image
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
 
 UPDATE_FEATURES_KEY, CREATE_TOPICS_KEY, DELETE_TOPICS_KEY, UNREGISTER_BROKER_KEY = 57, 19, 20, 64
-CREATE_PARTITIONS_KEY = 37
+CREATE_PARTITIONS_KEY, ELECT_LEADERS_KEY = 37, 43
+#: ElectionType's names by number, as a recorded `elect-leaders` step writes them.
+ELECTION_TYPE_NAMES = {number: name for name, number in ELECTION_TYPES.items()}
 
 
 def refusal(served: ServedCluster, listener: Listener) -> tuple[str, str | None] | None:
@@ -171,6 +173,36 @@ def delete_topics(served: ServedCluster, listener: Listener, version: int, body:
     return {"Responses": answers}
 
 
+def elect_leaders(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """ElectLeaders (`kafka-leader-election`): the controller's answer per partition. A request
+    the controller could not be asked, or refused whole, is answered as Kafka's error response
+    is: the error at the top (from v1) and for every partition asked for."""
+    asked = body.get("TopicPartitions")
+    wanted = None if asked is None else tuple(TopicPartitions(t["Topic"], tuple(t["Partitions"])) for t in asked)
+    request = ElectLeadersRequest(int(body.get("ElectionType", 0)) if version >= 1 else 0, wanted)
+    at = served.sim.now_ms
+    result = ask_controller(served, listener, lambda: served.sim.send_elect_leaders(request))
+    if isinstance(result, tuple):
+        err, text = code(result[0]), result[1]
+        answer: Body = {"ReplicaElectionResults": [
+            {"Topic": t.topic, "PartitionResult": [{"PartitionId": p, "ErrorCode": err, "ErrorMessage": text}
+                                                   for p in t.partitions]} for t in wanted or ()]}
+        return {**answer, "ErrorCode": err} if version >= 1 else answer
+    elected: dict[str, list[int]] = {}
+    results = []
+    for t in result.response.replica_election_results:
+        results.append({"Topic": t.topic, "PartitionResult": [
+            {"PartitionId": p.partition_id, "ErrorCode": p.error_code, "ErrorMessage": p.error_message}
+            for p in t.partition_result]})
+        done = [p.partition_id for p in t.partition_result if p.error_code == 0]
+        if done:
+            elected.setdefault(t.topic, []).extend(done)
+    if elected:  # (what was elected, named: the step elects the same partitions again on replay)
+        served.record("elect-leaders", {"election_type": ELECTION_TYPE_NAMES[request.election_type],
+                                        "partitions": elected}, at)
+    return {"ErrorCode": 0, "ReplicaElectionResults": results}
+
+
 def unregister_broker(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """UnregisterBroker (`kafka-cluster unregister`): the controller's answer, or why it could not be asked."""
     broker_id = int(body.get("BrokerId", -1))
@@ -239,4 +271,4 @@ def _unregister_text(served: ServedCluster, text: str | None) -> str | None:
 
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, UPDATE_FEATURES_KEY: update_features, CREATE_TOPICS_KEY: create_topics,
                                 DELETE_TOPICS_KEY: delete_topics, UNREGISTER_BROKER_KEY: unregister_broker,
-                                CREATE_PARTITIONS_KEY: create_partitions}
+                                CREATE_PARTITIONS_KEY: create_partitions, ELECT_LEADERS_KEY: elect_leaders}

@@ -32,6 +32,7 @@ from kraftsim.controller import (
 from kraftsim.image import MetadataImage
 from kraftsim.image.intern import MIGRATING
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import load_catalog
 from tests.conftest import ORACLE
 from tests.controller.cluster_support import CATALOG, RuleCluster, replay, to_json, types
 from tests.image.helpers import data_records, read_entries
@@ -403,6 +404,28 @@ def test_unclean_election_picks_a_live_replica_and_marks_recovery():
         3, "No such topic as nope")
     assert c.partition("t", 0).leader_recovery_state == 1
     assert elect_leaders(c.ctx(), ElectLeadersRequest(7)).error.message == "Unknown election type 7"
+
+
+@pytest.mark.parametrize("line, metadata_version, refused", [("3.4", "3.4-IV0", False), ("3.7", "3.7-IV4", True),
+                                                           ("4.4", "4.4-IV2", True)])
+def test_an_election_writing_more_than_ten_thousand_records_is_refused_whole_from_3_5(line, metadata_version, refused):
+    """Kafka's bounded list of records (policy user_op_limits): 10,001 partitions made leaderless,
+    then one unclean election of all of them."""
+    c = RuleCluster(metadata_version, catalog=load_catalog(line=line), elr=False)
+    c.start_brokers([1, 2])
+    for name in ("a", "b"):
+        c.create(name, 5_001 if name == "a" else 5_000, 2)
+    c.heartbeat(2, want_fence=True)
+    c.heartbeat(1, want_fence=True)
+    c.heartbeat(2)  # back, but no longer in any ISR: every partition stays leaderless
+    r = c.run(elect_leaders, ElectLeadersRequest(1, None))
+    if refused:
+        assert (r.error.name, r.error.message, r.records) == (
+            "POLICY_VIOLATION", "Unable to perform excessively large batch operation.", ())
+        assert c.partition("a", 0).leader == -1
+    else:
+        assert len(r.records) == 10_001 and c.partition("a", 0).leader == 2
+        assert [len(t.partition_result) for t in r.response.replica_election_results] == [5_001, 5_000]
 
 
 # --------------------------------------------------------------------------- the builder

@@ -1,0 +1,92 @@
+"""`kraftsim leader-election --cluster DIR --election-type TYPE ...`: kafka-leader-election on a
+simulated cluster (one ElectLeaders request to its active controller).
+
+The partitions are named as Kafka's tool names them: `--all-topic-partitions`, `--topic T
+--partition P`, or `--path-to-json-file F` holding `{"partitions": [{"topic": "t",
+"partition": 0}, ...]}`. The tool's lines are printed as Kafka prints them; a partition that
+could not be elected makes it exit 1 with "N replica(s) could not be elected" on stderr, and
+the checks Kafka's tool makes of its options and file fail with its texts (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from kraftsim.cli.common import kafka_tool
+from kraftsim.errors import UsageError
+from kraftsim.versions import ToolFailure
+
+#: The most partitions one command names (kraftsim's bound on a hostile file).
+MAX_NAMED_PARTITIONS = 1_000_000
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("leader-election", help="kafka-leader-election: elect the preferred leader, or a live replica of a "
+                                               "leaderless partition, in a simulated cluster")
+    p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
+    p.add_argument("--election-type", required=True, type=str.lower, choices=["preferred", "unclean"],
+                   metavar="TYPE", help="preferred (the first replica, if it is in the ISR) or unclean (any live "
+                                        "replica of a partition without a leader)")
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--all-topic-partitions", action="store_true", help="every partition of every topic")
+    which.add_argument("--topic", metavar="NAME", help="the topic of the partition named by --partition")
+    which.add_argument("--path-to-json-file", metavar="FILE",
+                       help='the partitions, as {"partitions": [{"topic": "t", "partition": 0}, ...]}')
+    p.add_argument("--partition", type=int, metavar="P", help="the partition of --topic")
+    p.set_defaults(run=kafka_tool(_elect))
+
+
+def _from_json(path: str) -> dict[str, list[int]]:
+    """The partitions a kafka-leader-election JSON file names, grouped by topic in file order."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise UsageError(f"kraftsim: error: --path-to-json-file {path}: {e}") from None
+    if isinstance(data, dict) and "partitions" not in data:
+        raise ToolFailure('Replica election data is missing "partitions" field')
+    entries = data.get("partitions") if isinstance(data, dict) else None
+    if not isinstance(entries, list) or len(entries) > MAX_NAMED_PARTITIONS:
+        raise UsageError(f'kraftsim: error: --path-to-json-file {path}: expected {{"partitions": [{{"topic": "t", '
+                         f'"partition": 0}}, ...]}} with at most {MAX_NAMED_PARTITIONS:,} partitions')
+    wanted: dict[str, list[int]] = {}
+    seen: set[tuple[str, int]] = set()
+    duplicates: list[str] = []
+    for entry in entries:
+        topic, pid = (entry.get("topic"), entry.get("partition")) if isinstance(entry, dict) else (None, None)
+        if not isinstance(topic, str) or not isinstance(pid, int) or isinstance(pid, bool):
+            raise UsageError(f"kraftsim: error: --path-to-json-file {path}: each partition needs a string \"topic\" "
+                             f"and an integer \"partition\", got {json.dumps(entry)[:200]}")
+        if (topic, pid) in seen:
+            duplicates.append(f"{topic}-{pid}")
+        seen.add((topic, pid))
+        wanted.setdefault(topic, []).append(pid)
+    if duplicates:  # (Kafka's tool refuses these before it sends anything)
+        raise ToolFailure(f"Replica election data contains duplicate partitions: [{', '.join(dict.fromkeys(duplicates))}]")
+    return wanted
+
+
+def _elect(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+
+    partitions: dict[str, list[int]] | None
+    if args.topic is not None and args.partition is None:
+        raise ToolFailure("Missing required option(s): partition")
+    if args.topic is None and args.partition is not None:
+        raise ToolFailure("Option partition is only allowed if topic is used")
+    if args.all_topic_partitions:
+        partitions = None
+    elif args.topic is not None:
+        partitions = {args.topic: [args.partition]}
+    else:
+        partitions = _from_json(args.path_to_json_file)
+    with Simulation.open(args.cluster) as sim:
+        out = sim.elect_leaders(args.election_type, partitions)
+    for line in out.lines:
+        print(line)
+    if out.failure is not None:
+        print(out.failure, file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,91 @@
+"""What `kafka-leader-election` prints for the controller's answer to its ElectLeaders request.
+
+Kafka's tool (LeaderElectionCommand) sorts the admin client's results into elected,
+not needed (ElectionNotNeededException) and failed, and prints one line for each of the first
+two groups and one line per failed partition; any failure makes it exit 1 with "N replica(s)
+could not be elected". The partitions of a line come in the order of Java's hash tables: the
+admin client's HashMap of results, filled in the response's order, then the tool's HashSet.
+A request refused whole fails the admin client's future with the error's exception (its default
+text: the admin client does not read the response's message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kraftsim.controller import ElectLeadersResponse, error_codes, exception_text
+from kraftsim.javacompat import hash_map_order, string_hash
+
+_ELECTED = "Successfully completed leader election"
+#: What the tool prints on stdout and stderr when the request timed out.
+TIMEOUT_TEXT = "Timeout waiting for election results"
+
+
+@dataclass(frozen=True)
+class ElectionOutput:
+    """The tool's lines on stdout, and its failure (the first line on stderr, exit 1), if any."""
+
+    lines: list[str]
+    failure: str | None = None
+
+    @property
+    def failure_text(self) -> str | None:
+        """What a step that failed says: the lines of the partitions that were not elected,
+        else the failure itself."""
+        failed = [line for line in self.lines if line.startswith("Error completing leader election")]
+        return "\n".join(failed) if failed else self.failure
+
+
+def _topic_partition_hash(tp: tuple[str, int]) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode, as its 32 bits."""
+    return (31 * (31 + tp[1]) + string_hash(tp[0])) & 0xFFFFFFFF
+
+
+def _hash_set_order(tps: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
+    return hash_map_order(list(tps), _topic_partition_hash)
+
+
+def _joined(tps: Iterable[tuple[str, int]]) -> str:
+    return ", ".join(f"{topic}-{pid}" for topic, pid in tps)
+
+
+def election_output(election_type: str, response: ElectLeadersResponse) -> ElectionOutput:
+    """The tool's output for an answered request (`election_type`: "preferred" or "unclean")."""
+    names = {code: name for name, code in error_codes().items()}
+    kind = election_type.upper()
+    results = {(t.topic, p.partition_id): (names.get(p.error_code, "UNKNOWN_SERVER_ERROR"), p.error_message)
+               for t in response.replica_election_results for p in t.partition_result}
+    in_map = _hash_set_order(results)  # (the admin client's HashMap: a later answer for a partition replaces one)
+    elected = [tp for tp in in_map if results[tp][0] == "NONE"]
+    not_needed = [tp for tp in in_map if results[tp][0] == "ELECTION_NOT_NEEDED"]
+    failed = [tp for tp in in_map if results[tp][0] not in ("NONE", "ELECTION_NOT_NEEDED")]
+    lines = []
+    if elected:
+        lines.append(f"{_ELECTED} ({kind}) for partitions {_joined(_hash_set_order(elected))}")
+    if not_needed:
+        lines.append(f"Valid replica already elected for partitions {_joined(_hash_set_order(not_needed))}")
+    for topic, pid in _hash_set_order(failed):
+        error, message = results[(topic, pid)]
+        lines.append(f"Error completing leader election ({kind}) for partition: {topic}-{pid}: "
+                     f"{exception_text(error, message)}")
+    return ElectionOutput(lines, f"{len(failed)} replica(s) could not be elected" if failed else None)
+
+
+def elected_partitions(stdout: str) -> dict[str, list[int]]:
+    """The partitions the tool's output says were elected, by topic (a topic's name may hold
+    '-': the partition is after the last one)."""
+    out: dict[str, list[int]] = {}
+    for line in stdout.splitlines():
+        if line.startswith(_ELECTED) and " for partitions " in line:
+            for tp in line.split(" for partitions ", 1)[1].split(", "):
+                topic, _, pid = tp.rpartition("-")
+                out.setdefault(topic, []).append(int(pid))
+    return out
+
+
+def refused_output(error: str) -> ElectionOutput:
+    """The tool's output when the request as a whole failed with `error`."""
+    if error == "REQUEST_TIMED_OUT":
+        return ElectionOutput([TIMEOUT_TEXT], TIMEOUT_TEXT)
+    return ElectionOutput([], f"java.util.concurrent.ExecutionException: {exception_text(error)}")
