@@ -69,7 +69,7 @@ def _from_json(path: str) -> dict[str, list[int]]:
 
 
 def _elect(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation
+    from kraftsim.sim import Simulation, leader_election
 
     partitions: dict[str, list[int]] | None
     if args.topic is not None and args.partition is None:
@@ -83,7 +83,7 @@ def _elect(args: argparse.Namespace) -> int:
     else:
         partitions = _from_json(args.path_to_json_file)
     with Simulation.open(args.cluster) as sim:
-        out = sim.elect_leaders(args.election_type, partitions)
+        out = leader_election(sim, args.election_type, partitions)
     for line in out.lines:
         print(line)
     if out.failure is not None:

@@ -106,8 +106,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class CliCommands:
-    """The cluster, features, topics and leader-election commands a served directory receives, run with the
-    CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
+    """The cluster, features, topics and leader-election commands a served directory receives,
+    run with the CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
 
     def run(self, argv: Sequence[str]) -> int:
         from kraftsim.cli.main import main
@@ -160,7 +160,7 @@ def _features_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | 
 
 def _election_step(args: argparse.Namespace, stdout: str) -> tuple[str, dict[str, object]] | None:
     """The partitions the command printed as elected, named (a replay elects the same ones)."""
-    from kraftsim.sim.tools.leader_election import elected_partitions
+    from kraftsim.sim import elected_partitions
 
     elected = elected_partitions(stdout)
     return ("elect-leaders", {"election_type": args.election_type, "partitions": elected}) if elected else None
@@ -186,7 +186,7 @@ def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | Non
 
 
 def serve(*args: Any, **kwargs: Any) -> Any:
-    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features and topics
+    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features, topics and leader-election
     commands on its directory handed over to it, as `kraftsim serve` takes them."""
     from kraftsim.wire.api import serve as serve_cluster
 

@@ -39,7 +39,7 @@ from kraftsim.scenario.ops import (
     UnregisterController,
     Wait,
 )
-from kraftsim.sim import SimError, Simulation, tool_note
+from kraftsim.sim import SimError, Simulation, leader_election, tool_note
 
 #: The most records Kafka's controller makes for one request (MAX_RECORDS_PER_USER_OP, from 3.5).
 RECORDS_PER_REQUEST = 10_000
@@ -150,7 +150,7 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     if isinstance(op, AlterTopicConfig):
         return sim.alter_topic_config(op.topic, op.configs, op.delete)
     if isinstance(op, ElectLeaders):
-        out = sim.elect_leaders(op.election_type, op.partitions)
+        out = leader_election(sim, op.election_type, op.partitions)
         if out.failure is not None:
             raise SimError(out.failure_text)
         return out.lines

@@ -8,7 +8,8 @@ below; the rooms behind it:
   engine/        the event engine under Simulation: scheduler and network, raft (elections,
                  fetching, reconfiguration), broker/controller lifecycle, invariants
   ticks/         the older tick engine (`cluster create --engine ticks`): SimCluster
-  tools/         what the command line shows of a cluster directory, for either engine
+  tools/         what the command line shows of a cluster directory, for either engine, and
+                 kafka-leader-election's request and lines
   importing/     a simulated cluster from a real cluster's metadata
 
   simulation     Simulation: the public API over the event engine; where faults and ops enter
@@ -31,6 +32,7 @@ if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checke
     from kraftsim.sim.node.api_versions import API_VERSIONS_KEY, api_version_table, api_versions_response
     from kraftsim.sim.node.format import elapsed_text
     from kraftsim.sim.saved import STATE_FILE
+    from kraftsim.sim.tools.leader_election import ElectionOutput, elected_partitions, leader_election
     from kraftsim.sim.simulation import Simulation
     from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
 
@@ -51,10 +53,13 @@ _MODULE_OF = {
     "import_cluster": ("kraftsim.sim.importing", "import_cluster"),
     "import_source_kind": ("kraftsim.sim.importing", "import_source_kind"),
     "tool_note": ("kraftsim.sim.features_tool", "tool_note"),
+    **{name: ("kraftsim.sim.tools.leader_election", name)
+       for name in ("ElectionOutput", "elected_partitions", "leader_election")},
 }
 __all__ = [
     "API_VERSIONS_KEY", "INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "STATE_FILE",
     "SimConfig", "SimError", "SimEvent", "Simulation", "VoterChangeRefused", "api_version_table",
     "api_versions_response", "elapsed_text", "import_cluster", "import_source_kind", "tool_note",
+    "ElectionOutput", "elected_partitions", "leader_election",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

@@ -12,15 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    ELECTION_TYPES, AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
+    AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
-    FeatureUpdate, IncrementalAlterConfigsRequest, TopicPartitions, UpdateFeaturesRequest, UpdateFeaturesResponse,
+    FeatureUpdate, IncrementalAlterConfigsRequest, UpdateFeaturesRequest, UpdateFeaturesResponse,
     code_text, create_partitions, create_topics, delete_topics, elect_leaders, incremental_alter_configs,
     unregister_broker,
 )
 from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.tools.leader_election import ElectionOutput, election_output, refused_output
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
 from kraftsim.sim.types import SimError
@@ -225,19 +224,6 @@ class AdminMixin:
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: elect_leaders(ctx, request)))
         self._finish_op("elect-leaders")
         return result
-
-    def elect_leaders(self, election_type: str = "preferred",
-                      partitions: Mapping[str, Sequence[int]] | None = None) -> ElectionOutput:
-        """`kafka-leader-election --election-type TYPE` for `partitions` (topic: partition ids),
-        or for every partition when None (`--all-topic-partitions`): what the tool prints, and
-        its failure when a partition could not be elected or the request failed whole."""
-        wanted = None if partitions is None else tuple(TopicPartitions(t, tuple(ids)) for t, ids in partitions.items())
-        result = self.send_elect_leaders(ElectLeadersRequest(ELECTION_TYPES[election_type], wanted))
-        if result is None:
-            return refused_output("REQUEST_TIMED_OUT")
-        if not result.ok:
-            return refused_output(result.error.name)
-        return election_output(election_type, result.response)
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:
         """DeleteTopics as a client sends it: the controller's result, or None on a timeout."""

@@ -110,3 +110,31 @@ def test_topic_configs_and_partitions_from_the_command_line(tmp_path: Path, caps
     assert (code, out) == (0, "compact,delete\n1000\n")
     code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "ls", "/image/topics/byName/topic-0")
     assert code == 0 and out.split() == ["0", "1", "2", "3", "4", "id", "name"], out
+
+
+def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-leader-election's lines, its checks of its options and file with its texts (exit 1),
+    and a file kraftsim cannot read refused as invalid input (exit 2)."""
+    d = _cluster(capsys, tmp_path / "c")
+    assert run(capsys, "topics", "--cluster", d, "create", "--partitions", "2", "--replication-factor", "2")[0] == 0
+    elect = ("leader-election", "--cluster", d, "--election-type")
+    assert run(capsys, *elect, "PREFERRED", "--all-topic-partitions")[:2] == (0, "")  # none needed one
+    assert run(capsys, *elect, "preferred", "--topic", "topic-0", "--partition", "1")[:2] == (
+        0, "Valid replica already elected for partitions topic-0-1\n")
+    code, out, err = run(capsys, *elect, "unclean", "--topic", "topic-0", "--partition", "7")
+    assert (code, out, err) == (1, "Error completing leader election (UNCLEAN) for partition: topic-0-7: "
+                                   "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such partition "
+                                   "as topic-0-7\n", "1 replica(s) could not be elected\n")
+    assert run(capsys, *elect, "preferred", "--topic", "topic-0")[::2] == (1, "Missing required option(s): partition\n")
+    assert run(capsys, *elect, "preferred", "--all-topic-partitions", "--partition", "0")[::2] == (
+        1, "Option partition is only allowed if topic is used\n")
+    wanted = tmp_path / "p.json"
+    for text, code, expected in (
+            ('{"partitions": [{"topic": "t", "partition": 0}, {"topic": "t", "partition": 0}]}', 1,
+             "Replica election data contains duplicate partitions: [t-0]\n"),
+            ('{"topics": []}', 1, 'Replica election data is missing "partitions" field\n'),
+            ('{"partitions": [{"topic": "t"}]}', 2, 'each partition needs a string "topic" and an integer "partition"'),
+            ("{", 2, "--path-to-json-file")):
+        wanted.write_text(text)
+        got, _, err = run(capsys, *elect, "preferred", "--path-to-json-file", str(wanted))
+        assert got == code and expected in err, err

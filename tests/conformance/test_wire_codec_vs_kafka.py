@@ -56,6 +56,9 @@ def body_for(api: str, version: int) -> dict[str, Any]:
         return {"Resources": [{"ResourceType": 2, "ResourceName": "no-such-topic",
                                "Configs": [{"Name": "retention.ms", "ConfigOperation": 0, "Value": "1000"}]}],
                 "ValidateOnly": True}
+    if api == "ElectLeaders":  # a topic the node does not have: answered per partition, nothing elected
+        return {"ElectionType": 0, "TopicPartitions": [{"Topic": "no-such-topic", "Partitions": [0, 1]}],
+                "TimeoutMs": 30000}
     if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
         return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
     return {}
@@ -63,7 +66,7 @@ def body_for(api: str, version: int) -> dict[str, Any]:
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
-           "IncrementalAlterConfigs"]
+           "IncrementalAlterConfigs", "ElectLeaders"]
 
 
 @pytest.fixture(scope="module", params=live_releases())

@@ -38,6 +38,10 @@ count = 2
 expect_error = "Topic already has 2 partition(s)."
 
 [[step]]
+op = "elect-leaders"
+partitions = { "topic-1" = [0, 3] }
+
+[[step]]
 op = "alter-topic-config"
 topic = "topic-1"
 configs = { "retention.ms" = "60000" }

@@ -88,7 +88,8 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
                      "DescribeAclsRequest", "DescribeAclsResponse",
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
-                     "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse"}
+                     "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
+                     "ElectLeadersRequest", "ElectLeadersResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

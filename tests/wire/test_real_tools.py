@@ -4,6 +4,7 @@ kafka-cluster cluster-id / unregister and kafka-topics create / list / describe 
 
 from __future__ import annotations
 
+import json
 import subprocess
 from dataclasses import dataclass
 
@@ -104,3 +105,41 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
         unregistered = _tool(dist, CLUSTER, "unregister", "--bootstrap-server", bs, "--id", "4")
         assert unregistered.returncode == 0, unregistered.stderr
         assert unregistered.stdout.strip() == "Broker 4 is no longer registered."
+
+
+ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])
+def test_kraftsim_leader_election_prints_what_kafkas_tool_prints_for_the_same_cluster(release, tmp_path, capsys):
+    """The same unclean election, once by `kraftsim leader-election` on a copy of the directory
+    and once by Kafka's kafka-leader-election against the directory served: the same lines (the
+    partitions of each in the order of Java's hash sets), exit code and first line on stderr."""
+    import shutil
+
+    from tests.cli_support import run
+
+    dist = _dist(release)
+    cluster = tmp_path / "c"
+    assert run(capsys, "cluster", "create", str(cluster), "--controllers", "1", "--brokers", "3",
+               "--release", release)[0] == 0
+    assert run(capsys, "topics", "--cluster", str(cluster), "create", "--count", "3", "--partitions", "9",
+               "--replication-factor", "2")[0] == 0
+    for step in (["crash", "--nodes", "2"], ["run", "--ms", "20000"], ["crash", "--nodes", "3"],
+                 ["run", "--ms", "20000"], ["start", "--nodes", "2"], ["run", "--ms", "20000"]):
+        # leaderless at the end: the partitions whose replicas are brokers 2 and 3
+        assert run(capsys, "cluster", step[0], str(cluster), *step[1:])[0] in (0, 1)
+    partitions = [{"topic": f"topic-{t}", "partition": p} for t in range(3) for p in range(9)]
+    wanted = tmp_path / "partitions.json"
+    wanted.write_text(json.dumps({"partitions": partitions + [{"topic": "topic-0", "partition": 40},
+                                                              {"topic": "nope", "partition": 0}]}))
+    copy = tmp_path / "copy"
+    shutil.copytree(cluster, copy)
+    code, ours, err = run(capsys, "leader-election", "--cluster", str(copy), "--election-type", "unclean",
+                          "--path-to-json-file", str(wanted))
+    assert "Successfully completed leader election (UNCLEAN)" in ours and "Valid replica" in ours
+    with kraftsim.serve(cluster) as k:
+        theirs = _tool(dist, ELECTION, "--bootstrap-server", k.bootstrap_servers, "--election-type", "unclean",
+                       "--path-to-json-file", str(wanted))
+    assert (code, ours) == (theirs.returncode, theirs.stdout)
+    assert err.splitlines()[0] == theirs.stderr.splitlines()[0] == "2 replica(s) could not be elected"

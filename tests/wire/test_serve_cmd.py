@@ -206,6 +206,11 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         assert (again.returncode, again.stdout) == (0, "Created topic t1.\n"), again.stderr  # the lowest free name
         grown = _kraftsim("topics", "--cluster", str(d), "alter", "t1", "--partitions", "3")
         assert (grown.returncode, grown.stdout) == (0, ""), grown.stderr
+        # t0's one replica is on the crashed broker 3 or on 2: an unclean election has nothing to elect
+        elected = _kraftsim("leader-election", "--cluster", str(d), "--election-type", "unclean", "--topic", "t0",
+                            "--partition", "0")
+        assert elected.stdout.startswith(("Valid replica already elected for partitions t0-0",
+                                          "Error completing leader election (UNCLEAN) for partition: t0-0")), elected
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
         assert not _refused(node3)
@@ -266,3 +271,18 @@ def test_the_python_api_takes_handed_over_commands_with_paths_resolved_by_the_cl
         assert k.call(lambda s: s.sim.running_node(2)) is None
         k.start(2)
         assert not _refused(k.address(2))
+
+
+def test_a_forwarded_leader_election_is_recorded_as_the_partitions_it_elected():
+    """Named as printed (a topic's name may hold '-'), even when others failed (exit 1); nothing
+    elected, nothing recorded."""
+    from kraftsim.cli.serve_cmd import CliCommands
+
+    argv = ["leader-election", "--cluster", "/tmp/c", "--election-type", "UNCLEAN", "--all-topic-partitions"]
+    printed = ("Successfully completed leader election (UNCLEAN) for partitions a-b-1, c-3, a-b-0\n"
+               "Valid replica already elected for partitions c-0\n"
+               "Error completing leader election (UNCLEAN) for partition: c-1: org.apache.kafka.common.errors."
+               "EligibleLeadersNotAvailableException: Eligible topic partition leaders are not available.\n")
+    assert CliCommands().step(argv, 1, printed) == ("elect-leaders", {"election_type": "unclean",
+                                                                      "partitions": {"a-b": [1, 0], "c": [3]}})
+    assert CliCommands().step(argv, 0, "Valid replica already elected for partitions c-0\n") is None

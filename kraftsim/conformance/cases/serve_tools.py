@@ -11,7 +11,8 @@ legitimately differs between two clusters:
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
 kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
-kafka-configs --alter sets, refuses and deletes that topic's configs;
+kafka-configs --alter sets, refuses and deletes that topic's configs, kafka-leader-election elects
+every partition, one partition and one that does not exist;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -61,6 +62,14 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("topics --alter --replica-assignment (unknown broker)", "topics", ["--bootstrap-server", "{bs}", "--alter",
                                                                         "--topic", "t", "--partitions", "4",
                                                                         "--replica-assignment", "1,1,1,7"]),
+    # ElectLeaders: every partition (none needs an election), one that needs none, one that does not exist
+    ("leader-election --all-topic-partitions", "leader-election", ["--bootstrap-server", "{bs}", "--election-type",
+                                                                   "preferred", "--all-topic-partitions"]),
+    ("leader-election (a partition)", "leader-election", ["--bootstrap-server", "{bs}", "--election-type", "preferred",
+                                                          "--topic", "t", "--partition", "0"]),
+    ("leader-election unclean (no such partition)", "leader-election", ["--bootstrap-server", "{bs}",
+                                                                        "--election-type", "unclean", "--topic", "t",
+                                                                        "--partition", "9"]),
     ("topics --list", "topics", ["--bootstrap-server", "{bs}", "--list"]),
     ("topics --describe", "topics", ["--bootstrap-server", "{bs}", "--describe"]),
     # IncrementalAlterConfigs on a topic: set two, a bad value, an unknown name, delete one; the describe shows the rest
@@ -112,8 +121,10 @@ ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
 
 def main_classes(release: str) -> dict[str, str]:
-    """Each tool's main class: configs, acls and broker-api-versions moved from core (Scala) to tools in 4.0."""
+    """Each tool's main class: configs, acls and broker-api-versions moved from core (Scala) to tools in 4.0,
+    leader-election in 3.7."""
     scala = release.startswith("3.")
+    scala_election = scala and int(release.split(".")[1]) < 7
     return {"topics": "org.apache.kafka.tools.TopicCommand",
             "configs": "kafka.admin.ConfigCommand" if scala else "org.apache.kafka.tools.ConfigCommand",
             "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
@@ -121,7 +132,9 @@ def main_classes(release: str) -> dict[str, str]:
                              else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
             "features": "org.apache.kafka.tools.FeatureCommand",
             "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-            "cluster": "org.apache.kafka.tools.ClusterTool"}
+            "cluster": "org.apache.kafka.tools.ClusterTool",
+            "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
+                                else "org.apache.kafka.tools.LeaderElectionCommand")}
 
 
 #: Columns of `describe --replication` that legitimately differ: DirectoryId is each node's own

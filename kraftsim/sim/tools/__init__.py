@@ -3,4 +3,5 @@
   directory      which engine made a directory; a view of an event-engine cluster for kafka-features
   narrate        the timeline's notable events as lines for a person
   health         is the cluster healthy (`cluster status`'s first lines and exit status)
+  leader_election  kafka-leader-election against a simulated cluster: its request, the tool's lines
 """

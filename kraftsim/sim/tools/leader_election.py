@@ -1,4 +1,5 @@
-"""What `kafka-leader-election` prints for the controller's answer to its ElectLeaders request.
+"""`kafka-leader-election` against a simulated cluster: its one ElectLeaders request, and what
+the tool prints for the controller's answer.
 
 Kafka's tool (LeaderElectionCommand) sorts the admin client's results into elected,
 not needed (ElectionNotNeededException) and failed, and prints one line for each of the first
@@ -11,11 +12,16 @@ text: the admin client does not read the response's message).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from kraftsim.controller import ElectLeadersResponse, error_codes, exception_text
+from kraftsim.controller import ELECTION_TYPES, ElectLeadersRequest, TopicPartitions, error_codes, exception_text
 from kraftsim.javacompat import hash_map_order, string_hash
+
+if TYPE_CHECKING:
+    from kraftsim.controller import ElectLeadersResponse
+    from kraftsim.sim.simulation import Simulation
 
 _ELECTED = "Successfully completed leader election"
 #: What the tool prints on stdout and stderr when the request timed out.
@@ -89,3 +95,17 @@ def refused_output(error: str) -> ElectionOutput:
     if error == "REQUEST_TIMED_OUT":
         return ElectionOutput([TIMEOUT_TEXT], TIMEOUT_TEXT)
     return ElectionOutput([], f"java.util.concurrent.ExecutionException: {exception_text(error)}")
+
+
+def leader_election(sim: Simulation, election_type: str = "preferred",
+                    partitions: Mapping[str, Sequence[int]] | None = None) -> ElectionOutput:
+    """`kafka-leader-election --election-type TYPE` for `partitions` (topic: partition ids), or
+    for every partition when None (`--all-topic-partitions`): what the tool prints, and its
+    failure when a partition could not be elected or the request failed whole."""
+    wanted = None if partitions is None else tuple(TopicPartitions(t, tuple(ids)) for t, ids in partitions.items())
+    result = sim.send_elect_leaders(ElectLeadersRequest(ELECTION_TYPES[election_type], wanted))
+    if result is None:
+        return refused_output("REQUEST_TIMED_OUT")
+    if not result.ok:
+        return refused_output(result.error.name)
+    return election_output(election_type, result.response)
