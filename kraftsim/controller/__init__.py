@@ -51,7 +51,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         UpdateFeaturesResponse as UpdateFeaturesResponse, UpgradeType as UpgradeType,
     )
     from kraftsim.controller.leader_election import (
-        ELECTION_TYPES as ELECTION_TYPES, ElectLeadersRequest as ElectLeadersRequest,
+        ELECTION_TYPES as ELECTION_TYPES, MAX_ELECTION_PARTITIONS as MAX_ELECTION_PARTITIONS,
+        ElectLeadersRequest as ElectLeadersRequest,
         ElectLeadersResponse as ElectLeadersResponse, TopicPartitions as TopicPartitions, elect_leaders as elect_leaders,
     )
     from kraftsim.controller.partition_change import (
@@ -95,7 +96,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "context": "ControllerConfig ControllerContext Range",
     "cordon": "configured_cordoned_dirs cordoned_by_config",
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
-    "leader_election": "ELECTION_TYPES ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
+    "leader_election": "ELECTION_TYPES MAX_ELECTION_PARTITIONS ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
     "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
@@ -120,7 +121,7 @@ __all__ = [
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
-    "DeleteTopicsRequest", "ELECTION_TYPES", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
+    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",

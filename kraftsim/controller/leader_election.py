@@ -27,6 +27,10 @@ from kraftsim.versions import MetadataVersion
 
 PREFERRED_ELECTION = 0
 UNCLEAN_ELECTION = 1
+#: The most partitions one request may name: kraftsim's bound on the work a hostile request asks
+#: for (Kafka's is only its 100 MiB frame: 25 million ids); beyond it the whole request is
+#: UNKNOWN_SERVER_ERROR. One million takes the controller about a second.
+MAX_ELECTION_PARTITIONS = 1_000_000
 #: Kafka's ElectionType by the name its tools take (`kafka-leader-election --election-type`).
 ELECTION_TYPES = {"preferred": PREFERRED_ELECTION, "unclean": UNCLEAN_ELECTION}
 
@@ -86,12 +90,15 @@ def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> Controlle
     Asked for every partition, only those that needed an election are answered (topics in name
     order: Kafka's follow its controller's hash table, and its tools print sets). From 3.5 a
     request that would write more than 10,000 records is refused whole (policy
-    `user_op_limits`), as Kafka's bounded list of records refuses it."""
+    `user_op_limits`), as Kafka's bounded list of records refuses it; so is one that names more
+    than MAX_ELECTION_PARTITIONS (kraftsim's bound)."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
     if req.election_type not in (PREFERRED_ELECTION, UNCLEAN_ELECTION):
         return refused(ApiError("INVALID_REQUEST", f"Unknown election type {req.election_type}"))
+    if req.topic_partitions is not None and sum(len(t.partitions) for t in req.topic_partitions) > MAX_ELECTION_PARTITIONS:
+        return refused(default_error("UNKNOWN_SERVER_ERROR"))
     unclean = req.election_type == UNCLEAN_ELECTION
     records: list[Payload] = []
     results = []

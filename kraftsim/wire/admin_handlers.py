@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
-from kraftsim.controller import ELECTION_TYPES, ElectLeadersRequest, FeatureUpdate, TopicPartitions, UpgradeType
+from kraftsim.controller import ELECTION_TYPES, MAX_ELECTION_PARTITIONS, ElectLeadersRequest, FeatureUpdate
+from kraftsim.controller import TopicPartitions, UpgradeType
 from kraftsim.storage import topic_name_error
-from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, code
+from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, NotCarriedOut, code
 from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
@@ -176,8 +177,11 @@ def delete_topics(served: ServedCluster, listener: Listener, version: int, body:
 def elect_leaders(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """ElectLeaders (`kafka-leader-election`): the controller's answer per partition. A request
     the controller could not be asked, or refused whole, is answered as Kafka's error response
-    is: the error at the top (from v1) and for every partition asked for."""
+    is: the error at the top (from v1) and for every partition asked for. One that names more
+    than MAX_ELECTION_PARTITIONS is not carried out (kraftsim's bound on a hostile request)."""
     asked = body.get("TopicPartitions")
+    if asked is not None and sum(len(t["Partitions"]) for t in asked) > MAX_ELECTION_PARTITIONS:
+        raise NotCarriedOut(f"ElectLeaders naming more than {MAX_ELECTION_PARTITIONS:,} partitions")
     wanted = None if asked is None else tuple(TopicPartitions(t["Topic"], tuple(t["Partitions"])) for t in asked)
     request = ElectLeadersRequest(int(body.get("ElectionType", 0)) if version >= 1 else 0, wanted)
     at = served.sim.now_ms

@@ -428,6 +428,18 @@ def test_an_election_writing_more_than_ten_thousand_records_is_refused_whole_fro
         assert [len(t.partition_result) for t in r.response.replica_election_results] == [5_001, 5_000]
 
 
+def test_a_hostile_election_naming_millions_of_partitions_is_refused_at_once():
+    """kraftsim's bound (Kafka's is its frame size): answered before any partition is looked at."""
+    c = RuleCluster("4.1-IV1")
+    c.start_brokers([1, 2, 3])
+    c.create("t", 2, 3)
+    named = ElectLeadersRequest(0, (TopicPartitions("t", (0,)), TopicPartitions("nope", tuple(range(1_000_000)))))
+    r = c.run(elect_leaders, named)
+    assert (r.error.name, r.records) == ("UNKNOWN_SERVER_ERROR", ())
+    fits = c.run(elect_leaders, ElectLeadersRequest(0, (TopicPartitions("nope", tuple(range(1_000_000))),)))
+    assert len(fits.response.replica_election_results[0].partition_result) == 1_000_000
+
+
 # --------------------------------------------------------------------------- the builder
 
 

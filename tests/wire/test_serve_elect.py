@@ -67,3 +67,19 @@ def test_a_request_refused_whole_carries_the_error_at_the_top_and_for_every_part
                 ("t", 0): (ERR["INVALID_REQUEST"], "Unknown election type 7"),
                 ("t", 1): (ERR["INVALID_REQUEST"], "Unknown election type 7")})
         assert _elect(k.address(1), 0, None, version=0) == (0, {})  # v0 (no top-level error code) is answered too
+
+
+def test_a_request_naming_more_partitions_than_kraftsim_bounds_is_closed_and_said_once(capsys):
+    """Kafka's bound is its frame size (25 million ids); kraftsim's is MAX_ELECTION_PARTITIONS."""
+    from kraftsim.controller import MAX_ELECTION_PARTITIONS
+
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        capsys.readouterr()
+        body = {"ElectionType": 0, "TopicPartitions": [{"Topic": "a", "Partitions": [0]},
+                                                       {"Topic": "b", "Partitions": list(range(MAX_ELECTION_PARTITIONS))}],
+                "TimeoutMs": 30000}
+        assert rpc(k.address(1), ELECT_LEADERS, 2, body) is None
+        assert _elect(k.address(1), 0, {"a": [0]}) == (0, {("a", 0): (ERR["UNKNOWN_TOPIC_OR_PARTITION"],
+                                                                       "No such topic as a")})  # served still
+    assert ("ElectLeaders naming more than 1,000,000 partitions is not carried out by kraftsim serve"
+            in capsys.readouterr().err)
