@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
@@ -20,7 +21,7 @@ from kraftsim.cli.common import INT32_MAX, add_catalog_options, add_damage_optio
 from kraftsim.pipeline.export import TABLES, export_parquet
 from kraftsim.pipeline.records import DEFAULT_BATCH_ROWS
 from kraftsim.protocol.registry import load_registry
-from kraftsim.storage import check_output
+from kraftsim.storage import check_output, cluster_lock, locked_directory_around
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -55,11 +56,15 @@ def run_export(args: argparse.Namespace) -> int:
     extra = catalog.record_schema_dirs if catalog is not None else ()
     registry = load_registry([*(Path(d) for d in args.schemas), *extra])
     status = StatusLine(show_progress(args))
+    output = Path(args.output)
+    owner = locked_directory_around(output if output.is_dir() else output.parent)
     try:
-        result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
-                                batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
-                                up_to_damage=args.up_to_damage,
-                                progress=(lambda text: status(lambda: f"export: {text}")) if status.enabled else None)
+        with cluster_lock(owner) if owner is not None else nullcontext():  # (into a cluster: its one writer)
+            result = export_parquet(args.paths, args.output, table=args.table, registry=registry, catalog=catalog,
+                                    batch_rows=args.batch_rows, compression=args.compression, overwrite=args.overwrite,
+                                    up_to_damage=args.up_to_damage,
+                                    progress=(lambda text: status(lambda: f"export: {text}")) if status.enabled
+                                    else None)
     finally:
         status.clear()
     for line in result.recovery:

@@ -157,6 +157,28 @@ def test_a_snapshot_written_into_a_held_clusters_node_directory_waits_for_its_wr
     assert len(list(log_dir.glob("*.checkpoint"))) == len([n for n in before if n.endswith(".checkpoint")]) + 1
 
 
+def test_an_export_written_into_a_held_cluster_waits_for_its_writer(
+        prototype: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`export -o` into a cluster directory is a write into the cluster: while another process
+    holds it, it waits, then gives up (exit 75) with nothing written; once the holder is gone it writes."""
+    d = tmp_path / "c"
+    shutil.copytree(prototype, d)
+    log_dir = d / "node-1" / "__cluster_metadata-0"
+    output = d / "node-1" / "records.parquet"
+    holder = _held_by_another_process(d, tmp_path)
+    try:
+        monkeypatch.setenv("KRAFTSIM_LOCK_WAIT_S", "0.2")
+        code, out, err = run(capsys, "export", log_dir, "-o", output)
+        assert code == 75, (out, err)
+        assert f"pid {holder.pid}" in err and "Traceback" not in err
+        assert not output.exists()
+    finally:
+        holder.kill()
+        holder.join()
+    assert "wrote " in ok(capsys, "export", log_dir, "-o", output)
+    assert output.is_file()
+
+
 def test_the_lock_is_reentrant_and_shared_readers_coexist(tmp_path: Path) -> None:
     with cluster_lock(tmp_path, command="outer"):
         with cluster_lock(tmp_path, command="inner", wait_s=0):
