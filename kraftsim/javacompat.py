@@ -216,15 +216,18 @@ def date_to_string(when: _dt.datetime | int | float) -> str:
             f"{when.hour:02d}:{when.minute:02d}:{when.second:02d} {zone} {when.year}")
 
 
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+#: An optional sign and decimal digits of any script (Character.digit's, Unicode category Nd:
+#: Integer.parseInt("\u0661\u0662\u0663") is 123), without the underscores Python's int() allows.
+_JAVA_INT = re.compile(r"[+-]?\d+")
 
 
-def parse_int(text: str) -> int | None:
-    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would throw."""
+def parse_int(text: str, bits: int = 32) -> int | None:
+    """Integer.parseInt (an optional sign, decimal digits, within int32), or None where it would
+    throw; `bits` 16 or 64 for Short.parseShort or Long.parseLong."""
     if not _JAVA_INT.fullmatch(text):
         return None
     v = int(text)
-    return v if -(2**31) <= v < 2**31 else None
+    return v if -(2 ** (bits - 1)) <= v < 2 ** (bits - 1) else None
 
 
 def string_split(text: str, sep: str) -> list[str]:

@@ -114,6 +114,8 @@ def test_hash_map_order_needs_no_hash_of_its_own() -> None:
 def test_jdk_parsers_and_texts() -> None:
     assert [parse_int(t) for t in ["+7", "-0", "2147483647", "-2147483648"]] == [7, 0, 2**31 - 1, -(2**31)]
     assert [parse_int(t) for t in ["2147483648", "", "1_0", " 1", "0x1"]] == [None] * 5  # parseInt throws
+    # digits of any script, as Character.digit reads them (jshell, JDK 17); a superscript is no digit
+    assert [parse_int(t) for t in ["\u0661\u0662\u0663", "+\uff17", "\u00b2"]] == [123, 7, None]
     # String.split: trailing empty strings dropped, leading kept; no match gives the text itself
     assert string_split("a,,", ",") == ["a"] and string_split(",a", ",") == ["", "a"]
     assert string_split(",,", ",") == [] and string_split("", ",") == [""]

@@ -22,12 +22,11 @@ from importlib import resources
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
-from kraftsim.javacompat import CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, string_hash_order
+from kraftsim.javacompat import (
+    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, parse_int, string_hash_order,
+)
 
 _INT_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
-#: Integer.parseInt / Long.parseLong: an optional sign and decimal digits (any script's, as
-#: Character.digit takes them).
-_JAVA_INTEGER = re.compile(r"[+-]?\d+")
 #: Double.parseDouble's decimal, NaN and Infinity forms (a float or double suffix allowed).
 _JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)")
 #: Its hexadecimal form: 0x1.8p3.
@@ -143,9 +142,8 @@ def _parse(key: TopicConfigKey, raw: str, latest_production: str) -> tuple[objec
             return None, _invalid(key.name, raw, "Expected value to be either true or false")
         value = text.lower() == "true"
     elif key.type in _INT_BITS:
-        bits = _INT_BITS[key.type]
-        number = int(text) if _JAVA_INTEGER.fullmatch(text) else None
-        if number is None or not -(2 ** (bits - 1)) <= number < 2 ** (bits - 1):
+        number = parse_int(text, _INT_BITS[key.type])
+        if number is None:
             return None, _invalid(key.name, raw, f"Not a number of type {key.type}")
         value = number
     elif key.type == "DOUBLE":

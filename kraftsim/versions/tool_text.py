@@ -10,10 +10,9 @@ in how they word argument and level errors.
 
 from __future__ import annotations
 
-import re
 from typing import Literal, Sequence
 
-from kraftsim.javacompat import string_hash
+from kraftsim.javacompat import parse_int, string_hash
 from kraftsim.versions.catalog import Catalog
 from kraftsim.versions.errors import IllegalArgument, ToolFailure, UnknownFeature, UnknownMetadataVersion
 from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
@@ -21,7 +20,6 @@ from kraftsim.versions.metadata_version import FEATURE_NAME as MV_NAME
 Tool = Literal["storage", "features"]
 ArgStyle = Literal["name-level", "feature-dependencies"]
 
-_SHORT = re.compile(r"[+-]?[0-9]+")
 
 
 def _java_trim(s: str) -> str:
@@ -32,14 +30,6 @@ def _java_trim(s: str) -> str:
     while end > start and s[end - 1] <= " ":
         end -= 1
     return s[start:end]
-
-
-def _parse_short(text: str) -> int | None:
-    """Java's Short.parseShort, or None where it would throw."""
-    if not _SHORT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -32768 <= value <= 32767 else None
 
 
 def _java_split_equals(arg: str) -> list[str]:
@@ -62,7 +52,7 @@ def parse_feature_arg(arg: str, style: ArgStyle = "name-level") -> tuple[str, in
         if len(parts) != 2:
             raise ToolFailure(f"Invalid feature format: {arg}. Expected format: 'feature=version' (e.g. 'group.version=1')")
         name, raw = _java_trim(parts[0]), _java_trim(parts[1])
-        level = _parse_short(raw)
+        level = parse_int(raw, 16)
         if level is None:
             raise ToolFailure(f"Invalid version format: {raw} for feature {name}")
         return name, level
@@ -70,7 +60,7 @@ def parse_feature_arg(arg: str, style: ArgStyle = "name-level") -> tuple[str, in
     if index < 0:
         raise ToolFailure(f"Can't parse feature=level string {arg}: equals sign not found.")
     name, raw = _java_trim(arg[:index]), _java_trim(arg[index + 1 :])
-    level = _parse_short(raw)
+    level = parse_int(raw, 16)
     if level is None:
         raise ToolFailure(f"Can't parse feature=level string {arg}: unable to parse {raw} as a short.")
     return name, level
