@@ -69,6 +69,9 @@ class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     admin_timeout_ms: _Period = 60000
     #: How long a leader holds a fetch that finds nothing new (Kafka's raft fetch max wait).
     fetch_max_wait_ms: _Delay = 500
+    #: replica.fetch.wait.max.ms: how long a partition leader holds a follower's fetch that finds
+    #: nothing; a follower missing from the ISR is added back at its next fetch.
+    replica_fetch_wait_max_ms: _Delay = 500
     #: broker.heartbeat.interval.ms
     broker_heartbeat_interval_ms: _Period = 2000
     #: broker.session.timeout.ms

@@ -7,6 +7,8 @@
   raft           Raft: elections, votes, leadership, the commit (KRaft), a part the Engine owns
   fetching       Fetcher: replication by fetch, a part the Engine owns
   lifecycle      Lifecycle: brokers and controllers registering and heartbeating, a part the Engine owns
+  isr            IsrExpansion: partition leaders adding followers back to their ISRs (AlterPartition),
+                 a part the Engine owns
   reconfig       Reconfig: quorum reconfiguration (KIP-853), voters added and removed through the
                  leader, a part the Engine owns
   quorum_view    what DescribeQuorum answers

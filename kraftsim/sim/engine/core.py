@@ -36,6 +36,7 @@ from kraftsim.sim.node.controller_commits import ControllerCommits
 from kraftsim.sim.engine.events import Event, LazyText, Message, Network, Scheduler
 from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
+from kraftsim.sim.engine.isr import IsrExpansion
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
 from kraftsim.sim.engine.member import LEADER, UNATTACHED, Member, batch_key, entry_at
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
@@ -104,11 +105,13 @@ class Engine:
         self.reconfig = Reconfig(self)
         self.fetcher = Fetcher(self)
         self.lifecycle = Lifecycle(self)
+        self.isr = IsrExpansion(self)
         self.checker.snapshot_ids = self.fetcher.snapshot_ids
         #: The handler of each message kind, bound (the network delivers to `_deliver`).
         self.handlers: dict[str, Callable[[Member, Message], None]] = self.raft.handlers()
         self.handlers.update(self.fetcher.handlers())
         self.handlers.update(self.lifecycle.handlers())
+        self.handlers.update(self.isr.handlers())
         #: The event running (its heap entry: time, sequence number, label, node, action) and its number.
         self._event: Event | None = None
         self._event_n = 0
@@ -534,6 +537,8 @@ class Engine:
             self._after_apply(m, before)
             if m.state.is_controller:
                 self.lifecycle.maybe_register_controller(m)
+            if m.state.is_broker:
+                self.isr.applied(m)
         if found is not None:
             if m.state.is_broker and m.broker_epoch is None:
                 # Still starting (not registered): it applies nothing more; its registration
@@ -577,6 +582,7 @@ class Engine:
             self.halt(m, str(e), FAILED)
             return
         self.controller, self.controller_id = qc, m.id
+        self.isr.reset(qc.image)
         self.raft.appended(m, start)
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
@@ -617,7 +623,15 @@ class Engine:
         if m.log.log_end_offset > start:
             self.kraft_version = self.controller.kraft_version
             self.raft.appended(m, start)
+            self.isr.written(result)
         return result
+
+    def controller_image(self) -> MetadataImage | None:
+        """The active controller's image (what it has written, committed or not)."""
+        return self.controller.image if self.controller is not None else None
+
+    def reachable(self, a: int, b: int) -> bool:
+        return self.net.reachable(a, b)
 
     # -------------------------------------------------------------- dispatch
 
@@ -655,7 +669,8 @@ class Engine:
     def stable(self) -> bool:
         """A leader with an active controller; every running node follows it and has applied
         all it committed; every live broker registered (or refused for good) and unfenced;
-        every controller registered where its software and metadata.version call for it.
+        every controller registered where its software and metadata.version call for it; no
+        partition leader about to add a follower back to an ISR.
 
         Asked once per instant while a settle runs (thousands of times): the node that failed
         the last call is asked first, as it usually still fails (a conjunction of side-effect
@@ -673,7 +688,7 @@ class Engine:
                 self._unstable_witness = m.id
                 return False
         self._unstable_witness = None
-        return True
+        return not self.isr.settling()
 
     def stable_full(self) -> bool:
         """`stable` without its shortcut: every node asked in order (what tests compare it with)."""
@@ -681,7 +696,7 @@ class Engine:
         if quorum is None:
             return False
         leader_id, hw, image = quorum
-        return all(self._member_stable(m, leader_id, hw, image) for m in self.members.values())
+        return all(self._member_stable(m, leader_id, hw, image) for m in self.members.values()) and not self.isr.settling()
 
     def _committed_quorum(self) -> tuple[int, int, MetadataImage] | None:
         """(leader id, high watermark, the controller's image) when a leader with an active

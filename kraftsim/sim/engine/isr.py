@@ -1,0 +1,298 @@
+"""Partition leaders adding followers back to their ISRs (Kafka's Partition.maybeExpandIsr and
+AlterPartitionManager), as events: a part the Engine owns.
+
+The simulator carries no data, so a follower is in sync as soon as it fetches from its leader.
+A broker that leads a partition whose ISR lacks one of its replicas asks the active controller
+to add it back (AlterPartition) at that follower's next fetch after the leader's own metadata
+shows the follower eligible (registered, unfenced, not in controlled shutdown: KIP-841): one
+`replica_fetch_wait_max_ms` after the leader applied the record that made it so. The follower
+must be running, on its current registration, and reachable from the leader. One follower is
+added per request and partition (a partition has one change in flight, as in Kafka: a second
+follower is added at a later fetch); all of a leader's partitions go in one request, as
+AlterPartitionManager batches them. A leader elected uncleanly (RECOVERING) first marks the
+partition recovered, its ISR itself alone (KIP-704), and expands it after.
+
+Which partitions to look at comes from the records the active controller writes: the
+partitions whose ISR lacks a replica, by the replica they lack. A record that makes a broker
+eligible, or leaves a partition lacking an eligible replica, wakes the partition's leader for
+it once that leader has applied the record. Every decision is the leader's, on its own image;
+the controller's rule (`alter_partition`) judges the request as Kafka's does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kraftsim.controller import (
+    AlterPartitionData,
+    AlterPartitionRequest,
+    AlterPartitionTopic,
+    BrokerState,
+    alter_partition,
+)
+from kraftsim.image import NO_LEADER
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.sim.engine.events import Message, Network, Scheduler
+from kraftsim.sim.engine.member import LEADER, Member
+
+if TYPE_CHECKING:
+    from kraftsim.controller import ControllerResult
+    from kraftsim.image import MetadataImage, PartitionRegistration
+    from kraftsim.sim.types import SimConfig
+
+#: PartitionRegistration's leader recovery states (KIP-704).
+RECOVERED, RECOVERING = 0, 1
+#: A partition, as AlterPartition names it.
+Key = tuple[Uuid, int]
+_PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
+_BROKER_RECORDS = frozenset({"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnfenceBrokerRecord"})
+
+
+class IsrContext(Protocol):
+    """What the part needs of the Engine."""
+
+    net: Network
+    sched: Scheduler
+    config: SimConfig
+    controller_id: int | None
+
+    @property
+    def now(self) -> int: ...
+    def member(self, node_id: int) -> Member: ...
+    def leader_member(self) -> Member | None: ...
+    def controller_image(self) -> MetadataImage | None: ...
+    def reachable(self, a: int, b: int) -> bool: ...
+    def execute(self, rule: Any) -> ControllerResult | None: ...
+
+
+@dataclass
+class _Leader:
+    """One leader's side: what it was woken for, and what it has asked about."""
+
+    #: partition -> the controller's log end offset once the record that woke it was written
+    woken: dict[Key, int] = field(default_factory=dict)
+    in_flight: set[Key] = field(default_factory=set)
+    armed: bool = False
+    #: the process (Member.lifecycle_gen) these belong to: a restarted broker starts afresh
+    gen: int = -1
+    sent: int = 0
+
+
+def _eligible(image: MetadataImage, broker_id: int) -> bool:
+    reg = image.cluster.broker(broker_id)
+    return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
+
+
+def _lacking(p: PartitionRegistration) -> frozenset[int]:
+    isr = p.isr
+    return frozenset(r for r in p.replicas if r not in isr) if len(isr) < len(p.replicas) else frozenset()
+
+
+class IsrExpansion:
+    """See the module docstring. `written` follows the active controller's writes; `applied`
+    is told when a broker applied committed records."""
+
+    def __init__(self, engine: IsrContext) -> None:
+        self.engine = engine
+        self.net = engine.net
+        self.sched = engine.sched
+        self.config = engine.config
+        #: partition -> the replicas its ISR lacks (as last written); broker -> those partitions
+        self._lacks: dict[Key, frozenset[int]] = {}
+        self._missing: dict[int, set[Key]] = {}
+        self._leaders: dict[int, _Leader] = {}
+
+    def handlers(self) -> dict[str, Any]:
+        return {"alter-partition": self._on_alter_partition, "alter-partition-reply": self._on_reply}
+
+    # -------------------------------------------------------------- following the controller
+
+    def reset(self, image: MetadataImage) -> None:
+        """Start again from a newly active controller's image (what an earlier one wrote may be gone)."""
+        self._lacks, self._missing = {}, {}
+        for t in image.topics.sorted_topics():
+            for pid, p in t.sorted_partitions():
+                self._track((t.id, pid), p)
+        offset = self._end_offset()
+        for key, lacks in self._lacks.items():
+            self._maybe_wake(image, key, lacks, offset)
+
+    def written(self, result: ControllerResult) -> None:
+        """The records the active controller just wrote (its image holds them)."""
+        image = self.engine.controller_image()
+        if image is None:
+            return
+        offset = -1
+        for payload in result.records:
+            name = payload.record_type.name
+            if name in _PARTITION_RECORDS:
+                msg = payload.message
+                if name == "PartitionRecord" and len(msg.isr) == len(msg.replicas):
+                    continue  # a new partition with every replica in its ISR: nothing to add
+                key = (msg.topic_id, msg.partition_id)
+                topic = image.topics.get_topic(key[0])
+                p = topic.partitions.get(key[1]) if topic is not None else None
+                if p is None:
+                    continue
+                lacks = self._track(key, p)
+                if lacks or p.leader_recovery_state == RECOVERING:
+                    offset = offset if offset >= 0 else self._end_offset()
+                    self._maybe_wake(image, key, lacks, offset)
+            elif name in _BROKER_RECORDS:
+                msg = payload.message
+                broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
+                if _eligible(image, broker) and self._missing.get(broker):
+                    offset = offset if offset >= 0 else self._end_offset()
+                    for key in sorted(self._missing[broker], key=_order):
+                        self._maybe_wake(image, key, self._lacks.get(key, frozenset()), offset)
+
+    def _track(self, key: Key, p: PartitionRegistration) -> frozenset[int]:
+        lacks = _lacking(p)
+        before = self._lacks.get(key, frozenset())
+        if lacks == before:
+            return lacks
+        for r in before - lacks:
+            keys = self._missing[r]
+            keys.discard(key)
+            if not keys:
+                del self._missing[r]
+        for r in lacks - before:
+            self._missing.setdefault(r, set()).add(key)
+        if lacks:
+            self._lacks[key] = lacks
+        else:
+            del self._lacks[key]
+        return lacks
+
+    def _maybe_wake(self, image: MetadataImage, key: Key, lacks: frozenset[int], offset: int) -> None:
+        topic = image.topics.get_topic(key[0])
+        p = topic.partitions.get(key[1]) if topic is not None else None
+        if p is None or p.leader == NO_LEADER:
+            return
+        if p.leader_recovery_state != RECOVERING and not any(_eligible(image, r) for r in lacks):
+            return
+        state = self._leaders.setdefault(p.leader, _Leader())
+        state.woken[key] = max(state.woken.get(key, -1), offset)
+
+    def _end_offset(self) -> int:
+        m = self.engine.leader_member()
+        return m.log.log_end_offset if m is not None and m.node is not None else 0
+
+    def settling(self) -> bool:
+        """Whether a running leader still has partitions to look at or an answer to wait for."""
+        for leader, state in self._leaders.items():
+            if state.woken or state.in_flight:
+                m = self.engine.member(leader)
+                if m.running and (not state.in_flight or state.gen == m.lifecycle_gen):
+                    return True
+        return False
+
+    # -------------------------------------------------------------- the leader's side
+
+    def applied(self, m: Member) -> None:
+        """Broker `m` applied committed records: it looks at what it was woken for, once it
+        sees the records that woke it, at its followers' next fetch."""
+        state = self._leaders.get(m.id)
+        if state is None or not state.woken or state.armed:
+            return
+        if state.gen != m.lifecycle_gen:
+            state.in_flight.clear()
+            state.gen = m.lifecycle_gen
+        if min(state.woken.values()) > m.applied + 1:
+            return
+        state.armed = True
+        gen = m.lifecycle_gen
+
+        def check() -> None:
+            state.armed = False
+            if m.running and m.lifecycle_gen == gen:
+                self._check(m, state)
+
+        self.sched.after(self.config.replica_fetch_wait_max_ms, "isr-expand", m.id, check)
+
+    def _check(self, m: Member, state: _Leader) -> None:
+        node = m.node
+        image = node.image if node is not None else None
+        if image is None or m.broker_epoch is None:
+            return
+        seen = m.applied + 1
+        ready = sorted((k for k, at in state.woken.items() if at <= seen and k not in state.in_flight), key=_order)
+        items: dict[Uuid, list[AlterPartitionData]] = {}
+        for key in ready:
+            del state.woken[key]
+            change = self._change(m, image, key)
+            if change is not None:
+                items.setdefault(key[0], []).append(change)
+                state.in_flight.add(key)
+        if items:
+            self._send(m, state, items)
+        elif state.woken:
+            self.applied(m)  # (some wait for records it has not applied, or for an answer)
+
+    def _change(self, m: Member, image: MetadataImage, key: Key) -> AlterPartitionData | None:
+        """The change leader `m` asks for: recovered, or one more follower in the ISR."""
+        topic = image.topics.get_topic(key[0])
+        p = topic.partitions.get(key[1]) if topic is not None else None
+        if p is None or p.leader != m.id:
+            return None
+        if p.leader_recovery_state == RECOVERING:
+            return AlterPartitionData(key[1], p.leader_epoch, (BrokerState(m.id),), p.partition_epoch, RECOVERED)
+        for r in p.replicas:
+            if r not in p.isr and _eligible(image, r) and self._fetching(m, image, r):
+                isr = tuple(BrokerState(b) for b in (*p.isr, r))
+                return AlterPartitionData(key[1], p.leader_epoch, isr, p.partition_epoch, RECOVERED)
+        return None
+
+    def _fetching(self, leader: Member, image: MetadataImage, follower: int) -> bool:
+        """Whether `follower` fetches from `leader` now: running, on the registration the
+        leader's image holds, and reachable."""
+        try:
+            f = self.engine.member(follower)
+        except KeyError:
+            return False
+        reg = image.cluster.broker(follower)
+        return (f.running and f.node is not None and reg is not None and f.broker_epoch == reg.epoch
+                and self.engine.reachable(leader.id, follower))
+
+    def _send(self, m: Member, state: _Leader, items: dict[Uuid, list[AlterPartitionData]]) -> None:
+        controller = m.leader
+        request = AlterPartitionRequest(m.id, m.broker_epoch or 0,
+                                        tuple(AlterPartitionTopic(t, tuple(ps)) for t, ps in items.items()))
+        state.sent += 1
+        sent, gen = state.sent, m.lifecycle_gen
+        keys = [(t, d.partition_index) for t, ps in items.items() for d in ps]
+        if controller is not None:
+            self.net.send(Message(m.id, controller, "alter-partition", m.epoch, {"request": request, "sent": sent}))
+
+        def timed_out() -> None:  # (no answer: asked again at the next fetch, as Kafka's manager retries)
+            if m.running and m.lifecycle_gen == gen and state.sent == sent and state.in_flight:
+                state.in_flight.difference_update(keys)
+                for key in keys:
+                    state.woken.setdefault(key, 0)
+                self.applied(m)
+
+        self.sched.after(self.config.request_timeout_ms, "alter-partition-timeout", m.id, timed_out)
+
+    def _on_reply(self, m: Member, msg: Message) -> None:
+        state = self._leaders.get(m.id)
+        if state is None:
+            return
+        state.in_flight.difference_update(msg.data.get("keys", ()))
+        if state.woken:
+            self.applied(m)
+
+    # -------------------------------------------------------------- the active controller's side
+
+    def _on_alter_partition(self, m: Member, msg: Message) -> None:
+        request: AlterPartitionRequest = msg.data["request"]
+        keys = [(t.topic_id, d.partition_index) for t in request.topics for d in t.partitions]
+        if m.role == LEADER and self.engine.controller_id == m.id:
+            self.engine.execute(lambda ctx: alter_partition(ctx, request))
+        # (an answer either way: errors and refusals leave the partition to the records that
+        # change it again, which wake its leader)
+        self.net.send(Message(m.id, msg.src, "alter-partition-reply", m.epoch, {"keys": keys}))
+
+
+def _order(key: Key) -> tuple[bytes, int]:
+    return bytes(key[0]), key[1]
