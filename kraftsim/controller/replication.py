@@ -34,13 +34,13 @@ from kraftsim.controller.partition_change import (
     iter_partitions,
     leader_acceptor,
     simple_change,
-    unclean_election_enabled,
 )
 from kraftsim.controller.result import (
     NO_METADATA_VERSION,
     ControllerResult,
     accepted,
     make_payload,
+    payload,
     refused,
 )
 from kraftsim.image import (
@@ -359,8 +359,10 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 
 
 def _alter_partition_error(image: MetadataImage, broker_id: int, part: PartitionRegistration | None,
-                           data: AlterPartitionData) -> str:
-    """Kafka's validateAlterPartitionData: an error name, NONE when the change is valid."""
+                           data: AlterPartitionData,
+                           registration: Callable[[int], BrokerRegistration | None] | None = None) -> str:
+    """Kafka's validateAlterPartitionData: an error name, NONE when the change is valid
+    (`registration`: a broker's registration, when the caller keeps them at hand)."""
     if part is None:
         return "UNKNOWN_TOPIC_OR_PARTITION"
     if data.leader_epoch > part.leader_epoch or data.partition_epoch > part.partition_epoch:
@@ -381,7 +383,7 @@ def _alter_partition_error(image: MetadataImage, broker_id: int, part: Partition
     if part.leader_recovery_state == RECOVERED and data.leader_recovery_state == RECOVERING:
         return "INVALID_REQUEST"
     for s in data.new_isr_with_epochs:
-        reg = image.cluster.broker(s.broker_id)
+        reg = image.cluster.broker(s.broker_id) if registration is None else registration(s.broker_id)
         if (reg is None or reg.in_controlled_shutdown or reg.fenced
                 or (s.broker_epoch != -1 and reg.epoch != s.broker_epoch)):
             return "INELIGIBLE_REPLICA"
@@ -402,6 +404,21 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
     elr = elr_enabled(ctx, mv)
     records: list[Payload] = []
     topics_out = []
+    # read once per request, not per partition: a leader back from a restart asks for thousands
+    gates = builder_gates(ctx, mv)
+    rules = TopicRules(ctx)
+    regs: dict[int, BrokerRegistration | None] = {}
+
+    def registration(r: int) -> BrokerRegistration | None:
+        if r not in regs:
+            regs[r] = image.cluster.broker(r)
+        return regs[r]
+
+    def accept_in(r: int, directory: Uuid) -> bool:  # (leader_acceptor's test, with the registrations at hand)
+        reg = registration(r)
+        return reg is not None and not reg.fenced and not reg.in_controlled_shutdown and dir_is_online(reg, directory)
+
+    registry, version = registry_of(ctx), gates[0]
     for td in req.topics:
         topic = image.topics.get_topic(td.topic_id) if td.topic_id != Uuid.ZERO else None
         if topic is None:
@@ -410,19 +427,29 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
                 AlterPartitionResult(d.partition_index, code) for d in td.partitions)))
             continue
         parts_out = []
+        min_isr, unclean = rules.of(topic)
         for d in td.partitions:
             part = topic.partitions.get(d.partition_index)
-            name = _alter_partition_error(image, req.broker_id, part, d)
+            name = _alter_partition_error(image, req.broker_id, part, d, registration)
             if name != "NONE":
                 parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
                 continue
             assert part is not None
-            b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part, leader_acceptor(image, part), elr=elr)
-            if unclean_election_enabled(ctx, topic.name):
-                b.election = Election.UNCLEAN
-            b.target_isr = [s.broker_id for s in d.new_isr_with_epochs]
-            b.target_recovery_state = d.leader_recovery_state
-            change = b.build()
+            target_isr = [s.broker_id for s in d.new_isr_with_epochs]
+            simple = None if d.leader_recovery_state != part.leader_recovery_state else simple_change(
+                part, target_isr, accept_in, min_isr=min_isr, elr=elr, unclean=unclean,
+                shrink_keeps_epoch=gates[2])
+            if simple is not None:  # (the common shape: only the ISR changes, as the builder would write it)
+                change = payload(registry, "PartitionChangeRecord", version, partition_id=d.partition_index,
+                                 topic_id=topic.id, **simple) if simple else None
+            else:
+                b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part, leader_acceptor(image, part),
+                                           min_isr=min_isr, elr=elr, gates=gates)
+                if unclean:
+                    b.election = Election.UNCLEAN
+                b.target_isr = target_isr
+                b.target_recovery_state = d.leader_recovery_state
+                change = b.build()
             if change is not None:
                 records.append(change)
                 part = part.merge(change.message)

@@ -21,6 +21,7 @@ the controller's rule (`alter_partition`) judges the request as Kafka's does.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -116,7 +117,9 @@ class IsrExpansion:
                 self._track((t.id, pid), p)
         offset = self._end_offset()
         for key, lacks in self._lacks.items():
-            self._maybe_wake(image, key, lacks, offset)
+            p = image.topics.get_topic(key[0]).partitions[key[1]]  # type: ignore[union-attr]
+            if p.leader_recovery_state == RECOVERING or any(_eligible(image, r) for r in lacks):
+                self._wake(p.leader, key, offset)
 
     def written(self, result: ControllerResult) -> None:
         """The records the active controller just wrote (its image holds them)."""
@@ -124,28 +127,48 @@ class IsrExpansion:
         if image is None:
             return
         offset = -1
+        topics = image.topics
+        tracked = self._lacks
+        standing: dict[int, bool] = {}  # (each broker's eligibility in this image, looked up once)
+
+        def eligible(r: int) -> bool:
+            known = standing.get(r)
+            if known is None:
+                known = standing[r] = _eligible(image, r)
+            return known
+
         for payload in result.records:
             name = payload.record_type.name
             if name in _PARTITION_RECORDS:
                 msg = payload.message
-                if name == "PartitionRecord" and len(msg.isr) == len(msg.replicas):
-                    continue  # a new partition with every replica in its ISR: nothing to add
+                if name == "PartitionRecord":
+                    if len(msg.isr) == len(msg.replicas):
+                        continue  # a new partition with every replica in its ISR: nothing to add
+                elif msg.isr is None and msg.replicas is None and msg.leader_recovery_state == -1:
+                    if (msg.topic_id, msg.partition_id) not in tracked:
+                        continue  # only its leader moved, and its ISR lacks nobody
                 key = (msg.topic_id, msg.partition_id)
-                topic = image.topics.get_topic(key[0])
+                topic = topics.get_topic(key[0])
                 p = topic.partitions.get(key[1]) if topic is not None else None
                 if p is None:
                     continue
-                lacks = self._track(key, p)
-                if lacks or p.leader_recovery_state == RECOVERING:
+                if len(p.isr) == len(p.replicas) and key not in tracked:
+                    lacks: frozenset[int] = frozenset()
+                else:
+                    lacks = self._track(key, p)
+                if p.leader_recovery_state == RECOVERING or any(eligible(r) for r in lacks):
                     offset = offset if offset >= 0 else self._end_offset()
-                    self._maybe_wake(image, key, lacks, offset)
+                    self._wake(p.leader, key, offset)
             elif name in _BROKER_RECORDS:
                 msg = payload.message
                 broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
-                if _eligible(image, broker) and self._missing.get(broker):
+                if eligible(broker) and self._missing.get(broker):
                     offset = offset if offset >= 0 else self._end_offset()
                     for key in sorted(self._missing[broker], key=_order):
-                        self._maybe_wake(image, key, self._lacks.get(key, frozenset()), offset)
+                        topic = topics.get_topic(key[0])
+                        p = topic.partitions.get(key[1]) if topic is not None else None
+                        if p is not None:
+                            self._wake(p.leader, key, offset)
 
     def _track(self, key: Key, p: PartitionRegistration) -> frozenset[int]:
         lacks = _lacking(p)
@@ -165,15 +188,14 @@ class IsrExpansion:
             del self._lacks[key]
         return lacks
 
-    def _maybe_wake(self, image: MetadataImage, key: Key, lacks: frozenset[int], offset: int) -> None:
-        topic = image.topics.get_topic(key[0])
-        p = topic.partitions.get(key[1]) if topic is not None else None
-        if p is None or p.leader == NO_LEADER:
+    def _wake(self, leader: int, key: Key, offset: int) -> None:
+        if leader == NO_LEADER:
             return
-        if p.leader_recovery_state != RECOVERING and not any(_eligible(image, r) for r in lacks):
-            return
-        state = self._leaders.setdefault(p.leader, _Leader())
-        state.woken[key] = max(state.woken.get(key, -1), offset)
+        state = self._leaders.get(leader)
+        if state is None:
+            state = self._leaders[leader] = _Leader()
+        if state.woken.get(key, -1) < offset:
+            state.woken[key] = offset
 
     def _end_offset(self) -> int:
         m = self.engine.leader_member()
@@ -219,9 +241,17 @@ class IsrExpansion:
         seen = m.applied + 1
         ready = sorted((k for k, at in state.woken.items() if at <= seen and k not in state.in_flight), key=_order)
         items: dict[Uuid, list[AlterPartitionData]] = {}
+        followers: dict[int, bool] = {}  # (each follower's standing, asked once per look)
+
+        def can_join(r: int) -> bool:
+            known = followers.get(r)
+            if known is None:
+                known = followers[r] = _eligible(image, r) and self._fetching(m, image, r)
+            return known
+
         for key in ready:
             del state.woken[key]
-            change = self._change(m, image, key)
+            change = self._change(m, image, key, can_join)
             if change is not None:
                 items.setdefault(key[0], []).append(change)
                 state.in_flight.add(key)
@@ -230,7 +260,8 @@ class IsrExpansion:
         elif state.woken:
             self.applied(m)  # (some wait for records it has not applied, or for an answer)
 
-    def _change(self, m: Member, image: MetadataImage, key: Key) -> AlterPartitionData | None:
+    def _change(self, m: Member, image: MetadataImage, key: Key,
+                can_join: Callable[[int], bool]) -> AlterPartitionData | None:
         """The change leader `m` asks for: recovered, or one more follower in the ISR."""
         topic = image.topics.get_topic(key[0])
         p = topic.partitions.get(key[1]) if topic is not None else None
@@ -239,7 +270,7 @@ class IsrExpansion:
         if p.leader_recovery_state == RECOVERING:
             return AlterPartitionData(key[1], p.leader_epoch, (BrokerState(m.id),), p.partition_epoch, RECOVERED)
         for r in p.replicas:
-            if r not in p.isr and _eligible(image, r) and self._fetching(m, image, r):
+            if r not in p.isr and can_join(r):
                 isr = tuple(BrokerState(b) for b in (*p.isr, r))
                 return AlterPartitionData(key[1], p.leader_epoch, isr, p.partition_epoch, RECOVERED)
         return None

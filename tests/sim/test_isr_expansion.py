@@ -1,0 +1,118 @@
+"""Partition leaders add followers back to their ISRs (AlterPartition), as Kafka's leaders do
+once a follower that left fetches again: after a restart, after a roll, after an unclean
+election (which is marked recovered first), and not while the follower cannot reach its
+leader. Every node agrees and the invariants hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kraftsim.sim import Simulation, leader_election
+from tests.image.helpers import read_entries
+
+BROKERS = (2, 3, 4)
+
+
+def _isrs(sim: Simulation, node: int | None = None) -> dict[int, tuple[tuple[int, ...], tuple[int, ...], int]]:
+    topic = sim.image(node if node is not None else sim.leader()).topics.get_topic_by_name("t")
+    return {i: (tuple(p.replicas), tuple(p.isr), p.leader) for i, p in topic.sorted_partitions()}
+
+
+def _isr_changes(directory: Path) -> list[tuple[int, list[int]]]:
+    """(partition, new ISR) of every PartitionChangeRecord that sets an ISR, in log order."""
+    out = []
+    for segment in sorted((directory / "node-1" / "__cluster_metadata-0").glob("*.log")):
+        for entry in read_entries(segment):
+            if entry.record_type.name == "PartitionChangeRecord" and entry.message.isr is not None:
+                out.append((entry.message.partition_id, list(entry.message.isr)))
+    return out
+
+
+def test_a_restarted_broker_is_added_back_one_partition_change_at_a_time(tmp_path: Path) -> None:
+    with Simulation.create(tmp_path / "c", controllers=1, brokers=3, release="3.9", seed=2) as sim:
+        sim.create_topics(1, 4, 3, names=["t"])
+        sim.stop(3)  # controlled shutdown: it leaves every ISR
+        assert all(3 not in isr for _, isr, _ in _isrs(sim).values())
+        sim.start(3)
+        sim.wait(60_000)
+        assert all(isr == tuple(sorted(isr, key=lambda b: (b == 3,))) and set(isr) == set(replicas)
+                   for replicas, isr, _ in _isrs(sim).values())  # back, appended after the others
+        assert all(_isrs(sim, n) == _isrs(sim) for n in BROKERS)
+        assert all(r.ok for r in sim.invariants())
+    changes = _isr_changes(tmp_path / "c")
+    back = [(pid, isr) for pid, isr in changes if isr and isr[-1] == 3 and len(isr) == 3]
+    assert sorted(pid for pid, _ in back) == [0, 1, 2, 3]  # one record per partition that took it back
+
+
+def test_after_a_roll_every_isr_is_whole_and_preferred_leaders_can_be_elected(tmp_path: Path) -> None:
+    with Simulation.create(tmp_path / "c", controllers=1, brokers=3, release="3.9", seed=2) as sim:
+        sim.create_topics(1, 6, 3, names=["t"])
+        sim.roll("4.0", "brokers")
+        sim.wait(60_000)
+        assert all(set(isr) == set(replicas) for replicas, isr, _ in _isrs(sim).values())
+        out = leader_election(sim)
+        assert out.failure is None and (out.lines == [] or out.lines[0].startswith("Successfully completed"))
+        assert all(leader == replicas[0] for replicas, _, leader in _isrs(sim).values())
+
+
+def test_a_follower_cut_off_from_its_leader_is_added_only_once_it_can_fetch(tmp_path: Path) -> None:
+    with Simulation.create(tmp_path / "c", controllers=1, brokers=2, release="3.9", seed=3) as sim:
+        sim.create_topics(1, 1, 2, names=["t"])
+        replicas, _, leader = _isrs(sim)[0]
+        follower = next(r for r in replicas if r != leader)
+        sim.stop(follower)
+        sim.partition([[leader], [1, follower]])  # the follower reaches the controller, not its leader
+        sim.start(follower)
+        sim.run(20_000)
+        assert _isrs(sim)[0][1] == (leader,)
+        sim.heal()
+        sim.wait(60_000)
+        assert _isrs(sim)[0][1] == (leader, follower)
+
+
+def test_an_uncleanly_elected_leader_recovers_then_takes_the_others_back(tmp_path: Path) -> None:
+    with Simulation.create(tmp_path / "c", controllers=1, brokers=3, release="3.9", seed=4) as sim:
+        sim.create_topics(1, 1, 3, names=["t"])
+        replicas, _, _ = _isrs(sim)[0]
+        for b in replicas:  # each goes in turn: the last one is the ISR's last member
+            sim.crash(b)
+            sim.run(20_000)
+        first_back = replicas[0]
+        sim.start(first_back)
+        sim.run(20_000)
+        assert _isrs(sim)[0][2] == -1
+        assert leader_election(sim, "unclean").failure is None
+        topic = sim.image(sim.leader()).topics.get_topic_by_name("t")
+        assert topic.partitions[0].leader == first_back
+        sim.start([b for b in replicas if b != first_back])
+        sim.wait(60_000)
+        topic = sim.image(sim.leader()).topics.get_topic_by_name("t")
+        p = topic.partitions[0]
+        assert (p.leader_recovery_state, set(p.isr)) == (0, set(replicas))
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=st.lists(st.tuples(st.sampled_from(["crash", "stop"]), st.sampled_from(BROKERS)), min_size=1,
+                      max_size=4))
+def test_once_every_broker_runs_again_every_partition_with_a_leader_has_a_whole_isr(
+        tmp_path_factory, steps: list[tuple[str, int]]) -> None:
+    directory = Path(tmp_path_factory.mktemp("isr")) / "c"
+    with Simulation.create(directory, controllers=1, brokers=3, release="4.0", seed=5) as sim:
+        sim.create_topics(1, 4, 2, names=["t"])
+        for kind, broker in steps:
+            if kind == "crash":
+                sim.crash(broker)
+            else:
+                sim.stop(broker)
+            sim.run(12_000)
+            sim.start(broker)
+            sim.run(3_000)
+        sim.wait(60_000)
+        for replicas, isr, leader in _isrs(sim).values():
+            if leader != -1:
+                assert set(isr) == set(replicas), _isrs(sim)
+        assert all(_isrs(sim, n) == _isrs(sim) for n in BROKERS)
+        assert all(r.ok for r in sim.invariants()), [r for r in sim.invariants() if not r.ok]
