@@ -309,7 +309,11 @@ class IsrExpansion:
         state = self._leaders.get(m.id)
         if state is None:
             return
-        state.in_flight.difference_update(msg.data.get("keys", ()))
+        keys = msg.data.get("keys", ())
+        state.in_flight.difference_update(keys)
+        if msg.data.get("not_controller"):  # (sent to a controller no longer active: asked again)
+            for key in keys:
+                state.woken.setdefault(key, 0)
         if state.woken:
             self.applied(m)
 
@@ -318,11 +322,12 @@ class IsrExpansion:
     def _on_alter_partition(self, m: Member, msg: Message) -> None:
         request: AlterPartitionRequest = msg.data["request"]
         keys = [(t.topic_id, d.partition_index) for t in request.topics for d in t.partitions]
-        if m.role == LEADER and self.engine.controller_id == m.id:
+        active = m.role == LEADER and self.engine.controller_id == m.id
+        if active:
             self.engine.execute(lambda ctx: alter_partition(ctx, request))
-        # (an answer either way: errors and refusals leave the partition to the records that
-        # change it again, which wake its leader)
-        self.net.send(Message(m.id, msg.src, "alter-partition-reply", m.epoch, {"keys": keys}))
+        # (the controller's refusals of a partition leave it to the records that change it
+        # again, which wake its leader; NOT_CONTROLLER has it asked again)
+        self.net.send(Message(m.id, msg.src, "alter-partition-reply", m.epoch, {"keys": keys, "not_controller": not active}))
 
 
 def _order(key: Key) -> tuple[bytes, int]:
