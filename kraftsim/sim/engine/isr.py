@@ -169,9 +169,12 @@ class IsrExpansion:
                         p = topic.partitions.get(key[1]) if topic is not None else None
                         if p is not None:
                             self._wake(p.leader, key, offset)
+                        else:  # (its topic was deleted)
+                            self._track(key, None)
 
-    def _track(self, key: Key, p: PartitionRegistration) -> frozenset[int]:
-        lacks = _lacking(p)
+    def _track(self, key: Key, p: PartitionRegistration | None) -> frozenset[int]:
+        """Keep what partition `key` (None: gone) lacks; what it lacks."""
+        lacks = _lacking(p) if p is not None else frozenset()
         before = self._lacks.get(key, frozenset())
         if lacks == before:
             return lacks
