@@ -1,12 +1,14 @@
-"""A broker restarted in a real Kafka cluster is taken back into the ISRs it left: the partition
-changes the controller writes, against the simulator's.
+"""A broker restarted in a real Kafka cluster is taken back into the ISRs it left, then given its
+preferred leaderships back: the partition changes the controller writes, against the simulator's.
 
 A cluster of one controller (node 1) and two brokers (nodes 2 and 3), separate processes on
 127.0.0.1 (three JVMs), formatted by the release's storage tool. A topic of four partitions
 whose replicas are given (`ASSIGNMENT`: each broker leads two) is created with kafka-topics;
 broker 3 is stopped with SIGTERM (a controlled shutdown: it leaves every ISR and its
-leaderships move) and started again at once. Once it is unfenced and the partitions have had
-`REJOIN_S` to take it back, the processes stop and the controller's metadata log is read: each
+leaderships move) and started again at once. The controller balances leaders every
+`IMBALANCE_CHECK_S` (leader.imbalance.check.interval.seconds, 300 by default: shortened on both
+sides). Once it is unfenced and the partitions have had `REJOIN_S` to take it back and the
+controller to balance, the processes stop and the controller's metadata log is read: each
 PartitionChangeRecord of the topic that sets an ISR or a leader, in log order, per partition.
 `simulated` runs the same steps in kraftsim's simulator and reads its controller's log the same
 way. Every process is bounded and killed with its process group when the run ends.
@@ -28,7 +30,8 @@ ASSIGNMENT = ((2, 3), (3, 2), (2, 3), (3, 2))
 TOPIC = "t"
 #: How long the brokers run before the stop, and the restarted one after it is unfenced.
 SETTLE_S = 3.0
-REJOIN_S = 5.0
+REJOIN_S = 12.0
+IMBALANCE_CHECK_S = 5
 #: A partition's changes: (new ISR or None, new leader or None) per record.
 Changes = dict[int, list[tuple[tuple[int, ...] | None, int | None]]]
 
@@ -58,7 +61,8 @@ def partition_changes(log_dir: Path) -> Changes:
 def measure(dist: KafkaDist, work: Path) -> Changes:
     """The controller's partition changes around a restart of broker 3 in a live cluster."""
     cport, bport2, bport3 = free_port(), free_port(), free_port()
-    configs = {1: node_config(work / "controller", 1, "controller", cport, None),
+    configs = {1: node_config(work / "controller", 1, "controller", cport, None,
+                              (f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}",)),
                2: node_config(work / "broker-2", 2, "broker", cport, bport2),
                3: node_config(work / "broker-3", 3, "broker", cport, bport3)}
     for cfg in configs.values():
@@ -98,11 +102,13 @@ def measure(dist: KafkaDist, work: Path) -> Changes:
 def simulated(release: str, *, seed: int = 0) -> Changes:
     """The same steps in kraftsim's simulator."""
     from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic
-    from kraftsim.sim import Simulation
+    from kraftsim.sim import SimConfig, Simulation
 
+    config = SimConfig(leader_imbalance_check_interval_ms=IMBALANCE_CHECK_S * 1000)
     with tempfile.TemporaryDirectory(prefix="kraftsim-isr-rejoin-") as tmp:
         directory = Path(tmp) / "cluster"
-        with Simulation.create(directory, controllers=1, brokers=2, release=release, seed=seed) as sim:
+        with Simulation.create(directory, controllers=1, brokers=2, release=release, seed=seed,
+                               config=config) as sim:
             topic = CreatableTopic(TOPIC, -1, -1, assignments=tuple(
                 CreatableReplicaAssignment(i, replicas) for i, replicas in enumerate(ASSIGNMENT)))
             result = sim.send_create_topics([topic])

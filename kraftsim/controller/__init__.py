@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     )
     from kraftsim.controller.leader_election import (
         ELECTION_TYPES as ELECTION_TYPES, MAX_ELECTION_PARTITIONS as MAX_ELECTION_PARTITIONS,
-        ElectLeadersRequest as ElectLeadersRequest,
+        ElectLeadersRequest as ElectLeadersRequest, balance_partition_leaders as balance_partition_leaders,
         ElectLeadersResponse as ElectLeadersResponse, TopicPartitions as TopicPartitions, elect_leaders as elect_leaders,
     )
     from kraftsim.controller.partition_change import (
@@ -96,7 +96,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "context": "ControllerConfig ControllerContext Range",
     "cordon": "configured_cordoned_dirs cordoned_by_config",
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
-    "leader_election": "ELECTION_TYPES MAX_ELECTION_PARTITIONS ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
+    "leader_election": "balance_partition_leaders ELECTION_TYPES MAX_ELECTION_PARTITIONS ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
     "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
@@ -124,7 +124,7 @@ __all__ = [
     "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
-    "UsableBroker", "acl_codes", "alter_partition", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
+    "UsableBroker", "acl_codes", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError, default_error
@@ -21,6 +23,7 @@ from kraftsim.controller.result import (
     refused,
 )
 from kraftsim.protocol.entries import Payload
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import MetadataVersion
 
 # --------------------------------------------------------------------------- ElectLeaders
@@ -120,3 +123,34 @@ def elect_leaders(ctx: ControllerContext, req: ElectLeadersRequest) -> Controlle
     if ctx.catalog.policy("user_op_limits") != "none" and len(records) > MAX_RECORDS_PER_USER_OP:
         return refused(TOO_MANY_RECORDS)
     return accepted(records, ElectLeadersResponse(tuple(results)), atomic=False)
+
+
+# --------------------------------------------------------------------------- leader balancing
+
+#: Kafka's MAX_ELECTIONS_PER_IMBALANCE: the most preferred-leader changes one balancing writes.
+MAX_ELECTIONS_PER_IMBALANCE = 1_000
+
+
+def balance_partition_leaders(ctx: ControllerContext, partitions: Iterable[tuple[Uuid, int]]) -> ControllerResult:
+    """Kafka's maybeBalancePartitionLeaders (auto.leader.rebalance.enable): a preferred election
+    for each partition of `partitions` (those not led by their first replica), until
+    MAX_ELECTIONS_PER_IMBALANCE changes are written; the response says whether it stopped there
+    (Kafka then balances again at once, else after leader.imbalance.check.interval.seconds)."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    image = ctx.image
+    records: list[Payload] = []
+    for tid, pid in partitions:
+        if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+            break
+        topic = image.topics.get_topic(tid)
+        part = topic.partitions.get(pid) if topic is not None else None
+        if topic is None or part is None:
+            continue
+        b = PartitionChangeBuilder(ctx, mv, topic, pid, part, leader_acceptor(image, part))
+        b.election = Election.PREFERRED
+        change = b.build()
+        if change is not None:
+            records.append(change)
+    return accepted(records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE)

@@ -72,6 +72,10 @@ class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: replica.fetch.wait.max.ms: how long a partition leader holds a follower's fetch that finds
     #: nothing; a follower missing from the ISR is added back at its next fetch.
     replica_fetch_wait_max_ms: _Delay = 500
+    #: auto.leader.rebalance.enable: the active controller moves leaderships back to preferred
+    #: replicas by itself, every leader.imbalance.check.interval.seconds (here in ms).
+    auto_leader_rebalance_enable: bool = True
+    leader_imbalance_check_interval_ms: _Period = 300_000
     #: broker.heartbeat.interval.ms
     broker_heartbeat_interval_ms: _Period = 2000
     #: broker.session.timeout.ms

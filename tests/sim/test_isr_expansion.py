@@ -1,7 +1,8 @@
 """Partition leaders add followers back to their ISRs (AlterPartition), as Kafka's leaders do
 once a follower that left fetches again: after a restart, after a roll, after an unclean
 election (which is marked recovered first), and not while the follower cannot reach its
-leader. Every node agrees and the invariants hold."""
+leader; then the active controller gives preferred replicas their leaderships back by itself
+(auto.leader.rebalance.enable). Every node agrees and the invariants hold."""
 
 from __future__ import annotations
 
@@ -116,3 +117,25 @@ def test_once_every_broker_runs_again_every_partition_with_a_leader_has_a_whole_
                 assert set(isr) == set(replicas), _isrs(sim)
         assert all(_isrs(sim, n) == _isrs(sim) for n in BROKERS)
         assert all(r.ok for r in sim.invariants()), [r for r in sim.invariants() if not r.ok]
+
+
+def _leaders_preferred(sim: Simulation) -> bool:
+    return all(leader == replicas[0] for replicas, _, leader in _isrs(sim).values())
+
+
+def test_the_controller_gives_leaderships_back_to_preferred_replicas_by_itself(tmp_path: Path) -> None:
+    """auto.leader.rebalance.enable (on by default): within leader.imbalance.check.interval.seconds
+    of a roll every partition is led by its first replica again; switched off, nothing moves."""
+    from kraftsim.sim import SimConfig
+
+    for enabled in (True, False):
+        config = SimConfig(auto_leader_rebalance_enable=enabled)
+        with Simulation.create(tmp_path / f"c-{enabled}", controllers=1, brokers=3, release="3.9", seed=2,
+                               config=config) as sim:
+            sim.create_topics(1, 6, 3, names=["t"])
+            sim.roll("4.0", "brokers")
+            sim.wait(60_000)
+            assert not _leaders_preferred(sim)  # the roll moved leaderships off each broker in turn
+            sim.run(config.leader_imbalance_check_interval_ms)
+            assert _leaders_preferred(sim) == enabled, _isrs(sim)
+            assert all(r.ok for r in sim.invariants())

@@ -9,6 +9,8 @@
   lifecycle      Lifecycle: brokers and controllers registering and heartbeating, a part the Engine owns
   isr            IsrExpansion: partition leaders adding followers back to their ISRs (AlterPartition),
                  a part the Engine owns
+  balance        LeaderBalance: the active controller moving leaderships back to preferred replicas
+                 (auto.leader.rebalance.enable), a part the Engine owns
   reconfig       Reconfig: quorum reconfiguration (KIP-853), voters added and removed through the
                  leader, a part the Engine owns
   quorum_view    what DescribeQuorum answers

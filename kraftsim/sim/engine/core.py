@@ -37,6 +37,7 @@ from kraftsim.sim.engine.events import Event, LazyText, Message, Network, Schedu
 from kraftsim.sim.engine.fetching import Fetcher
 from kraftsim.sim.engine.invariants import Checker
 from kraftsim.sim.engine.isr import IsrExpansion
+from kraftsim.sim.engine.balance import LeaderBalance
 from kraftsim.sim.engine.lifecycle import TRANSIENT_REFUSALS, Lifecycle
 from kraftsim.sim.engine.member import LEADER, UNATTACHED, Member, batch_key, entry_at
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
@@ -106,6 +107,7 @@ class Engine:
         self.fetcher = Fetcher(self)
         self.lifecycle = Lifecycle(self)
         self.isr = IsrExpansion(self)
+        self.balance = LeaderBalance(self)
         self.checker.snapshot_ids = self.fetcher.snapshot_ids
         #: The handler of each message kind, bound (the network delivers to `_deliver`).
         self.handlers: dict[str, Callable[[Member, Message], None]] = self.raft.handlers()
@@ -583,6 +585,7 @@ class Engine:
             return
         self.controller, self.controller_id = qc, m.id
         self.isr.reset(qc.image)
+        self.balance.activated(m, qc.image)
         self.raft.appended(m, start)
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
@@ -624,6 +627,7 @@ class Engine:
             self.kraft_version = self.controller.kraft_version
             self.raft.appended(m, start)
             self.isr.written(result)
+            self.balance.written(result)
         return result
 
     def controller_image(self) -> MetadataImage | None:
