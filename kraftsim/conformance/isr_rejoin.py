@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
-from kraftsim.conformance.node import CLUSTER_ID, free_port
-from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, node_config, wait_for
+from kraftsim.conformance.node import free_port
+from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, node_config, wait_for
 from kraftsim.conformance.tools import run_tool
 
 #: The topic's replicas, partition by partition (the first one leads).
@@ -65,11 +65,7 @@ def measure(dist: KafkaDist, work: Path) -> Changes:
                               (f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}",)),
                2: node_config(work / "broker-2", 2, "broker", cport, bport2),
                3: node_config(work / "broker-3", 3, "broker", cport, bport3)}
-    for cfg in configs.values():
-        run = run_tool(dist, "storage", ["format", "-c", str(cfg), "-t", CLUSTER_ID])
-        if run.code != 0:
-            raise KafkaUnavailable(f"Kafka {dist.release.version} refused to format {cfg.parent.name}: "
-                                   f"{run.text().strip()[:300]}")
+    format_nodes(dist, configs.values())
     processes: list[KafkaProcess] = []
     try:
         processes.append(KafkaProcess(dist, configs[1], work / "controller" / "server.log"))

@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 import time
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -93,6 +94,15 @@ def node_config(directory: Path, node_id: int, roles: str, controller_port: int,
     return path
 
 
+def format_nodes(dist: KafkaDist, configs: Iterable[Path]) -> None:
+    """Format each node's directory with the release's storage tool (KafkaUnavailable if refused)."""
+    for cfg in configs:
+        run = run_tool(dist, "storage", ["format", "-c", str(cfg), "-t", CLUSTER_ID])
+        if run.code != 0:
+            raise KafkaUnavailable(f"Kafka {dist.release.version} refused to format {cfg.parent.name}: "
+                                   f"{run.text().strip()[:300]}")
+
+
 def stamp_ms(line: str) -> int | None:
     m = _STAMP.match(line)
     if m is None:
@@ -148,11 +158,7 @@ def measure(dist: KafkaDist, work: Path, *, kill: bool = False) -> Reregistratio
     cport, bport = free_port(), free_port()
     ctrl_cfg = node_config(work / "controller", 1, "controller", cport, None)
     broker_cfg = node_config(work / "broker", 2, "broker", cport, bport)
-    for cfg in (ctrl_cfg, broker_cfg):
-        run = run_tool(dist, "storage", ["format", "-c", str(cfg), "-t", CLUSTER_ID])
-        if run.code != 0:
-            raise KafkaUnavailable(f"Kafka {dist.release.version} refused to format {cfg.parent.name}: "
-                                   f"{run.text().strip()[:300]}")
+    format_nodes(dist, (ctrl_cfg, broker_cfg))
     processes: list[KafkaProcess] = []
     try:
         controller = KafkaProcess(dist, ctrl_cfg, work / "controller" / "server.log")
