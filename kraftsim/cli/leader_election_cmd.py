@@ -18,9 +18,6 @@ from kraftsim.cli.common import kafka_tool
 from kraftsim.errors import UsageError
 from kraftsim.versions import ToolFailure
 
-#: The most partitions one command names (kraftsim's bound on a hostile file).
-MAX_NAMED_PARTITIONS = 1_000_000
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("leader-election", help="kafka-leader-election: elect the preferred leader, or a live replica of a "
@@ -39,7 +36,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _from_json(path: str) -> dict[str, list[int]]:
-    """The partitions a kafka-leader-election JSON file names, grouped by topic in file order."""
+    """The partitions a kafka-leader-election JSON file names, grouped by topic in file order
+    (at most the controller's bound on one request)."""
+    from kraftsim.controller import MAX_ELECTION_PARTITIONS
+
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -48,9 +48,9 @@ def _from_json(path: str) -> dict[str, list[int]]:
     if isinstance(data, dict) and "partitions" not in data:
         raise ToolFailure('Replica election data is missing "partitions" field')
     entries = data.get("partitions") if isinstance(data, dict) else None
-    if not isinstance(entries, list) or len(entries) > MAX_NAMED_PARTITIONS:
+    if not isinstance(entries, list) or len(entries) > MAX_ELECTION_PARTITIONS:
         raise UsageError(f'kraftsim: error: --path-to-json-file {path}: expected {{"partitions": [{{"topic": "t", '
-                         f'"partition": 0}}, ...]}} with at most {MAX_NAMED_PARTITIONS:,} partitions')
+                         f'"partition": 0}}, ...]}} with at most {MAX_ELECTION_PARTITIONS:,} partitions')
     wanted: dict[str, list[int]] = {}
     seen: set[tuple[str, int]] = set()
     duplicates: list[str] = []

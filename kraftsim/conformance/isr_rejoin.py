@@ -38,6 +38,7 @@ Changes = dict[int, list[tuple[tuple[int, ...] | None, int | None]]]
 
 def partition_changes(log_dir: Path) -> Changes:
     """The PartitionChangeRecords of topic TOPIC in the metadata log at `log_dir`, per partition."""
+    from kraftsim.controller import NO_LEADER_CHANGE
     from kraftsim.protocol.batch_io import read_log_entries
     from kraftsim.protocol.registry import default_registry
 
@@ -52,7 +53,7 @@ def partition_changes(log_dir: Path) -> Changes:
                 topic_id = e.message.topic_id
             elif name == "PartitionChangeRecord" and e.message.topic_id == topic_id:
                 isr = None if e.message.isr is None else tuple(e.message.isr)
-                leader = None if e.message.leader == -2 else e.message.leader  # (-2: not changed)
+                leader = None if e.message.leader == NO_LEADER_CHANGE else e.message.leader
                 if isr is not None or leader is not None:
                     out.setdefault(e.message.partition_id, []).append((isr, leader))
     return out

@@ -56,7 +56,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         ElectLeadersResponse as ElectLeadersResponse, TopicPartitions as TopicPartitions, elect_leaders as elect_leaders,
     )
     from kraftsim.controller.partition_change import (
-        PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active, leader_acceptor as leader_acceptor,
+        NO_LEADER_CHANGE as NO_LEADER_CHANGE, PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active,
+        leader_acceptor as leader_acceptor,
     )
     from kraftsim.controller.partition_create import (
         CreatePartitionsRequest as CreatePartitionsRequest, CreatePartitionsTopic as CreatePartitionsTopic,
@@ -97,7 +98,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "cordon": "configured_cordoned_dirs cordoned_by_config",
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
     "leader_election": "balance_partition_leaders ELECTION_TYPES MAX_ELECTION_PARTITIONS ElectLeadersRequest ElectLeadersResponse TopicPartitions elect_leaders",
-    "partition_change": "PartitionChangeBuilder is_active leader_acceptor",
+    "partition_change": "NO_LEADER_CHANGE PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
     "quorum_features": "DISABLED",
@@ -121,7 +122,7 @@ __all__ = [
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
-    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778",
+    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "NO_LEADER_CHANGE",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from kraftsim.controller import balance_partition_leaders
+from kraftsim.controller import NO_LEADER_CHANGE, balance_partition_leaders
 from kraftsim.sim.engine.events import Scheduler
 from kraftsim.sim.engine.member import Member
 
@@ -89,7 +89,7 @@ class LeaderBalance:
                     self._imbalanced.discard(key)
             elif name == "PartitionChangeRecord":
                 msg = payload.message
-                if msg.leader == -2 and msg.replicas is None:
+                if msg.leader == NO_LEADER_CHANGE and msg.replicas is None:
                     continue  # (neither its leader nor its replicas changed)
                 key = (msg.topic_id, msg.partition_id)
                 topic = image.topics.get_topic(key[0])
