@@ -141,9 +141,7 @@ def balance_partition_leaders(ctx: ControllerContext, partitions: Iterable[tuple
         return refused(NO_METADATA_VERSION)
     image = ctx.image
     records: list[Payload] = []
-    for tid, pid in partitions:
-        if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
-            break
+    for tid, pid in partitions:  # (taken one at a time: none past the last one looked at)
         topic = image.topics.get_topic(tid)
         part = topic.partitions.get(pid) if topic is not None else None
         if topic is None or part is None:
@@ -153,4 +151,6 @@ def balance_partition_leaders(ctx: ControllerContext, partitions: Iterable[tuple
         change = b.build()
         if change is not None:
             records.append(change)
+            if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+                break
     return accepted(records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE)

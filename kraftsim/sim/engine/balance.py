@@ -10,11 +10,23 @@ cannot lead stays as it is and is tried again at the next one. A newly active co
 schedules its first balancing one interval after it takes over. Kafka visits the partitions in
 its hash set's order; kraftsim in topic id and partition order (the same partitions change,
 their records may come in another order).
+
+Kafka's balancing looks at every imbalanced partition again each time; at a million
+partitions, with a broker's worth of them unable to move, that is most of a roll's cost. Here
+the imbalanced partitions are kept in order (a SortedSet), and those whose preferred election
+changed nothing are set aside while what that answer depends on stands: the partition itself
+(every record of it passes `written`), its topic's replica count, and the image's cluster,
+configs and features (compared by identity: an image's components are replaced when a record
+touches them). Leaving them out changes no record: the election would change them no more
+than the last time.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
+
+from sortedcontainers import SortedSet
 
 from kraftsim.controller import NO_LEADER_CHANGE, balance_partition_leaders
 from kraftsim.sim.engine.events import Scheduler
@@ -28,6 +40,9 @@ if TYPE_CHECKING:
 
 #: Kafka's delay of a balancing that follows one stopped at its limit.
 IMMEDIATE_MS = 10
+#: Above every partition id: the end of a topic's range of keys.
+_PAST_PARTITIONS = 1 << 31
+Key = tuple["Uuid", int]
 
 
 class BalanceContext(Protocol):
@@ -43,12 +58,18 @@ class BalanceContext(Protocol):
 
 
 class LeaderBalance:
-    """See the module docstring."""
+    """See the module docstring. `set_aside=False` tries every imbalanced partition at every
+    balancing, as Kafka does (the plain path, for tests that compare the two)."""
+
+    set_aside = True
 
     def __init__(self, engine: BalanceContext) -> None:
         self.engine = engine
         self.config = engine.config
-        self._imbalanced: set[tuple[Uuid, int]] = set()
+        #: the imbalanced partitions: to try, in order; tried without a change at `_tried_at`
+        self._pending: Any = SortedSet()
+        self._tried: Any = SortedSet()
+        self._tried_at: tuple[object, ...] = ()
         self._scheduled = False
         self._immediately = False
         self._balancing = False  # (its own write schedules nothing: it decides the next one itself)
@@ -62,13 +83,11 @@ class LeaderBalance:
     def activated(self, m: Member, image: MetadataImage) -> None:
         """A controller became active: what is imbalanced in its image, a balancing one interval on."""
         self._owner, self._scheduled, self._immediately = (m.id, m.epoch), False, False
-        self._imbalanced = set()
+        self._pending, self._tried, self._tried_at = SortedSet(), SortedSet(), ()
         if not self.enabled:
             return
-        for t in image.topics.sorted_topics():
-            for pid, p in t.sorted_partitions():
-                if p.replicas and p.leader != p.replicas[0]:
-                    self._imbalanced.add((t.id, pid))
+        self._pending.update((t.id, pid) for t in image.topics.by_id.values() for pid, p in t.partitions.items()
+                             if p.replicas and p.leader != p.replicas[0])
         self._maybe_schedule()
 
     def written(self, result: ControllerResult) -> None:
@@ -82,29 +101,46 @@ class LeaderBalance:
             name = payload.record_type.name
             if name == "PartitionRecord":
                 msg = payload.message
-                key = (msg.topic_id, msg.partition_id)
-                if msg.replicas and msg.leader != msg.replicas[0]:
-                    self._imbalanced.add(key)
-                else:
-                    self._imbalanced.discard(key)
+                self._retry_topic(msg.topic_id)  # (its replica count may be another)
+                self._mark((msg.topic_id, msg.partition_id), bool(msg.replicas) and msg.leader != msg.replicas[0])
             elif name == "PartitionChangeRecord":
                 msg = payload.message
-                if msg.leader == NO_LEADER_CHANGE and msg.replicas is None:
-                    continue  # (neither its leader nor its replicas changed)
                 key = (msg.topic_id, msg.partition_id)
+                if msg.replicas is not None:
+                    self._retry_topic(key[0])
+                elif msg.leader == NO_LEADER_CHANGE:
+                    if key in self._tried:  # (changed otherwise: its election may give another answer)
+                        self._tried.discard(key)
+                        self._pending.add(key)
+                    continue
                 topic = image.topics.get_topic(key[0])
                 p = topic.partitions.get(key[1]) if topic is not None else None
-                if p is not None and p.replicas and p.leader != p.replicas[0]:
-                    self._imbalanced.add(key)
-                else:
-                    self._imbalanced.discard(key)
+                self._mark(key, p is not None and bool(p.replicas) and p.leader != p.replicas[0])
             elif name == "RemoveTopicRecord":
                 tid = payload.message.topic_id
-                self._imbalanced = {k for k in self._imbalanced if k[0] != tid}
+                for keys in (self._pending, self._tried):
+                    for key in list(keys.irange((tid, -1), (tid, _PAST_PARTITIONS))):
+                        keys.discard(key)
         self._maybe_schedule()
 
+    def _mark(self, key: Key, imbalanced: bool) -> None:
+        """Partition `key` was written: imbalanced (to try again) or not."""
+        self._tried.discard(key)
+        if imbalanced:
+            self._pending.add(key)
+        else:
+            self._pending.discard(key)
+
+    def _retry_topic(self, tid: Uuid) -> None:
+        """Try the partitions of topic `tid` set aside again (a builder reads its replica count)."""
+        if self._tried:
+            moved = list(self._tried.irange((tid, -1), (tid, _PAST_PARTITIONS)))
+            if moved:
+                self._tried.difference_update(moved)
+                self._pending.update(moved)
+
     def _maybe_schedule(self) -> None:
-        if self._scheduled or self._balancing or not self._imbalanced or self._owner is None:
+        if self._scheduled or self._balancing or not (self._pending or self._tried) or self._owner is None:
             return
         self._scheduled = True
         owner = self._owner
@@ -114,12 +150,30 @@ class LeaderBalance:
             m = self.engine.leader_member()
             if self._owner != owner or m is None or (m.id, m.epoch) != owner or self.engine.controller_id != m.id:
                 return  # (another controller took over: it scheduled its own)
-            ordered = sorted(self._imbalanced, key=lambda k: (bytes(k[0]), k[1]))
+            image = self.engine.controller_image()
+            standing = () if image is None else (image.cluster, image.configs, image.features)
+            if len(standing) != len(self._tried_at) or any(a is not b for a, b in zip(standing, self._tried_at)):
+                self._pending.update(self._tried)  # (what their elections depend on changed)
+                self._tried.clear()
+            tried: list[Key] = []
+
+            def in_order() -> Iterator[Key]:
+                # (the rule has taken what it wants before `written` changes the set)
+                for key in self._pending:
+                    tried.append(key)
+                    yield key
+
             self._balancing = True
             try:
-                result = self.engine.execute(lambda ctx: balance_partition_leaders(ctx, ordered))
+                result = self.engine.execute(lambda ctx: balance_partition_leaders(ctx, in_order()))
             finally:
                 self._balancing = False
+            if result is not None and result.ok and self.set_aside:
+                changed = {(r.message.topic_id, r.message.partition_id) for r in result.records}
+                unchanged = [k for k in tried if k not in changed and k in self._pending]
+                self._pending.difference_update(unchanged)
+                self._tried.update(unchanged)
+                self._tried_at = standing
             self._scheduled = False
             self._immediately = bool(result is not None and result.ok and result.response)
             self._maybe_schedule()
