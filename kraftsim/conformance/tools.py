@@ -75,12 +75,30 @@ class ToolRun:
         return self.stdout + self.stderr
 
 
+def main_classes(release: str) -> dict[str, str]:
+    """The admin tools' main classes: acls and broker-api-versions moved from core (Scala) to
+    tools in 4.0, leader-election in 3.7, configs in 4.4 (as the released jars hold them)."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    scala = major < 4
+    scala_election = scala and minor < 7
+    return {"topics": "org.apache.kafka.tools.TopicCommand",
+            "configs": "kafka.admin.ConfigCommand" if (major, minor) < (4, 4) else "org.apache.kafka.tools.ConfigCommand",
+            "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
+            "api-versions": ("kafka.admin.BrokerApiVersionsCommand" if scala
+                             else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
+            "features": "org.apache.kafka.tools.FeatureCommand",
+            "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
+            "cluster": "org.apache.kafka.tools.ClusterTool",
+            "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
+                                else "org.apache.kafka.tools.LeaderElectionCommand")}
+
+
 def main_class(dist: KafkaDist, tool: str) -> str:
     if tool == "dump-log":
         return dist.release.dump_log_class
     if tool == "metadata-shell" and not dist.release.shell:
         raise KafkaUnavailable(f"Maven Central serves no kafka-shell {dist.release.version}: no metadata shell")
-    return MAIN_CLASSES[tool]
+    return MAIN_CLASSES.get(tool) or main_classes(dist.release.version)[tool]
 
 
 def log_config_options(dist: KafkaDist, *, log_file: Path | None = None, level: str = "WARN") -> list[str]:

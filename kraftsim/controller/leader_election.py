@@ -12,6 +12,7 @@ from kraftsim.controller.partition_change import (
     Election,
     PartitionChangeBuilder,
     leader_acceptor,
+    unclean_election_enabled,
 )
 from kraftsim.image import NO_LEADER
 from kraftsim.controller.result import (
@@ -153,4 +154,36 @@ def balance_partition_leaders(ctx: ControllerContext, partitions: Iterable[tuple
             records.append(change)
             if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
                 break
+    return accepted(records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE)
+
+
+# --------------------------------------------------------------------------- unclean elections by the controller
+
+
+def unclean_elections_enabled(ctx: ControllerContext) -> bool:
+    """Whether the controller's release looks for unclean elections by itself (policy
+    `unclean_election_config`: Kafka 3.9 and later)."""
+    return ctx.catalog.policy("unclean_election_config") == "honoured"
+
+
+def elect_unclean_leaders(ctx: ControllerContext, partitions: Iterable[tuple[Uuid, int]]) -> ControllerResult:
+    """Kafka's maybeElectUncleanLeaders (3.9+): an unclean election for each partition of
+    `partitions` (those without a leader) whose topic has unclean.leader.election.enable,
+    until MAX_ELECTIONS_PER_IMBALANCE changes are written; the response says whether it stopped
+    there (Kafka then looks again at once, else after unclean.leader.election.interval.ms).
+    A release before 3.9 never does (the config is not read): nothing is written."""
+    mv = metadata_version_of(ctx)
+    if mv is None:
+        return refused(NO_METADATA_VERSION)
+    records: list[Payload] = []
+    if not unclean_elections_enabled(ctx):
+        return accepted(records, False)
+    image = ctx.image
+    for tid, pid in partitions:  # (taken one at a time, as balance_partition_leaders)
+        topic = image.topics.get_topic(tid)
+        if topic is None or pid not in topic.partitions or not unclean_election_enabled(ctx, topic.name):
+            continue
+        _elect_one(ctx, mv, topic.name, pid, True, records)
+        if len(records) >= MAX_ELECTIONS_PER_IMBALANCE:
+            break
     return accepted(records, len(records) >= MAX_ELECTIONS_PER_IMBALANCE)

@@ -10,7 +10,7 @@ min.insync.replicas, unclean election, default directories).
 from __future__ import annotations
 
 import enum
-from typing import Callable, Iterable, Iterator, TypedDict
+from typing import Callable, Iterable, Iterator, Mapping, TypedDict
 
 from kraftsim.controller.context import (
     MIN_INSYNC_REPLICAS,
@@ -57,12 +57,20 @@ def elr_enabled(ctx: ControllerContext, mv: MetadataVersion) -> bool:
     return ctx.catalog.supports("elr", mv)
 
 
+def _node_defaults(ctx: ControllerContext) -> Mapping[str, str]:
+    """The dynamic broker-level configs that stand in for a topic's own: the active
+    controller's (BROKER resource of its id) over the cluster's (BROKER resource "")."""
+    configs = ctx.image.configs
+    cluster, own = configs.config(BROKER, ""), configs.config(BROKER, str(ctx.node_id))
+    return {**cluster, **own} if own else cluster
+
+
 def _config(ctx: ControllerContext, topic_name: str, key: str) -> str | None:
-    """A topic config as the controller sees it: the topic's own value, else the
-    cluster-level dynamic default (BROKER resource "")."""
+    """A topic config as the controller sees it (KafkaConfigSchema.resolveEffectiveTopicConfig):
+    the topic's own value, else the active controller's dynamic one, else the cluster's."""
     value = ctx.image.configs.config(TOPIC, topic_name).get(key)
     if value is None:
-        value = ctx.image.configs.config(BROKER, "").get(key)
+        value = _node_defaults(ctx).get(key)
     return value
 
 
@@ -88,7 +96,14 @@ def _min_isr(ctx: ControllerContext, topic: TopicImage, value: str | None) -> in
 
 
 def _is_true(value: str | None) -> bool:
-    return value is not None and value.strip().lower() == "true"
+    """Java's Boolean.parseBoolean: "true" in any case, nothing around it."""
+    return value is not None and value.lower() == "true"
+
+
+def _unclean_configurable(ctx: ControllerContext) -> bool:
+    """Whether the controller's release reads unclean.leader.election.enable at all (policy
+    `unclean_election_config`: from 3.9; before, it never elects uncleanly by itself)."""
+    return ctx.catalog.policy("unclean_election_config") == "honoured"
 
 
 def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
@@ -98,8 +113,9 @@ def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
 
 
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
-    """unclean.leader.election.enable for the topic (topic, cluster default, else false)."""
-    return _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
+    """unclean.leader.election.enable for the topic (topic, controller, cluster, else false),
+    from 3.9; false before (see `_unclean_configurable`)."""
+    return _unclean_configurable(ctx) and _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
 
 
 class TopicRules:
@@ -109,11 +125,11 @@ class TopicRules:
 
     def __init__(self, ctx: ControllerContext):
         self.ctx = ctx
-        configs = ctx.image.configs
-        self.cluster = configs.config(BROKER, "")
-        self._configured = _topics_with_configs(configs)
+        self.cluster = _node_defaults(ctx)
+        self._configured = _topics_with_configs(ctx.image.configs)
         self._default_min_isr = _configured_min_isr(ctx, self.cluster.get(MIN_INSYNC_REPLICAS))
-        self._default_unclean = _is_true(self.cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE))
+        self._unclean_read = _unclean_configurable(ctx)
+        self._default_unclean = self._unclean_read and _is_true(self.cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE))
         self._known: dict[Uuid, tuple[int, bool]] = {}
 
     def of(self, topic: TopicImage) -> tuple[int, bool]:
@@ -127,7 +143,8 @@ class TopicRules:
                 unclean = own.get(UNCLEAN_LEADER_ELECTION_ENABLE)
                 known = (
                     _min_isr(self.ctx, topic, cluster.get(MIN_INSYNC_REPLICAS) if min_isr is None else min_isr),
-                    _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
+                    self._unclean_read
+                    and _is_true(cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE) if unclean is None else unclean))
             else:
                 rf = _replication_factor(topic)
                 known = (self._default_min_isr if rf is None else min(self._default_min_isr, rf),

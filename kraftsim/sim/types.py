@@ -76,6 +76,9 @@ class SimConfig(msgspec.Struct, frozen=True, kw_only=True):
     #: replicas by itself, every leader.imbalance.check.interval.seconds (here in ms).
     auto_leader_rebalance_enable: bool = True
     leader_imbalance_check_interval_ms: _Period = 300_000
+    #: unclean.leader.election.interval.ms (3.9+): how often the active controller looks for
+    #: leaderless partitions of topics with unclean.leader.election.enable.
+    unclean_leader_election_interval_ms: _Period = 300_000
     #: broker.heartbeat.interval.ms
     broker_heartbeat_interval_ms: _Period = 2000
     #: broker.session.timeout.ms

@@ -39,7 +39,7 @@ from pathlib import Path
 from kraftsim.conformance.cases.base import Case, ReleaseContext
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import LiveNode
-from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
+from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options, main_classes
 from kraftsim.conformance.wire_client import WireClient
 
 HEAP = "384m"
@@ -120,23 +120,6 @@ RUNS: list[tuple[str, str, list[str]]] = [
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
 
-def main_classes(release: str) -> dict[str, str]:
-    """Each tool's main class: configs, acls and broker-api-versions moved from core (Scala) to tools in 4.0,
-    leader-election in 3.7."""
-    scala = release.startswith("3.")
-    scala_election = scala and int(release.split(".")[1]) < 7
-    return {"topics": "org.apache.kafka.tools.TopicCommand",
-            "configs": "kafka.admin.ConfigCommand" if scala else "org.apache.kafka.tools.ConfigCommand",
-            "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
-            "api-versions": ("kafka.admin.BrokerApiVersionsCommand" if scala
-                             else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
-            "features": "org.apache.kafka.tools.FeatureCommand",
-            "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-            "cluster": "org.apache.kafka.tools.ClusterTool",
-            "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
-                                else "org.apache.kafka.tools.LeaderElectionCommand")}
-
-
 #: Columns of `describe --replication` that legitimately differ: DirectoryId is each node's own
 #: random log directory id, LogEndOffset counts the time-driven records of each metadata log,
 #: and the two timestamps are each cluster's clock. NodeId, Lag and Status are compared.
@@ -180,6 +163,8 @@ def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
         cmd = [str(dist.java.path), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
                *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs, bc=bc) for a in args)]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        if "Could not find or load main class" in run.stderr:  # (both sides would agree on nothing)
+            raise RuntimeError(f"{classes[tool]} is not in Kafka {dist.release.version}'s jars")
         out[name] = (run.returncode, run.stdout, _exception_lines(run.stderr))
     return out
 

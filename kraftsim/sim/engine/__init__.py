@@ -11,6 +11,8 @@
                  a part the Engine owns
   balance        LeaderBalance: the active controller moving leaderships back to preferred replicas
                  (auto.leader.rebalance.enable), a part the Engine owns
+  unclean        UncleanElection: the active controller electing leaders uncleanly by itself for
+                 topics that allow it (3.9+), a part the Engine owns
   reconfig       Reconfig: quorum reconfiguration (KIP-853), voters added and removed through the
                  leader, a part the Engine owns
   quorum_view    what DescribeQuorum answers

@@ -43,6 +43,7 @@ from kraftsim.sim.engine.member import LEADER, UNATTACHED, Member, batch_key, en
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
 from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.engine.reconfig import Reconfig
+from kraftsim.sim.engine.unclean import UncleanElection
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
@@ -108,6 +109,7 @@ class Engine:
         self.lifecycle = Lifecycle(self)
         self.isr = IsrExpansion(self)
         self.balance = LeaderBalance(self)
+        self.unclean = UncleanElection(self)
         self.checker.snapshot_ids = self.fetcher.snapshot_ids
         #: The handler of each message kind, bound (the network delivers to `_deliver`).
         self.handlers: dict[str, Callable[[Member, Message], None]] = self.raft.handlers()
@@ -586,6 +588,7 @@ class Engine:
         self.controller, self.controller_id = qc, m.id
         self.isr.reset(qc.image)
         self.balance.activated(m, qc.image)
+        self.unclean.activated(m, qc.image)
         self.raft.appended(m, start)
         epoch = m.epoch
         self.sched.after(self.config.metadata_max_idle_interval_ms, "controller-tick", m.id,
@@ -628,6 +631,7 @@ class Engine:
             self.raft.appended(m, start)
             self.isr.written(result)
             self.balance.written(result)
+            self.unclean.written(result)
         return result
 
     def controller_image(self) -> MetadataImage | None:

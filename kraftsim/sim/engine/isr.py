@@ -9,8 +9,10 @@ shows the follower eligible (registered, unfenced, not in controlled shutdown: K
 must be running, on its current registration, and reachable from the leader. One follower is
 added per request and partition (a partition has one change in flight, as in Kafka: a second
 follower is added at a later fetch); all of a leader's partitions go in one request, as
-AlterPartitionManager batches them. A leader elected uncleanly (RECOVERING) first marks the
-partition recovered, its ISR itself alone (KIP-704), and expands it after.
+AlterPartitionManager batches them. A leader elected uncleanly (RECOVERING, KIP-704) holds the
+partition recovered from the start (Kafka's Partition.makeLeader) but asks nothing for it: the
+controller learns it with the first follower added back (live 3.9.2 writes no record of its own
+for it).
 
 Which partitions to look at comes from the records the active controller writes: the
 partitions whose ISR lacks a replica, by the replica they lack. A record that makes a broker
@@ -32,7 +34,7 @@ from kraftsim.controller import (
     BrokerState,
     alter_partition,
 )
-from kraftsim.image import NO_LEADER
+from kraftsim.image import NO_LEADER, RECOVERED
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.engine.events import Message, Network, Scheduler
 from kraftsim.sim.engine.member import LEADER, Member
@@ -42,8 +44,6 @@ if TYPE_CHECKING:
     from kraftsim.image import MetadataImage, PartitionRegistration
     from kraftsim.sim.types import SimConfig
 
-#: PartitionRegistration's leader recovery states (KIP-704).
-RECOVERED, RECOVERING = 0, 1
 #: A partition, as AlterPartition names it.
 Key = tuple[Uuid, int]
 _PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
@@ -118,7 +118,7 @@ class IsrExpansion:
         offset = self._end_offset()
         for key, lacks in self._lacks.items():
             p = image.topics.get_topic(key[0]).partitions[key[1]]  # type: ignore[union-attr]
-            if p.leader_recovery_state == RECOVERING or any(_eligible(image, r) for r in lacks):
+            if any(_eligible(image, r) for r in lacks):
                 self._wake(p.leader, key, offset)
 
     def written(self, result: ControllerResult) -> None:
@@ -156,7 +156,7 @@ class IsrExpansion:
                     lacks: frozenset[int] = frozenset()
                 else:
                     lacks = self._track(key, p)
-                if p.leader_recovery_state == RECOVERING or any(eligible(r) for r in lacks):
+                if any(eligible(r) for r in lacks):
                     offset = offset if offset >= 0 else self._end_offset()
                     self._wake(p.leader, key, offset)
             elif name in _BROKER_RECORDS:
@@ -265,13 +265,12 @@ class IsrExpansion:
 
     def _change(self, m: Member, image: MetadataImage, key: Key,
                 can_join: Callable[[int], bool]) -> AlterPartitionData | None:
-        """The change leader `m` asks for: recovered, or one more follower in the ISR."""
+        """The change leader `m` asks for: one more follower in the ISR (and recovered, as the
+        leader holds any partition it leads)."""
         topic = image.topics.get_topic(key[0])
         p = topic.partitions.get(key[1]) if topic is not None else None
         if p is None or p.leader != m.id:
             return None
-        if p.leader_recovery_state == RECOVERING:
-            return AlterPartitionData(key[1], p.leader_epoch, (BrokerState(m.id),), p.partition_epoch, RECOVERED)
         for r in p.replicas:
             if r not in p.isr and can_join(r):
                 isr = tuple(BrokerState(b) for b in (*p.isr, r))
