@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         ELECTION_TYPES as ELECTION_TYPES, MAX_ELECTION_PARTITIONS as MAX_ELECTION_PARTITIONS,
         ElectLeadersRequest as ElectLeadersRequest, balance_partition_leaders as balance_partition_leaders,
         ElectLeadersResponse as ElectLeadersResponse, TopicPartitions as TopicPartitions, elect_leaders as elect_leaders,
-        elect_unclean_leaders as elect_unclean_leaders, unclean_elections_enabled as unclean_elections_enabled,
+        elect_unclean_leaders as elect_unclean_leaders,
     )
     from kraftsim.controller.partition_change import (
         NO_LEADER_CHANGE as NO_LEADER_CHANGE, PartitionChangeBuilder as PartitionChangeBuilder, is_active as is_active,
@@ -100,7 +100,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "features": "KIP_778 FeatureUpdate UpdateFeaturesRequest UpdateFeaturesResponse UpgradeType",
     "leader_election": (
         "balance_partition_leaders ELECTION_TYPES MAX_ELECTION_PARTITIONS ElectLeadersRequest ElectLeadersResponse "
-        "TopicPartitions elect_leaders elect_unclean_leaders unclean_elections_enabled"
+        "TopicPartitions elect_leaders elect_unclean_leaders"
     ),
     "partition_change": "NO_LEADER_CHANGE PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
@@ -133,8 +133,7 @@ __all__ = [
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
     "elect_unclean_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
-    "place_replicas", "register_broker", "register_controller", "report_downgrade", "unclean_elections_enabled",
-    "unregister_broker",
+    "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

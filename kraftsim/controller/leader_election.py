@@ -12,6 +12,7 @@ from kraftsim.controller.partition_change import (
     Election,
     PartitionChangeBuilder,
     leader_acceptor,
+    unclean_config_read,
     unclean_election_enabled,
 )
 from kraftsim.image import NO_LEADER
@@ -160,12 +161,6 @@ def balance_partition_leaders(ctx: ControllerContext, partitions: Iterable[tuple
 # --------------------------------------------------------------------------- unclean elections by the controller
 
 
-def unclean_elections_enabled(ctx: ControllerContext) -> bool:
-    """Whether the controller's release looks for unclean elections by itself (policy
-    `unclean_election_config`: Kafka 3.9 and later)."""
-    return ctx.catalog.policy("unclean_election_config") == "honoured"
-
-
 def elect_unclean_leaders(ctx: ControllerContext, partitions: Iterable[tuple[Uuid, int]]) -> ControllerResult:
     """Kafka's maybeElectUncleanLeaders (3.9+): an unclean election for each partition of
     `partitions` (those without a leader) whose topic has unclean.leader.election.enable,
@@ -176,7 +171,7 @@ def elect_unclean_leaders(ctx: ControllerContext, partitions: Iterable[tuple[Uui
     if mv is None:
         return refused(NO_METADATA_VERSION)
     records: list[Payload] = []
-    if not unclean_elections_enabled(ctx):
+    if not unclean_config_read(ctx):
         return accepted(records, False)
     image = ctx.image
     for tid, pid in partitions:  # (taken one at a time, as balance_partition_leaders)

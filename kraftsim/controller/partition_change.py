@@ -100,7 +100,7 @@ def _is_true(value: str | None) -> bool:
     return value is not None and value.lower() == "true"
 
 
-def _unclean_configurable(ctx: ControllerContext) -> bool:
+def unclean_config_read(ctx: ControllerContext) -> bool:
     """Whether the controller's release reads unclean.leader.election.enable at all (policy
     `unclean_election_config`: from 3.9; before, it never elects uncleanly by itself)."""
     return ctx.catalog.policy("unclean_election_config") == "honoured"
@@ -114,8 +114,8 @@ def effective_min_isr(ctx: ControllerContext, topic: TopicImage) -> int:
 
 def unclean_election_enabled(ctx: ControllerContext, topic_name: str) -> bool:
     """unclean.leader.election.enable for the topic (topic, controller, cluster, else false),
-    from 3.9; false before (see `_unclean_configurable`)."""
-    return _unclean_configurable(ctx) and _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
+    from 3.9; false before (see `unclean_config_read`)."""
+    return unclean_config_read(ctx) and _is_true(_config(ctx, topic_name, UNCLEAN_LEADER_ELECTION_ENABLE))
 
 
 class TopicRules:
@@ -128,7 +128,7 @@ class TopicRules:
         self.cluster = _node_defaults(ctx)
         self._configured = _topics_with_configs(ctx.image.configs)
         self._default_min_isr = _configured_min_isr(ctx, self.cluster.get(MIN_INSYNC_REPLICAS))
-        self._unclean_read = _unclean_configurable(ctx)
+        self._unclean_read = unclean_config_read(ctx)
         self._default_unclean = self._unclean_read and _is_true(self.cluster.get(UNCLEAN_LEADER_ELECTION_ENABLE))
         self._known: dict[Uuid, tuple[int, bool]] = {}
 

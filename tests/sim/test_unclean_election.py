@@ -84,3 +84,23 @@ def test_the_controllers_own_or_the_cluster_wide_broker_config_stands_in_for_the
         sim.alter_topic_config("t", {}, ["unclean.leader.election.enable"])
         sim.run(2 * INTERVAL_MS)
         assert _partition(sim)[2] == follower
+
+
+def test_a_look_stops_at_its_limit_and_the_next_follows_at_once(tmp_path: Path, monkeypatch) -> None:
+    """maybeElectUncleanLeaders writes at most MAX_ELECTIONS_PER_IMBALANCE changes (here 2) and
+    then looks again 10 ms later, not a whole interval later."""
+    from kraftsim.controller import leader_election as rules
+
+    monkeypatch.setattr(rules, "MAX_ELECTIONS_PER_IMBALANCE", 2)
+    with Simulation.create(tmp_path / "c", controllers=1, brokers=2, release="3.9", seed=3,
+                           config=SimConfig(unclean_leader_election_interval_ms=INTERVAL_MS)) as sim:
+        sim.create_topics(1, 5, 2, names=["t"])
+        sim.stop(3)  # every ISR shrinks to broker 2...
+        sim.crash(2)  # ...which goes: five partitions without a leader
+        sim.run(15_000)
+        sim.start(3)
+        sim.wait(30_000)
+        assert all(p.leader == -1 for p in sim.image(1).topics.get_topic_by_name("t").partitions.values())
+        sim.alter_topic_config("t", UNCLEAN)
+        sim.run(INTERVAL_MS + 1_000)  # the next look elects two, the two after it (10 ms apart) three
+        assert [p.leader for p in sim.image(1).topics.get_topic_by_name("t").partitions.values()] == [3] * 5
