@@ -20,10 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
-from kraftsim.conformance.node import free_port
-from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, node_config, wait_for
-from kraftsim.conformance.tools import run_tool
+from kraftsim.conformance.dist import KafkaDist
+from kraftsim.conformance.live_trio import LiveTrio
 
 #: The topic's replicas, partition by partition (the first one leads).
 ASSIGNMENT = ((2, 3), (3, 2), (2, 3), (3, 2))
@@ -61,39 +59,13 @@ def partition_changes(log_dir: Path) -> Changes:
 
 def measure(dist: KafkaDist, work: Path) -> Changes:
     """The controller's partition changes around a restart of broker 3 in a live cluster."""
-    cport, bport2, bport3 = free_port(), free_port(), free_port()
-    configs = {1: node_config(work / "controller", 1, "controller", cport, None,
-                              (f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}",)),
-               2: node_config(work / "broker-2", 2, "broker", cport, bport2),
-               3: node_config(work / "broker-3", 3, "broker", cport, bport3)}
-    format_nodes(dist, configs.values())
-    processes: list[KafkaProcess] = []
-    try:
-        processes.append(KafkaProcess(dist, configs[1], work / "controller" / "server.log"))
-        brokers = {}
-        for node in (2, 3):
-            log = work / f"broker-{node}" / "server-1.log"
-            brokers[node] = KafkaProcess(dist, configs[node], log)
-            processes.append(brokers[node])
-        for node in (2, 3):
-            wait_for(brokers[node].proc, work / f"broker-{node}" / "server-1.log", UNFENCED,
-                     f"Kafka {dist.release.version} broker {node}'s first start")
-        assignment = ",".join(":".join(map(str, replicas)) for replicas in ASSIGNMENT)
-        made = run_tool(dist, "topics", ["--bootstrap-server", f"127.0.0.1:{bport2}", "--create", "--topic", TOPIC,
-                                         "--replica-assignment", assignment])
-        if made.code != 0:
-            raise KafkaUnavailable(f"Kafka {dist.release.version} did not create the topic: {made.text()[:300]}")
+    with LiveTrio(dist, work, (f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}",)) as cluster:
+        cluster.create_topic(TOPIC, ASSIGNMENT)
         time.sleep(SETTLE_S)
-        brokers[3].terminate()
-        second = work / "broker-3" / "server-2.log"
-        restarted = KafkaProcess(dist, configs[3], second)
-        processes.append(restarted)
-        wait_for(restarted.proc, second, UNFENCED, f"Kafka {dist.release.version} broker 3's restart")
+        cluster.brokers[3].terminate()
+        cluster.restart(3)
         time.sleep(REJOIN_S)
-    finally:
-        for p in reversed(processes):
-            p.kill()
-    return partition_changes(work / "controller" / "data" / "__cluster_metadata-0")
+    return partition_changes(cluster.metadata_log)
 
 
 def simulated(release: str, *, seed: int = 0) -> Changes:

@@ -25,8 +25,7 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
-from kraftsim.conformance.node import free_port
-from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, node_config, wait_for
+from kraftsim.conformance.live_trio import LiveTrio
 from kraftsim.conformance.tools import run_tool
 
 TOPIC = "t"
@@ -67,45 +66,20 @@ def partition_changes(log_dir: Path) -> list[Change]:
 
 def measure(dist: KafkaDist, work: Path) -> list[Change]:
     """The controller's changes of the partition in a live cluster (see the module docstring)."""
-    version = dist.release.version
-    cport, bport2, bport3 = free_port(), free_port(), free_port()
-    configs = {1: node_config(work / "controller", 1, "controller", cport, None,
-                              (f"unclean.leader.election.interval.ms={LOOK_S * 1000}",)),
-               2: node_config(work / "broker-2", 2, "broker", cport, bport2),
-               3: node_config(work / "broker-3", 3, "broker", cport, bport3)}
-    format_nodes(dist, configs.values())
-    processes: list[KafkaProcess] = []
-    try:
-        processes.append(KafkaProcess(dist, configs[1], work / "controller" / "server.log"))
-        brokers = {}
-        for node in REPLICAS:
-            brokers[node] = KafkaProcess(dist, configs[node], work / f"broker-{node}" / "server-1.log")
-            processes.append(brokers[node])
-        for node in REPLICAS:
-            wait_for(brokers[node].proc, work / f"broker-{node}" / "server-1.log", UNFENCED,
-                     f"Kafka {version} broker {node}'s first start")
-        made = run_tool(dist, "topics", ["--bootstrap-server", f"127.0.0.1:{bport2}", "--create", "--topic", TOPIC,
-                                         "--replica-assignment", ":".join(map(str, REPLICAS))])
-        if made.code != 0:
-            raise KafkaUnavailable(f"Kafka {version} did not create the topic: {made.text()[:300]}")
+    with LiveTrio(dist, work, (f"unclean.leader.election.interval.ms={LOOK_S * 1000}",)) as cluster:
+        cluster.create_topic(TOPIC, (REPLICAS,))
         time.sleep(SETTLE_S)
-        brokers[3].terminate()
-        brokers[2].kill()
+        cluster.brokers[3].terminate()
+        cluster.brokers[2].kill()
         time.sleep(SESSION_S)
-        second = work / "broker-3" / "server-2.log"
-        restarted = KafkaProcess(dist, configs[3], second)
-        processes.append(restarted)
-        wait_for(restarted.proc, second, UNFENCED, f"Kafka {version} broker 3's restart")
+        cluster.restart(3)
         time.sleep(SETTLE_S)
-        altered = run_tool(dist, "configs", ["--bootstrap-server", f"127.0.0.1:{bport3}", "--alter", "--entity-type",
+        altered = run_tool(dist, "configs", ["--bootstrap-server", cluster.bootstrap(3), "--alter", "--entity-type",
                                              "topics", "--entity-name", TOPIC, "--add-config", f"{UNCLEAN}=true"])
         if altered.code != 0:
-            raise KafkaUnavailable(f"Kafka {version} did not set the topic's config: {altered.text()[:300]}")
+            raise KafkaUnavailable(f"Kafka {cluster.version} did not set the topic's config: {altered.text()[:300]}")
         time.sleep(AFTER_S)
-    finally:
-        for p in reversed(processes):
-            p.kill()
-    return partition_changes(work / "controller" / "data" / "__cluster_metadata-0")
+    return partition_changes(cluster.metadata_log)
 
 
 def simulated(release: str, *, seed: int = 0) -> list[Change]:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sortedcontainers import SortedSet
 
 from kraftsim.controller import NO_LEADER_CHANGE, balance_partition_leaders
+from kraftsim.sim.engine.controller_task import ControllerTask, of_topic
 from kraftsim.sim.engine.events import Scheduler
 from kraftsim.sim.engine.member import Member
 
@@ -38,10 +39,6 @@ if TYPE_CHECKING:
     from kraftsim.protocol.primitives import Uuid
     from kraftsim.sim.types import SimConfig
 
-#: Kafka's delay of a balancing that follows one stopped at its limit.
-IMMEDIATE_MS = 10
-#: Above every partition id: the end of a topic's range of keys.
-_PAST_PARTITIONS = 1 << 31
 Key = tuple["Uuid", int]
 
 
@@ -70,11 +67,8 @@ class LeaderBalance:
         self._pending: Any = SortedSet()
         self._tried: Any = SortedSet()
         self._tried_at: tuple[object, ...] = ()
-        self._scheduled = False
-        self._immediately = False
-        self._balancing = False  # (its own write schedules nothing: it decides the next one itself)
-        #: the controller (node, epoch) the state belongs to
-        self._owner: tuple[int, int] | None = None
+        self.task = ControllerTask(engine, "leader-balance", lambda: self.config.leader_imbalance_check_interval_ms,
+                                   lambda: bool(self._pending or self._tried), self._balance)
 
     @property
     def enabled(self) -> bool:
@@ -82,13 +76,13 @@ class LeaderBalance:
 
     def activated(self, m: Member, image: MetadataImage) -> None:
         """A controller became active: what is imbalanced in its image, a balancing one interval on."""
-        self._owner, self._scheduled, self._immediately = (m.id, m.epoch), False, False
+        self.task.activated(m)
         self._pending, self._tried, self._tried_at = SortedSet(), SortedSet(), ()
         if not self.enabled:
             return
         self._pending.update((t.id, pid) for t in image.topics.by_id.values() for pid, p in t.partitions.items()
                              if p.replicas and p.leader != p.replicas[0])
-        self._maybe_schedule()
+        self.task.maybe_schedule()
 
     def written(self, result: ControllerResult) -> None:
         """The records the active controller just wrote (its image holds them)."""
@@ -119,9 +113,9 @@ class LeaderBalance:
             elif name == "RemoveTopicRecord":
                 tid = payload.message.topic_id
                 for keys in (self._pending, self._tried):
-                    for key in list(keys.irange((tid, -1), (tid, _PAST_PARTITIONS))):
+                    for key in of_topic(keys, tid):
                         keys.discard(key)
-        self._maybe_schedule()
+        self.task.maybe_schedule()
 
     def _mark(self, key: Key, imbalanced: bool) -> None:
         """Partition `key` was written: imbalanced (to try again) or not."""
@@ -134,48 +128,31 @@ class LeaderBalance:
     def _retry_topic(self, tid: Uuid) -> None:
         """Try the partitions of topic `tid` set aside again (a builder reads its replica count)."""
         if self._tried:
-            moved = list(self._tried.irange((tid, -1), (tid, _PAST_PARTITIONS)))
+            moved = of_topic(self._tried, tid)
             if moved:
                 self._tried.difference_update(moved)
                 self._pending.update(moved)
 
-    def _maybe_schedule(self) -> None:
-        if self._scheduled or self._balancing or not (self._pending or self._tried) or self._owner is None:
-            return
-        self._scheduled = True
-        owner = self._owner
-        delay = IMMEDIATE_MS if self._immediately else self.config.leader_imbalance_check_interval_ms
+    def _balance(self) -> ControllerResult | None:
+        """One balancing: a preferred election of each imbalanced partition not set aside."""
+        image = self.engine.controller_image()
+        standing = () if image is None else (image.cluster, image.configs, image.features)
+        if len(standing) != len(self._tried_at) or any(a is not b for a, b in zip(standing, self._tried_at)):
+            self._pending.update(self._tried)  # (what their elections depend on changed)
+            self._tried.clear()
+        tried: list[Key] = []
 
-        def balance() -> None:
-            m = self.engine.leader_member()
-            if self._owner != owner or m is None or (m.id, m.epoch) != owner or self.engine.controller_id != m.id:
-                return  # (another controller took over: it scheduled its own)
-            image = self.engine.controller_image()
-            standing = () if image is None else (image.cluster, image.configs, image.features)
-            if len(standing) != len(self._tried_at) or any(a is not b for a, b in zip(standing, self._tried_at)):
-                self._pending.update(self._tried)  # (what their elections depend on changed)
-                self._tried.clear()
-            tried: list[Key] = []
+        def in_order() -> Iterator[Key]:
+            # (the rule has taken what it wants before `written` changes the set)
+            for key in self._pending:
+                tried.append(key)
+                yield key
 
-            def in_order() -> Iterator[Key]:
-                # (the rule has taken what it wants before `written` changes the set)
-                for key in self._pending:
-                    tried.append(key)
-                    yield key
-
-            self._balancing = True
-            try:
-                result = self.engine.execute(lambda ctx: balance_partition_leaders(ctx, in_order()))
-            finally:
-                self._balancing = False
-            if result is not None and result.ok and self.set_aside:
-                changed = {(r.message.topic_id, r.message.partition_id) for r in result.records}
-                unchanged = [k for k in tried if k not in changed and k in self._pending]
-                self._pending.difference_update(unchanged)
-                self._tried.update(unchanged)
-                self._tried_at = standing
-            self._scheduled = False
-            self._immediately = bool(result is not None and result.ok and result.response)
-            self._maybe_schedule()
-
-        self.engine.sched.after(delay, "leader-balance", owner[0], balance)
+        result = self.engine.execute(lambda ctx: balance_partition_leaders(ctx, in_order()))
+        if result is not None and result.ok and self.set_aside:
+            changed = {(r.message.topic_id, r.message.partition_id) for r in result.records}
+            unchanged = [k for k in tried if k not in changed and k in self._pending]
+            self._pending.difference_update(unchanged)
+            self._tried.update(unchanged)
+            self._tried_at = standing
+        return result

@@ -20,6 +20,7 @@ from sortedcontainers import SortedSet
 
 from kraftsim.controller import NO_LEADER_CHANGE, elect_unclean_leaders
 from kraftsim.image import NO_LEADER
+from kraftsim.sim.engine.controller_task import ControllerTask, of_topic
 from kraftsim.sim.engine.events import Scheduler
 from kraftsim.sim.engine.member import Member
 
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
     from kraftsim.protocol.primitives import Uuid
     from kraftsim.sim.types import SimConfig
 
-#: Kafka's delay of a look that follows one stopped at its limit.
-IMMEDIATE_MS = 10
-#: Above every partition id: the end of a topic's range of keys.
-_PAST_PARTITIONS = 1 << 31
 
 
 class UncleanContext(Protocol):
@@ -54,18 +51,15 @@ class UncleanElection:
         self.config = engine.config
         #: the partitions without a leader, in order
         self._leaderless: Any = SortedSet()
-        self._scheduled = False
-        self._immediately = False
-        self._electing = False  # (its own write schedules nothing: it decides the next one itself)
-        #: the controller (node, epoch) the state belongs to
-        self._owner: tuple[int, int] | None = None
+        self.task = ControllerTask(engine, "unclean-election", lambda: self.config.unclean_leader_election_interval_ms,
+                                   lambda: bool(self._leaderless), self._elect)
 
     def activated(self, m: Member, image: MetadataImage) -> None:
         """A controller became active: the leaderless partitions of its image, a look one interval on."""
-        self._owner, self._scheduled, self._immediately = (m.id, m.epoch), False, False
+        self.task.activated(m)
         self._leaderless = SortedSet((t.id, pid) for t in image.topics.by_id.values()
                                      for pid, p in t.partitions.items() if p.leader == NO_LEADER)
-        self._maybe_schedule()
+        self.task.maybe_schedule()
 
     def written(self, result: ControllerResult) -> None:
         """The records the active controller just wrote."""
@@ -82,29 +76,11 @@ class UncleanElection:
                     self._leaderless.discard(key)
             elif name == "RemoveTopicRecord":
                 tid = payload.message.topic_id
-                for key in list(self._leaderless.irange((tid, -1), (tid, _PAST_PARTITIONS))):
+                for key in of_topic(self._leaderless, tid):
                     self._leaderless.discard(key)
-        self._maybe_schedule()
+        self.task.maybe_schedule()
 
-    def _maybe_schedule(self) -> None:
-        if self._scheduled or self._electing or not self._leaderless or self._owner is None:
-            return
-        self._scheduled = True
-        owner = self._owner
-        delay = IMMEDIATE_MS if self._immediately else self.config.unclean_leader_election_interval_ms
-
-        def look() -> None:
-            m = self.engine.leader_member()
-            if self._owner != owner or m is None or (m.id, m.epoch) != owner or self.engine.controller_id != m.id:
-                return  # (another controller took over: it scheduled its own)
-            ordered: list[tuple[Uuid, int]] = list(self._leaderless)
-            self._electing = True
-            try:
-                result = self.engine.execute(lambda ctx: elect_unclean_leaders(ctx, ordered))
-            finally:
-                self._electing = False
-            self._scheduled = False
-            self._immediately = bool(result is not None and result.ok and result.response)
-            self._maybe_schedule()
-
-        self.engine.sched.after(delay, "unclean-election", owner[0], look)
+    def _elect(self) -> ControllerResult | None:
+        """One look: an unclean election of each leaderless partition whose topic allows it."""
+        ordered: list[tuple[Uuid, int]] = list(self._leaderless)
+        return self.engine.execute(lambda ctx: elect_unclean_leaders(ctx, ordered))
