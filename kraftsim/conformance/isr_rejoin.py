@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist
-from kraftsim.conformance.live_trio import LiveTrio
+from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic
 
 #: The topic's replicas, partition by partition (the first one leads).
 ASSIGNMENT = ((2, 3), (3, 2), (2, 3), (3, 2))
@@ -70,7 +70,6 @@ def measure(dist: KafkaDist, work: Path) -> Changes:
 
 def simulated(release: str, *, seed: int = 0) -> Changes:
     """The same steps in kraftsim's simulator."""
-    from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic
     from kraftsim.sim import SimConfig, Simulation
 
     config = SimConfig(leader_imbalance_check_interval_ms=IMBALANCE_CHECK_S * 1000)
@@ -78,11 +77,7 @@ def simulated(release: str, *, seed: int = 0) -> Changes:
         directory = Path(tmp) / "cluster"
         with Simulation.create(directory, controllers=1, brokers=2, release=release, seed=seed,
                                config=config) as sim:
-            topic = CreatableTopic(TOPIC, -1, -1, assignments=tuple(
-                CreatableReplicaAssignment(i, replicas) for i, replicas in enumerate(ASSIGNMENT)))
-            result = sim.send_create_topics([topic])
-            if result is None or not result.ok or result.response.topics[0].error_code != 0:
-                raise RuntimeError(f"the simulated cluster did not create the topic: {result}")
+            create_simulated_topic(sim, TOPIC, ASSIGNMENT)
             sim.run(round(SETTLE_S * 1000))
             sim.stop([3])
             sim.start([3])

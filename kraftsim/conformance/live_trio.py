@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import free_port
@@ -85,3 +86,14 @@ class LiveTrio:
 
     def _wait_unfenced(self, node: int, what: str) -> None:
         wait_for(self.brokers[node].proc, self._log(node), UNFENCED, f"Kafka {self.version} broker {node}'s {what}")
+
+
+def create_simulated_topic(sim: Any, topic: str, assignment: Sequence[Sequence[int]]) -> None:
+    """`LiveTrio.create_topic` in kraftsim's simulator `sim` (a Simulation): the same replicas per partition."""
+    from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic
+
+    made = CreatableTopic(topic, -1, -1, assignments=tuple(
+        CreatableReplicaAssignment(i, tuple(replicas)) for i, replicas in enumerate(assignment)))
+    result = sim.send_create_topics([made])
+    if result is None or not result.ok or result.response.topics[0].error_code != 0:
+        raise RuntimeError(f"the simulated cluster did not create the topic: {result}")

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
-from kraftsim.conformance.live_trio import LiveTrio
+from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic
 from kraftsim.conformance.tools import run_tool
 
 TOPIC = "t"
@@ -84,7 +84,6 @@ def measure(dist: KafkaDist, work: Path) -> list[Change]:
 
 def simulated(release: str, *, seed: int = 0) -> list[Change]:
     """The same steps in kraftsim's simulator."""
-    from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic
     from kraftsim.sim import SimConfig, Simulation
 
     config = SimConfig(unclean_leader_election_interval_ms=LOOK_S * 1000)
@@ -92,10 +91,7 @@ def simulated(release: str, *, seed: int = 0) -> list[Change]:
         directory = Path(tmp) / "cluster"
         with Simulation.create(directory, controllers=1, brokers=2, release=release, seed=seed,
                                config=config) as sim:
-            topic = CreatableTopic(TOPIC, -1, -1, assignments=(CreatableReplicaAssignment(0, REPLICAS),))
-            result = sim.send_create_topics([topic])
-            if result is None or not result.ok or result.response.topics[0].error_code != 0:
-                raise RuntimeError(f"the simulated cluster did not create the topic: {result}")
+            create_simulated_topic(sim, TOPIC, (REPLICAS,))
             sim.run(round(SETTLE_S * 1000))
             sim.stop([3])
             sim.crash([2])
