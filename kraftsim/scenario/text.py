@@ -3,6 +3,7 @@ the simulated time, then the expectations, the invariants and PASS or FAIL."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 
 from kraftsim.scenario.language import NodeSel
 from kraftsim.scenario.ops import (
@@ -122,8 +123,22 @@ def expect_line(e: ExpectResult) -> str:
     return f"  expect {e.key}{when}: FAILED, expected {_value(e.expected)}, actual {_value(e.actual)}"
 
 
-def summary_lines(result: ScenarioResult) -> list[str]:
-    """The expectations, invariants, metadata.version changes and the verdict."""
+def fenced_line(fenced: Mapping[int, int]) -> str | None:
+    """How long brokers were fenced during the steps (`Timeline.fenced_ms`): how many, the
+    longest and the sum, in simulated time; None for a cluster without brokers."""
+    if not fenced:
+        return None
+    hit = {b: ms for b, ms in fenced.items() if ms > 0}
+    if not hit:
+        return "  brokers fenced: none"
+    longest = min(hit, key=lambda b: (-hit[b], b))
+    return (f"  brokers fenced: {len(hit)} of {len(fenced)}, longest {hit[longest] / 1000:.3f} s (broker {longest}), "
+            f"{sum(hit.values()) / 1000:.3f} s in all")
+
+
+def summary_lines(result: ScenarioResult, fenced: Mapping[int, int] | None = None) -> list[str]:
+    """The expectations, invariants, metadata.version changes, how long brokers were fenced
+    (`fenced`: simulated ms per broker, when known) and the verdict."""
     out = [] if result.setup_error is None else [f"  setup FAILED: {result.setup_error}"]
     out += [expect_line(e) for e in result.expect]
     for ch in result.mv_changes:
@@ -135,6 +150,9 @@ def summary_lines(result: ScenarioResult) -> list[str]:
         out += [f"  invariant {i.name} BROKEN: {i.detail}" for i in broken]
     else:
         out.append(f"  invariants: all {len(result.invariants)} held")
+    line = fenced_line(fenced) if fenced is not None else None
+    if line is not None:
+        out.append(line)
     fin = result.final
     mv = fin.metadata_version
     out.append(f"  final: metadata.version {mv.name or 'none'} ({mv.level}), leader "

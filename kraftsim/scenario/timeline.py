@@ -246,6 +246,19 @@ class Timeline:
         ends = [s.time_ms for s in self.samples] + [m.time_ms for m in self.marks] + [s.end_ms for s in self.steps]
         return max(ends, default=0)
 
+    def fenced_ms(self) -> dict[int, int]:
+        """Simulated ms each broker spent fenced in the active controller's view (no
+        leaderships for it: stopped, crashed, or running and not yet unfenced), from the
+        samples up to the run's end; every broker the run saw, in id order."""
+        out: dict[int, int] = {n: 0 for n, roles in sorted(self.roles.items()) if "broker" in roles}
+        samples, end = self.samples, self.end_ms
+        for i, s in enumerate(samples):
+            until = samples[i + 1].time_ms if i + 1 < len(samples) else end
+            for node, ns in s.nodes:
+                if node in out and ns.fenced:
+                    out[node] += max(0, until - s.time_ms)
+        return out
+
 
 def node_state(sample: Sample, node: int) -> tuple[str, str | None]:
     """A node's state in a sample as drawn ("fenced" for a running fenced broker, "absent"

@@ -45,6 +45,8 @@ def test_human_output_names_the_failed_expectation(tmp_path: Path, capsys: pytes
     assert code == 1
     assert "  expect topics: FAILED, expected 5, actual 0" in out
     assert out.rstrip().endswith("FAIL failing")
+    # (how long brokers were fenced comes before the final state: none here)
+    assert "  brokers fenced: none\n  final: " in out
 
 
 def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

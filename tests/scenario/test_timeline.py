@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.html_report import render
 from kraftsim.scenario.runner import run_scenario
+from kraftsim.scenario.text import fenced_line
+from kraftsim.scenario.validate import parse_scenario
 from kraftsim.scenario.timeline import NodeSample, Sample, Span, StepSpan, Timeline
 from kraftsim.scenario.timeline_svg import LEFT, RIGHT, WIDTH, label_rows, text_width, tick_step
 
-from tests.scenario.helpers import SUITE
+from tests.scenario.helpers import SUITE, scenario_text
 
 
 def _spans(tl: Timeline, kind: str, node: int | None = None) -> list[Span]:
@@ -129,3 +131,59 @@ def test_step_labels_never_overlap_and_stay_on_the_drawing(starts: list[tuple[in
     for (r1, _, a1), (r2, b0, _) in zip(boxes, boxes[1:]):
         assert r1 != r2 or a1 + 4 <= b0 + 1e-6
     assert all(0 <= a0 and a1 <= WIDTH for _, a0, a1 in boxes) and rows == 1 + max(b[0] for b in boxes)
+
+
+#: Broker 3 stopped for 30 s, then broker 2 crashed (fenced only once its session expires)
+#: and started again with 12 s more of simulated time, and a last wait.
+STOP_AND_CRASH = """
+[[step]]
+op = "stop"
+nodes = [3]
+[[step]]
+op = "run"
+ms = 30000
+[[step]]
+op = "start"
+nodes = [3]
+[[step]]
+op = "crash"
+nodes = [2]
+[[step]]
+op = "run"
+ms = 12000
+[[step]]
+op = "start"
+nodes = [2]
+[[step]]
+op = "wait"
+[expect]
+has_leader = true
+"""
+
+
+def test_fenced_time_per_broker_is_what_the_controller_s_fence_and_unfence_events_span() -> None:
+    events: list[tuple[int, int, str]] = []
+    run = run_scenario(parse_scenario(scenario_text(STOP_AND_CRASH), "t.toml"),
+                       on_event=lambda e: events.append((e.time_ms, e.node, e.kind))
+                       if e.kind in ("fence", "unfence") else None)
+    assert run.result.passed
+    spans: dict[int, int] = {2: 0, 3: 0}
+    since: dict[int, int] = {}
+    for at, node, kind in events:
+        if kind == "fence":
+            since.setdefault(node, at)
+        elif node in since:
+            spans[node] += at - since.pop(node)
+    assert not since  # (both unfenced again by the end)
+    fenced = run.timeline.fenced_ms()
+    assert fenced == spans
+    assert 30000 <= fenced[3] < 31000  # stopped for 30 s, unfenced once registered again
+    assert 0 < fenced[2] < 12000  # fenced after its session expired, not at the crash
+    assert fenced_line(fenced) == (f"  brokers fenced: 2 of 2, longest {fenced[3] / 1000:.3f} s (broker 3), "
+                                   f"{(fenced[2] + fenced[3]) / 1000:.3f} s in all")
+
+
+def test_fenced_line_names_the_longest_lowest_id_first_and_says_none() -> None:
+    assert fenced_line({}) is None  # (no brokers)
+    assert fenced_line({4: 0, 5: 0}) == "  brokers fenced: none"
+    assert fenced_line({4: 1500, 5: 1500, 6: 0}) == "  brokers fenced: 2 of 3, longest 1.500 s (broker 4), 3.000 s in all"

@@ -100,19 +100,6 @@ def reproducer_text(item: dict[str, Any]) -> tuple[str, list[str]]:
     return to_toml(raw, comments), schedule
 
 
-def _fenced_ms(timeline: Any) -> dict[int, int]:
-    """Simulated ms each broker spent fenced, from the timeline's samples up to its end."""
-    out: dict[int, int] = {n: 0 for n, roles in sorted(timeline.roles.items()) if "broker" in roles}
-    samples = timeline.samples
-    end = timeline.end_ms
-    for i, s in enumerate(samples):
-        until = samples[i + 1].time_ms if i + 1 < len(samples) else end
-        for node, ns in s.nodes:
-            if node in out and ns.fenced:
-                out[node] += max(0, until - s.time_ms)
-    return out
-
-
 def _first_failure(result: ScenarioResult) -> tuple[str | None, int | None]:
     """The first thing that made the run fail, as one line, and the step it happened in."""
     if result.setup_error:
@@ -158,7 +145,7 @@ def sweep_row(item: dict[str, Any]) -> list[dict[str, Any]]:
         return [row]
     res = outcome.result
     failure, failed_step = _first_failure(res)
-    fenced = _fenced_ms(outcome.timeline)
+    fenced = outcome.timeline.fenced_ms()
     injected = [s.note is not None and s.note.startswith("sweep fault:") for s in scenario.steps]
     row.update(
         verdict="pass" if res.passed else "fail", passed=res.passed, failure=failure, failed_step=failed_step,
