@@ -247,9 +247,10 @@ class Timeline:
         return max(ends, default=0)
 
     def fenced_ms(self) -> dict[int, int]:
-        """Simulated ms each broker spent fenced in the active controller's view (no
-        leaderships for it: stopped, crashed, or running and not yet unfenced), from the
-        samples up to the run's end; every broker the run saw, in id order."""
+        """Simulated ms each broker spent fenced in the active controller's view, so given
+        no leaderships (from a controlled shutdown or an expired session until its next
+        incarnation is unfenced), from the samples up to the run's end; every broker the run
+        saw, in id order."""
         out: dict[int, int] = {n: 0 for n, roles in sorted(self.roles.items()) if "broker" in roles}
         samples, end = self.samples, self.end_ms
         for i, s in enumerate(samples):
