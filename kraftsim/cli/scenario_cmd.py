@@ -187,7 +187,7 @@ def _run(args: argparse.Namespace) -> int:
         elif args.json:
             print(result_json(result), flush=True)
         else:
-            lines = summary_lines(result, outcome.timeline.fenced_ms())
+            lines = summary_lines(result)
             if scenario.recorded_failure is not None:  # its verdict says what the file reproduces
                 lines = lines[:-1] + report_lines(scenario.recorded_failure, scenario.path, result)
             print("\n".join(paint_prefix(line, VERDICTS) for line in lines), flush=True)

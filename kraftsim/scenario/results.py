@@ -1,5 +1,6 @@
 """A scenario's result: contract 5 of DESIGN.md, plus a few keys kraftsim adds at the end of
 each object (`time_ms`, `output`, `loss_report`, `mv_changes`, `fenced`, `detail`).
+The result's `fenced` is how long each broker was fenced; a node's, whether it is at the end.
 
 Field order is the contract's and is the order of the JSON keys; the JSON line is
 msgspec's encoding of these structs, so one run gives one byte sequence.
@@ -80,6 +81,14 @@ class MvChangeOut(msgspec.Struct):
     snapshots: list[str]
 
 
+class FencedOut(msgspec.Struct):
+    """Simulated ms one broker spent fenced during the steps (scenario.timeline's
+    `Timeline.fenced_ms`): what a roll or a fault costs it in leaderships."""
+
+    broker: int
+    ms: int
+
+
 class ScenarioResult(msgspec.Struct):
     name: str
     seed: int
@@ -91,6 +100,8 @@ class ScenarioResult(msgspec.Struct):
     digest: str
     time_ms: int = 0
     mv_changes: list[MvChangeOut] = []
+    #: Every broker the run saw, in id order.
+    fenced: list[FencedOut] = []
     #: Why the new cluster did not reach a stable state before the first step (the run fails).
     setup_error: str | None = None
 

@@ -27,6 +27,7 @@ from kraftsim.scenario.ops import FeaturesChange, Step
 from kraftsim.scenario.losses import loss_report_before, mv_changes_of, mv_name
 from kraftsim.scenario.results import (
     ExpectResult,
+    FencedOut,
     FinalState,
     InvariantOut,
     MvName,
@@ -182,6 +183,7 @@ def _run_in(scenario: Scenario, seed: int, directory: Path, on_step: Callable[[S
         result = ScenarioResult(name=scenario.name, seed=seed, passed=passed, steps=steps, expect=expects,
                                 invariants=invariants, final=final, digest=final_digest(final, digests),
                                 time_ms=sim.now_ms - timeline.origin_ms, mv_changes=mv_changes_of(sim, scenario),
+                                fenced=[FencedOut(b, ms) for b, ms in timeline.fenced_ms().items()],
                                 setup_error=setup_error)
         return RunOutcome(scenario, result, timeline)
     finally:

@@ -136,9 +136,9 @@ def fenced_line(fenced: Mapping[int, int]) -> str | None:
             f"{sum(hit.values()) / 1000:.3f} s in all")
 
 
-def summary_lines(result: ScenarioResult, fenced: Mapping[int, int] | None = None) -> list[str]:
+def summary_lines(result: ScenarioResult) -> list[str]:
     """The expectations, invariants, metadata.version changes, how long brokers were fenced
-    (`fenced`: simulated ms per broker, when known) and the verdict."""
+    and the verdict."""
     out = [] if result.setup_error is None else [f"  setup FAILED: {result.setup_error}"]
     out += [expect_line(e) for e in result.expect]
     for ch in result.mv_changes:
@@ -150,7 +150,7 @@ def summary_lines(result: ScenarioResult, fenced: Mapping[int, int] | None = Non
         out += [f"  invariant {i.name} BROKEN: {i.detail}" for i in broken]
     else:
         out.append(f"  invariants: all {len(result.invariants)} held")
-    line = fenced_line(fenced) if fenced is not None else None
+    line = fenced_line({f.broker: f.ms for f in result.fenced})
     if line is not None:
         out.append(line)
     fin = result.final

@@ -4,6 +4,7 @@ and the drawing's layout rules: step labels that never overlap, round ticks."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 from kraftsim.scenario import load_scenario
 from kraftsim.scenario.html_report import render
+from kraftsim.scenario.results import result_json
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.text import fenced_line
 from kraftsim.scenario.validate import parse_scenario
@@ -181,6 +183,8 @@ def test_fenced_time_per_broker_is_what_the_controller_s_fence_and_unfence_event
     assert 0 < fenced[2] < 12000  # fenced after its session expired, not at the crash
     assert fenced_line(fenced) == (f"  brokers fenced: 2 of 2, longest {fenced[3] / 1000:.3f} s (broker 3), "
                                    f"{(fenced[2] + fenced[3]) / 1000:.3f} s in all")
+    # The --json result carries the same figures, broker by broker.
+    assert json.loads(result_json(run.result))["fenced"] == [{"broker": 2, "ms": fenced[2]}, {"broker": 3, "ms": fenced[3]}]
 
 
 def test_fenced_line_names_the_longest_lowest_id_first_and_says_none() -> None:

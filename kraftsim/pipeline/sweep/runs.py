@@ -145,7 +145,6 @@ def sweep_row(item: dict[str, Any]) -> list[dict[str, Any]]:
         return [row]
     res = outcome.result
     failure, failed_step = _first_failure(res)
-    fenced = outcome.timeline.fenced_ms()
     injected = [s.note is not None and s.note.startswith("sweep fault:") for s in scenario.steps]
     row.update(
         verdict="pass" if res.passed else "fail", passed=res.passed, failure=failure, failed_step=failed_step,
@@ -156,8 +155,8 @@ def sweep_row(item: dict[str, Any]) -> list[dict[str, Any]]:
         digest=res.digest, metadata_version=res.final.metadata_version.name, leader=res.final.leader,
         time_ms=res.time_ms, events=sum(counts.values()), elections=counts.get("election", 0),
         leader_changes=counts.get("leader", 0), messages_dropped=counts.get("drop", 0),
-        fenced=[{"broker": b, "ms": ms} for b, ms in fenced.items()],
-        fenced_ms_max=max(fenced.values(), default=0),
+        fenced=[{"broker": f.broker, "ms": f.ms} for f in res.fenced],
+        fenced_ms_max=max((f.ms for f in res.fenced), default=0),
         snapshot_bytes=sum(int(m.group(1)) for s in res.steps for line in s.output
                            if (m := _SNAPSHOT_BYTES.match(line))),
         result=result_json(res), reproducer=None if res.passed else text,
