@@ -667,7 +667,9 @@ def replay_into(loader: MetadataLoader, node, start: int, upto: int,  # type: ig
                 break
         idle, before, raft_before = loader.idle, loader.image, (loader.kraft_version, loader.voters)
         publishes, faults = loader.publishes, len(loader.faults)
-        loader.handle_commit([_committed(node, fb, first, upto, cut) for fb, first, cut in todo[done:stop]])
+        # (decoded one batch at a time, as Kafka's batch reader hands them over: a replay from
+        # the log's start gathers millions of records into one commit)
+        loader.handle_commit(_committed(node, fb, first, upto, cut) for fb, first, cut in todo[done:stop])
         share.replayed += stop - done
         # (a run that ends idle, without faults, on the image it last published; a transaction
         # at its start publishes once more, before the Begin: shadows have no publishers)
