@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import cast
 
 from kraftsim.cli.common import kafka_tool
 
@@ -37,36 +38,44 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
 
-def _alter(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation
-
+def alter_step(args: argparse.Namespace) -> tuple[str, dict[str, object]]:
+    """The scenario step (`alter-topic-config` or `alter-broker-config`) the command makes;
+    ValueError with the usage error's text for arguments it refuses."""
     to_set: dict[str, str] = {}
     for item in filter(None, re.split("," + _OUTSIDE_BRACKETS, args.add_config or "")):
         pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
         if len(pair) != 2 or not pair[0].strip():
-            print(f"kraftsim: error: --add-config: expected KEY=VALUE, got {item!r}", file=sys.stderr)
-            return 2
+            raise ValueError(f"--add-config: expected KEY=VALUE, got {item!r}")
         to_set[pair[0].strip()] = re.sub(r"[\[\]]", "", pair[1]).strip()  # k=[a,b] sets "a,b"
     to_delete = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not to_set and not to_delete:
-        print("kraftsim: error: give --add-config or --delete-config", file=sys.stderr)
-        return 2
+        raise ValueError("give --add-config or --delete-config")
+    changes: dict[str, object] = {"configs": to_set, "delete": to_delete}
     if args.entity_type == "topics":
         if args.entity_default:
-            print("kraftsim: error: --entity-default: topics have no default entity; give --entity-name TOPIC",
-                  file=sys.stderr)
-            return 2
+            raise ValueError("--entity-default: topics have no default entity; give --entity-name TOPIC")
+        return "alter-topic-config", {"topic": args.entity_name, **changes}
+    if not args.entity_default and not args.entity_name.isdigit():
+        raise ValueError(f"--entity-name: expected a broker id, got {args.entity_name!r}")
+    return "alter-broker-config", {"broker": None if args.entity_default else int(args.entity_name), **changes}
+
+
+def _alter(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+
+    try:
+        op, step = alter_step(args)
+    except ValueError as e:
+        print(f"kraftsim: error: {e}", file=sys.stderr)
+        return 2
+    to_set, to_delete = cast(dict[str, str], step["configs"]), cast(list[str], step["delete"])
+    if op == "alter-topic-config":
         with Simulation.open(args.cluster) as sim:
             lines = sim.alter_topic_config(args.entity_name, to_set, to_delete)
         for line in lines:
             print(line)
         return 0
-    broker = None
-    if not args.entity_default:
-        if not args.entity_name.isdigit():
-            print(f"kraftsim: error: --entity-name: expected a broker id, got {args.entity_name!r}", file=sys.stderr)
-            return 2
-        broker = int(args.entity_name)
+    broker = cast("int | None", step["broker"])
     with Simulation.open(args.cluster) as sim:
         lines = sim.alter_broker_config(broker, to_set, to_delete)
         # Each command is its own session of simulated time: let the brokers heartbeat with the

@@ -267,7 +267,7 @@ def served_directory(args: argparse.Namespace) -> str | None:
     """The directory a command acts on when it is one `kraftsim serve` carries out."""
     if args.command == "cluster" and getattr(args, "cluster_command", None) in SERVED_CLUSTER_COMMANDS:
         return str(args.dir)
-    if args.command in ("features", "topics", "leader-election") and getattr(args, "cluster", None):
+    if args.command in ("features", "topics", "leader-election", "configs") and getattr(args, "cluster", None):
         return str(args.cluster)
     return None
 

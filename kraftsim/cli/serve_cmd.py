@@ -106,7 +106,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class CliCommands:
-    """The cluster, features, topics and leader-election commands a served directory receives,
+    """The cluster, features, topics, leader-election and configs commands a served directory receives,
     run with the CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
 
     def run(self, argv: Sequence[str]) -> int:
@@ -126,6 +126,11 @@ class CliCommands:
             return None
         if args.command == "features":
             return _features_step(args)
+        if args.command == "configs":
+            from kraftsim.cli.configs_cmd import alter_step
+
+            op, step = alter_step(args)
+            return op, {key: value if value or key == "broker" else None for key, value in step.items()}
         if args.command == "topics" and args.topics_command in ("create", "alter", "delete"):
             if args.topics_command == "delete":
                 return "delete-topics", {"names": list(args.names)}
@@ -186,8 +191,8 @@ def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | Non
 
 
 def serve(*args: Any, **kwargs: Any) -> Any:
-    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features, topics and leader-election
-    commands on its directory handed over to it, as `kraftsim serve` takes them."""
+    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features, topics, leader-election and
+    configs commands on its directory handed over to it, as `kraftsim serve` takes them."""
     from kraftsim.wire.api import serve as serve_cluster
 
     return serve_cluster(*args, commands=CliCommands(), **kwargs)

@@ -9,12 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import free_port
 from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, node_config, wait_for
 from kraftsim.conformance.tools import run_tool
+
+if TYPE_CHECKING:
+    from kraftsim.sim import Simulation
 
 BROKERS = (2, 3)
 
@@ -25,7 +28,7 @@ class LiveTrio:
     def __init__(self, dist: KafkaDist, work: Path, controller_lines: Sequence[str] = ()) -> None:
         self.dist, self.work = dist, work
         self.version = dist.release.version
-        cport = free_port()
+        cport = self.controller_port = free_port()
         self.ports = {node: free_port() for node in BROKERS}
         self.configs = {1: node_config(work / "controller", 1, "controller", cport, None, tuple(controller_lines))}
         for node in BROKERS:
@@ -63,6 +66,11 @@ class LiveTrio:
     def bootstrap(self, node: int) -> str:
         return f"127.0.0.1:{self.ports[node]}"
 
+    @property
+    def bootstrap_controller(self) -> str:
+        """The controller's listener (a tool's --bootstrap-controller)."""
+        return f"127.0.0.1:{self.controller_port}"
+
     def create_topic(self, topic: str, assignment: Sequence[Sequence[int]]) -> None:
         """kafka-topics --create with the given replicas per partition, through broker 2."""
         text = ",".join(":".join(map(str, replicas)) for replicas in assignment)
@@ -88,8 +96,8 @@ class LiveTrio:
         wait_for(self.brokers[node].proc, self._log(node), UNFENCED, f"Kafka {self.version} broker {node}'s {what}")
 
 
-def create_simulated_topic(sim: Any, topic: str, assignment: Sequence[Sequence[int]]) -> None:
-    """`LiveTrio.create_topic` in kraftsim's simulator `sim` (a Simulation): the same replicas per partition."""
+def create_simulated_topic(sim: Simulation, topic: str, assignment: Sequence[Sequence[int]]) -> None:
+    """`LiveTrio.create_topic` in kraftsim's simulator `sim`: the same replicas per partition."""
     from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic
 
     made = CreatableTopic(topic, -1, -1, assignments=tuple(

@@ -27,6 +27,7 @@ from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.storage import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
+from kraftsim.javacompat import string_hash_order
 from kraftsim.protocol.entries import Payload
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -123,6 +124,14 @@ def _new_value(rtype: int, key: str, op: int, current: str | None, value: str | 
     return None, ApiError("INVALID_REQUEST", f"Unknown alter config operation {op}")
 
 
+def _in_hash_map_order(configs: tuple[AlterableConfig, ...]) -> list[AlterableConfig]:
+    """The changes as Kafka's controller takes them: put by name into a HashMap (ControllerApis,
+    and the CreateTopics path's), so a name given twice keeps its first place and its last
+    change, and the names go in the map's order, which is also the order of their records."""
+    last = {c.name: c for c in configs}
+    return [last[name] for name in string_hash_order(list(last))]
+
+
 def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, configs: tuple[AlterableConfig, ...],
                            *, newly_created: bool = False) -> tuple[list[Payload], ApiError]:
     """The ConfigRecords of one resource's changes, or the error that refuses them all."""
@@ -131,7 +140,7 @@ def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, config
     current = ctx.image.configs.config(rtype, name)
     records: list[Payload] = []
     changed: list[tuple[str, str | None]] = []
-    for c in configs:
+    for c in _in_hash_map_order(configs):
         old = current.get(c.name)
         new, err = _new_value(rtype, c.name, c.config_operation, old, c.value)
         if not err.ok:

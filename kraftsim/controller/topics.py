@@ -31,6 +31,7 @@ from kraftsim.controller.replica_placement import (
     usable_brokers,
 )
 from kraftsim.controller.topic_configs import topic_config_error
+from kraftsim.javacompat import string_hash_order
 from kraftsim.controller.result import (
     MAX_RECORDS_PER_USER_OP,
     NO_METADATA_VERSION,
@@ -358,7 +359,8 @@ def _created_topics(ctx: ControllerContext, req: CreateTopicsRequest, mv: Metada
                                                replication_factor=len(plan[0][0]))
         records.append(payload(reg, "TopicRecord", 0, name=t.name, topic_id=tid))
         configs = {c.name: c.value for c in t.configs}
-        for key, value in configs.items():
+        for key in string_hash_order(list(configs)):  # (Kafka's controller puts them into a HashMap)
+            value = configs[key]
             records.append(payload(reg, "ConfigRecord", 0, resource_type=TOPIC, resource_name=t.name, name=key,
                                    value=value))
         if elr and MIN_INSYNC_REPLICAS in configs:

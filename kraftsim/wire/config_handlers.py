@@ -1,4 +1,4 @@
-"""IncrementalAlterConfigs (`kafka-configs --alter`) on topics, answered as Kafka answers it.
+"""IncrementalAlterConfigs (`kafka-configs --alter`) on topics and brokers, answered as Kafka answers it.
 
 A broker first checks the request itself (ConfigAdminManager's preprocessing): a resource
 named twice, a config key named twice in one resource, or a value missing where the operation
@@ -7,11 +7,15 @@ judges each topic's resulting configs by its release's definitions. A controller
 (`--bootstrap-controller`) takes the request as Kafka's ControllerApis does: a resource named
 again is answered "Duplicate resource." and the rest goes to the controller.
 
-Only topics are carried out: a broker's own configs are also checked by the broker against its
-dynamic-config rules, which kraftsim does not model, so a request naming any other resource is
-not carried out (the connection closes and `serve` says so once) rather than accepted wrongly.
-The answers keep the request's order. Each change is recorded as an `alter-topic-config` step
-holding the values it left (an append or subtract as the value it made).
+Topics are carried out on either listener. A broker's configs (`--entity-type brokers`, a
+broker id or the cluster-wide default) are carried out through a controller listener only:
+there Kafka's controller checks nothing but the broker's id, while a broker first checks them
+against its dynamic-config rules (ConfigAdminManager, DynamicBrokerConfig), which kraftsim
+does not model. A request kraftsim cannot answer as Kafka would (a broker's configs through a
+broker, broker loggers, client metrics, groups) is not carried out (the connection closes and
+`serve` says so once) rather than accepted wrongly. The answers keep the request's order.
+Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
+values it left (an append or subtract as the value it made).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import OP_DELETE, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
-from kraftsim.image import TOPIC
+from kraftsim.image import BROKER, TOPIC
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
@@ -50,13 +54,21 @@ def _broker_check(r: AlterConfigsResource, repeated: bool) -> str | None:
     return f"Null value not supported for : {', '.join(nulls)}" if nulls else None
 
 
+def _carried_out(resource_type: int, listener: Listener) -> bool:
+    """Whether kraftsim answers a change of this resource type on `listener` as Kafka does
+    (see the module docstring)."""
+    return resource_type == TOPIC or (resource_type == BROKER and listener.role == CONTROLLER)
+
+
 def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
                               body: Mapping[str, Any]) -> Body:
     resources = [_resource(r) for r in body.get("Resources") or []]
     others = sorted({RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))
-                     for r in resources if r.resource_type != TOPIC})
+                     for r in resources if not _carried_out(r.resource_type, listener)})
     if others:
-        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)} configs (only topics' are)")
+        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)} configs through a "
+                            f"{listener.role} listener (topics' are carried out, and brokers' through a "
+                            "controller listener: --bootstrap-controller)")
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}
@@ -89,14 +101,19 @@ def incremental_alter_configs(served: ServedCluster, listener: Listener, version
 
 
 def _record(served: ServedCluster, r: AlterConfigsResource, at: int) -> None:
-    """The change as the `alter-topic-config` step that makes it again: the values it left."""
+    """The change as the `alter-topic-config` or `alter-broker-config` step that makes it
+    again: the values it left."""
     leader = served.sim.leader()
     image = served.sim.image(leader) if leader is not None else None
-    now = image.configs.config(TOPIC, r.resource_name) if image is not None else {}
+    now = image.configs.config(r.resource_type, r.resource_name) if image is not None else {}
     configs = {c.name: now[c.name] for c in r.configs if c.config_operation != OP_DELETE and c.name in now}
     delete = [c.name for c in r.configs if c.name not in configs]
-    served.record("alter-topic-config", {"topic": r.resource_name, "configs": configs or None,
-                                         "delete": delete or None}, at)
+    changed = {"configs": configs or None, "delete": delete or None}
+    if r.resource_type == TOPIC:
+        served.record("alter-topic-config", {"topic": r.resource_name, **changed}, at)
+    else:  # (a broker's id, or "" for the cluster-wide default: the step's broker left out)
+        served.record("alter-broker-config", {"broker": int(r.resource_name) if r.resource_name else None,
+                                              **changed}, at)
 
 
 HANDLERS: dict[int, Handler] = {INCREMENTAL_ALTER_CONFIGS_KEY: incremental_alter_configs}

@@ -47,6 +47,8 @@ from kraftsim.controller.delegation_tokens import (
     sweep_expired_delegation_tokens,
     token_hmac,
 )
+from kraftsim.controller import CreatableTopicConfig
+from kraftsim.javacompat import string_hash_order
 from kraftsim.controller.producer_ids import AllocateProducerIdsRequest, allocate_producer_ids
 from kraftsim.controller.scram import (
     AlterUserScramCredentialsRequest,
@@ -91,6 +93,26 @@ def test_set_and_delete_write_config_records_only_for_changes(cluster):
     assert [to_json(p)["data"] for p in r.records] == [
         {"resourceType": 2, "resourceName": "t", "name": "segment.ms", "value": None}]
     assert cluster.image.configs.config(TOPIC, "t") == {"retention.ms": "100"}
+
+
+def test_the_records_of_one_change_go_in_the_order_of_kafkas_hash_map_of_names(cluster):
+    """ControllerApis puts a resource's changes into a java.util.HashMap by name: the records
+    follow its order, whatever the request's, and a name given twice keeps its first place
+    and its last change."""
+    given = ("log.flush.interval.ms", "log.retention.ms", "log.cleaner.threads")
+    assert string_hash_order(list(given)) == ["log.retention.ms", "log.flush.interval.ms", "log.cleaner.threads"]
+    r = alter(cluster, (BROKER, "", tuple((k, OP_SET, str(i)) for i, k in enumerate(given))
+                        + (("log.flush.interval.ms", OP_SET, "9"),)))
+    assert [(d["name"], d["value"]) for d in (to_json(p)["data"] for p in r.records)] == [
+        ("log.retention.ms", "1"), ("log.flush.interval.ms", "9"), ("log.cleaner.threads", "2")]
+
+
+def test_a_new_topics_config_records_go_in_the_order_of_kafkas_hash_map_of_names(cluster):
+    """CreateTopics' configs go through the same HashMap by name on the controller."""
+    made = cluster.create("u", 1, 1, configs=(CreatableTopicConfig("retention.bytes", "7"),
+                                             CreatableTopicConfig("retention.ms", "100")))
+    written = [to_json(p)["data"]["name"] for p in made.records if p.record_type.name == "ConfigRecord"]
+    assert written == string_hash_order(["retention.bytes", "retention.ms"]) == ["retention.ms", "retention.bytes"]
 
 
 def test_broker_resources_always_get_a_record(cluster):

@@ -1,8 +1,9 @@
 """`kraftsim serve` carries out CreatePartitions (kafka-topics --alter --partitions) and
 IncrementalAlterConfigs on topics (kafka-configs --alter), as a broker and a controller
-listener of the release answer them; a config change of another resource closes the
-connection and is said once on stderr (the broker-side checks of broker configs are not
-modelled)."""
+listener of the release answer them, and on brokers through a controller listener (where
+Kafka's controller checks only the broker's id); a broker config change through a broker
+closes the connection and is said once on stderr (the broker-side checks of broker configs
+are not modelled)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ import kraftsim
 from kraftsim.controller import error_codes
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.validate import load_scenario
+from kraftsim.sim import Simulation
 from tests.wire.client import rpc
 
 ERR = error_codes()
-CREATE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS = 19, 37, 44
+CREATE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS, DESCRIBE_CONFIGS = 19, 37, 44, 32
+TOPIC, BROKER = 2, 4
 
 
 def _image(served):
@@ -27,8 +30,9 @@ def _topic(address: str, name: str, partitions: int) -> None:
     assert body["Topics"][0]["ErrorCode"] == 0
 
 
-def _alter(address: str, *resources: tuple[str, list[tuple[str, int, str | None]]], validate_only: bool = False):
-    body = {"Resources": [{"ResourceType": 2, "ResourceName": name,
+def _alter(address: str, *resources: tuple[str, list[tuple[str, int, str | None]]], validate_only: bool = False,
+           resource_type: int = TOPIC):
+    body = {"Resources": [{"ResourceType": resource_type, "ResourceName": name,
                            "Configs": [{"Name": k, "ConfigOperation": op, "Value": v} for k, op, v in configs]}
                           for name, configs in resources], "ValidateOnly": validate_only}
     answer = rpc(address, ALTER_CONFIGS, 1, body)
@@ -75,18 +79,49 @@ def test_topic_configs_are_altered_and_judged_and_the_broker_checks_the_request_
         assert k.call(lambda s: _image(s).configs.config(2, "t")["retention.ms"]) == "1000"
 
 
-def test_a_config_change_of_a_broker_is_not_carried_out_and_said_once(capsys):
+def test_a_config_change_of_a_broker_through_a_broker_is_not_carried_out_and_said_once(capsys):
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         capsys.readouterr()
-        broker = {"Resources": [{"ResourceType": 4, "ResourceName": "1",
+        broker = {"Resources": [{"ResourceType": BROKER, "ResourceName": "1",
                                  "Configs": [{"Name": "log.cleaner.threads", "ConfigOperation": 0, "Value": "2"}]}],
                   "ValidateOnly": False}
         for _ in range(2):
             assert rpc(k.address(1), ALTER_CONFIGS, 1, broker) is None
+        assert k.call(lambda s: _image(s).configs.config(BROKER, "1")) == {}
         err = capsys.readouterr().err
-    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs (only topics' are) is not "
-                                "carried out by kraftsim serve: the connection that asked was closed, and the client "
-                                "will retry until its timeout"]
+    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs through a broker listener "
+                                "(topics' are carried out, and brokers' through a controller listener: "
+                                "--bootstrap-controller) is not carried out by kraftsim serve: the connection that "
+                                "asked was closed, and the client will retry until its timeout"]
+
+
+def _described(address: str, broker: str) -> dict[str, tuple[str, int]]:
+    _, body = rpc(address, DESCRIBE_CONFIGS, 4, {"Resources": [{"ResourceType": BROKER, "ResourceName": broker,
+                                                                "ConfigurationKeys": None}],
+                                                 "IncludeSynonyms": False, "IncludeDocumentation": False})
+    return {c["Name"]: (c["Value"], c["ConfigSource"]) for c in body["Results"][0]["Configs"]}
+
+
+def test_broker_configs_through_a_controller_are_checked_as_kafkas_controller_checks_them():
+    with kraftsim.serve(controllers=1, brokers=2, release="4.4.0") as k:
+        ctl = k.address(1, "controller")
+        brokers = dict(resource_type=BROKER)
+        assert _alter(ctl, ("2", [("log.cleaner.threads", 0, "2")]), **brokers) == [("2", 0, None)]
+        assert _alter(ctl, ("", [("log.retention.ms", 0, "60000")]), **brokers) == [("", 0, None)]
+        # the controller checks the broker's id, not the value (the broker would: not modelled)
+        assert _alter(ctl, ("3", [("log.cleaner.threads", 0, "many")]), **brokers) == [("3", 0, None)]
+        assert _alter(ctl, ("x", [("log.cleaner.threads", 0, "2")]), **brokers) == [
+            ("x", ERR["INVALID_REQUEST"], "Unable to parse broker name as a base 10 number.")]
+        assert _alter(ctl, ("9", [("log.cleaner.threads", 0, "2")]), **brokers) == [
+            ("9", ERR["BROKER_ID_NOT_REGISTERED"], "No node with id 9 found.")]
+        assert _alter(ctl, ("2", [("log.cleaner.threads", 0, "4")]), validate_only=True, **brokers) == [("2", 0, None)]
+        # what the brokers' images hold, as DescribeConfigs answers it (own over the cluster default;
+        # min.insync.replicas is the cluster default 4.4's controller set on enabling ELR)
+        defaults = {"log.retention.ms": ("60000", 3), "min.insync.replicas": ("1", 3)}
+        assert _described(k.address(2), "2") == {"log.cleaner.threads": ("2", 2), **defaults}
+        assert _described(k.address(2), "") == defaults
+        assert _alter(ctl, ("2", [("log.cleaner.threads", 1, None)]), **brokers) == [("2", 0, None)]
+        assert k.call(lambda s: _image(s).configs.config(BROKER, "2")) == {}
 
 
 def test_a_served_session_of_alters_replays_as_its_recording(tmp_path):
@@ -98,10 +133,21 @@ def test_a_served_session_of_alters_replays_as_its_recording(tmp_path):
         _alter(k.address(1), ("t", [("cleanup.policy", 0, "compact")]))
         _alter(k.address(1), ("t", [("cleanup.policy", 2, "delete"), ("retention.ms", 0, "9")]))
         assert _alter(k.address(1), ("t", [])) == [("t", 0, None)]  # nothing to change: not recorded
+        ctl = k.address(1, "controller")
+        _alter(ctl, ("", [("log.retention.ms", 0, "60000")]), resource_type=BROKER)
+        _alter(ctl, ("1", [("log.cleaner.threads", 0, "3")]), resource_type=BROKER)
+        _alter(ctl, ("1", [("log.cleaner.threads", 1, None)]), resource_type=BROKER)
+        served_configs = k.call(lambda s: (_image(s).configs.config(BROKER, ""), _image(s).configs.config(BROKER, "1")))
     text = record.read_text()
     assert 'op = "create-partitions"' in text and 'op = "alter-topic-config"' in text
     assert '"cleanup.policy" = "compact,delete"' in text  # the append, as the value it left
-    result = run_scenario(load_scenario(record)).result
+    result = run_scenario(load_scenario(record), keep=tmp_path / "replayed").result
     assert result.passed, result
     assert [s.op for s in result.steps if s.op != "run"] == ["create-topics", "create-partitions",
-                                                               "alter-topic-config", "alter-topic-config"]
+                                                               "alter-topic-config", "alter-topic-config",
+                                                               "alter-broker-config", "alter-broker-config",
+                                                               "alter-broker-config"]
+    assert served_configs == ({"log.retention.ms": "60000"}, {})
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        image = sim.image(1)
+        assert (image.configs.config(BROKER, ""), image.configs.config(BROKER, "1")) == served_configs

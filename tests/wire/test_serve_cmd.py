@@ -211,6 +211,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
                             "--partition", "0")
         assert elected.stdout.startswith(("Valid replica already elected for partitions t0-0",
                                           "Error completing leader election (UNCLEAN) for partition: t0-0")), elected
+        altered = _kraftsim("configs", "--cluster", str(d), "--alter", "--entity-type", "brokers",
+                            "--entity-default", "--add-config", "log.retention.ms=60000")
+        assert (altered.returncode, altered.stdout) == (0, "Completed updating config for default broker.\n"), altered
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
         assert not _refused(node3)
@@ -228,7 +231,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     steps = load_scenario(rec).steps
     assert [(s.op, getattr(s, "nodes", None) or getattr(s, "names", None)) for s in steps if s.op != "run"] == \
         [("crash", [3]), ("create-topics", ["t0"]), ("create-topics", ["t1"]), ("create-partitions", ["t1"]),
-         ("start", [3])]
+         ("alter-broker-config", None), ("start", [3])]
+    (altered_step,) = [s for s in steps if s.op == "alter-broker-config"]
+    assert (altered_step.broker, altered_step.configs, altered_step.delete) == (None, {"log.retention.ms": "60000"}, [])
 
 
 def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
@@ -271,6 +276,21 @@ def test_the_python_api_takes_handed_over_commands_with_paths_resolved_by_the_cl
         assert k.call(lambda s: s.sim.running_node(2)) is None
         k.start(2)
         assert not _refused(k.address(2))
+
+
+def test_a_forwarded_configs_command_is_recorded_as_its_alter_step():
+    from kraftsim.cli.serve_cmd import CliCommands
+
+    argv = ["configs", "--cluster", "/tmp/c", "--alter", "--entity-type", "brokers", "--entity-name", "2",
+            "--add-config", "log.cleaner.threads=2,cleanup.policy=[compact,delete]", "--delete-config", "log.roll.ms"]
+    assert CliCommands().step(argv, 0) == ("alter-broker-config", {
+        "broker": 2, "configs": {"log.cleaner.threads": "2", "cleanup.policy": "compact,delete"},
+        "delete": ["log.roll.ms"]})
+    topic = ["configs", "--cluster", "/tmp/c", "--alter", "--entity-type", "topics", "--entity-name", "t",
+             "--delete-config", "retention.ms"]
+    assert CliCommands().step(topic, 0) == ("alter-topic-config", {"topic": "t", "configs": None,
+                                                                   "delete": ["retention.ms"]})
+    assert CliCommands().step(topic, 1) is None  # refused: nothing changed
 
 
 def test_a_forwarded_leader_election_is_recorded_as_the_partitions_it_elected():

@@ -1,0 +1,89 @@
+"""Broker configs changed through a controller (`kafka-configs --bootstrap-controller --alter
+--entity-type brokers`), Kafka's own tool against a live cluster and against `kraftsim serve`.
+
+Through a controller listener Kafka checks a broker config change by the broker's id alone
+(ControllerApis hands it to the controller; only a broker listener runs the broker's
+dynamic-config rules): a value a broker would refuse is written, and every change writes a
+ConfigRecord, even one that deletes a key nobody set (KAFKA-14136). Both sides are a cluster
+of one controller (node 1) and two brokers (nodes 2 and 3); each side runs the same changes
+(`CHANGES`) with the tool of `INCREMENTAL_TOOL` and reports each run's exit code and output,
+and the BROKER ConfigRecords its controller wrote, in log order. Every process is bounded and
+killed with its process group when the run ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from kraftsim.conformance.dist import KafkaDist
+from kraftsim.conformance.live_trio import LiveTrio
+from kraftsim.conformance.tools import run_tool
+
+#: One tool run: its exit code and its output, the address it was given replaced by ADDRESS.
+Outcome = tuple[int, str]
+#: A BROKER ConfigRecord: (broker id or "" for the cluster default, key, value or None).
+Written = tuple[str, str, str | None]
+
+#: The changes the tool makes through a controller: the cluster default. The
+#: value a broker would refuse comes last: Kafka's nodes then describe their dynamic configs
+#: without it (each node checks what it applies), and kraftsim, which does not model those
+#: checks, describes what the metadata holds; a tool that describes the configs before it
+#: changes them would see the difference.
+DEFAULT_CHANGES: tuple[tuple[str, ...], ...] = (
+    # (the controller's records follow its HashMap of names, not this order)
+    ("--entity-default", "--add-config", "log.flush.interval.ms=1000,log.retention.ms=60000"),
+    ("--entity-default", "--delete-config", "log.flush.interval.ms"),
+    ("--entity-default", "--delete-config", "log.roll.ms"),  # never set: refused by the tool before 4.4
+    ("--entity-default", "--add-config", "log.cleaner.threads=many"),
+)
+#: One broker's configs.
+NAMED_CHANGES: tuple[tuple[str, ...], ...] = (
+    ("--entity-name", "2", "--add-config", "log.cleaner.threads=2"),
+    ("--entity-name", "3", "--delete-config", "log.cleaner.threads"),
+)
+#: The first release whose kafka-configs changes broker configs with IncrementalAlterConfigs
+#: without describing them first. Before it (3.7.2 measured) the tool sends the legacy
+#: AlterConfigs, which `kraftsim serve` does not carry out, and to change one broker's
+#: configs it first asks that broker for them, which a client bootstrapped from controllers
+#: cannot reach (it gives up after its 60 s timeout, on Kafka as on kraftsim).
+INCREMENTAL_TOOL = "4.4.0"
+CHANGES = DEFAULT_CHANGES + NAMED_CHANGES
+
+
+def broker_config_records(log_dir: Path) -> list[Written]:
+    """The BROKER ConfigRecords of the metadata log at `log_dir`, in log order."""
+    from kraftsim.image import BROKER
+    from kraftsim.protocol.batch_io import read_log_entries
+    from kraftsim.protocol.registry import default_registry
+
+    registry = default_registry()
+    out: list[Written] = []
+    for segment in sorted(log_dir.glob("*.log")):
+        entries, _ = read_log_entries(segment.read_bytes(), registry)
+        out += [(e.message.resource_name, e.message.name, e.message.value) for e in entries
+                if e.record_type.name == "ConfigRecord" and e.message.resource_type == BROKER]
+    return out
+
+
+def _run(dist: KafkaDist, bootstrap_controller: str, change: Sequence[str]) -> Outcome:
+    done = run_tool(dist, "configs", ["--bootstrap-controller", bootstrap_controller, "--alter",
+                                      "--entity-type", "brokers", *change])
+    return done.code, done.text().replace(bootstrap_controller, "ADDRESS")
+
+
+def measure(dist: KafkaDist, work: Path) -> tuple[list[Outcome], list[Written]]:
+    """The tool's runs against a live cluster, and what its controller wrote."""
+    with LiveTrio(dist, work) as cluster:
+        runs = [_run(dist, cluster.bootstrap_controller, c) for c in CHANGES]
+    return runs, broker_config_records(cluster.metadata_log)
+
+
+def served(dist: KafkaDist, work: Path) -> tuple[list[Outcome], list[Written]]:
+    """The same runs against `kraftsim serve` of the same shape and release."""
+    from kraftsim.wire import serve
+
+    directory = work / "served"
+    with serve(controllers=1, brokers=2, release=dist.release.version, directory=directory) as k:
+        runs = [_run(dist, k.bootstrap_controllers, c) for c in CHANGES]
+    return runs, broker_config_records(directory / "node-1" / "__cluster_metadata-0")

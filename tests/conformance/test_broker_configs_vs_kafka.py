@@ -1,0 +1,27 @@
+"""Broker configs changed through a controller listener (`kafka-configs --bootstrap-controller
+--alter --entity-type brokers`, the release's own tool): `kraftsim serve` answers each change as
+a live Kafka cluster of the same shape does, and its controller writes the same ConfigRecords
+(kraftsim.conformance.broker_configs; `kafka` marker: three JVMs and the tool's runs on each
+side, about 90 s)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kraftsim.conformance.broker_configs import INCREMENTAL_TOOL, measure, served
+from tests.conformance.conftest import kafka_dist
+
+pytestmark = pytest.mark.kafka
+
+
+def test_broker_configs_through_a_controller_are_answered_and_written_as_by_kafka(tmp_path):
+    dist = kafka_dist(INCREMENTAL_TOOL)
+    live_runs, live_written = measure(dist, tmp_path / "live")
+    # the controller checks the broker's id only: the value a broker would refuse is written,
+    # and deleting a key writes a record whether it was set or not
+    assert ("", "log.cleaner.threads", "many") in live_written, live_written
+    assert ("", "log.roll.ms", None) in live_written and ("3", "log.cleaner.threads", None) in live_written
+    assert all(code == 0 for code, _ in live_runs), live_runs
+    served_runs, served_written = served(dist, tmp_path)
+    assert served_runs == live_runs
+    assert served_written == live_written
