@@ -27,7 +27,7 @@ from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.storage import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
-from kraftsim.javacompat import string_hash_order
+from kraftsim.javacompat import parse_int, string_hash_order
 from kraftsim.protocol.entries import Payload
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -88,9 +88,8 @@ def _resource_name_error(ctx: ControllerContext, rtype: int, name: str) -> ApiEr
     if rtype == BROKER:
         if not name:
             return NONE  # the cluster-wide default
-        try:
-            node = int(name, 10)
-        except ValueError:
+        node = parse_int(name)  # (Integer.valueOf: no spaces or underscores, unlike int())
+        if node is None:
             return ApiError("INVALID_REQUEST", "Unable to parse broker name as a base 10 number.")
         if node < 0:
             return ApiError("INVALID_REQUEST", "Invalid negative broker ID.")

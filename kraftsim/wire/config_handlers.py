@@ -26,6 +26,7 @@ from typing import Any
 
 from kraftsim.controller import OP_DELETE, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
 from kraftsim.image import BROKER, TOPIC
+from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
@@ -54,21 +55,28 @@ def _broker_check(r: AlterConfigsResource, repeated: bool) -> str | None:
     return f"Null value not supported for : {', '.join(nulls)}" if nulls else None
 
 
-def _carried_out(resource_type: int, listener: Listener) -> bool:
-    """Whether kraftsim answers a change of this resource type on `listener` as Kafka does
-    (see the module docstring)."""
-    return resource_type == TOPIC or (resource_type == BROKER and listener.role == CONTROLLER)
+def _not_carried_out(r: AlterConfigsResource, listener: Listener) -> str | None:
+    """What of `r` kraftsim cannot answer on `listener` as Kafka does (see the module
+    docstring), or None."""
+    if r.resource_type == TOPIC:
+        return None
+    if r.resource_type != BROKER:
+        return f"{RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))} configs"
+    if listener.role != CONTROLLER:
+        return "BROKER configs through a broker listener (through a controller listener, --bootstrap-controller, " \
+               "they are carried out)"
+    node = parse_int(r.resource_name) if r.resource_name else None
+    if node is not None and str(node) != r.resource_name:  # (Kafka takes it; a recording names the broker by its id)
+        return f"BROKER configs named {r.resource_name!r} for broker {node}"
+    return None
 
 
 def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
                               body: Mapping[str, Any]) -> Body:
     resources = [_resource(r) for r in body.get("Resources") or []]
-    others = sorted({RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))
-                     for r in resources if not _carried_out(r.resource_type, listener)})
+    others = sorted({why for r in resources if (why := _not_carried_out(r, listener)) is not None})
     if others:
-        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)} configs through a "
-                            f"{listener.role} listener (topics' are carried out, and brokers' through a "
-                            "controller listener: --bootstrap-controller)")
+        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)}")
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}

@@ -90,9 +90,9 @@ def test_a_config_change_of_a_broker_through_a_broker_is_not_carried_out_and_sai
         assert k.call(lambda s: _image(s).configs.config(BROKER, "1")) == {}
         err = capsys.readouterr().err
     assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs through a broker listener "
-                                "(topics' are carried out, and brokers' through a controller listener: "
-                                "--bootstrap-controller) is not carried out by kraftsim serve: the connection that "
-                                "asked was closed, and the client will retry until its timeout"]
+                                "(through a controller listener, --bootstrap-controller, they are carried out) is not "
+                                "carried out by kraftsim serve: the connection that asked was closed, and the client "
+                                "will retry until its timeout"]
 
 
 def _described(address: str, broker: str) -> dict[str, tuple[str, int]]:
@@ -114,6 +114,11 @@ def test_broker_configs_through_a_controller_are_checked_as_kafkas_controller_ch
             ("x", ERR["INVALID_REQUEST"], "Unable to parse broker name as a base 10 number.")]
         assert _alter(ctl, ("9", [("log.cleaner.threads", 0, "2")]), **brokers) == [
             ("9", ERR["BROKER_ID_NOT_REGISTERED"], "No node with id 9 found.")]
+        assert _alter(ctl, (" 2", [("log.cleaner.threads", 0, "2")]), **brokers) == [  # Integer.valueOf's rules
+            (" 2", ERR["INVALID_REQUEST"], "Unable to parse broker name as a base 10 number.")]
+        # Kafka takes "+2" for broker 2 and writes it so; a recording could not say it: not carried out
+        assert rpc(ctl, ALTER_CONFIGS, 1, {"Resources": [{"ResourceType": BROKER, "ResourceName": "+2", "Configs": [
+            {"Name": "log.cleaner.threads", "ConfigOperation": 0, "Value": "2"}]}], "ValidateOnly": False}) is None
         assert _alter(ctl, ("2", [("log.cleaner.threads", 0, "4")]), validate_only=True, **brokers) == [("2", 0, None)]
         # what the brokers' images hold, as DescribeConfigs answers it (own over the cluster default;
         # min.insync.replicas is the cluster default 4.4's controller set on enabling ELR)
