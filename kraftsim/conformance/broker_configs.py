@@ -6,7 +6,7 @@ Through a controller listener Kafka checks a broker config change by the broker'
 dynamic-config rules): a value a broker would refuse is written, and every change writes a
 ConfigRecord, even one that deletes a key nobody set (KAFKA-14136). Both sides are a cluster
 of one controller (node 1) and two brokers (nodes 2 and 3); each side runs the same changes
-(`CHANGES`) with the tool of `INCREMENTAL_TOOL` and reports each run's exit code and output,
+(`changes`) with the release's own tool and reports each run's exit code and output,
 and the BROKER ConfigRecords its controller wrote, in log order. Every process is bounded and
 killed with its process group when the run ends.
 """
@@ -37,18 +37,25 @@ DEFAULT_CHANGES: tuple[tuple[str, ...], ...] = (
     ("--entity-default", "--delete-config", "log.roll.ms"),  # never set: refused by the tool before 4.4
     ("--entity-default", "--add-config", "log.cleaner.threads=many"),
 )
-#: One broker's configs.
+#: One broker's configs: with the tool of 4.4 on. Before it the tool first describes the configs
+#: it changes (so it refuses to delete a key that is not set), and one broker's it asks of that
+#: broker, which a client bootstrapped from controllers cannot reach: it gives up after its 60 s
+#: timeout, on Kafka as on kraftsim (measured with 3.7.2 and 4.0.2).
 NAMED_CHANGES: tuple[tuple[str, ...], ...] = (
     ("--entity-name", "2", "--add-config", "log.cleaner.threads=2"),
     ("--entity-name", "3", "--delete-config", "log.cleaner.threads"),
 )
-#: The first release whose kafka-configs changes broker configs with IncrementalAlterConfigs
-#: without describing them first. Before it (3.7.2 measured) the tool sends the legacy
-#: AlterConfigs, which `kraftsim serve` does not carry out, and to change one broker's
-#: configs it first asks that broker for them, which a client bootstrapped from controllers
-#: cannot reach (it gives up after its 60 s timeout, on Kafka as on kraftsim).
-INCREMENTAL_TOOL = "4.4.0"
-CHANGES = DEFAULT_CHANGES + NAMED_CHANGES
+#: The releases whose tool the check runs. From 4.0 kafka-configs changes broker configs with
+#: IncrementalAlterConfigs (the ConfigCommand of 4.0.2 and 4.3.1 calls no other; 4.4 rewrote it
+#: in Java); 3.x's sends the legacy AlterConfigs for brokers, which `kraftsim serve` does not
+#: carry out.
+INCREMENTAL_TOOLS = ("4.0.2", "4.4.0")
+
+
+def changes(release: str) -> tuple[tuple[str, ...], ...]:
+    """The changes made with `release`'s tool."""
+    major, minor = (int(x) for x in release.split(".")[:2])
+    return DEFAULT_CHANGES + (NAMED_CHANGES if (major, minor) >= (4, 4) else ())
 
 
 def broker_config_records(log_dir: Path) -> list[Written]:
@@ -75,7 +82,7 @@ def _run(dist: KafkaDist, bootstrap_controller: str, change: Sequence[str]) -> O
 def measure(dist: KafkaDist, work: Path) -> tuple[list[Outcome], list[Written]]:
     """The tool's runs against a live cluster, and what its controller wrote."""
     with LiveTrio(dist, work) as cluster:
-        runs = [_run(dist, cluster.bootstrap_controller, c) for c in CHANGES]
+        runs = [_run(dist, cluster.bootstrap_controller, c) for c in changes(dist.release.version)]
     return runs, broker_config_records(cluster.metadata_log)
 
 
@@ -85,5 +92,5 @@ def served(dist: KafkaDist, work: Path) -> tuple[list[Outcome], list[Written]]:
 
     directory = work / "served"
     with serve(controllers=1, brokers=2, release=dist.release.version, directory=directory) as k:
-        runs = [_run(dist, k.bootstrap_controllers, c) for c in CHANGES]
+        runs = [_run(dist, k.bootstrap_controllers, c) for c in changes(dist.release.version)]
     return runs, broker_config_records(directory / "node-1" / "__cluster_metadata-0")
