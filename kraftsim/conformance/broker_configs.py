@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist
-from kraftsim.conformance.live_trio import LiveTrio
+from kraftsim.conformance.live_trio import LiveTrio, metadata_log_records
 from kraftsim.conformance.tools import run_tool
 
 #: One tool run: its exit code and its output, the address it was given replaced by ADDRESS.
@@ -61,16 +61,9 @@ def changes(release: str) -> tuple[tuple[str, ...], ...]:
 def broker_config_records(log_dir: Path) -> list[Written]:
     """The BROKER ConfigRecords of the metadata log at `log_dir`, in log order."""
     from kraftsim.image import BROKER
-    from kraftsim.protocol.batch_io import read_log_entries
-    from kraftsim.protocol.registry import default_registry
 
-    registry = default_registry()
-    out: list[Written] = []
-    for segment in sorted(log_dir.glob("*.log")):
-        entries, _ = read_log_entries(segment.read_bytes(), registry)
-        out += [(e.message.resource_name, e.message.name, e.message.value) for e in entries
-                if e.record_type.name == "ConfigRecord" and e.message.resource_type == BROKER]
-    return out
+    return [(e.message.resource_name, e.message.name, e.message.value) for e in metadata_log_records(log_dir)
+            if e.record_type.name == "ConfigRecord" and e.message.resource_type == BROKER]
 
 
 def _run(dist: KafkaDist, bootstrap_controller: str, change: Sequence[str]) -> Outcome:

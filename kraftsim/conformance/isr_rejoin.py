@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist
-from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic
+from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic, metadata_log_records
 
 #: The topic's replicas, partition by partition (the first one leads).
 ASSIGNMENT = ((2, 3), (3, 2), (2, 3), (3, 2))
@@ -37,23 +37,18 @@ Changes = dict[int, list[tuple[tuple[int, ...] | None, int | None]]]
 def partition_changes(log_dir: Path) -> Changes:
     """The PartitionChangeRecords of topic TOPIC in the metadata log at `log_dir`, per partition."""
     from kraftsim.controller import NO_LEADER_CHANGE
-    from kraftsim.protocol.batch_io import read_log_entries
-    from kraftsim.protocol.registry import default_registry
 
-    registry = default_registry()
     topic_id = None
     out: Changes = {}
-    for segment in sorted(log_dir.glob("*.log")):
-        entries, _ = read_log_entries(segment.read_bytes(), registry)
-        for e in entries:
-            name = e.record_type.name
-            if name == "TopicRecord" and e.message.name == TOPIC:
-                topic_id = e.message.topic_id
-            elif name == "PartitionChangeRecord" and e.message.topic_id == topic_id:
-                isr = None if e.message.isr is None else tuple(e.message.isr)
-                leader = None if e.message.leader == NO_LEADER_CHANGE else e.message.leader
-                if isr is not None or leader is not None:
-                    out.setdefault(e.message.partition_id, []).append((isr, leader))
+    for e in metadata_log_records(log_dir):
+        name = e.record_type.name
+        if name == "TopicRecord" and e.message.name == TOPIC:
+            topic_id = e.message.topic_id
+        elif name == "PartitionChangeRecord" and e.message.topic_id == topic_id:
+            isr = None if e.message.isr is None else tuple(e.message.isr)
+            leader = None if e.message.leader == NO_LEADER_CHANGE else e.message.leader
+            if isr is not None or leader is not None:
+                out.setdefault(e.message.partition_id, []).append((isr, leader))
     return out
 
 

@@ -6,7 +6,7 @@ manager: every process it started is killed with its process group when the bloc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -17,6 +17,7 @@ from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_n
 from kraftsim.conformance.tools import run_tool
 
 if TYPE_CHECKING:
+    from kraftsim.protocol.entries import LogEntry
     from kraftsim.sim import Simulation
 
 BROKERS = (2, 3)
@@ -94,6 +95,17 @@ class LiveTrio:
 
     def _wait_unfenced(self, node: int, what: str) -> None:
         wait_for(self.brokers[node].proc, self._log(node), UNFENCED, f"Kafka {self.version} broker {node}'s {what}")
+
+
+def metadata_log_records(log_dir: Path) -> Iterator[LogEntry]:
+    """The records of the metadata log at `log_dir` (a live node's or a simulated one's), in log order."""
+    from kraftsim.protocol.batch_io import read_log_entries
+    from kraftsim.protocol.registry import default_registry
+
+    registry = default_registry()
+    for segment in sorted(log_dir.glob("*.log")):
+        entries, _ = read_log_entries(segment.read_bytes(), registry)
+        yield from entries
 
 
 def create_simulated_topic(sim: Simulation, topic: str, assignment: Sequence[Sequence[int]]) -> None:

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
-from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic
+from kraftsim.conformance.live_trio import LiveTrio, create_simulated_topic, metadata_log_records
 from kraftsim.conformance.tools import run_tool
 
 TOPIC = "t"
@@ -45,22 +45,17 @@ Change = tuple[tuple[int, ...] | None, int | None, int | None]
 def partition_changes(log_dir: Path) -> list[Change]:
     """The PartitionChangeRecords of partition 0 of topic TOPIC in the metadata log at `log_dir`."""
     from kraftsim.controller import NO_LEADER_CHANGE
-    from kraftsim.protocol.batch_io import read_log_entries
-    from kraftsim.protocol.registry import default_registry
 
-    registry = default_registry()
     topic_id = None
     out: list[Change] = []
-    for segment in sorted(log_dir.glob("*.log")):
-        entries, _ = read_log_entries(segment.read_bytes(), registry)
-        for e in entries:
-            name, msg = e.record_type.name, e.message
-            if name == "TopicRecord" and msg.name == TOPIC:
-                topic_id = msg.topic_id
-            elif name == "PartitionChangeRecord" and msg.topic_id == topic_id and msg.partition_id == 0:
-                out.append((None if msg.isr is None else tuple(msg.isr),
-                            None if msg.leader == NO_LEADER_CHANGE else msg.leader,
-                            None if msg.leader_recovery_state == -1 else msg.leader_recovery_state))
+    for e in metadata_log_records(log_dir):
+        name, msg = e.record_type.name, e.message
+        if name == "TopicRecord" and msg.name == TOPIC:
+            topic_id = msg.topic_id
+        elif name == "PartitionChangeRecord" and msg.topic_id == topic_id and msg.partition_id == 0:
+            out.append((None if msg.isr is None else tuple(msg.isr),
+                        None if msg.leader == NO_LEADER_CHANGE else msg.leader,
+                        None if msg.leader_recovery_state == -1 else msg.leader_recovery_state))
     return out
 
 
