@@ -34,11 +34,14 @@ from kraftsim.image.writer.image_writer import TopicValues
 from kraftsim.storage.names import SnapshotId
 from kraftsim.storage.snapshot import file_identity, place_snapshot_copy
 
-#: Images kept. Each entry holds its image alive, and an image the nodes have moved on from
-#: costs what changed since (at a million partitions, after a roll, most of the image): the
+#: Writes kept. Each entry holds its image alive, and an image the nodes have moved on from
+#: costs what changed since (at a million partitions, after a roll, most of the image). The
 #: nodes that write one image do so together (a snapshot step, or the same commit reaching
-#: the generator's trigger), so two (a controllers' and a brokers' image) are enough.
-KEEP = 2
+#: the generator's trigger), but once per software: in a broker roll the controllers on the
+#: new release, the brokers still on the old one and those already rolled write three files
+#: of one commit. Four keep a stopped broker's last write until it starts again (with two,
+#: 3 of the 30 broker restarts of the 1M what-if decoded a file of a million records).
+KEEP = 4
 
 
 @dataclass
@@ -55,6 +58,9 @@ class WrittenSnapshot:
     #: a reader hashed one: every file of a write holds the same records, header and batch
     #: boundaries (only batch timestamps and CRCs differ), so the next reader takes it.
     content: tuple[int, bytes] | None = None
+    #: Whether a reader's software loads its files to `image` (snapshot_share's `reads_like`),
+    #: by the reader's software key, once asked: the answer scans the image's topics for ELR.
+    loads_alike: dict[Hashable, bool] = field(default_factory=dict)
 
 
 class SnapshotCopies:

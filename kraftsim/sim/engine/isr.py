@@ -44,7 +44,8 @@ if TYPE_CHECKING:
     from kraftsim.image import MetadataImage, PartitionRegistration
     from kraftsim.sim.types import SimConfig
 
-#: A partition, as AlterPartition names it.
+#: A partition, as AlterPartition names it. Keys sort as their topic id's bytes, then the
+#: partition id (Uuid is bytes, compared as such): the order leaders look at them in.
 Key = tuple[Uuid, int]
 _PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
 _BROKER_RECORDS = frozenset({"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnfenceBrokerRecord"})
@@ -164,7 +165,7 @@ class IsrExpansion:
                 broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
                 if eligible(broker) and self._missing.get(broker):
                     offset = offset if offset >= 0 else self._end_offset()
-                    for key in sorted(self._missing[broker], key=_order):
+                    for key in sorted(self._missing[broker]):
                         topic = topics.get_topic(key[0])
                         p = topic.partitions.get(key[1]) if topic is not None else None
                         if p is not None:
@@ -242,7 +243,7 @@ class IsrExpansion:
         if image is None or m.broker_epoch is None:
             return
         seen = m.applied + 1
-        ready = sorted((k for k, at in state.woken.items() if at <= seen and k not in state.in_flight), key=_order)
+        ready = sorted(k for k, at in state.woken.items() if at <= seen and k not in state.in_flight)
         items: dict[Uuid, list[AlterPartitionData]] = {}
         followers: dict[int, bool] = {}  # (each follower's standing, asked once per look)
 
@@ -330,7 +331,3 @@ class IsrExpansion:
         # (the controller's refusals of a partition leave it to the records that change it
         # again, which wake its leader; NOT_CONTROLLER has it asked again)
         self.net.send(Message(m.id, msg.src, "alter-partition-reply", m.epoch, {"keys": keys, "not_controller": not active}))
-
-
-def _order(key: Key) -> tuple[bytes, int]:
-    return bytes(key[0]), key[1]
