@@ -177,3 +177,25 @@ def test_cleared_files_are_not_placed_but_still_name_their_image_until_the_next_
     assert copies.written_from(file_identity(tmp_path / "c" / first.name)) is not None
     copies.clear(readable=False)
     assert copies.written_from(file_identity(tmp_path / "c" / first.name)) is None
+
+
+def test_a_write_outlives_the_next_commit_written_by_the_three_softwares_of_a_broker_roll(tmp_path: Path) -> None:
+    """In a broker roll the controllers on the new release, the brokers still on the old one
+    and those already rolled each write a commit's image once. A broker stopped after its
+    last write restarts after the others wrote the next commit: its file must still name the
+    image it was written from, or the restart decodes it (at a million partitions, three of
+    the thirty restarts of the 1M what-if did)."""
+    from kraftsim.storage.snapshot import file_identity
+
+    def write(d: Path, image: MetadataImage, software: object) -> Path:
+        em = SnapshotEmitter(d, catalog=CAT, clock_ms=42, fsync=False, copies=copies, software=software)
+        return em.maybe_emit(image).path  # type: ignore[attr-defined]
+
+    copies = SnapshotCopies()
+    stopped = write(tmp_path / "stopped", IMAGE, ("3.9.2", 1))
+    later = IMAGE.with_provenance(MetadataProvenance(3_000, 3, 1_700_000_001_000, True))
+    for i, software in enumerate((("4.0.2", 1), ("3.9.2", 1), ("4.0.2", 2))):
+        write(tmp_path / f"running-{i}", later, software)
+    assert copies.written == 4
+    found = copies.written_from(file_identity(stopped))
+    assert found is not None and found[0] is IMAGE

@@ -58,9 +58,6 @@ class WrittenSnapshot:
     #: a reader hashed one: every file of a write holds the same records, header and batch
     #: boundaries (only batch timestamps and CRCs differ), so the next reader takes it.
     content: tuple[int, bytes] | None = None
-    #: Whether a reader's software loads its files to `image` (snapshot_share's `reads_like`),
-    #: by the reader's software key, once asked: the answer scans the image's topics for ELR.
-    loads_alike: dict[Hashable, bool] = field(default_factory=dict)
 
 
 class SnapshotCopies:

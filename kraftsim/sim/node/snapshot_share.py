@@ -177,8 +177,7 @@ class SnapshotShare:
             snap = read_snapshot(path, registry, data=read_file(path))
             content = snapshot_content(snap)
             key = (software, sid.end_offset, sid.epoch, *content)
-        written = self._written(path, identity, sid, registry, reads_like, software) if fresh and data is None \
-            else None
+        written = self._written(path, identity, sid, registry, reads_like) if fresh and data is None else None
         replayer = Replayer(loader.catalog, registry, loader.mv_change is MvChangeHandling.KIP_778)
         if written is None and fresh:
             across = self._across(key, replayer, seed, snap)
@@ -237,7 +236,7 @@ class SnapshotShare:
         return content
 
     def _written(self, path: Path, identity: Identity | None, sid: SnapshotId, registry: Any,
-                 reads_like: ReadsLike | None, reader: Hashable) -> MetadataImage | None:
+                 reads_like: ReadsLike | None) -> MetadataImage | None:
         """The image `writes` wrote the file at `path` from, when a load of it by this
         loader's software gives that image: the file is still the one written (its identity,
         taken before it was read, and again now), written as `sid` with this registry and no
@@ -246,24 +245,20 @@ class SnapshotShare:
         written (`reads_like(software, image)`: `replays_alike`, which also rules out the
         losses Kafka makes silently; `writes` keeps no write Kafka refuses for a loss), so
         the file's records replay to that image's metadata; the provenance comes from the
-        file (`adopt_snapshot`). `reader`: the loader's software key, under which the write
-        keeps `reads_like`'s answer (the nodes of one software ask it of one image in turn)."""
+        file (`adopt_snapshot`)."""
         if reads_like is None or identity is None or identity != _identity(path):
             return None
-        found = self.writes.find(identity[:4])
+        found = self.writes.written_from(identity[:4])
         if found is None:
             return None
-        image, key = found.image, found.key
+        image, key = found
         if not isinstance(key, tuple) or len(key) != 7:
             return None
         written_sid, level, writer_line, software, registry_id, _, _ = key
         if written_sid != sid or level != image.metadata_version or writer_line is not None \
-                or registry_id != id(registry):
+                or registry_id != id(registry) or not reads_like(software, image):
             return None
-        alike = found.loads_alike.get(reader)
-        if alike is None:
-            alike = found.loads_alike[reader] = reads_like(software, image)
-        return image if alike else None
+        return image
 
     def _remember(self, identity: Identity, content: tuple[int, bytes]) -> None:
         self._hashes[identity] = content
