@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import cast
+from dataclasses import dataclass
 
 from kraftsim.cli.common import kafka_tool
 
@@ -38,7 +38,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
 
-def alter_step(args: argparse.Namespace) -> tuple[str, dict[str, object]]:
+@dataclass(frozen=True)
+class ConfigAlteration:
+    """What one `kraftsim configs --alter` asks for, as a scenario step holds it."""
+
+    op: str  # "alter-topic-config" or "alter-broker-config"
+    entity: str | int | None  # the topic; the broker's id, None for the cluster-wide default
+    to_set: dict[str, str]
+    to_delete: list[str]
+
+    def step(self) -> dict[str, object]:
+        """The step's keys (docs/scenarios.md)."""
+        who = "topic" if self.op == "alter-topic-config" else "broker"
+        return {who: self.entity, "configs": self.to_set, "delete": self.to_delete}
+
+
+def alter_step(args: argparse.Namespace) -> ConfigAlteration:
     """The scenario step (`alter-topic-config` or `alter-broker-config`) the command makes;
     ValueError with the usage error's text for arguments it refuses."""
     to_set: dict[str, str] = {}
@@ -50,34 +65,40 @@ def alter_step(args: argparse.Namespace) -> tuple[str, dict[str, object]]:
     to_delete = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not to_set and not to_delete:
         raise ValueError("give --add-config or --delete-config")
-    changes: dict[str, object] = {"configs": to_set, "delete": to_delete}
     if args.entity_type == "topics":
         if args.entity_default:
             raise ValueError("--entity-default: topics have no default entity; give --entity-name TOPIC")
-        return "alter-topic-config", {"topic": args.entity_name, **changes}
-    if not args.entity_default and not args.entity_name.isdigit():
-        raise ValueError(f"--entity-name: expected a broker id, got {args.entity_name!r}")
-    return "alter-broker-config", {"broker": None if args.entity_default else int(args.entity_name), **changes}
+        return ConfigAlteration("alter-topic-config", args.entity_name, to_set, to_delete)
+    if args.entity_default:
+        return ConfigAlteration("alter-broker-config", None, to_set, to_delete)
+    from kraftsim.javacompat import parse_int  # (not at start-up: every command registers this one)
+
+    name = args.entity_name
+    broker = parse_int(name) if name.isascii() and name.isdigit() else None  # (the id as a broker registers it)
+    if broker is None:
+        raise ValueError(f"--entity-name: expected a broker id, got {name!r}")
+    return ConfigAlteration("alter-broker-config", broker, to_set, to_delete)
 
 
 def _alter(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
 
     try:
-        op, step = alter_step(args)
+        alteration = alter_step(args)
     except ValueError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return 2
-    to_set, to_delete = cast(dict[str, str], step["configs"]), cast(list[str], step["delete"])
-    if op == "alter-topic-config":
+    to_set, to_delete, entity = alteration.to_set, alteration.to_delete, alteration.entity
+    if alteration.op == "alter-topic-config":
+        assert isinstance(entity, str)
         with Simulation.open(args.cluster) as sim:
-            lines = sim.alter_topic_config(args.entity_name, to_set, to_delete)
+            lines = sim.alter_topic_config(entity, to_set, to_delete)
         for line in lines:
             print(line)
         return 0
-    broker = cast("int | None", step["broker"])
+    assert not isinstance(entity, str)
     with Simulation.open(args.cluster) as sim:
-        lines = sim.alter_broker_config(broker, to_set, to_delete)
+        lines = sim.alter_broker_config(entity, to_set, to_delete)
         # Each command is its own session of simulated time: let the brokers heartbeat with the
         # new value (two intervals) before the cluster is saved, as they would before an
         # operator's next command.

@@ -129,8 +129,9 @@ class CliCommands:
         if args.command == "configs":
             from kraftsim.cli.configs_cmd import alter_step
 
-            op, step = alter_step(args)
-            return op, {key: value if value or key == "broker" else None for key, value in step.items()}
+            alteration = alter_step(args)
+            return alteration.op, {key: value if value or key == "broker" else None
+                                   for key, value in alteration.step().items()}
         if args.command == "topics" and args.topics_command in ("create", "alter", "delete"):
             if args.topics_command == "delete":
                 return "delete-topics", {"names": list(args.names)}

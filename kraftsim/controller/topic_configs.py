@@ -25,6 +25,7 @@ from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.javacompat import (
     CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, parse_int, string_hash_order,
 )
+from kraftsim.versions import release_name_key
 
 _INT_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
 #: Double.parseDouble's decimal, NaN and Infinity forms (a float or double suffix allowed).
@@ -65,26 +66,22 @@ class _Data(msgspec.Struct, frozen=True):
     topic_configs: tuple[TopicConfigs, ...]
 
 
-def _release_key(name: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", name))
-
-
 @cache
 def _data() -> _Data:
     text = resources.files("kraftsim.controller").joinpath("data/topic_configs.toml").read_text("utf-8")
     data = msgspec.convert(tomllib.loads(text), _Data)
     return msgspec.structs.replace(data, topic_configs=tuple(sorted(data.topic_configs,
-                                                                    key=lambda e: _release_key(e.since))))
+                                                                    key=lambda e: release_name_key(e.since))))
 
 
 @cache
 def topic_configs(release: str) -> TopicConfigs:
     """The topic configs release `release` defines: the last entry from its release or before."""
-    key = _release_key(release)
+    key = release_name_key(release)
     entries = _data().topic_configs
     chosen = entries[0]
     for e in entries:
-        if _release_key(e.since) <= key:
+        if release_name_key(e.since) <= key:
             chosen = e
     return chosen
 

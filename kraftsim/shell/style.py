@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kraftsim.versions import release_name_key
+
 #: The commit id each measured release's /local/commitId shows (AppInfoParser.getCommitId());
 #: 3.9.2, 4.2.1 and 4.2.2 read from their kafka-clients jars' kafka-version.properties.
 COMMIT_IDS = {
@@ -56,18 +58,9 @@ class ShellStyle:
         return COMMIT_IDS.get(self.release, UNKNOWN_COMMIT)
 
 
-def release_key(name: str) -> tuple[int, ...]:
-    """"4.0.2" -> (4, 0, 2); a line ("4.0") sorts before its patches."""
-    parts = []
-    for piece in name.split("."):
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts)
-
-
 def style_for(release: str) -> ShellStyle:
     """The shell's style for a Kafka release named as Kafka names it ("3.9.1")."""
-    v = release_key(release)[:2]
+    v = release_name_key(release)[:2]
     return ShellStyle(
         release=release,
         acls_by_id=v >= (3, 9),
