@@ -83,9 +83,10 @@ def test_gates_below_the_metadata_versions(tmp_path: Path, capsys: pytest.Captur
     assert (code, err) == (1, "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher.\n")
     code, _, err = run(capsys, "controllers", "--cluster", d, "unregister", "--id", "1")
     assert (code, err) == (1, "The current MetadataVersion is too old to support controller unregistration.\n")
-    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name", "x",
-                       "--add-config", "a=b")
-    assert code == 2 and "expected a broker id" in err
+    for name in ("x", "+2", "\u00b2", "99999999999"):  # (not a broker id as a broker registers one)
+        code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "brokers", "--entity-name",
+                           name, "--add-config", "a=b")
+        assert code == 2 and f"expected a broker id, got {name!r}" in err, (name, err)
 
 
 def test_topic_configs_and_partitions_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
