@@ -162,6 +162,41 @@ def concurrent_hash_map_order(keys: Sequence[str]) -> list[str]:
     return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
 
 
+# ------------------------------------------------------------------------------ timeline TimelineHashMap
+
+#: Knuth's multiplicative constant, as the signed long Kafka's timeline hash tables multiply by.
+_FIBONACCI = -7046029254386353131
+_MASK64 = (1 << 64) - 1
+
+
+def timeline_capacity(size: int) -> int:
+    """The slots of Kafka's timeline hash table (org.apache.kafka.timeline, behind
+    TimelineHashMap) created for 0 expected entries once `size` entries were put: 2, doubled
+    whenever one more entry would fill more than three quarters."""
+    slots = 2
+    for held in range(1, size + 1):
+        if held * 0.75 > slots:
+            slots *= 2
+    return slots
+
+
+def timeline_hash_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
+    """The iteration order of a TimelineHashMap (created for 0 expected entries, as each
+    resource's configs on Kafka's controller) whose keys were put in the order of `keys`:
+    by slot (the top bits of the hash code times Knuth's constant, as 64-bit longs), and in
+    a slot newest first (its iterator takes a slot's entries from the end). A table never
+    shrinks: a map that once held more keys than now has more slots, and its order is the one
+    of that larger table; this gives the order of a map that never held more."""
+    if len(keys) < 2:
+        return list(keys)
+    shift = 65 - timeline_capacity(len(keys)).bit_length()
+
+    def slot(k: K) -> int:
+        return ((signed32(hash_of(k)) * _FIBONACCI) & _MASK64) >> shift
+
+    return [k for _, _, k in sorted((slot(k), -i, k) for i, k in enumerate(keys))]
+
+
 # ------------------------------------------------------------------------------ pcollections HashPMap
 
 

@@ -45,11 +45,12 @@ NAMED_CHANGES: tuple[tuple[str, ...], ...] = (
     ("--entity-name", "2", "--add-config", "log.cleaner.threads=2"),
     ("--entity-name", "3", "--delete-config", "log.cleaner.threads"),
 )
-#: The releases whose tool the check runs. From 4.0 kafka-configs changes broker configs with
-#: IncrementalAlterConfigs (the ConfigCommand of 4.0.2 and 4.3.1 calls no other; 4.4 rewrote it
-#: in Java); 3.x's sends the legacy AlterConfigs for brokers, which `kraftsim serve` does not
-#: carry out.
-INCREMENTAL_TOOLS = ("4.0.2", "4.4.0")
+#: The releases whose tool the check runs. 3.x's kafka-configs (3.7 brought
+#: `--bootstrap-controller`) describes a broker entity's configs and sends the whole set back
+#: with the legacy AlterConfigs, so a config it leaves out is deleted; from 4.0 it sends the
+#: changes with IncrementalAlterConfigs (the ConfigCommand of 4.0.2 and 4.3.1 calls no other;
+#: 4.4 rewrote it in Java).
+TOOL_RELEASES = ("3.7.2", "3.9.2", "4.0.2", "4.4.0")
 
 
 def changes(release: str) -> tuple[tuple[str, ...], ...]:

@@ -37,7 +37,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         OP_DELETE as OP_DELETE, OP_SET as OP_SET, RESOURCE_TYPE_NAMES as RESOURCE_TYPE_NAMES,
         AlterConfigsResource as AlterConfigsResource,
         AlterableConfig as AlterableConfig, IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest,
-        incremental_alter_configs as incremental_alter_configs,
+        LegacyAlterConfigsRequest as LegacyAlterConfigsRequest, incremental_alter_configs as incremental_alter_configs,
+        legacy_alter_configs as legacy_alter_configs,
     )
     from kraftsim.controller.context import (
         ControllerConfig as ControllerConfig, ControllerContext as ControllerContext, Range as Range,
@@ -93,7 +94,7 @@ _NAMES_IN = {  # module -> the names it exports here
     ),
     "configs": (
         "OP_DELETE OP_SET RESOURCE_TYPE_NAMES AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
-        "incremental_alter_configs"
+        "LegacyAlterConfigsRequest incremental_alter_configs legacy_alter_configs"
     ),
     "context": "ControllerConfig ControllerContext Range",
     "cordon": "configured_cordoned_dirs cordoned_by_config",
@@ -126,13 +127,13 @@ __all__ = [
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
-    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "NO_LEADER_CHANGE",
+    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "LegacyAlterConfigsRequest", "NO_LEADER_CHANGE",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
     "UsableBroker", "acl_codes", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
     "elect_unclean_leaders", "error_codes", "exception_text",
-    "expire_sessions", "incremental_alter_configs", "is_active", "java_int_set_order", "leader_acceptor",
+    "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller",
 ]

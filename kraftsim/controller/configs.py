@@ -1,7 +1,10 @@
-"""Dynamic configuration: Kafka's IncrementalAlterConfigs on the controller.
+"""Dynamic configuration: Kafka's IncrementalAlterConfigs and (legacy) AlterConfigs on the controller.
 
 Each operation (SET, DELETE, APPEND, SUBTRACT) becomes a ConfigRecord when it changes the
-value, and always for BROKER resources (KAFKA-14136: brokers reload on every record).
+value, and always for BROKER resources (KAFKA-14136: brokers reload on every record). The
+legacy AlterConfigs names a resource's whole set: each named config is set as above, and
+each config the resource holds but the request leaves out is deleted (its records after the
+others, in the order the controller's map of the resource's configs lists them).
 The rules a resource is checked against, in Kafka's order: the ELR rules on
 min.insync.replicas, the value size, the resource name, then its existence. With ELR on,
 a change to min.insync.replicas also clears the ELRs it may invalidate (ClearElrRecord).
@@ -14,6 +17,7 @@ though Kafka's controller checks them against definitions kraftsim does not hold
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 
@@ -27,7 +31,7 @@ from kraftsim.controller.topic_configs import topic_config_error
 from kraftsim.storage import topic_name_error
 from kraftsim.controller.result import NO_METADATA_VERSION, ControllerResult, accepted, payload, refused
 from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
-from kraftsim.javacompat import parse_int, string_hash_order
+from kraftsim.javacompat import parse_int, string_hash, string_hash_order, timeline_hash_order
 from kraftsim.protocol.entries import Payload
 
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
@@ -59,6 +63,14 @@ class AlterConfigsResource(msgspec.Struct, frozen=True):
 
 
 class IncrementalAlterConfigsRequest(msgspec.Struct, frozen=True):
+    resources: tuple[AlterConfigsResource, ...]
+    validate_only: bool = False
+
+
+class LegacyAlterConfigsRequest(msgspec.Struct, frozen=True):
+    """AlterConfigs, the legacy API: each resource's configs become the ones named (their
+    values; `AlterableConfig.config_operation` is not read, a None value deletes)."""
+
     resources: tuple[AlterConfigsResource, ...]
     validate_only: bool = False
 
@@ -134,10 +146,7 @@ def _in_hash_map_order(configs: tuple[AlterableConfig, ...]) -> list[AlterableCo
 def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, configs: tuple[AlterableConfig, ...],
                            *, newly_created: bool = False) -> tuple[list[Payload], ApiError]:
     """The ConfigRecords of one resource's changes, or the error that refuses them all."""
-    mv = metadata_version_of(ctx)
-    reg = registry_of(ctx)
     current = ctx.image.configs.config(rtype, name)
-    records: list[Payload] = []
     changed: list[tuple[str, str | None]] = []
     for c in _in_hash_map_order(configs):
         old = current.get(c.name)
@@ -146,6 +155,31 @@ def alter_resource_records(ctx: ControllerContext, rtype: int, name: str, config
             return [], err
         if new != old or rtype == BROKER:
             changed.append((c.name, new))
+    return _checked_records(ctx, rtype, name, current, changed, newly_created=newly_created)
+
+
+def replace_resource_records(ctx: ControllerContext, rtype: int, name: str,
+                             configs: tuple[AlterableConfig, ...]) -> tuple[list[Payload], ApiError]:
+    """The ConfigRecords of a legacy AlterConfigs of one resource (its configs become
+    `configs`' values), or the error that refuses them all: the named ones as
+    `alter_resource_records` sets them, then a deletion of each config held but not named."""
+    current = ctx.image.configs.config(rtype, name)
+    named = _in_hash_map_order(configs)
+    wanted = {c.name for c in named}
+    changed = [(c.name, c.value) for c in named if c.value != current.get(c.name) or rtype == BROKER]
+    # (kraftsim's image keeps a resource's configs in the order they were put: the map's history)
+    changed += [(key, None) for key in timeline_hash_order(list(current), string_hash) if key not in wanted]
+    return _checked_records(ctx, rtype, name, current, changed)
+
+
+def _checked_records(ctx: ControllerContext, rtype: int, name: str, current: Mapping[str, str],
+                     changed: list[tuple[str, str | None]], *,
+                     newly_created: bool = False) -> tuple[list[Payload], ApiError]:
+    """The ConfigRecords writing `changed` ((key, value or None to delete), in record order)
+    to a resource holding `current`, once the controller's checks pass (validateAlterConfig)."""
+    mv = metadata_version_of(ctx)
+    reg = registry_of(ctx)
+    records: list[Payload] = []
     elr = mv is not None and elr_enabled(ctx, mv)
     for key, value in changed:
         if elr and key == MIN_INSYNC_REPLICAS and rtype == BROKER and name:
@@ -206,6 +240,21 @@ def incremental_alter_configs(ctx: ControllerContext, req: IncrementalAlterConfi
     out = []
     for res in req.resources:
         recs, err = alter_resource_records(ctx, res.resource_type, res.resource_name, res.configs)
+        records += recs
+        out.append(AlterConfigsResourceResponse(res.resource_type, res.resource_name, err.code, err.message))
+    records += clear_elr_records(ctx, records)
+    return accepted([] if req.validate_only else records, IncrementalAlterConfigsResponse(tuple(out)))
+
+
+def legacy_alter_configs(ctx: ControllerContext, req: LegacyAlterConfigsRequest) -> ControllerResult:
+    """Kafka's legacy AlterConfigs on the controller: as `incremental_alter_configs`, each
+    resource's configs replaced by the ones named (`replace_resource_records`)."""
+    if metadata_version_of(ctx) is None:
+        return refused(NO_METADATA_VERSION)
+    records: list[Payload] = []
+    out = []
+    for res in req.resources:
+        recs, err = replace_resource_records(ctx, res.resource_type, res.resource_name, res.configs)
         records += recs
         out.append(AlterConfigsResourceResponse(res.resource_type, res.resource_name, err.code, err.message))
     records += clear_elr_records(ctx, records)

@@ -372,6 +372,9 @@ class QuorumController:
     def incremental_alter_configs(self, request: configs.IncrementalAlterConfigsRequest) -> ControllerResult:
         return self.execute(lambda ctx: configs.incremental_alter_configs(ctx, request))
 
+    def legacy_alter_configs(self, request: configs.LegacyAlterConfigsRequest) -> ControllerResult:
+        return self.execute(lambda ctx: configs.legacy_alter_configs(ctx, request))
+
     def alter_client_quotas(self, request: client_quotas.AlterClientQuotasRequest) -> ControllerResult:
         return self.execute(lambda ctx: client_quotas.alter_client_quotas(ctx, request))
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, TypeVar
 from kraftsim.controller import (
     AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
-    FeatureUpdate, IncrementalAlterConfigsRequest, UpdateFeaturesRequest, UpdateFeaturesResponse,
-    code_text, create_partitions, create_topics, delete_topics, elect_leaders, incremental_alter_configs,
-    unregister_broker,
+    FeatureUpdate, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest, UpdateFeaturesRequest,
+    UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
+    incremental_alter_configs, legacy_alter_configs, unregister_broker,
 )
 from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.protocol.primitives import Uuid
@@ -215,6 +215,16 @@ class AdminMixin:
         request = IncrementalAlterConfigsRequest(tuple(resources), validate_only)
         result = self._client_request(
             lambda leader: self.engine.execute(lambda ctx: incremental_alter_configs(ctx, request)))
+        self._finish_op("alter-configs")
+        return result
+
+    def send_legacy_alter_configs(self, resources: Sequence[AlterConfigsResource],
+                                  validate_only: bool = False) -> ControllerResult | None:
+        """AlterConfigs (the legacy API: each resource's configs become the ones named) as the
+        active controller receives it: its result once committed, or None on a timeout."""
+        request = LegacyAlterConfigsRequest(tuple(resources), validate_only)
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: legacy_alter_configs(ctx, request)))
         self._finish_op("alter-configs")
         return result
 

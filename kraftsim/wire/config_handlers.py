@@ -1,4 +1,5 @@
-"""IncrementalAlterConfigs (`kafka-configs --alter`) on topics and brokers, answered as Kafka answers it.
+"""IncrementalAlterConfigs and the legacy AlterConfigs (`kafka-configs --alter`; the tool of 3.x
+sends broker configs with the legacy one) on topics and brokers, answered as Kafka answers them.
 
 A broker first checks the request itself (ConfigAdminManager's preprocessing): a resource
 named twice, a config key named twice in one resource, or a value missing where the operation
@@ -15,7 +16,11 @@ does not model. A request kraftsim cannot answer as Kafka would (a broker's conf
 broker, broker loggers, client metrics, groups) is not carried out (the connection closes and
 `serve` says so once) rather than accepted wrongly. The answers keep the request's order.
 Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
-values it left (an append or subtract as the value it made).
+values it left (an append or subtract as the value it made; a config a legacy AlterConfigs left
+out as deleted).
+
+Both requests take the same path; they differ in what a resource's configs mean (operations, or
+the resource's whole set) and in the controller's call.
 """
 
 from __future__ import annotations
@@ -24,19 +29,20 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller import OP_DELETE, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
+from kraftsim.controller import OP_DELETE, OP_SET, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
-INCREMENTAL_ALTER_CONFIGS_KEY = 44
+ALTER_CONFIGS_KEY, INCREMENTAL_ALTER_CONFIGS_KEY = 33, 44
 
 
 def _resource(r: Mapping[str, Any]) -> AlterConfigsResource:
+    """A resource of either request (a legacy one's configs have no operation: each is a SET)."""
     return AlterConfigsResource(int(r["ResourceType"]), r["ResourceName"],
-                                tuple(AlterableConfig(c["Name"], int(c["ConfigOperation"]), c.get("Value"))
+                                tuple(AlterableConfig(c["Name"], int(c.get("ConfigOperation", OP_SET)), c.get("Value"))
                                       for c in r.get("Configs") or []))
 
 
@@ -73,10 +79,19 @@ def _not_carried_out(r: AlterConfigsResource, listener: Listener) -> str | None:
 
 def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
                               body: Mapping[str, Any]) -> Body:
+    return _alter_configs(served, listener, body, legacy=False)
+
+
+def legacy_alter_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    return _alter_configs(served, listener, body, legacy=True)
+
+
+def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str, Any], *, legacy: bool) -> Body:
     resources = [_resource(r) for r in body.get("Resources") or []]
     others = sorted({why for r in resources if (why := _not_carried_out(r, listener)) is not None})
     if others:
-        raise NotCarriedOut(f"IncrementalAlterConfigs of {' and '.join(others)}")
+        request = "AlterConfigs" if legacy else "IncrementalAlterConfigs"
+        raise NotCarriedOut(f"{request} of {' and '.join(others)}")
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}
@@ -95,27 +110,35 @@ def incremental_alter_configs(served: ServedCluster, listener: Listener, version
     sent = [(i, r) for i, r in enumerate(resources) if i not in answers]
     if sent:
         at = served.sim.now_ms
-        result = ask_controller(served, listener,
-                                lambda: served.sim.send_incremental_alter_configs([r for _, r in sent], validate_only))
+        # (what a legacy request deletes by leaving it out: the configs held before it)
+        left_out = {i: [k for k in _held(served, r) if k not in {c.name for c in r.configs}] if legacy else []
+                    for i, r in sent}
+        send = served.sim.send_legacy_alter_configs if legacy else served.sim.send_incremental_alter_configs
+        result = ask_controller(served, listener, lambda: send([r for _, r in sent], validate_only))
         if isinstance(result, tuple):
             answers.update((i, _answer(r, *result)) for i, r in sent)
         else:
             for (i, r), a in zip(sent, result.response.responses):
                 answers[i] = {"ErrorCode": a.error_code, "ErrorMessage": a.error_message,
                               "ResourceType": a.resource_type, "ResourceName": a.resource_name}
-                if a.error_code == 0 and not validate_only and r.configs:  # (an empty change changes nothing)
-                    _record(served, r, at)
+                if a.error_code == 0 and not validate_only and (r.configs or left_out[i]):
+                    _record(served, r, left_out[i], at)  # (an empty change changes nothing)
     return {"Responses": [answers[i] for i in range(len(resources)) if answers[i]]}
 
 
-def _record(served: ServedCluster, r: AlterConfigsResource, at: int) -> None:
-    """The change as the `alter-topic-config` or `alter-broker-config` step that makes it
-    again: the values it left."""
+def _held(served: ServedCluster, r: AlterConfigsResource) -> Mapping[str, str]:
+    """The configs the active controller's image holds for `r`'s resource."""
     leader = served.sim.leader()
     image = served.sim.image(leader) if leader is not None else None
-    now = image.configs.config(r.resource_type, r.resource_name) if image is not None else {}
+    return image.configs.config(r.resource_type, r.resource_name) if image is not None else {}
+
+
+def _record(served: ServedCluster, r: AlterConfigsResource, left_out: list[str], at: int) -> None:
+    """The change as the `alter-topic-config` or `alter-broker-config` step that makes it
+    again: the values it left, and the configs it deleted (`left_out`: by leaving them out)."""
+    now = _held(served, r)
     configs = {c.name: now[c.name] for c in r.configs if c.config_operation != OP_DELETE and c.name in now}
-    delete = [c.name for c in r.configs if c.name not in configs]
+    delete = [c.name for c in r.configs if c.name not in configs] + left_out
     changed = {"configs": configs or None, "delete": delete or None}
     if r.resource_type == TOPIC:
         served.record("alter-topic-config", {"topic": r.resource_name, **changed}, at)
@@ -124,4 +147,5 @@ def _record(served: ServedCluster, r: AlterConfigsResource, at: int) -> None:
                                               **changed}, at)
 
 
-HANDLERS: dict[int, Handler] = {INCREMENTAL_ALTER_CONFIGS_KEY: incremental_alter_configs}
+HANDLERS: dict[int, Handler] = {ALTER_CONFIGS_KEY: legacy_alter_configs,
+                                INCREMENTAL_ALTER_CONFIGS_KEY: incremental_alter_configs}

@@ -6,7 +6,7 @@ One combined node per release of KRAFTSIM_CONFORMANCE_LIVE_RELEASES (default: CI
 release), started once for the module. Requests are harmless: validate-only topic
 creation (v0, which has no validate-only, creates a topic of its own), deletion of a topic
 that does not exist, validate-only growth of one (CreatePartitions) and a validate-only config
-change of one (IncrementalAlterConfigs), an empty feature update,
+change of one (IncrementalAlterConfigs, and the legacy AlterConfigs), an empty feature update,
 unregistering a broker id that was never registered, DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
 would change the quorum).
 """
@@ -56,6 +56,9 @@ def body_for(api: str, version: int) -> dict[str, Any]:
         return {"Resources": [{"ResourceType": 2, "ResourceName": "no-such-topic",
                                "Configs": [{"Name": "retention.ms", "ConfigOperation": 0, "Value": "1000"}]}],
                 "ValidateOnly": True}
+    if api == "AlterConfigs":
+        return {"Resources": [{"ResourceType": 2, "ResourceName": "no-such-topic",
+                               "Configs": [{"Name": "retention.ms", "Value": "1000"}]}], "ValidateOnly": True}
     if api == "ElectLeaders":  # a topic the node does not have: answered per partition, nothing elected
         return {"ElectionType": 0, "TopicPartitions": [{"Topic": "no-such-topic", "Partitions": [0, 1]}],
                 "TimeoutMs": 30000}
@@ -66,7 +69,7 @@ def body_for(api: str, version: int) -> dict[str, Any]:
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
-           "IncrementalAlterConfigs", "ElectLeaders"]
+           "IncrementalAlterConfigs", "AlterConfigs", "ElectLeaders"]
 
 
 @pytest.fixture(scope="module", params=live_releases())

@@ -89,6 +89,7 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "DescribeAclsRequest", "DescribeAclsResponse",
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
                      "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
+                     "AlterConfigsRequest", "AlterConfigsResponse",
                      "ElectLeadersRequest", "ElectLeadersResponse"}
 
 
