@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
+    from kraftsim.controller.client_quotas import (
+        AlterClientQuotasRequest as AlterClientQuotasRequest, EntityData as EntityData, EntryData as EntryData,
+        QuotaOp as QuotaOp, alter_client_quotas as alter_client_quotas,
+    )
     from kraftsim.controller.api_errors import (
         ApiError as ApiError, code_text as code_text, error_codes as error_codes, exception_text as exception_text,
     )
@@ -86,6 +90,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
+    "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "api_errors": "ApiError code_text error_codes exception_text",
     "cluster_control": (
         "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
@@ -122,15 +127,15 @@ _MODULE_OF = {
     "java_int_set_order": ("kraftsim.javacompat", "int_set_order"),
 }
 __all__ = [
-    "AclCreation", "ActivationError", "AlterConfigsResource", "AlterPartitionData", "AlterPartitionRequest",
+    "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource", "AlterPartitionData", "AlterPartitionRequest",
     "AlterPartitionTopic", "AlterableConfig", "ApiError", "BrokerHeartbeatReply", "BrokerHeartbeatRequest",
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
     "CreatableTopicConfig", "CreateAclsRequest", "CreatePartitionsRequest", "CreatePartitionsTopic", "CreateTopicsRequest", "DISABLED", "DeleteTopicState",
-    "DeleteTopicsRequest", "ELECTION_TYPES", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "LegacyAlterConfigsRequest", "NO_LEADER_CHANGE",
-    "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "Range", "ReplayState",
+    "DeleteTopicsRequest", "ELECTION_TYPES", "EntityData", "EntryData", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "LegacyAlterConfigsRequest", "NO_LEADER_CHANGE",
+    "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "QuotaOp", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
-    "UsableBroker", "acl_codes", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
+    "UsableBroker", "acl_codes", "alter_client_quotas", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
     "elect_unclean_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",

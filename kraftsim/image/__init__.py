@@ -58,8 +58,9 @@ from kraftsim.image.components.features import ELR_FEATURE, features_from, Featu
 from kraftsim.image.components.opaque import key_text, OpaqueImage, OpaqueRecord
 from kraftsim.image.components.partition import NO_LEADER, PartitionRegistration, RECOVERED, RECOVERING, registration_from_record
 from kraftsim.image.components.producer_ids import ProducerIdsImage
-from kraftsim.image.components.quotas import ClientQuotasImage, entity_text
-from kraftsim.image.components.scram import mechanism_name, MECHANISMS, ScramCredential, ScramImage
+from kraftsim.image.components.quotas import ClientQuotasImage, describe_quotas, entity_text, QuotaFilterError
+from kraftsim.image.components.scram import (describe_scram_users, mechanism_name, MECHANISMS, ScramCredential,
+                                             ScramImage)
 from kraftsim.image.components.tokens import DelegationToken, DelegationTokensImage
 from kraftsim.image.components.topics import TopicImage, TopicsImage
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
@@ -148,6 +149,7 @@ __all__ = [
     "CLIENT_METRICS",
     "Change",
     "ClientQuotasImage",
+    "QuotaFilterError",
     "ClusterImage",
     "CommittedBatch",
     "ConfigurationsImage",
@@ -217,6 +219,8 @@ __all__ = [
     "create_snapshot",
     "diff_images",
     "diff_text",
+    "describe_quotas",
+    "describe_scram_users",
     "entity_text",
     "features_from",
     "image_digest",

@@ -15,6 +15,7 @@ from kraftsim.scenario.ops import (
     AddController,
     AddNode,
     AlterBrokerConfig,
+    AlterClientQuotas,
     AlterTopicConfig,
     CreateAcl,
     CreateTopics,
@@ -149,6 +150,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return sim.alter_broker_config(op.broker, op.configs, op.delete)
     if isinstance(op, AlterTopicConfig):
         return sim.alter_topic_config(op.topic, op.configs, op.delete)
+    if isinstance(op, AlterClientQuotas):
+        return sim.alter_client_quotas(op.entity(), op.quotas, op.delete)
     if isinstance(op, ElectLeaders):
         out = leader_election(sim, op.election_type, op.partitions)
         if out.failure is not None:

@@ -202,11 +202,29 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
     permission: str = "allow"
 
 
+class AlterClientQuotas(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-client-quotas"):
+    """kraftsim's addition: kafka-configs --alter --entity-type users|clients|ips of one entity:
+    `user`, `client_id` and `ip` name its parts, `default` lists the entity types at their default
+    entity (`--entity-default`)."""
+
+    user: str | None = None
+    client_id: str | None = None
+    ip: str | None = None
+    default: list[Literal["user", "client-id", "ip"]] = []
+    quotas: dict[str, float] = {}  # --add-config
+    delete: list[str] = []  # --delete-config
+
+    def entity(self) -> dict[str, str | None]:
+        """Entity type -> name (None: the default entity), as AlterClientQuotas names them."""
+        named = {"user": self.user, "client-id": self.client_id, "ip": self.ip}
+        return {t: named[t] for t in ("user", "client-id", "ip") if named[t] is not None or t in self.default}
+
+
 #: One step of any op (a tagged union: msgspec picks the struct by `op`).
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
-      | ElectLeaders)
+      | ElectLeaders | AlterClientQuotas)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -222,8 +240,8 @@ OPS: dict[str, type[StepBase]] = {
                 UnregisterBroker,
                 # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
                 CreatePartitions, AlterTopicConfig,
-                # and kafka-leader-election (ElectLeaders)
-                ElectLeaders)
+                # and kafka-leader-election (ElectLeaders), kafka-configs --alter on client quotas
+                ElectLeaders, AlterClientQuotas)
 }
 
 

@@ -31,7 +31,7 @@ from kraftsim.scenario.language import (
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientQuotas, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
@@ -538,6 +538,15 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             raise check.fail("configs", "expected configs to set or delete", index)
         if isinstance(step, AlterBrokerConfig) and step.broker is not None and strict:
             check.ids([step.broker], "broker", index)
+    elif isinstance(step, AlterClientQuotas):
+        if not step.quotas and not step.delete:
+            raise check.fail("quotas", "expected quotas to set or delete", index)
+        named = {"user": step.user, "client-id": step.client_id, "ip": step.ip}
+        both = [t for t in step.default if named[t] is not None]
+        if both:
+            raise check.fail("default", f"{both[0]!r} is both named and at its default", index)
+        if not step.entity():
+            raise check.fail("user", "expected an entity: user, client_id, ip or default", index)
     elif isinstance(step, ElectLeaders) and step.partitions is not None:
         if not step.partitions:
             raise check.fail("partitions", "expected at least one topic (leave the key out to elect every partition)",

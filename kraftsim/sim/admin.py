@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
+    AlterClientQuotasRequest, AlterConfigsResource, CreatableTopic, EntityData, EntryData, QuotaOp,
+    alter_client_quotas, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
     FeatureUpdate, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest, UpdateFeaturesRequest,
     UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
@@ -227,6 +228,38 @@ class AdminMixin:
             lambda leader: self.engine.execute(lambda ctx: legacy_alter_configs(ctx, request)))
         self._finish_op("alter-configs")
         return result
+
+    def send_alter_client_quotas(self, entries: Sequence[EntryData], validate_only: bool = False
+                                 ) -> ControllerResult | None:
+        """AlterClientQuotas as the active controller receives it: its result (one answer per
+        entity) once committed, or None when no controller answered in time."""
+        request = AlterClientQuotasRequest(tuple(entries), validate_only)
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: alter_client_quotas(ctx, request)))
+        self._finish_op("alter-client-quotas")
+        return result
+
+    def alter_client_quotas(self, entity: Mapping[str, str | None], quotas: Mapping[str, float],
+                            delete: Sequence[str] = ()) -> list[str]:
+        """`kafka-configs --alter --entity-type users|clients|ips` of one entity (`entity`: entity
+        type -> name, None for the type's default; `--add-config` `quotas`, `--delete-config`
+        `delete`): the tool's line, or SimError with the controller's text."""
+        ops = [QuotaOp(k, float(v)) for k, v in sorted(quotas.items())] + [QuotaOp(k, remove=True) for k in delete]
+        parts = tuple(EntityData(t, n) for t, n in entity.items())
+        result = self.send_alter_client_quotas([EntryData(parts, tuple(ops))])
+        if result is None:
+            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+        if not result.ok:
+            raise SimError(result.error.message or result.error.name)
+        answer = result.response.entries[0]
+        if answer.error_code != 0:
+            raise SimError(answer.error_message or f"AlterClientQuotas failed with error code {answer.error_code}")
+        # (the tool names the first entity type it was given; a step names them by kind)
+        kind, name = next((k, entity[t]) for t, k in (("user", "user"), ("client-id", "client"), ("ip", "ip"))
+                          if t in entity)
+        if name is None:
+            return [f"Completed updating default config for {kind}s in the cluster."]
+        return [f"Completed updating config for {kind} {name}."]
 
     def send_elect_leaders(self, request: ElectLeadersRequest) -> ControllerResult | None:
         """ElectLeaders as a client sends it: the controller's result (one answer per partition)

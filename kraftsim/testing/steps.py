@@ -43,6 +43,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "create-partitions": ("names", "count", "assignments"),
     "alter-topic-config": ("topic", "configs", "delete"),
     "elect-leaders": ("election_type", "partitions"),
+    "alter-client-quotas": ("user", "client_id", "ip", "default", "quotas", "delete"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 
@@ -80,11 +81,13 @@ def run_step(sim: Simulation, step: Step) -> list[str]:
 # ---------------------------------------------------------------------------- TOML out
 
 def toml_value(v: object) -> str:
-    """A TOML value for the types a scenario uses (strings, ints, bools, lists, tables)."""
+    """A TOML value for the types a scenario uses (strings, ints, floats, bools, lists, tables)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
+    if isinstance(v, float):
+        return repr(v)  # (Python's shortest round-trip form is a TOML float, inf and nan included)
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)  # a JSON string is a valid TOML basic string
     if isinstance(v, Mapping):

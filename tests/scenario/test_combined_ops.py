@@ -47,6 +47,12 @@ topic = "topic-1"
 configs = { "retention.ms" = "60000" }
 
 [[step]]
+op = "alter-client-quotas"
+client_id = "app"
+default = ["user"]
+quotas = { producer_byte_rate = 1024 }
+
+[[step]]
 op = "alter-topic-config"
 topic = "topic-1"
 configs = { "retention.ms" = "soon" }

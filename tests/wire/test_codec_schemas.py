@@ -90,6 +90,9 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
                      "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
                      "AlterConfigsRequest", "AlterConfigsResponse",
+                     "AlterClientQuotasRequest", "AlterClientQuotasResponse",
+                     "DescribeClientQuotasRequest", "DescribeClientQuotasResponse",
+                     "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
                      "ElectLeadersRequest", "ElectLeadersResponse"}
 
 

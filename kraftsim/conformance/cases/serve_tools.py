@@ -11,7 +11,8 @@ legitimately differs between two clusters:
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
 kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
-kafka-configs --alter sets, refuses and deletes that topic's configs, kafka-leader-election elects
+kafka-configs --alter sets, refuses and deletes that topic's configs and client quotas (clients, users,
+the default user, a user and client together, an IP), kafka-leader-election elects
 every partition, one partition and one that does not exist;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
@@ -89,6 +90,42 @@ RUNS: list[tuple[str, str, list[str]]] = [
                                    "--entity-name", "1"]),
     ("configs broker default", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "brokers",
                                            "--entity-default"]),
+    # client quotas (AlterClientQuotas, DescribeClientQuotas; a user's describe also asks for its SCRAM
+    # credentials): set, refused, deleted, a key never set, the default user, user and client together, an IP
+    ("configs --alter client quotas", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "clients",
+                                                  "--entity-name", "c1", "--add-config",
+                                                  "producer_byte_rate=1024,consumer_byte_rate=2048"]),
+    ("configs --alter client quotas (fractional)", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                               "clients", "--entity-name", "c1", "--add-config",
+                                                               "producer_byte_rate=1.5"]),
+    ("configs --alter client quotas (unknown key)", "configs", ["--bootstrap-server", "{bs}", "--alter",
+                                                                "--entity-type", "ips", "--entity-name", "10.0.0.1",
+                                                                "--add-config", "producer_byte_rate=5"]),
+    ("configs --alter user default quotas", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                        "users", "--entity-default", "--add-config",
+                                                        "request_percentage=50"]),
+    ("configs --alter user and client quotas", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                           "users", "--entity-name", "alice", "--entity-type",
+                                                           "clients", "--entity-name", "c1", "--add-config",
+                                                           "producer_byte_rate=10"]),
+    ("configs --alter ip quotas", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "ips",
+                                              "--entity-name", "10.0.0.1", "--add-config",
+                                              "connection_creation_rate=10"]),
+    ("configs --alter client quotas --delete-config", "configs", ["--bootstrap-server", "{bs}", "--alter",
+                                                                  "--entity-type", "clients", "--entity-name", "c1",
+                                                                  "--delete-config", "consumer_byte_rate"]),
+    ("configs --alter client quotas --delete-config (not set)", "configs", ["--bootstrap-server", "{bs}", "--alter",
+                                                                            "--entity-type", "clients",
+                                                                            "--entity-name", "c1", "--delete-config",
+                                                                            "consumer_byte_rate"]),
+    ("configs clients", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "clients"]),
+    ("configs users", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "users"]),
+    ("configs user", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "users", "--entity-name",
+                                 "alice"]),
+    ("configs user and client", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "users",
+                                            "--entity-name", "alice", "--entity-type", "clients", "--entity-name",
+                                            "c1"]),
+    ("configs ips", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "ips"]),
     ("features describe", "features", ["--bootstrap-server", "{bs}", "describe"]),
     # metadata.version levels: 7 is 3.3-IV3 (the oldest KRaft level), 19 is 3.7-IV4. On 3.7 the
     # upgrade to 19 is a no-op; on 4.x it is a downgrade by `upgrade`, refused. The downgrade to 7

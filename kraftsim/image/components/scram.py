@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Iterator
 
 import msgspec
 
 from kraftsim.image.pmap import DELETE, PMap, stable_hash
+from kraftsim.javacompat import string_hash_order
 
 # Kafka's ScramMechanism: type id -> (enum name, mechanism name)
 MECHANISMS = {0: ("UNKNOWN", "UNKNOWN"), 1: ("SCRAM_SHA_256", "SCRAM-SHA-256"), 2: ("SCRAM_SHA_512", "SCRAM-SHA-512")}
@@ -43,6 +45,28 @@ class ScramImage(msgspec.Struct, frozen=True, gc=False):
 
 
 EMPTY_SCRAM = ScramImage()
+
+
+def describe_scram_users(image: ScramImage, users: list[str] | None
+                         ) -> list[tuple[str, list[tuple[int, int]] | tuple[str, str]]]:
+    """DescribeUserScramCredentials as a node answers it from its image (Kafka's
+    ScramImage.describe): per user, its (mechanism, iterations), or (error name, message) for a
+    user named twice or holding no credential; every user with a credential when `users` is
+    empty or None. Users come in the order of Kafka's HashMap of them; a user's mechanisms by
+    type id."""
+    names = [u for (_, u), _ in image.sorted_credentials()] if not users else users
+    counts = Counter(names)
+    repeated = {u: bool(users) and counts[u] > 1 for u in names}
+    out: list[tuple[str, list[tuple[int, int]] | tuple[str, str]]] = []
+    for user in string_hash_order(list(repeated)):
+        if repeated[user]:
+            out.append((user, ("DUPLICATE_RESOURCE",
+                               f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}")))
+            continue
+        held = [(m, c.iterations) for m in sorted(MECHANISMS) if (c := image.credential(m, user)) is not None]
+        out.append((user, held if held else ("RESOURCE_NOT_FOUND",
+                                             f"Attempt to describe a user credential that does not exist: {user}")))
+    return out
 
 
 class ScramDelta:
