@@ -1,6 +1,9 @@
-"""`kraftsim configs --cluster DIR --alter --entity-type brokers|topics ...`: kafka-configs'
---alter for broker and topic configs on a simulated cluster (IncrementalAlterConfigs to its
-active controller; a topic's values are judged as the controller's release judges them).
+"""`kraftsim configs --cluster DIR --alter --entity-type brokers|topics|users|clients|ips ...`:
+kafka-configs' --alter for broker and topic configs (IncrementalAlterConfigs to the simulated
+cluster's active controller; a topic's values are judged as the controller's release judges
+them) and for client quotas (AlterClientQuotas: `--entity-type users --entity-name U
+--entity-type clients --entity-name C` names one entity of two parts, `--entity-default` a
+part at its default).
 
 This is how Kafka cordons log directories (KIP-1066, 4.3): set `cordoned.log.dirs` to `*`
 or to some of the broker's log directories; the broker reports them in its next heartbeat
@@ -20,14 +23,18 @@ from kraftsim.cli.common import kafka_tool
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("configs", help="kafka-configs --alter for broker and topic configs of a simulated cluster "
-                                       "(cordoned.log.dirs cordons log directories)")
+    p = sub.add_parser("configs", help="kafka-configs --alter for broker and topic configs and client quotas of a "
+                                       "simulated cluster (cordoned.log.dirs cordons log directories)")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     p.add_argument("--alter", action="store_true", required=True, help="alter the configs of the entity")
-    p.add_argument("--entity-type", required=True, choices=["brokers", "topics"], help="broker or topic configs")
-    who = p.add_mutually_exclusive_group(required=True)
-    who.add_argument("--entity-name", metavar="NAME", help="the broker id, or the topic")
-    who.add_argument("--entity-default", action="store_true", help="the cluster-wide default of every broker")
+    p.add_argument("--entity-type", required=True, action="append", choices=ENTITY_TYPES,
+                   help="broker or topic configs, or the quotas of users, clients or ips (users and clients may be "
+                        "given together)")
+    # (one list in the order given, as kafka-configs pairs names with types: None is a default)
+    p.add_argument("--entity-name", dest="entity_names", action="append", metavar="NAME",
+                   help="the broker id, the topic, the user, the client id or the ip")
+    p.add_argument("--entity-default", dest="entity_names", action="append_const", const=None,
+                   help="the cluster-wide default of every broker, or the default user, client id or ip")
     p.add_argument("--add-config", metavar="K=V[,K=V]", help="configs to set, e.g. cordoned.log.dirs=*")
     p.add_argument("--delete-config", metavar="K[,K]", help="configs to remove")
     p.set_defaults(run=kafka_tool(_alter))
@@ -36,6 +43,28 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 #: kafka-configs splits --add-config at commas and `=` outside square brackets, so that a list
 #: value is written `k=[v1,v2]` (ConfigCommand.parseConfigsToBeAdded); the brackets are dropped.
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
+
+
+ENTITY_TYPES = ["brokers", "topics", "users", "clients", "ips"]
+#: kafka-configs' quota entity types, as AlterClientQuotas names them.
+QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+
+
+@dataclass(frozen=True)
+class QuotaAlteration:
+    """What one `kraftsim configs --alter` of client quotas asks for, as a scenario step holds it."""
+
+    entity: dict[str, str | None]  # entity type -> name, None for the type's default entity
+    quotas: dict[str, float]
+    to_delete: list[str]
+    op: str = "alter-client-quotas"
+
+    def step(self) -> dict[str, object]:
+        """The step's keys (docs/scenarios.md)."""
+        named = {t: n for t, n in self.entity.items() if n is not None}
+        return {"user": named.get("user"), "client_id": named.get("client-id"), "ip": named.get("ip"),
+                "default": [t for t, n in self.entity.items() if n is None], "quotas": self.quotas,
+                "delete": self.to_delete}
 
 
 @dataclass(frozen=True)
@@ -53,9 +82,9 @@ class ConfigAlteration:
         return {who: self.entity, "configs": self.to_set, "delete": self.to_delete}
 
 
-def alter_step(args: argparse.Namespace) -> ConfigAlteration:
-    """The scenario step (`alter-topic-config` or `alter-broker-config`) the command makes;
-    ValueError with the usage error's text for arguments it refuses."""
+def alter_step(args: argparse.Namespace) -> ConfigAlteration | QuotaAlteration:
+    """The scenario step (`alter-topic-config`, `alter-broker-config` or `alter-client-quotas`)
+    the command makes; ValueError with the usage error's text for arguments it refuses."""
     to_set: dict[str, str] = {}
     for item in filter(None, re.split("," + _OUTSIDE_BRACKETS, args.add_config or "")):
         pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item)
@@ -65,19 +94,42 @@ def alter_step(args: argparse.Namespace) -> ConfigAlteration:
     to_delete = [k.strip() for k in (args.delete_config or "").split(",") if k.strip()]
     if not to_set and not to_delete:
         raise ValueError("give --add-config or --delete-config")
-    if args.entity_type == "topics":
-        if args.entity_default:
+    types, names = list(args.entity_type), list(args.entity_names or [])
+    if len(names) != len(types):
+        raise ValueError("give one --entity-name or --entity-default for each --entity-type")
+    if types[0] in QUOTA_ENTITY_TYPES:
+        return _quota_step(types, names, to_set, to_delete)
+    if len(types) > 1:
+        raise ValueError(f"--entity-type: {types[0]} takes one entity")
+    name = names[0]
+    if types[0] == "topics":
+        if name is None:
             raise ValueError("--entity-default: topics have no default entity; give --entity-name TOPIC")
-        return ConfigAlteration("alter-topic-config", args.entity_name, to_set, to_delete)
-    if args.entity_default:
+        return ConfigAlteration("alter-topic-config", name, to_set, to_delete)
+    if name is None:
         return ConfigAlteration("alter-broker-config", None, to_set, to_delete)
     from kraftsim.javacompat import parse_int  # (not at start-up: every command registers this one)
 
-    name = args.entity_name
     broker = parse_int(name) if name.isascii() and name.isdigit() else None  # (the id as a broker registers it)
     if broker is None:
         raise ValueError(f"--entity-name: expected a broker id, got {name!r}")
     return ConfigAlteration("alter-broker-config", broker, to_set, to_delete)
+
+
+def _quota_step(types: list[str], names: list[str | None], to_set: dict[str, str],
+                to_delete: list[str]) -> QuotaAlteration:
+    """The quota entity kafka-configs' arguments name (users and clients together, or ips
+    alone), with the values as numbers (its text for one that is not)."""
+    if len(set(types)) < len(types) or not set(types) <= set(QUOTA_ENTITY_TYPES) or \
+            ("ips" in types and len(types) > 1):
+        raise ValueError("--entity-type: give users, clients, or both, or ips alone")
+    quotas: dict[str, float] = {}
+    for key, value in to_set.items():
+        try:
+            quotas[key] = float(value)
+        except ValueError:
+            raise ValueError(f"Cannot parse quota configuration value for {key}: {value}") from None
+    return QuotaAlteration({QUOTA_ENTITY_TYPES[t]: n for t, n in zip(types, names)}, quotas, to_delete)
 
 
 def _alter(args: argparse.Namespace) -> int:
@@ -88,6 +140,18 @@ def _alter(args: argparse.Namespace) -> int:
     except ValueError as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return 2
+    if isinstance(alteration, QuotaAlteration):
+        with Simulation.open(args.cluster) as sim:
+            # (the tool reads the entity's quotas first and refuses to delete one it does not hold)
+            held = sim.client_quotas(alteration.entity)
+            missing = [k for k in alteration.to_delete if k not in held]
+            if missing:
+                print(f"Invalid config(s): {','.join(missing)}", file=sys.stderr)
+                return 1
+            lines = sim.alter_client_quotas(alteration.entity, alteration.quotas, alteration.to_delete)
+        for line in lines:
+            print(line)
+        return 0
     to_set, to_delete, entity = alteration.to_set, alteration.to_delete, alteration.entity
     if alteration.op == "alter-topic-config":
         assert isinstance(entity, str)

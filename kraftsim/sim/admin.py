@@ -239,6 +239,14 @@ class AdminMixin:
         self._finish_op("alter-client-quotas")
         return result
 
+    def client_quotas(self, entity: Mapping[str, str | None]) -> Mapping[str, float]:
+        """The quotas of one entity (entity type -> name, None for the default) as the active
+        controller holds them, once one is active: what kafka-configs reads before it changes
+        them. Empty when no controller became active in time."""
+        leader = self._wait_leader()
+        image = self.engine.controller_image() if leader is not None else None
+        return {} if image is None else image.client_quotas.quotas(tuple(sorted(entity.items())))
+
     def alter_client_quotas(self, entity: Mapping[str, str | None], quotas: Mapping[str, float],
                             delete: Sequence[str] = ()) -> list[str]:
         """`kafka-configs --alter --entity-type users|clients|ips` of one entity (`entity`: entity

@@ -139,3 +139,41 @@ def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
         wanted.write_text(text)
         got, _, err = run(capsys, *elect, "preferred", "--path-to-json-file", str(wanted))
         assert got == code and expected in err, err
+
+
+def test_client_quotas_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-configs --alter on client quotas: a user and a client together, the default user, an
+    ip; the controller's refusals and the tool's own (a value that is not a number, a quota
+    deleted that is not set, entity types that do not go together), with its texts and exit codes."""
+    d = _cluster(capsys, tmp_path / "c")
+    code, out, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "users", "--entity-name", "alice",
+                       "--entity-type", "clients", "--entity-name", "app", "--add-config",
+                       "producer_byte_rate=1024,request_percentage=12.5")
+    assert (code, out) == (0, "Completed updating config for user alice.\n")
+    code, out, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "users", "--entity-default",
+                       "--add-config", "consumer_byte_rate=2048")
+    assert (code, out) == (0, "Completed updating default config for users in the cluster.\n")
+    code, out, _ = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "ips", "--entity-name",
+                       "10.0.0.1", "--add-config", "connection_creation_rate=5")
+    assert (code, out) == (0, "Completed updating config for ip 10.0.0.1.\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "clients", "--entity-name", "app",
+                       "--add-config", "producer_byte_rate=1.5")
+    assert (code, err) == (1, "producer_byte_rate cannot be a fractional value.\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "clients", "--entity-name", "app",
+                       "--add-config", "producer_byte_rate=fast")
+    assert (code, err) == (2, "kraftsim: error: Cannot parse quota configuration value for producer_byte_rate: fast\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "users", "--entity-default",
+                       "--delete-config", "producer_byte_rate")
+    assert (code, err) == (1, "Invalid config(s): producer_byte_rate\n")
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "ips", "--entity-name", "1.2.3.4",
+                       "--entity-type", "users", "--entity-name", "bob", "--add-config", "connection_creation_rate=5")
+    assert code == 2 and "give users, clients, or both, or ips alone" in err
+    code, _, err = run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "users", "--add-config",
+                       "consumer_byte_rate=1")
+    assert code == 2 and "give one --entity-name or --entity-default for each --entity-type" in err
+    assert run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "users", "--entity-default",
+               "--delete-config", "consumer_byte_rate")[:2] == (0, "Completed updating default config for users in "
+                                                                  "the cluster.\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "2", "find", "/image/clientQuotas")
+    assert code == 0 and "request_percentage" in out and "connection_creation_rate" in out, out
+    assert "consumer_byte_rate" not in out, out

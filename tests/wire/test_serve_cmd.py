@@ -291,6 +291,11 @@ def test_a_forwarded_configs_command_is_recorded_as_its_alter_step():
     assert CliCommands().step(topic, 0) == ("alter-topic-config", {"topic": "t", "configs": None,
                                                                    "delete": ["retention.ms"]})
     assert CliCommands().step(topic, 1) is None  # refused: nothing changed
+    quotas = ["configs", "--cluster", "/tmp/c", "--alter", "--entity-type", "users", "--entity-default",
+              "--entity-type", "clients", "--entity-name", "app", "--add-config", "producer_byte_rate=1024"]
+    assert CliCommands().step(quotas, 0) == ("alter-client-quotas", {
+        "user": None, "client_id": "app", "ip": None, "default": ["user"], "quotas": {"producer_byte_rate": 1024.0},
+        "delete": None})
 
 
 def test_a_forwarded_leader_election_is_recorded_as_the_partitions_it_elected():
