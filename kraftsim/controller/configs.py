@@ -17,7 +17,7 @@ though Kafka's controller checks them against definitions kraftsim does not hold
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 
@@ -234,28 +234,26 @@ def clear_elr_records(ctx: ControllerContext, config_records: list[Payload]) -> 
 def incremental_alter_configs(ctx: ControllerContext, req: IncrementalAlterConfigsRequest) -> ControllerResult:
     """Kafka's IncrementalAlterConfigs on the controller: per-resource results, all records
     (ConfigRecords, then any ClearElrRecords) committed atomically; none when validate_only."""
-    if metadata_version_of(ctx) is None:
-        return refused(NO_METADATA_VERSION)
-    records: list[Payload] = []
-    out = []
-    for res in req.resources:
-        recs, err = alter_resource_records(ctx, res.resource_type, res.resource_name, res.configs)
-        records += recs
-        out.append(AlterConfigsResourceResponse(res.resource_type, res.resource_name, err.code, err.message))
-    records += clear_elr_records(ctx, records)
-    return accepted([] if req.validate_only else records, IncrementalAlterConfigsResponse(tuple(out)))
+    return _alter_each(ctx, req.resources, req.validate_only, alter_resource_records)
 
 
 def legacy_alter_configs(ctx: ControllerContext, req: LegacyAlterConfigsRequest) -> ControllerResult:
     """Kafka's legacy AlterConfigs on the controller: as `incremental_alter_configs`, each
     resource's configs replaced by the ones named (`replace_resource_records`)."""
+    return _alter_each(ctx, req.resources, req.validate_only, replace_resource_records)
+
+
+def _alter_each(ctx: ControllerContext, resources: tuple[AlterConfigsResource, ...], validate_only: bool,
+                records_of: Callable[[ControllerContext, int, str, tuple[AlterableConfig, ...]],
+                                     tuple[list[Payload], ApiError]]) -> ControllerResult:
+    """Each resource's records (`records_of`) or refusal, then the ClearElrRecords they call for."""
     if metadata_version_of(ctx) is None:
         return refused(NO_METADATA_VERSION)
     records: list[Payload] = []
     out = []
-    for res in req.resources:
-        recs, err = replace_resource_records(ctx, res.resource_type, res.resource_name, res.configs)
+    for res in resources:
+        recs, err = records_of(ctx, res.resource_type, res.resource_name, res.configs)
         records += recs
         out.append(AlterConfigsResourceResponse(res.resource_type, res.resource_name, err.code, err.message))
     records += clear_elr_records(ctx, records)
-    return accepted([] if req.validate_only else records, IncrementalAlterConfigsResponse(tuple(out)))
+    return accepted([] if validate_only else records, IncrementalAlterConfigsResponse(tuple(out)))

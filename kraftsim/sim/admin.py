@@ -37,6 +37,16 @@ if TYPE_CHECKING:  # features_tool is imported where used: serving a cluster nev
 R = TypeVar("R")
 
 
+def answered(result: ControllerResult | None) -> ControllerResult:
+    """A request's result as Kafka's tools take it: SimError with the admin client's text when
+    no active controller committed it in time, or with the controller's refusal of it whole."""
+    if result is None:
+        raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
+    if not result.ok:
+        raise SimError(result.error.message or result.error.name)
+    return result
+
+
 class FreeNames:
     """The lowest free numbers of a topic-name prefix, as `create_topics` names new topics.
 
@@ -142,12 +152,7 @@ class AdminMixin:
         return None
 
     def _controller_call(self, rule: Callable[[ControllerContext], ControllerResult]) -> ControllerResult:
-        result = self._client_request(lambda leader: self.engine.execute(rule))
-        if result is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
-        if not result.ok:
-            raise SimError(result.error.message or result.error.name)
-        return result
+        return answered(self._client_request(lambda leader: self.engine.execute(rule)))
 
     def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
                       prefix: str = "topic-", names: Sequence[str] | None = None) -> list[str]:
@@ -200,11 +205,7 @@ class AdminMixin:
         each of `names`, in one request; the first topic refused raises SimError with its text."""
         topics = [CreatePartitionsTopic(n, count, None if assignments is None else tuple(map(tuple, assignments)))
                   for n in names]
-        result = self.send_create_partitions(topics)
-        if result is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
-        if not result.ok:
-            raise SimError(result.error.message or result.error.name)
+        result = answered(self.send_create_partitions(topics))
         errors = [r for r in result.response.results if r.error_code != 0]
         if errors:
             raise SimError(code_text(errors[0].error_code, errors[0].error_message))
@@ -254,11 +255,7 @@ class AdminMixin:
         `delete`): the tool's line, or SimError with the controller's text."""
         ops = [QuotaOp(k, float(v)) for k, v in sorted(quotas.items())] + [QuotaOp(k, remove=True) for k in delete]
         parts = tuple(EntityData(t, n) for t, n in entity.items())
-        result = self.send_alter_client_quotas([EntryData(parts, tuple(ops))])
-        if result is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
-        if not result.ok:
-            raise SimError(result.error.message or result.error.name)
+        result = answered(self.send_alter_client_quotas([EntryData(parts, tuple(ops))]))
         answer = result.response.entries[0]
         if answer.error_code != 0:
             raise SimError(answer.error_message or f"AlterClientQuotas failed with error code {answer.error_code}")

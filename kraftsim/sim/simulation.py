@@ -25,7 +25,7 @@ from kraftsim.controller import (
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.sim.admin import AdminMixin, FreeNames
+from kraftsim.sim.admin import AdminMixin, FreeNames, answered
 from kraftsim.gcpause import working
 from kraftsim.sim.node.format import (
     EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id, new_cluster_directory_problem,
@@ -783,11 +783,7 @@ class Simulation(AdminMixin):
 
         ops = [AlterableConfig(k, OP_SET, v) for k, v in sorted(set_configs.items())]
         ops += [AlterableConfig(k, OP_DELETE) for k in sorted(delete_configs)]
-        result = self.send_incremental_alter_configs([AlterConfigsResource(resource_type, name, tuple(ops))])
-        if result is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
-        if not result.ok:
-            raise SimError(result.error.message or result.error.name)
+        result = answered(self.send_incremental_alter_configs([AlterConfigsResource(resource_type, name, tuple(ops))]))
         answer = result.response.responses[0]
         if answer.error_code != 0:
             raise SimError(answer.error_message or f"IncrementalAlterConfigs failed with error code {answer.error_code}")
@@ -803,11 +799,7 @@ class Simulation(AdminMixin):
     def unregister_broker(self, broker_id: int) -> list[str]:
         """`kafka-cluster unregister --id N`: the broker's registration is removed (it registers
         again if it still runs); refused with the controller's text for an unknown id."""
-        result = self.send_unregister_broker(broker_id)
-        if result is None:
-            raise SimError("Timed out waiting for a node assignment: no active controller committed the request")
-        if not result.ok:
-            raise SimError(result.error.message or result.error.name)
+        answered(self.send_unregister_broker(broker_id))
         return [f"Broker {broker_id} is no longer registered."]
 
     def create_acl(self, *, principal: str, host: str, operation: str, resource_type: str, resource_name: str,
