@@ -7,6 +7,8 @@ configs lists them; the same checks refuse the whole resource."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kraftsim.controller.configs import (
     OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest,
@@ -98,3 +100,22 @@ def test_elr_refuses_leaving_out_the_cluster_min_insync_replicas():
     assert outcomes(r) == [(40, "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.")]
     r = replace(c, (BROKER, "", {"min.insync.replicas": "2"}))
     assert types(r) == [("ConfigRecord", 0), ("ClearElrRecord", 0)]
+
+
+KEYS = ["log.retention.ms", "log.flush.interval.ms", "log.cleaner.threads", "log.roll.ms", "x.y", "a", "bb", "c.d.e"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(held=st.dictionaries(st.sampled_from(KEYS), st.sampled_from(["1", "2"]), max_size=6),
+       named=st.dictionaries(st.sampled_from(KEYS), st.sampled_from(["1", "3", None]), max_size=6))
+def test_a_resource_ends_with_exactly_the_configs_named_and_every_record_says_so(held, named):
+    c = RuleCluster("4.1-IV1", elr=False)
+    c.start_brokers([1])
+    if held:
+        replace(c, (BROKER, "", held))
+    r = replace(c, (BROKER, "", named))
+    assert outcomes(r) == [(0, None)]
+    assert dict(c.image.configs.config(BROKER, "")) == {k: v for k, v in named.items() if v is not None}
+    records = written(r)
+    assert len({k for k, _ in records}) == len(records)  # one record per config at most
+    assert {k for k, _ in records} == set(named) | set(held)  # a broker's: every name, every one left out
