@@ -123,6 +123,10 @@ def _quota_step(types: list[str], names: list[str | None], to_set: dict[str, str
     if len(set(types)) < len(types) or not set(types) <= set(QUOTA_ENTITY_TYPES) or \
             ("ips" in types and len(types) > 1):
         raise ValueError("--entity-type: give users, clients, or both, or ips alone")
+    scram = [k for k in [*to_set, *to_delete] if k.startswith("SCRAM-")]
+    if scram:
+        raise ValueError(f"{scram[0]}: SCRAM credentials are set with the alter-scram-credentials op, or with "
+                         "kafka-configs against `kraftsim serve`")
     quotas: dict[str, float] = {}
     for key, value in to_set.items():
         try:

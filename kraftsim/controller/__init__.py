@@ -21,6 +21,12 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
+    from kraftsim.controller.scram import (
+        MECHANISM_IDS as MECHANISM_IDS, AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
+        ScramCredentialDeletion as ScramCredentialDeletion, ScramCredentialUpsertion as ScramCredentialUpsertion,
+        alter_user_scram_credentials as alter_user_scram_credentials, minimum_iterations as minimum_iterations,
+        salted_password as salted_password, scram_keys_of_password as scram_keys_of_password,
+    )
     from kraftsim.controller.client_quotas import (
         AlterClientQuotasRequest as AlterClientQuotasRequest, EntityData as EntityData, EntryData as EntryData,
         QuotaOp as QuotaOp, alter_client_quotas as alter_client_quotas,
@@ -91,6 +97,10 @@ _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
+    "scram": (
+        "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
+        "alter_user_scram_credentials minimum_iterations salted_password scram_keys_of_password"
+    ),
     "api_errors": "ApiError code_text error_codes exception_text",
     "cluster_control": (
         "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
@@ -127,7 +137,8 @@ _MODULE_OF = {
     "java_int_set_order": ("kraftsim.javacompat", "int_set_order"),
 }
 __all__ = [
-    "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource", "AlterPartitionData", "AlterPartitionRequest",
+    "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
+    "AlterUserScramCredentialsRequest", "MECHANISM_IDS", "ScramCredentialDeletion", "ScramCredentialUpsertion", "AlterPartitionData", "AlterPartitionRequest",
     "AlterPartitionTopic", "AlterableConfig", "ApiError", "BrokerHeartbeatReply", "BrokerHeartbeatRequest",
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",
@@ -135,7 +146,8 @@ __all__ = [
     "DeleteTopicsRequest", "ELECTION_TYPES", "EntityData", "EntryData", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "LegacyAlterConfigsRequest", "NO_LEADER_CHANGE",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "QuotaOp", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
-    "UsableBroker", "acl_codes", "alter_client_quotas", "alter_partition", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
+    "UsableBroker", "acl_codes", "alter_client_quotas", "alter_partition", "alter_user_scram_credentials",
+    "minimum_iterations", "salted_password", "scram_keys_of_password", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
     "elect_unclean_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",

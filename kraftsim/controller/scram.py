@@ -52,6 +52,26 @@ class AlterUserScramCredentialsResponse(msgspec.Struct, frozen=True):
     results: tuple[AlterUserScramCredentialsResult, ...]
 
 
+#: mechanism name -> type id, as kafka-configs names them (SCRAM-SHA-256=[...]).
+MECHANISM_IDS = {name: m for m, (_, name) in MECHANISMS.items() if name != "UNKNOWN"}
+
+
+def salted_password(mechanism: int, password: str, salt: bytes, iterations: int) -> bytes:
+    """SCRAM's Hi(password, salt, iterations) (RFC 5802: PBKDF2 with the mechanism's HMAC, one
+    block), what Kafka's Admin client sends as an upsertion's SaltedPassword."""
+    return hashlib.pbkdf2_hmac(_HASHES[mechanism][0], password.encode("utf-8"), salt, iterations)
+
+
+def scram_keys_of_password(mechanism: int, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:
+    """(stored key, server key) of a password, as a SCRAM server keeps them."""
+    return scram_keys(mechanism, salted_password(mechanism, password, salt, iterations))
+
+
+def minimum_iterations(mechanism: int) -> int:
+    """The fewest iterations the mechanism takes (Kafka's ScramMechanism.minIterations)."""
+    return _HASHES[mechanism][1]
+
+
 def scram_keys(mechanism: int, salted_password: bytes) -> tuple[bytes, bytes]:
     """(stored key, server key) from a salted password, as Kafka's ScramFormatter."""
     algo = _HASHES[mechanism][0]
@@ -76,7 +96,7 @@ def alter_user_scram_credentials(ctx: ControllerContext, req: AlterUserScramCred
     if mv is None:
         return refused(NO_METADATA_VERSION)
     supported = ctx.catalog.supports("scram", mv)
-    unsupported = ApiError("UNSUPPORTED_VERSION", "The current metadata version does not support SCRAM")
+    unsupported = ApiError("UNSUPPORTED_VERSION", ctx.catalog.policy_text("scram_unsupported_text", "refusal"))
     twice = ApiError("DUPLICATE_RESOURCE", "A user credential cannot be altered twice in the same request")
     deletions: dict[str, ScramCredentialDeletion] = {}
     upsertions: dict[str, ScramCredentialUpsertion] = {}

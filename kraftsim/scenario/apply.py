@@ -7,6 +7,7 @@ whoever runs it. A refusal raises SimError or KraftsimError with Kafka's text.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Sequence
 
 import msgspec
@@ -16,6 +17,7 @@ from kraftsim.scenario.ops import (
     AddNode,
     AlterBrokerConfig,
     AlterClientQuotas,
+    AlterScramCredentials,
     AlterTopicConfig,
     CreateAcl,
     CreateTopics,
@@ -152,6 +154,11 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return sim.alter_topic_config(op.topic, op.configs, op.delete)
     if isinstance(op, AlterClientQuotas):
         return sim.alter_client_quotas(op.entity(), op.quotas, op.delete)
+    if isinstance(op, AlterScramCredentials):
+        upsert = {m: sim.scram_secret(op.user, m, s.password, s.iterations) if s.password is not None
+                  else (s.iterations, base64.b64decode(s.salt or ""), base64.b64decode(s.salted_password or ""))
+                  for m, s in op.credentials.items()}
+        return sim.alter_scram_credentials(op.user, upsert, op.delete)
     if isinstance(op, ElectLeaders):
         out = leader_election(sim, op.election_type, op.partitions)
         if out.failure is not None:

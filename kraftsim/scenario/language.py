@@ -21,6 +21,8 @@ POLICIES = ("kafka", "kip-778")
 DISK_FAULTS = ("torn-tail", "wipe")
 #: kafka-leader-election --election-type (an `elect-leaders` step).
 ELECTION_TYPES = ("preferred", "unclean")
+#: The SCRAM mechanisms an `alter-scram-credentials` step names (Kafka's ScramMechanism).
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 ROLES = ("broker", "controller")
 
 

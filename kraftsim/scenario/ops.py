@@ -220,11 +220,32 @@ class AlterClientQuotas(StepBase, kw_only=True, forbid_unknown_fields=True, tag=
         return {t: named[t] for t in ("user", "client-id", "ip") if named[t] is not None or t in self.default}
 
 
+class ScramSecret(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One mechanism's credential: a `password` (salted as Kafka's Admin client salts it, with
+    a salt made from the run's seed), or the `salt` and `salted_password` a client sent
+    (base64: what a recording of `kraftsim serve` holds)."""
+
+    iterations: int = 4096
+    password: str | None = None
+    salt: str | None = None
+    salted_password: str | None = None
+
+
+class AlterScramCredentials(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-scram-credentials"):
+    """kraftsim's addition: kafka-configs --alter --entity-type users --entity-name USER of SCRAM
+    credentials: `credentials` by mechanism (SCRAM-SHA-256, SCRAM-SHA-512) to set, `delete` the
+    mechanisms to remove."""
+
+    user: str
+    credentials: dict[str, ScramSecret] = {}  # --add-config 'SCRAM-SHA-256=[iterations=8192,password=...]'
+    delete: list[str] = []  # --delete-config SCRAM-SHA-512
+
+
 #: One step of any op (a tagged union: msgspec picks the struct by `op`).
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
-      | ElectLeaders | AlterClientQuotas)
+      | ElectLeaders | AlterClientQuotas | AlterScramCredentials)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -240,8 +261,9 @@ OPS: dict[str, type[StepBase]] = {
                 UnregisterBroker,
                 # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
                 CreatePartitions, AlterTopicConfig,
-                # and kafka-leader-election (ElectLeaders), kafka-configs --alter on client quotas
-                ElectLeaders, AlterClientQuotas)
+                # and kafka-leader-election (ElectLeaders), kafka-configs --alter on client quotas and
+                # SCRAM credentials
+                ElectLeaders, AlterClientQuotas, AlterScramCredentials)
 }
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 import tomllib
 import typing
+import base64
+import binascii
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, TypeVar, cast
@@ -27,11 +29,11 @@ from kraftsim.scenario import recorded_failure
 from kraftsim.scenario.errors import ScenarioInvalid
 from kraftsim.scenario.header import Header, parse_header
 from kraftsim.scenario.language import (
-    DISK_FAULTS, ELECTION_TYPES, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
+    DISK_FAULTS, ELECTION_TYPES, SCRAM_MECHANISMS, MAX_NODES_PER_ROLE, MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS, NODE_GROUPS, POLICIES, ROLES,
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientQuotas, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientQuotas, AlterScramCredentials, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
@@ -547,6 +549,27 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             raise check.fail("default", f"{both[0]!r} is both named and at its default", index)
         if not step.entity():
             raise check.fail("user", "expected an entity: user, client_id, ip or default", index)
+    elif isinstance(step, AlterScramCredentials):
+        if not step.credentials and not step.delete:
+            raise check.fail("credentials", "expected credentials to set or delete", index)
+        for mechanism in [*step.credentials, *step.delete]:
+            if mechanism not in SCRAM_MECHANISMS:
+                raise check.fail("credentials", f"unknown SCRAM mechanism {mechanism!r}; expected one of "
+                                                f"{', '.join(SCRAM_MECHANISMS)}", index)
+        for mechanism, secret in step.credentials.items():
+            where = f"credentials.{mechanism}"
+            salted = (secret.salt, secret.salted_password)
+            by_password = secret.password is not None and salted == (None, None)
+            by_salt = secret.password is None and None not in salted
+            if not (by_password or by_salt):
+                raise check.fail(where, "expected a password, or a salt and a salted_password", index)
+            for key in ("salt", "salted_password"):
+                value = getattr(secret, key)
+                if value is not None:
+                    try:
+                        base64.b64decode(value, validate=True)
+                    except binascii.Error:
+                        raise check.fail(f"{where}.{key}", "expected base64", index) from None
     elif isinstance(step, ElectLeaders) and step.partitions is not None:
         if not step.partitions:
             raise check.fail("partitions", "expected at least one topic (leave the key out to elect every partition)",

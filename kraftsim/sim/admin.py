@@ -7,13 +7,15 @@ retries NOT_CONTROLLER).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    AlterClientQuotasRequest, AlterConfigsResource, CreatableTopic, EntityData, EntryData, QuotaOp,
-    alter_client_quotas, CreatePartitionsRequest, CreatePartitionsTopic,
+    MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterUserScramCredentialsRequest, CreatableTopic,
+    EntityData, EntryData, QuotaOp, ScramCredentialDeletion, ScramCredentialUpsertion, alter_client_quotas,
+    alter_user_scram_credentials, salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
     FeatureUpdate, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest, UpdateFeaturesRequest,
     UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
@@ -45,6 +47,16 @@ def answered(result: ControllerResult | None) -> ControllerResult:
     if not result.ok:
         raise SimError(result.error.message or result.error.name)
     return result
+
+
+def _base36(n: int) -> str:
+    """`n` in base 36, as Java's BigInteger.toString(36)."""
+    digits = ""
+    while True:
+        n, d = divmod(n, 36)
+        digits = "0123456789abcdefghijklmnopqrstuvwxyz"[d] + digits
+        if n == 0:
+            return digits
 
 
 class FreeNames:
@@ -265,6 +277,47 @@ class AdminMixin:
         if name is None:
             return [f"Completed updating default config for {kind}s in the cluster."]
         return [f"Completed updating config for {kind} {name}."]
+
+    def send_alter_user_scram_credentials(self, deletions: Sequence[ScramCredentialDeletion],
+                                          upsertions: Sequence[ScramCredentialUpsertion]) -> ControllerResult | None:
+        """AlterUserScramCredentials as the active controller receives it: its result (one
+        answer per user) once committed, or None when no controller answered in time."""
+        request = AlterUserScramCredentialsRequest(tuple(deletions), tuple(upsertions))
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: alter_user_scram_credentials(ctx, request)))
+        self._finish_op("alter-scram-credentials")
+        return result
+
+    def scram_secret(self, user: str, mechanism: str, password: str, iterations: int) -> tuple[int, bytes, bytes]:
+        """(iterations, salt, salted password) as Kafka's Admin client makes them from a
+        password (a salt of 130 random bits in base 36, ScramFormatter.secureRandomBytes); the
+        salt comes from the run's seed, the user, the mechanism and the simulated time, so a
+        seed and a scenario still give the same bytes."""
+        if mechanism not in MECHANISM_IDS:
+            raise SimError(f"Unknown SCRAM mechanism {mechanism}")
+        digest = hashlib.sha256(f"{self.seed}/{user}/{mechanism}/{self.engine.now}".encode("utf-8")).digest()
+        bits = int.from_bytes(digest[:17], "big") >> 6  # 130 bits
+        salt = _base36(bits).encode("ascii")
+        return iterations, salt, salted_password(MECHANISM_IDS[mechanism], password, salt, iterations)
+
+    def alter_scram_credentials(self, user: str, upsert: Mapping[str, tuple[int, bytes, bytes]],
+                                delete: Sequence[str] = ()) -> list[str]:
+        """`kafka-configs --alter --entity-type users --entity-name USER` of SCRAM credentials:
+        `upsert` maps a mechanism's name (SCRAM-SHA-256, SCRAM-SHA-512) to (iterations, salt,
+        salted password), `delete` names mechanisms; the tool's line, or SimError with the
+        controller's text."""
+        unknown = [m for m in [*upsert, *delete] if m not in MECHANISM_IDS]
+        if unknown:
+            raise SimError(f"Unknown SCRAM mechanism {unknown[0]}")
+        result = answered(self.send_alter_user_scram_credentials(
+            [ScramCredentialDeletion(user, MECHANISM_IDS[m]) for m in delete],
+            [ScramCredentialUpsertion(user, MECHANISM_IDS[m], i, salt, salted)
+             for m, (i, salt, salted) in sorted(upsert.items())]))
+        refusals = [r for r in result.response.results if r.error_code != 0]
+        if refusals:
+            raise SimError(refusals[0].error_message or f"AlterUserScramCredentials failed with error code "
+                                                        f"{refusals[0].error_code}")
+        return [f"Completed updating config for user {user}."]
 
     def send_elect_leaders(self, request: ElectLeadersRequest) -> ControllerResult | None:
         """ElectLeaders as a client sends it: the controller's result (one answer per partition)

@@ -44,6 +44,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "alter-topic-config": ("topic", "configs", "delete"),
     "elect-leaders": ("election_type", "partitions"),
     "alter-client-quotas": ("user", "client_id", "ip", "default", "quotas", "delete"),
+    "alter-scram-credentials": ("user", "credentials", "delete"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 

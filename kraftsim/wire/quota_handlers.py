@@ -1,13 +1,10 @@
-"""Client quotas and the SCRAM users `kafka-configs` shows (`--entity-type users|clients|ips`),
-answered as Kafka answers them.
+"""Client quotas (`kafka-configs --entity-type users|clients|ips`), answered as Kafka answers them.
 
 AlterClientQuotas goes to the active controller (a broker forwards it, KIP-590), which checks
 each entity and quota with its own texts (kraftsim.controller.client_quotas); each accepted
 entity's change is recorded as an `alter-client-quotas` step. DescribeClientQuotas (broker
-listeners only, as in Kafka) and DescribeUserScramCredentials are answered from the node's own
-image, as Kafka's nodes answer them (ClientQuotasImage.describe, ScramImage.describe): a node
-behind the controller describes what it has applied. The tool asks for a user's SCRAM
-credentials after their quotas (`--describe --entity-type users`).
+listeners only, as in Kafka) is answered from the node's own image, as Kafka's nodes answer it
+(ClientQuotasImage.describe): a node behind the controller describes what it has applied.
 
 Described entities come in kraftsim's entity order rather than the order of the broker's hash
 map; Kafka's Admin client indexes them by entity, so its tools print the same either way.
@@ -19,13 +16,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import EntityData, EntryData, QuotaOp
-from kraftsim.image import QuotaFilterError, describe_quotas, describe_scram_users
+from kraftsim.image import QuotaFilterError, describe_quotas
 from kraftsim.javacompat import string_hash_order
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, code
 from kraftsim.wire.served import Listener, ServedCluster
 
-DESCRIBE_CLIENT_QUOTAS_KEY, ALTER_CLIENT_QUOTAS_KEY, DESCRIBE_USER_SCRAM_CREDENTIALS_KEY = 48, 49, 50
+DESCRIBE_CLIENT_QUOTAS_KEY, ALTER_CLIENT_QUOTAS_KEY = 48, 49
 #: The op's keys for the entity types a step names.
 _STEP_KEYS = {"user": "user", "client-id": "client_id", "ip": "ip"}
 
@@ -85,20 +82,5 @@ def describe_client_quotas(served: ServedCluster, listener: Listener, version: i
     return {"ErrorCode": 0, "ErrorMessage": None, "Entries": entries}
 
 
-def describe_user_scram_credentials(served: ServedCluster, listener: Listener, version: int,
-                                    body: Mapping[str, Any]) -> Body:
-    image = served.sim.image(listener.node_id)
-    users = [u["Name"] for u in body.get("Users") or []]
-    results = []
-    for user, held in (describe_scram_users(image.scram, users) if image is not None else []):
-        if isinstance(held, tuple):
-            results.append({"User": user, "ErrorCode": code(held[0]), "ErrorMessage": held[1], "CredentialInfos": []})
-        else:
-            results.append({"User": user, "ErrorCode": 0, "ErrorMessage": None,
-                            "CredentialInfos": [{"Mechanism": m, "Iterations": i} for m, i in held]})
-    return {"ErrorCode": 0, "ErrorMessage": None, "Results": results}
-
-
 HANDLERS: dict[int, Handler] = {ALTER_CLIENT_QUOTAS_KEY: alter_client_quotas,
-                                DESCRIBE_CLIENT_QUOTAS_KEY: describe_client_quotas,
-                                DESCRIBE_USER_SCRAM_CREDENTIALS_KEY: describe_user_scram_credentials}
+                                DESCRIBE_CLIENT_QUOTAS_KEY: describe_client_quotas}

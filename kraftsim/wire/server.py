@@ -46,6 +46,7 @@ from kraftsim.wire.handlers import (
 )
 from kraftsim.sim import api_version_table
 from kraftsim.wire.quota_handlers import HANDLERS as QUOTA_HANDLERS
+from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
@@ -54,7 +55,8 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
                                 DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
-                                **CONFIG_HANDLERS, **QUOTA_HANDLERS}
+                                **CONFIG_HANDLERS, **QUOTA_HANDLERS,
+                                **SCRAM_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

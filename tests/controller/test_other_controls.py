@@ -48,6 +48,7 @@ from kraftsim.controller.delegation_tokens import (
     token_hmac,
 )
 from kraftsim.controller import CreatableTopicConfig
+from kraftsim.versions import default_catalog
 from kraftsim.javacompat import string_hash_order
 from kraftsim.controller.producer_ids import AllocateProducerIdsRequest, allocate_producer_ids
 from kraftsim.controller.scram import (
@@ -325,11 +326,14 @@ def test_scram_keys_follow_rfc_7677(cluster):
     assert hashlib.sha256(client_key).digest() == cred.stored_key and cred.iterations == 4096
 
 
-def test_scram_needs_3_5_iv2():
-    old = RuleCluster("3.5-IV1")
+@pytest.mark.parametrize("release, text", [("3.7.2", "The current metadata version does not support SCRAM"),
+                                           ("3.8.1", "The current metadata.version does not support SCRAM"),
+                                           ("4.4.0", "The current metadata.version does not support SCRAM")])
+def test_scram_needs_3_5_iv2(release, text):
+    """Refused below 3.5-IV2, in the words of the controller's release (read from its jar)."""
+    old = RuleCluster("3.5-IV1", catalog=default_catalog().at_release(release))
     r = old.run(alter_user_scram_credentials, AlterUserScramCredentialsRequest(upsertions=(upsert(),)))
-    assert r.records == () and [(x.error_code, x.error_message) for x in r.response.results] == [
-        (35, "The current metadata version does not support SCRAM")]
+    assert r.records == () and [(x.error_code, x.error_message) for x in r.response.results] == [(35, text)]
     assert RuleCluster("3.5-IV2").run(alter_user_scram_credentials,
                                      AlterUserScramCredentialsRequest(upsertions=(upsert(),))).records
 

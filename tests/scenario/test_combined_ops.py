@@ -47,6 +47,11 @@ topic = "topic-1"
 configs = { "retention.ms" = "60000" }
 
 [[step]]
+op = "alter-scram-credentials"
+user = "alice"
+credentials = { "SCRAM-SHA-512" = { password = "alice-secret" } }
+
+[[step]]
 op = "alter-client-quotas"
 client_id = "app"
 default = ["user"]

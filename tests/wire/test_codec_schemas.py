@@ -93,6 +93,7 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "AlterClientQuotasRequest", "AlterClientQuotasResponse",
                      "DescribeClientQuotasRequest", "DescribeClientQuotasResponse",
                      "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
+                     "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
                      "ElectLeadersRequest", "ElectLeadersResponse"}
 
 

@@ -11,8 +11,8 @@ legitimately differs between two clusters:
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
 kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
-kafka-configs --alter sets, refuses and deletes that topic's configs and client quotas (clients, users,
-the default user, a user and client together, an IP), kafka-leader-election elects
+kafka-configs --alter sets, refuses and deletes that topic's configs, client quotas (clients, users,
+the default user, a user and client together, an IP) and SCRAM credentials, kafka-leader-election elects
 every partition, one partition and one that does not exist;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
@@ -118,6 +118,24 @@ RUNS: list[tuple[str, str, list[str]]] = [
                                                                             "--entity-type", "clients",
                                                                             "--entity-name", "c1", "--delete-config",
                                                                             "consumer_byte_rate"]),
+    # SCRAM credentials (AlterUserScramCredentials): set, refused by the controller (too many iterations),
+    # deleted, deleted again (refused); the describes below show what is left
+    ("configs --alter scram", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "users",
+                                          "--entity-name", "alice", "--add-config",
+                                          "SCRAM-SHA-256=[iterations=8192,password=alice-secret]"]),
+    ("configs --alter scram (too many iterations)", "configs", ["--bootstrap-server", "{bs}", "--alter",
+                                                                "--entity-type", "users", "--entity-name", "bob",
+                                                                "--add-config",
+                                                                "SCRAM-SHA-512=[iterations=20000,password=b]"]),
+    ("configs --alter scram (bob)", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type", "users",
+                                                "--entity-name", "bob", "--add-config",
+                                                "SCRAM-SHA-512=[password=bob-secret]"]),
+    ("configs --alter scram --delete-config", "configs", ["--bootstrap-server", "{bs}", "--alter", "--entity-type",
+                                                          "users", "--entity-name", "bob", "--delete-config",
+                                                          "SCRAM-SHA-512"]),
+    ("configs --alter scram --delete-config (again)", "configs", ["--bootstrap-server", "{bs}", "--alter",
+                                                                  "--entity-type", "users", "--entity-name", "bob",
+                                                                  "--delete-config", "SCRAM-SHA-512"]),
     ("configs clients", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "clients"]),
     ("configs users", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "users"]),
     ("configs user", "configs", ["--bootstrap-server", "{bs}", "--describe", "--entity-type", "users", "--entity-name",
