@@ -178,6 +178,24 @@ class ElectLeaders(StepBase, kw_only=True, forbid_unknown_fields=True, tag="elec
     partitions: dict[str, list[int]] | None = None
 
 
+class ReassignedPartition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One partition of a `reassign-partitions` step, as kafka-reassign-partitions' JSON plan
+    names it; without `replicas`, the partition's reassignment is cancelled."""
+
+    topic: str
+    partition: int
+    replicas: list[int] | None = None
+
+
+class ReassignPartitions(StepBase, kw_only=True, forbid_unknown_fields=True, tag="reassign-partitions"):
+    """kraftsim's addition: kafka-reassign-partitions --execute (partitions with `replicas`) and
+    --cancel (partitions without), in one AlterPartitionReassignments request;
+    `allow_replication_factor_change = false` is --disallow-replication-factor-change (4.1+)."""
+
+    partitions: list[ReassignedPartition]
+    allow_replication_factor_change: bool = True
+
+
 class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-controller"):
     """Controller unregistration (KIP-1312, Kafka 4.4)."""
 
@@ -206,7 +224,7 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
-      | ElectLeaders)
+      | ElectLeaders | ReassignPartitions)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -222,8 +240,8 @@ OPS: dict[str, type[StepBase]] = {
                 UnregisterBroker,
                 # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
                 CreatePartitions, AlterTopicConfig,
-                # and kafka-leader-election (ElectLeaders)
-                ElectLeaders)
+                # and kafka-leader-election (ElectLeaders), kafka-reassign-partitions (AlterPartitionReassignments)
+                ElectLeaders, ReassignPartitions)
 }
 
 

@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    AlterConfigsResource, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
+    AlterConfigsResource, AlterPartitionReassignmentsRequest, CreatableTopic, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
     FeatureUpdate, IncrementalAlterConfigsRequest, UpdateFeaturesRequest, UpdateFeaturesResponse,
-    code_text, create_partitions, create_topics, delete_topics, elect_leaders, incremental_alter_configs,
+    alter_partition_reassignments, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
+    incremental_alter_configs,
     unregister_broker,
 )
 from kraftsim.image.pmap import MISSING, PMap
@@ -223,6 +224,17 @@ class AdminMixin:
         once committed, or None when no controller answered in time."""
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: elect_leaders(ctx, request)))
         self._finish_op("elect-leaders")
+        return result
+
+    def send_alter_partition_reassignments(self, request: AlterPartitionReassignmentsRequest
+                                           ) -> ControllerResult | None:
+        """AlterPartitionReassignments as a client sends it: the controller's result (one answer
+        per partition) once committed, or None when no controller answered in time. The
+        reassignment itself goes on in the simulation: the new replicas' leader adds them to
+        its ISR (IsrExpansion) and the controller then completes it."""
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: alter_partition_reassignments(ctx, request)))
+        self._finish_op("reassign-partitions")
         return result
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:

@@ -43,6 +43,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "create-partitions": ("names", "count", "assignments"),
     "alter-topic-config": ("topic", "configs", "delete"),
     "elect-leaders": ("election_type", "partitions"),
+    "reassign-partitions": ("partitions", "allow_replication_factor_change"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 
