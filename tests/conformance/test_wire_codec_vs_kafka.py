@@ -7,7 +7,8 @@ release), started once for the module. Requests are harmless: validate-only topi
 creation (v0, which has no validate-only, creates a topic of its own), deletion of a topic
 that does not exist, validate-only growth of one (CreatePartitions) and a validate-only config
 change of one (IncrementalAlterConfigs), an empty feature update,
-unregistering a broker id that was never registered, DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
+unregistering a broker id that was never registered, cancelling a reassignment of a topic that
+does not exist (AlterPartitionReassignments), DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
 would change the quorum).
 """
 
@@ -59,6 +60,9 @@ def body_for(api: str, version: int) -> dict[str, Any]:
     if api == "ElectLeaders":  # a topic the node does not have: answered per partition, nothing elected
         return {"ElectionType": 0, "TopicPartitions": [{"Topic": "no-such-topic", "Partitions": [0, 1]}],
                 "TimeoutMs": 30000}
+    if api == "AlterPartitionReassignments":  # a cancel for a topic the node does not have: refused per partition
+        return {"Topics": [{"Name": "no-such-topic", "Partitions": [{"PartitionIndex": 0, "Replicas": None}]}],
+                "TimeoutMs": 30000}
     if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
         return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
     return {}
@@ -66,7 +70,7 @@ def body_for(api: str, version: int) -> dict[str, Any]:
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
-           "IncrementalAlterConfigs", "ElectLeaders"]
+           "IncrementalAlterConfigs", "ElectLeaders", "AlterPartitionReassignments"]
 
 
 @pytest.fixture(scope="module", params=live_releases())

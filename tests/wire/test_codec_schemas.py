@@ -89,7 +89,8 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "DescribeAclsRequest", "DescribeAclsResponse",
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
                      "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
-                     "ElectLeadersRequest", "ElectLeadersResponse"}
+                     "ElectLeadersRequest", "ElectLeadersResponse",
+                     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:
