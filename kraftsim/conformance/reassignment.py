@@ -9,7 +9,7 @@ does not exist, a partition that does not exist), `--cancel` with nothing under 
 reassignment that cannot finish (its new replica's broker is killed just before: Kafka still
 counts it alive until its session times out, so the tool sends the plan), `--verify` while it is
 under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
-and its stdout, the side's addresses masked. `--verify` and `--cancel` run with
+and its stdout, the side's addresses and log directories masked. `--verify` and `--cancel` run with
 `--preserve-throttles`: without it the tool removes broker-level throttles through a broker
 listener, which `kraftsim serve` does not carry out (a broker's own config checks are not
 modelled). Every process is bounded and killed with its process group when the run ends.
@@ -52,10 +52,18 @@ def plan_json(moves: Sequence[tuple[int, Sequence[int]]]) -> str:
 
 @dataclass
 class Side:
-    """What the script needs of a cluster: its bootstrap servers and a way to kill broker 2."""
+    """What the script needs of a cluster: its bootstrap servers, a way to kill broker 2, and
+    each node's log directory (the 4.2+ tool prints them in its rollback plan; masked as
+    LOGDIR-N)."""
 
     bootstrap: str
     kill_broker: Callable[[], None]
+    log_dirs: dict[int, str]
+
+    def masked(self, text: str) -> str:
+        for node, path in sorted(self.log_dirs.items()):
+            text = text.replace(path, f"LOGDIR-{node}")
+        return text.replace(self.bootstrap, "ADDRESS")
 
 
 def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
@@ -65,7 +73,7 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
 
     def tool(tool_name: str, *args: str) -> Outcome:
         done = run_tool(dist, tool_name, ["--bootstrap-server", side.bootstrap, *args])
-        return done.code, done.stdout.replace(side.bootstrap, "ADDRESS")
+        return done.code, side.masked(done.stdout)
 
     def reassign(action: str, moves: Sequence[tuple[int, Sequence[int]]], *more: str) -> Outcome:
         path = work / f"plan-{len(outcomes)}.json"
@@ -154,12 +162,16 @@ def measure(dist: KafkaDist, work: Path) -> list[Outcome]:
     """The script against a live cluster."""
     with LivePair(dist, work / "live") as pair:
         # (the tool is given node 1 only: broker 2 is killed halfway)
-        return script(dist, Side(f"127.0.0.1:{pair.ports[1]}", lambda: pair.kill(2)), work / "live-plans")
+        side = Side(f"127.0.0.1:{pair.ports[1]}", lambda: pair.kill(2),
+                    {n: str(pair.work / f"node-{n}" / "data") for n in (1, 2)})
+        return script(dist, side, work / "live-plans")
 
 
 def served(dist: KafkaDist, work: Path) -> list[Outcome]:
     """The same script against `kraftsim serve` of the same shape and release."""
     from kraftsim.wire import serve
 
-    with serve(combined=1, brokers=1, release=dist.release.version, directory=work / "served") as k:
-        return script(dist, Side(k.address(1), lambda: k.crash(2)), work / "served-plans")
+    directory = work / "served"
+    with serve(combined=1, brokers=1, release=dist.release.version, directory=directory) as k:
+        side = Side(k.address(1), lambda: k.crash(2), {n: str(directory / f"node-{n}") for n in (1, 2)})
+        return script(dist, side, work / "served-plans")

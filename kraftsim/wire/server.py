@@ -47,6 +47,7 @@ from kraftsim.wire.handlers import (
 from kraftsim.sim import api_version_table
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
 from kraftsim.wire.served import Listener, ServedCluster
+from kraftsim.wire.log_dir_handlers import HANDLERS as LOG_DIR_HANDLERS
 from kraftsim.wire.reassignment_handlers import HANDLERS as REASSIGNMENT_HANDLERS
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
@@ -54,7 +55,8 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
                                 DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
-                                **CONFIG_HANDLERS, **REASSIGNMENT_HANDLERS}
+                                **CONFIG_HANDLERS, **REASSIGNMENT_HANDLERS,
+                                **LOG_DIR_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

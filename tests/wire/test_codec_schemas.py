@@ -90,7 +90,8 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
                      "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
                      "ElectLeadersRequest", "ElectLeadersResponse",
-                     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse"}
+                     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
+                     "DescribeLogDirsRequest", "DescribeLogDirsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

@@ -105,3 +105,25 @@ def test_a_request_refused_whole_carries_the_error_at_the_top_and_for_every_part
         text = f"The active controller appears to be node {leader}."
         assert code == ERR["NOT_CONTROLLER"]
         assert parts == {("t", 0): (ERR["NOT_CONTROLLER"], text), ("t", 1): (ERR["NOT_CONTROLLER"], text)}
+
+
+@pytest.mark.parametrize("release, version", [("3.9.2", 0), ("4.4.0", 5)])
+def test_describe_log_dirs_names_the_brokers_own_directory_and_replicas(tmp_path, release, version):
+    """What the 4.2+ kafka-reassign-partitions asks before --execute (its rollback plan's log_dirs)."""
+    with kraftsim.serve(combined=1, brokers=1, release=release, directory=tmp_path / "c") as k:
+        made = _call(k.address(1), "CreateTopics", 5, {"Topics": [{"Name": "t", "NumPartitions": -1, "ReplicationFactor": -1,
+                                                            "Assignments": [
+                                                                {"PartitionIndex": 0, "BrokerIds": [1]},
+                                                                {"PartitionIndex": 1, "BrokerIds": [2]},
+                                                                {"PartitionIndex": 2, "BrokerIds": [1]}]}],
+                                                "timeoutMs": 30000})
+        assert made["Topics"][0]["ErrorCode"] == 0, made
+        for node in (1, 2):
+            asked = _call(k.address(node), "DescribeLogDirs", version, {"Topics": [{"Topic": "t", "Partitions": [0, 1]},
+                                                                                   {"Topic": "u", "Partitions": [0]}]})
+            (result,) = asked["Results"]
+            assert result["ErrorCode"] == 0 and result["LogDir"] == str(tmp_path / "c" / f"node-{node}")
+            assert result["Topics"] == [{"Name": "t", "Partitions": [
+                {"PartitionIndex": node - 1, "PartitionSize": 0, "OffsetLag": 0, "IsFutureKey": False}]}]
+            every = _call(k.address(node), "DescribeLogDirs", version, {"Topics": None})["Results"][0]["Topics"]
+            assert [p["PartitionIndex"] for p in every[0]["Partitions"]] == ([0, 2] if node == 1 else [1])
