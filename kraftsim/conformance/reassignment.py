@@ -5,7 +5,8 @@ Both sides are one combined node (node 1, broker and controller) and one broker 
 server JVMs, and the tool's as a third. Each side runs the same script (`SCRIPT`): a topic
 created with `kafka-topics --replica-assignment`, a plan that moves one partition and grows
 another (`--execute`), `--verify` until both are done, two plans the tool refuses (a broker that
-does not exist, a partition that does not exist), `--cancel` with nothing under way, then a
+does not exist, a partition that does not exist), `--cancel` with nothing under way, from 4.1 a
+plan that grows a partition with `--disallow-replication-factor-change` (refused), then a
 reassignment that cannot finish (its new replica's broker is killed just before: Kafka still
 counts it alive until its session times out, so the tool sends the plan), `--verify` while it is
 under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
@@ -38,6 +39,8 @@ ASSIGNMENT = ((1,), (2,), (1,))
 MOVE = ((0, (2,)), (1, (2, 1)))
 UNKNOWN_BROKER = ((0, (7,)),)
 UNKNOWN_PARTITION = ((5, (1,)),)
+#: Grows partition 0 (on broker 2 after MOVE), with --disallow-replication-factor-change (4.1+, KIP-860).
+GROW = ((0, (2, 1)),)
 #: Partition 2 to broker 2, killed just before: it cannot catch up.
 STUCK = ((2, (2,)),)
 #: The most `--verify` runs that wait for a reassignment to finish, one second apart.
@@ -48,6 +51,12 @@ def plan_json(moves: Sequence[tuple[int, Sequence[int]]]) -> str:
     """A `--reassignment-json-file` for `moves` of TOPIC."""
     return json.dumps({"version": 1, "partitions": [{"topic": TOPIC, "partition": p, "replicas": list(r)}
                                                     for p, r in moves]})
+
+
+def disallows_replication_factor_change(dist: KafkaDist) -> bool:
+    """Whether the release's tool has --disallow-replication-factor-change (4.1+)."""
+    major, minor = (int(x) for x in dist.release.version.split(".")[:2])
+    return (major, minor) >= (4, 1)
 
 
 @dataclass
@@ -97,6 +106,8 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
     outcomes.append(reassign("--execute", UNKNOWN_BROKER))
     outcomes.append(reassign("--execute", UNKNOWN_PARTITION))
     outcomes.append(reassign("--cancel", MOVE, "--preserve-throttles"))
+    if disallows_replication_factor_change(dist):
+        outcomes.append(reassign("--execute", GROW, "--disallow-replication-factor-change"))
     side.kill_broker()
     outcomes.append(reassign("--execute", STUCK))
     outcomes.append(reassign("--verify", STUCK, "--preserve-throttles"))

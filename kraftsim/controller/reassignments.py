@@ -18,7 +18,7 @@ from typing import Sequence
 
 import msgspec
 
-from kraftsim.controller.api_errors import NONE, ApiError, default_error
+from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.context import ControllerContext, metadata_version_of
 from kraftsim.controller.partition_change import (
     Election,
@@ -115,7 +115,9 @@ def _current_replication_factor(p: PartitionRegistration) -> int:
 def _cancel(ctx: ControllerContext, mv: MetadataVersion, topic: TopicImage, pid: int,
             p: PartitionRegistration) -> Payload | None:
     if not in_progress(p):
-        raise _Refusal(default_error("NO_REASSIGNMENT_IN_PROGRESS"))
+        # (Kafka throws it with the error's default text, which ApiError.fromThrowable leaves out of
+        # the answer: the message is null and clients show the default)
+        raise _Refusal(ApiError("NO_REASSIGNMENT_IN_PROGRESS"))
     replicas, isr, unclean = revert(p)
     allowed = unclean_election_enabled(ctx, topic.name)
     if unclean and not allowed:

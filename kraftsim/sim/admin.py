@@ -1,6 +1,6 @@
 """What an admin client does against the simulated cluster (a mixin of Simulation): topic
-creation and deletion, partition creation, leader elections, config changes and kafka-features'
-UpdateFeatures, each answered by the active controller once the records it wrote are committed,
+creation and deletion, partition creation, leader elections, partition reassignments, config
+changes and kafka-features' UpdateFeatures, each answered by the active controller once the records it wrote are committed,
 and sent again to the next leader when they were lost with the old one (Kafka's admin client
 retries NOT_CONTROLLER).
 """
