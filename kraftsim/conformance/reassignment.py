@@ -2,14 +2,16 @@
 cluster and against `kraftsim serve` of the same shape and release.
 
 Both sides are one combined node (node 1, broker and controller) and one broker (node 2): two
-server JVMs, and the tool's as a third. Each side runs the same script (`SCRIPT`): a topic
-created with `kafka-topics --replica-assignment`, a plan that moves one partition and grows
+server JVMs, and the tool's as a third. Each side runs the same script (`script`): a topic
+created with `kafka-topics --replica-assignment`, one AlterPartitionReassignments request of
+partitions the controller refuses (sent with kraftsim's wire client: the tool checks brokers and
+partitions before it asks), a plan that moves one partition and grows
 another (`--execute`), `--verify` until both are done, two plans the tool refuses (a broker that
 does not exist, a partition that does not exist), `--cancel` with nothing under way, from 4.1 a
 plan that grows a partition with `--disallow-replication-factor-change` (refused), then a
 reassignment that cannot finish (its new replica's broker is killed just before: Kafka still
-counts it alive until its session times out, so the tool sends the plan), `--verify` while it is
-under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
+counts it alive until its session times out, so the tool sends the plan), `--verify` and
+ListPartitionReassignments while it is under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
 and its stdout, the side's addresses and log directories masked. `--verify` and `--cancel` run with
 `--preserve-throttles`: without it the tool removes broker-level throttles through a broker
 listener, which `kraftsim serve` does not carry out (a broker's own config checks are not
@@ -43,6 +45,10 @@ UNKNOWN_PARTITION = ((5, (1,)),)
 GROW = ((0, (2, 1)),)
 #: Partition 2 to broker 2, killed just before: it cannot catch up.
 STUCK = ((2, (2,)),)
+#: Partitions the controller refuses, sent as one AlterPartitionReassignments v0 request (the tool
+#: checks brokers and partitions itself, so these reach the controller only from a client).
+REFUSED: tuple[tuple[str, int, list[int] | None], ...] = (("nope", 0, [1]), (TOPIC, 9, [1]), (TOPIC, 0, []), (TOPIC, 0, [1, 9]), (TOPIC, 0, [2, 1, 2]),
+           (TOPIC, 0, [-1]), (TOPIC, 1, None))
 #: The most `--verify` runs that wait for a reassignment to finish, one second apart.
 VERIFY_TRIES = 30
 
@@ -75,6 +81,29 @@ class Side:
         return text.replace(self.bootstrap, "ADDRESS")
 
 
+def _raw(bootstrap: str, api: str, body: dict[str, object]) -> Outcome:
+    """One request with kraftsim's wire client, its answer as sorted JSON (exit code 0)."""
+    from kraftsim.conformance.wire_client import WireClient
+
+    host, port = bootstrap.rsplit(":", 1)
+    with WireClient(host, int(port)) as client:
+        return 0, json.dumps(client.request(api, 0, body), sort_keys=True, default=str)
+
+
+def refused_by_the_controller(bootstrap: str) -> Outcome:
+    """REFUSED, through the broker at `bootstrap`."""
+    topics: dict[str, list[dict[str, object]]] = {}
+    for name, pid, replicas in REFUSED:
+        topics.setdefault(name, []).append({"PartitionIndex": pid, "Replicas": replicas})
+    return _raw(bootstrap, "AlterPartitionReassignments",
+                {"TimeoutMs": 30000, "Topics": [{"Name": n, "Partitions": ps} for n, ps in topics.items()]})
+
+
+def ongoing(bootstrap: str) -> Outcome:
+    """ListPartitionReassignments of every topic, through the broker at `bootstrap`."""
+    return _raw(bootstrap, "ListPartitionReassignments", {"TimeoutMs": 30000, "Topics": None})
+
+
 def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
     """The tool runs of the module docstring against `side`, in order."""
     work.mkdir(parents=True, exist_ok=True)
@@ -90,17 +119,32 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
         return tool("reassign-partitions", action, "--reassignment-json-file", str(path), *more)
 
     def verify_until_done(moves: Sequence[tuple[int, Sequence[int]]]) -> Outcome:
+        """--verify until every partition is completed. (A live broker's metadata can trail the
+        controller: just after completion the tool may see no reassignment in the controller's
+        list but the old replica set in the broker's metadata, "There is no active reassignment".)"""
         for _ in range(VERIFY_TRIES):
             found = reassign("--verify", moves, "--preserve-throttles")
-            if "still in progress" not in found[1]:
+            if "still in progress" not in found[1] and "no active reassignment" not in found[1]:
                 return found
             time.sleep(1)
         return found
+
+    def verify_settled(moves: Sequence[tuple[int, Sequence[int]]]) -> Outcome:
+        """--verify until two runs in a row print the same (the brokers' metadata caught up)."""
+        last = reassign("--verify", moves, "--preserve-throttles")
+        for _ in range(VERIFY_TRIES):
+            time.sleep(1)
+            found = reassign("--verify", moves, "--preserve-throttles")
+            if found == last:
+                return found
+            last = found
+        return last
 
     made = tool("topics", "--create", "--topic", TOPIC, "--replica-assignment",
                 ",".join(":".join(map(str, r)) for r in ASSIGNMENT))
     if made[0] != 0:
         raise KafkaUnavailable(f"the topic was not created: {made[1][:300]}")
+    outcomes.append(refused_by_the_controller(side.bootstrap))
     outcomes.append(reassign("--execute", MOVE))
     outcomes.append(verify_until_done(MOVE))
     outcomes.append(reassign("--execute", UNKNOWN_BROKER))
@@ -111,8 +155,9 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
     side.kill_broker()
     outcomes.append(reassign("--execute", STUCK))
     outcomes.append(reassign("--verify", STUCK, "--preserve-throttles"))
+    outcomes.append(ongoing(side.bootstrap))
     outcomes.append(reassign("--cancel", STUCK, "--preserve-throttles"))
-    outcomes.append(reassign("--verify", STUCK, "--preserve-throttles"))
+    outcomes.append(verify_settled(STUCK))
     return outcomes
 
 
