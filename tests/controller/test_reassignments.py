@@ -202,32 +202,45 @@ def test_two_targets_in_one_request_are_one_atomic_batch():
 # --------------------------------------------------------------------------- completion rules per release
 
 
-@pytest.mark.parametrize("release, completes", [("3.7", True), ("3.8", False), ("4.2", False), ("4.3", True)])
+def _out_of_sync_follower(c: RuleCluster, replicas: list[int]) -> tuple[int, int]:
+    """(leader, a follower taken out of the ISR by the leader) of t-0, placed on `replicas`."""
+    assign(c, replicas)
+    leader = c.partition("t", 0).leader
+    follower = next(r for r in replicas if r != leader)
+    expand(c, [r for r in replicas if r != follower])
+    assert follower not in c.partition("t", 0).isr
+    return leader, follower
+
+
+@pytest.mark.parametrize("release, completes", [("3.7", True), ("3.8", False), ("4.2", False), ("4.3", True),
+                                                ("4.4", True)])
 def test_completion_rule_when_a_kept_replica_is_out_of_sync(release, completes):
-    """[1,2,3] -> [1,2,4]; 2 is out of the ISR when 4 joins: 3.7 and 4.3+ (as many added as
-    removed) complete, 3.8-4.2 wait for every target replica."""
+    """One replica swapped for 6 while another kept one is out of the ISR: 3.7 and 4.3+ (as many
+    added as removed) complete once 6 joins, 3.8-4.2 wait for every target replica."""
     c = make(release)
-    assign(c, [1, 2, 3])
-    expand(c, [1, 3])
-    reassign(c, ("t", 0, [1, 2, 4]))
-    expand(c, [1, 3, 4])
-    p = c.partition("t", 0)
-    assert (p.replicas == (1, 2, 4)) == completes, (release, p)
-
-
-@pytest.mark.parametrize("release, completes", [("3.7", True), ("4.2", False), ("4.4", False)])
-def test_completion_rule_when_shrinking(release, completes):
-    """[1,2,3] -> [1,4]: 4.3+ waits for every target replica when more leave than join."""
-    c = make(release)
-    assign(c, [1, 2, 3])
-    expand(c, [2, 3])  # (1 leads? the leader must stay in its ISR: use a kept follower)
-    p = c.partition("t", 0)
-    target = [p.leader, 4] if p.leader != 1 else [1, 4]
+    leader, follower = _out_of_sync_follower(c, [1, 2, 3])
+    gone = next(r for r in (1, 2, 3) if r not in (leader, follower))
+    target = [leader, follower, 6]
     reassign(c, ("t", 0, target))
-    q = c.partition("t", 0)
-    expand(c, [*q.isr, 4])
-    done = c.partition("t", 0).replicas == tuple(target)
-    assert done == (completes or set(target) <= set(q.isr) | {4}), release
+    expand(c, [*c.partition("t", 0).isr, 6])
+    p = c.partition("t", 0)
+    assert (p.replicas == tuple(target)) == completes, (release, p)
+    assert (gone in p.replicas) != completes
+
+
+@pytest.mark.parametrize("release, completes", [("3.7", True), ("3.8", False), ("4.2", False), ("4.3", False),
+                                                ("4.4", False)])
+def test_completion_rule_when_shrinking(release, completes):
+    """Four replicas to three, one of the kept ones out of the ISR: 4.3+ waits for every target
+    replica when more replicas leave than join, as 3.8-4.2 always do; 3.7 completes."""
+    c = make(release)
+    leader, follower = _out_of_sync_follower(c, [1, 2, 3, 4])
+    target = [leader, follower, 6]
+    reassign(c, ("t", 0, target))
+    p = c.partition("t", 0)
+    assert len(p.removing_replicas) == 2 and p.adding_replicas == (6,)
+    expand(c, [*p.isr, 6])
+    assert (c.partition("t", 0).replicas == tuple(target)) == completes, release
 
 
 @given(st.lists(st.integers(0, 20), min_size=1, max_size=6, unique=True),
