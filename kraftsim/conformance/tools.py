@@ -77,7 +77,7 @@ class ToolRun:
 
 def main_classes(release: str) -> dict[str, str]:
     """The admin tools' main classes: acls and broker-api-versions moved from core (Scala) to
-    tools in 4.0, leader-election in 3.7, configs in 4.4 (as the released jars hold them)."""
+    tools in 4.0, leader-election and reassign-partitions in 3.7, configs in 4.4 (as the released jars hold them)."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
     scala_election = scala and minor < 7
@@ -90,7 +90,9 @@ def main_classes(release: str) -> dict[str, str]:
             "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
             "cluster": "org.apache.kafka.tools.ClusterTool",
             "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
-                                else "org.apache.kafka.tools.LeaderElectionCommand")}
+                                else "org.apache.kafka.tools.LeaderElectionCommand"),
+            "reassign-partitions": ("kafka.admin.ReassignPartitionsCommand" if scala_election
+                                    else "org.apache.kafka.tools.reassign.ReassignPartitionsCommand")}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:

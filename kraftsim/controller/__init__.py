@@ -7,8 +7,8 @@ Each rule module decides one family of requests from a `ControllerContext` and r
 Topics and partitions follow Kafka's files: `topics` (CreateTopics, DeleteTopics),
 `partition_create` (CreatePartitions),
 `replica_placement` (StripedReplicaPlacer), `partition_change` (PartitionChangeBuilder),
-`replication` (ISR/ELR changes driven by brokers, AlterPartition), `leader_election`
-(ElectLeaders). Names other packages use are exported here.
+`replication` (ISR/ELR changes driven by brokers, AlterPartition), `reassignments`
+(AlterPartitionReassignments), `leader_election` (ElectLeaders). Names other packages use are exported here.
 """
 
 from typing import TYPE_CHECKING
@@ -77,6 +77,12 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     )
     from kraftsim.controller.quorum_controller import QuorumController as QuorumController, ReplayState as ReplayState
     from kraftsim.controller.quorum_features import DISABLED as DISABLED
+    from kraftsim.controller.reassignments import (
+        AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest,
+        AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponse,
+        ReassignablePartition as ReassignablePartition, ReassignableTopic as ReassignableTopic,
+        alter_partition_reassignments as alter_partition_reassignments,
+    )
     from kraftsim.controller.replica_placement import UsableBroker as UsableBroker, place_replicas as place_replicas
     from kraftsim.controller.replication import (
         AlterPartitionData as AlterPartitionData, AlterPartitionRequest as AlterPartitionRequest,
@@ -122,6 +128,10 @@ _NAMES_IN = {  # module -> the names it exports here
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
     "quorum_features": "DISABLED",
+    "reassignments": (
+        "AlterPartitionReassignmentsRequest AlterPartitionReassignmentsResponse ReassignablePartition ReassignableTopic "
+        "alter_partition_reassignments"
+    ),
     "replica_placement": "UsableBroker place_replicas",
     "replication": "AlterPartitionData AlterPartitionRequest AlterPartitionTopic BrokerState alter_partition",
     "result": "ControllerResult",
@@ -138,7 +148,10 @@ _MODULE_OF = {
 }
 __all__ = [
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
-    "AlterUserScramCredentialsRequest", "MECHANISM_IDS", "ScramCredentialDeletion", "ScramCredentialUpsertion", "AlterPartitionData", "AlterPartitionRequest",
+    "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse", "ReassignablePartition",
+    "ReassignableTopic", "alter_partition_reassignments",
+    "AlterUserScramCredentialsRequest", "MECHANISM_IDS", "ScramCredentialDeletion", "ScramCredentialUpsertion",
+    "AlterPartitionData", "AlterPartitionRequest",
     "AlterPartitionTopic", "AlterableConfig", "ApiError", "BrokerHeartbeatReply", "BrokerHeartbeatRequest",
     "BrokerHeartbeats", "BrokerRegistrationRequest", "BrokerState", "ControllerConfig", "ControllerContext",
     "ControllerRegistrationRequest", "ControllerResult", "CreatableReplicaAssignment", "CreatableTopic",

@@ -59,6 +59,7 @@ DEFAULT_MESSAGES = {
     "INVALID_REQUEST": "This most likely occurs because of a request being malformed by the client library or the "
                        "message was sent to an incompatible broker. See the broker logs for more details.",
     "POLICY_VIOLATION": "Request parameters do not satisfy the configured policy.",
+    "NO_REASSIGNMENT_IN_PROGRESS": "No partition reassignment is in progress.",
 }
 
 #: The exception an admin client raises for an error (Errors' exception classes), as Kafka's
@@ -77,6 +78,9 @@ EXCEPTION_CLASSES = {
     "ELECTION_NOT_NEEDED": "ElectionNotNeededException",
     "DUPLICATE_VOTER": "DuplicateVoterException",
     "VOTER_NOT_FOUND": "VoterNotFoundException",
+    "NO_REASSIGNMENT_IN_PROGRESS": "NoReassignmentInProgressException",
+    "INVALID_REPLICA_ASSIGNMENT": "InvalidReplicaAssignmentException",
+    "INVALID_REPLICATION_FACTOR": "InvalidReplicationFactorException",
 }
 
 

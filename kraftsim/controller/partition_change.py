@@ -244,17 +244,25 @@ class Election(enum.Enum):
     UNCLEAN = "unclean"  # as ONLINE, else any live replica, accepting data loss
 
 
-def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[int],
-                           adding: list[int]) -> tuple[list[int], list[int]] | None:
-    """(replicas, isr) once a reassignment can complete: every adding replica is in the ISR
-    that remains after the removing replicas leave it."""
+def _complete_reassignment(replicas: list[int], isr: list[int], removing: list[int], adding: list[int],
+                           rule: str = "all-in-isr") -> tuple[list[int], list[int]] | None:
+    """(replicas, isr) once a reassignment can complete, by the release's rule (policy
+    `reassignment_completion`): the ISR without the removing replicas holds every adding
+    replica ("adding-in-isr"), every target replica ("all-in-isr"), or the adding ones and,
+    when more replicas leave than join, every target replica ("all-in-isr-when-shrinking")."""
     if not removing and not adding:
         return None
     new_isr = [r for r in isr if r not in removing]
     new_replicas = [r for r in replicas if r not in removing]
-    if not new_isr or not new_replicas or not set(adding) <= set(new_isr):
+    if not new_isr or not new_replicas:
         return None
-    return new_replicas, new_isr
+    in_isr = set(new_isr)
+    if rule == "all-in-isr":
+        done = in_isr.issuperset(new_replicas)
+    else:
+        done = in_isr.issuperset(adding) and (
+            rule == "adding-in-isr" or len(adding) >= len(removing) or in_isr.issuperset(new_replicas))
+    return (new_replicas, new_isr) if done else None
 
 
 def _kept_in_set_order(groups: tuple[Iterable[int], ...], keep: Callable[[int], bool]) -> list[int]:
@@ -479,7 +487,7 @@ class PartitionChangeBuilder:
         p = self.partition
         rec: ChangeFields = {}
         done = _complete_reassignment(self.target_replicas, self.target_isr, self.target_removing,
-                                      self.target_adding)
+                                      self.target_adding, self.ctx.catalog.policy("reassignment_completion"))
         if done is not None:
             self.target_replicas, self.target_isr = done
             self.target_removing, self.target_adding = [], []

@@ -21,7 +21,7 @@ from typing import Callable, Iterable, Iterator, Mapping, Protocol, Sequence
 
 from kraftsim.controller import (
     acls, activation, client_quotas, cluster_control, configs, delegation_tokens, leader_election, producer_ids,
-    replication, scram, topics,
+    reassignments, replication, scram, topics,
 )
 from kraftsim.controller.api_errors import ApiError
 from kraftsim.controller.cluster_control import BrokerHeartbeats
@@ -365,6 +365,10 @@ class QuorumController:
 
     def alter_partition(self, request: replication.AlterPartitionRequest) -> ControllerResult:
         return self.execute(lambda ctx: replication.alter_partition(ctx, request))
+
+    def alter_partition_reassignments(self, request: reassignments.AlterPartitionReassignmentsRequest
+                                      ) -> ControllerResult:
+        return self.execute(lambda ctx: reassignments.alter_partition_reassignments(ctx, request))
 
     def elect_leaders(self, request: leader_election.ElectLeadersRequest) -> ControllerResult:
         return self.execute(lambda ctx: leader_election.elect_leaders(ctx, request))

@@ -31,6 +31,7 @@ from kraftsim.scenario.ops import (
     Heal,
     NodesStep,
     Crash,
+    ReassignPartitions,
     Partition,
     RemoveController,
     Roll,
@@ -42,7 +43,7 @@ from kraftsim.scenario.ops import (
     UnregisterController,
     Wait,
 )
-from kraftsim.sim import SimError, Simulation, leader_election, tool_note
+from kraftsim.sim import ReassignTarget, SimError, Simulation, leader_election, reassign_partitions, tool_note
 
 #: The most records Kafka's controller makes for one request (MAX_RECORDS_PER_USER_OP, from 3.5).
 RECORDS_PER_REQUEST = 10_000
@@ -164,6 +165,13 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         if out.failure is not None:
             raise SimError(out.failure_text)
         return out.lines
+    if isinstance(op, ReassignPartitions):
+        plan = [ReassignTarget(p.topic, p.partition, None if p.replicas is None else tuple(p.replicas))
+                for p in op.partitions]
+        done = reassign_partitions(sim, plan, op.allow_replication_factor_change)
+        if done.failure is not None:
+            raise SimError(done.failure)
+        return done.lines
     if isinstance(op, UnregisterController):
         return sim.unregister_controller(op.id)
     if isinstance(op, UnregisterBroker):

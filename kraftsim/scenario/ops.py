@@ -178,6 +178,24 @@ class ElectLeaders(StepBase, kw_only=True, forbid_unknown_fields=True, tag="elec
     partitions: dict[str, list[int]] | None = None
 
 
+class ReassignedPartition(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One partition of a `reassign-partitions` step, as kafka-reassign-partitions' JSON plan
+    names it; without `replicas`, the partition's reassignment is cancelled."""
+
+    topic: str
+    partition: int
+    replicas: list[int] | None = None
+
+
+class ReassignPartitions(StepBase, kw_only=True, forbid_unknown_fields=True, tag="reassign-partitions"):
+    """kraftsim's addition: kafka-reassign-partitions --execute (partitions with `replicas`) and
+    --cancel (partitions without), in one AlterPartitionReassignments request;
+    `allow_replication_factor_change = false` is --disallow-replication-factor-change (4.1+)."""
+
+    partitions: list[ReassignedPartition]
+    allow_replication_factor_change: bool = True
+
+
 class UnregisterController(StepBase, kw_only=True, forbid_unknown_fields=True, tag="unregister-controller"):
     """Controller unregistration (KIP-1312, Kafka 4.4)."""
 
@@ -245,7 +263,8 @@ class AlterScramCredentials(StepBase, kw_only=True, forbid_unknown_fields=True, 
 Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesDowngrade | FeaturesDisable | Crash
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
-      | ElectLeaders | AlterClientQuotas | AlterScramCredentials)
+      | ElectLeaders | AlterClientQuotas | AlterScramCredentials
+      | ReassignPartitions)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -262,8 +281,8 @@ OPS: dict[str, type[StepBase]] = {
                 # and kafka-topics --alter --partitions (CreatePartitions), kafka-configs --alter on a topic
                 CreatePartitions, AlterTopicConfig,
                 # and kafka-leader-election (ElectLeaders), kafka-configs --alter on client quotas and
-                # SCRAM credentials
-                ElectLeaders, AlterClientQuotas, AlterScramCredentials)
+                # SCRAM credentials, kafka-reassign-partitions (AlterPartitionReassignments)
+                ElectLeaders, AlterClientQuotas, AlterScramCredentials, ReassignPartitions)
 }
 
 

@@ -33,8 +33,10 @@ from kraftsim.scenario.language import (
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientQuotas, AlterScramCredentials, AlterTopicConfig, CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
-    Partition, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker, UnregisterController, Wait,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientQuotas, AlterScramCredentials, AlterTopicConfig,
+    CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
+    Partition, ReassignPartitions, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker,
+    UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
 from kraftsim.storage.server_config import validate_unstable_configs
@@ -580,6 +582,18 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             check.non_negative(len(ids), f"partitions.{topic}", index, 1, MAX_PARTITIONS)
             for pid in ids:
                 check.non_negative(pid, f"partitions.{topic}", index, 0, MAX_PARTITIONS)
+    elif isinstance(step, ReassignPartitions):
+        if not step.partitions:
+            raise check.fail("partitions", "expected at least one { topic, partition, replicas } table", index)
+        check.non_negative(len(step.partitions), "partitions", index, 1, MAX_PARTITIONS)
+        for i, p in enumerate(step.partitions):
+            if not p.topic:
+                raise check.fail(f"partitions[{i}].topic", "expected a topic name", index)
+            check.non_negative(p.partition, f"partitions[{i}].partition", index, 0, MAX_PARTITIONS)
+            if p.replicas is not None:
+                check.non_negative(len(p.replicas), f"partitions[{i}].replicas", index, 0, MAX_REPLICATION)
+                for b in p.replicas:
+                    check.non_negative(b, f"partitions[{i}].replicas", index, 0, MAX_NODE_ID)
     elif isinstance(step, (UnregisterController, UnregisterBroker)):
         check.non_negative(step.id, "id", index, maximum=MAX_NODE_ID)
     if step.expect is not None:

@@ -9,7 +9,7 @@ below; the rooms behind it:
                  fetching, reconfiguration), broker/controller lifecycle, invariants
   ticks/         the older tick engine (`cluster create --engine ticks`): SimCluster
   tools/         what the command line shows of a cluster directory, for either engine, and
-                 kafka-leader-election's request and lines
+                 kafka-leader-election's and kafka-reassign-partitions' requests and lines
   importing/     a simulated cluster from a real cluster's metadata
 
   simulation     Simulation: the public API over the event engine; where faults and ops enter
@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checke
     from kraftsim.sim.node.format import elapsed_text
     from kraftsim.sim.saved import STATE_FILE
     from kraftsim.sim.tools.leader_election import ElectionOutput, elected_partitions, leader_election
+    from kraftsim.sim.tools.reassign_partitions import ReassignOutput, reassign_partitions
+    from kraftsim.sim.tools.reassign_partitions import Target as ReassignTarget
     from kraftsim.sim.simulation import Simulation
     from kraftsim.sim.types import INVARIANTS, InvariantResult, NodeInfo, SimConfig, SimError, SimEvent
 
@@ -55,11 +57,15 @@ _MODULE_OF = {
     "tool_note": ("kraftsim.sim.features_tool", "tool_note"),
     **{name: ("kraftsim.sim.tools.leader_election", name)
        for name in ("ElectionOutput", "elected_partitions", "leader_election")},
+    "ReassignOutput": ("kraftsim.sim.tools.reassign_partitions", "ReassignOutput"),
+    "ReassignTarget": ("kraftsim.sim.tools.reassign_partitions", "Target"),
+    "reassign_partitions": ("kraftsim.sim.tools.reassign_partitions", "reassign_partitions"),
 }
 __all__ = [
     "API_VERSIONS_KEY", "INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "STATE_FILE",
     "SimConfig", "SimError", "SimEvent", "Simulation", "VoterChangeRefused", "api_version_table",
     "api_versions_response", "elapsed_text", "import_cluster", "import_source_kind", "tool_note",
-    "ElectionOutput", "elected_partitions", "leader_election",
+    "ElectionOutput", "elected_partitions", "leader_election", "ReassignOutput", "ReassignTarget",
+    "reassign_partitions",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

@@ -1,6 +1,6 @@
 """What an admin client does against the simulated cluster (a mixin of Simulation): topic
-creation and deletion, partition creation, leader elections, config changes and kafka-features'
-UpdateFeatures, each answered by the active controller once the records it wrote are committed,
+creation and deletion, partition creation, leader elections, partition reassignments, config
+changes and kafka-features' UpdateFeatures, each answered by the active controller once the records it wrote are committed,
 and sent again to the next leader when they were lost with the old one (Kafka's admin client
 retries NOT_CONTROLLER).
 """
@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
-    MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterUserScramCredentialsRequest, CreatableTopic,
-    EntityData, EntryData, QuotaOp, ScramCredentialDeletion, ScramCredentialUpsertion, alter_client_quotas,
-    alter_user_scram_credentials, salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
+    MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterPartitionReassignmentsRequest,
+    AlterUserScramCredentialsRequest, CreatableTopic, EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
+    ScramCredentialUpsertion, alter_client_quotas, alter_partition_reassignments, alter_user_scram_credentials,
+    salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
     FeatureUpdate, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest, UpdateFeaturesRequest,
     UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
@@ -324,6 +325,17 @@ class AdminMixin:
         once committed, or None when no controller answered in time."""
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: elect_leaders(ctx, request)))
         self._finish_op("elect-leaders")
+        return result
+
+    def send_alter_partition_reassignments(self, request: AlterPartitionReassignmentsRequest
+                                           ) -> ControllerResult | None:
+        """AlterPartitionReassignments as a client sends it: the controller's result (one answer
+        per partition) once committed, or None when no controller answered in time. The
+        reassignment itself goes on in the simulation: the new replicas' leader adds them to
+        its ISR (IsrExpansion) and the controller then completes it."""
+        result = self._client_request(
+            lambda leader: self.engine.execute(lambda ctx: alter_partition_reassignments(ctx, request)))
+        self._finish_op("reassign-partitions")
         return result
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:

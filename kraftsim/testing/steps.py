@@ -45,6 +45,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "elect-leaders": ("election_type", "partitions"),
     "alter-client-quotas": ("user", "client_id", "ip", "default", "quotas", "delete"),
     "alter-scram-credentials": ("user", "credentials", "delete"),
+    "reassign-partitions": ("partitions", "allow_replication_factor_change"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
 }
 

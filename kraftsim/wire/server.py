@@ -49,14 +49,16 @@ from kraftsim.wire.quota_handlers import HANDLERS as QUOTA_HANDLERS
 from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
 from kraftsim.wire.served import Listener, ServedCluster
+from kraftsim.wire.log_dir_handlers import HANDLERS as LOG_DIR_HANDLERS
+from kraftsim.wire.reassignment_handlers import HANDLERS as REASSIGNMENT_HANDLERS
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
                                 DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
-                                **CONFIG_HANDLERS, **QUOTA_HANDLERS,
-                                **SCRAM_HANDLERS}
+                                **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
+                                **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

@@ -7,7 +7,8 @@ release), started once for the module. Requests are harmless: validate-only topi
 creation (v0, which has no validate-only, creates a topic of its own), deletion of a topic
 that does not exist, validate-only growth of one (CreatePartitions) and a validate-only config
 change of one (IncrementalAlterConfigs, and the legacy AlterConfigs), an empty feature update,
-unregistering a broker id that was never registered, DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
+unregistering a broker id that was never registered, cancelling a reassignment of a topic that
+does not exist (AlterPartitionReassignments), the node's log directories (DescribeLogDirs), DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
 would change the quorum).
 """
 
@@ -62,6 +63,11 @@ def body_for(api: str, version: int) -> dict[str, Any]:
     if api == "ElectLeaders":  # a topic the node does not have: answered per partition, nothing elected
         return {"ElectionType": 0, "TopicPartitions": [{"Topic": "no-such-topic", "Partitions": [0, 1]}],
                 "TimeoutMs": 30000}
+    if api == "AlterPartitionReassignments":  # a cancel for a topic the node does not have: refused per partition
+        return {"Topics": [{"Name": "no-such-topic", "Partitions": [{"PartitionIndex": 0, "Replicas": None}]}],
+                "TimeoutMs": 30000}
+    if api == "DescribeLogDirs":  # the node's log directories, without any partition of a topic it does not have
+        return {"Topics": [{"Topic": "no-such-topic", "Partitions": [0]}]}
     if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
         return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
     return {}
@@ -69,7 +75,8 @@ def body_for(api: str, version: int) -> dict[str, Any]:
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
-           "IncrementalAlterConfigs", "AlterConfigs", "ElectLeaders"]
+           "IncrementalAlterConfigs", "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments",
+           "DescribeLogDirs"]
 
 
 @pytest.fixture(scope="module", params=live_releases())
@@ -109,6 +116,12 @@ def test_every_advertised_version_round_trips_with_kafka(node: LiveNode, api: st
                 assert [r["ErrorCode"] for r in results] == [3]  # UNKNOWN_TOPIC_OR_PARTITION
             if api == "CreateTopics":
                 assert [t["ErrorCode"] for t in answer["Topics"]] == [0]
+            if api == "AlterPartitionReassignments":
+                parts = [p for t in answer["Responses"] for p in t["Partitions"]]
+                assert [p["ErrorCode"] for p in parts] == [3]  # UNKNOWN_TOPIC_OR_PARTITION
+                assert parts[0]["ErrorMessage"] == "Unable to find a topic named no-such-topic."
+            if api == "DescribeLogDirs":
+                assert [r["ErrorCode"] for r in answer["Results"]] == [0] and answer["Results"][0]["Topics"] == []
             if api == "DescribeAcls":
                 assert answer["ErrorCode"] == 54  # SECURITY_DISABLED: no authorizer, as kraftsim serve answers
 

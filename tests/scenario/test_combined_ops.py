@@ -42,6 +42,11 @@ op = "elect-leaders"
 partitions = { "topic-1" = [0, 3] }
 
 [[step]]
+op = "reassign-partitions"
+partitions = [{ topic = "topic-1", partition = 0, replicas = [3, 2, 1] }, { topic = "topic-1", partition = 1 }]
+expect_error = "topic-1-1: No partition reassignment is in progress."
+
+[[step]]
 op = "alter-topic-config"
 topic = "topic-1"
 configs = { "retention.ms" = "60000" }

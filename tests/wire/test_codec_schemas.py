@@ -94,7 +94,9 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "DescribeClientQuotasRequest", "DescribeClientQuotasResponse",
                      "DescribeUserScramCredentialsRequest", "DescribeUserScramCredentialsResponse",
                      "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
-                     "ElectLeadersRequest", "ElectLeadersResponse"}
+                     "ElectLeadersRequest", "ElectLeadersResponse",
+                     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
+                     "DescribeLogDirsRequest", "DescribeLogDirsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

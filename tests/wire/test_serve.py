@@ -100,11 +100,11 @@ def test_an_advertised_request_kraftsim_does_not_carry_out_is_said_once_on_stder
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         capsys.readouterr()
         for _ in range(2):
-            assert k.answer(1, "broker", struct.pack(">hhih", 45, 0, 1, -1)) is None  # AlterPartitionReassignments v0
+            assert k.answer(1, "broker", struct.pack(">hhih", 47, 0, 1, -1)) is None  # OffsetDelete v0
         assert k.answer(1, "broker", struct.pack(">hhih", 9999, 0, 1, -1)) is None  # not advertised: nothing said
         err = capsys.readouterr().err
     assert len(err.splitlines()) == 1
-    assert ("kraftsim serve: AlterPartitionReassignments (API key 45) is not carried out by kraftsim serve: the connection that "
+    assert ("kraftsim serve: OffsetDelete (API key 47) is not carried out by kraftsim serve: the connection that "
             "asked was closed, and the client will retry until its timeout") in err
 
 
