@@ -57,7 +57,7 @@ def measure(dist: KafkaDist, work: Path) -> Changes:
     with LiveTrio(dist, work, (f"leader.imbalance.check.interval.seconds={IMBALANCE_CHECK_S}",)) as cluster:
         cluster.create_topic(TOPIC, ASSIGNMENT)
         time.sleep(SETTLE_S)
-        cluster.brokers[3].terminate()
+        cluster.running[3].terminate()
         cluster.restart(3)
         time.sleep(REJOIN_S)
     return partition_changes(cluster.metadata_log)

@@ -1,19 +1,18 @@
 """A live Kafka cluster of one controller (node 1) and two brokers (nodes 2 and 3), separate
-processes on 127.0.0.1 (three JVMs), formatted by the release's storage tool: what the
-conformance runs that stop and start brokers of a real cluster stand on. Used as a context
-manager: every process it started is killed with its process group when the block ends.
+processes on 127.0.0.1 (three JVMs, `live_cluster.LiveCluster`): what the conformance runs
+that stop and start brokers of a real cluster stand on.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
+from kraftsim.conformance.live_cluster import LiveCluster
 from kraftsim.conformance.node import free_port
-from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, node_config, wait_for
+from kraftsim.conformance.reregistration import node_config
 from kraftsim.conformance.tools import run_tool
 
 if TYPE_CHECKING:
@@ -23,41 +22,17 @@ if TYPE_CHECKING:
 BROKERS = (2, 3)
 
 
-class LiveTrio:
+class LiveTrio(LiveCluster):
     """See the module docstring. `controller_lines`: more lines of the controller's properties."""
 
     def __init__(self, dist: KafkaDist, work: Path, controller_lines: Sequence[str] = ()) -> None:
-        self.dist, self.work = dist, work
-        self.version = dist.release.version
+        self.work = work
         cport = self.controller_port = free_port()
         self.ports = {node: free_port() for node in BROKERS}
-        self.configs = {1: node_config(work / "controller", 1, "controller", cport, None, tuple(controller_lines))}
+        configs = {1: node_config(work / "controller", 1, "controller", cport, None, tuple(controller_lines))}
         for node in BROKERS:
-            self.configs[node] = node_config(work / f"broker-{node}", node, "broker", cport, self.ports[node])
-        self.processes: list[KafkaProcess] = []
-        self.brokers: dict[int, KafkaProcess] = {}
-        self._starts = dict.fromkeys(BROKERS, 0)
-
-    def __enter__(self) -> LiveTrio:
-        try:
-            format_nodes(self.dist, self.configs.values())
-            self.processes.append(KafkaProcess(self.dist, self.configs[1], self.work / "controller" / "server.log"))
-            for node in BROKERS:
-                self._launch(node)
-            for node in BROKERS:
-                self._wait_unfenced(node, "first start")
-        except BaseException:
-            self.kill()
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.kill()
-
-    def kill(self) -> None:
-        for p in reversed(self.processes):
-            p.kill()
+            configs[node] = node_config(work / f"broker-{node}", node, "broker", cport, self.ports[node])
+        super().__init__(dist, configs, BROKERS)
 
     @property
     def metadata_log(self) -> Path:
@@ -79,22 +54,6 @@ class LiveTrio:
                                               "--topic", topic, "--replica-assignment", text])
         if made.code != 0:
             raise KafkaUnavailable(f"Kafka {self.version} did not create the topic: {made.text()[:300]}")
-
-    def restart(self, node: int) -> None:
-        """Start broker `node` again (its last process must have ended) and wait until it is unfenced."""
-        self._launch(node)
-        self._wait_unfenced(node, "restart")
-
-    def _launch(self, node: int) -> None:
-        self._starts[node] += 1
-        self.brokers[node] = KafkaProcess(self.dist, self.configs[node], self._log(node))
-        self.processes.append(self.brokers[node])
-
-    def _log(self, node: int) -> Path:
-        return self.work / f"broker-{node}" / f"server-{self._starts[node]}.log"
-
-    def _wait_unfenced(self, node: int, what: str) -> None:
-        wait_for(self.brokers[node].proc, self._log(node), UNFENCED, f"Kafka {self.version} broker {node}'s {what}")
 
 
 def metadata_log_records(log_dir: Path) -> Iterator[LogEntry]:

@@ -6,16 +6,17 @@ server JVMs, and the tool's as a third. Each side runs the same script (`script`
 created with `kafka-topics --replica-assignment`, one AlterPartitionReassignments request of
 partitions the controller refuses (sent with kraftsim's wire client: the tool checks brokers and
 partitions before it asks), a plan that moves one partition and grows
-another (`--execute`), `--verify` until both are done, two plans the tool refuses (a broker that
+another (`--execute --throttle`), the topic's and broker 2's configs (`kafka-configs
+--describe`: the throttles the tool set), `--verify` until both are done (which clears the
+throttles through each broker's own listener), two plans the tool refuses (a broker that
 does not exist, a partition that does not exist), `--cancel` with nothing under way, from 4.1 a
 plan that grows a partition with `--disallow-replication-factor-change` (refused), then a
 reassignment that cannot finish (its new replica's broker is killed just before: Kafka still
 counts it alive until its session times out, so the tool sends the plan), `--verify` and
 ListPartitionReassignments while it is under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
-and its stdout, the side's addresses and log directories masked. `--verify` and `--cancel` run with
-`--preserve-throttles`: without it the tool removes broker-level throttles through a broker
-listener, which `kraftsim serve` does not carry out (a broker's own config checks are not
-modelled). Every process is bounded and killed with its process group when the run ends.
+and its stdout, the side's addresses and log directories masked. The later `--verify` and
+`--cancel` runs keep the throttles (`--preserve-throttles`; there are none). Every process is
+bounded and killed with its process group when the run ends.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 
 from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import free_port
-from kraftsim.conformance.reregistration import UNFENCED, KafkaProcess, format_nodes, wait_for
+from kraftsim.conformance.live_cluster import LiveCluster
+from kraftsim.conformance.reregistration import node_config
 from kraftsim.conformance.tools import run_tool
 
 #: One tool run: its exit code and its stdout, the side's addresses replaced by ADDRESS.
@@ -49,6 +50,9 @@ STUCK = ((2, (2,)),)
 #: checks brokers and partitions itself, so these reach the controller only from a client).
 REFUSED: tuple[tuple[str, int, list[int] | None], ...] = (("nope", 0, [1]), (TOPIC, 9, [1]), (TOPIC, 0, []), (TOPIC, 0, [1, 9]), (TOPIC, 0, [2, 1, 2]),
            (TOPIC, 0, [-1]), (TOPIC, 1, None))
+#: MOVE's inter-broker throttle, bytes a second (the tool sets it on both brokers and the
+#: moving replicas on the topic, and its last `--verify` clears them).
+THROTTLE = 10_000_000
 #: The most `--verify` runs that wait for a reassignment to finish, one second apart.
 VERIFY_TRIES = 30
 
@@ -119,11 +123,11 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
         return tool("reassign-partitions", action, "--reassignment-json-file", str(path), *more)
 
     def verify_until_done(moves: Sequence[tuple[int, Sequence[int]]]) -> Outcome:
-        """--verify until every partition is completed. (A live broker's metadata can trail the
+        """--verify until every partition is completed, when it clears the throttles. (A live broker's metadata can trail the
         controller: just after completion the tool may see no reassignment in the controller's
         list but the old replica set in the broker's metadata, "There is no active reassignment".)"""
         for _ in range(VERIFY_TRIES):
-            found = reassign("--verify", moves, "--preserve-throttles")
+            found = reassign("--verify", moves)
             if "still in progress" not in found[1] and "no active reassignment" not in found[1]:
                 return found
             time.sleep(1)
@@ -145,7 +149,9 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
     if made[0] != 0:
         raise KafkaUnavailable(f"the topic was not created: {made[1][:300]}")
     outcomes.append(refused_by_the_controller(side.bootstrap))
-    outcomes.append(reassign("--execute", MOVE))
+    outcomes.append(reassign("--execute", MOVE, "--throttle", str(THROTTLE)))
+    outcomes.append(tool("configs", "--describe", "--entity-type", "topics", "--entity-name", TOPIC))
+    outcomes.append(tool("configs", "--describe", "--entity-type", "brokers", "--entity-name", "2"))
     outcomes.append(verify_until_done(MOVE))
     outcomes.append(reassign("--execute", UNKNOWN_BROKER))
     outcomes.append(reassign("--execute", UNKNOWN_PARTITION))
@@ -161,57 +167,14 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
     return outcomes
 
 
-class LivePair:
+class LivePair(LiveCluster):
     """A live combined node (1) and broker (2) on 127.0.0.1, formatted by the release's tool."""
 
     def __init__(self, dist: KafkaDist, work: Path) -> None:
-        self.dist, self.work = dist, work
-        self.controller_port, self.ports = free_port(), {1: free_port(), 2: free_port()}
-        self.configs = {node: self._config(node) for node in (1, 2)}
-        self.processes: dict[int, KafkaProcess] = {}
-
-    def _config(self, node: int) -> Path:
-        directory = self.work / f"node-{node}"
-        port = self.ports[node]
-        listeners = f"PLAINTEXT://127.0.0.1:{port}" + (f",CONTROLLER://127.0.0.1:{self.controller_port}"
-                                                        if node == 1 else "")
-        lines = [f"process.roles={'broker,controller' if node == 1 else 'broker'}", f"node.id={node}",
-                 f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}", f"listeners={listeners}",
-                 f"advertised.listeners=PLAINTEXT://127.0.0.1:{port}", "inter.broker.listener.name=PLAINTEXT",
-                 "controller.listener.names=CONTROLLER",
-                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                 f"log.dirs={directory / 'data'}", "offsets.topic.replication.factor=1",
-                 "transaction.state.log.replication.factor=1", "transaction.state.log.min.isr=1",
-                 "num.partitions=1", "auto.create.topics.enable=false"]
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / "server.properties"
-        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        return path
-
-    def __enter__(self) -> LivePair:
-        try:
-            format_nodes(self.dist, self.configs.values())
-            for node in (1, 2):
-                self.processes[node] = KafkaProcess(self.dist, self.configs[node], self._log(node))
-            for node in (1, 2):
-                wait_for(self.processes[node].proc, self._log(node), UNFENCED,
-                         f"Kafka {self.dist.release.version} node {node}'s start")
-        except BaseException:
-            self.kill()
-            raise
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.kill()
-
-    def _log(self, node: int) -> Path:
-        return self.work / f"node-{node}" / "server.log"
-
-    def kill(self, node: int | None = None) -> None:
-        for n, p in sorted(self.processes.items(), reverse=True):
-            if node is None or n == node:
-                p.kill()
+        self.work = work
+        controller_port, self.ports = free_port(), {1: free_port(), 2: free_port()}
+        super().__init__(dist, {node: node_config(work / f"node-{node}", node, roles, controller_port, self.ports[node])
+                                for node, roles in ((1, "broker,controller"), (2, "broker"))}, (1, 2))
 
 
 def measure(dist: KafkaDist, work: Path) -> list[Outcome]:

@@ -75,9 +75,10 @@ class Reregistration:
 
 def node_config(directory: Path, node_id: int, roles: str, controller_port: int, broker_port: int | None,
                 extra: tuple[str, ...] = ()) -> Path:
-    """A server.properties for one node of a controller + broker pair on 127.0.0.1 (`extra`: more lines)."""
-    listeners = f"CONTROLLER://127.0.0.1:{controller_port}" if broker_port is None else \
-        f"PLAINTEXT://127.0.0.1:{broker_port}"
+    """A server.properties for one node on 127.0.0.1 whose quorum is node 1 at `controller_port`
+    (`roles`: "controller", "broker" or "broker,controller"; `extra`: more lines)."""
+    listeners = ",".join(([f"PLAINTEXT://127.0.0.1:{broker_port}"] if broker_port is not None else []) +
+                         ([f"CONTROLLER://127.0.0.1:{controller_port}"] if "controller" in roles else []))
     lines = [f"process.roles={roles}", f"node.id={node_id}",
              f"controller.quorum.voters=1@127.0.0.1:{controller_port}",
              f"listeners={listeners}", "controller.listener.names=CONTROLLER",

@@ -64,8 +64,8 @@ def measure(dist: KafkaDist, work: Path) -> list[Change]:
     with LiveTrio(dist, work, (f"unclean.leader.election.interval.ms={LOOK_S * 1000}",)) as cluster:
         cluster.create_topic(TOPIC, (REPLICAS,))
         time.sleep(SETTLE_S)
-        cluster.brokers[3].terminate()
-        cluster.brokers[2].kill()
+        cluster.running[3].terminate()
+        cluster.running[2].kill()
         time.sleep(SESSION_S)
         cluster.restart(3)
         time.sleep(SETTLE_S)

@@ -38,8 +38,9 @@ _THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
 _LONG_MAX = 2**63 - 1
 
 
-class TopicConfigKey(msgspec.Struct, frozen=True, kw_only=True):
-    """One topic config as a release defines it (see data/topic_configs.toml)."""
+class ConfigKey(msgspec.Struct, frozen=True, kw_only=True):
+    """One config as a ConfigDef defines it: its type and validator (a topic config of a
+    release, see data/topic_configs.toml; or a broker's dynamic config)."""
 
     name: str
     type: str
@@ -58,7 +59,7 @@ class TopicConfigs(msgspec.Struct, frozen=True):
 
     since: str
     names_checked_in: str
-    keys: tuple[TopicConfigKey, ...]
+    keys: tuple[ConfigKey, ...]
 
 
 class _Data(msgspec.Struct, frozen=True):
@@ -129,7 +130,7 @@ def _java_trim(text: str) -> str:
     return re.sub(r"^[\x00-\x20]+|[\x00-\x20]+$", "", text)
 
 
-def _parse(key: TopicConfigKey, raw: str, latest_production: str) -> tuple[object, str | None]:
+def _parse(key: ConfigKey, raw: str, latest_production: str) -> tuple[object, str | None]:
     """ConfigDef.parseValue for one key: its value by type, then its validator; or the text
     of the ConfigException that refuses it."""
     text = _java_trim(raw)
@@ -156,6 +157,12 @@ def _parse(key: TopicConfigKey, raw: str, latest_production: str) -> tuple[objec
     return value, problem
 
 
+def config_value_error(key: ConfigKey, raw: str, latest_production: str = "") -> str | None:
+    """ConfigDef's refusal of `raw` as the value of `key` (the ConfigException's text), or None.
+    (`latest_production` matters only to a key that names a metadata version.)"""
+    return _parse(key, raw, latest_production)[1]
+
+
 def _java_double(text: str) -> float | None:
     """Double.parseDouble, or None where it would throw."""
     if _JAVA_HEX_DOUBLE.fullmatch(text):
@@ -176,7 +183,7 @@ def _shown(value: object) -> str:
     return str(value)
 
 
-def _validate(key: TopicConfigKey, value: object, latest_production: str) -> str | None:
+def _validate(key: ConfigKey, value: object, latest_production: str) -> str | None:
     """The key's validator on its parsed value: None, or the refusal's text."""
     name = key.name
     if key.or_equal is not None:  # (CompressionType's gzip level: a range, or one value)

@@ -89,8 +89,9 @@ def test_a_config_change_of_a_broker_through_a_broker_is_not_carried_out_and_sai
             assert rpc(k.address(1), ALTER_CONFIGS, 1, broker) is None
         assert k.call(lambda s: _image(s).configs.config(BROKER, "1")) == {}
         err = capsys.readouterr().err
-    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs through a broker listener "
-                                "(through a controller listener, --bootstrap-controller, they are carried out) is not "
+    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs other than replication "
+                                "throttle rates through a broker listener (through a controller listener, "
+                                "--bootstrap-controller, they are carried out) is not "
                                 "carried out by kraftsim serve: the connection that asked was closed, and the client "
                                 "will retry until its timeout"]
 
