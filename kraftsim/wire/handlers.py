@@ -180,9 +180,6 @@ TOPIC_BROKER_SYNONYMS = {
     "retention.ms": "log.retention.ms", "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
     "unclean.leader.election.enable": "unclean.leader.election.enable",
 }
-#: The one line Kafka logs and answers for DescribeAcls without an authorizer (the default).
-NO_AUTHORIZER = "No Authorizer is configured on the broker"
-DESCRIBE_ACLS_KEY = 29
 
 
 def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synonyms: bool) -> Body:
@@ -242,12 +239,7 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     return {"Results": results}
 
 
-def describe_acls(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
-    """DescribeAcls (`kafka-acls --list`): a served node runs Kafka's default configuration,
-    without `authorizer.class.name`, so it answers as such a node does (SECURITY_DISABLED)."""
-    return {"ErrorCode": code("SECURITY_DISABLED"), "ErrorMessage": NO_AUTHORIZER, "Resources": []}
-
-__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_acls", "describe_cluster",
+__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster",
            "describe_configs",
            "metadata", "serves",
            "unsupported_api_versions"]

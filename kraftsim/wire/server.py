@@ -30,14 +30,12 @@ from kraftsim.wire.fit import fit_response
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
 from kraftsim.wire.handlers import (
     API_VERSIONS_KEY,
-    DESCRIBE_ACLS_KEY,
     DESCRIBE_CLUSTER_KEY,
     DESCRIBE_CONFIGS_KEY,
     METADATA_KEY,
     Handler,
     NotCarriedOut,
     api_versions,
-    describe_acls,
     describe_cluster,
     describe_configs,
     metadata,
@@ -45,6 +43,7 @@ from kraftsim.wire.handlers import (
     unsupported_api_versions,
 )
 from kraftsim.sim import api_version_table
+from kraftsim.wire.acl_handlers import HANDLERS as ACL_HANDLERS
 from kraftsim.wire.quota_handlers import HANDLERS as QUOTA_HANDLERS
 from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
@@ -55,7 +54,7 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
-                                DESCRIBE_CONFIGS_KEY: describe_configs, DESCRIBE_ACLS_KEY: describe_acls,
+                                DESCRIBE_CONFIGS_KEY: describe_configs, **ACL_HANDLERS,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
                                 **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS}

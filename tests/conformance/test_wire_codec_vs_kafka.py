@@ -8,8 +8,8 @@ creation (v0, which has no validate-only, creates a topic of its own), deletion 
 that does not exist, validate-only growth of one (CreatePartitions) and a validate-only config
 change of one (IncrementalAlterConfigs, and the legacy AlterConfigs), an empty feature update,
 unregistering a broker id that was never registered, cancelling a reassignment of a topic that
-does not exist (AlterPartitionReassignments), the node's log directories (DescribeLogDirs), DescribeAcls (refused: no authorizer). The raft voter APIs are left out (they
-would change the quorum).
+does not exist (AlterPartitionReassignments), the node's log directories (DescribeLogDirs), DescribeAcls, CreateAcls and DeleteAcls (refused:
+no authorizer). The raft voter APIs are left out (they would change the quorum).
 """
 
 from __future__ import annotations
@@ -70,13 +70,19 @@ def body_for(api: str, version: int) -> dict[str, Any]:
         return {"Topics": [{"Topic": "no-such-topic", "Partitions": [0]}]}
     if api == "DescribeAcls":  # LITERAL (3) is also what v0, which has no pattern type, means
         return {"ResourceTypeFilter": 1, "PatternTypeFilter": 3, "Operation": 1, "PermissionType": 1}
+    if api == "CreateAcls":  # refused per creation: no authorizer
+        return {"Creations": [{"ResourceType": 2, "ResourceName": "t", "ResourcePatternType": 3,
+                               "Principal": "User:alice", "Host": "*", "Operation": 3, "PermissionType": 3}]}
+    if api == "DeleteAcls":  # refused per filter: no authorizer
+        return {"Filters": [{"ResourceTypeFilter": 2, "ResourceNameFilter": "t", "PatternTypeFilter": 3,
+                             "PrincipalFilter": None, "HostFilter": None, "Operation": 1, "PermissionType": 1}]}
     return {}
 
 
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
            "IncrementalAlterConfigs", "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments",
-           "DescribeLogDirs"]
+           "DescribeLogDirs", "CreateAcls", "DeleteAcls"]
 
 
 @pytest.fixture(scope="module", params=live_releases())
@@ -124,6 +130,12 @@ def test_every_advertised_version_round_trips_with_kafka(node: LiveNode, api: st
                 assert [r["ErrorCode"] for r in answer["Results"]] == [0] and answer["Results"][0]["Topics"] == []
             if api == "DescribeAcls":
                 assert answer["ErrorCode"] == 54  # SECURITY_DISABLED: no authorizer, as kraftsim serve answers
+            if api == "CreateAcls":
+                assert [(r["ErrorCode"], r["ErrorMessage"]) for r in answer["Results"]] == [
+                    (54, "No Authorizer is configured.")]
+            if api == "DeleteAcls":
+                assert [(r["ErrorCode"], r["ErrorMessage"], r["MatchingAcls"]) for r in answer["FilterResults"]] == [
+                    (54, "No Authorizer is configured.", [])]
 
 
 def _raw_request(port: int, payload: bytes) -> bytes | None:

@@ -86,7 +86,8 @@ def compare_field(of: FieldSpec, kf: dict[str, Any], common: dict[str, Any], whe
 #: Kafka's own tools against a served cluster (tests/wire/test_real_tools.py) instead.
 WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
                      "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
-                     "DescribeAclsRequest", "DescribeAclsResponse",
+                     "DescribeAclsRequest", "DescribeAclsResponse", "CreateAclsRequest", "CreateAclsResponse",
+                     "DeleteAclsRequest", "DeleteAclsResponse",
                      "CreatePartitionsRequest", "CreatePartitionsResponse",
                      "IncrementalAlterConfigsRequest", "IncrementalAlterConfigsResponse",
                      "AlterConfigsRequest", "AlterConfigsResponse",

@@ -237,6 +237,23 @@ def test_describe_acls_is_refused_as_by_a_node_without_an_authorizer():
                                                              "No Authorizer is configured on the broker")
 
 
+@pytest.mark.parametrize("listener", ["broker", "controller"])
+def test_create_and_delete_acls_are_refused_per_entry_as_by_a_node_without_an_authorizer(listener):
+    with kraftsim.serve(combined=1, release="3.9.2") as k:
+        address = k.address(1, listener)
+        creation = {"ResourceType": 2, "ResourceName": "t", "ResourcePatternType": 3, "Principal": "User:alice",
+                    "Host": "*", "Operation": 3, "PermissionType": 3}
+        created = rpc(address, 30, 3, {"Creations": [creation, {**creation, "Operation": 4}]})[1]
+        assert [(r["ErrorCode"], r["ErrorMessage"]) for r in created["Results"]] == \
+            [(ERR["SECURITY_DISABLED"], "No Authorizer is configured.")] * 2
+        acl_filter = {"ResourceTypeFilter": 1, "ResourceNameFilter": None, "PatternTypeFilter": 1,
+                      "PrincipalFilter": None, "HostFilter": None, "Operation": 1, "PermissionType": 1}
+        deleted = rpc(address, 31, 1, {"Filters": [acl_filter]})[1]
+        assert [(r["ErrorCode"], r["ErrorMessage"], r["MatchingAcls"]) for r in deleted["FilterResults"]] == \
+            [(ERR["SECURITY_DISABLED"], "No Authorizer is configured.", [])]
+        assert rpc(address, 30, 3, {"Creations": []})[1]["Results"] == []
+
+
 def test_a_controller_below_3_7_iv0_refuses_direct_describe_cluster():
     with kraftsim.serve(controllers=1, brokers=1, release="3.7.2", release_version="3.6-IV2") as k:
         body = rpc(k.bootstrap_controllers, 60, 1, {"EndpointType": 2})[1]

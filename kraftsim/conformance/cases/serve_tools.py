@@ -14,6 +14,7 @@ kafka-topics --alter --partitions runs on a topic it created (an increase, then 
 kafka-configs --alter sets, refuses and deletes that topic's configs, client quotas (clients, users,
 the default user, a user and client together, an IP) and SCRAM credentials, kafka-leader-election elects
 every partition, one partition and one that does not exist;
+kafka-acls lists, adds and removes ACLs (each refused: no authorizer);
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -153,6 +154,10 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("cluster-id", "cluster", ["cluster-id", "--bootstrap-server", "{bs}"]),
     ("unregister unknown", "cluster", ["unregister", "--bootstrap-server", "{bs}", "--id", "42"]),
     ("acls --list", "acls", _bs("--list")),
+    # CreateAcls and DeleteAcls: refused per entry, as by a node without an authorizer (Kafka's default)
+    ("acls --add", "acls", _bs("--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t")),
+    ("acls --remove", "acls", _bs("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read",
+                                  "--topic", "t")),
 ]
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
