@@ -77,7 +77,8 @@ class ToolRun:
 
 def main_classes(release: str) -> dict[str, str]:
     """The admin tools' main classes: acls and broker-api-versions moved from core (Scala) to
-    tools in 4.0, leader-election and reassign-partitions in 3.7, configs in 4.4 (as the released jars hold them)."""
+    tools in 4.0, leader-election and reassign-partitions in 3.7, consumer-groups in 3.8, configs
+    in 4.4 (as the released jars hold them)."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
     scala_election = scala and minor < 7
@@ -92,7 +93,10 @@ def main_classes(release: str) -> dict[str, str]:
             "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
                                 else "org.apache.kafka.tools.LeaderElectionCommand"),
             "reassign-partitions": ("kafka.admin.ReassignPartitionsCommand" if scala_election
-                                    else "org.apache.kafka.tools.reassign.ReassignPartitionsCommand")}
+                                    else "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
+            "consumer-groups": ("kafka.admin.ConsumerGroupCommand" if (major, minor) < (3, 8)
+                                else "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
+            "transactions": "org.apache.kafka.tools.TransactionsCommand"}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:

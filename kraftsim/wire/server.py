@@ -44,6 +44,7 @@ from kraftsim.wire.handlers import (
 )
 from kraftsim.sim import api_version_table
 from kraftsim.wire.acl_handlers import HANDLERS as ACL_HANDLERS
+from kraftsim.wire.coordinator_handlers import HANDLERS as COORDINATOR_HANDLERS
 from kraftsim.wire.quota_handlers import HANDLERS as QUOTA_HANDLERS
 from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
 from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
@@ -57,7 +58,7 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
                                 DESCRIBE_CONFIGS_KEY: describe_configs, **ACL_HANDLERS,
                                 DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
-                                **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS}
+                                **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

@@ -9,7 +9,7 @@ that does not exist, validate-only growth of one (CreatePartitions) and a valida
 change of one (IncrementalAlterConfigs, and the legacy AlterConfigs), an empty feature update,
 unregistering a broker id that was never registered, cancelling a reassignment of a topic that
 does not exist (AlterPartitionReassignments), the node's log directories (DescribeLogDirs), DescribeAcls, CreateAcls and DeleteAcls (refused:
-no authorizer). The raft voter APIs are left out (they would change the quorum).
+no authorizer), ListGroups and ListTransactions (none). The raft voter APIs are left out (they would change the quorum).
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ def body_for(api: str, version: int) -> dict[str, Any]:
 CHECKED = ["ApiVersions", "Metadata", "CreateTopics", "DeleteTopics", "DescribeConfigs", "DescribeCluster",
            "UpdateFeatures", "DescribeQuorum", "UnregisterBroker", "DescribeAcls", "CreatePartitions",
            "IncrementalAlterConfigs", "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments",
-           "DescribeLogDirs", "CreateAcls", "DeleteAcls"]
+           "DescribeLogDirs", "CreateAcls", "DeleteAcls", "ListGroups", "ListTransactions"]
 
 
 @pytest.fixture(scope="module", params=live_releases())
@@ -130,6 +130,10 @@ def test_every_advertised_version_round_trips_with_kafka(node: LiveNode, api: st
                 assert [r["ErrorCode"] for r in answer["Results"]] == [0] and answer["Results"][0]["Topics"] == []
             if api == "DescribeAcls":
                 assert answer["ErrorCode"] == 54  # SECURITY_DISABLED: no authorizer, as kraftsim serve answers
+            if api == "ListGroups":
+                assert (answer["ErrorCode"], answer["Groups"]) == (0, [])  # a node no group ever used
+            if api == "ListTransactions":
+                assert (answer["ErrorCode"], answer["TransactionStates"]) == (0, [])
             if api == "CreateAcls":
                 assert [(r["ErrorCode"], r["ErrorMessage"]) for r in answer["Results"]] == [
                     (54, "No Authorizer is configured.")]

@@ -14,7 +14,8 @@ kafka-topics --alter --partitions runs on a topic it created (an increase, then 
 kafka-configs --alter sets, refuses and deletes that topic's configs, client quotas (clients, users,
 the default user, a user and client together, an IP) and SCRAM credentials, kafka-leader-election elects
 every partition, one partition and one that does not exist;
-kafka-acls lists, adds and removes ACLs (each refused: no authorizer);
+kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-consumer-groups and
+kafka-transactions list groups and transactions (none);
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -158,6 +159,10 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("acls --add", "acls", _bs("--add", "--allow-principal", "User:alice", "--operation", "Read", "--topic", "t")),
     ("acls --remove", "acls", _bs("--remove", "--force", "--allow-principal", "User:alice", "--operation", "Read",
                                   "--topic", "t")),
+    # ListGroups and ListTransactions: a cluster that never served a group or a transaction lists none
+    ("consumer-groups --list", "consumer-groups", _bs("--list")),
+    ("consumer-groups --list --state", "consumer-groups", _bs("--list", "--state", "Stable")),
+    ("transactions list", "transactions", _bs("list")),
 ]
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
