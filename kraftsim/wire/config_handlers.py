@@ -16,7 +16,8 @@ replication throttle rates only (`controller.broker_dynamic_configs`): through a
 listener, a change that sets or deletes throttle rates of a resource holding nothing else is
 carried out (what `kafka-reassign-partitions` sends). A request kraftsim cannot answer as Kafka
 would (other broker configs through a broker, broker loggers, client metrics, groups) is not
-carried out (the connection closes and `serve` says so once) rather than accepted wrongly. The answers keep the request's order.
+carried out (the connection closes and `serve` says so once) rather than accepted wrongly. The
+answers keep the request's order.
 Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
 values it left (an append or subtract as the value it made; a config a legacy AlterConfigs left
 out as deleted).

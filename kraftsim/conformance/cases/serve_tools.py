@@ -11,8 +11,9 @@ legitimately differs between two clusters:
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
 kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
-kafka-configs --alter sets, refuses and deletes that topic's configs, client quotas (clients, users,
-the default user, a user and client together, an IP) and SCRAM credentials, kafka-leader-election elects
+kafka-configs --alter sets, refuses and deletes that topic's configs, client quotas (clients,
+users, the default user, a user and client together, an IP) and SCRAM credentials, and sets and
+refuses the node's replication throttle rates through its broker listener; kafka-leader-election elects
 every partition, one partition and one that does not exist;
 kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-consumer-groups and
 kafka-transactions list groups and transactions (none);
@@ -94,6 +95,14 @@ RUNS: list[tuple[str, str, list[str]]] = [
                                                                "retention.days=7")),
     ("configs --alter topic --delete-config", "configs", _alter("topics", "--entity-name", "t", "--delete-config",
                                                                 "cleanup.policy")),
+    # a broker's replication throttle rates through its own listener (the broker checks them first): set, refused
+    ("configs --alter broker throttle", "configs", _alter("brokers", "--entity-name", "1", "--add-config",
+                                                          "leader.replication.throttled.rate=1000")),
+    ("configs --alter broker throttle (bad value)", "configs", _alter("brokers", "--entity-name", "1", "--add-config",
+                                                                      "follower.replication.throttled.rate=-5")),
+    ("configs --alter broker throttle (not a number)", "configs", _alter("brokers", "--entity-name", "1",
+                                                                         "--add-config",
+                                                                         "leader.replication.throttled.rate=fast")),
     ("configs topic", "configs", _bs("--describe", "--entity-type", "topics", "--entity-name", "t")),
     ("configs broker", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-name", "1")),
     ("configs broker default", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-default")),
