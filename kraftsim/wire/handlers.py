@@ -16,7 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import error_codes
+from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
+from kraftsim.storage import topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
@@ -169,7 +171,7 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
 
 
 #: DescribeConfigs' resource types, and its config sources (DescribeConfigsResponse.ConfigSource).
-TOPIC_RESOURCE, BROKER_RESOURCE = 2, 4
+TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
 #: A topic config's broker-level synonym (Kafka's LogConfig synonyms), for the ones a served
 #: cluster can hold at broker level: a topic without its own value inherits the broker's.
@@ -220,23 +222,52 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     """The dynamic configs the node's image holds for each topic or broker asked for (the
     configs set with kafka-configs / CreateTopics, and what the controller set itself, such as
     the cluster-wide min.insync.replicas that enabling ELR writes), with Kafka's sources and
-    synonyms; no static or default configs (a served node has no server.properties)."""
+    synonyms; no static or default configs (a served node has no server.properties). A name
+    Kafka's ConfigHelper refuses is answered with its text (`_described_name_error`); a broker's
+    loggers, a client-metrics subscription and a group's configs are not carried out (their
+    values come from the node's log4j and Kafka's defaults)."""
     image = served.sim.image(listener.node_id)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
     results = []
     for r in body.get("Resources", []):
         rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
-        out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": None, "Configs": []}
-        if rtype not in (TOPIC_RESOURCE, BROKER_RESOURCE):
-            out.update(ErrorCode=code("INVALID_REQUEST"), ErrorMessage=f"Unsupported resource type {rtype}")
+        out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": "", "Configs": []}
+        refused = _described_name_error(rtype, name, listener.node_id)
+        if refused is not None:
+            out.update(ErrorCode=code(refused[0]), ErrorMessage=refused[1])
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
-            out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"), ErrorMessage=f"The topic '{name}' does not exist.")
+            out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"))  # (Kafka sets no message)
         elif image is not None:
             configs = (_topic_configs(image, name, str(listener.node_id), with_synonyms) if rtype == TOPIC_RESOURCE
-                       else _broker_configs(image, name or None, with_synonyms))
+                       else _broker_configs(image, str(listener.node_id) if name else None, with_synonyms))
             out["Configs"] = [c for c in configs if keys is None or c["Name"] in keys]
         results.append(out)
     return {"Results": results}
+
+
+def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str] | None:
+    """ConfigHelper's refusal of resource (`rtype`, `name`) on node `node_id`: (error, text), or
+    None for a topic or broker it describes; NotCarriedOut for the other types."""
+    if rtype == TOPIC_RESOURCE:
+        text = topic_name_error(name)
+        return None if text is None else ("INVALID_TOPIC_EXCEPTION", text)
+    if rtype == BROKER_RESOURCE and not name:
+        return None
+    if rtype in (BROKER_RESOURCE, BROKER_LOGGER_RESOURCE):
+        if not name:
+            return "INVALID_REQUEST", "Broker id must not be empty"
+        named = parse_int(name)
+        if named is None:
+            return "INVALID_REQUEST", f"Broker id must be an integer, but it is: {name}"
+        if named != node_id:
+            expected = f"{node_id} or empty string," if rtype == BROKER_RESOURCE else f"{node_id}"
+            return "INVALID_REQUEST", f"Unexpected broker id, expected {expected} but received {name}"
+        if rtype == BROKER_RESOURCE:
+            return None
+        raise NotCarriedOut("DescribeConfigs of a broker's loggers")
+    if rtype == CLIENT_METRICS_RESOURCE and not name:
+        return "INVALID_REQUEST", "Client metrics subscription name must not be empty"
+    raise NotCarriedOut(f"DescribeConfigs of resource type {rtype} (other than topics and brokers)")
 
 
 __all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster",

@@ -125,8 +125,8 @@ def test_broker_resources_always_get_a_record(cluster):
 @pytest.mark.parametrize("rtype, name, code, text", [
     (TOPIC, "nope", 3, "The topic 'nope' does not exist."),
     (TOPIC, "", 42, "Default topic resources are not allowed."),
-    (TOPIC, "a b", 17, "Topic name \"a b\" is illegal, it contains a character other than ASCII alphanumerics, '.', "
-                       "'_' and '-'"),
+    (TOPIC, "a b", 17, "Topic name is invalid: 'a b' contains one or more characters other than ASCII "
+                       "alphanumerics, '.', '_' and '-'"),
     (BROKER, "x", 42, "Unable to parse broker name as a base 10 number."),
     (BROKER, "-1", 42, "Invalid negative broker ID."),
     (BROKER, "9", 102, "No node with id 9 found."),

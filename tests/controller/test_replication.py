@@ -60,12 +60,17 @@ def cluster() -> RuleCluster:
 
 
 @pytest.mark.parametrize("name, text", [
-    ("", "Topic name is illegal, it can't be empty"),
-    (".", 'Topic name cannot be "." or ".."'),
-    ("..", 'Topic name cannot be "." or ".."'),
-    ("x" * 250, "Topic name is illegal, it can't be longer than 249 characters, Topic name: " + "x" * 250),
-    ("a b", "Topic name \"a b\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
-    ("é", "Topic name \"é\" is illegal, it contains a character other than ASCII alphanumerics, '.', '_' and '-'"),
+    ("", "Topic name is invalid: the empty string is not allowed"),
+    (".", "Topic name is invalid: '.' is not allowed"),
+    ("..", "Topic name is invalid: '..' is not allowed"),
+    ("x" * 250, f"Topic name is invalid: the length of '{'x' * 250}' is longer than the max allowed length 249"),
+    ("a b", "Topic name is invalid: 'a b' contains one or more characters other than ASCII alphanumerics, '.', '_' "
+            "and '-'"),
+    ("é", "Topic name is invalid: 'é' contains one or more characters other than ASCII alphanumerics, '.', '_' and "
+          "'-'"),
+    # (Java counts a name's length in UTF-16 units: 125 characters outside the BMP are 250)
+    ("\U0001F600" * 125, f"Topic name is invalid: the length of '{chr(0x1F600) * 125}' is longer than the max "
+                          "allowed length 249"),
 ])
 def test_illegal_topic_names(cluster, name, text):
     r = create(cluster, CreatableTopic(name, 1, 1))

@@ -238,6 +238,28 @@ def test_describe_acls_is_refused_as_by_a_node_without_an_authorizer():
 
 
 @pytest.mark.parametrize("listener", ["broker", "controller"])
+def test_describe_configs_refuses_what_kafkas_config_helper_refuses_in_its_words(listener):
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        resources = [(2, "nope"), (2, "a b"), (4, "7"), (4, "x"), (4, "01"), (8, ""), (8, "7"), (16, "")]
+        body = {"Resources": [{"ResourceType": t, "ResourceName": n, "ConfigurationKeys": None} for t, n in resources]}
+        answer = rpc(k.address(1, listener), 32, 4, body)[1]
+        assert [(r["ResourceName"], r["ErrorCode"], r["ErrorMessage"]) for r in answer["Results"]] == [
+            ("nope", ERR["UNKNOWN_TOPIC_OR_PARTITION"], ""),
+            ("a b", ERR["INVALID_TOPIC_EXCEPTION"], "Topic name is invalid: 'a b' contains one or more characters "
+                                                    "other than ASCII alphanumerics, '.', '_' and '-'"),
+            ("7", ERR["INVALID_REQUEST"], "Unexpected broker id, expected 1 or empty string, but received 7"),
+            ("x", ERR["INVALID_REQUEST"], "Broker id must be an integer, but it is: x"),
+            ("01", 0, ""),  # (Integer.parseInt reads it as this broker's id)
+            ("", ERR["INVALID_REQUEST"], "Broker id must not be empty"),
+            ("7", ERR["INVALID_REQUEST"], "Unexpected broker id, expected 1 but received 7"),
+            ("", ERR["INVALID_REQUEST"], "Client metrics subscription name must not be empty")]
+        # what comes from the node's log4j or Kafka's defaults is not carried out
+        for rtype, name in ((8, "1"), (16, "subscription"), (32, "group")):
+            body = {"Resources": [{"ResourceType": rtype, "ResourceName": name, "ConfigurationKeys": None}]}
+            assert rpc(k.address(1, listener), 32, 4, body) is None
+
+
+@pytest.mark.parametrize("listener", ["broker", "controller"])
 def test_create_and_delete_acls_are_refused_per_entry_as_by_a_node_without_an_authorizer(listener):
     with kraftsim.serve(combined=1, release="3.9.2") as k:
         address = k.address(1, listener)

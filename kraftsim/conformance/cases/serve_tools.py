@@ -24,8 +24,10 @@ compared like the rest.
 
 Besides the tools, raw requests whose answers no tool shows whole: UnregisterBroker for an
 unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions at the
-controller's size limits (SIZE_PROBES), and Metadata's automatic topic creation (the live node runs
-with auto.create.topics.enable=true, Kafka's default, as `kraftsim serve` does).
+controller's size limits (SIZE_PROBES) and of illegal topic names (ILLEGAL_TOPIC_NAMES),
+DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), and Metadata's automatic topic
+creation (the live node runs with auto.create.topics.enable=true, Kafka's default, as `kraftsim
+serve` does).
 
 kafka-broker-api-versions is compared line by line, one difference per API, so a gap in one
 range is named on its own. One case per release (`serve-tools/combined`); the live node is
@@ -226,7 +228,8 @@ def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
 
 
 def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
-    """The answers no tool shows whole: UnregisterBroker's text, Metadata's auto-creation."""
+    """The answers no tool shows whole: UnregisterBroker's text, Metadata's auto-creation, the
+    controller's size limits, illegal topic names and the describes of configs Kafka refuses."""
     host, port = bs.rsplit(":", 1)
     with WireClient(host, int(port), timeout=30) as c:
         unregister = c.request("UnregisterBroker", 0, {"BrokerId": 42})
@@ -242,7 +245,24 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         settle()
         sequence.append(topic("auto3", version=4))
         sizes = {name: _size_answers(c, api, body) for name, api, body in SIZE_PROBES}
-    return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes}
+        named = c.request("CreateTopics", 5, {"Topics": [{"Name": n, "NumPartitions": 1, "ReplicationFactor": 1}
+                                                         for n in ILLEGAL_TOPIC_NAMES],
+                                              "timeoutMs": 30000, "validateOnly": True})["Topics"]
+        described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
+                                                                    "ConfigurationKeys": None}
+                                                                   for t, n in DESCRIBE_REFUSALS]})["Results"]
+    return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
+            "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
+            "describe-configs refusals": [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"],
+                                           r["Configs"]) for r in described]}
+
+
+#: Topic names Kafka's Topic.validate refuses (CreateTopics answers each with its text).
+ILLEGAL_TOPIC_NAMES = ("", ".", "..", "x" * 250, "a b")
+#: DescribeConfigs resources (type, name) that node 1 answers without configs: a topic that does not exist,
+#: an illegal topic name, another broker, a broker name that is no number, a broker's loggers without a name
+#: and of another broker, a client-metrics subscription without a name.
+DESCRIBE_REFUSALS = ((2, "nope"), (2, "a b"), (4, "7"), (4, "x"), (8, ""), (8, "7"), (16, ""))
 
 
 #: Validate-only requests at the controller's size limits (policy user_op_limits), answered by
