@@ -13,10 +13,10 @@ does not exist, a partition that does not exist), `--cancel` with nothing under 
 plan that grows a partition with `--disallow-replication-factor-change` (refused), then a
 reassignment that cannot finish (its new replica's broker is killed just before: Kafka still
 counts it alive until its session times out, so the tool sends the plan), `--verify` and
-ListPartitionReassignments while it is under way, `--cancel`, and `--verify` after the cancel. Each run is reported as its exit code
-and its stdout, the side's addresses and log directories masked. The later `--verify` and
-`--cancel` runs keep the throttles (`--preserve-throttles`; there are none). Every process is
-bounded and killed with its process group when the run ends.
+ListPartitionReassignments while it is under way, `--cancel`, and `--verify` after the cancel.
+Each run is reported as its exit code and its stdout, the side's addresses and log directories
+masked. The later `--verify` and `--cancel` runs keep the throttles (`--preserve-throttles`;
+there are none). Every process is bounded and killed with its process group when the run ends.
 """
 
 from __future__ import annotations
@@ -123,9 +123,10 @@ def script(dist: KafkaDist, side: Side, work: Path) -> list[Outcome]:
         return tool("reassign-partitions", action, "--reassignment-json-file", str(path), *more)
 
     def verify_until_done(moves: Sequence[tuple[int, Sequence[int]]]) -> Outcome:
-        """--verify until every partition is completed, when it clears the throttles. (A live broker's metadata can trail the
-        controller: just after completion the tool may see no reassignment in the controller's
-        list but the old replica set in the broker's metadata, "There is no active reassignment".)"""
+        """--verify until every partition is completed, when it clears the throttles. (A live
+        broker's metadata can trail the controller: just after completion the tool may see no
+        reassignment in the controller's list but the old replica set in the broker's metadata,
+        "There is no active reassignment".)"""
         for _ in range(VERIFY_TRIES):
             found = reassign("--verify", moves)
             if "still in progress" not in found[1] and "no active reassignment" not in found[1]:
