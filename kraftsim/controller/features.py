@@ -199,7 +199,7 @@ def _update_each(ctx: ControllerContext, levels: dict[str, int], types: dict[str
     for feature in string_hash_order(list(levels)):
         errors[feature] = _update_feature(ctx, feature, levels[feature], types[feature], {}, validate_only,
                                           raft, records, check_feature=False)
-    response = UpdateFeaturesResponse(results=tuple(
+    response = UpdateFeaturesResponse(error_message="", results=tuple(  # (3.x leaves the top-level message's default)
         FeatureUpdateResult(f, errors[f].code, errors[f].message) for f in sorted(levels)))
     refusals = [errors[f] for f in sorted(levels) if not errors[f].ok]
     if refusals and len(refusals) == len(levels):

@@ -13,9 +13,11 @@ node's ApiVersions range, so the client can retry at a version both know.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import error_codes
+from kraftsim.controller.topic_configs import topic_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
@@ -184,13 +186,29 @@ TOPIC_BROKER_SYNONYMS = {
 }
 
 
-def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synonyms: bool) -> Body:
+#: DescribeConfigsResponse's ConfigType of each ConfigDef type.
+CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8,
+                   "PASSWORD": 9}
+
+
+@cache
+def config_types(release: str) -> Mapping[str, int]:
+    """The ConfigType a node of `release` describes each config with, for the configs whose
+    definition kraftsim holds: its topic configs, and their broker-level synonyms (the same
+    type). Other broker configs are described as UNKNOWN (0)."""
+    types = {k.name: CONFIG_TYPE_IDS.get(k.type, 0) for k in topic_configs(release).keys}
+    return {**types, **{broker: types[t] for t, broker in TOPIC_BROKER_SYNONYMS.items() if t in types}}
+
+
+def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synonyms: bool,
+           types: Mapping[str, int]) -> Body:
     return {"Name": name, "Value": value, "ReadOnly": False, "ConfigSource": source,
-            "IsSensitive": False, "Synonyms": synonyms if with_synonyms else [], "ConfigType": 0,
+            "IsSensitive": False, "Synonyms": synonyms if with_synonyms else [], "ConfigType": types.get(name, 0),
             "Documentation": None}
 
 
-def _broker_configs(image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
+def _broker_configs(image: MetadataImage, broker: str | None, with_synonyms: bool,
+                    types: Mapping[str, int]) -> list[Body]:
     """A broker's dynamic configs as Kafka describes them: its own (DYNAMIC_BROKER_CONFIG)
     over the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG); `broker` None describes
     the defaults alone (`--entity-default`). Static and default configs are not modelled
@@ -201,20 +219,21 @@ def _broker_configs(image: MetadataImage, broker: str | None, with_synonyms: boo
     for name in sorted(set(defaults) | set(own)):
         chain: list[Body] = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
             ([{"Name": name, "Value": defaults[name], "Source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if name in defaults else [])
-        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms))
+        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms, types))
     return out
 
 
-def _topic_configs(image: MetadataImage, topic: str, broker: str, with_synonyms: bool) -> list[Body]:
+def _topic_configs(image: MetadataImage, topic: str, broker: str, with_synonyms: bool,
+                   types: Mapping[str, int]) -> list[Body]:
     """A topic's own configs (TOPIC_CONFIG), and for the others with a broker-level synonym
     set dynamically, the inherited value with the broker's source, as Kafka describes them."""
     own = image.configs.config(TOPIC_RESOURCE, topic)
-    inherited = {e["Name"]: e for e in _broker_configs(image, broker, True)}
+    inherited = {e["Name"]: e for e in _broker_configs(image, broker, True, types)}
     out = []
     for name in sorted(set(own) | {t for t, b in TOPIC_BROKER_SYNONYMS.items() if b in inherited}):
         broker_side = inherited.get(TOPIC_BROKER_SYNONYMS.get(name, ""), {}).get("Synonyms", [])
         chain = ([{"Name": name, "Value": own[name], "Source": TOPIC_CONFIG}] if name in own else []) + broker_side
-        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms))
+        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms, types))
     return out
 
 
@@ -238,8 +257,10 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
             out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"))  # (Kafka sets no message)
         elif image is not None:
-            configs = (_topic_configs(image, name, str(listener.node_id), with_synonyms) if rtype == TOPIC_RESOURCE
-                       else _broker_configs(image, str(listener.node_id) if name else None, with_synonyms))
+            types = config_types(release_of(served, listener))
+            configs = (_topic_configs(image, name, str(listener.node_id), with_synonyms, types)
+                       if rtype == TOPIC_RESOURCE
+                       else _broker_configs(image, str(listener.node_id) if name else None, with_synonyms, types))
             out["Configs"] = [c for c in configs if keys is None or c["Name"] in keys]
         results.append(out)
     return {"Results": results}

@@ -79,7 +79,7 @@ def describe_client_quotas(served: ServedCluster, listener: Listener, version: i
         parts = dict(entity)
         entries.append({"Entity": [{"EntityType": t, "EntityName": parts[t]} for t in string_hash_order(list(parts))],
                         "Values": [{"Key": k, "Value": quotas[k]} for k in string_hash_order(list(quotas))]})
-    return {"ErrorCode": 0, "ErrorMessage": None, "Entries": entries}
+    return {"ErrorCode": 0, "ErrorMessage": "", "Entries": entries}  # (Kafka leaves its default, "")
 
 
 HANDLERS: dict[int, Handler] = {ALTER_CLIENT_QUOTAS_KEY: alter_client_quotas,

@@ -66,9 +66,9 @@ def describe_user_scram_credentials(served: ServedCluster, listener: Listener, v
         if isinstance(held, tuple):
             results.append({"User": user, "ErrorCode": code(held[0]), "ErrorMessage": held[1], "CredentialInfos": []})
         else:
-            results.append({"User": user, "ErrorCode": 0, "ErrorMessage": None,
+            results.append({"User": user, "ErrorCode": 0, "ErrorMessage": "",
                             "CredentialInfos": [{"Mechanism": m, "Iterations": i} for m, i in held]})
-    return {"ErrorCode": 0, "ErrorMessage": None, "Results": results}
+    return {"ErrorCode": 0, "ErrorMessage": "", "Results": results}  # (Kafka leaves its messages' default, "")
 
 
 HANDLERS: dict[int, Handler] = {ALTER_USER_SCRAM_CREDENTIALS_KEY: alter_user_scram_credentials,

@@ -25,7 +25,8 @@ compared like the rest.
 Besides the tools, raw requests whose answers no tool shows whole: UnregisterBroker for an
 unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions at the
 controller's size limits (SIZE_PROBES) and of illegal topic names (ILLEGAL_TOPIC_NAMES),
-DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), and Metadata's automatic topic
+DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), whole answers whose defaults no
+tool shows (WHOLE_ANSWERS), and Metadata's automatic topic
 creation (the live node runs with auto.create.topics.enable=true, Kafka's default, as `kraftsim
 serve` does).
 
@@ -251,10 +252,33 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
                                                                     "ConfigurationKeys": None}
                                                                    for t, n in DESCRIBE_REFUSALS]})["Results"]
+        answered = {f"{api} v{version}": _without_throttle(c.request(api, version, body))
+                    for api, version, body in WHOLE_ANSWERS}
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
+            **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
             "describe-configs refusals": [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"],
                                            r["Configs"]) for r in described]}
+
+
+#: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: topic t's
+#: retention.ms and the cluster default's dynamic configs with synonyms and types, client c1's quotas,
+#: alice's and bob's SCRAM credentials, an empty validate-only feature update (each field's default
+#: where Kafka sets none). (Not all of a topic's configs: Kafka adds its defaults, which kraftsim does
+#: not describe; not every quota at once: kraftsim lists entities in another order.)
+WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
+    ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": ["retention.ms"]},
+                                          {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
+                            "IncludeSynonyms": True}),
+    ("DescribeClientQuotas", 1, {"Components": [{"EntityType": "client-id", "MatchType": 0, "Match": "c1"}],
+                                 "Strict": True}),
+    ("DescribeUserScramCredentials", 0, {"Users": [{"Name": "alice"}, {"Name": "bob"}]}),
+    ("UpdateFeatures", 1, {"FeatureUpdates": [], "ValidateOnly": True}),
+]
+
+
+def _without_throttle(answer: dict[str, object]) -> dict[str, object]:
+    return {k: v for k, v in answer.items() if k != "ThrottleTimeMs"}
 
 
 #: Topic names Kafka's Topic.validate refuses (CreateTopics answers each with its text).
