@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
+    from kraftsim.controller.broker_dynamic_configs import (
+        broker_change_modelled as broker_change_modelled, broker_config_error as broker_config_error,
+    )
+    from kraftsim.controller.topic_configs import topic_configs as topic_config_definitions
     from kraftsim.controller.scram import (
         MECHANISM_IDS as MECHANISM_IDS, AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
         ScramCredentialDeletion as ScramCredentialDeletion, ScramCredentialUpsertion as ScramCredentialUpsertion,
@@ -102,6 +106,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
+    "broker_dynamic_configs": "broker_change_modelled broker_config_error",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
         "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
@@ -145,6 +150,7 @@ _MODULE_OF = {
     "report_downgrade": ("kraftsim.controller.downgrade_report", "downgrade_report"),  # not the module's own name,
     # which `import kraftsim.controller.downgrade_report` would bind on the package in its place
     "java_int_set_order": ("kraftsim.javacompat", "int_set_order"),
+    "topic_config_definitions": ("kraftsim.controller.topic_configs", "topic_configs"),  # (likewise)
 }
 __all__ = [
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
@@ -165,6 +171,6 @@ __all__ = [
     "elect_unclean_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
-    "unregister_controller",
+    "unregister_controller", "broker_change_modelled", "broker_config_error", "topic_config_definitions",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

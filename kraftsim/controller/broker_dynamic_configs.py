@@ -11,7 +11,7 @@ definitions (each rate a LONG, at least 0), in definition order; the first refus
 answer, INVALID_REQUEST with ConfigException's text.
 
 Any other broker config also passes DynamicBrokerConfig's reconfiguration checks (thread pools,
-listeners, the log cleaner, ...), which kraftsim does not model: `modelled` says whether a change
+listeners, the log cleaner, ...), which kraftsim does not model: `broker_change_modelled` says whether a change
 stays within what is modelled, and a caller does not carry out one that does not.
 """
 
@@ -30,7 +30,7 @@ THROTTLE_RATES = tuple(ConfigKey(name=name, type="LONG", at_least=0) for name in
 _BY_NAME = {key.name: key for key in THROTTLE_RATES}
 
 
-def modelled(held: Iterable[str], configs: Sequence[AlterableConfig]) -> bool:
+def broker_change_modelled(held: Iterable[str], configs: Sequence[AlterableConfig]) -> bool:
     """Whether a change of `configs` to a broker resource holding `held` is one whose check on
     a broker kraftsim models: only SETs and DELETEs, of throttle rates, on throttle rates."""
     return all(c.config_operation in (OP_SET, OP_DELETE) and c.name in _BY_NAME for c in configs) and \
@@ -39,7 +39,7 @@ def modelled(held: Iterable[str], configs: Sequence[AlterableConfig]) -> bool:
 
 def broker_config_error(node_id: int, resource_name: str, held: Mapping[str, str],
                         configs: Sequence[AlterableConfig], *, legacy: bool) -> str | None:
-    """The receiving broker's refusal of a `modelled` change (INVALID_REQUEST's message), or None
+    """The receiving broker's refusal of a `broker_change_modelled` change (INVALID_REQUEST's message), or None
     when it forwards the change."""
     if resource_name:
         named = parse_int(resource_name)

@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import OP_DELETE, OP_SET, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
-from kraftsim.controller.broker_dynamic_configs import broker_config_error, modelled
+from kraftsim.controller import broker_change_modelled, broker_config_error
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
@@ -78,7 +78,7 @@ def _not_carried_out(served: ServedCluster, r: AlterConfigsResource, listener: L
         return None
     if r.resource_type != BROKER:
         return f"{RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))} configs"
-    if listener.role != CONTROLLER and not modelled(_broker_held(served, listener, r), r.configs):
+    if listener.role != CONTROLLER and not broker_change_modelled(_broker_held(served, listener, r), r.configs):
         return "BROKER configs other than replication throttle rates through a broker listener (through a " \
                "controller listener, --bootstrap-controller, they are carried out)"
     node = parse_int(r.resource_name) if r.resource_name else None

@@ -16,8 +16,7 @@ from collections.abc import Callable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.controller import error_codes
-from kraftsim.controller.topic_configs import topic_configs
+from kraftsim.controller import error_codes, topic_config_definitions
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
@@ -196,7 +195,7 @@ def config_types(release: str) -> Mapping[str, int]:
     """The ConfigType a node of `release` describes each config with, for the configs whose
     definition kraftsim holds: its topic configs, and their broker-level synonyms (the same
     type). Other broker configs are described as UNKNOWN (0)."""
-    types = {k.name: CONFIG_TYPE_IDS.get(k.type, 0) for k in topic_configs(release).keys}
+    types = {k.name: CONFIG_TYPE_IDS.get(k.type, 0) for k in topic_config_definitions(release).keys}
     return {**types, **{broker: types[t] for t, broker in TOPIC_BROKER_SYNONYMS.items() if t in types}}
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import kraftsim
 from kraftsim.controller import OP_DELETE, OP_SET, AlterableConfig, error_codes
-from kraftsim.controller.broker_dynamic_configs import THROTTLE_RATES, broker_config_error, modelled
+from kraftsim.controller.broker_dynamic_configs import THROTTLE_RATES, broker_change_modelled, broker_config_error
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.validate import load_scenario
 from kraftsim.sim import Simulation
@@ -123,7 +123,7 @@ _OPS = st.lists(st.tuples(st.sampled_from([LEADER, FOLLOWER, LOG_DIRS]), st.samp
 @given(held=st.dictionaries(st.sampled_from([LEADER, FOLLOWER, LOG_DIRS]), _RATE_VALUES), ops=_OPS)
 def test_the_broker_refuses_exactly_the_changes_that_leave_an_unparsable_rate(held, ops):
     configs = [AlterableConfig(n, op, v if op == OP_SET else None) for n, op, v in ops]
-    assert modelled(held, configs)
+    assert broker_change_modelled(held, configs)
     error = broker_config_error(1, "1", held, configs, legacy=False)
     # what the broker would hold afterwards: the valid held rates, changed
     after = {n: v for n, v in held.items() if _rate(v) is not None}
