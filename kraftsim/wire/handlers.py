@@ -170,7 +170,6 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
     return {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted, "Brokers": nodes}
 
 
-
 #: DescribeConfigs' resource types, and its config sources (DescribeConfigsResponse.ConfigSource).
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
