@@ -23,7 +23,6 @@ TOOL_TIMEOUT_S = 120
 
 MAIN_CLASSES = {
     "storage": "kafka.tools.StorageTool",
-    "features": "org.apache.kafka.tools.FeatureCommand",
     "metadata-shell": "org.apache.kafka.shell.MetadataShell",
     "topics": "org.apache.kafka.tools.TopicCommand",
     "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
@@ -76,9 +75,9 @@ class ToolRun:
 
 
 def main_classes(release: str) -> dict[str, str]:
-    """The admin tools' main classes: acls and broker-api-versions moved from core (Scala) to
-    tools in 4.0, leader-election and reassign-partitions in 3.7, consumer-groups in 3.8, configs
-    in 4.4 (as the released jars hold them)."""
+    """The admin tools' main classes: features moved from core (Scala) to tools in 3.6, acls and
+    broker-api-versions in 4.0, leader-election and reassign-partitions in 3.7, consumer-groups in
+    3.8, configs in 4.4 (as the released jars hold them)."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
     scala_election = scala and minor < 7
@@ -87,7 +86,7 @@ def main_classes(release: str) -> dict[str, str]:
             "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
             "api-versions": ("kafka.admin.BrokerApiVersionsCommand" if scala
                              else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
-            "features": "org.apache.kafka.tools.FeatureCommand",
+            "features": "kafka.admin.FeatureCommand" if (major, minor) < (3, 6) else "org.apache.kafka.tools.FeatureCommand",
             "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
             "cluster": "org.apache.kafka.tools.ClusterTool",
             "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election

@@ -130,31 +130,52 @@ def _java_trim(text: str) -> str:
     return re.sub(r"^[\x00-\x20]+|[\x00-\x20]+$", "", text)
 
 
-def _parse(key: ConfigKey, raw: str, latest_production: str) -> tuple[object, str | None]:
-    """ConfigDef.parseValue for one key: its value by type, then its validator; or the text
-    of the ConfigException that refuses it."""
+def _parse_type(key: ConfigKey, raw: str) -> tuple[object, str | None]:
+    """ConfigDef.parseType for one key: its value by type, or the text of the ConfigException
+    that refuses it."""
     text = _java_trim(raw)
-    value: object
     if key.type == "BOOLEAN":
         if text.lower() not in ("true", "false"):
             return None, _invalid(key.name, raw, "Expected value to be either true or false")
-        value = text.lower() == "true"
-    elif key.type in _INT_BITS:
+        return text.lower() == "true", None
+    if key.type in _INT_BITS:
         number = parse_int(text, _INT_BITS[key.type])
         if number is None:
             return None, _invalid(key.name, raw, f"Not a number of type {key.type}")
-        value = number
-    elif key.type == "DOUBLE":
+        return number, None
+    if key.type == "DOUBLE":
         real = _java_double(text)
         if real is None:
             return None, _invalid(key.name, raw, "Not a number of type DOUBLE")
-        value = real
-    elif key.type == "LIST":
-        value = [] if not text else _COMMA.split(text)
-    else:  # STRING (and any other type kept as text)
-        value = text
-    problem = _validate(key, value, latest_production)
-    return value, problem
+        return real, None
+    if key.type == "LIST":
+        return ([] if not text else _COMMA.split(text)), None
+    return text, None  # STRING (and any other type kept as text)
+
+
+def _parse(key: ConfigKey, raw: str, latest_production: str) -> tuple[object, str | None]:
+    """ConfigDef.parseValue for one key: its value by type, then its validator; or the text
+    of the ConfigException that refuses it."""
+    value, problem = _parse_type(key, raw)
+    if problem is not None:
+        return value, problem
+    return value, _validate(key, value, latest_production)
+
+
+def described_value(key: ConfigKey, raw: str) -> str:
+    """`raw` as a node describes the config `key` set to it: parsed by the key's type and
+    written back (ConfigDef.convertToString: "01000" is 1000, "TRUE" true, "a , b" a,b,
+    strings trimmed). A value the type refuses (not held by a node of this release) as it is."""
+    value, problem = _parse_type(key, raw)
+    if problem is not None:
+        return raw
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return double_to_string(value)
+    if isinstance(value, list):
+        return ",".join(value)
+    return str(value)
 
 
 def config_value_error(key: ConfigKey, raw: str, latest_production: str = "") -> str | None:

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
 from kraftsim.controller import ELECTION_TYPES, MAX_ELECTION_PARTITIONS, ElectLeadersRequest, FeatureUpdate
-from kraftsim.controller import TopicPartitions, UpgradeType
+from kraftsim.controller import TopicPartitions, UpgradeType, created_topic_configs
 from kraftsim.storage import topic_name_error
-from kraftsim.wire.handlers import METADATA_KEY, Body, Handler, NotCarriedOut, code
+from kraftsim.wire.handlers import BROKER_RESOURCE, METADATA_KEY, Body, Handler, NotCarriedOut, code, release_of
 from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
@@ -121,14 +121,34 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
         return {"Topics": [{"Name": t.name, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for t in topics]}
     answers = []
     made: dict[tuple[int, int], list[str]] = {}
+    asked = {t.name: t for t in topics}
     for r in result.response.topics:
         answers.append({"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message,
                         "NumPartitions": r.num_partitions, "ReplicationFactor": r.replication_factor})
+        if version >= 5 and r.error_code == 0:
+            answers[-1]["Configs"] = _created_configs(served, listener, asked[r.name])
         if r.error_code == 0 and not validate_only:
             made.setdefault((r.num_partitions, r.replication_factor), []).append(r.name)
     for (partitions, rf), names in made.items():
         served.record("create-topics", {"names": names, "partitions": partitions, "replication_factor": rf}, at)
     return {"Topics": answers}
+
+
+def _created_configs(served: ServedCluster, listener: Listener, topic: CreatableTopic) -> list[Body]:
+    """A created topic's configs as the active controller answers them (CreateTopics v5 on):
+    every config of its release, by name, with the topic's own values as given and the others
+    from the controller's dynamic broker configs or the release's defaults."""
+    leader = served.sim.known_leader(listener.node_id)
+    node = served.sim.running_node(leader) if leader is not None else None
+    controller = leader if leader is not None and node is not None else listener.node_id
+    release = node.state.release if node is not None else release_of(served, listener)
+    image = served.sim.image(controller) or served.sim.image(listener.node_id)
+    held = image.configs if image is not None else None
+    configs = created_topic_configs(release, {c.name: c.value or "" for c in topic.configs},
+                                    held.config(BROKER_RESOURCE, str(controller)) if held is not None else {},
+                                    held.config(BROKER_RESOURCE, "") if held is not None else {})
+    return [{"Name": name, "Value": value, "ReadOnly": False, "ConfigSource": source, "IsSensitive": False}
+            for name, value, source in configs]
 
 
 def create_partitions(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

@@ -13,11 +13,10 @@ node's ApiVersions range, so the client can retry at a version both know.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.controller import error_codes, topic_config_definitions
-from kraftsim.javacompat import parse_int
+from kraftsim.controller import applied_broker_configs, broker_config_type, describe_topic_configs, error_codes
+from kraftsim.javacompat import parse_int, scala_hash_map_order, string_hash
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
@@ -172,79 +171,71 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
 
 #: DescribeConfigs' resource types, and its config sources (DescribeConfigsResponse.ConfigSource).
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
-TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 1, 2, 3
-#: A topic config's broker-level synonym (Kafka's LogConfig synonyms), for the ones a served
-#: cluster can hold at broker level: a topic without its own value inherits the broker's.
-TOPIC_BROKER_SYNONYMS = {
-    "cleanup.policy": "log.cleanup.policy", "compression.type": "compression.type",
-    "delete.retention.ms": "log.cleaner.delete.retention.ms", "max.message.bytes": "message.max.bytes",
-    "min.insync.replicas": "min.insync.replicas", "retention.bytes": "log.retention.bytes",
-    "retention.ms": "log.retention.ms", "segment.bytes": "log.segment.bytes", "segment.ms": "log.roll.ms",
-    "unclean.leader.election.enable": "unclean.leader.election.enable",
-}
+DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
 
 
-#: DescribeConfigsResponse's ConfigType of each ConfigDef type.
-CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8,
-                   "PASSWORD": 9}
+#: DescribeConfigsResponse's ConfigType of a secret (a PASSWORD config): described without its value.
+PASSWORD_TYPE = 9
 
 
-@cache
-def config_types(release: str) -> Mapping[str, int]:
-    """The ConfigType a node of `release` describes each config with, for the configs whose
-    definition kraftsim holds: its topic configs, and their broker-level synonyms (the same
-    type). Other broker configs are described as UNKNOWN (0)."""
-    types = {k.name: CONFIG_TYPE_IDS.get(k.type, 0) for k in topic_config_definitions(release).keys}
-    return {**types, **{broker: types[t] for t, broker in TOPIC_BROKER_SYNONYMS.items() if t in types}}
-
-
-def _entry(name: str, value: str, source: int, synonyms: list[Body], with_synonyms: bool,
-           types: Mapping[str, int]) -> Body:
+def _entry(name: str, value: str | None, source: int, synonyms: list[Body], with_synonyms: bool, config_type: int,
+           documentation: str | None = None) -> Body:
+    sensitive = config_type == PASSWORD_TYPE
+    if sensitive:
+        value, synonyms = None, [{**s, "Value": None} for s in synonyms]
     return {"Name": name, "Value": value, "ReadOnly": False, "ConfigSource": source,
-            "IsSensitive": False, "Synonyms": synonyms if with_synonyms else [], "ConfigType": types.get(name, 0),
-            "Documentation": None}
+            "IsSensitive": sensitive, "Synonyms": synonyms if with_synonyms else [], "ConfigType": config_type,
+            "Documentation": documentation}
 
 
-def _broker_configs(image: MetadataImage, broker: str | None, with_synonyms: bool,
-                    types: Mapping[str, int]) -> list[Body]:
+def _broker_configs(release: str, image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
     """A broker's dynamic configs as Kafka describes them: its own (DYNAMIC_BROKER_CONFIG)
     over the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG); `broker` None describes
-    the defaults alone (`--entity-default`). Static and default configs are not modelled
-    (a served node has no server.properties)."""
-    defaults = image.configs.config(BROKER_RESOURCE, "")
-    own = image.configs.config(BROKER_RESOURCE, broker) if broker is not None else {}
+    the defaults alone (`--entity-default`, in the order of the node's map of them; a
+    broker's own are listed by name). Only those the release applies when set
+    dynamically (`applied_broker_configs`; a secret's value is not given); what a node would
+    also drop (a value its ConfigDef refuses, a per-broker config set as the cluster's
+    default) is described as held. Static and default configs are not modelled (a served
+    node has no server.properties)."""
+    defaults = applied_broker_configs(release, image.configs.config(BROKER_RESOURCE, ""))
+    own = applied_broker_configs(release, image.configs.config(BROKER_RESOURCE, broker)) if broker is not None else {}
     out = []
-    for name in sorted(set(defaults) | set(own)):
+    names = sorted(set(defaults) | set(own))
+    if broker is None:  # (the node's map of them: a Scala mutable.HashMap)
+        names = scala_hash_map_order(names, string_hash)
+    for name in names:
         chain: list[Body] = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
             ([{"Name": name, "Value": defaults[name], "Source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if name in defaults else [])
-        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms, types))
+        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms,
+                          broker_config_type(release, name)))
     return out
 
 
-def _topic_configs(image: MetadataImage, topic: str, broker: str, with_synonyms: bool,
-                   types: Mapping[str, int]) -> list[Body]:
-    """A topic's own configs (TOPIC_CONFIG), and for the others with a broker-level synonym
-    set dynamically, the inherited value with the broker's source, as Kafka describes them."""
-    own = image.configs.config(TOPIC_RESOURCE, topic)
-    inherited = {e["Name"]: e for e in _broker_configs(image, broker, True, types)}
-    out = []
-    for name in sorted(set(own) | {t for t, b in TOPIC_BROKER_SYNONYMS.items() if b in inherited}):
-        broker_side = inherited.get(TOPIC_BROKER_SYNONYMS.get(name, ""), {}).get("Synonyms", [])
-        chain = ([{"Name": name, "Value": own[name], "Source": TOPIC_CONFIG}] if name in own else []) + broker_side
-        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms, types))
-    return out
+def _topic_configs(release: str, image: MetadataImage, topic: str, broker: str, with_synonyms: bool,
+                   documentation: bool) -> list[Body]:
+    """Every config of the topic as a node of `release` describes it (its own values, what it
+    inherits from the node's dynamic broker configs, the release's defaults; see
+    kraftsim.controller.topic_config_descriptions)."""
+    described = describe_topic_configs(release, image.configs.config(TOPIC_RESOURCE, topic),
+                                       image.configs.config(BROKER_RESOURCE, broker),
+                                       image.configs.config(BROKER_RESOURCE, ""), documentation=documentation)
+    return [_entry(c.name, c.value, c.source, [{"Name": s.name, "Value": s.value, "Source": s.source} for s in c.synonyms],
+                   with_synonyms, c.config_type, c.documentation) for c in described]
 
 
 def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
-    """The dynamic configs the node's image holds for each topic or broker asked for (the
-    configs set with kafka-configs / CreateTopics, and what the controller set itself, such as
-    the cluster-wide min.insync.replicas that enabling ELR writes), with Kafka's sources and
-    synonyms; no static or default configs (a served node has no server.properties). A name
-    Kafka's ConfigHelper refuses is answered with its text (`_described_name_error`); a broker's
-    loggers, a client-metrics subscription and a group's configs are not carried out (their
-    values come from the node's log4j and Kafka's defaults)."""
+    """A topic's configs, every one with its value, source and synonyms, as the node's release
+    describes them; a broker's dynamic configs (the configs set with kafka-configs, and what the
+    controller set itself, such as the cluster-wide min.insync.replicas that enabling ELR
+    writes) that its release applies, with Kafka's sources, synonyms and types, but no static
+    or default ones (a served node has no server.properties). A name Kafka's ConfigHelper refuses is answered with its text
+    (`_described_name_error`); a broker's loggers, a client-metrics subscription and a group's
+    configs are not carried out (their values come from the node's log4j and Kafka's
+    defaults)."""
     image = served.sim.image(listener.node_id)
+    release = release_of(served, listener)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
+    documentation = bool(body.get("IncludeDocumentation", False))
     results = []
     for r in body.get("Resources", []):
         rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
@@ -255,11 +246,10 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
             out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"))  # (Kafka sets no message)
         elif image is not None:
-            types = config_types(release_of(served, listener))
-            configs = (_topic_configs(image, name, str(listener.node_id), with_synonyms, types)
+            configs = (_topic_configs(release, image, name, str(listener.node_id), with_synonyms, documentation)
                        if rtype == TOPIC_RESOURCE
-                       else _broker_configs(image, str(listener.node_id) if name else None, with_synonyms, types))
-            out["Configs"] = [c for c in configs if keys is None or c["Name"] in keys]
+                       else _broker_configs(release, image, str(listener.node_id) if name else None, with_synonyms))
+            out["Configs"] = [c for c in configs if not keys or c["Name"] in keys]  # (none or no keys: all)
         results.append(out)
     return {"Results": results}
 

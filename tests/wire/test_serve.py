@@ -209,7 +209,7 @@ def test_api_versions_follow_the_nodes_image_and_a_cut_off_node_stays_stale():
         assert levels(5)[0] == 1
 
 
-def test_describe_configs_gives_the_topics_dynamic_configs_and_what_they_inherit():
+def test_describe_configs_gives_every_config_of_the_topic_with_what_it_inherits():
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         topic = {"Name": "logs", "NumPartitions": 1, "ReplicationFactor": 1,
                  "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]}
@@ -220,10 +220,16 @@ def test_describe_configs_gives_the_topics_dynamic_configs_and_what_they_inherit
             {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}], "IncludeSynonyms": True})[1]
         found, missing, defaults = body["Results"]
         # ELR on (4.4's default) wrote a cluster-wide min.insync.replicas, which the topic inherits
-        # (source 3, DYNAMIC_DEFAULT_BROKER_CONFIG), as a live 4.4.0 node describes it
-        assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"]] == \
+        # (source 3, DYNAMIC_DEFAULT_BROKER_CONFIG) before the broker's default, as a live 4.4.0 node
+        # describes it; every other config is the release's default (source 5)
+        described = {c["Name"]: c for c in found["Configs"]}
+        assert len(described) == len(found["Configs"]) == 37  # (4.4.0 describes 37 topic configs)
+        assert sorted((c["Name"], c["Value"], c["ConfigSource"]) for c in found["Configs"] if c["ConfigSource"] != 5) == \
             [("cleanup.policy", "compact", 1), ("min.insync.replicas", "1", 3), ("retention.ms", "1000", 1)]
-        assert found["Configs"][1]["Synonyms"] == [{"Name": "min.insync.replicas", "Value": "1", "Source": 3}]
+        assert described["min.insync.replicas"]["Synonyms"] == [{"Name": "min.insync.replicas", "Value": "1", "Source": 3},
+                                                                {"Name": "min.insync.replicas", "Value": "1", "Source": 5}]
+        assert (described["segment.bytes"]["Value"], described["segment.bytes"]["Synonyms"]) == \
+            ("1073741824", [{"Name": "log.segment.bytes", "Value": "1073741824", "Source": 5}])
         assert missing["ErrorCode"] == ERR["UNKNOWN_TOPIC_OR_PARTITION"]
         assert [(c["Name"], c["Value"], c["ConfigSource"]) for c in defaults["Configs"]] == \
             [("min.insync.replicas", "1", 3)]

@@ -109,6 +109,18 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("configs topic", "configs", _bs("--describe", "--entity-type", "topics", "--entity-name", "t")),
     ("configs broker", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-name", "1")),
     ("configs broker default", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-default")),
+    # every config of the topic (its own written as the node parses them, the others inherited from the node's
+    # and the cluster's dynamic broker configs, set through the controller, or the release's defaults)
+    ("configs --alter topic (values written otherwise)", "configs", _alter(
+        "topics", "--entity-name", "t", "--add-config", "segment.bytes=+2000000,preallocate=TRUE,"
+                                                        "min.cleanable.dirty.ratio=0.50")),
+    ("configs --alter broker default (controller)", "configs", _bc(
+        "--alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+        "log.retention.ms=5000,log.segment.bytes=3000000,log.retention.bytes=777,log.roll.hours=2")),
+    ("configs --alter broker 1 (controller)", "configs", _bc(
+        "--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config",
+        "log.retention.bytes=888,log.cleanup.policy=compact")),
+    ("configs topic --all", "configs", _bs("--describe", "--all", "--entity-type", "topics", "--entity-name", "t")),
     # client quotas (AlterClientQuotas, DescribeClientQuotas; a user's describe also asks for its SCRAM
     # credentials): set, refused, deleted, a key never set, the default user, user and client together, an IP
     ("configs --alter client quotas", "configs", _alter("clients", "--entity-name", "c1", "--add-config",
@@ -252,8 +264,8 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
                                                                     "ConfigurationKeys": None}
                                                                    for t, n in DESCRIBE_REFUSALS]})["Results"]
-        answered = {f"{api} v{version}": _without_throttle(c.request(api, version, body))
-                    for api, version, body in WHOLE_ANSWERS}
+        answered = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
+                    for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
@@ -261,15 +273,24 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
                                            r["Configs"]) for r in described]}
 
 
-#: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: topic t's
-#: retention.ms and the cluster default's dynamic configs with synonyms and types, client c1's quotas,
-#: alice's and bob's SCRAM credentials, an empty validate-only feature update (each field's default
-#: where Kafka sets none). (Not all of a topic's configs: Kafka adds its defaults, which kraftsim does
-#: not describe; not every quota at once: kraftsim lists entities in another order.)
+#: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: every config of
+#: topic t with synonyms, types and documentation, and again with an empty list of keys (all of them); its
+#: retention.ms and the cluster default's dynamic configs with synonyms and types; a validate-only topic's
+#: configs as the controller answers them (CreateTopics v5 on); client c1's quotas, alice's and bob's SCRAM
+#: credentials, an empty validate-only feature update (each field's default where Kafka sets none). (Not
+#: every quota at once: kraftsim lists entities in another order.)
 WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
+    ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": None}],
+                            "IncludeSynonyms": True, "IncludeDocumentation": True}),
+    ("DescribeConfigs", 3, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": []}],
+                            "IncludeSynonyms": False}),
     ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": ["retention.ms"]},
                                           {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
                             "IncludeSynonyms": True}),
+    ("CreateTopics", 5, {"Topics": [{"Name": "v", "NumPartitions": 1, "ReplicationFactor": 1,
+                                     "Configs": [{"Name": "retention.ms", "Value": "01000"},
+                                                 {"Name": "cleanup.policy", "Value": "compact, delete"}]}],
+                         "timeoutMs": 30000, "validateOnly": True}),
     ("DescribeClientQuotas", 1, {"Components": [{"EntityType": "client-id", "MatchType": 0, "Match": "c1"}],
                                  "Strict": True}),
     ("DescribeUserScramCredentials", 0, {"Users": [{"Name": "alice"}, {"Name": "bob"}]}),

@@ -1,0 +1,260 @@
+"""A topic's configs as a node describes them: every config its release defines, each with
+its value and where that value comes from.
+
+Two answers carry them. A broker's DescribeConfigs (Kafka's ConfigHelper) lists them in the
+order of the map it builds (`order`), each with its synonyms: the topic's own value, then
+the broker configs behind it as the node holds them (its own dynamic value, the cluster's
+dynamic default, its default), from the first that is named like the config's broker
+synonym on. A controller's CreateTopics answer (from v5: KafkaConfigSchema) lists them by
+name with their sources only, the topic's own values as they were given. The values a node
+with no static configs (as a served node has none) falls back on, and which broker config
+stands behind each topic config, are data read from live nodes of each release
+(data/topic_config_defaults.toml, written by kraftsim.conformance.topic_config_defaults).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import NamedTuple
+
+import msgspec
+
+from kraftsim.controller.topic_configs import ConfigKey, described_value, topic_configs
+from kraftsim.javacompat import parse_int, scala_hash_map_order, string_hash, string_hash_order
+from kraftsim.versions import release_name_key
+
+#: DescribeConfigsResponse.ConfigSource values a described topic config can have.
+TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 5
+#: DescribeConfigsResponse's ConfigType of each ConfigDef type (0: UNKNOWN).
+CONFIG_TYPE_IDS = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "SHORT": 4, "LONG": 5, "DOUBLE": 6, "LIST": 7, "CLASS": 8,
+                   "PASSWORD": 9}
+#: The broker configs that are synonyms of one another (DynamicBrokerConfig.brokerConfigSynonyms,
+#: by the first of each list); every other broker config is its own only synonym.
+MULTI_NAME_SYNONYMS: Mapping[str, tuple[str, ...]] = {
+    "log.roll.ms": ("log.roll.ms", "log.roll.hours"),
+    "log.roll.jitter.ms": ("log.roll.jitter.ms", "log.roll.jitter.hours"),
+    "log.flush.interval.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+    "log.retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+}
+#: The topic configs whose broker synonym has no default, so that a node describing them by
+#: default names none (ServerTopicConfigSynonyms): the data cannot say which it is.
+_UNDEFAULTED_SYNONYMS = {"segment.ms": "log.roll.ms", "segment.jitter.ms": "log.roll.jitter.ms",
+                         "flush.ms": "log.flush.interval.ms", "retention.ms": "log.retention.ms"}
+#: Milliseconds per unit of the synonyms counted in other units (ConfigSynonym's converters).
+_MILLIS_PER_UNIT = {"log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_000,
+                    "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
+#: A broker config set for one listener (DynamicBrokerConfig.ListenerConfigRegex).
+_LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]*\.(.*)")
+#: The maps DescribeConfigs may list a topic's configs in (see `described_order`).
+DESCRIBE_ORDERS = ("scala", "java")
+
+
+class Synonym(NamedTuple):
+    name: str
+    value: str | None
+    source: int
+
+
+class DescribedConfig(NamedTuple):
+    """One config of a DescribeConfigs answer for a topic."""
+
+    name: str
+    value: str | None
+    source: int
+    config_type: int
+    synonyms: tuple[Synonym, ...]
+    documentation: str | None
+
+
+class _Release(msgspec.Struct, frozen=True, kw_only=True):
+    since: str
+    read_from: str
+    order: str
+    defaults: dict[str, str]
+    #: CreateTopics' defaults where they are not `defaults` (3.3-3.5 controllers list the tiered
+    #: storage configs their brokers do not describe).
+    created_defaults: dict[str, str] = {}
+    synonyms: dict[str, str]
+    broker_defaults: dict[str, str]
+    #: The broker configs a node defines and applies when set dynamically, with their ConfigType.
+    dynamic_broker_configs: dict[str, int]
+    #: Those it defines and drops when set dynamically.
+    read_only_broker_configs: frozenset[str]
+
+
+class _Doc(msgspec.Struct, frozen=True):
+    name: str
+    since: str
+    text: str
+
+
+class _Data(msgspec.Struct, frozen=True):
+    release: tuple[_Release, ...]
+    doc: tuple[_Doc, ...] = ()
+
+
+@cache
+def _data() -> _Data:
+    text = resources.files("kraftsim.controller").joinpath("data/topic_config_defaults.toml").read_text("utf-8")
+    return msgspec.convert(tomllib.loads(text), _Data)
+
+
+def _latest(entries: Sequence[_Release], release: str) -> _Release:
+    key = release_name_key(release)
+    chosen = entries[0]
+    for e in sorted(entries, key=lambda e: release_name_key(e.since)):
+        if release_name_key(e.since) <= key:
+            chosen = e
+    return chosen
+
+
+@cache
+def _entry(release: str) -> _Release:
+    return _latest(_data().release, release)
+
+
+@cache
+def _docs(release: str) -> Mapping[str, str]:
+    key, out = release_name_key(release), {}
+    for d in sorted(_data().doc, key=lambda d: release_name_key(d.since)):
+        if release_name_key(d.since) <= key:
+            out[d.name] = d.text
+    return out
+
+
+def described_order(rule: str, names: Sequence[str]) -> list[str]:
+    """The order DescribeConfigs lists configs `names` (in definition order) in: a Scala
+    mutable.HashMap of them ("scala", ConfigHelper in Scala), or a java.util.HashMap they were
+    put into in that order ("java", ConfigHelperUtils from 4.4)."""
+    if rule == "java":
+        return string_hash_order(list(names))
+    return scala_hash_map_order(list(names), string_hash)
+
+
+def broker_synonym(release: str, name: str) -> str | None:
+    """The broker config topic config `name` inherits from on a node of `release`, if any."""
+    entry = _entry(release)
+    if name not in entry.defaults:
+        return None
+    return entry.synonyms.get(name) or _UNDEFAULTED_SYNONYMS.get(name)
+
+
+def broker_synonyms(name: str) -> tuple[str, ...]:
+    """The broker configs that stand for broker config `name` (itself first)."""
+    for names in MULTI_NAME_SYNONYMS.values():
+        if name in names:
+            return names
+    return (name,)
+
+
+def _in_millis(name: str, raw: str) -> str:
+    """A synonym's value in its topic config's unit (hours and minutes to milliseconds)."""
+    per_unit = _MILLIS_PER_UNIT.get(name)
+    if per_unit is None:
+        return raw
+    number = parse_int(raw.strip(), 64)
+    return raw if number is None else str(number * per_unit)
+
+
+def _keys(release: str) -> dict[str, ConfigKey]:
+    return {k.name: k for k in topic_configs(release).keys}
+
+
+def describe_topic_configs(release: str, own: Mapping[str, str], node_dynamic: Mapping[str, str],
+                           cluster_dynamic: Mapping[str, str], *, documentation: bool = False) -> list[DescribedConfig]:
+    """A broker of `release` describing a topic whose own configs are `own`, on a node whose
+    dynamic broker configs are `node_dynamic` over the cluster's `cluster_dynamic` (of which
+    it applies those of `applied_broker_configs`): every config, in the node's order. A config
+    of the topic that the release does not define is listed with its value as held
+    (ConfigType UNKNOWN)."""
+    entry, keys = _entry(release), _keys(release)
+    node_dynamic, cluster_dynamic = applied_broker_configs(release, node_dynamic), applied_broker_configs(release,
+                                                                                                         cluster_dynamic)
+    defined = [n for n in keys if n in entry.defaults]
+    unknown = [n for n in own if n not in entry.defaults]
+    if entry.order == "java":  # (the topic's values the definitions lack come first there)
+        names = string_hash_order(unknown) + described_order("java", defined)
+    else:
+        names = described_order("scala", defined + sorted(unknown))
+    docs = _docs(release) if documentation else {}
+    out = []
+    for name in names:
+        key = keys.get(name)
+        s = broker_synonym(release, name)
+        behind = broker_synonyms(s) if s is not None else ()
+        chain = [Synonym(n, node_dynamic[n], DYNAMIC_BROKER_CONFIG) for n in behind if n in node_dynamic] + \
+            [Synonym(n, cluster_dynamic[n], DYNAMIC_DEFAULT_BROKER_CONFIG) for n in behind if n in cluster_dynamic] + \
+            [Synonym(n, entry.broker_defaults[n], DEFAULT_CONFIG) for n in behind if n in entry.broker_defaults]
+        while chain and chain[0].name != s:  # (Kafka drops what comes before the synonym's own name)
+            chain.pop(0)
+        if name in own:
+            value: str | None = own[name] if key is None else described_value(key, own[name])
+            chain.insert(0, Synonym(name, value, TOPIC_CONFIG))
+        else:
+            value = entry.defaults.get(name)
+            for n in behind:  # (the node's value: its own dynamic config over the cluster's, ms before hours)
+                held = node_dynamic.get(n, cluster_dynamic.get(n))
+                if held is not None:
+                    converted = _in_millis(n, held)
+                    value = converted if key is None else described_value(key, converted)
+                    break
+        out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG,
+                                   CONFIG_TYPE_IDS.get(key.type, 0) if key is not None else 0, tuple(chain),
+                                   docs.get(name)))
+    return out
+
+
+def created_topic_configs(release: str, own: Mapping[str, str], node_dynamic: Mapping[str, str],
+                          cluster_dynamic: Mapping[str, str]) -> list[tuple[str, str | None, int]]:
+    """A controller of `release` answering CreateTopics (v5 on) for a topic made with configs
+    `own`, its own dynamic broker configs `node_dynamic` over the cluster's `cluster_dynamic`:
+    (name, value, source) of every config, by name; values as given or held, not parsed. (The
+    controller reads every synonym the metadata holds, log.retention.hours included, which a
+    broker ignores: the two can differ.)"""
+    entry = _entry(release)
+    defaults = entry.created_defaults or entry.defaults
+    out: list[tuple[str, str | None, int]] = []
+    for name in sorted(defaults):
+        if name in own:
+            out.append((name, own[name], TOPIC_CONFIG))
+            continue
+        s = broker_synonym(release, name)
+        behind = broker_synonyms(s) if s is not None else ()
+        found = next(((n, held[n], source) for held, source in ((node_dynamic, DYNAMIC_BROKER_CONFIG),
+                                                                (cluster_dynamic, DYNAMIC_DEFAULT_BROKER_CONFIG))
+                      for n in behind if n in held), None)
+        if found is None:
+            out.append((name, defaults[name], DEFAULT_CONFIG))
+        else:
+            out.append((name, _in_millis(found[0], found[1]), found[2]))
+    return out
+
+
+def applied_broker_configs(release: str, held: Mapping[str, str]) -> dict[str, str]:
+    """Of the dynamic broker configs `held` (for a node, or the cluster's default), those a
+    node of `release` applies: it drops the configs it defines as not dynamic
+    (DynamicBrokerConfig: log.retention.hours, say), whatever the metadata holds, and keeps
+    the names it does not define (the replication throttle rates)."""
+    dropped = _entry(release).read_only_broker_configs
+    return {n: v for n, v in held.items() if n not in dropped}
+
+
+def broker_config_type(release: str, name: str) -> int:
+    """The ConfigType a node of `release` describes dynamic broker config `name` with
+    (PASSWORD, 9: a secret, described without its value); for a listener's own value, that of
+    the config it overrides; UNKNOWN (0) for a name it does not define."""
+    entry = _entry(release)
+    known = entry.dynamic_broker_configs.get(name)
+    if known is not None:
+        return known
+    prefixed = _LISTENER_PREFIX.fullmatch(name)
+    if prefixed is not None:  # (a listener's own value: the type of the config it overrides)
+        parts = prefixed.group(1).split(".")
+        for base in (".".join(parts[i:]) for i in range(len(parts))):  # (after a SASL mechanism too)
+            if base in entry.dynamic_broker_configs:
+                return entry.dynamic_broker_configs[base]
+    return 0

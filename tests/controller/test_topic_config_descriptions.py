@@ -1,0 +1,77 @@
+"""A topic's configs as a node describes them (kraftsim.controller.topic_config_descriptions):
+the release data agrees with each release's config definitions, and the rules that build an
+answer from it. (The data is compared with live nodes in
+tests/conformance/test_topic_config_defaults_vs_kafka.py; whole answers through serve in
+tests/wire/test_serve_topic_configs.py.)"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, strategies as st
+
+from kraftsim.controller import (
+    created_topic_configs, describe_topic_configs, described_order, topic_config_definitions,
+)
+from kraftsim.javacompat import string_hash
+from kraftsim.versions import default_catalog
+
+RELEASES = [r.name for r in default_catalog().releases]
+#: Configs a release defines as internal (not described by a broker): the tiered storage ones
+#: before 3.6, internal.segment.bytes from 4.1.
+INTERNAL = {"local.retention.ms", "local.retention.bytes", "remote.storage.enable", "internal.segment.bytes"}
+TOPIC_CONFIG, DYNAMIC_BROKER, DYNAMIC_DEFAULT, DEFAULT = 1, 2, 3, 5
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_release_describes_the_configs_it_defines_but_its_internal_ones(release):
+    defined = {k.name for k in topic_config_definitions(release).keys}
+    described = {c.name for c in describe_topic_configs(release, {}, {}, {})}
+    created = {name for name, _, _ in created_topic_configs(release, {}, {}, {})}
+    assert described <= defined and defined - described <= INTERNAL
+    assert described <= created <= defined  # (3.3-3.5 controllers answer their internal ones too)
+    assert all(c.source == DEFAULT and c.value is not None for c in describe_topic_configs(release, {}, {}, {}))
+
+
+def test_an_own_value_is_written_back_as_parsed_and_leads_its_synonyms():
+    described = {c.name: c for c in describe_topic_configs("4.0.2", {"segment.bytes": "+02000000"}, {}, {})}
+    c = described["segment.bytes"]
+    assert (c.value, c.source, c.config_type) == ("2000000", TOPIC_CONFIG, 3)
+    assert [tuple(s) for s in c.synonyms] == [("segment.bytes", "2000000", TOPIC_CONFIG),
+                                              ("log.segment.bytes", "1073741824", DEFAULT)]
+    created = dict((n, (v, s)) for n, v, s in created_topic_configs("4.0.2", {"segment.bytes": "+02000000"}, {}, {}))
+    assert created["segment.bytes"] == ("+02000000", TOPIC_CONFIG)  # (the controller answers it as given)
+
+
+@pytest.mark.parametrize("unit, per_unit", [("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)])
+def test_a_synonym_in_minutes_or_hours_counts_for_the_controller_and_not_for_a_broker(unit, per_unit):
+    described = {c.name: c for c in describe_topic_configs("4.4.0", {}, {}, {unit: "3"})}
+    created = {n: (v, s) for n, v, s in created_topic_configs("4.4.0", {}, {}, {unit: "3"})}
+    # the controller reads every synonym the metadata holds, in milliseconds
+    assert created["retention.ms"] == (str(3 * per_unit), DYNAMIC_DEFAULT)
+    # a broker drops a dynamic config it does not apply dynamically: the default, no synonym named
+    assert (described["retention.ms"].value, described["retention.ms"].source) == ("604800000", DEFAULT)
+    assert described["retention.ms"].synonyms == ()
+
+
+def test_a_topic_inherits_the_dynamic_synonym_the_node_applies():
+    described = {c.name: c for c in describe_topic_configs("4.4.0", {}, {"log.retention.hours": "1"},
+                                                           {"log.retention.ms": "5000"})}
+    c = described["retention.ms"]
+    assert (c.value, c.source) == ("5000", DYNAMIC_DEFAULT)  # (the node's own hours are dropped)
+    # from the synonym's own name on, down to the broker's default in hours
+    assert [tuple(s) for s in c.synonyms] == [("log.retention.ms", "5000", DYNAMIC_DEFAULT),
+                                              ("log.retention.hours", "168", DEFAULT)]
+
+
+def test_a_config_the_release_does_not_define_is_described_as_held():
+    described = {c.name: c for c in describe_topic_configs("4.0.2", {"message.format.version": "3.0-IV1"}, {}, {})}
+    c = described["message.format.version"]  # (4.0 no longer defines it; a topic may still hold it)
+    assert (c.value, c.source, c.config_type) == ("3.0-IV1", TOPIC_CONFIG, 0)
+
+
+@given(st.lists(st.text(alphabet="abcdefghij.", min_size=1, max_size=12), min_size=1, max_size=60, unique=True))
+def test_the_scala_order_does_not_depend_on_the_order_names_were_put_in(names):
+    if len({string_hash(n) for n in names}) < len(names):
+        return  # (equal hashes keep the order they were put in)
+    assert described_order("scala", names) == described_order("scala", sorted(names))
+    assert sorted(described_order("java", names)) == sorted(names)
