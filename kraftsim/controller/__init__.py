@@ -25,11 +25,11 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         broker_change_modelled as broker_change_modelled, broker_config_error as broker_config_error,
     )
     from kraftsim.controller.topic_configs import topic_configs as topic_config_definitions
-    from kraftsim.controller.topic_config_descriptions import (
+    from kraftsim.controller.config_descriptions import (
         DESCRIBE_ORDERS as DESCRIBE_ORDERS, MULTI_NAME_SYNONYMS as MULTI_NAME_SYNONYMS,
         DescribedConfig as DescribedConfig, created_topic_configs as created_topic_configs,
         describe_topic_configs as describe_topic_configs, described_order as described_order,
-        applied_broker_configs as applied_broker_configs, broker_config_type as broker_config_type,
+        describe_broker_configs as describe_broker_configs,
     )
     from kraftsim.controller.scram import (
         MECHANISM_IDS as MECHANISM_IDS, AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
@@ -113,9 +113,9 @@ _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
     "broker_dynamic_configs": "broker_change_modelled broker_config_error",
-    "topic_config_descriptions": (
+    "config_descriptions": (
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
-        "described_order applied_broker_configs broker_config_type"
+        "described_order describe_broker_configs"
     ),
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
@@ -183,6 +183,6 @@ __all__ = [
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller", "broker_change_modelled", "broker_config_error", "topic_config_definitions",
     "DESCRIBE_ORDERS", "MULTI_NAME_SYNONYMS", "DescribedConfig", "created_topic_configs", "describe_topic_configs",
-    "described_order", "applied_broker_configs", "broker_config_type",
+    "described_order", "describe_broker_configs",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

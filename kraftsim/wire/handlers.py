@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.controller import applied_broker_configs, broker_config_type, describe_topic_configs, error_codes
-from kraftsim.javacompat import parse_int, scala_hash_map_order, string_hash
+from kraftsim.controller import DescribedConfig, describe_broker_configs, describe_topic_configs, error_codes
+from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
@@ -169,58 +169,38 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
     return {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted, "Brokers": nodes}
 
 
-#: DescribeConfigs' resource types, and its config sources (DescribeConfigsResponse.ConfigSource).
+#: DescribeConfigs' resource types.
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
-DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG = 2, 3
-
-
-#: DescribeConfigsResponse's ConfigType of a secret (a PASSWORD config): described without its value.
+#: DescribeConfigsResponse's ConfigType of a secret (a PASSWORD config), described without its value.
 PASSWORD_TYPE = 9
 
 
-def _entry(name: str, value: str | None, source: int, synonyms: list[Body], with_synonyms: bool, config_type: int,
-           documentation: str | None = None) -> Body:
-    sensitive = config_type == PASSWORD_TYPE
-    if sensitive:
-        value, synonyms = None, [{**s, "Value": None} for s in synonyms]
-    return {"Name": name, "Value": value, "ReadOnly": False, "ConfigSource": source,
-            "IsSensitive": sensitive, "Synonyms": synonyms if with_synonyms else [], "ConfigType": config_type,
-            "Documentation": documentation}
-
-
-def _broker_configs(release: str, image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
-    """A broker's dynamic configs as Kafka describes them: its own (DYNAMIC_BROKER_CONFIG)
-    over the cluster-wide defaults (DYNAMIC_DEFAULT_BROKER_CONFIG); `broker` None describes
-    the defaults alone (`--entity-default`, in the order of the node's map of them; a
-    broker's own are listed by name). Only those the release applies when set
-    dynamically (`applied_broker_configs`; a secret's value is not given); what a node would
-    also drop (a value its ConfigDef refuses, a per-broker config set as the cluster's
-    default) is described as held. Static and default configs are not modelled (a served
-    node has no server.properties)."""
-    defaults = applied_broker_configs(release, image.configs.config(BROKER_RESOURCE, ""))
-    own = applied_broker_configs(release, image.configs.config(BROKER_RESOURCE, broker)) if broker is not None else {}
-    out = []
-    names = sorted(set(defaults) | set(own))
-    if broker is None:  # (the node's map of them: a Scala mutable.HashMap)
-        names = scala_hash_map_order(names, string_hash)
-    for name in names:
-        chain: list[Body] = ([{"Name": name, "Value": own[name], "Source": DYNAMIC_BROKER_CONFIG}] if name in own else []) + \
-            ([{"Name": name, "Value": defaults[name], "Source": DYNAMIC_DEFAULT_BROKER_CONFIG}] if name in defaults else [])
-        out.append(_entry(name, chain[0]["Value"], chain[0]["Source"], chain, with_synonyms,
-                          broker_config_type(release, name)))
-    return out
+def _entries(described: list[DescribedConfig], with_synonyms: bool) -> list[Body]:
+    """Described configs as DescribeConfigs' entries (a secret marked sensitive)."""
+    return [{"Name": c.name, "Value": c.value, "ReadOnly": c.read_only, "ConfigSource": c.source,
+             "IsSensitive": c.config_type == PASSWORD_TYPE,
+             "Synonyms": [{"Name": s.name, "Value": s.value, "Source": s.source} for s in c.synonyms] if with_synonyms else [],
+             "ConfigType": c.config_type, "Documentation": c.documentation} for c in described]
 
 
 def _topic_configs(release: str, image: MetadataImage, topic: str, broker: str, with_synonyms: bool,
                    documentation: bool) -> list[Body]:
     """Every config of the topic as a node of `release` describes it (its own values, what it
     inherits from the node's dynamic broker configs, the release's defaults; see
-    kraftsim.controller.topic_config_descriptions)."""
-    described = describe_topic_configs(release, image.configs.config(TOPIC_RESOURCE, topic),
-                                       image.configs.config(BROKER_RESOURCE, broker),
-                                       image.configs.config(BROKER_RESOURCE, ""), documentation=documentation)
-    return [_entry(c.name, c.value, c.source, [{"Name": s.name, "Value": s.value, "Source": s.source} for s in c.synonyms],
-                   with_synonyms, c.config_type, c.documentation) for c in described]
+    kraftsim.controller.config_descriptions)."""
+    return _entries(describe_topic_configs(release, image.configs.config(TOPIC_RESOURCE, topic),
+                                           image.configs.config(BROKER_RESOURCE, broker),
+                                           image.configs.config(BROKER_RESOURCE, ""), documentation=documentation),
+                    with_synonyms)
+
+
+def _broker_configs(release: str, image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
+    """A broker's dynamic configs (`broker` None: the cluster's default resource,
+    `--entity-default`) as a node of `release` describes them (kraftsim.controller.
+    config_descriptions); static and default ones are not listed (a served node has no
+    server.properties)."""
+    own = image.configs.config(BROKER_RESOURCE, broker) if broker is not None else None
+    return _entries(describe_broker_configs(release, own, image.configs.config(BROKER_RESOURCE, "")), with_synonyms)
 
 
 def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

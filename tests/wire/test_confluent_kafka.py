@@ -34,9 +34,12 @@ def test_admin_client_lists_creates_describes_configs_and_the_cluster():
             again.result(timeout=TIMEOUT_S)
         assert refused.value.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
         (configs,) = admin.describe_configs([ConfigResource("topic", "orders")]).values()
-        described = configs.result(timeout=TIMEOUT_S)  # created without configs: only what it inherits
-        assert {n: (e.value, e.source) for n, e in described.items()} == \
+        described = configs.result(timeout=TIMEOUT_S)  # created without configs: what it inherits, and defaults
+        assert len(described) == 37  # (every topic config 4.4.0 describes)
+        assert {n: (e.value, e.source) for n, e in described.items()
+                if e.source != confluent.admin.ConfigSource.DEFAULT_CONFIG.value} == \
             {"min.insync.replicas": ("1", confluent.admin.ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)}
+        assert (described["retention.ms"].value, described["cleanup.policy"].value) == ("604800000", "delete")
         cluster = admin.describe_cluster(request_timeout=TIMEOUT_S).result(timeout=TIMEOUT_S)
         assert cluster.cluster_id == k.cluster_id
         assert sorted(n.id for n in cluster.nodes) == [2, 3] and cluster.controller.id == 2

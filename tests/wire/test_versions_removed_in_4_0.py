@@ -45,8 +45,11 @@ def test_a_3x_node_answers_the_versions_kafka_4_removed():
             {"ResourceType": 2, "ResourceName": "old", "ConfigurationKeys": None}]})
         (result,) = configs["Results"]
         assert result["ErrorCode"] == 0 and result["ResourceName"] == "old"
-        # the served configs are dynamic ones (never Kafka's DEFAULT_CONFIG), so IsDefault is false
-        assert [(c["Name"], c["Value"], c["IsDefault"]) for c in result["Configs"]] == [("retention.ms", "1000", False)]
+        # every config of the topic; Kafka's brokers never set IsDefault (its clients read v0's sources from
+        # it): false for its own retention.ms as for the defaults
+        described = {c["Name"]: (c["Value"], c["IsDefault"]) for c in result["Configs"]}
+        assert len(described) == 31 and described["retention.ms"] == ("1000", False)  # (3.7.2 describes 31)
+        assert described["segment.bytes"] == ("1073741824", False)
         # DescribeAcls v0: refused as by a node without an authorizer, at v0's layout
         _, acls = rpc(address, DESCRIBE_ACLS, 0, {"ResourceTypeFilter": 1, "Operation": 1, "PermissionType": 1})
         assert acls["ErrorCode"] == ERR["SECURITY_DISABLED"]

@@ -121,6 +121,9 @@ RUNS: list[tuple[str, str, list[str]]] = [
         "--alter", "--entity-type", "brokers", "--entity-name", "1", "--add-config",
         "log.retention.bytes=888,log.cleanup.policy=compact")),
     ("configs topic --all", "configs", _bs("--describe", "--all", "--entity-type", "topics", "--entity-name", "t")),
+    ("configs broker (dynamic set)", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-name", "1")),
+    ("configs broker default (dynamic set)", "configs", _bs("--describe", "--entity-type", "brokers",
+                                                            "--entity-default")),
     # client quotas (AlterClientQuotas, DescribeClientQuotas; a user's describe also asks for its SCRAM
     # credentials): set, refused, deleted, a key never set, the default user, user and client together, an IP
     ("configs --alter client quotas", "configs", _alter("clients", "--entity-name", "c1", "--add-config",
@@ -275,8 +278,9 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
 
 #: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: every config of
 #: topic t with synonyms, types and documentation, and again with an empty list of keys (all of them); its
-#: retention.ms and the cluster default's dynamic configs with synonyms and types; a validate-only topic's
-#: configs as the controller answers them (CreateTopics v5 on); client c1's quotas, alice's and bob's SCRAM
+#: retention.ms and the cluster default's dynamic configs with synonyms and types, and three of node 1's (one
+#: at a time: Kafka lists a node's in the order of all its configs); a validate-only topic's configs as the
+#: controller answers them (CreateTopics v5 on); client c1's quotas, alice's and bob's SCRAM
 #: credentials, an empty validate-only feature update (each field's default where Kafka sets none). (Not
 #: every quota at once: kraftsim lists entities in another order.)
 WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
@@ -287,6 +291,9 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": ["retention.ms"]},
                                           {"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
                             "IncludeSynonyms": True}),
+    *(("DescribeConfigs", 4, {"Resources": [{"ResourceType": 4, "ResourceName": "1", "ConfigurationKeys": [key]}],
+                              "IncludeSynonyms": True})
+      for key in ("log.retention.bytes", "log.cleanup.policy", "leader.replication.throttled.rate")),
     ("CreateTopics", 5, {"Topics": [{"Name": "v", "NumPartitions": 1, "ReplicationFactor": 1,
                                      "Configs": [{"Name": "retention.ms", "Value": "01000"},
                                                  {"Name": "cleanup.policy", "Value": "compact, delete"}]}],

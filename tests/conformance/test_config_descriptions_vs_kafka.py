@@ -1,8 +1,8 @@
 """The release data behind a topic's described configs (kraftsim/controller/data/
-topic_config_defaults.toml) read again from a live node of the release: the same order rule,
-defaults, synonyms, broker defaults and documentation (kraftsim.conformance.topic_config_defaults
-reads them; `python3 -m kraftsim.conformance.topic_config_defaults` writes the file). Releases:
-KRAFTSIM_CONFORMANCE_TOPIC_CONFIG_RELEASES (default 3.7.2 and 4.4.0: one of each order rule)."""
+config_descriptions.toml) read again from a live node of the release: the same order rule,
+defaults, synonyms, broker defaults and documentation (kraftsim.conformance.config_descriptions
+reads them; `python3 -m kraftsim.conformance.config_descriptions` writes the file). Releases:
+KRAFTSIM_CONFORMANCE_CONFIG_RELEASES (default 3.7.2 and 4.4.0: one of each order rule)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import tomllib
 
 import pytest
 
-from kraftsim.conformance.topic_config_defaults import DATA, capture
+from kraftsim.conformance.config_descriptions import DATA, capture
 from kraftsim.versions import release_name_key
 from tests.conformance.conftest import _selected, kafka_dist
 
-RELEASES = _selected("KRAFTSIM_CONFORMANCE_TOPIC_CONFIG_RELEASES", ("3.7.2", "4.4.0"))
+RELEASES = _selected("KRAFTSIM_CONFORMANCE_CONFIG_RELEASES", ("3.7.2", "4.4.0"))
 
 
 def _held(release: str) -> tuple[dict, dict[str, str]]:

@@ -1,7 +1,7 @@
-"""A topic's configs as a node describes them (kraftsim.controller.topic_config_descriptions):
+"""A topic's configs as a node describes them (kraftsim.controller.config_descriptions):
 the release data agrees with each release's config definitions, and the rules that build an
 answer from it. (The data is compared with live nodes in
-tests/conformance/test_topic_config_defaults_vs_kafka.py; whole answers through serve in
+tests/conformance/test_config_descriptions_vs_kafka.py; whole answers through serve in
 tests/wire/test_serve_topic_configs.py.)"""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from kraftsim.controller import (
-    created_topic_configs, describe_topic_configs, described_order, topic_config_definitions,
+    created_topic_configs, describe_broker_configs, describe_topic_configs, described_order, topic_config_definitions,
 )
 from kraftsim.javacompat import string_hash
 from kraftsim.versions import default_catalog
@@ -75,3 +75,31 @@ def test_the_scala_order_does_not_depend_on_the_order_names_were_put_in(names):
         return  # (equal hashes keep the order they were put in)
     assert described_order("scala", names) == described_order("scala", sorted(names))
     assert sorted(described_order("java", names)) == sorted(names)
+
+
+def test_a_nodes_own_dynamic_config_names_every_synonym_down_to_the_default():
+    own = {c.name: c for c in describe_broker_configs("4.0.2", {"log.retention.bytes": "888"},
+                                                       {"log.retention.bytes": "777", "log.roll.hours": "2"})}
+    assert sorted(own) == ["log.retention.bytes"]  # (log.roll.hours is not applied dynamically)
+    c = own["log.retention.bytes"]
+    assert (c.value, c.source, c.config_type) == ("888", DYNAMIC_BROKER, 5)
+    assert [tuple(s) for s in c.synonyms] == [("log.retention.bytes", "888", DYNAMIC_BROKER),
+                                              ("log.retention.bytes", "777", DYNAMIC_DEFAULT),
+                                              ("log.retention.bytes", "-1", DEFAULT)]
+    # the cluster's default resource names only the cluster's values
+    default = describe_broker_configs("4.0.2", None, {"log.retention.bytes": "777"})
+    assert [(c.name, c.value, c.source, tuple(tuple(s) for s in c.synonyms)) for c in default] == \
+        [("log.retention.bytes", "777", DYNAMIC_DEFAULT, (("log.retention.bytes", "777", DYNAMIC_DEFAULT),))]
+
+
+def test_a_listeners_secret_is_described_as_sensitive_without_its_value():
+    (c,) = describe_broker_configs("4.4.0", {"listener.name.internal.ssl.key.password": "s3cret"}, {})
+    assert (c.value, c.config_type, [s.value for s in c.synonyms]) == (None, 9, [None])
+    (m,) = describe_broker_configs("4.4.0", {"listener.name.sasl.scram-sha-256.sasl.jaas.config": "x"}, {})
+    assert m.config_type == 9  # (a mechanism's own value: the type of sasl.jaas.config)
+
+
+@pytest.mark.parametrize("release, read_only", [("4.0.2", True), ("4.4.0", False)])
+def test_a_replication_quota_is_a_long_described_read_only_until_4_3(release, read_only):
+    (c,) = describe_broker_configs(release, {"leader.replication.throttled.rate": "1000"}, {})
+    assert (c.value, c.source, c.config_type, c.read_only) == ("1000", DYNAMIC_BROKER, 5, read_only)

@@ -1,18 +1,18 @@
 """Reads, from a live node of each release, how it describes a topic that has no configs of
-its own, and writes kraftsim/controller/data/topic_config_defaults.toml from it.
+its own, and writes kraftsim/controller/data/config_descriptions.toml from it.
 
 A node with no static configs (as a served node has none) is started alone; it creates topic
 `t` and answers DescribeConfigs for it (with synonyms and documentation) and for the broker
 configs that stand behind the topic configs with more than one broker synonym. What is kept
 per release: each topic config's default value (and CreateTopics' own, where the
 controller's answer lists other configs), its broker synonym (the one DescribeConfigs
-names as the DEFAULT_CONFIG synonym) and that one's default, the broker defaults behind the
-multi-name synonyms,
+names as the DEFAULT_CONFIG synonym) and that one's default, the defaults of the broker
+configs behind the multi-name synonyms and of the dynamic ones,
 which map's order the answer follows (checked: the order computed from the release's config
 definitions must be the live one), and each config's documentation. CreateTopics' answer for
 `t` (the controller's view) is checked to list defaults only, by name.
 
-    python3 -m kraftsim.conformance.topic_config_defaults [RELEASE ...]
+    python3 -m kraftsim.conformance.config_descriptions [RELEASE ...]
 
 The releases of READ when none is named. The node is stopped (its
 process group killed) when a release is read, whatever happens.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,8 +33,11 @@ from kraftsim.conformance.wire_client import WireClient
 from kraftsim.controller import DESCRIBE_ORDERS, MULTI_NAME_SYNONYMS, described_order, topic_config_definitions
 from kraftsim.versions import release_name_key
 
-DATA = Path(__file__).resolve().parents[1] / "controller" / "data" / "topic_config_defaults.toml"
+DATA = Path(__file__).resolve().parents[1] / "controller" / "data" / "config_descriptions.toml"
 TOPIC_RESOURCE, BROKER_RESOURCE, DEFAULT_CONFIG = 2, 4, 5
+#: A broker's replication quotas (QuotaConfigs' broker configs).
+QUOTA_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                 "replica.alter.log.dirs.io.max.bytes.per.second")
 #: The releases read when none is named: a patch of every line from 3.3 (4.2's three: 4.2.2
 #: defines a config 4.2.0 does not).
 READ = ("3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.0", "4.2.1", "4.2.2",
@@ -62,6 +66,7 @@ def capture(dist: KafkaDist) -> Capture:
                 broker = client.request("DescribeConfigs", 4, {
                     "Resources": [{"ResourceType": BROKER_RESOURCE, "ResourceName": "1", "ConfigurationKeys": None}],
                     "IncludeSynonyms": True, "IncludeDocumentation": False})["Results"][0]
+                quotas = _quota_configs(client)
     if created["ErrorCode"] or described["ErrorCode"] or broker["ErrorCode"]:
         raise RuntimeError(f"{release}: {created} / {described['ErrorCode']} / {broker['ErrorCode']}")
     configs = described["Configs"]
@@ -81,11 +86,15 @@ def capture(dist: KafkaDist) -> Capture:
         if by_default:
             synonyms[c["Name"]] = by_default[0]["Name"]
             broker_defaults[by_default[0]["Name"]] = by_default[0]["Value"]
-    extra = {n for names in MULTI_NAME_SYNONYMS.values() for n in names}
-    broker_defaults.update({c["Name"]: c["Value"] for c in broker["Configs"]
-                            if c["Name"] in extra and c["Value"] is not None})
     dynamic = {c["Name"]: c["ConfigType"] for c in broker["Configs"] if not c["ReadOnly"]}
+    wanted = set(dynamic) | {n for names in MULTI_NAME_SYNONYMS.values() for n in names}
+    broker_defaults.update({s["Name"]: s["Value"] for c in broker["Configs"] for s in c["Synonyms"]
+                            if s["Source"] == DEFAULT_CONFIG and s["Name"] in wanted and s["Value"] is not None})
     read_only = sorted(c["Name"] for c in broker["Configs"] if c["ReadOnly"])
+    quota_types = {c["Name"]: c["ConfigType"] for c in quotas}
+    quotas_read_only = {c["ReadOnly"] for c in quotas}
+    if len(quotas_read_only) != 1:
+        raise RuntimeError(f"{release}: the replication quotas are not described alike: {quotas}")
     described = {c["Name"]: (c["Value"], c["ConfigSource"]) for c in configs}
     answered = created.get("Configs") or []
     if [c["Name"] for c in answered] != sorted(c["Name"] for c in answered) or \
@@ -95,8 +104,26 @@ def capture(dist: KafkaDist) -> Capture:
     return {"release": release, "order": orders[0], "defaults": defaults,
             "created_defaults": {} if created_defaults == defaults else created_defaults,
             "synonyms": synonyms, "broker_defaults": broker_defaults, "dynamic": dynamic,
-            "read_only": read_only,
+            "read_only": read_only, "quotas": quota_types, "quotas_read_only": quotas_read_only.pop(),
             "docs": {c["Name"]: c["Documentation"] for c in configs}}
+
+
+def _quota_configs(client: WireClient) -> list[dict[str, Any]]:
+    """Node 1's replication quotas (set through its own listener; its broker configs do not
+    define them, so it describes them only once set) as it then describes them."""
+    altered = client.request("IncrementalAlterConfigs", 1, {"Resources": [{
+        "ResourceType": BROKER_RESOURCE, "ResourceName": "1",
+        "Configs": [{"Name": n, "ConfigOperation": 0, "Value": "1000"} for n in QUOTA_CONFIGS]}], "ValidateOnly": False})
+    if altered["Responses"][0]["ErrorCode"]:
+        raise RuntimeError(f"the replication quotas were not set: {altered}")
+    for _ in range(40):  # (bounded: the node applies them once its controller has committed them)
+        described = client.request("DescribeConfigs", 4, {
+            "Resources": [{"ResourceType": BROKER_RESOURCE, "ResourceName": "1", "ConfigurationKeys": list(QUOTA_CONFIGS)}],
+            "IncludeSynonyms": False, "IncludeDocumentation": False})["Results"][0]["Configs"]
+        if len(described) == len(QUOTA_CONFIGS):
+            return described
+        time.sleep(0.25)
+    raise RuntimeError(f"node 1 did not describe its replication quotas: {described}")
 
 
 def _since(release: str, earlier: Sequence[str]) -> str:
@@ -129,7 +156,7 @@ def render(captures: Sequence[Capture]) -> str:
         since = _since(c["release"], read)
         read.append(c["release"])
         kept = (c["order"], c["defaults"], c["created_defaults"], c["synonyms"], c["broker_defaults"], c["dynamic"],
-                c["read_only"])
+                c["read_only"], c["quotas"], c["quotas_read_only"])
         if kept != last:
             last = kept
             lines += ["", "[[release]]", f"since = {_toml_string(since)}", f"read_from = {_toml_string(c['release'])}",
@@ -137,7 +164,9 @@ def render(captures: Sequence[Capture]) -> str:
                       *([f"created_defaults = {_table(c['created_defaults'])}"] if c["created_defaults"] else []),
                       f"synonyms = {_table(c['synonyms'])}", f"broker_defaults = {_table(c['broker_defaults'])}",
                       f"dynamic_broker_configs = {_table(c['dynamic'])}",
-                      "read_only_broker_configs = [" + ", ".join(_toml_string(n) for n in c["read_only"]) + "]"]
+                      "read_only_broker_configs = [" + ", ".join(_toml_string(n) for n in c["read_only"]) + "]",
+                      f"quota_broker_configs = {_table(c['quotas'])}",
+                      f"quota_configs_described_read_only = {'true' if c['quotas_read_only'] else 'false'}"]
         for name, text in sorted(c["docs"].items()):
             if text is not None and last_doc.get(name) != text:
                 last_doc[name] = text
@@ -149,9 +178,9 @@ def render(captures: Sequence[Capture]) -> str:
 HEADER = """\
 # How each release's node describes a topic's configs when neither the topic nor the broker sets
 # them (DescribeConfigs; CreateTopics from v5 answers the same defaults), read from a live node
-# of the release with no static configs by kraftsim/conformance/topic_config_defaults.py (do not
-# edit by hand: run `python3 -m kraftsim.conformance.topic_config_defaults`). Used by
-# kraftsim.controller.topic_config_descriptions.
+# of the release with no static configs by kraftsim/conformance/config_descriptions.py (do not
+# edit by hand: run `python3 -m kraftsim.conformance.config_descriptions`). Used by
+# kraftsim.controller.config_descriptions.
 #
 # [[release]]       since: the first release it holds for (a line's x.y.0, or the patch read when
 #                   another patch of its line was read before); read_from: the release read.
@@ -162,15 +191,19 @@ HEADER = """\
 #   created_defaults  where CreateTopics answers another set of configs or values: its own
 #   synonyms        the broker config named as its DEFAULT_CONFIG synonym (a config whose broker
 #                   synonym has no default, such as retention.ms's log.retention.ms, is absent:
-#                   see kraftsim.controller.topic_config_descriptions.MULTI_NAME_SYNONYMS)
-#   broker_defaults the defaults of the broker configs named as synonyms, and of those behind the
-#                   multi-name synonyms
+#                   see kraftsim.controller.config_descriptions.MULTI_NAME_SYNONYMS)
+#   broker_defaults the defaults of the broker configs named as synonyms, of those behind the
+#                   multi-name synonyms, and of the dynamic ones
 #   dynamic_broker_configs  the broker configs a node of the release defines and applies when they
 #                   are set dynamically (those it does not describe as read-only), each with its
 #                   ConfigType
 #   read_only_broker_configs  those it defines and does not apply when set dynamically: a node
 #                   drops them (DynamicBrokerConfig), whatever the metadata holds, and keeps
 #                   the names it does not define (the replication throttle rates among them)
+#   quota_broker_configs  the replication quotas (which its broker configs do not define: they are
+#                   described once set), each with its ConfigType; ..._described_read_only: whether
+#                   a node describes them as read-only (as it does every name it does not hold
+#                   as dynamic)
 # [[doc]]           a config's documentation (IncludeDocumentation) from release `since` on"""
 
 

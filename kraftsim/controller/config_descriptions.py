@@ -1,15 +1,18 @@
-"""A topic's configs as a node describes them: every config its release defines, each with
-its value and where that value comes from.
+"""Configs as a node describes them: every config of a topic, and a broker's dynamic configs,
+each with its value and where that value comes from.
 
-Two answers carry them. A broker's DescribeConfigs (Kafka's ConfigHelper) lists them in the
-order of the map it builds (`order`), each with its synonyms: the topic's own value, then
-the broker configs behind it as the node holds them (its own dynamic value, the cluster's
-dynamic default, its default), from the first that is named like the config's broker
-synonym on. A controller's CreateTopics answer (from v5: KafkaConfigSchema) lists them by
-name with their sources only, the topic's own values as they were given. The values a node
-with no static configs (as a served node has none) falls back on, and which broker config
-stands behind each topic config, are data read from live nodes of each release
-(data/topic_config_defaults.toml, written by kraftsim.conformance.topic_config_defaults).
+Two answers carry a topic's. A broker's DescribeConfigs (Kafka's ConfigHelper) lists every
+config its release defines in the order of the map it builds (`described_order`), each with
+its synonyms: the topic's own value, then the broker configs behind it as the node holds them
+(its own dynamic value, the cluster's dynamic default, its default), from the first that is
+named like the config's broker synonym on. A controller's CreateTopics answer (from v5:
+KafkaConfigSchema) lists them by name with their sources only, the topic's own values as they
+were given. A broker's dynamic configs are those of its release it applies: it drops the
+others, whatever the metadata holds (DynamicBrokerConfig). The values a node with no static
+configs (as a served node has none) falls back on, which broker config stands behind each
+topic config, and which broker configs a node applies dynamically are data read from live
+nodes of each release (data/config_descriptions.toml, written by
+kraftsim.conformance.config_descriptions).
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ _MILLIS_PER_UNIT = {"log.roll.hours": 3_600_000, "log.roll.jitter.hours": 3_600_
                     "log.retention.minutes": 60_000, "log.retention.hours": 3_600_000}
 #: A broker config set for one listener (DynamicBrokerConfig.ListenerConfigRegex).
 _LISTENER_PREFIX = re.compile(r"listener\.name\.[^.]*\.(.*)")
+#: The configs a listener overrides for one SASL mechanism (listener.name.L.M.config).
+_LISTENER_MECHANISM_CONFIGS = ("sasl.jaas.config", "sasl.login.callback.handler.class", "sasl.login.class",
+                               "sasl.server.callback.handler.class", "connections.max.reauth.ms")
 #: The maps DescribeConfigs may list a topic's configs in (see `described_order`).
 DESCRIBE_ORDERS = ("scala", "java")
 
@@ -68,6 +74,7 @@ class DescribedConfig(NamedTuple):
     config_type: int
     synonyms: tuple[Synonym, ...]
     documentation: str | None
+    read_only: bool = False
 
 
 class _Release(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,6 +91,10 @@ class _Release(msgspec.Struct, frozen=True, kw_only=True):
     dynamic_broker_configs: dict[str, int]
     #: Those it defines and drops when set dynamically.
     read_only_broker_configs: frozenset[str]
+    #: The replication quotas (not defined by its broker configs), with their ConfigType, and
+    #: whether it describes them as read-only.
+    quota_broker_configs: dict[str, int]
+    quota_configs_described_read_only: bool
 
 
 class _Doc(msgspec.Struct, frozen=True):
@@ -99,7 +110,7 @@ class _Data(msgspec.Struct, frozen=True):
 
 @cache
 def _data() -> _Data:
-    text = resources.files("kraftsim.controller").joinpath("data/topic_config_defaults.toml").read_text("utf-8")
+    text = resources.files("kraftsim.controller").joinpath("data/config_descriptions.toml").read_text("utf-8")
     return msgspec.convert(tomllib.loads(text), _Data)
 
 
@@ -144,10 +155,15 @@ def broker_synonym(release: str, name: str) -> str | None:
 
 
 def broker_synonyms(name: str) -> tuple[str, ...]:
-    """The broker configs that stand for broker config `name` (itself first)."""
+    """The broker configs that stand for broker config `name`: those of its multi-name group,
+    or itself and, for a listener's own value, the config it overrides."""
     for names in MULTI_NAME_SYNONYMS.values():
         if name in names:
             return names
+    prefixed = _LISTENER_PREFIX.fullmatch(name)
+    if prefixed is not None:
+        base = prefixed.group(1)
+        return name, next((m for m in _LISTENER_MECHANISM_CONFIGS if base.endswith(m)), base)
     return (name,)
 
 
@@ -243,12 +259,49 @@ def applied_broker_configs(release: str, held: Mapping[str, str]) -> dict[str, s
     return {n: v for n, v in held.items() if n not in dropped}
 
 
+def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None,
+                            cluster_dynamic: Mapping[str, str]) -> list[DescribedConfig]:
+    """A broker of `release` describing its dynamic configs `node_dynamic` over the cluster's
+    `cluster_dynamic`, those it applies (`applied_broker_configs`); `node_dynamic` None: the
+    cluster's default resource, whose entries name only the cluster's values as synonyms, in
+    the order of the node's map of them (a Scala mutable.HashMap). A node's own entries (by
+    name) name every synonym it holds, down to the defaults; a secret (PASSWORD) is described
+    without its value. Static configs are not modelled (a served node has none)."""
+    entry = _entry(release)
+    cluster = applied_broker_configs(release, cluster_dynamic)
+    node = applied_broker_configs(release, node_dynamic) if node_dynamic is not None else {}
+    if node_dynamic is None:
+        names = scala_hash_map_order(sorted(cluster), string_hash)
+    else:
+        names = sorted(set(node) | set(cluster))
+    out = []
+    for name in names:
+        behind = broker_synonyms(name)
+        chain = [Synonym(n, cluster[n], DYNAMIC_DEFAULT_BROKER_CONFIG) for n in behind if n in cluster]
+        if node_dynamic is not None:
+            chain = [Synonym(n, node[n], DYNAMIC_BROKER_CONFIG) for n in behind if n in node] + chain + \
+                [Synonym(n, entry.broker_defaults[n], DEFAULT_CONFIG) for n in behind if n in entry.broker_defaults]
+        while chain and chain[0].name != name:  # (Kafka drops what comes before the config's own name)
+            chain.pop(0)
+        config_type = broker_config_type(release, name)
+        if config_type == CONFIG_TYPE_IDS["PASSWORD"]:
+            chain = [s._replace(value=None) for s in chain]
+        value = chain[0].value if chain else None
+        # (Kafka marks read-only every name it does not hold as dynamic: the quotas before 4.4)
+        read_only = entry.quota_configs_described_read_only if name in entry.quota_broker_configs \
+            else name not in entry.dynamic_broker_configs
+        out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG, config_type,
+                                   tuple(chain), None, read_only))
+    return out
+
+
 def broker_config_type(release: str, name: str) -> int:
     """The ConfigType a node of `release` describes dynamic broker config `name` with
     (PASSWORD, 9: a secret, described without its value); for a listener's own value, that of
-    the config it overrides; UNKNOWN (0) for a name it does not define."""
+    the config it overrides; UNKNOWN (0) for another name its broker configs do not define
+    (the replication quotas aside)."""
     entry = _entry(release)
-    known = entry.dynamic_broker_configs.get(name)
+    known = entry.dynamic_broker_configs.get(name, entry.quota_broker_configs.get(name))
     if known is not None:
         return known
     prefixed = _LISTENER_PREFIX.fullmatch(name)
