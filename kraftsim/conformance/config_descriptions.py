@@ -117,7 +117,7 @@ def _quota_configs(client: WireClient) -> list[dict[str, Any]]:
     if altered["Responses"][0]["ErrorCode"]:
         raise RuntimeError(f"the replication quotas were not set: {altered}")
     for _ in range(40):  # (bounded: the node applies them once its controller has committed them)
-        described = client.request("DescribeConfigs", 4, {
+        described: list[dict[str, Any]] = client.request("DescribeConfigs", 4, {
             "Resources": [{"ResourceType": BROKER_RESOURCE, "ResourceName": "1", "ConfigurationKeys": list(QUOTA_CONFIGS)}],
             "IncludeSynonyms": False, "IncludeDocumentation": False})["Results"][0]["Configs"]
         if len(described) == len(QUOTA_CONFIGS):
