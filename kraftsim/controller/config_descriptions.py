@@ -66,7 +66,7 @@ class Synonym(NamedTuple):
 
 
 class DescribedConfig(NamedTuple):
-    """One config of a DescribeConfigs answer for a topic."""
+    """One config of a DescribeConfigs answer."""
 
     name: str
     value: str | None
@@ -75,6 +75,11 @@ class DescribedConfig(NamedTuple):
     synonyms: tuple[Synonym, ...]
     documentation: str | None
     read_only: bool = False
+
+    @property
+    def sensitive(self) -> bool:
+        """A secret (PASSWORD), described without its value."""
+        return self.config_type == CONFIG_TYPE_IDS["PASSWORD"]
 
 
 class _Release(msgspec.Struct, frozen=True, kw_only=True):
@@ -110,31 +115,25 @@ class _Data(msgspec.Struct, frozen=True):
 
 @cache
 def _data() -> _Data:
+    """The data file, its entries and texts in release order."""
     text = resources.files("kraftsim.controller").joinpath("data/config_descriptions.toml").read_text("utf-8")
-    return msgspec.convert(tomllib.loads(text), _Data)
-
-
-def _latest(entries: Sequence[_Release], release: str) -> _Release:
-    key = release_name_key(release)
-    chosen = entries[0]
-    for e in sorted(entries, key=lambda e: release_name_key(e.since)):
-        if release_name_key(e.since) <= key:
-            chosen = e
-    return chosen
+    data = msgspec.convert(tomllib.loads(text), _Data)
+    return _Data(tuple(sorted(data.release, key=lambda e: release_name_key(e.since))),
+                 tuple(sorted(data.doc, key=lambda d: release_name_key(d.since))))
 
 
 @cache
 def _entry(release: str) -> _Release:
-    return _latest(_data().release, release)
+    """The entry for `release`: the last from its release or before (the first for older ones)."""
+    key, entries = release_name_key(release), _data().release
+    return next((e for e in reversed(entries) if release_name_key(e.since) <= key), entries[0])
 
 
 @cache
 def _docs(release: str) -> Mapping[str, str]:
-    key, out = release_name_key(release), {}
-    for d in sorted(_data().doc, key=lambda d: release_name_key(d.since)):
-        if release_name_key(d.since) <= key:
-            out[d.name] = d.text
-    return out
+    """Each config's documentation as of `release` (the last text from its release or before)."""
+    key = release_name_key(release)
+    return {d.name: d.text for d in _data().doc if release_name_key(d.since) <= key}
 
 
 def described_order(rule: str, names: Sequence[str]) -> list[str]:
@@ -284,7 +283,7 @@ def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None
         while chain and chain[0].name != name:  # (Kafka drops what comes before the config's own name)
             chain.pop(0)
         config_type = broker_config_type(release, name)
-        if config_type == CONFIG_TYPE_IDS["PASSWORD"]:
+        if config_type == CONFIG_TYPE_IDS["PASSWORD"]:  # (a secret: no value, here or in its synonyms)
             chain = [s._replace(value=None) for s in chain]
         value = chain[0].value if chain else None
         # (Kafka marks read-only every name it does not hold as dynamic: the quotas before 4.4)

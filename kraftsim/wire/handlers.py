@@ -171,14 +171,12 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
 
 #: DescribeConfigs' resource types.
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
-#: DescribeConfigsResponse's ConfigType of a secret (a PASSWORD config), described without its value.
-PASSWORD_TYPE = 9
 
 
 def _entries(described: list[DescribedConfig], with_synonyms: bool) -> list[Body]:
     """Described configs as DescribeConfigs' entries (a secret marked sensitive)."""
     return [{"Name": c.name, "Value": c.value, "ReadOnly": c.read_only, "ConfigSource": c.source,
-             "IsSensitive": c.config_type == PASSWORD_TYPE,
+             "IsSensitive": c.sensitive,
              "Synonyms": [{"Name": s.name, "Value": s.value, "Source": s.source} for s in c.synonyms] if with_synonyms else [],
              "ConfigType": c.config_type, "Documentation": c.documentation} for c in described]
 
