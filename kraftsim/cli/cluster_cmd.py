@@ -35,7 +35,7 @@ from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
 from kraftsim.storage.safepath import check_output_file
-from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.server_config import validate_node_configs
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,7 +71,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     create.add_argument("--config", action="append", default=[], type=node_config_arg, metavar="NAME=VALUE",
                         help="a server config every node runs with, as in server.properties: "
                              "unstable.feature.versions.enable=true (3.8 on) or unstable.metadata.versions.enable=true "
-                             "(3.7) lets the nodes format, advertise and finalize their release's unstable levels")
+                             "(3.7) lets the nodes format, advertise and finalize their release's unstable levels; "
+                             "offsets.topic.replication.factor=1 and offsets.topic.num.partitions=N decide how "
+                             "__consumer_offsets is made when a client served by `kraftsim serve` first looks for "
+                             "a group's coordinator (Kafka's defaults 3 and 50)")
     create.add_argument("--dynamic-quorum", action="store_true",
                         help="format the controllers as a KIP-853 dynamic quorum (--standalone for one, else "
                              "--initial-controllers; kraft.version 1; Kafka 3.9 on; event simulator only)")
@@ -148,7 +151,7 @@ def node_config_arg(text: str) -> tuple[str, str]:
     if not eq:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     try:
-        return next(iter(validate_unstable_configs({name.strip(): value}).items()))
+        return next(iter(validate_node_configs({name.strip(): value}).items()))
     except KraftsimError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -8,7 +8,7 @@ whoever runs it. A refusal raises SimError or KraftsimError with Kafka's text.
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import msgspec
 
@@ -50,7 +50,8 @@ RECORDS_PER_REQUEST = 10_000
 
 
 def topic_requests(sim: Simulation, count: int, partitions: int, replication_factor: int | None,
-                   prefix: str = "topic-", names: Sequence[str] | None = None) -> Iterator[list[str]]:
+                   prefix: str = "topic-", names: Sequence[str] | None = None,
+                   configs: Mapping[str, str] | None = None) -> Iterator[list[str]]:
     """Create `count` topics `<prefix><i>` (or the topics `names`) in requests of at most
     RECORDS_PER_REQUEST records (a TopicRecord and a PartitionRecord per partition each), as a
     script calling kafka-topics stays under the controller's limits ("Unable to perform
@@ -61,11 +62,12 @@ def topic_requests(sim: Simulation, count: int, partitions: int, replication_fac
     if names is not None:
         for at in range(0, len(names), per_request):
             chunk = list(names[at:at + per_request])
-            yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk)
+            yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk, configs=configs)
         return
     done = 0
     while done < count:
-        created = sim.create_topics(min(per_request, count - done), partitions, replication_factor, prefix=prefix)
+        created = sim.create_topics(min(per_request, count - done), partitions, replication_factor, prefix=prefix,
+                                    configs=configs)
         done += len(created)
         yield created
 
@@ -94,7 +96,7 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out an op as `starting` gave it; returns what it printed."""
     if isinstance(op, CreateTopics):
         return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor,
-                                                                    names=op.names)
+                                                                    names=op.names, configs=op.configs)
                 for n in created]
     if isinstance(op, DeleteTopics):
         sim.delete_topics(op.names)

@@ -37,6 +37,9 @@ class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="crea
     replication_factor: int | None = None  # default: min(3, brokers)
     #: kraftsim's addition: these names instead of `count` topics `topic-<i>` (a recorded session's topics).
     names: list[str] | None = None
+    #: kraftsim's addition: each topic's own configs (kafka-topics --config NAME=VALUE; a recorded
+    #: session's, such as those of the `__consumer_offsets` a served broker creates).
+    configs: dict[str, str] | None = None
 
     @property
     def topic_count(self) -> int:

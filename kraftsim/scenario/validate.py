@@ -39,7 +39,7 @@ from kraftsim.scenario.ops import (
     UnregisterController, Wait,
 )
 from kraftsim.storage.meta_properties import MAX_NODE_ID
-from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
 BROKER, CONTROLLER = "broker", "controller"
@@ -379,7 +379,7 @@ def _check_cluster(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
                                                 "the real cluster's)")
         return _check_from(c, check, base)
     try:
-        validate_unstable_configs(c.configs)
+        validate_node_configs(c.configs)
     except KraftsimError as e:
         raise check.fail("cluster.configs", str(e)) from None
     if isinstance(c.controllers, list):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
     MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterPartitionReassignmentsRequest,
-    AlterUserScramCredentialsRequest, CreatableTopic, EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
+    AlterUserScramCredentialsRequest, CreatableTopic, CreatableTopicConfig, EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
     ScramCredentialUpsertion, alter_client_quotas, alter_partition_reassignments, alter_user_scram_credentials,
     salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
@@ -168,8 +168,10 @@ class AdminMixin:
         return answered(self._client_request(lambda leader: self.engine.execute(rule)))
 
     def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
-                      prefix: str = "topic-", names: Sequence[str] | None = None) -> list[str]:
-        """`count` new topics `<prefix><i>` (the lowest free numbers), or the topics `names`."""
+                      prefix: str = "topic-", names: Sequence[str] | None = None,
+                      configs: Mapping[str, str] | None = None) -> list[str]:
+        """`count` new topics `<prefix><i>` (the lowest free numbers), or the topics `names`,
+        each with the topic configs `configs` (in their order, as a request lists them)."""
         brokers = [m for m in self.engine.ordered() if m.state.is_broker]
         rf = replication_factor if replication_factor is not None else min(3, len(brokers))
         if self._wait_leader() is None or self.engine.controller is None:
@@ -180,7 +182,8 @@ class AdminMixin:
             count = len(names)
         else:
             names = self.free_names.lowest(image.topics.by_name, prefix, count)
-        request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf) for n in names),
+        own = tuple(CreatableTopicConfig(k, v) for k, v in (configs or {}).items())
+        request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf, configs=own) for n in names),
                                       seed=self.seed * 1_000_003 + len(image.topics))
         result = self._controller_call(lambda ctx: create_topics(ctx, request))
         errors = [t for t in result.response.topics if t.error_code != 0]

@@ -59,7 +59,7 @@ from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.storage.reaper import settle
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
@@ -130,7 +130,7 @@ class Simulation(AdminMixin):
         settle. Ids: combined nodes 1..N, then controllers, then brokers. `dynamic_quorum`:
         a KIP-853 quorum (`--standalone` for one controller, else `--initial-controllers`;
         kraft.version 1). `configs`: server configs every node runs with (today the
-        unstable-versions ones, storage.server_config.validate_unstable_configs)."""
+        unstable-versions ones, storage.server_config.validate_node_configs)."""
         d = Path(directory)
         if controllers < 0 or brokers < 0 or combined < 0:
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
@@ -148,7 +148,7 @@ class Simulation(AdminMixin):
         except KraftsimError as e:
             raise SimError(str(e)) from None
         try:
-            node_configs = validate_unstable_configs(configs or {})
+            node_configs = validate_node_configs(configs or {})
         except KraftsimError as e:
             raise SimError(str(e)) from None
         given: dict[str, str] | msgspec.UnsetType = node_configs if node_configs else msgspec.UNSET

@@ -55,7 +55,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "safepath": ("SymlinkRefused", "check_output", "check_writable", "refuse_symlinks", "safe_file_name"),
     "scram_parser": ("scram_record",),
     "segment": ("IndexEntry", "LogSegment"),
-    "server_config": ("ServerConfig", "read_server_config", "unstable_versions_enabled", "validate_unstable_configs"),
+    "server_config": ("ServerConfig", "read_server_config", "unstable_versions_enabled", "validate_node_configs",
+                      "group_coordinator_config", "OFFSETS_TOPIC_PARTITIONS", "OFFSETS_TOPIC_REPLICATION_FACTOR"),
     "snapshot": (
         "SNAPSHOT_APPEND_RECORDS", "SnapshotFile", "SnapshotWriter", "latest_snapshot", "list_snapshots",
         "read_snapshot", "read_snapshot_header", "write_snapshot",
@@ -145,7 +146,12 @@ if TYPE_CHECKING:
     )
     from kraftsim.storage.scram_parser import scram_record as scram_record
     from kraftsim.storage.segment import IndexEntry as IndexEntry, LogSegment as LogSegment
-    from kraftsim.storage.server_config import ServerConfig as ServerConfig, read_server_config as read_server_config
+    from kraftsim.storage.server_config import (
+        OFFSETS_TOPIC_PARTITIONS as OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR as
+        OFFSETS_TOPIC_REPLICATION_FACTOR, ServerConfig as ServerConfig, group_coordinator_config as
+        group_coordinator_config, read_server_config as read_server_config, unstable_versions_enabled as
+        unstable_versions_enabled, validate_node_configs as validate_node_configs,
+    )
     from kraftsim.storage.snapshot import (
         SNAPSHOT_APPEND_RECORDS as SNAPSHOT_APPEND_RECORDS, SnapshotFile as SnapshotFile, SnapshotWriter as
         SnapshotWriter, latest_snapshot as latest_snapshot, list_snapshots as list_snapshots, read_snapshot as

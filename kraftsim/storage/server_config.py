@@ -172,20 +172,57 @@ def unstable_versions_enabled(catalog: Catalog, configs: Mapping[str, str]) -> b
     return False if name is None else _boolean(configs, name)
 
 
-def validate_unstable_configs(configs: Mapping[str, object]) -> dict[str, str]:
-    """A simulated node's configs as server.properties texts: only UNSTABLE_CONFIGS, each a
-    boolean (true/false, or the text of one), so every release reading either name can."""
+#: A broker's group-coordinator configs a simulated node takes, with Kafka's defaults: how
+#: `__consumer_offsets` is created when a client first looks for a group's coordinator
+#: (KafkaConfig's offsets.topic.num.partitions, an INT, and offsets.topic.replication.factor,
+#: a SHORT, both at least 1). A one-broker cluster needs the factor 1, as on a real one.
+OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR = "offsets.topic.num.partitions", \
+    "offsets.topic.replication.factor"
+GROUP_COORDINATOR_CONFIGS: dict[str, tuple[int, int, str]] = {  # name: (default, bits, Kafka's type)
+    OFFSETS_TOPIC_PARTITIONS: (50, 32, "INT"), OFFSETS_TOPIC_REPLICATION_FACTOR: (3, 16, "SHORT")}
+#: Every server config a simulated node takes.
+NODE_CONFIGS = (*UNSTABLE_CONFIGS, *GROUP_COORDINATOR_CONFIGS)
+
+
+def validate_node_configs(configs: Mapping[str, object]) -> dict[str, str]:
+    """A simulated node's configs as server.properties texts: only NODE_CONFIGS, each checked
+    as KafkaConfig checks it (the unstable-versions ones booleans, true/false or the text of
+    one, so every release reading either name can; the group coordinator's integers of their
+    type, at least 1)."""
     out = {}
     for name, value in configs.items():
-        if name not in UNSTABLE_CONFIGS:
+        if name not in NODE_CONFIGS:
             raise KraftsimError(f"node config {name!r} is not one kraftsim simulates (it simulates "
-                                f"{' and '.join(UNSTABLE_CONFIGS)})")
+                                f"{', '.join(NODE_CONFIGS[:-1])} and {NODE_CONFIGS[-1]})")
+        if name in GROUP_COORDINATOR_CONFIGS:
+            if isinstance(value, bool) or not isinstance(value, (int, str)):
+                raise KraftsimError(f"node config {name}: expected a number, got {value!r}")
+            out[name] = str(value).strip()
+            _at_least_one(out, name)
+            continue
         text = str(value).lower() if isinstance(value, bool) else value
         if not isinstance(text, str):
             raise KraftsimError(f"node config {name}: expected true or false, got {value!r}")
         _boolean({name: text}, name)
         out[name] = text.strip()
     return out
+
+
+def group_coordinator_config(configs: Mapping[str, str], name: str) -> int:
+    """A node's group-coordinator config `name` (GROUP_COORDINATOR_CONFIGS) from its checked
+    configs, or Kafka's default."""
+    return _at_least_one(configs, name) if name in configs else GROUP_COORDINATOR_CONFIGS[name][0]
+
+
+def _at_least_one(props: Mapping[str, str], name: str) -> int:
+    _, bits, type_name = GROUP_COORDINATOR_CONFIGS[name]
+    text = props[name].strip()
+    value = parse_int(text, bits)
+    if value is None:
+        raise KraftsimError(f"Invalid value {text} for configuration {name}: Not a number of type {type_name}")
+    if value < 1:
+        raise KraftsimError(f"Invalid value {value} for configuration {name}: Value must be at least 1")
+    return value
 
 
 def _boolean(props: Mapping[str, str], name: str) -> bool:

@@ -120,7 +120,7 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
     if isinstance(result, tuple):
         return {"Topics": [{"Name": t.name, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for t in topics]}
     answers = []
-    made: dict[tuple[int, int], list[str]] = {}
+    made: dict[tuple[int, int, tuple[tuple[str, str], ...]], list[str]] = {}
     asked = {t.name: t for t in topics}
     for r in result.response.topics:
         answers.append({"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message,
@@ -128,10 +128,19 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
         if version >= 5 and r.error_code == 0:
             answers[-1]["Configs"] = _created_configs(served, listener, asked[r.name])
         if r.error_code == 0 and not validate_only:
-            made.setdefault((r.num_partitions, r.replication_factor), []).append(r.name)
-    for (partitions, rf), names in made.items():
-        served.record("create-topics", {"names": names, "partitions": partitions, "replication_factor": rf}, at)
+            own = tuple((c.name, c.value or "") for c in asked[r.name].configs)
+            made.setdefault((r.num_partitions, r.replication_factor, own), []).append(r.name)
+    for (partitions, rf, own), names in made.items():
+        record_created(served, names, partitions, rf, dict(own), at)
     return {"Topics": answers}
+
+
+def record_created(served: ServedCluster, names: list[str], partitions: int, replication_factor: int,
+                   configs: Mapping[str, str], at: int) -> None:
+    """The `create-topics` step of topics the controller created (with their own configs: a
+    replay makes the same records)."""
+    served.record("create-topics", {"names": names, "partitions": partitions, "replication_factor": replication_factor,
+                                    "configs": dict(configs) or None}, at)
 
 
 def _created_configs(served: ServedCluster, listener: Listener, topic: CreatableTopic) -> list[Body]:
@@ -275,8 +284,7 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
         served.anchor()
         made = [r.name for r in result.response.topics if r.error_code == 0] if result and result.response else []
         if made:
-            served.record("create-topics", {"names": made, "partitions": AUTO_CREATE_PARTITIONS,
-                                            "replication_factor": AUTO_CREATE_REPLICATION_FACTOR}, at)
+            record_created(served, made, AUTO_CREATE_PARTITIONS, AUTO_CREATE_REPLICATION_FACTOR, {}, at)
     return answer
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from kraftsim.sim import Simulation, SimConfig
-from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.testing import ClusterShape
 from kraftsim.wire.recording import Recorder
 from kraftsim.wire.served import Listener, ServedCluster
@@ -115,7 +115,7 @@ def serve(target: str | Path | None = None, *, controllers: int = 0, brokers: in
                                 policy=policy, config=config, durable=False, configs=configs)
         shape = ClusterShape(controllers=controllers, brokers=brokers, release=release,
                              release_version=release_version, features=dict(features or {}), combined=combined,
-                             configs=validate_unstable_configs(configs or {}))
+                             configs=validate_node_configs(configs or {}))
         if commands is not None:
             sim.save()  # a cluster directory from the start: the commands sent to it open it
         rec = Recorder(name="served cluster", seed=seed, policy=policy, shape=shape, origin_ms=sim.now_ms)

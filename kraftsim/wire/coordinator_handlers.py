@@ -1,25 +1,61 @@
-"""ListGroups and ListTransactions (`kafka-consumer-groups --list`, `kafka-transactions list`),
-answered as a broker whose group and transaction coordinators hold nothing answers them.
+"""A broker's group and transaction coordinators, as they answer on a cluster that never served
+a group or a transaction: ListGroups and ListTransactions (`kafka-consumer-groups --list`,
+`kafka-transactions list`), FindCoordinator, DescribeGroups, ConsumerGroupDescribe,
+OffsetFetch (`kafka-consumer-groups --describe`) and DeleteGroups (`--delete`).
 
 A served cluster carries metadata only: it serves no request that makes a group or a
-transaction (JoinGroup, ConsumerGroupHeartbeat, OffsetCommit, InitProducerId, ...), and none
-of `__consumer_offsets` and `__transaction_state` exists, so no coordinator partition is
-loading. Kafka's coordinators then answer every listing with no error and nothing listed,
-whatever its state or type filters. A transaction listing Kafka would judge further is not
-carried out rather than answered wrongly: state names (which it checks against its own
-TransactionState names, per release) and a transactional-id pattern (a regular expression it
-compiles with RE2/J, whose refusal text kraftsim cannot reproduce).
+transaction (JoinGroup, ConsumerGroupHeartbeat, OffsetCommit, InitProducerId, ...), so every
+group is one its coordinator does not know. What the metadata does hold is the coordinators'
+topic: the first FindCoordinator of a group key on a cluster without `__consumer_offsets` makes
+the broker ask the controller to create it (offsets.topic.num.partitions, offsets.topic.
+replication.factor, and the group coordinator's three topic configs) and answer
+COORDINATOR_NOT_AVAILABLE; once it exists, a group's coordinator is the leader of partition
+abs(hash(group id)) % partitions. A one-broker cluster needs `--config
+offsets.topic.replication.factor=1` (Kafka's default, 3, cannot be placed there: every lookup
+then answers COORDINATOR_NOT_AVAILABLE until the client gives up, as on a real one).
+
+Releases before 4.0 run the old group coordinator (ConsumerGroupDescribe refused with
+UNSUPPORTED_VERSION); 4.0 on the new one. Unknown groups are described Dead, with no
+offsets, and cannot be deleted (GROUP_ID_NOT_FOUND); a node that does not lead a group's
+partition answers NOT_COORDINATOR for it.
+Not carried out: transaction and share-group coordinators (FindCoordinator of those keys), a
+transaction listing Kafka would judge further (state names, which it checks against its own
+TransactionState names per release, and a transactional-id pattern, which it compiles with
+RE2/J, whose refusal text kraftsim cannot reproduce), and OffsetFetch of named topics by id
+(v10).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kraftsim.wire.handlers import Body, Handler, NotCarriedOut
-from kraftsim.wire.served import Listener, ServedCluster
+from kraftsim.controller import CreatableTopic, CreatableTopicConfig
+from kraftsim.javacompat import concurrent_hash_map_order, signed32, string_hash
+from kraftsim.storage import OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR, group_coordinator_config
+from kraftsim.versions import release_name_key
+from kraftsim.wire.admin_handlers import record_created, refusal
+from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
+from kraftsim.wire.served import BROKER, Listener, ServedCluster
 
-LIST_GROUPS_KEY, LIST_TRANSACTIONS_KEY = 16, 66
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataImage
+
+LIST_GROUPS_KEY, LIST_TRANSACTIONS_KEY, FIND_COORDINATOR_KEY = 16, 66, 10
+OFFSET_FETCH_KEY, DESCRIBE_GROUPS_KEY, CONSUMER_GROUP_DESCRIBE_KEY, DELETE_GROUPS_KEY = 9, 15, 69, 42
+GROUP_METADATA_TOPIC = "__consumer_offsets"
+#: FindCoordinator's KeyType of a group (1: a transactional id, 2: a share group).
+GROUP_KEY_TYPE = 0
+#: The configs the group coordinator gives `__consumer_offsets` (the same 3.3 to 4.4), in the
+#: order of the java.util.Properties it builds them in.
+GROUP_METADATA_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer",
+                                "segment.bytes": "104857600"}
+#: Errors.message() of the errors answered here in FindCoordinator before v4 (Errors.NONE's is its name).
+_ERROR_MESSAGES = {"NONE": "NONE", "COORDINATOR_NOT_AVAILABLE": "The coordinator is not available."}
+#: DescribeGroups' AuthorizedOperations when not asked for (Integer.MIN_VALUE).
+_NO_OPERATIONS = -2**31
+#: OffsetFetch's CommittedOffset and CommittedLeaderEpoch of a partition without an offset.
+_NO_OFFSET = -1
 
 
 def list_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
@@ -34,4 +70,162 @@ def list_transactions(served: ServedCluster, listener: Listener, version: int, b
     return {"ErrorCode": 0, "UnknownStateFilters": [], "TransactionStates": []}
 
 
-HANDLERS: dict[int, Handler] = {LIST_GROUPS_KEY: list_groups, LIST_TRANSACTIONS_KEY: list_transactions}
+def _new_coordinator(served: ServedCluster, listener: Listener) -> bool:
+    """Whether the node runs the group coordinator of KIP-848 (its default from 4.0)."""
+    return release_name_key(release_of(served, listener)) >= (4, 0, 0)
+
+
+def _coordinator_of(served: ServedCluster, image: MetadataImage | None, group: str) -> tuple[str, int | None]:
+    """(error name, coordinator node) of `group` in the node's image as a request found it:
+    the alive leader of its `__consumer_offsets` partition (COORDINATOR_NOT_AVAILABLE without
+    the topic or such a leader)."""
+    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
+    if image is None or topic is None:
+        return "COORDINATOR_NOT_AVAILABLE", None
+    partition = topic.partitions.get(_partition_for(group, len(topic.partitions)))
+    leader = partition.leader if partition is not None else -1
+    broker = image.cluster.brokers.get(leader)
+    if broker is None or broker.fenced or served.port_of(leader, BROKER) is None:
+        return "COORDINATOR_NOT_AVAILABLE", None
+    return "NONE", leader
+
+
+def _lookup_image(served: ServedCluster, listener: Listener) -> MetadataImage | None:
+    """The node's image a FindCoordinator is answered from; without `__consumer_offsets` in
+    it, the topic's creation is asked of the controller (once the broker can reach it), which
+    a later request sees: Kafka's broker creates it in the background, so the request that
+    asked still answers from the image without it."""
+    image = served.sim.image(listener.node_id)
+    if image is None or image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) is None:
+        _create_group_metadata_topic(served, listener)
+    return image
+
+
+def _partition_for(group: str, partitions: int) -> int:
+    """Utils.abs(groupId.hashCode()) % partitions (abs of Integer.MIN_VALUE is 0)."""
+    h = signed32(string_hash(group))
+    return (0 if h == -2**31 else abs(h)) % partitions
+
+
+def _create_group_metadata_topic(served: ServedCluster, listener: Listener) -> None:
+    """`__consumer_offsets` as the broker's AutoTopicCreationManager asks the controller for it
+    (with the node's offsets.topic.* configs), recorded as a create-topics step once made."""
+    if refusal(served, listener) is not None:
+        return
+    node = served.sim.running_node(listener.node_id)
+    assert node is not None
+    own = node.state.config_texts
+    partitions = group_coordinator_config(own, OFFSETS_TOPIC_PARTITIONS)
+    factor = group_coordinator_config(own, OFFSETS_TOPIC_REPLICATION_FACTOR)
+    configs = {k: GROUP_METADATA_TOPIC_CONFIGS[k] for k in concurrent_hash_map_order(list(GROUP_METADATA_TOPIC_CONFIGS))}
+    at = served.sim.now_ms
+    result = served.sim.send_create_topics([CreatableTopic(GROUP_METADATA_TOPIC, partitions, factor, configs=tuple(
+        CreatableTopicConfig(k, v) for k, v in configs.items()))])
+    served.anchor()
+    if result is not None and result.response is not None and all(t.error_code == 0 for t in result.response.topics):
+        record_created(served, [GROUP_METADATA_TOPIC], partitions, factor, configs, at)
+
+
+def find_coordinator(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """A group's coordinator (v4 on: each key of the batch in turn); other key types are not
+    carried out."""
+    key_type = int(body.get("KeyType", GROUP_KEY_TYPE)) if version >= 1 else GROUP_KEY_TYPE
+    if key_type != GROUP_KEY_TYPE:
+        raise NotCarriedOut(f"FindCoordinator of key type {key_type} (transaction and share coordinators)")
+    image = _lookup_image(served, listener)
+    if version >= 4:
+        coordinators = []
+        for key in body.get("CoordinatorKeys", []):
+            error, node = _coordinator_of(served, image, key)
+            coordinators.append({"Key": key, "ErrorCode": code(error), "ErrorMessage": "",
+                                 **_node_fields(served, node)})
+        return {"Coordinators": coordinators}
+    error, node = _coordinator_of(served, image, body.get("Key") or "")
+    return {"ErrorCode": code(error), "ErrorMessage": _ERROR_MESSAGES[error], **_node_fields(served, node)}
+
+
+def _node_fields(served: ServedCluster, node: int | None) -> Body:
+    """NodeId, Host and Port of a coordinator, or of Node.noNode()."""
+    port = served.port_of(node, BROKER) if node is not None else None
+    if node is None or port is None:
+        return {"NodeId": -1, "Host": "", "Port": -1}
+    return {"NodeId": node, "Host": served.host, "Port": port}
+
+
+def _coordinator_error(served: ServedCluster, listener: Listener, group: str) -> str | None:
+    """Why the listener's node cannot answer for `group` (NOT_COORDINATOR: it does not lead
+    the group's partition), or None."""
+    image = served.sim.image(listener.node_id)
+    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
+    if topic is None:
+        return "NOT_COORDINATOR"
+    p = topic.partitions.get(_partition_for(group, len(topic.partitions)))
+    return None if p is not None and p.leader == listener.node_id else "NOT_COORDINATOR"
+
+
+def _not_found(group: str) -> str:
+    """The new group coordinator's text for a group it does not know."""
+    return f"Group {group} not found."
+
+
+def describe_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """Every group asked for, none of which its coordinator knows: Dead, without members (from
+    v6, KIP-1043, also GROUP_ID_NOT_FOUND with the new coordinator's text)."""
+    groups = []
+    for group in body.get("Groups", []):
+        error = _coordinator_error(served, listener, group)
+        unknown = error is None and version >= 6
+        groups.append({"ErrorCode": code(error or ("GROUP_ID_NOT_FOUND" if unknown else "NONE")),
+                       "ErrorMessage": _not_found(group) if unknown else None, "GroupId": group,
+                       "GroupState": "" if error else "Dead", "ProtocolType": "", "ProtocolData": "", "Members": [],
+                       "AuthorizedOperations": _NO_OPERATIONS})
+    return {"Groups": groups}
+
+
+def consumer_group_describe(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """KIP-848's describe: refused with UNSUPPORTED_VERSION by the old coordinator (before 4.0);
+    the new one does not know the group (GROUP_ID_NOT_FOUND), and the admin client falls back
+    to DescribeGroups."""
+    new = _new_coordinator(served, listener)
+    groups = []
+    for group in body.get("GroupIds", []):
+        error = "UNSUPPORTED_VERSION" if not new else (_coordinator_error(served, listener, group) or "GROUP_ID_NOT_FOUND")
+        groups.append({"ErrorCode": code(error), "ErrorMessage": _not_found(group) if error == "GROUP_ID_NOT_FOUND" else None,
+                       "GroupId": group, "GroupState": "", "GroupEpoch": 0, "AssignmentEpoch": 0, "AssignorName": "",
+                       "Members": [], "AuthorizedOperations": _NO_OPERATIONS})
+    return {"Groups": groups}
+
+
+def delete_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """Every group named is one its coordinator does not know: GROUP_ID_NOT_FOUND."""
+    return {"Results": [{"GroupId": g, "ErrorCode": code(_coordinator_error(served, listener, g) or "GROUP_ID_NOT_FOUND")}
+                        for g in body.get("GroupsNames", [])]}
+
+
+def offset_fetch(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    """A group's committed offsets: none (every partition named, without an offset; no topic
+    when all are asked for). v8 on: each group of the batch."""
+    if version >= 8:
+        return {"Groups": [_group_offsets(served, listener, version, g.get("GroupId") or "", g.get("Topics"))
+                           for g in body.get("Groups", [])]}
+    answer = _group_offsets(served, listener, version, body.get("GroupId") or "", body.get("Topics"))
+    return {"Topics": answer["Topics"], "ErrorCode": answer["ErrorCode"]}
+
+
+def _group_offsets(served: ServedCluster, listener: Listener, version: int, group: str,
+                   topics: list[Mapping[str, Any]] | None) -> Body:
+    error = _coordinator_error(served, listener, group)
+    if error is not None:
+        return {"GroupId": group, "Topics": [], "ErrorCode": code(error)}
+    if topics and version >= 10:
+        raise NotCarriedOut("OffsetFetch of named topics by id (v10)")
+    return {"GroupId": group, "ErrorCode": 0, "Topics": [
+        {"Name": t.get("Name"), "Partitions": [
+            {"PartitionIndex": p, "CommittedOffset": _NO_OFFSET, "CommittedLeaderEpoch": _NO_OFFSET, "Metadata": "",
+             "ErrorCode": 0} for p in t.get("PartitionIndexes", [])]} for t in topics or ()]}
+
+
+HANDLERS: dict[int, Handler] = {LIST_GROUPS_KEY: list_groups, LIST_TRANSACTIONS_KEY: list_transactions,
+                                FIND_COORDINATOR_KEY: find_coordinator, DESCRIBE_GROUPS_KEY: describe_groups,
+                                CONSUMER_GROUP_DESCRIBE_KEY: consumer_group_describe, OFFSET_FETCH_KEY: offset_fetch,
+                                DELETE_GROUPS_KEY: delete_groups}

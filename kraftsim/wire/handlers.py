@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 Body = dict[str, Any]
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
 METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
+#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
 ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
 
@@ -123,7 +125,8 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                           "LeaderId": p.leader if leader_alive else -1, "LeaderEpoch": p.leader_epoch,
                           "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
                           "OfflineReplicas": [r for r in p.replicas if r not in alive]})
-        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": False, "Partitions": parts})
+        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in INTERNAL_TOPICS,
+                           "Partitions": parts})
     return {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers], "ClusterId": served.sim.cluster_id,
             "ControllerId": brokers[0].id if brokers else -1, "Topics": sorted(out_topics, key=lambda t: t["Name"] or "")}
 
@@ -257,7 +260,7 @@ def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str
     raise NotCarriedOut(f"DescribeConfigs of resource type {rtype} (other than topics and brokers)")
 
 
-__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster",
+__all__ = ["API_VERSIONS_KEY", "INTERNAL_TOPICS", "Body", "Handler", "api_versions", "code", "describe_cluster",
            "describe_configs",
            "metadata", "serves",
            "unsupported_api_versions"]

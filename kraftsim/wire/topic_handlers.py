@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import topic_name_error
 from kraftsim.wire.admin_handlers import refusal
-from kraftsim.wire.handlers import Body, Handler, code
+from kraftsim.wire.handlers import INTERNAL_TOPICS, Body, Handler, code
 from kraftsim.wire.served import Listener, ServedCluster
 
 if TYPE_CHECKING:
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 LIST_PARTITION_REASSIGNMENTS_KEY, DESCRIBE_TOPIC_PARTITIONS_KEY = 46, 75
 #: Kafka's max.request.partition.size.limit default: the most partitions one answer carries.
 MAX_PARTITIONS = 2000
-#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def _invalid(names: list[str]) -> Body:

@@ -98,7 +98,11 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "AlterUserScramCredentialsRequest", "AlterUserScramCredentialsResponse",
                      "ElectLeadersRequest", "ElectLeadersResponse",
                      "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse",
-                     "DescribeLogDirsRequest", "DescribeLogDirsResponse"}
+                     "DescribeLogDirsRequest", "DescribeLogDirsResponse",
+                     "FindCoordinatorRequest", "FindCoordinatorResponse",
+                     "DescribeGroupsRequest", "DescribeGroupsResponse",
+                     "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
+                     "OffsetFetchRequest", "OffsetFetchResponse", "DeleteGroupsRequest", "DeleteGroupsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

@@ -16,7 +16,9 @@ users, the default user, a user and client together, an IP) and SCRAM credential
 refuses the node's replication throttle rates through its broker listener; kafka-leader-election elects
 every partition, one partition and one that does not exist;
 kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-consumer-groups and
-kafka-transactions list groups and transactions (none);
+kafka-transactions list groups and transactions (none); kafka-consumer-groups describes and deletes
+a group no coordinator knows, whose lookup creates `__consumer_offsets` (then described by
+kafka-topics);
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -189,6 +191,13 @@ RUNS: list[tuple[str, str, list[str]]] = [
     # ListGroups and ListTransactions: a cluster that never served a group or a transaction lists none
     ("consumer-groups --list", "consumer-groups", _bs("--list")),
     ("consumer-groups --list --state", "consumer-groups", _bs("--list", "--state", "Stable")),
+    # FindCoordinator creates __consumer_offsets (both nodes run with offsets.topic.replication.factor=1);
+    # the group is one its coordinator does not know: described, its members and state, and deleted
+    ("consumer-groups --describe", "consumer-groups", _bs("--describe", "--group", "g1")),
+    ("consumer-groups --describe --members", "consumer-groups", _bs("--describe", "--group", "g1", "--members")),
+    ("consumer-groups --describe --state", "consumer-groups", _bs("--describe", "--group", "g1", "--state")),
+    ("consumer-groups --delete", "consumer-groups", _bs("--delete", "--group", "g1")),
+    ("topics --describe __consumer_offsets", "topics", _bs("--describe", "--topic", "__consumer_offsets")),
     ("transactions list", "transactions", _bs("list")),
 ]
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
@@ -281,7 +290,8 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
 #: retention.ms and the cluster default's dynamic configs with synonyms and types, and three of node 1's (one
 #: at a time: Kafka lists a node's in the order of all its configs); a validate-only topic's configs as the
 #: controller answers them (CreateTopics v5 on); client c1's quotas, alice's and bob's SCRAM
-#: credentials, an empty validate-only feature update (each field's default where Kafka sets none). (Not
+#: credentials, an empty validate-only feature update (each field's default where Kafka sets none), two
+#: groups no coordinator knows described and their offsets fetched (all, and two partitions). (Not
 #: every quota at once: kraftsim lists entities in another order.)
 WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 2, "ResourceName": "t", "ConfigurationKeys": None}],
@@ -302,6 +312,9 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
                                  "Strict": True}),
     ("DescribeUserScramCredentials", 0, {"Users": [{"Name": "alice"}, {"Name": "bob"}]}),
     ("UpdateFeatures", 1, {"FeatureUpdates": [], "ValidateOnly": True}),
+    ("DescribeGroups", 5, {"Groups": ["g1", "g2"]}),
+    ("OffsetFetch", 8, {"Groups": [{"GroupId": "g1", "Topics": None},
+                                   {"GroupId": "g2", "Topics": [{"Name": "t", "PartitionIndexes": [0, 1]}]}]}),
 ]
 
 
@@ -355,7 +368,8 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
 def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
     from kraftsim.wire import serve
 
-    with serve(combined=1, release=dist.release.line) as k:  # the line's newest release kraftsim knows
+    with serve(combined=1, release=dist.release.line,  # the line's newest release kraftsim knows
+               configs={"offsets.topic.replication.factor": 1}) as k:  # (as the live node runs)
         return run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers), raw_answers(k.bootstrap_servers, lambda: None)
 
 

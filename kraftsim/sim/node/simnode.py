@@ -89,7 +89,7 @@ class NodeState(msgspec.Struct, kw_only=True):
     #: Why the node is down, or why its last registration was refused (Kafka's text).
     note: str | None = None
     #: The node's own server configs kraftsim simulates, as server.properties texts
-    #: (storage.server_config.UNSTABLE_CONFIGS); left out of saved state when none were given.
+    #: (storage.server_config.NODE_CONFIGS); left out of saved state when none were given.
     configs: dict[str, str] | msgspec.UnsetType = msgspec.UNSET
 
     @property

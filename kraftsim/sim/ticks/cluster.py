@@ -46,7 +46,7 @@ from kraftsim.storage import (
 from kraftsim.storage import dirlock
 from kraftsim.storage.bootstrap_start import bootstrap_start_refusal
 from kraftsim.storage.fileio import atomic_write
-from kraftsim.storage.server_config import validate_unstable_configs
+from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.reaper import settle
 from kraftsim.versions import Catalog, load_catalog
@@ -82,7 +82,7 @@ class SimCluster(TickLifecycleMixin):
                emit: Callable[[str], None] = print, configs: Mapping[str, object] | None = None) -> "SimCluster":
         """Format every node as `kafka-storage format` would, start them, elect a leader and
         let the cluster settle: controllers 1..N, brokers N+1..N+M. `configs`: the server
-        configs every node runs with (storage.server_config.validate_unstable_configs)."""
+        configs every node runs with (storage.server_config.validate_node_configs)."""
         d = Path(directory)
         if controllers < 1:
             raise ClusterError("a cluster needs at least one controller (--controllers N, N >= 1)")
@@ -97,7 +97,7 @@ class SimCluster(TickLifecycleMixin):
         catalog = str(Path(catalog).resolve()) if catalog is not None else None  # usable from any directory
         base = load_catalog(catalog)
         base.find_release(release)  # a clear error for an unknown release
-        given = validate_unstable_configs(configs or {})
+        given = validate_node_configs(configs or {})
         ids = list(range(1, controllers + brokers + 1))
         nodes = [NodeState(id=i, roles=(CONTROLLER,) if i <= controllers else (BROKER,), release=release,
                            incarnation=incarnation_id(seed, i, 1), configs=dict(given) if given else msgspec.UNSET)
