@@ -21,7 +21,7 @@ from kraftsim.scenario import Scenario, ScenarioInvalid, load_scenario
 from kraftsim.scenario.ops import Step
 from kraftsim.scenario.recorded_failure import report_lines, result_json as recorded_json
 from kraftsim.scenario.results import StepResult, result_json
-from kraftsim.scenario.suite import SUITE_DIR, scenario_files, template
+from kraftsim.scenario.suite import SUITE_DIR, scenario_files, slow_skipped_note, template
 from kraftsim.scenario.text import seconds, step_lines, summary_lines
 from kraftsim.storage import check_output, check_writable, safe_file_name
 from kraftsim.storage.safepath import check_output_file
@@ -57,6 +57,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                           "`kraftsim spark snapshot-cost` output")
     run.add_argument("--keep", metavar="DIR", help="leave the cluster directory here (with several scenarios: "
                                                    "DIR/NAME) for `kraftsim log dump`, `replay`, `cluster status`")
+    run.add_argument("--include-slow", action="store_true",
+                     help="also run a directory's scenarios marked `slow = true` (the production-scale what-if: "
+                          "minutes and tens of GB written; left out by default, unless named on their own)")
     add_progress_flag(run)
     run.set_defaults(run=_run)
 
@@ -75,10 +78,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     new.set_defaults(run=_new)
 
 
-def _load_all(paths: list[str]) -> list[Scenario] | None:
-    """Every file checked before anything runs; None (after printing why) if one is invalid."""
+def _load_all(paths: list[str], *, include_slow: bool = True) -> list[Scenario] | None:
+    """Every file checked before anything runs; None (after printing why) if one is invalid.
+    Without `include_slow`, a directory's slow scenarios are left out (said on stderr)."""
     try:
-        files = scenario_files([Path(p) for p in paths])
+        files = scenario_files([Path(p) for p in paths], include_slow=include_slow,
+                               on_skip=lambda f: print(slow_skipped_note(f), file=sys.stderr))
     except ScenarioInvalid as e:
         print(f"kraftsim: error: {e}", file=sys.stderr)
         return None
@@ -116,7 +121,7 @@ def _run(args: argparse.Namespace) -> int:
     from kraftsim.scenario.runner import run_scenario  # the simulator loads only when something runs
     from kraftsim.sim.node.format import new_cluster_directory_problem
 
-    scenarios = _load_all(args.paths)
+    scenarios = _load_all(args.paths, include_slow=args.include_slow)
     if scenarios is None:
         return EXIT_INVALID
     many = len(scenarios) > 1

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.cli.common import bounded_int
-from kraftsim.errors import KraftsimError, UsageError
+from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 from kraftsim.storage.safepath import check_output_file
 
 
@@ -31,11 +31,21 @@ def _speed(text: str) -> float:
     return value
 
 
+def _host(text: str) -> str:
+    """One address to bind to and advertise: clients connect to what the ready line names, so
+    an empty one (every interface, advertised as nothing) is refused."""
+    host = text.strip().removeprefix("[").removesuffix("]")
+    if not host:
+        raise argparse.ArgumentTypeError("expected an address clients can connect to, such as 127.0.0.1")
+    return host
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("serve", help="serve a simulated cluster over Kafka's protocol to real Kafka tools and clients")
     p.add_argument("target", metavar="TARGET", help="a cluster directory (`kraftsim cluster create`) or a scenario file "
                                                      "(its cluster is created and its steps run first)")
-    p.add_argument("--host", default="127.0.0.1", help="the address every listener binds to (default 127.0.0.1)")
+    p.add_argument("--host", type=_host, default="127.0.0.1",
+                   help="the address every listener binds to and advertises (default 127.0.0.1)")
     p.add_argument("--ready-file", metavar="PATH", help="write the addresses as JSON here (atomically) once ready")
     p.add_argument("--speed", type=_speed, default=1.0, metavar="X",
                    help="simulated ms per wall-clock ms (default 1)")
@@ -75,6 +85,8 @@ def _run(args: argparse.Namespace) -> int:
             check_output_file(Path(path), _served_entries(Path(args.target)), flag=flag)
     try:
         opened = open_target(args.target, args.keep)
+    except ClusterBusyError:  # another command holds it: try again later (exit 75), as every command says
+        raise
     except KraftsimError as e:  # a target that cannot be served as given is bad input (exit 2)
         raise UsageError(str(e)) from None
     session = Session(opened, host=args.host, speed=args.speed, record=args.record, commands=CliCommands(),

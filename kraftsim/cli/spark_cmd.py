@@ -214,6 +214,9 @@ def _register_sweep(jobs: argparse._SubParsersAction[argparse.ArgumentParser]) -
     p.add_argument("--no-driver-runs", action="store_true",
                    help="every run in a Spark task (by default the driver runs the lightest runs while Spark "
                         "starts and its first tasks start, where a small machine's cores would idle)")
+    p.add_argument("--include-slow", action="store_true",
+                   help="also sweep a directory's scenarios marked `slow = true` (left out by default, unless "
+                        "named on their own)")
     p.add_argument("--no-plots", action="store_true", help="do not draw the plots")
     p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
     p.add_argument("--json", action="store_true",
@@ -225,10 +228,11 @@ def run_sweep(args: argparse.Namespace) -> int:
     from kraftsim.pipeline.sweep import engine
     from kraftsim.pipeline.sweep.runs import parse_seeds, sweep_inputs
     from kraftsim.pipeline.sweep.summary import summary_text, write_plots
-    from kraftsim.scenario.suite import scenario_files
+    from kraftsim.scenario.suite import scenario_files, slow_skipped_note
 
     seeds = parse_seeds(args.seeds)
-    files = scenario_files([Path(s) for s in args.scenarios])
+    files = scenario_files([Path(s) for s in args.scenarios], include_slow=args.include_slow,
+                           on_skip=lambda f: print(slow_skipped_note(f), file=sys.stderr))
     if not files:
         raise KraftsimError("no scenario files found in " + ", ".join(args.scenarios))
     items = sweep_inputs(files, seeds, args.faults)

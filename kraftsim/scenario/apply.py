@@ -51,23 +51,27 @@ RECORDS_PER_REQUEST = 10_000
 
 def topic_requests(sim: Simulation, count: int, partitions: int, replication_factor: int | None,
                    prefix: str = "topic-", names: Sequence[str] | None = None,
-                   configs: Mapping[str, str] | None = None) -> Iterator[list[str]]:
+                   configs: Mapping[str, str] | None = None,
+                   assignments: Sequence[Sequence[int]] | None = None) -> Iterator[list[str]]:
     """Create `count` topics `<prefix><i>` (or the topics `names`) in requests of at most
     RECORDS_PER_REQUEST records (a TopicRecord and a PartitionRecord per partition each), as a
     script calling kafka-topics stays under the controller's limits ("Unable to perform
     excessively large batch operation.", and "Excessively large number of partitions per
     request." from 3.9.1; a single topic larger than that is still refused): the names each
     request created, once it is saved."""
+    if assignments is not None:
+        partitions = len(assignments)
     per_request = max(1, RECORDS_PER_REQUEST // (partitions + 1))
     if names is not None:
         for at in range(0, len(names), per_request):
             chunk = list(names[at:at + per_request])
-            yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk, configs=configs)
+            yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk, configs=configs,
+                                    assignments=assignments)
         return
     done = 0
     while done < count:
         created = sim.create_topics(min(per_request, count - done), partitions, replication_factor, prefix=prefix,
-                                    configs=configs)
+                                    configs=configs, assignments=assignments)
         done += len(created)
         yield created
 
@@ -96,7 +100,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out an op as `starting` gave it; returns what it printed."""
     if isinstance(op, CreateTopics):
         return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor,
-                                                                    names=op.names, configs=op.configs)
+                                                                    names=op.names, configs=op.configs,
+                                                                    assignments=op.assignments)
                 for n in created]
     if isinstance(op, DeleteTopics):
         sim.delete_topics(op.names)

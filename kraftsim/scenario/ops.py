@@ -40,11 +40,20 @@ class CreateTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="crea
     #: kraftsim's addition: each topic's own configs (kafka-topics --config NAME=VALUE; a recorded
     #: session's, such as those of the `__consumer_offsets` a served broker creates).
     configs: dict[str, str] | None = None
+    #: kraftsim's addition: each topic's replicas by partition (kafka-topics --create
+    #: --replica-assignment; a recorded session's): its partitions and replication factor are
+    #: the assignment's (`partitions` and `replication_factor` are not used).
+    assignments: list[list[int]] | None = None
 
     @property
     def topic_count(self) -> int:
         """How many topics the step creates: its `names` when given (then `count` is not used)."""
         return len(self.names) if self.names is not None else self.count
+
+    @property
+    def partition_count(self) -> int:
+        """Each topic's partitions: its `assignments`' when given."""
+        return len(self.assignments) if self.assignments is not None else self.partitions
 
 
 class DeleteTopics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="delete-topics"):

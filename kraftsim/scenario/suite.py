@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tomllib
 from importlib import resources
+from collections.abc import Callable
 from pathlib import Path
 
 from kraftsim import shipped_folder
@@ -32,10 +33,13 @@ def resolve(arg: str) -> Path:
     return shipped(arg) or path
 
 
-def scenario_files(paths: list[Path]) -> list[Path]:
+def scenario_files(paths: list[Path], *, include_slow: bool = True,
+                   on_skip: Callable[[Path], None] | None = None) -> list[Path]:
     """Files named on the command line, with each directory replaced by its *.toml files (sorted)
-    and each shipped scenario's name by its file. ScenarioInvalid for a *.toml in a directory
-    that is not a regular file."""
+    and each shipped scenario's name by its file. Without `include_slow`, a directory's files
+    marked `slow = true` (minutes and gigabytes: the production-scale what-if) are left out,
+    each told to `on_skip`; a file named on its own always runs. ScenarioInvalid for a *.toml
+    in a directory that is not a regular file."""
     out: list[Path] = []
     for p in (resolve(str(p)) for p in paths):
         if p.is_dir():
@@ -45,10 +49,20 @@ def scenario_files(paths: list[Path]) -> list[Path]:
                     raise ScenarioInvalid(str(f), None, "not a regular file (a FIFO would be waited on forever, a "
                                                         "device read without end): in a folder only regular *.toml "
                                                         "files are scenarios")
-            out += found
+                if not include_slow and is_slow(f):
+                    if on_skip is not None:
+                        on_skip(f)
+                    continue
+                out.append(f)
         else:
             out.append(p)
     return out
+
+
+def slow_skipped_note(path: Path) -> str:
+    """What a command says of a directory's slow scenario it left out."""
+    return (f"kraftsim: note: left out {path} (slow = true: name the file on its own, or pass --include-slow, "
+            "to run it)")
 
 
 def is_slow(path: Path) -> bool:

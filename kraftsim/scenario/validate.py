@@ -322,13 +322,26 @@ def _check_limits(top: ScenarioTop, check: _Checker) -> None:
     check.limits = top.limits
 
 
+def _check_assignments(assignments: list[list[int]] | None, check: _Checker, index: int) -> None:
+    """A step's `assignments` (replicas by partition): at least one partition, each with at
+    least one and at most MAX_REPLICATION broker ids in range."""
+    for i, replicas in enumerate(assignments or []):
+        if not replicas:
+            raise check.fail(f"assignments[{i}]", "expected at least one broker id", index)
+        check.non_negative(len(replicas), f"assignments[{i}]", index, 1, MAX_REPLICATION)
+        for b in replicas:
+            check.non_negative(b, f"assignments[{i}]", index, 0, MAX_NODE_ID)
+    if assignments is not None:
+        check.non_negative(len(assignments), "assignments", index, 1, MAX_PARTITIONS)
+
+
 def _check_totals(steps: list[Step], limits: Limits, check: _Checker) -> None:
     """Topics and partitions of all the create-topics steps together."""
     topics = partitions = 0
     for index, step in enumerate(steps, start=1):
         if isinstance(step, CreateTopics):
             topics += step.topic_count
-            partitions += step.topic_count * step.partitions
+            partitions += step.topic_count * step.partition_count
             if topics > limits.topics:
                 raise check.fail("count" if step.names is None else "names", f"expected at most {limits.topics:,} topics created by the whole file, "
                                           f"got {topics:,} by this step ({_raise_it('topics')})", index)
@@ -459,21 +472,16 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         check.non_negative(step.topic_count, count_key, index, 1, MAX_TOPICS)
         check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
         check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
-        check.non_negative(step.topic_count * step.partitions, f"{count_key} x partitions", index, 1, MAX_PARTITIONS)
+        _check_assignments(step.assignments, check, index)
+        check.non_negative(step.topic_count * step.partition_count, f"{count_key} x partitions", index, 1,
+                           MAX_PARTITIONS)
     elif isinstance(step, CreatePartitions):
         if not step.names:
             raise check.fail("names", "expected at least one topic name", index)
         check.non_negative(len(step.names), "names", index, 1, MAX_TOPICS)
         check.non_negative(step.count, "count", index, 1, MAX_PARTITIONS)
         check.non_negative(len(step.names) * step.count, "names x count", index, 1, MAX_PARTITIONS)
-        for i, replicas in enumerate(step.assignments or []):
-            if not replicas:
-                raise check.fail(f"assignments[{i}]", "expected at least one broker id", index)
-            check.non_negative(len(replicas), f"assignments[{i}]", index, 1, MAX_REPLICATION)
-            for b in replicas:
-                check.non_negative(b, f"assignments[{i}]", index, 0, MAX_NODE_ID)
-        if step.assignments is not None:
-            check.non_negative(len(step.assignments), "assignments", index, 1, MAX_PARTITIONS)
+        _check_assignments(step.assignments, check, index)
     elif isinstance(step, Roll):
         step = msgspec.structs.replace(step, release=check.release(step.release, "release", index))
         check.selector(step.nodes, "nodes", index)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
     MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterPartitionReassignmentsRequest,
-    AlterUserScramCredentialsRequest, CreatableTopic, CreatableTopicConfig, EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
+    AlterUserScramCredentialsRequest, CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
+    EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
     ScramCredentialUpsertion, alter_client_quotas, alter_partition_reassignments, alter_user_scram_credentials,
     salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
@@ -169,9 +170,12 @@ class AdminMixin:
 
     def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
                       prefix: str = "topic-", names: Sequence[str] | None = None,
-                      configs: Mapping[str, str] | None = None) -> list[str]:
+                      configs: Mapping[str, str] | None = None,
+                      assignments: Sequence[Sequence[int]] | None = None) -> list[str]:
         """`count` new topics `<prefix><i>` (the lowest free numbers), or the topics `names`,
-        each with the topic configs `configs` (in their order, as a request lists them)."""
+        each with the topic configs `configs` (in their order, as a request lists them) and, when
+        given, the replicas by partition `assignments` (as kafka-topics --replica-assignment
+        sends them: no partition count or replication factor of their own)."""
         brokers = [m for m in self.engine.ordered() if m.state.is_broker]
         rf = replication_factor if replication_factor is not None else min(3, len(brokers))
         if self._wait_leader() is None or self.engine.controller is None:
@@ -183,7 +187,10 @@ class AdminMixin:
         else:
             names = self.free_names.lowest(image.topics.by_name, prefix, count)
         own = tuple(CreatableTopicConfig(k, v) for k, v in (configs or {}).items())
-        request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf, configs=own) for n in names),
+        placed = tuple(CreatableReplicaAssignment(i, tuple(r)) for i, r in enumerate(assignments or ()))
+        if placed:
+            partitions, rf = -1, -1
+        request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf, placed, own) for n in names),
                                       seed=self.seed * 1_000_003 + len(image.topics))
         result = self._controller_call(lambda ctx: create_topics(ctx, request))
         errors = [t for t in result.response.topics if t.error_code != 0]

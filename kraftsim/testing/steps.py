@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the scenario runner is imported when a step runs: a served 
 
 #: Keys of each op in the order they are written (contract 4's table).
 OP_KEYS: dict[str, tuple[str, ...]] = {
-    "create-topics": ("count", "partitions", "replication_factor", "names", "configs"),
+    "create-topics": ("count", "partitions", "replication_factor", "names", "configs", "assignments"),
     "delete-topics": ("names",),
     "roll": ("release", "nodes"),
     "add-node": ("role", "release", "id"),

@@ -120,7 +120,7 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
     if isinstance(result, tuple):
         return {"Topics": [{"Name": t.name, "ErrorCode": code(result[0]), "ErrorMessage": result[1]} for t in topics]}
     answers = []
-    made: dict[tuple[int, int, tuple[tuple[str, str], ...]], list[str]] = {}
+    made: dict[tuple[int, int, tuple[tuple[str, str], ...], tuple[tuple[int, ...], ...]], list[str]] = {}
     asked = {t.name: t for t in topics}
     for r in result.response.topics:
         answers.append({"Name": r.name, "TopicId": r.topic_id, "ErrorCode": r.error_code, "ErrorMessage": r.error_message,
@@ -129,18 +129,32 @@ def create_topics(served: ServedCluster, listener: Listener, version: int, body:
             answers[-1]["Configs"] = _created_configs(served, listener, asked[r.name])
         if r.error_code == 0 and not validate_only:
             own = tuple((c.name, c.value or "") for c in asked[r.name].configs)
-            made.setdefault((r.num_partitions, r.replication_factor, own), []).append(r.name)
-    for (partitions, rf, own), names in made.items():
-        record_created(served, names, partitions, rf, dict(own), at)
+            placed = tuple(a.broker_ids for a in sorted(asked[r.name].assignments, key=lambda a: a.partition_index))
+            made.setdefault((r.num_partitions, r.replication_factor, own, placed), []).append(r.name)
+    steps = list(made.items())
+    if len(steps) > 1:  # (steps of their own would each draw the placement afresh: recorded as placed)
+        steps = [((partitions, rf, own, placed or _placement(served, name)), [name])
+                 for (partitions, rf, own, placed), names in steps for name in names]
+    for (partitions, rf, own, placed), names in steps:
+        record_created(served, names, partitions, rf, dict(own), at, placed)
     return {"Topics": answers}
 
 
+def _placement(served: ServedCluster, topic: str) -> tuple[tuple[int, ...], ...]:
+    """The replicas by partition the active controller gave a topic it just created."""
+    leader = served.sim.leader()
+    image = served.sim.image(leader) if leader is not None else None
+    found = image.topics.get_topic_by_name(topic) if image is not None else None
+    return () if found is None else tuple(tuple(p.replicas) for _, p in found.sorted_partitions())
+
+
 def record_created(served: ServedCluster, names: list[str], partitions: int, replication_factor: int,
-                   configs: Mapping[str, str], at: int) -> None:
-    """The `create-topics` step of topics the controller created (with their own configs: a
-    replay makes the same records)."""
+                   configs: Mapping[str, str], at: int, assignments: tuple[tuple[int, ...], ...] = ()) -> None:
+    """The `create-topics` step of topics the controller created (with their own configs and
+    replica assignments: a replay makes the same records)."""
     served.record("create-topics", {"names": names, "partitions": partitions, "replication_factor": replication_factor,
-                                    "configs": dict(configs) or None}, at)
+                                    "configs": dict(configs) or None,
+                                    "assignments": [list(a) for a in assignments] or None}, at)
 
 
 def _created_configs(served: ServedCluster, listener: Listener, topic: CreatableTopic) -> list[Body]:

@@ -31,7 +31,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableTopic, CreatableTopicConfig
-from kraftsim.javacompat import concurrent_hash_map_order, signed32, string_hash
+from kraftsim.javacompat import (
+    compute_if_absent_order, concurrent_hash_map_order, scala_hash_map_order, signed32, string_hash,
+)
 from kraftsim.storage import OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR, group_coordinator_config
 from kraftsim.versions import release_name_key
 from kraftsim.wire.admin_handlers import record_created, refusal
@@ -168,11 +170,36 @@ def _not_found(group: str) -> str:
     return f"Group {group} not found."
 
 
+def _partitions(served: ServedCluster, listener: Listener) -> int:
+    """How many partitions the node's group coordinator spreads groups over: those of
+    `__consumer_offsets`, or before it exists the node's offsets.topic.num.partitions."""
+    image = served.sim.image(listener.node_id)
+    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
+    if topic is not None:
+        return len(topic.partitions)
+    node = served.sim.running_node(listener.node_id)
+    return group_coordinator_config(node.state.config_texts if node is not None else {}, OFFSETS_TOPIC_PARTITIONS)
+
+
+def _by_partition(served: ServedCluster, listener: Listener, groups: list[str]) -> list[str]:
+    """`groups` in the order the new coordinator answers them: one read per partition of
+    `__consumer_offsets`, in the order of the java.util.HashMap of TopicPartition it gathers
+    them in (computeIfAbsent), each partition's groups in the order asked."""
+    partitions = _partitions(served, listener)
+    of = {g: _partition_for(g, partitions) for g in groups}
+    topic_hash = string_hash(GROUP_METADATA_TOPIC)
+    order = compute_if_absent_order(list(dict.fromkeys(of.values())),
+                                    lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
+    return [g for p in order for g in groups if of[g] == p]
+
+
 def describe_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """Every group asked for, none of which its coordinator knows: Dead, without members (from
-    v6, KIP-1043, also GROUP_ID_NOT_FOUND with the new coordinator's text)."""
-    groups = []
-    for group in body.get("Groups", []):
+    v6, KIP-1043, also GROUP_ID_NOT_FOUND with the new coordinator's text); the old
+    coordinator answers in the order asked, the new one by partition (`_by_partition`)."""
+    asked = list(body.get("Groups", []))
+    groups: list[Body] = []
+    for group in _by_partition(served, listener, asked) if _new_coordinator(served, listener) else asked:
         error = _coordinator_error(served, listener, group)
         unknown = error is None and version >= 6
         groups.append({"ErrorCode": code(error or ("GROUP_ID_NOT_FOUND" if unknown else "NONE")),
@@ -182,24 +209,34 @@ def describe_groups(served: ServedCluster, listener: Listener, version: int, bod
     return {"Groups": groups}
 
 
+def _described(group: str, error: str) -> Body:
+    return {"ErrorCode": code(error), "ErrorMessage": _not_found(group) if error == "GROUP_ID_NOT_FOUND" else None,
+            "GroupId": group, "GroupState": "", "GroupEpoch": 0, "AssignmentEpoch": 0, "AssignorName": "",
+            "Members": [], "AuthorizedOperations": _NO_OPERATIONS}
+
+
 def consumer_group_describe(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """KIP-848's describe: refused with UNSUPPORTED_VERSION by the old coordinator (before 4.0);
-    the new one does not know the group (GROUP_ID_NOT_FOUND), and the admin client falls back
-    to DescribeGroups."""
-    new = _new_coordinator(served, listener)
-    groups = []
-    for group in body.get("GroupIds", []):
-        error = "UNSUPPORTED_VERSION" if not new else (_coordinator_error(served, listener, group) or "GROUP_ID_NOT_FOUND")
-        groups.append({"ErrorCode": code(error), "ErrorMessage": _not_found(group) if error == "GROUP_ID_NOT_FOUND" else None,
-                       "GroupId": group, "GroupState": "", "GroupEpoch": 0, "AssignmentEpoch": 0, "AssignorName": "",
-                       "Members": [], "AuthorizedOperations": _NO_OPERATIONS})
-    return {"Groups": groups}
+    the new one does not know the group (GROUP_ID_NOT_FOUND; empty ids first, INVALID_GROUP_ID),
+    and the admin client falls back to DescribeGroups (measured on live 4.0.2)."""
+    asked = list(body.get("GroupIds", []))
+    if not _new_coordinator(served, listener):
+        return {"Groups": [_described(g, "UNSUPPORTED_VERSION") for g in asked]}
+    named = [g for g in asked if g]
+    return {"Groups": [_described(g, "INVALID_GROUP_ID") for g in asked if not g] +
+            [_described(g, _coordinator_error(served, listener, g) or "GROUP_ID_NOT_FOUND")
+             for g in _by_partition(served, listener, named)]}
 
 
 def delete_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
-    """Every group named is one its coordinator does not know: GROUP_ID_NOT_FOUND."""
+    """Every group named is one its coordinator does not know: GROUP_ID_NOT_FOUND, once per
+    name. The old coordinator answers from a Scala mutable.HashMap of the names, the new one by
+    partition (`_by_partition`)."""
+    asked = list(dict.fromkeys(body.get("GroupsNames", [])))  # (each group answered once, by either)
+    order = (_by_partition(served, listener, asked) if _new_coordinator(served, listener)
+             else scala_hash_map_order(asked, string_hash))
     return {"Results": [{"GroupId": g, "ErrorCode": code(_coordinator_error(served, listener, g) or "GROUP_ID_NOT_FOUND")}
-                        for g in body.get("GroupsNames", [])]}
+                        for g in order]}
 
 
 def offset_fetch(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

@@ -78,7 +78,10 @@ class ServedCluster:
         return self.sim.running_node(listener.node_id) is not None
 
     def address(self, listener: Listener) -> str:
-        return f"{self.host}:{self.ports[listener]}"
+        """host:port as clients take it (an IPv6 literal in brackets, as Kafka's Utils.getHost
+        reads it)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.ports[listener]}"
 
     def port_of(self, node_id: int, role: str) -> int | None:
         return self.ports.get(Listener(node_id, role))

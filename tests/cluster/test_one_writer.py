@@ -118,7 +118,8 @@ def test_a_second_writer_gives_up_naming_the_holder(prototype: Path, tmp_path: P
         for argv in (["topics", "--cluster", d, "create", "--count", "1"],
                      ["features", "--cluster", d, "upgrade", "--metadata", "3.8"],
                      ["cluster", "roll", d, "--release", "3.8"],
-                     ["cluster", "status", d]):
+                     ["cluster", "status", d],
+                     ["serve", d, "--for", "1"]):
             code, out, err = run(capsys, *argv)
             assert code == 75, (argv, out, err)
             assert f"pid {holder.pid}" in err and "kraftsim cluster roll DIR --release 3.8" in err

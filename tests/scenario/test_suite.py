@@ -57,3 +57,23 @@ def test_the_wiped_broker_really_caught_up_by_snapshot(tmp_path: Path) -> None:
     assert "00000000000000000000.log" not in leader_files  # retention removed the log's start
     snapshots = [n for n in wiped_files if n.endswith(".checkpoint")]
     assert snapshots and min(wiped_files) == snapshots[0]  # node 4 starts from a fetched snapshot
+
+
+def test_a_directorys_slow_scenarios_run_only_when_asked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`scenario run DIR` (and `spark sweep DIR`, through the same expansion) leaves out the
+    files marked `slow = true`, saying so; `--include-slow` or naming the file runs it."""
+    from tests.cli_support import run
+
+    quick = (SUITE / "dry-run-upgrade.toml").read_text(encoding="utf-8")
+    (tmp_path / "a.toml").write_text(quick, encoding="utf-8")
+    (tmp_path / "b.toml").write_text(quick.replace("\n[cluster]", "\nslow = true\n\n[cluster]", 1)
+                                     .replace('name = "dry-run-upgrade"', 'name = "dry-run-upgrade-slow"'),
+                                     encoding="utf-8")
+    assert is_slow(tmp_path / "b.toml") and not is_slow(tmp_path / "a.toml")
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path), "--json")
+    assert code == 0 and len(out.splitlines()) == 1, (out, err)
+    assert f"left out {tmp_path / 'b.toml'} (slow = true" in err
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path), "--json", "--include-slow")
+    assert code == 0 and len(out.splitlines()) == 2 and "left out" not in err
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path / "b.toml"), "--json")
+    assert code == 0 and len(out.splitlines()) == 1 and "left out" not in err

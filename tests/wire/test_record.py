@@ -101,3 +101,36 @@ def _configs_and_acls(sim: Simulation) -> tuple[dict[str, str], int]:
     image = sim.image(1)
     assert image is not None
     return dict(image.configs.config(4, "3")), len(image.acls.acls)
+
+
+def _layouts(sim: Simulation) -> dict[str, tuple[list[tuple[int, ...]], dict[str, str]]]:
+    image = sim.image(1)
+    assert image is not None
+    return {t.name: ([tuple(p.replicas) for _, p in t.sorted_partitions()], dict(image.configs.config(2, t.name)))
+            for t in image.topics.sorted_topics()}
+
+
+def test_created_topics_replay_with_their_own_configs_and_replica_assignments(tmp_path):
+    """kafka-topics --create --config ... and --replica-assignment ...: the recorded steps keep
+    both (before, the replay placed the replicas at random and the topic had no configs)."""
+    record = tmp_path / "session.toml"
+    with serve(controllers=1, brokers=3, release="4.0.2", directory=tmp_path / "served", record=record) as k:
+        answer = rpc(k.address(2), 19, 7, {"Topics": [
+            {"Name": "orders", "NumPartitions": 3, "ReplicationFactor": 2,
+             "Configs": [{"Name": "retention.ms", "Value": "1000"}, {"Name": "cleanup.policy", "Value": "compact"}]},
+            {"Name": "x2", "NumPartitions": -1, "ReplicationFactor": -1,
+             "Assignments": [{"PartitionIndex": 0, "BrokerIds": [4, 2]}, {"PartitionIndex": 1, "BrokerIds": [3, 4]}]},
+            {"Name": "plain", "NumPartitions": 2, "ReplicationFactor": 3},
+            {"Name": "one", "NumPartitions": 1, "ReplicationFactor": 1},
+            {"Name": "two", "NumPartitions": 1, "ReplicationFactor": 1}], "timeoutMs": 30000})
+        assert answer is not None and [t["ErrorCode"] for t in answer[1]["Topics"]] == [0, 0, 0, 0, 0]
+        served = k.call(lambda s: _layouts(s.sim))
+    assert served["x2"][0] == [(4, 2), (3, 4)] and served["orders"][1] == {"retention.ms": "1000",
+                                                                            "cleanup.policy": "compact"}
+    steps = [s for s in tomllib.loads(record.read_text())["step"] if s["op"] == "create-topics"]
+    assert {"names": ["x2"], "partitions": 2, "replication_factor": 2, "assignments": [[4, 2], [3, 4]],
+            "op": "create-topics"} in steps
+    outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
+    assert outcome.result.passed, [s.error for s in outcome.result.steps if not s.ok]
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert _layouts(sim) == served

@@ -120,6 +120,25 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
     assert code == 2 and "not a cluster directory" in err
     code, _, err = run(capsys, "serve", str(tmp_path), "--speed", "0")
     assert code == 2 and "--speed" in err
+    code, _, err = run(capsys, "serve", str(tmp_path), "--host", " ")  # (every interface, advertised as nothing)
+    assert code == 2 and "--host" in err and "expected an address clients can connect to" in err
+
+
+def test_an_ipv6_host_is_advertised_in_brackets():
+    """What the ready line and the ready file name is what a Kafka client parses
+    (Utils.getHost takes an IPv6 literal in brackets)."""
+    import kraftsim
+
+    try:
+        socket.socket(socket.AF_INET6).bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback here")
+    with kraftsim.serve(combined=1, release="4.4.0", host="::1") as k:
+        address = k.bootstrap_servers
+        assert re.fullmatch(r"\[::1\]:\d+", address), address
+        port = int(address.rsplit(":", 1)[1])
+        with socket.create_connection(("::1", port), timeout=10) as s:
+            s.sendall(bytes(4))  # (a frame of size 0: closed, but the listener was there)
 
 
 

@@ -147,3 +147,28 @@ def test_the_offsets_topic_is_recorded_with_its_configs_and_replays_the_same(tmp
 def test_group_coordinator_configs_are_checked_as_kafka_checks_them(configs, text):
     with pytest.raises(KraftsimError, match=text.replace(".", r"\.")):
         validate_node_configs(configs)
+
+
+#: Several groups in one request, as live nodes answered them (2026-12-03): the old coordinator
+#: (3.7.2) describes in the order asked and deletes in its Scala HashMap's order; the new one
+#: (4.0.2) reads one partition of __consumer_offsets at a time, in its HashMap's order, and
+#: answers a deleted name once. OffsetFetch answers each group in the order asked on both.
+GROUPS = ["g1", "g2", "orders", "payments", "a", "zz", "g1"]
+LIVE_ORDERS = {
+    "3.7.2": (GROUPS, ["zz", "a", "payments", "orders", "g1", "g2"]),
+    "4.0.2": (["a", "orders", "payments", "g2", "g1", "g1", "zz"], ["a", "orders", "payments", "g2", "g1", "zz"]),
+}
+
+
+@pytest.mark.parametrize("release", sorted(LIVE_ORDERS))
+def test_several_groups_are_answered_in_the_order_of_the_releases_coordinator(release):
+    described_order, deleted_order = LIVE_ORDERS[release]
+    with kraftsim.serve(combined=1, release=release, configs=ONE_REPLICA) as k:
+        bs = k.bootstrap_servers
+        _find(bs, "g1")
+        _, described = rpc(bs, DESCRIBE_GROUPS, 5, {"Groups": GROUPS})
+        _, deleted = rpc(bs, DELETE_GROUPS, 2, {"GroupsNames": GROUPS})
+        _, offsets = rpc(bs, OFFSET_FETCH, 8, {"Groups": [{"GroupId": g, "Topics": None} for g in GROUPS]})
+    assert [g["GroupId"] for g in described["Groups"]] == described_order
+    assert [g["GroupId"] for g in deleted["Results"]] == deleted_order
+    assert [g["GroupId"] for g in offsets["Groups"]] == GROUPS
