@@ -1,5 +1,6 @@
 """DescribeQuorum (v0-v2): voters and observers of `__cluster_metadata-0` with their log end
-offsets and last-fetch / last-caught-up times (simulated clock, ms since the epoch), and from
+offsets and last-fetch / last-caught-up times (as long before the client's now as they are
+before the simulation's: `ServedCluster.client_time_ms`, so `--human-readable` reads them), and from
 v2 the voters' controller endpoints. Only the raft leader answers it: another controller
 answers NOT_LEADER_OR_FOLLOWER for the partition, as KafkaRaftClient does; a broker forwards it
 to the active controller.
@@ -22,9 +23,10 @@ DESCRIBE_QUORUM_KEY = 55
 TOPIC, PARTITION = "__cluster_metadata", 0
 
 
-def _replica(r: ReplicaInfo) -> Body:
+def _replica(served: ServedCluster, r: ReplicaInfo) -> Body:
     return {"ReplicaId": r.node_id, "ReplicaDirectoryId": r.directory_id, "LogEndOffset": r.log_end_offset,
-            "LastFetchTimestamp": r.last_fetch_ms, "LastCaughtUpTimestamp": r.last_caught_up_ms}
+            "LastFetchTimestamp": served.client_time_ms(r.last_fetch_ms),
+            "LastCaughtUpTimestamp": served.client_time_ms(r.last_caught_up_ms)}
 
 
 def _partition_error(name: str, text: str | None) -> Body:
@@ -50,5 +52,5 @@ def describe_quorum(served: ServedCluster, listener: Listener, version: int, bod
         nodes.append({"NodeId": r.node_id, "Listeners": listeners})
     return {"Topics": [{"TopicName": TOPIC, "Partitions": [
         {"PartitionIndex": PARTITION, "ErrorCode": 0, "LeaderId": q.leader_id, "LeaderEpoch": q.leader_epoch,
-         "HighWatermark": q.high_watermark, "CurrentVoters": [_replica(r) for r in q.voters],
-         "Observers": [_replica(r) for r in q.observers]}]}], "Nodes": nodes}
+         "HighWatermark": q.high_watermark, "CurrentVoters": [_replica(served, r) for r in q.voters],
+         "Observers": [_replica(served, r) for r in q.observers]}]}], "Nodes": nodes}

@@ -45,6 +45,8 @@ class ServedCluster:
     #: Called after an operation changed which nodes run (the server opens or closes listeners).
     on_change: Callable[[], None] | None = None
     clock: Callable[[], float] = time.monotonic
+    #: The wall clock clients read (seconds since the epoch).
+    epoch_clock: Callable[[], float] = time.time
     _wall0: float = 0.0
     _sim0: int = 0
 
@@ -56,6 +58,14 @@ class ServedCluster:
     def anchor(self) -> None:
         """Simulated time from now on follows the wall clock from where it is."""
         self._wall0, self._sim0 = self.clock(), self.sim.now_ms
+
+    def client_time_ms(self, sim_ms: int) -> int:
+        """A simulated moment as a client's wall clock reads it: as long before the client's now
+        as it is before the simulation's now (a simulated cluster's clock starts on a fixed date,
+        so its own times would read as hundreds of days ago). Negative times (never) stay."""
+        if sim_ms < 0:
+            return sim_ms
+        return int(self.epoch_clock() * 1000) - (self.sim.now_ms - sim_ms)
 
     def follow_clock(self) -> None:
         """Run the simulation up to the simulated time the wall clock says it is."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
+import time
 
 import pytest
 
@@ -139,8 +140,10 @@ def test_metadata_describe_cluster_and_topics_from_the_nodes_image():
 def test_describe_quorum_reports_voters_and_observers_on_the_simulated_clock():
     with kraftsim.serve(controllers=3, brokers=1, release="4.4.0") as k:
         leader = k.leader()
+        asked_ms = time.time() * 1000
         _, body = rpc(k.address(leader, "controller"), 55, 2,
                       {"Topics": [{"TopicName": "__cluster_metadata", "Partitions": [{"PartitionIndex": 0}]}]})
+        answered_ms = time.time() * 1000
         (p,) = body["Topics"][0]["Partitions"]
         assert p["ErrorCode"] == 0 and p["LeaderId"] == leader
         assert [v["ReplicaId"] for v in p["CurrentVoters"]] == [1, 2, 3]
@@ -148,6 +151,9 @@ def test_describe_quorum_reports_voters_and_observers_on_the_simulated_clock():
         assert all(v["LogEndOffset"] > 0 and v["LastFetchTimestamp"] > 0 for v in p["CurrentVoters"])
         # a settled quorum: every voter caught up to the high watermark at its last fetch
         assert all(0 < v["LastCaughtUpTimestamp"] <= v["LastFetchTimestamp"] for v in p["CurrentVoters"])
+        # times as the client's clock reads them (a settled voter fetched well within the last
+        # minute of simulated time), not the simulation's own date (2025-01-01)
+        assert all(asked_ms - 60_000 < v["LastFetchTimestamp"] <= answered_ms + 1 for v in p["CurrentVoters"])
         assert {n["NodeId"]: n["Listeners"][0]["Port"] for n in body["Nodes"]} == \
             {i: int(k.address(i, "controller").rsplit(":", 1)[1]) for i in (1, 2, 3)}
         follower = next(i for i in (1, 2, 3) if i != leader)
