@@ -260,14 +260,15 @@ def run() -> int:
 
 #: The cluster subcommands a served directory's server carries out (contract 7).
 SERVED_CLUSTER_COMMANDS = frozenset({"status", "crash", "stop", "start", "roll", "partition", "heal", "disk-fault",
-                                     "run"})
+                                     "run", "add"})
 
 
 def served_directory(args: argparse.Namespace) -> str | None:
     """The directory a command acts on when it is one `kraftsim serve` carries out."""
     if args.command == "cluster" and getattr(args, "cluster_command", None) in SERVED_CLUSTER_COMMANDS:
         return str(args.dir)
-    if args.command in ("features", "topics", "leader-election", "configs") and getattr(args, "cluster", None):
+    if args.command in ("features", "topics", "leader-election", "configs", "metadata-quorum") and \
+            getattr(args, "cluster", None):
         return str(args.cluster)
     return None
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import signal
 import sys
 from collections.abc import Sequence
@@ -118,7 +119,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 class CliCommands:
-    """The cluster, features, topics, leader-election and configs commands a served directory receives,
+    """The cluster, features, topics, leader-election, configs and metadata-quorum commands a served directory receives,
     run with the CLI's own code; the scenario step each one that changes the cluster makes, for --record."""
 
     def run(self, argv: Sequence[str]) -> int:
@@ -131,6 +132,10 @@ class CliCommands:
 
         args = build_parser(argv).parse_args(list(argv))
         if args.command == "cluster":  # exit 1: done, but an invariant is broken (or not stable yet)
+            if args.cluster_command == "add":  # (the id it printed: the next free one unless given)
+                joined = re.search(r"^Node (\d+) \(", stdout, re.MULTILINE)
+                return ("add-node", {"role": args.role, "release": args.release, "id": int(joined.group(1))}) \
+                    if code == 0 and joined else None
             return _fault_step(args) if code in (0, 1) else None
         if args.command == "leader-election":  # exit 1: some partitions may still have been elected
             return _election_step(args, stdout)
@@ -138,6 +143,8 @@ class CliCommands:
             return None
         if args.command == "features":
             return _features_step(args)
+        if args.command == "metadata-quorum":
+            return _quorum_step(args, stdout)
         if args.command == "configs":
             from kraftsim.cli.configs_cmd import alter_step
 
@@ -159,6 +166,19 @@ class CliCommands:
             return "create-topics", {"names": made, "partitions": args.partitions,
                                      "replication_factor": args.replication_factor}
         return None
+
+
+def _quorum_step(args: argparse.Namespace, stdout: str) -> tuple[str, dict[str, object]] | None:
+    """A voter change the command made (the id it printed: add-controller may take it from
+    --command-config); none for describe or a dry run."""
+    if getattr(args, "dry_run", False):
+        return None
+    if args.quorum_command == "add-controller":
+        added = re.search(r"^Added controller (\d+) ", stdout, re.MULTILINE)
+        return ("add-controller", {"id": int(added.group(1))}) if added else None
+    if args.quorum_command == "remove-controller":
+        return "remove-controller", {"id": args.controller_id}
+    return None
 
 
 def _ids(text: str) -> list[int] | str:
@@ -204,8 +224,8 @@ def _fault_step(args: argparse.Namespace) -> tuple[str, dict[str, object]] | Non
 
 
 def serve(*args: Any, **kwargs: Any) -> Any:
-    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features, topics, leader-election and
-    configs commands on its directory handed over to it, as `kraftsim serve` takes them."""
+    """`kraftsim.serve(...)` (kraftsim.wire.api.serve) with the cluster, features, topics, leader-election,
+    configs and metadata-quorum commands on its directory handed over to it, as `kraftsim serve` takes them."""
     from kraftsim.wire.api import serve as serve_cluster
 
     return serve_cluster(*args, commands=CliCommands(), **kwargs)

@@ -561,6 +561,13 @@ class Simulation(AdminMixin):
         self._voter_change(lambda: e.request_add_voter(node_id, e.directory_id_of(node_id)), node_id, "add-controller")
         return node_id
 
+    def add_voter(self, node_id: int, directory_id: Uuid) -> None:
+        """AddRaftVoter as a client sends it (`kafka-metadata-quorum add-controller` against a
+        served cluster): the controller `node_id` with `directory_id`, running and caught up as an
+        observer, joins the voters once the change commits; Kafka's refusals as VoterChangeRefused."""
+        e = self.engine
+        self._voter_change(lambda: e.request_add_voter(node_id, directory_id), node_id, "add-controller")
+
     def remove_controller(self, node_id: int, directory_id: str | None = None) -> None:
         """`kafka-metadata-quorum remove-controller --controller-id ID --controller-directory-id DIR`
         (unless given, the directory id the voter set records for it); the leader appends the new voter set,

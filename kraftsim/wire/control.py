@@ -1,6 +1,7 @@
 """Cluster commands on a served directory (contract 7): while `kraftsim serve DIR` runs,
-`kraftsim cluster status|crash|...`, `features --cluster DIR`, `topics --cluster DIR` and
-`leader-election --cluster DIR` are carried out by the server instead of opening DIR themselves
+`kraftsim cluster status|crash|...|add`, `features --cluster DIR`, `topics --cluster DIR`,
+`leader-election`, `configs` and `metadata-quorum --cluster DIR` are carried out by the server
+instead of opening DIR themselves
 (the server holds it).
 
 The server listens on a 127.0.0.1 port and writes DIR/.kraftsim-serve (mode 0600): its pid,

@@ -62,9 +62,11 @@ class Recorder:
 
 
 def shape_of(sim: Simulation) -> ClusterShape:
-    """`[cluster]` for a cluster directory: its node counts, release and finalized levels (as
-    `cluster create --release-version/--feature` would give them)."""
-    nodes = sim.nodes()
+    """`[cluster]` for a cluster directory: the node counts of its nodes laid out as `cluster
+    create` numbers them (`created_nodes`), its release and finalized levels (as `cluster
+    create --release-version/--feature` would give them), and a dynamic quorum where
+    kraft.version is 1."""
+    nodes = created_nodes(sim)
     combined = sum(1 for n in nodes if len(n.roles) == 2)
     controllers = sum(1 for n in nodes if n.roles == ("controller",))
     brokers = sum(1 for n in nodes if n.roles == ("broker",))
@@ -74,17 +76,53 @@ def shape_of(sim: Simulation) -> ClusterShape:
     features = {k: v for k, v in finalized.items() if k != MV_NAME and v and k != "kraft.version"}
     configs = sim.engine.member(nodes[0].id).state.config_texts  # the same on every node it creates
     return ClusterShape(controllers=controllers, brokers=brokers, release=nodes[0].release,
-                        release_version=release_version, features=features, combined=combined, configs=configs)
+                        release_version=release_version, features=features, combined=combined, configs=configs,
+                        dynamic_quorum=sim.engine.kraft_version >= 1)
+
+
+def created_nodes(sim: Simulation) -> list[Any]:
+    """The directory's nodes `cluster create` would have made: ids from 1 on, combined nodes,
+    then controllers, then brokers; the rest were added later (`added_node_steps`)."""
+    out: list[Any] = []
+    for expected, n in enumerate(sorted(sim.nodes(), key=lambda n: n.id), start=1):
+        if n.id != expected or (out and _rank(n) < _rank(out[-1])):
+            break
+        out.append(n)
+    return out
+
+
+def _rank(n: Any) -> int:
+    """Where `cluster create` puts a node of these roles: combined first, then controllers, then brokers."""
+    return 2 if n.roles == ("broker",) else 0 if len(n.roles) == 2 else 1
+
+
+def added_node_steps(sim: Simulation) -> list[Step]:
+    """The nodes beyond `created_nodes` as `add-node` steps (on the first node's release: a
+    later roll step brings them to theirs), and each added controller that is a voter now as
+    an `add-controller` step after it."""
+    made = {n.id for n in created_nodes(sim)}
+    nodes = sim.nodes()
+    voters = set(sim.voters())
+    steps = []
+    for n in nodes:
+        if n.id in made:
+            continue
+        role = "broker" if n.roles == ("broker",) else "controller"
+        steps.append(Step("add-node", {"role": role, "release": nodes[0].release, "id": n.id}))
+        if role == "controller" and n.id in voters:
+            steps.append(Step("add-controller", {"id": n.id}))
+    return steps
 
 
 def mixed_release_steps(sim: Simulation) -> list[Step]:
     """For a directory whose nodes run different releases (an operator mid-roll): a `roll` of
     each node not on the first node's release, controllers first, as the scenario runner's
-    `[cluster] releases` would bring it there."""
+    `[cluster] releases` would bring it there; the nodes added after it was made first
+    (`added_node_steps`)."""
     nodes = sim.nodes()
     first = nodes[0].release
     odd = sorted((n for n in nodes if n.release != first), key=lambda n: ("controller" not in n.roles, n.id))
-    return [Step("roll", {"release": n.release, "nodes": [n.id]}) for n in odd]
+    return added_node_steps(sim) + [Step("roll", {"release": n.release, "nodes": [n.id]}) for n in odd]
 
 
 def setup_steps(steps: Sequence[Any]) -> list[Step]:

@@ -47,7 +47,7 @@ from kraftsim.wire.acl_handlers import HANDLERS as ACL_HANDLERS
 from kraftsim.wire.coordinator_handlers import HANDLERS as COORDINATOR_HANDLERS
 from kraftsim.wire.quota_handlers import HANDLERS as QUOTA_HANDLERS
 from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
-from kraftsim.wire.quorum import DESCRIBE_QUORUM_KEY, describe_quorum
+from kraftsim.wire.quorum import HANDLERS as QUORUM_HANDLERS
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.log_dir_handlers import HANDLERS as LOG_DIR_HANDLERS
 from kraftsim.wire.reassignment_handlers import HANDLERS as REASSIGNMENT_HANDLERS
@@ -56,7 +56,7 @@ from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 #: Every request kraftsim answers beyond ApiVersions, by api key.
 HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: describe_cluster,
                                 DESCRIBE_CONFIGS_KEY: describe_configs, **ACL_HANDLERS,
-                                DESCRIBE_QUORUM_KEY: describe_quorum, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
+                                **QUORUM_HANDLERS, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
                                 **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
