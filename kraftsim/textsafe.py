@@ -1,8 +1,10 @@
 """Text read from files, made safe to show: control characters (an escape sequence can
 retitle or clear a terminal), bidirectional overrides (they reorder what is read) and the
 line and paragraph separators are written as visible `\\xNN` / `\\uNNNN` escapes. One rule
-for the terminal (`kraftsim`'s main writes through `guard` when stdout or stderr is a
-terminal; pipes and files get the text as it is) and for HTML and SVG (scenario.markup).
+for the terminal and for HTML and SVG (scenario.markup). `kraftsim`'s main writes its text for
+people through `guard` wherever it goes (`| cat` and `| less -R` hand a pipe's bytes to a
+terminal too); only machine-readable output (`--json`) on a pipe or in a file is left as it
+is, since an escape there would change what a JSON reader gets.
 
 kraftsim's own terminal control (the progress lines' carriage return and erase-to-end-of-line,
 cli.style's colours) is written through `own`, which marks it with a key chosen at random per
@@ -65,10 +67,13 @@ class SafeTerminal:
         return getattr(self._stream, name)
 
 
-def guard(stream: TextIO) -> TextIO:
-    """`stream` wrapped when it is a terminal (else as it is)."""
+def guard(stream: TextIO, *, always: bool = False) -> TextIO:
+    """`stream` wrapped when it is a terminal, or `always` (text for people, wherever it goes);
+    else as it is."""
+    if isinstance(stream, SafeTerminal):
+        return stream
     try:
-        tty = stream.isatty()
+        tty = always or stream.isatty()
     except (AttributeError, ValueError):
         return stream
-    return SafeTerminal(stream) if tty and not isinstance(stream, SafeTerminal) else stream  # type: ignore[return-value]
+    return SafeTerminal(stream) if tty else stream  # type: ignore[return-value]

@@ -156,6 +156,12 @@ def node_config_arg(text: str) -> tuple[str, str]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _leader_text(leader: int | None) -> str:
+    """The leader as every command's last line names it: `node 1`, or `none` while no node
+    knows of one (right after a start, before the election)."""
+    return "none" if leader is None else f"node {leader}"
+
+
 def _run_create(args: argparse.Namespace) -> int:
     if args.engine == EVENTS:
         features = dict(parse_feature_arg(f) for f in args.feature)
@@ -167,7 +173,7 @@ def _run_create(args: argparse.Namespace) -> int:
         leader = sim.leader()
         print(f"Created cluster {sim.cluster_id} in {args.dir} with {args.combined} combined, "
               f"{args.controllers} controller(s) and {args.brokers} broker(s) on Kafka {args.release} "
-              f"(event simulator, seed {args.seed}); leader: {'none' if leader is None else f'node {leader}'}.")
+              f"(event simulator, seed {args.seed}); leader: {_leader_text(leader)}.")
         sim.close()
         return 0
     if args.combined:
@@ -185,7 +191,7 @@ def _run_roll(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
         with Simulation.open(args.dir, on_event=narrator(print)) as sim:
             sim.roll(args.release, args.nodes or "all")
-            print(f"Rolled to Kafka {args.release}; leader: node {sim.leader()}.")
+            print(f"Rolled to Kafka {args.release}; leader: {_leader_text(sim.leader())}.")
         return 0
     with SimCluster.open(args.dir) as cluster:
         problems = cluster.roll(args.release, args.nodes)
@@ -290,7 +296,7 @@ def _run_fault(args: argparse.Namespace) -> int:
                               "invariants": [{"name": r.name, "ok": r.ok, "detail": r.detail}
                                              for r in sim.invariants()]}, sort_keys=True))
         else:
-            print(f"Virtual time {clock_text(sim.now_ms)}; leader: {'none' if leader is None else f'node {leader}'}.")
+            print(f"Virtual time {clock_text(sim.now_ms)}; leader: {_leader_text(leader)}.")
         for r in bad:
             print(f"Invariant {r.name} broken: {r.detail}", file=sys.stderr)
     return 1 if bad else 0

@@ -199,13 +199,30 @@ def _terminate(signum: int, frame: object) -> None:
 
 
 def main(argv: Sequence[str] | None = None, *, forward: bool = True) -> int:
-    """Run one command line; `forward=False` when `kraftsim serve` itself carries it out."""
-    argv = list(sys.argv[1:] if argv is None else argv)
+    """Run one command line; `forward=False` when `kraftsim serve` itself carries it out.
+    Its text goes through the terminal guard (names from files shown, not obeyed); the
+    streams are put back on return, so that the next command decides afresh."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = guard(sys.stdout), guard(sys.stderr, always=True)
+    try:
+        return _command(list(sys.argv[1:] if argv is None else argv), forward)
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _for_people(args: argparse.Namespace) -> bool:
+    """Whether the command's stdout is text for people, escaped wherever it goes (a pipe into
+    `cat` reaches a terminal too), rather than `--json` for a program (escaped on a terminal
+    only: an escape in a pipe would change the strings a JSON reader gets)."""
+    return not getattr(args, "json", False)
+
+
+def _command(argv: list[str], forward: bool) -> int:
     debug = _debug_requested(argv)
-    sys.stdout, sys.stderr = guard(sys.stdout), guard(sys.stderr)  # names from files shown, not obeyed
     try:
         parser = build_parser(argv)
         args, extras = parser.parse_known_args(argv)
+        sys.stdout = guard(sys.stdout, always=_for_people(args))
         if extras:
             _refuse_unrecognized(parser, args, extras)
         served = forwarded(parser, args, argv) if forward else None

@@ -58,6 +58,7 @@ from kraftsim.sim.engine.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
+from kraftsim.storage.safepath import new_directory
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.storage.reaper import settle
@@ -161,33 +162,45 @@ class Simulation(AdminMixin):
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes,
                            kraft_version=1 if dynamic_quorum else 0)
         dynamic = None if not dynamic_quorum else "standalone" if len(voters) == 1 else "initial"
-        existed = d.exists()
-        d.mkdir(parents=True, exist_ok=True)
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
-        lock = dirlock.acquire(d)
-        sim = cls(d, saved, base, durable)
-        sim._lock = lock
-        if on_event is not None:
-            sim.subscribe(on_event)
-        for n in nodes:
+        with new_directory(d):  # nothing half-made is left behind, not even when interrupted
+            lock = dirlock.acquire(d)
+            try:
+                sim = cls(d, saved, base, durable)
+            except BaseException:
+                dirlock.release(lock)
+                raise
+            sim._lock = lock
+            if on_event is not None:
+                sim.subscribe(on_event)
+            try:
+                sim._format_and_start(release, release_version, feats, dynamic)
+            except BaseException:
+                sim.close_files()
+                raise
+        return sim
+
+    def _format_and_start(self, release: str, release_version: str | None, features: list[str],
+                          dynamic: str | None) -> None:
+        """A new cluster's nodes formatted as `kafka-storage format` would, started, settled."""
+        saved = self._saved
+        for n in saved.nodes:
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation,
                               configs=n.configs)
 
             def formatted(line: str, i: int = n.id) -> None:
-                sim.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]})
+                self.engine.emit(i, "format", {"line": line.split("] ", 1)[-1]})
 
             try:
-                format_node(d, base, state, voters=voters, cluster_id=saved.cluster_id, seed=seed, now_ms=EPOCH_MS,
-                            release_version=release_version, features=feats, dynamic=dynamic, emit=formatted)
+                format_node(self.directory, self.catalog, state, voters=saved.voters, cluster_id=saved.cluster_id,
+                            seed=saved.seed, now_ms=EPOCH_MS, release_version=release_version, features=features,
+                            dynamic=dynamic, emit=formatted)
             except KraftsimError as e:
-                sim.close_files()
-                _remove_made(d, existed)  # nothing half-made is left behind
                 raise SimError(str(e)) from None
-        for m in sim.engine.ordered():
-            sim.engine.start_member(m, new_process=False)
-        sim.engine.run_until(sim.engine.now + SETTLE_MS, sim.engine.stable)
-        sim._finish_op("create")
-        return sim
+        for m in self.engine.ordered():
+            self.engine.start_member(m, new_process=False)
+        self.engine.run_until(self.engine.now + SETTLE_MS, self.engine.stable)
+        self._finish_op("create")
 
     @classmethod
     def open(cls, directory: Path | str, config: SimConfig | None = None, durable: bool = True,
@@ -869,15 +882,6 @@ def _uuid(text: str) -> Uuid:
         return Uuid.from_string(text)
     except ValueError as e:
         raise SimError(f"Failed to parse --controller-directory-id: {e}") from None
-
-
-def _remove_made(d: Path, existed: bool) -> None:
-    """Remove what a failed create made: the directory, or (when it existed, empty) its contents."""
-    if not existed:
-        shutil.rmtree(d, ignore_errors=True)
-        return
-    for p in sorted(d.iterdir()):
-        shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink()
 
 
 def _refused_for_good(m: Member) -> bool:

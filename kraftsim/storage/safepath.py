@@ -6,7 +6,8 @@ can never lead a write outside the directory the user named. Directories kraftsi
 into (cluster directories, metadata logs) are refused when they hold a symbolic link: a
 link planted there would have recovery truncate, or a writer append to, a file elsewhere.
 An output that is, holds or lies inside an input, and an output directory that cannot be
-written, are refused before any long work starts.
+written, are refused before any long work starts. A new cluster's directory is made by
+`new_directory`, which takes back what it made when the making fails or is interrupted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kraftsim.errors import UsageError
@@ -104,3 +107,37 @@ def check_writable(output: Path | str, *, flag: str = "output", directory: bool 
         raise UsageError(f"{flag} {out}: cannot write in {target} (permission denied or read-only)")
     if out.exists() and not out.is_dir() and not os.access(out, os.W_OK) and not directory:
         raise UsageError(f"{flag} {out}: the file cannot be written (permission denied or read-only)")
+
+
+@contextmanager
+def new_directory(directory: Path | str) -> Iterator[Path]:
+    """`with new_directory(d):` make `d` (and missing folders above it) for the block to fill.
+    When the block raises, an interrupt (Ctrl-C, SIGTERM) too, what was made is removed, so
+    that the same command can be run again: the folders made, or, in a directory that was
+    there, only the entries the block added (what it held before is never touched). The
+    block closes what it opened first (it can only be removed closed)."""
+    d = Path(directory)
+    made = [folder for folder in (d, *d.parents) if not folder.exists()]  # deepest first
+    before = set() if made else set(os.listdir(d))
+    d.mkdir(parents=True, exist_ok=True)
+    try:
+        yield d
+    except BaseException:
+        _take_back(d, made, before)
+        raise
+
+
+def _take_back(d: Path, made: list[Path], before: set[str]) -> None:
+    """Remove what `new_directory` made: `d` itself when it was made (then the folders above
+    it that it made, while empty), else the entries of `d` not in `before`."""
+    if not made:
+        for name in sorted(set(os.listdir(d)) - before):
+            p = d / name
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() and not p.is_symlink() else p.unlink(missing_ok=True)
+        return
+    shutil.rmtree(d, ignore_errors=True)
+    for folder in made[1:]:
+        try:
+            folder.rmdir()
+        except OSError:  # (something else put there meanwhile: left as it is)
+            return

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kraftsim.storage import read_bootstrap, read_meta_properties, read_quorum_state
 from kraftsim.storage.leader_epoch import read_leader_epoch_checkpoint
 from tests.cluster.conftest import (
@@ -99,6 +101,52 @@ def test_release_version_and_features_are_kafka_storage_formats(tmp_path: Path, 
 
     code, _, err = run(capsys, "cluster", "create", d, "--controllers", "1", "--release", "4.1")
     assert code == 1 and "already exists and is not an empty directory" in err
+
+
+def _interrupted(*args: object, **kwargs: object) -> None:
+    raise KeyboardInterrupt  # (Ctrl-C; SIGTERM is kraftsim's Terminated, a KeyboardInterrupt)
+
+
+@pytest.mark.parametrize("engine", ["events", "ticks"])
+@pytest.mark.parametrize("where", ["new", "empty", "nested"])
+def test_an_interrupted_create_takes_back_what_it_made(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch,
+                                                       where: str, engine: str) -> None:
+    """Ctrl-C while the nodes settle, their folders written: the directory create made (with
+    the folders above it it made) is removed, or one that was there empty is emptied again,
+    so the same command runs again (before, a directory without cluster.json was left that
+    neither `status` nor `create` would take)."""
+    from kraftsim.sim.engine.core import Engine
+    from kraftsim.sim.ticks.cluster import SimCluster
+
+    d = tmp_path / "a" / "b" / "c" if where == "nested" else tmp_path / "c"
+    if where == "empty":
+        d.mkdir()
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "run_until", _interrupted)
+        m.setattr(SimCluster, "settle", _interrupted)
+        code, _, err = run(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "2", "--release", "4.0",
+                           "--engine", engine)
+    assert (code, err.splitlines()[-1]) == (130, "kraftsim: interrupted")
+    assert list(tmp_path.iterdir()) == ([d] if where == "empty" else [])
+    assert where != "empty" or not any(d.iterdir())
+    create(capsys, d, "--controllers", "1", "--release", "4.0", "--engine", engine)
+    assert (d / "cluster.json").is_file()
+
+
+def test_an_interrupted_scenario_run_keeps_no_half_made_cluster(tmp_path: Path, capsys,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`scenario run --keep DIR` makes its cluster the same way: interrupted, DIR is not left."""
+    from kraftsim.sim.engine.core import Engine
+
+    f = tmp_path / "s.toml"
+    f.write_text('name = "s"\n[cluster]\ncontrollers = 1\nrelease = "4.0"\n', encoding="utf-8")
+    keep = tmp_path / "kept"
+    with monkeypatch.context() as m:
+        m.setattr(Engine, "run_until", _interrupted)
+        code, _, err = run(capsys, "scenario", "run", f, "--keep", keep)
+    assert (code, err.splitlines()[-1]) == (130, "kraftsim: interrupted") and not keep.exists()
+    code, out, err = run(capsys, "scenario", "run", f, "--keep", keep)
+    assert code == 0 and (keep / "cluster.json").is_file(), out + err
 
 
 def test_same_seed_and_commands_give_the_same_bytes(tmp_path: Path, capsys) -> None:

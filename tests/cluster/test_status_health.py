@@ -47,6 +47,16 @@ def test_with_every_voter_down_no_node_is_called_the_leader(tmp_path: Path,
     assert status["leader"] is None and not any(n["active_controller"] for n in status["nodes"])
 
 
+def test_a_roll_before_the_election_says_no_leader_as_the_others_do(tmp_path: Path,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """Right after `start --nodes all` no node knows a leader yet: `roll` said "leader: node None"."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "1", "--release", "4.0")
+    ok(capsys, "cluster", "stop", d, "--nodes", "all")
+    assert ok(capsys, "cluster", "start", d, "--nodes", "all").splitlines()[-1].endswith("; leader: none.")
+    assert ok(capsys, "cluster", "roll", d, "--release", "4.0").splitlines()[-1] == "Rolled to Kafka 4.0; leader: none."
+
+
 def test_the_wiped_voter_tour_is_not_healthy(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The README's fault tour: a voter that forgot its vote helps elect a second leader in an
     epoch; the invariant, and the nodes that followed the other leader, are shown."""

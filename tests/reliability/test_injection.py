@@ -78,3 +78,39 @@ def test_a_scram_user_reaches_no_terminal_raw(tmp_path: Path, capsys: pytest.Cap
         assert not RAW.search(text), (argv, text)
         shown_by += [argv[0]] if "\\x1b[2J\\x07\\u202eevil" in text else []
     assert shown_by, "no command showed the user name"
+
+
+NAMED = ('name = "n\\u001b[2Jx\\u202e"\n[cluster]\ncontrollers = 1\nbrokers = 1\nrelease = "4.0"\n'
+         '[[step]]\nop = "create-topics"\nnames = ["\\u001b[31mred"]\nexpect_error = "\\u001b[31mzz"\n')
+
+
+def test_text_for_people_is_escaped_in_a_pipe_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`kraftsim ... | cat` hands the bytes to a terminal all the same: the scenario's name, its
+    expected error and Kafka's error naming the topic are shown as escapes there too."""
+    f = tmp_path / "s.toml"
+    f.write_text(NAMED, encoding="utf-8")
+    code, out, err = run(capsys, "scenario", "run", str(f))
+    assert code == 1, out + err
+    assert not RAW.search(out + err) and "\x1b" not in out + err, out
+    assert "scenario n\\x1b[2Jx\\u202e (seed 0)" in out and "expected an error containing: \\x1b[31mzz" in out
+    assert "Topic name is invalid: '\\x1b[31mred' contains one or more characters" in out
+    code, out, err = run(capsys, "scenario", "check", str(f))
+    assert code == 0 and out.endswith(": ok: scenario n\\x1b[2Jx\\u202e, 1 step(s)\n"), out + err
+
+
+def test_json_in_a_pipe_is_left_as_it_is(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--json` is for programs: the same bytes as before, even right after a command whose
+    text was escaped (the streams main guards are put back on return)."""
+    f = tmp_path / "s.toml"
+    f.write_text(NAMED, encoding="utf-8")
+    run(capsys, "scenario", "check", str(f))
+    code, out, _ = run(capsys, "scenario", "run", str(f), "--json")
+    assert code == 1 and json.loads(out)["name"] == "n\x1b[2Jx\u202e" and "x\u202e" in out  # as result_json wrote it
+
+
+def test_an_error_naming_a_prefix_is_escaped_in_a_pipe(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = tmp_path / "c"
+    assert run(capsys, "cluster", "create", str(d), "--controllers", "1", "--brokers", "1", "--release", "4.0")[0] == 0
+    code, out, err = run(capsys, "topics", "--cluster", str(d), "create", "--prefix", "\x1b[31m")
+    assert code != 0 and "\x1b" not in out + err
+    assert "Topic name is invalid: '\\x1b[31m0' contains" in out + err, out + err

@@ -36,6 +36,15 @@ def test_own_is_plain_on_an_unguarded_stream() -> None:
     assert own("\r", plain) == "\r" and own("\x1b[K", plain) == "\x1b[K"
 
 
+def test_always_guards_a_pipe_and_never_twice() -> None:
+    pipe = io.StringIO()
+    assert guard(pipe) is pipe  # (for `--json`: a program reads it)
+    guarded = guard(pipe, always=True)
+    assert isinstance(guarded, SafeTerminal) and guard(guarded, always=True) is guarded
+    guarded.write(own("\r", guarded) + "evil\x1b[2J\u202e")
+    assert pipe.getvalue() == "\revil\\x1b[2J\\u202e"
+
+
 def test_paint_colours_a_guarded_terminal(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setenv("TERM", "xterm")

@@ -61,3 +61,9 @@ def test_the_template_and_readme_point_to_the_reference() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "docs/scenarios.md" in template and "docs/scenarios.md" in readme
     assert "DESIGN.md" not in template and "keys and ops are contract 4" not in readme
+
+
+def test_the_readme_counts_the_shipped_scenarios() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    said = re.findall(r"`scenarios/` ships (\d+) of them", readme)
+    assert said == [str(len(list((REPO / "scenarios").glob("*.toml"))))]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from kraftsim.sim.saved import SavedState
 from kraftsim.sim.simulation import POLICIES
 from kraftsim.sim.types import SimConfig
 from kraftsim.storage import cluster_lock
-from kraftsim.storage.safepath import check_output
+from kraftsim.storage.safepath import check_output, new_directory
 from kraftsim.versions import Catalog, default_catalog, load_catalog
 
 
@@ -77,19 +76,9 @@ def import_cluster(sources: Sequence[Path | str], directory: Path | str, *, vote
         raise ImportRefused(str(e)) from None
     read = [read_source(Path(s), cat, up_to_damage=up_to_damage) for s in sources]
     plan = make_plan(read, cat, voters=voters, release=release, releases=release_overrides)
-    existed = d.exists()
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        with cluster_lock(d):  # no other command sees the cluster half written
-            saved = write_cluster(plan, d, seed=seed, policies=() if policy == "kafka" else (policy,),
-                                  config=config, catalog_path=catalog_path)
-    except BaseException:
-        if existed:
-            for p in d.iterdir():
-                shutil.rmtree(p) if p.is_dir() else p.unlink()
-        else:
-            shutil.rmtree(d, ignore_errors=True)
-        raise
+    with new_directory(d), cluster_lock(d):  # no other command sees it half written; a failure leaves none
+        saved = write_cluster(plan, d, seed=seed, policies=() if policy == "kafka" else (policy,),
+                              config=config, catalog_path=catalog_path)
     return ImportResult(d, plan, saved)
 
 

@@ -18,7 +18,6 @@ event simulator models it.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
@@ -49,6 +48,7 @@ from kraftsim.storage.fileio import atomic_write
 from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.storage.names import LEADER_EPOCH_CHECKPOINT_FILE
 from kraftsim.storage.reaper import settle
+from kraftsim.storage.safepath import new_directory
 from kraftsim.versions import Catalog, load_catalog
 
 #: Ticks `settle` waits at most for registrations and unfencing (a restarted broker may have
@@ -104,33 +104,28 @@ class SimCluster(TickLifecycleMixin):
                  for i in ids]
         state = ClusterState(cluster_id=cluster_id_for(seed), seed=seed, policies=pols, catalog=catalog,
                              voters=tuple(ids[:controllers]), nodes=nodes)
-        created = not d.exists()
-        d.mkdir(parents=True, exist_ok=True)
-        lock = dirlock.acquire(d)
-        try:
-            cluster = cls(d, state, emit=emit)
-        except BaseException:
-            dirlock.release(lock)
-            raise
-        cluster._lock = lock
-        try:
-            for n in nodes:
-                cluster._format(n, release_version=release_version, features=features)
-        except BaseException:
-            cluster.close()
-            for n in nodes:
-                shutil.rmtree(node_directory(d, n.id), ignore_errors=True)
-            if created:
-                shutil.rmtree(d, ignore_errors=True)
-            raise
-        cluster.save()
-        emit(f"Created cluster {state.cluster_id} in {d} with {controllers} controller(s) and {brokers} "
-             f"broker(s) on Kafka {release}" + (f" (policies: {', '.join(pols)})" if pols else "") + ".")
-        for n in nodes:
-            cluster._open_node(n)
-        cluster._elect()
-        cluster.settle()
-        cluster.save()
+        with new_directory(d):  # nothing half-made is left behind, not even when interrupted
+            lock = dirlock.acquire(d)
+            try:
+                cluster = cls(d, state, emit=emit)
+            except BaseException:
+                dirlock.release(lock)
+                raise
+            cluster._lock = lock
+            try:
+                for n in nodes:
+                    cluster._format(n, release_version=release_version, features=features)
+                cluster.save()
+                emit(f"Created cluster {state.cluster_id} in {d} with {controllers} controller(s) and {brokers} "
+                     f"broker(s) on Kafka {release}" + (f" (policies: {', '.join(pols)})" if pols else "") + ".")
+                for n in nodes:
+                    cluster._open_node(n)
+                cluster._elect()
+                cluster.settle()
+                cluster.save()
+            except BaseException:
+                cluster.close()
+                raise
         return cluster
 
     @classmethod
