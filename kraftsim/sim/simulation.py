@@ -42,6 +42,7 @@ from kraftsim.sim.saved import (
     read_saved,
 )
 from kraftsim.sim.engine.reconfig import VoterChangeRefused
+from kraftsim.sim.node.voters import majority_leader
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -374,6 +375,16 @@ class Simulation(AdminMixin):
     def leader(self) -> int | None:
         m = self.engine.leader_member()
         return None if m is None else m.id
+
+    def majority_leader(self) -> int | None:
+        """The leader a majority of the voters knows (`cluster status`'s): what `has_leader`
+        means. `leader()` is the node acting as leader, which a stale node partitioned away,
+        or one not yet told of a newer epoch, can be alone."""
+        voters = self.engine.voters
+        beliefs = [(m.epoch, m.leader) for m in self.engine.ordered()
+                   if m.running and m.id in voters and m.leader is not None]
+        known = majority_leader(voters, beliefs)
+        return None if known is None else known[1]
 
     def _committed_view(self) -> Member | None:
         m = self.engine.leader_member()
