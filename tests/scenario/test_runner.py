@@ -233,6 +233,30 @@ has_leader = false
     assert o.result.passed, [e for e in o.result.expect if not e.ok]
     assert o.result.final.leader is None is status["leader"]
 
+
+#: Three controllers (1 leads first) and brokers 4 and 5.
+THREE_CONTROLLERS_TWO_BROKERS = THREE_CONTROLLERS.replace("release =", "brokers = 2\nrelease =")
+
+
+def test_a_roll_step_stops_at_the_first_node_that_does_not_start() -> None:
+    """A roll of every node back from 4.0 (metadata.version 25) to 3.9: the first controller
+    dies on start with Kafka's text, the step's error; the roll stops there (as `cluster roll`),
+    so the other nodes still run 4.0 and the quorum keeps its leader."""
+    o = run_text("""
+[[step]]
+op = "roll"
+release = "3.9.0"
+expect_error = "No MetadataVersion with feature level 25"
+[expect]
+running = [1, 3, 4, 5]
+failed = [2]
+has_leader = true
+releases = { "1" = "4.0.0", "2" = "3.9.0", "3" = "4.0.0", "4" = "4.0.0", "5" = "4.0.0" }
+""", head=THREE_CONTROLLERS_TWO_BROKERS, release="4.0.0")
+    steps_ok(o)
+    assert o.result.steps[0].error == "No MetadataVersion with feature level 25"
+    assert o.result.passed, [e for e in o.result.expect if not e.ok]
+
 FAULTS = {
     "crash": ("[[step]]\nop = 'crash'\nnodes = [3]\n[[step]]\nop = 'start'\nnodes = [3]\n"
               "[[step]]\nop = 'wait'\ntimeout_ms = 60000\n", {"running": [1, 2, 3]}),
