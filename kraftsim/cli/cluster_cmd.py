@@ -31,6 +31,7 @@ from kraftsim.sim.tools.directory import (
 from kraftsim.sim.node.simnode import BROKER, CONTROLLER
 from kraftsim.sim.node.format import EPOCH_MS, clock_text
 from kraftsim.sim.simulation import Simulation
+from kraftsim.sim.types import RollStopped
 from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
@@ -190,7 +191,12 @@ def _run_create(args: argparse.Namespace) -> int:
 def _run_roll(args: argparse.Namespace) -> int:
     if engine_of(args.dir) == EVENTS:
         with Simulation.open(args.dir, on_event=narrator(print)) as sim:
-            sim.roll(args.release, args.nodes or "all")
+            try:
+                sim.roll(args.release, args.nodes or "all")
+            except RollStopped as stopped:  # (the cluster as the roll left it is saved)
+                for line in stopped.lines():
+                    print(line, file=sys.stderr)
+                return 1
             print(f"Rolled to Kafka {args.release}; leader: {_leader_text(sim.leader())}.")
         return 0
     with SimCluster.open(args.dir) as cluster:

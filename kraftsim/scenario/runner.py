@@ -242,7 +242,7 @@ def _final(sim: Simulation, scenario: Scenario) -> FinalState:
     fin = sim.finalized()
     nodes = [NodeOut(n.id, list(n.roles), n.release, n.state, n.fenced, n.detail) for n in sim.nodes()]
     return FinalState(MvName(level, mv_name(scenario, level) if level else None),
-                      {k: fin[k] for k in sorted(fin)}, sim.leader(), nodes)
+                      {k: fin[k] for k in sorted(fin)}, sim.majority_leader(), nodes)
 
 
 def run_text(text: str, *, seed: int | None = None, file: str = "<scenario>", base_dir: Path | None = None,

@@ -42,6 +42,7 @@ from kraftsim.sim.saved import (
     read_saved,
 )
 from kraftsim.sim.engine.reconfig import VoterChangeRefused
+from kraftsim.sim.node.voters import majority_leader
 from kraftsim.sim.types import (
     FAILED,
     RUNNING,
@@ -50,6 +51,7 @@ from kraftsim.sim.types import (
     InvariantResult,
     MvChangeReport,
     NodeInfo,
+    RollStopped,
     SimConfig,
     SimError,
     SimEvent,
@@ -388,6 +390,16 @@ class Simulation(AdminMixin):
         m = self.engine.leader_member()
         return None if m is None else m.id
 
+    def majority_leader(self) -> int | None:
+        """The leader a majority of the voters knows (`cluster status`'s): what `has_leader`
+        means. `leader()` is the node acting as leader, which a stale node partitioned away,
+        or one not yet told of a newer epoch, can be alone."""
+        voters = self.engine.voters
+        beliefs = [(m.epoch, m.leader) for m in self.engine.ordered()
+                   if m.running and m.id in voters and m.leader is not None]
+        known = majority_leader(voters, beliefs)
+        return None if known is None else known[1]
+
     def _committed_view(self) -> Member | None:
         m = self.engine.leader_member()
         if m is not None and m.node is not None and m.node.image is not None:
@@ -474,30 +486,49 @@ class Simulation(AdminMixin):
 
     def roll(self, release: str, nodes: str | Sequence[int] = "all") -> None:
         """Restart nodes on `release` one at a time, as an operator does: controllers first
-        (the active one last), then brokers; each waits for the cluster to settle."""
+        (the active one last), then brokers; each waits for the cluster to settle. It stops at
+        the first node that does not come back (RollStopped, with Kafka's text): that node stays
+        as Kafka leaves it, and the nodes after it keep their release and process."""
         self.catalog.find_release(release)  # (an unknown release is invalid input: UnknownRelease, exit 2)
         ids = self._ids(nodes)
         leader = self.leader()
         order = sorted(ids, key=lambda i: (not self.engine.member(i).state.is_controller, i == leader, i))
         problems: list[str] = []
-        for i in order:
-            m = self.engine.member(i)
-            if nodes == "all" and m.running and m.state.release == release:
+        for at, i in enumerate(order):
+            if self._already_on(i, release, nodes):
                 self.engine.emit(i, "note", {"text": f"Node {i} already runs Kafka {release}."})
                 continue
-            self.engine.stop(m, self.config.broker_session_timeout_ms)
-            text = self.engine.start_member(m, release)
-            if text is not None:
-                problems.append(text)
-                continue
-            try:
-                self._settle(f"roll of node {i}", m)
-            except SimError as err:
-                problems.append(str(err))
+            refusal = self._roll_one(self.engine.member(i), release, problems)
+            if refusal is not None:
+                self._finish_op("roll")
+                left = [j for j in order[at + 1:] if not self._already_on(j, release, nodes)]
+                raise RollStopped(refusal, i, release, [(j, self.engine.member(j).state.release) for j in left])
         self._finish_op("roll")
         failed = [m.detail for m in self.engine.ordered() if m.status == FAILED and m.detail and m.id in ids]
         if problems or failed:
             raise SimError((problems or failed)[0])
+
+    def _already_on(self, node_id: int, release: str, nodes: str | Sequence[int]) -> bool:
+        """A roll of "all" leaves a running node already on `release` alone (named nodes are
+        restarted all the same: a rolling restart)."""
+        m = self.engine.member(node_id)
+        return nodes == "all" and m.running and m.state.release == release
+
+    def _roll_one(self, m: Member, release: str, problems: list[str]) -> str | None:
+        """Stop the node, start it on `release`, let the cluster settle: Kafka's text when the
+        node does not come back (it failed to start, or it was refused for good), else None (a
+        cluster that does not settle in time is noted in `problems`, and the roll goes on)."""
+        self.engine.stop(m, self.config.broker_session_timeout_ms)
+        text = self.engine.start_member(m, release)
+        if text is not None:
+            return text
+        try:
+            self._settle(f"roll of node {m.id}", m)
+        except SimError as err:
+            if _refused_for_good(m):
+                return str(err)
+            problems.append(str(err))
+        return None
 
     def add_node(self, role: str, release: str, node_id: int | None = None) -> int:
         if role not in (BROKER, CONTROLLER):

@@ -27,6 +27,25 @@ class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
 
 
+class RollStopped(SimError):
+    """A roll stopped at the first node that did not come back on the new release, as an
+    operator stops: str() is Kafka's text alone (what a scenario's `expect_error` matches);
+    `node`, `release` and `left` (the nodes not rolled, with the releases they stay on) are
+    what the command line adds."""
+
+    def __init__(self, text: str, node: int, release: str, left: list[tuple[int, str]]) -> None:
+        super().__init__(text)
+        self.text, self.node, self.release, self.left = text, node, release, left
+
+    def lines(self) -> list[str]:
+        """The node, Kafka's text, and where the roll left the cluster."""
+        ids = ",".join(str(i) for i, _ in sorted(self.left))
+        olds = ", ".join(sorted({r for _, r in self.left}))
+        where = f" (Kafka {olds}): {ids}" if self.left else ""
+        return [f"Node {self.node} did not come up on Kafka {self.release}: {self.text}",
+                f"The roll stopped: {len(self.left)} node(s) left on their old release{where}."]
+
+
 class InvalidNodes(SimError, UsageError):
     """Node ids the caller gave that the cluster cannot take: an id no node has, a node in two
     partition groups. The caller's input, so invalid input at the command line (exit 2), as a

@@ -411,7 +411,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
         """The state reached, as `[expect]` keys the scenario runner checks."""
         assert self.sim is not None
         nodes = self.sim.nodes()
-        leader = self.sim.leader()
+        leader = self.sim.majority_leader()  # (the runner's final leader)
         image = self.sim.image(leader) if leader is not None else None
         fin = self.sim.finalized()
         return {

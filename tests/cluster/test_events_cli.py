@@ -56,6 +56,24 @@ def test_roll_and_features_upgrade(tmp_path: Path, capsys: pytest.CaptureFixture
     assert code == 1 and "needs it stopped" in err
 
 
+
+def test_a_roll_stops_at_the_first_node_that_does_not_start(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """4.0 finalizes metadata.version 25, which 3.9 does not know: rolled back to 3.9, the first
+    controller dies on start. An operator stops there, so does the roll: that node stays down with
+    Kafka's text, the five others keep running 4.0 with their leader, and the command says so."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "3", "--brokers", "3", "--release", "4.0")
+    code, out, err = run(capsys, "cluster", "roll", d, "--release", "3.9")
+    assert code == 1
+    assert out.count("Stopping node") == 1 and "No leader" not in out
+    assert err.splitlines() == ["Node 2 did not come up on Kafka 3.9: No MetadataVersion with feature level 25",
+                                "The roll stopped: 5 node(s) left on their old release (Kafka 4.0): 1,3,4,5,6."]
+    st = _status(capsys, d)
+    assert [(n["id"], n["release"], n["state"]) for n in st["nodes"]] == [
+        (1, "4.0", "running"), (2, "3.9", "failed"), (3, "4.0", "running"), (4, "4.0", "running"),
+        (5, "4.0", "running"), (6, "4.0", "running")]
+    assert st["nodes"][1]["detail"] == "No MetadataVersion with feature level 25" and st["leader"] == 1
+
 def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = tmp_path / "c"
     ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "ticks")

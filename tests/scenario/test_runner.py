@@ -10,6 +10,7 @@ import pytest
 
 from kraftsim.scenario.results import result_json
 from kraftsim.sim import INVARIANTS, InvariantResult, Simulation
+from kraftsim.sim.tools.directory import simulation_status
 
 from tests.scenario.helpers import run_text, unsupported
 
@@ -199,6 +200,62 @@ timeout_ms = 10000
     assert first == 3000
     assert o.result.steps[1].time_ms >= first
 
+
+
+#: Three controllers and no broker: controller 1 leads first.
+THREE_CONTROLLERS = """
+name = "{name}"
+seed = {seed}
+policy = "{policy}"
+[cluster]
+controllers = 3
+release = "{release}"
+"""
+
+
+def test_has_leader_means_a_majority_knows_one_not_a_stale_leader_alone(tmp_path: Path) -> None:
+    """Every controller cut off alone: 2 and 3 give up on 1 and campaign in epoch 2 while 1
+    still leads epoch 1 (its check-quorum has not ended it yet). No majority of the voters
+    knows a leader: `has_leader` is false and the final leader null, as `cluster status` says."""
+    o = run_text("""
+[[step]]
+op = "partition"
+groups = [[1], [2], [3]]
+[[step]]
+op = "run"
+ms = 3000
+[expect]
+has_leader = false
+""", head=THREE_CONTROLLERS, release="3.9.0", keep=tmp_path / "kept")
+    steps_ok(o)
+    status = simulation_status(tmp_path / "kept")
+    assert [(n["id"], n["epoch"], n["leader"]) for n in status["nodes"]] == [(1, 1, 1), (2, 2, None), (3, 2, None)]
+    assert o.result.passed, [e for e in o.result.expect if not e.ok]
+    assert o.result.final.leader is None is status["leader"]
+
+
+#: Three controllers (1 leads first) and brokers 4 and 5.
+THREE_CONTROLLERS_TWO_BROKERS = THREE_CONTROLLERS.replace("release =", "brokers = 2\nrelease =")
+
+
+def test_a_roll_step_stops_at_the_first_node_that_does_not_start() -> None:
+    """A roll of every node back from 4.0 (metadata.version 25) to 3.9: the first controller
+    dies on start with Kafka's text, the step's error; the roll stops there (as `cluster roll`),
+    so the other nodes still run 4.0 and the quorum keeps its leader."""
+    o = run_text("""
+[[step]]
+op = "roll"
+release = "3.9.0"
+expect_error = "No MetadataVersion with feature level 25"
+[expect]
+running = [1, 3, 4, 5]
+failed = [2]
+has_leader = true
+releases = { "1" = "4.0.0", "2" = "3.9.0", "3" = "4.0.0", "4" = "4.0.0", "5" = "4.0.0" }
+""", head=THREE_CONTROLLERS_TWO_BROKERS, release="4.0.0")
+    steps_ok(o)
+    assert o.result.steps[0].error == "No MetadataVersion with feature level 25"
+    assert o.result.passed, [e for e in o.result.expect if not e.ok]
 
 FAULTS = {
     "crash": ("[[step]]\nop = 'crash'\nnodes = [3]\n[[step]]\nop = 'start'\nnodes = [3]\n"

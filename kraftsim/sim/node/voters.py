@@ -17,7 +17,7 @@ checks: only registered controllers count there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,6 +87,18 @@ def quorum_state(kraft_version: int, *, leader: int | None, epoch: int, voted: i
                        voted_id=voted_id)
 
 
+def majority_leader(voters: Collection[int], beliefs: Iterable[tuple[int, int]]) -> tuple[int, int] | None:
+    """The (epoch, leader) a majority of `voters` knows, from the (epoch, leader) each running
+    voter believes in (its quorum-state): None when no leader has a majority behind it. A node
+    that alone still believes it leads (partitioned away, or not yet told of a newer epoch) is
+    no leader of the cluster: `cluster status`, the scenario's `has_leader` and `leader`."""
+    counts: dict[tuple[int, int], int] = {}
+    for belief in beliefs:
+        counts[belief] = counts.get(belief, 0) + 1
+    known = [belief for belief, count in counts.items() if count >= len(voters) // 2 + 1]
+    return max(known) if known else None
+
+
 #: quorum_state_bytes' answers by their arguments (a pure function of them; at most QS_KEEP).
 _QS_BYTES: dict[tuple[int, int | None, int, int | None, tuple[int, ...]], bytes] = {}
 QS_KEEP = 4096
@@ -142,5 +154,5 @@ def controller_static_voters(kraft_version: int, voters: Sequence[int]) -> tuple
     return () if kraft_version >= 1 else tuple(voters)
 
 
-__all__ = ["MEMBERSHIP_RECORDS", "VOTERS_RECORD", "Membership", "controller_static_voters", "quorum_state", "quorum_state_bytes",
-           "replica_key", "replica_key_hash", "seed_loader", "voter_keys_text"]
+__all__ = ["MEMBERSHIP_RECORDS", "VOTERS_RECORD", "Membership", "controller_static_voters", "majority_leader",
+           "quorum_state", "quorum_state_bytes", "replica_key", "replica_key_hash", "seed_loader", "voter_keys_text"]

@@ -17,6 +17,7 @@ from kraftsim.sim.ticks.cluster import STATE_FILE, MvChangeReport, SimCluster
 from kraftsim.sim.tools.narrate import narrator
 from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory, supported_ranges
 from kraftsim.sim.node.format import clock_text
+from kraftsim.sim.node.voters import majority_leader
 from kraftsim.sim.simulation import STATE_FORMAT, Simulation, read_saved
 from kraftsim.sim.types import SimError
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, cluster_lock, read_quorum_state
@@ -142,7 +143,7 @@ def simulation_status(directory: Path | str) -> dict[str, Any]:
 def _status(d: Path, saved: SavedState, sim: Simulation) -> dict[str, Any]:
     catalog = sim.catalog
     nodes: list[dict[str, Any]] = []
-    leaders: dict[tuple[int, int], int] = {}
+    beliefs: list[tuple[int, int]] = []
     images: dict[int, MetadataImage] = {}
     epochs = [0]  # every epoch a node's quorum-state names, with or without a leader (an imported cluster)
     for n in saved.nodes:
@@ -152,7 +153,7 @@ def _status(d: Path, saved: SavedState, sim: Simulation) -> dict[str, Any]:
             epochs.append(qs.leader_epoch)
         if qs is not None and qs.leader_id >= 0 and n.id in saved.voters and n.status == "running":
             # (what a running voter knows: a stopped or crashed process knows no leader, an observer has no say)
-            leaders[(qs.leader_epoch, qs.leader_id)] = leaders.get((qs.leader_epoch, qs.leader_id), 0) + 1
+            beliefs.append((qs.leader_epoch, qs.leader_id))
         with MetadataLog.open(meta, read_only=True) as log:
             end = log.log_end_offset
         try:
@@ -179,9 +180,8 @@ def _status(d: Path, saved: SavedState, sim: Simulation) -> dict[str, Any]:
                       "faults": list(node.faults) if node is not None else [],
                       "supported": {k: list(v) for k, v in sorted(supported_ranges(catalog.at_release(n.release),
                                                                                    n.configs).items())}})
-    majority = len(saved.voters) // 2 + 1
-    known = [(e, l) for (e, l), c in leaders.items() if c >= majority]
-    epoch, leader = max(known) if known else (max(epochs), None)
+    known = majority_leader(saved.voters, beliefs)
+    epoch, leader = known if known is not None else (max(epochs), None)
     # Registrations and fencing as the active controller's image says (without one: each
     # running node's own image; unknown for a stopped node).
     leader_node = sim.engine.member(leader).node if leader is not None and leader in sim.engine.members else None
