@@ -391,14 +391,18 @@ class Simulation(AdminMixin):
         return None if m is None else m.id
 
     def majority_leader(self) -> int | None:
-        """The leader a majority of the voters knows (`cluster status`'s): what `has_leader`
-        means. `leader()` is the node acting as leader, which a stale node partitioned away,
-        or one not yet told of a newer epoch, can be alone."""
+        """The leader a majority of the voters knows (`cluster status`'s count) that still
+        leads in that epoch: what `has_leader` means. `leader()` is the node acting as leader,
+        which a stale node partitioned away, or one not yet told of a newer epoch, can be alone;
+        and voters that have not yet noticed their leader fail still name it."""
         voters = self.engine.voters
         beliefs = [(m.epoch, m.leader) for m in self.engine.ordered()
                    if m.running and m.id in voters and m.leader is not None]
         known = majority_leader(voters, beliefs)
-        return None if known is None else known[1]
+        acting = self.engine.leader_member()
+        if known is None or acting is None or (acting.epoch, acting.id) != known:
+            return None
+        return acting.id
 
     def _committed_view(self) -> Member | None:
         m = self.engine.leader_member()
