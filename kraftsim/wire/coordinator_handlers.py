@@ -186,11 +186,12 @@ def _by_partition(served: ServedCluster, listener: Listener, groups: list[str]) 
     `__consumer_offsets`, in the order of the java.util.HashMap of TopicPartition it gathers
     them in (computeIfAbsent), each partition's groups in the order asked."""
     partitions = _partitions(served, listener)
-    of = {g: _partition_for(g, partitions) for g in groups}
+    gathered: dict[int, list[str]] = {}
+    for g in groups:
+        gathered.setdefault(_partition_for(g, partitions), []).append(g)
     topic_hash = string_hash(GROUP_METADATA_TOPIC)
-    order = compute_if_absent_order(list(dict.fromkeys(of.values())),
-                                    lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
-    return [g for p in order for g in groups if of[g] == p]
+    order = compute_if_absent_order(list(gathered), lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
+    return [g for p in order for g in gathered[p]]
 
 
 def describe_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
