@@ -247,11 +247,12 @@ class _Checker:
                                  f"({_raise_it('step_ms')})", step)
 
     def non_negative(self, value: int | None, key: str, step: int | None = None, minimum: int = 0,
-                     maximum: int | None = None) -> None:
+                     maximum: int | None = None, why: str = "") -> None:
+        """`value` within [minimum, maximum]; `why` says what the maximum is when it is not obvious."""
         if value is not None and value < minimum:
             raise self.fail(key, f"expected an integer >= {minimum}, got {value}", step)
         if value is not None and maximum is not None and value > maximum:
-            raise self.fail(key, f"expected an integer <= {maximum:,}, got {value:,}", step)
+            raise self.fail(key, f"expected an integer <= {maximum:,}{why}, got {value:,}", step)
 
 
 def initial_nodes(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
@@ -469,12 +470,13 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
             raise check.fail("names", "expected at least one topic name", index)
         # `names` stands for the count when given: its length is what is bounded
         count_key = "count" if step.names is None else "names"
-        check.non_negative(step.topic_count, count_key, index, 1, MAX_TOPICS)
-        check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS)
+        per_step = " (the most one step creates, whatever [limits] says: split it across steps)"
+        check.non_negative(step.topic_count, count_key, index, 1, MAX_TOPICS, per_step)
+        check.non_negative(step.partitions, "partitions", index, 1, MAX_PARTITIONS, per_step)
         check.non_negative(step.replication_factor, "replication_factor", index, 1, MAX_REPLICATION)
         _check_assignments(step.assignments, check, index)
         check.non_negative(step.topic_count * step.partition_count, f"{count_key} x partitions", index, 1,
-                           MAX_PARTITIONS)
+                           MAX_PARTITIONS, per_step)
     elif isinstance(step, CreatePartitions):
         if not step.names:
             raise check.fail("names", "expected at least one topic name", index)

@@ -97,7 +97,8 @@ REJECTIONS = [
     # and a long list escaped the per-step and per-file bounds (count 1 x partitions was checked)
     (step("op = 'create-topics'\nnames = []"), 1, "names", "expected at least one topic name"),
     (step("op = 'create-topics'\nnames = ['a', 'b', 'c']\npartitions = 5000000"), 1, "names x partitions",
-     "expected an integer <= 10,000,000, got 15,000,000"),
+     "expected an integer <= 10,000,000 (the most one step creates, whatever [limits] says: split it across "
+     "steps), got 15,000,000"),
     (scenario_text("[limits]\ntopics = 2\n[[step]]\nop = 'create-topics'\nnames = ['a', 'b', 'c']\n"), 1, "names",
      "expected at most 2 topics created by the whole file, got 3"),
     # node.id is an int32: a larger id failed the run with a misleading "No readable meta.properties"
