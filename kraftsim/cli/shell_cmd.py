@@ -85,8 +85,10 @@ def _target(args: argparse.Namespace) -> Path:
             raise UsageError("give --snapshot or --cluster DIR --node ID, not both")
         if args.cluster is None or args.node is None:
             raise UsageError("--cluster and --node go together: the node of the cluster whose metadata to browse")
+        from kraftsim.cli.common import cluster_dir
         from kraftsim.sim.node import simnode as node
 
+        cluster_dir(args.cluster)  # (a folder that is no cluster is said to be one, not to lack the node)
         directory = node.node_directory(Path(args.cluster), args.node)
         if not directory.is_dir():
             raise UsageError(f"{args.cluster}: no node {args.node} (no directory {directory})")

@@ -56,6 +56,10 @@ def test_cluster_node_is_browsed_like_its_directory(capsys, shell_inputs):
     by_node = run(capsys, "metadata-shell", "--cluster", str(cluster), "--node", "2", "ls", "/image/topics/byName")
     by_dir = run(capsys, "metadata-shell", "-s", str(cluster / "node-2"), "ls", "/image/topics/byName")
     assert by_node == by_dir == (0, "topic-0\ntopic-1\n", "")
+    code, _, err = run(capsys, "metadata-shell", "--cluster", str(cluster / "node-2"), "--node", "1", "ls")
+    assert code == 2 and "not a simulated cluster (no cluster.json)" in err  # (not "no node 1")
+    code, _, err = run(capsys, "metadata-shell", "--cluster", str(cluster), "--node", "9", "ls")
+    assert code == 2 and "no node 9" in err
 
 
 @pytest.mark.parametrize(("argv", "expected"), [
