@@ -13,7 +13,7 @@ forwards it. Each change made is recorded (`add-controller`, `remove-controller`
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import SimError, VoterChangeRefused
@@ -61,7 +61,7 @@ def describe_quorum(served: ServedCluster, listener: Listener, version: int, bod
          "Observers": [_replica(served, r) for r in q.observers]}]}], "Nodes": nodes}
 
 
-def _voter_change_refusal(served: ServedCluster, listener: Listener, body: Mapping[str, object],
+def _voter_change_refusal(served: ServedCluster, listener: Listener, body: Mapping[str, Any],
                           verb: str) -> Body | None:
     """What KafkaRaftClient answers before it looks at the change itself (None: go on)."""
     refused = refusal(served, listener)
@@ -91,23 +91,21 @@ def _changed(served: ServedCluster, change: Callable[[], None], op: str, voter: 
     return {"ErrorCode": 0, "ErrorMessage": "NONE"}  # (Errors.NONE.message(), as RaftUtil fills it in)
 
 
-def add_raft_voter(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
+def add_raft_voter(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     refused = _voter_change_refusal(served, listener, body, "Add")
     if refused is not None:
         return refused
-    names = {str(x.get("Name")) for x in body.get("Listeners", []) if isinstance(x, Mapping)}  # type: ignore[attr-defined]
-    if LISTENER_NAMES[CONTROLLER] not in names:
+    if LISTENER_NAMES[CONTROLLER] not in {x.get("Name") for x in body.get("Listeners", [])}:
         raise NotCarriedOut("AddRaftVoter without an endpoint for the controller listener")
-    voter, directory = int(body["VoterId"]), body["VoterDirectoryId"]  # type: ignore[call-overload]
-    assert isinstance(directory, Uuid)
+    voter, directory = int(body["VoterId"]), body["VoterDirectoryId"]
     return _changed(served, lambda: served.sim.add_voter(voter, directory), "add-controller", voter)
 
 
-def remove_raft_voter(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, object]) -> Body:
+def remove_raft_voter(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     refused = _voter_change_refusal(served, listener, body, "Remove")
     if refused is not None:
         return refused
-    voter, directory = int(body["VoterId"]), body["VoterDirectoryId"]  # type: ignore[call-overload]
+    voter, directory = int(body["VoterId"]), body["VoterDirectoryId"]
     return _changed(served, lambda: served.sim.remove_controller(voter, str(directory)), "remove-controller", voter)
 
 
