@@ -38,11 +38,11 @@ from kraftsim.scenario.ops import (
     Partition, ReassignPartitions, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker,
     UnregisterController, Wait,
 )
+from kraftsim.sim import created_roles
 from kraftsim.storage.meta_properties import MAX_NODE_ID
 from kraftsim.storage.server_config import validate_node_configs
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, load_catalog
 
-BROKER, CONTROLLER = "broker", "controller"
 #: The choices of keys whose values are a fixed set, for error messages.
 CHOICES = {"policy": POLICIES, "kind": DISK_FAULTS, "role": ROLES, "election_type": ELECTION_TYPES}
 _TYPE_WORDS = {"int": "an integer", "str": "a string", "bool": "true or false", "array": "a list",
@@ -257,14 +257,7 @@ class _Checker:
 
 def initial_nodes(cluster: ClusterSpec) -> dict[int, tuple[str, ...]]:
     """Node ids as `cluster create` numbers them: combined 1..N, then controllers, then brokers."""
-    nodes: dict[int, tuple[str, ...]] = {}
-    next_id = 1
-    for count, roles in ((cluster.combined, (BROKER, CONTROLLER)), (cluster.controller_count, (CONTROLLER,)),
-                         (cluster.brokers, (BROKER,))):
-        for _ in range(count):
-            nodes[next_id] = roles
-            next_id += 1
-    return nodes
+    return created_roles(combined=cluster.combined, controllers=cluster.controller_count, brokers=cluster.brokers)
 
 
 def parse_scenario(text: str, file: str, base_dir: Path | None = None) -> Scenario:

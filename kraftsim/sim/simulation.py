@@ -55,6 +55,7 @@ from kraftsim.sim.types import (
     SimConfig,
     SimError,
     SimEvent,
+    created_roles,
 )
 from kraftsim.sim.engine.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
@@ -132,8 +133,8 @@ class Simulation(AdminMixin):
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers. `dynamic_quorum`:
         a KIP-853 quorum (`--standalone` for one controller, else `--initial-controllers`;
-        kraft.version 1). `configs`: server configs every node runs with (today the
-        unstable-versions ones, storage.server_config.validate_node_configs)."""
+        kraft.version 1). `configs`: server configs every node runs with (those kraftsim
+        simulates, storage.server_config.NODE_CONFIGS, checked by validate_node_configs)."""
         d = Path(directory)
         if controllers < 0 or brokers < 0 or combined < 0:
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
@@ -155,10 +156,8 @@ class Simulation(AdminMixin):
         except KraftsimError as e:
             raise SimError(str(e)) from None
         given: dict[str, str] | msgspec.UnsetType = node_configs if node_configs else msgspec.UNSET
-        roles = ([(BROKER, CONTROLLER)] * combined + [(CONTROLLER,)] * controllers + [(BROKER,)] * brokers)
-        nodes = [SavedNode(id=i + 1, roles=r, release=release, incarnation=incarnation_id(seed, i + 1, 1),
-                           configs=given)
-                 for i, r in enumerate(roles)]
+        nodes = [SavedNode(id=i, roles=r, release=release, incarnation=incarnation_id(seed, i, 1), configs=given)
+                 for i, r in created_roles(combined=combined, controllers=controllers, brokers=brokers).items()]
         voters = tuple(n.id for n in nodes if CONTROLLER in n.roles)
         saved = SavedState(cluster_id=cluster_id_for(seed), seed=seed, now_ms=EPOCH_MS, policies=pols,
                            catalog=cat_path, voters=voters, config=config or SimConfig(), nodes=nodes,
@@ -166,21 +165,9 @@ class Simulation(AdminMixin):
         dynamic = None if not dynamic_quorum else "standalone" if len(voters) == 1 else "initial"
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
         with new_directory(d):  # nothing half-made is left behind, not even when interrupted
-            lock = dirlock.acquire(d)
-            try:
-                sim = cls(d, saved, base, durable)
-            except BaseException:
-                dirlock.release(lock)
-                raise
-            sim._lock = lock
-            if on_event is not None:
-                sim.subscribe(on_event)
-            try:
-                sim._format_and_start(release, release_version, feats, dynamic)
-            except BaseException:
-                sim.close_files()
-                raise
-        return sim
+            return cls._built_and_started(
+                dirlock.acquire(d), lambda: cls(d, saved, base, durable), on_event,
+                lambda sim: sim._format_and_start(release, release_version, feats, dynamic))
 
     def _format_and_start(self, release: str, release_version: str | None, features: list[str],
                           dynamic: str | None) -> None:
@@ -212,8 +199,8 @@ class Simulation(AdminMixin):
         process runs, and nothing is saved (a describe, a status)."""
         d = Path(directory)
         read_saved(d)  # a directory that is not a cluster is refused as it is, no lock file made in it
-        lock = dirlock.acquire(d, exclusive=not passive)  # a reader never sees an operation half done
-        try:
+
+        def build() -> Simulation:
             if not passive:  # no write through a link planted in the directory
                 refuse_symlinks(d)
             saved = read_saved(d)
@@ -224,7 +211,21 @@ class Simulation(AdminMixin):
                 catalog = load_catalog(saved.catalog)
             except KraftsimError as e:
                 raise SimError(str(e)) from None
-            sim = cls(d, saved, catalog, durable)
+            return cls(d, saved, catalog, durable)
+
+        # (a reader never sees an operation half done)
+        return cls._built_and_started(dirlock.acquire(d, exclusive=not passive), build, on_event,
+                                      lambda sim: sim._start_opened(passive))
+
+    @staticmethod
+    def _built_and_started(lock: tuple[int, int] | None, build: Callable[[], Simulation],
+                           on_event: Callable[[SimEvent], None] | None,
+                           start: Callable[[Simulation], object]) -> Simulation:
+        """A simulation built while holding its directory's `lock`, then started: the lock is
+        released when it cannot be built, its files closed (and the lock with them) when it
+        cannot start, so a failed create or open leaves nothing held."""
+        try:
+            sim = build()
         except BaseException:
             dirlock.release(lock)
             raise
@@ -232,35 +233,34 @@ class Simulation(AdminMixin):
         if on_event is not None:
             sim.subscribe(on_event)
         try:
-            return cls._start(sim, saved, passive)
+            start(sim)
         except BaseException:
             sim.close_files()
             raise
+        return sim
 
-    @staticmethod
-    def _start(sim: Simulation, saved: SavedState, passive: bool) -> Simulation:
+    def _start_opened(self, passive: bool) -> None:
         """The nodes of an opened directory: loaded (passive) or started again."""
-        d = sim.directory
+        saved, d = self._saved, self.directory
         running = [n.id for n in saved.nodes if n.status == RUNNING]
         if passive:
-            sim._closed = True  # never saved
+            self._closed = True  # never saved
             for i in running:
-                m = sim.engine.member(i)
-                m.node = sim.engine.make_node(m)
+                m = self.engine.member(i)
+                m.node = self.engine.make_node(m)
                 m.node.open(read_only=True)  # what is on disk, as it is: nothing recovered or cut
                 m.status, m.state.running = RUNNING, True
-            return sim
+            return
         for n in saved.nodes:  # what the disks of nodes that are down hold, as the invariants need it
             if n.status != RUNNING and n.id in saved.voters:
                 meta = node_directory(d, n.id) / METADATA_DIR_NAME
                 try:
                     with MetadataLog.open(meta, read_only=True) as log:
-                        sim.engine.checker.down[n.id] = DurableLog.of(log)
+                        self.engine.checker.down[n.id] = DurableLog.of(log)
                 except KraftsimError:
                     pass  # a disk that cannot be read holds nothing the invariants can count on
         for i in running:
-            sim.engine.start_member(sim.engine.member(i), new_process=False, resume=True)
-        return sim
+            self.engine.start_member(self.engine.member(i), new_process=False, resume=True)
 
     def save(self) -> None:
         """Write cluster.json (temporary file, fsync, rename)."""
@@ -422,6 +422,16 @@ class Simulation(AdminMixin):
     def image(self, node_id: int) -> MetadataImage | None:
         m = self.engine.member(node_id)
         return m.node.image if m.running and m.node is not None else None
+
+    def node_configs(self, node_id: int) -> dict[str, str]:
+        """The server configs node `node_id` runs with, as server.properties texts (those kraftsim
+        simulates, storage.server_config.NODE_CONFIGS; {} when none were given)."""
+        return self.engine.member(node_id).state.config_texts
+
+    @property
+    def kraft_version(self) -> int:
+        """The quorum's kraft.version: 1 for a dynamic quorum (KIP-853), else 0."""
+        return self.engine.kraft_version
 
     def running_node(self, node_id: int) -> SimNode | None:
         """The process of a running node (None when it is down): what a client connected to it talks to."""

@@ -21,6 +21,15 @@ MEMBERSHIP_INVARIANTS = ("NoDisjointMajorities", "VoterOfSeenSet")
 
 #: Node states as `NodeInfo.state` reports them.
 RUNNING, STOPPED, CRASHED, FAILED = "running", "stopped", "crashed", "failed"
+#: A node's process.roles, in the order a combined node lists them (`NodeInfo.roles`).
+BROKER, CONTROLLER = "broker", "controller"
+
+
+def created_roles(*, combined: int, controllers: int, brokers: int) -> dict[int, tuple[str, ...]]:
+    """The roles of the nodes `cluster create` makes, by node id: combined nodes from 1, then
+    controllers, then brokers (a scenario's `[cluster]` and a recording's shape read ids so)."""
+    kinds = [(BROKER, CONTROLLER)] * combined + [(CONTROLLER,)] * controllers + [(BROKER,)] * brokers
+    return dict(enumerate(kinds, start=1))
 
 
 class SimError(KraftsimError):

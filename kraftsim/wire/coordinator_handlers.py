@@ -28,6 +28,7 @@ RE2/J, whose refusal text kraftsim cannot reproduce), and OffsetFetch of named t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import CreatableTopic, CreatableTopicConfig
@@ -41,7 +42,7 @@ from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_o
 from kraftsim.wire.served import BROKER, Listener, ServedCluster
 
 if TYPE_CHECKING:
-    from kraftsim.image import MetadataImage
+    from kraftsim.image import MetadataImage, TopicImage
 
 LIST_GROUPS_KEY, LIST_TRANSACTIONS_KEY, FIND_COORDINATOR_KEY = 16, 66, 10
 OFFSET_FETCH_KEY, DESCRIBE_GROUPS_KEY, CONSUMER_GROUP_DESCRIBE_KEY, DELETE_GROUPS_KEY = 9, 15, 69, 42
@@ -77,11 +78,16 @@ def _new_coordinator(served: ServedCluster, listener: Listener) -> bool:
     return release_name_key(release_of(served, listener)) >= (4, 0, 0)
 
 
+def _group_metadata_topic(image: MetadataImage | None) -> TopicImage | None:
+    """`__consumer_offsets` in a node's image (None: no image, or no such topic yet)."""
+    return image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
+
+
 def _coordinator_of(served: ServedCluster, image: MetadataImage | None, group: str) -> tuple[str, int | None]:
     """(error name, coordinator node) of `group` in the node's image as a request found it:
     the alive leader of its `__consumer_offsets` partition (COORDINATOR_NOT_AVAILABLE without
     the topic or such a leader)."""
-    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
+    topic = _group_metadata_topic(image)
     if image is None or topic is None:
         return "COORDINATOR_NOT_AVAILABLE", None
     partition = topic.partitions.get(_partition_for(group, len(topic.partitions)))
@@ -98,7 +104,7 @@ def _lookup_image(served: ServedCluster, listener: Listener) -> MetadataImage | 
     a later request sees: Kafka's broker creates it in the background, so the request that
     asked still answers from the image without it."""
     image = served.sim.image(listener.node_id)
-    if image is None or image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) is None:
+    if _group_metadata_topic(image) is None:
         _create_group_metadata_topic(served, listener)
     return image
 
@@ -114,9 +120,7 @@ def _create_group_metadata_topic(served: ServedCluster, listener: Listener) -> N
     (with the node's offsets.topic.* configs), recorded as a create-topics step once made."""
     if refusal(served, listener) is not None:
         return
-    node = served.sim.running_node(listener.node_id)
-    assert node is not None
-    own = node.state.config_texts
+    own = served.sim.node_configs(listener.node_id)
     partitions = group_coordinator_config(own, OFFSETS_TOPIC_PARTITIONS)
     factor = group_coordinator_config(own, OFFSETS_TOPIC_REPLICATION_FACTOR)
     configs = {k: GROUP_METADATA_TOPIC_CONFIGS[k] for k in concurrent_hash_map_order(list(GROUP_METADATA_TOPIC_CONFIGS))}
@@ -154,15 +158,42 @@ def _node_fields(served: ServedCluster, node: int | None) -> Body:
     return {"NodeId": node, "Host": served.host, "Port": port}
 
 
-def _coordinator_error(served: ServedCluster, listener: Listener, group: str) -> str | None:
-    """Why the listener's node cannot answer for `group` (NOT_COORDINATOR: it does not lead
-    the group's partition), or None."""
-    image = served.sim.image(listener.node_id)
-    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
-    if topic is None:
-        return "NOT_COORDINATOR"
-    p = topic.partitions.get(_partition_for(group, len(topic.partitions)))
-    return None if p is not None and p.leader == listener.node_id else "NOT_COORDINATOR"
+@dataclass(frozen=True)
+class _GroupCoordinator:
+    """A node's group coordinator as one request finds it: which `__consumer_offsets`
+    partitions the node leads, over how many partitions groups are spread."""
+
+    node_id: int
+    topic: TopicImage | None
+    partitions: int
+
+    def error(self, group: str) -> str | None:
+        """Why the node cannot answer for `group` (NOT_COORDINATOR: it does not lead the
+        group's partition), or None."""
+        if self.topic is None:
+            return "NOT_COORDINATOR"
+        p = self.topic.partitions.get(_partition_for(group, self.partitions))
+        return None if p is not None and p.leader == self.node_id else "NOT_COORDINATOR"
+
+    def by_partition(self, groups: list[str]) -> list[str]:
+        """`groups` in the order the new coordinator answers them: one read per partition of
+        `__consumer_offsets`, in the order of the java.util.HashMap of TopicPartition it gathers
+        them in (computeIfAbsent), each partition's groups in the order asked."""
+        gathered: dict[int, list[str]] = {}
+        for g in groups:
+            gathered.setdefault(_partition_for(g, self.partitions), []).append(g)
+        topic_hash = string_hash(GROUP_METADATA_TOPIC)
+        order = compute_if_absent_order(list(gathered), lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
+        return [g for p in order for g in gathered[p]]
+
+
+def _coordinator(served: ServedCluster, listener: Listener) -> _GroupCoordinator:
+    """The listener's node's group coordinator: its groups are spread over the partitions of
+    `__consumer_offsets`, or before it exists over the node's offsets.topic.num.partitions."""
+    topic = _group_metadata_topic(served.sim.image(listener.node_id))
+    partitions = len(topic.partitions) if topic is not None else \
+        group_coordinator_config(served.sim.node_configs(listener.node_id), OFFSETS_TOPIC_PARTITIONS)
+    return _GroupCoordinator(listener.node_id, topic, partitions)
 
 
 def _not_found(group: str) -> str:
@@ -170,38 +201,15 @@ def _not_found(group: str) -> str:
     return f"Group {group} not found."
 
 
-def _partitions(served: ServedCluster, listener: Listener) -> int:
-    """How many partitions the node's group coordinator spreads groups over: those of
-    `__consumer_offsets`, or before it exists the node's offsets.topic.num.partitions."""
-    image = served.sim.image(listener.node_id)
-    topic = image.topics.get_topic_by_name(GROUP_METADATA_TOPIC) if image is not None else None
-    if topic is not None:
-        return len(topic.partitions)
-    node = served.sim.running_node(listener.node_id)
-    return group_coordinator_config(node.state.config_texts if node is not None else {}, OFFSETS_TOPIC_PARTITIONS)
-
-
-def _by_partition(served: ServedCluster, listener: Listener, groups: list[str]) -> list[str]:
-    """`groups` in the order the new coordinator answers them: one read per partition of
-    `__consumer_offsets`, in the order of the java.util.HashMap of TopicPartition it gathers
-    them in (computeIfAbsent), each partition's groups in the order asked."""
-    partitions = _partitions(served, listener)
-    gathered: dict[int, list[str]] = {}
-    for g in groups:
-        gathered.setdefault(_partition_for(g, partitions), []).append(g)
-    topic_hash = string_hash(GROUP_METADATA_TOPIC)
-    order = compute_if_absent_order(list(gathered), lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
-    return [g for p in order for g in gathered[p]]
-
-
 def describe_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """Every group asked for, none of which its coordinator knows: Dead, without members (from
     v6, KIP-1043, also GROUP_ID_NOT_FOUND with the new coordinator's text); the old
-    coordinator answers in the order asked, the new one by partition (`_by_partition`)."""
+    coordinator answers in the order asked, the new one by partition (`_GroupCoordinator.by_partition`)."""
     asked = list(body.get("Groups", []))
+    coordinator = _coordinator(served, listener)
     groups: list[Body] = []
-    for group in _by_partition(served, listener, asked) if _new_coordinator(served, listener) else asked:
-        error = _coordinator_error(served, listener, group)
+    for group in coordinator.by_partition(asked) if _new_coordinator(served, listener) else asked:
+        error = coordinator.error(group)
         unknown = error is None and version >= 6
         groups.append({"ErrorCode": code(error or ("GROUP_ID_NOT_FOUND" if unknown else "NONE")),
                        "ErrorMessage": _not_found(group) if unknown else None, "GroupId": group,
@@ -223,36 +231,38 @@ def consumer_group_describe(served: ServedCluster, listener: Listener, version: 
     asked = list(body.get("GroupIds", []))
     if not _new_coordinator(served, listener):
         return {"Groups": [_described(g, "UNSUPPORTED_VERSION") for g in asked]}
-    named = [g for g in asked if g]
+    coordinator = _coordinator(served, listener)
     return {"Groups": [_described(g, "INVALID_GROUP_ID") for g in asked if not g] +
-            [_described(g, _coordinator_error(served, listener, g) or "GROUP_ID_NOT_FOUND")
-             for g in _by_partition(served, listener, named)]}
+            [_described(g, coordinator.error(g) or "GROUP_ID_NOT_FOUND")
+             for g in coordinator.by_partition([g for g in asked if g])]}
 
 
 def delete_groups(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """Every group named is one its coordinator does not know: GROUP_ID_NOT_FOUND, once per
     name. The old coordinator answers from a Scala mutable.HashMap of the names, the new one by
-    partition (`_by_partition`)."""
+    partition (`_GroupCoordinator.by_partition`)."""
     asked = list(dict.fromkeys(body.get("GroupsNames", [])))  # (each group answered once, by either)
-    order = (_by_partition(served, listener, asked) if _new_coordinator(served, listener)
-             else scala_hash_map_order(asked, string_hash))
-    return {"Results": [{"GroupId": g, "ErrorCode": code(_coordinator_error(served, listener, g) or "GROUP_ID_NOT_FOUND")}
+    coordinator = _coordinator(served, listener)
+    order = coordinator.by_partition(asked) if _new_coordinator(served, listener) \
+        else scala_hash_map_order(asked, string_hash)
+    return {"Results": [{"GroupId": g, "ErrorCode": code(coordinator.error(g) or "GROUP_ID_NOT_FOUND")}
                         for g in order]}
 
 
 def offset_fetch(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """A group's committed offsets: none (every partition named, without an offset; no topic
     when all are asked for). v8 on: each group of the batch."""
+    coordinator = _coordinator(served, listener)
     if version >= 8:
-        return {"Groups": [_group_offsets(served, listener, version, g.get("GroupId") or "", g.get("Topics"))
+        return {"Groups": [_group_offsets(coordinator, version, g.get("GroupId") or "", g.get("Topics"))
                            for g in body.get("Groups", [])]}
-    answer = _group_offsets(served, listener, version, body.get("GroupId") or "", body.get("Topics"))
+    answer = _group_offsets(coordinator, version, body.get("GroupId") or "", body.get("Topics"))
     return {"Topics": answer["Topics"], "ErrorCode": answer["ErrorCode"]}
 
 
-def _group_offsets(served: ServedCluster, listener: Listener, version: int, group: str,
+def _group_offsets(coordinator: _GroupCoordinator, version: int, group: str,
                    topics: list[Mapping[str, Any]] | None) -> Body:
-    error = _coordinator_error(served, listener, group)
+    error = coordinator.error(group)
     if error is not None:
         return {"GroupId": group, "Topics": [], "ErrorCode": code(error)}
     if topics and version >= 10:

@@ -10,13 +10,14 @@ A refused act is written with its refusal as `expect_error`.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kraftsim.errors import KraftsimError
-from kraftsim.sim import Simulation
+from kraftsim.sim import BROKER, CONTROLLER, Simulation, created_roles
 from kraftsim.storage.fileio import atomic_write
 from kraftsim.testing import OP_KEYS, ClusterShape, Step, scenario_text
 from kraftsim.versions import FEATURE_NAME as MV_NAME
@@ -74,26 +75,26 @@ def shape_of(sim: Simulation) -> ClusterShape:
     level = finalized.get(MV_NAME, 0)
     release_version = sim.catalog.mv_from_level(level).version if level else None
     features = {k: v for k, v in finalized.items() if k != MV_NAME and v and k != "kraft.version"}
-    configs = sim.engine.member(nodes[0].id).state.config_texts  # the same on every node it creates
+    configs = sim.node_configs(nodes[0].id)  # the same on every node it creates
     return ClusterShape(controllers=controllers, brokers=brokers, release=nodes[0].release,
                         release_version=release_version, features=features, combined=combined, configs=configs,
-                        dynamic_quorum=sim.engine.kraft_version >= 1)
+                        dynamic_quorum=sim.kraft_version >= 1)
 
 
 def created_nodes(sim: Simulation) -> list[Any]:
-    """The directory's nodes `cluster create` would have made: ids from 1 on, combined nodes,
-    then controllers, then brokers; the rest were added later (`added_node_steps`)."""
+    """The directory's nodes `cluster create` would have made: the longest run of ids from 1
+    whose roles are the layout it gives (`created_roles`); the rest were added later
+    (`added_node_steps`)."""
     out: list[Any] = []
+    counts: Counter[tuple[str, ...]] = Counter()  # the nodes so far, by their roles
     for expected, n in enumerate(sorted(sim.nodes(), key=lambda n: n.id), start=1):
-        if n.id != expected or (out and _rank(n) < _rank(out[-1])):
+        counts[n.roles] += 1
+        made = created_roles(combined=counts[(BROKER, CONTROLLER)], controllers=counts[(CONTROLLER,)],
+                             brokers=counts[(BROKER,)])
+        if n.id != expected or made.get(n.id) != n.roles:
             break
         out.append(n)
     return out
-
-
-def _rank(n: Any) -> int:
-    """Where `cluster create` puts a node of these roles: combined first, then controllers, then brokers."""
-    return 2 if n.roles == ("broker",) else 0 if len(n.roles) == 2 else 1
 
 
 def added_node_steps(sim: Simulation) -> list[Step]:

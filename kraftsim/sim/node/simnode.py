@@ -52,6 +52,7 @@ from kraftsim.sim.node.finalized import FinalizedFeatures, finalized_features
 from kraftsim.sim.node.registration_profile import RegistrationProfile, read_profile
 from kraftsim.sim.node.snapshot_share import replays_alike
 from kraftsim.sim.node.voters import seed_loader
+from kraftsim.sim.types import BROKER, CONTROLLER
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
 from kraftsim.storage import DEFAULT_SEGMENT_BYTES, java_struct_string
 from kraftsim.javacompat import hash_map_order as java_hash_order, string_hash as java_string_hash
@@ -62,8 +63,6 @@ from kraftsim.storage.server_config import unstable_versions_enabled
 from kraftsim.storage.snapshot import snapshot_path
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, range_text
 
-BROKER = "broker"
-CONTROLLER = "controller"
 ROLES = (BROKER, CONTROLLER)
 #: Kafka's default listener ports; every simulated node is its own host, `node-<id>`.
 BROKER_LISTENER = ("PLAINTEXT", 9092)
