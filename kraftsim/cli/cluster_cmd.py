@@ -194,14 +194,22 @@ def _run_roll(args: argparse.Namespace) -> int:
             try:
                 sim.roll(args.release, args.nodes or "all")
             except RollStopped as stopped:  # (the cluster as the roll left it is saved)
-                for line in stopped.lines():
-                    print(line, file=sys.stderr)
-                return 1
+                return _roll_stopped(stopped)
             print(f"Rolled to Kafka {args.release}; leader: {_leader_text(sim.leader())}.")
         return 0
     with SimCluster.open(args.dir) as cluster:
-        problems = cluster.roll(args.release, args.nodes)
-    return 1 if problems else 0
+        try:
+            cluster.roll(args.release, args.nodes)
+        except RollStopped as stopped:
+            return _roll_stopped(stopped)
+    return 0
+
+
+def _roll_stopped(stopped: RollStopped) -> int:
+    """A roll that stopped at a node: the node, Kafka's text and the nodes left, on stderr."""
+    for line in stopped.lines():
+        print(line, file=sys.stderr)
+    return 1
 
 
 def _run_add(args: argparse.Namespace) -> int:

@@ -36,7 +36,7 @@ from kraftsim.sim.node.simnode import BROKER, CONTROLLER, NodeState, SimNode, Un
 from kraftsim.sim.node.format import EPOCH_MS, cluster_id_for, format_node, incarnation_id, joining_node_id
 from kraftsim.sim.ticks.lifecycle import TRANSIENT_REFUSALS, TickLifecycleMixin
 from kraftsim.sim.ticks.state import STATE_FILE, STATE_FORMAT, ClusterError, ClusterState, dump_state, read_state
-from kraftsim.sim.types import MvChangeReport
+from kraftsim.sim.types import MvChangeReport, RollStopped
 from kraftsim.sim.node.format import new_cluster_directory_problem, static_voters_record
 from kraftsim.storage import (
     METADATA_DIR_NAME, MetadataLog, QuorumState, read_bootstrap_dir, write_leader_epoch_checkpoint,
@@ -441,28 +441,33 @@ class SimCluster(TickLifecycleMixin):
         self.settle(min_ticks=1)
         return result.response, reports
 
-    def roll(self, release: str, node_ids: Sequence[int] | None = None) -> list[str]:
+    def roll(self, release: str, node_ids: Sequence[int] | None = None) -> None:
         """Restart nodes on `release`, one at a time: controllers first (the active one last),
         then brokers. Each: controlled shutdown, stop, start on the new software, register.
         Without `node_ids`, running nodes already on `release` are left alone; named nodes
-        are always restarted (a rolling restart). Returns the refusals met (Kafka's texts)."""
+        are always restarted (a rolling restart). It stops at the first node that does not
+        come back (RollStopped, with Kafka's text), as the event engine's roll does: the nodes
+        after it keep their release."""
         self.catalog.find_release(release)
         wanted = sorted(node_ids) if node_ids else [n.id for n in self.state.nodes]
         for i in wanted:
             self.state.node(i)
         leader = self.state.leader
         order = sorted(wanted, key=lambda i: (not self.state.node(i).is_controller, i == leader, i))
-        problems: list[str] = []
-        for i in order:
+
+        def already_on(i: int) -> bool:
             state = self.state.node(i)
-            if not node_ids and state.release == release and state.running:
+            return not node_ids and state.release == release and state.running
+
+        for at, i in enumerate(order):
+            if already_on(i):
                 self.emit(f"Node {i} already runs Kafka {release}.")
                 continue
             problem = self.restart(i, release)
             self.save()  # a command killed later in the roll leaves the nodes done so far recorded
             if problem:
-                problems.append(problem)
-        return problems
+                left = [j for j in order[at + 1:] if not already_on(j)]
+                raise RollStopped(problem, i, release, [(j, self.state.node(j).release) for j in left])
 
     def restart(self, node_id: int, release: str | None = None) -> str | None:
         """Stop a node cleanly (controlled shutdown for a broker) and start it, on `release`."""
