@@ -44,8 +44,9 @@ class ToolFailure(VersionsError):
     """A one-line tool failure (Kafka's TerseFailure): print the message, exit 1."""
 
 
-class CatalogError(VersionsError):
-    """A catalog that breaks a consistency rule; it is refused as a whole.
+class CatalogError(VersionsError, UsageError):
+    """A catalog that breaks a consistency rule; it is refused as a whole. A catalog is the
+    user's input (`--catalog`, a scenario's `catalog`): invalid input, exit 2 in every command.
 
     `rule` is a stable id (for example ``kafka-2.5.3`` for the third rule of Kafka's
     Feature.validateDefaultValueAndLatestProductionValue); `text` is the rule's own
@@ -74,6 +75,6 @@ class CatalogUnreadable(CatalogError):
         return type(self), (self.text, self.where)
 
 
-class CatalogTooLarge(CatalogError, UsageError):
+class CatalogTooLarge(CatalogError):
     """A catalog file with more entries than its limits allow: refused as invalid input (exit 2),
     before the work its size would cost."""

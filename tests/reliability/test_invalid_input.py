@@ -110,11 +110,11 @@ def test_export_reads_the_catalog_it_is_given(tmp_path: Path, capsys: pytest.Cap
     f = next(damage.build_log_dir(tmp_path / "log").glob("*.log"))
     out = tmp_path / "x.parquet"
     code, _, err = run(capsys, "export", str(f), "-o", str(out), "--catalog", str(tmp_path / "missing.toml"))
-    assert code == 1 and f"catalog file {tmp_path / 'missing.toml'}: does not exist" in err
+    assert code == 2 and f"catalog file {tmp_path / 'missing.toml'}: does not exist" in err
     broken = tmp_path / "broken.toml"
     broken.write_text("[[releases]\n")
     code, _, err = run(capsys, "export", str(f), "-o", str(out), "--catalog", str(broken))
-    assert code == 1 and "broken.toml" in err and "not valid TOML" in err
+    assert code == 2 and "broken.toml" in err and "not valid TOML" in err
     assert not out.exists() and not (tmp_path / "x.parquet.part").exists()
 
 
