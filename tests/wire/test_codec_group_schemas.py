@@ -1,12 +1,12 @@
 """The group APIs' schemas (FindCoordinator, DescribeGroups, ConsumerGroupDescribe, OffsetFetch)
-against Kafka's generated classes, and their round trip through the codec.
+and ListOffsets' against Kafka's generated classes, and their round trip through the codec.
 
 The layout test compiles a small Java program that walks each version's `SCHEMAS[v]` of
 Kafka 4.4.0's generated `<Message>Data` class (the exact wire layout Kafka reads and writes:
 field order, types, compact and nullable encodings, tagged fields) and compares it, version by
 version, with the layout the codec compiles from kraftsim's schema (`StructSpec.wire_fields`).
-OffsetFetch v0, which Kafka 4.0 removed (KIP-896) and 3.x nodes still advertise, is compared
-with Kafka 3.9.2's classes instead. Skipped without java and javac or without the cached
+OffsetFetch v0 and ListOffsets v0, which Kafka 4.0 removed (KIP-896) and 3.x nodes still
+advertise, are compared with Kafka 3.9.2's classes instead. Skipped without java and javac or without the cached
 kafka-clients jars (`kraftsim kafka fetch 4.4.0` puts them in the cache).
 """
 
@@ -31,10 +31,11 @@ from kraftsim.wire.codec import default_catalog
 
 RELEASE = "4.4.0"
 #: Versions Kafka 4.4 no longer defines (null in SCHEMAS) that the schemas keep as Kafka 3.9 defined them.
-REMOVED_IN_4_0 = {"OffsetFetchRequest": {0}, "OffsetFetchResponse": {0}}
+REMOVED_IN_4_0 = {"OffsetFetchRequest": {0}, "OffsetFetchResponse": {0}, "ListOffsetsRequest": {0},
+                  "ListOffsetsResponse": {0}}
 LEGACY_RELEASE = "3.9.2"
 
-APIS = ("FindCoordinator", "DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch")
+APIS = ("FindCoordinator", "DescribeGroups", "ConsumerGroupDescribe", "OffsetFetch", "ListOffsets")
 MESSAGES = tuple(f"{api}{kind}" for api in APIS for kind in ("Request", "Response"))
 CATALOG = default_catalog()
 SCHEMAS: dict[str, RecordSchema] = {
@@ -150,7 +151,7 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 @functools.cache
 def _dump(java: Path, classes: Path, version: str) -> dict[tuple[str, int], Any]:
-    """Every version's layout of the eight messages in a release's kafka-clients jar (None: no such version)."""
+    """Every version's layout of the messages of APIS in a release's kafka-clients jar (None: no such version)."""
     jar = _kafka_clients_jar(version)
     run = subprocess.run([str(java), "-Xmx64m", "-XX:TieredStopAtLevel=1", "-cp", f"{classes}:{jar}", "SchemaLayout",
                           *MESSAGES], capture_output=True, text=True, timeout=300)
@@ -339,6 +340,20 @@ SAMPLES: dict[str, dict[str, Any]] = {
              "ErrorCode": 0},
             {"GroupId": "group-b", "Topics": [], "ErrorCode": 69},
         ]},
+    "ListOffsetsRequest": {
+        "ReplicaId": -2, "IsolationLevel": 1, "TimeoutMs": 5000,
+        "Topics": [{"Name": "orders", "Partitions": [
+            {"PartitionIndex": 0, "CurrentLeaderEpoch": 4, "Timestamp": -3, "MaxNumOffsets": 5},
+            {"PartitionIndex": 2, "CurrentLeaderEpoch": -1, "Timestamp": 1764416400000, "MaxNumOffsets": 0}]},
+            {"Name": "payments", "Partitions": []}]},
+    "ListOffsetsResponse": {
+        "ThrottleTimeMs": 4,
+        "Topics": [{"Name": "orders", "Partitions": [
+            {"PartitionIndex": 0, "ErrorCode": 0, "OldStyleOffsets": [42, 0], "Timestamp": 1764416400000,
+             "Offset": 2**40, "LeaderEpoch": 3},
+            {"PartitionIndex": 2, "ErrorCode": 74, "OldStyleOffsets": [], "Timestamp": -1, "Offset": -1,
+             "LeaderEpoch": -1}]},
+            {"Name": "payments", "Partitions": []}]},
 }
 
 
@@ -426,6 +441,6 @@ def test_nullable_topics_round_trip() -> None:
 
 
 def test_requests_are_served_by_brokers_only() -> None:
-    """Kafka 4.4 lists only "broker" for the four requests (3.x also listed "zkBroker")."""
+    """Kafka 4.4 lists only "broker" for these requests (3.x also listed "zkBroker")."""
     for name in MESSAGES:
         assert SCHEMAS[name].listeners == (("broker",) if name.endswith("Request") else ())

@@ -102,7 +102,8 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "FindCoordinatorRequest", "FindCoordinatorResponse",
                      "DescribeGroupsRequest", "DescribeGroupsResponse",
                      "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
-                     "OffsetFetchRequest", "OffsetFetchResponse", "DeleteGroupsRequest", "DeleteGroupsResponse"}
+                     "OffsetFetchRequest", "OffsetFetchResponse", "DeleteGroupsRequest", "DeleteGroupsResponse",
+                     "ListOffsetsRequest", "ListOffsetsResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:
