@@ -1,6 +1,6 @@
 """What kraftsim copies from the JVM, in one place: Java's hash codes, the iteration order of
-java.util.HashMap / HashSet / ConcurrentHashMap and of the persistent hash map behind Kafka's
-images, Kafka's Uuid.randomUuid, and the JDK's texts and parsers Kafka's tools rely on
+java.util.HashMap / HashSet / ConcurrentHashMap, of Scala's hash maps and of the persistent hash
+map behind Kafka's images, Kafka's Uuid.randomUuid, and the JDK's texts and parsers Kafka's tools rely on
 (Date.toString, Integer.parseInt, String.split).
 
 Kafka writes records by iterating hash maps (registration listeners and features, finalized
@@ -131,6 +131,34 @@ def scala_hash_map_order(keys: Sequence[K], hash_of: Callable[[K], int], *, init
         size += 1
     spread = [signed32(_spread(hash_of(k))) for k in keys]
     return [k for _, _, _, k in sorted((h & (cap - 1), h, i, k) for i, (h, k) in enumerate(zip(spread, keys)))]
+
+
+def _scala_improve(h: int) -> int:
+    """scala.collection.Hashing.improve: the bits Scala 2.13's immutable HashMap files a key by."""
+    h = (h + (~(h << 9) & _MASK32)) & _MASK32
+    h ^= h >> 14
+    h = (h + (h << 4)) & _MASK32
+    return h ^ (h >> 10)
+
+
+def scala_immutable_hash_map_order(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
+    """The iteration order of a Scala 2.13 `immutable.HashMap` (a CHAMP trie; what `groupBy`
+    returns) whose distinct keys were put in the order of `keys`: each node of the trie,
+    filed by 5 bits of the improved hash at a time from the lowest, lists first the keys
+    alone in their 5 bits, then the nodes of the keys that share them, each by those bits
+    ascending; keys whose 32 bits are all equal come in the order they were put."""
+
+    def walk(entries: list[tuple[int, K]], shift: int) -> list[K]:
+        if shift >= 32:
+            return [k for _, k in entries]
+        slots: dict[int, list[tuple[int, K]]] = {}
+        for h, k in entries:
+            slots.setdefault((h >> shift) & 31, []).append((h, k))
+        ordered = sorted(slots.items(), key=lambda item: item[0])
+        return [s[0][1] for _, s in ordered if len(s) == 1] + \
+            [k for _, s in ordered if len(s) > 1 for k in walk(s, shift + 5)]
+
+    return walk([(_scala_improve(hash_of(k)), k) for k in dict.fromkeys(keys)], 0)
 
 
 def int_set_order(*groups: Iterable[int]) -> list[int]:

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 
 from kraftsim.javacompat import (
     RESERVED_UUIDS, concurrent_hash_map_order, date_to_string, hash_map_capacity, hash_map_order, hash_pmap_order,
-    int_hash, int_set_order, parse_int, random_uuid, signed32, string_hash, string_hash_order, string_split, uuid_hash,
+    int_hash, int_set_order, parse_int, random_uuid, scala_immutable_hash_map_order, signed32, string_hash, string_hash_order,
+    string_split, uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 
@@ -90,6 +91,17 @@ def test_persistent_map_puts_colliding_keys_newest_first() -> None:
     assert hash_pmap_order(["first", "other", "second", "third"], hashes.__getitem__) == [
         "other", "third", "second", "first"]
     assert hash_pmap_order(["second", "first"], hashes.__getitem__) == ["first", "second"]
+
+
+def test_scala_immutable_hash_map_order_is_the_champ_tries() -> None:
+    # probed with javac/java against scala-library 2.13.18 (Kafka 4.4's): the keys put, in this order, into
+    # scala.collection.immutable.HashMap.empty, then its keysIterator
+    keys = ("orders payments nope t auto1 __consumer_offsets a b c d e f g h i j k l m n o p q r s u v w x y z "
+            "aa bb cc dd ee ff gg").split()
+    assert " ".join(scala_immutable_hash_map_order(keys, string_hash)) == (
+        "e n t a m __consumer_offsets v p orders w k s x payments j y u f i nope q b g l cc c h aa r bb ee auto1 ff o "
+        "z dd gg d")
+    assert scala_immutable_hash_map_order(["a", "b", "a"], string_hash) == ["a", "b"]
 
 
 def test_properties_order_of_meta_properties_keys() -> None:
