@@ -50,6 +50,7 @@ from kraftsim.wire.scram_handlers import HANDLERS as SCRAM_HANDLERS
 from kraftsim.wire.quorum import HANDLERS as QUORUM_HANDLERS
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.log_dir_handlers import HANDLERS as LOG_DIR_HANDLERS
+from kraftsim.wire.offset_handlers import HANDLERS as OFFSET_HANDLERS
 from kraftsim.wire.reassignment_handlers import HANDLERS as REASSIGNMENT_HANDLERS
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
@@ -58,7 +59,8 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
                                 DESCRIBE_CONFIGS_KEY: describe_configs, **ACL_HANDLERS,
                                 **QUORUM_HANDLERS, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
-                                **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS}
+                                **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS,
+                                **OFFSET_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.
