@@ -95,7 +95,8 @@ def main_classes(release: str) -> dict[str, str]:
                                     else "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
             "consumer-groups": ("kafka.admin.ConsumerGroupCommand" if (major, minor) < (3, 8)
                                 else "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
-            "transactions": "org.apache.kafka.tools.TransactionsCommand"}
+            "transactions": "org.apache.kafka.tools.TransactionsCommand",
+            "get-offsets": "org.apache.kafka.tools.GetOffsetShell"}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:

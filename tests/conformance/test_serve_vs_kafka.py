@@ -1,5 +1,5 @@
 """Kafka's own tools (topics, configs, features describe/upgrade/downgrade/disable, metadata-quorum, broker-api-versions, cluster,
-acls) and two raw requests against `kraftsim serve` and against a live combined node of the
+acls, consumer-groups, transactions, get-offsets) and raw requests against `kraftsim serve` and against a live combined node of the
 same release: the masked outputs must be equal (kraftsim.conformance.cases.serve_tools says
 what is masked and why). `kraftsim conformance run --case 'serve-tools/*'` runs the same
 comparison on any release.

@@ -18,7 +18,7 @@ every partition, one partition and one that does not exist;
 kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-consumer-groups and
 kafka-transactions list groups and transactions (none); kafka-consumer-groups describes and deletes
 a group no coordinator knows, whose lookup creates `__consumer_offsets` (then described by
-kafka-topics);
+kafka-topics); kafka-get-offsets lists the offsets of logs nobody produced to;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -198,6 +198,16 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("consumer-groups --describe --state", "consumer-groups", _bs("--describe", "--group", "g1", "--state")),
     ("consumer-groups --delete", "consumer-groups", _bs("--delete", "--group", "g1")),
     ("topics --describe __consumer_offsets", "topics", _bs("--describe", "--topic", "__consumer_offsets")),
+    # ListOffsets of logs nobody produced to: latest, earliest, max timestamp, earliest local, a time,
+    # a topic's partitions and all topics' (internal ones included), an unknown topic
+    ("get-offsets --time -1", "get-offsets", _bs("--topic", "t", "--time", "-1")),
+    ("get-offsets --time -2", "get-offsets", _bs("--topic", "t", "--time", "-2")),
+    ("get-offsets --time -3", "get-offsets", _bs("--topic", "t", "--time", "-3")),
+    ("get-offsets --time -4", "get-offsets", _bs("--topic", "t", "--time", "-4")),
+    ("get-offsets --time (a timestamp)", "get-offsets", _bs("--topic", "t", "--time", "1764416400000")),
+    ("get-offsets --topic-partitions", "get-offsets", _bs("--topic-partitions", "t:1,__consumer_offsets:3-5")),
+    ("get-offsets (all topics)", "get-offsets", _bs()),
+    ("get-offsets (unknown topic)", "get-offsets", _bs("--topic", "nope")),
     ("transactions list", "transactions", _bs("list")),
 ]
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
@@ -285,6 +295,32 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
                                            r["Configs"]) for r in described]}
 
 
+def _offsets(*topics: tuple[str, list[tuple[int, int, int]]]) -> list[dict[str, object]]:
+    """ListOffsets' topics: (name, [(partition, timestamp, current leader epoch), ...])."""
+    return [{"Name": name, "Partitions": [{"PartitionIndex": p, "Timestamp": ts, "CurrentLeaderEpoch": epoch}
+                                         for p, ts, epoch in parts]} for name, parts in topics]
+
+
+#: ListOffsets whose whole answers are compared, at versions every release from 3.7 serves: every special
+#: timestamp (-5 and -7 are refused from 3.9 on), a time, known and unknown leader epochs, an unknown topic
+#: and partition, in the order Kafka answers (4.0 on: by hash); a repeated partition and topic, from a
+#: debugging tool (a follower may answer) reading committed offsets; an isolation level Kafka does not know;
+#: no topic; a topic without partitions.
+LIST_OFFSETS: list[tuple[str, int, dict[str, object]]] = [
+    ("ListOffsets", 8, {"ReplicaId": -1, "IsolationLevel": 0, "Topics": _offsets(
+        ("t", [(0, -1, 0), (1, -2, -1), (2, -3, 0)]),
+        ("__consumer_offsets", [(3, -4, -1), (7, -5, -1), (12, 1764416400000, -1), (30, -7, -1), (31, 0, 5)]),
+        ("nope", [(0, -1, -1)]), ("auto1", [(0, -2, -1), (1, -1, -1)]), ("t", [(9, -1, -1)]))}),
+    ("ListOffsets", 5, {"ReplicaId": -2, "IsolationLevel": 1, "Topics": _offsets(
+        ("t", [(0, -1, -1), (0, -2, -1), (1, -1, -1)]), ("auto1", [(0, -1, -1)]), ("t", [(2, -2, -1)]))}),
+    ("ListOffsets", 4, {"ReplicaId": -1, "IsolationLevel": 2, "Topics": _offsets(
+        ("t", [(0, -1, -1), (1, -2, -1)]), ("nope", [(0, -1, -1)]))}),
+    ("ListOffsets", 1, {"ReplicaId": -1, "Topics": _offsets(("t", [(2, -1, -1), (0, -2, -1)]))}),
+    ("ListOffsets", 7, {"ReplicaId": -1, "IsolationLevel": 0, "Topics": []}),
+    ("ListOffsets", 6, {"ReplicaId": -1, "IsolationLevel": 0, "Topics": _offsets(("t", []), ("auto1", [(0, -3, -1)]))}),
+]
+
+
 #: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: every config of
 #: topic t with synonyms, types and documentation, and again with an empty list of keys (all of them); its
 #: retention.ms and the cluster default's dynamic configs with synonyms and types, and three of node 1's (one
@@ -315,6 +351,7 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("DescribeGroups", 5, {"Groups": ["g1", "g2"]}),
     ("OffsetFetch", 8, {"Groups": [{"GroupId": "g1", "Topics": None},
                                    {"GroupId": "g2", "Topics": [{"Name": "t", "PartitionIndexes": [0, 1]}]}]}),
+    *LIST_OFFSETS,
 ]
 
 
