@@ -21,9 +21,10 @@ From 3.9 a negative timestamp a version cannot ask for is UNSUPPORTED_VERSION
 answer follows the request, each topic entry and partition in turn; from 4.0 the broker gathers
 the partitions in a Scala mutable.HashMap and groups them by topic (`_kafka_4_order`).
 
-Not carried out: earliest offsets read from a follower (ReplicaId -2): its leader-epoch cache
-holds the epochs it once led, which kraftsim does not keep; and v0 (3.x) of a timestamp >= 0,
-which Kafka answers from the modification time of the segment file.
+v0 (3.x) lists the offsets of the log's segments older than a time (`_answer_v0`). Not carried
+out: earliest offsets read from a follower (ReplicaId -2): its leader-epoch cache holds the
+epochs it once led, which kraftsim does not keep; and v0 of a timestamp >= 0, which Kafka
+answers from the modification time of the segment file.
 """
 
 from __future__ import annotations
@@ -167,10 +168,11 @@ def list_offsets(served: ServedCluster, listener: Listener, version: int, body: 
 
 def _answer_v0(served: ServedCluster, listener: Listener, body: Mapping[str, Any], topic: str,
                partition: Mapping[str, Any]) -> Body:
-    """v0 (3.x): the offsets before a time, newest first, at most MaxNumOffsets of them. An
-    empty log has one, 0, for latest and earliest; a timestamp below -2 is UNSUPPORTED_VERSION."""
+    """v0 (3.x): the offsets of the segments older than a time, newest first, at most MaxNumOffsets
+    of them. An empty log has one segment, at offset 0: latest and earliest find it, a time before
+    it (any timestamp below -2, which 3.9 refuses as UNSUPPORTED_VERSION instead) finds none."""
     index, timestamp = int(partition["PartitionIndex"]), int(partition["Timestamp"])
-    if timestamp < EARLIEST:
+    if timestamp < EARLIEST and release_name_key(release_of(served, listener)) >= (3, 9, 0):
         return {"PartitionIndex": index, "ErrorCode": code("UNSUPPORTED_VERSION"), "OldStyleOffsets": []}
     p = _readable(served.sim.image(listener.node_id), listener.node_id,
                   int(body.get("ReplicaId", CONSUMER_REPLICA_ID)), topic, index, NO_EPOCH)
@@ -178,10 +180,11 @@ def _answer_v0(served: ServedCluster, listener: Listener, body: Mapping[str, Any
         return {"PartitionIndex": index, "ErrorCode": code(p), "OldStyleOffsets": []}
     if timestamp >= 0:
         raise NotCarriedOut("ListOffsets v0 of a timestamp (answered from a segment file's modification time)")
+    found = [0] if timestamp in (LATEST, EARLIEST) else []
     wanted = int(partition.get("MaxNumOffsets", 1))
-    if wanted < 0:  # (an array of that size cannot be made: Kafka's handler fails on it)
+    if min(wanted, len(found)) < 0:  # (an array of that size cannot be made: Kafka's handler fails on it)
         return {"PartitionIndex": index, "ErrorCode": code("UNKNOWN_SERVER_ERROR"), "OldStyleOffsets": []}
-    return {"PartitionIndex": index, "ErrorCode": 0, "OldStyleOffsets": [0][:wanted]}
+    return {"PartitionIndex": index, "ErrorCode": 0, "OldStyleOffsets": found[:wanted]}
 
 
 HANDLERS: dict[int, Handler] = {LIST_OFFSETS_KEY: list_offsets}

@@ -154,8 +154,9 @@ def test_an_isolation_level_kafka_does_not_know(release):
             assert answered == [("t", 0, failed), ("t", 0, failed), ("nope", 0, failed)]
 
 
-def test_version_0_on_3x_and_not_on_4x():
-    with kraftsim.serve(combined=1, release="3.7.2") as k:
+@pytest.mark.parametrize("release", ["3.7.2", "3.9.2"])
+def test_version_0_on_3x_and_not_on_4x(release):
+    with kraftsim.serve(combined=1, release=release) as k:
         bs = k.address(1)
         _create(bs, "t", 1)
 
@@ -170,7 +171,10 @@ def test_version_0_on_3x_and_not_on_4x():
         assert v0(-1) == v0(-2) == v0(-1, 5) == (0, [0])
         assert v0(-1, 0) == (0, [])
         assert v0(-1, -1) == (ERR["UNKNOWN_SERVER_ERROR"], [])
-        assert v0(-3) == (ERR["UNSUPPORTED_VERSION"], [])
+        # below -2: a time before the log's one segment (3.7, 3.8), refused from 3.9
+        assert v0(-3) == ((0, []) if release == "3.7.2" else (ERR["UNSUPPORTED_VERSION"], []))
+        assert v0(-3, -1) == ((ERR["UNKNOWN_SERVER_ERROR"], []) if release == "3.7.2"
+                              else (ERR["UNSUPPORTED_VERSION"], []))
         assert v0(-1, topic="nope") == (ERR["UNKNOWN_TOPIC_OR_PARTITION"], [])
         assert v0(1764416400000) is None  # answered from a segment file's time: not carried out
     with kraftsim.serve(combined=1, release="4.4.0") as k:
