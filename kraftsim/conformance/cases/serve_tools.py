@@ -286,8 +286,9 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
                                                                     "ConfigurationKeys": None}
                                                                    for t, n in DESCRIBE_REFUSALS]})["Results"]
-        answered = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
-                    for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
+        answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
+                                       for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
+        answered.update(_list_offsets_every_version(c))
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
@@ -301,7 +302,8 @@ def _offsets(*topics: tuple[str, list[tuple[int, int, int]]]) -> list[dict[str, 
                                          for p, ts, epoch in parts]} for name, parts in topics]
 
 
-#: ListOffsets whose whole answers are compared, at versions every release from 3.7 serves: every special
+#: ListOffsets whose whole answers are compared (besides `_list_offsets_every_version`), at versions every
+#: release from 3.7 serves: every special
 #: timestamp (-5 and -7 are refused from 3.9 on), a time, known and unknown leader epochs, an unknown topic
 #: and partition, in the order Kafka answers (4.0 on: by hash); a repeated partition and topic, from a
 #: debugging tool (a follower may answer) reading committed offsets; an isolation level Kafka does not know;
@@ -319,6 +321,27 @@ LIST_OFFSETS: list[tuple[str, int, dict[str, object]]] = [
     ("ListOffsets", 7, {"ReplicaId": -1, "IsolationLevel": 0, "Topics": []}),
     ("ListOffsets", 6, {"ReplicaId": -1, "IsolationLevel": 0, "Topics": _offsets(("t", []), ("auto1", [(0, -3, -1)]))}),
 ]
+
+
+def _list_offsets_every_version(c: WireClient) -> dict[str, object]:
+    """ListOffsets at every version the node advertises (v0 on 3.x), each asking for every special
+    timestamp there is and two times: what a version may ask for changed in 3.9 and 4.2."""
+    keys = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim-conformance",
+                                        "ClientSoftwareVersion": "1"})["ApiKeys"]
+    lo, hi = next((k["MinVersion"], k["MaxVersion"]) for k in keys if k["ApiKey"] == 2)
+    answers: dict[str, object] = {}
+    for version in range(lo, hi + 1):
+        if version == 0:  # (the old style: at most MaxNumOffsets offsets before a time; none of a time here)
+            parts = [{"PartitionIndex": i, "Timestamp": ts, "MaxNumOffsets": most}
+                     for i, (ts, most) in enumerate(((-1, 1), (-2, 5), (-3, 1)))]
+            body = {"ReplicaId": -1, "Topics": [{"Name": "t", "Partitions": parts},
+                                                {"Name": "nope", "Partitions": parts[:1]}]}
+        else:
+            body = {"ReplicaId": -1, "IsolationLevel": 0, "TimeoutMs": 1000, "Topics": _offsets(
+                ("t", [(0, -1, -1), (1, -2, -1), (2, -3, -1)]),
+                ("__consumer_offsets", [(i, ts, -1) for i, ts in enumerate((-4, -5, -6, -7, 0, 1764416400000))]))}
+        answers[f"ListOffsets v{version} (every timestamp)"] = _without_throttle(c.request("ListOffsets", version, body))
+    return answers
 
 
 #: Requests whose whole answers are compared (ThrottleTimeMs aside), after the tool runs: every config of
