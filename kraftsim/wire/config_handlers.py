@@ -10,14 +10,13 @@ again is answered "Duplicate resource." and the rest goes to the controller.
 
 Topics are carried out on either listener. A broker's configs (`--entity-type brokers`, a
 broker id or the cluster-wide default) are carried out through a controller listener, where
-Kafka's controller checks nothing but the broker's id. A broker first checks them against its
-dynamic-config rules (ConfigAdminManager, DynamicBrokerConfig), which kraftsim models for the
-replication throttle rates only (`controller.broker_dynamic_configs`): through a broker
-listener, a change that sets or deletes throttle rates of a resource holding nothing else is
-carried out (what `kafka-reassign-partitions` sends). A request kraftsim cannot answer as Kafka
-would (other broker configs through a broker, broker loggers, client metrics, groups) is not
-carried out (the connection closes and `serve` says so once) rather than accepted wrongly. The
-answers keep the request's order.
+Kafka's controller checks nothing but the broker's id. Through a broker listener the broker
+first checks them against its release's dynamic-config rules (ConfigAdminManager,
+DynamicBrokerConfig: `controller.broker_dynamic_configs`), which refuse with INVALID_REQUEST or
+forward the change. A request kraftsim cannot answer as Kafka would (a broker change whose answer
+depends on checks kraftsim does not model, broker loggers, client metrics, groups) is not
+carried out (the connection closes and `serve` says so once, and why) rather than accepted
+wrongly. The answers keep the request's order.
 Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
 values it left (an append or subtract as the value it made; a config a legacy AlterConfigs left
 out as deleted).
