@@ -41,11 +41,23 @@ class Facts:
     """What one release's jars print (see the module docstring)."""
 
     kafka_configs: list[tuple[str, str]] = field(default_factory=list)
-    #: name, type, default (None: none), validator class, validator text, flags
+    #: name, type, default (None: null; "nodefault": none), validator class, validator text, flags
     dynamic: list[tuple[str, str, str | None, str, str, tuple[str, ...]]] = field(default_factory=list)
     sets: dict[str, list[str]] = field(default_factory=dict)
+    #: per part of a broker that is reconfigured: the configs it reconfigures
+    reconfigured: dict[str, set[str]] = field(default_factory=dict)
     #: per probe (by number from 1): "OK", or the refusal's text
     verdicts: dict[int, str] = field(default_factory=dict)
+
+    def log_only(self) -> list[str]:
+        """The configs DynamicLogConfig reconfigures and no other part the release names does."""
+        others = set().union(*(names for source, names in self.reconfigured.items() if source != "DynamicLogConfig"))
+        return sorted(self.reconfigured.get("DynamicLogConfig", set()) - others)
+
+    def unattributed(self) -> list[str]:
+        """Dynamic configs of no part found (their part is elsewhere in the release)."""
+        found = set().union(*self.reconfigured.values(), self.sets.get("security", []), ["metric.reporters"])
+        return sorted(set(self.sets.get("all", [])) - found)
 
 
 def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
@@ -60,8 +72,11 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
         if kind == "kafka":
             facts.kafka_configs.append((rest[0], rest[1]))
         elif kind == "dynamic":
-            default = rest[2][len("default="):] if rest[2].startswith("default=") else None
+            default = rest[2][len("default="):] if rest[2].startswith("default=") else \
+                (None if rest[2] == "nulldefault" else "nodefault")
             facts.dynamic.append((rest[0], rest[1], default, rest[3], rest[4], tuple(rest[5:])))
+        elif kind == "reconf":
+            facts.reconfigured.setdefault(rest[0], set()).add(rest[1])
         elif kind == "probe":
             facts.verdicts[int(rest[0])] = "OK" if rest[1] == "OK" else rest[2]
         else:
@@ -74,10 +89,12 @@ def dynamic_key(name: str, type_: str, default: str | None, vclass: str, vtext: 
     """One definition as a data entry: kraftsim's form of its validator, or `unmodelled` saying
     which check kraftsim does not reproduce."""
     key: dict[str, Any] = {"name": name, "type": type_}
-    if default is not None:
+    if default is not None and default != "nodefault":
         key["default"] = default
     simple = vclass.rsplit(".", 1)[-1]
-    if type_ == "CLASS":
+    if default == "nodefault":  # (ConfigDef.parse would ask for it)
+        key["unmodelled"] = "no default"
+    elif type_ == "CLASS":
         key["unmodelled"] = "CLASS (the class is loaded)"
     elif not vclass:
         pass
@@ -117,7 +134,8 @@ def entry(facts: Facts) -> dict[str, Any]:
             "kafka_configs": [{"name": n, "type": t} for n, t in facts.kafka_configs],
             "dynamic": [dynamic_key(*d) for d in facts.dynamic],
             "per_broker": sorted(facts.sets.get("perbroker", [])),
-            "security": sorted(facts.sets.get("security", []))}
+            "security": sorted(facts.sets.get("security", [])),
+            "log_only": facts.log_only()}
 
 
 def since(version: str, read_before: Sequence[str]) -> str:
@@ -161,6 +179,9 @@ HEADER = """\
 #                  `unmodelled`: the check kraftsim does not reproduce
 #   per_broker     the configs it refuses at the cluster-wide default (per broker only)
 #   security       the configs it updates only with a listener prefix
+#   log_only       the configs only its log defaults are reconfigured by (DynamicLogConfig's and
+#                  no other part's, among those the release names: LogCleaner, the thread pools,
+#                  listeners, sockets, remote storage, replication, quotas, producer state)
 """
 
 
@@ -172,7 +193,7 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
                    f"set_texts = {_toml_value(e['set_texts'])}\n")
         for name in ("kafka_configs", "dynamic"):
             out.append(f"{name} = [\n" + "".join(f"  {_toml_value(v)},\n" for v in e[name]) + "]\n")
-        for name in ("per_broker", "security"):
+        for name in ("per_broker", "security", "log_only"):
             out.append(f"{name} = {_toml_value(e[name])}\n")
     return "".join(out)
 

@@ -10,19 +10,25 @@ with each SET and DELETE applied; for a legacy AlterConfigs, the request's confi
 refuses, in this order and with INVALID_REQUEST: a config it does not update dynamically
 ("Cannot update these configs dynamically: Set(...)"), a security config without its listener
 prefix, a value its definition's type or validator refuses (the first in definition order), and
-at the default a per-broker config. What passes is applied to the receiving broker's current
-configuration (its static configs, a served node's being Kafka's defaults, under the dynamic
-ones it holds), and the parts of the broker that the changed configs reconfigure check it; of
-those kraftsim models the thread pools (num.io.threads, num.replica.fetchers,
+at the default a per-broker config. What passes makes the broker's new configuration: its
+static configs (a served node's are Kafka's defaults) under the dynamic ones it holds, the
+resource's changed; that configuration's own rules on dynamic configs come next
+(log.roll.ms at least 1, log.roll.jitter.ms at least 0, log.retention.ms not 0, at least 1 MB of
+log.cleaner.dedupe.buffer.size per log.cleaner.threads: "requirement failed: ...", and "/ by
+zero" for no cleaner thread). Then each part of the broker that a changed config reconfigures
+checks it; of those kraftsim models the thread pools (num.io.threads, num.replica.fetchers,
 num.recovery.threads.per.data.dir, background.threads: at least half and at most double the
-current size) and log.cleaner.threads (likewise, and 0 divides by zero). A change of only the
-replication throttle rates or of names Kafka does not define reconfigures nothing and is forwarded.
+current count), log.cleaner.threads (likewise) and the log defaults (DynamicLogConfig, which checks
+nothing more while no local retention of tiered storage is set: the log configs of the release's
+`log_only`). A change of only the replication throttle rates or of names Kafka does not define
+reconfigures nothing and is forwarded.
 
 The rest is not modelled, and `broker_change_check` says so rather than guess: APPEND and
 SUBTRACT, listener-prefixed names, several names refused by one check (the broker writes them in
-its hash set's order), validators kraftsim does not reproduce (class names, 4.2's lists), and
-changes of any other dynamic config (listeners, the log cleaner's buffers, log configs, ...),
-whose reconfiguration checks are not modelled.
+its hash set's order), validators kraftsim does not reproduce (class names, 4.2's lists), configs
+the new configuration checks together with others (listeners, SASL, connection quotas), tiered
+storage's local retention, and changes of any other dynamic config (the log cleaner's buffers,
+message.max.bytes, listeners, SSL and SASL, ...), whose reconfiguration checks are not modelled.
 """
 
 from __future__ import annotations
@@ -47,6 +53,16 @@ THREAD_POOLS = frozenset(("num.io.threads", "num.replica.fetchers", "num.recover
 CLEANER_THREADS, DEDUPE_BUFFER = "log.cleaner.threads", "log.cleaner.dedupe.buffer.size"
 #: Custom names a metrics reporter may take as its own reconfigurable configs.
 _REPORTER_PREFIX = "metrics."
+#: The local retention of tiered storage, which DynamicLogConfig checks against the retention.
+_LOCAL_RETENTION = ("log.local.retention.ms", "log.local.retention.bytes")
+#: Log configs whose reconfiguration is not modelled (tiered storage, cordoned log directories).
+_LOG_UNMODELLED = frozenset((*_LOCAL_RETENTION, "log.remote.copy.lag.ms", "log.remote.copy.lag.bytes",
+                             "cordoned.log.dirs"))
+#: Dynamic configs the new configuration checks together with others (KafkaConfig's rules on
+#: listeners, SASL and connection quotas): not modelled.
+_RULED_ELSEWHERE = ("listeners", "advertised.listeners", "listener.security.protocol.map", "sasl.enabled.mechanisms",
+                    "sasl.mechanism.inter.broker.protocol", "principal.builder.class", "max.connections.per.ip",
+                    "max.connections.per.ip.overrides")
 
 
 class BrokerCheck(msgspec.Struct, frozen=True):
@@ -157,25 +173,34 @@ def _refused(defs: BrokerConfigDefinitions, kind: str, names: list[str], text: s
 
 def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], props: Mapping[str, str],
                      held: HeldBrokerConfigs, per_broker: bool) -> BrokerCheck:
-    """The checks of the parts of the broker that `changed` reconfigures (processReconfiguration)."""
-    counted = [n for n in changed if n in THREAD_POOLS or n == CLEANER_THREADS]
+    """The new configuration's own rules (KafkaConfig's), then the checks of the parts of the
+    broker that `changed` reconfigures (processReconfiguration)."""
+    own = _as_loaded(defs, held.own, True)
+    default = _as_loaded(defs, held.default, False)
+    assert not isinstance(own, BrokerCheck) and not isinstance(default, BrokerCheck)
+    layers = (own, props) if not per_broker else (props, default)  # (the broker's own values come first)
+    if (ruled := _new_configuration(defs, layers)) is not FORWARDED:
+        return ruled
+    counted, logged = [], []
     for name in changed:
-        if name in THROTTLE_RATES or name in counted:
-            continue
-        if name in defs.known or name.startswith(_REPORTER_PREFIX):
-            return BrokerCheck(unmodelled=f"a change of {name} (its reconfiguration is not modelled)")
+        if name in THREAD_POOLS or name == CLEANER_THREADS:
+            counted.append(name)
+        elif name in defs.log_only and name not in _LOG_UNMODELLED:
+            logged.append(name)
+        elif name in defs.known or name.startswith(_REPORTER_PREFIX):
+            if name not in THROTTLE_RATES:
+                return BrokerCheck(unmodelled=f"a change of {name} (its reconfiguration is not modelled)")
+    if logged and any(name in layer for layer in (own, default, props) for name in _LOCAL_RETENTION):
+        return BrokerCheck(unmodelled="log configs beside a local retention (tiered storage)")
     if not counted:
         return FORWARDED
     if len(counted) > 1:
         return BrokerCheck(unmodelled=f"several thread counts changed at once ({', '.join(counted)})")
     name = counted[0]
-    own = _as_loaded(defs, held.own, True)
-    default = _as_loaded(defs, held.default, False)
-    assert not isinstance(own, BrokerCheck) and not isinstance(default, BrokerCheck)
     key = defs.dynamic_by_name[name]
-    layers = (own, props) if not per_broker else (props, default)  # (the broker's own values come first)
-    current = _effective(key, (own, default))
-    new = _effective(key, layers)
+    current, new = _effective(key, (own, default)), _effective(key, layers)
+    if current is None or new is None:
+        return BrokerCheck(unmodelled=f"{name} without a default")
     if new == current:
         return FORWARDED
     if name in THREAD_POOLS:
@@ -186,19 +211,6 @@ def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], prop
             return _reconfigurable_refusal(f"{failed}, value should not be greater than double the current value "
                                            f"{current}")
         return FORWARDED
-    return _cleaner_threads(defs, new, current, own, default)
-
-
-def _cleaner_threads(defs: BrokerConfigDefinitions, new: int, current: int, own: Mapping[str, str],
-                     default: Mapping[str, str]) -> BrokerCheck:
-    """The new configuration's own rule (dedupe buffer per thread: divided by the count), then the
-    log cleaner's check."""
-    if DEDUPE_BUFFER in own or DEDUPE_BUFFER in default or defs.dynamic_by_name[DEDUPE_BUFFER].default is None:
-        return BrokerCheck(unmodelled=f"{CLEANER_THREADS} with {DEDUPE_BUFFER} set dynamically")
-    if new == 0:
-        return BrokerCheck("/ by zero")
-    if int(defs.dynamic_by_name[DEDUPE_BUFFER].default or 0) // new <= 1024 * 1024:
-        return BrokerCheck(unmodelled=f"{CLEANER_THREADS} past 1 MB of {DEDUPE_BUFFER} per thread")
     if new < current // 2:
         return _reconfigurable_refusal(f"Log cleaner threads cannot be reduced to less than half the current value "
                                        f"{current}")
@@ -208,12 +220,44 @@ def _cleaner_threads(defs: BrokerConfigDefinitions, new: int, current: int, own:
     return FORWARDED
 
 
-def _effective(key: DynamicKey, layers: Sequence[Mapping[str, str]]) -> int:
-    """The value of an INT config under `layers` (first wins), or its default."""
+def _new_configuration(defs: BrokerConfigDefinitions, layers: Sequence[Mapping[str, str]]) -> BrokerCheck:
+    """The rules the broker's new configuration itself checks on dynamic configs (KafkaConfig's
+    requirements, in its order), by their values under `layers` or their static defaults; a
+    failure is its IllegalArgumentException's or ArithmeticException's text."""
+    if any(name in layer for layer in layers for name in _RULED_ELSEWHERE):
+        return BrokerCheck(unmodelled="a broker config the new configuration checks with others (listeners, "
+                                      "SASL, connection quotas)")
+    roll, jitter, retention = (_effective(defs.dynamic_by_name[n], layers) if n in defs.dynamic_by_name else None
+                               for n in ("log.roll.ms", "log.roll.jitter.ms", "log.retention.ms"))
+    if roll is not None and roll < 1:
+        return BrokerCheck("requirement failed: log.roll.ms must be greater than or equal to 1")
+    if jitter is not None and jitter < 0:
+        return BrokerCheck("requirement failed: log.roll.jitter.ms must be greater than or equal to 0")
+    if retention == 0:  # (a negative one is unlimited)
+        return BrokerCheck("requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1")
+    threads = _effective(defs.dynamic_by_name[CLEANER_THREADS], layers)
+    dedupe = _effective(defs.dynamic_by_name[DEDUPE_BUFFER], layers)
+    if threads is None or dedupe is None:
+        return BrokerCheck(unmodelled=f"{CLEANER_THREADS} or {DEDUPE_BUFFER} without a default")
+    if threads == 0:
+        return BrokerCheck("/ by zero")
+    if _java_division(dedupe, threads) <= 1024 * 1024:
+        return BrokerCheck("requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
+    return FORWARDED
+
+
+def _java_division(a: int, b: int) -> int:
+    """Java's integer division (towards zero)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def _effective(key: DynamicKey, layers: Sequence[Mapping[str, str]]) -> int | None:
+    """The value of an INT or LONG config under `layers` (first wins), or its default (None: null)."""
     for layer in layers:
         if key.name in layer:
             return int(described_value(key, layer[key.name]))
-    return int(key.default or 0)
+    return None if key.default is None else int(key.default)
 
 
 def _reconfigurable_refusal(why: str) -> BrokerCheck:

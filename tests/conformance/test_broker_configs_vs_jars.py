@@ -1,9 +1,11 @@
 """A broker's dynamic-config facts as each release's jars print them
 (kraftsim/conformance/java/BrokerConfigFacts.java): controller/data/broker_configs.toml must be
 what `python3 -m kraftsim.conformance.broker_config_facts` writes from them, and kraftsim's
-verdict on every probe below, where it gives one, must be the release's own
-DynamicBrokerConfig.validateConfigs, word for word (`kafka` marker: one small JVM a release,
-skipped where the jars cannot be had)."""
+verdict on every probe below, where it gives one, must be the release's own, word for word:
+DynamicBrokerConfig.validateConfigs on the PROBES, and for changes of the log configs kraftsim
+carries out (each at a few values its definition takes) the broker's new KafkaConfig and
+DynamicLogConfig's check of it (`kafka` marker: one small JVM a release, skipped where the jars
+cannot be had)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,9 @@ from typing import Any
 import pytest
 
 from kraftsim.conformance.broker_config_facts import DATA, READ, SET_PROBES, Probe, entry, read_facts
-from kraftsim.controller.broker_dynamic_configs import validate_configs
+from kraftsim.controller import OP_SET, AlterableConfig
+from kraftsim.controller.broker_config_definitions import broker_config_definitions
+from kraftsim.controller.broker_dynamic_configs import HeldBrokerConfigs, broker_change_check, validate_configs
 from kraftsim.versions import release_name_key
 from tests.conformance.conftest import kafka_dist
 
@@ -50,6 +54,42 @@ MAY_BE_UNMODELLED: list[Probe] = [
 ]
 
 
+#: Changes the new configuration's own rules refuse or pass, beside the log configs' values.
+APPLIED_EXTRA: list[dict[str, str]] = [
+    {"log.retention.ms": "0"}, {"log.retention.ms": "-5"}, {"log.roll.ms": "0"}, {"log.roll.jitter.ms": "-1"},
+    {"log.cleaner.threads": "0"}, {"log.cleaner.dedupe.buffer.size": "1048576"},
+    {"log.cleaner.dedupe.buffer.size": "-1", "log.roll.ms": "0"},
+]
+#: Dynamic configs of parts the program does not find (producer state before 3.9, coordinators and
+#: thread pools from 4.3): none are log configs.
+UNATTRIBUTED = ("num.", "background.threads", "max.connections.per.ip", "group.", "share.", "errors.deadletterqueue.",
+                "config.providers", "producer.id.expiration.ms", "transaction.partition.verification.enable")
+
+
+def _applied_probes(version: str) -> list[dict[str, str]]:
+    """A few values each carried-out log config of `version` takes by its definition."""
+    defs = broker_config_definitions(version)
+    probes = list(APPLIED_EXTRA)
+    for name in sorted(defs.log_only):
+        key = defs.dynamic_by_name[name]
+        check = broker_change_check(version, 2, "2", [AlterableConfig(name, OP_SET, key.default or "1")],
+                                    HeldBrokerConfigs({}, {}), legacy=False)
+        if check.unmodelled is not None or key.unmodelled is not None:
+            continue
+        values = {key.default} if key.default is not None else set()
+        if key.type == "BOOLEAN":
+            values |= {"true", "false"}
+        elif key.one_of:
+            values.add(key.one_of[0])
+        elif key.each_one_of:
+            values.add(key.each_one_of[-1])
+        elif key.type in ("INT", "LONG", "SHORT", "DOUBLE"):
+            values |= {str(v) for v in (key.at_least, key.at_most, key.or_equal) if v is not None}
+            values.add(str((key.at_least or 0) + 1))
+        probes += [{name: v} for v in sorted(values)]
+    return probes
+
+
 def _data_entry(version: str) -> dict[str, Any]:
     """The entry of the data file in effect for `version`, without since / read_from."""
     entries = sorted(tomllib.loads(DATA.read_text("utf-8"))["release"], key=lambda e: release_name_key(e["since"]))
@@ -59,14 +99,20 @@ def _data_entry(version: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("version", READ)
 def test_broker_config_facts_and_verdicts_are_the_releases(version: str) -> None:
-    probes = [p for _, p, _ in SET_PROBES] + PROBES + MAY_BE_UNMODELLED
+    applied = _applied_probes(version)
+    probes = [p for _, p, _ in SET_PROBES] + PROBES + MAY_BE_UNMODELLED + [("applied", a) for a in applied]
     facts = read_facts(kafka_dist(version), probes)
     assert entry(facts) == _data_entry(version)
+    assert all(name.startswith(UNATTRIBUTED) for name in facts.unattributed()), facts.unattributed()
     wrong = []
     for n, (level, configs) in enumerate(probes, 1):
-        ours = validate_configs(version, configs, level == "broker")
+        if level == "applied":
+            ours = broker_change_check(version, 2, "2", [AlterableConfig(k, OP_SET, v) for k, v in configs.items()],
+                                       HeldBrokerConfigs({}, {}), legacy=False)
+        else:
+            ours = validate_configs(version, configs, level == "broker")
         if ours.unmodelled is not None:
-            if (level, configs) not in MAY_BE_UNMODELLED:
+            if (level, configs) not in MAY_BE_UNMODELLED and level != "applied":
                 wrong.append(f"{level} {configs}: unmodelled ({ours.unmodelled}), Kafka {facts.verdicts[n]!r}")
             continue
         said = ours.refusal or "OK"

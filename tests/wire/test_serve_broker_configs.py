@@ -2,8 +2,9 @@
 release's broker does before it forwards the change (ConfigAdminManager → DynamicBrokerConfig):
 configs it does not update dynamically, security configs without a listener prefix, per-broker
 configs at the cluster default and values their definition refuses are refused with its words;
-thread pools and log.cleaner.threads are checked against the broker's current count; names Kafka
-does not define are forwarded. The texts are those a live broker of 3.7.2, 4.0.2 and 4.4.0 gave
+the new configuration's own rules (log.retention.ms, log.roll.ms, the cleaner's dedupe buffer per
+thread) are checked, thread pools and log.cleaner.threads against the broker's current count;
+log configs only the log defaults take, and names Kafka does not define, are forwarded. The texts are those a live broker of 3.7.2, 4.0.2 and 4.4.0 gave
 (tests/conformance/test_broker_listener_configs_vs_kafka.py). What is not modelled stays not
 carried out."""
 
@@ -88,8 +89,10 @@ def test_log_cleaner_threads():
         "Log cleaner threads cannot be increased to more than double the current value 1"), None)
     assert _check("3.7.2", "2", ("log.cleaner.threads", "0")) == ("/ by zero", None)
     assert _check("3.7.2", "", ("log.cleaner.threads", "2")) == (None, None)
+    # the new configuration's own rule first: at least 1 MB of dedupe buffer per cleaner thread
     assert _check("3.7.2", "2", ("log.cleaner.threads", "2"),
-                  held=HeldBrokerConfigs({}, {"log.cleaner.dedupe.buffer.size": "1000000000"}))[1] is not None
+                  held=HeldBrokerConfigs({}, {"log.cleaner.dedupe.buffer.size": "2097152"})) == (
+        "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.", None)
 
 
 def test_unknown_names_and_throttle_rates_reconfigure_nothing_and_are_forwarded():
@@ -100,8 +103,26 @@ def test_unknown_names_and_throttle_rates_reconfigure_nothing_and_are_forwarded(
     assert _check("4.4.0", "2", deletes=("log.dirs", "custom.gone")) == (None, None)
 
 
+def test_log_configs_are_checked_by_their_definitions_and_the_new_configurations_rules():
+    for release in ("3.7.2", "4.0.2", "4.4.0"):
+        assert _check(release, "", ("log.retention.ms", "604800000"), ("log.segment.bytes", "104857600"),
+                      ("compression.type", "gzip"), ("min.insync.replicas", "2")) == (None, None)
+        assert _check(release, "", ("log.retention.ms", "-5")) == (None, None)  # (unlimited)
+        assert _check(release, "2", ("log.retention.ms", "0")) == (
+            "requirement failed: log.retention.ms must be unlimited (-1) or, greater than or equal to 1", None)
+        assert _check(release, "2", ("log.roll.ms", "0")) == (
+            "requirement failed: log.roll.ms must be greater than or equal to 1", None)
+        assert _check(release, "", ("log.segment.bytes", "13"))[0].startswith(
+            "Invalid value 13 for configuration log.segment.bytes: Value must be at least ")
+    # a value held at the default that the new configuration refuses refuses any change of the broker's
+    held = HeldBrokerConfigs({}, {"log.roll.jitter.ms": "-1"})
+    assert _check("4.0.2", "2", ("custom.x", "1"), held=held) == (
+        "requirement failed: log.roll.jitter.ms must be greater than or equal to 0", None)
+
+
 @pytest.mark.parametrize(("sets", "deletes"), [
-    ((("log.retention.ms", "5"),), ()),  # log configs: their reconfiguration is not modelled
+    ((("message.max.bytes", "5000"),), ()),  # the log cleaner reconfigures it too: not modelled
+    ((("log.local.retention.ms", "5"),), ()),  # tiered storage
     ((("log.dirs", "/x"), ("broker.id", "3")), ()),  # several names in one refusal: a hash set's order
     ((("listener.name.plaintext.ssl.keystore.type", "x"),), ()),
     ((("principal.builder.class", "x.Y"),), ()),  # a class is loaded
@@ -146,10 +167,15 @@ def test_served_changes_are_refused_or_forwarded_and_replay_from_the_recording(t
             "double the current value 12"))]
         assert _alter(b2, "", ("log.cleaner.threads", OP_SET, "2")) == [("", 0, None)]
         capsys.readouterr()
-        assert _alter(b2, "2", ("log.segment.bytes", OP_SET, "100000000")) is None
+        assert _alter(b2, "", ("log.retention.ms", OP_SET, "0")) == [("", INVALID, "requirement failed: "
+                                                                     "log.retention.ms must be unlimited (-1) or, "
+                                                                     "greater than or equal to 1")]
+        assert _alter(b2, "2", ("log.segment.bytes", OP_SET, "100000000")) == [("2", 0, None)]
+        assert _alter(b2, "2", ("message.max.bytes", OP_SET, "100000")) is None
         served = k.call(lambda s: (_held(s, "2"), _held(s, "")))
-    assert "a change of log.segment.bytes (its reconfiguration is not modelled)" in capsys.readouterr().err
-    assert served == ({"num.io.threads": "12", "custom.note": "hello"}, {"log.cleaner.threads": "2"})
+    assert "a change of message.max.bytes (its reconfiguration is not modelled)" in capsys.readouterr().err
+    assert served == ({"num.io.threads": "12", "custom.note": "hello", "log.segment.bytes": "100000000"},
+                      {"log.cleaner.threads": "2"})
     result = run_scenario(load_scenario(record), keep=tmp_path / "replayed").result
     assert result.passed, result
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:

@@ -5,11 +5,15 @@ import org.apache.kafka.common.config.ConfigDef;
  * (DynamicBrokerConfig.validateConfigs, as ConfigAdminManager calls it before forwarding a
  * change) on probes. Output lines, tab separated:
  *   kafka NAME TYPE                 every KafkaConfig config, in definition order
- *   dynamic NAME TYPE default=V|nodefault VALIDATOR-CLASS VALIDATOR [FLAG=V...]
+ *   dynamic NAME TYPE default=V|nulldefault|nodefault VALIDATOR-CLASS VALIDATOR [FLAG=V...]
  *                                   DynamicConfig.Broker's definitions, in definition order
  *   all NAME / perbroker NAME / nondynamic NAME / security NAME   the sets, sorted
+ *   reconf SOURCE NAME              the configs each part of a broker that is reconfigured
+ *                                   reconfigures (SOURCE: DynamicLogConfig, LogCleaner, ...)
  *   probe N OK | probe N Class message   for stdin line N: "default" or "broker", then name=value
- *                                       pairs separated by U+0001
+ *                                       pairs separated by U+0001: validateConfigs on them; or
+ *                                       "applied" and pairs: a broker's KafkaConfig made with them
+ *                                       and DynamicLogConfig's check of it
  * Run as a single-file source program on the release's classpath
  * (kraftsim.conformance.broker_config_facts, which writes kraftsim/controller/data/broker_configs.toml;
  * tests/conformance/test_broker_configs_vs_jars.py). */
@@ -41,6 +45,54 @@ public class BrokerConfigFacts {
         }
         return out;
     }
+    /** The reconfigurable parts' config sets: a Scala object's ReconfigurableConfigs or a Java class's
+     * RECONFIGURABLE_CONFIGS, for each that the release has. */
+    static void printReconfigurables() throws Exception {
+        String[][] sources = {
+            {"DynamicLogConfig", "kafka.server.DynamicLogConfig$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicLogConfig"},
+            {"LogCleaner", "kafka.log.LogCleaner$", "org.apache.kafka.storage.internals.log.LogCleaner"},
+            {"DynamicThreadPool", "kafka.server.DynamicThreadPool$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicThreadPool"},
+            {"DynamicListenerConfig", "kafka.server.DynamicListenerConfig$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicListenerConfig"},
+            {"SocketServer", "kafka.network.SocketServer$", "org.apache.kafka.network.SocketServerConfigs"},
+            {"DynamicRemoteLogConfig", "kafka.server.DynamicRemoteLogConfig$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicRemoteLogConfig"},
+            {"DynamicReplicationConfig", "kafka.server.DynamicReplicationConfig$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicReplicationConfig"},
+            {"DynamicQuotaConfig", "kafka.server.DynamicQuotaConfig$", "org.apache.kafka.server.config.DynamicBrokerConfig$DynamicQuotaConfig"},
+        };
+        for (String[] source : sources) {
+            Collection<String> names = null;
+            try { names = names(member(module(source[1]), "ReconfigurableConfigs")); } catch (Exception e) { }
+            if (names == null) {
+                try { names = (Collection<String>) staticField(Class.forName(source[2]), "RECONFIGURABLE_CONFIGS"); } catch (Exception e) { }
+            }
+            if (names != null) for (String name : new TreeSet<>(names)) System.out.println("reconf\t" + source[0] + "\t" + name);
+        }
+        Object producer = null;
+        try { producer = names(member(module("kafka.server.DynamicBrokerConfig$"), "DynamicProducerStateManagerConfig")); } catch (Exception e) { }
+        if (producer == null) {
+            try { producer = staticField(Class.forName("org.apache.kafka.server.config.DynamicBrokerConfig"), "DYNAMIC_PRODUCER_STATE_MANAGER_CONFIGS"); } catch (Exception e) { }
+        }
+        if (producer != null) for (Object name : new TreeSet<>((Collection<String>) producer)) System.out.println("reconf\tProducerStateManager\t" + name);
+    }
+    /** A broker's KafkaConfig made of a broker's own configs and `dynamic` (as the broker makes the
+     * new configuration it checks), then DynamicLogConfig's check of it (its parts need no broker). */
+    static void applied(Properties dynamic) throws Throwable {
+        Map<String, Object> props = new HashMap<>();
+        props.put("process.roles", "broker"); props.put("node.id", "2");
+        props.put("controller.quorum.voters", "1@127.0.0.1:9093"); props.put("controller.listener.names", "CONTROLLER");
+        props.put("listeners", "PLAINTEXT://127.0.0.1:9092");
+        props.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT");
+        props.put("log.dirs", "/tmp/kraftsim-broker-config-facts");
+        for (String k : dynamic.stringPropertyNames()) props.put(k, dynamic.getProperty(k));
+        Class<?> kc = Class.forName("kafka.server.KafkaConfig");
+        Object config;
+        try { config = kc.getConstructor(Map.class).newInstance(props); }
+        catch (InvocationTargetException e) { throw e.getCause(); }
+        Class<?> dlc = Class.forName("kafka.server.DynamicLogConfig");
+        Constructor<?> make = dlc.getConstructors()[0];
+        Object check = make.newInstance(new Object[make.getParameterCount()]);
+        try { dlc.getMethod("validateReconfiguration", kc).invoke(check, config); }
+        catch (InvocationTargetException e) { throw e.getCause(); }
+    }
     static boolean hasMethod(Class<?> c, String name) { for (Method m : c.getMethods()) if (m.getName().equals(name)) return true; return false; }
     static Object staticField(Class<?> c, String name) throws Exception { Field f = c.getDeclaredField(name); f.setAccessible(true); return f.get(null); }
     static ConfigDef kafkaConfigDef() throws Exception {
@@ -55,6 +107,7 @@ public class BrokerConfigFacts {
         Set<String> all, perBroker, security, nonDynamic;
         Object validator;  // (the Java class of 4.1 on, or the Scala object before)
         Method validate;
+        printReconfigurables();
         Class<?> javaDbc = null;
         try { javaDbc = Class.forName("org.apache.kafka.server.config.DynamicBrokerConfig"); } catch (ClassNotFoundException e) { }
         if (javaDbc != null && hasMethod(javaDbc, "validateConfigs")) {
@@ -89,7 +142,7 @@ public class BrokerConfigFacts {
             for (Method m : dbc.getClass().getMethods()) if (m.getName().equals("validateConfigs")) validate = m;
         }
         for (ConfigDef.ConfigKey k : dyn.values())
-            System.out.println("dynamic\t" + k.name + "\t" + k.type + "\t" + (k.hasDefault() ? "default=" + ConfigDef.convertToString(k.defaultValue, k.type) : "nodefault") + "\t" + validator(k.validator));
+            System.out.println("dynamic\t" + k.name + "\t" + k.type + "\t" + (!k.hasDefault() ? "nodefault" : k.defaultValue == null ? "nulldefault" : "default=" + ConfigDef.convertToString(k.defaultValue, k.type)) + "\t" + validator(k.validator));
         for (String n : all) System.out.println("all\t" + n);
         for (String n : perBroker) System.out.println("perbroker\t" + n);
         for (String n : security) System.out.println("security\t" + n);
@@ -102,12 +155,14 @@ public class BrokerConfigFacts {
             Properties p = new Properties();
             for (int i = 1; i < parts.length; i++) { int j = parts[i].indexOf('='); p.setProperty(parts[i].substring(0, j), parts[i].substring(j + 1)); }
             try {
+                if (parts[0].equals("applied")) { applied(p); System.out.println("probe\t" + n + "\tOK"); continue; }
                 boolean perBrokerConfig = parts[0].equals("broker");
                 // (from 4.2.2 it also takes the values before config providers resolved them: the same here)
                 if (validate.getParameterCount() == 3) validate.invoke(validator, p, p, perBrokerConfig);
                 else validate.invoke(validator, p, perBrokerConfig); System.out.println("probe\t" + n + "\tOK");
             }
             catch (InvocationTargetException e) { Throwable t = e.getCause(); System.out.println("probe\t" + n + "\t" + t.getClass().getSimpleName() + "\t" + t.getMessage()); }
+            catch (Throwable t) { System.out.println("probe\t" + n + "\t" + t.getClass().getSimpleName() + "\t" + t.getMessage()); }
         }
     }
 }
