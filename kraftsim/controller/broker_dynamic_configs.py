@@ -177,7 +177,10 @@ def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], prop
     broker that `changed` reconfigures (processReconfiguration)."""
     own = _as_loaded(defs, held.own, True)
     default = _as_loaded(defs, held.default, False)
-    assert not isinstance(own, BrokerCheck) and not isinstance(default, BrokerCheck)
+    if isinstance(own, BrokerCheck):
+        return own
+    if isinstance(default, BrokerCheck):
+        return default
     layers = (own, props) if not per_broker else (props, default)  # (the broker's own values come first)
     if (ruled := _new_configuration(defs, layers)) is not FORWARDED:
         return ruled

@@ -11,6 +11,8 @@ carried out."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import kraftsim
 from kraftsim.controller import OP_DELETE, OP_SET, AlterableConfig, error_codes
@@ -134,6 +136,14 @@ def test_what_is_not_modelled_is_said(sets, deletes):
     assert refusal is None and unmodelled
 
 
+def test_a_held_config_at_the_other_level_that_kraftsim_cannot_judge_is_said():
+    held = HeldBrokerConfigs({"principal.builder.class": "x.Y"}, {})
+    assert _check("4.0.2", "", ("custom.x", "1"), held=held)[1] == "a held principal.builder.class (CLASS (the class is " \
+                                                                   "loaded))"
+    held = HeldBrokerConfigs({}, {"listener.name.plaintext.x": "1"})
+    assert _check("4.0.2", "2", ("custom.x", "1"), held=held)[1] == "a listener-prefixed broker config held"
+
+
 def test_a_legacy_alter_checks_the_requests_configs_alone():
     held = HeldBrokerConfigs({"num.io.threads": "12"}, {})
     # leaving the held count out deletes it: back to the static 8, within half of 12
@@ -181,3 +191,24 @@ def test_served_changes_are_refused_or_forwarded_and_replay_from_the_recording(t
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:
         image = sim.image(1)
         assert (image.configs.config(BROKER, "2"), image.configs.config(BROKER, "")) == served
+
+
+_NAMES = st.sampled_from(["leader.replication.throttled.rate", "num.io.threads", "background.threads",
+                          "log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.retention.ms", "log.roll.ms",
+                          "log.roll.jitter.ms", "log.dirs", "custom.x", "listener.name.a.b", "ssl.keystore.type",
+                          "sasl.kerberos.service.name", "principal.builder.class", "log.local.retention.ms",
+                          "metrics.jmx.exclude", "message.max.bytes", "compression.type", "log.segment.bytes"])
+_VALUES = st.sampled_from(["", "0", "1", "-1", "x", " 8 ", "99999999999999999999", "gzip", "2097152", "16"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(release=st.sampled_from(["3.3.2", "3.7.2", "4.2.0", "4.4.0"]), name=st.sampled_from(["", "2"]),
+       own=st.dictionaries(_NAMES, _VALUES, max_size=3), default=st.dictionaries(_NAMES, _VALUES, max_size=3),
+       ops=st.lists(st.tuples(_NAMES, st.sampled_from([OP_SET, OP_DELETE, 2]), _VALUES), max_size=3,
+                    unique_by=lambda t: t[0]), legacy=st.booleans())
+def test_every_change_gets_an_answer_or_a_reason(release, name, own, default, ops, legacy):
+    configs = [AlterableConfig(n, op, None if op == OP_DELETE else v) for n, op, v in ops]
+    check = broker_change_check(release, 2, name, configs, HeldBrokerConfigs(own, default), legacy=legacy)
+    assert check.refusal is None or check.unmodelled is None
+    if any(op == 2 for _, op, _ in ops):
+        assert check.unmodelled == "APPEND and SUBTRACT of broker configs"
