@@ -49,10 +49,13 @@ class Facts:
     #: per probe (by number from 1): "OK", or the refusal's text
     verdicts: dict[int, str] = field(default_factory=dict)
 
-    def log_only(self) -> list[str]:
-        """The configs DynamicLogConfig reconfigures and no other part the release names does."""
-        others = set().union(*(names for source, names in self.reconfigured.items() if source != "DynamicLogConfig"))
-        return sorted(self.reconfigured.get("DynamicLogConfig", set()) - others)
+    def reconfigured_by(self) -> dict[str, list[str]]:
+        """Per config some part of the broker reconfigures: those parts, by name."""
+        parts: dict[str, list[str]] = {}
+        for source, names in sorted(self.reconfigured.items()):
+            for name in names:
+                parts.setdefault(name, []).append(source)
+        return dict(sorted(parts.items()))
 
     def unattributed(self) -> list[str]:
         """Dynamic configs of no part found (their part is elsewhere in the release)."""
@@ -135,7 +138,7 @@ def entry(facts: Facts) -> dict[str, Any]:
             "dynamic": [dynamic_key(*d) for d in facts.dynamic],
             "per_broker": sorted(facts.sets.get("perbroker", [])),
             "security": sorted(facts.sets.get("security", [])),
-            "log_only": facts.log_only()}
+            "reconfigured_by": facts.reconfigured_by()}
 
 
 def since(version: str, read_before: Sequence[str]) -> str:
@@ -179,9 +182,11 @@ HEADER = """\
 #                  `unmodelled`: the check kraftsim does not reproduce
 #   per_broker     the configs it refuses at the cluster-wide default (per broker only)
 #   security       the configs it updates only with a listener prefix
-#   log_only       the configs only its log defaults are reconfigured by (DynamicLogConfig's and
-#                  no other part's, among those the release names: LogCleaner, the thread pools,
-#                  listeners, sockets, remote storage, replication, quotas, producer state)
+#   reconfigured_by  per config, the parts of the broker that a change of it reconfigures (each
+#                  part's reconfigurable set, among those the program finds in the release:
+#                  DynamicLogConfig, LogCleaner, DynamicThreadPool, DynamicListenerConfig,
+#                  SocketServer, DynamicRemoteLogConfig, DynamicReplicationConfig,
+#                  DynamicQuotaConfig, ProducerStateManager)
 """
 
 
@@ -193,8 +198,10 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
                    f"set_texts = {_toml_value(e['set_texts'])}\n")
         for name in ("kafka_configs", "dynamic"):
             out.append(f"{name} = [\n" + "".join(f"  {_toml_value(v)},\n" for v in e[name]) + "]\n")
-        for name in ("per_broker", "security", "log_only"):
+        for name in ("per_broker", "security"):
             out.append(f"{name} = {_toml_value(e[name])}\n")
+        out.append("[release.reconfigured_by]\n" + "".join(f"{_toml_value(k)} = {_toml_value(v)}\n"
+                                                           for k, v in e["reconfigured_by"].items()))
     return "".join(out)
 
 

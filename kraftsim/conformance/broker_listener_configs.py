@@ -6,9 +6,9 @@ A broker checks such a change against its dynamic-config rules before it forward
 controller (ConfigAdminManager, DynamicBrokerConfig): the changes below are one or more of each
 class kraftsim models there (`kraftsim.controller.broker_dynamic_configs`): a config that is
 not dynamic, a per-broker config at the cluster default, a security config without its
-listener prefix, a value its type or range refuses, a log config the new configuration's own
-rules refuse or pass, a thread pool resized past half or double its current size, and names
-Kafka does not know (which pass). Both sides are a cluster of one
+listener prefix, a value its type or range refuses, a log or log cleaner config the new
+configuration's own rules refuse or pass, a thread pool resized past half or double its current
+size, and names Kafka does not know (which pass). Both sides are a cluster of one
 controller (node 1) and one broker (node 2: two node JVMs and the tool's, no more), which the
 tool talks to; each side
 reports each run's exit code and output, and the BROKER ConfigRecords its controller wrote, in
@@ -59,6 +59,9 @@ CHANGES: tuple[tuple[str, ...], ...] = (
     (*_NAMED, "--add-config", "log.retention.ms=0"),
     (*_NAMED, "--add-config", "log.roll.ms=0"),
     (*_DEFAULT, "--add-config", "log.segment.bytes=100"),
+    # the log cleaner's configs: its thread count left as it is
+    (*_DEFAULT, "--add-config", "message.max.bytes=2000000,log.cleaner.io.buffer.size=1048576"),
+    (*_NAMED, "--add-config", "log.cleaner.dedupe.buffer.size=1048576"),
     # names Kafka does not know: forwarded and written (last: a broker describes them as sensitive,
     # so the tool of 3.x, which sends the whole set back, refuses to change a set holding one)
     (*_NAMED, "--add-config", "custom.note=hello"),

@@ -51,7 +51,7 @@ class BrokerConfigDefinitions(msgspec.Struct, frozen=True, dict=True):
     dynamic: tuple[DynamicKey, ...]
     per_broker: frozenset[str]
     security: frozenset[str]
-    log_only: frozenset[str]
+    reconfigured_by: dict[str, tuple[str, ...]]
 
     @cached_property
     def dynamic_by_name(self) -> dict[str, DynamicKey]:

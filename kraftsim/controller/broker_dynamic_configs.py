@@ -18,17 +18,19 @@ log.cleaner.dedupe.buffer.size per log.cleaner.threads: "requirement failed: ...
 zero" for no cleaner thread). Then each part of the broker that a changed config reconfigures
 checks it; of those kraftsim models the thread pools (num.io.threads, num.replica.fetchers,
 num.recovery.threads.per.data.dir, background.threads: at least half and at most double the
-current count), log.cleaner.threads (likewise) and the log defaults (DynamicLogConfig, which checks
-nothing more while no local retention of tiered storage is set: the log configs of the release's
-`log_only`). A change of only the replication throttle rates or of names Kafka does not define
-reconfigures nothing and is forwarded.
+current count), the log cleaner (log.cleaner.threads likewise; its other configs and
+message.max.bytes leave the count as it is) and the log defaults (DynamicLogConfig, which checks
+nothing more while no local retention of tiered storage is set), by the parts the release's jars
+say each config reconfigures (`reconfigured_by`). A change of only the replication throttle
+rates or of names Kafka does not define reconfigures nothing and is forwarded.
 
 The rest is not modelled, and `broker_change_check` says so rather than guess: APPEND and
 SUBTRACT, listener-prefixed names, several names refused by one check (the broker writes them in
 its hash set's order), validators kraftsim does not reproduce (class names, 4.2's lists), configs
 the new configuration checks together with others (listeners, SASL, connection quotas), tiered
-storage's local retention, and changes of any other dynamic config (the log cleaner's buffers,
-message.max.bytes, listeners, SSL and SASL, ...), whose reconfiguration checks are not modelled.
+storage's local retention, and changes of any other dynamic config (listeners, SSL and SASL,
+connection quotas, remote storage, producer state, ...), whose reconfiguration checks are not
+modelled.
 """
 
 from __future__ import annotations
@@ -55,6 +57,10 @@ CLEANER_THREADS, DEDUPE_BUFFER = "log.cleaner.threads", "log.cleaner.dedupe.buff
 _REPORTER_PREFIX = "metrics."
 #: The local retention of tiered storage, which DynamicLogConfig checks against the retention.
 _LOCAL_RETENTION = ("log.local.retention.ms", "log.local.retention.bytes")
+#: The parts of a broker whose checks of their reconfiguration are modelled: the log defaults
+#: (nothing while no local retention is set) and the log cleaner (its thread count: a change of
+#: its other configs leaves that as it is).
+_MODELLED_PARTS = frozenset(("DynamicLogConfig", "LogCleaner"))
 #: Log configs whose reconfiguration is not modelled (tiered storage, cordoned log directories).
 _LOG_UNMODELLED = frozenset((*_LOCAL_RETENTION, "log.remote.copy.lag.ms", "log.remote.copy.lag.bytes",
                              "cordoned.log.dirs"))
@@ -186,13 +192,14 @@ def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], prop
         return ruled
     counted, logged = [], []
     for name in changed:
+        parts = defs.reconfigured_by.get(name, ())
         if name in THREAD_POOLS or name == CLEANER_THREADS:
             counted.append(name)
-        elif name in defs.log_only and name not in _LOG_UNMODELLED:
-            logged.append(name)
-        elif name in defs.known or name.startswith(_REPORTER_PREFIX):
-            if name not in THROTTLE_RATES:
-                return BrokerCheck(unmodelled=f"a change of {name} (its reconfiguration is not modelled)")
+        elif parts and set(parts) <= _MODELLED_PARTS and name not in _LOG_UNMODELLED:
+            if "DynamicLogConfig" in parts:
+                logged.append(name)
+        elif (name in defs.known or name.startswith(_REPORTER_PREFIX)) and name not in THROTTLE_RATES:
+            return BrokerCheck(unmodelled=f"a change of {name} (its reconfiguration is not modelled)")
     if logged and any(name in layer for layer in (own, default, props) for name in _LOCAL_RETENTION):
         return BrokerCheck(unmodelled="log configs beside a local retention (tiered storage)")
     if not counted:

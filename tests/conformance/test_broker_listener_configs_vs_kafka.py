@@ -24,6 +24,7 @@ def test_broker_configs_through_a_broker_are_answered_and_written_as_by_kafka(re
     assert any("log.dirs=/tmp/elsewhere" in c for c in refused) and any("num.io.threads=20" in c for c in refused)
     assert ("2", "num.io.threads", "12") in live_written and ("", "custom.team", "blue") in live_written
     assert ("", "log.retention.ms", "7200000") in live_written and any("log.roll.ms=0" in c for c in refused)
+    assert ("", "message.max.bytes", "2000000") in live_written
     served_runs, served_written = served(dist, tmp_path)
     assert served_runs == live_runs
     assert served_written == live_written

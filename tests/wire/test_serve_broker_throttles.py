@@ -95,13 +95,12 @@ def test_a_rate_set_beside_other_held_configs_is_carried_out_and_unmodelled_chan
         capsys.readouterr()
         # the held log.cleaner.threads is left as it is: nothing is reconfigured but the rate
         assert _alter(b2, "2", (LEADER, OP_SET, "1")) == [("2", 0, None)]
-        # the log cleaner's buffers are reconfigured by it: their checks are not modelled
-        assert _alter(b2, "2", ("log.cleaner.threads", OP_DELETE, None), ("log.cleaner.io.buffer.size", OP_SET,
-                                                                          "600000")) is None
+        # the connection quotas are reconfigured by it: their checks are not modelled
+        assert _alter(b2, "2", ("log.cleaner.threads", OP_DELETE, None), ("max.connections", OP_SET, "600000")) is None
         assert _alter(b2, "2", (LEADER, 2, "1")) is None  # (APPEND)
         assert k.call(lambda s: _held(s, "2")) == {"log.cleaner.threads": "2", LEADER: "1"}
     err = capsys.readouterr().err
-    assert "BROKER configs through a broker listener: a change of log.cleaner.io.buffer.size" in err
+    assert "BROKER configs through a broker listener: a change of max.connections" in err
     assert "APPEND and SUBTRACT of broker configs" in err
 
 

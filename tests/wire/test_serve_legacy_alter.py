@@ -81,11 +81,11 @@ def test_broker_configs_are_replaced_through_a_controller_and_checked_by_a_broke
         assert k.call(lambda s: _configs(s, BROKER, "2")) == {"log.cleaner.threads": "2"}
         capsys.readouterr()
         body = {"Resources": [{"ResourceType": BROKER, "ResourceName": "2",
-                               "Configs": [{"Name": "message.max.bytes", "Value": "5000"}]}], "ValidateOnly": False}
-        assert rpc(b2, LEGACY_ALTER_CONFIGS, 2, body) is None  # (the log cleaner's reconfiguration is not modelled)
+                               "Configs": [{"Name": "max.connections", "Value": "5000"}]}], "ValidateOnly": False}
+        assert rpc(b2, LEGACY_ALTER_CONFIGS, 2, body) is None  # (the connection quotas' reconfiguration is not modelled)
         assert k.call(lambda s: _configs(s, BROKER, "2")) == {"log.cleaner.threads": "2"}
         err = capsys.readouterr().err
-    assert "AlterConfigs of BROKER configs through a broker listener: a change of message.max.bytes" in err
+    assert "AlterConfigs of BROKER configs through a broker listener: a change of max.connections" in err
     assert "is not carried out" in err
 
 
