@@ -62,6 +62,7 @@ CHANGES: tuple[tuple[str, ...], ...] = (
     # the log cleaner's configs: its thread count left as it is
     (*_DEFAULT, "--add-config", "message.max.bytes=2000000,log.cleaner.io.buffer.size=1048576"),
     (*_NAMED, "--add-config", "log.cleaner.dedupe.buffer.size=1048576"),
+    (*_DEFAULT, "--add-config", "producer.id.expiration.ms=60000"),
     # names Kafka does not know: forwarded and written (last: a broker describes them as sensitive,
     # so the tool of 3.x, which sends the whole set back, refuses to change a set holding one)
     (*_NAMED, "--add-config", "custom.note=hello"),

@@ -20,7 +20,8 @@ checks it; of those kraftsim models the thread pools (num.io.threads, num.replic
 num.recovery.threads.per.data.dir, background.threads: at least half and at most double the
 current count), the log cleaner (log.cleaner.threads likewise; its other configs and
 message.max.bytes leave the count as it is) and the log defaults (DynamicLogConfig, which checks
-nothing more while no local retention of tiered storage is set), by the parts the release's jars
+nothing more while no local retention of tiered storage is set) and the producer state (nothing
+past the definitions' ranges), by the parts the release's jars
 say each config reconfigures (`reconfigured_by`). A change of only the replication throttle
 rates or of names Kafka does not define reconfigures nothing and is forwarded.
 
@@ -60,7 +61,10 @@ _LOCAL_RETENTION = ("log.local.retention.ms", "log.local.retention.bytes")
 #: The parts of a broker whose checks of their reconfiguration are modelled: the log defaults
 #: (nothing while no local retention is set) and the log cleaner (its thread count: a change of
 #: its other configs leaves that as it is).
-_MODELLED_PARTS = frozenset(("DynamicLogConfig", "LogCleaner"))
+_MODELLED_PARTS = frozenset(("DynamicLogConfig", "LogCleaner", "ProducerStateManager"))
+#: The producer state's check (producer.id.expiration.ms not below 0), which its definition's
+#: range (at least 1) already makes: modelled while that range holds.
+_PRODUCER_EXPIRATION = "producer.id.expiration.ms"
 #: Log configs whose reconfiguration is not modelled (tiered storage, cordoned log directories).
 _LOG_UNMODELLED = frozenset((*_LOCAL_RETENTION, "log.remote.copy.lag.ms", "log.remote.copy.lag.bytes",
                              "cordoned.log.dirs"))
@@ -195,7 +199,8 @@ def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], prop
         parts = defs.reconfigured_by.get(name, ())
         if name in THREAD_POOLS or name == CLEANER_THREADS:
             counted.append(name)
-        elif parts and set(parts) <= _MODELLED_PARTS and name not in _LOG_UNMODELLED:
+        elif parts and set(parts) <= _MODELLED_PARTS and name not in _LOG_UNMODELLED and \
+                ("ProducerStateManager" not in parts or (defs.dynamic_by_name[_PRODUCER_EXPIRATION].at_least or -1) >= 0):
             if "DynamicLogConfig" in parts:
                 logged.append(name)
         elif (name in defs.known or name.startswith(_REPORTER_PREFIX)) and name not in THROTTLE_RATES:

@@ -67,12 +67,14 @@ UNATTRIBUTED = ("num.", "background.threads", "max.connections.per.ip", "group."
 
 
 def _applied_probes(version: str) -> list[dict[str, str]]:
-    """A few values each carried-out log and log cleaner config of `version` takes by its definition
-    (the log cleaner's own check looks at its thread count only, which these leave as it is)."""
+    """A few values each carried-out log, log cleaner and producer state config of `version` takes
+    by its definition (the log cleaner's own check looks at its thread count only, which these
+    leave as it is; the producer state's cannot fail past the definitions' ranges)."""
     defs = broker_config_definitions(version)
     probes = list(APPLIED_EXTRA)
     for name in sorted(n for n, parts in defs.reconfigured_by.items()
-                       if set(parts) <= {"DynamicLogConfig", "LogCleaner"} and n != "log.cleaner.threads"):
+                       if set(parts) <= {"DynamicLogConfig", "LogCleaner", "ProducerStateManager"}
+                       and n != "log.cleaner.threads"):
         key = defs.dynamic_by_name[name]
         check = broker_change_check(version, 2, "2", [AlterableConfig(name, OP_SET, key.default or "1")],
                                     HeldBrokerConfigs({}, {}), legacy=False)

@@ -97,6 +97,14 @@ def test_log_cleaner_threads():
         "requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.", None)
 
 
+def test_the_producer_states_configs_are_checked_by_their_definitions():
+    for release in ("3.5.2", "3.7.2", "4.4.0"):
+        assert _check(release, "", ("producer.id.expiration.ms", "60000"),
+                      ("transaction.partition.verification.enable", "false")) == (None, None)
+        assert _check(release, "", ("producer.id.expiration.ms", "0")) == (
+            "Invalid value 0 for configuration producer.id.expiration.ms: Value must be at least 1", None)
+
+
 def test_unknown_names_and_throttle_rates_reconfigure_nothing_and_are_forwarded():
     assert _check("3.7.2", "", ("custom.team", "blue"), ("leader.replication.throttled.rate", "10")) == (None, None)
     # held configs left as they are do not stop it, a held value the broker refuses is dropped

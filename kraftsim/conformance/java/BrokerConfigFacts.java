@@ -71,6 +71,9 @@ public class BrokerConfigFacts {
         if (producer == null) {
             try { producer = staticField(Class.forName("org.apache.kafka.server.config.DynamicBrokerConfig"), "DYNAMIC_PRODUCER_STATE_MANAGER_CONFIGS"); } catch (Exception e) { }
         }
+        if (producer == null) {  // (3.5 to 3.8: the storage module's)
+            try { producer = staticField(Class.forName("org.apache.kafka.storage.internals.log.ProducerStateManagerConfig"), "RECONFIGURABLE_CONFIGS"); } catch (Exception e) { }
+        }
         if (producer != null) for (Object name : new TreeSet<>((Collection<String>) producer)) System.out.println("reconf\tProducerStateManager\t" + name);
     }
     /** A broker's KafkaConfig made of a broker's own configs and `dynamic` (as the broker makes the
