@@ -19,18 +19,18 @@ zero" for no cleaner thread). Then each part of the broker that a changed config
 checks it; of those kraftsim models the thread pools (num.io.threads, num.replica.fetchers,
 num.recovery.threads.per.data.dir, background.threads: at least half and at most double the
 current count), the log cleaner (log.cleaner.threads likewise; its other configs and
-message.max.bytes leave the count as it is) and the log defaults (DynamicLogConfig, which checks
+message.max.bytes leave the count as it is), the log defaults (DynamicLogConfig, which checks
 nothing more while no local retention of tiered storage is set) and the producer state (nothing
-past the definitions' ranges), by the parts the release's jars
-say each config reconfigures (`reconfigured_by`). A change of only the replication throttle
-rates or of names Kafka does not define reconfigures nothing and is forwarded.
+past the definitions' ranges), by the parts the release's jars say each config reconfigures
+(`reconfigured_by`). A change of only the replication throttle rates or of names Kafka does not
+define reconfigures nothing and is forwarded.
 
 The rest is not modelled, and `broker_change_check` says so rather than guess: APPEND and
 SUBTRACT, listener-prefixed names, several names refused by one check (the broker writes them in
 its hash set's order), validators kraftsim does not reproduce (class names, 4.2's lists), configs
 the new configuration checks together with others (listeners, SASL, connection quotas), tiered
 storage's local retention, and changes of any other dynamic config (listeners, SSL and SASL,
-connection quotas, remote storage, producer state, ...), whose reconfiguration checks are not
+connection quotas, remote storage, the coordinators, ...), whose reconfiguration checks are not
 modelled.
 """
 
