@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
     from kraftsim.controller.broker_dynamic_configs import (
-        broker_change_modelled as broker_change_modelled, broker_config_error as broker_config_error,
+        BrokerCheck as BrokerCheck, HeldBrokerConfigs as HeldBrokerConfigs, broker_change_check as broker_change_check,
     )
     from kraftsim.controller.topic_configs import topic_configs as topic_config_definitions
     from kraftsim.controller.config_descriptions import (
@@ -112,7 +112,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
-    "broker_dynamic_configs": "broker_change_modelled broker_config_error",
+    "broker_dynamic_configs": "BrokerCheck HeldBrokerConfigs broker_change_check",
     "config_descriptions": (
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
         "described_order describe_broker_configs"
@@ -181,7 +181,7 @@ __all__ = [
     "elect_unclean_leaders", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
-    "unregister_controller", "broker_change_modelled", "broker_config_error", "topic_config_definitions",
+    "unregister_controller", "BrokerCheck", "HeldBrokerConfigs", "broker_change_check", "topic_config_definitions",
     "DESCRIBE_ORDERS", "MULTI_NAME_SYNONYMS", "DescribedConfig", "created_topic_configs", "describe_topic_configs",
     "described_order", "describe_broker_configs",
 ]

@@ -10,14 +10,13 @@ again is answered "Duplicate resource." and the rest goes to the controller.
 
 Topics are carried out on either listener. A broker's configs (`--entity-type brokers`, a
 broker id or the cluster-wide default) are carried out through a controller listener, where
-Kafka's controller checks nothing but the broker's id. A broker first checks them against its
-dynamic-config rules (ConfigAdminManager, DynamicBrokerConfig), which kraftsim models for the
-replication throttle rates only (`controller.broker_dynamic_configs`): through a broker
-listener, a change that sets or deletes throttle rates of a resource holding nothing else is
-carried out (what `kafka-reassign-partitions` sends). A request kraftsim cannot answer as Kafka
-would (other broker configs through a broker, broker loggers, client metrics, groups) is not
-carried out (the connection closes and `serve` says so once) rather than accepted wrongly. The
-answers keep the request's order.
+Kafka's controller checks nothing but the broker's id. Through a broker listener the broker
+first checks them against its release's dynamic-config rules (ConfigAdminManager,
+DynamicBrokerConfig: `controller.broker_dynamic_configs`), which refuse with INVALID_REQUEST or
+forward the change. A request kraftsim cannot answer as Kafka would (a broker change whose answer
+depends on checks kraftsim does not model, broker loggers, client metrics, groups) is not
+carried out (the connection closes and `serve` says so once, and why) rather than accepted
+wrongly. The answers keep the request's order.
 Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
 values it left (an append or subtract as the value it made; a config a legacy AlterConfigs left
 out as deleted).
@@ -33,11 +32,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import OP_DELETE, OP_SET, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
-from kraftsim.controller import broker_change_modelled, broker_config_error
+from kraftsim.controller import HeldBrokerConfigs, broker_change_check
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
-from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
+from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
 
 ALTER_CONFIGS_KEY, INCREMENTAL_ALTER_CONFIGS_KEY = 33, 44
@@ -65,22 +64,22 @@ def _broker_check(r: AlterConfigsResource, repeated: bool) -> str | None:
     return f"Null value not supported for : {', '.join(nulls)}" if nulls else None
 
 
-def _broker_held(served: ServedCluster, listener: Listener, r: AlterConfigsResource) -> Mapping[str, str]:
-    """The configs the listener's node holds for broker resource `r` (its configRepository)."""
+def _broker_held(served: ServedCluster, listener: Listener) -> HeldBrokerConfigs:
+    """The dynamic broker configs the listener's node holds (its configRepository): its own and
+    the cluster-wide default."""
     image = served.sim.image(listener.node_id)
-    return image.configs.config(BROKER, r.resource_name) if image is not None else {}
+    if image is None:
+        return HeldBrokerConfigs({}, {})
+    return HeldBrokerConfigs(image.configs.config(BROKER, str(listener.node_id)), image.configs.config(BROKER, ""))
 
 
-def _not_carried_out(served: ServedCluster, r: AlterConfigsResource, listener: Listener) -> str | None:
-    """What of `r` kraftsim cannot answer on `listener` as Kafka does (see the module
-    docstring), or None."""
+def _not_carried_out(r: AlterConfigsResource) -> str | None:
+    """What of `r` kraftsim cannot answer as Kafka does (see the module docstring), beyond
+    what a broker's check leaves unmodelled, or None."""
     if r.resource_type == TOPIC:
         return None
     if r.resource_type != BROKER:
         return f"{RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))} configs"
-    if listener.role != CONTROLLER and not broker_change_modelled(_broker_held(served, listener, r), r.configs):
-        return "BROKER configs other than replication throttle rates through a broker listener (through a " \
-               "controller listener, --bootstrap-controller, they are carried out)"
     node = parse_int(r.resource_name) if r.resource_name else None
     if node is not None and str(node) != r.resource_name:  # (Kafka takes it; a recording names the broker by its id)
         return f"BROKER configs named {r.resource_name!r} for broker {node}"
@@ -98,13 +97,10 @@ def legacy_alter_configs(served: ServedCluster, listener: Listener, version: int
 
 def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str, Any], *, legacy: bool) -> Body:
     resources = [_resource(r) for r in body.get("Resources") or []]
-    others = sorted({why for r in resources if (why := _not_carried_out(served, r, listener)) is not None})
-    if others:
-        request = "AlterConfigs" if legacy else "IncrementalAlterConfigs"
-        raise NotCarriedOut(f"{request} of {' and '.join(others)}")
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}
+    others = {why for r in resources if (why := _not_carried_out(r)) is not None}
     if listener.role == CONTROLLER:  # (the second of a name is answered; the first and any later one are not)
         seen: Counter[tuple[int, str]] = Counter()
         for i, r in enumerate(resources):
@@ -116,10 +112,17 @@ def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str,
         for i, r in enumerate(resources):
             refused_here = _broker_check(r, keys[(r.resource_type, r.resource_name)] > 1)
             if refused_here is None and r.resource_type == BROKER:
-                refused_here = broker_config_error(listener.node_id, r.resource_name,
-                                                   _broker_held(served, listener, r), r.configs, legacy=legacy)
+                check = broker_change_check(release_of(served, listener), listener.node_id, r.resource_name,
+                                            r.configs, _broker_held(served, listener), legacy=legacy)
+                if check.unmodelled is not None:
+                    others.add(f"BROKER configs through a broker listener: {check.unmodelled} (through a controller "
+                               "listener, --bootstrap-controller, they are carried out)")
+                refused_here = check.refusal
             if refused_here is not None:
                 answers[i] = _answer(r, "INVALID_REQUEST", refused_here)
+    if others:
+        request = "AlterConfigs" if legacy else "IncrementalAlterConfigs"
+        raise NotCarriedOut(f"{request} of {' and '.join(sorted(others))}")
     sent = [(i, r) for i, r in enumerate(resources) if i not in answers]
     if sent:
         at = served.sim.now_ms

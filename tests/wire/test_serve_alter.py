@@ -83,15 +83,15 @@ def test_a_config_change_of_a_broker_through_a_broker_is_not_carried_out_and_sai
     with kraftsim.serve(combined=1, release="4.4.0") as k:
         capsys.readouterr()
         broker = {"Resources": [{"ResourceType": BROKER, "ResourceName": "1",
-                                 "Configs": [{"Name": "log.cleaner.threads", "ConfigOperation": 0, "Value": "2"}]}],
+                                 "Configs": [{"Name": "max.connections", "ConfigOperation": 0, "Value": "2000"}]}],
                   "ValidateOnly": False}
         for _ in range(2):
             assert rpc(k.address(1), ALTER_CONFIGS, 1, broker) is None
         assert k.call(lambda s: _image(s).configs.config(BROKER, "1")) == {}
         err = capsys.readouterr().err
-    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs other than replication "
-                                "throttle rates through a broker listener (through a controller listener, "
-                                "--bootstrap-controller, they are carried out) is not "
+    assert err.splitlines() == ["kraftsim serve: IncrementalAlterConfigs of BROKER configs through a broker listener: "
+                                "a change of max.connections (its reconfiguration is not modelled) (through a "
+                                "controller listener, --bootstrap-controller, they are carried out) is not "
                                 "carried out by kraftsim serve: the connection that asked was closed, and the client "
                                 "will retry until its timeout"]
 

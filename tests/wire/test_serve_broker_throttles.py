@@ -2,8 +2,9 @@
 broker listener (what `kafka-reassign-partitions --throttle` sets and its `--verify` clears),
 with the broker's own checks before it forwards the change: the resource names this broker or
 the cluster default, and each resulting rate is a LONG of at least 0 (held values the broker's
-definitions refuse are dropped first). Other broker configs through a broker stay not carried
-out. The changes replay from the session's recording."""
+definitions refuse are dropped first). Held configs the change leaves as they are do not stop it
+(tests/wire/test_serve_broker_configs.py has the other broker configs). The changes replay from
+the session's recording."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 
 import kraftsim
 from kraftsim.controller import OP_DELETE, OP_SET, AlterableConfig, error_codes
-from kraftsim.controller.broker_dynamic_configs import THROTTLE_RATES, broker_change_modelled, broker_config_error
+from kraftsim.controller.broker_dynamic_configs import HeldBrokerConfigs, broker_change_check
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.validate import load_scenario
 from kraftsim.sim import Simulation
@@ -22,7 +23,8 @@ from tests.wire.client import rpc
 ERR = error_codes()
 LEGACY_ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 33, 44
 BROKER = 4
-LEADER, FOLLOWER, LOG_DIRS = (k.name for k in THROTTLE_RATES)
+LEADER, FOLLOWER, LOG_DIRS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate",
+                             "replica.alter.log.dirs.io.max.bytes.per.second")
 
 
 def _held(served, name: str) -> dict[str, str]:
@@ -66,9 +68,9 @@ def test_the_broker_refuses_another_brokers_name_and_a_rate_its_definitions_refu
             ("2", invalid, f"Invalid value -5 for configuration {FOLLOWER}: Value must be at least 0")]
         assert _alter(b2, "2", (LEADER, OP_SET, "7"), validate_only=True) == [("2", 0, None)]
         assert k.call(lambda s: _held(s, "2")) == {}
-        # the cluster default holds the min.insync.replicas that enabling ELR wrote: its checks are not modelled
+        # the cluster default holds the min.insync.replicas that enabling ELR wrote: left as it is, it reconfigures nothing
         assert "min.insync.replicas" in k.call(lambda s: _held(s, ""))
-        assert _alter(b2, "", (LEADER, OP_SET, "1")) is None
+        assert _alter(b2, "", (LEADER, OP_SET, "1")) == [("", 0, None)]
         # a value the controller took without the broker's checks is dropped by the broker before it checks
         ctl = k.address(1, "controller")
         assert _alter(ctl, "2", (LEADER, OP_SET, "fast")) == [("2", 0, None)]
@@ -86,17 +88,20 @@ def test_a_legacy_alter_through_a_broker_replaces_its_rates():
         assert k.call(lambda s: _held(s, "1")) == {FOLLOWER: "300"}
 
 
-def test_other_broker_configs_through_a_broker_stay_not_carried_out(capsys):
+def test_a_rate_set_beside_other_held_configs_is_carried_out_and_unmodelled_changes_are_not(capsys):
     with kraftsim.serve(controllers=1, brokers=1, release="4.0.2") as k:
         ctl, b2 = k.address(1, "controller"), k.address(2)
         assert _alter(ctl, "2", ("log.cleaner.threads", OP_SET, "2")) == [("2", 0, None)]
         capsys.readouterr()
-        # the resource holds a config whose reconfiguration checks are not modelled
-        assert _alter(b2, "2", (LEADER, OP_SET, "1")) is None
-        assert _alter(b2, "", ("num.io.threads", OP_SET, "4")) is None
+        # the held log.cleaner.threads is left as it is: nothing is reconfigured but the rate
+        assert _alter(b2, "2", (LEADER, OP_SET, "1")) == [("2", 0, None)]
+        # the connection quotas are reconfigured by it: their checks are not modelled
+        assert _alter(b2, "2", ("log.cleaner.threads", OP_DELETE, None), ("max.connections", OP_SET, "600000")) is None
         assert _alter(b2, "2", (LEADER, 2, "1")) is None  # (APPEND)
-        assert k.call(lambda s: _held(s, "2")) == {"log.cleaner.threads": "2"}
-    assert "BROKER configs other than replication throttle rates through a broker listener" in capsys.readouterr().err
+        assert k.call(lambda s: _held(s, "2")) == {"log.cleaner.threads": "2", LEADER: "1"}
+    err = capsys.readouterr().err
+    assert "BROKER configs through a broker listener: a change of max.connections" in err
+    assert "APPEND and SUBTRACT of broker configs" in err
 
 
 def test_a_served_session_of_throttles_replays_as_its_recording(tmp_path):
@@ -123,8 +128,9 @@ _OPS = st.lists(st.tuples(st.sampled_from([LEADER, FOLLOWER, LOG_DIRS]), st.samp
 @given(held=st.dictionaries(st.sampled_from([LEADER, FOLLOWER, LOG_DIRS]), _RATE_VALUES), ops=_OPS)
 def test_the_broker_refuses_exactly_the_changes_that_leave_an_unparsable_rate(held, ops):
     configs = [AlterableConfig(n, op, v if op == OP_SET else None) for n, op, v in ops]
-    assert broker_change_modelled(held, configs)
-    error = broker_config_error(1, "1", held, configs, legacy=False)
+    check = broker_change_check("4.4.0", 1, "1", configs, HeldBrokerConfigs(held, {}), legacy=False)
+    assert check.unmodelled is None
+    error = check.refusal
     # what the broker would hold afterwards: the valid held rates, changed
     after = {n: v for n, v in held.items() if _rate(v) is not None}
     for n, op, v in ops:
@@ -149,4 +155,6 @@ def _rate(text: str) -> int | None:
 
 @pytest.mark.parametrize("name", ["01", "+1"])
 def test_a_name_that_reads_as_the_brokers_id_passes_the_brokers_check(name):
-    assert broker_config_error(1, name, {}, [AlterableConfig(LEADER, OP_SET, "1")], legacy=False) is None
+    check = broker_change_check("3.9.2", 1, name, [AlterableConfig(LEADER, OP_SET, "1")], HeldBrokerConfigs({}, {}),
+                                legacy=False)
+    assert check.refusal is None and check.unmodelled is None

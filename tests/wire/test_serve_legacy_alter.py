@@ -64,7 +64,7 @@ def test_a_topics_configs_are_replaced_and_the_broker_checks_the_request_first()
         assert k.call(lambda s: _configs(s, TOPIC, "t")) == {"segment.ms": "9"}
 
 
-def test_broker_configs_are_replaced_through_a_controller_and_not_carried_out_through_a_broker(capsys):
+def test_broker_configs_are_replaced_through_a_controller_and_checked_by_a_broker_first(capsys):
     with kraftsim.serve(controllers=1, brokers=1, release="3.7.2") as k:
         ctl = k.address(1, "controller")
         assert _replace(ctl, ("", {"log.retention.ms": "60000", "log.flush.interval.ms": "1000"}),
@@ -73,13 +73,19 @@ def test_broker_configs_are_replaced_through_a_controller_and_not_carried_out_th
         assert k.call(lambda s: _configs(s, BROKER, "")) == {"log.retention.ms": "60000"}
         assert _replace(ctl, ("9", {"log.cleaner.threads": "2"}), resource_type=BROKER) == [
             ("9", ERR["BROKER_ID_NOT_REGISTERED"], "No node with id 9 found.")]
+        # through a broker: its checks first (the request's configs alone), then the controller
+        b2 = k.address(2)
+        assert _replace(b2, ("2", {"log.cleaner.threads": "2"}), resource_type=BROKER) == [("2", 0, None)]
+        assert _replace(b2, ("2", {"log.cleaner.threads": "2", "log.dirs": "/x"}), resource_type=BROKER) == [
+            ("2", ERR["INVALID_REQUEST"], "Cannot update these configs dynamically: Set(log.dirs)")]
+        assert k.call(lambda s: _configs(s, BROKER, "2")) == {"log.cleaner.threads": "2"}
         capsys.readouterr()
         body = {"Resources": [{"ResourceType": BROKER, "ResourceName": "2",
-                               "Configs": [{"Name": "log.cleaner.threads", "Value": "2"}]}], "ValidateOnly": False}
-        assert rpc(k.address(2), LEGACY_ALTER_CONFIGS, 2, body) is None
-        assert k.call(lambda s: _configs(s, BROKER, "2")) == {}
+                               "Configs": [{"Name": "max.connections", "Value": "5000"}]}], "ValidateOnly": False}
+        assert rpc(b2, LEGACY_ALTER_CONFIGS, 2, body) is None  # (the connection quotas' reconfiguration is not modelled)
+        assert k.call(lambda s: _configs(s, BROKER, "2")) == {"log.cleaner.threads": "2"}
         err = capsys.readouterr().err
-    assert "AlterConfigs of BROKER configs other than replication throttle rates through a broker listener" in err
+    assert "AlterConfigs of BROKER configs through a broker listener: a change of max.connections" in err
     assert "is not carried out" in err
 
 
