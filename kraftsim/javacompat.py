@@ -36,6 +36,17 @@ def string_hash(s: str) -> int:
     return h
 
 
+def topic_partition_hash(tp: tuple[str, int]) -> int:
+    """org.apache.kafka.common.TopicPartition.hashCode of (topic, partition), as its 32 bits."""
+    return (31 * (31 + tp[1]) + string_hash(tp[0])) & _MASK32
+
+
+def java_int_division(a: int, b: int) -> int:
+    """Java's integer division of ints and longs: the quotient rounded towards zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
 def int_hash(i: int) -> int:
     """Integer.hashCode (the value itself), as its 32 bits (unsigned)."""
     return i & _MASK32

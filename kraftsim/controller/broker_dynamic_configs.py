@@ -45,7 +45,7 @@ from kraftsim.controller.broker_config_definitions import (
 )
 from kraftsim.controller.configs import OP_DELETE, OP_SET, AlterableConfig
 from kraftsim.controller.topic_configs import config_value_error, described_value
-from kraftsim.javacompat import parse_int
+from kraftsim.javacompat import java_int_division, parse_int
 
 #: The broker's quota configs (QuotaConfigs.brokerQuotaConfigs): changing them reconfigures nothing here.
 THROTTLE_RATES = frozenset(("leader.replication.throttled.rate", "follower.replication.throttled.rate",
@@ -107,7 +107,8 @@ def broker_change_check(release: str, node_id: int, resource_name: str, configs:
         return BrokerCheck(unmodelled="APPEND and SUBTRACT of broker configs")
     defs = broker_config_definitions(release)
     per_broker = bool(resource_name)
-    before = _as_loaded(defs, held.own if per_broker else held.default, per_broker)
+    own, default = _as_loaded(defs, held.own, True), _as_loaded(defs, held.default, False)
+    before = own if per_broker else default
     if isinstance(before, BrokerCheck):
         return before
     if legacy:
@@ -123,7 +124,7 @@ def broker_change_check(release: str, node_id: int, resource_name: str, configs:
     if checked is not FORWARDED:
         return checked
     changed = sorted(n for n in props.keys() | before.keys() if props.get(n) != before.get(n))
-    return _reconfiguration(defs, changed, props, held, per_broker)
+    return _reconfiguration(defs, changed, props, own, default, per_broker)
 
 
 def validate_configs(release: str, props: Mapping[str, str], per_broker: bool) -> BrokerCheck:
@@ -182,11 +183,11 @@ def _refused(defs: BrokerConfigDefinitions, kind: str, names: list[str], text: s
 
 
 def _reconfiguration(defs: BrokerConfigDefinitions, changed: Sequence[str], props: Mapping[str, str],
-                     held: HeldBrokerConfigs, per_broker: bool) -> BrokerCheck:
+                     own: dict[str, str] | BrokerCheck, default: dict[str, str] | BrokerCheck,
+                     per_broker: bool) -> BrokerCheck:
     """The new configuration's own rules (KafkaConfig's), then the checks of the parts of the
-    broker that `changed` reconfigures (processReconfiguration)."""
-    own = _as_loaded(defs, held.own, True)
-    default = _as_loaded(defs, held.default, False)
+    broker that `changed` reconfigures (processReconfiguration), on the held configs as the
+    broker loaded them (`own`, `default`; a BrokerCheck: why kraftsim cannot say)."""
     if isinstance(own, BrokerCheck):
         return own
     if isinstance(default, BrokerCheck):
@@ -256,15 +257,9 @@ def _new_configuration(defs: BrokerConfigDefinitions, layers: Sequence[Mapping[s
         return BrokerCheck(unmodelled=f"{CLEANER_THREADS} or {DEDUPE_BUFFER} without a default")
     if threads == 0:
         return BrokerCheck("/ by zero")
-    if _java_division(dedupe, threads) <= 1024 * 1024:
+    if java_int_division(dedupe, threads) <= 1024 * 1024:
         return BrokerCheck("requirement failed: log.cleaner.dedupe.buffer.size must be at least 1MB per cleaner thread.")
     return FORWARDED
-
-
-def _java_division(a: int, b: int) -> int:
-    """Java's integer division (towards zero)."""
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
 
 
 def _effective(key: DynamicKey, layers: Sequence[Mapping[str, str]]) -> int | None:

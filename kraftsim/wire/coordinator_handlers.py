@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from kraftsim.controller import CreatableTopic, CreatableTopicConfig
 from kraftsim.javacompat import (
     compute_if_absent_order, concurrent_hash_map_order, scala_hash_map_order, signed32, string_hash,
+    topic_partition_hash,
 )
 from kraftsim.storage import OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR, group_coordinator_config
 from kraftsim.versions import release_name_key
@@ -182,8 +183,7 @@ class _GroupCoordinator:
         gathered: dict[int, list[str]] = {}
         for g in groups:
             gathered.setdefault(_partition_for(g, self.partitions), []).append(g)
-        topic_hash = string_hash(GROUP_METADATA_TOPIC)
-        order = compute_if_absent_order(list(gathered), lambda p: (31 * (31 + p) + topic_hash) & 0xFFFFFFFF)
+        order = compute_if_absent_order(list(gathered), lambda p: topic_partition_hash((GROUP_METADATA_TOPIC, p)))
         return [g for p in order for g in gathered[p]]
 
 

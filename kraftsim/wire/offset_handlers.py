@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.javacompat import scala_hash_map_order, scala_immutable_hash_map_order, string_hash
+from kraftsim.javacompat import scala_hash_map_order, scala_immutable_hash_map_order, string_hash, topic_partition_hash
 from kraftsim.versions import release_name_key
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
 from kraftsim.wire.served import Listener, ServedCluster
@@ -128,14 +128,10 @@ def _kafka_4_order(answers: Sequence[tuple[str, Body]]) -> list[Body]:
     Scala mutable.HashMap keyed by TopicPartition, grouped by topic (an immutable.HashMap), each
     topic's partitions in the order of the mutable.HashMap its group is built in."""
     by_key = {(topic, int(a["PartitionIndex"])): a for topic, a in answers}
-
-    def tp_hash(tp: tuple[str, int]) -> int:
-        return (31 * (31 + tp[1]) + string_hash(tp[0])) & 0xFFFFFFFF  # TopicPartition.hashCode
-
     grouped: dict[str, list[tuple[str, int]]] = {}
-    for tp in scala_hash_map_order(list(by_key), tp_hash):
+    for tp in scala_hash_map_order(list(by_key), topic_partition_hash):
         grouped.setdefault(tp[0], []).append(tp)
-    return [{"Name": topic, "Partitions": [by_key[tp] for tp in scala_hash_map_order(grouped[topic], tp_hash)]}
+    return [{"Name": topic, "Partitions": [by_key[tp] for tp in scala_hash_map_order(grouped[topic], topic_partition_hash)]}
             for topic in scala_immutable_hash_map_order(list(grouped), string_hash)]
 
 

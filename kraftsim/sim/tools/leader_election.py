@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kraftsim.controller import ELECTION_TYPES, ElectLeadersRequest, TopicPartitions, error_codes, exception_text
-from kraftsim.javacompat import hash_map_order, string_hash
+from kraftsim.javacompat import hash_map_order, topic_partition_hash
 
 if TYPE_CHECKING:
     from kraftsim.controller import ElectLeadersResponse
@@ -43,13 +43,8 @@ class ElectionOutput:
         return "\n".join(failed) if failed else self.failure
 
 
-def _topic_partition_hash(tp: tuple[str, int]) -> int:
-    """org.apache.kafka.common.TopicPartition.hashCode, as its 32 bits."""
-    return (31 * (31 + tp[1]) + string_hash(tp[0])) & 0xFFFFFFFF
-
-
 def _hash_set_order(tps: Iterable[tuple[str, int]]) -> list[tuple[str, int]]:
-    return hash_map_order(list(tps), _topic_partition_hash)
+    return hash_map_order(list(tps), topic_partition_hash)
 
 
 def _joined(tps: Iterable[tuple[str, int]]) -> str:
