@@ -14,7 +14,7 @@ from pathlib import Path
 from kraftsim.cli import import_cmd
 from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
 from kraftsim.cli.style import paint_prefix
-from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, node_id, node_id_list
+from kraftsim.cli.common import bounded_int, cluster_dir, kafka_tool, new_cluster_dir, node_id, node_id_list
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.scenario.language import MAX_NODES_PER_ROLE, Limits
 from kraftsim.sim.ticks.cluster import KNOWN_POLICIES, SimCluster
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds.required = True
 
     create = cmds.add_parser("create", help="format and start a new cluster of controllers and brokers")
-    create.add_argument("dir", metavar="DIR", help="the cluster directory (must not exist, or be empty)")
+    create.add_argument("dir", metavar="DIR", type=new_cluster_dir, help="the cluster directory (must not exist, or be empty)")
     create.add_argument("--controllers", type=bounded_int(0, MAX_NODES_PER_ROLE, "a number of controllers"),
                         required=True, metavar="N", help=f"controllers (ids 1..N; at most {MAX_NODES_PER_ROLE})")
     create.add_argument("--brokers", type=bounded_int(0, MAX_NODES_PER_ROLE, "a number of brokers"), default=0,
@@ -178,9 +178,9 @@ def _run_create(args: argparse.Namespace) -> int:
         sim.close()
         return 0
     if args.combined:
-        raise KraftsimError("--combined is not available with --engine ticks")
+        raise UsageError("--combined is not available with --engine ticks")
     if args.dynamic_quorum:  # (the ticks engine formats a static quorum: the flag was silently dropped)
-        raise KraftsimError("--dynamic-quorum is not available with --engine ticks")
+        raise UsageError("--dynamic-quorum is not available with --engine ticks")
     cluster = SimCluster.create(args.dir, controllers=args.controllers, brokers=args.brokers, release=args.release,
                                 release_version=args.release_version, features=args.feature, seed=args.seed,
                                 policies=args.policy, catalog=args.catalog, configs=dict(args.config))

@@ -72,6 +72,17 @@ def cluster_dir(text: str) -> str:
     return text
 
 
+def new_cluster_dir(text: str) -> str:
+    """An argparse type: where `cluster create` makes a new cluster, refused as invalid input
+    (UsageError: one line, exit 2) when it is not new or empty, or lies inside another
+    cluster's or a Kafka log directory (kraftsim.sim.node.format says why)."""
+    from kraftsim.sim.node.format import new_cluster_directory_problem  # (not at start-up)
+
+    if (problem := new_cluster_directory_problem(text)) is not None:
+        raise UsageError(problem)
+    return text
+
+
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 

@@ -99,8 +99,13 @@ def test_release_version_and_features_are_kafka_storage_formats(tmp_path: Path, 
     assert "Unsupported feature: eligible.leader.replicas.version. Supported features are: kraft.version" in err
     assert not bad.exists()  # nothing half-made is left behind
 
+    # A target that cannot hold a new cluster is invalid input (exit 2), with nothing written.
     code, _, err = run(capsys, "cluster", "create", d, "--controllers", "1", "--release", "4.1")
-    assert code == 1 and "already exists and is not an empty directory" in err
+    assert code == 2 and "already exists and is not an empty directory" in err
+    before = sorted(p.name for p in d.iterdir())
+    code, _, err = run(capsys, "cluster", "create", d / "inner", "--controllers", "1", "--release", "4.1")
+    assert code == 2 and f"lies inside the cluster directory {d.resolve()}" in err
+    assert sorted(p.name for p in d.iterdir()) == before
 
 
 def _interrupted(*args: object, **kwargs: object) -> None:

@@ -81,11 +81,11 @@ def test_fault_commands_need_the_event_simulator(tmp_path: Path, capsys: pytest.
     assert code == 1 and "--engine ticks" in err
     code, _, err = run(capsys, "cluster", "create", tmp_path / "k", "--controllers", "1", "--combined", "1",
                        "--release", "3.9", "--engine", "ticks")
-    assert code == 1 and "--combined" in err and not (tmp_path / "k").exists()
+    assert code == 2 and "--combined" in err and not (tmp_path / "k").exists()
     # the ticks engine formats a static quorum: --dynamic-quorum was dropped without a word
     code, _, err = run(capsys, "cluster", "create", tmp_path / "k", "--controllers", "1", "--dynamic-quorum",
                        "--release", "3.9", "--engine", "ticks")
-    assert code == 1 and "--dynamic-quorum is not available with --engine ticks" in err
+    assert code == 2 and "--dynamic-quorum is not available with --engine ticks" in err
     assert not (tmp_path / "k").exists()
     # the event simulator's commands named a ticks cluster's state file a wrong "format 1"
     for argv in (["topics", "--cluster", d, "list"], ["acls", "--cluster", d, "--add", "--allow-principal", "User:a",
