@@ -171,7 +171,8 @@ def describe_client_metrics_configs(release: str, held: Mapping[str, str], keys:
     rules = client_metrics_rules(release)
     if rules.describes == "held":
         names = concurrent_hash_map_order(string_hash_order(list(held)))
-        return [DescribedConfig(n, held[n], CLIENT_METRICS_CONFIG, 0, (), None) for n in names]
+        # (no type, no synonyms, and the message's default documentation, "", whether asked for or not)
+        return [DescribedConfig(n, held[n], CLIENT_METRICS_CONFIG, 0, (), "") for n in names]
     out = []
     for name in described_order(described_order_rule(release), [k.name for k in rules.configs]):
         if keys and name not in keys:

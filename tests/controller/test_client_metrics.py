@@ -89,7 +89,7 @@ def test_up_to_4_0_a_broker_describes_only_the_held_configs_as_held():
     held = {"metrics": "a, b", "interval.ms": "01000"}
     described = describe_client_metrics_configs("4.0.2", held, ["match"], documentation=True)
     assert [(c.name, c.value, c.source, c.config_type, c.synonyms, c.documentation) for c in described] == [
-        (n, held[n], CLIENT_METRICS_CONFIG, 0, (), None) for n in concurrent_hash_map_order(sorted(held))]
+        (n, held[n], CLIENT_METRICS_CONFIG, 0, (), "") for n in concurrent_hash_map_order(sorted(held))]
     assert describe_client_metrics_configs("3.7.2", {}) == []
 
 

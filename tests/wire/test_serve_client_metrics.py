@@ -74,7 +74,7 @@ def test_a_subscription_is_set_judged_described_listed_and_deleted(release):
         assert all(c["Documentation"] for c in described["Configs"])
         assert {c["Name"]: c["ConfigSource"] for c in unknown["Configs"]} == {n: 5 for n in held}  # defaults
     else:
-        assert all(c["Documentation"] is None and c["ConfigType"] == 0 for c in described["Configs"])
+        assert all(c["Documentation"] == "" and c["ConfigType"] == 0 for c in described["Configs"])
         assert unknown["Configs"] == [] and unknown["ErrorCode"] == 0
 
 
