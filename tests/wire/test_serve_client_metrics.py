@@ -108,3 +108,25 @@ def test_a_served_session_of_subscriptions_replays_as_its_recording(tmp_path):
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:
         image = sim.image(1)
         assert {n: dict(image.configs.config(CLIENT_METRICS, n)) for n in ("a", "b")} == held
+
+
+def test_the_legacy_alter_configs_replaces_a_subscriptions_set_and_is_recorded_so(tmp_path):
+    record = tmp_path / "session.toml"
+    with kraftsim.serve(combined=1, release="3.9.2", record=record) as k:
+        bs = k.bootstrap_servers
+        assert _alter(bs, "s", [("metrics", 0, "x."), ("interval.ms", 0, "500")]) == (0, None)
+
+        def replace(configs: dict[str, str]) -> tuple[int, str | None]:
+            _, body = rpc(bs, ALTER_CONFIGS, 1, {"Resources": [{
+                "ResourceType": CLIENT_METRICS, "ResourceName": "s",
+                "Configs": [{"Name": n, "Value": v} for n, v in configs.items()]}], "ValidateOnly": False})
+            (r,) = body["Responses"]
+            return r["ErrorCode"], r["ErrorMessage"]
+        assert replace({"interval.ms": "5"})[0] == ERR["INVALID_REQUEST"]
+        assert replace({"match": "client_id=a"}) == (0, None)
+        held = k.call(lambda s: dict(s.sim.image(1).configs.config(CLIENT_METRICS, "s")))
+    assert held == {"match": "client_id=a"}
+    result = run_scenario(load_scenario(record), keep=tmp_path / "replayed").result
+    assert result.passed, result
+    with Simulation.open(tmp_path / "replayed", passive=True) as sim:
+        assert dict(sim.image(1).configs.config(CLIENT_METRICS, "s")) == held

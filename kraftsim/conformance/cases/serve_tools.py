@@ -407,6 +407,10 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
         {"Name": name, "ConfigOperation": 0, "Value": value}]}], "ValidateOnly": True})
       for name, value in (("interval.ms", "soon"), ("interval.ms", " 500"), ("match", "client_id=a,"),
                           ("metrics", "a,"), ("color", "red"))),
+    # the legacy AlterConfigs of a subscription: its whole set (validate-only: nothing changes), a value refused
+    *(("AlterConfigs", 1, {"Resources": [{"ResourceType": 16, "ResourceName": "sub", "Configs": [
+        {"Name": name, "Value": value}]}], "ValidateOnly": True})
+      for name, value in (("metrics", "x."), ("interval.ms", "5"))),
 ]
 
 
