@@ -226,7 +226,7 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         refused = _described_name_error(rtype, name, listener.node_id)
         if refused is not None:
             out.update(ErrorCode=code(refused[0]), ErrorMessage=refused[1])
-        elif rtype == CLIENT_METRICS_RESOURCE:  # (a subscription no change named is described empty)
+        elif rtype == CLIENT_METRICS_RESOURCE:  # (one no change named holds nothing, and is described so)
             held = image.configs.config(rtype, name) if image is not None else {}
             out["Configs"] = _entries(describe_client_metrics_configs(release, held, keys, documentation=documentation),
                                       with_synonyms)
