@@ -195,10 +195,13 @@ def concurrent_hash_map_order(keys: Sequence[str]) -> list[str]:
     if len(keys) > CHM_PROPERTIES_MAX_KEYS:
         raise ValueError(f"hash order is only reproduced for up to {CHM_PROPERTIES_MAX_KEYS} keys, not {len(keys)}")
 
-    def bin_of(k: str) -> int:
-        return (_spread(string_hash(k)) & 0x7FFFFFFF) & (CHM_PROPERTIES_BINS - 1)
+    return [k for _, _, k in sorted((concurrent_hash_map_bin(k), i, k) for i, k in enumerate(keys))]
 
-    return [k for _, _, k in sorted((bin_of(k), i, k) for i, k in enumerate(keys))]
+
+def concurrent_hash_map_bin(key: str) -> int:
+    """The bin of a String key in a ConcurrentHashMap of CHM_PROPERTIES_BINS bins: keys of one bin
+    keep the order they were put in, so their order is known only when that order is."""
+    return (_spread(string_hash(key)) & 0x7FFFFFFF) & (CHM_PROPERTIES_BINS - 1)
 
 
 # ------------------------------------------------------------------------------ timeline TimelineHashMap
@@ -302,6 +305,14 @@ def parse_int(text: str, bits: int = 32) -> int | None:
         return None
     v = int(text)
     return v if -(2 ** (bits - 1)) <= v < 2 ** (bits - 1) else None
+
+
+def java_trim(text: str) -> str:
+    """String.trim: every character up to U+0020 off both ends."""
+    return _TRIMMED.sub("", text)
+
+
+_TRIMMED = re.compile(r"^[\x00-\x20]+|[\x00-\x20]+$")
 
 
 def string_split(text: str, sep: str) -> list[str]:

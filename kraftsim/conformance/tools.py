@@ -77,7 +77,7 @@ class ToolRun:
 def main_classes(release: str) -> dict[str, str]:
     """The admin tools' main classes: features moved from core (Scala) to tools in 3.6, acls and
     broker-api-versions in 4.0, leader-election and reassign-partitions in 3.7, consumer-groups in
-    3.8, configs in 4.4 (as the released jars hold them)."""
+    3.8, configs in 4.4 (as the released jars hold them); client-metrics came in 3.7."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
     scala_election = scala and minor < 7
@@ -96,7 +96,8 @@ def main_classes(release: str) -> dict[str, str]:
             "consumer-groups": ("kafka.admin.ConsumerGroupCommand" if (major, minor) < (3, 8)
                                 else "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
             "transactions": "org.apache.kafka.tools.TransactionsCommand",
-            "get-offsets": "org.apache.kafka.tools.GetOffsetShell"}
+            "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
+            "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand"}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:

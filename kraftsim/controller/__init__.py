@@ -53,7 +53,12 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         register_controller as register_controller, unregister_broker as unregister_broker,
         unregister_controller as unregister_controller,
     )
+    from kraftsim.controller.client_metrics import (
+        client_metrics_check as client_metrics_check, client_metrics_list_order as client_metrics_list_order,
+        describe_client_metrics_configs as describe_client_metrics_configs,
+    )
     from kraftsim.controller.configs import (
+        incremental_configs_after as incremental_configs_after,
         OP_DELETE as OP_DELETE, OP_SET as OP_SET, RESOURCE_TYPE_NAMES as RESOURCE_TYPE_NAMES,
         AlterConfigsResource as AlterConfigsResource,
         AlterableConfig as AlterableConfig, IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest,
@@ -117,6 +122,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
         "described_order describe_broker_configs"
     ),
+    "client_metrics": "client_metrics_check client_metrics_list_order describe_client_metrics_configs",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
         "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
@@ -130,7 +136,7 @@ _NAMES_IN = {  # module -> the names it exports here
     ),
     "configs": (
         "OP_DELETE OP_SET RESOURCE_TYPE_NAMES AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
-        "LegacyAlterConfigsRequest incremental_alter_configs legacy_alter_configs"
+        "LegacyAlterConfigsRequest incremental_alter_configs incremental_configs_after legacy_alter_configs"
     ),
     "context": "ControllerConfig ControllerContext Range",
     "cordon": "configured_cordoned_dirs cordoned_by_config",
@@ -163,6 +169,8 @@ _MODULE_OF = {
     "topic_config_definitions": ("kraftsim.controller.topic_configs", "topic_configs"),  # (likewise)
 }
 __all__ = [
+    "client_metrics_check", "client_metrics_list_order", "describe_client_metrics_configs",
+    "incremental_configs_after",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse", "ReassignablePartition",
     "ReassignableTopic", "alter_partition_reassignments",

@@ -145,6 +145,12 @@ def described_order(rule: str, names: Sequence[str]) -> list[str]:
     return scala_hash_map_order(list(names), string_hash)
 
 
+def described_order_rule(release: str) -> str:
+    """The rule (one of DESCRIBE_ORDERS) by which a broker of `release` orders the configs of a
+    DescribeConfigs answer built from definitions (`described_order`)."""
+    return _entry(release).order
+
+
 def broker_synonym(release: str, name: str) -> str | None:
     """The broker config topic config `name` inherits from on a node of `release`, if any."""
     entry = _entry(release)

@@ -9,9 +9,10 @@ The rules a resource is checked against, in Kafka's order: the ELR rules on
 min.insync.replicas, the value size, the resource name, then its existence. With ELR on,
 a change to min.insync.replicas also clears the ELRs it may invalidate (ClearElrRecord).
 A topic's resulting configs are checked against its release's definitions, as Kafka's
-controller checks them (kraftsim.controller.topic_configs). Broker configs are not (Kafka's
-controller checks only the broker's id); client-metrics and group configs are not either,
-though Kafka's controller checks them against definitions kraftsim does not hold.
+controller checks them (kraftsim.controller.topic_configs), and so are a client-metrics
+subscription's (kraftsim.controller.client_metrics). Broker configs are not (Kafka's
+controller checks only the broker's id); group configs are not either, though Kafka's
+controller checks them against definitions kraftsim does not hold.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import msgspec
 
 from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
+from kraftsim.controller.client_metrics import client_metrics_check
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import elr_enabled
 from kraftsim.controller.topic_configs import topic_config_error
@@ -200,13 +202,12 @@ def _checked_records(ctx: ControllerContext, rtype: int, name: str, current: Map
     if not err.ok and not missing:
         return [], err
     if rtype == TOPIC:
-        after = dict(current)
-        for key, value in changed:
-            if value is None:
-                after.pop(key, None)
-            else:
-                after[key] = value
-        config_err = topic_config_error(ctx.catalog.release.name, ctx.catalog.latest_production.version, after)
+        config_err = topic_config_error(ctx.catalog.release.name, ctx.catalog.latest_production.version,
+                                        configs_after(current, changed))
+        if not config_err.ok:
+            return [], config_err
+    if rtype == CLIENT_METRICS:
+        config_err = client_metrics_check(ctx.catalog.release.name, name, configs_after(current, changed)).error
         if not config_err.ok:
             return [], config_err
     if missing and not newly_created:
@@ -214,6 +215,29 @@ def _checked_records(ctx: ControllerContext, rtype: int, name: str, current: Map
     for key, value in changed:
         records.append(payload(reg, "ConfigRecord", 0, resource_type=rtype, resource_name=name, name=key, value=value))
     return records, NONE
+
+
+def incremental_configs_after(rtype: int, current: Mapping[str, str],
+                              configs: tuple[AlterableConfig, ...]) -> dict[str, str]:
+    """A resource's configs once IncrementalAlterConfigs' operations `configs` are applied to
+    `current` (an operation the controller refuses changes nothing)."""
+    changed = []
+    for c in _in_hash_map_order(configs):
+        new, err = _new_value(rtype, c.name, c.config_operation, current.get(c.name), c.value)
+        if err.ok:
+            changed.append((c.name, new))
+    return configs_after(current, changed)
+
+
+def configs_after(current: Mapping[str, str], changed: list[tuple[str, str | None]]) -> dict[str, str]:
+    """A resource's configs once `changed` ((key, value or None to delete)) is applied to `current`."""
+    after = dict(current)
+    for key, value in changed:
+        if value is None:
+            after.pop(key, None)
+        else:
+            after[key] = value
+    return after
 
 
 def clear_elr_records(ctx: ControllerContext, config_records: list[Payload]) -> list[Payload]:

@@ -23,7 +23,7 @@ import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.javacompat import (
-    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, parse_int, string_hash_order,
+    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, java_trim, parse_int, string_hash_order,
 )
 from kraftsim.versions import release_name_key
 
@@ -125,15 +125,17 @@ def _invalid(name: str, value: object, why: str) -> str:
     return f"Invalid value {value} for configuration {name}: {why}"
 
 
-def _java_trim(text: str) -> str:
-    """String.trim: every character up to U+0020 off both ends."""
-    return re.sub(r"^[\x00-\x20]+|[\x00-\x20]+$", "", text)
+def config_list(raw: str) -> list[str]:
+    """ConfigDef's parse of a LIST value: trimmed, no element when empty, else split at each
+    comma with the whitespace around it (empty elements kept)."""
+    text = java_trim(raw)
+    return [] if not text else _COMMA.split(text)
 
 
 def _parse_type(key: ConfigKey, raw: str) -> tuple[object, str | None]:
     """ConfigDef.parseType for one key: its value by type, or the text of the ConfigException
     that refuses it."""
-    text = _java_trim(raw)
+    text = java_trim(raw)
     if key.type == "BOOLEAN":
         if text.lower() not in ("true", "false"):
             return None, _invalid(key.name, raw, "Expected value to be either true or false")
@@ -149,7 +151,7 @@ def _parse_type(key: ConfigKey, raw: str) -> tuple[object, str | None]:
             return None, _invalid(key.name, raw, "Not a number of type DOUBLE")
         return real, None
     if key.type == "LIST":
-        return ([] if not text else _COMMA.split(text)), None
+        return config_list(raw), None
     return text, None  # STRING (and any other type kept as text)
 
 
@@ -222,6 +224,8 @@ def _validate(key: ConfigKey, value: object, latest_production: str) -> str | No
         return None
     if key.one_of is not None and value not in key.one_of:
         return _invalid(name, value, f"String must be one of: {', '.join(key.one_of)}")
+    if key.no_empty_values and key.each_one_of is None and isinstance(value, list):  # (ValidList of any values)
+        return f"Configuration '{name}' values must not be empty." if any(not v for v in value) else None
     if key.each_one_of is not None:
         assert isinstance(value, list)
         if key.no_empty_values and any(not v for v in value):
@@ -232,7 +236,7 @@ def _validate(key: ConfigKey, value: object, latest_production: str) -> str | No
         return None
     if key.throttled_replicas:
         assert isinstance(value, list)
-        parts = [_java_trim(v) for v in value]
+        parts = [java_trim(v) for v in value]
         if not (all(_THROTTLED_REPLICA.fullmatch(p) for p in parts) or "".join(parts) == "*"):
             return _invalid(name, _shown(value), f"{name} must be the literal '*' or a list of replicas in the "
                                                  "following format: [partitionId]:[brokerId],[partitionId]:[brokerId],...")

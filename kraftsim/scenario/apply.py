@@ -16,6 +16,7 @@ from kraftsim.scenario.ops import (
     AddController,
     AddNode,
     AlterBrokerConfig,
+    AlterClientMetrics,
     AlterClientQuotas,
     AlterScramCredentials,
     AlterTopicConfig,
@@ -160,6 +161,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return sim.alter_broker_config(op.broker, op.configs, op.delete)
     if isinstance(op, AlterTopicConfig):
         return sim.alter_topic_config(op.topic, op.configs, op.delete)
+    if isinstance(op, AlterClientMetrics):
+        return sim.alter_client_metrics(op.name, op.configs, op.delete)
     if isinstance(op, AlterClientQuotas):
         return sim.alter_client_quotas(op.entity(), op.quotas, op.delete)
     if isinstance(op, AlterScramCredentials):

@@ -182,6 +182,15 @@ class AlterTopicConfig(StepBase, kw_only=True, forbid_unknown_fields=True, tag="
     delete: list[str] = []  # --delete-config
 
 
+class AlterClientMetrics(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-client-metrics"):
+    """kraftsim's addition: kafka-client-metrics --alter|--delete --name NAME, a client-metrics
+    subscription's configs (KIP-714, 3.7 on), judged as the controller's release judges them."""
+
+    name: str
+    configs: dict[str, str] = {}  # --metrics / --interval / --match, as the configs they set
+    delete: list[str] = []  # the configs deleted (--delete deletes every one held)
+
+
 class ElectLeaders(StepBase, kw_only=True, forbid_unknown_fields=True, tag="elect-leaders"):
     """kraftsim's addition: kafka-leader-election --election-type TYPE for `partitions` (topic:
     partition ids), or for every partition (--all-topic-partitions) when absent."""
@@ -276,7 +285,7 @@ Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesD
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
       | ElectLeaders | AlterClientQuotas | AlterScramCredentials
-      | ReassignPartitions)
+      | ReassignPartitions | AlterClientMetrics)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -294,7 +303,9 @@ OPS: dict[str, type[StepBase]] = {
                 CreatePartitions, AlterTopicConfig,
                 # and kafka-leader-election (ElectLeaders), kafka-configs --alter on client quotas and
                 # SCRAM credentials, kafka-reassign-partitions (AlterPartitionReassignments)
-                ElectLeaders, AlterClientQuotas, AlterScramCredentials, ReassignPartitions)
+                ElectLeaders, AlterClientQuotas, AlterScramCredentials, ReassignPartitions,
+                # and kafka-client-metrics --alter|--delete (IncrementalAlterConfigs of a subscription)
+                AlterClientMetrics)
 }
 
 

@@ -842,6 +842,17 @@ class Simulation(AdminMixin):
         self._alter_configs(TOPIC_RESOURCE, topic, set_configs, delete_configs)
         return [f"Completed updating config for topic {topic}."]
 
+    def alter_client_metrics(self, name: str, set_configs: Mapping[str, str],
+                             delete_configs: Sequence[str] = ()) -> list[str]:
+        """`kafka-client-metrics --alter --name NAME` (IncrementalAlterConfigs of a client-metrics
+        subscription, KIP-714): the subscription's resulting configs are judged as the
+        controller's release judges them. Lines as the tool prints (--delete's when nothing is set)."""
+        from kraftsim.image import CLIENT_METRICS as CLIENT_METRICS_RESOURCE
+
+        self._alter_configs(CLIENT_METRICS_RESOURCE, name, set_configs, delete_configs)
+        done = "Altered" if set_configs or not delete_configs else "Deleted"
+        return [f"{done} client metrics config for {name}."]
+
     def _alter_configs(self, resource_type: int, name: str, set_configs: Mapping[str, str],
                        delete_configs: Sequence[str]) -> None:
         from kraftsim.controller import OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource

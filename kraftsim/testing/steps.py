@@ -47,6 +47,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "alter-scram-credentials": ("user", "credentials", "delete"),
     "reassign-partitions": ("partitions", "allow_replication_factor_change"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
+    "alter-client-metrics": ("name", "configs", "delete"),
 }
 
 

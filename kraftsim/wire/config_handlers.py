@@ -1,5 +1,6 @@
 """IncrementalAlterConfigs and the legacy AlterConfigs (`kafka-configs --alter`; the tool of 3.x
-sends broker configs with the legacy one) on topics and brokers, answered as Kafka answers them.
+sends broker configs with the legacy one) on topics, brokers and client-metrics subscriptions
+(`kafka-client-metrics --alter|--delete`), answered as Kafka answers them.
 
 A broker first checks the request itself (ConfigAdminManager's preprocessing): a resource
 named twice, a config key named twice in one resource, or a value missing where the operation
@@ -14,12 +15,14 @@ Kafka's controller checks nothing but the broker's id. Through a broker listener
 first checks them against its release's dynamic-config rules (ConfigAdminManager,
 DynamicBrokerConfig: `controller.broker_dynamic_configs`), which refuse with INVALID_REQUEST or
 forward the change. A request kraftsim cannot answer as Kafka would (a broker change whose answer
-depends on checks kraftsim does not model, broker loggers, client metrics, groups) is not
-carried out (the connection closes and `serve` says so once, and why) rather than accepted
-wrongly. The answers keep the request's order.
-Each change is recorded as an `alter-topic-config` or `alter-broker-config` step holding the
-values it left (an append or subtract as the value it made; a config a legacy AlterConfigs left
-out as deleted).
+depends on checks kraftsim does not model, broker loggers, groups, a subscription's selector
+whose regex kraftsim cannot judge as Java does) is not carried out (the connection closes and
+`serve` says so once, and why) rather than accepted wrongly. A subscription goes to the
+controller, which checks what the change leaves it with (kraftsim.controller.client_metrics).
+The answers keep the request's order.
+Each change is recorded as an `alter-topic-config`, `alter-broker-config` or
+`alter-client-metrics` step holding the values it left (an append or subtract as the value it
+made; a config a legacy AlterConfigs left out as deleted).
 
 Both requests take the same path; they differ in what a resource's configs mean (operations, or
 the resource's whole set) and in the controller's call.
@@ -32,8 +35,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from kraftsim.controller import OP_DELETE, OP_SET, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
-from kraftsim.controller import HeldBrokerConfigs, broker_change_check
-from kraftsim.image import BROKER, TOPIC
+from kraftsim.controller import HeldBrokerConfigs, broker_change_check, client_metrics_check, incremental_configs_after
+from kraftsim.image import BROKER, CLIENT_METRICS, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
@@ -73,17 +76,34 @@ def _broker_held(served: ServedCluster, listener: Listener) -> HeldBrokerConfigs
     return HeldBrokerConfigs(image.configs.config(BROKER, str(listener.node_id)), image.configs.config(BROKER, ""))
 
 
-def _not_carried_out(r: AlterConfigsResource) -> str | None:
+def _not_carried_out(served: ServedCluster, r: AlterConfigsResource, legacy: bool) -> str | None:
     """What of `r` kraftsim cannot answer as Kafka does (see the module docstring), beyond
     what a broker's check leaves unmodelled, or None."""
     if r.resource_type == TOPIC:
         return None
+    if r.resource_type == CLIENT_METRICS:
+        return _subscription_unmodelled(served, r, legacy)
     if r.resource_type != BROKER:
         return f"{RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))} configs"
     node = parse_int(r.resource_name) if r.resource_name else None
     if node is not None and str(node) != r.resource_name:  # (Kafka takes it; a recording names the broker by its id)
         return f"BROKER configs named {r.resource_name!r} for broker {node}"
     return None
+
+
+def _subscription_unmodelled(served: ServedCluster, r: AlterConfigsResource, legacy: bool) -> str | None:
+    """What of the active controller's check of the configs `r` would leave its subscription
+    with kraftsim cannot reproduce, or None."""
+    leader = served.sim.leader()
+    node = served.sim.running_node(leader) if leader is not None else None
+    if node is None:
+        return None  # (no controller to judge it: the request is answered as without one)
+    if legacy:
+        after = {c.name: c.value for c in r.configs if c.value is not None}
+    else:
+        after = incremental_configs_after(CLIENT_METRICS, _held(served, r), r.configs)
+    why = client_metrics_check(node.state.release, r.resource_name, after).unmodelled
+    return None if why is None else f"CLIENT_METRICS configs: {why}"
 
 
 def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
@@ -100,7 +120,7 @@ def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str,
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}
-    others = {why for r in resources if (why := _not_carried_out(r)) is not None}
+    others = {why for r in resources if (why := _not_carried_out(served, r, legacy)) is not None}
     if listener.role == CONTROLLER:  # (the second of a name is answered; the first and any later one are not)
         seen: Counter[tuple[int, str]] = Counter()
         for i, r in enumerate(resources):
@@ -150,14 +170,17 @@ def _held(served: ServedCluster, r: AlterConfigsResource) -> Mapping[str, str]:
 
 
 def _record(served: ServedCluster, r: AlterConfigsResource, left_out: list[str], at: int) -> None:
-    """The change as the `alter-topic-config` or `alter-broker-config` step that makes it
-    again: the values it left, and the configs it deleted (`left_out`: by leaving them out)."""
+    """The change as the `alter-topic-config`, `alter-broker-config` or `alter-client-metrics`
+    step that makes it again: the values it left, and the configs it deleted (`left_out`: by
+    leaving them out)."""
     now = _held(served, r)
     configs = {c.name: now[c.name] for c in r.configs if c.config_operation != OP_DELETE and c.name in now}
     delete = [c.name for c in r.configs if c.name not in configs] + left_out
     changed = {"configs": configs or None, "delete": delete or None}
     if r.resource_type == TOPIC:
         served.record("alter-topic-config", {"topic": r.resource_name, **changed}, at)
+    elif r.resource_type == CLIENT_METRICS:
+        served.record("alter-client-metrics", {"name": r.resource_name, **changed}, at)
     else:  # (a broker's id, or "" for the cluster-wide default: the step's broker left out)
         served.record("alter-broker-config", {"broker": int(r.resource_name) if r.resource_name else None,
                                               **changed}, at)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import DescribedConfig, describe_broker_configs, describe_topic_configs, error_codes
+from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
@@ -209,10 +210,11 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     describes them; a broker's dynamic configs (the configs set with kafka-configs, and what the
     controller set itself, such as the cluster-wide min.insync.replicas that enabling ELR
     writes) that its release applies, with Kafka's sources, synonyms and types, but no static
-    or default ones (a served node has no server.properties). A name Kafka's ConfigHelper refuses is answered with its text
-    (`_described_name_error`); a broker's loggers, a client-metrics subscription and a group's
-    configs are not carried out (their values come from the node's log4j and Kafka's
-    defaults)."""
+    or default ones (a served node has no server.properties); a client-metrics subscription's
+    configs as its release describes them (kraftsim.controller.client_metrics). A name Kafka's
+    ConfigHelper refuses is answered with its text (`_described_name_error`); a broker's loggers
+    and a group's configs are not carried out (their values come from the node's log4j and
+    Kafka's defaults)."""
     image = served.sim.image(listener.node_id)
     release = release_of(served, listener)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
@@ -224,6 +226,10 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         refused = _described_name_error(rtype, name, listener.node_id)
         if refused is not None:
             out.update(ErrorCode=code(refused[0]), ErrorMessage=refused[1])
+        elif rtype == CLIENT_METRICS_RESOURCE:  # (one no change named holds nothing, and is described so)
+            held = image.configs.config(rtype, name) if image is not None else {}
+            out["Configs"] = _entries(describe_client_metrics_configs(release, held, keys, documentation=documentation),
+                                      with_synonyms)
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
             out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"))  # (Kafka sets no message)
         elif image is not None:
@@ -237,7 +243,7 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
 
 def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str] | None:
     """ConfigHelper's refusal of resource (`rtype`, `name`) on node `node_id`: (error, text), or
-    None for a topic or broker it describes; NotCarriedOut for the other types."""
+    None for a topic, broker or subscription it describes; NotCarriedOut for the other types."""
     if rtype == TOPIC_RESOURCE:
         text = topic_name_error(name)
         return None if text is None else ("INVALID_TOPIC_EXCEPTION", text)
@@ -255,9 +261,10 @@ def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str
         if rtype == BROKER_RESOURCE:
             return None
         raise NotCarriedOut("DescribeConfigs of a broker's loggers")
-    if rtype == CLIENT_METRICS_RESOURCE and not name:
-        return "INVALID_REQUEST", "Client metrics subscription name must not be empty"
-    raise NotCarriedOut(f"DescribeConfigs of resource type {rtype} (other than topics and brokers)")
+    if rtype == CLIENT_METRICS_RESOURCE:
+        return None if name else ("INVALID_REQUEST", "Client metrics subscription name must not be empty")
+    raise NotCarriedOut(f"DescribeConfigs of resource type {rtype} (other than topics, brokers and "
+                        "client-metrics subscriptions)")
 
 
 __all__ = ["API_VERSIONS_KEY", "INTERNAL_TOPICS", "Body", "Handler", "api_versions", "code", "describe_cluster",

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kraftsim.wire.admin_handlers import HANDLERS as ADMIN_HANDLERS
+from kraftsim.wire.client_metrics_handlers import HANDLERS as CLIENT_METRICS_HANDLERS
 from kraftsim.wire.config_handlers import HANDLERS as CONFIG_HANDLERS
 from kraftsim.wire.codec import UnsupportedRequest, encode_response, parse_request
 from kraftsim.wire.fit import fit_response
@@ -60,7 +61,7 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
                                 **QUORUM_HANDLERS, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
                                 **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS,
-                                **OFFSET_HANDLERS}
+                                **OFFSET_HANDLERS, **CLIENT_METRICS_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

@@ -188,6 +188,17 @@ op = "unregister-broker"
 id = 9
 expect_error = "Broker ID 9 is not currently registered"
 
+[[step]]
+op = "alter-client-metrics"
+name = "producers"
+configs = { metrics = "org.apache.kafka.producer.", "interval.ms" = "60000" }
+
+[[step]]
+op = "alter-client-metrics"
+name = "producers"
+configs = { "interval.ms" = "10" }
+expect_error = "Invalid value 10 for interval.ms, interval must be between 100 and 3600000 (1 hour)"
+
 [expect]
 metadata_version = "4.0-IV3"
 finalized = { "group.version" = 0 }

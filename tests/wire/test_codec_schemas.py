@@ -103,7 +103,8 @@ WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassign
                      "DescribeGroupsRequest", "DescribeGroupsResponse",
                      "ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse",
                      "OffsetFetchRequest", "OffsetFetchResponse", "DeleteGroupsRequest", "DeleteGroupsResponse",
-                     "ListOffsetsRequest", "ListOffsetsResponse"}
+                     "ListOffsetsRequest", "ListOffsetsResponse",
+                     "ListConfigResourcesRequest", "ListConfigResourcesResponse"}
 
 
 #: Versions Kafka 4.0 removed from its definitions (KIP-896) that 3.3-3.9 nodes still advertise:

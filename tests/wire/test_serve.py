@@ -265,8 +265,9 @@ def test_describe_configs_refuses_what_kafkas_config_helper_refuses_in_its_words
             ("", ERR["INVALID_REQUEST"], "Broker id must not be empty"),
             ("7", ERR["INVALID_REQUEST"], "Unexpected broker id, expected 1 but received 7"),
             ("", ERR["INVALID_REQUEST"], "Client metrics subscription name must not be empty")]
-        # what comes from the node's log4j or Kafka's defaults is not carried out
-        for rtype, name in ((8, "1"), (16, "subscription"), (32, "group")):
+        # what comes from the node's log4j or Kafka's defaults is not carried out (a subscription
+        # is: tests/wire/test_serve_client_metrics.py)
+        for rtype, name in ((8, "1"), (32, "group")):
             body = {"Resources": [{"ResourceType": rtype, "ResourceName": name, "ConfigurationKeys": None}]}
             assert rpc(k.address(1, listener), 32, 4, body) is None
 

@@ -19,6 +19,7 @@ kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-con
 kafka-transactions list groups and transactions (none); kafka-consumer-groups describes and deletes
 a group no coordinator knows, whose lookup creates `__consumer_offsets` (then described by
 kafka-topics); kafka-get-offsets lists the offsets of logs nobody produced to;
+kafka-client-metrics sets, refuses, describes, lists and deletes client-metrics subscriptions;
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -209,6 +210,24 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("get-offsets (all topics)", "get-offsets", _bs()),
     ("get-offsets (unknown topic)", "get-offsets", _bs("--topic", "nope")),
     ("transactions list", "transactions", _bs("list")),
+    # client-metrics subscriptions (KIP-714): set, refused by the controller (interval, selector), a second one,
+    # described (one, an unknown one, all), listed, one deleted
+    ("client-metrics --alter", "client-metrics", _bs(
+        "--alter", "--name", "sub", "--metrics", "org.apache.kafka.producer.,org.apache.kafka.consumer.",
+        "--interval", "1000", "--match", "client_software_name=kafka-java,client_id=app-.*")),
+    ("client-metrics --alter (interval out of range)", "client-metrics", _bs("--alter", "--name", "sub", "--interval",
+                                                                             "50")),
+    ("client-metrics --alter (unknown selector)", "client-metrics", _bs("--alter", "--name", "sub", "--match",
+                                                                        "client_ip=10.0.0.1")),
+    ("client-metrics --alter (bad regex)", "client-metrics", _bs("--alter", "--name", "sub", "--match",
+                                                                 "client_id=(app")),
+    ("client-metrics --alter (another)", "client-metrics", _bs("--alter", "--name", "other", "--metrics", "a.")),
+    ("client-metrics --describe --name", "client-metrics", _bs("--describe", "--name", "sub")),
+    ("client-metrics --describe --name (unknown)", "client-metrics", _bs("--describe", "--name", "nobody")),
+    ("client-metrics --list", "client-metrics", _bs("--list")),
+    ("client-metrics --describe", "client-metrics", _bs("--describe")),
+    ("client-metrics --delete", "client-metrics", _bs("--delete", "--name", "other")),
+    ("client-metrics --list (after --delete)", "client-metrics", _bs("--list")),
 ]
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
@@ -375,6 +394,23 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("OffsetFetch", 8, {"Groups": [{"GroupId": "g1", "Topics": None},
                                    {"GroupId": "g2", "Topics": [{"Name": "t", "PartitionIndexes": [0, 1]}]}]}),
     *LIST_OFFSETS,
+    # a client-metrics subscription's whole description (4.1 on: every config, with types, synonyms and
+    # documentation), one no change named, one config asked for; the subscriptions listed; validate-only
+    # changes each release reads differently (a number it cannot parse, a trailing comma in a list)
+    ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 16, "ResourceName": "sub", "ConfigurationKeys": None},
+                                          {"ResourceType": 16, "ResourceName": "nobody", "ConfigurationKeys": None}],
+                            "IncludeSynonyms": True, "IncludeDocumentation": True}),
+    ("DescribeConfigs", 4, {"Resources": [{"ResourceType": 16, "ResourceName": "sub", "ConfigurationKeys": ["match"]}],
+                            "IncludeSynonyms": False}),
+    ("ListConfigResources", 0, {}),
+    *(("IncrementalAlterConfigs", 1, {"Resources": [{"ResourceType": 16, "ResourceName": "sub", "Configs": [
+        {"Name": name, "ConfigOperation": 0, "Value": value}]}], "ValidateOnly": True})
+      for name, value in (("interval.ms", "soon"), ("interval.ms", " 500"), ("match", "client_id=a,"),
+                          ("metrics", "a,"), ("color", "red"))),
+    # the legacy AlterConfigs of a subscription: its whole set (validate-only: nothing changes), a value refused
+    *(("AlterConfigs", 1, {"Resources": [{"ResourceType": 16, "ResourceName": "sub", "Configs": [
+        {"Name": name, "Value": value}]}], "ValidateOnly": True})
+      for name, value in (("metrics", "x."), ("interval.ms", "5"))),
 ]
 
 
