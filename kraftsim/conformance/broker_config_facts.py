@@ -40,7 +40,8 @@ _GZIP_LEVEL = re.compile(r"\[(-?\d+),\.\.\.,(-?\d+)\] or (-?\d+)")
 class Facts:
     """What one release's jars print (see the module docstring)."""
 
-    kafka_configs: list[tuple[str, str]] = field(default_factory=list)
+    #: name, type, static default (None: null or none), whether internal
+    kafka_configs: list[tuple[str, str, str | None, bool]] = field(default_factory=list)
     #: name, type, default (None: null; "nodefault": none), validator class, validator text, flags
     dynamic: list[tuple[str, str, str | None, str, str, tuple[str, ...]]] = field(default_factory=list)
     sets: dict[str, list[str]] = field(default_factory=dict)
@@ -73,7 +74,8 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
     for line in proc.stdout.splitlines():
         kind, *rest = line.split("\t")
         if kind == "kafka":
-            facts.kafka_configs.append((rest[0], rest[1]))
+            default = rest[2][len("default="):] if rest[2].startswith("default=") else None
+            facts.kafka_configs.append((rest[0], rest[1], default, rest[3] == "internal=true"))
         elif kind == "dynamic":
             default = rest[2][len("default="):] if rest[2].startswith("default=") else \
                 (None if rest[2] == "nulldefault" else "nodefault")
@@ -117,6 +119,17 @@ def dynamic_key(name: str, type_: str, default: str | None, vclass: str, vtext: 
     return key
 
 
+def known_config(name: str, type_: str, default: str | None, internal: bool) -> dict[str, Any]:
+    """One KafkaConfig config as a data entry: `default` only where it is not null, `internal`
+    only where true."""
+    key: dict[str, Any] = {"name": name, "type": type_}
+    if default is not None:
+        key["default"] = default
+    if internal:
+        key["internal"] = True
+    return key
+
+
 #: Probes whose refusals show how the release writes the set of names each check refuses
 #: (Scala's Set(...) or HashSet(...), Java's [...]): (kind, probe, the name refused).
 SET_PROBES: tuple[tuple[str, Probe, str], ...] = (
@@ -134,7 +147,7 @@ def entry(facts: Facts) -> dict[str, Any]:
         shown = facts.verdicts[n].rsplit(": ", 1)[-1]
         set_texts[kind] = shown[:shown.index(name)]
     return {"set_texts": set_texts,
-            "kafka_configs": [{"name": n, "type": t} for n, t in facts.kafka_configs],
+            "kafka_configs": [known_config(*k) for k in facts.kafka_configs],
             "dynamic": [dynamic_key(*d) for d in facts.dynamic],
             "per_broker": sorted(facts.sets.get("perbroker", [])),
             "security": sorted(facts.sets.get("security", [])),
@@ -154,7 +167,7 @@ def _toml_value(value: Any) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
     if isinstance(value, list):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     assert isinstance(value, dict)
@@ -167,7 +180,8 @@ HEADER = """\
 # printed by the released jars (kraftsim/conformance/java/BrokerConfigFacts.java). Do not edit
 # by hand: run `python3 -m kraftsim.conformance.broker_config_facts`
 # (tests/conformance/test_broker_configs_vs_jars.py checks this file and kraftsim's verdicts
-# against the jars). Used by kraftsim.controller.broker_dynamic_configs.
+# against the jars). Used by kraftsim.controller.broker_dynamic_configs and
+# kraftsim.controller.broker_config_listing.
 #
 # [[release]]    since: the first release it holds for, until the next entry (a line's x.y.0, or
 #                the patch read when another patch of its line was read before); read_from: the
@@ -175,7 +189,10 @@ HEADER = """\
 #   set_texts      how the broker opens the set of names each check refuses (non_dynamic,
 #                  security, per_broker): Scala's "Set(" or "HashSet(", Java's "["
 #   kafka_configs  every KafkaConfig config (name, type) in definition order; those not among
-#                  `dynamic` are the ones it does not update dynamically
+#                  `dynamic` are the ones it does not update dynamically; default: its default
+#                  as the broker's static defaults hold it (absent: null or none; a list joined
+#                  by commas, a class by its name, a password's own text); internal = true: an
+#                  internal config (a broker describes it only when its server.properties sets it)
 #   dynamic        the definitions it checks dynamic broker configs against (DynamicConfig.Broker),
 #                  in their order: name, type, default, and the validator as in
 #                  topic_configs.toml (at_least, at_most, or_equal, one_of, each_one_of), or

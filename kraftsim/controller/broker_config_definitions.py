@@ -26,11 +26,14 @@ class DynamicKey(ConfigKey, frozen=True, kw_only=True):
     unmodelled: str | None = None
 
 
-class KnownConfig(msgspec.Struct, frozen=True):
-    """A KafkaConfig config: name and type."""
+class KnownConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A KafkaConfig config: name, type, its default as the broker's static defaults hold it
+    (None: null or none) and whether it is internal (described only when set)."""
 
     name: str
     type: str
+    default: str | None = None
+    internal: bool = False
 
 
 class SetTexts(msgspec.Struct, frozen=True):
