@@ -19,12 +19,13 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release
+from kraftsim.versions import release_name_key
 
 PROGRAM = Path(__file__).with_name("java") / "BrokerConfigFacts.java"
 DATA = Path(__file__).resolve().parents[1] / "controller" / "data" / "broker_configs.toml"
@@ -49,6 +50,8 @@ class Facts:
     reconfigured: dict[str, set[str]] = field(default_factory=dict)
     #: per probe (by number from 1): "OK", or the refusal's text
     verdicts: dict[int, str] = field(default_factory=dict)
+    #: per KafkaConfig config that has one: its documentation
+    docs: dict[str, str] = field(default_factory=dict)
 
     def reconfigured_by(self) -> dict[str, list[str]]:
         """Per config some part of the broker reconfigures: those parts, by name."""
@@ -80,6 +83,8 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
             default = rest[2][len("default="):] if rest[2].startswith("default=") else \
                 (None if rest[2] == "nulldefault" else "nodefault")
             facts.dynamic.append((rest[0], rest[1], default, rest[3], rest[4], tuple(rest[5:])))
+        elif kind == "doc":
+            facts.docs[rest[0]] = _unescaped(rest[1])
         elif kind == "reconf":
             facts.reconfigured.setdefault(rest[0], set()).add(rest[1])
         elif kind == "probe":
@@ -87,6 +92,36 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
         else:
             facts.sets.setdefault(kind, []).append(rest[0])
     return facts
+
+
+def _unescaped(text: str) -> str:
+    """A text the program wrote in ASCII (backslash escapes, UTF-16 code units as \\uXXXX)."""
+    decoded = text.encode("ascii").decode("unicode_escape")
+    return decoded.encode("utf-16", "surrogatepass").decode("utf-16")
+
+
+def docs_since(read: Sequence[tuple[str, Mapping[str, str]]]) -> list[dict[str, str]]:
+    """The [[doc]] entries for each release's docs (version, docs) in release order: a config's
+    text from the first release it appears in, and again from each release that changes it."""
+    out: list[dict[str, str]] = []
+    current: dict[str, str] = {}
+    for i, (version, docs) in enumerate(read):
+        for name, text in docs.items():
+            if current.get(name) != text:
+                current[name] = text
+                out.append({"name": name, "since": since(version, [v for v, _ in read[:i]]), "text": text})
+    return out
+
+
+def docs_as_of(doc_entries: Sequence[Mapping[str, str]], version: str, names: Collection[str]) -> dict[str, str]:
+    """Each config's documentation as of `version` from [[doc]] entries (the last text from
+    its release or before), for the configs `version` defines (`names`)."""
+    key = release_name_key(version)
+    out: dict[str, str] = {}
+    for d in sorted(doc_entries, key=lambda d: release_name_key(d["since"])):
+        if release_name_key(d["since"]) <= key and d["name"] in names:
+            out[d["name"]] = d["text"]
+    return out
 
 
 def dynamic_key(name: str, type_: str, default: str | None, vclass: str, vtext: str,
@@ -204,11 +239,13 @@ HEADER = """\
 #                  DynamicLogConfig, LogCleaner, DynamicThreadPool, DynamicListenerConfig,
 #                  SocketServer, DynamicRemoteLogConfig, DynamicReplicationConfig,
 #                  DynamicQuotaConfig, ProducerStateManager)
+# [[doc]]        a KafkaConfig config's documentation (what DescribeConfigs answers with
+#                IncludeDocumentation) from release `since` on, until a later entry for it
 """
 
 
-def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
-    """The data file for (since, read_from, entry) in release order."""
+def render(entries: Sequence[tuple[str, str, dict[str, Any]]], docs: Sequence[Mapping[str, str]] = ()) -> str:
+    """The data file for (since, read_from, entry) in release order and the [[doc]] entries."""
     out = [HEADER]
     for since_, read_from, e in entries:
         out.append(f"\n[[release]]\nsince = \"{since_}\"\nread_from = \"{read_from}\"\n"
@@ -219,19 +256,25 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
             out.append(f"{name} = {_toml_value(e[name])}\n")
         out.append("[release.reconfigured_by]\n" + "".join(f"{_toml_value(k)} = {_toml_value(v)}\n"
                                                            for k, v in e["reconfigured_by"].items()))
+    for d in docs:
+        out.append(f"\n[[doc]]\nname = {_toml_value(d['name'])}\nsince = {_toml_value(d['since'])}\n"
+                   f"text = {_toml_value(d['text'])}\n")
     return "".join(out)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     versions = list(argv if argv else sys.argv[1:]) or list(READ)
     entries: list[tuple[str, str, dict[str, Any]]] = []
+    docs: list[tuple[str, dict[str, str]]] = []
     for i, version in enumerate(versions):
-        e = entry(read_facts(fetch(resolve_release(version)), [probe for _, probe, _ in SET_PROBES]))
+        facts = read_facts(fetch(resolve_release(version)), [probe for _, probe, _ in SET_PROBES])
+        docs.append((version, facts.docs))
+        e = entry(facts)
         if entries and entries[-1][2] == e:
             continue
         entries.append((since(version, versions[:i]), version, e))
         print(f"{version}: {len(e['kafka_configs'])} configs, {len(e['dynamic'])} dynamic", file=sys.stderr)
-    DATA.write_text(render(entries), encoding="utf-8")
+    DATA.write_text(render(entries, docs_since(docs)), encoding="utf-8")
     return 0
 
 

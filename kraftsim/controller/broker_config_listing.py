@@ -10,8 +10,8 @@ first named like it on: the node's dynamic ones, the cluster's, server.propertie
 defaults, for each of its synonyms (log.retention.ms, log.retention.minutes,
 log.retention.hours). A password, and a name whose type the release cannot tell, is
 described without its value. The entries come in the order of the node's map of them
-(`config_descriptions.described_map`). The definitions and defaults are the jars'
-(data/broker_configs.toml); which configs are read-only is what live nodes describe
+(`config_descriptions.described_map`). The definitions, defaults and documentation are the
+jars' (data/broker_configs.toml); which configs are read-only is what live nodes describe
 (data/config_descriptions.toml).
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from kraftsim.controller.broker_config_definitions import broker_config_definitions
+from kraftsim.controller.broker_config_definitions import KnownConfig, broker_config_definitions, broker_config_docs
 from kraftsim.controller.config_descriptions import (
     CONFIG_TYPE_IDS, DEFAULT_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DescribedConfig, Synonym,
     applied_broker_configs, broker_config_read_only, broker_config_type, broker_synonyms, described_map,
@@ -59,21 +59,22 @@ def kafka_config_originals(server_properties: Mapping[str, str]) -> dict[str, st
     return out
 
 
-def _config_type(release: str, name: str) -> int:
-    """The ConfigType a node of `release` describes `name` with: its definition's, else what
-    the dynamic definitions or a listener prefix say (UNKNOWN, 0, when nothing does)."""
-    known = {k.name: k.type for k in broker_config_definitions(release).kafka_configs}
-    if name in known:
-        return CONFIG_TYPE_IDS.get(known[name], _UNKNOWN)
+def _config_type(release: str, name: str, defs: Mapping[str, KnownConfig]) -> int:
+    """The ConfigType a node of `release` describes `name` with: its definition's (`defs`), else
+    what the dynamic definitions or a listener prefix say (UNKNOWN, 0, when nothing does)."""
+    if name in defs:
+        return CONFIG_TYPE_IDS.get(defs[name].type, _UNKNOWN)
     return broker_config_type(release, name)
 
 
 def describe_node_broker_configs(release: str, static: Mapping[str, str], node_dynamic: Mapping[str, str],
-                                 cluster_dynamic: Mapping[str, str]) -> list[DescribedConfig]:
-    """A broker of `release` whose server.properties is `static` (`kafka_config_originals`) describing its own every
-    config, its dynamic configs `node_dynamic` over the cluster's `cluster_dynamic` (of which
+                                 cluster_dynamic: Mapping[str, str], *, documentation: bool = False
+                                 ) -> list[DescribedConfig]:
+    """A broker of `release` whose server.properties is `static` (`kafka_config_originals`)
+    describing its own every config, its dynamic configs `node_dynamic` over the cluster's `cluster_dynamic` (of which
     it applies those `config_descriptions.applied_broker_configs` keeps); see the module
-    docstring."""
+    docstring. With `documentation`, each defined config's text (`broker_config_docs`)."""
+    docs = broker_config_docs(release) if documentation else {}
     defs = {k.name: k for k in broker_config_definitions(release).kafka_configs}
     static = kafka_config_originals(static)
     defaults = {n: k.default for n, k in defs.items() if k.default is not None}
@@ -82,8 +83,8 @@ def describe_node_broker_configs(release: str, static: Mapping[str, str], node_d
     current = {**static, **cluster, **node}
     out = []
     for name in listed_names(release, current):
-        config_type = _config_type(release, name)
-        hidden = config_type in (_PASSWORD, _UNKNOWN)
+        config_type = _config_type(release, name, defs)
+        hidden = config_type == _UNKNOWN  # (KafkaConfig.maybeSensitive: a type it cannot tell may be a secret)
         chain = [Synonym(n, held[n], source) for held, source in
                  ((node, DYNAMIC_BROKER_CONFIG), (cluster, DYNAMIC_DEFAULT_BROKER_CONFIG),
                   (static, STATIC_BROKER_CONFIG), (defaults, DEFAULT_CONFIG))
@@ -91,7 +92,7 @@ def describe_node_broker_configs(release: str, static: Mapping[str, str], node_d
         while chain and chain[0].name != name:  # (Kafka drops what comes before the config's own name)
             chain.pop(0)
         key = defs.get(name)
-        if hidden:
+        if hidden or config_type == _PASSWORD:
             value = None
             chain = [s._replace(value=None) for s in chain]
         elif name in current:  # (a definition's value parsed and written back; another name's as given)
@@ -100,5 +101,5 @@ def describe_node_broker_configs(release: str, static: Mapping[str, str], node_d
         else:
             value = defaults.get(name)
         out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG, config_type,
-                                   tuple(chain), None, broker_config_read_only(release, name), hidden))
+                                   tuple(chain), docs.get(name), broker_config_read_only(release, name), hidden))
     return out

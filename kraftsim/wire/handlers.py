@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import (
-    DescribedConfig, describe_broker_configs, describe_node_broker_configs, describe_topic_configs, error_codes,
+    DescribedConfig, broker_config_docs, describe_broker_configs, describe_node_broker_configs, describe_topic_configs,
+    error_codes,
 )
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
@@ -203,16 +204,16 @@ def _broker_configs(served: ServedCluster, listener: Listener, release: str, ima
     """The node's every config (`own_id`: its own id named; kraftsim.controller.
     broker_config_listing, its server.properties as wire.node_properties presents it), or the
     cluster's default resource's dynamic configs (`--entity-default`; kraftsim.controller.
-    config_descriptions). The documentation of a node's every config is not carried out."""
+    config_descriptions); with `documentation`, each defined config's text."""
     cluster_dynamic = image.configs.config(BROKER_RESOURCE, "")
     if not own_id:
-        return _entries(describe_broker_configs(release, None, cluster_dynamic), with_synonyms)
-    if documentation:
-        raise NotCarriedOut("DescribeConfigs of a broker's every config with their documentation")
+        docs = broker_config_docs(release) if documentation else {}
+        return _entries([c._replace(documentation=docs.get(c.name))
+                         for c in describe_broker_configs(release, None, cluster_dynamic)], with_synonyms)
     node = listener.node_id
     return _entries(describe_node_broker_configs(release, node_properties(served, node),
-                                                 image.configs.config(BROKER_RESOURCE, str(node)), cluster_dynamic),
-                    with_synonyms)
+                                                 image.configs.config(BROKER_RESOURCE, str(node)), cluster_dynamic,
+                                                 documentation=documentation), with_synonyms)
 
 
 def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

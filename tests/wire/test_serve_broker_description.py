@@ -11,7 +11,7 @@ import pytest
 
 import kraftsim
 from kraftsim.conformance.broker_config_facts import READ
-from kraftsim.controller.broker_config_definitions import broker_config_definitions
+from kraftsim.controller.broker_config_definitions import broker_config_definitions, broker_config_docs
 from tests.wire.client import rpc
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, BROKER = 32, 44, 4
@@ -99,7 +99,30 @@ def test_a_dynamic_value_overrides_the_static_and_default_ones_in_synonym_order(
     assert _synonyms(default_resource["log.retention.ms"]) == [(DYNAMIC_DEFAULT, "log.retention.ms", "5000")]
 
 
-def test_documentation_of_every_config_is_not_carried_out():
+def test_documentation_is_the_releases_for_defined_configs_only():
     with kraftsim.serve(combined=1, release="4.4.0") as k:
-        assert _describe(k.address(1), documentation=True) is None
-        assert _describe(k.address(1), "", documentation=True) is not None
+        _set(k.address(1, "controller"), "1", {"leader.replication.throttled.rate": "1000"})
+        _set(k.address(1, "controller"), "", {"log.retention.bytes": "777"})
+        listed = _by_name(_describe(k.address(1), documentation=True))
+        default_resource = _by_name(_describe(k.address(1), "", documentation=True))
+        undocumented = _by_name(_describe(k.address(1)))
+    docs = broker_config_docs("4.4.0")
+    assert listed["log.retention.bytes"]["Documentation"] == docs["log.retention.bytes"]
+    assert default_resource["log.retention.bytes"]["Documentation"] == docs["log.retention.bytes"]
+    assert listed["node.id"]["Documentation"].startswith("The node ID associated with the roles this process is playing")
+    assert listed["leader.replication.throttled.rate"]["Documentation"] is None  # (KafkaConfig does not define it)
+    assert undocumented["node.id"]["Documentation"] is None
+
+
+def test_an_internal_config_is_listed_only_when_the_node_runs_with_it():
+    """(KafkaConfig's originals are listed beside its non-internal values: an internal config set
+    in server.properties is listed as given, with its static and default values.)"""
+    with kraftsim.serve(combined=1, release="4.4.0", configs={"unstable.feature.versions.enable": True}) as k:
+        listed = _by_name(_describe(k.address(1)))
+    with kraftsim.serve(combined=1, release="4.4.0") as k:
+        assert "unstable.feature.versions.enable" not in _by_name(_describe(k.address(1)))
+    entry = listed["unstable.feature.versions.enable"]
+    assert (entry["Value"], entry["ConfigSource"], entry["ReadOnly"], entry["IsSensitive"]) == ("true", STATIC, True, False)
+    assert _synonyms(entry) == [(STATIC, "unstable.feature.versions.enable", "true"),
+                                (DEFAULT, "unstable.feature.versions.enable", "false")]
+    assert "unstable.api.versions.enable" not in listed

@@ -320,6 +320,9 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
         answered.update(_list_offsets_every_version(c))
         answered["DescribeConfigs v4 of broker 1 (every config, in order)"] = _node_description(c)
+        answered["DescribeConfigs v4 of the cluster default (documented)"] = c.request("DescribeConfigs", 4, {
+            "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
+            "IncludeSynonyms": True, "IncludeDocumentation": True})["Results"]
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
@@ -335,11 +338,11 @@ def _masked_value(name: str, value: object) -> object:
 
 
 def _node_description(c: WireClient) -> list[object]:
-    """The node's every config as DescribeConfigs answers it with synonyms, in the node's order
+    """The node's every config as DescribeConfigs answers it with synonyms and documentation, in the node's order
     (which kafka-configs sorts away): ALL_CONFIGS_MASKED's entries by name only, log.dirs'
     values and the ports masked."""
     body = {"Resources": [{"ResourceType": 4, "ResourceName": "1", "ConfigurationKeys": None}],
-            "IncludeSynonyms": True, "IncludeDocumentation": False}
+            "IncludeSynonyms": True, "IncludeDocumentation": True}
     out: list[object] = []
     for e in c.request("DescribeConfigs", 4, body)["Results"][0]["Configs"]:
         if e["Name"] in ALL_CONFIGS_MASKED:
