@@ -267,8 +267,8 @@ def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None
     `cluster_dynamic`, those it applies (`applied_broker_configs`); `node_dynamic` None: the
     cluster's default resource, whose entries name only the cluster's values as synonyms, in
     the order of the node's map of them (a Scala mutable.HashMap). A node's own entries (by
-    name) name every synonym it holds, down to the defaults; a secret (PASSWORD) is described
-    without its value. A node's every config, static and default ones too, is
+    name) name every synonym it holds, down to the defaults; a secret (PASSWORD), and a name
+    whose type the release cannot tell, is described without its value. A node's every config, static and default ones too, is
     kraftsim.controller.broker_config_listing's."""
     entry = _entry(release)
     cluster = applied_broker_configs(release, cluster_dynamic)
@@ -287,11 +287,12 @@ def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None
         while chain and chain[0].name != name:  # (Kafka drops what comes before the config's own name)
             chain.pop(0)
         config_type = broker_config_type(release, name)
-        if config_type == CONFIG_TYPE_IDS["PASSWORD"]:  # (a secret: no value, here or in its synonyms)
+        hidden = config_type == 0  # (KafkaConfig.maybeSensitive: a type it cannot tell may be a secret)
+        if hidden or config_type == CONFIG_TYPE_IDS["PASSWORD"]:  # (a secret: no value, here or in its synonyms)
             chain = [s._replace(value=None) for s in chain]
         value = chain[0].value if chain else None
         out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG, config_type,
-                                   tuple(chain), None, broker_config_read_only(release, name)))
+                                   tuple(chain), None, broker_config_read_only(release, name), hidden))
     return out
 
 

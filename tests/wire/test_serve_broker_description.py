@@ -126,3 +126,18 @@ def test_an_internal_config_is_listed_only_when_the_node_runs_with_it():
     assert _synonyms(entry) == [(STATIC, "unstable.feature.versions.enable", "true"),
                                 (DEFAULT, "unstable.feature.versions.enable", "false")]
     assert "unstable.api.versions.enable" not in listed
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])
+def test_a_name_kafka_does_not_define_is_described_without_its_value(release):
+    """(KafkaConfig.maybeSensitive: a type the broker cannot tell may be a secret; as live 3.7.2 and 4.4.0 nodes answer.)"""
+    with kraftsim.serve(combined=1, release=release) as k:
+        _set(k.address(1, "controller"), "", {"custom.x": "1"})
+        _set(k.address(1, "controller"), "1", {"custom.y": "2"})
+        listed = _by_name(_describe(k.address(1)))
+        default_resource = _by_name(_describe(k.address(1), ""))
+    for entry, source in ((listed["custom.x"], DYNAMIC_DEFAULT), (listed["custom.y"], DYNAMIC_BROKER),
+                          (default_resource["custom.x"], DYNAMIC_DEFAULT)):
+        assert (entry["Value"], entry["IsSensitive"], entry["ReadOnly"], entry["ConfigType"], entry["ConfigSource"]) == (
+            None, True, True, 0, source)
+        assert _synonyms(entry) == [(source, entry["Name"], None)]
