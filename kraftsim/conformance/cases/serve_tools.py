@@ -292,9 +292,19 @@ def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
     return out
 
 
-def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
-    """The answers no tool shows whole: UnregisterBroker's text, Metadata's auto-creation, the
-    controller's size limits, illegal topic names and the describes of configs Kafka refuses."""
+def _undefined_name_set(bc: str) -> dict[str, object]:
+    """custom.x=1 set at the cluster default through the controller `bc`: its answer."""
+    host, port = bc.rsplit(":", 1)
+    with WireClient(host, int(port), timeout=30) as c:
+        return _without_throttle(c.request("IncrementalAlterConfigs", 0, {"Resources": [{
+            "ResourceType": 4, "ResourceName": "", "Configs": [{"Name": "custom.x", "ConfigOperation": 0, "Value": "1"}]}],
+            "ValidateOnly": False}))
+
+
+def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, object]:
+    """The answers no tool shows whole, from the broker `bs` (and the controller `bc`):
+    UnregisterBroker's text, Metadata's auto-creation, the controller's size limits, illegal
+    topic names, the describes of configs Kafka refuses and the node's every config."""
     host, port = bs.rsplit(":", 1)
     with WireClient(host, int(port), timeout=30) as c:
         unregister = c.request("UnregisterBroker", 0, {"BrokerId": 42})
@@ -319,6 +329,11 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
         answered.update(_list_offsets_every_version(c))
+        # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
+        # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
+        # and lists it before the definitions from 4.2
+        answered["IncrementalAlterConfigs v0 of an undefined broker config name"] = _undefined_name_set(bc)
+        settle()
         answered["DescribeConfigs v4 of broker 1 (every config, in order)"] = _node_description(c)
         answered["DescribeConfigs v4 of the cluster default (documented)"] = c.request("DescribeConfigs", 4, {
             "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
@@ -478,7 +493,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
         node.format()
         node.start()
         tools = run_tools(dist, node.bootstrap, f"127.0.0.1:{node.controller_port}")
-        raw = raw_answers(node.bootstrap, lambda: time.sleep(2))  # the broker learns the topic from the controller
+        raw = raw_answers(node.bootstrap, f"127.0.0.1:{node.controller_port}", lambda: time.sleep(2))  # the broker learns the topic from the controller
     return tools, raw
 
 
@@ -487,7 +502,8 @@ def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
 
     with serve(combined=1, release=dist.release.line,  # the line's newest release kraftsim knows
                configs={"offsets.topic.replication.factor": 1}) as k:  # (as the live node runs)
-        return run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers), raw_answers(k.bootstrap_servers, lambda: None)
+        tools = run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers)
+        return tools, raw_answers(k.bootstrap_servers, k.bootstrap_controllers, lambda: None)
 
 
 def _api_lines(stdout: str) -> dict[str, str]:
