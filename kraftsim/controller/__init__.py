@@ -21,6 +21,10 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         code_name as code_name, create_acls as create_acls,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
+    from kraftsim.controller.broker_config_definitions import broker_config_docs as broker_config_docs
+    from kraftsim.controller.broker_config_listing import (
+        STATIC_BROKER_CONFIG as STATIC_BROKER_CONFIG, describe_node_broker_configs as describe_node_broker_configs,
+    )
     from kraftsim.controller.broker_dynamic_configs import (
         BrokerCheck as BrokerCheck, HeldBrokerConfigs as HeldBrokerConfigs, broker_change_check as broker_change_check,
     )
@@ -117,6 +121,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest acl_codes code_name create_acls",
     "activation": "ActivationError",
+    "broker_config_definitions": "broker_config_docs",
+    "broker_config_listing": "STATIC_BROKER_CONFIG describe_node_broker_configs",
     "broker_dynamic_configs": "BrokerCheck HeldBrokerConfigs broker_change_check",
     "config_descriptions": (
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
@@ -191,6 +197,7 @@ __all__ = [
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller", "BrokerCheck", "HeldBrokerConfigs", "broker_change_check", "topic_config_definitions",
     "DESCRIBE_ORDERS", "MULTI_NAME_SYNONYMS", "DescribedConfig", "created_topic_configs", "describe_topic_configs",
-    "described_order", "describe_broker_configs",
+    "described_order", "describe_broker_configs", "STATIC_BROKER_CONFIG", "describe_node_broker_configs",
+    "broker_config_docs",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

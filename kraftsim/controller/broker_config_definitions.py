@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Mapping
 from functools import cache, cached_property
 from importlib import resources
 
@@ -26,11 +27,14 @@ class DynamicKey(ConfigKey, frozen=True, kw_only=True):
     unmodelled: str | None = None
 
 
-class KnownConfig(msgspec.Struct, frozen=True):
-    """A KafkaConfig config: name and type."""
+class KnownConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A KafkaConfig config: name, type, its default as the broker's static defaults hold it
+    (None: null or none) and whether it is internal (described only when set)."""
 
     name: str
     type: str
+    default: str | None = None
+    internal: bool = False
 
 
 class SetTexts(msgspec.Struct, frozen=True):
@@ -73,15 +77,36 @@ class BrokerConfigDefinitions(msgspec.Struct, frozen=True, dict=True):
         return f"{opening}{', '.join(names)}{']' if opening == '[' else ')'}"
 
 
+class _Doc(msgspec.Struct, frozen=True):
+    name: str
+    since: str
+    text: str
+
+
 class _Data(msgspec.Struct, frozen=True):
     release: tuple[BrokerConfigDefinitions, ...]
+    doc: tuple[_Doc, ...] = ()
+
+
+@cache
+def _data() -> _Data:
+    text = resources.files("kraftsim.controller").joinpath("data/broker_configs.toml").read_text("utf-8")
+    return msgspec.convert(tomllib.loads(text), _Data)
 
 
 @cache
 def _entries() -> tuple[BrokerConfigDefinitions, ...]:
-    text = resources.files("kraftsim.controller").joinpath("data/broker_configs.toml").read_text("utf-8")
-    data = msgspec.convert(tomllib.loads(text), _Data)
-    return tuple(sorted(data.release, key=lambda e: release_name_key(e.since)))
+    return tuple(sorted(_data().release, key=lambda e: release_name_key(e.since)))
+
+
+@cache
+def broker_config_docs(release: str) -> Mapping[str, str]:
+    """Each KafkaConfig config's documentation on a node of `release` (what DescribeConfigs
+    answers with IncludeDocumentation): the last text from its release or before, for the
+    configs it defines."""
+    key, names = release_name_key(release), {k.name for k in broker_config_definitions(release).kafka_configs}
+    docs = sorted(_data().doc, key=lambda d: release_name_key(d.since))
+    return {d.name: d.text for d in docs if release_name_key(d.since) <= key and d.name in names}
 
 
 @cache

@@ -75,11 +75,14 @@ class DescribedConfig(NamedTuple):
     synonyms: tuple[Synonym, ...]
     documentation: str | None
     read_only: bool = False
+    #: Described as sensitive though no password: a broker's name whose type its release cannot
+    #: tell (KafkaConfig.maybeSensitive).
+    hidden: bool = False
 
     @property
     def sensitive(self) -> bool:
-        """A secret (PASSWORD), described without its value."""
-        return self.config_type == CONFIG_TYPE_IDS["PASSWORD"]
+        """A secret (PASSWORD, or `hidden`), described without its value."""
+        return self.config_type == CONFIG_TYPE_IDS["PASSWORD"] or self.hidden
 
 
 class _Release(msgspec.Struct, frozen=True, kw_only=True):
@@ -270,8 +273,9 @@ def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None
     `cluster_dynamic`, those it applies (`applied_broker_configs`); `node_dynamic` None: the
     cluster's default resource, whose entries name only the cluster's values as synonyms, in
     the order of the node's map of them (a Scala mutable.HashMap). A node's own entries (by
-    name) name every synonym it holds, down to the defaults; a secret (PASSWORD) is described
-    without its value. Static configs are not modelled (a served node has none)."""
+    name) name every synonym it holds, down to the defaults; a secret (PASSWORD), and a name
+    whose type the release cannot tell, is described without its value. A node's every config, static and default ones too, is
+    kraftsim.controller.broker_config_listing's."""
     entry = _entry(release)
     cluster = applied_broker_configs(release, cluster_dynamic)
     node = applied_broker_configs(release, node_dynamic) if node_dynamic is not None else {}
@@ -289,15 +293,28 @@ def describe_broker_configs(release: str, node_dynamic: Mapping[str, str] | None
         while chain and chain[0].name != name:  # (Kafka drops what comes before the config's own name)
             chain.pop(0)
         config_type = broker_config_type(release, name)
-        if config_type == CONFIG_TYPE_IDS["PASSWORD"]:  # (a secret: no value, here or in its synonyms)
+        hidden = config_type == 0  # (KafkaConfig.maybeSensitive: a type it cannot tell may be a secret)
+        if hidden or config_type == CONFIG_TYPE_IDS["PASSWORD"]:  # (a secret: no value, here or in its synonyms)
             chain = [s._replace(value=None) for s in chain]
         value = chain[0].value if chain else None
-        # (Kafka marks read-only every name it does not hold as dynamic: the quotas before 4.4)
-        read_only = entry.quota_configs_described_read_only if name in entry.quota_broker_configs \
-            else name not in entry.dynamic_broker_configs
         out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG, config_type,
-                                   tuple(chain), None, read_only))
+                                   tuple(chain), None, broker_config_read_only(release, name), hidden))
     return out
+
+
+def broker_config_read_only(release: str, name: str) -> bool:
+    """Whether a node of `release` describes broker config `name` as read-only: every name it
+    does not update dynamically (the replication quotas too, before 4.4)."""
+    entry = _entry(release)
+    if name in entry.quota_broker_configs:
+        return entry.quota_configs_described_read_only
+    return name not in entry.dynamic_broker_configs
+
+
+def described_map(release: str) -> str:
+    """The map a node of `release` lists a resource's described configs from (see
+    `described_order`): "scala" (ConfigHelper in Scala) or "java" (ConfigHelperUtils)."""
+    return _entry(release).order
 
 
 def broker_config_type(release: str, name: str) -> int:

@@ -15,12 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.controller import DescribedConfig, describe_broker_configs, describe_topic_configs, error_codes
+from kraftsim.controller import (
+    DescribedConfig, broker_config_docs, describe_broker_configs, describe_node_broker_configs, describe_topic_configs,
+    error_codes,
+)
 from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
 if TYPE_CHECKING:
@@ -196,25 +200,34 @@ def _topic_configs(release: str, image: MetadataImage, topic: str, broker: str, 
                     with_synonyms)
 
 
-def _broker_configs(release: str, image: MetadataImage, broker: str | None, with_synonyms: bool) -> list[Body]:
-    """A broker's dynamic configs (`broker` None: the cluster's default resource,
-    `--entity-default`) as a node of `release` describes them (kraftsim.controller.
-    config_descriptions); static and default ones are not listed (a served node has no
-    server.properties)."""
-    own = image.configs.config(BROKER_RESOURCE, broker) if broker is not None else None
-    return _entries(describe_broker_configs(release, own, image.configs.config(BROKER_RESOURCE, "")), with_synonyms)
+def _broker_configs(served: ServedCluster, listener: Listener, release: str, image: MetadataImage, own_id: bool,
+                    with_synonyms: bool, documentation: bool) -> list[Body]:
+    """The node's every config (`own_id`: its own id named; kraftsim.controller.
+    broker_config_listing, its server.properties as wire.node_properties presents it), or the
+    cluster's default resource's dynamic configs (`--entity-default`; kraftsim.controller.
+    config_descriptions); with `documentation`, each defined config's text."""
+    cluster_dynamic = image.configs.config(BROKER_RESOURCE, "")
+    if not own_id:
+        docs = broker_config_docs(release) if documentation else {}
+        return _entries([c._replace(documentation=docs.get(c.name))
+                         for c in describe_broker_configs(release, None, cluster_dynamic)], with_synonyms)
+    node = listener.node_id
+    return _entries(describe_node_broker_configs(release, node_properties(served, node),
+                                                 image.configs.config(BROKER_RESOURCE, str(node)), cluster_dynamic,
+                                                 documentation=documentation), with_synonyms)
 
 
 def describe_configs(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """A topic's configs, every one with its value, source and synonyms, as the node's release
-    describes them; a broker's dynamic configs (the configs set with kafka-configs, and what the
-    controller set itself, such as the cluster-wide min.insync.replicas that enabling ELR
-    writes) that its release applies, with Kafka's sources, synonyms and types, but no static
-    or default ones (a served node has no server.properties); a client-metrics subscription's
-    configs as its release describes them (kraftsim.controller.client_metrics). A name Kafka's
-    ConfigHelper refuses is answered with its text (`_described_name_error`); a broker's loggers
-    and a group's configs are not carried out (their values come from the node's log4j and
-    Kafka's defaults)."""
+    describes them; a broker's every config (its own id: the server.properties it presents,
+    wire.node_properties, its dynamic configs, the release's defaults) and the cluster default
+    resource's dynamic configs (the configs set with kafka-configs, and what the controller
+    set itself, such as the cluster-wide min.insync.replicas that enabling ELR writes) that
+    its release applies, with Kafka's sources, synonyms and types; a client-metrics
+    subscription's configs as its release describes them (kraftsim.controller.client_metrics).
+    A name Kafka's ConfigHelper refuses is answered with its text (`_described_name_error`); a
+    broker's loggers and a group's configs are not carried out (their values come from the
+    node's log4j and Kafka's defaults)."""
     image = served.sim.image(listener.node_id)
     release = release_of(served, listener)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
@@ -235,7 +248,7 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         elif image is not None:
             configs = (_topic_configs(release, image, name, str(listener.node_id), with_synonyms, documentation)
                        if rtype == TOPIC_RESOURCE
-                       else _broker_configs(release, image, str(listener.node_id) if name else None, with_synonyms))
+                       else _broker_configs(served, listener, release, image, bool(name), with_synonyms, documentation))
             out["Configs"] = [c for c in configs if not keys or c["Name"] in keys]  # (none or no keys: all)
         results.append(out)
     return {"Results": results}

@@ -1,6 +1,7 @@
 """A broker's dynamic-config facts as each release's jars print them
 (kraftsim/conformance/java/BrokerConfigFacts.java): controller/data/broker_configs.toml must be
-what `python3 -m kraftsim.conformance.broker_config_facts` writes from them, and kraftsim's
+what `python3 -m kraftsim.conformance.broker_config_facts` writes from them (each config's
+documentation included), and kraftsim's
 verdict on every probe below, where it gives one, must be the release's own, word for word:
 DynamicBrokerConfig.validateConfigs on the PROBES, and for changes of the log configs kraftsim
 carries out (each at a few values its definition takes) the broker's new KafkaConfig and
@@ -14,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from kraftsim.conformance.broker_config_facts import DATA, READ, SET_PROBES, Probe, entry, read_facts
+from kraftsim.conformance.broker_config_facts import DATA, READ, SET_PROBES, Probe, docs_as_of, entry, read_facts
 from kraftsim.controller import OP_SET, AlterableConfig
-from kraftsim.controller.broker_config_definitions import broker_config_definitions
+from kraftsim.controller.broker_config_definitions import broker_config_definitions, broker_config_docs
 from kraftsim.controller.broker_dynamic_configs import HeldBrokerConfigs, broker_change_check, validate_configs
 from kraftsim.versions import release_name_key
 from tests.conformance.conftest import kafka_dist
@@ -107,6 +108,9 @@ def test_broker_config_facts_and_verdicts_are_the_releases(version: str) -> None
     probes = [p for _, p, _ in SET_PROBES] + PROBES + MAY_BE_UNMODELLED + [("applied", a) for a in applied]
     facts = read_facts(kafka_dist(version), probes)
     assert entry(facts) == _data_entry(version)
+    docs = tomllib.loads(DATA.read_text("utf-8")).get("doc", [])
+    assert docs_as_of(docs, version, {name for name, *_ in facts.kafka_configs}) == facts.docs
+    assert broker_config_docs(version) == facts.docs
     assert all(name.startswith(UNATTRIBUTED) for name in facts.unattributed()), facts.unattributed()
     wrong = []
     for n, (level, configs) in enumerate(probes, 1):

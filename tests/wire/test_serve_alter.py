@@ -15,6 +15,8 @@ from kraftsim.sim import Simulation
 from tests.wire.client import rpc
 
 ERR = error_codes()
+#: ConfigSource of a broker's dynamic configs: its own (2) and the cluster default's (3).
+DYNAMIC_SOURCES = (2, 3)
 CREATE_TOPICS, CREATE_PARTITIONS, ALTER_CONFIGS, DESCRIBE_CONFIGS = 19, 37, 44, 32
 TOPIC, BROKER = 2, 4
 
@@ -97,10 +99,12 @@ def test_a_config_change_of_a_broker_through_a_broker_is_not_carried_out_and_sai
 
 
 def _described(address: str, broker: str) -> dict[str, tuple[str, int]]:
+    """The dynamic configs a broker describes (what `kafka-configs --describe` without `--all` shows)."""
     _, body = rpc(address, DESCRIBE_CONFIGS, 4, {"Resources": [{"ResourceType": BROKER, "ResourceName": broker,
                                                                 "ConfigurationKeys": None}],
                                                  "IncludeSynonyms": False, "IncludeDocumentation": False})
-    return {c["Name"]: (c["Value"], c["ConfigSource"]) for c in body["Results"][0]["Configs"]}
+    return {c["Name"]: (c["Value"], c["ConfigSource"]) for c in body["Results"][0]["Configs"]
+            if c["ConfigSource"] in DYNAMIC_SOURCES}
 
 
 def test_broker_configs_through_a_controller_are_checked_as_kafkas_controller_checks_them():

@@ -8,6 +8,9 @@ legitimately differs between two clusters:
 - in `kafka-metadata-quorum describe --replication`, the columns of REPLICATION_MASKED (the
   node's random directory id, its log end offset, and the two wall-clock timestamps), with the
   table's padding normalised (it follows the widths of those values);
+- in `kafka-configs --describe --all` of the node, the log directory (log.dirs) and the lines of
+  ALL_CONFIGS_MASKED: configs the live node's server.properties sets that a served node cannot
+  take (their place in the listing is still compared);
 - on stderr, stack frames and log lines (timestamps): the exception lines are compared.
 
 kafka-topics --alter --partitions runs on a topic it created (an increase, then refusals), and
@@ -29,7 +32,8 @@ Besides the tools, raw requests whose answers no tool shows whole: UnregisterBro
 unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions at the
 controller's size limits (SIZE_PROBES) and of illegal topic names (ILLEGAL_TOPIC_NAMES),
 DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), whole answers whose defaults no
-tool shows (WHOLE_ANSWERS), and Metadata's automatic topic
+tool shows (WHOLE_ANSWERS; the node's every config in its own order, which kafka-configs sorts
+away), and Metadata's automatic topic
 creation (the live node runs with auto.create.topics.enable=true, Kafka's default, as `kraftsim
 serve` does).
 
@@ -112,6 +116,11 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("configs topic", "configs", _bs("--describe", "--entity-type", "topics", "--entity-name", "t")),
     ("configs broker", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-name", "1")),
     ("configs broker default", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-default")),
+    # the node's every config: its server.properties (masked where the two sides' differ: ALL_CONFIGS_MASKED),
+    # its dynamic configs (the throttle rate set above), the release's defaults; the cluster default's
+    ("configs broker --all", "configs", _bs("--describe", "--all", "--entity-type", "brokers", "--entity-name", "1")),
+    ("configs broker default --all", "configs", _bs("--describe", "--all", "--entity-type", "brokers",
+                                                    "--entity-default")),
     # every config of the topic (its own written as the node parses them, the others inherited from the node's
     # and the cluster's dynamic broker configs, set through the controller, or the release's defaults)
     ("configs --alter topic (values written otherwise)", "configs", _alter(
@@ -127,6 +136,10 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("configs broker (dynamic set)", "configs", _bs("--describe", "--entity-type", "brokers", "--entity-name", "1")),
     ("configs broker default (dynamic set)", "configs", _bs("--describe", "--entity-type", "brokers",
                                                             "--entity-default")),
+    ("configs broker --all (dynamic set)", "configs", _bs("--describe", "--all", "--entity-type", "brokers",
+                                                          "--entity-name", "1")),
+    ("configs broker default --all (dynamic set)", "configs", _bs("--describe", "--all", "--entity-type", "brokers",
+                                                                  "--entity-default")),
     # client quotas (AlterClientQuotas, DescribeClientQuotas; a user's describe also asks for its SCRAM
     # credentials): set, refused, deleted, a key never set, the default user, user and client together, an IP
     ("configs --alter client quotas", "configs", _alter("clients", "--entity-name", "c1", "--add-config",
@@ -253,8 +266,25 @@ def _mask_replication(text: str) -> str:
     return "".join(lines)
 
 
+#: Configs the live node's server.properties sets for the harness's sake (kraftsim.conformance.node)
+#: that a served node cannot take (it takes only storage.server_config.NODE_CONFIGS): in a node's
+#: every config (`kafka-configs --describe --all`) their lines are masked whole on both sides,
+#: their place in the listing still compared. The live node's log directory (log.dirs), like its
+#: ports, is its own: masked wherever it is named.
+ALL_CONFIGS_MASKED = ("transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+                      "group.initial.rebalance.delay.ms", "num.partitions", "auto.create.topics.enable")
+_MASKED_CONFIG_LINE = re.compile(r"^  (" + "|".join(re.escape(n) for n in ALL_CONFIGS_MASKED) + r")=.*$", re.M)
+
+
+def _mask_all_configs(text: str) -> str:
+    """A node's every config with ALL_CONFIGS_MASKED's lines and log.dirs' values masked."""
+    text = _MASKED_CONFIG_LINE.sub(r"  \1=<set for the live node's harness>", text)
+    return re.sub(r"(log\.dirs=)[^ ,}\n]+", r"\1<DIR>", text)
+
+
 def mask(text: str, cluster_id: str) -> str:
     text = _mask_replication(text)
+    text = _mask_all_configs(text)
     text = text.replace(cluster_id, "<CLUSTER-ID>") if cluster_id else text
     text = re.sub(r"127\.0\.0\.1:\d+", "<HOST:PORT>", text)
     text = re.sub(r"TopicId: \S+", "TopicId: <TOPIC-ID>", text)
@@ -281,9 +311,19 @@ def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
     return out
 
 
-def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
-    """The answers no tool shows whole: UnregisterBroker's text, Metadata's auto-creation, the
-    controller's size limits, illegal topic names and the describes of configs Kafka refuses."""
+def _undefined_name_set(bc: str) -> dict[str, object]:
+    """custom.x=1 set at the cluster default through the controller `bc`: its answer."""
+    host, port = bc.rsplit(":", 1)
+    with WireClient(host, int(port), timeout=30) as c:
+        return _without_throttle(c.request("IncrementalAlterConfigs", 0, {"Resources": [{
+            "ResourceType": 4, "ResourceName": "", "Configs": [{"Name": "custom.x", "ConfigOperation": 0, "Value": "1"}]}],
+            "ValidateOnly": False}))
+
+
+def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, object]:
+    """The answers no tool shows whole, from the broker `bs` (and the controller `bc`):
+    UnregisterBroker's text, Metadata's auto-creation, the controller's size limits, illegal
+    topic names, the describes of configs Kafka refuses and the node's every config."""
     host, port = bs.rsplit(":", 1)
     with WireClient(host, int(port), timeout=30) as c:
         unregister = c.request("UnregisterBroker", 0, {"BrokerId": 42})
@@ -308,11 +348,43 @@ def raw_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
         answered.update(_list_offsets_every_version(c))
+        # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
+        # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
+        # and lists it before the definitions from 4.2
+        answered["IncrementalAlterConfigs v0 of an undefined broker config name"] = _undefined_name_set(bc)
+        settle()
+        answered["DescribeConfigs v4 of broker 1 (every config, in order)"] = _node_description(c)
+        answered["DescribeConfigs v4 of the cluster default (documented)"] = c.request("DescribeConfigs", 4, {
+            "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
+            "IncludeSynonyms": True, "IncludeDocumentation": True})["Results"]
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
             "describe-configs refusals": [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"],
                                            r["Configs"]) for r in described]}
+
+
+def _masked_value(name: str, value: object) -> object:
+    """Config `name`'s described value with the node's ports and log directory masked (as `mask` does)."""
+    if not isinstance(value, str):
+        return value
+    return "<DIR>" if name == "log.dirs" else re.sub(r"127\.0\.0\.1:\d+", "<HOST:PORT>", value)
+
+
+def _node_description(c: WireClient) -> list[object]:
+    """The node's every config as DescribeConfigs answers it with synonyms and documentation, in the node's order
+    (which kafka-configs sorts away): ALL_CONFIGS_MASKED's entries by name only, log.dirs'
+    values and the ports masked."""
+    body = {"Resources": [{"ResourceType": 4, "ResourceName": "1", "ConfigurationKeys": None}],
+            "IncludeSynonyms": True, "IncludeDocumentation": True}
+    out: list[object] = []
+    for e in c.request("DescribeConfigs", 4, body)["Results"][0]["Configs"]:
+        if e["Name"] in ALL_CONFIGS_MASKED:
+            out.append(e["Name"])
+            continue
+        out.append({**e, "Value": _masked_value(e["Name"], e["Value"]),
+                    "Synonyms": [{**y, "Value": _masked_value(y["Name"], y["Value"])} for y in e["Synonyms"]]})
+    return out
 
 
 def _offsets(*topics: tuple[str, list[tuple[int, int, int]]]) -> list[dict[str, object]]:
@@ -457,7 +529,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
         node.format()
         node.start()
         tools = run_tools(dist, node.bootstrap, f"127.0.0.1:{node.controller_port}")
-        raw = raw_answers(node.bootstrap, lambda: time.sleep(2))  # the broker learns the topic from the controller
+        raw = raw_answers(node.bootstrap, f"127.0.0.1:{node.controller_port}", lambda: time.sleep(2))  # the broker learns the topic from the controller
     return tools, raw
 
 
@@ -466,7 +538,8 @@ def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
 
     with serve(combined=1, release=dist.release.line,  # the line's newest release kraftsim knows
                configs={"offsets.topic.replication.factor": 1}) as k:  # (as the live node runs)
-        return run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers), raw_answers(k.bootstrap_servers, lambda: None)
+        tools = run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers)
+        return tools, raw_answers(k.bootstrap_servers, k.bootstrap_controllers, lambda: None)
 
 
 def _api_lines(stdout: str) -> dict[str, str]:
@@ -513,4 +586,4 @@ def cases(ctx: ReleaseContext) -> Iterable[Case]:
     return [Case("serve-tools/combined", (), lambda runs: compare(ctx.dist, ctx.scratch("serve-tools")))]
 
 
-__all__ = ["REPLICATION_MASKED", "RUNS", "cases", "compare", "differences", "live_side", "main_classes", "mask", "served_side"]
+__all__ = ["ALL_CONFIGS_MASKED", "REPLICATION_MASKED", "RUNS", "cases", "compare", "differences", "live_side", "main_classes", "mask", "served_side"]

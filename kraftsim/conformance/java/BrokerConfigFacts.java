@@ -4,7 +4,13 @@ import org.apache.kafka.common.config.ConfigDef;
 /** Prints a release's broker config facts and runs its broker's own check of dynamic configs
  * (DynamicBrokerConfig.validateConfigs, as ConfigAdminManager calls it before forwarding a
  * change) on probes. Output lines, tab separated:
- *   kafka NAME TYPE                 every KafkaConfig config, in definition order
+ *   kafka NAME TYPE default=V|nulldefault|nodefault internal=true|false
+ *                                   every KafkaConfig config, in definition order, its default
+ *                                   as the broker writes its static defaults (a password's own
+ *                                   text, a list joined by commas, a class by its name)
+ *   doc NAME TEXT                   its documentation (when it has one), with backslash, tab,
+ *                                   newline, carriage return and non-ASCII characters written as
+ *                                   \\ \t \n \r \\uXXXX
  *   dynamic NAME TYPE default=V|nulldefault|nodefault VALIDATOR-CLASS VALIDATOR [FLAG=V...]
  *                                   DynamicConfig.Broker's definitions, in definition order
  *   all NAME / perbroker NAME / nondynamic NAME / security NAME   the sets, sorted
@@ -96,6 +102,26 @@ public class BrokerConfigFacts {
         try { dlc.getMethod("validateReconfiguration", kc).invoke(check, config); }
         catch (InvocationTargetException e) { throw e.getCause(); }
     }
+    /** A default as DynamicBrokerConfig's static defaults hold it (ConfigDef.convertToStringMapWithPasswordValues). */
+    static String staticDefault(ConfigDef.ConfigKey k) {
+        if (!k.hasDefault()) return "nodefault";
+        if (k.defaultValue == null) return "nulldefault";
+        Map<String, String> one = ConfigDef.convertToStringMapWithPasswordValues(Collections.singletonMap(k.name, k.defaultValue));
+        return one.containsKey(k.name) ? "default=" + one.get(k.name) : "nulldefault";
+    }
+    /** `text` in ASCII on one line, whatever the console's encoding. */
+    static String escaped(String text) {
+        StringBuilder out = new StringBuilder();
+        for (char c : text.toCharArray()) {
+            if (c == '\\') out.append("\\\\");
+            else if (c == '\t') out.append("\\t");
+            else if (c == '\n') out.append("\\n");
+            else if (c == '\r') out.append("\\r");
+            else if (c > 126) out.append(String.format("\\u%04x", (int) c));
+            else out.append(c);
+        }
+        return out.toString();
+    }
     static boolean hasMethod(Class<?> c, String name) { for (Method m : c.getMethods()) if (m.getName().equals(name)) return true; return false; }
     static Object staticField(Class<?> c, String name) throws Exception { Field f = c.getDeclaredField(name); f.setAccessible(true); return f.get(null); }
     static ConfigDef kafkaConfigDef() throws Exception {
@@ -105,7 +131,9 @@ public class BrokerConfigFacts {
     }
     public static void main(String[] a) throws Exception {
         for (ConfigDef.ConfigKey k : kafkaConfigDef().configKeys().values())
-            System.out.println("kafka\t" + k.name + "\t" + k.type);
+            System.out.println("kafka\t" + k.name + "\t" + k.type + "\t" + staticDefault(k) + "\tinternal=" + k.internalConfig);
+        for (ConfigDef.ConfigKey k : kafkaConfigDef().configKeys().values())
+            if (k.documentation != null) System.out.println("doc\t" + k.name + "\t" + escaped(k.documentation));
         Map<String, ConfigDef.ConfigKey> dyn;
         Set<String> all, perBroker, security, nonDynamic;
         Object validator;  // (the Java class of 4.1 on, or the Scala object before)
