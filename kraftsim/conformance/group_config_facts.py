@@ -44,6 +44,7 @@ class Facts:
     present: bool = True
     #: name, type, default (None: none), validator, documentation; in definition order
     definitions: list[tuple[str, str, str | None, str, str]] = field(default_factory=list)
+    synonyms: str = "own"
     #: the node's group.* and share.* server configs, as texts
     node: dict[str, str] = field(default_factory=dict)
     #: per probe (by number from 1): "OK", or "Class\tmessage" of what refused it
@@ -64,6 +65,8 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
         elif kind == "def":
             default = None if rest[2] == "nodefault" else unescape(rest[2])
             facts.definitions.append((rest[0], rest[1], default, unescape(rest[3]), unescape(rest[4])))
+        elif kind == "synonyms":
+            facts.synonyms = rest[0]
         elif kind == "node":
             facts.node[rest[0]] = unescape(rest[1])
         elif kind == "probe":
@@ -91,6 +94,7 @@ def entry(facts: Facts) -> dict[str, Any]:
     bound = facts.verdicts[1]
     return {"present": "yes",
             "bound_words": "range" if bound.endswith("inclusive.") else "names",
+            "synonyms": facts.synonyms,
             "configs": [{"name": n, "type": t, **({"default": d} if d is not None else {}), "validator": v,
                          "documentation": doc} for n, t, d, v, doc in facts.definitions],
             "node": _kept_node_configs(facts)}
@@ -111,6 +115,9 @@ HEADER = """\
 #   bound_words  how GroupConfig.validate words a value outside the node's bounds: "names"
 #                ("X must be greater than or equal to group.F.min.REST") or "range"
 #                ("X must be in the range MIN to MAX inclusive.")
+#   synonyms     how a broker describes a group's config: "own" (its value as held or the default,
+#                with that one synonym, GROUP_CONFIG or DEFAULT_CONFIG) or "broker" (with the
+#                broker configs it defaults to as synonyms too, 4.4's GroupConfig.brokerSynonym)
 #   configs      the definitions in definition order: name, type, default (as
 #                ConfigDef.convertToString writes it), validator (its toString), documentation
 #   node         the group-coordinator configs of a node started with the release's defaults
@@ -126,7 +133,7 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
         out.append(f"\n[[release]]\nsince = \"{since_}\"\nread_from = \"{read_from}\"\npresent = \"{e['present']}\"\n")
         if e["present"] == "no":
             continue
-        out.append(f"bound_words = {toml_value(e['bound_words'])}\n")
+        out.append(f"bound_words = {toml_value(e['bound_words'])}\nsynonyms = {toml_value(e['synonyms'])}\n")
         out.append("configs = [\n" + "".join(f"  {toml_value(v)},\n" for v in e["configs"]) + "]\n")
         # (quoted names: a bare dotted name in TOML is a path of tables)
         out.append("[release.node]\n" + "".join(f"{toml_value(k)} = {toml_value(v)}\n" for k, v in e["node"].items()))

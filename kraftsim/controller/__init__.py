@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     )
     from kraftsim.controller.group_configs import (
         group_config_check as group_config_check, has_group_configs as has_group_configs,
+        describe_group_configs as describe_group_configs, describes_group_configs as describes_group_configs,
     )
     from kraftsim.controller.configs import (
         OP_APPEND as OP_APPEND, OP_SUBTRACT as OP_SUBTRACT,
@@ -127,7 +128,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "described_order describe_broker_configs"
     ),
     "client_metrics": "client_metrics_check client_metrics_list_order describe_client_metrics_configs",
-    "group_configs": "group_config_check has_group_configs",
+    "group_configs": "group_config_check has_group_configs describe_group_configs describes_group_configs",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
         "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
@@ -175,7 +176,8 @@ _MODULE_OF = {
 }
 __all__ = [
     "client_metrics_check", "client_metrics_list_order", "describe_client_metrics_configs",
-    "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "OP_APPEND", "OP_SUBTRACT",
+    "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "describe_group_configs",
+    "describes_group_configs", "OP_APPEND", "OP_SUBTRACT",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse", "ReassignablePartition",
     "ReassignableTopic", "alter_partition_reassignments",

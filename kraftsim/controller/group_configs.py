@@ -14,13 +14,17 @@ reproduce gets the verdict `unmodelled` (so `serve` carries nothing out): a conf
 go past its definition and the node's bounds (a topic name, an assignor the node lists...),
 a validator other than a numeric range, which of several unknown names or failed bounds is
 named, and the session-above-heartbeat check (which the defaults' bounds never reach).
+
+A broker describes a group's every config, its held value (parsed) or the node's default; from
+4.3 with the broker configs it defaults to as synonyms, which kraftsim does not describe
+(`describes_group_configs`).
 """
 
 from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 
@@ -28,10 +32,15 @@ import msgspec
 
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.client_metrics import Verdict
-from kraftsim.controller.topic_configs import ConfigKey, config_value_error
+from kraftsim.controller.config_descriptions import (
+    CONFIG_TYPE_IDS, DEFAULT_CONFIG, DescribedConfig, Synonym, described_order, described_order_rule,
+)
+from kraftsim.controller.topic_configs import ConfigKey, config_value_error, described_value
 from kraftsim.javacompat import java_trim, parse_int
 from kraftsim.versions import release_name_key
 
+#: DescribeConfigsResponse.ConfigSource of a group's own value.
+GROUP_CONFIG = 8
 #: A ConfigDef.Range as its toString writes it: "[1,...]", "[0,...,10]".
 _RANGE = re.compile(r"\[(-?\d+),\.\.\.(?:,(-?\d+))?\]")
 _NUMERIC = ("INT", "LONG", "SHORT")
@@ -62,6 +71,7 @@ class GroupConfigRules(msgspec.Struct, frozen=True, kw_only=True):
     read_from: str
     present: str
     bound_words: str = "names"
+    synonyms: str = "own"
     configs: tuple[GroupConfigKey, ...] = ()
     node: dict[str, str] = msgspec.field(default_factory=dict)
 
@@ -144,3 +154,32 @@ def _bound_error(words: str, name: str, value: int, low: tuple[str, int], high: 
     if value < low[1]:
         return ApiError("INVALID_CONFIG", f"{name} must be greater than or equal to {low[0]}")
     return ApiError("INVALID_CONFIG", f"{name} must be less than or equal to {high[0]}")
+
+
+def describes_group_configs(release: str) -> bool:
+    """Whether kraftsim describes a group's configs as a broker of `release` does (4.0 to 4.2:
+    each config with its own synonym only)."""
+    rules = group_config_rules(release)
+    return rules.present == "yes" and rules.synonyms == "own"
+
+
+def describe_group_configs(release: str, held: Mapping[str, str], keys: Sequence[str] | None = None, *,
+                           documentation: bool = False) -> list[DescribedConfig]:
+    """A broker of `release` describing a group holding `held` (one never changed holds
+    nothing): every definition (or those of `keys`) in the order of the map the broker builds,
+    its held value as the definitions parse it (GROUP_CONFIG) or the node's default
+    (DEFAULT_CONFIG, from its group.NAME config where it has one), with that one synonym."""
+    rules = group_config_rules(release)
+    if not describes_group_configs(release):
+        raise ValueError(f"kraftsim does not describe the group configs of {release}")
+    out = []
+    for name in described_order(described_order_rule(release), [k.name for k in rules.configs]):
+        if keys and name not in keys:
+            continue
+        spec = next(k for k in rules.configs if k.name == name)
+        key = spec.key() or ConfigKey(name=name, type=spec.type)
+        value = described_value(key, held[name]) if name in held else rules.node.get(f"group.{name}", spec.default)
+        source = GROUP_CONFIG if name in held else DEFAULT_CONFIG
+        out.append(DescribedConfig(name, value, source, CONFIG_TYPE_IDS.get(spec.type, 0), (Synonym(name, value, source),),
+                                   spec.documentation if documentation else None))
+    return out

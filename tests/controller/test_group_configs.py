@@ -107,3 +107,17 @@ def test_a_group_holds_exactly_the_changes_its_release_took(changes):
         if expected.ok:
             model = after
         assert dict(c.image.configs.config(GROUP, "g")) == model
+
+
+def test_4_0_to_4_2_describe_every_config_with_its_own_synonym_and_later_releases_are_not_described():
+    from kraftsim.controller.group_configs import GROUP_CONFIG, describe_group_configs, describes_group_configs
+
+    described = {c.name: c for c in describe_group_configs("4.1.2", {"consumer.session.timeout.ms": " 050000"},
+                                                          documentation=True)}
+    assert len(described) == 10 and all(c.documentation for c in described.values())
+    held = described["consumer.session.timeout.ms"]
+    assert (held.value, held.source, held.synonyms) == ("50000", GROUP_CONFIG, (
+        ("consumer.session.timeout.ms", "50000", GROUP_CONFIG),))
+    assert (described["share.heartbeat.interval.ms"].value, described["share.heartbeat.interval.ms"].source) == ("5000", 5)
+    assert [c.name for c in describe_group_configs("4.0.2", {}, ["share.auto.offset.reset"])] == ["share.auto.offset.reset"]
+    assert not describes_group_configs("3.9.2") and not describes_group_configs("4.3.1")

@@ -9,6 +9,9 @@ import org.apache.kafka.common.config.ConfigDef;
  * probes, against a node started with the release's defaults. Output lines, tab separated:
  *   def NAME TYPE DEFAULT VALIDATOR DOC   every definition, in definition order (DEFAULT as
  *                                         ConfigDef.convertToString writes it; escapes: \t \n \\)
+ *   synonyms own|broker                   whether a broker describes a group config with its own
+ *                                         synonym only, or with broker synonyms too (4.4's
+ *                                         GroupConfig.brokerSynonym)
  *   node NAME VALUE                       every server config named group.* or share.*, as a
  *                                         node with the release's defaults holds it
  *   probe N OK | probe N Class message    for stdin line N: name=value pairs separated by U+0001
@@ -32,6 +35,9 @@ public class GroupConfigFacts {
             out.println("def\t" + key.name + "\t" + key.type + "\t" + esc(dflt) + "\t" + esc(key.validator)
                         + "\t" + esc(key.documentation));
         }
+        boolean broker = false;
+        for (Method m : cls.getMethods()) broker |= m.getName().equals("brokerSynonym");
+        out.println("synonyms\t" + (broker ? "broker" : "own"));
         Map<String, Object> props = new HashMap<>();
         props.put("process.roles", "broker"); props.put("node.id", "2");
         props.put("controller.quorum.voters", "1@127.0.0.1:9093"); props.put("controller.listener.names", "CONTROLLER");
