@@ -115,6 +115,8 @@ def _resource_name_error(ctx: ControllerContext, rtype: int, name: str) -> ApiEr
         return NONE
     if rtype == GROUP and not has_group_configs(ctx.catalog.release.name):
         return ApiError("INVALID_REQUEST", "Unknown resource type UNKNOWN")  # (id 32 is no type it knows)
+    if rtype == GROUP and not name:
+        return ApiError("INVALID_REQUEST", "Default group resources are not allowed.")
     if rtype in (CLIENT_METRICS, GROUP):
         return NONE
     return ApiError("INVALID_REQUEST", f"Unknown resource type {RESOURCE_TYPE_NAMES.get(rtype, 'UNKNOWN')}")

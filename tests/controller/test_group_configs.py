@@ -121,3 +121,9 @@ def test_4_0_to_4_2_describe_every_config_with_its_own_synonym_and_later_release
     assert (described["share.heartbeat.interval.ms"].value, described["share.heartbeat.interval.ms"].source) == ("5000", 5)
     assert [c.name for c in describe_group_configs("4.0.2", {}, ["share.auto.offset.reset"])] == ["share.auto.offset.reset"]
     assert not describes_group_configs("3.9.2") and not describes_group_configs("4.3.1")
+
+
+def test_a_group_must_be_named():
+    answer = _alter(RuleCluster("4.1-IV1"), "", AlterableConfig("consumer.session.timeout.ms", OP_SET, "50000"))
+    assert (answer.response.responses[0].error_code, answer.response.responses[0].error_message) == (
+        42, "Default group resources are not allowed.")
