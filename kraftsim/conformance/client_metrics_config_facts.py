@@ -40,7 +40,7 @@ RULE_PROBES: tuple[Probe, ...] = (
 )
 
 
-def _unescape(text: str) -> str:
+def unescape(text: str) -> str:
     out, i = [], 0
     while i < len(text):
         if text[i] == "\\" and i + 1 < len(text):
@@ -74,12 +74,12 @@ def read_facts(dist: KafkaDist, probes: Sequence[Probe] = ()) -> Facts:
     for line in proc.stdout.splitlines():
         kind, *rest = line.split("\t")
         if kind == "def":
-            default = None if rest[2] == "nodefault" else _unescape(rest[2])
-            facts.definitions.append((rest[0], rest[1], default, _unescape(rest[4])))
+            default = None if rest[2] == "nodefault" else unescape(rest[2])
+            facts.definitions.append((rest[0], rest[1], default, unescape(rest[4])))
         elif kind == "describes":
             facts.describes = rest[0]
         elif kind == "probe":
-            facts.verdicts[int(rest[0])] = "OK" if rest[1] == "OK" else f"{rest[1]}\t{_unescape(rest[2])}"
+            facts.verdicts[int(rest[0])] = "OK" if rest[1] == "OK" else f"{rest[1]}\t{unescape(rest[2])}"
     return facts
 
 
@@ -95,11 +95,11 @@ def entry(facts: Facts) -> dict[str, Any]:
                         for n, t, d, doc in facts.definitions]}
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     assert isinstance(value, dict)
-    return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
 
 
 HEADER = """\
@@ -133,8 +133,8 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
     for since_, read_from, e in entries:
         out.append(f"\n[[release]]\nsince = \"{since_}\"\nread_from = \"{read_from}\"\n")
         for name in ("interval_parse", "list_parse", "empty_elements", "describes"):
-            out.append(f"{name} = {_toml_value(e[name])}\n")
-        out.append("configs = [\n" + "".join(f"  {_toml_value(v)},\n" for v in e["configs"]) + "]\n")
+            out.append(f"{name} = {toml_value(e[name])}\n")
+        out.append("configs = [\n" + "".join(f"  {toml_value(v)},\n" for v in e["configs"]) + "]\n")
     return "".join(out)
 
 

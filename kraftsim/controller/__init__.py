@@ -61,8 +61,13 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         client_metrics_check as client_metrics_check, client_metrics_list_order as client_metrics_list_order,
         describe_client_metrics_configs as describe_client_metrics_configs,
     )
+    from kraftsim.controller.group_configs import (
+        group_config_check as group_config_check, has_group_configs as has_group_configs,
+        describe_group_configs as describe_group_configs, describes_group_configs as describes_group_configs,
+    )
     from kraftsim.controller.configs import (
-        incremental_configs_after as incremental_configs_after,
+        OP_APPEND as OP_APPEND, OP_SUBTRACT as OP_SUBTRACT,
+        incremental_configs_after as incremental_configs_after, configs_after as configs_after,
         OP_DELETE as OP_DELETE, OP_SET as OP_SET, RESOURCE_TYPE_NAMES as RESOURCE_TYPE_NAMES,
         AlterConfigsResource as AlterConfigsResource,
         AlterableConfig as AlterableConfig, IncrementalAlterConfigsRequest as IncrementalAlterConfigsRequest,
@@ -129,6 +134,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "described_order describe_broker_configs"
     ),
     "client_metrics": "client_metrics_check client_metrics_list_order describe_client_metrics_configs",
+    "group_configs": "group_config_check has_group_configs describe_group_configs describes_group_configs",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
         "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
@@ -141,7 +147,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "register_broker register_controller unregister_broker unregister_controller"
     ),
     "configs": (
-        "OP_DELETE OP_SET RESOURCE_TYPE_NAMES AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
+        "OP_APPEND OP_DELETE OP_SET OP_SUBTRACT configs_after RESOURCE_TYPE_NAMES AlterConfigsResource AlterableConfig IncrementalAlterConfigsRequest "
         "LegacyAlterConfigsRequest incremental_alter_configs incremental_configs_after legacy_alter_configs"
     ),
     "context": "ControllerConfig ControllerContext Range",
@@ -176,7 +182,8 @@ _MODULE_OF = {
 }
 __all__ = [
     "client_metrics_check", "client_metrics_list_order", "describe_client_metrics_configs",
-    "incremental_configs_after",
+    "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "describe_group_configs",
+    "describes_group_configs", "OP_APPEND", "OP_SUBTRACT",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
     "AlterPartitionReassignmentsRequest", "AlterPartitionReassignmentsResponse", "ReassignablePartition",
     "ReassignableTopic", "alter_partition_reassignments",

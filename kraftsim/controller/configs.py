@@ -10,9 +10,9 @@ min.insync.replicas, the value size, the resource name, then its existence. With
 a change to min.insync.replicas also clears the ELRs it may invalidate (ClearElrRecord).
 A topic's resulting configs are checked against its release's definitions, as Kafka's
 controller checks them (kraftsim.controller.topic_configs), and so are a client-metrics
-subscription's (kraftsim.controller.client_metrics). Broker configs are not (Kafka's
-controller checks only the broker's id); group configs are not either, though Kafka's
-controller checks them against definitions kraftsim does not hold.
+subscription's (kraftsim.controller.client_metrics) and a group's (kraftsim.controller.group_configs;
+a release before 4.0 has no GROUP type). Broker configs are not (Kafka's controller checks only
+the broker's id).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import msgspec
 from kraftsim.controller import cordon
 from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.controller.client_metrics import client_metrics_check
+from kraftsim.controller.group_configs import group_config_check, has_group_configs
 from kraftsim.controller.context import MIN_INSYNC_REPLICAS, ControllerContext, metadata_version_of, registry_of
 from kraftsim.controller.partition_change import elr_enabled
 from kraftsim.controller.topic_configs import topic_config_error
@@ -112,6 +113,10 @@ def _resource_name_error(ctx: ControllerContext, rtype: int, name: str) -> ApiEr
         if not known:
             return ApiError("BROKER_ID_NOT_REGISTERED", f"No node with id {node} found.")
         return NONE
+    if rtype == GROUP and not has_group_configs(ctx.catalog.release.name):
+        return ApiError("INVALID_REQUEST", "Unknown resource type UNKNOWN")  # (id 32 is no type it knows)
+    if rtype == GROUP and not name:
+        return ApiError("INVALID_REQUEST", "Default group resources are not allowed.")
     if rtype in (CLIENT_METRICS, GROUP):
         return NONE
     return ApiError("INVALID_REQUEST", f"Unknown resource type {RESOURCE_TYPE_NAMES.get(rtype, 'UNKNOWN')}")
@@ -208,6 +213,10 @@ def _checked_records(ctx: ControllerContext, rtype: int, name: str, current: Map
             return [], config_err
     if rtype == CLIENT_METRICS:
         config_err = client_metrics_check(ctx.catalog.release.name, name, configs_after(current, changed)).error
+        if not config_err.ok:
+            return [], config_err
+    if rtype == GROUP:
+        config_err = group_config_check(ctx.catalog.release.name, configs_after(current, changed)).error
         if not config_err.ok:
             return [], config_err
     if missing and not newly_created:

@@ -17,6 +17,7 @@ from kraftsim.scenario.ops import (
     AddNode,
     AlterBrokerConfig,
     AlterClientMetrics,
+    AlterGroupConfig,
     AlterClientQuotas,
     AlterScramCredentials,
     AlterTopicConfig,
@@ -163,6 +164,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return sim.alter_topic_config(op.topic, op.configs, op.delete)
     if isinstance(op, AlterClientMetrics):
         return sim.alter_client_metrics(op.name, op.configs, op.delete)
+    if isinstance(op, AlterGroupConfig):
+        return sim.alter_group_config(op.group, op.configs, op.delete)
     if isinstance(op, AlterClientQuotas):
         return sim.alter_client_quotas(op.entity(), op.quotas, op.delete)
     if isinstance(op, AlterScramCredentials):

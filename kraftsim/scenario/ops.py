@@ -191,6 +191,15 @@ class AlterClientMetrics(StepBase, kw_only=True, forbid_unknown_fields=True, tag
     delete: list[str] = []  # the configs deleted (--delete deletes every one held)
 
 
+class AlterGroupConfig(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-group-config"):
+    """kraftsim's addition: kafka-configs --alter --entity-type groups --entity-name GROUP, a
+    group's configs (KIP-848, 4.0 on), judged as the controller's release judges them."""
+
+    group: str
+    configs: dict[str, str] = {}  # --add-config
+    delete: list[str] = []  # --delete-config
+
+
 class ElectLeaders(StepBase, kw_only=True, forbid_unknown_fields=True, tag="elect-leaders"):
     """kraftsim's addition: kafka-leader-election --election-type TYPE for `partitions` (topic:
     partition ids), or for every partition (--all-topic-partitions) when absent."""
@@ -285,7 +294,7 @@ Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesD
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
       | ElectLeaders | AlterClientQuotas | AlterScramCredentials
-      | ReassignPartitions | AlterClientMetrics)
+      | ReassignPartitions | AlterClientMetrics | AlterGroupConfig)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -305,7 +314,9 @@ OPS: dict[str, type[StepBase]] = {
                 # SCRAM credentials, kafka-reassign-partitions (AlterPartitionReassignments)
                 ElectLeaders, AlterClientQuotas, AlterScramCredentials, ReassignPartitions,
                 # and kafka-client-metrics --alter|--delete (IncrementalAlterConfigs of a subscription)
-                AlterClientMetrics)
+                AlterClientMetrics,
+                # and kafka-configs --alter on a group (IncrementalAlterConfigs of a GROUP resource)
+                AlterGroupConfig)
 }
 
 

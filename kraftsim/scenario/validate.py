@@ -33,7 +33,7 @@ from kraftsim.scenario.language import (
     ClusterSpec, Expect, Limits, NodeSel, RecordedFailure, ScenarioTop,
 )
 from kraftsim.scenario.ops import (
-    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientMetrics, AlterClientQuotas, AlterScramCredentials, AlterTopicConfig,
+    OPS, AddController, AddNode, AlterBrokerConfig, AlterClientMetrics, AlterClientQuotas, AlterGroupConfig, AlterScramCredentials, AlterTopicConfig,
     CreatePartitions, CreateTopics, DiskFault, ElectLeaders, FeaturesChange, FeaturesDisable, NodesStep,
     Partition, ReassignPartitions, RemoveController, Roll, Run, Snapshot, Start, Step, UnregisterBroker,
     UnregisterController, Wait,
@@ -540,7 +540,7 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         check.duration(step.ms, "ms", index, 0)
     elif isinstance(step, Wait):
         check.duration(step.timeout_ms, "timeout_ms", index, 1)
-    elif isinstance(step, (AlterTopicConfig, AlterBrokerConfig, AlterClientMetrics)):
+    elif isinstance(step, (AlterTopicConfig, AlterBrokerConfig, AlterClientMetrics, AlterGroupConfig)):
         if not step.configs and not step.delete:
             raise check.fail("configs", "expected configs to set or delete", index)
         if isinstance(step, AlterBrokerConfig) and step.broker is not None and strict:

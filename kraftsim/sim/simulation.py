@@ -853,6 +853,27 @@ class Simulation(AdminMixin):
         done = "Altered" if set_configs or not delete_configs else "Deleted"
         return [f"{done} client metrics config for {name}."]
 
+    def alter_group_config(self, group: str, set_configs: Mapping[str, str],
+                           delete_configs: Sequence[str] = ()) -> list[str]:
+        """`kafka-configs --alter --entity-type groups --entity-name G` (IncrementalAlterConfigs of
+        a group, KIP-848, 4.0 on): the group's resulting configs are judged as the controller's
+        release judges them; a change whose verdict kraftsim cannot reproduce is refused as
+        such rather than judged wrongly. Lines as the tool prints."""
+        from kraftsim.controller import configs_after, group_config_check, has_group_configs
+        from kraftsim.image import GROUP as GROUP_RESOURCE
+
+        leader = self.leader()
+        node = self.running_node(leader) if leader is not None else None
+        image = self.image(leader) if leader is not None else None
+        if node is not None and image is not None and has_group_configs(node.state.release):
+            held = image.configs.config(GROUP_RESOURCE, group)
+            after = configs_after(held, [*set_configs.items(), *((k, None) for k in delete_configs)])
+            why = group_config_check(node.state.release, after).unmodelled
+            if why is not None:
+                raise SimError(f"kraftsim does not model the controller's verdict on group {group!r}: {why}")
+        self._alter_configs(GROUP_RESOURCE, group, set_configs, delete_configs)
+        return [f"Completed updating config for group {group}."]
+
     def _alter_configs(self, resource_type: int, name: str, set_configs: Mapping[str, str],
                        delete_configs: Sequence[str]) -> None:
         from kraftsim.controller import OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource

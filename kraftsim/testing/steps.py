@@ -48,6 +48,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "reassign-partitions": ("partitions", "allow_replication_factor_change"),
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
     "alter-client-metrics": ("name", "configs", "delete"),
+    "alter-group-config": ("group", "configs", "delete"),
 }
 
 

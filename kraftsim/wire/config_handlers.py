@@ -34,9 +34,12 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller import OP_DELETE, OP_SET, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource
+from kraftsim.controller import (
+    OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource,
+)
 from kraftsim.controller import HeldBrokerConfigs, broker_change_check, client_metrics_check, incremental_configs_after
-from kraftsim.image import BROKER, CLIENT_METRICS, TOPIC
+from kraftsim.controller import group_config_check, has_group_configs
+from kraftsim.image import BROKER, CLIENT_METRICS, GROUP, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
@@ -82,7 +85,11 @@ def _not_carried_out(served: ServedCluster, r: AlterConfigsResource, legacy: boo
     if r.resource_type == TOPIC:
         return None
     if r.resource_type == CLIENT_METRICS:
-        return _subscription_unmodelled(served, r, legacy)
+        return _resulting_configs_unmodelled(served, r, legacy)
+    if r.resource_type == GROUP:
+        if any(c.config_operation in (OP_APPEND, OP_SUBTRACT) for c in r.configs) and not legacy:
+            return "GROUP configs appended to or subtracted from"
+        return _resulting_configs_unmodelled(served, r, legacy)
     if r.resource_type != BROKER:
         return f"{RESOURCE_TYPE_NAMES.get(r.resource_type, str(r.resource_type))} configs"
     node = parse_int(r.resource_name) if r.resource_name else None
@@ -91,9 +98,9 @@ def _not_carried_out(served: ServedCluster, r: AlterConfigsResource, legacy: boo
     return None
 
 
-def _subscription_unmodelled(served: ServedCluster, r: AlterConfigsResource, legacy: bool) -> str | None:
+def _resulting_configs_unmodelled(served: ServedCluster, r: AlterConfigsResource, legacy: bool) -> str | None:
     """What of the active controller's check of the configs `r` would leave its subscription
-    with kraftsim cannot reproduce, or None."""
+    or group with kraftsim cannot reproduce, or None."""
     leader = served.sim.leader()
     node = served.sim.running_node(leader) if leader is not None else None
     if node is None:
@@ -101,9 +108,13 @@ def _subscription_unmodelled(served: ServedCluster, r: AlterConfigsResource, leg
     if legacy:
         after = {c.name: c.value for c in r.configs if c.value is not None}
     else:
-        after = incremental_configs_after(CLIENT_METRICS, _held(served, r), r.configs)
-    why = client_metrics_check(node.state.release, r.resource_name, after).unmodelled
-    return None if why is None else f"CLIENT_METRICS configs: {why}"
+        after = incremental_configs_after(r.resource_type, _held(served, r), r.configs)
+    release = node.state.release
+    if r.resource_type == GROUP:
+        why = group_config_check(release, after).unmodelled if has_group_configs(release) else None
+    else:
+        why = client_metrics_check(release, r.resource_name, after).unmodelled
+    return None if why is None else f"{RESOURCE_TYPE_NAMES[r.resource_type]} configs: {why}"
 
 
 def incremental_alter_configs(served: ServedCluster, listener: Listener, version: int,
@@ -170,8 +181,8 @@ def _held(served: ServedCluster, r: AlterConfigsResource) -> Mapping[str, str]:
 
 
 def _record(served: ServedCluster, r: AlterConfigsResource, left_out: list[str], at: int) -> None:
-    """The change as the `alter-topic-config`, `alter-broker-config` or `alter-client-metrics`
-    step that makes it again: the values it left, and the configs it deleted (`left_out`: by
+    """The change as the `alter-topic-config`, `alter-broker-config`, `alter-client-metrics` or
+    `alter-group-config` step that makes it again: the values it left, and the configs it deleted (`left_out`: by
     leaving them out)."""
     now = _held(served, r)
     configs = {c.name: now[c.name] for c in r.configs if c.config_operation != OP_DELETE and c.name in now}
@@ -181,6 +192,8 @@ def _record(served: ServedCluster, r: AlterConfigsResource, left_out: list[str],
         served.record("alter-topic-config", {"topic": r.resource_name, **changed}, at)
     elif r.resource_type == CLIENT_METRICS:
         served.record("alter-client-metrics", {"name": r.resource_name, **changed}, at)
+    elif r.resource_type == GROUP:
+        served.record("alter-group-config", {"group": r.resource_name, **changed}, at)
     else:  # (a broker's id, or "" for the cluster-wide default: the step's broker left out)
         served.record("alter-broker-config", {"broker": int(r.resource_name) if r.resource_name else None,
                                               **changed}, at)

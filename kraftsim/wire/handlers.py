@@ -20,6 +20,7 @@ from kraftsim.controller import (
     error_codes,
 )
 from kraftsim.controller import describe_client_metrics_configs
+from kraftsim.controller import describe_group_configs, describes_group_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import topic_name_error
@@ -179,6 +180,7 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
 
 #: DescribeConfigs' resource types.
 TOPIC_RESOURCE, BROKER_RESOURCE, BROKER_LOGGER_RESOURCE, CLIENT_METRICS_RESOURCE = 2, 4, 8, 16
+GROUP_RESOURCE = 32
 
 
 def _entries(described: list[DescribedConfig], with_synonyms: bool) -> list[Body]:
@@ -224,10 +226,10 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     resource's dynamic configs (the configs set with kafka-configs, and what the controller
     set itself, such as the cluster-wide min.insync.replicas that enabling ELR writes) that
     its release applies, with Kafka's sources, synonyms and types; a client-metrics
-    subscription's configs as its release describes them (kraftsim.controller.client_metrics).
-    A name Kafka's ConfigHelper refuses is answered with its text (`_described_name_error`); a
-    broker's loggers and a group's configs are not carried out (their values come from the
-    node's log4j and Kafka's defaults)."""
+    subscription's configs as its release describes them (kraftsim.controller.client_metrics);
+    a group's configs as 4.0 to 4.2 describe them (kraftsim.controller.group_configs). A name
+    Kafka's ConfigHelper refuses is answered with its text (`_described_name_error`). A
+    broker's loggers, and a group's configs on other releases, are not carried out."""
     image = served.sim.image(listener.node_id)
     release = release_of(served, listener)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
@@ -235,6 +237,8 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     results = []
     for r in body.get("Resources", []):
         rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
+        if rtype == GROUP_RESOURCE and not describes_group_configs(release):
+            raise NotCarriedOut(f"DescribeConfigs of a group on {release} (before 4.0, or with broker synonyms, 4.3 on)")
         out: Body = {"ResourceType": rtype, "ResourceName": name, "ErrorCode": 0, "ErrorMessage": "", "Configs": []}
         refused = _described_name_error(rtype, name, listener.node_id)
         if refused is not None:
@@ -242,6 +246,10 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
         elif rtype == CLIENT_METRICS_RESOURCE:  # (one no change named holds nothing, and is described so)
             held = image.configs.config(rtype, name) if image is not None else {}
             out["Configs"] = _entries(describe_client_metrics_configs(release, held, keys, documentation=documentation),
+                                      with_synonyms)
+        elif rtype == GROUP_RESOURCE:  # (kraftsim.controller.group_configs)
+            held = image.configs.config(rtype, name) if image is not None else {}
+            out["Configs"] = _entries(describe_group_configs(release, held, keys, documentation=documentation),
                                       with_synonyms)
         elif rtype == TOPIC_RESOURCE and (image is None or image.topics.get_topic_by_name(name) is None):
             out.update(ErrorCode=code("UNKNOWN_TOPIC_OR_PARTITION"))  # (Kafka sets no message)
@@ -276,6 +284,8 @@ def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str
         raise NotCarriedOut("DescribeConfigs of a broker's loggers")
     if rtype == CLIENT_METRICS_RESOURCE:
         return None if name else ("INVALID_REQUEST", "Client metrics subscription name must not be empty")
+    if rtype == GROUP_RESOURCE:
+        return None if name else ("INVALID_REQUEST", "Group name must not be empty")
     raise NotCarriedOut(f"DescribeConfigs of resource type {rtype} (other than topics, brokers and "
                         "client-metrics subscriptions)")
 

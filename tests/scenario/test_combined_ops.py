@@ -199,6 +199,17 @@ name = "producers"
 configs = { "interval.ms" = "10" }
 expect_error = "Invalid value 10 for interval.ms, interval must be between 100 and 3600000 (1 hour)"
 
+[[step]]
+op = "alter-group-config"
+group = "orders-app"
+configs = { "consumer.session.timeout.ms" = "50000" }
+
+[[step]]
+op = "alter-group-config"
+group = "orders-app"
+configs = { "consumer.heartbeat.interval.ms" = "20000" }
+expect_error = "consumer.heartbeat.interval.ms must be less than or equal to group.consumer.max.heartbeat.interval.ms"
+
 [expect]
 metadata_version = "4.0-IV3"
 finalized = { "group.version" = 0 }
