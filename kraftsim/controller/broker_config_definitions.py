@@ -13,7 +13,7 @@ from importlib import resources
 import msgspec
 
 from kraftsim.controller.topic_configs import ConfigKey
-from kraftsim.versions import release_name_key
+from kraftsim.versions import entry_for_release, release_name_key
 
 #: A config set for one listener only (DynamicBrokerConfig's listener prefix).
 LISTENER_PREFIXED = re.compile(r"listener\.name\.[^.]*\..*")
@@ -112,10 +112,4 @@ def broker_config_docs(release: str) -> Mapping[str, str]:
 @cache
 def broker_config_definitions(release: str) -> BrokerConfigDefinitions:
     """The definitions of `release`: the last entry from its release or before."""
-    key = release_name_key(release)
-    entries = _entries()
-    chosen = entries[0]
-    for e in entries:
-        if release_name_key(e.since) <= key:
-            chosen = e
-    return chosen
+    return entry_for_release(_entries(), release)

@@ -37,7 +37,7 @@ from kraftsim.javacompat import (
     CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_bin, concurrent_hash_map_order, java_trim, parse_int,
     string_hash_order, string_split,
 )
-from kraftsim.versions import release_name_key
+from kraftsim.versions import entry_for_release, release_name_key
 
 #: DescribeConfigsResponse.ConfigSource of a subscription's own value.
 CLIENT_METRICS_CONFIG = 7
@@ -91,12 +91,7 @@ def _entries() -> tuple[ClientMetricsRules, ...]:
 @cache
 def client_metrics_rules(release: str) -> ClientMetricsRules:
     """The rules of `release`: the last entry from its release or before (the first for older)."""
-    key = release_name_key(release)
-    chosen = _entries()[0]
-    for e in _entries():
-        if release_name_key(e.since) <= key:
-            chosen = e
-    return chosen
+    return entry_for_release(_entries(), release)
 
 
 class Verdict(NamedTuple):

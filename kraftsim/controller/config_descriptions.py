@@ -28,7 +28,7 @@ import msgspec
 
 from kraftsim.controller.topic_configs import ConfigKey, described_value, topic_configs
 from kraftsim.javacompat import parse_int, scala_hash_map_order, string_hash, string_hash_order
-from kraftsim.versions import release_name_key
+from kraftsim.versions import entry_for_release, release_name_key
 
 #: DescribeConfigsResponse.ConfigSource values a described topic config can have.
 TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, DEFAULT_CONFIG = 1, 2, 3, 5
@@ -128,8 +128,7 @@ def _data() -> _Data:
 @cache
 def _entry(release: str) -> _Release:
     """The entry for `release`: the last from its release or before (the first for older ones)."""
-    key, entries = release_name_key(release), _data().release
-    return next((e for e in reversed(entries) if release_name_key(e.since) <= key), entries[0])
+    return entry_for_release(_data().release, release)
 
 
 @cache

@@ -37,7 +37,7 @@ from kraftsim.controller.config_descriptions import (
 )
 from kraftsim.controller.topic_configs import ConfigKey, config_value_error, described_value
 from kraftsim.javacompat import java_trim, parse_int
-from kraftsim.versions import release_name_key
+from kraftsim.versions import entry_for_release, release_name_key
 
 #: DescribeConfigsResponse.ConfigSource of a group's own value.
 GROUP_CONFIG = 8
@@ -98,12 +98,7 @@ def _entries() -> tuple[GroupConfigRules, ...]:
 @cache
 def group_config_rules(release: str) -> GroupConfigRules:
     """The rules of `release`: the last entry from its release or before (the first for older)."""
-    key = release_name_key(release)
-    chosen = _entries()[0]
-    for e in _entries():
-        if release_name_key(e.since) <= key:
-            chosen = e
-    return chosen
+    return entry_for_release(_entries(), release)
 
 
 def has_group_configs(release: str) -> bool:

@@ -25,7 +25,7 @@ from kraftsim.controller.api_errors import NONE, ApiError
 from kraftsim.javacompat import (
     CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_order, double_to_string, java_trim, parse_int, string_hash_order,
 )
-from kraftsim.versions import release_name_key
+from kraftsim.versions import entry_for_release, release_name_key
 
 _INT_BITS = {"SHORT": 16, "INT": 32, "LONG": 64}
 #: Double.parseDouble's decimal, NaN and Infinity forms (a float or double suffix allowed).
@@ -78,13 +78,7 @@ def _data() -> _Data:
 @cache
 def topic_configs(release: str) -> TopicConfigs:
     """The topic configs release `release` defines: the last entry from its release or before."""
-    key = release_name_key(release)
-    entries = _data().topic_configs
-    chosen = entries[0]
-    for e in entries:
-        if release_name_key(e.since) <= key:
-            chosen = e
-    return chosen
+    return entry_for_release(_data().topic_configs, release)
 
 
 def topic_config_error(release: str, latest_production: str, configs: Mapping[str, str]) -> ApiError:

@@ -33,7 +33,7 @@ from kraftsim.versions.errors import (
 from kraftsim.versions.features import Feature, FeatureLevel
 from kraftsim.versions.gates import DowngradeLosses
 from kraftsim.versions.metadata_version import (
-    FEATURE_NAME, RELEASE_NAME_RE, MetadataVersion, release_key, release_line, release_name_key,
+    FEATURE_NAME, RELEASE_NAME_RE, MetadataVersion, entry_for_release, release_key, release_line, release_name_key,
 )
 from kraftsim.versions.releases import Release, range_text
 from kraftsim.versions.tool_text import (
@@ -60,6 +60,7 @@ __all__ = [
     "UnknownMetadataVersion",
     "VersionsError",
     "default_catalog",
+    "entry_for_release",
     "feature_dependencies",
     "load_catalog",
     "load_catalog_text",

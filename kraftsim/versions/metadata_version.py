@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterator, Protocol, Sequence, TypeVar
 
 from kraftsim.versions.errors import UnknownMetadataVersion
 
@@ -36,6 +36,21 @@ def release_name_key(name: str) -> tuple[int, int, int]:
     if not m:
         raise ValueError(f"release {name!r} is not of the form <major>.<minor>.<patch>")
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
+
+
+class _SinceEntry(Protocol):
+    @property
+    def since(self) -> str: ...
+
+
+_E = TypeVar("_E", bound=_SinceEntry)
+
+
+def entry_for_release(entries: Sequence[_E], release: str) -> _E:
+    """Of per-release facts `entries` (each holding from release `since` on, in release order),
+    the one that holds for `release`: the last from it or before, the first for an older one."""
+    key = release_name_key(release)
+    return next((e for e in reversed(entries) if release_name_key(e.since) <= key), entries[0])
 
 
 def release_line(name: str) -> str:

@@ -172,3 +172,22 @@ def test_no_downgrade_from_4_3_or_later_to_4_2_or_earlier_is_lossless():
         for low in range(7, 30):
             assert CAT.is_lossy(high, low) and not CAT.downgrade_losses(high, low).lossless
     assert CAT.safe_downgrade_floor(31).level == 30 and not CAT.is_lossy(31, 30)
+
+
+def test_entry_for_release_takes_the_last_entry_from_the_release_or_before() -> None:
+    """Per-release facts hold from their `since` on: a patch between two entries takes the
+    earlier, a later line the last, and a release older than all the first."""
+    from dataclasses import dataclass
+
+    from kraftsim.versions import entry_for_release
+
+    @dataclass(frozen=True)
+    class Fact:
+        since: str
+
+    entries = [Fact("3.3.0"), Fact("3.7.2"), Fact("3.10.0"), Fact("4.2.0")]
+    assert entry_for_release(entries, "3.7.1").since == "3.3.0"
+    assert entry_for_release(entries, "3.7.2").since == "3.7.2"
+    assert entry_for_release(entries, "3.9").since == "3.7.2"  # (3.10 sorts after 3.9, not before)
+    assert entry_for_release(entries, "4.4.0").since == "4.2.0"
+    assert entry_for_release(entries, "3.0.0").since == "3.3.0"
