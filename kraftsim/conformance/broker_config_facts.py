@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release
+from kraftsim.conformance.fact_files import EVERY_RELEASE, since, toml_value
 from kraftsim.versions import release_name_key
 
 PROGRAM = Path(__file__).with_name("java") / "BrokerConfigFacts.java"
 DATA = Path(__file__).resolve().parents[1] / "controller" / "data" / "broker_configs.toml"
-READ = ("3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.0", "4.2.1", "4.2.2",
-        "4.3.1", "4.4.0")
+READ = EVERY_RELEASE
 #: One probe: "default" (the cluster-wide default) or "broker" (one broker's), and the configs.
 Probe = tuple[str, Mapping[str, str]]
 _RANGE = re.compile(r"\[(-?\d+)?,\.\.\.(?:,(-?\d+))?\]")
@@ -189,25 +189,6 @@ def entry(facts: Facts) -> dict[str, Any]:
             "reconfigured_by": facts.reconfigured_by()}
 
 
-def since(version: str, read_before: Sequence[str]) -> str:
-    """The first release an entry read from `version` holds for: its line's x.y.0, or the patch
-    itself when another patch of its line was read before."""
-    line = ".".join(version.split(".")[:2])
-    return version if any(v.startswith(line + ".") for v in read_before) else f"{line}.0"
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    assert isinstance(value, dict)
-    return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-
 
 HEADER = """\
 # Broker configs as each release's code defines them, and what its broker checks when a dynamic
@@ -249,16 +230,16 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]], docs: Sequence[Ma
     out = [HEADER]
     for since_, read_from, e in entries:
         out.append(f"\n[[release]]\nsince = \"{since_}\"\nread_from = \"{read_from}\"\n"
-                   f"set_texts = {_toml_value(e['set_texts'])}\n")
+                   f"set_texts = {toml_value(e['set_texts'])}\n")
         for name in ("kafka_configs", "dynamic"):
-            out.append(f"{name} = [\n" + "".join(f"  {_toml_value(v)},\n" for v in e[name]) + "]\n")
+            out.append(f"{name} = [\n" + "".join(f"  {toml_value(v)},\n" for v in e[name]) + "]\n")
         for name in ("per_broker", "security"):
-            out.append(f"{name} = {_toml_value(e[name])}\n")
-        out.append("[release.reconfigured_by]\n" + "".join(f"{_toml_value(k)} = {_toml_value(v)}\n"
+            out.append(f"{name} = {toml_value(e[name])}\n")
+        out.append("[release.reconfigured_by]\n" + "".join(f"{toml_value(k)} = {toml_value(v)}\n"
                                                            for k, v in e["reconfigured_by"].items()))
     for d in docs:
-        out.append(f"\n[[doc]]\nname = {_toml_value(d['name'])}\nsince = {_toml_value(d['since'])}\n"
-                   f"text = {_toml_value(d['text'])}\n")
+        out.append(f"\n[[doc]]\nname = {toml_value(d['name'])}\nsince = {toml_value(d['since'])}\n"
+                   f"text = {toml_value(d['text'])}\n")
     return "".join(out)
 
 

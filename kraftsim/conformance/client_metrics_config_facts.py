@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kraftsim.conformance.broker_config_facts import since
+from kraftsim.conformance.fact_files import entries_by_release, toml_value, unescape
 from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release
 
 PROGRAM = Path(__file__).with_name("java") / "ClientMetricsConfigFacts.java"
@@ -39,17 +39,6 @@ RULE_PROBES: tuple[Probe, ...] = (
     ("s", {"metrics": "a,"}),      # an empty element taken, or refused (ValidList, 4.2 on)
 )
 
-
-def unescape(text: str) -> str:
-    out, i = [], 0
-    while i < len(text):
-        if text[i] == "\\" and i + 1 < len(text):
-            out.append({"t": "\t", "n": "\n", "\\": "\\"}.get(text[i + 1], text[i + 1]))
-            i += 2
-        else:
-            out.append(text[i])
-            i += 1
-    return "".join(out)
 
 
 @dataclass
@@ -95,12 +84,6 @@ def entry(facts: Facts) -> dict[str, Any]:
                         for n, t, d, doc in facts.definitions]}
 
 
-def toml_value(value: Any) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    assert isinstance(value, dict)
-    return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in value.items()) + " }"
-
 
 HEADER = """\
 # Client-metrics subscriptions (KIP-714) as each release's code defines and checks them, printed
@@ -140,13 +123,8 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     versions = list(argv if argv else sys.argv[1:]) or list(READ)
-    entries: list[tuple[str, str, dict[str, Any]]] = []
-    for i, version in enumerate(versions):
-        e = entry(read_facts(fetch(resolve_release(version)), RULE_PROBES))
-        if entries and entries[-1][2] == e:
-            continue
-        entries.append((since(version, versions[:i]), version, e))
-        print(f"{version}: {len(e['configs'])} configs", file=sys.stderr)
+    entries = entries_by_release(versions, lambda v: entry(read_facts(fetch(resolve_release(v)), RULE_PROBES)),
+                                 lambda e: f"{len(e['configs'])} configs")
     DATA.write_text(render(entries), encoding="utf-8")
     return 0
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release
+from kraftsim.conformance.fact_files import EVERY_RELEASE
 from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.wire_client import WireClient
 from kraftsim.controller import DESCRIBE_ORDERS, MULTI_NAME_SYNONYMS, described_order, topic_config_definitions
@@ -40,8 +41,7 @@ QUOTA_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.thro
                  "replica.alter.log.dirs.io.max.bytes.per.second")
 #: The releases read when none is named: a patch of every line from 3.3 (4.2's three: 4.2.2
 #: defines a config 4.2.0 does not).
-READ = ("3.3.2", "3.4.1", "3.5.2", "3.6.2", "3.7.2", "3.8.1", "3.9.2", "4.0.2", "4.1.2", "4.2.0", "4.2.1", "4.2.2",
-        "4.3.1", "4.4.0")
+READ = EVERY_RELEASE
 
 #: What one release says: its order rule, and per config (default, synonym, documentation),
 #: and the broker defaults behind the multi-name synonyms.

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kraftsim.conformance.broker_config_facts import since
-from kraftsim.conformance.client_metrics_config_facts import toml_value, unescape
+from kraftsim.conformance.fact_files import entries_by_release, toml_value, unescape
 from kraftsim.conformance.dist import KafkaDist, fetch, resolve_release
 
 PROGRAM = Path(__file__).with_name("java") / "GroupConfigFacts.java"
@@ -142,13 +141,8 @@ def render(entries: Sequence[tuple[str, str, dict[str, Any]]]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     versions = list(argv if argv else sys.argv[1:]) or list(READ)
-    entries: list[tuple[str, str, dict[str, Any]]] = []
-    for i, version in enumerate(versions):
-        e = entry(read_facts(fetch(resolve_release(version)), RULE_PROBES))
-        if entries and entries[-1][2] == e:
-            continue
-        entries.append((since(version, versions[:i]), version, e))
-        print(f"{version}: {len(e.get('configs', []))} configs", file=sys.stderr)
+    entries = entries_by_release(versions, lambda v: entry(read_facts(fetch(resolve_release(v)), RULE_PROBES)),
+                                 lambda e: f"{len(e.get('configs', []))} configs")
     DATA.write_text(render(entries), encoding="utf-8")
     return 0
 
