@@ -281,7 +281,7 @@ class AdminMixin:
         result = answered(self.send_alter_client_quotas([EntryData(parts, tuple(ops))]))
         answer = result.response.entries[0]
         if answer.error_code != 0:
-            raise SimError(answer.error_message or f"AlterClientQuotas failed with error code {answer.error_code}")
+            raise SimError(code_text(answer.error_code, answer.error_message))
         # (the tool names the first entity type it was given; a step names them by kind)
         kind, name = next((k, entity[t]) for t, k in (("user", "user"), ("client-id", "client"), ("ip", "ip"))
                           if t in entity)
@@ -326,8 +326,7 @@ class AdminMixin:
              for m, (i, salt, salted) in sorted(upsert.items())]))
         refusals = [r for r in result.response.results if r.error_code != 0]
         if refusals:
-            raise SimError(refusals[0].error_message or f"AlterUserScramCredentials failed with error code "
-                                                        f"{refusals[0].error_code}")
+            raise SimError(code_text(refusals[0].error_code, refusals[0].error_message))
         return [f"Completed updating config for user {user}."]
 
     def send_elect_leaders(self, request: ElectLeadersRequest) -> ControllerResult | None:

@@ -19,9 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 import msgspec
 
-from kraftsim.controller import (
-    KIP_778,
-)
+from kraftsim.controller import KIP_778, code_text
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.image import MetadataImage
 from kraftsim.protocol.primitives import Uuid
@@ -883,7 +881,7 @@ class Simulation(AdminMixin):
         result = answered(self.send_incremental_alter_configs([AlterConfigsResource(resource_type, name, tuple(ops))]))
         answer = result.response.responses[0]
         if answer.error_code != 0:
-            raise SimError(answer.error_message or f"IncrementalAlterConfigs failed with error code {answer.error_code}")
+            raise SimError(code_text(answer.error_code, answer.error_message))
 
     def unregister_controller(self, controller_id: int) -> list[str]:
         """Controller unregistration (KIP-1312, 4.4): refused below 4.4-IV2 and for an unknown id."""
@@ -924,7 +922,7 @@ class Simulation(AdminMixin):
         self._finish_op("create-acls")
         answer = result.response.results[0]
         if answer.error_code != 0:
-            raise SimError(answer.error_message or f"CreateAcls failed with error code {answer.error_code}")
+            raise SimError(code_text(answer.error_code, answer.error_message))
         return [f"Added ACL: {permission.upper()} {principal} from host {host} {operation.upper()} on "
                 f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
 
