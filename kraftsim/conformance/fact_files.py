@@ -5,8 +5,12 @@ entry per change across the releases read."""
 from __future__ import annotations
 
 import sys
+import tomllib
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from kraftsim.versions import entry_for_release, release_name_key
 
 #: The releases a data file of every release's facts is read from: each line's newest patch,
 #: and each patch of a line whose facts changed within it (4.2).
@@ -64,3 +68,19 @@ def entries_by_release(versions: Sequence[str], entry_of: Callable[[str], Entry]
         entries.append((since(version, versions[:i]), version, e))
         print(f"{version}: {summary(e)}", file=sys.stderr)
     return entries
+
+
+def written_entry(data: Path, version: str) -> Entry:
+    """The entry of the data file `data` that holds for `version`, as an entry program gives it
+    (without `since` and `read_from`): what a check of the file against the jars compares."""
+    releases = tomllib.loads(data.read_text("utf-8"))["release"]
+    held = sorted((_Held(e["since"], e) for e in releases), key=lambda h: release_name_key(h.since))
+    chosen = entry_for_release(held, version)
+    return {k: v for k, v in chosen.entry.items() if k not in ("since", "read_from")}
+
+
+class _Held(NamedTuple):
+    """A data file's release entry, with its `since` where `entry_for_release` reads it."""
+
+    since: str
+    entry: Entry

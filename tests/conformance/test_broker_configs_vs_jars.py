@@ -11,7 +11,6 @@ cannot be had)."""
 from __future__ import annotations
 
 import tomllib
-from typing import Any
 
 import pytest
 
@@ -19,7 +18,7 @@ from kraftsim.conformance.broker_config_facts import DATA, READ, SET_PROBES, Pro
 from kraftsim.controller import OP_SET, AlterableConfig
 from kraftsim.controller.broker_config_definitions import broker_config_definitions, broker_config_docs
 from kraftsim.controller.broker_dynamic_configs import HeldBrokerConfigs, broker_change_check, validate_configs
-from kraftsim.versions import release_name_key
+from kraftsim.conformance.fact_files import written_entry
 from tests.conformance.conftest import kafka_dist
 
 pytestmark = pytest.mark.kafka
@@ -95,19 +94,12 @@ def _applied_probes(version: str) -> list[dict[str, str]]:
     return probes
 
 
-def _data_entry(version: str) -> dict[str, Any]:
-    """The entry of the data file in effect for `version`, without since / read_from."""
-    entries = sorted(tomllib.loads(DATA.read_text("utf-8"))["release"], key=lambda e: release_name_key(e["since"]))
-    chosen = [e for e in entries if release_name_key(e["since"]) <= release_name_key(version)][-1]
-    return {k: v for k, v in chosen.items() if k not in ("since", "read_from")}
-
-
 @pytest.mark.parametrize("version", READ)
 def test_broker_config_facts_and_verdicts_are_the_releases(version: str) -> None:
     applied = _applied_probes(version)
     probes = [p for _, p, _ in SET_PROBES] + PROBES + MAY_BE_UNMODELLED + [("applied", a) for a in applied]
     facts = read_facts(kafka_dist(version), probes)
-    assert entry(facts) == _data_entry(version)
+    assert entry(facts) == written_entry(DATA, version)
     docs = tomllib.loads(DATA.read_text("utf-8")).get("doc", [])
     assert docs_as_of(docs, version, {name for name, *_ in facts.kafka_configs}) == facts.docs
     assert broker_config_docs(version) == facts.docs

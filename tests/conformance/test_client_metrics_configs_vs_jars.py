@@ -7,14 +7,12 @@ Python share; the probes of MAY_BE_UNMODELLED only). `kafka` marker: one small J
 
 from __future__ import annotations
 
-import tomllib
-from typing import Any
 
 import pytest
 
 from kraftsim.conformance.client_metrics_config_facts import DATA, READ, RULE_PROBES, Probe, entry, read_facts
 from kraftsim.controller.client_metrics import client_metrics_check
-from kraftsim.versions import release_name_key
+from kraftsim.conformance.fact_files import written_entry
 from tests.conformance.conftest import kafka_dist
 
 pytestmark = pytest.mark.kafka
@@ -52,13 +50,6 @@ MAY_BE_UNMODELLED: list[Probe] = [
 ]
 
 
-def _data_entry(version: str) -> dict[str, Any]:
-    """The entry of the data file in effect for `version`, without since / read_from."""
-    entries = sorted(tomllib.loads(DATA.read_text("utf-8"))["release"], key=lambda e: release_name_key(e["since"]))
-    chosen = [e for e in entries if release_name_key(e["since"]) <= release_name_key(version)][-1]
-    return {k: v for k, v in chosen.items() if k not in ("since", "read_from")}
-
-
 def _kafka_said(verdict: str) -> tuple[str, str | None]:
     if verdict == "OK":
         return "NONE", None
@@ -71,7 +62,7 @@ def _kafka_said(verdict: str) -> tuple[str, str | None]:
 def test_client_metrics_facts_and_verdicts_are_the_releases(version: str) -> None:
     probes = list(RULE_PROBES) + PROBES + MAY_BE_UNMODELLED
     facts = read_facts(kafka_dist(version), probes)
-    assert entry(facts) == _data_entry(version)
+    assert entry(facts) == written_entry(DATA, version)
     wrong = []
     for n, (name, configs) in enumerate(probes, 1):
         ours = client_metrics_check(version, name, configs)

@@ -20,6 +20,7 @@ from kraftsim.controller.configs import (
 )
 from kraftsim.javacompat import concurrent_hash_map_order
 from tests.controller.cluster_support import RuleCluster, to_json
+from tests.controller.config_changes import assert_each_change_taken_as_checked, change_batches
 
 CLIENT_METRICS = 16
 
@@ -138,25 +139,11 @@ _VALUES = {"metrics": ["a.", "org.apache.kafka.", "a.,b.", "*"], "interval.ms": 
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.sampled_from(sorted(_VALUES)), st.integers(0, 4)), min_size=1, max_size=3),
-                min_size=1, max_size=5))
-def test_a_subscription_holds_exactly_the_changes_its_release_took(changes):
+@given(change_batches(_VALUES))
+def test_a_subscription_holds_exactly_the_changes_its_release_took(batches):
     """Whatever the order of changes, the controller writes a change exactly when the check of
     what it would leave passes, and the subscription then holds that."""
-    c, model = RuleCluster("4.1-IV1"), {}
+    c = RuleCluster("4.1-IV1")
     release = c.ctx().catalog.release.name
-    for change in changes:
-        ops = tuple(AlterableConfig(n, OP_DELETE) if i == 4 else AlterableConfig(n, OP_SET, _VALUES[n][i % len(_VALUES[n])])
-                    for n, i in dict(change).items())
-        after = dict(model)
-        for op in ops:
-            if op.config_operation == OP_DELETE:
-                after.pop(op.name, None)
-            else:
-                after[op.name] = op.value
-        expected = client_metrics_check(release, "sub", after).error
-        answer = _alter(c, "sub", *ops).response.responses[0]
-        assert (answer.error_code, answer.error_message) == (expected.code, expected.message)
-        if expected.ok:
-            model = after
-        assert dict(c.image.configs.config(CLIENT_METRICS, "sub")) == model
+    assert_each_change_taken_as_checked(c, CLIENT_METRICS, "sub", batches,
+                                        lambda after: client_metrics_check(release, "sub", after))

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kraftsim.controller.configs import (
-    OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
+    OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
     LegacyAlterConfigsRequest, incremental_alter_configs, legacy_alter_configs,
 )
 from kraftsim.controller.group_configs import group_config_check, has_group_configs
 from tests.controller.cluster_support import CATALOG, RuleCluster
+from tests.controller.config_changes import assert_each_change_taken_as_checked, change_batches
 
 GROUP = 32
 
@@ -85,28 +85,13 @@ _VALUES = {"consumer.session.timeout.ms": ["50000", "1", "x", "60001"],
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.lists(st.tuples(st.sampled_from(sorted(_VALUES)), st.integers(0, 4)), min_size=1, max_size=3),
-                min_size=1, max_size=5))
-def test_a_group_holds_exactly_the_changes_its_release_took(changes):
+@given(change_batches(_VALUES))
+def test_a_group_holds_exactly_the_changes_its_release_took(batches):
     """Whatever the order of changes, the controller writes a change exactly when the check of
     what it would leave passes, and the group then holds that."""
-    c, model = RuleCluster("4.1-IV1"), {}
+    c = RuleCluster("4.1-IV1")
     release = c.ctx().catalog.release.name
-    for change in changes:
-        ops = tuple(AlterableConfig(n, OP_DELETE) if i == 4 else AlterableConfig(n, OP_SET, _VALUES[n][i % len(_VALUES[n])])
-                    for n, i in dict(change).items())
-        after = dict(model)
-        for op in ops:
-            if op.config_operation == OP_DELETE:
-                after.pop(op.name, None)
-            else:
-                after[op.name] = op.value
-        expected = group_config_check(release, after).error
-        answer = _alter(c, "g", *ops).response.responses[0]
-        assert (answer.error_code, answer.error_message) == (expected.code, expected.message)
-        if expected.ok:
-            model = after
-        assert dict(c.image.configs.config(GROUP, "g")) == model
+    assert_each_change_taken_as_checked(c, GROUP, "g", batches, lambda after: group_config_check(release, after))
 
 
 def test_4_0_to_4_2_describe_every_config_with_its_own_synonym_and_later_releases_are_not_described():
