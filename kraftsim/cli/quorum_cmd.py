@@ -121,7 +121,7 @@ def _describe(args: argparse.Namespace) -> int:
         shutil.copytree(args.cluster, copy, symlinks=True)
         sim = Simulation.open(copy, durable=False)
         try:
-            sim.engine.run_until(sim.engine.now + sim.config.request_timeout_ms * 5, sim.engine.stable)
+            sim.until_stable(sim.config.request_timeout_ms * 5)
             kip853 = _kip_853(sim, args.release)
             try:
                 info = sim.quorum_info()

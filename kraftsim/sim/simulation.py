@@ -802,11 +802,16 @@ class Simulation(AdminMixin):
 
     @working
     def wait(self, timeout_ms: int) -> None:
-        e = self.engine
-        ok = e.run_until(e.now + max(0, timeout_ms), e.stable)
+        ok = self.until_stable(timeout_ms)
         self._finish_op("wait")
         if not ok:
             raise SimError(f"not stable after {timeout_ms} ms")
+
+    def until_stable(self, timeout_ms: int) -> bool:
+        """Let simulated time pass until the cluster is stable, for at most `timeout_ms`, as an
+        op of its own would not (nothing checked or recorded): whether it became stable."""
+        e = self.engine
+        return e.run_until(e.now + max(0, timeout_ms), e.stable)
 
     # ------------------------------------------------------------------ selections and controller operations
     # What a scenario op needs of the simulator beyond the operations above (kraftsim.scenario.apply).
