@@ -193,9 +193,10 @@ def describe_topic_configs(release: str, own: Mapping[str, str], node_dynamic: M
     dynamic broker configs are `node_dynamic` over the cluster's `cluster_dynamic` (of which
     it applies those of `applied_broker_configs`): every config, in the node's order. A config
     of the topic that the release does not define (message.format.version held from 3.x on a
-    4.x node) has no type the node can tell, so it is described as a possible secret, as a
-    broker name is (`DescribedConfig.hidden`): no value, here or in its synonym, ConfigType
-    UNKNOWN, no documentation (ConfigHelper.createTopicConfigEntry, every release)."""
+    4.0-4.2 node; from 4.3 the replay drops such a record) has no type the node can tell, so
+    it is described as a possible secret, as a broker name is (`DescribedConfig.hidden`): no
+    value, here or in its synonym, ConfigType UNKNOWN, no documentation
+    (ConfigHelper.createTopicConfigEntry, every release)."""
     entry, keys = _entry(release), _keys(release)
     node_dynamic, cluster_dynamic = applied_broker_configs(release, node_dynamic), applied_broker_configs(release,
                                                                                                          cluster_dynamic)
