@@ -9,6 +9,11 @@ texts are compared as in the live-node cases. When the roll passes 3.7 → 3.8, 
 rollback is tried too: after 3.8-IV0 is finalized, 3.7 is started on the directory; Kafka
 3.7 must refuse to run, and the line kraftsim prints for that refusal must be in Kafka's
 log. The cases are named `roll/...` with the release of the step.
+
+A topic made at the first step with a config 4.0 no longer defines (message.format.version)
+keeps its ConfigRecord through the roll; each step describes it on both sides
+(DescribeConfigs against the live node and against `kraftsim serve` on the simulated
+directory): 3.x shows its value, 4.0 to 4.2 hide it as a possible secret, 4.3 on drop it.
 """
 
 from __future__ import annotations
@@ -25,11 +30,17 @@ from kraftsim.conformance.compare import compare_runs
 from kraftsim.conformance.dist import KafkaDist, KafkaRelease, KafkaUnavailable, fetch
 from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.tools import ToolRun, run_tool
+from kraftsim.conformance.wire_client import WireClient
 from kraftsim.versions import Catalog
 
 ROLLBACK_WAIT_S = 60
 _EPOCH = re.compile(r"Epoch: \d+")
 _SIM_NOTE = re.compile(r"^\[cluster\] ")
+#: The topic (as `kraftsim topics create --prefix held-config-` names it) and the config it
+#: holds from the first step: defined until 3.9, removed in 4.0.
+HELD_TOPIC, HELD_CONFIG, HELD_VALUE = "held-config-0", "message.format.version", "3.0"
+#: How long a node may take to learn the topic after it starts.
+HELD_WAIT_S = 10
 
 
 def _mask(run: ToolRun) -> ToolRun:
@@ -92,10 +103,15 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
             latest = catalog.at_release(ours_release).latest_production.level
             steps.append(("features upgrade metadata.version=LATEST", ["upgrade", "--feature", f"metadata.version={latest}"]))
             steps += _kraft_version_steps(catalog.at_release(ours_release))
+        if previous is None and release.line_tuple < (4, 0):
+            problem = _create_held_topic(ctx, node, sim)
+            if problem is not None:
+                yield Outcome("roll/describe a held topic config", release.version, "differ", problem)
         for label, args in steps:
             kafka = run_tool(dist, "features", ["--bootstrap-server", node.bootstrap, *args])
             ours = ctx.kraftsim(["features", "--cluster", str(sim), "--release", ours_release, *args])
             yield judge(f"roll/{label}", release.version, compare_runs(_mask(kafka), _mask(ours)), policies)
+        yield judge("roll/describe a held topic config", release.version, _held_differences(node, sim), policies)
         if previous is not None and previous.release.line == "3.7" and release.line == "3.8":
             yield _rollback(ctx, node, sim, previous, dist, policies)
             node.dist = dist
@@ -106,6 +122,51 @@ def _roll(ctx: ReleaseContext, node: LiveNode, sim: Path, dists: list[KafkaDist]
                 return
             ctx.kraftsim(["cluster", "roll", str(sim), "--release", ours_release])
         previous = dist
+
+
+def _create_held_topic(ctx: ReleaseContext, node: LiveNode, sim: Path) -> str | None:
+    """HELD_TOPIC with HELD_CONFIG on both sides (the live node by CreateTopics, kraftsim by its
+    commands); what went wrong, if anything."""
+    topic = {"Name": HELD_TOPIC, "NumPartitions": 1, "ReplicationFactor": 1,
+             "Configs": [{"Name": HELD_CONFIG, "Value": HELD_VALUE}]}
+    with WireClient("127.0.0.1", node.broker_port) as c:
+        made = c.request("CreateTopics", 5, {"Topics": [topic], "timeoutMs": 30000, "validateOnly": False})
+    if made["Topics"][0]["ErrorCode"] != 0:
+        return f"Kafka refused {HELD_TOPIC}: {made['Topics'][0]}"
+    for argv in (["topics", "--cluster", str(sim), "create", "--prefix", "held-config-"],
+                 ["configs", "--cluster", str(sim), "--alter", "--entity-type", "topics", "--entity-name", HELD_TOPIC,
+                  "--add-config", f"{HELD_CONFIG}={HELD_VALUE}"]):
+        run = ctx.kraftsim(argv)
+        if run.code != 0:
+            return f"kraftsim {' '.join(argv[:1])}: exit {run.code}: {(run.stdout + run.stderr).strip()[-300:]}"
+    return None
+
+
+def _held_described(host: str, port: int) -> list[dict[str, object]]:
+    """HELD_CONFIG's entries of HELD_TOPIC's DescribeConfigs answer (none, or one), once the node
+    knows the topic."""
+    request = {"Resources": [{"ResourceType": 2, "ResourceName": HELD_TOPIC, "ConfigurationKeys": None}],
+               "IncludeSynonyms": True, "IncludeDocumentation": True}
+    deadline = time.monotonic() + HELD_WAIT_S
+    with WireClient(host, port) as c:
+        while True:
+            result = c.request("DescribeConfigs", 4, request)["Results"][0]
+            if result["ErrorCode"] == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+    return [{"ErrorCode": result["ErrorCode"]}] if result["ErrorCode"] else \
+        [entry for entry in result["Configs"] if entry["Name"] == HELD_CONFIG]
+
+
+def _held_differences(node: LiveNode, sim: Path) -> list[str]:
+    """HELD_CONFIG as the live node and `kraftsim serve` on the simulated directory describe it."""
+    from kraftsim.wire import serve
+
+    kafka = _held_described("127.0.0.1", node.broker_port)
+    with serve(sim) as k:
+        host, port = k.bootstrap_servers.rsplit(":", 1)
+        ours = _held_described(host, int(port))
+    return [] if kafka == ours else [f"{HELD_TOPIC}'s {HELD_CONFIG}: Kafka {kafka}, kraftsim {ours}"]
 
 
 def _kraft_version_steps(line: Catalog) -> list[tuple[str, list[str]]]:

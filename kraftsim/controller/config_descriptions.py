@@ -75,8 +75,8 @@ class DescribedConfig(NamedTuple):
     synonyms: tuple[Synonym, ...]
     documentation: str | None
     read_only: bool = False
-    #: Described as sensitive though no password: a broker's name whose type its release cannot
-    #: tell (KafkaConfig.maybeSensitive).
+    #: Described as sensitive though no password: a broker's or a topic's name whose type its
+    #: release cannot tell (KafkaConfig.maybeSensitive).
     hidden: bool = False
 
     @property
@@ -192,8 +192,11 @@ def describe_topic_configs(release: str, own: Mapping[str, str], node_dynamic: M
     """A broker of `release` describing a topic whose own configs are `own`, on a node whose
     dynamic broker configs are `node_dynamic` over the cluster's `cluster_dynamic` (of which
     it applies those of `applied_broker_configs`): every config, in the node's order. A config
-    of the topic that the release does not define is listed with its value as held
-    (ConfigType UNKNOWN)."""
+    of the topic that the release does not define (message.format.version held from 3.x on a
+    4.0-4.2 node; from 4.3 the replay drops such a record) has no type the node can tell, so
+    it is described as a possible secret, as a broker name is (`DescribedConfig.hidden`): no
+    value, here or in its synonym, ConfigType UNKNOWN, no documentation
+    (ConfigHelper.createTopicConfigEntry, every release)."""
     entry, keys = _entry(release), _keys(release)
     node_dynamic, cluster_dynamic = applied_broker_configs(release, node_dynamic), applied_broker_configs(release,
                                                                                                          cluster_dynamic)
@@ -215,7 +218,7 @@ def describe_topic_configs(release: str, own: Mapping[str, str], node_dynamic: M
         while chain and chain[0].name != s:  # (Kafka drops what comes before the synonym's own name)
             chain.pop(0)
         if name in own:
-            value: str | None = own[name] if key is None else described_value(key, own[name])
+            value: str | None = None if key is None else described_value(key, own[name])
             chain.insert(0, Synonym(name, value, TOPIC_CONFIG))
         else:
             value = entry.defaults.get(name)
@@ -227,7 +230,7 @@ def describe_topic_configs(release: str, own: Mapping[str, str], node_dynamic: M
                     break
         out.append(DescribedConfig(name, value, chain[0].source if chain else DEFAULT_CONFIG,
                                    CONFIG_TYPE_IDS.get(key.type, 0) if key is not None else 0, tuple(chain),
-                                   docs.get(name)))
+                                   docs.get(name) if key is not None else None, hidden=key is None))
     return out
 
 

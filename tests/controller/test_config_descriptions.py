@@ -63,10 +63,25 @@ def test_a_topic_inherits_the_dynamic_synonym_the_node_applies():
                                               ("log.retention.hours", "168", DEFAULT)]
 
 
-def test_a_config_the_release_does_not_define_is_described_as_held():
-    described = {c.name: c for c in describe_topic_configs("4.0.2", {"message.format.version": "3.0-IV1"}, {}, {})}
-    c = described["message.format.version"]  # (4.0 no longer defines it; a topic may still hold it)
-    assert (c.value, c.source, c.config_type) == ("3.0-IV1", TOPIC_CONFIG, 0)
+@pytest.mark.parametrize("release", ["4.0.2", "4.2.2"])
+def test_a_config_the_release_does_not_define_is_described_as_a_possible_secret(release):
+    # (4.0 no longer defines message.format.version; a topic made on 3.x still holds it, and a
+    # node that cannot tell its type hides its value: KafkaConfig.maybeSensitive. From 4.3 a
+    # node drops such a ConfigRecord on replay, so it has none to describe.)
+    described = {c.name: c for c in describe_topic_configs(release, {"message.format.version": "3.0-IV1"}, {}, {},
+                                                           documentation=True)}
+    c = described["message.format.version"]
+    assert (c.value, c.source, c.config_type, c.sensitive, c.documentation) == (None, TOPIC_CONFIG, 0, True, None)
+    assert [tuple(s) for s in c.synonyms] == [("message.format.version", None, TOPIC_CONFIG)]
+    assert not any(d.sensitive for n, d in described.items() if n != "message.format.version")
+
+
+def test_a_release_that_defines_the_config_describes_its_value():
+    described = {c.name: c for c in describe_topic_configs("3.9.2", {"message.format.version": "3.0"}, {}, {})}
+    c = described["message.format.version"]
+    assert (c.value, c.source, c.config_type, c.sensitive) == ("3.0", TOPIC_CONFIG, 2, False)
+    assert [tuple(s) for s in c.synonyms] == [("message.format.version", "3.0", TOPIC_CONFIG),
+                                              ("log.message.format.version", "3.0-IV1", DEFAULT)]
 
 
 @given(st.lists(st.text(alphabet="abcdefghij.", min_size=1, max_size=12), min_size=1, max_size=60, unique=True))

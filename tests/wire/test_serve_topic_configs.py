@@ -11,6 +11,7 @@ import pytest
 
 import kraftsim
 from kraftsim.controller import described_order, topic_config_definitions
+from kraftsim.sim import Simulation
 from tests.wire.client import rpc
 
 CREATE_TOPICS, ALTER_CONFIGS, DESCRIBE_CONFIGS = 19, 44, 32
@@ -121,3 +122,34 @@ def test_keys_documentation_and_older_versions():
     assert [c["Name"] for c in one] == ["segment.bytes"]
     assert one[0]["Documentation"].startswith("This configuration controls the segment file size for the log.")
     assert all(c["Documentation"] is None for c in everything)
+
+
+def test_a_config_the_rolled_release_no_longer_defines_is_described_as_sensitive(tmp_path):
+    # a topic made on 3.9 with message.format.version keeps its ConfigRecord through the roll
+    # to 4.0, which no longer defines the name: 4.0's broker cannot tell its type and hides it
+    # (as a live 3.9.2 node restarted as 4.0.2, then 4.4.0, on its directory answers)
+    d = tmp_path / "c"
+    with Simulation.create(d, combined=1, release="3.9.2") as sim:
+        sim.create_topics(1, 1, names=["t"], configs={"message.format.version": "3.0"})
+    with kraftsim.serve(d) as k:
+        k.call(lambda s: s.sim.wait(2_000))  # (the reopened broker catches up with the metadata first)
+        before = {c["Name"]: c for c in _describe(k.bootstrap_servers, "t", IncludeSynonyms=True)}
+    with Simulation.open(d) as sim:
+        sim.roll("4.0.2")
+    with kraftsim.serve(d) as k:
+        k.call(lambda s: s.sim.wait(2_000))
+        after = {c["Name"]: c for c in _describe(k.bootstrap_servers, "t", IncludeSynonyms=True,
+                                                 IncludeDocumentation=True)}
+    held = before["message.format.version"]
+    assert (held["Value"], held["IsSensitive"], held["ConfigType"]) == ("3.0", False, 2)
+    c = after["message.format.version"]
+    assert (c["Value"], c["IsSensitive"], c["ConfigSource"], c["ConfigType"], c["Documentation"]) == \
+        (None, True, TOPIC_CONFIG, 0, None)
+    assert c["Synonyms"] == [{"Name": "message.format.version", "Value": None, "Source": TOPIC_CONFIG}]
+    assert [n for n, e in after.items() if e["IsSensitive"]] == ["message.format.version"]
+    with Simulation.open(d) as sim:
+        sim.roll("4.4.0")
+    with kraftsim.serve(d) as k:
+        k.call(lambda s: s.sim.wait(2_000))
+        later = {c["Name"] for c in _describe(k.bootstrap_servers, "t")}
+    assert "message.format.version" not in later  # (4.3 on drops the record on replay)
