@@ -436,6 +436,16 @@ class Simulation(AdminMixin):
         m = self.engine.member(node_id)
         return m.node if m.running else None
 
+    def serving_clients(self, node_id: int) -> bool:
+        """Whether the node's broker is past Kafka's start-up gates, so its broker listener
+        accepts connections: BrokerServer.startup enables request processing (and opens the
+        listener's socket) only once the broker's first metadata image is published and it was
+        first unfenced, both since its process started. A fenced broker stays past them; a
+        controller-only node or one that is down is not (a controller listener has no gate)."""
+        m = self.engine.member(node_id)
+        node = m.node
+        return m.running and node is not None and node.published and self.engine.lifecycle.started(m)
+
     def finalized_on(self, node_id: int) -> dict[str, int]:
         """The finalized levels a running node has applied (empty when it is down or has none)."""
         node = self.running_node(node_id)

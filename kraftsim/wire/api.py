@@ -9,7 +9,9 @@
 The cluster is a new one (shape and release as `kraftsim cluster create` takes them), or a
 cluster directory or scenario file (`target`). The server runs on a background thread; the
 fault controls run on its thread too and return once listeners follow (a crashed node's port
-refuses connections when `crash` returns).
+refuses connections when `crash` returns). A started broker listens as Kafka's does, only once
+it is past start-up (caught up and unfenced: a restarted 4.x broker about 10 s simulated
+later), so a client retries its connection meanwhile, as it would against Kafka.
 """
 
 from __future__ import annotations

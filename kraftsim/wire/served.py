@@ -87,6 +87,19 @@ class ServedCluster:
     def running(self, listener: Listener) -> bool:
         return self.sim.running_node(listener.node_id) is not None
 
+    def process(self, listener: Listener) -> object | None:
+        """The node's running process (None when it is down): a listener belongs to one."""
+        return self.sim.running_node(listener.node_id)
+
+    def listening(self, listener: Listener) -> bool:
+        """Whether the listener accepts connections now, as Kafka opens it: a controller
+        listener while its process runs, a broker listener only once the broker is past
+        start-up (image published and first unfenced since its process started:
+        Simulation.serving_clients, as BrokerServer.startup enables request processing)."""
+        if listener.role == BROKER:
+            return self.sim.serving_clients(listener.node_id)
+        return self.running(listener)
+
     def address(self, listener: Listener) -> str:
         """host:port as clients take it (an IPv6 literal in brackets, as Kafka's Utils.getHost
         reads it)."""

@@ -3,8 +3,13 @@
 Every running node listens on its own port (brokers and combined nodes a broker listener,
 controllers and combined nodes a controller listener). A node that is down has no listener:
 its port is kept, its clients' connections are cut (the process died), and it listens on the
-same port when it starts again. Each connection reads one request, answers it and then reads
-the next, so answers go out in order with their correlation ids. Requests are handled on
+same port when it starts again. As in Kafka, a controller listener opens when its process
+starts, a broker listener only once the broker is past start-up (its first image published
+and first unfenced since the process started: BrokerServer.startup enables request
+processing, and opens the socket, only then); until then its port refuses connections. Once
+open it stays open until the process stops (a broker fenced later keeps listening). Each
+connection reads one request, answers it and then reads the next, so answers go out in order
+with their correlation ids. Requests are handled on
 the loop's thread between simulation steps; the clock task advances the simulation to the
 wall clock's simulated time every few milliseconds.
 
@@ -20,6 +25,7 @@ import contextlib
 import functools
 import socket
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -66,6 +72,9 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.
 MAX_CONNECTIONS = 1000
+#: How long (wall seconds) serving waits at most for every listener before it says it is ready
+#: anyway, whatever the simulated bound (`WireServer.start_up_bound_ms`) and the speed.
+START_UP_WALL_S = 30.0
 
 
 def free_port(host: str) -> int:
@@ -103,6 +112,10 @@ class WireServer:
         self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
         #: The advertised APIs kraftsim does not carry out that a client asked for (said once each).
         self._unserved_said: set[str] = set()
+        #: Each open listener's process (a listener belongs to one: it closes when that one stops).
+        self._process: dict[Listener, object] = {}
+        #: Listeners of running nodes that do not listen yet (a broker still starting up).
+        self._gated: set[Listener] = set()
 
     # ------------------------------------------------------------------ listeners
 
@@ -110,30 +123,97 @@ class WireServer:
         self._dirty = True
 
     async def open_listeners(self) -> None:
-        """Open a listener for every running node's listener that has none, close those of
-        nodes that are down (cutting their connections)."""
+        """Open every listener that accepts connections now (`ServedCluster.listening`) and has
+        none; close those whose process stopped (cutting their connections: it died). A listener
+        not open keeps its port for when it opens."""
         self._dirty = False
         for listener in self.served.listeners():
-            up = self.served.running(listener)
-            if up and listener not in self.servers:
-                port = self.served.ports.get(listener, 0)
-                try:
-                    server = await asyncio.start_server(functools.partial(self._connection, listener),
-                                                        self.served.host, port, reuse_address=True)
-                except OSError as e:
-                    if not port:
-                        raise  # no port at all on this host: serving cannot start
-                    self.log(f"node {listener.node_id} cannot listen on {self.served.host}:{port} again: "
-                             f"{e.strerror or e}")
-                    continue
-                self.servers[listener] = server
-                self.served.ports[listener] = server.sockets[0].getsockname()[1]
-            elif not up:
-                if listener in self.servers:
-                    self.servers.pop(listener).close()
-                    for w in self.connections.pop(listener, set()):
-                        w.transport.abort()
-                self.served.ports.setdefault(listener, free_port(self.served.host))
+            process = self.served.process(listener)
+            if listener in self.servers and self._process.get(listener) is not process:
+                self._close(listener)  # its process stopped (crashed, stopped, restarted)
+            if listener in self.servers:
+                continue
+            if process is None or not self.served.listening(listener):
+                if process is None:
+                    self._gated.discard(listener)
+                else:
+                    self._gated.add(listener)
+                if listener not in self.served.ports:
+                    self.served.ports[listener] = free_port(self.served.host)
+                continue
+            self._gated.discard(listener)
+            port = self.served.ports.get(listener, 0)
+            try:
+                server = await asyncio.start_server(functools.partial(self._connection, listener),
+                                                    self.served.host, port, reuse_address=True)
+            except OSError as e:
+                if not port:
+                    raise  # no port at all on this host: serving cannot start
+                self.log(f"node {listener.node_id} cannot listen on {self.served.host}:{port} again: "
+                         f"{e.strerror or e}")
+                continue  # (tried again on the next change)
+            self.servers[listener] = server
+            self._process[listener] = process
+            self.served.ports[listener] = server.sockets[0].getsockname()[1]
+
+    def _close(self, listener: Listener) -> None:
+        self.servers.pop(listener).close()
+        self._process.pop(listener, None)
+        for w in self.connections.pop(listener, set()):
+            w.transport.abort()
+
+    def _listeners_due(self) -> bool:
+        """Whether `open_listeners` has something to do (asked on every tick, so cheap): an
+        operation changed which nodes run, a starting broker got past start-up, or a process
+        with an open listener stopped by itself."""
+        if self._dirty:
+            return True
+        if any(self.served.listening(x) for x in self._gated):
+            return True
+        return any(self.served.process(x) is not p for x, p in self._process.items())
+
+    def processes_resumed(self) -> None:
+        """The Simulation was opened again (a handed-over command had its directory): the
+        processes that run resumed, and the listeners open stay theirs (their requests wait
+        until each broker published its image again: `_until_started`)."""
+        for listener in self.servers:
+            process = self.served.process(listener)
+            if process is not None:
+                self._process[listener] = process
+
+    def start_up_bound_ms(self) -> int:
+        """Simulated time serving waits at most for every listener to open: twice the broker
+        session timeout (a restarted broker stays fenced until its old session expires, about
+        10 s on 4.x, 13 s for a crashed 3.9 broker with its back-off)."""
+        return 2 * self.served.sim.config.broker_session_timeout_ms
+
+    async def until_listening(self) -> list[Listener]:
+        """Run the clock until every running node's listeners accept connections, for at most
+        `start_up_bound_ms` simulated (and START_UP_WALL_S wall seconds): those still closed."""
+        start, deadline = self.served.sim.now_ms, time.monotonic() + START_UP_WALL_S
+        bound = self.start_up_bound_ms()
+        while not self.stopping.is_set() and time.monotonic() < deadline:
+            if self._serving.is_set():
+                if not self._step():
+                    break
+                if self._listeners_due():
+                    await self.open_listeners()
+                if not self._gated or self.served.sim.now_ms - start >= bound:
+                    break
+            await asyncio.sleep(TICK_S)
+        return sorted(self._gated, key=lambda x: (x.node_id, x.role))
+
+    async def _until_started(self, listener: Listener) -> None:
+        """Hold a request on an open listener whose process has not published its image yet
+        (one resumed when a handed-over command gave the directory back), for at most
+        `start_up_bound_ms` simulated (and START_UP_WALL_S wall seconds)."""
+        start, deadline = self.served.sim.now_ms, time.monotonic() + START_UP_WALL_S
+        bound = self.start_up_bound_ms()
+        while not self.stopping.is_set() and time.monotonic() < deadline \
+                and self.served.sim.now_ms - start < bound and self.served.running(listener) \
+                and not self.served.listening(listener):
+            await asyncio.sleep(TICK_S)
+            await self.resumed()
 
     def pause(self) -> None:
         """Hold every request and the clock (the Simulation is closed until `resume`)."""
@@ -155,6 +235,7 @@ class WireServer:
                 w.transport.abort()
         self.servers.clear()
         self.connections.clear()
+        self._process.clear()
 
     # ------------------------------------------------------------------ the clock
 
@@ -165,18 +246,25 @@ class WireServer:
             if not self._serving.is_set():  # the cluster is closed: its time waits too
                 await asyncio.sleep(TICK_S)
                 continue
-            try:
-                self.served.follow_clock()
-            except Exception as e:  # a failure inside the simulation: reported, serving stops
-                self.log(f"the simulation failed: {type(e).__name__}: {e}")
-                self.stopping.set()
+            if not self._step():
                 break
-            if self._dirty:
+            if self._listeners_due():
                 await self.open_listeners()
             if for_ms is not None and self.served.sim.now_ms - start >= for_ms:
                 self.stopping.set()
                 break
             await asyncio.sleep(TICK_S)
+
+    def _step(self) -> bool:
+        """Simulated time follows the wall clock; False when the simulation failed (reported,
+        serving stops)."""
+        try:
+            self.served.follow_clock()
+        except Exception as e:
+            self.log(f"the simulation failed: {type(e).__name__}: {e}")
+            self.stopping.set()
+            return False
+        return True
 
     # ------------------------------------------------------------------ connections
 
@@ -197,6 +285,8 @@ class WireServer:
                 answer = None if self._serving.is_set() else self.answer_from_cache(listener, payload)
                 if answer is None:
                     await self.resumed()
+                    if not self.served.listening(listener):
+                        await self._until_started(listener)
                     answer = self.answer(listener, payload)
                 if answer is None:
                     break
@@ -312,9 +402,16 @@ def quiet_loop_errors(loop: asyncio.AbstractEventLoop, log: Callable[[str], None
 
 async def serve_until_stopped(server: WireServer, for_ms: int | None = None,
                               ready: Callable[[], None] | None = None) -> None:
-    """Open the listeners, call `ready`, run the clock until stopped, close the listeners."""
+    """Open the listeners, run the clock until every one accepts connections (bounded: then
+    one line on stderr names those that do not yet), call `ready`, run the clock until
+    stopped, close the listeners."""
     quiet_loop_errors(asyncio.get_running_loop(), server.log)
     await server.open_listeners()
+    closed = await server.until_listening()
+    if closed and not server.stopping.is_set():
+        names = ", ".join(f"node {x.node_id}'s {x.role} listener" for x in closed)
+        server.log(f"ready before every listener accepts connections: {names} will once "
+                   "the broker has started (caught up and unfenced)")
     if ready is not None:
         ready()
     try:

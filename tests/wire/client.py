@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import time
 from typing import Any
 
 from kraftsim.wire import FrameSplitter, encode_request, parse_response
@@ -13,6 +14,25 @@ TIMEOUT_S = 10.0
 def connect(address: str) -> socket.socket:
     host, port = address.rsplit(":", 1)
     return socket.create_connection((host, int(port)), timeout=TIMEOUT_S)
+
+
+def accepts(address: str) -> bool:
+    """Whether the port accepts a connection now (False: refused)."""
+    host, port = address.rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=TIMEOUT_S).close()
+    except ConnectionRefusedError:
+        return False
+    return True
+
+
+def wait_accepting(address: str, timeout_s: float = 60.0) -> None:
+    """Until the port accepts a connection, as a client retries (a served broker listens once
+    it is past start-up); bounded, and never a tight bound: simulated time says when it opened."""
+    deadline = time.monotonic() + timeout_s
+    while not accepts(address):
+        assert time.monotonic() < deadline, f"{address} never accepted a connection"
+        time.sleep(0.01)
 
 
 def read_frames(sock: socket.socket, count: int) -> list[bytes] | None:

@@ -97,13 +97,17 @@ def test_any_request_bytes_get_an_answer_or_a_closed_connection(served, payload)
 def test_a_port_taken_while_its_node_was_down_is_reported_not_fatal(capfd):
     import socket
 
-    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0") as k:
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", speed=20.0) as k:
         port = int(k.address(2).rsplit(":", 1)[1])
         k.crash(2)
         with socket.socket() as squatter:
             squatter.bind(("127.0.0.1", port))
             squatter.listen()
             k.start(2)
+            deadline = time.monotonic() + 60  # its listener opens once the broker is past start-up (~10 s simulated)
+            while not k.call(lambda s: s.sim.serving_clients(2)):
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
             assert rpc(k.bootstrap_controllers, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
     err = capfd.readouterr().err
     assert f"node 2 cannot listen on 127.0.0.1:{port} again" in err and "Traceback" not in err

@@ -15,7 +15,7 @@ from kraftsim.controller import error_codes
 from kraftsim.sim.node.api_versions import api_version_table, api_versions_response
 from kraftsim.wire import encode_request, frame, parse_response
 from kraftsim.wire.codec import UnsupportedRequest, default_catalog as codec_catalog, parse_request
-from tests.wire.client import API_VERSIONS_V3, closed_by_server, connect, read_frames, rpc
+from tests.wire.client import API_VERSIONS_V3, closed_by_server, connect, read_frames, rpc, wait_accepting
 
 ERR = error_codes()
 ONE_FEATURE = {"FeatureUpdates": [{"Feature": "group.version", "MaxVersionLevel": 1, "UpgradeType": 1}]}
@@ -182,7 +182,7 @@ def test_update_features_forwarded_refused_and_cut_off():
 
 
 def test_a_crashed_nodes_listener_closes_and_reopens_on_the_same_port():
-    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0") as k:
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", speed=20.0) as k:
         address = k.address(2)
         live = connect(address)
         live.sendall(encode_request(18, 3, 1, API_VERSIONS_V3))
@@ -193,6 +193,7 @@ def test_a_crashed_nodes_listener_closes_and_reopens_on_the_same_port():
         with pytest.raises(ConnectionRefusedError):
             socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=5).close()
         k.start(2)
+        wait_accepting(address)  # once the restarted broker is past start-up (tests/wire/test_serve_listen.py)
         assert rpc(address, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
 
 

@@ -18,7 +18,7 @@ from kraftsim.scenario import load_scenario
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.sim import Simulation
 from tests.cli_support import run
-from tests.wire.client import API_VERSIONS_V3, rpc
+from tests.wire.client import API_VERSIONS_V3, rpc, wait_accepting
 
 REPO = Path(__file__).resolve().parents[2]
 #: Bounds on waiting for the server process (start-up imports and creates; a loaded machine is slow).
@@ -194,7 +194,8 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     d = tmp_path / "c"
     Simulation.create(d, controllers=1, brokers=2, release="4.4.0").close()
     ready, rec = tmp_path / "ready.json", tmp_path / "rec.toml"
-    proc = _spawn(str(d), "--ready-file", str(ready), "--record", str(rec))
+    # (faster than the wall clock: the restarted broker 3 is fenced ~10 s simulated before it listens)
+    proc = _spawn(str(d), "--ready-file", str(ready), "--record", str(rec), "--speed", "20")
     try:
         info = _wait_ready(proc, ready)
         marker = d / ".kraftsim-serve"
@@ -235,7 +236,7 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         assert (altered.returncode, altered.stdout) == (0, "Completed updating config for default broker.\n"), altered
         started = _kraftsim("cluster", "start", str(d), "--nodes", "3")
         assert started.returncode == 0, started.stderr
-        assert not _refused(node3)
+        wait_accepting(node3)  # once broker 3 is past start-up, as a client retries
     finally:
         out, err = _stop(proc)
     assert proc.returncode == 0, err
@@ -279,7 +280,7 @@ def test_the_python_api_takes_handed_over_commands_with_paths_resolved_by_the_cl
     import kraftsim
 
     here = os.getcwd()
-    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", directory=tmp_path / "c") as k:
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", directory=tmp_path / "c", speed=20.0) as k:
         crashed = subprocess.run([sys.executable, "-m", "kraftsim", "cluster", "crash", "c", "--nodes", "2"],
                                  capture_output=True, text=True, timeout=START_S, cwd=tmp_path,
                                  env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -294,7 +295,7 @@ def test_the_python_api_takes_handed_over_commands_with_paths_resolved_by_the_cl
         assert os.getcwd() == here
         assert k.call(lambda s: s.sim.running_node(2)) is None
         k.start(2)
-        assert not _refused(k.address(2))
+        wait_accepting(k.address(2))  # once broker 2 is past start-up, as a client retries
 
 
 def test_a_forwarded_configs_command_is_recorded_as_its_alter_step():

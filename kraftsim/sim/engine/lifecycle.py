@@ -154,6 +154,14 @@ class Lifecycle:
             comm.state, comm.ready_to_unfence, comm.registered_once = RUNNING, True, True
         self._lifecycle_arm(m, 0)
 
+    def started(self, m: Member) -> bool:
+        """Whether the broker of the member's current process is past start-up: first unfenced
+        since the process started (BrokerLifecycleManager RUNNING; a resumed process that had
+        registered is, see `start`). False for a node that is down or has no broker role."""
+        comm = self._broker_comms.get(m.id)
+        return m.running and m.state.is_broker and comm is not None and comm.gen == m.lifecycle_gen \
+            and comm.state == RUNNING
+
     def _arm_registration_deadline(self, m: Member, comm: BrokerComm) -> None:
         """BrokerLifecycleManager's RegistrationTimeoutEvent, armed by its StartupEvent just before
         the first registration is sent: unregistered at the deadline, the broker shuts down and

@@ -281,6 +281,12 @@ class SimNode:
         return None if self.loader is None else self.loader.image
 
     @property
+    def published(self) -> bool:
+        """Whether its loader has published an image to its publishers: it caught up to the
+        high watermark once (a new process has a new loader: since the process started)."""
+        return self.loader is not None and self.loader.caught_up
+
+    @property
     def kraft_version(self) -> int:
         seen = None if self.loader is None else self.loader.kraft_version
         return self.raft_kraft_version if seen is None else seen
