@@ -17,7 +17,7 @@ from kraftsim.sim import Simulation
 from kraftsim.wire import encode_request
 from kraftsim.wire.session import Session
 from kraftsim.wire.target import open_target
-from tests.wire.client import API_VERSIONS_V3, accepts, connect, read_frames, rpc, wait_accepting
+from tests.wire.client import API_VERSIONS_V3, accepts, closed_by_server, connect, read_frames, rpc, wait_accepting
 
 ERR = error_codes()
 #: Wall seconds a test waits at most for a handed-over command.
@@ -152,3 +152,18 @@ def test_after_a_handed_over_command_the_listener_stays_open_and_answers_from_th
         assert _described(parse_response(32, 4, frames[0])) == (0, [("retention.ms", "1000")])
     finally:
         session.close_thread()
+
+
+def test_a_rolled_broker_cuts_its_connections_and_listens_again_on_the_same_port_once_back():
+    """A roll restarts the process (and waits until the cluster settles, the broker unfenced):
+    the old process's connections end with it, the new one listens on the same port."""
+    with kraftsim.serve(controllers=1, brokers=1, release="4.0.1") as k:
+        address = k.address(2)
+        with connect(address) as before:
+            before.sendall(encode_request(18, 3, 1, API_VERSIONS_V3))
+            assert read_frames(before, 1) is not None
+            k.roll("4.0.2", [2])
+            assert closed_by_server(before)
+        assert k.call(lambda s: s.sim.serving_clients(2))
+        assert rpc(address, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
+        assert k.address(2) == address
