@@ -9,9 +9,9 @@ and first unfenced since the process started: BrokerServer.startup enables reque
 processing, and opens the socket, only then); until then its port refuses connections. Once
 open it stays open until the process stops (a broker fenced later keeps listening). Each
 connection reads one request, answers it and then reads the next, so answers go out in order
-with their correlation ids. Requests are handled on
-the loop's thread between simulation steps; the clock task advances the simulation to the
-wall clock's simulated time every few milliseconds.
+with their correlation ids. Requests are handled on the loop's thread between simulation
+steps; the clock task advances the simulation to the wall clock's simulated time every few
+milliseconds.
 
 Hostile input never ends the server: a frame that cannot be read closes that connection (as
 Kafka does), an unexpected failure in a handler is one line on stderr and a closed
