@@ -15,7 +15,8 @@ import msgspec
 from kraftsim import jsoninput
 from kraftsim.sim.node.format import CLUSTER_STATE_FILE
 from kraftsim.sim.types import (
-    EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, SimConfig, SimError, unsupported_state_format,
+    EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, NotAClusterError, SimConfig, SimError,
+    unsupported_state_format,
 )
 
 STATE_FILE = CLUSTER_STATE_FILE
@@ -66,8 +67,8 @@ def read_saved(directory: Path) -> SavedState:
     path = Path(directory) / STATE_FILE
     try:
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SimError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
+    except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
+        raise NotAClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
     except OSError as e:
         raise SimError(f"{path}: {e.strerror or e}") from None
     try:
