@@ -31,6 +31,18 @@ class UnreadableFile(KraftsimError):
         return type(self), (self.path, self.reason, self.errno)
 
 
+def why_absent(path: Path | str) -> str:
+    """Why `path`, which Path.exists() calls missing, cannot be reached, in the OS's words
+    ("no such file or directory"; "too many levels of symbolic links" for a symlink loop, "not
+    a directory" for a path through a file), for a message that names the real problem."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.strerror and not isinstance(e, FileNotFoundError):
+            return e.strerror[:1].lower() + e.strerror[1:]
+    return "no such file or directory"
+
+
 def require_regular_file(path: Path | str) -> None:
     """UnreadableFile unless `path` is a regular file, checked before it is opened: opening a
     FIFO waits for a writer, a device such as /dev/zero never ends, a directory cannot be
