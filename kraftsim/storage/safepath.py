@@ -93,6 +93,12 @@ def check_output_file(output: Path | str, inputs: Iterable[Path | str], *, flag:
     timeline): refuse (UsageError) before any work a directory, or a missing folder, where
     the write would fail only after the work was done."""
     out = Path(output)
+    try:
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # (a missing folder is said below)
+        pass
+    except OSError as e:  # a name too long, a symlink loop: no write there can succeed
+        raise UsageError(f"{flag} {out}: {e.strerror or e}") from None
     if out.is_dir():
         raise UsageError(f"{flag} {out}: is a directory; expected a file to write")
     if not out.parent.is_dir():
