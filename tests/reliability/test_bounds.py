@@ -259,3 +259,61 @@ def test_json_nested_past_the_recursion_limit_is_refused_as_invalid_json() -> No
     with pytest.raises(ValueError):
         jsoninput.loads(b"{not json")
     assert jsoninput.loads(b'{"a": [[1]]}') == {"a": [[1]]}
+
+
+def test_a_fifo_named_as_a_scenario_or_server_config_that_nobody_writes_to_is_refused_in_bounded_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file named on its own may be a pipe (`<(...)`), so a FIFO is read; one that no process
+    writes to waited in its open forever (`scenario check`, `scenario run`, `storage info --config`)."""
+    import time
+
+    from kraftsim import regular_file
+    from tests.cli_support import run
+
+    import threading
+
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    for argv, code in ((["scenario", "check", str(fifo)], 2), (["scenario", "run", str(fifo)], 2),
+                       (["storage", "info", "--config", str(fifo)], 1)):
+        done = threading.Event()
+
+        def unblock() -> None:  # (were the open to wait again, a writer's open and close after 10 s ends it)
+            if not done.wait(10):
+                try:
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError:
+                    pass
+
+        watchdog = threading.Thread(target=unblock, daemon=True)
+        watchdog.start()
+        started = time.monotonic()
+        got, _, err = run(capsys, *argv)
+        done.set()
+        watchdog.join()
+        assert (got, time.monotonic() - started < 10) == (code, True), (argv, err)
+        assert f"{fifo}" in err and "a pipe nothing was written to in 0.2 s" in err, (argv, err)
+
+
+def test_a_fifo_a_writer_fills_late_is_still_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What `<(...)` gives: a pipe whose writer is slower than the reader's open."""
+    import threading
+    import time
+
+    from tests.cli_support import run
+
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    text = (Path(__file__).resolve().parents[2] / "scenarios" / "disable-feature.toml").read_bytes()
+
+    def write() -> None:
+        time.sleep(0.3)
+        with open(fifo, "wb") as f:  # (blocks until the reader has it open)
+            f.write(text)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    code, out, err = run(capsys, "scenario", "check", str(fifo))
+    writer.join(timeout=10)
+    assert code == 0 and "ok: scenario disable-feature" in out, err
