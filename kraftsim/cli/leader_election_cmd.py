@@ -14,8 +14,10 @@ import argparse
 import json
 import sys
 
+from kraftsim import jsoninput
 from kraftsim.cli.common import kafka_tool
 from kraftsim.errors import UsageError
+from kraftsim.regular_file import open_input
 from kraftsim.versions import ToolFailure
 
 
@@ -35,15 +37,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(run=kafka_tool(_elect))
 
 
+#: The largest --path-to-json-file read: a million partitions (the controller's bound on one
+#: request) of long topic names fit in it.
+MAX_JSON_BYTES = 128 * 1024 * 1024
+
+
 def _from_json(path: str) -> dict[str, list[int]]:
     """The partitions a kafka-leader-election JSON file names, grouped by topic in file order
     (at most the controller's bound on one request)."""
     from kraftsim.controller import MAX_ELECTION_PARTITIONS
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        with open_input(path) as f:  # (a FIFO nobody writes to: refused after a while, not waited on forever)
+            raw = f.read(MAX_JSON_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"kraftsim: error: --path-to-json-file {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_JSON_BYTES:  # (/dev/zero was read until memory ran out)
+        raise UsageError(f"kraftsim: error: --path-to-json-file {path}: more than {MAX_JSON_BYTES:,} bytes: not a "
+                         "partition list kraftsim reads")
+    try:
+        data = jsoninput.loads(raw.decode("utf-8"))  # (nesting too deep: a ValueError, not an internal error)
+    except (UnicodeDecodeError, ValueError) as e:
         raise UsageError(f"kraftsim: error: --path-to-json-file {path}: {e}") from None
     if isinstance(data, dict) and "partitions" not in data:
         raise ToolFailure('Replica election data is missing "partitions" field')

@@ -141,6 +141,34 @@ def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
         assert got == code and expected in err, err
 
 
+def test_a_leader_election_file_that_never_ends_nests_too_deeply_or_is_never_written_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--path-to-json-file was read whole with json.load: /dev/zero ran out of memory, `[[[[...`
+    was an internal error (exit 70), a FIFO nobody writes to waited forever. Each is invalid
+    input now (exit 2), said in one line, before the cluster is opened."""
+    import os
+
+    from kraftsim import regular_file
+    from kraftsim.cli import leader_election_cmd
+
+    d = _cluster(capsys, tmp_path / "c")
+    monkeypatch.setattr(leader_election_cmd, "MAX_JSON_BYTES", 8192)
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    deep, big, fifo = tmp_path / "deep.json", tmp_path / "big.json", tmp_path / "fifo.json"
+    deep.write_text("[" * 8000)
+    big.write_text('{"partitions": [' + ", ".join(['{"topic": "t", "partition": 0}'] * 1000) + "]}")
+    os.mkfifo(fifo)
+    state = (tmp_path / "c" / "cluster.json").read_bytes()
+    for f, says in ((deep, "arrays or objects nested too deeply"), (big, "more than 8,192 bytes"),
+                    (fifo, "a pipe nothing was written to in 0.2 s")):
+        code, out, err = run(capsys, "leader-election", "--cluster", d, "--election-type", "preferred",
+                             "--path-to-json-file", str(f))
+        assert (code, out) == (2, ""), err
+        assert err.startswith(f"kraftsim: error: --path-to-json-file {f}: ") and says in err, err
+        assert len(err.splitlines()) == 1
+    assert (tmp_path / "c" / "cluster.json").read_bytes() == state
+
+
 def test_client_quotas_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kafka-configs --alter on client quotas: a user and a client together, the default user, an
     ip; the controller's refusals and the tool's own (a value that is not a number, a quota
