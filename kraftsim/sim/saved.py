@@ -66,6 +66,9 @@ def read_saved(directory: Path) -> SavedState:
     """cluster.json of an event-simulator cluster; a clear SimError for anything else."""
     path = Path(directory) / STATE_FILE
     try:
+        # (a FIFO's open would wait forever, a device such as /dev/zero be read without end)
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise SimError(f"{path}: not a regular file")
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
         raise NotAClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None

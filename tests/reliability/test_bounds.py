@@ -317,3 +317,20 @@ def test_a_fifo_a_writer_fills_late_is_still_read(tmp_path: Path, capsys: pytest
     code, out, err = run(capsys, "scenario", "check", str(fifo))
     writer.join(timeout=10)
     assert code == 0 and "ok: scenario disable-feature" in out, err
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_cluster_state_file_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """topics, features and configs read --cluster's cluster.json straight away: a FIFO there
+    waited forever, a link to /dev/zero ran out of memory."""
+    fifo, device = tmp_path / "fifo", tmp_path / "device"
+    for d in (fifo, device):
+        d.mkdir()
+    os.mkfifo(fifo / "cluster.json")
+    (device / "cluster.json").symlink_to("/dev/zero")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for d in (fifo, device):
+        for argv in (["topics", "--cluster", str(d), "list"], ["features", "--cluster", str(d), "describe"]):
+            proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
+                                  timeout=60, preexec_fn=lambda: _capped(GIB))
+            assert (proc.returncode, proc.stderr) == (1, f"{d / 'cluster.json'}: not a regular file\n"), argv

@@ -54,6 +54,9 @@ def dump_state(state: ClusterState) -> str:
 def read_state(directory: Path) -> ClusterState:
     path = Path(directory) / STATE_FILE
     try:
+        # (a FIFO's open would wait forever, a device such as /dev/zero be read without end)
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise ClusterError(f"{path}: not a regular file")
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
         raise NotATicksCluster(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
