@@ -130,6 +130,19 @@ def test_replay_says_a_missing_or_fifo_catalog_is_one(tmp_path: Path, capsys: py
         assert "rule" not in err
 
 
+def test_conformance_table_refuses_a_fifo_nobody_writes_to(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO is read as the pipe it is; one nobody writes to was waited on forever."""
+    from kraftsim import regular_file
+
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    fifo = tmp_path / "outcomes.jsonl"
+    os.mkfifo(fifo)
+    code, out, err = run(capsys, "conformance", "table", str(fifo))
+    assert (code, out) == (2, "") and err == (f"kraftsim: error: {fifo}: cannot be read: a pipe nothing was written "
+                                              "to in 0.2 s (no writer?)\n")
+
+
 @pytest.mark.parametrize("content, says", [
     (b'{"case": 1, "release": [], "result": {}}\n', "line 1: expected text for case, release and detail"),
     (b'{"case": "a", "release": "3.9", "result": "maybe"}\n', "a result of agree, policy, differ"),
