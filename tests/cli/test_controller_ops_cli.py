@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import run
+from tests.cli_support import fifo_unblocked_after, run
 
 
 def _cluster(capsys: pytest.CaptureFixture[str], d: Path, release_version: str | None = None) -> str:
@@ -161,8 +161,9 @@ def test_a_leader_election_file_that_never_ends_nests_too_deeply_or_is_never_wri
     state = (tmp_path / "c" / "cluster.json").read_bytes()
     for f, says in ((deep, "arrays or objects nested too deeply"), (big, "more than 8,192 bytes"),
                     (fifo, "a pipe nothing was written to in 0.2 s")):
-        code, out, err = run(capsys, "leader-election", "--cluster", d, "--election-type", "preferred",
-                             "--path-to-json-file", str(f))
+        with fifo_unblocked_after(fifo):
+            code, out, err = run(capsys, "leader-election", "--cluster", d, "--election-type", "preferred",
+                                 "--path-to-json-file", str(f))
         assert (code, out) == (2, ""), err
         assert err.startswith(f"kraftsim: error: --path-to-json-file {f}: ") and says in err, err
         assert len(err.splitlines()) == 1

@@ -268,30 +268,16 @@ def test_a_fifo_named_as_a_scenario_or_server_config_that_nobody_writes_to_is_re
     import time
 
     from kraftsim import regular_file
-    from tests.cli_support import run
-
-    import threading
+    from tests.cli_support import fifo_unblocked_after, run
 
     monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
     fifo = tmp_path / "s.toml"
     os.mkfifo(fifo)
     for argv, code in ((["scenario", "check", str(fifo)], 2), (["scenario", "run", str(fifo)], 2),
                        (["storage", "info", "--config", str(fifo)], 1)):
-        done = threading.Event()
-
-        def unblock() -> None:  # (were the open to wait again, a writer's open and close after 10 s ends it)
-            if not done.wait(10):
-                try:
-                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-                except OSError:
-                    pass
-
-        watchdog = threading.Thread(target=unblock, daemon=True)
-        watchdog.start()
         started = time.monotonic()
-        got, _, err = run(capsys, *argv)
-        done.set()
-        watchdog.join()
+        with fifo_unblocked_after(fifo):  # (were the open to wait again, the test fails after 10 s)
+            got, _, err = run(capsys, *argv)
         assert (got, time.monotonic() - started < 10) == (code, True), (argv, err)
         assert f"{fifo}" in err and "a pipe nothing was written to in 0.2 s" in err, (argv, err)
 

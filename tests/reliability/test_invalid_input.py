@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
-from tests.cli_support import run
+from tests.cli_support import fifo_unblocked_after, run
 from tests.reliability import damage
 
 
@@ -138,7 +138,8 @@ def test_conformance_table_refuses_a_fifo_nobody_writes_to(tmp_path: Path, capsy
     monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
     fifo = tmp_path / "outcomes.jsonl"
     os.mkfifo(fifo)
-    code, out, err = run(capsys, "conformance", "table", str(fifo))
+    with fifo_unblocked_after(fifo):
+        code, out, err = run(capsys, "conformance", "table", str(fifo))
     assert (code, out) == (2, "") and err == (f"kraftsim: error: {fifo}: cannot be read: a pipe nothing was written "
                                               "to in 0.2 s (no writer?)\n")
 

@@ -90,10 +90,11 @@ def test_random_uuid(capsys: pytest.CaptureFixture[str]) -> None:
 def test_a_meta_properties_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path,
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     """`storage info` and `storage format` opened a FIFO named meta.properties and waited for a
-    writer forever (a watchdog ends such a wait after 10 s, so that a regression fails here)."""
+    writer forever (fifo_unblocked_after ends such a wait after 10 s: a regression fails here)."""
     import os
-    import threading
     import time
+
+    from tests.cli_support import fifo_unblocked_after
 
     d = tmp_path / "data"
     d.mkdir()
@@ -102,20 +103,8 @@ def test_a_meta_properties_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Pat
     config = config_for(tmp_path)
     for argv in (("storage", "info", "--dir", str(d)), ("storage", "format", "-c", str(config), "--cluster-id",
                                                          CLUSTER_ID, "--release", "3.9")):
-        done = threading.Event()
-
-        def unblock() -> None:
-            if not done.wait(10):
-                try:
-                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-                except OSError:
-                    pass
-
-        watchdog = threading.Thread(target=unblock, daemon=True)
-        watchdog.start()
         started = time.monotonic()
-        code, _, err = run(capsys, *argv)
-        done.set()
-        watchdog.join()
+        with fifo_unblocked_after(fifo):
+            code, _, err = run(capsys, *argv)
         assert code == 1 and time.monotonic() - started < 10, (argv, err)
     assert [p.name for p in d.iterdir()] == ["meta.properties"]
