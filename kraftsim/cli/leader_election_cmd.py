@@ -15,7 +15,7 @@ import json
 import sys
 
 from kraftsim import jsoninput
-from kraftsim.cli.common import kafka_tool
+from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, kafka_tool
 from kraftsim.errors import UsageError
 from kraftsim.regular_file import open_input
 from kraftsim.versions import ToolFailure
@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     which.add_argument("--topic", metavar="NAME", help="the topic of the partition named by --partition")
     which.add_argument("--path-to-json-file", metavar="FILE",
                        help='the partitions, as {"partitions": [{"topic": "t", "partition": 0}, ...]}')
-    p.add_argument("--partition", type=int, metavar="P", help="the partition of --topic")
+    p.add_argument("--partition", type=bounded_int(INT32_MIN, INT32_MAX, "a partition"), metavar="P",
+                   help="the partition of --topic")
     p.set_defaults(run=kafka_tool(_elect))
 
 
@@ -70,7 +71,8 @@ def _from_json(path: str) -> dict[str, list[int]]:
     duplicates: list[str] = []
     for entry in entries:
         topic, pid = (entry.get("topic"), entry.get("partition")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(topic, str) or not isinstance(pid, int) or isinstance(pid, bool):
+        if not isinstance(topic, str) or not isinstance(pid, int) or isinstance(pid, bool) or \
+                not INT32_MIN <= pid <= INT32_MAX:  # (a partition id is an int32 on the wire)
             raise UsageError(f"kraftsim: error: --path-to-json-file {path}: each partition needs a string \"topic\" "
                              f"and an integer \"partition\", got {json.dumps(entry)[:200]}")
         if (topic, pid) in seen:

@@ -170,6 +170,29 @@ def test_a_leader_election_file_that_never_ends_nests_too_deeply_or_is_never_wri
     assert (tmp_path / "c" / "cluster.json").read_bytes() == state
 
 
+def test_ids_beyond_an_int32_are_refused_before_the_cluster_is_opened(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A controller or partition id is an int32 in Kafka's requests (its tools fail to parse a
+    larger one): `type=int` passed 99999999999 into the simulated request, which answered as if
+    it were an id. Refused now as invalid input, naming the flag (or the file's entry)."""
+    d = _cluster(capsys, tmp_path / "c")
+    state = (tmp_path / "c" / "cluster.json").read_bytes()
+    wanted = tmp_path / "p.json"
+    wanted.write_text('{"partitions": [{"topic": "t", "partition": 2147483648}]}')
+    for argv, says in (
+            (["controllers", "--cluster", d, "unregister", "--id", "2147483648"], "argument --id: expected a "
+                                                                                    "controller id from -2147483648"),
+            (["leader-election", "--cluster", d, "--election-type", "preferred", "--topic", "t", "--partition",
+              "99999999999"], "argument --partition: expected a partition from -2147483648"),
+            (["metadata-quorum", "--cluster", d, "remove-controller", "-i", "-2147483649", "-d", "x"],
+             "argument --controller-id/-i: expected a controller id from -2147483648"),
+            (["leader-election", "--cluster", d, "--election-type", "preferred", "--path-to-json-file", str(wanted)],
+             'an integer "partition", got {"topic": "t", "partition": 2147483648}')):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "") and says in err, (argv, err)
+    assert (tmp_path / "c" / "cluster.json").read_bytes() == state
+
+
 def test_client_quotas_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kafka-configs --alter on client quotas: a user and a client together, the default user, an
     ip; the controller's refusals and the tool's own (a value that is not a number, a quota
