@@ -149,6 +149,7 @@ def test_conformance_table_refuses_a_fifo_nobody_writes_to(tmp_path: Path, capsy
     (b'{"case": "a", "release": "3.9", "result": "maybe"}\n', "a result of agree, policy, differ"),
     (b'[1]\n', "line 1: expected a conformance JSON object"),
     (b'\xff\xfe\n', "expected UTF-8 text (byte 0 is not)"),
+    (b'[' * 100_000 + b'\n', "line 1: expected a conformance JSON object (arrays or objects nested too deeply)"),
 ])
 def test_conformance_table_refuses_what_is_not_its_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                               content: bytes, says: str) -> None:
