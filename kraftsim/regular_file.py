@@ -7,7 +7,9 @@ such inputs (metadata files, record schemas, catalogs) refuses them here, before
 
 from __future__ import annotations
 
+import errno
 import os
+import select
 import stat
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +31,18 @@ class UnreadableFile(KraftsimError):
 
     def __reduce__(self) -> tuple[type[UnreadableFile], tuple[str, str, int | None]]:
         return type(self), (self.path, self.reason, self.errno)
+
+
+def why_absent(path: Path | str) -> str:
+    """Why `path`, which Path.exists() calls missing, cannot be reached, in the OS's words
+    ("no such file or directory"; "too many levels of symbolic links" for a symlink loop, "not
+    a directory" for a path through a file), for a message that names the real problem."""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.strerror and not isinstance(e, FileNotFoundError):
+            return e.strerror[:1].lower() + e.strerror[1:]
+    return "no such file or directory"
 
 
 def require_regular_file(path: Path | str) -> None:
@@ -58,3 +72,27 @@ def opened_file(path: Path | str) -> Iterator[BinaryIO]:
         raise UnreadableFile(path, e.strerror or str(e), e.errno) from None
     with f:
         yield f
+
+
+#: How long a FIFO named as an input may stay without anything written to it (seconds).
+PIPE_WAIT_S = 30.0
+
+
+def open_input(path: str | os.PathLike[str]) -> BinaryIO:
+    """`open(path, "rb")` for an input that may be a pipe (`<(...)`, a named FIFO): a FIFO is
+    opened without waiting for a writer, then given PIPE_WAIT_S for something (data, or a
+    writer's close) to arrive; a FIFO nobody writes to is an OSError (ETIMEDOUT) instead of an
+    open that waits forever. Other failures are open's own OSErrors."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            if not poller.poll(int(PIPE_WAIT_S * 1000)):
+                raise OSError(errno.ETIMEDOUT, f"a pipe nothing was written to in {PIPE_WAIT_S:g} s (no writer?)",
+                              str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise

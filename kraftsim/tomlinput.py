@@ -12,6 +12,7 @@ import tomllib
 from typing import Any, BinaryIO
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import open_input
 
 #: The largest TOML input read (a scenario of a thousand steps is about 100 KB).
 MAX_BYTES = 4 * 1024 * 1024
@@ -27,7 +28,7 @@ def read_text(path: str | os.PathLike[str]) -> str:
     """A TOML file's text, reading at most MAX_BYTES + 1 bytes: a file that never ends (a
     device such as /dev/zero, an endless pipe) is refused instead of filling memory.
     OSError and UnicodeDecodeError as Path.read_text raises them; TomlTooComplex beyond MAX_BYTES."""
-    with open(path, "rb") as f:
+    with open_input(path) as f:  # (a FIFO nobody writes to: an OSError, not an endless wait)
         return read_opened(f)
 
 

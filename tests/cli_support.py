@@ -7,6 +7,9 @@ import os
 import pty
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -42,3 +45,26 @@ def on_a_terminal(*argv: str) -> tuple[int, str]:
         seen += chunk
     os.close(leader)
     return proc.returncode, seen.decode("utf-8", "replace")
+
+
+@contextmanager
+def fifo_unblocked_after(fifo: os.PathLike[str] | str, seconds: float = 10.0) -> Iterator[None]:
+    """Within the block, a reader left waiting on `fifo` (an open that waits for a writer, a
+    read that waits for data) is let go after `seconds`: a writer opens and closes it. A test
+    of a FIFO that must not be waited on then fails in bounded time instead of hanging."""
+    done = threading.Event()
+
+    def unblock() -> None:
+        if not done.wait(seconds):
+            try:
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            except OSError:
+                pass
+
+    watchdog = threading.Thread(target=unblock, daemon=True)
+    watchdog.start()
+    try:
+        yield
+    finally:
+        done.set()
+        watchdog.join()

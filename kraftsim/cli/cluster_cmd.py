@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
+from typing import IO
 
 from kraftsim.cli import import_cmd
 from kraftsim.cli.progress import StatusLine, add_progress_flag, show_progress
@@ -261,6 +263,15 @@ def _node_ids(text: str | None) -> list[int] | None:
         raise UsageError(f"expected comma-separated node ids: {e}") from None
 
 
+
+def _open_timeline(path: str) -> IO[str]:
+    """--timeline FILE opened for appending; a file that cannot be made (a folder that refuses
+    it, such as one under /proc) is refused as bad input, not reported as a bug."""
+    try:
+        return open(path, "a", encoding="utf-8")
+    except OSError as e:
+        raise UsageError(f"--timeline {path}: cannot write it: {e.strerror or e}") from None
+
 def _run_fault(args: argparse.Namespace) -> int:
     """The event simulator's fault and time commands (Simulation's operations)."""
     if engine_of(args.dir) != EVENTS:
@@ -269,11 +280,14 @@ def _run_fault(args: argparse.Namespace) -> int:
     if args.fault == "run" and args.ms > args.max_ms:  # refused before the directory is opened or locked
         raise UsageError(f"--ms {args.ms:,} is more than {args.max_ms:,} simulated ms, the limit of one run "
                          f"(as a scenario's [limits] step_ms); pass --max-ms {args.ms} if you mean it")
+    timeline: IO[str] | None = None
     if args.fault == "run" and args.timeline:
         check_output_file(Path(args.timeline), [Path(args.dir)], flag="--timeline")  # (appended to once the run starts)
+        timeline = _open_timeline(args.timeline)  # before the cluster is opened: a refusal leaves it as it was
     as_json = getattr(args, "json", False)
     status = StatusLine(args.fault == "run" and show_progress(args))
-    with Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:
+    with timeline if timeline is not None else nullcontext(), \
+            Simulation.open(args.dir, on_event=(lambda event: None) if as_json else narrator(status.say(print))) as sim:
         nodes = getattr(args, "nodes", None)
         ids = "all" if nodes == "all" else _node_ids(nodes)  # (an id no node has: InvalidNodes, exit 2)
         chosen: str | list[int] = ids if ids is not None else []  # --nodes is required where it is used
@@ -290,8 +304,8 @@ def _run_fault(args: argparse.Namespace) -> int:
         elif args.fault == "disk-fault":
             sim.disk_fault(chosen, args.kind)
         elif args.fault == "run":
-            if args.timeline:
-                sim.timeline_jsonl(args.timeline)
+            if timeline is not None:
+                sim.timeline_jsonl(timeline)
             if status.enabled:
                 end = clock_text(sim.now_ms + args.ms)
                 sim.subscribe(lambda event: status(lambda: f"cluster run: simulated time {clock_text(event.time_ms)} "

@@ -83,6 +83,7 @@ def new_cluster_dir(text: str) -> str:
     return text
 
 
+INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import argparse
 import fnmatch
-import json
 import sys
 
+from kraftsim import jsoninput
 from kraftsim.conformance.cases import AGREE, DIFFER, POLICY, Outcome
 from kraftsim.conformance.dist import KafkaUnavailable, default_releases, resolve_release
 from kraftsim.conformance.report import detail_lines, json_line, markdown_row, table_lines, totals_line
 from kraftsim.conformance.roll import run_roll
 from kraftsim.conformance.run import run_release
+from kraftsim.regular_file import open_input
 
 
 #: The most `conformance table` reads: every case of every release, as `conformance run --json`
@@ -88,7 +89,8 @@ def _table(args: argparse.Namespace) -> int:
         if args.file == "-":
             data = sys.stdin.buffer.read(MAX_TABLE_BYTES + 1)
         else:
-            with open(args.file, "rb") as f:  # (a FIFO is read as the pipe it is, as '-' is)
+            # (a FIFO is read as the pipe it is, as '-' is; one nobody writes to is refused after a while)
+            with open_input(args.file) as f:
                 data = f.read(MAX_TABLE_BYTES + 1)
     except OSError as e:
         print(f"kraftsim: error: {args.file}: cannot be read: {e.strerror or e}", file=sys.stderr)
@@ -107,7 +109,7 @@ def _table(args: argparse.Namespace) -> int:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
+            obj = jsoninput.loads(line)  # (nesting too deep: a ValueError, not an internal error)
             outcome = Outcome(obj["case"], obj["release"], obj["result"], obj.get("detail", ""))
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             print(f"kraftsim: error: {args.file}: line {n}: expected a conformance JSON object ({e})", file=sys.stderr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from kraftsim.cli.common import kafka_tool
+from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, kafka_tool
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -16,7 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = group.add_subparsers(dest="controllers_command", metavar="SUBCOMMAND")
     cmds.required = True
     un = cmds.add_parser("unregister", help="remove a controller's registration (UnregisterControllerRecord)")
-    un.add_argument("--id", required=True, type=int, metavar="N", help="the controller id")
+    un.add_argument("--id", required=True, type=bounded_int(INT32_MIN, INT32_MAX, "a controller id"), metavar="N",
+                    help="the controller id")
     un.set_defaults(run=kafka_tool(_unregister))
 
 

@@ -14,8 +14,10 @@ import argparse
 import json
 import sys
 
-from kraftsim.cli.common import kafka_tool
+from kraftsim import jsoninput
+from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, kafka_tool
 from kraftsim.errors import UsageError
+from kraftsim.regular_file import open_input
 from kraftsim.versions import ToolFailure
 
 
@@ -31,8 +33,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     which.add_argument("--topic", metavar="NAME", help="the topic of the partition named by --partition")
     which.add_argument("--path-to-json-file", metavar="FILE",
                        help='the partitions, as {"partitions": [{"topic": "t", "partition": 0}, ...]}')
-    p.add_argument("--partition", type=int, metavar="P", help="the partition of --topic")
+    p.add_argument("--partition", type=bounded_int(INT32_MIN, INT32_MAX, "a partition"), metavar="P",
+                   help="the partition of --topic")
     p.set_defaults(run=kafka_tool(_elect))
+
+
+#: The largest --path-to-json-file read: a million partitions (the controller's bound on one
+#: request) of long topic names fit in it.
+MAX_JSON_BYTES = 128 * 1024 * 1024
 
 
 def _from_json(path: str) -> dict[str, list[int]]:
@@ -41,9 +49,16 @@ def _from_json(path: str) -> dict[str, list[int]]:
     from kraftsim.controller import MAX_ELECTION_PARTITIONS
 
     try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        with open_input(path) as f:  # (a FIFO nobody writes to: refused after a while, not waited on forever)
+            raw = f.read(MAX_JSON_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"kraftsim: error: --path-to-json-file {path}: {e.strerror or e}") from None
+    if len(raw) > MAX_JSON_BYTES:  # (/dev/zero was read until memory ran out)
+        raise UsageError(f"kraftsim: error: --path-to-json-file {path}: more than {MAX_JSON_BYTES:,} bytes: not a "
+                         "partition list kraftsim reads")
+    try:
+        data = jsoninput.loads(raw.decode("utf-8"))  # (nesting too deep: a ValueError, not an internal error)
+    except (UnicodeDecodeError, ValueError) as e:
         raise UsageError(f"kraftsim: error: --path-to-json-file {path}: {e}") from None
     if isinstance(data, dict) and "partitions" not in data:
         raise ToolFailure('Replica election data is missing "partitions" field')
@@ -56,7 +71,8 @@ def _from_json(path: str) -> dict[str, list[int]]:
     duplicates: list[str] = []
     for entry in entries:
         topic, pid = (entry.get("topic"), entry.get("partition")) if isinstance(entry, dict) else (None, None)
-        if not isinstance(topic, str) or not isinstance(pid, int) or isinstance(pid, bool):
+        if not isinstance(topic, str) or not isinstance(pid, int) or isinstance(pid, bool) or \
+                not INT32_MIN <= pid <= INT32_MAX:  # (a partition id is an int32 on the wire)
             raise UsageError(f"kraftsim: error: --path-to-json-file {path}: each partition needs a string \"topic\" "
                              f"and an integer \"partition\", got {json.dumps(entry)[:200]}")
         if (topic, pid) in seen:

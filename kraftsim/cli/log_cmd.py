@@ -25,7 +25,7 @@ from kraftsim.protocol.compression import NAMES as COMPRESSION_NAMES
 from kraftsim.protocol.registry import Registry, load_registry
 from kraftsim.protocol.scan import Problem, ScanReport, ScannedBatch, scan_file, verify_file
 from kraftsim.storage.checks import directory_problems, file_problems
-from kraftsim.regular_file import opened_file
+from kraftsim.regular_file import opened_file, why_absent
 from kraftsim.storage.batchfile import decode_file_batch, stream_file_batches
 from kraftsim.storage.names import PathKind, parse_segment_name, parse_snapshot_name, topic_name_error
 from kraftsim.storage.view import find_metadata_files
@@ -80,7 +80,7 @@ def _registry(args: argparse.Namespace) -> Registry:
     is kept for damage in the files read."""
     for p in args.paths:
         if not Path(p).exists():
-            raise UsageError(f"{p}: no such file or directory")
+            raise UsageError(f"{p}: {why_absent(p)}")
     try:
         return load_registry(Path(d) for d in args.schemas)
     except UsageError:

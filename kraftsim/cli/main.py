@@ -253,6 +253,9 @@ def _command(argv: list[str], forward: bool) -> int:
         _report_internal("input nested too deeply to process", debug)
         return EXIT_INTERNAL
     except OSError as e:
+        if e.errno in _INPUT_PATH_FAILURES and e.filename:
+            print(f"kraftsim: error: {e.filename}: {e.strerror}", file=sys.stderr)
+            return EXIT_USAGE
         if e.errno not in _WRITE_FAILURES:
             _report_internal(f"{type(e).__name__}: {e}", debug)
             return EXIT_INTERNAL
@@ -306,6 +309,10 @@ def forwarded(parser: argparse.ArgumentParser, args: argparse.Namespace, argv: S
     sys.stderr.write(reply.stderr)
     return reply.code
 
+
+#: Errors that only a path the user named can cause (a name longer than the file system takes),
+#: wherever a command first looks at it: invalid input, not a bug in kraftsim.
+_INPUT_PATH_FAILURES = frozenset({errno.ENAMETOOLONG})
 
 #: Errors that say the machine could not take what was written, not that kraftsim is wrong.
 _WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})

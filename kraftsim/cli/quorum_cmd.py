@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from kraftsim.cli.common import kafka_tool, node_id
+from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, kafka_tool, node_id
 from kraftsim.controller import exception_text
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.versions import ToolFailure
@@ -72,7 +72,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                      help="kraftsim: the controller node to add (instead of its --command-config)")
     add.set_defaults(run=_tool(_add))
     rm = cmds.add_parser("remove-controller", help="Remove a controller from the KRaft controller cluster")
-    rm.add_argument("--controller-id", "-i", type=int, required=True, metavar="ID",
+    rm.add_argument("--controller-id", "-i", type=bounded_int(INT32_MIN, INT32_MAX, "a controller id"), required=True,
+                    metavar="ID",
                     help="The id of the controller to remove.")
     rm.add_argument("--controller-directory-id", "-d", required=True, metavar="DIR_ID",
                     help="The directory ID of the controller to remove.")

@@ -27,6 +27,7 @@ from kraftsim.cli.common import (
 )
 from kraftsim.cli.progress import show_progress
 from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
+from kraftsim.regular_file import why_absent
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
@@ -91,7 +92,7 @@ def run_create(args: argparse.Namespace) -> int:
     catalog = load_catalog(args.catalog)
     path = Path(args.path)
     if not path.exists():
-        raise BadInput(f"{path}: no such file or directory")
+        raise BadInput(f"{path}: {why_absent(path)}")
     at = required(args.at, "--at OFFSET")
     if path.is_file() and not Path(args.output).is_dir():  # (a snapshot may go into the log directory it reads)
         check_output(args.output, [path], flag="--output")

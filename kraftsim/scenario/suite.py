@@ -8,7 +8,8 @@ from importlib import resources
 from collections.abc import Callable
 from pathlib import Path
 
-from kraftsim import shipped_folder
+from kraftsim import shipped_folder, tomlinput
+from kraftsim.errors import KraftsimError
 from kraftsim.scenario.errors import ScenarioInvalid
 
 #: Where the shipped scenarios are.
@@ -68,9 +69,9 @@ def slow_skipped_note(path: Path) -> str:
 def is_slow(path: Path) -> bool:
     """Whether the scenario file says `slow = true` (it takes minutes: left out of the runs of
     the whole suite that tests and benchmarks make)."""
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8")).get("slow") is True
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+    try:  # (bounded: a file too large or nested too deeply is left to load_scenario to refuse)
+        return tomlinput.loads(tomlinput.read_text(path)).get("slow") is True
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KraftsimError):
         return False
 
 

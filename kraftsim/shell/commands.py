@@ -72,6 +72,8 @@ class ShellState:
     root: Node
     working_directory: str = "/"
     history: list[str] | None = None
+    #: The number of history[0] (entries before it were dropped, as jline drops them past its size).
+    history_first: int = 0
     screen_width: int | None = None
     exit_requested: bool = False
     tree_skips_missing: bool = True
@@ -426,4 +428,4 @@ def history(state: ShellState, count: int) -> None:
     entries = state.history
     count = max(0, min(count, len(entries)))
     for index in range(len(entries) - count, len(entries)):
-        state.out.append(f"{index:5d}  {entries[index]}")
+        state.out.append(f"{state.history_first + index:5d}  {entries[index]}")

@@ -156,12 +156,20 @@ def split_line(line: str) -> list[str]:
         return line.split()
 
 
+#: jline's DefaultHistory size: the entries kept (older ones are dropped, their numbers kept).
+MAX_HISTORY = 500
+
+
 class History:
     """jline's history as the shell keeps it: blank lines, lines starting with a space and a
-    repeat of the previous line are not added."""
+    repeat of the previous line are not added; beyond MAX_HISTORY entries the oldest goes (a
+    shell fed an endless stdin kept every line it had read)."""
 
-    def __init__(self, entries: list[str]):
-        self.entries = entries
+    def __init__(self, state: ShellState):
+        if state.history is None:
+            state.history = []
+        self.state = state
+        self.entries = state.history
 
     def add(self, line: str) -> None:
         if not line.strip() or line.startswith(" "):
@@ -169,13 +177,16 @@ class History:
         if self.entries and self.entries[-1] == line:
             return
         self.entries.append(line)
+        if len(self.entries) > MAX_HISTORY:
+            del self.entries[0]
+            self.state.history_first += 1
 
 
 def interactive_loop(loaded: LoadedShell, stdin: IO[str], out: IO[str], tty: bool) -> None:
     """Kafka's interactive mode: the banner, then `>> ` and one command per line until `exit`
     or end of input. On a terminal, readline gives line editing, history and completion."""
     state = loaded.state(interactive=True)
-    history = History(state.history if state.history is not None else [])
+    history = History(state)
     read: Callable[[], str]
     if tty:
         read = _readline_reader(state)

@@ -15,7 +15,8 @@ import msgspec
 from kraftsim import jsoninput
 from kraftsim.sim.node.format import CLUSTER_STATE_FILE
 from kraftsim.sim.types import (
-    EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, SimConfig, SimError, unsupported_state_format,
+    EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, NotAClusterError, SimConfig, SimError,
+    unsupported_state_format,
 )
 
 STATE_FILE = CLUSTER_STATE_FILE
@@ -65,9 +66,12 @@ def read_saved(directory: Path) -> SavedState:
     """cluster.json of an event-simulator cluster; a clear SimError for anything else."""
     path = Path(directory) / STATE_FILE
     try:
+        # (a FIFO's open would wait forever, a device such as /dev/zero be read without end)
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise SimError(f"{path}: not a regular file")
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise SimError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
+    except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
+        raise NotAClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
     except OSError as e:
         raise SimError(f"{path}: {e.strerror or e}") from None
     try:

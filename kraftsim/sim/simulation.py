@@ -12,6 +12,7 @@ process from its disk, as after a restart of the whole cluster.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -201,6 +202,10 @@ class Simulation(AdminMixin):
         def build() -> Simulation:
             if not passive:  # no write through a link planted in the directory
                 refuse_symlinks(d)
+                if not os.access(d, os.W_OK | os.X_OK):  # (a read-only or immutable folder: the nodes' logs
+                    # were written, then cluster.json was not, and the cluster was left half of one operation on)
+                    raise SimError(f"{d}: cannot write in the cluster directory (permission denied or read-only); "
+                                   "nothing was changed")
             saved = read_saved(d)
             if config is not None:
                 saved.config = config

@@ -36,6 +36,11 @@ class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
 
 
+class NotAClusterError(SimError, UsageError):
+    """A directory named as a simulated cluster holds none (no cluster.json, or not a folder at
+    all): invalid input, exit 2 in every command, those acting as Kafka's tools too."""
+
+
 class RollStopped(SimError):
     """A roll stopped at the first node that did not come back on the new release, as an
     operator stops: str() is Kafka's text alone (what a scenario's `expect_error` matches);

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import UnreadableFile, require_regular_file
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.protocol.registry import Registry, default_registry
@@ -204,11 +205,12 @@ def _load_ensemble(directories: Iterable[str]) -> _Ensemble:
     empty, error, props = [], [], {}
     for d in sorted(set(directories)):
         try:
+            require_regular_file(Path(d) / META_PROPERTIES_FILE)  # (a FIFO's open would wait forever)
             raw = (Path(d) / META_PROPERTIES_FILE).read_bytes()
         except FileNotFoundError:  # Java's NoSuchFileException
             empty.append(d)
             continue
-        except OSError:
+        except (OSError, UnreadableFile):
             error.append(d)
             continue
         try:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import why_absent
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_DIR_NAME = "__cluster_metadata-0"
@@ -153,7 +154,7 @@ def classify_path(path: Path | str) -> PathKind:
     if p.exists():  # a device, a FIFO, a socket: something is there, but not a file to read as metadata
         raise KraftsimError(f"{p}: not a regular file or a directory (expected a .log segment, a .checkpoint "
                             f"snapshot, {BOOTSTRAP_FILE} or a directory of them)")
-    raise KraftsimError(f"{p}: no such file or directory")
+    raise KraftsimError(f"{p}: {why_absent(p)}")
 
 
 # Topic names: Kafka's Topic.validate (a topic name is also a partition directory's name).

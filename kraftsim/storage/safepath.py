@@ -12,6 +12,7 @@ written, are refused before any long work starts. A new cluster's directory is m
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -21,6 +22,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kraftsim.errors import UsageError
+
+#: OS errors that say the disk could not take a write (main reports them as such), not that
+#: the path named is wrong.
+_WRITE_FAILURES = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 #: Longest file name made (most file systems allow 255 bytes).
 MAX_NAME_BYTES = 120
@@ -88,6 +93,12 @@ def check_output_file(output: Path | str, inputs: Iterable[Path | str], *, flag:
     timeline): refuse (UsageError) before any work a directory, or a missing folder, where
     the write would fail only after the work was done."""
     out = Path(output)
+    try:
+        os.stat(out)
+    except (FileNotFoundError, NotADirectoryError):  # (a missing folder is said below)
+        pass
+    except OSError as e:  # a name too long, a symlink loop: no write there can succeed
+        raise UsageError(f"{flag} {out}: {e.strerror or e}") from None
     if out.is_dir():
         raise UsageError(f"{flag} {out}: is a directory; expected a file to write")
     if not out.parent.is_dir():
@@ -119,7 +130,19 @@ def new_directory(directory: Path | str) -> Iterator[Path]:
     d = Path(directory)
     made = [folder for folder in (d, *d.parents) if not folder.exists()]  # deepest first
     before = set() if made else set(os.listdir(d))
-    d.mkdir(parents=True, exist_ok=True)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        # A path through a file or a symlink loop, a name too long, a place no folder can be
+        # made (under /proc): bad input, said as such. A full or failing disk stays what it is.
+        for folder in made:  # (only empty folders go: what was there is never touched)
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        if e.errno in _WRITE_FAILURES:
+            raise
+        raise UsageError(f"{d}: cannot create the directory: {e.strerror or e}") from None
     try:
         yield d
     except BaseException:

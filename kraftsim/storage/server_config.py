@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import open_input
 from kraftsim.storage.format_common import (
     QUORUM_BOOTSTRAP_SERVERS,
     QUORUM_VOTERS,
@@ -242,7 +243,7 @@ def read_server_config(path: Path | str) -> ServerConfig:
     """Read a Kafka server.properties file (Utils.loadProps then KafkaConfig)."""
     p = Path(path)
     try:
-        with open(p, "rb") as f:
+        with open_input(p) as f:  # (a FIFO nobody writes to: an OSError, not an endless wait)
             raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as e:
         raise KraftsimError(f"{p}: {e.strerror or e}") from None

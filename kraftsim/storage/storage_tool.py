@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import require_regular_file
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import Clock
 from kraftsim.storage.dynamic_voters import (
@@ -161,6 +162,7 @@ def storage_info(directories: Iterable[str], kraft_mode: bool = True) -> tuple[l
             problems.append(f"{shown} is not formatted.")
             continue
         try:
+            require_regular_file(meta_path)  # (a FIFO's open would wait forever, /dev/zero never end)
             props = load_properties(properties_text(meta_path.read_bytes()))
         except (OSError, ValueError) as e:
             raise KraftsimError(f"{meta_path}: {e}") from None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftsim.errors import KraftsimError
+from kraftsim.regular_file import why_absent
 from kraftsim.sim import STATE_FILE, Simulation
 from kraftsim.testing import ClusterShape, Step
 from kraftsim.wire.recording import Recorder, mixed_release_steps, setup_steps, shape_of
@@ -47,7 +48,11 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
                        origin_ms=sim.now_ms, steps=mixed_release_steps(sim))
         return Opened(sim, path, rec)
     if not path.is_file():
-        raise KraftsimError(f"{path}: no such cluster directory or scenario file")
+        if path.exists():  # a FIFO, a device: the scenario runner reads a regular file only
+            raise KraftsimError(f"{path}: neither a cluster directory nor a scenario file (not a regular file)")
+        reason = why_absent(path)  # (a symlink loop is there, not missing)
+        raise KraftsimError(f"{path}: no such cluster directory or scenario file" if reason.startswith("no such")
+                            else f"{path}: {reason}")
     # imported here: serving a cluster directory (the quick start) does not need the scenario runner
     from kraftsim.scenario import load_scenario, run_scenario
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_support import run
+from tests.cli_support import fifo_unblocked_after, run
 
 
 def _cluster(capsys: pytest.CaptureFixture[str], d: Path, release_version: str | None = None) -> str:
@@ -139,6 +139,58 @@ def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
         wanted.write_text(text)
         got, _, err = run(capsys, *elect, "preferred", "--path-to-json-file", str(wanted))
         assert got == code and expected in err, err
+
+
+def test_a_leader_election_file_that_never_ends_nests_too_deeply_or_is_never_written_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """--path-to-json-file was read whole with json.load: /dev/zero ran out of memory, `[[[[...`
+    was an internal error (exit 70), a FIFO nobody writes to waited forever. Each is invalid
+    input now (exit 2), said in one line, before the cluster is opened."""
+    import os
+
+    from kraftsim import regular_file
+    from kraftsim.cli import leader_election_cmd
+
+    d = _cluster(capsys, tmp_path / "c")
+    monkeypatch.setattr(leader_election_cmd, "MAX_JSON_BYTES", 8192)
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    deep, big, fifo = tmp_path / "deep.json", tmp_path / "big.json", tmp_path / "fifo.json"
+    deep.write_text("[" * 8000)
+    big.write_text('{"partitions": [' + ", ".join(['{"topic": "t", "partition": 0}'] * 1000) + "]}")
+    os.mkfifo(fifo)
+    state = (tmp_path / "c" / "cluster.json").read_bytes()
+    for f, says in ((deep, "arrays or objects nested too deeply"), (big, "more than 8,192 bytes"),
+                    (fifo, "a pipe nothing was written to in 0.2 s")):
+        with fifo_unblocked_after(fifo):
+            code, out, err = run(capsys, "leader-election", "--cluster", d, "--election-type", "preferred",
+                                 "--path-to-json-file", str(f))
+        assert (code, out) == (2, ""), err
+        assert err.startswith(f"kraftsim: error: --path-to-json-file {f}: ") and says in err, err
+        assert len(err.splitlines()) == 1
+    assert (tmp_path / "c" / "cluster.json").read_bytes() == state
+
+
+def test_ids_beyond_an_int32_are_refused_before_the_cluster_is_opened(tmp_path: Path,
+                                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A controller or partition id is an int32 in Kafka's requests (its tools fail to parse a
+    larger one): `type=int` passed 99999999999 into the simulated request, which answered as if
+    it were an id. Refused now as invalid input, naming the flag (or the file's entry)."""
+    d = _cluster(capsys, tmp_path / "c")
+    state = (tmp_path / "c" / "cluster.json").read_bytes()
+    wanted = tmp_path / "p.json"
+    wanted.write_text('{"partitions": [{"topic": "t", "partition": 2147483648}]}')
+    for argv, says in (
+            (["controllers", "--cluster", d, "unregister", "--id", "2147483648"], "argument --id: expected a "
+                                                                                    "controller id from -2147483648"),
+            (["leader-election", "--cluster", d, "--election-type", "preferred", "--topic", "t", "--partition",
+              "99999999999"], "argument --partition: expected a partition from -2147483648"),
+            (["metadata-quorum", "--cluster", d, "remove-controller", "-i", "-2147483649", "-d", "x"],
+             "argument --controller-id/-i: expected a controller id from -2147483648"),
+            (["leader-election", "--cluster", d, "--election-type", "preferred", "--path-to-json-file", str(wanted)],
+             'an integer "partition", got {"topic": "t", "partition": 2147483648}')):
+        code, out, err = run(capsys, *argv)
+        assert (code, out) == (2, "") and says in err, (argv, err)
+    assert (tmp_path / "c" / "cluster.json").read_bytes() == state
 
 
 def test_client_quotas_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

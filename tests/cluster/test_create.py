@@ -249,3 +249,23 @@ def test_a_new_cluster_begins_as_a_real_one_of_its_release(oracle_dir: Path, tmp
         view = [(e.control, e.to_json()["type"], e.version, e.to_json()["data"]) for e in real[:end + 1]]
         assert [(e.control, e.to_json()["type"], e.version, e.to_json()["data"]) for e in ours[:end + 1]] == view
         assert ours[end + 1].record_type.name == "RegisterControllerRecord"
+
+
+@pytest.mark.parametrize("where", ["through-a-file", "symlink-loop", "name-too-long"])
+def test_a_directory_that_cannot_be_made_is_refused_as_bad_input(tmp_path: Path, capsys, where: str) -> None:
+    """A path through a file, a symbolic link loop or a name too long for the file system is the
+    user's input, not a bug: one line naming the path and why, exit 2 (was exit 70, an
+    "internal error" from the OS error), and nothing made."""
+    (tmp_path / "a-file").write_text("x")
+    (tmp_path / "loop1").symlink_to(tmp_path / "loop2")
+    (tmp_path / "loop2").symlink_to(tmp_path / "loop1")
+    d = {"through-a-file": tmp_path / "a-file" / "c" / "d", "symlink-loop": tmp_path / "loop1",
+         "name-too-long": tmp_path / ("é" * 200)}[where]
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code, out, err = run(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9")
+    assert code == 2, (out, err)
+    assert len(err.strip().splitlines()) == 1 and str(d) in err and "internal error" not in err
+    reason = {"through-a-file": "Not a directory", "symlink-loop": "Too many levels of symbolic links",
+              "name-too-long": "File name too long"}[where]
+    assert reason in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

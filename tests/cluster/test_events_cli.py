@@ -195,6 +195,21 @@ def test_a_timeline_that_cannot_be_appended_to_is_refused_before_the_run(tmp_pat
         assert (d / "cluster.json").read_bytes() == state  # nothing ran, nothing appended
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_timeline_in_a_folder_that_takes_no_new_file_is_refused_before_the_cluster_is_opened(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """/proc passes the writable check (root may write there) but no file can be made in it:
+    the open failed after the cluster was opened, as an internal error (exit 70)."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--release", "3.9", "--engine", "events")
+    state = (d / "cluster.json").read_bytes()
+    timeline = "/proc/kraftsim-no-such-timeline.jsonl"
+    code, out, err = run(capsys, "cluster", "run", d, "--ms", "100", "--timeline", timeline)
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"--timeline {timeline}") and len(err.strip().splitlines()) == 1, err
+    assert (d / "cluster.json").read_bytes() == state  # nothing ran
+
+
 def test_a_node_in_two_partition_groups_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`--group 1 --group 1,2` put node 1 silently in the last group it was named in."""
     d = tmp_path / "c"

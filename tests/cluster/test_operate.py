@@ -16,7 +16,7 @@ from kraftsim.sim.node.client_view import ClientView
 from kraftsim.sim.ticks.cluster import SimCluster
 from tests.cluster.conftest import (
     MV, assert_cluster_sound, cli, copy_of, create, data, describe, feature_records, node_dirs, ok, records,
-    run, status,
+    run, status, tree_bytes,
 )
 
 REFUSED_27 = ("Unable to register broker {id} because the controller returned error UNSUPPORTED_VERSION: Unable to "
@@ -326,3 +326,49 @@ def test_the_client_view_over_brokers_of_mixed_releases(tmp_path: Path) -> None:
     view.observe(2, older)
     assert view.finalized.epoch == newest.finalized_features_epoch
     cluster.close()
+
+
+def _read_only(d: Path) -> bool:
+    """Make the folder `d` read-only for this process (root ignores mode bits: the immutable
+    attribute then); False when neither can be done here."""
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        d.chmod(0o555)
+        return True
+    try:
+        return subprocess.run(["chattr", "+i", str(d)], capture_output=True, timeout=30).returncode == 0
+    except OSError:
+        return False
+
+
+def _writable_again(d: Path) -> None:
+    import os
+    import subprocess
+
+    if os.geteuid() != 0:
+        d.chmod(0o755)
+    else:
+        subprocess.run(["chattr", "-i", str(d)], capture_output=True, timeout=30)
+
+
+def test_a_read_only_cluster_directory_is_refused_before_any_node_writes(tmp_path: Path, capsys) -> None:
+    """The nodes' logs (in their own folders) took the new topic's records, then cluster.json
+    could not be replaced: the cluster was left half of an operation on. Refused first now, with
+    every file as it was; a read (`cluster status`) still works."""
+    d = tmp_path / "c"
+    ok(capsys, "cluster", "create", d, "--controllers", "1", "--brokers", "1", "--release", "3.9")
+    before = tree_bytes(d)
+    if not _read_only(d):
+        pytest.skip("cannot make a folder read-only here")
+    try:
+        code, out, err = run(capsys, "topics", "--cluster", d, "create", "--prefix", "x")
+        assert code == 1 and err == f"{d}: cannot write in the cluster directory (permission denied or read-only); " \
+                                    "nothing was changed\n", (out, err)
+        assert run(capsys, "cluster", "status", d)[0] == 0
+    finally:
+        _writable_again(d)
+    after = tree_bytes(d)
+    assert {k: v for k, v in after.items() if not k.endswith(".lock")} == \
+        {k: v for k, v in before.items() if not k.endswith(".lock")}

@@ -259,3 +259,64 @@ def test_json_nested_past_the_recursion_limit_is_refused_as_invalid_json() -> No
     with pytest.raises(ValueError):
         jsoninput.loads(b"{not json")
     assert jsoninput.loads(b'{"a": [[1]]}') == {"a": [[1]]}
+
+
+def test_a_fifo_named_as_a_scenario_or_server_config_that_nobody_writes_to_is_refused_in_bounded_time(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file named on its own may be a pipe (`<(...)`), so a FIFO is read; one that no process
+    writes to waited in its open forever (`scenario check`, `scenario run`, `storage info --config`)."""
+    import time
+
+    from kraftsim import regular_file
+    from tests.cli_support import fifo_unblocked_after, run
+
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    for argv, code in ((["scenario", "check", str(fifo)], 2), (["scenario", "run", str(fifo)], 2),
+                       (["storage", "info", "--config", str(fifo)], 1)):
+        started = time.monotonic()
+        with fifo_unblocked_after(fifo):  # (were the open to wait again, the test fails after 10 s)
+            got, _, err = run(capsys, *argv)
+        assert (got, time.monotonic() - started < 10) == (code, True), (argv, err)
+        assert f"{fifo}" in err and "a pipe nothing was written to in 0.2 s" in err, (argv, err)
+
+
+def test_a_fifo_a_writer_fills_late_is_still_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What `<(...)` gives: a pipe whose writer is slower than the reader's open."""
+    import threading
+    import time
+
+    from tests.cli_support import run
+
+    fifo = tmp_path / "s.toml"
+    os.mkfifo(fifo)
+    text = (Path(__file__).resolve().parents[2] / "scenarios" / "disable-feature.toml").read_bytes()
+
+    def write() -> None:
+        time.sleep(0.3)
+        with open(fifo, "wb") as f:  # (blocks until the reader has it open)
+            f.write(text)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    code, out, err = run(capsys, "scenario", "check", str(fifo))
+    writer.join(timeout=10)
+    assert code == 0 and "ok: scenario disable-feature" in out, err
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_a_cluster_state_file_that_is_a_fifo_or_a_device_is_refused_not_read(tmp_path: Path) -> None:
+    """topics, features and configs read --cluster's cluster.json straight away: a FIFO there
+    waited forever, a link to /dev/zero ran out of memory."""
+    fifo, device = tmp_path / "fifo", tmp_path / "device"
+    for d in (fifo, device):
+        d.mkdir()
+    os.mkfifo(fifo / "cluster.json")
+    (device / "cluster.json").symlink_to("/dev/zero")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    for d in (fifo, device):
+        for argv in (["topics", "--cluster", str(d), "list"], ["features", "--cluster", str(d), "describe"]):
+            proc = subprocess.run([sys.executable, "-m", "kraftsim", *argv], env=env, capture_output=True, text=True,
+                                  timeout=60, preexec_fn=lambda: _capped(GIB))
+            assert (proc.returncode, proc.stderr) == (1, f"{d / 'cluster.json'}: not a regular file\n"), argv

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from kraftsim.cli.main import main
-from tests.cli_support import run
+from tests.cli_support import fifo_unblocked_after, run
 from tests.reliability import damage
 
 
@@ -130,11 +130,26 @@ def test_replay_says_a_missing_or_fifo_catalog_is_one(tmp_path: Path, capsys: py
         assert "rule" not in err
 
 
+def test_conformance_table_refuses_a_fifo_nobody_writes_to(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A FIFO is read as the pipe it is; one nobody writes to was waited on forever."""
+    from kraftsim import regular_file
+
+    monkeypatch.setattr(regular_file, "PIPE_WAIT_S", 0.2)
+    fifo = tmp_path / "outcomes.jsonl"
+    os.mkfifo(fifo)
+    with fifo_unblocked_after(fifo):
+        code, out, err = run(capsys, "conformance", "table", str(fifo))
+    assert (code, out) == (2, "") and err == (f"kraftsim: error: {fifo}: cannot be read: a pipe nothing was written "
+                                              "to in 0.2 s (no writer?)\n")
+
+
 @pytest.mark.parametrize("content, says", [
     (b'{"case": 1, "release": [], "result": {}}\n', "line 1: expected text for case, release and detail"),
     (b'{"case": "a", "release": "3.9", "result": "maybe"}\n', "a result of agree, policy, differ"),
     (b'[1]\n', "line 1: expected a conformance JSON object"),
     (b'\xff\xfe\n', "expected UTF-8 text (byte 0 is not)"),
+    (b'[' * 100_000 + b'\n', "line 1: expected a conformance JSON object (arrays or objects nested too deeply)"),
 ])
 def test_conformance_table_refuses_what_is_not_its_json_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                               content: bytes, says: str) -> None:

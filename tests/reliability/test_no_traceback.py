@@ -150,6 +150,57 @@ def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, caps
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created or removed
 
 
+@pytest.mark.parametrize("setup", ["missing", "empty", "file"])
+@pytest.mark.parametrize("command", [["topics", "--cluster", "DIR", "list"],
+                                     ["features", "--cluster", "DIR", "describe"],
+                                     ["configs", "--cluster", "DIR", "--alter", "--entity-type", "topics",
+                                      "--entity-name", "t", "--add-config", "retention.ms=1"],
+                                     ["leader-election", "--cluster", "DIR", "--election-type", "preferred",
+                                      "--all-topic-partitions"],
+                                     ["acls", "--cluster", "DIR", "--add", "--allow-principal", "User:a",
+                                      "--operation", "Read", "--topic", "t"]])
+def test_the_kafka_tools_refuse_a_directory_that_is_no_cluster_as_invalid_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, command: list[str]) -> None:
+    """No cluster.json where --cluster points (nothing there, an empty folder, a file): exit 2 as
+    `cluster status` and `metadata-quorum` say it, not 1 (the status of a request Kafka's tool
+    sent and the cluster refused: there is no cluster to send it to)."""
+    d = tmp_path / "cluster"
+    if setup == "empty":
+        d.mkdir()
+    elif setup == "file":
+        d.write_text("not a directory\n")
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    code, out, err = run(capsys, *[str(d) if a == "DIR" else a for a in command])
+    assert code == 2, (out, err)
+    assert one_line(err).startswith(f"{d}: not a simulated cluster (no cluster.json)")
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created
+
+
+@pytest.mark.parametrize("command", [["log", "dump", "LONG"], ["metadata-shell", "-s", "LONG", "ls"],
+                                     ["cluster", "status", "LONG"], ["serve", "LONG"], ["scenario", "check", "LONG"],
+                                     ["export", "SEG", "-o", "LONG"], ["scenario", "new", "x", "--output", "LONG"]])
+def test_a_name_longer_than_the_file_system_takes_is_invalid_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], segment: Path, command: list[str]) -> None:
+    """ENAMETOOLONG, wherever a command first looks at the path it was given, was reported as an
+    internal error (exit 70): it is the path the user named, said in one line, exit 2."""
+    long = tmp_path / ("a" * 300)
+    before = sorted(str(p) for p in tmp_path.rglob("*"))
+    code, out, err = run(capsys, *[str(long) if a == "LONG" else str(segment) if a == "SEG" else a for a in command])
+    assert code == 2, (out, err)
+    line = one_line(err)
+    assert str(long) in line and line.endswith(": File name too long") and "internal error" not in line
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == before
+
+
+def test_scenario_new_with_a_name_too_long_for_a_file_is_invalid_input(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "scenario", "new", "a" * 300)
+    assert code == 2, (out, err)
+    assert one_line(err) == f"kraftsim: error: NAME {'a' * 300}.toml: File name too long"
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_cluster_state_nested_too_deeply_is_refused_by_commands_that_open_the_cluster(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """`topics` opens the cluster straight away (not through `cluster`'s engine check): exit 1, not 70."""

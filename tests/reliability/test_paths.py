@@ -157,6 +157,24 @@ def test_hostile_names_reach_a_terminal_as_escapes(tmp_path: Path) -> None:
     assert "\\x1b]0;owned\\x07\\u202egnp.exe" in text
 
 
+def test_a_symlink_loop_or_a_path_through_a_file_is_not_called_missing(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A symbolic link loop is there (`ls` lists it): "no such file or directory" sent the user
+    looking for a typo. The OS's own reason is said, for every reader of metadata paths."""
+    loop = tmp_path / "00000000000000000000.log"
+    loop.symlink_to(tmp_path / "other")
+    (tmp_path / "other").symlink_to(loop)
+    (tmp_path / "a-file").write_text("x")
+    through = tmp_path / "a-file" / "00000000000000000000.log"
+    for path, reason in ((loop, "too many levels of symbolic links"), (through, "not a directory")):
+        for argv in (["log", "dump", str(path)], ["log", "verify", str(path)], ["replay", str(path)],
+                     ["snapshot", "create", str(path), "--at", "1", "-o", str(tmp_path / "out.checkpoint")],
+                     ["snapshot", "diff", str(path), str(path)]):
+            code, _, err = run(capsys, *argv)
+            assert code == 2 and f"{path}: {reason}" in err, (argv, code, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["00000000000000000000.log", "a-file", "other"]
+
+
 def test_a_path_that_is_neither_file_nor_directory_is_not_called_missing(tmp_path: Path,
                                                                         capsys: pytest.CaptureFixture[str]) -> None:
     """A FIFO (or a device) exists: saying "no such file or directory" sent the user looking

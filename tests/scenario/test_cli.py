@@ -252,3 +252,13 @@ def test_run_and_check_take_a_shipped_scenario_by_name(tmp_path: Path, capsys: p
     assert code == 0 and json.loads(out)["name"] == "passing"
     code, _, err = run(capsys, "scenario", "run", "no-such-scenario")
     assert code == 2 and "no-such-scenario: cannot be read" in err
+
+
+def test_a_folder_holding_a_file_nested_too_deeply_is_refused_as_invalid_input(tmp_path: Path,
+                                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`scenario run DIR` first asks each file whether it is `slow = true`, with a parse that had
+    none of the TOML bounds: `[[[[...` was an internal error (exit 70) before the file's own check."""
+    (tmp_path / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    code, out, err = run(capsys, "scenario", "run", str(tmp_path))
+    assert (code, out) == (2, ""), err
+    assert err.startswith(f"kraftsim: error: {tmp_path / 'deep.toml'}: arrays or tables nested too deeply")

@@ -184,3 +184,26 @@ def test_a_line_without_end_is_refused_not_read_into_memory():
     out = io.StringIO()
     interactive_loop(Loaded(), at_limit, out, tty=False)  # type: ignore[arg-type]
     assert out.getvalue().endswith(">> /\n>> ")
+
+
+def test_the_history_keeps_jlines_500_entries_with_their_numbers():
+    """Every line read was kept: a shell fed an endless stdin of distinct commands grew without
+    bound. jline (Kafka's shell) keeps 500 and drops the oldest; `history` numbers them as it does."""
+    import io
+
+    from kraftsim.shell.session import MAX_HISTORY, interactive_loop
+
+    state = ShellState(_state().root, history=[])
+
+    class Loaded:
+        style = None
+
+        def state(self, interactive: bool = False) -> ShellState:
+            return state
+
+    lines = "".join(f"pwd {i}\n" for i in range(1200)) + "history 2\n"
+    out = io.StringIO()
+    interactive_loop(Loaded(), io.StringIO(lines), out, tty=False)  # type: ignore[arg-type]
+    assert MAX_HISTORY == 500 and state.history is not None and len(state.history) == 500
+    assert state.history_first == 701 and state.history[0] == "pwd 701"
+    assert out.getvalue().endswith(">>  1199  pwd 1199\n 1200  history 2\n>> ")

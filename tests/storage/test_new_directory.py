@@ -40,3 +40,18 @@ def test_a_block_that_ends_well_keeps_everything(tmp_path: Path) -> None:
     with new_directory(tmp_path / "a" / "c") as d:
         (d / "cluster.json").write_text("{}")
     assert (tmp_path / "a" / "c" / "cluster.json").read_text() == "{}"
+
+
+def test_a_directory_that_cannot_be_made_is_bad_input_and_leaves_nothing(tmp_path: Path) -> None:
+    """A folder that cannot be made (here: below a file) is a UsageError naming the path and the
+    OS's reason, not an OSError the CLI reports as a bug; the folders made above it go again."""
+    from kraftsim.errors import UsageError
+
+    (tmp_path / "a-file").write_text("x")
+    d = tmp_path / "made" / "a-file-link" / "c"
+    (tmp_path / "made").mkdir()
+    (tmp_path / "made" / "a-file-link").symlink_to(tmp_path / "a-file")
+    with pytest.raises(UsageError, match="cannot create the directory: Not a directory"), new_directory(d):
+        pass
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "made"]
+    assert [p.name for p in (tmp_path / "made").iterdir()] == ["a-file-link"]

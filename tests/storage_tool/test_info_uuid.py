@@ -85,3 +85,26 @@ def test_random_uuid(capsys: pytest.CaptureFixture[str]) -> None:
         seen.add(text)
     assert len(seen) == 20
     assert run(capsys, "storage", "random-uuid", "--seed", "9")[1] == run(capsys, "storage", "random-uuid", "--seed", "9")[1]
+
+
+def test_a_meta_properties_that_is_a_fifo_is_refused_not_waited_on(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """`storage info` and `storage format` opened a FIFO named meta.properties and waited for a
+    writer forever (fifo_unblocked_after ends such a wait after 10 s: a regression fails here)."""
+    import os
+    import time
+
+    from tests.cli_support import fifo_unblocked_after
+
+    d = tmp_path / "data"
+    d.mkdir()
+    fifo = d / "meta.properties"
+    os.mkfifo(fifo)
+    config = config_for(tmp_path)
+    for argv in (("storage", "info", "--dir", str(d)), ("storage", "format", "-c", str(config), "--cluster-id",
+                                                         CLUSTER_ID, "--release", "3.9")):
+        started = time.monotonic()
+        with fifo_unblocked_after(fifo):
+            code, _, err = run(capsys, *argv)
+        assert code == 1 and time.monotonic() - started < 10, (argv, err)
+    assert [p.name for p in d.iterdir()] == ["meta.properties"]

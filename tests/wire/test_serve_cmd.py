@@ -118,6 +118,13 @@ def test_bad_targets_and_flags_exit_2_with_a_clear_message(capsys, tmp_path):
     assert code == 2 and "no such cluster directory or scenario file" in err
     code, _, err = run(capsys, "serve", str(tmp_path))
     assert code == 2 and "not a cluster directory" in err
+    fifo, loop = tmp_path / "fifo.toml", tmp_path / "loop"
+    os.mkfifo(fifo)
+    loop.symlink_to(loop)
+    code, _, err = run(capsys, "serve", str(fifo))  # (it is there: "no such" sent the user looking for a typo)
+    assert code == 2 and f"{fifo}: neither a cluster directory nor a scenario file (not a regular file)" in err
+    code, _, err = run(capsys, "serve", str(loop))
+    assert code == 2 and f"{loop}: too many levels of symbolic links" in err
     code, _, err = run(capsys, "serve", str(tmp_path), "--speed", "0")
     assert code == 2 and "--speed" in err
     code, _, err = run(capsys, "serve", str(tmp_path), "--host", " ")  # (every interface, advertised as nothing)

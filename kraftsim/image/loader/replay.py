@@ -14,6 +14,7 @@ from typing import Callable
 from kraftsim.image.errors import ImageError
 from kraftsim.image.loader.loading import LoadResult, SnapshotChoice, load_path
 from kraftsim.image.loader.metadata_loader import MvChangeHandling
+from kraftsim.regular_file import why_absent
 from kraftsim.storage.names import PathKind, classify_path, parse_snapshot_name
 from kraftsim.versions import Catalog
 
@@ -30,7 +31,7 @@ def replay_path(path: Path, catalog: Catalog, *, at: int | None = None, snapshot
     `progress(done_bytes, total_bytes)` is called as the load goes, when given.
     """
     if not path.exists():
-        raise LoadRequestError(f"{path}: no such file or directory")
+        raise LoadRequestError(f"{path}: {why_absent(path)}")
     kind = classify_path(path)
     if at is not None and at < 0:
         raise LoadRequestError(f"{path}: offset {at} is negative")

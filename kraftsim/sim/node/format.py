@@ -47,6 +47,12 @@ def new_cluster_directory_problem(directory: Path | str) -> str | None:
     refuses to load a log directory holding a folder it does not know, and the new cluster's
     writes would go around the other cluster's lock."""
     d = Path(directory)
+    try:
+        os.stat(d)
+    except FileNotFoundError:
+        pass
+    except OSError as e:  # a symlink loop, a file on the way, a name too long: no directory can be made there
+        return f"{d}: cannot make a cluster there: {e.strerror or e}"
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         return f"{d}: already exists and is not an empty directory"
     for folder in Path(os.path.realpath(d)).parents:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.sim.node.simnode import NodeState
 from kraftsim.sim.node.format import CLUSTER_STATE_FILE, EPOCH_MS
 from kraftsim.sim.types import TICKS_STATE_FORMAT, unsupported_state_format
@@ -19,6 +19,10 @@ STATE_FORMAT = TICKS_STATE_FORMAT
 
 class ClusterError(KraftsimError):
     """A cluster command that cannot be carried out (bad directory, unknown node, ...)."""
+
+
+class NotATicksCluster(ClusterError, UsageError):
+    """No cluster state file where a cluster was named: invalid input (exit 2)."""
 
 
 class ClusterState(msgspec.Struct, kw_only=True):
@@ -50,9 +54,12 @@ def dump_state(state: ClusterState) -> str:
 def read_state(directory: Path) -> ClusterState:
     path = Path(directory) / STATE_FILE
     try:
+        # (a FIFO's open would wait forever, a device such as /dev/zero be read without end)
+        if path.exists() and not path.is_file() and not path.is_dir():
+            raise ClusterError(f"{path}: not a regular file")
         raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
+    except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
+        raise NotATicksCluster(f"{directory}: not a simulated cluster (no {STATE_FILE}); create one with "
                            "`kraftsim cluster create`") from None
     except OSError as e:
         raise ClusterError(f"{path}: {e.strerror or e}") from None

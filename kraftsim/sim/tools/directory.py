@@ -33,8 +33,11 @@ TICKS, EVENTS = "ticks", "events"
 def engine_of(directory: Path | str) -> str:
     """"events" when the directory's cluster.json is the event simulator's, else "ticks"
     (a missing or broken file is reported by whichever opens it)."""
+    path = Path(directory) / STATE_FILE
     try:
-        head = jsoninput.loads((Path(directory) / STATE_FILE).read_bytes())
+        if not path.is_file():  # (a FIFO would be waited on forever, /dev/zero read without end)
+            return TICKS
+        head = jsoninput.loads(path.read_bytes())
     except (OSError, ValueError):
         return TICKS
     return EVENTS if isinstance(head, dict) and head.get("format") == STATE_FORMAT else TICKS
