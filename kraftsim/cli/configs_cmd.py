@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kraftsim.cli.common import kafka_tool
+from kraftsim.versions import release_name_key
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -146,26 +148,29 @@ def _alter(args: argparse.Namespace) -> int:
         return 2
     if isinstance(alteration, QuotaAlteration):
         with Simulation.open(args.cluster) as sim:
-            # (the tool reads the entity's quotas first and refuses to delete one it does not hold)
-            held = sim.client_quotas(alteration.entity)
-            missing = [k for k in alteration.to_delete if k not in held]
-            if missing:
-                print(f"Invalid config(s): {','.join(missing)}", file=sys.stderr)
+            if _refuses_unheld(alteration.to_delete, sim.client_quotas(alteration.entity)):
                 return 1
             lines = sim.alter_client_quotas(alteration.entity, alteration.quotas, alteration.to_delete)
         for line in lines:
             print(line)
         return 0
+    from kraftsim.image import BROKER, TOPIC
+
     to_set, to_delete, entity = alteration.to_set, alteration.to_delete, alteration.entity
     if alteration.op == "alter-topic-config":
         assert isinstance(entity, str)
         with Simulation.open(args.cluster) as sim:
+            if _describes_first(sim.tool_release()) and _refuses_unheld(to_delete, sim.held_configs(TOPIC, entity)):
+                return 1
             lines = sim.alter_topic_config(entity, to_set, to_delete)
         for line in lines:
             print(line)
         return 0
     assert not isinstance(entity, str)
     with Simulation.open(args.cluster) as sim:
+        if _describes_first(sim.tool_release()) and \
+                _refuses_unheld(to_delete, sim.held_configs(BROKER, "" if entity is None else str(entity))):
+            return 1
         lines = sim.alter_broker_config(entity, to_set, to_delete)
         # Each command is its own session of simulated time: let the brokers heartbeat with the
         # new value (two intervals) before the cluster is saved, as they would before an
@@ -174,3 +179,21 @@ def _alter(args: argparse.Namespace) -> int:
     for line in lines:
         print(line)
     return 0
+
+
+def _describes_first(release: str) -> bool:
+    """kafka-configs before 4.4 describes a topic or a broker before it alters one, and refuses
+    to delete a config not held; 4.4's sends the change as told (it still reads client quotas
+    first). The tool is the cluster's newest release, as an operator's would be."""
+    return release_name_key(release) < (4, 4, 0)
+
+
+def _refuses_unheld(to_delete: list[str], held: Mapping[str, object]) -> bool:
+    """kafka-configs describes the entity first and refuses to delete what it does not hold
+    (all such names, as given, and nothing is changed): its text printed, True. The check is
+    the tool's, not the controller's: a client's own request to delete an unset config is
+    taken (and a scenario step, which replays requests, takes it too)."""
+    missing = [k for k in to_delete if k not in held]
+    if missing:
+        print(f"Invalid config(s): {','.join(missing)}", file=sys.stderr)
+    return bool(missing)

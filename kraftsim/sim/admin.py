@@ -271,6 +271,15 @@ class AdminMixin:
         image = self.engine.controller_image() if leader is not None else None
         return {} if image is None else image.client_quotas.quotas(tuple(sorted(entity.items())))
 
+    def held_configs(self, resource_type: int, name: str) -> Mapping[str, str]:
+        """The dynamic configs of one resource (ConfigResource type and name: "" for the
+        brokers' default) as the active controller holds them, once one is active: what
+        kafka-configs reads before it changes them. Empty when no controller became active in
+        time."""
+        leader = self._wait_leader()
+        image = self.engine.controller_image() if leader is not None else None
+        return {} if image is None else image.configs.config(resource_type, name)
+
     def alter_client_quotas(self, entity: Mapping[str, str | None], quotas: Mapping[str, float],
                             delete: Sequence[str] = ()) -> list[str]:
         """`kafka-configs --alter --entity-type users|clients|ips` of one entity (`entity`: entity

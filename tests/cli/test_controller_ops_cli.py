@@ -229,3 +229,31 @@ def test_client_quotas_from_the_command_line(tmp_path: Path, capsys: pytest.Capt
     code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "2", "find", "/image/clientQuotas")
     assert code == 0 and "request_percentage" in out and "connection_creation_rate" in out, out
     assert "consumer_byte_rate" not in out, out
+
+
+@pytest.mark.parametrize("release,refused", [("3.9.2", True), ("4.3.1", True), ("4.4.0", False)])
+def test_deleting_a_config_not_set_is_refused_by_the_tool_before_4_4(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                      release: str, refused: bool) -> None:
+    """kafka-configs before 4.4 describes a topic or a broker first and refuses to delete a
+    config it does not hold (naming each, as given; nothing is sent); 4.4's sends the change as
+    told, and the controller takes it."""
+    d = str(tmp_path / "c")
+    assert run(capsys, "cluster", "create", d, "--controllers", "1", "--brokers", "1", "--release", release,
+               "--engine", "events")[0] == 0
+    assert run(capsys, "topics", "--cluster", d, "create", "--partitions", "1")[0] == 0
+    assert run(capsys, "configs", "--cluster", d, "--alter", "--entity-type", "topics", "--entity-name", "topic-0",
+               "--add-config", "retention.ms=1000")[0] == 0
+    for entity in (["--entity-type", "topics", "--entity-name", "topic-0"],
+                   ["--entity-type", "brokers", "--entity-name", "2"], ["--entity-type", "brokers", "--entity-default"]):
+        code, out, err = run(capsys, "configs", "--cluster", d, "--alter", *entity,
+                             "--delete-config", "segment.ms,retention.ms,log.roll.ms")
+        if not refused:
+            assert (code, err) == (0, ""), (entity, err)
+        elif entity[1] == "topics":
+            assert (code, out, err) == (1, "", "Invalid config(s): segment.ms,log.roll.ms\n")
+        else:
+            assert (code, out, err) == (1, "", "Invalid config(s): segment.ms,retention.ms,log.roll.ms\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "cat",
+                       "/image/configs/TOPIC:topic-0/retention.ms")
+    gone = "cat: /image/configs/TOPIC:topic-0/retention.ms: No such file or directory."
+    assert (code, out.strip()) == (0, "1000" if refused else gone)
