@@ -96,6 +96,16 @@ def absolute_argv(parser: argparse.ArgumentParser, argv: Sequence[str], args: ar
     return out
 
 
+def serving_pid(directory: str | Path) -> int | None:
+    """The process that serves `directory` now (its marker names a process that lives), or
+    None: no marker, or one a killed server left."""
+    try:
+        pid = int(jsoninput.loads((Path(directory) / MARKER).read_text())["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if _pid_alive(pid) else None
+
+
 def forward(directory: str | Path, argv: Sequence[str]) -> Reply | None:
     """The served cluster's answer to a command on `directory` (`argv` with absolute paths,
     see `absolute_argv`); None when nothing serves it (no marker, or a stale one), so the

@@ -11,10 +11,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kraftsim.errors import KraftsimError
+from kraftsim.errors import ClusterBusyError, KraftsimError
 from kraftsim.regular_file import why_absent
 from kraftsim.sim import STATE_FILE, Simulation
 from kraftsim.testing import ClusterShape, Step
+from kraftsim.wire.control import serving_pid
 from kraftsim.wire.recording import Recorder, mixed_release_steps, setup_steps, shape_of
 
 
@@ -43,6 +44,10 @@ def open_target(target: Path | str, keep: Path | str | None = None) -> Opened:
         if not (path / STATE_FILE).is_file():
             raise KraftsimError(f"{path}: not a cluster directory (no {STATE_FILE}; make one with "
                                 "`kraftsim cluster create`)")
+        pid = serving_pid(path)
+        if pid is not None:  # (its lock would make this one wait, then give up: say so at once)
+            raise ClusterBusyError(f"{path}: already served by process {pid} (kraftsim serve); one server per "
+                                   "cluster directory: stop it first, or send it cluster commands")
         sim = Simulation.open(path)
         rec = Recorder(name=f"served {path.name}", seed=sim.seed, policy=sim.policy, shape=shape_of(sim),
                        origin_ms=sim.now_ms, steps=mixed_release_steps(sim))

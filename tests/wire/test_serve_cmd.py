@@ -263,6 +263,22 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     assert (altered_step.broker, altered_step.configs, altered_step.delete) == (None, {"log.retention.ms": "60000"}, [])
 
 
+def test_a_second_server_of_a_served_directory_is_refused_at_once(cluster, tmp_path):
+    """One server per cluster directory: a second `serve` of it says who serves it and exits 75
+    (busy, as every command that finds the directory held) without waiting for the lock."""
+    ready = tmp_path / "ready.json"
+    first = _spawn(str(cluster), "--ready-file", str(ready))
+    try:
+        _wait_ready(first, ready)
+        second = _kraftsim("serve", str(cluster), "--for", "1")
+        assert second.returncode == 75, second.stderr
+        assert f"already served by process {first.pid} (kraftsim serve)" in second.stderr
+        assert "Traceback" not in second.stderr and second.stdout == ""
+    finally:
+        _stop(first)
+    assert first.returncode == 0
+
+
 def test_a_marker_left_by_a_killed_server_is_ignored(cluster, tmp_path):
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
