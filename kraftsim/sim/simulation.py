@@ -441,6 +441,13 @@ class Simulation(AdminMixin):
         m = self.engine.member(node_id)
         return m.node if m.running else None
 
+    def incarnation(self, node_id: int) -> str | None:
+        """The incarnation id of the node's running process, None when it is down: a process a
+        reopened directory resumes keeps its own, a restart (a start after a crash or stop, a
+        roll) makes a new one, as a new Kafka process registers with a new one."""
+        m = self.engine.member(node_id)
+        return m.state.incarnation if m.running else None
+
     def serving_clients(self, node_id: int) -> bool:
         """Whether the node's broker is past Kafka's start-up gates, so its broker listener
         accepts connections: BrokerServer.startup enables request processing (and opens the

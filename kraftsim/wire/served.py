@@ -87,9 +87,11 @@ class ServedCluster:
     def running(self, listener: Listener) -> bool:
         return self.sim.running_node(listener.node_id) is not None
 
-    def process(self, listener: Listener) -> object | None:
-        """The node's running process (None when it is down): a listener belongs to one."""
-        return self.sim.running_node(listener.node_id)
+    def process(self, listener: Listener) -> str | None:
+        """The node's running process, by its incarnation id (None when it is down): a listener
+        belongs to one. A process resumed when the directory is opened again (after a handed-over
+        command) is the same one; a restarted one is not."""
+        return self.sim.incarnation(listener.node_id)
 
     def listening(self, listener: Listener) -> bool:
         """Whether the listener accepts connections now, as Kafka opens it: a controller

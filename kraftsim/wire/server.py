@@ -112,8 +112,9 @@ class WireServer:
         self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
         #: The advertised APIs kraftsim does not carry out that a client asked for (said once each).
         self._unserved_said: set[str] = set()
-        #: Each open listener's process (a listener belongs to one: it closes when that one stops).
-        self._process: dict[Listener, object] = {}
+        #: Each open listener's process, by incarnation id (a listener belongs to one: it closes
+        #: when that one stops or another takes its place).
+        self._process: dict[Listener, str] = {}
         #: Listeners of running nodes that do not listen yet (a broker still starting up).
         self._gated: set[Listener] = set()
 
@@ -129,7 +130,7 @@ class WireServer:
         self._dirty = False
         for listener in self.served.listeners():
             process = self.served.process(listener)
-            if listener in self.servers and self._process.get(listener) is not process:
+            if listener in self.servers and self._process.get(listener) != process:
                 self._close(listener)  # its process stopped (crashed, stopped, restarted)
             if listener in self.servers:
                 continue
@@ -170,16 +171,7 @@ class WireServer:
             return True
         if any(self.served.listening(x) for x in self._gated):
             return True
-        return any(self.served.process(x) is not p for x, p in self._process.items())
-
-    def processes_resumed(self) -> None:
-        """The Simulation was opened again (a handed-over command had its directory): the
-        processes that run resumed, and the listeners open stay theirs (their requests wait
-        until each broker published its image again: `_until_started`)."""
-        for listener in self.servers:
-            process = self.served.process(listener)
-            if process is not None:
-                self._process[listener] = process
+        return any(self.served.process(x) != p for x, p in self._process.items())
 
     def start_up_bound_ms(self) -> int:
         """Simulated time serving waits at most for every listener to open: twice the broker

@@ -66,9 +66,10 @@ class Session:
         """One cluster command on the served directory: the cluster saved and closed, the
         command run on the directory as it runs on its own, on a worker thread (the listeners
         stay open and hold their requests meanwhile, however long a `cluster run` takes), the
-        directory opened again (the nodes that run resume, their open listeners stay open and
-        hold requests until each broker published its image again), the listeners following,
-        and the command recorded."""
+        directory opened again (the nodes that run resume: the listeners of processes that ran
+        before stay open and hold requests until each broker published its image again, those of
+        processes the command stopped or restarted close and cut their connections), the
+        listeners following, and the command recorded."""
         commands = self.commands
         assert commands is not None
         served = self.served
@@ -83,7 +84,6 @@ class Session:
                 self.server.stopping.set()
                 return Reply(reply.stdout, reply.stderr + f"kraftsim: error: {type(e).__name__}: {e}\n", 1)
             served.anchor()
-            self.server.processes_resumed()
         finally:
             self.server.resume()
         if not self.server.stopping.is_set():

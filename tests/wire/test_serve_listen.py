@@ -181,3 +181,33 @@ def test_a_rolled_broker_cuts_its_connections_and_listens_again_on_the_same_port
         assert k.call(lambda s: s.sim.serving_clients(2))
         assert rpc(address, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
         assert k.address(2) == address
+
+
+def test_a_handed_over_roll_cuts_the_rolled_brokers_connections_and_keeps_the_others(tmp_path):
+    """`kraftsim cluster roll DIR --nodes 2` while DIR is served restarts broker 2 (a new
+    process, a new incarnation): its clients' connections end with it, as Kafka's would; broker
+    3's process only resumes when the directory is opened again, and its connection stays."""
+    from kraftsim.cli.serve_cmd import CliCommands
+
+    d = tmp_path / "c"
+    Simulation.create(d, controllers=1, brokers=2, release="4.0.1").close()
+    session = Session(open_target(d), commands=CliCommands())
+    session.start_thread()
+    try:
+        rolled, kept = (session.served.address(next(x for x in session.served.listeners() if x.node_id == n))
+                        for n in (2, 3))
+        with connect(rolled) as r, connect(kept) as k:
+            for s in (r, k):
+                s.sendall(encode_request(18, 3, 1, API_VERSIONS_V3))
+                assert read_frames(s, 1) is not None
+            assert session.loop is not None
+            reply = asyncio.run_coroutine_threadsafe(
+                session.carry_out(["cluster", "roll", str(d), "--release", "4.0.2", "--nodes", "2"]), session.loop)
+            assert reply.result(WAIT_S).code == 0
+            assert closed_by_server(r)
+            k.sendall(encode_request(18, 3, 2, API_VERSIONS_V3))
+            assert read_frames(k, 1) is not None  # the same connection: that process resumed
+        wait_accepting(rolled)
+        assert rpc(rolled, 18, 3, API_VERSIONS_V3)[1]["ErrorCode"] == 0
+    finally:
+        session.close_thread()
