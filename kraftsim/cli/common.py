@@ -68,7 +68,9 @@ def cluster_dir(text: str) -> str:
     """An argparse type: the directory of a simulated cluster (`cluster create`), refused as
     invalid input (UsageError: one line, exit 2) when it holds none."""
     if not (Path(text) / "cluster.json").is_file():
-        raise UsageError(f"{text}: not a simulated cluster (no cluster.json); create one with `kraftsim cluster create`")
+        from kraftsim.sim.types import not_a_cluster_text  # (not at start-up)
+
+        raise UsageError(not_a_cluster_text(text))
     return text
 
 

@@ -303,10 +303,11 @@ def _check_cluster(path: str, release: str | None) -> None:
     """Input kraftsim cannot work with (exit 2): no event-simulator cluster there, a release
     the cluster's catalog does not know."""
     from kraftsim.sim.tools.directory import EVENTS, catalog_path, engine_of
+    from kraftsim.sim.types import not_a_cluster_text
     from kraftsim.versions import load_catalog
 
     if not (Path(path) / "cluster.json").is_file():
-        raise UsageError(f"{path}: not a simulated cluster (no cluster.json; make one with `kraftsim cluster create`)")
+        raise UsageError(not_a_cluster_text(path))
     if engine_of(path) != EVENTS:
         raise UsageError(f"{path}: a tick-simulator cluster (--engine ticks) has no raft quorum to describe; "
                          "use the event simulator")

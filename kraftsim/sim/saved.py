@@ -8,6 +8,7 @@ partition, and what the invariants carry from one command to the next).
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 import msgspec
@@ -71,8 +72,10 @@ def read_saved(directory: Path) -> SavedState:
             raise SimError(f"{path}: not a regular file")
         raw = path.read_bytes()
     except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
-        raise NotAClusterError(f"{directory}: not a simulated cluster (no {STATE_FILE})") from None
+        raise NotAClusterError.at(directory) from None
     except OSError as e:
+        if e.errno == errno.ELOOP:  # (a symbolic link that leads to itself holds no cluster either)
+            raise NotAClusterError.at(directory) from None
         raise SimError(f"{path}: {e.strerror or e}") from None
     try:
         head = jsoninput.loads(raw)

@@ -40,6 +40,16 @@ class NotAClusterError(SimError, UsageError):
     """A directory named as a simulated cluster holds none (no cluster.json, or not a folder at
     all): invalid input, exit 2 in every command, those acting as Kafka's tools too."""
 
+    @classmethod
+    def at(cls, directory: object) -> "NotAClusterError":
+        return cls(not_a_cluster_text(directory))
+
+
+def not_a_cluster_text(directory: object) -> str:
+    """What every command says of a directory named as a cluster that holds none (one text,
+    whichever engine or command reads it)."""
+    return f"{directory}: not a simulated cluster (no cluster.json); create one with `kraftsim cluster create`"
+
 
 class RollStopped(SimError):
     """A roll stopped at the first node that did not come back on the new release, as an

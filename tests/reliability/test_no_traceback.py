@@ -17,6 +17,7 @@ import pytest
 from kraftsim.cli import main as cli_main
 from kraftsim.cli.main import main
 from kraftsim.sim.saved import STATE_FORMAT
+from kraftsim.sim.types import not_a_cluster_text
 from tests.reliability import damage
 
 REPO = Path(__file__).resolve().parents[2]
@@ -119,7 +120,7 @@ def test_export_that_cannot_rename_leaves_no_part(tmp_path: Path, segment: Path,
 
 
 @pytest.mark.parametrize("setup", ["missing", "empty", "file", "json-dir", "garbage", "foreign-json", "kafka-dir",
-                                   "deep-json", "deep-state"])
+                                   "deep-json", "deep-state", "loop"])
 @pytest.mark.parametrize("command", [["status"], ["roll", "--release", "3.8"], ["add", "--broker", "--release", "3.8"]])
 def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                             setup: str, command: list[str]) -> None:
@@ -142,6 +143,8 @@ def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, caps
         (d / "cluster.json").write_text(head + "[" * 100_000 + "]" * 100_000 + ("}" if head else ""))
     elif setup == "kafka-dir":
         damage.build_log_dir(d)
+    elif setup == "loop":  # a symbolic link to itself (ELOOP: was exit 1 in some commands, 2 in others)
+        d.symlink_to(d.name)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     code, out, err = run(capsys, "cluster", command[0], str(d), *command[1:])
     # no cluster.json at all: invalid input (exit 2); one that cannot be read: refused (exit 1)
@@ -150,7 +153,7 @@ def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, caps
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created or removed
 
 
-@pytest.mark.parametrize("setup", ["missing", "empty", "file"])
+@pytest.mark.parametrize("setup", ["missing", "empty", "file", "loop"])
 @pytest.mark.parametrize("command", [["topics", "--cluster", "DIR", "list"],
                                      ["features", "--cluster", "DIR", "describe"],
                                      ["configs", "--cluster", "DIR", "--alter", "--entity-type", "topics",
@@ -158,7 +161,8 @@ def test_cluster_commands_on_a_missing_or_foreign_directory(tmp_path: Path, caps
                                      ["leader-election", "--cluster", "DIR", "--election-type", "preferred",
                                       "--all-topic-partitions"],
                                      ["acls", "--cluster", "DIR", "--add", "--allow-principal", "User:a",
-                                      "--operation", "Read", "--topic", "t"]])
+                                      "--operation", "Read", "--topic", "t"],
+                                     ["metadata-quorum", "--cluster", "DIR", "describe", "--status"]])
 def test_the_kafka_tools_refuse_a_directory_that_is_no_cluster_as_invalid_input(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, command: list[str]) -> None:
     """No cluster.json where --cluster points (nothing there, an empty folder, a file): exit 2 as
@@ -169,10 +173,13 @@ def test_the_kafka_tools_refuse_a_directory_that_is_no_cluster_as_invalid_input(
         d.mkdir()
     elif setup == "file":
         d.write_text("not a directory\n")
+    elif setup == "loop":
+        d.symlink_to(d.name)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     code, out, err = run(capsys, *[str(d) if a == "DIR" else a for a in command])
     assert code == 2, (out, err)
-    assert one_line(err).startswith(f"{d}: not a simulated cluster (no cluster.json)")
+    # one text, whichever command or engine reads the directory
+    assert one_line(err).removeprefix("kraftsim: error: ") == not_a_cluster_text(d)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before  # nothing created
 
 
