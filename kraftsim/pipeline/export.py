@@ -14,6 +14,7 @@ damage and the result says it is partial and where.
 from __future__ import annotations
 
 import os
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable
@@ -56,10 +57,13 @@ class ExportResult:
 def _writer(out: Path, table: str, compression: str) -> tuple[Path, pq.ParquetWriter]:
     part = out.with_name(out.name + ".part")
     try:
+        # (created here first: Arrow's own error wraps the system's text in its own words)
+        os.close(os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666))
         return part, pq.ParquetWriter(part, schema(table), compression=compression)
     except OSError as e:
-        part.unlink(missing_ok=True)
-        raise KraftsimError(f"cannot write {part}: {e.strerror or e}") from None
+        with suppress(OSError):
+            part.unlink(missing_ok=True)
+        raise KraftsimError(f"cannot write {out}: {e.strerror or e}") from None
 
 
 def _finish(part: Path, out: Path, writer: pq.ParquetWriter, ok: bool) -> None:

@@ -104,6 +104,17 @@ def test_export_to_a_directory_is_refused_and_leaves_no_part(tmp_path: Path, seg
     assert not any(target.iterdir())
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_export_into_a_directory_that_takes_no_files_says_the_system_text(
+        segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """/proc exists but creates no file: the system's text, naming the file the user named (it
+    was Arrow's "Failed to open local file '....part'. Detail: [errno 2] ...")."""
+    out = Path("/proc/records.parquet")
+    code, _, err = run(capsys, "export", str(segment), "-o", str(out))
+    assert code == 1
+    assert one_line(err) == f"kraftsim: error: cannot write {out}: No such file or directory"
+
+
 def test_export_that_cannot_rename_leaves_no_part(tmp_path: Path, segment: Path, monkeypatch: pytest.MonkeyPatch,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     import kraftsim.pipeline.export as export
