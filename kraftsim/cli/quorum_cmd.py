@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, kafka_tool, node_id
+from kraftsim.cli.common import INT32_MAX, INT32_MIN, bounded_int, cluster_dir, kafka_tool, node_id
 from kraftsim.controller import exception_text
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.versions import ToolFailure
@@ -303,11 +303,9 @@ def _check_cluster(path: str, release: str | None) -> None:
     """Input kraftsim cannot work with (exit 2): no event-simulator cluster there, a release
     the cluster's catalog does not know."""
     from kraftsim.sim.tools.directory import EVENTS, catalog_path, engine_of
-    from kraftsim.sim.types import not_a_cluster_text
     from kraftsim.versions import load_catalog
 
-    if not (Path(path) / "cluster.json").is_file():
-        raise UsageError(not_a_cluster_text(path))
+    cluster_dir(path)
     if engine_of(path) != EVENTS:
         raise UsageError(f"{path}: a tick-simulator cluster (--engine ticks) has no raft quorum to describe; "
                          "use the event simulator")

@@ -8,7 +8,6 @@ partition, and what the invariants carry from one command to the next).
 
 from __future__ import annotations
 
-import errno
 from pathlib import Path
 
 import msgspec
@@ -17,7 +16,7 @@ from kraftsim import jsoninput
 from kraftsim.sim.node.format import CLUSTER_STATE_FILE
 from kraftsim.sim.types import (
     EVENTS_STATE_FORMAT, RUNNING, TICKS_STATE_FORMAT, InvariantResult, NotAClusterError, SimConfig, SimError,
-    unsupported_state_format,
+    holds_no_cluster, unsupported_state_format,
 )
 
 STATE_FILE = CLUSTER_STATE_FILE
@@ -71,10 +70,8 @@ def read_saved(directory: Path) -> SavedState:
         if path.exists() and not path.is_file() and not path.is_dir():
             raise SimError(f"{path}: not a regular file")
         raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
-        raise NotAClusterError.at(directory) from None
     except OSError as e:
-        if e.errno == errno.ELOOP:  # (a symbolic link that leads to itself holds no cluster either)
+        if holds_no_cluster(e):
             raise NotAClusterError.at(directory) from None
         raise SimError(f"{path}: {e.strerror or e}") from None
     try:

@@ -6,6 +6,7 @@ These are the names the scenario runner, the state machine and the CLI use (with
 
 from __future__ import annotations
 
+import errno
 from typing import Annotated, Any
 
 import msgspec
@@ -43,6 +44,12 @@ class NotAClusterError(SimError, UsageError):
     @classmethod
     def at(cls, directory: object) -> "NotAClusterError":
         return cls(not_a_cluster_text(directory))
+
+
+def holds_no_cluster(error: OSError) -> bool:
+    """Whether reading a cluster's state file failed because there is no cluster at all: nothing
+    there, a file named as the folder (ENOTDIR), a symbolic link that leads to itself (ELOOP)."""
+    return error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 
 
 def not_a_cluster_text(directory: object) -> str:

@@ -3,7 +3,6 @@ holds and reading it back. The event simulator's is `saved` (format 2)."""
 
 from __future__ import annotations
 
-import errno
 import json
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import msgspec
 from kraftsim.errors import KraftsimError, UsageError
 from kraftsim.sim.node.simnode import NodeState
 from kraftsim.sim.node.format import CLUSTER_STATE_FILE, EPOCH_MS
-from kraftsim.sim.types import TICKS_STATE_FORMAT, not_a_cluster_text, unsupported_state_format
+from kraftsim.sim.types import TICKS_STATE_FORMAT, holds_no_cluster, not_a_cluster_text, unsupported_state_format
 
 STATE_FILE = CLUSTER_STATE_FILE
 STATE_FORMAT = TICKS_STATE_FORMAT
@@ -59,10 +58,8 @@ def read_state(directory: Path) -> ClusterState:
         if path.exists() and not path.is_file() and not path.is_dir():
             raise ClusterError(f"{path}: not a regular file")
         raw = path.read_bytes()
-    except (FileNotFoundError, NotADirectoryError):  # (a file named as the cluster: ENOTDIR)
-        raise NotATicksCluster(not_a_cluster_text(directory)) from None
     except OSError as e:
-        if e.errno == errno.ELOOP:  # (a symbolic link that leads to itself holds no cluster either)
+        if holds_no_cluster(e):
             raise NotATicksCluster(not_a_cluster_text(directory)) from None
         raise ClusterError(f"{path}: {e.strerror or e}") from None
     try:
