@@ -118,6 +118,30 @@ def check_writable(output: Path | str, *, flag: str = "output", directory: bool 
         raise UsageError(f"{flag} {out}: cannot write in {target} (permission denied or read-only)")
     if out.exists() and not out.is_dir() and not os.access(out, os.W_OK) and not directory:
         raise UsageError(f"{flag} {out}: the file cannot be written (permission denied or read-only)")
+    _try_an_entry(out if directory else out.parent, out, flag)
+
+
+def _try_an_entry(folder: Path, out: Path, flag: str) -> None:
+    """Make (and at once remove) an empty entry in `folder`, and the missing folders above it:
+    permission bits do not tell everything (root may write anywhere by them, yet nothing can
+    be made under /proc), and what cannot be made now would fail only once the work is done.
+    Nothing stays: the folders made are removed again, empty."""
+    made = [f for f in (folder, *folder.parents) if not f.exists()]  # deepest first
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd = os.open(folder / f".kraftsim-probe-{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.close(fd)
+        os.unlink(folder / f".kraftsim-probe-{os.getpid()}")
+    except FileExistsError:
+        pass  # (a probe of this process's: the folder takes new entries)
+    except OSError as e:
+        raise UsageError(f"{flag} {out}: cannot write in {folder}: {e.strerror or e}") from None
+    finally:
+        for f in made:
+            try:
+                f.rmdir()
+            except OSError:
+                pass
 
 
 @contextmanager

@@ -105,14 +105,28 @@ def test_export_to_a_directory_is_refused_and_leaves_no_part(tmp_path: Path, seg
 
 
 @pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
-def test_export_into_a_directory_that_takes_no_files_says_the_system_text(
+def test_export_into_a_directory_that_takes_no_files_is_refused_first(
         segment: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """/proc exists but creates no file: the system's text, naming the file the user named (it
-    was Arrow's "Failed to open local file '....part'. Detail: [errno 2] ...")."""
+    """/proc exists, and root may write there by its permission bits, but no file can be made
+    in it: refused as bad input before anything is read, in the system's words."""
     out = Path("/proc/records.parquet")
     code, _, err = run(capsys, "export", str(segment), "-o", str(out))
-    assert code == 1
-    assert one_line(err) == f"kraftsim: error: cannot write {out}: No such file or directory"
+    assert code == 2
+    assert one_line(err) == f"kraftsim: error: --output {out}: cannot write in /proc: No such file or directory"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_export_writer_that_cannot_make_its_file_says_the_system_text(segment: Path) -> None:
+    """Past the CLI's check (the folder may change under a long export), the writer's own
+    failure names the file the user named in the system's words (it was Arrow's "Failed to
+    open local file '....part'. Detail: [errno 2] ...")."""
+    from kraftsim.errors import KraftsimError
+    from kraftsim.pipeline.export import export_parquet
+
+    out = Path("/proc/records.parquet")
+    with pytest.raises(KraftsimError) as raised:
+        export_parquet([segment], out)
+    assert str(raised.value) == f"cannot write {out}: No such file or directory"
 
 
 def test_export_that_cannot_rename_leaves_no_part(tmp_path: Path, segment: Path, monkeypatch: pytest.MonkeyPatch,

@@ -206,6 +206,25 @@ def test_one_report_into_a_folder_is_named_after_its_scenario(tmp_path: Path,
         assert (code, out) == (2, "") and "--html /dev/full: not a regular file" in err
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("flag", ["--html", "--keep"])
+@pytest.mark.parametrize("count", [1, 2])
+def test_an_output_no_file_can_be_made_in_is_refused_before_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, count: int) -> None:
+    """Root may write in /proc by its permission bits, yet nothing can be made there: --html
+    ran every scenario and then failed (with several, as an internal error), --keep failed as
+    if the scenario's cluster were wrong. Both are refused first now, and the other output
+    (a new nested folder, tried too) is left as it was: not there."""
+    files = [str(write(tmp_path, f"{i}.toml", PASSING.replace('name = "passing"', f'name = "p{i}"')))
+             for i in range(count)]
+    other = ["--keep", str(tmp_path / "new" / "kept")] if flag == "--html" else ["--html", str(tmp_path / "new" / "r")]
+    code, out, err = run(capsys, "scenario", "run", *files, *other, flag, "/proc/out")
+    assert (code, out) == (2, "")
+    folder = "/proc/out" if count > 1 or flag == "--keep" else "/proc"
+    assert err == f"kraftsim: error: {flag} /proc/out: cannot write in {folder}: No such file or directory\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"{i}.toml" for i in range(count)]
+
+
 def test_several_scenarios_get_a_report_and_a_cluster_each(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = write(tmp_path, "a.toml", PASSING)
     b = write(tmp_path, "b.toml", FAILING)
