@@ -26,12 +26,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _run(args: argparse.Namespace) -> int:
     from kraftsim.demo import run_demo  # the simulator and scenarios load only when the demo runs
     from kraftsim.sim.node.format import elapsed_text
+    from kraftsim.storage.safepath import check_writable
 
     out = Path(args.out)
     if out.exists():
         if not args.force:
             raise KraftsimError(f"{out} exists (from an earlier run?): pass --force to replace it, or --out elsewhere")
         _clear_earlier_run(out)
+    check_writable(out, flag="--out", directory=True)  # (a place nothing can be made in is said first)
     status = StatusLine(show_progress(args))
 
     def progress(name: str, step: int, ms: int) -> None:

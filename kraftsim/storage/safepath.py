@@ -127,15 +127,19 @@ def _try_an_entry(folder: Path, out: Path, flag: str) -> None:
     be made under /proc), and what cannot be made now would fail only once the work is done.
     Nothing stays: the folders made are removed again, empty."""
     made = [f for f in (folder, *folder.parents) if not f.exists()]  # deepest first
+    probe = folder / f".kraftsim-probe-{os.getpid()}"
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd = os.open(folder / f".kraftsim-probe-{os.getpid()}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.close(fd)
-        os.unlink(folder / f".kraftsim-probe-{os.getpid()}")
-    except FileExistsError:
-        pass  # (a probe of this process's: the folder takes new entries)
-    except OSError as e:
-        raise UsageError(f"{flag} {out}: cannot write in {folder}: {e.strerror or e}") from None
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError(f"{flag} {out}: cannot create the folder {folder}: {e.strerror or e}") from None
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            os.unlink(probe)
+        except FileExistsError:
+            pass  # (a probe of this process's: the folder takes new entries)
+        except OSError as e:
+            raise UsageError(f"{flag} {out}: cannot write in {folder}: {e.strerror or e}") from None
     finally:
         for f in made:
             try:

@@ -79,3 +79,14 @@ def test_force_replaces_only_an_earlier_runs_output(tmp_path: Path, monkeypatch:
     assert "mine.txt exists and is not a folder" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt", "reports"]
     assert (tmp_path / "mine.txt").read_text() == "mine"
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_an_out_folder_nothing_can_be_made_in_is_refused_first(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--out /proc/demo` (root may write there by its permission bits) ran into the first
+    scenario, which was then blamed: "scenarios/....toml: key `cluster`: the cluster cannot be
+    created". It is refused first now, as invalid input naming the flag."""
+    assert main(["demo", "--no-spark", "--out", "/proc/demo"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "kraftsim: error: --out /proc/demo: cannot create the folder /proc/demo: No such file or directory\n"
