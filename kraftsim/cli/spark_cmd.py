@@ -23,7 +23,7 @@ from kraftsim.pipeline.defaults import partitions_per_core
 from kraftsim.pipeline.jobs import JOBS, JobRun, job, job_inputs, run_local, run_spark
 from kraftsim.pipeline.snapshot_cost import AXES, parse_grid
 from kraftsim.pipeline.session import DEFAULT_MASTER, parse_conf, start_spark
-from kraftsim.storage.safepath import check_output
+from kraftsim.storage.safepath import check_output, check_writable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -116,8 +116,10 @@ def run_job(args: argparse.Namespace) -> int:
     items = job_inputs(name, getattr(args, "paths", ()), grid)
     params = _params(args)
     output = args.output or f"{DEFAULT_OUTPUT}/{name}"
-    if "://" not in output and args.overwrite:
-        _check_overwrite(Path(output), [Path(p) for p in getattr(args, "paths", ())])
+    if "://" not in output:
+        if args.overwrite:
+            _check_overwrite(Path(output), [Path(p) for p in getattr(args, "paths", ())])
+        check_writable(output, flag="--output", directory=True)  # (before Spark starts)
     if args.local:
         if args.master or args.conf:
             raise UsageError("--local runs without Spark: --master and --conf do not apply")
@@ -240,6 +242,7 @@ def run_sweep(args: argparse.Namespace) -> int:
         raise KraftsimError("--partitions must be at least 1")
     out = Path(args.out or f"{DEFAULT_OUTPUT}/sweep")
     engine.prepare_out(out, args.overwrite)
+    check_writable(out, flag="--out", directory=True)  # (before the first run)
     table_dir = out / engine.TABLE
     progress = None if args.no_progress else engine.Progress(len(items))
     on_spark = args.spark or args.master is not None or (not args.local and len(items) >= engine.SPARK_MIN_RUNS)

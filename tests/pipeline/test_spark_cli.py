@@ -26,6 +26,7 @@ from kraftsim.pipeline.java import find_java
 from kraftsim.pipeline.jobs import job_inputs, read_output, run_local
 from kraftsim.pipeline.session import prepare_environment
 from kraftsim.pipeline.snapshot_cost import parse_grid
+from kraftsim.scenario.suite import SUITE_DIR
 from tests.conftest import ORACLE
 from tests.pipeline.conftest import cli_command, run_cli
 
@@ -179,6 +180,24 @@ def test_bad_arguments_get_one_clear_line(argv: list[str], message: str, capsys:
     _, err = capsys.readouterr()
     assert code == 2  # usage or invalid input
     assert err.startswith("kraftsim: error: ") and message in err and "Traceback" not in err
+
+
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+@pytest.mark.parametrize("argv, flag", [
+    (["spark", "snapshot-cost", "--grid", "topics=2", "-o"], "--output"),
+    (["spark", "snapshot-cost", "--local", "--grid", "topics=2", "-o"], "--output"),
+    (["spark", "sweep", str(SUITE_DIR / "disable-feature.toml"), "--seeds", "2", "--local", "-o"], "--out"),
+])
+def test_an_output_folder_nothing_can_be_made_in_is_refused_before_any_run(
+        argv: list[str], flag: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Root may write under /proc by its permission bits, yet no folder can be made there: the
+    sweep ran every scenario first and ended in an internal error (Arrow's "Cannot create
+    directory"). Both are invalid input now, said before Spark or any run starts."""
+    code = run_cli([*argv, "/proc/kraftsim-out"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == (f"kraftsim: error: {flag} /proc/kraftsim-out: cannot create the folder /proc/kraftsim-out: "
+                   "No such file or directory\n")
 
 
 @pytest.mark.parametrize("flag, value", [("--partitions", "0"), ("--partitions-per-core", "-1"),
