@@ -19,7 +19,7 @@ from typing import Any
 
 from kraftsim.cli.common import bounded_int
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
-from kraftsim.storage.safepath import check_output_file
+from kraftsim.storage.safepath import check_output_file, check_writable
 
 
 def _speed(text: str) -> float:
@@ -84,6 +84,8 @@ def _run(args: argparse.Namespace) -> int:
     for flag, path in (("--record", args.record), ("--ready-file", args.ready_file)):
         if path is not None:
             check_output_file(Path(path), _served_entries(Path(args.target)), flag=flag)
+    if args.keep is not None:  # (tried here, or the scenario's cluster would be blamed)
+        check_writable(args.keep, flag="--keep", directory=True)
     try:
         opened = open_target(args.target, args.keep)
     except ClusterBusyError:  # another command holds it: try again later (exit 75), as every command says

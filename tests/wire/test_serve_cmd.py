@@ -165,6 +165,19 @@ def test_a_record_file_that_could_not_be_written_or_would_replace_the_target_is_
     assert scenario.read_bytes() == before
 
 
+@pytest.mark.skipif(not Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_a_keep_folder_nothing_can_be_made_in_is_said_as_the_flags(capsys, tmp_path):
+    """`serve SCENARIO --keep /proc/k` blamed the scenario file ("key `cluster`: the cluster
+    cannot be created"); the flag is named now, as `scenario run --keep` names it."""
+    scenario = tmp_path / "s.toml"
+    scenario.write_text('name = "s"\n[cluster]\ncontrollers = 1\nrelease = "3.9"\n')
+    code, out, err = run(capsys, "serve", str(scenario), "--for", "100", "--keep", "/proc/kraftsim-kept")
+    assert (code, out) == (2, "")
+    assert err == ("kraftsim: error: --keep /proc/kraftsim-kept: cannot create the folder /proc/kraftsim-kept: "
+                   "No such file or directory\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
 def test_a_ready_file_beside_the_served_clusters_own_files_is_allowed(capsys, tmp_path):
     """Only the cluster's own entries are protected: a ready file or recording kept in the
     cluster's folder is the user's to name; its state file and node folders are not."""
