@@ -118,7 +118,8 @@ def check_writable(output: Path | str, *, flag: str = "output", directory: bool 
         raise UsageError(f"{flag} {out}: cannot write in {target} (permission denied or read-only)")
     if out.exists() and not out.is_dir() and not os.access(out, os.W_OK) and not directory:
         raise UsageError(f"{flag} {out}: the file cannot be written (permission denied or read-only)")
-    _try_an_entry(out if directory else out.parent, out, flag)
+    if not (directory and out.exists() and not out.is_dir()):  # (a file named as a folder: its command says so)
+        _try_an_entry(out if directory else out.parent, out, flag)
 
 
 def _try_an_entry(folder: Path, out: Path, flag: str) -> None:

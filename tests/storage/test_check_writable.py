@@ -47,3 +47,10 @@ def test_a_folder_that_cannot_be_made_is_said_as_such(tmp_path: Path) -> None:
     with pytest.raises(UsageError) as raised:
         check_writable(out, flag="--keep", directory=True)
     assert str(raised.value) == f"--keep {out}: {tmp_path / 'file'} is not a directory"
+
+
+def test_a_file_named_as_a_folder_is_left_to_its_command(tmp_path: Path) -> None:
+    """(`--keep FILE`: the command says what is wrong with it, "not an empty directory")."""
+    (tmp_path / "file").write_text("x")
+    check_writable(tmp_path / "file", flag="--keep", directory=True)
+    assert (tmp_path / "file").read_text() == "x"
