@@ -125,6 +125,6 @@ def apply_retention(log: MetadataLog, plan: RetentionPlan) -> list[Path]:
     for sid in plan.delete_snapshots:
         src = log.directory / snapshot_file_name(sid)
         marked = log.directory / snapshot_file_name(sid, SnapshotState.DELETED)
-        mark_and_discard(src, marked)
+        mark_and_discard(src, marked, reusable=True)  # (the next snapshot may be written over it)
         deleted.append(src)
     return deleted

@@ -14,6 +14,7 @@ import os
 import stat
 import struct
 import tempfile
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice
@@ -31,6 +32,7 @@ from kraftsim.storage.batchfile import (
 )
 from kraftsim.regular_file import opened_file, require_regular_file
 from kraftsim.storage.fileio import fsync_dir, read_file
+from kraftsim.storage.reaper import reuse
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
 )
@@ -77,11 +79,7 @@ class SnapshotWriter:
                                  last_contained_log_timestamp=last_contained_log_timestamp)
         self._acc.append_control([header, *header_records])
         header_batch = self._acc.drain()
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(self.snapshot_id), suffix=PART_SUFFIX,
-                                       dir=self.directory)
-        except OSError as e:
-            raise KraftsimError(f"cannot create a snapshot in {self.directory}: {e.strerror or e}") from None
+        fd, tmp = _new_part_file(self.directory, self.snapshot_id)
         self.temp_path = Path(tmp)
         self._file = os.fdopen(fd, "wb")
         self.frozen = False
@@ -128,6 +126,7 @@ class SnapshotWriter:
         self._acc.append_control([footer])
         self._write(self._acc.drain(force=True))
         self._file.flush()
+        self._file.truncate()  # (a spare written over is longer than this snapshot)
         if self.fsync:
             os.fsync(self._file.fileno())
         self._file.close()
@@ -396,13 +395,11 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
             return None
         if patches is None:
             return None
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(sid), suffix=PART_SUFFIX, dir=d)
-        except OSError as e:
-            raise KraftsimError(f"cannot create a snapshot in {d}: {e.strerror or e}") from None
+        fd, tmp = _new_part_file(d, sid)
         try:
             try:
                 copy_file_bytes(src_fd, fd, st.st_size)
+                os.ftruncate(fd, st.st_size)  # (a spare written over is longer than the copy)
                 for at, data in patches:
                     os.pwrite(fd, data, at)
                 if fsync:
@@ -420,6 +417,26 @@ def place_snapshot_copy(source: Path | str, identity: tuple[int, int, int, int],
     if fsync:
         fsync_dir(d)
     return dest
+
+
+def _new_part_file(directory: Path, snapshot_id: SnapshotId) -> tuple[int, str]:
+    """A new `.checkpoint.part` temp file for `snapshot_id`, open for writing from its start:
+    a deleted snapshot kept as a spare when there is one (`reaper.reuse`), else an empty file.
+    The caller cuts it to what it wrote."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=snapshot_part_prefix(snapshot_id), suffix=PART_SUFFIX, dir=directory)
+    except OSError as e:
+        raise KraftsimError(f"cannot create a snapshot in {directory}: {e.strerror or e}") from None
+    if not reuse(tmp):
+        return fd, tmp
+    os.close(fd)
+    try:
+        os.chmod(tmp, stat.S_IRUSR | stat.S_IWUSR)  # (a spare was read-only; mkstemp's mode)
+        return os.open(tmp, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)), tmp
+    except OSError as e:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise KraftsimError(f"cannot create a snapshot in {directory}: {e.strerror or e}") from None
 
 
 def _pread(fd: int, at: int, count: int) -> bytes:

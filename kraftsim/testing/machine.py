@@ -483,7 +483,7 @@ class ClusterStateMachine(RuleBasedStateMachine):
                 inv.function(self)
 
     @classmethod
-    def _to_test_case(cls) -> Any:  # type: ignore[override]  # hypothesis caches its own with lru_cache
+    def _to_test_case(cls) -> Any:  # type: ignore[override, unused-ignore]  # (its type differs between hypothesis releases)
         """Hypothesis's TestCase, which replays the `--kraftsim-replay FILE` file instead of
         exploring when the file names this machine (and is skipped when it names another)."""
         base = super()._to_test_case()
