@@ -15,14 +15,16 @@ settle, so it is reported, never lost.
 
 A deleted snapshot may be kept as a spare instead (`discard(..., reusable=True)`): the next
 snapshot written or copied in this process is written over it (`reuse`), so its pages and
-blocks serve again. Writing into pages the page cache already holds costs a fraction of
-taking new ones, on VMs whose freed memory goes back to the host most of all: inside one
-million-partition run, alternating per file, a restamped copy of 110-130 MB took 0.25 s into
-a new file and 0.05 s over a spare (0.67 and 0.10 s in a slower hour), and an encoded
-snapshot 0.65 and 0.28 s (1.42 and 0.38 s); such a run writes hundreds of them. A spare keeps its `.deleted` name until it is
-reused, and `settle` releases the spares below its directory to the queue first, so a
-listing never sees one. Only this process reads the files it marks (its readers hold the
-cluster's lock), and they read a file whole, so a file written over is never read half old.
+blocks serve again. Inside a run that writes tens of gigabytes, taking new pages costs
+several times what writing into pages the page cache holds does (alone, it does not; why is
+not known): in one million-partition run, alternating per file, a restamped copy of 110-130
+MB took 0.25 s into a new file and 0.05 s over a spare (0.67 and 0.10 s in a slower hour),
+and an encoded snapshot 0.65 and 0.28 s (1.42 and 0.38 s); such a run writes hundreds of
+them, and whole runs took 9% less time (benchmarks/results/scale.md). A spare keeps its
+`.deleted` name until it is reused, and `settle` releases the spares below its directory to
+the queue first, so a listing never sees one. Only this process reads the files it marks
+(its readers hold the cluster's lock), and they read a file whole, so a file written over is
+never read half old.
 """
 
 from __future__ import annotations
