@@ -119,10 +119,10 @@ class Reaper:
     def _release_spares(self, prefix: str | None) -> None:
         """Queue the spares below `prefix` (None: all) for unlinking."""
         with self._cond:
-            released = [p for p in self._spares if prefix is None or p.startswith(prefix)]
+            released = [p for p in self._spares if _below(p, prefix)]
             if not released:
                 return
-            self._spares = [p for p in self._spares if p not in released]
+            self._spares = [p for p in self._spares if not _below(p, prefix)]
         for p in released:
             self.discard(p)
 
@@ -131,7 +131,7 @@ class Reaper:
         queued, or kept as spares."""
         prefix = _prefix(directory)
         with self._cond:
-            return self._count(prefix) + sum(prefix is None or p.startswith(prefix) for p in self._spares)
+            return self._count(prefix) + sum(_below(p, prefix) for p in self._spares)
 
     def settle(self, directory: Path | str | None = None) -> None:
         """Wait until every file queued so far below `directory` (None: anywhere) is gone,
@@ -146,9 +146,7 @@ class Reaper:
             raise KraftsimError("; ".join(errors))
 
     def _count(self, prefix: str | None) -> int:
-        if prefix is None:
-            return sum(self._busy.values())
-        return sum(n for p, n in self._busy.items() if p.startswith(prefix))
+        return sum(n for p, n in self._busy.items() if _below(p, prefix))
 
     def _run(self) -> None:
         while True:
@@ -179,6 +177,11 @@ class Reaper:
 
 def _prefix(directory: Path | str | None) -> str | None:
     return None if directory is None else os.path.join(os.path.abspath(directory), "")
+
+
+def _below(path: str, prefix: str | None) -> bool:
+    """Whether `path` lies below `prefix` (from `_prefix`; None: everywhere)."""
+    return prefix is None or path.startswith(prefix)
 
 
 def _unlink(path: str) -> str | None:
