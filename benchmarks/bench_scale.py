@@ -91,6 +91,8 @@ def run_size(partitions: int, timeout_s: float, profile_to: Path | None = None,
         "passed": passed, "stopped": stopped, "profiled": profile_to is not None,
         "load_before": load_before, "load_after": load_average(), "exit": os.waitstatus_to_exitcode(status),
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1), "peak_rss_mb": round(usage.ru_maxrss / 1024),
+        # (the kernel's share and the new pages it gave: what the last looks at 1M measured by hand)
+        "user_s": round(usage.ru_utime, 1), "system_s": round(usage.ru_stime, 1), "page_faults": usage.ru_minflt,
     }
     if not passed and stopped is None:
         row["failed_steps"] = _failed_steps(out)
@@ -154,15 +156,17 @@ def markdown(rows: list[dict[str, object]], profiles: dict[str, str]) -> str:
            "metadata.version finalized), each size in a fresh process, `scenario run FILE --seed 1 --json`. "
            f"Goal at 1,000,000 partitions: at most {GOAL_S} s and {GOAL_GB} GB (taken as GiB; "
            "memory figures here are MiB and GiB).", "",
-           "| code | partitions | wall s | CPU s | peak RSS MiB | passed | load before | load after |",
-           "|---|---:|---:|---:|---:|---|---|---|"]
+           "| code | partitions | wall s | CPU s | of which system s | page faults | peak RSS MiB | passed | load before | load after |",
+           "|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
     for r in rows:
         wall = f"> {r['wall_s']}" if r.get("stopped") else str(r["wall_s"])
         prof = " (under cProfile)" if r.get("profiled") else ""
         failed = "; ".join(str(x) for x in r.get("failed_steps") or []  # type: ignore[attr-defined]
                            if "not run:" not in str(x))  # (the first failure, not the steps it stopped)
         stop = f" ({r['stopped']})" if r.get("stopped") else ("" if r["passed"] else f" (exit {r['exit']}: {failed})")
-        out.append(f"| {r.get('code', 'this tree')}{prof} | {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | {r.get('peak_rss_mb', '-')} | "
+        faults = f"{r['page_faults']:,}" if "page_faults" in r else "-"  # (rows from before it was kept: -)
+        out.append(f"| {r.get('code', 'this tree')}{prof} | {r['partitions']:,} | {wall} | {r.get('cpu_s', '-')} | "
+                   f"{r.get('system_s', '-')} | {faults} | {r.get('peak_rss_mb', '-')} | "
                    f"{r['passed']}{stop} | {r['load_before']} | {r['load_after']} |")
     if NOTES.exists():  # (what the figures mean, written by hand: kept across runs)
         out += ["", NOTES.read_text(encoding="utf-8").rstrip()]

@@ -53,3 +53,8 @@ def test_a_run_without_deep_checks_gives_the_same_result_bytes() -> None:
 def test_the_benchmark_labels_a_run_without_deep_checks() -> None:
     row = bench_scale.run_size(1_000, timeout_s=300, deep_checks=False, label="here")
     assert row["passed"] and row["code"] == "here, deep checks off" and row["partitions"] == 1_000
+    # the kernel's share and the pages it gave are kept per row, and shown (a row from before: '-')
+    assert 0 < row["system_s"] <= row["cpu_s"] and row["page_faults"] > 1_000  # type: ignore[operator]
+    table = bench_scale.markdown([row, {k: v for k, v in row.items() if k not in ("system_s", "page_faults")}], {})
+    lines = [line for line in table.splitlines() if line.startswith("| here")]
+    assert f"| {row['system_s']} | {row['page_faults']:,} |" in lines[0] and "| - | - |" in lines[1]
