@@ -58,6 +58,7 @@ from kraftsim.sim.types import (
 )
 from kraftsim.sim.engine.invariants import DurableLog
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
+from kraftsim.storage.background_writes import WRITES
 from kraftsim.storage.names import BOOTSTRAP_FILE, META_PROPERTIES_FILE
 from kraftsim.storage import dirlock, refuse_symlinks
 from kraftsim.storage.safepath import new_directory
@@ -328,6 +329,7 @@ class Simulation(AdminMixin):
         self.close()
 
     def _finish_op(self, label: str) -> None:
+        WRITES.drain()  # (every node's log file whole before anything reads it by its path)
         self.engine.check_deep(f"after {label}")
         self.engine.forget_commits_below_snapshots()
         if self.durable:

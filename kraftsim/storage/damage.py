@@ -22,6 +22,7 @@ from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.log import MetadataLog
 from kraftsim.storage.names import parse_segment_name
 from kraftsim.storage.recovery import Damage, RecoveryAction, RecoveryKind
+from kraftsim.storage.background_writes import WRITES
 from kraftsim.storage.segment import ScanProblem, scan_segment_file
 from kraftsim.storage.snapshot import SnapshotFile
 
@@ -84,6 +85,7 @@ def segment_batches(path: Path, *, up_to_damage: bool) -> tuple[list[FileBatch],
     batch is recovery, any other problem damage (an error unless `up_to_damage`); and the
     file's size. The file is read once, a window at a time (`scan_segment_file`), never
     mapped, so one another process cuts meanwhile ends the walk where it was cut."""
+    WRITES.drain()  # (the file as appended, also by this process's writer thread)
     with opened_file(path) as f:
         fd = f.fileno()
         size = f.seek(0, os.SEEK_END)

@@ -135,6 +135,8 @@ class MetadataLog:
         self.misnamed: list[tuple[LogSegment, IndexEntry]] = []  # segments whose first batch is not their name's offset
         self.findings: list[tuple[LogSegment, ScanProblem]] = []  # wrong, but nothing Kafka's recovery would cut for
         self.log_start_offset = 0
+        #: Appends written by the writer thread (storage.background_writes): a simulated node's log.
+        self.background_appends = False
         #: `_rising_epochs` of the batches, kept up to date by appends (None: to compute again,
         #: after anything else changed the segments or their batches).
         self._rising: list[EpochEntry] | None = None
@@ -518,7 +520,8 @@ class MetadataLog:
         rising = self._rising
         if rising is not None and entry.epoch >= 0 and (not rising or entry.epoch > rising[-1].epoch):
             rising.append(EpochEntry(entry.epoch, leo))
-        seg.append(raw, entry, None if assign_offset else batch)  # (an assigned offset changed the bytes)
+        seg.append(raw, entry, None if assign_offset else batch,  # (an assigned offset changed the bytes)
+                   background=self.background_appends)
         return entry
 
     def append_records(self, payloads: Sequence[Payload], *, epoch: int, timestamp: int,

@@ -20,6 +20,7 @@ from kraftsim.protocol.batch import (
     _CRC_START, LOG_OVERHEAD, MAGIC_AT, MAGIC_V2, RECORD_BATCH_OVERHEAD, RecordBatch, TornTail, check_batch_at, crc32c_slicer,
     parse_batch,
 )
+from kraftsim.storage.background_writes import WRITES
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.regular_file import require_regular_file
 from kraftsim.storage.names import DELETED_FILE_SUFFIX
@@ -271,6 +272,7 @@ class LogSegment:
              findings: list[ScanProblem] | None = None) -> tuple["LogSegment", ScanProblem | None]:
         """Open and index a segment; the returned problem (if any) says where its good prefix ends."""
         require_regular_file(path)  # (a FIFO named like a segment would block the open)
+        WRITES.drain()  # (its size and bytes as appended, also by this process's writer thread)
         try:
             fd = os.open(path, os.O_RDWR if writable else os.O_RDONLY)
         except OSError as e:
@@ -321,6 +323,10 @@ class LogSegment:
         return bisect.bisect_left(self._lasts, offset)
 
     def _fileno(self) -> int:
+        """The descriptor, opened when needed; the file holds every byte appended to it
+        (storage.background_writes: anything but an append waits for the writes)."""
+        if WRITES.pending:
+            WRITES.drain()
         if self._fd is None:
             try:
                 self._fd = os.open(self.path, os.O_RDWR if self.writable else os.O_RDONLY)
@@ -380,9 +386,11 @@ class LogSegment:
         if not self.writable:
             raise KraftsimError(f"{self.path}: opened read-only")
 
-    def append(self, raw: bytes, entry: IndexEntry, batch: RecordBatch | None = None) -> None:
+    def append(self, raw: bytes, entry: IndexEntry, batch: RecordBatch | None = None, *,
+               background: bool = False) -> None:
         """Write a batch at the end of the indexed data (entry.position must equal self.size);
-        `batch`: its checked parse, kept for reading it again."""
+        `batch`: its checked parse, kept for reading it again. `background`: by the writer
+        thread (storage.background_writes), done before the file is next used otherwise."""
         if not self.writable:
             self._check_writable()
         entries = self.entries
@@ -395,9 +403,12 @@ class LogSegment:
         if position != size:
             raise AssertionError(f"append at {position}, segment size {size}")
         fd = self._fd
-        written = os.pwrite(fd if fd is not None else self._fileno(), raw, position)
-        if written != len(raw):
-            raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
+        if background:
+            WRITES.submit(fd if fd is not None else self._fileno(), raw, position, self._path_text)
+        else:
+            written = os.pwrite(fd if fd is not None else self._fileno(), raw, position)
+            if written != len(raw):
+                raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
         entries.append(entry)
         self._lasts.append(entry.last_offset)
         if batch is not None:  # (_keep_parsed, inlined: the appended batch is the newest, always kept)
@@ -420,6 +431,7 @@ class LogSegment:
         return os.fstat(self._fileno()).st_size
 
     def flush(self) -> None:
+        WRITES.drain()
         if self.writable and self._fd is not None:
             os.fsync(self._fd)
 
@@ -441,6 +453,8 @@ class LogSegment:
         """The descriptor is forgotten before it is closed: an interrupt (SIGTERM, Ctrl-C)
         between the two must not leave a closed number behind for the cleanup that follows
         to close again (EBADF, or another file's descriptor closed by mistake)."""
+        if self._fd is not None and WRITES.pending:  # (no write may land on a closed, maybe reused, number)
+            WRITES.drain()
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)

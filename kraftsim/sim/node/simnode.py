@@ -73,6 +73,11 @@ DEFAULT_RETENTION = RetentionSettings()
 FEATURE_MAP_BUCKETS = 8
 
 
+#: Nodes' log appends go through the writer thread (storage.background_writes); the simulator
+#: waits for them at the end of each operation (Simulation._finish_op).
+BACKGROUND_APPENDS = True
+
+
 class NodeState(msgspec.Struct, kw_only=True):
     """What the cluster directory remembers of a node between commands."""
 
@@ -348,6 +353,8 @@ class SimNode:
             if scanned is not None:
                 scanned.close()
             self.log = MetadataLog.open(self.metadata_dir, fsync=False, validate=validate, segment_bytes=seg_bytes)
+        if not read_only:
+            self.log.background_appends = BACKGROUND_APPENDS
         self.loader = MetadataLoader(self.catalog, fault_handler=self._on_fault, clock_ns=lambda: 0,
                                      initial_delta_on_use=True,
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)

@@ -1,0 +1,152 @@
+"""Log appends by the writer thread (storage.background_writes): whatever uses a log file
+but an append sees every byte appended, the files end as foreground appends leave them, and
+a failed write is reported, naming its file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kraftsim.errors import KraftsimError
+from kraftsim.protocol.entries import encode_data_batch
+from kraftsim.storage import MetadataLog
+from kraftsim.storage.background_writes import WRITES, BackgroundWrites
+from kraftsim.storage.names import METADATA_DIR_NAME
+
+from tests.cli_support import run
+from tests.scenario.helpers import REPO
+from tests.storage.conftest import config_payload
+
+
+def _batch(base: int, sizes: list[int]) -> bytes:
+    return encode_data_batch(base, [config_payload(n, name=f"k{base}") for n in sizes], epoch=1, timestamp=base)
+
+
+def _digests(d: Path) -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(d.iterdir()) if p.is_file()}
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("append"), st.lists(st.integers(1, 600), min_size=1, max_size=4)),
+    st.tuples(st.just("truncate"), st.integers(0, 40)),
+    st.tuples(st.just("reopen"), st.just(0)),
+), min_size=1, max_size=25)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS)
+def test_a_log_appended_in_the_background_reads_and_ends_as_one_appended_at_once(tmp_path_factory: pytest.TempPathFactory,
+                                                                                   ops: list[tuple[str, object]]) -> None:
+    root = tmp_path_factory.mktemp("logs")
+    dirs = {mode: root / mode / METADATA_DIR_NAME for mode in ("now", "later")}
+    logs = {mode: MetadataLog.open(d, fsync=False, segment_bytes=2048) for mode, d in dirs.items()}
+    logs["later"].background_appends = True
+    try:
+        for op, arg in ops:
+            for mode in logs:
+                log = logs[mode]
+                if op == "append":
+                    log.append(_batch(log.log_end_offset, arg))  # type: ignore[arg-type]
+                elif op == "truncate":
+                    log.truncate_to(min(arg, log.log_end_offset))  # type: ignore[type-var]
+                else:
+                    log.close()
+                    logs[mode] = log = MetadataLog.open(dirs[mode], fsync=False, segment_bytes=2048)
+                    log.background_appends = mode == "later"
+            # (read through the log, with writes still queued: the file's bytes, not a kept parse)
+            now, later = ([seg.read_raw(i) for seg in logs[m].segments.values() for i in range(len(seg))] for m in logs)
+            assert later == now
+        for log in logs.values():
+            log.close()
+        assert _digests(dirs["later"]) == _digests(dirs["now"])
+    finally:
+        for log in logs.values():
+            log.close()
+
+
+def test_a_failed_write_is_reported_once_naming_its_file(tmp_path: Path) -> None:
+    writes = BackgroundWrites()
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"")
+    fd = os.open(path, os.O_RDONLY)  # (a write to it fails: EBADF)
+    try:
+        writes.submit(fd, b"batch", 0, str(path))
+        with pytest.raises(KraftsimError, match=f"cannot write {path}: Bad file descriptor"):
+            writes.drain()
+        writes.drain()  # (reported once)
+    finally:
+        os.close(fd)
+
+
+def test_writes_land_in_the_order_submitted(tmp_path: Path) -> None:
+    writes = BackgroundWrites()
+    path = tmp_path / "f"
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        for i in range(2000):  # (each over the last, at overlapping places)
+            writes.submit(fd, bytes([i % 251]) * (1 + i % 7), i // 3, str(path))
+        writes.drain()
+    finally:
+        os.close(fd)
+    expected = bytearray()
+    for i in range(2000):
+        data, at = bytes([i % 251]) * (1 + i % 7), i // 3
+        expected[at:at + len(data)] = data
+    assert path.read_bytes() == bytes(expected)
+
+
+FORKED = """
+import os, sys
+from kraftsim.storage.background_writes import WRITES
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+WRITES.submit(fd, b"parent", 0, sys.argv[1])
+WRITES.drain()
+pid = os.fork()
+if pid == 0:  # (the thread is not copied: the child's writes need a writer of its own)
+    WRITES.submit(fd, b"child!", 6, sys.argv[1])
+    WRITES.drain()
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def test_a_forked_child_writes_through_a_writer_of_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    done = subprocess.run([sys.executable, "-c", FORKED, str(path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes() == b"parentchild!"
+
+
+@pytest.mark.parametrize("scenario", ["torn-tail", "leader-crash-mid-roll", "wiped-broker-catches-up-by-snapshot"])
+def test_a_simulated_cluster_is_the_same_with_appends_written_at_once(capsys: pytest.CaptureFixture[str],
+                                                                      tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                      scenario: str) -> None:
+    """Crashes (the unflushed tail cut), a torn tail, a wiped directory: the same `--json`
+    line and the same files whether the nodes' appends went through the thread or were
+    written at once."""
+    path = str(REPO / "scenarios" / f"{scenario}.toml")
+
+    def files(root: Path) -> dict[str, str]:
+        return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(root.rglob("*")) if p.is_file()}
+
+    before = WRITES.submitted
+    code, later_out, err = run(capsys, "scenario", "run", path, "--seed", "2", "--json", "--keep", str(tmp_path / "later"))
+    assert code == 0, err
+    submitted = WRITES.submitted
+    assert submitted > before + 10  # (the nodes' appends went through the thread)
+    monkeypatch.setattr("kraftsim.sim.node.simnode.BACKGROUND_APPENDS", False)
+    code, now_out, err = run(capsys, "scenario", "run", path, "--seed", "2", "--json", "--keep", str(tmp_path / "now"))
+    assert code == 0, err
+    assert WRITES.submitted == submitted  # (none did)
+    assert now_out == later_out
+    assert files(tmp_path / "now") == files(tmp_path / "later")
