@@ -3,9 +3,9 @@
 Why: at a million partitions the 33 nodes' log appends are the largest single cost of the
 what-if (the `pwrite` of each batch on each node, about a tenth of the run), and it is the
 kernel's work, done without the GIL. Handed to one writer thread they overlap with the
-simulator's Python on the machine's other core: measured on the 1M what-if, 282 and 305 s
-against 319 and 321 s, the same output (benchmarks/results/scale-notes.md, the twenty-sixth
-look).
+simulator's Python on the machine's other core: measured on the 1M what-if over three pairs,
+22.5 s (7%) less wall time on average, the same output (benchmarks/results/scale-notes.md,
+the twenty-seventh look).
 
 The rule that keeps this invisible: a log file holds every byte appended to it whenever
 anything but an append uses it. `LogSegment` waits (`drain`) before it reads, cuts, stats,
