@@ -12,7 +12,8 @@ anything but an append uses it. `LogSegment` waits (`drain`) before it reads, cu
 forces, opens or closes a segment file, and the simulator waits at the end of every operation
 (before its checks and before the cluster's state is saved), so every reader of a node's
 files by path, in this process or another, sees what it saw before. Writes keep their order
-(one thread, first in, first out). A write that fails is reported, naming the file, at the
+(one thread, first in, first out). The bytes queued are bounded (`QUEUED_BYTES_LIMIT`): an append
+waits for room, so a slow disk slows the simulator instead of growing its memory. A write that fails is reported, naming the file, at the
 next append or wait; the process waits for the writes at exit.
 
 Only logs that ask for it (`MetadataLog.background_appends`, set by the simulator's nodes)
@@ -26,24 +27,36 @@ import os
 import sys
 import threading
 from collections import deque
+from collections.abc import Callable
 
 from kraftsim.errors import KraftsimError
+
+
+#: The most bytes queued and not yet written before an append waits: far above what the 1M
+#: what-if queues between two operations (its peak memory is the same with the writer as
+#: without), far below the memory it would take a slow disk to fill.
+QUEUED_BYTES_LIMIT = 64 << 20
 
 
 class BackgroundWrites:
     """One writer thread and its queue of (descriptor, bytes, position, file name)."""
 
-    def __init__(self) -> None:
-        self._start_afresh()
+    def __init__(self, room: int = QUEUED_BYTES_LIMIT) -> None:
+        #: Bytes that may be queued and not yet written (one larger write is let in alone).
+        self.room = room
+        #: Called by the writer with each file name before it writes (tests hold the writer).
+        self.before_write: Callable[[str], object] | None = None
+        self._reset()
 
-    def _start_afresh(self) -> None:
-        """No writer and nothing queued: also in a child process (Spark's forked workers),
-        which has no copy of the thread and whose parent writes what it queued."""
+    def _reset(self) -> None:
         self._queue: deque[tuple[int, bytes, int, str]] = deque()
         self._cond = threading.Condition()
         #: Writes submitted and not yet done: changed by the submitter up and the writer down,
         #: both under the lock (read without it only by the submitter: a zero it reads is true).
         self.pending = 0
+        #: Bytes submitted and not yet written (under the lock).
+        self.queued_bytes = 0
+        self._waiting_for_room = False
         #: Writes submitted in all (a count for tests and measurements).
         self.submitted = 0
         self._failure: str | None = None
@@ -58,7 +71,11 @@ class BackgroundWrites:
             self._thread.start()
         self.submitted += 1
         with self._cond:
+            while self.queued_bytes and self.queued_bytes + len(raw) > self.room:
+                self._waiting_for_room = True
+                self._cond.wait()
             self.pending += 1
+            self.queued_bytes += len(raw)
             self._queue.append((fd, raw, position, name))
             self._cond.notify_all()
 
@@ -79,13 +96,26 @@ class BackgroundWrites:
                 while not queue:
                     cond.wait()
                 fd, raw, position, name = queue.popleft()
-            failure = _write(fd, raw, position, name)
+                hook = self.before_write
+            try:
+                if hook is not None:
+                    hook(name)
+                failure = _write(fd, raw, position, name)
+            except BaseException as e:  # (the thread must live on, or a drain would wait for ever)
+                failure = f"cannot write {name}: {e!r}"
             with cond:
                 if failure is not None and self._failure is None:
                     self._failure = failure
                 self.pending -= 1
-                if not self.pending:
+                self.queued_bytes -= len(raw)
+                if not self.pending or self._waiting_for_room:
+                    self._waiting_for_room = False
                     cond.notify_all()
+
+    def forget(self) -> None:
+        """In a forked child (Spark's workers): no writer and nothing queued, for the child has
+        no copy of the thread and its parent writes what it queued."""
+        self._reset()
 
 
 def _write(fd: int, raw: bytes, position: int, name: str) -> str | None:
@@ -113,4 +143,4 @@ def _drain_at_exit() -> None:
 #: The process's writer (one thread: appends to every log keep one order).
 WRITES = BackgroundWrites()
 atexit.register(_drain_at_exit)
-os.register_at_fork(after_in_child=WRITES._start_afresh)
+os.register_at_fork(after_in_child=WRITES.forget)
