@@ -32,10 +32,11 @@ from collections.abc import Callable
 from kraftsim.errors import KraftsimError
 
 
-#: The most bytes queued and not yet written before an append waits: far above what the 1M
-#: what-if queues between two operations (its peak memory is the same with the writer as
-#: without), far below the memory it would take a slow disk to fill.
-QUEUED_BYTES_LIMIT = 64 << 20
+#: The most bytes queued and not yet written before an append waits: about twice the most the
+#: 1M what-if queues (254-270 MB), where a wait would cost time (64 MiB: 11-13 s more a run),
+#: while a disk that cannot keep up holds the simulator at half a GiB instead of all its log.
+#: (benchmarks/results/scale-notes.md, the twenty-eighth look.)
+QUEUED_BYTES_LIMIT = 512 << 20
 
 
 class BackgroundWrites:

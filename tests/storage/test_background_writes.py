@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -87,68 +89,68 @@ def test_a_failed_write_is_reported_once_naming_its_file(tmp_path: Path) -> None
         os.close(fd)
 
 
-def test_the_writer_lives_on_after_an_unexpected_error_and_writes_what_follows(tmp_path: Path) -> None:
-    writes = BackgroundWrites()
-    path = tmp_path / "f"
+@contextmanager
+def _opened(path: Path) -> Iterator[int]:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _within_a_minute(condition: Callable[[], bool]) -> bool:
+    """Whether `condition` holds within a minute (a bounded wait for another thread)."""
+    for _ in range(600):
+        if condition():
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_the_writer_lives_on_after_an_unexpected_error_and_writes_what_follows(tmp_path: Path) -> None:
+    writes, path = BackgroundWrites(), tmp_path / "f"
+    with _opened(path) as fd:
         writes.submit(fd, b"ok", 0, str(path))
         writes.submit(fd, "?", 2, str(path))  # type: ignore[arg-type]  # (not bytes: a TypeError in the thread)
-        for _ in range(600):  # (bounded: a writer that died would leave its count for ever)
-            if not writes.pending:
-                break
-            time.sleep(0.1)
-        assert not writes.pending, "the writer thread stopped"
+        assert _within_a_minute(lambda: not writes.pending), "the writer thread stopped"
         with pytest.raises(KraftsimError, match=f"cannot write {path}: TypeError"):
             writes.drain()
         writes.submit(fd, b"!", 2, str(path))
         writes.drain()
-    finally:
-        os.close(fd)
     assert path.read_bytes() == b"ok!"
 
 
 def test_an_append_waits_for_room_while_the_writer_is_behind(tmp_path: Path) -> None:
-    writes, held = BackgroundWrites(room=16), threading.Event()
+    writes, held, path = BackgroundWrites(room=16), threading.Event(), tmp_path / "f"
     writes.before_write = lambda name: held.wait(60)
-    path = tmp_path / "f"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
     submitted: list[int] = []
+    with _opened(path) as fd:
 
-    def append_three() -> None:
-        for i in range(3):
-            writes.submit(fd, bytes([ord("a") + i]) * 8, 8 * i, str(path))
-            submitted.append(i)
+        def append_three() -> None:
+            for i in range(3):
+                writes.submit(fd, bytes([ord("a") + i]) * 8, 8 * i, str(path))
+                submitted.append(i)
 
-    appender = threading.Thread(target=append_three, daemon=True)
-    try:
-        appender.start()
-        for _ in range(600):  # (bounded)
-            if len(submitted) == 2:
-                break
-            time.sleep(0.1)
-        time.sleep(0.3)  # (time for a third append that did not wait)
-        assert submitted == [0, 1] and writes.queued_bytes == 16
-        held.set()
+        appender = threading.Thread(target=append_three, daemon=True)
+        try:
+            appender.start()
+            assert _within_a_minute(lambda: len(submitted) == 2)
+            time.sleep(0.3)  # (time for a third append that did not wait)
+            assert submitted == [0, 1] and writes.queued_bytes == 16
+        finally:
+            held.set()
         appender.join(60)
         writes.drain()
-    finally:
-        held.set()
-        os.close(fd)
     assert submitted == [0, 1, 2] and writes.queued_bytes == 0
     assert path.read_bytes() == b"a" * 8 + b"b" * 8 + b"c" * 8
 
 
 def test_a_write_larger_than_the_room_goes_alone(tmp_path: Path) -> None:
-    writes = BackgroundWrites(room=4)
-    path = tmp_path / "f"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT)
-    try:
+    writes, path = BackgroundWrites(room=4), tmp_path / "f"
+    with _opened(path) as fd:
         writes.submit(fd, b"0123456789", 0, str(path))
         writes.submit(fd, b"!", 10, str(path))
         writes.drain()
-    finally:
-        os.close(fd)
     assert path.read_bytes() == b"0123456789!"
 
 
