@@ -12,9 +12,10 @@ anything but an append uses it. `LogSegment` waits (`drain`) before it reads, cu
 forces, opens or closes a segment file, and the simulator waits at the end of every operation
 (before its checks and before the cluster's state is saved), so every reader of a node's
 files by path, in this process or another, sees what it saw before. Writes keep their order
-(one thread, first in, first out). The bytes queued are bounded (`QUEUED_BYTES_LIMIT`): an append
-waits for room, so a slow disk slows the simulator instead of growing its memory. A write that fails is reported, naming the file, at the
-next append or wait; the process waits for the writes at exit.
+(one thread, first in, first out). The bytes queued are bounded (`QUEUED_BYTES_LIMIT`): an
+append waits for room, so a slow disk slows the simulator instead of growing its memory. A
+write that fails is reported, naming the file, at the next append or wait; the process waits
+for the writes at exit.
 
 Only logs that ask for it (`MetadataLog.background_appends`, set by the simulator's nodes)
 write this way; the tools write as before.
@@ -50,6 +51,7 @@ class BackgroundWrites:
         self._reset()
 
     def _reset(self) -> None:
+        """No writer and nothing queued."""
         self._queue: deque[tuple[int, bytes, int, str]] = deque()
         self._cond = threading.Condition()
         #: Writes submitted and not yet done: changed by the submitter up and the writer down,
