@@ -40,7 +40,6 @@ from kraftsim.controller.result import (
     ControllerResult,
     accepted,
     make_payload,
-    payload,
     refused,
 )
 from kraftsim.image import (
@@ -419,6 +418,7 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
         return reg is not None and not reg.fenced and not reg.in_controlled_shutdown and dir_is_online(reg, directory)
 
     registry, version = registry_of(ctx), gates[0]
+    change_type = registry["PartitionChangeRecord"]  # (as `payload` makes it, looked up once per request)
     for td in req.topics:
         topic = image.topics.get_topic(td.topic_id) if td.topic_id != Uuid.ZERO else None
         if topic is None:
@@ -440,8 +440,8 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
                 part, target_isr, accept_in, min_isr=min_isr, elr=elr, unclean=unclean,
                 shrink_keeps_epoch=gates[2])
             if simple is not None:  # (the common shape: only the ISR changes, as the builder would write it)
-                change = payload(registry, "PartitionChangeRecord", version, partition_id=d.partition_index,
-                                 topic_id=topic.id, **simple) if simple else None
+                change = Payload(change_type, version, change_type.new(
+                    partition_id=d.partition_index, topic_id=topic.id, **simple)) if simple else None
             else:
                 b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part, leader_acceptor(image, part),
                                            min_isr=min_isr, elr=elr, gates=gates)

@@ -23,7 +23,7 @@ than the last time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sortedcontainers import SortedSet
@@ -35,7 +35,7 @@ from kraftsim.sim.engine.member import Member
 
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
-    from kraftsim.image import MetadataImage
+    from kraftsim.image import MetadataImage, PartitionRegistration
     from kraftsim.protocol.primitives import Uuid
     from kraftsim.sim.types import SimConfig
 
@@ -91,6 +91,8 @@ class LeaderBalance:
         image = self.engine.controller_image()
         if image is None:
             return
+        last_topic: Uuid | None = None  # (records come grouped by topic: its partitions looked up once)
+        partitions: Mapping[int, PartitionRegistration] = {}
         for payload in result.records:
             name = payload.record_type.name
             if name == "PartitionRecord":
@@ -107,8 +109,11 @@ class LeaderBalance:
                         self._tried.discard(key)
                         self._pending.add(key)
                     continue
-                topic = image.topics.get_topic(key[0])
-                p = topic.partitions.get(key[1]) if topic is not None else None
+                if key[0] != last_topic:
+                    topic = image.topics.get_topic(key[0])
+                    partitions = topic.partitions if topic is not None else {}
+                    last_topic = key[0]
+                p = partitions.get(key[1])
                 self._mark(key, p is not None and bool(p.replicas) and p.leader != p.replicas[0])
             elif name == "RemoveTopicRecord":
                 tid = payload.message.topic_id

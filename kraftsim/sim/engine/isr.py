@@ -23,7 +23,7 @@ the controller's rule (`alter_partition`) judges the request as Kafka's does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,6 +49,7 @@ if TYPE_CHECKING:
 Key = tuple[Uuid, int]
 _PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
 _BROKER_RECORDS = frozenset({"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnfenceBrokerRecord"})
+_NOBODY: frozenset[int] = frozenset()
 
 
 class IsrContext(Protocol):
@@ -88,7 +89,7 @@ def _eligible(image: MetadataImage, broker_id: int) -> bool:
 
 def _lacking(p: PartitionRegistration) -> frozenset[int]:
     isr = p.isr
-    return frozenset(r for r in p.replicas if r not in isr) if len(isr) < len(p.replicas) else frozenset()
+    return frozenset(p.replicas).difference(isr) if len(isr) < len(p.replicas) else _NOBODY
 
 
 class IsrExpansion:
@@ -138,6 +139,8 @@ class IsrExpansion:
                 known = standing[r] = _eligible(image, r)
             return known
 
+        last_topic: Uuid | None = None  # (records come grouped by topic: its partitions looked up once)
+        partitions: Mapping[int, PartitionRegistration] = {}
         for payload in result.records:
             name = payload.record_type.name
             if name in _PARTITION_RECORDS:
@@ -148,16 +151,19 @@ class IsrExpansion:
                 elif msg.isr is None and msg.replicas is None and msg.leader_recovery_state == -1:
                     if (msg.topic_id, msg.partition_id) not in tracked:
                         continue  # only its leader moved, and its ISR lacks nobody
-                key = (msg.topic_id, msg.partition_id)
-                topic = topics.get_topic(key[0])
-                p = topic.partitions.get(key[1]) if topic is not None else None
+                tid = msg.topic_id
+                if tid != last_topic:
+                    topic = topics.get_topic(tid)
+                    partitions = topic.partitions if topic is not None else {}
+                    last_topic = tid
+                key = (tid, msg.partition_id)
+                p = partitions.get(key[1])
                 if p is None:
                     continue
                 if len(p.isr) == len(p.replicas) and key not in tracked:
-                    lacks: frozenset[int] = frozenset()
-                else:
-                    lacks = self._track(key, p)
-                if any(eligible(r) for r in lacks):
+                    continue  # its ISR lacks nobody, as before
+                lacks = self._track(key, p)
+                if lacks and any(eligible(r) for r in lacks):
                     offset = offset if offset >= 0 else self._end_offset()
                     self._wake(p.leader, key, offset)
             elif name in _BROKER_RECORDS:
@@ -165,7 +171,8 @@ class IsrExpansion:
                 broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
                 if eligible(broker) and self._missing.get(broker):
                     offset = offset if offset >= 0 else self._end_offset()
-                    for key in sorted(self._missing[broker]):
+                    # (in any order: a leader sorts what it was woken for when it looks)
+                    for key in list(self._missing[broker]):
                         topic = topics.get_topic(key[0])
                         p = topic.partitions.get(key[1]) if topic is not None else None
                         if p is not None:
@@ -175,8 +182,8 @@ class IsrExpansion:
 
     def _track(self, key: Key, p: PartitionRegistration | None) -> frozenset[int]:
         """Keep what partition `key` (None: gone) lacks; what it lacks."""
-        lacks = _lacking(p) if p is not None else frozenset()
-        before = self._lacks.get(key, frozenset())
+        lacks = _lacking(p) if p is not None else _NOBODY
+        before = self._lacks.get(key, _NOBODY)
         if lacks == before:
             return lacks
         for r in before - lacks:
