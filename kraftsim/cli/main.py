@@ -85,8 +85,24 @@ class Parser(argparse.ArgumentParser):
         kwargs["allow_abbrev"] = False
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        #: What this parser was given (a subcommand's parser: what follows its command word).
+        self.given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(self.given, namespace)
+
     def error(self, message: str) -> NoReturn:
-        super().error(message + did_you_mean(message, self))
+        super().error(message + did_you_mean(message, self) + self._misplaced(message))
+
+    def _misplaced(self, message: str) -> str:
+        """" (--cluster goes before the subcommand: ...)" when a flag this parser requires was
+        given, but after its subcommand word (where that subcommand's parser took it)."""
+        missing = re.match(r"the following arguments are required: (--[\w-]+)", message)
+        if missing is None or missing.group(1) not in getattr(self, "given", ()):
+            return ""
+        words = [c for a in self._actions if isinstance(a, argparse._SubParsersAction) for c in a.choices]
+        sub = next((arg for arg in self.given if arg in words), "SUBCOMMAND")
+        return f" ({missing.group(1)} goes before the subcommand: {self.prog} {missing.group(1)} ... {sub} ...)"
 
 
 def _option_strings(parser: argparse.ArgumentParser) -> list[str]:
@@ -129,13 +145,21 @@ def did_you_mean(message: str, parser: argparse.ArgumentParser,
     return ""
 
 
-def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
-    """The innermost (sub)command parser that `args` went through."""
+def _parser_of_step(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser | None:
+    """The subcommand parser right below `parser` that `args` went through, or None."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             name = getattr(args, action.dest, None)
             if isinstance(name, str) and name in action.choices:
-                return _parser_of(action.choices[name], args)
+                inner: argparse.ArgumentParser = action.choices[name]
+                return inner
+    return None
+
+
+def _parser_of(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost (sub)command parser that `args` went through."""
+    while (inner := _parser_of_step(parser, args)) is not None:
+        parser = inner
     return parser
 
 
@@ -145,7 +169,25 @@ def _refuse_unrecognized(parser: argparse.ArgumentParser, args: argparse.Namespa
     (its usage and name, not the top level's), with hints from every command's flags."""
     message = f"unrecognized arguments: {' '.join(extras)}"
     command = _parser_of(parser, args)
-    argparse.ArgumentParser.error(command, message + did_you_mean(message, parser, command))
+    argparse.ArgumentParser.error(command, message + (_before_subcommand(parser, args, extras)
+                                                      or did_you_mean(message, parser, command)))
+
+
+def _before_subcommand(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: Sequence[str]) -> str:
+    """" (--cluster goes before the subcommand: kraftsim features --cluster ... upgrade ...)"
+    when an unrecognized flag is one of a command group's own, given after its subcommand
+    word (as in Kafka's tools, a group's flags come before the subcommand); "" otherwise."""
+    names = {arg.split("=", 1)[0] for arg in extras if arg.startswith("--")}
+    group = parser
+    while True:
+        inner = _parser_of_step(group, args)
+        if inner is None:
+            return ""
+        if group is not parser:
+            own = next((o for a in group._actions for o in a.option_strings if o in names), None)
+            if own is not None:
+                return f" ({own} goes before the subcommand: {group.prog} {own} ... {inner.prog.rsplit(' ', 1)[-1]} ...)"
+        group = inner
 
 
 def _command_named(argv: Sequence[str]) -> str | None:

@@ -141,6 +141,10 @@ class CliCommands:
             return _fault_step(args) if code in (0, 1) else None
         if args.command == "leader-election":  # exit 1: some partitions may still have been elected
             return _election_step(args, stdout)
+        if args.command == "topics" and args.topics_command == "create":  # exit 1: some may have been created
+            from kraftsim.cli.topics_cmd import create_step
+
+            return create_step(args, stdout)
         if code != 0:
             return None
         if args.command == "features":
@@ -153,20 +157,14 @@ class CliCommands:
             alteration = alter_step(args)
             return alteration.op, {key: value if value or key == "broker" else None
                                    for key, value in alteration.step().items()}
-        if args.command == "topics" and args.topics_command in ("create", "alter", "delete"):
+        if args.command == "topics" and args.topics_command in ("alter", "delete"):
             if args.topics_command == "delete":
                 return "delete-topics", {"names": list(args.names)}
-            if args.topics_command == "alter":
-                from kraftsim.cli.topics_cmd import replica_assignment
+            from kraftsim.cli.topics_cmd import replica_assignment
 
-                given = args.replica_assignment
-                return "create-partitions", {"names": list(args.names), "count": args.partitions,
-                                             "assignments": None if given is None else replica_assignment(given)}
-            # the names it printed: the lowest free ones, not always PREFIX0.. PREFIX<count-1>
-            made = [line[len("Created topic "):-1] for line in stdout.splitlines()
-                    if line.startswith("Created topic ") and line.endswith(".")]
-            return "create-topics", {"names": made, "partitions": args.partitions,
-                                     "replication_factor": args.replication_factor}
+            given = args.replica_assignment
+            return "create-partitions", {"names": list(args.names), "count": args.partitions,
+                                         "assignments": None if given is None else replica_assignment(given)}
         return None
 
 

@@ -1,10 +1,10 @@
 """`kraftsim topics --cluster DIR create|alter|delete|list`: topics of a simulated cluster.
 
 What scenario files do with `create-topics`, `create-partitions` and `delete-topics`, from
-the command line.
-Created topics are named PREFIX0, PREFIX1, ... (the first free names), as the scenario op
-names them; `list` prints the names in the active controller's image, one per line, as
-`kafka-topics --list` does.
+the command line. `create` makes the topics named by `--topic` (with kafka-topics' `--config`
+and `--replica-assignment`), or COUNT topics named PREFIX0, PREFIX1, ... (the first free
+names), as the scenario op names them; `list` prints the names in the active controller's
+image, one per line, as `kafka-topics --list` does.
 """
 
 from __future__ import annotations
@@ -24,12 +24,23 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
     cmds.required = True
 
-    create = cmds.add_parser("create", help="create COUNT topics named PREFIX0, PREFIX1, ... (in requests of "
-                                            "at most 10,000 records, Kafka's limit for one)")
-    create.add_argument("--count", type=int, default=1, metavar="N", help="how many topics (default 1)")
-    create.add_argument("--partitions", type=int, default=1, metavar="P", help="partitions per topic (default 1)")
+    create = cmds.add_parser("create", help="create the topics named by --topic, or COUNT topics named PREFIX0, "
+                                            "PREFIX1, ... (in requests of at most 10,000 records, Kafka's limit "
+                                            "for one)")
+    create.add_argument("--topic", action="append", dest="names", metavar="NAME",
+                        help="a topic to create, as kafka-topics --create --topic NAME (repeat it for more); "
+                             "without it, --count topics named --prefix and a number")
+    create.add_argument("--count", type=int, metavar="N", help="how many topics (default 1)")
+    create.add_argument("--partitions", type=int, metavar="P", help="partitions per topic (default 1)")
     create.add_argument("--replication-factor", type=int, metavar="R", help="default: min(3, brokers)")
-    create.add_argument("--prefix", default="topic-", metavar="PREFIX", help="name prefix (default topic-)")
+    create.add_argument("--prefix", metavar="PREFIX", help="name prefix (default topic-)")
+    create.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
+                        help="a config of each topic created, as kafka-topics --config (repeat it for more); each "
+                             "value is judged as the controller's release judges it")
+    create.add_argument("--replica-assignment", metavar="LIST",
+                        help="each topic's replicas by partition, as kafka-topics writes them: partitions separated "
+                             "by commas, broker ids by colons (\"1:2,2:3\": two partitions); instead of "
+                             "--partitions and --replication-factor")
     create.set_defaults(run=kafka_tool(_create))
 
     alter = cmds.add_parser("alter", help="grow topics to more partitions (kafka-topics --alter --partitions), "
@@ -51,26 +62,87 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lst.set_defaults(run=kafka_tool(_list))
 
 
+def _usage_error(text: str) -> int:
+    print(f"kraftsim: error: {text}", file=sys.stderr)
+    return 2
+
+
 def _create(args: argparse.Namespace) -> int:
     from kraftsim.scenario.apply import topic_requests
     from kraftsim.scenario.language import MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS
     from kraftsim.sim import Simulation
+    from kraftsim.sim.types import TopicsRefused
 
-    for key, most in (("count", MAX_TOPICS), ("partitions", MAX_PARTITIONS), ("replication_factor", MAX_REPLICATION)):
-        value = getattr(args, key)
+    names: list[str] | None = args.names
+    if names is not None and (args.count is not None or args.prefix is not None):
+        return _usage_error("--topic names the topics: --count and --prefix are for topics named by a number")
+    count = len(names) if names is not None else 1 if args.count is None else args.count
+    for key, value, most in (("count", count, MAX_TOPICS), ("partitions", args.partitions, MAX_PARTITIONS),
+                             ("replication-factor", args.replication_factor, MAX_REPLICATION)):
         if value is not None and not 1 <= value <= most:
-            print(f"kraftsim: error: --{key.replace('_', '-')}: expected a positive integer up to {most:,}, got {value}",
-                  file=sys.stderr)
-            return 2
-    if args.count * args.partitions > MAX_PARTITIONS:
-        print(f"kraftsim: error: --count x --partitions: expected at most {MAX_PARTITIONS:,} partitions in all, got "
-              f"{args.count * args.partitions:,}", file=sys.stderr)
-        return 2
+            return _usage_error(f"--{key}: expected a positive integer up to {most:,}, got {value}")
+    if names is not None and len(set(names)) < len(names):
+        return _usage_error(f"--topic: {next(n for n in names if names.count(n) > 1)!r} is named twice")
+    malformed = next((item for item in args.config if topic_configs([item]) is None), None)
+    if malformed is not None:
+        return _usage_error(f"--config: expected NAME=VALUE, got {malformed!r}")
+    assignments = None
+    if args.replica_assignment is not None:
+        if args.replication_factor is not None or args.partitions is not None:
+            return _usage_error("--replica-assignment names each partition's replicas: --partitions and "
+                                "--replication-factor are for replicas placed by the controller")
+        assignments = replica_assignment(args.replica_assignment)
+        if assignments is None or len(assignments) > MAX_PARTITIONS:
+            return _usage_error(f"--replica-assignment: expected broker ids separated by colons, partitions by commas "
+                                f"(\"1:2,2:3\"), got {args.replica_assignment!r}")
+    partitions = len(assignments) if assignments is not None else 1 if args.partitions is None else args.partitions
+    if count * partitions > MAX_PARTITIONS:
+        return _usage_error(f"--count x --partitions: expected at most {MAX_PARTITIONS:,} partitions in all, got "
+                            f"{count * partitions:,}")
     with Simulation.open(args.cluster) as sim:
-        for created in topic_requests(sim, args.count, args.partitions, args.replication_factor, args.prefix):
-            for name in created:  # (acknowledged: each request's topics are saved before they are named)
-                print(f"Created topic {name}.")
+        try:
+            for created in topic_requests(sim, count, partitions, args.replication_factor,
+                                          "topic-" if args.prefix is None else args.prefix, names=names,
+                                          configs=topic_configs(args.config) or None, assignments=assignments):
+                _say_created(created)
+        except TopicsRefused as e:
+            _say_created(e.created)  # (the refused request's other topics were created all the same)
+            raise
     return 0
+
+
+def _say_created(names: list[str]) -> None:
+    """kafka-topics' line for each topic created (acknowledged: its request is saved first)."""
+    for name in names:
+        print(f"Created topic {name}.")
+
+
+def create_step(args: argparse.Namespace, stdout: str) -> tuple[str, dict[str, object]] | None:
+    """The `create-topics` step a `create` that printed `stdout` made (for `serve --record`), or
+    None if it created nothing: the topics it named as created (numbered ones are the lowest free
+    numbers, and a request refused in part created the others) with the flags it was given."""
+    made = [line[len("Created topic "):-1] for line in stdout.splitlines()
+            if line.startswith("Created topic ") and line.endswith(".")]
+    if not made:
+        return None
+    configs = topic_configs(args.config) or None
+    if args.replica_assignment is not None:
+        return "create-topics", {"names": made, "configs": configs,
+                                 "assignments": replica_assignment(args.replica_assignment)}
+    return "create-topics", {"names": made, "partitions": 1 if args.partitions is None else args.partitions,
+                             "replication_factor": args.replication_factor, "configs": configs}
+
+
+def topic_configs(items: list[str]) -> dict[str, str] | None:
+    """kafka-topics' --config values ("retention.ms=1000", spaces around `=` dropped) as a
+    dict in their order; None if one is not NAME=VALUE."""
+    configs: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name.strip():
+            return None
+        configs[name.strip()] = value.strip()
+    return configs
 
 
 def replica_assignment(text: str) -> list[list[int]] | None:

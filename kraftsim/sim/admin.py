@@ -27,7 +27,7 @@ from kraftsim.image.pmap import MISSING, PMap
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.types import MvChangeReport
 from kraftsim.sim.engine.member import Member, entry_at
-from kraftsim.sim.types import SimError
+from kraftsim.sim.types import SimError, TopicsRefused
 from kraftsim.versions import ToolFailure
 
 if TYPE_CHECKING:  # features_tool is imported where used: serving a cluster never runs kafka-features
@@ -196,7 +196,9 @@ class AdminMixin:
         errors = [t for t in result.response.topics if t.error_code != 0]
         self._finish_op("create-topics")
         if errors:
-            raise SimError(errors[0].error_message or f"CreateTopics failed for {errors[0].name}")
+            refused = {t.name for t in errors}
+            raise TopicsRefused(errors[0].error_message or f"CreateTopics failed for {errors[0].name}",
+                                [n for n in names if n not in refused])
         return names
 
     def _send_placing(self, label: str, rule: Callable[[ControllerContext, int], ControllerResult]) -> ControllerResult | None:

@@ -77,6 +77,16 @@ class RollStopped(SimError):
                 f"The roll stopped: {len(self.left)} node(s) left on their old release{where}."]
 
 
+class TopicsRefused(SimError):
+    """A CreateTopics request the controller refused in part: str() is Kafka's text for the
+    first topic refused; `created` names the topics the same request did create (committed,
+    so a caller still reports them)."""
+
+    def __init__(self, text: str, created: list[str]) -> None:
+        super().__init__(text)
+        self.created = created
+
+
 class InvalidNodes(SimError, UsageError):
     """Node ids the caller gave that the cluster cannot take: an id no node has, a node in two
     partition groups. The caller's input, so invalid input at the command line (exit 2), as a

@@ -23,6 +23,11 @@ from tests.cli_support import run
     # a flag that exists, in the wrong place: where it goes, never "did you mean" the flag itself
     (["log", "verify", "x", "--debug"], "(--debug goes before the command: kraftsim --debug COMMAND ...)"),
     (["scenario", "check", "x", "--seed", "3"], "(--seed is not a flag of this command: see its --help)"),
+    # a command group's own flag given after its subcommand (as in Kafka's tools, it goes before)
+    (["features", "upgrade", "--cluster", "x", "--metadata", "3.9"],
+     "(--cluster goes before the subcommand: kraftsim features --cluster ... upgrade ...)"),
+    (["topics", "create", "--cluster", "x"], "(--cluster goes before the subcommand: kraftsim topics --cluster ... "
+                                             "create ...)"),
     # close to another command's flag only: no suggestion of a flag this command does not have
     (["cluster", "create", "x", "--controllers", "1", "--release", "3.9", "--nodez", "3"], "unrecognized arguments: --nodez 3"),
 ])
@@ -33,7 +38,7 @@ def test_did_you_mean(capsys: pytest.CaptureFixture[str], argv: list[str], hint:
 
 
 @pytest.mark.parametrize("argv, prog", [
-    (["topics", "--cluster", "x", "create", "--topic", "t"], "kraftsim topics create"),
+    (["topics", "--cluster", "x", "create", "--name", "t"], "kraftsim topics create"),
     (["cluster", "create", "x", "--controllers", "1", "--release", "3.9", "--nodes", "3"], "kraftsim cluster create"),
     (["replay", "x", "--nodes", "3"], "kraftsim replay"),
     (["--debug", "log", "verify", "x", "--jsn"], "kraftsim log verify"),

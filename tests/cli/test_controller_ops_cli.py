@@ -113,6 +113,37 @@ def test_topic_configs_and_partitions_from_the_command_line(tmp_path: Path, caps
     assert code == 0 and out.split() == ["0", "1", "2", "3", "4", "id", "name"], out
 
 
+def test_named_topics_with_configs_and_replicas_from_the_command_line(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """kafka-topics --create --topic NAME [--config K=V] [--replica-assignment ...]: only numbered
+    topics could be made from the command line. A request refused for one topic still names the
+    others it created (they are committed); bad flags are invalid input before anything is sent."""
+    d = _cluster(capsys, tmp_path / "c")
+    topics = ("topics", "--cluster", d, "create")
+    assert run(capsys, *topics, "--topic", "orders", "--partitions", "2", "--config", "retention.ms=1000",
+               "--config", "cleanup.policy=compact")[:2] == (0, "Created topic orders.\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "cat",
+                       "/image/configs/TOPIC:orders/retention.ms", "/image/configs/TOPIC:orders/cleanup.policy")
+    assert (code, out) == (0, "1000\ncompact\n")
+    assert run(capsys, *topics, "--topic", "placed", "--replica-assignment", "3,3,3")[:2] == (0, "Created topic placed.\n")
+    code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "ls", "/image/topics/byName/placed")
+    assert code == 0 and out.split() == ["0", "1", "2", "id", "name"], out
+    code, out, err = run(capsys, *topics, "--topic", "a", "--topic", "b/c", "--topic", "d")
+    assert (code, out, err) == (1, "Created topic a.\nCreated topic d.\n",
+                                "Topic name is invalid: 'b/c' contains one or more characters other than ASCII "
+                                "alphanumerics, '.', '_' and '-'\n")
+    code, _, err = run(capsys, *topics, "--topic", "e", "--config", "retention.ms=soon")
+    assert (code, err) == (1, "Invalid value soon for configuration retention.ms: Not a number of type LONG\n")
+    for flags, said in ((["--topic", "f", "--count", "2"], "--count and --prefix are for topics named by a number"),
+                        (["--topic", "f", "--topic", "f"], "'f' is named twice"),
+                        (["--topic", "f", "--config", "retention.ms"], "--config: expected NAME=VALUE"),
+                        (["--topic", "f", "--replica-assignment", "3,x"], "--replica-assignment: expected broker ids"),
+                        (["--replica-assignment", "3", "--partitions", "2"], "--partitions and --replication-factor")):
+        code, _, err = run(capsys, *topics, *flags)
+        assert code == 2 and said in err, err
+    assert run(capsys, "topics", "--cluster", d, "list")[1].split() == ["a", "d", "orders", "placed"]
+
+
 def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """kafka-leader-election's lines, its checks of its options and file with its texts (exit 1),
     and a file kraftsim cannot read refused as invalid input (exit 2)."""

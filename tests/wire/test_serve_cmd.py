@@ -244,6 +244,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
         assert (created.returncode, created.stdout) == (0, "Created topic t0.\n"), created.stderr
         again = _kraftsim("topics", "--cluster", str(d), "create", "--count", "1", "--prefix", "t")
         assert (again.returncode, again.stdout) == (0, "Created topic t1.\n"), again.stderr  # the lowest free name
+        named = _kraftsim("topics", "--cluster", str(d), "create", "--topic", "orders", "--topic", "b/c", "--config",
+                          "retention.ms=1000")  # (refused in part: what it created is still recorded)
+        assert (named.returncode, named.stdout) == (1, "Created topic orders.\n"), named.stderr
         grown = _kraftsim("topics", "--cluster", str(d), "alter", "t1", "--partitions", "3")
         assert (grown.returncode, grown.stdout) == (0, ""), grown.stderr
         # t0's one replica is on the crashed broker 3 or on 2: an unclean election has nothing to elect
@@ -270,8 +273,9 @@ def test_cluster_commands_on_a_served_directory_are_carried_out_by_the_server(tm
     assert alone.stderr == served_features.stderr == ""
     steps = load_scenario(rec).steps
     assert [(s.op, getattr(s, "nodes", None) or getattr(s, "names", None)) for s in steps if s.op != "run"] == \
-        [("crash", [3]), ("create-topics", ["t0"]), ("create-topics", ["t1"]), ("create-partitions", ["t1"]),
-         ("alter-broker-config", None), ("start", [3])]
+        [("crash", [3]), ("create-topics", ["t0"]), ("create-topics", ["t1"]), ("create-topics", ["orders"]),
+         ("create-partitions", ["t1"]), ("alter-broker-config", None), ("start", [3])]
+    assert [s.configs for s in steps if s.op == "create-topics"] == [None, None, {"retention.ms": "1000"}]
     (altered_step,) = [s for s in steps if s.op == "alter-broker-config"]
     assert (altered_step.broker, altered_step.configs, altered_step.delete) == (None, {"log.retention.ms": "60000"}, [])
 
