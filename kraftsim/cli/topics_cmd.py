@@ -70,8 +70,7 @@ def _usage_error(text: str) -> int:
 def _create(args: argparse.Namespace) -> int:
     from kraftsim.scenario.apply import topic_requests
     from kraftsim.scenario.language import MAX_PARTITIONS, MAX_REPLICATION, MAX_TOPICS
-    from kraftsim.sim import Simulation
-    from kraftsim.sim.types import TopicsRefused
+    from kraftsim.sim import Simulation, TopicsRefused
 
     names: list[str] | None = args.names
     if names is not None and (args.count is not None or args.prefix is not None):

@@ -45,7 +45,8 @@ from kraftsim.scenario.ops import (
     UnregisterController,
     Wait,
 )
-from kraftsim.sim import ReassignTarget, SimError, Simulation, leader_election, reassign_partitions, tool_note
+from kraftsim.sim import (ReassignTarget, SimError, Simulation, TopicsRefused, leader_election, reassign_partitions,
+                          tool_note)
 
 #: The most records Kafka's controller makes for one request (MAX_RECORDS_PER_USER_OP, from 3.5).
 RECORDS_PER_REQUEST = 10_000
@@ -101,10 +102,15 @@ def starting(sim: Simulation, op: StepBase) -> tuple[StepBase, list[str]]:
 def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     """Carry out an op as `starting` gave it; returns what it printed."""
     if isinstance(op, CreateTopics):
-        return [f"Created topic {n}." for created in topic_requests(sim, op.count, op.partitions, op.replication_factor,
-                                                                    names=op.names, configs=op.configs,
-                                                                    assignments=op.assignments)
-                for n in created]
+        said: list[str] = []
+        try:
+            for created in topic_requests(sim, op.count, op.partitions, op.replication_factor, names=op.names,
+                                          configs=op.configs, assignments=op.assignments):
+                said += [f"Created topic {n}." for n in created]
+        except TopicsRefused as e:
+            e.output = said + [f"Created topic {n}." for n in e.created]  # (committed all the same)
+            raise
+        return said
     if isinstance(op, DeleteTopics):
         sim.delete_topics(op.names)
         return [f"Deleted topic {n}." for n in op.names]

@@ -225,7 +225,7 @@ def _run_step(sim: Simulation, scenario: Scenario, index: int, step: Step, origi
         started, said = starting(sim, step)
         output = said + carry_out(sim, started)
     except (SimError, KraftsimError) as e:
-        output = said
+        output = said + list(e.output) if isinstance(e, SimError) else said
         error = str(e)
     except Exception as e:  # a bug in the simulator: reported as the step's failure, clearly labelled
         error = f"internal error: {type(e).__name__}: {e}"

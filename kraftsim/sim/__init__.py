@@ -37,14 +37,14 @@ if TYPE_CHECKING:  # what the lazy exports below resolve to, for the type checke
     from kraftsim.sim.tools.reassign_partitions import Target as ReassignTarget
     from kraftsim.sim.simulation import Simulation
     from kraftsim.sim.types import BROKER, CONTROLLER, INVARIANTS, InvariantResult, NodeInfo, RollStopped, SimConfig
-    from kraftsim.sim.types import SimError, SimEvent, created_roles
+    from kraftsim.sim.types import SimError, SimEvent, TopicsRefused, created_roles
 
 # Loaded on first use: `import kraftsim.sim.node.api_versions` (or any room) must not start
 # the whole simulator, and `kraftsim serve` imports only what its first answer needs.
 _MODULE_OF = {
     **{name: ("kraftsim.sim.types", name)
        for name in ("BROKER", "CONTROLLER", "INVARIANTS", "InvariantResult", "NodeInfo", "RollStopped", "SimConfig",
-                    "SimError", "SimEvent", "created_roles")},
+                    "SimError", "SimEvent", "TopicsRefused", "created_roles")},
     "QuorumInfo": ("kraftsim.sim.engine.quorum_view", "QuorumInfo"),
     "ReplicaInfo": ("kraftsim.sim.engine.quorum_view", "ReplicaInfo"),
     "VoterChangeRefused": ("kraftsim.sim.engine.reconfig", "VoterChangeRefused"),
@@ -65,8 +65,8 @@ _MODULE_OF = {
 }
 __all__ = [
     "API_VERSIONS_KEY", "INVARIANTS", "InvariantResult", "NodeInfo", "QuorumInfo", "ReplicaInfo", "RollStopped",
-    "STATE_FILE", "SimConfig", "SimError", "SimEvent", "Simulation", "VoterChangeRefused", "api_version_table",
-    "api_versions_response", "elapsed_text", "import_cluster", "import_source_kind", "tool_note",
+    "STATE_FILE", "SimConfig", "SimError", "SimEvent", "Simulation", "TopicsRefused", "VoterChangeRefused",
+    "api_version_table", "api_versions_response", "elapsed_text", "import_cluster", "import_source_kind", "tool_note",
     "ElectionOutput", "elected_partitions", "leader_election", "ReassignOutput", "ReassignTarget",
     "reassign_partitions", "BROKER", "CONTROLLER", "created_roles",
 ]

@@ -7,6 +7,7 @@ These are the names the scenario runner, the state machine and the CLI use (with
 from __future__ import annotations
 
 import errno
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import msgspec
@@ -35,6 +36,11 @@ def created_roles(*, combined: int, controllers: int, brokers: int) -> dict[int,
 
 class SimError(KraftsimError):
     """An operation the simulated cluster refuses (str: Kafka's text) or cannot carry out."""
+
+    #: What the operation said of the part it did carry out before it was refused (a scenario
+    #: step keeps it as its output): set where that part is committed, such as the topics a
+    #: CreateTopics request refused in part created.
+    output: Sequence[str] = ()
 
 
 class NotAClusterError(SimError, UsageError):

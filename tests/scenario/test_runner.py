@@ -47,6 +47,20 @@ topics = 2
     assert expect_of(o, "topics").actual == 2
 
 
+def test_a_create_topics_step_refused_in_part_says_what_it_created() -> None:
+    """Kafka creates a request's other topics when it refuses one; the failed step's output
+    was empty, as if nothing had been created."""
+    o = run_text("""
+[[step]]
+op = "create-topics"
+names = ["ok", "b/c", "ok2"]
+expect_error = "Topic name is invalid: 'b/c'"
+[expect]
+topics = 2
+""")
+    assert o.result.passed and o.result.steps[0].output == ["Created topic ok.", "Created topic ok2."]
+
+
 def test_roll_stop_start_and_node_keys() -> None:
     o = run_text("""
 [[step]]
