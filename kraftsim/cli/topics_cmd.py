@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         help="each topic's replicas by partition, as kafka-topics writes them: partitions separated "
                              "by commas, broker ids by colons (\"1:2,2:3\": two partitions); instead of "
                              "--partitions and --replication-factor")
+    create.add_argument("--if-not-exists", action="store_true",
+                        help="a --topic that exists already is passed over, not an error (as kafka-topics "
+                             "--if-not-exists)")
     create.set_defaults(run=kafka_tool(_create))
 
     alter = cmds.add_parser("alter", help="grow topics to more partitions (kafka-topics --alter --partitions), "
@@ -75,6 +78,8 @@ def _create(args: argparse.Namespace) -> int:
     names: list[str] | None = args.names
     if names is not None and (args.count is not None or args.prefix is not None):
         return _usage_error("--topic names the topics: --count and --prefix are for topics named by a number")
+    if args.if_not_exists and names is None:
+        return _usage_error("--if-not-exists is for topics named by --topic (numbered ones take free numbers)")
     count = len(names) if names is not None else 1 if args.count is None else args.count
     for key, value, most in (("count", count, MAX_TOPICS), ("partitions", args.partitions, MAX_PARTITIONS),
                              ("replication-factor", args.replication_factor, MAX_REPLICATION)):
@@ -102,7 +107,8 @@ def _create(args: argparse.Namespace) -> int:
         try:
             for created in topic_requests(sim, count, partitions, args.replication_factor,
                                           "topic-" if args.prefix is None else args.prefix, names=names,
-                                          configs=topic_configs(args.config) or None, assignments=assignments):
+                                          configs=topic_configs(args.config) or None, assignments=assignments,
+                                          existing_ok=args.if_not_exists):
                 _say_created(created)
         except TopicsRefused as e:
             _say_created(e.created)  # (the refused request's other topics were created all the same)

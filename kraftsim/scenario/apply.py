@@ -55,13 +55,14 @@ RECORDS_PER_REQUEST = 10_000
 def topic_requests(sim: Simulation, count: int, partitions: int, replication_factor: int | None,
                    prefix: str = "topic-", names: Sequence[str] | None = None,
                    configs: Mapping[str, str] | None = None,
-                   assignments: Sequence[Sequence[int]] | None = None) -> Iterator[list[str]]:
+                   assignments: Sequence[Sequence[int]] | None = None, existing_ok: bool = False) -> Iterator[list[str]]:
     """Create `count` topics `<prefix><i>` (or the topics `names`) in requests of at most
     RECORDS_PER_REQUEST records (a TopicRecord and a PartitionRecord per partition each), as a
     script calling kafka-topics stays under the controller's limits ("Unable to perform
     excessively large batch operation.", and "Excessively large number of partitions per
     request." from 3.9.1; a single topic larger than that is still refused): the names each
-    request created, once it is saved."""
+    request created, once it is saved. `existing_ok`: named topics that exist already are
+    passed over (Simulation.create_topics)."""
     if assignments is not None:
         partitions = len(assignments)
     per_request = max(1, RECORDS_PER_REQUEST // (partitions + 1))
@@ -69,7 +70,7 @@ def topic_requests(sim: Simulation, count: int, partitions: int, replication_fac
         for at in range(0, len(names), per_request):
             chunk = list(names[at:at + per_request])
             yield sim.create_topics(len(chunk), partitions, replication_factor, names=chunk, configs=configs,
-                                    assignments=assignments)
+                                    assignments=assignments, existing_ok=existing_ok)
         return
     done = 0
     while done < count:

@@ -20,7 +20,7 @@ from kraftsim.controller import (
     salted_password, CreatePartitionsRequest, CreatePartitionsTopic,
     CreateTopicsRequest, DeleteTopicState, DeleteTopicsRequest, ElectLeadersRequest,
     FeatureUpdate, IncrementalAlterConfigsRequest, LegacyAlterConfigsRequest, UpdateFeaturesRequest,
-    UpdateFeaturesResponse, code_text, create_partitions, create_topics, delete_topics, elect_leaders,
+    UpdateFeaturesResponse, code_text, create_partitions, error_codes, create_topics, delete_topics, elect_leaders,
     incremental_alter_configs, legacy_alter_configs, unregister_broker,
 )
 from kraftsim.image.pmap import MISSING, PMap
@@ -171,11 +171,13 @@ class AdminMixin:
     def create_topics(self, count: int, partitions: int, replication_factor: int | None = None,
                       prefix: str = "topic-", names: Sequence[str] | None = None,
                       configs: Mapping[str, str] | None = None,
-                      assignments: Sequence[Sequence[int]] | None = None) -> list[str]:
+                      assignments: Sequence[Sequence[int]] | None = None, existing_ok: bool = False) -> list[str]:
         """`count` new topics `<prefix><i>` (the lowest free numbers), or the topics `names`,
         each with the topic configs `configs` (in their order, as a request lists them) and, when
         given, the replicas by partition `assignments` (as kafka-topics --replica-assignment
-        sends them: no partition count or replication factor of their own)."""
+        sends them: no partition count or replication factor of their own): the names created.
+        `existing_ok`: a topic the controller refuses as existing already is not an error (as
+        kafka-topics --if-not-exists takes it); it is only not among the names returned."""
         brokers = [m for m in self.engine.ordered() if m.state.is_broker]
         rf = replication_factor if replication_factor is not None else min(3, len(brokers))
         if self._wait_leader() is None or self.engine.controller is None:
@@ -193,13 +195,14 @@ class AdminMixin:
         request = CreateTopicsRequest(tuple(CreatableTopic(n, partitions, rf, placed, own) for n in names),
                                       seed=self.seed * 1_000_003 + len(image.topics))
         result = self._controller_call(lambda ctx: create_topics(ctx, request))
-        errors = [t for t in result.response.topics if t.error_code != 0]
+        refused = {t.name for t in result.response.topics if t.error_code != 0}
+        exists = error_codes()["TOPIC_ALREADY_EXISTS"] if existing_ok else None
+        errors = [t for t in result.response.topics if t.error_code not in (0, exists)]
         self._finish_op("create-topics")
+        created = [n for n in names if n not in refused]
         if errors:
-            refused = {t.name for t in errors}
-            raise TopicsRefused(errors[0].error_message or f"CreateTopics failed for {errors[0].name}",
-                                [n for n in names if n not in refused])
-        return names
+            raise TopicsRefused(errors[0].error_message or f"CreateTopics failed for {errors[0].name}", created)
+        return created
 
     def _send_placing(self, label: str, rule: Callable[[ControllerContext, int], ControllerResult]) -> ControllerResult | None:
         """A request whose new replicas are placed, as a client sends it: `rule` given the

@@ -128,6 +128,11 @@ def test_named_topics_with_configs_and_replicas_from_the_command_line(tmp_path: 
     assert run(capsys, *topics, "--topic", "placed", "--replica-assignment", "3,3,3")[:2] == (0, "Created topic placed.\n")
     code, out, _ = run(capsys, "metadata-shell", "--cluster", d, "--node", "1", "ls", "/image/topics/byName/placed")
     assert code == 0 and out.split() == ["0", "1", "2", "id", "name"], out
+    # --if-not-exists: an existing topic is passed over silently, as kafka-topics does (tests/wire/test_real_tools.py)
+    assert run(capsys, *topics, "--topic", "orders", "--topic", "more", "--if-not-exists")[:2] == (
+        0, "Created topic more.\n")
+    assert run(capsys, *topics, "--topic", "orders", "--if-not-exists")[:3] == (0, "", "")
+    assert run(capsys, *topics, "--topic", "orders")[::2] == (1, "Topic 'orders' already exists.\n")
     code, out, err = run(capsys, *topics, "--topic", "a", "--topic", "b/c", "--topic", "d")
     assert (code, out, err) == (1, "Created topic a.\nCreated topic d.\n",
                                 "Topic name is invalid: 'b/c' contains one or more characters other than ASCII "
@@ -138,10 +143,11 @@ def test_named_topics_with_configs_and_replicas_from_the_command_line(tmp_path: 
                         (["--topic", "f", "--topic", "f"], "'f' is named twice"),
                         (["--topic", "f", "--config", "retention.ms"], "--config: expected NAME=VALUE"),
                         (["--topic", "f", "--replica-assignment", "3,x"], "--replica-assignment: expected broker ids"),
-                        (["--replica-assignment", "3", "--partitions", "2"], "--partitions and --replication-factor")):
+                        (["--replica-assignment", "3", "--partitions", "2"], "--partitions and --replication-factor"),
+                        (["--count", "2", "--if-not-exists"], "--if-not-exists is for topics named by --topic")):
         code, _, err = run(capsys, *topics, *flags)
         assert code == 2 and said in err, err
-    assert run(capsys, "topics", "--cluster", d, "list")[1].split() == ["a", "d", "orders", "placed"]
+    assert run(capsys, "topics", "--cluster", d, "list")[1].split() == ["a", "d", "more", "orders", "placed"]
 
 
 def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

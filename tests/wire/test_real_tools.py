@@ -87,6 +87,12 @@ def test_kafkas_tools_against_a_served_cluster(case: Case):
                         "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic orders.", created.stderr
         assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
+        # (what `kraftsim topics create --if-not-exists` does offline: an existing topic is no error, and nothing is said)
+        again = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--if-not-exists")
+        assert (again.returncode, again.stdout) == (0, ""), again.stderr
+        again = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders")
+        assert (again.returncode, again.stdout) == (1, "Error while executing topic command : Topic 'orders' already "
+                                                       "exists.\n"), again.stderr
         # 3.7's tool asks ListPartitionReassignments, 4.x's DescribeTopicPartitions
         described = _tool(dist, TOPICS, "--bootstrap-server", bs, "--describe", "--topic", "orders")
         assert described.returncode == 0, described.stderr
