@@ -85,10 +85,12 @@ def _create(args: argparse.Namespace) -> int:
                              ("replication-factor", args.replication_factor, MAX_REPLICATION)):
         if value is not None and not 1 <= value <= most:
             return _usage_error(f"--{key}: expected a positive integer up to {most:,}, got {value}")
-    if names is not None and len(set(names)) < len(names):
-        return _usage_error(f"--topic: {next(n for n in names if names.count(n) > 1)!r} is named twice")
-    malformed = next((item for item in args.config if topic_configs([item]) is None), None)
-    if malformed is not None:
+    twice = _first_repeated(names or [])
+    if twice is not None:
+        return _usage_error(f"--topic: {twice!r} is named twice")
+    configs = topic_configs(args.config)
+    if configs is None:
+        malformed = next(item for item in args.config if topic_configs([item]) is None)
         return _usage_error(f"--config: expected NAME=VALUE, got {malformed!r}")
     assignments = None
     if args.replica_assignment is not None:
@@ -107,13 +109,23 @@ def _create(args: argparse.Namespace) -> int:
         try:
             for created in topic_requests(sim, count, partitions, args.replication_factor,
                                           "topic-" if args.prefix is None else args.prefix, names=names,
-                                          configs=topic_configs(args.config) or None, assignments=assignments,
+                                          configs=configs or None, assignments=assignments,
                                           existing_ok=args.if_not_exists):
                 _say_created(created)
         except TopicsRefused as e:
             _say_created(e.created)  # (the refused request's other topics were created all the same)
             raise
     return 0
+
+
+def _first_repeated(names: list[str]) -> str | None:
+    """The first name given a second time (one pass: a command line may name many topics)."""
+    seen: set[str] = set()
+    for name in names:
+        if name in seen:
+            return name
+        seen.add(name)
+    return None
 
 
 def _say_created(names: list[str]) -> None:
