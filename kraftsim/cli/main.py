@@ -64,7 +64,7 @@ COMMANDS = (
     Command("snapshot-cost", "kraftsim.cli.snapshot_cost_cmd", "the size of a cluster's snapshot and the time to write and load it, in kraftsim and (--with-kafka) in Kafka's own code, warm and cold"),
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
-    Command("topics", "kraftsim.cli.topics_cmd", "create, grow, delete and list the topics of a simulated cluster"),
+    Command("topics", "kraftsim.cli.topics_cmd", "create, grow, delete, list and describe the topics of a simulated cluster"),
     Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker and topic configs and client quotas of a simulated cluster (cordoned.log.dirs cordons log directories)"),
     Command("leader-election", "kraftsim.cli.leader_election_cmd", "kafka-leader-election: elect the preferred leader, or a live replica of a leaderless partition, in a simulated cluster"),
     Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),

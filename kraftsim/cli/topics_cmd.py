@@ -1,25 +1,36 @@
-"""`kraftsim topics --cluster DIR create|alter|delete|list`: topics of a simulated cluster.
+"""`kraftsim topics --cluster DIR create|alter|delete|list|describe`: topics of a simulated cluster.
 
 What scenario files do with `create-topics`, `create-partitions` and `delete-topics`, from
 the command line. `create` makes the topics named by `--topic` (with kafka-topics' `--config`
 and `--replica-assignment`), or COUNT topics named PREFIX0, PREFIX1, ... (the first free
 names), as the scenario op names them; `list` prints the names in the active controller's
-image, one per line, as `kafka-topics --list` does.
+image, one per line, as `kafka-topics --list` does; `describe` prints what `kafka-topics
+--describe` prints (kraftsim.sim.tools.describe_topics).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from kraftsim.cli.common import kafka_tool
 
+if TYPE_CHECKING:
+    from kraftsim.sim import Simulation
+
+#: kafka-topics --describe's flags that list only the partitions in trouble, and which.
+_REPORTS = {"--under-replicated-partitions": "whose ISR is smaller than their replication factor",
+            "--unavailable-partitions": "without a leader, or whose leader is not an unfenced broker",
+            "--under-min-isr-partitions": "whose ISR is smaller than their min.insync.replicas, or without a leader",
+            "--at-min-isr-partitions": "whose ISR is exactly their min.insync.replicas"}
 #: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
 SETTLE_MS = 60_000
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = sub.add_parser("topics", help="create, grow, delete and list the topics of a simulated cluster")
+    group = sub.add_parser("topics", help="create, grow, delete, list and describe the topics of a simulated "
+                                             "cluster")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -63,6 +74,22 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     lst = cmds.add_parser("list", help="topic names, one per line")
     lst.set_defaults(run=kafka_tool(_list))
+
+    describe = cmds.add_parser("describe", help="kafka-topics --describe: each topic's line and its partitions' lines, "
+                                                "as the tool of the brokers' release prints them")
+    describe.add_argument("--topic", metavar="PATTERN",
+                          help="the topics to describe: a name or a regular expression matched against whole "
+                               "names (commas separate alternatives), as kafka-topics --topic; default: all")
+    describe.add_argument("--exclude-internal", action="store_true", help="leave out internal topics "
+                                                                           "(__consumer_offsets, ...)")
+    describe.add_argument("--if-exists", action="store_true",
+                          help="a --topic that matches nothing is not an error (nothing is printed)")
+    for flag, what in _REPORTS.items():
+        describe.add_argument(flag, action="store_true", help=f"only partitions {what} (the flags of this kind may "
+                                                              "be combined: a partition any of them names is listed)")
+    describe.add_argument("--topics-with-overrides", action="store_true",
+                          help="only the lines of topics with a config not at its default, without their partitions")
+    describe.set_defaults(run=kafka_tool(_describe))
 
 
 def _usage_error(text: str) -> int:
@@ -200,14 +227,42 @@ def _delete(args: argparse.Namespace) -> int:
     return 0
 
 
+def _describe(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+    from kraftsim.sim.tools.describe_topics import DescribeOptions, describe_topics, topic_pattern
+
+    reports = [flag for flag in _REPORTS if getattr(args, flag[2:].replace("-", "_"))]
+    if args.topics_with_overrides and reports:
+        return _usage_error(f"--topics-with-overrides lists topics, not partitions: not with {reports[0]}")
+    if args.topic is not None:
+        topic_pattern(args.topic)  # (a pattern the tool refuses fails before the cluster is opened)
+    options = DescribeOptions(topic=args.topic, exclude_internal=args.exclude_internal, if_exists=args.if_exists,
+                              under_replicated=args.under_replicated_partitions,
+                              unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
+                              at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides)
+    with Simulation.open(args.cluster) as sim:
+        _settle(sim)
+        lines = describe_topics(sim, options)
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _settle(sim: Simulation) -> None:
+    """Let a reopened cluster's nodes replay their logs (and elect a leader) before its image is read."""
+    from kraftsim.sim import SimError
+
+    try:
+        sim.wait(SETTLE_MS)
+    except SimError:
+        pass  # not settled (no leader, or a node behind): a leader's image is still what is read
+
+
 def _list(args: argparse.Namespace) -> int:
     from kraftsim.sim import SimError, Simulation
 
     with Simulation.open(args.cluster) as sim:
-        try:
-            sim.wait(SETTLE_MS)  # a reopened cluster's nodes replay their logs (and elect a leader) first
-        except SimError:
-            pass  # not settled (no leader, or a node behind): a leader's image is still what is listed
+        _settle(sim)
         leader = sim.leader()
         if leader is None:
             raise SimError("no active controller: the topics cannot be listed")

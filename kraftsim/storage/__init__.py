@@ -44,7 +44,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "write_meta_properties",
     ),
     "names": (
-        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "MAX_TOPIC_NAME_LENGTH", "METADATA_DIR_NAME", "PathKind", "SnapshotId",
+        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "METADATA_DIR_NAME", "PathKind", "SnapshotId",
         "SnapshotName", "topic_name_error",
         "SnapshotState", "classify_path", "parse_segment_name", "parse_snapshot_name", "segment_file_name",
         "snapshot_file_name",
@@ -123,7 +123,8 @@ if TYPE_CHECKING:
         write_meta_properties,
     )
     from kraftsim.storage.names import (
-        BOOTSTRAP_FILE as BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID as BOOTSTRAP_SNAPSHOT_ID, MAX_TOPIC_NAME_LENGTH as
+        BOOTSTRAP_FILE as BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID as BOOTSTRAP_SNAPSHOT_ID,
+        INTERNAL_TOPICS as INTERNAL_TOPICS, MAX_TOPIC_NAME_LENGTH as
         MAX_TOPIC_NAME_LENGTH, METADATA_DIR_NAME as METADATA_DIR_NAME, PathKind as PathKind, SnapshotId as
         SnapshotId, SnapshotName as SnapshotName, SnapshotState as SnapshotState, classify_path as classify_path,
         parse_segment_name as parse_segment_name, parse_snapshot_name as parse_snapshot_name, segment_file_name as

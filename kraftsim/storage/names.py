@@ -161,6 +161,8 @@ def classify_path(path: Path | str) -> PathKind:
 
 #: Kafka's Topic.MAX_NAME_LENGTH.
 MAX_TOPIC_NAME_LENGTH = 249
+#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic).
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 

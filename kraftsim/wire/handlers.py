@@ -23,7 +23,7 @@ from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.controller import describe_group_configs, describes_group_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
-from kraftsim.storage import topic_name_error
+from kraftsim.storage import INTERNAL_TOPICS, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 Body = dict[str, Any]
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
 METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
-#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
 ENDPOINT_TYPES = {1: "BROKER", 2: "CONTROLLER"}
 

@@ -4,4 +4,6 @@
   narrate        the timeline's notable events as lines for a person
   health         is the cluster healthy (`cluster status`'s first lines and exit status)
   leader_election  kafka-leader-election against a simulated cluster: its request, the tool's lines
+  reassign_partitions  kafka-reassign-partitions --execute and --cancel: the request, the tool's lines
+  describe_topics  kafka-topics --describe against a simulated cluster: the tool's lines
 """

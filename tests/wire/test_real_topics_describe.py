@@ -1,0 +1,94 @@
+"""`kraftsim topics describe` prints what Kafka's kafka-topics --describe prints for the same
+cluster: the tool of each release (its own jars) against the directory served, kraftsim on a
+copy of it. The releases are those whose tools differ: 3.3 (written in Scala, no ELR columns),
+3.7 (Java, the admin client's copied map of descriptions), 3.8 (ELR columns, a map not copied,
+a missing topic named as `Optional[...]`) and 4.4 (that text mended)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import kraftsim
+from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, fetch, resolve_release
+from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
+from kraftsim.controller.reassignments import (
+    AlterPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic,
+)
+from kraftsim.sim import Simulation
+from tests.cli_support import run
+
+pytestmark = pytest.mark.kafka
+
+#: The tool's options of each run, and what they exercise.
+VARIANTS = {
+    "every topic": [],
+    "a pattern with an alternative": ["--topic", "t.*,orders"],
+    "partitions in trouble": ["--under-replicated-partitions", "--unavailable-partitions"],
+    "min.insync.replicas": ["--under-min-isr-partitions", "--at-min-isr-partitions"],
+    "overridden configs": ["--topics-with-overrides"],
+    "internal topics left out": ["--exclude-internal"],
+    "a topic that is not there": ["--topic", "nope"],
+}
+ERROR_PREFIX = "Error while executing topic command : "
+NAMES = ["orders", "payments", "a", "zeta", "t1", "t2", "t10", "topic-x", "__consumer_offsets", "b.c", "B", "t3"]
+
+
+def _dist(release: str) -> KafkaDist:
+    try:
+        return fetch(resolve_release(release))
+    except KafkaUnavailable as e:
+        pytest.skip(f"Kafka {release} cannot run here: {e}")
+
+
+def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
+    """Topics of several shapes with a cluster-wide config, a broker down (under-replicated
+    partitions, one without a leader) and a reassignment that cannot finish (its new replica
+    is that broker)."""
+    c = str(d)
+    assert run(capsys, "cluster", "create", c, "--controllers", "1", "--brokers", "4", "--release", release)[0] == 0
+    for name in NAMES:
+        assert run(capsys, "topics", "--cluster", c, "create", "--topic", name, "--partitions", "3",
+                   "--replication-factor", "2")[0] == 0
+    assert run(capsys, "topics", "--cluster", c, "create", "--topic", "single", "--replica-assignment", "5,4,2,3")[0] == 0
+    assert run(capsys, "topics", "--cluster", c, "create", "--topic", "cfg", "--partitions", "2",
+               "--replication-factor", "3", "--config", "retention.ms=1000", "--config", "min.insync.replicas=2",
+               "--config", "cleanup.policy=compact")[0] == 0
+    assert run(capsys, "configs", "--cluster", c, "--alter", "--entity-type", "brokers", "--entity-default",
+               "--add-config", "log.retention.ms=5000")[0] == 0
+    assert run(capsys, "cluster", "crash", c, "--nodes", "5")[0] == 0
+    assert run(capsys, "cluster", "run", c, "--ms", "30000")[0] == 0
+    with Simulation.open(c) as sim:
+        moved = ReassignableTopic("zeta", (ReassignablePartition(2, (2, 5)),))
+        assert sim.send_alter_partition_reassignments(AlterPartitionReassignmentsRequest(topics=(moved,))) is not None
+        sim.run(5_000)
+
+
+@pytest.mark.parametrize("release", ["3.3.2", "3.7.2", "3.8.1", "4.4.0"])
+def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_path, capsys):
+    dist = _dist(release)
+    main_class = "kafka.admin.TopicCommand" if release < "3.7" else "org.apache.kafka.tools.TopicCommand"
+    cluster = tmp_path / "c"
+    _build(capsys, cluster, release)
+    ours: dict[str, tuple[int, str, str]] = {}
+    for name, options in VARIANTS.items():
+        copy = tmp_path / f"copy-{len(ours)}"  # (each run on the state the tool sees)
+        shutil.copytree(cluster, copy)
+        ours[name] = run(capsys, "topics", "--cluster", str(copy), "describe", *options)
+    with kraftsim.serve(cluster) as k:
+        for name, options in VARIANTS.items():
+            cmd = [str(dist.java.path), "-Xmx256m", "-XX:TieredStopAtLevel=1", *log_config_options(dist), "-cp",
+                   dist.classpath, main_class, "--bootstrap-server", k.address(2), "--describe", *options]
+            theirs = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+            code, out, err = ours[name]
+            if theirs.stdout.startswith(ERROR_PREFIX):  # (kraftsim says the tool's text alone, on stderr)
+                assert (code, err) == (theirs.returncode, theirs.stdout[len(ERROR_PREFIX):]), name
+            elif theirs.returncode == 1 and not theirs.stdout:  # (options refused: the text, then the usage)
+                assert (code, err) == (1, theirs.stderr.splitlines(keepends=True)[0]), name
+            else:
+                assert (code, out) == (theirs.returncode, theirs.stdout), name
+    assert "Adding Replicas: 5\tRemoving Replicas: 3" in ours["every topic"][1]
+    assert "Leader: none" in ours["every topic"][1]
