@@ -11,10 +11,13 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence, TypeVar
 
 from kraftsim.errors import ClusterBusyError, KraftsimError, UsageError
 from kraftsim.versions import Catalog, load_catalog
+
+if TYPE_CHECKING:
+    from kraftsim.sim import Simulation
 
 T = TypeVar("T")
 
@@ -62,6 +65,18 @@ def kafka_tool(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse.N
             return 1
 
     return wrapped
+
+
+def settle(sim: Simulation) -> None:
+    """Let a reopened cluster's nodes replay their logs (and elect a leader) before its active
+    controller's image is read; a cluster that does not settle is read as it is."""
+    from kraftsim.sim import SimError
+    from kraftsim.sim.simulation import SETTLE_MS
+
+    try:
+        sim.wait(SETTLE_MS)
+    except SimError:
+        pass  # (no leader, or a node behind: the leader's image is still what there is to read)
 
 
 def cluster_dir(text: str) -> str:

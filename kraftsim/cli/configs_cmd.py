@@ -20,15 +20,23 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kraftsim.cli.common import kafka_tool
+from kraftsim.cli.common import kafka_tool, settle
 from kraftsim.versions import release_name_key
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("configs", help="kafka-configs --alter for broker and topic configs and client quotas of a "
-                                       "simulated cluster (cordoned.log.dirs cordons log directories)")
+                                       "simulated cluster (cordoned.log.dirs cordons log directories), and --describe "
+                                       "for topics and brokers")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
-    p.add_argument("--alter", action="store_true", required=True, help="alter the configs of the entity")
+    action = p.add_mutually_exclusive_group(required=True)
+    action.add_argument("--alter", action="store_true", help="alter the configs of the entity")
+    action.add_argument("--describe", action="store_true",
+                        help="print the dynamic configs of a topic or a broker, of the cluster-wide default (brokers "
+                             "--entity-default), or of every one of the type (no --entity-name), as kafka-configs "
+                             "--describe prints them")
+    p.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones "
+                                                      "(for a topic, or the brokers' cluster-wide default)")
     p.add_argument("--entity-type", required=True, action="append", choices=ENTITY_TYPES,
                    help="broker or topic configs, or the quotas of users, clients or ips (users and clients may be "
                         "given together)")
@@ -39,7 +47,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="the cluster-wide default of every broker, or the default user, client id or ip")
     p.add_argument("--add-config", metavar="K=V[,K=V]", help="configs to set, e.g. cordoned.log.dirs=*")
     p.add_argument("--delete-config", metavar="K[,K]", help="configs to remove")
-    p.set_defaults(run=kafka_tool(_alter))
+    p.set_defaults(run=kafka_tool(_run))
 
 
 #: kafka-configs splits --add-config at commas and `=` outside square brackets, so that a list
@@ -138,8 +146,49 @@ def _quota_step(types: list[str], names: list[str | None], to_set: dict[str, str
     return QuotaAlteration({QUOTA_ENTITY_TYPES[t]: n for t, n in zip(types, names)}, quotas, to_delete)
 
 
+def _run(args: argparse.Namespace) -> int:
+    return _describe(args) if args.describe else _alter(args)
+
+
+def _describe(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation
+    from kraftsim.sim.tools.describe_configs import ConfigsFailure, ConfigsQuery, describe_configs
+
+    types, names = list(args.entity_type), list(args.entity_names or [])
+    if args.add_config is not None or args.delete_config is not None:
+        return _usage_error("--add-config and --delete-config are for --alter")
+    if types[0] in QUOTA_ENTITY_TYPES:
+        return _usage_error(f"--describe: {types[0]}' quotas are described by Kafka's kafka-configs against "
+                            "`kraftsim serve`; here: topics and brokers")
+    if len(types) > 1 or len(names) > 1:
+        return _usage_error(f"--entity-type {types[0]} takes one entity (or none: every one)")
+    name = names[0] if names else None
+    default = bool(names) and name is None
+    if types[0] == "topics" and default:
+        return _usage_error("--entity-default: topics have no default entity; give --entity-name TOPIC")
+    query = ConfigsQuery(types[0], name=name, default=default, describe_all=args.all)
+    with Simulation.open(args.cluster) as sim:
+        settle(sim)
+        try:
+            lines = describe_configs(sim, query)
+        except ConfigsFailure as e:  # (the tool printed the entity's header before it failed)
+            print("\n".join(e.lines))
+            raise
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _usage_error(text: str) -> int:
+    print(f"kraftsim: error: {text}", file=sys.stderr)
+    return 2
+
+
 def _alter(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
+
+    if args.all:
+        return _usage_error("--all is for --describe")
 
     try:
         alteration = alter_step(args)

@@ -151,7 +151,7 @@ class CliCommands:
             return _features_step(args)
         if args.command == "metadata-quorum":
             return _quorum_step(args, stdout)
-        if args.command == "configs":
+        if args.command == "configs" and args.alter:
             from kraftsim.cli.configs_cmd import alter_step
 
             alteration = alter_step(args)

@@ -12,21 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
-
-from kraftsim.cli.common import kafka_tool
-
-if TYPE_CHECKING:
-    from kraftsim.sim import Simulation
+from kraftsim.cli.common import kafka_tool, settle
 
 #: kafka-topics --describe's flags that list only the partitions in trouble, and which.
 _REPORTS = {"--under-replicated-partitions": "whose ISR is smaller than their replication factor",
             "--unavailable-partitions": "without a leader, or whose leader is not an unfenced broker",
             "--under-min-isr-partitions": "whose ISR is smaller than their min.insync.replicas, or without a leader",
             "--at-min-isr-partitions": "whose ISR is exactly their min.insync.replicas"}
-#: How long (simulated) `list` lets a reopened cluster settle before it reads the leader's image.
-SETTLE_MS = 60_000
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     group = sub.add_parser("topics", help="create, grow, delete, list and describe the topics of a simulated "
@@ -241,28 +233,18 @@ def _describe(args: argparse.Namespace) -> int:
                               unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
                               at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides)
     with Simulation.open(args.cluster) as sim:
-        _settle(sim)
+        settle(sim)
         lines = describe_topics(sim, options)
     for line in lines:
         print(line)
     return 0
 
 
-def _settle(sim: Simulation) -> None:
-    """Let a reopened cluster's nodes replay their logs (and elect a leader) before its image is read."""
-    from kraftsim.sim import SimError
-
-    try:
-        sim.wait(SETTLE_MS)
-    except SimError:
-        pass  # not settled (no leader, or a node behind): a leader's image is still what is read
-
-
 def _list(args: argparse.Namespace) -> int:
     from kraftsim.sim import SimError, Simulation
 
     with Simulation.open(args.cluster) as sim:
-        _settle(sim)
+        settle(sim)
         leader = sim.leader()
         if leader is None:
             raise SimError("no active controller: the topics cannot be listed")

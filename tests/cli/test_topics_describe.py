@@ -87,3 +87,16 @@ def test_options_the_tool_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert code == 2 and "--topics-with-overrides lists topics, not partitions" in err
     code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--topic", " 'nothing , orders' ")
     assert code == 0 and _topics(out) == ["orders"]  # (quotes and spaces dropped, a comma read as |)
+
+
+def test_mid_roll_the_newest_tool_asks_an_older_broker(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An operator's tool is the cluster's newest release (3.8 here); the broker it asks (the
+    lowest id) is still on 3.7, which has no DescribeTopicPartitions: the admin client falls
+    back to Metadata, and the tool prints N/A for each partition's ELR."""
+    d = _cluster(capsys, tmp_path / "c", "3.7.2", "orders")
+    assert run(capsys, "cluster", "stop", d, "--nodes", "4")[0] == 0
+    assert run(capsys, "cluster", "start", d, "--nodes", "4", "--release", "3.8.1")[0] == 0
+    code, out, _ = run(capsys, "topics", "--cluster", d, "describe")
+    partitions = [line for line in out.splitlines() if line.startswith("\tTopic: orders")]
+    assert code == 0 and len(partitions) == 2
+    assert all(line.endswith("\tElr: N/A\tLastKnownElr: N/A") for line in partitions)

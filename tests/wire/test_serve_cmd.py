@@ -356,6 +356,9 @@ def test_a_forwarded_configs_command_is_recorded_as_its_alter_step():
     assert CliCommands().step(quotas, 0) == ("alter-client-quotas", {
         "user": None, "client_id": "app", "ip": None, "default": ["user"], "quotas": {"producer_byte_rate": 1024.0},
         "delete": None})
+    for describe in (["configs", "--cluster", "/tmp/c", "--describe", "--entity-type", "topics"],
+                     ["topics", "--cluster", "/tmp/c", "describe", "--topic", "t"]):
+        assert CliCommands().step(describe, 0) is None  # (a command that only reads makes no step)
 
 
 def test_a_forwarded_leader_election_is_recorded_as_the_partitions_it_elected():

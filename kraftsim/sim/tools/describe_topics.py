@@ -4,7 +4,9 @@ The tool (TopicCommand) lists the topics, keeps those its `--topic` pattern matc
 (commas read as `|`), describes them, their configs and the cluster, and asks the controller
 for the reassignments in progress. Everything here is read from the active controller's
 image, and the configs as the lowest-id unfenced broker describes them (the node's dynamic
-configs are part of the answer); the format is that of the tool of the broker's release.
+configs are part of the answer). The tool is of the cluster's newest release, as an
+operator's would be (`Simulation.tool_release`); from 3.8 it prints each partition's ELR,
+or "N/A" when the broker it asks is older and answers without them.
 
 Orders come from Java's hash tables: the topics are in the order of the admin client's
 HashMap of descriptions (see `described_order`), a topic's configs in that of the admin
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, string_hash
+from kraftsim.sim.node.api_versions import NoApiVersionData, api_version_table
 from kraftsim.sim.types import RUNNING, SimError
 from kraftsim.storage import INTERNAL_TOPICS
 from kraftsim.versions import ToolFailure, release_line, release_name_key
@@ -29,6 +32,8 @@ if TYPE_CHECKING:
     from kraftsim.image import MetadataImage, PartitionRegistration
     from kraftsim.sim.simulation import Simulation
 
+#: DescribeTopicPartitions (KIP-966): the request that answers a partition's ELR.
+_DESCRIBE_TOPIC_PARTITIONS = 75
 #: DescribeConfigsResponse's ConfigSource of a value nobody set (ConfigEntry.isDefault).
 _DEFAULT_CONFIG = 5
 #: The first release whose tool prints each partition's ELR and last known ELR (KIP-966's
@@ -110,15 +115,19 @@ class _Partition:
             (options.under_min_isr and (self.leader is None or isr < self.min_isr)) or \
             (options.at_min_isr and isr == self.min_isr)
 
-    def line(self, topic: str, release: str) -> str:
+    def line(self, topic: str, elr: bool | None) -> str:
+        """The partition's line; `elr`: its ELR columns (True), the tool's "N/A" for a broker
+        that does not answer them (False), none (None: a tool without them)."""
         p = self.registration
         out = [f"\tTopic: {topic}", f"Partition: {self.index}",
                f"Leader: {'none' if self.leader is None else self.leader}",
                f"Replicas: {_ids(p.replicas)}", f"Isr: {_ids(p.isr)}"]
         if p.adding_replicas or p.removing_replicas:  # (a reassignment the controller lists)
             out += [f"Adding Replicas: {_ids(p.adding_replicas)}", f"Removing Replicas: {_ids(p.removing_replicas)}"]
-        if release_name_key(release) >= _ELR_COLUMNS:
+        if elr:
             out += [f"Elr: {_ids(p.elr)}", f"LastKnownElr: {_ids(p.last_known_elr)}"]
+        elif elr is not None:
+            out += ["Elr: N/A", "LastKnownElr: N/A"]
         return "\t".join(out)
 
 
@@ -137,11 +146,22 @@ def described_order(names: list[str], release: str) -> list[str]:
     return hash_map_order(filled, string_hash, initial=size)
 
 
-def describe_image(image: MetadataImage, release: str, broker: int, options: DescribeOptions) -> list[str]:
-    """The tool's lines for the topics of `image`, with the configs as broker `broker` of
-    `release` describes them."""
+def _answers_elr(release: str) -> bool:
+    """Whether a broker of `release` serves DescribeTopicPartitions (a release the table does
+    not know, a hypothetical one, is taken to be as new as the newest)."""
+    try:
+        return _DESCRIBE_TOPIC_PARTITIONS in api_version_table().ranges(release, "broker")
+    except NoApiVersionData:
+        return True
+
+
+def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str, broker: int,
+                   broker_release: str) -> list[str]:
+    """The lines of kafka-topics --describe of release `tool` for the topics of `image`, with
+    the configs as broker `broker` of `broker_release` describes them."""
+    elr = None if release_name_key(tool) < _ELR_COLUMNS else _answers_elr(broker_release)
     reports = options.given_reports
-    if len(reports) > 1 and release_name_key(release) < _REPORTS_COMBINED:
+    if len(reports) > 1 and release_name_key(tool) < _REPORTS_COMBINED:
         raise ToolFailure(f'Option "[{reports[0]}]" can\'t be used with option "[{reports[1]}]"')
     names = sorted(t.name for t in image.topics.sorted_topics())
     if options.exclude_internal:
@@ -150,15 +170,16 @@ def describe_image(image: MetadataImage, release: str, broker: int, options: Des
         pattern = topic_pattern(options.topic)
         names = [n for n in names if pattern.fullmatch(n)]
         if not names and options.topic and not options.if_exists:
-            named = f"Optional[{options.topic}]" if release_line(release) in _OPTIONAL_IN_TEXT else options.topic
+            named = f"Optional[{options.topic}]" if release_line(tool) in _OPTIONAL_IN_TEXT else options.topic
             raise ToolFailure(f"Topic '{named}' does not exist as expected")
     live = {b.id for b in image.cluster.brokers.values() if not b.fenced}
     node_dynamic, cluster_dynamic = image.configs.config(BROKER, str(broker)), image.configs.config(BROKER, "")
     lines: list[str] = []
-    for name in described_order(names, release):
+    for name in described_order(names, tool):
         topic = image.topics.get_topic_by_name(name)
         assert topic is not None  # (listed from the same image)
-        described = describe_topic_configs(release, image.configs.config(TOPIC, name), node_dynamic, cluster_dynamic)
+        described = describe_topic_configs(broker_release, image.configs.config(TOPIC, name), node_dynamic,
+                                           cluster_dynamic)
         by_name = {c.name: c for c in described}
         overridden = [c for c in (by_name[n] for n in hash_map_order(list(by_name), string_hash))
                       if c.source != _DEFAULT_CONFIG]
@@ -169,7 +190,7 @@ def describe_image(image: MetadataImage, release: str, broker: int, options: Des
             lines.append(f"Topic: {name}\tTopicId: {topic.id}\tPartitionCount: {len(partitions)}\t"
                          f"ReplicationFactor: {partitions[0].replication_factor}\tConfigs: {configs}")
         if not options.with_overrides:
-            lines += [p.line(name, release) for p in partitions if p.listed(options, live)]
+            lines += [p.line(name, elr) for p in partitions if p.listed(options, live)]
     return lines
 
 
@@ -184,4 +205,4 @@ def describe_topics(sim: Simulation, options: DescribeOptions) -> list[str]:
     broker = next((b for b in live if b in running), None)
     if broker is None:
         raise SimError("no unfenced broker is running: kafka-topics has no broker to ask")
-    return describe_image(image, running[broker], broker, options)
+    return describe_image(image, options, tool=sim.tool_release(), broker=broker, broker_release=running[broker])

@@ -1,0 +1,160 @@
+"""`kafka-configs --describe` of topics and brokers against a simulated cluster: the lines
+Kafka's tool prints.
+
+For each entity the tool prints a header and then the entries of one DescribeConfigs answer
+(with synonyms) whose source is the entity's dynamic one: a topic's own values, a broker's own
+dynamic values, the cluster-wide default's; `--all` keeps every entry. A topic is described
+by the lowest-id unfenced broker, as `topics describe` reads it, a broker by itself, the
+cluster-wide default by the lowest-id unfenced broker. The tool is of the cluster's newest
+release, as an operator's would be (`Simulation.tool_release`). Without a name it lists every
+topic (in the order of the admin client's HashMap of names), or every unfenced broker and
+then the default.
+
+A broker's own every config (`--all` for a broker) includes its listeners, which a simulated
+node has only while it is served: that one is `kraftsim serve` and Kafka's tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from kraftsim.controller import DescribedConfig, describe_broker_configs, describe_node_broker_configs
+from kraftsim.controller import describe_topic_configs
+from kraftsim.image import BROKER, TOPIC
+from kraftsim.javacompat import hash_map_order, parse_int, string_hash
+from kraftsim.sim.types import RUNNING, SimError
+from kraftsim.storage import topic_name_error
+from kraftsim.versions import ToolFailure, release_name_key
+
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataImage
+    from kraftsim.sim.simulation import Simulation
+
+#: DescribeConfigsResponse's ConfigSource values, as the tool prints them.
+SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+_TOPIC_SOURCE, _BROKER_SOURCE, _DEFAULT_BROKER_SOURCE = 1, 2, 3
+#: The first release whose tool lists the entries by name (before: the admin client's Config,
+#: a HashMap filled in the answer's order).
+_SORTED_ENTRIES = (3, 5, 0)
+#: The first release whose tool says that a named topic or broker it cannot find does not
+#: exist (before: it prints the header and then fails on the answer).
+_SAYS_MISSING = (4, 1, 0)
+
+
+@dataclass(frozen=True)
+class ConfigsQuery:
+    """kafka-configs --describe's options for topics and brokers."""
+
+    entity_type: str  # "topics" or "brokers"
+    name: str | None = None  # --entity-name; None: every entity of the type
+    default: bool = False  # --entity-default (brokers)
+    describe_all: bool = False  # --all
+
+
+def describe_configs(sim: Simulation, query: ConfigsQuery) -> list[str]:
+    """kafka-configs --describe against the simulated cluster `sim` (see the module's text)."""
+    if query.entity_type not in ("topics", "brokers"):
+        raise ValueError(f"not a config entity type: {query.entity_type}")
+    leader = sim.leader()
+    image = sim.image(leader) if leader is not None else None
+    if image is None:
+        raise SimError("no active controller: the configs cannot be described")
+    running = {n.id: n.release for n in sim.nodes() if n.state == RUNNING}
+    live = sorted(b.id for b in image.cluster.brokers.values() if not b.fenced)
+    asked = next((b for b in live if b in running), None)
+    if asked is None:
+        raise SimError("no unfenced broker is running: kafka-configs has no broker to ask")
+    tool = sim.tool_release()
+    if query.entity_type == "topics":
+        return _topics(image, tool, running[asked], asked, query)
+    return _brokers(sim, image, running, tool, running[asked], live, query)
+
+
+def _topics(image: MetadataImage, tool: str, release: str, broker: int, query: ConfigsQuery) -> list[str]:
+    """The topics' lines, as broker `broker` of `release` describes them to the tool."""
+    if query.name is not None:
+        names = [query.name]
+        error = topic_name_error(query.name) if query.name else None
+        if error is not None:
+            raise ToolFailure(error)
+    else:
+        names = hash_map_order(sorted(t.name for t in image.topics.sorted_topics()), string_hash)
+    node_dynamic, cluster_dynamic = image.configs.config(BROKER, str(broker)), image.configs.config(BROKER, "")
+    lines: list[str] = []
+    for name in names:
+        if image.topics.get_topic_by_name(name) is None:
+            _missing(lines, tool, "topic", name, f"The topic '{name}' does not exist.")
+            continue
+        lines.append(f"{'All' if query.describe_all else 'Dynamic'} configs for topic {name} are:")
+        described = describe_topic_configs(release, image.configs.config(TOPIC, name), node_dynamic, cluster_dynamic)
+        lines += _entries(described, None if query.describe_all else _TOPIC_SOURCE, tool)
+    return lines
+
+
+def _brokers(sim: Simulation, image: MetadataImage, running: dict[int, str], tool: str, release: str,
+             live: list[int], query: ConfigsQuery) -> list[str]:
+    """The brokers' lines: each broker as it describes itself, the cluster-wide default as a
+    broker of `release` describes it."""
+    cluster_dynamic = image.configs.config(BROKER, "")
+    named = [] if query.default else [query.name] if query.name is not None else [str(b) for b in live]
+    if named and query.describe_all:
+        raise ToolFailure("a broker's every config (--all) includes its listeners, which a simulated broker has only "
+                          "while served: run `kraftsim serve` and Kafka's kafka-configs --describe --all")
+    lines: list[str] = []
+    for name in named:
+        node = parse_int(name)  # (Scala's toInt)
+        if node is None:
+            raise ToolFailure(f"The entity name for brokers must be a valid integer broker id, found: {name}")
+        if node not in image.cluster.brokers or node not in running:
+            _missing(lines, tool, "broker", name, f"No broker {name} answers: Kafka's tool waits for it and then "
+                                                     "fails (java.util.concurrent.TimeoutException).")
+            continue
+        lines.append(f"Dynamic configs for broker {name} are:")
+        described = describe_node_broker_configs(running[node], sim.node_configs(node),
+                                                 image.configs.config(BROKER, name), cluster_dynamic)
+        lines += _entries(described, _BROKER_SOURCE, tool)
+    if query.default or query.name is None:
+        lines.append("Default configs for brokers in the cluster are:")
+        lines += _entries(describe_broker_configs(release, None, cluster_dynamic),
+                          None if query.describe_all else _DEFAULT_BROKER_SOURCE, tool)
+    return lines
+
+
+def _missing(lines: list[str], tool: str, kind: str, name: str, failure: str) -> None:
+    """A named entity the cluster does not have: said by the newer tools (exit 0); the older
+    ones print its header and then fail on the answer."""
+    if release_name_key(tool) >= _SAYS_MISSING:
+        lines.append(f"The {kind} '{name}' doesn't exist and doesn't have dynamic config.")
+        return
+    lines.append(f"Dynamic configs for {kind} {name} are:")
+    raise ConfigsFailure(lines, failure)
+
+
+class ConfigsFailure(ToolFailure):
+    """The tool failed after it printed `lines`."""
+
+    def __init__(self, lines: list[str], text: str) -> None:
+        super().__init__(text)
+        self.lines = list(lines)
+
+
+def _entries(described: Sequence[DescribedConfig], source: int | None, tool: str) -> list[str]:
+    """The line of each entry from `source` (None: every entry), in the order of the tool of
+    release `tool`."""
+    kept = [c for c in described if source is None or c.source == source]
+    if release_name_key(tool) >= _SORTED_ENTRIES:
+        kept.sort(key=lambda c: c.name)
+    else:  # (the admin client's Config: a HashMap of the whole answer, filled in its order)
+        order = {n: i for i, n in enumerate(hash_map_order([c.name for c in described], string_hash))}
+        kept.sort(key=lambda c: order[c.name])
+    return [f"  {c.name}={_text(c.value)} sensitive={'true' if c.sensitive else 'false'} synonyms={{"
+            + ", ".join(f"{SOURCE_NAMES.get(s.source, 'UNKNOWN')}:{s.name}={_text(s.value)}" for s in c.synonyms) + "}"
+            for c in kept]
+
+
+def _text(value: str | None) -> str:
+    return "null" if value is None else value
