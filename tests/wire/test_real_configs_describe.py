@@ -7,15 +7,13 @@ fails after its header) and 4.4 (written in Java; a missing topic is said not to
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import kraftsim
-from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, fetch, resolve_release
-from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
 from tests.cli_support import run
+from tests.wire.real_tools import kafka_dist, run_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -28,13 +26,6 @@ VARIANTS = {
     "the brokers' default": ["--entity-type", "brokers", "--entity-default"],
     "every broker": ["--entity-type", "brokers"],
 }
-
-
-def _dist(release: str) -> KafkaDist:
-    try:
-        return fetch(resolve_release(release))
-    except KafkaUnavailable as e:
-        pytest.skip(f"Kafka {release} cannot run here: {e}")
 
 
 def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
@@ -53,7 +44,7 @@ def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
 
 @pytest.mark.parametrize("release", ["3.3.2", "4.0.2", "4.4.0"])
 def test_kraftsim_configs_describe_prints_what_kafkas_tool_prints(release, tmp_path, capsys):
-    dist = _dist(release)
+    dist = kafka_dist(release)
     main_class = "org.apache.kafka.tools.ConfigCommand" if release >= "4.4" else "kafka.admin.ConfigCommand"
     cluster = tmp_path / "c"
     _build(capsys, cluster, release)
@@ -64,9 +55,7 @@ def test_kraftsim_configs_describe_prints_what_kafkas_tool_prints(release, tmp_p
         ours[name] = run(capsys, "configs", "--cluster", str(copy), "--describe", *options)
     with kraftsim.serve(cluster) as k:
         for name, options in VARIANTS.items():
-            cmd = [str(dist.java.path), "-Xmx256m", "-XX:TieredStopAtLevel=1", *log_config_options(dist), "-cp",
-                   dist.classpath, main_class, "--bootstrap-server", k.address(2), "--describe", *options]
-            theirs = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+            theirs = run_tool(dist, main_class, "--bootstrap-server", k.address(2), "--describe", *options)
             assert ours[name][:2] == (theirs.returncode, theirs.stdout), name
     assert "log.cleaner.threads=3 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.cleaner.threads=3, " \
            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.cleaner.threads=2, DEFAULT_CONFIG:log.cleaner.threads=1}" in ours["a broker"][1]

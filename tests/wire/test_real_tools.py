@@ -5,15 +5,13 @@ kafka-cluster cluster-id / unregister and kafka-topics create / list / describe 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 
 import pytest
 
 import kraftsim
-from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, fetch, resolve_release
-from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
 from kraftsim.versions import default_catalog
+from tests.wire.real_tools import kafka_dist, run_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -36,79 +34,66 @@ CASES = [Case("3.7.2", "3.6-IV2", "3.7", 3, "kafka.admin.BrokerApiVersionsComman
          Case("4.4.0", "4.0-IV3", "4.1", 5, "org.apache.kafka.tools.BrokerApiVersionsCommand")]
 
 
-def _dist(release: str) -> KafkaDist:
-    try:
-        return fetch(resolve_release(release))
-    except KafkaUnavailable as e:
-        pytest.skip(f"Kafka {release} cannot run here: {e}")
-
-
-def _tool(dist: KafkaDist, main_class: str, *args: str) -> subprocess.CompletedProcess:
-    cmd = [str(dist.java.path), "-Xmx256m", "-XX:TieredStopAtLevel=1", *log_config_options(dist), "-cp",
-           dist.classpath, main_class, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
-
-
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.release)
 def test_kafkas_tools_against_a_served_cluster(case: Case):
-    dist = _dist(case.release)
+    dist = kafka_dist(case.release)
     catalog = default_catalog().at_release(case.release)
     target = catalog.mv_from_string(case.upgrade)
     with kraftsim.serve(controllers=3, brokers=1, release=case.release, release_version=case.start) as k:
         bs = k.bootstrap_servers
-        described = _tool(dist, FEATURES, "--bootstrap-server", bs, "describe")
+        described = run_tool(dist, FEATURES, "--bootstrap-server", bs, "describe")
         assert described.returncode == 0, described.stderr
         (mv_line,) = [line for line in described.stdout.splitlines() if "metadata.version" in line]
         assert f"FinalizedVersionLevel: {case.start}" in mv_line
         highest = catalog.mv_from_level(catalog.supported_features(False)["metadata.version"][1]).version
         assert f"SupportedMaxVersion: {highest}" in mv_line
 
-        upgraded = _tool(dist, FEATURES, "--bootstrap-server", bs, "upgrade", "--metadata", case.upgrade)
+        upgraded = run_tool(dist, FEATURES, "--bootstrap-server", bs, "upgrade", "--metadata", case.upgrade)
         assert upgraded.returncode == 0, upgraded.stderr
         assert f"metadata.version was upgraded to {target.level}." in upgraded.stdout
         assert k.finalized()["metadata.version"] == target.level
-        via_controllers = _tool(dist, FEATURES, "--bootstrap-controller", k.bootstrap_controllers, "describe")
+        via_controllers = run_tool(dist, FEATURES, "--bootstrap-controller", k.bootstrap_controllers, "describe")
         assert via_controllers.returncode == 0, via_controllers.stderr
         assert f"FinalizedVersionLevel: {target.version}" in via_controllers.stdout
 
-        versions = _tool(dist, case.broker_api_versions, "--bootstrap-server", bs)
+        versions = run_tool(dist, case.broker_api_versions, "--bootstrap-server", bs)
         assert versions.returncode == 0, versions.stderr
         assert f"ApiVersions(18): 0 to {case.api_versions_max} [usable: {case.api_versions_max}]" in versions.stdout
         assert f"{bs} (id: 4 rack: null" in versions.stdout
 
-        status = _tool(dist, QUORUM, "--bootstrap-server", bs, "describe", "--status")
+        status = run_tool(dist, QUORUM, "--bootstrap-server", bs, "describe", "--status")
         assert status.returncode == 0, status.stderr
         fields = dict(line.split(":", 1) for line in status.stdout.splitlines() if ":" in line)
         assert fields["ClusterId"].strip() == k.cluster_id
         assert int(fields["LeaderId"]) == k.leader()
         assert "4" in fields["CurrentObservers"]
 
-        created = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
+        created = run_tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--partitions", "3",
                         "--replication-factor", "1")
         assert created.stdout.strip() == "Created topic orders.", created.stderr
-        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
+        assert run_tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == ["orders"]
         # (what `kraftsim topics create --if-not-exists` does offline: an existing topic is no error, and nothing is said)
-        again = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--if-not-exists")
+        again = run_tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders", "--if-not-exists")
         assert (again.returncode, again.stdout) == (0, ""), again.stderr
-        again = _tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders")
+        again = run_tool(dist, TOPICS, "--bootstrap-server", bs, "--create", "--topic", "orders")
         assert (again.returncode, again.stdout) == (1, "Error while executing topic command : Topic 'orders' already "
                                                        "exists.\n"), again.stderr
         # 3.7's tool asks ListPartitionReassignments, 4.x's DescribeTopicPartitions
-        described = _tool(dist, TOPICS, "--bootstrap-server", bs, "--describe", "--topic", "orders")
+        described = run_tool(dist, TOPICS, "--bootstrap-server", bs, "--describe", "--topic", "orders")
         assert described.returncode == 0, described.stderr
         rows = [line.split("\t") for line in described.stdout.splitlines() if "Partition: " in line]
         assert [r[2].strip() for r in rows] == ["Partition: 0", "Partition: 1", "Partition: 2"]
         assert all(r[3].strip() == "Leader: 4" and r[4].strip() == "Replicas: 4" for r in rows), described.stdout
         assert "PartitionCount: 3" in described.stdout
-        deleted = _tool(dist, TOPICS, "--bootstrap-server", bs, "--delete", "--topic", "orders")
+        deleted = run_tool(dist, TOPICS, "--bootstrap-server", bs, "--delete", "--topic", "orders")
         assert deleted.returncode == 0, deleted.stderr
-        assert _tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == []
+        assert run_tool(dist, TOPICS, "--bootstrap-server", bs, "--list").stdout.split() == []
 
-        cluster_id = _tool(dist, CLUSTER, "cluster-id", "--bootstrap-server", bs)
+        cluster_id = run_tool(dist, CLUSTER, "cluster-id", "--bootstrap-server", bs)
         assert cluster_id.stdout.strip() == f"Cluster ID: {k.cluster_id}"
         k.stop(4)
         k.start(4)  # registered again with a new epoch; unregistering it now is accepted
-        unregistered = _tool(dist, CLUSTER, "unregister", "--bootstrap-server", bs, "--id", "4")
+        unregistered = run_tool(dist, CLUSTER, "unregister", "--bootstrap-server", bs, "--id", "4")
         assert unregistered.returncode == 0, unregistered.stderr
         assert unregistered.stdout.strip() == "Broker 4 is no longer registered."
 
@@ -125,7 +110,7 @@ def test_kraftsim_leader_election_prints_what_kafkas_tool_prints_for_the_same_cl
 
     from tests.cli_support import run
 
-    dist = _dist(release)
+    dist = kafka_dist(release)
     cluster = tmp_path / "c"
     assert run(capsys, "cluster", "create", str(cluster), "--controllers", "1", "--brokers", "3",
                "--release", release)[0] == 0
@@ -145,7 +130,7 @@ def test_kraftsim_leader_election_prints_what_kafkas_tool_prints_for_the_same_cl
                           "--path-to-json-file", str(wanted))
     assert "Successfully completed leader election (UNCLEAN)" in ours and "Valid replica" in ours
     with kraftsim.serve(cluster) as k:
-        theirs = _tool(dist, ELECTION, "--bootstrap-server", k.address(2), "--election-type", "unclean",
+        theirs = run_tool(dist, ELECTION, "--bootstrap-server", k.address(2), "--election-type", "unclean",
                        "--path-to-json-file", str(wanted))  # (broker 3 is down: not a bootstrap server)
     assert (code, ours) == (theirs.returncode, theirs.stdout)
     their_lines = [ln for ln in theirs.stderr.splitlines() if not ln.startswith("[")]  # (log lines left out)

@@ -7,19 +7,17 @@ a missing topic named as `Optional[...]`) and 4.4 (that text mended)."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
 import kraftsim
-from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable, fetch, resolve_release
-from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options
 from kraftsim.controller.reassignments import (
     AlterPartitionReassignmentsRequest, ReassignablePartition, ReassignableTopic,
 )
 from kraftsim.sim import Simulation
 from tests.cli_support import run
+from tests.wire.real_tools import kafka_dist, run_tool
 
 pytestmark = pytest.mark.kafka
 
@@ -35,13 +33,6 @@ VARIANTS = {
 }
 ERROR_PREFIX = "Error while executing topic command : "
 NAMES = ["orders", "payments", "a", "zeta", "t1", "t2", "t10", "topic-x", "__consumer_offsets", "b.c", "B", "t3"]
-
-
-def _dist(release: str) -> KafkaDist:
-    try:
-        return fetch(resolve_release(release))
-    except KafkaUnavailable as e:
-        pytest.skip(f"Kafka {release} cannot run here: {e}")
 
 
 def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
@@ -69,7 +60,7 @@ def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
 
 @pytest.mark.parametrize("release", ["3.3.2", "3.7.2", "3.8.1", "4.4.0"])
 def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_path, capsys):
-    dist = _dist(release)
+    dist = kafka_dist(release)
     main_class = "kafka.admin.TopicCommand" if release < "3.7" else "org.apache.kafka.tools.TopicCommand"
     cluster = tmp_path / "c"
     _build(capsys, cluster, release)
@@ -80,9 +71,7 @@ def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_pa
         ours[name] = run(capsys, "topics", "--cluster", str(copy), "describe", *options)
     with kraftsim.serve(cluster) as k:
         for name, options in VARIANTS.items():
-            cmd = [str(dist.java.path), "-Xmx256m", "-XX:TieredStopAtLevel=1", *log_config_options(dist), "-cp",
-                   dist.classpath, main_class, "--bootstrap-server", k.address(2), "--describe", *options]
-            theirs = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+            theirs = run_tool(dist, main_class, "--bootstrap-server", k.address(2), "--describe", *options)
             code, out, err = ours[name]
             if theirs.stdout.startswith(ERROR_PREFIX):  # (kraftsim says the tool's text alone, on stderr)
                 assert (code, err) == (theirs.returncode, theirs.stdout[len(ERROR_PREFIX):]), name
