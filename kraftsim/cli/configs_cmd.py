@@ -1,4 +1,4 @@
-"""`kraftsim configs --cluster DIR --alter --entity-type brokers|topics|users|clients|ips ...`:
+"""`kraftsim configs --cluster DIR --alter|--describe --entity-type brokers|topics|users|clients|ips ...`:
 kafka-configs' --alter for broker and topic configs (IncrementalAlterConfigs to the simulated
 cluster's active controller; a topic's values are judged as the controller's release judges
 them) and for client quotas (AlterClientQuotas: `--entity-type users --entity-name U
@@ -10,6 +10,8 @@ or to some of the broker's log directories; the broker reports them in its next 
 (the command lets two heartbeat intervals of simulated time pass) and gets no new replicas
 on them. Below metadata.version 4.3-IV0 the controller refuses
 with Kafka's text (exit 1).
+
+`--describe` prints what kafka-configs --describe prints (kraftsim.sim.tools.describe_configs).
 """
 
 from __future__ import annotations
@@ -26,15 +28,15 @@ from kraftsim.versions import release_name_key
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("configs", help="kafka-configs --alter for broker and topic configs and client quotas of a "
-                                       "simulated cluster (cordoned.log.dirs cordons log directories), and --describe "
-                                       "for topics and brokers")
+                                       "simulated cluster (cordoned.log.dirs cordons log directories), and their "
+                                       "--describe")
     p.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     action = p.add_mutually_exclusive_group(required=True)
     action.add_argument("--alter", action="store_true", help="alter the configs of the entity")
     action.add_argument("--describe", action="store_true",
                         help="print the dynamic configs of a topic or a broker, of the cluster-wide default (brokers "
-                             "--entity-default), or of every one of the type (no --entity-name), as kafka-configs "
-                             "--describe prints them")
+                             "--entity-default), or of every one of the type (no --entity-name), or client quotas "
+                             "(and users' SCRAM credentials), as kafka-configs --describe prints them")
     p.add_argument("--all", action="store_true", help="with --describe: every config, not only the dynamic ones "
                                                       "(for a topic, or the brokers' cluster-wide default)")
     p.add_argument("--entity-type", required=True, action="append", choices=ENTITY_TYPES,
@@ -158,8 +160,7 @@ def _describe(args: argparse.Namespace) -> int:
     if args.add_config is not None or args.delete_config is not None:
         return _usage_error("--add-config and --delete-config are for --alter")
     if types[0] in QUOTA_ENTITY_TYPES:
-        return _usage_error(f"--describe: {types[0]}' quotas are described by Kafka's kafka-configs against "
-                            "`kraftsim serve`; here: topics and brokers")
+        return _describe_quotas(args, types, names)
     if len(types) > 1 or len(names) > 1:
         return _usage_error(f"--entity-type {types[0]} takes one entity (or none: every one)")
     name = names[0] if names else None
@@ -172,6 +173,39 @@ def _describe(args: argparse.Namespace) -> int:
         try:
             lines = describe_configs(sim, query)
         except ConfigsFailure as e:  # (the tool printed the entity's header before it failed)
+            print("\n".join(e.lines))
+            raise
+    for line in lines:
+        print(line)
+    return 0
+
+
+def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str | None]) -> int:
+    """Client quotas: each type given pairs with the --entity-name or --entity-default given in
+    the same place, or with none (any entity of the type)."""
+    from kraftsim.sim import Simulation
+    from kraftsim.sim.tools.describe_configs import ConfigsFailure, describe_quota_configs
+
+    if len(set(types)) < len(types) or not set(types) <= set(QUOTA_ENTITY_TYPES) or ("ips" in types and len(types) > 1):
+        return _usage_error("--entity-type: give users, clients, or both, or ips alone")
+    if len(names) > len(types):
+        return _usage_error("more --entity-name or --entity-default than --entity-type")
+    if args.all:
+        return _usage_error("--all is for topics and brokers")
+    entity: list[tuple[str, str | None]] = []  # (type, name; None: any entity of the type)
+    default: list[str] = []
+    for i, etype in enumerate(types):
+        if i >= len(names):
+            entity.append((etype, None))
+        elif not names[i]:  # (--entity-default; an empty name too, as kafka-configs reads it)
+            default.append(etype)
+        else:
+            entity.append((etype, names[i]))
+    with Simulation.open(args.cluster) as sim:
+        settle(sim)
+        try:
+            lines = describe_quota_configs(sim, entity, default)
+        except ConfigsFailure as e:  # (the tool printed the quotas before it failed)
             print("\n".join(e.lines))
             raise
     for line in lines:

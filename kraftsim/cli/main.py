@@ -65,7 +65,7 @@ COMMANDS = (
     Command("spark", "kraftsim.cli.spark_cmd", "run the data pipeline's jobs on Spark (embedded local[*] by default)"),
     Command("scenario", "kraftsim.cli.scenario_cmd", "run what-if scenarios: a cluster, steps and expected outcomes in a TOML file"),
     Command("topics", "kraftsim.cli.topics_cmd", "create, grow, delete, list and describe the topics of a simulated cluster"),
-    Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker and topic configs and client quotas of a simulated cluster (cordoned.log.dirs cordons log directories), and --describe for topics and brokers"),
+    Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker and topic configs and client quotas of a simulated cluster (cordoned.log.dirs cordons log directories), and their --describe"),
     Command("leader-election", "kraftsim.cli.leader_election_cmd", "kafka-leader-election: elect the preferred leader, or a live replica of a leaderless partition, in a simulated cluster"),
     Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
     Command("metadata-quorum", "kraftsim.cli.quorum_cmd", "kafka-metadata-quorum: describe the KRaft quorum of a simulated cluster, add or remove controllers (KIP-853)"),

@@ -58,7 +58,9 @@ from kraftsim.image.components.features import ELR_FEATURE, features_from, Featu
 from kraftsim.image.components.opaque import key_text, OpaqueImage, OpaqueRecord
 from kraftsim.image.components.partition import NO_LEADER, PartitionRegistration, RECOVERED, RECOVERING, registration_from_record
 from kraftsim.image.components.producer_ids import ProducerIdsImage
-from kraftsim.image.components.quotas import ClientQuotasImage, describe_quotas, entity_text, QuotaFilterError
+from kraftsim.image.components.quotas import (
+    MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED, ClientQuotasImage, describe_quotas, entity_text, QuotaFilterError,
+)
 from kraftsim.image.components.scram import (describe_scram_users, mechanism_name, MECHANISMS, ScramCredential,
                                              ScramImage)
 from kraftsim.image.components.tokens import DelegationToken, DelegationTokensImage
@@ -220,6 +222,9 @@ __all__ = [
     "diff_images",
     "diff_text",
     "describe_quotas",
+    "MATCH_DEFAULT",
+    "MATCH_EXACT",
+    "MATCH_SPECIFIED",
     "describe_scram_users",
     "entity_text",
     "features_from",

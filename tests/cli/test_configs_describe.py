@@ -72,7 +72,8 @@ def test_before_4_1_a_missing_topic_fails_after_its_header(tmp_path: Path,
 
 @pytest.mark.parametrize(("flags", "says"), [
     (["--entity-type", "topics", "--add-config", "a=b"], "--add-config and --delete-config are for --alter"),
-    (["--entity-type", "users"], "quotas are described by Kafka's kafka-configs against `kraftsim serve`"),
+    (["--entity-type", "users", "--all"], "--all is for topics and brokers"),
+    (["--entity-type", "ips", "--entity-type", "users"], "give users, clients, or both, or ips alone"),
     (["--entity-type", "topics", "--entity-default"], "topics have no default entity"),
 ])
 def test_what_describe_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str],
@@ -85,3 +86,34 @@ def test_what_describe_refuses(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert code == 1 and "run `kraftsim serve`" in err
     assert run(capsys, "configs", "--cluster", c, "--alter", "--all", "--entity-type", "topics", "--entity-name",
                "cfg", "--add-config", "a=b")[0] == 2
+
+
+def test_client_quotas_and_scram_credentials(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kraftsim.sim import Simulation
+
+    c = _cluster(capsys, tmp_path / "c", "4.4.0")
+    for entity, quotas in ((["users", "--entity-name", "alice"], "consumer_byte_rate=1000,request_percentage=2.5"),
+                           (["users", "--entity-default"], "consumer_byte_rate=500"),
+                           (["users", "--entity-name", "alice", "--entity-type", "clients", "--entity-name", "app"],
+                            "producer_byte_rate=300")):
+        assert run(capsys, "configs", "--cluster", c, "--alter", "--entity-type", *entity, "--add-config", quotas)[0] == 0
+    with Simulation.open(c) as sim:
+        sim.alter_scram_credentials("alice", {"SCRAM-SHA-512": sim.scram_secret("alice", "SCRAM-SHA-512", "pw", 5000)})
+    code, out, _ = run(capsys, "configs", "--cluster", c, "--describe", "--entity-type", "users")
+    assert (code, out) == (0, "Quota configs for the default user-principal are consumer_byte_rate=500.0\n"
+                              "Quota configs for user-principal 'alice' are consumer_byte_rate=1000.0, "
+                              "request_percentage=2.5\n"
+                              "SCRAM credential configs for user-principal 'alice' are SCRAM-SHA-512=iterations=5000\n")
+    code, out, _ = run(capsys, "configs", "--cluster", c, "--describe", "--entity-type", "users", "--entity-name",
+                       "alice", "--entity-type", "clients")  # (users with clients: no credentials)
+    assert (code, out) == (0, "Quota configs for user-principal 'alice', client-id 'app' are producer_byte_rate=300.0\n")
+
+
+def test_before_3_5_describing_users_fails_after_their_quotas(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    c = _cluster(capsys, tmp_path / "c", "3.4.1")
+    assert run(capsys, "configs", "--cluster", c, "--alter", "--entity-type", "users", "--entity-name", "bob",
+               "--add-config", "producer_byte_rate=1024")[0] == 0
+    code, out, err = run(capsys, "configs", "--cluster", c, "--describe", "--entity-type", "users")
+    assert (code, out, err) == (1, "Quota configs for user-principal 'bob' are producer_byte_rate=1024.0\n",
+                                "The broker does not support DESCRIBE_USER_SCRAM_CREDENTIALS\n")

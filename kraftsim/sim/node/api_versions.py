@@ -140,6 +140,15 @@ def api_version_table() -> ApiVersionTable:
     return ApiVersionTable.from_text(text, "kraftsim/sim/node/data/api_versions.toml")
 
 
+def broker_serves(release: str, api_key: int) -> bool:
+    """Whether a broker of `release` serves the API (shipped table; a release the table does not
+    know, a hypothetical one, is taken to be as new as the newest)."""
+    try:
+        return api_key in api_version_table().ranges(release, "broker")
+    except NoApiVersionData:
+        return True
+
+
 def max_api_versions_version(release: str, role: str) -> int:
     """The highest ApiVersions request version a `role` listener of `release` knows (shipped table)."""
     return api_version_table().ranges(release, role)[API_VERSIONS_KEY][1]

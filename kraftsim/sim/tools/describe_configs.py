@@ -1,5 +1,4 @@
-"""`kafka-configs --describe` of topics and brokers against a simulated cluster: the lines
-Kafka's tool prints.
+"""`kafka-configs --describe` against a simulated cluster: the lines Kafka's tool prints.
 
 For each entity the tool prints a header and then the entries of one DescribeConfigs answer
 (with synonyms) whose source is the entity's dynamic one: a topic's own values, a broker's own
@@ -12,18 +11,27 @@ then the default.
 
 A broker's own every config (`--all` for a broker) includes its listeners, which a simulated
 node has only while it is served: that one is `kraftsim serve` and Kafka's tool.
+
+Client quotas (users, clients, ips) come from one DescribeClientQuotas with a strict filter of
+the types given (an entity of each, its default, or any), in the order of the admin client's
+HashMap of entities (keyed by the entity's map of names); users alone, without a default,
+are followed by their SCRAM credentials (one DescribeUserScramCredentials, from 3.5).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kraftsim.controller import DescribedConfig, describe_broker_configs, describe_node_broker_configs
 from kraftsim.controller import describe_topic_configs
-from kraftsim.image import BROKER, TOPIC
-from kraftsim.javacompat import hash_map_order, parse_int, string_hash
+from kraftsim.image import (
+    BROKER, MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED, TOPIC, QuotaFilterError, describe_quotas, describe_scram_users,
+    mechanism_name,
+)
+from kraftsim.javacompat import double_to_string, hash_map_order, parse_int, sized_capacity, string_hash, string_hash_order
+from kraftsim.sim.node.api_versions import broker_serves
 from kraftsim.sim.types import RUNNING, SimError
 from kraftsim.storage import topic_name_error
 from kraftsim.versions import ToolFailure, release_name_key
@@ -43,6 +51,13 @@ _SORTED_ENTRIES = (3, 5, 0)
 #: The first release whose tool says that a named topic or broker it cannot find does not
 #: exist (before: it prints the header and then fails on the answer).
 _SAYS_MISSING = (4, 1, 0)
+
+
+#: DescribeUserScramCredentials: a broker without it fails the tool's users' description.
+_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+#: kafka-configs' quota entity types, as DescribeClientQuotas names them, in the tool's order.
+QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+_QUOTA_TYPE_TEXT = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
 
 
 @dataclass(frozen=True)
@@ -158,3 +173,52 @@ def _entries(described: Sequence[DescribedConfig], source: int | None, tool: str
 
 def _text(value: str | None) -> str:
     return "null" if value is None else value
+
+
+def describe_quota_configs(sim: Simulation, entity: Sequence[tuple[str, str | None]], default: Sequence[str]
+                           ) -> list[str]:
+    """kafka-configs --describe of client quotas: `entity` pairs each type given (users,
+    clients, ips) with its --entity-name (None: any entity of the type), `default` names the
+    types given with --entity-default."""
+    leader = sim.leader()
+    image = sim.image(leader) if leader is not None else None
+    if image is None:
+        raise SimError("no active controller: the quotas cannot be described")
+    running = {n.id: n.release for n in sim.nodes() if n.state == RUNNING}
+    asked = next((b for b in sorted(image.cluster.brokers) if b in running and not image.cluster.brokers[b].fenced),
+                 None)
+    if asked is None:
+        raise SimError("no unfenced broker is running: kafka-configs has no broker to ask")
+    components = [(QUOTA_TYPES[t], MATCH_SPECIFIED if n is None else MATCH_EXACT, n) for t, n in entity] + \
+        [(QUOTA_TYPES[t], MATCH_DEFAULT, None) for t in default]
+    try:
+        found = describe_quotas(image.client_quotas, components, True)
+    except QuotaFilterError as e:
+        raise ToolFailure(str(e)) from None
+    lines = [_quota_line(dict(e), quotas) for e, quotas in
+             hash_map_order(found, lambda f: _entity_hash(dict(f[0])), initial=sized_capacity(len(found)))]
+    types = [t for t, _ in entity] + list(default)
+    if "clients" in types or "ips" in types or default:
+        return lines
+    if not broker_serves(running[asked], _DESCRIBE_USER_SCRAM_CREDENTIALS):
+        raise ConfigsFailure(lines, "The broker does not support DESCRIBE_USER_SCRAM_CREDENTIALS")
+    for user, held in describe_scram_users(image.scram, [n for _, n in entity if n is not None]):
+        if not isinstance(held, tuple):  # (a user without credentials is left out)
+            infos = ", ".join(f"{mechanism_name(m)}=iterations={i}" for m, i in held)
+            lines.append(f"SCRAM credential configs for user-principal '{user}' are {infos}")
+    return lines
+
+
+def _entity_hash(entity: dict[str, str | None]) -> int:
+    """ClientQuotaEntity.hashCode: Objects.hash of its map of names (a null name hashes as 0)."""
+    total = sum(string_hash(k) ^ (string_hash(v) if v is not None else 0) for k, v in entity.items())
+    return (31 + total) & 0xFFFFFFFF
+
+
+def _quota_line(entity: dict[str, str | None], quotas: Mapping[str, float]) -> str:
+    parts = [f"{_QUOTA_TYPE_TEXT[t]} '{entity[t]}'" if entity[t] is not None else f"the default {_QUOTA_TYPE_TEXT[t]}"
+             for t in _QUOTA_TYPE_TEXT if t in entity]
+    # (the broker's map of values, then the admin client's HashMap sized for them)
+    keys = hash_map_order(string_hash_order(list(quotas)), string_hash, initial=sized_capacity(len(quotas)))
+    return f"Quota configs for {', '.join(parts)} are {', '.join(f'{k}={double_to_string(quotas[k])}' for k in keys)}"
+

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, string_hash
-from kraftsim.sim.node.api_versions import NoApiVersionData, api_version_table
+from kraftsim.sim.node.api_versions import broker_serves
 from kraftsim.sim.types import RUNNING, SimError
 from kraftsim.storage import INTERNAL_TOPICS
 from kraftsim.versions import ToolFailure, release_line, release_name_key
@@ -146,20 +146,11 @@ def described_order(names: list[str], release: str) -> list[str]:
     return hash_map_order(filled, string_hash, initial=size)
 
 
-def _answers_elr(release: str) -> bool:
-    """Whether a broker of `release` serves DescribeTopicPartitions (a release the table does
-    not know, a hypothetical one, is taken to be as new as the newest)."""
-    try:
-        return _DESCRIBE_TOPIC_PARTITIONS in api_version_table().ranges(release, "broker")
-    except NoApiVersionData:
-        return True
-
-
 def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str, broker: int,
                    broker_release: str) -> list[str]:
     """The lines of kafka-topics --describe of release `tool` for the topics of `image`, with
     the configs as broker `broker` of `broker_release` describes them."""
-    elr = None if release_name_key(tool) < _ELR_COLUMNS else _answers_elr(broker_release)
+    elr = None if release_name_key(tool) < _ELR_COLUMNS else broker_serves(broker_release, _DESCRIBE_TOPIC_PARTITIONS)
     reports = options.given_reports
     if len(reports) > 1 and release_name_key(tool) < _REPORTS_COMBINED:
         raise ToolFailure(f'Option "[{reports[0]}]" can\'t be used with option "[{reports[1]}]"')
