@@ -5,5 +5,7 @@
   health         is the cluster healthy (`cluster status`'s first lines and exit status)
   leader_election  kafka-leader-election against a simulated cluster: its request, the tool's lines
   reassign_partitions  kafka-reassign-partitions --execute and --cancel: the request, the tool's lines
+  tool_view      what a Kafka tool reads of a simulated cluster: the image, the broker it asks, its release
   describe_topics  kafka-topics --describe against a simulated cluster: the tool's lines
+  describe_configs  kafka-configs --describe against a simulated cluster: the tool's lines
 """

@@ -32,12 +32,11 @@ from kraftsim.image import (
 )
 from kraftsim.javacompat import double_to_string, hash_map_order, parse_int, sized_capacity, string_hash, string_hash_order
 from kraftsim.sim.node.api_versions import broker_serves
-from kraftsim.sim.types import RUNNING, SimError
+from kraftsim.sim.tools.tool_view import ToolView, tool_view
 from kraftsim.storage import topic_name_error
 from kraftsim.versions import ToolFailure, release_name_key
 
 if TYPE_CHECKING:
-    from kraftsim.image import MetadataImage
     from kraftsim.sim.simulation import Simulation
 
 #: DescribeConfigsResponse's ConfigSource values, as the tool prints them.
@@ -74,23 +73,15 @@ def describe_configs(sim: Simulation, query: ConfigsQuery) -> list[str]:
     """kafka-configs --describe against the simulated cluster `sim` (see the module's text)."""
     if query.entity_type not in ("topics", "brokers"):
         raise ValueError(f"not a config entity type: {query.entity_type}")
-    leader = sim.leader()
-    image = sim.image(leader) if leader is not None else None
-    if image is None:
-        raise SimError("no active controller: the configs cannot be described")
-    running = {n.id: n.release for n in sim.nodes() if n.state == RUNNING}
-    live = sorted(b.id for b in image.cluster.brokers.values() if not b.fenced)
-    asked = next((b for b in live if b in running), None)
-    if asked is None:
-        raise SimError("no unfenced broker is running: kafka-configs has no broker to ask")
-    tool = sim.tool_release()
+    view = tool_view(sim, "kafka-configs")
     if query.entity_type == "topics":
-        return _topics(image, tool, running[asked], asked, query)
-    return _brokers(sim, image, running, tool, running[asked], live, query)
+        return _topics(view, query)
+    return _brokers(sim, view, query)
 
 
-def _topics(image: MetadataImage, tool: str, release: str, broker: int, query: ConfigsQuery) -> list[str]:
-    """The topics' lines, as broker `broker` of `release` describes them to the tool."""
+def _topics(view: ToolView, query: ConfigsQuery) -> list[str]:
+    """The topics' lines, as the broker asked describes them."""
+    image, tool = view.image, view.tool
     if query.name is not None:
         names = [query.name]
         error = topic_name_error(query.name) if query.name else None
@@ -98,24 +89,25 @@ def _topics(image: MetadataImage, tool: str, release: str, broker: int, query: C
             raise ToolFailure(error)
     else:
         names = hash_map_order(sorted(t.name for t in image.topics.sorted_topics()), string_hash)
-    node_dynamic, cluster_dynamic = image.configs.config(BROKER, str(broker)), image.configs.config(BROKER, "")
+    node_dynamic, cluster_dynamic = image.configs.config(BROKER, str(view.broker)), image.configs.config(BROKER, "")
     lines: list[str] = []
     for name in names:
         if image.topics.get_topic_by_name(name) is None:
             _missing(lines, tool, "topic", name, f"The topic '{name}' does not exist.")
             continue
         lines.append(f"{'All' if query.describe_all else 'Dynamic'} configs for topic {name} are:")
-        described = describe_topic_configs(release, image.configs.config(TOPIC, name), node_dynamic, cluster_dynamic)
+        described = describe_topic_configs(view.broker_release, image.configs.config(TOPIC, name), node_dynamic,
+                                           cluster_dynamic)
         lines += _entries(described, None if query.describe_all else _TOPIC_SOURCE, tool)
     return lines
 
 
-def _brokers(sim: Simulation, image: MetadataImage, running: dict[int, str], tool: str, release: str,
-             live: list[int], query: ConfigsQuery) -> list[str]:
-    """The brokers' lines: each broker as it describes itself, the cluster-wide default as a
-    broker of `release` describes it."""
+def _brokers(sim: Simulation, view: ToolView, query: ConfigsQuery) -> list[str]:
+    """The brokers' lines: each broker as it describes itself, the cluster-wide default as the
+    broker asked describes it."""
+    image, tool, running = view.image, view.tool, view.running
     cluster_dynamic = image.configs.config(BROKER, "")
-    named = [] if query.default else [query.name] if query.name is not None else [str(b) for b in live]
+    named = [] if query.default else [query.name] if query.name is not None else [str(b) for b in view.live]
     if named and query.describe_all:
         raise ToolFailure("a broker's every config (--all) includes its listeners, which a simulated broker has only "
                           "while served: run `kraftsim serve` and Kafka's kafka-configs --describe --all")
@@ -124,7 +116,7 @@ def _brokers(sim: Simulation, image: MetadataImage, running: dict[int, str], too
         node = parse_int(name)  # (Scala's toInt)
         if node is None:
             raise ToolFailure(f"The entity name for brokers must be a valid integer broker id, found: {name}")
-        if node not in image.cluster.brokers or node not in running:
+        if node not in view.live or node not in running:  # (the admin client knows the brokers DescribeCluster lists)
             _missing(lines, tool, "broker", name, f"No broker {name} answers: Kafka's tool waits for it and then "
                                                      "fails (java.util.concurrent.TimeoutException).")
             continue
@@ -134,7 +126,7 @@ def _brokers(sim: Simulation, image: MetadataImage, running: dict[int, str], too
         lines += _entries(described, _BROKER_SOURCE, tool)
     if query.default or query.name is None:
         lines.append("Default configs for brokers in the cluster are:")
-        lines += _entries(describe_broker_configs(release, None, cluster_dynamic),
+        lines += _entries(describe_broker_configs(view.broker_release, None, cluster_dynamic),
                           None if query.describe_all else _DEFAULT_BROKER_SOURCE, tool)
     return lines
 
@@ -180,19 +172,11 @@ def describe_quota_configs(sim: Simulation, entity: Sequence[tuple[str, str | No
     """kafka-configs --describe of client quotas: `entity` pairs each type given (users,
     clients, ips) with its --entity-name (None: any entity of the type), `default` names the
     types given with --entity-default."""
-    leader = sim.leader()
-    image = sim.image(leader) if leader is not None else None
-    if image is None:
-        raise SimError("no active controller: the quotas cannot be described")
-    running = {n.id: n.release for n in sim.nodes() if n.state == RUNNING}
-    asked = next((b for b in sorted(image.cluster.brokers) if b in running and not image.cluster.brokers[b].fenced),
-                 None)
-    if asked is None:
-        raise SimError("no unfenced broker is running: kafka-configs has no broker to ask")
+    view = tool_view(sim, "kafka-configs")
     components = [(QUOTA_TYPES[t], MATCH_SPECIFIED if n is None else MATCH_EXACT, n) for t, n in entity] + \
         [(QUOTA_TYPES[t], MATCH_DEFAULT, None) for t in default]
     try:
-        found = describe_quotas(image.client_quotas, components, True)
+        found = describe_quotas(view.image.client_quotas, components, True)
     except QuotaFilterError as e:
         raise ToolFailure(str(e)) from None
     lines = [_quota_line(dict(e), quotas) for e, quotas in
@@ -200,9 +184,9 @@ def describe_quota_configs(sim: Simulation, entity: Sequence[tuple[str, str | No
     types = [t for t, _ in entity] + list(default)
     if "clients" in types or "ips" in types or default:
         return lines
-    if not broker_serves(running[asked], _DESCRIBE_USER_SCRAM_CREDENTIALS):
+    if not broker_serves(view.broker_release, _DESCRIBE_USER_SCRAM_CREDENTIALS):
         raise ConfigsFailure(lines, "The broker does not support DESCRIBE_USER_SCRAM_CREDENTIALS")
-    for user, held in describe_scram_users(image.scram, [n for _, n in entity if n is not None]):
+    for user, held in describe_scram_users(view.image.scram, [n for _, n in entity if n is not None]):
         if not isinstance(held, tuple):  # (a user without credentials is left out)
             infos = ", ".join(f"{mechanism_name(m)}=iterations={i}" for m, i in held)
             lines.append(f"SCRAM credential configs for user-principal '{user}' are {infos}")

@@ -24,7 +24,7 @@ from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, string_hash
 from kraftsim.sim.node.api_versions import broker_serves
-from kraftsim.sim.types import RUNNING, SimError
+from kraftsim.sim.tools.tool_view import tool_view
 from kraftsim.storage import INTERNAL_TOPICS
 from kraftsim.versions import ToolFailure, release_line, release_name_key
 
@@ -187,13 +187,5 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
 
 def describe_topics(sim: Simulation, options: DescribeOptions) -> list[str]:
     """kafka-topics --describe against the simulated cluster `sim` (see the module's text)."""
-    leader = sim.leader()
-    image = sim.image(leader) if leader is not None else None
-    if image is None:
-        raise SimError("no active controller: the topics cannot be described")
-    live = sorted(b.id for b in image.cluster.brokers.values() if not b.fenced)
-    running = {n.id: n.release for n in sim.nodes() if n.state == RUNNING}
-    broker = next((b for b in live if b in running), None)
-    if broker is None:
-        raise SimError("no unfenced broker is running: kafka-topics has no broker to ask")
-    return describe_image(image, options, tool=sim.tool_release(), broker=broker, broker_release=running[broker])
+    view = tool_view(sim, "kafka-topics")
+    return describe_image(view.image, options, tool=view.tool, broker=view.broker, broker_release=view.broker_release)
