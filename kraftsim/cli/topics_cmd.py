@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+
 from kraftsim.cli.common import kafka_tool, settle
 
 #: kafka-topics --describe's flags that list only the partitions in trouble, and which.
@@ -20,9 +21,9 @@ _REPORTS = {"--under-replicated-partitions": "whose ISR is smaller than their re
             "--under-min-isr-partitions": "whose ISR is smaller than their min.insync.replicas, or without a leader",
             "--at-min-isr-partitions": "whose ISR is exactly their min.insync.replicas"}
 
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    group = sub.add_parser("topics", help="create, grow, delete, list and describe the topics of a simulated "
-                                             "cluster")
+    group = sub.add_parser("topics", help="create, grow, delete, list and describe the topics of a simulated cluster")
     group.add_argument("--cluster", required=True, metavar="DIR", help="the cluster directory (`cluster create`)")
     cmds = group.add_subparsers(dest="topics_command", metavar="SUBCOMMAND")
     cmds.required = True
@@ -68,7 +69,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lst.set_defaults(run=kafka_tool(_list))
 
     describe = cmds.add_parser("describe", help="kafka-topics --describe: each topic's line and its partitions' lines, "
-                                                "as the tool of the brokers' release prints them")
+                                                "as the tool of the cluster's newest release prints them")
     describe.add_argument("--topic", metavar="PATTERN",
                           help="the topics to describe: a name or a regular expression matched against whole "
                                "names (commas separate alternatives), as kafka-topics --topic; default: all")
@@ -77,8 +78,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     describe.add_argument("--if-exists", action="store_true",
                           help="a --topic that matches nothing is not an error (nothing is printed)")
     for flag, what in _REPORTS.items():
-        describe.add_argument(flag, action="store_true", help=f"only partitions {what} (the flags of this kind may "
-                                                              "be combined: a partition any of them names is listed)")
+        describe.add_argument(flag, action="store_true", help=f"only partitions {what} (from 3.7 the flags of this "
+                                                              "kind combine: a partition any of them names is listed)")
     describe.add_argument("--topics-with-overrides", action="store_true",
                           help="only the lines of topics with a config not at its default, without their partitions")
     describe.set_defaults(run=kafka_tool(_describe))
