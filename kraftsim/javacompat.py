@@ -1,7 +1,7 @@
 """What kraftsim copies from the JVM, in one place: Java's hash codes, the iteration order of
 java.util.HashMap / HashSet / ConcurrentHashMap, of Scala's hash maps and of the persistent hash
 map behind Kafka's images, Kafka's Uuid.randomUuid, and the JDK's texts and parsers Kafka's tools rely on
-(Date.toString, Integer.parseInt, String.split).
+(Date.toString, Integer.parseInt, String.split, Uuid.fromString).
 
 Kafka writes records by iterating hash maps (registration listeners and features, finalized
 features, configs, topics), so the order of a record's list, or of records in a snapshot,
@@ -324,6 +324,53 @@ def string_split(text: str, sep: str) -> list[str]:
     while parts and parts[-1] == "":
         parts.pop()
     return parts
+
+
+_URL_BASE64 = {c: i for i, c in enumerate(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")}
+
+
+def url_base64_decode(text: str) -> bytes:
+    """Base64.getUrlDecoder().decode(String): RFC 4648's URL-safe alphabet, padding optional
+    but checked; the text is read as ISO-8859-1 bytes (other characters become '?'). Raises
+    ValueError with the JDK's text where it throws IllegalArgumentException."""
+    src = text.encode("latin-1", "replace")
+    if len(src) == 1:
+        raise ValueError("Input byte[] should at least have 2 bytes for base64 bytes")
+    out, bits, shift, pos = bytearray(), 0, 18, 0
+    while pos < len(src):
+        ch = src[pos]
+        pos += 1
+        value = _URL_BASE64.get(ch)
+        if value is None:
+            if ch == ord("="):  # padding: only as the end of a unit of 2 or 3 characters
+                if shift == 18 or (shift == 6 and (pos == len(src) or src[(pos := pos + 1) - 1] != ord("="))):
+                    raise ValueError("Input byte array has wrong 4-byte ending unit")
+                break
+            signed = ch - 256 if ch > 127 else ch  # (the JDK prints the byte, signed, in hex)
+            raise ValueError(f"Illegal base64 character {'-' if signed < 0 else ''}{abs(signed):x}")
+        bits |= value << shift
+        shift -= 6
+        if shift < 0:
+            out += (bits & 0xFFFFFF).to_bytes(3, "big")
+            bits, shift = 0, 18
+    if shift == 12:
+        raise ValueError("Last unit does not have enough valid bits")
+    out += (bits >> 8 & 0xFFFF).to_bytes(2, "big")[:{6: 1, 0: 2}.get(shift, 0)]
+    if pos < len(src):
+        raise ValueError(f"Input byte array has incorrect ending byte at {pos}")
+    return bytes(out)
+
+
+def uuid_from_string(text: str) -> Uuid:
+    """Kafka's Uuid.fromString: at most 24 characters of URL-safe Base64 that decode to 16
+    bytes. Raises ValueError with the text of Kafka's (or the JDK's) IllegalArgumentException."""
+    if len(text) > 24:
+        raise ValueError(f"Input string with prefix `{text[:24]}` is too long to be decoded as a base64 UUID")
+    raw = url_base64_decode(text)
+    if len(raw) != 16:
+        raise ValueError(f"Input string `{text}` decoded as {len(raw)} bytes, which is not equal to the expected "
+                         "16 bytes of a base64-encoded UUID")
+    return Uuid(raw)
 
 
 def double_to_string(x: float) -> str:

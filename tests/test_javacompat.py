@@ -3,6 +3,7 @@ java.util.HashMap (puts, resizes that split buckets in order, iteration by bucke
 
 from __future__ import annotations
 
+import base64
 import random
 
 from hypothesis import given, settings, strategies as st
@@ -10,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.javacompat import (
     RESERVED_UUIDS, concurrent_hash_map_order, date_to_string, hash_map_capacity, hash_map_order, hash_pmap_order,
     int_hash, int_set_order, parse_int, random_uuid, scala_immutable_hash_map_order, signed32, string_hash, string_hash_order,
-    string_split, uuid_hash,
+    string_split, url_base64_decode, uuid_from_string, uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 
@@ -132,3 +133,53 @@ def test_jdk_parsers_and_texts() -> None:
     assert string_split("a,,", ",") == ["a"] and string_split(",a", ",") == ["", "a"]
     assert string_split(",,", ",") == [] and string_split("", ",") == [""]
     assert date_to_string(0) == "Thu Jan 01 00:00:00 UTC 1970"
+
+
+#: Base64.getUrlDecoder().decode(s) in a JDK 17 (jshell): the length it decodes, or its message.
+JDK_URL_DECODES = {
+    "bad": 2, "": 0, "ab==": 1, "abc=": 2,
+    "a": "Input byte[] should at least have 2 bytes for base64 bytes",
+    "=": "Input byte[] should at least have 2 bytes for base64 bytes",
+    "AAAAAAAAAAAAAAAAAAAAAQ=": "Input byte array has wrong 4-byte ending unit",
+    "ab=c": "Input byte array has wrong 4-byte ending unit",
+    "abcd=": "Input byte array has wrong 4-byte ending unit",
+    "ab=": "Input byte array has wrong 4-byte ending unit",
+    "a+bc": "Illegal base64 character 2b",
+    "AAAAAAAAAAAAAAAAAAAAAQ\u00e9": "Illegal base64 character -17",  # (a Latin-1 byte, signed)
+    "ab\u20ac": "Illegal base64 character 3f",  # (not Latin-1: read as '?')
+    "ab==x": "Input byte array has incorrect ending byte at 4",
+    "abcde": "Last unit does not have enough valid bits",
+    "a=": "Last unit does not have enough valid bits",
+}
+
+
+def test_url_base64_decode_is_the_jdks() -> None:
+    for text, expected in JDK_URL_DECODES.items():
+        try:
+            got: int | str = len(url_base64_decode(text))
+        except ValueError as e:
+            got = str(e)
+        assert got == expected, text
+
+
+@given(st.binary(max_size=40), st.booleans())
+def test_url_base64_decode_reads_what_python_encodes(raw: bytes, padded: bool) -> None:
+    text = base64.urlsafe_b64encode(raw).decode()
+    assert url_base64_decode(text if padded else text.rstrip("=")) == raw
+
+
+def test_uuid_from_string_is_kafkas() -> None:
+    u = random_uuid(random.Random(7))
+    assert uuid_from_string(str(u)) == uuid_from_string(f"{u}==") == u
+    assert uuid_from_string("AAAAAAAAAAAAAAAAAAAAAA") == Uuid.ZERO
+    for text, message in [
+        ("x" * 25, "Input string with prefix `xxxxxxxxxxxxxxxxxxxxxxxx` is too long to be decoded as a base64 UUID"),
+        ("bad", "Input string `bad` decoded as 2 bytes, which is not equal to the expected 16 bytes of a "
+                "base64-encoded UUID"),
+    ]:
+        try:
+            uuid_from_string(text)
+        except ValueError as e:
+            assert str(e) == message
+        else:
+            raise AssertionError(text)

@@ -73,6 +73,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     describe.add_argument("--topic", metavar="PATTERN",
                           help="the topics to describe: a name or a regular expression matched against whole "
                                "names (commas separate alternatives), as kafka-topics --topic; default: all")
+    describe.add_argument("--topic-id", metavar="ID",
+                          help="the one topic to describe, by its id (Kafka's text form); it counts over --topic, "
+                               "except the zero id. Described by id, partitions show no ELR (\"N/A\" from 3.8), "
+                               "as the admin client asks for them with Metadata")
     describe.add_argument("--exclude-internal", action="store_true", help="leave out internal topics "
                                                                            "(__consumer_offsets, ...)")
     describe.add_argument("--if-exists", action="store_true",
@@ -222,14 +226,24 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     from kraftsim.sim import Simulation
+    from kraftsim.javacompat import uuid_from_string
+    from kraftsim.protocol.primitives import Uuid
     from kraftsim.sim.tools.describe_topics import DescribeOptions, describe_topics, topic_pattern
+    from kraftsim.versions import ToolFailure
 
     reports = [flag for flag in _REPORTS if getattr(args, flag[2:].replace("-", "_"))]
     if args.topics_with_overrides and reports:
         return _usage_error(f"--topics-with-overrides lists topics, not partitions: not with {reports[0]}")
-    if args.topic is not None:
-        topic_pattern(args.topic)  # (a pattern the tool refuses fails before the cluster is opened)
-    options = DescribeOptions(topic=args.topic, exclude_internal=args.exclude_internal, if_exists=args.if_exists,
+    if args.if_exists and args.topic is not None and args.topic_id is not None:
+        print("Only topic id will be used when both --topic and --topic-id are specified and topicId is not "
+              "Uuid.ZERO_UUID")
+    try:  # (what the tool refuses fails before the cluster is opened)
+        topic_id = None if args.topic_id is None else uuid_from_string(args.topic_id)
+    except ValueError as e:
+        raise ToolFailure(str(e)) from None
+    if args.topic is not None and (topic_id is None or topic_id == Uuid.ZERO):
+        topic_pattern(args.topic)
+    options = DescribeOptions(topic=args.topic, topic_id=topic_id, exclude_internal=args.exclude_internal, if_exists=args.if_exists,
                               under_replicated=args.under_replicated_partitions,
                               unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
                               at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from kraftsim.controller import CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig, CreatePartitionsTopic
 from kraftsim.controller import ELECTION_TYPES, MAX_ELECTION_PARTITIONS, ElectLeadersRequest, FeatureUpdate
 from kraftsim.controller import TopicPartitions, UpgradeType, created_topic_configs
-from kraftsim.storage import topic_name_error
 from kraftsim.wire.handlers import BROKER_RESOURCE, METADATA_KEY, Body, Handler, NotCarriedOut, code, release_of
 from kraftsim.wire.handlers import metadata as metadata_of_image
 from kraftsim.wire.served import CONTROLLER, Listener, ServedCluster
@@ -283,13 +282,8 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
     allowed = version < 4 or bool(body.get("AllowAutoTopicCreation", True))
     if not (allowed and served.auto_create_topics and listener.role != CONTROLLER):
         return answer
-    unknown = [t for t in answer["Topics"] if t["ErrorCode"] == code("UNKNOWN_TOPIC_OR_PARTITION") and t["Name"]]
-    legal = []
-    for t in unknown:
-        if topic_name_error(t["Name"]) is not None:
-            t["ErrorCode"] = code("INVALID_TOPIC_EXCEPTION")
-        else:
-            legal.append(t["Name"])
+    # (an illegal name is INVALID_TOPIC_EXCEPTION already: the unknown names are legal)
+    legal = [t["Name"] for t in answer["Topics"] if t["ErrorCode"] == code("UNKNOWN_TOPIC_OR_PARTITION") and t["Name"]]
     if legal and refusal(served, listener) is None:
         at = served.sim.now_ms
         result = served.sim.send_create_topics([CreatableTopic(name=n, num_partitions=AUTO_CREATE_PARTITIONS,

@@ -22,6 +22,7 @@ from kraftsim.controller import (
 from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.controller import describe_group_configs, describes_group_configs
 from kraftsim.javacompat import parse_int
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import INTERNAL_TOPICS, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
@@ -29,7 +30,7 @@ from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
 if TYPE_CHECKING:
-    from kraftsim.image import BrokerRegistration, MetadataImage
+    from kraftsim.image import BrokerRegistration, MetadataImage, TopicImage
 
 Body = dict[str, Any]
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
@@ -102,7 +103,10 @@ def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> 
 def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """Brokers with their served ports, the cluster id, a controller id as KRaft brokers give it
     (an alive broker's: clients cannot reach controllers; Kafka picks one at random, kraftsim the
-    lowest id), and topics and partitions from the node's own image."""
+    lowest id), and topics and partitions from the node's own image. Topics are asked for by
+    name or, from v12 (KIP-516), by id: an id the broker does not know is UNKNOWN_TOPIC_ID with
+    no name, a name it does not know UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION when
+    no topic could have it)."""
     brokers = alive_brokers(served, listener)
     alive = {b.id for b in brokers}
     image = served.sim.image(listener.node_id)
@@ -112,15 +116,21 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
     if wanted is None:
         chosen = topics
     else:
-        by_name = {t.name: t for t in topics}
+        ids = {w["TopicId"] for w in wanted if w.get("TopicId", Uuid.ZERO) != Uuid.ZERO}
+        known: dict[object, TopicImage] = {t.id: t for t in topics} if ids else {t.name: t for t in topics}
         chosen = []
-        for w in wanted:
-            name = w.get("Name")
-            t = by_name.get(name) if name is not None else None
-            if t is None:
-                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION"), "Name": name, "Partitions": []})
-            else:
+        for asked in (ids or {w.get("Name") for w in wanted}):
+            t = known.get(asked)
+            if t is not None:
                 chosen.append(t)
+            elif ids:
+                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_ID"), "Name": None, "TopicId": asked,
+                                   "IsInternal": False, "Partitions": []})
+            else:
+                name = str(asked)
+                error = "UNKNOWN_TOPIC_OR_PARTITION" if topic_name_error(name) is None else "INVALID_TOPIC_EXCEPTION"
+                out_topics.append({"ErrorCode": code(error), "Name": name, "TopicId": Uuid.ZERO,
+                                   "IsInternal": name in INTERNAL_TOPICS, "Partitions": []})
     for t in chosen:
         parts = []
         for index, p in t.sorted_partitions():
@@ -132,7 +142,8 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
         out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in INTERNAL_TOPICS,
                            "Partitions": parts})
     return {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers], "ClusterId": served.sim.cluster_id,
-            "ControllerId": brokers[0].id if brokers else -1, "Topics": sorted(out_topics, key=lambda t: t["Name"] or "")}
+            "ControllerId": brokers[0].id if brokers else -1,
+            "Topics": sorted(out_topics, key=lambda t: (t["Name"] or "", str(t["TopicId"])))}
 
 
 def describe_cluster(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

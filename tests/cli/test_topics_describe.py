@@ -100,3 +100,37 @@ def test_mid_roll_the_newest_tool_asks_an_older_broker(tmp_path: Path, capsys: p
     partitions = [line for line in out.splitlines() if line.startswith("\tTopic: orders")]
     assert code == 0 and len(partitions) == 2
     assert all(line.endswith("\tElr: N/A\tLastKnownElr: N/A") for line in partitions)
+
+
+def test_a_topic_named_by_id(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--topic-id (read from the real tools, 3.3.2 to 4.4.0): the one topic with that id,
+    described through Metadata (no ELR from it: "N/A"); the zero id counts as none; ids the
+    tool cannot parse fail with Kafka's text before the cluster is read."""
+    d = _cluster(capsys, tmp_path / "c", "4.4.0", "orders", "t1")
+    by_name = run(capsys, "topics", "--cluster", d, "describe", "--topic", "t1")[1]
+    topic_id = re.search(r"TopicId: (\S+)", by_name).group(1)  # type: ignore[union-attr]
+    code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--topic-id", topic_id)
+    assert (code, out) == (0, by_name.replace("Elr: \tLastKnownElr: \n", "Elr: N/A\tLastKnownElr: N/A\n"))
+    assert out.count("\tElr: N/A\t") == 2
+    assert run(capsys, "topics", "--cluster", d, "describe", "--topic-id", topic_id + "==")[1] == out
+    code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--topic-id", "AAAAAAAAAAAAAAAAAAAAAA",
+                       "--topic", "t1")
+    assert (code, out) == (0, by_name)
+    code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--topic-id", topic_id, "--topic", "nope",
+                       "--if-exists")
+    assert code == 0 and out.startswith("Only topic id will be used when both --topic and --topic-id are specified")
+    assert _topics(out) == ["t1"]
+    missing = "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert run(capsys, "topics", "--cluster", d, "describe", "--topic-id", missing) == \
+        (1, "", f"TopicId '{missing}' does not exist as expected\n")
+    assert run(capsys, "topics", "--cluster", d, "describe", "--topic-id", missing, "--if-exists")[:2] == (0, "")
+    assert run(capsys, "topics", "--cluster", str(tmp_path / "none"), "describe", "--topic-id", "bad") == \
+        (1, "", "Input string `bad` decoded as 2 bytes, which is not equal to the expected 16 bytes of a "
+                "base64-encoded UUID\n")
+
+
+def test_by_id_3_7_has_no_elr_columns(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = _cluster(capsys, tmp_path / "c", "3.7.2", "orders")
+    by_name = run(capsys, "topics", "--cluster", d, "describe")[1]
+    topic_id = re.search(r"TopicId: (\S+)", by_name).group(1)  # type: ignore[union-attr]
+    assert run(capsys, "topics", "--cluster", d, "describe", "--topic-id", topic_id)[:2] == (0, by_name)

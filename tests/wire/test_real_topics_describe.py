@@ -58,6 +58,18 @@ def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:
         sim.run(5_000)
 
 
+def _by_id(capsys: pytest.CaptureFixture[str], cluster: Path, scratch: Path) -> dict[str, list[str]]:
+    """Variants that name a topic by id (the admin client describes it through Metadata by
+    id): the one being reassigned, an id no topic has, a text that is not an id."""
+    shutil.copytree(cluster, scratch)  # (the cluster itself stays as the tool will see it)
+    code, out, _ = run(capsys, "topics", "--cluster", str(scratch), "describe", "--topic", "zeta")
+    assert code == 0 and out.startswith("Topic: zeta\tTopicId: ")
+    zeta = out.split("\t")[1].removeprefix("TopicId: ")
+    return {"a topic by id": ["--topic-id", zeta], "an id no topic has": ["--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ"],
+            "an id no topic has, --if-exists": ["--topic-id", "AAAAAAAAAAAAAAAAAAAAAQ", "--if-exists"],
+            "not an id": ["--topic-id", "bad"]}
+
+
 @pytest.mark.parametrize("release", ["3.3.2", "3.7.2", "3.8.1", "4.4.0"])
 def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_path, capsys):
     dist = kafka_dist(release)
@@ -65,12 +77,13 @@ def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_pa
     cluster = tmp_path / "c"
     _build(capsys, cluster, release)
     ours: dict[str, tuple[int, str, str]] = {}
-    for name, options in VARIANTS.items():
+    variants = {**VARIANTS, **_by_id(capsys, cluster, tmp_path / "ids")}
+    for name, options in variants.items():
         copy = tmp_path / f"copy-{len(ours)}"  # (each run on the state the tool sees)
         shutil.copytree(cluster, copy)
         ours[name] = run(capsys, "topics", "--cluster", str(copy), "describe", *options)
     with kraftsim.serve(cluster) as k:
-        for name, options in VARIANTS.items():
+        for name, options in variants.items():
             theirs = run_tool(dist, main_class, "--bootstrap-server", k.address(2), "--describe", *options)
             code, out, err = ours[name]
             if theirs.stdout.startswith(ERROR_PREFIX):  # (kraftsim says the tool's text alone, on stderr)
@@ -81,3 +94,4 @@ def test_kraftsim_topics_describe_prints_what_kafkas_tool_prints(release, tmp_pa
                 assert (code, out) == (theirs.returncode, theirs.stdout), name
     assert "Adding Replicas: 5\tRemoving Replicas: 3" in ours["every topic"][1]
     assert "Leader: none" in ours["every topic"][1]
+    assert "Adding Replicas: 5\tRemoving Replicas: 3" in ours["a topic by id"][1]

@@ -12,6 +12,7 @@ import pytest
 
 import kraftsim
 from kraftsim.controller import error_codes
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.api_versions import api_version_table, api_versions_response
 from kraftsim.wire import encode_request, frame, parse_response
 from kraftsim.wire.codec import UnsupportedRequest, default_catalog as codec_catalog, parse_request
@@ -404,3 +405,22 @@ def test_while_a_handed_over_command_has_the_cluster_api_versions_is_answered_an
 
 async def _on_loop(fn) -> None:
     fn()
+
+
+def test_metadata_by_topic_id_as_kafkas_broker_answers_it():
+    """Metadata v12 (KIP-516) names topics by id, as the admin client's describeTopics by id
+    does (kafka-topics --describe --topic-id): a known id gets its topic with its name, an
+    unknown one UNKNOWN_TOPIC_ID with no name (KafkaApis.handleTopicMetadataRequest); an
+    illegal name is INVALID_TOPIC_EXCEPTION without auto-creation too."""
+    with kraftsim.serve(controllers=1, brokers=1, release="4.4.0", auto_create_topics=False) as k:
+        rpc(k.address(2), 19, 7, {"Topics": [{"Name": "orders", "NumPartitions": 2, "ReplicationFactor": 1}]})
+        (orders,) = rpc(k.address(2), 3, 12, {"Topics": None})[1]["Topics"]
+        unknown_id = Uuid.from_longs(0, 7)
+        asked = [{"TopicId": orders["TopicId"], "Name": None}, {"TopicId": unknown_id, "Name": None}]
+        answered = rpc(k.address(2), 3, 12, {"Topics": asked, "AllowAutoTopicCreation": False})[1]["Topics"]
+        assert [(t["ErrorCode"], t["Name"], t["TopicId"]) for t in answered] == \
+            [(ERR["UNKNOWN_TOPIC_ID"], None, unknown_id), (0, "orders", orders["TopicId"])]
+        assert answered[1]["Partitions"] == orders["Partitions"]
+        by_name = rpc(k.address(2), 3, 12, {"Topics": [{"Name": "bad name!"}, {"Name": "nope"}]})[1]["Topics"]
+        assert [(t["ErrorCode"], t["Name"]) for t in by_name] == \
+            [(ERR["INVALID_TOPIC_EXCEPTION"], "bad name!"), (ERR["UNKNOWN_TOPIC_OR_PARTITION"], "nope")]

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, string_hash
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.api_versions import broker_serves
 from kraftsim.sim.tools.tool_view import tool_view
 from kraftsim.storage import INTERNAL_TOPICS
@@ -56,6 +57,10 @@ class DescribeOptions:
     #: --topic: a pattern matched against whole names (commas for |), read by Python's re, which
     #: reads the patterns people give as Java's Pattern does.
     topic: str | None = None
+    #: --topic-id: the one topic to describe, by id (the zero id is no id: --topic counts then).
+    #: The admin client describes by id through Metadata, which carries no ELR: from 3.8 the
+    #: tool prints "N/A" for it.
+    topic_id: Uuid | None = None
     exclude_internal: bool = False
     if_exists: bool = False
     under_replicated: bool = False  # --under-replicated-partitions
@@ -157,7 +162,13 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
     names = sorted(t.name for t in image.topics.sorted_topics())
     if options.exclude_internal:
         names = [n for n in names if n not in INTERNAL_TOPICS]
-    if options.topic is not None:
+    if options.topic_id is not None and options.topic_id != Uuid.ZERO:
+        names = [n for n in names if _topic_id(image, n) == options.topic_id]
+        if not names and not options.if_exists:
+            raise ToolFailure(f"TopicId '{options.topic_id}' does not exist as expected")
+        if elr is not None:  # (described through Metadata: "N/A")
+            elr = False
+    elif options.topic is not None:
         pattern = topic_pattern(options.topic)
         names = [n for n in names if pattern.fullmatch(n)]
         if not names and options.topic and not options.if_exists:
@@ -183,6 +194,12 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
         if not options.with_overrides:
             lines += [p.line(name, elr) for p in partitions if p.listed(options, live)]
     return lines
+
+
+def _topic_id(image: MetadataImage, name: str) -> Uuid:
+    topic = image.topics.get_topic_by_name(name)
+    assert topic is not None  # (a name listed from the same image)
+    return topic.id
 
 
 def describe_topics(sim: Simulation, options: DescribeOptions) -> list[str]:
