@@ -58,8 +58,20 @@ _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 
 
 ENTITY_TYPES = ["brokers", "topics", "users", "clients", "ips"]
-#: kafka-configs' quota entity types, as AlterClientQuotas names them.
-QUOTA_ENTITY_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
+
+
+def _quota_types() -> Mapping[str, str]:
+    """kafka-configs' quota entity types, as the quota requests name them (imported when a
+    command needs them, not at start-up)."""
+    from kraftsim.sim.tools.describe_configs import QUOTA_TYPES
+
+    return QUOTA_TYPES
+
+
+def _quota_entity_refused(types: list[str]) -> bool:
+    """Whether kafka-configs refuses these quota entity types together: users, clients, or
+    both, or ips alone."""
+    return len(set(types)) < len(types) or not set(types) <= set(_quota_types()) or ("ips" in types and len(types) > 1)
 
 
 @dataclass(frozen=True)
@@ -109,7 +121,7 @@ def alter_step(args: argparse.Namespace) -> ConfigAlteration | QuotaAlteration:
     types, names = list(args.entity_type), list(args.entity_names or [])
     if len(names) != len(types):
         raise ValueError("give one --entity-name or --entity-default for each --entity-type")
-    if types[0] in QUOTA_ENTITY_TYPES:
+    if types[0] in _quota_types():
         return _quota_step(types, names, to_set, to_delete)
     if len(types) > 1:
         raise ValueError(f"--entity-type: {types[0]} takes one entity")
@@ -132,8 +144,7 @@ def _quota_step(types: list[str], names: list[str | None], to_set: dict[str, str
                 to_delete: list[str]) -> QuotaAlteration:
     """The quota entity kafka-configs' arguments name (users and clients together, or ips
     alone), with the values as numbers (its text for one that is not)."""
-    if len(set(types)) < len(types) or not set(types) <= set(QUOTA_ENTITY_TYPES) or \
-            ("ips" in types and len(types) > 1):
+    if _quota_entity_refused(types):
         raise ValueError("--entity-type: give users, clients, or both, or ips alone")
     scram = [k for k in [*to_set, *to_delete] if k.startswith("SCRAM-")]
     if scram:
@@ -145,7 +156,7 @@ def _quota_step(types: list[str], names: list[str | None], to_set: dict[str, str
             quotas[key] = float(value)
         except ValueError:
             raise ValueError(f"Cannot parse quota configuration value for {key}: {value}") from None
-    return QuotaAlteration({QUOTA_ENTITY_TYPES[t]: n for t, n in zip(types, names)}, quotas, to_delete)
+    return QuotaAlteration({_quota_types()[t]: n for t, n in zip(types, names)}, quotas, to_delete)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -159,7 +170,7 @@ def _describe(args: argparse.Namespace) -> int:
     types, names = list(args.entity_type), list(args.entity_names or [])
     if args.add_config is not None or args.delete_config is not None:
         return _usage_error("--add-config and --delete-config are for --alter")
-    if types[0] in QUOTA_ENTITY_TYPES:
+    if types[0] in _quota_types():
         return _describe_quotas(args, types, names)
     if len(types) > 1 or len(names) > 1:
         return _usage_error(f"--entity-type {types[0]} takes one entity (or none: every one)")
@@ -186,7 +197,7 @@ def _describe_quotas(args: argparse.Namespace, types: list[str], names: list[str
     from kraftsim.sim import Simulation
     from kraftsim.sim.tools.describe_configs import ConfigsFailure, describe_quota_configs
 
-    if len(set(types)) < len(types) or not set(types) <= set(QUOTA_ENTITY_TYPES) or ("ips" in types and len(types) > 1):
+    if _quota_entity_refused(types):
         return _usage_error("--entity-type: give users, clients, or both, or ips alone")
     if len(names) > len(types):
         return _usage_error("more --entity-name or --entity-default than --entity-type")

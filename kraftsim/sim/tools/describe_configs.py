@@ -54,7 +54,8 @@ _SAYS_MISSING = (4, 1, 0)
 
 #: DescribeUserScramCredentials: a broker without it fails the tool's users' description.
 _DESCRIBE_USER_SCRAM_CREDENTIALS = 50
-#: kafka-configs' quota entity types, as DescribeClientQuotas names them, in the tool's order.
+#: kafka-configs' quota entity types, as the quota requests (Describe- and AlterClientQuotas) name them,
+#: in the tool's order.
 QUOTA_TYPES = {"users": "user", "clients": "client-id", "ips": "ip"}
 _QUOTA_TYPE_TEXT = {"user": "user-principal", "client-id": "client-id", "ip": "ip"}
 
