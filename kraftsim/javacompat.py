@@ -198,6 +198,16 @@ def concurrent_hash_map_order(keys: Sequence[str]) -> list[str]:
     return [k for _, _, k in sorted((concurrent_hash_map_bin(k), i, k) for i, k in enumerate(keys))]
 
 
+def concurrent_hash_map_known_order(keys: Sequence[str]) -> list[str] | None:
+    """The iteration order of a ConcurrentHashMap of 16 bins (`new ConcurrentHashMap<>()`, or
+    a Properties') holding String `keys`, or None where it depends on the order they were put
+    in: two in one bin, or more than the bins hold before the map grows."""
+    bins = [concurrent_hash_map_bin(k) for k in keys]
+    if len(keys) > CHM_PROPERTIES_MAX_KEYS or len(set(bins)) < len(bins):
+        return None
+    return concurrent_hash_map_order(list(keys))
+
+
 def concurrent_hash_map_bin(key: str) -> int:
     """The bin of a String key in a ConcurrentHashMap of CHM_PROPERTIES_BINS bins: keys of one bin
     keep the order they were put in, so their order is known only when that order is."""

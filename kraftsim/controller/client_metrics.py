@@ -34,7 +34,8 @@ from kraftsim.controller.config_descriptions import (
 )
 from kraftsim.controller.topic_configs import ConfigKey, config_list, config_value_error, described_value
 from kraftsim.javacompat import (
-    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_bin, concurrent_hash_map_order, java_trim, parse_int,
+    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_bin, concurrent_hash_map_known_order, concurrent_hash_map_order,
+    java_trim, parse_int,
     string_hash_order, string_split,
 )
 from kraftsim.versions import entry_for_release, release_name_key
@@ -183,9 +184,5 @@ def describe_client_metrics_configs(release: str, held: Mapping[str, str], keys:
 
 def client_metrics_list_order(names: Sequence[str]) -> list[str] | None:
     """The order a broker lists subscriptions `names` in (the keys of its ConcurrentHashMap of
-    them), or None where that depends on the order it learnt them in (two in one bin, or more
-    than the bins hold before the map grows)."""
-    bins = [concurrent_hash_map_bin(n) for n in names]
-    if len(names) > CHM_PROPERTIES_MAX_KEYS or len(set(bins)) < len(bins):
-        return None
-    return concurrent_hash_map_order(list(names))
+    them), or None where that depends on the order it learnt them in."""
+    return concurrent_hash_map_known_order(names)

@@ -75,7 +75,7 @@ from kraftsim.image.writer.image_writer import (
     WRITER_4X,
     WriterLine,
 )
-from kraftsim.image.writer.kafka_order import config_entry_ranks
+from kraftsim.image.writer.kafka_order import config_entry_ranks, node_id_order
 from kraftsim.image.writer.target import elr_written, resolve_writer_line
 from kraftsim.image.writer.loss import (ITEMS_SHOWN, TOPICS_SHOWN, Loss, LossGroup, LossReport, group_losses,
                                        largest_topics, named_items, raise_on_loss, split_loss_text)
@@ -218,6 +218,7 @@ __all__ = [
     "committed_batches",
     "component_digests",
     "config_entry_ranks",
+    "node_id_order",
     "create_snapshot",
     "diff_images",
     "diff_text",

@@ -1,13 +1,22 @@
 """ListClientMetricsResources (api key 74, KIP-714; ListConfigResources from 4.1, KIP-1142):
-the client-metrics subscriptions a broker knows, as `kafka-client-metrics --list` and
-`--describe` without `--name` ask for them.
+the config resources a broker knows, as `kafka-client-metrics --list`, `kafka-configs --describe
+--entity-type groups` and `--entity-type client-metrics` without a name ask for them.
 
-A broker lists the subscriptions of its ClientMetricsManager: those its metadata holds configs
-for, in the order of its ConcurrentHashMap of them (kraftsim.controller.client_metrics_list_order;
-where that order depends on the order the broker learnt them in, the request is not carried
-out). v1 (4.1 on) asks for resource types; kraftsim answers a request for client-metrics
-subscriptions only, and leaves the rest (topics, brokers, loggers, groups, or every type when
-none is named) not carried out.
+v0 lists client-metrics subscriptions. v1 (4.1 on) asks for resource types, none meaning every
+type it supports (groups, client-metrics subscriptions, brokers' loggers, brokers, topics); a
+type it does not support fails the request with UNSUPPORTED_VERSION. The answer comes in
+KafkaApis' order of types, each type's names in the order of the map that holds them:
+
+- groups: those with dynamic configs, the keys of the GroupConfigManager's ConcurrentHashMap;
+- client-metrics subscriptions: the keys of the ClientMetricsManager's ConcurrentHashMap;
+- brokers' loggers, then brokers: every registered broker (fenced too), in the order of
+  ClusterImage's map of brokers;
+- topics: the names of the image's persistent map of topics by name.
+
+The two ConcurrentHashMaps' orders depend on the order the broker learnt their keys in when
+two share a bin or when more were held than a map's first 16 bins take: such a request is not
+carried out (`concurrent_hash_map_known_order`). A map that once held more keys than it does
+now has more bins than kraftsim assumes: not reproduced.
 """
 
 from __future__ import annotations
@@ -15,26 +24,46 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kraftsim.controller import client_metrics_list_order
-from kraftsim.image import CLIENT_METRICS
-from kraftsim.wire.handlers import Body, Handler, NotCarriedOut
+from kraftsim.image import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC, node_id_order
+from kraftsim.javacompat import concurrent_hash_map_known_order, hash_pmap_order, string_hash
+from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code
 from kraftsim.wire.served import Listener, ServedCluster
 
 LIST_CONFIG_RESOURCES_KEY = 74
+#: The resource types each version lists (ListConfigResourcesRequest.supportedResourceTypes).
+SUPPORTED_TYPES = {0: (CLIENT_METRICS,), 1: (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)}
+#: What a type's entry is called where its order cannot be told.
+_MAP_NAMES = {GROUP: "groups with dynamic configs", CLIENT_METRICS: "client-metrics subscriptions"}
 
 
 def list_config_resources(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
-    types = [int(t) for t in body.get("ResourceTypes") or []]
-    if version >= 1 and types != [CLIENT_METRICS]:
-        raise NotCarriedOut("ListConfigResources of resource types other than CLIENT_METRICS alone")
+    supported = SUPPORTED_TYPES[min(version, 1)]
+    asked = [int(t) for t in body.get("ResourceTypes") or []] or list(supported)
+    if any(t not in supported for t in asked):
+        return {"ErrorCode": code("UNSUPPORTED_VERSION"), "ConfigResources": []}
     image = served.sim.image(listener.node_id)
-    names = [name for (rtype, name), _ in image.configs.sorted_resources() if rtype == CLIENT_METRICS] \
-        if image is not None else []
-    ordered = client_metrics_list_order(names)
-    if ordered is None:
-        raise NotCarriedOut("ListClientMetricsResources of subscriptions whose order depends on the order the broker "
-                            "learnt them in")
-    return {"ErrorCode": 0, "ConfigResources": [{"ResourceName": n, "ResourceType": CLIENT_METRICS} for n in ordered]}
+    if image is None:
+        return {"ErrorCode": 0, "ConfigResources": []}
+    configured: dict[int, list[str]] = {GROUP: [], CLIENT_METRICS: []}
+    for (rtype, name), _ in image.configs.sorted_resources():
+        if rtype in configured:
+            configured[rtype].append(name)
+    brokers = [str(b) for b in node_id_order(image.cluster.brokers)]
+    resources: list[Body] = []
+    for rtype in supported:  # (KafkaApis' order, whatever the request's)
+        if rtype not in asked:
+            continue
+        if rtype in configured:
+            names = concurrent_hash_map_known_order(configured[rtype])
+            if names is None:
+                raise NotCarriedOut(f"ListConfigResources of {_MAP_NAMES[rtype]} whose order depends on the order the "
+                                    "broker learnt them in")
+        elif rtype == TOPIC:
+            names = hash_pmap_order([t.name for t in image.topics.sorted_topics()], string_hash)
+        else:
+            names = brokers
+        resources += [{"ResourceName": n, "ResourceType": rtype} for n in names]
+    return {"ErrorCode": 0, "ConfigResources": resources}
 
 
 HANDLERS: dict[int, Handler] = {LIST_CONFIG_RESOURCES_KEY: list_config_resources}

@@ -11,6 +11,7 @@ import pytest
 
 import kraftsim
 from kraftsim.controller import error_codes
+from kraftsim.javacompat import concurrent_hash_map_bin, hash_pmap_order, string_hash
 from kraftsim.scenario.runner import run_scenario
 from kraftsim.scenario.validate import load_scenario
 from kraftsim.sim import Simulation
@@ -87,8 +88,47 @@ def test_an_empty_name_is_refused_and_a_regex_kraftsim_cannot_judge_is_not_carri
         assert _alter(bs, "", [("metrics", 0, "a")]) == (ERR["INVALID_REQUEST"], "Subscription name can't be empty")
         assert _alter(bs, "s", [("match", 0, "client_id=[a-z]+")]) is None
         assert k.call(lambda s: s.sim.image(1).configs.config(CLIENT_METRICS, "s")) == {}
-        # ListConfigResources of other types is not carried out either
-        assert rpc(bs, LIST_CONFIG_RESOURCES, 1, {"ResourceTypes": []}) is None
+
+
+def test_list_config_resources_v1_lists_every_type_in_kafkas_order():
+    """KafkaApis.handleListConfigResources (4.4.0's jar; live 4.1.2 and 4.4.0 nodes in
+    tests/conformance/test_serve_vs_kafka.py): groups with configs, subscriptions, every
+    registered broker as a logger and as a broker, then topics, whatever order the request names
+    the types in; a type it does not list fails the request."""
+    with kraftsim.serve(controllers=1, brokers=2, release="4.4.0") as k:
+        bs = k.bootstrap_servers.split(",")[0]
+        for name in ("orders", "b", "t1"):
+            rpc(bs, 19, 7, {"Topics": [{"Name": name, "NumPartitions": 1, "ReplicationFactor": 1}]})
+        _alter(bs, "sub", [("metrics", 0, "org.apache.kafka.producer.")])
+        for group in ("billing", "app"):  # (bins 15 and 0: listed app first)
+            answer = rpc(bs, INCREMENTAL_ALTER_CONFIGS, 1, {"Resources": [{
+                "ResourceType": GROUP, "ResourceName": group,
+                "Configs": [{"Name": "consumer.session.timeout.ms", "ConfigOperation": 0, "Value": "50000"}]}],
+                "ValidateOnly": False})
+            assert answer is not None and answer[1]["Responses"][0]["ErrorCode"] == 0
+
+        def listed(*types: int) -> tuple[int, list[tuple[int, str]]]:
+            answer = rpc(bs, LIST_CONFIG_RESOURCES, 1, {"ResourceTypes": list(types)})
+            assert answer is not None
+            body = answer[1]
+            return body["ErrorCode"], [(r["ResourceType"], r["ResourceName"]) for r in body["ConfigResources"]]
+
+        topics = hash_pmap_order(["b", "orders", "t1"], string_hash)
+        assert listed() == (0, [(GROUP, "app"), (GROUP, "billing")] + [(CLIENT_METRICS, "sub")]
+                            + [(8, "2"), (8, "3"), (4, "2"), (4, "3")] + [(2, t) for t in topics])
+        assert listed(2, 4, 32) == (0, [(GROUP, "app"), (GROUP, "billing")]
+                                    + [(4, "2"), (4, "3")] + [(2, t) for t in topics])
+        assert listed(CLIENT_METRICS, 1) == (ERR["UNSUPPORTED_VERSION"], [])
+        # groups whose order depends on when the broker learnt them (two in one bin): not carried out
+        same_bin = next([a, b] for a in ("g0", "g1", "g2") for b in (f"h{i}" for i in range(40))
+                        if concurrent_hash_map_bin(a) == concurrent_hash_map_bin(b))
+        for group in same_bin:
+            rpc(bs, INCREMENTAL_ALTER_CONFIGS, 1, {"Resources": [{
+                "ResourceType": GROUP, "ResourceName": group,
+                "Configs": [{"Name": "consumer.session.timeout.ms", "ConfigOperation": 0, "Value": "50000"}]}],
+                "ValidateOnly": False})
+        assert rpc(bs, LIST_CONFIG_RESOURCES, 1, {"ResourceTypes": [GROUP]}) is None
+        assert listed(2)[0] == 0  # (the other types are listed still)
 
 
 def test_a_served_session_of_subscriptions_replays_as_its_recording(tmp_path):

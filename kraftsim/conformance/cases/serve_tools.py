@@ -24,7 +24,7 @@ a group no coordinator knows, whose lookup creates `__consumer_offsets` (then de
 kafka-topics); kafka-get-offsets lists the offsets of logs nobody produced to;
 kafka-client-metrics sets, refuses, describes, lists and deletes client-metrics subscriptions;
 kafka-configs --entity-type groups sets, refuses (a bound, an unknown name), describes (also with
---all) and deletes a group's configs on 4.0 (GROUP_RUNS);
+--all) and deletes a group's configs on 4.0 to 4.2 (GROUP_RUNS);
 kafka-features upgrade, downgrade and disable run with and without `--dry-run`, through the
 broker (`--bootstrap-server`) and the controller (`--bootstrap-controller`, which every release
 the group covers, 3.7 onward, has), and include refused requests: their lines and exit codes are
@@ -35,7 +35,7 @@ unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions a
 controller's size limits (SIZE_PROBES) and of illegal topic names (ILLEGAL_TOPIC_NAMES),
 DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), whole answers whose defaults no
 tool shows (WHOLE_ANSWERS; the node's every config in its own order, which kafka-configs sorts
-away), and Metadata's automatic topic
+away), the config resources a node lists (CONFIG_RESOURCE_TYPES, 4.1 on), and Metadata's automatic topic
 creation (the live node runs with auto.create.topics.enable=true, Kafka's default, as `kraftsim
 serve` does).
 
@@ -245,10 +245,9 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("client-metrics --list (after --delete)", "client-metrics", _bs("--list")),
 ]
 #: A group's configs (KIP-848): set, refused by the controller (a bound, an unknown name), described
-#: (its dynamic configs, then --all), one deleted. Run on 4.0 only: the tool of 4.1 and 4.2 lists
-#: the groups (ListConfigResources of GROUP) before its --describe, and from 4.3 a broker describes
-#: a group's configs with broker synonyms, neither of which kraftsim carries out (on 4.1.2 every
-#: run but the two plain --describe ones agreed on 2026-12-03).
+#: (its dynamic configs, then --all; the tool of 4.1 on lists the groups with ListConfigResources
+#: first), one deleted. Run on 4.0 to 4.2: from 4.3 a broker describes a group's configs with
+#: broker synonyms, which kraftsim does not carry out.
 GROUP_RUNS: list[tuple[str, str, list[str]]] = [
     ("configs --alter group", "configs", _alter("groups", "--entity-name", "app", "--add-config",
                                                 "consumer.session.timeout.ms=50000,consumer.heartbeat.interval.ms=6000")),
@@ -264,7 +263,7 @@ GROUP_RUNS: list[tuple[str, str, list[str]]] = [
     ("configs --describe group (after --delete-config)", "configs", _bs("--describe", "--entity-type", "groups",
                                                                         "--entity-name", "app")),
 ]
-GROUP_RUN_LINES = ("4.0",)
+GROUP_RUN_LINES = ("4.0", "4.1", "4.2")
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
 
 
@@ -372,6 +371,7 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
         answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
         answered.update(_list_offsets_every_version(c))
+        answered.update(_config_resources(c))
         # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
         # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
         # and lists it before the definitions from 4.2
@@ -386,6 +386,21 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
             "describe-configs refusals": [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"],
                                            r["Configs"]) for r in described]}
+
+
+#: ListConfigResources v1's type lists (4.1 on, KIP-1142): every type (none named), groups with
+#: brokers' loggers and brokers, topics alone, and a type no broker lists (UNSUPPORTED_VERSION).
+CONFIG_RESOURCE_TYPES: tuple[list[int], ...] = ([], [32, 8, 4], [2], [1])
+
+
+def _config_resources(c: WireClient) -> dict[str, object]:
+    """ListConfigResources v1 of each of CONFIG_RESOURCE_TYPES, where the node takes v1."""
+    offered = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim", "ClientSoftwareVersion": "0"})["ApiKeys"]
+    if not any(k["ApiKey"] == 74 and k["MaxVersion"] >= 1 for k in offered):
+        return {}
+    return {f"ListConfigResources v1 of types {types}":
+            _without_throttle(c.request("ListConfigResources", 1, {"ResourceTypes": types}))
+            for types in CONFIG_RESOURCE_TYPES}
 
 
 def _masked_value(name: str, value: object) -> object:
