@@ -19,7 +19,7 @@ drops every entry at or after that offset). So:
 From 3.9 a negative timestamp a version cannot ask for is UNSUPPORTED_VERSION
 (TIMESTAMP_MIN_VERSION). A partition asked twice in one request is INVALID_REQUEST. Before 4.0 the
 answer follows the request, each topic entry and partition in turn; from 4.0 the broker gathers
-the partitions in a Scala mutable.HashMap and groups them by topic (`_kafka_4_order`).
+the partitions in a Scala mutable.HashMap and groups them by topic (`grouped_by_topic`).
 
 v0 (3.x) lists the offsets of the log's segments older than a time (`_answer_v0`). Not carried
 out: earliest offsets read from a follower (ReplicaId -2): its leader-epoch cache holds the
@@ -29,13 +29,13 @@ answers from the modification time of the segment file.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.javacompat import scala_hash_map_order, scala_immutable_hash_map_order, string_hash, topic_partition_hash
 from kraftsim.versions import release_name_key
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
+from kraftsim.wire.scala_grouping import grouped_by_topic
 from kraftsim.wire.served import Listener, ServedCluster
 
 if TYPE_CHECKING:
@@ -123,18 +123,6 @@ def _answer(req: _Request, topic: str, partition: Mapping[str, Any]) -> Body:
     return _found(index, -1, None)  # no record, so no offset at or after any time
 
 
-def _kafka_4_order(answers: Sequence[tuple[str, Body]]) -> list[Body]:
-    """Kafka 4's answer: one entry per partition (a repeated one answered once) gathered in a
-    Scala mutable.HashMap keyed by TopicPartition, grouped by topic (an immutable.HashMap), each
-    topic's partitions in the order of the mutable.HashMap its group is built in."""
-    by_key = {(topic, int(a["PartitionIndex"])): a for topic, a in answers}
-    grouped: dict[str, list[tuple[str, int]]] = {}
-    for tp in scala_hash_map_order(list(by_key), topic_partition_hash):
-        grouped.setdefault(tp[0], []).append(tp)
-    return [{"Name": topic, "Partitions": [by_key[tp] for tp in scala_hash_map_order(grouped[topic], topic_partition_hash)]}
-            for topic in scala_immutable_hash_map_order(list(grouped), string_hash)]
-
-
 def list_offsets(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
     """Every partition asked for, as the module docstring says; v0 as `_answer_v0`."""
     topics = list(body.get("Topics", []))
@@ -156,8 +144,9 @@ def list_offsets(served: ServedCluster, listener: Listener, version: int, body: 
     req = _Request(served.sim.image(listener.node_id), listener.node_id, release, version,
                    int(body.get("ReplicaId", CONSUMER_REPLICA_ID)), isolation, frozenset(duplicates))
     if release >= (4, 0, 0):
-        return {"Topics": _kafka_4_order([(t["Name"], _answer(req, t["Name"], p))
-                                          for t in topics for p in t.get("Partitions", [])])}
+        answers = {(t["Name"], int(p["PartitionIndex"])): _answer(req, t["Name"], p)
+                   for t in topics for p in t.get("Partitions", [])}  # (a repeated partition answered once)
+        return {"Topics": grouped_by_topic(answers)}
     return {"Topics": [{"Name": t["Name"], "Partitions": [_answer(req, t["Name"], p) for p in t.get("Partitions", [])]}
                        for t in topics]}
 

@@ -32,6 +32,7 @@ from typing import Any
 from kraftsim.wire.admin_handlers import HANDLERS as ADMIN_HANDLERS
 from kraftsim.wire.client_metrics_handlers import HANDLERS as CLIENT_METRICS_HANDLERS
 from kraftsim.wire.config_handlers import HANDLERS as CONFIG_HANDLERS
+from kraftsim.wire.delete_records_handlers import HANDLERS as DELETE_RECORDS_HANDLERS
 from kraftsim.wire.codec import UnsupportedRequest, encode_response, parse_request
 from kraftsim.wire.fit import fit_response
 from kraftsim.wire.framing import DEFAULT_MAX_FRAME, FrameError, read_frame
@@ -67,7 +68,7 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
                                 **QUORUM_HANDLERS, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
                                 **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS,
-                                **OFFSET_HANDLERS, **CLIENT_METRICS_HANDLERS}
+                                **OFFSET_HANDLERS, **DELETE_RECORDS_HANDLERS, **CLIENT_METRICS_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

@@ -85,6 +85,7 @@ def compare_field(of: FieldSpec, kf: dict[str, Any], common: dict[str, Any], whe
 #: Schemas added after the reference folder was taken: checked by the round-trip tests and by
 #: Kafka's own tools against a served cluster (tests/wire/test_real_tools.py) instead.
 WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
+                     "DeleteRecordsRequest", "DeleteRecordsResponse",
                      "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
                      "DescribeAclsRequest", "DescribeAclsResponse", "CreateAclsRequest", "CreateAclsResponse",
                      "DeleteAclsRequest", "DeleteAclsResponse", "ListGroupsRequest", "ListGroupsResponse",

@@ -35,7 +35,8 @@ unknown id (its ErrorMessage), validate-only CreateTopics and CreatePartitions a
 controller's size limits (SIZE_PROBES) and of illegal topic names (ILLEGAL_TOPIC_NAMES),
 DescribeConfigs of resources Kafka refuses (DESCRIBE_REFUSALS), whole answers whose defaults no
 tool shows (WHOLE_ANSWERS; the node's every config in its own order, which kafka-configs sorts
-away), the config resources a node lists (CONFIG_RESOURCE_TYPES, 4.1 on), and Metadata's automatic topic
+away), the config resources a node lists (CONFIG_RESOURCE_TYPES, 4.1 on), DeleteRecords of empty logs
+(DELETE_RECORDS), and Metadata's automatic topic
 creation (the live node runs with auto.create.topics.enable=true, Kafka's default, as `kraftsim
 serve` does).
 
@@ -381,11 +382,39 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
         answered["DescribeConfigs v4 of the cluster default (documented)"] = c.request("DescribeConfigs", 4, {
             "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
             "IncludeSynonyms": True, "IncludeDocumentation": True})["Results"]
+        answered.update(_deleted_records(c, settle))
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
             "describe-configs refusals": [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"],
                                            r["Configs"]) for r in described]}
+
+
+#: DeleteRecords of empty logs (after every other answer: it creates topic "d", whose own
+#: cleanup.policy is delete, while "t" inherits broker 1's compact): offsets at, past and below
+#: the high watermark (-1 stands for it), an internal topic, a partition asked twice, unknown
+#: partitions and topics; then requests of unknown partitions alone (up to four and more: Kafka
+#: answers them from an immutable Map).
+DELETE_RECORDS: tuple[list[tuple[str, list[tuple[int, int]]]], ...] = (
+    [("d", [(0, 0), (1, -1), (2, 5)]), ("t", [(0, 0)]), ("nope", [(0, 0)]), ("__consumer_offsets", [(0, 0)]),
+     ("d", [(7, 0), (1, -2)])],
+    [("nope", [(1, 0), (0, 0)]), ("gone", [(3, 0)])],
+    [("nope", [(i, 0) for i in range(6)]), ("gone", [(3, 0), (1, 0)])],
+)
+
+
+def _deleted_records(c: WireClient, settle: Callable[[], None]) -> dict[str, object]:
+    created = c.request("CreateTopics", 5, {"Topics": [{"Name": "d", "NumPartitions": 3, "ReplicationFactor": 1,
+                                                        "Configs": [{"Name": "cleanup.policy", "Value": "delete"}]}],
+                                            "timeoutMs": 30000, "validateOnly": False})["Topics"]
+    settle()
+    answers: dict[str, object] = {"CreateTopics of d": [t["ErrorCode"] for t in created]}
+    for i, asked in enumerate(DELETE_RECORDS, 1):
+        body = {"Topics": [{"Name": n, "Partitions": [{"PartitionIndex": p, "Offset": o} for p, o in parts]}
+                           for n, parts in asked], "TimeoutMs": 30000}
+        for version in (0, 2):
+            answers[f"DeleteRecords v{version} ({i})"] = _without_throttle(c.request("DeleteRecords", version, body))
+    return answers
 
 
 #: ListConfigResources v1's type lists (4.1 on, KIP-1142): every type (none named), groups with

@@ -1,0 +1,90 @@
+"""DeleteRecords (`kafka-delete-records`, Admin.deleteRecords), answered as a broker of the
+node's release answers it for partitions whose logs are empty: a served cluster carries
+metadata only, so every log starts and ends at offset 0 and nothing can be deleted.
+
+Each partition is judged as KafkaApis and ReplicaManager judge it: unknown to the node's image,
+UNKNOWN_TOPIC_OR_PARTITION; an internal topic, INVALID_TOPIC_EXCEPTION; the node no replica of
+it or not its leader, NOT_LEADER_OR_FOLLOWER; a cleanup.policy without `delete`,
+POLICY_VIOLATION; an offset past the high watermark (0) or below 0 (-1 stands for the high
+watermark), OFFSET_OUT_OF_RANGE. A failed partition's low watermark is -1. Otherwise the log
+start offset stays at 0, the low watermark every replica on an alive broker agrees on, which
+is also when Kafka's delayed answer completes: it answers at once.
+
+The answer comes in the broker's order: the partitions gathered in a Scala mutable.HashMap
+(found ones first, then unknown ones) grouped by topic; when none was found, an immutable Map
+(`grouped_by_topic`). A partition asked for twice is answered once, with the last offset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from kraftsim.controller import describe_topic_configs
+from kraftsim.image import BROKER, TOPIC
+from kraftsim.storage import INTERNAL_TOPICS
+from kraftsim.javacompat import scala_hash_map_order, topic_partition_hash
+from kraftsim.wire.handlers import Body, Handler, code, release_of
+from kraftsim.wire.scala_grouping import grouped_by_topic
+from kraftsim.wire.served import Listener, ServedCluster
+
+if TYPE_CHECKING:
+    from kraftsim.image import MetadataImage
+
+DELETE_RECORDS_KEY = 21
+#: The Offset that stands for the partition's high watermark.
+HIGH_WATERMARK = -1
+#: Where an empty log starts and ends.
+EMPTY_LOG_END = 0
+
+
+def _result(index: int, error: str | None) -> Body:
+    return {"PartitionIndex": index, "LowWatermark": -1 if error else EMPTY_LOG_END,
+            "ErrorCode": code(error) if error else 0}
+
+
+def _error(image: MetadataImage, node_id: int, release: str, topic: str, index: int, offset: int) -> str | None:
+    """Why the node refuses to delete the partition's records up to `offset` (None: it does not)."""
+    if topic in INTERNAL_TOPICS:
+        return "INVALID_TOPIC_EXCEPTION"
+    t = image.topics.get_topic_by_name(topic)
+    p = t.partitions[index] if t is not None else None
+    if p is None or p.leader != node_id:
+        return "NOT_LEADER_OR_FOLLOWER"  # (a topic it knows: no replica here, or a follower)
+    configs = describe_topic_configs(release, image.configs.config(TOPIC, topic),
+                                     image.configs.config(BROKER, str(node_id)), image.configs.config(BROKER, ""))
+    policy = next((c.value for c in configs if c.name == "cleanup.policy"), None) or ""
+    if "delete" not in [part.strip() for part in policy.split(",")]:
+        return "POLICY_VIOLATION"
+    upto = EMPTY_LOG_END if offset == HIGH_WATERMARK else offset
+    if upto < 0 or upto > EMPTY_LOG_END:
+        return "OFFSET_OUT_OF_RANGE"
+    return None
+
+
+def delete_records(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+    image = served.sim.image(listener.node_id)
+    release = release_of(served, listener)
+    asked: dict[tuple[str, int], int] = {}
+    for t in body.get("Topics") or []:
+        for p in t.get("Partitions") or []:
+            asked[(t["Name"], int(p["PartitionIndex"]))] = int(p["Offset"])
+
+    def known(tp: tuple[str, int]) -> bool:
+        t = image.topics.get_topic_by_name(tp[0]) if image is not None else None
+        return t is not None and tp[1] in t.partitions
+
+    found = {tp: offset for tp, offset in asked.items() if known(tp)}
+    unknown = [tp for tp in asked if tp not in found]
+    answers: dict[tuple[str, int], Body] = {}
+    for (topic, index), offset in found.items():
+        assert image is not None  # (found in it)
+        answers[(topic, index)] = _result(index, _error(image, listener.node_id, release, topic, index, offset))
+    if not found:  # (an empty immutable Map plus the unknown ones, added in their mutable.HashMap's order)
+        unknown = scala_hash_map_order(unknown, topic_partition_hash)
+    for topic, index in unknown:
+        answers[(topic, index)] = _result(index, "UNKNOWN_TOPIC_OR_PARTITION")
+    return {"Topics": grouped_by_topic(answers, mutable=bool(found))}
+
+
+HANDLERS: dict[int, Handler] = {DELETE_RECORDS_KEY: delete_records}
