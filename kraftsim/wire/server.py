@@ -59,6 +59,7 @@ from kraftsim.wire.quorum import HANDLERS as QUORUM_HANDLERS
 from kraftsim.wire.served import Listener, ServedCluster
 from kraftsim.wire.log_dir_handlers import HANDLERS as LOG_DIR_HANDLERS
 from kraftsim.wire.offset_handlers import HANDLERS as OFFSET_HANDLERS
+from kraftsim.wire.producer_handlers import HANDLERS as PRODUCER_HANDLERS
 from kraftsim.wire.reassignment_handlers import HANDLERS as REASSIGNMENT_HANDLERS
 from kraftsim.wire.topic_handlers import HANDLERS as TOPIC_HANDLERS
 
@@ -68,7 +69,8 @@ HANDLERS: dict[int, Handler] = {METADATA_KEY: metadata, DESCRIBE_CLUSTER_KEY: de
                                 **QUORUM_HANDLERS, **ADMIN_HANDLERS, **TOPIC_HANDLERS,
                                 **CONFIG_HANDLERS, **QUOTA_HANDLERS, **SCRAM_HANDLERS,
                                 **REASSIGNMENT_HANDLERS, **LOG_DIR_HANDLERS, **COORDINATOR_HANDLERS,
-                                **OFFSET_HANDLERS, **DELETE_RECORDS_HANDLERS, **CLIENT_METRICS_HANDLERS}
+                                **OFFSET_HANDLERS, **DELETE_RECORDS_HANDLERS, **PRODUCER_HANDLERS,
+                                **CLIENT_METRICS_HANDLERS}
 #: How often (wall seconds) the clock task moves simulated time on.
 TICK_S = 0.005
 #: Open connections at most (all listeners together); more are closed at once.

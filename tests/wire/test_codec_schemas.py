@@ -86,6 +86,7 @@ def compare_field(of: FieldSpec, kf: dict[str, Any], common: dict[str, Any], whe
 #: Kafka's own tools against a served cluster (tests/wire/test_real_tools.py) instead.
 WITHOUT_REFERENCE = {"ListPartitionReassignmentsRequest", "ListPartitionReassignmentsResponse",
                      "DeleteRecordsRequest", "DeleteRecordsResponse",
+                     "DescribeProducersRequest", "DescribeProducersResponse",
                      "DescribeTopicPartitionsRequest", "DescribeTopicPartitionsResponse",
                      "DescribeAclsRequest", "DescribeAclsResponse", "CreateAclsRequest", "CreateAclsResponse",
                      "DeleteAclsRequest", "DeleteAclsResponse", "ListGroupsRequest", "ListGroupsResponse",

@@ -19,7 +19,8 @@ users, the default user, a user and client together, an IP) and SCRAM credential
 refuses the node's replication throttle rates through its broker listener; kafka-leader-election elects
 every partition, one partition and one that does not exist;
 kafka-acls lists, adds and removes ACLs (each refused: no authorizer); kafka-consumer-groups and
-kafka-transactions list groups and transactions (none); kafka-consumer-groups describes and deletes
+kafka-transactions list groups and transactions (none); kafka-transactions describes a partition's
+producers and finds hanging transactions (none); kafka-consumer-groups describes and deletes
 a group no coordinator knows, whose lookup creates `__consumer_offsets` (then described by
 kafka-topics); kafka-get-offsets lists the offsets of logs nobody produced to;
 kafka-client-metrics sets, refuses, describes, lists and deletes client-metrics subscriptions;
@@ -226,6 +227,10 @@ RUNS: list[tuple[str, str, list[str]]] = [
     ("get-offsets (all topics)", "get-offsets", _bs()),
     ("get-offsets (unknown topic)", "get-offsets", _bs("--topic", "nope")),
     ("transactions list", "transactions", _bs("list")),
+    # the producers of logs nobody produced to: none, and no hanging transaction (an unknown topic's: the
+    # tool retries its leader lookup until it times out, on both sides)
+    ("transactions describe-producers", "transactions", _bs("describe-producers", "--topic", "t", "--partition", "0")),
+    ("transactions find-hanging", "transactions", _bs("find-hanging", "--broker-id", "1")),
     # client-metrics subscriptions (KIP-714): set, refused by the controller (interval, selector), a second one,
     # described (one, an unknown one, all), listed, one deleted
     ("client-metrics --alter", "client-metrics", _bs(
@@ -531,6 +536,11 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("DescribeUserScramCredentials", 0, {"Users": [{"Name": "alice"}, {"Name": "bob"}]}),
     ("UpdateFeatures", 1, {"FeatureUpdates": [], "ValidateOnly": True}),
     ("DescribeGroups", 5, {"Groups": ["g1", "g2"]}),
+    # the producers of known, unknown and illegal topics' partitions, of one index the topic lacks
+    ("DescribeProducers", 0, {"Topics": [{"Name": "t", "PartitionIndexes": [0, 2, 9]},
+                                         {"Name": "nope", "PartitionIndexes": [0, 1]},
+                                         {"Name": "bad name!", "PartitionIndexes": [0]},
+                                         {"Name": "t", "PartitionIndexes": []}]}),
     ("OffsetFetch", 8, {"Groups": [{"GroupId": "g1", "Topics": None},
                                    {"GroupId": "g2", "Topics": [{"Name": "t", "PartitionIndexes": [0, 1]}]}]}),
     *LIST_OFFSETS,
