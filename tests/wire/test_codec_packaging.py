@@ -18,7 +18,7 @@ def test_build_copies_every_message_schema(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr[-2000:]
     shipped = sorted(p.name for p in (out / "kraftsim" / "wire" / "messages").glob("*.toml"))
     assert shipped == sorted(p.name for p in messages_dir().glob("*.toml"))
-    assert len(shipped) == 74  # (ListConfigResources added)
+    assert len(shipped) == 78  # (DeleteRecords and DescribeProducers added)
     check = ("import kraftsim.wire as w; assert w.API_KEYS['ApiVersions'] == 18; "
              "print(w.default_catalog().request_header.name, w.__file__)")
     loaded = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, env={"PYTHONPATH": str(out)},
