@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
-from kraftsim.storage import INTERNAL_TOPICS
 from kraftsim.javacompat import scala_hash_map_order, topic_partition_hash
+from kraftsim.storage import INTERNAL_TOPICS
 from kraftsim.wire.handlers import Body, Handler, code, release_of
 from kraftsim.wire.scala_grouping import grouped_by_topic
 from kraftsim.wire.served import Listener, ServedCluster

@@ -127,10 +127,11 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                 out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_ID"), "Name": None, "TopicId": asked,
                                    "IsInternal": False, "Partitions": []})
             else:
-                name = str(asked)
-                error = "UNKNOWN_TOPIC_OR_PARTITION" if topic_name_error(name) is None else "INVALID_TOPIC_EXCEPTION"
-                out_topics.append({"ErrorCode": code(error), "Name": name, "TopicId": Uuid.ZERO,
-                                   "IsInternal": name in INTERNAL_TOPICS, "Partitions": []})
+                name = asked if isinstance(asked, str) else None  # (a v12 entry with neither: no name)
+                legal = name is None or topic_name_error(name) is None
+                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION" if legal else "INVALID_TOPIC_EXCEPTION"),
+                                   "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in INTERNAL_TOPICS,
+                                   "Partitions": []})
     for t in chosen:
         parts = []
         for index, p in t.sorted_partitions():
