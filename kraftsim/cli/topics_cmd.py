@@ -243,8 +243,8 @@ def _describe(args: argparse.Namespace) -> int:
         raise ToolFailure(str(e)) from None
     if args.topic is not None and (topic_id is None or topic_id == Uuid.ZERO):
         topic_pattern(args.topic)
-    options = DescribeOptions(topic=args.topic, topic_id=topic_id, exclude_internal=args.exclude_internal, if_exists=args.if_exists,
-                              under_replicated=args.under_replicated_partitions,
+    options = DescribeOptions(topic=args.topic, topic_id=topic_id, exclude_internal=args.exclude_internal,
+                              if_exists=args.if_exists, under_replicated=args.under_replicated_partitions,
                               unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
                               at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides)
     with Simulation.open(args.cluster) as sim:

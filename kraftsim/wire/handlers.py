@@ -129,9 +129,9 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
             else:
                 name = asked if isinstance(asked, str) else None  # (a v12 entry with neither: no name)
                 legal = name is None or topic_name_error(name) is None
-                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION" if legal else "INVALID_TOPIC_EXCEPTION"),
-                                   "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in INTERNAL_TOPICS,
-                                   "Partitions": []})
+                error = "UNKNOWN_TOPIC_OR_PARTITION" if legal else "INVALID_TOPIC_EXCEPTION"
+                out_topics.append({"ErrorCode": code(error), "Name": name, "TopicId": Uuid.ZERO,
+                                   "IsInternal": name in INTERNAL_TOPICS, "Partitions": []})
     for t in chosen:
         parts = []
         for index, p in t.sorted_partitions():

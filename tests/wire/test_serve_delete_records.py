@@ -64,6 +64,7 @@ def test_only_the_leader_deletes():
         leading, following = (first, second) if leader == 2 else (second, first)
         assert _delete(leading, 1, ("r", [(0, 0)])) == [("r", 0, 0, 0)]
         assert _delete(following, 1, ("r", [(0, 0)])) == [("r", 0, ERR["NOT_LEADER_OR_FOLLOWER"], -1)]
-        solo = k.call(lambda s: {i: p.leader for i, p in s.sim.image(2).topics.get_topic_by_name("solo").partitions.items()})
+        solo = k.call(lambda s: {i: p.leader for i, p in
+                                 s.sim.image(2).topics.get_topic_by_name("solo").partitions.items()})
         elsewhere = next(i for i, b in solo.items() if b != 2)  # (no replica on broker 2 at all)
         assert _delete(first, 1, ("solo", [(elsewhere, 0)])) == [("solo", elsewhere, ERR["NOT_LEADER_OR_FOLLOWER"], -1)]

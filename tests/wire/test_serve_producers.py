@@ -28,7 +28,8 @@ def test_no_producers_on_any_replica_and_kafkas_refusals():
                                       "timeoutMs": 30000})
         for address in (first, second):  # (the follower holds a log too)
             assert _describe(address, ("r", [0])) == [("r", 0, 0, None, [])]
-        solo = k.call(lambda s: {i: p.replicas for i, p in s.sim.image(2).topics.get_topic_by_name("solo").partitions.items()})
+        solo = k.call(lambda s: {i: p.replicas for i, p in
+                                 s.sim.image(2).topics.get_topic_by_name("solo").partitions.items()})
         away = next(i for i, replicas in solo.items() if 2 not in replicas)
         assert _describe(first, ("nope", [1, 0]), ("solo", [away, 5]), ("a b", [0]), ("r", [])) == [
             ("nope", 1, ERR["UNKNOWN_TOPIC_OR_PARTITION"], "This server does not host this topic-partition.", []),
