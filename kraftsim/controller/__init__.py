@@ -58,7 +58,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         unregister_controller as unregister_controller,
     )
     from kraftsim.controller.client_metrics import (
-        client_metrics_check as client_metrics_check, client_metrics_list_order as client_metrics_list_order,
+        client_metrics_check as client_metrics_check,
         describe_client_metrics_configs as describe_client_metrics_configs,
     )
     from kraftsim.controller.group_configs import (
@@ -133,7 +133,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
         "described_order describe_broker_configs"
     ),
-    "client_metrics": "client_metrics_check client_metrics_list_order describe_client_metrics_configs",
+    "client_metrics": "client_metrics_check describe_client_metrics_configs",
     "group_configs": "group_config_check has_group_configs describe_group_configs describes_group_configs",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
@@ -181,7 +181,7 @@ _MODULE_OF = {
     "topic_config_definitions": ("kraftsim.controller.topic_configs", "topic_configs"),  # (likewise)
 }
 __all__ = [
-    "client_metrics_check", "client_metrics_list_order", "describe_client_metrics_configs",
+    "client_metrics_check", "describe_client_metrics_configs",
     "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "describe_group_configs",
     "describes_group_configs", "OP_APPEND", "OP_SUBTRACT",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",

@@ -34,7 +34,7 @@ from kraftsim.controller.config_descriptions import (
 )
 from kraftsim.controller.topic_configs import ConfigKey, config_list, config_value_error, described_value
 from kraftsim.javacompat import (
-    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_bin, concurrent_hash_map_known_order, concurrent_hash_map_order,
+    CHM_PROPERTIES_MAX_KEYS, concurrent_hash_map_bin, concurrent_hash_map_order,
     java_trim, parse_int,
     string_hash_order, string_split,
 )
@@ -181,8 +181,3 @@ def describe_client_metrics_configs(release: str, held: Mapping[str, str], keys:
                                    spec.documentation if documentation else None))
     return out
 
-
-def client_metrics_list_order(names: Sequence[str]) -> list[str] | None:
-    """The order a broker lists subscriptions `names` in (the keys of its ConcurrentHashMap of
-    them), or None where that depends on the order it learnt them in."""
-    return concurrent_hash_map_known_order(names)

@@ -17,7 +17,8 @@ The answer comes in the broker's order: the partitions gathered in a Scala mutab
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import describe_topic_configs
@@ -29,7 +30,7 @@ from kraftsim.wire.scala_grouping import grouped_by_topic
 from kraftsim.wire.served import Listener, ServedCluster
 
 if TYPE_CHECKING:
-    from kraftsim.image import MetadataImage
+    from kraftsim.image import MetadataImage, PartitionRegistration
 
 DELETE_RECORDS_KEY = 21
 #: The Offset that stands for the partition's high watermark.
@@ -43,18 +44,24 @@ def _result(index: int, error: str | None) -> Body:
             "ErrorCode": code(error) if error else 0}
 
 
-def _error(image: MetadataImage, node_id: int, release: str, topic: str, index: int, offset: int) -> str | None:
-    """Why the node refuses to delete the partition's records up to `offset` (None: it does not)."""
-    if topic in INTERNAL_TOPICS:
-        return "INVALID_TOPIC_EXCEPTION"
-    t = image.topics.get_topic_by_name(topic)
-    p = t.partitions[index] if t is not None else None
-    if p is None or p.leader != node_id:
-        return "NOT_LEADER_OR_FOLLOWER"  # (a topic it knows: no replica here, or a follower)
+def _deletes(image: MetadataImage, node_id: int, release: str, topic: str) -> bool:
+    """Whether the topic's logs on the node let records be deleted: a cleanup.policy (its own,
+    the node's dynamic one or the release's default) that includes `delete`."""
     configs = describe_topic_configs(release, image.configs.config(TOPIC, topic),
                                      image.configs.config(BROKER, str(node_id)), image.configs.config(BROKER, ""))
     policy = next((c.value for c in configs if c.name == "cleanup.policy"), None) or ""
-    if "delete" not in [part.strip() for part in policy.split(",")]:
+    return "delete" in [part.strip() for part in policy.split(",")]
+
+
+def _error(p: PartitionRegistration, node_id: int, topic: str, deletes: Callable[[str], bool],
+           offset: int) -> str | None:
+    """Why the node refuses to delete the records of partition `p` of `topic` up to `offset`
+    (None: it does not); `deletes` tells whether a topic's cleanup.policy lets it."""
+    if topic in INTERNAL_TOPICS:
+        return "INVALID_TOPIC_EXCEPTION"
+    if p.leader != node_id:
+        return "NOT_LEADER_OR_FOLLOWER"  # (a topic it knows: no replica here, or a follower)
+    if not deletes(topic):
         return "POLICY_VIOLATION"
     upto = EMPTY_LOG_END if offset == HIGH_WATERMARK else offset
     if upto < 0 or upto > EMPTY_LOG_END:
@@ -70,17 +77,19 @@ def delete_records(served: ServedCluster, listener: Listener, version: int, body
         for p in t.get("Partitions") or []:
             asked[(t["Name"], int(p["PartitionIndex"]))] = int(p["Offset"])
 
-    def known(tp: tuple[str, int]) -> bool:
+    def partition(tp: tuple[str, int]) -> PartitionRegistration | None:
         t = image.topics.get_topic_by_name(tp[0]) if image is not None else None
-        return t is not None and tp[1] in t.partitions
+        return t.partitions.get(tp[1]) if t is not None else None
 
-    found = {tp: offset for tp, offset in asked.items() if known(tp)}
+    found = {tp: (p, offset) for tp, offset in asked.items() if (p := partition(tp)) is not None}
     unknown = [tp for tp in asked if tp not in found]
     answers: dict[tuple[str, int], Body] = {}
-    for (topic, index), offset in found.items():
-        assert image is not None  # (found in it)
-        answers[(topic, index)] = _result(index, _error(image, listener.node_id, release, topic, index, offset))
-    if not found:  # (an empty immutable Map plus the unknown ones, added in their mutable.HashMap's order)
+    if found:
+        assert image is not None  # (they were found in it)
+        deletes = functools.cache(functools.partial(_deletes, image, listener.node_id, release))  # (once a topic)
+        for (topic, index), (p, offset) in found.items():
+            answers[(topic, index)] = _result(index, _error(p, listener.node_id, topic, deletes, offset))
+    else:  # (an empty immutable Map plus the unknown ones, added in their mutable.HashMap's order)
         unknown = scala_hash_map_order(unknown, topic_partition_hash)
     for topic, index in unknown:
         answers[(topic, index)] = _result(index, "UNKNOWN_TOPIC_OR_PARTITION")

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller.client_metrics import (
-    CLIENT_METRICS_CONFIG, MATCH_SELECTORS, client_metrics_check, client_metrics_list_order,
+    CLIENT_METRICS_CONFIG, MATCH_SELECTORS, client_metrics_check,
     describe_client_metrics_configs,
 )
 from kraftsim.controller.config_descriptions import DEFAULT_CONFIG
@@ -18,7 +18,7 @@ from kraftsim.controller.configs import (
     OP_APPEND, OP_DELETE, OP_SET, AlterableConfig, AlterConfigsResource, IncrementalAlterConfigsRequest,
     incremental_alter_configs,
 )
-from kraftsim.javacompat import concurrent_hash_map_order
+from kraftsim.javacompat import concurrent_hash_map_known_order, concurrent_hash_map_order
 from tests.controller.cluster_support import RuleCluster, to_json
 from tests.controller.config_changes import assert_each_change_taken_as_checked, change_batches
 
@@ -109,8 +109,8 @@ def test_from_4_1_a_broker_describes_every_config_parsed_with_its_default_type_a
 
 
 def test_the_list_order_is_given_only_where_it_does_not_depend_on_history():
-    assert client_metrics_list_order(["b", "a"]) == concurrent_hash_map_order(["b", "a"])
-    assert client_metrics_list_order([f"s{i}" for i in range(12)]) is None
+    assert concurrent_hash_map_known_order(["b", "a"]) == concurrent_hash_map_order(["b", "a"])
+    assert concurrent_hash_map_known_order([f"s{i}" for i in range(12)]) is None
 
 
 def _alter(c: RuleCluster, name: str, *ops: AlterableConfig):

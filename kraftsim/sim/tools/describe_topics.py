@@ -163,7 +163,8 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
     if options.exclude_internal:
         names = [n for n in names if n not in INTERNAL_TOPICS]
     if options.topic_id is not None and options.topic_id != Uuid.ZERO:
-        names = [n for n in names if _topic_id(image, n) == options.topic_id]
+        by_id = image.topics.get_topic(options.topic_id)
+        names = [by_id.name] if by_id is not None and by_id.name in names else []  # (--exclude-internal counts)
         if not names and not options.if_exists:
             raise ToolFailure(f"TopicId '{options.topic_id}' does not exist as expected")
         if elr is not None:  # (described through Metadata: "N/A")
@@ -194,12 +195,6 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
         if not options.with_overrides:
             lines += [p.line(name, elr) for p in partitions if p.listed(options, live)]
     return lines
-
-
-def _topic_id(image: MetadataImage, name: str) -> Uuid:
-    topic = image.topics.get_topic_by_name(name)
-    assert topic is not None  # (a name listed from the same image)
-    return topic.id
 
 
 def describe_topics(sim: Simulation, options: DescribeOptions) -> list[str]:
