@@ -44,8 +44,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "write_meta_properties",
     ),
     "names": (
-        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "METADATA_DIR_NAME", "PathKind", "SnapshotId",
-        "SnapshotName", "topic_name_error",
+        "BOOTSTRAP_FILE", "BOOTSTRAP_SNAPSHOT_ID", "MAX_TOPIC_NAME_LENGTH", "METADATA_DIR_NAME", "PathKind", "SnapshotId",
+        "SnapshotName", "internal_topics", "topic_name_error",
         "SnapshotState", "classify_path", "parse_segment_name", "parse_snapshot_name", "segment_file_name",
         "snapshot_file_name",
     ),
@@ -124,7 +124,7 @@ if TYPE_CHECKING:
     )
     from kraftsim.storage.names import (
         BOOTSTRAP_FILE as BOOTSTRAP_FILE, BOOTSTRAP_SNAPSHOT_ID as BOOTSTRAP_SNAPSHOT_ID,
-        INTERNAL_TOPICS as INTERNAL_TOPICS, MAX_TOPIC_NAME_LENGTH as
+        internal_topics as internal_topics, MAX_TOPIC_NAME_LENGTH as
         MAX_TOPIC_NAME_LENGTH, METADATA_DIR_NAME as METADATA_DIR_NAME, PathKind as PathKind, SnapshotId as
         SnapshotId, SnapshotName as SnapshotName, SnapshotState as SnapshotState, classify_path as classify_path,
         parse_segment_name as parse_segment_name, parse_snapshot_name as parse_snapshot_name, segment_file_name as

@@ -161,8 +161,22 @@ def classify_path(path: Path | str) -> PathKind:
 
 #: Kafka's Topic.MAX_NAME_LENGTH.
 MAX_TOPIC_NAME_LENGTH = 249
-#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+#: Topics Kafka marks internal (org.apache.kafka.common.internals.Topic) before 3.9.
+_INTERNAL_BEFORE_SHARE_STATE = frozenset({"__consumer_offsets", "__transaction_state"})
+#: From 3.9 (KIP-932's first parts) the share-group state topic is internal too.
+_INTERNAL_WITH_SHARE_STATE = _INTERNAL_BEFORE_SHARE_STATE | {"__share_group_state"}
+_SHARE_STATE_INTERNAL_FROM = (3, 9, 0)
+
+
+def internal_topics(release: str) -> frozenset[str]:
+    """The topic names release `release`'s Topic.isInternal counts: brokers mark them
+    IsInternal in Metadata and refuse to delete their records, tools leave them out with
+    --exclude-internal. A name that is internal in one release may be any topic in an older one."""
+    from kraftsim.versions import release_name_key  # (here: the catalog it loads is dear to tools' start-up)
+
+    if release_name_key(release) < _SHARE_STATE_INTERNAL_FROM:
+        return _INTERNAL_BEFORE_SHARE_STATE
+    return _INTERNAL_WITH_SHARE_STATE
 _LEGAL_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
 from kraftsim.javacompat import scala_hash_map_order, topic_partition_hash
-from kraftsim.storage import INTERNAL_TOPICS
+from kraftsim.storage import internal_topics
 from kraftsim.wire.handlers import Body, Handler, code, release_of
 from kraftsim.wire.scala_grouping import grouped_by_topic
 from kraftsim.wire.served import Listener, ServedCluster
@@ -53,11 +53,12 @@ def _deletes(image: MetadataImage, node_id: int, release: str, topic: str) -> bo
     return "delete" in [part.strip() for part in policy.split(",")]
 
 
-def _error(p: PartitionRegistration, node_id: int, topic: str, deletes: Callable[[str], bool],
-           offset: int) -> str | None:
+def _error(p: PartitionRegistration, node_id: int, topic: str, internal: frozenset[str],
+           deletes: Callable[[str], bool], offset: int) -> str | None:
     """Why the node refuses to delete the records of partition `p` of `topic` up to `offset`
-    (None: it does not); `deletes` tells whether a topic's cleanup.policy lets it."""
-    if topic in INTERNAL_TOPICS:
+    (None: it does not); `internal` names the release's internal topics, `deletes` tells
+    whether a topic's cleanup.policy lets it."""
+    if topic in internal:
         return "INVALID_TOPIC_EXCEPTION"
     if p.leader != node_id:
         return "NOT_LEADER_OR_FOLLOWER"  # (a topic it knows: no replica here, or a follower)
@@ -88,7 +89,7 @@ def delete_records(served: ServedCluster, listener: Listener, version: int, body
         assert image is not None  # (they were found in it)
         deletes = functools.cache(functools.partial(_deletes, image, listener.node_id, release))  # (once a topic)
         for (topic, index), (p, offset) in found.items():
-            answers[(topic, index)] = _result(index, _error(p, listener.node_id, topic, deletes, offset))
+            answers[(topic, index)] = _result(index, _error(p, listener.node_id, topic, internal_topics(release), deletes, offset))
     else:  # (an empty immutable Map plus the unknown ones, added in their mutable.HashMap's order)
         unknown = scala_hash_map_order(unknown, topic_partition_hash)
     for topic, index in unknown:

@@ -24,7 +24,7 @@ from kraftsim.controller import describe_group_configs, describes_group_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
-from kraftsim.storage import INTERNAL_TOPICS, topic_name_error
+from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
@@ -110,6 +110,7 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
     brokers = alive_brokers(served, listener)
     alive = {b.id for b in brokers}
     image = served.sim.image(listener.node_id)
+    internal = internal_topics(release_of(served, listener))
     wanted = body.get("Topics")
     topics = [] if image is None else list(image.topics.sorted_topics())
     out_topics: list[Body] = []
@@ -131,7 +132,7 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                 legal = name is None or topic_name_error(name) is None
                 error = "UNKNOWN_TOPIC_OR_PARTITION" if legal else "INVALID_TOPIC_EXCEPTION"
                 out_topics.append({"ErrorCode": code(error), "Name": name, "TopicId": Uuid.ZERO,
-                                   "IsInternal": name in INTERNAL_TOPICS, "Partitions": []})
+                                   "IsInternal": name in internal, "Partitions": []})
     for t in chosen:
         parts = []
         for index, p in t.sorted_partitions():
@@ -140,7 +141,7 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                           "LeaderId": p.leader if leader_alive else -1, "LeaderEpoch": p.leader_epoch,
                           "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
                           "OfflineReplicas": [r for r in p.replicas if r not in alive]})
-        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in INTERNAL_TOPICS,
+        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in internal,
                            "Partitions": parts})
     return {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers], "ClusterId": served.sim.cluster_id,
             "ControllerId": brokers[0].id if brokers else -1,
@@ -300,7 +301,7 @@ def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str
                         "client-metrics subscriptions)")
 
 
-__all__ = ["API_VERSIONS_KEY", "INTERNAL_TOPICS", "Body", "Handler", "api_versions", "code", "describe_cluster",
+__all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster",
            "describe_configs",
            "metadata", "serves",
            "unsupported_api_versions"]

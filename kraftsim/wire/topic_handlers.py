@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.storage import topic_name_error
+from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.wire.admin_handlers import refusal
-from kraftsim.wire.handlers import INTERNAL_TOPICS, Body, Handler, code
+from kraftsim.wire.handlers import Body, Handler, code, release_of
 from kraftsim.wire.served import Listener, ServedCluster
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
     cursor = body.get("Cursor")
     start_name = cursor["TopicName"] if cursor is not None else ""
     fetch_all = not requested
+    internal = internal_topics(release_of(served, listener))
     names = ([t.name for t in image.topics.sorted_topics()] if image is not None else []) if fetch_all else requested
     chosen = sorted({n for n in names if n >= start_name})
     if cursor is not None and (cursor["PartitionIndex"] < 0 or (not fetch_all and start_name not in chosen)):
@@ -57,7 +58,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
             if not fetch_all:
                 valid = topic_name_error(name) is None
                 topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION" if valid else "INVALID_TOPIC_EXCEPTION"),
-                               "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in INTERNAL_TOPICS,
+                               "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in internal,
                                "Partitions": []})
             continue
         assert image is not None  # (the topic was found in it)
@@ -65,7 +66,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
         parts = dict(topic.sorted_partitions())
         upper = min(len(parts), first + remaining)
         partitions = [_partition(image, index, parts[index]) for index in range(first, upper) if index in parts]
-        topics.append({"ErrorCode": 0, "Name": name, "TopicId": topic.id, "IsInternal": name in INTERNAL_TOPICS,
+        topics.append({"ErrorCode": 0, "Name": name, "TopicId": topic.id, "IsInternal": name in internal,
                        "Partitions": partitions})
         if upper < len(parts):
             next_cursor = {"TopicName": name, "PartitionIndex": upper}

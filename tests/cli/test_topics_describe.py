@@ -134,3 +134,12 @@ def test_by_id_3_7_has_no_elr_columns(tmp_path: Path, capsys: pytest.CaptureFixt
     by_name = run(capsys, "topics", "--cluster", d, "describe")[1]
     topic_id = re.search(r"TopicId: (\S+)", by_name).group(1)  # type: ignore[union-attr]
     assert run(capsys, "topics", "--cluster", d, "describe", "--topic-id", topic_id)[:2] == (0, by_name)
+
+
+@pytest.mark.parametrize(("release", "kept"), [("3.8.1", True), ("3.9.2", False)])
+def test_what_counts_as_internal_is_the_releases(tmp_path: Path, capsys: pytest.CaptureFixture[str], release: str,
+                                                 kept: bool) -> None:
+    """Before 3.9 a topic named __share_group_state is any topic: --exclude-internal keeps it."""
+    d = _cluster(capsys, tmp_path / "c", release, "__consumer_offsets", "__share_group_state", "orders")
+    code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--exclude-internal")
+    assert code == 0 and sorted(set(_topics(out))) == sorted(["orders"] + ["__share_group_state"] * kept)

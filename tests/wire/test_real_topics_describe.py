@@ -32,7 +32,8 @@ VARIANTS = {
     "a topic that is not there": ["--topic", "nope"],
 }
 ERROR_PREFIX = "Error while executing topic command : "
-NAMES = ["orders", "payments", "a", "zeta", "t1", "t2", "t10", "topic-x", "__consumer_offsets", "b.c", "B", "t3"]
+NAMES = ["orders", "payments", "a", "zeta", "t1", "t2", "t10", "topic-x", "__consumer_offsets", "b.c", "B", "t3",
+         "__share_group_state"]  # (the last internal from 3.9 only)
 
 
 def _build(capsys: pytest.CaptureFixture[str], d: Path, release: str) -> None:

@@ -5,12 +5,14 @@ tests/conformance/test_serve_vs_kafka.py)."""
 
 from __future__ import annotations
 
+import pytest
+
 import kraftsim
 from kraftsim.controller import error_codes
 from tests.wire.client import rpc
 
 ERR = error_codes()
-DELETE_RECORDS, CREATE_TOPICS = 21, 19
+DELETE_RECORDS, CREATE_TOPICS, METADATA = 21, 19, 3
 
 
 def _create(address: str, name: str, partitions: int, factor: int = 1, **configs: str) -> None:
@@ -68,3 +70,18 @@ def test_only_the_leader_deletes():
                                  s.sim.image(2).topics.get_topic_by_name("solo").partitions.items()})
         elsewhere = next(i for i, b in solo.items() if b != 2)  # (no replica on broker 2 at all)
         assert _delete(first, 1, ("solo", [(elsewhere, 0)])) == [("solo", elsewhere, ERR["NOT_LEADER_OR_FOLLOWER"], -1)]
+
+
+@pytest.mark.parametrize(("release", "internal"), [("3.8.1", False), ("3.9.2", True), ("4.4.0", True)])
+def test_the_share_group_state_topic_is_internal_from_3_9(release: str, internal: bool):
+    """Topic.isInternal counts __share_group_state from 3.9: before, a topic of that name is any
+    topic, listed as not internal and with records to delete."""
+    with kraftsim.serve(combined=1, release=release) as k:
+        bs = k.bootstrap_servers
+        _create(bs, "__share_group_state", 1)
+        _, answer = rpc(bs, METADATA, 9, {"Topics": [{"Name": "__share_group_state"}],
+                                           "AllowAutoTopicCreation": False})
+        assert [t["IsInternal"] for t in answer["Topics"]] == [internal]
+        refused = ERR["INVALID_TOPIC_EXCEPTION"] if internal else 0
+        assert _delete(bs, 1, ("__share_group_state", [(0, 0)])) == \
+            [("__share_group_state", 0, refused, -1 if internal else 0)]

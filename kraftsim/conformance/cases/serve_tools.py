@@ -396,24 +396,31 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
 
 
 #: DeleteRecords of empty logs (after every other answer: it creates topic "d", whose own
-#: cleanup.policy is delete, while "t" inherits broker 1's compact): offsets at, past and below
-#: the high watermark (-1 stands for it), an internal topic, a partition asked twice, unknown
-#: partitions and topics; then requests of unknown partitions alone (up to four and more: Kafka
-#: answers them from an immutable Map).
+#: cleanup.policy is delete, while "t" inherits broker 1's compact, and a topic named
+#: __share_group_state, internal from 3.9 only): offsets at, past and below the high watermark
+#: (-1 stands for it), internal topics, a partition asked twice, unknown partitions and topics;
+#: then requests of unknown partitions alone (up to four and more: Kafka answers them from an
+#: immutable Map).
 DELETE_RECORDS: tuple[list[tuple[str, list[tuple[int, int]]]], ...] = (
     [("d", [(0, 0), (1, -1), (2, 5)]), ("t", [(0, 0)]), ("nope", [(0, 0)]), ("__consumer_offsets", [(0, 0)]),
-     ("d", [(7, 0), (1, -2)])],
+     ("d", [(7, 0), (1, -2)]), ("__share_group_state", [(0, 0)])],
     [("nope", [(1, 0), (0, 0)]), ("gone", [(3, 0)])],
     [("nope", [(i, 0) for i in range(6)]), ("gone", [(3, 0), (1, 0)])],
 )
 
 
 def _deleted_records(c: WireClient, settle: Callable[[], None]) -> dict[str, object]:
-    created = c.request("CreateTopics", 5, {"Topics": [{"Name": "d", "NumPartitions": 3, "ReplicationFactor": 1,
-                                                        "Configs": [{"Name": "cleanup.policy", "Value": "delete"}]}],
-                                            "timeoutMs": 30000, "validateOnly": False})["Topics"]
+    created = c.request("CreateTopics", 5, {"Topics": [
+        {"Name": "d", "NumPartitions": 3, "ReplicationFactor": 1,
+         "Configs": [{"Name": "cleanup.policy", "Value": "delete"}]},
+        {"Name": "__share_group_state", "NumPartitions": 1, "ReplicationFactor": 1}],
+        "timeoutMs": 30000, "validateOnly": False})["Topics"]
     settle()
-    answers: dict[str, object] = {"CreateTopics of d": [t["ErrorCode"] for t in created]}
+    described = c.request("Metadata", 12, {"Topics": [{"Name": "__share_group_state"}],
+                                           "AllowAutoTopicCreation": False})["Topics"]
+    answers: dict[str, object] = {"CreateTopics of d and __share_group_state": [t["ErrorCode"] for t in created],
+                                  "Metadata v12 of __share_group_state (error, internal)":
+                                      [(t["ErrorCode"], t["IsInternal"]) for t in described]}
     for i, asked in enumerate(DELETE_RECORDS, 1):
         body = {"Topics": [{"Name": n, "Partitions": [{"PartitionIndex": p, "Offset": o} for p, o in parts]}
                            for n, parts in asked], "TimeoutMs": 30000}

@@ -26,7 +26,7 @@ from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, s
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.api_versions import broker_serves
 from kraftsim.sim.tools.tool_view import tool_view
-from kraftsim.storage import INTERNAL_TOPICS
+from kraftsim.storage import internal_topics
 from kraftsim.versions import ToolFailure, release_line, release_name_key
 
 if TYPE_CHECKING:
@@ -161,7 +161,8 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
         raise ToolFailure(f'Option "[{reports[0]}]" can\'t be used with option "[{reports[1]}]"')
     names = sorted(t.name for t in image.topics.sorted_topics())
     if options.exclude_internal:
-        names = [n for n in names if n not in INTERNAL_TOPICS]
+        internal = internal_topics(tool) | internal_topics(broker_release)  # (the tool's own and the broker's)
+        names = [n for n in names if n not in internal]
     if options.topic_id is not None and options.topic_id != Uuid.ZERO:
         by_id = image.topics.get_topic(options.topic_id)
         names = [by_id.name] if by_id is not None and by_id.name in names else []  # (--exclude-internal counts)
