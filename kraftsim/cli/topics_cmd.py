@@ -86,6 +86,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                                                               "kind combine: a partition any of them names is listed)")
     describe.add_argument("--topics-with-overrides", action="store_true",
                           help="only the lines of topics with a config not at its default, without their partitions")
+    describe.add_argument("--partition-size-limit-per-response", metavar="N",
+                          help="the most partitions in one DescribeTopicPartitions answer (from 3.8): the tool pages "
+                               "through them, so what it prints is the same; checked as the tool checks it")
     describe.set_defaults(run=kafka_tool(_describe))
 
 
@@ -246,7 +249,8 @@ def _describe(args: argparse.Namespace) -> int:
     options = DescribeOptions(topic=args.topic, topic_id=topic_id, exclude_internal=args.exclude_internal,
                               if_exists=args.if_exists, under_replicated=args.under_replicated_partitions,
                               unavailable=args.unavailable_partitions, under_min_isr=args.under_min_isr_partitions,
-                              at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides)
+                              at_min_isr=args.at_min_isr_partitions, with_overrides=args.topics_with_overrides,
+                              partition_size_limit=args.partition_size_limit_per_response)
     with Simulation.open(args.cluster) as sim:
         settle(sim)
         lines = describe_topics(sim, options)

@@ -143,3 +143,28 @@ def test_what_counts_as_internal_is_the_releases(tmp_path: Path, capsys: pytest.
     d = _cluster(capsys, tmp_path / "c", release, "__consumer_offsets", "__share_group_state", "orders")
     code, out, _ = run(capsys, "topics", "--cluster", d, "describe", "--exclude-internal")
     assert code == 0 and sorted(set(_topics(out))) == sorted(["orders"] + ["__share_group_state"] * kept)
+
+
+@pytest.mark.parametrize(("release", "refused"), [
+    ("3.6.2", 'Exception in thread "main" joptsimple.UnrecognizedOptionException: '
+              "partition-size-limit-per-response is not a recognized option\n"),
+    ("3.7.2", "partition-size-limit-per-response is not a recognized option\n"),
+    ("3.8.1", None),
+])
+def test_a_partition_limit_per_answer_changes_nothing_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                              release: str, refused: str | None) -> None:
+    """--partition-size-limit-per-response (read from the real tools, 3.3.2 to 4.4.0): from 3.8
+    the tool pages through DescribeTopicPartitions, and prints the same; it reads the number only
+    when it describes topics by name. Older tools do not know the option."""
+    d = _cluster(capsys, tmp_path / "c", release, "orders", "t1")
+    whole = run(capsys, "topics", "--cluster", d, "describe")
+    limited = run(capsys, "topics", "--cluster", d, "describe", "--partition-size-limit-per-response", "1")
+    if refused is not None:
+        assert limited == (1, "", refused)
+        return
+    assert limited == whole and whole[0] == 0
+    assert run(capsys, "topics", "--cluster", d, "describe", "--partition-size-limit-per-response", "-4") == whole
+    assert run(capsys, "topics", "--cluster", d, "describe", "--partition-size-limit-per-response", "1_0") == \
+        (1, "", "Cannot parse argument '1_0' of option partition-size-limit-per-response\n")
+    assert run(capsys, "topics", "--cluster", d, "describe", "--partition-size-limit-per-response", "x",
+               "--topic", "nope", "--if-exists") == (0, "", "")  # (no topic to describe: the number is not read)

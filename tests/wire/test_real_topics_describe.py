@@ -30,6 +30,9 @@ VARIANTS = {
     "overridden configs": ["--topics-with-overrides"],
     "internal topics left out": ["--exclude-internal"],
     "a topic that is not there": ["--topic", "nope"],
+    "one partition an answer": ["--partition-size-limit-per-response", "1"],
+    "a limit that is not a number": ["--partition-size-limit-per-response", "x"],
+    "a limit, no topic matched": ["--partition-size-limit-per-response", "x", "--topic", "nope", "--if-exists"],
 }
 ERROR_PREFIX = "Error while executing topic command : "
 NAMES = ["orders", "payments", "a", "zeta", "t1", "t2", "t10", "topic-x", "__consumer_offsets", "b.c", "B", "t3",

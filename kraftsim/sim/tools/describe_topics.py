@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from kraftsim.controller import describe_topic_configs
 from kraftsim.image import BROKER, TOPIC
-from kraftsim.javacompat import copy_capacity, hash_map_order, sized_capacity, string_hash
+from kraftsim.javacompat import copy_capacity, hash_map_order, parse_int, sized_capacity, string_hash
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.node.api_versions import broker_serves
 from kraftsim.sim.tools.tool_view import tool_view
@@ -43,9 +43,16 @@ _ELR_COLUMNS = (3, 8, 0)
 #: The release lines whose admin client hands the tool its map of descriptions as it filled
 #: it, not a copy (3.8's DescribeTopicPartitions path).
 _UNCOPIED_DESCRIPTIONS = frozenset({"3.8"})
-#: The first release whose tool takes several of the partition reports at once (written in
-#: Java); the older one refuses a second.
-_REPORTS_COMBINED = (3, 7, 0)
+#: The first release whose tool is written in Java (the older one, in Scala, dies on an option
+#: it does not know with the exception's text).
+_WRITTEN_IN_JAVA = (3, 7, 0)
+#: The first release whose tool takes several of the partition reports at once (the Java one);
+#: the older one refuses a second.
+_REPORTS_COMBINED = _WRITTEN_IN_JAVA
+#: --partition-size-limit-per-response (3.8 on, KIP-966): the most partitions a
+#: DescribeTopicPartitions answer may carry. Paging changes nothing the tool prints.
+_PARTITION_SIZE_LIMIT = "partition-size-limit-per-response"
+_PARTITION_SIZE_LIMIT_FROM = (3, 8, 0)
 #: The release lines whose tool names a missing --topic by the Optional holding it.
 _OPTIONAL_IN_TEXT = frozenset({"3.8", "3.9", "4.0"})
 
@@ -68,6 +75,9 @@ class DescribeOptions:
     under_min_isr: bool = False  # --under-min-isr-partitions
     at_min_isr: bool = False  # --at-min-isr-partitions
     with_overrides: bool = False  # --topics-with-overrides
+    #: --partition-size-limit-per-response as given: the tool reads it as an Integer only
+    #: when it describes topics by name.
+    partition_size_limit: str | None = None
 
     @property
     def reports(self) -> bool:
@@ -155,6 +165,10 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
                    broker_release: str) -> list[str]:
     """The lines of kafka-topics --describe of release `tool` for the topics of `image`, with
     the configs as broker `broker` of `broker_release` describes them."""
+    if options.partition_size_limit is not None and release_name_key(tool) < _PARTITION_SIZE_LIMIT_FROM:
+        unknown = f"{_PARTITION_SIZE_LIMIT} is not a recognized option"  # (joptsimple's, before anything else)
+        raise ToolFailure(unknown if release_name_key(tool) >= _WRITTEN_IN_JAVA else
+                          f'Exception in thread "main" joptsimple.UnrecognizedOptionException: {unknown}')
     elr = None if release_name_key(tool) < _ELR_COLUMNS else broker_serves(broker_release, _DESCRIBE_TOPIC_PARTITIONS)
     reports = options.given_reports
     if len(reports) > 1 and release_name_key(tool) < _REPORTS_COMBINED:
@@ -176,6 +190,9 @@ def describe_image(image: MetadataImage, options: DescribeOptions, *, tool: str,
         if not names and options.topic and not options.if_exists:
             named = f"Optional[{options.topic}]" if release_line(tool) in _OPTIONAL_IN_TEXT else options.topic
             raise ToolFailure(f"Topic '{named}' does not exist as expected")
+    if names and options.partition_size_limit is not None and (options.topic_id in (None, Uuid.ZERO)) \
+            and parse_int(options.partition_size_limit) is None:  # (read when topics are described by name)
+        raise ToolFailure(f"Cannot parse argument '{options.partition_size_limit}' of option {_PARTITION_SIZE_LIMIT}")
     live = {b.id for b in image.cluster.brokers.values() if not b.fenced}
     node_dynamic, cluster_dynamic = image.configs.config(BROKER, str(broker)), image.configs.config(BROKER, "")
     lines: list[str] = []
