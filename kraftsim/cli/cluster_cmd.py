@@ -38,7 +38,7 @@ from kraftsim.sim.ticks.status import cluster_status, status_lines
 from kraftsim.versions import load_catalog
 from kraftsim.versions import parse_feature_arg
 from kraftsim.storage.safepath import check_output_file
-from kraftsim.storage.server_config import validate_node_configs
+from kraftsim.storage.server_config import node_config_text
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -154,7 +154,7 @@ def node_config_arg(text: str) -> tuple[str, str]:
     if not eq:
         raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
     try:
-        return next(iter(validate_node_configs({name.strip(): value}).items()))
+        return name.strip(), node_config_text(name.strip(), value)  # (the configs together: when the cluster is made)
     except KraftsimError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
 

@@ -139,8 +139,9 @@ def create_acls(ctx: ControllerContext, req: CreateAclsRequest) -> ControllerRes
     return accepted(records, CreateAclsResponse(tuple(results)))
 
 
-def _matches(f: DeleteAclsFilter, acl: StandardAcl) -> bool:
-    """Kafka's AclBindingFilter.matches (resource pattern, then entry)."""
+def acl_matches(f: DeleteAclsFilter, acl: StandardAcl) -> bool:
+    """Kafka's AclBindingFilter.matches (resource pattern, then entry): what DeleteAcls removes
+    and DescribeAcls lists."""
     ftype, fpattern = code_name("resource_type", f.resource_type_filter), code_name("pattern_type", f.pattern_type_filter)
     if ftype != "ANY" and f.resource_type_filter != acl.resource_type:
         return False
@@ -186,7 +187,7 @@ def delete_acls(ctx: ControllerContext, req: DeleteAclsRequest) -> ControllerRes
             continue
         matched = []
         for acl_id, acl in ctx.image.acls.sorted_acls():
-            if _matches(f, acl):
+            if acl_matches(f, acl):
                 matched.append(acl)
                 if bytes(acl_id) not in removed:
                     removed.add(bytes(acl_id))

@@ -22,6 +22,7 @@ from kraftsim.scenario.ops import (
     AlterScramCredentials,
     AlterTopicConfig,
     CreateAcl,
+    DeleteAcls,
     CreateTopics,
     CreatePartitions,
     DeleteTopics,
@@ -200,6 +201,10 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
         return sim.create_acl(principal=op.principal, host=op.host, operation=op.operation,
                               resource_type=op.resource_type, resource_name=op.resource_name,
                               pattern_type=op.pattern_type, permission=op.permission)
+    if isinstance(op, DeleteAcls):
+        return sim.delete_acls(resource_type=op.resource_type, resource_name=op.resource_name,
+                               pattern_type=op.pattern_type, principal=op.principal, host=op.host,
+                               operation=op.operation, permission=op.permission)
     raise AssertionError(f"no way to carry out {type(op).__name__}")
 
 

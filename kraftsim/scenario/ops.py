@@ -250,6 +250,20 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
     permission: str = "allow"
 
 
+class DeleteAcls(StepBase, kw_only=True, forbid_unknown_fields=True, tag="delete-acls"):
+    """kraftsim's addition: kafka-acls --remove (DeleteAcls) of one filter; every binding it
+    matches goes. Left out, a key matches anything ("any"); pattern type "match" also matches
+    the literal, wildcard and prefixed bindings that cover `resource_name`."""
+
+    resource_type: str = "any"
+    resource_name: str | None = None
+    pattern_type: str = "any"
+    principal: str | None = None
+    host: str | None = None
+    operation: str = "any"
+    permission: str = "any"
+
+
 class AlterClientQuotas(StepBase, kw_only=True, forbid_unknown_fields=True, tag="alter-client-quotas"):
     """kraftsim's addition: kafka-configs --alter --entity-type users|clients|ips of one entity:
     `user`, `client_id` and `ip` name its parts, `default` lists the entity types at their default
@@ -294,7 +308,7 @@ Op = (CreateTopics | DeleteTopics | Roll | AddNode | FeaturesUpgrade | FeaturesD
       | Stop | Start | Partition | Heal | DiskFault | Snapshot | Run | Wait | AddController | RemoveController
       | AlterBrokerConfig | UnregisterController | CreateAcl | UnregisterBroker | CreatePartitions | AlterTopicConfig
       | ElectLeaders | AlterClientQuotas | AlterScramCredentials
-      | ReassignPartitions | AlterClientMetrics | AlterGroupConfig)
+      | ReassignPartitions | AlterClientMetrics | AlterGroupConfig | DeleteAcls)
 #: The name the runner and reports have used for a step.
 Step = Op
 
@@ -316,7 +330,9 @@ OPS: dict[str, type[StepBase]] = {
                 # and kafka-client-metrics --alter|--delete (IncrementalAlterConfigs of a subscription)
                 AlterClientMetrics,
                 # and kafka-configs --alter on a group (IncrementalAlterConfigs of a GROUP resource)
-                AlterGroupConfig)
+                AlterGroupConfig,
+                # and kafka-acls --remove (DeleteAcls: what `kraftsim serve` records for one)
+                DeleteAcls)
 }
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from kraftsim.controller import (
+    AclCreation, CreateAclsRequest, DeleteAclsFilter, DeleteAclsRequest, create_acls, delete_acls,
     MECHANISM_IDS, AlterClientQuotasRequest, AlterConfigsResource, AlterPartitionReassignmentsRequest,
     AlterUserScramCredentialsRequest, CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
     EntityData, EntryData, QuotaOp, ScramCredentialDeletion,
@@ -359,6 +360,25 @@ class AdminMixin:
         result = self._client_request(
             lambda leader: self.engine.execute(lambda ctx: alter_partition_reassignments(ctx, request)))
         self._finish_op("reassign-partitions")
+        return result
+
+    def send_create_acls(self, creations: Sequence[AclCreation]) -> ControllerResult | None:
+        """CreateAcls as a client sends it: the controller's result (one answer per creation)
+        once committed, or None on a timeout. New ACLs' ids are drawn from the simulation's
+        seed and the number of ACLs the controller holds when it is sent."""
+        controller = self.engine.controller
+        seed = self.seed * 1_000_003 + (0 if controller is None else len(controller.image.acls.acls))
+        request = CreateAclsRequest(tuple(creations), seed=seed)
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_acls(ctx, request)))
+        self._finish_op("create-acls")
+        return result
+
+    def send_delete_acls(self, filters: Sequence[DeleteAclsFilter]) -> ControllerResult | None:
+        """DeleteAcls as a client sends it: the controller's result (the ACLs each filter
+        matched) once committed, or None on a timeout."""
+        request = DeleteAclsRequest(tuple(filters))
+        result = self._client_request(lambda leader: self.engine.execute(lambda ctx: delete_acls(ctx, request)))
+        self._finish_op("delete-acls")
         return result
 
     def send_delete_topics(self, names: Sequence[str]) -> ControllerResult | None:

@@ -930,30 +930,49 @@ class Simulation(AdminMixin):
                    pattern_type: str = "literal", permission: str = "allow") -> list[str]:
         """`kafka-acls --add`: one ACL binding (CreateAcls; a CIDR `host` from 4.4-IV1, KIP-1276),
         refused with the controller's text."""
-        from kraftsim.controller import AclCreation, CreateAclsRequest, acl_codes, create_acls
+        from kraftsim.controller import AclCreation
 
         principal = _kafka_principal(principal)
-        def code(table: str, name: str, what: str) -> int:
-            codes = {v: k for k, v in acl_codes()[table].items()}
-            key = name.upper().replace("-", "_")
-            if key not in codes:
-                raise SimError(f"unknown {what} {name!r}; one of {', '.join(sorted(codes))}")
-            return codes[key]
-
-        creation = AclCreation(resource_type=code("resource_type", resource_type, "resource type"),
+        creation = AclCreation(resource_type=_acl_code("resource_type", resource_type, "resource type"),
                                resource_name=resource_name,
-                               resource_pattern_type=code("pattern_type", pattern_type, "pattern type"),
-                               principal=principal, host=host, operation=code("operation", operation, "operation"),
-                               permission_type=code("permission_type", permission, "permission type"))
-        image = self.engine.controller.image if self.engine.controller is not None else None
-        seed = self.seed * 1_000_003 + (0 if image is None else len(image.acls.acls))
-        result = self._controller_call(lambda ctx: create_acls(ctx, CreateAclsRequest((creation,), seed=seed)))
-        self._finish_op("create-acls")
-        answer = result.response.results[0]
+                               resource_pattern_type=_acl_code("pattern_type", pattern_type, "pattern type"),
+                               principal=principal, host=host, operation=_acl_code("operation", operation, "operation"),
+                               permission_type=_acl_code("permission_type", permission, "permission type"))
+        answer = answered(self.send_create_acls([creation])).response.results[0]
         if answer.error_code != 0:
             raise SimError(code_text(answer.error_code, answer.error_message))
         return [f"Added ACL: {permission.upper()} {principal} from host {host} {operation.upper()} on "
                 f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
+
+    def delete_acls(self, *, resource_type: str = "any", resource_name: str | None = None,
+                    pattern_type: str = "any", principal: str | None = None, host: str | None = None,
+                    operation: str = "any", permission: str = "any") -> list[str]:
+        """`kafka-acls --remove` (DeleteAcls) of one filter: every binding it matches goes, one
+        line each; None and "any" match anything, pattern type "match" as Kafka matches it."""
+        from kraftsim.controller import DeleteAclsFilter, code_name
+
+        wanted = DeleteAclsFilter(
+            resource_type_filter=_acl_code("resource_type", resource_type, "resource type"),
+            resource_name_filter=resource_name, pattern_type_filter=_acl_code("pattern_type", pattern_type, "pattern type"),
+            principal_filter=principal, host_filter=host, operation=_acl_code("operation", operation, "operation"),
+            permission_type=_acl_code("permission_type", permission, "permission type"))
+        answer = answered(self.send_delete_acls([wanted])).response.filter_results[0]
+        if answer.error_code != 0:
+            raise SimError(code_text(answer.error_code, answer.error_message))
+        return [f"Removed ACL: {code_name('permission_type', a.permission_type)} {a.principal} from host {a.host} "
+                f"{code_name('operation', a.operation)} on {code_name('resource_type', a.resource_type)}:"
+                f"{code_name('pattern_type', a.pattern_type)}:{a.resource_name}" for a in answer.matching_acls]
+
+
+def _acl_code(table: str, name: str, what: str) -> int:
+    """The code of enum value `name` (any case, - or _) of ACL table `table`; SimError names the choices."""
+    from kraftsim.controller import acl_codes
+
+    codes = {v: k for k, v in acl_codes()[table].items()}
+    key = name.upper().replace("-", "_")
+    if key not in codes:
+        raise SimError(f"unknown {what} {name!r}; one of {', '.join(sorted(codes))}")
+    return codes[key]
 
 
 def _kafka_principal(text: str) -> str:

@@ -56,7 +56,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "scram_parser": ("scram_record",),
     "segment": ("IndexEntry", "LogSegment"),
     "server_config": ("ServerConfig", "read_server_config", "unstable_versions_enabled", "validate_node_configs",
-                      "group_coordinator_config", "OFFSETS_TOPIC_PARTITIONS", "OFFSETS_TOPIC_REPLICATION_FACTOR"),
+                      "group_coordinator_config", "OFFSETS_TOPIC_PARTITIONS", "OFFSETS_TOPIC_REPLICATION_FACTOR",
+                      "STANDARD_AUTHORIZER"),
     "snapshot": (
         "SNAPSHOT_APPEND_RECORDS", "SnapshotFile", "SnapshotWriter", "latest_snapshot", "list_snapshots",
         "read_snapshot", "read_snapshot_header", "write_snapshot",
@@ -149,7 +150,7 @@ if TYPE_CHECKING:
     from kraftsim.storage.segment import IndexEntry as IndexEntry, LogSegment as LogSegment
     from kraftsim.storage.server_config import (
         OFFSETS_TOPIC_PARTITIONS as OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR as
-        OFFSETS_TOPIC_REPLICATION_FACTOR, ServerConfig as ServerConfig, group_coordinator_config as
+        OFFSETS_TOPIC_REPLICATION_FACTOR, STANDARD_AUTHORIZER as STANDARD_AUTHORIZER, ServerConfig as ServerConfig, group_coordinator_config as
         group_coordinator_config, read_server_config as read_server_config, unstable_versions_enabled as
         unstable_versions_enabled, validate_node_configs as validate_node_configs,
     )

@@ -181,32 +181,66 @@ OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR = "offsets.topic.num.
     "offsets.topic.replication.factor"
 GROUP_COORDINATOR_CONFIGS: dict[str, tuple[int, int, str]] = {  # name: (default, bits, Kafka's type)
     OFFSETS_TOPIC_PARTITIONS: (50, 32, "INT"), OFFSETS_TOPIC_REPLICATION_FACTOR: (3, 16, "SHORT")}
+#: Kafka's KRaft authorizer: the one authorizer.class.name a simulated node takes.
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+#: The principal of every client of a PLAINTEXT listener, the only kind `kraftsim serve` opens.
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
+#: The authorizer's configs a simulated node takes. With an authorizer, super.users must name
+#: ANONYMOUS_PRINCIPAL: kraftsim authorizes every request as Kafka authorizes a super user's,
+#: and does not judge requests against ACLs.
+AUTHORIZER_CONFIGS = ("authorizer.class.name", "super.users")
 #: Every server config a simulated node takes.
-NODE_CONFIGS = (*UNSTABLE_CONFIGS, *GROUP_COORDINATOR_CONFIGS)
+NODE_CONFIGS = (*UNSTABLE_CONFIGS, *GROUP_COORDINATOR_CONFIGS, *AUTHORIZER_CONFIGS)
 
 
 def validate_node_configs(configs: Mapping[str, object]) -> dict[str, str]:
     """A simulated node's configs as server.properties texts: only NODE_CONFIGS, each checked
-    as KafkaConfig checks it (the unstable-versions ones booleans, true/false or the text of
-    one, so every release reading either name can; the group coordinator's integers of their
-    type, at least 1)."""
-    out = {}
-    for name, value in configs.items():
-        if name not in NODE_CONFIGS:
-            raise KraftsimError(f"node config {name!r} is not one kraftsim simulates (it simulates "
-                                f"{', '.join(NODE_CONFIGS[:-1])} and {NODE_CONFIGS[-1]})")
-        if name in GROUP_COORDINATOR_CONFIGS:
-            if isinstance(value, bool) or not isinstance(value, (int, str)):
-                raise KraftsimError(f"node config {name}: expected a number, got {value!r}")
-            out[name] = str(value).strip()
-            _at_least_one(out, name)
-            continue
-        text = str(value).lower() if isinstance(value, bool) else value
-        if not isinstance(text, str):
-            raise KraftsimError(f"node config {name}: expected true or false, got {value!r}")
-        _boolean({name: text}, name)
-        out[name] = text.strip()
+    as KafkaConfig checks it (node_config_text), and the authorizer's together."""
+    out = {name: node_config_text(name, value) for name, value in configs.items()}
+    _check_authorizer(out)
     return out
+
+
+def node_config_text(name: str, value: object) -> str:
+    """One config of NODE_CONFIGS as its server.properties text, checked on its own: the
+    unstable-versions ones booleans (true/false or the text of one, so every release reading
+    either name can), the group coordinator's integers of their type, at least 1, the
+    authorizer's texts."""
+    if name not in NODE_CONFIGS:
+        raise KraftsimError(f"node config {name!r} is not one kraftsim simulates (it simulates "
+                            f"{', '.join(NODE_CONFIGS[:-1])} and {NODE_CONFIGS[-1]})")
+    if name in GROUP_COORDINATOR_CONFIGS:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise KraftsimError(f"node config {name}: expected a number, got {value!r}")
+        text = str(value).strip()
+        _at_least_one({name: text}, name)
+        return text
+    if name in AUTHORIZER_CONFIGS:
+        if not isinstance(value, str):
+            raise KraftsimError(f"node config {name}: expected a text, got {value!r}")
+        return value.strip()
+    flag = str(value).lower() if isinstance(value, bool) else value
+    if not isinstance(flag, str):
+        raise KraftsimError(f"node config {name}: expected true or false, got {value!r}")
+    _boolean({name: flag}, name)
+    return flag.strip()
+
+
+def _check_authorizer(configs: Mapping[str, str]) -> None:
+    """StandardAuthorizer only, and only with super.users naming ANONYMOUS_PRINCIPAL (see
+    AUTHORIZER_CONFIGS)."""
+    authorizer = configs.get("authorizer.class.name", "")
+    if not authorizer:
+        return
+    if authorizer != STANDARD_AUTHORIZER:
+        raise KraftsimError(f"node config authorizer.class.name: kraftsim simulates Kafka's StandardAuthorizer "
+                            f"({STANDARD_AUTHORIZER}) only, not {authorizer}")
+    supers = [p.strip() for p in configs.get("super.users", "").split(";") if p.strip()]
+    if ANONYMOUS_PRINCIPAL not in supers:
+        raise KraftsimError(
+            f"node config authorizer.class.name is set, so super.users must name {ANONYMOUS_PRINCIPAL} (it names "
+            f"{'; '.join(supers) or 'nobody'}): kraftsim's clients are all {ANONYMOUS_PRINCIPAL} (PLAINTEXT), and it "
+            "authorizes every request as Kafka authorizes a super user's, without judging it against ACLs")
 
 
 def group_coordinator_config(configs: Mapping[str, str], name: str) -> int:

@@ -49,6 +49,7 @@ OP_KEYS: dict[str, tuple[str, ...]] = {
     "create-acl": ("principal", "operation", "resource_name", "resource_type", "pattern_type", "host", "permission"),
     "alter-client-metrics": ("name", "configs", "delete"),
     "alter-group-config": ("group", "configs", "delete"),
+    "delete-acls": ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission"),
 }
 
 

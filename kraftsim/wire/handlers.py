@@ -44,6 +44,12 @@ class NotCarriedOut(Exception):
     server closes the connection, as for an API it does not serve, and says so once."""
 
 
+class UnparsableRequest(Exception):
+    """Raised by a handler for a request Kafka refuses while it parses it (the request's own
+    checks, in its constructor): the server closes the connection, as Kafka does, and says
+    nothing."""
+
+
 def code(name: str) -> int:
     return error_codes()[name]
 
@@ -303,5 +309,5 @@ def _described_name_error(rtype: int, name: str, node_id: int) -> tuple[str, str
 
 __all__ = ["API_VERSIONS_KEY", "Body", "Handler", "api_versions", "code", "describe_cluster",
            "describe_configs",
-           "metadata", "serves",
+           "metadata", "serves", "UnparsableRequest",
            "unsupported_api_versions"]

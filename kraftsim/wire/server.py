@@ -43,6 +43,7 @@ from kraftsim.wire.handlers import (
     METADATA_KEY,
     Handler,
     NotCarriedOut,
+    UnparsableRequest,
     api_versions,
     describe_cluster,
     describe_configs,
@@ -326,6 +327,8 @@ class WireServer:
             body = handler(self.served, listener, req.api_version, req.body)
         except NotCarriedOut as e:
             self._say_once(str(e))
+            return None
+        except UnparsableRequest:
             return None
         return encode_response(req.api_key, req.api_version, req.correlation_id,
                                fit_response(req.api_key, req.api_version, body))

@@ -59,7 +59,7 @@ def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytes
                           "features-disable, crash, stop, start, partition, heal, disk-fault, snapshot, run, wait, " \
                           "add-controller, remove-controller, alter-broker-config, unregister-controller, create-acl, " \
                           "unregister-broker, create-partitions, alter-topic-config, elect-leaders, alter-client-quotas, " \
-                          "alter-scram-credentials, reassign-partitions, alter-client-metrics, alter-group-config"
+                          "alter-scram-credentials, reassign-partitions, alter-client-metrics, alter-group-config, delete-acls"
     code, out, err = run(capsys, "scenario", "check", str(good), str(bad))
     assert code == 2 and "z.toml: step 1" in err
 

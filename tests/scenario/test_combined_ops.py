@@ -170,6 +170,11 @@ operation = "read"
 resource_name = "topic-1"
 
 [[step]]
+op = "delete-acls"
+resource_name = "topic-1"
+pattern_type = "match"
+
+[[step]]
 op = "unregister-controller"
 id = 3
 expect_error = "The current MetadataVersion is too old to support controller unregistration."

@@ -188,7 +188,8 @@ def test_rejections_name_step_key_and_expectation(text: str, step_no: int | None
 #: kraftsim's additions to contract 4 (Kafka 4.3/4.4's controller operations), after its ops.
 ADDED_OPS = ("alter-broker-config", "unregister-controller", "create-acl", "unregister-broker", "create-partitions",
              "alter-topic-config", "elect-leaders", "alter-client-quotas",
-             "alter-scram-credentials", "reassign-partitions", "alter-client-metrics", "alter-group-config")
+             "alter-scram-credentials", "reassign-partitions", "alter-client-metrics", "alter-group-config",
+             "delete-acls")
 
 
 def test_every_contract_op_has_a_struct() -> None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import fnmatch
 from typing import Callable, Iterable, Iterator
 
-from kraftsim.conformance.cases import dump_log, live_node, live_quorum, serve_tools, shell, storage_format, tool_text
+from kraftsim.conformance.cases import (
+    dump_log, live_node, live_quorum, serve_acls, serve_tools, shell, storage_format, tool_text,
+)
 from kraftsim.conformance.cases.base import (
     AGREE, DIFFER, POLICY, Case, Outcome, Policy, ReleaseContext, judge, load_policies,
 )
@@ -32,6 +34,7 @@ def case_groups() -> list[tuple[str, Callable[[ReleaseContext], Iterable[Case]]]
         ("live-unstable", live_node.unstable_cases),
         ("live-quorum", live_quorum.cases),
         ("serve-tools", serve_tools.cases),
+        ("serve-acls", serve_acls.cases),
     ]
 
 

@@ -325,12 +325,15 @@ def _exception_lines(stderr: str) -> list[str]:
             if line.strip() and not line.startswith("\tat ") and not line.startswith("[") and "... " not in line]
 
 
-def run_tools(dist: KafkaDist, bs: str, bc: str) -> ToolOutputs:
-    """Every run of RUNS (and GROUP_RUNS on their lines) against `bs` and `bc`: (exit code,
-    stdout, stderr's exception lines)."""
+def run_tools(dist: KafkaDist, bs: str, bc: str,
+              runs: list[tuple[str, str, list[str]]] | None = None) -> ToolOutputs:
+    """Every run of `runs` (by default RUNS, and GROUP_RUNS on their lines) against `bs` and
+    `bc`: (exit code, stdout, stderr's exception lines)."""
     classes = main_classes(dist.release.version)
     out = {}
-    for name, tool, args in RUNS + (GROUP_RUNS if dist.release.line in GROUP_RUN_LINES else []):
+    if runs is None:
+        runs = RUNS + (GROUP_RUNS if dist.release.line in GROUP_RUN_LINES else [])
+    for name, tool, args in runs:
         cmd = [str(dist.java.path), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
                *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs, bc=bc) for a in args)]
         run = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
