@@ -16,8 +16,8 @@ binding added, and each filter that removed some, is recorded as a scenario step
 `delete-acls`).
 
 Kafka groups the bindings it lists in a HashMap keyed by enums that hash by identity, so their
-order changes from one broker process to the next; kraftsim lists them in the order the
-controller created them.
+order changes from one broker process to the next; kraftsim lists them in the order of their
+ids.
 """
 
 from __future__ import annotations
@@ -163,14 +163,13 @@ def _created_step(c: AclCreation) -> dict[str, object]:
 
 
 def _deleted_step(f: DeleteAclsFilter) -> dict[str, object]:
-    step: dict[str, object] = {
-        "resource_type": code_name("resource_type", f.resource_type_filter).lower(),
-        "resource_name": f.resource_name_filter,
-        "pattern_type": code_name("pattern_type", f.pattern_type_filter).lower(),
-        "principal": f.principal_filter, "host": f.host_filter,
-        "operation": code_name("operation", f.operation).lower(),
-        "permission": code_name("permission_type", f.permission_type).lower()}
-    return {k: v for k, v in step.items() if v is not None and v != "any"}  # (left out: any)
+    """The `delete-acls` step of filter `f`: what matches anything (None, ANY) is left out."""
+    enums = {"resource_type": code_name("resource_type", f.resource_type_filter),
+             "pattern_type": code_name("pattern_type", f.pattern_type_filter),
+             "operation": code_name("operation", f.operation),
+             "permission": code_name("permission_type", f.permission_type)}
+    texts = {"resource_name": f.resource_name_filter, "principal": f.principal_filter, "host": f.host_filter}
+    return {**{k: v.lower() for k, v in enums.items() if v != "ANY"}, **{k: v for k, v in texts.items() if v is not None}}
 
 
 def delete_acls(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

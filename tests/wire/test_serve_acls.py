@@ -92,8 +92,10 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
     with kraftsim.serve(controllers=1, brokers=2, release="4.4.0", configs=AUTHORIZED, record=record) as k:
         broker = k.address(2)
         assert _create(broker, _creation(TOPIC, "orders", "User:dave"), _creation(GROUP, "app-", "User:erin",
-                                                                                   pattern=PREFIXED)) == [(0, "")] * 2
-        answer = rpc(broker, DELETE, 3, {"Filters": [_filter(principal="User:dave"), _filter(principal="User:nobody")]})
+                                                                                   pattern=PREFIXED),
+                       _creation(TOPIC, "any", "User:erin")) == [(0, "")] * 3
+        answer = rpc(broker, DELETE, 3, {"Filters": [_filter(principal="User:dave"), _filter(principal="User:nobody"),
+                                                     _filter(TOPIC, "any", LITERAL)]})
         assert answer is not None
         served = _listed(broker)
     assert served == {(GROUP, "app-", PREFIXED, "User:erin", READ)}
@@ -103,7 +105,10 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
          "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
         {"op": "create-acl", "principal": "User:erin", "operation": "read", "resource_name": "app-",
          "resource_type": "group", "pattern_type": "prefixed", "host": "*", "permission": "allow"},
-        {"op": "delete-acls", "principal": "User:dave"}]  # (the filter that matched nothing changed nothing)
+        {"op": "create-acl", "principal": "User:erin", "operation": "read", "resource_name": "any",
+         "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
+        {"op": "delete-acls", "principal": "User:dave"},  # (the filter that matched nothing changed nothing)
+        {"op": "delete-acls", "resource_type": "topic", "resource_name": "any", "pattern_type": "literal"}]
     outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
     assert outcome.result.passed, [s.error for s in outcome.result.steps if not s.ok]
     with Simulation.open(tmp_path / "replayed", passive=True) as sim:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.conformance.cases.base import Case, ReleaseContext
-from kraftsim.conformance.cases.serve_tools import ToolOutputs, _bs, run_tools
-from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
+from kraftsim.conformance.cases.serve_tools import Sides, ToolOutputs, _bs, live_then_served, run_tools
+from kraftsim.conformance.dist import KafkaDist
 from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.wire_client import WireClient
 from kraftsim.storage import STANDARD_AUTHORIZER
@@ -117,7 +117,7 @@ def _sorted_listing(tools: ToolOutputs) -> ToolOutputs:
             for name, (code, out, err) in tools.items()}
 
 
-def live_acl_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, object]]:
+def live_acl_side(dist: KafkaDist, workdir: Path) -> Sides:
     config = "".join(f"{k}={v}\n" for k, v in AUTHORIZER_CONFIGS.items())
     with LiveNode(dist, workdir, heap=HEAP, extra_config=config) as node:
         node.format()
@@ -127,7 +127,7 @@ def live_acl_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str
     return _sorted_listing(tools), raw
 
 
-def served_acl_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
+def served_acl_side(dist: KafkaDist) -> Sides:
     from kraftsim.wire import serve
 
     with serve(combined=1, release=dist.release.line, configs=AUTHORIZER_CONFIGS) as k:
@@ -136,8 +136,8 @@ def served_acl_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
     return _sorted_listing(tools), raw
 
 
-def acl_differences(live: tuple[ToolOutputs, dict[str, object]],
-                    served: tuple[ToolOutputs, dict[str, object]]) -> list[str]:
+def acl_differences(live: Sides,
+                    served: Sides) -> list[str]:
     """Each run or raw answer on which the two sides differ, with both."""
     out = []
     for side_live, side_served, what in ((live[0], served[0], "tool"), (live[1], served[1], "raw")):
@@ -148,12 +148,8 @@ def acl_differences(live: tuple[ToolOutputs, dict[str, object]],
 
 
 def compare(dist: KafkaDist, workdir: Path) -> list[str]:
-    """Both sides of one release, one after the other (one JVM cluster at a time)."""
-    try:
-        live = live_acl_side(dist, workdir)
-    except KafkaUnavailable as e:
-        return [f"the live node did not run: {e}"]
-    return acl_differences(live, served_acl_side(dist))
+    """Both sides of one release."""
+    return live_then_served(lambda: live_acl_side(dist, workdir), lambda: served_acl_side(dist), acl_differences)
 
 
 def cases(ctx: ReleaseContext) -> Iterable[Case]:

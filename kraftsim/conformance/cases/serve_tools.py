@@ -271,6 +271,8 @@ GROUP_RUNS: list[tuple[str, str, list[str]]] = [
 ]
 GROUP_RUN_LINES = ("4.0", "4.1", "4.2")
 ToolOutputs = dict[str, tuple[int, str, list[str]]]
+#: What one side answered: its tools' outputs and its raw answers.
+Sides = tuple[ToolOutputs, dict[str, object]]
 
 
 #: Columns of `describe --replication` that legitimately differ: DirectoryId is each node's own
@@ -612,7 +614,7 @@ def _cluster_id(tools: ToolOutputs) -> str:
                  if ln.startswith("Cluster ID: ")), "")
 
 
-def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, object]]:
+def live_side(dist: KafkaDist, workdir: Path) -> Sides:
     with LiveNode(dist, workdir, heap=HEAP, extra_config="auto.create.topics.enable=true\n") as node:
         node.format()
         node.start()
@@ -621,7 +623,7 @@ def live_side(dist: KafkaDist, workdir: Path) -> tuple[ToolOutputs, dict[str, ob
     return tools, raw
 
 
-def served_side(dist: KafkaDist) -> tuple[ToolOutputs, dict[str, object]]:
+def served_side(dist: KafkaDist) -> Sides:
     from kraftsim.wire import serve
 
     with serve(combined=1, release=dist.release.line,  # the line's newest release kraftsim knows
@@ -635,7 +637,7 @@ def _api_lines(stdout: str) -> dict[str, str]:
             if (m := re.match(r"\s*(\w+)\(\d+\):", line))}
 
 
-def differences(live: tuple[ToolOutputs, dict[str, object]], served: tuple[ToolOutputs, dict[str, object]]) -> list[str]:
+def differences(live: Sides, served: Sides) -> list[str]:
     """One line per difference: `run: what`, kafka-broker-api-versions per API."""
     (live_tools, live_raw), (served_tools, served_raw) = live, served
     live_id, served_id = _cluster_id(live_tools), _cluster_id(served_tools)
@@ -659,13 +661,20 @@ def differences(live: tuple[ToolOutputs, dict[str, object]], served: tuple[ToolO
     return diffs
 
 
-def compare(dist: KafkaDist, workdir: Path) -> list[str]:
-    """Both sides of one release, one after the other (one JVM cluster at a time)."""
+def live_then_served(live: Callable[[], Sides], served: Callable[[], Sides],
+                     differ: Callable[[Sides, Sides], list[str]]) -> list[str]:
+    """The differences between the live side and the served one, run one after the other (one
+    JVM cluster at a time); a live node that did not run is the one difference."""
     try:
-        live = live_side(dist, workdir)
+        live_answers = live()
     except KafkaUnavailable as e:
         return [f"the live node did not run: {e}"]
-    return differences(live, served_side(dist))
+    return differ(live_answers, served())
+
+
+def compare(dist: KafkaDist, workdir: Path) -> list[str]:
+    """Both sides of one release."""
+    return live_then_served(lambda: live_side(dist, workdir), lambda: served_side(dist), differences)
 
 
 def cases(ctx: ReleaseContext) -> Iterable[Case]:
