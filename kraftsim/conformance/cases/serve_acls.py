@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from kraftsim.conformance.cases.base import Case, ReleaseContext
-from kraftsim.conformance.cases.serve_tools import Sides, ToolOutputs, _bs, live_then_served, run_tools
+from kraftsim.conformance.cases.serve_tools import Sides, ToolOutputs, _bs, _without_throttle, live_then_served, run_tools
 from kraftsim.conformance.dist import KafkaDist
 from kraftsim.conformance.node import LiveNode
-from kraftsim.conformance.wire_client import WireClient
+from kraftsim.conformance.wire_client import WireClient, WireClientError
 from kraftsim.storage import STANDARD_AUTHORIZER
 
 #: The configs both sides run with.
@@ -81,6 +81,11 @@ WHOLLY_REFUSED = [
 #: principal, one resource type; then DeleteAcls v3 of two filters that overlap.
 DESCRIBES = [_filter(), _filter(2, "orders", 2), _filter(principal="User:erin"), _filter(2), _filter(3, "app-x", 2)]
 DELETES = [_filter(2, "orders", 2), _filter(principal="User:dave")]
+#: Requests whose own checks fail while the node parses them (an UNKNOWN element, code 0).
+UNPARSABLE: list[tuple[str, str, dict[str, Any]]] = [("DescribeAcls v3 of an UNKNOWN resource type", "DescribeAcls", _filter(0)),
+              ("CreateAcls v3 of an UNKNOWN operation", "CreateAcls",
+               {"Creations": [_creation(2, "x", 3, "User:dave", 0)]}),
+              ("DeleteAcls v3 of an UNKNOWN pattern type", "DeleteAcls", {"Filters": [_filter(2, "x", 0)]})]
 
 
 def _sorted_resources(answer: dict[str, Any]) -> dict[str, Any]:
@@ -109,6 +114,12 @@ def raw_acl_answers(bs: str, settle: Callable[[], None]) -> dict[str, object]:
         out["DeleteAcls v3"] = _sorted_matches(c.request("DeleteAcls", 3, {"Filters": DELETES}))
         settle()
         out["DescribeAcls v3 (after the deletes)"] = _sorted_resources(c.request("DescribeAcls", 3, _filter()))
+    for name, api, body in UNPARSABLE:  # (each on a connection of its own: the node closes it)
+        with WireClient(host, int(port), timeout=30) as c:
+            try:
+                out[name] = _without_throttle(c.request(api, 3, body))
+            except WireClientError as e:
+                out[name] = "closed" if "closed the connection" in str(e) else str(e).split(": ", 1)[-1]
     return out
 
 
