@@ -39,6 +39,7 @@ from kraftsim.javacompat import (
 from kraftsim.storage import OFFSETS_TOPIC_PARTITIONS, OFFSETS_TOPIC_REPLICATION_FACTOR, group_coordinator_config
 from kraftsim.versions import release_name_key
 from kraftsim.wire.admin_handlers import record_created, refusal
+from kraftsim.wire.authorized_operations import NOT_ASKED, authorized_operations
 from kraftsim.wire.handlers import Body, Handler, NotCarriedOut, code, release_of
 from kraftsim.wire.served import BROKER, Listener, ServedCluster
 
@@ -56,8 +57,6 @@ GROUP_METADATA_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type":
                                 "segment.bytes": "104857600"}
 #: Errors.message() of the errors answered here in FindCoordinator before v4 (Errors.NONE's is its name).
 _ERROR_MESSAGES = {"NONE": "NONE", "COORDINATOR_NOT_AVAILABLE": "The coordinator is not available."}
-#: DescribeGroups' AuthorizedOperations when not asked for (Integer.MIN_VALUE).
-_NO_OPERATIONS = -2**31
 #: OffsetFetch's CommittedOffset and CommittedLeaderEpoch of a partition without an offset.
 _NO_OFFSET = -1
 
@@ -207,6 +206,8 @@ def describe_groups(served: ServedCluster, listener: Listener, version: int, bod
     coordinator answers in the order asked, the new one by partition (`_GroupCoordinator.by_partition`)."""
     asked = list(body.get("Groups", []))
     coordinator = _coordinator(served, listener)
+    ops = authorized_operations("GROUP", release_of(served, listener)) \
+        if version >= 3 and body.get("IncludeAuthorizedOperations") else NOT_ASKED
     groups: list[Body] = []
     for group in coordinator.by_partition(asked) if _new_coordinator(served, listener) else asked:
         error = coordinator.error(group)
@@ -214,14 +215,14 @@ def describe_groups(served: ServedCluster, listener: Listener, version: int, bod
         groups.append({"ErrorCode": code(error or ("GROUP_ID_NOT_FOUND" if unknown else "NONE")),
                        "ErrorMessage": _not_found(group) if unknown else None, "GroupId": group,
                        "GroupState": "" if error else "Dead", "ProtocolType": "", "ProtocolData": "", "Members": [],
-                       "AuthorizedOperations": _NO_OPERATIONS})
+                       "AuthorizedOperations": NOT_ASKED if error or unknown else ops})  # (described ones only)
     return {"Groups": groups}
 
 
 def _described(group: str, error: str) -> Body:
     return {"ErrorCode": code(error), "ErrorMessage": _not_found(group) if error == "GROUP_ID_NOT_FOUND" else None,
             "GroupId": group, "GroupState": "", "GroupEpoch": 0, "AssignmentEpoch": 0, "AssignorName": "",
-            "Members": [], "AuthorizedOperations": _NO_OPERATIONS}
+            "Members": [], "AuthorizedOperations": NOT_ASKED}
 
 
 def consumer_group_describe(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:

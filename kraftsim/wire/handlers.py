@@ -26,6 +26,7 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
+from kraftsim.wire.authorized_operations import authorized_operations
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
@@ -149,9 +150,15 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                           "OfflineReplicas": [r for r in p.replicas if r not in alive]})
         out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in internal,
                            "Partitions": parts})
-    return {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers], "ClusterId": served.sim.cluster_id,
-            "ControllerId": brokers[0].id if brokers else -1,
-            "Topics": sorted(out_topics, key=lambda t: (t["Name"] or "", str(t["TopicId"])))}
+    answer: Body = {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers],
+                    "ClusterId": served.sim.cluster_id, "ControllerId": brokers[0].id if brokers else -1,
+                    "Topics": sorted(out_topics, key=lambda t: (t["Name"] or "", str(t["TopicId"])))}
+    if version >= 8 and body.get("IncludeTopicAuthorizedOperations"):  # (every topic answered, known or not)
+        for entry in out_topics:
+            entry["TopicAuthorizedOperations"] = authorized_operations("TOPIC", release_of(served, listener))
+    if 8 <= version <= 10 and body.get("IncludeClusterAuthorizedOperations"):  # (from v11: DescribeCluster's)
+        answer["ClusterAuthorizedOperations"] = authorized_operations("CLUSTER", release_of(served, listener))
+    return answer
 
 
 def describe_cluster(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
@@ -192,7 +199,11 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
         controller = leader if leader is not None else -1
     if controller not in {n["BrokerId"] for n in nodes}:
         controller = -1
-    return {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted, "Brokers": nodes}
+    answer: Body = {"ClusterId": served.sim.cluster_id, "ControllerId": controller, "EndpointType": wanted,
+                    "Brokers": nodes}
+    if body.get("IncludeClusterAuthorizedOperations"):
+        answer["ClusterAuthorizedOperations"] = authorized_operations("CLUSTER", release_of(served, listener))
+    return answer
 
 
 #: DescribeConfigs' resource types.

@@ -113,7 +113,7 @@ class WireServer:
         self._dirty = False
         #: (listener, api key, version) -> (the image and process it was built from, the frame);
         #: the first two are compared by identity only
-        self._answers: dict[tuple[Listener, int, int], tuple[object, object, bytes]] = {}
+        self._answers: dict[tuple[Listener, int, int, object], tuple[object, object, bytes]] = {}
         #: The advertised APIs kraftsim does not carry out that a client asked for (said once each).
         self._unserved_said: set[str] = set()
         #: Each open listener's process, by incarnation id (a listener belongs to one: it closes
@@ -321,8 +321,10 @@ class WireServer:
         if handler is None or not advertised:
             return None  # not enabled on this listener: Kafka closes the connection
         if req.api_key == METADATA_KEY and req.body.get("Topics") is None:
+            asked = (bool(req.body.get("IncludeClusterAuthorizedOperations")),
+                     bool(req.body.get("IncludeTopicAuthorizedOperations")))
             return self._cached(listener, req.api_key, req.api_version, req.correlation_id,
-                                lambda x, v: (v, metadata(self.served, x, v, req.body)))
+                                lambda x, v: (v, metadata(self.served, x, v, req.body)), variant=asked)
         try:
             body = handler(self.served, listener, req.api_version, req.body)
         except NotCarriedOut as e:
@@ -356,7 +358,7 @@ class WireServer:
             req = parse_request(payload)
         except (UnsupportedRequest, FrameError):
             return None
-        hit = self._answers.get((listener, req.api_key, req.api_version)) if req.api_key == API_VERSIONS_KEY else None
+        hit = self._answers.get((listener, req.api_key, req.api_version, None)) if req.api_key == API_VERSIONS_KEY else None
         if hit is None:
             return None
         return _with_correlation_id(hit[2], req.correlation_id)
@@ -365,13 +367,14 @@ class WireServer:
         return api_versions(self.served, listener, version)
 
     def _cached(self, listener: Listener, api_key: int, version: int, correlation_id: int,
-                build: Callable[[Listener, int], tuple[int, dict[str, object]]]) -> bytes:
+                build: Callable[[Listener, int], tuple[int, dict[str, object]]], variant: object = None) -> bytes:
         """The answer that depends only on the node's image and release (ApiVersions, Metadata
-        of all topics): built once per image the node applied, then only the correlation id
-        changes. Clients poll these; the cache is what keeps a poll cheap."""
+        of all topics, by `variant`: what else of the request it depends on): built once per
+        image the node applied, then only the correlation id changes. Clients poll these; the
+        cache is what keeps a poll cheap."""
         node = self.served.sim.running_node(listener.node_id)
         assert node is not None
-        key = (listener, api_key, version)
+        key = (listener, api_key, version, variant)
         hit = self._answers.get(key)
         if hit is None or hit[0] is not node.image or hit[1] is not node:
             write_version, body = build(listener, version)

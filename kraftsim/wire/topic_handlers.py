@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.wire.admin_handlers import refusal
+from kraftsim.wire.authorized_operations import authorized_operations
 from kraftsim.wire.handlers import Body, Handler, code, release_of
 from kraftsim.wire.served import Listener, ServedCluster
 
@@ -42,6 +43,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
     start_name = cursor["TopicName"] if cursor is not None else ""
     fetch_all = not requested
     internal = internal_topics(release_of(served, listener))
+    topic_operations = authorized_operations("TOPIC", release_of(served, listener))  # (always answered)
     names = ([t.name for t in image.topics.sorted_topics()] if image is not None else []) if fetch_all else requested
     chosen = sorted({n for n in names if n >= start_name})
     if cursor is not None and (cursor["PartitionIndex"] < 0 or (not fetch_all and start_name not in chosen)):
@@ -67,7 +69,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
         upper = min(len(parts), first + remaining)
         partitions = [_partition(image, index, parts[index]) for index in range(first, upper) if index in parts]
         topics.append({"ErrorCode": 0, "Name": name, "TopicId": topic.id, "IsInternal": name in internal,
-                       "Partitions": partitions})
+                       "Partitions": partitions, "TopicAuthorizedOperations": topic_operations})
         if upper < len(parts):
             next_cursor = {"TopicName": name, "PartitionIndex": upper}
             break

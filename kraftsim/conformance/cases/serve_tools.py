@@ -383,6 +383,7 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
         answered.update(_list_offsets_every_version(c))
         answered.update(_config_resources(c))
+        answered.update(_authorized_operations(c))
         # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
         # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
         # and lists it before the definitions from 4.2
@@ -447,6 +448,32 @@ def _config_resources(c: WireClient) -> dict[str, object]:
     return {f"ListConfigResources v1 of types {types}":
             _without_throttle(c.request("ListConfigResources", 1, {"ResourceTypes": types}))
             for types in CONFIG_RESOURCE_TYPES}
+
+
+def _authorized_operations(c: WireClient) -> dict[str, object]:
+    """The AuthorizedOperations fields (KIP-430) of topic t and of an unknown topic, and of the
+    cluster, asked for and not, through Metadata (v8, v10, v12), DescribeCluster and, where the
+    node takes it, DescribeTopicPartitions."""
+    out: dict[str, object] = {}
+    for version, cluster, topics in ((8, True, True), (8, False, False), (10, True, False), (12, False, True)):
+        body: dict[str, object] = {"Topics": [{"Name": "t"}, {"Name": "nope"}], "AllowAutoTopicCreation": False,
+                                   "IncludeTopicAuthorizedOperations": topics}
+        if version <= 10:
+            body["IncludeClusterAuthorizedOperations"] = cluster
+        answer = c.request("Metadata", version, body)
+        out[f"Metadata v{version} authorized operations (cluster {cluster}, topics {topics})"] = (
+            answer.get("ClusterAuthorizedOperations"),
+            [(t["Name"], t["ErrorCode"], t["TopicAuthorizedOperations"]) for t in answer["Topics"]])
+    for asked in (True, False):
+        out[f"DescribeCluster v0 authorized operations ({asked})"] = c.request(
+            "DescribeCluster", 0, {"IncludeClusterAuthorizedOperations": asked})["ClusterAuthorizedOperations"]
+    offered = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim", "ClientSoftwareVersion": "0"})["ApiKeys"]
+    if any(k["ApiKey"] == 75 for k in offered):
+        answer = c.request("DescribeTopicPartitions", 0, {"Topics": [{"Name": "t"}, {"Name": "nope"}],
+                                                          "ResponsePartitionLimit": 10, "Cursor": None})
+        out["DescribeTopicPartitions v0 authorized operations"] = [
+            (t["Name"], t["ErrorCode"], t["TopicAuthorizedOperations"]) for t in answer["Topics"]]
+    return out
 
 
 def _masked_value(name: str, value: object) -> object:
@@ -548,6 +575,7 @@ WHOLE_ANSWERS: list[tuple[str, int, dict[str, object]]] = [
     ("DescribeUserScramCredentials", 0, {"Users": [{"Name": "alice"}, {"Name": "bob"}]}),
     ("UpdateFeatures", 1, {"FeatureUpdates": [], "ValidateOnly": True}),
     ("DescribeGroups", 5, {"Groups": ["g1", "g2"]}),
+    ("DescribeGroups", 5, {"Groups": ["g1"], "IncludeAuthorizedOperations": True}),
     # the producers of known, unknown and illegal topics' partitions, of one index the topic lacks
     ("DescribeProducers", 0, {"Topics": [{"Name": "t", "PartitionIndexes": [0, 2, 9]},
                                          {"Name": "nope", "PartitionIndexes": [0, 1]},
