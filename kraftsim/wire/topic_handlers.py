@@ -61,7 +61,7 @@ def describe_topic_partitions(served: ServedCluster, listener: Listener, version
                 valid = topic_name_error(name) is None
                 topics.append({"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION" if valid else "INVALID_TOPIC_EXCEPTION"),
                                "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in internal,
-                               "Partitions": []})
+                               "Partitions": [], "TopicAuthorizedOperations": topic_operations})
             continue
         assert image is not None  # (the topic was found in it)
         first = cursor["PartitionIndex"] if cursor is not None and name == start_name else 0

@@ -453,7 +453,8 @@ def _config_resources(c: WireClient) -> dict[str, object]:
 def _authorized_operations(c: WireClient) -> dict[str, object]:
     """The AuthorizedOperations fields (KIP-430) of topic t and of an unknown topic, and of the
     cluster, asked for and not, through Metadata (v8, v10, v12), DescribeCluster and, where the
-    node takes it, DescribeTopicPartitions."""
+    node takes it, DescribeTopicPartitions. Topics by name: the order Kafka answers named topics
+    in is not what this compares."""
     out: dict[str, object] = {}
     for version, cluster, topics in ((8, True, True), (8, False, False), (10, True, False), (12, False, True)):
         body: dict[str, object] = {"Topics": [{"Name": "t"}, {"Name": "nope"}], "AllowAutoTopicCreation": False,
@@ -463,7 +464,7 @@ def _authorized_operations(c: WireClient) -> dict[str, object]:
         answer = c.request("Metadata", version, body)
         out[f"Metadata v{version} authorized operations (cluster {cluster}, topics {topics})"] = (
             answer.get("ClusterAuthorizedOperations"),
-            [(t["Name"], t["ErrorCode"], t["TopicAuthorizedOperations"]) for t in answer["Topics"]])
+            sorted((t["Name"], t["ErrorCode"], t["TopicAuthorizedOperations"]) for t in answer["Topics"]))
     for asked in (True, False):
         out[f"DescribeCluster v0 authorized operations ({asked})"] = c.request(
             "DescribeCluster", 0, {"IncludeClusterAuthorizedOperations": asked})["ClusterAuthorizedOperations"]
