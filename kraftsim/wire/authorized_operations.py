@@ -10,6 +10,8 @@ A served node has no authorizer, or Kafka's StandardAuthorizer with every client
 
 from __future__ import annotations
 
+import functools
+
 from kraftsim.controller import acl_codes
 from kraftsim.versions import release_name_key
 
@@ -25,6 +27,7 @@ _SUPPORTED = {
 _GROUP_CONFIGS_FROM = (4, 0, 0)
 
 
+@functools.cache
 def authorized_operations(resource_type: str, release: str) -> int:
     """The bit field a node of `release` answers for a resource of `resource_type` (TOPIC,
     CLUSTER or GROUP)."""

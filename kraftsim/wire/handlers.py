@@ -154,8 +154,9 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                     "ClusterId": served.sim.cluster_id, "ControllerId": brokers[0].id if brokers else -1,
                     "Topics": sorted(out_topics, key=lambda t: (t["Name"] or "", str(t["TopicId"])))}
     if version >= 8 and body.get("IncludeTopicAuthorizedOperations"):  # (every topic answered, known or not)
+        operations = authorized_operations("TOPIC", release_of(served, listener))
         for entry in out_topics:
-            entry["TopicAuthorizedOperations"] = authorized_operations("TOPIC", release_of(served, listener))
+            entry["TopicAuthorizedOperations"] = operations
     if 8 <= version <= 10 and body.get("IncludeClusterAuthorizedOperations"):  # (from v11: DescribeCluster's)
         answer["ClusterAuthorizedOperations"] = authorized_operations("CLUSTER", release_of(served, listener))
     return answer
