@@ -20,6 +20,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         AclCreation as AclCreation, CreateAclsRequest as CreateAclsRequest, DeleteAclsFilter as DeleteAclsFilter,
         DeleteAclsRequest as DeleteAclsRequest, acl_codes as acl_codes, acl_matches as acl_matches,
         code_name as code_name, create_acls as create_acls, delete_acls as delete_acls,
+        tool_principal as tool_principal,
     )
     from kraftsim.controller.activation import ActivationError as ActivationError
     from kraftsim.controller.broker_config_definitions import broker_config_docs as broker_config_docs
@@ -126,7 +127,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
 # rule, the QuorumController and the versions catalog; `kraftsim serve` and the CLI start faster.
 _NAMES_IN = {  # module -> the names it exports here
     "acls": "AclCreation CreateAclsRequest DeleteAclsFilter DeleteAclsRequest acl_codes acl_matches code_name "
-            "create_acls delete_acls",
+            "create_acls delete_acls tool_principal",
     "activation": "ActivationError",
     "broker_config_definitions": "broker_config_docs",
     "broker_config_listing": "STATIC_BROKER_CONFIG describe_node_broker_configs",
@@ -198,7 +199,7 @@ __all__ = [
     "DeleteTopicsRequest", "ELECTION_TYPES", "EntityData", "EntryData", "MAX_ELECTION_PARTITIONS", "ElectLeadersRequest", "ElectLeadersResponse", "FeatureUpdate", "IncrementalAlterConfigsRequest", "KIP_778", "LegacyAlterConfigsRequest", "NO_LEADER_CHANGE",
     "Listener", "OP_DELETE", "OP_SET", "RESOURCE_TYPE_NAMES", "PartitionChangeBuilder", "QuorumController", "QuotaOp", "Range", "ReplayState",
     "SupportedFeature", "TopicPartitions", "UpdateFeaturesRequest", "UpdateFeaturesResponse", "UpgradeType",
-    "UsableBroker", "DeleteAclsFilter", "DeleteAclsRequest", "acl_codes", "acl_matches", "delete_acls", "alter_client_quotas", "alter_partition", "alter_user_scram_credentials",
+    "UsableBroker", "DeleteAclsFilter", "DeleteAclsRequest", "acl_codes", "acl_matches", "delete_acls", "tool_principal", "alter_client_quotas", "alter_partition", "alter_user_scram_credentials",
     "minimum_iterations", "salted_password", "scram_keys_of_password", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
     "elect_unclean_leaders", "error_codes", "exception_text",

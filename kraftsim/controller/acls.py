@@ -1,7 +1,9 @@
 """ACLs: Kafka's CreateAcls and DeleteAcls on the controller (AclControlManager).
 
 A new ACL gets an AccessControlEntryRecord with a fresh id (Kafka draws Uuid.randomUuid();
-kraftsim draws from a generator seeded by the request's `seed`, so ids are reproducible).
+kraftsim draws it from the request's `seed` and the number of ACLs held before it, so ids are
+reproducible, and a request of several creations gives the ids that one request per creation,
+in the same order, gives: what a recorded session's replay relies on).
 Creating an ACL that already exists succeeds and writes nothing. Deleting writes one
 RemoveAccessControlEntryRecord per matching ACL. Both commit atomically.
 """
@@ -39,6 +41,14 @@ def code_name(table: str, code: int) -> str:
     return acl_codes()[table].get(code, "UNKNOWN")
 
 
+def tool_principal(text: str) -> str | None:
+    """The principal as Kafka's tools parse it (SecurityUtils.parseKafkaPrincipal, after Java's
+    trim): TYPE:NAME, or None when it has no colon. The controller takes any string, which an
+    Admin client may send unparsed."""
+    principal = text.strip("".join(map(chr, range(33))))
+    return principal if ":" in principal else None
+
+
 class AclCreation(msgspec.Struct, frozen=True):
     resource_type: int
     resource_name: str
@@ -51,7 +61,7 @@ class AclCreation(msgspec.Struct, frozen=True):
 
 class CreateAclsRequest(msgspec.Struct, frozen=True):
     creations: tuple[AclCreation, ...]
-    seed: int = 0  # kraftsim: seeds the generator of ACL ids
+    seed: int = 0  # kraftsim: with the ACLs held, seeds each new ACL's id
 
 
 class AclCreationResult(msgspec.Struct, frozen=True):
@@ -111,7 +121,6 @@ def _creation_error(ctx: ControllerContext, c: AclCreation, cidr_ok: bool = True
 def create_acls(ctx: ControllerContext, req: CreateAclsRequest) -> ControllerResult:
     """Kafka's createAcls: one result per creation, in request order."""
     reg = registry_of(ctx)
-    rng = random.Random(f"kraftsim-acl-id:{req.seed}")
     taken = {bytes(i) for i in ctx.image.acls.acls}
     existing = set(ctx.image.acls.acls.values())
     records: list[Payload] = []
@@ -127,6 +136,7 @@ def create_acls(ctx: ControllerContext, req: CreateAclsRequest) -> ControllerRes
                           c.operation, c.permission_type)
         if acl not in existing:
             existing.add(acl)
+            rng = random.Random(f"kraftsim-acl-id:{req.seed * 1_000_003 + len(taken)}")
             acl_id = random_uuid(rng)
             while bytes(acl_id) in taken:
                 acl_id = random_uuid(rng)

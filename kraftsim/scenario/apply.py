@@ -200,7 +200,8 @@ def carry_out(sim: Simulation, op: StepBase) -> list[str]:
     if isinstance(op, CreateAcl):
         return sim.create_acl(principal=op.principal, host=op.host, operation=op.operation,
                               resource_type=op.resource_type, resource_name=op.resource_name,
-                              pattern_type=op.pattern_type, permission=op.permission)
+                              pattern_type=op.pattern_type, permission=op.permission,
+                              parse_principal=not op.admin_client)
     if isinstance(op, DeleteAcls):
         return sim.delete_acls(resource_type=op.resource_type, resource_name=op.resource_name,
                                pattern_type=op.pattern_type, principal=op.principal, host=op.host,

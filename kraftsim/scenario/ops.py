@@ -239,7 +239,9 @@ class UnregisterBroker(StepBase, kw_only=True, forbid_unknown_fields=True, tag="
 
 
 class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-acl"):
-    """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276)."""
+    """kafka-acls --add: one binding; `host` may be a CIDR range from 4.4-IV1 (KIP-1276).
+    `admin_client` sends it as an Admin client may: the principal is not parsed, so one without
+    a colon, which kafka-acls refuses, reaches the controller (which takes it)."""
 
     principal: str
     operation: str
@@ -248,6 +250,7 @@ class CreateAcl(StepBase, kw_only=True, forbid_unknown_fields=True, tag="create-
     pattern_type: str = "literal"
     host: str = "*"
     permission: str = "allow"
+    admin_client: bool = False
 
 
 class DeleteAcls(StepBase, kw_only=True, forbid_unknown_fields=True, tag="delete-acls"):

@@ -365,10 +365,8 @@ class AdminMixin:
     def send_create_acls(self, creations: Sequence[AclCreation]) -> ControllerResult | None:
         """CreateAcls as a client sends it: the controller's result (one answer per creation)
         once committed, or None on a timeout. New ACLs' ids are drawn from the simulation's
-        seed and the number of ACLs the controller holds when it is sent."""
-        controller = self.engine.controller
-        seed = self.seed * 1_000_003 + (0 if controller is None else len(controller.image.acls.acls))
-        request = CreateAclsRequest(tuple(creations), seed=seed)
+        seed and the number of ACLs the controller holds before each."""
+        request = CreateAclsRequest(tuple(creations), seed=self.seed)
         result = self._client_request(lambda leader: self.engine.execute(lambda ctx: create_acls(ctx, request)))
         self._finish_op("create-acls")
         return result

@@ -927,12 +927,14 @@ class Simulation(AdminMixin):
         return [f"Broker {broker_id} is no longer registered."]
 
     def create_acl(self, *, principal: str, host: str, operation: str, resource_type: str, resource_name: str,
-                   pattern_type: str = "literal", permission: str = "allow") -> list[str]:
+                   pattern_type: str = "literal", permission: str = "allow", parse_principal: bool = True) -> list[str]:
         """`kafka-acls --add`: one ACL binding (CreateAcls; a CIDR `host` from 4.4-IV1, KIP-1276),
-        refused with the controller's text."""
+        refused with the controller's text. Without `parse_principal`, the principal goes as an
+        Admin client sends it, unparsed."""
         from kraftsim.controller import AclCreation
 
-        principal = _kafka_principal(principal)
+        if parse_principal:
+            principal = _kafka_principal(principal)
         creation = AclCreation(resource_type=_acl_code("resource_type", resource_type, "resource type"),
                                resource_name=resource_name,
                                resource_pattern_type=_acl_code("pattern_type", pattern_type, "pattern type"),
@@ -976,12 +978,14 @@ def _acl_code(table: str, name: str, what: str) -> int:
 
 
 def _kafka_principal(text: str) -> str:
-    """The principal as kafka-acls parses it (SecurityUtils.parseKafkaPrincipal, after Java's
-    trim): TYPE:NAME. The controller itself takes any string, so without this check a binding
-    no Kafka tool can add ("alice") was written."""
-    principal = text.strip("".join(map(chr, range(33))))
-    if ":" not in principal:
-        raise SimError(f"expected a string in format principalType:principalName but got {principal}")
+    """The principal as kafka-acls parses it: the controller itself takes any string, so without
+    this check a binding kafka-acls cannot add ("alice") was written."""
+    from kraftsim.controller import tool_principal
+
+    principal = tool_principal(text)
+    if principal is None:
+        raise SimError("expected a string in format principalType:principalName but got "
+                       + text.strip("".join(map(chr, range(33)))))
     return principal
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from kraftsim.controller import AclCreation, DeleteAclsFilter, acl_codes, acl_matches, code_name
+from kraftsim.controller import AclCreation, DeleteAclsFilter, acl_codes, acl_matches, code_name, tool_principal
 from kraftsim.storage import STANDARD_AUTHORIZER
 from kraftsim.wire.admin_handlers import ask_controller
 from kraftsim.wire.handlers import Body, Handler, UnparsableRequest, code
@@ -156,10 +156,14 @@ def create_acls(served: ServedCluster, listener: Listener, version: int, body: M
 
 
 def _created_step(c: AclCreation) -> dict[str, object]:
+    """The `create-acl` step of creation `c`; a principal kafka-acls would not send as it is (no
+    colon, or blanks around it) is marked as sent by an Admin client, so that the replay sends
+    the same."""
     return {"principal": c.principal, "operation": code_name("operation", c.operation).lower(),
             "resource_name": c.resource_name, "resource_type": code_name("resource_type", c.resource_type).lower(),
             "pattern_type": code_name("pattern_type", c.resource_pattern_type).lower(), "host": c.host,
-            "permission": code_name("permission_type", c.permission_type).lower()}
+            "permission": code_name("permission_type", c.permission_type).lower(),
+            "admin_client": tool_principal(c.principal) != c.principal or None}
 
 
 def _deleted_step(f: DeleteAclsFilter) -> dict[str, object]:

@@ -91,14 +91,17 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
     record = tmp_path / "session.toml"
     with kraftsim.serve(controllers=1, brokers=2, release="4.4.0", configs=AUTHORIZED, record=record) as k:
         broker = k.address(2)
+        # one request of several bindings, one of them with a principal kafka-acls would not send
+        # (an Admin client may; the controller takes it)
         assert _create(broker, _creation(TOPIC, "orders", "User:dave"), _creation(GROUP, "app-", "User:erin",
                                                                                    pattern=PREFIXED),
-                       _creation(TOPIC, "any", "User:erin")) == [(0, "")] * 3
+                       _creation(TOPIC, "any", "User:erin"), _creation(TOPIC, "t", "alice")) == [(0, "")] * 4
         answer = rpc(broker, DELETE, 3, {"Filters": [_filter(principal="User:dave"), _filter(principal="User:nobody"),
                                                      _filter(TOPIC, "any", LITERAL)]})
         assert answer is not None
         served = _listed(broker)
-    assert served == {(GROUP, "app-", PREFIXED, "User:erin", READ)}
+        served_ids = k.call(lambda c: _acl_ids(c.sim.image(2)))
+    assert served == {(GROUP, "app-", PREFIXED, "User:erin", READ), (TOPIC, "t", LITERAL, "alice", READ)}
     steps = [s for s in tomllib.loads(record.read_text())["step"] if s["op"] != "run"]
     assert steps == [
         {"op": "create-acl", "principal": "User:dave", "operation": "read", "resource_name": "orders",
@@ -106,6 +109,8 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
         {"op": "create-acl", "principal": "User:erin", "operation": "read", "resource_name": "app-",
          "resource_type": "group", "pattern_type": "prefixed", "host": "*", "permission": "allow"},
         {"op": "create-acl", "principal": "User:erin", "operation": "read", "resource_name": "any",
+         "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
+        {"op": "create-acl", "admin_client": True, "principal": "alice", "operation": "read", "resource_name": "t",
          "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
         {"op": "delete-acls", "principal": "User:dave"},  # (the filter that matched nothing changed nothing)
         {"op": "delete-acls", "resource_type": "topic", "resource_name": "any", "pattern_type": "literal"}]
@@ -116,6 +121,12 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
         assert image is not None
         assert {(a.resource_type, a.resource_name, a.pattern_type, a.principal, a.operation)
                 for _, a in image.acls.sorted_acls()} == served
+        assert _acl_ids(image) == served_ids  # one step per binding draws the ids the one request drew
+
+
+def _acl_ids(image) -> list[tuple[str, str, str]]:
+    """(id, principal, resource name) of every ACL of `image`, in id order."""
+    return [(str(i), a.principal, a.resource_name) for i, a in image.acls.sorted_acls()]
 
 
 @pytest.mark.parametrize(("configs", "text"), [
