@@ -278,9 +278,10 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
     default.replication.factor 1) and answers this request without them: the topic is
     UNKNOWN_TOPIC_OR_PARTITION now and there on the next request, as measured on live 3.7.2 and
     4.4.0 nodes; an illegal name is INVALID_TOPIC_EXCEPTION."""
-    answer = metadata_of_image(served, listener, version, body)
     allowed = version < 4 or bool(body.get("AllowAutoTopicCreation", True))
-    if not (allowed and served.auto_create_topics and listener.role != CONTROLLER):
+    creating = allowed and served.auto_create_topics and listener.role != CONTROLLER and body.get("Topics") is not None
+    answer = metadata_of_image(served, listener, version, body, auto_creating=creating)
+    if not creating:
         return answer
     # (an illegal name is INVALID_TOPIC_EXCEPTION already: the unknown names are legal)
     legal = [t["Name"] for t in answer["Topics"] if t["ErrorCode"] == code("UNKNOWN_TOPIC_OR_PARTITION") and t["Name"]]

@@ -27,11 +27,12 @@ from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_respo
 from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.authorized_operations import authorized_operations
+from kraftsim.wire.metadata_order import all_topics_order, named_topics_order, topic_ids_order
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
 if TYPE_CHECKING:
-    from kraftsim.image import BrokerRegistration, MetadataImage, TopicImage
+    from kraftsim.image import BrokerRegistration, MetadataImage
 
 Body = dict[str, Any]
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
@@ -107,39 +108,45 @@ def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> 
     return {id_key: b.id, "Host": served.host, "Port": port if port is not None else -1, "Rack": b.rack}
 
 
-def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any]) -> Body:
+def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapping[str, Any], *,
+             auto_creating: bool = False) -> Body:
     """Brokers with their served ports, the cluster id, a controller id as KRaft brokers give it
     (an alive broker's: clients cannot reach controllers; Kafka picks one at random, kraftsim the
     lowest id), and topics and partitions from the node's own image. Topics are asked for by
     name or, from v12 (KIP-516), by id: an id the broker does not know is UNKNOWN_TOPIC_ID with
     no name, a name it does not know UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION when
-    no topic could have it)."""
+    no topic could have it). Named topics come in the release's order (`metadata_order`; with
+    `auto_creating`, as the broker creating the unknown legal names lists them), and so do all
+    topics."""
     brokers = alive_brokers(served, listener)
     alive = {b.id for b in brokers}
     image = served.sim.image(listener.node_id)
-    internal = internal_topics(release_of(served, listener))
+    release = release_of(served, listener)
+    internal = internal_topics(release)
     wanted = body.get("Topics")
     topics = [] if image is None else list(image.topics.sorted_topics())
-    out_topics: list[Body] = []
-    if wanted is None:
-        chosen = topics
+    by_name = {t.name: t for t in topics}
+    first: list[Body] = []  # the entries before the known topics'
+    last: list[Body] = []  # and after them
+    if wanted is None or (version == 0 and not wanted):  # (in v0 no name asks for every topic)
+        chosen = [by_name[n] for n in all_topics_order(list(by_name))]
+    elif ids := [w["TopicId"] for w in wanted if w.get("TopicId", Uuid.ZERO) != Uuid.ZERO]:
+        name_of = {t.id: t.name for t in topics}.get
+        names, unknown_ids = topic_ids_order(ids, name_of)
+        chosen = [by_name[n] for n in names]
+        first = [{"ErrorCode": code("UNKNOWN_TOPIC_ID"), "Name": None, "TopicId": i, "IsInternal": False,
+                  "Partitions": []} for i in unknown_ids]
     else:
-        ids = {w["TopicId"] for w in wanted if w.get("TopicId", Uuid.ZERO) != Uuid.ZERO}
-        known: dict[object, TopicImage] = {t.id: t for t in topics} if ids else {t.name: t for t in topics}
-        chosen = []
-        for asked in (ids or {w.get("Name") for w in wanted}):
-            t = known.get(asked)
-            if t is not None:
-                chosen.append(t)
-            elif ids:
-                out_topics.append({"ErrorCode": code("UNKNOWN_TOPIC_ID"), "Name": None, "TopicId": asked,
-                                   "IsInternal": False, "Partitions": []})
-            else:
-                name = asked if isinstance(asked, str) else None  # (a v12 entry with neither: no name)
-                legal = name is None or topic_name_error(name) is None
-                error = "UNKNOWN_TOPIC_OR_PARTITION" if legal else "INVALID_TOPIC_EXCEPTION"
-                out_topics.append({"ErrorCode": code(error), "Name": name, "TopicId": Uuid.ZERO,
-                                   "IsInternal": name in internal, "Partitions": []})
+        def legal(name: str | None) -> bool:
+            return name is None or topic_name_error(name) is None
+
+        creatable = (lambda n: n is not None and legal(n)) if auto_creating else None
+        found, missing = named_topics_order(release, [w.get("Name") for w in wanted], by_name, creatable)
+        chosen = [by_name[n] for n in found if n is not None]
+        last = [{"ErrorCode": code("UNKNOWN_TOPIC_OR_PARTITION" if legal(name) else "INVALID_TOPIC_EXCEPTION"),
+                 "Name": name, "TopicId": Uuid.ZERO, "IsInternal": name in internal, "Partitions": []}
+                for name in missing]  # (a v12 entry with neither name nor id: no name)
+    known_topics: list[Body] = []
     for t in chosen:
         parts = []
         for index, p in t.sorted_partitions():
@@ -148,17 +155,18 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                           "LeaderId": p.leader if leader_alive else -1, "LeaderEpoch": p.leader_epoch,
                           "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
                           "OfflineReplicas": [r for r in p.replicas if r not in alive]})
-        out_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in internal,
-                           "Partitions": parts})
+        known_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in internal,
+                             "Partitions": parts})
+    out_topics = first + known_topics + last
     answer: Body = {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers],
                     "ClusterId": served.sim.cluster_id, "ControllerId": brokers[0].id if brokers else -1,
-                    "Topics": sorted(out_topics, key=lambda t: (t["Name"] or "", str(t["TopicId"])))}
+                    "Topics": out_topics}
     if version >= 8 and body.get("IncludeTopicAuthorizedOperations"):  # (every topic answered, known or not)
-        operations = authorized_operations("TOPIC", release_of(served, listener))
+        operations = authorized_operations("TOPIC", release)
         for entry in out_topics:
             entry["TopicAuthorizedOperations"] = operations
     if 8 <= version <= 10 and body.get("IncludeClusterAuthorizedOperations"):  # (from v11: DescribeCluster's)
-        answer["ClusterAuthorizedOperations"] = authorized_operations("CLUSTER", release_of(served, listener))
+        answer["ClusterAuthorizedOperations"] = authorized_operations("CLUSTER", release)
     return answer
 
 

@@ -59,6 +59,7 @@ from kraftsim.conformance.dist import KafkaDist, KafkaUnavailable
 from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options, main_classes
 from kraftsim.conformance.wire_client import WireClient
+from kraftsim.protocol.primitives import Uuid
 
 def _bs(*args: str) -> list[str]:
     """A tool's arguments, bootstrapped from the node's broker listener."""
@@ -394,6 +395,7 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
             "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
             "IncludeSynonyms": True, "IncludeDocumentation": True})["Results"]
         answered.update(_deleted_records(c, settle))
+        answered.update(_named_topic_orders(c, settle))
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
@@ -450,11 +452,53 @@ def _config_resources(c: WireClient) -> dict[str, object]:
             for types in CONFIG_RESOURCE_TYPES}
 
 
+#: Metadata v12 requests of names (some known: t, o1, o2, o3) whose answers' order is compared:
+#: up to four names (answered in the order asked), more (by the release's hash orders), repeated
+#: and illegal names; then (True) requests that create the legal unknown names.
+NAMED_TOPIC_ORDERS: tuple[tuple[bool, list[str]], ...] = (
+    (False, ["o1", "nope"]), (False, ["nope", "o1"]), (False, ["o2", "o1"]), (False, ["o1", "o1", "nope", "nope"]),
+    (False, ["o2", "t", "zz", "nope", "b", "c"]), (False, ["q", "r", "s", "u", "v"]),
+    (False, [*(f"x{i}" for i in range(1, 10)), "o1", "o3", "t", "bad name!"]),
+    (True, ["o1", "bad name!", "n1", "n2"]), (True, [*(f"n{i}" for i in range(3, 9)), "also bad!", "o2"]),
+)
+#: Topic ids no topic has, asked for (with known topics' ids) in Metadata v12.
+UNKNOWN_TOPIC_IDS = tuple(Uuid.from_longs(0x1234_5678_9ABC_DEF0 * i % (1 << 63), 0x0FED_CBA9_8765_4321 * i % (1 << 63))
+                          for i in range(1, 7))
+
+
+def _named_topic_orders(c: WireClient, settle: Callable[[], None]) -> dict[str, object]:
+    """The order of the topics of each Metadata v12 request of NAMED_TOPIC_ORDERS, of requests
+    by id (unknown ids alone, and a few mixed with the ids of known topics, which differ between
+    the two sides and so are compared by name), and of every topic."""
+    c.request("CreateTopics", 5, {"Topics": [{"Name": n, "NumPartitions": 1, "ReplicationFactor": 1}
+                                             for n in ("o1", "o2", "o3")], "timeoutMs": 30000, "validateOnly": False})
+    settle()
+
+    def order(topics: list[dict[str, object]]) -> list[tuple[object, object]]:
+        return [(t["Name"] if t["Name"] is not None else str(t["TopicId"]), t["ErrorCode"]) for t in topics]
+
+    out: dict[str, object] = {}
+    for create, names in NAMED_TOPIC_ORDERS:
+        answer = c.request("Metadata", 12, {"Topics": [{"Name": n} for n in names], "AllowAutoTopicCreation": create})
+        out[f"Metadata v12 of {names} (auto-creation {create}): order"] = order(answer["Topics"])
+    settle()
+    ids = {t["Name"]: t["TopicId"] for t in c.request("Metadata", 12, {
+        "Topics": [{"Name": n} for n in ("t", "o1")], "AllowAutoTopicCreation": False})["Topics"]}
+    for asked in (list(UNKNOWN_TOPIC_IDS), [ids["o1"], UNKNOWN_TOPIC_IDS[0], ids["t"]],
+                  [UNKNOWN_TOPIC_IDS[1], ids["t"], ids["o1"], UNKNOWN_TOPIC_IDS[2]]):
+        answer = c.request("Metadata", 12, {"Topics": [{"TopicId": i, "Name": None} for i in asked],
+                                            "AllowAutoTopicCreation": False})
+        shown = [{v: k for k, v in ids.items()}.get(i, str(i)) for i in asked]
+        out[f"Metadata v12 of ids {shown}: order"] = order(answer["Topics"])
+    out["Metadata v12 of every topic: order"] = order(c.request("Metadata", 12, {
+        "Topics": None, "AllowAutoTopicCreation": False})["Topics"])
+    return out
+
+
 def _authorized_operations(c: WireClient) -> dict[str, object]:
     """The AuthorizedOperations fields (KIP-430) of topic t and of an unknown topic, and of the
     cluster, asked for and not, through Metadata (v8, v10, v12), DescribeCluster and, where the
-    node takes it, DescribeTopicPartitions. Topics by name: the order Kafka answers named topics
-    in is not what this compares."""
+    node takes it, DescribeTopicPartitions. Topics by name (their order is `_named_topic_orders`')."""
     out: dict[str, object] = {}
     for version, cluster, topics in ((8, True, True), (8, False, False), (10, True, False), (12, False, True)):
         body: dict[str, object] = {"Topics": [{"Name": "t"}, {"Name": "nope"}], "AllowAutoTopicCreation": False,

@@ -1,0 +1,82 @@
+"""The order a broker lists the topics of a Metadata answer in, per release: every topic, or the
+topics a request names (by name or, from v12, by id).
+
+Kafka's KafkaApis keeps the asked names in a Scala immutable Set: up to four distinct names it
+lists them in the order asked, beyond four in the order of the Set's hash trie. The topics it
+knows come first, in that order; then the names it does not know. Up to 4.3 those are a Scala
+Set again (the asked order, or the trie's order of the unknown names alone); from 4.4 a
+java.util.HashSet copied from the asked names. A name the broker goes on to create (automatic
+topic creation) is answered after the names it cannot create, in the order of the creation
+manager's hash map (Scala's mutable.HashMap up to 4.3, Java's HashMap from 4.4). Topics asked
+by id: the ids it does not know first, in the asked ids' Set order, then the topics it knows,
+their names as a Set built from those ids. Every topic: in a Scala mutable.HashSet's order.
+Measured against live 3.7.2, 4.0.2 and 4.4.0 nodes (tests/conformance/test_serve_vs_kafka.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Sequence
+from typing import TypeVar
+
+from kraftsim.javacompat import (
+    hash_map_order, hash_set_copy_capacity, scala_hash_map_order, scala_immutable_hash_map_order, string_hash,
+    uuid_hash,
+)
+from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import release_name_key
+
+K = TypeVar("K")
+#: The most elements a Scala immutable Set keeps in the order they were added (Set1 to Set4).
+_SMALL_SET = 4
+#: The first release whose KafkaApis copies the unknown names into a java.util.HashSet.
+_JAVA_UNKNOWN_SET = (4, 4, 0)
+
+
+def _name_hash(name: str | None) -> int:
+    return 0 if name is None else string_hash(name)
+
+
+def _scala_set(keys: Sequence[K], hash_of: Callable[[K], int]) -> list[K]:
+    """The iteration order of a Scala immutable Set built from `keys` (`toSet`)."""
+    distinct = list(dict.fromkeys(keys))
+    return distinct if len(distinct) <= _SMALL_SET else scala_immutable_hash_map_order(distinct, hash_of)
+
+
+def all_topics_order(names: Sequence[str]) -> list[str]:
+    """The order a broker lists every topic in (a Metadata request of none), in every release:
+    its KafkaApis splits the metadata cache's names into a Scala mutable.HashSet."""
+    return scala_hash_map_order(names, string_hash)
+
+
+def named_topics_order(release: str, asked: Sequence[str | None], known: Container[str | None],
+                       creatable: Callable[[str | None], bool] | None = None) -> tuple[list[str | None], list[str | None]]:
+    """(the known names, the unknown names) of a Metadata request of names `asked`, each in the
+    order `release` answers them. `creatable`, when the broker creates unknown topics, tells the
+    names it would create (the others, which it cannot, come first)."""
+    order = _scala_set(asked, _name_hash)
+    found = [n for n in order if n in known]
+    missing = [n for n in order if n not in known]
+    if release_name_key(release) >= _JAVA_UNKNOWN_SET:
+        copied = hash_map_order(order, _name_hash, initial=hash_set_copy_capacity(len(order)))
+        missing = [n for n in copied if n not in known]
+    elif len(order) > _SMALL_SET:
+        missing = scala_immutable_hash_map_order(missing, _name_hash)
+    if creatable is None:
+        return found, missing
+    to_create = [n for n in missing if creatable(n)]
+    if release_name_key(release) >= _JAVA_UNKNOWN_SET:
+        to_create = hash_map_order(to_create, _name_hash)
+    else:
+        to_create = scala_hash_map_order(to_create, _name_hash)
+    return found, [n for n in missing if not creatable(n)] + to_create
+
+
+def topic_ids_order(asked: Sequence[Uuid], name_of: Callable[[Uuid], str | None]) -> tuple[list[str], list[Uuid]]:
+    """(the known topics' names, the unknown ids) of a Metadata request of ids `asked`, in the
+    order a broker answers them (the same in every release)."""
+    ids = _scala_set(asked, uuid_hash)
+    unknown = [i for i in ids if name_of(i) is None]
+    names = [n for i in ids if (n := name_of(i)) is not None]
+    if len(ids) > _SMALL_SET:  # (a hash trie's flatMap builds a hash trie, however few it holds)
+        names = scala_immutable_hash_map_order(names, string_hash)
+    return names, unknown
