@@ -2,8 +2,8 @@
 acls, consumer-groups, transactions, get-offsets) and raw requests against `kraftsim serve` and against a live combined node of the
 same release: the masked outputs must be equal (kraftsim.conformance.cases.serve_tools says
 what is masked and why). `kraftsim conformance run --case 'serve-tools/*'` runs the same
-comparison on any release from 3.7 (before, kafka-topics' main class is another: the case says
-so and compares nothing).
+comparison on any release from 3.7 (before, kafka-topics' main class is another: the case
+reports that it failed, naming the class).
 
 A difference that is a known kraftsim gap outside the wire package is listed in KNOWN_GAPS,
 exactly, with where it is to be fixed: the test fails when it changes, so the entry goes
