@@ -95,13 +95,15 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
         # (an Admin client may; the controller takes it)
         assert _create(broker, _creation(TOPIC, "orders", "User:dave"), _creation(GROUP, "app-", "User:erin",
                                                                                    pattern=PREFIXED),
-                       _creation(TOPIC, "any", "User:erin"), _creation(TOPIC, "t", "alice")) == [(0, "")] * 4
+                       _creation(TOPIC, "any", "User:erin"), _creation(TOPIC, "t", "alice"),
+                       _creation(TOPIC, "t", " User:bob ")) == [(0, "")] * 5
         answer = rpc(broker, DELETE, 3, {"Filters": [_filter(principal="User:dave"), _filter(principal="User:nobody"),
                                                      _filter(TOPIC, "any", LITERAL)]})
         assert answer is not None
         served = _listed(broker)
         served_ids = k.call(lambda c: _acl_ids(c.sim.image(2)))
-    assert served == {(GROUP, "app-", PREFIXED, "User:erin", READ), (TOPIC, "t", LITERAL, "alice", READ)}
+    assert served == {(GROUP, "app-", PREFIXED, "User:erin", READ), (TOPIC, "t", LITERAL, "alice", READ),
+                      (TOPIC, "t", LITERAL, " User:bob ", READ)}
     steps = [s for s in tomllib.loads(record.read_text())["step"] if s["op"] != "run"]
     assert steps == [
         {"op": "create-acl", "principal": "User:dave", "operation": "read", "resource_name": "orders",
@@ -112,6 +114,8 @@ def test_added_and_removed_bindings_are_recorded_and_replay(tmp_path) -> None:
          "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
         {"op": "create-acl", "admin_client": True, "principal": "alice", "operation": "read", "resource_name": "t",
          "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
+        {"op": "create-acl", "admin_client": True, "principal": " User:bob ", "operation": "read",
+         "resource_name": "t", "resource_type": "topic", "pattern_type": "literal", "host": "*", "permission": "allow"},
         {"op": "delete-acls", "principal": "User:dave"},  # (the filter that matched nothing changed nothing)
         {"op": "delete-acls", "resource_type": "topic", "resource_name": "any", "pattern_type": "literal"}]
     outcome = run_scenario(load_scenario(record), keep=tmp_path / "replayed")
