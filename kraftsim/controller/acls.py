@@ -24,7 +24,7 @@ from kraftsim.controller.result import ControllerResult, accepted, payload
 from kraftsim.image import StandardAcl
 from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.javacompat import random_uuid
+from kraftsim.javacompat import java_trim, random_uuid
 
 WILDCARD_RESOURCE = "*"
 
@@ -45,7 +45,7 @@ def tool_principal(text: str) -> str | None:
     """The principal as Kafka's tools parse it (SecurityUtils.parseKafkaPrincipal, after Java's
     trim): TYPE:NAME, or None when it has no colon. The controller takes any string, which an
     Admin client may send unparsed."""
-    principal = text.strip("".join(map(chr, range(33))))
+    principal = java_trim(text)
     return principal if ":" in principal else None
 
 

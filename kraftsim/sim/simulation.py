@@ -981,11 +981,11 @@ def _kafka_principal(text: str) -> str:
     """The principal as kafka-acls parses it: the controller itself takes any string, so without
     this check a binding kafka-acls cannot add ("alice") was written."""
     from kraftsim.controller import tool_principal
+    from kraftsim.javacompat import java_trim
 
     principal = tool_principal(text)
     if principal is None:
-        raise SimError("expected a string in format principalType:principalName but got "
-                       + text.strip("".join(map(chr, range(33)))))
+        raise SimError("expected a string in format principalType:principalName but got " + java_trim(text))
     return principal
 
 

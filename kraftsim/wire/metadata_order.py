@@ -55,20 +55,20 @@ def named_topics_order(release: str, asked: Sequence[str | None], known: Contain
     names it would create (the others, which it cannot, come first)."""
     order = _scala_set(asked, _name_hash)
     found = [n for n in order if n in known]
-    missing = [n for n in order if n not in known]
-    if release_name_key(release) >= _JAVA_UNKNOWN_SET:
+    java_sets = release_name_key(release) >= _JAVA_UNKNOWN_SET
+    if java_sets:
         copied = hash_map_order(order, _name_hash, initial=hash_set_copy_capacity(len(order)))
         missing = [n for n in copied if n not in known]
-    elif len(order) > _SMALL_SET:
-        missing = scala_immutable_hash_map_order(missing, _name_hash)
+    else:
+        missing = [n for n in order if n not in known]
+        if len(order) > _SMALL_SET:
+            missing = scala_immutable_hash_map_order(missing, _name_hash)
     if creatable is None:
         return found, missing
-    to_create = [n for n in missing if creatable(n)]
-    if release_name_key(release) >= _JAVA_UNKNOWN_SET:
-        to_create = hash_map_order(to_create, _name_hash)
-    else:
-        to_create = scala_hash_map_order(to_create, _name_hash)
-    return found, [n for n in missing if not creatable(n)] + to_create
+    can_create = {n: creatable(n) for n in missing}
+    to_create = [n for n in missing if can_create[n]]
+    to_create = (hash_map_order if java_sets else scala_hash_map_order)(to_create, _name_hash)
+    return found, [n for n in missing if not can_create[n]] + to_create
 
 
 def topic_ids_order(asked: Sequence[Uuid], name_of: Callable[[Uuid], str | None]) -> tuple[list[str], list[Uuid]]:
