@@ -52,6 +52,14 @@ def int_hash(i: int) -> int:
     return i & _MASK32
 
 
+def int_list_hash(values: Iterable[int]) -> int:
+    """java.util.List<Integer>.hashCode, as its 32 bits (unsigned)."""
+    h = 1
+    for v in values:
+        h = (31 * h + v) & _MASK32
+    return h
+
+
 def uuid_hash(u: Uuid) -> int:
     """org.apache.kafka.common.Uuid.hashCode: the two halves of msb ^ lsb xor-ed, as 32 bits."""
     h = (u.msb ^ u.lsb) & 0xFFFFFFFFFFFFFFFF

@@ -27,7 +27,7 @@ from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_respo
 from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.authorized_operations import authorized_operations
-from kraftsim.wire.metadata_order import all_topics_order, named_topics_order, topic_ids_order
+from kraftsim.wire.metadata_order import all_topics_order, named_topics_order, partitions_order, topic_ids_order
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
@@ -115,9 +115,10 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
     lowest id), and topics and partitions from the node's own image. Topics are asked for by
     name or, from v12 (KIP-516), by id: an id the broker does not know is UNKNOWN_TOPIC_ID with
     no name, a name it does not know UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION when
-    no topic could have it). Named topics come in the release's order (`metadata_order`; with
-    `auto_creating`, as the broker creating the unknown legal names lists them), and so do all
-    topics."""
+    no topic could have it); in v0 a partition lists only its replicas on alive brokers, and
+    REPLICA_NOT_AVAILABLE when that leaves one out. Topics (with `auto_creating`, as the broker
+    creating the unknown legal names lists them) and each topic's partitions come in the
+    release's order (`metadata_order`)."""
     brokers = alive_brokers(served, listener)
     alive = {b.id for b in brokers}
     image = served.sim.image(listener.node_id)
@@ -151,12 +152,18 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
         parts = []
         for index, p in t.sorted_partitions():
             leader_alive = p.leader in alive
-            parts.append({"ErrorCode": 0 if leader_alive else code("LEADER_NOT_AVAILABLE"), "PartitionIndex": index,
+            replicas, isr = list(p.replicas), list(p.isr)
+            error = 0 if leader_alive else code("LEADER_NOT_AVAILABLE")
+            if version == 0:  # v0 clients are given only the replicas they can reach (Kafka's errorUnavailableEndpoints)
+                replicas, isr = [r for r in replicas if r in alive], [r for r in isr if r in alive]
+                if leader_alive and (len(replicas) < len(p.replicas) or len(isr) < len(p.isr)):
+                    error = code("REPLICA_NOT_AVAILABLE")
+            parts.append({"ErrorCode": error, "PartitionIndex": index,
                           "LeaderId": p.leader if leader_alive else -1, "LeaderEpoch": p.leader_epoch,
-                          "ReplicaNodes": list(p.replicas), "IsrNodes": list(p.isr),
+                          "ReplicaNodes": replicas, "IsrNodes": isr,
                           "OfflineReplicas": [r for r in p.replicas if r not in alive]})
         known_topics.append({"ErrorCode": 0, "Name": t.name, "TopicId": t.id, "IsInternal": t.name in internal,
-                             "Partitions": parts})
+                             "Partitions": partitions_order(release, parts)})
     out_topics = first + known_topics + last
     answer: Body = {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers],
                     "ClusterId": served.sim.cluster_id, "ControllerId": brokers[0].id if brokers else -1,

@@ -11,16 +11,21 @@ manager's hash map (Scala's mutable.HashMap up to 4.3, Java's HashMap from 4.4).
 by id: the ids it does not know first, in the asked ids' Set order, then the topics it knows,
 their names as a Set built from those ids. Every topic: in a Scala mutable.HashSet's order.
 Measured against live 3.7.2, 4.0.2 and 4.4.0 nodes (tests/conformance/test_serve_vs_kafka.py).
+
+A topic's partitions: up to 4.2 the metadata cache (Scala) maps the topic's partitions into a
+Scala mutable.HashSet of the answer's partition entries, so they come in the order of those
+entries' hash codes (every field of the entry, as the generated MetadataResponsePartition
+hashes them); from 4.3 (the cache in Java) in the partition map's order, by partition index.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Container, Mapping, Sequence
+from typing import Any, TypeVar
 
 from kraftsim.javacompat import (
-    hash_map_order, hash_set_copy_capacity, scala_hash_map_order, scala_immutable_hash_map_order, string_hash,
-    uuid_hash,
+    hash_map_order, hash_set_copy_capacity, int_list_hash, scala_hash_map_order, scala_immutable_hash_map_order,
+    string_hash, uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import release_name_key
@@ -30,6 +35,8 @@ K = TypeVar("K")
 _SMALL_SET = 4
 #: The first release whose KafkaApis copies the unknown names into a java.util.HashSet.
 _JAVA_UNKNOWN_SET = (4, 4, 0)
+#: The first release whose metadata cache is written in Java (it lists partitions by index).
+_JAVA_METADATA_CACHE = (4, 3, 0)
 
 
 def _name_hash(name: str | None) -> int:
@@ -46,6 +53,24 @@ def all_topics_order(names: Sequence[str]) -> list[str]:
     """The order a broker lists every topic in (a Metadata request of none), in every release:
     its KafkaApis splits the metadata cache's names into a Scala mutable.HashSet."""
     return scala_hash_map_order(names, string_hash)
+
+
+def partitions_order(release: str, partitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """A topic's Metadata partition entries (by index, every field set as the broker sets it
+    whatever the request's version) in the order `release` lists them."""
+    if release_name_key(release) >= _JAVA_METADATA_CACHE:
+        return list(partitions)
+    return scala_hash_map_order(partitions, _partition_entry_hash)
+
+
+def _partition_entry_hash(p: Mapping[str, Any]) -> int:
+    """MetadataResponsePartition.hashCode (its fields in schema order), as its 32 bits."""
+    h = 0
+    for field in (p["ErrorCode"], p["PartitionIndex"], p["LeaderId"], p["LeaderEpoch"]):
+        h = (31 * h + field) & 0xFFFFFFFF
+    for nodes in (p["ReplicaNodes"], p["IsrNodes"], p["OfflineReplicas"]):
+        h = (31 * h + int_list_hash(nodes)) & 0xFFFFFFFF
+    return h
 
 
 def named_topics_order(release: str, asked: Sequence[str | None], known: Container[str | None],

@@ -9,6 +9,7 @@ import pytest
 import kraftsim
 from kraftsim.controller import error_codes
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.versions import release_name_key
 from kraftsim.wire.metadata_order import named_topics_order, topic_ids_order
 from tests.wire.client import rpc
 
@@ -89,3 +90,33 @@ def test_unknown_ids_come_first_in_the_order_asked_up_to_four() -> None:
     by_id = dict(zip(many, ["f", "e", "d", "c", "b", "a"]))
     found, unknown = topic_ids_order(many, by_id.get)
     assert unknown == [] and sorted(found) == sorted(by_id.values()) and found != list(by_id.values())
+
+
+#: The partition order live 3.7.2 answered for new topics of 5, 13 and 40 partitions on one node
+#: (Metadata v0, v1 and v12 alike): the order of the answer entries' hash codes in a Scala
+#: mutable.HashSet. A 4.3 node or later answers them by index.
+PARTITIONS_LISTED_3_7 = {
+    "parts5": [1, 3, 2, 0, 4],
+    "parts13": [1, 11, 10, 5, 0, 8, 3, 9, 6, 2, 7, 12, 4],
+    "parts40": [17, 20, 11, 26, 23, 14, 5, 32, 0, 37, 29, 8, 7, 30, 4, 33, 39, 1, 36, 27, 10, 13, 24, 21, 16, 28, 3,
+                9, 34, 15, 18, 19, 22, 6, 31, 35, 2, 38, 12, 25],
+}
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.2.1", "4.3.1", "4.4.0"])
+def test_a_topics_partitions_are_listed_in_the_releases_order(release: str) -> None:
+    scala_cache = release_name_key(release) < (4, 3, 0)
+    with kraftsim.serve(combined=1, release=release) as k:
+        made = rpc(k.bootstrap_servers, 19, 5, {"Topics": [{"Name": n, "NumPartitions": len(order), "ReplicationFactor": 1}
+                                                          for n, order in PARTITIONS_LISTED_3_7.items()],
+                                                "timeoutMs": 1000})
+        assert made is not None and {t["ErrorCode"] for t in made[1]["Topics"]} == {0}
+        for version in (0, 1, 12):
+            body: dict[str, object] = {"Topics": [{"Name": n} for n in PARTITIONS_LISTED_3_7]}
+            if version >= 4:
+                body["AllowAutoTopicCreation"] = False
+            answer = rpc(k.bootstrap_servers, 3, version, body)
+            assert answer is not None
+            listed = {t["Name"]: [p["PartitionIndex"] for p in t["Partitions"]] for t in answer[1]["Topics"]}
+            assert listed == (PARTITIONS_LISTED_3_7 if scala_cache
+                              else {n: sorted(order) for n, order in PARTITIONS_LISTED_3_7.items()})

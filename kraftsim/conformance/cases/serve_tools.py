@@ -396,6 +396,7 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
             "IncludeSynonyms": True, "IncludeDocumentation": True})["Results"]
         answered.update(_deleted_records(c, settle))
         answered.update(_named_topic_orders(c, settle))
+        answered.update(_partition_orders(c, settle))
     return {"unregister": (unregister["ErrorCode"], unregister["ErrorMessage"]), "auto-create": sequence, **sizes,
             **answered,
             "illegal topic names": [(t["Name"], t["ErrorCode"], t["ErrorMessage"]) for t in named],
@@ -492,6 +493,29 @@ def _named_topic_orders(c: WireClient, settle: Callable[[], None]) -> dict[str, 
         out[f"Metadata v12 of ids {shown}: order"] = order(answer["Topics"])
     out["Metadata v12 of every topic: order"] = order(c.request("Metadata", 12, {
         "Topics": None, "AllowAutoTopicCreation": False})["Topics"])
+    return out
+
+
+#: Topics of these many partitions whose Metadata partition order `_partition_orders` takes.
+PARTITION_ORDER_COUNTS = (5, 13, 40)
+
+
+def _partition_orders(c: WireClient, settle: Callable[[], None]) -> dict[str, object]:
+    """The order of the partitions of topics of PARTITION_ORDER_COUNTS partitions in Metadata
+    v0, v1 and v12 (by their hash codes up to 4.2, by index from 4.3)."""
+    names = [f"parts{n}" for n in PARTITION_ORDER_COUNTS]
+    c.request("CreateTopics", 5, {"Topics": [{"Name": name, "NumPartitions": n, "ReplicationFactor": 1}
+                                             for name, n in zip(names, PARTITION_ORDER_COUNTS)],
+                                  "timeoutMs": 30000, "validateOnly": False})
+    settle()
+    out: dict[str, object] = {}
+    for version in (0, 1, 12):
+        body: dict[str, object] = {"Topics": [{"Name": n} for n in names]}
+        if version >= 4:
+            body["AllowAutoTopicCreation"] = False
+        answer = c.request("Metadata", version, body)
+        out[f"Metadata v{version} partition order"] = {
+            t["Name"]: [p["PartitionIndex"] for p in t["Partitions"]] for t in answer["Topics"]}
     return out
 
 
