@@ -21,7 +21,7 @@ from kraftsim.controller import (
 )
 from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.controller import describe_group_configs, describes_group_configs
-from kraftsim.javacompat import parse_int
+from kraftsim.javacompat import hash_map_order, int_hash, parse_int, sized_capacity
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import internal_topics, topic_name_error
@@ -96,11 +96,23 @@ def unsupported_api_versions(served: ServedCluster, listener: Listener) -> Body:
 
 
 def alive_brokers(served: ServedCluster, listener: Listener) -> list[BrokerRegistration]:
-    """Unfenced registered brokers in the node's own image (Kafka's alive brokers), by id."""
-    image = served.sim.image(listener.node_id)
+    """Unfenced registered brokers in the node's own image (Kafka's alive brokers), in the
+    order Kafka lists them (`registered_brokers`)."""
+    return [b for b in registered_brokers(served.sim.image(listener.node_id)) if not b.fenced]
+
+
+def registered_brokers(image: MetadataImage | None) -> list[BrokerRegistration]:
+    """The brokers of `image` in its broker map's order, as a broker lists them (Metadata,
+    DescribeCluster): Kafka's ClusterDelta puts them into a `new HashMap<>(size)`, so by id
+    modulo the table a map of that many brokers grows to (live 3.7.2 and 4.4.0 list brokers 2,
+    3 and 4 as 4, 2, 3; 6 to 9 as 8, 9, 6, 7). Brokers of one bucket come by id (Kafka: in the
+    order they were put, which follows earlier images' maps); a table left larger by brokers
+    since unregistered is not modelled."""
     if image is None:
         return []
-    return sorted((b for b in image.cluster.brokers.values() if not b.fenced), key=lambda b: b.id)
+    brokers = image.cluster.brokers
+    ids = hash_map_order(sorted(brokers), int_hash, initial=sized_capacity(len(brokers)))
+    return [brokers[i] for i in ids]
 
 
 def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> Body:
@@ -166,7 +178,7 @@ def metadata(served: ServedCluster, listener: Listener, version: int, body: Mapp
                              "Partitions": partitions_order(release, parts)})
     out_topics = first + known_topics + last
     answer: Body = {"Brokers": [_broker_entry(served, b, "NodeId") for b in brokers],
-                    "ClusterId": served.sim.cluster_id, "ControllerId": brokers[0].id if brokers else -1,
+                    "ClusterId": served.sim.cluster_id, "ControllerId": min((b.id for b in brokers), default=-1),
                     "Topics": out_topics}
     if version >= 8 and body.get("IncludeTopicAuthorizedOperations"):  # (every topic answered, known or not)
         operations = authorized_operations("TOPIC", release)
@@ -191,10 +203,9 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
         return {"ErrorCode": code(err), "ErrorMessage": text, "ClusterId": ""}
     if listener.role == BROKER:
         brokers = alive_brokers(served, listener)
-        controller = brokers[0].id if brokers else -1
+        controller = min((b.id for b in brokers), default=-1)
         if version >= 2 and body.get("IncludeFencedBrokers"):  # KIP-1073: fenced ones too, marked
-            image = served.sim.image(listener.node_id)
-            brokers = [] if image is None else sorted(image.cluster.brokers.values(), key=lambda b: b.id)
+            brokers = registered_brokers(served.sim.image(listener.node_id))
         nodes = [{**_broker_entry(served, b, "BrokerId"), **({"IsFenced": b.fenced} if version >= 2 else {})}
                  for b in brokers]
     else:

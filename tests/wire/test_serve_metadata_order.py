@@ -120,3 +120,18 @@ def test_a_topics_partitions_are_listed_in_the_releases_order(release: str) -> N
             listed = {t["Name"]: [p["PartitionIndex"] for p in t["Partitions"]] for t in answer[1]["Topics"]}
             assert listed == (PARTITIONS_LISTED_3_7 if scala_cache
                               else {n: sorted(order) for n, order in PARTITIONS_LISTED_3_7.items()})
+
+
+@pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])
+@pytest.mark.parametrize(("controllers", "brokers", "listed"), [(1, 3, [4, 2, 3]), (5, 4, [8, 9, 6, 7])])
+def test_brokers_are_listed_in_the_broker_maps_order(release: str, controllers: int, brokers: int,
+                                                     listed: list[int]) -> None:
+    """As live nodes of both releases listed brokers 2-4 and 6-9 in Metadata and DescribeCluster."""
+    with kraftsim.serve(controllers=controllers, brokers=brokers, release=release) as k:
+        address = k.address(controllers + 1)
+        for version, body in ((1, {"Topics": []}), (12, {"Topics": [], "AllowAutoTopicCreation": False})):
+            answer = rpc(address, 3, version, body)
+            assert answer is not None and [b["NodeId"] for b in answer[1]["Brokers"]] == listed
+            assert answer[1]["ControllerId"] == min(listed)
+        described = rpc(address, 60, 0, {"IncludeClusterAuthorizedOperations": False})
+        assert described is not None and [b["BrokerId"] for b in described[1]["Brokers"]] == listed
