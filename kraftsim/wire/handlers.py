@@ -12,8 +12,8 @@ node's ApiVersions range, so the client can retry at a version both know.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from kraftsim.controller import (
     DescribedConfig, broker_config_docs, describe_broker_configs, describe_node_broker_configs, describe_topic_configs,
@@ -35,6 +35,14 @@ if TYPE_CHECKING:
     from kraftsim.image import BrokerRegistration, MetadataImage
 
 Body = dict[str, Any]
+
+
+class _Registration(Protocol):
+    @property
+    def id(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Registration)
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
 METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
@@ -102,17 +110,19 @@ def alive_brokers(served: ServedCluster, listener: Listener) -> list[BrokerRegis
 
 
 def registered_brokers(image: MetadataImage | None) -> list[BrokerRegistration]:
-    """The brokers of `image` in its broker map's order, as a broker lists them (Metadata,
-    DescribeCluster): Kafka's ClusterDelta puts them into a `new HashMap<>(size)`, so by id
-    modulo the table a map of that many brokers grows to (live 3.7.2 and 4.4.0 list brokers 2,
-    3 and 4 as 4, 2, 3; 6 to 9 as 8, 9, 6, 7). Brokers of one bucket come by id (Kafka: in the
-    order they were put, which follows earlier images' maps); a table left larger by brokers
-    since unregistered is not modelled."""
-    if image is None:
-        return []
-    brokers = image.cluster.brokers
-    ids = hash_map_order(sorted(brokers), int_hash, initial=sized_capacity(len(brokers)))
-    return [brokers[i] for i in ids]
+    """The brokers of `image` in the order a broker lists them (Metadata, DescribeCluster):
+    its broker map's (`cluster_map_order`)."""
+    return [] if image is None else cluster_map_order(image.cluster.brokers.values())
+
+
+def cluster_map_order(registrations: Iterable[R]) -> list[R]:
+    """Registrations by node id in the order of Kafka's ClusterImage map of them: ClusterDelta
+    puts them into a `new HashMap<>(size)`, so by id modulo the table a map of that many grows
+    to (live 3.7.2 and 4.4.0 list brokers 2, 3 and 4 as 4, 2, 3; 6 to 9 as 8, 9, 6, 7). Ids of
+    one bucket come in ascending order (Kafka: in the order they were put, which follows earlier
+    images' maps); a table left larger by nodes since unregistered is not modelled."""
+    by_id = {r.id: r for r in registrations}
+    return [by_id[i] for i in hash_map_order(sorted(by_id), int_hash, initial=sized_capacity(len(by_id)))]
 
 
 def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> Body:
@@ -216,7 +226,7 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
             return {"ErrorCode": code("UNSUPPORTED_VERSION"), "ClusterId": "",
                     "ErrorMessage": "Direct-to-controller communication is not supported with the current "
                                     "MetadataVersion."}
-        regs = [] if image is None else sorted(image.cluster.controllers.values(), key=lambda c: c.id)
+        regs = [] if image is None else cluster_map_order(image.cluster.controllers.values())  # (its ControllerRegistrationsPublisher's)
         nodes = []
         for c in regs:
             port = served.port_of(c.id, CONTROLLER)
