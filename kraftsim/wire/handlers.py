@@ -12,8 +12,8 @@ node's ApiVersions range, so the client can retry at a version both know.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kraftsim.controller import (
     DescribedConfig, broker_config_docs, describe_broker_configs, describe_node_broker_configs, describe_topic_configs,
@@ -21,13 +21,15 @@ from kraftsim.controller import (
 )
 from kraftsim.controller import describe_client_metrics_configs
 from kraftsim.controller import describe_group_configs, describes_group_configs
-from kraftsim.javacompat import hash_map_order, int_hash, parse_int, sized_capacity
+from kraftsim.javacompat import parse_int
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import API_VERSIONS_KEY, api_version_table, api_versions_response
 from kraftsim.storage import internal_topics, topic_name_error
 from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.wire.authorized_operations import authorized_operations
-from kraftsim.wire.metadata_order import all_topics_order, named_topics_order, partitions_order, topic_ids_order
+from kraftsim.wire.metadata_order import (
+    all_topics_order, cluster_map_order, named_topics_order, partitions_order, topic_ids_order,
+)
 from kraftsim.wire.node_properties import node_properties
 from kraftsim.wire.served import BROKER, CONTROLLER, Listener, ServedCluster
 
@@ -35,14 +37,6 @@ if TYPE_CHECKING:
     from kraftsim.image import BrokerRegistration, MetadataImage
 
 Body = dict[str, Any]
-
-
-class _Registration(Protocol):
-    @property
-    def id(self) -> int: ...
-
-
-R = TypeVar("R", bound=_Registration)
 Handler = Callable[[ServedCluster, Listener, int, Mapping[str, object]], Body]
 METADATA_KEY, DESCRIBE_CLUSTER_KEY, DESCRIBE_CONFIGS_KEY = 3, 60, 32
 #: DescribeCluster's EndpointType (KIP-919): what the request asks to be described.
@@ -113,16 +107,6 @@ def registered_brokers(image: MetadataImage | None) -> list[BrokerRegistration]:
     """The brokers of `image` in the order a broker lists them (Metadata, DescribeCluster):
     its broker map's (`cluster_map_order`)."""
     return [] if image is None else cluster_map_order(image.cluster.brokers.values())
-
-
-def cluster_map_order(registrations: Iterable[R]) -> list[R]:
-    """Registrations by node id in the order of Kafka's ClusterImage map of them: ClusterDelta
-    puts them into a `new HashMap<>(size)`, so by id modulo the table a map of that many grows
-    to (live 3.7.2 and 4.4.0 list brokers 2, 3 and 4 as 4, 2, 3; 6 to 9 as 8, 9, 6, 7). Ids of
-    one bucket come in ascending order (Kafka: in the order they were put, which follows earlier
-    images' maps); a table left larger by nodes since unregistered is not modelled."""
-    by_id = {r.id: r for r in registrations}
-    return [by_id[i] for i in hash_map_order(sorted(by_id), int_hash, initial=sized_capacity(len(by_id)))]
 
 
 def _broker_entry(served: ServedCluster, b: BrokerRegistration, id_key: str) -> Body:
@@ -226,7 +210,8 @@ def describe_cluster(served: ServedCluster, listener: Listener, version: int, bo
             return {"ErrorCode": code("UNSUPPORTED_VERSION"), "ClusterId": "",
                     "ErrorMessage": "Direct-to-controller communication is not supported with the current "
                                     "MetadataVersion."}
-        regs = [] if image is None else cluster_map_order(image.cluster.controllers.values())  # (its ControllerRegistrationsPublisher's)
+        # (as its ControllerRegistrationsPublisher lists them: the ClusterImage map's order)
+        regs = [] if image is None else cluster_map_order(image.cluster.controllers.values())
         nodes = []
         for c in regs:
             port = served.port_of(c.id, CONTROLLER)

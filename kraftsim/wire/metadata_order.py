@@ -16,21 +16,32 @@ A topic's partitions: up to 4.2 the metadata cache (Scala) maps the topic's part
 Scala mutable.HashSet of the answer's partition entries, so they come in the order of those
 entries' hash codes (every field of the entry, as the generated MetadataResponsePartition
 hashes them); from 4.3 (the cache in Java) in the partition map's order, by partition index.
+Brokers (Metadata, DescribeCluster) and a controller's list of controllers: in the order of the
+ClusterImage's map of them (`cluster_map_order`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from kraftsim.javacompat import (
-    hash_map_order, hash_set_copy_capacity, int_list_hash, scala_hash_map_order, scala_immutable_hash_map_order,
-    string_hash, uuid_hash,
+    hash_map_order, hash_set_copy_capacity, int_hash, int_list_hash, scala_hash_map_order,
+    scala_immutable_hash_map_order, sized_capacity, string_hash, uuid_hash,
 )
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.versions import release_name_key
 
 K = TypeVar("K")
+
+
+class _Registration(Protocol):
+    @property
+    def id(self) -> int: ...
+
+
+R = TypeVar("R", bound=_Registration)
+
 #: The most elements a Scala immutable Set keeps in the order they were added (Set1 to Set4).
 _SMALL_SET = 4
 #: The first release whose KafkaApis copies the unknown names into a java.util.HashSet.
@@ -53,6 +64,16 @@ def all_topics_order(names: Sequence[str]) -> list[str]:
     """The order a broker lists every topic in (a Metadata request of none), in every release:
     its KafkaApis splits the metadata cache's names into a Scala mutable.HashSet."""
     return scala_hash_map_order(names, string_hash)
+
+
+def cluster_map_order(registrations: Iterable[R]) -> list[R]:
+    """Registrations by node id in the order of Kafka's ClusterImage map of them: ClusterDelta
+    puts them into a `new HashMap<>(size)`, so by id modulo the table a map of that many grows
+    to (live 3.7.2 and 4.4.0 list brokers 2, 3 and 4 as 4, 2, 3; 6 to 9 as 8, 9, 6, 7). Ids of
+    one bucket come in ascending order (Kafka: in the order they were put, which follows earlier
+    images' maps); a table left larger by nodes since unregistered is not modelled."""
+    by_id = {r.id: r for r in registrations}
+    return [by_id[i] for i in hash_map_order(sorted(by_id), int_hash, initial=sized_capacity(len(by_id)))]
 
 
 def partitions_order(release: str, partitions: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
