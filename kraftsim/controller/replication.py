@@ -362,6 +362,15 @@ def _alter_partition_error(image: MetadataImage, broker_id: int, part: Partition
                            registration: Callable[[int], BrokerRegistration | None] | None = None) -> str:
     """Kafka's validateAlterPartitionData: an error name, NONE when the change is valid
     (`registration`: a broker's registration, when the caller keeps them at hand)."""
+    name = _stale_error(broker_id, part, data)
+    if name != "NONE":
+        return name
+    assert part is not None
+    return _isr_error(image, part, data, registration)
+
+
+def _stale_error(broker_id: int, part: PartitionRegistration | None, data: AlterPartitionData) -> str:
+    """validateAlterPartitionData's first checks: the partition, its epochs and its leader."""
     if part is None:
         return "UNKNOWN_TOPIC_OR_PARTITION"
     if data.leader_epoch > part.leader_epoch or data.partition_epoch > part.partition_epoch:
@@ -372,6 +381,13 @@ def _alter_partition_error(image: MetadataImage, broker_id: int, part: Partition
         return "INVALID_REQUEST"
     if data.partition_epoch < part.partition_epoch:
         return "INVALID_UPDATE_VERSION"
+    return "NONE"
+
+
+def _isr_error(image: MetadataImage, part: PartitionRegistration, data: AlterPartitionData,
+               registration: Callable[[int], BrokerRegistration | None] | None = None) -> str:
+    """validateAlterPartitionData's other checks, of the asked ISR against the partition's
+    replicas, leader and recovery state and the brokers' registrations (not its epochs)."""
     new_isr = [s.broker_id for s in data.new_isr_with_epochs]
     if len(set(new_isr)) != len(new_isr) or not set(new_isr) <= set(part.replicas):
         return "INVALID_REQUEST"
@@ -419,6 +435,10 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
 
     registry, version = registry_of(ctx), gates[0]
     change_type = registry["PartitionChangeRecord"]  # (as `payload` makes it, looked up once per request)
+    # A leader back from a restart asks for thousands of partitions of a few shapes: what
+    # follows from the shape alone (`_isr_error` and `simple_change`, with this request's
+    # registrations) is worked out once per shape, for partitions without reassignment or ELR.
+    by_shape: dict[tuple[object, ...], tuple[str, ChangeFields | None]] = {}
     for td in req.topics:
         topic = image.topics.get_topic(td.topic_id) if td.topic_id != Uuid.ZERO else None
         if topic is None:
@@ -427,27 +447,40 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
                 AlterPartitionResult(d.partition_index, code) for d in td.partitions)))
             continue
         parts_out = []
-        min_isr, unclean = rules.of(topic)
+        min_isr, unclean = rules.of(topic) if elr else (0, rules.unclean(topic))  # (min ISR: ELR's only)
         for d in td.partitions:
             part = topic.partitions.get(d.partition_index)
-            name = _alter_partition_error(image, req.broker_id, part, d, registration)
+            name = _stale_error(req.broker_id, part, d)
             if name != "NONE":
                 parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
                 continue
             assert part is not None
-            target_isr = [s.broker_id for s in d.new_isr_with_epochs]
-            simple = None if d.leader_recovery_state != part.leader_recovery_state else simple_change(
-                part, target_isr, accept_in, min_isr=min_isr, elr=elr, unclean=unclean,
-                shrink_keeps_epoch=gates[2])
+            shape = None if (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr) else (
+                part.replicas, part.directories, part.isr, part.leader, part.leader_recovery_state,
+                d.new_isr_with_epochs, d.leader_recovery_state, min_isr, unclean)
+            known = by_shape.get(shape) if shape is not None else None
+            if known is None:
+                name = _isr_error(image, part, d, registration)
+                simple = None if name != "NONE" or d.leader_recovery_state != part.leader_recovery_state else (
+                    simple_change(part, [s.broker_id for s in d.new_isr_with_epochs], accept_in, min_isr=min_isr,
+                                  elr=elr, unclean=unclean, shrink_keeps_epoch=gates[2]))
+                known = (name, simple)
+                if shape is not None:
+                    by_shape[shape] = known
+            name, simple = known
+            if name != "NONE":
+                parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
+                continue
             if simple is not None:  # (the common shape: only the ISR changes, as the builder would write it)
+                fields = simple if "isr" not in simple else {**simple, "isr": list(simple["isr"])}
                 change = Payload(change_type, version, change_type.new(
-                    partition_id=d.partition_index, topic_id=topic.id, **simple)) if simple else None
+                    partition_id=d.partition_index, topic_id=topic.id, **fields)) if simple else None
             else:
                 b = PartitionChangeBuilder(ctx, mv, topic, d.partition_index, part, leader_acceptor(image, part),
                                            min_isr=min_isr, elr=elr, gates=gates)
                 if unclean:
                     b.election = Election.UNCLEAN
-                b.target_isr = target_isr
+                b.target_isr = [s.broker_id for s in d.new_isr_with_epochs]
                 b.target_recovery_state = d.leader_recovery_state
                 change = b.build()
             if change is not None:

@@ -3,7 +3,8 @@ topic creations, ISR changes, elections, session expiries and unregistrations ha
 replaying the rules' records through MetadataDelta keeps Kafka's partition invariants:
 the leader is in the ISR (or -1) and is a live broker, ISR and ELR are disjoint subsets of
 the replicas, and partition epochs only grow. AlterPartition's shortcut for a change of the ISR
-alone writes what the PartitionChangeBuilder writes."""
+alone writes what the PartitionChangeBuilder writes, also over a request of many partitions
+that share their shapes."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from kraftsim.controller import (
     BrokerState,
     alter_partition,
 )
+from kraftsim.image import RECOVERED, RECOVERING
 from tests.controller.cluster_support import RuleCluster, to_json
 
 BROKERS = (1, 2, 3, 4)
@@ -31,6 +33,7 @@ ops = st.one_of(
     st.tuples(st.just("beat"), st.sampled_from(BROKERS), st.sampled_from(["plain", "fence", "shutdown", "offline"])),
     st.tuples(st.just("create"), st.integers(1, 4), st.integers(1, 3)),
     st.tuples(st.just("alter"), st.integers(0, 50), st.integers(0, 15)),
+    st.tuples(st.just("alter-all"), st.sampled_from(BROKERS), st.integers(0, 31)),
     st.tuples(st.just("elect"), st.sampled_from([0, 1]), st.just(0)),
     st.tuples(st.just("expire"), st.integers(0, 12_000), st.just(0)),
     st.tuples(st.just("unregister"), st.sampled_from(BROKERS), st.just(0)),
@@ -93,6 +96,8 @@ def step(c: RuleCluster, op: tuple, serial: list[int]) -> None:
         result = c.run(alter_partition, request)
         assert [to_json(r) for r in result.records] == [to_json(r) for r in by_the_builder.records]
         assert result.response == by_the_builder.response
+    elif kind == "alter-all":
+        alter_all(c, a, b)
     elif kind == "elect":
         c.run(elect_leaders, ElectLeadersRequest(a, None))
     elif kind == "expire":
@@ -101,6 +106,43 @@ def step(c: RuleCluster, op: tuple, serial: list[int]) -> None:
     elif kind == "unregister":
         if c.image.cluster.broker(a) is not None:
             c.run(unregister_broker, a, c.heartbeats)
+
+
+def alter_all(c: RuleCluster, leader_id: int, mask: int) -> None:
+    """Broker `leader_id` asks in one request for every partition it leads: the ISR of the
+    leader and the replicas after it that `mask`'s low bits pick (eligible or not; with bit 2,
+    the picks shift from one partition to the next of the same replicas), with their registered epochs when `mask` has bit
+    3, every other one of the same replicas asking to be RECOVERING with bit 4. Many partitions share a shape, and the shortcut must answer each as the builder does,
+    errors included."""
+    leader = c.image.cluster.broker(leader_id)
+    if leader is None:
+        return
+    by_topic, seen = {}, {}
+    for topic, pid, p in partitions(c):
+        if p.leader != leader_id:
+            continue
+        others = [r for r in p.replicas if r != leader_id]
+        seen[p.replicas] = seen.get(p.replicas, -1) + 1
+        picks = (mask + seen[p.replicas] if mask & 4 else mask) & 3
+        isr = [leader_id] + [r for i, r in enumerate(others) if picks >> i & 1]
+
+        def epoch(r: int) -> int:
+            reg = c.image.cluster.broker(r)
+            return reg.epoch if mask & 8 and reg is not None else -1
+
+        recovery = RECOVERING if mask & 16 and seen[p.replicas] % 2 else RECOVERED
+        data = AlterPartitionData(pid, p.leader_epoch, tuple(BrokerState(r, epoch(r)) for r in isr), p.partition_epoch,
+                                  recovery)
+        by_topic.setdefault(topic.id, []).append(data)
+    if not by_topic:
+        return
+    request = AlterPartitionRequest(leader_id, leader.epoch,
+                                    tuple(AlterPartitionTopic(t, tuple(ds)) for t, ds in by_topic.items()))
+    with patch("kraftsim.controller.replication.simple_change", lambda *args, **kwargs: None):
+        by_the_builder = alter_partition(c.ctx(), request)
+    result = c.run(alter_partition, request)
+    assert [to_json(r) for r in result.records] == [to_json(r) for r in by_the_builder.records]
+    assert result.response == by_the_builder.response
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,3 +161,19 @@ def test_rules_keep_partition_invariants(mv, sequence):
         for b, s in c.heartbeats.brokers.items():  # soft state agrees with the image
             reg = c.image.cluster.broker(b)
             assert reg is not None and s.fenced == reg.fenced
+
+
+def test_one_request_of_many_shapes_is_answered_partition_by_partition():
+    """A leader asks in one request for partitions that share replicas but not ISRs, epochs
+    or recovery: each is answered and written as the builder answers it alone."""
+    c = RuleCluster("3.9-IV0")
+    c.start_brokers(BROKERS)
+    c.create("t", partitions=60, rf=3, seed=7)  # (more than the 24 orders of 3 of 4 brokers: shared replicas)
+    for i, (topic, pid, p) in enumerate(partitions(c)):  # (ISRs of every length)
+        isr = [p.leader] + [r for r in p.replicas if r != p.leader][: i // 7 % 3]
+        leader = c.image.cluster.broker(p.leader)
+        data = AlterPartitionData(pid, p.leader_epoch, tuple(BrokerState(r) for r in isr), p.partition_epoch)
+        c.run(alter_partition, AlterPartitionRequest(p.leader, leader.epoch, (AlterPartitionTopic(topic.id, (data,)),)))
+    for leader_id in BROKERS:
+        for mask in range(32):
+            alter_all(c, leader_id, mask)

@@ -41,7 +41,7 @@ from kraftsim.sim.engine.member import LEADER, Member
 
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
-    from kraftsim.image import MetadataImage, PartitionRegistration
+    from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
     from kraftsim.sim.types import SimConfig
 
 #: A partition, as AlterPartition names it. Keys sort as their topic id's bytes, then the
@@ -186,13 +186,19 @@ class IsrExpansion:
         before = self._lacks.get(key, _NOBODY)
         if lacks == before:
             return lacks
-        for r in before - lacks:
-            keys = self._missing[r]
-            keys.discard(key)
-            if not keys:
-                del self._missing[r]
-        for r in lacks - before:
-            self._missing.setdefault(r, set()).add(key)
+        missing = self._missing
+        for r in before:  # (a replica or two: looked at one by one, without new sets)
+            if r not in lacks:
+                keys = missing[r]
+                keys.discard(key)
+                if not keys:
+                    del missing[r]
+        for r in lacks:
+            if r not in before:
+                lacking = missing.get(r)
+                if lacking is None:
+                    lacking = missing[r] = set()
+                lacking.add(key)
         if lacks:
             self._lacks[key] = lacks
         else:
@@ -260,9 +266,14 @@ class IsrExpansion:
                 known = followers[r] = _eligible(image, r) and self._fetching(m, image, r)
             return known
 
-        for key in ready:
+        asked: dict[tuple[tuple[int, ...], int], tuple[BrokerState, ...]] = {}  # (ISR, follower) -> the asked ISR
+        topic: TopicImage | None = None
+        for key in ready:  # (sorted: a topic's partitions come together, its image looked up once)
             del state.woken[key]
-            change = self._change(m, image, key, can_join)
+            if topic is None or topic.id != key[0]:
+                topic = image.topics.get_topic(key[0])
+            p = topic.partitions.get(key[1]) if topic is not None else None
+            change = self._change(m, p, key[1], can_join, asked) if p is not None else None
             if change is not None:
                 items.setdefault(key[0], []).append(change)
                 state.in_flight.add(key)
@@ -271,18 +282,20 @@ class IsrExpansion:
         elif state.woken:
             self.applied(m)  # (some wait for records it has not applied, or for an answer)
 
-    def _change(self, m: Member, image: MetadataImage, key: Key,
-                can_join: Callable[[int], bool]) -> AlterPartitionData | None:
-        """The change leader `m` asks for: one more follower in the ISR (and recovered, as the
-        leader holds any partition it leads)."""
-        topic = image.topics.get_topic(key[0])
-        p = topic.partitions.get(key[1]) if topic is not None else None
-        if p is None or p.leader != m.id:
+    @staticmethod
+    def _change(m: Member, p: PartitionRegistration, pid: int, can_join: Callable[[int], bool],
+                asked: dict[tuple[tuple[int, ...], int], tuple[BrokerState, ...]]) -> AlterPartitionData | None:
+        """The change leader `m` asks for partition `pid` (`p` in its image): one more follower
+        in the ISR (and recovered, as the leader holds any partition it leads). `asked` keeps
+        the asked ISRs of this look, shared by the partitions of one ISR."""
+        if p.leader != m.id:
             return None
         for r in p.replicas:
             if r not in p.isr and can_join(r):
-                isr = tuple(BrokerState(b) for b in (*p.isr, r))
-                return AlterPartitionData(key[1], p.leader_epoch, isr, p.partition_epoch, RECOVERED)
+                isr = asked.get((p.isr, r))
+                if isr is None:
+                    isr = asked[p.isr, r] = tuple(BrokerState(b) for b in (*p.isr, r))
+                return AlterPartitionData(pid, p.leader_epoch, isr, p.partition_epoch, RECOVERED)
         return None
 
     def _fetching(self, leader: Member, image: MetadataImage, follower: int) -> bool:
