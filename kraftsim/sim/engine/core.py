@@ -392,8 +392,9 @@ class Engine:
     def _fail_start(self, m: Member, text: str) -> None:
         self.emit(m.id, "failed", {"text": text})
         if m.node is not None:
-            m.node.close()
+            m.node.retire()
         m.node = None
+        m.snapshot_cache = None
         m.state.running = False
         m.status, m.detail = FAILED, text
 
@@ -405,8 +406,9 @@ class Engine:
             if m.node.log is not None:
                 self.raft.persist(m)
             self.checker.halted(m)
-            m.node.close()
+            m.node.retire()
         m.node = None
+        m.snapshot_cache = None  # (it names the node gone)
         m.state.running = False
         m.status, m.detail = status, detail
         m.set_role(UNATTACHED)  # (what it knew as leader, candidate or follower goes with the process)
@@ -497,7 +499,7 @@ class Engine:
         self.checker.truncating(self.current_event, m, min(sid.end_offset, node.log.log_end_offset), reloads=True)
         d = node.metadata_dir
         atomic_write(d / snapshot_file_name(sid), data, fsync=self.config_fsync)
-        node.close()
+        node.retire()
         for p in sorted(d.glob("*.log")):
             p.unlink()
         (d / segment_file_name(sid.end_offset)).write_bytes(b"")
