@@ -357,20 +357,9 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
     return NONE
 
 
-def _alter_partition_error(image: MetadataImage, broker_id: int, part: PartitionRegistration | None,
-                           data: AlterPartitionData,
-                           registration: Callable[[int], BrokerRegistration | None] | None = None) -> str:
-    """Kafka's validateAlterPartitionData: an error name, NONE when the change is valid
-    (`registration`: a broker's registration, when the caller keeps them at hand)."""
-    name = _stale_error(broker_id, part, data)
-    if name != "NONE":
-        return name
-    assert part is not None
-    return _isr_error(image, part, data, registration)
-
-
 def _stale_error(broker_id: int, part: PartitionRegistration | None, data: AlterPartitionData) -> str:
-    """validateAlterPartitionData's first checks: the partition, its epochs and its leader."""
+    """Kafka's validateAlterPartitionData, its first checks (the partition, its epochs and its
+    leader): an error name, NONE when they pass (`_isr_error` checks the rest)."""
     if part is None:
         return "UNKNOWN_TOPIC_OR_PARTITION"
     if data.leader_epoch > part.leader_epoch or data.partition_epoch > part.partition_epoch:
