@@ -161,6 +161,10 @@ class TopicRules:
         """`of(topic)[1]` without the min ISR (which only ELR reads)."""
         return self._default_unclean if topic.name not in self._configured else self.of(topic)[1]
 
+    def for_election(self, topic: TopicImage, elr: bool) -> tuple[int, bool]:
+        """`of(topic)`, with the min ISR only where ELR is on (it alone reads it): 0 otherwise."""
+        return self.of(topic) if elr else (0, self.unclean(topic))
+
 
 #: The configs image `_topics_with_configs` last answered for, and its answer.
 _configured_topics: list[tuple[ConfigurationsImage, frozenset[str]]] = []

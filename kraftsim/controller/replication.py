@@ -132,7 +132,7 @@ def leader_and_isr_updates(ctx: ControllerContext, mv: MetadataVersion,
         """Make `t` the topic of the partitions visited next; its memo."""
         nonlocal topic, tid, min_isr, unclean, made
         topic, tid = t, t.id
-        topic_rules = rules.of(t) if elr else (0, rules.unclean(t))  # (min ISR: ELR's only)
+        topic_rules = rules.for_election(t, elr)
         min_isr, unclean = topic_rules
         made = made_by_rules.get(topic_rules) or made_by_rules.setdefault(topic_rules, {})
         return made
@@ -436,7 +436,7 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
                 AlterPartitionResult(d.partition_index, code) for d in td.partitions)))
             continue
         parts_out = []
-        min_isr, unclean = rules.of(topic) if elr else (0, rules.unclean(topic))  # (min ISR: ELR's only)
+        min_isr, unclean = rules.for_election(topic, elr)
         for d in td.partitions:
             part = topic.partitions.get(d.partition_index)
             name = _stale_error(req.broker_id, part, d)

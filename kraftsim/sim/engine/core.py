@@ -391,12 +391,7 @@ class Engine:
 
     def _fail_start(self, m: Member, text: str) -> None:
         self.emit(m.id, "failed", {"text": text})
-        if m.node is not None:
-            m.node.retire()
-        m.node = None
-        m.snapshot_cache = None
-        m.state.running = False
-        m.status, m.detail = FAILED, text
+        m.end_process(FAILED, text)
 
     def halt(self, m: Member, detail: str | None, status: str) -> None:
         """The process ends (whatever flushed stays on disk; see `crash` for what does not)."""
@@ -406,11 +401,7 @@ class Engine:
             if m.node.log is not None:
                 self.raft.persist(m)
             self.checker.halted(m)
-            m.node.retire()
-        m.node = None
-        m.snapshot_cache = None  # (it names the node gone)
-        m.state.running = False
-        m.status, m.detail = status, detail
+        m.end_process(status, detail)
         m.set_role(UNATTACHED)  # (what it knew as leader, candidate or follower goes with the process)
         m.timer_gen += 1
         m.lifecycle_gen += 1

@@ -178,6 +178,16 @@ class Member:
         """Becomes UNATTACHED, RESIGNED or OBSERVER: roles without state of their own."""
         self.role, self.leading, self.election, self.following = role, None, None, None
 
+    def end_process(self, status: str, detail: str | None) -> None:
+        """Its process ends: the node lets go of what it held (SimNode.retire), and nothing
+        that names the node outlives it (the snapshot-id cache)."""
+        if self.node is not None:
+            self.node.retire()
+        self.node = None
+        self.snapshot_cache = None
+        self.state.running = False
+        self.status, self.detail = status, detail
+
     # -------------------------------------------------------------- what a leader knows (public)
 
     def fetched_at(self, replica: int, default: int = -1) -> int:
