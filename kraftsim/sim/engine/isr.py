@@ -160,21 +160,32 @@ class IsrExpansion:
                 p = partitions.get(key[1])
                 if p is None:
                     continue
-                if len(p.isr) == len(p.replicas) and key not in tracked:
+                lacks = _lacking(p)
+                if not lacks and key not in tracked:
                     continue  # its ISR lacks nobody, as before
-                lacks = self._track(key, p)
-                if lacks and any(eligible(r) for r in lacks):
-                    offset = offset if offset >= 0 else self._end_offset()
-                    self._wake(p.leader, key, offset)
+                before = tracked.get(key, _NOBODY)
+                if lacks != before:
+                    self._retrack(key, before, lacks)
+                for r in lacks:
+                    if eligible(r):
+                        offset = offset if offset >= 0 else self._end_offset()
+                        self._wake(p.leader, key, offset)
+                        break
             elif name in _BROKER_RECORDS:
                 msg = payload.message
                 broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
                 if eligible(broker) and self._missing.get(broker):
                     offset = offset if offset >= 0 else self._end_offset()
+                    known: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
                     # (in any order: a leader sorts what it was woken for when it looks)
                     for key in list(self._missing[broker]):
-                        topic = topics.get_topic(key[0])
-                        p = topic.partitions.get(key[1]) if topic is not None else None
+                        tid = key[0]
+                        if tid in known:
+                            parts = known[tid]
+                        else:
+                            topic = topics.get_topic(tid)
+                            parts = known[tid] = topic.partitions if topic is not None else None
+                        p = parts.get(key[1]) if parts is not None else None
                         if p is not None:
                             self._wake(p.leader, key, offset)
                         else:  # (its topic was deleted)
@@ -184,8 +195,12 @@ class IsrExpansion:
         """Keep what partition `key` (None: gone) lacks; what it lacks."""
         lacks = _lacking(p) if p is not None else _NOBODY
         before = self._lacks.get(key, _NOBODY)
-        if lacks == before:
-            return lacks
+        if lacks != before:
+            self._retrack(key, before, lacks)
+        return lacks
+
+    def _retrack(self, key: Key, before: frozenset[int], lacks: frozenset[int]) -> None:
+        """Partition `key` lacked `before` and lacks `lacks` now (another set)."""
         missing = self._missing
         for r in before:  # (a replica or two: looked at one by one, without new sets)
             if r not in lacks:
@@ -203,7 +218,6 @@ class IsrExpansion:
             self._lacks[key] = lacks
         else:
             del self._lacks[key]
-        return lacks
 
     def _wake(self, leader: int, key: Key, offset: int) -> None:
         if leader == NO_LEADER:
