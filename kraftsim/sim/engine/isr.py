@@ -176,15 +176,15 @@ class IsrExpansion:
                 broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
                 if eligible(broker) and self._missing.get(broker):
                     offset = offset if offset >= 0 else self._end_offset()
-                    known: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
+                    parts_of: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
                     # (in any order: a leader sorts what it was woken for when it looks)
                     for key in list(self._missing[broker]):
                         tid = key[0]
-                        if tid in known:
-                            parts = known[tid]
+                        if tid in parts_of:
+                            parts = parts_of[tid]
                         else:
                             topic = topics.get_topic(tid)
-                            parts = known[tid] = topic.partitions if topic is not None else None
+                            parts = parts_of[tid] = topic.partitions if topic is not None else None
                         p = parts.get(key[1]) if parts is not None else None
                         if p is not None:
                             self._wake(p.leader, key, offset)
