@@ -428,6 +428,24 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
     # follows from the shape alone (`_isr_error` and `simple_change`, with this request's
     # registrations) is worked out once per shape, for partitions without reassignment or ELR.
     by_shape: dict[tuple[object, ...], tuple[str, ChangeFields | None]] = {}
+
+    def by_shape_of(part: PartitionRegistration, d: AlterPartitionData, min_isr: int,
+                    unclean: bool) -> tuple[str, ChangeFields | None]:
+        """(`_isr_error`, `simple_change`'s fields or None) of asking `d` of `part`."""
+        shape = None if (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr) else (
+            part.replicas, part.directories, part.isr, part.leader, part.leader_recovery_state,
+            d.new_isr_with_epochs, d.leader_recovery_state, min_isr, unclean)
+        known = by_shape.get(shape) if shape is not None else None
+        if known is None:
+            name = _isr_error(image, part, d, registration)
+            simple = None if name != "NONE" or d.leader_recovery_state != part.leader_recovery_state else (
+                simple_change(part, [s.broker_id for s in d.new_isr_with_epochs], accept_in, min_isr=min_isr,
+                              elr=elr, unclean=unclean, shrink_keeps_epoch=gates[2]))
+            known = (name, simple)
+            if shape is not None:
+                by_shape[shape] = known
+        return known
+
     for td in req.topics:
         topic = image.topics.get_topic(td.topic_id) if td.topic_id != Uuid.ZERO else None
         if topic is None:
@@ -439,27 +457,14 @@ def alter_partition(ctx: ControllerContext, req: AlterPartitionRequest) -> Contr
         min_isr, unclean = rules.for_election(topic, elr)
         for d in td.partitions:
             part = topic.partitions.get(d.partition_index)
-            name = _stale_error(req.broker_id, part, d)
+            name, simple = _stale_error(req.broker_id, part, d), None
+            if name == "NONE":
+                assert part is not None
+                name, simple = by_shape_of(part, d, min_isr, unclean)
             if name != "NONE":
                 parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
                 continue
             assert part is not None
-            shape = None if (part.removing_replicas or part.adding_replicas or part.elr or part.last_known_elr) else (
-                part.replicas, part.directories, part.isr, part.leader, part.leader_recovery_state,
-                d.new_isr_with_epochs, d.leader_recovery_state, min_isr, unclean)
-            known = by_shape.get(shape) if shape is not None else None
-            if known is None:
-                name = _isr_error(image, part, d, registration)
-                simple = None if name != "NONE" or d.leader_recovery_state != part.leader_recovery_state else (
-                    simple_change(part, [s.broker_id for s in d.new_isr_with_epochs], accept_in, min_isr=min_isr,
-                                  elr=elr, unclean=unclean, shrink_keeps_epoch=gates[2]))
-                known = (name, simple)
-                if shape is not None:
-                    by_shape[shape] = known
-            name, simple = known
-            if name != "NONE":
-                parts_out.append(AlterPartitionResult(d.partition_index, ApiError(name).code))
-                continue
             if simple is not None:  # (the common shape: only the ISR changes, as the builder would write it)
                 fields = simple if "isr" not in simple else {**simple, "isr": list(simple["isr"])}
                 change = Payload(change_type, version, change_type.new(

@@ -116,7 +116,7 @@ class IsrExpansion:
         self._lacks, self._missing = {}, {}
         for t in image.topics.sorted_topics():
             for pid, p in t.sorted_partitions():
-                self._track((t.id, pid), p)
+                self._track((t.id, pid), _lacking(p))
         offset = self._end_offset()
         for key, lacks in self._lacks.items():
             p = image.topics.get_topic(key[0]).partitions[key[1]]  # type: ignore[union-attr]
@@ -163,9 +163,7 @@ class IsrExpansion:
                 lacks = _lacking(p)
                 if not lacks and key not in tracked:
                     continue  # its ISR lacks nobody, as before
-                before = tracked.get(key, _NOBODY)
-                if lacks != before:
-                    self._retrack(key, before, lacks)
+                self._track(key, lacks)
                 for r in lacks:
                     if eligible(r):
                         offset = offset if offset >= 0 else self._end_offset()
@@ -189,18 +187,13 @@ class IsrExpansion:
                         if p is not None:
                             self._wake(p.leader, key, offset)
                         else:  # (its topic was deleted)
-                            self._track(key, None)
+                            self._track(key, _NOBODY)
 
-    def _track(self, key: Key, p: PartitionRegistration | None) -> frozenset[int]:
-        """Keep what partition `key` (None: gone) lacks; what it lacks."""
-        lacks = _lacking(p) if p is not None else _NOBODY
+    def _track(self, key: Key, lacks: frozenset[int]) -> None:
+        """Keep that partition `key` lacks `lacks` (nobody: it is whole, or gone)."""
         before = self._lacks.get(key, _NOBODY)
-        if lacks != before:
-            self._retrack(key, before, lacks)
-        return lacks
-
-    def _retrack(self, key: Key, before: frozenset[int], lacks: frozenset[int]) -> None:
-        """Partition `key` lacked `before` and lacks `lacks` now (another set)."""
+        if lacks == before:
+            return
         missing = self._missing
         for r in before:  # (a replica or two: looked at one by one, without new sets)
             if r not in lacks:
