@@ -7,11 +7,19 @@ leader; then the active controller gives preferred replicas their leaderships ba
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftsim.controller import ControllerResult, ReplayState
+from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import Simulation, leader_election
+from kraftsim.sim.engine.isr import IsrExpansion
+from kraftsim.versions import default_catalog
+from tests.controller.conftest import broker, feature_level, payload
 from tests.image.helpers import read_entries
 
 BROKERS = (2, 3, 4)
@@ -183,3 +191,61 @@ def test_setting_aside_partitions_that_cannot_move_writes_what_trying_them_all_w
         segments = sorted((directory / "node-1" / "__cluster_metadata-0").glob("*.log"))
         logs.append([s.read_bytes() for s in segments])
     assert logs[0] == logs[1]
+
+
+class _Engine:
+    """What IsrExpansion asks of the Engine, around a controller's ReplayState: every broker
+    runs, the log ends where the state's image does, nothing is sent."""
+
+    def __init__(self, state: ReplayState) -> None:
+        self.state = state
+        self.net = SimpleNamespace(send=lambda msg: None)
+        self.sched = SimpleNamespace(after=lambda *args: None)
+        self.config = SimpleNamespace(replica_fetch_wait_max_ms=500, request_timeout_ms=30_000)
+        self.controller_id = 1
+        self.now = 0
+
+    def member(self, node_id: int) -> Any:
+        return SimpleNamespace(id=node_id, running=True, lifecycle_gen=0)
+
+    def leader_member(self) -> Any:
+        return SimpleNamespace(node=object(), log=SimpleNamespace(log_end_offset=self.state.image.provenance.last_contained_offset + 1))
+
+    def controller_image(self) -> Any:
+        return self.state.image
+
+
+    def reachable(self, a: int, b: int) -> bool:
+        return True
+
+    def execute(self, rule: Any) -> None:
+        return None
+
+
+def _partition(pid: int, isr: list[int]) -> Any:
+    return payload("PartitionRecord", 2, topic_id=_TOPIC, partition_id=pid, replicas=[2, 3], isr=isr, leader=2,
+                   leader_epoch=0, partition_epoch=0)
+
+
+_TOPIC = Uuid(b"\x07" * 16)
+
+
+@pytest.mark.parametrize("back_in_isr", [True, False])
+def test_a_broker_made_eligible_wakes_the_leaders_of_what_lacks_it_after_the_write(back_in_isr: bool) -> None:
+    """A write that unfences broker 3 and, in the same write, puts it back in a partition's ISR
+    (as an ELR member's return does) leaves nothing for the leader to add: no leader is woken.
+    A partition that still lacks it after the write wakes its leader."""
+    state = ReplayState(default_catalog())
+    state.replay_batch([feature_level("metadata.version", 21), broker(2, {}, fenced=False), broker(3, {}),
+                        payload("TopicRecord", name="t", topic_id=_TOPIC), _partition(0, [2]), _partition(1, [2, 3])],
+                       base_offset=0, epoch=1, timestamp=0)
+    engine = _Engine(state)
+    isr = IsrExpansion(engine)  # type: ignore[arg-type]
+    isr.reset(state.image)
+    assert not isr.settling()  # (broker 3 is fenced: nothing to add)
+    write = [payload("BrokerRegistrationChangeRecord", 2, broker_id=3, broker_epoch=10, fenced=-1)]
+    if back_in_isr:
+        write.append(payload("PartitionChangeRecord", 2, topic_id=_TOPIC, partition_id=0, isr=[2, 3]))
+    state.replay_batch(write, base_offset=6, epoch=1, timestamp=0)
+    isr.written(ControllerResult(tuple(write)))
+    assert isr.settling() is not back_in_isr

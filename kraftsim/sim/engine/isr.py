@@ -141,6 +141,7 @@ class IsrExpansion:
 
         last_topic: Uuid | None = None  # (records come grouped by topic: its partitions looked up once)
         partitions: Mapping[int, PartitionRegistration] = {}
+        made_eligible: list[int] = []  # (looked at after the write's partitions: what they lack after it)
         for payload in result.records:
             name = payload.record_type.name
             if name in _PARTITION_RECORDS:
@@ -171,23 +172,24 @@ class IsrExpansion:
                         break
             elif name in _BROKER_RECORDS:
                 msg = payload.message
-                broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
-                if eligible(broker) and self._missing.get(broker):
-                    offset = offset if offset >= 0 else self._end_offset()
-                    parts_of: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
-                    # (in any order: a leader sorts what it was woken for when it looks)
-                    for key in list(self._missing[broker]):
-                        tid = key[0]
-                        if tid in parts_of:
-                            parts = parts_of[tid]
-                        else:
-                            topic = topics.get_topic(tid)
-                            parts = parts_of[tid] = topic.partitions if topic is not None else None
-                        p = parts.get(key[1]) if parts is not None else None
-                        if p is not None:
-                            self._wake(p.leader, key, offset)
-                        else:  # (its topic was deleted)
-                            self._track(key, _NOBODY)
+                made_eligible.append(msg.id if name == "UnfenceBrokerRecord" else msg.broker_id)
+        for broker in made_eligible:
+            if eligible(broker) and self._missing.get(broker):
+                offset = offset if offset >= 0 else self._end_offset()
+                parts_of: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
+                # (in any order: a leader sorts what it was woken for when it looks)
+                for key in list(self._missing[broker]):
+                    tid = key[0]
+                    if tid in parts_of:
+                        parts = parts_of[tid]
+                    else:
+                        topic = topics.get_topic(tid)
+                        parts = parts_of[tid] = topic.partitions if topic is not None else None
+                    p = parts.get(key[1]) if parts is not None else None
+                    if p is not None:
+                        self._wake(p.leader, key, offset)
+                    else:  # (its topic was deleted)
+                        self._track(key, _NOBODY)
 
     def _track(self, key: Key, lacks: frozenset[int]) -> None:
         """Keep that partition `key` lacks `lacks` (nobody: it is whole, or gone)."""
