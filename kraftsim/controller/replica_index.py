@@ -2,7 +2,8 @@
 
 Why: every broker event (fencing, controlled shutdown, unfencing, unregistration) asks
 which partitions hold the broker in their ISR or ELR, which have no leader, or whether the
-broker leads anything. Scanning every partition for that makes one event cost the size of
+broker leads anything; the simulated leaders adding followers back to their ISRs ask which
+partitions lack a replica in their ISR, and which the last writes changed. Scanning every partition for that makes one event cost the size of
 the cluster; Kafka's controller keeps the same answers in its BrokersToIsrs index. Here
 `ReplicaIndex` holds them per topic as bit masks of partition ids, updated from the
 partitions each replayed batch changed, so a query costs what it returns.
@@ -16,7 +17,7 @@ other image scans instead.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import AbstractSet, Any, Callable, Iterable, Iterator, Mapping, Protocol
+from typing import AbstractSet, Any, Callable, Collection, Iterable, Iterator, Mapping, Protocol
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
@@ -81,7 +82,7 @@ def _clear(by_broker: dict[int, Masks], broker: int, tid: Uuid, bit: int) -> Non
             del by_broker[broker]
 
 
-def _move(by_broker: dict[int, Masks], old: tuple[int, ...], new: tuple[int, ...], tid: Uuid, bit: int) -> None:
+def _move(by_broker: dict[int, Masks], old: Collection[int], new: Collection[int], tid: Uuid, bit: int) -> None:
     """The partition's brokers were `old` and are `new`."""
     for r in old:
         if r not in new:
@@ -89,6 +90,22 @@ def _move(by_broker: dict[int, Masks], old: tuple[int, ...], new: tuple[int, ...
     for r in new:
         if r not in old:
             _set(by_broker, r, tid, bit)
+
+
+def _lacking(p: PartitionRegistration) -> frozenset[int]:
+    """The replicas of `p` that its ISR lacks."""
+    return frozenset(p.replicas).difference(p.isr)
+
+
+def _all_ids(partitions: Mapping[int, PartitionRegistration]) -> int:
+    """The mask of every partition id of a topic."""
+    n = len(partitions)
+    if n and max(partitions) == n - 1:  # (ids 0..n-1, the usual case)
+        return (1 << n) - 1
+    mask = 0
+    for pid in partitions:
+        mask |= 1 << pid
+    return mask
 
 
 def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
@@ -103,13 +120,16 @@ def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
 
 class ReplicaIndex:
     """broker -> partitions whose ISR holds it, broker -> partitions whose ELR holds it,
-    the leaderless partitions, broker -> how many partitions it leads.
+    the leaderless partitions, broker -> how many partitions it leads, broker -> partitions
+    whose ISR lacks it (a replica not in the ISR), and the partitions the deltas followed since
+    the last `take_touched` changed.
 
     Built on first use from a topics image (`ensure`), then advanced with each delta
     (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
     """
 
-    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "_rank", "_topic", "_dense")
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "lacking", "_touched", "_touched_known", "_rank",
+                 "_topic", "_dense")
 
     def __init__(self) -> None:
         self.topics: TopicsImage | None = None  # the image the index describes; None: not built
@@ -117,6 +137,11 @@ class ReplicaIndex:
         self.elr: dict[int, Masks] = {}
         self.leaderless: Masks = {}
         self.leads: dict[int, int] = {}
+        self.lacking: dict[int, Masks] = {}
+        #: the partitions changed since the last take_touched; known only while the index
+        #: followed every delta since (not when it was built in between)
+        self._touched: Masks = {}
+        self._touched_known = False
         #: topic id -> its place in sorted_topics order; None until asked (topics come or go: None again)
         self._rank: dict[Uuid, int] | None = None
         #: topic id -> the topic in `topics` (a dict look-up where the image's map hashes the id)
@@ -130,7 +155,8 @@ class ReplicaIndex:
     def forget(self) -> None:
         """Drop everything (rebuilt by the next `ensure`)."""
         self.topics = None
-        self.isr, self.elr, self.leaderless, self.leads = {}, {}, {}, {}
+        self.isr, self.elr, self.leaderless, self.leads, self.lacking = {}, {}, {}, {}, {}
+        self._touched, self._touched_known = {}, False
         self._rank = None
         self._topic = {}
         self._dense = {}
@@ -147,6 +173,14 @@ class ReplicaIndex:
     def describes(self, topics: TopicsImage) -> bool:
         return self.topics is topics
 
+    def take_touched(self) -> Masks | None:
+        """The partitions (topic id -> mask of partition ids) changed by the deltas the index
+        followed since the last call, then none; None when that is not known (the index was
+        built or forgotten since)."""
+        touched, known = self._touched, self._touched_known
+        self._touched, self._touched_known = {}, self.topics is not None
+        return touched if known else None
+
     def follow(self, delta: TopicsChanges, new: TopicsImage) -> None:
         """Advance from `delta.image` to `new`, the image `delta.apply()` gave."""
         if self.topics is None:
@@ -159,13 +193,15 @@ class ReplicaIndex:
             new_by_id, known, changed = new.by_id, self._topic, delta.changed
             for tid in delta.deleted:
                 self._dense.pop(tid, None)
+                self._touched.pop(tid, None)
                 if tid not in changed:
                     self._drop_topic(tid, known.pop(tid).partitions)
             # The C loop follows the usual topics (changed, not new; see _speedups.c) as
             # _follow_topic does and leaves the others' ids to the loop below.
             fast = try_ri_follow()
-            left = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads, known,
-                                                    new_by_id, changed, delta.deleted)
+            left = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads,
+                                                    self.lacking, self._touched, known, new_by_id, changed,
+                                                    delta.deleted)
             rest: Iterable[Uuid] = changed if left is None else left
             if delta.deleted or any(changed[tid].fresh for tid in rest):  # (C leaves every fresh topic here)
                 self._rank = None  # topics came or went (a topic's name is set when it is made)
@@ -177,6 +213,11 @@ class ReplicaIndex:
                     if before is not None:
                         self._drop_topic(tid, before.partitions)
                     self._add_topics([(tid, after)])
+                    touched = _all_ids(after.partitions)
+                    if touched:
+                        self._touched[tid] = touched
+                    else:
+                        self._touched.pop(tid, None)
                     continue
                 assert before is not None
                 self._follow_topic(tid, before.partitions, td.changes)
@@ -192,13 +233,16 @@ class ReplicaIndex:
         isr_lost: dict[int, int] = {}
         isr_gained: dict[int, int] = {}
         leaders: dict[int, int] = {}  # broker -> partitions led, gained less lost
-        leaderless_lost = leaderless_gained = 0
+        leaderless_lost = leaderless_gained = touched = 0
         for pid, p in changes.items():
             o = chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None and pid < n else parts.get(pid)
             bit = 1 << pid
+            touched |= bit
             if o is None:
                 self._add(tid, bit, p)
                 continue
+            if o.replicas is not p.replicas or o.isr is not p.isr:
+                _move(self.lacking, _lacking(o), _lacking(p), tid, bit)
             old_isr, new_isr = o.isr, p.isr
             if old_isr != new_isr:
                 for r in old_isr:
@@ -237,6 +281,8 @@ class ReplicaIndex:
                     leads[r] = count
                 else:
                     del leads[r]
+        if touched:
+            self._touched[tid] = self._touched.get(tid, 0) | touched
 
     def _add_topics(self, items: list[tuple[Uuid, TopicImage]]) -> None:
         """`_add_topic` each topic of `items` in order. The C loop adds the usual topics (dense,
@@ -245,7 +291,8 @@ class ReplicaIndex:
         fast = try_ri_add_topics()
         at = 0
         while at < len(items):
-            done = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads, items, at)
+            done = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads,
+                                                  self.lacking, items, at)
             if done is None:
                 fast = None
             elif done == len(items):
@@ -260,12 +307,16 @@ class ReplicaIndex:
         """`_add` each of a topic's partitions: each broker's mask is set once for the topic."""
         isr: dict[int, int] = {}
         elr: dict[int, int] = {}
+        lacking: dict[int, int] = {}
         leaderless = 0
         leads = self.leads
         for pid, p in partitions.items():
             bit = 1 << pid
             for r in p.isr:
                 isr[r] = isr.get(r, 0) | bit
+            for r in p.replicas:
+                if r not in p.isr:
+                    lacking[r] = lacking.get(r, 0) | bit
             if p.elr:
                 for r in p.elr:
                     elr[r] = elr.get(r, 0) | bit
@@ -277,6 +328,8 @@ class ReplicaIndex:
             _set(self.isr, r, tid, bits)
         for r, bits in elr.items():
             _set(self.elr, r, tid, bits)
+        for r, bits in lacking.items():
+            _set(self.lacking, r, tid, bits)
         if leaderless:
             self.leaderless[tid] = self.leaderless.get(tid, 0) | leaderless
 
@@ -289,6 +342,8 @@ class ReplicaIndex:
             _set(self.isr, r, tid, bit)
         for r in p.elr:
             _set(self.elr, r, tid, bit)
+        for r in _lacking(p):
+            _set(self.lacking, r, tid, bit)
         self._add_leader(tid, bit, p.leader)
 
     def _remove(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
@@ -296,6 +351,8 @@ class ReplicaIndex:
             _clear(self.isr, r, tid, bit)
         for r in p.elr:
             _clear(self.elr, r, tid, bit)
+        for r in _lacking(p):
+            _clear(self.lacking, r, tid, bit)
         self._remove_leader(tid, bit, p.leader)
 
     def _add_leader(self, tid: Uuid, bit: int, leader: int) -> None:
@@ -338,6 +395,15 @@ class ReplicaIndex:
 
     def iter_without_leader(self) -> "IndexedPartitions":
         return IndexedPartitions(self, self.leaderless)
+
+    def iter_lacking(self, broker_id: int) -> "IndexedPartitions":
+        """The partitions whose ISR lacks replica `broker_id`."""
+        return IndexedPartitions(self, self.lacking.get(broker_id, {}))
+
+    def iter_masks(self, masks: Masks) -> "IndexedPartitions":
+        """The partitions of `masks` (topic id -> mask of partition ids of the topics the index
+        describes), as an answer of the index."""
+        return IndexedPartitions(self, masks)
 
     def leads_any(self, broker_id: int) -> bool:
         """Whether a partition's leader is `broker_id` (NO_LEADER: whether one has none)."""

@@ -4846,16 +4846,16 @@ static PyObject *py_map_getitem(PyObject *self, PyObject *const *args, Py_ssize_
  * a few partitions of thousands of topics). For each topic of the delta that was neither made
  * afresh nor deleted, whose partitions before are dense value chunks of at most 64 ids, and whose
  * changed partitions are registrations already there (no new ids), it does what _follow_topic
- * does: every broker's ISR and ELR mask of the topic changes once (old & ~lost | gained), the
- * leaderless mask once, each leader's count once, and the topic's entry in `known` becomes the new
- * image's topic. A topic it cannot do so (anything else, or an unexpected object) is left
+ * does: every broker's ISR, ELR and lacking mask of the topic changes once (old & ~lost | gained),
+ * the leaderless mask once, each leader's count once, the topic's touched mask gains the changed
+ * ids, and the topic's entry in `known` becomes the new image's topic. A topic it cannot do so (anything else, or an unexpected object) is left
  * untouched and its id returned, for the Python loop. Every check is made before the topic's
  * first change, so a topic is done wholly here or wholly in Python. */
 #define RI_BROKERS_MAX 64
 #define RI_REPLICAS_MAX 32
 typedef struct {
     long id;
-    uint64_t isr_lost, isr_gained, elr_lost, elr_gained;
+    uint64_t isr_lost, isr_gained, elr_lost, elr_gained, lack_lost, lack_gained;
     long leads;
 } RiBroker;
 
@@ -4997,15 +4997,45 @@ done:
 typedef struct {
     RiBroker brokers[RI_BROKERS_MAX];
     int n;
-    uint64_t leaderless_lost, leaderless_gained;
+    uint64_t leaderless_lost, leaderless_gained, touched;
 } RiTopic;
+
+/* The ids of `replicas` that `isr` lacks (both ri_ids arrays) into out[]; how many. */
+static Py_ssize_t ri_lacking(const long *replicas, Py_ssize_t nr, const long *isr, Py_ssize_t ni, long *out) {
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = 0; j < nr; j++)
+        if (!ri_has(isr, ni, replicas[j]))
+            out[n++] = replicas[j];
+    return n;
+}
+
+/* A partition's lacking replicas moved from `old_ids` to `new_ids` (ri_lacking's): each broker's
+ * lack_lost or lack_gained takes `bit`; 0 when the table is full. */
+static int ri_gather_lacking(RiTopic *t, const long *old_ids, Py_ssize_t na, const long *new_ids, Py_ssize_t nb,
+                             uint64_t bit) {
+    for (Py_ssize_t j = 0; j < na; j++)
+        if (!ri_has(new_ids, nb, old_ids[j])) {
+            RiBroker *r = ri_broker(t->brokers, &t->n, old_ids[j]);
+            if (!r)
+                return 0;
+            r->lack_lost |= bit;
+        }
+    for (Py_ssize_t j = 0; j < nb; j++)
+        if (!ri_has(old_ids, na, new_ids[j])) {
+            RiBroker *r = ri_broker(t->brokers, &t->n, new_ids[j]);
+            if (!r)
+                return 0;
+            r->lack_gained |= bit;
+        }
+    return 1;
+}
 
 static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk_bits, long no_leader) {
     Py_ssize_t pos = 0, nchunks = PyTuple_GET_SIZE(chunks);
     PyObject *k, *p;
-    long old_ids[RI_REPLICAS_MAX], new_ids[RI_REPLICAS_MAX];
+    long old_ids[RI_REPLICAS_MAX], new_ids[RI_REPLICAS_MAX], reps[RI_REPLICAS_MAX], isr[RI_REPLICAS_MAX];
     t->n = 0;
-    t->leaderless_lost = t->leaderless_gained = 0;
+    t->leaderless_lost = t->leaderless_gained = t->touched = 0;
     while (PyDict_Next(changes, &pos, &k, &p)) {
         long pid;
         if (!ri_long(k, &pid) || pid < 0 || pid >= 64)
@@ -5018,7 +5048,18 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
         if (Py_TYPE(o) != (PyTypeObject *)pr_cls || Py_TYPE(p) != (PyTypeObject *)pr_cls)
             return 0;
         uint64_t bit = (uint64_t)1 << pid;
+        t->touched |= bit;
 #define RI_FIELD(x, f) (*(PyObject **)((char *)(x) + pr_offsets[(f)]))
+        if (RI_FIELD(o, PR_REPLICAS) != RI_FIELD(p, PR_REPLICAS) || RI_FIELD(o, PR_ISR) != RI_FIELD(p, PR_ISR)) {
+            Py_ssize_t nr = ri_ids(RI_FIELD(o, PR_REPLICAS), reps, 0), ni = ri_ids(RI_FIELD(o, PR_ISR), isr, 0);
+            if (nr < 0 || ni < 0)
+                return 0;
+            Py_ssize_t na = ri_lacking(reps, nr, isr, ni, old_ids);
+            nr = ri_ids(RI_FIELD(p, PR_REPLICAS), reps, 0);
+            ni = ri_ids(RI_FIELD(p, PR_ISR), isr, 0);
+            if (nr < 0 || ni < 0 || !ri_gather_lacking(t, old_ids, na, new_ids, ri_lacking(reps, nr, isr, ni, new_ids), bit))
+                return 0;
+        }
         for (int f = 0; f < 2; f++) {
             int field = f == 0 ? PR_ISR : PR_ELR;
             PyObject *a = RI_FIELD(o, field), *b = RI_FIELD(p, field);
@@ -5092,31 +5133,39 @@ static int ri_count_leads(PyObject *leads, long broker, long delta) {
     return bad ? -1 : 0;
 }
 
-static int ri_apply(const RiTopic *t, PyObject *tid, PyObject *isr, PyObject *elr, PyObject *leaderless,
-                    PyObject *leads) {
+/* masks[tid] = (it & ~lost) | gained, the entry removed when that is 0 (a topic's mask in a
+ * Masks dict: the leaderless or touched partitions); -1 with an error. */
+static int ri_topic_mask(PyObject *masks, PyObject *tid, uint64_t lost, uint64_t gained) {
+    PyObject *cur = PyDict_GetItemWithError(masks, tid);
+    int zero = 0;
+    if (!cur && PyErr_Occurred())
+        return -1;
+    PyObject *left = ri_mask(cur, lost, gained, &zero);
+    if (!left)
+        return -1;
+    int bad = zero ? PyDict_DelItem(masks, tid) < 0 : PyDict_SetItem(masks, tid, left) < 0;
+    Py_DECREF(left);
+    return bad ? -1 : 0;
+}
+
+/* The gathered topic `tid` written into the index's dicts (state: isr, elr, leaderless, leads,
+ * lacking, touched); -1 with an error. */
+static int ri_apply(const RiTopic *t, PyObject *tid, PyObject **state) {
     for (int i = 0; i < t->n; i++) {
         const RiBroker *r = &t->brokers[i];
-        if ((r->isr_lost || r->isr_gained) && ri_move(isr, r->id, tid, r->isr_lost, r->isr_gained) < 0)
+        if ((r->isr_lost || r->isr_gained) && ri_move(state[0], r->id, tid, r->isr_lost, r->isr_gained) < 0)
             return -1;
-        if ((r->elr_lost || r->elr_gained) && ri_move(elr, r->id, tid, r->elr_lost, r->elr_gained) < 0)
+        if ((r->elr_lost || r->elr_gained) && ri_move(state[1], r->id, tid, r->elr_lost, r->elr_gained) < 0)
             return -1;
-        if (r->leads && ri_count_leads(leads, r->id, r->leads) < 0)
+        if ((r->lack_lost || r->lack_gained) && ri_move(state[4], r->id, tid, r->lack_lost, r->lack_gained) < 0)
             return -1;
-    }
-    if (t->leaderless_lost || t->leaderless_gained) {
-        PyObject *cur = PyDict_GetItemWithError(leaderless, tid);
-        int zero = 0;
-        if (!cur && PyErr_Occurred())
-            return -1;
-        PyObject *left = ri_mask(cur, t->leaderless_lost, t->leaderless_gained, &zero);
-        if (!left)
-            return -1;
-        int bad = zero ? PyDict_DelItem(leaderless, tid) < 0 : PyDict_SetItem(leaderless, tid, left) < 0;
-        Py_DECREF(left);
-        if (bad)
+        if (r->leads && ri_count_leads(state[3], r->id, r->leads) < 0)
             return -1;
     }
-    return 0;
+    if ((t->leaderless_lost || t->leaderless_gained) &&
+        ri_topic_mask(state[2], tid, t->leaderless_lost, t->leaderless_gained) < 0)
+        return -1;
+    return t->touched ? ri_topic_mask(state[5], tid, 0, t->touched) : 0;
 }
 
 /* One topic of the delta: 1 done, 0 left to Python, -1 error. */
@@ -5157,7 +5206,7 @@ static int ri_follow_topic(RiTopic *t, PyObject *tid, PyObject *td, PyObject *fi
         goto done;
     rc = -1;
     if (!(after = mr_getitem(new_by_id, tid)) || PyDict_SetItem(known, tid, after) < 0 ||
-        ri_apply(t, tid, state[0], state[1], state[2], state[3]) < 0)
+        ri_apply(t, tid, state) < 0)
         goto done;
     rc = 1;
 done:
@@ -5168,23 +5217,25 @@ done:
     return rc;
 }
 
-/* ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None
+/* ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, new_by_id, changed, deleted)
+ *     -> list | None
  *
- * fixed: (the ChunkMap class, NO_LEADER, CHUNK_BITS). isr, elr, leaderless, leads, known: the
- * index's dicts (changed in place); new_by_id: the new image's topics by id; changed, deleted:
+ * fixed: (the ChunkMap class, NO_LEADER, CHUNK_BITS). isr, elr, leaderless, leads, lacking,
+ * touched, known: the index's dicts (changed in place); new_by_id: the new image's topics by id; changed, deleted:
  * the topics delta's. Returns the ids of the changed topics left to the Python loop (in
  * `changed` order), or None when it can do none (fast path off, registrations not configured). */
 static PyObject *py_ri_follow(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted)");
+    if (nargs != 11) {
+        PyErr_SetString(PyExc_TypeError, "ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, "
+                                         "new_by_id, changed, deleted)");
         return NULL;
     }
-    PyObject *fixed = args[0], *known = args[5], *new_by_id = args[6], *changed = args[7], *deleted = args[8];
-    PyObject *state[4] = {args[1], args[2], args[3], args[4]};
+    PyObject *fixed = args[0], *known = args[7], *new_by_id = args[8], *changed = args[9], *deleted = args[10];
+    PyObject *state[6] = {args[1], args[2], args[3], args[4], args[5], args[6]};
     if (!g_enabled || !pr_cls || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 3 ||
         !PyDict_CheckExact(known) || !PyDict_CheckExact(changed) || !PyAnySet_CheckExact(deleted))
         Py_RETURN_NONE;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 6; i++)
         if (!PyDict_CheckExact(state[i]))
             Py_RETURN_NONE;
     if (ri_strings() < 0)
@@ -5345,19 +5396,19 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------------ replica index built in bulk
  *
- * ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None
+ * ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at) -> int | None
  *
  * controller/replica_index.py's ReplicaIndex.ensure for a whole topics image: from `items[at]`
  * on ((topic id, TopicImage) pairs), each topic whose partitions are dense value chunks of at
- * most 64 ids of the usual registration class is added as _add_topic adds it (each broker's ISR
- * and ELR mask of the topic set once, in the order the brokers first appear; the leaderless mask
+ * most 64 ids of the usual registration class is added as _add_topic adds it (each broker's ISR,
+ * ELR and lacking mask of the topic set once, in the order the brokers first appear; the leaderless mask
  * once; each leader's count once). It returns the position of the first topic it leaves to the
  * Python loop (untouched: every check is made before a topic's first change), or len(items)
  * when it did them all; None when it can do none (fast path off, registrations not configured).
- * fixed, isr, elr, leaderless, leads: ri_follow's. */
+ * fixed, isr, elr, leaderless, leads, lacking: ri_follow's. */
 typedef struct {
-    RiBroker isr[RI_BROKERS_MAX], elr[RI_BROKERS_MAX], lead[RI_BROKERS_MAX];
-    int n_isr, n_elr, n_lead;
+    RiBroker isr[RI_BROKERS_MAX], elr[RI_BROKERS_MAX], lack[RI_BROKERS_MAX], lead[RI_BROKERS_MAX];
+    int n_isr, n_elr, n_lack, n_lead;
     uint64_t leaderless;
 } RiBuild;
 
@@ -5376,9 +5427,9 @@ static int ri_build_mark(RiBroker *table, int *n, const long *ids, Py_ssize_t co
 /* One topic's partitions gathered into *b: 1 done, 0 a topic for the Python loop, -1 an error. */
 static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, long chunk_bits, long no_leader) {
     PyObject *parts = PyObject_GetAttr(topic, ri_str_partitions), *chunks = NULL;
-    long ids[RI_REPLICAS_MAX];
+    long ids[RI_REPLICAS_MAX], reps[RI_REPLICAS_MAX], lacking[RI_REPLICAS_MAX];
     int rc = -1;
-    b->n_isr = b->n_elr = b->n_lead = 0;
+    b->n_isr = b->n_elr = b->n_lack = b->n_lead = 0;
     b->leaderless = 0;
     if (!parts)
         goto done;
@@ -5399,11 +5450,13 @@ static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, lon
             PyObject *p = PyTuple_GET_ITEM(chunk, k);
             uint64_t bit = (uint64_t)1 << ((c << chunk_bits) | k);
             long leader;
-            Py_ssize_t n;
+            Py_ssize_t n, nr;
             if (Py_TYPE(p) != (PyTypeObject *)pr_cls)
                 goto done;
 #define RI_FIELD(f) (*(PyObject **)((char *)p + pr_offsets[(f)]))
             if ((n = ri_ids(RI_FIELD(PR_ISR), ids, 0)) < 0 || !ri_build_mark(b->isr, &b->n_isr, ids, n, bit) ||
+                (nr = ri_ids(RI_FIELD(PR_REPLICAS), reps, 0)) < 0 ||
+                !ri_build_mark(b->lack, &b->n_lack, lacking, ri_lacking(reps, nr, ids, n, lacking), bit) ||
                 (n = ri_ids(RI_FIELD(PR_ELR), ids, 0)) < 0 || !ri_build_mark(b->elr, &b->n_elr, ids, n, bit) ||
                 !ri_long(RI_FIELD(PR_LEADER), &leader))
                 goto done;
@@ -5433,29 +5486,23 @@ static int ri_build_apply(const RiBuild *b, PyObject *tid, PyObject **state) {
     for (int i = 0; i < b->n_elr; i++)
         if (ri_move(state[1], b->elr[i].id, tid, 0, b->elr[i].isr_gained) < 0)
             return -1;
+    for (int i = 0; i < b->n_lack; i++)
+        if (ri_move(state[4], b->lack[i].id, tid, 0, b->lack[i].isr_gained) < 0)
+            return -1;
     for (int i = 0; i < b->n_lead; i++)
         if (ri_count_leads(state[3], b->lead[i].id, b->lead[i].leads) < 0)
             return -1;
-    if (!b->leaderless)
-        return 0;
-    PyObject *cur = PyDict_GetItemWithError(state[2], tid);
-    int zero = 0;
-    if (!cur && PyErr_Occurred())
-        return -1;
-    PyObject *mask = ri_mask(cur, 0, b->leaderless, &zero);
-    int bad = !mask || PyDict_SetItem(state[2], tid, mask) < 0;
-    Py_XDECREF(mask);
-    return bad ? -1 : 0;
+    return b->leaderless ? ri_topic_mask(state[2], tid, 0, b->leaderless) : 0;
 }
 
 static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at)");
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at)");
         return NULL;
     }
-    PyObject *fixed = args[0], *items = args[5];
-    PyObject *state[4] = {args[1], args[2], args[3], args[4]};
-    Py_ssize_t at = PyLong_AsSsize_t(args[6]);
+    PyObject *fixed = args[0], *items = args[6];
+    PyObject *state[5] = {args[1], args[2], args[3], args[4], args[5]};
+    Py_ssize_t at = PyLong_AsSsize_t(args[7]);
     if (at == -1 && PyErr_Occurred())
         return NULL;
     if (!PyList_CheckExact(items) || at < 0) {
@@ -5467,7 +5514,7 @@ static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssiz
         !ri_long(PyTuple_GET_ITEM(fixed, 1), &no_leader) || !ri_long(PyTuple_GET_ITEM(fixed, 2), &chunk_bits) ||
         chunk_bits < 0 || chunk_bits > 6)
         Py_RETURN_NONE;
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 5; i++)
         if (!PyDict_CheckExact(state[i]))
             Py_RETURN_NONE;
     if (ri_strings() < 0)
@@ -6160,7 +6207,8 @@ static PyMethodDef module_methods[] = {
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},
     {"ri_follow", (PyCFunction)(void (*)(void))py_ri_follow, METH_FASTCALL,
-     "ri_follow(fixed, isr, elr, leaderless, leads, known, new_by_id, changed, deleted) -> list | None: the replica "
+     "ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, new_by_id, changed, deleted) -> "
+     "list | None: the replica "
      "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
     {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
      "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None: "
@@ -6169,7 +6217,8 @@ static PyMethodDef module_methods[] = {
     {"uuid_hash", py_uuid_hash, METH_O,
      "uuid_hash(value) -> int: hash(int.from_bytes(value, 'big')), pmap.hash_uuid (direct for 16 bytes)."},
     {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
-     "ri_add_topics(fixed, isr, elr, leaderless, leads, items, at) -> int | None: the replica index built from "
+     "ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at) -> int | None: the replica index "
+     "built from "
      "(topic id, topic) pairs (see controller/replica_index.py); where it left the rest to Python."},
     {"partition_chunks_canon", (PyCFunction)(void (*)(void))py_partition_chunks_canon, METH_FASTCALL,
      "partition_chunks_canon(chunks, chunk_bits, cache) -> bytes | None: digest.py's canonical bytes of a dense "

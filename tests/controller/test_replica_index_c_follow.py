@@ -1,6 +1,7 @@
 """Property: the C loop of ReplicaIndex.follow (_speedups.ri_follow, through
 fastpath.try_ri_follow) leaves the index exactly as the Python loop (_follow_topic) does, and
-as an index built afresh from the same image, over random batches of partition changes (ISR,
+as an index built afresh from the same image (the partitions lacking each replica as a scan
+finds them), and both report the partitions each batch changed, over random batches of partition changes (ISR,
 ELR, leader and replica changes), new partitions, topics created, deleted and re-created, and
 topics past 64 partitions (which the C loop leaves to Python). Pure-Python mode has no C path
 to compare and skips."""
@@ -100,7 +101,35 @@ batch = st.one_of(st.builds(sweep, st.integers(0, 2**32)), st.lists(record, min_
 
 
 def contents(index: ReplicaIndex) -> Any:
-    return index.isr, index.elr, index.leaderless, index.leads
+    return index.isr, index.elr, index.leaderless, index.leads, index.lacking
+
+
+def lacking_scan(image: Any) -> dict[int, set[tuple[Uuid, int]]]:
+    """broker -> the partitions whose ISR lacks it, by looking at every partition."""
+    out: dict[int, set[tuple[Uuid, int]]] = {}
+    for t in image.topics.by_id.values():
+        for pid, p in t.partitions.items():
+            for r in set(p.replicas) - set(p.isr):
+                out.setdefault(r, set()).add((t.id, pid))
+    return out
+
+
+def as_keys(masks: dict[Uuid, int]) -> set[tuple[Uuid, int]]:
+    return {(t, pid) for t, m in masks.items() for pid in range(m.bit_length()) if m >> pid & 1}
+
+
+def changed_partitions(before: Any, after: Any, records: list[Any]) -> set[tuple[Uuid, int]]:
+    """The partitions of `after` that a batch changed: named by a partition record, or another
+    registration than in `before` (a ClearElrRecord names none)."""
+    named = {(r.message.topic_id, r.message.partition_id) for r in records
+             if r.record_type.name in ("PartitionRecord", "PartitionChangeRecord")}
+    out = set()
+    for t in after.topics.by_id.values():
+        old = before.topics.get_topic(t.id)
+        for pid, p in t.partitions.items():
+            if (t.id, pid) in named or old is None or old.partitions.get(pid) is not p:
+                out.add((t.id, pid))
+    return out
 
 
 class Counted:
@@ -117,7 +146,7 @@ class Counted:
         def counted(*args: Any) -> Any:
             left = fast(*args)
             if left is not None:
-                self.done += len(args[7]) - len(left)
+                self.done += len(args[9]) - len(left)
             return left
         return counted
 
@@ -129,17 +158,26 @@ def replay(state: ReplayState, records: list[Any], offset: int) -> None:
         pass  # (refused by both states alike: the image stays)
 
 
-def follow_both(batches: list[list[Any]]) -> Iterator[tuple[ReplayState, ReplayState]]:
-    """The same batches replayed by a state whose index follows in C and one in Python."""
+def follow_both(batches: list[list[Any]],
+                touched: list[tuple[Any, Any, Any]] | None = None) -> Iterator[tuple[ReplayState, ReplayState]]:
+    """The same batches replayed by a state whose index follows in C and one in Python. With
+    `touched`, each batch adds (what changed by the images, the C index's touched partitions,
+    the Python index's)."""
     c_state, py_state = ReplayState(default_catalog()), ReplayState(default_catalog())
     for s in (c_state, py_state):
         assert s.replicas.ensure(s.image.topics)
+        assert s.replicas.take_touched() is None  # (built: what came before is not known)
     offset = 0
     for records in [[r for t in range(len(SIZES)) for r in creation(t)], *batches]:
+        before = c_state.image
         replay(c_state, records, offset)
         with fastpath.pure_python():
             replay(py_state, records, offset)
         offset += len(records)
+        if touched is not None:
+            taken = [s.replicas.take_touched() for s in (c_state, py_state)]
+            expected = changed_partitions(before, c_state.image, records) if c_state.image is not before else set()
+            touched.append((expected, *[None if t is None else as_keys(t) for t in taken]))
         yield c_state, py_state
 
 
@@ -147,14 +185,18 @@ def follow_both(batches: list[list[Any]]) -> Iterator[tuple[ReplayState, ReplayS
 @given(st.lists(batch, min_size=1, max_size=8))
 def test_the_c_follow_leaves_the_index_as_the_python_follow(batches: list[list[Any]]) -> None:
     counted = Counted()
+    touched: list[tuple[Any, Any, Any]] = []
     with patch.object(ri_module, "try_ri_follow", counted):
-        for c_state, py_state in follow_both(batches):
+        for c_state, py_state in follow_both(batches, touched):
             assert c_state.image == py_state.image
             assert c_state.replicas.describes(c_state.image.topics)
             assert contents(c_state.replicas) == contents(py_state.replicas)
             fresh = ReplicaIndex()
             assert fresh.ensure(c_state.image.topics)
             assert contents(c_state.replicas) == contents(fresh)
+            assert {b: as_keys(m) for b, m in c_state.replicas.lacking.items()} == lacking_scan(c_state.image)
+            expected, in_c, in_python = touched[-1]
+            assert in_c == in_python == expected
             ctx = ControllerContext(node_id=1, supported={}, image=c_state.image, replicas=c_state.replicas)
             assert index_answers(ctx) == scan_answers(c_state.image)  # (and the topics are the image's own)
 
@@ -206,7 +248,7 @@ class CountedBuild:
         def counted(*args: Any) -> Any:
             at = fast(*args)
             if at is not None:
-                self.done += at - args[6]
+                self.done += at - args[7]
             return at
         return counted
 

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller import ControllerResult, ReplayState
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import Simulation, leader_election
 from kraftsim.sim.engine.isr import IsrExpansion
@@ -214,6 +215,8 @@ class _Engine:
     def controller_image(self) -> Any:
         return self.state.image
 
+    def controller_index(self) -> ReplicaIndex:
+        return self.state.replicas
 
     def reachable(self, a: int, b: int) -> bool:
         return True

@@ -27,6 +27,7 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.controller import (
     ActivationError, ControllerConfig, ControllerContext, ControllerResult, QuorumController, ReplayState,
 )
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EmitResult, MetadataImage, RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id
@@ -630,6 +631,10 @@ class Engine:
     def controller_image(self) -> MetadataImage | None:
         """The active controller's image (what it has written, committed or not)."""
         return self.controller.image if self.controller is not None else None
+
+    def controller_index(self) -> ReplicaIndex | None:
+        """The active controller's partitions by replica role (kept as it replays what it writes)."""
+        return self.controller.state.replicas if self.controller is not None else None
 
     def reachable(self, a: int, b: int) -> bool:
         return self.net.reachable(a, b)

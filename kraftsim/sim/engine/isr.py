@@ -14,16 +14,18 @@ partition recovered from the start (Kafka's Partition.makeLeader) but asks nothi
 controller learns it with the first follower added back (live 3.9.2 writes no record of its own
 for it).
 
-Which partitions to look at comes from the records the active controller writes: the
-partitions whose ISR lacks a replica, by the replica they lack. A record that makes a broker
-eligible, or leaves a partition lacking an eligible replica, wakes the partition's leader for
-it once that leader has applied the record. Every decision is the leader's, on its own image;
-the controller's rule (`alter_partition`) judges the request as Kafka's does.
+Which partitions to look at comes from what the active controller writes. Its replica index
+(kraftsim.controller.replica_index) keeps the partitions whose ISR lacks a replica, by the
+replica they lack, and the partitions each write changed; the write's records are read only
+for the brokers they name. A record that makes a broker eligible, or leaves a partition
+lacking an eligible replica, wakes the partition's leader for it once that leader has applied
+the record. Every decision is the leader's, on its own image; the controller's rule
+(`alter_partition`) judges the request as Kafka's does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -34,10 +36,13 @@ from kraftsim.controller import (
     BrokerState,
     alter_partition,
 )
+from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.image import NO_LEADER, RECOVERED
+from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.engine.events import Message, Network, Scheduler
 from kraftsim.sim.engine.member import LEADER, Member
+from kraftsim.sim.node.replay_reads import record_type_names
 
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
@@ -49,7 +54,6 @@ if TYPE_CHECKING:
 Key = tuple[Uuid, int]
 _PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
 _BROKER_RECORDS = frozenset({"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnfenceBrokerRecord"})
-_NOBODY: frozenset[int] = frozenset()
 
 
 class IsrContext(Protocol):
@@ -65,6 +69,7 @@ class IsrContext(Protocol):
     def member(self, node_id: int) -> Member: ...
     def leader_member(self) -> Member | None: ...
     def controller_image(self) -> MetadataImage | None: ...
+    def controller_index(self) -> ReplicaIndex | None: ...
     def reachable(self, a: int, b: int) -> bool: ...
     def execute(self, rule: Any) -> ControllerResult | None: ...
 
@@ -87,9 +92,14 @@ def _eligible(image: MetadataImage, broker_id: int) -> bool:
     return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
 
-def _lacking(p: PartitionRegistration) -> frozenset[int]:
-    isr = p.isr
-    return frozenset(p.replicas).difference(isr) if len(isr) < len(p.replicas) else _NOBODY
+def _named(records: Sequence[Payload]) -> dict[Uuid, int]:
+    """The partitions the partition records of `records` name (topic id -> mask of partition ids)."""
+    named: dict[Uuid, int] = {}
+    for payload in records:
+        if payload.record_type.name in _PARTITION_RECORDS:
+            msg = payload.message
+            named[msg.topic_id] = named.get(msg.topic_id, 0) | 1 << msg.partition_id
+    return named
 
 
 class IsrExpansion:
@@ -101,9 +111,6 @@ class IsrExpansion:
         self.net = engine.net
         self.sched = engine.sched
         self.config = engine.config
-        #: partition -> the replicas its ISR lacks (as last written); broker -> those partitions
-        self._lacks: dict[Key, frozenset[int]] = {}
-        self._missing: dict[int, set[Key]] = {}
         self._leaders: dict[int, _Leader] = {}
 
     def handlers(self) -> dict[str, Any]:
@@ -113,24 +120,25 @@ class IsrExpansion:
 
     def reset(self, image: MetadataImage) -> None:
         """Start again from a newly active controller's image (what an earlier one wrote may be gone)."""
-        self._lacks, self._missing = {}, {}
-        for t in image.topics.sorted_topics():
-            for pid, p in t.sorted_partitions():
-                self._track((t.id, pid), _lacking(p))
+        index = self._index(image)
+        index.take_touched()  # (what it replayed before: every partition is looked at here)
         offset = self._end_offset()
-        for key, lacks in self._lacks.items():
-            p = image.topics.get_topic(key[0]).partitions[key[1]]  # type: ignore[union-attr]
-            if any(_eligible(image, r) for r in lacks):
-                self._wake(p.leader, key, offset)
+        for r in list(index.lacking):
+            if _eligible(image, r):
+                for topic, pid, p in index.iter_lacking(r):
+                    self._wake(p.leader, (topic.id, pid), offset)
 
     def written(self, result: ControllerResult) -> None:
         """The records the active controller just wrote (its image holds them)."""
         image = self.engine.controller_image()
         if image is None:
             return
-        offset = -1
-        topics = image.topics
-        tracked = self._lacks
+        index = self._index(image)
+        records = result.records
+        names = record_type_names(records)
+        touched = index.take_touched()
+        if touched is None or "ClearElrRecord" in names:  # (the partitions the records name, and no others)
+            touched = _named(records) if not _PARTITION_RECORDS.isdisjoint(names) else {}
         standing: dict[int, bool] = {}  # (each broker's eligibility in this image, looked up once)
 
         def eligible(r: int) -> bool:
@@ -139,80 +147,40 @@ class IsrExpansion:
                 known = standing[r] = _eligible(image, r)
             return known
 
-        last_topic: Uuid | None = None  # (records come grouped by topic: its partitions looked up once)
-        partitions: Mapping[int, PartitionRegistration] = {}
-        made_eligible: list[int] = []  # (looked at after the write's partitions: what they lack after it)
-        for payload in result.records:
-            name = payload.record_type.name
-            if name in _PARTITION_RECORDS:
-                msg = payload.message
-                if name == "PartitionRecord":
-                    if len(msg.isr) == len(msg.replicas):
-                        continue  # a new partition with every replica in its ISR: nothing to add
-                elif msg.isr is None and msg.replicas is None and msg.leader_recovery_state == -1:
-                    if (msg.topic_id, msg.partition_id) not in tracked:
-                        continue  # only its leader moved, and its ISR lacks nobody
-                tid = msg.topic_id
-                if tid != last_topic:
-                    topic = topics.get_topic(tid)
-                    partitions = topic.partitions if topic is not None else {}
-                    last_topic = tid
-                key = (tid, msg.partition_id)
-                p = partitions.get(key[1])
-                if p is None:
+        offset = -1
+        lacking = index.lacking
+        if touched:  # the written partitions that lack an eligible replica
+            woken: dict[Uuid, int] = {}
+            for r, lacks in lacking.items():
+                if not eligible(r):
                     continue
-                lacks = _lacking(p)
-                if not lacks and key not in tracked:
-                    continue  # its ISR lacks nobody, as before
-                self._track(key, lacks)
-                for r in lacks:
-                    if eligible(r):
+                small, large = (lacks, touched) if len(lacks) < len(touched) else (touched, lacks)
+                for tid, mask in small.items():
+                    hit = mask & large.get(tid, 0)
+                    if hit:
+                        woken[tid] = woken.get(tid, 0) | hit
+            if woken:
+                offset = self._end_offset()
+                for topic, pid, p in index.iter_masks(woken):
+                    self._wake(p.leader, (topic.id, pid), offset)
+        if not _BROKER_RECORDS.isdisjoint(names):  # every partition that lacks a broker made eligible
+            for payload in records:
+                name = payload.record_type.name
+                if name in _BROKER_RECORDS:
+                    msg = payload.message
+                    broker = msg.id if name == "UnfenceBrokerRecord" else msg.broker_id
+                    if broker in lacking and eligible(broker):
                         offset = offset if offset >= 0 else self._end_offset()
-                        self._wake(p.leader, key, offset)
-                        break
-            elif name in _BROKER_RECORDS:
-                msg = payload.message
-                made_eligible.append(msg.id if name == "UnfenceBrokerRecord" else msg.broker_id)
-        for broker in made_eligible:
-            if eligible(broker) and self._missing.get(broker):
-                offset = offset if offset >= 0 else self._end_offset()
-                parts_of: dict[Uuid, Mapping[int, PartitionRegistration] | None] = {}  # (topic id -> its partitions)
-                # (in any order: a leader sorts what it was woken for when it looks)
-                for key in list(self._missing[broker]):
-                    tid = key[0]
-                    if tid in parts_of:
-                        parts = parts_of[tid]
-                    else:
-                        topic = topics.get_topic(tid)
-                        parts = parts_of[tid] = topic.partitions if topic is not None else None
-                    p = parts.get(key[1]) if parts is not None else None
-                    if p is not None:
-                        self._wake(p.leader, key, offset)
-                    else:  # (its topic was deleted)
-                        self._track(key, _NOBODY)
+                        for topic, pid, p in index.iter_lacking(broker):
+                            self._wake(p.leader, (topic.id, pid), offset)
 
-    def _track(self, key: Key, lacks: frozenset[int]) -> None:
-        """Keep that partition `key` lacks `lacks` (nobody: it is whole, or gone)."""
-        before = self._lacks.get(key, _NOBODY)
-        if lacks == before:
-            return
-        missing = self._missing
-        for r in before:  # (a replica or two: looked at one by one, without new sets)
-            if r not in lacks:
-                keys = missing[r]
-                keys.discard(key)
-                if not keys:
-                    del missing[r]
-        for r in lacks:
-            if r not in before:
-                lacking = missing.get(r)
-                if lacking is None:
-                    lacking = missing[r] = set()
-                lacking.add(key)
-        if lacks:
-            self._lacks[key] = lacks
-        else:
-            del self._lacks[key]
+    def _index(self, image: MetadataImage) -> ReplicaIndex:
+        """The active controller's replica index, describing `image` (the controller's own)."""
+        index = self.engine.controller_index()
+        if index is None or not index.ensure(image.topics):  # (not expected: one of its own, built afresh)
+            index = ReplicaIndex()
+            index.ensure(image.topics)
+        return index
 
     def _wake(self, leader: int, key: Key, offset: int) -> None:
         if leader == NO_LEADER:
