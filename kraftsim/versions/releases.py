@@ -9,6 +9,7 @@ and their message templates are data (policies.toml).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from kraftsim.versions.metadata_version import MetadataVersion, release_line, release_name_key
 
@@ -77,7 +78,12 @@ class Release:
 
     def policy(self, name: str) -> str:
         """The value this release follows for policy `name`."""
-        return dict(self.policies)[name]
+        return self._policy_values[name]
+
+    @cached_property
+    def _policy_values(self) -> dict[str, str]:
+        """`policies` as a dict, made once (a partition change asks several per partition)."""
+        return dict(self.policies)
 
     def __str__(self) -> str:
         return self.name
