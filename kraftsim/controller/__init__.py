@@ -109,6 +109,9 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         ReassignablePartition as ReassignablePartition, ReassignableTopic as ReassignableTopic,
         alter_partition_reassignments as alter_partition_reassignments,
     )
+    from kraftsim.controller.replica_index import (
+        Changes as Changes, Masks as Masks, ReplicaIndex as ReplicaIndex,
+    )
     from kraftsim.controller.replica_placement import UsableBroker as UsableBroker, place_replicas as place_replicas
     from kraftsim.controller.replication import (
         AlterPartitionData as AlterPartitionData, AlterPartitionRequest as AlterPartitionRequest,
@@ -168,6 +171,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "AlterPartitionReassignmentsRequest AlterPartitionReassignmentsResponse ReassignablePartition ReassignableTopic "
         "alter_partition_reassignments"
     ),
+    "replica_index": "Changes Masks ReplicaIndex",
     "replica_placement": "UsableBroker place_replicas",
     "replication": "AlterPartitionData AlterPartitionRequest AlterPartitionTopic BrokerState alter_partition",
     "result": "ControllerResult",
@@ -208,6 +212,6 @@ __all__ = [
     "unregister_controller", "BrokerCheck", "HeldBrokerConfigs", "broker_change_check", "topic_config_definitions",
     "DESCRIBE_ORDERS", "MULTI_NAME_SYNONYMS", "DescribedConfig", "created_topic_configs", "describe_topic_configs",
     "described_order", "describe_broker_configs", "STATIC_BROKER_CONFIG", "describe_node_broker_configs",
-    "broker_config_docs",
+    "broker_config_docs", "Changes", "Masks", "ReplicaIndex",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

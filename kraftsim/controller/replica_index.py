@@ -3,7 +3,8 @@
 Why: every broker event (fencing, controlled shutdown, unfencing, unregistration) asks
 which partitions hold the broker in their ISR or ELR, which have no leader, or whether the
 broker leads anything; the simulated leaders adding followers back to their ISRs ask which
-partitions lack a replica in their ISR, and which the last writes changed. Scanning every partition for that makes one event cost the size of
+partitions lack a replica in their ISR, the leader balancing which are not led by their first
+replica, and both which the last writes changed. Scanning every partition for that makes one event cost the size of
 the cluster; Kafka's controller keeps the same answers in its BrokersToIsrs index. Here
 `ReplicaIndex` holds them per topic as bit masks of partition ids, updated from the
 partitions each replayed batch changed, so a query costs what it returns.
@@ -17,7 +18,7 @@ other image scans instead.
 from __future__ import annotations
 
 from operator import attrgetter
-from typing import AbstractSet, Any, Callable, Collection, Iterable, Iterator, Mapping, Protocol
+from typing import AbstractSet, Any, Callable, Collection, Iterable, Iterator, Mapping, NamedTuple, Protocol
 
 from kraftsim.image import NO_LEADER, PartitionRegistration, TopicImage, TopicsImage
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK, ChunkMap
@@ -29,6 +30,13 @@ from kraftsim.protocol.primitives import Uuid
 PartitionAt = tuple[TopicImage, int, PartitionRegistration]
 #: topic id -> bit mask of the partition ids that hold a role.
 Masks = dict[Uuid, int]
+#: The partitions the deltas an index followed changed (`touched`), and the topics among them
+#: that gained partitions or whose partitions' replicas changed (`reshaped`).
+class Changes(NamedTuple):
+    touched: Masks
+    reshaped: set[Uuid]
+
+
 #: A topic, its partitions' value chunks when its ids are 0..n-1 (else None), and a mask of its partition ids.
 TopicMask = tuple[TopicImage, "tuple[tuple[PartitionRegistration, ...], ...] | None", int]
 
@@ -92,6 +100,20 @@ def _move(by_broker: dict[int, Masks], old: Collection[int], new: Collection[int
             _set(by_broker, r, tid, bit)
 
 
+def _topic_mask(masks: Masks, tid: Uuid, lost: int, gained: int) -> None:
+    """masks[tid] loses `lost` and gains `gained` (an entry that becomes 0 is removed)."""
+    left = (masks.get(tid, 0) & ~lost) | gained
+    if left:
+        masks[tid] = left
+    else:
+        del masks[tid]
+
+
+def _imbalanced(p: PartitionRegistration) -> bool:
+    """Whether `p` is led by another than its first replica (or by none)."""
+    return bool(p.replicas) and p.leader != p.replicas[0]
+
+
 def _lacking(p: PartitionRegistration) -> frozenset[int]:
     """The replicas of `p` that its ISR lacks."""
     return frozenset(p.replicas).difference(p.isr)
@@ -121,15 +143,15 @@ def sorted_topics(topics: Iterable[TopicImage]) -> list[TopicImage]:
 class ReplicaIndex:
     """broker -> partitions whose ISR holds it, broker -> partitions whose ELR holds it,
     the leaderless partitions, broker -> how many partitions it leads, broker -> partitions
-    whose ISR lacks it (a replica not in the ISR), and the partitions the deltas followed since
-    the last `take_touched` changed.
+    whose ISR lacks it (a replica not in the ISR), the partitions not led by their first
+    replica, and what the deltas followed since the last `take_changes` changed.
 
     Built on first use from a topics image (`ensure`), then advanced with each delta
     (`follow`); when it cannot follow (another base), it forgets and is rebuilt on demand.
     """
 
-    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "lacking", "_touched", "_touched_known", "_rank",
-                 "_topic", "_dense")
+    __slots__ = ("topics", "isr", "elr", "leaderless", "leads", "lacking", "imbalanced", "_touched", "_reshaped",
+                 "_changes_known", "_rank", "_topic", "_dense")
 
     def __init__(self) -> None:
         self.topics: TopicsImage | None = None  # the image the index describes; None: not built
@@ -138,10 +160,12 @@ class ReplicaIndex:
         self.leaderless: Masks = {}
         self.leads: dict[int, int] = {}
         self.lacking: dict[int, Masks] = {}
-        #: the partitions changed since the last take_touched; known only while the index
+        self.imbalanced: Masks = {}
+        #: what changed since the last take_changes (Changes); known only while the index
         #: followed every delta since (not when it was built in between)
         self._touched: Masks = {}
-        self._touched_known = False
+        self._reshaped: set[Uuid] = set()
+        self._changes_known = False
         #: topic id -> its place in sorted_topics order; None until asked (topics come or go: None again)
         self._rank: dict[Uuid, int] | None = None
         #: topic id -> the topic in `topics` (a dict look-up where the image's map hashes the id)
@@ -155,8 +179,8 @@ class ReplicaIndex:
     def forget(self) -> None:
         """Drop everything (rebuilt by the next `ensure`)."""
         self.topics = None
-        self.isr, self.elr, self.leaderless, self.leads, self.lacking = {}, {}, {}, {}, {}
-        self._touched, self._touched_known = {}, False
+        self.isr, self.elr, self.leaderless, self.leads, self.lacking, self.imbalanced = {}, {}, {}, {}, {}, {}
+        self._touched, self._reshaped, self._changes_known = {}, set(), False
         self._rank = None
         self._topic = {}
         self._dense = {}
@@ -173,13 +197,17 @@ class ReplicaIndex:
     def describes(self, topics: TopicsImage) -> bool:
         return self.topics is topics
 
-    def take_touched(self) -> Masks | None:
-        """The partitions (topic id -> mask of partition ids) changed by the deltas the index
-        followed since the last call, then none; None when that is not known (the index was
-        built or forgotten since)."""
-        touched, known = self._touched, self._touched_known
-        self._touched, self._touched_known = {}, self.topics is not None
-        return touched if known else None
+    def take_changes(self) -> Changes | None:
+        """What the deltas the index followed since the last call changed, then nothing; None
+        when that is not known (the index was built or forgotten since)."""
+        changes = Changes(self._touched, self._reshaped) if self._changes_known else None
+        self._touched, self._reshaped, self._changes_known = {}, set(), self.topics is not None
+        return changes
+
+    def _state(self) -> tuple[Any, ...]:
+        """What the C loops change (_speedups.c RI_ISR...)."""
+        return (self.isr, self.elr, self.leaderless, self.leads, self.lacking, self.imbalanced, self._touched,
+                self._reshaped)
 
     def follow(self, delta: TopicsChanges, new: TopicsImage) -> None:
         """Advance from `delta.image` to `new`, the image `delta.apply()` gave."""
@@ -199,9 +227,7 @@ class ReplicaIndex:
             # The C loop follows the usual topics (changed, not new; see _speedups.c) as
             # _follow_topic does and leaves the others' ids to the loop below.
             fast = try_ri_follow()
-            left = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads,
-                                                    self.lacking, self._touched, known, new_by_id, changed,
-                                                    delta.deleted)
+            left = None if fast is None else fast(_C_FIXED, self._state(), known, new_by_id, changed, delta.deleted)
             rest: Iterable[Uuid] = changed if left is None else left
             if delta.deleted or any(changed[tid].fresh for tid in rest):  # (C leaves every fresh topic here)
                 self._rank = None  # topics came or went (a topic's name is set when it is made)
@@ -218,6 +244,7 @@ class ReplicaIndex:
                         self._touched[tid] = touched
                     else:
                         self._touched.pop(tid, None)
+                    self._reshaped.add(tid)
                     continue
                 assert before is not None
                 self._follow_topic(tid, before.partitions, td.changes)
@@ -233,16 +260,25 @@ class ReplicaIndex:
         isr_lost: dict[int, int] = {}
         isr_gained: dict[int, int] = {}
         leaders: dict[int, int] = {}  # broker -> partitions led, gained less lost
-        leaderless_lost = leaderless_gained = touched = 0
+        leaderless_lost = leaderless_gained = imbalanced_lost = imbalanced_gained = touched = 0
         for pid, p in changes.items():
             o = chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK] if chunks is not None and pid < n else parts.get(pid)
             bit = 1 << pid
             touched |= bit
             if o is None:
                 self._add(tid, bit, p)
+                self._reshaped.add(tid)
                 continue
             if o.replicas is not p.replicas or o.isr is not p.isr:
                 _move(self.lacking, _lacking(o), _lacking(p), tid, bit)
+            if o.replicas is not p.replicas or o.leader != p.leader:
+                was, now = _imbalanced(o), _imbalanced(p)
+                if was and not now:
+                    imbalanced_lost |= bit
+                elif now and not was:
+                    imbalanced_gained |= bit
+                if o.replicas is not p.replicas:
+                    self._reshaped.add(tid)
             old_isr, new_isr = o.isr, p.isr
             if old_isr != new_isr:
                 for r in old_isr:
@@ -268,11 +304,9 @@ class ReplicaIndex:
         for r, bits in isr_gained.items():
             _set(self.isr, r, tid, bits)
         if leaderless_lost or leaderless_gained:
-            left = (self.leaderless.get(tid, 0) & ~leaderless_lost) | leaderless_gained
-            if left:
-                self.leaderless[tid] = left
-            else:
-                del self.leaderless[tid]
+            _topic_mask(self.leaderless, tid, leaderless_lost, leaderless_gained)
+        if imbalanced_lost or imbalanced_gained:
+            _topic_mask(self.imbalanced, tid, imbalanced_lost, imbalanced_gained)
         leads = self.leads
         for r, d in leaders.items():
             if d:
@@ -291,8 +325,7 @@ class ReplicaIndex:
         fast = try_ri_add_topics()
         at = 0
         while at < len(items):
-            done = None if fast is None else fast(_C_FIXED, self.isr, self.elr, self.leaderless, self.leads,
-                                                  self.lacking, items, at)
+            done = None if fast is None else fast(_C_FIXED, self._state(), items, at)
             if done is None:
                 fast = None
             elif done == len(items):
@@ -308,7 +341,7 @@ class ReplicaIndex:
         isr: dict[int, int] = {}
         elr: dict[int, int] = {}
         lacking: dict[int, int] = {}
-        leaderless = 0
+        leaderless = imbalanced = 0
         leads = self.leads
         for pid, p in partitions.items():
             bit = 1 << pid
@@ -324,6 +357,8 @@ class ReplicaIndex:
                 leaderless |= bit
             else:
                 leads[p.leader] = leads.get(p.leader, 0) + 1
+            if _imbalanced(p):
+                imbalanced |= bit
         for r, bits in isr.items():
             _set(self.isr, r, tid, bits)
         for r, bits in elr.items():
@@ -331,7 +366,9 @@ class ReplicaIndex:
         for r, bits in lacking.items():
             _set(self.lacking, r, tid, bits)
         if leaderless:
-            self.leaderless[tid] = self.leaderless.get(tid, 0) | leaderless
+            _topic_mask(self.leaderless, tid, 0, leaderless)
+        if imbalanced:
+            _topic_mask(self.imbalanced, tid, 0, imbalanced)
 
     def _drop_topic(self, tid: Uuid, partitions: Mapping[int, PartitionRegistration]) -> None:
         for pid, p in partitions.items():
@@ -344,6 +381,8 @@ class ReplicaIndex:
             _set(self.elr, r, tid, bit)
         for r in _lacking(p):
             _set(self.lacking, r, tid, bit)
+        if _imbalanced(p):
+            _topic_mask(self.imbalanced, tid, 0, bit)
         self._add_leader(tid, bit, p.leader)
 
     def _remove(self, tid: Uuid, bit: int, p: PartitionRegistration) -> None:
@@ -353,6 +392,8 @@ class ReplicaIndex:
             _clear(self.elr, r, tid, bit)
         for r in _lacking(p):
             _clear(self.lacking, r, tid, bit)
+        if _imbalanced(p):
+            _topic_mask(self.imbalanced, tid, bit, 0)
         self._remove_leader(tid, bit, p.leader)
 
     def _add_leader(self, tid: Uuid, bit: int, leader: int) -> None:

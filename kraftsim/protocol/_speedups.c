@@ -4847,12 +4847,16 @@ static PyObject *py_map_getitem(PyObject *self, PyObject *const *args, Py_ssize_
  * afresh nor deleted, whose partitions before are dense value chunks of at most 64 ids, and whose
  * changed partitions are registrations already there (no new ids), it does what _follow_topic
  * does: every broker's ISR, ELR and lacking mask of the topic changes once (old & ~lost | gained),
- * the leaderless mask once, each leader's count once, the topic's touched mask gains the changed
- * ids, and the topic's entry in `known` becomes the new image's topic. A topic it cannot do so (anything else, or an unexpected object) is left
+ * the leaderless and imbalanced masks once, each leader's count once, the topic's touched mask
+ * gains the changed ids (and the topic joins the reshaped set when a partition's replicas are
+ * another tuple), and the topic's entry in `known` becomes the new image's topic. A topic it cannot do so (anything else, or an unexpected object) is left
  * untouched and its id returned, for the Python loop. Every check is made before the topic's
  * first change, so a topic is done wholly here or wholly in Python. */
 #define RI_BROKERS_MAX 64
 #define RI_REPLICAS_MAX 32
+/* The index's state, as ri_follow and ri_add_topics take it (replica_index.ReplicaIndex._state):
+ * dicts but the last, a set. */
+enum { RI_ISR, RI_ELR, RI_LEADERLESS, RI_LEADS, RI_LACKING, RI_IMBALANCED, RI_TOUCHED, RI_RESHAPED, RI_STATE };
 typedef struct {
     long id;
     uint64_t isr_lost, isr_gained, elr_lost, elr_gained, lack_lost, lack_gained;
@@ -4997,8 +5001,22 @@ done:
 typedef struct {
     RiBroker brokers[RI_BROKERS_MAX];
     int n;
-    uint64_t leaderless_lost, leaderless_gained, touched;
+    uint64_t leaderless_lost, leaderless_gained, imbalanced_lost, imbalanced_gained, touched;
+    int reshaped;
 } RiTopic;
+
+/* Whether a registration (its replicas `reps` and `leader`) is led by another than its first
+ * replica: 1, 0, or -1 for an unexpected object. */
+static int ri_imbalanced(PyObject *reps, long leader) {
+    long first;
+    if (!PyTuple_CheckExact(reps))
+        return -1;
+    if (PyTuple_GET_SIZE(reps) == 0)
+        return 0;
+    if (!ri_long(PyTuple_GET_ITEM(reps, 0), &first))
+        return -1;
+    return leader != first;
+}
 
 /* The ids of `replicas` that `isr` lacks (both ri_ids arrays) into out[]; how many. */
 static Py_ssize_t ri_lacking(const long *replicas, Py_ssize_t nr, const long *isr, Py_ssize_t ni, long *out) {
@@ -5035,7 +5053,8 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
     PyObject *k, *p;
     long old_ids[RI_REPLICAS_MAX], new_ids[RI_REPLICAS_MAX], reps[RI_REPLICAS_MAX], isr[RI_REPLICAS_MAX];
     t->n = 0;
-    t->leaderless_lost = t->leaderless_gained = t->touched = 0;
+    t->leaderless_lost = t->leaderless_gained = t->imbalanced_lost = t->imbalanced_gained = t->touched = 0;
+    t->reshaped = 0;
     while (PyDict_Next(changes, &pos, &k, &p)) {
         long pid;
         if (!ri_long(k, &pid) || pid < 0 || pid >= 64)
@@ -5086,6 +5105,16 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
         long old_leader, new_leader;
         if (!ri_long(RI_FIELD(o, PR_LEADER), &old_leader) || !ri_long(RI_FIELD(p, PR_LEADER), &new_leader))
             return 0;
+        if (RI_FIELD(o, PR_REPLICAS) != RI_FIELD(p, PR_REPLICAS) || old_leader != new_leader) {
+            int was = ri_imbalanced(RI_FIELD(o, PR_REPLICAS), old_leader), is = ri_imbalanced(RI_FIELD(p, PR_REPLICAS), new_leader);
+            if (was < 0 || is < 0)
+                return 0;
+            if (was && !is)
+                t->imbalanced_lost |= bit;
+            else if (is && !was)
+                t->imbalanced_gained |= bit;
+            t->reshaped |= RI_FIELD(o, PR_REPLICAS) != RI_FIELD(p, PR_REPLICAS);
+        }
 #undef RI_FIELD
         if (old_leader == new_leader)
             continue;
@@ -5148,24 +5177,41 @@ static int ri_topic_mask(PyObject *masks, PyObject *tid, uint64_t lost, uint64_t
     return bad ? -1 : 0;
 }
 
-/* The gathered topic `tid` written into the index's dicts (state: isr, elr, leaderless, leads,
- * lacking, touched); -1 with an error. */
+/* The gathered topic `tid` written into the index's state (RI_ISR...); -1 with an error. */
 static int ri_apply(const RiTopic *t, PyObject *tid, PyObject **state) {
     for (int i = 0; i < t->n; i++) {
         const RiBroker *r = &t->brokers[i];
-        if ((r->isr_lost || r->isr_gained) && ri_move(state[0], r->id, tid, r->isr_lost, r->isr_gained) < 0)
+        if ((r->isr_lost || r->isr_gained) && ri_move(state[RI_ISR], r->id, tid, r->isr_lost, r->isr_gained) < 0)
             return -1;
-        if ((r->elr_lost || r->elr_gained) && ri_move(state[1], r->id, tid, r->elr_lost, r->elr_gained) < 0)
+        if ((r->elr_lost || r->elr_gained) && ri_move(state[RI_ELR], r->id, tid, r->elr_lost, r->elr_gained) < 0)
             return -1;
-        if ((r->lack_lost || r->lack_gained) && ri_move(state[4], r->id, tid, r->lack_lost, r->lack_gained) < 0)
+        if ((r->lack_lost || r->lack_gained) &&
+            ri_move(state[RI_LACKING], r->id, tid, r->lack_lost, r->lack_gained) < 0)
             return -1;
-        if (r->leads && ri_count_leads(state[3], r->id, r->leads) < 0)
+        if (r->leads && ri_count_leads(state[RI_LEADS], r->id, r->leads) < 0)
             return -1;
     }
     if ((t->leaderless_lost || t->leaderless_gained) &&
-        ri_topic_mask(state[2], tid, t->leaderless_lost, t->leaderless_gained) < 0)
+        ri_topic_mask(state[RI_LEADERLESS], tid, t->leaderless_lost, t->leaderless_gained) < 0)
         return -1;
-    return t->touched ? ri_topic_mask(state[5], tid, 0, t->touched) : 0;
+    if ((t->imbalanced_lost || t->imbalanced_gained) &&
+        ri_topic_mask(state[RI_IMBALANCED], tid, t->imbalanced_lost, t->imbalanced_gained) < 0)
+        return -1;
+    if (t->reshaped && PySet_Add(state[RI_RESHAPED], tid) < 0)
+        return -1;
+    return t->touched ? ri_topic_mask(state[RI_TOUCHED], tid, 0, t->touched) : 0;
+}
+
+/* The index's state tuple (RI_STATE items: dicts, then a set) into state[]; 0 when it is not one. */
+static int ri_state(PyObject *tuple, PyObject **state) {
+    if (!PyTuple_CheckExact(tuple) || PyTuple_GET_SIZE(tuple) != RI_STATE)
+        return 0;
+    for (int i = 0; i < RI_STATE; i++) {
+        state[i] = PyTuple_GET_ITEM(tuple, i);
+        if (i == RI_RESHAPED ? !PySet_CheckExact(state[i]) : !PyDict_CheckExact(state[i]))
+            return 0;
+    }
+    return 1;
 }
 
 /* One topic of the delta: 1 done, 0 left to Python, -1 error. */
@@ -5217,27 +5263,23 @@ done:
     return rc;
 }
 
-/* ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, new_by_id, changed, deleted)
- *     -> list | None
+/* ri_follow(fixed, state, known, new_by_id, changed, deleted) -> list | None
  *
- * fixed: (the ChunkMap class, NO_LEADER, CHUNK_BITS). isr, elr, leaderless, leads, lacking,
- * touched, known: the index's dicts (changed in place); new_by_id: the new image's topics by id; changed, deleted:
+ * fixed: (the ChunkMap class, NO_LEADER, CHUNK_BITS). state: the index's (isr, elr, leaderless,
+ * leads, lacking, imbalanced, touched, reshaped), and known, changed in place; new_by_id: the new image's topics by id; changed, deleted:
  * the topics delta's. Returns the ids of the changed topics left to the Python loop (in
  * `changed` order), or None when it can do none (fast path off, registrations not configured). */
 static PyObject *py_ri_follow(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 11) {
-        PyErr_SetString(PyExc_TypeError, "ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, "
-                                         "new_by_id, changed, deleted)");
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError, "ri_follow(fixed, state, known, new_by_id, changed, deleted)");
         return NULL;
     }
-    PyObject *fixed = args[0], *known = args[7], *new_by_id = args[8], *changed = args[9], *deleted = args[10];
-    PyObject *state[6] = {args[1], args[2], args[3], args[4], args[5], args[6]};
+    PyObject *fixed = args[0], *known = args[2], *new_by_id = args[3], *changed = args[4], *deleted = args[5];
+    PyObject *state[RI_STATE];
     if (!g_enabled || !pr_cls || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 3 ||
-        !PyDict_CheckExact(known) || !PyDict_CheckExact(changed) || !PyAnySet_CheckExact(deleted))
+        !PyDict_CheckExact(known) || !PyDict_CheckExact(changed) || !PyAnySet_CheckExact(deleted) ||
+        !ri_state(args[1], state))
         Py_RETURN_NONE;
-    for (int i = 0; i < 6; i++)
-        if (!PyDict_CheckExact(state[i]))
-            Py_RETURN_NONE;
     if (ri_strings() < 0)
         return NULL;
     PyObject *rest = PyList_New(0);
@@ -5396,20 +5438,21 @@ static PyObject *py_ri_records(PyObject *self, PyObject *const *args, Py_ssize_t
 
 /* ------------------------------------------------------------------------ replica index built in bulk
  *
- * ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at) -> int | None
+ * ri_add_topics(fixed, state, items, at) -> int | None
  *
  * controller/replica_index.py's ReplicaIndex.ensure for a whole topics image: from `items[at]`
  * on ((topic id, TopicImage) pairs), each topic whose partitions are dense value chunks of at
  * most 64 ids of the usual registration class is added as _add_topic adds it (each broker's ISR,
- * ELR and lacking mask of the topic set once, in the order the brokers first appear; the leaderless mask
+ * ELR and lacking mask of the topic set once, in the order the brokers first appear; the leaderless
+ * and imbalanced masks
  * once; each leader's count once). It returns the position of the first topic it leaves to the
  * Python loop (untouched: every check is made before a topic's first change), or len(items)
  * when it did them all; None when it can do none (fast path off, registrations not configured).
- * fixed, isr, elr, leaderless, leads, lacking: ri_follow's. */
+ * fixed, state: ri_follow's (touched and reshaped are not changed). */
 typedef struct {
     RiBroker isr[RI_BROKERS_MAX], elr[RI_BROKERS_MAX], lack[RI_BROKERS_MAX], lead[RI_BROKERS_MAX];
     int n_isr, n_elr, n_lack, n_lead;
-    uint64_t leaderless;
+    uint64_t leaderless, imbalanced;
 } RiBuild;
 
 /* `bit` set in the entries of `ids` (count of them) in table[0..*n), added in the order met (a build
@@ -5430,7 +5473,7 @@ static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, lon
     long ids[RI_REPLICAS_MAX], reps[RI_REPLICAS_MAX], lacking[RI_REPLICAS_MAX];
     int rc = -1;
     b->n_isr = b->n_elr = b->n_lack = b->n_lead = 0;
-    b->leaderless = 0;
+    b->leaderless = b->imbalanced = 0;
     if (!parts)
         goto done;
     rc = 0;
@@ -5460,6 +5503,8 @@ static int ri_build_gather(RiBuild *b, PyObject *topic, PyObject *chunk_map, lon
                 (n = ri_ids(RI_FIELD(PR_ELR), ids, 0)) < 0 || !ri_build_mark(b->elr, &b->n_elr, ids, n, bit) ||
                 !ri_long(RI_FIELD(PR_LEADER), &leader))
                 goto done;
+            if (nr && reps[0] != leader)
+                b->imbalanced |= bit;
 #undef RI_FIELD
             if (leader == no_leader) {
                 b->leaderless |= bit;
@@ -5481,28 +5526,30 @@ done:
 /* The gathered topic `tid` written into the index's dicts; -1 with an error. */
 static int ri_build_apply(const RiBuild *b, PyObject *tid, PyObject **state) {
     for (int i = 0; i < b->n_isr; i++)
-        if (ri_move(state[0], b->isr[i].id, tid, 0, b->isr[i].isr_gained) < 0)
+        if (ri_move(state[RI_ISR], b->isr[i].id, tid, 0, b->isr[i].isr_gained) < 0)
             return -1;
     for (int i = 0; i < b->n_elr; i++)
-        if (ri_move(state[1], b->elr[i].id, tid, 0, b->elr[i].isr_gained) < 0)
+        if (ri_move(state[RI_ELR], b->elr[i].id, tid, 0, b->elr[i].isr_gained) < 0)
             return -1;
     for (int i = 0; i < b->n_lack; i++)
-        if (ri_move(state[4], b->lack[i].id, tid, 0, b->lack[i].isr_gained) < 0)
+        if (ri_move(state[RI_LACKING], b->lack[i].id, tid, 0, b->lack[i].isr_gained) < 0)
             return -1;
     for (int i = 0; i < b->n_lead; i++)
-        if (ri_count_leads(state[3], b->lead[i].id, b->lead[i].leads) < 0)
+        if (ri_count_leads(state[RI_LEADS], b->lead[i].id, b->lead[i].leads) < 0)
             return -1;
-    return b->leaderless ? ri_topic_mask(state[2], tid, 0, b->leaderless) : 0;
+    if (b->leaderless && ri_topic_mask(state[RI_LEADERLESS], tid, 0, b->leaderless) < 0)
+        return -1;
+    return b->imbalanced ? ri_topic_mask(state[RI_IMBALANCED], tid, 0, b->imbalanced) : 0;
 }
 
 static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at)");
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "ri_add_topics(fixed, state, items, at)");
         return NULL;
     }
-    PyObject *fixed = args[0], *items = args[6];
-    PyObject *state[5] = {args[1], args[2], args[3], args[4], args[5]};
-    Py_ssize_t at = PyLong_AsSsize_t(args[7]);
+    PyObject *fixed = args[0], *items = args[2];
+    PyObject *state[RI_STATE];
+    Py_ssize_t at = PyLong_AsSsize_t(args[3]);
     if (at == -1 && PyErr_Occurred())
         return NULL;
     if (!PyList_CheckExact(items) || at < 0) {
@@ -5512,11 +5559,8 @@ static PyObject *py_ri_add_topics(PyObject *self, PyObject *const *args, Py_ssiz
     long no_leader, chunk_bits;
     if (!g_enabled || !pr_cls || !PyTuple_CheckExact(fixed) || PyTuple_GET_SIZE(fixed) != 3 ||
         !ri_long(PyTuple_GET_ITEM(fixed, 1), &no_leader) || !ri_long(PyTuple_GET_ITEM(fixed, 2), &chunk_bits) ||
-        chunk_bits < 0 || chunk_bits > 6)
+        chunk_bits < 0 || chunk_bits > 6 || !ri_state(args[1], state))
         Py_RETURN_NONE;
-    for (int i = 0; i < 5; i++)
-        if (!PyDict_CheckExact(state[i]))
-            Py_RETURN_NONE;
     if (ri_strings() < 0)
         return NULL;
     RiBuild *b = PyMem_Malloc(sizeof(RiBuild));
@@ -6207,8 +6251,7 @@ static PyMethodDef module_methods[] = {
      "leader_isr_records(out, fixed, topic_id, made, chunks, parts, mask, start) -> int | None: the common "
      "partitions of a topic in a broker event as records (see controller/replication.py)."},
     {"ri_follow", (PyCFunction)(void (*)(void))py_ri_follow, METH_FASTCALL,
-     "ri_follow(fixed, isr, elr, leaderless, leads, lacking, touched, known, new_by_id, changed, deleted) -> "
-     "list | None: the replica "
+     "ri_follow(fixed, state, known, new_by_id, changed, deleted) -> list | None: the replica "
      "index follows a delta's changed topics (see controller/replica_index.py); the ids left to Python."},
     {"ri_records", (PyCFunction)(void (*)(void))py_ri_records, METH_FASTCALL,
      "ri_records(out, fixed, order, masks, known, chunk_map, dense, enter, plain, at, start) -> tuple | None: "
@@ -6217,8 +6260,7 @@ static PyMethodDef module_methods[] = {
     {"uuid_hash", py_uuid_hash, METH_O,
      "uuid_hash(value) -> int: hash(int.from_bytes(value, 'big')), pmap.hash_uuid (direct for 16 bytes)."},
     {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
-     "ri_add_topics(fixed, isr, elr, leaderless, leads, lacking, items, at) -> int | None: the replica index "
-     "built from "
+     "ri_add_topics(fixed, state, items, at) -> int | None: the replica index built from "
      "(topic id, topic) pairs (see controller/replica_index.py); where it left the rest to Python."},
     {"partition_chunks_canon", (PyCFunction)(void (*)(void))py_partition_chunks_canon, METH_FASTCALL,
      "partition_chunks_canon(chunks, chunk_bits, cache) -> bytes | None: digest.py's canonical bytes of a dense "

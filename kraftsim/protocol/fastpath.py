@@ -510,13 +510,12 @@ def try_bulk_replay_run() -> BulkReplayRun | None:
 
 
 #: What controller/replica_index.py's follow calls once per delta (see try_ri_follow).
-RiFollow = Callable[[tuple[Any, ...], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any],
-                     dict[Any, Any], dict[Any, Any], Any, Any, Any], "list[Any] | None"]
+RiFollow = Callable[[tuple[Any, ...], tuple[Any, ...], dict[Any, Any], Any, Any, Any], "list[Any] | None"]
 
 
 def try_ri_follow() -> RiFollow | None:
-    """The C loop of ReplicaIndex.follow's changed topics (`ri_follow(fixed, isr, elr,
-    leaderless, leads, lacking, touched, known, new_by_id, changed, deleted)`, documented in _speedups.c), or
+    """The C loop of ReplicaIndex.follow's changed topics (`ri_follow(fixed, state,
+    known, new_by_id, changed, deleted)`, documented in _speedups.c), or
     None (fast path off, or an extension built before it existed): the Python loop then
     follows every topic."""
     return getattr(_c, "ri_follow", None) if ENABLED else None
@@ -541,13 +540,12 @@ uuid_hash: Callable[[bytes], int] | None = (
     getattr(_c, "uuid_hash", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
 
 #: What controller/replica_index.py's ensure calls to build the index (see try_ri_add_topics).
-RiAddTopics = Callable[[tuple[Any, ...], dict[Any, Any], dict[Any, Any], dict[Any, Any], dict[Any, Any],
-                        dict[Any, Any], list[Any], int], "int | None"]
+RiAddTopics = Callable[[tuple[Any, ...], tuple[Any, ...], list[Any], int], "int | None"]
 
 
 def try_ri_add_topics() -> RiAddTopics | None:
     """The C loop of ReplicaIndex.ensure over a whole topics image (`ri_add_topics(fixed,
-    isr, elr, leaderless, leads, lacking, items, at)`, documented in _speedups.c), or None (fast path
+    state, items, at)`, documented in _speedups.c), or None (fast path
     off, or an extension built before it existed): the Python loop then adds every topic."""
     return getattr(_c, "ri_add_topics", None) if ENABLED else None
 

@@ -1,7 +1,8 @@
 """Property: the C loop of ReplicaIndex.follow (_speedups.ri_follow, through
 fastpath.try_ri_follow) leaves the index exactly as the Python loop (_follow_topic) does, and
-as an index built afresh from the same image (the partitions lacking each replica as a scan
-finds them), and both report the partitions each batch changed, over random batches of partition changes (ISR,
+as an index built afresh from the same image (the partitions lacking each replica, and those
+not led by their first replica, as a scan finds them), and both report the partitions each
+batch changed and the topics it reshaped, over random batches of partition changes (ISR,
 ELR, leader and replica changes), new partitions, topics created, deleted and re-created, and
 topics past 64 partitions (which the C loop leaves to Python). Pure-Python mode has no C path
 to compare and skips."""
@@ -101,7 +102,13 @@ batch = st.one_of(st.builds(sweep, st.integers(0, 2**32)), st.lists(record, min_
 
 
 def contents(index: ReplicaIndex) -> Any:
-    return index.isr, index.elr, index.leaderless, index.leads, index.lacking
+    return index.isr, index.elr, index.leaderless, index.leads, index.lacking, index.imbalanced
+
+
+def imbalanced_scan(image: Any) -> set[tuple[Uuid, int]]:
+    """The partitions led by another than their first replica, by looking at every partition."""
+    return {(t.id, pid) for t in image.topics.by_id.values() for pid, p in t.partitions.items()
+            if p.replicas and p.leader != p.replicas[0]}
 
 
 def lacking_scan(image: Any) -> dict[int, set[tuple[Uuid, int]]]:
@@ -118,18 +125,25 @@ def as_keys(masks: dict[Uuid, int]) -> set[tuple[Uuid, int]]:
     return {(t, pid) for t, m in masks.items() for pid in range(m.bit_length()) if m >> pid & 1}
 
 
-def changed_partitions(before: Any, after: Any, records: list[Any]) -> set[tuple[Uuid, int]]:
-    """The partitions of `after` that a batch changed: named by a partition record, or another
-    registration than in `before` (a ClearElrRecord names none)."""
+def changed_partitions(before: Any, after: Any, records: list[Any]) -> tuple[set[tuple[Uuid, int]], set[Uuid]]:
+    """The partitions of `after` that a batch changed (named by a partition record, or another
+    registration than in `before`: a ClearElrRecord names none), and the topics among them
+    that are new, gained partitions, or hold a partition whose replicas are another tuple."""
     named = {(r.message.topic_id, r.message.partition_id) for r in records
              if r.record_type.name in ("PartitionRecord", "PartitionChangeRecord")}
-    out = set()
+    out, reshaped = set(), set()
     for t in after.topics.by_id.values():
         old = before.topics.get_topic(t.id)
+        fresh = old is None or any(r.record_type.name == "TopicRecord" and r.message.topic_id == t.id for r in records)
         for pid, p in t.partitions.items():
-            if (t.id, pid) in named or old is None or old.partitions.get(pid) is not p:
+            o = None if fresh else old.partitions.get(pid)
+            if (t.id, pid) in named or o is not p:
                 out.add((t.id, pid))
-    return out
+                if o is None or o.replicas is not p.replicas:
+                    reshaped.add(t.id)
+        if fresh:
+            reshaped.add(t.id)
+    return out, reshaped
 
 
 class Counted:
@@ -146,7 +160,7 @@ class Counted:
         def counted(*args: Any) -> Any:
             left = fast(*args)
             if left is not None:
-                self.done += len(args[9]) - len(left)
+                self.done += len(args[4]) - len(left)
             return left
         return counted
 
@@ -166,7 +180,7 @@ def follow_both(batches: list[list[Any]],
     c_state, py_state = ReplayState(default_catalog()), ReplayState(default_catalog())
     for s in (c_state, py_state):
         assert s.replicas.ensure(s.image.topics)
-        assert s.replicas.take_touched() is None  # (built: what came before is not known)
+        assert s.replicas.take_changes() is None  # (built: what came before is not known)
     offset = 0
     for records in [[r for t in range(len(SIZES)) for r in creation(t)], *batches]:
         before = c_state.image
@@ -175,9 +189,10 @@ def follow_both(batches: list[list[Any]],
             replay(py_state, records, offset)
         offset += len(records)
         if touched is not None:
-            taken = [s.replicas.take_touched() for s in (c_state, py_state)]
-            expected = changed_partitions(before, c_state.image, records) if c_state.image is not before else set()
-            touched.append((expected, *[None if t is None else as_keys(t) for t in taken]))
+            taken = [s.replicas.take_changes() for s in (c_state, py_state)]
+            expected = (changed_partitions(before, c_state.image, records) if c_state.image is not before
+                        else (set(), set()))
+            touched.append((expected, *[None if t is None else (as_keys(t.touched), t.reshaped) for t in taken]))
         yield c_state, py_state
 
 
@@ -195,6 +210,7 @@ def test_the_c_follow_leaves_the_index_as_the_python_follow(batches: list[list[A
             assert fresh.ensure(c_state.image.topics)
             assert contents(c_state.replicas) == contents(fresh)
             assert {b: as_keys(m) for b, m in c_state.replicas.lacking.items()} == lacking_scan(c_state.image)
+            assert as_keys(c_state.replicas.imbalanced) == imbalanced_scan(c_state.image)
             expected, in_c, in_python = touched[-1]
             assert in_c == in_python == expected
             ctx = ControllerContext(node_id=1, supported={}, image=c_state.image, replicas=c_state.replicas)
@@ -248,7 +264,7 @@ class CountedBuild:
         def counted(*args: Any) -> Any:
             at = fast(*args)
             if at is not None:
-                self.done += at - args[7]
+                self.done += at - args[3]
             return at
         return counted
 
@@ -283,5 +299,5 @@ def test_the_usual_topics_are_built_in_c() -> None:
     with patch.object(ri_module, "try_ri_add_topics", counted):
         c_index, py_index = built(state)
     assert counted.done == len([s for s in SIZES if s <= 64])
-    assert c_index.leaderless and c_index.elr and c_index.leads
+    assert c_index.leaderless and c_index.elr and c_index.leads and c_index.lacking and c_index.imbalanced
     assert ordered(c_index) == ordered(py_index)

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kraftsim.controller import ControllerResult, ReplayState
-from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim import Simulation, leader_election
 from kraftsim.sim.engine.isr import IsrExpansion
+from kraftsim.sim.engine.written import describing, written
 from kraftsim.versions import default_catalog
 from tests.controller.conftest import broker, feature_level, payload
 from tests.image.helpers import read_entries
@@ -196,7 +196,8 @@ def test_setting_aside_partitions_that_cannot_move_writes_what_trying_them_all_w
 
 class _Engine:
     """What IsrExpansion asks of the Engine, around a controller's ReplayState: every broker
-    runs, the log ends where the state's image does, nothing is sent."""
+    runs, the log ends where the state's image does, nothing is sent. The test hands it what
+    the Engine would (`describing`, `written`)."""
 
     def __init__(self, state: ReplayState) -> None:
         self.state = state
@@ -211,12 +212,6 @@ class _Engine:
 
     def leader_member(self) -> Any:
         return SimpleNamespace(node=object(), log=SimpleNamespace(log_end_offset=self.state.image.provenance.last_contained_offset + 1))
-
-    def controller_image(self) -> Any:
-        return self.state.image
-
-    def controller_index(self) -> ReplicaIndex:
-        return self.state.replicas
 
     def reachable(self, a: int, b: int) -> bool:
         return True
@@ -244,11 +239,12 @@ def test_a_broker_made_eligible_wakes_the_leaders_of_what_lacks_it_after_the_wri
                        base_offset=0, epoch=1, timestamp=0)
     engine = _Engine(state)
     isr = IsrExpansion(engine)  # type: ignore[arg-type]
-    isr.reset(state.image)
+    isr.reset(state.image, describing(state.replicas, state.image))
+    state.replicas.take_changes()
     assert not isr.settling()  # (broker 3 is fenced: nothing to add)
     write = [payload("BrokerRegistrationChangeRecord", 2, broker_id=3, broker_epoch=10, fenced=-1)]
     if back_in_isr:
         write.append(payload("PartitionChangeRecord", 2, topic_id=_TOPIC, partition_id=0, isr=[2, 3]))
     state.replay_batch(write, base_offset=6, epoch=1, timestamp=0)
-    isr.written(ControllerResult(tuple(write)))
+    isr.written(written(ControllerResult(tuple(write)), state.image, state.replicas))
     assert isr.settling() is not back_in_isr

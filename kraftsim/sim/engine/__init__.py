@@ -13,6 +13,8 @@
                  (auto.leader.rebalance.enable), a part the Engine owns
   unclean        UncleanElection: the active controller electing leaders uncleanly by itself for
                  topics that allow it (3.9+), a part the Engine owns
+  written        Written: one write of the active controller as isr and balance read it (what it
+                 changed, from the controller's replica index)
   controller_task  ControllerTask: a write the active controller schedules for itself (balance's
                  and unclean's), and when it runs again
   reconfig       Reconfig: quorum reconfiguration (KIP-853), voters added and removed through the

@@ -15,31 +15,43 @@ Kafka's balancing looks at every imbalanced partition again each time; at a mill
 partitions, with a broker's worth of them unable to move, that is most of a roll's cost. Here
 the imbalanced partitions are kept in order (a SortedSet), and those whose preferred election
 changed nothing are set aside while what that answer depends on stands: the partition itself
-(every record of it passes `written`), its topic's replica count, and the image's cluster,
-configs and features (compared by identity: an image's components are replaced when a record
-touches them). Leaving them out changes no record: the election would change them no more
-than the last time.
+(every write that changes it passes `written`), its topic's replica count, and the image's
+cluster, configs and features (compared by identity: an image's components are replaced when a
+record touches them). Leaving them out changes no record: the election would change them no
+more than the last time. Which partitions a write changed, and which of them are imbalanced
+after it, comes from the controller's replica index (kraftsim.sim.engine.written), topic by
+topic: only the partitions whose standing changed are looked at one by one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sortedcontainers import SortedSet
 
-from kraftsim.controller import NO_LEADER_CHANGE, balance_partition_leaders
+from kraftsim.controller import balance_partition_leaders
 from kraftsim.sim.engine.controller_task import ControllerTask, of_topic
 from kraftsim.sim.engine.events import Scheduler
 from kraftsim.sim.engine.member import Member
 
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
-    from kraftsim.image import MetadataImage, PartitionRegistration
+    from kraftsim.controller import Masks, ReplicaIndex
+    from kraftsim.image import MetadataImage
     from kraftsim.protocol.primitives import Uuid
+    from kraftsim.sim.engine.written import Written
     from kraftsim.sim.types import SimConfig
 
 Key = tuple["Uuid", int]
+
+
+def _ids(mask: int) -> Iterator[int]:
+    """The partition ids of a mask, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
 
 
 class BalanceContext(Protocol):
@@ -67,6 +79,8 @@ class LeaderBalance:
         self._pending: Any = SortedSet()
         self._tried: Any = SortedSet()
         self._tried_at: tuple[object, ...] = ()
+        #: the imbalanced partitions as of the last write (the two sets' members, as masks)
+        self._seen: Masks = {}
         self.task = ControllerTask(engine, "leader-balance", lambda: self.config.leader_imbalance_check_interval_ms,
                                    lambda: bool(self._pending or self._tried), self._balance)
 
@@ -74,61 +88,54 @@ class LeaderBalance:
     def enabled(self) -> bool:
         return self.config.auto_leader_rebalance_enable
 
-    def activated(self, m: Member, image: MetadataImage) -> None:
-        """A controller became active: what is imbalanced in its image, a balancing one interval on."""
+    def activated(self, m: Member, index: ReplicaIndex) -> None:
+        """A controller became active: what is imbalanced in its image (described by `index`),
+        a balancing one interval on."""
         self.task.activated(m)
-        self._pending, self._tried, self._tried_at = SortedSet(), SortedSet(), ()
+        self._pending, self._tried, self._tried_at, self._seen = SortedSet(), SortedSet(), (), {}
         if not self.enabled:
             return
-        self._pending.update((t.id, pid) for t in image.topics.by_id.values() for pid, p in t.partitions.items()
-                             if p.replicas and p.leader != p.replicas[0])
+        self._seen = dict(index.imbalanced)
+        self._pending.update((tid, pid) for tid, mask in self._seen.items() for pid in _ids(mask))
         self.task.maybe_schedule()
 
-    def written(self, result: ControllerResult) -> None:
-        """The records the active controller just wrote (its image holds them)."""
+    def written(self, w: Written) -> None:
+        """A write of the active controller (its image holds it): a partition it changed is
+        tried again at the next balancing if it is imbalanced, and forgotten if not."""
         if not self.enabled:
             return
-        image = self.engine.controller_image()
-        if image is None:
-            return
-        last_topic: Uuid | None = None  # (records come grouped by topic: its partitions looked up once)
-        partitions: Mapping[int, PartitionRegistration] = {}
-        for payload in result.records:
-            name = payload.record_type.name
-            if name == "PartitionRecord":
-                msg = payload.message
-                self._retry_topic(msg.topic_id)  # (its replica count may be another)
-                self._mark((msg.topic_id, msg.partition_id), bool(msg.replicas) and msg.leader != msg.replicas[0])
-            elif name == "PartitionChangeRecord":
-                msg = payload.message
-                key = (msg.topic_id, msg.partition_id)
-                if msg.replicas is not None:
-                    self._retry_topic(key[0])
-                elif msg.leader == NO_LEADER_CHANGE:
-                    if key in self._tried:  # (changed otherwise: its election may give another answer)
-                        self._tried.discard(key)
-                        self._pending.add(key)
-                    continue
-                if key[0] != last_topic:
-                    topic = image.topics.get_topic(key[0])
-                    partitions = topic.partitions if topic is not None else {}
-                    last_topic = key[0]
-                p = partitions.get(key[1])
-                self._mark(key, p is not None and bool(p.replicas) and p.leader != p.replicas[0])
-            elif name == "RemoveTopicRecord":
-                tid = payload.message.topic_id
-                for keys in (self._pending, self._tried):
-                    for key in of_topic(keys, tid):
-                        keys.discard(key)
+        pending, tried, seen = self._pending, self._tried, self._seen
+        if "RemoveTopicRecord" in w.names:
+            for payload in w.records:
+                if payload.record_type.name == "RemoveTopicRecord":
+                    tid = payload.message.topic_id
+                    seen.pop(tid, None)
+                    for keys in (pending, tried):
+                        for key in of_topic(keys, tid):
+                            keys.discard(key)
+        for tid in w.reshaped:
+            self._retry_topic(tid)  # (its replica count may be another)
+        imbalanced = w.index.imbalanced
+        for tid, mask in w.touched.items():
+            now = imbalanced.get(tid, 0)
+            was = seen.get(tid, 0)
+            if now != was:  # (only touched partitions change: the rest of `now` is `was`)
+                if now:
+                    seen[tid] = now
+                else:
+                    del seen[tid]
+                for pid in _ids(now & ~was):
+                    pending.add((tid, pid))
+                for pid in _ids(was & ~now):
+                    pending.discard((tid, pid))
+                    tried.discard((tid, pid))
+            kept = now & was & mask if tried else 0
+            for pid in _ids(kept):  # (changed otherwise: its election may give another answer)
+                key = (tid, pid)
+                if key in tried:
+                    tried.discard(key)
+                    pending.add(key)
         self.task.maybe_schedule()
-
-    def _mark(self, key: Key, imbalanced: bool) -> None:
-        """Partition `key` was written: imbalanced (to try again) or not."""
-        self._tried.discard(key)
-        if imbalanced:
-            self._pending.add(key)
-        else:
-            self._pending.discard(key)
 
     def _retry_topic(self, tid: Uuid) -> None:
         """Try the partitions of topic `tid` set aside again (a builder reads its replica count)."""

@@ -27,7 +27,6 @@ from kraftsim.protocol.primitives import Uuid
 from kraftsim.controller import (
     ActivationError, ControllerConfig, ControllerContext, ControllerResult, QuorumController, ReplayState,
 )
-from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.errors import KraftsimError
 from kraftsim.image import EmitResult, MetadataImage, RetentionSettings, registry_for
 from kraftsim.sim.node.format import clock_text, incarnation_id
@@ -45,6 +44,7 @@ from kraftsim.sim.node.simnode import NodeState, SimNode, node_directory
 from kraftsim.sim.engine.raft import Raft
 from kraftsim.sim.engine.reconfig import Reconfig
 from kraftsim.sim.engine.unclean import UncleanElection
+from kraftsim.sim.engine.written import describing, written
 from kraftsim.sim.node.start_scan import FeatureLevelScan
 from kraftsim.sim.node.voters import controller_static_voters
 from kraftsim.sim.types import (
@@ -580,8 +580,10 @@ class Engine:
             self.halt(m, str(e), FAILED)
             return
         self.controller, self.controller_id = qc, m.id
-        self.isr.reset(qc.image)
-        self.balance.activated(m, qc.image)
+        index = describing(qc.state.replicas, qc.image)
+        index.take_changes()  # (what it replayed to get here: the parts look at the whole image)
+        self.isr.reset(qc.image, index)
+        self.balance.activated(m, index)
         self.unclean.activated(m, qc.image)
         self.raft.appended(m, start)
         epoch = m.epoch
@@ -623,18 +625,16 @@ class Engine:
         if m.log.log_end_offset > start:
             self.kraft_version = self.controller.kraft_version
             self.raft.appended(m, start)
-            self.isr.written(result)
-            self.balance.written(result)
+            image = self.controller.image
+            change = written(result, image, describing(self.controller.state.replicas, image))
+            self.isr.written(change)
+            self.balance.written(change)
             self.unclean.written(result)
         return result
 
     def controller_image(self) -> MetadataImage | None:
         """The active controller's image (what it has written, committed or not)."""
         return self.controller.image if self.controller is not None else None
-
-    def controller_index(self) -> ReplicaIndex | None:
-        """The active controller's partitions by replica role (kept as it replays what it writes)."""
-        return self.controller.state.replicas if self.controller is not None else None
 
     def reachable(self, a: int, b: int) -> bool:
         return self.net.reachable(a, b)

@@ -25,7 +25,7 @@ the record. Every decision is the leader's, on its own image; the controller's r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -36,23 +36,21 @@ from kraftsim.controller import (
     BrokerState,
     alter_partition,
 )
-from kraftsim.controller.replica_index import ReplicaIndex
 from kraftsim.image import NO_LEADER, RECOVERED
-from kraftsim.protocol.entries import Payload
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.engine.events import Message, Network, Scheduler
 from kraftsim.sim.engine.member import LEADER, Member
-from kraftsim.sim.node.replay_reads import record_type_names
 
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult
+    from kraftsim.controller import ReplicaIndex
+    from kraftsim.sim.engine.written import Written
     from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
     from kraftsim.sim.types import SimConfig
 
 #: A partition, as AlterPartition names it. Keys sort as their topic id's bytes, then the
 #: partition id (Uuid is bytes, compared as such): the order leaders look at them in.
 Key = tuple[Uuid, int]
-_PARTITION_RECORDS = frozenset({"PartitionRecord", "PartitionChangeRecord"})
 _BROKER_RECORDS = frozenset({"RegisterBrokerRecord", "BrokerRegistrationChangeRecord", "UnfenceBrokerRecord"})
 
 
@@ -68,8 +66,6 @@ class IsrContext(Protocol):
     def now(self) -> int: ...
     def member(self, node_id: int) -> Member: ...
     def leader_member(self) -> Member | None: ...
-    def controller_image(self) -> MetadataImage | None: ...
-    def controller_index(self) -> ReplicaIndex | None: ...
     def reachable(self, a: int, b: int) -> bool: ...
     def execute(self, rule: Any) -> ControllerResult | None: ...
 
@@ -92,16 +88,6 @@ def _eligible(image: MetadataImage, broker_id: int) -> bool:
     return reg is not None and not reg.fenced and not reg.in_controlled_shutdown
 
 
-def _named(records: Sequence[Payload]) -> dict[Uuid, int]:
-    """The partitions the partition records of `records` name (topic id -> mask of partition ids)."""
-    named: dict[Uuid, int] = {}
-    for payload in records:
-        if payload.record_type.name in _PARTITION_RECORDS:
-            msg = payload.message
-            named[msg.topic_id] = named.get(msg.topic_id, 0) | 1 << msg.partition_id
-    return named
-
-
 class IsrExpansion:
     """See the module docstring. `written` follows the active controller's writes; `applied`
     is told when a broker applied committed records."""
@@ -118,27 +104,18 @@ class IsrExpansion:
 
     # -------------------------------------------------------------- following the controller
 
-    def reset(self, image: MetadataImage) -> None:
-        """Start again from a newly active controller's image (what an earlier one wrote may be gone)."""
-        index = self._index(image)
-        index.take_touched()  # (what it replayed before: every partition is looked at here)
+    def reset(self, image: MetadataImage, index: ReplicaIndex) -> None:
+        """Start again from a newly active controller's image (what an earlier one wrote may be
+        gone), described by `index`."""
         offset = self._end_offset()
         for r in list(index.lacking):
             if _eligible(image, r):
                 for topic, pid, p in index.iter_lacking(r):
                     self._wake(p.leader, (topic.id, pid), offset)
 
-    def written(self, result: ControllerResult) -> None:
-        """The records the active controller just wrote (its image holds them)."""
-        image = self.engine.controller_image()
-        if image is None:
-            return
-        index = self._index(image)
-        records = result.records
-        names = record_type_names(records)
-        touched = index.take_touched()
-        if touched is None or "ClearElrRecord" in names:  # (the partitions the records name, and no others)
-            touched = _named(records) if not _PARTITION_RECORDS.isdisjoint(names) else {}
+    def written(self, w: Written) -> None:
+        """A write of the active controller (its image holds it)."""
+        image, index, touched = w.image, w.index, w.touched
         standing: dict[int, bool] = {}  # (each broker's eligibility in this image, looked up once)
 
         def eligible(r: int) -> bool:
@@ -163,8 +140,8 @@ class IsrExpansion:
                 offset = self._end_offset()
                 for topic, pid, p in index.iter_masks(woken):
                     self._wake(p.leader, (topic.id, pid), offset)
-        if not _BROKER_RECORDS.isdisjoint(names):  # every partition that lacks a broker made eligible
-            for payload in records:
+        if not _BROKER_RECORDS.isdisjoint(w.names):  # every partition that lacks a broker made eligible
+            for payload in w.records:
                 name = payload.record_type.name
                 if name in _BROKER_RECORDS:
                     msg = payload.message
@@ -173,14 +150,6 @@ class IsrExpansion:
                         offset = offset if offset >= 0 else self._end_offset()
                         for topic, pid, p in index.iter_lacking(broker):
                             self._wake(p.leader, (topic.id, pid), offset)
-
-    def _index(self, image: MetadataImage) -> ReplicaIndex:
-        """The active controller's replica index, describing `image` (the controller's own)."""
-        index = self.engine.controller_index()
-        if index is None or not index.ensure(image.topics):  # (not expected: one of its own, built afresh)
-            index = ReplicaIndex()
-            index.ensure(image.topics)
-        return index
 
     def _wake(self, leader: int, key: Key, offset: int) -> None:
         if leader == NO_LEADER:
