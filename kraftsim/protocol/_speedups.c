@@ -5027,23 +5027,24 @@ static Py_ssize_t ri_lacking(const long *replicas, Py_ssize_t nr, const long *is
     return n;
 }
 
-/* A partition's lacking replicas moved from `old_ids` to `new_ids` (ri_lacking's): each broker's
- * lack_lost or lack_gained takes `bit`; 0 when the table is full. */
-static int ri_gather_lacking(RiTopic *t, const long *old_ids, Py_ssize_t na, const long *new_ids, Py_ssize_t nb,
-                             uint64_t bit) {
+/* A partition's brokers in one role moved from `old_ids` to `new_ids`: each broker that left
+ * takes `bit` in its RiBroker field at offset `lost`, each that came in the one at `gained`
+ * (offsetof: isr_lost and isr_gained, elr_..., lack_...); 0 when the table is full. */
+static int ri_gather_moves(RiTopic *t, const long *old_ids, Py_ssize_t na, const long *new_ids, Py_ssize_t nb,
+                           uint64_t bit, size_t lost, size_t gained) {
     for (Py_ssize_t j = 0; j < na; j++)
         if (!ri_has(new_ids, nb, old_ids[j])) {
             RiBroker *r = ri_broker(t->brokers, &t->n, old_ids[j]);
             if (!r)
                 return 0;
-            r->lack_lost |= bit;
+            *(uint64_t *)((char *)r + lost) |= bit;
         }
     for (Py_ssize_t j = 0; j < nb; j++)
         if (!ri_has(old_ids, na, new_ids[j])) {
             RiBroker *r = ri_broker(t->brokers, &t->n, new_ids[j]);
             if (!r)
                 return 0;
-            r->lack_gained |= bit;
+            *(uint64_t *)((char *)r + gained) |= bit;
         }
     return 1;
 }
@@ -5076,7 +5077,9 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
             Py_ssize_t na = ri_lacking(reps, nr, isr, ni, old_ids);
             nr = ri_ids(RI_FIELD(p, PR_REPLICAS), reps, 0);
             ni = ri_ids(RI_FIELD(p, PR_ISR), isr, 0);
-            if (nr < 0 || ni < 0 || !ri_gather_lacking(t, old_ids, na, new_ids, ri_lacking(reps, nr, isr, ni, new_ids), bit))
+            if (nr < 0 || ni < 0 ||
+                !ri_gather_moves(t, old_ids, na, new_ids, ri_lacking(reps, nr, isr, ni, new_ids), bit,
+                                 offsetof(RiBroker, lack_lost), offsetof(RiBroker, lack_gained)))
                 return 0;
         }
         for (int f = 0; f < 2; f++) {
@@ -5085,22 +5088,11 @@ static int ri_gather(RiTopic *t, PyObject *chunks, PyObject *changes, long chunk
             if (a == b)
                 continue;
             Py_ssize_t na = ri_ids(a, old_ids, f), nb = ri_ids(b, new_ids, f);
-            if (na < 0 || nb < 0)
+            if (na < 0 || nb < 0 ||
+                !ri_gather_moves(t, old_ids, na, new_ids, nb, bit,
+                                 f == 0 ? offsetof(RiBroker, isr_lost) : offsetof(RiBroker, elr_lost),
+                                 f == 0 ? offsetof(RiBroker, isr_gained) : offsetof(RiBroker, elr_gained)))
                 return 0;
-            for (Py_ssize_t j = 0; j < na; j++)
-                if (!ri_has(new_ids, nb, old_ids[j])) {
-                    RiBroker *r = ri_broker(t->brokers, &t->n, old_ids[j]);
-                    if (!r)
-                        return 0;
-                    *(f == 0 ? &r->isr_lost : &r->elr_lost) |= bit;
-                }
-            for (Py_ssize_t j = 0; j < nb; j++)
-                if (!ri_has(old_ids, na, new_ids[j])) {
-                    RiBroker *r = ri_broker(t->brokers, &t->n, new_ids[j]);
-                    if (!r)
-                        return 0;
-                    *(f == 0 ? &r->isr_gained : &r->elr_gained) |= bit;
-                }
         }
         long old_leader, new_leader;
         if (!ri_long(RI_FIELD(o, PR_LEADER), &old_leader) || !ri_long(RI_FIELD(p, PR_LEADER), &new_leader))
