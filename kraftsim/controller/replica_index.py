@@ -4,10 +4,10 @@ Why: every broker event (fencing, controlled shutdown, unfencing, unregistration
 which partitions hold the broker in their ISR or ELR, which have no leader, or whether the
 broker leads anything; the simulated leaders adding followers back to their ISRs ask which
 partitions lack a replica in their ISR, the leader balancing which are not led by their first
-replica, and both which the last writes changed. Scanning every partition for that makes one event cost the size of
-the cluster; Kafka's controller keeps the same answers in its BrokersToIsrs index. Here
-`ReplicaIndex` holds them per topic as bit masks of partition ids, updated from the
-partitions each replayed batch changed, so a query costs what it returns.
+replica, and both which the last writes changed. Scanning every partition for that makes one
+event cost the size of the cluster; Kafka's controller keeps the same answers in its
+BrokersToIsrs index. Here `ReplicaIndex` holds them per topic as bit masks of partition ids,
+updated from the partitions each replayed batch changed, so a query costs what it returns.
 
 Results come in `iter_partitions` order (topics by name, then id; partitions by id), the
 order the scans in replication.py give, because record order is output. An index answers
@@ -30,13 +30,6 @@ from kraftsim.protocol.primitives import Uuid
 PartitionAt = tuple[TopicImage, int, PartitionRegistration]
 #: topic id -> bit mask of the partition ids that hold a role.
 Masks = dict[Uuid, int]
-#: The partitions the deltas an index followed changed (`touched`), and the topics among them
-#: that gained partitions or whose partitions' replicas changed (`reshaped`).
-class Changes(NamedTuple):
-    touched: Masks
-    reshaped: set[Uuid]
-
-
 #: A topic, its partitions' value chunks when its ids are 0..n-1 (else None), and a mask of its partition ids.
 TopicMask = tuple[TopicImage, "tuple[tuple[PartitionRegistration, ...], ...] | None", int]
 
@@ -47,6 +40,15 @@ RecordsWalk = Callable[[list[Any], tuple[Any, ...], Callable[[TopicImage], Any],
 _topic_name = attrgetter("name")
 #: What the C follow (fastpath.try_ri_follow) needs to know of the image's layout.
 _C_FIXED = (ChunkMap, NO_LEADER, CHUNK_BITS)
+
+
+class Changes(NamedTuple):
+    """What the deltas an index followed changed: the partitions (`touched`), and the topics
+    among them that are new, gained partitions or hold a partition whose replicas changed
+    (`reshaped`)."""
+
+    touched: Masks
+    reshaped: set[Uuid]
 
 
 class TopicChanges(Protocol):
@@ -347,7 +349,7 @@ class ReplicaIndex:
             bit = 1 << pid
             for r in p.isr:
                 isr[r] = isr.get(r, 0) | bit
-            for r in p.replicas:
+            for r in p.replicas:  # (_lacking, in replica order: the order the C build meets the brokers)
                 if r not in p.isr:
                     lacking[r] = lacking.get(r, 0) | bit
             if p.elr:

@@ -16,8 +16,8 @@ for it).
 
 Which partitions to look at comes from what the active controller writes. Its replica index
 (kraftsim.controller.replica_index) keeps the partitions whose ISR lacks a replica, by the
-replica they lack, and the partitions each write changed; the write's records are read only
-for the brokers they name. A record that makes a broker eligible, or leaves a partition
+replica they lack, and the partitions each write changed (kraftsim.sim.engine.written); the
+write's records are read only for the brokers they name. A record that makes a broker eligible, or leaves a partition
 lacking an eligible replica, wakes the partition's leader for it once that leader has applied
 the record. Every decision is the leader's, on its own image; the controller's rule
 (`alter_partition`) judges the request as Kafka's does.
@@ -42,8 +42,7 @@ from kraftsim.sim.engine.events import Message, Network, Scheduler
 from kraftsim.sim.engine.member import LEADER, Member
 
 if TYPE_CHECKING:
-    from kraftsim.controller import ControllerResult
-    from kraftsim.controller import ReplicaIndex
+    from kraftsim.controller import ControllerResult, ReplicaIndex
     from kraftsim.sim.engine.written import Written
     from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
     from kraftsim.sim.types import SimConfig
@@ -108,7 +107,7 @@ class IsrExpansion:
         """Start again from a newly active controller's image (what an earlier one wrote may be
         gone), described by `index`."""
         offset = self._end_offset()
-        for r in list(index.lacking):
+        for r in index.lacking:
             if _eligible(image, r):
                 for topic, pid, p in index.iter_lacking(r):
                     self._wake(p.leader, (topic.id, pid), offset)
