@@ -52,7 +52,9 @@ def _live(tmp_path: Path) -> tuple[list[tuple[int, bool, bool]], list[str]]:
     proc = KafkaProcess(dist, cfg, tmp_path / "n1" / "server-1.log")
     try:
         wait_for(proc.proc, tmp_path / "n1" / "server-1.log", UNFENCED, f"Kafka {RELEASE}'s first start")
-        assert _port_accepts(bport) and _port_accepts(cport)
+        # (the broker socket opens just after the line is logged: on a loaded machine, later)
+        wait_accepting(f"127.0.0.1:{bport}")
+        assert _port_accepts(cport)
         proc.kill()
         log = tmp_path / "n1" / "server-2.log"
         proc = KafkaProcess(dist, cfg, log)
