@@ -110,7 +110,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         alter_partition_reassignments as alter_partition_reassignments,
     )
     from kraftsim.controller.replica_index import (
-        Changes as Changes, Masks as Masks, ReplicaIndex as ReplicaIndex,
+        Changes as Changes, Masks as Masks, ReplicaIndex as ReplicaIndex, mask_ids as mask_ids,
     )
     from kraftsim.controller.replica_placement import UsableBroker as UsableBroker, place_replicas as place_replicas
     from kraftsim.controller.replication import (
@@ -171,7 +171,7 @@ _NAMES_IN = {  # module -> the names it exports here
         "AlterPartitionReassignmentsRequest AlterPartitionReassignmentsResponse ReassignablePartition ReassignableTopic "
         "alter_partition_reassignments"
     ),
-    "replica_index": "Changes Masks ReplicaIndex",
+    "replica_index": "Changes Masks ReplicaIndex mask_ids",
     "replica_placement": "UsableBroker place_replicas",
     "replication": "AlterPartitionData AlterPartitionRequest AlterPartitionTopic BrokerState alter_partition",
     "result": "ControllerResult",
@@ -212,6 +212,6 @@ __all__ = [
     "unregister_controller", "BrokerCheck", "HeldBrokerConfigs", "broker_change_check", "topic_config_definitions",
     "DESCRIBE_ORDERS", "MULTI_NAME_SYNONYMS", "DescribedConfig", "created_topic_configs", "describe_topic_configs",
     "described_order", "describe_broker_configs", "STATIC_BROKER_CONFIG", "describe_node_broker_configs",
-    "broker_config_docs", "Changes", "Masks", "ReplicaIndex",
+    "broker_config_docs", "Changes", "Masks", "ReplicaIndex", "mask_ids",
 ]
 __getattr__ = exports(__name__, _MODULE_OF)

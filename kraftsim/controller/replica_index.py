@@ -121,6 +121,14 @@ def _lacking(p: PartitionRegistration) -> frozenset[int]:
     return frozenset(p.replicas).difference(p.isr)
 
 
+def mask_ids(mask: int) -> Iterator[int]:
+    """The partition ids of a mask, lowest first."""
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
 def _all_ids(partitions: Mapping[int, PartitionRegistration]) -> int:
     """The mask of every partition id of a topic."""
     n = len(partitions)
@@ -481,18 +489,12 @@ class ReplicaIndex:
     def _partitions(self, masks: Masks) -> Iterator[PartitionAt]:
         for topic, chunks, m in self._by_topic(masks):
             if chunks is not None:  # (partition ids 0..n-1: read the chunks directly)
-                while m:
-                    low = m & -m
-                    pid = low.bit_length() - 1
+                for pid in mask_ids(m):
                     yield topic, pid, chunks[pid >> CHUNK_BITS][pid & CHUNK_MASK]
-                    m ^= low
             else:
                 parts = topic.partitions
-                while m:
-                    low = m & -m
-                    pid = low.bit_length() - 1
+                for pid in mask_ids(m):
                     yield topic, pid, parts[pid]
-                    m ^= low
 
 
 class IndexedPartitions:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sortedcontainers import SortedSet
 
-from kraftsim.controller import balance_partition_leaders
+from kraftsim.controller import balance_partition_leaders, mask_ids
 from kraftsim.sim.engine.controller_task import ControllerTask, of_topic
 from kraftsim.sim.engine.events import Scheduler
 from kraftsim.sim.engine.member import Member
@@ -44,14 +44,6 @@ if TYPE_CHECKING:
     from kraftsim.sim.types import SimConfig
 
 Key = tuple["Uuid", int]
-
-
-def _ids(mask: int) -> Iterator[int]:
-    """The partition ids of a mask, lowest first."""
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
 
 
 class BalanceContext(Protocol):
@@ -96,7 +88,7 @@ class LeaderBalance:
         if not self.enabled:
             return
         self._seen = dict(index.imbalanced)
-        self._pending.update((tid, pid) for tid, mask in self._seen.items() for pid in _ids(mask))
+        self._pending.update((tid, pid) for tid, mask in self._seen.items() for pid in mask_ids(mask))
         self.task.maybe_schedule()
 
     def written(self, w: Written) -> None:
@@ -124,13 +116,13 @@ class LeaderBalance:
                     seen[tid] = now
                 else:
                     del seen[tid]
-                for pid in _ids(now & ~was):
+                for pid in mask_ids(now & ~was):
                     pending.add((tid, pid))
-                for pid in _ids(was & ~now):
+                for pid in mask_ids(was & ~now):
                     pending.discard((tid, pid))
                     tried.discard((tid, pid))
             kept = now & was & mask if tried else 0
-            for pid in _ids(kept):  # (changed otherwise: its election may give another answer)
+            for pid in mask_ids(kept):  # (changed otherwise: its election may give another answer)
                 key = (tid, pid)
                 if key in tried:
                     tried.discard(key)
