@@ -31,7 +31,7 @@ from kraftsim.storage.batchfile import (
     stream_file_batches,
 )
 from kraftsim.regular_file import opened_file, require_regular_file
-from kraftsim.storage.fileio import fsync_dir, read_file
+from kraftsim.storage.fileio import fsync_dir
 from kraftsim.storage.reaper import reuse
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
@@ -503,8 +503,7 @@ def read_snapshot(path: Path | str, registry: Registry | None = None, *, data: b
     registry = registry or default_registry()
     p = Path(path)
     spath = str(p)
-    raw = read_file(p) if data is None else data
-    batches = list(iter_file_batches(spath, raw))
+    batches = _file_batches(p) if data is None else list(iter_file_batches(spath, data))
     parsed = parse_snapshot_name(p.name)
     sid = parsed.snapshot_id if parsed is not None else None
     if not batches or not batches[0].batch.is_control or batches[0].batch.records_count < 1:
@@ -526,6 +525,17 @@ def read_snapshot(path: Path | str, registry: Registry | None = None, *, data: b
                            last.position)
     _check_offsets(spath, batches)
     return SnapshotFile(spath, sid, batches, header_entries, registry)
+
+
+def _file_batches(path: Path) -> list[FileBatch]:
+    """Every batch of the file `path`, checked, read one batch at a time: each batch's bytes
+    are read once, not read whole and then copied out (a snapshot at a million partitions is
+    128 MB)."""
+    with opened_file(path) as f:
+        try:
+            return list(stream_file_batches(str(path), f))
+        except OSError as e:
+            raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
 
 
 class SnapshotStream:

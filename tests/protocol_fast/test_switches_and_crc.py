@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kraftsim.errors import CorruptRecordException
 from kraftsim.protocol import batch as batch_module
 from kraftsim.protocol import entries as entries_module
 from kraftsim.protocol import fastpath
@@ -40,6 +41,24 @@ def test_crc32c_large_and_known_value():
     assert fastpath.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
     big = os.urandom(1 << 20) + b"tail"
     assert fastpath.crc32c(big) == google_crc32c.value(big) == fastpath._c.crc32c_software(big)
+
+
+@needs_speedups
+@pytest.mark.parametrize("records", [1, 300, 3000])  # (the last batches past the size whose CRC is taken over a view)
+def test_a_batch_whose_crc_is_checked_over_a_view_fails_and_passes_as_one_checked_over_a_copy(records, monkeypatch):
+    rt = REGISTRY["NoOpRecord"]
+    raw = batch_io.encode_data_batch(0, [Payload(rt, 0, rt.new())] * records, epoch=3, timestamp=5)
+    assert (len(raw) >= batch_module._VIEW_FROM) == (records == 3000)
+    flipped = bytearray(raw)
+    flipped[-2] ^= 0x10
+    outcomes = []
+    for view_from in (batch_module._VIEW_FROM, len(raw) + 1):  # (the second: every batch over a copy)
+        monkeypatch.setattr(batch_module, "_VIEW_FROM", view_from)
+        assert parse_batch(raw).crc == google_crc32c.value(raw[21:])
+        with pytest.raises(CorruptRecordException) as caught:
+            parse_batch(bytes(flipped))
+        outcomes.append(str(caught.value))
+    assert outcomes[0] == outcomes[1] and "Record is corrupt" in outcomes[0]
 
 
 @needs_speedups

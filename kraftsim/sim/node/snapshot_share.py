@@ -70,7 +70,6 @@ from kraftsim.protocol.entries import LogEntry
 from kraftsim.sim.node.replay_reads import BatchReads, Replayer, batch_reads
 from kraftsim.sim.node.replay_reads import replays_alike as records_replay_alike
 from kraftsim.storage import SnapshotFile, SnapshotId, read_snapshot
-from kraftsim.storage.fileio import read_file
 from kraftsim.versions import Catalog, VersionsError
 
 #: Loads kept (each holds an image; images of one cluster share their unchanged parts).
@@ -157,7 +156,7 @@ class SnapshotShare:
             content, snap = checked
         elif content is None:
             self.hashed += 1
-            snap = read_snapshot(path, registry, data=read_file(path) if data is None else data)
+            snap = read_snapshot(path, registry, data=data)
             still = identity if data is None and identity is not None and identity == _identity(path) else None
             content = self._content(snap, still)
             if still is not None and time.time_ns() - max(still[3], still[4]) >= SETTLED_NS:
@@ -174,7 +173,7 @@ class SnapshotShare:
         if snap is None and checked is not None and data is not None:
             snap = read_snapshot(path, registry, data=data)  # (the checked bytes: `content` is theirs)
         elif snap is None:  # (the bytes loaded are the ones the load is kept under)
-            snap = read_snapshot(path, registry, data=read_file(path))
+            snap = read_snapshot(path, registry)
             content = snapshot_content(snap)
             key = (software, sid.end_offset, sid.epoch, *content)
         written = self._written(path, identity, sid, registry, reads_like) if fresh and data is None else None
