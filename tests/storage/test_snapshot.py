@@ -253,6 +253,31 @@ def test_a_corrupt_snapshot_names_file_offset_and_position(tmp_path: Path) -> No
     assert (e.value.base_offset, e.value.position) == (1, second.position)
 
 
+@pytest.mark.parametrize("records", [1, 3000])  # (3000: a data batch past the size whose CRC is taken over a view)
+def test_a_snapshot_read_by_its_path_fails_and_reads_as_its_bytes_given_whole(tmp_path: Path, records: int) -> None:
+    """read_snapshot reads a path batch by batch, and bytes given to it whole: the same batches
+    for a whole file, the same error (text, base offset, position) for a cut or corrupt one."""
+    good = _header() + encode_data_batch(1, [noop_payload()] * records, epoch=1, timestamp=0) + _footer(1 + records)
+    data_end = [s for s in split_batches(good)][1]
+    flipped = bytearray(good)
+    flipped[data_end.position + len(data_end.data) - 1] ^= 0x01
+    variants = [good, bytes(flipped)] + [good[:n] for n in (5, 40, data_end.position + 30, len(good) - 3)]
+    for i, data in enumerate(variants):
+        path = tmp_path / f"{i}" / "00000000000000000009-0000000001.checkpoint"
+        path.parent.mkdir()
+        path.write_bytes(data)
+        outcomes = []
+        for given in (None, data):
+            try:
+                snap = read_snapshot(path, data=given)
+            except LogFileError as e:
+                outcomes.append((str(e), e.base_offset, e.position))
+            else:
+                outcomes.append([(fb.position, fb.batch.raw) for fb in snap.batches])
+        assert outcomes[0] == outcomes[1]
+        assert isinstance(outcomes[0], list) == (i == 0)
+
+
 def test_classify_path_refuses_what_it_does_not_know(tmp_path: Path) -> None:
     from kraftsim.storage import PathKind, classify_path, metadata_files
 
