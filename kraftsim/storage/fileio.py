@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO, Callable, TypeVar
 
 from kraftsim.errors import KraftsimError
 from kraftsim.regular_file import opened_file
+
+T = TypeVar("T")
 
 
 def fsync_dir(directory: Path) -> None:
@@ -58,8 +61,14 @@ def read_file_in(path: Path | str, name: str) -> tuple[Path, bytes]:
 
 def read_file(path: Path) -> bytes:
     """Read a whole regular file, turning OS errors into one clear KraftsimError."""
+    return read_opened(path, lambda f: f.read())
+
+
+def read_opened(path: Path, read: Callable[[BinaryIO], T]) -> T:
+    """`read(f)` of the regular file `path` opened for reading, its OS errors turned into one
+    clear KraftsimError (a reader that takes the file piece by piece rather than whole)."""
     with opened_file(path) as f:
         try:
-            return f.read()
+            return read(f)
         except OSError as e:
             raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None

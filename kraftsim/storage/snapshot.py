@@ -30,8 +30,8 @@ from kraftsim.storage.batchfile import (
     MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
     stream_file_batches,
 )
-from kraftsim.regular_file import opened_file, require_regular_file
-from kraftsim.storage.fileio import fsync_dir
+from kraftsim.regular_file import require_regular_file
+from kraftsim.storage.fileio import fsync_dir, read_opened
 from kraftsim.storage.reaper import reuse
 from kraftsim.storage.names import (
     PART_SUFFIX, SnapshotId, SnapshotState, parse_snapshot_name, snapshot_file_name, snapshot_part_prefix,
@@ -531,11 +531,7 @@ def _file_batches(path: Path) -> list[FileBatch]:
     """Every batch of the file `path`, checked, read one batch at a time: each batch's bytes
     are read once, not read whole and then copied out (a snapshot at a million partitions is
     128 MB)."""
-    with opened_file(path) as f:
-        try:
-            return list(stream_file_batches(str(path), f))
-        except OSError as e:
-            raise KraftsimError(f"cannot read {path}: {e.strerror or e}") from None
+    return read_opened(path, lambda f: list(stream_file_batches(str(path), f)))
 
 
 class SnapshotStream:
@@ -691,13 +687,14 @@ def snapshot_path(directory: Path | str, snapshot_id: SnapshotId) -> Path:
 def read_snapshot_header(path: Path | str, registry: Registry | None = None) -> object:
     """Only the SnapshotHeaderRecord of a snapshot (what retention needs), without reading the rest."""
     p = Path(path)
-    with opened_file(p) as f:  # (a FIFO named like a snapshot is refused before the open)
-        try:
-            head = f.read(12)
-            length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
-            data = head + f.read(max(length, 0))
-        except OSError as e:
-            raise KraftsimError(f"cannot read {p}: {e.strerror or e}") from None
+
+    def first_batch(f: BinaryIO) -> bytes:
+        head = f.read(12)
+        length = int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
+        return head + f.read(max(length, 0))
+
+    data = read_opened(p, first_batch)  # (a FIFO named like a snapshot is refused before the open)
+    head = data[:12]
     if len(head) < 12:
         raise LogFileError(str(p), None, "First batch is not a control batch with at least one record", 0)
     registry = registry or default_registry()
