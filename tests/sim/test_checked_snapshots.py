@@ -19,7 +19,8 @@ from kraftsim.sim.engine.checked_snapshots import CheckedSnapshots
 from kraftsim.sim.node.snapshot_share import snapshot_content
 from kraftsim.storage import read_snapshot
 from kraftsim.storage.names import parse_snapshot_name
-from kraftsim.storage.snapshot import restamp_batches, write_snapshot
+from kraftsim.storage.restamp import restamp_batches
+from kraftsim.storage.snapshot import write_snapshot
 from tests.sim.sim_helpers import failed, scratch
 
 STAMP = 1_700_000_000_000

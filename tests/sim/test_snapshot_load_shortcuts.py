@@ -32,7 +32,7 @@ from kraftsim.sim.node.simnode import SimNode
 from kraftsim.sim.node.snapshot_share import SnapshotShare
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.storage import SnapshotId, parse_snapshot_name, read_snapshot
-from kraftsim.storage.snapshot import restamp_batches
+from kraftsim.storage.restamp import restamp_batches
 from kraftsim.versions import default_catalog
 from tests.image.helpers import rec
 from tests.image.strategies import image_groups, mv_record

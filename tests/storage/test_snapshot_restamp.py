@@ -14,12 +14,11 @@ from kraftsim.protocol import fastpath
 from kraftsim.protocol.batch import crc32c
 from kraftsim.protocol.batch_io import encode_value_batch, encode_values
 from kraftsim.protocol.entries import Payload, encode_data_batch
-from kraftsim.storage import snapshot as snapshot_module
+from kraftsim.storage import restamp as restamp_module
 from kraftsim.storage.batchfile import records_size, values_size
 from kraftsim.storage.names import SnapshotId
-from kraftsim.storage.snapshot import (
-    crc32c_zero_extend, file_identity, place_snapshot_copy, restamp_batches, restamp_patches, write_snapshot,
-)
+from kraftsim.storage.restamp import crc32c_zero_extend, restamp_batches, restamp_patches
+from kraftsim.storage.snapshot import file_identity, place_snapshot_copy, write_snapshot
 from kraftsim.versions import default_catalog
 
 REG = default_catalog().record_registry()
@@ -89,9 +88,9 @@ def test_a_restamped_copy_is_the_plain_restamp_whichever_way_the_bytes_are_copie
         raise OSError(18, "Invalid cross-device link")
 
     if ways != "kernel":
-        monkeypatch.setattr(snapshot_module, "_copy_file_range", refuse)
+        monkeypatch.setattr(restamp_module, "_copy_file_range", refuse)
     if ways == "buffer":
-        monkeypatch.setattr(snapshot_module, "_sendfile", refuse)
+        monkeypatch.setattr(restamp_module, "_sendfile", refuse)
     for name in "abc":
         (tmp_path / name).mkdir()
     src = write_snapshot(tmp_path / "a", SnapshotId(10, 2), topic_records([f"t{i}" for i in range(3000)]),

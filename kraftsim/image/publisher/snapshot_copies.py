@@ -66,7 +66,7 @@ class SnapshotCopies:
     `enabled=False` turns sharing off (every emitter encodes its own file: the plain path,
     for tests that compare the two). `link=False` places byte copies instead of hard links.
     A file wanted at another timestamp than any kept one is a copy with its batches
-    restamped (storage.snapshot.restamp_batches, made as a kernel copy with each batch's
+    restamped (storage.restamp.restamp_batches, made as a kernel copy with each batch's
     header patched): the clock only stamps batches."""
 
     def __init__(self, keep: int = KEEP, *, enabled: bool = True, link: bool = True) -> None:

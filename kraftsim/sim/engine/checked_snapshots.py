@@ -3,7 +3,7 @@
 At a million partitions every node writes a snapshot after every broker event. Nodes on
 one image write the same bytes, and a node writing at another time gets a copy whose
 batches differ only in their timestamps and CRCs (image.publisher's SnapshotCopies,
-storage.snapshot.restamp_patches). Read back, each copy was parsed and checked again
+storage.restamp.restamp_patches). Read back, each copy was parsed and checked again
 batch by batch (`read_snapshot`) and hashed (`snapshot_content`) only to learn that it
 holds what the first file held.
 
@@ -28,7 +28,7 @@ from kraftsim.protocol.batch import CRC_AT, TIMESTAMPS_AT, crc32c
 from kraftsim.protocol.registry import Registry
 from kraftsim.sim.node.snapshot_share import snapshot_content
 from kraftsim.storage import SnapshotFile, read_snapshot
-from kraftsim.storage.snapshot import crc32c_zero_extend
+from kraftsim.storage.restamp import crc32c_zero_extend
 
 #: Files checked whole kept to compare others with (each holds its bytes: at a million
 #: partitions 128 MB). One is enough: the copies of a file are read back right after it,

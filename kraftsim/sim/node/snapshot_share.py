@@ -301,7 +301,7 @@ def snapshot_content(snap: SnapshotFile) -> tuple[int, bytes]:
     """What a loader takes from the checked snapshot `snap` (`read_snapshot`: framing, every
     CRC, header, footer, offsets): its batches' bytes without their timestamps, nor the CRC
     over them. Nodes write the same snapshot at different times (a copy restamped for
-    another clock, storage.snapshot.restamp_batches); what a load gives does not depend on
+    another clock, storage.restamp.restamp_batches); what a load gives does not depend on
     when: the records, the header's last contained log time and the id are all kept.
     BLAKE3: as collision-proof as the content it stands for needs, and over a 128 MB
     snapshot five times as fast as SHA-256 with SHA instructions, on one core (27 against
