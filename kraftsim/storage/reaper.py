@@ -219,6 +219,11 @@ def mark_and_discard(path: Path, marked: Path, *, reusable: bool = False) -> Non
     (`reusable`: or keep it as a spare)."""
     try:
         path.rename(marked)
+        if path.exists() and path.samefile(marked):
+            # (`marked` still waits, a hard link of the same file: POSIX rename does nothing
+            # then. That name is queued already; this one goes now.)
+            path.unlink()
+            return
     except FileNotFoundError:
         return
     except OSError as e:

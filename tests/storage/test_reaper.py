@@ -14,7 +14,7 @@ import pytest
 from kraftsim.errors import KraftsimError
 from kraftsim.storage import MetadataLog, apply_retention, describe_log, plan_retention
 from kraftsim.storage.names import DELETED_SUFFIX
-from kraftsim.storage.reaper import REAPER, THREAD_NAME, discard, paced, settle
+from kraftsim.storage.reaper import REAPER, THREAD_NAME, discard, mark_and_discard, paced, settle
 
 from tests.storage.conftest import log_with_two_snapshots
 
@@ -126,3 +126,22 @@ def test_the_process_end_settles_and_says_a_failure_in_one_line(tmp_path: Path) 
                           env=env, timeout=120, check=False)
     assert not gone.exists()
     assert proc.stderr == f"kraftsim: error: cannot delete {stuck}: Is a directory\n"
+
+
+def test_a_name_whose_deleted_twin_still_waits_as_a_link_of_it_is_deleted_too(tmp_path: Path) -> None:
+    """POSIX rename onto a hard link of the same file does nothing: the name is unlinked
+    instead (its twin is already queued), never left in place."""
+    gate = threading.Event()
+    with paced(before_unlink=lambda path: gate.wait()):
+        live = tmp_path / "00000000000000000010-0000000002.checkpoint"
+        live.write_bytes(b"snapshot")
+        marked = tmp_path / ("00000000000000000010-0000000002" + DELETED_SUFFIX)
+        try:
+            mark_and_discard(live, marked)  # (waits, held by the gate)
+            os.link(marked, live)  # (the same file under its live name again)
+            mark_and_discard(live, marked)
+            assert _names(tmp_path) == [marked.name]
+        finally:
+            gate.set()
+        settle(tmp_path)
+    assert _names(tmp_path) == []
