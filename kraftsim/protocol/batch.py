@@ -193,12 +193,12 @@ def read_batches(f: BinaryIO) -> Iterator[BatchSlice | TornTail]:
             magic = f.read(MAGIC_AT + 1 - LOG_OVERHEAD)[MAGIC_AT - LOG_OVERHEAD:]
             yield size._replace(magic=magic[0] if magic else None)
             return
-        rest = f.read(size - LOG_OVERHEAD)
-        if len(rest) < size - LOG_OVERHEAD:
-            at = MAGIC_AT - LOG_OVERHEAD
-            yield TornTail(pos, base_offset, LOG_OVERHEAD + len(rest), size, rest[at] if len(rest) > at else None)
+        f.seek(pos)  # (the batch read whole, its header again: one copy of its bytes, not two)
+        raw = f.read(size)
+        if len(raw) < size:
+            yield TornTail(pos, base_offset, len(raw), size, raw[MAGIC_AT] if len(raw) > MAGIC_AT else None)
             return
-        yield BatchSlice(pos, base_offset, head + rest)
+        yield BatchSlice(pos, base_offset, raw)
         pos += size
 
 
