@@ -3600,6 +3600,96 @@ error:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------ file writes */
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <errno.h>
+#include <unistd.h>
+#define KS_PWRITE_EACH 1
+
+/* One (fd, bytes, position) item of pwrite_each, read with the GIL held. */
+typedef struct {
+    int fd;
+    const char *buf;
+    Py_ssize_t len;
+    long long pos;
+} ks_write_job;
+
+/* pwrite_each(items, piece) -> (items written, errno, bytes of the next item written): each
+ * item (a tuple whose first three entries are fd, bytes, position) is written whole, in
+ * order, in pwrite calls of at most `piece` bytes, with the GIL released once for all of
+ * them. It stops at the first item that fails: errno, or 0 when a call wrote nothing.
+ * Why: a writer thread that wrote each item with os.pwrite took the GIL back after every
+ * call, and waited for it while the simulator's thread ran. */
+static PyObject *py_pwrite_each(PyObject *self, PyObject *args) {
+    PyObject *items;
+    Py_ssize_t piece;
+    if (!PyArg_ParseTuple(args, "O!n:pwrite_each", &PyList_Type, &items, &piece))
+        return NULL;
+    if (piece <= 0) {
+        PyErr_SetString(PyExc_ValueError, "pwrite_each: piece must be positive");
+        return NULL;
+    }
+    items = PySequence_List(items); /* (a list of our own: nobody changes it while the GIL is away) */
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(items);
+    ks_write_job *jobs = PyMem_Malloc(sizeof(ks_write_job) * (size_t)(n ? n : 1));
+    if (jobs == NULL) {
+        Py_DECREF(items);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        if (!PyTuple_Check(item) || PyTuple_GET_SIZE(item) < 3 || !PyBytes_Check(PyTuple_GET_ITEM(item, 1))) {
+            PyErr_SetString(PyExc_TypeError, "pwrite_each: each item is (fd, bytes, position, ...)");
+            goto fail;
+        }
+        long fd = PyLong_AsLong(PyTuple_GET_ITEM(item, 0));
+        long long pos = PyLong_AsLongLong(PyTuple_GET_ITEM(item, 2));
+        if (PyErr_Occurred())
+            goto fail;
+        if (fd < 0 || fd > INT32_MAX || pos < 0) {
+            PyErr_SetString(PyExc_ValueError, "pwrite_each: a negative descriptor or position");
+            goto fail;
+        }
+        PyObject *raw = PyTuple_GET_ITEM(item, 1);
+        jobs[i].fd = (int)fd;
+        jobs[i].buf = PyBytes_AS_STRING(raw);
+        jobs[i].len = PyBytes_GET_SIZE(raw);
+        jobs[i].pos = pos;
+    }
+    Py_ssize_t k = 0, done = 0;
+    int err = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < n; k++) {
+        ks_write_job *j = &jobs[k];
+        done = 0;
+        while (done < j->len) {
+            size_t want = (size_t)(j->len - done < piece ? j->len - done : piece);
+            ssize_t w = pwrite(j->fd, j->buf + done, want, (off_t)(j->pos + done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0) {
+                err = w < 0 ? errno : 0;
+                break;
+            }
+            done += w;
+        }
+        if (done < j->len)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+    PyMem_Free(jobs);
+    Py_DECREF(items);
+    return Py_BuildValue("(nin)", k, err, k < n ? done : (Py_ssize_t)0);
+fail:
+    PyMem_Free(jobs);
+    Py_DECREF(items);
+    return NULL;
+}
+#endif
+
 /* ------------------------------------------------------------------------ module functions */
 
 static PyObject *py_crc32c(PyObject *self, PyObject *args) {
@@ -6193,6 +6283,11 @@ done:
 static PyMethodDef module_methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data) -> int: CRC-32C (Castagnoli) of a bytes-like object."},
     {"crc32c_software", py_crc32c_software, METH_VARARGS, "crc32c with the table implementation (for tests)."},
+#ifdef KS_PWRITE_EACH
+    {"pwrite_each", py_pwrite_each, METH_VARARGS,
+     "pwrite_each(items, piece) -> (items written, errno, bytes of the next written): (fd, bytes, position) items "
+     "written in order, in calls of at most piece bytes, without the GIL."},
+#endif
     {"parse_records", py_parse_records, METH_VARARGS,
      "parse_records(body, count) -> list[Record] | None (None: use batch.parse_records)."},
     {"decode_framed", (PyCFunction)(void (*)(void))py_decode_framed, METH_FASTCALL,

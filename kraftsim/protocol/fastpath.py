@@ -620,6 +620,12 @@ crc32c_buffer: Callable[[bytes | bytearray | memoryview], int] | None = (
     getattr(_c, "crc32c", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
 
 
+#: The C module's writer of (fd, bytes, position) items in order without the GIL
+#: (storage.background_writes), or None without it.
+pwrite_each: Callable[[list[tuple[Any, ...]], int], tuple[int, int, int]] | None = (
+    getattr(_c, "pwrite_each", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
 def crc32c(data: bytes) -> int:
     """CRC-32C of a bytes-like object (hardware instruction when available)."""
     if _c is not None:

@@ -16,6 +16,40 @@ from kraftsim.regular_file import opened_file
 
 T = TypeVar("T")
 
+#: The most one write call hands the kernel. Why: Linux caches a large write into new pages
+#: in folios as large as the write allows (up to 2 MiB on ext4), and on a VM whose balloon
+#: reports free 2 MiB blocks to the host (Firecracker here), each such folio is memory the
+#: host must hand back before the copy goes on. Measured on this machine, 512 MiB into a
+#: new file after 8 s idle: 130-160 MB/s in 4 MiB writes, 4-5 GB/s in 128-512 KiB ones; a
+#: 128 MB snapshot was written in 1.1 s instead of 1.85 s. Elsewhere it costs one system
+#: call per 256 KiB.
+WRITE_PIECE = 256 << 10
+
+
+def pwrite_all(fd: int, data: bytes | memoryview, position: int) -> int:
+    """Write `data` at `position` in pieces of at most WRITE_PIECE bytes; the bytes written
+    (fewer than `data` only when the kernel took none of a piece)."""
+    size = len(data)
+    if size <= WRITE_PIECE:
+        return os.pwrite(fd, data, position)
+    view, done = memoryview(data), 0
+    while done < size:
+        n = os.pwrite(fd, view[done:done + WRITE_PIECE], position + done)
+        if n <= 0:
+            break
+        done += n
+    return done
+
+
+def write_pieces(f: BinaryIO, data: bytes | memoryview) -> None:
+    """`f.write(data)` in pieces of at most WRITE_PIECE bytes (see there)."""
+    if len(data) <= WRITE_PIECE:
+        f.write(data)
+        return
+    view = memoryview(data)
+    for at in range(0, len(view), WRITE_PIECE):
+        f.write(view[at:at + WRITE_PIECE])
+
 
 def fsync_dir(directory: Path) -> None:
     """Make a rename or unlink in `directory` durable (a no-op where directories can't be opened)."""
@@ -36,7 +70,7 @@ def atomic_write(path: Path, data: bytes, *, tmp_path: Path | None = None, fsync
     tmp = tmp_path if tmp_path is not None else path.with_name(path.name + ".tmp")
     try:
         with open(tmp, "wb") as f:
-            f.write(data)
+            write_pieces(f, data)
             f.flush()
             if fsync:
                 os.fsync(f.fileno())

@@ -15,6 +15,7 @@ import struct
 from typing import Callable
 
 from kraftsim.protocol.batch import CRC_AT, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, TIMESTAMPS_AT, crc32c
+from kraftsim.storage.fileio import WRITE_PIECE
 
 #: Where a v2 batch keeps what `restamp_batches` rewrites: the CRC (of everything from the
 #: attributes on), the base and the max timestamp.
@@ -126,7 +127,7 @@ def copy_file_bytes(src_fd: int, dst_fd: int, size: int) -> None:
         except (OSError, AttributeError):
             pass  # (not between these files, or not here: the next way, from where this one stopped)
     while done < size:
-        chunk = os.pread(src_fd, min(size - done, 1 << 20), done)
+        chunk = os.pread(src_fd, min(size - done, WRITE_PIECE), done)
         if not chunk:
             raise OSError(f"{size - done} byte(s) missing at the end of the source")
         os.pwrite(dst_fd, chunk, done)

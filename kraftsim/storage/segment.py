@@ -22,6 +22,7 @@ from kraftsim.protocol.batch import (
 )
 from kraftsim.storage.background_writes import WRITES
 from kraftsim.storage.batchfile import FileBatch
+from kraftsim.storage.fileio import pwrite_all
 from kraftsim.regular_file import require_regular_file
 from kraftsim.storage.names import DELETED_FILE_SUFFIX
 from kraftsim.storage.reaper import mark_and_discard
@@ -406,7 +407,7 @@ class LogSegment:
         if background:
             WRITES.submit(fd if fd is not None else self._fileno(), raw, position, self._path_text)
         else:
-            written = os.pwrite(fd if fd is not None else self._fileno(), raw, position)
+            written = pwrite_all(fd if fd is not None else self._fileno(), raw, position)
             if written != len(raw):
                 raise KraftsimError(f"{self.path}: short write ({written} of {len(raw)} bytes)")
         entries.append(entry)

@@ -29,7 +29,7 @@ from kraftsim.storage.batchfile import (
     stream_file_batches,
 )
 from kraftsim.regular_file import require_regular_file
-from kraftsim.storage.fileio import fsync_dir, read_opened
+from kraftsim.storage.fileio import fsync_dir, read_opened, write_pieces
 from kraftsim.storage.reaper import reuse
 from kraftsim.storage.restamp import copy_file_bytes, pread, restamp_patches
 from kraftsim.storage.names import (
@@ -89,7 +89,7 @@ class SnapshotWriter:
     def _write(self, batches: list[bytes]) -> None:
         try:
             for b in batches:
-                self._file.write(b)
+                write_pieces(self._file, b)
         except OSError as e:
             raise KraftsimError(f"cannot write {self.temp_path}: {e.strerror or e}") from None
 

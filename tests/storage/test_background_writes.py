@@ -219,3 +219,36 @@ def test_a_simulated_cluster_is_the_same_with_appends_written_at_once(capsys: py
     assert WRITES.submitted == submitted  # (none did)
     assert now_out == later_out
     assert files(tmp_path / "now") == files(tmp_path / "later")
+
+
+@pytest.mark.parametrize("in_c", [True, False], ids=["one C call", "one by one"])
+def test_queued_writes_land_whole_in_order_and_a_failing_one_is_named_while_the_rest_are_written(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_c: bool) -> None:
+    from kraftsim.storage import background_writes
+    from kraftsim.storage.fileio import WRITE_PIECE
+
+    if not in_c:
+        monkeypatch.setattr(background_writes, "_pwrite_each", None)
+    elif background_writes._pwrite_each is None:
+        pytest.skip("the C module is not built")
+    good, bad = tmp_path / "a.log", tmp_path / "b.log"
+    bad.write_bytes(b"")
+    big = os.urandom(3 * WRITE_PIECE + 5)
+    fd_bad = os.open(bad, os.O_RDONLY)  # (a write to it fails: EBADF)
+    held = threading.Event()
+    writes = BackgroundWrites()
+    writes.before_write = lambda name: held.wait(60)  # (hold the writer so that everything queues)
+    try:
+        with _opened(good) as fd:
+            writes.submit(fd, b"first", 0, str(good))
+            writes.submit(fd, big, 5, str(good))
+            writes.submit(fd_bad, b"lost", 0, str(bad))
+            writes.submit(fd, b"last", 5 + len(big), str(good))
+            writes.before_write = None
+            held.set()
+            with pytest.raises(KraftsimError, match=f"cannot write {bad}: Bad file descriptor"):
+                writes.drain()
+    finally:
+        os.close(fd_bad)
+    assert good.read_bytes() == b"first" + big + b"last"
+    assert bad.read_bytes() == b""
