@@ -20,8 +20,9 @@ T = TypeVar("T")
 #: in folios as large as the write allows (up to 2 MiB on ext4), and on a VM whose balloon
 #: reports free 2 MiB blocks to the host (Firecracker here), each such folio is memory the
 #: host must hand back before the copy goes on. Measured on this machine, 512 MiB into a
-#: new file after 8 s idle: 130-160 MB/s in 4 MiB writes, 4-5 GB/s in 128-512 KiB ones; a
-#: 128 MB snapshot was written in 1.1 s instead of 1.85 s. Elsewhere it costs one system
+#: new file after 8 s idle: 124-157 MB/s in 2-4 MiB writes, 5.0-5.6 GB/s in 128-512 KiB
+#: ones; a 128 MB snapshot was encoded and written in 1.09-1.18 s instead of 1.72-1.91 s
+#: (benchmarks/results/scale-notes.md, the thirty-ninth look). Elsewhere it costs one system
 #: call per 256 KiB.
 WRITE_PIECE = 256 << 10
 

@@ -130,8 +130,10 @@ def copy_file_bytes(src_fd: int, dst_fd: int, size: int) -> None:
         chunk = os.pread(src_fd, min(size - done, WRITE_PIECE), done)
         if not chunk:
             raise OSError(f"{size - done} byte(s) missing at the end of the source")
-        os.pwrite(dst_fd, chunk, done)
-        done += len(chunk)
+        written = os.pwrite(dst_fd, chunk, done)
+        if written <= 0:
+            raise OSError(f"a write took none of {len(chunk)} byte(s) at {done}")
+        done += written
 
 
 def _copy_file_range(src_fd: int, dst_fd: int, at: int, count: int) -> int:
