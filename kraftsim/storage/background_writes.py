@@ -110,7 +110,7 @@ class BackgroundWrites:
             try:
                 failure = _write_items(taken, hook)
             except BaseException as e:  # (as in `_write_items`: the thread lives on)
-                failure = f"cannot write {taken[0][3]}: {e!r}"
+                failure = _cannot_write(taken[0][3], repr(e))
             with cond:
                 if failure is not None and self._failure is None:
                     self._failure = failure
@@ -142,8 +142,7 @@ def _write_items(items: list[tuple[int, bytes, int, str]], hook: Callable[[str],
         if written == len(items):
             return failure
         _, raw, _, name = items[written]
-        failure = failure or (f"cannot write {name}: {os.strerror(errno)}" if errno else
-                              f"{name}: short write ({done} of {len(raw)} bytes)")
+        failure = failure or (_cannot_write(name, os.strerror(errno)) if errno else _short_write(name, done, len(raw)))
         items = items[written + 1:]  # (the others are written still, as one by one they were)
     for fd, raw, position, name in items:
         try:
@@ -151,7 +150,7 @@ def _write_items(items: list[tuple[int, bytes, int, str]], hook: Callable[[str],
                 hook(name)
             failed = _write(fd, raw, position, name)
         except BaseException as e:  # (the thread must live on, or a drain would wait for ever)
-            failed = f"cannot write {name}: {e!r}"
+            failed = _cannot_write(name, repr(e))
         failure = failure or failed
     return failure
 
@@ -161,10 +160,20 @@ def _write(fd: int, raw: bytes, position: int, name: str) -> str | None:
     try:
         done = pwrite_all(fd, raw, position)
         if done < len(raw):
-            return f"{name}: short write ({done} of {len(raw)} bytes)"
+            return _short_write(name, done, len(raw))
     except OSError as e:
-        return f"cannot write {name}: {e.strerror or e}"
+        return _cannot_write(name, str(e.strerror or e))
     return None
+
+
+def _cannot_write(name: str, reason: str) -> str:
+    """The text of a write that failed."""
+    return f"cannot write {name}: {reason}"
+
+
+def _short_write(name: str, done: int, size: int) -> str:
+    """The text of a write the kernel took only part of."""
+    return f"{name}: short write ({done} of {size} bytes)"
 
 
 def _drain_at_exit() -> None:
