@@ -25,7 +25,6 @@ the record. Every decision is the leader's, on its own image; the controller's r
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -44,7 +43,7 @@ from kraftsim.sim.engine.member import LEADER, Member
 if TYPE_CHECKING:
     from kraftsim.controller import ControllerResult, ReplicaIndex
     from kraftsim.sim.engine.written import Written
-    from kraftsim.image import MetadataImage, PartitionRegistration, TopicImage
+    from kraftsim.image import MetadataImage
     from kraftsim.sim.types import SimConfig
 
 #: A partition, as AlterPartition names it. Keys sort as their topic id's bytes, then the
@@ -196,52 +195,56 @@ class IsrExpansion:
         self.sched.after(self.config.replica_fetch_wait_max_ms, "isr-expand", m.id, check)
 
     def _check(self, m: Member, state: _Leader) -> None:
+        """Leader `m` asks for each partition it was woken for and sees the records of: one
+        more follower in the ISR, the first of its replicas the ISR lacks that may join (and
+        recovered, as the leader holds any partition it leads). At a million partitions a
+        look covers tens of thousands, so the loop keeps to locals: a topic's partitions come
+        together (the keys are sorted) and its image is looked up once; each follower's
+        standing is asked once, and an asked ISR is built once per (ISR, follower)."""
         node = m.node
         image = node.image if node is not None else None
         if image is None or m.broker_epoch is None:
             return
         seen = m.applied + 1
-        ready = sorted(k for k, at in state.woken.items() if at <= seen and k not in state.in_flight)
+        woken, in_flight = state.woken, state.in_flight
+        ready = sorted(k for k, at in woken.items() if at <= seen and k not in in_flight)
         items: dict[Uuid, list[AlterPartitionData]] = {}
         followers: dict[int, bool] = {}  # (each follower's standing, asked once per look)
-
-        def can_join(r: int) -> bool:
-            known = followers.get(r)
-            if known is None:
-                known = followers[r] = _eligible(image, r) and self._fetching(m, image, r)
-            return known
-
         asked: dict[tuple[tuple[int, ...], int], tuple[BrokerState, ...]] = {}  # (ISR, follower) -> the asked ISR
-        topic: TopicImage | None = None
-        for key in ready:  # (sorted: a topic's partitions come together, its image looked up once)
-            del state.woken[key]
-            if topic is None or topic.id != key[0]:
-                topic = image.topics.get_topic(key[0])
-            p = topic.partitions.get(key[1]) if topic is not None else None
-            change = self._change(m, p, key[1], can_join, asked) if p is not None else None
-            if change is not None:
-                items.setdefault(key[0], []).append(change)
-                state.in_flight.add(key)
+        get_topic, leader = image.topics.get_topic, m.id
+        tid: Uuid | None = None
+        partitions: Any = None
+        changes: list[AlterPartitionData] | None = None
+        for key in ready:
+            del woken[key]
+            t, pid = key
+            if t != tid:
+                tid, changes = t, None
+                topic = get_topic(t)
+                partitions = topic.partitions if topic is not None else None
+            p = partitions.get(pid) if partitions is not None else None
+            if p is None or p.leader != leader:
+                continue
+            isr = p.isr
+            for r in p.replicas:
+                if r in isr:
+                    continue
+                joins = followers.get(r)
+                if joins is None:
+                    joins = followers[r] = _eligible(image, r) and self._fetching(m, image, r)
+                if joins:
+                    new_isr = asked.get((isr, r))
+                    if new_isr is None:
+                        new_isr = asked[isr, r] = tuple(BrokerState(b) for b in (*isr, r))
+                    if changes is None:
+                        changes = items[t] = []
+                    changes.append(AlterPartitionData(pid, p.leader_epoch, new_isr, p.partition_epoch, RECOVERED))
+                    in_flight.add(key)
+                    break
         if items:
             self._send(m, state, items)
-        elif state.woken:
+        elif woken:
             self.applied(m)  # (some wait for records it has not applied, or for an answer)
-
-    @staticmethod
-    def _change(m: Member, p: PartitionRegistration, pid: int, can_join: Callable[[int], bool],
-                asked: dict[tuple[tuple[int, ...], int], tuple[BrokerState, ...]]) -> AlterPartitionData | None:
-        """The change leader `m` asks for partition `pid` (`p` in its image): one more follower
-        in the ISR (and recovered, as the leader holds any partition it leads). `asked` keeps
-        the asked ISRs of this look, shared by the partitions of one ISR."""
-        if p.leader != m.id:
-            return None
-        for r in p.replicas:
-            if r not in p.isr and can_join(r):
-                isr = asked.get((p.isr, r))
-                if isr is None:
-                    isr = asked[p.isr, r] = tuple(BrokerState(b) for b in (*p.isr, r))
-                return AlterPartitionData(pid, p.leader_epoch, isr, p.partition_epoch, RECOVERED)
-        return None
 
     def _fetching(self, leader: Member, image: MetadataImage, follower: int) -> bool:
         """Whether `follower` fetches from `leader` now: running, on the registration the
