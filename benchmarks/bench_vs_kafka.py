@@ -96,6 +96,8 @@ def child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -> di
     for op in ops:
         walls, cpus = [], []
         for i in range(runs):
+            if op == "load":
+                img = None  # (the last run's image goes before the clock and the collection, on both sides)
             if i > 0:
                 gc.collect()
             if op in ("write", "delta") and img is None:
@@ -113,7 +115,6 @@ def child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -> di
                 if op == "decode":
                     out["records"] = _decode(path)
                 elif op == "load":
-                    img = None
                     img = load_checkpoint(path)
                 else:
                     assert img is not None
@@ -250,7 +251,8 @@ def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
         "# kraftsim vs Kafka's own code: snapshot decode, load, write, one-record delta",
         "",
         f"Run {meta['date']} on {meta['machine']}, Python {meta['python']}, Kafka {row['kafka_release']} on "
-        f"Java {row['java']} (-Xmx{row['java_heap']} for the timed runs).",
+        f"Java {row['java']} (-Xmx{row['java_heap']} -Xms{row['java_heap']} for the timed runs, a fixed heap as "
+        "kafka-server-start.sh gives a broker).",
         f"Load average (1 / 5 / 15 min) before each pair and at the end: {loads} — the machine is shared; "
         "kraftsim and the JVM ran alternately, never at once.",
         f"Snapshot: {row['topics']:,} topics x 10 partitions ({row['partitions']:,} partitions, "
@@ -264,7 +266,9 @@ def markdown(row: dict[str, Any], meta: dict[str, Any]) -> str:
         "JVM; a fresh interpreter with kraftsim imported), as a tool user meets it; the process column is the "
         "whole process's wall time, start-up and the file's preparation (for write and delta, a load) included.",
         "kraftsim's decode reads the file one batch at a time (`storage.snapshot.SnapshotStream`); its load is "
-        "the product's (`loading.load_path`: MetadataLoader's snapshot path over the same stream).",
+        "the product's (`loading.load_path`: MetadataLoader's snapshot path over the same stream). Before each "
+        "load, on both sides, the last run's image is let go and a collection runs, outside the clock: the "
+        "time is the load's alone (Python frees an image at once, the JVM at a later collection).",
         "",
         "| op | basis | kraftsim | Kafka | ratio kraftsim/Kafka | goal |",
         "|---|---|---|---|---|---|",

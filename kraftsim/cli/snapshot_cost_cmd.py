@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also time Kafka's own snapshot decode, load, write and one-record delta (a fetched "
                         "release: `kraftsim kafka fetch RELEASE`; needs a JDK 17+)")
     p.add_argument("--kafka-heap", default=None, metavar="SIZE",
-                   help="-Xmx of Kafka's JVM (default: 1g)")
+                   help="the heap of Kafka's JVM, fixed as a broker's (-Xmx and -Xms; default: 1g)")
     p.add_argument("--no-fsync", action="store_true", help="write without fsync (Kafka fsyncs)")
     p.add_argument("--json", action="store_true", help="print the measurements as one JSON object")
     p.add_argument("--no-progress", action="store_true", help="do not report progress on stderr")
@@ -86,7 +86,7 @@ def _lines(m: dict[str, Any]) -> list[str]:
         out.append(f"    {label:<40} cold {_s(t['cold_s']):>10}   warm {_s(t['warm_s']):>10}")
     k = m.get("kafka")
     if k:
-        out.append(f"  Kafka {k['release']} on Java {k['java']}, -Xmx{k['heap']} (cold = a fresh JVM per step; warm = "
+        out.append(f"  Kafka {k['release']} on Java {k['java']}, -Xmx{k['heap']} -Xms{k['heap']} (cold = a fresh JVM per step; warm = "
                    f"{_warm_basis(k['warm_runs'])} in one JVM, as JMH):")
         for op, label in (("decode", "decode (RecordsSnapshotReader)"), ("load", "load (MetadataDelta, apply)"),
                           ("write", "write (RaftSnapshotWriter)"), ("delta", "one-record delta (median of 50)")):

@@ -60,7 +60,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                            help="also time Kafka's own load and write of each snapshot, warm and cold (a release "
                                 "fetched with `kraftsim kafka fetch RELEASE` on every worker; a JDK 17+; each task "
                                 "runs one JVM at a time: use --local or few tasks on a small machine)")
-            p.add_argument("--kafka-heap", metavar="SIZE", help="-Xmx of Kafka's JVMs (default: 1g)")
+            p.add_argument("--kafka-heap", metavar="SIZE", help="the heap of Kafka's JVMs, fixed as a broker's (-Xmx and -Xms; default: 1g)")
         p.add_argument("-o", "--output", metavar="DIR",
                        help=f"where to write the Parquet output (default: {DEFAULT_OUTPUT}/{name})")
         p.add_argument("--overwrite", action="store_true",

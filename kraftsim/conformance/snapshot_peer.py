@@ -82,7 +82,10 @@ def run_peer(dist: KafkaDist, snapshot: Path, *, end_offset: int, epoch: int, ti
     if unknown:
         raise ValueError(f"unknown ops {unknown}: choose from {', '.join(OPS)}")
     keeping = [f"-Dkafka.snapshot.peer.keep={keep}"] if keep is not None else []
-    cmd = [str(dist.java.path), f"-Xmx{heap}", "-XX:+ExitOnOutOfMemoryError", *keeping, "-cp",
+    # A fixed heap, as kafka-server-start.sh gives a broker (-Xmx1G -Xms1G): a heap that grows and
+    # shrinks between runs made Kafka's warm load 1.8-2.2 s against 1.0-1.3 s fixed, and its warm
+    # decode 0.39-0.50 s against 0.20-0.22 s (benchmarks/results/vs_kafka.md).
+    cmd = [str(dist.java.path), f"-Xmx{heap}", f"-Xms{heap}", "-XX:+ExitOnOutOfMemoryError", *keeping, "-cp",
            f"{peer_classes(dist)}{os.pathsep}{dist.classpath}", PEER_MAIN, str(snapshot.parent), str(end_offset),
            str(epoch), str(time_ms), str(runs), ",".join(ops)]
     if topic_id is not None:
