@@ -46,8 +46,8 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import (chunks_updated, pmap_get, provide_maps, try_pmap_update, untracked_tuple,
-                                         uuid_hash)
+from kraftsim.protocol.fastpath import (chunks_updated, dense_chunk_map, pmap_get, provide_maps, try_pmap_update,
+                                         untracked_tuple, uuid_hash)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -446,6 +446,10 @@ class ChunkMap(Mapping[K, V]):
     @classmethod
     def of(cls, items: Mapping[K, V]) -> "ChunkMap[K, V]":
         """A map of `items` in their order."""
+        if dense_chunk_map is not None and cls is ChunkMap:  # (C: a dict keyed 0..n-1 in order; None: below)
+            made: ChunkMap[K, V] | None = dense_chunk_map(items, CHUNK_BITS)
+            if made is not None:
+                return made
         keys = list(items)
         n = len(keys)
         index = _DENSE_INDEX.get(n) if n and keys[0] == 0 and keys[-1] == n - 1 else None

@@ -110,6 +110,13 @@ chunks_updated: Callable[[dict[Any, int], tuple[tuple[Any, ...], ...], Any, int]
     getattr(_c, "chunks_updated", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
 
 
+#: pmap.ChunkMap.of made in C for a dict keyed 0..n-1 in order, once pmap holds the shared
+#: positions for n (`dense_chunk_map(items, chunk_bits)`: the ChunkMap provide_maps registered,
+#: or None where the Python code must run), or None without the extension.
+dense_chunk_map: Callable[[Any, int], Any] | None = (
+    getattr(_c, "dense_chunk_map", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
 class PartitionPaths(NamedTuple):
     """The C builders of partition registrations (image/components/partition.py)."""
 
