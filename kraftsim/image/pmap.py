@@ -46,8 +46,8 @@ from itertools import chain
 from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
-from kraftsim.protocol.fastpath import (chunks_updated, dense_chunk_map, pmap_get, provide_maps, try_pmap_update,
-                                         untracked_tuple, uuid_hash)
+from kraftsim.protocol.fastpath import (chunks_updated, dense_chunk_map, pmap_build, pmap_get, provide_maps,
+                                         try_pmap_update, untracked_tuple, uuid_hash)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -359,6 +359,10 @@ class PMap(Generic[K, V]):
             return self
         h = self._hash
         if self._root is _EMPTY:  # bulk construction: every key hashed once, every node built once
+            built = pmap_build(changes, DELETE, _EMPTY, h) if pmap_build is not None and type(changes) is dict else None
+            if built is not None:  # (C: `_build`'s nodes; None where the code below must run)
+                root, size = built
+                return PMap(h, root, size) if size else self
             batch: list[Triple] = [(h(k), k, v) for k, v in changes.items() if v is not DELETE]
             return PMap(h, _build(batch, 0), len(batch)) if batch else self
         batch = [(h(k), k, v) for k, v in changes.items()]

@@ -605,6 +605,13 @@ def try_pmap_update(root: Any, changes: list[tuple[int, Any, Any]], delete: Any,
     return update(root, changes, delete, empty, split, hash_fn)  # type: ignore[no-any-return]
 
 
+#: PMap.update on the empty map in C (`pmap_build(changes, delete, empty, hash_fn)`: (root, size),
+#: the nodes image/pmap.py's `_build` makes; None where its Python code must run), or None
+#: without the extension.
+pmap_build: Callable[[Any, Any, Any, Callable[[Any], int]], tuple[Any, int] | None] | None = (
+    getattr(_c, "pm_build", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
+
 #: PMap.get's walk in C (`pmap_get(pm, key, default)`: the value or `default`; NotImplemented
 #: where image/pmap.py's Python body must run: the fast path off, anything unusual), or None
 #: without the extension. Why: PMap.get is called once per topic of every delta.
