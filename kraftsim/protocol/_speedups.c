@@ -6296,6 +6296,28 @@ interior_done:
     return res;
 }
 
+/* A PmCtx's arrays for n changes, and the positions with routing space after them (one per
+ * change for each of at most 13 levels of 5 bits): 0, or -1 with MemoryError; pm_free frees
+ * whatever was made, either way. */
+static int pm_alloc(PmCtx *ctx, Py_ssize_t n, Py_ssize_t **space) {
+    ctx->hash = PyMem_Malloc(((size_t)n + 1) * sizeof(uint64_t));
+    ctx->key = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
+    ctx->value = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
+    *space = PyMem_Malloc(((size_t)n * 14 + 1) * sizeof(Py_ssize_t));
+    if (!ctx->hash || !ctx->key || !ctx->value || !*space) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void pm_free(PmCtx *ctx, Py_ssize_t *space) {
+    PyMem_Free(ctx->hash);
+    PyMem_Free(ctx->key);
+    PyMem_Free(ctx->value);
+    PyMem_Free(space);
+}
+
 static PyObject *py_pm_update(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 6) {
         PyErr_SetString(PyExc_TypeError, "pm_update expects 6 arguments");
@@ -6306,17 +6328,10 @@ static PyObject *py_pm_update(PyObject *self, PyObject *const *args, Py_ssize_t 
         Py_RETURN_NONE;
     Py_ssize_t n = PyList_GET_SIZE(changes);
     PmCtx ctx = {.delete = args[2], .empty = args[3], .split = args[4], .hash_fn = args[5]};
-    /* (positions, then routing space for each of at most 13 levels of 5 bits) */
-    size_t slots = (size_t)n * 14 + 1;
-    ctx.hash = PyMem_Malloc(((size_t)n + 1) * sizeof(uint64_t));
-    ctx.key = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
-    ctx.value = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
-    Py_ssize_t *space = PyMem_Malloc(slots * sizeof(Py_ssize_t));
+    Py_ssize_t *space = NULL;
     PyObject *res = NULL;
-    if (!ctx.hash || !ctx.key || !ctx.value || !space) {
-        PyErr_NoMemory();
+    if (pm_alloc(&ctx, n, &space) < 0)
         goto done;
-    }
     for (Py_ssize_t q = 0; q < n; q++) {
         PyObject *t = PyList_GET_ITEM(changes, q);
         if (!PyTuple_CheckExact(t) || PyTuple_GET_SIZE(t) != 3 || !PyLong_CheckExact(PyTuple_GET_ITEM(t, 0)))
@@ -6343,10 +6358,7 @@ static PyObject *py_pm_update(PyObject *self, PyObject *const *args, Py_ssize_t 
 decline:
     res = Py_NewRef(Py_None);
 done:
-    PyMem_Free(ctx.hash);
-    PyMem_Free(ctx.key);
-    PyMem_Free(ctx.value);
-    PyMem_Free(space);
+    pm_free(&ctx, space);
     return res;
 }
 
@@ -6407,17 +6419,10 @@ static PyObject *py_pm_build(PyObject *self, PyObject *const *args, Py_ssize_t n
         Py_RETURN_NONE;
     Py_ssize_t n = PyDict_GET_SIZE(changes), m = 0;
     PmCtx ctx = {.delete = args[1], .empty = args[2], .hash_fn = args[3]};
-    /* (positions, then routing space for each of at most 13 levels of 5 bits) */
-    ctx.hash = PyMem_Malloc(((size_t)n + 1) * sizeof(uint64_t));
-    ctx.key = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
-    ctx.value = PyMem_Malloc(((size_t)n + 1) * sizeof(PyObject *));
-    Py_ssize_t *space = PyMem_Malloc(((size_t)n * 14 + 1) * sizeof(Py_ssize_t));
-    PyObject *res = NULL, *keep = PyList_New(0), *k, *v;
-    if (!ctx.hash || !ctx.key || !ctx.value || !space || !keep) {
-        if (keep)
-            PyErr_NoMemory();
+    Py_ssize_t *space = NULL;
+    PyObject *res = NULL, *keep = NULL, *k, *v;
+    if (pm_alloc(&ctx, n, &space) < 0 || !(keep = PyList_New(0)))
         goto done;
-    }
     Py_ssize_t it = 0;
     while (PyDict_Next(changes, &it, &k, &v)) {
         if (v == ctx.delete)
@@ -6454,10 +6459,7 @@ static PyObject *py_pm_build(PyObject *self, PyObject *const *args, Py_ssize_t n
         res = Py_BuildValue("(Nn)", root, m);
 done:
     Py_XDECREF(keep);
-    PyMem_Free(ctx.hash);
-    PyMem_Free(ctx.key);
-    PyMem_Free(ctx.value);
-    PyMem_Free(space);
+    pm_free(&ctx, space);
     return res;
 }
 
