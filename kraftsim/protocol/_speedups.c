@@ -4957,15 +4957,17 @@ static PyObject *py_dense_chunk_map(PyObject *self, PyObject *args) {
             Py_DECREF(chunks);
             Py_RETURN_NONE;
         }
+        Py_INCREF(v);  /* (before an allocation, which may run a collection and any finalizer) */
         if ((i & (size - 1)) == 0) {
             Py_ssize_t left = n - i;
             if (!(chunk = PyTuple_New(left < size ? left : size))) {
+                Py_DECREF(v);
                 Py_DECREF(chunks);
                 return NULL;
             }
             PyTuple_SET_ITEM(chunks, i >> bits, chunk);
         }
-        PyTuple_SET_ITEM(chunk, i & (size - 1), Py_NewRef(v));
+        PyTuple_SET_ITEM(chunk, i & (size - 1), v);
         i++;
     }
     for (Py_ssize_t c = 0; c < PyTuple_GET_SIZE(chunks); c++) {
@@ -6427,14 +6429,12 @@ static PyObject *py_pm_build(PyObject *self, PyObject *const *args, Py_ssize_t n
     while (PyDict_Next(changes, &it, &k, &v)) {
         if (v == ctx.delete)
             continue;
+        /* (the key and value kept alive first: hash_fn is Python code, and may change the dict) */
+        if (PyList_Append(keep, k) < 0 || PyList_Append(keep, v) < 0)
+            goto done;
         PyObject *h = PyObject_CallOneArg(ctx.hash_fn, k);
         if (!h)
             goto done;
-        /* (the keys and values stay alive: `keep` holds them, as hash_fn may change the dict) */
-        if (PyList_Append(keep, k) < 0 || PyList_Append(keep, v) < 0) {
-            Py_DECREF(h);
-            goto done;
-        }
         int exact = PyLong_CheckExact(h);
         unsigned long long hv = exact ? PyLong_AsUnsignedLongLong(h) : 0;
         Py_DECREF(h);
