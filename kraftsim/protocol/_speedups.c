@@ -4918,7 +4918,7 @@ static PyObject *mr_getitem(PyObject *mapping, PyObject *key) {
  * positions for n. The registered ChunkMap with that shared index and the values in chunks of
  * 1 << chunk_bits, each chunk and the tuple of them untracked by untracked_tuple's rule, as
  * the method builds them. Why: a snapshot load builds one per topic (100,000 at a million
- * partitions), and the method's Python was a sixth of the load. None when anything differs
+ * partitions), and the method's Python was a tenth of the load. None when anything differs
  * (another class, a key out of place, no shared index yet): the method then runs. */
 static PyObject *py_dense_chunk_map(PyObject *self, PyObject *args) {
     PyObject *items, *dense_index, *index, *n_obj, *chunks = NULL, *made;

@@ -17,27 +17,14 @@ from kraftsim.image.pmap import DELETE, PMap, hash_int, hash_str, hash_uuid, sta
 from kraftsim.protocol import fastpath
 from kraftsim.protocol.primitives import Uuid
 
+from ._trie_hashes import colliding, low_bits, negative, past_64_bits
+
+
 needs_c = pytest.mark.skipif(fastpath.pmap_build is None, reason="the C fast path is off")
-
-
-def _colliding(k: int) -> int:
-    return hash_int(k % 40)
-
-
-def _low_bits(k: int) -> int:
-    return (k & 0x3FF) << 50
 
 
 def _last_level(k: int) -> int:
     return (k % 8) << 61
-
-
-def _negative(k: int) -> int:
-    return -1 - (hash_int(k) >> 2)
-
-
-def _past_64_bits(k: int) -> int:
-    return ((hash_int(k) | 1) << 70) | 5
 
 
 def _not_an_int(k: int) -> Any:
@@ -46,8 +33,8 @@ def _not_an_int(k: int) -> Any:
 
 #: (hash function, whether the C code builds the map itself)
 HASHES: list[tuple[Callable[[Any], Any], bool]] = [
-    (hash_int, True), (_colliding, True), (_low_bits, True), (_last_level, True), (stable_hash, True),
-    (_negative, False), (_past_64_bits, False), (_not_an_int, False)]
+    (hash_int, True), (colliding, True), (low_bits, True), (_last_level, True), (stable_hash, True),
+    (negative, False), (past_64_bits, False), (_not_an_int, False)]
 
 
 def _python_update(h: Callable[[Any], int], changes: Any) -> PMap[Any, Any]:

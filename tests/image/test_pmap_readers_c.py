@@ -18,34 +18,17 @@ from kraftsim.image.pmap import ChunkMap, PMap, hash_int, hash_uuid, hash_uuid_p
 from kraftsim.protocol import fastpath
 from kraftsim.protocol.primitives import Uuid
 
+from ._trie_hashes import colliding, low_bits, negative, past_64_bits
+
+
 needs_c = pytest.mark.skipif(not fastpath.ENABLED or fastpath.pmap_get is None, reason="the C fast path is off")
 _c: Any = fastpath._c
-
-
-def _colliding(k: int) -> int:
-    """Few distinct hashes: leaves past the last level that grow."""
-    return hash_int(k % 40)
-
-
-def _low_bits(k: int) -> int:
-    """Hashes that differ only in their high bits: long paths of one-child nodes."""
-    return (k & 0x3FF) << 50
-
-
-def _negative(k: int) -> int:
-    """Negative hashes: Python's >> floors, so the walk's slots come from the sign bits."""
-    return -1 - (hash_int(k) >> 2)
 
 
 def _deep_negative(k: int) -> int:
     """Negative hashes equal in their low 60 bits: the trie reaches its last level, whose
     slots come from the sign (Python's >> floors: slots 24-31, not 8-15)."""
     return -1 - ((k % 8) << 60)
-
-
-def _past_64_bits(k: int) -> int:
-    """Hashes wider than 64 bits: the C walk declines them."""
-    return ((hash_int(k) | 1) << 70) | 5
 
 
 def _bool_hash(k: int) -> int:
@@ -55,9 +38,9 @@ def _bool_hash(k: int) -> int:
 
 #: (hash function, whether the C walk answers itself for int keys)
 INT_HASHES: list[tuple[Callable[[int], int], bool]] = [
-    (hash_int, True), (_colliding, True), (_low_bits, True), (_negative, True), (_deep_negative, True),
+    (hash_int, True), (colliding, True), (low_bits, True), (negative, True), (_deep_negative, True),
     (stable_hash, True),
-    (_past_64_bits, False), (_bool_hash, False)]
+    (past_64_bits, False), (_bool_hash, False)]
 
 
 class SubPMap(PMap[Any, Any]):
@@ -82,7 +65,7 @@ class ShadowedPMap(PMap[Any, Any]):
 
     @property  # type: ignore[misc]
     def _hash(self) -> Callable[[Any], int]:
-        return _low_bits
+        return low_bits
 
 
 class SubChunkMap(ChunkMap[Any, Any]):
@@ -174,7 +157,7 @@ def test_pmap_get_declines_where_python_must_run() -> None:
     unhashable: PMap[Any, Any] = PMap(hash_int).update({1: 1})  # (one leaf: dict.get's TypeError either way)
     _same(_outcome(lambda: _c.pmap_get(unhashable, [1], None)), _outcome(lambda: _python_get(unhashable, [1], None)))
 
-    shadowed = ShadowedPMap.__new__(ShadowedPMap)  # (its slot holds hash_int, its property _low_bits)
+    shadowed = ShadowedPMap.__new__(ShadowedPMap)  # (its slot holds hash_int, its property low_bits)
     PMap.__dict__["_root"].__set__(shadowed, m._root)
     PMap.__dict__["_hash"].__set__(shadowed, hash_int)
     assert _c.pmap_get(shadowed, 3, None) is NotImplemented

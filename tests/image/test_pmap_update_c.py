@@ -12,20 +12,12 @@ from kraftsim.image import pmap
 from kraftsim.image.pmap import DELETE, PMap, hash_int
 from kraftsim.protocol import fastpath
 
+from ._trie_hashes import colliding, low_bits
+
 needs_c = pytest.mark.skipif(not fastpath.ENABLED, reason="the C fast path is off")
 
 
-def _colliding(k: int) -> int:
-    """Few distinct hashes: leaves past the last level that grow, and deep tries."""
-    return hash_int(k % 40)
-
-
-def _low_bits(k: int) -> int:
-    """Hashes that differ only in their high bits: long paths of one-child nodes."""
-    return (k & 0x3FF) << 50
-
-
-HASHES: list[Callable[[int], int]] = [hash_int, _colliding, _low_bits]
+HASHES: list[Callable[[int], int]] = [hash_int, colliding, low_bits]
 keys = st.integers(0, 1500)
 values = st.one_of(st.just(DELETE), st.integers(0, 3))  # (small ints: the same objects, "no change" updates)
 batches = st.lists(st.dictionaries(keys, values, max_size=400), min_size=1, max_size=5)
