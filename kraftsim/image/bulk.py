@@ -26,6 +26,12 @@ record's topic whose TopicDelta already keeps its `layout`, read in C); it hands
 first record it does not finish (another type, a shape its builders decline, an error),
 which this loop then replays, so every error and count is this loop's
 (tests/image/test_bulk_replay_runs.py compares both).
+
+A loader replaying a streamed snapshot hands over most PartitionRecords already built
+(`entries.PrebuiltPartition`: the decoder read the bytes straight into the registration
+`fast_from_record` would build); each goes into its topic's dict as it is, in the C run
+or in this loop, its topic looked up as a PartitionRecord's
+(tests/image/test_prebuilt_partitions.py).
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from kraftsim.image.components.partition import (
 )
 from kraftsim.image.components.topics import TopicsDelta
 from kraftsim.image.pmap import CHUNK_BITS, CHUNK_MASK
+from kraftsim.protocol.entries import PrebuiltPartition
 from kraftsim.protocol.fastpath import try_bulk_replay_run
 
 ErrorHandler = Callable[[Any, KraftsimError], None]
@@ -88,6 +95,8 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     run = try_bulk_replay_run()  # (C: runs of change and partition records; None: this loop alone)
     state: list[Any] = []
     it = iter(records)
+    prebuilt = PrebuiltPartition
+    rt: Any
     if run is not None:
         def to_change(m: Any) -> tuple[Any, ...]:
             return delta.topics.change_layout(m)
@@ -99,9 +108,12 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
             return delta.topics.replay_topic(m)
     try:
         for r in it:
-            if run is not None:
+            if type(r) is prebuilt:  # (a PartitionRecord the decoder built: its registration goes in as it is)
+                rt = prebuilt
+            else:
                 rt = r.record_type
-                if rt is change_type or rt is partition_type or rt is topic_type:  # the run in C, up to the record it left
+            if run is not None:
+                if rt is change_type or rt is partition_type or rt is topic_type or rt is prebuilt:  # the run in C, up to the record it left
                     if topics is None:
                         try:  # (the records of the run take it anyway; if they cannot, they fail in the callbacks)
                             topics = delta.topics
@@ -116,8 +128,18 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                         done += n
                     if r is _END:
                         break
+                    rt = prebuilt if type(r) is prebuilt else r.record_type
             try:
-                rt = r.record_type
+                if rt is prebuilt:
+                    tid = r.topic_id
+                    if tid is not last_topic and tid != last_topic:
+                        if topics is None:
+                            topics = delta.topics
+                        changes = topics.partition_changes(r)
+                        last_topic = tid
+                    changes[r.partition_id] = r.registration
+                    done += 1
+                    continue
                 if rt is change_type:  # (a commit's usual record: one dict lookup and a merge)
                     m = r.message
                     tid = m.topic_id

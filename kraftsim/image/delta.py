@@ -30,11 +30,14 @@ from kraftsim.image.components.quotas import ClientQuotasDelta
 from kraftsim.image.components.scram import ScramDelta
 from kraftsim.image.components.tokens import DelegationTokensDelta
 from kraftsim.image.components.topics import TopicsDelta, TopicsImage
-from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.protocol.entries import LogEntry, Payload, PrebuiltPartition
 from kraftsim.versions import Catalog, default_catalog
 
 #: What a delta replays: a record read from a log, or one to write.
 RecordLike = LogEntry | Payload
+#: What `replay_all` also takes: a PartitionRecord the decoder built into its registration
+#: (a loader replaying a snapshot: SnapshotStream.loader_entries).
+BulkRecord = RecordLike | PrebuiltPartition
 
 #: Record types the loader handles; a delta refuses them.
 TRANSACTION_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
@@ -160,8 +163,8 @@ class MetadataDelta:
             self.opaque.replay(record_type, record.version, record.message)
         self.records_replayed += 1
 
-    def replay_all(self, records: Iterable[RecordLike],
-                   on_error: Callable[[RecordLike, KraftsimError], None] | None = None, *,
+    def replay_all(self, records: Iterable[BulkRecord],
+                   on_error: Callable[[BulkRecord, KraftsimError], None] | None = None, *,
                    skip_control: bool = False) -> "MetadataDelta":
         """Replay every record in order: the same as `replay()` on each, in less time.
 

@@ -56,7 +56,8 @@ static PyTypeObject *RecordNT = NULL;      /* batch.Record */
 static PyTypeObject *LogEntryNT = NULL;    /* entries.LogEntry */
 static PyTypeObject *PayloadNT = NULL;     /* entries.Payload */
 static PyTypeObject *MetadataRecordNT = NULL; /* framing.MetadataRecord */
-static int record_direct = 0, logentry_direct = 0, mdrecord_direct = 0;
+static PyTypeObject *PrebuiltNT = NULL;    /* entries.PrebuiltPartition */
+static int record_direct = 0, logentry_direct = 0, mdrecord_direct = 0, prebuilt_direct = 0;
 static int g_enabled = 1;
 /* Untrack (from the cycle collector) the lists the decoder builds inside messages and the
  * LogEntry / Record tuples. Their items are ints, strings, bytes, Uuids, record types and
@@ -2327,11 +2328,15 @@ static inline int rd_short_uvarint(const uint8_t *b, int64_t len, int64_t *ppos,
     return 0;
 }
 
+static PyObject *pb_build(const uint8_t *b, int64_t len, int64_t pos, int64_t version);
+
 /* Decode a framed metadata record value [b, b+len) with a decode table (a list indexed by
  * apiKey). Returns the message (new ref) and sets *entry_out / *version_out, or NULL with
- * an exception (Fallback for anything Python must handle). */
+ * an exception (Fallback for anything Python must handle). With `build_rt` (NULL: off) a
+ * record of that type in its usual shape comes back as a PrebuiltPartition instead, and
+ * *built is set (see pb_build). */
 static PyObject *decode_framed_value(const uint8_t *b, int64_t len, PyObject *table, Entry *entry_out,
-                                     int64_t *version_out, PyObject **last_t) {
+                                     int64_t *version_out, PyObject **last_t, PyObject *build_rt, int *built) {
     int64_t pos = 0, frame, api_key, version;
     if (rd_short_uvarint(b, len, &pos, &frame) < 0 || frame != 1)
         return fallback_null();
@@ -2351,6 +2356,15 @@ static PyObject *decode_framed_value(const uint8_t *b, int64_t len, PyObject *ta
     Program *prog = entry_program(entry_out, version);
     if (!prog)
         return fallback_null();
+    if (build_rt && entry_out->rt == build_rt) {
+        PyObject *pb = pb_build(b, len, pos, version);
+        if (pb) {
+            *built = 1;
+            *version_out = version;
+            return pb;
+        }
+        PyErr_Clear();  /* (declined: decoded as always) */
+    }
     PyObject *msg = dec_struct(prog, b, len, &pos);
     if (!msg)
         return NULL;
@@ -2374,7 +2388,7 @@ static PyObject *py_decode_framed(PyObject *self, PyObject *const *args, Py_ssiz
         return NULL;
     Entry e;
     int64_t version;
-    PyObject *msg = decode_framed_value(view.buf, view.len, table, &e, &version, NULL);
+    PyObject *msg = decode_framed_value(view.buf, view.len, table, &e, &version, NULL, NULL, NULL);
     PyBuffer_Release(&view);
     if (!msg) {
         if (error_is_fatal())
@@ -2410,7 +2424,7 @@ static PyObject *py_decode_framed(PyObject *self, PyObject *const *args, Py_ssiz
  * a data error, which the caller turns into "let Python do this batch"). */
 static int decode_records_into(const uint8_t *b, int64_t start, int64_t end, int64_t count, int64_t base_offset,
                                PyObject *epoch_obj, int64_t base_ts, PyObject *base_ts_obj, PyObject *table,
-                               PyObject *out) {
+                               PyObject *out, PyObject *build_rt) {
     int64_t pos = start;
     Entry e;
     PyObject *last_t = NULL; /* the table is not changed during the call: e stays valid */
@@ -2425,9 +2439,17 @@ static int decode_records_into(const uint8_t *b, int64_t start, int64_t end, int
             return fallback_int();
         if (add_overflows(base_offset, r.offset_delta, &offset) || add_overflows(base_ts, r.ts_delta, &ts))
             return fallback_int();
-        PyObject *msg = decode_framed_value(b + r.val_off, r.val_len, table, &e, &version, &last_t);
+        int built = 0;
+        PyObject *msg = decode_framed_value(b + r.val_off, r.val_len, table, &e, &version, &last_t, build_rt, &built);
         if (!msg)
             return -1;
+        if (built) {
+            int bad = PyList_Append(out, msg);
+            Py_DECREF(msg);
+            if (bad < 0)
+                return -1;
+            continue;
+        }
         PyObject *items[7];
         items[0] = PyLong_FromLongLong(offset);
         Py_INCREF(epoch_obj);
@@ -2473,15 +2495,17 @@ static void truncate_list(PyObject *list, Py_ssize_t n) {
         PyList_SetSlice(list, n, PyList_GET_SIZE(list), NULL);
 }
 
-/* decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table)
- *   -> list[LogEntry] | None   (None: let Python decode this batch) */
+/* decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table[, build])
+ *   -> list[LogEntry | PrebuiltPartition] | None   (None: let Python decode this batch)
+ * build: a record type whose records in their usual shape come back as PrebuiltPartitions
+ * (pb_build; only the loader's snapshot path asks), or None. */
 static PyObject *py_decode_records(PyObject *self, PyObject *args) {
     Py_buffer view;
     Py_ssize_t start, end;
     long long count, base_offset, base_ts;
-    PyObject *epoch_obj, *table, *base_ts_obj;
-    if (!PyArg_ParseTuple(args, "y*nnLLO!OO!:decode_records", &view, &start, &end, &count, &base_offset,
-                          &PyLong_Type, &epoch_obj, &base_ts_obj, &PyList_Type, &table))
+    PyObject *epoch_obj, *table, *base_ts_obj, *build_rt = Py_None;
+    if (!PyArg_ParseTuple(args, "y*nnLLO!OO!|O:decode_records", &view, &start, &end, &count, &base_offset,
+                          &PyLong_Type, &epoch_obj, &base_ts_obj, &PyList_Type, &table, &build_rt))
         return NULL;
     if (!LogEntryNT)
         return not_configured(&view);
@@ -2502,7 +2526,7 @@ static PyObject *py_decode_records(PyObject *self, PyObject *args) {
     }
     int gc_was = gc_pause();
     int rc = decode_records_into(view.buf, start, end, count, base_offset, epoch_obj, base_ts, base_ts_obj, table,
-                                 out);
+                                 out, build_rt == Py_None ? NULL : build_rt);
     gc_resume(gc_was);
     PyBuffer_Release(&view);
     if (rc < 0) {
@@ -2576,7 +2600,7 @@ static PyObject *py_decode_log(PyObject *self, PyObject *args) {
             last_ts = base_ts;
         }
         Py_ssize_t mark = PyList_GET_SIZE(out);
-        if (decode_records_into(b, p + 61, p + size, count, base_offset, epoch_obj, base_ts, ts_obj, table, out) < 0) {
+        if (decode_records_into(b, p + 61, p + size, count, base_offset, epoch_obj, base_ts, ts_obj, table, out, NULL) < 0) {
             truncate_list(out, mark);
             if (error_is_fatal())
                 goto error;
@@ -3315,6 +3339,171 @@ none:
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- prebuilt partitions
+ *
+ * pb_build: a PartitionRecord's value (after its frame), read straight from the bytes into
+ * the registration partition_from_record would build from the decoded message, as a
+ * PrebuiltPartition(topic_id, partition_id, registration). Why: a snapshot is almost all
+ * PartitionRecords, and a loader only wants their registrations; the message, its five
+ * lists, its LogEntry and their release cost more than the registration itself. Only the
+ * usual shape is built, and only with the same interned tuples (see py_partition_from_record);
+ * for anything else, or anything unusual in the bytes (a tag it does not know, a null
+ * array, a size that does not add up), it answers NULL with no error and the record is
+ * decoded as always, so every error and every other shape keeps its one definition.
+ * The layout read is Kafka's PartitionRecord, versions 0-2 (flexible from 0): PartitionId,
+ * TopicId, Replicas, Isr, RemovingReplicas, AddingReplicas, Leader, LeaderEpoch,
+ * PartitionEpoch, Directories (1+); tagged LeaderRecoveryState (0), and (2+)
+ * EligibleLeaderReplicas (1) and LastKnownElr (2). */
+
+/* A compact int32 array at *ppos: its length (-1: null) and where its items start. */
+static int pb_int32s(const uint8_t *b, int64_t len, int64_t *ppos, int64_t *n, int64_t *at) {
+    if (rd_len(1, 1, b, len, ppos, n) < 0)
+        return -1;
+    if (*n < 0)
+        return 0;
+    if (*n > (len - *ppos) / 4)
+        return -1;
+    *at = *ppos;
+    *ppos += 4 * *n;
+    return 0;
+}
+
+static PyObject *pb_long(int64_t v) {
+    if (v >= SMALL_INT_MIN && v <= SMALL_INT_MAX)
+        return Py_NewRef(small_ints[v - SMALL_INT_MIN]);
+    return PyLong_FromLongLong(v);
+}
+
+/* The interned tuple in `table` equal to `key` (a new reference; `key` released), or NULL
+ * with no error when it is not there yet (the usual path then interns it). */
+static PyObject *pb_interned(PyObject *table, PyObject *key) {
+    if (!key)
+        return NULL;
+    PyObject *found = PyDict_GetItemWithError(table, key);
+    Py_DECREF(key);
+    if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
+        return NULL;
+    return Py_NewRef(found);
+}
+
+/* The int tuple of n big-endian int32s at p, interned (pb_interned). */
+static PyObject *pb_ints(const uint8_t *p, int64_t n) {
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    if (!t)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *v = pb_long((int32_t)be32(p + 4 * i));
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
+    }
+    return pb_interned(pr_int_tuples, t);
+}
+
+/* The Uuid tuple of n 16-byte ids at p, interned (pb_interned). */
+static PyObject *pb_uuids(const uint8_t *p, int64_t n) {
+    PyObject *t = PyTuple_New((Py_ssize_t)n);
+    if (!t)
+        return NULL;
+    for (int64_t i = 0; i < n; i++) {
+        PyObject *v = make_uuid(p + 16 * i);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
+    }
+    return pb_interned(pr_uuid_tuples, t);
+}
+
+/* A nullable compact array in a tag of `size` bytes at *ppos that is null or empty. */
+static int pb_empty_tag(const uint8_t *b, int64_t len, int64_t *ppos, int64_t end) {
+    int64_t n;
+    if (rd_len(1, 1, b, len, ppos, &n) < 0 || n > 0)
+        return -1;
+    return *ppos == end ? 0 : -1;
+}
+
+static PyObject *pb_build(const uint8_t *b, int64_t len, int64_t pos, int64_t version) {
+    if (!pr_cls || !PrebuiltNT || version < 0 || version > 2 || pos + 20 > len)
+        return NULL;
+    int64_t pid = (int32_t)be32(b + pos);
+    const uint8_t *topic = b + pos + 4;
+    pos += 20;
+    int64_t nr, ar = 0, ni, ai = 0, nrm, arm = 0, nad, aad = 0, nd = 0, ad = 0;
+    if (pb_int32s(b, len, &pos, &nr, &ar) < 0 || pb_int32s(b, len, &pos, &ni, &ai) < 0 ||
+        pb_int32s(b, len, &pos, &nrm, &arm) < 0 || pb_int32s(b, len, &pos, &nad, &aad) < 0)
+        return NULL;
+    if (nr <= 0 || ni <= 0 || nrm != 0 || nad != 0 || pos + 12 > len)
+        return NULL;
+    int64_t leader = (int32_t)be32(b + pos), leader_epoch = (int32_t)be32(b + pos + 4),
+            partition_epoch = (int32_t)be32(b + pos + 8);
+    pos += 12;
+    if (version >= 1) {
+        if (rd_len(1, 1, b, len, &pos, &nd) < 0 || nd < 0 || nd > (len - pos) / 16)
+            return NULL;
+        ad = pos;
+        pos += 16 * nd;
+    }
+    int64_t ntags, lrs = 0;
+    if (rd_uvarint(b, len, &pos, &ntags) < 0)
+        return NULL;
+    for (int64_t k = 0; k < ntags; k++) {
+        int64_t tag, size;
+        if (rd_uvarint(b, len, &pos, &tag) < 0 || rd_uvarint(b, len, &pos, &size) < 0 || size > len - pos)
+            return NULL;
+        int64_t end = pos + size;
+        if (tag == 0 && size == 1)
+            lrs = (int8_t)b[pos++];
+        else if ((tag == 1 || tag == 2) && version >= 2) {
+            if (pb_empty_tag(b, len, &pos, end) < 0)
+                return NULL;
+        } else
+            return NULL;
+    }
+    if (pos != len || (lrs != 0 && lrs != 1) || (nd != 0 && nd != nr))
+        return NULL;
+    if (nd == 0 && nr >= PyTuple_GET_SIZE(pr_migrating))
+        return NULL;
+    PyObject *vals[PR_FIELDS] = {NULL};
+    PyObject *items[3] = {NULL};
+    if (!(vals[PR_REPLICAS] = pb_ints(b + ar, nr)))
+        goto none;
+    if (ni == nr && memcmp(b + ar, b + ai, (size_t)(4 * nr)) == 0)
+        vals[PR_ISR] = Py_NewRef(vals[PR_REPLICAS]);
+    else if (!(vals[PR_ISR] = pb_ints(b + ai, ni)))
+        goto none;
+    if (nd == 0)
+        vals[PR_DIRECTORIES] = Py_NewRef(PyTuple_GET_ITEM(pr_migrating, nr));
+    else if (!(vals[PR_DIRECTORIES] = pb_uuids(b + ad, nd)))
+        goto none;
+    PyObject *empty = PyTuple_New(0);
+    if (!empty)
+        goto none;
+    vals[PR_REMOVING] = Py_NewRef(empty);
+    vals[PR_ADDING] = Py_NewRef(empty);
+    vals[PR_ELR] = Py_NewRef(empty);
+    vals[PR_LAST_KNOWN_ELR] = empty;
+    if (!(vals[PR_LEADER] = pb_long(leader)) || !(vals[PR_LRS] = pb_long(lrs)) ||
+        !(vals[PR_LEADER_EPOCH] = pb_long(leader_epoch)) || !(vals[PR_PARTITION_EPOCH] = pb_long(partition_epoch)))
+        goto none;
+    if (!(items[0] = make_uuid(topic)) || !(items[1] = pb_long(pid)))
+        goto none;
+    if (!(items[2] = new_registration(vals)))
+        goto none;
+    return new_ntuple(PrebuiltNT, prebuilt_direct, items, 3, g_untrack);
+none:
+    PyErr_Clear();  /* (a failed allocation too: the usual decode meets it again and reports it) */
+    for (int i = 0; i < PR_FIELDS; i++)
+        Py_XDECREF(vals[i]);
+    for (int i = 0; i < 3; i++)
+        Py_XDECREF(items[i]);
+    return NULL;
+}
+/* ------------------------------------------------------------ end of prebuilt partitions */
+
 /* partition_merge(registration, change) -> registration | None
  *
  * PartitionRegistration.merge's usual case: a PartitionChangeRecord that changes the ISR,
@@ -3727,11 +3916,11 @@ static int set_type(PyObject *o, PyTypeObject **slot, const char *what) {
 
 static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"uuid", "record", "log_entry", "payload", "metadata_record", "untrack", "populate",
-                             "arena_cache", NULL};
-    PyObject *uuid = NULL, *record = NULL, *log_entry = NULL, *payload = NULL, *mdrec = NULL;
+                             "arena_cache", "prebuilt_partition", NULL};
+    PyObject *uuid = NULL, *record = NULL, *log_entry = NULL, *payload = NULL, *mdrec = NULL, *prebuilt = NULL;
     int untrack = -1, populate = -1, arena_cache = -1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOO$ppi:configure", kwlist, &uuid, &record, &log_entry, &payload,
-                                     &mdrec, &untrack, &populate, &arena_cache))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|OOOOO$ppiO:configure", kwlist, &uuid, &record, &log_entry, &payload,
+                                     &mdrec, &untrack, &populate, &arena_cache, &prebuilt))
         return NULL;
     if (arena_cache >= 0)
         arena_cache_set(arena_cache);
@@ -3746,13 +3935,16 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kwds) {
     if ((record && record != Py_None && !PyType_IsSubtype((PyTypeObject *)record, &PyTuple_Type)) ||
         (log_entry && log_entry != Py_None && !PyType_IsSubtype((PyTypeObject *)log_entry, &PyTuple_Type)) ||
         (payload && payload != Py_None && !PyType_IsSubtype((PyTypeObject *)payload, &PyTuple_Type)) ||
-        (mdrec && mdrec != Py_None && !PyType_IsSubtype((PyTypeObject *)mdrec, &PyTuple_Type))) {
+        (mdrec && mdrec != Py_None && !PyType_IsSubtype((PyTypeObject *)mdrec, &PyTuple_Type)) ||
+        (prebuilt && prebuilt != Py_None &&
+         (!PyType_Check(prebuilt) || !PyType_IsSubtype((PyTypeObject *)prebuilt, &PyTuple_Type)))) {
         PyErr_SetString(PyExc_TypeError, "configure: record types must be NamedTuple classes");
         return NULL;
     }
     if (set_type(uuid, &UuidType, "uuid") < 0 || set_type(record, &RecordNT, "record") < 0 ||
         set_type(log_entry, &LogEntryNT, "log_entry") < 0 || set_type(payload, &PayloadNT, "payload") < 0 ||
-        set_type(mdrec, &MetadataRecordNT, "metadata_record") < 0)
+        set_type(mdrec, &MetadataRecordNT, "metadata_record") < 0 ||
+        set_type(prebuilt, &PrebuiltNT, "prebuilt_partition") < 0)
         return NULL;
     if (UuidType)
         uuid_direct = uuid_direct_ok(UuidType);
@@ -3761,6 +3953,7 @@ static PyObject *py_configure(PyObject *self, PyObject *args, PyObject *kwds) {
     record_direct = RecordNT ? ntuple_direct_ok(RecordNT) : 0;
     logentry_direct = LogEntryNT ? ntuple_direct_ok(LogEntryNT) : 0;
     mdrecord_direct = MetadataRecordNT ? ntuple_direct_ok(MetadataRecordNT) : 0;
+    prebuilt_direct = PrebuiltNT ? ntuple_direct_ok(PrebuiltNT) : 0;
     Py_RETURN_NONE;
 }
 
@@ -4558,6 +4751,28 @@ static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid,
     return bad < 0 ? br_failed() : 0;
 }
 
+/* A PrebuiltPartition `r` (its topic id, partition id and registration) put into
+ * s[BR_CHANGES]; 0 done, -1 stop, -2 propagate (as br_partition, whose callback it takes:
+ * `r` names its topic and partition as a PartitionRecord does). */
+static int br_prebuilt(PyObject **s, PyObject *r, PyObject *to_partition) {
+    if (PyTuple_GET_SIZE(r) != 3)
+        return -1;
+    PyObject *tid = PyTuple_GET_ITEM(r, 0);
+    int same = br_same_topic(tid, s[BR_LAST_TOPIC]);
+    if (same < 0)
+        return same;
+    if (!same) {
+        PyObject *c = PyObject_CallOneArg(to_partition, r);
+        if (!c)
+            return br_failed();
+        Py_SETREF(s[BR_CHANGES], c);
+        Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
+    }
+    if (!PyDict_CheckExact(s[BR_CHANGES]))
+        return -1;
+    return PyDict_SetItem(s[BR_CHANGES], PyTuple_GET_ITEM(r, 1), PyTuple_GET_ITEM(r, 2)) < 0 ? br_failed() : 0;
+}
+
 /* A TopicRecord's message `m`: s[BR_CHANGES] the new topic's dict; 0 done, -1 stop, -2 propagate. */
 static int br_topic(PyObject **s, PyObject *m, PyObject *tid, PyObject *to_topic) {
     PyObject *c = PyObject_CallOneArg(to_topic, m);
@@ -4601,6 +4816,17 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
     PyObject *result;
     Py_INCREF(r);
     for (;;) {
+        if (PrebuiltNT && Py_IS_TYPE(r, PrebuiltNT)) {
+            int code = br_prebuilt(s, r, to_partition);
+            if (code == -2) {
+                Py_DECREF(r);
+                r = NULL;
+                break;
+            }
+            if (code < 0)
+                break;
+            goto next;
+        }
         PyObject *rt = PyObject_GetAttr(r, str_record_type);
         if (!rt) {
             PyErr_Clear();
@@ -4629,6 +4855,7 @@ static PyObject *py_br_replay_run(PyObject *self, PyObject *const *args, Py_ssiz
         }
         if (code < 0)
             break;
+    next:
         done++;
         Py_DECREF(r);
         r = PyIter_Next(it);
@@ -6478,7 +6705,8 @@ static PyMethodDef module_methods[] = {
     {"decode_framed", (PyCFunction)(void (*)(void))py_decode_framed, METH_FASTCALL,
      "decode_framed(value, table) -> MetadataRecord | None (None: use framing.decode_metadata_record)."},
     {"decode_records", py_decode_records, METH_VARARGS,
-     "decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table) -> list[LogEntry] | None."},
+     "decode_records(buf, start, end, count, base_offset, epoch, base_timestamp, table[, build]) -> "
+     "list[LogEntry | PrebuiltPartition] | None (PrebuiltPartitions only for records of the type `build`)."},
     {"decode_log", py_decode_log, METH_VARARGS,
      "decode_log(data, pos, table, out, min_records=-1) -> int: decode data batches from pos into out; returns where it stopped."},
     {"encode_values", py_encode_values, METH_VARARGS,
@@ -6505,8 +6733,8 @@ static PyMethodDef module_methods[] = {
      "partition_merge(registration, change) -> registration | None: merge()'s usual case, or None."},
     {"br_replay_run", (PyCFunction)(void (*)(void))py_br_replay_run, METH_FASTCALL,
      "br_replay_run(record, it, state, change_type, partition_type, to_change, to_partition, end, chunk_bits, "
-     "topic_type, to_topic[, changed]) -> record: bulk replay's run of topic, partition and partition change records; the "
-     "record it stopped at."},
+     "topic_type, to_topic[, changed]) -> record: bulk replay's run of topic, partition and partition change records "
+     "(and PrebuiltPartitions); the record it stopped at."},
     {"partition_chunk_canon", (PyCFunction)(void (*)(void))py_partition_chunk_canon, METH_FASTCALL,
      "partition_chunk_canon(chunk, first) -> bytes | None: digest.py's canonical bytes of a chunk of registrations."},
     {"values_records_size", py_values_records_size, METH_VARARGS,
@@ -6516,8 +6744,8 @@ static PyMethodDef module_methods[] = {
     {"encode_batches", py_encode_batches, METH_VARARGS,
      "encode_batches([(base_offset, epoch, timestamp, control, payloads), ...], resolve) -> (list[bytes | None], list[int])."},
     {"configure", (PyCFunction)(void (*)(void))py_configure, METH_VARARGS | METH_KEYWORDS,
-     "configure(uuid=, record=, log_entry=, payload=, metadata_record=, *, untrack=, populate=): the Python classes "
-     "to build, and the memory options."},
+     "configure(uuid=, record=, log_entry=, payload=, metadata_record=, *, untrack=, populate=, arena_cache=, "
+     "prebuilt_partition=): the Python classes to build, and the memory options."},
     {"set_enabled", py_set_enabled, METH_O,
      "set_enabled(flag) -> previous flag; when off, FastDecoder/FastEncoder call their pure functions."},
     {"info", py_info, METH_NOARGS, "build and runtime facts (CRC implementation, construction paths)."},

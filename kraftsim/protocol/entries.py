@@ -62,6 +62,22 @@ def decode_batch(batch: RecordBatch, registry: Registry) -> list[LogEntry]:
         fast = _fastpath.try_decode_batch(batch, registry)
         if fast is not None:
             return fast
+    return _decode_batch_here(batch, registry)
+
+
+def decode_batch_prebuilt(batch: RecordBatch, registry: Registry) -> list[LogEntry | PrebuiltPartition]:
+    """decode_batch for a loader replaying a snapshot: where the C decoder is built, each
+    PartitionRecord in its usual shape comes as a PrebuiltPartition instead of a LogEntry
+    (see PrebuiltPartition); everything else, and every error, as decode_batch gives it."""
+    if _fastpath.ENABLED:
+        fast = _fastpath.try_decode_batch(batch, registry, prebuilt=True)
+        if fast is not None:
+            return fast
+    return list(_decode_batch_here(batch, registry))
+
+
+def _decode_batch_here(batch: RecordBatch, registry: Registry) -> list[LogEntry]:
+    """decode_batch in Python: the one definition of decoding, which the C decoder follows."""
     entries: list[LogEntry] = []
     control = batch.is_control
     base = batch.base_offset
@@ -84,6 +100,22 @@ def decode_batch(batch: RecordBatch, registry: Registry) -> list[LogEntry]:
     return entries
 
 
+class PrebuiltPartition(NamedTuple):
+    """A PartitionRecord decoded straight into the image's registration of its partition.
+
+    Why: a snapshot is almost all PartitionRecords, and a loader replaying one keeps only
+    each record's registration. Built from the bytes in C (`_speedups.c`, pb_build), it
+    skips the message, its lists and its LogEntry. Only `decode_batch_prebuilt` hands these
+    out, only for the shape `partition.fast_from_record` builds (the same registration,
+    with the same interned tuples), and only once that registration's tuples are interned;
+    any other record comes as a LogEntry. Like a PartitionRecord, it names its topic and
+    partition (`topic_id`, `partition_id`), so that a replay error reads the same."""
+
+    topic_id: Any  # Uuid
+    partition_id: int
+    registration: Any  # image.components.partition.PartitionRegistration (the image layer's class)
+
+
 class Payload(NamedTuple):
     """A message to write, with the record version to write it at (ignored for control records)."""
 
@@ -92,7 +124,7 @@ class Payload(NamedTuple):
     message: Any
 
 
-_fastpath.provide_types(log_entry=LogEntry, payload=Payload)
+_fastpath.provide_types(log_entry=LogEntry, payload=Payload, prebuilt_partition=PrebuiltPartition)
 
 
 def encode_data_batch(base_offset: int, payloads: Sequence[Payload], *, epoch: int, timestamp: int) -> bytes:

@@ -382,6 +382,56 @@ def decode_table(registry: Any) -> list[Any]:
     return table
 
 
+def _kafka_partition_record_layout(version: int) -> tuple[tuple[tuple[str, str, object], ...], ...]:
+    """Kafka's PartitionRecord at `version` (0-2) as the C decoder's PrebuiltPartition builder
+    reads it (`_speedups.c`, pb_build): the untagged fields (name, type, nullable) in wire
+    order, then the tagged ones (name, type, tag)."""
+    untagged = (("PartitionId", "int32", False), ("TopicId", "uuid", False), ("Replicas", "[]int32", False),
+                ("Isr", "[]int32", False), ("RemovingReplicas", "[]int32", False),
+                ("AddingReplicas", "[]int32", False), ("Leader", "int32", False), ("LeaderEpoch", "int32", False),
+                ("PartitionEpoch", "int32", False)) + ((("Directories", "[]uuid", False),) if version >= 1 else ())
+    tagged = (("LeaderRecoveryState", "int8", 0),) + (
+        (("EligibleLeaderReplicas", "[]int32", 1), ("LastKnownElr", "[]int32", 2)) if version >= 2 else ())
+    return untagged, tagged
+
+
+_PREBUILT_ATTR = "_kraftsim_prebuilt_type"
+
+
+def _reads_as_kafka_partition_record(rt: Any) -> bool:
+    """Whether `rt` lays out every version it shares with 0-2 as Kafka's PartitionRecord does."""
+    schema = rt.schema
+    if schema.kind != "metadata" or schema.api_key != 3:
+        return False
+    for v in range(3):
+        if v not in schema.versions:
+            continue
+        if v not in schema.flexible_versions:
+            return False
+        untagged, tagged = schema.body.wire_fields(v, True)
+        if (tuple((f.name, f.type, f.nullable_in(v)) for f in untagged),
+                tuple((f.name, f.type, f.tag) for f in tagged)) != _kafka_partition_record_layout(v):
+            return False
+    return True
+
+
+def prebuilt_record_type(registry: Any) -> Any:
+    """The registry's PartitionRecord type when the C decoder may build its records into
+    registrations (its versions 0-2 are laid out as Kafka's), else None. Cached per
+    registry, as decode_table."""
+    generation = registry.generation
+    cached: tuple[int, Any] | None = registry.__dict__.get(_PREBUILT_ATTR)
+    if cached is not None and cached[0] == generation:
+        return cached[1]
+    rt = registry.by_api_key.get(3)
+    try:
+        found = rt if rt is not None and _reads_as_kafka_partition_record(rt) else None
+    except AttributeError:  # (not a RecordType with a schema)
+        found = None
+    registry.__dict__[_PREBUILT_ATTR] = (generation, found)
+    return found
+
+
 # ----------------------------------------------------------------------------- setup
 
 
@@ -405,11 +455,13 @@ def try_parse_records(body: bytes, count: int) -> list[Any] | None:
     return _c.parse_records(body, count)
 
 
-def try_decode_batch(batch: Any, registry: Any) -> list[Any] | None:
-    """entries.decode_batch for a data batch in C, or None (control batch, anomaly)."""
+def try_decode_batch(batch: Any, registry: Any, prebuilt: bool = False) -> list[Any] | None:
+    """entries.decode_batch for a data batch in C, or None (control batch, anomaly);
+    `prebuilt`: entries.decode_batch_prebuilt's (PrebuiltPartitions where it can)."""
     if not ENABLED or batch.attributes & 0x20:
         return None
     table = decode_table(registry)
+    build = prebuilt_record_type(registry) if prebuilt else None
     codec = batch.attributes & 0x07
     body, start = batch.raw, 61
     if codec:
@@ -418,7 +470,7 @@ def try_decode_batch(batch: Any, registry: Any) -> list[Any] | None:
         except Exception:
             return None  # the pure path raises the same error
     return _c.decode_records(body, start, len(body), batch.records_count, batch.base_offset,
-                             batch.partition_leader_epoch, batch.base_timestamp, table)
+                             batch.partition_leader_epoch, batch.base_timestamp, table, build)
 
 
 def try_decode_metadata_record(registry: Any, value: bytes) -> Any:

@@ -11,13 +11,15 @@ check every batch and name the file, batch offset and file position of any probl
 from __future__ import annotations
 
 from collections import Counter
-from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence
+from typing import BinaryIO, Callable, Iterator, NamedTuple, Sequence, TypeVar
 
 from kraftsim.errors import CorruptRecordException, KraftsimError, LogFileError
 from kraftsim.protocol.batch import (
     RECORD_BATCH_OVERHEAD, BatchSlice, CorruptBatchLength, RecordBatch, TornTail, parse_batch, read_batches, split_batches,
 )
-from kraftsim.protocol.entries import LogEntry, Payload, decode_batch, encode_control_batch
+from kraftsim.protocol.entries import (
+    LogEntry, Payload, PrebuiltPartition, decode_batch, decode_batch_prebuilt, encode_control_batch,
+)
 from kraftsim.protocol.batch_io import encode_value_batch, encode_values
 from kraftsim.protocol.fastpath import try_values_records_size
 from kraftsim.protocol.primitives import uvarint_size
@@ -210,7 +212,19 @@ def _checked_batches(path: str, pieces: Iterator[BatchSlice | TornTail], check_c
 
 def decode_file_batch(fb: FileBatch, registry: Registry | None = None) -> list[LogEntry]:
     """The entries of one batch; a record that cannot be decoded raises LogFileError."""
+    return _decoded(decode_batch, fb, registry)
+
+
+def decode_file_batch_prebuilt(fb: FileBatch, registry: Registry | None = None) -> list[LogEntry | PrebuiltPartition]:
+    """decode_file_batch for a loader replaying a snapshot (entries.decode_batch_prebuilt)."""
+    return _decoded(decode_batch_prebuilt, fb, registry)
+
+
+_Decoded = TypeVar("_Decoded")
+
+
+def _decoded(decode: Callable[[RecordBatch, Registry], _Decoded], fb: FileBatch, registry: Registry | None) -> _Decoded:
     try:
-        return decode_batch(fb.batch, registry or default_registry())
+        return decode(fb.batch, registry or default_registry())
     except KraftsimError as e:
         raise LogFileError(fb.path, fb.batch.base_offset, str(e), fb.position) from None

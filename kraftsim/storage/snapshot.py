@@ -18,15 +18,15 @@ from dataclasses import dataclass
 from functools import partial
 from itertools import chain, islice
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence
+from typing import BinaryIO, Callable, Iterable, Iterator, NoReturn, Sequence, TypeVar
 
 from kraftsim.errors import KraftsimError, LogFileError
 from kraftsim.gcpause import collector_paused
-from kraftsim.protocol.entries import LogEntry, Payload
+from kraftsim.protocol.entries import LogEntry, Payload, PrebuiltPartition
 from kraftsim.protocol.registry import Registry, default_registry
 from kraftsim.storage.batchfile import (
-    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, iter_file_batches,
-    stream_file_batches,
+    MAX_BATCH_SIZE_BYTES, BatchAccumulator, Clock, FileBatch, as_clock, decode_file_batch, decode_file_batch_prebuilt,
+    iter_file_batches, stream_file_batches,
 )
 from kraftsim.regular_file import require_regular_file
 from kraftsim.storage.fileio import fsync_dir, read_opened, write_pieces
@@ -403,6 +403,9 @@ def _file_batches(path: Path) -> list[FileBatch]:
     return read_opened(path, lambda f: list(stream_file_batches(str(path), f)))
 
 
+_Entries = TypeVar("_Entries", list[LogEntry], list[LogEntry | PrebuiltPartition])
+
+
 class SnapshotStream:
     """A snapshot read the way a loader consumes it: one batch in memory at a time.
 
@@ -459,13 +462,21 @@ class SnapshotStream:
         (chained in C, as SnapshotFile.data_entries)."""
         return chain.from_iterable(self.data_batches())
 
+    def loader_entries(self) -> Iterator[LogEntry | PrebuiltPartition]:
+        """data_entries for a loader replaying the snapshot: each PartitionRecord in its usual
+        shape may come built into its registration (entries.PrebuiltPartition)."""
+        return chain.from_iterable(self._decoded_batches(decode_file_batch_prebuilt))
+
     def data_batches(self) -> Iterator[list[LogEntry]]:
         """The metadata records of each data batch, in order; the footer is checked after the last."""
+        return self._decoded_batches(decode_file_batch)
+
+    def _decoded_batches(self, decode: Callable[[FileBatch, Registry], _Entries]) -> Iterator[_Entries]:
         while (fb := self._next()) is not None:
             self._last = fb
             if not fb.batch.is_control:
                 try:
-                    entries = decode_file_batch(fb, self.registry)
+                    entries = decode(fb, self.registry)
                 except LogFileError as e:
                     self._fail(e)
                 yield entries

@@ -154,9 +154,11 @@ def load_snapshot(loader: MetadataLoader, snap: SnapshotFile | SnapshotStream, *
     """Replace `loader`'s image with `snap`'s, as the snapshot (end_offset, epoch), streaming
     its records (a snapshot is replayed without a list of it); returns how many it held."""
     counter = count()
+    # (a streamed snapshot's PartitionRecords may come built into registrations: all a loader keeps of them)
+    entries = snap.loader_entries() if isinstance(snap, SnapshotStream) else snap.data_entries()
     # (zip takes a record, then a number: `counter` ends one past the last record handed out,
     # counted without a Python call per record)
-    loader.handle_load_snapshot(map(_first, zip(snap.data_entries(), counter)), end_offset=end_offset, epoch=epoch,
+    loader.handle_load_snapshot(map(_first, zip(entries, counter)), end_offset=end_offset, epoch=epoch,
                                 last_contained_log_timestamp=snap.last_contained_log_timestamp)
     return next(counter)
 

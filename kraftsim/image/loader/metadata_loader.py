@@ -47,13 +47,13 @@ from typing import Callable, Iterable, NamedTuple, Protocol, Sequence
 from kraftsim.errors import KraftsimError
 from kraftsim.image.components.configs import DroppedConfigs
 from kraftsim.image.bulk import replay_records
-from kraftsim.image.delta import MetadataDelta, RecordLike
+from kraftsim.image.delta import BulkRecord, MetadataDelta, RecordLike
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.writer.loss import LossReport
 from kraftsim.image.writer.mv_change import MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.provenance import MetadataProvenance
 from kraftsim.image.writer.image_writer import iter_image_records
-from kraftsim.protocol.entries import LogEntry
+from kraftsim.protocol.entries import LogEntry, PrebuiltPartition
 from kraftsim.versions import FEATURE_NAME as MV_NAME, Catalog, default_catalog
 
 
@@ -262,14 +262,14 @@ class MetadataLoader:
             self.load_batch(batch)
         self.flush(aligned=aligned)
 
-    def handle_load_snapshot(self, entries: Iterable[LogEntry], *, end_offset: int, epoch: int,
+    def handle_load_snapshot(self, entries: Iterable[LogEntry | PrebuiltPartition], *, end_offset: int, epoch: int,
                              last_contained_log_timestamp: int) -> MetadataImage:
         """Replace the image with a snapshot's (its id is (end_offset, epoch)); publish it."""
         start = self.clock_ns()
         delta = MetadataDelta(self._image, self.catalog, dropped_configs=self.configs_dropped)
         failures = 0
 
-        def failed(entry: RecordLike, error: KraftsimError) -> None:
+        def failed(entry: BulkRecord, error: KraftsimError) -> None:
             nonlocal failures
             index = delta.records_replayed + failures  # its position among the snapshot's metadata records
             failures += 1
