@@ -121,8 +121,13 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                             pass
                     state[:] = change_topic, merged, positions, chunks, last_topic, changes, 0
                     try:
-                        r = run(r, it, state, change_type, partition_type, to_change, to_partition, _END,
-                                chunk_bits, topic_type, to_topic, None if topics is None else topics.changed)
+                        if topics is None:
+                            r = run(r, it, state, change_type, partition_type, to_change, to_partition, _END,
+                                    chunk_bits, topic_type, to_topic, None)
+                        else:  # (the TopicsDelta's own methods: one Python call a topic, not three)
+                            r = run(r, it, state, change_type, partition_type, topics.change_layout,
+                                    topics.partition_changes, _END, chunk_bits, topic_type, topics.replay_topic,
+                                    topics.changed)
                     finally:
                         change_topic, merged, positions, chunks, last_topic, changes, n = state
                         done += n

@@ -2,7 +2,7 @@
 `_build` it stands for: the same trie, node for node (leaf dicts in the same order, the same
 empty leaf object), and the same size, over random maps, deleted values and hash functions
 that collide, differ only in high bits, or reach the last level; a hash that is negative,
-wider than 64 bits or not an int, and any mapping but a dict, go to the Python code. Pure-Python
+wider than 64 bits or not exactly an int, and any mapping but a dict, go to the Python code. Pure-Python
 mode has no C path to compare and skips."""
 
 from __future__ import annotations
@@ -27,8 +27,12 @@ def _last_level(k: int) -> int:
     return (k % 8) << 61
 
 
+class _Hash(int):
+    """An int subclass: a hash the C code declines (it takes exact ints), which Python walks as any int."""
+
+
 def _not_an_int(k: int) -> Any:
-    return float(k)
+    return _Hash(hash_int(k))
 
 
 #: (hash function, whether the C code builds the map itself)

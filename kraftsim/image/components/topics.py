@@ -192,7 +192,7 @@ class TopicsDelta:
     def replay_topic(self, r: Any) -> dict[int, PartitionRegistration]:
         """Start the topic afresh; returns its (empty) dict of partition changes, for bulk replay."""
         tid = r.topic_id
-        td = self.changed[tid] = TopicDelta(TopicImage(r.name, tid), fresh=True)
+        td = self.changed[tid] = TopicDelta(TopicImage(r.name, tid), True)  # (fresh; positional: 100,000 calls a snapshot)
         self.created[r.name] = tid
         return td.changes
 
