@@ -47,7 +47,7 @@ from struct import pack
 from typing import Any, Callable, Generic, Iterator, Mapping, TypeVar, overload
 
 from kraftsim.protocol.fastpath import (chunks_updated, dense_chunk_map, pmap_build, pmap_get, provide_maps,
-                                         try_pmap_update, untracked_tuple, uuid_hash)
+                                         str_hash, try_pmap_update, untracked_tuple, uuid_hash)
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -101,9 +101,13 @@ def hash_uuid_py(value: bytes, _from_bytes: Callable[..., int] = int.from_bytes)
 hash_uuid: Callable[[bytes], int] = uuid_hash if uuid_hash is not None else hash_uuid_py
 
 
-def hash_str(value: str) -> int:
+def hash_str_py(value: str) -> int:
     """CRC-32 of the UTF-8 bytes, spread to 64 bits; stable across processes."""
     return hash_int(zlib.crc32(value.encode("utf-8", "surrogatepass")) + 1)
+
+
+#: hash_str_py, in C where the extension is built (fastpath.str_hash: the same numbers).
+hash_str: Callable[[str], int] = str_hash if str_hash is not None else hash_str_py
 
 
 def stable_hash(value: Any) -> int:

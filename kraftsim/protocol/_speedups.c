@@ -4918,6 +4918,54 @@ static PyObject *py_uuid_hash(PyObject *self, PyObject *value) {
 }
 /* ------------------------------------------------------------ end of uuid hash */
 
+/* ---------------------------------------------------------------- str hash (pmap.hash_str)
+ *
+ * str_hash(value) -> int: image/pmap.py's hash_str_py, `hash_int(zlib.crc32(value.encode(
+ * "utf-8", "surrogatepass")) + 1)`, the hash of every name-keyed PMap (the topics by name:
+ * a snapshot load hashes 100,000 names, the simulator looks names up all the time). Why:
+ * the Python function is three calls and two objects per name. An ASCII str (every Kafka
+ * topic name) is hashed from its own bytes; anything else is encoded by its own `encode`,
+ * as in Python, and the bytes hashed. CRC-32 is zlib's (ISO-HDLC, reflected 0xEDB88320). */
+static uint32_t sh_crc_table[256];
+
+static void sh_crc_init(void) {
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        sh_crc_table[n] = c;
+    }
+}
+
+static uint32_t sh_crc32(const uint8_t *p, Py_ssize_t n) {
+    uint32_t c = 0xFFFFFFFFu;
+    for (Py_ssize_t i = 0; i < n; i++)
+        c = sh_crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
+    return c ^ 0xFFFFFFFFu;
+}
+
+static PyObject *sh_hash_of(uint32_t crc) {  /* hash_int(crc + 1): Fibonacci hashing to 64 bits */
+    return PyLong_FromUnsignedLongLong(((uint64_t)crc + 1) * 0x9E3779B97F4A7C15ull);
+}
+
+static PyObject *py_str_hash(PyObject *self, PyObject *value) {
+    if (PyUnicode_CheckExact(value) && PyUnicode_IS_READY(value) && PyUnicode_IS_ASCII(value))
+        return sh_hash_of(sh_crc32((const uint8_t *)PyUnicode_DATA(value), PyUnicode_GET_LENGTH(value)));
+    PyObject *raw = PyObject_CallMethod(value, "encode", "ss", "utf-8", "surrogatepass");
+    if (!raw)
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(raw, &view, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(raw);
+        return NULL;
+    }
+    uint32_t crc = sh_crc32((const uint8_t *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    Py_DECREF(raw);
+    return sh_hash_of(crc);
+}
+/* ------------------------------------------------------------ end of str hash */
+
 /* ------------------------------------------------------------------------ map readers
  *
  * image/pmap.py's ChunkMap.dense_chunks and PMap.get read in C, for the loops that ask them
@@ -6761,6 +6809,8 @@ static PyMethodDef module_methods[] = {
      "common partitions over a whole index answer (see controller/replica_index.py)."},
     {"uuid_hash", py_uuid_hash, METH_O,
      "uuid_hash(value) -> int: hash(int.from_bytes(value, 'big')), pmap.hash_uuid (direct for 16 bytes)."},
+    {"str_hash", py_str_hash, METH_O,
+     "str_hash(value) -> int: pmap.hash_str, CRC-32 of the UTF-8 bytes spread to 64 bits (direct for ASCII)."},
     {"ri_add_topics", (PyCFunction)(void (*)(void))py_ri_add_topics, METH_FASTCALL,
      "ri_add_topics(fixed, state, items, at) -> int | None: the replica index built from "
      "(topic id, topic) pairs (see controller/replica_index.py); where it left the rest to Python."},
@@ -6793,6 +6843,7 @@ static struct PyModuleDef moduledef = {
 
 PyMODINIT_FUNC PyInit__speedups(void) {
     crc_init();
+    sh_crc_init();
     if (small_ints_init() < 0)
         return NULL;
     if (PyType_Ready(&ProgramType) < 0 || PyType_Ready(&FastDecoderType) < 0 || PyType_Ready(&FastEncoderType) < 0)

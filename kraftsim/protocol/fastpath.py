@@ -598,6 +598,11 @@ def try_ri_records() -> RiRecords | None:
 uuid_hash: Callable[[bytes], int] | None = (
     getattr(_c, "uuid_hash", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
 
+#: pmap.hash_str in C (`str_hash(value)`: the CRC-32 of the UTF-8 bytes, spread to 64 bits,
+#: the same number), or None without the extension; chosen at import, as uuid_hash.
+str_hash: Callable[[str], int] | None = (
+    getattr(_c, "str_hash", None) if HAVE_SPEEDUPS and not FORCED_PURE else None)
+
 #: What controller/replica_index.py's ensure calls to build the index (see try_ri_add_topics).
 RiAddTopics = Callable[[tuple[Any, ...], tuple[Any, ...], list[Any], int], "int | None"]
 

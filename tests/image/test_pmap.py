@@ -15,9 +15,11 @@ from hypothesis import given, settings, strategies as st
 from kraftsim.image import pmap
 from kraftsim.image import intern
 from kraftsim.image.components.partition import PartitionRegistration
-from kraftsim.protocol.fastpath import untracked_tuple, uuid_hash
+from kraftsim.protocol.fastpath import str_hash, untracked_tuple, uuid_hash
 from kraftsim.protocol.primitives import Uuid
-from kraftsim.image.pmap import DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_uuid, hash_uuid_py, stable_hash
+from kraftsim.image.pmap import (
+    DELETE, LEAF_MAX, MISSING, ChunkMap, PMap, hash_int, hash_str, hash_str_py, hash_uuid, hash_uuid_py, stable_hash,
+)
 
 ops = st.lists(st.tuples(st.integers(0, 400), st.one_of(st.none(), st.integers(0, 5))), max_size=300)
 
@@ -109,6 +111,22 @@ def test_uuid_hash_in_c_is_the_python_hash(value: bytes) -> None:
     if len(value) == 16:
         assert uuid_hash(Uuid(value)) == hash_uuid_py(Uuid(value))
     assert uuid_hash(bytearray(value)) == hash_uuid_py(bytearray(value))
+
+
+@pytest.mark.skipif(str_hash is None, reason="the C fast path is off or not built")
+@settings(max_examples=400, deadline=None)
+@given(st.text() | st.text(st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF) | st.characters(), max_size=8)
+       | st.text("abcXYZ019._-", max_size=249) | st.sampled_from(["", "topic-0", "\u00e9t\u00e9", "\U0001f600"]))
+def test_str_hash_in_c_is_the_python_hash(value: str) -> None:
+    """The C name hash is the Python one for every str (ASCII, other code points, lone
+    surrogates, a str subclass): layouts, hence snapshot order, must not depend on the extension."""
+    assert hash_str is str_hash
+    assert str_hash(value) == hash_str_py(value)
+
+    class Name(str):
+        pass
+
+    assert str_hash(Name(value)) == hash_str_py(Name(value))
 
 
 @settings(max_examples=150, deadline=None)

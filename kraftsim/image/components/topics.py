@@ -151,7 +151,9 @@ class TopicDelta:
         if not self.changes and not self.fresh:
             return self.image
         base = self.image.partitions
-        if isinstance(base, ChunkMap):
+        if base is _NO_PARTITIONS:  # (a topic created in this delta: asked first, as a snapshot's 100,000 are)
+            parts = ChunkMap.of(self.changes)
+        elif isinstance(base, ChunkMap):
             parts = base.updated(self.changes)
         else:
             parts = ChunkMap.of({**base, **self.changes} if base else self.changes)
