@@ -359,6 +359,12 @@ class SnapshotFile:
         registry = self.registry
         return chain.from_iterable(decode_file_batch(fb, registry) for fb in self.batches if not fb.batch.is_control)
 
+    def loader_batches(self) -> Iterator[list[LogEntry | PrebuiltPartition]]:
+        """The data batches' records for a loader replaying the snapshot: each PartitionRecord
+        in its usual shape may come built into its registration (entries.PrebuiltPartition)."""
+        registry = self.registry
+        return (decode_file_batch_prebuilt(fb, registry) for fb in self.batches if not fb.batch.is_control)
+
     def payloads(self) -> list[Payload]:
         """The metadata records as payloads, to write them again."""
         return [Payload(e.record_type, e.version, e.message) for e in self.data_entries()]
@@ -462,10 +468,10 @@ class SnapshotStream:
         (chained in C, as SnapshotFile.data_entries)."""
         return chain.from_iterable(self.data_batches())
 
-    def loader_entries(self) -> Iterator[LogEntry | PrebuiltPartition]:
-        """data_entries for a loader replaying the snapshot: each PartitionRecord in its usual
+    def loader_batches(self) -> Iterator[list[LogEntry | PrebuiltPartition]]:
+        """data_batches for a loader replaying the snapshot: each PartitionRecord in its usual
         shape may come built into its registration (entries.PrebuiltPartition)."""
-        return chain.from_iterable(self._decoded_batches(decode_file_batch_prebuilt))
+        return self._decoded_batches(decode_file_batch_prebuilt)
 
     def data_batches(self) -> Iterator[list[LogEntry]]:
         """The metadata records of each data batch, in order; the footer is checked after the last."""

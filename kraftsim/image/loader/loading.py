@@ -21,8 +21,7 @@ below it and `LoadResult.partial` says where.
 
 from __future__ import annotations
 
-from itertools import count
-from operator import itemgetter
+from itertools import chain
 from pathlib import Path
 from typing import Callable, Iterable, Iterator, Literal
 
@@ -33,7 +32,7 @@ from kraftsim.image.image import MetadataImage
 from kraftsim.image.loader.metadata_loader import (
     AbortHandling, CommittedBatch, FaultHandler, LoaderFault, MetadataLoader, MvChangeHandling, Publisher, raise_fault,
 )
-from kraftsim.protocol.entries import LogEntry
+from kraftsim.protocol.entries import LogEntry, PrebuiltPartition
 from kraftsim.protocol.registry import Registry
 from kraftsim.storage.batchfile import FileBatch, decode_file_batch
 from kraftsim.storage.bootstrap import read_bootstrap
@@ -153,17 +152,17 @@ def _load_snapshot_file(p: Path, loader: MetadataLoader, registry: Registry, upt
 def load_snapshot(loader: MetadataLoader, snap: SnapshotFile | SnapshotStream, *, end_offset: int, epoch: int) -> int:
     """Replace `loader`'s image with `snap`'s, as the snapshot (end_offset, epoch), streaming
     its records (a snapshot is replayed without a list of it); returns how many it held."""
-    counter = count()
-    # (a streamed snapshot's PartitionRecords may come built into registrations: all a loader keeps of them)
-    entries = snap.loader_entries() if isinstance(snap, SnapshotStream) else snap.data_entries()
-    # (zip takes a record, then a number: `counter` ends one past the last record handed out,
-    # counted without a Python call per record)
-    loader.handle_load_snapshot(map(_first, zip(entries, counter)), end_offset=end_offset, epoch=epoch,
-                                last_contained_log_timestamp=snap.last_contained_log_timestamp)
-    return next(counter)
+    handed = [0]
 
+    def counted(batches: Iterable[list[LogEntry | PrebuiltPartition]]) -> Iterator[list[LogEntry | PrebuiltPartition]]:
+        for batch in batches:  # (counted a batch at a time: nothing per record)
+            handed[0] += len(batch)
+            yield batch
 
-_first = itemgetter(0)
+    # (most PartitionRecords come built into registrations: all a loader keeps of them)
+    loader.handle_load_snapshot(chain.from_iterable(counted(snap.loader_batches())), end_offset=end_offset,
+                                epoch=epoch, last_contained_log_timestamp=snap.last_contained_log_timestamp)
+    return handed[0]
 
 
 def committed_batches(batches: Iterable[FileBatch], registry: Registry, start: int,
