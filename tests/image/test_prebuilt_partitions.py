@@ -13,14 +13,20 @@ from hypothesis import given, settings, strategies as st
 
 from kraftsim.errors import KraftsimError
 from kraftsim.image import MetadataDelta, MetadataImage, image_digest, intern, registration_from_record
+from kraftsim.image.loader.loading import load_path, load_snapshot
+from kraftsim.image.loader.metadata_loader import MetadataLoader
+from kraftsim.image.synthetic import ClusterShape, cluster_records
 from kraftsim.protocol import fastpath
 from kraftsim.protocol.batch import parse_batch
 from kraftsim.protocol.batch_io import BatchToWrite, encode_batches
 from kraftsim.protocol.entries import LogEntry, Payload, PrebuiltPartition, decode_batch, decode_batch_prebuilt
 from kraftsim.protocol.framing import encode_metadata_record
 from kraftsim.protocol.registry import Registry, builtin_schema_dir, iter_schema_files, load_schema_file
+from kraftsim.storage.names import SnapshotId
+from kraftsim.storage.snapshot import SnapshotStream, read_snapshot, write_snapshot
 from kraftsim.testing.strategies import messages
-from tests.image.helpers import REGISTRY
+from kraftsim.versions import default_catalog
+from tests.image.helpers import REGISTRY, uid
 from tests.image.test_bulk_replay import partition_record, record_lists, reference_registration
 
 PR = REGISTRY["PartitionRecord"]
@@ -182,3 +188,32 @@ def test_without_the_c_decoder_the_entries_are_decode_batchs() -> None:
     registration_from_record(p.message)
     with fastpath.pure_python():
         assert decode_batch_prebuilt(batch_of([p]), REGISTRY) == decode_batch(batch_of([p]), REGISTRY)
+
+
+def test_a_snapshot_loads_the_same_with_prebuilt_partitions(tmp_path) -> None:
+    """The loader's path end to end (load_path of a streamed snapshot, and load_snapshot of a
+    read one): the same image, record count and faults as decoding every record gives,
+    including a PartitionRecord of a topic the snapshot does not hold."""
+    records = list(cluster_records(ClusterShape(brokers=5, topics=40, partitions=7), default_catalog(), "4.0-IV3"))
+    orphan = Payload(PR, 2, PR.new(topic_id=uid(999), partition_id=0, replicas=[1, 2], isr=[2], leader=2))
+    path = write_snapshot(tmp_path, SnapshotId(len(records) + 1, 1), records[:50] + [orphan] + records[50:],
+                          last_contained_log_timestamp=0, time_ms=0, fsync=False)
+
+    def load(stream: bool) -> tuple[Any, int, list[str]]:
+        faults: list[str] = []
+        if stream:
+            got = load_path(path, fault_handler=lambda f: faults.append(str(f)))
+            return got.image, got.records, faults
+        loader = MetadataLoader(fault_handler=lambda f: faults.append(str(f)))
+        n = load_snapshot(loader, read_snapshot(path, REGISTRY), end_offset=len(records) + 1, epoch=1)
+        return loader.image, n, faults
+
+    with fastpath.pure_python():
+        want = load(True)
+    assert want[1] == len(records) + 1 and len(want[2]) == 1 and "Unable to find topic" in want[2][0]
+    for stream in (True, False):
+        assert load(stream) == want
+        if BUILT:  # (the first load interned the tuples: this one was built)
+            with SnapshotStream(path, REGISTRY) as snap:
+                built = sum(type(e) is PrebuiltPartition for batch in snap.loader_batches() for e in batch)
+            assert built == 40 * 7 + 1  # (every PartitionRecord, the orphan too)
