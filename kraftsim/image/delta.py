@@ -36,7 +36,7 @@ from kraftsim.versions import Catalog, default_catalog
 #: What a delta replays: a record read from a log, or one to write.
 RecordLike = LogEntry | Payload
 #: What `replay_all` also takes: a PartitionRecord the decoder built into its registration
-#: (a loader replaying a snapshot: SnapshotStream.loader_entries).
+#: (a loader replaying a snapshot: loading.load_snapshot, over `loader_batches()`).
 BulkRecord = RecordLike | PrebuiltPartition
 
 #: Record types the loader handles; a delta refuses them.
