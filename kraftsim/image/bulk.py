@@ -135,16 +135,6 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                         break
                     rt = prebuilt if type(r) is prebuilt else r.record_type
             try:
-                if rt is prebuilt:
-                    tid = r.topic_id
-                    if tid is not last_topic and tid != last_topic:
-                        if topics is None:
-                            topics = delta.topics
-                        changes = topics.partition_changes(r)
-                        last_topic = tid
-                    changes[r.partition_id] = r.registration
-                    done += 1
-                    continue
                 if rt is change_type:  # (a commit's usual record: one dict lookup and a merge)
                     m = r.message
                     tid = m.topic_id
@@ -164,14 +154,18 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                     merged[pid] = p if p is not None else prev.merge(m)
                     done += 1
                     continue
-                if rt is partition_type:
-                    m = r.message
+                if rt is partition_type or rt is prebuilt:
+                    m = r if rt is prebuilt else r.message  # (a PrebuiltPartition names its topic as its record did)
                     tid = m.topic_id
                     if tid is not last_topic and tid != last_topic:
                         if topics is None:
                             topics = delta.topics
                         changes = topics.partition_changes(m)
                         last_topic = tid
+                    if rt is prebuilt:  # (its registration goes in as it is)
+                        changes[m.partition_id] = m.registration
+                        done += 1
+                        continue
                     if from_record is not None:  # (C: the common shape, else None: the full conversion)
                         p = from_record(m)
                         changes[m.partition_id] = p if p is not None else slow(m)

@@ -4727,20 +4727,28 @@ stop:
     return br_failed();
 }
 
-/* A PartitionRecord's message `m` built into s[BR_CHANGES]; 0 done, -1 stop, -2 propagate (as br_change). */
-static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_partition) {
+/* s[BR_CHANGES] made the dict of topic `tid`'s changed partitions, asking `to_partition(named)`
+ * (a PartitionRecord, or what names its topic and partition as one does) at a topic switch;
+ * 0 done, -1 stop, -2 propagate (as br_change). */
+static int br_partition_target(PyObject **s, PyObject *named, PyObject *tid, PyObject *to_partition) {
     int same = br_same_topic(tid, s[BR_LAST_TOPIC]);
     if (same < 0)
         return same;
     if (!same) {
-        PyObject *c = PyObject_CallOneArg(to_partition, m);
+        PyObject *c = PyObject_CallOneArg(to_partition, named);
         if (!c)
             return br_failed();
         Py_SETREF(s[BR_CHANGES], c);
         Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
     }
-    if (!PyDict_CheckExact(s[BR_CHANGES]))
-        return -1;
+    return PyDict_CheckExact(s[BR_CHANGES]) ? 0 : -1;
+}
+
+/* A PartitionRecord's message `m` built into s[BR_CHANGES]; 0 done, -1 stop, -2 propagate (as br_change). */
+static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid, PyObject *to_partition) {
+    int code = br_partition_target(s, m, tid, to_partition);
+    if (code < 0)
+        return code;
     PyObject *p = py_partition_from_record(NULL, m);
     if (!p || p == Py_None) {
         Py_XDECREF(p);
@@ -4757,19 +4765,9 @@ static int br_partition(PyObject **s, PyObject *m, PyObject *tid, PyObject *pid,
 static int br_prebuilt(PyObject **s, PyObject *r, PyObject *to_partition) {
     if (PyTuple_GET_SIZE(r) != 3)
         return -1;
-    PyObject *tid = PyTuple_GET_ITEM(r, 0);
-    int same = br_same_topic(tid, s[BR_LAST_TOPIC]);
-    if (same < 0)
-        return same;
-    if (!same) {
-        PyObject *c = PyObject_CallOneArg(to_partition, r);
-        if (!c)
-            return br_failed();
-        Py_SETREF(s[BR_CHANGES], c);
-        Py_SETREF(s[BR_LAST_TOPIC], Py_NewRef(tid));
-    }
-    if (!PyDict_CheckExact(s[BR_CHANGES]))
-        return -1;
+    int code = br_partition_target(s, r, PyTuple_GET_ITEM(r, 0), to_partition);
+    if (code < 0)
+        return code;
     return PyDict_SetItem(s[BR_CHANGES], PyTuple_GET_ITEM(r, 1), PyTuple_GET_ITEM(r, 2)) < 0 ? br_failed() : 0;
 }
 
