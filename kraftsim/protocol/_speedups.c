@@ -3280,6 +3280,19 @@ static int empty_list_or_none(PyObject *v) {
     return v == Py_None || (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0);
 }
 
+/* A registration's four fields the usual shape leaves empty (no reassignment, no ELR): the
+ * empty tuple in each; -1 if it cannot be had. */
+static int pr_set_empty_lists(PyObject **vals) {
+    PyObject *empty = PyTuple_New(0);
+    if (!empty)
+        return -1;
+    vals[PR_REMOVING] = Py_NewRef(empty);
+    vals[PR_ADDING] = Py_NewRef(empty);
+    vals[PR_ELR] = Py_NewRef(empty);
+    vals[PR_LAST_KNOWN_ELR] = empty;
+    return 0;
+}
+
 /* partition_from_record(record) -> registration | None
  *
  * bulk.py's common shape of a PartitionRecord (replicas and an ISR, RECOVERED or RECOVERING,
@@ -3320,13 +3333,8 @@ static PyObject *py_partition_from_record(PyObject *self, PyObject *m) {
     } else if (!PyList_CheckExact(d) || PyList_GET_SIZE(d) != n || !(vals[PR_DIRECTORIES] = interned_of(pr_uuid_tuples, d))) {
         goto none;
     }
-    PyObject *empty = PyTuple_New(0);
-    if (!empty)
+    if (pr_set_empty_lists(vals) < 0)
         goto none;
-    vals[PR_REMOVING] = Py_NewRef(empty);
-    vals[PR_ADDING] = Py_NewRef(empty);
-    vals[PR_ELR] = Py_NewRef(empty);
-    vals[PR_LAST_KNOWN_ELR] = empty;
     vals[PR_LEADER] = Py_NewRef(f[PT_LEADER]);
     vals[PR_LRS] = Py_NewRef(f[PT_LRS]);
     vals[PR_LEADER_EPOCH] = Py_NewRef(f[PT_LEADER_EPOCH]);
@@ -3479,13 +3487,8 @@ static PyObject *pb_build(const uint8_t *b, int64_t len, int64_t pos, int64_t ve
         vals[PR_DIRECTORIES] = Py_NewRef(PyTuple_GET_ITEM(pr_migrating, nr));
     else if (!(vals[PR_DIRECTORIES] = pb_uuids(b + ad, nd)))
         goto none;
-    PyObject *empty = PyTuple_New(0);
-    if (!empty)
+    if (pr_set_empty_lists(vals) < 0)
         goto none;
-    vals[PR_REMOVING] = Py_NewRef(empty);
-    vals[PR_ADDING] = Py_NewRef(empty);
-    vals[PR_ELR] = Py_NewRef(empty);
-    vals[PR_LAST_KNOWN_ELR] = empty;
     if (!(vals[PR_LEADER] = pb_long(leader)) || !(vals[PR_LRS] = pb_long(lrs)) ||
         !(vals[PR_LEADER_EPOCH] = pb_long(leader_epoch)) || !(vals[PR_PARTITION_EPOCH] = pb_long(partition_epoch)))
         goto none;
