@@ -399,7 +399,9 @@ _PREBUILT_ATTR = "_kraftsim_prebuilt_type"
 
 
 def _reads_as_kafka_partition_record(rt: Any) -> bool:
-    """Whether `rt` lays out every version it shares with 0-2 as Kafka's PartitionRecord does."""
+    """Whether `rt` lays out every version it shares with 0-2 as Kafka's PartitionRecord does,
+    with Kafka's defaults for what a record may leave out (the builder assumes them: a
+    recovery state of 0, no directories, no ELR)."""
     schema = rt.schema
     if schema.kind != "metadata" or schema.api_key != 3:
         return False
@@ -411,6 +413,9 @@ def _reads_as_kafka_partition_record(rt: Any) -> bool:
         untagged, tagged = schema.body.wire_fields(v, True)
         if (tuple((f.name, f.type, f.nullable_in(v)) for f in untagged),
                 tuple((f.name, f.type, f.tag) for f in tagged)) != _kafka_partition_record_layout(v):
+            return False
+        left_out = {f.name: f.default_value() for f in schema.body.fields if f.tagged_in(v) or not f.present_in(v)}
+        if left_out.pop("LeaderRecoveryState", 0) != 0 or any(d not in (None, []) for d in left_out.values()):
             return False
     return True
 

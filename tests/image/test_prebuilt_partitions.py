@@ -163,19 +163,31 @@ def test_replicas_met_first_are_not_built_until_interned() -> None:
     assert type(second) is PrebuiltPartition and second.registration.replicas is intern.find_ints(tuple(fresh))
 
 
-def test_only_kafkas_layout_is_built() -> None:
-    """A registry whose PartitionRecord is laid out otherwise (here two fields swapped) gets no
-    builder, and its records come as LogEntries; the default registry's is Kafka's."""
-    assert fastpath.prebuilt_record_type(REGISTRY) is PR
-    schemas = [load_schema_file(p) for p in iter_schema_files([builtin_schema_dir()])]
-    changed = []
-    for s in schemas:
+def _partition_record_changed(change: Any) -> Registry:
+    """The default schemas, PartitionRecord's fields passed through `change`."""
+    schemas = []
+    for s in (load_schema_file(p) for p in iter_schema_files([builtin_schema_dir()])):
         if s.name == "PartitionRecord":
-            f = list(s.body.fields)
-            f[0], f[1] = f[1], f[0]
-            s = dataclasses.replace(s, body=dataclasses.replace(s.body, fields=tuple(f)))
-        changed.append(s)
-    other = Registry(changed)
+            s = dataclasses.replace(s, body=dataclasses.replace(s.body, fields=tuple(change(list(s.body.fields)))))
+        schemas.append(s)
+    return Registry(schemas)
+
+
+def _swap_first_two(fields: list) -> list:
+    return [fields[1], fields[0], *fields[2:]]
+
+
+def _recovering_by_default(fields: list) -> list:
+    return [dataclasses.replace(f, default=1) if f.name == "LeaderRecoveryState" else f for f in fields]
+
+
+@pytest.mark.parametrize("change", [_swap_first_two, _recovering_by_default])
+def test_only_kafkas_layout_is_built(change: Any) -> None:
+    """A registry whose PartitionRecord is laid out otherwise (two fields swapped) or leaves out
+    other values (a recovery state of 1 when a record has none) gets no builder, and its
+    records come as LogEntries; the default registry's is Kafka's."""
+    assert fastpath.prebuilt_record_type(REGISTRY) is PR
+    other = _partition_record_changed(change)
     assert fastpath.prebuilt_record_type(other) is None
     m = other["PartitionRecord"].new(topic_id=intern.MIGRATING, partition_id=0, replicas=[1], isr=[1], leader=1)
     registration_from_record(m)
