@@ -3263,18 +3263,20 @@ static PyObject *new_registration(PyObject **vals) {
     return res;
 }
 
-/* The interned tuple equal to the list `values` in `table` (a new reference), or NULL with no
- * error when it is not there yet or empty (the Python code then interns it). */
-static PyObject *interned_of(PyObject *table, PyObject *values) {
-    PyObject *t = PyList_AsTuple(values);
-    if (!t)
+/* The interned tuple in `table` equal to the tuple `key` (a new reference; `key` released),
+ * or NULL with no error when it is not there yet or empty (the Python code then interns it). */
+static PyObject *interned_tuple(PyObject *table, PyObject *key) {
+    if (!key)
         return NULL;
-    PyObject *found = PyDict_GetItemWithError(table, t);
-    Py_DECREF(t);
+    PyObject *found = PyDict_GetItemWithError(table, key);
+    Py_DECREF(key);
     if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
         return NULL;
     return Py_NewRef(found);
 }
+
+/* interned_tuple of the list `values`. */
+static PyObject *interned_of(PyObject *table, PyObject *values) { return interned_tuple(table, PyList_AsTuple(values)); }
 
 static int empty_list_or_none(PyObject *v) {
     return v == Py_None || (PyList_CheckExact(v) && PyList_GET_SIZE(v) == 0);
@@ -3382,19 +3384,7 @@ static PyObject *pb_long(int64_t v) {
     return PyLong_FromLongLong(v);
 }
 
-/* The interned tuple in `table` equal to `key` (a new reference; `key` released), or NULL
- * with no error when it is not there yet (the usual path then interns it). */
-static PyObject *pb_interned(PyObject *table, PyObject *key) {
-    if (!key)
-        return NULL;
-    PyObject *found = PyDict_GetItemWithError(table, key);
-    Py_DECREF(key);
-    if (!found || !PyTuple_CheckExact(found) || PyTuple_GET_SIZE(found) == 0)
-        return NULL;
-    return Py_NewRef(found);
-}
-
-/* The int tuple of n big-endian int32s at p, interned (pb_interned). */
+/* The int tuple of n big-endian int32s at p, interned (interned_tuple). */
 static PyObject *pb_ints(const uint8_t *p, int64_t n) {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
     if (!t)
@@ -3407,10 +3397,10 @@ static PyObject *pb_ints(const uint8_t *p, int64_t n) {
         }
         PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
     }
-    return pb_interned(pr_int_tuples, t);
+    return interned_tuple(pr_int_tuples, t);
 }
 
-/* The Uuid tuple of n 16-byte ids at p, interned (pb_interned). */
+/* The Uuid tuple of n 16-byte ids at p, interned (interned_tuple). */
 static PyObject *pb_uuids(const uint8_t *p, int64_t n) {
     PyObject *t = PyTuple_New((Py_ssize_t)n);
     if (!t)
@@ -3423,7 +3413,7 @@ static PyObject *pb_uuids(const uint8_t *p, int64_t n) {
         }
         PyTuple_SET_ITEM(t, (Py_ssize_t)i, v);
     }
-    return pb_interned(pr_uuid_tuples, t);
+    return interned_tuple(pr_uuid_tuples, t);
 }
 
 /* A nullable compact array in a tag of `size` bytes at *ppos that is null or empty. */
