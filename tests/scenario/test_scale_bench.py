@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -58,3 +59,26 @@ def test_the_benchmark_labels_a_run_without_deep_checks() -> None:
     table = bench_scale.markdown([row, {k: v for k, v in row.items() if k not in ("system_s", "page_faults")}], {})
     lines = [line for line in table.splitlines() if line.startswith("| here")]
     assert f"| {row['system_s']} | {row['page_faults']:,} |" in lines[0] and "| - | - |" in lines[1]
+    # the files it wrote and held (a 1,000-partition run writes logs and snapshots on 33 nodes)
+    assert 0 < row["peak_disk_gb"] <= row["written_gb"] < 1  # type: ignore[operator]
+    assert f"| {row['written_gb']} | {row['peak_disk_gb']} | True |" in lines[0]
+
+
+def test_the_io_floor_writes_as_many_bytes_holding_no_more_than_asked(monkeypatch: pytest.MonkeyPatch,
+                                                                      tmp_path: Path) -> None:
+    monkeypatch.setattr(bench_scale, "FLOOR_FILE_BYTES", 1 << 20)
+    held: list[int] = []
+    opened = os.open
+
+    def counting(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if Path(path).name.startswith("file-"):
+            held.append(len(os.listdir(os.path.dirname(path))))  # (files there before this one)
+        return opened(path, flags, mode, **kwargs)
+    monkeypatch.setattr(os, "open", counting)
+    total = 5 * (1 << 20) + 12345
+    floor = bench_scale.io_floor(total, 2 << 20, tmp_path)
+    assert floor["written_bytes"] == total and floor["files"] == 6 and held == [0, 1, 2, 2, 2, 2]
+    assert list(tmp_path.iterdir()) == []  # (nothing left behind)
+    row = {"code": "here", "partitions": 1_000, **floor}
+    table = bench_scale.markdown([], {}, [row])
+    assert f"| here | 1,000 | {floor['written_gb']} | {floor['live_gb']} | {floor['wall_s']} |" in table
