@@ -59,8 +59,10 @@ def test_the_benchmark_labels_a_run_without_deep_checks() -> None:
     table = bench_scale.markdown([row, {k: v for k, v in row.items() if k not in ("system_s", "page_faults")}], {})
     lines = [line for line in table.splitlines() if line.startswith("| here")]
     assert f"| {row['system_s']} | {row['page_faults']:,} |" in lines[0] and "| - | - |" in lines[1]
-    # the files it wrote and held (a 1,000-partition run writes logs and snapshots on 33 nodes)
-    assert 0 < row["peak_disk_gb"] <= row["written_gb"] < 1  # type: ignore[operator]
+    # the files it wrote (its own blocks: a 1,000-partition run writes about 20 MB of logs and
+    # snapshots on 33 nodes) and held (the file system sampled: others may write or delete
+    # there at the same time, so only shown)
+    assert 0 < row["written_gb"] < 1 and row["peak_disk_gb"] >= 0  # type: ignore[operator]
     assert f"| {row['written_gb']} | {row['peak_disk_gb']} | True |" in lines[0]
 
 
