@@ -214,12 +214,12 @@ def _ordered_as_before(topics: TopicsImage, target: WriteTarget, cache: TopicVal
     key = (topics.by_name, target.line.topics_map)
     kept = cache.order
     if kept is not None and kept[0] is key[0] and kept[1] == key[1] and len(kept[2]) == len(topics.by_id):
-        by_id = {t.id: t for t in topics.by_id.values()}
-        if len(by_id) == len(kept[2]):
-            try:
-                return [by_id[tid] for tid in kept[2]]
-            except KeyError:
-                pass
+        # (the kept ids are distinct and as many as the map's: found, they are all its topics)
+        by_id = topics.by_id
+        try:
+            return [by_id[tid] for tid in kept[2]]
+        except KeyError:
+            pass
     ordered = _ordered(topics, target)
     cache.order = (topics.by_name, target.line.topics_map, [t.id for t in ordered])
     return ordered
