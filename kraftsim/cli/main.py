@@ -67,7 +67,7 @@ COMMANDS = (
     Command("topics", "kraftsim.cli.topics_cmd", "create, grow, delete, list and describe the topics of a simulated cluster"),
     Command("configs", "kraftsim.cli.configs_cmd", "kafka-configs --alter for broker and topic configs and client quotas of a simulated cluster (cordoned.log.dirs cordons log directories), and their --describe"),
     Command("leader-election", "kraftsim.cli.leader_election_cmd", "kafka-leader-election: elect the preferred leader, or a live replica of a leaderless partition, in a simulated cluster"),
-    Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add: add an ACL binding to a simulated cluster (CIDR hosts from 4.4)"),
+    Command("acls", "kraftsim.cli.acls_cmd", "kafka-acls --add/--remove/--list: the ACL bindings of a simulated cluster (CIDR hosts from 4.4)"),
     Command("metadata-quorum", "kraftsim.cli.quorum_cmd", "kafka-metadata-quorum: describe the KRaft quorum of a simulated cluster, add or remove controllers (KIP-853)"),
     Command("controllers", "kraftsim.cli.controllers_cmd", "unregister a controller of a simulated cluster (Kafka 4.4)"),
     Command("serve", "kraftsim.cli.serve_cmd", "serve a simulated cluster over Kafka's protocol to real Kafka tools and clients"),

@@ -22,7 +22,7 @@ import msgspec
 
 from kraftsim.controller import KIP_778, code_text
 from kraftsim.errors import KraftsimError, UsageError
-from kraftsim.image import MetadataImage
+from kraftsim.image import MetadataImage, StandardAcl
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.sim.admin import AdminMixin, FreeNames, answered
 from kraftsim.gcpause import working
@@ -69,6 +69,7 @@ from kraftsim.versions import FEATURE_NAME as MV_NAME
 from kraftsim.versions import Catalog, load_catalog
 
 if TYPE_CHECKING:
+    from kraftsim.controller import DeleteAclsFilter
     from kraftsim.sim.engine.quorum_view import QuorumInfo
 
 POLICIES = ("kafka", KIP_778)
@@ -934,7 +935,7 @@ class Simulation(AdminMixin):
         from kraftsim.controller import AclCreation
 
         if parse_principal:
-            principal = _kafka_principal(principal)
+            principal = kafka_principal(principal)
         creation = AclCreation(resource_type=_acl_code("resource_type", resource_type, "resource type"),
                                resource_name=resource_name,
                                resource_pattern_type=_acl_code("pattern_type", pattern_type, "pattern type"),
@@ -943,27 +944,59 @@ class Simulation(AdminMixin):
         answer = answered(self.send_create_acls([creation])).response.results[0]
         if answer.error_code != 0:
             raise SimError(code_text(answer.error_code, answer.error_message))
-        return [f"Added ACL: {permission.upper()} {principal} from host {host} {operation.upper()} on "
-                f"{resource_type.upper()}:{pattern_type.upper()}:{resource_name}"]
+        return ["Added ACL: " + acl_line(StandardAcl(creation.resource_type, resource_name,
+                                                     creation.resource_pattern_type, principal, host,
+                                                     creation.operation, creation.permission_type))]
 
     def delete_acls(self, *, resource_type: str = "any", resource_name: str | None = None,
                     pattern_type: str = "any", principal: str | None = None, host: str | None = None,
                     operation: str = "any", permission: str = "any") -> list[str]:
         """`kafka-acls --remove` (DeleteAcls) of one filter: every binding it matches goes, one
         line each; None and "any" match anything, pattern type "match" as Kafka matches it."""
-        from kraftsim.controller import DeleteAclsFilter, code_name
-
-        wanted = DeleteAclsFilter(
-            resource_type_filter=_acl_code("resource_type", resource_type, "resource type"),
-            resource_name_filter=resource_name, pattern_type_filter=_acl_code("pattern_type", pattern_type, "pattern type"),
-            principal_filter=principal, host_filter=host, operation=_acl_code("operation", operation, "operation"),
-            permission_type=_acl_code("permission_type", permission, "permission type"))
+        wanted = _acls_filter(resource_type, resource_name, pattern_type, principal, host, operation, permission)
         answer = answered(self.send_delete_acls([wanted])).response.filter_results[0]
         if answer.error_code != 0:
             raise SimError(code_text(answer.error_code, answer.error_message))
-        return [f"Removed ACL: {code_name('permission_type', a.permission_type)} {a.principal} from host {a.host} "
-                f"{code_name('operation', a.operation)} on {code_name('resource_type', a.resource_type)}:"
-                f"{code_name('pattern_type', a.pattern_type)}:{a.resource_name}" for a in answer.matching_acls]
+        return ["Removed ACL: " + acl_line(a) for a in answer.matching_acls]
+
+    def list_acls(self, *, resource_type: str = "any", resource_name: str | None = None,
+                  pattern_type: str = "any", principal: str | None = None, host: str | None = None,
+                  operation: str = "any", permission: str = "any") -> list[str]:
+        """`kafka-acls --list`: the bindings of the active controller's image that a filter
+        matches (as DeleteAcls and DescribeAcls match them), one line each, by resource (as
+        kafka-acls groups them), then principal, host, operation and permission."""
+        from kraftsim.controller import acl_matches
+
+        wanted = _acls_filter(resource_type, resource_name, pattern_type, principal, host, operation, permission)
+        leader = self.leader()
+        if leader is None:
+            raise SimError("no active controller: the ACLs cannot be listed")
+        image = self.image(leader)
+        acls = [] if image is None else [a for _, a in image.acls.sorted_acls() if acl_matches(wanted, a)]
+        acls.sort(key=lambda a: (a.resource_type, a.resource_name, a.pattern_type, a.principal, a.host, a.operation,
+                                 a.permission_type))
+        return [acl_line(a) for a in acls]
+
+
+def acl_line(acl: StandardAcl) -> str:
+    """One binding as `kraftsim acls` prints it: "ALLOW User:alice from host * READ on TOPIC:LITERAL:t"."""
+    from kraftsim.controller import code_name
+
+    return (f"{code_name('permission_type', acl.permission_type)} {acl.principal} from host {acl.host} "
+            f"{code_name('operation', acl.operation)} on {code_name('resource_type', acl.resource_type)}:"
+            f"{code_name('pattern_type', acl.pattern_type)}:{acl.resource_name}")
+
+
+def _acls_filter(resource_type: str, resource_name: str | None, pattern_type: str, principal: str | None,
+                 host: str | None, operation: str, permission: str) -> DeleteAclsFilter:
+    """An ACL binding filter from names (any case; "any" and None match anything)."""
+    from kraftsim.controller import DeleteAclsFilter
+
+    return DeleteAclsFilter(
+        resource_type_filter=_acl_code("resource_type", resource_type, "resource type"),
+        resource_name_filter=resource_name, pattern_type_filter=_acl_code("pattern_type", pattern_type, "pattern type"),
+        principal_filter=principal, host_filter=host, operation=_acl_code("operation", operation, "operation"),
+        permission_type=_acl_code("permission_type", permission, "permission type"))
 
 
 def _acl_code(table: str, name: str, what: str) -> int:
@@ -977,7 +1010,7 @@ def _acl_code(table: str, name: str, what: str) -> int:
     return codes[key]
 
 
-def _kafka_principal(text: str) -> str:
+def kafka_principal(text: str) -> str:
     """The principal as kafka-acls parses it: the controller itself takes any string, so without
     this check a binding kafka-acls cannot add ("alice") was written."""
     from kraftsim.controller import tool_principal
