@@ -11,8 +11,9 @@ kraftsim. Both sides work on that file:
   MetadataLoader.handle_load_snapshot, streamed batch by batch, the image's digest
   checked; Kafka: MetadataDelta on MetadataImage.EMPTY, MetadataLoader's snapshot path,
   every partition counted);
-- write: the loaded image written back as a snapshot by the emitter's path (kraftsim:
-  storage.write_snapshot over iter_image_records; Kafka: RaftSnapshotWriter over
+- write: the loaded image written back as a snapshot by the emitter's path (kraftsim: the
+  simulator's SnapshotEmitter path on an image's first write, every record encoded, none kept
+  from an earlier write: bench_image.emitter_write; Kafka: RaftSnapshotWriter over
   RecordsSnapshotWriter, SnapshotEmitter's path); both files must equal the input byte
   for byte (sha256);
 - delta: one PartitionChangeRecord on the loaded image, replayed and applied (median of 50).
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._common import load_average, utc_now, write_results  # noqa: E402
 from benchmarks.bench_image import (  # noqa: E402
     CAT, PARTITIONS, PCR, PCRV, REG, TIME_MS, Clock, build, fast_write, image_digest, peak_rss_mb, sha256,
-    storage_write, topic_id)
+    emitter_write, topic_id)
 from kraftsim.conformance import snapshot_peer  # noqa: E402
 from kraftsim.conformance.dist import fetch, resolve_release  # noqa: E402
 from kraftsim.image import MetadataDelta, MetadataImage  # noqa: E402
@@ -118,7 +119,7 @@ def child(path: Path, ops: list[str], runs: int, expect: str, topics: int) -> di
                     img = load_checkpoint(path)
                 else:
                     assert img is not None
-                    written = storage_write(img, Path(tmp))
+                    written = emitter_write(img, Path(tmp))
                     c.__exit__()  # the write's time, not the checksum's
                     out.setdefault("write_sha256", sha256(written))
             walls.append(c.wall)
