@@ -24,8 +24,6 @@ TOOL_TIMEOUT_S = 120
 MAIN_CLASSES = {
     "storage": "kafka.tools.StorageTool",
     "metadata-shell": "org.apache.kafka.shell.MetadataShell",
-    "topics": "org.apache.kafka.tools.TopicCommand",
-    "metadata-quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
     "server": "kafka.Kafka",
 }
 
@@ -75,20 +73,24 @@ class ToolRun:
 
 
 def main_classes(release: str) -> dict[str, str]:
-    """The admin tools' main classes: features moved from core (Scala) to tools in 3.6, acls and
-    broker-api-versions in 4.0, leader-election and reassign-partitions in 3.7, consumer-groups in
-    3.8, configs in 4.4 (as the released jars hold them); client-metrics came in 3.7."""
+    """The admin tools' main classes: metadata-quorum moved from core (Scala) to tools in 3.4,
+    cluster in 3.5, features in 3.6, topics, get-offsets, leader-election and reassign-partitions
+    in 3.7, consumer-groups in 3.8, acls and broker-api-versions in 4.0, configs in 4.4 (as the
+    released jars hold them, the tools' class where a release holds both); client-metrics came
+    in 3.7 (no entry before)."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
     scala_election = scala and minor < 7
-    return {"topics": "org.apache.kafka.tools.TopicCommand",
+    quorum = "kafka.admin.MetadataQuorumCommand" if (major, minor) < (3, 4) else "org.apache.kafka.tools.MetadataQuorumCommand"
+    return {"topics": "kafka.admin.TopicCommand" if scala_election else "org.apache.kafka.tools.TopicCommand",
+            "metadata-quorum": quorum,
             "configs": "kafka.admin.ConfigCommand" if (major, minor) < (4, 4) else "org.apache.kafka.tools.ConfigCommand",
             "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
             "api-versions": ("kafka.admin.BrokerApiVersionsCommand" if scala
                              else "org.apache.kafka.tools.BrokerApiVersionsCommand"),
             "features": "kafka.admin.FeatureCommand" if (major, minor) < (3, 6) else "org.apache.kafka.tools.FeatureCommand",
-            "quorum": "org.apache.kafka.tools.MetadataQuorumCommand",
-            "cluster": "org.apache.kafka.tools.ClusterTool",
+            "quorum": quorum,
+            "cluster": "kafka.tools.ClusterTool" if (major, minor) < (3, 5) else "org.apache.kafka.tools.ClusterTool",
             "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
                                 else "org.apache.kafka.tools.LeaderElectionCommand"),
             "reassign-partitions": ("kafka.admin.ReassignPartitionsCommand" if scala_election
@@ -96,8 +98,8 @@ def main_classes(release: str) -> dict[str, str]:
             "consumer-groups": ("kafka.admin.ConsumerGroupCommand" if (major, minor) < (3, 8)
                                 else "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
             "transactions": "org.apache.kafka.tools.TransactionsCommand",
-            "get-offsets": "org.apache.kafka.tools.GetOffsetShell",
-            "client-metrics": "org.apache.kafka.tools.ClientMetricsCommand"}
+            "get-offsets": "kafka.tools.GetOffsetShell" if scala_election else "org.apache.kafka.tools.GetOffsetShell",
+            **({} if scala_election else {"client-metrics": "org.apache.kafka.tools.ClientMetricsCommand"})}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:

@@ -48,7 +48,8 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         QuotaOp as QuotaOp, alter_client_quotas as alter_client_quotas,
     )
     from kraftsim.controller.api_errors import (
-        ApiError as ApiError, code_text as code_text, error_codes as error_codes, exception_text as exception_text,
+        ApiError as ApiError, code_text as code_text, default_error as default_error, error_codes as error_codes,
+        exception_text as exception_text,
     )
     from kraftsim.controller.cluster_control import (
         BrokerHeartbeatReply as BrokerHeartbeatReply, BrokerHeartbeatRequest as BrokerHeartbeatRequest,
@@ -61,7 +62,7 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
     )
     from kraftsim.controller.client_metrics import (
         client_metrics_check as client_metrics_check,
-        describe_client_metrics_configs as describe_client_metrics_configs,
+        describe_client_metrics_configs as describe_client_metrics_configs, has_client_metrics as has_client_metrics,
     )
     from kraftsim.controller.group_configs import (
         group_config_check as group_config_check, has_group_configs as has_group_configs,
@@ -139,14 +140,14 @@ _NAMES_IN = {  # module -> the names it exports here
         "DESCRIBE_ORDERS MULTI_NAME_SYNONYMS DescribedConfig created_topic_configs describe_topic_configs "
         "described_order describe_broker_configs"
     ),
-    "client_metrics": "client_metrics_check describe_client_metrics_configs",
+    "client_metrics": "client_metrics_check describe_client_metrics_configs has_client_metrics",
     "group_configs": "group_config_check has_group_configs describe_group_configs describes_group_configs",
     "client_quotas": "AlterClientQuotasRequest EntityData EntryData QuotaOp alter_client_quotas",
     "scram": (
         "MECHANISM_IDS AlterUserScramCredentialsRequest ScramCredentialDeletion ScramCredentialUpsertion "
         "alter_user_scram_credentials minimum_iterations salted_password scram_keys_of_password"
     ),
-    "api_errors": "ApiError code_text error_codes exception_text",
+    "api_errors": "ApiError code_text default_error error_codes exception_text",
     "cluster_control": (
         "BrokerHeartbeatReply BrokerHeartbeatRequest BrokerHeartbeats BrokerRegistrationRequest "
         "ControllerRegistrationRequest Listener SupportedFeature broker_heartbeat expire_sessions "
@@ -188,7 +189,7 @@ _MODULE_OF = {
     "topic_config_definitions": ("kraftsim.controller.topic_configs", "topic_configs"),  # (likewise)
 }
 __all__ = [
-    "client_metrics_check", "describe_client_metrics_configs",
+    "client_metrics_check", "describe_client_metrics_configs", "has_client_metrics",
     "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "describe_group_configs",
     "describes_group_configs", "OP_APPEND", "OP_SUBTRACT",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",
@@ -206,7 +207,7 @@ __all__ = [
     "UsableBroker", "DeleteAclsFilter", "DeleteAclsRequest", "acl_codes", "acl_matches", "delete_acls", "tool_principal", "alter_client_quotas", "alter_partition", "alter_user_scram_credentials",
     "minimum_iterations", "salted_password", "scram_keys_of_password", "balance_partition_leaders", "broker_heartbeat", "code_name", "configured_cordoned_dirs",
     "code_text", "cordoned_by_config", "create_acls", "create_partitions", "create_topics", "delete_topics", "elect_leaders",
-    "elect_unclean_leaders", "error_codes", "exception_text",
+    "elect_unclean_leaders", "default_error", "error_codes", "exception_text",
     "expire_sessions", "incremental_alter_configs", "is_active", "legacy_alter_configs", "java_int_set_order", "leader_acceptor",
     "place_replicas", "register_broker", "register_controller", "report_downgrade", "unregister_broker",
     "unregister_controller", "BrokerCheck", "HeldBrokerConfigs", "broker_change_check", "topic_config_definitions",

@@ -27,6 +27,7 @@ from kraftsim.controller.config_descriptions import (
 )
 from kraftsim.controller.topic_configs import ConfigKey, described_value
 from kraftsim.javacompat import string_hash_order
+from kraftsim.versions import default_catalog
 
 #: DescribeConfigsResponse.ConfigSource of a value from server.properties.
 STATIC_BROKER_CONFIG = 4
@@ -36,11 +37,13 @@ _PASSWORD, _UNKNOWN = CONFIG_TYPE_IDS["PASSWORD"], 0
 def listed_names(release: str, given: Mapping[str, str]) -> list[str]:
     """The names a node of `release` lists when it runs with `given` (server.properties and
     the dynamic configs it applies), in its order: the given names its release does not list
-    on its own (undefined or internal ones), then every non-internal definition, as one
+    on its own (undefined or internal ones), then every non-internal definition (every one
+    before 3.5: policy broker_listing_internal), as one
     Scala mutable.HashMap before 4.2 and as two java.util.HashMaps' entries one after the
     other from 4.2 (ConfigHelperUtils)."""
     defs = broker_config_definitions(release).kafka_configs
-    listed = [k.name for k in defs if not k.internal]
+    hidden = default_catalog().at_release(release).policy("broker_listing_internal") == "hidden"
+    listed = [k.name for k in defs if not (hidden and k.internal)]
     extra = sorted(set(given) - set(listed))
     if described_map(release) == "java":
         return string_hash_order(extra) + described_order("java", listed)

@@ -95,6 +95,11 @@ def client_metrics_rules(release: str) -> ClientMetricsRules:
     return entry_for_release(_entries(), release)
 
 
+def has_client_metrics(release: str) -> bool:
+    """Whether `release` knows the CLIENT_METRICS config resource type (3.7 on: the first entry)."""
+    return release_name_key(release) >= release_name_key(_entries()[0].since)
+
+
 class Verdict(NamedTuple):
     """The controller's answer to a subscription's resulting configs: NONE or its refusal, and
     what of it kraftsim could not reproduce (None when all of it)."""

@@ -99,10 +99,15 @@ def _entity_error(entity: dict[str, str | None]) -> tuple[dict[str, str], ApiErr
     return keys["user_client"], NONE
 
 
-def _value_error(valid: dict[str, str], key: str, value: float) -> ApiError:
+def _value_error(valid: dict[str, str], key: str, value: float, check: str) -> ApiError:
+    """The controller's refusal of `value` for quota `key`, as policy client_quota_value_check `check` says."""
     ctype = valid.get(key)
     if ctype is None:
         return ApiError("INVALID_REQUEST", f"Invalid configuration key {key}")
+    if check == "long-value":
+        if ctype != "DOUBLE" and abs(_java_long(value + 1e-6) - value) > 1e-6:
+            return ApiError("INVALID_REQUEST", f"Configuration {key} must be a Long value")
+        return NONE
     if value <= 0.0:
         return ApiError("INVALID_REQUEST", f"Quota {key} must be greater than 0")
     if ctype == "DOUBLE":
@@ -115,6 +120,14 @@ def _value_error(valid: dict[str, str], key: str, value: float) -> ApiError:
     return NONE
 
 
+def _java_long(value: float) -> float:
+    """Double.longValue(): toward zero, saturated at Long's bounds (NaN is 0)."""
+    if math.isnan(value):
+        return 0.0
+    return float(max(-2**63, min(2**63 - 1, math.trunc(value)))) if math.isfinite(value) else \
+        float(2**63 - 1 if value > 0 else -2**63)
+
+
 def alter_client_quotas(ctx: ControllerContext, req: AlterClientQuotasRequest) -> ControllerResult:
     """Kafka's alterClientQuotas: entries are checked and turned into ClientQuotaRecords one
     by one; a repeated quota key, or a repeated entity, is refused with Kafka's texts."""
@@ -122,6 +135,7 @@ def alter_client_quotas(ctx: ControllerContext, req: AlterClientQuotasRequest) -
     entity_cls = rt.nested["EntityData"]
     records: list[Payload] = []
     results: dict[tuple[tuple[str, str | None], ...], tuple[tuple[EntityData, ...], ApiError]] = {}
+    check = ctx.catalog.policy("client_quota_value_check")
     for entry in req.entries:
         entity: dict[str, str | None] = {}
         for e in entry.entity:
@@ -152,7 +166,7 @@ def alter_client_quotas(ctx: ControllerContext, req: AlterClientQuotasRequest) -
                 if key in current:
                     new_records.append(Payload(rt, 0, rt.new(entity=parts, key=key, remove=True)))
                 continue
-            err = _value_error(valid, key, value)
+            err = _value_error(valid, key, value, check)
             if not err.ok:
                 break
             if current.get(key) != value:

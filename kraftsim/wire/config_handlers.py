@@ -38,7 +38,7 @@ from kraftsim.controller import (
     OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, RESOURCE_TYPE_NAMES, AlterableConfig, AlterConfigsResource,
 )
 from kraftsim.controller import HeldBrokerConfigs, broker_change_check, client_metrics_check, incremental_configs_after
-from kraftsim.controller import group_config_check, has_group_configs
+from kraftsim.controller import group_config_check, has_client_metrics, has_group_configs
 from kraftsim.image import BROKER, CLIENT_METRICS, GROUP, TOPIC
 from kraftsim.javacompat import parse_int
 from kraftsim.wire.admin_handlers import ask_controller
@@ -131,7 +131,7 @@ def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str,
     validate_only = bool(body.get("ValidateOnly", False))
     keys = Counter((r.resource_type, r.resource_name) for r in resources)
     answers: dict[int, Body] = {}
-    others = {why for r in resources if (why := _not_carried_out(served, r, legacy)) is not None}
+    others: set[str] = set()
     if listener.role == CONTROLLER:  # (the second of a name is answered; the first and any later one are not)
         seen: Counter[tuple[int, str]] = Counter()
         for i, r in enumerate(resources):
@@ -140,10 +140,13 @@ def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str,
                 answers[i] = _answer(r, "INVALID_REQUEST", "Duplicate resource.") if seen[key] == 1 else {}
                 seen[key] += 1
     else:
+        release = release_of(served, listener)
         for i, r in enumerate(resources):
             refused_here = _broker_check(r, keys[(r.resource_type, r.resource_name)] > 1)
+            if refused_here is None and r.resource_type == CLIENT_METRICS and not has_client_metrics(release):
+                refused_here = f"Unknown resource type {r.resource_type}"  # (before 3.7: live 3.6.2)
             if refused_here is None and r.resource_type == BROKER:
-                check = broker_change_check(release_of(served, listener), listener.node_id, r.resource_name,
+                check = broker_change_check(release, listener.node_id, r.resource_name,
                                             r.configs, _broker_held(served, listener), legacy=legacy)
                 if check.unmodelled is not None:
                     others.add(f"BROKER configs through a broker listener: {check.unmodelled} (through a controller "
@@ -151,6 +154,9 @@ def _alter_configs(served: ServedCluster, listener: Listener, body: Mapping[str,
                 refused_here = check.refusal
             if refused_here is not None:
                 answers[i] = _answer(r, "INVALID_REQUEST", refused_here)
+    # (what the broker refused is answered before anything is forwarded, so nothing else of it matters)
+    others |= {why for i, r in enumerate(resources)
+               if i not in answers and (why := _not_carried_out(served, r, legacy)) is not None}
     if others:
         request = "AlterConfigs" if legacy else "IncrementalAlterConfigs"
         raise NotCarriedOut(f"{request} of {' and '.join(sorted(others))}")

@@ -19,7 +19,7 @@ from kraftsim.controller import (
     DescribedConfig, broker_config_docs, describe_broker_configs, describe_node_broker_configs, describe_topic_configs,
     error_codes,
 )
-from kraftsim.controller import describe_client_metrics_configs
+from kraftsim.controller import default_error, describe_client_metrics_configs, has_client_metrics
 from kraftsim.controller import describe_group_configs, describes_group_configs
 from kraftsim.javacompat import parse_int
 from kraftsim.protocol.primitives import Uuid
@@ -284,8 +284,15 @@ def describe_configs(served: ServedCluster, listener: Listener, version: int, bo
     release = release_of(served, listener)
     with_synonyms = bool(body.get("IncludeSynonyms", False))
     documentation = bool(body.get("IncludeDocumentation", False))
+    asked = body.get("Resources", [])
+    if not has_client_metrics(release) and any(int(r["ResourceType"]) == CLIENT_METRICS_RESOURCE for r in asked):
+        # (a broker before 3.7 cannot read the type, and answers the whole request as malformed: live 3.6.2)
+        malformed = default_error("INVALID_REQUEST")
+        return {"Results": [{"ResourceType": int(r["ResourceType"]), "ResourceName": r["ResourceName"],
+                             "ErrorCode": code(malformed.name), "ErrorMessage": malformed.message, "Configs": []}
+                            for r in asked]}
     results = []
-    for r in body.get("Resources", []):
+    for r in asked:
         rtype, name, keys = int(r["ResourceType"]), r["ResourceName"], r.get("ConfigurationKeys")
         if rtype == GROUP_RESOURCE and not describes_group_configs(release):
             raise NotCarriedOut(f"DescribeConfigs of a group on {release} (before 4.0, or with broker synonyms, 4.3 on)")

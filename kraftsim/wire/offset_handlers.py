@@ -12,9 +12,10 @@ writes its epoch there at the log end offset whenever it becomes leader in a new
 drops every entry at or after that offset). So:
 
 - latest (-1): offset 0 and the partition's leader epoch;
-- earliest (-2) and, without tiered storage, earliest local (-4): offset 0 and the cached epoch;
-- anything else (max timestamp -3, latest tiered -5, earliest pending upload -6, any other
-  timestamp): no offset found, answered as -1 (timestamp, offset and epoch).
+- earliest (-2) and, without tiered storage, earliest local (-4, 3.5 on): offset 0 and the
+  cached epoch;
+- anything else (max timestamp -3, latest tiered -5, earliest pending upload -6, -4 before 3.5,
+  any other timestamp): no offset found, answered as -1 (timestamp, offset and epoch).
 
 From 3.9 a negative timestamp a version cannot ask for is UNSUPPORTED_VERSION
 (TIMESTAMP_MIN_VERSION). A partition asked twice in one request is INVALID_REQUEST. Before 4.0 the
@@ -45,6 +46,9 @@ LIST_OFFSETS_KEY = 2
 #: ReplicaId of a consumer (the isolation level applies) and of a debugging tool (a follower answers).
 CONSUMER_REPLICA_ID, DEBUGGING_REPLICA_ID = -1, -2
 LATEST, EARLIEST, EARLIEST_LOCAL = -1, -2, -4
+#: The first release that knows the earliest local timestamp (KIP-405's EARLIEST_LOCAL_TIMESTAMP):
+#: before it, -4 is a time like any other (live 3.3.2 and 3.4.1).
+EARLIEST_LOCAL_SINCE = (3, 5, 0)
 #: A CurrentLeaderEpoch that fences nothing.
 NO_EPOCH = -1
 #: IsolationLevel ids Kafka knows (read uncommitted, read committed).
@@ -116,7 +120,7 @@ def _answer(req: _Request, topic: str, partition: Mapping[str, Any]) -> Body:
         return _error(index, p)
     if timestamp == LATEST:
         return _found(index, 0, p.leader_epoch)
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+    if timestamp == EARLIEST or (timestamp == EARLIEST_LOCAL and req.release >= EARLIEST_LOCAL_SINCE):
         if p.leader != req.node_id:
             raise NotCarriedOut("ListOffsets of the earliest offset from a follower (ReplicaId -2)")
         return _found(index, 0, p.leader_epoch)

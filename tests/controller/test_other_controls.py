@@ -234,6 +234,28 @@ def test_quota_checks(cluster, entity, ops, text):
     assert quota_results(r) == [(42, text)] and r.records == ()
 
 
+@pytest.mark.parametrize("release, key, value, text", [
+    # 3.3 and 3.4 (read from the jars, and live 3.3.2/3.4.1 through serve-tools): only whole numbers are
+    # asked of LONG, INT and SHORT quotas, within 1e-6, with no lower or upper bound
+    ("3.4", "producer_byte_rate", 1.5, "Configuration producer_byte_rate must be a Long value"),
+    ("3.3", "connection_creation_rate", 2.25, "Configuration connection_creation_rate must be a Long value"),
+    ("3.4", "producer_byte_rate", 1.0000001, None),
+    ("3.4", "producer_byte_rate", 0.0, None),
+    ("3.4", "connection_creation_rate", 3e9, None),
+    ("3.4", "request_percentage", 0.5, None),
+    ("3.5", "producer_byte_rate", 1.5, "producer_byte_rate cannot be a fractional value."),
+    ("3.5", "producer_byte_rate", 0.0, "Quota producer_byte_rate must be greater than 0"),
+])
+def test_quota_values_as_each_release_checks_them(release, key, value, text):
+    catalog = default_catalog().at_release(release)
+    c = RuleCluster(catalog.latest_production.version, catalog=catalog)
+    c.start_brokers([1])
+    entity = (("ip", "10.0.0.1"),) if key == "connection_creation_rate" else (("user", "a"),)
+    r = quotas(c, (entity, [QuotaOp(key, value)]))
+    assert quota_results(r) == [(42, text) if text else (0, None)]
+    assert len(r.records) == (0 if text else 1)
+
+
 def test_ip_quotas_and_validate_only(cluster):
     r = quotas(cluster, ((("ip", "10.0.0.1"),), [QuotaOp("connection_creation_rate", 10.0)]), validate_only=True)
     assert quota_results(r) == [(0, None)] and r.records == ()

@@ -94,6 +94,14 @@ def test_mv_downgrade_error_texts():
     assert old.mv_downgrade_error(25, 22, unsafe=True) == (
         "Invalid metadata.version 22. Unsafe metadata downgrade is not supported in this version."
     )
+    # 3.3-3.6 still named UNSAFE_DOWNGRADE in the safe refusal (live 3.6.2, serve-tools); 3.7 dropped it
+    for release, retry in (("3.3", True), ("3.6", True), ("3.7", False)):
+        text = CAT.at_release(release).mv_downgrade_error(7, 4, unsafe=False)
+        assert text.startswith("Invalid metadata.version 4. Refusing to perform the requested downgrade because it "
+                               "might delete metadata information.")
+        assert text.endswith(" Retry using UNSAFE_DOWNGRADE if you want to force the downgrade to proceed.") == retry
+        assert CAT.at_release(release).mv_downgrade_error(7, 4, unsafe=True) == (
+            "Invalid metadata.version 4. Unsafe metadata downgrade is not supported in this version.")
 
 
 def test_unknown_release():

@@ -218,9 +218,11 @@ ORACLE_ADVERTISED = {
 }
 
 # §9: which line of behaviour each release follows.
-POLICIES = {
+POLICIES = {  # (3.3-3.6's refusal text: live 3.6.2, serve-tools, where §9 gives C0)
+    **{r: {"mv_downgrade_error": "B0", "snapshot_zk_migration_state": "write", "elr_fields_gate": "metadata.version"}
+       for r in ("3.3", "3.4", "3.5", "3.6")},
     **{r: {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "write", "elr_fields_gate": "metadata.version"}
-       for r in ("3.3", "3.4", "3.5", "3.6", "3.7", "3.8", "3.9")},
+       for r in ("3.7", "3.8", "3.9")},
     "4.0": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
     "4.1": {"mv_downgrade_error": "C0", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"},
     **{r: {"mv_downgrade_error": "C1", "snapshot_zk_migration_state": "omit", "elr_fields_gate": "feature"}

@@ -12,6 +12,7 @@ import pytest
 import kraftsim
 from kraftsim.conformance.broker_config_facts import READ
 from kraftsim.controller.broker_config_definitions import broker_config_definitions, broker_config_docs
+from kraftsim.versions import release_name_key
 from tests.wire.client import rpc
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS, BROKER = 32, 44, 4
@@ -44,11 +45,16 @@ def _set(address: str, resource: str, configs: dict[str, str]) -> None:
 
 
 @pytest.mark.parametrize("release", READ)
-def test_a_broker_lists_every_non_internal_config_its_release_defines(release):
+def test_a_broker_lists_every_config_its_release_defines_internal_ones_only_before_3_5(release):
+    """Live 3.3.2 and 3.4.1 (serve-tools) list the internal configs too (remote.log.*,
+    metadata.log.segment.min.bytes); 3.5.2 on do not."""
     with kraftsim.serve(combined=1, release=release) as k:
         listed = _by_name(_describe(k.address(1)))
-    defined = [c.name for c in broker_config_definitions(release).kafka_configs if not c.internal]
+    with_internal = release_name_key(release) < (3, 5, 0)
+    defined = [c.name for c in broker_config_definitions(release).kafka_configs if with_internal or not c.internal]
     assert sorted(listed) == sorted(defined)
+    internal = {c.name for c in broker_config_definitions(release).kafka_configs if c.internal}
+    assert internal and bool(internal & set(listed)) == with_internal
 
 
 @pytest.mark.parametrize("release", ["3.7.2", "4.4.0"])

@@ -45,6 +45,34 @@ def _listed(address: str, version: int = 0) -> list[str]:
     return [r["ResourceName"] for r in answer["ConfigResources"]]
 
 
+@pytest.mark.parametrize("release", ["3.3.2", "3.6.2"])
+def test_before_3_7_a_broker_does_not_know_the_resource_type(release):
+    """Live 3.6.2 (serve-tools): an alter of a subscription is refused per resource, naming the
+    type's number, and the others go through; a describe that names one is refused whole, every
+    resource with the error's default text. Nothing is written."""
+    malformed = ("This most likely occurs because of a request being malformed by the client library or the message "
+                 "was sent to an incompatible broker. See the broker logs for more details.")
+    with kraftsim.serve(combined=1, release=release) as k:
+        bs = k.bootstrap_servers
+        assert _alter(bs, "sub", [("interval.ms", 0, "1000")]) == (ERR["INVALID_REQUEST"], "Unknown resource type 16")
+        for api in (INCREMENTAL_ALTER_CONFIGS, ALTER_CONFIGS):
+            config = {"Name": "log.retention.ms", "Value": "1000",
+                      **({"ConfigOperation": 0} if api == INCREMENTAL_ALTER_CONFIGS else {})}
+            _, answer = rpc(bs, api, 1, {"Resources": [
+                {"ResourceType": CLIENT_METRICS, "ResourceName": "sub", "Configs": [dict(config, Name="metrics")]},
+                {"ResourceType": 4, "ResourceName": "", "Configs": [config]}], "ValidateOnly": False})
+            assert [(r["ResourceType"], r["ErrorCode"], r["ErrorMessage"]) for r in answer["Responses"]] == [
+                (CLIENT_METRICS, ERR["INVALID_REQUEST"], "Unknown resource type 16"), (4, 0, None)], api
+        _, answer = rpc(bs, DESCRIBE_CONFIGS, 4, {"Resources": [
+            {"ResourceType": 2, "ResourceName": "nope", "ConfigurationKeys": None},
+            {"ResourceType": CLIENT_METRICS, "ResourceName": "sub", "ConfigurationKeys": None}]})
+        assert [(r["ResourceType"], r["ResourceName"], r["ErrorCode"], r["ErrorMessage"], r["Configs"])
+                for r in answer["Results"]] == [(2, "nope", ERR["INVALID_REQUEST"], malformed, []),
+                                                (CLIENT_METRICS, "sub", ERR["INVALID_REQUEST"], malformed, [])]
+        image = k.call(lambda s: s.sim.image(1))
+    assert image.configs.config(CLIENT_METRICS, "sub") == {}
+
+
 @pytest.mark.parametrize("release", ["3.7.2", "4.0.2", "4.4.0"])
 def test_a_subscription_is_set_judged_described_listed_and_deleted(release):
     with kraftsim.serve(combined=1, release=release) as k:

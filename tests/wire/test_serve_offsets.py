@@ -72,6 +72,17 @@ def test_an_empty_log_starts_and_ends_at_zero_and_holds_no_time(release):
         assert rpc(k.address(1, "controller"), LIST_OFFSETS, 1, {"ReplicaId": -1, "Topics": []}) is None
 
 
+@pytest.mark.parametrize("release, local", [("3.4.1", False), ("3.5.2", True)])
+def test_the_earliest_local_offset_is_known_from_3_5(release, local):
+    """Before 3.5 -4 is a time like any other (live 3.3.2 and 3.4.1: nothing found, so
+    kafka-get-offsets --time -4 prints nothing); from 3.5 it is the earliest local offset."""
+    with kraftsim.serve(combined=1, release=release) as k:
+        bs = k.address(1)
+        _create(bs, "t", 1)
+        assert _one(bs, 7, -4) == ((0, -1, 0, 0) if local else NOTHING)
+        assert _one(bs, 7, -2) == (0, -1, 0, 0)
+
+
 def test_leader_epochs_fencing_and_who_answers():
     with kraftsim.serve(controllers=1, brokers=3, release="4.4.0") as k:
         _create(k.address(2), "t", 1, factor=3)

@@ -60,6 +60,7 @@ from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.tools import TOOL_TIMEOUT_S, log_config_options, main_classes
 from kraftsim.conformance.wire_client import WireClient
 from kraftsim.protocol.primitives import Uuid
+from kraftsim.wire import API_KEYS
 
 def _bs(*args: str) -> list[str]:
     """A tool's arguments, bootstrapped from the node's broker listener."""
@@ -330,12 +331,12 @@ def _exception_lines(stderr: str) -> list[str]:
 
 def run_tools(dist: KafkaDist, bs: str, bc: str,
               runs: list[tuple[str, str, list[str]]] | None = None) -> ToolOutputs:
-    """Every run of `runs` (by default RUNS, and GROUP_RUNS on their lines) against `bs` and
-    `bc`: (exit code, stdout, stderr's exception lines)."""
+    """Every run of `runs` (by default RUNS of the tools the release has, and GROUP_RUNS on
+    their lines) against `bs` and `bc`: (exit code, stdout, stderr's exception lines)."""
     classes = main_classes(dist.release.version)
     out = {}
     if runs is None:
-        runs = RUNS + (GROUP_RUNS if dist.release.line in GROUP_RUN_LINES else [])
+        runs = [r for r in RUNS if r[1] in classes] + (GROUP_RUNS if dist.release.line in GROUP_RUN_LINES else [])
     for name, tool, args in runs:
         cmd = [str(dist.java.path), "-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC",
                *log_config_options(dist), "-cp", dist.classpath, classes[tool], *(a.format(bs=bs, bc=bc) for a in args)]
@@ -355,10 +356,11 @@ def _undefined_name_set(bc: str) -> dict[str, object]:
             "ValidateOnly": False}))
 
 
-def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, object]:
-    """The answers no tool shows whole, from the broker `bs` (and the controller `bc`):
-    UnregisterBroker's text, Metadata's auto-creation, the controller's size limits, illegal
-    topic names, the describes of configs Kafka refuses and the node's every config."""
+def raw_answers(bs: str, bc: str | None, settle: Callable[[], None]) -> dict[str, object]:
+    """The answers no tool shows whole, from the broker `bs` (and the controller `bc`, None
+    where controllers take no admin requests: before 3.7, KIP-919): UnregisterBroker's text,
+    Metadata's auto-creation, the controller's size limits, illegal topic names, the
+    describes of configs Kafka refuses and the node's every config."""
     host, port = bs.rsplit(":", 1)
     with WireClient(host, int(port), timeout=30) as c:
         unregister = c.request("UnregisterBroker", 0, {"BrokerId": 42})
@@ -380,16 +382,19 @@ def raw_answers(bs: str, bc: str, settle: Callable[[], None]) -> dict[str, objec
         described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
                                                                     "ConfigurationKeys": None}
                                                                    for t, n in DESCRIBE_REFUSALS]})["Results"]
+        offered = _offered(c)  # (what a release does not take, it is not asked: 3.x lacks the newer APIs)
         answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
-                                       for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)}
+                                       for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)
+                                       if _takes(offered, api, version)}
         answered.update(_list_offsets_every_version(c))
         answered.update(_config_resources(c))
         answered.update(_authorized_operations(c))
         # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
         # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
         # and lists it before the definitions from 4.2
-        answered["IncrementalAlterConfigs v0 of an undefined broker config name"] = _undefined_name_set(bc)
-        settle()
+        if bc is not None:
+            answered["IncrementalAlterConfigs v0 of an undefined broker config name"] = _undefined_name_set(bc)
+            settle()
         answered["DescribeConfigs v4 of broker 1 (every config, in order)"] = _node_description(c)
         answered["DescribeConfigs v4 of the cluster default (documented)"] = c.request("DescribeConfigs", 4, {
             "Resources": [{"ResourceType": 4, "ResourceName": "", "ConfigurationKeys": None}],
@@ -443,10 +448,23 @@ def _deleted_records(c: WireClient, settle: Callable[[], None]) -> dict[str, obj
 CONFIG_RESOURCE_TYPES: tuple[list[int], ...] = ([], [32, 8, 4], [2], [1])
 
 
+def _offered(c: WireClient) -> dict[int, tuple[int, int]]:
+    """The node's ApiVersions: API key -> (min, max version)."""
+    keys = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim-conformance",
+                                        "ClientSoftwareVersion": "1"})["ApiKeys"]
+    return {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in keys}
+
+
+def _takes(offered: dict[int, tuple[int, int]], api: str, version: int) -> bool:
+    """Whether a node offering `offered` takes `api` at `version` (a live node closes the
+    connection on a request it does not)."""
+    lo, hi = offered.get(API_KEYS[api], (0, -1))
+    return lo <= version <= hi
+
+
 def _config_resources(c: WireClient) -> dict[str, object]:
     """ListConfigResources v1 of each of CONFIG_RESOURCE_TYPES, where the node takes v1."""
-    offered = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim", "ClientSoftwareVersion": "0"})["ApiKeys"]
-    if not any(k["ApiKey"] == 74 and k["MaxVersion"] >= 1 for k in offered):
+    if not _takes(_offered(c), "ListConfigResources", 1):
         return {}
     return {f"ListConfigResources v1 of types {types}":
             _without_throttle(c.request("ListConfigResources", 1, {"ResourceTypes": types}))
@@ -536,8 +554,7 @@ def _authorized_operations(c: WireClient) -> dict[str, object]:
     for asked in (True, False):
         out[f"DescribeCluster v0 authorized operations ({asked})"] = c.request(
             "DescribeCluster", 0, {"IncludeClusterAuthorizedOperations": asked})["ClusterAuthorizedOperations"]
-    offered = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim", "ClientSoftwareVersion": "0"})["ApiKeys"]
-    if any(k["ApiKey"] == 75 for k in offered):
+    if _takes(_offered(c), "DescribeTopicPartitions", 0):
         answer = c.request("DescribeTopicPartitions", 0, {"Topics": [{"Name": "t"}, {"Name": "nope"}],
                                                           "ResponsePartitionLimit": 10, "Cursor": None})
         out["DescribeTopicPartitions v0 authorized operations"] = [
@@ -598,9 +615,7 @@ LIST_OFFSETS: list[tuple[str, int, dict[str, object]]] = [
 def _list_offsets_every_version(c: WireClient) -> dict[str, object]:
     """ListOffsets at every version the node advertises (v0 on 3.x), each asking for every special
     timestamp there is and two times: what a version may ask for changed in 3.9 and 4.2."""
-    keys = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim-conformance",
-                                        "ClientSoftwareVersion": "1"})["ApiKeys"]
-    lo, hi = next((k["MinVersion"], k["MaxVersion"]) for k in keys if k["ApiKey"] == 2)
+    lo, hi = _offered(c)[API_KEYS["ListOffsets"]]
     answers: dict[str, object] = {}
     for version in range(lo, hi + 1):
         if version == 0:  # (the old style: at most MaxNumOffsets offsets before a time; none of a time here)
@@ -716,7 +731,8 @@ def live_side(dist: KafkaDist, workdir: Path) -> Sides:
         node.format()
         node.start()
         tools = run_tools(dist, node.bootstrap, f"127.0.0.1:{node.controller_port}")
-        raw = raw_answers(node.bootstrap, f"127.0.0.1:{node.controller_port}", lambda: time.sleep(2))  # the broker learns the topic from the controller
+        raw = raw_answers(node.bootstrap, _admin_controller(dist, f"127.0.0.1:{node.controller_port}"),
+                          lambda: time.sleep(2))  # the broker learns the topic from the controller
     return tools, raw
 
 
@@ -726,7 +742,12 @@ def served_side(dist: KafkaDist) -> Sides:
     with serve(combined=1, release=dist.release.line,  # the line's newest release kraftsim knows
                configs={"offsets.topic.replication.factor": 1}) as k:  # (as the live node runs)
         tools = run_tools(dist, k.bootstrap_servers, k.bootstrap_controllers)
-        return tools, raw_answers(k.bootstrap_servers, k.bootstrap_controllers, lambda: None)
+        return tools, raw_answers(k.bootstrap_servers, _admin_controller(dist, k.bootstrap_controllers), lambda: None)
+
+
+def _admin_controller(dist: KafkaDist, bc: str) -> str | None:
+    """`bc` where the release's controllers take admin requests (3.7 on, KIP-919), else None."""
+    return bc if dist.release.line_tuple >= (3, 7) else None
 
 
 def _api_lines(stdout: str) -> dict[str, str]:
