@@ -80,11 +80,13 @@ def _acls(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> None:
-    """What kafka-acls refuses before it sends anything (exit 2)."""
+    """What kafka-acls refuses before it sends anything, with its texts (exit 2)."""
     if args.list:
-        for flag in ("allow_principal", "deny_principal", "host", "operation"):
+        for flag in ("allow_principal", "deny_principal", "host"):  # (--host stands for --allow-host/--deny-host)
             if getattr(args, flag) is not None:
                 raise UsageError(f'Option "[list]" can\'t be used with option "[{flag.replace("_", "-")}]"')
+        if args.operation is not None:  # (kafka-acls ignores it; kraftsim says so rather than list what was not asked)
+            raise UsageError("--list lists every operation's bindings: --operation does not narrow it")
         return
     if args.principal is not None:
         raise UsageError("The --principal option is only available if --list is set")
@@ -110,7 +112,7 @@ def _filter(args: argparse.Namespace, resource: tuple[str, str] | None) -> dict[
     """The binding filter of --remove or --list, built as kafka-acls builds it."""
     kind, name = resource if resource is not None else ("any", None)
     out: dict[str, Any] = {"resource_type": kind, "resource_name": name,
-                                  "pattern_type": args.resource_pattern_type if resource is not None else "any"}
+                           "pattern_type": args.resource_pattern_type if resource is not None else "any"}
     principal = args.allow_principal if args.allow_principal is not None else args.deny_principal
     if principal is not None:  # (kafka-acls --remove with a principal: that entry, its host and operation defaulted)
         out.update(principal=_tool_principal(principal), permission="allow" if args.allow_principal is not None

@@ -75,6 +75,7 @@ def test_remove_narrows_as_kafka_acls_does(cluster: str, capsys: pytest.CaptureF
     (("--add", "--topic", "t"), "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."),
     (("--list", "--host", "h"), 'Option "[list]" can\'t be used with option "[host]"'),
     (("--list", "--allow-principal", "User:a"), 'Option "[list]" can\'t be used with option "[allow-principal]"'),
+    (("--list", "--operation", "Read"), "--list lists every operation's bindings: --operation does not narrow it"),
     (("--remove", "--principal", "User:a", "--topic", "t"), "The --principal option is only available if --list is set"),
     (("--add", "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type", "match"),
      "A 'MATCH' resource pattern type is a filter: --add takes literal or prefixed"),
