@@ -80,9 +80,9 @@ def main_classes(release: str) -> dict[str, str]:
     in 3.7 (no entry before)."""
     major, minor = (int(x) for x in release.split(".")[:2])
     scala = major < 4
-    scala_election = scala and minor < 7
+    before_3_7 = scala and minor < 7
     quorum = "kafka.admin.MetadataQuorumCommand" if (major, minor) < (3, 4) else "org.apache.kafka.tools.MetadataQuorumCommand"
-    return {"topics": "kafka.admin.TopicCommand" if scala_election else "org.apache.kafka.tools.TopicCommand",
+    return {"topics": "kafka.admin.TopicCommand" if before_3_7 else "org.apache.kafka.tools.TopicCommand",
             "metadata-quorum": quorum,
             "configs": "kafka.admin.ConfigCommand" if (major, minor) < (4, 4) else "org.apache.kafka.tools.ConfigCommand",
             "acls": "kafka.admin.AclCommand" if scala else "org.apache.kafka.tools.AclCommand",
@@ -91,15 +91,15 @@ def main_classes(release: str) -> dict[str, str]:
             "features": "kafka.admin.FeatureCommand" if (major, minor) < (3, 6) else "org.apache.kafka.tools.FeatureCommand",
             "quorum": quorum,
             "cluster": "kafka.tools.ClusterTool" if (major, minor) < (3, 5) else "org.apache.kafka.tools.ClusterTool",
-            "leader-election": ("kafka.admin.LeaderElectionCommand" if scala_election
+            "leader-election": ("kafka.admin.LeaderElectionCommand" if before_3_7
                                 else "org.apache.kafka.tools.LeaderElectionCommand"),
-            "reassign-partitions": ("kafka.admin.ReassignPartitionsCommand" if scala_election
+            "reassign-partitions": ("kafka.admin.ReassignPartitionsCommand" if before_3_7
                                     else "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"),
             "consumer-groups": ("kafka.admin.ConsumerGroupCommand" if (major, minor) < (3, 8)
                                 else "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"),
             "transactions": "org.apache.kafka.tools.TransactionsCommand",
-            "get-offsets": "kafka.tools.GetOffsetShell" if scala_election else "org.apache.kafka.tools.GetOffsetShell",
-            **({} if scala_election else {"client-metrics": "org.apache.kafka.tools.ClientMetricsCommand"})}
+            "get-offsets": "kafka.tools.GetOffsetShell" if before_3_7 else "org.apache.kafka.tools.GetOffsetShell",
+            **({} if before_3_7 else {"client-metrics": "org.apache.kafka.tools.ClientMetricsCommand"})}
 
 
 def main_class(dist: KafkaDist, tool: str) -> str:
