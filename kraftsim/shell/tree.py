@@ -151,8 +151,11 @@ def broker_text(b: BrokerRegistration, style: ShellStyle) -> str:
     rack = "Optional.empty" if b.rack is None else f"Optional[{b.rack}]"
     text = (f"BrokerRegistration(id={b.id}, epoch={b.epoch}, incarnationId={b.incarnation_id}, "
             f"{_listeners_and_features(b.listeners, b.supported_features)}, rack={rack}, "
-            f"fenced={_bool(b.fenced)}, inControlledShutdown={_bool(b.in_controlled_shutdown)}, "
-            f"isMigratingZkBroker={_bool(b.is_migrating_zk_broker)}, directories={java_list(b.directories)}")
+            f"fenced={_bool(b.fenced)}, inControlledShutdown={_bool(b.in_controlled_shutdown)}")
+    if style.broker_zk_migration:
+        text += f", isMigratingZkBroker={_bool(b.is_migrating_zk_broker)}"
+    if style.jbod_and_elr:
+        text += f", directories={java_list(b.directories)}"
     if style.cordoned:
         cordoned = "null" if b.cordoned_directories is None else java_list(b.cordoned_directories)
         text += f", cordonedDirectories={cordoned}"
@@ -165,12 +168,14 @@ def controller_text(c: ControllerRegistration) -> str:
             f"{_listeners_and_features(c.listeners, c.supported_features)})")
 
 
-def partition_text(p: PartitionRegistration) -> str:
-    return (f"PartitionRegistration(replicas={java_list(p.replicas)}, directories={java_list(p.directories)}, "
-            f"isr={java_list(p.isr)}, removingReplicas={java_list(p.removing_replicas)}, "
-            f"addingReplicas={java_list(p.adding_replicas)}, elr={java_list(p.elr)}, "
-            f"lastKnownElr={java_list(p.last_known_elr)}, leader={p.leader}, "
-            f"leaderRecoveryState={LEADER_RECOVERY.get(p.leader_recovery_state, 'null')}, "
+def partition_text(p: PartitionRegistration, style: ShellStyle) -> str:
+    jbod = style.jbod_and_elr
+    return (f"PartitionRegistration(replicas={java_list(p.replicas)}, "
+            + (f"directories={java_list(p.directories)}, " if jbod else "")
+            + f"isr={java_list(p.isr)}, removingReplicas={java_list(p.removing_replicas)}, "
+            f"addingReplicas={java_list(p.adding_replicas)}, "
+            + (f"elr={java_list(p.elr)}, lastKnownElr={java_list(p.last_known_elr)}, " if jbod else "")
+            + f"leader={p.leader}, leaderRecoveryState={LEADER_RECOVERY.get(p.leader_recovery_state, 'null')}, "
             f"leaderEpoch={p.leader_epoch}, partitionEpoch={p.partition_epoch})")
 
 
@@ -370,6 +375,8 @@ class ShellTree:
             return Dir(lambda: [str(i) for i in cluster.controllers],
                        lambda n: _by_int(n, lambda i: cluster.controller(i), lambda c: Leaf(controller_text(c))))
 
+        if not self.style.cluster_by_role:  # (3.3 to 3.6: the brokers' ids right under /image/cluster)
+            return brokers()
         return fixed({"brokers": brokers, "controllers": controllers})
 
     # topics ----------------------------------------------------------------------------
@@ -378,12 +385,12 @@ class ShellTree:
         topics = self.image.topics
 
         def by_name() -> Node:
-            return Dir(lambda: list(topics.by_name), lambda n: _topic_node(topics.get_topic_by_name(n)))
+            return Dir(lambda: list(topics.by_name), lambda n: _topic_node(topics.get_topic_by_name(n), self.style))
 
         def by_id() -> Node:
             def lookup(name: str) -> Node | None:
                 uuid = _uuid_of(name)
-                return None if uuid is None else _topic_node(topics.get_topic(uuid))
+                return None if uuid is None else _topic_node(topics.get_topic(uuid), self.style)
 
             return Dir(lambda: [str(u) for u in topics.by_id], lookup)
 
@@ -451,7 +458,7 @@ def _by_int(name: str, get: Callable[[int], T | None], make: Callable[[T], Node]
     return None if found is None else make(found)
 
 
-def _topic_node(topic: TopicImage | None) -> Node | None:
+def _topic_node(topic: TopicImage | None, style: ShellStyle) -> Node | None:
     """TopicImageNode: `name`, `id` and one file per partition."""
     if topic is None:
         return None
@@ -465,6 +472,6 @@ def _topic_node(topic: TopicImage | None) -> Node | None:
             return Leaf(str(t.id))
         pid = parse_int(name)
         p = None if pid is None else t.partitions.get(pid)
-        return None if p is None else Leaf(partition_text(p))
+        return None if p is None else Leaf(partition_text(p, style))
 
     return Dir(lambda: names, lookup)

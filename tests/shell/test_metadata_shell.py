@@ -51,6 +51,27 @@ def test_leaves_print_kafka_tostring(capsys, shell_inputs):
     assert lines[2].startswith("StandardAcl[resourceType=TOPIC, resourceName=topic-0,")  # a record from 4.2
 
 
+@pytest.mark.parametrize(("release", "migrating"), [("3.3.2", False), ("3.6.2", True)])
+def test_before_3_7_the_brokers_are_right_under_cluster(capsys, shell_inputs, release, migrating):
+    # (a cluster of the release's own line: a newer metadata.version is unknown to it)
+    """3.3 to 3.6 (live 3.6.2 through conformance's metadata-shell cases; the toString texts
+    from the jars of 3.3.2 to 3.6.2): broker ids right under /image/cluster, no controllers,
+    no directories or ELR in the registrations, isMigratingZkBroker from 3.4."""
+    _, snapshot, _ = shell_inputs(release[:3])
+    code, out, _ = run(capsys, "metadata-shell", "--release", release, "-s", str(snapshot), "ls", "/image/cluster")
+    assert (code, out.split()) == (0, ["2", "3"])
+    code, out, _ = run(capsys, "metadata-shell", "--release", release, "-s", str(snapshot), "cat", "/image/cluster/2",
+                       "/image/topics/byName/topic-0/0", "/local/commitId")
+    broker, partition, commit = out.splitlines()
+    assert broker.startswith("BrokerRegistration(id=2, ") and broker.endswith(
+        "inControlledShutdown=false, isMigratingZkBroker=false)" if migrating else "inControlledShutdown=false)")
+    assert partition.startswith("PartitionRegistration(replicas=[") and ", isr=[" in partition
+    assert "directories=" not in partition and "elr=" not in partition
+    assert commit == ("c4deed513057c94e" if release == "3.6.2" else "b66af662e61082cb")
+    code, out, _ = run(capsys, "metadata-shell", "--release", "3.7.2", "-s", str(snapshot), "ls", "/image/cluster")
+    assert out.split() == ["brokers", "controllers"]
+
+
 def test_cluster_node_is_browsed_like_its_directory(capsys, shell_inputs):
     cluster, _, _ = shell_inputs("3.9")
     by_node = run(capsys, "metadata-shell", "--cluster", str(cluster), "--node", "2", "ls", "/image/topics/byName")

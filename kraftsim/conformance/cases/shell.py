@@ -27,16 +27,25 @@ _FINALIZED = "/image/features/finalized_"
 
 _LISTS = (("broker", "/image/cluster/brokers"), ("controller", "/image/cluster/controllers"),
           ("topic", "/image/topics/byName"))
+#: Before 3.7 the shell lists the brokers' ids right under /image/cluster, and no controller
+#: registers (KIP-919).
+_LISTS_BEFORE_3_7 = (("broker", "/image/cluster"), ("topic", "/image/topics/byName"))
+
+Lists = tuple[tuple[str, str], ...]
 
 
-def _kafka_image(answers: list[str], names: list[str]) -> list[str]:
-    """Kafka's answers (ls of the features, the lists, then cat of metadataVersion and of each
-    feature in `names`) as the lines _kraftsim_image makes."""
+def _lists(ctx: ReleaseContext) -> Lists:
+    return _LISTS if ctx.dist.release.line_tuple >= (3, 7) else _LISTS_BEFORE_3_7
+
+
+def _kafka_image(answers: list[str], names: list[str], lists: Lists = _LISTS) -> list[str]:
+    """Kafka's answers (ls of the features, the `lists`, then cat of metadataVersion and of
+    each feature in `names`) as the lines _kraftsim_image makes."""
     # 4.x prints an Optional ("Optional[4.2-IV1]"), 3.x the version alone.
-    shown = answers[len(_LISTS) + 1].strip()
+    shown = answers[len(lists) + 1].strip()
     lines = [f"metadata.version={shown[len('Optional['):-1] if shown.startswith('Optional[') else shown}"]
-    lines += [f"{name}={answer.strip()}" for name, answer in zip(names, answers[len(_LISTS) + 2:])]
-    for (what, _), answer in zip(_LISTS, answers[1:]):
+    lines += [f"{name}={answer.strip()}" for name, answer in zip(names, answers[len(lists) + 2:])]
+    for (what, _), answer in zip(lists, answers[1:]):
         lines += sorted(f"{what} {item.strip()}" for item in answer.splitlines() if item.strip())
     return lines
 
@@ -78,12 +87,13 @@ def _case(ctx: ReleaseContext, label: str, path: Path) -> Case:
         except (ValueError, KeyError, IndexError):
             return [f"kraftsim replay --json {path.name}: exit {replay.code}: {replay.stderr.strip()[:300]}"]
         names = sorted(n for n in summary["features"] if n != "metadata.version")
-        commands = ["ls /image/features", *(f"ls {path}" for _, path in _LISTS),
+        lists = _lists(ctx)
+        commands = ["ls /image/features", *(f"ls {path}" for _, path in lists),
                     "cat /image/features/metadataVersion", *(f"cat {_FINALIZED}{n}" for n in names)]
         run = _session(ctx, path, commands)
         answers = _answers(run, len(commands))
         diffs = [] if run.code == 0 else [f"kafka-metadata-shell --snapshot {path.name}: exit {run.code}"]
-        kafka_lines = _kafka_image(answers, names)
+        kafka_lines = _kafka_image(answers, names, lists)
         prefix = _FINALIZED.rsplit("/", 1)[1]
         finalized = sorted(ln.strip()[len(prefix):] for ln in answers[0].splitlines() if ln.strip().startswith(prefix))
         diffs += unified(finalized, names, f"{path.name} finalized features")
