@@ -3,7 +3,7 @@
 kraftsim's `storage` and `features` commands offer every subcommand and flag of the newest
 Kafka; acting as an older release (`--release`) they must refuse what that release's tool
 refuses, with its words: argparse4j's usage text (data/kafka_usage.toml) and its error
-line, wrapped and justified to 75 columns, exit 1.
+line, wrapped and justified to 75 columns, or a Scala tool's one line, exit 1.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ class ToolUsage:
     usage: str
     choices: tuple[str, ...] = ()
     flags: tuple[str, ...] = ()
+    style: str = "argparse4j"  # or "scala": one line (see data/kafka_usage.toml)
 
 
 @cache
@@ -40,7 +41,7 @@ def _entries() -> tuple[ToolUsage, ...]:
     with USAGE_FILE.open("rb") as f:
         raw = tomllib.load(f)
     return tuple(ToolUsage(e["tool"], e["command"], tuple(e["lines"]), e["usage"], tuple(e.get("choices", ())),
-                           tuple(e.get("flags", ()))) for e in raw["usage"])
+                           tuple(e.get("flags", ())), e.get("style", "argparse4j")) for e in raw["usage"])
 
 
 def _entry(tool: str, command: str, line: str) -> ToolUsage | None:
@@ -91,13 +92,20 @@ def usage_error(tool: str, usage: str, message: str) -> str:
     return usage + "\n" + "\n".join(wrap(f"{tool}: error: {message}"))
 
 
+def _refusal(e: ToolUsage, message: str) -> str:
+    """`e`'s tool's refusal: argparse4j's usage and error, or a Scala tool's one line."""
+    if e.style == "scala":
+        return f"Command line error: {message}. Type --help for help."
+    return usage_error(e.tool, e.usage, message)
+
+
 def missing_subcommand(tool: str, subcommand: str, line: str) -> str | None:
     """The release's refusal of `subcommand` when its tool lacks it, else None."""
     e = _entry(tool, "", line)
     if e is None or subcommand in e.choices:
         return None
     choices = ", ".join(f"'{c}'" for c in e.choices)
-    return usage_error(tool, e.usage, f"invalid choice: '{subcommand}' (choose from {choices})")
+    return _refusal(e, f"invalid choice: '{subcommand}' (choose from {choices})")
 
 
 def unknown_flag(tool: str, command: str, line: str, args: argparse.Namespace) -> str | None:
@@ -107,7 +115,7 @@ def unknown_flag(tool: str, command: str, line: str, args: argparse.Namespace) -
         return None
     for flag in getattr(args, GIVEN_FLAGS, ()):
         if flag not in e.flags:
-            return usage_error(tool, e.usage, f"unrecognized arguments: '{flag}'")
+            return _refusal(e, f"unrecognized arguments: '{flag}'")
     return None
 
 

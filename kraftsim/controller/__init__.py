@@ -103,7 +103,9 @@ if TYPE_CHECKING:  # the same names as mypy sees them (`as` marks a re-export); 
         create_partitions as create_partitions,
     )
     from kraftsim.controller.quorum_controller import QuorumController as QuorumController, ReplayState as ReplayState
-    from kraftsim.controller.quorum_features import DISABLED as DISABLED
+    from kraftsim.controller.quorum_features import (
+        DISABLED as DISABLED, brokers_reason_not_supported as brokers_reason_not_supported,
+    )
     from kraftsim.controller.reassignments import (
         AlterPartitionReassignmentsRequest as AlterPartitionReassignmentsRequest,
         AlterPartitionReassignmentsResponse as AlterPartitionReassignmentsResponse,
@@ -167,7 +169,7 @@ _NAMES_IN = {  # module -> the names it exports here
     "partition_change": "NO_LEADER_CHANGE PartitionChangeBuilder is_active leader_acceptor",
     "partition_create": "CreatePartitionsRequest CreatePartitionsTopic create_partitions",
     "quorum_controller": "QuorumController ReplayState",
-    "quorum_features": "DISABLED",
+    "quorum_features": "DISABLED brokers_reason_not_supported",
     "reassignments": (
         "AlterPartitionReassignmentsRequest AlterPartitionReassignmentsResponse ReassignablePartition ReassignableTopic "
         "alter_partition_reassignments"
@@ -189,7 +191,7 @@ _MODULE_OF = {
     "topic_config_definitions": ("kraftsim.controller.topic_configs", "topic_configs"),  # (likewise)
 }
 __all__ = [
-    "client_metrics_check", "describe_client_metrics_configs", "has_client_metrics",
+    "brokers_reason_not_supported", "client_metrics_check", "describe_client_metrics_configs", "has_client_metrics",
     "incremental_configs_after", "configs_after", "group_config_check", "has_group_configs", "describe_group_configs",
     "describes_group_configs", "OP_APPEND", "OP_SUBTRACT",
     "AclCreation", "ActivationError", "AlterClientQuotasRequest", "AlterConfigsResource",

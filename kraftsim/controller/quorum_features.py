@@ -48,9 +48,20 @@ def local_reason_not_supported(node_id: int, supported: Mapping[str, Range], fea
     return None if contains(rng, level) else _refusal(f"Local controller {node_id}", rng)
 
 
-def brokers_reason_not_supported(cluster: ClusterImage, feature: str, level: int) -> str | None:
-    """Check 4b: every registered broker, fenced or not."""
+def brokers_reason_not_supported(cluster: ClusterImage, feature: str, level: int,
+                                 check: str = "quorum-features") -> str | None:
+    """Check 4b: every registered broker, fenced or not, as policy broker_feature_check
+    `check` words it: 3.7 on (quorum-features) a broker that lists no range for the feature
+    supports level 0 only; 3.3 to 3.6 (feature-control) it supports no level of it, and a
+    range that misses the level is worded otherwise."""
     for broker in cluster.sorted_brokers():
+        if check == "feature-control":
+            listed = next(((f.min_version, f.max_version) for f in broker.supported_features if f.name == feature), None)
+            if listed is None:
+                return f"Broker {broker.id} does not support this feature."
+            if not contains(listed, level):
+                return f"Broker {broker.id} does not support the given version. It supports {listed[0]} to {listed[1]}."
+            continue
         rng = advertised_range(broker.supported_features, feature)
         if not contains(rng, level):
             return _refusal(f"Broker {broker.id}", rng)
@@ -82,7 +93,8 @@ def reason_not_supported(ctx: ControllerContext, feature: str, level: int) -> st
     """Why the quorum cannot take `feature` to `level` (checks 4a-4d in order), or None."""
     reason = local_reason_not_supported(ctx.node_id, ctx.supported, feature, level)
     if reason is None:
-        reason = brokers_reason_not_supported(ctx.image.cluster, feature, level)
+        reason = brokers_reason_not_supported(ctx.image.cluster, feature, level,
+                                              ctx.catalog.policy("broker_feature_check"))
     if reason is None and controllers_are_checked(ctx.catalog, ctx.metadata_version):
         reason = controllers_reason_not_supported(ctx.image.cluster, ctx.node_id, ctx.static_voters, feature, level)
     return reason

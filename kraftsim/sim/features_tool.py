@@ -195,16 +195,17 @@ def update(cluster: SimCluster, tool: Catalog, op: str, *, metadata: str | None 
         raise ToolFailure("Provided feature can not be empty.")
     response, reports = cluster.update_features(updates, dry_run)
     failures = 0
+    worded_dry = dry_run and tool.policy("features_dry_run_text") == "can"  # (3.3-3.5 word a dry run as a run)
     for name in sorted(updates):
         level = updates[name].max_version_level
         error = feature_error(response, name)
         if error is not None:
-            helper = "Can not " if dry_run else "Could not "
+            helper = "Can not " if worded_dry else "Could not "
             suffix = f"disable {name}" if op == "disable" else f"{op} {name} to {level}"
             out(f"{helper}{suffix}. {error}")
             failures += 1
         else:
-            verb = " can be " if dry_run else " was "
+            verb = " can be " if worded_dry else " was "
             obj = "disabled." if op == "disable" else f"{op}d to {level}."
             out(f"{name}{verb}{obj}")
     for line in mv_change_lines(cluster, reports):

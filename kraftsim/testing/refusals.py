@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from kraftsim.controller import brokers_reason_not_supported
 from kraftsim.image import MetadataImage
 from kraftsim.versions import Catalog, range_text
 
@@ -35,10 +36,10 @@ def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str,
     own = line.supported_features().get(name)
     if own is None or not own[0] <= level <= own[1]:
         return refusal(f"Local controller {leader}", own)
-    for b in image.cluster.sorted_brokers():
-        rng = next(((f.min_version, f.max_version) for f in b.supported_features if f.name == name), None)
-        if rng is None or not rng[0] <= level <= rng[1]:
-            return refusal(f"Broker {b.id}", rng)
+    if level > 0:  # (the brokers' check and its wording by release: the controller's own, one home)
+        brokers = brokers_reason_not_supported(image.cluster, name, level, line.policy("broker_feature_check"))
+        if brokers is not None:
+            return brokers
     mv = image.metadata_version
     if mv is not None and line.supports("controller_registration", mv):
         for c in image.cluster.sorted_controllers():

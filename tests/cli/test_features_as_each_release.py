@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_support import run
 from tests.cluster.conftest import create, ok
 
 COLUMNS = re.compile(r"^Feature: (.{40})  SupportedMinVersion: (.{15})  SupportedMaxVersion: (.{15})  "
@@ -78,3 +79,23 @@ def test_the_default_tool_is_the_newest_release_running(tmp_path: Path, capsys) 
     ok(capsys, "cluster", "roll", d, "--release", "4.0", "--nodes", "2")
     assert ok(capsys, "features", "--cluster", d, "describe") == \
         ok(capsys, "features", "--cluster", d, "--release", "4.0", "describe")
+
+
+@pytest.mark.parametrize(("release", "done", "refused"), [
+    ("3.5.2", "metadata.version was upgraded to 11.", "Could not disable no.such.feature."),
+    ("3.6.2", "metadata.version can be upgraded to 11.", "Can not disable no.such.feature."),
+])
+def test_a_dry_run_is_worded_as_a_run_before_3_6(tmp_path: Path, capsys, release: str, done: str,
+                                                 refused: str) -> None:
+    """3.3 to 3.5's kafka-features (Scala) says "was" and "Could not" with --dry-run too; 3.6 on
+    "can be" and "Can not" (live 3.5.2 and 3.6.2). 3.3 to 3.6 also refuse disabling a feature a
+    broker does not list (level 0 included)."""
+    d = tmp_path / "c"
+    create(capsys, d, "--controllers", "1", "--brokers", "1", "--release", release, "--release-version", "3.5-IV1")
+    code, out, _ = run(capsys, "features", "--cluster", str(d), "upgrade", "--metadata", "3.5-IV2", "--dry-run")
+    assert (code, out) == (0, done + "\n")
+    code, out, err = run(capsys, "features", "--cluster", str(d), "disable", "--feature", "no.such.feature",
+                         "--dry-run")
+    assert code == 1 and out == (f"{refused} Invalid update version 0 for feature no.such.feature. Broker 2 does "
+                                 "not support this feature.\n")
+    assert err == "1 out of 1 operation(s) failed.\n"

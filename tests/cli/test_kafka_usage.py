@@ -1,6 +1,7 @@
 """Acting as a release whose tool lacks a subcommand or flag, kraftsim refuses with that
-tool's argparse4j text (usage, then the error justified to 75 columns), exit 1. The
-expected texts are Kafka 3.7.2-3.9.1's own (`kraftsim conformance run`)."""
+tool's argparse4j text (usage, then the error justified to 75 columns), or its Scala tool's one
+line, exit 1. The expected texts are Kafka 3.3.2-3.9.1's own (`kraftsim conformance run`, and the
+3.3.2-3.6.2 tools run by hand)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,22 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
      "                      downgrade [-h] [--metadata METADATA]\n"
      "                      [--feature FEATURE] [--unsafe] [--dry-run]\n"
      "kafka-features: error: unrecognized arguments: '--release-version'\n"),
+    # 3.6.2's Java tool, then 3.3.2-3.5.2's Scala one (kafka.admin.FeatureCommand: one line), run as they are
+    (["features", "--release", "3.6", "version-mapping"],
+     "usage: kafka-features [-h] --bootstrap-server BOOTSTRAP_SERVER\n"
+     "                      [--command-config COMMAND_CONFIG]\n"
+     "                      {describe,upgrade,downgrade,disable} ...\n"
+     "kafka-features:  error:  invalid  choice:  'version-mapping'  (choose  from\n"
+     "'describe', 'upgrade', 'downgrade', 'disable')\n"),
+    (["features", "--release", "3.6", "upgrade", "--release-version", "3.6-IV2"],
+     "usage: kafka-features --bootstrap-server BOOTSTRAP_SERVER upgrade [-h]\n"
+     "                      [--metadata METADATA] [--feature FEATURE] [--dry-run]\n"
+     "kafka-features: error: unrecognized arguments: '--release-version'\n"),
+    (["features", "--release", "3.5", "version-mapping"],
+     "Command line error: invalid choice: 'version-mapping' (choose from 'describe', 'upgrade', 'downgrade', "
+     "'disable'). Type --help for help.\n"),
+    (["features", "--release", "3.3", "downgrade", "--release-version", "3.3-IV3"],
+     "Command line error: unrecognized arguments: '--release-version'. Type --help for help.\n"),
 ])
 def test_3_x_tools_refuse_what_they_lack(capsys: pytest.CaptureFixture[str], argv: list[str], err: str) -> None:
     assert run(capsys, *argv) == (1, "", err)

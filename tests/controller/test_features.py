@@ -103,6 +103,22 @@ def test_4b_registered_brokers_fenced_included():
         "Invalid update version 1 for feature group.version. Broker 2 does not support this feature."
 
 
+@pytest.mark.parametrize("release", ["3.3", "3.6"])
+def test_4b_before_3_7_a_broker_that_lists_no_range_supports_no_level(release):
+    """3.3 to 3.6 (FeatureControlManager, in the jars; live 3.6.2: kafka-features disable and
+    downgrade of an unknown feature are refused): a broker that lists no range for the feature
+    does not support it at level 0 either, and a range that misses the level is worded
+    "does not support the given version. It supports <min> to <max>."."""
+    ctx = make_ctx(release, levels={MV: 5}, records=[broker(2, {MV: (1, 5)}, fenced=False)])
+    assert refusal(update_features(ctx, request(("no.such.feature", 0, SAFE)))) == (
+        "Invalid update version 0 for feature no.such.feature. Broker 2 does not support this feature.")
+    assert refusal(update_features(ctx, request((MV, 6)))) == (
+        "Invalid update version 6 for feature metadata.version. Broker 2 does not support the given version. "
+        "It supports 1 to 5.")
+    newer = make_ctx("3.7", levels={MV: 5}, records=[broker(2, {MV: (1, 5)}, fenced=False)])
+    assert written(update_features(newer, request(("no.such.feature", 0, SAFE)))) == [flr("no.such.feature", 0)]
+
+
 def test_4c_registered_controllers_and_4d_static_voters():
     sup = line("4.1").supported_features()
     ctx = make_ctx(levels={MV: 27}, records=[controller(1, sup), controller(2, {MV: (7, 27)})],

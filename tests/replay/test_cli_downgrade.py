@@ -79,7 +79,9 @@ def test_the_predicted_tool_line_is_worded_as_the_controllers_release_words_it(
         lines[release] = json.loads(out)["verdicts"][0]["tool_line"]
     refusal = "Invalid metadata.version 11. Refusing to perform the requested downgrade because it might delete " \
               "metadata information."
-    assert lines["3.6"] == "Can not downgrade metadata.version to 11. " + refusal
+    # (3.3-3.6 still named UNSAFE_DOWNGRADE: live 3.6.2)
+    assert lines["3.6"] == ("Can not downgrade metadata.version to 11. " + refusal
+                            + " Retry using UNSAFE_DOWNGRADE if you want to force the downgrade to proceed.")
     assert lines["4.0"] == ("Can not downgrade metadata.version to 11. The update failed for all features since the "
                             "following feature had an error: " + refusal)
 
