@@ -36,10 +36,9 @@ def support_refusal(line: Catalog, leader: int, image: MetadataImage, name: str,
     own = line.supported_features().get(name)
     if own is None or not own[0] <= level <= own[1]:
         return refusal(f"Local controller {leader}", own)
-    if level > 0:  # (the brokers' check and its wording by release: the controller's own, one home)
-        brokers = brokers_reason_not_supported(image.cluster, name, level, line.policy("broker_feature_check"))
-        if brokers is not None:
-            return brokers
+    brokers = brokers_reason_not_supported(image.cluster, name, level, line.policy("broker_feature_check"))
+    if brokers is not None:  # (the brokers' check and its wording by release: the controller's own, one home)
+        return brokers
     mv = image.metadata_version
     if mv is not None and line.supports("controller_registration", mv):
         for c in image.cluster.sorted_controllers():

@@ -382,13 +382,13 @@ def raw_answers(bs: str, bc: str | None, settle: Callable[[], None]) -> dict[str
         described = c.request("DescribeConfigs", 4, {"Resources": [{"ResourceType": t, "ResourceName": n,
                                                                     "ConfigurationKeys": None}
                                                                    for t, n in DESCRIBE_REFUSALS]})["Results"]
-        offered = _offered(c)  # (what a release does not take, it is not asked: 3.x lacks the newer APIs)
+        offered = _offered(c)  # (asked once; what a release does not take, it is not asked: 3.x lacks the newer APIs)
         answered: dict[str, object] = {f"{api} v{version} ({i})": _without_throttle(c.request(api, version, body))
                                        for i, (api, version, body) in enumerate(WHOLE_ANSWERS, 1)
                                        if _takes(offered, api, version)}
-        answered.update(_list_offsets_every_version(c))
-        answered.update(_config_resources(c))
-        answered.update(_authorized_operations(c))
+        answered.update(_list_offsets_every_version(c, offered))
+        answered.update(_config_resources(c, offered))
+        answered.update(_authorized_operations(c, offered))
         # a name Kafka does not define, at the cluster default, through the controller (through the broker, its
         # check of the log.cleanup.policy it holds is not modelled on 4.4): the node describes it as sensitive,
         # and lists it before the definitions from 4.2
@@ -448,23 +448,27 @@ def _deleted_records(c: WireClient, settle: Callable[[], None]) -> dict[str, obj
 CONFIG_RESOURCE_TYPES: tuple[list[int], ...] = ([], [32, 8, 4], [2], [1])
 
 
-def _offered(c: WireClient) -> dict[int, tuple[int, int]]:
+#: A node's ApiVersions: API key -> (min, max version).
+Offered = dict[int, tuple[int, int]]
+
+
+def _offered(c: WireClient) -> Offered:
     """The node's ApiVersions: API key -> (min, max version)."""
     keys = c.request("ApiVersions", 3, {"ClientSoftwareName": "kraftsim-conformance",
                                         "ClientSoftwareVersion": "1"})["ApiKeys"]
     return {k["ApiKey"]: (k["MinVersion"], k["MaxVersion"]) for k in keys}
 
 
-def _takes(offered: dict[int, tuple[int, int]], api: str, version: int) -> bool:
+def _takes(offered: Offered, api: str, version: int) -> bool:
     """Whether a node offering `offered` takes `api` at `version` (a live node closes the
     connection on a request it does not)."""
     lo, hi = offered.get(API_KEYS[api], (0, -1))
     return lo <= version <= hi
 
 
-def _config_resources(c: WireClient) -> dict[str, object]:
+def _config_resources(c: WireClient, offered: Offered) -> dict[str, object]:
     """ListConfigResources v1 of each of CONFIG_RESOURCE_TYPES, where the node takes v1."""
-    if not _takes(_offered(c), "ListConfigResources", 1):
+    if not _takes(offered, "ListConfigResources", 1):
         return {}
     return {f"ListConfigResources v1 of types {types}":
             _without_throttle(c.request("ListConfigResources", 1, {"ResourceTypes": types}))
@@ -537,7 +541,7 @@ def _partition_orders(c: WireClient, settle: Callable[[], None]) -> dict[str, ob
     return out
 
 
-def _authorized_operations(c: WireClient) -> dict[str, object]:
+def _authorized_operations(c: WireClient, offered: Offered) -> dict[str, object]:
     """The AuthorizedOperations fields (KIP-430) of topic t and of an unknown topic, and of the
     cluster, asked for and not, through Metadata (v8, v10, v12), DescribeCluster and, where the
     node takes it, DescribeTopicPartitions. Topics by name (their order is `_named_topic_orders`')."""
@@ -554,7 +558,7 @@ def _authorized_operations(c: WireClient) -> dict[str, object]:
     for asked in (True, False):
         out[f"DescribeCluster v0 authorized operations ({asked})"] = c.request(
             "DescribeCluster", 0, {"IncludeClusterAuthorizedOperations": asked})["ClusterAuthorizedOperations"]
-    if _takes(_offered(c), "DescribeTopicPartitions", 0):
+    if _takes(offered, "DescribeTopicPartitions", 0):
         answer = c.request("DescribeTopicPartitions", 0, {"Topics": [{"Name": "t"}, {"Name": "nope"}],
                                                           "ResponsePartitionLimit": 10, "Cursor": None})
         out["DescribeTopicPartitions v0 authorized operations"] = [
@@ -612,10 +616,10 @@ LIST_OFFSETS: list[tuple[str, int, dict[str, object]]] = [
 ]
 
 
-def _list_offsets_every_version(c: WireClient) -> dict[str, object]:
+def _list_offsets_every_version(c: WireClient, offered: Offered) -> dict[str, object]:
     """ListOffsets at every version the node advertises (v0 on 3.x), each asking for every special
     timestamp there is and two times: what a version may ask for changed in 3.9 and 4.2."""
-    lo, hi = _offered(c)[API_KEYS["ListOffsets"]]
+    lo, hi = offered[API_KEYS["ListOffsets"]]
     answers: dict[str, object] = {}
     for version in range(lo, hi + 1):
         if version == 0:  # (the old style: at most MaxNumOffsets offsets before a time; none of a time here)
