@@ -85,6 +85,9 @@ def bootstrap_records(catalog: Catalog, release_version: MetadataVersion, levels
             by_enum = release_text(catalog, "format_flag_checks", "scram")  # 3.7 names the enum constant
             if by_enum is not None and first is not None:
                 raise FormatterError(by_enum.format(enum="IBP_" + first.version.replace(".", "_").replace("-", "_")))
+            if first is None:  # (kafka-storage of such a release has no --add-scram: kraftsim's words)
+                raise FormatterError(f"SCRAM is not supported by Kafka {catalog.release}: no {MV_NAME} of it "
+                                     "supports SCRAM (3.5-IV2 is the first that does).")
             raise FormatterError(f"SCRAM is only supported in {MV_NAME} {first} or later.")
         rng = rng or random.SystemRandom()
         records.extend(scram_record(a, rng, registry) for a in scram_arguments)

@@ -83,6 +83,28 @@ def test_3_7_has_no_feature_flag_and_names_the_scram_version_by_its_enum(tmp_pat
     assert code == 1 and err == "SCRAM is only supported in metadataVersion IBP_3_5_IV2 or later.\n"
 
 
+@pytest.mark.parametrize("release", ["3.3", "3.4"])
+def test_3_3_and_3_4_have_no_add_scram_flag(tmp_path: Path, capsys, release: str) -> None:
+    # kafka-storage 3.3.2 and 3.4.1: --add-scram came with 3.5; their usage has no such line
+    code, out, err = run_format(capsys, config_for(tmp_path / "a"), "--release", release,
+                                "-S", "SCRAM-SHA-256=[name=alice,password=alice-secret]")
+    assert code == 1 and out == "" and err == (
+        "usage: kafka-storage format [-h] --config CONFIG --cluster-id CLUSTER_ID\n"
+        "                     [--ignore-formatted]\n"
+        "                     [--release-version RELEASE_VERSION]\n"
+        "kafka-storage: error: unrecognized arguments: '-S'\n")
+    assert not (tmp_path / "a" / "data").exists()  # nothing formatted
+
+
+def test_scram_refused_by_a_release_without_any_scram_version_names_it() -> None:
+    from kraftsim.storage.bootstrap_builder import bootstrap_records
+    from kraftsim.storage.formatter import FormatterError
+    catalog = CAT.at_release("3.4")
+    with pytest.raises(FormatterError) as e:
+        bootstrap_records(catalog, catalog.latest_production, {}, ["SCRAM-SHA-256=[name=a,password=b]"])
+    assert "None" not in str(e.value) and "3.5-IV2" in str(e.value)
+
+
 def test_3_8_feature_flag_rules(tmp_path: Path, capsys) -> None:
     code, _, err = run_format(capsys, config_for(tmp_path / "a"), "--release", "3.8", "-r", "3.8-IV0",
                               "-f", "group.version=1")
