@@ -105,10 +105,15 @@ def parse_snapshot_choice(text: str) -> SnapshotChoice:
     return SnapshotId(int(m.group(1)), int(m.group(2)))
 
 
+def metadata_version_token(text: str) -> int | str:
+    """A feature level (`14`) as its number, a version (`3.6-IV2`, `3.6`) as its text."""
+    text = text.strip()
+    return int(text) if re.fullmatch(r"\d+", text) else text
+
+
 def parse_metadata_version(catalog: Catalog, text: str) -> MetadataVersion:
     """A feature level (`14`) or a version (`3.6-IV2`, `3.6`)."""
-    text = text.strip()
-    return catalog.metadata_version(int(text) if re.fullmatch(r"\d+", text) else text)
+    return catalog.metadata_version(metadata_version_token(text))
 
 
 def split_offset(text: str) -> tuple[Path, int | None]:

@@ -26,7 +26,8 @@ from kraftsim.cli.common import (
     required, timestamp_ms,
 )
 from kraftsim.cli.progress import show_progress
-from kraftsim.cli.replay_cmd import BadInput, input_errors, load, parse_metadata_version, print_json
+from kraftsim.cli.replay_cmd import (BadInput, input_errors, load, metadata_version_token, parse_metadata_version,
+                                     print_json)
 from kraftsim.regular_file import why_absent
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
@@ -96,9 +97,11 @@ def run_create(args: argparse.Namespace) -> int:
     at = required(args.at, "--at OFFSET")
     if path.is_file() and not Path(args.output).is_dir():  # (a snapshot may go into the log directory it reads)
         check_output(args.output, [path], flag="--output")
-    mv: int | None = None
-    if args.metadata is not None:
-        mv = parse_metadata_version(catalog, args.metadata).level
+    mv: int | str | None = None
+    if args.metadata is not None:  # (a version the writer's release knows: 3.3-IV2 is a 3.3 version, not a 4.x one)
+        mv = metadata_version_token(args.metadata)
+        if args.release is not None:  # (checked before the log is read; an inferred writer checks it after)
+            parse_metadata_version(catalog.at_release(args.release), args.metadata)
     try:
         contents = snapshot_contents(path, at, metadata_version=mv, allow_loss=args.allow_loss,
                                      release=args.release, catalog=catalog, allow_unaligned=args.allow_unaligned)

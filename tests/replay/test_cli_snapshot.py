@@ -50,6 +50,23 @@ def test_create_to_a_file_name_and_release_choice(tmp_path: Path, capsys: pytest
     assert run(capsys, "snapshot", "diff", str(three), str(four))[0] == 0
 
 
+@pytest.mark.parametrize("release", [[], ["--release", "3.4"]])
+def test_create_at_a_version_only_older_releases_know(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       release: list[str]) -> None:
+    # 3.3-IV2 (level 6) is a 3.4 writer's version, not a 4.x one: the writer's release decides
+    log = ORACLE / "kafka-3.4_cooler-SAI"
+    code, out, err = run(capsys, "snapshot", "create", str(log), "--offset", "20", "--metadata-version", "3.3-IV2",
+                         *release, "-o", str(tmp_path))
+    assert code == 0, err
+    assert "at metadata.version 3.3-IV2, writer of Kafka 3.4" in out
+    levels = [p.message.feature_level for p in read_snapshot(next(tmp_path.glob("*.checkpoint")), REGISTRY).payloads()
+              if p.record_type.name == "FeatureLevelRecord" and p.message.name == "metadata.version"]
+    assert levels == [6]
+    code, out, err = run(capsys, "snapshot", "create", str(log), "--offset", "20", "--metadata-version", "3.3-IV2",
+                         "--release", "4.0", "-o", str(tmp_path / "x.checkpoint"))
+    assert code == 2 and "Unknown metadata.version '3.3-IV2'" in err and not (tmp_path / "x.checkpoint").exists()
+
+
 def test_create_is_deterministic_and_time_ms_stamps_batches(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     one, two, stamped = tmp_path / "1.checkpoint", tmp_path / "2.checkpoint", tmp_path / "3.checkpoint"
     for out in (one, two):
