@@ -48,9 +48,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="a __cluster_metadata-0 directory or a log directory holding one, a .checkpoint snapshot, "
                         "a .log segment or a bootstrap.checkpoint; several directories are compared as replicas")
     add_at_option(p)
-    p.add_argument("--snapshot", default="latest", metavar="latest|none|OFFSET-EPOCH",
-                   help="which snapshot a directory load starts from (default: the newest usable one; none: the "
-                        "whole log)")
+    p.add_argument("--snapshot", default="start", metavar="start|latest|none|OFFSET-EPOCH",
+                   help="which snapshot a directory load starts from (default, start: the one a node of the release "
+                        "starts from, the newest, except that 3.3 to 3.5 replay a log that still starts at offset 0 "
+                        "whole; latest: the newest usable one; none: the whole log)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--no-verify", action="store_true", help="only load and summarize")
     p.add_argument("--roundtrip", choices=("lossless", "all", "none"), default="lossless",
@@ -96,12 +97,12 @@ def input_errors(run: Callable[[argparse.Namespace], int]) -> Callable[[argparse
 
 
 def parse_snapshot_choice(text: str) -> SnapshotChoice:
-    """`latest`, `none`, `OFFSET-EPOCH` or a snapshot file name."""
-    if text in ("latest", "none"):
+    """`start`, `latest`, `none`, `OFFSET-EPOCH` or a snapshot file name."""
+    if text in ("start", "latest", "none"):
         return text  # type: ignore[return-value]
     m = re.fullmatch(r"(\d+)-(\d+)(\.checkpoint)?", Path(text).name)
     if not m:
-        raise BadInput(f"--snapshot {text}: expected latest, none or OFFSET-EPOCH (e.g. 7752-1)")
+        raise BadInput(f"--snapshot {text}: expected start, latest, none or OFFSET-EPOCH (e.g. 7752-1)")
     return SnapshotId(int(m.group(1)), int(m.group(2)))
 
 

@@ -368,8 +368,9 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
     finalized level; the presence of metadata.version; every finalized feature the broker
     omits (as if it advertised 0-0). A new incarnation gets broker epoch
     `ctx.next_write_offset` and starts fenced, after records that clean up the previous
-    incarnation (non-atomic, as in Kafka); the same incarnation amends its registration
-    and keeps its epoch, fencing and controlled-shutdown state. Reply: the broker epoch."""
+    incarnation (non-atomic, as in Kafka); the same incarnation registers again as the
+    release does (policy same_incarnation_registration: 3.9 on keep its epoch, fencing and
+    controlled-shutdown state). Reply: the broker epoch."""
     mv = metadata_version_of(ctx)
     if mv is None:
         return refused(NO_METADATA_VERSION)
@@ -407,7 +408,9 @@ def register_broker(ctx: ControllerContext, req: BrokerRegistrationRequest,
     records: list[Payload] = []
     if same_incarnation:
         assert existing is not None
-        epoch, fenced, in_cs = existing.epoch, existing.fenced, existing.in_controlled_shutdown
+        amend = ctx.catalog.policy("same_incarnation_registration")
+        epoch = existing.epoch if amend == "amend" else ctx.next_write_offset
+        fenced, in_cs = (True, False) if amend == "renew" else (existing.fenced, existing.in_controlled_shutdown)
     else:
         stored_epoch = existing.epoch if existing is not None else -2
         clean = req.previous_broker_epoch is not None and stored_epoch == req.previous_broker_epoch

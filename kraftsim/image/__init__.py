@@ -80,7 +80,8 @@ from kraftsim.image.writer.target import elr_written, resolve_writer_line
 from kraftsim.image.writer.loss import (ITEMS_SHOWN, TOPICS_SHOWN, Loss, LossGroup, LossReport, group_losses,
                                        largest_topics, named_items, raise_on_loss, split_loss_text)
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
-from kraftsim.image.loader.loading import committed_batches, load_path, load_snapshot, LoadResult, SnapshotChoice
+from kraftsim.image.loader.loading import (committed_batches, load_path, load_snapshot, LoadResult,
+                                          passes_snapshots_by, SnapshotChoice)
 from kraftsim.image.loader.metadata_loader import (
     AbortHandling,
     CommittedBatch,
@@ -242,6 +243,7 @@ __all__ = [
     "kraft_header_records",
     "load_path",
     "load_snapshot",
+    "passes_snapshots_by",
     "loader_header_records",
     "mechanism_name",
     "group_losses",

@@ -29,7 +29,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "damage": ("DamagedLog", "LoadLimit", "check_snapshot_epoch", "load_limit", "segment_batches"),
     "dirlock": ("cluster_lock", "locked_directory_around"),
     "dynamic_voters": ("DynamicVoter", "parse_dynamic_voters"),
-    "format_common": ("FormatterError", "default_clock"),
+    "format_common": ("FormatterError", "assign_directory_id", "default_clock"),
     "formatter": (
         "DYNAMIC_METADATA_VOTER_DIRECTORY", "FormatOptions", "FormatResult", "FormattedDirectory",
         "format_directories",
@@ -104,7 +104,9 @@ if TYPE_CHECKING:
     from kraftsim.storage.dynamic_voters import (
         DynamicVoter as DynamicVoter, parse_dynamic_voters as parse_dynamic_voters,
     )
-    from kraftsim.storage.format_common import FormatterError as FormatterError, default_clock as default_clock
+    from kraftsim.storage.format_common import (
+        FormatterError as FormatterError, assign_directory_id as assign_directory_id, default_clock as default_clock,
+    )
     from kraftsim.storage.formatter import (
         DYNAMIC_METADATA_VOTER_DIRECTORY as DYNAMIC_METADATA_VOTER_DIRECTORY, FormatOptions as FormatOptions,
         FormatResult as FormatResult, FormattedDirectory as FormattedDirectory, format_directories as

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import random
 import time
+from dataclasses import replace
+from pathlib import Path
 from typing import Iterable
 
 from kraftsim.errors import KraftsimError
 from kraftsim.protocol.primitives import Uuid
 from kraftsim.storage.batchfile import Clock
-from kraftsim.storage.meta_properties import source_date_epoch
+from kraftsim.storage.meta_properties import (
+    DateLike, read_meta_properties, source_date_epoch, write_meta_properties,
+)
+from kraftsim.storage.names import META_PROPERTIES_FILE
 from kraftsim.versions import Catalog
 
 KRAFT_VERSION = "kraft.version"
@@ -53,10 +58,24 @@ def _directory_id_reserved(u: Uuid) -> bool:
     return u.msb == 0 and u.lsb < 100
 
 
-def _generate_directory_id(rng: random.Random, taken: Iterable[str | None]) -> Uuid:
+def generate_directory_id(rng: random.Random, taken: Iterable[str | None]) -> Uuid:
     """MetaPropertiesEnsemble.Copier.generateValidDirectoryId: Uuid(nextLong, nextLong), safe and unused."""
     used = set(taken)
     while True:
         u = Uuid.from_longs(_signed64(rng.getrandbits(64)), _signed64(rng.getrandbits(64)))
         if not (str(u).startswith("-") or _directory_id_reserved(u)) and str(u) not in used:
             return u
+
+
+def assign_directory_id(directory: Path, rng: random.Random, *, date: DateLike | None,
+                        fsync: bool = True) -> Uuid | None:
+    """What a Kafka 3.7+ node does at start-up to a log directory formatted without a
+    directory.id (by 3.3-3.6, policy meta_properties_directory_id): it draws one and writes
+    meta.properties again. Returns the new id, or None when the directory already has one."""
+    path = directory / META_PROPERTIES_FILE
+    meta = read_meta_properties(path).meta
+    if meta.directory_id:
+        return None
+    new_id = generate_directory_id(rng, ())
+    write_meta_properties(path, replace(meta, directory_id=str(new_id)), date=date, fsync=fsync)
+    return new_id

@@ -60,7 +60,7 @@ from kraftsim.storage.format_common import (
     FormatterError,
     _directory_id_reserved,
     release_text,
-    _generate_directory_id,
+    generate_directory_id,
     default_clock,
 )
 from kraftsim.javacompat import copy_capacity, hash_set_copy_capacity, string_hash_order
@@ -93,6 +93,9 @@ class FormatOptions:
     has_dynamic_quorum: bool = False
     ignore_unknown_features: bool = False  # Kafka 3.8 (policy format_flag_checks)
     controller: bool = True  # the node has the controller role (Kafka 4.4 writes bootstrap records only there)
+    #: 3.3 and 3.4 refuse a version before 3.3-IV0 as they build the first directory's bootstrap
+    #: file, its meta.properties already written (policy format_version_checks).
+    bootstrap_refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -304,14 +307,22 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
     types: dict[str, str] = {}
     new_props: dict[str, MetaProperties] = {}
     taken = [m.directory_id for m in ens.props.values()]
+    with_ids = catalog.policy("meta_properties_directory_id") == "format"  # (3.3-3.6 write none)
     for d in ens.empty:
         types[d] = directory_type(d, opts.metadata_log_directory, opts.node_id, opts.initial_controllers)
+        dir_id: object = None
         if types[d] == DYNAMIC_METADATA_VOTER_DIRECTORY:
             dir_id = opts.initial_controllers[opts.node_id].directory_id  # type: ignore[index]
-        else:
-            dir_id = _generate_directory_id(rng, taken)
-        taken.append(str(dir_id))
-        new_props[d] = MetaProperties(1, opts.cluster_id, opts.node_id, str(dir_id))
+        elif with_ids:
+            dir_id = generate_directory_id(rng, taken)
+        new_id = None if dir_id is None else str(dir_id)
+        taken.append(new_id)
+        new_props[d] = MetaProperties(1, opts.cluster_id, opts.node_id, new_id)
+    if opts.bootstrap_refusal is not None:  # (3.3/3.4: the first directory's meta.properties, then the refusal)
+        first = Path(ens.empty[0])
+        _make_directory(first)
+        write_meta_properties(first / META_PROPERTIES_FILE, new_props[ens.empty[0]], date=date, fsync=fsync)
+        raise FormatterError(opts.bootstrap_refusal)
     # Copier.logDirProps: a HashMap copied from the formatted directories, then the new ones put
     # in sorted order; writeLogDirChanges puts the new ones, in that order, into another HashMap.
     new_in_order = _copier_write_order(list(ens.props), ens.empty)
@@ -319,10 +330,7 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
         emit(line)
     for d in new_in_order:
         path = Path(d)
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise FormatterError(f"Error while writing meta.properties file {d}: {e}") from None
+        _make_directory(path)
         zero = write_bootstrap_for(
             catalog, path, metadata_dir=types[d] != LOG_DIRECTORY, controller=opts.controller,
             dynamic=types[d] in (DYNAMIC_METADATA_VOTER_DIRECTORY, DYNAMIC_METADATA_NON_VOTER_DIRECTORY),
@@ -330,6 +338,13 @@ def _write_new_directories(catalog: Catalog, opts: FormatOptions, ens: _Ensemble
             listener_name=opts.controller_listener_name or "", clock=clock, registry=registry, fsync=fsync)
         write_meta_properties(path / META_PROPERTIES_FILE, new_props[d], date=date, fsync=fsync)
         result.formatted.append(FormattedDirectory(d, types[d], new_props[d].directory_id or "", zero))
+
+
+def _make_directory(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise FormatterError(f"Error while writing meta.properties file {path}: {e}") from None
 
 
 def _copier_write_order(formatted: list[str], new: list[str]) -> list[str]:

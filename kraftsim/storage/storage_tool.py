@@ -79,7 +79,8 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
         metadata_log_directory=config.metadata_log_dir,
     )
     if release_version is not None:
-        opts.release_version = _release_version(catalog, config, release_version, opts.unstable)
+        opts.release_version, opts.bootstrap_refusal = _release_version(catalog, config, release_version,
+                                                                        opts.unstable)
         warning = release_text(catalog, "format_unstable", "warning")
         if warning is not None and opts.unstable and opts.release_version.level > catalog.latest_production.level:
             out(warning.format(version=opts.release_version))
@@ -111,8 +112,10 @@ def storage_format(catalog: Catalog, config: ServerConfig, *, cluster_id: str | 
     return format_directories(catalog, opts, clock=clock, rng=rng, date=date, out=out, registry=registry, fsync=fsync)
 
 
-def _release_version(catalog: Catalog, config: ServerConfig, text: str, unstable: bool) -> MetadataVersion:
-    """--release-version as the release's StorageTool reads and checks it (policy format_version_checks)."""
+def _release_version(catalog: Catalog, config: ServerConfig, text: str,
+                     unstable: bool) -> tuple[MetadataVersion, str | None]:
+    """--release-version as the release's StorageTool reads and checks it (policy format_version_checks),
+    with the refusal 3.3 and 3.4 make only once they build the bootstrap file (else None)."""
     try:
         mv = catalog.mv_from_string(text, unstable)
     except UnknownMetadataVersion as e:
@@ -134,8 +137,10 @@ def _release_version(catalog: Catalog, config: ServerConfig, text: str, unstable
         raise ToolFailure(jbod.format(version=mv))
     too_old = release_text(catalog, "format_version_checks", "too_old")
     if too_old is not None and mv.level < catalog.mv_from_string("3.3-IV0", unstable=True).level:
+        if catalog.policy("format_version_checks") == "3.3":
+            return mv, too_old
         raise ToolFailure(too_old)
-    return mv
+    return mv, None
 
 
 def _java_path_string(d: str) -> str:

@@ -275,6 +275,28 @@ def test_the_same_incarnation_amends_and_keeps_epoch_fencing_and_controlled_shut
                                                                                               "moved")
 
 
+@pytest.mark.parametrize("release,mv,kept_epoch,kept_state", [
+    ("3.6", "3.6-IV2", False, False),  # renew: a new epoch, fenced, out of controlled shutdown
+    ("3.8", "3.8-IV0", False, True),  # KAFKA-16757: amended, but a new epoch (live 3.7.2)
+    ("3.9", "3.9-IV0", True, True),  # KAFKA-16952: the epoch kept too
+])
+def test_the_same_incarnation_registering_again_by_release(release: str, mv: str, kept_epoch: bool,
+                                                           kept_state: bool) -> None:
+    c = RuleCluster(mv, catalog=CATALOG.at_release(release))
+    c.start_brokers([1, 2])
+    c.create("t", partitions=2, rf=2)  # (leaders to move: the shutdown stays under way)
+    c.heartbeat(1, want_shut_down=True)
+    reg = c.image.cluster.broker(1)
+    assert reg.in_controlled_shutdown and not reg.fenced
+    c.next_offset += 50
+    offset = c.next_offset
+    r = c.register(1)
+    assert r.ok and types(r)[-1][0] == "RegisterBrokerRecord"
+    again = c.image.cluster.broker(1)
+    assert again.epoch == r.response.broker_epoch == (reg.epoch if kept_epoch else offset)
+    assert (again.fenced, again.in_controlled_shutdown) == ((False, True) if kept_state else (True, False))
+
+
 def test_controller_registration_needs_3_7_iv0():
     req = ControllerRegistrationRequest(3000, uid(9), listeners=(Listener("CONTROLLER", "c", 9093),),
                                         features=(SupportedFeature("metadata.version", 7, 27),))

@@ -122,7 +122,7 @@ def test_snapshot_and_bootstrap_files(capsys: pytest.CaptureFixture[str]) -> Non
 @pytest.mark.parametrize("argv,expected", [
     (["replay", "/no/such/dir"], "kraftsim: error: /no/such/dir: no such file or directory"),
     (["replay", str(RJM), "--at", "999999"], "offset 999999 is beyond the end of the log (17027)"),
-    (["replay", str(RJM), "--snapshot", "7752"], "--snapshot 7752: expected latest, none or OFFSET-EPOCH"),
+    (["replay", str(RJM), "--snapshot", "7752"], "--snapshot 7752: expected start, latest, none or OFFSET-EPOCH"),
     (["replay", str(RJM), "--snapshot", "7752-9"], "no snapshot 00000000000000007752-0000000009.checkpoint"),
     (["replay", str(RJM / "meta.properties")], "not a metadata file"),
     (["replay", str(ORACLE / "kafka-4.0_kurizma" / "bootstrap.checkpoint"), "--at", "5"],

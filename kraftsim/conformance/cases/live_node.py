@@ -37,8 +37,10 @@ from kraftsim.conformance.node import LiveNode
 from kraftsim.conformance.tools import ToolRun, run_tool
 
 # Kafka writes a KRaft snapshot at most this often here (default: every hour), so the
-# session's log has one to compare with kraftsim's.
+# session's log has one to compare with kraftsim's. 3.3 has no such timer (KIP-876 came with
+# 3.4), only the bytes of records between snapshots (default 20 MB): there, every commit.
 SNAPSHOT_INTERVAL_MS = 1000
+SNAPSHOT_BYTES_3_3 = 1
 #: The JVM heap of the live-unstable node.
 UNSTABLE_HEAP = "384m"
 _EPOCH = re.compile(r"Epoch: \d+")
@@ -82,8 +84,12 @@ class Session:
             return
         work = self.ctx.scratch("live-unstable" if self.unstable else "live-node")
         (work / "kafka").mkdir()
-        extra, format_flags, create_flags = f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n", [], []
         catalog = self.ctx.catalog()
+        timed = catalog is None or catalog.release.key >= (3, 4, 0)
+        extra = (f"metadata.log.max.snapshot.interval.ms={SNAPSHOT_INTERVAL_MS}\n" if timed
+                 else f"metadata.log.max.record.bytes.between.snapshots={SNAPSHOT_BYTES_3_3}\n")
+        format_flags: list[str] = []
+        create_flags: list[str] = []
         if self.unstable and catalog is not None:
             name = catalog.policy_text("format_unstable", "config")
             extra += f"{name}=true\n"

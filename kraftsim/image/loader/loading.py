@@ -46,8 +46,9 @@ from kraftsim.versions import Catalog, default_catalog
 
 #: (bytes done, bytes in total) — called after each batch of a long load.
 Progress = Callable[[int, int], None]
-#: Which snapshot a directory load starts from: the newest usable one, none (the whole log), or this one.
-SnapshotChoice = Literal["latest", "none"] | SnapshotId
+#: Which snapshot a directory load starts from: the newest usable one, the one the catalog's
+#: release starts from (policy start_snapshot), none (the whole log), or this one.
+SnapshotChoice = Literal["latest", "start", "none"] | SnapshotId
 
 
 class LoadResult(msgspec.Struct, kw_only=True):
@@ -191,9 +192,29 @@ def committed_batches(batches: Iterable[FileBatch], registry: Registry, start: i
         end = b.next_offset
 
 
-def pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice) -> SnapshotId | None:
+def passes_snapshots_by(log: MetadataLog) -> bool:
+    """Whether a 3.3-3.5 node starting on `log` replays the whole log and no snapshot (policy
+    start_snapshot, below_log_start): its listeners read from offset 0, and a snapshot is read
+    only when the log no longer holds offset 0, because it starts later or because the raft
+    layer cuts it at start-up to a newer snapshot (one of a later epoch than the log's last, or
+    of the same epoch ending past the log's end)."""
+    ids = log.snapshot_ids()
+    if log.log_start_offset > 0 or not ids:
+        return not ids
+    epochs = log.leader_epochs()
+    last_epoch = epochs[-1].epoch if epochs else 0
+    newest = ids[-1]
+    return not (newest.epoch > last_epoch or (newest.epoch == last_epoch and newest.end_offset > log.log_end_offset))
+
+
+def pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice, *,
+                  start_policy: str = "newest") -> SnapshotId | None:
     """The snapshot a load of `log` up to `upto` starts from (None: the log from its start),
-    or a KraftsimError saying why that state cannot be rebuilt."""
+    or a KraftsimError saying why that state cannot be rebuilt. "start" is "latest" where the
+    release's nodes start from the newest snapshot (`start_policy`), else "none" while the
+    log is replayed whole at start-up (passes_snapshots_by)."""
+    if choice == "start":
+        choice = "none" if start_policy == "below_log_start" and passes_snapshots_by(log) else "latest"
     ids = log.snapshot_ids()
     if choice == "none":
         if log.log_start_offset > 0:
@@ -231,7 +252,7 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
     with MetadataLog.open(directory, read_only=True, validate="all") as log:
         limit = load_limit(log, up_to_damage=up_to_damage, upto=upto)
         upto = _below(upto, limit)
-        sid = pick_snapshot(log, directory, upto, choice)
+        sid = pick_snapshot(log, directory, upto, choice, start_policy=loader.catalog.policy("start_snapshot"))
         ids = log.snapshot_ids()
         disk_end = max(log.log_end_offset, ids[-1].end_offset if ids else 0)
         if upto is not None and upto > disk_end:

@@ -38,7 +38,7 @@ def replay_path(path: Path, catalog: Catalog, *, at: int | None = None, snapshot
     if kind is PathKind.BOOTSTRAP and at not in (None, 0):
         raise LoadRequestError(f"{path}: a bootstrap file holds the state before the log begins (offset 0), "
                                f"not at {at}")
-    if snapshot != "latest" and kind not in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
+    if snapshot not in ("latest", "start") and kind not in (PathKind.METADATA_DIR, PathKind.LOG_DIR):
         raise LoadRequestError(f"{path}: --snapshot applies to a log directory, not a {kind.value}")
     if kind is PathKind.SNAPSHOT and at is not None and parse_snapshot_name(path.name) is None:
         raise LoadRequestError(f"{path}: the file name does not say which offset this snapshot holds; "

@@ -537,6 +537,7 @@ class Engine:
                 self.lifecycle.maybe_register_controller(m)
             if m.state.is_broker:
                 self.isr.applied(m)
+                self.lifecycle.track_registration(m)
         if found is not None:
             if m.state.is_broker and m.broker_epoch is None:
                 # Still starting (not registered): it applies nothing more; its registration

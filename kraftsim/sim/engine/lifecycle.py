@@ -64,6 +64,12 @@ BACKOFF_JITTER = 0.02
 STARTING, RECOVERY, RUNNING = "STARTING", "RECOVERY", "RUNNING"
 
 
+def refresh_text(broker: int) -> str:
+    """The line a broker's registration sent again is narrated with."""
+    return (f"Broker {broker}: the metadata.version supports log directories and its registration has none; "
+            "it registers again.")
+
+
 @dataclass
 class BrokerComm:
     """A broker process's BrokerLifecycleManager state (soft: a new process starts afresh)."""
@@ -78,6 +84,9 @@ class BrokerComm:
     wake: int = 0  # the armed next communication; arming again replaces it
     shutdown_replies: int = 0
     registered_once: bool = False  # Kafka's initialRegistrationSucceeded
+    #: The registration is sent again (BrokerRegistrationTracker: it lacks the directories the
+    #: metadata.version now carries), though the broker holds an epoch.
+    refresh: bool = False
     deadline_armed: bool = False  # initial.broker.registration.timeout.ms runs from the first registration sent
 
 
@@ -216,7 +225,7 @@ class Lifecycle:
         comm = self._comm(m)
         if comm.in_flight:  # the reply (or its timeout) schedules the next one
             return
-        if m.broker_epoch is None:
+        if m.broker_epoch is None or comm.refresh:
             if not comm.registered_once and not comm.deadline_armed:
                 self._arm_registration_deadline(m, comm)
             request = m.node.broker_registration(self.engine.cluster_id, m.state.previous_broker_epoch)  # type: ignore
@@ -277,6 +286,18 @@ class Lifecycle:
         if self.controller_registration_due(m):
             self._send_controller_registration(m, leader)
 
+    def track_registration(self, m: Member) -> None:
+        """After the broker applied new metadata: when its registration lacks the log directories
+        the metadata.version now carries (SimNode.registration_needs_refresh), it sends its
+        registration again, with the same incarnation, so the controller records them."""
+        node, comm = m.node, self._comm(m)
+        if node is None or m.broker_epoch is None or comm.refresh or not node.registration_needs_refresh():
+            return
+        comm.refresh = True
+        self.engine.emit(m.id, "note", {"text": refresh_text(m.id)})
+        if not comm.in_flight:
+            self._lifecycle_arm(m, 0)
+
     def send_heartbeat(self, m: Member, leader: int) -> None:
         request = BrokerHeartbeatRequest(broker_id=m.id, broker_epoch=m.broker_epoch or 0,
                                          current_metadata_offset=max(m.applied, 0),
@@ -317,8 +338,12 @@ class Lifecycle:
             return
         comm.failed_attempts = 0
         comm.registered_once = True
+        refreshed, comm.refresh = comm.refresh, False
         m.broker_epoch = d["broker_epoch"]
         m.detail = None
+        if refreshed:  # (the controller amended the registration: same epoch, fencing kept)
+            self._lifecycle_arm(m, 0)
+            return
         m.fenced = True
         self.engine.emit(m.id, "registered", {"broker_epoch": m.broker_epoch, "release": m.state.release})
         self._lifecycle_arm(m, 0)  # a heartbeat at once

@@ -26,6 +26,7 @@ iteration order. This is derived from the registrations in the oracle logs of Ka
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any, Callable, Hashable, Iterable, Iterator, Mapping, TypeVar
 
@@ -39,7 +40,7 @@ from kraftsim.image import RetentionSettings, SnapshotEmitter, loader_header_rec
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
 from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
-from kraftsim.image import CommittedBatch, committed_batches, load_snapshot
+from kraftsim.image import CommittedBatch, committed_batches, load_snapshot, passes_snapshots_by
 from kraftsim.image import MetadataVersionChange
 from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
@@ -54,8 +55,8 @@ from kraftsim.sim.node.snapshot_share import replays_alike
 from kraftsim.sim.node.voters import seed_loader
 from kraftsim.sim.types import BROKER, CONTROLLER
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog, decode_file_batch, read_meta_properties, read_snapshot
-from kraftsim.storage import DEFAULT_SEGMENT_BYTES, java_struct_string
-from kraftsim.javacompat import hash_map_order as java_hash_order, string_hash as java_string_hash
+from kraftsim.storage import DEFAULT_SEGMENT_BYTES, assign_directory_id, java_struct_string
+from kraftsim.javacompat import date_to_string as java_date, hash_map_order as java_hash_order, string_hash as java_string_hash
 from kraftsim.storage.log import Validate
 from kraftsim.storage.batchfile import FileBatch
 from kraftsim.storage.segment import LogSegment
@@ -223,6 +224,17 @@ class SimNode:
         ranges = self.supported
         return tuple(SupportedFeature(n, *ranges[n]) for n in advertised_order(ranges))
 
+    def registration_needs_refresh(self) -> bool:
+        """Kafka's BrokerRegistrationTracker (3.7 on): once the metadata.version this broker
+        sees carries log directories (3.7-IV2) and its own registration there has none (it
+        registered below that level), it must send its registration again."""
+        image = self.image
+        mv = None if image is None else image.metadata_version
+        if image is None or mv is None or not self.catalog.supports("directory_assignment", mv):
+            return False
+        reg = image.cluster.broker(self.id)
+        return reg is not None and not reg.directories and str(reg.incarnation_id) == self.state.incarnation
+
     def directory_id(self) -> Uuid | None:
         meta = read_meta_properties(self.directory / "meta.properties").meta
         return Uuid.from_string(meta.directory_id) if meta.directory_id else None
@@ -345,6 +357,11 @@ class SimNode:
         `read_only`: only look (a status): the files are read as they are, a torn tail is
         left out in memory, never cut on disk."""
         seg_bytes = DEFAULT_SEGMENT_BYTES if segment_bytes is None else segment_bytes
+        if (not read_only and self.catalog.policy("meta_properties_directory_id") == "format"
+                and (self.directory / "meta.properties").is_file()):
+            # (a directory 3.3-3.6 formatted has no directory.id: a 3.7+ node gives it one as it starts)
+            assign_directory_id(self.directory, random.Random(f"kraftsim:directory-id:{self.state.incarnation}"),
+                                date=java_date(self.clock_ms() // 1000), fsync=False)
         if read_only:
             self.log = MetadataLog.open(self.metadata_dir, read_only=True, validate=validate, segment_bytes=seg_bytes)
         elif scanned is not None and scanned.to_writable(fsync=False, segment_bytes=seg_bytes):
@@ -360,6 +377,8 @@ class SimNode:
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
         snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset and s.end_offset > 0]
+        if self.catalog.policy("start_snapshot") == "below_log_start" and passes_snapshots_by(log):
+            snaps = []  # (3.3-3.5 replay a log that still starts at offset 0 whole)
         self.loader.set_high_watermark(log.log_end_offset)
         start = log.log_start_offset
         writes_as = (self.state.release, id(self.base_catalog))  # (what its snapshot emitter vouches for)

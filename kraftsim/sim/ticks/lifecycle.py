@@ -94,7 +94,7 @@ class TickLifecycleMixin:
                 self.emit(f"Controller {node.id} registered (Kafka {node.state.release}).")
             elif result is not None:
                 self._refused(node, "controller", result)
-        if node.state.is_broker and self._registration(node) is None:
+        if node.state.is_broker and (self._registration(node) is None or node.registration_needs_refresh()):
             last = node.state.last_heartbeat_ms
             if last is not None and self.now() - last < HEARTBEAT_INTERVAL_MS:
                 return
