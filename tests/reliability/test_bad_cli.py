@@ -81,7 +81,8 @@ def bad_lines() -> list[list[str]]:
                   ["features", "version-mapping", "--release-version", mv],
                   # The directory's own release (3.7, from its metadata.version) has level 3 (3.1-IV0); 4.0 has not.
                   ["downgrade-report", "{dir}", "--to", mv] + (["--release", "4.0"] if mv == "3" else []),
-                  ["snapshot", "create", "{dir}", "--offset", "19", "--metadata-version", mv, "-o", "{out}"],
+                  ["snapshot", "create", "{dir}", "--offset", "19", "--metadata-version", mv, "-o", "{out}"]
+                  + (["--release", "4.0"] if mv == "3" else []),
                   ["cluster", "create", "{out}/c", "--controllers", "1", "--release", "3.7", "--release-version", mv],
                   ["storage", "format", "--cluster-id", "fdAdMZWDQ6OTF3IHmgy6Mg", "--dir", "{out}/f",
                    "--release-version", mv],
