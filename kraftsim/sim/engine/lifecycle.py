@@ -341,7 +341,7 @@ class Lifecycle:
         refreshed, comm.refresh = comm.refresh, False
         m.broker_epoch = d["broker_epoch"]
         m.detail = None
-        if refreshed:  # (the controller amended the registration: same epoch, fencing kept)
+        if refreshed:  # (an amended registration: its fencing kept, its epoch the reply's, as the release gives)
             self._lifecycle_arm(m, 0)
             return
         m.fenced = True
