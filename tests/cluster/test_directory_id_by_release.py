@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kraftsim.storage import read_meta_properties
 from tests.cluster.conftest import create, data, ok
 
@@ -21,17 +23,19 @@ def _ids(d: Path) -> dict[int, str | None]:
             for n in sorted(d.glob("node-*"))}
 
 
-def _upgraded_from_3_6(capsys, d: Path, seed: str = "3") -> None:
-    create(capsys, d, "--controllers", "1", "--brokers", "2", "--release", "3.6", "--seed", seed)
+def _upgraded_from_3_6(capsys, d: Path, engine: str = "events") -> None:
+    create(capsys, d, "--controllers", "1", "--brokers", "2", "--release", "3.6", "--seed", "3", "--engine", engine)
     assert set(_ids(d).values()) == {None}
     assert "directory.id" not in (d / "node-2" / "meta.properties").read_text()
     ok(capsys, "cluster", "roll", str(d), "--release", "3.7")
     ok(capsys, "features", "--cluster", str(d), "upgrade", "--metadata", "3.7")
 
 
-def test_3_7_draws_ids_at_start_and_brokers_register_them_after_the_upgrade(tmp_path: Path, capsys) -> None:
+@pytest.mark.parametrize("engine", ["events", "ticks"])
+def test_3_7_draws_ids_at_start_and_brokers_register_them_after_the_upgrade(tmp_path: Path, capsys,
+                                                                            engine: str) -> None:
     d = tmp_path / "c"
-    _upgraded_from_3_6(capsys, d)
+    _upgraded_from_3_6(capsys, d, engine)
     ids = _ids(d)
     assert None not in ids.values() and len(set(ids.values())) == 3
     last = {}
@@ -43,7 +47,7 @@ def test_3_7_draws_ids_at_start_and_brokers_register_them_after_the_upgrade(tmp_
         assert e.message.broker_epoch == e.offset and e.message.fenced is False
     # the same seed draws the same ids
     d2 = tmp_path / "c2"
-    _upgraded_from_3_6(capsys, d2)
+    _upgraded_from_3_6(capsys, d2, engine)
     assert _ids(d2) == ids
 
 

@@ -412,7 +412,7 @@ class SimCluster(TickLifecycleMixin):
                     refusal = self._refusals.get(node.id, "")
                     if not refusal or any(t in refusal for t in TRANSIENT_REFUSALS):
                         return False
-                elif reg.fenced:
+                elif reg.fenced or node.registration_needs_refresh():
                     return False
         return True
 
