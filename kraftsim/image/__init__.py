@@ -81,7 +81,7 @@ from kraftsim.image.writer.loss import (ITEMS_SHOWN, TOPICS_SHOWN, Loss, LossGro
                                        largest_topics, named_items, raise_on_loss, split_loss_text)
 from kraftsim.image.writer.mv_change import affected_components, MetadataVersionChange, rewrite_at_metadata_version
 from kraftsim.image.loader.loading import (committed_batches, load_path, load_snapshot, LoadResult,
-                                          passes_snapshots_by, SnapshotChoice)
+                                          SnapshotChoice, starts_without_snapshot)
 from kraftsim.image.loader.metadata_loader import (
     AbortHandling,
     CommittedBatch,
@@ -243,7 +243,7 @@ __all__ = [
     "kraft_header_records",
     "load_path",
     "load_snapshot",
-    "passes_snapshots_by",
+    "starts_without_snapshot",
     "loader_header_records",
     "mechanism_name",
     "group_losses",

@@ -207,14 +207,20 @@ def passes_snapshots_by(log: MetadataLog) -> bool:
     return not (newest.epoch > last_epoch or (newest.epoch == last_epoch and newest.end_offset > log.log_end_offset))
 
 
+def starts_without_snapshot(log: MetadataLog, catalog: Catalog) -> bool:
+    """Whether a node of the catalog's release starting on `log` replays it whole and loads no
+    snapshot: only 3.3-3.5 (policy start_snapshot), as passes_snapshots_by says."""
+    return catalog.policy("start_snapshot") == "below_log_start" and passes_snapshots_by(log)
+
+
 def pick_snapshot(log: MetadataLog, directory: Path, upto: int | None, choice: SnapshotChoice, *,
-                  start_policy: str = "newest") -> SnapshotId | None:
+                  catalog: Catalog | None = None) -> SnapshotId | None:
     """The snapshot a load of `log` up to `upto` starts from (None: the log from its start),
-    or a KraftsimError saying why that state cannot be rebuilt. "start" is "latest" where the
-    release's nodes start from the newest snapshot (`start_policy`), else "none" while the
-    log is replayed whole at start-up (passes_snapshots_by)."""
+    or a KraftsimError saying why that state cannot be rebuilt. "start" is "none" where a node
+    of the `catalog`'s release replays the log whole at start-up (starts_without_snapshot),
+    else "latest"."""
     if choice == "start":
-        choice = "none" if start_policy == "below_log_start" and passes_snapshots_by(log) else "latest"
+        choice = "none" if catalog is not None and starts_without_snapshot(log, catalog) else "latest"
     ids = log.snapshot_ids()
     if choice == "none":
         if log.log_start_offset > 0:
@@ -252,7 +258,7 @@ def _load_directory(p: Path, kind: PathKind, loader: MetadataLoader, registry: R
     with MetadataLog.open(directory, read_only=True, validate="all") as log:
         limit = load_limit(log, up_to_damage=up_to_damage, upto=upto)
         upto = _below(upto, limit)
-        sid = pick_snapshot(log, directory, upto, choice, start_policy=loader.catalog.policy("start_snapshot"))
+        sid = pick_snapshot(log, directory, upto, choice, catalog=loader.catalog)
         ids = log.snapshot_ids()
         disk_end = max(log.log_end_offset, ids[-1].end_offset if ids else 0)
         if upto is not None and upto > disk_end:

@@ -40,7 +40,7 @@ from kraftsim.image import RetentionSettings, SnapshotEmitter, loader_header_rec
 from kraftsim.image import KRAFT_VERSION
 from kraftsim.image import SHARED_SERVER_DEFAULTS, SnapshotGenerator, SnapshotFault
 from kraftsim.image import LoaderFault, LogDeltaManifest, Manifest, MetadataLoader, MvChangeHandling
-from kraftsim.image import CommittedBatch, committed_batches, load_snapshot, passes_snapshots_by
+from kraftsim.image import CommittedBatch, committed_batches, load_snapshot, starts_without_snapshot
 from kraftsim.image import MetadataVersionChange
 from kraftsim.image import registry_for
 from kraftsim.image.delta import MetadataDelta
@@ -377,7 +377,7 @@ class SimNode:
                                      mv_change=MvChangeHandling.KIP_778 if self.kip_778 else MvChangeHandling.KAFKA)
         log = self.log
         snaps = [s for s in log.snapshot_ids() if s.end_offset >= log.log_start_offset and s.end_offset > 0]
-        if self.catalog.policy("start_snapshot") == "below_log_start" and passes_snapshots_by(log):
+        if starts_without_snapshot(log, self.catalog):
             snaps = []  # (3.3-3.5 replay a log that still starts at offset 0 whole)
         self.loader.set_high_watermark(log.log_end_offset)
         start = log.log_start_offset
