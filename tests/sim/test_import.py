@@ -17,6 +17,7 @@ from kraftsim.sim.importing import ImportRefused, import_cluster
 from kraftsim.sim.tools.directory import simulation_status, simulation_status_lines
 from kraftsim.sim.node.simnode import node_directory
 from kraftsim.sim.saved import read_saved
+from kraftsim.sim.simulation import Simulation
 from kraftsim.storage import METADATA_DIR_NAME, MetadataLog
 from kraftsim.versions import default_catalog
 from tests.paths import ORACLE
@@ -203,3 +204,29 @@ def test_voters_that_leave_out_the_registered_controllers_are_named_as_the_cause
                                             r"controller\(s\) 1, 2, 3$"):
         import_cluster([tmp_path / "src" / "node-1"], tmp_path / "c", voters=[99])
     assert not (tmp_path / "c").exists()
+
+
+@needs_oracle
+def test_a_node_before_3_7_is_imported_without_a_directory_id_until_a_newer_release_starts(tmp_path: Path) -> None:
+    """meta.properties has a directory.id from 3.7 on (KIP-858); a 3.6 node's copy gets none
+    (it had none: the source's meta.properties is read for it), and the first 3.7+ start draws one."""
+    src = ORACLE / "kafka-3.6.0_jeongrae"
+    assert "directory.id" not in (src / "meta.properties").read_text()
+    result = import_cluster([src], tmp_path / "c", seed=3)
+    [node] = result.summary()["nodes"]
+    assert node["release"] == "3.6.2" and node["directory_id"] is None
+    assert node["directory_id_from"].startswith("none: 3.6.2 writes no directory.id")
+    meta = node_directory(tmp_path / "c", node["id"]) / "meta.properties"
+    assert "directory.id" not in meta.read_text()
+    with Simulation.open(tmp_path / "c", durable=False) as sim:
+        sim.run(2000)
+        assert sim.directory_id(node["id"]) is None and "directory.id" not in meta.read_text()
+        sim.roll("3.7")
+        drawn = sim.directory_id(node["id"])
+        assert drawn is not None and f"directory.id={drawn}\n" in meta.read_text()
+    # a 3.7 source keeps its own
+    src37 = ORACLE / "kafka-3.7.0_ldipoc"
+    if (src37 / "meta.properties").is_file():
+        own = (src37 / "meta.properties").read_text().split("directory.id=")[1].split()[0]
+        [node37] = import_cluster([src37], tmp_path / "d").summary()["nodes"]
+        assert (node37["directory_id"], node37["directory_id_from"]) == (own, "meta.properties")

@@ -3,7 +3,8 @@
 Each node's `__cluster_metadata-0` gets the source's log segments and the snapshot its
 load started from, byte for byte (a lone snapshot gets an empty segment after it, as a
 node that installed a fetched snapshot has); `meta.properties` carries the real cluster
-id, node id and directory id; `bootstrap.checkpoint` is copied when the source has one;
+id, node id and directory id (a 3.3-3.6 node has none: its first 3.7+ start draws one);
+`bootstrap.checkpoint` is copied when the source has one;
 `registration.json` keeps the listeners, rack and log directories the real node last
 registered (kraftsim.sim.node.registration_profile); `quorum-state` names the voters and the
 highest epoch the source reached, with no leader, so the first election of the simulated
@@ -115,7 +116,7 @@ def write_cluster(plan: ImportPlan, directory: Path, *, seed: int = 0, policies:
         boot = _beside(node) / BOOTSTRAP_FILE
         if boot.is_file():
             shutil.copyfile(boot, home / BOOTSTRAP_FILE)
-        if node.directory_id is None:
+        if node.directory_id is None and node.keeps_directory_id:
             node.directory_id = str(random_uuid(random.Random(f"kraftsim:{seed}:import-directory:{node.id}")))
             node.directory_how = "not in the source: made from the seed"
         write_meta_properties(home, MetaProperties(version=1, cluster_id=cluster_id, node_id=node.id,

@@ -34,6 +34,9 @@ class PlannedNode:
     source_how: str
     directory_id: str | None = None
     directory_how: str = "none"
+    #: whether the node's release keeps a directory.id in meta.properties (3.7 on); a 3.3-3.6
+    #: node without one is written without one, and a later 3.7+ start draws it
+    keeps_directory_id: bool = True
 
     @property
     def role_text(self) -> str:
@@ -227,6 +230,10 @@ def make_plan(sources: Sequence[SourceReplica], catalog: Catalog, *, voters: Seq
             node.release = max(inferred, key=lambda n: catalog.find_release(n).key)
             node.release_how = (f"assumed: the newest release inferred for the other nodes (node {node.id} has no "
                                 "registration; controllers register from 3.7)")
+        if catalog.find_release(node.release).policy("meta_properties_directory_id") == "none":
+            node.keeps_directory_id = False
+            if node.directory_id is None:
+                node.directory_how = f"none: {node.release} writes no directory.id; a 3.7 or later start draws one"
     return ImportPlan(cluster_id, cid_how, vs, how, planned, reference, notes)
 
 

@@ -68,8 +68,9 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     for n in s["nodes"]:
         roles = "+".join(n["roles"])
         lines.append(f"  node {n['id']}: {roles}, release {n['release']} -- {n['release_from']}; starts from "
-                     f"{n['starts_from']} at offset {n['end_offset']}; directory id {n['directory_id']} "
-                     f"({n['directory_id_from']})")
+                     f"{n['starts_from']} at offset {n['end_offset']}; "
+                     + (f"directory id {n['directory_id']} ({n['directory_id_from']})" if n["directory_id"]
+                        else f"no directory id ({n['directory_id_from'].removeprefix('none: ')})"))
         if n["listeners"]:
             lines.append(f"    registers with its real endpoints: {', '.join(n['listeners'])}"
                          + (f"; rack {n['rack']}" if n["rack"] else ""))
