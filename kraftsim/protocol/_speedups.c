@@ -3500,8 +3500,8 @@ none:
 /* partition_merge(registration, change) -> registration | None
  *
  * PartitionRegistration.merge's usual case: a PartitionChangeRecord that changes the ISR,
- * the leader or the recovery state only, of a registration whose directories match its
- * replicas. */
+ * the leader or the recovery state only (no directories, not even an empty list), of a
+ * registration whose directories match its replicas. */
 static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 2) {
         PyErr_SetString(PyExc_TypeError, "partition_merge(registration, change)");
@@ -3521,8 +3521,8 @@ static PyObject *py_partition_merge(PyObject *self, PyObject *const *args, Py_ss
     for (i = CH_REPLICAS; i <= CH_LAST_KNOWN_ELR; i++)
         if (got[i] != Py_None)
             goto none;
-    if (!empty_list_or_none(got[CH_DIRECTORIES]))
-        goto none;
+    if (got[CH_DIRECTORIES] != Py_None)
+        goto none;  /* (directories given, even empty: merge() decides) */
     int lrs = small_attr(got[CH_LRS]), leader = small_attr(got[CH_LEADER]);
     if (lrs == -1)
         vals[PR_LRS] = Py_NewRef(PR(PR_LRS));

@@ -99,11 +99,31 @@ def test_partition_change_recovery_state_and_lists() -> None:
 def test_partition_change_directories() -> None:
     img = replay([change(T1, 0, directories=[D1, D2, D3])], base=base_image())
     assert img.topics.get_topic(T1).partitions[0].directories == (D1, D2, D3)
-    # new replicas without directories: survivors keep theirs, newcomers are UNASSIGNED
+    # new replicas without directories (null): the directories stay as they are (3.7.1 on,
+    # KAFKA-16583; 3.7.0 gave survivors theirs and newcomers UNASSIGNED), refused when the
+    # count no longer matches
     img = replay([change(T1, 0, replicas=[3, 4, 1])], base=img)
-    assert img.topics.get_topic(T1).partitions[0].directories == (D3, UNASSIGNED, D1)
-    with pytest.raises(MetadataReplayError):
+    assert img.topics.get_topic(T1).partitions[0].directories == (D1, D2, D3)
+    with pytest.raises(MetadataReplayError, match="The lengths for replicas and directories do not match."):
+        replay([change(T1, 0, replicas=[3, 4])], base=img)
+    with pytest.raises(MetadataReplayError, match="do not match in PartitionChangeRecord"):
         replay([change(T1, 0, replicas=[1, 2], directories=[D1])], base=img)
+    # an empty list is not null: it replaces them, and none at all means MIGRATING
+    img2 = replay([change(T1, 0, directories=[])], base=img)
+    assert img2.topics.get_topic(T1).partitions[0].directories == (MIGRATING,) * 3
+
+
+def test_a_reassignment_below_3_7_iv2_leaves_every_replica_migrating() -> None:
+    """Below 3.7-IV2 the controller writes no directories: whatever the replicas become,
+    every one is MIGRATING (so a snapshot at that version loses nothing), also when the
+    replica count changes."""
+    base = base_image()
+    assert base.topics.get_topic(T1).partitions[0].directories == (MIGRATING,) * 3
+    img = replay([change(T1, 0, replicas=[1, 2, 3, 4], adding_replicas=[4]),
+                  change(T1, 0, replicas=[2, 4], adding_replicas=[], isr=[2, 4], leader=2)], base=base)
+    p = img.topics.get_topic(T1).partitions[0]
+    assert p.replicas == (2, 4) and p.directories == (MIGRATING, MIGRATING)
+    assert UNASSIGNED not in p.directories
 
 
 def test_partition_change_elr_null_vs_empty() -> None:

@@ -7,9 +7,11 @@ Semantics are Kafka's PartitionRegistration (metadata/.../PartitionRegistration.
 - `merge(PartitionChangeRecord)`: a null list leaves the field unchanged; Leader -2 leaves
   leader and leader epoch unchanged, any other value (even the current leader) sets the
   leader and bumps the leader epoch by one; LeaderRecoveryState -1 is unchanged; the
-  partition epoch always goes up by one. Directories: a non-empty list replaces them; else,
-  when Replicas change, each replica keeps its old directory and new replicas get
-  UNASSIGNED (DirectoryId.createDirectoriesFrom); else unchanged.
+  partition epoch always goes up by one. Directories: a null list leaves them as they are,
+  any other replaces them; either way, directories that are all MIGRATING (or none) become
+  MIGRATING for each of the new replicas (KAFKA-16583, 3.7.1 on: a reassignment below
+  3.7-IV2 leaves every replica MIGRATING; 3.7.0 gave newcomers UNASSIGNED and its snapshots
+  then failed). Directories of another length than the replicas are refused.
 
 Memory: one frozen, untracked (gc=False) Struct of 11 slots (104 bytes) per partition;
 every tuple in it is interned (intern.py), so replica sets, ISRs and directory lists are
@@ -61,7 +63,7 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def merge(self, r: Any) -> "PartitionRegistration":
         """The registration after a PartitionChangeRecord (Kafka's merge, `merge_plain`)."""
         if (r.replicas is None and r.removing_replicas is None and r.adding_replicas is None
-                and r.eligible_leader_replicas is None and r.last_known_elr is None and not r.directories
+                and r.eligible_leader_replicas is None and r.last_known_elr is None and r.directories is None
                 and len(self.directories) == len(self.replicas) > 0):
             # The usual change (ISR, leader, recovery state): the replica lists and directories stay.
             lrs = r.leader_recovery_state
@@ -84,20 +86,17 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def merge_plain(self, r: Any) -> "PartitionRegistration":
         """`merge` by the general rule alone: the definition its shortcut must agree with."""
         replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
-        if r.directories:
-            if r.replicas is not None and len(r.directories) != len(r.replicas):
+        if r.directories is None:
+            dirs = self.directories
+        else:
+            if r.replicas is not None and r.directories and len(r.directories) != len(r.replicas):
                 raise MetadataReplayError(
                     f"The lengths for replicas and directories do not match in PartitionChangeRecord for "
                     f"{r.topic_id}:{r.partition_id}")
             dirs = intern.uuids(r.directories)
-        elif r.replicas is not None:
-            old = dict(zip(self.replicas, self.directories))
-            dirs = intern.uuids(old.get(b, intern.UNASSIGNED) for b in r.replicas)
-        else:
-            dirs = self.directories
-        if not dirs:  # defaultToMigrating, with Kafka's use of the *old* replica count
-            dirs = intern.migrating(len(self.replicas))
-        if len(dirs) != len(replicas) and dirs:
+        if all(d == intern.MIGRATING for d in dirs):  # (none at all included)
+            dirs = intern.migrating(len(replicas))
+        elif len(dirs) != len(replicas):
             raise MetadataReplayError("The lengths for replicas and directories do not match.")
         if r.leader == NO_LEADER_CHANGE:
             leader, leader_epoch = self.leader, self.leader_epoch
