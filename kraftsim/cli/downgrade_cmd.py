@@ -110,9 +110,8 @@ def report_lines(r: DowngradeReport, release_reason: str | None = None, *, detai
         silent = sum(not x.kafka_reported for x in r.lost)
         if silent:
             out.append(f"  of which {silent} dropped silently by Kafka (it reports no loss for them)")
-        for s in r.kafka_loss_summaries:
-            out.append(f"  Kafka's writer: Metadata has been lost because the following could not be represented "
-                       f"in metadata.version {r.target}: {s}")
+        for text in r.kafka_loss_texts:
+            out.append(f"  Kafka's writer: {text}")
         if not details:
             out.append("  (--details lists every item; --json has them all)")
     if r.controller and release_reason:

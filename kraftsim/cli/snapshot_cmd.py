@@ -139,9 +139,8 @@ def run_create(args: argparse.Namespace) -> int:
             print(f"lost at metadata.version {contents.metadata_version.version} ({len(report)} item(s)):")
             for line in report.lines():
                 print(f"  {line}")
-            for summary in report.summaries():
-                print(f"Kafka would refuse with: Metadata has been lost because the following could not be "
-                      f"represented in metadata.version {contents.metadata_version.version}: {summary}")
+            for text in report.kafka_texts():
+                print(f"Kafka would refuse with: {text}")
     return 0
 
 

@@ -63,6 +63,7 @@ class DowngradeReport(msgspec.Struct, kw_only=True):
     catalog_lossy: bool  # some version in between changed metadata (Kafka's checkIfMetadataChanged)
     lost: list[LostItem] = []
     kafka_loss_summaries: list[str] = []
+    kafka_loss_texts: list[str] = []  # each summary in the writer's whole message
     version_changes: list[str] = []
     feature_notes: list[str] = []
     controller: str = ""
@@ -120,6 +121,7 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
         lost=[LostItem(kind=x.kind, entity=x.entity, kafka_summary=x.summary, kafka_reported=x.kafka_reported)
               for x in report],
         kafka_loss_summaries=report.summaries(),
+        kafka_loss_texts=report.kafka_texts(),
         feature_notes=_feature_notes(image, catalog, mv),
     )
     if current is not None and mv.level < current.level:

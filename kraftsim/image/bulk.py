@@ -64,6 +64,11 @@ class Replayable(Protocol):
     def replay(self, record: Any) -> object: ...
 
 
+def _no_shortcut(prev: PartitionRegistration, change: Any) -> None:
+    """Without the C extension every change takes the release's merge (TopicsDelta.merge)."""
+    return None
+
+
 def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHandler | None, *,
                    skip_control: bool = False) -> None:
     """Replay `records` into `delta`, in order, as `delta.replay` would (see the module doc).
@@ -87,7 +92,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
     done = 0
     slow = registration_from_record
     new = PartitionRegistration
-    merge = fast_merge if fast_merge is not None else PartitionRegistration.merge  # (C: None where merge() must run)
+    merge = fast_merge if fast_merge is not None else _no_shortcut  # (None: the release's merge must run)
     from_record = fast_from_record
     find_ints, find_uuids, migrating = intern.find_ints, intern.find_uuids, MIGRATING_BY_COUNT
     max_migrating = len(migrating)
@@ -151,7 +156,7 @@ def replay_records(delta: Replayable, records: Iterable[Any], on_error: ErrorHan
                             raise MetadataReplayError(f"Unable to find partition {tid}:{pid}")
                         prev = chunks[i >> chunk_bits][i & chunk_mask]
                     p = merge(prev, m)
-                    merged[pid] = p if p is not None else prev.merge(m)
+                    merged[pid] = p if p is not None else delta.topics.merge(prev, m)
                     done += 1
                     continue
                 if rt is partition_type or rt is prebuilt:

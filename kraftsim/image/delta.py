@@ -24,6 +24,7 @@ from kraftsim.image.components.features import FeaturesDelta
 from kraftsim.gcpause import collector_paused
 from kraftsim.image.image import EMPTY_IMAGE, MetadataImage
 from kraftsim.image.components.opaque import OpaqueDelta
+from kraftsim.image.components.partition import MERGE_RULES
 from kraftsim.image.components.producer_ids import ProducerIdsDelta
 from kraftsim.image.provenance import MetadataProvenance
 from kraftsim.image.components.quotas import ClientQuotasDelta
@@ -96,7 +97,8 @@ class MetadataDelta:
         if self._topics is None:
             if self._settled is not None:
                 raise MetadataReplayError("the topic changes of this delta were let go (MetadataDelta.settle)")
-            self._topics = TopicsDelta(self.image.topics)
+            self._topics = TopicsDelta(self.image.topics,
+                                       MERGE_RULES[self.catalog.policy("partition_change_directories")])
         return self._topics
 
     @property

@@ -223,6 +223,27 @@ def _load_ensemble(directories: Iterable[str]) -> _Ensemble:
     return _Ensemble(empty, error, props)
 
 
+def _ensemble_text(ens: _Ensemble) -> str:
+    """MetaPropertiesEnsemble.toString as the storage tool's loader leaves it (no metadata log
+    directory named): every directory in sorted order, EMPTY, ERROR or its MetaProperties."""
+    state = {d: "EMPTY" for d in ens.empty} | {d: "ERROR" for d in ens.error} | \
+        {d: _meta_properties_text(m) for d, m in ens.props.items()}
+    dirs = ", ".join(f"{d}: {state[d]}" for d in sorted(state))
+    return f"MetaPropertiesEnsemble(metadataLogDir=Optional.empty, dirs={{{dirs}}})"
+
+
+def _meta_properties_text(meta: MetaProperties) -> str:
+    """MetaProperties.toString: the version, then whichever of the ids it holds."""
+    parts = [f"version={meta.version}"]
+    if meta.cluster_id is not None:
+        parts.append(f"clusterId={meta.cluster_id}")
+    if meta.node_id is not None:
+        parts.append(f"nodeId={meta.node_id}")
+    if meta.directory_id is not None:
+        parts.append(f"directoryId={meta.directory_id}")
+    return f"MetaProperties({', '.join(parts)})"
+
+
 def _verify_ensemble(ens: _Ensemble, cluster_id: str, node_id: int) -> None:
     """MetaPropertiesEnsemble.verify(clusterId, nodeId, no flags), with its texts."""
     seen: dict[str, str] = {}
@@ -279,6 +300,8 @@ def format_directories(catalog: Catalog, opts: FormatOptions, *, clock: Clock | 
     # doFormat
     ens = _load_ensemble(directories)
     _verify_ensemble(ens, opts.cluster_id, opts.node_id)
+    if catalog.policy("format_ensemble_line") == "print":  # (3.7.0 and 3.7.1)
+        emit(f"metaPropertiesEnsemble={_ensemble_text(ens)}")
     formatted_order = string_hash_order(list(ens.props), initial=copy_capacity(len(ens.props)))  # Copier's HashMap
     if not opts.ignore_formatted and formatted_order:
         raise FormatterError(f"Log directory {formatted_order[0]} is already formatted. "

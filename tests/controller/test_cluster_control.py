@@ -277,7 +277,9 @@ def test_the_same_incarnation_amends_and_keeps_epoch_fencing_and_controlled_shut
 
 @pytest.mark.parametrize("release,mv,kept_epoch,kept_state", [
     ("3.6", "3.6-IV2", False, False),  # renew: a new epoch, fenced, out of controlled shutdown
-    ("3.8", "3.8-IV0", False, True),  # KAFKA-16757: amended, but a new epoch (live 3.7.2)
+    ("3.7.0", "3.7-IV4", False, False),  # the same (live 3.7.0: fenced again after the upgrade to 3.7-IV4)
+    ("3.7.1", "3.7-IV4", False, True),  # KAFKA-16757: amended, but a new epoch
+    ("3.8", "3.8-IV0", False, True),  # the same (live 3.7.2)
     ("3.9", "3.9-IV0", True, True),  # KAFKA-16952: the epoch kept too
 ])
 def test_the_same_incarnation_registering_again_by_release(release: str, mv: str, kept_epoch: bool,

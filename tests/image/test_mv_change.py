@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from kraftsim.image import (
-    LossReport, MetadataImage, diff_images, image_digest, image_from_records, write_image,
+    LossReport, MetadataImage, UnwritableMetadataException, diff_images, image_digest, image_from_records, write_image,
 )
 from kraftsim.image import SnapshotEmitter
 from kraftsim.image import SnapshotFault, SnapshotGenerator
@@ -345,6 +347,24 @@ def test_identical_inputs_give_identical_snapshot_bytes(tmp_path: Path) -> None:
         loader.handle_commit([log.batch(config("delete.retention.ms")), log.batch(mv(13))])
         runs.append([(r.path.name, r.path.read_bytes()) for r in emitter.results])
     assert len(runs[0]) == 2 and runs[0] == runs[1]
+
+
+def test_the_writers_refusal_words_the_version_as_its_release_does() -> None:
+    """'metadata version' in 3.4 to 3.7, 'metadata.version' from 3.8 (read from their jars;
+    live 3.7.0 logged the first)."""
+    img = image_from_records([mv(19), *rich_records()])
+    texts = {}
+    for release in ("3.4", "3.7.0", "3.7", "3.8", "4.2"):
+        with pytest.raises(UnwritableMetadataException) as e:
+            write_image(img, 8, CAT.at_release(release))
+        texts[release] = str(e.value)
+        report = LossReport()
+        write_image(img, 8, CAT.at_release(release), loss_handler=report)
+        assert report.kafka_texts()[0] == texts[release]
+    loss = "the online log directories of one or more brokers"
+    assert texts["3.4"] == texts["3.7.0"] == texts["3.7"] == (
+        f"Metadata has been lost because the following could not be represented in metadata version 3.4-IV0: {loss}")
+    assert texts["3.8"] == texts["4.2"] == texts["3.7"].replace("metadata version", "metadata.version")
 
 
 def test_mv_change_snapshots_on_a_kafka_loader_cannot_write_a_lossy_image(tmp_path: Path) -> None:

@@ -126,6 +126,28 @@ def test_a_reassignment_below_3_7_iv2_leaves_every_replica_migrating() -> None:
     assert UNASSIGNED not in p.directories
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["replay", "replay_all"])
+@pytest.mark.parametrize("release,grown", [("3.7.0", (MIGRATING, MIGRATING, MIGRATING, UNASSIGNED)),
+                                           ("3.7.1", (MIGRATING,) * 4), ("3.6.2", (MIGRATING,) * 4),
+                                           ("4.2", (MIGRATING,) * 4)])
+def test_each_release_merges_new_replicas_as_its_code_does(release: str, grown: tuple[Uuid, ...], bulk: bool) -> None:
+    """3.7.0 alone gives a replica added without directories UNASSIGNED (KAFKA-16583 came
+    with 3.7.1); a change with directories is taken as it is by every release."""
+    catalog = default_catalog().at_release(release)
+    records = [change(T1, 0, replicas=[1, 2, 3, 4], adding_replicas=[4]), change(T1, 1, isr=[1, 2])]
+    delta = MetadataDelta(base_image(), catalog)
+    if bulk:
+        delta.replay_all(records)
+    else:
+        for r in records:
+            delta.replay(r)
+    parts = delta.apply(MetadataProvenance(9, 1, 0)).topics.get_topic(T1).partitions
+    assert parts[0].directories == grown and parts[1].directories == (MIGRATING,) * 3
+    moved = MetadataDelta(base_image(), catalog)
+    moved.replay(change(T1, 0, replicas=[1, 2], directories=[D1, D2]))
+    assert moved.apply(MetadataProvenance(9, 1, 0)).topics.get_topic(T1).partitions[0].directories == (D1, D2)
+
+
 def test_partition_change_elr_null_vs_empty() -> None:
     img = replay([change(T1, 0, eligible_leader_replicas=[2, 3], last_known_elr=[1])], base=base_image())
     p = img.topics.get_topic(T1).partitions[0]

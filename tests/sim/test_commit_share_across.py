@@ -27,14 +27,14 @@ from kraftsim.protocol.entries import Payload
 from kraftsim.sim import Simulation
 from kraftsim.sim.node import commit_share
 from kraftsim.sim.node.commit_share import CommitShare, Replayer, batch_reads, replays_alike
-from kraftsim.sim.node.replay_reads import NEUTRAL, READ_TYPES
+from kraftsim.sim.node.replay_reads import NEUTRAL, PARTITION_CHANGES, READ_TYPES
 from kraftsim.versions import VersionsError, default_catalog
 from tests.image.helpers import rec, uid
 from tests.image.loader_helpers import LogBuilder, begin, end, feature, mv, noop
 from tests.sim.sim_helpers import failed, scratch, tree_digest
 
 CAT = default_catalog()
-RELEASES = ("3.7.2", "3.9.0", "4.0.0", "4.2.0", "4.2.1", "4.3.1", "4.4.0")
+RELEASES = ("3.7.0", "3.7.2", "3.9.0", "4.0.0", "4.2.0", "4.2.1", "4.3.1", "4.4.0")
 TOPICS = (uid(1), uid(2))
 
 
@@ -81,6 +81,10 @@ RECORDS = st.one_of(
                                "errors.deadletterqueue.group.enable"])),
     st.builds(mv, st.sampled_from([3, 7, 20, 21, 25, 30, 33])),
     st.builds(lambda level: feature("kraft.version", level), st.sampled_from([0, 1, 1])),
+    # replicas changed without directories: 3.7.0 gives a new one UNASSIGNED
+    st.builds(lambda t, p, replicas: rec("PartitionChangeRecord", topic_id=TOPICS[t], partition_id=p,
+                                         replicas=replicas), st.integers(0, 1), st.integers(0, 1),
+              st.sampled_from([[1, 2, 3], [2, 3], [1]])),
     st.builds(feature, st.sampled_from(["group.version", "eligible.leader.replicas.version"]), st.integers(0, 1)),
 )
 
@@ -118,11 +122,14 @@ def test_a_batch_said_to_replay_alike_replays_alike(releases: list[str], kips: t
 @settings(max_examples=200, deadline=None)
 @given(records=st.lists(RECORDS, max_size=6), tx=st.booleans())
 def test_a_batchs_reads_are_the_same_from_a_list_as_record_by_record(records: list[Payload], tx: bool) -> None:
-    """`batch_reads` of a list first gathers the record types (and answers NEUTRAL when none
-    reads the software); the same records handed one by one are read record by record."""
+    """`batch_reads` of a list first gathers the record types (and answers NEUTRAL, or
+    PARTITION_CHANGES, when none else reads the software); the same records handed one by one
+    are read record by record."""
     entries = LogBuilder().batch(*([begin(), *records, end()] if tx else records)).entries
     assert batch_reads(entries) == batch_reads(iter(entries)) == batch_reads(tuple(entries))
-    assert (batch_reads(entries) is NEUTRAL) == all(e.record_type.name not in READ_TYPES for e in entries)
+    reads = batch_reads(entries)
+    assert (reads in (NEUTRAL, PARTITION_CHANGES)) == all(e.record_type.name not in READ_TYPES for e in entries)
+    assert reads.partition_changes == any(e.record_type.name == "PartitionChangeRecord" for e in entries)
 
 
 def _replays(release: str, records: list[Payload], *, kip_778: bool = False, base_level: int = 19) -> tuple[Any, ...]:
@@ -142,6 +149,9 @@ def _replays(release: str, records: list[Payload], *, kip_778: bool = False, bas
     ("3.7.2", "4.0.0", [mv(3)], False),
     # KIP-778's handling rewrites the image at a metadata.version change with its catalog
     ("3.7.2", "4.0.0", [mv(7)], True),
+    # a replica added without directories: 3.7.0 gives it UNASSIGNED, 3.7.1 on MIGRATING (KAFKA-16583)
+    ("3.7.0", "3.7.1", [rec("PartitionChangeRecord", topic_id=TOPICS[0], partition_id=0, replicas=[1, 2, 3])],
+     False),
 ])
 def test_every_guard_keeps_apart_batches_that_replay_differently(a: str, b: str, records: list[Payload],
                                                                  kip_778: bool) -> None:

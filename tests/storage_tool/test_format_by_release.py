@@ -13,7 +13,7 @@ import pytest
 
 from kraftsim.storage.formatter import _copier_write_order, _Ensemble, _formatting_lines
 from kraftsim.versions import default_catalog
-from tests.storage_tool.conftest import SDE, config_for, run_format
+from tests.storage_tool.conftest import CLUSTER_ID, SDE, config_for, run_format
 
 CAT = default_catalog()
 A, B, C = "/tmp/cexp/n1/a", "/tmp/cexp/n1/b", "/tmp/cexp/n1/c"
@@ -71,6 +71,39 @@ def test_3_7_and_3_8_refuse_jbod_below_3_7_iv2_and_3_8_refuses_pre_3_3(tmp_path:
     code, _, err = run_format(capsys, config_for(tmp_path / "c"), "--release", "3.8", "-r", "3.0-IV1")
     assert code == 1 and err == ("Bootstrap metadata.version before 3.3-IV0 are not supported. "
                                  "Can't load metadata from format command\n")
+
+
+def test_3_7_0_formats_jbod_below_3_7_iv2_as_3_7_1_does_not(tmp_path: Path, capsys) -> None:
+    """KAFKA-16606 brought the JBOD check in 3.7.1 (live 3.7.0 formatted two directories at
+    3.6-IV2, 3.7.1 and 3.7.2 refuse)."""
+    broker = config_for(tmp_path / "b", dirs=("x", "y"), process_roles="broker", node_id="2",
+                        listeners="PLAINTEXT://:9092")
+    code, _, err = run_format(capsys, broker, "--release", "3.7.1", "-r", "3.6-IV2")
+    assert code == 1 and "Multiple log directories (aka JBOD)" in err
+    code, out, _ = run_format(capsys, broker, "--release", "3.7.0", "-r", "3.6-IV2")
+    assert code == 0 and out.count("with metadata.version 3.6-IV2.") == 3
+
+
+def test_3_7_0_and_3_7_1_print_the_directories_they_found_first(tmp_path: Path, capsys) -> None:
+    """As live 3.7.1 printed on two directories: before formatting, before 'All of the log
+    directories are already formatted.', and before the already-formatted refusal; 3.7.2 not."""
+    a, b = tmp_path / "d" / "a", tmp_path / "d" / "b"
+    cfg = config_for(tmp_path / "d", dirs=("b", "a"))
+    code, out, _ = run_format(capsys, cfg, "--release", "3.7.1")
+    assert code == 0 and out.splitlines()[0] == (
+        f"metaPropertiesEnsemble=MetaPropertiesEnsemble(metadataLogDir=Optional.empty, dirs={{{a}: EMPTY, {b}: EMPTY}})")
+    assert out.splitlines()[1:] and all(line.startswith("Formatting ") for line in out.splitlines()[1:])
+    ids = {d: (d / "meta.properties").read_text().split("directory.id=")[1].split()[0] for d in (a, b)}
+    found = ", ".join(f"{d}: MetaProperties(version=1, clusterId={CLUSTER_ID}, nodeId=1, directoryId={ids[d]})"
+                      for d in (a, b))
+    code, out, _ = run_format(capsys, cfg, "--release", "3.7.0", "--ignore-formatted")
+    assert code == 0 and out.splitlines() == [
+        f"metaPropertiesEnsemble=MetaPropertiesEnsemble(metadataLogDir=Optional.empty, dirs={{{found}}})",
+        "All of the log directories are already formatted."]
+    code, out, err = run_format(capsys, cfg, "--release", "3.7.1")
+    assert code == 1 and out.startswith("metaPropertiesEnsemble=") and "is already formatted" in err
+    code, out, err = run_format(capsys, cfg, "--release", "3.7.2")
+    assert code == 1 and out == "" and "is already formatted" in err
 
 
 def test_3_7_has_no_feature_flag_and_names_the_scram_version_by_its_enum(tmp_path: Path, capsys) -> None:

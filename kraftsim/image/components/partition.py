@@ -20,7 +20,7 @@ shared across partitions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import msgspec
 
@@ -86,18 +86,24 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def merge_plain(self, r: Any) -> "PartitionRegistration":
         """`merge` by the general rule alone: the definition its shortcut must agree with."""
         replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
-        if r.directories is None:
-            dirs = self.directories
-        else:
-            if r.replicas is not None and r.directories and len(r.directories) != len(r.replicas):
-                raise MetadataReplayError(
-                    f"The lengths for replicas and directories do not match in PartitionChangeRecord for "
-                    f"{r.topic_id}:{r.partition_id}")
-            dirs = intern.uuids(r.directories)
+        dirs = self.directories if r.directories is None else self._checked_directories(r)
         if all(d == intern.MIGRATING for d in dirs):  # (none at all included)
             dirs = intern.migrating(len(replicas))
         elif len(dirs) != len(replicas):
             raise MetadataReplayError("The lengths for replicas and directories do not match.")
+        return self._merged(r, replicas, dirs)
+
+    @staticmethod
+    def _checked_directories(r: Any) -> tuple[Uuid, ...]:
+        """A PartitionChangeRecord's directories, refused when given for replicas of another count."""
+        if r.replicas is not None and r.directories and len(r.directories) != len(r.replicas):
+            raise MetadataReplayError(
+                f"The lengths for replicas and directories do not match in PartitionChangeRecord for "
+                f"{r.topic_id}:{r.partition_id}")
+        return intern.uuids(r.directories)
+
+    def _merged(self, r: Any, replicas: tuple[int, ...], dirs: tuple[Uuid, ...]) -> "PartitionRegistration":
+        """The registration after `r`, with its replicas and directories worked out."""
         if r.leader == NO_LEADER_CHANGE:
             leader, leader_epoch = self.leader, self.leader_epoch
         else:
@@ -117,6 +123,25 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
             self.last_known_elr if r.last_known_elr is None else intern.ints(r.last_known_elr),
         )
 
+    def merge_unassigning_new_replicas(self, r: Any) -> "PartitionRegistration":
+        """Kafka 3.7.0's merge (policy partition_change_directories "from-replicas"): replicas
+        that change without directories keep each survivor's directory and give each new
+        replica UNASSIGNED (DirectoryId.createDirectoriesFrom); no directories at all become
+        MIGRATING for the old replica count. Everything else is `merge_plain`'s."""
+        replicas = self.replicas if r.replicas is None else intern.ints(r.replicas)
+        if r.directories:
+            dirs = self._checked_directories(r)
+        elif r.replicas is not None:
+            old = dict(zip(self.replicas, self.directories))
+            dirs = intern.uuids(old.get(b, intern.UNASSIGNED) for b in r.replicas)
+        else:
+            dirs = self.directories
+        if not dirs:
+            dirs = intern.migrating(len(self.replicas))
+        elif len(dirs) != len(replicas):
+            raise MetadataReplayError("The lengths for replicas and directories do not match.")
+        return self._merged(r, replicas, dirs)
+
     def clear_elr(self) -> "PartitionRegistration":
         """ClearElrRecord's effect: empty ELR and LastKnownElr via merge (partition epoch +1)."""
         return msgspec.structs.replace(self, elr=intern.EMPTY, last_known_elr=intern.EMPTY,
@@ -125,6 +150,12 @@ class PartitionRegistration(msgspec.Struct, frozen=True, gc=False):
     def has_elr(self) -> bool:
         return bool(self.elr or self.last_known_elr)
 
+
+#: How a release merges a PartitionChangeRecord, by its policy partition_change_directories.
+MERGE_RULES: dict[str, Callable[[PartitionRegistration, Any], PartitionRegistration]] = {
+    "migrating": PartitionRegistration.merge,
+    "from-replicas": PartitionRegistration.merge_unassigning_new_replicas,
+}
 
 #: The directory tuples of a record without directories, for 0..7 replicas.
 MIGRATING_BY_COUNT = tuple(intern.migrating(n) for n in range(8))

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 from types import MappingProxyType
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import msgspec
 
@@ -32,6 +32,8 @@ from kraftsim.protocol.primitives import Uuid
 
 _NO_PARTITIONS: Mapping[int, PartitionRegistration] = MappingProxyType({})
 #: A topic delta's changed partitions, and its base partitions' positions and value chunks.
+#: A release's merge of a PartitionChangeRecord into a registration (partition.MERGE_RULES).
+PartitionMerge = Callable[[PartitionRegistration, Any], PartitionRegistration]
 ChangeLayout = tuple[dict[int, PartitionRegistration], Mapping[int, int], tuple[tuple[PartitionRegistration, ...], ...]]
 _topic_name = attrgetter("name")
 _ELR, _LAST_KNOWN_ELR = attrgetter("elr"), attrgetter("last_known_elr")
@@ -132,11 +134,11 @@ class TopicDelta:
         p = self.changes.get(partition_id)
         return self.image.partitions.get(partition_id) if p is None else p
 
-    def replay_partition_change(self, r: Any) -> None:
+    def replay_partition_change(self, r: Any, merge: PartitionMerge = PartitionRegistration.merge) -> None:
         prev = self.partition(r.partition_id)
         if prev is None:
             raise MetadataReplayError(f"Unable to find partition {r.topic_id}:{r.partition_id}")
-        self.writable_changes()[r.partition_id] = prev.merge(r)
+        self.writable_changes()[r.partition_id] = merge(prev, r)
 
     def clear_elr(self) -> None:
         changes = self.writable_changes()
@@ -163,8 +165,10 @@ class TopicDelta:
 class TopicsDelta:
     """Changes to topics since `image`."""
 
-    def __init__(self, image: TopicsImage):
+    def __init__(self, image: TopicsImage, merge: PartitionMerge = PartitionRegistration.merge):
+        """`merge`: how the node's release merges a PartitionChangeRecord (partition.MERGE_RULES)."""
         self.image = image
+        self.merge = merge
         self.changed: dict[Uuid, TopicDelta] = {}
         self.deleted: set[Uuid] = set()  # ids of the base image that are gone
         self.created: dict[str, Uuid] = {}  # names created by TopicRecords in this delta
@@ -230,7 +234,7 @@ class TopicsDelta:
         return layout
 
     def replay_partition_change(self, r: Any) -> None:
-        self.change_target(r).replay_partition_change(r)
+        self.change_target(r).replay_partition_change(r, self.merge)
 
     def replay_remove_topic(self, r: Any) -> str:
         """Remove a topic; returns its name (so its configs can go too)."""

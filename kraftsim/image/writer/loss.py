@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator, Sequence
 
-from kraftsim.image.errors import UnwritableMetadataException
+from kraftsim.image.errors import UnwritableMetadataException, unwritable_text
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,12 @@ class Loss:
     metadata_version: str  # the version string of the target metadata.version
     path: tuple[object, ...] = ()  # where in the image: ("cluster", "brokers", 1, "directories")
     kafka_reported: bool = True
+    version_text: str = "metadata.version"  # how the writer's release names the version in its text
+
+    @property
+    def kafka_text(self) -> str:
+        """Kafka's UnwritableMetadataException message for this loss."""
+        return unwritable_text(self.metadata_version, self.summary, self.version_text)
 
     @property
     def text(self) -> str:
@@ -52,7 +58,7 @@ LossHandler = Callable[[Loss], None]
 def raise_on_loss(loss: Loss) -> None:
     """Kafka's default: any reportable loss is fatal."""
     if loss.kafka_reported:
-        raise UnwritableMetadataException(loss.metadata_version, loss.summary)
+        raise UnwritableMetadataException(loss.metadata_version, loss.summary, loss.version_text)
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,14 @@ class LossReport:
         for loss in self.items:
             if loss.kafka_reported:
                 seen.setdefault(loss.summary, None)
+        return list(seen)
+
+    def kafka_texts(self) -> list[str]:
+        """Kafka's whole UnwritableMetadataException message for each of `summaries()`."""
+        seen: dict[str, None] = {}
+        for loss in self.items:
+            if loss.kafka_reported:
+                seen.setdefault(loss.kafka_text, None)
         return list(seen)
 
     def by_kind(self) -> dict[str, list[str]]:

@@ -27,6 +27,7 @@ class WriterLine:
     elr_gate: str  # "metadata.version" (3.x/C0) or "feature" (4.x)
     topics_map: str = PERSISTENT  # "persistent" (3.6+) or "hash_map" (3.3-3.5): the topics' order
     broker_features_rehashed: bool = False  # 3.x: a broker's features in HashMap order, not the record's
+    version_text: str = "metadata.version"  # its loss text's name for the version ("metadata version" 3.4-3.7)
 
     @classmethod
     def from_catalog(cls, catalog: Catalog) -> "WriterLine":
@@ -37,6 +38,7 @@ class WriterLine:
             elr_gate=catalog.policy("elr_fields_gate"),
             topics_map=catalog.policy("image_topics_map"),
             broker_features_rehashed=catalog.policy("broker_features_order") == HASH_MAP,
+            version_text=catalog.policy("unwritable_version_text"),
         )
 
 
@@ -86,7 +88,8 @@ class WriteTarget:
 
     def lose(self, rule: LossRule, entity: str, path: tuple[object, ...], summary: str = "") -> None:
         """Report one dropped item (`summary`: Kafka's text when the rule's depends on the image)."""
-        self.handle(Loss(rule.kind, entity, summary or rule.summary, self.mv.version, path, rule.kafka_reported))
+        self.handle(Loss(rule.kind, entity, summary or rule.summary, self.mv.version, path, rule.kafka_reported,
+                         self.line.version_text))
 
 
 def elr_written(elr_enabled: bool | None, line: WriterLine, features: FeaturesImage, catalog: Catalog,

@@ -23,7 +23,7 @@ from kraftsim.image import LogDeltaManifest, MetadataImage
 from kraftsim.image.delta import TRANSACTION_RECORDS, MetadataDelta
 from kraftsim.protocol.batch import stored_crc
 from kraftsim.protocol.entries import LogEntry, Payload
-from kraftsim.sim.node.replay_reads import NEUTRAL, READ_TYPES, batch_reads, record_type_names
+from kraftsim.sim.node.replay_reads import READ_TYPES, batch_reads, reads_of_types, record_type_names
 
 if TYPE_CHECKING:
     from kraftsim.controller import ReplayState
@@ -70,7 +70,7 @@ class ControllerCommits:
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
         key = (base_offset, end, epoch, stored_crc(raw))
         share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
-        share.shareable(self.node.software, key, batch_reads(records) if not READ_TYPES.isdisjoint(types) else NEUTRAL,
+        share.shareable(self.node.software, key, batch_reads(records) if not READ_TYPES.isdisjoint(types) else reads_of_types(types),
                         self.node.replayer)
         self._last = (end, image, raft)
         self.kept += 1

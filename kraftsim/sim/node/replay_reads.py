@@ -6,7 +6,8 @@ MetadataDelta, FeaturesDelta, ConfigurationsDelta; SimNode._unsupported_in): the
 split and rewrite at a metadata.version change, done with the catalog); for a
 FeatureLevelRecord of metadata.version the catalog's level (`mv_from_level`, or its
 refusal), of kraft.version whether the release keeps it in the image; for a ConfigRecord
-the release's replay filter; for every finalized level (FeatureLevelRecord,
+the release's replay filter; for a PartitionChangeRecord the release's merge of directories
+(3.7.0 alone: policy partition_change_directories); for every finalized level (FeatureLevelRecord,
 KRaftVersionRecord) whether the node supports it (the adopter asks itself: `BatchReads.levels`).
 Every other record replays alike whatever the release: cluster, topic and partition,
 producer id, ACL, quota, SCRAM, token and transaction records, control records (the raft
@@ -41,6 +42,7 @@ class BatchReads(NamedTuple):
 
     levels_set: tuple[tuple[str, str, int], ...] = ()
     configs: bool = False
+    partition_changes: bool = False
 
     def levels(self) -> Iterable[tuple[str, int]]:
         """The (feature, level) pairs a node checks it supports before applying the batch,
@@ -50,10 +52,13 @@ class BatchReads(NamedTuple):
 
 
 NEUTRAL = BatchReads()
+PARTITION_CHANGES = BatchReads(partition_changes=True)
 
 
-#: The record types whose replay reads the software (see the module docstring).
+#: The record types whose replay reads the software (see the module docstring), but for
+#: PartitionChangeRecord, which only the merge policy reads (most batches hold one).
 READ_TYPES = frozenset({"FeatureLevelRecord", "KRaftVersionRecord", "ConfigRecord"})
+CHANGE = "PartitionChangeRecord"
 _record_type = attrgetter("record_type")
 
 
@@ -63,12 +68,19 @@ def record_type_names(records: Sequence[LogEntry | Payload]) -> set[str]:
     return {t.name for t in set(map(_record_type, records))}
 
 
+def reads_of_types(names: set[str]) -> BatchReads:
+    """What a batch of records of these types, none of READ_TYPES, reads of the software."""
+    return PARTITION_CHANGES if CHANGE in names else NEUTRAL
+
+
 def batch_reads(records: Iterable[LogEntry | Payload]) -> BatchReads:
     """What replaying `records` (one batch's, decoded) reads of the software."""
-    if isinstance(records, (list, tuple)) and READ_TYPES.isdisjoint(record_type_names(records)):
-        return NEUTRAL
+    if isinstance(records, (list, tuple)):
+        names = record_type_names(records)
+        if READ_TYPES.isdisjoint(names):
+            return reads_of_types(names)
     levels: list[tuple[str, str, int]] = []
-    configs = False
+    configs = changes = False
     for r in records:
         name = r.record_type.name
         if name == "FeatureLevelRecord":
@@ -77,7 +89,11 @@ def batch_reads(records: Iterable[LogEntry | Payload]) -> BatchReads:
             levels.append((name, KRAFT_VERSION, r.message.k_raft_version))
         elif name == "ConfigRecord":
             configs = True
-    return BatchReads(tuple(levels), configs) if levels or configs else NEUTRAL
+        elif name == CHANGE:
+            changes = True
+    if not (levels or configs):
+        return PARTITION_CHANGES if changes else NEUTRAL
+    return BatchReads(tuple(levels), configs, changes)
 
 
 def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
@@ -86,6 +102,9 @@ def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
     if a.registry is not b.registry or a.kip_778 != b.kip_778:
         return False
     if reads.configs and a.catalog.config_replay_filter() != b.catalog.config_replay_filter():
+        return False
+    if reads.partition_changes and \
+            a.catalog.policy("partition_change_directories") != b.catalog.policy("partition_change_directories"):
         return False
     for kind, feature, level in reads.levels_set:
         if kind != "FeatureLevelRecord":
@@ -104,4 +123,4 @@ def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
     return True
 
 
-__all__ = ["NEUTRAL", "READ_TYPES", "BatchReads", "Replayer", "batch_reads", "record_type_names", "replays_alike"]
+__all__ = ["NEUTRAL", "PARTITION_CHANGES", "READ_TYPES", "BatchReads", "Replayer", "batch_reads", "reads_of_types", "record_type_names", "replays_alike"]
