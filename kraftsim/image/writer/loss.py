@@ -148,19 +148,15 @@ class LossReport:
 
     def summaries(self) -> list[str]:
         """Kafka's loss strings, each once, in the order first met."""
-        seen: dict[str, None] = {}
-        for loss in self.items:
-            if loss.kafka_reported:
-                seen.setdefault(loss.summary, None)
-        return list(seen)
+        return self._reported_once(lambda loss: loss.summary)
 
     def kafka_texts(self) -> list[str]:
         """Kafka's whole UnwritableMetadataException message for each of `summaries()`."""
-        seen: dict[str, None] = {}
-        for loss in self.items:
-            if loss.kafka_reported:
-                seen.setdefault(loss.kafka_text, None)
-        return list(seen)
+        return self._reported_once(lambda loss: loss.kafka_text)
+
+    def _reported_once(self, text: Callable[[Loss], str]) -> list[str]:
+        """`text` of each loss Kafka reports, each once, in the order first met."""
+        return list(dict.fromkeys(text(loss) for loss in self.items if loss.kafka_reported))
 
     def by_kind(self) -> dict[str, list[str]]:
         """Entities per kind of loss, in writing order."""
