@@ -4,8 +4,10 @@ simulated cluster (one ElectLeaders request to its active controller).
 The partitions are named as Kafka's tool names them: `--all-topic-partitions`, `--topic T
 --partition P`, or `--path-to-json-file F` holding `{"partitions": [{"topic": "t",
 "partition": 0}, ...]}`. The tool's lines are printed as Kafka prints them; a partition that
-could not be elected makes it exit 1 with "N replica(s) could not be elected" on stderr, and
-the checks Kafka's tool makes of its options and file fail with its texts (exit 1).
+could not be elected prints "N replica(s) could not be elected" on stderr, and the checks
+Kafka's tool makes of its options and file fail with its texts. Either exits 1, except on a
+cluster whose newest release is 3.7.0: that release's tool exits 0 after any failure
+(KAFKA-16410), and so does this command there.
 """
 
 from __future__ import annotations
@@ -84,25 +86,50 @@ def _from_json(path: str) -> dict[str, list[int]]:
     return wanted
 
 
-def _elect(args: argparse.Namespace) -> int:
-    from kraftsim.sim import Simulation, leader_election
-
-    partitions: dict[str, list[int]] | None
+def _named_partitions(args: argparse.Namespace) -> dict[str, list[int]] | None:
+    """The partitions the options name (None: every partition), checked as Kafka's tool checks them."""
     if args.topic is not None and args.partition is None:
         raise ToolFailure("Missing required option(s): partition")
     if args.topic is None and args.partition is not None:
         raise ToolFailure("Option partition is only allowed if topic is used")
     if args.all_topic_partitions:
-        partitions = None
-    elif args.topic is not None:
-        partitions = {args.topic: [args.partition]}
-    else:
-        partitions = _from_json(args.path_to_json_file)
+        return None
+    if args.topic is not None:
+        return {args.topic: [args.partition]}
+    return _from_json(args.path_to_json_file)
+
+
+def _refusal_exits_zero(cluster: str) -> bool:
+    """Whether the cluster's tool exits 0 after refusing its options or file (3.7.0's does); a
+    cluster that cannot be opened leaves the refusal as it is (one held by another command is
+    said so, as on the tool's other paths)."""
+    from kraftsim.errors import ClusterBusyError, KraftsimError
+    from kraftsim.sim import Simulation
+    from kraftsim.sim.tools.leader_election import failure_exits_zero
+
+    try:
+        with Simulation.open(cluster) as sim:
+            return failure_exits_zero(sim)
+    except ClusterBusyError:
+        raise
+    except KraftsimError:
+        return False
+
+
+def _elect(args: argparse.Namespace) -> int:
+    from kraftsim.sim import Simulation, leader_election
+
+    try:
+        partitions = _named_partitions(args)
+    except ToolFailure as refused:
+        if not _refusal_exits_zero(args.cluster):
+            raise
+        print(refused, file=sys.stderr)
+        return 0
     with Simulation.open(args.cluster) as sim:
         out = leader_election(sim, args.election_type, partitions)
     for line in out.lines:
         print(line)
     if out.failure is not None:
         print(out.failure, file=sys.stderr)
-        return 1
-    return 0
+    return out.exit_code

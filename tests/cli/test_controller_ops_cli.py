@@ -178,6 +178,30 @@ def test_leader_election_from_the_command_line(tmp_path: Path, capsys: pytest.Ca
         assert got == code and expected in err, err
 
 
+@pytest.mark.parametrize("release, exit_code", [("3.6.2", 1), ("3.7.0", 0), ("3.7.1", 1), ("3.7.2", 1)])
+def test_leader_election_fails_with_the_exit_code_of_the_clusters_release(
+        release: str, exit_code: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kafka 3.7.0's tool prints every failure and exits 0 (KAFKA-16410 made 3.7.1's exit 1; the
+    Scala tool before it let the exception out): a partition not elected, an option refused and
+    a file refused, each with the same text on both sides of the change."""
+    d = str(tmp_path / "c")
+    assert run(capsys, "cluster", "create", d, "--controllers", "1", "--brokers", "2", "--release", release,
+               "--seed", "3")[0] == 0
+    assert run(capsys, "topics", "--cluster", d, "create", "--partitions", "2", "--replication-factor", "2")[0] == 0
+    elect = ("leader-election", "--cluster", d, "--election-type")
+    assert run(capsys, *elect, "unclean", "--topic", "topic-0", "--partition", "7") == (
+        exit_code, "Error completing leader election (UNCLEAN) for partition: topic-0-7: "
+                   "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such partition as topic-0-7\n",
+        "1 replica(s) could not be elected\n")
+    assert run(capsys, *elect, "preferred", "--topic", "topic-0")[::2] == (
+        exit_code, "Missing required option(s): partition\n")
+    wanted = tmp_path / "p.json"
+    wanted.write_text('{"topics": []}')
+    assert run(capsys, *elect, "preferred", "--path-to-json-file", str(wanted))[::2] == (
+        exit_code, 'Replica election data is missing "partitions" field\n')
+    assert run(capsys, *elect, "preferred", "--all-topic-partitions")[0] == 0  # (nothing failed: 0 everywhere)
+
+
 def test_a_leader_election_file_that_never_ends_nests_too_deeply_or_is_never_written_is_refused(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """--path-to-json-file was read whole with json.load: /dev/zero ran out of memory, `[[[[...`

@@ -99,6 +99,33 @@ expect_error = "Error completing leader election (UNCLEAN) for partition: u-3: o
     assert result.steps[1].output == ["Valid replica already elected for partitions t-1"]
 
 
+@pytest.mark.parametrize("release, passes", [("3.6.2", False), ("3.7.0", True), ("3.7.1", False)])
+def test_a_failed_election_passes_where_the_releases_tool_exits_0(release: str, passes: bool) -> None:
+    """On 3.7.0 the tool prints the partition it could not elect and exits 0 (KAFKA-16410): a
+    script sees success, and so does the step, with the tool's lines as its output."""
+    text = f"""
+name = "elect"
+[cluster]
+controllers = 1
+brokers = 2
+release = "{release}"
+
+[[step]]
+op = "create-topics"
+names = ["t"]
+partitions = 1
+replication_factor = 2
+
+[[step]]
+op = "elect-leaders"
+partitions = {{ "t" = [5] }}
+"""
+    step = run_scenario(parse_scenario(text, "elect.toml")).result.steps[1]
+    failed = ("Error completing leader election (PREFERRED) for partition: t-5: "
+              "org.apache.kafka.common.errors.UnknownTopicOrPartitionException: No such partition as t-5")
+    assert (step.ok, step.output, step.error) == ((True, [failed], None) if passes else (False, [], failed))
+
+
 @pytest.mark.parametrize("partitions, expected", [
     ("{}", "expected at least one topic"),
     ("{ t = [] }", "expected at least one partition id"),

@@ -3,8 +3,9 @@ the tool prints for the controller's answer.
 
 Kafka's tool (LeaderElectionCommand) sorts the admin client's results into elected,
 not needed (ElectionNotNeededException) and failed, and prints one line for each of the first
-two groups and one line per failed partition; any failure makes it exit 1 with "N replica(s)
-could not be elected". The partitions of a line come in the order of Java's hash tables: the
+two groups and one line per failed partition; any failure prints "N replica(s) could not be
+elected" on stderr and exits 1, except in 3.7.0, whose tool exits 0 after any failure
+(KAFKA-16410). The partitions of a line come in the order of Java's hash tables: the
 admin client's HashMap of results, filled in the response's order, then the tool's HashSet.
 A request refused whole fails the admin client's future with the error's exception (its default
 text: the admin client does not read the response's message).
@@ -13,7 +14,7 @@ text: the admin client does not read the response's message).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from kraftsim.controller import ELECTION_TYPES, ElectLeadersRequest, TopicPartitions, error_codes, exception_text
@@ -30,10 +31,17 @@ TIMEOUT_TEXT = "Timeout waiting for election results"
 
 @dataclass(frozen=True)
 class ElectionOutput:
-    """The tool's lines on stdout, and its failure (the first line on stderr, exit 1), if any."""
+    """The tool's lines on stdout, and its failure (the first line on stderr), if any."""
 
     lines: list[str]
     failure: str | None = None
+    #: Whether the tool's release exits 0 even when it failed (3.7.0: policy
+    #: leader_election_failure_exit).
+    failure_exits_zero: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failure is not None and not self.failure_exits_zero else 0
 
     @property
     def failure_text(self) -> str | None:
@@ -100,7 +108,14 @@ def leader_election(sim: Simulation, election_type: str = "preferred",
     wanted = None if partitions is None else tuple(TopicPartitions(t, tuple(ids)) for t, ids in partitions.items())
     result = sim.send_elect_leaders(ElectLeadersRequest(ELECTION_TYPES[election_type], wanted))
     if result is None:
-        return refused_output("REQUEST_TIMED_OUT")
-    if not result.ok:
-        return refused_output(result.error.name)
-    return election_output(election_type, result.response)
+        out = refused_output("REQUEST_TIMED_OUT")
+    elif not result.ok:
+        out = refused_output(result.error.name)
+    else:
+        out = election_output(election_type, result.response)
+    return replace(out, failure_exits_zero=failure_exits_zero(sim))
+
+
+def failure_exits_zero(sim: Simulation) -> bool:
+    """Whether the cluster's kafka-leader-election exits 0 when it fails (Kafka 3.7.0's does)."""
+    return sim.catalog.at_release(sim.tool_release()).policy("leader_election_failure_exit") == "zero"
