@@ -70,8 +70,8 @@ class ControllerCommits:
         manifest = LogDeltaManifest(image.provenance, epoch, 1, 0, len(raw), None)
         key = (base_offset, end, epoch, stored_crc(raw))
         share.keep_result(self.node.software, key, before, raft, delta, image, manifest, raw)
-        share.shareable(self.node.software, key, batch_reads(records) if not READ_TYPES.isdisjoint(types) else reads_of_types(types),
-                        self.node.replayer)
+        reads = batch_reads(records) if not READ_TYPES.isdisjoint(types) else reads_of_types(types)
+        share.shareable(self.node.software, key, reads, self.node.replayer)
         self._last = (end, image, raft)
         self.kept += 1
 

@@ -123,4 +123,5 @@ def replays_alike(a: Replayer, b: Replayer, reads: BatchReads) -> bool:
     return True
 
 
-__all__ = ["NEUTRAL", "PARTITION_CHANGES", "READ_TYPES", "BatchReads", "Replayer", "batch_reads", "reads_of_types", "record_type_names", "replays_alike"]
+__all__ = ["NEUTRAL", "PARTITION_CHANGES", "READ_TYPES", "BatchReads", "Replayer", "batch_reads", "reads_of_types",
+           "record_type_names", "replays_alike"]
