@@ -142,17 +142,33 @@ def _find_token(ctx: ControllerContext, settings: DelegationTokenSettings, mac: 
     return None
 
 
-def _usable_token(ctx: ControllerContext, settings: DelegationTokenSettings, mac: bytes,
-                  requester: str) -> tuple[DelegationToken | None, str | None]:
+def _named_token(ctx: ControllerContext, settings: DelegationTokenSettings,
+                 mac: bytes) -> tuple[DelegationToken | None, str | None]:
+    """The token `mac` names, or why there is none to act on."""
     gate = _gate(ctx, settings)
     if gate is not None:
         return None, gate
     token = _find_token(ctx, settings, mac)
+    return (token, None) if token is not None else (None, "DELEGATION_TOKEN_NOT_FOUND")
+
+
+def _expired(ctx: ControllerContext, token: DelegationToken) -> bool:
+    return token.max_timestamp < ctx.now_ms or token.expiration_timestamp < ctx.now_ms
+
+
+def _owned_by(token: DelegationToken, requester: str) -> bool:
+    return requester == token.owner or requester in token.renewers
+
+
+def _usable_token(ctx: ControllerContext, settings: DelegationTokenSettings, mac: bytes,
+                  requester: str) -> tuple[DelegationToken | None, str | None]:
+    """The token `mac` names if it has not expired and `requester` owns or renews it."""
+    token, error = _named_token(ctx, settings, mac)
     if token is None:
-        return None, "DELEGATION_TOKEN_NOT_FOUND"
-    if token.max_timestamp < ctx.now_ms or token.expiration_timestamp < ctx.now_ms:
+        return None, error
+    if _expired(ctx, token):
         return None, "DELEGATION_TOKEN_EXPIRED"
-    if requester != token.owner and requester not in token.renewers:
+    if not _owned_by(token, requester):
         return None, "DELEGATION_TOKEN_OWNER_MISMATCH"
     return token, None
 
@@ -179,13 +195,24 @@ def renew_delegation_token(ctx: ControllerContext, req: RenewDelegationTokenRequ
 def expire_delegation_token(ctx: ControllerContext, req: ExpireDelegationTokenRequest,
                             settings: DelegationTokenSettings) -> ControllerResult:
     """A negative period removes the token now (RemoveDelegationTokenRecord); otherwise its
-    expiry moves to now + period, capped at its max timestamp."""
-    token, error = _usable_token(ctx, settings, req.hmac, req.requester)
+    expiry moves to now + period, capped at its max timestamp. Whether a token already expired
+    can still be removed, and what the answer says its expiry is, follow the release (policy
+    delegation_token_expire_now: KAFKA-17315 came with 3.8.1)."""
+    if ctx.catalog.policy("delegation_token_expire_now") == "expired-refused":
+        token, error = _usable_token(ctx, settings, req.hmac, req.requester)
+        answered_expiry = req.expiry_time_period_ms  # (the period asked for, not a time)
+    else:
+        token, error = _named_token(ctx, settings, req.hmac)
+        if token is not None and not _owned_by(token, req.requester):
+            token, error = None, "DELEGATION_TOKEN_OWNER_MISMATCH"
+        if token is not None and req.expiry_time_period_ms >= 0 and _expired(ctx, token):
+            token, error = None, "DELEGATION_TOKEN_EXPIRED"
+        answered_expiry = ctx.now_ms
     if token is None:
         return accepted([], TokenExpiryResponse(ApiError(error or "UNKNOWN_SERVER_ERROR").code))
     if req.expiry_time_period_ms < 0:
         record = payload(registry_of(ctx), "RemoveDelegationTokenRecord", 0, token_id=token.token_id)
-        return accepted([record], TokenExpiryResponse(0, req.expiry_time_period_ms))
+        return accepted([record], TokenExpiryResponse(0, answered_expiry))
     expiry = min(token.max_timestamp, ctx.now_ms + req.expiry_time_period_ms)
     return accepted([_token_record(ctx, token, expiry)], TokenExpiryResponse(0, expiry))
 

@@ -422,6 +422,35 @@ def test_token_lifecycle(cluster):
     assert types(r) == [("RemoveDelegationTokenRecord", 0)] and not cluster.image.delegation_tokens.tokens
 
 
+@pytest.mark.parametrize("release, removes_expired", [("3.7.2", False), ("3.8.0", False), ("3.8.1", True),
+                                                     ("3.9.0", True), ("4.2.0", True)])
+def test_expiring_a_token_now_follows_the_release(release, removes_expired):
+    """KAFKA-17315 (3.8.1): before it, a token that had expired could not be removed (EXPIRED, even
+    for a stranger) and expiring now answered the negative period as the expiry timestamp; from
+    it, the owner is checked first, expiring now always removes and answers the controller's time."""
+    cluster = RuleCluster("3.6-IV2", catalog=default_catalog().at_release(release))
+    cluster.now_ms = 0
+    made = [cluster.run(create_delegation_token, CreateDelegationTokenRequest("User:alice", seed=s), SETTINGS).response
+            for s in (1, 2)]
+    cluster.now_ms = 5_000
+    fresh = cluster.run(expire_delegation_token, ExpireDelegationTokenRequest("User:alice", made[0].hmac, -1), SETTINGS)
+    assert (fresh.response.error_code, fresh.response.expiry_timestamp_ms) == (0, 5_000 if removes_expired else -1)
+    assert types(fresh) == [("RemoveDelegationTokenRecord", 0)]
+    cluster.now_ms = 10_001  # (the second token expired at 10,000)
+    stranger = expire_delegation_token(cluster.ctx(), ExpireDelegationTokenRequest("User:eve", made[1].hmac, -1),
+                                       SETTINGS)
+    assert (stranger.response.error_code, stranger.records) == (63 if removes_expired else 66, ())
+    moved = expire_delegation_token(cluster.ctx(), ExpireDelegationTokenRequest("User:alice", made[1].hmac, 5),
+                                    SETTINGS)
+    assert (moved.response.error_code, moved.records) == (66, ())
+    late = expire_delegation_token(cluster.ctx(), ExpireDelegationTokenRequest("User:alice", made[1].hmac, -1),
+                                   SETTINGS)
+    assert late.response.error_code == (0 if removes_expired else 66)
+    assert types(late) == ([("RemoveDelegationTokenRecord", 0)] if removes_expired else [])
+    if removes_expired:
+        assert late.response.expiry_timestamp_ms == 10_001
+
+
 def test_expired_tokens_are_refused_and_swept(cluster):
     cluster.now_ms = 0
     r = cluster.run(create_delegation_token, CreateDelegationTokenRequest("User:alice"), SETTINGS)
