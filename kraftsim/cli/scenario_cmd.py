@@ -105,6 +105,21 @@ def _load_all(paths: list[str], *, include_slow: bool = True) -> list[Scenario] 
     return None if bad else scenarios
 
 
+def _all_creatable(scenarios: list[Scenario]) -> bool:
+    """Whether every scenario's cluster can be created (formatted in a scratch directory), said
+    for each that cannot: a run checks so before anything is printed or run."""
+    from kraftsim.scenario.runner import check_creatable
+
+    bad = 0
+    for scenario in scenarios:
+        try:
+            check_creatable(scenario)
+        except ScenarioInvalid as e:
+            print(f"kraftsim: error: {e}", file=sys.stderr)
+            bad += 1
+    return not bad
+
+
 def _target(base: str | None, scenario: Scenario, many: bool, suffix: str = "") -> Path | None:
     if base is None:
         return None
@@ -146,6 +161,8 @@ def _run(args: argparse.Namespace) -> int:
         if keep is not None and (problem := new_cluster_directory_problem(keep)) is not None:
             print(f"kraftsim: error: --keep {problem}", file=sys.stderr)
             return EXIT_INVALID
+    if not _all_creatable(scenarios):
+        return EXIT_INVALID
     if (args.sweep or args.snapshot_cost) and not args.html:
         print("kraftsim: error: --sweep and --snapshot-cost add plots to the HTML report: give --html REPORT too",
               file=sys.stderr)
@@ -217,7 +234,7 @@ def _report_sections(args: argparse.Namespace, name: str) -> list[str]:
 
 def _check(args: argparse.Namespace) -> int:
     scenarios = _load_all(args.paths)
-    if scenarios is None:
+    if scenarios is None or not _all_creatable(scenarios):
         return EXIT_INVALID
     for s in scenarios:
         print(f"{s.path}: ok: scenario {s.name}, {len(s.steps)} step(s)")

@@ -220,7 +220,8 @@ class ReassignedPartition(msgspec.Struct, kw_only=True, forbid_unknown_fields=Tr
 class ReassignPartitions(StepBase, kw_only=True, forbid_unknown_fields=True, tag="reassign-partitions"):
     """kraftsim's addition: kafka-reassign-partitions --execute (partitions with `replicas`) and
     --cancel (partitions without), in one AlterPartitionReassignments request;
-    `allow_replication_factor_change = false` is --disallow-replication-factor-change (4.1+)."""
+    `allow_replication_factor_change = false` is --disallow-replication-factor-change (4.1+: the
+    tool and the active controller must both have it)."""
 
     partitions: list[ReassignedPartition]
     allow_replication_factor_change: bool = True

@@ -74,8 +74,9 @@ def run_scenario(scenario: Scenario, *, seed: int | None = None, keep: Path | No
                        released=scratch.remove_soon)
 
 
-def _create(scenario: Scenario, seed: int, directory: Path, durable: bool) -> Simulation:
-    """The scenario's cluster in `directory`; `durable`: see Simulation (a kept cluster is)."""
+def _create(scenario: Scenario, seed: int, directory: Path, durable: bool, start: bool = True) -> Simulation:
+    """The scenario's cluster in `directory`; `durable`: see Simulation (a kept cluster is);
+    `start=False`: formatted only (see Simulation.create)."""
     c = scenario.cluster
     # keys and value types checked against SimConfig by validate
     config = SimConfig(**scenario.config) if scenario.config else None  # type: ignore[arg-type]
@@ -87,9 +88,19 @@ def _create(scenario: Scenario, seed: int, directory: Path, durable: bool) -> Si
                                  features=dict(c.features) or None, seed=seed, policy=scenario.policy,
                                  catalog=str(scenario.catalog_path) if scenario.catalog_path else None,
                                  config=config, dynamic_quorum=c.dynamic_quorum, configs=c.configs,
-                                 durable=durable)
+                                 durable=durable, start=start)
     except KraftsimError as e:
         raise ScenarioInvalid(str(scenario.path), "cluster", f"the cluster cannot be created: {e}") from None
+
+
+def check_creatable(scenario: Scenario) -> None:
+    """Raise ScenarioInvalid if the scenario's cluster cannot be created: every node is
+    formatted in a scratch directory, as the run would, and nothing is started. A cluster
+    imported `from` real metadata is read only when its scenario runs."""
+    if scenario.cluster.from_ is not None:
+        return
+    with Scratch("kraftsim-check-") as scratch:
+        _create(scenario, scenario.seed, scratch.path / "cluster", durable=False, start=False).close()
 
 
 def _import(scenario: Scenario, seed: int, directory: Path, config: SimConfig | None, durable: bool) -> Simulation:

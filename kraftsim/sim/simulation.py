@@ -130,12 +130,14 @@ class Simulation(AdminMixin):
                seed: int = 0, policy: str = "kafka", catalog: Catalog | str | None = None,
                config: SimConfig | None = None, durable: bool = True,
                on_event: Callable[[SimEvent], None] | None = None, dynamic_quorum: bool = False,
-               configs: Mapping[str, object] | None = None) -> Simulation:
+               configs: Mapping[str, object] | None = None, start: bool = True) -> Simulation:
         """Format every node as `kafka-storage format` would, start them and let the cluster
         settle. Ids: combined nodes 1..N, then controllers, then brokers. `dynamic_quorum`:
         a KIP-853 quorum (`--standalone` for one controller, else `--initial-controllers`;
         kraft.version 1). `configs`: server configs every node runs with (those kraftsim
-        simulates, storage.server_config.NODE_CONFIGS, checked by validate_node_configs)."""
+        simulates, storage.server_config.NODE_CONFIGS, checked by validate_node_configs).
+        `start=False` formats the nodes and starts none: every check a create makes, at the
+        cost of a format (a scenario run checks its clusters so before any of them runs)."""
         d = Path(directory)
         if controllers < 0 or brokers < 0 or combined < 0:
             raise SimError("the numbers of controllers, brokers and combined nodes must not be negative")
@@ -168,11 +170,12 @@ class Simulation(AdminMixin):
         with new_directory(d):  # nothing half-made is left behind, not even when interrupted
             return cls._built_and_started(
                 dirlock.acquire(d), lambda: cls(d, saved, base, durable), on_event,
-                lambda sim: sim._format_and_start(release, release_version, feats, dynamic))
+                lambda sim: sim._format_and_start(release, release_version, feats, dynamic, start))
 
     def _format_and_start(self, release: str, release_version: str | None, features: list[str],
-                          dynamic: str | None) -> None:
-        """A new cluster's nodes formatted as `kafka-storage format` would, started, settled."""
+                          dynamic: str | None, start: bool) -> None:
+        """A new cluster's nodes formatted as `kafka-storage format` would, then (`start`)
+        started and settled."""
         saved = self._saved
         for n in saved.nodes:
             state = NodeState(id=n.id, roles=n.roles, release=release, incarnation=n.incarnation,
@@ -187,6 +190,8 @@ class Simulation(AdminMixin):
                             dynamic=dynamic, emit=formatted)
             except KraftsimError as e:
                 raise SimError(str(e)) from None
+        if not start:
+            return
         for m in self.engine.ordered():
             self.engine.start_member(m, new_process=False)
         self.engine.run_until(self.engine.now + SETTLE_MS, self.engine.stable)

@@ -64,6 +64,26 @@ def test_invalid_file_exits_2_before_anything_runs(tmp_path: Path, capsys: pytes
     assert code == 2 and "z.toml: step 1" in err
 
 
+@pytest.mark.parametrize("cluster, says", [
+    ("release = '3.7.0'\ndynamic_quorum = true", "Release 3.7.0 has no kraft.version feature"),
+    ("release = '3.7.0'\nfeatures = { 'metadata.version' = 99999 }", "unable to parse 99999 as a short"),
+    ("release = '3.7.0'\nfeatures = { 'group.version' = 1 }", "Unsupported feature: group.version"),
+    ("release = '3.7.0'\nrelease_version = '3.8-IV0'", "not ready for production use yet"),
+    ("release = '3.7.0'\nrelease_version = '3.2-IV0'", "before 3.3-IV0 are not supported"),
+])
+def test_a_cluster_its_format_refuses_is_refused_by_check_and_before_any_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], cluster: str, says: str) -> None:
+    """`check` passed these (its checks were of the file alone), and `run` ran the files before
+    them first: the format each node would get now runs in a scratch directory first."""
+    good = write(tmp_path, "a.toml", PASSING)
+    bad = write(tmp_path, "z.toml", f"name = 'z'\n[cluster]\ncontrollers = 1\n{cluster}\n")
+    for command in (("check", str(bad)), ("check", str(good), str(bad)), ("run", str(good), str(bad)),
+                    ("run", str(bad))):
+        code, out, err = run(capsys, "scenario", *command)
+        assert (code, out) == (2, ""), (command, out, err)
+        assert f"{bad}: key `cluster`: the cluster cannot be created: " in err and says in err, err
+
+
 @pytest.mark.parametrize("source, says", [
     ("plain", "neither a __cluster_metadata-0 directory"),  # a folder of anything else (`/etc`)
     ("notes.txt", "not a metadata file"),
