@@ -589,15 +589,15 @@ def _check_step(raw: object, index: int, check: _Checker) -> Step:
         if not step.partitions:
             raise check.fail("partitions", "expected at least one { topic, partition, replicas } table", index)
         check.non_negative(len(step.partitions), "partitions", index, 1, MAX_PARTITIONS)
-        named: set[tuple[str, int]] = set()
+        planned: set[tuple[str, int]] = set()
         for i, p in enumerate(step.partitions):
             if not p.topic:
                 raise check.fail(f"partitions[{i}].topic", "expected a topic name", index)
             check.non_negative(p.partition, f"partitions[{i}].partition", index, 0, MAX_PARTITIONS)
-            if (p.topic, p.partition) in named:  # (the tool's refusal of such a plan, in its words)
+            if (p.topic, p.partition) in planned:  # (the tool's refusal of such a plan, in its words)
                 raise check.fail(f"partitions[{i}]", "Partition reassignment contains duplicate topic partitions: "
                                                      f"{p.topic}-{p.partition}", index)
-            named.add((p.topic, p.partition))
+            planned.add((p.topic, p.partition))
             if p.replicas is not None:
                 check.non_negative(len(p.replicas), f"partitions[{i}].replicas", index, 0, MAX_REPLICATION)
                 for b in p.replicas:
