@@ -57,7 +57,9 @@ class DowngradeReport(msgspec.Struct, kw_only=True):
     current_level: int | None
     target: str
     target_level: int
-    direction: str  # "downgrade", "upgrade" or "unchanged"
+    #: "downgrade", "upgrade", "unchanged", or "none" when no metadata.version is finalized
+    #: at `offset` (current is null): there is nothing to change from
+    direction: str
     writer: str
     lossless: bool  # nothing in this image would be dropped
     catalog_lossy: bool  # some version in between changed metadata (Kafka's checkIfMetadataChanged)
@@ -113,7 +115,7 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
         path=path, offset=image.provenance.last_contained_offset + 1,
         current=None if current is None else current.version, current_level=current_level,
         target=mv.version, target_level=mv.level,
-        direction=("unchanged" if current is None or mv.level == current.level
+        direction=("none" if current is None else "unchanged" if mv.level == current.level
                    else "downgrade" if mv.level < current.level else "upgrade"),
         writer=line if isinstance(line, str) else line.name,
         lossless=report.lossless,

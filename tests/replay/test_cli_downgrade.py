@@ -121,6 +121,19 @@ def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
                                   "Broker 1 only supports versions 1-14")
 
 
+def test_no_finalized_metadata_version_is_nothing_to_downgrade(capsys: pytest.CaptureFixture[str]) -> None:
+    """At offset 0 nothing is finalized: not an "unchanged" metadata.version, but none at all."""
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "3.7-IV0", "--at", "0")
+    assert code == 0  # nothing would be lost
+    assert out.splitlines()[0] == (f"no metadata.version is finalized for {K42} at offset 0: nothing to downgrade "
+                                   "to 3.7-IV0 (15)")
+    assert "unchanged" not in out
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "3.7-IV0", "--at", "0", "--json")
+    r = json.loads(out)
+    assert code == 0 and (r["current"], r["direction"], r["verdicts"]) == (None, "none", [])
+    assert r["verdict"]["kafka"] == "no finalized metadata.version to change"
+
+
 @pytest.mark.parametrize("argv,expected", [
     (["downgrade-report", str(K42), "--to", "2.0"], "Unknown metadata.version '2.0'"),
     (["downgrade-report", str(K42), "--to", "3"], "No MetadataVersion with feature level 3"),
