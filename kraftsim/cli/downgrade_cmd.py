@@ -171,10 +171,14 @@ def _default_controller(image: MetadataImage, given: int | None, leader: int | N
                         voters: tuple[int, ...] = ()) -> int | None:
     """The controller that answers: --controller-id, else quorum-state's leader, else the lowest
     registered controller. A --controller-id that is not one of the cluster's controllers is
-    refused: it was answered for as if it were one."""
+    refused: it was answered for as if it were one. Where none is known (a bootstrap file)
+    every id is refused, not taken on trust."""
     if given is not None:
-        known = set(image.cluster.controllers) | set(voters)
-        if known and given not in known:
+        known = set(image.cluster.controllers) | set(voters) | ({leader} if leader is not None else set())
+        if not known:
+            raise BadInput(f"--controller-id {given}: not a controller of this cluster (none is known here: no "
+                           "controller registration, quorum-state leader or voter)")
+        if given not in known:
             raise BadInput(f"--controller-id {given}: not a controller of this cluster (its controllers: "
                            f"{', '.join(str(n) for n in sorted(known))})")
         return given

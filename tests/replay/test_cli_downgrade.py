@@ -134,6 +134,19 @@ def test_no_finalized_metadata_version_is_nothing_to_downgrade(capsys: pytest.Ca
     assert r["verdict"]["kafka"] == "no finalized metadata.version to change"
 
 
+def test_a_bootstrap_file_names_no_controller_node(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bootstrap file has no controller: the release's rules answer, and no node 0 is invented."""
+    code, out, _ = run(capsys, "downgrade-report", str(K42 / "bootstrap.checkpoint"), "--metadata", "3.6-IV2")
+    assert code == 0
+    assert "node 0" not in out
+    assert out.splitlines()[1] == ("verdict, policy kafka (a controller running Kafka 4.2.2, no node known; the change "
+                                   "crosses a metadata change): refused")
+    assert "controller: a controller running Kafka 4.2.2, no node known (the cluster's release: " in out
+    code, out, _ = run(capsys, "downgrade-report", str(K42 / "bootstrap.checkpoint"), "--metadata", "3.6-IV2", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["controller"] == "a controller running Kafka 4.2.2, no node known"
+
+
 @pytest.mark.parametrize("argv,expected", [
     (["downgrade-report", str(K42), "--to", "2.0"], "Unknown metadata.version '2.0'"),
     (["downgrade-report", str(K42), "--to", "3"], "No MetadataVersion with feature level 3"),
@@ -142,6 +155,9 @@ def test_no_finalized_metadata_version_is_nothing_to_downgrade(capsys: pytest.Ca
     # an id that is no controller there was answered for as if it were the active one
     (["downgrade-report", str(K42), "--to", "14", "--controller-id", "99"],
      "--controller-id 99: not a controller of this cluster (its controllers: "),
+    # a bootstrap file names no controller: any id was taken on trust and printed as "node 42"
+    (["downgrade-report", str(K42 / "bootstrap.checkpoint"), "--to", "14", "--controller-id", "42"],
+     "--controller-id 42: not a controller of this cluster (none is known here: "),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
     code, out, err = run(capsys, *argv)
