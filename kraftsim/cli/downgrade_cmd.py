@@ -11,7 +11,9 @@ cluster's own unless `--release` names one: the release whose supported ranges e
 the controller's registration advertises (as `cluster import` infers a node's release),
 else the one whose nodes advertise the highest metadata.version the registered nodes do
 (as `snapshot create` infers its writer), else the catalog's newest. The report says which
-and why. Exit status: 0 when nothing would be lost, 1 when something would, 2 for bad input.
+and why. With no metadata.version finalized at the offset there is nothing to downgrade: the
+report says so (`direction` "none", no verdicts) and exits by the data as ever.
+Exit status: 0 when nothing would be lost, 1 when something would, 2 for bad input.
 """
 
 from __future__ import annotations
@@ -91,8 +93,11 @@ def report_lines(r: DowngradeReport, release_reason: str | None = None, *, detai
     """The verdict per policy first, then what would be lost grouped by kind and topic (every
     item with `details`), then why: the controller, the versions in between, feature notes."""
     where = f"{r.path} at offset {r.offset}" if r.path else f"the image at offset {r.offset}"
-    cur = "no finalized metadata.version" if r.current is None else f"{r.current} ({r.current_level})"
-    out = [f"{MV_NAME} {cur} → {r.target} ({r.target_level}) for {where}: {r.direction}"]
+    if r.current is None:  # (not "unchanged": there is no level to keep or lower)
+        out = [f"no {MV_NAME} is finalized for {where}: nothing to downgrade to {r.target} ({r.target_level})"]
+    else:
+        out = [f"{MV_NAME} {r.current} ({r.current_level}) → {r.target} ({r.target_level}) for {where}: "
+               f"{r.direction}"]
     if r.verdicts:
         lossy = "crosses a metadata change" if r.catalog_lossy else "crosses no metadata change"
         out += _verdict_lines(f"verdict, policy kafka ({r.controller}; the change {lossy})", r.verdicts)
@@ -166,10 +171,14 @@ def _default_controller(image: MetadataImage, given: int | None, leader: int | N
                         voters: tuple[int, ...] = ()) -> int | None:
     """The controller that answers: --controller-id, else quorum-state's leader, else the lowest
     registered controller. A --controller-id that is not one of the cluster's controllers is
-    refused: it was answered for as if it were one."""
+    refused: it was answered for as if it were one. Where none is known (a bootstrap file)
+    every id is refused, not taken on trust."""
     if given is not None:
-        known = set(image.cluster.controllers) | set(voters)
-        if known and given not in known:
+        known = set(image.cluster.controllers) | set(voters) | ({leader} if leader is not None else set())
+        if not known:
+            raise BadInput(f"--controller-id {given}: not a controller of this cluster (none is known here: no "
+                           "controller registration, quorum-state leader or voter)")
+        if given not in known:
             raise BadInput(f"--controller-id {given}: not a controller of this cluster (its controllers: "
                            f"{', '.join(str(n) for n in sorted(known))})")
         return given

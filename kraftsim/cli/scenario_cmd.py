@@ -11,6 +11,7 @@ The logic lives in kraftsim.scenario; this module reads arguments and prints.
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 
@@ -73,7 +74,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     lst.set_defaults(run=_list)
 
     new = cmds.add_parser("new", help="write a commented template scenario NAME.toml")
-    new.add_argument("name", metavar="NAME", help="the new file's name (NAME.toml is written; an existing file is not overwritten)")
+    new.add_argument("name", metavar="NAME", help="the new scenario's name (NAME.toml is written, a NAME ending in .toml "
+                                                  "as it is; an existing file is not overwritten)")
     new.add_argument("--output", "-o", metavar="FILE", help="where to write it (default: NAME.toml)")
     new.set_defaults(run=_new)
 
@@ -263,7 +265,7 @@ def _plain_name(name: str) -> bool:
 
 
 def _new(args: argparse.Namespace) -> int:
-    name = args.name.strip()
+    name = args.name.strip().removesuffix(".toml")  # (`new x.toml` names scenario x, not x.toml in x.toml.toml)
     if not _plain_name(name):
         print(f"kraftsim: error: NAME: expected a plain scenario name (no '/', no leading '.', no control or direction "
               f"characters), got {args.name!r}", file=sys.stderr)
@@ -273,5 +275,5 @@ def _new(args: argparse.Namespace) -> int:
     if path.exists():
         raise KraftsimError(f"{path}: already exists; not overwritten")
     path.write_text(template(name), encoding="utf-8")
-    print(f"Wrote {path}: edit it, then `kraftsim scenario run {path}`.")
+    print(f"Wrote {path}: edit it, then `kraftsim scenario run {shlex.quote(str(path))}`.")  # (pasted into a shell)
     return 0

@@ -113,7 +113,8 @@ def run_create(args: argparse.Namespace) -> int:
     output = Path(args.output)
     owner = locked_directory_around(output if output.is_dir() else output.parent)
     with cluster_lock(owner) if owner is not None else nullcontext():  # (a cluster's node directory: its one writer)
-        written = contents.write(output, time_ms=args.time_ms)
+        # the text as given: Path drops a trailing separator, which names a directory, never a file
+        written = contents.write(args.output, time_ms=args.time_ms)
     sid = contents.snapshot_id
     if args.json:
         out: dict[str, object] = {

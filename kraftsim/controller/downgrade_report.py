@@ -57,7 +57,9 @@ class DowngradeReport(msgspec.Struct, kw_only=True):
     current_level: int | None
     target: str
     target_level: int
-    direction: str  # "downgrade", "upgrade" or "unchanged"
+    #: "downgrade", "upgrade", "unchanged", or "none" when no metadata.version is finalized
+    #: at `offset` (current is null): there is nothing to change from
+    direction: str
     writer: str
     lossless: bool  # nothing in this image would be dropped
     catalog_lossy: bool  # some version in between changed metadata (Kafka's checkIfMetadataChanged)
@@ -66,6 +68,9 @@ class DowngradeReport(msgspec.Struct, kw_only=True):
     kafka_loss_texts: list[str] = []  # each summary in the writer's whole message
     version_changes: list[str] = []
     feature_notes: list[str] = []
+    #: who answers: "node N running Kafka R"; "a controller running Kafka R, no node known"
+    #: when the input names no controller (a bootstrap file; no registration or static voter);
+    #: "" with no verdicts (no metadata.version finalized)
     controller: str = ""
     verdicts: list[Verdict] = []  # Kafka's answer (policy "kafka")
     kip778_verdicts: list[Verdict] = []  # the answer under kraftsim's named policy "kip-778"
@@ -102,7 +107,8 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
                      writer_line: WriterLine | str | None = None) -> DowngradeReport:
     """What writing `image` at `target` drops, and what the active controller of `catalog`'s
     release answers to the metadata.version change (default controller: the lowest
-    registered one, else the lowest static voter, else node 0)."""
+    registered one, else the lowest static voter, else no node: the release's rules alone,
+    never a node id the input does not name)."""
     mv = catalog.metadata_version(target)
     current_level = image.metadata_version
     current = None if current_level is None else catalog.metadata_version(current_level)
@@ -113,7 +119,7 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
         path=path, offset=image.provenance.last_contained_offset + 1,
         current=None if current is None else current.version, current_level=current_level,
         target=mv.version, target_level=mv.level,
-        direction=("unchanged" if current is None or mv.level == current.level
+        direction=("none" if current is None else "unchanged" if mv.level == current.level
                    else "downgrade" if mv.level < current.level else "upgrade"),
         writer=line if isinstance(line, str) else line.name,
         lossless=report.lossless,
@@ -128,11 +134,12 @@ def downgrade_report(image: MetadataImage, target: MVLike, catalog: Catalog, *, 
         out.version_changes = catalog.downgrade_losses(current, mv).lines()
     if current is not None:
         if node_id is None:
-            ids = sorted(image.cluster.controllers)
-            node_id = ids[0] if ids else (min(static_voters) if static_voters else 0)
-        ctx = ControllerContext(node_id=node_id, supported=catalog.supported_features(), image=image,
-                                catalog=catalog, static_voters=tuple(static_voters))
-        out.controller = f"node {node_id} running Kafka {catalog.release.name}"
+            node_id = min(image.cluster.controllers, default=min(static_voters, default=None))
+        # (no node: Kafka's -1, which only a kraft.version change would compare, never this one)
+        ctx = ControllerContext(node_id=-1 if node_id is None else node_id, supported=catalog.supported_features(),
+                                image=image, catalog=catalog, static_voters=tuple(static_voters))
+        running = f"running Kafka {catalog.release.name}"
+        out.controller = f"a controller {running}, no node known" if node_id is None else f"node {node_id} {running}"
         kip778 = msgspec.structs.replace(ctx, config=msgspec.structs.replace(ctx.config, policies=frozenset({KIP_778})))
         out.verdicts, out.kip778_verdicts = (_verdicts(c, mv.level, current.level) for c in (ctx, kip778))
     return out

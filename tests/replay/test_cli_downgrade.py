@@ -121,6 +121,32 @@ def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
                                   "Broker 1 only supports versions 1-14")
 
 
+def test_no_finalized_metadata_version_is_nothing_to_downgrade(capsys: pytest.CaptureFixture[str]) -> None:
+    """At offset 0 nothing is finalized: not an "unchanged" metadata.version, but none at all."""
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "3.7-IV0", "--at", "0")
+    assert code == 0  # nothing would be lost
+    assert out.splitlines()[0] == (f"no metadata.version is finalized for {K42} at offset 0: nothing to downgrade "
+                                   "to 3.7-IV0 (15)")
+    assert "unchanged" not in out
+    code, out, _ = run(capsys, "downgrade-report", str(K42), "--metadata", "3.7-IV0", "--at", "0", "--json")
+    r = json.loads(out)
+    assert code == 0 and (r["current"], r["direction"], r["verdicts"]) == (None, "none", [])
+    assert r["verdict"]["kafka"] == "no finalized metadata.version to change"
+
+
+def test_a_bootstrap_file_names_no_controller_node(capsys: pytest.CaptureFixture[str]) -> None:
+    """A bootstrap file has no controller: the release's rules answer, and no node 0 is invented."""
+    code, out, _ = run(capsys, "downgrade-report", str(K42 / "bootstrap.checkpoint"), "--metadata", "3.6-IV2")
+    assert code == 0
+    assert "node 0" not in out
+    assert out.splitlines()[1] == ("verdict, policy kafka (a controller running Kafka 4.2.2, no node known; the change "
+                                   "crosses a metadata change): refused")
+    assert "controller: a controller running Kafka 4.2.2, no node known (the cluster's release: " in out
+    code, out, _ = run(capsys, "downgrade-report", str(K42 / "bootstrap.checkpoint"), "--metadata", "3.6-IV2", "--json")
+    r = json.loads(out)
+    assert code == 0 and r["controller"] == "a controller running Kafka 4.2.2, no node known"
+
+
 @pytest.mark.parametrize("argv,expected", [
     (["downgrade-report", str(K42), "--to", "2.0"], "Unknown metadata.version '2.0'"),
     (["downgrade-report", str(K42), "--to", "3"], "No MetadataVersion with feature level 3"),
@@ -129,6 +155,9 @@ def test_upgrade_target(capsys: pytest.CaptureFixture[str]) -> None:
     # an id that is no controller there was answered for as if it were the active one
     (["downgrade-report", str(K42), "--to", "14", "--controller-id", "99"],
      "--controller-id 99: not a controller of this cluster (its controllers: "),
+    # a bootstrap file names no controller: any id was taken on trust and printed as "node 42"
+    (["downgrade-report", str(K42 / "bootstrap.checkpoint"), "--to", "14", "--controller-id", "42"],
+     "--controller-id 42: not a controller of this cluster (none is known here: "),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str], expected: str) -> None:
     code, out, err = run(capsys, *argv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -178,6 +179,22 @@ def test_bad_input_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], ar
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and expected in err, err
+
+
+@pytest.mark.parametrize("source", [OTUS, OTUS_SNAP], ids=["directory", "file"])
+def test_create_to_a_missing_directory_with_a_trailing_separator_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], source: Path) -> None:
+    # `-o newdir/` names a directory: it used to be written as a file named newdir
+    out_dir = f"{tmp_path / 'newdir'}{os.sep}"
+    code, out, err = run(capsys, "snapshot", "create", str(source), "--offset", "8931", "-o", out_dir)
+    assert (code, out) == (2, "")
+    assert err == f"kraftsim: error: {out_dir}: no such directory\n"
+    assert list(tmp_path.iterdir()) == []
+    # an existing directory so named still takes the snapshot under Kafka's name
+    (tmp_path / "newdir").mkdir()
+    code, out, err = run(capsys, "snapshot", "create", str(source), "--offset", "8931", "-o", out_dir)
+    assert code == 0, err
+    assert [p.name for p in (tmp_path / "newdir").iterdir()] == [OTUS_SNAP.name]
 
 
 def test_create_into_the_log_directory_itself_then_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -133,6 +133,20 @@ def test_check_list_and_new(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert run(capsys, "scenario", "new", "mine", "-o", str(target))[0] == 1  # never overwrites
 
 
+def test_new_quotes_the_hint_and_adds_no_second_toml(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`new 'my test'` suggested `scenario run my test.toml` (two arguments in a shell), and
+    `new x.toml` wrote x.toml.toml holding scenario "x.toml"."""
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "scenario", "new", "my test")
+    assert (code, out) == (0, "Wrote my test.toml: edit it, then `kraftsim scenario run 'my test.toml'`.\n")
+    code, out, _ = run(capsys, "scenario", "new", "x.toml")
+    assert (code, out) == (0, "Wrote x.toml: edit it, then `kraftsim scenario run x.toml`.\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["my test.toml", "x.toml"]
+    code, out, _ = run(capsys, "scenario", "check", "x.toml")
+    assert (code, out) == (0, "x.toml: ok: scenario x, 4 step(s)\n")
+
+
 @pytest.mark.parametrize("name", ["a\x1bb", "a\tb", "a\x7fb", "ab\u202ecd", "../x", ".hidden", "a/b"])
 def test_new_refuses_a_name_with_a_folder_or_a_control_character(name: str, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],

@@ -329,8 +329,8 @@ def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int 
                               header_records=contents.header_records, registry=contents.registry, fsync=fsync)
     if out_path.is_dir():
         return write_snapshot(out_path, contents.snapshot_id, contents.records, **kw)
-    if str(out).endswith(os.sep):
-        raise KraftsimError(f"{out}: no such directory")
+    if str(out).endswith(os.sep):  # (a directory's name: never written as a file)
+        raise KraftsimError(f"{out}: not a directory" if out_path.exists() else f"{out}: no such directory")
     if out_path.exists():
         raise KraftsimError(f"{out_path}: already exists; not overwriting it")
     parent = out_path.parent
