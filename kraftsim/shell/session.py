@@ -25,7 +25,7 @@ from kraftsim.shell.tree import ShellFault, ShellTree
 from kraftsim.storage import PathKind, classify_path
 from kraftsim.storage.batchfile import stream_file_batches
 from kraftsim.regular_file import opened_file
-from kraftsim.versions import Catalog, Release, VersionsError
+from kraftsim.versions import Catalog
 
 PROMPT = ">> "
 #: The longest command line read from a pipe or file: input without line ends (/dev/zero)
@@ -73,7 +73,7 @@ def _unloadable(image: MetadataImage, catalog: Catalog, release: str) -> tuple[s
     does not list fails the first record (MetadataVersion.fromFeatureLevel), and Kafka's shell
     goes on with the empty image."""
     level = image.metadata_version
-    if level is None or level <= _release_entry(catalog, release).latest_testing:
+    if level is None or level <= catalog.find_release(release).latest_testing:
         return ()
     return (f"Kafka {release} cannot load this file: No MetadataVersion with metadata version {level} "
             "(its shell, like this one, shows an empty image)",)
@@ -87,29 +87,16 @@ def _load(path: Path, catalog: Catalog) -> MetadataImage:
 
 
 def replaying_as(catalog: Catalog, release: str) -> Catalog:
-    """`catalog`, replaying ConfigRecords as `release` does (a patch the catalog does not list
-    replays as its line)."""
-    return catalog.replaying_configs_as(_release_entry(catalog, release).name)
-
-
-def _release_entry(catalog: Catalog, release: str) -> Release:
-    """The catalog's release of that name, or of its line for a patch it does not list
-    (VersionsError, with the catalog's text, when neither is known)."""
-    try:
-        return catalog.find_release(release)
-    except VersionsError:
-        try:
-            return catalog.find_release(".".join(release.split(".")[:2]))
-        except VersionsError:
-            pass
-        raise
+    """`catalog`, replaying ConfigRecords as `release` does."""
+    return catalog.replaying_configs_as(catalog.find_release(release).name)
 
 
 def release_name(catalog: Catalog, name: str) -> str:
-    """A release as Kafka names it: a line ("4.0") is its newest patch in the catalog; a patch
-    the catalog does not list (e.g. 4.0.2) stays as given when its line is known."""
-    entry = _release_entry(catalog, name)
-    return entry.name if entry.name == name or name.count(".") < 2 else name
+    """A release as Kafka names it: a line ("4.0") is its newest patch in the catalog, a patch
+    the catalog lists stays as given (UnknownRelease for any other, as everywhere: 3.7.3 was
+    taken as 3.7's)."""
+    entry = catalog.find_release(name)
+    return name if name.count(".") >= 2 else entry.name
 
 
 def file_provenance(path: Path) -> MetadataProvenance:

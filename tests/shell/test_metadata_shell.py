@@ -222,13 +222,15 @@ def test_metadata_version_unknown_to_the_release_shows_the_empty_image(capsys, t
     assert "No MetadataVersion with metadata version 21" in err
 
 
-@pytest.mark.parametrize(("release", "shown"), [("3.9", "3.9.2"), ("3.9.1", "3.9.1"), ("4.0.2", "4.0.2"), ("9.9", None)])
+@pytest.mark.parametrize(("release", "shown"), [("3.9", "3.9.2"), ("3.9.1", "3.9.1"), ("4.0.2", "4.0.2"), ("9.9", None),
+                                                ("3.9.9", None), ("4.0.99", None)])
 def test_release_names(capsys, shell_inputs, release, shown):
-    """A line means its newest patch; a patch of a known line is taken as given; others are bad input."""
+    """A line means its newest patch; a patch the catalog lists is taken as given; others are bad
+    input, as for every other command (a patch of a known line was taken as given)."""
     _, snapshot, _ = shell_inputs("3.9")
     code, out, err = run(capsys, "metadata-shell", "--release", release, "-s", str(snapshot), "cat", "/local/version")
     if shown is None:
-        assert (code, out) == (2, "") and "Unknown release 9.9" in err
+        assert (code, out) == (2, "") and f"Unknown release {release}." in err
     else:
         assert (code, out) == (0, shown + "\n")
 
