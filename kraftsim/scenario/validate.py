@@ -412,13 +412,22 @@ def _check_releases(c: ClusterSpec, check: _Checker, nodes: dict[int, tuple[str,
     out: dict[str, str] = {}
     for text, release in c.releases.items():
         key = f"cluster.releases.{text}"
-        if not text.isdigit():
-            raise check.fail(key, "expected a node id as the key (e.g. releases = { \"4\" = \"3.9.1\" })")
-        if nodes is not None and int(text) not in nodes:
+        node = _node_key(text, key, check)
+        if nodes is not None and node not in nodes:
             have = ", ".join(str(n) for n in sorted(nodes))
-            raise check.fail(key, f"expected one of the cluster's nodes ({have}); node {int(text)} does not exist")
-        out[str(int(text))] = check.release(release, key)
+            raise check.fail(key, f"expected one of the cluster's nodes ({have}); node {node} does not exist")
+        out[text] = check.release(release, key)
     return out
+
+
+def _node_key(text: str, key: str, check: _Checker, step: int | None = None) -> int:
+    """A table key naming a node: its id written as a number, as the ids elsewhere ("02" named
+    node 2 in `cluster.releases`, where it could silently replace "2", and no node in
+    `expect.releases`; "²" was an internal error)."""
+    if not (text.isascii() and text.isdigit()) or str(int(text)) != text:
+        raise check.fail(key, f"expected a node id as the key (e.g. releases = {{ \"4\" = \"3.9.1\" }}), got {text!r}",
+                         step)
+    return int(text)
 
 
 def _check_from(c: ClusterSpec, check: _Checker, base: Path) -> ClusterSpec:
@@ -622,8 +631,6 @@ def _check_expect(e: Expect, check: _Checker, step: int | None = None) -> None:
     if e.leader is not None:
         check.ids([e.leader], "expect.leader", step)
     for text, release in (e.releases or {}).items():
-        if not text.isdigit():
-            raise check.fail(f"expect.releases.{text}", "expected a node id as the key", step)
-        check.ids([int(text)], f"expect.releases.{text}", step)
+        check.ids([_node_key(text, f"expect.releases.{text}", check, step)], f"expect.releases.{text}", step)
         check.release(release, f"expect.releases.{text}", step)
     check.non_negative(e.topics, "expect.topics", step)

@@ -74,6 +74,9 @@ def test_a_node_that_cannot_run_its_release_is_a_setup_error() -> None:
 
 @pytest.mark.parametrize("releases,key,expected", [
     ('"four" = "3.9.1"', "cluster.releases.four", "expected a node id as the key"),
+    # "02" named node 2 here (where "2" could silently replace it) and no node in [expect]
+    ('"02" = "3.9.1"', "cluster.releases.02", "expected a node id as the key"),
+    ('"\u00b2" = "3.9.1"', "cluster.releases.\u00b2", "expected a node id as the key"),  # (was an internal error)
     ('"9" = "3.9.1"', "cluster.releases.9", "expected one of the cluster's nodes (1, 2, 3, 4); node 9 does not exist"),
     ('"2" = "2.8.0"', "cluster.releases.2", "unknown release '2.8.0'"),
     ('"2" = 39', "cluster.releases.2", "expected a string, got an integer"),
@@ -83,6 +86,14 @@ def test_refused_forms(releases: str, key: str, expected: str) -> None:
         _parse(releases)
     text = str(info.value)
     assert text.startswith(f"mixed.toml: key `{key}`: ") and expected in text and "\n" not in text
+
+
+@pytest.mark.parametrize("key", ["02", "\u00b2", "+2"])
+def test_expected_releases_name_nodes_as_the_cluster_does(key: str) -> None:
+    text = MIXED.format(releases='"4" = "3.9.1"') + f'[expect]\nreleases = {{ "{key}" = "3.9.1" }}\n'
+    with pytest.raises(ScenarioInvalid) as info:
+        parse_scenario(text, "mixed.toml")
+    assert str(info.value).startswith(f"mixed.toml: key `expect.releases.{key}`: expected a node id as the key")
 
 
 def test_releases_must_be_a_table() -> None:

@@ -181,7 +181,7 @@ _PARTITION_ENTITY = re.compile(r"topic (?P<topic>\S+) partition \d+")
 
 def _natural(text: str) -> list[object]:
     """topic-2 before topic-10."""
-    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+    return [int(part) if part.isdecimal() else part for part in re.split(r"([0-9]+)", text)]  # ("²" is a digit)
 
 
 @dataclass(frozen=True)
