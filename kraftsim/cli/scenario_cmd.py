@@ -274,6 +274,6 @@ def _new(args: argparse.Namespace) -> int:
     check_output_file(path, [], flag="--output" if args.output else "NAME")  # a missing folder: exit 2, not 70
     if path.exists():
         raise KraftsimError(f"{path}: already exists; not overwritten")
-    path.write_text(template(name), encoding="utf-8")
+    path.write_text(template(name, str(path)), encoding="utf-8")
     print(f"Wrote {path}: edit it, then `kraftsim scenario run {shlex.quote(str(path))}`.")  # (pasted into a shell)
     return 0

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 import tomllib
 from importlib import resources
 from collections.abc import Callable
@@ -75,7 +77,10 @@ def is_slow(path: Path) -> bool:
         return False
 
 
-def template(name: str) -> str:
-    """A commented scenario that runs as it is: the starting point of a new what-if."""
+def template(name: str, file: str | None = None) -> str:
+    """A commented scenario that runs as it is: the starting point of a new what-if, written
+    to `file` (default NAME.toml; named in its comments as a shell takes it)."""
     text = resources.files("kraftsim.scenario").joinpath("template.toml").read_text(encoding="utf-8")
-    return text.replace("{name}", name)
+    # (a TOML basic string: JSON's escapes of '"' and '\\' are TOML's; non-ASCII stays as it is)
+    return text.replace("{name}", json.dumps(name, ensure_ascii=False)).replace(
+        "{file}", shlex.quote(file if file is not None else f"{name}.toml"))

@@ -147,6 +147,22 @@ def test_new_quotes_the_hint_and_adds_no_second_toml(tmp_path: Path, capsys: pyt
     assert (code, out) == (0, "x.toml: ok: scenario x, 4 step(s)\n")
 
 
+@pytest.mark.parametrize("name", ['a"b', "a\\b", "my test", "\u00fcn\u00ef"])
+def test_a_new_scenario_of_any_plain_name_checks_and_its_comments_name_its_file(
+        name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The name went into the file unescaped (`a"b` wrote a file that is not TOML), and its
+    comments named NAME.toml unquoted, also where -o writes elsewhere."""
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    out_file = tmp_path / "sub dir" / "w.toml"
+    out_file.parent.mkdir()
+    assert run(capsys, "scenario", "new", name, "-o", str(out_file))[0] == 0
+    code, out, _ = run(capsys, "scenario", "check", str(out_file))
+    assert (code, out) == (0, f"{out_file}: ok: scenario {name}, 4 step(s)\n")
+    assert f"kraftsim scenario run {shlex.quote(str(out_file))} " in out_file.read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize("name", ["a\x1bb", "a\tb", "a\x7fb", "ab\u202ecd", "../x", ".hidden", "a/b"])
 def test_new_refuses_a_name_with_a_folder_or_a_control_character(name: str, tmp_path: Path,
                                                                   capsys: pytest.CaptureFixture[str],
