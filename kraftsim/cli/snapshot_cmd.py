@@ -32,7 +32,7 @@ from kraftsim.regular_file import why_absent
 from kraftsim.image import ABSENT, diff_images, show
 from kraftsim.image import image_digest
 from kraftsim.image.errors import UnwritableMetadataException
-from kraftsim.image import configs_dropped_line, snapshot_contents
+from kraftsim.image import configs_dropped_line, snapshot_contents, snapshot_output_problem
 from kraftsim.storage import check_output, cluster_lock, locked_directory_around
 from kraftsim.storage.names import snapshot_file_name
 from kraftsim.versions import load_catalog
@@ -97,6 +97,8 @@ def run_create(args: argparse.Namespace) -> int:
     at = required(args.at, "--at OFFSET")
     if path.is_file() and not Path(args.output).is_dir():  # (a snapshot may go into the log directory it reads)
         check_output(args.output, [path], flag="--output")
+    if (problem := snapshot_output_problem(args.output)) is not None:  # (before a long read, not after it)
+        raise BadInput(problem)
     mv: int | str | None = None
     if args.metadata is not None:  # (a version the writer's release knows: 3.3-IV2 is a 3.3 version, not a 4.x one)
         mv = metadata_version_token(args.metadata)

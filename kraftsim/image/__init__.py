@@ -99,7 +99,7 @@ from kraftsim.image.loader.summary import (
 )
 from kraftsim.image.publisher.snapshot_create import (
     advertised_metadata_version, advertised_ranges, create_snapshot, infer_release as infer_writer_release,
-    release_for_level, snapshot_contents,
+    output_problem as snapshot_output_problem, release_for_level, snapshot_contents,
 )
 from kraftsim.image.publisher.snapshot_emitter import (
     EmitResult,
@@ -261,6 +261,7 @@ __all__ = [
     "rewrite_at_metadata_version",
     "show",
     "snapshot_contents",
+    "snapshot_output_problem",
     "snapshots_against_log",
     "split_loss_text",
     "verify_directory",

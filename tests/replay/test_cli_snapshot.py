@@ -197,6 +197,25 @@ def test_create_to_a_missing_directory_with_a_trailing_separator_writes_nothing(
     assert [p.name for p in (tmp_path / "newdir").iterdir()] == [OTUS_SNAP.name]
 
 
+@pytest.mark.parametrize("output, says", [("newdir/", "no such directory"), ("nodir/x.checkpoint", "no such directory"),
+                                          ("taken.checkpoint", "already exists; not overwriting it")])
+def test_an_output_it_cannot_write_is_refused_before_a_directory_is_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, output: str,
+        says: str) -> None:
+    """A log directory as input was read whole (minutes for a large log) before the output was
+    found unwritable; a file input was checked first. Both are now."""
+    from kraftsim.cli import snapshot_cmd
+
+    def read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the log was read")
+
+    monkeypatch.setattr(snapshot_cmd, "snapshot_contents", read)
+    (tmp_path / "taken.checkpoint").write_bytes(b"")
+    out = f"{tmp_path}{os.sep}{output}"  # (as typed: a Path would drop the trailing separator)
+    code, printed, err = run(capsys, "snapshot", "create", str(OTUS), "--offset", "8931", "-o", out)
+    assert (code, printed) == (2, "") and says in err, err
+
+
 def test_create_into_the_log_directory_itself_then_verifies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     d = tmp_path / "__cluster_metadata-0"
     d.mkdir()

@@ -319,6 +319,23 @@ def snapshot_contents(path: Path | str, offset: int, *, metadata_version: MVLike
         configs_dropped=configs_dropped(result))
 
 
+def output_problem(out: Path | str) -> str | None:
+    """Why a snapshot cannot be written to `out` (as given: a trailing separator names a
+    directory), or None: an existing directory takes Kafka's file name, a new file is never
+    written over an existing one. Asked again before the write, and early by a caller that
+    has a long read to do first."""
+    out_path = Path(out)
+    if out_path.is_dir():
+        return None
+    if str(out).endswith(os.sep):  # (a directory's name: never written as a file)
+        return f"{out}: not a directory" if out_path.exists() else f"{out}: no such directory"
+    if out_path.exists():
+        return f"{out_path}: already exists; not overwriting it"
+    if not out_path.parent.is_dir():
+        return f"{out_path.parent}: no such directory"
+    return None
+
+
 def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int | Clock | None = None,
                    fsync: bool = True) -> Path:
     """Write `contents` as a `.checkpoint` into directory `out` (Kafka's file name), or to
@@ -329,13 +346,10 @@ def write_contents(contents: SnapshotContents, out: Path | str, *, time_ms: int 
                               header_records=contents.header_records, registry=contents.registry, fsync=fsync)
     if out_path.is_dir():
         return write_snapshot(out_path, contents.snapshot_id, contents.records, **kw)
-    if str(out).endswith(os.sep):  # (a directory's name: never written as a file)
-        raise KraftsimError(f"{out}: not a directory" if out_path.exists() else f"{out}: no such directory")
-    if out_path.exists():
-        raise KraftsimError(f"{out_path}: already exists; not overwriting it")
+    problem = output_problem(out)
+    if problem is not None:
+        raise KraftsimError(problem)
     parent = out_path.parent
-    if not parent.is_dir():
-        raise KraftsimError(f"{parent}: no such directory")
     try:
         staging = Path(tempfile.mkdtemp(prefix=".kraftsim-snapshot-", dir=parent))
     except OSError as e:
