@@ -82,5 +82,5 @@ def template(name: str, file: str | None = None) -> str:
     to `file` (default NAME.toml; named in its comments as a shell takes it)."""
     text = resources.files("kraftsim.scenario").joinpath("template.toml").read_text(encoding="utf-8")
     # (a TOML basic string: JSON's escapes of '"' and '\\' are TOML's; non-ASCII stays as it is)
-    return text.replace("{name}", json.dumps(name, ensure_ascii=False)).replace(
+    return text.replace('"{name}"', json.dumps(name, ensure_ascii=False)).replace(
         "{file}", shlex.quote(file if file is not None else f"{name}.toml"))

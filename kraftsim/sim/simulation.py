@@ -167,7 +167,7 @@ class Simulation(AdminMixin):
                            kraft_version=1 if dynamic_quorum else 0)
         dynamic = None if not dynamic_quorum else "standalone" if len(voters) == 1 else "initial"
         feats = [f"{k}={v}" for k, v in sorted((features or {}).items())]
-        with new_directory(d):  # nothing half-made is left behind, not even when interrupted
+        with new_directory(d, locked=True):  # nothing half-made is left behind, not even when interrupted
             return cls._built_and_started(
                 dirlock.acquire(d), lambda: cls(d, saved, base, durable), on_event,
                 lambda sim: sim._format_and_start(release, release_version, feats, dynamic, start))

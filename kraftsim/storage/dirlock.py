@@ -161,6 +161,23 @@ def acquire(directory: Path | str, *, command: str | None = None, exclusive: boo
         return key
 
 
+def acquire_new(directory: Path | str) -> tuple[int, int] | None:
+    """Take the lock of a directory a new cluster is being made in, and find it still new:
+    nothing in it but the lock file. Two commands making a cluster in the same new directory
+    both found it new before either locked it; the one that locks second refuses
+    (ClusterBusyError) and changes nothing, where it went on into the other's files."""
+    token = acquire(directory)
+    try:
+        names = set(os.listdir(directory))
+    except OSError:  # (removed while this command waited: the other one's failure took it back)
+        names = set()
+    if names != {LOCK_FILE}:
+        release(token)
+        raise ClusterBusyError(f"{directory}: another command made a cluster there while this one waited for it; "
+                               "nothing was changed")
+    return token
+
+
 def release(token: tuple[int, int] | None) -> None:
     """Give back one acquisition; the last one unlocks the file."""
     if token is None:

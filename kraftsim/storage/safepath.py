@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kraftsim.errors import UsageError
+from kraftsim.storage import dirlock
 
 #: OS errors that say the disk could not take a write (main reports them as such), not that
 #: the path named is wrong.
@@ -150,12 +151,14 @@ def _try_an_entry(folder: Path, out: Path, flag: str) -> None:
 
 
 @contextmanager
-def new_directory(directory: Path | str) -> Iterator[Path]:
+def new_directory(directory: Path | str, *, locked: bool = False) -> Iterator[Path]:
     """`with new_directory(d):` make `d` (and missing folders above it) for the block to fill.
     When the block raises, an interrupt (Ctrl-C, SIGTERM) too, what was made is removed, so
     that the same command can be run again: the folders made, or, in a directory that was
     there, only the entries the block added (what it held before is never touched). The
-    block closes what it opened first (it can only be removed closed)."""
+    block closes what it opened first (it can only be removed closed). `locked`: the block
+    runs holding the directory's lock, taken only if the directory is still new once it is
+    held (dirlock.acquire_new); else nothing is taken back (it is another command's)."""
     d = Path(directory)
     made = [folder for folder in (d, *d.parents) if not folder.exists()]  # deepest first
     before = set() if made else set(os.listdir(d))
@@ -164,19 +167,33 @@ def new_directory(directory: Path | str) -> Iterator[Path]:
     except OSError as e:
         # A path through a file or a symlink loop, a name too long, a place no folder can be
         # made (under /proc): bad input, said as such. A full or failing disk stays what it is.
-        for folder in made:  # (only empty folders go: what was there is never touched)
-            try:
-                folder.rmdir()
-            except OSError:
-                pass
+        _remove_empty(made)  # (only empty folders go: what was there is never touched)
         if e.errno in _WRITE_FAILURES:
             raise
         raise UsageError(f"{d}: cannot create the directory: {e.strerror or e}") from None
+    token = None
+    if locked:
+        try:
+            token = dirlock.acquire_new(d)
+        except BaseException:
+            _remove_empty(made)
+            raise
     try:
         yield d
     except BaseException:
         _take_back(d, made, before)
         raise
+    finally:
+        dirlock.release(token)
+
+
+def _remove_empty(folders: list[Path]) -> None:
+    """Remove those of `folders` (deepest first) that are empty: what is in one is another's."""
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
 
 
 def _take_back(d: Path, made: list[Path], before: set[str]) -> None:

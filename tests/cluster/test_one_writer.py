@@ -221,3 +221,42 @@ def test_status_cuts_nothing(prototype: Path, tmp_path: Path, capsys: pytest.Cap
     ok(capsys, "cluster", "status", d)
     ok(capsys, "cluster", "status", d, "--json")
     assert {p: p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file() and p.name != LOCK_FILE} == files
+
+
+def _fill_while_held(directory: Path, ready: Path, seconds: float) -> None:
+    """Another `cluster create` of the same new directory that locked it first: it waits, then
+    writes its cluster and lets go."""
+    with cluster_lock(directory, command="kraftsim cluster create DIR"):
+        ready.write_text("held")
+        time.sleep(seconds)
+        (directory / "cluster.json").write_text('{"theirs": true}')
+    os._exit(0)
+
+
+def test_a_create_that_locks_a_new_directory_second_refuses_and_takes_nothing_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two creates of one new directory both found it new before either locked it. The second
+    to lock went on into the first one's files and, when its format failed there, took back
+    what it thought it had made: the other's cluster (seen with two `cluster create` at once).
+    It now refuses once it holds the lock, and leaves the directory as the other made it."""
+    from kraftsim.sim import Simulation
+    from kraftsim.sim import simulation as simulation_module
+
+    d = tmp_path / "c"
+    d.mkdir()
+    ready = tmp_path / "ready"
+    proc = multiprocessing.get_context("fork").Process(target=_fill_while_held, args=(d, ready, 0.5))
+    proc.start()
+    for _ in range(1000):
+        if ready.exists():
+            break
+        time.sleep(0.01)
+    # (the window between the check that the directory is new and its lock, held open)
+    monkeypatch.setattr(simulation_module, "new_cluster_directory_problem", lambda directory: None)
+    try:
+        with pytest.raises(ClusterBusyError, match="another command made a cluster there while this one waited"):
+            Simulation.create(d, controllers=1, release="3.9")
+    finally:
+        proc.join(30)
+    assert sorted(os.listdir(d)) == [LOCK_FILE, "cluster.json"]
+    assert (d / "cluster.json").read_text() == '{"theirs": true}'

@@ -15,7 +15,6 @@ from kraftsim.sim.node.format import new_cluster_directory_problem
 from kraftsim.sim.saved import SavedState
 from kraftsim.sim.simulation import POLICIES
 from kraftsim.sim.types import SimConfig
-from kraftsim.storage import cluster_lock
 from kraftsim.storage.safepath import check_output, new_directory
 from kraftsim.versions import Catalog, default_catalog, load_catalog
 
@@ -76,7 +75,7 @@ def import_cluster(sources: Sequence[Path | str], directory: Path | str, *, vote
         raise ImportRefused(str(e)) from None
     read = [read_source(Path(s), cat, up_to_damage=up_to_damage) for s in sources]
     plan = make_plan(read, cat, voters=voters, release=release, releases=release_overrides)
-    with new_directory(d), cluster_lock(d):  # no other command sees it half written; a failure leaves none
+    with new_directory(d, locked=True):  # no other command sees it half written; a failure leaves none
         saved = write_cluster(plan, d, seed=seed, policies=() if policy == "kafka" else (policy,),
                               config=config, catalog_path=catalog_path)
     return ImportResult(d, plan, saved)

@@ -104,7 +104,7 @@ class SimCluster(TickLifecycleMixin):
                  for i in ids]
         state = ClusterState(cluster_id=cluster_id_for(seed), seed=seed, policies=pols, catalog=catalog,
                              voters=tuple(ids[:controllers]), nodes=nodes)
-        with new_directory(d):  # nothing half-made is left behind, not even when interrupted
+        with new_directory(d, locked=True):  # nothing half-made is left behind, not even when interrupted
             lock = dirlock.acquire(d)
             try:
                 cluster = cls(d, state, emit=emit)
